@@ -1,0 +1,226 @@
+"""Write one paper's audit: Markdown (discrepancies first), CSV, DVC metrics and a y = x figure.
+
+The Markdown is for reading: a claim is shown by its id and (shortened) quote, its published number
+with the claim's comparison ("> 0.8", "~ 7000"), and long sources and notes are cut. The CSV keeps
+every field in full (recompute expressions included), plus the claim's ``comparison`` and ``quote``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping, NamedTuple
+
+from common.audit.core import CLAIM_TABLE, VERDICTS, AuditRow, VerdictCounts
+from common.io import atomic_path, write_csv_atomic, write_json_atomic, write_text_atomic
+
+FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
+          "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
+          "comparison", "quote")
+"""Audit CSV columns: ``AuditRow`` fields, then the claim's comparison ("=" for table cells) and quote."""
+MD_QUOTE_CHARS = 90
+MD_SOURCE_CHARS = 70
+MD_NOTE_CHARS = 140
+PAPER_TABLES_SOURCE = "paper tables: "
+"""Prefix of the ``source`` of a claim recomputed from the paper's tables (``common.audit.claims``)."""
+
+
+class ClaimInfo(NamedTuple):
+    comparison: str = "="
+    quote: str = ""
+
+
+def claim_info(paper: str, claims: Iterable | None = None) -> dict[str, ClaimInfo]:
+    """claim_id -> (comparison, quote), from ``claims`` or, when None, the paper's claims file.
+
+    A paper without a (valid) claims file gives an empty mapping: its claim rows are then shown as "=",
+    without a quote.
+    """
+    if claims is None:
+        from common.published import PublishedDataError, load_claims
+
+        try:
+            claims = load_claims(paper)
+        except (FileNotFoundError, PublishedDataError):
+            return {}
+    return {c.claim_id: ClaimInfo(getattr(c, "comparison", "=") or "=", c.quote) for c in claims}
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    """Up to ``digits`` decimals, trailing zeros dropped; whole numbers (counts) in full."""
+    if x is None:
+        return ""
+    if float(x).is_integer():
+        return f"{int(x):d}"
+    return f"{x:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to at most ``limit`` characters (an ellipsis marks a cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def _comparison(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
+    return info.get(r.row, ClaimInfo()).comparison if r.table == CLAIM_TABLE else "="
+
+
+def published_label(r: AuditRow, comparison: str = "=") -> str:
+    """The published number as printed, prefixed by the claim's comparison unless it is "=" ("> 0.8")."""
+    text = r.published_text or _fmt(r.published)
+    if not text:
+        text = "(no number)"
+    return text if comparison == "=" else f"{comparison} {text}"
+
+
+def _source_label(r: AuditRow) -> str:
+    if not r.source:
+        return ""
+    if r.table == CLAIM_TABLE and r.source.startswith(PAPER_TABLES_SOURCE):
+        return "paper tables (`recompute` in the claims CSV)"
+    else:
+        source = shorten(r.source, MD_SOURCE_CHARS)
+    return f"{r.profile}: {source}" if r.profile else source
+
+
+def _what(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
+    if r.table == CLAIM_TABLE:
+        quote = info.get(r.row, ClaimInfo()).quote
+        label = f"claim `{r.row}`"
+        return f"{label}: “{_md_escape(shorten(quote, MD_QUOTE_CHARS))}”" if quote else label
+    return _md_escape(f"{r.table} · {r.row} · {r.column}")
+
+
+def _note(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
+    note = r.note
+    if r.table == CLAIM_TABLE and note == info.get(r.row, ClaimInfo()).quote:
+        note = ""  # a claim nothing recomputes carries its quote as note; it is shown already
+    return _md_escape(shorten(note, MD_NOTE_CHARS))
+
+
+def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | None = None,
+             info: Mapping[str, ClaimInfo] | None = None) -> str:
+    """The readable report; ``info`` (from ``claim_info``) wins over ``claims`` when given."""
+    info = claim_info(paper, claims) if info is None else info
+    counts = VerdictCounts.of(rows).counts
+    lines = [
+        f"# Audit: {paper}",
+        "",
+        f"Published numbers (`results/published/{paper}.csv`, `{paper}_claims.csv`) joined cell by cell with "
+        f"what this workspace recomputed. Current pipeline profile: **{profile}**. Full sources, notes and "
+        f"recompute expressions are in `{paper}.csv` next to this file.",
+        "",
+        "| verdict | cells |", "| --- | ---: |",
+        *[f"| {v} | {counts[v]} |" for v in VERDICTS],
+        "",
+        "Tolerances: `exact` = half a unit of the paper's last printed digit (recomputation from released "
+        "artifacts); `claim` = half a unit of the claim's printed precision (recomputed from the paper's own "
+        "tables); `std` = the paper's reported standard deviation; `default` = 1 point (runs). "
+        "Comparisons (claims): a published number shown as `> x`, `>= x`, `< x` or `<= x` is a bound the "
+        "recomputed number must satisfy (no rounding slack under `exact`/`claim`); `~ x` is an approximate "
+        "claim (\"about\", \"around\", \"almost\"), reproduced within max(tolerance, 10% of x). "
+        "Profiles: `released` (authors' released files), `paper` (the paper's own tables), `full` (a full-profile "
+        "run here), `mini` (a mini-world run: never compared with a published number).",
+        "",
+    ]
+    sections = [
+        ("Discrepancies", [r for r in rows if r.verdict == "differs"]),
+        ("Reproduced", [r for r in rows if r.verdict == "reproduced"]),
+        ("Mini profile only (not comparable)", [r for r in rows if r.verdict == "mini profile: not comparable"]),
+    ]
+    for title, subset in sections:
+        lines += [f"## {title} ({len(subset)})", ""]
+        if not subset:
+            lines += ["None.", ""]
+            continue
+        lines += ["| what | published | recomputed | diff | tol | source | note |",
+                  "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
+        for r in subset:
+            tol = f"{_fmt(r.tolerance)} ({r.tolerance_rule})" if r.tolerance is not None else r.tolerance_rule
+            lines.append(
+                f"| {_what(r, info)} | {_md_escape(published_label(r, _comparison(r, info)))} "
+                f"| {_fmt(r.recomputed)} | {_fmt(r.difference)} | {tol} "
+                f"| {_md_escape(_source_label(r))} | {_note(r, info)} |"
+            )
+        lines.append("")
+    pending = [r for r in rows if r.verdict == "not recomputed yet"]
+    by_table: dict[str, int] = {}
+    for r in pending:
+        name = "claims" if r.table == CLAIM_TABLE else r.table
+        by_table[name] = by_table.get(name, 0) + 1
+    lines += [f"## Not recomputed yet ({len(pending)})", "",
+              "Per table (every cell is listed in the CSV):", "",
+              *[f"- {t}: {n}" for t, n in sorted(by_table.items())], ""]
+    return "\n".join(lines)
+
+
+def csv_rows(rows: list[AuditRow], info: Mapping[str, ClaimInfo]) -> list[dict]:
+    out = []
+    for r in rows:
+        d = r.as_dict()
+        d["comparison"] = _comparison(r, info)
+        d["quote"] = info.get(r.row, ClaimInfo()).quote if r.table == CLAIM_TABLE else ""
+        out.append(d)
+    return out
+
+
+def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mapping[str, str] | None = None) -> Path:
+    """Published (x) vs recomputed (y) with y = x; claims that are bounds or approximate drawn as triangles."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    comparisons = comparisons or {}
+
+    def is_exact(r: AuditRow) -> bool:
+        return r.table != CLAIM_TABLE or comparisons.get(r.row, "=") == "="
+
+    compared = [r for r in rows if r.recomputed is not None and r.published is not None]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
+    for ax, units in zip(axes, (("percent", "points"), None)):
+        subset = [r for r in compared if (units is None and r.unit not in ("percent", "points"))
+                  or (units is not None and r.unit in units)]
+        for verdict, color in (("reproduced", "tab:green"), ("differs", "tab:red")):
+            for exact, marker, suffix in ((True, "o", ""), (False, "^", ", bound / approx.")):
+                pts = [(r.published, r.recomputed) for r in subset if r.verdict == verdict and is_exact(r) == exact]
+                if pts:
+                    ax.scatter(*zip(*pts), s=14 if exact else 22, color=color, marker=marker,
+                               label=f"{verdict}{suffix} ({len(pts)})", alpha=0.8)
+        if subset:
+            lo = min(min(r.published, r.recomputed) for r in subset)
+            hi = max(max(r.published, r.recomputed) for r in subset)
+            ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--", label="y = x")
+            ax.legend(fontsize=7)
+        ax.set_xlabel("published")
+        ax.set_ylabel("recomputed")
+        ax.set_title("percent / points" if units else "other units (fractions, counts, r)", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
+                claims: Iterable | None = None) -> dict[str, Path]:
+    """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` and ``<paper>.png`` into ``out_dir``.
+
+    ``claims`` (the paper's ``PublishedClaim`` list) gives each claim row its comparison and quote; when
+    None they are read from ``results/published/<paper>_claims.csv`` if it exists.
+    """
+    out_dir = Path(out_dir)
+    info = claim_info(paper, claims)
+    counts = VerdictCounts.of(rows).counts
+    paths = {
+        "markdown": write_text_atomic(out_dir / f"{paper}.md", markdown(paper, rows, profile, info=info)),
+        "csv": write_csv_atomic(out_dir / f"{paper}.csv", csv_rows(rows, info), FIELDS),
+        "metrics": write_json_atomic(out_dir / f"{paper}_summary.json",
+                                     {"paper": paper, "profile": profile, "verdicts": counts, "total": len(rows)}),
+        "figure": scatter(rows, out_dir / f"{paper}.png", f"{paper}: published vs recomputed",
+                          {k: v.comparison for k, v in info.items()}),
+    }
+    return paths

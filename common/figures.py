@@ -1,0 +1,36 @@
+"""Figures drawn from result tables (PNG, for DVC image plots and the notebooks)."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Sequence
+
+from common.io import atomic_path
+
+
+def grouped_bars(table_csv: Path, groups: Sequence[str], out_png: Path, title: str, label_column: str = "label") -> Path:
+    """One bar group per category, one bar per model (a results table drawn as the paper's figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with open(table_csv, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    width = 0.8 / max(1, len(rows))
+    fig, ax = plt.subplots(figsize=(1.3 * len(groups) + 2, 3.6))
+    x = np.arange(len(groups))
+    for k, row in enumerate(rows):
+        ax.bar(x + k * width - 0.4 + width / 2, [float(row[g]) for g in groups], width, label=row[label_column])
+    ax.axhline(50, color="grey", lw=0.8, ls="--", label="chance (K=2)")
+    ax.set_xticks(x, [g.replace("_", "\n") for g in groups])
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return out_png

@@ -1,0 +1,31 @@
+"""The workspace's DVC parameters (``params.yaml`` at the root): one file, read by every stage."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.paths import ROOT
+
+PARAMS_FILE = ROOT / "params.yaml"
+PROFILES = ("mini", "full")
+
+
+def load_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        params = yaml.safe_load(fh) or {}
+    profile = params.get("profile")
+    if profile not in PROFILES:
+        raise ValueError(f"{path}: profile must be one of {PROFILES}, got {profile!r}")
+    return params
+
+
+def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> Any:
+    """``params['a']['b']`` for ``'a.b'``, with an error naming the file and the missing key."""
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(f"{path}: missing parameter {dotted!r}")
+        node = node[part]
+    return node
