@@ -45,7 +45,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from common import __version__, paths
-from common.io import sha256_file, write_json_atomic
+from common.io import atomic_path, sha256_file, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -498,11 +498,7 @@ def _ensure_file(source: Source, root: Path, mirror_root: Path | None, lock: Che
     if dest.exists() and not dest.is_file():
         raise DownloadError(f"{source.key}: {dest} exists and is not a file; remove it first")
     assert source.url is not None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(dest) as tmp:  # moved onto dest only if every check below passes
         origin = _obtain(source, tmp, mirror_root, progress=progress, timeout=timeout)
         actual = sha256_file(tmp)
         size = tmp.stat().st_size
@@ -520,13 +516,10 @@ def _ensure_file(source: Source, root: Path, mirror_root: Path | None, lock: Che
                 f"{source.key}: size mismatch for {origin}: expected {source.size} bytes, got {size}; "
                 f"nothing was written to {dest}"
             )
-        os.replace(tmp, dest)
-        if expected is None:
-            lock.record(source, actual, size)
-        log.info("%s: %s -> %s (sha256 %s)", source.key, origin, dest, actual)
-        return dest, actual
-    finally:
-        tmp.unlink(missing_ok=True)
+    if expected is None:
+        lock.record(source, actual, size)
+    log.info("%s: %s -> %s (sha256 %s)", source.key, origin, dest, actual)
+    return dest, actual
 
 
 def _obtain(source: Source, tmp: Path, mirror_root: Path | None, *, progress: bool, timeout: float) -> str:

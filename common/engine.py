@@ -196,36 +196,39 @@ class Engine:
         return self.text_cache.get([key_of[t] for t in texts])
 
     # -- task shapes ----------------------------------------------------------------------------
+    def _embed(self, image_owners: Iterable[tuple[Path, str]], texts: Iterable[str]):
+        """Embeddings of every distinct image and text of a task, with row look-ups (float64)."""
+        owners = _owners(image_owners)
+        images = list(owners)
+        image_emb = self.image_embeddings(images, owners).astype(np.float64)
+        unique_texts = list(dict.fromkeys(texts))
+        text_emb = self.text_embeddings(unique_texts).astype(np.float64)
+        image_row = {p: i for i, p in enumerate(images)}
+        text_row = {t: i for i, t in enumerate(unique_texts)}
+        return (lambda paths: image_emb[[image_row[p] for p in paths]],
+                lambda strings: text_emb[[text_row[t] for t in strings]])
+
+    def _result(self, task: str) -> SelectionResult:
+        return SelectionResult(self.model.name, self.model.fingerprint, task)
+
     def image_to_text(self, items: Sequence[ImageToTextItem]) -> SelectionResult:
         """Choose among K captions for each image; caption 0 is the correct one."""
-        owners = _owners(((it.image, it.origin or it.item_id) for it in items))
-        images = list(owners)
-        image_rows = {p: i for i, p in enumerate(images)}
-        image_emb = self.image_embeddings(images, owners).astype(np.float64)
-        texts = list(dict.fromkeys(c for it in items for c in it.captions))
-        text_rows = {t: i for i, t in enumerate(texts)}
-        text_emb = self.text_embeddings(texts).astype(np.float64)
-        result = SelectionResult(self.model.name, self.model.fingerprint, "image_to_text")
+        images, texts = self._embed(((it.image, it.origin or it.item_id) for it in items),
+                                    (c for it in items for c in it.captions))
+        result = self._result("image_to_text")
         for it in items:
-            scores = text_emb[[text_rows[c] for c in it.captions]] @ image_emb[image_rows[it.image]]
-            correct, tie = decide(scores)
-            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), correct, tie))
+            scores = texts(it.captions) @ images([it.image])[0]
+            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *decide(scores)))
         return result
 
     def text_to_image(self, items: Sequence[TextToImageItem]) -> SelectionResult:
         """Choose among K images for each caption; image 0 is the correct one."""
-        owners = _owners(((p, it.origin or it.item_id) for it in items for p in it.images))
-        images = list(owners)
-        image_rows = {p: i for i, p in enumerate(images)}
-        image_emb = self.image_embeddings(images, owners).astype(np.float64)
-        texts = list(dict.fromkeys(it.caption for it in items))
-        text_rows = {t: i for i, t in enumerate(texts)}
-        text_emb = self.text_embeddings(texts).astype(np.float64)
-        result = SelectionResult(self.model.name, self.model.fingerprint, "text_to_image")
+        images, texts = self._embed(((p, it.origin or it.item_id) for it in items for p in it.images),
+                                    (it.caption for it in items))
+        result = self._result("text_to_image")
         for it in items:
-            scores = image_emb[[image_rows[p] for p in it.images]] @ text_emb[text_rows[it.caption]]
-            correct, tie = decide(scores)
-            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), correct, tie))
+            scores = images(it.images) @ texts([it.caption])[0]
+            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *decide(scores)))
         return result
 
 

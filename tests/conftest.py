@@ -1,4 +1,4 @@
-"""Shared fixtures: small random-weight models, temporary caches, the shared mirror."""
+"""Shared fixtures: small random-weight models, temporary caches, the shared mirror, published numbers."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 from common.paths import ROOT
+# The published-numbers fixtures of tests/test_published_*.py (paper, cells, index, claims, raw_rows,
+# raw_claims, paper_text), registered here for every test module; see published_support.py.
+from published_support import cells, claims, index, paper, paper_text, raw_claims, raw_rows  # noqa: F401
 
 MIRROR = (ROOT.parent / "shared" / "mirror").resolve()
 

@@ -84,3 +84,20 @@ def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
 
     shown = _dvc(workspace, env, "metrics", "show")
     assert shown.returncode == 0 and "table6_metrics.json" in shown.stdout
+
+
+def test_full_profile_wiring(tmp_path):
+    """Under profile: full, papers/sugarcrepe depends on the fetched data (data.dvc) and the real zoo,
+    not on the mini world (checked with `dvc dag`, which builds the graph without running anything)."""
+    workspace = _copy_workspace(tmp_path / "ws")
+    path = workspace / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["profile"] = "full"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    dag = _dvc(workspace, env, "dag", "--dot", "papers/sugarcrepe")
+    assert dag.returncode == 0, dag.stderr
+    for node in ("full/sugarcrepe", "full/zoo", "data.dvc", "papers/sugarcrepe/dvc.yaml:table6",
+                 "papers/sugarcrepe/dvc.yaml:audit"):
+        assert node in dag.stdout, node
+    assert "mini/" not in dag.stdout

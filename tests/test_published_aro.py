@@ -4,23 +4,22 @@ The tables are checked against each other (the paper repeats several numbers), a
 paper implies (macro averages, Recall@5 >= Recall@1, chance level), against the paper's own text
 claims, and -- when the extracted paper text is available -- against the source lines themselves.
 Where the paper disagrees with itself the disagreement is asserted explicitly, value for value.
+The generic checks (files load, cell counts, recompute expressions, comparisons, verbatim quotes) run
+for every paper in test_published_common.py; the fixtures come from published_support.py via conftest.py.
 """
 from __future__ import annotations
 
-import csv
 import itertools
 import math
 import re
 import statistics
-from pathlib import Path
 
 import pytest
 
-from common.paths import PUBLISHED
-from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from common.published import evaluate_expression
+from published_support import by_key, rounding_tolerance
 
 PAPER = "aro"
-PAPER_TEXT = Path("/work/shared/papers/aro.txt")
 
 MODELS_T2 = ["CLIP", "NegCLIP", "CLIP-FT", "XVLM", "BLIP", "Flava"]
 RETRIEVAL_MODELS = ["BLIP", "CLIP", "Flava", "XVLM"]
@@ -36,7 +35,9 @@ VERBS = ["carrying", "covered by", "covered in", "covered with", "covering", "cu
          "standing by", "standing in", "standing on", "surrounded by", "using", "walking in", "walking on",
          "watching", "wearing"]
 
+# Table 1 only lists caption perturbation examples (no numbers); figures carry no numbers in the text.
 EXPECTED_COUNTS = {"Table 2": 336, "Table 3": 352, "Table 4": 224, "Table 5": 18, "Table 6": 33}
+RECOMPUTE_COUNT = 23  # claims with a recompute expression
 
 # Rounding: Table 2 prints 2 decimals, so a mean of printed values is within 0.005 of the mean of the
 # true values, and the printed mean is itself within 0.005 of that: |printed - mean(printed)| <= 0.01.
@@ -45,60 +46,7 @@ MACRO_TOL = 0.01 + 1e-9
 REPRINT_TOL = 0.005 + 1e-9
 
 
-@pytest.fixture(scope="module")
-def cells():
-    return load_cells(PAPER)
-
-
-@pytest.fixture(scope="module")
-def index(cells):
-    return CellIndex(cells)
-
-
-@pytest.fixture(scope="module")
-def claims():
-    return load_claims(PAPER)
-
-
-@pytest.fixture(scope="module")
-def raw_rows():
-    """The CSV rows as strings (value exactly as printed, trailing zeros kept)."""
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-@pytest.fixture(scope="module")
-def raw_claims():
-    with open(PUBLISHED / f"{PAPER}_claims.csv", newline="", encoding="utf-8") as fh:
-        return {r["claim_id"]: r for r in csv.DictReader(fh)}
-
-
-@pytest.fixture(scope="module")
-def paper_text():
-    if not PAPER_TEXT.exists():
-        pytest.skip(f"extracted paper text not available at {PAPER_TEXT}")
-    return PAPER_TEXT.read_text(encoding="utf-8")
-
-
-def by_key(raw_rows):
-    return {(r["table"], r["row"], r["column"]): r for r in raw_rows}
-
-
 # ----------------------------------------------------------------------------------------- schema / coverage
-def test_loads_and_validates(cells, claims):
-    assert cells and claims
-    assert {c.paper for c in cells} == {PAPER}
-    assert {c.paper for c in claims} == {PAPER}
-
-
-def test_every_table_present_with_expected_cell_count(cells):
-    counts = {}
-    for c in cells:
-        counts[c.table] = counts.get(c.table, 0) + 1
-    # Table 1 only lists caption perturbation examples (no numbers); figures carry no numbers in the text.
-    assert counts == EXPECTED_COUNTS
-
-
 def test_statuses(cells):
     not_reported = sorted((c.table, c.row, c.column) for c in cells if c.status == "not_reported")
     assert not_reported == [
@@ -299,33 +247,19 @@ KNOWN_CLAIM_MISMATCHES = {
 }
 
 
-def _tolerance(value_text: str) -> float:
-    decimals = len(value_text.split(".")[1]) if "." in value_text else 0
-    return 0.5 * 10 ** -decimals + 1e-9  # the claim is a rounding of the recomputed quantity
-
-
-def test_every_recompute_evaluates(claims, index):
-    n = 0
-    for cl in claims:
-        if cl.recompute:
-            value = evaluate_expression(cl.recompute, index)
-            assert math.isfinite(value), cl.claim_id
-            n += 1
-    assert n == 23
-
-
 def test_claims_match_recomputation_except_known(claims, raw_claims, index):
     mismatches = {}
     for cl in claims:
         if not cl.recompute:
             continue
         got = evaluate_expression(cl.recompute, index)
-        if abs(got - cl.value) > _tolerance(raw_claims[cl.claim_id]["value"]):
+        if abs(got - cl.value) > rounding_tolerance(raw_claims[cl.claim_id]["value"]):
             mismatches[cl.claim_id] = got
     assert mismatches == pytest.approx(KNOWN_CLAIM_MISMATCHES)
 
 
-# The `comparison` column: claims that are bounds (">", ">=", "<", "<=") or approximate ("~"); all others "=".
+# The `comparison` column: claims that are bounds (">", ">=", "<", "<=") or approximate ("~"); all others "="
+# (checked in test_published_common.py).
 EXPECTED_COMPARISONS = {
     "abs_test_cases": ">",           # "with more than 50,000 test cases"
     "vg_images_100k": ">",           # "with over 100,000 images"
@@ -337,8 +271,7 @@ EXPECTED_COMPARISONS = {
 }
 
 
-def test_comparisons(claims):
-    assert {c.claim_id: c.comparison for c in claims if c.comparison != "="} == EXPECTED_COMPARISONS
+def test_recomputed_claims_are_equalities(claims):
     # every claim recomputed from the tables is an equality, so the rounding check above is the right one
     assert all(c.comparison == "=" for c in claims if c.recompute)
 
@@ -371,11 +304,6 @@ def test_claims_consistent_with_each_other(claims):
 
 
 # ----------------------------------------------------------------------------------------- against the source text
-def test_claim_quotes_are_verbatim(claims, paper_text):
-    for cl in claims:
-        assert cl.quote and cl.quote in paper_text, cl.claim_id
-
-
 def test_table2_lines_reconstruct(raw_rows, paper_text):
     keys = by_key(raw_rows)
     lines = set(paper_text.split("\n"))

@@ -3,21 +3,19 @@
 BiVLC repeats itself a lot: Table 3 repeats Table 2's contrastive rows, Table 4's per-category scores
 average (weighted by Table 1's instance counts) to Table 2/3's overall scores, every score is a count
 over a known number of instances, the finer metrics bound the main ones, and Table 1 / Table 2 repeat
-SugarCrepe's own numbers.  Known disagreements are asserted explicitly.
+SugarCrepe's own numbers.  Known disagreements are asserted explicitly.  The generic checks (files
+load, cell counts, full grids, recompute expressions and values, comparisons, verbatim quotes, every value
+printed in the paper) run for every paper in test_published_common.py, against EXPECTED_COUNTS,
+EXPECTED_GRIDS, RECOMPUTE_COUNT, EXPECTED_RECOMPUTE and EXPECTED_COMPARISONS below.
 """
 from __future__ import annotations
 
-import csv
-import fnmatch
-import math
 import re
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from common.paths import PUBLISHED, ROOT
-from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from common.published import CellIndex, evaluate_expression, load_cells
+from published_support import values
 
 PAPER = "bivlc"
 TOL_2DP = 0.0101  # two independently rounded 2-decimal figures
@@ -52,28 +50,8 @@ EXPECTED_COUNTS = {"Table 1": 27, "Table 2": 45, "Table 3": 56, "Table 4": 90, "
 
 
 @pytest.fixture(scope="module")
-def cells():
-    return load_cells(PAPER)
-
-
-@pytest.fixture(scope="module")
-def index(cells):
-    return CellIndex(cells)
-
-
-@pytest.fixture(scope="module")
-def claims():
-    return load_claims(PAPER)
-
-
-@pytest.fixture(scope="module")
 def sugarcrepe():
     return CellIndex(load_cells("sugarcrepe"))
-
-
-def values(cells, table, row_pattern="*", column_pattern="*"):
-    return [c.value for c in cells if c.table == table and c.value is not None
-            and fnmatch.fnmatchcase(c.row, row_pattern) and fnmatch.fnmatchcase(c.column, column_pattern)]
 
 
 def is_count_over(percent: float, n: int, decimals: int = 2) -> bool:
@@ -101,23 +79,6 @@ def overall(index, model):
 
 # ----------------------------------------------------------------------------- schema and coverage
 
-def test_files_load_and_are_this_paper(cells, claims):
-    assert cells and claims
-    assert {c.paper for c in cells} == {PAPER}
-    assert {c.paper for c in claims} == {PAPER}
-
-
-def test_cell_count_per_table(cells):
-    assert Counter(c.table for c in cells) == EXPECTED_COUNTS
-
-
-@pytest.mark.parametrize("table", sorted(EXPECTED_GRIDS))
-def test_every_table_is_a_full_grid_with_the_documented_keys(cells, table):
-    rows, cols = EXPECTED_GRIDS[table]
-    got = {(c.row, c.column) for c in cells if c.table == table}
-    assert got == {(r, k) for r in rows for k in cols}
-
-
 def test_statuses(cells):
     not_reported = {c.key for c in cells if c.status == "not_reported"}
     expected = {("Table 1", "Winoground", c) for c in T1_COLS if c not in ("Swap | Obj", "Swap | Rel", "Total")}
@@ -139,9 +100,9 @@ def test_units(cells):
             assert c.unit == "percent", c
 
 
-def test_values_are_kept_as_printed():
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["status"] == "ok"]
+def test_values_are_kept_as_printed(raw_rows):
+    rows = [r for r in raw_rows if r["status"] == "ok"]
+    assert rows
     for r in rows:
         if r["table"] in ("Table 1", "Table 6") or r["column"] == "Params":
             assert re.fullmatch(r"\d+", r["value"]), r
@@ -339,8 +300,9 @@ EXPECTED_RECOMPUTE = {
     "appE3_batch_trohn_text_captions_400": 400, "appE3_batch_trohn_img_400": 400, "appE4_total_hours_387": 379.5,
     "appE4_bivlc_images_30048": 30048, "appE4_trohn_text_112h": 112, "appH3_kappa_mean_0.49": 0.49,
 }
+RECOMPUTE_COUNT = len(EXPECTED_RECOMPUTE)  # claims with a recompute expression
 # Bounds ('more than', 'over', '>') and approximations ('almost', 'around 9', '10 times'): the claims'
-# `comparison` column; every claim not listed is "=".
+# `comparison` column; every claim not listed is "=" (checked in test_published_common.py).
 EXPECTED_COMPARISONS = {
     "intro_more_than_11000_retrieval": ">", "rw_aro_50000": ">", "sec5.2_trohn_text_gt_3M": ">",
     "sec5.3_swap_20_below_replace": ">", "sec5.3_other_three_over_90": ">",
@@ -351,25 +313,6 @@ EXPECTED_COMPARISONS = {
     "appE4_trohn_text_112h": "~", "appE4_trohn_img_hours_72": "~", "appE4_det_text_1.5h": "~",
     "appE4_det_img_3h": "~",
 }
-
-
-def test_comparison_column(claims):
-    assert {c.claim_id: c.comparison for c in claims if c.comparison != "="} == EXPECTED_COMPARISONS
-
-
-def test_every_recompute_expression_evaluates(claims, index):
-    with_expr = [c for c in claims if c.recompute]
-    assert len(with_expr) >= 30
-    for c in with_expr:
-        assert math.isfinite(evaluate_expression(c.recompute, index)), c.claim_id
-
-
-def test_recompute_values(claims, index):
-    by_id = {c.claim_id: c for c in claims}
-    assert set(EXPECTED_RECOMPUTE) == {c.claim_id for c in claims if c.recompute}
-    for claim_id, expected in EXPECTED_RECOMPUTE.items():
-        got = evaluate_expression(by_id[claim_id].recompute, index)
-        assert abs(got - expected) <= 0.005 + 1e-9 * abs(expected), (claim_id, got)
 
 
 def test_claims_agree_with_tables_within_rounding_or_stated_bound(claims, index):
@@ -386,19 +329,6 @@ def test_claims_agree_with_tables_within_rounding_or_stated_bound(claims, index)
             assert abs(got - c.value) <= max(0.75, 0.001 * abs(c.value)), (c.claim_id, c.value, got)
 
 
-def _paper_text():
-    for p in (ROOT / "papers" / "bivlc" / "bivlc.txt", Path("/work/shared/papers/bivlc.txt")):
-        if p.is_file():
-            return " ".join(p.read_text(encoding="utf-8").split())
-    pytest.skip("paper text not available")
-
-
-def test_claim_quotes_are_verbatim(claims):
-    text = _paper_text()
-    for c in claims:
-        assert " ".join(c.quote.split()) in text, c.claim_id
-
-
 WORD_NUMBERS = {"four": 4.0, "three thousand": 3000.0, "eleven thousand": 11000.0, "3 thousand": 3000.0,
                 "7 thousand": 7000.0, "perfect": 100.0, "one": 1.0, "10 times": 10.0, ">3M": 3.0}
 
@@ -411,15 +341,3 @@ def test_claim_values_appear_in_their_quotes(claims):
         nums = {float(t) for t in re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", text)}
         nums |= {v for w, v in WORD_NUMBERS.items() if w in text}
         assert c.value in nums, (c.claim_id, c.value, c.quote)
-
-
-
-def test_every_value_is_printed_in_the_paper():
-    """Each transcribed cell's printed text (raw when recorded, else value) is a token of the paper text."""
-    tokens = set(_paper_text().split())
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["status"] == "ok" and r["table"] != "GPT-4V readme"]
-    assert rows
-    for r in rows:
-        printed = r["raw"] or r["value"]
-        assert printed in tokens, (r["table"], r["row"], r["column"], printed)

@@ -13,27 +13,26 @@ use the paper's own redundancy to catch transcription errors:
 * the text claims, recomputed from the tables with common.published.evaluate_expression.
 
 Where the paper disagrees with itself the disagreement is asserted explicitly (KNOWN_* below), so the
-tolerances stay tight everywhere else.
+tolerances stay tight everywhere else. The generic checks (files load, cell counts, full grids, recompute
+expressions, comparisons, verbatim quotes) run for every paper in test_published_common.py, against
+EXPECTED_COUNTS, EXPECTED_GRIDS, RECOMPUTE_COUNT and EXPECTED_COMPARISONS below.
 """
 from __future__ import annotations
 
-import csv
 import math
 import re
 import statistics
-from pathlib import Path
 
 import pytest
 
-from common.paths import PUBLISHED, ROOT
 from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from published_support import read_raw_rows
 
 PAPER = "conclip"
 CELLS = load_cells(PAPER)
 CLAIMS = {c.claim_id: c for c in load_claims(PAPER)}
 INDEX = CellIndex(CELLS)
-with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as _fh:
-    RAW_ROWS = list(csv.DictReader(_fh))
+RAW_ROWS = read_raw_rows(PAPER)
 PRINTED = {(r["table"], r["row"], r["column"]): r["value"] for r in RAW_ROWS}
 
 BACKBONES = ["ViT-B/16", "ViT-B/32", "ViT-L/14"]
@@ -58,7 +57,7 @@ def grouped(groups, inner):
     return [f"{g} | {i}" for g in groups for i in inner]
 
 
-EXPECTED_GRID = {
+EXPECTED_GRIDS = {
     "Table 2": (["CLIP", "Neg-CLIP", "FLAVA", "BLIP"], ["CC-Neg Accuracy"]),
     "Table 3": (["CLIP", "Neg-CLIP", "FLAVA", "BLIP", "CoN-CLIP"], ["CC-Neg Accuracy"]),
     "Table 4": (grouped(["CLIP", "CoN-CLIP"], BACKBONES), CLS_COLS),
@@ -100,28 +99,21 @@ def two_decimal_ok(printed: float, exact: float) -> bool:
 
 
 # --------------------------------------------------------------------------- schema and coverage
-def test_loads_through_schema():
-    assert CELLS and CLAIMS
-    assert all(c.paper == PAPER for c in CELLS)
+def test_statuses():
     assert all(c.status == "ok" and c.value is not None for c in CELLS), "no unreadable/'-' cells in this paper"
-    assert all(c.paper == PAPER for c in CLAIMS.values())
 
 
-def test_every_table_present_with_expected_cell_count():
-    counts: dict[str, int] = {}
-    for c in CELLS:
-        counts[c.table] = counts.get(c.table, 0) + 1
-    assert counts == EXPECTED_COUNTS
-    assert set(counts) == {f"Table {n}" for n in range(2, 17)}
-    assert len(CELLS) == 471
+def test_expected_counts_cover_tables_2_to_16():
+    # test_published_common.py checks the cells per table against EXPECTED_COUNTS
+    assert set(EXPECTED_COUNTS) == {f"Table {n}" for n in range(2, 17)}
+    assert sum(EXPECTED_COUNTS.values()) == len(CELLS) == 471
 
 
-@pytest.mark.parametrize("table", sorted(EXPECTED_GRID, key=lambda t: int(t.split()[1])))
-def test_full_grid_with_paper_labels(table):
-    rows, cols = EXPECTED_GRID[table]
-    got = {(c.row, c.column) for c in CELLS if c.table == table}
-    assert got == {(r, col) for r in rows for col in cols}
-    # file order: row by row, columns in printed order (Split size rows last)
+@pytest.mark.parametrize("table", sorted(EXPECTED_GRIDS, key=lambda t: int(t.split()[1])))
+def test_file_order_is_row_by_row(table):
+    # test_published_common.py checks the set of keys; here the file order: row by row, columns in
+    # printed order (Split size rows last)
+    rows, cols = EXPECTED_GRIDS[table]
     order = [(c.row, c.column) for c in CELLS if c.table == table]
     assert order == [(r, col) for r in rows for col in cols]
 
@@ -234,7 +226,7 @@ def test_split_sizes_cover_the_heldout_set():
 @pytest.mark.parametrize("table", SPLIT_TABLES)
 def test_split_accuracies_are_fractions_of_split_size(table):
     sizes = split_sizes(table)
-    rows = [r for r in EXPECTED_GRID[table][0] if r != "Split size"]
+    rows = [r for r in EXPECTED_GRIDS[table][0] if r != "Split size"]
     for row in rows:
         for k, n in zip(K_COLS, sizes):
             acc = v(table, row, k)
@@ -286,11 +278,6 @@ def recompute(claim_id: str) -> float:
     return evaluate_expression(CLAIMS[claim_id].recompute, INDEX)
 
 
-@pytest.mark.parametrize("claim_id", [c for c, cl in CLAIMS.items() if cl.recompute])
-def test_claim_recompute_evaluates(claim_id):
-    assert math.isfinite(recompute(claim_id))
-
-
 # claims the tables reproduce (to the printed precision)
 MATCHING = {"k_range_fig4", "n_vlms_sec31", "n_vlms_sec32", "n_datasets_abstract", "n_datasets_intro",
             "n_datasets_sec51", "n_datasets_sec521", "n_datasets_table16", "blip_no_accuracy", "delta_conclip",
@@ -314,6 +301,7 @@ KNOWN_CLAIM_MISMATCHES = {
     # Sec. 5.4: "CREPE-Negate L_1 ... lower ... across all tasks"; vs CC-Neg L_1 it is 0.30 higher on Swap
     "crepe_negate_lower_all": 0.30,
 }
+RECOMPUTE_COUNT = 34  # claims with a recompute expression: MATCHING, BOUNDS and KNOWN_CLAIM_MISMATCHES
 NOT_DERIVABLE = {"ccneg_size_abstract", "ccneg_size_intro", "ccneg_size_contrib", "ccneg_size_sec31",
                  "cc3m_image_labels_subset", "crepe_negate_true_pairs", "crepe_negate_distractors",
                  "clip_pretrain_pairs", "n_train", "max_pairs_kept", "vera_ccneg", "vera_crepe_negate",
@@ -331,7 +319,7 @@ def test_every_claim_is_classified():
         assert CLAIMS[cid].recompute
 
 
-# The `comparison` column of every claim that is not "=".
+# The `comparison` column of every claim that is not "=" (checked in test_published_common.py).
 EXPECTED_COMPARISONS = {
     **{cid: op for cid, (op, _threshold) in BOUNDS.items()},
     "heldout_sec41": "<=", "heldout_sec511": "<=",  # the K<=5 splits hold at most the 40,000 held-out samples
@@ -342,8 +330,7 @@ EXPECTED_COMPARISONS = {
 }
 
 
-def test_comparison_column():
-    assert {cid: c.comparison for cid, c in CLAIMS.items() if c.comparison != "="} == EXPECTED_COMPARISONS
+def test_matching_claims_are_equalities():
     assert all(CLAIMS[cid].comparison == "=" for cid in MATCHING)
 
 
@@ -392,26 +379,13 @@ def test_claims_agree_with_each_other():
 
 
 # --------------------------------------------------------------------------- against the source text
-def _paper_text() -> str:
-    for candidate in (ROOT / "papers" / PAPER / f"{PAPER}.txt", Path("/work/shared/papers") / f"{PAPER}.txt"):
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
-    pytest.skip("extracted paper text not available")
-
-
 HEADER_LINES = {n: 2 for n in range(2, 17)} | {2: 1, 16: 1}
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-def test_claim_quotes_are_verbatim():
-    text = _paper_text()
-    for claim in CLAIMS.values():
-        assert claim.quote in text, claim.claim_id
-
-
 @pytest.mark.parametrize("table", sorted(EXPECTED_COUNTS, key=lambda t: int(t.split()[1])))
-def test_cells_match_extracted_table_lines(table):
-    lines = _paper_text().split("\n")
+def test_cells_match_extracted_table_lines(table, paper_text):
+    lines = paper_text.split("\n")
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{table}:"))
     body = []
     for line in lines[start + 1 + HEADER_LINES[int(table.split()[1])]:]:

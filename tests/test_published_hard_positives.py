@@ -5,21 +5,19 @@ Checks: Table 3 repeats rows of Table 1; printed deltas equal Aug. - Orig.; iden
 the metric definitions (Aug <= Orig, Orig - Aug <= Brittleness, Aug + Brittleness <= 100, chance
 levels); the orderings the text states about Tables 1-3 and Figures 1 and 3; every claim against its
 recomputation; and, when the extracted paper text is available, the source lines themselves.
+The generic checks (files load, cell counts, recompute expressions, comparisons, verbatim quotes) run
+for every paper in test_published_common.py; the fixtures come from published_support.py via conftest.py.
 """
 from __future__ import annotations
 
-import csv
 import itertools
-import math
-from pathlib import Path
 
 import pytest
 
-from common.paths import PUBLISHED
-from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from common.published import evaluate_expression, load_claims
+from published_support import by_key, rounding_tolerance
 
 PAPER = "hard_positives"
-PAPER_TEXT = Path("/work/shared/papers/hard_positives.txt")
 
 ACC_COLS = ["REPLACE | Orig. Test Acc.", "REPLACE | Aug. Test Acc.", "SWAP | Orig. Test Acc.", "SWAP | Aug. Test Acc.",
             "REPLACE | Brittleness", "SWAP | Brittleness"]
@@ -36,46 +34,15 @@ REPLACE_TRAINED = ["CREPE-Replace", "SVLC", "SVLC+Pos", "DAC-LLM", "DAC-SAM"]
 PANELS = ["Top left", "Top right", "Bottom left", "Bottom right"]
 
 EXPECTED_COUNTS = {"Table 1": 108, "Table 2": 9, "Table 3": 68, "Figure 1": 9, "Figure 3": 36}
+RECOMPUTE_COUNT = 17  # claims with a recompute expression
+# The `comparison` column: only one claim is not an equality, "at least one graduate-level course".
+EXPECTED_COMPARISONS = {"annotator_courses_1": ">="}
 
 # Table 1/3 print one decimal. The printed delta is computed from unrounded accuracies, so
 # |delta - (aug - orig)| <= 0.05 + 0.05 + 0.05 in principle; every row of the paper is within 0.1.
 DELTA_TOL = 0.1 + 1e-9
 # An identity between three printed one-decimal numbers holds up to 3 x 0.05.
 IDENTITY_TOL = 0.15 + 1e-9
-
-
-@pytest.fixture(scope="module")
-def cells():
-    return load_cells(PAPER)
-
-
-@pytest.fixture(scope="module")
-def index(cells):
-    return CellIndex(cells)
-
-
-@pytest.fixture(scope="module")
-def claims():
-    return load_claims(PAPER)
-
-
-@pytest.fixture(scope="module")
-def raw_rows():
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-@pytest.fixture(scope="module")
-def raw_claims():
-    with open(PUBLISHED / f"{PAPER}_claims.csv", newline="", encoding="utf-8") as fh:
-        return {r["claim_id"]: r for r in csv.DictReader(fh)}
-
-
-@pytest.fixture(scope="module")
-def paper_text():
-    if not PAPER_TEXT.exists():
-        pytest.skip(f"extracted paper text not available at {PAPER_TEXT}")
-    return PAPER_TEXT.read_text(encoding="utf-8")
 
 
 def fig3_rows(cells):
@@ -91,16 +58,7 @@ def fig3_rows(cells):
 
 
 # ----------------------------------------------------------------------------------------- schema / coverage
-def test_loads_and_validates(cells, claims):
-    assert cells and claims
-    assert {c.paper for c in cells} == {PAPER} == {c.paper for c in claims}
-
-
-def test_every_table_present_with_expected_cell_count(cells):
-    counts = {}
-    for c in cells:
-        counts[c.table] = counts.get(c.table, 0) + 1
-    assert counts == EXPECTED_COUNTS
+def test_statuses(cells):
     assert all(c.status == "ok" for c in cells)  # nothing garbled or missing in this extraction
 
 
@@ -289,33 +247,17 @@ def test_figure3_statements(cells, index):
 KNOWN_CLAIM_MISMATCHES: dict[str, float] = {}  # every recomputable claim matches its table values
 
 
-def _tolerance(value_text: str) -> float:
-    decimals = len(value_text.split(".")[1]) if "." in value_text else 0
-    return 0.5 * 10 ** -decimals + 1e-9
-
-
-def test_every_recompute_evaluates(claims, index):
-    n = 0
-    for cl in claims:
-        if cl.recompute:
-            assert math.isfinite(evaluate_expression(cl.recompute, index)), cl.claim_id
-            n += 1
-    assert n == 17
-
-
 def test_claims_match_recomputation(claims, raw_claims, index):
     mismatches = {}
     for cl in claims:
         if cl.recompute:
             got = evaluate_expression(cl.recompute, index)
-            if abs(got - cl.value) > _tolerance(raw_claims[cl.claim_id]["value"]):
+            if abs(got - cl.value) > rounding_tolerance(raw_claims[cl.claim_id]["value"]):
                 mismatches[cl.claim_id] = got
     assert mismatches == KNOWN_CLAIM_MISMATCHES
 
 
-def test_comparisons(claims):
-    # only one claim is not an equality: "at least one graduate-level course"
-    assert {c.claim_id: c.comparison for c in claims if c.comparison != "="} == {"annotator_courses_1": ">="}
+def test_recomputed_claims_are_equalities(claims):
     assert all(c.comparison == "=" for c in claims if c.recompute)
 
 
@@ -348,14 +290,9 @@ def test_swap_set_is_aros_vg_attribution(claims):
 
 
 # ----------------------------------------------------------------------------------------- against the source text
-def test_claim_quotes_are_verbatim(claims, paper_text):
-    for cl in claims:
-        assert cl.quote and cl.quote in paper_text, cl.claim_id
-
-
 @pytest.mark.parametrize("table,rows", [("Table 1", T1_ROWS), ("Table 3", T3_ROWS)])
 def test_itm_lines_reconstruct(raw_rows, paper_text, table, rows):
-    keys = {(r["table"], r["row"], r["column"]): r for r in raw_rows}
+    keys = by_key(raw_rows)
     block = paper_text.split("Table 1:")[0] if table == "Table 1" else paper_text.split("Table 2:")[1].split("Table 3:")[0]
     lines = [line.split("\t", 1) for line in block.split("\n") if "\t" in line]
     found = {}

@@ -4,21 +4,19 @@ The tests load the files through ``common.published`` (schema validation), pin t
 transcribed table, and use the paper's own redundancy to catch transcription errors: Table 6's Average
 column, Table 2's counts, Table 5 vs Tables 6 and 10, Table 9's row totals, and the GPT-4V readme vs
 Tables 2 and 6.  Known disagreements inside the paper are asserted explicitly, not tolerated silently.
+The generic checks (files load, cell counts, full grids, recompute expressions and values, comparisons,
+verbatim quotes, every value printed in the paper) run for every paper in test_published_common.py,
+against EXPECTED_COUNTS, EXPECTED_GRIDS, RECOMPUTE_COUNT, EXPECTED_RECOMPUTE and EXPECTED_COMPARISONS below.
 """
 from __future__ import annotations
 
-import csv
-import fnmatch
-import math
 import re
-from collections import Counter
-from pathlib import Path
 from statistics import fmean
 
 import pytest
 
-from common.paths import PUBLISHED, ROOT
-from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from common.published import evaluate_expression
+from published_support import values
 
 PAPER = "sugarcrepe"
 
@@ -76,51 +74,7 @@ EXPECTED_COUNTS = {"Table 2": 7, "Table 4": 18, "Table 5": 84, "Table 6": 220, "
                    "Table 10": 21, "GPT-4V readme": 42}
 
 
-@pytest.fixture(scope="module")
-def cells():
-    return load_cells(PAPER)
-
-
-@pytest.fixture(scope="module")
-def index(cells):
-    return CellIndex(cells)
-
-
-@pytest.fixture(scope="module")
-def claims():
-    return load_claims(PAPER)
-
-
-@pytest.fixture(scope="module")
-def raw_rows():
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def values(cells, table, row_pattern="*", column_pattern="*"):
-    """Like the recompute language's cells(): ok values matching fnmatch patterns, in file order."""
-    return [c.value for c in cells if c.table == table and c.value is not None
-            and fnmatch.fnmatchcase(c.row, row_pattern) and fnmatch.fnmatchcase(c.column, column_pattern)]
-
-
 # ----------------------------------------------------------------------------- schema and coverage
-
-def test_files_load_and_are_this_paper(cells, claims):
-    assert cells and claims
-    assert {c.paper for c in cells} == {PAPER}
-    assert {c.paper for c in claims} == {PAPER}
-
-
-def test_cell_count_per_table(cells):
-    assert Counter(c.table for c in cells) == EXPECTED_COUNTS
-
-
-@pytest.mark.parametrize("table", sorted(EXPECTED_GRIDS))
-def test_every_table_is_a_full_grid_with_the_documented_keys(cells, table):
-    rows, cols = EXPECTED_GRIDS[table]
-    got = {(c.row, c.column) for c in cells if c.table == table}
-    assert got == {(r, k) for r in rows for k in cols}
-
 
 def test_statuses(cells):
     not_reported = {c.key for c in cells if c.status == "not_reported"}
@@ -298,14 +252,6 @@ def test_table6_gpt4v_is_mean_of_the_two_readme_settings(index):
 
 # ----------------------------------------------------------------------------- claims
 
-def test_every_recompute_expression_evaluates(claims, index):
-    with_expr = [c for c in claims if c.recompute]
-    assert len(with_expr) >= 30
-    for c in with_expr:
-        result = evaluate_expression(c.recompute, index)
-        assert math.isfinite(result), c.claim_id
-
-
 # claim_id -> what the paper's own tables give (2 decimals).  Entries marked KNOWN are places where
 # the text disagrees with the tables; they are asserted as such so that a fix or a transcription slip
 # shows up here.
@@ -329,18 +275,11 @@ EXPECTED_RECOMPUTE = {
     "appD2_sample_100": 100, "tab9_caption_100": 100,
     "appD2_swap_more_sensical_68": 68, "appD2_swap_more_fluent_46": 46,
 }
+RECOMPUTE_COUNT = len(EXPECTED_RECOMPUTE)  # claims with a recompute expression
 KNOWN_TEXT_TABLE_DISAGREEMENTS = {
     "sec5.1_human_strictly_better_avg", "sec5.3_replace_obj_drop_small_23", "sec5.3_replace_obj_drop_medium_43",
     "sec5.3_swap_gap_range_low_27",
 }
-
-
-def test_recompute_values(claims, index):
-    by_id = {c.claim_id: c for c in claims}
-    assert set(EXPECTED_RECOMPUTE) == {c.claim_id for c in claims if c.recompute}
-    for claim_id, expected in EXPECTED_RECOMPUTE.items():
-        got = evaluate_expression(by_id[claim_id].recompute, index)
-        assert abs(got - expected) <= 0.005 + 1e-9 * abs(expected), (claim_id, got)
 
 
 def test_known_disagreements_are_real_and_the_rest_agree_within_rounding(claims, index):
@@ -360,7 +299,7 @@ def test_known_disagreements_are_real_and_the_rest_agree_within_rounding(claims,
             assert close, (c.claim_id, c.value, got)
 
 
-# The `comparison` column of every claim that is not "=".
+# The `comparison` column of every claim that is not "=" (checked in test_published_common.py).
 EXPECTED_COMPARISONS = {
     "sec5.2_no_sugarcrepe_gain_gt10": "<=",  # "none of the improvements ... is larger than 10%"
     "sec5.3_gap_gt10_nearly_all": ">",       # "clear gaps (larger than 10%)"
@@ -369,23 +308,6 @@ EXPECTED_COMPARISONS = {
     "appC4_calls_per_caption_40": "~", "appC4_captions_25000": "~", "appC4_cost_per_call": "~",
     "appC4_total_cost_500": "~",
 }
-
-
-def test_comparison_column(claims):
-    assert {c.claim_id: c.comparison for c in claims if c.comparison != "="} == EXPECTED_COMPARISONS
-
-
-def _paper_text():
-    for p in (ROOT / "papers" / "sugarcrepe" / "sugarcrepe.txt", Path("/work/shared/papers/sugarcrepe.txt")):
-        if p.is_file():
-            return " ".join(p.read_text(encoding="utf-8").split())
-    pytest.skip("paper text not available")
-
-
-def test_claim_quotes_are_verbatim(claims):
-    text = _paper_text()
-    for c in claims:
-        assert " ".join(c.quote.split()) in text, c.claim_id
 
 
 WORD_NUMBERS = {"two": 2.0}
@@ -405,15 +327,3 @@ def test_claim_values_appear_in_their_quotes(claims):
 def test_cells_function_is_callable_in_expressions(index):
     """The recompute expressions use cells(); an earlier common.published shadowed that method."""
     assert evaluate_expression('sum(cells("Table 2", "*", "*"))', index) == 7512
-
-
-
-def test_every_value_is_printed_in_the_paper():
-    """Each transcribed cell's printed text (raw when recorded, else value) is a token of the paper text."""
-    tokens = set(_paper_text().split())
-    with open(PUBLISHED / f"{PAPER}.csv", newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["status"] == "ok" and r["table"] != "GPT-4V readme"]
-    assert rows
-    for r in rows:
-        printed = r["raw"] or r["value"]
-        assert printed in tokens, (r["table"], r["row"], r["column"], printed)

@@ -33,7 +33,7 @@ from common.zoo import (
     registry,
 )
 
-# SugarCrepe Table 6: the 17 (arch, pretrained) pairs of /work/shared/SOURCES.md, in the paper's order.
+# SugarCrepe Table 6: the 17 (arch, pretrained) pairs of ../shared/SOURCES.md, in the paper's order.
 TABLE6 = [
     ("RN50", "openai"),
     ("RN101", "openai"),
