@@ -43,6 +43,7 @@ def _cmd_world_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    from common.io import write_json_atomic
     from common.params import load_params, section
     from common.train import TrainConfig, train_clip
     from common.zoo import get_spec
@@ -54,7 +55,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     out = spec.checkpoint_path()
     assert out is not None
     record = train_clip(TrainConfig(**recipe), Path(args.train_set), out)
+    log = out.parent.parent / "logs" / f"train-{args.name}.json"
+    write_json_atomic(log, record)
     print(json.dumps(record, indent=2))
+    print(f"log (with wall time, not a DVC output): {log}")
     return 0
 
 

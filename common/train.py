@@ -127,12 +127,23 @@ def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: b
     record = {
         "world_version": VERSION,
         "config": asdict(config),
-        "train_set": str(train_dir),
+        "train_set": _portable(train_dir),
         "train_images_sha256": sha256_file(train_dir / "images.npy"),
         "final_loss": float(np.mean(losses[-50:])),
-        "train_seconds": round(seconds, 1),
         "parameters": sum(p.numel() for p in model.parameters()),
         "samples_seen": config.steps * config.batch_size,
     }
+    # The sidecar is provenance and must be identical on every rerun (DVC hashes it);
+    # wall time is not, so it is returned (and logged by the CLI) but not stored beside the weights.
     write_json_atomic(out_path.with_suffix(".json"), record)
-    return record
+    return {**record, "train_seconds": round(seconds, 1)}
+
+
+def _portable(path: Path) -> str:
+    """``path`` relative to the build root when it lies under it, so records do not embed the clone's location."""
+    from common.paths import build_root
+
+    try:
+        return path.resolve().relative_to(build_root().resolve()).as_posix()
+    except ValueError:
+        return path.name
