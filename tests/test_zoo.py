@@ -6,7 +6,6 @@ temporary build root; the pretrained path is exercised offline and must fail fas
 """
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 

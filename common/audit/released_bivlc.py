@@ -54,7 +54,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from common.audit.core import CLAIM_TABLE, Recomputed
 
