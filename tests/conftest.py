@@ -22,6 +22,17 @@ def _isolated_roots(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("VLC_BUILD", str(base / "build"))
 
 
+@pytest.fixture(scope="module")
+def released_env(tmp_path_factory):
+    """For a whole module: the shared mirror and a fresh data folder, to recompute from released files."""
+    if not (MIRROR / "MANIFEST.tsv").is_file():
+        pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLC_MIRROR", str(MIRROR))
+        mp.setenv("VLC_DATA", str(tmp_path_factory.mktemp("released_data")))
+        yield MIRROR
+
+
 @pytest.fixture
 def mirror(monkeypatch) -> Path:
     if not (MIRROR / "MANIFEST.tsv").is_file():

@@ -82,13 +82,8 @@ def test_load_aligned_refuses_misaligned_files(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    if not (MIRROR / "MANIFEST.tsv").is_file():
-        pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VLC_MIRROR", str(MIRROR))
-        mp.setenv("VLC_DATA", str(tmp_path_factory.mktemp("released_data")))
-        return {r.row: r for r in rh.recompute()}
+def released(released_env):
+    return {r.row: r for r in rh.recompute()}
 
 
 def test_released_replace_counts(released):

@@ -214,15 +214,10 @@ def test_table2_recomputed():
 # The released files (shared mirror, through the downloader)
 # ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    if not (MIRROR / "MANIFEST.tsv").is_file():
-        pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VLC_MIRROR", str(MIRROR))
-        mp.setenv("VLC_DATA", str(tmp_path_factory.mktemp("released_data")))
-        recs = rs.recompute()
-        matches, table6, _ = rs._figure5_inputs()
-        scores = gpt4v_scores()
+def released(released_env):
+    recs = rs.recompute()
+    matches, table6, _ = rs._figure5_inputs()
+    scores = gpt4v_scores()
     return {r.key: r for r in recs}, matches, table6, scores
 
 
