@@ -5,12 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from common.paths import ROOT
 # The published-numbers fixtures of tests/test_published_*.py (paper, cells, index, claims, raw_rows,
 # raw_claims, paper_text), registered here for every test module; see published_support.py.
 from published_support import cells, claims, index, paper, paper_text, raw_claims, raw_rows  # noqa: F401
-
-MIRROR = (ROOT.parent / "shared" / "mirror").resolve()
+from shared_files import MIRROR
 
 
 @pytest.fixture(autouse=True)

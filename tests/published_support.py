@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from common.paths import PUBLISHED, ROOT
+from common.paths import PUBLISHED
 from common.published import CellIndex, load_cells, load_claims
+from shared_files import PAPER_TEXT_DIRS
 
 
 # ----------------------------------------------------------------------------------------- helpers
 def paper_text_candidates(paper: str) -> tuple[Path, ...]:
     """Where the extracted text of a paper may be, first match wins."""
-    return (ROOT.parent / "shared" / "papers" / f"{paper}.txt",)
+    return tuple(folder / f"{paper}.txt" for folder in PAPER_TEXT_DIRS)
 
 
 def read_raw_rows(paper: str) -> list[dict[str, str]]:

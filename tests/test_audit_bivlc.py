@@ -16,10 +16,9 @@ import pytest
 from common.audit import released_bivlc as rb
 from common.audit.core import audit_rows
 from common.audit.released_bivlc import ReleasedFileError, released_cli, score_released_file
-from common.paths import ROOT
 from common.published import load_cells, load_claims
 
-SHARED_MIRROR = ROOT.parent / "shared" / "mirror"
+from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 
 BIVLC_HEADER = ["image", "caption", "negative_caption", "negative_image", "type", "subtype", "text_score_i0",
                 "text_score_i1", "image_score_c0", "image_score_c1", "text_score", "image_score", "group_score"]

@@ -9,7 +9,6 @@ import pytest
 from common.audit import released_hard_positives as rh
 from common.audit.core import CLAIM_TABLE, AuditError, audit_rows
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "mirror"
 
 
 def _entry(image: str, c: str, c_n: str) -> dict:

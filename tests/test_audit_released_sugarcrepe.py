@@ -21,7 +21,6 @@ from common.audit.released_sugarcrepe import (
 )
 from common.datasets.sugarcrepe import CATEGORIES
 
-MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "mirror"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from common.download import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_MIRROR = REPO_ROOT.parent / "shared" / "mirror"
+from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 MANIFEST = SHARED_MIRROR / "MANIFEST.tsv"
 
 

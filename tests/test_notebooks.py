@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 AUDIT_NOTEBOOK = ROOT / "notebooks" / "audit.ipynb"
 PAPERS = ("aro", "hard_positives", "conclip", "bivlc", "sugarcrepe")
 TIMEOUT = 300
-MIRROR = (ROOT.parent / "shared" / "mirror").resolve()
+from shared_files import MIRROR  # noqa: E402
 
 
 def _audit_without_released(paper: str, out_dir: Path) -> None:

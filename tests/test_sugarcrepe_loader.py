@@ -27,7 +27,7 @@ from common.datasets.sugarcrepe import (
 from common.tasks import DatasetError, ImageToTextItem
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_MIRROR = REPO_ROOT.parent / "shared" / "mirror"
+from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 RELEASED_COUNTS = {
     "add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652,
     "replace_rel": 1406, "swap_att": 666, "swap_obj": 245,
