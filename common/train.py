@@ -53,7 +53,7 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: bool = True) -> dict:
     """Train ``config.arch`` on the first ``n_images`` of the mini training set; save to ``out_path``."""
     import open_clip
-    from common.zoo import _encode_text_unpadded, _padding_is_inert, _quiet_random_init_warning, register_local_configs
+    from common.zoo import encode_text_unpadded, padding_is_inert, quiet_random_init_warning, register_local_configs
 
     register_local_configs()
     torch.manual_seed(config.seed)
@@ -66,7 +66,7 @@ def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: b
     images = torch.from_numpy(np.array(images[: config.n_images])).permute(0, 3, 1, 2)
     captions = captions[: config.n_images]
 
-    with _quiet_random_init_warning():  # training from scratch is the point; say so once, below
+    with quiet_random_init_warning():  # training from scratch is the point; say so once, below
         model, _, transform = open_clip.create_model_and_transforms(config.arch, pretrained=None)
     print(f"training {config.arch} from random initialization on {config.n_images} mini-world pairs "
           f"({config.steps} steps of {config.batch_size})", flush=True)
@@ -78,7 +78,7 @@ def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: b
     optimizer = torch.optim.AdamW(
         _param_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.98), eps=1e-6, fused=True
     )
-    encode_text = _encode_text_unpadded if _padding_is_inert(model) else (
+    encode_text = encode_text_unpadded if padding_is_inert(model) else (
         lambda m, t: m.encode_text(t, normalize=True))
 
     def lr_at(step: int) -> float:

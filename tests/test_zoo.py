@@ -23,7 +23,7 @@ from common.zoo import (
     ModelSpec,
     ModelUnavailable,
     OpenClipModel,
-    _padding_is_inert,
+    padding_is_inert,
     create_model,
     fingerprint_model,
     get_spec,
@@ -328,21 +328,21 @@ def test_encode_tokens_shortcut_matches_full_encode_text():
         assert not torch.allclose(other.encode_text(tokens, normalize=True), full, atol=1e-3)
 
 
-def test_padding_is_inert_only_for_causal_eos_pooled_towers():
+def testpadding_is_inert_only_for_causal_eos_pooled_towers():
     model, transform = random_mini(seed=5)
-    assert _padding_is_inert(model)
+    assert padding_is_inert(model)
 
     no_mask, _ = random_mini(seed=5)
     no_mask.attn_mask = None
-    assert not _padding_is_inert(no_mask)
+    assert not padding_is_inert(no_mask)
 
     last, _ = random_mini(seed=5)
     last.text_pool_type = "last"
-    assert not _padding_is_inert(last)
+    assert not padding_is_inert(last)
 
     full_mask, _ = random_mini(seed=5)
     full_mask.attn_mask = torch.zeros_like(full_mask.attn_mask)  # bidirectional attention
-    assert not _padding_is_inert(full_mask)
+    assert not padding_is_inert(full_mask)
 
     # the wrapper falls back to the full encoder for such a model, and still matches encode_text
     tokenizer = open_clip.get_tokenizer("mini-vit-xs")
@@ -354,4 +354,4 @@ def test_padding_is_inert_only_for_causal_eos_pooled_towers():
     assert torch.allclose(wrapped.encode_tokens(tokens), expected, atol=1e-6)
 
     # a module without a text tower is never treated as inert
-    assert not _padding_is_inert(torch.nn.Linear(2, 2))
+    assert not padding_is_inert(torch.nn.Linear(2, 2))

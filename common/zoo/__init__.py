@@ -137,7 +137,7 @@ class OpenClipModel:
         self.tokenizer = tokenizer
         self.device = device
         self.fingerprint = fingerprint_model(spec.arch, self.model, transform, tokenizer)
-        self.truncates_padding = _padding_is_inert(self.model)
+        self.truncates_padding = padding_is_inert(self.model)
 
     def load_image(self, path: Path) -> torch.Tensor:
         with Image.open(path) as image:
@@ -156,7 +156,7 @@ class OpenClipModel:
         """Text embeddings; trailing padding is dropped first when that is exact (see below)."""
         tokens = tokens.to(self.device)
         if self.truncates_padding:
-            features = _encode_text_unpadded(self.model, tokens)
+            features = encode_text_unpadded(self.model, tokens)
         else:
             features = self.model.encode_text(tokens, normalize=True)
         return features.float().cpu()
@@ -165,7 +165,7 @@ class OpenClipModel:
         return self.encode_tokens(self.tokenize(texts))
 
 
-def _padding_is_inert(model: torch.nn.Module) -> bool:
+def padding_is_inert(model: torch.nn.Module) -> bool:
     """True for CLIP text towers where trailing padding cannot change the pooled output.
 
     With a causal attention mask, position i attends only to positions <= i, and pooling at the
@@ -185,7 +185,7 @@ def _padding_is_inert(model: torch.nn.Module) -> bool:
     )
 
 
-def _encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """open_clip's ``CLIP.encode_text`` on tokens cut after the batch's longest sequence."""
     from open_clip.transformer import text_global_pool
 
@@ -244,7 +244,7 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
         assert path is not None
         if not path.is_file():
             raise ModelUnavailable(f"model {name!r}: checkpoint {path} not found; {_how_to_get(spec)}")
-        with _quiet_random_init_warning():  # the weights are loaded (strictly) right below
+        with quiet_random_init_warning():  # the weights are loaded (strictly) right below
             model, _, transform = open_clip.create_model_and_transforms(
                 spec.arch, pretrained=None, load_weights=False, device=device)
         load_state_dict(model, path, name)
@@ -253,7 +253,7 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
 
 
 @contextlib.contextmanager
-def _quiet_random_init_warning():
+def quiet_random_init_warning():
     """open_clip warns that a model 'initialized randomly' before we load its checkpoint; drop that line."""
     class _Drop(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
