@@ -1,9 +1,13 @@
-# Two commands: `make repro` (reproduce SugarCrepe end to end) and `make test` (the test suite).
+# Two commands: `make repro` (reproduce every paper's pipeline) and `make test` (the test suite).
 # Both create .venv on first use (Python 3.11, pip) and install the project into it.
+#   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
+#   make repro PAPER=bivlc      one of them
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
+PAPER ?= $(PAPERS)
 
 .PHONY: repro test bench install clean-cache
 
@@ -16,8 +20,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 repro: $(STAMP)
-	. $(BIN)/activate && dvc repro papers/sugarcrepe
-	. $(BIN)/activate && python -m common report sugarcrepe
+	@for p in $(PAPER); do test -f papers/$$p/dvc.yaml || { echo "make repro: no papers/$$p/dvc.yaml (papers: $(PAPERS))" >&2; exit 2; }; done
+	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
+	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
 
 test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q || { status=$$?; \

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import datetime as _dt
 import json
 import logging
@@ -44,13 +45,15 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from common import __version__, paths
+from common import __version__, paths, plugins
 from common.io import atomic_path, sha256_file, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 REGISTRY_PATH = Path(__file__).resolve().parent / "registry" / "sources.toml"
-"""The workspace's registry file."""
+"""The shared registry file; each paper's own is ``papers/<paper>/sources.toml``."""
+DATA_FILES = ("common/registry/sources.toml",)
+"""Read at run time (``common.stage_deps``); a paper module that fetches its own keys declares its sources.toml."""
 
 METHODS = frozenset({"http", "hf_dataset", "hf_model", "manual"})
 ARCHIVES = frozenset({"zip"})
@@ -221,9 +224,8 @@ def _source_from_table(table: Mapping[str, Any], origin: str, index: int) -> Sou
     return source
 
 
-def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, Source]:
-    """Read and validate a registry file; keys are unique, dests don't collide, every entry is well-formed."""
-    reg_path = Path(path) if path is not None else REGISTRY_PATH
+def _read_registry_file(reg_path: Path) -> list[Source]:
+    """The validated entries of one registry file, in file order."""
     origin = str(reg_path)
     try:
         with open(reg_path, "rb") as fh:
@@ -238,47 +240,73 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, Sourc
     tables = doc.get("source", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise RegistryError(f"{origin}: 'source' must be an array of tables ([[source]])")
+    return [_source_from_table(table, origin, index) for index, table in enumerate(tables)]
+
+
+def load_registry(*paths_: str | os.PathLike[str]) -> dict[str, Source]:
+    """Read and validate registry files together; keys are unique and dests don't collide across all of them.
+
+    With no argument: the shared file alone (``REGISTRY_PATH``); ``default_registry`` adds every paper's file.
+    """
     registry: dict[str, Source] = {}
     claimed: list[tuple[PurePosixPath, bool, str]] = []  # (path, is a folder we create, key)
-    for index, table in enumerate(tables):
-        source = _source_from_table(table, origin, index)
-        if source.key in registry:
-            raise RegistryError(f"{origin}: source {source.key!r}: duplicate key (entry #{index + 1})")
-        mine = [(PurePosixPath(source.dest), source.method in ("hf_dataset", "hf_model"))]
-        if source.archive:
-            mine.append((PurePosixPath(source.dest[: -len(".zip")]), True))
-        for path, is_folder in mine:
-            for other, other_folder, other_key in claimed:
-                if path == other or (other_folder and other in path.parents) or (is_folder and path in other.parents):
-                    raise RegistryError(
-                        f"{origin}: source {source.key!r}: dest {str(path)!r} collides with {str(other)!r} "
-                        f"of source {other_key!r}"
-                    )
-        claimed.extend((path, is_folder, source.key) for path, is_folder in mine)
-        registry[source.key] = source
+    for reg_path in [Path(p) for p in paths_] or [REGISTRY_PATH]:
+        origin = str(reg_path)
+        for index, source in enumerate(_read_registry_file(reg_path)):
+            if source.key in registry:
+                raise RegistryError(f"{origin}: source {source.key!r}: duplicate key (entry #{index + 1})")
+            mine = [(PurePosixPath(source.dest), source.method in ("hf_dataset", "hf_model"))]
+            if source.archive:
+                mine.append((PurePosixPath(source.dest[: -len(".zip")]), True))
+            for path, is_folder in mine:
+                for other, other_folder, other_key in claimed:
+                    if path == other or (other_folder and other in path.parents) or (is_folder and path in other.parents):
+                        raise RegistryError(
+                            f"{origin}: source {source.key!r}: dest {str(path)!r} collides with {str(other)!r} "
+                            f"of source {other_key!r}"
+                        )
+            claimed.extend((path, is_folder, source.key) for path, is_folder in mine)
+            registry[source.key] = source
     return registry
 
 
-_DEFAULT_REGISTRY: dict[str, Source] | None = None
+def _check_owners(registry: Mapping[str, Source], files: list[Path]) -> None:
+    """Each key sits in the file that owns it (``common.plugins.owned_file``), so a lookup by key reads one file."""
+    for reg_path in files:
+        for source in _read_registry_file(reg_path):
+            expected = plugins.owned_file(source.key, reg_path.name, REGISTRY_PATH)
+            if expected.resolve() != reg_path.resolve():
+                raise RegistryError(f"{reg_path}: source {source.key!r} belongs in {expected} (the first segment of a "
+                                    "key names the paper whose sources.toml holds it; shared keys name no paper)")
+
+
+@functools.lru_cache(maxsize=None)
+def _file_registry(path: Path) -> dict[str, Source]:
+    return load_registry(path)
 
 
 def default_registry() -> dict[str, Source]:
-    """The workspace registry, loaded once per process."""
-    global _DEFAULT_REGISTRY
-    if _DEFAULT_REGISTRY is None:
-        _DEFAULT_REGISTRY = load_registry()
-    return _DEFAULT_REGISTRY
+    """Every registered source: the shared file and every paper's ``sources.toml`` (loaded once per process)."""
+    return _merged_registry()
+
+
+@functools.lru_cache(maxsize=1)
+def _merged_registry() -> dict[str, Source]:
+    files = plugins.registry_files("sources.toml", REGISTRY_PATH)
+    registry = load_registry(*files)
+    _check_owners(registry, files)
+    return registry
 
 
 def get_source(key: str, registry: Mapping[str, Source] | None = None) -> Source:
     """Look up one entry; unknown keys raise ``RegistryError`` with close matches."""
-    reg = registry if registry is not None else default_registry()
+    reg = registry if registry is not None else _file_registry(plugins.owned_file(key, "sources.toml", REGISTRY_PATH))
     try:
         return reg[key]
     except KeyError:
         import difflib
 
-        close = difflib.get_close_matches(key, list(reg), n=3)
+        close = difflib.get_close_matches(key, list(registry if registry is not None else default_registry()), n=3)
         hint = f"; did you mean {close}?" if close else ""
         raise RegistryError(f"unknown source key {key!r}{hint}") from None
 

@@ -1,21 +1,21 @@
-"""The scoring engine: one way to score every task shape, fast and exactly like the official loops.
+"""The encoding engine: every unique image and every unique text of a task encoded once per model, fast, cached.
 
-Each unique image and each unique text is encoded once per model, across all items and categories
-(SugarCrepe's 7,511 examples share 1,560 images), in batches, through the on-disk embedding cache.
-Images are keyed by the sha256 of their bytes; texts by the sha256 of their token ids, so two strings
-the tokenizer maps to the same tokens share one embedding and tie exactly, as they do in a
-per-example loop.
-
-Decisions follow the official per-example rule: an item is correct only when its first candidate
-scores strictly higher than every other candidate; ties count as wrong, and are counted.
+Each distinct image and text is encoded once across all items and categories (SugarCrepe's 7,511 examples share
+1,560 images), in batches, through the on-disk embedding cache (``common.cache``). Images are keyed by the sha256
+of the file's bytes (plus the identity of a tensor transform, ``common.tasks.ImageRef``); texts by the sha256 of
+their token ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they
+do in a per-example loop. Scoring (decision rules, recall, accuracy) is the business of ``common.scoring``, one
+module per task shape, all on top of ``Engine.embed``.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections import defaultdict
-from dataclasses import dataclass, field
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Literal, Sequence
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from common.cache import EmbeddingCache
 from common.io import sha256_file
-from common.tasks import DatasetError, ImageToTextItem, TextToImageItem
+from common.tasks import DatasetError, Image, ImageRef, as_ref
 from common.zoo import EmbeddingModel
 
 
@@ -31,160 +31,226 @@ from common.zoo import EmbeddingModel
 class EngineConfig:
     image_batch_size: int = 64
     text_batch_size: int = 256
-    num_workers: int = 0
-    """Image decoding processes; 0 decodes in the main process (best on two cores)."""
+    num_workers: int | None = None
+    """Image decoding processes. None: all cores but one when the model runs on a GPU (decoding is then the
+    bottleneck), none on the CPU (the encoder needs the cores; best on two); 0 decodes in the main process."""
+    decode_batch_size: int = 16
+    """Images a decoding worker hands over at a time: small, so that all workers stay busy (a DataLoader gives each
+    worker whole batches: 1,560 images in batches of 256 would keep only 7 of 15 busy). The main process regroups them
+    into encoding batches of ``image_batch_size``."""
     shard_size: int = 1024
     """Embeddings per cache shard: the most work an interruption can lose."""
     progress: bool = True
+    precision: Literal["fp32", "bf16"] = "fp32"
+    """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins (the bench reports how many), so fp32
+    stays the default for published comparisons. Embeddings of each precision are cached apart."""
+
+    def workers_for(self, device: str) -> int:
+        if self.num_workers is not None:
+            return self.num_workers
+        return max(1, min(15, _cpu_count() - 1)) if device.startswith("cuda") else 0
 
 
-@dataclass(frozen=True)
-class Outcome:
-    item_id: str
-    group: str
-    scores: tuple[float, ...]
-    correct: bool
-    tie: bool
-
-
-@dataclass(frozen=True)
-class GroupScore:
-    n: int
-    correct: int
-    ties: int
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.n if self.n else float("nan")
-
-
-@dataclass
-class SelectionResult:
-    """Per-item outcomes of a choose-one-of-K task for one model."""
-
-    model: str
-    fingerprint: str
-    task: str
-    outcomes: list[Outcome] = field(default_factory=list)
-
-    def by_group(self) -> dict[str, GroupScore]:
-        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for o in self.outcomes:
-            c = counts[o.group]
-            c[0] += 1
-            c[1] += o.correct
-            c[2] += o.tie
-        return {g: GroupScore(*c) for g, c in counts.items()}
-
-    def macro_accuracy(self) -> float:
-        groups = self.by_group()
-        return float(np.mean([g.accuracy for g in groups.values()]))
-
-    @property
-    def ties(self) -> int:
-        return sum(o.tie for o in self.outcomes)
-
-
-def decide(scores: np.ndarray) -> tuple[bool, bool]:
-    """(correct, tie) under the official rule: candidate 0 must beat every other strictly."""
-    best_other = scores[1:].max()
-    return bool(scores[0] > best_other), bool(scores[0] == best_other)
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 class _ImageFiles(torch.utils.data.Dataset):
-    def __init__(self, paths: Sequence[Path], model: EmbeddingModel, owners: dict[Path, list[str]]):
-        self.paths, self.model, self.owners = list(paths), model, owners
+    """Decoded, preprocessed (and transformed) images; ``content_keys`` are the files' sha256, which seed transforms."""
+
+    def __init__(self, refs: Sequence[ImageRef], content_keys: Sequence[str], model: EmbeddingModel,
+                 owners: dict[ImageRef, list[str]]):
+        self.refs, self.content_keys, self.model, self.owners = list(refs), list(content_keys), model, owners
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(self.refs)
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        path = self.paths[i]
+        ref = self.refs[i]
         try:
-            return self.model.load_image(path)
+            pixels = self.model.load_image(ref.path)
         except Exception as exc:
-            raise DatasetError(f"unreadable image {path} (used by {_owners_text(self.owners, path)}): {exc}") from exc
+            raise DatasetError(f"unreadable image {ref.path} (used by {_owners_text(self.owners, ref)}): {exc}") from exc
+        return pixels if ref.transform is None else ref.transform(pixels, self.content_keys[i])
 
 
-def _owners_text(owners: dict[Path, list[str]], path: Path, limit: int = 5) -> str:
-    ids = owners.get(path, [])
+TOKENIZE_CHUNK = 512
+
+
+class _TextChunks(torch.utils.data.Dataset):
+    def __init__(self, chunks: list[list[str]], tokenize):
+        self.chunks, self.tokenize = chunks, tokenize
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return self.tokenize(self.chunks[i])
+
+
+def _regroup(batches: Iterator[torch.Tensor], size: int) -> Iterator[torch.Tensor]:
+    """Decoded batches, concatenated into batches of ``size`` (the last one smaller), in order."""
+    held: list[torch.Tensor] = []
+    count = 0
+    for batch in batches:
+        held.append(batch)
+        count += len(batch)
+        while count >= size:
+            joined = torch.cat(held) if len(held) > 1 else held[0]
+            yield joined[:size]
+            rest = joined[size:]
+            held, count = ([rest] if len(rest) else []), len(rest)
+    if held:
+        yield torch.cat(held) if len(held) > 1 else held[0]
+
+
+def _try_sha256(path: Path) -> tuple[str | None, OSError | None]:
+    try:
+        return sha256_file(path), None
+    except OSError as exc:
+        return None, exc
+
+
+def _owners_text(owners: dict[ImageRef, list[str]], ref: ImageRef, limit: int = 5) -> str:
+    ids = owners.get(ref, [])
     more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
     return ", ".join(ids[:limit]) + more
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """The embeddings of a task's distinct images and texts (float64 rows), looked up by image or text."""
+
+    image_matrix: np.ndarray
+    text_matrix: np.ndarray
+    image_row: dict[ImageRef, int]
+    text_row: dict[str, int]
+
+    def images(self, images: Sequence[Image]) -> np.ndarray:
+        return self.image_matrix[[self.image_row[as_ref(i)] for i in images]]
+
+    def texts(self, texts: Sequence[str]) -> np.ndarray:
+        return self.text_matrix[[self.text_row[t] for t in texts]]
 
 
 class Engine:
     def __init__(self, model: EmbeddingModel, config: EngineConfig | None = None, cache_root: Path | None = None):
         self.model = model
         self.config = config or EngineConfig()
-        self.image_cache = EmbeddingCache(model.fingerprint, "images", cache_root)
-        self.text_cache = EmbeddingCache(model.fingerprint, "texts", cache_root)
+        self.device = str(getattr(model, "device", "cpu"))
+        if self.config.precision not in ("fp32", "bf16"):
+            raise ValueError(f"unknown precision {self.config.precision!r} (fp32 or bf16)")
+        if self.config.precision == "bf16" and not self.device.startswith("cuda"):
+            raise ValueError("precision bf16 is for CUDA; on the CPU the engine encodes in fp32")
+        key = model.fingerprint if self.config.precision == "fp32" else f"{model.fingerprint}-{self.config.precision}"
+        self.image_cache = EmbeddingCache(key, "images", cache_root)
+        self.text_cache = EmbeddingCache(key, "texts", cache_root)
         self._file_keys: dict[Path, str] = {}
 
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.config.precision == "bf16":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     # -- images ---------------------------------------------------------------------------------
-    def image_keys(self, paths: Sequence[Path], owners: dict[Path, list[str]]) -> list[str]:
-        keys = []
-        for path in paths:
-            if path not in self._file_keys:
-                try:
-                    self._file_keys[path] = sha256_file(path)
-                except OSError as exc:
+    def image_keys(self, refs: Sequence[ImageRef], owners: dict[ImageRef, list[str]]) -> list[str]:
+        """Cache keys: the file's sha256, combined with the transform's identity when there is one."""
+        new = list(dict.fromkeys(r.path for r in refs if r.path not in self._file_keys))
+        if new:  # hashlib releases the GIL: threads read and hash files in parallel
+            with ThreadPoolExecutor(max_workers=min(16, _cpu_count())) as pool:
+                hashed = list(pool.map(_try_sha256, new))
+            for path, (digest, error) in zip(new, hashed):
+                if error is not None:
+                    ref = next(r for r in refs if r.path == path)
                     raise DatasetError(
-                        f"missing or unreadable image {path} (used by {_owners_text(owners, path)}): {exc}"
-                    ) from exc
-            keys.append(self._file_keys[path])
+                        f"missing or unreadable image {path} (used by {_owners_text(owners, ref)}): {error}")
+                self._file_keys[path] = digest
+        keys = []
+        for ref in refs:
+            key = self._file_keys[ref.path]
+            if ref.transform is not None:
+                key = hashlib.sha256(f"{key}|{ref.transform.identity}".encode()).hexdigest()
+            keys.append(key)
         return keys
 
-    def image_embeddings(self, paths: Sequence[Path], owners: dict[Path, list[str]] | None = None) -> np.ndarray:
-        """Embeddings of ``paths`` (rows in order), encoding only images the cache lacks."""
+    def image_embeddings(self, images: Sequence[Image], owners: dict[ImageRef, list[str]] | None = None) -> np.ndarray:
+        """Embeddings of ``images`` (rows in order), encoding only images the cache lacks."""
         owners = owners or {}
-        keys = self.image_keys(paths, owners)
-        missing = set(self.image_cache.missing(keys))
-        todo = list(dict.fromkeys(p for p, k in zip(paths, keys) if k in missing))
-        if todo:
-            cfg = self.config
-            loader = torch.utils.data.DataLoader(
-                _ImageFiles(todo, self.model, owners), batch_size=cfg.image_batch_size,
-                num_workers=cfg.num_workers, shuffle=False,
-            )
-            bar = tqdm(total=len(todo), desc=f"encode images [{self.model.name}]", disable=not cfg.progress, mininterval=2)
-            pending_keys: list[str] = []
-            pending: list[np.ndarray] = []
-            done = 0
-            for pixels in loader:
-                batch_keys = [self._file_keys[p] for p in todo[done: done + len(pixels)]]
-                done += len(pixels)
-                pending.append(self.model.encode_images(pixels).numpy())
-                pending_keys.extend(batch_keys)
-                if len(pending_keys) >= cfg.shard_size:
-                    self.image_cache.put(pending_keys, np.concatenate(pending))
-                    pending_keys, pending = [], []
-                bar.update(len(pixels))
-            self.image_cache.put(pending_keys, np.concatenate(pending) if pending else np.zeros((0, 0)))
-            bar.close()
+        refs = [as_ref(i) for i in images]
+        keys = self.image_keys(refs, owners)
+        for _ in self._encode_images(refs, keys, owners):
+            pass
         return self.image_cache.get(keys)
+
+    def _encode_images(self, refs: Sequence[ImageRef], keys: Sequence[str],
+                       owners: dict[ImageRef, list[str]]) -> Iterator[None]:
+        """Encode the images the cache lacks, in order, shard by shard into the cache.
+
+        A generator: creating it and taking its first step starts the decoding workers (which then decode ahead, up
+        to their prefetch limit), so the caller can encode texts on the GPU while images are decoded on the CPU.
+        """
+        missing = set(self.image_cache.missing(keys))
+        todo = list(dict.fromkeys((r, k) for r, k in zip(refs, keys) if k in missing))
+        if not todo:
+            yield None
+            return
+        cfg = self.config
+        workers = cfg.workers_for(self.device)
+        todo_refs, todo_keys = [r for r, _ in todo], [k for _, k in todo]
+        decode_batch = min(cfg.decode_batch_size, cfg.image_batch_size) if workers else cfg.image_batch_size
+        loader = torch.utils.data.DataLoader(
+            _ImageFiles(todo_refs, [self._file_keys[r.path] for r in todo_refs], self.model, owners),
+            batch_size=decode_batch, num_workers=workers, shuffle=False,
+            pin_memory=self.device.startswith("cuda"),
+            prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None,
+        )
+        batches = _regroup(iter(loader), cfg.image_batch_size)  # with workers, decoding starts here
+        yield None
+        bar = tqdm(total=len(todo), desc=f"encode images [{self.model.name}]", disable=not cfg.progress, mininterval=2)
+        pending_keys: list[str] = []
+        pending: list[np.ndarray] = []
+        done = 0
+        for pixels in batches:
+            with self._autocast():
+                pending.append(self.model.encode_images(pixels).float().numpy())
+            pending_keys.extend(todo_keys[done: done + len(pixels)])
+            done += len(pixels)
+            if len(pending_keys) >= cfg.shard_size:
+                self.image_cache.put(pending_keys, np.concatenate(pending))
+                pending_keys, pending = [], []
+            bar.update(len(pixels))
+        if pending_keys:
+            self.image_cache.put(pending_keys, np.concatenate(pending))
+        bar.close()
 
     # -- texts ----------------------------------------------------------------------------------
     def text_embeddings(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` (rows in order); one encoding per distinct token sequence."""
         unique = list(dict.fromkeys(texts))
-        tokens = self.model.tokenize(unique) if unique else torch.zeros((0, 0), dtype=torch.long)
-        key_of = {t: hashlib.sha256(row.numpy().tobytes()).hexdigest() for t, row in zip(unique, tokens)}
+        tokens = self._tokenize(unique)
+        token_rows = np.ascontiguousarray(tokens.numpy())
+        key_of = {t: hashlib.sha256(row.tobytes()).hexdigest() for t, row in zip(unique, token_rows)}
         missing = set(self.text_cache.missing(key_of.values()))
-        rows = {}
-        for t, row in zip(unique, tokens):
+        rows: dict[str, torch.Tensor] = {}
+        lengths: dict[str, int] = {}
+        for t, row, length in zip(unique, tokens, (token_rows != 0).sum(axis=1).tolist()):
             if key_of[t] in missing and key_of[t] not in rows:
-                rows[key_of[t]] = row
+                rows[key_of[t]], lengths[key_of[t]] = row, length
         if rows:
             cfg = self.config
             # Similar lengths share a batch, so little padding is encoded (models that drop trailing
             # padding then run on short sequences; others are unaffected).
-            todo_keys = sorted(rows, key=lambda k: int((rows[k] != 0).sum()))
+            todo_keys = sorted(rows, key=lengths.__getitem__)
             bar = tqdm(total=len(todo_keys), desc=f"encode texts [{self.model.name}]", disable=not cfg.progress, mininterval=2)
             pending_keys: list[str] = []
             pending: list[np.ndarray] = []
             for start in range(0, len(todo_keys), cfg.text_batch_size):
                 chunk = todo_keys[start: start + cfg.text_batch_size]
-                pending.append(self.model.encode_tokens(torch.stack([rows[k] for k in chunk])).numpy())
+                with self._autocast():
+                    pending.append(self.model.encode_tokens(torch.stack([rows[k] for k in chunk])).float().numpy())
                 pending_keys.extend(chunk)
                 if len(pending_keys) >= cfg.shard_size:
                     self.text_cache.put(pending_keys, np.concatenate(pending))
@@ -195,45 +261,45 @@ class Engine:
             bar.close()
         return self.text_cache.get([key_of[t] for t in texts])
 
-    # -- task shapes ----------------------------------------------------------------------------
-    def _embed(self, image_owners: Iterable[tuple[Path, str]], texts: Iterable[str]):
-        """Embeddings of every distinct image and text of a task, with row look-ups (float64)."""
-        owners = _owners(image_owners)
-        images = list(owners)
-        image_emb = self.image_embeddings(images, owners).astype(np.float64)
+    def _tokenize(self, texts: list[str]) -> torch.Tensor:
+        """Token ids of ``texts``; spread over DataLoader worker processes when the engine decodes with workers
+        (tokenising is pure Python: 10k captions take a second in one process, on the critical path of a GPU run).
+        DataLoader workers, the same machinery that decodes images, are safe to start from a process that holds a
+        CUDA context and a thread pool (one torch thread each)."""
+        if not texts:
+            return torch.zeros((0, 0), dtype=torch.long)
+        workers = min(self.config.workers_for(self.device), -(-len(texts) // TOKENIZE_CHUNK))
+        if workers < 2:
+            return self.model.tokenize(texts)
+        chunks = [texts[i: i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
+        loader = torch.utils.data.DataLoader(_TextChunks(chunks, self.model.tokenize), batch_size=None,
+                                             num_workers=workers, shuffle=False)
+        return torch.cat(list(loader))
+
+    # -- a task's images and texts --------------------------------------------------------------
+    def embed(self, image_owners: Iterable[tuple[Image, str]], texts: Iterable[str]) -> Embeddings:
+        """Embeddings of every distinct image and text of a task. ``image_owners`` pairs each image with the item
+        that uses it, so an unreadable image is reported with the items it breaks.
+
+        With decoding workers (GPU), the texts are tokenised and encoded while the workers decode images ahead,
+        then the decoded images are encoded: decoding on the CPU overlaps encoding on the GPU.
+        """
+        owners: dict[ImageRef, list[str]] = {}
+        for image, owner in image_owners:
+            owners.setdefault(as_ref(image), []).append(owner)
+        refs = list(owners)
+        keys = self.image_keys(refs, owners)
+        images = self._encode_images(refs, keys, owners)
+        next(images)
         unique_texts = list(dict.fromkeys(texts))
-        text_emb = self.text_embeddings(unique_texts).astype(np.float64)
-        image_row = {p: i for i, p in enumerate(images)}
-        text_row = {t: i for i, t in enumerate(unique_texts)}
-        return (lambda paths: image_emb[[image_row[p] for p in paths]],
-                lambda strings: text_emb[[text_row[t] for t in strings]])
+        text_matrix = self.text_embeddings(unique_texts).astype(np.float64)
+        for _ in images:
+            pass
+        image_matrix = self.image_cache.get(keys).astype(np.float64)
+        return Embeddings(image_matrix, text_matrix, {r: i for i, r in enumerate(refs)},
+                          {t: i for i, t in enumerate(unique_texts)})
 
-    def _result(self, task: str) -> SelectionResult:
-        return SelectionResult(self.model.name, self.model.fingerprint, task)
-
-    def image_to_text(self, items: Sequence[ImageToTextItem]) -> SelectionResult:
-        """Choose among K captions for each image; caption 0 is the correct one."""
-        images, texts = self._embed(((it.image, it.origin or it.item_id) for it in items),
-                                    (c for it in items for c in it.captions))
-        result = self._result("image_to_text")
-        for it in items:
-            scores = texts(it.captions) @ images([it.image])[0]
-            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *decide(scores)))
-        return result
-
-    def text_to_image(self, items: Sequence[TextToImageItem]) -> SelectionResult:
-        """Choose among K images for each caption; image 0 is the correct one."""
-        images, texts = self._embed(((p, it.origin or it.item_id) for it in items for p in it.images),
-                                    (it.caption for it in items))
-        result = self._result("text_to_image")
-        for it in items:
-            scores = images(it.images) @ texts([it.caption])[0]
-            result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *decide(scores)))
-        return result
-
-
-def _owners(pairs: Iterable[tuple[Path, str]]) -> dict[Path, list[str]]:
-    owners: dict[Path, list[str]] = {}
-    for path, owner in pairs:
-        owners.setdefault(path, []).append(owner)
-    return owners
+    @property
+    def identity(self) -> tuple[str, str]:
+        """(model name, weights fingerprint): what every result of this engine is attributed to."""
+        return self.model.name, self.model.fingerprint

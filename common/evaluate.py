@@ -4,8 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from common.engine import Engine, EngineConfig, SelectionResult
+from common.engine import Engine, EngineConfig
 from common.results import ModelRow, write_predictions
+from common.scoring import selection
+from common.scoring.selection import STRICT, DecisionRule, SelectionResult
 from common.tasks import ImageToTextItem, TextToImageItem
 from common.zoo import checkpoint_metadata, create_model, get_spec
 
@@ -24,26 +26,25 @@ def model_row(name: str) -> ModelRow:
 
 
 def engine_config(params: dict) -> EngineConfig:
+    """The ``engine`` section of a stage's parameters (defaults where absent)."""
     engine = params.get("engine", {})
+    workers = engine.get("num_workers", "auto")
     return EngineConfig(
         image_batch_size=int(engine.get("image_batch_size", 64)),
         text_batch_size=int(engine.get("text_batch_size", 256)),
-        num_workers=int(engine.get("num_workers", 0)),
+        num_workers=None if workers == "auto" else int(workers),
+        precision=engine.get("precision", "fp32"),
     )
 
 
 def evaluate_selection(
     model_names: Sequence[str], items: Sequence[ImageToTextItem] | Sequence[TextToImageItem],
-    config: EngineConfig, predictions_dir: Path | None = None, device: str = "cpu",
+    config: EngineConfig, predictions_dir: Path | None = None, device: str = "cpu", rule: DecisionRule = STRICT,
 ) -> list[tuple[ModelRow, SelectionResult]]:
     """Score every model on the same items; per-example predictions go to ``predictions_dir``."""
     results = []
     for name in model_names:
-        engine = Engine(create_model(name, device=device), config)
-        if items and isinstance(items[0], TextToImageItem):
-            result = engine.text_to_image(items)  # type: ignore[arg-type]
-        else:
-            result = engine.image_to_text(items)  # type: ignore[arg-type]
+        result = selection.evaluate(Engine(create_model(name, device=device), config), items, rule)
         if predictions_dir is not None:
             write_predictions(predictions_dir / f"{name.replace('/', '__')}.csv", result)
         results.append((model_row(name), result))

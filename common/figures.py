@@ -1,20 +1,39 @@
-"""Figures drawn from result tables (PNG, for DVC image plots and the notebooks)."""
+"""Figures drawn from result tables (PNG, for DVC image plots and the notebooks), and the one way to save one."""
 from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from common.io import atomic_path
 
 
-def grouped_bars(table_csv: Path, groups: Sequence[str], out_png: Path, title: str, label_column: str = "label") -> Path:
-    """One bar group per category, one bar per model (a results table drawn as the paper's figure)."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg backend (stages and tests run headless)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, out_png: str | Path, dpi: int = 110) -> Path:
+    """Write ``fig`` as PNG atomically (a crash never leaves half an image) and close it."""
+    out_png = Path(out_png)
+    try:
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi)
+    finally:
+        pyplot().close(fig)
+    return out_png
+
+
+def grouped_bars(table_csv: Path, groups: Sequence[str], out_png: Path, title: str, label_column: str = "label") -> Path:
+    """One bar group per category, one bar per model (a results table drawn as the paper's figure)."""
     import numpy as np
+
+    plt = pyplot()
 
     with open(table_csv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -30,7 +49,4 @@ def grouped_bars(table_csv: Path, groups: Sequence[str], out_png: Path, title: s
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return out_png
+    return save_figure(fig, out_png)

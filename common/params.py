@@ -29,3 +29,22 @@ def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> An
             raise KeyError(f"{path}: missing parameter {dotted!r}")
         node = node[part]
     return node
+
+
+def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
+    """The parameters a DVC stage declares (``dvc.api.params_show``), and only those.
+
+    A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
+    fails with a KeyError), and DVC re-runs the stage whenever any parameter it reads changes. ``stage`` is a DVC
+    address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``.
+    """
+    import dvc.api
+
+    try:
+        params = dvc.api.params_show(stages=[stage], repo=str(repo))
+    except Exception as exc:  # dvc raises its own exception types for unknown stages and unreadable files
+        raise KeyError(f"{repo}: cannot read the parameters of DVC stage {stage!r}: {exc}") from exc
+    profile = params.get("profile")
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(f"{PARAMS_FILE}: profile must be one of {PROFILES}, got {profile!r}")
+    return params

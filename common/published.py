@@ -48,7 +48,6 @@ from typing import Iterable
 
 from common.paths import PUBLISHED
 
-PAPERS = ("aro", "hard_positives", "conclip", "bivlc", "sugarcrepe")
 CELL_FIELDS = ("paper", "table", "row", "column", "value", "unit", "status", "raw", "note")
 CLAIM_FIELDS = ("paper", "claim_id", "location", "quote", "value", "unit", "comparison", "recompute", "note")
 COMPARISONS = ("=", ">", ">=", "<", "<=", "~")

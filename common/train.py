@@ -1,24 +1,23 @@
 """Contrastive pretraining of the mini profile's tiny CLIPs on mini-world image-caption pairs.
 
 The standard CLIP objective (symmetric InfoNCE over the batch, learned temperature), AdamW with
-warmup and cosine decay, on CPU. Deterministic for a given seed and thread count. The checkpoint is a
-plain state dict (safetensors) with a JSON record of how it was trained next to it.
+warmup and cosine decay, on CPU: ``common.training.train`` with ``FromScratch`` + ``MiniWorldBatches``
++ ``ClipLoss``. Deterministic for a given seed and thread count, and bit-identical to the loop this
+module ran before the shared trainer existed (``tests/common/test_train.py`` pins a short run's
+weights). The checkpoint is a plain state dict (safetensors) with a JSON record of how it was
+trained next to it. ``python -m common train <name>`` also runs under ``torchrun`` (DDP over the
+same global batch; weights then equal the one-process ones up to float rounding).
 """
 from __future__ import annotations
 
 import json
-import math
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from tqdm import tqdm
-
-from common.io import atomic_path, sha256_file, write_json_atomic
+from common.io import sha256_file
 from common.miniworld import VERSION
+from common.training import ClipLoss, DistributedContext, FromScratch, MiniWorldBatches, train
+from common.training import TrainConfig as TrainerConfig
 
 
 @dataclass(frozen=True)
@@ -32,111 +31,41 @@ class TrainConfig:
     warmup_steps: int = 100
     seed: int = 0
 
-
-def _normalizer(transform) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean/std of the model's own preprocessing, so training sees exactly what evaluation sees."""
-    for t in getattr(transform, "transforms", []):
-        if type(t).__name__ == "Normalize":
-            return torch.tensor(t.mean).view(1, 3, 1, 1), torch.tensor(t.std).view(1, 3, 1, 1)
-    raise ValueError("model transform has no Normalize step")
+    def trainer_config(self) -> TrainerConfig:
+        """The shared trainer's settings for this recipe (its other settings at their defaults)."""
+        return TrainerConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                             weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, seed=self.seed)
 
 
-def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "embedding" in name or "logit_scale" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: bool = True, *,
+               world: DistributedContext | None = None, provenance: dict | None = None) -> dict:
+    """Train ``config.arch`` on the first ``n_images`` of the mini training set; save to ``out_path``.
 
-
-def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: bool = True) -> dict:
-    """Train ``config.arch`` on the first ``n_images`` of the mini training set; save to ``out_path``."""
+    Returns the sidecar record written beside the weights plus ``train_seconds`` (wall time, which
+    the sidecar leaves out: DVC hashes it, so it must be identical on every rerun). ``world``: the
+    context of a torchrun launch (``common.training.init_from_env``); default one CPU process.
+    ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile).
+    """
     import open_clip
-    from common.zoo import encode_text_unpadded, padding_is_inert, quiet_random_init_warning, register_local_configs
+
+    from common.zoo import register_local_configs
 
     register_local_configs()
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-
-    images = np.load(train_dir / "images.npy", mmap_mode="r")
-    captions = json.loads((train_dir / "captions.json").read_text())
-    if config.n_images > len(images):
-        raise ValueError(f"{train_dir}: asked for {config.n_images} images, the training set has {len(images)}")
-    images = torch.from_numpy(np.array(images[: config.n_images])).permute(0, 3, 1, 2)
-    captions = captions[: config.n_images]
-
-    with quiet_random_init_warning():  # training from scratch is the point; say so once, below
-        model, _, transform = open_clip.create_model_and_transforms(config.arch, pretrained=None)
-    print(f"training {config.arch} from random initialization on {config.n_images} mini-world pairs "
-          f"({config.steps} steps of {config.batch_size})", flush=True)
-    tokenizer = open_clip.get_tokenizer(config.arch)
-    per_image = len(captions[0])
-    tokens = tokenizer([c for caps in captions for c in caps]).view(config.n_images, per_image, -1)
-    mean, std = _normalizer(transform)
-
-    optimizer = torch.optim.AdamW(
-        _param_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.98), eps=1e-6, fused=True
-    )
-    encode_text = encode_text_unpadded if padding_is_inert(model) else (
-        lambda m, t: m.encode_text(t, normalize=True))
-
-    def lr_at(step: int) -> float:
-        if step < config.warmup_steps:
-            return config.lr * (step + 1) / config.warmup_steps
-        progress_ = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-        return 0.5 * config.lr * (1 + math.cos(math.pi * progress_))
-
-    model.train()
-    started = time.perf_counter()
-    losses: list[float] = []
-    order = rng.permutation(config.n_images)
-    cursor = 0
-    bar = tqdm(range(config.steps), desc=f"train {out_path.stem}", disable=not progress, mininterval=5)
-    for step in bar:
-        if cursor + config.batch_size > len(order):
-            order, cursor = rng.permutation(config.n_images), 0
-        idx = torch.from_numpy(order[cursor: cursor + config.batch_size])
-        cursor += config.batch_size
-        pick = torch.from_numpy(rng.integers(0, per_image, size=len(idx)))
-        pixels = (images[idx].float() / 255.0 - mean) / std
-        text = tokens[idx, pick]
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step)
-        image_features = model.encode_image(pixels, normalize=True)
-        text_features = encode_text(model, text)
-        logits = model.logit_scale.exp() * image_features @ text_features.T
-        target = torch.arange(len(idx))
-        loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        with torch.no_grad():
-            model.logit_scale.clamp_(0, math.log(100))
-        losses.append(loss.item())
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-    seconds = time.perf_counter() - started
-
-    from safetensors.torch import save_file
-
-    model.eval()
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    with atomic_path(out_path) as tmp:
-        save_file(state, str(tmp))
-    record = {
+    train_dir, out_path = Path(train_dir), Path(out_path)
+    batches = MiniWorldBatches.load(train_dir, config.n_images, open_clip.get_tokenizer(config.arch))
+    if world is None or world.is_main:
+        print(f"training {config.arch} from random initialization on {config.n_images} mini-world pairs "
+              f"({config.steps} steps of {config.batch_size})", flush=True)
+    provenance = {
         "world_version": VERSION,
         "config": asdict(config),
         "train_set": _portable(train_dir),
         "train_images_sha256": sha256_file(train_dir / "images.npy"),
-        "final_loss": float(np.mean(losses[-50:])),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "samples_seen": config.steps * config.batch_size,
+        **(provenance or {}),
     }
-    # The sidecar is provenance and must be identical on every rerun (DVC hashes it);
-    # wall time is not, so it is returned (and logged by the CLI) but not stored beside the weights.
-    write_json_atomic(out_path.with_suffix(".json"), record)
-    return {**record, "train_seconds": round(seconds, 1)}
+    result = train(config.trainer_config(), FromScratch(config.arch), batches, ClipLoss, out_path,
+                   world=world, provenance=provenance, resume=False, progress=progress)
+    return {**result.record, "train_seconds": result.train_seconds}
 
 
 def _portable(path: Path) -> str:
@@ -147,3 +76,51 @@ def _portable(path: Path) -> str:
         return path.resolve().relative_to(build_root().resolve()).as_posix()
     except ValueError:
         return path.name
+
+
+def _cmd_train(args) -> int:
+    """``train <name>``: one model of the mini family, its recipe from params.yaml ``train.<name>``.
+
+    Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
+    writes the weights, the sidecar and the log.
+    """
+    from common import reproducible
+    from common.io import write_json_atomic
+    from common.params import stage_params
+    from common.paths import build_root
+    from common.training import init_from_env, shutdown
+    from common.zoo import get_spec
+
+    if args.device == "cpu":
+        reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
+    recipe = dict(stage_params(f"mini/train@{args.name}")["train"][args.name])
+    spec = get_spec(f"mini/{args.name}")
+    if recipe.get("arch") != spec.arch:
+        raise SystemExit(f"params.yaml train.{args.name}.arch={recipe.get('arch')!r} but the zoo says {spec.arch!r}")
+    out = spec.checkpoint_path()
+    assert out is not None
+    train_set = Path(args.train_set) if args.train_set else build_root() / "mini" / "world" / "train"
+    world = init_from_env(args.device)
+    if args.device == "cpu":
+        reproducible.fix_threads()
+    try:
+        record = train_clip(TrainConfig(**recipe), train_set, out, world=world,
+                            provenance=reproducible.describe() if args.device == "cpu" else {})
+    finally:
+        shutdown(world)
+    if world.is_main:
+        log = out.parent.parent / "logs" / f"train-{args.name}.json"
+        write_json_atomic(log, {**record, "machine": reproducible.machine()})
+        print(json.dumps(record, indent=2))
+        print(f"log (with wall time, not a DVC output): {log}")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``train`` to ``python -m common``."""
+    p = subparsers.add_parser("train", help="train one tiny CLIP of the mini family (params.yaml train.<name>)")
+    p.add_argument("name")
+    p.add_argument("--train-set", default=None, help="default: <build root>/mini/world/train")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default: the pipeline's weights are CPU-trained) or cuda (one GPU per torchrun rank)")
+    p.set_defaults(func=_cmd_train)

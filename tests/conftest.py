@@ -42,6 +42,6 @@ def mirror(monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model():
     """A randomly initialized mini-vit-xs behind the EmbeddingModel interface (timing/logic only)."""
-    from common.bench import random_model
+    from common.zoo import random_model
 
     return random_model("mini-vit-xs")

@@ -20,22 +20,18 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT_NOTEBOOK = ROOT / "notebooks" / "audit.ipynb"
-PAPERS = ("aro", "hard_positives", "conclip", "bivlc", "sugarcrepe")
 TIMEOUT = 300
+from common.plugins import paper_module, paper_names  # noqa: E402
 from shared_files import MIRROR  # noqa: E402
+
+PAPERS = paper_names()
 
 
 def _audit_without_released(paper: str, out_dir: Path) -> None:
-    """The audit from the paper's tables (claims) and runs only, for when released files cannot be fetched."""
-    from common.audit import claims, runs
-    from common.audit.core import audit_rows
-    from common.audit.report import write_audit
-    from common.params import load_params
-    from common.published import load_cells, load_claims
+    """The audit from the paper's tables (claims) only, for when released files cannot be fetched."""
+    from common.audit import run_audit
 
-    profile = load_params()["profile"]
-    recs = claims.recompute(paper) + runs.recompute(paper, profile)
-    write_audit(paper, audit_rows(paper, load_cells(paper), load_claims(paper), recs), out_dir, profile)
+    run_audit(paper, out_dir=out_dir)
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +49,9 @@ def audit_dir(tmp_path_factory) -> Path:
         if (MIRROR / "MANIFEST.tsv").is_file():
             mp.setenv("VLC_MIRROR", str(MIRROR))
         for paper in PAPERS:
+            module = paper_module(paper, "audit")
             try:
-                run_audit(paper, out_dir=out)
+                run_audit(paper, getattr(module, "recompute", None), getattr(module, "draw_figures", None), out_dir=out)
             except (FetchError, OSError) as exc:  # released artifacts not reachable here
                 print(f"{paper}: released recomputations unavailable ({type(exc).__name__}); auditing without them")
                 _audit_without_released(paper, out)
@@ -102,8 +99,9 @@ def test_committed_notebook_has_no_outputs():
 def test_audit_notebook_runs(audit_dir, monkeypatch):
     nb = _execute(AUDIT_NOTEBOOK, {"VLC_AUDIT_DIR": str(audit_dir)}, monkeypatch)
     text = _text(nb)
-    assert "loaded: aro, hard_positives, conclip, bivlc, sugarcrepe" in text
-    assert "| paper | profile | differs | reproduced |" in text  # the verdict table
+    assert "loaded: aro, bivlc, conclip, hard_positives, sugarcrepe" in text
+    assert "| paper | differs | reproduced |" in text  # the verdict table
+    assert "pipeline profile (params.yaml): mini" in text
     assert "discrepanc" in text
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert images, "the y = x figure was not drawn"

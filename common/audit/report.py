@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, VERDICTS, AuditRow, VerdictCounts
-from common.io import atomic_path, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.io import write_csv_atomic, write_json_atomic, write_text_atomic
 
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
@@ -168,11 +168,9 @@ def csv_rows(rows: list[AuditRow], info: Mapping[str, ClaimInfo]) -> list[dict]:
 
 def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mapping[str, str] | None = None) -> Path:
     """Published (x) vs recomputed (y) with y = x; claims that are bounds or approximate drawn as triangles."""
-    import matplotlib
+    from common.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     comparisons = comparisons or {}
 
     def is_exact(r: AuditRow) -> bool:
@@ -199,15 +197,13 @@ def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mappin
         ax.set_title("percent / points" if units else "other units (fractions, counts, r)", fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return out_png
+    return save_figure(fig, out_png)
 
 
 def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
                 claims: Iterable | None = None) -> dict[str, Path]:
-    """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` and ``<paper>.png`` into ``out_dir``.
+    """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` (DVC metrics: the count of each verdict,
+    nothing else) and ``<paper>.png`` into ``out_dir``.
 
     ``claims`` (the paper's ``PublishedClaim`` list) gives each claim row its comparison and quote; when
     None they are read from ``results/published/<paper>_claims.csv`` if it exists.
@@ -218,8 +214,7 @@ def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
     paths = {
         "markdown": write_text_atomic(out_dir / f"{paper}.md", markdown(paper, rows, profile, info=info)),
         "csv": write_csv_atomic(out_dir / f"{paper}.csv", csv_rows(rows, info), FIELDS),
-        "metrics": write_json_atomic(out_dir / f"{paper}_summary.json",
-                                     {"paper": paper, "profile": profile, "verdicts": counts, "total": len(rows)}),
+        "metrics": write_json_atomic(out_dir / f"{paper}_summary.json", counts),
         "figure": scatter(rows, out_dir / f"{paper}.png", f"{paper}: published vs recomputed",
                           {k: v.comparison for k, v in info.items()}),
     }

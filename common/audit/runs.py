@@ -1,55 +1,42 @@
-"""Recomputations from this workspace's own pipeline runs (full profile), and mini-run coverage.
+"""Recomputations from this workspace's own pipeline runs: a results table mapped onto published cells.
 
-A full-profile run of a paper's table maps onto the published cells it reproduces. A mini-profile run
-covers the same cells but is never compared: each covered cell gets a ``mini`` recomputation without a
-value, so the report says a run exists and why it is not comparable.
+A full-profile run of a paper's table maps onto the published cells it reproduces (tolerance ``default``). A
+mini-profile run covers the same cells but is never compared: each covered cell gets a ``mini`` recomputation
+without a value, so the report says a run exists and why it is not comparable.
 """
 from __future__ import annotations
 
 import csv
 import math
 from pathlib import Path
+from typing import Callable, Mapping, Sequence
 
 from common.audit.core import Recomputed
-from common.paths import RESULTS
 
-SUGARCREPE_COLUMNS = {
-    "replace_obj": "REPLACE | Object", "replace_att": "REPLACE | Attribute", "replace_rel": "REPLACE | Relation",
-    "swap_obj": "SWAP | Object", "swap_att": "SWAP | Attribute", "add_obj": "ADD | Object",
-    "add_att": "ADD | Attribute", "average": "Average",
-}
-"""Table 6 column of each results-table column."""
+MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
 
 
-def _sugarcrepe_table6(profile: str, results: Path) -> list[Recomputed]:
-    from common.params import load_params, section
-    from common.zoo import get_spec
+def table_recomputations(
+    paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
+    published_row: Callable[[str], str], covered_models: Sequence[str], source: str,
+) -> list[Recomputed]:
+    """Published cells of ``table`` recomputed by a run's wide results table (one row per model).
 
-    table = results / "sugarcrepe" / profile / "table6.csv"
-    if not table.is_file():
+    ``columns`` maps a results column to the published column; ``published_row`` a zoo model name to the published
+    row. Full profile: every row of ``results_csv`` becomes recomputations. Mini profile: the cells of
+    ``covered_models`` (the models the full profile would run) are marked covered but not comparable. Nothing when
+    the run has not happened yet.
+    """
+    if not results_csv.is_file():
         return []
-    source = f"run {table.relative_to(results.parent)}"
     if profile == "mini":
-        recs = []
-        for name in section(load_params(), "sugarcrepe.models.full"):
-            spec = get_spec(name)
-            for column in SUGARCREPE_COLUMNS.values():
-                recs.append(Recomputed("sugarcrepe", "Table 6", f"{spec.family} | {spec.label}", column, math.nan,
-                                       "percent", source, "mini", "default",
-                                       note="the mini run scores tiny CLIPs on the rendered mini world"))
-        return recs
+        return [Recomputed(paper, table, published_row(name), column, math.nan, "percent", source, "mini", "default",
+                           note=MINI_NOTE)
+                for name in covered_models for column in columns.values()]
     recs = []
-    with open(table, newline="", encoding="utf-8") as fh:
+    with open(results_csv, newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            spec = get_spec(row["model"])
-            for ours, column in SUGARCREPE_COLUMNS.items():
-                recs.append(Recomputed("sugarcrepe", "Table 6", f"{spec.family} | {spec.label}", column,
-                                       float(row[ours]), "percent", source, "full", "default"))
+            for ours, column in columns.items():
+                recs.append(Recomputed(paper, table, published_row(row["model"]), column, float(row[ours]),
+                                       "percent", source, "full", "default"))
     return recs
-
-
-RUN_RECOMPUTERS = {"sugarcrepe": [_sugarcrepe_table6]}
-
-
-def recompute(paper: str, profile: str, results: Path = RESULTS) -> list[Recomputed]:
-    return [r for fn in RUN_RECOMPUTERS.get(paper, []) for r in fn(profile, results)]

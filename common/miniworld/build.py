@@ -1,27 +1,23 @@
-"""Assemble the mini world's data sets: training pairs and a SugarCrepe-format test set.
+"""Assemble the mini world's training set: rendered scenes with several true captions each.
 
-Train and test scenes come from independent random streams derived from one seed; training scenes
-never contain the held-out (colour, shape) pairs. The test set is written in SugarCrepe's released
-format (``<category>.json`` with filename/caption/negative_caption, plus an image folder), so the
-same loader and engine evaluate the mini world and the real benchmark.
+Every data set built from the world (this training set here; a paper's test sets in its own package) draws its
+scenes from an independent random stream derived from one seed (``stream``), so train and test never share scenes
+by accident; training scenes never contain the held-out (colour, shape) pairs.
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from tqdm import tqdm
 
-from common.io import atomic_path, write_json_atomic, write_text_atomic
+from common.io import atomic_path, write_json_atomic
 from common.miniworld import VERSION
-from common.miniworld.claims import Claim, sample_claim
-from common.miniworld.negatives import SUGARCREPE_TYPES
+from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
-from common.miniworld.scene import Scene, contains_heldout, sample_scene
+from common.miniworld.scene import Scene, sample_scene
 
 
 @dataclass(frozen=True)
@@ -32,14 +28,7 @@ class TrainSetConfig:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class SugarCrepeSetConfig:
-    examples_per_category: int = 500
-    image_size: int = 48
-    seed: int = 0
-
-
-def _stream(seed: int, name: str) -> random.Random:
+def stream(seed: int, name: str) -> random.Random:
     """An independent random stream per purpose, so train and test never share scenes by accident."""
     return random.Random(f"{VERSION}:{seed}:{name}")
 
@@ -54,7 +43,7 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
     Writes ``images.npy`` (N, H, W, 3) uint8, ``captions.json`` (N lists of captions) and
     ``manifest.json``. Smaller training sets of the model family are prefixes of this one.
     """
-    rng = _stream(config.seed, "train")
+    rng = stream(config.seed, "train")
     images = np.empty((config.n_images, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []
     for i in tqdm(range(config.n_images), desc="render train", disable=not progress, mininterval=2):
@@ -72,61 +61,25 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
     return manifest
 
 
-def _test_examples(config: SugarCrepeSetConfig) -> Iterator[tuple[int, Scene, Claim, dict[str, Claim]]]:
-    rng = _stream(config.seed, "test-sugarcrepe")
-    index = 0
-    while True:
-        scene = sample_scene(rng, allow_heldout=True)
-        positive = sample_claim(rng, scene)
-        negatives = {}
-        for category, generator in SUGARCREPE_TYPES.items():
-            negative = generator(scene, positive, rng)
-            if negative is not None:
-                negatives[category] = negative
-        yield index, scene, positive, negatives
-        index += 1
+TRAIN_STAGE = "mini/world"
 
 
-def build_sugarcrepe_set(config: SugarCrepeSetConfig, out_dir: Path, progress: bool = True) -> dict:
-    """A SugarCrepe-format test set: ``examples_per_category`` examples of each of the 7 types.
+def _cmd_train_set(args) -> int:
+    """``world train --out DIR``: the training set of the mini family (stage ``mini/world``)."""
+    import json
 
-    Images are shared across categories as in SugarCrepe (one positive caption per image, one hard
-    negative per applicable type until each category's quota is filled).
-    """
-    quota = config.examples_per_category
-    data: dict[str, dict[str, dict]] = {c: {} for c in SUGARCREPE_TYPES}
-    images_dir = out_dir / "images"
-    images_dir.mkdir(parents=True, exist_ok=True)
-    scenes_lines = []
-    bar = tqdm(total=quota * len(data), desc="build mini SugarCrepe", disable=not progress, mininterval=2)
-    for index, scene, positive, negatives in _test_examples(config):
-        wanted = {c: n for c, n in negatives.items() if len(data[c]) < quota}
-        if not wanted:
-            if all(len(v) >= quota for v in data.values()):
-                break
-            continue
-        filename = f"mini_{index:06d}.png"
-        with atomic_path(images_dir / filename) as tmp:
-            render(scene, config.image_size, NATURAL, seed=index).save(tmp, format="PNG")
-        for category, negative in wanted.items():
-            data[category][str(len(data[category]))] = {
-                "filename": filename, "caption": positive.text(), "negative_caption": negative.text(),
-            }
-            bar.update(1)
-        scenes_lines.append(json.dumps({
-            "filename": filename, "heldout_combination": contains_heldout(scene),
-            "scene": scene_to_json(scene), "positive": asdict(positive),
-            "negatives": {c: asdict(n) for c, n in wanted.items()},
-        }))
-    bar.close()
-    data_dir = out_dir / "data"
-    for category, examples in data.items():
-        write_json_atomic(data_dir / f"{category}.json", examples, indent=1)
-    write_text_atomic(out_dir / "scenes.jsonl", "\n".join(scenes_lines) + "\n")
-    from common.datasets.sugarcrepe import write_manifest
+    from common.params import stage_params
 
-    info = {
-        "kind": "sugarcrepe", "profile": "mini", "world_version": VERSION, "config": asdict(config),
-        "counts": {c: len(v) for c, v in data.items()}, "n_images": len(scenes_lines),
-    }
-    return write_manifest(out_dir, "data", "images", info).describe()
+    world = stage_params(TRAIN_STAGE)["mini"]["world"]
+    manifest = build_train_set(TrainSetConfig(
+        n_images=world["train_images"], captions_per_image=world["captions_per_image"],
+        image_size=world["image_size"], seed=world["seed"]), Path(args.out))
+    print(json.dumps(manifest, indent=2))
+    return 0
+
+
+def register_cli(world_sets) -> None:
+    """Add ``train`` to ``python -m common world``."""
+    p = world_sets.add_parser("train", help="the mini family's training set (params.yaml mini.world)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd_train_set)

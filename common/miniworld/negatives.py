@@ -1,4 +1,4 @@
-"""Hard negatives as edits of a claim: SugarCrepe's seven types, fluent and false by construction.
+"""Hard negatives as edits of a claim: seven types (replace, swap, add), fluent and false by construction.
 
 Each generator takes a scene, a true claim about it and a random generator, and returns an edited
 claim that the same grammar realizes (so it is fluent) and that ``satisfies`` proves false for the
@@ -142,7 +142,7 @@ def add_att(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     return None
 
 
-SUGARCREPE_TYPES: dict[str, NegativeGenerator] = {
+EDIT_TYPES: dict[str, NegativeGenerator] = {
     "add_att": add_att,
     "add_obj": add_obj,
     "replace_att": replace_att,
@@ -151,6 +151,7 @@ SUGARCREPE_TYPES: dict[str, NegativeGenerator] = {
     "swap_att": swap_att,
     "swap_obj": swap_obj,
 }
-"""SugarCrepe's categories, keyed by the released file names."""
+"""The seven hard-negative edits, named as SugarCrepe's released files name its categories (the taxonomy BiVLC and
+the hard-positives paper reuse)."""
 
-__all__ = ["SUGARCREPE_TYPES", "NegativeGenerator", "RelationClaim"]
+__all__ = ["EDIT_TYPES", "NegativeGenerator", "RelationClaim"]

@@ -21,8 +21,11 @@ from typing import Callable, Protocol, Sequence
 import torch
 from PIL import Image
 
+from common import plugins
 from common.paths import build_root, data_root
 
+DATA_FILES = ("common/zoo/models.toml", "common/zoo/model_configs/")
+"""Read at run time (``common.stage_deps``): the shared models and the architectures registered with open_clip."""
 ZOO_DIR = Path(__file__).resolve().parent
 MODEL_CONFIG_DIR = ZOO_DIR / "model_configs"
 REGISTRY_FILE = ZOO_DIR / "models.toml"
@@ -44,6 +47,8 @@ class ModelSpec:
     source: str | None = None
     data_size: str | None = None
     params_m: float | None = None
+    finetuned_from: str | None = None
+    """The zoo name of the model this checkpoint was fine-tuned from: it must load with that model's activation."""
 
     def checkpoint_path(self) -> Path | None:
         """Resolve ``build:``/``data:`` checkpoint references against the workspace roots."""
@@ -57,8 +62,8 @@ class ModelSpec:
 
 
 @lru_cache(maxsize=None)
-def registry(path: Path = REGISTRY_FILE) -> dict[str, ModelSpec]:
-    """All registered models by name, validated."""
+def read_models_file(path: Path) -> dict[str, ModelSpec]:
+    """The models of one ``models.toml``, validated."""
     with open(path, "rb") as fh:
         raw = tomllib.load(fh)
     specs: dict[str, ModelSpec] = {}
@@ -71,19 +76,83 @@ def registry(path: Path = REGISTRY_FILE) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: duplicate model name {spec.name!r}")
         if (spec.pretrained is None) == (spec.checkpoint is None):
             raise ValueError(f"{path}: model {spec.name!r} needs exactly one of pretrained / checkpoint")
+        owner_file = plugins.owned_file(spec.name, REGISTRY_FILE.name, REGISTRY_FILE)
+        if owner_file.resolve() != Path(path).resolve() and Path(path).resolve() in _known_files():
+            raise ValueError(f"{path}: model {spec.name!r} belongs in {owner_file} (a name's first segment names "
+                             "the paper whose models.toml holds it; shared models name no paper)")
         specs[spec.name] = spec
     return specs
 
 
+def _known_files() -> set[Path]:
+    return {p.resolve() for p in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)}
+
+
+def registry(path: Path | None = None) -> dict[str, ModelSpec]:
+    """Registered models by name: one file's, or (default) the shared file's and every paper's ``models.toml``."""
+    if path is not None:
+        return read_models_file(path)
+    specs: dict[str, ModelSpec] = {}
+    for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
+        for name, spec in read_models_file(file).items():
+            if name in specs:
+                raise ValueError(f"{file}: duplicate model name {name!r}")
+            specs[name] = spec
+    return specs
+
+
 def get_spec(name: str) -> ModelSpec:
-    specs = registry()
+    """One model's entry, read from the file that owns its name (``common.plugins``)."""
+    specs = read_models_file(plugins.owned_file(name, REGISTRY_FILE.name, REGISTRY_FILE))
     if name not in specs:
-        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(specs))}")
+        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(registry()))}")
     return specs[name]
 
 
 def models_in_family(family: str) -> list[ModelSpec]:
     return [s for s in registry().values() if s.family == family]
+
+
+def uses_quick_gelu(arch: str) -> bool:
+    """Whether open_clip builds ``arch`` with QuickGELU (the OpenAI CLIPs' activation) rather than GELU."""
+    import open_clip
+
+    register_local_configs()
+    config = open_clip.get_model_config(arch)
+    if config is None:
+        raise KeyError(f"open_clip has no architecture {arch!r}")
+    return bool(config.get("quick_gelu", False))
+
+
+def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
+    """The activation the weights were trained with, where something states it: the pretrained tag's flag in
+    open_clip's pretrained table, or the fine-tuning base's (recursively). None where nothing does (tags without the
+    flag were trained with their architecture config, e.g. LAION's roberta-ViT-B-32; checkpoints trained here from
+    scratch): then the architecture is right by definition."""
+    import open_clip
+
+    if spec.pretrained is not None:
+        flag = (open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}).get("quick_gelu")
+        return None if flag is None else bool(flag)
+    if spec.finetuned_from is not None:
+        return trained_with_quick_gelu(get_spec(spec.finetuned_from))
+    return None
+
+
+def activation_mismatch(spec: ModelSpec) -> str | None:
+    """Why ``spec`` would load with another activation than its weights were trained with, or None.
+
+    open_clip only warns for a pretrained tag (and says nothing for a checkpoint file): ``ViT-B-32`` with OpenAI
+    weights silently runs GELU where CLIP was trained with QuickGELU, the pitfall of NegCLIP's and SugarCrepe's
+    evaluation code. Here the architecture must say so (``ViT-B-32-quickgelu``).
+    """
+    trained = trained_with_quick_gelu(spec)
+    if trained is None or trained == uses_quick_gelu(spec.arch):
+        return None
+    wanted = "QuickGELU" if trained else "GELU"
+    return (f"model {spec.name!r}: its weights were trained with {wanted} but architecture {spec.arch!r} uses "
+            f"{'QuickGELU' if not trained else 'GELU'}; use "
+            f"{spec.arch + '-quickgelu' if trained else spec.arch.removesuffix('-quickgelu')!r}")
 
 
 class EmbeddingModel(Protocol):
@@ -148,7 +217,7 @@ class OpenClipModel:
 
     @torch.no_grad()
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        features = self.model.encode_image(pixels.to(self.device), normalize=True)
+        features = self.model.encode_image(pixels.to(self.device, non_blocking=True), normalize=True)
         return features.float().cpu()
 
     @torch.no_grad()
@@ -227,6 +296,9 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
     if spec.backend != "open_clip":
         raise ModelUnavailable(f"model {name!r}: backend {spec.backend!r} is not supported yet")
     register_local_configs()
+    mismatch = activation_mismatch(spec)
+    if mismatch:
+        raise ValueError(f"{REGISTRY_FILE.name}: {mismatch}")
     if spec.pretrained is not None:
         if spec.pretrained not in open_clip.list_pretrained_tags_by_model(spec.arch):
             raise ModelUnavailable(
@@ -291,3 +363,61 @@ def checkpoint_metadata(name: str) -> dict:
     if sidecar and sidecar.is_file():
         return json.loads(sidecar.read_text())
     return {}
+
+
+def random_model(arch: str, seed: int = 0, device: str = "cpu") -> OpenClipModel:
+    """An open_clip architecture with random weights behind the ``EmbeddingModel`` interface: for timing and tests
+    only (its name says so, and it is never registered in the zoo)."""
+    import open_clip
+
+    register_local_configs()
+    torch.manual_seed(seed)
+    with quiet_random_init_warning():
+        net, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None)
+    spec = ModelSpec(name=f"random/{arch}-seed{seed}", arch=arch, family="random", label=f"{arch} (random weights)")
+    return OpenClipModel(spec, net, transform, open_clip.get_tokenizer(arch), device)
+
+
+def _cmd_zoo(args) -> int:
+    """``zoo list`` / ``zoo check NAME... [--from-params KEY] [--manifest FILE]``."""
+    import sys
+
+    if args.action == "list":
+        for spec in registry().values():
+            weights = spec.pretrained and f"open_clip:{spec.pretrained}" or spec.checkpoint
+            print(f"{spec.name:40s} {spec.family:9s} {spec.arch:28s} {weights}")
+        return 0
+    names = list(args.models)
+    if args.from_params:
+        from common.params import load_params, section, stage_params
+
+        params = stage_params(args.stage) if args.stage else load_params()
+        names += list(section(params, args.from_params))
+    status, manifest = 0, {}
+    for name in names:
+        try:
+            model = create_model(name)
+            manifest[name] = {"fingerprint": model.fingerprint, "arch": model.spec.arch,
+                              "pretrained": model.spec.pretrained, "checkpoint": model.spec.checkpoint}
+            print(f"{name}: ok, fingerprint {model.fingerprint}")
+        except ModelUnavailable as exc:
+            print(f"{name}: UNAVAILABLE: {exc}", file=sys.stderr)
+            status = 1
+    if args.manifest:
+        if status:
+            raise SystemExit(f"not writing {args.manifest}: some models are unavailable (see above)")
+        from common.io import write_json_atomic
+
+        write_json_atomic(Path(args.manifest), manifest)
+    return status
+
+
+def register_cli(subparsers) -> None:
+    """Add ``zoo`` to ``python -m common``."""
+    p = subparsers.add_parser("zoo", help="list models, or check that models load")
+    p.add_argument("action", choices=["list", "check"])
+    p.add_argument("models", nargs="*")
+    p.add_argument("--from-params", help="also check the model list at this params.yaml key")
+    p.add_argument("--stage", help="read --from-params through this DVC stage's declared parameters")
+    p.add_argument("--manifest", help="write name -> fingerprint JSON here (all must load)")
+    p.set_defaults(func=_cmd_zoo)

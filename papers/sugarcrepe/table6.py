@@ -2,32 +2,41 @@
 
 mini profile: the tiny-CLIP family on the mini world's SugarCrepe-format set.
 full profile: the paper's 17 open_clip models on the released benchmark with COCO val2017 images.
-Writes results/sugarcrepe/<profile>/table6.{csv,png}, table6_metrics.json, table6_plot.csv and
-per-example predictions (one CSV per model).
+Writes results/sugarcrepe/<profile>/table6.{csv,png}, table6_metrics/ (DVC metrics, one file per model),
+table6_context.json, table6_plot.csv and per-example predictions (one CSV per model).
+Stage ``table6`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.table6``.
 """
 from __future__ import annotations
 
-from common.datasets.sugarcrepe import CATEGORIES, PreparedSet
+from common import reproducible
 from common.evaluate import best_device, engine_config, evaluate_selection
 from common.figures import grouped_bars
-from common.params import load_params, section
+from common.params import stage_params
 from common.paths import RESULTS, build_root
 from common.results import write_accuracy_table
+from papers.sugarcrepe.data import CATEGORIES, PreparedSet
+
+STAGE = "papers/sugarcrepe/dvc.yaml:table6"
 
 
 def main() -> None:
-    params = load_params()
+    device = best_device()
+    if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.reproducible)
+        reproducible.reexec_pinned()
+        reproducible.fix_threads()
+    params = stage_params(STAGE)
     profile = params["profile"]
-    models = section(params, f"sugarcrepe.models.{profile}")
+    models = params["sugarcrepe"]["models"][profile]
     prepared = PreparedSet.load(build_root() / profile / "sugarcrepe" / "manifest.json")
     items = prepared.items()
     out_dir = RESULTS / "sugarcrepe" / profile
     config = engine_config(params)
-    results = evaluate_selection(models, items, config, out_dir / "predictions", device=best_device())
+    results = evaluate_selection(models, items, config, out_dir / "predictions", device=device)
     context = {
         "profile": profile,
         "dataset": {k: v for k, v in prepared.info.items() if k in ("world_version", "counts", "n_images", "sha256", "config")},
-        "engine": {"image_batch_size": config.image_batch_size, "text_batch_size": config.text_batch_size},
+        "engine": {"image_batch_size": config.image_batch_size, "text_batch_size": config.text_batch_size,
+                   "precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
         "note": "mini profile: tiny CLIPs on the rendered mini world; not comparable to the paper's numbers"
         if profile == "mini" else "full profile: the paper's models on the released benchmark",
     }

@@ -1,0 +1,58 @@
+"""``python -m common report <paper>``: a paper's reproduced tables and where its audit is.
+
+The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``). A paper
+with tables of its own has ``papers/<paper>/report.py`` (``report(profile)`` prints them; its stage runs that module,
+which ends with ``audit_line``); every paper's audit summary is printed here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from common import plugins
+from common.params import stage_params
+from common.paths import RESULTS
+
+
+def aggregate_stage(paper: str) -> str:
+    """The DVC address of a paper's aggregate stage (root dvc.yaml)."""
+    return f"papers/{paper}"
+
+
+def audit_line(paper: str) -> str:
+    """Where the paper's audit report is, with its verdict counts."""
+    summary = RESULTS / "audit" / f"{paper}_summary.json"
+    if not summary.is_file():
+        raise SystemExit(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
+    verdicts = json.loads(summary.read_text())
+    return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
+
+
+def run(paper: str) -> int:
+    module = plugins.paper_module(paper, "report")
+    if module is not None:
+        module.report(stage_params(aggregate_stage(paper))["profile"])
+    print(audit_line(paper))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    return run(args.paper)
+
+
+def register_cli(subparsers) -> None:
+    p = subparsers.add_parser("report", help="print a paper's reproduced tables and where its files are")
+    p.add_argument("paper", choices=plugins.paper_names())
+    p.set_defaults(func=_cmd_report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.report", description="A paper's reproduced tables and audit.")
+    parser.add_argument("paper", choices=plugins.paper_names())
+    return run(parser.parse_args(argv).paper)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Smoke run of the trainer on synthetic data, one process or many::
+
+    python -m common.training smoke --out /tmp/smoke --loss clip --loss hard-negative-clip
+    torchrun --standalone --nproc_per_node 2 -m common.training smoke --out /tmp/smoke --loss clip
+    python -m common.training smoke --out /tmp/smoke --loss-class papers.bivlc.losses:TrohnImgLoss
+    python -m common.training smoke --out /tmp/smoke --freeze image --loss-class papers.conclip.losses:ConClipLoss
+    python -m common.training smoke --out /tmp/smoke --labels --loss-class papers.bivlc.losses:DetectorLoss,tower=image
+
+Losses, in the order given (default: ``--loss clip``):
+- ``--loss NAME``: a shared loss of ``common.training.losses`` by short name (``SHARED_LOSSES``);
+- ``--loss-class MODULE:CLASS[,KEY=VALUE...]``: any loss class by import path, so a paper's loss runs
+  without this file naming it. ``KEY=VALUE`` pairs are constructor keywords (a value is read as JSON
+  when it parses, else as a string); a constructor that takes ``embed_dim`` and is not given one gets
+  the embedding width of ``--arch``. The class's ``image_segments``/``text_segments`` shape the batches.
+``--freeze PART`` and ``--labels`` (batches carry 0/1 ``labels``, for a loss that reads them) apply
+to every loss of the run; run once per setup when losses need different ones.
+
+Each loss trains a tiny model from scratch for a few steps and writes ``<out>/<name>.safetensors``
+(+ sidecar) and ``<out>/<name>.losses.json`` (loss per step), where ``<name>`` is the short name, or
+the class name followed by ``-VALUE`` for each keyword given (``DetectorLoss-image``). Same seed and
+global batch give the same losses whatever the number of processes (up to float rounding; see the
+tests).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import inspect
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.io import write_json_atomic
+from common.training.data import SyntheticBatches
+from common.training.distributed import init_from_env, shutdown
+from common.training.losses import ClipLoss, HardNegativeClipLoss
+from common.training.model_init import FromScratch
+from common.training.trainer import PARTS, TrainConfig, train
+
+SHARED_LOSSES = {"clip": ClipLoss, "hard-negative-clip": HardNegativeClipLoss}
+"""Short names for ``--loss``; anything else is named by import path with ``--loss-class``."""
+
+
+@dataclass(frozen=True)
+class SmokeLoss:
+    """One loss of a smoke run: its output name, class, and constructor keywords."""
+
+    name: str
+    cls: type
+    kwargs: tuple[tuple[str, object], ...] = ()
+
+    def factory(self, embed_dim: int):
+        """What ``train`` calls with ``world=``: the class, with its keywords (and ``embed_dim``) bound."""
+        kwargs = dict(self.kwargs)
+        if "embed_dim" in inspect.signature(self.cls).parameters and "embed_dim" not in kwargs:
+            kwargs["embed_dim"] = embed_dim
+        return functools.partial(self.cls, **kwargs) if kwargs else self.cls
+
+
+def shared_loss(name: str) -> SmokeLoss:
+    """``--loss`` value: a short name of ``SHARED_LOSSES``."""
+    if name not in SHARED_LOSSES:
+        raise argparse.ArgumentTypeError(f"unknown loss {name!r}; shared losses: {', '.join(SHARED_LOSSES)} "
+                                         "(name any other by --loss-class MODULE:CLASS)")
+    return SmokeLoss(name, SHARED_LOSSES[name])
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def loss_by_path(spec: str) -> SmokeLoss:
+    """``--loss-class`` value: ``MODULE:CLASS`` then optional ``,KEY=VALUE`` constructor keywords."""
+    path, *pairs = spec.split(",")
+    module_name, sep, class_name = path.partition(":")
+    if not sep or not module_name or not class_name:
+        raise argparse.ArgumentTypeError(f"{spec!r}: expected MODULE:CLASS[,KEY=VALUE...]")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise argparse.ArgumentTypeError(f"{spec!r}: cannot import {module_name}: {e}") from None
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise argparse.ArgumentTypeError(f"{spec!r}: {module_name} has no class {class_name!r}")
+    kwargs = []
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise argparse.ArgumentTypeError(f"{spec!r}: {pair!r} is not KEY=VALUE")
+        kwargs.append((key, _value(value)))
+    name = "-".join([class_name, *(str(v) for _, v in kwargs)])
+    return SmokeLoss(name, cls, tuple(kwargs))
+
+
+def smoke(args: argparse.Namespace) -> int:
+    import open_clip
+
+    from common.zoo import register_local_configs
+
+    register_local_configs()
+    cfg = open_clip.get_model_config(args.arch)
+    if cfg is None:
+        print(f"unknown architecture {args.arch!r}", file=sys.stderr)
+        return 2
+    losses = args.losses or [SmokeLoss("clip", ClipLoss)]
+    names = [x.name for x in losses]
+    if len(set(names)) != len(names):
+        print(f"two losses would write the same files: {names}", file=sys.stderr)
+        return 2
+    world = init_from_env(args.device)
+    try:
+        for spec in losses:
+            batches = SyntheticBatches(
+                image_size=cfg["vision_cfg"]["image_size"], context_length=cfg["text_cfg"]["context_length"],
+                images_per_sample=getattr(spec.cls, "image_segments", 1),
+                texts_per_sample=getattr(spec.cls, "text_segments", 1), labels=args.labels)
+            config = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup,
+                                 accum=args.accum, seed=args.seed, freeze=tuple(args.freeze))
+            result = train(config, FromScratch(args.arch), batches, spec.factory(cfg["embed_dim"]),
+                           args.out / f"{spec.name}.safetensors", world=world, resume=False)
+            if world.is_main:
+                write_json_atomic(args.out / f"{spec.name}.losses.json", list(result.losses))
+                print(f"{spec.name}: world {world.world_size}, losses "
+                      + " ".join(f"{x:.6f}" for x in result.losses), flush=True)
+    finally:
+        shutdown(world)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.training")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("smoke", help="train a tiny model on synthetic data for a few steps",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--loss", dest="losses", action="append", type=shared_loss,
+                   metavar="{" + ",".join(SHARED_LOSSES) + "}", help="a shared loss by short name (repeatable)")
+    p.add_argument("--loss-class", dest="losses", action="append", type=loss_by_path,
+                   metavar="MODULE:CLASS[,KEY=VALUE...]", help="any loss class by import path (repeatable)")
+    p.add_argument("--freeze", "--frozen", action="append", default=[], choices=PARTS,
+                   help="a part that keeps its weights, for every loss of the run (repeatable)")
+    p.add_argument("--labels", action="store_true", help="batches carry 0/1 'labels' (for losses that read them)")
+    p.add_argument("--arch", default="mini-vit-xs")
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=8, help="global batch")
+    p.add_argument("--accum", type=int, default=1)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    args = parser.parse_args(argv)
+    return smoke(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

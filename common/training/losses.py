@@ -1,0 +1,101 @@
+"""Training losses shared by several papers: each a module whose
+``forward(image_features, text_features, logit_scale, batch)`` returns named ``*_loss`` terms that
+the trainer sums. A paper's own loss lives in its package (``papers/<paper>/losses.py``) and builds
+on the bases here.
+
+Conventions every loss shares:
+- features arrive L2-normalised and *segment-major*: a batch of B samples with k images each gives
+  ``image_features`` of shape (k*B, D) laid out ``[segment 0 of all samples; segment 1; ...]``;
+- ``logit_scale`` is the multiplier itself (``model.logit_scale.exp()``), not its log;
+- a loss built with a distributed ``world`` gathers each segment from every rank
+  (``gather_segments``), so every rank computes the loss of the *global* batch, laid out as one
+  process holding that whole batch would lay it out; gradient scaling is explained in
+  ``distributed.gather_with_grad_slot``;
+- class attributes tell the trainer what a loss needs: ``image_segments``/``text_segments`` (the k
+  above, checked against the batch), ``towers`` (which encoders to run) and ``frozen`` (parts the
+  loss must not train: the trainer freezes them whatever the config says).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from common.training.distributed import DistributedContext, gather_segments
+
+Batch = Mapping[str, torch.Tensor]
+
+
+class ContrastiveLoss(nn.Module):
+    """Base of the image-text losses: segment layout and the distributed gather."""
+
+    image_segments = 1
+    text_segments = 1
+    towers: tuple[str, ...] = ("image", "text")
+    frozen: tuple[str, ...] = ()
+
+    def __init__(self, world: DistributedContext | None = None):
+        super().__init__()
+        self.world = world
+
+    def gather(self, image_features: torch.Tensor, text_features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (gather_segments(image_features, self.image_segments, self.world),
+                gather_segments(text_features, self.text_segments, self.world))
+
+    def describe(self) -> dict:
+        return {"name": type(self).__name__}
+
+
+def arange_labels(n: int, device: torch.device) -> torch.Tensor:
+    """Targets 0..n-1: row i's positive is column i (the layout every loss here builds its logits in)."""
+    return torch.arange(n, device=device)
+
+
+class ClipLoss(ContrastiveLoss):
+    """Symmetric InfoNCE: 1/2 [CE(s I T^T, arange N) + CE(s T I^T, arange N)].
+
+    The text direction is the transpose of the image logits (one matrix product), and the scale
+    multiplies the image features before the product: exactly the arithmetic of the mini family's
+    original training loop, so moving ``common/train.py`` onto the trainer left its weights
+    bit-identical (pinned in ``tests/common/test_train.py``).
+    """
+
+    def forward(self, image_features, text_features, logit_scale, batch: Batch | None = None):
+        image, text = self.gather(image_features, text_features)
+        logits = logit_scale * image @ text.T
+        labels = arange_labels(len(logits), logits.device)
+        return {"contrastive_loss": (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2}
+
+
+class ExtraTextNegativesLoss(ContrastiveLoss):
+    """M images against M + extra texts, the first M texts being the images' captions.
+
+    loss = 1/2 [CE(s X Y^T, arange M) + CE(s Y[:M] X^T, arange M)]: texts beyond the first M are
+    negatives for the image->text direction only (they have no image to be retrieved for).
+    A subclass fixes the layout through ``image_segments``/``text_segments`` (M = image_segments * B).
+    """
+
+    def forward(self, image_features, text_features, logit_scale, batch: Batch | None = None):
+        image, text = self.gather(image_features, text_features)
+        logits = logit_scale * image @ text.T  # (M, M + extra)
+        m = len(image)
+        labels = arange_labels(m, logits.device)
+        per_image = F.cross_entropy(logits, labels)
+        per_text = F.cross_entropy(logits[:, :m].T, labels)
+        return {"contrastive_loss": (per_image + per_text) / 2}
+
+
+class HardNegativeClipLoss(ExtraTextNegativesLoss):
+    """Images [I; I_hard] (2B) against texts [T; T_hardimg; T_neg; T_neg_hardimg] (4B), labels arange(2B).
+
+    loss = 1/2 [CE(image->text over the 2B x 4B logits) + CE(text->image over the first 2B texts, 2B x 2B)].
+
+    Each sample brings a hard-negative image (with its own caption) and a hard-negative caption for
+    each of the two images. This is the loss NegCLIP (ARO) trains with; SugarCrepe's Table 5
+    re-training and the hard-positive fine-tuning use it too.
+    """
+
+    image_segments = 2
+    text_segments = 4

@@ -1,0 +1,432 @@
+"""One trainer for CLIP-style models: plug in where the weights start, the data, and the loss.
+
+A run, top to bottom (``train``):
+1. seed python/numpy/torch with ``config.seed`` on every rank, build the model (``Init``) and the
+   loss (so both start identical everywhere), then reseed with ``seed + rank``;
+2. freeze what the config and the loss ask for; AdamW over the rest (decay only on >= 2-D weights
+   that are not embeddings or the logit scale); linear warmup then cosine to 0;
+3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)``, encode,
+   loss (which gathers the global batch itself), backward, step, clamp the logit scale to [0, ln 100];
+4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
+   the best weights kept apart; every ``checkpoint_every`` steps a resume state; at the end the
+   weights and a provenance sidecar.
+
+Under ``torchrun`` nothing changes for the caller but the context::
+
+    world = init_from_env()
+    result = train(config, FromScratch("mini-vit-xs"), batches, ClipLoss, out, world=world)
+    shutdown(world)
+
+(``python -m common.training smoke`` is such a caller, see ``__main__.py``; so is ``common/train.py``'s
+``train_clip``, whose weights are those of the loop it replaced, bit for bit).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import operator
+import time
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from common.training import checkpoint as ckpt
+from common.training.data import Batch, BatchSource
+from common.training.distributed import (
+    DistributedContext, all_gather_objects, barrier, broadcast_object)
+from common.training.model_init import Init, normalizer
+from common.training.optim import clamp_logit_scale, cosine_with_warmup, make_adamw, param_groups, set_lr
+from common.zoo import encode_text_unpadded, padding_is_inert
+
+PARTS = ("image", "text", "logit_scale")
+LossFactory = Callable[..., nn.Module]
+"""Called as ``factory(world=context)``: a loss class, or ``functools.partial`` of one."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int
+    batch_size: int
+    """Global: summed over ranks and micro-batches; every step's contrastive batch has this many samples."""
+    lr: float = 1e-3
+    weight_decay: float = 0.1
+    warmup_steps: int = 100
+    accum: int = 1
+    """Micro-batches per step on each rank (memory only: the loss still sees the whole batch)."""
+    seed: int = 0
+    precision: str = "fp32"
+    """'fp32', or 'bf16' (autocast of the encoders, CUDA only; the loss stays fp32)."""
+    checkpoint_every: int = 0
+    """Save a resume state every this many steps (0: never)."""
+    validate_every: int = 0
+    """Call ``validate`` every this many steps (0: only at the end); it is always called at the end."""
+    freeze: tuple[str, ...] = ()
+    """Parts that keep their weights: any of 'image', 'text', 'logit_scale'."""
+
+    def __post_init__(self):
+        if self.steps < 1 or self.batch_size < 1 or self.accum < 1:
+            raise ValueError("TrainConfig: steps, batch_size and accum must be positive")
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"TrainConfig: precision must be 'fp32' or 'bf16', not {self.precision!r}")
+        unknown = set(self.freeze) - set(PARTS)
+        if unknown:
+            raise ValueError(f"TrainConfig: freeze names unknown parts {sorted(unknown)}; known: {', '.join(PARTS)}")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    losses: tuple[float, ...]
+    """Summed loss of every step (the global batch's, identical on every rank)."""
+    terms: dict[str, tuple[float, ...]]
+    final_loss: float
+    """Mean of the last 50 steps' losses."""
+    validation: tuple[tuple[int, float], ...]
+    """(steps done, score) of every validation."""
+    best_step: int | None
+    best_score: float | None
+    weights: Path
+    best_weights: Path | None
+    record: dict = field(repr=False)
+    """The provenance sidecar written beside the weights."""
+    resumed_from: int | None = None
+    train_seconds: float = 0.0
+
+
+def part_of(name: str) -> str:
+    """Which part of an open_clip model a parameter belongs to: 'image', 'text' or 'logit_scale'."""
+    if name.startswith("visual."):
+        return "image"
+    if name in ("logit_scale", "logit_bias"):
+        return "logit_scale"
+    return "text"
+
+
+def freeze_parts(model: nn.Module, parts: set[str]) -> None:
+    for name, p in model.named_parameters():
+        if part_of(name) in parts:
+            p.requires_grad_(False)
+
+
+def flatten_segments(x: torch.Tensor) -> torch.Tensor:
+    """(B, k, ...) sample-major to (k*B, ...) segment-major; with one segment, a view (same strides)."""
+    if x.shape[1] == 1:
+        return x[:, 0]
+    return x.transpose(0, 1).reshape(-1, *x.shape[2:])
+
+
+def _unflatten(features: torch.Tensor, k: int) -> torch.Tensor:
+    """(k*B, D) segment-major to (B, k, D), so micro-batches concatenate along samples."""
+    return features.view(k, -1, features.shape[-1]).transpose(0, 1)
+
+
+class Towers(nn.Module):
+    """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too.
+
+    ``forward`` runs the encoders the loss needs and returns normalised features (segment-major)
+    and the logit scale; the loss itself runs outside, on gathered features.
+    """
+
+    def __init__(self, model: nn.Module, loss: nn.Module, mean: torch.Tensor, std: torch.Tensor,
+                 autocast: Callable = contextlib.nullcontext):
+        super().__init__()
+        self.model, self.loss = model, loss
+        self.mean, self.std = mean, std
+        self.autocast = autocast
+        self.unpadded = padding_is_inert(model)
+
+    def forward(self, images: torch.Tensor | None, texts: torch.Tensor | None):
+        image_features = text_features = None
+        with self.autocast():
+            if images is not None:
+                pixels = (images.float() / 255.0 - self.mean) / self.std
+                image_features = self.model.encode_image(pixels, normalize=True).float()
+            if texts is not None:
+                if self.unpadded:
+                    text_features = encode_text_unpadded(self.model, texts)
+                else:
+                    text_features = self.model.encode_text(texts, normalize=True)
+                text_features = text_features.float()
+        return image_features, text_features, self.model.logit_scale.exp()
+
+
+def _total(terms: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    return functools.reduce(operator.add, terms.values())
+
+
+def _inputs(batch: Batch, loss: nn.Module) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    towers = getattr(loss, "towers", ("image", "text"))
+    out = []
+    for tower, key, segments in (("image", "images", "image_segments"), ("text", "texts", "text_segments")):
+        if tower not in towers:
+            out.append(None)
+            continue
+        if key not in batch:
+            raise ValueError(f"{type(loss).__name__} needs batch[{key!r}]; the batch source gave {sorted(batch)}")
+        want = getattr(loss, segments, 1)
+        if batch[key].shape[1] != want:
+            raise ValueError(f"{type(loss).__name__} expects {want} {tower} segment(s) per sample, "
+                             f"the batch has {batch[key].shape[1]} (shape {tuple(batch[key].shape)})")
+        out.append(batch[key])
+    return out[0], out[1]
+
+
+def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int) -> dict[str, torch.Tensor]:
+    """Forward and backward of one step's local batch; returns the loss terms (not yet stepped).
+
+    With ``accum`` micro-batches (open_clip's ``_train_step_eager``): all micro-batches are encoded
+    under ``no_grad``, then each is re-encoded with grad and spliced into the cached features, so the
+    loss always sees the whole batch as negatives and its gradient reaches each micro-batch once.
+    Parameters the loss uses directly (the logit scale, a loss's own head) are detached in all but
+    the last micro-batch, so their gradient is counted once rather than ``accum`` times (open_clip
+    counts it ``accum`` times). Under DDP, ``no_sync`` on all but the last micro-batch.
+    """
+    images, texts = _inputs(batch, core.loss)
+    if accum == 1:
+        image_features, text_features, scale = net(
+            None if images is None else flatten_segments(images),
+            None if texts is None else flatten_segments(texts))
+        terms = core.loss(image_features, text_features, scale, batch)
+        total = _total(terms)
+        if total.requires_grad:
+            total.backward()
+        return terms
+
+    def micro(x: torch.Tensor | None, j: int) -> torch.Tensor | None:
+        return None if x is None else x.chunk(accum)[j]
+
+    def encode(j: int):
+        i, t = micro(images, j), micro(texts, j)
+        fi, ft, scale = net(None if i is None else flatten_segments(i), None if t is None else flatten_segments(t))
+        return (None if fi is None else _unflatten(fi, i.shape[1]),
+                None if ft is None else _unflatten(ft, t.shape[1]), scale)
+
+    with torch.no_grad():
+        cached = [encode(j)[:2] for j in range(accum)]
+
+    def splice(which: int, live: torch.Tensor | None, j: int) -> torch.Tensor | None:
+        if live is None:
+            return None
+        parts = [c[which] for c in cached]
+        parts[j] = live
+        return flatten_segments(torch.cat(parts))
+
+    loss_params = dict(core.loss.named_parameters())
+    terms: dict[str, torch.Tensor] = {}
+    for j in range(accum):
+        last = j == accum - 1
+        sync = contextlib.nullcontext() if last or not isinstance(net, DistributedDataParallel) else net.no_sync()
+        with sync:
+            image_j, text_j, scale = encode(j)
+            image_features, text_features = splice(0, image_j, j), splice(1, text_j, j)
+            if last:
+                terms = core.loss(image_features, text_features, scale, batch)
+            else:
+                detached = {name: p.detach() for name, p in loss_params.items()}
+                terms = torch.func.functional_call(
+                    core.loss, detached, (image_features, text_features, scale.detach(), batch))
+            total = _total(terms)
+            if total.requires_grad:
+                total.backward()
+    return terms
+
+
+def _setup_record(config: TrainConfig, init: Init, batches: BatchSource, loss: nn.Module,
+                  world: DistributedContext, frozen: set[str]) -> dict:
+    """What defines the run; a resume state written by another setup is refused."""
+    return json.loads(json.dumps({
+        "trainer": asdict(config),
+        "init": init.describe(),
+        "data": batches.describe(),
+        "loss": loss.describe() if hasattr(loss, "describe") else {"name": type(loss).__name__},
+        "world_size": world.world_size,
+        "frozen": sorted(frozen),
+    }))
+
+
+def _paths(out_path: Path) -> dict[str, Path]:
+    stem = out_path.with_suffix("")
+    return {
+        "weights": out_path,
+        "sidecar": out_path.with_suffix(".json"),
+        "loss_weights": Path(f"{stem}.loss.safetensors"),
+        "best": Path(f"{stem}.best.safetensors"),
+        "best_loss": Path(f"{stem}.best.loss.safetensors"),
+        "resume": Path(f"{stem}.resume.pt"),
+    }
+
+
+def train(
+    config: TrainConfig,
+    init: Init,
+    batches: BatchSource,
+    loss: LossFactory,
+    out_path: Path,
+    *,
+    world: DistributedContext | None = None,
+    validate: Callable[[nn.Module], float] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    resume: bool = True,
+    progress: bool = False,
+) -> TrainResult:
+    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar; see the module docstring.
+
+    ``provenance``: extra keys for the sidecar (data hashes, versions), which must not clash with
+    the trainer's own. With ``resume`` (default) an existing ``<stem>.resume.pt`` from the same
+    setup is continued; it is removed once the final weights are written.
+    Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
+    ``<stem>.best.safetensors`` when ``validate`` is given.
+    """
+    world = world or DistributedContext.local("cpu")
+    out_path = Path(out_path)
+    paths = _paths(out_path)
+    local_batch, rem = divmod(config.batch_size, world.world_size * config.accum)
+    if rem:
+        raise ValueError(f"batch_size {config.batch_size} is not divisible by world_size {world.world_size} "
+                         f"x accum {config.accum}")
+    local_batch *= config.accum
+    device = torch.device(world.device)
+    if config.precision == "bf16" and device.type != "cuda":
+        raise ValueError("precision 'bf16' needs CUDA; use 'fp32' on CPU")
+
+    ckpt.seed_everything(config.seed)  # identical model and loss weights on every rank
+    built = init.build()
+    loss_fn = loss(world=world)
+    ckpt.seed_everything(config.seed + world.rank)  # then each rank its own stream (dropout, augmentation)
+
+    model = built.model.to(device)
+    loss_fn = loss_fn.to(device)
+    # A tower the loss never runs gets no gradient: freezing it keeps weight decay from shrinking
+    # it and keeps DDP from waiting for gradients that never come.
+    unused = {"image", "text"} - set(getattr(loss_fn, "towers", ("image", "text")))
+    frozen = set(config.freeze) | set(getattr(loss_fn, "frozen", ())) | unused
+    freeze_parts(model, frozen)
+    model.train()
+    loss_fn.train()
+    mean, std = normalizer(built.transform)
+    autocast = (functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16) if config.precision == "bf16"
+                else contextlib.nullcontext)
+    core = Towers(model, loss_fn, mean.to(device), std.to(device), autocast)
+    named = chain(model.named_parameters(), (("loss." + n, p) for n, p in loss_fn.named_parameters()))
+    groups = param_groups(named, config.weight_decay)
+    if not any(g["params"] for g in groups):
+        raise ValueError(f"nothing to train: {sorted(frozen)} frozen and the loss has no parameters")
+    optimizer = make_adamw(groups, config.lr)
+    setup = _setup_record(config, init, batches, loss_fn, world, frozen)
+
+    start, losses, terms_log = 0, [], {}
+    scores: list[tuple[int, float]] = []
+    best: tuple[int, float] | None = None
+    resumed_from = None
+    if resume and paths["resume"].is_file():
+        state = ckpt.load_resume(paths["resume"])
+        if state["setup"] != setup:
+            differs = sorted(k for k in setup if state["setup"].get(k) != setup[k])
+            raise ValueError(f"{paths['resume']}: written by a different run ({', '.join(differs)} differ); "
+                             "delete it or rerun with its settings")
+        model.load_state_dict(state["model"])
+        loss_fn.load_state_dict(state["loss"])
+        optimizer.load_state_dict(state["optimizer"])
+        ckpt.restore_rng(state["rng"][world.rank], world.device)
+        start = resumed_from = state["step"]
+        losses, terms_log = list(state["losses"]), {k: list(v) for k, v in state["terms"].items()}
+        scores = [(int(s), float(v)) for s, v in state["scores"]]
+        best = None if state["best"] is None else (int(state["best"][0]), float(state["best"][1]))
+
+    net: nn.Module = core
+    if world.distributed:
+        net = DistributedDataParallel(core, device_ids=[world.local_rank] if device.type == "cuda" else None)
+
+    def validate_now(done: int) -> None:
+        nonlocal best
+        if world.is_main:
+            model.eval()
+            with torch.no_grad():
+                score = float(validate(model))
+            model.train()
+            scores.append((done, score))
+            if best is None or score > best[1]:  # strictly better: the earliest of equal scores wins
+                best = (done, score)
+                ckpt.save_weights(paths["best"], ckpt.portable_state(model))
+                if len(loss_fn.state_dict()):
+                    ckpt.save_weights(paths["best_loss"], ckpt.portable_state(loss_fn))
+        barrier(world)
+
+    rows = slice(world.rank * local_batch, (world.rank + 1) * local_batch)
+    started = time.perf_counter()
+    bar = None
+    if progress and world.is_main:
+        from tqdm import tqdm
+
+        bar = tqdm(total=config.steps, initial=start, desc=f"train {out_path.stem}", mininterval=5)
+    for step in range(start, config.steps):
+        batch = batches.batch(config.seed, step, config.batch_size, rows)
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        set_lr(optimizer, cosine_with_warmup(step, config.lr, config.warmup_steps, config.steps))
+        optimizer.zero_grad(set_to_none=True)
+        terms = train_step(net, core, batch, config.accum)
+        optimizer.step()
+        if "logit_scale" not in frozen:
+            clamp_logit_scale(model)
+        losses.append(float(_total(terms).detach()))
+        for k, v in terms.items():
+            terms_log.setdefault(k, []).append(float(v.detach()))
+        done = step + 1
+        due = done == config.steps or (config.validate_every and done % config.validate_every == 0)
+        if validate is not None and due:
+            validate_now(done)
+        if config.checkpoint_every and done % config.checkpoint_every == 0 and done < config.steps:
+            rng_states = all_gather_objects(ckpt.capture_rng(world.device), world)
+            if world.is_main:
+                ckpt.save_resume(paths["resume"], {
+                    "format": 1, "setup": setup, "step": done,
+                    "model": ckpt.portable_state(model), "loss": ckpt.portable_state(loss_fn),
+                    "optimizer": optimizer.state_dict(), "rng": rng_states,
+                    "losses": losses, "terms": terms_log,
+                    "scores": [list(s) for s in scores], "best": None if best is None else list(best),
+                })
+        if bar is not None:
+            bar.update(1)
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
+    if bar is not None:
+        bar.close()
+    seconds = time.perf_counter() - started
+
+    scores, best = broadcast_object((scores, best), world)  # validation ran on rank 0 only
+    record = dict(provenance or {})
+    own = {
+        **setup,
+        "final_loss": float(np.mean(losses[-50:])),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trainable_parameters": sum(p.numel() for g in groups for p in g["params"]),
+        "samples_seen": config.steps * config.batch_size,
+        "validation": None if validate is None else {
+            "every": config.validate_every, "scores": [list(s) for s in scores],
+            "best_step": best[0] if best else None, "best_score": best[1] if best else None},
+    }
+    clash = sorted(set(record) & set(own))
+    if clash:
+        raise ValueError(f"provenance keys {clash} clash with the trainer's own record")
+    record.update(own)
+    if world.is_main:
+        model.eval()
+        ckpt.save_weights(paths["weights"], ckpt.portable_state(model))
+        if len(loss_fn.state_dict()):
+            ckpt.save_weights(paths["loss_weights"], ckpt.portable_state(loss_fn))
+        ckpt.write_sidecar(paths["sidecar"], record)
+        paths["resume"].unlink(missing_ok=True)
+    barrier(world)
+    return TrainResult(
+        losses=tuple(losses), terms={k: tuple(v) for k, v in terms_log.items()},
+        final_loss=record["final_loss"], validation=tuple(scores),
+        best_step=best[0] if best else None, best_score=best[1] if best else None,
+        weights=paths["weights"], best_weights=paths["best"] if validate is not None else None,
+        record=record, resumed_from=resumed_from, train_seconds=round(seconds, 1),
+    )

@@ -1,0 +1,44 @@
+"""BiVLC's subcommand of ``python -m common`` (found by ``common.plugins``).
+
+``audit released bivlc FILE.csv [FILE.csv ...] [--format F]``: score files in the authors' released formats
+(per-instance BiVLC predictions, SugarCrepe per-example predictions, detector outputs) and print the scores as
+JSON. Exit status 0; 1 for malformed input (the message names the file and the line); 2 for bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from papers.bivlc.released import FORMATS, ReleasedFileError, score_released_file
+
+
+def score_files(paths: Sequence[Path], fmt: str = "auto") -> int:
+    out: dict[str, Any] = {}
+    for path in paths:
+        try:
+            out[str(path)] = score_released_file(path, fmt)
+        except ReleasedFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    doc = next(iter(out.values())) if len(out) == 1 else out
+    json.dump(doc, sys.stdout, indent=2, allow_nan=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _released(args: argparse.Namespace) -> int:
+    return score_files(args.files, args.fmt)
+
+
+def register(groups) -> None:
+    p = groups.audit_released.add_parser(
+        "bivlc", help="score files in the BiVLC authors' released formats",
+        description="Score files in the BiVLC authors' released formats (per-instance BiVLC predictions, "
+                    "SugarCrepe per-example predictions, detector outputs) and print the scores as JSON.")
+    p.add_argument("files", nargs="+", type=Path, help="CSV file(s) in a released format")
+    p.add_argument("--format", dest="fmt", choices=("auto", *FORMATS), default="auto",
+                   help="file format (default: detected from the header)")
+    p.set_defaults(func=_released)

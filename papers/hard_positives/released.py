@@ -1,0 +1,225 @@
+"""Hard positives (Kamath et al., ECCV 2024): REPLACE benchmark counts recomputed from the released files.
+
+The REPLACE benchmark is released as two aligned lists per type (``amitakamath/hard_positives`` at commit
+33addaa, fetched through the checksum-verifying downloader):
+
+* ``data/vl_checklist_{attributes,relations}.json``: the VL-CheckList examples kept, each
+  ``{"image_id", "image_path", "true_caption" (c), "false_caption" (c_n)}``;
+* ``swapped_data/vl_checklist_{attributes,relations}.json``: the same list, same order, with ``true_caption``
+  replaced by the hard positive c_p (same image, same c_n).
+
+One benchmark example is one list entry, i.e. one (image, c, c_n, c_p) instance scored by the augmented test
+accuracy; that is how §2.4 counts "16,868 hard positives targeting relations, and 10,575 hard positives targeting
+attributes, for a total of 27,443". The two files of a type are checked to be aligned (same length, same image and
+c_n at every index, c_p != c). Entries are counted as released: a few are exact repeats of another entry (same
+image, c and c_n); the number of distinct images and distinct (image, c, c_n) triples is given in the notes.
+
+The number of replaced words ("we replace 14 relations and 24 attributes") is recomputed as the distinct original
+phrases that the c -> c_p edits replace: a token-level diff of each (c, c_p) gives (original, replacement) spans;
+spans explained by another span applied as a substring or whole-word substitution (e.g. "covered" ->
+"covecrimson" from red -> crimson, "in building in" -> "within building within") are folded into it; inflections
+of one word ("wears"/"wearing") count once.
+
+Public functions: ``recompute``, ``load_aligned``, ``count_replace``, ``replacement_rules``, ``replace_recomputed``.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
+
+PAPER = "hard_positives"
+DATA_FILES = ("papers/hard_positives/sources.toml",)
+"""Read at run time (``common.stage_deps``): this paper's download-registry entries."""
+PROFILE = "released"
+TYPES = ("relations", "attributes")
+CLAIM_EXAMPLES = {"relations": "replace_rel_hp", "attributes": "replace_attr_hp"}
+CLAIM_TOTALS = ("replace_total", "intro_replace_hp")
+CLAIM_WORDS = {"relations": "replaced_relations", "attributes": "replaced_attributes"}
+
+
+def file_keys(kind: str) -> tuple[str, str]:
+    """Registry keys of (original captions, hard positives) for ``kind`` in TYPES."""
+    return (f"hard_positives/data/vl_checklist_{kind}.json", f"hard_positives/swapped_data/vl_checklist_{kind}.json")
+
+
+def _read_list(path: Path) -> list[dict]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AuditError(f"{path}: cannot read REPLACE file: {exc}") from exc
+    if not isinstance(data, list):
+        raise AuditError(f"{path}: expected a list of examples, got {type(data).__name__}")
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in
+                                                ("image_id", "true_caption", "false_caption")):
+            raise AuditError(f"{path}: entry {i} lacks image_id / true_caption / false_caption")
+    return data
+
+
+def load_aligned(original: Path, swapped: Path) -> list[tuple[dict, dict]]:
+    """(original entry, hard-positive entry) pairs; raises unless the files are aligned entry by entry."""
+    a, b = _read_list(original), _read_list(swapped)
+    if len(a) != len(b):
+        raise AuditError(f"{original} has {len(a)} entries but {swapped} has {len(b)}")
+    bad = [i for i, (x, y) in enumerate(zip(a, b))
+           if (x["image_id"], x.get("image_path"), x["false_caption"]) != (y["image_id"], y.get("image_path"), y["false_caption"])]
+    if bad:
+        raise AuditError(f"{original} / {swapped}: {len(bad)} entries differ in image or hard negative (first: {bad[:5]})")
+    return list(zip(a, b))
+
+
+def _spans(orig: str, new: str) -> list[tuple[str, str]]:
+    """(original, replacement) token spans of one c -> c_p edit.
+
+    A pure deletion/insertion is widened by the token before it ("on top of" -> "on", not "top of" -> "");
+    an edit that the diff splits into an insertion plus a deletion is taken as one span between the common
+    prefix and suffix ("trees behind behind" -> "trees to the rear of behind": behind -> to the rear of).
+    """
+    ta, tb = orig.split(), new.split()
+    ops = [op for op in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) > 1 and any(op[0] in ("insert", "delete") for op in ops):
+        p = 0
+        while p < min(len(ta), len(tb)) and ta[p] == tb[p]:
+            p += 1
+        s = 0
+        while s < min(len(ta), len(tb)) - p and ta[-1 - s] == tb[-1 - s]:
+            s += 1
+        ops = [("replace", p, len(ta) - s, p, len(tb) - s)]
+    spans = []
+    for tag, i1, i2, j1, j2 in ops:
+        if (i1 == i2 or j1 == j2) and i1 > 0 and j1 > 0:
+            i1, j1 = i1 - 1, j1 - 1
+        spans.append((" ".join(ta[i1:i2]), " ".join(tb[j1:j2])))
+    return spans
+
+
+def _explains(rule: tuple[str, str], span: tuple[str, str]) -> bool:
+    w, r = rule
+    if not w or rule == span or w not in span[0]:
+        return False
+    return span[0].replace(w, r) == span[1] or re.sub(rf"\b{re.escape(w)}\b", r, span[0]) == span[1]
+
+
+def replacement_rules(pairs: list[tuple[dict, dict]]) -> Counter:
+    """(original phrase, replacement) -> number of c -> c_p edits (token spans) it explains."""
+    spans: Counter = Counter()
+    for a, b in pairs:
+        for span in _spans(a["true_caption"], b["true_caption"]):
+            spans[span] += 1
+    rules: Counter = Counter()
+    for span, n in spans.items():
+        parent = next((rule for rule in spans if _explains(rule, span)), None)
+        rules[parent or span] += n
+    return rules
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "s"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            return word[: -len(suffix)]
+    return word
+
+
+@dataclass(frozen=True)
+class ReplaceCount:
+    kind: str
+    examples: int
+    images: int
+    distinct_triples: int
+    rules: Counter
+
+    @property
+    def words(self) -> list[str]:
+        return sorted({w for w, _ in self.rules})
+
+    @property
+    def word_stems(self) -> list[str]:
+        return sorted({_stem(w) for w in self.words})
+
+
+def count_replace(kind: str, pairs: list[tuple[dict, dict]]) -> ReplaceCount:
+    unchanged = sum(a["true_caption"] == b["true_caption"] for a, b in pairs)
+    if unchanged:
+        raise AuditError(f"REPLACE {kind}: {unchanged} hard positive(s) equal their original caption")
+    return ReplaceCount(
+        kind=kind, examples=len(pairs), images=len({a["image_id"] for a, _ in pairs}),
+        distinct_triples=len({(a["image_id"], a["true_caption"], a["false_caption"]) for a, _ in pairs}),
+        rules=replacement_rules(pairs),
+    )
+
+
+def replace_recomputed(counts: Mapping[str, ReplaceCount], sources: Mapping[str, str]) -> list[Recomputed]:
+    recs = []
+    for kind, c in counts.items():
+        rules = ", ".join(f"{w or '∅'}->{r or '∅'} ({n})" for (w, r), n in c.rules.most_common())
+        recs.append(Recomputed(
+            PAPER, CLAIM_TABLE, CLAIM_EXAMPLES[kind], "value", float(c.examples), "count", sources[kind], PROFILE,
+            "exact", note=(f"entries of data/vl_checklist_{kind}.json, aligned 1:1 with swapped_data/ (same image and "
+                           f"c_n, c_p != c); {c.images} distinct images, {c.distinct_triples} distinct (image, c, c_n) "
+                           f"triples (the rest repeat an entry)"),
+        ))
+        stems = c.word_stems
+        recs.append(Recomputed(
+            PAPER, CLAIM_TABLE, CLAIM_WORDS[kind], "value", float(len(stems)), "count", sources[kind], PROFILE,
+            "exact", note=(f"distinct original phrases replaced in c -> c_p ({len(c.words)} surface forms: "
+                           f"{c.words}; {len(stems)} after merging inflections); replacement rules with example "
+                           f"counts: {rules}"),
+        ))
+    if set(counts) == set(TYPES):
+        total = sum(c.examples for c in counts.values())
+        for claim_id in CLAIM_TOTALS:
+            recs.append(Recomputed(
+                PAPER, CLAIM_TABLE, claim_id, "value", float(total), "count", " + ".join(sources[k] for k in TYPES),
+                PROFILE, "exact",
+                note=" + ".join(f"{counts[k].examples} {k}" for k in TYPES) + " released REPLACE examples",
+            ))
+    return recs
+
+
+def _source(kind: str) -> str:
+    from common.download import get_source
+
+    url = get_source(file_keys(kind)[0]).url or ""
+    commit = url.split("/")[5][:7] if url.count("/") > 5 else "?"
+    return f"amitakamath/hard_positives@{commit} {{data,swapped_data}}/vl_checklist_{kind}.json"
+
+
+def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
+    """REPLACE example counts (relations, attributes, total) and replaced-word counts from the released files.
+
+    ``fetcher`` maps a registry key to a verified local path (default: ``common.download.fetch``). When a file
+    cannot be fetched, its numbers are NaN ("not recomputed yet") with the error in the note.
+    """
+    from common.download import FetchError, RegistryError, fetch
+
+    fetch_path = fetcher or (lambda key: fetch(key, progress=False))
+    counts, recs = {}, []
+    for kind in TYPES:
+        try:
+            original, swapped = (fetch_path(k) for k in file_keys(kind))
+        except (FetchError, RegistryError, OSError) as exc:
+            first = (str(exc).splitlines() or [""])[0][:300]
+            note = f"not recomputed yet: a released file could not be fetched ({type(exc).__name__}: {first})"
+            ids = [CLAIM_EXAMPLES[kind], CLAIM_WORDS[kind]] + (list(CLAIM_TOTALS) if kind == TYPES[-1] else [])
+            recs += [Recomputed(PAPER, CLAIM_TABLE, cid, "value", math.nan, "count", file_keys(kind)[0], PROFILE,
+                                "exact", note=note) for cid in ids]
+            continue
+        counts[kind] = count_replace(kind, load_aligned(original, swapped))
+    recs += replace_recomputed(counts, {k: _source(k) for k in counts})
+    if len(counts) < len(TYPES) and not any(r.row in CLAIM_TOTALS for r in recs):
+        recs += [Recomputed(PAPER, CLAIM_TABLE, cid, "value", math.nan, "count", "REPLACE files", PROFILE, "exact",
+                            note="not recomputed yet: a released REPLACE file could not be fetched")
+                 for cid in CLAIM_TOTALS]
+    return recs
+
+
+__all__ = ["recompute", "load_aligned", "count_replace", "replacement_rules", "replace_recomputed", "ReplaceCount",
+           "file_keys", "TYPES"]

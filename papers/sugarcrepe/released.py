@@ -1,0 +1,566 @@
+"""SugarCrepe numbers recomputed from released artifacts (Hsieh et al., NeurIPS 2023 D&B).
+
+Three recomputations, every file fetched through the checksum-verifying downloader (``common.download``):
+
+* **GPT-4V (Table 6 row "OpenAI | GPT-4V" and the "GPT-4V readme" cells).** The authors released GPT-4V's
+  answer to every example, in two settings: ``gpt-4v-results/positive-first/gpt4v-<category>.json`` (the
+  positive caption is option (1)) and ``negative-first/...`` (the negative caption is option (1)). Each file
+  is a JSON object mapping an example id to ``{"answer": {"free_form_answer", "multiple_choice_answer"},
+  "caption", "negative_caption", "filename", "correct"}``; one file (positive-first swap_obj) also holds a
+  top-level ``"accuracy": 0.8577`` entry, which is metadata, not an example, and is skipped (and counted).
+  The prompt ends "Output (1) or (2).", so an answer is read as option 1 when it mentions "(1)" and not
+  "(2)", option 2 when it mentions "(2)" and not "(1)"; anything else ("Neither (1) nor (2)", a refusal,
+  a description with no option) is *unparseable* and counted as wrong. An example is correct when the
+  parsed option is the positive caption's (1 in positive-first, 2 in negative-first). The per-example
+  decisions are cross-checked against the released ``correct`` flags. Table 6 reports, per category, the
+  mean of the two settings' accuracies (x 100), and its Average is the mean of the seven categories.
+* **Figure 5 (claims sec5.3_r_*)**: Pearson r between open_clip's published ImageNet-1k zero-shot top-1
+  (``docs/openclip_results.csv``, column "ImageNet 1k", a fraction) and each Table 6 category column
+  (published values) over the paper's 17 pretrained CLIPs (params.yaml ``sugarcrepe.models.full`` through the zoo:
+  OpenAI, LAION and DataComp models with an open_clip pretrained tag; not NegCLIP, not GPT-4V). A model is matched on
+  (arch, pretrained tag) exactly, else on (arch + "-quickgelu", tag); every match is recorded.
+* **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json``).
+
+Public functions: ``recompute``, ``draw_figure5``, ``parse_choice``, ``score_gpt4v_file``,
+``gpt4v_scores``, ``gpt4v_recomputed``, ``imagenet_top1``, ``figure5_models``, ``match_models``,
+``pearson_r``, ``figure5_points``, ``figure5_correlations``, ``figure5_recomputed``, ``table2_recomputed``.
+When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") with the error in the note.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
+from papers.sugarcrepe.data import CATEGORIES, category_counts, released_file_key
+
+PAPER = "sugarcrepe"
+DATA_FILES = ("papers/sugarcrepe/sources.toml",)
+"""Read at run time (``common.stage_deps``): this paper's download-registry entries."""
+PROFILE = "released"
+SETTINGS: tuple[str, ...] = ("positive-first", "negative-first")
+POSITIVE_OPTION = {"positive-first": 1, "negative-first": 2}
+"""Which option number is the positive caption in each setting (readme: caption1 is the positive caption
+in positive-first, the negative caption in negative-first)."""
+
+TABLE6 = "Table 6"
+TABLE2 = "Table 2"
+README_TABLE = "GPT-4V readme"
+GPT4V_ROW = "OpenAI | GPT-4V"
+TABLE2_ROW = "# negative captions"
+COLUMNS: dict[str, str] = {
+    "replace_obj": "REPLACE | Object",
+    "replace_att": "REPLACE | Attribute",
+    "replace_rel": "REPLACE | Relation",
+    "swap_obj": "SWAP | Object",
+    "swap_att": "SWAP | Attribute",
+    "add_obj": "ADD | Object",
+    "add_att": "ADD | Attribute",
+}
+"""Released category name -> Table 2 / Table 6 column."""
+SHORT = {"replace_obj": "REPLACE-Obj", "replace_att": "REPLACE-Att", "replace_rel": "REPLACE-Rel",
+         "swap_obj": "SWAP-Obj", "swap_att": "SWAP-Att", "add_obj": "ADD-Obj", "add_att": "ADD-Att"}
+
+IMAGENET_COLUMN = "ImageNet 1k"
+OPENCLIP_RESULTS_KEY = "openclip/docs/openclip_results.csv"
+FIGURE5_FAMILIES = ("OpenAI", "LAION", "DataComp")
+CLAIM_R = {"swap_obj": "sec5.3_r_swap_obj", "add_att": "sec5.3_r_add_att"}
+CLAIM_R_OTHERS = "sec5.3_r_others_gt_0.8"
+CLAIM_TOTAL = "sec4.2_total_examples"
+
+
+def gpt4v_key(setting: str, category: str) -> str:
+    """Download-registry key of GPT-4V's released answers for one setting and category."""
+    return f"sugarcrepe/gpt-4v-results/{setting}/gpt4v-{category}.json"
+
+
+def _fetch(key: str) -> Path:
+    from common.download import fetch
+
+    return fetch(key, progress=False)
+
+
+def _source_of(key: str) -> str:
+    """'<owner>/<repo>@<commit[:7]> <path>' for a registry key (falls back to the key)."""
+    from common.download import get_source
+
+    url = get_source(key).url or ""
+    parts = url.split("raw.githubusercontent.com/", 1)
+    if len(parts) == 2:
+        owner, repo, commit, path = parts[1].split("/", 3)
+        return f"{owner}/{repo}@{commit[:7]} {path}"
+    return key
+
+
+# ----------------------------------------------------------------------------------------------------------
+# GPT-4V
+# ----------------------------------------------------------------------------------------------------------
+def parse_choice(answer: str) -> int | None:
+    """GPT-4V's option: 1 or 2 when exactly one of "(1)" / "(2)" occurs in the answer, else None (unparseable)."""
+    has1, has2 = "(1)" in answer, "(2)" in answer
+    if has1 and not has2:
+        return 1
+    if has2 and not has1:
+        return 2
+    return None
+
+
+@dataclass(frozen=True)
+class GPT4VScore:
+    """One released answer file, scored."""
+
+    setting: str
+    category: str
+    total: int
+    correct: int
+    unparseable: int
+    ids: frozenset[str]
+    skipped: tuple[str, ...] = ()
+    """Top-level entries that are not examples (e.g. "accuracy")."""
+    flag_disagreements: int = 0
+    """Examples where our decision differs from the file's own ``correct`` flag."""
+    flags_checked: int = 0
+
+    @property
+    def accuracy(self) -> Fraction:
+        return Fraction(self.correct, self.total)
+
+
+def score_gpt4v_file(path: Path, setting: str, category: str) -> GPT4VScore:
+    """Score one ``gpt4v-<category>.json``; unparseable answers are wrong (and counted), nothing is dropped."""
+    if setting not in POSITIVE_OPTION:
+        raise AuditError(f"{path}: unknown GPT-4V setting {setting!r} (expected one of {SETTINGS})")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AuditError(f"{path}: cannot read GPT-4V answers: {exc}") from exc
+    if not isinstance(data, dict):
+        raise AuditError(f"{path}: expected an object mapping example ids to answers, got {type(data).__name__}")
+    total = correct = unparseable = disagreements = checked = 0
+    ids: set[str] = set()
+    skipped: list[str] = []
+    for example_id, record in data.items():
+        if not isinstance(record, dict):
+            skipped.append(example_id)  # e.g. "accuracy": 0.8577, a summary the authors stored in the file
+            continue
+        answer = record.get("answer")
+        text = answer.get("free_form_answer") if isinstance(answer, dict) else answer
+        if not isinstance(text, str):
+            raise AuditError(f"{path}: example {example_id!r} has no free-form answer")
+        choice = parse_choice(text)
+        ok = choice == POSITIVE_OPTION[setting]
+        total += 1
+        correct += ok
+        unparseable += choice is None
+        ids.add(example_id)
+        if isinstance(record.get("correct"), bool):
+            checked += 1
+            disagreements += ok != record["correct"]
+    if total == 0:
+        raise AuditError(f"{path}: no examples")
+    return GPT4VScore(setting, category, total, correct, unparseable, frozenset(ids), tuple(skipped),
+                      disagreements, checked)
+
+
+def gpt4v_scores(
+    paths: Mapping[tuple[str, str], Path] | None = None, fetcher: Callable[[str], Path] | None = None,
+) -> dict[tuple[str, str], GPT4VScore]:
+    """(setting, category) -> score; ``paths`` defaults to all 14 released files through ``fetcher``
+    (default: the downloader)."""
+    if paths is None:
+        fetch_path = fetcher or _fetch
+        paths = {(s, c): fetch_path(gpt4v_key(s, c)) for s in SETTINGS for c in CATEGORIES}
+    return {(s, c): score_gpt4v_file(p, s, c) for (s, c), p in paths.items()}
+
+
+def _score_text(sc: GPT4VScore) -> str:
+    text = f"{sc.setting} {sc.correct}/{sc.total}"
+    if sc.unparseable:
+        text += f" ({sc.unparseable} unparseable answer(s) counted wrong)"
+    return text
+
+
+def gpt4v_recomputed(
+    scores: Mapping[tuple[str, str], GPT4VScore],
+    source: Callable[[str, str], str] | None = None,
+    extra_notes: Mapping[str, str] | None = None,
+) -> list[Recomputed]:
+    """Table 6 GPT-4V cells (mean of the two settings, x100) and the readme's per-setting cells.
+
+    A Table 6 category needs both settings; its Average needs all seven categories. ``extra_notes``
+    (category -> text) is appended to that category's notes.
+    """
+    source = source or (lambda setting, category: f"released GPT-4V answers {setting}/gpt4v-{category}.json")
+    extra_notes = extra_notes or {}
+    recs: list[Recomputed] = []
+    parse_rule = ("answer read as option 1/2 when exactly one of '(1)'/'(2)' occurs; otherwise unparseable and "
+                  "counted wrong")
+    for (setting, category), sc in scores.items():
+        agree = (f"; agrees with the file's own `correct` flag on {sc.flags_checked - sc.flag_disagreements}/"
+                 f"{sc.flags_checked} examples" if sc.flags_checked else "")
+        skipped = f"; skipped non-example entries {list(sc.skipped)}" if sc.skipped else ""
+        note = f"{_score_text(sc)}; {parse_rule}{agree}{skipped}"
+        if category in extra_notes:
+            note += f"; {extra_notes[category]}"
+        src = source(setting, category)
+        for column, value, unit in (
+            (category, float(sc.accuracy), "fraction"),
+            (f"{category} | correct", float(sc.correct), "count"),
+            (f"{category} | total", float(sc.total), "count"),
+        ):
+            recs.append(Recomputed(PAPER, README_TABLE, setting, column, value, unit, src, PROFILE, "exact",
+                                   note=note))
+    averaged: dict[str, Fraction] = {}
+    for category in CATEGORIES:
+        pair = [scores.get((s, category)) for s in SETTINGS]
+        if any(p is None for p in pair):
+            continue
+        mean = (pair[0].accuracy + pair[1].accuracy) / 2
+        averaged[category] = mean
+        note = (f"mean of positive-first and negative-first accuracy: ({_score_text(pair[0])}, "
+                f"{_score_text(pair[1])}); {parse_rule}")
+        if category in extra_notes:
+            note += f"; {extra_notes[category]}"
+        recs.append(Recomputed(
+            PAPER, TABLE6, GPT4V_ROW, COLUMNS[category], float(100 * mean), "percent",
+            f"{source('positive-first', category)} + {source('negative-first', category)}", PROFILE, "exact",
+            note=note,
+        ))
+    if len(averaged) == len(CATEGORIES):
+        avg = sum(averaged.values()) / len(averaged)
+        recs.append(Recomputed(
+            PAPER, TABLE6, GPT4V_ROW, "Average", float(100 * avg), "percent",
+            "released GPT-4V answers, 14 files (7 categories x 2 settings)", PROFILE, "exact",
+            note="unweighted mean of the 7 per-category (two-setting mean) accuracies",
+        ))
+    return recs
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Figure 5
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelRef:
+    """One Table 6 model: its row key and open_clip (arch, pretrained tag)."""
+
+    row: str
+    arch: str
+    pretrained: str
+
+
+@dataclass(frozen=True)
+class ModelMatch:
+    model: ModelRef
+    csv_name: str | None
+    """The open_clip CSV's ``name`` that matched (None: not found)."""
+    csv_pretrained: str | None
+    imagenet: float | None
+    """ImageNet-1k zero-shot top-1, a fraction as in the CSV."""
+    how: str
+    """"exact", "quickgelu alias" or "missing"."""
+    also_listed_as: tuple[str, ...] = field(default=())
+    """Other CSV names with the same tag and an equal value (e.g. the '-quickgelu' twin of an OpenAI model)."""
+
+
+def imagenet_top1(csv_path: Path) -> dict[tuple[str, str], float]:
+    """(name, pretrained) -> ImageNet-1k top-1 from open_clip's ``openclip_results.csv``."""
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = {"name", "pretrained", IMAGENET_COLUMN} - set(reader.fieldnames or ())
+        if missing:
+            raise AuditError(f"{csv_path}: missing column(s) {sorted(missing)}")
+        out: dict[tuple[str, str], float] = {}
+        for row in reader:
+            key = (row["name"].strip(), row["pretrained"].strip())
+            if key in out:
+                raise AuditError(f"{csv_path}: duplicate row {key}")
+            out[key] = float(row[IMAGENET_COLUMN])
+    return out
+
+
+def figure5_models(model_names: Sequence[str] | None = None) -> list[ModelRef]:
+    """The paper's 17 pretrained CLIPs (Table 6 order): ``model_names`` (default: the full profile's list in
+    params.yaml, ``sugarcrepe.models.full``) through the zoo, keeping those with an open_clip pretrained tag (NegCLIP
+    has a checkpoint instead, so it is not included)."""
+    from common.zoo import get_spec
+
+    if model_names is None:
+        from common.params import load_params, section
+
+        model_names = section(load_params(), "sugarcrepe.models.full")
+    specs = [get_spec(name) for name in model_names]
+    return [ModelRef(f"{s.family} | {s.label}", s.arch, s.pretrained) for s in specs
+            if s.family in FIGURE5_FAMILIES and s.pretrained]
+
+
+def match_models(imagenet: Mapping[tuple[str, str], float], models: Sequence[ModelRef]) -> list[ModelMatch]:
+    """Match each model to a CSV row: (arch, tag) exactly, else (arch + '-quickgelu', tag)."""
+    out = []
+    for m in models:
+        candidates = [(m.arch, "exact"), (f"{m.arch}-quickgelu", "quickgelu alias")]
+        if m.arch.endswith("-quickgelu"):
+            candidates.append((m.arch.removesuffix("-quickgelu"), "without -quickgelu"))
+        for name, how in candidates:
+            if (name, m.pretrained) in imagenet:
+                value = imagenet[(name, m.pretrained)]
+                twins = tuple(n for (n, t), v in imagenet.items()
+                              if t == m.pretrained and n != name and v == value
+                              and n.removesuffix("-quickgelu") == m.arch.removesuffix("-quickgelu"))
+                out.append(ModelMatch(m, name, m.pretrained, value, how, twins))
+                break
+        else:
+            out.append(ModelMatch(m, None, None, None, "missing"))
+    return out
+
+
+def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Pearson's r (NaN with fewer than 3 points or zero variance)."""
+    if len(xs) != len(ys):
+        raise ValueError("pearson_r: x and y differ in length")
+    n = len(xs)
+    if n < 3:
+        return math.nan
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return math.nan
+    return sxy / math.sqrt(sxx * syy)
+
+
+def _table6_values(cells: Iterable | None = None) -> dict[tuple[str, str], float]:
+    from common.published import load_cells
+
+    cells = load_cells(PAPER) if cells is None else cells
+    return {(c.row, c.column): c.value for c in cells if c.table == TABLE6 and c.value is not None}
+
+
+def figure5_points(
+    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
+) -> dict[str, tuple[list[str], list[float], list[float]]]:
+    """category -> (rows, ImageNet top-1 in %, Table 6 accuracy) over matched models with a published value."""
+    out = {}
+    for category, column in COLUMNS.items():
+        rows, xs, ys = [], [], []
+        for m in matches:
+            if m.imagenet is None or (m.model.row, column) not in table6:
+                continue
+            rows.append(m.model.row)
+            xs.append(100.0 * m.imagenet)
+            ys.append(table6[(m.model.row, column)])
+        out[category] = (rows, xs, ys)
+    return out
+
+
+def figure5_correlations(
+    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
+) -> dict[str, float]:
+    """category -> Pearson r between ImageNet top-1 and the published Table 6 accuracy."""
+    return {c: pearson_r(xs, ys) for c, (_, xs, ys) in figure5_points(matches, table6).items()}
+
+
+def _match_table(matches: Sequence[ModelMatch]) -> str:
+    parts = []
+    for m in matches:
+        if m.imagenet is None:
+            parts.append(f"{m.model.row} -> MISSING ({m.model.arch}, {m.model.pretrained})")
+            continue
+        twin = f", also listed as {'/'.join(m.also_listed_as)}" if m.also_listed_as else ""
+        parts.append(f"{m.model.row} -> {m.csv_name}/{m.csv_pretrained} {m.imagenet:.4f} [{m.how}{twin}]")
+    return "; ".join(parts)
+
+
+def figure5_recomputed(
+    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float], source: str
+) -> list[Recomputed]:
+    """The Sec 5.3 correlation claims: r for SWAP-Obj and ADD-Att, and min r over the other five categories."""
+    rs = figure5_correlations(matches, table6)
+    n = sum(m.imagenet is not None for m in matches)
+    missing = [m.model.row for m in matches if m.imagenet is None]
+    base = (f"Pearson r over {n} pretrained CLIPs (ImageNet-1k zero-shot top-1 from open_clip vs published "
+            f"Table 6 accuracy)" + (f"; not in open_clip's CSV: {missing}" if missing else ""))
+    all_r = ", ".join(f"{SHORT[c]} {r:.4f}" for c, r in rs.items())
+    recs = []
+    for category, claim_id in CLAIM_R.items():
+        recs.append(Recomputed(PAPER, CLAIM_TABLE, claim_id, "value", rs[category], "other", source, PROFILE,
+                               "claim", note=f"{base}; all r: {all_r}"))
+    others = {c: r for c, r in rs.items() if c not in CLAIM_R}
+    worst = min(others, key=lambda c: others[c])
+    recs.append(Recomputed(
+        PAPER, CLAIM_TABLE, CLAIM_R_OTHERS, "value", others[worst], "other", source, PROFILE, "claim",
+        note=f"minimum r over the other five categories ({SHORT[worst]}); {base}; all r: {all_r}; "
+             f"models: {_match_table(matches)}",
+    ))
+    return recs
+
+
+def figure5_inputs(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None):
+    csv_path = (fetcher or _fetch)(OPENCLIP_RESULTS_KEY)
+    matches = match_models(imagenet_top1(csv_path), figure5_models(model_names))
+    return matches, _table6_values(), _source_of(OPENCLIP_RESULTS_KEY)
+
+
+def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
+                 table6: Mapping[tuple[str, str], float] | None = None) -> Path:
+    """Figure 5 redrawn: one panel per category, x = ImageNet zero-shot top-1 (%), y = Table 6 accuracy (%),
+    one point per pretrained CLIP, Pearson r in each title. Written atomically; returns ``out_png``."""
+    from common.figures import pyplot, save_figure
+
+    plt = pyplot()
+    if matches is None or table6 is None:
+        m2, t2, _ = figure5_inputs()
+        matches = m2 if matches is None else matches
+        table6 = t2 if table6 is None else table6
+    points = figure5_points(matches, table6)
+    colors = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6.6))
+    flat = list(axes.flat)
+    for ax, (category, (rows, xs, ys)) in zip(flat, points.items()):
+        for family, color in colors.items():
+            pts = [(x, y) for r, x, y in zip(rows, xs, ys) if r.startswith(family + " |")]
+            if pts:
+                ax.scatter(*zip(*pts), s=22, color=color, label=family, alpha=0.85)
+        r = pearson_r(xs, ys)
+        ax.set_title(f"{SHORT[category]}  (r = {r:.2f}, n = {len(xs)})", fontsize=10)
+        ax.set_xlabel("ImageNet zero-shot top-1 (%)", fontsize=8)
+        ax.set_ylabel("SugarCrepe accuracy (%)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    handles, labels = flat[0].get_legend_handles_labels()
+    flat[-1].axis("off")
+    flat[-1].legend(handles, labels, loc="center", title="pretraining source", fontsize=9)
+    fig.suptitle("SugarCrepe Figure 5 (recomputed): published Table 6 accuracy vs open_clip ImageNet-1k "
+                 "zero-shot top-1", fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, out_png)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Table 2
+# ----------------------------------------------------------------------------------------------------------
+def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str, str] | None = None) -> list[Recomputed]:
+    """Table 2's per-category counts and the "7,512 examples" claim (when all seven categories are counted)."""
+    notes = notes or {}
+    recs = [Recomputed(PAPER, TABLE2, TABLE2_ROW, COLUMNS[c], float(n), "count", source, PROFILE, "exact",
+                       note=f"examples in the released data/{c}.json" + (f"; {notes[c]}" if c in notes else ""))
+            for c, n in counts.items()]
+    if set(counts) == set(CATEGORIES):
+        total = sum(counts.values())
+        detail = "; ".join(notes.values())
+        recs.append(Recomputed(PAPER, CLAIM_TABLE, CLAIM_TOTAL, "value", float(total), "count", source, PROFILE,
+                               "exact", note="total examples over the 7 released category files"
+                               + (f"; {detail}" if detail else "")))
+    return recs
+
+
+def _released_ids(paths: Mapping[str, Path]) -> dict[str, set[str]]:
+    return {c: set(json.loads(Path(p).read_text(encoding="utf-8"))) for c, p in paths.items()}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Entry point
+# ----------------------------------------------------------------------------------------------------------
+def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
+    """Drop recomputations of cells the paper leaves empty (not_reported); a key that matches nothing is a bug."""
+    from common.published import load_cells, load_claims
+
+    cells = {c.key: c for c in load_cells(PAPER)}
+    claims = {(CLAIM_TABLE, c.claim_id, "value") for c in load_claims(PAPER)}
+    unknown = [r.key for r in recs if r.key not in cells and r.key not in claims]
+    if unknown:
+        raise AuditError(f"released_sugarcrepe: recomputation(s) match no published cell or claim: {unknown}")
+    return [r for r in recs if r.key in claims or cells[r.key].value is not None]
+
+
+def _unavailable(keys: Iterable[tuple[str, str, str, str]], source: str, exc: Exception) -> list[Recomputed]:
+    """NaN recomputations ("not recomputed yet") for (table, row, column, unit) keys, with the fetch error."""
+    first = (str(exc).splitlines() or [""])[0][:300]
+    return [Recomputed(PAPER, t, r, c, math.nan, u, source, PROFILE, "exact" if t != CLAIM_TABLE else "claim",
+                       note=f"not recomputed yet: a released file could not be fetched ({type(exc).__name__}: {first})")
+            for t, r, c, u in keys]
+
+
+def _gpt4v_keys() -> list[tuple[str, str, str, str]]:
+    keys = [(TABLE6, GPT4V_ROW, col, "percent") for col in (*COLUMNS.values(), "Average")]
+    for s in SETTINGS:
+        for c in CATEGORIES:
+            keys += [(README_TABLE, s, c, "fraction"), (README_TABLE, s, f"{c} | correct", "count"),
+                     (README_TABLE, s, f"{c} | total", "count")]
+    return keys
+
+
+def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
+    """Every SugarCrepe number recomputed here from released files (see the module docstring).
+
+    ``fetcher`` maps a registry key to a verified local path (default: ``common.download.fetch``). When a file
+    cannot be fetched, that part's numbers are NaN ("not recomputed yet") with the error in the note.
+    """
+    from common.download import FetchError, RegistryError
+
+    fetch_path = fetcher or _fetch
+    unavailable = (FetchError, RegistryError, OSError)
+    recs: list[Recomputed] = []
+
+    # Table 2 and the "7,512 examples" claim: the released benchmark JSON.
+    counts: dict[str, int] | None = None
+    released_ids: dict[str, set[str]] = {}
+    try:
+        released = {c: fetch_path(released_file_key(c)) for c in CATEGORIES}
+        counts = category_counts(released)
+        released_ids = _released_ids(released)
+    except unavailable as exc:
+        recs += _unavailable([(TABLE2, TABLE2_ROW, col, "count") for col in COLUMNS.values()]
+                             + [(CLAIM_TABLE, CLAIM_TOTAL, "value", "count")], "sugarcrepe/data/*.json", exc)
+
+    # GPT-4V: the 14 answer files.
+    notes: dict[str, str] = {}
+    try:
+        scores = gpt4v_scores(fetcher=fetch_path)
+    except unavailable as exc:
+        recs += _unavailable(_gpt4v_keys(), "sugarcrepe/gpt-4v-results/*", exc)
+        scores = None
+    if scores is not None:
+        # Where GPT-4V answered examples that the released benchmark does not hold (or vice versa), say so.
+        for category in CATEGORIES:
+            if counts is None:
+                break
+            answered = set().union(*(scores[(s, category)].ids for s in SETTINGS))
+            extra, absent = sorted(answered - released_ids[category]), sorted(released_ids[category] - answered)
+            if extra or absent:
+                notes[category] = (f"released data/{category}.json holds {counts[category]} examples; GPT-4V answered "
+                                   f"{len(answered)}" + (f" incl. id(s) {extra} absent from the released file" if extra else "")
+                                   + (f"; released id(s) {absent} not answered" if absent else ""))
+        gpt_notes = dict(notes)
+        rel = scores[("negative-first", "replace_rel")]
+        extra_note = (f"negative-first replace_rel is blank in the readme version transcribed; recomputed "
+                      f"{rel.correct}/{rel.total} = {float(rel.accuracy):.4f}")
+        gpt_notes["replace_rel"] = f"{gpt_notes['replace_rel']}; {extra_note}" if "replace_rel" in gpt_notes else extra_note
+        recs += gpt4v_recomputed(scores, lambda s, c: _source_of(gpt4v_key(s, c)), gpt_notes)
+
+    # Figure 5: open_clip's ImageNet results against the published Table 6.
+    try:
+        matches, table6, source = figure5_inputs(fetch_path, model_names)
+    except unavailable as exc:
+        recs += _unavailable([(CLAIM_TABLE, cid, "value", "other") for cid in (*CLAIM_R.values(), CLAIM_R_OTHERS)],
+                             OPENCLIP_RESULTS_KEY, exc)
+    else:
+        recs += figure5_recomputed(matches, table6, f"{source} + published Table 6")
+
+    if counts is not None:
+        commit_source = _source_of(released_file_key(CATEGORIES[0])).rsplit(" ", 1)[0] + " data/<category>.json"
+        recs += table2_recomputed(counts, commit_source, notes)
+    return _keep_published(recs)
+
+
+__all__ = [
+    "recompute", "draw_figure5", "parse_choice", "score_gpt4v_file", "gpt4v_scores", "gpt4v_recomputed",
+    "imagenet_top1", "figure5_models", "match_models", "pearson_r", "figure5_correlations", "figure5_points",
+    "figure5_recomputed", "table2_recomputed", "GPT4VScore", "ModelRef", "ModelMatch", "COLUMNS", "SETTINGS",
+]
+

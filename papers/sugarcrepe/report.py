@@ -1,0 +1,42 @@
+"""SugarCrepe's report: Table 6 as reproduced, where its files are, and the audit's verdicts.
+
+The aggregate stage ``papers/sugarcrepe`` (root ``dvc.yaml``): ``python -m papers.sugarcrepe.report``; also what
+``python -m common report sugarcrepe`` prints.
+"""
+from __future__ import annotations
+
+import csv
+
+from common.paths import RESULTS
+from papers.sugarcrepe.data import CATEGORIES
+
+PAPER = "sugarcrepe"
+
+
+def report(profile: str) -> None:
+    """Table 6 as reproduced in ``profile``, and where its files are."""
+    out_dir = RESULTS / "sugarcrepe" / profile
+    table = out_dir / "table6.csv"
+    if not table.is_file():
+        raise SystemExit(f"{table} does not exist yet: run `dvc repro papers/sugarcrepe`")
+    with open(table, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    header = ["model", *CATEGORIES, "average"]
+    print(f"SugarCrepe Table 6, {profile} profile" + (" (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""))
+    print("  ".join(f"{h:>11s}" if i else f"{h:<16s}" for i, h in enumerate(header)))
+    for row in rows:
+        print("  ".join(f"{row[h]:>11s}" if i else f"{row[h]:<16s}" for i, h in enumerate(header)))
+    print(f"table:   {table}")
+    print(f"metrics: {out_dir / 'table6_metrics'}/  (dvc metrics show)")
+    print(f"plots:   {out_dir / 'table6.png'}, {out_dir / 'table6_plot.csv'}  (dvc plots show)")
+    print(f"per-example predictions: {out_dir / 'predictions'}")
+
+
+def main() -> int:
+    from common.report import run
+
+    return run(PAPER)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

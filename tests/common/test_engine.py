@@ -1,0 +1,245 @@
+"""The encoding engine: each unique image and text encoded once, cached bit-identically, resumable; decisions equal
+a brute-force per-item loop (ties included); transformed images are keyed by content and transform."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from common.engine import Engine, EngineConfig
+from common.image_transforms import GridShuffle
+from common.miniworld.claims import sample_claim
+from common.miniworld.negatives import EDIT_TYPES
+from common.miniworld.render import NATURAL, render
+from common.miniworld.scene import sample_scene
+from common.scoring.selection import STRICT, image_to_text, text_to_image
+from common.tasks import DatasetError, ImageRef, ImageToTextItem, TextToImageItem
+
+
+@dataclass(frozen=True)
+class SelectionData:
+    items: list[ImageToTextItem]
+    images: list[Path]
+    texts: list[str]
+
+
+def make_items(root: Path, n_images: int, seed: int = 0) -> SelectionData:
+    """Rendered scenes as PNGs, each used by several items (a positive and an edited negative caption)."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    items, images = [], []
+    for i in range(n_images):
+        scene = sample_scene(rng)
+        path = root / f"{i:03d}.png"
+        render(scene, 64, NATURAL, seed=i).save(path)
+        images.append(path)
+        positive = sample_claim(rng, scene)
+        for category, edit in EDIT_TYPES.items():
+            negative = edit(scene, positive, rng)
+            if negative is not None:
+                items.append(ImageToTextItem(f"{category}/{len(items)}", category, path, (positive.text(), negative.text())))
+    texts = list(dict.fromkeys(c for it in items for c in it.captions))
+    return SelectionData(items, images, texts)
+
+
+@torch.no_grad()
+def per_item_decisions(model, items: list[ImageToTextItem]) -> list[int]:
+    """The brute-force reference: per item, encode its image and each caption at batch 1, positive strictly first."""
+    out = []
+    for it in items:
+        image = model.encode_images(model.load_image(it.image).unsqueeze(0))[0].double()
+        scores = [float(model.encode_tokens(model.tokenize([c]))[0].double() @ image) for c in it.captions]
+        out.append(int(scores[0] > max(scores[1:])))
+    return out
+
+
+class CountingModel:
+    """Wraps a model, counting what it encodes; can fail after N image batches (an interruption)."""
+
+    def __init__(self, inner, fail_after_image_batches: int | None = None):
+        self.inner = inner
+        self.name, self.fingerprint = inner.name, inner.fingerprint
+        self.images_encoded = 0
+        self.texts_encoded = 0
+        self.image_batches = 0
+        self.fail_after = fail_after_image_batches
+
+    def load_image(self, path: Path) -> torch.Tensor:
+        return self.inner.load_image(path)
+
+    def tokenize(self, texts):
+        return self.inner.tokenize(texts)
+
+    def encode_images(self, pixels):
+        if self.fail_after is not None and self.image_batches >= self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        self.image_batches += 1
+        self.images_encoded += len(pixels)
+        return self.inner.encode_images(pixels)
+
+    def encode_tokens(self, tokens):
+        self.texts_encoded += len(tokens)
+        return self.inner.encode_tokens(tokens)
+
+
+@pytest.fixture(scope="module")
+def bench_data(tmp_path_factory):
+    return make_items(tmp_path_factory.mktemp("bench") / "images", n_images=8)
+
+
+def test_decisions_equal_a_per_item_loop(tiny_model, bench_data, tmp_path):
+    result = image_to_text(Engine(tiny_model, EngineConfig(image_batch_size=3, text_batch_size=7, progress=False),
+                                  cache_root=tmp_path), bench_data.items)
+    reference = per_item_decisions(tiny_model, bench_data.items)
+    assert [int(o.correct) for o in result.outcomes] == reference
+    # the data exercise both outcomes, so equality is not trivially all-0 or all-1
+    assert 0 < sum(reference) < len(reference)
+
+
+def test_each_unique_image_and_text_is_encoded_once(tiny_model, bench_data, tmp_path):
+    model = CountingModel(tiny_model)
+    image_to_text(Engine(model, EngineConfig(progress=False), cache_root=tmp_path), bench_data.items)
+    assert model.images_encoded == len(bench_data.images)
+    assert model.texts_encoded == len(bench_data.texts)
+    assert len(bench_data.items) > len(bench_data.images)  # images are shared across examples
+
+
+def test_cache_is_reused_and_bit_identical(tiny_model, bench_data, tmp_path):
+    first = image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path), bench_data.items)
+    model = CountingModel(tiny_model)
+    second = image_to_text(Engine(model, EngineConfig(progress=False), cache_root=tmp_path), bench_data.items)
+    assert model.images_encoded == 0 and model.texts_encoded == 0
+    assert [o.scores for o in first.outcomes] == [o.scores for o in second.outcomes]
+
+
+def test_interrupted_run_resumes_from_cache(tiny_model, bench_data, tmp_path):
+    config = EngineConfig(image_batch_size=2, shard_size=2, progress=False)
+    interrupted = CountingModel(tiny_model, fail_after_image_batches=2)
+    with pytest.raises(KeyboardInterrupt):
+        image_to_text(Engine(interrupted, config, cache_root=tmp_path), bench_data.items)
+    assert interrupted.images_encoded == 4
+    resumed = CountingModel(tiny_model)
+    image_to_text(Engine(resumed, config, cache_root=tmp_path), bench_data.items)
+    assert resumed.images_encoded == len(bench_data.images) - 4
+
+
+def _image(path: Path, color) -> Path:
+    Image.new("RGB", (48, 48), color).save(path)
+    return path
+
+
+def test_ties_count_as_wrong_and_are_counted(tiny_model, tmp_path):
+    img = _image(tmp_path / "a.png", (200, 30, 30))
+    items = [
+        # identical captions: an exact tie
+        ImageToTextItem("t/0", "t", img, ("a red circle.", "a red circle.")),
+        # the tokenizer lowercases and drops the case difference: same tokens, an exact tie too
+        ImageToTextItem("t/1", "t", img, ("A RED CIRCLE.", "a red circle.")),
+        ImageToTextItem("u/0", "u", img, ("a red circle.", "a blue square above a green star.")),
+    ]
+    result = image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c"), items)
+    assert [o.tie for o in result.outcomes] == [True, True, False]
+    assert [o.correct for o in result.outcomes][:2] == [False, False]
+    groups = result.by_group()
+    assert groups["t"].ties == 2 and groups["t"].correct == 0 and groups["t"].n == 2
+    assert result.ties == 2
+    assert per_item_decisions(tiny_model, items)[:2] == [0, 0]
+
+
+def test_strict_rule():
+    assert STRICT.decide(np.array([0.3, 0.2, 0.1])) == (True, False)
+    assert STRICT.decide(np.array([0.3, 0.3])) == (False, True)
+    assert STRICT.decide(np.array([0.2, 0.3, 0.1])) == (False, False)
+
+
+def test_text_to_image_choice(tiny_model, tmp_path):
+    red, blue = _image(tmp_path / "red.png", (220, 40, 40)), _image(tmp_path / "blue.png", (40, 80, 220))
+    items = [TextToImageItem("x/0", "x", "a caption", (red, blue)), TextToImageItem("x/1", "x", "a caption", (blue, red))]
+    result = text_to_image(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c"), items)
+    # the same two images in swapped order: exactly one of the two items can be correct (or both tie)
+    a, b = result.outcomes
+    assert a.scores == tuple(reversed(b.scores))
+    assert (a.correct, b.correct) in ((True, False), (False, True)) or (a.tie and b.tie)
+
+
+def test_missing_and_unreadable_images_name_file_and_example(tiny_model, tmp_path):
+    missing = tmp_path / "missing.jpg"
+    with pytest.raises(DatasetError, match=r"missing\.jpg.*ex/7"):
+        image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c"),
+            [ImageToTextItem("ex/7", "g", missing, ("a", "b"), origin="ex/7")])
+    corrupt = tmp_path / "corrupt.jpg"
+    corrupt.write_bytes(b"not a jpeg at all")
+    with pytest.raises(DatasetError, match=r"corrupt\.jpg.*file\.json#3"):
+        image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c"),
+            [ImageToTextItem("ex/3", "g", corrupt, ("a", "b"), origin="file.json#3")])
+
+
+def test_transformed_images_are_encoded_from_the_transformed_tensor_and_keyed_apart(tiny_model, bench_data, tmp_path):
+    """An ImageRef's transform runs on the preprocessed tensor (nothing is written to disk); its embedding is cached
+    under the file's hash plus the transform's identity, apart from the plain image's."""
+    path = bench_data.images[0]
+    shuffle = GridShuffle(3, 3, seed=1)
+    engine = Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c")
+    before = set(path.parent.iterdir())
+    plain, shuffled, again = engine.image_embeddings([path, ImageRef(path, shuffle), ImageRef(path, shuffle)])
+    assert set(path.parent.iterdir()) == before
+    key = engine.image_keys([ImageRef(path)], {})[0]
+    direct = tiny_model.encode_images(shuffle(tiny_model.load_image(path), key).unsqueeze(0))[0].numpy()
+    assert np.array_equal(shuffled, direct) and np.array_equal(shuffled, again)
+    assert not np.allclose(plain, shuffled)
+    keys = engine.image_keys([ImageRef(path), ImageRef(path, shuffle), ImageRef(path, GridShuffle(3, 3, seed=2))], {})
+    assert len(set(keys)) == 3
+    model = CountingModel(tiny_model)
+    Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "c").image_embeddings([ImageRef(path, shuffle)])
+    assert model.images_encoded == 0  # cached under (content, transform)
+
+
+def test_grid_shuffle_permutes_cells_deterministically_per_image():
+    pixels = torch.arange(3 * 8 * 9, dtype=torch.float32).reshape(3, 8, 9)
+    out = GridShuffle(2, 3, seed=0)(pixels, "a" * 64)
+    assert torch.equal(out, GridShuffle(2, 3, seed=0)(pixels, "a" * 64))
+    assert not torch.equal(out, pixels)
+    cells = lambda t: sorted(t[:, r * 4:(r + 1) * 4, c * 3:(c + 1) * 3].flatten().tolist() for r in range(2) for c in range(3))
+    assert cells(out) == cells(pixels)  # the same cells, moved
+    rows = GridShuffle(4, 1, seed=0)(pixels, "b" * 64)
+    assert torch.equal(rows[:, 8 // 4 * 4:, :], pixels[:, 8 // 4 * 4:, :])  # a remainder (none here) stays put
+    odd = torch.arange(2 * 7 * 7, dtype=torch.float32).reshape(2, 7, 7)
+    shuffled = GridShuffle(3, 3, seed=0)(odd, "c" * 64)
+    assert torch.equal(shuffled[:, 6:, :], odd[:, 6:, :]) and torch.equal(shuffled[:, :, 6:], odd[:, :, 6:])
+    with pytest.raises(ValueError):
+        GridShuffle(1, 1)
+
+
+def test_decoding_workers_and_parallel_tokenising_change_nothing(tiny_model, bench_data, tmp_path, monkeypatch):
+    """The GPU path (decoding workers handing over small batches regrouped into encoding batches; tokenising in
+    forked processes) gives the same keys and embeddings, bit for bit, as the single-process path."""
+    import common.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "TOKENIZE_CHUNK", 8)  # several chunks even for this small set
+    serial = Engine(tiny_model, EngineConfig(image_batch_size=5, num_workers=0, progress=False), cache_root=tmp_path / "a")
+    parallel = Engine(tiny_model, EngineConfig(image_batch_size=5, decode_batch_size=2, num_workers=2, progress=False),
+                      cache_root=tmp_path / "b")
+    assert torch.equal(parallel._tokenize(bench_data.texts), tiny_model.tokenize(bench_data.texts))
+    a = serial.embed(((p, "x") for p in bench_data.images), bench_data.texts)
+    b = parallel.embed(((p, "x") for p in bench_data.images), bench_data.texts)
+    assert np.array_equal(a.image_matrix, b.image_matrix) and np.array_equal(a.text_matrix, b.text_matrix)
+
+
+def test_regroup_keeps_order_and_sizes():
+    from common.engine import _regroup
+
+    parts = [torch.arange(i, i + n) for i, n in ((0, 3), (3, 3), (6, 1), (7, 4))]
+    out = list(_regroup(iter(parts), 4))
+    assert [len(t) for t in out] == [4, 4, 3] and torch.equal(torch.cat(out), torch.arange(11))
+
+
+def test_bf16_is_for_cuda_and_cached_apart(tiny_model, tmp_path):
+    with pytest.raises(ValueError, match="CUDA"):
+        Engine(tiny_model, EngineConfig(precision="bf16"), cache_root=tmp_path)
+    assert EngineConfig().workers_for("cpu") == 0 and EngineConfig().workers_for("cuda") >= 1
+    assert EngineConfig(num_workers=3).workers_for("cpu") == 3

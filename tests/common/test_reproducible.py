@@ -1,0 +1,80 @@
+"""The CPU reproducibility profile (common/reproducible.py): training gives the same bits whatever the instruction
+set the process would otherwise dispatch to and whatever thread count it would otherwise use; without the profile
+the same two settings give different bits (so the test can fail)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.miniworld import build
+from common.paths import ROOT
+
+SNIPPET = """
+import hashlib, sys
+from pathlib import Path
+from common import reproducible
+reproducible.reexec_pinned()
+reproducible.fix_threads()
+import torch
+from common.train import TrainConfig, train_clip
+out = Path(sys.argv[2])
+train_clip(TrainConfig(arch="mini-vit-xs", n_images=96, steps=4, batch_size=32, lr=2e-3, warmup_steps=2),
+           Path(sys.argv[1]), out, progress=False)
+print("capability", torch.backends.cpu.get_cpu_capability(), "threads", torch.get_num_threads())
+print("sha256", hashlib.sha256(out.read_bytes()).hexdigest())
+"""
+OTHER_MACHINES = (
+    {"ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1"},  # generic kernels, one thread
+    {"OMP_NUM_THREADS": "4"},                                   # the CPU's best kernels, more threads
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("world") / "train"
+    build.build_train_set(build.TrainSetConfig(n_images=96, captions_per_image=2), out, progress=False)
+    return out
+
+
+def _train(world: Path, out: Path, env: dict[str, str]) -> tuple[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA",
+                                                              "OMP_NUM_THREADS", "VLC_CPU_PROFILE")}
+    done = subprocess.run([sys.executable, "-c", SNIPPET, str(world), str(out)], cwd=ROOT, env={**base, **env},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("sha256", "capability")))
+    return lines["sha256"], lines["capability"]
+
+
+@pytest.mark.slow
+def test_training_is_bit_identical_across_instruction_sets_and_thread_counts(world, tmp_path):
+    pinned = [_train(world, tmp_path / f"p{i}.safetensors", env) for i, env in enumerate(OTHER_MACHINES)]
+    assert pinned[0][0] == pinned[1][0]
+    assert all(cap.startswith("AVX2") for _, cap in pinned)  # the pins took effect (threads fixed at 2)
+    free = [_train(world, tmp_path / f"f{i}.safetensors", {**env, "VLC_CPU_PROFILE": "off"})
+            for i, env in enumerate(OTHER_MACHINES)]
+    assert free[0][0] != free[1][0], "without the profile these settings should give other bits"
+
+
+def test_reexec_is_a_no_op_when_pinned_or_off(monkeypatch):
+    from common import reproducible
+
+    called = []
+    monkeypatch.setattr(os, "execve", lambda *a: called.append(a))
+    for key, value in reproducible.CPU_PINS.items():
+        monkeypatch.setenv(key, value)
+    reproducible.reexec_pinned()
+    monkeypatch.delenv("MKL_CBWR")
+    monkeypatch.setenv("VLC_CPU_PROFILE", "off")
+    reproducible.reexec_pinned()
+    assert called == [] and reproducible.describe() == {"cpu_profile": "off"}
+    monkeypatch.delenv("VLC_CPU_PROFILE")
+    reproducible.reexec_pinned()
+    (executable, argv, env), = called
+    assert executable == sys.executable and env["MKL_CBWR"] == "AVX2" and argv[0] == sys.executable
+    assert hashlib.sha256(repr(reproducible.describe()).encode()).hexdigest()  # JSON-able, deterministic

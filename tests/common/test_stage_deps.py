@@ -1,0 +1,86 @@
+"""Every DVC stage depends on exactly the code it imports (and the data files those modules declare), reads only
+the parameters it declares, and an edit in one paper's folder re-runs only that paper's stages."""
+from __future__ import annotations
+
+import json
+import pytest
+
+from common.params import stage_params
+from common.stage_deps import check_all, check_stage, closure, entry_modules
+from workspace_copy import copy_workspace, dvc
+
+
+def test_every_stage_lists_exactly_what_it_imports():
+    checks = check_all()
+    assert len(checks) >= 12  # world, 4 trainings, 5 paper audits, SugarCrepe's sets/zoo/table, 5 reports
+    wrong = [f"{c.stage}: missing {list(c.missing)} extra {list(c.extra)}" for c in checks if not c.ok]
+    assert not wrong, "\n".join(wrong) + "\n(run `python -m common deps` for each stage's expected list)"
+
+
+def test_the_check_fails_on_a_missing_or_an_extra_dependency():
+    cmd = "python -m papers.bivlc.audit --strict"
+    good = next(c for c in check_all() if c.stage == "papers/bivlc/dvc.yaml:audit")
+    deps = list(good.expected)
+    assert check_stage("s", "f", cmd, deps).ok
+    missing = check_stage("s", "f", cmd, [d for d in deps if d != "common/audit/core.py"])
+    assert missing.missing == ("common/audit/core.py",) and not missing.ok
+    extra = check_stage("s", "f", cmd, deps + ["common/engine.py", "results/elsewhere.csv"])
+    assert extra.extra == ("common/engine.py",)  # data outside common/ and papers/ is the stage's own business
+    no_published = check_stage("s", "f", cmd, [d for d in deps if not d.startswith("results/published/")])
+    assert "results/published/bivlc.csv" in no_published.missing
+
+
+def test_the_import_graph_follows_function_level_imports_and_packages():
+    found = closure(["papers.sugarcrepe.table6"])
+    assert {"papers/__init__.py", "papers/sugarcrepe/__init__.py", "common/scoring/selection.py",
+            "common/zoo/__init__.py"} <= found.files
+    assert "common/zoo/models.toml" in found.data
+    assert "papers/sugarcrepe/released.py" not in found.files  # table6 never imports the audit's code
+    modules, dispatcher = entry_modules("python -m common train xs-2k")
+    assert modules == ["common.train"] and "common/cli.py" in dispatcher
+    assert entry_modules("ATEN_CPU_CAPABILITY=avx2 python -m papers.aro.audit --strict")[0] == ["papers.aro.audit"]
+
+
+def test_a_stage_reads_only_declared_parameters():
+    """Stage scripts read parameters through dvc.api.params_show(stages=...): what is not declared is not there."""
+    aro = stage_params("papers/aro/dvc.yaml:audit")
+    assert set(aro) == {"profile"}
+    table6 = stage_params("papers/sugarcrepe/dvc.yaml:table6")
+    assert set(table6) == {"profile", "engine", "sugarcrepe"} and set(table6["sugarcrepe"]["models"]) == {table6["profile"]}
+    train = stage_params("mini/train@xs-2k")
+    assert set(train["train"]) == {"xs-2k"}
+    with pytest.raises(KeyError, match="no/such"):
+        stage_params("no/such")
+
+
+def _modified_in(status: dict, path: str) -> set[str]:
+    """Stages whose recorded hash of ``path`` no longer matches (``dvc status --json``)."""
+    out = set()
+    for stage, changes in status.items():
+        for change in changes:
+            if isinstance(change, dict) and change.get("changed deps", {}).get(path) == "modified":
+                out.add(stage)
+    return out
+
+
+@pytest.mark.slow
+def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
+    workspace = copy_workspace(tmp_path / "ws", keep_results=True)
+    edits = {
+        "papers/bivlc/released.py": {"papers/bivlc/dvc.yaml:audit"},
+        "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit"},
+        "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
+        "papers/sugarcrepe/data.py": {"papers/sugarcrepe/dvc.yaml:mini-set", "papers/sugarcrepe/dvc.yaml:full-set",
+                                      "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit",
+                                      "papers/sugarcrepe"},  # the paper's report stage prints Table 6's columns
+        "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
+                                 ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")},
+    }
+    for path in edits:
+        with open(workspace / path, "a", encoding="utf-8") as fh:
+            fh.write("\n" if path.endswith(".csv") else "\n# an edit\n")
+    result = dvc(workspace, None, "status", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    status = json.loads(result.stdout)
+    for path, expected in edits.items():
+        assert _modified_in(status, path) == expected, path

@@ -1,0 +1,400 @@
+"""The model zoo (common/zoo): the registry as data, loading weights or refusing (never random weights),
+fingerprints, and the padding-free text encoding shortcut.
+
+No network and no pretrained downloads: the mini models are randomly initialized here and saved to a
+temporary build root; the pretrained path is exercised offline and must fail fast with ModelUnavailable.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import open_clip
+import pytest
+import torch
+import yaml
+from PIL import Image
+from safetensors.torch import save_file
+
+from common import zoo
+from common.paths import ROOT
+from common.zoo import (
+    MODEL_CONFIG_DIR,
+    ModelSpec,
+    ModelUnavailable,
+    OpenClipModel,
+    padding_is_inert,
+    create_model,
+    fingerprint_model,
+    get_spec,
+    models_in_family,
+    register_local_configs,
+    registry,
+)
+
+# SugarCrepe Table 6: the 17 (arch, pretrained) pairs of ../shared/SOURCES.md, in the paper's order.
+TABLE6 = [
+    ("RN50", "openai"),
+    ("RN101", "openai"),
+    ("ViT-B-32", "openai"),
+    ("RN50x4", "openai"),
+    ("RN50x16", "openai"),
+    ("ViT-L-14", "openai"),
+    ("RN50x64", "openai"),
+    ("roberta-ViT-B-32", "laion2b_s12b_b32k"),
+    ("ViT-H-14", "laion2b_s32b_b79k"),
+    ("ViT-g-14", "laion2b_s12b_b42k"),
+    ("ViT-bigG-14", "laion2b_s39b_b160k"),
+    ("xlm-roberta-base-ViT-B-32", "laion5b_s13b_b90k"),
+    ("xlm-roberta-large-ViT-H-14", "frozen_laion5b_s13b_b90k"),
+    ("ViT-B-32", "datacomp_s_s13m_b4k"),
+    ("ViT-B-32", "datacomp_m_s128m_b4k"),
+    ("ViT-B-16", "datacomp_l_s1b_b8k"),
+    ("ViT-L-14", "datacomp_xl_s13b_b90k"),
+]
+CAPTIONS = [
+    "A red circle.",
+    "A large blue square is to the left of a small orange triangle.",
+    "There is a violet heart.",
+    "A little white cross is above a big black star, which is to the right of a green diamond.",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------------------------------
+def _paper_pair(spec: ModelSpec) -> tuple[str, str | None]:
+    """(arch as SOURCES.md names it, tag): the zoo adds "-quickgelu" to OpenAI's archs (see the activation tests)."""
+    return spec.arch.removesuffix("-quickgelu"), spec.pretrained
+
+
+def test_registry_holds_exactly_table6_pretrained_pairs():
+    pretrained = [_paper_pair(s) for s in registry().values() if s.pretrained is not None]
+    assert len(TABLE6) == 17 and len(set(TABLE6)) == 17
+    assert sorted(pretrained) == sorted(TABLE6)
+    # and params.yaml's full-profile model list is Table 6, in the paper's row order
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    full = params["sugarcrepe"]["models"]["full"]
+    assert [_paper_pair(get_spec(n)) for n in full] == TABLE6
+
+
+@pytest.mark.parametrize("name", [s.name for s in registry().values() if s.pretrained is not None])
+def test_table6_pairs_known_to_open_clip(name: str):
+    spec = get_spec(name)
+    assert spec.pretrained in open_clip.list_pretrained_tags_by_model(spec.arch)
+    assert spec.arch in open_clip.list_models()
+
+
+# --------------------------------------------------------------------------------------------------
+# activations: every checkpoint loads with the activation it was trained with
+# --------------------------------------------------------------------------------------------------
+def test_every_zoo_entry_loads_with_its_training_activation():
+    for spec in registry().values():
+        assert zoo.activation_mismatch(spec) is None, zoo.activation_mismatch(spec)
+    openai = [s for s in registry().values() if s.pretrained == "openai"]
+    assert len(openai) == 7 and all(s.arch.endswith("-quickgelu") for s in openai)
+    assert zoo.trained_with_quick_gelu(get_spec("aro/negclip")) is True  # through finetuned_from
+
+
+def test_a_gelu_architecture_for_openai_weights_is_refused(tmp_path, monkeypatch):
+    """The pitfall of NegCLIP's and SugarCrepe's evaluation code: OpenAI-derived weights loaded as ``ViT-B-32``."""
+    import dataclasses
+
+    negclip = dataclasses.replace(get_spec("aro/negclip"), arch="ViT-B-32")
+    assert "QuickGELU" in zoo.activation_mismatch(negclip) and "ViT-B-32-quickgelu" in zoo.activation_mismatch(negclip)
+    tag = dataclasses.replace(get_spec("openai/ViT-B-32"), arch="ViT-B-32")
+    assert zoo.activation_mismatch(tag) is not None
+    laion = get_spec("laion/roberta-ViT-B-32")  # the tag states no activation: the config it was trained with rules
+    assert zoo.trained_with_quick_gelu(laion) is None and zoo.activation_mismatch(laion) is None
+    monkeypatch.setattr(zoo, "get_spec", lambda name: negclip if name == "aro/negclip" else get_spec(name))
+    with pytest.raises(ValueError, match="QuickGELU"):
+        create_model("aro/negclip")
+
+
+def test_quickgelu_configs_build_quickgelu_models():
+    """What the registry check relies on: open_clip's "-quickgelu" config builds QuickGELU layers, the plain one GELU."""
+    from open_clip.transformer import QuickGELU
+
+    def activations(arch: str) -> set[type]:
+        with zoo.quiet_random_init_warning():
+            model = open_clip.create_model(arch, pretrained=None)
+        return {type(m) for m in model.modules() if isinstance(m, (QuickGELU, torch.nn.GELU))}
+
+    assert zoo.uses_quick_gelu("ViT-B-32-quickgelu") and activations("ViT-B-32-quickgelu") == {QuickGELU}
+    assert not zoo.uses_quick_gelu("ViT-B-32") and activations("ViT-B-32") == {torch.nn.GELU}
+
+
+def test_every_registry_entry_is_well_formed():
+    specs = registry()
+    register_local_configs()
+    known = set(open_clip.list_models())
+    for name, spec in specs.items():
+        assert spec.name == name
+        assert spec.backend == "open_clip"
+        assert (spec.pretrained is None) != (spec.checkpoint is None)
+        assert spec.arch in known, spec
+        assert spec.family and spec.label
+
+
+def test_negclip_entry():
+    spec = get_spec("aro/negclip")
+    assert spec.arch == "ViT-B-32-quickgelu" and spec.pretrained is None and spec.finetuned_from == "openai/ViT-B-32"
+    assert spec.checkpoint is not None and spec.checkpoint.startswith("data:")
+    assert spec.source == "aro/negclip/negclip.pth"
+    from common.download import get_source
+
+    assert get_source(spec.source).key == spec.source
+
+
+def test_mini_family_has_configs_and_matching_recipes():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    mini = models_in_family("mini")
+    assert {s.name for s in mini} == {"mini/xs-2k", "mini/xs-8k", "mini/xs-32k", "mini/s-32k"}
+    assert set(params["sugarcrepe"]["models"]["mini"]) == {s.name for s in mini}
+    for spec in mini:
+        short = spec.name.removeprefix("mini/")
+        assert (MODEL_CONFIG_DIR / f"{spec.arch}.json").is_file(), spec.arch
+        recipe = params["train"][short]
+        assert recipe["arch"] == spec.arch, (spec.name, recipe)
+        assert spec.checkpoint == f"build:mini/models/{short}.safetensors"
+        assert spec.pretrained is None
+    assert set(params["train"]) == {s.name.removeprefix("mini/") for s in mini}
+
+
+def test_get_spec_unknown_name():
+    with pytest.raises(KeyError, match="no/such-model"):
+        get_spec("no/such-model")
+
+
+def _toml(tmp_path: Path, body: str, name: str = "models.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+ENTRY = '[[model]]\nname = "{name}"\narch = "ViT-B-32"\nfamily = "f"\nlabel = "l"\n{extra}\n'
+
+
+def test_registry_validation_errors(tmp_path: Path):
+    ok = _toml(tmp_path, ENTRY.format(name="a", extra='pretrained = "openai"')
+               + ENTRY.format(name="b", extra='checkpoint = "build:x.safetensors"'), "ok.toml")
+    specs = registry(ok)
+    assert list(specs) == ["a", "b"] and specs["a"].pretrained == "openai"
+
+    dup = _toml(tmp_path, ENTRY.format(name="a", extra='pretrained = "openai"') * 2, "dup.toml")
+    with pytest.raises(ValueError, match="duplicate model name 'a'") as exc:
+        registry(dup)
+    assert str(dup) in str(exc.value)
+
+    both = _toml(tmp_path, ENTRY.format(name="c", extra='pretrained = "openai"\ncheckpoint = "build:x"'), "both.toml")
+    with pytest.raises(ValueError, match="exactly one of pretrained / checkpoint") as exc:
+        registry(both)
+    assert "'c'" in str(exc.value) and str(both) in str(exc.value)
+
+    neither = _toml(tmp_path, ENTRY.format(name="d", extra=""), "neither.toml")
+    with pytest.raises(ValueError, match="exactly one of pretrained / checkpoint") as exc:
+        registry(neither)
+    assert "'d'" in str(exc.value)
+
+    unknown = _toml(tmp_path, ENTRY.format(name="e", extra='pretrained = "openai"\ncolour = "red"'), "unknown.toml")
+    with pytest.raises(ValueError, match="'e'"):
+        registry(unknown)
+
+
+def test_checkpoint_reference_schemes(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path / "b"))
+    monkeypatch.setenv("VLC_DATA", str(tmp_path / "d"))
+    base = dict(name="x", arch="ViT-B-32", family="f", label="l")
+    assert ModelSpec(**base, checkpoint="build:m/x.safetensors").checkpoint_path() == tmp_path / "b" / "m" / "x.safetensors"
+    assert ModelSpec(**base, checkpoint="data:w/x.pth").checkpoint_path() == tmp_path / "d" / "w" / "x.pth"
+    assert ModelSpec(**base, pretrained="openai").checkpoint_path() is None
+    for bad in ("http://x/y.pth", "build:", "/abs/x.pth"):
+        with pytest.raises(ValueError, match="build:<path> or data:<path>"):
+            ModelSpec(**base, checkpoint=bad).checkpoint_path()
+
+
+# --------------------------------------------------------------------------------------------------
+# ModelUnavailable, never random weights
+# --------------------------------------------------------------------------------------------------
+def random_mini(arch: str = "mini-vit-xs", seed: int = 0):
+    register_local_configs()
+    torch.manual_seed(seed)
+    model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None)
+    return model.eval(), transform
+
+
+def save_checkpoint(model: torch.nn.Module, build_root: Path, short: str = "xs-2k") -> Path:
+    path = build_root / "mini" / "models" / f"{short}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
+    return path
+
+
+def test_missing_mini_checkpoint(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    with pytest.raises(ModelUnavailable) as exc:
+        create_model("mini/xs-2k")
+    msg = str(exc.value)
+    assert "mini/xs-2k" in msg and "dvc repro" in msg
+    assert str(tmp_path / "mini" / "models" / "xs-2k.safetensors") in msg
+
+
+def test_missing_manual_checkpoint_says_how_to_fetch(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("VLC_DATA", str(tmp_path))
+    with pytest.raises(ModelUnavailable) as exc:
+        create_model("aro/negclip")
+    msg = str(exc.value)
+    assert "aro/negclip" in msg and "python -m common fetch aro/negclip/negclip.pth" in msg
+
+
+@pytest.mark.parametrize("content", [b"", b"not a safetensors file at all", b"\x08\x00\x00\x00\x00\x00\x00\x00{garbage"])
+def test_corrupt_checkpoint(tmp_path: Path, monkeypatch, content: bytes):
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    path = tmp_path / "mini" / "models" / "xs-2k.safetensors"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    with pytest.raises(ModelUnavailable) as exc:
+        create_model("mini/xs-2k")
+    assert "mini/xs-2k" in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_incomplete_or_mismatched_checkpoint(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    model, _ = random_mini()
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    path = tmp_path / "mini" / "models" / "xs-2k.safetensors"
+    path.parent.mkdir(parents=True)
+    partial = dict(state)
+    partial.pop("text_projection")
+    save_file(partial, str(path))
+    with pytest.raises(ModelUnavailable, match="mini/xs-2k"):
+        create_model("mini/xs-2k")
+    # the larger architecture's weights do not fit the xs model
+    other, _ = random_mini("mini-vit-s")
+    save_checkpoint(other, tmp_path, "xs-2k")
+    with pytest.raises(ModelUnavailable, match="mini/xs-2k"):
+        create_model("mini/xs-2k")
+
+
+def test_pretrained_without_network_is_unavailable(tmp_path: Path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import time
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailable) as exc:
+        create_model("openai/RN50", cache_dir=str(tmp_path / "cache"))
+    elapsed = time.perf_counter() - started
+    msg = str(exc.value)
+    assert "openai/RN50" in msg
+    cfg = open_clip.get_pretrained_cfg("RN50", "openai")
+    assert (cfg.get("hf_hub") or cfg.get("url")) in msg, msg
+    assert elapsed < 20, f"offline failure took {elapsed:.1f}s"
+
+
+def test_unknown_pretrained_tag_is_unavailable(tmp_path: Path, monkeypatch):
+    spec = ModelSpec(name="t/bad", arch="RN50", family="f", label="l", pretrained="no_such_tag")
+    monkeypatch.setattr(zoo, "get_spec", lambda name: spec)
+    with pytest.raises(ModelUnavailable, match="no pretrained tag 'no_such_tag'"):
+        create_model("t/bad")
+
+
+# --------------------------------------------------------------------------------------------------
+# loading a saved state dict; fingerprints
+# --------------------------------------------------------------------------------------------------
+def test_saved_state_dict_loads_exactly_and_fingerprints(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    model, transform = random_mini(seed=1)
+    path = save_checkpoint(model, tmp_path)
+
+    loaded = create_model("mini/xs-2k")
+    assert isinstance(loaded, OpenClipModel) and loaded.name == "mini/xs-2k"
+    saved, got = model.state_dict(), loaded.model.state_dict()
+    assert set(saved) == set(got)
+    for key in saved:
+        assert torch.equal(saved[key], got[key]), key
+
+    # not random: a second fresh init would differ
+    fresh, _ = random_mini(seed=2)
+    assert not torch.equal(fresh.state_dict()["text_projection"], got["text_projection"])
+
+    again = create_model("mini/xs-2k")
+    assert again.fingerprint == loaded.fingerprint
+    assert len(loaded.fingerprint) == 32
+
+    # one weight changed -> different fingerprint
+    state = {k: v.clone().contiguous() for k, v in saved.items()}
+    state["text_projection"][0, 0] += 1e-3
+    save_file(state, str(path))
+    changed = create_model("mini/xs-2k")
+    assert changed.fingerprint != loaded.fingerprint
+
+    # same weights, different transform (or tokenizer context) -> different fingerprint
+    tok = open_clip.get_tokenizer("mini-vit-xs")
+    base = fingerprint_model("mini-vit-xs", loaded.model, loaded.transform, tok)
+    assert base == loaded.fingerprint
+    other_transform = open_clip.image_transform(64, is_train=False)
+    assert fingerprint_model("mini-vit-xs", loaded.model, other_transform, tok) != base
+    assert fingerprint_model("mini-vit-s", loaded.model, loaded.transform, tok) != base
+
+    # the loaded model embeds: normalized image features
+    pixels = torch.stack([loaded.transform(Image.new("RGB", (48, 48), (200, 30, 30)))])
+    feats = loaded.encode_images(pixels)
+    assert feats.shape == (1, 64)
+    assert torch.allclose(feats.norm(dim=-1), torch.ones(1), atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------------
+# text encoding shortcut
+# --------------------------------------------------------------------------------------------------
+def test_encode_tokens_shortcut_matches_full_encode_text():
+    model, transform = random_mini(seed=3)
+    tokenizer = open_clip.get_tokenizer("mini-vit-xs")
+    wrapped = OpenClipModel(get_spec("mini/xs-2k"), model, transform, tokenizer, "cpu")
+    assert wrapped.truncates_padding is True
+    tokens = wrapped.tokenize(CAPTIONS)
+    lengths = (tokens != 0).sum(dim=1)
+    assert len(set(lengths.tolist())) == len(CAPTIONS), "captions should have different lengths"
+    assert int(lengths.max()) < tokens.shape[1], "there must be padding to drop"
+    with torch.no_grad():
+        full = model.encode_text(tokens, normalize=True)
+    short = wrapped.encode_tokens(tokens)
+    assert short.shape == full.shape == (len(CAPTIONS), 64)
+    assert torch.allclose(short, full, atol=1e-5), (short - full).abs().max()
+    # each caption alone (so its own padding is dropped) gives the same embedding as in the batch
+    for k, caption in enumerate(CAPTIONS):
+        alone = wrapped.encode_texts([caption])
+        assert torch.allclose(alone[0], full[k], atol=1e-5)
+    # the comparison is sensitive: a differently initialized model gives different embeddings
+    other, _ = random_mini(seed=4)
+    with torch.no_grad():
+        assert not torch.allclose(other.encode_text(tokens, normalize=True), full, atol=1e-3)
+
+
+def testpadding_is_inert_only_for_causal_eos_pooled_towers():
+    model, transform = random_mini(seed=5)
+    assert padding_is_inert(model)
+
+    no_mask, _ = random_mini(seed=5)
+    no_mask.attn_mask = None
+    assert not padding_is_inert(no_mask)
+
+    last, _ = random_mini(seed=5)
+    last.text_pool_type = "last"
+    assert not padding_is_inert(last)
+
+    full_mask, _ = random_mini(seed=5)
+    full_mask.attn_mask = torch.zeros_like(full_mask.attn_mask)  # bidirectional attention
+    assert not padding_is_inert(full_mask)
+
+    # the wrapper falls back to the full encoder for such a model, and still matches encode_text
+    tokenizer = open_clip.get_tokenizer("mini-vit-xs")
+    wrapped = OpenClipModel(get_spec("mini/xs-2k"), last, transform, tokenizer, "cpu")
+    assert wrapped.truncates_padding is False
+    tokens = wrapped.tokenize(CAPTIONS)
+    with torch.no_grad():
+        expected = last.encode_text(tokens, normalize=True)
+    assert torch.allclose(wrapped.encode_tokens(tokens), expected, atol=1e-6)
+
+    # a module without a text tower is never treated as inert
+    assert not padding_is_inert(torch.nn.Linear(2, 2))

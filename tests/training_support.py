@@ -1,0 +1,40 @@
+"""Helpers shared by the training tests: the arithmetic of hand-computed losses, and a one-thread context."""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+
+
+def dot(u, v) -> float:
+    return sum(a * b for a, b in zip(u, v))
+
+
+def ce(row: list[float], label: int) -> float:
+    """Cross-entropy of one row of logits: log(sum_j exp(row_j)) - row_label."""
+    return math.log(sum(math.exp(x) for x in row)) - row[label]
+
+
+def mean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def t(rows) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+S = 2.0  # logit scale (the multiplier, i.e. exp of the stored log)
+E1, E2, A, B_ = [1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.8, 0.6]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Float sums are split across threads, so a bit-exact pin holds for one thread count: 1 here."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
