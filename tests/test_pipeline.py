@@ -29,7 +29,7 @@ def _tiny_params(workspace: Path) -> None:
 
 @pytest.mark.slow
 def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
-    workspace = copy_workspace(tmp_path / "ws")
+    workspace = copy_workspace(tmp_path / "ws", keep_results=True)  # as a clone has them: committed, then rewritten
     _tiny_params(workspace)
     env = {k: v for k, v in os.environ.items() if k not in ("VLC_BUILD", "VLC_DATA")}
     env["VLC_CACHE"] = str(tmp_path / "cache")

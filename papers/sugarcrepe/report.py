@@ -30,6 +30,12 @@ def report(profile: str) -> None:
     print(f"metrics: {out_dir / 'table6_metrics'}/  (dvc metrics show)")
     print(f"plots:   {out_dir / 'table6.png'}, {out_dir / 'table6_plot.csv'}  (dvc plots show)")
     print(f"per-example predictions: {out_dir / 'predictions'}")
+    check = out_dir / "table6_reproduction.csv"
+    if profile == "mini" and check.is_file():
+        with open(check, newline="", encoding="utf-8") as fh:
+            verdicts = [r["within"] for r in csv.DictReader(fh)]
+        print(f"reproduction: {verdicts.count('yes')}/{len(verdicts)} cells within the seed spread of the committed "
+              f"mini run ({check})")
 
 
 def main() -> int:

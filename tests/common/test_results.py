@@ -58,3 +58,17 @@ def test_metrics_folder_holds_one_file_per_current_model(tmp_path):
                                          (ModelRow("fam/two", "f", "2", "", ""), two)], ["a"], {})
     paths = write_accuracy_table(tmp_path, "t", [(ModelRow("fam/one", "f", "1", "", ""), one)], ["a"], {})
     assert sorted(p.name for p in paths["metrics"].iterdir()) == ["fam__one.json"]
+
+
+def test_written_files_respect_the_umask(tmp_path):
+    """Atomic writes go through mkstemp (0600); the file that lands must have the usual permissions."""
+    import os
+
+    from common.io import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "x.txt", "x")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
