@@ -2,6 +2,8 @@
 # Both create .venv on first use (Python 3.11, pip) and install the project into it.
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
 #   make repro PAPER=bivlc      one of them
+#   make status [PAPER=...]     what each paper's pipeline still has to run, and the command that runs it
+#   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,12 +11,13 @@ STAMP := $(VENV)/.installed
 PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
 PAPER ?= $(PAPERS)
 
-.PHONY: repro test bench install clean-cache
+.PHONY: repro test bench install status notebooks clean-cache
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -27,6 +30,17 @@ repro: $(STAMP)
 test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
+
+status: $(STAMP)
+	@. $(BIN)/activate && for p in $(PAPER); do \
+	  dvc status --json papers/$$p 2>/dev/null | python -c 'import json, sys; \
+	  p = sys.argv[1]; stages = sorted(json.load(sys.stdin)); \
+	  print(f"papers/{p}: up to date" if not stages else \
+	        f"papers/{p}: {len(stages)} stage(s) to run ({chr(44).join(stages)}): make repro PAPER={p}")' $$p \
+	  || echo "papers/$$p: dvc status failed: run dvc status papers/$$p"; done
+
+notebooks: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP)
 	. $(BIN)/activate && python -m common bench

@@ -4,11 +4,15 @@ Layout: ``<cache root>/embeddings/<model fingerprint>/<modality>/shard-*.npz``; 
 content keys (sha256 of the image file's bytes, or of the caption text) and their float32 embeddings.
 Shards are written atomically as soon as a chunk is encoded, so an interrupted run keeps everything
 it finished, and a rerun, or another benchmark sharing images or captions, encodes only what is new.
-Embeddings are stored exactly as computed, so cached and fresh results are bit-identical.
+Embeddings are stored exactly as computed, so cached and fresh results are bit-identical. A shard that cannot be
+read (truncated, garbage) is named in one warning, renamed to ``<name>.corrupt`` (kept for inspection, never read
+again) and its entries are recomputed: the run goes on and ends with the same results.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -16,6 +20,25 @@ import numpy as np
 
 from common.io import atomic_path
 from common.paths import cache_root
+
+log = logging.getLogger(__name__)
+
+
+def _read_shard(shard: Path) -> dict[str, np.ndarray]:
+    with np.load(shard, allow_pickle=False) as data:
+        keys, embeddings = data["keys"], data["embeddings"]
+        if keys.ndim != 1 or embeddings.ndim != 2 or len(keys) != len(embeddings):
+            raise ValueError(f"keys {keys.shape} and embeddings {embeddings.shape} do not match")
+        return dict(zip(keys.tolist(), embeddings))
+
+
+def _move_aside(shard: Path) -> Path:
+    aside = shard.with_name(shard.name + ".corrupt")
+    try:
+        os.replace(shard, aside)
+    except OSError:  # a read-only cache: leave it, the entries are recomputed in memory all the same
+        return shard
+    return aside
 
 
 class EmbeddingCache:
@@ -27,9 +50,14 @@ class EmbeddingCache:
         if self._index is None:
             index: dict[str, np.ndarray] = {}
             for shard in sorted(self.directory.glob("shard-*.npz")):
-                with np.load(shard, allow_pickle=False) as data:
-                    for key, row in zip(data["keys"].tolist(), data["embeddings"]):
-                        index[key] = row
+                try:
+                    rows = _read_shard(shard)
+                except Exception as exc:  # truncated, garbage, wrong arrays: a cache is never worth a failed run
+                    aside = _move_aside(shard)
+                    log.warning("corrupt embedding-cache shard %s (%s: %s); moved to %s, its entries will be "
+                                "recomputed", shard, type(exc).__name__, exc, aside)
+                    continue
+                index.update(rows)
             self._index = index
         return self._index
 

@@ -3,15 +3,21 @@
 Shared commands are registered by the modules that implement them (``register_cli``); a paper adds its own
 subcommands from ``papers/<paper>/cli.py`` (``register(groups)``, see ``common.plugins``), under the shared groups
 of ``CommandGroups`` or at the top level. ``main(argv)`` takes a list, so tests call it.
+
+Every mistake of the user's (a bad file, an unknown name, malformed input) ends as one ``error: <message>`` line
+on stderr and exit status 1 (``run_entry_point``, ``common.errors``); argparse's usage errors exit 2; ``--debug``
+(or ``VLC_DEBUG=1``) shows the traceback instead. Anything else is a bug and shows its traceback.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from typing import Sequence
 
 from common import plugins
+from common.errors import WorkspaceError, run_entry_point
+
+__all__ = ["CommandGroups", "build_parser", "main", "run_entry_point"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,7 @@ class CommandGroups:
 def _cmd_audit(args: argparse.Namespace) -> int:
     audit = plugins.paper_module(args.paper, "audit")
     if audit is None:
-        raise SystemExit(f"papers/{args.paper} has no audit.py")
+        raise WorkspaceError(f"papers/{args.paper} has no audit.py")
     return int(audit.main(["--strict"] if args.strict else []) or 0)
 
 
@@ -42,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     from common.miniworld import build as world_build
 
     parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an expected error (bad input) too (also: VLC_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     data = sub.add_parser("data", help="inspect benchmark data")
@@ -87,9 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run its command; an expected error is one ``error:`` line and exit status 1."""
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    return run_entry_point(lambda: args.func(args), debug=True if args.debug else None)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m common` goes through __main__.py
-    sys.exit(main())
+    raise SystemExit(main())

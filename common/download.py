@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Literal, Mapping
 
+from common.errors import WorkspaceError
+
 try:  # Python >= 3.11
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -73,11 +75,11 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 # --------------------------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------------------------
-class RegistryError(ValueError):
+class RegistryError(WorkspaceError, ValueError):
     """The registry (or a Source built in code) is malformed; the message names the file and the entry key."""
 
 
-class FetchError(RuntimeError):
+class FetchError(WorkspaceError, RuntimeError):
     """Base class of everything ``fetch`` raises when it cannot hand back a verified local path."""
 
 
@@ -505,13 +507,16 @@ def _verify_existing(source: Source, path: Path, lock: ChecksumLock) -> str:
     if actual != expected:
         how = "registry sha256" if source.sha256 else f"sha256 recorded in {lock.path}"
         raise ChecksumError(
-            f"{source.key}: the file already at {path} does not match the {how}: expected {expected}, "
-            f"actual {actual}. It may be corrupt or a different version; delete it or fetch with --force"
+            f"{source.key}: checksum mismatch: the file already at {path} does not match the {how}: expected "
+            f"sha256 {expected}{_size_text(source.size)}, found sha256 {actual} ({path.stat().st_size} bytes). "
+            f"It may be corrupt or a different version: delete the corrupt file at {path} and fetch it again "
+            f"(with VLC_MIRROR set to a mirror, or on a connected machine), or fetch with --force"
             + ("." if source.sha256 else f" (if upstream legitimately changed, delete the {source.key!r} entry "
                                          f"from {lock.path} first).")
         )
     if source.size is not None and path.stat().st_size != source.size:  # pragma: no cover - implied by sha
-        raise ChecksumError(f"{source.key}: {path} has {path.stat().st_size} bytes, expected {source.size}")
+        raise ChecksumError(f"{source.key}: size mismatch: {path} has {path.stat().st_size} bytes, expected "
+                            f"{source.size}; delete the corrupt file at {path} and fetch it again")
     return actual
 
 
@@ -534,15 +539,16 @@ def _ensure_file(source: Source, root: Path, mirror_root: Path | None, lock: Che
         if expected is not None and actual != expected:
             how = "registry" if source.sha256 else f"trust-on-first-use record in {lock.path}"
             raise ChecksumError(
-                f"{source.key}: checksum mismatch for {origin}: expected sha256 {expected} ({how}), "
-                f"actual {actual} ({size} bytes); nothing was written to {dest}"
-                + ("" if source.sha256 else f". If upstream legitimately changed, delete the {source.key!r} "
+                f"{source.key}: checksum mismatch for {origin}: expected sha256 {expected}"
+                f"{_size_text(source.size, how)}, found sha256 {actual} ({size} bytes); nothing was written to "
+                f"{dest}. " + _bad_copy_remedy(source, origin)
+                + ("" if source.sha256 else f" If upstream legitimately changed, delete the {source.key!r} "
                                             f"entry from {lock.path} and fetch again.")
             )
         if source.size is not None and size != source.size:
             raise ChecksumError(
-                f"{source.key}: size mismatch for {origin}: expected {source.size} bytes, got {size}; "
-                f"nothing was written to {dest}"
+                f"{source.key}: size mismatch for {origin}: expected {source.size} bytes (sha256 {expected}), "
+                f"found {size} bytes; nothing was written to {dest}. " + _bad_copy_remedy(source, origin)
             )
     if expected is None:
         lock.record(source, actual, size)
@@ -576,9 +582,30 @@ def _obtain(source: Source, tmp: Path, mirror_root: Path | None, *, progress: bo
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear DownloadError
         raise DownloadError(
             f"{source.key}: could not fetch {source.url}: {type(exc).__name__}: {exc}. Tried: {tried}; then the "
-            f"network. Set VLC_MIRROR to a mirror holding <host>/<path> of the URL, or run on a connected machine."
+            f"network: nothing found. Expected {_expected_text(source)}. Set VLC_MIRROR to a mirror holding "
+            f"<host>/<path> of the URL, or run on a connected machine."
         ) from exc
     return source.url
+
+
+def _size_text(size: int | None, how: str | None = None) -> str:
+    """" (1234 bytes, registry)", " (registry)" or "" for a checksum message."""
+    parts = ([f"{size} bytes"] if size is not None else []) + ([how] if how else [])
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _expected_text(source: Source) -> str:
+    if source.sha256 is None:
+        return "a file with no pinned sha256 (trusted on first use)"
+    return f"sha256 {source.sha256}" + (f", {source.size} bytes" if source.size is not None else "")
+
+
+def _bad_copy_remedy(source: Source, origin: str) -> str:
+    if origin == source.url:
+        return ("The download is corrupt or upstream changed the file: retry on a connected machine, or set "
+                "VLC_MIRROR to a mirror holding the pinned file.")
+    return (f"The mirror copy is corrupt or another version: replace or delete the corrupt file at {origin}, set "
+            f"VLC_MIRROR to a mirror holding the pinned file, or run on a connected machine (with VLC_MIRROR unset).")
 
 
 def _http_download(url: str, out: Path, *, total_hint: int | None, progress: bool, timeout: float,
@@ -644,8 +671,9 @@ def _fetch_archive(source: Source, root: Path, mirror_root: Path | None, lock: C
         expected = source.sha256 or lock.get(source)
         if expected is not None and recorded != expected:
             raise ChecksumError(
-                f"{source.key}: {out_dir} was extracted from an archive with sha256 {recorded}, expected "
-                f"{expected}; delete it or fetch with --force"
+                f"{source.key}: checksum mismatch: {out_dir} was extracted from an archive with sha256 {recorded}, "
+                f"expected sha256 {expected}{_size_text(source.size)}; delete the folder at {out_dir} and fetch "
+                f"again (with VLC_MIRROR set to a mirror, or on a connected machine), or fetch with --force"
             )
         if expected is None and isinstance(recorded, str):
             log.warning("%s: no pinned or recorded sha256; accepting %s as extracted (archive sha256 %s)",

@@ -213,18 +213,20 @@ class Engine:
         pending_keys: list[str] = []
         pending: list[np.ndarray] = []
         done = 0
-        for pixels in batches:
-            with self._autocast():
-                pending.append(self.model.encode_images(pixels).float().numpy())
-            pending_keys.extend(todo_keys[done: done + len(pixels)])
-            done += len(pixels)
-            if len(pending_keys) >= cfg.shard_size:
+        try:  # closed on an error too, so that an error line starts on a line of its own
+            for pixels in batches:
+                with self._autocast():
+                    pending.append(self.model.encode_images(pixels).float().numpy())
+                pending_keys.extend(todo_keys[done: done + len(pixels)])
+                done += len(pixels)
+                if len(pending_keys) >= cfg.shard_size:
+                    self.image_cache.put(pending_keys, np.concatenate(pending))
+                    pending_keys, pending = [], []
+                bar.update(len(pixels))
+            if pending_keys:
                 self.image_cache.put(pending_keys, np.concatenate(pending))
-                pending_keys, pending = [], []
-            bar.update(len(pixels))
-        if pending_keys:
-            self.image_cache.put(pending_keys, np.concatenate(pending))
-        bar.close()
+        finally:
+            bar.close()
 
     # -- texts ----------------------------------------------------------------------------------
     def text_embeddings(self, texts: Sequence[str]) -> np.ndarray:
@@ -247,18 +249,20 @@ class Engine:
             bar = tqdm(total=len(todo_keys), desc=f"encode texts [{self.model.name}]", disable=not cfg.progress, mininterval=2)
             pending_keys: list[str] = []
             pending: list[np.ndarray] = []
-            for start in range(0, len(todo_keys), cfg.text_batch_size):
-                chunk = todo_keys[start: start + cfg.text_batch_size]
-                with self._autocast():
-                    pending.append(self.model.encode_tokens(torch.stack([rows[k] for k in chunk])).float().numpy())
-                pending_keys.extend(chunk)
-                if len(pending_keys) >= cfg.shard_size:
+            try:  # closed on an error too, so that an error line starts on a line of its own
+                for start in range(0, len(todo_keys), cfg.text_batch_size):
+                    chunk = todo_keys[start: start + cfg.text_batch_size]
+                    with self._autocast():
+                        pending.append(self.model.encode_tokens(torch.stack([rows[k] for k in chunk])).float().numpy())
+                    pending_keys.extend(chunk)
+                    if len(pending_keys) >= cfg.shard_size:
+                        self.text_cache.put(pending_keys, np.concatenate(pending))
+                        pending_keys, pending = [], []
+                    bar.update(len(chunk))
+                if pending_keys:
                     self.text_cache.put(pending_keys, np.concatenate(pending))
-                    pending_keys, pending = [], []
-                bar.update(len(chunk))
-            if pending_keys:
-                self.text_cache.put(pending_keys, np.concatenate(pending))
-            bar.close()
+            finally:
+                bar.close()
         return self.text_cache.get([key_of[t] for t in texts])
 
     def _tokenize(self, texts: list[str]) -> torch.Tensor:

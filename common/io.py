@@ -1,20 +1,26 @@
-"""Atomic file writes and content hashing.
+"""Atomic file writes, output groups and content hashing.
 
 Every result the workspace produces goes through these helpers so that an interrupted run never
 leaves a half-written file behind: data is written to a temporary file in the destination folder
-and moved into place with ``os.replace`` (atomic on POSIX).
+and moved into place with ``os.replace`` (atomic on POSIX). A stage with several outputs writes them
+all into a staging folder (``output_group``) and they replace the previous ones only once every one
+of them was written: a failing, interrupted or degraded run leaves the previous outputs as they were.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from common.errors import OutputError
 
 
 @contextlib.contextmanager
@@ -38,6 +44,115 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""OSErrors that only a write raises (disk full, quota, file too large, read-only file system)."""
+
+
+@contextlib.contextmanager
+def output_group(dest_dir: str | os.PathLike) -> Iterator[Path]:
+    """Yield an empty staging folder beside ``dest_dir``'s contents; write a stage's outputs there.
+
+    When the block succeeds, every entry of the staging folder (file or folder) replaces its namesake in
+    ``dest_dir``, one ``os.replace`` each, after everything was written; a folder replaces the previous folder
+    as a whole (files it no longer holds disappear with it). When the block raises (KeyboardInterrupt included)
+    nothing in ``dest_dir`` changes and the staging folder is removed. Should a move fail half-way, the entries
+    already moved are put back, so the previous outputs stay a consistent group. Entries of ``dest_dir`` the
+    block did not write are never touched. Files keep the permissions they were written with (``atomic_path``:
+    ``0o666 & ~umask``).
+
+    A write that fails for lack of space or permission (in the block or while moving) raises ``OutputError``
+    naming ``dest_dir``.
+    """
+    dest_dir = Path(dest_dir)
+    try:
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging.", dir=dest_dir))
+    except OSError as exc:
+        raise _output_error(dest_dir, exc) from exc
+    try:
+        try:
+            yield staging
+        except OSError as exc:
+            if exc.errno in WRITE_ERRNOS or _inside(exc.filename, staging) or _inside(exc.filename2, staging):
+                raise _output_error(dest_dir, exc) from exc
+            raise
+        _commit(staging, dest_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def staged_to_final(path: str | os.PathLike, staging: Path, dest_dir: str | os.PathLike) -> Path:
+    """Where ``path`` (written under ``staging``) lies once the group is in place."""
+    path = Path(path)
+    try:
+        return Path(dest_dir) / path.relative_to(staging)
+    except ValueError:
+        return path
+
+
+def _inside(name: object, folder: Path) -> bool:
+    if not isinstance(name, (str, bytes, os.PathLike)):
+        return False
+    try:
+        return Path(os.fsdecode(name)).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _output_error(dest_dir: Path, exc: OSError) -> OutputError:
+    what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (exc.strerror or str(exc))
+    where = f" ({os.fsdecode(exc.filename)})" if isinstance(exc.filename, (str, bytes, os.PathLike)) else ""
+    return OutputError(
+        f"cannot write the outputs into {dest_dir}: {what}{where}. Nothing there was replaced: the previous "
+        f"outputs are unchanged. Free some space or make {dest_dir} writable, then rerun."
+    )
+
+
+def _commit(staging: Path, dest_dir: Path) -> None:
+    """Move every entry of ``staging`` onto its namesake in ``dest_dir``; all or (after a failure) none."""
+    entries = sorted(staging.iterdir())
+    if not entries:
+        return
+    try:
+        backup = Path(tempfile.mkdtemp(prefix=".previous.", dir=dest_dir))
+    except OSError as exc:
+        raise _output_error(dest_dir, exc) from exc
+    done: list[tuple[Path, Path | None]] = []  # (destination, its previous version or None)
+    try:
+        for entry in entries:
+            dest = dest_dir / entry.name
+            saved: Path | None = None
+            if dest.is_dir() and not dest.is_symlink():
+                saved = backup / entry.name
+                os.replace(dest, saved)  # a folder cannot be replaced in one step: set it aside first
+            elif dest.exists() or dest.is_symlink():
+                saved = backup / entry.name
+                try:
+                    os.link(dest, saved, follow_symlinks=False)  # the file stays in place until replaced
+                except OSError:
+                    shutil.copy2(dest, saved, follow_symlinks=False)
+            try:
+                os.replace(entry, dest)
+            except BaseException:
+                if saved is not None and not dest.exists():
+                    os.replace(saved, dest)
+                raise
+            done.append((dest, saved))
+    except BaseException as exc:
+        for dest, saved in reversed(done):  # put the previous group back
+            if saved is not None:
+                if dest.is_dir() and not dest.is_symlink():
+                    shutil.rmtree(dest)
+                os.replace(saved, dest)
+            else:
+                shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
+        if isinstance(exc, OSError):
+            raise _output_error(dest_dir, exc) from exc
+        raise
+    finally:
+        shutil.rmtree(backup, ignore_errors=True)
 
 
 def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:

@@ -12,7 +12,7 @@ PUBLISHED = RESULTS / "published"
 
 
 def data_root() -> Path:
-    """Raw external data fetched by the full profile (tracked by ``data.dvc``); ``VLC_DATA`` overrides."""
+    """Raw external data fetched by the full profile (``python -m common fetch``, checked against pinned sha256; git-ignored); ``VLC_DATA`` overrides."""
     return Path(os.environ.get("VLC_DATA", ROOT / "data"))
 
 

@@ -45,7 +45,9 @@ def paper_dir(paper: str) -> Path:
 def paper_module(paper: str, name: str) -> ModuleType | None:
     """``papers.<paper>.<name>``, or None when the paper has no such module (an import error inside it raises)."""
     if paper not in paper_names():
-        raise KeyError(f"unknown paper {paper!r}; papers: {', '.join(paper_names())}")
+        from common.errors import unknown_name
+
+        raise unknown_name("paper", paper, paper_names())
     qualified = f"{PAPERS_PACKAGE}.{paper}.{name}"
     if not (paper_dir(paper) / f"{name}.py").is_file() and not (paper_dir(paper) / name / "__init__.py").is_file():
         return None

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from common.errors import WorkspaceError
 from common.paths import PUBLISHED
 
 CELL_FIELDS = ("paper", "table", "row", "column", "value", "unit", "status", "raw", "note")
@@ -59,7 +60,7 @@ STATUSES = frozenset({"ok", "unreadable", "not_reported"})
 KEY_SEPARATOR = " | "
 
 
-class PublishedDataError(ValueError):
+class PublishedDataError(WorkspaceError, ValueError):
     """A published-numbers file is malformed; the message names the file and the line."""
 
 

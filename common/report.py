@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from common import plugins
+from common.errors import WorkspaceError
 from common.params import stage_params
 from common.paths import RESULTS
 
@@ -25,7 +26,7 @@ def audit_line(paper: str) -> str:
     """Where the paper's audit report is, with its verdict counts."""
     summary = RESULTS / "audit" / f"{paper}_summary.json"
     if not summary.is_file():
-        raise SystemExit(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
+        raise WorkspaceError(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
     verdicts = json.loads(summary.read_text())
     return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
 
@@ -55,4 +56,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

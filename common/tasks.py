@@ -24,8 +24,10 @@ from typing import Protocol, Sequence, Union, runtime_checkable
 
 import torch
 
+from common.errors import WorkspaceError
 
-class DatasetError(ValueError):
+
+class DatasetError(WorkspaceError, ValueError):
     """Bad benchmark input; the message names the file and the record."""
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from common.audit.core import AuditRow, Recomputed, VerdictCounts, audit_rows
+from common.errors import WorkspaceError
+from common.io import write_text_atomic
 from common.paths import RESULTS
 
 Recompute = Callable[[str], list[Recomputed]]
@@ -26,6 +28,20 @@ Recompute = Callable[[str], list[Recomputed]]
 DrawFigures = Callable[[Path], dict[str, Path]]
 
 STRICT_EXIT = 3
+PARTIAL = "partial"
+"""Sub-folder of ``results/audit`` where a deliberately partial audit (pinned sources unreadable, no --strict)
+goes: never tracked (it holds a ``.gitignore`` of ``*``), never mistaken for the paper's audit."""
+
+
+class AuditIncomplete(WorkspaceError):
+    """``--strict`` and a checksum-pinned released source could not be read: nothing was written."""
+
+    exit_code = STRICT_EXIT
+
+    def __init__(self, paper: str, rows: Sequence[AuditRow], pinned: Sequence[str]) -> None:
+        super().__init__(f"audit {paper} incomplete (--strict): {len(pinned)} pinned source(s) unreadable; "
+                         "nothing was written. Fetch them (VLC_MIRROR or internet) and rerun")
+        self.paper, self.rows, self.pinned = paper, list(rows), list(pinned)
 
 
 def collect(paper: str, profile: str, recompute: Recompute | None = None) -> list[Recomputed]:
@@ -35,8 +51,15 @@ def collect(paper: str, profile: str, recompute: Recompute | None = None) -> lis
 
 
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
-              profile: str | None = None, out_dir: Path | None = None) -> tuple[list[AuditRow], dict[str, Path]]:
-    """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``."""
+              profile: str | None = None, out_dir: Path | None = None,
+              strict: bool = False) -> tuple[list[AuditRow], dict[str, Path]]:
+    """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``.
+
+    Whether the audit is complete is decided before anything is written: with ``strict``, an unreadable pinned
+    released source raises ``AuditIncomplete`` and no file changes; without it, such a partial audit aimed at
+    ``results/audit`` goes to ``results/audit/partial/`` instead (``partial_dir``), so the paper's audit there is
+    never replaced by a degraded one. The files of one audit are replaced as a group (``write_audit``).
+    """
     from common.audit.report import write_audit
     from common.params import load_params
     from common.published import load_cells, load_claims
@@ -44,10 +67,22 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     profile = profile or load_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
     rows = audit_rows(paper, load_cells(paper), load_claims(paper), collect(paper, profile, recompute))
-    paths = write_audit(paper, rows, out_dir, profile)
-    if figures is not None:
-        paths.update(figures(out_dir))
-    return rows, paths
+    _, pinned = unreadable_sources(rows)
+    if pinned and strict:
+        raise AuditIncomplete(paper, rows, pinned)
+    if pinned and Path(out_dir).resolve() == (RESULTS / "audit").resolve():
+        out_dir = partial_dir(out_dir)
+    return rows, write_audit(paper, rows, out_dir, profile, figures=figures)
+
+
+def partial_dir(audit_dir: Path) -> Path:
+    """``<audit_dir>/partial``, created with a ``.gitignore`` that keeps everything in it out of git."""
+    folder = Path(audit_dir) / PARTIAL
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.is_file():
+        write_text_atomic(ignore, "*\n")
+    return folder
 
 
 def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
@@ -66,29 +101,68 @@ def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
     return unavailable, [s for s in unavailable if pinned(s)]
 
 
+def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
+    """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full (the
+    file, the expected sha256 and size, what was found, the remedy); otherwise what its cells' notes recorded."""
+    from common.download import FetchError, RegistryError, fetch, get_source
+
+    if pinned:
+        try:
+            get_source(source)
+        except RegistryError:
+            pass  # a label for several files: the notes say which one failed
+        else:
+            try:
+                fetch(source, progress=False)  # fails the same way (the cells keep only a shortened reason)
+            except FetchError as exc:
+                return f"{type(exc).__name__}: {exc}"
+    notes = dict.fromkeys(r.note.removeprefix("not recomputed yet: ") for r in rows
+                          if r.source == source and r.profile == "released" and r.recomputed is None)
+    return "; ".join(n for n in notes if n) or "unreadable (no reason recorded)"
+
+
+def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
+    """Each released source that could not be read, with why (stderr)."""
+    file = file or sys.stderr
+    unavailable, pinned = unreadable_sources(rows)
+    if not unavailable:
+        return
+    print(f"{len(unavailable)} released source(s) could not be read ({len(pinned)} of them checksum-pinned):",
+          file=file)
+    for source in unavailable:
+        reason = why_unreadable(source, rows, source in pinned)
+        print(f"  {source}{' (pinned)' if source in pinned else ''}:", file=file)
+        for line in reason.splitlines():
+            print(f"      {line}" if line.strip() else "", file=file)
+
+
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
          figures: DrawFigures | None = None, profile: str | None = None) -> int:
     """``audit <paper> [--strict]``: write the paper's audit and print where it is and what could not be read."""
     parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.audit",
                                      description=f"{paper}: published vs recomputed numbers (results/audit/).")
     parser.add_argument("--strict", action="store_true",
-                        help=f"exit {STRICT_EXIT} when a pinned released source could not be fetched "
-                             "(pipelines: never cache a partial audit)")
+                        help=f"exit {STRICT_EXIT}, writing nothing, when a pinned released source could not be "
+                             "fetched (pipelines: never replace an audit by a partial one); without it such a "
+                             f"partial audit goes to results/audit/{PARTIAL}/")
     args = parser.parse_args(argv)
-    rows, paths = run_audit(paper, recompute, figures, profile)
+    try:
+        rows, paths = run_audit(paper, recompute, figures, profile, strict=args.strict)
+    except AuditIncomplete as exc:
+        print_unreadable(exc.rows)
+        print(f"audit incomplete (--strict): {len(exc.pinned)} pinned source(s) unreadable; nothing was written "
+              f"(the previous {RESULTS / 'audit' / paper}.* are unchanged). Fetch them (VLC_MIRROR or internet) "
+              "and rerun", file=sys.stderr)
+        return STRICT_EXIT
     counts = VerdictCounts.of(rows).counts
     print(f"audit {paper}: " + ", ".join(f"{v}: {n}" for v, n in counts.items()))
     for kind, path in paths.items():
         print(f"{kind}: {path}")
-    unavailable, pinned = unreadable_sources(rows)
-    if unavailable:
-        print(f"{len(unavailable)} released source(s) could not be read (their cells say why):", file=sys.stderr)
-        for source in unavailable:
-            print(f"  {source}", file=sys.stderr)
-        if args.strict and pinned:
-            print(f"audit incomplete (--strict): {len(pinned)} pinned source(s) unreadable; fetch them "
-                  "(VLC_MIRROR or internet) and rerun", file=sys.stderr)
-            return STRICT_EXIT
+    print_unreadable(rows)
+    if Path(paths["markdown"]).parent.name == PARTIAL:
+        print(f"partial audit: pinned released sources unreadable, so it was written to "
+              f"{Path(paths['markdown']).parent}/, not {RESULTS / 'audit'}/ (whose files are unchanged); "
+              "fetch the sources and rerun for the real audit", file=sys.stderr)
     return 0
 
 

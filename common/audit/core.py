@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
+from common.errors import WorkspaceError
 from common.published import PublishedCell, PublishedClaim
 
 VERDICTS = ("differs", "reproduced", "not recomputed yet", "mini profile: not comparable")
@@ -51,7 +52,7 @@ CLAIM_TABLE = "claims"
 """Recomputations of a claim use table ``claims``, row ``<claim_id>``, column ``value``."""
 
 
-class AuditError(ValueError):
+class AuditError(WorkspaceError, ValueError):
     """A recomputation does not match anything published, or is otherwise malformed."""
 
 

@@ -7,10 +7,10 @@ every field in full (recompute expressions included), plus the claim's ``compari
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, VERDICTS, AuditRow, VerdictCounts
-from common.io import write_csv_atomic, write_json_atomic, write_text_atomic
+from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
@@ -201,9 +201,11 @@ def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mappin
 
 
 def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
-                claims: Iterable | None = None) -> dict[str, Path]:
+                claims: Iterable | None = None,
+                figures: Callable[[Path], Mapping[str, Path]] | None = None) -> dict[str, Path]:
     """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` (DVC metrics: the count of each verdict,
-    nothing else) and ``<paper>.png`` into ``out_dir``.
+    nothing else), ``<paper>.png`` and whatever ``figures(folder)`` draws into ``out_dir``, as one group
+    (``common.io.output_group``): they replace the previous ones only once every one of them was written.
 
     ``claims`` (the paper's ``PublishedClaim`` list) gives each claim row its comparison and quote; when
     None they are read from ``results/published/<paper>_claims.csv`` if it exists.
@@ -211,11 +213,14 @@ def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
     out_dir = Path(out_dir)
     info = claim_info(paper, claims)
     counts = VerdictCounts.of(rows).counts
-    paths = {
-        "markdown": write_text_atomic(out_dir / f"{paper}.md", markdown(paper, rows, profile, info=info)),
-        "csv": write_csv_atomic(out_dir / f"{paper}.csv", csv_rows(rows, info), FIELDS),
-        "metrics": write_json_atomic(out_dir / f"{paper}_summary.json", counts),
-        "figure": scatter(rows, out_dir / f"{paper}.png", f"{paper}: published vs recomputed",
-                          {k: v.comparison for k, v in info.items()}),
-    }
-    return paths
+    with output_group(out_dir) as staging:
+        paths = {
+            "markdown": write_text_atomic(staging / f"{paper}.md", markdown(paper, rows, profile, info=info)),
+            "csv": write_csv_atomic(staging / f"{paper}.csv", csv_rows(rows, info), FIELDS),
+            "metrics": write_json_atomic(staging / f"{paper}_summary.json", counts),
+            "figure": scatter(rows, staging / f"{paper}.png", f"{paper}: published vs recomputed",
+                              {k: v.comparison for k, v in info.items()}),
+        }
+        if figures is not None:
+            paths.update(figures(staging))
+    return {kind: staged_to_final(path, staging, out_dir) for kind, path in paths.items()}

@@ -158,4 +158,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

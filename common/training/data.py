@@ -54,7 +54,7 @@ class MiniWorldBatches:
     def load(cls, train_dir: Path, n_images: int, tokenizer: Callable) -> "MiniWorldBatches":
         """The first ``n_images`` pairs of ``train_dir``, every caption tokenised once."""
         train_dir = Path(train_dir)
-        images = np.load(train_dir / "images.npy", mmap_mode="r")
+        images = np.load(train_dir / "images.npy", mmap_mode="r", allow_pickle=False)
         captions = json.loads((train_dir / "captions.json").read_text())
         if n_images > len(images):
             raise ValueError(f"{train_dir}: asked for {n_images} images, the training set has {len(images)}")

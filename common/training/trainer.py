@@ -274,18 +274,30 @@ def train(
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
     progress: bool = False,
+    checkpoint_every: int | None = None,
+    resume_path: Path | None = None,
 ) -> TrainResult:
     """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar; see the module docstring.
 
     ``provenance``: extra keys for the sidecar (data hashes, versions), which must not clash with
     the trainer's own. With ``resume`` (default) an existing ``<stem>.resume.pt`` from the same
     setup is continued; it is removed once the final weights are written.
+    ``checkpoint_every``: overrides ``config.checkpoint_every`` without entering the record (how often a
+    resume state is saved changes no number: saving reads the RNG states, never draws from them), so a
+    caller can turn checkpoints on without changing its sidecar. ``resume_path``: where the resume state
+    lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
+    rerun).
     Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
     ``<stem>.best.safetensors`` when ``validate`` is given.
     """
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
     paths = _paths(out_path)
+    if resume_path is not None:
+        paths["resume"] = Path(resume_path)
+    every = config.checkpoint_every if checkpoint_every is None else checkpoint_every
+    if every < 0:
+        raise ValueError(f"checkpoint_every must be >= 0, not {every}")
     local_batch, rem = divmod(config.batch_size, world.world_size * config.accum)
     if rem:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by world_size {world.world_size} "
@@ -381,7 +393,7 @@ def train(
         due = done == config.steps or (config.validate_every and done % config.validate_every == 0)
         if validate is not None and due:
             validate_now(done)
-        if config.checkpoint_every and done % config.checkpoint_every == 0 and done < config.steps:
+        if every and done % every == 0 and done < config.steps:
             rng_states = all_gather_objects(ckpt.capture_rng(world.device), world)
             if world.is_main:
                 ckpt.save_resume(paths["resume"], {

@@ -21,6 +21,7 @@ from typing import Callable, Protocol, Sequence
 import torch
 from PIL import Image
 
+from common.errors import WorkspaceError
 from common import plugins
 from common.paths import build_root, data_root
 
@@ -31,7 +32,7 @@ MODEL_CONFIG_DIR = ZOO_DIR / "model_configs"
 REGISTRY_FILE = ZOO_DIR / "models.toml"
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(WorkspaceError, RuntimeError):
     """The weights of a registered model cannot be obtained here; the message says how to get them."""
 
 
@@ -103,9 +104,11 @@ def registry(path: Path | None = None) -> dict[str, ModelSpec]:
 
 def get_spec(name: str) -> ModelSpec:
     """One model's entry, read from the file that owns its name (``common.plugins``)."""
+    from common.errors import unknown_name
+
     specs = read_models_file(plugins.owned_file(name, REGISTRY_FILE.name, REGISTRY_FILE))
-    if name not in specs:
-        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(registry()))}")
+    if name not in specs:  # an UnknownName is a KeyError too; `python -m common zoo list` lists every model
+        raise unknown_name("model", name, registry())
     return specs[name]
 
 
@@ -288,6 +291,143 @@ def _how_to_get(spec: ModelSpec) -> str:
     return f"download it with `python -m common fetch {spec.source}` (see its instructions) to {spec.checkpoint_path()}"
 
 
+HUB_HOST = ("huggingface.co", 443)
+HUB_PROBE_SECONDS = 3.0
+
+
+def hub_offline() -> str | None:
+    """Why the model hub cannot be reached from here, or None when it can.
+
+    ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``) says so without asking; otherwise a TCP connection to
+    huggingface.co:443 that does not open within ``HUB_PROBE_SECONDS`` (name lookup included) means offline (probed
+    once per process). Behind an HTTPS proxy (``HTTPS_PROXY``) the hub is assumed reachable: the proxy decides.
+    """
+    import os
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+            return f"{var}={os.environ[var]}"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    return _probe_hub()
+
+
+@lru_cache(maxsize=1)
+def _probe_hub() -> str | None:
+    import socket
+    import threading
+
+    outcome: list[BaseException | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection(HUB_HOST, timeout=HUB_PROBE_SECONDS).close()
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=probe, daemon=True)  # a thread: the name lookup has no timeout of its own
+    thread.start()
+    thread.join(HUB_PROBE_SECONDS)
+    if not outcome:
+        return f"{HUB_HOST[0]}:{HUB_HOST[1]} did not answer within {HUB_PROBE_SECONDS:g} s"
+    if outcome[0] is not None:
+        return f"{HUB_HOST[0]}:{HUB_HOST[1]} unreachable ({outcome[0]})"
+    return None
+
+
+@contextlib.contextmanager
+def _hub_offline_mode(offline: bool):
+    """huggingface_hub in offline mode for the block (its flag is read at import, so it is set on the module too)."""
+    if not offline:
+        yield
+        return
+    import os
+
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # no hub client: open_clip can only use URLs and files
+        constants = None
+    before_env = os.environ.get("HF_HUB_OFFLINE")
+    before = getattr(constants, "HF_HUB_OFFLINE", None)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if before_env is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before_env
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = before
+
+
+def _hub_cache_dir(cache_dir: str | None) -> str:
+    if cache_dir:
+        return cache_dir
+    try:
+        from huggingface_hub import constants
+
+        return constants.HF_HUB_CACHE
+    except ImportError:
+        return "~/.cache/huggingface/hub"
+
+
+def _offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
+    import open_clip
+
+    cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
+    where = cfg.get("hf_hub") or cfg.get("url") or "open_clip's pretrained registry"
+    detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None else ""
+    return (
+        f"model {spec.name!r}: offline ({reason}) and its weights ({spec.arch!r}, {spec.pretrained!r}, from {where}) "
+        f"are not in the local cache {_hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` "
+        "once on a machine with internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface; "
+        "open_clip URL downloads: ~/.cache/clip) here; with the weights in place, HF_HUB_OFFLINE=1 skips the "
+        "connectivity check"
+    )
+
+
+def _fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str) -> None:
+    """Offline: raise ``ModelUnavailable`` now unless the weights file is already in the local cache.
+
+    Before the model is built (seconds to minutes for the large towers): open_clip builds it first and only then
+    looks for the weights. URL-only weights are fetched with urllib, which has no offline mode, so their file is
+    looked up directly.
+    """
+    import os
+
+    import open_clip
+    from open_clip.pretrained import download_pretrained, has_hf_hub
+
+    cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
+    if not cfg or "file" in cfg:
+        return
+    if cfg.get("url") and not (cfg.get("hf_hub") and has_hf_hub()):
+        target = Path(cache_dir or os.path.expanduser("~/.cache/clip")) / os.path.basename(cfg["url"])
+        if not target.is_file():
+            raise ModelUnavailable(_offline_message(spec, reason, cache_dir, None))
+        return
+    try:
+        with _hub_offline_mode(True), _quiet_logger("root"):
+            download_pretrained(cfg, cache_dir=cache_dir)  # offline: the cached file's path, or an error at once
+    except Exception as exc:
+        raise ModelUnavailable(_offline_message(spec, reason, cache_dir, exc)) from exc
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str):
+    logger = logging.getLogger(None if name == "root" else name)
+    before = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
 def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -> OpenClipModel:
     """Build a registered model with its weights, or raise ``ModelUnavailable``."""
     import open_clip
@@ -305,12 +445,20 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
                 f"model {name!r}: open_clip {open_clip.__version__} has no pretrained tag "
                 f"{spec.pretrained!r} for {spec.arch!r}"
             )
+        offline = hub_offline()
+        if offline:
+            _fail_if_weights_absent(spec, cache_dir, offline)
         try:
-            model, _, transform = open_clip.create_model_and_transforms(
-                spec.arch, pretrained=spec.pretrained, device=device, cache_dir=cache_dir
-            )
+            with _hub_offline_mode(bool(offline)):  # offline: only the local cache is read, no retries
+                model, _, transform = open_clip.create_model_and_transforms(
+                    spec.arch, pretrained=spec.pretrained, device=device, cache_dir=cache_dir
+                )
+                tokenizer = open_clip.get_tokenizer(spec.arch)  # hf tokenizers are fetched from the hub too
         except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here
+            if offline:
+                raise ModelUnavailable(_offline_message(spec, offline, cache_dir, exc)) from exc
             raise ModelUnavailable(f"model {name!r}: weights could not be loaded ({exc}); {_how_to_get(spec)}") from exc
+        return OpenClipModel(spec, model, transform, tokenizer, device)
     else:
         path = spec.checkpoint_path()
         assert path is not None

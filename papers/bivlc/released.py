@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from common.errors import WorkspaceError
 from common.audit.core import CLAIM_TABLE, Recomputed
 
 PAPER = "bivlc"
@@ -115,7 +116,7 @@ TABLE5_COLUMNS = {"text_detection_acc": "Text detection acc", "img_detection_acc
                   "I2T": "I2T", "T2I": "T2I", "Group": "Group"}
 
 
-class ReleasedFileError(ValueError):
+class ReleasedFileError(WorkspaceError, ValueError):
     """A released-format file is malformed; the message names the file and the line."""
 
 

@@ -26,4 +26,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

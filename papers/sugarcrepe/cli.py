@@ -2,13 +2,15 @@
 
 * ``data describe sugarcrepe [--source released|mini|full]``: per-category example counts;
 * ``world sugarcrepe --out DIR`` and ``prepare sugarcrepe --out DIR``: the mini and full test sets;
-* ``eval --model NAME [--manifest FILE]``: one zoo model on a prepared SugarCrepe-format set;
+* ``eval --model NAME [--manifest FILE] [--out DIR|FILE.json]``: one zoo model on a prepared SugarCrepe-format set,
+  printed and written (summary JSON, per-example CSV);
 * ``bench``: the engine against SugarCrepe's official per-example loop.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from common.paths import build_root
@@ -40,17 +42,58 @@ def _prepare(args: argparse.Namespace) -> int:
     return prepare.main(["--out", args.out])
 
 
+EVAL_EPILOG = """\
+manifest format (JSON; written by `world sugarcrepe` and `prepare sugarcrepe`):
+  {
+    "data_dir": "data",            required: folder of the category files, relative to the manifest's folder
+    "image_root": "images",        required: folder the examples' "filename"s are relative to
+    "categories": ["replace_obj"]  optional: which category files to score (default: all seven)
+    ...                            anything else (counts, config) is kept as information
+  }
+each category file <data_dir>/<category>.json is SugarCrepe's released format, one object:
+  {"<example id>": {"filename": "000000000139.jpg", "caption": "...", "negative_caption": "..."}, ...}
+an example is correct when the model scores its caption strictly above its negative caption.
+
+output: the summary (accuracy per category, ties, the macro average) is printed and written with the
+per-example scores (item_id, group, correct, tie, score_0 = caption, score_1 = negative caption):
+  --out DIR        DIR/<model>.json and DIR/<model>.predictions.csv ("/" in the model name becomes "__")
+  --out FILE.json  FILE.json and FILE.predictions.csv beside it
+default: --out <build>/eval/ (VLC_BUILD, default build/). Bad input (a malformed manifest or category file, a
+missing, escaping or unreadable image, an unknown model) stops with one `error:` line naming the file and record.
+"""
+
+
+def eval_outputs(out: Path, model: str) -> tuple[Path, Path]:
+    """(summary JSON, per-example CSV) for ``eval --out``: a ``.json`` file, or a folder."""
+    if out.suffix == ".json":
+        return out, out.with_suffix(".predictions.csv")
+    stem = model.replace("/", "__")
+    return out / f"{stem}.json", out / f"{stem}.predictions.csv"
+
+
 def _eval(args: argparse.Namespace) -> int:
     from common.engine import Engine
+    from common.io import write_json_atomic
+    from common.results import write_predictions
     from common.scoring.selection import image_to_text
-    from common.zoo import create_model
+    from common.tasks import DatasetError
+    from common.zoo import create_model, get_spec
     from papers.sugarcrepe.data import PreparedSet
 
+    get_spec(args.model)  # an unknown name fails before any data is read
     prepared = PreparedSet.load(Path(args.manifest))
-    result = image_to_text(Engine(create_model(args.model)), prepared.items())
+    items = prepared.items()
+    if not items:  # pragma: no cover - every category file holds at least one example (read_category)
+        raise DatasetError(f"{prepared.path}: no examples to score")
+    result = image_to_text(Engine(create_model(args.model)), items)
     scores = {g: round(100 * s.accuracy, 2) for g, s in result.by_group().items()}
-    print(json.dumps({"model": args.model, "accuracy": scores, "ties": result.ties,
-                      "average": round(100 * result.macro_accuracy(), 2)}, indent=2))
+    summary = {"model": args.model, "manifest": str(prepared.path), "n": len(result.outcomes),
+               "accuracy": scores, "ties": result.ties, "average": round(100 * result.macro_accuracy(), 2)}
+    summary_path, predictions_path = eval_outputs(Path(args.out), args.model)
+    write_predictions(predictions_path, result)
+    write_json_atomic(summary_path, {**summary, "predictions": str(predictions_path)})
+    print(json.dumps(summary, indent=2))
+    print(f"written: {summary_path}, {predictions_path}", file=sys.stderr)
     return 0
 
 
@@ -70,9 +113,15 @@ def register(groups) -> None:
     prepare.add_argument("--out", default=str(build_root() / "full" / "sugarcrepe"))
     prepare.set_defaults(func=_prepare)
 
-    ev = groups.root.add_parser("eval", help="score one model on a prepared SugarCrepe-format set")
-    ev.add_argument("--model", required=True)
-    ev.add_argument("--manifest", default=str(build_root() / "mini" / "sugarcrepe" / "manifest.json"))
+    ev = groups.root.add_parser("eval", help="score one model on a prepared SugarCrepe-format set",
+                                description="Score one zoo model on a prepared SugarCrepe-format set (a manifest and its\n"
+                                            "category files); print the results and write them (--out).",
+                                epilog=EVAL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ev.add_argument("--model", required=True, help="a zoo name (`python -m common zoo list` lists them)")
+    ev.add_argument("--manifest", default=str(build_root() / "mini" / "sugarcrepe" / "manifest.json"),
+                    help="the set's manifest.json (default: the mini set, %(default)s)")
+    ev.add_argument("--out", default=str(build_root() / "eval"),
+                    help="a folder, or a .json file for the summary (default: %(default)s)")
     ev.set_defaults(func=_eval)
 
     bench.register_cli(groups.root)

@@ -18,6 +18,8 @@ CATEGORIES: tuple[str, ...] = (
 """In Table 6's column order."""
 
 REQUIRED_FIELDS = ("filename", "caption", "negative_caption")
+MANIFEST_REQUIRED = ("data_dir", "image_root")
+"""Keys every ``manifest.json`` has (``PreparedSet``); ``categories`` is optional (default: all seven)."""
 MAX_LISTED_ERRORS = 20
 
 
@@ -55,6 +57,9 @@ def read_category(path: Path) -> dict[str, dict]:
         raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
+    if not data:
+        raise DatasetError(f"{path}: no examples in this SugarCrepe file (an empty object); every category scored "
+                           "needs at least one example (drop the category from the manifest instead)")
     problems = [f"{path}: duplicate key {key!r} (JSON keeps only the last; an example id must appear once)"
                 for key in duplicates]
     for example_id, record in data.items():
@@ -103,6 +108,8 @@ def category_counts(files: dict[str, Path]) -> dict[str, int]:
 
 
 def _raise_if(problems: list[str]) -> None:
+    if len(problems) == 1:
+        raise DatasetError(problems[0])
     if problems:
         listed = "\n  ".join(problems[:MAX_LISTED_ERRORS])
         more = f"\n  ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
@@ -129,12 +136,32 @@ class PreparedSet:
             info = json.loads(manifest.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise DatasetError(f"{manifest}: no prepared SugarCrepe set here; run `dvc repro papers/sugarcrepe`") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DatasetError(f"{manifest}: cannot read manifest: {exc}") from exc
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{manifest}: malformed manifest: {exc}") from exc
+            raise DatasetError(f"{manifest}: malformed manifest JSON at line {exc.lineno} column {exc.colno}: "
+                               f"{exc.msg}") from exc
+        if not isinstance(info, dict):
+            raise DatasetError(f"{manifest}: a manifest is a JSON object (see `python -m common eval --help`), "
+                               f"got {type(info).__name__}")
+        for key in MANIFEST_REQUIRED:
+            if not isinstance(info.get(key), str) or not info[key]:
+                raise DatasetError(f"{manifest}: key {key!r} missing or not a non-empty string (a folder, relative "
+                                   "to the manifest's; see `python -m common eval --help`)")
+        categories = info.get("categories", list(CATEGORIES))
+        if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+            raise DatasetError(f"{manifest}: key 'categories' must be a list of category names, got {categories!r}")
+        if not categories:
+            raise DatasetError(f"{manifest}: no examples: 'categories' is empty (omit it for all seven)")
+        for category in categories:
+            if category not in CATEGORIES:
+                from common.errors import unknown_name
+
+                raise DatasetError(f"{manifest}: 'categories': {unknown_name('category', category, CATEGORIES)}")
         base = manifest.parent
         return cls(
             path=manifest, data_dir=base / info["data_dir"], image_root=base / info["image_root"],
-            categories=tuple(info.get("categories", CATEGORIES)), info=info,
+            categories=tuple(categories), info=info,
         )
 
     def files(self) -> dict[str, Path]:

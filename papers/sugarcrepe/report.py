@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 
+from common.errors import WorkspaceError
 from common.paths import RESULTS
 from papers.sugarcrepe.data import CATEGORIES
 
@@ -18,7 +19,7 @@ def report(profile: str) -> None:
     out_dir = RESULTS / "sugarcrepe" / profile
     table = out_dir / "table6.csv"
     if not table.is_file():
-        raise SystemExit(f"{table} does not exist yet: run `dvc repro papers/sugarcrepe`")
+        raise WorkspaceError(f"{table} does not exist yet: run `dvc repro papers/sugarcrepe`")
     with open(table, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     header = ["model", *CATEGORIES, "average"]
@@ -45,4 +46,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -15,7 +15,7 @@ from common.evaluate import best_device, engine_config, evaluate_selection
 from common.figures import grouped_bars
 from common.params import stage_params
 from common.paths import RESULTS, build_root
-from common.io import write_csv_atomic
+from common.io import output_group, staged_to_final, write_csv_atomic
 from common.results import write_accuracy_table
 from papers.sugarcrepe.data import CATEGORIES, PreparedSet
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
@@ -33,29 +33,33 @@ def main() -> None:
     items = prepared.items()
     out_dir = RESULTS / "sugarcrepe" / profile
     config = engine_config(params)
-    results = evaluate_selection(models, items, config, out_dir / "predictions", device=device)
-    context = {
-        "profile": profile,
-        "dataset": {k: v for k, v in prepared.info.items() if k in ("world_version", "counts", "n_images", "sha256", "config")},
-        "engine": {"image_batch_size": config.image_batch_size, "text_batch_size": config.text_batch_size,
-                   "precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
-        "note": "mini profile: tiny CLIPs on the rendered mini world; not comparable to the paper's numbers"
-        if profile == "mini" else "full profile: the paper's models on the released benchmark",
-    }
-    paths = write_accuracy_table(out_dir, "table6", results, CATEGORIES, context)
-    title = f"SugarCrepe Table 6 ({profile} profile" + (": mini world, tiny CLIPs)" if profile == "mini" else ")")
-    grouped_bars(paths["table"], CATEGORIES, out_dir / "table6.png", title)
-    if profile == "mini":
-        rows = reproduction_rows(paths["table"], read_spread(SEEDS_CSV))
-        within = sum(r["within"] == "yes" for r in rows)
-        print(f"reproduction: {within}/{len(rows)} cells within the seed spread ({SEEDS_CSV.name}: |value - mean| "
-              f"<= 3 sd + {ONE_EXAMPLE} points)")
-    else:
-        rows = [{"model": "", "group": "", "within": "full profile: the audit compares each cell with the paper"}]
-    paths["reproduction"] = write_csv_atomic(out_dir / "table6_reproduction.csv", rows, REPRODUCTION_FIELDS)
+    # every output of the stage is written into a staging folder and replaces the previous ones as a group
+    # (folders as a whole: a model dropped from the list leaves no stale predictions or metrics behind)
+    with output_group(out_dir) as staging:
+        results = evaluate_selection(models, items, config, staging / "predictions", device=device)
+        context = {
+            "profile": profile,
+            "dataset": {k: v for k, v in prepared.info.items() if k in ("world_version", "counts", "n_images", "sha256", "config")},
+            "engine": {"image_batch_size": config.image_batch_size, "text_batch_size": config.text_batch_size,
+                       "precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
+            "note": "mini profile: tiny CLIPs on the rendered mini world; not comparable to the paper's numbers"
+            if profile == "mini" else "full profile: the paper's models on the released benchmark",
+        }
+        paths = write_accuracy_table(staging, "table6", results, CATEGORIES, context)
+        title = f"SugarCrepe Table 6 ({profile} profile" + (": mini world, tiny CLIPs)" if profile == "mini" else ")")
+        grouped_bars(paths["table"], CATEGORIES, staging / "table6.png", title)
+        if profile == "mini":
+            rows = reproduction_rows(paths["table"], read_spread(SEEDS_CSV))
+            within = sum(r["within"] == "yes" for r in rows)
+            print(f"reproduction: {within}/{len(rows)} cells within the seed spread ({SEEDS_CSV.name}: |value - mean| "
+                  f"<= 3 sd + {ONE_EXAMPLE} points)")
+        else:
+            rows = [{"model": "", "group": "", "within": "full profile: the audit compares each cell with the paper"}]
+        paths["reproduction"] = write_csv_atomic(staging / "table6_reproduction.csv", rows, REPRODUCTION_FIELDS)
     for name, path in paths.items():
-        print(f"{name}: {path}")
-
+        print(f"{name}: {staged_to_final(path, staging, out_dir)}")
 
 if __name__ == "__main__":
-    main()
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

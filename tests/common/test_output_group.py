@@ -1,0 +1,158 @@
+"""``common.io.output_group``: a stage's outputs replace the previous ones as a group, or not at all.
+
+Group semantics (files and folders, stale files of a folder removed, untouched neighbours), an exception or a
+KeyboardInterrupt in the block, a move failing half-way (rolled back), permissions (those of ``atomic_path``),
+disk full (ENOSPC) and a read-only destination: ``OutputError`` naming the destination, previous outputs intact.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from common import io as cio
+from common.errors import OutputError, WorkspaceError
+from common.io import output_group, staged_to_final, write_json_atomic, write_text_atomic
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def previous(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    write_text_atomic(out / "table.csv", "old table\n")
+    write_text_atomic(out / "report.md", "old report\n")
+    write_text_atomic(out / "metrics" / "a.json", "{}\n")
+    write_text_atomic(out / "metrics" / "dropped.json", "{}\n")
+    write_text_atomic(out / "unrelated.txt", "not an output of this stage\n")
+    return out
+
+
+def no_leftovers(out: Path) -> None:
+    assert not [p.name for p in out.iterdir() if p.name.startswith((".staging.", ".previous."))]
+
+
+def test_outputs_replace_the_previous_ones_as_a_group(previous: Path) -> None:
+    with output_group(previous) as staging:
+        assert staging.parent == previous and not any(staging.iterdir())
+        table = write_text_atomic(staging / "table.csv", "new table\n")
+        write_text_atomic(staging / "report.md", "new report\n")
+        write_json_atomic(staging / "metrics" / "a.json", {"acc": 1})
+        assert (previous / "table.csv").read_text() == "old table\n"  # nothing moves before the block ends
+    assert staged_to_final(table, staging, previous) == previous / "table.csv"
+    assert snapshot(previous) == {
+        "metrics/a.json": b'{\n  "acc": 1\n}\n',  # the folder is replaced as a whole: dropped.json is gone
+        "report.md": b"new report\n", "table.csv": b"new table\n",
+        "unrelated.txt": b"not an output of this stage\n",  # not written by the block: untouched
+    }
+    assert not staging.exists()
+    no_leftovers(previous)
+
+
+def test_new_destination_is_created(tmp_path: Path) -> None:
+    with output_group(tmp_path / "a" / "b") as staging:
+        write_text_atomic(staging / "x.txt", "x")
+    assert (tmp_path / "a" / "b" / "x.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("stage failed"), KeyboardInterrupt()])
+def test_failure_or_interrupt_leaves_previous_outputs(previous: Path, exc: BaseException) -> None:
+    before = snapshot(previous)
+    with pytest.raises(type(exc)):
+        with output_group(previous) as staging:
+            write_text_atomic(staging / "table.csv", "new table\n")
+            write_text_atomic(staging / "metrics" / "a.json", "new\n")
+            raise exc
+    assert snapshot(previous) == before
+    assert not staging.exists()
+    no_leftovers(previous)
+
+
+def test_move_failing_half_way_is_rolled_back(previous: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = snapshot(previous)
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst).name == "table.csv" and Path(src).parent.name.startswith(".staging."):
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(cio.os, "replace", replace)
+    with pytest.raises(OutputError) as info:
+        with output_group(previous) as staging:
+            write_text_atomic(staging / "metrics" / "a.json", "new\n")  # moved first (sorted), then put back
+            write_text_atomic(staging / "report.md", "new report\n")
+            write_text_atomic(staging / "table.csv", "new table\n")
+    assert str(previous) in str(info.value) and "disk full" in str(info.value) and "unchanged" in str(info.value)
+    assert snapshot(previous) == before
+    no_leftovers(previous)
+
+
+def test_disk_full_while_writing(previous: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = snapshot(previous)
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OutputError) as info:
+        with output_group(previous) as staging:
+            write_text_atomic(staging / "report.md", "new report\n")
+            monkeypatch.setattr(Path, "write_bytes", full)
+            write_text_atomic(staging / "table.csv", "new table\n")
+    assert isinstance(info.value, WorkspaceError)
+    assert f"cannot write the outputs into {previous}: disk full" in str(info.value)
+    assert snapshot(previous) == before
+    no_leftovers(previous)
+
+
+def test_unrelated_oserror_is_not_disguised(previous: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        with output_group(previous):
+            open(previous.parent / "missing-input.csv").read()
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_destination(previous: Path) -> None:
+    before = snapshot(previous)
+    previous.chmod(0o555)
+    try:
+        with pytest.raises(OutputError) as info:
+            with output_group(previous) as staging:
+                write_text_atomic(staging / "table.csv", "new table\n")
+    finally:
+        previous.chmod(0o755)
+    assert str(previous) in str(info.value)
+    assert snapshot(previous) == before
+
+
+def test_read_only_destination_simulated(previous: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same as above where the tests run as root (permissions not enforced): mkdtemp refused."""
+    before = snapshot(previous)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(previous))
+
+    monkeypatch.setattr(cio.tempfile, "mkdtemp", refused)
+    with pytest.raises(OutputError) as info:
+        with output_group(previous):
+            pass
+    assert str(previous) in str(info.value) and "Permission denied" in str(info.value)
+    assert snapshot(previous) == before
+
+
+def test_permissions_are_those_of_any_file(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        with output_group(tmp_path / "out") as staging:
+            write_text_atomic(staging / "a.txt", "a")
+            write_text_atomic(staging / "sub" / "b.txt", "b")
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "out" / "a.txt", tmp_path / "out" / "sub" / "b.txt"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    assert stat.S_IMODE((tmp_path / "out" / "sub").stat().st_mode) == 0o755
