@@ -33,10 +33,10 @@ test: $(STAMP)
 
 status: $(STAMP)
 	@. $(BIN)/activate && for p in $(PAPER); do \
-	  dvc status --json papers/$$p 2>/dev/null | python -c 'import json, sys; \
+	  dvc status --json --with-deps papers/$$p 2>/dev/null | python -c 'import json, sys; \
 	  p = sys.argv[1]; stages = sorted(json.load(sys.stdin)); \
 	  print(f"papers/{p}: up to date" if not stages else \
-	        f"papers/{p}: {len(stages)} stage(s) to run ({chr(44).join(stages)}): make repro PAPER={p}")' $$p \
+	        f"papers/{p}: {len(stages)} stage(s) to run ({(chr(44) + chr(32)).join(stages)}): make repro PAPER={p}")' $$p \
 	  || echo "papers/$$p: dvc status failed: run dvc status papers/$$p"; done
 
 notebooks: $(STAMP)
