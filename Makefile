@@ -16,7 +16,7 @@ PAPER ?= $(PAPERS)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
 	@touch $(STAMP)
 

@@ -114,3 +114,28 @@ def test_audit_notebook_without_outputs_says_how_to_create_them(tmp_path, monkey
     for paper in PAPERS:
         assert f"create it with `python -m common audit {paper}`" in text
     assert "loaded: nothing" in text
+
+
+ARO_NOTEBOOK = ROOT / "notebooks" / "aro.ipynb"
+
+
+def test_aro_notebook_committed_without_outputs():
+    nb = nbformat.read(ARO_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+
+
+def test_aro_notebook_redraws_the_committed_results(monkeypatch):
+    """Fig. 1 and the shuffled-retrieval figure from results/aro/mini (committed: a fresh clone has them)."""
+    results = ROOT / "results" / "aro" / "mini"
+    assert (results / "table6.csv").is_file(), "results/aro/mini is committed with the code"
+    nb = _execute(ARO_NOTEBOOK, {"VLC_ARO_RESULTS": str(results)}, monkeypatch)
+    text = _text(nb)
+    assert "| task |" in text and "VG-Relation" in text and "Shuffle all words" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 2, "Fig. 1 and the shuffled-retrieval figure"
+
+
+def test_aro_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
+    text = _text(_execute(ARO_NOTEBOOK, {"VLC_ARO_RESULTS": str(tmp_path)}, monkeypatch))
+    assert "create it with `dvc repro papers/aro`" in text

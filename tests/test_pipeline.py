@@ -86,10 +86,30 @@ def test_full_profile_wiring(tmp_path):
     assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout
 
 
-@pytest.mark.parametrize("paper", ["aro", "bivlc", "conclip", "hard_positives"])
+@pytest.mark.parametrize("paper", ["bivlc", "conclip", "hard_positives"])
 def test_every_paper_has_its_own_pipeline(paper, tmp_path):
     """`dvc repro papers/<paper>` reaches the paper's own stages (graph only: nothing runs)."""
     workspace = copy_workspace(tmp_path / "ws")
     dag = dvc(workspace, None, "dag", "--dot", f"papers/{paper}")
     assert dag.returncode == 0, dag.stderr
     assert f"papers/{paper}/dvc.yaml:audit" in dag.stdout and "mini/" not in dag.stdout
+
+
+@pytest.mark.parametrize("profile", ["mini", "full"])
+def test_aro_pipeline_per_profile(profile, tmp_path):
+    """ARO's experiments under each profile (graph only): mini fine-tunes the mini CLIP on the rendered world;
+    full prepares the real benchmarks and fine-tunes on the real data, with no mini stage upstream."""
+    workspace = copy_workspace(tmp_path / "ws")
+    path = workspace / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["profile"] = profile
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    dag = dvc(workspace, None, "dag", "--dot", "papers/aro")
+    assert dag.returncode == 0, dag.stderr
+    for stage in ("tables", "audit", "real-text", f"finetune-{profile}@negclip", f"finetune-{profile}@clip-ft"):
+        assert f"papers/aro/dvc.yaml:{stage}" in dag.stdout, stage
+    if profile == "mini":
+        assert "mini/train@xs-32k" in dag.stdout and "papers/aro/dvc.yaml:mini-set" in dag.stdout
+    else:
+        assert "papers/aro/dvc.yaml:full-set" in dag.stdout
+        assert "mini/" not in dag.stdout and "mini-" not in dag.stdout

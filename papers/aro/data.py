@@ -1,0 +1,418 @@
+"""ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.tasks`` records.
+
+* VG-Relation / VG-Attribution: a JSON list of ``{image_path, bbox_x, bbox_y, bbox_w, bbox_h, true_caption,
+  false_caption, relation_name | attributes}`` (``dataset_zoo/aro_datasets.py``). The upstream crops each image
+  to its box before preprocessing; the engine only transforms the preprocessed tensor, so the full profile
+  materialises each crop once as a PNG named by image and box (``crop_relpath``) and the loader points at it. The
+  candidates are ``(false, true)`` as upstream, scored by ``ARO_VG_RULE`` (``argmax == 1``: a tie is wrong).
+* Karpathy test splits in BLIP's JSON (``coco_karpathy_test.json``, ``flickr30k_test.json``: a list of
+  ``{"image": relative path, "caption": [captions]}``): ``KarpathySet``, the retrieval gallery and, image-major,
+  the caption list that COCO-Order / Flickr30k-Order perturb.
+* Zero-shot classification (Table 6's downstream): a small JSON of class names, prompt templates and labelled
+  images (``read_classification``); no upstream format exists for these, so mini and full write this one.
+
+The mini world writes the same files (``papers.aro.mini``), so one loader reads both profiles. A prepared set is
+described by one ``manifest.json`` (``AroSet``); paths in it are relative to its folder, or absolute.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from common.scoring.selection import DecisionRule
+from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, resolve_under
+
+ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
+"""VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``, so a tie (argmax
+returns the first maximal index, the false caption) is wrong."""
+
+VG_RELATION = "vg_relation"
+VG_ATTRIBUTION = "vg_attribution"
+VG_KINDS = (VG_RELATION, VG_ATTRIBUTION)
+BBOX_FIELDS = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
+VG_COMMON_FIELDS = ("image_path", *BBOX_FIELDS, "true_caption", "false_caption")
+MAX_LISTED_ERRORS = 20
+MANIFEST_NAME = "manifest.json"
+
+
+def _raise_if(problems: list[str], what: str) -> None:
+    if len(problems) == 1:
+        raise DatasetError(problems[0])
+    if problems:
+        listed = "\n  ".join(problems[:MAX_LISTED_ERRORS])
+        more = f"\n  ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
+        raise DatasetError(f"{len(problems)} bad {what} record(s):\n  {listed}{more}")
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no {what} file here") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read {what} file: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# VG-Relation / VG-Attribution
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VgRecord:
+    """One checked VG-Relation / VG-Attribution test case; ``group`` is the relation or ``"attr1_attr2"``."""
+
+    index: int
+    image_path: str
+    bbox: tuple[float, float, float, float]
+    true_caption: str
+    false_caption: str
+    group: str
+    origin: str
+
+    def crop_box(self) -> tuple[int, int, int, int]:
+        """The pixel box PIL's ``Image.crop`` uses for the upstream ``(x, y, x + w, y + h)`` (it rounds each)."""
+        x, y, w, h = self.bbox
+        return round(x), round(y), round(x + w), round(y + h)
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value)).replace(".", "p").replace("-", "m")
+
+
+def crop_relpath(record: VgRecord) -> str:
+    """Where the crop of ``record`` lives under a crop root: the image path without suffix, then the box.
+
+    Keyed by image and box, so the relation and attribution files share crops and a prepared crop is reused.
+    """
+    stem = Path(record.image_path).with_suffix("")
+    return f"{stem.as_posix()}__{'_'.join(_number_text(v) for v in record.bbox)}.png"
+
+
+def read_vg(path: Path, kind: str) -> list[VgRecord]:
+    """A VG-Relation (``kind="vg_relation"``) or VG-Attribution file, every record checked."""
+    if kind not in VG_KINDS:
+        raise ValueError(f"kind must be one of {VG_KINDS}, got {kind!r}")
+    data = _read_json(path, kind)
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON list of test cases, got {type(data).__name__}")
+    if not data:
+        raise DatasetError(f"{path}: no test cases (an empty list)")
+    records: list[VgRecord] = []
+    problems: list[str] = []
+    for index, record in enumerate(data):
+        origin = f"{path}:{index}"
+        if not isinstance(record, dict):
+            problems.append(f"{origin}: expected an object, got {type(record).__name__}")
+            continue
+        bad = [f for f in ("image_path", "true_caption", "false_caption") if not _is_text(record.get(f))]
+        bad += [f for f in BBOX_FIELDS if not _is_number(record.get(f))]
+        if kind == VG_RELATION:
+            bad += [] if _is_text(record.get("relation_name")) else ["relation_name"]
+        else:
+            attributes = record.get("attributes")
+            if not (isinstance(attributes, list) and len(attributes) == 2 and all(map(_is_text, attributes))):
+                bad.append("attributes")
+        if bad:
+            problems.append(f"{origin}: field(s) {', '.join(map(repr, bad))} missing or of the wrong type "
+                            "(strings; numbers for the box; 'attributes' a list of two strings)")
+            continue
+        bbox = tuple(float(record[f]) for f in BBOX_FIELDS)
+        if bbox[2] <= 0 or bbox[3] <= 0:
+            problems.append(f"{origin}: empty bounding box (bbox_w={bbox[2]}, bbox_h={bbox[3]})")
+            continue
+        group = record["relation_name"] if kind == VG_RELATION else "_".join(record["attributes"])
+        records.append(VgRecord(index, record["image_path"], bbox, record["true_caption"],  # type: ignore[arg-type]
+                                record["false_caption"], group, origin))
+    _raise_if(problems, kind)
+    return records
+
+
+def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None,
+             check_images: bool = True) -> list[ImageToTextItem]:
+    """The test cases of a VG file as items with captions ``(false, true)``; score them with ``ARO_VG_RULE``.
+
+    With ``crop_root`` each item's image is the prepared crop (``crop_relpath``); without it the image is used
+    whole, which is right only when the box covers it: checked from the image header when ``check_images``.
+    """
+    items: list[ImageToTextItem] = []
+    problems: list[str] = []
+    for r in read_vg(path, kind):
+        try:
+            source = resolve_under(image_root, r.image_path, r.origin)
+            image = resolve_under(crop_root, crop_relpath(r), r.origin) if crop_root is not None else source
+        except DatasetError as exc:
+            problems.append(str(exc))
+            continue
+        if check_images:
+            problem = _check_vg_image(r, image, crop_root is not None)
+            if problem:
+                problems.append(problem)
+                continue
+        items.append(ImageToTextItem(item_id=f"{kind}/{r.index}", group=r.group, image=image,
+                                     captions=(r.false_caption, r.true_caption), origin=r.origin))
+    _raise_if(problems, kind)
+    return items
+
+
+def _check_vg_image(record: VgRecord, image: Path, cropped: bool) -> str | None:
+    if not image.is_file():
+        what = f"crop {crop_relpath(record)!r} (run the prepare stage)" if cropped else f"image {record.image_path!r}"
+        return f"{record.origin}: {what} not found at {image}"
+    if cropped:
+        return None
+    from PIL import Image
+
+    with Image.open(image) as im:
+        size = im.size
+    if record.crop_box() != (0, 0, *size):
+        return (f"{record.origin}: box {record.crop_box()} does not cover the whole {size[0]}x{size[1]} image and "
+                "the manifest names no crop root (crop it with papers.aro.prepare)")
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Karpathy test splits (BLIP's JSON)
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KarpathySet:
+    """A Karpathy test split: image files and, per image, its captions in file order."""
+
+    name: str
+    images: tuple[Path, ...]
+    captions: tuple[tuple[str, ...], ...]
+    origin: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.images) != len(self.captions):
+            raise DatasetError(f"{self.origin or self.name}: {len(self.images)} images but captions for "
+                               f"{len(self.captions)}")
+
+    @classmethod
+    def load(cls, name: str, annotations: Path, image_root: Path, check_images: bool = True) -> "KarpathySet":
+        data = _read_json(annotations, "Karpathy split")
+        if not isinstance(data, list) or not data:
+            raise DatasetError(f"{annotations}: expected a non-empty JSON list of {{'image', 'caption'}} records")
+        images: list[Path] = []
+        captions: list[tuple[str, ...]] = []
+        problems: list[str] = []
+        for index, record in enumerate(data):
+            origin = f"{annotations}:{index}"
+            if not isinstance(record, dict):
+                problems.append(f"{origin}: expected an object, got {type(record).__name__}")
+                continue
+            caps = record.get("caption")
+            if isinstance(caps, str):  # BLIP's train files hold one caption per record; test files a list
+                caps = [caps]
+            if not _is_text(record.get("image")) or not (isinstance(caps, list) and caps and all(map(_is_text, caps))):
+                problems.append(f"{origin}: 'image' must be a non-empty string and 'caption' a non-empty list of "
+                                "non-empty strings")
+                continue
+            try:
+                path = resolve_under(image_root, record["image"], origin)
+            except DatasetError as exc:
+                problems.append(str(exc))
+                continue
+            if check_images and not path.is_file():
+                problems.append(f"{origin}: image {record['image']!r} not found under {image_root}")
+                continue
+            images.append(path)
+            captions.append(tuple(caps))
+        _raise_if(problems, f"{name} Karpathy")
+        return cls(name, tuple(images), tuple(captions), str(annotations))
+
+    def flat_captions(self) -> list[str]:
+        """Every caption, image-major (image 0's captions, then image 1's, ...): the order of upstream's Order cases."""
+        return [c for caps in self.captions for c in caps]
+
+    def caption_image(self) -> tuple[int, ...]:
+        """For each flat caption, the index of its image."""
+        return tuple(i for i, caps in enumerate(self.captions) for _ in caps)
+
+    def retrieval_set(self, name: str | None = None, captions: Sequence[str] | None = None) -> RetrievalSet:
+        """The gallery for retrieval; ``captions`` (image-major, as ``flat_captions``) replaces the texts, e.g. with
+        shuffled ones."""
+        flat = self.flat_captions()
+        if captions is not None and len(captions) != len(flat):
+            raise DatasetError(f"{self.origin or self.name}: {len(captions)} replacement captions for {len(flat)}")
+        return RetrievalSet(name or self.name, self.images, tuple(flat if captions is None else captions),
+                            self.caption_image())
+
+    @property
+    def n_captions(self) -> int:
+        return sum(len(c) for c in self.captions)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Zero-shot classification
+# ----------------------------------------------------------------------------------------------------------------
+def read_classification(name: str, path: Path, image_root: Path, check_images: bool = True) -> ClassificationSet:
+    """``{"classes": [names], "templates": ["a photo of a {}.", ...], "images": [{"image", "label"}]}``.
+
+    An optional ``"prompts"`` (per class, its prompts) overrides the templates where a plain ``format`` cannot
+    write them (the article of "an orange star").
+    """
+    data = _read_json(path, "classification")
+    if not isinstance(data, dict):
+        raise DatasetError(f"{path}: expected an object with 'classes', 'templates' and 'images'")
+    classes, templates, records = data.get("classes"), data.get("templates"), data.get("images")
+    if not (isinstance(classes, list) and classes and all(map(_is_text, classes))):
+        raise DatasetError(f"{path}: 'classes' must be a non-empty list of class names")
+    if not (isinstance(templates, list) and templates and all(_is_text(t) and "{}" in t for t in templates)):
+        raise DatasetError(f"{path}: 'templates' must be a non-empty list of strings with a '{{}}' slot")
+    if not (isinstance(records, list) and records):
+        raise DatasetError(f"{path}: 'images' must be a non-empty list of {{'image', 'label'}} records")
+    images: list[Path] = []
+    labels: list[int] = []
+    problems: list[str] = []
+    for index, record in enumerate(records):
+        origin = f"{path}:images[{index}]"
+        label = record.get("label") if isinstance(record, dict) else None
+        if not (isinstance(record, dict) and _is_text(record.get("image")) and isinstance(label, int)
+                and not isinstance(label, bool) and 0 <= label < len(classes)):
+            problems.append(f"{origin}: needs 'image' (a string) and 'label' (an int in 0..{len(classes) - 1})")
+            continue
+        try:
+            image = resolve_under(image_root, record["image"], origin)
+        except DatasetError as exc:
+            problems.append(str(exc))
+            continue
+        if check_images and not image.is_file():
+            problems.append(f"{origin}: image {record['image']!r} not found under {image_root}")
+            continue
+        images.append(image)
+        labels.append(label)
+    _raise_if(problems, f"{name} classification")
+    prompts = data.get("prompts")
+    if prompts is None:
+        return ClassificationSet.from_templates(name, images, labels, classes, templates)
+    if not (isinstance(prompts, list) and len(prompts) == len(classes)
+            and all(isinstance(p, list) and p and all(map(_is_text, p)) for p in prompts)):
+        raise DatasetError(f"{path}: 'prompts' must hold, for each of the {len(classes)} classes, a non-empty list "
+                           "of prompts")
+    return ClassificationSet(name, tuple(images), tuple(labels), tuple(classes), tuple(map(tuple, prompts)))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The manifest of a prepared set
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AroSet:
+    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``.
+
+    Manifest keys (paths relative to the manifest's folder, or absolute)::
+
+        {"vg_relation":    {"annotations": ..., "image_root": ..., "crop_root": ... | null},
+         "vg_attribution": {...same...},
+         "retrieval":      {"coco": {"annotations": ..., "image_root": ...}, "flickr30k": {...}},
+         "classification": {"shapes": {"file": ..., "image_root": ...}, ...},
+         ... (profile, counts, config: context only)}
+
+    Every benchmark key is optional (a set may hold only some); asking for a missing one raises.
+    """
+
+    path: Path
+    info: dict
+
+    @classmethod
+    def load(cls, manifest: Path) -> "AroSet":
+        manifest = Path(manifest)
+        if manifest.is_dir():
+            manifest = manifest / MANIFEST_NAME
+        if not manifest.exists():
+            raise DatasetError(f"{manifest}: no prepared ARO set here; run `dvc repro papers/aro` (stage mini-set "
+                               "or full-set)")
+        info = _read_json(manifest, "ARO manifest")
+        if not isinstance(info, dict):
+            raise DatasetError(f"{manifest}: an ARO manifest is a JSON object, got {type(info).__name__}")
+        aro = cls(manifest, info)
+        aro._check()
+        return aro
+
+    # -- reading the manifest -----------------------------------------------------------------------------------
+    def _path(self, value: object, where: str) -> Path:
+        if not _is_text(value):
+            raise DatasetError(f"{self.path}: {where} must be a path (a non-empty string)")
+        p = Path(value)  # type: ignore[arg-type]
+        return p if p.is_absolute() else self.path.parent / p
+
+    def _section(self, key: str) -> dict:
+        section = self.info.get(key)
+        if section is None:
+            raise DatasetError(f"{self.path}: this set has no {key!r} (the manifest lacks the key)")
+        if not isinstance(section, dict):
+            raise DatasetError(f"{self.path}: {key!r} must be an object, got {type(section).__name__}")
+        return section
+
+    def _check(self) -> None:
+        """Fail at load on a malformed manifest, before any benchmark is read."""
+        for kind in VG_KINDS:
+            if kind in self.info:
+                section = self._section(kind)
+                self._path(section.get("annotations"), f"{kind}.annotations")
+                self._path(section.get("image_root"), f"{kind}.image_root")
+                if section.get("crop_root") is not None:
+                    self._path(section["crop_root"], f"{kind}.crop_root")
+        for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
+            if key in self.info:
+                for name, entry in self._section(key).items():
+                    if not isinstance(entry, dict):
+                        raise DatasetError(f"{self.path}: {key}.{name} must be an object")
+                    for f in fields:
+                        self._path(entry.get(f), f"{key}.{name}.{f}")
+
+    def has(self, key: str) -> bool:
+        return key in self.info
+
+    # -- benchmarks ----------------------------------------------------------------------------------------------
+    def vg_file(self, kind: str) -> Path:
+        return self._path(self._section(kind).get("annotations"), f"{kind}.annotations")
+
+    def _vg_items(self, kind: str, check_images: bool) -> list[ImageToTextItem]:
+        section = self._section(kind)
+        crop = section.get("crop_root")
+        return vg_items(self.vg_file(kind), kind, self._path(section.get("image_root"), f"{kind}.image_root"),
+                        None if crop is None else self._path(crop, f"{kind}.crop_root"), check_images)
+
+    def vg_relation_items(self, check_images: bool = True) -> list[ImageToTextItem]:
+        """VG-Relation: captions (false, true), group = relation name; score with ``ARO_VG_RULE``."""
+        return self._vg_items(VG_RELATION, check_images)
+
+    def vg_attribution_items(self, check_images: bool = True) -> list[ImageToTextItem]:
+        """VG-Attribution: captions (false, true), group = ``"attr1_attr2"``; score with ``ARO_VG_RULE``."""
+        return self._vg_items(VG_ATTRIBUTION, check_images)
+
+    def retrieval_names(self) -> tuple[str, ...]:
+        return tuple(self.info.get("retrieval") or ())
+
+    def retrieval_sets(self, check_images: bool = True) -> dict[str, KarpathySet]:
+        """Each Karpathy test split by name (``coco``, ``flickr30k``; the mini set has ``coco``)."""
+        return {name: KarpathySet.load(name, self._path(e["annotations"], f"retrieval.{name}.annotations"),
+                                       self._path(e["image_root"], f"retrieval.{name}.image_root"), check_images)
+                for name, e in self._section("retrieval").items()}
+
+    def classification_sets(self, check_images: bool = True) -> dict[str, ClassificationSet]:
+        return {name: read_classification(name, self._path(e["file"], f"classification.{name}.file"),
+                                          self._path(e["image_root"], f"classification.{name}.image_root"),
+                                          check_images)
+                for name, e in self._section("classification").items()}
+
+    def describe(self) -> dict:
+        return {"manifest": str(self.path), **self.info}
+
+
+def relative_to(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when inside it (so a set can be moved), else absolute."""
+    path, base = Path(path).resolve(), Path(base).resolve()
+    return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)

@@ -1,0 +1,61 @@
+"""COCO-Order / Flickr30k-Order cases and Table 3's text-shuffled caption lists, as pure functions over strings.
+
+The two uses normalise in opposite orders, as the authors' code does:
+
+- Order benchmark (``COCO_Order`` / ``Flickr30k_Order`` in ``dataset_zoo/aro_datasets.py``): each perturbation is
+  applied to the raw caption (cased, punctuated: spaCy tags it as written), then ``pre_caption(., 30)`` to every
+  option, the original included. Options are ``[original, nouns+adj, all-but-nouns+adj, within-trigrams,
+  trigrams]``; upstream scores ``argmax == 0`` (a tie with the original counts as correct) and keeps options
+  that happen to equal the original. The lead picks the decision rule; this module only builds the options.
+- Text-shuffled retrieval (``main_retrieval.py``): the dataset's captions are ``pre_caption``-ed first (lowercase,
+  no periods) and the perturbation is applied to those, with no normalisation after.
+
+Perturbations come from ``papers.aro.text.perturb_captions`` (one spaCy pass, per-caption seeding).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from papers.aro.text import (MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, Tagged, perturb_captions,
+                            pre_caption)
+
+
+@dataclass(frozen=True)
+class OrderCase:
+    """One Order test case: the caption's five options, the original first (index ``TRUE_INDEX``)."""
+
+    index: int
+    options: tuple[str, ...]
+
+
+TRUE_INDEX = 0
+OPTION_NAMES = ("original", *ORDER_PERTURBATIONS)
+
+
+def order_cases(captions: Sequence[str], seed: int, max_words: int = MAX_WORDS,
+                tagged: Mapping[str, Tagged] | None = None) -> list[OrderCase]:
+    """One case per caption: ``pre_caption(original)`` and ``pre_caption(perturbation(original))`` for the 4
+    perturbations of Table 1, in upstream order. ``index`` is the caption's position in ``captions``.
+    ``tagged``: ``tag_captions(captions)``, to tag once for several seeds."""
+    perturbed = perturb_captions(captions, ORDER_PERTURBATIONS, seed, tagged)
+    return [
+        OrderCase(i, (pre_caption(caption, max_words),
+                      *(pre_caption(perturbed[kind][i], max_words) for kind in ORDER_PERTURBATIONS)))
+        for i, caption in enumerate(captions)
+    ]
+
+
+def normalised_captions(captions: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
+    """The retrieval sets' captions (``pre_caption``), which Table 3's shuffles start from."""
+    return [pre_caption(c, max_words) for c in captions]
+
+
+def shuffled_retrieval_texts(captions: Sequence[str], seed: int, max_words: int = MAX_WORDS,
+                             kinds: Sequence[str] = RETRIEVAL_PERTURBATIONS,
+                             tagged: Mapping[str, Tagged] | None = None) -> dict[str, list[str]]:
+    """``{"none": normalised captions, kind: shuffled captions, ...}`` for Table 3: every caption is
+    ``pre_caption``-ed, then shuffled (the shuffled lists keep the caption order, so image/caption links hold).
+    ``tagged``: ``tag_captions(normalised_captions(captions))``, to tag once for several seeds."""
+    normalised = normalised_captions(captions, max_words)
+    return {"none": normalised, **perturb_captions(normalised, kinds, seed, tagged)}

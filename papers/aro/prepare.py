@@ -1,0 +1,201 @@
+"""The full profile's ARO: the released files fetched (or verified) and prepared into one ``manifest.json``.
+
+* VG-Relation / VG-Attribution: the two JSON files and the GQA image subset (``papers/aro/sources.toml``, manual:
+  Google Drive). Each (image, box) is cropped once, as upstream crops before preprocessing, to a PNG under
+  ``<out>/crops`` (``papers.aro.data.crop_relpath``); crops already there are kept.
+* COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
+  (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
+* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the python tarballs (checked against
+  the md5 torchvision publishes), written as PNG files with CLIP's CIFAR prompt templates.
+
+Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.prepare --out build/full/aro``;
+``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import tarfile
+from pathlib import Path
+from typing import Sequence
+
+from common.download import fetch
+from common.io import atomic_path, sha256_file, write_json_atomic
+from common.tasks import DatasetError, resolve_under
+from papers.aro.data import (MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, crop_relpath,
+                             read_classification, read_vg)
+
+VG_FILES = {VG_RELATION: "aro/visual_genome_relation.json", VG_ATTRIBUTION: "aro/visual_genome_attribution.json"}
+VG_IMAGES = "aro/vgr_vga_images.zip"
+KARPATHY = {
+    "coco": ("coco/karpathy/coco_karpathy_test.json", "coco/val2014.zip"),
+    "flickr30k": ("flickr30k/karpathy/flickr30k_test.json", "flickr30k/flickr30k-images"),
+}
+"""Per split: the annotation key and the image key. BLIP's paths are ``val2014/<file>`` relative to the extracted
+``coco/val2014`` folder and ``flickr30k-images/<file>`` relative to ``flickr30k/``."""
+CIFAR = {
+    "cifar10": ("aro/cifar/cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a", "cifar-10-batches-py/",
+                "test_batch", "batches.meta", "label_names", "labels"),
+    "cifar100": ("aro/cifar/cifar-100-python.tar.gz", "eb9058c3a382ffc7106e4002c42a8d85", "cifar-100-python/",
+                 "test", "meta", "fine_label_names", "fine_labels"),
+}
+"""Per set: source key, torchvision's published md5 of the tarball, the folder inside it, test file, meta file,
+class-name key, label key."""
+CIFAR_TEMPLATES: tuple[str, ...] = (
+    "a photo of a {}.", "a blurry photo of a {}.", "a black and white photo of a {}.", "a low contrast photo of a {}.",
+    "a high contrast photo of a {}.", "a bad photo of a {}.", "a good photo of a {}.", "a photo of a small {}.",
+    "a photo of a big {}.", "a photo of the {}.", "a blurry photo of the {}.", "a black and white photo of the {}.",
+    "a low contrast photo of the {}.", "a high contrast photo of the {}.", "a bad photo of the {}.",
+    "a good photo of the {}.", "a photo of the small {}.", "a photo of the big {}.",
+)
+"""CLIP's prompt templates for CIFAR-10/100 (Radford et al., 2021, the prompt-engineering notebook)."""
+PARTS = ("vg", "coco", "flickr30k", "cifar")
+
+
+def vg_image_root(extracted: Path) -> Path:
+    """The zip holds ``images/`` (upstream unzips it beside the annotations and reads ``<root>/images``)."""
+    return extracted / "images" if (extracted / "images").is_dir() else extracted
+
+
+def crop_vg(annotations: dict[str, Path], image_root: Path, crop_root: Path) -> dict[str, int]:
+    """Write the crop of every (image, box) of both files that is not there yet; return how many of each."""
+    from PIL import Image
+
+    wanted: dict[str, tuple[str, tuple[int, int, int, int], str]] = {}
+    for kind, path in annotations.items():
+        for r in read_vg(path, kind):
+            wanted.setdefault(crop_relpath(r), (r.image_path, r.crop_box(), r.origin))
+    written = kept = 0
+    for relpath, (image_path, box, origin) in sorted(wanted.items()):
+        target = resolve_under(crop_root, relpath, origin)
+        if target.is_file():
+            kept += 1
+            continue
+        source = resolve_under(image_root, image_path, origin)
+        try:
+            with Image.open(source) as im:
+                crop = im.convert("RGB").crop(box)
+        except FileNotFoundError:
+            raise DatasetError(f"{origin}: image {image_path!r} not found under {image_root}") from None
+        except OSError as exc:
+            raise DatasetError(f"{origin}: cannot read image {source}: {exc}") from exc
+        with atomic_path(target) as tmp:
+            crop.save(tmp, format="PNG")
+        written += 1
+    return {"crops": len(wanted), "written": written, "already_there": kept}
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
+    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads."""
+    import numpy as np
+    from PIL import Image
+
+    key, md5, folder, test_file, meta_file, names_key, labels_key = CIFAR[name]
+    tarball = fetch(key, progress=False)
+    if check_md5 and _md5(tarball) != md5:
+        raise DatasetError(f"{tarball}: md5 {_md5(tarball)} differs from torchvision's published {md5} for {name}; "
+                           "delete the file and fetch it again")
+
+    def member(tf: tarfile.TarFile, inner: str) -> dict:
+        try:
+            fh = tf.extractfile(folder + inner)
+        except KeyError:
+            raise DatasetError(f"{tarball}: no member {folder + inner!r} (not a CIFAR python tarball?)") from None
+        assert fh is not None
+        # The official CIFAR release is a pickle; its md5 was checked above against torchvision's.
+        return pickle.load(fh, encoding="latin1")  # noqa: S301
+
+    with tarfile.open(tarball, "r:gz") as tf:
+        test, meta = member(tf, test_file), member(tf, meta_file)
+    data = np.asarray(test["data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    labels = [int(x) for x in test[labels_key]]
+    classes = [c.replace("_", " ") for c in meta[names_key]]
+    image_dir = out_dir / "classification" / name
+    records = []
+    for index, (pixels, label) in enumerate(zip(data, labels)):
+        relpath = f"{name}/{index:05d}.png"
+        target = out_dir / "classification" / relpath
+        if not target.is_file():
+            with atomic_path(target) as tmp:
+                Image.fromarray(pixels).save(tmp, format="PNG")
+        records.append({"image": relpath, "label": label})
+    file = out_dir / "classification" / f"{name}.json"
+    write_json_atomic(file, {"classes": classes, "templates": list(CIFAR_TEMPLATES), "images": records}, indent=None)
+    read_classification(name, file, image_dir.parent)  # every record resolves
+    return {"file": f"classification/{name}.json", "image_root": "classification"}
+
+
+def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
+    """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest: dict = {"kind": "aro", "profile": "full", "counts": {}, "sha256": {}}
+    # Fetch (or verify) everything first, so a missing manual download fails before hours of cropping.
+    if "vg" in parts:
+        annotations = {kind: fetch(VG_FILES[kind], progress=False) for kind in VG_KINDS}
+        image_root = vg_image_root(fetch(VG_IMAGES, progress=False))
+    splits: dict[str, tuple[Path, Path]] = {}
+    for name, (annotation_key, image_key) in KARPATHY.items():
+        if name in parts:
+            images = fetch(image_key, progress=False)
+            splits[name] = (fetch(annotation_key, progress=False), images if name == "coco" else images.parent)
+    cifar = {name: fetch(CIFAR[name][0], progress=False) for name in CIFAR} if "cifar" in parts else {}
+    if "vg" in parts:
+        manifest["counts"]["vg_crops"] = crop_vg(annotations, image_root, out_dir / "crops")
+        for kind, path in annotations.items():
+            manifest[kind] = {"annotations": str(path.resolve()), "image_root": str(image_root.resolve()),
+                              "crop_root": "crops"}
+            manifest["sha256"][kind] = sha256_file(path)
+    for name, (annotation_file, split_root) in splits.items():
+        manifest.setdefault("retrieval", {})[name] = {"annotations": str(annotation_file.resolve()),
+                                                      "image_root": str(split_root.resolve())}
+        manifest["sha256"][name] = sha256_file(annotation_file)
+    if cifar:
+        manifest["classification"] = {name: prepare_cifar(name, out_dir) for name in cifar}
+    pending = out_dir / f".pending.{MANIFEST_NAME}"  # checked before it replaces the manifest
+    write_json_atomic(pending, manifest)
+    aro = AroSet.load(pending)
+    counts = manifest["counts"]  # every record checked (images present) before the manifest is written
+    for kind in VG_KINDS:
+        if aro.has(kind):
+            counts[kind] = len(aro.vg_relation_items() if kind == VG_RELATION else aro.vg_attribution_items())
+    if aro.has("retrieval"):
+        counts["retrieval"] = {n: {"images": len(s.images), "captions": s.n_captions}
+                               for n, s in aro.retrieval_sets().items()}
+    if aro.has("classification"):
+        counts["classification"] = {n: {"images": len(s.images), "classes": len(s.class_names)}
+                                    for n, s in aro.classification_sets().items()}
+    write_json_atomic(out_dir / MANIFEST_NAME, manifest)
+    pending.unlink()
+    return AroSet.load(out_dir / MANIFEST_NAME)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.prepare", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"comma-separated subset of {','.join(PARTS)} (default: all)")
+    args = parser.parse_args(argv)
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        parser.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
+    described = prepare_full(args.out, parts).describe()
+    print(json.dumps({k: described[k] for k in ("manifest", "counts")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,339 @@
+"""NegCLIP's generator against its released negatives, and the Order perturbations, on real COCO captions.
+
+Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``: unnamed index, ``title``,
+``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives).
+
+1. ``papers.aro.negatives`` runs on every title. Each released negative gets a kind inferred from the words alone
+   (``infer_kind``: which words moved and what en_core_web_sm says they are), and counts as
+   - *generated* when the generator's own draw for that caption (seed ``NEGATIVES_SEED``) contains it;
+   - *reachable* when some swap the generator may draw (any pair, any kind) gives it: the released generator drew
+     one random pair per kind, so a draw matches only by chance where a kind has several pairs; reachability says
+     whether the two generators can produce the same negative at all.
+   Strings are compared as lowercase alphanumeric words (``words``): the released phrase swaps keep the caption's
+   spacing and case-fold it, its token swaps are space-joined tokens; punctuation is not what is compared.
+2. The 4 Order perturbations (``papers.aro.order.order_cases``) for every seed of ``aro.seeds``: the perturbed set
+   that SugarCrepe's blind-attack issue reads as real-text ARO negatives (options normalised as COCO-Order's are).
+
+Outputs (``results/aro/real_text/``, one group): ``generator_vs_released.csv`` (per released kind),
+``summary.json`` (DVC metrics), ``examples_missed.csv`` (every released negative the generator cannot produce),
+``generated_negatives.csv`` (the generator's draw), ``order_perturbed.csv``, ``context.json`` (spaCy model,
+source file, seeds).
+
+Stage ``real-text`` of ``papers/aro/dvc.yaml`` (profile-independent): ``python -m papers.aro.real_text``.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.paths import RESULTS
+from common.tasks import DatasetError
+from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, candidates, parse_captions,
+                                  sample_negatives)
+from papers.aro.order import OPTION_NAMES, order_cases
+from papers.aro.text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
+
+DATA_FILES = ("papers/aro/sources.toml",)
+STAGE = "papers/aro/dvc.yaml:real-text"
+SOURCE_KEY = "aro/negclip/valid_neg_clip.tsv"
+OUT_DIR = RESULTS / "aro" / "real_text"
+HEADER = ("", "title", "filepath", "neg_caption", "neg_image")
+NEGATIVES_SEED = 0
+"""The generator's seed for the comparison (a candidate for ``aro.negatives_seed`` in params.yaml)."""
+
+NOUN_LIKE = frozenset({"NOUN", "PROPN", "PRON", "NUM"})
+INFERRED_KINDS = (*NEGATIVE_KINDS, "token_other", "unchanged", "other")
+"""``token_other``: two words swapped that share no swappable class under en_core_web_sm (the released file was
+made with en_core_web_lg, which tagged them alike); ``unchanged``: the caption's own words (a case-only swap such as
+"Large"/"large", or a retokenised "it's"), which upstream's case- and spacing-sensitive check kept; ``other``: not
+one swap of the caption's words (upstream's ``str.replace`` also rewrites repeated phrases and substrings)."""
+
+
+@dataclass(frozen=True)
+class ReleasedRow:
+    index: int
+    title: str
+    filepath: str
+    negatives: tuple[str, ...]
+
+
+def read_released(path: Path) -> list[ReleasedRow]:
+    """Every row of the released TSV; one error naming the file and the row for anything malformed."""
+    rows = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader, None)
+        if header is None or tuple(header) != HEADER:
+            raise DatasetError(f"{path}: header {header!r} is not NegCLIP's {list(HEADER)!r}")
+        for number, fields in enumerate(reader, start=1):
+            where = f"{path}: row {number}"
+            if len(fields) != len(HEADER):
+                raise DatasetError(f"{where}: {len(fields)} tab-separated fields, expected {len(HEADER)}")
+            index, title, filepath, neg_caption, _ = fields
+            try:
+                parsed_index = int(index)
+                negatives = ast.literal_eval(neg_caption)
+            except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+                raise DatasetError(f"{where} (index {index!r}): unreadable index or neg_caption "
+                                   f"{neg_caption[:80]!r}: {type(exc).__name__}: {exc}") from exc
+            if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+                raise DatasetError(f"{where} (index {index}): neg_caption is not a list of strings: "
+                                   f"{neg_caption[:80]!r}")
+            rows.append(ReleasedRow(parsed_index, title, filepath, tuple(negatives)))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Comparing negatives
+# --------------------------------------------------------------------------------------------------------------
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> tuple[str, ...]:
+    """Lowercase alphanumeric runs: what two negatives must share to count as the same."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+@dataclass(frozen=True)
+class WordView:
+    """A caption as ``words``, each with the Penn tag and Universal POS of the spaCy token it comes from."""
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...]
+    pos: tuple[str, ...]
+
+    @classmethod
+    def of(cls, caption: str, parsed: ParsedCaption) -> "WordView":
+        """``words(caption)``, each labelled by the spaCy token its first character falls in (spaCy may split a
+        word the regex keeps whole, e.g. "thats")."""
+        ws, tags, pos = [], [], []
+        token = 0
+        for match in _WORD.finditer(caption.lower()):
+            while token + 1 < len(parsed.starts) and parsed.starts[token + 1] <= match.start():
+                token += 1
+            ws.append(match.group())
+            tags.append(parsed.tags[token])
+            pos.append(parsed.pos[token])
+        return cls(tuple(ws), tuple(tags), tuple(pos))
+
+
+def _two_span_swap(a: Sequence[str], b: Sequence[str]) -> tuple[range, range] | None:
+    """Positions (in ``a``) of two spans whose exchange turns ``a`` into ``b``, or None; ``a != b``, same length."""
+    lo = next(i for i in range(len(a)) if a[i] != b[i])
+    hi = max(i for i in range(len(a)) if a[i] != b[i]) + 1
+    n = hi - lo
+    for len_a in range(1, n):
+        for len_b in range(1, n - len_a + 1):
+            mid = n - len_a - len_b
+            if (a[lo:lo + len_a] == b[hi - len_a:hi] and a[hi - len_b:hi] == b[lo:lo + len_b]
+                    and a[lo + len_a:lo + len_a + mid] == b[lo + len_b:lo + len_b + mid]):
+                return range(lo, lo + len_a), range(hi - len_b, hi)
+    return None
+
+
+def infer_kind(original: WordView, negative: str) -> str:
+    """The swap kind that turns ``original`` into ``negative``, judged from which words moved.
+
+    Two single words swapped: their shared Penn tag (NN, NNS) or POS (ADJ, ADV), ``verb_phrase`` for two verbs, else
+    ``token_other``. Two longer spans (only phrase swaps move several words; the shared words at their ends are
+    trimmed, so a span may have lost its noun): ``verb_phrase`` when both hold a verb and no noun, else
+    ``noun_chunk``. ``unchanged``: the same words (upstream compared case- and spacing-sensitively).
+    """
+    a, b = original.words, words(negative)
+    if a == b:
+        return "unchanged"
+    if sorted(a) != sorted(b):
+        return "other"
+    spans = _two_span_swap(a, b)
+    if spans is None:
+        return "other"
+    first, second = spans
+    if len(first) == len(second) == 1:
+        i, j = first[0], second[0]
+        if original.tags[i] == original.tags[j] and original.tags[i] in ("NN", "NNS"):
+            return original.tags[i]
+        if original.pos[i] == original.pos[j] and original.pos[i] in ("ADJ", "ADV", "VERB"):
+            return "verb_phrase" if original.pos[i] == "VERB" else original.pos[i]
+        return "token_other"
+    pos_1 = {original.pos[i] for i in first}
+    pos_2 = {original.pos[i] for i in second}
+    if "VERB" in pos_1 and "VERB" in pos_2 and not (pos_1 | pos_2) & NOUN_LIKE:
+        return "verb_phrase"
+    return "noun_chunk"
+
+
+@dataclass(frozen=True)
+class Match:
+    """One released negative against the generator."""
+
+    row: ReleasedRow
+    negative: str
+    kind: str
+    generated: bool
+    reachable: bool
+    reachable_same_kind: bool
+    same_kind_candidates: tuple[str, ...]
+
+
+def compare(rows: Sequence[ReleasedRow], seed: int = NEGATIVES_SEED):
+    """Each released negative matched against the generator; and the generator's own draw per row."""
+    parsed = parse_captions([r.title for r in rows])
+    matches: list[Match] = []
+    drawn = []
+    for row in rows:
+        p = parsed[row.title]
+        view = WordView.of(row.title, p)
+        by_kind = {kind: candidates(p, kind) for kind in NEGATIVE_KINDS}
+        keys_by_kind = {kind: {words(c) for c in texts} for kind, texts in by_kind.items()}
+        reachable = set().union(*keys_by_kind.values())
+        sample = sample_negatives(p, caption_rng(seed, RNG_PURPOSE, row.title))
+        drawn.append(sample)
+        sampled = {words(n.text) for n in sample}
+        for negative in row.negatives:
+            key, kind = words(negative), infer_kind(view, negative)
+            matches.append(Match(row, negative, kind, key in sampled, key in reachable,
+                                 key in keys_by_kind.get(kind, set()), tuple(by_kind.get(kind, ()))))
+    return matches, drawn
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def comparison_rows(matches: Sequence[Match]) -> list[dict]:
+    rows = []
+    for kind in (*INFERRED_KINDS, "all"):
+        group = [m for m in matches if kind in (m.kind, "all")]
+        n = len(group)
+        rows.append({
+            "released_kind": kind, "n_released": n,
+            "n_generated": sum(m.generated for m in group), "n_reachable": sum(m.reachable for m in group),
+            "n_reachable_same_kind": sum(m.reachable_same_kind for m in group),
+            "recall_generated": _ratio(sum(m.generated for m in group), n),
+            "recall_reachable": _ratio(sum(m.reachable for m in group), n),
+        })
+    return rows
+
+
+COMPARISON_FIELDS = ("released_kind", "n_released", "n_generated", "n_reachable", "n_reachable_same_kind",
+                     "recall_generated", "recall_reachable")
+MISSED_FIELDS = ("index", "released_kind", "original", "released_negative", "generator_same_kind")
+ORDER_FIELDS = ("index", "seed", "original", "original_normalised", *ORDER_PERTURBATIONS)
+
+
+def order_rows(rows: Sequence[ReleasedRow], seeds: Sequence[int]) -> tuple[list[dict], dict[str, float | None]]:
+    """The perturbed set, and per perturbation the share of options equal to the normalised original (upstream
+    keeps them as options; a model cannot tell them apart)."""
+    titles = [r.title for r in rows]
+    tagged = tag_captions(titles)
+    out, same = [], Counter()
+    for seed in seeds:
+        for row, case in zip(rows, order_cases(titles, seed, tagged=tagged)):
+            record = {"index": row.index, "seed": seed, "original": row.title}
+            record.update(zip(("original_normalised", *OPTION_NAMES[1:]), case.options))
+            out.append(record)
+            same.update(k for k in ORDER_PERTURBATIONS if record[k] == record["original_normalised"])
+    total = len(rows) * len(seeds)
+    return out, {k: _ratio(same[k], total) for k in ORDER_PERTURBATIONS}
+
+
+def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
+    """Compare, perturb, write the group; the summary (also ``summary.json``)."""
+    released = read_released(tsv)
+    matches, drawn = compare(released)
+    table = comparison_rows(matches)
+    overall = table[-1]
+    generated_kinds = Counter(n.kind for sample in drawn for n in sample)
+    perturbed, same_share = order_rows(released, seeds)
+    summary = {
+        "n_captions": len(released),
+        "n_released_negatives": overall["n_released"],
+        "n_generated_negatives": sum(generated_kinds.values()),
+        "n_captions_without_generated_negative": sum(1 for s in drawn if not s),
+        "recall_generated": overall["recall_generated"],
+        "recall_reachable": overall["recall_reachable"],
+        "released_per_kind": {r["released_kind"]: r["n_released"] for r in table[:-1]},
+        "recall_reachable_per_kind": {r["released_kind"]: r["recall_reachable"] for r in table[:-1]},
+        "generated_per_kind": {k: generated_kinds.get(k, 0) for k in NEGATIVE_KINDS},
+        "order_same_as_original_share": same_share,
+        "order_rows": len(perturbed),
+    }
+    missed = [{"index": m.row.index, "released_kind": m.kind, "original": m.row.title,
+               "released_negative": m.negative, "generator_same_kind": " | ".join(m.same_kind_candidates[:3])}
+              for m in matches if not m.reachable]
+    generated = [{"index": row.index, "kind": n.kind, "negative": n.text}
+                 for row, sample in zip(released, drawn) for n in sample]
+    context = {
+        "source": {"key": SOURCE_KEY, "file": tsv.name, "sha256": sha256_file(tsv)},
+        "spacy": spacy_info().as_dict(),
+        "negatives_seed": NEGATIVES_SEED,
+        "order_seeds": list(seeds),
+        "compared_as": "lowercase alphanumeric words (punctuation, case and spacing ignored)",
+        "note": "the released negatives were made with en_core_web_lg and str.replace; see papers/aro/negatives.py",
+    }
+    with output_group(out_dir) as staging:
+        paths = {
+            "comparison": write_csv_atomic(staging / "generator_vs_released.csv", table, COMPARISON_FIELDS),
+            "summary": write_json_atomic(staging / "summary.json", summary),
+            "missed": write_csv_atomic(staging / "examples_missed.csv", missed, MISSED_FIELDS),
+            "generated": write_csv_atomic(staging / "generated_negatives.csv", generated,
+                                          ("index", "kind", "negative")),
+            "order": write_csv_atomic(staging / "order_perturbed.csv", perturbed, ORDER_FIELDS),
+            "context": write_json_atomic(staging / "context.json", context),
+        }
+    summary["paths"] = {name: str(staged_to_final(p, staging, out_dir)) for name, p in paths.items()}
+    summary["missed_examples"] = missed
+    return summary
+
+
+def _print(summary: dict) -> None:
+    print(f"{summary['n_captions']} captions, {summary['n_released_negatives']} released negatives; the generator "
+          f"draws {summary['n_generated_negatives']} ({summary['n_captions_without_generated_negative']} captions "
+          f"without any)")
+    print(f"released negatives the generator drew (seed {NEGATIVES_SEED}): {summary['recall_generated']}; "
+          f"could draw (any pair): {summary['recall_reachable']}")
+    for kind, n in summary["released_per_kind"].items():
+        if n:
+            print(f"  {kind:12s} {n:5d} released, reachable {summary['recall_reachable_per_kind'][kind]}")
+    shown = Counter()
+    for m in summary["missed_examples"]:
+        if shown[m["released_kind"]] < 2:
+            shown[m["released_kind"]] += 1
+            print(f"  missed {m['released_kind']}: {m['original']!r} -> {m['released_negative']!r}")
+    for name, path in summary["paths"].items():
+        print(f"{name}: {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.real_text", description=__doc__.splitlines()[0])
+    parser.add_argument("--tsv", type=Path, help=f"the released TSV (default: fetch {SOURCE_KEY})")
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
+    args = parser.parse_args(argv)
+    if args.seeds is None:
+        from common.params import stage_params
+
+        args.seeds = list(stage_params(STAGE)["aro"]["seeds"])
+    if args.tsv is None:
+        from common.download import fetch
+
+        args.tsv = fetch(SOURCE_KEY)
+    start = time.perf_counter()
+    summary = run(args.tsv, args.out, args.seeds)
+    _print(summary)
+    print(f"wall time: {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,59 @@
+"""ARO's report: Table 6 (the four benchmarks and the downstream tasks) as reproduced, where every table is, and
+the audit's verdicts.
+
+The aggregate stage ``papers/aro`` (root ``dvc.yaml``): ``python -m papers.aro.report``; also what
+``python -m common report aro`` prints.
+"""
+from __future__ import annotations
+
+import csv
+
+from common.errors import WorkspaceError
+from common.paths import RESULTS
+
+PAPER = "aro"
+TABLES = {
+    "Table 2 (VG-Relation per relation)": "table2_vg_relation.csv",
+    "VG-Attribution per attribute pair": "vg_attribution.csv",
+    "Table 3 (text-shuffled retrieval)": "table3_text_shuffle.csv",
+    "Table 4 (image-shuffled retrieval)": "table4_image_shuffle.csv",
+    "Table 5 (Order)": "table5_order.csv",
+    "Table 6 (CLIP vs CLIP-FT vs NegCLIP)": "table6.csv",
+}
+
+
+def report(profile: str) -> None:
+    """Table 6 as reproduced in ``profile``, and where every table, figure and file is."""
+    out_dir = RESULTS / PAPER / profile
+    table = out_dir / "table6.csv"
+    if not table.is_file():
+        raise WorkspaceError(f"{table} does not exist yet: run `dvc repro papers/aro`")
+    with open(table, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header, rows = list(reader.fieldnames or []), list(reader)
+    print(f"ARO Table 6, {profile} profile" + (" (mini world and tiny CLIPs: not the paper's numbers)"
+                                                if profile == "mini" else ""))
+    width = max(len(r["task"]) for r in rows) + 2
+    print(f"{'task':<{width}s}" + "".join(f"{h:>24s}" for h in header[1:]))
+    for row in rows:
+        print(f"{row['task']:<{width}s}" + "".join(f"{row[h]:>24s}" for h in header[1:]))
+    for title, name in TABLES.items():
+        print(f"{title + ':':<40s} {out_dir / name}")
+    print(f"{'figures:':<40s} {out_dir / 'figure1.png'}, {out_dir / 'figure2_shuffled_retrieval.png'}")
+    print(f"{'metrics:':<40s} {out_dir / 'metrics'}/  (dvc metrics show)")
+    print(f"{'per-example predictions:':<40s} {out_dir / 'predictions'}")
+    real_text = RESULTS / PAPER / "real_text"
+    if real_text.is_dir():
+        print(f"{'NegCLIP generator vs released:':<40s} {real_text}")
+
+
+def main() -> int:
+    from common.report import run
+
+    return run(PAPER)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,362 @@
+"""ARO's experiments, scored: Fig. 1 and Tables 2-6 of the paper for every model of ``aro.models.<profile>``.
+
+* VG-Relation (Table 2: per relation, the spatial and verb macro averages) and VG-Attribution: one image, the
+  captions (false, true), scored as the authors' code scores them (``argmax == 1``, a tie is wrong:
+  ``papers.aro.data.ARO_VG_RULE``), macro-averaged by the paper's rule and by the authors' notebook's
+  (``papers.aro.vg_rules``);
+* COCO-Order / Flickr30k-Order (Table 5): the caption against its four word-order perturbations, ``argmax == 0``
+  (a tie counts as correct: ``common.scoring.selection.ARGMAX``), one perturbation draw per seed of ``aro.seeds``;
+* text-shuffled and image-shuffled retrieval (Tables 3 and 4): Recall@1/5 both ways, per seed; the images are
+  encoded once for all text shuffles and the texts once for all image shuffles (the engine's cache);
+* Table 6: the four benchmarks plus downstream zero-shot classification and retrieval R@1; its VG-Relation is the
+  macro average as Table 2 computes it (``vg_rules.TABLE2_RULE``: the paper's stated 25-case threshold does not
+  reproduce Table 2; table2_vg_relation.csv shows every rule).
+
+Fractions as the paper prints them (0.59, not 59). Mean and std over seeds use the sample std (ddof=1), as numpy's
+``std`` would not; the paper does not say which it used. Mini profile: tiny CLIPs on the rendered mini world, never
+the paper's numbers. Stage ``tables`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.tables``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from common import reproducible
+from common.engine import Engine
+from common.evaluate import best_device, engine_config
+from common.image_transforms import GridShuffle
+from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.params import stage_params
+from common.paths import RESULTS, build_root
+from common.results import metrics_filename, write_predictions
+from common.scoring import classification, retrieval
+from common.scoring.selection import ARGMAX, SelectionResult, image_to_text
+from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
+from common.zoo import create_model, get_spec
+from papers.aro import vg_rules
+from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
+from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
+from papers.aro.text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
+
+STAGE = "papers/aro/dvc.yaml:tables"
+IMAGE_SHUFFLES: dict[str, tuple[int, int]] = {
+    "Shuffle Rows (4)": (4, 1), "Shuffle Columns (4)": (1, 4), "Shuffle Patches (9)": (3, 3)}
+"""Table 4's image shuffles as grid (rows, columns) of the preprocessed image (``common.image_transforms``)."""
+NO_SHUFFLE = "No Shuffling"
+TABLE3_STRATEGIES = {
+    "shuffle_nouns_and_adj": "Shuffle only nouns and adj.", "shuffle_all_words": "Shuffle all words",
+    "shuffle_allbut_nouns_and_adj": "Shuffle all but nouns and adj.", "shuffle_trigrams": "Shuffle trigrams",
+    "shuffle_within_trigrams": "Shuffle within Trigrams"}
+"""Table 3's row name of each text shuffle (``papers.aro.text.RETRIEVAL_PERTURBATIONS``), as the paper prints it."""
+RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5",
+           "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
+"""The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""
+ORDER_NAMES = {"coco": "COCO-Order", "flickr30k": "Flickr30k-Order"}
+RETRIEVAL_NAMES = {"coco": "COCO", "flickr30k": "Flickr30k"}
+
+
+@dataclass
+class ModelScores:
+    """Everything one model scored, kept for the tables (one object per model)."""
+
+    name: str
+    label: str
+    vg_relation: SelectionResult
+    vg_attribution: SelectionResult
+    order: dict[str, list[float]]
+    """Per retrieval set, the Order accuracy of each seed."""
+    text_shuffle: dict[str, dict[str, list[dict[str, float]]]]
+    """Per set and strategy, the recalls of each seed (``No Shuffling``: one entry)."""
+    image_shuffle: dict[str, dict[str, list[dict[str, float]]]]
+    classification: dict[str, float]
+    fingerprint: str
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value)."""
+    a = np.asarray(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class TextVariants:
+    """A retrieval set's Order cases and shuffled caption lists for every seed: computed once (spaCy tags each
+    distinct caption once), shared by every model."""
+
+    order: dict[int, list[ImageToTextItem]]
+    shuffled: dict[int, dict[str, list[str]]]
+    """Per seed: ``{"none": normalised captions, perturbation: shuffled captions}`` (``order.shuffled_retrieval_texts``)."""
+
+
+def text_variants(dataset: KarpathySet, seeds: Sequence[int]) -> TextVariants:
+    raw = dataset.flat_captions()
+    normalised = normalised_captions(raw)
+    raw_tags, normalised_tags = tag_captions(raw), tag_captions(normalised)
+    images = [dataset.images[i] for i in dataset.caption_image()]
+    order = {seed: [ImageToTextItem(f"{dataset.name}-order-{case.index}", dataset.name, images[case.index],
+                                    case.options, origin=f"{dataset.origin}: caption {case.index} (seed {seed})")
+                    for case in order_cases(raw, seed, tagged=raw_tags)]
+             for seed in seeds}
+    shuffled = {seed: shuffled_retrieval_texts(raw, seed, tagged=normalised_tags) for seed in seeds}
+    return TextVariants(order, shuffled)
+
+
+def shuffled_images(gallery: RetrievalSet, rows: int, cols: int, seed: int) -> RetrievalSet:
+    """The same gallery with every image cut into ``rows`` x ``cols`` cells and shuffled (seeded per image)."""
+    images = tuple(ImageRef(Path(getattr(img, "path", img)), GridShuffle(rows, cols, seed)) for img in gallery.images)
+    return RetrievalSet(gallery.name, images, gallery.captions, gallery.caption_image)
+
+
+def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engine: Engine,
+                predictions: Path) -> ModelScores:
+    folder = predictions / name.replace("/", "__")
+    vgr = image_to_text(engine, aro.vg_relation_items(), ARO_VG_RULE)
+    vga = image_to_text(engine, aro.vg_attribution_items(), ARO_VG_RULE)
+    write_predictions(folder / "vg_relation.csv", vgr)
+    write_predictions(folder / "vg_attribution.csv", vga)
+    order: dict[str, list[float]] = {}
+    text_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
+    image_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for set_name, dataset in aro.retrieval_sets().items():
+        seeds = list(variants[set_name].order)
+        order[set_name] = []
+        text_shuffle[set_name] = {NO_SHUFFLE: []}
+        image_shuffle[set_name] = {label: [] for label in IMAGE_SHUFFLES}
+        for seed in seeds:
+            result = image_to_text(engine, variants[set_name].order[seed], ARGMAX)
+            write_predictions(folder / f"{set_name}_order_seed{seed}.csv", result)
+            order[set_name].append(result.by_group()[set_name].accuracy)
+            texts = variants[set_name].shuffled[seed]
+            if seed == seeds[0]:  # the unshuffled gallery does not depend on the seed
+                plain = dataset.retrieval_set(captions=texts["none"])
+                text_shuffle[set_name][NO_SHUFFLE].append(retrieval.evaluate(engine, plain).recall((1, 5)))
+            for kind in RETRIEVAL_PERTURBATIONS:
+                gallery = dataset.retrieval_set(captions=texts[kind])
+                text_shuffle[set_name].setdefault(TABLE3_STRATEGIES[kind], []).append(
+                    retrieval.evaluate(engine, gallery).recall((1, 5)))
+            for label, (rows, cols) in IMAGE_SHUFFLES.items():
+                gallery = shuffled_images(plain, rows, cols, seed)
+                image_shuffle[set_name][label].append(retrieval.evaluate(engine, gallery).recall((1, 5)))
+        image_shuffle[set_name] = {NO_SHUFFLE: text_shuffle[set_name][NO_SHUFFLE], **image_shuffle[set_name]}
+    accuracy = {set_name: classification.evaluate(engine, dataset).top_k((1,))["top1"]
+                for set_name, dataset in (aro.classification_sets().items() if aro.has("classification") else ())}
+    return ModelScores(name, get_spec(name).label, vgr, vga, order, text_shuffle, image_shuffle, accuracy,
+                       vgr.fingerprint)
+
+
+# ---- tables ---------------------------------------------------------------------------------------------------
+def fraction(x: float) -> str:
+    return "" if math.isnan(x) else f"{x:.3f}"
+
+
+def vg_summaries(result: SelectionResult, kind: str) -> dict[str, vg_rules.MacroResult]:
+    """Macro averages by every rule: VG-Relation's paper / table2 / notebook rules, VG-Attribution's one."""
+    groups = result.by_group()
+    if kind == "relation":
+        return vg_rules.relation_rules(groups)
+    return {vg_rules.ATTRIBUTION_RULE.name: vg_rules.attribution_macro(groups)}
+
+
+def vg_table(scores: Sequence[ModelScores], kind: str) -> tuple[list[dict], list[str]]:
+    """Per relation (or attribute pair): n, its kind, which rules keep it, each model's accuracy; then, per rule,
+    the macro rows (overall, and for relations spatial and verb as Table 2's blocks)."""
+    results = {s.label: (s.vg_relation if kind == "relation" else s.vg_attribution) for s in scores}
+    summaries = {label: vg_summaries(r, kind) for label, r in results.items()}
+    first_groups = next(iter(results.values())).by_group()
+    first_summary = next(iter(summaries.values()))
+    rule_names = list(first_summary)
+    rows = []
+    for group in sorted(first_groups):
+        row = {"group": group, "n": first_groups[group].n,
+               "kind": vg_rules.relation_kind(group) if kind == "relation" else "attribute pair"}
+        row.update({f"kept_{rule}": "yes" if group in first_summary[rule].kept else "no" for rule in rule_names})
+        row.update({label: fraction(r.by_group()[group].accuracy) for label, r in results.items()})
+        rows.append(row)
+    for rule in rule_names:
+        parts = {"all": lambda m: m.accuracy, **{k: (lambda m, k=k: m.by_kind[k])
+                                                 for k in first_summary[rule].by_kind}}
+        for part, value in parts.items():
+            row = {"group": f"Accuracy ({rule} rule{'' if part == 'all' else ', ' + part})",
+                   "n": first_summary[rule].n_cases if part == "all" else "", "kind": "macro"}
+            row.update({label: fraction(value(s[rule])) for label, s in summaries.items()})
+            rows.append(row)
+    return rows, ["group", "n", "kind", *(f"kept_{rule}" for rule in rule_names), *results]
+
+
+def order_table(scores: Sequence[ModelScores], seeds: Sequence[int]) -> list[dict]:
+    rows = []
+    for s in scores:
+        for set_name, accs in s.order.items():
+            mean, std = mean_std(accs)
+            rows.append({"dataset": ORDER_NAMES.get(set_name, set_name), "model": s.label, "accuracy": fraction(mean),
+                         "std": fraction(std), **{f"seed{k}": fraction(a) for k, a in zip(seeds, accs)}})
+    for set_name in scores[0].order:
+        rows.append({"dataset": ORDER_NAMES.get(set_name, set_name), "model": "Chance-level",
+                     "accuracy": fraction(1 / len(OPTION_NAMES)), "std": ""})
+    return rows
+
+
+def shuffle_table(scores: Sequence[ModelScores], which: str) -> list[dict]:
+    rows = []
+    for s in scores:
+        for set_name, strategies in getattr(s, which).items():
+            for strategy, runs in strategies.items():
+                row = {"dataset": RETRIEVAL_NAMES.get(set_name, set_name), "strategy": strategy, "model": s.label,
+                       "seeds": len(runs)}
+                for column, key in RECALLS.items():
+                    mean, std = mean_std([r[key] for r in runs])
+                    row[column], row[f"{column} | std"] = fraction(mean), fraction(std)
+                rows.append(row)
+    return rows
+
+
+SHUFFLE_FIELDS = ["dataset", "strategy", "model", "seeds", *(c for k in RECALLS for c in (k, f"{k} | std"))]
+
+
+def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[str, float]]]:
+    """Table 6's rows (task, then one column per model) and each model's metrics."""
+    per_model: dict[str, dict[str, float]] = {}
+    for s in scores:
+        m = {"VG-Relation": vg_rules.relation_macro(s.vg_relation.by_group(), vg_rules.TABLE2_RULE).accuracy,
+             "VG-Attribution": vg_rules.attribution_macro(s.vg_attribution.by_group()).accuracy}
+        for set_name, accs in s.order.items():
+            m[ORDER_NAMES.get(set_name, set_name).replace("-Order", "-PRC")] = mean_std(accs)[0]
+        for set_name, acc in s.classification.items():
+            m[f"zero-shot {set_name}"] = acc
+        for set_name, strategies in s.text_shuffle.items():
+            plain = strategies[NO_SHUFFLE][0]
+            m[f"{RETRIEVAL_NAMES.get(set_name, set_name)} Image R@1"] = plain["t2i_recall_at_1"]
+            m[f"{RETRIEVAL_NAMES.get(set_name, set_name)} Text R@1"] = plain["i2t_recall_at_1"]
+        per_model[s.name] = m
+    tasks = list(next(iter(per_model.values())))
+    rows = [{"task": task, **{s.label: fraction(per_model[s.name][task]) for s in scores}} for task in tasks]
+    return rows, per_model
+
+
+def figure1(per_model: dict[str, dict[str, float]], labels: dict[str, str], out_png: Path, title: str) -> Path:
+    """Fig. 1's bars: each model on VG-Relation, VG-Attribution and the Order tasks, with chance marked."""
+    from common.figures import pyplot, save_figure
+
+    plt = pyplot()
+    tasks = [t for t in next(iter(per_model.values())) if t.startswith("VG-") or t.endswith("-PRC")]
+    chance = {t: 0.5 if t.startswith("VG-") else 1 / len(OPTION_NAMES) for t in tasks}
+    fig, ax = plt.subplots(figsize=(1.8 * len(tasks) + 2, 3.4))
+    width = 0.8 / len(per_model)
+    x = np.arange(len(tasks))
+    for k, (name, m) in enumerate(per_model.items()):
+        ax.bar(x + k * width - 0.4 + width / 2, [m[t] for t in tasks], width, label=labels[name])
+    for i, t in enumerate(tasks):
+        ax.hlines(chance[t], i - 0.45, i + 0.45, colors="grey", linestyles="--", lw=0.9)
+    ax.set_xticks(x, tasks)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (dashed: chance)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return save_figure(fig, out_png)
+
+
+def retrieval_figure(text_rows: list[dict], image_rows: list[dict], out_png: Path, title: str) -> Path:
+    """Fig. 2's view of Tables 3 and 4: Recall@1 both ways under each shuffle, per model."""
+    from common.figures import pyplot, save_figure
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
+    for ax, rows, name in ((axes[0], text_rows, "text shuffles (Table 3)"), (axes[1], image_rows, "image shuffles (Table 4)")):
+        strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+        models = list(dict.fromkeys(r["model"] for r in rows))
+        datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+        x = np.arange(len(strategies))
+        width = 0.8 / (len(models) * len(datasets))
+        k = 0
+        for d in datasets:
+            for m in models:
+                vals = {r["strategy"]: float(r["Text Recall@1"]) for r in rows if r["model"] == m and r["dataset"] == d}
+                ax.bar(x + k * width - 0.4 + width / 2, [vals.get(s, np.nan) for s in strategies], width,
+                       label=f"{m} ({d})" if len(datasets) > 1 else m)
+                k += 1
+        ax.set_xticks(x, [s.replace("Shuffle ", "").replace(" and ", " & ") for s in strategies], rotation=25,
+                      ha="right", fontsize=7)
+        ax.set_title(name, fontsize=9)
+    axes[0].set_ylabel("Text Recall@1 (image to text)")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, out_png)
+
+
+def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: str, out: Path) -> dict[str, Path]:
+    """Tables 2-6 (CSV), the per-model metrics (DVC metrics) and the two figures, into ``out``."""
+    labels = {s.name: s.label for s in scores}
+    paths: dict[str, Path] = {}
+    for kind, stem in (("relation", "table2_vg_relation"), ("attribution", "vg_attribution")):
+        rows, fields = vg_table(scores, kind)
+        paths[stem] = write_csv_atomic(out / f"{stem}.csv", rows, fields)
+    seed_fields = ["dataset", "model", "accuracy", "std", *(f"seed{k}" for k in seeds)]
+    paths["table5_order"] = write_csv_atomic(out / "table5_order.csv", order_table(scores, seeds), seed_fields)
+    text_rows, image_rows = shuffle_table(scores, "text_shuffle"), shuffle_table(scores, "image_shuffle")
+    paths["table3_text_shuffle"] = write_csv_atomic(out / "table3_text_shuffle.csv", text_rows, SHUFFLE_FIELDS)
+    paths["table4_image_shuffle"] = write_csv_atomic(out / "table4_image_shuffle.csv", image_rows, SHUFFLE_FIELDS)
+    rows6, per_model = table6(scores)
+    paths["table6"] = write_csv_atomic(out / "table6.csv", rows6, ["task", *labels.values()])
+    for name, m in per_model.items():
+        write_json_atomic(out / "metrics" / metrics_filename(name), {k: round(v, 4) for k, v in m.items()})
+    paths["metrics"] = out / "metrics"
+    paths["figure1"] = figure1(per_model, labels, out / "figure1.png", f"ARO Fig. 1 ({profile} profile)")
+    paths["figure2"] = retrieval_figure(text_rows, image_rows, out / "figure2_shuffled_retrieval.png",
+                                        f"ARO Tables 3-4: retrieval without order ({profile} profile)")
+    paths["plot"] = write_csv_atomic(
+        out / "figure1_plot.csv",
+        [{"model": labels[n], "task": t, "accuracy": fraction(v)} for n, m in per_model.items() for t, v in m.items()],
+        ["model", "task", "accuracy"])
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.tables", description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    device = best_device()
+    if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.reproducible), as SugarCrepe's table
+        reproducible.reexec_pinned()
+        reproducible.fix_threads()
+    params = stage_params(STAGE)
+    profile = params["profile"]
+    seeds = [int(s) for s in params["aro"]["seeds"]]
+    models = params["aro"]["models"][profile]
+    aro = AroSet.load(build_root() / profile / "aro" / "benchmarks")
+    config = engine_config(params)
+    out_dir = RESULTS / "aro" / profile
+    note = ("mini profile: tiny CLIPs on the rendered mini world; not comparable to the paper's numbers"
+            if profile == "mini" else "full profile: the paper's benchmarks")
+    with output_group(out_dir) as staging:
+        variants = {name: text_variants(dataset, seeds) for name, dataset in aro.retrieval_sets().items()}
+        scores = []
+        for name in models:
+            print(f"scoring {name}", flush=True)
+            engine = Engine(create_model(name, device=device), config)
+            scores.append(score_model(name, aro, variants, engine, staging / "predictions"))
+        paths = write_tables(scores, seeds, profile, staging)
+        paths["context"] = write_json_atomic(staging / "context.json", {
+            "profile": profile, "note": note, "seeds": seeds, "models": {s.name: s.fingerprint for s in scores},
+            "dataset": {k: v for k, v in aro.info.items() if k in ("profile", "world_version", "counts", "config")},
+            "rules": {"vg": ARO_VG_RULE.name + " (argmax([false, true]) == 1: a tie is wrong)",
+                      "order": ARGMAX.name + " (argmax == 0 with the original first: a tie is correct)",
+                      "std": "sample standard deviation over seeds (ddof=1)"},
+            "spacy": spacy_info().as_dict(),
+            "engine": {"precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
+        })
+        paths["predictions"] = staging / "predictions"
+    for name, path in paths.items():
+        print(f"{name}: {staged_to_final(path, staging, out_dir)}")
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))
