@@ -3,6 +3,7 @@
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
 #   make repro PAPER=bivlc      one of them
 #   make status [PAPER=...]     what each paper's pipeline still has to run, and the command that runs it
+#   make metrics [PAPER=...]    each paper's DVC metrics, one short table per paper
 #   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -11,12 +12,12 @@ STAMP := $(VENV)/.installed
 PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
 PAPER ?= $(PAPERS)
 
-.PHONY: repro test bench install status notebooks clean-cache
+.PHONY: repro test bench install status metrics notebooks clean-cache
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model,hf]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
 	@touch $(STAMP)
 
@@ -38,6 +39,9 @@ status: $(STAMP)
 	  print(f"papers/{p}: up to date" if not stages else \
 	        f"papers/{p}: {len(stages)} stage(s) to run ({(chr(44) + chr(32)).join(stages)}): make repro PAPER={p}")' $$p \
 	  || echo "papers/$$p: dvc status failed: run dvc status papers/$$p"; done
+
+metrics: $(STAMP)
+	@. $(BIN)/activate && python -m common metrics $(PAPER)
 
 notebooks: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -1,4 +1,5 @@
-"""``python -m common report <paper>``: a paper's reproduced tables and where its audit is.
+"""``python -m common report <paper>``: a paper's reproduced tables and where its audit is; ``python -m common metrics
+<paper>``: its DVC metrics alone.
 
 The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``). A paper
 with tables of its own has ``papers/<paper>/report.py`` (``report(profile)`` prints them; its stage runs that module,
@@ -43,10 +44,51 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return run(args.paper)
 
 
+def metric_files(paper: str) -> list[str]:
+    """The metrics files (or folders) of the stages in ``papers/<paper>/dvc.yaml`` that exist, as DVC resolves them
+    under the current profile.
+
+    A bare ``dvc metrics show`` puts every paper's metrics in one table whose columns are the union of all their
+    names; one paper's alone are a table of a few columns (``make metrics PAPER=<paper>``).
+    """
+    from dvc.repo import Repo
+
+    from common.paths import ROOT
+
+    dvc_file = f"papers/{paper}/dvc.yaml"
+    with Repo(str(ROOT)) as repo:
+        paths = [str(out.def_path) for stage in repo.index.stages if stage.path_in_repo == dvc_file
+                 for out in stage.metrics]
+    return [p for p in dict.fromkeys(paths) if (ROOT / p).exists()]
+
+
+def show_metrics(paper: str) -> int:
+    """``dvc metrics show`` over one paper's metrics files."""
+    import subprocess
+
+    from common.paths import ROOT
+
+    files = metric_files(paper)
+    if not files:
+        raise WorkspaceError(f"papers/{paper}: no metrics written yet: run `dvc repro papers/{paper}`")
+    return subprocess.run(["dvc", "metrics", "show", *files], cwd=ROOT).returncode
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    status = 0
+    for paper in args.paper:
+        print(f"papers/{paper}")
+        status |= show_metrics(paper)
+    return status
+
+
 def register_cli(subparsers) -> None:
     p = subparsers.add_parser("report", help="print a paper's reproduced tables and where its files are")
     p.add_argument("paper", choices=plugins.paper_names())
     p.set_defaults(func=_cmd_report)
+    m = subparsers.add_parser("metrics", help="`dvc metrics show` over one paper's metrics (a short table per paper)")
+    m.add_argument("paper", nargs="+", choices=plugins.paper_names())
+    m.set_defaults(func=_cmd_metrics)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from common.errors import WorkspaceError
 from common.io import sha256_file
 from common.miniworld import VERSION
 from common.training import ClipLoss, DistributedContext, FromScratch, MiniWorldBatches, train
@@ -42,9 +43,9 @@ def checkpoint_every() -> int:
     try:
         every = int(value)
     except ValueError:
-        raise SystemExit(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps (0: never)") from None
+        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps (0: never)") from None
     if every < 0:
-        raise SystemExit(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps >= 0 (0: never)")
+        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps >= 0 (0: never)")
     return every
 
 

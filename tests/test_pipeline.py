@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,13 +62,15 @@ def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     assert "Data and pipelines are up to date." in second.stdout
     assert "Running stage" not in second.stdout
 
-    shown = dvc(workspace, env, "metrics", "show")
+    shown = subprocess.run([sys.executable, "-m", "common", "metrics", "sugarcrepe"], cwd=workspace, env=env,
+                           capture_output=True, text=True)  # `make metrics PAPER=sugarcrepe`
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert any("mini__s-32k.json" in line for line in lines)
+    assert lines[0] == "papers/sugarcrepe" and any("mini__s-32k.json" in line for line in lines)
+    assert not any("results/aro" in line for line in lines)  # one paper's metrics, not every paper's
     # readable: a row per model (and per audit summary), a column per number compared (7 categories + average,
     # 4 verdict counts), not one row of 130 columns mixing context into the metrics
-    assert len(lines[0].split()) <= 1 + 8 + 9, lines[0]  # "Path", 8 accuracies, 4 verdicts (9 words)
+    assert len(lines[1].split()) <= 1 + 8 + 9, lines[1]  # "Path", 8 accuracies, 4 verdicts (9 words)
 
 
 def test_full_profile_wiring(tmp_path):

@@ -149,6 +149,8 @@ def activation_mismatch(spec: ModelSpec) -> str | None:
     weights silently runs GELU where CLIP was trained with QuickGELU, the pitfall of NegCLIP's and SugarCrepe's
     evaluation code. Here the architecture must say so (``ViT-B-32-quickgelu``).
     """
+    if spec.backend != "open_clip":  # other backends build what their checkpoint's config says
+        return None
     trained = trained_with_quick_gelu(spec)
     if trained is None or trained == uses_quick_gelu(spec.arch):
         return None
@@ -276,6 +278,10 @@ def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.
 
 
 def _how_to_get(spec: ModelSpec) -> str:
+    if spec.backend != "open_clip":
+        from common.zoo.hf import how_to_get
+
+        return how_to_get(spec)
     if spec.pretrained is not None:
         import open_clip
 
@@ -428,11 +434,15 @@ def _quiet_logger(name: str):
         logger.setLevel(before)
 
 
-def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -> OpenClipModel:
+def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -> EmbeddingModel:
     """Build a registered model with its weights, or raise ``ModelUnavailable``."""
     import open_clip
 
     spec = get_spec(name)
+    if spec.backend in ("transformers", "xvlm"):
+        from common.zoo.hf import create_hf_model
+
+        return create_hf_model(spec, device, cache_dir)
     if spec.backend != "open_clip":
         raise ModelUnavailable(f"model {name!r}: backend {spec.backend!r} is not supported yet")
     register_local_configs()
@@ -532,7 +542,7 @@ def _cmd_zoo(args) -> int:
 
     if args.action == "list":
         for spec in registry().values():
-            weights = spec.pretrained and f"open_clip:{spec.pretrained}" or spec.checkpoint
+            weights = spec.pretrained and f"{spec.backend}:{spec.pretrained}" or spec.checkpoint
             print(f"{spec.name:40s} {spec.family:9s} {spec.arch:28s} {weights}")
         return 0
     names = list(args.models)

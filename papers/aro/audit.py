@@ -25,6 +25,7 @@ DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv")
 PAPER = "aro"
 PUBLISHED_COLUMN = {
     "openai/ViT-B-32": "CLIP", "aro/negclip": "NegCLIP", "aro/clip-ft": "CLIP-FT",
+    "blip/itm-base-coco": "BLIP", "flava/full": "Flava", "xvlm/coco": "XVLM",
     "mini/xs-32k": "CLIP", "aro/mini-clip-ft": "CLIP-FT", "aro/mini-negclip": "NegCLIP",
 }
 """The paper's column of each model a run may score (the mini models stand for the model they are analogs of)."""

@@ -5,8 +5,10 @@
   ``<out>/crops`` (``papers.aro.data.crop_relpath``); crops already there are kept.
 * COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
   (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
-* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the python tarballs (checked against
-  the md5 torchvision publishes), written as PNG files with CLIP's CIFAR prompt templates.
+* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
+  records, read with numpy: the python tarballs are pickles, which this workspace never loads), checked against the
+  md5 the dataset page publishes, written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and
+  class order as the python release that torchvision (and so ARO's code) reads.
 
 Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.prepare --out build/full/aro``;
 ``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
@@ -16,8 +18,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import pickle
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -35,14 +37,26 @@ KARPATHY = {
 }
 """Per split: the annotation key and the image key. BLIP's paths are ``val2014/<file>`` relative to the extracted
 ``coco/val2014`` folder and ``flickr30k-images/<file>`` relative to ``flickr30k/``."""
+@dataclass(frozen=True)
+class CifarRelease:
+    """Where one CIFAR binary tarball keeps its test records and class names."""
+
+    key: str
+    md5: str
+    """As published on https://www.cs.toronto.edu/~kriz/cifar.html for the binary version."""
+    test_member: str
+    names_member: str
+    label_bytes: int
+    """Bytes before each record's 3,072 pixel bytes; the label is the last (CIFAR-100: coarse, then fine)."""
+
+
 CIFAR = {
-    "cifar10": ("aro/cifar/cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a", "cifar-10-batches-py/",
-                "test_batch", "batches.meta", "label_names", "labels"),
-    "cifar100": ("aro/cifar/cifar-100-python.tar.gz", "eb9058c3a382ffc7106e4002c42a8d85", "cifar-100-python/",
-                 "test", "meta", "fine_label_names", "fine_labels"),
+    "cifar10": CifarRelease("aro/cifar/cifar-10-binary.tar.gz", "c32a1d4ab5d03f1284b67883e8d87530",
+                            "cifar-10-batches-bin/test_batch.bin", "cifar-10-batches-bin/batches.meta.txt", 1),
+    "cifar100": CifarRelease("aro/cifar/cifar-100-binary.tar.gz", "03b5dce01913d631647c71ecec9e9cb8",
+                             "cifar-100-binary/test.bin", "cifar-100-binary/fine_label_names.txt", 2),
 }
-"""Per set: source key, torchvision's published md5 of the tarball, the folder inside it, test file, meta file,
-class-name key, label key."""
+CIFAR_PIXELS = 3 * 32 * 32
 CIFAR_TEMPLATES: tuple[str, ...] = (
     "a photo of a {}.", "a blurry photo of a {}.", "a black and white photo of a {}.", "a low contrast photo of a {}.",
     "a high contrast photo of a {}.", "a bad photo of a {}.", "a good photo of a {}.", "a photo of a small {}.",
@@ -95,34 +109,49 @@ def _md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
-    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads."""
+def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], "np.ndarray", list[int]]:
+    """(class names, HxWxC uint8 test images, labels) from a CIFAR binary tarball: fixed-length records, no pickle."""
     import numpy as np
-    from PIL import Image
-
-    key, md5, folder, test_file, meta_file, names_key, labels_key = CIFAR[name]
-    tarball = fetch(key, progress=False)
-    if check_md5 and _md5(tarball) != md5:
-        raise DatasetError(f"{tarball}: md5 {_md5(tarball)} differs from torchvision's published {md5} for {name}; "
-                           "delete the file and fetch it again")
-
-    def member(tf: tarfile.TarFile, inner: str) -> dict:
-        try:
-            fh = tf.extractfile(folder + inner)
-        except KeyError:
-            raise DatasetError(f"{tarball}: no member {folder + inner!r} (not a CIFAR python tarball?)") from None
-        assert fh is not None
-        # The official CIFAR release is a pickle; its md5 was checked above against torchvision's.
-        return pickle.load(fh, encoding="latin1")  # noqa: S301
 
     with tarfile.open(tarball, "r:gz") as tf:
-        test, meta = member(tf, test_file), member(tf, meta_file)
-    data = np.asarray(test["data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-    labels = [int(x) for x in test[labels_key]]
-    classes = [c.replace("_", " ") for c in meta[names_key]]
+        def member(inner: str) -> bytes:
+            try:
+                fh = tf.extractfile(inner)
+            except KeyError:
+                fh = None
+            if fh is None:
+                raise DatasetError(f"{tarball}: no member {inner!r} (not a CIFAR binary tarball?)")
+            return fh.read()
+
+        raw, names = member(release.test_member), member(release.names_member)
+    record = release.label_bytes + CIFAR_PIXELS
+    if not raw or len(raw) % record:
+        raise DatasetError(f"{tarball}: {release.test_member} holds {len(raw)} bytes, not a whole number of "
+                           f"{record}-byte records")
+    rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, record)
+    labels = [int(x) for x in rows[:, release.label_bytes - 1]]
+    images = rows[:, release.label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    classes = [line.strip().replace("_", " ") for line in names.decode("utf-8").splitlines() if line.strip()]
+    if labels and max(labels) >= len(classes):
+        index = labels.index(max(labels))
+        raise DatasetError(f"{tarball}: record {index} of {release.test_member} has label {labels[index]}, but "
+                           f"{release.names_member} names {len(classes)} classes")
+    return classes, images, labels
+
+
+def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
+    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads."""
+    from PIL import Image
+
+    release = CIFAR[name]
+    tarball = fetch(release.key, progress=False)
+    if check_md5 and _md5(tarball) != release.md5:
+        raise DatasetError(f"{tarball}: md5 {_md5(tarball)} differs from the published {release.md5} for {name}; "
+                           "delete the file and fetch it again")
+    classes, images, labels = read_cifar_binary(tarball, release)
     image_dir = out_dir / "classification" / name
     records = []
-    for index, (pixels, label) in enumerate(zip(data, labels)):
+    for index, (pixels, label) in enumerate(zip(images, labels)):
         relpath = f"{name}/{index:05d}.png"
         target = out_dir / "classification" / relpath
         if not target.is_file():
@@ -149,7 +178,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
         if name in parts:
             images = fetch(image_key, progress=False)
             splits[name] = (fetch(annotation_key, progress=False), images if name == "coco" else images.parent)
-    cifar = {name: fetch(CIFAR[name][0], progress=False) for name in CIFAR} if "cifar" in parts else {}
+    cifar = {name: fetch(CIFAR[name].key, progress=False) for name in CIFAR} if "cifar" in parts else {}
     if "vg" in parts:
         manifest["counts"]["vg_crops"] = crop_vg(annotations, image_root, out_dir / "crops")
         for kind, path in annotations.items():

@@ -15,7 +15,8 @@ Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``: u
    that SugarCrepe's blind-attack issue reads as real-text ARO negatives (options normalised as COCO-Order's are).
 
 Outputs (``results/aro/real_text/``, one group): ``generator_vs_released.csv`` (per released kind),
-``summary.json`` (DVC metrics), ``examples_missed.csv`` (every released negative the generator cannot produce),
+``summary.json`` (DVC metrics: counts and the two recalls), ``breakdown.json`` (per kind, the Order perturbations'
+share equal to the original), ``examples_missed.csv`` (every released negative the generator cannot produce),
 ``generated_negatives.csv`` (the generator's draw), ``order_perturbed.csv``, ``context.json`` (spaCy model,
 source file, seeds).
 
@@ -253,13 +254,15 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
     overall = table[-1]
     generated_kinds = Counter(n.kind for sample in drawn for n in sample)
     perturbed, same_share = order_rows(released, seeds)
-    summary = {
+    metrics = {  # DVC metrics: a handful of flat numbers, so `dvc metrics show` stays one readable row
         "n_captions": len(released),
         "n_released_negatives": overall["n_released"],
         "n_generated_negatives": sum(generated_kinds.values()),
-        "n_captions_without_generated_negative": sum(1 for s in drawn if not s),
         "recall_generated": overall["recall_generated"],
         "recall_reachable": overall["recall_reachable"],
+    }
+    breakdown = {
+        "n_captions_without_generated_negative": sum(1 for s in drawn if not s),
         "released_per_kind": {r["released_kind"]: r["n_released"] for r in table[:-1]},
         "recall_reachable_per_kind": {r["released_kind"]: r["recall_reachable"] for r in table[:-1]},
         "generated_per_kind": {k: generated_kinds.get(k, 0) for k in NEGATIVE_KINDS},
@@ -282,13 +285,15 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
     with output_group(out_dir) as staging:
         paths = {
             "comparison": write_csv_atomic(staging / "generator_vs_released.csv", table, COMPARISON_FIELDS),
-            "summary": write_json_atomic(staging / "summary.json", summary),
+            "summary": write_json_atomic(staging / "summary.json", metrics),
+            "breakdown": write_json_atomic(staging / "breakdown.json", breakdown),
             "missed": write_csv_atomic(staging / "examples_missed.csv", missed, MISSED_FIELDS),
             "generated": write_csv_atomic(staging / "generated_negatives.csv", generated,
                                           ("index", "kind", "negative")),
             "order": write_csv_atomic(staging / "order_perturbed.csv", perturbed, ORDER_FIELDS),
             "context": write_json_atomic(staging / "context.json", context),
         }
+    summary = {**metrics, **breakdown}
     summary["paths"] = {name: str(staged_to_final(p, staging, out_dir)) for name, p in paths.items()}
     summary["missed_examples"] = missed
     return summary

@@ -40,7 +40,7 @@ def report(profile: str) -> None:
     for title, name in TABLES.items():
         print(f"{title + ':':<40s} {out_dir / name}")
     print(f"{'figures:':<40s} {out_dir / 'figure1.png'}, {out_dir / 'figure2_shuffled_retrieval.png'}")
-    print(f"{'metrics:':<40s} {out_dir / 'metrics'}/  (dvc metrics show)")
+    print(f"{'metrics:':<40s} {out_dir / 'metrics'}/  (make metrics PAPER=aro)")
     print(f"{'per-example predictions:':<40s} {out_dir / 'predictions'}")
     real_text = RESULTS / PAPER / "real_text"
     if real_text.is_dir():

@@ -10,7 +10,12 @@
   encoded once for all text shuffles and the texts once for all image shuffles (the engine's cache);
 * Table 6: the four benchmarks plus downstream zero-shot classification and retrieval R@1; its VG-Relation is the
   macro average as Table 2 computes it (``vg_rules.TABLE2_RULE``: the paper's stated 25-case threshold does not
-  reproduce Table 2; table2_vg_relation.csv shows every rule).
+  reproduce Table 2; table2_vg_relation.csv shows every rule);
+* BLIP and FLAVA (``common.zoo.hf``) choose among captions (VG-Relation, VG-Attribution, Order) by the scores
+  ARO's wrappers rank with (``ARO_PAIR_SCORES``: BLIP the ITM match logit plus the contrastive cosine with the
+  original ``[ENC]`` ITM token, FLAVA the ITM match probability with padding attended, as transformers < 4.39
+  did); retrieval and zero-shot classification use their contrastive embeddings. ``context.json`` names each
+  model's selection score.
 
 Fractions as the paper prints them (0.59, not 59). Mean and std over seeds use the sample std (ddof=1), as numpy's
 ``std`` would not; the paper does not say which it used. Mini profile: tiny CLIPs on the rendered mini world, never
@@ -22,7 +27,7 @@ import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -35,9 +40,9 @@ from common.params import stage_params
 from common.paths import RESULTS, build_root
 from common.results import metrics_filename, write_predictions
 from common.scoring import classification, retrieval
-from common.scoring.selection import ARGMAX, SelectionResult, image_to_text
+from common.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
 from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
-from common.zoo import create_model, get_spec
+from common.zoo import EmbeddingModel, create_model, get_spec
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
 from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
@@ -112,11 +117,49 @@ def shuffled_images(gallery: RetrievalSet, rows: int, cols: int, seed: int) -> R
     return RetrievalSet(gallery.name, images, gallery.captions, gallery.caption_image)
 
 
+@dataclass(frozen=True)
+class PairScore:
+    """How ARO's code ranks captions for a model with an image-text matching head (``common.zoo.hf``)."""
+
+    score: str
+    """``common.zoo.hf.SCORES``: ``itm`` (match probability) or ``itm_logit+itc``."""
+    options: dict
+    """``create_hf_model``'s ITM options reproducing the original code's inputs."""
+    why: str
+
+
+ARO_PAIR_SCORES = {
+    "blip": PairScore("itm_logit+itc", {"itm_start_token": "[ENC]"},
+                      "model_zoo/blip_models.py: ITM match logit + ITC cosine, ITM text starting with [ENC]"),
+    "flava": PairScore("itm", {"itm_attends_padding": True},
+                       "model_zoo/flava.py: softmax(ITM)[:, 1], texts padded to 77 and attended (transformers < 4.39)"),
+}
+"""Per ``arch``, the selection score of ARO's wrapper for it (read in mertyg/vision-language-models-are-bows)."""
+Select = Callable[[Sequence[ImageToTextItem], DecisionRule], SelectionResult]
+
+
+def load_model(name: str, device: str) -> tuple[EmbeddingModel, Select, str]:
+    """The model, how it chooses among captions (ARO's protocol for it), and that protocol in words."""
+    spec = get_spec(name)
+    if spec.backend == "open_clip" or spec.arch not in ARO_PAIR_SCORES:
+        model = create_model(name, device=device)
+        return model, None, "contrastive (cosine of image and text embeddings)"  # type: ignore[return-value]
+    from common.scoring import matching
+    from common.zoo.hf import create_hf_model
+
+    protocol = ARO_PAIR_SCORES[spec.arch]
+    model = create_hf_model(spec, device, **protocol.options)
+    return (model, lambda items, rule: matching.image_to_text(model, items, rule, score=protocol.score),
+            f"{protocol.score} ({protocol.why})")
+
+
 def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engine: Engine,
-                predictions: Path) -> ModelScores:
+                predictions: Path, select: Select | None = None) -> ModelScores:
+    """Every table's numbers for one model; ``select`` chooses among captions (default: the engine's cosines)."""
+    select = select or (lambda items, rule: image_to_text(engine, items, rule))
     folder = predictions / name.replace("/", "__")
-    vgr = image_to_text(engine, aro.vg_relation_items(), ARO_VG_RULE)
-    vga = image_to_text(engine, aro.vg_attribution_items(), ARO_VG_RULE)
+    vgr = select(aro.vg_relation_items(), ARO_VG_RULE)
+    vga = select(aro.vg_attribution_items(), ARO_VG_RULE)
     write_predictions(folder / "vg_relation.csv", vgr)
     write_predictions(folder / "vg_attribution.csv", vga)
     order: dict[str, list[float]] = {}
@@ -128,7 +171,7 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
         text_shuffle[set_name] = {NO_SHUFFLE: []}
         image_shuffle[set_name] = {label: [] for label in IMAGE_SHUFFLES}
         for seed in seeds:
-            result = image_to_text(engine, variants[set_name].order[seed], ARGMAX)
+            result = select(variants[set_name].order[seed], ARGMAX)
             write_predictions(folder / f"{set_name}_order_seed{seed}.csv", result)
             order[set_name].append(result.by_group()[set_name].accuracy)
             texts = variants[set_name].shuffled[seed]
@@ -335,15 +378,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if profile == "mini" else "full profile: the paper's benchmarks")
     with output_group(out_dir) as staging:
         variants = {name: text_variants(dataset, seeds) for name, dataset in aro.retrieval_sets().items()}
-        scores = []
+        scores, selection_scores = [], {}
         for name in models:
             print(f"scoring {name}", flush=True)
-            engine = Engine(create_model(name, device=device), config)
-            scores.append(score_model(name, aro, variants, engine, staging / "predictions"))
+            model, select, selection_scores[name] = load_model(name, device)
+            scores.append(score_model(name, aro, variants, Engine(model, config), staging / "predictions", select))
         paths = write_tables(scores, seeds, profile, staging)
         paths["context"] = write_json_atomic(staging / "context.json", {
             "profile": profile, "note": note, "seeds": seeds, "models": {s.name: s.fingerprint for s in scores},
             "dataset": {k: v for k, v in aro.info.items() if k in ("profile", "world_version", "counts", "config")},
+            "selection_scores": selection_scores,
             "rules": {"vg": ARO_VG_RULE.name + " (argmax([false, true]) == 1: a tie is wrong)",
                       "order": ARGMAX.name + " (argmax == 0 with the original first: a tie is correct)",
                       "std": "sample standard deviation over seeds (ddof=1)"},

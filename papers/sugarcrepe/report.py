@@ -28,7 +28,7 @@ def report(profile: str) -> None:
     for row in rows:
         print("  ".join(f"{row[h]:>11s}" if i else f"{row[h]:<16s}" for i, h in enumerate(header)))
     print(f"table:   {table}")
-    print(f"metrics: {out_dir / 'table6_metrics'}/  (dvc metrics show)")
+    print(f"metrics: {out_dir / 'table6_metrics'}/  (make metrics PAPER=sugarcrepe)")
     print(f"plots:   {out_dir / 'table6.png'}, {out_dir / 'table6_plot.csv'}  (dvc plots show)")
     print(f"per-example predictions: {out_dir / 'predictions'}")
     check = out_dir / "table6_reproduction.csv"

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.errors import WorkspaceError
+
 CHILD = Path(__file__).resolve().parent.parent / "kill_resume_child.py"
 ROOT = CHILD.parent.parent
 
@@ -157,5 +159,5 @@ def test_resume_states_are_keyed_by_the_run(train_set, tmp_path, monkeypatch):
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "0")
     assert train_module.checkpoint_every() == 0
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "ten")
-    with pytest.raises(SystemExit, match="VLC_CHECKPOINT_EVERY"):
+    with pytest.raises(WorkspaceError, match="VLC_CHECKPOINT_EVERY"):  # one `error:` line, exit 1
         train_module.checkpoint_every()

@@ -1,10 +1,10 @@
 """The full-profile preparation on tiny data in the upstream layout, written into a temporary data root."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
-import pickle
 import tarfile
 import zipfile
 from pathlib import Path
@@ -30,15 +30,15 @@ def vg_record(image: str, box: tuple, **extra) -> dict:
             "true_caption": "the cup is on the table", "false_caption": "the table is on the cup", **extra}
 
 
-def cifar_tarball(path: Path, folder: str, test: str, meta: str, names_key: str, labels_key: str, n: int) -> None:
-    members = {
-        folder + test: {"data": np.arange(n * 3072, dtype=np.int64).reshape(n, 3072) % 256, labels_key: [1, 0, 1][:n]},
-        folder + meta: {names_key: ["aquarium_fish", "cat"]},
-    }
+def cifar_tarball(path: Path, release: prepare.CifarRelease, labels: list[int]) -> None:
+    """A CIFAR binary tarball in the upstream layout: label byte(s) then 3,072 pixel bytes per record."""
+    pixels = np.arange(len(labels) * 3072, dtype=np.int64).reshape(len(labels), 3072) % 256
+    records = b"".join(bytes([7] * (release.label_bytes - 1) + [label]) + bytes(row.astype(np.uint8))
+                       for label, row in zip(labels, pixels))
+    members = {release.test_member: records, release.names_member: b"aquarium_fish\ncat\n\n"}
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:gz") as tf:
-        for name, obj in members.items():
-            data = pickle.dumps(obj)
+        for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
@@ -69,11 +69,11 @@ def data_root(tmp_path: Path, monkeypatch) -> Path:
     (root / "flickr30k/karpathy").mkdir(parents=True)
     (root / "flickr30k/karpathy/flickr30k_test.json").write_text(json.dumps([
         {"image": "flickr30k-images/100.jpg", "caption": ["a dog.", "a dog runs.", "a brown dog."]}]))
-    for name, (key, _md5, folder, test, meta, names_key, labels_key) in prepare.CIFAR.items():
-        tarball = root / key.removeprefix("aro/")
-        cifar_tarball(tarball, folder, test, meta, names_key, labels_key, 3)
-        monkeypatch.setitem(prepare.CIFAR, name, (key, hashlib.md5(tarball.read_bytes()).hexdigest(), folder, test,
-                                                  meta, names_key, labels_key))
+    for name, release in prepare.CIFAR.items():
+        tarball = root / release.key.removeprefix("aro/")
+        cifar_tarball(tarball, release, [1, 0, 1])
+        monkeypatch.setitem(prepare.CIFAR, name, dataclasses.replace(release, md5=hashlib.md5(tarball.read_bytes())
+                                                                     .hexdigest()))
     return root
 
 
@@ -109,10 +109,30 @@ def test_prepare_without_flickr_images_then_with(data_root: Path, tmp_path: Path
 
 
 def test_cifar_md5_mismatch_is_refused(data_root: Path, tmp_path: Path, monkeypatch):
-    key, _md5, *rest = prepare.CIFAR["cifar10"]
-    monkeypatch.setitem(prepare.CIFAR, "cifar10", (key, "0" * 32, *rest))
-    with pytest.raises(WorkspaceError, match="differs from torchvision's published"):
+    monkeypatch.setitem(prepare.CIFAR, "cifar10", dataclasses.replace(prepare.CIFAR["cifar10"], md5="0" * 32))
+    with pytest.raises(WorkspaceError, match="differs from the published 0{32} for cifar10"):
         prepare.prepare_cifar("cifar10", tmp_path / "out")
+
+
+def test_cifar_binary_records_are_read_as_upstream_lays_them_out(tmp_path: Path):
+    release = prepare.CIFAR["cifar100"]  # two label bytes: coarse (7 here), then the fine label that is used
+    tarball = tmp_path / "c.tar.gz"
+    cifar_tarball(tarball, release, [1, 0])
+    classes, images, labels = prepare.read_cifar_binary(tarball, release)
+    assert classes == ["aquarium fish", "cat"] and labels == [1, 0]
+    flat = np.arange(2 * 3072) % 256
+    assert images.shape == (2, 32, 32, 3)
+    assert images[1, 0, 1].tolist() == [flat[3072 + 1], flat[3072 + 1024 + 1], flat[3072 + 2048 + 1]]  # planes R, G, B
+
+
+def test_cifar_bad_binary_names_the_file_and_record(tmp_path: Path):
+    release = prepare.CIFAR["cifar10"]
+    tarball = tmp_path / "c.tar.gz"
+    cifar_tarball(tarball, release, [0, 5])
+    with pytest.raises(WorkspaceError, match=r"c.tar.gz: record 1 of cifar-10-batches-bin/test_batch.bin has label 5"):
+        prepare.read_cifar_binary(tarball, release)
+    with pytest.raises(WorkspaceError, match="not a CIFAR binary tarball"):
+        prepare.read_cifar_binary(tarball, prepare.CIFAR["cifar100"])
 
 
 def test_missing_vg_image_names_record(data_root: Path, tmp_path: Path):

@@ -65,6 +65,10 @@ def test_stage_on_a_small_tsv(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_captions"] == 3 and summary["n_released_negatives"] == 5
     assert summary["recall_reachable"] == 0.6
+    assert all(isinstance(v, (int, float)) for v in summary.values())  # DVC metrics: flat numbers, one short row
+    breakdown = json.loads((out / "breakdown.json").read_text())
+    assert breakdown["released_per_kind"]["NN"] == 1 and set(breakdown["order_same_as_original_share"]) == \
+        set(real_text.ORDER_PERTURBATIONS)
     missed = _read_csv(out / "examples_missed.csv")
     assert sorted(m["released_kind"] for m in missed) == ["other", "unchanged"]
     order = _read_csv(out / "order_perturbed.csv")

@@ -126,3 +126,37 @@ def test_audit_compares_full_runs(scored, tmp_path):
     assert above.profile == "full" and above.value == pytest.approx(float(table2["above"]["ViT-B-32"]))
     samples = next(r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "# Samples"))
     assert samples.value == int(table2["above"]["n"]) and samples.tolerance_rule == "exact"
+
+
+@pytest.mark.parametrize("arch", ["blip", "flava"])
+def test_blip_and_flava_choose_captions_by_aros_pair_scores(arch, scored, tmp_path, monkeypatch):
+    """A tiny random BLIP / FLAVA (transformers, saved here) goes through the tables as ARO's code scores it: the
+    VG and Order cases by its ITM-based pair score, with the original code's ITM inputs; retrieval by its
+    contrastive embeddings."""
+    pytest.importorskip("transformers")
+    import dataclasses
+
+    import hf_support
+    from common.scoring import matching
+    from common.zoo import get_spec
+
+    aro, _, variants, _, _, _ = scored
+    saved = hf_support.save_blip(tmp_path) if arch == "blip" else hf_support.save_flava(tmp_path)
+    name = "blip/itm-base-coco" if arch == "blip" else "flava/full"
+    spec = dataclasses.replace(get_spec(name), pretrained=str(saved))  # the registered entry, local weights
+    monkeypatch.setattr(tables, "get_spec", lambda n: spec if n == name else get_spec(n))
+    model, select, protocol = tables.load_model(name, "cpu")
+    expected = tables.ARO_PAIR_SCORES[arch]
+    assert protocol.startswith(expected.score)
+    if arch == "blip":
+        assert model.itm_start_id == model.tokenizer.convert_tokens_to_ids("[ENC]")
+    else:
+        assert model.itm_attends_padding
+    engine = Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "cache")
+    result = tables.score_model(name, aro, {"coco": variants["coco"]}, engine, tmp_path / "predictions", select)
+    direct = matching.image_to_text(model, aro.vg_relation_items(), ARO_VG_RULE, score=expected.score)
+    assert result.vg_relation.outcomes == direct.outcomes and result.vg_relation.task.endswith(
+        "itm" if expected.score == "itm" else expected.score)
+    contrastive = image_to_text(engine, aro.vg_relation_items(), ARO_VG_RULE)
+    assert [o.scores for o in contrastive.outcomes] != [o.scores for o in direct.outcomes]
+    assert set(result.text_shuffle["coco"]) >= {tables.NO_SHUFFLE}  # retrieval ran on the embeddings

@@ -1,0 +1,332 @@
+"""The zoo's Hugging Face backend: BLIP and FLAVA from ``transformers``, behind ``EmbeddingModel``.
+
+Two kinds of score come out of these models:
+
+* contrastive (ITC): ``encode_images`` / ``encode_tokens`` give normalized projected embeddings of each tower's
+  first token, so ``Engine`` and every ``common.scoring`` module use them like a CLIP's (cosine similarity);
+* image-text matching (ITM): ``match_scores(pixels, texts)`` runs each (image, text) pair jointly through the
+  model's multimodal layers and returns the ITM head's match probability; ``common.scoring.matching`` scores
+  choose-among-K items with it.
+
+``transformers`` is an optional extra (``pip install -e '.[hf]'``), imported only when a model is built. A model's
+weights come from the Hugging Face hub (``spec.pretrained`` a repository id) or a local directory written by
+``save_pretrained``; as everywhere in the zoo, a model whose weights cannot be obtained raises ``ModelUnavailable``
+and nothing falls back to random weights. X-VLM, which ARO also evaluates, is not in ``transformers``: creating it
+raises ``ModelUnavailable`` saying so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from PIL import Image
+
+from common.zoo import ModelSpec, ModelUnavailable, _hub_cache_dir, _hub_offline_mode, hub_offline
+
+INSTALL_HINT = "pip install -e '.[hf]'"
+XVLM_MESSAGE = (
+    "X-VLM is not part of Hugging Face transformers: it needs the authors' repository code (zengyan-97/X-VLM: its "
+    "Swin/BERT model classes and tokenizer) and their retrieval checkpoint (Google Drive, as ARO's "
+    "model_zoo/xvlm_models.py downloads it), which this workspace does not vendor; X-VLM is not supported here")
+
+
+@dataclass(frozen=True)
+class Arch:
+    """How one ``arch`` of the backend is built and scored."""
+
+    model_class: str
+    processor_class: str
+    max_tokens: int
+    """Texts are padded / truncated to this many tokens: the length ARO's code used (BLIP's retrieval configs: 35;
+    ARO's FLAVA wrapper: 77)."""
+    weights: tuple[str, ...]
+    """Prefixes of the state-dict keys the scores use: any of them missing from a checkpoint is an error."""
+
+
+ARCHS = {
+    "blip": Arch("BlipForImageTextRetrieval", "BlipProcessor", 35,
+                 ("vision_model.", "text_encoder.", "vision_proj.", "text_proj.", "itm_head.")),
+    "flava": Arch("FlavaForPreTraining", "FlavaProcessor", 77, ("flava.", "itm_head.")),
+}
+SCORES = ("itm", "itm_logit+itc")
+"""``pair_scores`` kinds: the ITM match probability (``match_scores``), or the ITM head's raw match logit plus the
+contrastive cosine (what ARO's BLIP and X-VLM wrappers rank captions by)."""
+
+
+def _import_transformers(spec: ModelSpec):
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"model {spec.name!r} needs the Hugging Face transformers package, which is not installed here; "
+            f"install the optional extra: {INSTALL_HINT}") from exc
+    return transformers
+
+
+def _digest_weights(digest, model: torch.nn.Module) -> None:
+    for key, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        digest.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+
+
+def _describe_tokenizer(tokenizer) -> str:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:  # the whole pipeline: normalizer (lower-casing, accents), vocabulary, post-processor
+        pipeline = json.loads(backend.to_str())
+        for state in ("truncation", "padding"):  # the last call's settings (each call sets its own), not the model's
+            pipeline.pop(state, None)
+        return json.dumps(pipeline, sort_keys=True)
+    return json.dumps(sorted(tokenizer.get_vocab().items()))
+
+
+def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_tokens: int, itm: str | None) -> str:
+    """sha256 over backend and architecture, every weight tensor, the image processor's settings, the tokenizer
+    (its whole pipeline and padding length) and the ITM input settings (``itm``; they change ITM scores only, but a
+    result names one fingerprint): ``fingerprint_model``'s recipe for ``transformers`` models."""
+    digest = hashlib.sha256()
+    digest.update(f"transformers:{arch}:{type(model).__name__}".encode())
+    _digest_weights(digest, model)
+    digest.update(processor.image_processor.to_json_string().encode())
+    tokenizer = processor.tokenizer
+    digest.update(f"{type(tokenizer).__name__}:{max_tokens}:{itm}".encode())
+    digest.update(_describe_tokenizer(tokenizer).encode())
+    return digest.hexdigest()[:32]
+
+
+class HFModel:
+    """A BLIP or FLAVA model from ``transformers`` behind the ``EmbeddingModel`` interface, with ITM scores.
+
+    ``tokenize`` returns input ids padded to ``max_tokens`` (one fixed width, so that the engine can stack token
+    rows tokenised apart); the attention mask is ``ids != pad_token_id`` (checked when tokenising), so BERT-style
+    towers see exactly the mask the tokenizer made. ``itm_start_token`` (e.g. ``"[ENC]"``) replaces the first token
+    of ITM inputs: the original BLIP code does so, transformers' ``BlipForImageTextRetrieval`` keeps ``[CLS]``;
+    None (the default) is transformers' behaviour. ``itm_attends_padding`` (FLAVA only) pads ITM texts to
+    ``max_tokens`` and lets FLAVA's multimodal encoder attend to the padding, as FLAVA's own code
+    (torchmultimodal) and transformers before 4.39 (huggingface/transformers#29446) did: ARO's FLAVA numbers were
+    computed that way. The default masks padding, as transformers does now.
+    """
+
+    def __init__(self, spec: ModelSpec, model: torch.nn.Module, processor, device: str = "cpu",
+                 max_tokens: int | None = None, itm_start_token: str | None = None,
+                 itm_attends_padding: bool = False):
+        if spec.arch not in ARCHS:
+            raise ValueError(f"model {spec.name!r}: arch {spec.arch!r} is not one of {sorted(ARCHS)}")
+        self.spec = spec
+        self.name = spec.name
+        self.arch = spec.arch
+        self.model = model.eval().to(device)
+        self.processor = processor
+        self.image_processor = processor.image_processor
+        self.tokenizer = processor.tokenizer
+        self.device = device
+        self.max_tokens = max_tokens or ARCHS[spec.arch].max_tokens
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            raise ValueError(f"model {spec.name!r}: its tokenizer has no padding token")
+        self.itm_start_id = None
+        if itm_start_token is not None:
+            token_id = self.tokenizer.convert_tokens_to_ids(itm_start_token)
+            if token_id is None or token_id == self.tokenizer.unk_token_id:
+                raise ValueError(f"model {spec.name!r}: ITM start token {itm_start_token!r} is not in its vocabulary")
+            self.itm_start_id = int(token_id)
+        if itm_attends_padding and spec.arch != "flava":
+            raise ValueError(f"model {spec.name!r}: itm_attends_padding is FLAVA's (its multimodal encoder's) option")
+        self.itm_attends_padding = itm_attends_padding
+        itm = f"{itm_start_token}:{'attends-padding' if itm_attends_padding else 'masks-padding'}"
+        self.fingerprint = fingerprint_hf_model(spec.arch, self.model, processor, self.max_tokens, itm)
+
+    # -- preprocessing ----------------------------------------------------------------------------------
+    def load_image(self, path: Path) -> torch.Tensor:
+        with Image.open(path) as image:
+            return self.image_processor(images=image.convert("RGB"), return_tensors="pt")["pixel_values"][0]
+
+    def _tokens(self, texts: Sequence[str], padding: str) -> tuple[torch.Tensor, torch.Tensor]:
+        encoded = self.tokenizer(list(texts), padding=padding, truncation=True, max_length=self.max_tokens,
+                                 return_tensors="pt")
+        return encoded["input_ids"], encoded["attention_mask"]
+
+    def tokenize(self, texts: Sequence[str]) -> torch.Tensor:
+        ids, mask = self._tokens(texts, "max_length")
+        if not torch.equal(mask.bool(), ids != self.pad_id):
+            raise ValueError(f"model {self.name!r}: a text tokenises to the padding id {self.pad_id}; the attention "
+                             "mask cannot be recovered from the ids")
+        return ids
+
+    def _mask(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, attention mask), cut after the batch's longest text when padding is on the right (masked
+        positions change nothing, as in ``padding_is_inert``)."""
+        mask = (ids != self.pad_id).long()
+        if self.tokenizer.padding_side == "right" and ids.shape[1]:
+            length = int(mask.sum(dim=1).max())
+            ids, mask = ids[:, :max(length, 1)], mask[:, :max(length, 1)]
+        return ids, mask
+
+    # -- contrastive embeddings ---------------------------------------------------------------------------
+    def _image_cls(self, pixels: torch.Tensor) -> torch.Tensor:
+        if self.arch == "blip":
+            return self.model.vision_proj(self.model.vision_model(pixel_values=pixels)[0][:, 0])
+        flava = self.model.flava
+        return flava.image_projection(flava.image_model(pixel_values=pixels)[0][:, 0])
+
+    def _text_cls(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.arch == "blip":
+            return self.model.text_proj(self.model.text_encoder(input_ids=ids, attention_mask=mask)[0][:, 0])
+        flava = self.model.flava
+        return flava.text_projection(flava.text_model(input_ids=ids, attention_mask=mask)[0][:, 0])
+
+    @torch.no_grad()
+    def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self._image_cls(pixels.to(self.device, non_blocking=True))
+        return torch.nn.functional.normalize(features, dim=-1).float().cpu()
+
+    @torch.no_grad()
+    def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        ids, mask = self._mask(tokens.to(self.device))
+        return torch.nn.functional.normalize(self._text_cls(ids, mask), dim=-1).float().cpu()
+
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        return self.encode_tokens(self.tokenize(texts))
+
+    # -- image-text matching ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def itm_logits(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
+        """The ITM head's (no match, match) logits for each pair (image i, text i): float CPU tensor [N, 2].
+
+        Consecutive identical images (one image against its K captions) go through the vision tower once.
+        """
+        if len(pixels) != len(texts):
+            raise ValueError(f"{len(pixels)} images but {len(texts)} texts: ITM scores pairs")
+        ids, mask = self._tokens(texts, "max_length" if self.itm_attends_padding else "longest")
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        if self.itm_start_id is not None:
+            ids[:, 0] = self.itm_start_id
+        distinct, inverse = _distinct_runs(pixels)
+        pixels, inverse = distinct.to(self.device, non_blocking=True), inverse.to(self.device)
+        if self.arch == "blip":
+            image = self.model.vision_model(pixel_values=pixels)[0][inverse]
+            image_mask = torch.ones(image.shape[:-1], dtype=torch.long, device=image.device)
+            joint = self.model.text_encoder(input_ids=ids, attention_mask=mask, encoder_hidden_states=image,
+                                            encoder_attention_mask=image_mask)[0]
+            return self.model.itm_head(joint[:, 0]).float().cpu()
+        # FLAVA: FlavaModel.forward's multimodal path (the ITM head reads the multimodal encoder's first token)
+        flava = self.model.flava
+        image_states = flava.image_model(pixel_values=pixels, output_hidden_states=True, return_dict=True).hidden_states
+        image = flava.image_to_mm_projection(image_states[-1])[inverse]
+        text_states = flava.text_model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
+                                       return_dict=True).hidden_states
+        text = flava.text_to_mm_projection(text_states[-1])
+        image_len = image.shape[1] + (1 if flava.multimodal_model.use_cls_token else 0)
+        joint_mask = torch.cat([torch.ones(len(ids), image_len, dtype=mask.dtype, device=mask.device), mask], dim=1)
+        if self.itm_attends_padding:
+            joint_mask = None
+        joint = flava.multimodal_model(torch.cat([image, text], dim=1), attention_mask=joint_mask, return_dict=True)
+        return self.model.itm_head(joint.last_hidden_state).float().cpu()
+
+    def match_scores(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
+        """The ITM match probability, softmax(logits)[:, 1], of each pair (image i, text i): float CPU tensor [N]."""
+        return torch.softmax(self.itm_logits(pixels, texts), dim=-1)[:, 1]
+
+    def pair_scores(self, pixels: torch.Tensor, texts: Sequence[str], kind: str = "itm") -> torch.Tensor:
+        """Scores of pairs (image i, text i), of one of the kinds in ``SCORES``."""
+        if kind == "itm":
+            return self.match_scores(pixels, texts)
+        if kind == "itm_logit+itc":
+            distinct, inverse = _distinct_runs(pixels)
+            cosine = (self.encode_images(distinct)[inverse] * self.encode_texts(texts)).sum(dim=-1)
+            return self.itm_logits(pixels, texts)[:, 1] + cosine
+        raise ValueError(f"unknown pair score {kind!r} (one of {', '.join(SCORES)})")
+
+
+def _distinct_runs(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(distinct images, index of each row's image): runs of identical consecutive rows collapse to one."""
+    keep: list[int] = []
+    inverse: list[int] = []
+    for i in range(len(pixels)):
+        if not keep or not torch.equal(pixels[i], pixels[keep[-1]]):
+            keep.append(i)
+        inverse.append(len(keep) - 1)
+    return pixels[keep], torch.tensor(inverse, dtype=torch.long)
+
+
+# -- building ---------------------------------------------------------------------------------------------
+def _weights_source(spec: ModelSpec) -> tuple[str, bool]:
+    """(hub repository id or directory, whether it is a local directory)."""
+    if spec.checkpoint is not None:
+        return str(spec.checkpoint_path()), True
+    assert spec.pretrained is not None
+    path = Path(spec.pretrained).expanduser()
+    looks_local = path.is_absolute() or spec.pretrained.startswith((".", "~"))
+    return (str(path), True) if looks_local or path.is_dir() else (spec.pretrained, False)
+
+
+def how_to_get(spec: ModelSpec) -> str:
+    """How to obtain a transformers model's weights (``common.zoo._how_to_get`` for this backend)."""
+    if spec.backend == "xvlm" or spec.arch == "xvlm":
+        return XVLM_MESSAGE
+    source, local = _weights_source(spec)
+    if local:
+        return f"write the model and its processor to {source} with save_pretrained (or point the entry elsewhere)"
+    return (f"transformers downloads {source!r} from the Hugging Face hub (huggingface.co/{source}); run "
+            f"`python -m common zoo check {spec.name}` once on a machine with internet (weights are cached under "
+            "HF_HOME, default ~/.cache/huggingface), or copy that cache here")
+
+
+def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | None,
+                     exc: BaseException | None = None) -> str:
+    detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None and str(exc) else ""
+    return (
+        f"model {spec.name!r}: offline ({reason}) and its Hugging Face repository {repo!r} is not in the local cache "
+        f"{_hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` once on a machine with "
+        "internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface) here; with the weights in "
+        "place, HF_HUB_OFFLINE=1 skips the connectivity check")
+
+
+def _in_cache(repo: str, cache_dir: str | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir), str)
+
+
+def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None = None,
+                    itm_start_token: str | None = None, itm_attends_padding: bool = False) -> HFModel:
+    """Build a registered ``transformers`` model with its weights, or raise ``ModelUnavailable``. The ITM options
+    are ``HFModel``'s (the original code's ITM inputs, for reproducing a paper's numbers)."""
+    if spec.backend == "xvlm" or spec.arch == "xvlm":
+        raise ModelUnavailable(f"model {spec.name!r}: {XVLM_MESSAGE}")
+    if spec.arch not in ARCHS:
+        raise ModelUnavailable(f"model {spec.name!r}: the transformers backend knows arch {sorted(ARCHS)}, "
+                               f"not {spec.arch!r}")
+    transformers = _import_transformers(spec)
+    arch = ARCHS[spec.arch]
+    model_class = getattr(transformers, arch.model_class)
+    processor_class = getattr(transformers, arch.processor_class)
+    source, local = _weights_source(spec)
+    offline = None if local else hub_offline()
+    if local and not Path(source).is_dir():
+        raise ModelUnavailable(f"model {spec.name!r}: directory {source} not found; {how_to_get(spec)}")
+    if offline and not _in_cache(source, cache_dir):  # fail before anything is built or retried
+        raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
+    options = {"cache_dir": cache_dir, "local_files_only": bool(local or offline)}
+    try:
+        with _hub_offline_mode(bool(offline)):
+            model, info = model_class.from_pretrained(source, output_loading_info=True, **options)
+            processor = processor_class.from_pretrained(source, **options)
+    except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here
+        if offline:
+            raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir, exc)) from exc
+        raise ModelUnavailable(
+            f"model {spec.name!r}: {source} could not be loaded ({type(exc).__name__}: {exc}); {how_to_get(spec)}"
+        ) from exc
+    missing = [k for k in info.get("missing_keys", ()) if k.startswith(arch.weights)]
+    if missing:  # transformers would initialise them randomly
+        raise ModelUnavailable(f"model {spec.name!r}: {source} lacks {len(missing)} weights the scores use "
+                               f"({', '.join(sorted(missing)[:5])}{', ...' if len(missing) > 5 else ''})")
+    if getattr(model, "image_codebook", None) is not None:
+        model.image_codebook = None  # FLAVA's DALL-E tokenizer: pre-training targets only, never scored
+    return HFModel(spec, model, processor, device, itm_start_token=itm_start_token,
+                   itm_attends_padding=itm_attends_padding)
