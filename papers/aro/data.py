@@ -62,6 +62,20 @@ def _is_text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+def _image_or_problem(image_root: Path, relative: str, origin: str, check_images: bool,
+                      problems: list[str]) -> Path | None:
+    """The image a record names, or None with the reason added to ``problems`` (so every bad record is reported)."""
+    try:
+        path = resolve_under(image_root, relative, origin)
+    except DatasetError as exc:
+        problems.append(str(exc))
+        return None
+    if check_images and not path.is_file():
+        problems.append(f"{origin}: image {relative!r} not found under {image_root}")
+        return None
+    return path
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -219,13 +233,8 @@ class KarpathySet:
                 problems.append(f"{origin}: 'image' must be a non-empty string and 'caption' a non-empty list of "
                                 "non-empty strings")
                 continue
-            try:
-                path = resolve_under(image_root, record["image"], origin)
-            except DatasetError as exc:
-                problems.append(str(exc))
-                continue
-            if check_images and not path.is_file():
-                problems.append(f"{origin}: image {record['image']!r} not found under {image_root}")
+            path = _image_or_problem(image_root, record["image"], origin, check_images, problems)
+            if path is None:
                 continue
             images.append(path)
             captions.append(tuple(caps))
@@ -283,13 +292,8 @@ def read_classification(name: str, path: Path, image_root: Path, check_images: b
                 and not isinstance(label, bool) and 0 <= label < len(classes)):
             problems.append(f"{origin}: needs 'image' (a string) and 'label' (an int in 0..{len(classes) - 1})")
             continue
-        try:
-            image = resolve_under(image_root, record["image"], origin)
-        except DatasetError as exc:
-            problems.append(str(exc))
-            continue
-        if check_images and not image.is_file():
-            problems.append(f"{origin}: image {record['image']!r} not found under {image_root}")
+        image = _image_or_problem(image_root, record["image"], origin, check_images, problems)
+        if image is None:
             continue
         images.append(image)
         labels.append(label)
