@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from common import plugins
@@ -62,8 +63,20 @@ def metric_files(paper: str) -> list[str]:
     return [p for p in dict.fromkeys(paths) if (ROOT / p).exists()]
 
 
+def _metric_names(path: Path) -> tuple[str, ...]:
+    """What a metrics file's columns will be: its keys (a folder of per-model files: the folder itself)."""
+    if path.is_dir():
+        return ("<folder>", str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ("<unreadable>", str(path))
+    return tuple(sorted(data)) if isinstance(data, dict) else ("<not an object>", str(path))
+
+
 def show_metrics(paper: str) -> int:
-    """``dvc metrics show`` over one paper's metrics files."""
+    """``dvc metrics show`` over one paper's metrics files, one table per set of metric names (files that share their
+    names share a table; a table whose columns were the union of unrelated files would be mostly empty cells)."""
     import subprocess
 
     from common.paths import ROOT
@@ -71,7 +84,13 @@ def show_metrics(paper: str) -> int:
     files = metric_files(paper)
     if not files:
         raise WorkspaceError(f"papers/{paper}: no metrics written yet: run `dvc repro papers/{paper}`")
-    return subprocess.run(["dvc", "metrics", "show", *files], cwd=ROOT).returncode
+    tables: dict[tuple[str, ...], list[str]] = {}
+    for name in files:
+        tables.setdefault(_metric_names(ROOT / name), []).append(name)
+    status = 0
+    for group in tables.values():
+        status |= subprocess.run(["dvc", "metrics", "show", *group], cwd=ROOT).returncode
+    return status
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:

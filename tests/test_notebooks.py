@@ -139,3 +139,31 @@ def test_aro_notebook_redraws_the_committed_results(monkeypatch):
 def test_aro_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
     text = _text(_execute(ARO_NOTEBOOK, {"VLC_ARO_RESULTS": str(tmp_path)}, monkeypatch))
     assert "create it with `dvc repro papers/aro`" in text
+
+
+SUGARCREPE_NOTEBOOK = ROOT / "notebooks" / "sugarcrepe.ipynb"
+
+
+def test_sugarcrepe_notebook_committed_without_outputs():
+    nb = nbformat.read(SUGARCREPE_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+
+
+def test_sugarcrepe_notebook_redraws_the_committed_results(monkeypatch):
+    """Table 6, the real-text blind figures and tables, and Fig. 5 from results/sugarcrepe (committed)."""
+    results = ROOT / "results" / "sugarcrepe"
+    assert (results / "real_text" / "blind_accuracy.csv").is_file(), "results/sugarcrepe/real_text is committed"
+    nb = _execute(SUGARCREPE_NOTEBOOK, {"VLC_SUGARCREPE_RESULTS": str(results)}, monkeypatch)
+    text = _text(nb)
+    assert "does not exist yet" not in text
+    assert "| model |" in text and "vl-checklist" in text and "retrained_classifier_after" in text
+    assert "sugarcrepe_higher_share" in text and "published_r" in text
+    assert "mini-aro-crepe" in text and "Table 10" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 4, "Figs. 1/4, Fig. 2, Fig. 5 and Table 5's gains"
+
+
+def test_sugarcrepe_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
+    text = _text(_execute(SUGARCREPE_NOTEBOOK, {"VLC_SUGARCREPE_RESULTS": str(tmp_path)}, monkeypatch))
+    assert "create it with `dvc repro papers/sugarcrepe`" in text

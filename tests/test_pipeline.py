@@ -24,6 +24,8 @@ def _tiny_params(workspace: Path) -> None:
     params["profile"] = "mini"
     params["mini"]["world"].update(train_images=256)
     params["sugarcrepe"]["mini_examples_per_category"] = 6
+    params["sugarcrepe"]["figure5"].update(classification_images=56, n_resamples=100)
+    params["sugarcrepe"]["mini_blind"].update(lm_train_images=256)
     for name, recipe in params["train"].items():
         recipe.update(n_images=min(recipe["n_images"], 256), steps=3, batch_size=32)
     path.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -40,7 +42,9 @@ def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     first = dvc(workspace, env, "repro", "papers/sugarcrepe")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     for stage in ("mini/world", "mini/train@xs-2k", "mini/train@s-32k", "papers/sugarcrepe/dvc.yaml:mini-set",
-                  "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit", "papers/sugarcrepe"):
+                  "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:figure5",
+                  "papers/sugarcrepe/dvc.yaml:mini-templates-set", "papers/sugarcrepe/dvc.yaml:mini-blind",
+                  "papers/sugarcrepe/dvc.yaml:analyses-mini", "papers/sugarcrepe/dvc.yaml:audit", "papers/sugarcrepe"):
         assert f"Running stage '{stage}'" in first.stdout, stage
     assert "full-set" not in first.stdout and "full-zoo" not in first.stdout  # the full profile's inputs stay out
 
@@ -85,9 +89,11 @@ def test_full_profile_wiring(tmp_path):
     dag = dvc(workspace, None, "dag", "--dot", "papers/sugarcrepe")
     assert dag.returncode == 0, dag.stderr
     for node in ("papers/sugarcrepe/dvc.yaml:full-set", "papers/sugarcrepe/dvc.yaml:full-zoo",
-                 "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit"):
+                 "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit",
+                 "papers/sugarcrepe/dvc.yaml:figure5", "papers/sugarcrepe/dvc.yaml:blind-released",
+                 "papers/sugarcrepe/dvc.yaml:analyses-full"):
         assert node in dag.stdout, node
-    assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout
+    assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout and "analyses-mini" not in dag.stdout
 
 
 @pytest.mark.parametrize("paper", ["bivlc", "conclip", "hard_positives"])

@@ -10,8 +10,9 @@
   well over the 25 cases ARO's filter needs.
 * COCO Karpathy test analog (retrieval and Order): ``test_images`` scenes with ``captions_per_image`` distinct true
   captions (``sample_claim``), in BLIP's JSON.
-* Zero-shot classification: one-object scenes, balanced over colour x shape; two label sets over the same images,
-  ``shapes`` (7 classes: the CIFAR-10 analog) and ``colored-shapes`` (56: the CIFAR-100 analog).
+* Zero-shot classification: the world's shared builder (``common.miniworld.classification``): one-object scenes,
+  balanced over colour x shape; two label sets over the same images, ``shapes`` (7 classes: the CIFAR-10 analog)
+  and ``colored-shapes`` (56: the CIFAR-100 analog).
 
 Each part draws from its own stream (``stream(seed, "test-aro-<part>")``), independent of the training scenes and
 of SugarCrepe's test set. Stage ``mini-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.mini --out
@@ -28,19 +29,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from common.io import atomic_path, output_group, write_json_atomic, write_text_atomic
+from common.io import output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION, lexicon
-from common.miniworld.build import scene_to_json, stream
+from common.miniworld.build import stream
 from common.miniworld.claims import Claim, claim_from_objects, sample_claim, satisfies
-from common.miniworld.render import NATURAL, render
-from common.miniworld.scene import Scene, place_objects, sample_background, sample_scene, weighted_choice
+from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
+from common.miniworld.scene import Scene, sample_scene
 from papers.aro.data import MANIFEST_NAME, AroSet
 
 STAGE = "papers/aro/dvc.yaml:mini-set"
 RELATION_TEMPLATE = 1
 """``PATTERNS["relation"].templates[1]`` is ``"{n0} is {r0} {n1}"``: ARO's "the horse is eating the grass"."""
-CLASS_TEMPLATES: tuple[str, ...] = ("{a} {}.", "there is {a} {}.", "a photo of {a} {}.", "a drawing of {a} {}.")
-"""Prompt templates of the zero-shot sets; ``{a}`` is the class name's indefinite article ("an orange star")."""
+CLASSIFICATION_STREAM = "test-aro-classification"
+"""ARO's own stream for the shared builder (``common.miniworld.classification``): its files stay as they were."""
 MAX_CAPTION_TRIES = 20
 """Draws per image to find ``captions_per_image`` distinct captions before a repeat is accepted."""
 
@@ -72,28 +73,13 @@ def swap_colors(claim: Claim) -> Claim:
     return replace(claim, phrases=(replace(a, color=b.color), replace(b, color=a.color)))
 
 
-class _Writer:
-    """Renders images into one folder and remembers each scene (``scenes.jsonl``)."""
-
-    def __init__(self, root: Path, folder: str, size: int) -> None:
-        self.root, self.folder, self.size = root, folder, size
-        self.scenes: list[str] = []
-
-    def add(self, name: str, scene: Scene, seed: int, **extra: object) -> str:
-        relpath = f"{self.folder}/{name}.png"
-        with atomic_path(self.root / relpath) as tmp:
-            render(scene, self.size, NATURAL, seed=seed).save(tmp, format="PNG")
-        self.scenes.append(json.dumps({"image": relpath, "scene": scene_to_json(scene), **extra}))
-        return relpath
-
-
 def _quota(total: int, keys: Sequence[str]) -> dict[str, int]:
     """``total`` split over ``keys`` as evenly as possible (the first ones get the remainder)."""
     base, extra = divmod(total, len(keys))
     return {k: base + (i < extra) for i, k in enumerate(keys)}
 
 
-def build_vg_relation(config: MiniAroConfig, writer: _Writer) -> list[dict]:
+def build_vg_relation(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
     rng = stream(config.seed, "test-aro-vg-relation")
     left = _quota(config.vg_relation_cases, lexicon.RELATIONS)
     records: list[dict] = []
@@ -120,7 +106,7 @@ def build_vg_relation(config: MiniAroConfig, writer: _Writer) -> list[dict]:
     return records
 
 
-def build_vg_attribution(config: MiniAroConfig, writer: _Writer) -> list[dict]:
+def build_vg_attribution(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
     rng = stream(config.seed, "test-aro-vg-attribution")
     pair_keys = [f"{a}_{b}" for a in sorted(lexicon.COLORS) for b in sorted(lexicon.COLORS) if a < b]
     left = _quota(config.vg_attribution_cases, pair_keys)
@@ -162,7 +148,7 @@ def distinct_captions(rng: random.Random, scene: Scene, n: int) -> list[str]:
     return captions
 
 
-def build_karpathy(config: MiniAroConfig, writer: _Writer) -> list[dict]:
+def build_karpathy(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
     rng = stream(config.seed, "test-aro-karpathy")
     records = []
     for index in range(config.test_images):
@@ -173,48 +159,20 @@ def build_karpathy(config: MiniAroConfig, writer: _Writer) -> list[dict]:
     return records
 
 
-def build_classification(config: MiniAroConfig, writer: _Writer) -> dict[str, dict]:
-    """One-object scenes cycling through every (colour, shape) pair; both label sets share the images."""
-    rng = stream(config.seed, "test-aro-classification")
-    combos = [(c, s) for s in lexicon.SHAPES for c in lexicon.COLORS]
-    color_shapes = [f"{c} {s}" for c, s in combos]
-    images: list[tuple[str, str, str]] = []
-    for index in range(config.classification_images):
-        color, shape = combos[index % len(combos)]
-        size = weighted_choice(rng, lexicon.size_prior(shape))
-        objects = place_objects(rng, [(shape, color, size)])
-        assert objects is not None  # one object always fits
-        scene = Scene(objects=objects, background=sample_background(rng))
-        image = writer.add(f"cls_{index:06d}", scene, rng.randrange(2**31), set="classification")
-        images.append((image, color, shape))
-
-    def prompts(name: str) -> list[str]:
-        article = lexicon.indefinite_article(name)
-        return [t.replace("{a}", article).format(name) for t in CLASS_TEMPLATES]
-
-    sets = {}
-    for set_name, classes, label_of in (
-        ("shapes", list(lexicon.SHAPES), lambda c, s: lexicon.SHAPES.index(s)),
-        ("colored-shapes", color_shapes, lambda c, s: color_shapes.index(f"{c} {s}")),
-    ):
-        sets[set_name] = {"classes": classes, "templates": list(CLASS_TEMPLATES),
-                          "prompts": [prompts(c) for c in classes],
-                          "images": [{"image": p, "label": label_of(c, s)} for p, c, s in images]}
-    return sets
-
-
 def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
     """Write every analog and ``manifest.json`` under ``out_dir`` (replaced as a group: a failure keeps the old)."""
     started = time.perf_counter()
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        vg_writer = _Writer(staging / "vg", "images", config.image_size)
+        vg_writer = PngSceneWriter(staging / "vg", "images", config.image_size)
         relation = build_vg_relation(config, vg_writer)
         attribution = build_vg_attribution(config, vg_writer)
-        coco_writer = _Writer(staging / "coco", "images", config.image_size)
+        coco_writer = PngSceneWriter(staging / "coco", "images", config.image_size)
         karpathy = build_karpathy(config, coco_writer)
-        cls_writer = _Writer(staging / "classification", "images", config.image_size)
-        classification = build_classification(config, cls_writer)
+        cls_writer = PngSceneWriter(staging / "classification", "images", config.image_size)
+        cls_config = ClassificationSetConfig(config.classification_images, config.image_size, config.seed,
+                                             CLASSIFICATION_STREAM)
+        classification = build_classification(cls_config, cls_writer)
 
         write_json_atomic(staging / "vg" / "visual_genome_relation.json", relation, indent=1)
         write_json_atomic(staging / "vg" / "visual_genome_attribution.json", attribution, indent=1)

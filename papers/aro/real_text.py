@@ -25,8 +25,6 @@ Stage ``real-text`` of ``papers/aro/dvc.yaml`` (profile-independent): ``python -
 from __future__ import annotations
 
 import argparse
-import ast
-import csv
 import re
 import time
 from collections import Counter
@@ -36,7 +34,8 @@ from typing import Sequence
 
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.tasks import DatasetError
+from common.released_text import NegClipRow as ReleasedRow
+from common.released_text import read_negclip_tsv as read_released
 from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, candidates, parse_captions,
                                   sample_negatives)
 from papers.aro.order import OPTION_NAMES, order_cases
@@ -46,7 +45,6 @@ DATA_FILES = ("papers/aro/sources.toml",)
 STAGE = "papers/aro/dvc.yaml:real-text"
 SOURCE_KEY = "aro/negclip/valid_neg_clip.tsv"
 OUT_DIR = RESULTS / "aro" / "real_text"
-HEADER = ("", "title", "filepath", "neg_caption", "neg_image")
 NEGATIVES_SEED = 0
 """The generator's seed for the comparison (a candidate for ``aro.negatives_seed`` in params.yaml)."""
 
@@ -56,40 +54,6 @@ INFERRED_KINDS = (*NEGATIVE_KINDS, "token_other", "unchanged", "other")
 made with en_core_web_lg, which tagged them alike); ``unchanged``: the caption's own words (a case-only swap such as
 "Large"/"large", or a retokenised "it's"), which upstream's case- and spacing-sensitive check kept; ``other``: not
 one swap of the caption's words (upstream's ``str.replace`` also rewrites repeated phrases and substrings)."""
-
-
-@dataclass(frozen=True)
-class ReleasedRow:
-    index: int
-    title: str
-    filepath: str
-    negatives: tuple[str, ...]
-
-
-def read_released(path: Path) -> list[ReleasedRow]:
-    """Every row of the released TSV; one error naming the file and the row for anything malformed."""
-    rows = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh, delimiter="\t")
-        header = next(reader, None)
-        if header is None or tuple(header) != HEADER:
-            raise DatasetError(f"{path}: header {header!r} is not NegCLIP's {list(HEADER)!r}")
-        for number, fields in enumerate(reader, start=1):
-            where = f"{path}: row {number}"
-            if len(fields) != len(HEADER):
-                raise DatasetError(f"{where}: {len(fields)} tab-separated fields, expected {len(HEADER)}")
-            index, title, filepath, neg_caption, _ = fields
-            try:
-                parsed_index = int(index)
-                negatives = ast.literal_eval(neg_caption)
-            except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-                raise DatasetError(f"{where} (index {index!r}): unreadable index or neg_caption "
-                                   f"{neg_caption[:80]!r}: {type(exc).__name__}: {exc}") from exc
-            if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
-                raise DatasetError(f"{where} (index {index}): neg_caption is not a list of strings: "
-                                   f"{neg_caption[:80]!r}")
-            rows.append(ReleasedRow(parsed_index, title, filepath, tuple(negatives)))
-    return rows
 
 
 # --------------------------------------------------------------------------------------------------------------

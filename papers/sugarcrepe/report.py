@@ -37,6 +37,36 @@ def report(profile: str) -> None:
             verdicts = [r["within"] for r in csv.DictReader(fh)]
         print(f"reproduction: {verdicts.count('yes')}/{len(verdicts)} cells within the seed spread of the committed "
               f"mini run ({check})")
+    report_blind()
+    report_analyses(profile)
+
+
+def report_blind() -> None:
+    """The blind attacks on real text (profile-independent), one line per benchmark."""
+    table = RESULTS / "sugarcrepe" / "real_text" / "blind_accuracy.csv"
+    if not table.is_file():
+        return
+    with open(table, newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["category"] in ("all (micro)", "5-way")]
+    print("Blind (text-only) accuracy on real benchmark text, cross-fitted (%, 95% bootstrap interval):")
+    for r in rows:
+        print(f"  {r['benchmark']:<21s} {r['category']:<12s} {r['scorer']:<16s} {float(r['accuracy']):6.2f} "
+              f"[{float(r['ci_low']):.2f}, {float(r['ci_high']):.2f}]")
+    print(f"tables:  {table.parent}/  (refinement.csv: Algorithm 1 on the unrefined release; table4.csv)")
+
+
+def report_analyses(profile: str) -> None:
+    """The profile's analyses beyond Table 6 (``analyses.json``: their DVC metrics), one line per number."""
+    import json
+
+    path = RESULTS / "sugarcrepe" / profile / "analyses.json"
+    if not path.is_file():
+        return
+    print(f"Analyses beyond Table 6 ({profile} profile; {path}):")
+    for source, metrics in json.loads(path.read_text(encoding="utf-8")).items():
+        print(f"  {source}")
+        for name, value in metrics.items():
+            print(f"    {name:<44s} {value}")
 
 
 def main() -> int:

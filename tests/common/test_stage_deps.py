@@ -68,13 +68,20 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
     workspace = copy_workspace(tmp_path / "ws", keep_results=True)
     edits = {
         "papers/bivlc/released.py": {"papers/bivlc/dvc.yaml:audit"},
-        "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit"},
+        # SugarCrepe's blind attacks read the VL-CheckList pairs the hard-positives release ships (its registry)
+        "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit",
+                                               "papers/sugarcrepe/dvc.yaml:blind-real-text",
+                                               "papers/sugarcrepe/dvc.yaml:blind-released"},
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
         "papers/sugarcrepe/data.py": {"papers/sugarcrepe/dvc.yaml:mini-set", "papers/sugarcrepe/dvc.yaml:full-set",
                                       "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit",
+                                      "papers/sugarcrepe/dvc.yaml:blind-real-text",
+                                      "papers/sugarcrepe/dvc.yaml:blind-released",
+                                      "papers/sugarcrepe/dvc.yaml:figure5",
                                       "papers/sugarcrepe"},  # the paper's report stage prints Table 6's columns
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
-                                 ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")},
+                                 ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}
+                                | {"papers/sugarcrepe/dvc.yaml:figure5"},  # the paper's r, recomputed by the audit
     }
     for path in edits:
         with open(workspace / path, "a", encoding="utf-8") as fh:

@@ -1,0 +1,49 @@
+"""One file per profile listing the analyses beyond Table 6 and their headline numbers, for the aggregate stage.
+
+DVC cannot make a stage's dependency list depend on a parameter, and the analyses differ by profile: the mini
+profile's run on the mini world (blind attacks on the rule-based "ARO+CREPE" analog, Tables 5/10 by fine-tuning a
+tiny CLIP), the full profile's on real models (the paper's Vera and grammar model). So each profile has a stage
+``analyses-<profile>`` that depends on that profile's analyses and collects their DVC metrics into
+``results/sugarcrepe/<profile>/analyses.json``, and the aggregate stage ``papers/sugarcrepe`` depends on
+``results/sugarcrepe/${profile}/analyses.json``: ``dvc repro papers/sugarcrepe`` runs exactly the profile's analyses.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+from common.errors import WorkspaceError
+from common.io import write_json_atomic
+
+
+def collect(metrics_files: Sequence[Path]) -> dict[str, dict]:
+    out = {}
+    for path in metrics_files:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise WorkspaceError(f"{path}: cannot read this analysis's metrics ({exc}); rerun its stage") from exc
+        if not isinstance(data, dict):
+            raise WorkspaceError(f"{path}: expected a JSON object of metrics, got {type(data).__name__}")
+        out[str(path)] = data
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("metrics", nargs="+", type=Path, help="the analyses' metrics files")
+    args = parser.parse_args(argv)
+    collected = collect(args.metrics)
+    write_json_atomic(args.out, collected)
+    for path, metrics in collected.items():
+        print(f"{path}: {len(metrics)} metrics")
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

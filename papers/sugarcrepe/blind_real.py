@@ -1,0 +1,467 @@
+"""Blind attacks on real benchmark text, offline: SugarCrepe's Table 8 / Fig. 2, Algorithm 1 and Table 4, analogs.
+
+SugarCrepe's point is that a model which never sees the image solves the older benchmarks. The paper's blind
+models (Vera, a T5-11B plausibility model; a CoLA grammar classifier) are not available offline, so two scorers
+are fitted here, both cross-fitted by image (``common.blind.crossfit``: no text is scored by a model that saw its
+image's captions):
+
+* ``ngram-lm``: a word trigram language model of positive captions (fluency, the grammar model's stand-in), fitted
+  on the positives of all benchmarks together;
+* ``text-classifier``: a pairwise TF-IDF logistic regression trained, per benchmark, to rank the positive above
+  the negative: the strongest blind attack we can field, and one that SugarCrepe's refinement never saw.
+
+Real text, all through the checksum-verifying downloader (the mirror here):
+
+* ``sugarcrepe`` and ``sugarcrepe-unrefined``: the released refined set (``data/``) and the candidates before
+  adversarial refinement (``data_unrefined/``), 7 categories each;
+* ``vl-checklist``: the REPLACE attribute and relation pairs of VL-CheckList as the hard-positives release ships
+  them (``data/vl_checklist_*.json``; Visual Genome images);
+* ``negclip-swap``: NegCLIP's released validation negatives (ARO's swaps of COCO captions);
+* ``aro-order``: ARO's 4 Order perturbations of the same COCO captions (ARO's ``real-text`` stage, seed 0), pairwise
+  and as COCO-Order's 5-way choice.
+
+Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
+intervals, the paper's Vera / Grammar number where Table 6 or 8 has the same column), ``refinement.csv``
+(Algorithm 1 applied here to the unrefined release with the two offline scorers, per category: kept against the
+released refined count, blind accuracy before and after, and of a classifier retrained on the kept set),
+``table4.csv`` (fluency of the negatives, older benchmarks vs SugarCrepe), ``gap_histograms.csv`` and
+``blind_gaps.png`` (Figs. 1 and 4), ``blind_accuracy.png`` (Fig. 2), ``summary.json`` (DVC metrics),
+``context.json``. Stage ``blind-real-text`` of ``papers/sugarcrepe/dvc.yaml``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from common.blind.classifier import PairwiseTextClassifier
+from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
+from common.blind.ngram import NgramFluency
+from common.blind.refine import refine
+from common.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
+from common.params import stage_params
+from common.paths import RESULTS
+from common.released_text import read_negclip_tsv
+from common.stats import bootstrap_mean_ci
+from common.tasks import DatasetError
+from papers.sugarcrepe.data import CATEGORIES, read_category
+
+STAGE = "papers/sugarcrepe/dvc.yaml:blind-real-text"
+DATA_FILES = ("papers/aro/sources.toml", "papers/hard_positives/sources.toml", "papers/sugarcrepe/sources.toml",
+              "results/published/sugarcrepe.csv")
+OUT_DIR = RESULTS / "sugarcrepe" / "real_text"
+ORDER_CSV = RESULTS / "aro" / "real_text" / "order_perturbed.csv"
+ORDER_COLUMNS = ("shuffle_nouns_and_adj", "shuffle_allbut_nouns_and_adj", "shuffle_within_trigrams",
+                 "shuffle_trigrams")
+VL_CHECKLIST = {"attribute": "hard_positives/data/vl_checklist_attributes.json",
+                "relation": "hard_positives/data/vl_checklist_relations.json"}
+NEGCLIP_KEY = "aro/negclip/valid_neg_clip.tsv"
+OFFLINE = ("ngram-lm", "text-classifier")
+RELEASED = ("grammar", "vera")
+"""The two scorer sets: fitted here (any profile), and the paper's own (full profile, ``--scorers released``). In
+each, the first two are Algorithm 1's M1 and M2, and the first one (a fluency score in (0, 1)) fills Table 4."""
+HIST_EDGES = np.linspace(-1.0, 1.0, 41)
+
+PUBLISHED_COLUMNS = {
+    ("vl-checklist", "attribute"): ("Table 8", "VL-CheckList | Attribute"),
+    ("vl-checklist", "relation"): ("Table 8", "VL-CheckList | Relation"),
+    ("aro-order", "5-way"): ("Table 8", "ARO | COCO-Order"),
+    **{("sugarcrepe", c): ("Table 6", f"{c.split('_')[0].upper()} | "
+                                      f"{ {'obj': 'Object', 'att': 'Attribute', 'rel': 'Relation'}[c.split('_')[1]]}")
+       for c in CATEGORIES},
+}
+"""Where the paper printed Vera's and the grammar model's accuracy on the same benchmark column."""
+
+
+@dataclass(frozen=True)
+class Config:
+    folds: int = 5
+    seed: int = 0
+    refine_bins: int = 50
+    bootstrap: int = 1000
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The real text
+# ----------------------------------------------------------------------------------------------------------------
+def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) -> list[TextPair]:
+    pairs = []
+    for category in CATEGORIES:
+        path = fetch(f"sugarcrepe/{folder}/{category}.json")
+        for key, record in read_category(path).items():
+            try:
+                group = coco_group(record["filename"])
+            except ValueError as exc:
+                raise DatasetError(f"{path}: example {key!r}: {exc}") from exc
+            pairs.append(TextPair(benchmark, category, group, record["caption"], record["negative_caption"], key))
+    return pairs
+
+
+def vl_checklist_pairs(fetch: Callable[[str], Path]) -> list[TextPair]:
+    import json
+
+    pairs = []
+    for category, key in VL_CHECKLIST.items():
+        path = fetch(key)
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DatasetError(f"{path}: unreadable VL-CheckList file: {exc}") from exc
+        if not isinstance(rows, list):
+            raise DatasetError(f"{path}: expected a list of records, got {type(rows).__name__}")
+        for number, row in enumerate(rows):
+            fields = ("image_id", "true_caption", "false_caption")
+            if not isinstance(row, dict) or not all(isinstance(row.get(f), str) and row[f] for f in fields):
+                raise DatasetError(f"{path}: record {number}: needs non-empty strings {list(fields)}")
+            pairs.append(TextPair("vl-checklist", category, f"vg:{row['image_id']}", row["true_caption"],
+                                  row["false_caption"], str(number)))
+    return pairs
+
+
+def negclip_and_order_pairs(fetch: Callable[[str], Path], order_csv: Path) -> list[TextPair]:
+    """NegCLIP's released swaps of its validation captions, and ARO's Order perturbations of the same captions."""
+    tsv = fetch(NEGCLIP_KEY)
+    rows = read_negclip_tsv(tsv)
+    group_of = {}
+    pairs = []
+    for row in rows:
+        group = coco_group(row.filepath)
+        group_of[row.index] = group
+        for k, negative in enumerate(row.negatives):
+            pairs.append(TextPair("negclip-swap", "swap", group, row.title, negative, f"{row.index}/{k}"))
+    try:
+        fh = open(order_csv, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"{order_csv}: ARO's Order perturbations are missing ({exc}); they come from "
+                           "`dvc repro papers/aro/dvc.yaml:real-text`") from exc
+    with fh:
+        for number, row in enumerate(csv.DictReader(fh), start=2):
+            if row.get("seed") != "0":
+                continue
+            try:
+                group = group_of[int(row["index"])]
+            except (KeyError, ValueError) as exc:
+                raise DatasetError(f"{order_csv}: line {number}: index {row.get('index')!r} is not a row of "
+                                   f"{tsv.name}") from exc
+            for column in ORDER_COLUMNS:
+                pairs.append(TextPair("aro-order", column, group, row["original_normalised"], row[column],
+                                      row["index"]))
+    return pairs
+
+
+def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV) -> list[TextPair]:
+    return (sugarcrepe_pairs("sugarcrepe", "data", fetch) + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
+            + vl_checklist_pairs(fetch) + negclip_and_order_pairs(fetch, order_csv))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scoring
+# ----------------------------------------------------------------------------------------------------------------
+def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
+    return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train)
+
+
+def fit_classifier(train: Sequence[TextPair]) -> PairwiseTextClassifier:
+    return PairwiseTextClassifier().fit([p.positive for p in train], [p.negative for p in train])
+
+
+def by_benchmark(pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        index[p.benchmark].append(i)
+    return {b: np.asarray(ix) for b, ix in index.items()}
+
+
+def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScores]:
+    """The paper's grammar model and Vera on every caption (pretrained: nothing to cross-fit)."""
+    from common.blind.pretrained import load_text_scorer
+
+    texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
+    out = {}
+    for name in RELEASED:
+        value = dict(zip(texts, load_text_scorer(name, device=device).scores(texts)))
+        out[name] = PairScores(name, np.array([value[p.positive] for p in pairs]),
+                               np.array([value[p.negative] for p in pairs]))
+    return out
+
+
+def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores]:
+    """The language model over every pair at once; the classifier per benchmark (its own artifacts)."""
+    lm = crossfit(pairs, fit_lm(config.seed), config.folds, config.seed)
+    positive, negative = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+    for ix in by_benchmark(pairs).values():
+        part = crossfit([pairs[i] for i in ix], fit_classifier, config.folds, config.seed)
+        positive[ix], negative[ix] = part.positive, part.negative
+    return {"ngram-lm": lm, "text-classifier": PairScores("text-classifier", positive, negative)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tables
+# ----------------------------------------------------------------------------------------------------------------
+def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
+                  published: dict) -> dict:
+    ci = bootstrap_mean_ci(correct.astype(np.float64), n_resamples=config.bootstrap, seed=config.seed)
+    where = PUBLISHED_COLUMNS.get((benchmark, category))
+    return {"benchmark": benchmark, "category": category, "scorer": scorer, "n": int(correct.size),
+            "accuracy": round(100 * ci.estimate, 2), "ci_low": round(100 * ci.low, 2),
+            "ci_high": round(100 * ci.high, 2),
+            "paper_vera": published.get((where, "Vera"), "") if where else "",
+            "paper_grammar": published.get((where, "Grammar"), "") if where else ""}
+
+
+def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config,
+                   published: dict) -> list[dict]:
+    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        cells[(p.benchmark, p.category)].append(i)
+    rows = []
+    for (benchmark, category), ix in cells.items():
+        for scorer in scores:
+            rows.append(_accuracy_row(benchmark, category, scorer, scores[scorer].correct[ix], config, published))
+    for benchmark, ix in by_benchmark(pairs).items():
+        for scorer in scores:
+            correct = scores[scorer].correct[ix]
+            if benchmark == "aro-order":  # COCO-Order's task: the original above all 4 perturbations
+                rows.append(_accuracy_row(benchmark, "5-way", scorer, correct.reshape(-1, 4).all(axis=1), config,
+                                          published))
+            rows.append(_accuracy_row(benchmark, "all (micro)", scorer, correct, config, published))
+    return rows
+
+
+def _percent(correct: np.ndarray) -> float | str:
+    """Accuracy in percent, or "" where there is nothing to count (a category refinement emptied)."""
+    return round(100 * float(correct.mean()), 2) if correct.size else ""
+
+
+def _pair_identity(p: TextPair) -> tuple[str, str, str]:
+    return (p.group, p.positive, p.negative)
+
+
+def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config
+                     ) -> tuple[list[dict], np.ndarray]:
+    """Algorithm 1 on the unrefined release, per category, with the set's first two scorers as M1 and M2; then a
+    text classifier trained (cross-fitted) on the kept examples only, which the refinement never saw."""
+    released = defaultdict(set)
+    for p in pairs:
+        if p.benchmark == "sugarcrepe":
+            released[p.category].add(_pair_identity(p))
+    m1, m2 = list(scores.values())[:2]
+    kept_mask = np.zeros(len(pairs), dtype=bool)
+    rows = []
+    for category in CATEGORIES:
+        ix = np.asarray([i for i, p in enumerate(pairs) if p.benchmark == "sugarcrepe-unrefined"
+                         and p.category == category])
+        kept = ix[refine(m1.gap[ix], m2.gap[ix], bins=config.refine_bins, seed=config.seed)]
+        kept_mask[kept] = True
+        kept_ids = {_pair_identity(pairs[i]) for i in kept}
+        rows.append({
+            "category": category, "n_unrefined": int(ix.size), "n_kept": int(kept.size),
+            "n_released_refined": len(released[category]),
+            "kept_also_in_released": len(kept_ids & released[category]),
+            "m1": m1.scorer, "m1_before": _percent(m1.correct[ix]), "m1_after": _percent(m1.correct[kept]),
+            "m2": m2.scorer, "m2_before": _percent(m2.correct[ix]), "m2_after": _percent(m2.correct[kept]),
+        })
+    kept_pairs = [pairs[i] for i in np.flatnonzero(kept_mask)]
+    fresh = crossfit(kept_pairs, fit_classifier, config.folds, config.seed).correct if kept_pairs else np.zeros(0, bool)
+    categories = np.asarray([p.category for p in kept_pairs])
+    for row in rows:
+        row["retrained_classifier_after"] = _percent(fresh[categories == row["category"]])
+    return rows, kept_mask
+
+
+def table4(pairs: Sequence[TextPair], negative_scores: dict[str, np.ndarray]) -> list[dict]:
+    """Table 4's analog for each scorer of ``negative_scores`` (x100, as the paper's Vera / grammar averages):
+    the mean over the negatives, older benchmark against SugarCrepe, and the share of (SugarCrepe negative, older
+    negative) pairs where SugarCrepe's is the more fluent (Mann-Whitney AUC, ties half: the paper pairs negatives
+    of one positive caption, which these benchmarks do not share, so its paired ratio becomes this unpaired one).
+    No NEGATE text is available here, so the third row sets ARO's Order shuffles against SugarCrepe's ADD."""
+    from scipy.stats import mannwhitneyu
+
+    def where(benchmark: str, prefix: str) -> list[int]:
+        return [i for i, p in enumerate(pairs) if p.benchmark == benchmark and p.category.startswith(prefix)]
+
+    rows = []
+    for scorer, values in negative_scores.items():
+        for kind, older, sc_prefix in (("REPLACE", "vl-checklist", "replace"), ("SWAP", "negclip-swap", "swap"),
+                                       ("SHUFFLE vs ADD", "aro-order", "add")):
+            old, new = values[where(older, "")], values[where("sugarcrepe", sc_prefix)]
+            u = mannwhitneyu(new, old).statistic
+            rows.append({"type": kind, "scorer": scorer, "older_benchmark": older, "n_older": int(old.size),
+                         "n_sugarcrepe": int(new.size), "mean_older": round(100 * float(old.mean()), 2),
+                         "mean_sugarcrepe": round(100 * float(new.mean()), 2),
+                         "sugarcrepe_higher_share": round(100 * float(u) / (old.size * new.size), 2)})
+    return rows
+
+
+def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kept_mask: np.ndarray) -> list[dict]:
+    sets = {b: np.asarray([i for i, p in enumerate(pairs) if p.benchmark == b])
+            for b in ("vl-checklist", "negclip-swap", "aro-order", "sugarcrepe-unrefined", "sugarcrepe")}
+    sets["refined-here"] = np.flatnonzero(kept_mask)
+    rows = []
+    for scorer in scores:
+        for name, ix in sets.items():
+            counts, _ = np.histogram(np.clip(scores[scorer].gap[ix], -1, 1), bins=HIST_EDGES)
+            for low, high, count in zip(HIST_EDGES[:-1], HIST_EDGES[1:], counts):
+                rows.append({"scorer": scorer, "set": name, "gap_low": round(float(low), 2),
+                             "gap_high": round(float(high), 2), "count": int(count)})
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Figures
+# ----------------------------------------------------------------------------------------------------------------
+def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
+    from common.figures import save_figure, pyplot
+
+    plt = pyplot()
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    scorers = list(dict.fromkeys(r["scorer"] for r in rows))
+    fig, axes = plt.subplots(len(scorers), len(sets), figsize=(2.6 * len(sets), 4.6), sharex=True, squeeze=False)
+    for r_i, scorer in enumerate(scorers):
+        for c_i, name in enumerate(sets):
+            ax = axes[r_i][c_i]
+            cells = [r for r in rows if r["scorer"] == scorer and r["set"] == name]
+            ax.bar([r["gap_low"] for r in cells], [r["count"] for r in cells], width=0.05, align="edge",
+                   color="tab:blue" if r_i == 0 else "tab:orange")
+            ax.axvline(0, color="black", lw=0.6)
+            if r_i == 0:
+                ax.set_title(name, fontsize=8)
+            if c_i == 0:
+                ax.set_ylabel(f"{scorer}\ncount", fontsize=8)
+            ax.tick_params(labelsize=6)
+    fig.supxlabel("score gap: score(positive) - score(negative)", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
+    from common.figures import save_figure, pyplot
+
+    plt = pyplot()
+    shown = [r for r in rows if r["category"] != "all (micro)"]
+    labels = list(dict.fromkeys(f"{r['benchmark']}\n{r['category']}" for r in shown))
+    fig, ax = plt.subplots(figsize=(max(8, 0.42 * len(labels)), 4))
+    for k, scorer in enumerate(dict.fromkeys(r["scorer"] for r in shown)):
+        cells = {f"{r['benchmark']}\n{r['category']}": r for r in shown if r["scorer"] == scorer}
+        x = np.arange(len(labels)) + (k - 0.5) * 0.38
+        acc = np.array([cells[l]["accuracy"] for l in labels])
+        err = np.array([[cells[l]["accuracy"] - cells[l]["ci_low"], cells[l]["ci_high"] - cells[l]["accuracy"]]
+                        for l in labels]).T
+        ax.bar(x, acc, width=0.38, yerr=err, capsize=1.5, label=scorer)
+    ax.axhline(50, color="black", lw=0.7, ls="--")
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=90, fontsize=6)
+    ax.set_ylabel("blind accuracy (%), 95% bootstrap CI")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def published_blind() -> dict:
+    from common.published import load_cells
+
+    values = {}
+    for cell in load_cells("sugarcrepe"):
+        if cell.table in ("Table 6", "Table 8") and cell.row.startswith("Text-only model |") and cell.value is not None:
+            values[((cell.table, cell.column), cell.row.split("| ", 1)[1])] = cell.value
+    return values
+
+
+def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None,
+        order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu") -> dict:
+    """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
+    and Vera (full profile: downloads about 45 GB, wants a GPU)."""
+    if fetch is None:
+        from common.download import fetch as download
+
+        fetch = lambda key: download(key, progress=False)  # noqa: E731
+    pairs = load_pairs(fetch, order_csv)
+    scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
+    published = published_blind()
+    accuracy = accuracy_table(pairs, scores, config, published)
+    refinement, kept_mask = refinement_table(pairs, scores, config)
+    fluency = table4(pairs, {k: v.negative for k, v in scores.items() if k != "text-classifier"})
+    histograms = gap_histograms(pairs, scores, kept_mask)
+    summary = summary_metrics(accuracy, refinement, list(scores))
+    context = {"scorer_set": scorers, "folds": config.folds, "seed": config.seed, "refine_bins": config.refine_bins,
+               "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
+               "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
+               "order_perturbations": {"file": "results/aro/real_text/order_perturbed.csv", "seed": 0,
+                                       "sha256": sha256_file(order_csv)},
+               "scorers": {"grammar": "textattack/distilbert-base-uncased-CoLA, P(LABEL_1) (the paper's)",
+                           "vera": "liujch1998/vera, calibrated plausibility (the paper's)"} if scorers == "released" else {
+                           "ngram-lm": "word trigram, Witten-Bell (nltk.lm), fitted on the training folds' positives "
+                                       "of every benchmark; score = logistic of the standardised mean log2-prob/token",
+                           "text-classifier": "pairwise logistic regression on TF-IDF 1-2-grams of words and of "
+                                              "whitespace tokens as written (scikit-learn), fitted per benchmark on "
+                                              "its training folds"},
+               "cross_fitting": "groups = COCO image id (2014 and 2017 names alike) or VG image id; a text is scored by "
+                                "a model fitted on the other folds"}
+    with output_group(out_dir) as staging:
+        write_csv_atomic(staging / "blind_accuracy.csv", accuracy, list(accuracy[0]))
+        write_csv_atomic(staging / "refinement.csv", refinement, list(refinement[0]))
+        write_csv_atomic(staging / "table4.csv", fluency, list(fluency[0]))
+        write_csv_atomic(staging / "gap_histograms.csv", histograms, list(histograms[0]))
+        write_json_atomic(staging / "summary.json", summary)
+        write_json_atomic(staging / "context.json", context)
+        draw_gaps(histograms, staging / "blind_gaps.png")
+        draw_accuracy(accuracy, staging / "blind_accuracy.png")
+    return {"accuracy": accuracy, "refinement": refinement, "table4": fluency, "summary": summary}
+
+
+def summary_metrics(accuracy: Sequence[dict], refinement: Sequence[dict], scorers: Sequence[str]) -> dict:
+    """At most 12 flat numbers for `dvc metrics show`: each scorer's micro accuracy on each benchmark family, and
+    what Algorithm 1 kept here."""
+    cell = {(r["benchmark"], r["category"], r["scorer"]): r["accuracy"] for r in accuracy}
+    kept = sum(r["n_kept"] for r in refinement)
+    n = sum(r["n_unrefined"] for r in refinement)
+
+    def weighted(column: str) -> float:
+        return round(sum(r[column] * r["n_kept"] for r in refinement if r["n_kept"]) / max(kept, 1), 2)
+
+    short = {"ngram-lm": "lm", "text-classifier": "classifier", "grammar": "grammar", "vera": "vera"}
+    metrics = {}
+    for benchmark, category in (("vl-checklist", "all (micro)"), ("negclip-swap", "all (micro)"),
+                                ("aro-order", "5-way"), ("sugarcrepe", "all (micro)")):
+        for scorer in scorers[:2]:
+            metrics[f"{benchmark.replace('-', '_')}_{short.get(scorer, scorer)}"] = cell[(benchmark, category, scorer)]
+    metrics["refined_here_kept_share"] = round(100 * kept / max(n, 1), 2)
+    metrics["refined_here_m1"] = weighted("m1_after")
+    metrics["refined_here_m2"] = weighted("m2_after")
+    metrics["refined_here_retrained_classifier"] = weighted("retrained_classifier_after")
+    return metrics
+
+
+def config_from_params(params: dict) -> Config:
+    blind = params["sugarcrepe"]["blind"]
+    return Config(folds=blind["folds"], seed=blind["seed"], refine_bins=blind["refine_bins"],
+                  bootstrap=blind["bootstrap_resamples"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser.add_argument("--scorers", choices=("offline", "released"), default="offline",
+                        help="offline: fitted here (default); released: the paper's Vera and grammar model (full)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    args = parser.parse_args(argv)
+    result = run(config_from_params(stage_params(args.stage)), args.out, scorers=args.scorers, device=args.device)
+    for row in result["accuracy"]:
+        print(f"{row['benchmark']:22s} {row['category']:30s} {row['scorer']:16s} {row['accuracy']:6.2f} "
+              f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")
+    for row in result["refinement"]:
+        print(row)
+    for row in result["table4"]:
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

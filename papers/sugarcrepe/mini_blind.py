@@ -1,0 +1,311 @@
+"""Blind attacks in the mini world: SugarCrepe's Table 8 / Fig. 2, Table 4 and Algorithm 1 on rendered benchmarks.
+
+Two mini benchmarks share their positives (the same images and captions): ``mini-aro-crepe``, the world's rule-based
+negatives (``papers.sugarcrepe.mini_templates``: REPLACE, SWAP, NEGATE, SHUFFLE, as ARO and CREPE make them), and
+``mini-sugarcrepe``, the world's fluent, prior-drawn negatives (``papers.sugarcrepe.mini``: the 7 categories). The
+paper's claim to check: a model that never sees the image solves the first far above chance and the second not.
+
+Blind scorers (``papers.sugarcrepe.blind_real`` has the same two on real text; its helpers are reused here):
+
+* ``ngram-lm``: a word trigram model (``common.blind.ngram``) fitted on the mini world's *training* captions (the
+  first ``lm_train_images`` images of ``build/mini/world/train``; their scenes come from another random stream than
+  the test sets', so nothing needs cross-fitting); a caption's fluency is its mean log-probability per token;
+* ``text-classifier``: a pairwise TF-IDF logistic regression (``common.blind.classifier``) trained to rank the
+  positive above the negative, cross-fitted per benchmark with folds grouped by image (``common.blind.crossfit``).
+
+Outputs (``results/sugarcrepe/mini/``, as a group): ``blind_accuracy.csv`` (benchmark x category x scorer, 95%
+percentile-bootstrap intervals), ``table4.csv`` (Table 4's analog with the language model as the grammar scorer: mean
+fluency x100 of the negatives of each form and the share of pairs where mini SugarCrepe's negative is the more
+fluent, paired by positive as the paper pairs them: REPLACE with replace_*, SWAP with swap_*, NEGATE with add_*),
+``blind_refinement.csv`` (Algorithm 1, ``common.blind.refine``, applied per category to both benchmarks with the two
+scorers as M1 and M2: kept share, blind accuracy before and after, and a classifier retrained on the kept set only),
+``blind_metrics.json`` (8 numbers), ``blind_context.json`` and ``blind_accuracy.png``.
+Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
+from common.blind.ngram import NgramFluency
+from common.blind.refine import refine
+from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.paths import RESULTS, build_root
+from common.tasks import DatasetError
+from papers.sugarcrepe import blind_real
+from papers.sugarcrepe.data import PreparedSet, read_category
+from papers.sugarcrepe.mini_templates import load_template_set
+
+STAGE = "papers/sugarcrepe/dvc.yaml:mini-blind"
+OUT_DIR = RESULTS / "sugarcrepe" / "mini"
+TEMPLATES, SUGARCREPE = "mini-aro-crepe", "mini-sugarcrepe"
+SCORERS = ("ngram-lm", "text-classifier")
+TABLE4_FORMS = (("REPLACE", "replace", "replace_"), ("SWAP", "swap", "swap_"), ("NEGATE / ADD", "negate", "add_"))
+"""Table 4's rows: the ARO+CREPE kind and the prefix of the SugarCrepe categories the paper compares it with."""
+ACCURACY_FIELDS = ["benchmark", "category", "scorer", "n", "accuracy", "ci_low", "ci_high"]
+TABLE4_FIELDS = ["type", "scorer", "aro_crepe_kind", "sugarcrepe_categories", "n_aro_crepe", "n_sugarcrepe",
+                 "mean_positive", "mean_aro_crepe", "mean_sugarcrepe", "n_pairs", "n_ties",
+                 "sugarcrepe_more_fluent_share", "comparison"]
+REFINEMENT_FIELDS = ["benchmark", "category", "n", "n_kept", "kept_share", "lm_before", "lm_after",
+                     "classifier_before", "classifier_after", "retrained_classifier_after"]
+
+
+@dataclass(frozen=True)
+class Config:
+    folds: int = 5
+    seed: int = 0
+    refine_bins: int = 50
+    bootstrap: int = 1000
+    lm_train_images: int = 8000
+    """Training images whose captions fit the language model (3 each): 8000 fit in about 5 s on one core and
+    give it every word and most trigrams of the world's grammar; all 32000 take four times as long."""
+
+    def blind(self) -> blind_real.Config:
+        return blind_real.Config(folds=self.folds, seed=self.seed, refine_bins=self.refine_bins,
+                                 bootstrap=self.bootstrap)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------------------------------------------------
+def read_pairs(benchmark: str, files: dict[str, Path]) -> list[TextPair]:
+    """Every example of SugarCrepe-format category files as a text pair; the group is the image (cross-fitting)."""
+    return [TextPair(benchmark, category, record["filename"], record["caption"], record["negative_caption"], key)
+            for category, path in files.items() for key, record in read_category(path).items()]
+
+
+def load_pairs(mini_dir: Path, templates_dir: Path) -> list[TextPair]:
+    pairs = (read_pairs(TEMPLATES, load_template_set(templates_dir).files)
+             + read_pairs(SUGARCREPE, PreparedSet.load(mini_dir / "manifest.json").files()))
+    positive_of: dict[str, str] = {}
+    for p in pairs:  # the benchmarks are comparable only with the same positives
+        if positive_of.setdefault(p.group, p.positive) != p.positive:
+            raise DatasetError(f"{templates_dir}: image {p.group!r} has positive {p.positive!r} in {p.benchmark} "
+                               f"but {positive_of[p.group]!r} elsewhere: rebuild the template set from this mini set")
+    return pairs
+
+
+def read_train_captions(path: Path, n_images: int) -> list[str]:
+    """The captions of the first ``n_images`` training images (``captions.json``: one list per image)."""
+    try:
+        per_image = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: the mini world's training captions are missing; run "
+                           "`dvc repro mini/world`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{path}: unreadable training captions: {exc}") from exc
+    if not isinstance(per_image, list) or len(per_image) < n_images:
+        raise DatasetError(f"{path}: expected a list of at least {n_images} caption lists (lm_train_images), got "
+                           f"{len(per_image) if isinstance(per_image, list) else type(per_image).__name__}")
+    captions = []
+    for i, entry in enumerate(per_image[:n_images]):
+        if not isinstance(entry, list) or not all(isinstance(c, str) and c for c in entry):
+            raise DatasetError(f"{path}: image {i}: expected a list of non-empty captions, got {entry!r}")
+        captions += entry
+    return captions
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scoring and tables
+# ----------------------------------------------------------------------------------------------------------------
+def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
+    """The language model on every caption; the classifier cross-fitted within each benchmark (its own artifacts)."""
+    texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
+    fluency = dict(zip(texts, lm.scores(texts)))
+    out = {"ngram-lm": PairScores("ngram-lm", np.array([fluency[p.positive] for p in pairs]),
+                                  np.array([fluency[p.negative] for p in pairs]))}
+    positive, negative = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+    for ix in blind_real.by_benchmark(pairs).values():
+        part = crossfit([pairs[i] for i in ix], blind_real.fit_classifier, config.folds, config.seed)
+        positive[ix], negative[ix] = part.positive, part.negative
+    out["text-classifier"] = PairScores("text-classifier", positive, negative)
+    return out
+
+
+def table4(pairs: Sequence[TextPair], fluency: PairScores) -> list[dict]:
+    """Mean fluency (x100) of each form's negatives, and how often mini SugarCrepe's negative is the more fluent of
+    two negatives of the same positive (every SugarCrepe negative of the paired categories against the template
+    negative of its image; ties count half). The paper's pairwise better ratio: the positives are shared here, so no
+    unpaired (Mann-Whitney) stand-in is needed."""
+    rows = []
+    for form, kind, prefix in TABLE4_FORMS:
+        old = {p.group: i for i, p in enumerate(pairs) if p.benchmark == TEMPLATES and p.category == kind}
+        new = [i for i, p in enumerate(pairs) if p.benchmark == SUGARCREPE and p.category.startswith(prefix)]
+        paired = [(i, old[pairs[i].group]) for i in new if pairs[i].group in old]
+        if not old or not new:
+            raise DatasetError(f"Table 4, {form}: no {TEMPLATES} {kind!r} or no {SUGARCREPE} {prefix}* negatives")
+        a = np.array([fluency.negative[i] for i, _ in paired])
+        b = np.array([fluency.negative[j] for _, j in paired])
+        positives = {pairs[i].group: fluency.positive[i] for i in [*old.values(), *new]}
+        rows.append({
+            "type": form, "scorer": fluency.scorer, "aro_crepe_kind": kind,
+            "sugarcrepe_categories": "+".join(sorted({pairs[i].category for i in new})),
+            "n_aro_crepe": len(old), "n_sugarcrepe": len(new),
+            "mean_positive": round(100 * float(np.mean(list(positives.values()))), 2),
+            "mean_aro_crepe": round(100 * float(np.mean(fluency.negative[list(old.values())])), 2),
+            "mean_sugarcrepe": round(100 * float(np.mean(fluency.negative[new])), 2),
+            "n_pairs": len(paired), "n_ties": int(np.sum(a == b)),
+            "sugarcrepe_more_fluent_share": round(100 * float(np.mean((a > b) + 0.5 * (a == b))), 2) if paired else "",
+            "comparison": "paired by positive (same image and caption), ties half",
+        })
+    return rows
+
+
+def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
+    """Algorithm 1 per (benchmark, category) with the language model as M1 and the classifier as M2; then a
+    classifier cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a
+    new one's)."""
+    lm, classifier = scores["ngram-lm"], scores["text-classifier"]
+    cells: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(pairs):
+        cells.setdefault((p.benchmark, p.category), []).append(i)
+    kept_mask = np.zeros(len(pairs), dtype=bool)
+    rows = []
+    for (benchmark, category), ix in cells.items():
+        ix = np.asarray(ix)
+        kept = ix[refine(lm.gap[ix], classifier.gap[ix], bins=config.refine_bins, seed=config.seed)]
+        kept_mask[kept] = True
+        rows.append({"benchmark": benchmark, "category": category, "n": int(ix.size), "n_kept": int(kept.size),
+                     "kept_share": round(100 * kept.size / ix.size, 2),
+                     "lm_before": blind_real._percent(lm.correct[ix]),
+                     "lm_after": blind_real._percent(lm.correct[kept]),
+                     "classifier_before": blind_real._percent(classifier.correct[ix]),
+                     "classifier_after": blind_real._percent(classifier.correct[kept])})
+    retrained = np.zeros(len(pairs), dtype=bool)
+    fitted = np.zeros(len(pairs), dtype=bool)
+    for ix in blind_real.by_benchmark(pairs).values():
+        kept = ix[kept_mask[ix]]
+        if len({fold_of(pairs[i].group, config.folds, config.seed) for i in kept}) >= 2:  # else no fold to fit on
+            retrained[kept] = crossfit([pairs[i] for i in kept], blind_real.fit_classifier, config.folds,
+                                       config.seed).correct
+            fitted[kept] = True
+    for row in rows:
+        kept = [i for i in cells[(row["benchmark"], row["category"])] if kept_mask[i] and fitted[i]]
+        row["retrained_classifier_after"] = blind_real._percent(retrained[kept])
+    return rows
+
+
+def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
+    """Fig. 2's analog: each scorer's blind accuracy per category, the two benchmarks side by side, chance dashed.
+    (``blind_real.draw_accuracy`` cuts off two-line tick labels at this size; this one lays the figure out tight.)"""
+    from common.figures import pyplot, save_figure
+
+    plt = pyplot()
+    shown = [r for r in rows if r["category"] != "all (micro)"]
+    cells = list(dict.fromkeys((r["benchmark"], r["category"]) for r in shown))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(SCORERS)
+    for k, scorer in enumerate(SCORERS):
+        by_cell = {(r["benchmark"], r["category"]): r for r in shown if r["scorer"] == scorer}
+        acc = np.array([by_cell[c]["accuracy"] for c in cells])
+        err = np.array([[by_cell[c]["accuracy"] - by_cell[c]["ci_low"], by_cell[c]["ci_high"] - by_cell[c]["accuracy"]]
+                        for c in cells]).T
+        ax.bar(np.arange(len(cells)) + (k - (len(SCORERS) - 1) / 2) * width, acc, width=width, yerr=err, capsize=1.5,
+               label=scorer)
+    boundary = sum(b == TEMPLATES for b, _ in cells) - 0.5
+    ax.axvline(boundary, color="grey", lw=0.8)
+    ax.text(boundary - 0.1, 105, TEMPLATES, ha="right", va="center", fontsize=8)
+    ax.text(boundary + 0.1, 105, SUGARCREPE, ha="left", va="center", fontsize=8)
+    ax.axhline(50, color="black", lw=0.7, ls="--")
+    ax.set_xticks(np.arange(len(cells)), [c for _, c in cells], rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("blind accuracy (%), 95% bootstrap CI")
+    ax.set_ylim(0, 110)
+    ax.set_yticks(range(0, 101, 20))
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def summary_metrics(accuracy: Sequence[dict], fluency: Sequence[dict], refinement: Sequence[dict]) -> dict:
+    """Eight numbers for `dvc metrics show`: each scorer on each benchmark (micro), Table 4's three paired shares,
+    and the share of mini SugarCrepe that Algorithm 1 keeps."""
+    cell = {(r["benchmark"], r["category"], r["scorer"]): r["accuracy"] for r in accuracy}
+    metrics = {f"{b.removeprefix('mini-').replace('-', '_')}_{s.split('-')[-1]}": cell[(b, "all (micro)", s)]
+               for b in (TEMPLATES, SUGARCREPE) for s in SCORERS}
+    for row in fluency:
+        metrics[f"table4_{row['aro_crepe_kind']}_sugarcrepe_more_fluent"] = row["sugarcrepe_more_fluent_share"]
+    sugar = [r for r in refinement if r["benchmark"] == SUGARCREPE]
+    kept, total = sum(r["n_kept"] for r in sugar), sum(r["n"] for r in sugar)
+    metrics["sugarcrepe_refined_kept_share"] = round(100 * kept / total, 2)
+    return metrics
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, templates_dir: Path | None = None,
+        train_captions: Path | None = None) -> dict:
+    mini = build_root() / "mini"
+    mini_dir = mini_dir or mini / "sugarcrepe"
+    templates_dir = templates_dir or mini / "sugarcrepe_templates"
+    train_captions = train_captions or mini / "world" / "train" / "captions.json"
+    pairs = load_pairs(mini_dir, templates_dir)
+    lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
+    scores = score(pairs, lm, config)
+    accuracy = blind_real.accuracy_table(pairs, scores, config.blind(), published={})
+    fluency = table4(pairs, scores["ngram-lm"])
+    refinement = refinement_table(pairs, scores, config)
+    metrics = summary_metrics(accuracy, fluency, refinement)
+    context = {
+        "config": asdict(config),
+        "pairs_per_benchmark": {b: int(ix.size) for b, ix in blind_real.by_benchmark(pairs).items()},
+        "n_images": len({p.group for p in pairs}),
+        "scorers": {"ngram-lm": f"word trigram, Witten-Bell (nltk.lm), fitted on the captions of the first "
+                                f"{config.lm_train_images} mini-world training images; score = logistic of the "
+                                "standardised mean log2-prob/token",
+                    "text-classifier": "pairwise logistic regression on TF-IDF word 1-2-grams (scikit-learn), "
+                                       f"cross-fitted per benchmark, {config.folds} folds grouped by image"},
+        "table4": "ngram-lm in place of the paper's grammar model; no commonsense (Vera) column",
+        "refinement": f"Algorithm 1 (common.blind.refine), M1 = ngram-lm, M2 = text-classifier, {config.refine_bins} "
+                      "bins per half-axis, per (benchmark, category)",
+        "sets": {"templates": load_template_set(templates_dir).info,
+                 "sugarcrepe": {k: v for k, v in PreparedSet.load(mini_dir / "manifest.json").info.items()
+                                if k in ("world_version", "config", "counts", "n_images")}},
+    }
+    with output_group(out_dir) as staging:
+        paths = [write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS),
+                 write_csv_atomic(staging / "table4.csv", fluency, TABLE4_FIELDS),
+                 write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS),
+                 write_json_atomic(staging / "blind_metrics.json", metrics),
+                 write_json_atomic(staging / "blind_context.json", context)]
+        draw_accuracy(accuracy, staging / "blind_accuracy.png")
+        paths.append(staging / "blind_accuracy.png")
+    return {"accuracy": accuracy, "table4": fluency, "refinement": refinement, "metrics": metrics,
+            "paths": [staged_to_final(p, staging, out_dir) for p in paths]}
+
+
+def config_from_params(params: dict) -> Config:
+    blind = params["sugarcrepe"]["blind"]
+    return Config(folds=blind["folds"], seed=blind["seed"], refine_bins=blind["refine_bins"],
+                  bootstrap=blind["bootstrap_resamples"],
+                  lm_train_images=params["sugarcrepe"]["mini_blind"]["lm_train_images"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_params
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    args = parser.parse_args(argv)
+    result = run(config_from_params(stage_params(args.stage)), args.out)
+    for row in result["accuracy"]:
+        print(f"{row['benchmark']:16s} {row['category']:12s} {row['scorer']:16s} {row['accuracy']:6.2f} "
+              f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")
+    for row in result["table4"]:
+        print({k: row[k] for k in ("type", "mean_aro_crepe", "mean_sugarcrepe", "n_pairs",
+                                   "sugarcrepe_more_fluent_share")})
+    for row in result["refinement"]:
+        print(row)
+    print(json.dumps(result["metrics"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,158 @@
+"""The mini profile's "ARO+CREPE": the mini SugarCrepe positives with rule-based negatives, in the released format.
+
+SugarCrepe (Sec. 5) normalises the older benchmarks by fixing the positives: it regenerates ARO's and CREPE's
+REPLACE, SWAP, NEGATE and SHUFFLE negatives for the same COCO captions that SugarCrepe uses, so the two benchmarks
+differ only in how their negatives were made. Here the positives are exactly the mini SugarCrepe set's
+(``papers.sugarcrepe.mini._examples`` regenerates its scenes and claims from the same stream, and every caption is
+checked against the built set), and the negatives come from the world's rule-based generator
+(``common.miniworld.templates``), up to ``examples_per_category`` per kind, images taken in the mini set's order.
+
+Writes ``data/<kind>.json`` (``{id: {filename, caption, negative_caption}}``, the mini set's image file names),
+``edits.jsonl`` (which rule made each negative) and ``manifest.json`` (``image_root`` points at the mini set's
+image folder; ``categories`` are the four kinds, so load it with ``load_template_set``, not
+``data.PreparedSet``, which knows SugarCrepe's seven categories only). The same bytes on every run.
+
+Stage ``mini-templates-set`` of ``papers/sugarcrepe/dvc.yaml``:
+``python -m papers.sugarcrepe.mini_templates --out build/mini/sugarcrepe_templates``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from common.io import output_group, write_json_atomic, write_text_atomic
+from common.miniworld import VERSION
+from common.miniworld.build import stream
+from common.miniworld.templates import TEMPLATE_KINDS, template_edit
+from common.paths import build_root
+from common.tasks import DatasetError, ImageToTextItem
+from papers.sugarcrepe.data import PreparedSet, load_sugarcrepe, read_category
+from papers.sugarcrepe.mini import MiniSetConfig, _examples, config_from_params
+
+STAGE = "papers/sugarcrepe/dvc.yaml:mini-templates-set"
+KIND = "sugarcrepe-templates"
+IMAGE_NAME = "mini_{index:06d}.png"
+"""How ``papers.sugarcrepe.mini`` names example ``index``'s image (checked: each name must be in the built set with
+the caption regenerated here)."""
+
+
+def positives_of(mini_set: PreparedSet) -> dict[str, str]:
+    """Image file name -> its positive caption, over every category file of the built mini SugarCrepe set."""
+    captions: dict[str, str] = {}
+    for category, path in mini_set.files().items():
+        for key, record in read_category(path).items():
+            known = captions.setdefault(record["filename"], record["caption"])
+            if known != record["caption"]:
+                raise DatasetError(f"{path}: example {key!r}: image {record['filename']!r} has caption "
+                                   f"{record['caption']!r} here and {known!r} in another category")
+    return captions
+
+
+def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> dict:
+    """Up to ``config.examples_per_category`` negatives of each kind for the mini set's positives (its order)."""
+    mini_set = PreparedSet.load(mini_dir / "manifest.json")
+    positives = positives_of(mini_set)
+    last = max(int(name.removeprefix("mini_").removesuffix(".png")) for name in positives)
+    quota = config.examples_per_category
+    data: dict[str, dict[str, dict]] = {kind: {} for kind in TEMPLATE_KINDS}
+    edits: list[str] = []
+    used: set[str] = set()
+    for index, scene, positive, _ in _examples(config):
+        if index > last or all(len(v) >= quota for v in data.values()):
+            break
+        filename = IMAGE_NAME.format(index=index)
+        if filename not in positives:  # the mini set needed no negative of this image: it rendered none
+            continue
+        caption = positive.text()
+        if caption != positives[filename]:
+            raise DatasetError(f"{mini_dir}: image {filename!r} has caption {positives[filename]!r} but the mini "
+                               f"world regenerates {caption!r} with seed {config.seed}: rebuild the mini set "
+                               "(`dvc repro papers/sugarcrepe/dvc.yaml:mini-set`)")
+        for kind in TEMPLATE_KINDS:
+            if len(data[kind]) >= quota:
+                continue
+            edit = template_edit(scene, positive, kind, stream(config.seed, f"templates:{filename}:{kind}"))
+            if edit is None:
+                continue
+            key = str(len(data[kind]))
+            data[kind][key] = {"filename": filename, "caption": caption, "negative_caption": edit.text}
+            edits.append(json.dumps({"kind": kind, "id": key, "filename": filename, "variant": edit.variant}))
+            used.add(filename)
+    counts = {kind: len(v) for kind, v in data.items()}
+    empty = [kind for kind, n in counts.items() if n == 0]
+    if empty:
+        raise DatasetError(f"{mini_dir}: no example of {empty} among its {len(positives)} images")
+    image_root = Path(os.path.relpath(os.path.abspath(mini_set.image_root), os.path.abspath(out_dir)))
+    manifest = {
+        "data_dir": "data", "image_root": image_root.as_posix(), "categories": list(TEMPLATE_KINDS),
+        "kind": KIND, "profile": "mini", "world_version": VERSION,
+        "config": {"examples_per_category": quota, "seed": config.seed},
+        "positives": f"the mini SugarCrepe set's ({mini_dir.name}), same images and captions",
+        "counts": counts, "n_images": len(used),
+    }
+    with output_group(out_dir) as staging:
+        for kind, examples in data.items():
+            write_json_atomic(staging / "data" / f"{kind}.json", examples, indent=1)
+        write_text_atomic(staging / "edits.jsonl", "\n".join(edits) + "\n")
+        write_json_atomic(staging / "manifest.json", manifest)
+    return manifest
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    """A built template set: its category files, the (mini set's) image folder and the manifest."""
+
+    path: Path
+    files: dict[str, Path]
+    image_root: Path
+    info: dict
+
+    def items(self) -> list[ImageToTextItem]:
+        """Image-to-text items, positive first, through the SugarCrepe loader (engine-ready)."""
+        return load_sugarcrepe(self.files, self.image_root)
+
+
+def load_template_set(out_dir: Path) -> TemplateSet:
+    manifest = out_dir / "manifest.json"
+    try:
+        info = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{manifest}: no template set here; run `dvc repro "
+                           "papers/sugarcrepe/dvc.yaml:mini-templates-set`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{manifest}: unreadable manifest: {exc}") from exc
+    if not isinstance(info, dict) or info.get("kind") != KIND:
+        found = info.get("kind") if isinstance(info, dict) else None
+        raise DatasetError(f"{manifest}: not a {KIND} manifest (kind {found!r})")
+    unknown = [c for c in info.get("categories", []) if c not in TEMPLATE_KINDS]
+    if unknown or not info.get("categories"):
+        raise DatasetError(f"{manifest}: 'categories' must be some of {list(TEMPLATE_KINDS)}, got "
+                           f"{info.get('categories')!r}")
+    data_dir = out_dir / info["data_dir"]
+    return TemplateSet(manifest, {c: data_dir / f"{c}.json" for c in info["categories"]},
+                       out_dir / info["image_root"], info)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_params
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_templates",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--mini-set", type=Path, default=build_root() / "mini" / "sugarcrepe",
+                        help="the built mini SugarCrepe set whose positives and images are used")
+    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    args = parser.parse_args(argv)
+    manifest = build_template_set(config_from_params(stage_params(args.stage)), args.mini_set, args.out)
+    print(json.dumps(manifest, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))
