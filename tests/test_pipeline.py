@@ -26,6 +26,7 @@ def _tiny_params(workspace: Path) -> None:
     params["sugarcrepe"]["mini_examples_per_category"] = 6
     params["sugarcrepe"]["figure5"].update(classification_images=56, n_resamples=100)
     params["sugarcrepe"]["mini_blind"].update(lm_train_images=256)
+    params["sugarcrepe"]["negclip_mini"].update(train_images=192, steps=3, batch_size=16, warmup_steps=1)
     for name, recipe in params["train"].items():
         recipe.update(n_images=min(recipe["n_images"], 256), steps=3, batch_size=32)
     path.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -44,6 +45,7 @@ def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     for stage in ("mini/world", "mini/train@xs-2k", "mini/train@s-32k", "papers/sugarcrepe/dvc.yaml:mini-set",
                   "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:figure5",
                   "papers/sugarcrepe/dvc.yaml:mini-templates-set", "papers/sugarcrepe/dvc.yaml:mini-blind",
+                  "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap", "papers/sugarcrepe/dvc.yaml:table5-mini",
                   "papers/sugarcrepe/dvc.yaml:analyses-mini", "papers/sugarcrepe/dvc.yaml:audit", "papers/sugarcrepe"):
         assert f"Running stage '{stage}'" in first.stdout, stage
     assert "full-set" not in first.stdout and "full-zoo" not in first.stdout  # the full profile's inputs stay out

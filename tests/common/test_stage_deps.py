@@ -71,14 +71,17 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
         # SugarCrepe's blind attacks read the VL-CheckList pairs the hard-positives release ships (its registry)
         "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit",
                                                "papers/sugarcrepe/dvc.yaml:blind-real-text",
-                                               "papers/sugarcrepe/dvc.yaml:blind-released"},
+                                               "papers/sugarcrepe/dvc.yaml:blind-released",
+                                               "papers/sugarcrepe/dvc.yaml:mini-blind"},
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
-        "papers/sugarcrepe/data.py": {"papers/sugarcrepe/dvc.yaml:mini-set", "papers/sugarcrepe/dvc.yaml:full-set",
-                                      "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit",
-                                      "papers/sugarcrepe/dvc.yaml:blind-real-text",
-                                      "papers/sugarcrepe/dvc.yaml:blind-released",
-                                      "papers/sugarcrepe/dvc.yaml:figure5",
-                                      "papers/sugarcrepe"},  # the paper's report stage prints Table 6's columns
+        # every SugarCrepe stage that reads the released format (the mini sets are written in it), and the report
+        # stage, which prints Table 6's columns; no other paper's
+        "papers/sugarcrepe/data.py": {"papers/sugarcrepe"} | {
+            f"papers/sugarcrepe/dvc.yaml:{stage}" for stage in (
+                "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
+                "mini-templates-set", "mini-blind", "negclip-mini-set", "table5-mini",
+                *(f"negclip-mini@{run}" for run in ("clip-ft", "negclip-replace", "negclip-swap", "negclip-negate",
+                                                    "negclip-refined-replace", "negclip-refined-swap")))},
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
                                  ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}
                                 | {"papers/sugarcrepe/dvc.yaml:figure5"},  # the paper's r, recomputed by the audit
