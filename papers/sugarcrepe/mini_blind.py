@@ -57,18 +57,12 @@ REFINEMENT_FIELDS = ["benchmark", "category", "n", "n_kept", "kept_share", "lm_b
 
 
 @dataclass(frozen=True)
-class Config:
-    folds: int = 5
-    seed: int = 0
-    refine_bins: int = 50
-    bootstrap: int = 1000
+class Config(blind_real.Config):
+    """The real-text stage's settings (folds, seed, refinement bins, bootstrap), plus the language model's corpus."""
+
     lm_train_images: int = 8000
     """Training images whose captions fit the language model (3 each): 8000 fit in about 5 s on one core and
     give it every word and most trigrams of the world's grammar; all 32000 take four times as long."""
-
-    def blind(self) -> blind_real.Config:
-        return blind_real.Config(folds=self.folds, seed=self.seed, refine_bins=self.refine_bins,
-                                 bootstrap=self.bootstrap)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -246,7 +240,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     pairs = load_pairs(mini_dir, templates_dir)
     lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
     scores = score(pairs, lm, config)
-    accuracy = blind_real.accuracy_table(pairs, scores, config.blind(), published={})
+    accuracy = blind_real.accuracy_table(pairs, scores, config, published={})
     fluency = table4(pairs, scores["ngram-lm"])
     refinement = refinement_table(pairs, scores, config)
     metrics = summary_metrics(accuracy, fluency, refinement)
