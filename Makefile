@@ -11,6 +11,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
 PAPER ?= $(PAPERS)
+TEST_WORKERS ?= auto
+# pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
 .PHONY: repro test bench install status metrics notebooks clean-cache
 
@@ -29,7 +31,7 @@ repro: $(STAMP)
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
 
 test: $(STAMP)
-	@. $(BIN)/activate && python -m pytest -q || { status=$$?; \
+	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 
 status: $(STAMP)

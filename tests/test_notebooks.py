@@ -158,7 +158,7 @@ def test_sugarcrepe_notebook_redraws_the_committed_results(monkeypatch):
     text = _text(nb)
     assert "does not exist yet" not in text
     assert "| model |" in text and "vl-checklist" in text and "retrained_classifier_after" in text
-    assert "sugarcrepe_higher_share" in text and "published_r" in text
+    assert "sugarcrepe_more_fluent_share" in text and "published_r" in text
     assert "mini-aro-crepe" in text and "Table 10" in text
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 4, "Figs. 1/4, Fig. 2, Fig. 5 and Table 5's gains"

@@ -93,7 +93,12 @@ def test_full_profile_wiring(tmp_path):
     for node in ("papers/sugarcrepe/dvc.yaml:full-set", "papers/sugarcrepe/dvc.yaml:full-zoo",
                  "papers/sugarcrepe/dvc.yaml:table6", "papers/sugarcrepe/dvc.yaml:audit",
                  "papers/sugarcrepe/dvc.yaml:figure5", "papers/sugarcrepe/dvc.yaml:blind-released",
-                 "papers/sugarcrepe/dvc.yaml:analyses-full"):
+                 "papers/sugarcrepe/dvc.yaml:analyses-full", "papers/sugarcrepe/dvc.yaml:aro-crepe-full-set",
+                 "papers/sugarcrepe/dvc.yaml:negclip-full-set", "papers/sugarcrepe/dvc.yaml:negclip-full-refine",
+                 "papers/sugarcrepe/dvc.yaml:negclip-full@negclip-swap",
+                 "papers/sugarcrepe/dvc.yaml:negclip-full@scratch-negclip-all",
+                 "papers/sugarcrepe/dvc.yaml:negclip-full-refined@scratch-negclip-refined-negate",
+                 "papers/sugarcrepe/dvc.yaml:table5-full"):
         assert node in dag.stdout, node
     assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout and "analyses-mini" not in dag.stdout
 

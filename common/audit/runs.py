@@ -40,3 +40,30 @@ def table_recomputations(
                 recs.append(Recomputed(paper, table, published_row(row["model"]), column, float(row[ours]),
                                        "percent", source, "full", "default"))
     return recs
+
+
+def run_rows_recomputations(
+    paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+) -> list[Recomputed]:
+    """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
+    model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
+    published row label, or None where the paper has no such row. Full profile: compared (tolerance ``default``);
+    mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet."""
+    if not results_csv.is_file():
+        return []
+    with open(results_csv, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    recs = []
+    for row in rows:
+        label = published_row(row)
+        if label is None:
+            continue
+        for ours, column in columns.items():
+            if profile == "mini":
+                recs.append(Recomputed(paper, table, label, column, math.nan, "percent", source, "mini", "default",
+                                       note="; ".join(n for n in (MINI_NOTE, note) if n)))
+            elif row.get(ours) not in (None, ""):
+                recs.append(Recomputed(paper, table, label, column, float(row[ours]), "percent", source, "full",
+                                       "default", note=note))
+    return recs

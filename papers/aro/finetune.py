@@ -35,7 +35,6 @@ import csv
 import hashlib
 import json
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
@@ -44,6 +43,7 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
+from common.image_files import FileImages
 from common.io import sha256_file, write_json_atomic
 from common.tasks import DatasetError
 from common.training import (
@@ -65,7 +65,7 @@ class FinetuneError(WorkspaceError):
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Images: in memory (mini) or decoded from files per batch (full)
+# Images: in memory (mini) or decoded from files per batch (full: common.image_files.FileImages)
 # ------------------------------------------------------------------------------------------------------------------
 class ImageStore(Protocol):
     def __len__(self) -> int: ...
@@ -89,41 +89,6 @@ class ArrayImages:
 
     def get(self, indices: np.ndarray) -> torch.Tensor:
         return self.pixels[torch.from_numpy(np.asarray(indices, dtype=np.int64))]
-
-
-@dataclass(frozen=True)
-class FileImages:
-    """Image files decoded per batch on a thread pool: resized (shorter side, bicubic) and centre-cropped to
-    ``size``, as open_clip's evaluation transform does before normalising (the trainer normalises)."""
-
-    paths: tuple[Path, ...]
-    size: int
-    workers: int = 8
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def _load(self, index: int) -> np.ndarray:
-        from PIL import Image
-
-        path = self.paths[index]
-        try:
-            with Image.open(path) as image:
-                image = image.convert("RGB")
-                w, h = image.size
-                scale = self.size / min(w, h)
-                image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))),
-                                     Image.Resampling.BICUBIC)
-                w, h = image.size
-                left, top = (w - self.size) // 2, (h - self.size) // 2
-                return np.asarray(image.crop((left, top, left + self.size, top + self.size)))
-        except OSError as exc:
-            raise FinetuneError(f"{path}: cannot read image ({exc})") from None
-
-    def get(self, indices: np.ndarray) -> torch.Tensor:
-        with ThreadPoolExecutor(self.workers) as pool:
-            arrays = list(pool.map(self._load, [int(i) for i in indices]))
-        return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
 
 
 # ------------------------------------------------------------------------------------------------------------------

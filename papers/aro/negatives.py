@@ -18,7 +18,7 @@ Where this differs from the released generator (judged against its file in ``pap
 - the pair is drawn among the pairs whose swap changes the caption (upstream draws any pair and gives up on that
   kind when the swap is a no-op, e.g. two "man" tokens);
 - the model is en_core_web_sm (upstream used en_core_web_lg, not installable here), so tags and chunks differ;
-- randomness per (seed, caption text) (``papers.aro.text.caption_rng``), never global state.
+- randomness per (seed, caption text) (``common.caption_text.caption_rng``), never global state.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import functools
 from dataclasses import dataclass
 from typing import Sequence
 
-from papers.aro.text import caption_rng, load_spacy
+from common.caption_text import caption_rng, load_spacy
 
 NEGATIVE_KINDS = ("noun_chunk", "verb_phrase", "NN", "NNS", "ADV", "ADJ")
 TAG_KINDS = {"NN": "tag", "NNS": "tag", "ADV": "pos", "ADJ": "pos"}

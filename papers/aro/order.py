@@ -10,15 +10,15 @@ The two uses normalise in opposite orders, as the authors' code does:
 - Text-shuffled retrieval (``main_retrieval.py``): the dataset's captions are ``pre_caption``-ed first (lowercase,
   no periods) and the perturbation is applied to those, with no normalisation after.
 
-Perturbations come from ``papers.aro.text.perturb_captions`` (one spaCy pass, per-caption seeding).
+Perturbations come from ``common.caption_text.perturb_captions`` (one spaCy pass, per-caption seeding).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from papers.aro.text import (MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, Tagged, perturb_captions,
-                            pre_caption)
+from common.caption_text import (MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, Tagged,
+                                 perturb_captions, pre_caption)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from common.caption_text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
 from common.released_text import NegClipRow as ReleasedRow
@@ -39,7 +40,6 @@ from common.released_text import read_negclip_tsv as read_released
 from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, candidates, parse_captions,
                                   sample_negatives)
 from papers.aro.order import OPTION_NAMES, order_cases
-from papers.aro.text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
 
 DATA_FILES = ("papers/aro/sources.toml",)
 STAGE = "papers/aro/dvc.yaml:real-text"

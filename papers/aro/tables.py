@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from common import reproducible
+from common.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
 from common.engine import Engine
 from common.evaluate import best_device, engine_config
 from common.image_transforms import GridShuffle
@@ -46,7 +47,6 @@ from common.zoo import EmbeddingModel, create_model, get_spec
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
 from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
-from papers.aro.text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
 
 STAGE = "papers/aro/dvc.yaml:tables"
 IMAGE_SHUFFLES: dict[str, tuple[int, int]] = {
@@ -57,7 +57,7 @@ TABLE3_STRATEGIES = {
     "shuffle_nouns_and_adj": "Shuffle only nouns and adj.", "shuffle_all_words": "Shuffle all words",
     "shuffle_allbut_nouns_and_adj": "Shuffle all but nouns and adj.", "shuffle_trigrams": "Shuffle trigrams",
     "shuffle_within_trigrams": "Shuffle within Trigrams"}
-"""Table 3's row name of each text shuffle (``papers.aro.text.RETRIEVAL_PERTURBATIONS``), as the paper prints it."""
+"""Table 3's row name of each text shuffle (``common.caption_text.RETRIEVAL_PERTURBATIONS``), as printed."""
 RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5",
            "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
 """The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""

@@ -1,19 +1,30 @@
 """SugarCrepe's audit: every published number against what was recomputed here.
 
 Recomputed from the authors' released files (``papers.sugarcrepe.released``: the GPT-4V row of Table 6, Figure 5's
-correlations, Table 2's counts), from the paper's own tables (claims, ``common.audit``), and from this profile's
-Table 6 run (``results/sugarcrepe/<profile>/table6.csv``: compared in the full profile, marked "not comparable" in the
-mini profile). Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.audit --strict``.
+correlations, Table 2's counts), from the paper's own tables (claims, ``common.audit``), and from this profile's runs
+(compared in the full profile, marked "not comparable" in the mini profile):
+
+- Table 6: ``results/sugarcrepe/<profile>/table6.csv``;
+- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_mini`` / ``negclip_full``),
+  a row per run named by how it was trained;
+- Table 4: ``table4.csv`` of the blind attacks (mini: the n-gram LM standing in for the grammar model; full: the
+  paper's Vera and grammar model, stage ``blind-released``, on this workspace's ARO+CREPE);
+- Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released
+  SugarCrepe, the paper's own models).
+
+Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.audit --strict``.
 """
 from __future__ import annotations
 
+import csv
+import math
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from common.audit import audit_stage
 from common.audit import main as audit_main
 from common.audit.core import Recomputed
-from common.audit.runs import table_recomputations
+from common.audit.runs import MINI_NOTE, run_rows_recomputations, table_recomputations
 from common.paths import RESULTS
 from common.zoo import get_spec
 from papers.sugarcrepe import released
@@ -30,10 +41,122 @@ TABLE6_COLUMNS = {
 """Table 6 column of each column of the run's table6.csv."""
 
 
+TABLE5_COLUMNS = {
+    "aro_crepe_replace": "ARO+CREPE | REPLACE", "aro_crepe_swap": "ARO+CREPE | SWAP",
+    "aro_crepe_negate": "ARO+CREPE | NEGATE", "aro_crepe_shuffle": "ARO+CREPE | SHUFFLE",
+    "sugarcrepe_replace": "SUGARCREPE | REPLACE", "sugarcrepe_swap": "SUGARCREPE | SWAP",
+    "sugarcrepe_add": "SUGARCREPE | ADD",
+}
+TABLE10_COLUMNS = {k: v for k, v in TABLE5_COLUMNS.items() if k.startswith("sugarcrepe_")}
+FINETUNED_KIND = {"replace": "REPLACE", "swap": "SWAP", "negate": "NEGATE"}
+SCRATCH_KIND = {"replace": "REPLACE", "swap": "Swap", "negate": "Negate", "all": "Rep + Sw + Neg"}
+"""Table 5 prints the from-scratch rows' kinds in its own spelling."""
+TABLE4_TYPES = {"REPLACE": "Replace", "SWAP": "SWAP", "NEGATE / ADD": "NEGATE / ADD"}
+TABLE4_SCORERS = {"vera": "Commonsense", "grammar": "Grammar", "ngram-lm": "Grammar"}
+"""Table 4's metric rows: Vera is its commonsense score, the grammar model its grammar score; the mini run's n-gram
+LM stands in for the grammar model (never compared)."""
+SUGARCREPE_COLUMNS = {category: column for category, column in TABLE6_COLUMNS.items() if category != "average"}
+
+
 def table6_row(model: str) -> str:
     """Table 6's row label of a zoo model ("OpenAI | ViT-B-32")."""
     spec = get_spec(model)
     return f"{spec.family} | {spec.label}"
+
+
+def table5_row(run: Mapping[str, str]) -> str | None:
+    """Table 5's row of a run of table5.csv: the fine-tuned ViT-B/32 rows, the released NegCLIP, the RN50 runs
+    trained from scratch. Runs on refined negatives belong to Table 10 (None)."""
+    training, kind = run.get("training", ""), run.get("hard_negative", "N/A")
+    if run.get("negatives") == "refined":
+        return None
+    if training == "pretrained":
+        return "ViT-B/32 | Pretrained | N/A"
+    if training == "clip-ft":
+        return "ViT-B/32 | CLIP finetuned | N/A"
+    if training == "negclip" and kind == "released":
+        return "ViT-B/32 | NEGCLIP finetuned | Released in [49]"
+    if training == "negclip" and kind in FINETUNED_KIND:
+        return f"ViT-B/32 | NEGCLIP finetuned | {FINETUNED_KIND[kind]}"
+    if training == "scratch-clip":
+        return "RN50 | CLIP from scratch | N/A"
+    if training == "scratch-negclip" and kind in SCRATCH_KIND:
+        return f"RN50 | NEGCLIP from scratch | {SCRATCH_KIND[kind]}"
+    return None
+
+
+def table10_row(run: Mapping[str, str]) -> str | None:
+    """Table 10's row of a run of table10.csv: CLIP without hard negatives, NegCLIP on template or refined ones."""
+    kind, negatives = run.get("hard_negative", "N/A"), run.get("negatives", "N/A")
+    if kind == "N/A":
+        return "CLIP without hard negatives | N/A"
+    if kind not in FINETUNED_KIND:
+        return None
+    form = {"template": "template", "refined": "adversarial refined"}.get(negatives)
+    return f"NEGCLIP with {form} hard negatives | {FINETUNED_KIND[kind]}" if form else None
+
+
+def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[Recomputed]:
+    """Table 4's cells from a blind run's paired table (``papers.sugarcrepe.table4``): each negative type's mean
+    score of ARO+CREPE's and SugarCrepe's negatives (x100, unit 'score' as printed) and the pairwise better ratio."""
+    if not table4_csv.is_file():
+        return []
+    with open(table4_csv, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    cells = (("mean_aro_crepe", "Average | ARO+CREPE", "score"), ("mean_sugarcrepe", "Average | SUGARCREPE", "score"),
+             ("sugarcrepe_more_fluent_share", "Pairwise Better Ratio", "percent"))
+    recs = []
+    for row in rows:
+        form, metric = TABLE4_TYPES.get(row.get("type", "")), TABLE4_SCORERS.get(row.get("scorer", ""))
+        if form is None or metric is None or (row["scorer"] == "ngram-lm") != (profile == "mini"):
+            continue
+        for ours, column, unit in cells:
+            if profile == "mini":
+                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, math.nan, unit, source,
+                                       "mini", "default", note=f"{MINI_NOTE}; an n-gram LM stands in for the "
+                                                               "grammar model"))
+            elif row.get(ours) not in (None, ""):
+                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, float(row[ours]), unit,
+                                       source, "full", "default",
+                                       note="ARO+CREPE regenerated here with CREPE-style rules "
+                                            "(papers.sugarcrepe.crepe_style), not CREPE's own code"))
+    return recs
+
+
+def text_only_recomputations(accuracy_csv: Path, source: str) -> list[Recomputed]:
+    """Table 6's Vera and Grammar rows from the paper's own blind models run here on the released SugarCrepe (full
+    profile only): per category, and the mean of the seven categories as Table 6's Average."""
+    if not accuracy_csv.is_file():
+        return []
+    with open(accuracy_csv, newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r.get("benchmark") == "sugarcrepe"]
+    recs = []
+    for scorer, label in (("vera", "Vera"), ("grammar", "Grammar")):
+        mine = {r["category"]: float(r["accuracy"]) for r in rows if r.get("scorer") == scorer}
+        if not all(c in mine for c in SUGARCREPE_COLUMNS):
+            continue
+        row = f"Text-only model | {label}"
+        recs += [Recomputed(PAPER, "Table 6", row, column, mine[c], "percent", source, "full", "default")
+                 for c, column in SUGARCREPE_COLUMNS.items()]
+        recs.append(Recomputed(PAPER, "Table 6", row, TABLE6_COLUMNS["average"],
+                               round(sum(mine[c] for c in SUGARCREPE_COLUMNS) / len(SUGARCREPE_COLUMNS), 2),
+                               "percent", source, "full", "default", note="mean of the seven categories"))
+    return recs
+
+
+def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
+    """Tables 4, 5 and 10 (and, in the full profile, Table 6's text-only rows) from this profile's runs."""
+    out = results / PAPER / profile
+    where = lambda path: f"run {path.relative_to(results.parent)}"  # noqa: E731
+    recs = []
+    for table, name, columns, row_of in (("Table 5", "table5.csv", TABLE5_COLUMNS, table5_row),
+                                         ("Table 10", "table10.csv", TABLE10_COLUMNS, table10_row)):
+        path = out / name
+        recs += run_rows_recomputations(PAPER, table, path, profile, columns, row_of, where(path))
+    recs += table4_recomputations(profile, out / "table4.csv", where(out / "table4.csv"))
+    if profile == "full":  # the blind-released stage's (the mini profile's blind_accuracy.csv is the mini world's)
+        recs += text_only_recomputations(out / "blind_accuracy.csv", where(out / "blind_accuracy.csv"))
+    return recs
 
 
 def recompute(profile: str, model_names: Sequence[str] | None = None, results: Path = RESULTS) -> list[Recomputed]:
@@ -46,7 +169,7 @@ def recompute(profile: str, model_names: Sequence[str] | None = None, results: P
     table = results / PAPER / profile / "table6.csv"
     run = table_recomputations(PAPER, "Table 6", table, profile, TABLE6_COLUMNS, table6_row, model_names,
                                f"run {table.relative_to(results.parent)}")
-    return released.recompute(model_names=model_names) + run
+    return released.recompute(model_names=model_names) + run + run_recomputations(profile, results)
 
 
 def draw_figures(out_dir: Path, model_names: Sequence[str] | None = None) -> dict[str, Path]:

@@ -18,13 +18,18 @@ Real text, all through the checksum-verifying downloader (the mirror here):
   them (``data/vl_checklist_*.json``; Visual Genome images);
 * ``negclip-swap``: NegCLIP's released validation negatives (ARO's swaps of COCO captions);
 * ``aro-order``: ARO's 4 Order perturbations of the same COCO captions (ARO's ``real-text`` stage, seed 0), pairwise
-  and as COCO-Order's 5-way choice.
+  and as COCO-Order's 5-way choice;
+* ``aro-crepe``: the paper's "ARO+CREPE" (Sec. 4.1), the older benchmarks' negatives regenerated on SugarCrepe's own
+  positives: one REPLACE, SWAP, NEGATE and SHUFFLE negative per distinct (image, caption) of the refined release,
+  from this workspace's CREPE-style rules (``papers.sugarcrepe.crepe_style``; CREPE's generator is not public).
+  Its positives are SugarCrepe's, so the language model does not fit on them a second time.
 
 Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
 intervals, the paper's Vera / Grammar number where Table 6 or 8 has the same column), ``refinement.csv``
 (Algorithm 1 applied here to the unrefined release with the two offline scorers, per category: kept against the
 released refined count, blind accuracy before and after, and of a classifier retrained on the kept set),
-``table4.csv`` (fluency of the negatives, older benchmarks vs SugarCrepe), ``gap_histograms.csv`` and
+``table4.csv`` (Table 4: each scorer's mean score of ARO+CREPE's and SugarCrepe's negatives and the
+pairwise better ratio, paired by positive, ``papers.sugarcrepe.table4``), ``gap_histograms.csv`` and
 ``blind_gaps.png`` (Figs. 1 and 4), ``blind_accuracy.png`` (Fig. 2), ``summary.json`` (DVC metrics),
 ``context.json``. Stage ``blind-real-text`` of ``papers/sugarcrepe/dvc.yaml``.
 """
@@ -49,7 +54,11 @@ from common.paths import RESULTS
 from common.released_text import read_negclip_tsv
 from common.stats import bootstrap_mean_ci
 from common.tasks import DatasetError
+from papers.sugarcrepe.crepe_style import CREPE_KINDS, crepe_negatives
+from papers.sugarcrepe.crepe_style import describe as crepe_describe
 from papers.sugarcrepe.data import CATEGORIES, read_category
+from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
+from papers.sugarcrepe.table4 import by_caption, paired_table4
 
 STAGE = "papers/sugarcrepe/dvc.yaml:blind-real-text"
 DATA_FILES = ("papers/aro/sources.toml", "papers/hard_positives/sources.toml", "papers/sugarcrepe/sources.toml",
@@ -61,6 +70,7 @@ ORDER_COLUMNS = ("shuffle_nouns_and_adj", "shuffle_allbut_nouns_and_adj", "shuff
 VL_CHECKLIST = {"attribute": "hard_positives/data/vl_checklist_attributes.json",
                 "relation": "hard_positives/data/vl_checklist_relations.json"}
 NEGCLIP_KEY = "aro/negclip/valid_neg_clip.tsv"
+ARO_CREPE = "aro-crepe"
 OFFLINE = ("ngram-lm", "text-classifier")
 RELEASED = ("grammar", "vera")
 """The two scorer sets: fitted here (any profile), and the paper's own (full profile, ``--scorers released``). In
@@ -154,16 +164,28 @@ def negclip_and_order_pairs(fetch: Callable[[str], Path], order_csv: Path) -> li
     return pairs
 
 
-def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV) -> list[TextPair]:
-    return (sugarcrepe_pairs("sugarcrepe", "data", fetch) + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
-            + vl_checklist_pairs(fetch) + negclip_and_order_pairs(fetch, order_csv))
+def aro_crepe_pairs(sugarcrepe: Sequence[TextPair], seed: int) -> list[TextPair]:
+    """ARO+CREPE on the released positives: each distinct (image, caption) once, one negative per kind where the
+    kind applies (``crepe_negatives`` gives None where it does not: no two nouns to swap, ...)."""
+    positives = list(dict.fromkeys((p.group, p.positive) for p in sugarcrepe))
+    negatives = crepe_negatives([caption for _, caption in positives], CREPE_KINDS, seed=seed)
+    return [TextPair(ARO_CREPE, kind, group, caption, negative, f"{k}/{kind}")
+            for kind in CREPE_KINDS for k, ((group, caption), negative) in enumerate(zip(positives, negatives[kind]))
+            if negative is not None]
+
+
+def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV, seed: int = 0) -> list[TextPair]:
+    refined = sugarcrepe_pairs("sugarcrepe", "data", fetch)
+    return (refined + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
+            + vl_checklist_pairs(fetch) + negclip_and_order_pairs(fetch, order_csv) + aro_crepe_pairs(refined, seed))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Scoring
 # ----------------------------------------------------------------------------------------------------------------
 def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
-    return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train)
+    """ARO+CREPE's positives are SugarCrepe's: fitted once, with SugarCrepe."""
+    return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train if p.benchmark != ARO_CREPE)
 
 
 def fit_classifier(train: Sequence[TextPair]) -> PairwiseTextClassifier:
@@ -274,33 +296,16 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
     return rows, kept_mask
 
 
-def table4(pairs: Sequence[TextPair], negative_scores: dict[str, np.ndarray]) -> list[dict]:
-    """Table 4's analog for each scorer of ``negative_scores`` (x100, as the paper's Vera / grammar averages):
-    the mean over the negatives, older benchmark against SugarCrepe, and the share of (SugarCrepe negative, older
-    negative) pairs where SugarCrepe's is the more fluent (Mann-Whitney AUC, ties half: the paper pairs negatives
-    of one positive caption, which these benchmarks do not share, so its paired ratio becomes this unpaired one).
-    No NEGATE text is available here, so the third row sets ARO's Order shuffles against SugarCrepe's ADD."""
-    from scipy.stats import mannwhitneyu
-
-    def where(benchmark: str, prefix: str) -> list[int]:
-        return [i for i, p in enumerate(pairs) if p.benchmark == benchmark and p.category.startswith(prefix)]
-
-    rows = []
-    for scorer, values in negative_scores.items():
-        for kind, older, sc_prefix in (("REPLACE", "vl-checklist", "replace"), ("SWAP", "negclip-swap", "swap"),
-                                       ("SHUFFLE vs ADD", "aro-order", "add")):
-            old, new = values[where(older, "")], values[where("sugarcrepe", sc_prefix)]
-            u = mannwhitneyu(new, old).statistic
-            rows.append({"type": kind, "scorer": scorer, "older_benchmark": older, "n_older": int(old.size),
-                         "n_sugarcrepe": int(new.size), "mean_older": round(100 * float(old.mean()), 2),
-                         "mean_sugarcrepe": round(100 * float(new.mean()), 2),
-                         "sugarcrepe_higher_share": round(100 * float(u) / (old.size * new.size), 2)})
-    return rows
+def table4(pairs: Sequence[TextPair], scores: dict[str, PairScores]) -> list[dict]:
+    """Table 4 for each fluency / plausibility scorer of the set (the classifier is a pairwise ranker, not a score
+    of one text): ARO+CREPE's negatives against SugarCrepe's of the same positive."""
+    return [row for name, pair_scores in scores.items() if name != "text-classifier"
+            for row in paired_table4(pairs, pair_scores, ARO_CREPE, "sugarcrepe", by_caption)]
 
 
 def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kept_mask: np.ndarray) -> list[dict]:
     sets = {b: np.asarray([i for i, p in enumerate(pairs) if p.benchmark == b])
-            for b in ("vl-checklist", "negclip-swap", "aro-order", "sugarcrepe-unrefined", "sugarcrepe")}
+            for b in ("vl-checklist", "negclip-swap", "aro-order", ARO_CREPE, "sugarcrepe-unrefined", "sugarcrepe")}
     sets["refined-here"] = np.flatnonzero(kept_mask)
     rows = []
     for scorer in scores:
@@ -381,17 +386,20 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
         from common.download import fetch as download
 
         fetch = lambda key: download(key, progress=False)  # noqa: E731
-    pairs = load_pairs(fetch, order_csv)
+    pairs = load_pairs(fetch, order_csv, config.seed)
     scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
     published = published_blind()
     accuracy = accuracy_table(pairs, scores, config, published)
     refinement, kept_mask = refinement_table(pairs, scores, config)
-    fluency = table4(pairs, {k: v.negative for k, v in scores.items() if k != "text-classifier"})
+    fluency = table4(pairs, scores)
     histograms = gap_histograms(pairs, scores, kept_mask)
     summary = summary_metrics(accuracy, refinement, list(scores))
     context = {"scorer_set": scorers, "folds": config.folds, "seed": config.seed, "refine_bins": config.refine_bins,
                "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
                "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
+               "aro_crepe": {**crepe_describe(), "seed": config.seed,
+                             "rules": "CREPE-style, reconstructed from the paper's Table 3 (CREPE's generator is not "
+                                      "public)"},
                "order_perturbations": {"file": "results/aro/real_text/order_perturbed.csv", "seed": 0,
                                        "sha256": sha256_file(order_csv)},
                "scorers": {"grammar": "textattack/distilbert-base-uncased-CoLA, P(LABEL_1) (the paper's)",
@@ -406,7 +414,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     with output_group(out_dir) as staging:
         write_csv_atomic(staging / "blind_accuracy.csv", accuracy, list(accuracy[0]))
         write_csv_atomic(staging / "refinement.csv", refinement, list(refinement[0]))
-        write_csv_atomic(staging / "table4.csv", fluency, list(fluency[0]))
+        write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS)
         write_csv_atomic(staging / "gap_histograms.csv", histograms, list(histograms[0]))
         write_json_atomic(staging / "summary.json", summary)
         write_json_atomic(staging / "context.json", context)

@@ -41,17 +41,14 @@ from common.tasks import DatasetError
 from papers.sugarcrepe import blind_real
 from papers.sugarcrepe.data import PreparedSet, read_category
 from papers.sugarcrepe.mini_templates import load_template_set
+from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
+from papers.sugarcrepe.table4 import by_image, paired_table4
 
 STAGE = "papers/sugarcrepe/dvc.yaml:mini-blind"
 OUT_DIR = RESULTS / "sugarcrepe" / "mini"
 TEMPLATES, SUGARCREPE = "mini-aro-crepe", "mini-sugarcrepe"
 SCORERS = ("ngram-lm", "text-classifier")
-TABLE4_FORMS = (("REPLACE", "replace", "replace_"), ("SWAP", "swap", "swap_"), ("NEGATE / ADD", "negate", "add_"))
-"""Table 4's rows: the ARO+CREPE kind and the prefix of the SugarCrepe categories the paper compares it with."""
 ACCURACY_FIELDS = ["benchmark", "category", "scorer", "n", "accuracy", "ci_low", "ci_high"]
-TABLE4_FIELDS = ["type", "scorer", "aro_crepe_kind", "sugarcrepe_categories", "n_aro_crepe", "n_sugarcrepe",
-                 "mean_positive", "mean_aro_crepe", "mean_sugarcrepe", "n_pairs", "n_ties",
-                 "sugarcrepe_more_fluent_share", "comparison"]
 REFINEMENT_FIELDS = ["benchmark", "category", "n", "n_kept", "kept_share", "lm_before", "lm_after",
                      "classifier_before", "classifier_after", "retrained_classifier_after"]
 
@@ -123,32 +120,9 @@ def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[s
 
 
 def table4(pairs: Sequence[TextPair], fluency: PairScores) -> list[dict]:
-    """Mean fluency (x100) of each form's negatives, and how often mini SugarCrepe's negative is the more fluent of
-    two negatives of the same positive (every SugarCrepe negative of the paired categories against the template
-    negative of its image; ties count half). The paper's pairwise better ratio: the positives are shared here, so no
-    unpaired (Mann-Whitney) stand-in is needed."""
-    rows = []
-    for form, kind, prefix in TABLE4_FORMS:
-        old = {p.group: i for i, p in enumerate(pairs) if p.benchmark == TEMPLATES and p.category == kind}
-        new = [i for i, p in enumerate(pairs) if p.benchmark == SUGARCREPE and p.category.startswith(prefix)]
-        paired = [(i, old[pairs[i].group]) for i in new if pairs[i].group in old]
-        if not old or not new:
-            raise DatasetError(f"Table 4, {form}: no {TEMPLATES} {kind!r} or no {SUGARCREPE} {prefix}* negatives")
-        a = np.array([fluency.negative[i] for i, _ in paired])
-        b = np.array([fluency.negative[j] for _, j in paired])
-        positives = {pairs[i].group: fluency.positive[i] for i in [*old.values(), *new]}
-        rows.append({
-            "type": form, "scorer": fluency.scorer, "aro_crepe_kind": kind,
-            "sugarcrepe_categories": "+".join(sorted({pairs[i].category for i in new})),
-            "n_aro_crepe": len(old), "n_sugarcrepe": len(new),
-            "mean_positive": round(100 * float(np.mean(list(positives.values()))), 2),
-            "mean_aro_crepe": round(100 * float(np.mean(fluency.negative[list(old.values())])), 2),
-            "mean_sugarcrepe": round(100 * float(np.mean(fluency.negative[new])), 2),
-            "n_pairs": len(paired), "n_ties": int(np.sum(a == b)),
-            "sugarcrepe_more_fluent_share": round(100 * float(np.mean((a > b) + 0.5 * (a == b))), 2) if paired else "",
-            "comparison": "paired by positive (same image and caption), ties half",
-        })
-    return rows
+    """Table 4 with the language model: template negatives against mini SugarCrepe's of the same image's positive
+    (``papers.sugarcrepe.table4``; the positives are shared, so the paper's paired ratio needs no stand-in)."""
+    return paired_table4(pairs, fluency, TEMPLATES, SUGARCREPE, by_image)
 
 
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
@@ -262,7 +236,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     }
     with output_group(out_dir) as staging:
         paths = [write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS),
-                 write_csv_atomic(staging / "table4.csv", fluency, TABLE4_FIELDS),
+                 write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS),
                  write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS),
                  write_json_atomic(staging / "blind_metrics.json", metrics),
                  write_json_atomic(staging / "blind_context.json", context)]

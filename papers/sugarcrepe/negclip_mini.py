@@ -454,7 +454,7 @@ class RunParams:
     """``params.yaml sugarcrepe.negclip_mini``: what every run shares."""
 
     base: str = "mini/xs-32k"
-    steps: int = 240
+    steps: int = 200
     batch_size: int = 128
     lr: float = 1e-3
     warmup_steps: int = 20

@@ -81,7 +81,13 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
                 "mini-templates-set", "mini-blind", "negclip-mini-set", "table5-mini",
                 *(f"negclip-mini@{run}" for run in ("clip-ft", "negclip-replace", "negclip-swap", "negclip-negate",
-                                                    "negclip-refined-replace", "negclip-refined-swap")))},
+                                                    "negclip-refined-replace", "negclip-refined-swap")),
+                # the full profile's Tables 5/10 read the full set and reuse the mini tables' scoring code
+                "aro-crepe-full-set", "negclip-full-set", "negclip-full-refine", "table5-full",
+                *(f"negclip-full@{run}" for run in ("clip-ft", "negclip-replace", "negclip-swap", "negclip-negate",
+                                                    "scratch-clip", "scratch-negclip-replace", "scratch-negclip-swap",
+                                                    "scratch-negclip-negate", "scratch-negclip-all")),
+                *(f"negclip-full-refined@scratch-negclip-refined-{kind}" for kind in ("replace", "swap", "negate")))},
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
                                  ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}
                                 | {"papers/sugarcrepe/dvc.yaml:figure5"},  # the paper's r, recomputed by the audit

@@ -5,10 +5,11 @@ from collections import Counter
 
 import pytest
 
-from papers.aro import text
+from common import caption_text as text
+from common.caption_text import (ADJ_TAGS, NOUN_TAGS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS,
+                                 SpacyModelMissing, UnknownPerturbation, perturb_captions, pre_caption, tag_captions,
+                                 trigrams, word_tokens)
 from papers.aro.order import OPTION_NAMES, order_cases, shuffled_retrieval_texts
-from papers.aro.text import (ADJ_TAGS, NOUN_TAGS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, SpacyModelMissing,
-                             UnknownPerturbation, perturb_captions, pre_caption, tag_captions, trigrams, word_tokens)
 
 CAPTIONS = [
     "A remarkable scene with a blue ball behind a green chair.",

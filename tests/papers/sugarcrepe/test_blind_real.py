@@ -155,3 +155,40 @@ def test_released_scorers_path_uses_grammar_and_vera(tmp_path, monkeypatch):
     assert {r["scorer"] for r in result["table4"]} == {"grammar", "vera"}
     assert {(r["m1"], r["m2"]) for r in result["refinement"]} == {("grammar", "vera")}
     assert json.loads((tmp_path / "out" / "context.json").read_text())["scorer_set"] == "released"
+
+
+def test_aro_crepe_is_built_on_sugarcrepes_positives_and_table4_pairs_them(tmp_path):
+    """The paper's ARO+CREPE: the older benchmarks' negative kinds on SugarCrepe's own positives, so that Table 4
+    compares two negatives of one positive; the language model does not fit on those positives twice."""
+    files, order = write_release(tmp_path / "data")
+    pairs = blind_real.load_pairs(files.__getitem__, order)
+    sugarcrepe = {(p.group, p.positive) for p in pairs if p.benchmark == "sugarcrepe"}
+    aro_crepe = [p for p in pairs if p.benchmark == blind_real.ARO_CREPE]
+    assert {p.category for p in aro_crepe} == {"replace", "swap", "negate", "shuffle"}
+    assert {(p.group, p.positive) for p in aro_crepe} <= sugarcrepe
+    assert all(p.negative != p.positive for p in aro_crepe)
+    for kind in ("replace", "swap", "negate"):  # at most one negative per positive and kind
+        keys = [(p.group, p.positive) for p in aro_crepe if p.category == kind]
+        assert len(keys) == len(set(keys)) > 0
+    seen = []
+    fit = blind_real.fit_lm(0)
+
+    class Spy:
+        def fit(self, texts):
+            seen.extend(texts)
+            return self
+
+    import papers.sugarcrepe.blind_real as module
+    original, module.NgramFluency = module.NgramFluency, lambda seed: Spy()
+    try:
+        fit(pairs)
+    finally:
+        module.NgramFluency = original
+    assert len(seen) == sum(p.benchmark != blind_real.ARO_CREPE for p in pairs)
+
+    result = blind_real.run(blind_real.Config(folds=3, bootstrap=50), tmp_path / "out", fetch=files.__getitem__,
+                            order_csv=order)
+    rows = {r["type"]: r for r in result["table4"]}
+    assert set(rows) == {"REPLACE", "SWAP", "NEGATE / ADD"} and {r["scorer"] for r in result["table4"]} == {"ngram-lm"}
+    assert all(r["n_pairs"] > 0 and 0 <= r["sugarcrepe_more_fluent_share"] <= 100 for r in rows.values())
+    assert any(r["benchmark"] == "aro-crepe" and r["category"] == "negate" for r in result["accuracy"])

@@ -1,4 +1,4 @@
-"""ARO's text side: the spaCy model, BLIP's caption normalisation and the word-order perturbations of Table 1.
+"""Shared caption text (from ARO): the spaCy model, BLIP's caption normalisation, ARO's word-order perturbations.
 
 The perturbations follow the authors' ``TextShuffler`` (``dataset_zoo/perturbations.py``): spaCy Penn tags pick
 nouns (NN, NNS, NNP, NNPS) and adjectives (JJ, JJR, JJS); the trigram shuffles work on word tokens; "shuffle all
