@@ -31,7 +31,7 @@ repro: $(STAMP)
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
 
 test: $(STAMP)
-	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) || { status=$$?; \
+	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 
 status: $(STAMP)

@@ -32,7 +32,7 @@ def _tiny_params(workspace: Path) -> None:
     path.write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(first=True)
 def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     workspace = copy_workspace(tmp_path / "ws", keep_results=True)  # as a clone has them: committed, then rewritten
     _tiny_params(workspace)
