@@ -51,15 +51,14 @@ import torch
 
 from common.errors import WorkspaceError
 from common.image_files import FileImages
-from common.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.scoring.selection import STRICT
-from common.tasks import DatasetError, ImageToTextItem
-from common.training import ClipLoss, DistributedContext, FromCheckpoint, FromScratch, FromZoo, Init, TrainConfig, train
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.tasks import DatasetError
+from common.training import ClipLoss, DistributedContext, FromScratch, FromZoo, Init, TrainConfig, train
 from papers.sugarcrepe.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
 from papers.sugarcrepe.crepe_style import describe as describe_generator
 from papers.sugarcrepe.negclip_mini import (
     COLUMNS, KINDS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, TEMPLATE_GROUPS, ModelEntry, ModelScores,
-    TextNegativeClipLoss, summary, table_rows)
+    TextNegativeClipLoss, mean2, score_models, summary, table_csv, table_rows, tables_context, write_output_group)
 
 DATA_FILES = ("papers/aro/models.toml",)
 """Read at run time: where the zoo keeps ARO's released NegCLIP (``aro/negclip``, Table 5's "Released in [49]")."""
@@ -488,6 +487,8 @@ def train_full_run(run: str, rows: Sequence[TrainRow], params: FullRunParams, im
 # ------------------------------------------------------------------------------------------------------------------
 FULL_TABLE5_FIELDS = (TABLE5_FIELDS[0], "arch", *TABLE5_FIELDS[1:])
 FULL_TABLE10_FIELDS = (TABLE10_FIELDS[0], "arch", *TABLE10_FIELDS[1:])
+FAMILY = "sugarcrepe-full"
+"""The zoo family the runs' specs are filed under."""
 BASELINE = {"finetuned": "clip-ft", "scratch": "scratch-clip"}
 """Each family's baseline (its row's ``training``): gains are measured against it."""
 
@@ -539,36 +540,6 @@ def full_entries(base: str, base_arch: str, scratch_arch: str, models_dir: Path,
     return rows
 
 
-def served_full(entry: FullModelEntry, device: str = "cpu"):
-    """The zoo's model, or a trained checkpoint of ``entry.arch`` loaded strictly, behind the engine's interface."""
-    import open_clip
-
-    from common.zoo import ModelSpec, OpenClipModel, create_model
-
-    if entry.checkpoint is None:
-        return create_model(entry.name, device=device)
-    if not Path(entry.checkpoint).is_file():
-        raise NegclipFullError(f"{entry.checkpoint}: no weights for {entry.name}; run its negclip-full stage")
-    built = FromCheckpoint(entry.arch, Path(entry.checkpoint)).build()
-    spec = ModelSpec(name=entry.name, arch=entry.arch, family="sugarcrepe-full", label=entry.label)
-    return OpenClipModel(spec, built.model, built.transform, open_clip.get_tokenizer(entry.arch), device)
-
-
-def score_full_models(entries: Sequence[FullModelEntry], template_items: Sequence[ImageToTextItem],
-                      sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
-                      ) -> dict[str, ModelScores]:
-    """Every model (each with its own architecture) on both sets, SugarCrepe's strict rule (a tie is wrong)."""
-    from common.engine import Engine
-    from common.scoring import selection
-
-    out = {}
-    for e in entries:
-        engine = Engine(served_full(e, device), engine_config)
-        out[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
-                                  selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
-    return out
-
-
 def full_table_rows(entries: Sequence[FullModelEntry], scores: Mapping[str, ModelScores]) -> list[dict]:
     """``negclip_mini.table_rows`` per family, each against its baseline, with the ``arch`` column added."""
     rows = []
@@ -591,10 +562,6 @@ def _as_mini(rows: Sequence[Mapping]) -> list[dict]:
             if r["training"] in role and r["hard_negative"] in ("N/A", *KINDS)]
 
 
-def _mean(values) -> float:
-    return round(float(np.mean(list(values))), 2)
-
-
 def full_summary(rows: Sequence[Mapping]) -> dict[str, float]:
     """Table 5's comparison: the mini's eight numbers for the fine-tuned runs, the same prefixed ``scratch_`` for
     the runs from scratch, and the mean gains of the released NegCLIP and of the mixed-kind scratch run."""
@@ -606,8 +573,8 @@ def full_summary(rows: Sequence[Mapping]) -> dict[str, float]:
              "scratch_all": [r for r in scratch if r["hard_negative"] == ALL]}
     for name, picked in extra.items():
         if picked:
-            out[f"{name}_gain_template_all"] = _mean(picked[0][f"gain_aro_crepe_{g}"] for g in TEMPLATE_GROUPS)
-            out[f"{name}_gain_sugarcrepe_all"] = _mean(picked[0][f"gain_sugarcrepe_{g}"] for g in SUGARCREPE_GROUPS)
+            out[f"{name}_gain_template_all"] = mean2(picked[0][f"gain_aro_crepe_{g}"] for g in TEMPLATE_GROUPS)
+            out[f"{name}_gain_sugarcrepe_all"] = mean2(picked[0][f"gain_sugarcrepe_{g}"] for g in SUGARCREPE_GROUPS)
     return out
 
 
@@ -620,18 +587,10 @@ def full_table10_summary(rows: Sequence[Mapping]) -> dict[str, float]:
         raise ValueError(f"Table 10 needs a scratch NegCLIP row for each of {missing}")
     out = {}
     for negatives in ("template", "refined"):
-        out[f"gain_sugarcrepe_{negatives}"] = _mean(pick[k, negatives][f"gain_sugarcrepe_{g}"]
+        out[f"gain_sugarcrepe_{negatives}"] = mean2(pick[k, negatives][f"gain_sugarcrepe_{g}"]
                                                     for k in KINDS for g in SUGARCREPE_GROUPS)
-        out[f"gain_template_matching_{negatives}"] = _mean(pick[k, negatives][f"gain_aro_crepe_{k}"] for k in KINDS)
+        out[f"gain_template_matching_{negatives}"] = mean2(pick[k, negatives][f"gain_aro_crepe_{k}"] for k in KINDS)
     return out
-
-
-def _cell(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
-def _csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Path:
-    return write_csv_atomic(path, [{k: _cell(v) for k, v in r.items()} for r in rows], fields)
 
 
 def write_full_tables(out_dir: Path, rows: Sequence[Mapping], context: Mapping,
@@ -641,7 +600,7 @@ def write_full_tables(out_dir: Path, rows: Sequence[Mapping], context: Mapping,
     from common.figures import grouped_bars
 
     table5 = [r for r in rows if r["negatives"] != "refined"]
-    paths = {"table5": _csv(out_dir / "table5.csv", table5, FULL_TABLE5_FIELDS),
+    paths = {"table5": table_csv(out_dir / "table5.csv", table5, FULL_TABLE5_FIELDS),
              "metrics5": write_json_atomic(out_dir / "table5_metrics.json", full_summary(table5)),
              "context": write_json_atomic(out_dir / "table5_context.json", dict(context))}
     paths["figure5"] = grouped_bars(paths["table5"], COLUMNS, out_dir / "table5.png",
@@ -660,7 +619,7 @@ def write_full_tables(out_dir: Path, rows: Sequence[Mapping], context: Mapping,
         table10 = [{**r, "negatives_kept": kept(r)} for r in rows
                    if r["training"] == "scratch-clip"
                    or (r["training"] == "scratch-negclip" and r["hard_negative"] in KINDS)]
-        paths["table10"] = _csv(out_dir / "table10.csv", table10, FULL_TABLE10_FIELDS)
+        paths["table10"] = table_csv(out_dir / "table10.csv", table10, FULL_TABLE10_FIELDS)
         paths["metrics10"] = write_json_atomic(out_dir / "table10_metrics.json", full_table10_summary(rows))
     return paths
 
@@ -673,27 +632,12 @@ def evaluate_full_tables(entries: Sequence[FullModelEntry], sugarcrepe_manifest:
     from papers.sugarcrepe.data import PreparedSet
     from papers.sugarcrepe.mini_templates import load_template_set
 
-    scores = score_full_models(entries, load_template_set(Path(aro_crepe_dir)).items(),
-                               PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device)
+    scores = score_models(entries, "", load_template_set(Path(aro_crepe_dir)).items(),
+                          PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device, FAMILY)
     rows = full_table_rows(entries, scores)
-    first = scores[entries[0].name]
-    full_context = {
-        **dict(context or {}), "rule": STRICT.name, "baselines": BASELINE,
-        "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
-                    **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
-        "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
-              "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
-        "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
-                    for k, v in (refined or {}).items()},
-        "models": {e.name: {"arch": e.arch, "family": e.family, "training": e.training,
-                            "hard_negative": e.hard_negative, "negatives": e.negatives,
-                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
-                            "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
-    }
-    out_dir = Path(out_dir)
-    with output_group(out_dir) as staging:
-        paths = write_full_tables(staging, rows, full_context, refined)
-    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+    full_context = tables_context(context, {"baselines": BASELINE}, entries, scores, refined,
+                                  lambda e: {"arch": e.arch, "family": e.family})
+    return write_output_group(out_dir, lambda staging: write_full_tables(staging, rows, full_context, refined))
 
 
 # ------------------------------------------------------------------------------------------------------------------

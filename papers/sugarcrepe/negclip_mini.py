@@ -543,8 +543,9 @@ def entries_for(base: str, models_dir: Path) -> list[ModelEntry]:
     return rows
 
 
-def served(entry: ModelEntry, arch: str, device: str = "cpu"):
-    """The model behind the engine's interface: the zoo's, or a fine-tuned checkpoint loaded strictly."""
+def served(entry: ModelEntry, arch: str, device: str = "cpu", family: str = "mini"):
+    """The model behind the engine's interface: the zoo's, or a checkpoint of ``arch`` trained here, loaded
+    strictly (``family``: the zoo family its spec is filed under)."""
     import open_clip
 
     from common.zoo import ModelSpec, OpenClipModel, create_model
@@ -552,9 +553,9 @@ def served(entry: ModelEntry, arch: str, device: str = "cpu"):
     if entry.checkpoint is None:
         return create_model(entry.name, device=device)
     if not Path(entry.checkpoint).is_file():
-        raise NegclipMiniError(f"{entry.checkpoint}: no weights for {entry.name}; run its negclip-mini stage")
+        raise NegclipMiniError(f"{entry.checkpoint}: no weights for {entry.name}; run the stage that trains it")
     built = FromCheckpoint(arch, Path(entry.checkpoint)).build()
-    spec = ModelSpec(name=entry.name, arch=arch, family="mini", label=entry.label)
+    spec = ModelSpec(name=entry.name, arch=arch, family=family, label=entry.label)
     return OpenClipModel(spec, built.model, built.transform, open_clip.get_tokenizer(arch), device)
 
 
@@ -567,14 +568,15 @@ class ModelScores:
 
 def score_models(entries: Sequence[ModelEntry], arch: str, template_items: Sequence[ImageToTextItem],
                  sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
-                 ) -> dict[str, ModelScores]:
-    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong)."""
+                 family: str = "mini") -> dict[str, ModelScores]:
+    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong). An entry with an ``arch`` of its own
+    (the full profile's rows mix architectures) is built as that; the others as ``arch``."""
     from common.engine import Engine
     from common.scoring import selection
 
     out = {}
     for e in entries:
-        engine = Engine(served(e, arch, device), engine_config)
+        engine = Engine(served(e, getattr(e, "arch", "") or arch, device, family), engine_config)
         out[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
                                   selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
     return out
@@ -614,7 +616,8 @@ def table_rows(entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores],
     return rows
 
 
-def _mean(values) -> float:
+def mean2(values) -> float:
+    """Mean to 2 decimals (the tables' precision)."""
     return round(float(np.mean(list(values))), 2)
 
 
@@ -628,14 +631,14 @@ def summary(rows: Sequence[Mapping]) -> dict[str, float]:
     sugar_all = [by_kind[k][f"gain_sugarcrepe_{g}"] for k in KINDS for g in SUGARCREPE_GROUPS]
     clip_ft = next(r for r in rows if r["training"] == "clip-ft")
     return {
-        "gain_template_matching": _mean(by_kind[k][f"gain_aro_crepe_{k}"] for k in KINDS),
-        "gain_template_all": _mean(template_all),
-        "gain_sugarcrepe_matching": _mean(by_kind[k][f"gain_sugarcrepe_{MATCHING_SUGARCREPE[k]}"] for k in KINDS),
-        "gain_sugarcrepe_all": _mean(sugar_all),
+        "gain_template_matching": mean2(by_kind[k][f"gain_aro_crepe_{k}"] for k in KINDS),
+        "gain_template_all": mean2(template_all),
+        "gain_sugarcrepe_matching": mean2(by_kind[k][f"gain_sugarcrepe_{MATCHING_SUGARCREPE[k]}"] for k in KINDS),
+        "gain_sugarcrepe_all": mean2(sugar_all),
         "max_gain_template": round(float(np.max(template_all)), 2),
         "max_gain_sugarcrepe": round(float(np.max(sugar_all)), 2),
-        "clip_ft_template_mean": _mean(clip_ft[f"aro_crepe_{g}"] for g in TEMPLATE_GROUPS),
-        "clip_ft_sugarcrepe_mean": _mean(clip_ft[f"sugarcrepe_{g}"] for g in SUGARCREPE_GROUPS),
+        "clip_ft_template_mean": mean2(clip_ft[f"aro_crepe_{g}"] for g in TEMPLATE_GROUPS),
+        "clip_ft_sugarcrepe_mean": mean2(clip_ft[f"sugarcrepe_{g}"] for g in SUGARCREPE_GROUPS),
     }
 
 
@@ -648,9 +651,9 @@ def table10_summary(rows: Sequence[Mapping]) -> dict[str, float]:
         raise ValueError(f"Table 10 needs a NegCLIP row for each of {missing}")
     out = {}
     for negatives in ("template", "refined"):
-        out[f"gain_sugarcrepe_{negatives}"] = _mean(pick[k, negatives][f"gain_sugarcrepe_{g}"]
+        out[f"gain_sugarcrepe_{negatives}"] = mean2(pick[k, negatives][f"gain_sugarcrepe_{g}"]
                                                     for k in REFINED_KINDS for g in SUGARCREPE_GROUPS)
-        out[f"gain_template_matching_{negatives}"] = _mean(pick[k, negatives][f"gain_aro_crepe_{k}"]
+        out[f"gain_template_matching_{negatives}"] = mean2(pick[k, negatives][f"gain_aro_crepe_{k}"]
                                                            for k in REFINED_KINDS)
     return out
 
@@ -666,7 +669,8 @@ def _cell(value) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def _csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Path:
+def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Path:
+    """A results table, floats to 2 decimals."""
     return write_csv_atomic(path, [{k: _cell(v) for k, v in r.items()} for r in rows], fields)
 
 
@@ -682,7 +686,7 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], context: Mapping,
     among the rows, Table 10 (CLIP-FT and NegCLIP on template vs refined negatives; ``refined``: ``refined.json``'s
     counts per kind)."""
     table5 = [r for r in rows if r["negatives"] != "refined"]
-    paths = {"table5": _csv(out_dir / "table5.csv", table5, TABLE5_FIELDS),
+    paths = {"table5": table_csv(out_dir / "table5.csv", table5, TABLE5_FIELDS),
              "metrics5": write_json_atomic(out_dir / "table5_metrics.json", summary(table5)),
              "context": write_json_atomic(out_dir / "table5_context.json", dict(context))}
     paths["figure5"] = draw(paths["table5"], out_dir / "table5.png")
@@ -692,7 +696,7 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], context: Mapping,
                     (f"{refined[r['hard_negative']]['n_kept']}/{refined[r['hard_negative']]['n_in']}"
                      if r["negatives"] == "refined" else "all")}
                    for r in rows if r["training"] == "clip-ft" or r["negatives"] in ("template", "refined")]
-        paths["table10"] = _csv(out_dir / "table10.csv", table10, TABLE10_FIELDS)
+        paths["table10"] = table_csv(out_dir / "table10.csv", table10, TABLE10_FIELDS)
         paths["metrics10"] = write_json_atomic(out_dir / "table10_metrics.json", table10_summary(rows))
     return paths
 
@@ -710,22 +714,37 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch: str, sugarcrepe_manifes
                           PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device)
     reference = next(e.name for e in entries if e.training == "clip-ft")
     rows = table_rows(entries, scores, reference)
+    full_context = tables_context(context, {"reference": reference}, entries, scores, refined)
+    return write_output_group(out_dir, lambda staging: write_tables(staging, rows, full_context, refined))
+
+
+def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[ModelEntry],
+                   scores: Mapping[str, ModelScores], refined: Mapping[str, Mapping] | None,
+                   model_fields: Callable[[ModelEntry], dict] = lambda e: {}) -> dict:
+    """``table5_context.json``: the caller's context, the rule, ``head`` (what the gains are measured against), the
+    columns' categories, the examples per category, the refinement counts, and per model how it was trained
+    (``model_fields``: extra fields first), its fingerprint and its ties."""
     first = scores[entries[0].name]
-    full_context = {
-        **dict(context or {}), "rule": STRICT.name, "reference": reference,
+    return {
+        **dict(context or {}), "rule": STRICT.name, **head,
         "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
                     **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
         "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
               "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
         "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
                     for k, v in (refined or {}).items()},
-        "models": {e.name: {"training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
-                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
+        "models": {e.name: {**model_fields(e), "training": e.training, "hard_negative": e.hard_negative,
+                            "negatives": e.negatives, "fingerprint": scores[e.name].fingerprint,
+                            "ties_aro_crepe": scores[e.name].templates.ties,
                             "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
     }
+
+
+def write_output_group(out_dir: Path, write: Callable[[Path], Mapping[str, Path]]) -> dict[str, Path]:
+    """``write(staging)`` as one output group of ``out_dir``; the written paths, as they are after the move."""
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        paths = write_tables(staging, rows, full_context, refined)
+        paths = write(staging)
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
