@@ -167,3 +167,32 @@ def test_sugarcrepe_notebook_redraws_the_committed_results(monkeypatch):
 def test_sugarcrepe_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
     text = _text(_execute(SUGARCREPE_NOTEBOOK, {"VLC_SUGARCREPE_RESULTS": str(tmp_path)}, monkeypatch))
     assert "create it with `dvc repro papers/sugarcrepe`" in text
+
+
+HARD_POSITIVES_NOTEBOOK = ROOT / "notebooks" / "hard_positives.ipynb"
+
+
+def test_hard_positives_notebook_committed_without_outputs():
+    nb = nbformat.read(HARD_POSITIVES_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+
+
+def test_hard_positives_notebook_redraws_the_committed_results(monkeypatch):
+    """Tables 1-3, the mean scores, the paper-vs-run comparison and the released text, from results/hard_positives."""
+    results = ROOT / "results" / "hard_positives"
+    assert (results / "real_text" / "blind.csv").is_file(), "results/hard_positives/real_text is committed"
+    nb = _execute(HARD_POSITIVES_NOTEBOOK, {"VLC_HARD_POSITIVES_RESULTS": str(results)}, monkeypatch)
+    text = _text(nb)
+    assert "does not exist yet" not in text
+    assert "| label | replace_orig |" in text and "Our HP+HN" in text
+    assert "| comparison | column | metric | paper | this run |" in text and "HP+HN - HN" in text
+    assert "authors' replacement is no WordNet synonym" in text and "cp_above_cn" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert "clip_correct_hn_wrong" in text  # Fig. 3's examples and their counts
+    assert len(images) == 5, "Tables 1-3, Fig. 3's examples and the blind bars"
+
+
+def test_hard_positives_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
+    text = _text(_execute(HARD_POSITIVES_NOTEBOOK, {"VLC_HARD_POSITIVES_RESULTS": str(tmp_path)}, monkeypatch))
+    assert "create it with `dvc repro papers/hard_positives`" in text

@@ -103,7 +103,7 @@ def test_full_profile_wiring(tmp_path):
     assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout and "analyses-mini" not in dag.stdout
 
 
-@pytest.mark.parametrize("paper", ["bivlc", "conclip", "hard_positives"])
+@pytest.mark.parametrize("paper", ["bivlc", "conclip"])
 def test_every_paper_has_its_own_pipeline(paper, tmp_path):
     """`dvc repro papers/<paper>` reaches the paper's own stages (graph only: nothing runs)."""
     workspace = copy_workspace(tmp_path / "ws")
@@ -129,4 +129,28 @@ def test_aro_pipeline_per_profile(profile, tmp_path):
         assert "mini/train@xs-32k" in dag.stdout and "papers/aro/dvc.yaml:mini-set" in dag.stdout
     else:
         assert "papers/aro/dvc.yaml:full-set" in dag.stdout
+        assert "mini/" not in dag.stdout and "mini-" not in dag.stdout
+
+
+@pytest.mark.parametrize("profile", ["mini", "full"])
+def test_hard_positives_pipeline_per_profile(profile, tmp_path):
+    """Hard positives under each profile (graph only): mini renders its benchmark and fine-tuning set and fine-tunes
+    the mini CLIP; full fetches the released benchmark and scores the zoo, with no mini stage upstream; the released
+    text's analysis and the audit in both."""
+    workspace = copy_workspace(tmp_path / "ws")
+    path = workspace / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["profile"] = profile
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    dag = dvc(workspace, None, "dag", "--dot", "papers/hard_positives")
+    assert dag.returncode == 0, dag.stderr
+    for stage in ("audit", "real-text", f"table1-{profile}"):
+        assert f"papers/hard_positives/dvc.yaml:{stage}" in dag.stdout, stage
+    if profile == "mini":
+        for stage in ("mini-test-set", "mini-finetune-set", "mini-finetune@hn", "mini-finetune@hp-hn",
+                      "mini-finetune@ratio-0.25"):
+            assert f"papers/hard_positives/dvc.yaml:{stage}" in dag.stdout, stage
+        assert "mini/train@xs-32k" in dag.stdout and "full-data" not in dag.stdout
+    else:
+        assert "papers/hard_positives/dvc.yaml:full-data" in dag.stdout
         assert "mini/" not in dag.stdout and "mini-" not in dag.stdout

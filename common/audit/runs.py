@@ -45,11 +45,13 @@ def table_recomputations(
 def run_rows_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
     published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    units: Mapping[str, str] | None = None,
 ) -> list[Recomputed]:
     """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
     model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
     published row label, or None where the paper has no such row. Full profile: compared (tolerance ``default``);
-    mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet."""
+    mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet.
+    ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score)."""
     if not results_csv.is_file():
         return []
     with open(results_csv, newline="", encoding="utf-8") as fh:
@@ -60,10 +62,11 @@ def run_rows_recomputations(
         if label is None:
             continue
         for ours, column in columns.items():
+            unit = (units or {}).get(ours, "percent")
             if profile == "mini":
-                recs.append(Recomputed(paper, table, label, column, math.nan, "percent", source, "mini", "default",
+                recs.append(Recomputed(paper, table, label, column, math.nan, unit, source, "mini", "default",
                                        note="; ".join(n for n in (MINI_NOTE, note) if n)))
             elif row.get(ours) not in (None, ""):
-                recs.append(Recomputed(paper, table, label, column, float(row[ours]), "percent", source, "full",
+                recs.append(Recomputed(paper, table, label, column, float(row[ours]), unit, source, "full",
                                        "default", note=note))
     return recs

@@ -16,50 +16,27 @@ described by one ``manifest.json`` (``AroSet``); paths in it are relative to its
 """
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from common.scoring.selection import DecisionRule
 from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, resolve_under
+# The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
+# imported under their names here, so ARO's code reads as before.
+from common.visual_genome import (  # noqa: F401  (re-exported)
+    BBOX_FIELDS, MAX_LISTED_ERRORS, VG_ATTRIBUTION, VG_COMMON_FIELDS, VG_KINDS, VG_RELATION, VgRecord, crop_relpath,
+    read_vg)
+from common.visual_genome import check_vg_image as _check_vg_image
+from common.visual_genome import is_text as _is_text
+from common.visual_genome import raise_problems as _raise_if
+from common.visual_genome import read_json as _read_json
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
 """VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``, so a tie (argmax
 returns the first maximal index, the false caption) is wrong."""
 
-VG_RELATION = "vg_relation"
-VG_ATTRIBUTION = "vg_attribution"
-VG_KINDS = (VG_RELATION, VG_ATTRIBUTION)
-BBOX_FIELDS = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
-VG_COMMON_FIELDS = ("image_path", *BBOX_FIELDS, "true_caption", "false_caption")
-MAX_LISTED_ERRORS = 20
 MANIFEST_NAME = "manifest.json"
-
-
-def _raise_if(problems: list[str], what: str) -> None:
-    if len(problems) == 1:
-        raise DatasetError(problems[0])
-    if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED_ERRORS])
-        more = f"\n  ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad {what} record(s):\n  {listed}{more}")
-
-
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no {what} file here") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot read {what} file: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-
-
-def _is_text(value: object) -> bool:
-    return isinstance(value, str) and bool(value.strip())
 
 
 def _image_or_problem(image_root: Path, relative: str, origin: str, check_images: bool,
@@ -76,83 +53,9 @@ def _image_or_problem(image_root: Path, relative: str, origin: str, check_images
     return path
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # VG-Relation / VG-Attribution
 # ----------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VgRecord:
-    """One checked VG-Relation / VG-Attribution test case; ``group`` is the relation or ``"attr1_attr2"``."""
-
-    index: int
-    image_path: str
-    bbox: tuple[float, float, float, float]
-    true_caption: str
-    false_caption: str
-    group: str
-    origin: str
-
-    def crop_box(self) -> tuple[int, int, int, int]:
-        """The pixel box PIL's ``Image.crop`` uses for the upstream ``(x, y, x + w, y + h)`` (it rounds each)."""
-        x, y, w, h = self.bbox
-        return round(x), round(y), round(x + w), round(y + h)
-
-
-def _number_text(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value)).replace(".", "p").replace("-", "m")
-
-
-def crop_relpath(record: VgRecord) -> str:
-    """Where the crop of ``record`` lives under a crop root: the image path without suffix, then the box.
-
-    Keyed by image and box, so the relation and attribution files share crops and a prepared crop is reused.
-    """
-    stem = Path(record.image_path).with_suffix("")
-    return f"{stem.as_posix()}__{'_'.join(_number_text(v) for v in record.bbox)}.png"
-
-
-def read_vg(path: Path, kind: str) -> list[VgRecord]:
-    """A VG-Relation (``kind="vg_relation"``) or VG-Attribution file, every record checked."""
-    if kind not in VG_KINDS:
-        raise ValueError(f"kind must be one of {VG_KINDS}, got {kind!r}")
-    data = _read_json(path, kind)
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: expected a JSON list of test cases, got {type(data).__name__}")
-    if not data:
-        raise DatasetError(f"{path}: no test cases (an empty list)")
-    records: list[VgRecord] = []
-    problems: list[str] = []
-    for index, record in enumerate(data):
-        origin = f"{path}:{index}"
-        if not isinstance(record, dict):
-            problems.append(f"{origin}: expected an object, got {type(record).__name__}")
-            continue
-        bad = [f for f in ("image_path", "true_caption", "false_caption") if not _is_text(record.get(f))]
-        bad += [f for f in BBOX_FIELDS if not _is_number(record.get(f))]
-        if kind == VG_RELATION:
-            bad += [] if _is_text(record.get("relation_name")) else ["relation_name"]
-        else:
-            attributes = record.get("attributes")
-            if not (isinstance(attributes, list) and len(attributes) == 2 and all(map(_is_text, attributes))):
-                bad.append("attributes")
-        if bad:
-            problems.append(f"{origin}: field(s) {', '.join(map(repr, bad))} missing or of the wrong type "
-                            "(strings; numbers for the box; 'attributes' a list of two strings)")
-            continue
-        bbox = tuple(float(record[f]) for f in BBOX_FIELDS)
-        if bbox[2] <= 0 or bbox[3] <= 0:
-            problems.append(f"{origin}: empty bounding box (bbox_w={bbox[2]}, bbox_h={bbox[3]})")
-            continue
-        group = record["relation_name"] if kind == VG_RELATION else "_".join(record["attributes"])
-        records.append(VgRecord(index, record["image_path"], bbox, record["true_caption"],  # type: ignore[arg-type]
-                                record["false_caption"], group, origin))
-    _raise_if(problems, kind)
-    return records
-
-
 def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None,
              check_images: bool = True) -> list[ImageToTextItem]:
     """The test cases of a VG file as items with captions ``(false, true)``; score them with ``ARO_VG_RULE``.
@@ -178,22 +81,6 @@ def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = N
                                      captions=(r.false_caption, r.true_caption), origin=r.origin))
     _raise_if(problems, kind)
     return items
-
-
-def _check_vg_image(record: VgRecord, image: Path, cropped: bool) -> str | None:
-    if not image.is_file():
-        what = f"crop {crop_relpath(record)!r} (run the prepare stage)" if cropped else f"image {record.image_path!r}"
-        return f"{record.origin}: {what} not found at {image}"
-    if cropped:
-        return None
-    from PIL import Image
-
-    with Image.open(image) as im:
-        size = im.size
-    if record.crop_box() != (0, 0, *size):
-        return (f"{record.origin}: box {record.crop_box()} does not cover the whole {size[0]}x{size[1]} image and "
-                "the manifest names no crop root (crop it with papers.aro.prepare)")
-    return None
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 * VG-Relation / VG-Attribution: the two JSON files and the GQA image subset (``papers/aro/sources.toml``, manual:
   Google Drive). Each (image, box) is cropped once, as upstream crops before preprocessing, to a PNG under
-  ``<out>/crops`` (``papers.aro.data.crop_relpath``); crops already there are kept.
+  ``<out>/crops`` (``common.visual_genome.crop_relpath``); crops already there are kept.
 * COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
   (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
 * CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
@@ -25,9 +25,9 @@ from typing import Sequence
 
 from common.download import fetch
 from common.io import atomic_path, sha256_file, write_json_atomic
-from common.tasks import DatasetError, resolve_under
-from papers.aro.data import (MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, crop_relpath,
-                             read_classification, read_vg)
+from common.tasks import DatasetError
+from common.visual_genome import crop_vg, vg_image_root
+from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
 
 VG_FILES = {VG_RELATION: "aro/visual_genome_relation.json", VG_ATTRIBUTION: "aro/visual_genome_attribution.json"}
 VG_IMAGES = "aro/vgr_vga_images.zip"
@@ -66,39 +66,6 @@ CIFAR_TEMPLATES: tuple[str, ...] = (
 )
 """CLIP's prompt templates for CIFAR-10/100 (Radford et al., 2021, the prompt-engineering notebook)."""
 PARTS = ("vg", "coco", "flickr30k", "cifar")
-
-
-def vg_image_root(extracted: Path) -> Path:
-    """The zip holds ``images/`` (upstream unzips it beside the annotations and reads ``<root>/images``)."""
-    return extracted / "images" if (extracted / "images").is_dir() else extracted
-
-
-def crop_vg(annotations: dict[str, Path], image_root: Path, crop_root: Path) -> dict[str, int]:
-    """Write the crop of every (image, box) of both files that is not there yet; return how many of each."""
-    from PIL import Image
-
-    wanted: dict[str, tuple[str, tuple[int, int, int, int], str]] = {}
-    for kind, path in annotations.items():
-        for r in read_vg(path, kind):
-            wanted.setdefault(crop_relpath(r), (r.image_path, r.crop_box(), r.origin))
-    written = kept = 0
-    for relpath, (image_path, box, origin) in sorted(wanted.items()):
-        target = resolve_under(crop_root, relpath, origin)
-        if target.is_file():
-            kept += 1
-            continue
-        source = resolve_under(image_root, image_path, origin)
-        try:
-            with Image.open(source) as im:
-                crop = im.convert("RGB").crop(box)
-        except FileNotFoundError:
-            raise DatasetError(f"{origin}: image {image_path!r} not found under {image_root}") from None
-        except OSError as exc:
-            raise DatasetError(f"{origin}: cannot read image {source}: {exc}") from exc
-        with atomic_path(target) as tmp:
-            crop.save(tmp, format="PNG")
-        written += 1
-    return {"crops": len(wanted), "written": written, "already_there": kept}
 
 
 def _md5(path: Path) -> str:

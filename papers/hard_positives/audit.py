@@ -1,24 +1,67 @@
 """The audit of this paper: every published number against what was recomputed here.
 
-Recomputed from the paper's own tables (claims, ``common.audit``) and, in ``released``, the REPLACE counts from the released benchmark.
-No run of this paper's experiments exists yet. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``:
-``python -m papers.hard_positives.audit --strict``.
+Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE counts from the released benchmark
+(``released``), and this profile's runs (``results/hard_positives/<profile>/``): Table 1 (``table1.csv``), Table 2
+(``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
+never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
+tolerance. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
+from common.audit.runs import run_rows_recomputations
+from common.paths import RESULTS
 from papers.hard_positives import released
 
 DATA_FILES = ("results/published/hard_positives.csv", "results/published/hard_positives_claims.csv")
 """The published numbers this audit reads (``common.stage_deps``)."""
 
+TABLE1_COLUMNS: dict[str, str] = {
+    "replace_orig": "REPLACE | Orig. Test Acc.", "replace_aug": "REPLACE | Aug. Test Acc.",
+    "replace_drop": "REPLACE | Aug. Test Acc. | delta", "swap_orig": "SWAP | Orig. Test Acc.",
+    "swap_aug": "SWAP | Aug. Test Acc.", "swap_drop": "SWAP | Aug. Test Acc. | delta",
+    "replace_brittleness": "REPLACE | Brittleness", "swap_brittleness": "SWAP | Brittleness",
+}
+"""Our table columns -> the published column of Tables 1 and 3."""
+TABLE2_COLUMNS: dict[str, str] = {"replace_mean_original": "Mean score | c", "replace_mean_negative": "Mean score | c_n",
+                                  "replace_mean_positive": "Mean score | c_p"}
+UNITS: dict[str, str] = {"replace_drop": "points", "swap_drop": "points", **{k: "score" for k in TABLE2_COLUMNS}}
 
-def recompute(profile: str) -> list[Recomputed]:
-    """What the released artifacts give (the same in every profile)."""
-    return released.recompute()
+PUBLISHED_ROWS: dict[str, dict[str, str]] = {
+    "Table 1": {"base": "CLIP ViT-B/32", "negclip": "NegCLIP", "crepe-swap": "CREPE-Swap",
+                "crepe-replace": "CREPE-Replace", "svlc": "SVLC", "svlc-pos": "SVLC+Pos", "dac-llm": "DAC-LLM",
+                "dac-sam": "DAC-SAM", "hn": "Our HN", "hp-hn": "Our HP+HN", "hp-hn-swap": "Our HP+HN (Swap-only)",
+                "hp-hn-replace": "Our HP+HN (Replace-only)"},
+    "Table 2": {"base": "CLIP ViT-B/32", "dac-llm": "DAC-LLM", "hp-hn": "Ours"},
+    "Table 3": {"base": "CLIP ViT-B/32", "ratio-0": "0 HN", "ratio-0.25": "0.25 HN", "ratio-0.5": "0.50 HN",
+                "ratio-0.75": "0.75 HN", "hn": "Our HN", "hp-hn": "Our HP+HN"},
+}
+"""A results row's ``row`` (what the model is, the same name in both profiles) -> the paper's row label."""
+TABLE_FILES: dict[str, tuple[str, Mapping[str, str]]] = {
+    "Table 1": ("table1.csv", TABLE1_COLUMNS), "Table 2": ("table2.csv", TABLE2_COLUMNS),
+    "Table 3": ("table3.csv", TABLE1_COLUMNS)}
+
+
+def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
+    """Tables 1-3 from this profile's runs (nothing where a table has not been produced yet)."""
+    out = results / released.PAPER / profile
+    recs = []
+    for table, (name, columns) in TABLE_FILES.items():
+        path = out / name
+        rows = PUBLISHED_ROWS[table]
+        recs += run_rows_recomputations(released.PAPER, table, path, profile, columns,
+                                        lambda row, rows=rows: rows.get(row.get("row", "")),
+                                        f"run {path.relative_to(results.parent)}", units=UNITS)
+    return recs
+
+
+def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
+    """The released artifacts' recomputations (the same in every profile) and this profile's runs."""
+    return released.recompute() + run_recomputations(profile, results)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

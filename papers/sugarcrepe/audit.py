@@ -119,7 +119,7 @@ def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[R
                 recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, float(row[ours]), unit,
                                        source, "full", "default",
                                        note="ARO+CREPE regenerated here with CREPE-style rules "
-                                            "(papers.sugarcrepe.crepe_style), not CREPE's own code"))
+                                            "(common.crepe_style), not CREPE's own code"))
     return recs
 
 

@@ -21,7 +21,7 @@ Real text, all through the checksum-verifying downloader (the mirror here):
   and as COCO-Order's 5-way choice;
 * ``aro-crepe``: the paper's "ARO+CREPE" (Sec. 4.1), the older benchmarks' negatives regenerated on SugarCrepe's own
   positives: one REPLACE, SWAP, NEGATE and SHUFFLE negative per distinct (image, caption) of the refined release,
-  from this workspace's CREPE-style rules (``papers.sugarcrepe.crepe_style``; CREPE's generator is not public).
+  from this workspace's CREPE-style rules (``common.crepe_style``; CREPE's generator is not public).
   Its positives are SugarCrepe's, so the language model does not fit on them a second time.
 
 Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
@@ -54,8 +54,8 @@ from common.paths import RESULTS
 from common.released_text import read_negclip_tsv
 from common.stats import bootstrap_mean_ci
 from common.tasks import DatasetError
-from papers.sugarcrepe.crepe_style import CREPE_KINDS, crepe_negatives
-from papers.sugarcrepe.crepe_style import describe as crepe_describe
+from common.crepe_style import CREPE_KINDS, crepe_negatives
+from common.crepe_style import describe as crepe_describe
 from papers.sugarcrepe.data import CATEGORIES, read_category
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_caption, paired_table4

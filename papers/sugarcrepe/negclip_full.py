@@ -11,7 +11,7 @@ Stages (``papers/sugarcrepe/dvc.yaml``), top to bottom:
 
 1. ``aro-crepe-full-set`` (``aro-crepe-set``): the full SugarCrepe positives (the ``full-set`` stage's manifest:
    every distinct (image, caption) over its seven category files) with one negative per kind (replace, swap, negate,
-   shuffle; ``papers.sugarcrepe.crepe_style``, the vocabulary built from these positives), in the layout of the mini
+   shuffle; ``common.crepe_style``, the vocabulary built from these positives), in the layout of the mini
    ARO+CREPE set (``papers.sugarcrepe.mini_templates``: ``data/<kind>.json`` + ``manifest.json``, read by
    ``load_template_set``). The manifest counts, per kind, the positives that got no negative.
 2. ``negclip-full-set`` (``set``): NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO
@@ -38,7 +38,6 @@ Outputs in ``results/sugarcrepe/full/``: ``table5.csv``, ``table5_metrics.json``
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import time
@@ -50,12 +49,14 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
+from common.finetune import resume_path
+from common.finetune import tokenizer_for as shared_tokenizer_for
 from common.image_files import FileImages
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.tasks import DatasetError
 from common.training import ClipLoss, DistributedContext, FromScratch, FromZoo, Init, TrainConfig, train
-from papers.sugarcrepe.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
-from papers.sugarcrepe.crepe_style import describe as describe_generator
+from common.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
+from common.crepe_style import describe as describe_generator
 from papers.sugarcrepe.negclip_mini import (
     COLUMNS, KINDS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, TEMPLATE_GROUPS, ModelEntry, ModelScores,
     TextNegativeClipLoss, mean2, score_models, summary, table_csv, table_rows, tables_context, write_output_group)
@@ -426,30 +427,13 @@ def run_negatives(run: str, rows: Sequence[TrainRow], seed: int) -> list[str] | 
     return [r.negatives[kind] for r in rows]
 
 
-def _resume_path(run: str, key: Mapping) -> Path:
-    """Outside the stage's outputs (DVC deletes those before a rerun), keyed by everything that defines the run."""
-    from common.paths import cache_root
-
-    code = hashlib.sha256(torch.__version__.encode())
-    here = Path(__file__).resolve()
-    common = here.parents[2] / "common"
-    for path in [here, common / "image_files.py", *sorted((common / "training").glob("*.py"))]:
-        code.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest = hashlib.sha256(json.dumps({**key, "code": code.hexdigest()}, sort_keys=True, default=str).encode())
-    return cache_root() / "training" / f"sugarcrepe-full-{run}" / f"{digest.hexdigest()[:16]}.resume.pt"
-
-
 def default_init(run: str, params: FullRunParams) -> Init:
     return FromScratch(params.scratch_arch) if _spec(run).scratch else FromZoo(params.base)
 
 
 def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
-    import open_clip
-
-    from common.zoo import register_local_configs
-
-    register_local_configs()
-    tokenizer = open_clip.get_tokenizer(arch)
+    """The zoo tokenizer of ``arch``, over any sequence of texts (the batches pass lists of rows)."""
+    tokenizer = shared_tokenizer_for(arch)
     return lambda texts: tokenizer(list(texts))
 
 
@@ -478,8 +462,10 @@ def train_full_run(run: str, rows: Sequence[TrainRow], params: FullRunParams, im
                   "steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})}
     key = {"run": run, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
            "provenance": provenance, "world_size": (world.world_size if world else 1)}
+    code = [Path(__file__), Path(__file__).parents[2] / "common" / "image_files.py"]
     return train(config, init, batches, loss, out_path, world=world, provenance=provenance, resume=True,
-                 progress=progress, checkpoint_every=checkpoint_every, resume_path=_resume_path(run, key))
+                 progress=progress, checkpoint_every=checkpoint_every,
+                 resume_path=resume_path(f"sugarcrepe-full-{run}", key, code))
 
 
 # ------------------------------------------------------------------------------------------------------------------

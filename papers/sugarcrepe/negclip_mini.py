@@ -35,7 +35,6 @@ Stages (``papers/sugarcrepe/dvc.yaml``): ``negclip-mini-set``, ``negclip-mini@<r
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import time
@@ -47,6 +46,8 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
+from common.finetune import (
+    CaptionBatches, RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path, served, tokenizer_for)
 from common.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
@@ -56,7 +57,7 @@ from common.miniworld.scene import Scene, sample_scene
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, ImageToTextItem
 from common.training import (
-    ClipLoss, ExtraTextNegativesLoss, FromCheckpoint, FromZoo, Init, TrainConfig, TrainResult, train)
+    ClipLoss, ExtraTextNegativesLoss, FromZoo, Init, TrainResult, train)
 
 KINDS: tuple[str, ...] = ("replace", "swap", "negate")
 """The hard negative types the paper fine-tunes with (Table 5's "Hard Negative Used")."""
@@ -349,51 +350,6 @@ class TextNegativeClipLoss(ExtraTextNegativesLoss):
     text_segments = 2
 
 
-class CaptionBatches:
-    """Image-caption pairs, with (``negatives`` given) each caption's hard negative as a second text segment.
-
-    The batch of step s is a pure function of (seed, s): an epoch is a permutation of the images
-    (``default_rng([seed, 0, epoch])``, the tail that does not fill a batch dropped) and ``default_rng([seed, 1, s])``
-    picks one caption per image. The draws ignore ``negatives``, so every run sees the same captions in the same
-    order; CLIP-FT simply leaves the negatives out.
-    """
-
-    def __init__(self, images: torch.Tensor, captions: torch.Tensor, negatives: torch.Tensor | None = None,
-                 name: str = "captions"):
-        if images.ndim != 4 or captions.ndim != 3 or len(images) != len(captions):
-            raise ValueError("CaptionBatches: need images (N, 3, H, W) and caption tokens (N, captions_per_image, L)")
-        if negatives is not None and negatives.shape != captions.shape:
-            raise ValueError(f"CaptionBatches: negatives {tuple(negatives.shape)} must match captions "
-                             f"{tuple(captions.shape)}")
-        self.images, self.captions, self.negatives, self.name = images, captions, negatives, name
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
-
-    def steps_per_epoch(self, size: int) -> int:
-        if size > len(self.images):
-            raise ValueError(f"batch of {size} is larger than the {len(self.images)} training images")
-        return len(self.images) // size
-
-    def draws(self, seed: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.images)))
-        idx = self._perm[1][j * size: (j + 1) * size]
-        pick = np.random.default_rng([seed, 1, step]).integers(0, self.captions.shape[1], size)
-        return idx, pick
-
-    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        idx, pick = self.draws(seed, step, size)
-        idx, pick = torch.from_numpy(idx[rows]), torch.from_numpy(pick[rows])
-        texts = [self.captions[idx, pick]]
-        if self.negatives is not None:
-            texts.append(self.negatives[idx, pick])
-        return {"images": self.images[idx].unsqueeze(1), "texts": torch.stack(texts, dim=1)}
-
-    def describe(self) -> dict:
-        return {"name": self.name, "n_images": len(self.images), "captions_per_image": int(self.captions.shape[1]),
-                "negatives": self.negatives is not None}
-
-
 def run_data(run: str, set_dir: Path) -> FinetuneSet:
     """What ``run`` trains on: the whole set, or (a refined run) the rows ``refined.json`` keeps for its kind."""
     spec = _spec(run)
@@ -419,68 +375,20 @@ def _spec(run: str) -> RunSpec:
     return RUNS[run]
 
 
-def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
-    import open_clip
-
-    from common.zoo import register_local_configs
-
-    register_local_configs()
-    return open_clip.get_tokenizer(arch)
-
-
 def batches_for(data: FinetuneSet, kind: str | None, tokenize: Callable[[Sequence[str]], torch.Tensor],
                 where: str = "the fine-tuning set") -> CaptionBatches:
     """The run's batch source; a negative whose tokens equal its caption's (cut at the context length) is refused,
     since the loss would push a text away from itself."""
-    n, per_image = len(data.captions), data.captions_per_image
-    pixels = torch.from_numpy(np.ascontiguousarray(data.images)).permute(0, 3, 1, 2).contiguous()
-    captions = tokenize([c for caps in data.captions for c in caps]).view(n, per_image, -1)
-    negatives = None
+    captions = caption_tokens(tokenize, data.captions)
+    extras = []
     if kind is not None:
         if kind not in data.kinds():
             raise NegclipMiniError(f"{where}: no negatives of kind {kind!r} (it has {list(data.kinds())})")
-        negatives = tokenize([negs[kind] for image in data.negatives for negs in image]).view(n, per_image, -1)
-        same = (negatives == captions).all(-1).nonzero()
-        if len(same):
-            i, j = (int(x) for x in same[0])
-            raise DatasetError(f"{where}: image {i}: caption {j}: its {kind} negative tokenizes like the caption "
-                               f"({data.captions[i][j]!r}; {len(same)} such pairs)")
+        negatives = caption_tokens(tokenize, [[negs[kind] for negs in image] for image in data.negatives])
+        refuse_same_tokens(captions, negatives, data.captions, f"{kind} negative", where)
+        extras.append(negatives)
     name = "sugarcrepe-mini-clip-ft" if kind is None else f"sugarcrepe-mini-negclip-{kind}"
-    return CaptionBatches(pixels, captions, negatives, name)
-
-
-@dataclass(frozen=True)
-class RunParams:
-    """``params.yaml sugarcrepe.negclip_mini``: what every run shares."""
-
-    base: str = "mini/xs-32k"
-    steps: int = 200
-    batch_size: int = 128
-    lr: float = 1e-3
-    warmup_steps: int = 20
-    weight_decay: float = 0.1
-    seed: int = 0
-
-    @classmethod
-    def from_params(cls, section: Mapping) -> "RunParams":
-        keys = ("base", "steps", "batch_size", "lr", "warmup_steps", "weight_decay", "seed")
-        return cls(**{k: section[k] for k in keys})
-
-    def trainer_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=float(self.lr),
-                           warmup_steps=self.warmup_steps, weight_decay=self.weight_decay, seed=self.seed)
-
-
-def _resume_path(run: str, key: Mapping) -> Path:
-    """Outside the stage's outputs (DVC deletes those before a rerun), keyed by everything that defines the run."""
-    from common.paths import cache_root
-
-    code = hashlib.sha256(torch.__version__.encode())
-    here = Path(__file__).resolve()
-    for path in [here, *sorted((here.parents[2] / "common" / "training").glob("*.py"))]:
-        code.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest = hashlib.sha256(json.dumps({**key, "code": code.hexdigest()}, sort_keys=True, default=str).encode())
-    return cache_root() / "training" / f"sugarcrepe-{run}" / f"{digest.hexdigest()[:16]}.resume.pt"
+    return CaptionBatches(pixels(data.images), captions, extras, name, fields={"negatives": kind is not None})
 
 
 def train_run(run: str, data: FinetuneSet, params: RunParams, out_path: Path, *, init: Init | None = None,
@@ -501,7 +409,7 @@ def train_run(run: str, data: FinetuneSet, params: RunParams, out_path: Path, *,
     key = {"run": run, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
            "provenance": provenance}
     return train(params.trainer_config(), init, batches, loss, out_path, provenance=provenance, resume=True,
-                 progress=progress, checkpoint_every=checkpoint_every, resume_path=_resume_path(run, key))
+                 progress=progress, checkpoint_every=checkpoint_every, resume_path=resume_path(f"sugarcrepe-{run}", key, [Path(__file__)]))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -541,22 +449,6 @@ def entries_for(base: str, models_dir: Path) -> list[ModelEntry]:
                                "N/A" if kind is None else ("refined" if spec.refined else "template"),
                                Path(models_dir) / f"{run}.safetensors"))
     return rows
-
-
-def served(entry: ModelEntry, arch: str, device: str = "cpu", family: str = "mini"):
-    """The model behind the engine's interface: the zoo's, or a checkpoint of ``arch`` trained here, loaded
-    strictly (``family``: the zoo family its spec is filed under)."""
-    import open_clip
-
-    from common.zoo import ModelSpec, OpenClipModel, create_model
-
-    if entry.checkpoint is None:
-        return create_model(entry.name, device=device)
-    if not Path(entry.checkpoint).is_file():
-        raise NegclipMiniError(f"{entry.checkpoint}: no weights for {entry.name}; run the stage that trains it")
-    built = FromCheckpoint(arch, Path(entry.checkpoint)).build()
-    spec = ModelSpec(name=entry.name, arch=arch, family=family, label=entry.label)
-    return OpenClipModel(spec, built.model, built.transform, open_clip.get_tokenizer(arch), device)
 
 
 @dataclass(frozen=True)

@@ -243,5 +243,5 @@ def crepe_negatives(captions: Sequence[str], kinds: Sequence[str] = CREPE_KINDS,
 
 def describe(vocabulary: Vocabulary | None = None) -> dict:
     """Provenance for outputs: the spaCy model (tags, and so negatives, depend on it) and the vocabulary."""
-    return {"generator": "papers.sugarcrepe.crepe_style", "kinds": list(CREPE_KINDS),
+    return {"generator": "common.crepe_style", "kinds": list(CREPE_KINDS),
             "spacy": spacy_info().as_dict(), **({"vocabulary": vocabulary.describe()} if vocabulary else {})}

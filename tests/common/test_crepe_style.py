@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from papers.sugarcrepe import crepe_style as cs
+from common import crepe_style as cs
 
 CAPTIONS = [
     "A woman standing behind a fence looking at an elephant.",

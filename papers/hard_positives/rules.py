@@ -1,0 +1,366 @@
+"""Hard positives made by rule, where the paper used hand-written replacements (REPLACE) or an LLM (COCO, §4.1).
+
+Kamath et al. hand-wrote one replacement per frequent VL-CheckList word ("red" -> "crimson", "next to" -> "near",
+§2.4) and prompted LLaMA-2 70B for the COCO fine-tuning captions (§4.1). Neither can be rerun offline, so two
+deterministic rules stand in, both on spaCy Penn tags (``common.crepe_style.parse_captions``):
+
+* REPLACE (``replace_positives``): the caption c and its hard negative c_n are diffed token by token; the span of
+  c that c_n replaced holds the word to replace: the span itself when it is one token, else its first verb (a
+  relation such as "sitting on"), else its first adjective ("silver blender"); the nouns and prepositions of a
+  multi-word span ("in front of", "on top of") are left alone, they are part of a fixed phrase. The word is
+  lemmatised by WordNet's ``morphy`` for the part of speech of its tag (NN* noun, VB* verb, JJ* adjective, RB*
+  adverb; prepositions, determiners and the like have none in WordNet) and replaced by a synonym chosen as
+  WordNet orders senses, by frequency: the first synset that holds a lemma other than the word, and in it the lemma
+  with the highest SemCor count (``Lemma.count()``), ties by WordNet's order. The synonym is inflected to the
+  word's tag (``lemminflect``: "stroll" + VBG -> "strolling"; the first word of a multi-word lemma: "have on" ->
+  "having on") and takes the word's casing; the rest of the caption is kept byte for byte.
+* SWAP (``swap_positives``): two noun phrases joined by "and" exchange places ("the crouched cat and the open door"
+  -> "the open door and the crouched cat"), or two noun phrases around a spatial relation swap with the converse
+  relation ("a lamp to the left of a table" -> "a table to the right of a lamp"; "above" <-> "below", "in front of"
+  <-> "behind"). A noun phrase is a run of tags ``(DT|PRP$|CD|PDT)? (JJ*|VBN|VBG|NN*|HYPH)* NN*``; each position
+  keeps its casing (a sentence-initial capital stays at the start; the word moved away from it is lower-cased
+  unless written in capitals, so a proper name there loses its capital).
+
+Both return None where no rule applies (and never the caption itself, up to case); ``Replacement.reason`` says
+why a REPLACE gave none. ``describe()`` is the provenance record of the rules.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from common.crepe_style import Parsed, parse_captions
+from common.errors import WorkspaceError
+
+WORDNET_POS = (("NN", "n"), ("VB", "v"), ("JJ", "a"), ("RB", "r"))
+"""Penn tag prefix -> WordNet part of speech; other tags (IN, DT, CC, ...) have no WordNet entry."""
+BASE_TAGS = frozenset({"NN", "NNP", "VB", "VBP", "JJ", "RB"})
+"""Tags whose surface form is the lemma itself: no inflection."""
+REASONS = ("ok", "no-edit", "several-edits", "insertion", "no-wordnet-pos", "not-in-wordnet", "no-synonym",
+           "same-as-caption")
+"""Why a REPLACE gave what it gave: a positive ("ok"), or none because the negative does not differ from the
+caption, differs in more than one place, only adds words, replaced no word with a WordNet part of speech, the
+word is not a WordNet lemma of its part of speech, none of its senses has another lemma, or the edit left the
+caption unchanged up to case."""
+
+NP_PATTERN = re.compile(r"(?:<(?:DT|PRP\$|CD|PDT)>(?:<(?:JJ|JJR|JJS|VBN|VBG|NN|NNS|NNP|NNPS|HYPH)>)*"
+                        r"|(?:<(?:JJ|JJR|JJS|NN|NNS|NNP|NNPS|HYPH)>)*)<(?:NN|NNS|NNP|NNPS)>")
+"""A noun phrase over the tag string ``<DT><JJ><NN>...``: modifiers and a head noun, after a determiner or not;
+participles count as modifiers only after a determiner ("the crouched cat", not "holding cat")."""
+ATTACHES_BEFORE = frozenset({"HYPH", "POS", "RB", "RBR", "RBS", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "DT",
+                             "PRP$", "CD", "PDT", "VBN"})
+"""A tag that, just before the first noun phrase, would belong to it ("a well-dressed man", "the man's dog", "a
+parked car"): the phrase is then not whole and no swap is made. A present participle is not in it: "holding cat"
+is more often a verb and its object."""
+ATTACHES_AFTER = frozenset({"HYPH", "POS", "NN", "NNS", "NNP", "NNPS"})
+"""Likewise just after the second noun phrase ("a cat's toy")."""
+CONVERSE_RELATIONS = (("to the left of", "to the right of"), ("left of", "right of"), ("above", "below"),
+                      ("in front of", "behind"))
+"""Spatial relations and their converses (both ways): "X above Y" means "Y below X"."""
+
+
+class RuleError(WorkspaceError):
+    """Input the rules cannot take (a caption and negative lists of different lengths)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# WordNet look-ups (cached: the benchmark repeats a few dozen words thousands of times)
+# ----------------------------------------------------------------------------------------------------------------
+def wordnet_pos(tag: str) -> str | None:
+    """WordNet part of speech of a Penn tag (None for prepositions, determiners, ...)."""
+    return next((pos for prefix, pos in WORDNET_POS if tag.startswith(prefix)), None)
+
+
+@functools.cache
+def lemma_of(word: str, pos: str) -> str | None:
+    """WordNet's base form of ``word`` as ``pos`` (``morphy``: "walking" -> "walk"), None when not a lemma."""
+    from papers.hard_positives.lexical import wordnet
+
+    return wordnet().morphy(word.lower(), pos)
+
+
+@functools.cache
+def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
+    """Every other lemma of ``lemma``'s ``pos`` synsets: (lemma with spaces, sense rank from 0, SemCor count), in
+    WordNet's order (senses by frequency, lemmas as listed); a lemma of several senses appears once, at its first."""
+    from papers.hard_positives.lexical import wordnet
+
+    seen: dict[str, tuple[str, int, int]] = {}
+    for rank, synset in enumerate(wordnet().synsets(lemma, pos)):
+        for candidate in synset.lemmas():
+            name = candidate.name().replace("_", " ")
+            if name.lower() != lemma.lower() and name not in seen:
+                seen[name] = (name, rank, candidate.count())
+    return tuple(seen.values())
+
+
+@functools.cache
+def choose_synonym(lemma: str, pos: str) -> str | None:
+    """The first sense that has another lemma; in it the lemma with the highest count (ties: WordNet's order)."""
+    candidates = wordnet_synonyms(lemma, pos)
+    if not candidates:
+        return None
+    first_rank = candidates[0][1]
+    in_sense = [c for c in candidates if c[1] == first_rank]
+    return max(in_sense, key=lambda c: c[2])[0]  # max keeps the first of equal counts
+
+
+def inflect(lemma: str, tag: str) -> str:
+    """``lemma`` (a WordNet lemma, maybe several words) in the form of ``tag``: its first word is inflected."""
+    if tag in BASE_TAGS:
+        return lemma
+    from lemminflect import getInflection
+
+    first, _, rest = lemma.partition(" ")
+    forms = getInflection(first, tag, inflect_oov=True)
+    return " ".join(filter(None, (forms[0] if forms else first, rest)))
+
+
+def _cased_like(word: str, model: str) -> str:
+    if len(model) > 1 and model.isupper():
+        return word.upper()
+    return word[:1].upper() + word[1:] if model[:1].isupper() else word
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# REPLACE
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Replacement:
+    """What REPLACE did with one (caption, negative): the positive, or None with the reason."""
+
+    caption: str
+    negative: str
+    positive: str | None
+    reason: str
+    span: str = ""
+    """The words of the caption that the negative replaced ("" when there is no single replaced span)."""
+    word: str = ""
+    """The word of the span that the rule replaced ("" when none was chosen)."""
+    tag: str = ""
+    lemma: str = ""
+    synonym: str = ""
+    """The chosen WordNet lemma (spaces, not underscores), before inflection."""
+    replacement: str = ""
+    """What took the word's place in the positive."""
+
+
+def replaced_span(caption: Sequence[str], negative: Sequence[str]) -> tuple[int, int] | str:
+    """Token positions [start, end) of ``caption`` that ``negative`` replaced, or the reason there is no one span."""
+    ops = [op for op in difflib.SequenceMatcher(None, list(caption), list(negative), autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if not ops:
+        return "no-edit"
+    if len(ops) > 1:
+        return "several-edits"
+    _, start, end, _, _ = ops[0]
+    return (start, end) if end > start else "insertion"
+
+
+def _head(p: Parsed, positions: Sequence[int]) -> int | None:
+    """The word of the span (its token ``positions``) to replace: the one token, or the first verb, else the first
+    adjective."""
+    if len(positions) == 1:
+        return positions[0] if wordnet_pos(p.tags[positions[0]]) else None
+    for wanted in (lambda i: p.pos[i] == "VERB", lambda i: p.tags[i].startswith("JJ")):
+        found = next((i for i in positions if wanted(i) and p.tokens[i].isalpha()), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _words(p: Parsed) -> list[int]:
+    """Positions of the tokens that are not whitespace (spaCy makes a token of a double space)."""
+    return [i for i, token in enumerate(p.tokens) if not token.isspace()]
+
+
+def replace_one(p: Parsed, n: Parsed, caption: str, negative: str) -> Replacement:
+    """REPLACE on one parsed (caption, negative)."""
+    at, n_at = _words(p), _words(n)
+    span = replaced_span([p.tokens[i].lower() for i in at], [n.tokens[i].lower() for i in n_at])
+    if isinstance(span, str):
+        return Replacement(caption, negative, None, span)
+    positions = at[span[0]:span[1]]
+    words = " ".join(p.tokens[i] for i in positions)
+    i = _head(p, positions)
+    if i is None:
+        return Replacement(caption, negative, None, "no-wordnet-pos", span=words)
+    word, tag = p.tokens[i], p.tags[i]
+    pos = wordnet_pos(tag)
+    assert pos is not None
+    lemma = lemma_of(word, pos)
+    if lemma is None:
+        return Replacement(caption, negative, None, "not-in-wordnet", span=words, word=word, tag=tag)
+    synonym = choose_synonym(lemma, pos)
+    if synonym is None:
+        return Replacement(caption, negative, None, "no-synonym", span=words, word=word, tag=tag, lemma=lemma)
+    replacement = _cased_like(inflect(synonym, tag), word)
+    tokens = list(p.tokens)
+    tokens[i] = replacement
+    positive = p.text(tokens)
+    if positive.lower() == caption.lower():
+        return Replacement(caption, negative, None, "same-as-caption", words, word, tag, lemma, synonym, replacement)
+    return Replacement(caption, negative, positive, "ok", words, word, tag, lemma, synonym, replacement)
+
+
+def replace_positives(captions: Sequence[str], negatives: Sequence[str], *,
+                      parsed: Mapping[str, Parsed] | None = None) -> list[Replacement]:
+    """REPLACE for each (caption c, its hard negative c_n): one spaCy pass over the distinct texts (``parsed``:
+    ``parse_captions`` of captions and negatives, when the caller has it already)."""
+    if len(captions) != len(negatives):
+        raise RuleError(f"replace_positives: {len(captions)} captions but {len(negatives)} negatives")
+    if parsed is None:
+        parsed = parse_captions(list(captions) + list(negatives))
+    memo: dict[tuple[str, str], Replacement] = {}
+    out = []
+    for caption, negative in zip(captions, negatives):
+        key = (caption, negative)
+        if key not in memo:
+            memo[key] = replace_one(parsed[caption], parsed[negative], caption, negative)
+        out.append(memo[key])
+    return out
+
+
+def replace_positive(caption: str, negative: str) -> str | None:
+    """REPLACE's hard positive for one (c, c_n), or None."""
+    return replace_positives([caption], [negative])[0].positive
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# SWAP
+# ----------------------------------------------------------------------------------------------------------------
+def _tag_string(tags: Iterable[str]) -> tuple[str, list[int]]:
+    """``<DT><NN>...`` and where each token's tag starts in it (to map a regex match back to tokens)."""
+    starts, text = [], ""
+    for tag in tags:
+        starts.append(len(text))
+        text += f"<{tag}>"
+    return text, starts
+
+
+def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
+    """Every (start, end) token range that is a noun phrase (``NP_PATTERN``)."""
+    text, starts = _tag_string(p.tags)
+    ends = {s + len(f"<{t}>"): i + 1 for i, (s, t) in enumerate(zip(starts, p.tags))}
+    return [(i, ends[match.end()]) for i, s in enumerate(starts) for match in _matches_at(text, s)]
+
+
+def _matches_at(text: str, start: int):
+    """All matches of NP_PATTERN starting at ``start`` (each possible length), found by trying every end."""
+    for end in range(len(text), start, -1):
+        if text[end - 1] == ">":
+            match = NP_PATTERN.fullmatch(text, start, end)
+            if match:
+                yield match
+
+
+def _ending_at(p: Parsed, spans: list[tuple[int, int]], end: int) -> tuple[int, int] | None:
+    """The longest noun phrase ending at token ``end``, when it is whole (nothing before it would belong to it)."""
+    found = [s for s in spans if s[1] == end]
+    if not found:
+        return None
+    start = min(found)[0]
+    return (start, end) if start == 0 or p.tags[start - 1] not in ATTACHES_BEFORE else None
+
+
+def _starting_at(p: Parsed, spans: list[tuple[int, int]], start: int) -> tuple[int, int] | None:
+    """The longest noun phrase starting at token ``start``, when it is whole."""
+    found = [s for s in spans if s[0] == start]
+    if not found:
+        return None
+    end = max(found)[1]
+    return (start, end) if end == len(p.tags) or p.tags[end] not in ATTACHES_AFTER else None
+
+
+def _swap(p: Parsed, left: tuple[int, int], middle: Sequence[str], right: tuple[int, int]) -> str | None:
+    """``p`` with noun phrases ``left`` and ``right`` exchanged and ``middle`` between them; the caption's first
+    position keeps its capital (a common noun moved away from it is lower-cased); other text is kept as written."""
+    a = [[t, s] for t, s in zip(p.tokens[left[0]:left[1]], p.spaces[left[0]:left[1]])]
+    b = [[t, s] for t, s in zip(p.tokens[right[0]:right[1]], p.spaces[right[0]:right[1]])]
+    if [t.lower() for t, _ in a] == [t.lower() for t, _ in b]:
+        return None
+    if left[0] == 0 and p.tokens[0][:1].isupper():
+        b[0][0] = b[0][0][:1].upper() + b[0][0][1:]
+        if not (len(p.tokens[0]) > 1 and p.tokens[0].isupper()):  # not an acronym: spaCy's NNP is unreliable here
+            a[0][0] = a[0][0][:1].lower() + a[0][0][1:]
+    b[-1][1] = " "
+    a[-1][1] = p.spaces[right[1] - 1]
+    pieces = (list(zip(p.tokens[:left[0]], p.spaces[:left[0]])) + b + [(w, " ") for w in middle] + a
+              + list(zip(p.tokens[right[1]:], p.spaces[right[1]:])))
+    return "".join(t + s for t, s in pieces)
+
+
+def swap_one(p: Parsed) -> str | None:
+    """SWAP on one parsed caption: "NP1 and NP2" -> "NP2 and NP1", else "NP1 REL NP2" -> "NP2 CONVERSE NP1"."""
+    spans = noun_phrases(p)
+    lower = [t.lower() for t in p.tokens]
+    for i, token in enumerate(lower):
+        if token == "and" and p.tags[i] == "CC":
+            left, right = _ending_at(p, spans, i), _starting_at(p, spans, i + 1)
+            if left and right:
+                swapped = _swap(p, left, [p.tokens[i]], right)
+                if swapped is not None:
+                    return swapped
+    for relation, converse in CONVERSE_RELATIONS + tuple((b, a) for a, b in CONVERSE_RELATIONS):
+        words = relation.split()
+        for i in range(len(lower) - len(words) + 1):
+            if lower[i:i + len(words)] == words:
+                left, right = _ending_at(p, spans, i), _starting_at(p, spans, i + len(words))
+                if left and right:
+                    swapped = _swap(p, left, converse.split(), right)
+                    if swapped is not None:
+                        return swapped
+    return None
+
+
+def swap_positives(captions: Sequence[str]) -> list[str | None]:
+    """SWAP for each caption (None where no rule applies); one spaCy pass over the distinct captions."""
+    parsed = parse_captions(captions)
+    out = []
+    for caption in captions:
+        swapped = swap_one(parsed[caption])
+        out.append(None if swapped is None or swapped.lower() == caption.lower() else swapped)
+    return out
+
+
+def swap_positive(caption: str) -> str | None:
+    return swap_positives([caption])[0]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def describe() -> dict:
+    """Provenance of the rules (for a stage's context sidecar)."""
+    from importlib.metadata import version
+
+    from common.caption_text import spacy_info
+    from papers.hard_positives.lexical import wordnet_info
+
+    return {
+        "generator": "papers.hard_positives.rules",
+        "replace": {
+            "span": "token diff of (c, c_n) (difflib); exactly one replaced span of c, else no positive",
+            "word": "the span if one token; else its first verb (spaCy pos VERB), else its first adjective (JJ*)",
+            "part_of_speech": {prefix + "*": pos for prefix, pos in WORDNET_POS},
+            "lemma": "WordNet morphy of the word for that part of speech",
+            "synonym": "first synset (WordNet's sense order) holding a lemma other than the word; in it the lemma "
+                       "with the highest Lemma.count(), ties by WordNet's order",
+            "inflection": f"lemminflect {version('lemminflect')} getInflection(first word, Penn tag, "
+                          "inflect_oov=True); tags kept as lemma: " + ", ".join(sorted(BASE_TAGS)),
+            "reasons": list(REASONS),
+        },
+        "swap": {
+            "and": "NP1 and NP2 -> NP2 and NP1 (the first 'and' with noun phrases on both sides that differ)",
+            "converse": [list(pair) for pair in CONVERSE_RELATIONS],
+            "noun_phrase": NP_PATTERN.pattern,
+        },
+        "wordnet": wordnet_info(),
+        "spacy": spacy_info().as_dict(),
+    }
+
+
+__all__ = ["Replacement", "replace_positives", "replace_positive", "replace_one", "replaced_span", "swap_positives",
+           "swap_positive", "swap_one", "noun_phrases", "wordnet_pos", "lemma_of", "wordnet_synonyms",
+           "choose_synonym", "inflect", "describe", "REASONS", "RuleError"]
