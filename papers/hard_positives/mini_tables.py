@@ -31,11 +31,12 @@ from papers.hard_positives.mini import RUNS, _read_json, _section, default_dir, 
 TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-mini"
 SUMMARY_KEYS: tuple[str, ...] = (
     *(f"hn_minus_clip_{c}_{m}" for c in evaluation.COLUMNS for m in ("orig", "aug", "brittleness")),
+    *(f"hn_minus_clip_{c}_brittleness_ci_low" for c in evaluation.COLUMNS),
     *(f"hp_hn_minus_hn_{c}_brittleness" for c in evaluation.COLUMNS),
-    *(f"hn_shows_paper_effect_{c}" for c in evaluation.COLUMNS),
-    *(f"hp_hn_reduces_brittleness_{c}" for c in evaluation.COLUMNS))
-"""The DVC metrics (``summary.json``): the paper's comparisons in points and whether its effects show; every other
-number, with its interval, is in ``comparisons.json``."""
+    *(f"hp_hn_minus_hn_{c}_brittleness_ci_high" for c in evaluation.COLUMNS))
+"""The DVC metrics (``summary.json``, flat numbers): the paper's comparisons in points, and the interval ends that
+decide its two claims (HN raises Brittleness: the lower end above 0; HP+HN lowers it: the upper end below 0); every
+other number, the yes/no verdicts among them, is in ``comparisons.json``."""
 
 
 # ------------------------------------------------------------------------------------------------------------------
