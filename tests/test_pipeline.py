@@ -135,8 +135,9 @@ def test_aro_pipeline_per_profile(profile, tmp_path):
 @pytest.mark.parametrize("profile", ["mini", "full"])
 def test_hard_positives_pipeline_per_profile(profile, tmp_path):
     """Hard positives under each profile (graph only): mini renders its benchmark and fine-tuning set and fine-tunes
-    the mini CLIP; full fetches the released benchmark and scores the zoo, with no mini stage upstream; the released
-    text's analysis and the audit in both."""
+    the mini CLIP; full fetches the released benchmark, builds the COCO fine-tuning set, fine-tunes CLIP ViT-B/32 and
+    scores the runs with the zoo's models, with no mini stage upstream; the released text's analysis and the audit in
+    both."""
     workspace = copy_workspace(tmp_path / "ws")
     path = workspace / "params.yaml"
     params = yaml.safe_load(path.read_text())
@@ -152,5 +153,7 @@ def test_hard_positives_pipeline_per_profile(profile, tmp_path):
             assert f"papers/hard_positives/dvc.yaml:{stage}" in dag.stdout, stage
         assert "mini/train@xs-32k" in dag.stdout and "full-data" not in dag.stdout
     else:
-        assert "papers/hard_positives/dvc.yaml:full-data" in dag.stdout
+        for stage in ("full-data", "finetune-full-set", "finetune-full@hn", "finetune-full@hp-hn-replace",
+                      "finetune-full@ratio-0.75"):
+            assert f"papers/hard_positives/dvc.yaml:{stage}" in dag.stdout, stage
         assert "mini/" not in dag.stdout and "mini-" not in dag.stdout

@@ -1,40 +1,45 @@
-"""Kamath et al. (hard positives), Table 1 in the full profile: the released REPLACE and SWAP benchmarks on Visual
-Genome images, every obtainable model of the table, scored as ``papers.hard_positives.evaluation`` scores them.
+"""Kamath et al. (hard positives), Tables 1-3 in the full profile: the released REPLACE and SWAP benchmarks on Visual
+Genome images, every obtainable model of Table 1 and the COCO fine-tunes run here, scored as
+``papers.hard_positives.evaluation`` scores them.
 
 The data comes prepared by stage ``full-data`` (``python -m papers.hard_positives.data``: the released files fetched
-or verified, SWAP's boxes cropped, every row checked; ``data.FullSet``). Stage ``table1-full``
+or verified, SWAP's boxes cropped, every row checked; ``data.FullSet``); the fine-tunes by stages
+``finetune-full@<run>`` (``papers.hard_positives.finetune_full``: CLIP ViT-B/32 on COCO train captions with rule-made
+hard positives and CREPE-style hard negatives, the runs of ``papers.hard_positives.runs``). Stage ``table1-full``
 (``python -m papers.hard_positives.full``) scores every model of ``hard_positives.full.models`` (Table 1's row, as the
-audit names it -> zoo model) on all items, one scoring pass each, and writes ``results/hard_positives/full/``:
-``table1.csv`` (Table 1's cells), ``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``groups.csv`` (every
-cell and count per group, ``evaluation.group_rows``), ``summary.json`` (DVC metrics: Tables 1 and 2's numbers per
-row), ``context.json`` (data, counts, fingerprints, ties, models left out) and ``predictions/`` (per-item scores).
+audit names it -> zoo model) and every run, one scoring pass each, and writes ``results/hard_positives/full/``
+(``papers.hard_positives.tables``): ``table1.csv`` (Table 1's cells: the released models, then the runs),
+``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``table3.csv`` (the hard-negative weight sweep),
+``groups.csv`` (every cell and count per group), ``comparisons.json`` (the paper's comparisons with paired-bootstrap
+intervals), ``summary.json`` (DVC metrics: twelve of them), ``context.json`` (data, counts, fingerprints, ties,
+training records, models left out) and ``predictions/`` (per-item scores).
 
 A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
 released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
-``skip_unavailable`` it is left out of the tables and named in ``context.json``. The paper's numbers are in
-``results/published/hard_positives.csv``; the audit (``papers/hard_positives/audit.py``) compares Tables 1 and 2's
-rows by the ``row`` column.
+``skip_unavailable`` it is left out of the tables and named in ``context.json`` (the base model cannot be: the
+comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
+(``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.scoring.selection import SelectionResult
+from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
 from common.zoo import ModelUnavailable
-from papers.hard_positives import data, evaluation
+from papers.hard_positives import data, evaluation, tables
+from papers.hard_positives.runs import RUNS
+from papers.hard_positives.tables import ModelEntry, Scored
 
 DATA_FILES = ("papers/hard_positives/models.toml", "papers/aro/models.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
 fine-tunes, ARO's NegCLIP)."""
 TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-full"
-TABLE1_FIELDS = ("row", "model", "label", *evaluation.TABLE_FIELDS[:8])
-TABLE2_FIELDS = ("row", "model", "label", *evaluation.TABLE_FIELDS[8:])
+RUN_PREFIX = "hard_positives/full"
+"""The runs' model names: ``hard_positives/full-<run>``."""
 AUTHORS_ACTIVATION = ("the authors' model_zoo loads NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
                       "although they are fine-tunes of OpenAI's QuickGELU CLIP; the zoo loads them as "
                       "ViT-B-32-quickgelu, so their rows may differ from the paper's for that reason too")
@@ -70,16 +75,6 @@ def why_unavailable(name: str, exc: ModelUnavailable) -> str:
     return f"{exc}" + (f" ({note})" if note else "")
 
 
-@dataclass(frozen=True)
-class Scored:
-    """One table row: the audit's row id, the zoo model, its label and its outcomes (Aug.'s rule)."""
-
-    row: str
-    model: str
-    label: str
-    result: SelectionResult
-
-
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                  device: str = "cpu", create: ModelFactory = _zoo_create,
                  skip_unavailable: bool = False) -> tuple[list[Scored], dict[str, str]]:
@@ -102,56 +97,52 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
     return scored, skipped
 
 
-def _cell(key: str, value) -> str:
-    """Accuracies in points to 2 decimals, mean scores (cosine similarities, Table 2) to 4."""
-    if isinstance(value, float):
-        return f"{value:.4f}" if key.startswith(("mean_", "replace_mean_")) else f"{value:.2f}"
-    return str(value)
+def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTextItem], engine_config=None,
+               device: str = "cpu") -> list[Scored]:
+    """Every run's checkpoint (an ``arch`` model) on the items."""
+    from common.engine import Engine
+    from common.finetune import served
+
+    return [Scored(e.run or e.name, e.name, e.label,
+                   evaluation.evaluate(Engine(served(e, arch, device, family=RUN_PREFIX), engine_config), items))
+            for e in runs]
 
 
-def table_rows(scored: Sequence[Scored]) -> list[dict]:
-    """One row per model: row id, zoo name, label and ``evaluation.table_row``'s numbers."""
-    return [{"row": s.row, "model": s.model, "label": s.label,
-             **evaluation.table_row(evaluation.group_cells(s.result))} for s in scored]
-
-
-def write_tables(out_dir: Path, scored: Sequence[Scored], context: Mapping) -> dict[str, Path]:
-    """Tables 1 and 2, groups, summary (metrics), context and per-item predictions, as one output group."""
+def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping
+                  ) -> dict[str, Path]:
+    """Tables 1-3, groups, comparisons, summary, context and per-item predictions, as one output group."""
     from common.results import write_predictions
 
-    rows = table_rows(scored)
+    rows = tables.model_rows(scored)
+    results = {s.row: s.result for s in scored}
+    missing = [r for r in ("base", *RUNS) if r not in results]
+    if missing:
+        raise HardPositivesFullError(f"the comparisons need the base model and every run; missing {missing}")
     groups = [{"row": s.row, **g} for s in scored
               for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        paths = {
-            "table1": write_csv_atomic(staging / "table1.csv", [{k: _cell(k, r.get(k, "")) for k in TABLE1_FIELDS}
-                                                                for r in rows], TABLE1_FIELDS),
-            "table2": write_csv_atomic(staging / "table2.csv", [{k: _cell(k, r.get(k, "")) for k in TABLE2_FIELDS}
-                                                                for r in rows], TABLE2_FIELDS),
-            "groups": write_csv_atomic(staging / "groups.csv", [{k: _cell(k, v) for k, v in g.items()} for g in groups],
-                                       list(groups[0])),
-            "summary": write_json_atomic(staging / "summary.json", {
-                r["row"]: {k: round(r[k], 4 if k.startswith("replace_mean_") else 2)
-                           for k in evaluation.TABLE_FIELDS if k in r} for r in rows}),
-            "context": write_json_atomic(staging / "context.json", dict(context)),
-        }
+        paths = tables.write_tables(staging, rows, groups, tables.summary(rows, results), context,
+                                    (*zoo_rows, *tables.TABLE1_RUNS))
         for s in scored:
             write_predictions(staging / "predictions" / f"{s.model.replace('/', '__')}.csv", s.result)
         paths["predictions"] = staging / "predictions"
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-def evaluate_tables(models: Mapping[str, str], full: data.FullSet, out_dir: Path, engine_config=None,
-                    device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
-                    context: Mapping | None = None) -> dict[str, Path]:
-    """Score every model on the prepared set and write the tables (nothing is written when a model fails)."""
+def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: data.FullSet,
+                    out_dir: Path, engine_config=None, device: str = "cpu", create: ModelFactory = _zoo_create,
+                    skip_unavailable: bool = False, context: Mapping | None = None) -> dict[str, Path]:
+    """Score every zoo model and every run (``run_arch`` checkpoints) on the prepared set and write the tables
+    (nothing is written when a model fails)."""
     if not models:
         raise HardPositivesFullError("hard_positives.full.models is empty: no Table 1 row to score")
     items = full.items()
     scored, skipped = score_models(models, items, engine_config, device, create, skip_unavailable)
-    if not scored:
-        raise HardPositivesFullError(f"no model of hard_positives.full.models could be loaded: {skipped}")
+    if "base" in skipped:
+        raise HardPositivesFullError(f"the base model cannot be left out (every comparison is against it): "
+                                     f"{skipped['base']}")
+    scored += score_runs(runs, run_arch, items, engine_config, device)
     cells = {s.row: evaluation.group_cells(s.result) for s in scored}
     full_context = {
         **dict(context or {}), "profile": "full",
@@ -164,40 +155,56 @@ def evaluate_tables(models: Mapping[str, str], full: data.FullSet, out_dir: Path
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
                            "n": {g: c.n for g, c in cells[s.row].items()},
                            "ties": {g: c.ties for g, c in cells[s.row].items()}} for s in scored},
+        "checkpoints": {e.run: {"path": str(e.checkpoint), "sha256": sha256_file(e.checkpoint)} for e in runs
+                        if e.checkpoint is not None},
+        "ratio": "Table 3's ratio is the hard-negative loss weight with the hard-positive weight fixed at 1 (the "
+                 "paper's Sec. 4.3), not a share of rows",
         "skipped": skipped,
         "activation": AUTHORS_ACTIVATION,
     }
-    return write_tables(out_dir, scored, full_context)
+    zoo_rows = [row for row in models if row not in skipped]
+    return write_outputs(out_dir, scored, zoo_rows, full_context)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Entry points
 # ------------------------------------------------------------------------------------------------------------------
-def tables(args: argparse.Namespace) -> int:
+def run_tables(args: argparse.Namespace) -> int:
+    import json
+
     from common.evaluate import best_device, engine_config
     from common.params import stage_params
     from common.paths import RESULTS
+    from common.zoo import get_spec
+    from papers.hard_positives import finetune_full
 
     params = stage_params(TABLE_STAGE)
     section = params["hard_positives"]["full"]
     full = data.FullSet.load(Path(args.data or data.default_dir()))
     device = args.device or best_device()
-    paths = evaluate_tables(dict(section["models"]), full, Path(args.out or RESULTS / "hard_positives" / "full"),
-                            engine_config(params), device, create=_zoo_create,
-                            skip_unavailable=bool(section["skip_unavailable"]),
-                            context={"device": device, "engine": params.get("engine", {})})
+    runs = tables.run_entries(RUN_PREFIX, Path(args.models or finetune_full.default_dir() / "models"))
+    sidecars = {e.run: json.loads(e.checkpoint.with_suffix(".json").read_text(encoding="utf-8")) for e in runs
+                if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
+    base = section["finetune"]["base"]
+    context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
+               "training": {run: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")}
+                            for run, s in sidecars.items()}}
+    paths = evaluate_tables(dict(section["models"]), runs, get_spec(base).arch, full,
+                            Path(args.out or RESULTS / "hard_positives" / "full"), engine_config(params), device,
+                            create=_zoo_create, skip_unavailable=bool(section["skip_unavailable"]), context=context)
     for name, path in paths.items():
         print(f"{name}: {path}")
-    print(paths["table1"].read_text())
+    print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.full", description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="the prepared set (default: build/full/hard_positives)")
+    parser.add_argument("--models", default=None, help="the runs' weights (default: build/full/hard_positives_ft/models)")
     parser.add_argument("--out", default=None, help="default: results/hard_positives/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    return tables(parser.parse_args(argv))
+    return run_tables(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

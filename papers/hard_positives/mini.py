@@ -27,13 +27,10 @@ Top to bottom:
    negatives by ``swap_att`` / ``swap_obj``; REPLACE positives a synonym of any stated fact, SWAP positives a
    meaning-preserving reordering. Counts of what was set aside go to the manifest.
 3. ``run <name>``: mini/xs-32k fine-tuned by the shared trainer with ``HardPositiveLoss`` (SVLC-style, Sec. 4.1;
-   ``papers/hard_positives/losses.py``), the same captions, order, seed, steps and optimiser for every run:
-   ``clip-ft`` (no HP, no HN: the paper's "COCO alone" control), ``hn`` (HN only), ``hp-hn``, ``hp-hn-swap`` and
-   ``hp-hn-replace`` (only that type's rows; Table 1(d)), ``ratio-<w>`` (HP weight 1, HN weight w; Table 3).
-   Table 3's "ratio" is the paper's Sec. 4.3: "differing weights of hard negative loss while keeping the weight of
-   hard positives loss fixed", from 0 ("only hard positives") to 1 (``hp-hn``); it is not the issue's reading
-   ("the share of hard negatives that get a hard positive"): every run sees every row's HP and HN texts, the
-   weights decide what the loss does with them.
+   ``papers/hard_positives/losses.py``), the same captions, order, seed, steps and optimiser for every run of
+   ``papers.hard_positives.runs.RUNS`` (the same runs as the full profile's): ``clip-ft`` (no HP, no HN: the paper's
+   "COCO alone" control), ``hn`` (HN only), ``hp-hn``, ``hp-hn-swap`` and ``hp-hn-replace`` (only that type's rows;
+   Table 1(d)), ``ratio-<w>`` (HP weight 1, HN weight w; Table 3, the paper's Sec. 4.3 reading of "ratio").
 4. The tables: ``papers.hard_positives.mini_tables`` (a module of its own, so that editing how the tables are
    written does not retrain the runs).
 
@@ -43,7 +40,6 @@ Stages (``papers/hard_positives/dvc.yaml``): ``mini-test-set``, ``mini-finetune-
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import random
 import time
@@ -69,10 +65,8 @@ from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.tasks import DatasetError, ImageToTextItem
 from common.training import FromZoo, Init, TrainResult, train
 from papers.hard_positives import evaluation
-from papers.hard_positives.losses import HardPositiveLoss
+from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
-TYPES: tuple[str, ...] = ("replace", "swap")
-"""The perturbation types of the benchmark and of the fine-tuning rows (the paper's REPLACE and SWAP)."""
 NEGATIVE_EDITS: dict[str, tuple[str, ...]] = {"replace": ("replace_att", "replace_rel", "replace_obj"),
                                               "swap": ("swap_att", "swap_obj")}
 """The fluent hard negatives (``common.miniworld.negatives``) of each type in the fine-tuning set: SugarCrepe's
@@ -407,38 +401,9 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
 # ------------------------------------------------------------------------------------------------------------------
 # 3. Runs
 # ------------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RunSpec:
-    """A fine-tune: the loss weights of hard positives and hard negatives, and the row types it trains on."""
-
-    hard_positive_weight: float
-    hard_negative_weight: float
-    types: tuple[str, ...] = TYPES
-    label: str = ""
-
-
-RUNS: dict[str, RunSpec] = {
-    "clip-ft": RunSpec(0.0, 0.0, label="CLIP fine-tuned (no HP, no HN)"),
-    "hn": RunSpec(0.0, 1.0, label="Our HN"),
-    "hp-hn": RunSpec(1.0, 1.0, label="Our HP+HN"),
-    "hp-hn-swap": RunSpec(1.0, 1.0, ("swap",), "Our HP+HN (Swap-only)"),
-    "hp-hn-replace": RunSpec(1.0, 1.0, ("replace",), "Our HP+HN (Replace-only)"),
-    **{f"ratio-{w:g}": RunSpec(1.0, w, label=f"{w:.2f} HN") for w in (0.0, 0.25, 0.5, 0.75)},
-}
-"""Table 1(c, d) and Table 3's runs (``ratio-1`` is ``hp-hn``)."""
-
-
-def _spec(run: str) -> RunSpec:
-    if run not in RUNS:
-        from common.errors import unknown_name
-
-        raise unknown_name("run", run, RUNS)
-    return RUNS[run]
-
-
 def run_data(run: str, data: FinetuneSet) -> FinetuneSet:
     """What ``run`` trains on: every row, or only its types' rows."""
-    spec = _spec(run)
+    spec = run_spec(run)
     return data if set(spec.types) == set(TYPES) else data.of_types(spec.types)
 
 
@@ -454,17 +419,12 @@ def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Ten
                           fields={"texts": ["caption", "hard_positive", "hard_negative"]})
 
 
-def loss_for(spec: RunSpec) -> Callable[..., HardPositiveLoss]:
-    return functools.partial(HardPositiveLoss, hard_positive_weight=spec.hard_positive_weight,
-                             hard_negative_weight=spec.hard_negative_weight)
-
-
 def train_run(run: str, data: FinetuneSet, params: RunParams, out_path: Path, *, init: Init | None = None,
               tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None, provenance: Mapping | None = None,
               checkpoint_every: int = CHECKPOINT_EVERY, progress: bool = False) -> TrainResult:
     """Fine-tune ``init`` (default: the zoo's ``params.base``) as ``run`` on ``data`` (the whole set; the run keeps
     its types' rows) and write ``out_path`` with its sidecar."""
-    spec = _spec(run)
+    spec = run_spec(run)
     data = run_data(run, data)
     if len(data.images) < params.batch_size:
         raise HardPositivesMiniError(f"{run}: {len(data.images)} training images cannot fill a batch of "
@@ -477,7 +437,7 @@ def train_run(run: str, data: FinetuneSet, params: RunParams, out_path: Path, *,
                   "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types), **(provenance or {})}
     key = {"run": run, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
            "provenance": provenance}
-    code = [Path(__file__), Path(__file__).with_name("losses.py")]
+    code = [Path(__file__), Path(__file__).with_name("losses.py"), Path(__file__).with_name("runs.py")]
     return train(params.trainer_config(), init, batches, loss_for(spec), out_path, provenance=provenance,
                  resume=True, progress=progress, checkpoint_every=checkpoint_every,
                  resume_path=resume_path(f"hard-positives-{run}", key, code))

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -49,6 +48,7 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
+from common.file_batches import FileCaptionBatches, Schedule, launch_run
 from common.finetune import resume_path
 from common.finetune import tokenizer_for as shared_tokenizer_for
 from common.image_files import FileImages
@@ -306,63 +306,6 @@ def build_refined(set_dir: Path, out_path: Path, scorers: Mapping[str, object], 
 # ------------------------------------------------------------------------------------------------------------------
 # 4. Batches and one run
 # ------------------------------------------------------------------------------------------------------------------
-class FileCaptionBatches:
-    """Caption rows over image files, with (``negatives`` given) each row's hard negative as a second text segment.
-
-    The batch of step s is a pure function of (seed, s): an epoch is a permutation of the rows
-    (``default_rng([seed, 0, epoch])``; the tail that does not fill a batch is dropped). The draws ignore
-    ``negatives``, so every run over the same rows sees the same captions in the same order. Images are decoded and
-    texts tokenised per batch, only the rows of this rank.
-    """
-
-    def __init__(self, images: FileImages, row_image: np.ndarray, captions: Sequence[str],
-                 negatives: Sequence[str] | None, tokenize: Callable[[Sequence[str]], torch.Tensor],
-                 name: str = "captions"):
-        if len(row_image) != len(captions) or (negatives is not None and len(negatives) != len(captions)):
-            raise ValueError("FileCaptionBatches: row_image, captions and negatives need one entry per row")
-        self.images, self.row_image, self.captions, self.negatives = images, np.asarray(row_image), captions, negatives
-        self.tokenize, self.name = tokenize, name
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
-
-    def steps_per_epoch(self, size: int) -> int:
-        if size > len(self.captions):
-            raise ValueError(f"batch of {size} is larger than the {len(self.captions)} training rows")
-        return len(self.captions) // size
-
-    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.captions)))
-        return self._perm[1][j * size: (j + 1) * size]
-
-    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        idx = self.draws(seed, step, size)[rows]
-        texts = [self.tokenize([self.captions[i] for i in idx])]
-        if self.negatives is not None:
-            texts.append(self.tokenize([self.negatives[i] for i in idx]))
-        return {"images": self.images.get(self.row_image[idx]).unsqueeze(1), "texts": torch.stack(texts, dim=1)}
-
-    def describe(self) -> dict:
-        return {"name": self.name, "rows": len(self.captions), "images": len(self.images),
-                "negatives": self.negatives is not None}
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """One family's optimiser settings (``params.yaml sugarcrepe.negclip_full.finetune`` / ``.scratch``)."""
-
-    lr: float
-    epochs: int
-    batch_size: int
-    warmup_steps: int
-    weight_decay: float
-
-    @classmethod
-    def from_params(cls, section: Mapping) -> "Schedule":
-        return cls(float(section["lr"]), int(section["epochs"]), int(section["batch_size"]),
-                   int(section["warmup_steps"]), float(section["weight_decay"]))
-
-
 @dataclass(frozen=True)
 class FullRunParams:
     """``params.yaml sugarcrepe.negclip_full``: what every run shares."""
@@ -449,9 +392,11 @@ def train_full_run(run: str, rows: Sequence[TrainRow], params: FullRunParams, im
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
     images = FileImages(tuple(Path(images_dir) / name for name in files), params.image_size)
+    negatives = run_negatives(run, rows, params.seed)
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
-                                 [r.caption for r in rows], run_negatives(run, rows, params.seed),
-                                 tokenizer_for(init.describe()["arch"]), name=f"sugarcrepe-full-{run}")
+                                 [r.caption for r in rows], [] if negatives is None else [negatives],
+                                 tokenizer_for(init.describe()["arch"]), name=f"sugarcrepe-full-{run}",
+                                 fields={"negatives": negatives is not None})
     per_epoch = batches.steps_per_epoch(schedule.batch_size)
     total = steps or schedule.epochs * per_epoch
     config = TrainConfig(steps=total, batch_size=schedule.batch_size, lr=schedule.lr,
@@ -462,7 +407,8 @@ def train_full_run(run: str, rows: Sequence[TrainRow], params: FullRunParams, im
                   "steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})}
     key = {"run": run, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
            "provenance": provenance, "world_size": (world.world_size if world else 1)}
-    code = [Path(__file__), Path(__file__).parents[2] / "common" / "image_files.py"]
+    common = Path(__file__).parents[2] / "common"
+    code = [Path(__file__), common / "image_files.py", common / "file_batches.py"]
     return train(config, init, batches, loss, out_path, world=world, provenance=provenance, resume=True,
                  progress=progress, checkpoint_every=checkpoint_every,
                  resume_path=resume_path(f"sugarcrepe-full-{run}", key, code))
@@ -682,36 +628,17 @@ def _cmd_refine(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from common import reproducible
     from common.params import stage_params
-    from common.training import init_from_env, shutdown
 
-    if args.device == "cpu":
-        reproducible.reexec_pinned()  # before any tensor work
     stage = (REFINED_RUN_STAGE if _spec(args.run).refined else RUN_STAGE).format(run=args.run)
     params = FullRunParams.from_params(stage_params(stage)["sugarcrepe"]["negclip_full"])
     set_dir = Path(args.set or default_dir() / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or default_dir() / "refined.json"))
     out = Path(args.out or default_dir() / "models" / f"{args.run}.safetensors")
-    world = init_from_env(args.device)
-    if args.device == "cpu":
-        reproducible.fix_threads()
-    started = time.perf_counter()
-    try:
-        result = train_full_run(args.run, rows, params, Path(args.images or _default_paths()["images"]), out,
-                                world=world, steps=args.steps, progress=True, provenance={
-                                    "profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
-                                    **(reproducible.describe() if args.device == "cpu" else {})})
-    finally:
-        shutdown(world)
-    if world.is_main:
-        seconds = round(time.perf_counter() - started, 1)
-        log = default_dir() / "logs" / f"{args.run}.json"
-        write_json_atomic(log, {"run": args.run, "seconds": seconds, "train_seconds": result.train_seconds,
-                                "resumed_from": result.resumed_from, "final_loss": result.final_loss,
-                                "world_size": world.world_size, "machine": reproducible.machine()})
-        print(f"{args.run}: final loss {result.final_loss:.4f}, {seconds} s; weights: {out}; log (wall time, not a "
-              f"DVC output): {log}")
+    provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json")}
+    launch_run(args.run, args.device, out, default_dir() / "logs", lambda world, machine: train_full_run(
+        args.run, rows, params, Path(args.images or _default_paths()["images"]), out, world=world, steps=args.steps,
+        progress=True, provenance={**provenance, **machine}))
     return 0
 
 

@@ -16,6 +16,7 @@ from common.training.checkpoint import portable_state, save_weights
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import mini as m
 from papers.hard_positives import mini_tables as t
+from papers.hard_positives import tables as tb
 from papers.hard_positives.losses import HardPositiveLoss
 
 ARCH = "mini-vit-xs"
@@ -258,13 +259,13 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
             return list(csv.DictReader(fh))
 
     table1, table2, table3, groups = read("table1"), read("table2"), read("table3"), read("groups")
-    assert [r["model"] for r in table1] == ["base", *(f"hard_positives/mini-{r}" for r in t.TABLE1_RUNS[1:])]
-    assert [r["model"] for r in table3] == ["base", *(f"hard_positives/mini-{r}" for r in t.TABLE3_RUNS[1:])]
+    assert [r["model"] for r in table1] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE1_RUNS)]
+    assert [r["model"] for r in table3] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE3_ROWS[1:])]
     assert len(table2) == 10 and len(groups) == 30
     for r in table1:
         mine = [g for g in groups if g["model"] == r["model"]]
         attributes, relations = (next(g for g in mine if g["group"] == x) for x in ev.COLUMNS["replace"])
-        for metric in t.METRICS:
+        for metric in tb.METRICS:
             expected = (float(attributes[metric]) + float(relations[metric])) / 2
             assert float(r[f"replace_{metric}"]) == pytest.approx(expected, abs=0.011)
         assert float(r["swap_drop"]) == pytest.approx(float(r["swap_aug"]) - float(r["swap_orig"]), abs=0.011)
@@ -272,7 +273,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
     summary = json.loads(paths["comparisons"].read_text())
     assert all(isinstance(v, (float, int, bool)) or v is None for v in summary.values())
     metrics = json.loads(paths["summary"].read_text())
-    assert list(metrics) == list(t.SUMMARY_KEYS) and all(metrics[k] == summary[k] for k in metrics)
+    assert list(metrics) == list(tb.SUMMARY_KEYS) and all(metrics[k] == summary[k] for k in metrics)
     assert {"figure3", "figure3_counts"} <= set(paths)
     for column in ev.COLUMNS:
         assert summary[f"hn_minus_clip_{column}_brittleness_ci_low"] <= summary[f"hn_minus_clip_{column}_brittleness"]
@@ -297,14 +298,14 @@ def test_paired_difference_is_the_columns_difference_weighted_by_group():
     base = _result([("replace-attributes", calm)] * 2 + [("replace-relations", calm)] * 4)
     other = _result([("replace-attributes", brittle), ("replace-attributes", calm)]
                     + [("replace-relations", brittle)] + [("replace-relations", calm)] * 3)
-    ci = t.paired_difference(other, base, "replace", "brittleness", n_resamples=200)
+    ci = tb.paired_difference(other, base, "replace", "brittleness", n_resamples=200)
     assert ci.estimate == pytest.approx((50.0 + 25.0) / 2)
     assert ci.low <= ci.estimate <= ci.high
     row = ev.table_row(ev.group_cells(other))
     assert row["replace_brittleness"] - ev.table_row(ev.group_cells(base))["replace_brittleness"] == pytest.approx(
         ci.estimate)
     with pytest.raises(ValueError, match="different items"):
-        t.paired_difference(other, _result([("replace-attributes", calm)] * 6 + [("replace-relations", calm)] * 4),
+        tb.paired_difference(other, _result([("replace-attributes", calm)] * 6 + [("replace-relations", calm)] * 4),
                             "replace", "brittleness")
 
 
@@ -323,7 +324,7 @@ def test_summary_reads_the_papers_effect_from_intervals():
                "hp-hn": model("hp-hn", n), "hp-hn-swap": model("hp-hn-swap", 0), "hp-hn-replace": model("x", 0),
                **{f"ratio-{w:g}": model(f"ratio-{w:g}", k * 10) for k, w in enumerate((0, 0.25, 0.5, 0.75))}}
     rows = [{"model": run, "run": run, **ev.table_row(ev.group_cells(r))} for run, r in results.items()]
-    got = t.summary(rows, {run: t.Scored(r, "fp") for run, r in results.items()}, "base")
+    got = tb.summary(rows, results)
     for column in ev.COLUMNS:
         assert got[f"hn_minus_clip_{column}_orig"] == 100.0 and got[f"hn_minus_clip_{column}_aug"] == 0.0
         assert got[f"hn_minus_clip_{column}_brittleness"] == 100.0
