@@ -44,6 +44,7 @@ from common.finetune import resume_path
 from common.finetune import tokenizer_for as shared_tokenizer_for
 from common.image_files import FileImages
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.jsonl import read_jsonl
 from common.tasks import DatasetError
 from common.training import DistributedContext, FromZoo, Init, TrainConfig, TrainResult, train
 from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
@@ -211,18 +212,16 @@ def load_rows(set_dir: Path) -> list[FullRow]:
         raise FinetuneFullError(f"{path}: no training set here; run the finetune-full-set stage "
                                 "(`python -m papers.hard_positives.finetune_full set`)")
     names = [f.name for f in fields(FullRow)]
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {number}: not JSON ({exc})") from None
+
+    def parse(record: dict) -> FullRow:
         bad = [n for n in names if not isinstance(record, dict) or not isinstance(record.get(n), str) or not record[n]]
         if bad:
-            raise DatasetError(f"{path}: line {number}: no {bad[0]!r}")
+            raise DatasetError(f"no {bad[0]!r}")
         if record["type"] not in TYPES:
-            raise DatasetError(f"{path}: line {number}: unknown type {record['type']!r} (one of {list(TYPES)})")
-        rows.append(FullRow(**{n: record[n] for n in names}))
+            raise DatasetError(f"unknown type {record['type']!r} (one of {list(TYPES)})")
+        return FullRow(**{n: record[n] for n in names})
+
+    rows = list(read_jsonl(path, parse, "a training row"))
     if not rows:
         raise DatasetError(f"{path}: no rows")
     return rows

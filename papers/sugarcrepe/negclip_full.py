@@ -53,6 +53,7 @@ from common.finetune import resume_path
 from common.finetune import tokenizer_for as shared_tokenizer_for
 from common.image_files import FileImages
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.jsonl import read_jsonl
 from common.tasks import DatasetError
 from common.training import ClipLoss, DistributedContext, FromScratch, FromZoo, Init, TrainConfig, train
 from common.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
@@ -246,17 +247,14 @@ def load_rows(set_dir: Path) -> list[TrainRow]:
     if not path.is_file():
         raise NegclipFullError(f"{path}: no training set here; run the negclip-full-set stage "
                                "(`python -m papers.sugarcrepe.negclip_full set`)")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            record = json.loads(line)
-            row = TrainRow(record["image"], record["caption"], record["negatives"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DatasetError(f"{path}: line {number}: not a training row ({exc})") from None
+
+    def parse(record: dict) -> TrainRow:
+        row = TrainRow(record["image"], record["caption"], record["negatives"])
         if sorted(row.negatives) != sorted(KINDS) or not all(isinstance(v, str) and v for v in row.negatives.values()):
-            raise DatasetError(f"{path}: line {number}: needs one non-empty negative of each kind {list(KINDS)}")
-        rows.append(row)
-    return rows
+            raise DatasetError(f"needs one non-empty negative of each kind {list(KINDS)}")
+        return row
+
+    return list(read_jsonl(path, parse, "a training row"))
 
 
 # ------------------------------------------------------------------------------------------------------------------

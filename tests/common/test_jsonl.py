@@ -1,0 +1,37 @@
+"""``common.jsonl.read_jsonl``: records parsed in order; every bad line an error naming the file and the line."""
+import json
+
+import pytest
+
+from common.jsonl import read_jsonl
+from common.tasks import DatasetError
+
+
+def _write(tmp_path, lines):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_parses_each_line_in_order_and_skips_blank_lines(tmp_path):
+    path = _write(tmp_path, [json.dumps({"a": 1}), "", json.dumps({"a": 2})])
+    assert list(read_jsonl(path, lambda r: r["a"], "a row")) == [1, 2]
+
+
+@pytest.mark.parametrize("bad, reason", [("{not json", "not a row"), (json.dumps({"b": 1}), "'a'"),
+                                         (json.dumps([1]), "not a row")])
+def test_a_bad_line_names_the_file_and_the_line(tmp_path, bad, reason):
+    path = _write(tmp_path, [json.dumps({"a": 1}), bad])
+    with pytest.raises(DatasetError, match=rf"rows\.jsonl: line 2: .*{reason}"):
+        list(read_jsonl(path, lambda r: r["a"], "a row"))
+
+
+def test_the_parsers_own_dataset_error_gets_the_line(tmp_path):
+    def parse(record):
+        if record["a"] < 0:
+            raise DatasetError("a is negative")
+        return record["a"]
+
+    path = _write(tmp_path, [json.dumps({"a": 1}), json.dumps({"a": -1})])
+    with pytest.raises(DatasetError, match=r"rows\.jsonl: line 2: a is negative$"):
+        list(read_jsonl(path, parse, "a row"))
