@@ -14,7 +14,7 @@ depend on those, and a batch source only the full profile uses should not make t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from common.image_files import FileImages
-from common.training import DistributedContext, TrainResult
+from common.training import DistributedContext, Init, TrainResult
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
@@ -87,6 +87,50 @@ class Schedule:
     def from_params(cls, section: Mapping) -> "Schedule":
         return cls(float(section["lr"]), int(section["epochs"]), int(section["batch_size"]),
                    int(section["warmup_steps"]), float(section["weight_decay"]))
+
+
+@dataclass(frozen=True)
+class FileRunParams:
+    """What every run of one family shares (a ``params.yaml`` section): the base model, the image size, the
+    schedule, the seed, the precision, and whether the rows are shuffled per epoch (``FileCaptionBatches``' order;
+    a batch source that can walk them in file order reads ``shuffle=False``)."""
+
+    base: str
+    image_size: int
+    schedule: Schedule
+    seed: int = 0
+    precision: str = "fp32"
+    shuffle: bool = True
+
+    @classmethod
+    def from_params(cls, section: Mapping) -> "FileRunParams":
+        return cls(section["base"], int(section["image_size"]), Schedule.from_params(section), int(section["seed"]),
+                   section.get("precision", "fp32"), bool(section.get("shuffle", True)))
+
+
+def train_file_run(name: str, batches: FileCaptionBatches, params: FileRunParams, loss_factory: Callable,
+                   out_path: Path, init: Init, *, world: DistributedContext | None = None, steps: int | None = None,
+                   provenance: Mapping | None = None, code: Sequence[Path] = (), checkpoint_every: int = 500,
+                   progress: bool = False) -> TrainResult:
+    """One run over ``batches`` for the schedule's epochs (``steps`` overrides them: smoke runs, tests), through the
+    shared trainer, resumable: its resume state is keyed by ``name``, the settings, the data and ``code`` (with this
+    module and the image reader). Writes ``out_path`` and its sidecar."""
+    from common.finetune import resume_path
+    from common.training import TrainConfig, train
+
+    schedule = params.schedule
+    per_epoch = batches.steps_per_epoch(schedule.batch_size)
+    total = steps or schedule.epochs * per_epoch
+    config = TrainConfig(steps=total, batch_size=schedule.batch_size, lr=schedule.lr,
+                         warmup_steps=schedule.warmup_steps, weight_decay=schedule.weight_decay, seed=params.seed,
+                         precision=params.precision)
+    provenance = {**(provenance or {}), "steps_per_epoch": per_epoch, "epochs": total / per_epoch}
+    key = {"name": name, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
+           "provenance": provenance, "world_size": (world.world_size if world else 1)}
+    here = Path(__file__)
+    code = [*code, here, here.with_name("image_files.py")]
+    return train(config, init, batches, loss_factory, out_path, world=world, provenance=provenance, resume=True,
+                 progress=progress, checkpoint_every=checkpoint_every, resume_path=resume_path(name, key, code))
 
 
 def launch_run(run: str, device: str, out: Path, log_dir: Path,

@@ -1,10 +1,11 @@
 """JSON-lines files the pipeline writes and reads back (training rows, scenes): one reader, so every bad line is an
-error naming the file and the line, whatever the paper."""
+error naming the file and the line, whatever the paper, and one atomic writer."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from common.tasks import DatasetError
 
@@ -26,3 +27,16 @@ def read_jsonl(path: Path, parse: Callable[[Any], Record], what: str) -> Iterato
                 raise DatasetError(f"{path}: line {number}: {exc}") from None
             except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as exc:
                 raise DatasetError(f"{path}: line {number}: not {what} ({exc!r})") from None
+
+
+def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
+    """Write one JSON object per line (dataclass instances as their fields), atomically: the file appears whole or
+    not at all."""
+    from common.io import atomic_path
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(asdict(record) if is_dataclass(record) else record, ensure_ascii=False) + "\n")
+    return path

@@ -196,3 +196,30 @@ def test_hard_positives_notebook_redraws_the_committed_results(monkeypatch):
 def test_hard_positives_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
     text = _text(_execute(HARD_POSITIVES_NOTEBOOK, {"VLC_HARD_POSITIVES_RESULTS": str(tmp_path)}, monkeypatch))
     assert "create it with `dvc repro papers/hard_positives`" in text
+
+
+CONCLIP_NOTEBOOK = ROOT / "notebooks" / "conclip.ipynb"
+
+
+def test_conclip_notebook_committed_without_outputs():
+    nb = nbformat.read(CONCLIP_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+
+
+def test_conclip_notebook_redraws_the_committed_results(monkeypatch):
+    """Tables 2-3, the by-word x K panels, classification with negated prompts, SugarCrepe and the ablations."""
+    results = ROOT / "results" / "conclip"
+    assert (results / "mini" / "table3.csv").is_file(), "results/conclip/mini is committed"
+    nb = _execute(CONCLIP_NOTEBOOK, {"VLC_CONCLIP_RESULTS": str(results)}, monkeypatch)
+    text = _text(nb)
+    assert "does not exist yet" not in text
+    assert "| label | ccneg | ccneg_strict | ccneg_ties |" in text and "CC-Neg - L_conclip" in text
+    assert "conclip_minus_clip_ccneg" in text and "classification_top1" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 4, "Tables 2-3, by word x K, classification, SugarCrepe"
+
+
+def test_conclip_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
+    text = _text(_execute(CONCLIP_NOTEBOOK, {"VLC_CONCLIP_RESULTS": str(tmp_path)}, monkeypatch))
+    assert "create it with `dvc repro papers/conclip`" in text

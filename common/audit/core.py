@@ -47,7 +47,7 @@ VERDICTS = ("differs", "reproduced", "not recomputed yet", "mini profile: not co
 PROFILES = ("released", "paper", "full", "mini")
 """Where a recomputed number comes from: authors' released artifacts, the paper's own tables (claims),
 a full-profile run, or a mini-profile run."""
-DEFAULT_RUN_TOLERANCE = {"percent": 1.0, "fraction": 0.01, "points": 1.0, "score": 0.005}
+DEFAULT_RUN_TOLERANCE = {"percent": 1.0, "fraction": 0.01, "points": 1.0, "score": 0.005, "count": 0.0}
 CLAIM_TABLE = "claims"
 """Recomputations of a claim use table ``claims``, row ``<claim_id>``, column ``value``."""
 

@@ -56,6 +56,15 @@ def run_rows_recomputations(
         return []
     with open(results_csv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
+    return rows_recomputations(paper, table, rows, profile, columns, published_row, source, note, units)
+
+
+def rows_recomputations(
+    paper: str, table: str, rows: Sequence[Mapping[str, str]], profile: str, columns: Mapping[str, str],
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    units: Mapping[str, str] | None = None,
+) -> list[Recomputed]:
+    """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first)."""
     recs = []
     for row in rows:
         label = published_row(row)

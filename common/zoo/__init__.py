@@ -482,6 +482,10 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
     return OpenClipModel(spec, model, transform, tokenizer, device)
 
 
+ModelFactory = Callable[..., EmbeddingModel]
+"""``create_model(name, device=...)``: the zoo's, or a stand-in in tests."""
+
+
 @contextlib.contextmanager
 def quiet_random_init_warning():
     """open_clip warns that a model 'initialized randomly' before we load its checkpoint; drop that line."""
@@ -497,8 +501,29 @@ def quiet_random_init_warning():
         root.removeFilter(drop)
 
 
+TRAINING_DICT_KEYS = ("state_dict", "model")
+"""Where a training dict keeps the model's weights: open_clip's trainer, then OpenAI-``clip`` fine-tuning scripts."""
+
+
+def unwrap_training_dict(state: object) -> dict:
+    """The state dict inside a saved training dict, or ``state`` itself when it already is one (all tensors)."""
+    if not isinstance(state, dict):
+        raise ValueError(f"expected a state dict or a training dict, found {type(state).__name__}")
+    if all(isinstance(v, torch.Tensor) for v in state.values()):
+        return state
+    for key in TRAINING_DICT_KEYS:
+        if isinstance(state.get(key), dict):
+            return state[key]
+    raise ValueError(f"a dict with non-tensor entries and none of {list(TRAINING_DICT_KEYS)} holding the weights "
+                     f"(top-level keys: {sorted(map(str, state))[:8]})")
+
+
 def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
-    """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file."""
+    """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
+
+    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}`` or the
+    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release); ``module.``
+    prefixes (DistributedDataParallel) are dropped."""
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
@@ -506,8 +531,7 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
             state = load_file(str(path))
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
-            if isinstance(state, dict) and "state_dict" in state:
-                state = state["state_dict"]
+            state = unwrap_training_dict(state)
             state = {k.removeprefix("module."): v for k, v in state.items()}
         model.load_state_dict(state, strict=True)
     except Exception as exc:

@@ -1,20 +1,137 @@
 """The audit of this paper: every published number against what was recomputed here.
 
-So far only the text's claims, from the paper's own tables (``common.audit``); the paper's experiments come with
-its issue. Stage ``audit`` of ``papers/conclip/dvc.yaml``: ``python -m papers.conclip.audit --strict``.
+Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's runs
+(``results/conclip/<profile>/``): Tables 2 and 3 (``table3.csv``), 6 (``table6.csv``), 7-12 (``by_word_k.csv``, one
+row per model, negation word and K), 5, 13 and 14 (``sugarcrepe.csv``) and 16 (``classification.csv``); in the full
+profile also Tables 4 and 15 (``classification.csv``, per dataset: the mini world has no analog of the eight
+datasets). A mini run covers the cells of the rows it has an analog of and is never compared (tiny CLIPs on the
+rendered world); a full run is compared within ``common.audit.core``'s run tolerance.
+
+Rows: the mini profile's fine-tunes are ``conclip``, ``l1``, ... (its only CoN-CLIP is the L_conclip run); the full
+profile has the released CoN-CLIP as ``conclip`` and its own re-trainings as ``ft-<run>`` (Table 6 and the ablation
+rows of Tables 10-12 and 14 are the re-trainings; Tables 3-5, 7-9, 13, 15, 16 the released checkpoint). Stage
+``audit`` of ``papers/conclip/dvc.yaml``: ``python -m papers.conclip.audit --strict``.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import csv
+from collections import defaultdict
+from pathlib import Path
+from typing import Mapping, Sequence
 
 from common.audit import stage_main
+from common.audit.core import Recomputed
+from common.audit.runs import rows_recomputations, run_rows_recomputations
+from common.paths import RESULTS
+from papers.conclip.zeroshot_full import published_columns
 
+PAPER = "conclip"
 DATA_FILES = ("results/published/conclip.csv", "results/published/conclip_claims.csv")
 """The published numbers this audit reads (``common.stage_deps``)."""
 
+SUGARCREPE_COLUMNS: dict[str, str] = {
+    "replace_obj": "Replace | Object", "replace_att": "Replace | Attribute", "replace_rel": "Replace | Relation",
+    "add_obj": "Add | Object", "add_att": "Add | Attribute", "swap_obj": "Swap | Object", "swap_att": "Swap | Attribute"}
+OTHER_BACKBONES: dict[str, str] = {"clip-l14": "CLIP | ViT-L/14", "conclip-b16": "CoN-CLIP | ViT-B/16",
+                                   "conclip-l14": "CoN-CLIP | ViT-L/14"}
+"""Rows of Tables 4, 5, 13 and 15 beyond ViT-B/32 (full profile; CLIP ViT-B/16 is not in the zoo)."""
+TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
+    "Table 2": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA",
+                                                              "blip": "BLIP"}),
+    "Table 3": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA",
+                                                              "blip": "BLIP", "conclip": "CoN-CLIP"}),
+    "Table 6": ("table6.csv", {"sugarcrepe_replace": "SugarCREPE R@1 | Replace", "sugarcrepe_add": "SugarCREPE R@1 | Add",
+                               "sugarcrepe_swap": "SugarCREPE R@1 | Swap", "ccneg": "CC-Neg | Accuracy",
+                               "classification_top1": "Image classification | Top-1 accuracy"},
+                {"l1": "CC-Neg | L_1", "l2": "CC-Neg | L_2", "l1-l2": "CC-Neg | L_1+L_2",
+                 "conclip": "CC-Neg | L_conclip", "crepe-negate-l1": "CREPE-Negate | L_1"}),
+    "Table 5": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32",
+                                                       **OTHER_BACKBONES}),
+    "Table 13": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32",
+                                                        **OTHER_BACKBONES}),
+    "Table 14": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"l1": "CoN-CLIP | L_1", "l2": "CoN-CLIP | L_2",
+                                                        "l1-l2": "CoN-CLIP | L_12", "conclip": "CoN-CLIP | L_conclip"}),
+    "Table 16": ("classification.csv", {"delta": "Mean Δ"}, {"clip": "CLIP", "negclip": "NegCLIP",
+                                                             "conclip": "CoN-CLIP", "laclip": "LaCLIP"}),
+}
+"""Table -> (results file, our column -> published column, our row id -> published row label)."""
+BY_WORD_K: dict[str, tuple[str, Mapping[str, str]]] = {
+    "Table 7": ("no", {"clip": "CLIP", "negclip": "NegCLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"}),
+    "Table 8": ("not", {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA",
+                        "conclip": "CoN-CLIP"}),
+    "Table 9": ("without", {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA",
+                            "conclip": "CoN-CLIP"}),
+    **{table: (word, {"conclip": "CoN-CLIP | ViT-B/32 | L_conclip", "l1": "CoNCLIP | ViT-B/32 | L_1",
+                      "l1-l2": "CoNCLIP | ViT-B/32 | L_12", "l2": "CoNCLIP | ViT-B/32 | L_2"})
+       for table, word in (("Table 10", "no"), ("Table 11", "not"), ("Table 12", "without"))},
+}
+"""Tables 7-12: negation word and our row id -> published row label; columns are K ("#1".."#5"), and the published
+"Split size" row is our cell size ``n``."""
+K_COLUMNS = {f"k{k}": f"#{k}" for k in range(1, 6)}
+
+
+def by_word_k_rows(path: Path, word: str) -> list[dict[str, str]]:
+    """``by_word_k.csv``'s cells of one negation word, one row per model with columns k1..k5 (accuracy) and, per K,
+    the cell size (``n_k1``..)."""
+    if not path.is_file():
+        return []
+    pivot: dict[str, dict[str, str]] = defaultdict(dict)
+    with open(path, newline="", encoding="utf-8") as fh:
+        for cell in csv.DictReader(fh):
+            if cell["word"] == word:
+                pivot[cell["row"]].update({"row": cell["row"], f"k{cell['k']}": cell["accuracy"],
+                                           f"n_k{cell['k']}": cell["n"]})
+    return list(pivot.values())
+
+
+RETRAINED_TABLES = ("Table 6", "Table 10", "Table 11", "Table 12", "Table 14")
+"""Tables whose rows are the fine-tunes (``papers.conclip.runs``), not released checkpoints."""
+FULL_ONLY: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
+    table: ("classification.csv", published_columns(),
+            {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32", **OTHER_BACKBONES,
+             **({"laclip": "LaCLIP | ViT-B/32"} if table == "Table 15" else {})})
+    for table in ("Table 4", "Table 15")}
+"""Tables 4 and 15 (full profile): per dataset top-1 with the standard prompt."""
+
+
+def row_ids(table: str, rows: Mapping[str, str], profile: str) -> dict[str, str]:
+    """Our row id -> published row label, for this profile: the full profile's re-trainings are ``ft-<run>``."""
+    if profile == "full" and table in RETRAINED_TABLES:
+        return {f"ft-{run}": label for run, label in rows.items()}
+    return dict(rows)
+
+
+def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
+    """Every mapped cell of this profile's runs (nothing where a table has not been produced yet)."""
+    out = results / PAPER / profile
+    recs: list[Recomputed] = []
+    tables = {**TABLES, **(FULL_ONLY if profile == "full" else {})}
+    for table, (name, columns, rows) in tables.items():
+        path = out / name
+        ids = row_ids(table, rows, profile)
+        recs += run_rows_recomputations(PAPER, table, path, profile, columns,
+                                        lambda row, ids=ids: ids.get(row.get("row", "")),
+                                        f"run {path.relative_to(results.parent)}")
+    path = out / "by_word_k.csv"
+    for table, (word, rows) in BY_WORD_K.items():
+        cells = by_word_k_rows(path, word)
+        source = f"run {path.relative_to(results.parent)} ({word})"
+        ids = row_ids(table, rows, profile)
+        recs += rows_recomputations(PAPER, table, cells, profile, K_COLUMNS,
+                                    lambda row, ids=ids: ids.get(row.get("row", "")), source)
+        sizes = [next(iter(cells))] if cells else []
+        recs += rows_recomputations(PAPER, table, sizes, profile, {f"n_k{k}": f"#{k}" for k in range(1, 6)},
+                                    lambda row: "Split size", source, units={f"n_k{k}": "count" for k in range(1, 6)})
+    return recs
+
+
+def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
+    """This profile's runs (the paper releases no per-example predictions to recompute from)."""
+    return run_recomputations(profile, results)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("conclip", argv)
+    return stage_main(PAPER, argv, recompute)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -39,23 +39,22 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.file_batches import FileCaptionBatches, Schedule, launch_run
-from common.finetune import resume_path
+from common.file_batches import FileCaptionBatches, FileRunParams, launch_run, train_file_run
 from common.finetune import tokenizer_for as shared_tokenizer_for
 from common.image_files import FileImages
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
-from common.jsonl import read_jsonl
+from common.io import output_group, sha256_file, write_json_atomic
+from common.jsonl import read_jsonl, write_jsonl
 from common.tasks import DatasetError
-from common.training import DistributedContext, FromZoo, Init, TrainConfig, TrainResult, train
+from common.training import DistributedContext, FromZoo, Init, TrainResult
 from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
 SET_STAGE = "papers/hard_positives/dvc.yaml:finetune-full-set"
 RUN_STAGE = "papers/hard_positives/dvc.yaml:finetune-full@{run}"
 SET_KIND = "hard-positives-finetune-full-set"
 CAPTIONS = Path("coco") / "annotations_trainval2017" / "annotations" / "captions_train2017.json"
-"""Under the data root: COCO 2017 train captions (group ``hard_positives-coco``, the annotations archive)."""
+"""Under the data root: COCO 2017 train captions (group ``coco-train2017``, the annotations archive)."""
 IMAGES = Path("coco") / "train2017" / "train2017"
-"""Under the data root: COCO 2017 train images (group ``hard_positives-coco``)."""
+"""Under the data root: COCO 2017 train images (group ``coco-train2017``)."""
 CHECKPOINT_EVERY = 500
 TYPE_DRAW = 3
 """``default_rng([seed, TYPE_DRAW])`` draws each caption's type (streams 0-2 are the batches' and CREPE's)."""
@@ -75,7 +74,7 @@ def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FinetuneFullError(f"{path}: missing; fetch it: python -m common fetch hard_positives-coco") from None
+        raise FinetuneFullError(f"{path}: missing; fetch it: python -m common fetch coco-train2017") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DatasetError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(record, dict) or not isinstance(record.get("images"), list) \
@@ -104,7 +103,7 @@ def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
     missing = sorted(name for name in used if not (images_dir / name).is_file())
     if missing:
         raise DatasetError(f"{path}: {len(missing)} captioned image(s) not found under {images_dir}, first "
-                           f"{missing[0]!r} (fetch group hard_positives-coco)")
+                           f"{missing[0]!r} (fetch group coco-train2017)")
     return out
 
 
@@ -198,9 +197,7 @@ def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 
                 "captions_sha256": sha256_file(captions_path)}
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        with atomic_path(staging / "rows.jsonl") as tmp:
-            Path(tmp).write_text("".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rows),
-                                 encoding="utf-8")
+        write_jsonl(staging / "rows.jsonl", rows)
         write_json_atomic(staging / "manifest.json", manifest)
     return manifest
 
@@ -230,20 +227,8 @@ def load_rows(set_dir: Path) -> list[FullRow]:
 # ------------------------------------------------------------------------------------------------------------------
 # 2. Runs
 # ------------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FullFinetuneParams:
-    """``params.yaml hard_positives.full.finetune``: what every run shares."""
-
-    base: str
-    image_size: int
-    schedule: Schedule
-    seed: int = 0
-    precision: str = "fp32"
-
-    @classmethod
-    def from_params(cls, section: Mapping) -> "FullFinetuneParams":
-        return cls(section["base"], int(section["image_size"]), Schedule.from_params(section), int(section["seed"]),
-                   section.get("precision", "fp32"))
+FullFinetuneParams = FileRunParams
+"""``params.yaml hard_positives.full.finetune``: what every run shares."""
 
 
 def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
@@ -271,7 +256,6 @@ def train_full_run(run: str, rows: Sequence[FullRow], params: FullFinetuneParams
     spec = run_spec(run)
     rows = run_rows(run, rows)
     init = init or FromZoo(params.base)
-    schedule = params.schedule
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
     images = FileImages(tuple(Path(images_dir) / name for name in files), params.image_size)
@@ -280,23 +264,12 @@ def train_full_run(run: str, rows: Sequence[FullRow], params: FullFinetuneParams
                                  tokenizer_for(init.describe()["arch"]),
                                  name=f"hard-positives-full-{'-'.join(spec.types)}",
                                  fields={"texts": ["caption", "hard_positive", "hard_negative"]})
-    per_epoch = batches.steps_per_epoch(schedule.batch_size)
-    total = steps or schedule.epochs * per_epoch
-    config = TrainConfig(steps=total, batch_size=schedule.batch_size, lr=schedule.lr,
-                         warmup_steps=schedule.warmup_steps, weight_decay=schedule.weight_decay, seed=params.seed,
-                         precision=params.precision)
     provenance = {"run": run, "hard_positive_weight": spec.hard_positive_weight,
-                  "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types),
-                  "steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})}
-    key = {"run": run, "params": asdict(params), "init": init.describe(), "data": batches.describe(),
-           "provenance": provenance, "world_size": (world.world_size if world else 1)}
+                  "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types), **(provenance or {})}
     here = Path(__file__)
-    common = here.parents[2] / "common"
-    code = [here, here.with_name("losses.py"), here.with_name("runs.py"), common / "image_files.py",
-            common / "file_batches.py"]
-    return train(config, init, batches, loss_for(spec), out_path, world=world, provenance=provenance, resume=True,
-                 progress=progress, checkpoint_every=checkpoint_every,
-                 resume_path=resume_path(f"hard-positives-full-{run}", key, code))
+    return train_file_run(f"hard-positives-full-{run}", batches, params, loss_for(spec), out_path, init, world=world,
+                          steps=steps, provenance=provenance, progress=progress, checkpoint_every=checkpoint_every,
+                          code=[here, here.with_name("losses.py"), here.with_name("runs.py")])
 
 
 # ------------------------------------------------------------------------------------------------------------------

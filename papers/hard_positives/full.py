@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
-from common.zoo import ModelUnavailable
+from common.zoo import ModelFactory
+from common.zoo.available import each_model
+from common.zoo import create_model as _zoo_create
 from papers.hard_positives import data, evaluation, tables
 from papers.hard_positives.runs import RUNS
 from papers.hard_positives.tables import ModelEntry, Scored
@@ -52,29 +54,6 @@ class HardPositivesFullError(WorkspaceError):
 # ------------------------------------------------------------------------------------------------------------------
 # Scoring and the tables
 # ------------------------------------------------------------------------------------------------------------------
-ModelFactory = Callable[..., object]
-"""``create_model(name, device=...)``: the zoo's, or a stand-in in tests."""
-
-
-def _zoo_create(name: str, device: str = "cpu"):
-    from common.zoo import create_model
-
-    return create_model(name, device=device)
-
-
-def why_unavailable(name: str, exc: ModelUnavailable) -> str:
-    """The zoo's message, with the note of the model's download entry where it says why (not released, LoRA)."""
-    from common.download import RegistryError, get_source
-    from common.zoo import get_spec
-
-    try:
-        source = get_spec(name).source
-        note = get_source(source).note if source else None
-    except (KeyError, RegistryError):
-        note = None
-    return f"{exc}" + (f" ({note})" if note else "")
-
-
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                  device: str = "cpu", create: ModelFactory = _zoo_create,
                  skip_unavailable: bool = False) -> tuple[list[Scored], dict[str, str]]:
@@ -84,14 +63,8 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
     from common.zoo import get_spec
 
     scored, skipped = [], {}
-    for row, name in models.items():
-        try:
-            model = create(name, device=device)
-        except ModelUnavailable as exc:
-            if not skip_unavailable:
-                raise ModelUnavailable(f"Table 1 row {row!r}: {why_unavailable(name, exc)}") from exc
-            skipped[row] = why_unavailable(name, exc)
-            continue
+    for row, name, model in each_model(models, skipped, create=create, device=device,
+                                       skip_unavailable=skip_unavailable, what="Table 1 row"):
         result = evaluation.evaluate(Engine(model, engine_config), items)
         scored.append(Scored(row, name, get_spec(name).label, result))
     return scored, skipped

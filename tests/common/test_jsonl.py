@@ -35,3 +35,21 @@ def test_the_parsers_own_dataset_error_gets_the_line(tmp_path):
     path = _write(tmp_path, [json.dumps({"a": 1}), json.dumps({"a": -1})])
     with pytest.raises(DatasetError, match=r"rows\.jsonl: line 2: a is negative$"):
         list(read_jsonl(path, parse, "a row"))
+
+
+def test_write_jsonl_round_trips_dataclasses_and_dicts(tmp_path):
+    from dataclasses import dataclass
+
+    from common.jsonl import write_jsonl
+
+    @dataclass
+    class Row:
+        caption: str
+        k: int
+
+    path = write_jsonl(tmp_path / "rows.jsonl", [Row("a dog", 1), {"caption": "no cat", "k": 2}])
+    assert path.read_text(encoding="utf-8") == '{"caption": "a dog", "k": 1}\n{"caption": "no cat", "k": 2}\n'
+    assert list(read_jsonl(path, lambda r: Row(**r), "a row")) == [Row("a dog", 1), Row("no cat", 2)]
+    with pytest.raises(TypeError):
+        write_jsonl(tmp_path / "bad.jsonl", [{"ok": 1}, {"bad": object()}])
+    assert not (tmp_path / "bad.jsonl").exists()  # all or nothing

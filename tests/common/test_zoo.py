@@ -351,6 +351,32 @@ def test_saved_state_dict_loads_exactly_and_fingerprints(tmp_path: Path, monkeyp
     assert torch.allclose(feats.norm(dim=-1), torch.ones(1), atol=1e-5)
 
 
+@pytest.mark.parametrize("layout", ["plain", "open_clip", "openai_clip_finetune"])
+def test_torch_checkpoint_layouts_load_the_same_weights(tmp_path: Path, layout: str):
+    """A .pt file is read as a bare state dict, open_clip's {"state_dict"} (with DDP's "module." prefixes) or the
+    OpenAI-clip fine-tuning dict {"model", "optimizer", "epoch"} that CoN-CLIP releases; each loads exactly."""
+    model, _ = random_mini(seed=6)
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items()}
+    saved = {"plain": state,
+             "open_clip": {"epoch": 3, "name": "run", "state_dict": {f"module.{k}": v for k, v in state.items()}},
+             "openai_clip_finetune": {"epoch": 4, "model": state,
+                                      "optimizer": {"state": {}, "param_groups": [{"lr": 1e-6, "params": [0]}]}}}
+    path = tmp_path / f"{layout}.pt"
+    torch.save(saved[layout], path)
+    target, _ = random_mini(seed=7)
+    zoo.load_state_dict(target, path, "t/layout")
+    for key, value in target.state_dict().items():
+        assert torch.equal(value, state[key]), key
+
+
+def test_torch_checkpoint_without_weights_is_unavailable(tmp_path: Path):
+    path = tmp_path / "optimizer_only.pt"
+    torch.save({"epoch": 1, "optimizer": {"state": {}, "param_groups": []}}, path)
+    model, _ = random_mini(seed=8)
+    with pytest.raises(ModelUnavailable, match=r"optimizer_only.pt could not be loaded: .*none of \['state_dict', 'model'\]"):
+        zoo.load_state_dict(model, path, "t/bad")
+
+
 # --------------------------------------------------------------------------------------------------
 # text encoding shortcut
 # --------------------------------------------------------------------------------------------------
@@ -405,3 +431,29 @@ def testpadding_is_inert_only_for_causal_eos_pooled_towers():
 
     # a module without a text tower is never treated as inert
     assert not padding_is_inert(torch.nn.Linear(2, 2))
+
+
+def test_each_model_loads_rows_one_at_a_time_and_says_why_one_is_missing(tmp_path, monkeypatch):
+    """A table's rows load in order, lazily; a missing checkpoint raises naming the table's row and the download
+    entry's note, or with skip_unavailable is recorded and passed over."""
+    from common.zoo.available import each_model
+
+    monkeypatch.setenv("VLC_DATA", str(tmp_path / "data"))  # aro/negclip's manual checkpoint is not there
+    loaded = []
+
+    def create(name, device="cpu"):
+        if name == "aro/negclip":
+            return create_model(name, device=device)  # the zoo's own failure
+        loaded.append(name)
+        return f"model:{name}"
+
+    rows = {"clip": "mini/xs-2k", "negclip": "aro/negclip", "small": "mini/xs-8k"}
+    with pytest.raises(ModelUnavailable, match=r"Table 9 row 'negclip': model 'aro/negclip': checkpoint .* not "
+                                               r"found.*\(open_clip checkpoint: ") as exc:
+        list(each_model(rows, {}, create=create, what="Table 9 row"))
+    assert loaded == ["mini/xs-2k"] and "negclip.pth" in str(exc.value)
+    skipped: dict[str, str] = {}
+    walk = each_model(rows, skipped, create=create, skip_unavailable=True)
+    assert next(walk) == ("clip", "mini/xs-2k", "model:mini/xs-2k") and loaded == ["mini/xs-2k"] * 2  # lazy
+    assert list(walk) == [("small", "mini/xs-8k", "model:mini/xs-8k")]
+    assert list(skipped) == ["negclip"] and "not found" in skipped["negclip"]

@@ -37,3 +37,27 @@ def test_conclip_loss_with_two_samples_by_hand():
     distractor_term = sum(ce([S * dot(images[b + i], x) for x in texts[b:] + texts[:b]], i) for i in range(b)) / b
     got = ConClipLoss()(t(images), t(texts), S)["contrastive_loss"].item()
     assert got == pytest.approx((image_term + caption_term + distractor_term) / 3, abs=1e-12)
+
+
+@pytest.mark.parametrize("terms", [("l1",), ("l2",), ("l3",), ("l1", "l2")])
+def test_the_ablations_are_the_means_of_their_terms(terms):
+    """Table 6's ablations: L1, L2, (L1 + L2) / 2 (and L3 alone), each term as in the by-hand example above."""
+    images = [[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.8, 0.6]]
+    texts = [[0.8, 0.6], [-0.6, 0.8], [0.0, -1.0], [1.0, 0.0]]
+    b = 2
+    by_hand = {
+        "l1": sum(ce([S * dot(images[i], x) for x in texts], i) for i in range(b)) / b,
+        "l2": sum(ce([S * dot(texts[i], x) for x in images], i) for i in range(b)) / b,
+        "l3": sum(ce([S * dot(images[b + i], x) for x in texts[b:] + texts[:b]], i) for i in range(b)) / b,
+    }
+    loss = ConClipLoss(terms=terms)
+    got = loss(t(images), t(texts), S)["contrastive_loss"].item()
+    assert got == pytest.approx(sum(by_hand[k] for k in terms) / len(terms), abs=1e-12)
+    assert loss.describe()["terms"] == list(terms) and loss.frozen == ("image",)
+
+
+def test_unknown_or_no_terms_are_refused():
+    with pytest.raises(ValueError, match="non-empty subset"):
+        ConClipLoss(terms=())
+    with pytest.raises(ValueError, match="non-empty subset"):
+        ConClipLoss(terms=("l4",))

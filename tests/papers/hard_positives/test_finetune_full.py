@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from common.file_batches import Schedule
 from common.tasks import DatasetError
 from common.training import FromScratch
 from papers.hard_positives import finetune_full as ff
@@ -32,8 +33,7 @@ CAPTIONS = [
 ]
 """Image k (COCO id k + 1) has captions k and (k + 5) mod 12; """
 PARAMS = ff.FullFinetuneParams(base="unused", image_size=48, seed=0,
-                               schedule=ff.Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1,
-                                                    weight_decay=0.1))
+                               schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
 
 
 def _coco(root: Path, annotations: list[dict] | None = None, images: int = 12) -> tuple[Path, Path]:

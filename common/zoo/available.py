@@ -1,0 +1,41 @@
+"""Loading a table's models one by one, with the reason a model cannot be had.
+
+A module of its own, apart from ``common.zoo``: the reason reads the download registry (the note of the model's
+download entry), and stages that only build or load a model should not re-run when the registry changes.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+from common.zoo import EmbeddingModel, ModelFactory, ModelUnavailable, create_model, get_spec
+
+
+def why_unavailable(name: str, exc: ModelUnavailable) -> str:
+    """The zoo's message, with the note of the model's download entry where it says why (manual, not released,
+    LoRA weights)."""
+    from common.download import RegistryError, get_source
+
+    try:
+        source = get_spec(name).source
+        note = get_source(source).note if source else None
+    except (KeyError, RegistryError):
+        note = None
+    return f"{exc}" + (f" ({note})" if note else "")
+
+
+def each_model(models: Mapping[str, str], skipped: dict[str, str], *, create: ModelFactory | None = None,
+               device: str = "cpu", skip_unavailable: bool = False,
+               what: str = "row") -> Iterator[tuple[str, str, EmbeddingModel]]:
+    """(row, zoo name, loaded model) for each row of a table's ``row -> zoo model`` map, one at a time (only one
+    model is held). A model that cannot be loaded raises ``ModelUnavailable`` naming ``what`` and the row, with
+    ``why_unavailable``'s reason; with ``skip_unavailable`` it is recorded in ``skipped`` (row -> reason) instead."""
+    create = create or create_model
+    for row, name in models.items():
+        try:
+            model = create(name, device=device)
+        except ModelUnavailable as exc:
+            if not skip_unavailable:
+                raise ModelUnavailable(f"{what} {row!r}: {why_unavailable(name, exc)}") from exc
+            skipped[row] = why_unavailable(name, exc)
+            continue
+        yield row, name, model

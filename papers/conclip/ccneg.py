@@ -1,0 +1,339 @@
+"""CC-Neg's evaluation split (Singh et al., Sec. 3, 5.1; Tables 2-3, 7-9) read from the released
+``ccneg_preprocessed.pt`` and its image folder, as (c, c') items for ``common.scoring.selection``.
+
+What the authors' code reads (jaisidhsingh/CoN-CLIP, ``src/data/evaluation_datasets.py: CCNegEvalDataset``,
+``src/eval/ccneg_eval_utils/eval_ccneg_no_not_without.py``), reproduced here:
+
+* the file is a dict of ``image_paths`` (one per entry), ``annotations`` (the caption at
+  ``annotations[i]["json"]["caption"]``, the negated caption at ``annotations[i]["sop_data"]["negative-prompt"]``,
+  whose commas are removed before it is encoded) and ``num_ops`` (K -> the indices of the entries whose caption has
+  K predicate-object pairs);
+* the evaluation split is the file's LAST ``eval_size`` entries (``configs.num_ccneg_eval_samples`` = 40,000; the
+  first 188,246 are CoN-CLIP's fine-tuning data);
+* a K subset is ``[i for i in num_ops[K][-M:] if N - eval_size <= i < N]`` with ``M = min(eval_size,
+  len(num_ops[K]))``: the last M indices listed, those in the split. With indices listed in ascending order that is
+  every listed index of the split; otherwise the cut can drop some, and ``CCNegSet.k_cut`` counts them;
+* an entry belongs to negation word w when ``" " + w + " "`` occurs in ``" " + negative_prompt + " "``, on the RAW
+  negated caption (commas still there, case kept): "no, ..." is not a "no" entry, and an entry can belong to several
+  words (Tables 7-9 then count it in each).
+
+The file is a pickle: it is read only with ``torch.load(path, weights_only=True)`` (containers, strings, numbers and
+tensors), and a file that needs more is refused. ``image_paths`` are absolute paths on the authors' machine; each is
+resolved by its file name under the extracted image folder (registry entry ``conclip/ccneg/ccneg_images``:
+``<data root>/ccneg/ccneg_images/cc3m_subset_images_extracted_final/``). Every problem (a missing key, a bad
+record, a missing image) is a ``DatasetError`` naming the file and the entry index.
+
+Public: ``load_ccneg``, ``CCNegSet``, ``CCNegEntry``, ``default_paths``, ``entry_words``, ``PAPER_SPLIT_SIZES``.
+"""
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Mapping, Sequence
+
+from common.io import sha256_file
+from common.tasks import DatasetError, ImageToTextItem, resolve_under
+
+EVAL_SIZE = 40_000
+"""``configs.num_ccneg_eval_samples``: the evaluation split is the file's last 40,000 entries (Sec. 4: 188,246
+fine-tuning triplets, 40,000 held out)."""
+DATA_KEY = "conclip/ccneg/ccneg_preprocessed.pt"
+IMAGES_KEY = "conclip/ccneg/ccneg_images"
+IMAGES_SUBFOLDER = "cc3m_subset_images_extracted_final"
+"""The folder of the JPEGs inside the extracted image archive (the registry entry's instructions)."""
+NEGATION_WORDS: tuple[str, ...] = ("no", "not", "without")
+"""The negation words of Tables 7-9 (Sec. 3.1: {not, no, without}), in the tables' order."""
+KS: tuple[int, ...] = (1, 2, 3, 4, 5)
+"""The numbers of predicate-object pairs of Tables 7-9's columns (Fig. 4: K = 1..5)."""
+PAPER_SPLIT_SIZES: dict[str, dict[int, int]] = {
+    "no": {1: 166, 2: 160, 3: 75, 4: 28, 5: 8},
+    "not": {1: 11910, 2: 10081, 3: 3047, 4: 722, 5: 188},
+    "without": {1: 4850, 2: 5466, 3: 2328, 4: 680, 5: 203},
+}
+"""Tables 7-9's split sizes (in parentheses over each column), by negation word and K (written out here rather than
+imported from the mini profile, so that this stage does not depend on its code)."""
+MAX_LISTED = 20
+"""Problems listed in one error; the rest are counted."""
+
+
+@dataclass(frozen=True)
+class CCNegEntry:
+    """One evaluation entry: its item (candidate 0 the caption c, candidate 1 the negated caption c' without commas),
+    its K (None when no ``num_ops`` list holds it) and the negation words its raw negated caption uses."""
+
+    index: int
+    """The entry's index in the file (what ``num_ops`` lists)."""
+    item: ImageToTextItem
+    k: int | None
+    words: frozenset[str]
+
+
+@dataclass(frozen=True)
+class CCNegSet:
+    """The evaluation split as read, with what the tables and ``context.json`` need to describe it."""
+
+    path: Path
+    sha256: str
+    images_dir: Path
+    n_entries: int
+    eval_size: int
+    entries: tuple[CCNegEntry, ...]
+    ks: tuple[int, ...]
+    """Every K that ``num_ops`` lists, ascending."""
+    k_cut: dict[int, int]
+    """Per K: indices of the split that ``num_ops[K]`` lists but the authors' ``[-M:]`` cut leaves out (0 when the
+    lists are ascending)."""
+
+    @property
+    def items(self) -> list[ImageToTextItem]:
+        return [e.item for e in self.entries]
+
+    @property
+    def first_index(self) -> int:
+        return self.n_entries - self.eval_size
+
+    @property
+    def table_ks(self) -> tuple[int, ...]:
+        """Tables 7-9's Ks and any other K the file lists."""
+        return tuple(sorted(set(KS) | set(self.ks)))
+
+    def cell_sizes(self) -> dict[tuple[str, int], int]:
+        """(negation word, K) -> entries in that cell (Tables 7-9's split sizes), every word x K, zeros included."""
+        counts = Counter((w, e.k) for e in self.entries if e.k is not None for w in e.words)
+        return {(w, k): counts.get((w, k), 0) for w in NEGATION_WORDS for k in self.table_ks}
+
+    def split_sizes(self) -> dict[str, dict[str, dict[str, int | None]]]:
+        """Per word and K: the size here beside Tables 7-9's (JSON-ready: K as a string)."""
+        out: dict[str, dict[str, dict[str, int | None]]] = {w: {} for w in NEGATION_WORDS}
+        for (word, k), n in self.cell_sizes().items():
+            paper = PAPER_SPLIT_SIZES[word].get(k)
+            out[word][str(k)] = {"n": n, "paper": paper, "difference": None if paper is None else n - paper}
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        """How the split divides (for ``context.json``)."""
+        return {
+            "entries_in_file": self.n_entries, "eval_size": self.eval_size,
+            "eval_indices": [self.first_index, self.n_entries - 1],
+            "items": len(self.entries),
+            "by_k": {str(k): sum(e.k == k for e in self.entries) for k in self.ks},
+            "without_k": sum(e.k is None for e in self.entries),
+            "by_word": {w: sum(w in e.words for e in self.entries) for w in NEGATION_WORDS},
+            "without_word": sum(not e.words for e in self.entries),
+            "in_several_words": sum(len(e.words) > 1 for e in self.entries),
+            "k_cut": {str(k): n for k, n in self.k_cut.items()},
+        }
+
+
+def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> frozenset[str]:
+    """The negation words of a raw negated caption, by the authors' rule (space-delimited, case-sensitive)."""
+    padded = f" {negative_prompt} "
+    return frozenset(w for w in words if f" {w} " in padded)
+
+
+def default_paths() -> tuple[Path, Path]:
+    """(the .pt file, the image folder) where the download registry puts them, fetched or verified through it (a
+    missing one raises the registry's instructions: both are manual downloads)."""
+    from common.download import fetch
+
+    return fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
+
+
+def _raise_problems(problems: Sequence[str], path: Path) -> None:
+    if len(problems) == 1:
+        raise DatasetError(problems[0])
+    if problems:
+        listed = "\n  ".join(problems[:MAX_LISTED])
+        more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
+        raise DatasetError(f"{path}: {len(problems)} bad entries:\n  {listed}{more}")
+
+
+def _load(path: Path) -> Mapping[str, Any]:
+    import torch
+
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file; fetch it with `python -m common fetch {DATA_KEY}` (a manual "
+                           "download: its instructions say where to get it)")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError, EOFError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(
+            f"{path}: refused by torch.load(weights_only=True): the file holds more than containers, strings, "
+            f"numbers and tensors, or is not a torch file ({first}); CC-Neg's file is a pickle and is never "
+            "unpickled in full here") from None
+    if not isinstance(data, Mapping):
+        raise DatasetError(f"{path}: expected a dict with image_paths, annotations and num_ops, got "
+                           f"{type(data).__name__}")
+    missing = [k for k in ("image_paths", "annotations", "num_ops") if k not in data]
+    if missing:
+        raise DatasetError(f"{path}: no {', '.join(repr(k) for k in missing)} (keys: {sorted(map(str, data))})")
+    return data
+
+
+def _indices(values: Any, path: Path, k: int) -> list[int]:
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        values = values.reshape(-1).tolist()
+    if not isinstance(values, (list, tuple)):
+        raise DatasetError(f"{path}: num_ops[{k}] is a {type(values).__name__}, not a list or tensor of indices")
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
+    if bad:
+        raise DatasetError(f"{path}: num_ops[{k}] holds non-integer indices, e.g. {bad[0]!r}")
+    return list(values)
+
+
+def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dict[int, int], dict[int, int], list[int]]:
+    """(split index -> K, K -> indices cut by the authors' ``[-M:]``, the Ks), by the authors' rule."""
+    if not isinstance(num_ops, Mapping):
+        raise DatasetError(f"{path}: num_ops is a {type(num_ops).__name__}, not a dict K -> indices")
+    first = n_entries - eval_size
+    k_of: dict[int, int] = {}
+    cut: dict[int, int] = {}
+    ks: list[int] = []
+    for key, values in num_ops.items():
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            raise DatasetError(f"{path}: num_ops key {key!r} is not a number of predicate-object pairs") from None
+        indices = _indices(values, path, k)
+        outside = [i for i in indices if not 0 <= i < n_entries]
+        if outside:
+            raise DatasetError(f"{path}: num_ops[{k}] lists entry {outside[0]}, outside the file's {n_entries} "
+                               "entries")
+        m = min(eval_size, len(indices))
+        kept = [i for i in indices[len(indices) - m:] if first <= i < n_entries]
+        cut[k] = len({i for i in indices if i >= first} - set(kept))
+        for i in kept:
+            if i in k_of and k_of[i] != k:
+                raise DatasetError(f"{path}: entry {i} is listed under num_ops[{k_of[i]}] and num_ops[{k}]: an "
+                                   "entry has one number of predicate-object pairs")
+            k_of[i] = k
+        ks.append(k)
+    return k_of, dict(sorted(cut.items())), sorted(ks)
+
+
+def _text(annotation: Any, outer: str, inner: str, index: int, origin: str) -> str:
+    where = f"annotations[{index}][{outer!r}][{inner!r}]"
+    part = annotation.get(outer) if isinstance(annotation, Mapping) else None
+    value = part.get(inner) if isinstance(part, Mapping) else None
+    if not isinstance(value, str):
+        got = "missing" if value is None else f"a {type(value).__name__}"
+        raise DatasetError(f"{origin}: {where} is {got}, not a string")
+    if not value.strip():
+        raise DatasetError(f"{origin}: {where} is empty")
+    return value
+
+
+def _entry_lists(data: Mapping[str, Any], pt_path: Path) -> tuple[Sequence, Sequence, int]:
+    """The file's ``image_paths`` and ``annotations`` (one of each per entry) and their length."""
+    image_paths, annotations = data["image_paths"], data["annotations"]
+    for name, value in (("image_paths", image_paths), ("annotations", annotations)):
+        if not isinstance(value, (list, tuple)):
+            raise DatasetError(f"{pt_path}: {name} is a {type(value).__name__}, not a list")
+    n = len(image_paths)
+    if len(annotations) != n:
+        raise DatasetError(f"{pt_path}: {n} image_paths but {len(annotations)} annotations (one of each per entry)")
+    return image_paths, annotations, n
+
+
+def _entry(image_paths: Sequence, annotations: Sequence, index: int, images_dir: Path,
+           origin: str) -> tuple[Path, str, str]:
+    """Entry ``index``'s image (by file name under ``images_dir``), caption and negated caption (as released)."""
+    raw_path, annotation = image_paths[index], annotations[index]
+    if not isinstance(raw_path, str) or not raw_path.strip():
+        raise DatasetError(f"{origin}: image_paths[{index}] is {raw_path!r}, not a path")
+    caption = _text(annotation, "json", "caption", index, origin)
+    negative = _text(annotation, "sop_data", "negative-prompt", index, origin)
+    return resolve_under(images_dir, PurePosixPath(raw_path.replace("\\", "/")).name, origin), caption, negative
+
+
+def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
+               check_images: bool = True) -> CCNegSet:
+    """The last ``eval_size`` entries of ``pt_path`` as items (group "all"), with K and negation words per entry.
+
+    ``images_dir``: the folder holding the JPEGs (``cc3m_subset_images_extracted_final``); each entry's image is its
+    file name there, and must exist when ``check_images``. Every bad entry is reported, not only the first.
+    """
+    pt_path, images_dir = Path(pt_path), Path(images_dir)
+    if eval_size < 1:
+        raise ValueError(f"eval_size must be positive, got {eval_size}")
+    data = _load(pt_path)
+    image_paths, annotations, n = _entry_lists(data, pt_path)
+    if n < eval_size:
+        raise DatasetError(f"{pt_path}: {n} entries, fewer than the evaluation split's {eval_size} (the file's last "
+                           f"{eval_size} entries); is this the full ccneg_preprocessed.pt?")
+    if check_images and not images_dir.is_dir():
+        raise DatasetError(f"{images_dir}: no image folder here; fetch `python -m common fetch {IMAGES_KEY}` (a "
+                           f"manual download) and extract it so that {IMAGES_SUBFOLDER}/ holds the JPEGs")
+    k_of, k_cut, ks = _k_of(data["num_ops"], pt_path, n, eval_size)
+    entries: list[CCNegEntry] = []
+    problems: list[str] = []
+    for index in range(n - eval_size, n):
+        origin = f"{pt_path}: entry {index}"
+        try:
+            image, caption, negative = _entry(image_paths, annotations, index, images_dir, origin)
+            if check_images and not image.is_file():
+                raise DatasetError(f"{origin}: image {image_paths[index]!r} not found as {image}")
+            item = ImageToTextItem(str(index), "all", image, (caption, negative.replace(",", "")), origin)
+            entries.append(CCNegEntry(index, item, k_of.get(index), entry_words(negative)))
+        except DatasetError as exc:
+            problems.append(str(exc))
+    _raise_problems(problems, pt_path)
+    return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries), tuple(ks), k_cut)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The training split (CoN-CLIP's fine-tuning data: every entry but the last ``eval_size``)
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CCNegTrainingEntry:
+    """One training entry as the authors' ``FineTuningDatasetWithNegatives`` reads it: its image (resolved by file
+    name under the image folder; whether it exists is the caller's to check), the caption c and the negated
+    caption c' with its commas removed (what their loader encodes)."""
+
+    index: int
+    """The entry's index in the file (= its index in the training split, which is the file's first entries; the
+    distractor mapping's row)."""
+    image: Path
+    caption: str
+    negated: str
+
+
+@dataclass(frozen=True)
+class CCNegTrainingSplit:
+    path: Path
+    sha256: str
+    images_dir: Path
+    n_entries: int
+    eval_size: int
+    entries: tuple[CCNegTrainingEntry, ...]
+
+
+def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> CCNegTrainingSplit:
+    """Entries ``0 .. N - eval_size - 1`` of ``pt_path`` (``FineTuningDataset``'s ``[:split_size]``), in file order.
+
+    A bad record is a ``DatasetError`` naming the file and the entry (every one reported, as ``load_ccneg`` does);
+    images are not opened or checked here (the fine-tuning set counts the missing ones)."""
+    pt_path, images_dir = Path(pt_path), Path(images_dir)
+    if eval_size < 0:
+        raise ValueError(f"eval_size must be >= 0, got {eval_size}")
+    data = _load(pt_path)
+    image_paths, annotations, n = _entry_lists(data, pt_path)
+    if n <= eval_size:
+        raise DatasetError(f"{pt_path}: {n} entries leave no training entries before the evaluation split's "
+                           f"{eval_size} (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
+    entries: list[CCNegTrainingEntry] = []
+    problems: list[str] = []
+    for index in range(n - eval_size):
+        origin = f"{pt_path}: entry {index}"
+        try:
+            image, caption, negative = _entry(image_paths, annotations, index, images_dir, origin)
+            entries.append(CCNegTrainingEntry(index, image, caption, negative.replace(",", "")))
+        except DatasetError as exc:
+            problems.append(str(exc))
+    _raise_problems(problems, pt_path)
+    return CCNegTrainingSplit(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries))

@@ -1,0 +1,161 @@
+"""COCO train 2017 as CoN-CLIP's pool of distractor images, and the released mapping from CC-Neg's training entries
+into it.
+
+What the authors' code does (jaisidhsingh/CoN-CLIP):
+
+* ``src/data/finetuning_datasets.py: FineTuningDatasetWithNegatives`` builds ``torchvision.datasets.CocoCaptions``
+  over ``captions_train2017.json`` and takes, for training entry ``idx`` (its index in ``ccneg_preprocessed.pt``:
+  the training split is the file's FIRST entries, so the two counts coincide), the image
+  ``CocoCaptions[mapping[idx][0]]``: the top-1 of that entry's row of the mapping. ``CocoCaptions`` orders its
+  images by sorted image id (``sorted(coco.imgs.keys())``, every image of the file's ``images`` list, captioned or
+  not); ``coco_train_images`` lists the files in that order.
+* ``src/data/prepare_negative_images.py: merge_topk`` wrote the mapping as ``torch.save(results)`` with ``results`` a
+  Python list (one row per entry) of lists of ``topk`` Python ints (global pool indices); the released
+  ``distractor_image_mapping.pt`` is read here with ``torch.load(weights_only=True)`` and accepted as such a list,
+  as an (N, k) or (N,) integer tensor, or as a dict {entry index: row} with keys 0..N-1. Rows are in CC-Neg entry
+  order (row i for entry i); an index outside the pool, a ragged or non-integer row is an error naming the file
+  and the entry.
+
+Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the destinations of the registry group
+``coco-train2017``), ``coco_train_images``, ``load_distractor_mapping``, ``CocoPoolError``.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from common.errors import WorkspaceError
+from common.tasks import DatasetError
+
+CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
+"""Under the data root: COCO 2017 train captions (group ``coco-train2017``, key
+``coco/annotations_trainval2017.zip``)."""
+IMAGES = Path("coco/train2017/train2017")
+"""Under the data root: COCO 2017 train images (group ``coco-train2017``, key ``coco/train2017.zip``)."""
+FETCH = "python -m common fetch coco-train2017"
+
+
+class CocoPoolError(WorkspaceError):
+    """The COCO pool or the distractor mapping is missing (the message says how to get it)."""
+
+
+def coco_train_images(data_root: Path | None = None) -> list[Path]:
+    """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id): pool
+    index i is element i. Files are not opened here (decoding names a bad one); the folder must exist."""
+    if data_root is None:
+        from common.paths import data_root as default_root
+
+        data_root = default_root()
+    captions, images_dir = Path(data_root) / CAPTIONS, Path(data_root) / IMAGES
+    try:
+        record = json.loads(captions.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CocoPoolError(f"{captions}: missing; fetch it: {FETCH}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{captions}: not valid JSON ({exc})") from None
+    images = record.get("images") if isinstance(record, dict) else None
+    if not isinstance(images, list) or not images:
+        raise DatasetError(f"{captions}: not a COCO captions file (needs a non-empty 'images' list)")
+    by_id: dict[int, str] = {}
+    for k, image in enumerate(images):
+        ok = isinstance(image, dict) and isinstance(image.get("id"), int) and not isinstance(image.get("id"), bool) \
+            and isinstance(image.get("file_name"), str) and image["file_name"].strip()
+        if not ok:
+            raise DatasetError(f"{captions}: images[{k}]: needs an integer 'id' and a 'file_name'")
+        if image["id"] in by_id:
+            raise DatasetError(f"{captions}: images[{k}]: id {image['id']} repeats an earlier image")
+        by_id[image["id"]] = image["file_name"]
+    if not images_dir.is_dir():
+        raise CocoPoolError(f"{images_dir}: no COCO train 2017 images here; fetch them: {FETCH}")
+    return [images_dir / by_id[i] for i in sorted(by_id)]
+
+
+def _load(path: Path) -> Any:
+    import torch
+
+    if not path.is_file():
+        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch "
+                            "conclip/ccneg/distractor_image_mapping.pt` (a manual download: its instructions say "
+                            "where to get it)")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError, EOFError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(
+            f"{path}: refused by torch.load(weights_only=True): the file holds more than containers, numbers and "
+            f"tensors, or is not a torch file ({first}); the mapping is a pickle and is never unpickled in full "
+            "here") from None
+
+
+def _row(value: Any, path: Path, entry: int) -> list[int]:
+    """One entry's pool indices as a list of ints (a tensor, list or tuple of ints, or one int)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            raise DatasetError(f"{path}: entry {entry}: a {value.dtype} tensor, not integer pool indices")
+        value = value.reshape(-1).tolist()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise DatasetError(f"{path}: entry {entry}: {type(value).__name__} {value!r:.60}, not a non-empty list of "
+                           "pool indices")
+    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
+    if bad:
+        raise DatasetError(f"{path}: entry {entry}: {bad[0]!r} is not an integer pool index")
+    return list(value)
+
+
+def _rows(data: Any, path: Path) -> list[Any]:
+    """The mapping's rows in entry order, whatever container holds them."""
+    import torch
+
+    if isinstance(data, torch.Tensor):
+        if data.ndim not in (1, 2) or len(data) == 0:
+            raise DatasetError(f"{path}: a tensor of shape {tuple(data.shape)}; expected (entries,) or "
+                               "(entries, k) pool indices")
+        return list(data.unsqueeze(1) if data.ndim == 1 else data)
+    if isinstance(data, Mapping):
+        keys = []
+        for key in data:
+            if isinstance(key, bool) or not isinstance(key, int):
+                raise DatasetError(f"{path}: a dict with key {key!r}; expected entry indices 0..N-1 as keys "
+                                   f"(keys seen: {sorted(map(str, data))[:5]})")
+            keys.append(key)
+        if sorted(keys) != list(range(len(keys))):
+            missing = sorted(set(range(len(keys))) - set(keys))
+            raise DatasetError(f"{path}: dict keys are not the entry indices 0..{len(keys) - 1} (entry "
+                               f"{missing[0] if missing else max(keys)} is missing or out of order)")
+        return [data[k] for k in range(len(keys))]
+    if isinstance(data, (list, tuple)):
+        return list(data)
+    raise DatasetError(f"{path}: a {type(data).__name__}; expected a list of per-entry pool indices (as the "
+                       "authors' merge_topk saves it), a dict {entry: indices} or an integer tensor")
+
+
+def load_distractor_mapping(path: Path, pool_size: int | None = None) -> np.ndarray:
+    """The released mapping as an (N, k) int64 array, row i the pool indices (best first) of CC-Neg entry i; with
+    ``pool_size`` every index must lie in [0, pool_size). Every failure names the file (and the entry)."""
+    path = Path(path)
+    rows = [_row(value, path, entry) for entry, value in enumerate(_rows(_load(path), path))]
+    if not rows:
+        raise DatasetError(f"{path}: no entries")
+    width = len(rows[0])
+    ragged = next((i for i, r in enumerate(rows) if len(r) != width), None)
+    if ragged is not None:
+        raise DatasetError(f"{path}: entry {ragged} has {len(rows[ragged])} pool indices, entry 0 has {width} "
+                           "(every entry needs the same top-k)")
+    mapping = np.asarray(rows, dtype=np.int64)
+    high = pool_size if pool_size is not None else np.iinfo(np.int64).max
+    outside = np.flatnonzero(((mapping < 0) | (mapping >= high)).any(axis=1))
+    if len(outside):
+        entry = int(outside[0])
+        value = next(int(v) for v in mapping[entry] if not 0 <= v < high)
+        pool = f"the pool of {pool_size} COCO train images" if pool_size is not None else "a pool"
+        raise DatasetError(f"{path}: entry {entry}: pool index {value} is outside {pool} ({len(outside)} such "
+                           "entries)")
+    return mapping

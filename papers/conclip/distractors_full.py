@@ -1,0 +1,448 @@
+"""CoN-CLIP's distractor images (Supplementary 0.B, eq. 4) in the full profile: eq. 4 mined again over COCO train
+2017 for a seeded sample of CC-Neg's training entries, against the released ``distractor_image_mapping.pt``.
+
+Eq. 4 picks I' = argmax_{x in X} phi(x, s) - phi(x, o_n) over the pool X (COCO train 2017) for an entry's subject
+s and negated object o_n; the authors released only its result, ``distractor_image_mapping.pt`` (k pool indices per
+training entry, into torchvision's ``CocoCaptions`` order: ``papers.conclip.coco_pool``), and CoN-CLIP trains on
+each row's first index. This stage encodes the pool with a zoo model (``conclip.full.distractors.model``; the
+paper's CLIP by default) through the shared engine (embeddings cached), mines each sampled entry's top-k by
+``papers.conclip.distractors.mine_distractors`` (ties to the lower pool index) and asks how the release compares:
+is its top-1 our top-1, within our top 5 or 10, at what rank of our scores, with how much less eq. 4 score.
+
+The texts. The paper takes s and o_n from PaLM-2's parse. The authors' mining code
+(``src/data/prepare_negative_images.py: FineTuningDatasetHelper``) encodes ``sop_data["exclusion-prompt"]`` as the
+concept present and ``sop_data["sop_chosen_object"]`` as the concept absent (raw strings, ``clip.tokenize``); the
+exclusion prompt is the caption with the chosen predicate-object pair removed ("A woman in the dining area"), not
+the bare subject. Since the release was made by that code, those two are this stage's s and o_n; the parse's bare
+subject (``sop_data["sop_decomposition"]["subject"]``, which the authors' ``FineTuningDatasetWithNegativesDis``
+reads) is mined beside them as the paper's reading (``paper_*`` columns; an entry without one is left blank there
+and counted in the context).
+
+The selection. The authors' ``get_scores`` cuts the pool into chunks of 5,000 images and keeps each chunk's best
+image per entry; ``merge_topk`` then sorts the chunk winners by score ASCENDING and keeps the first ``topk``, so a
+released row's first index is the chunk winner with the LOWEST score, not the argmax of eq. 4. ``code_rule_rows``
+rebuilds that rule on our scores (``code_rule_*`` columns), so the data say which of the two rules the release
+follows.
+
+Stage ``distractors-full`` (``python -m papers.conclip.distractors_full``) writes, in ``results/conclip/full/`` beside
+the other full-profile tables, as one output group:
+
+* ``distractors.csv``: one row per sampled entry (``DISTRACTOR_FIELDS``); the mini profile's columns
+  (``eq4_precision``, ``eq4_chance``) need scene graphs, which COCO lacks, so agreement with the release takes
+  their place;
+* ``distractors_summary.json``: DVC metrics, at most twelve numbers (``SUMMARY_KEYS``);
+* ``distractors_context.json``: model, pool, sample, data files and their sha256, texts used, the paper against the
+  code.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from common.errors import WorkspaceError
+from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.tasks import DatasetError
+from common.zoo import ModelUnavailable
+from papers.conclip import ccneg, coco_pool
+from papers.conclip.distractors import distractor_scores, mine_distractors
+from common.zoo import ModelFactory
+from common.zoo.available import why_unavailable
+from common.zoo import create_model as zoo_create
+
+STAGE = "papers/conclip/dvc.yaml:distractors-full"
+DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
+"""Read at run time (``common.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this paper's
+zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
+MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
+SUBJECT_FIELD = "exclusion-prompt"
+"""``sop_data`` field encoded as s: the authors' mining code's "concept present"."""
+OBJECT_FIELD = "sop_chosen_object"
+"""``sop_data`` field encoded as o_n: the authors' "concept absent"."""
+PAPER_SUBJECT_PATH = ("sop_data", "sop_decomposition", "subject")
+"""The parse's bare subject: the paper's s (Supplementary 0.B)."""
+CODE_CHUNK = 5000
+"""``get_scores``' ``step_size``: images per chunk, each chunk contributing its best image."""
+WITHIN_KS: tuple[int, ...] = (1, 5, 10)
+"""``released_in_top_<k>``: the released top-1 within our k best (k = 1 is top-1 agreement)."""
+ENTRY_BATCH = 256
+"""Entries scored against the whole pool at a time: (256, 118,287) float64 scores are 240 MB."""
+DISTRACTOR_FIELDS = (
+    "entry", "model", "subject", "negated_object", "released_top1", "ours_top1",
+    *(f"released_in_top_{k}" for k in WITHIN_KS), "released_rank", "ours_score", "released_score", "score_gap",
+    "released_in_ours_top_k", "code_rule_top1", "code_rule_agrees", "code_rule_row_agrees", "released_row",
+    "ours_top_k", "code_rule_row", "released_top1_image", "ours_top1_image", "paper_subject", "paper_top1",
+    "paper_agrees", "paper_released_rank")
+SUMMARY_KEYS = (
+    "n_entries", "pool_size", "top1_agreement", "released_in_top_5", "released_in_top_10", "released_rank_median",
+    "score_gap_mean", "score_gap_median", "code_rule_top1_agreement", "code_rule_row_agreement",
+    "paper_subject_top1_agreement", "paper_vs_code_texts_top1_agreement")
+"""DVC metrics (rates in points): how often the release agrees with eq. 4 (ours) and with the code's rule rebuilt
+on our scores, how far down our ranking its top-1 lies, and how much the paper's bare subject changes the picks."""
+PAPER_VS_CODE: dict[str, str] = {
+    "texts": "paper (Supplementary 0.B): s = the subject, o_n = the negated object, from PaLM-2's relation parse. "
+             "Code (src/data/prepare_negative_images.py: FineTuningDatasetHelper): s = sop_data['exclusion-prompt'] "
+             "(the caption with the chosen predicate-object pair removed), o_n = sop_data['sop_chosen_object'], raw "
+             "strings through clip.tokenize. Here: the code's pair (the release was made with it); the parse's "
+             "subject (sop_data['sop_decomposition']['subject']) beside it in the paper_* columns",
+    "selection": "paper: argmax over X of phi(x, s) - phi(x, o_n). Code: get_scores keeps per entry the best image of "
+                 "each chunk of 5,000 images (topk(k=1) over the chunk); merge_topk sorts those chunk winners by "
+                 "score ascending and keeps the first topk (default 3), so a row's first index is the chunk winner "
+                 "with the LOWEST score. Here: ours = eq. 4's argmax (ties to the lower pool index); code_rule_* = "
+                 "merge_topk's rule rebuilt on our scores (a chunk's tie to its lower index)",
+    "model": "paper: 'the CLIP similarity function' (its CLIP is ViT-B/32). Code: clip.load(--clip-model-name, "
+             "default 'ViT-B/16'), fp16 weights on a GPU; the release does not say which was passed. Here: "
+             "conclip.full.distractors.model through the zoo (the zoo has no OpenAI ViT-B/16), at the engine's "
+             "precision (params.yaml engine.precision)",
+    "entries": "code: the mined texts come from preprocessed_data_final.pt['test']['labels'] (not released); the "
+               "training loader (finetuning_datasets.py) reads mapping[idx][0] for training entry idx of "
+               "ccneg_preprocessed.pt. Here: row i of the mapping is training entry i "
+               "(coco_pool.load_distractor_mapping), which assumes both files list the entries in one order",
+    "pool": "code: torchvision CocoCaptions over captions_train2017.json (images by ascending id); the same here "
+            "(coco_pool.coco_train_images)",
+    "features": "code and here: L2-normalised image and text embeddings, phi = their dot product",
+}
+
+
+class DistractorsFullError(WorkspaceError):
+    """Parameters that cannot be honoured, or a mapping that cannot be lined up with CC-Neg's training entries."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The texts of the sampled entries
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MiningTexts:
+    """One training entry's eq. 4 texts: s and o_n as the authors' code mined them, and the parse's bare subject
+    (None when the entry has none)."""
+
+    entry: int
+    subject: str
+    negated_object: str
+    paper_subject: str | None
+
+
+@dataclass(frozen=True)
+class TrainingTexts:
+    """The sampled entries' texts and what the context says about the file."""
+
+    path: Path
+    sha256: str
+    n_entries: int
+    eval_size: int
+    texts: tuple[MiningTexts, ...]
+
+    @property
+    def n_training(self) -> int:
+        return self.n_entries - self.eval_size
+
+
+def sample_entries(n_training: int, n: int, seed: int) -> np.ndarray:
+    """``n`` training-entry indices drawn without replacement by ``default_rng(seed)``, ascending; every entry when
+    ``n >= n_training``."""
+    if n < 1:
+        raise DistractorsFullError(f"conclip.full.distractors.n must be positive, got {n}")
+    if n >= n_training:
+        return np.arange(n_training, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(n_training, size=n, replace=False)).astype(np.int64)
+
+
+def _paper_subject(annotation: Any) -> str | None:
+    node = annotation
+    for part in PAPER_SUBJECT_PATH:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if not isinstance(node, str) or not node.strip() or node.strip() == "None":
+        return None  # the authors' loader turns a missing subject into the text "None"; here it is left out
+    return node
+
+
+def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg.EVAL_SIZE) -> TrainingTexts:
+    """The eq. 4 texts of ``n`` seeded training entries (every entry but the file's last ``eval_size``), read with
+    ``torch.load(weights_only=True)``; every sampled entry without the code's two texts is reported (file, entry)."""
+    pt_path = Path(pt_path)
+    data = ccneg._load(pt_path)
+    annotations = data["annotations"]
+    if not isinstance(annotations, (list, tuple)):
+        raise DatasetError(f"{pt_path}: annotations is a {type(annotations).__name__}, not a list")
+    n_training = len(annotations) - eval_size
+    if n_training < 1:
+        raise DatasetError(f"{pt_path}: {len(annotations)} entries leave no training entry before the evaluation "
+                           f"split (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
+    texts: list[MiningTexts] = []
+    problems: list[str] = []
+    for entry in sample_entries(n_training, n, seed).tolist():
+        origin = f"{pt_path}: entry {entry}"
+        annotation = annotations[entry]
+        try:
+            subject = ccneg._text(annotation, "sop_data", SUBJECT_FIELD, entry, origin)
+            negated = ccneg._text(annotation, "sop_data", OBJECT_FIELD, entry, origin)
+        except DatasetError as exc:
+            problems.append(f"{exc} (eq. 4's texts, as the authors' prepare_negative_images.py reads them)")
+            continue
+        texts.append(MiningTexts(entry, subject, negated, _paper_subject(annotation)))
+    ccneg._raise_problems(problems, pt_path)
+    return TrainingTexts(pt_path, sha256_file(pt_path), len(annotations), eval_size, tuple(texts))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Rules on a score matrix
+# ------------------------------------------------------------------------------------------------------------------
+def rank_of(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """(M,) 1-based rank of pool image ``index[m]`` in row m of ``scores`` (M, N), in ``mine_distractors``' order:
+    higher scores first, ties to the lower pool index."""
+    rows = np.arange(len(scores))
+    own = scores[rows, index][:, None]
+    before = (scores > own) | ((scores == own) & (np.arange(scores.shape[1])[None, :] < index[:, None]))
+    return before.sum(axis=1) + 1
+
+
+def code_rule_rows(scores: np.ndarray, k: int, chunk_size: int = CODE_CHUNK) -> np.ndarray:
+    """(M, k) pool indices by the authors' ``get_scores`` + ``merge_topk``: each chunk of ``chunk_size`` images (pool
+    order) contributes its best image (the lower index among equals), and the winners are sorted by score ascending
+    (a stable sort: equal scores keep chunk order); the first ``k`` are kept."""
+    n_images = scores.shape[1]
+    starts = np.arange(0, n_images, chunk_size)
+    if not 1 <= k <= len(starts):
+        raise DistractorsFullError(f"the code's rule keeps one image per chunk: k={k} with {len(starts)} chunks of "
+                                   f"{chunk_size} images")
+    winners = np.stack([start + scores[:, start:start + chunk_size].argmax(axis=1) for start in starts], axis=1)
+    values = np.take_along_axis(scores, winners, axis=1)
+    order = np.argsort(values, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(winners, order, axis=1)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The comparison
+# ------------------------------------------------------------------------------------------------------------------
+def _ids(indices: np.ndarray) -> str:
+    return " ".join(str(int(i)) for i in indices)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The per-entry rows, and how many released top-1s tie our top-1's score exactly (a different image that eq. 4
+    ranks below ours only by pool index)."""
+
+    rows: list[dict]
+    released_ties_ours: int
+
+
+def check_sizes(pool_size: int, top_k: int, released_k: int, chunk_size: int = CODE_CHUNK) -> None:
+    """Refuse a ``top_k`` the pool cannot fill, or a release wider than the code's rule can rebuild (one image per
+    chunk)."""
+    if not 1 <= top_k <= pool_size:
+        raise DistractorsFullError(f"conclip.full.distractors.top_k={top_k} with a pool of {pool_size} images")
+    chunks = -(-pool_size // chunk_size)
+    if released_k > chunks:
+        raise DistractorsFullError(f"the release keeps {released_k} images per entry, but the code's rule keeps one "
+                                   f"per chunk and a pool of {pool_size} has {chunks} chunks of {chunk_size}")
+
+
+def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], mapping: np.ndarray, engine,
+                         top_k: int, chunk_size: int = CODE_CHUNK, batch: int = ENTRY_BATCH) -> Comparison:
+    """One row per entry (``DISTRACTOR_FIELDS``): our eq. 4 picks from the engine's embeddings of the pool and the
+    texts, against the release's row ``mapping[entry]``."""
+    check_sizes(len(pool), top_k, mapping.shape[1], chunk_size)
+    strings = [t for m in texts for t in (m.subject, m.negated_object, m.paper_subject) if t is not None]
+    emb = engine.embed(((p, f"COCO train 2017 pool image {i}") for i, p in enumerate(pool)), strings)
+    images = emb.images(list(pool))
+    model = engine.model.name
+    rows: list[dict] = []
+    ties = 0
+    for start in range(0, len(texts), batch):
+        part = texts[start:start + batch]
+        subjects, objects = emb.texts([m.subject for m in part]), emb.texts([m.negated_object for m in part])
+        scores = distractor_scores(images, subjects, objects)
+        ours = mine_distractors(images, subjects, objects, top_k=top_k)
+        released = mapping[[m.entry for m in part]]
+        ranks = rank_of(scores, released[:, 0])
+        code = code_rule_rows(scores, released.shape[1], chunk_size)
+        with_paper = [i for i, m in enumerate(part) if m.paper_subject is not None]
+        paper_top1, paper_rank = {}, {}
+        if with_paper:
+            paper_subjects = emb.texts([part[i].paper_subject for i in with_paper])
+            paper_scores = distractor_scores(images, paper_subjects, objects[with_paper])
+            picks = mine_distractors(images, paper_subjects, objects[with_paper], top_k=1)[:, 0]
+            paper_ranks = rank_of(paper_scores, released[with_paper, 0])
+            paper_top1 = dict(zip(with_paper, picks.tolist()))
+            paper_rank = dict(zip(with_paper, paper_ranks.tolist()))
+        for i, m in enumerate(part):
+            rel, top = int(released[i, 0]), int(ours[i, 0])
+            ours_score, rel_score = float(scores[i, top]), float(scores[i, rel])
+            ties += rel != top and ours_score == rel_score
+            rows.append({
+                "entry": m.entry, "model": model, "subject": m.subject, "negated_object": m.negated_object,
+                "released_top1": rel, "ours_top1": top,
+                **{f"released_in_top_{k}": int(ranks[i] <= k) for k in WITHIN_KS},
+                "released_rank": int(ranks[i]), "ours_score": round(ours_score, 6),
+                "released_score": round(rel_score, 6), "score_gap": round(ours_score - rel_score, 6),
+                "released_in_ours_top_k": int(np.isin(released[i], ours[i]).sum()),
+                "code_rule_top1": int(code[i, 0]), "code_rule_agrees": int(code[i, 0] == rel),
+                "code_rule_row_agrees": int(np.array_equal(code[i], released[i])),
+                "released_row": _ids(released[i]), "ours_top_k": _ids(ours[i]), "code_rule_row": _ids(code[i]),
+                "released_top1_image": Path(pool[rel]).name, "ours_top1_image": Path(pool[top]).name,
+                "paper_subject": m.paper_subject or "",
+                "paper_top1": paper_top1.get(i, ""),
+                "paper_agrees": int(paper_top1[i] == rel) if i in paper_top1 else "",
+                "paper_released_rank": paper_rank.get(i, ""),
+            })
+    return Comparison(rows, int(ties))
+
+
+def _pct(values: Sequence[float]) -> float:
+    return round(100.0 * float(np.mean(values)), 2)
+
+
+def summary(rows: Sequence[Mapping], pool_size: int) -> dict[str, float]:
+    """``SUMMARY_KEYS`` from the per-entry rows (a rate over no entry is left out rather than written as NaN)."""
+    paper = [r for r in rows if r["paper_top1"] != ""]
+    gaps = [r["score_gap"] for r in rows]
+    out = {
+        "n_entries": float(len(rows)), "pool_size": float(pool_size),
+        "top1_agreement": _pct([r["released_in_top_1"] for r in rows]),
+        "released_in_top_5": _pct([r["released_in_top_5"] for r in rows]),
+        "released_in_top_10": _pct([r["released_in_top_10"] for r in rows]),
+        "released_rank_median": float(np.median([r["released_rank"] for r in rows])),
+        "score_gap_mean": round(float(np.mean(gaps)), 6), "score_gap_median": round(float(np.median(gaps)), 6),
+        "code_rule_top1_agreement": _pct([r["code_rule_agrees"] for r in rows]),
+        "code_rule_row_agreement": _pct([r["code_rule_row_agrees"] for r in rows]),
+    }
+    if paper:
+        out["paper_subject_top1_agreement"] = _pct([r["paper_agrees"] for r in paper])
+        out["paper_vs_code_texts_top1_agreement"] = _pct([r["paper_top1"] == r["ours_top1"] for r in paper])
+    return out
+
+
+def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Path], out_dir: Path, *, n: int,
+                         seed: int, model: str, top_k: int, engine_config=None, device: str = "cpu",
+                         create: ModelFactory = zoo_create, chunk_size: int = CODE_CHUNK,
+                         eval_size: int = ccneg.EVAL_SIZE, context: Mapping | None = None) -> dict[str, Path]:
+    """Read, check, mine and compare, then write the CSV, the metrics and the context as one output group (nothing
+    is written when any step fails). The cheap checks (texts, mapping) run before the model loads."""
+    from common.engine import Engine
+    from common.zoo import get_spec
+
+    pool = [Path(p) for p in pool]
+    if not pool:
+        raise DistractorsFullError("the COCO train 2017 pool is empty")
+    texts = read_training_texts(ccneg_path, n, seed, eval_size)
+    mapping_path = Path(mapping_path)
+    mapping = coco_pool.load_distractor_mapping(mapping_path, pool_size=len(pool))
+    if len(mapping) < texts.n_training:
+        raise DistractorsFullError(
+            f"{mapping_path}: {len(mapping)} rows for the {texts.n_training} training entries of {texts.path} (the "
+            f"authors' loader reads mapping[idx] for every training entry idx: entry {len(mapping)} has no row); is "
+            "this the mapping released with this ccneg_preprocessed.pt?")
+    check_sizes(len(pool), top_k, mapping.shape[1], chunk_size)
+    try:
+        embedder = create(model, device=device)
+    except ModelUnavailable as exc:
+        raise ModelUnavailable(f"conclip.full.distractors.model: {why_unavailable(model, exc)}") from exc
+    engine = Engine(embedder, engine_config)
+    compared = compare_with_release(texts.texts, pool, mapping, engine, top_k, chunk_size)
+    rows = compared.rows
+    try:
+        label = get_spec(model).label
+    except KeyError:
+        label = model
+    full_context = {
+        **dict(context or {}), "profile": "full",
+        "model": {"name": model, "label": label, "fingerprint": embedder.fingerprint},
+        "pool": {"name": "COCO train 2017", "size": len(pool), "order": "torchvision CocoCaptions: ascending image "
+                 "id (papers.conclip.coco_pool)", "images_dir": str(pool[0].parent), "first": pool[0].name,
+                 "last": pool[-1].name},
+        "data": {"ccneg": {"file": str(texts.path), "sha256": texts.sha256, "entries": texts.n_entries,
+                           "eval_size": texts.eval_size, "training_entries": texts.n_training},
+                 "mapping": {"file": str(mapping_path), "sha256": sha256_file(mapping_path), "rows": len(mapping),
+                             "k": int(mapping.shape[1])}},
+        "sample": {"n_requested": n, "n": len(rows), "seed": seed, "of": texts.n_training,
+                   "how": "numpy.random.default_rng(seed).choice(training entries, n, replace=False), ascending "
+                          "(every training entry when n >= their number)"},
+        "texts": {"subject": f"sop_data[{SUBJECT_FIELD!r}]", "negated_object": f"sop_data[{OBJECT_FIELD!r}]",
+                  "paper_subject": "sop_data['sop_decomposition']['subject']",
+                  "why": "the authors' prepare_negative_images.py encodes exactly these two (concept_present, "
+                         "concept_absent) to make the mapping; the paper's bare subject is mined beside them",
+                  "paper_subject_missing": sum(m.paper_subject is None for m in texts.texts)},
+        "rules": {"ours": "eq. 4: mine_distractors (argmax of phi(x, s) - phi(x, o_n) over the pool, ties to the "
+                          "lower pool index); released_rank: 1-based rank of the released top-1 in that order",
+                  "code_rule": f"merge_topk of the authors' code on our scores: one winner per chunk of {chunk_size} "
+                               "images, sorted ascending, the first k kept",
+                  "top_k": top_k, "within_ks": list(WITHIN_KS)},
+        "released_ties_ours": compared.released_ties_ours,
+        "paper_vs_code": PAPER_VS_CODE,
+        "provenance": {"mining_code": "jaisidhsingh/CoN-CLIP src/data/prepare_negative_images.py (encode_texts, "
+                                      "get_scores, merge_topk)",
+                       "mapping_use": "jaisidhsingh/CoN-CLIP src/data/finetuning_datasets.py "
+                                      "(FineTuningDatasetWithNegatives: mapping[idx][0])"},
+    }
+    out_dir = Path(out_dir)
+    with output_group(out_dir) as staging:
+        paths = {
+            "distractors": write_csv_atomic(staging / "distractors.csv", rows, DISTRACTOR_FIELDS),
+            "summary": write_json_atomic(staging / "distractors_summary.json", summary(rows, len(pool))),
+            "context": write_json_atomic(staging / "distractors_context.json", full_context),
+        }
+    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _stage_params() -> dict:
+    from common.params import stage_params
+
+    return stage_params(STAGE)
+
+
+def _fetched(key: str) -> Path:
+    from common.download import fetch
+
+    return fetch(key, progress=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.evaluate import best_device, engine_config
+    from common.paths import RESULTS
+
+    params = _stage_params()
+    section = params["conclip"]["full"]["distractors"]
+    device = args.device or best_device()
+    pool = coco_pool.coco_train_images(Path(args.data_root) if args.data_root else None)
+    paths = evaluate_distractors(
+        Path(args.data) if args.data else _fetched(ccneg.DATA_KEY),
+        Path(args.mapping) if args.mapping else _fetched(MAPPING_KEY), pool,
+        Path(args.out or RESULTS / "conclip" / "full"), n=int(section["n"]), seed=int(section["seed"]),
+        model=str(section["model"]), top_k=int(section["top_k"]), engine_config=engine_config(params),
+        device=device, create=zoo_create, chunk_size=CODE_CHUNK, eval_size=args.eval_size,
+        context={"device": device, "engine": params.get("engine", {})})
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.distractors_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None,
+                        help="ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
+    parser.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the download "
+                                                        "registry's, <data root>/ccneg/)")
+    parser.add_argument("--data-root", default=None,
+                        help="the data root holding coco/ (default: VLC_DATA, else data/)")
+    parser.add_argument("--eval-size", type=int, default=ccneg.EVAL_SIZE,
+                        help="the evaluation split, the file's last N entries, never sampled (default: %(default)s, "
+                             "the authors' configs.num_ccneg_eval_samples)")
+    parser.add_argument("--out", default=None, help="default: results/conclip/full")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

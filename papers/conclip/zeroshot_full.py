@@ -1,0 +1,683 @@
+"""CoN-CLIP (Singh et al.), zero-shot classification with standard and negated prompts (Sec. 5.1, 5.2; Tables 4, 15,
+16; Fig. 6) in the full profile: the paper's eight datasets, every obtainable model of ``conclip.full.models``.
+
+Each class gets one prompt of each kind, the paper's: "this is a photo of a {c}" (standard) and "this is not a photo
+of a {c}" (negated); top-1 is the argmax class (the first among equals, as the authors' code), and
+Delta = top-1(standard) - top-1(negated): a model that reads "not" picks the true class less often with the negated
+prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common.scoring.classification``, one
+``ClassificationSet`` per dataset and prompt kind.
+
+The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (the folder of their
+registry entries, ``papers/conclip/sources.toml``, group "conclip-zeroshot"). Archives that download from their own
+host (CIFAR-10/100, Caltech-101, Flowers-102, Food-101, Oxford Pets) are fetched through the registry when their
+folder is missing (trusted on first use), checked against the md5 torchvision pins, and extracted beside the archive;
+ImageNet (a login) and Stanford Cars (its host is gone) are manual: a missing one stops the run with the registry
+entry's steps, unless it is left out of ``conclip.full.zeroshot_datasets`` (or ``--datasets``). The paper names no
+split; each dataset uses CLIP_benchmark's default (``DATASETS``: ``split`` and ``why_split``). CIFAR's images are
+arrays in pickles: they are written once as PNG files (lossless) under ``build/full/conclip/zeroshot/``, because the
+encoding engine keys images by file content.
+
+Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes, in ``results/conclip/full/`` beside the
+CC-Neg tables (``papers.conclip.full``), as one output group: ``classification.csv`` (one row per model, the mini
+profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``, then the means
+``classification_top1`` and ``delta``; in points),
+``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
+``zeroshot_summary.json`` (DVC metrics, at most twelve numbers) and ``zeroshot_context.json`` (datasets, splits,
+counts, prompts, class-name sources, the authors' code against the paper, models left out).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from common.errors import WorkspaceError
+from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.scoring.classification import ClassificationResult
+from common.tasks import ClassificationSet
+from common.zoo import ModelFactory
+from common.zoo.available import each_model
+from common.zoo import create_model as zoo_create
+
+STAGE = "papers/conclip/dvc.yaml:zeroshot-full"
+DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml", "papers/aro/models.toml",
+              "papers/aro/sources.toml")
+"""Read at run time (``common.stage_deps``): this paper's download entries (the datasets), the zoo entries of
+``conclip.full.models``' names (CoN-CLIP's checkpoints, ARO's NegCLIP) and, for a model that cannot be loaded, the
+note of its download entry (``common.zoo.why_unavailable``)."""
+STANDARD_PROMPT = "this is a photo of a {}"
+NEGATED_PROMPT = "this is not a photo of a {}"
+PROMPTS: dict[str, str] = {"standard": STANDARD_PROMPT, "negated": NEGATED_PROMPT}
+"""The paper's two prompts (Sec. 5.1), verbatim: no article agreement ("a apple pie"), no full stop."""
+MARKER_SUFFIX = ".vlc-extracted.json"
+"""Written beside (never inside) a folder extracted here: torchvision lists Caltech-101's category folders, so a file
+inside would become a class."""
+
+PAPER_VS_CODE: dict[str, str] = {
+    "standard_prompt": "paper (Sec. 5.1): 'this is a photo of a {class}'. The authors' src/zeroshot_classification.py "
+                       "encodes the bare class name '{c}' for every dataset but ImageNet, and for ImageNet the mean "
+                       "of 80 templates (TEMPLATES, src/data/imagenet_classes.py). Here: the paper's prompt, one per "
+                       "class, for every dataset.",
+    "negated_prompt": "paper and code agree: 'this is not a photo of a {c}', one prompt per class (the code's ImageNet "
+                      "branch builds the negated classifier only when its cached standard one is absent).",
+    "class_names": "code: torchvision's CIFAR names as they are (CIFAR-100 keeps underscores, 'aquarium_fish'); "
+                   "ImageNet: IMAGENET_MAPPING, OpenAI's curated names (spot-checked equal to open_clip's "
+                   "IMAGENET_CLASSNAMES); the other six: class_list of unreleased preprocessed_data.pt files, "
+                   "lower-cased with '_' -> ' '. Here: torchvision's names with '_' -> ' ' (ImageNet: open_clip's "
+                   "IMAGENET_CLASSNAMES); every tokenizer of the zoo lower-cases, so case does not matter.",
+    "splits": "code: torchvision's CIFAR test sets; ImageNet val (ImageFolder); the other six from the 'test' entries "
+              "of unreleased preprocessed_data.pt files (configs.zeroshot_data_loader), so their splits cannot be "
+              "checked. Here: CLIP_benchmark's default split of each dataset (zeroshot_context.json: datasets).",
+    "top1": "code: argmax of softmax(logit_scale * cosine), i.e. of the cosine, the first class among equals; the same "
+            "here (ties are counted in by_dataset.csv).",
+}
+
+
+class ZeroshotError(WorkspaceError):
+    """Nothing to score: no model or dataset listed, an unknown dataset, or no model that loads."""
+
+
+class ZeroshotDataError(WorkspaceError):
+    """A dataset is not on disk, or not as torchvision reads it; the message names the folder and the fix."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The datasets
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Download:
+    """One registry entry a dataset needs. ``folder``: the top folder the archive holds, extracted beside the archive
+    (at ``into``, relative to the archive's folder, when given); None for a plain file or a manual folder, used as
+    fetched. ``inner``: a tarball inside a zip that holds ``folder`` (Caltech-101). ``md5``: torchvision's pin of the
+    archive, checked before extraction (the registry has no sha256 for these: it trusts the first copy)."""
+
+    key: str
+    md5: str | None = None
+    folder: str | None = None
+    inner: str | None = None
+    into: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadedSet:
+    """A dataset's split as files: every image, its class index, the class names (prompt-ready)."""
+
+    name: str
+    images: tuple[Path, ...]
+    labels: tuple[int, ...]
+    class_names: tuple[str, ...]
+
+
+Loader = Callable[[str, Path, Path], LoadedSet]
+"""(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images) -> its split."""
+
+
+@dataclass(frozen=True)
+class ZeroshotDataset:
+    name: str
+    title: str
+    """The paper's column (Tables 4, 15), as ``results/published/conclip.csv`` names it."""
+    split: str
+    why_split: str
+    class_names: str
+    """Where the class names come from."""
+    expected_n: int
+    """Images in the split as released (a different count is reported in zeroshot_context.json, not refused)."""
+    downloads: tuple[Download, ...]
+    load: Loader
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _path_only(path) -> Path:
+    """A torchvision ``loader`` that returns the file instead of decoding it: the public way to list a split."""
+    return Path(path)
+
+
+def _unreadable(name: str, root: Path, exc: Exception) -> ZeroshotDataError:
+    return ZeroshotDataError(f"{name}: torchvision cannot read the dataset under {root}: {exc}. Remove the folder and "
+                             f"run again to fetch it (python -m common fetch conclip-zeroshot), or see its entry in "
+                             f"papers/conclip/sources.toml")
+
+
+def _pairs(ds) -> tuple[tuple[Path, ...], tuple[int, ...]]:
+    pairs = [ds[i] for i in range(len(ds))]
+    return tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs)
+
+
+def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[Path, ...]:
+    """``arrays`` (N, H, W, 3) uint8 as ``folder/00000.png``..., written once per source file (its sha256 is kept in
+    ``folder/manifest.json``); all or nothing (a staging folder renamed into place)."""
+    from PIL import Image
+
+    folder = Path(folder)
+    paths = tuple(folder / f"{i:05d}.png" for i in range(len(arrays)))
+    wanted = {"source_sha256": source_sha256, "n": len(arrays)}
+    manifest = folder / "manifest.json"
+    if manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")) == wanted:
+        return paths
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        for i, pixels in enumerate(arrays):
+            Image.fromarray(np.ascontiguousarray(pixels)).save(staging / paths[i].name, format="PNG")
+        write_json_atomic(staging / "manifest.json", wanted)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return paths
+
+
+def _cifar(class_name: str) -> Loader:
+    def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
+        from torchvision import datasets
+
+        from common.io import sha256_file
+
+        cls = getattr(datasets, class_name)
+        try:
+            ds = cls(str(root), train=False, download=False)
+        except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted" (md5 of every batch file)
+            raise _unreadable(name, root, exc) from exc
+        batch = root / cls.base_folder / cls.test_list[0][0]
+        images = export_pngs(ds.data, image_dir / f"{name}-test", sha256_file(batch))
+        return LoadedSet(name, images, tuple(int(y) for y in ds.targets), tuple(_words(c) for c in ds.classes))
+
+    return load
+
+
+def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    from torchvision.datasets import Caltech101
+
+    try:
+        ds = Caltech101(str(root), target_type="category", download=False)
+    except RuntimeError as exc:
+        raise _unreadable(name, root, exc) from exc
+    # The file of item k, as Caltech101.__getitem__ builds it (categories, index and y are public attributes).
+    images = tuple(Path(ds.root) / "101_ObjectCategories" / ds.categories[y] / f"image_{i:04d}.jpg"
+                   for i, y in zip(ds.index, ds.y))
+    return LoadedSet(name, images, tuple(int(y) for y in ds.y), tuple(_words(c) for c in ds.categories))
+
+
+def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    from torchvision.datasets import Flowers102
+
+    try:
+        ds = Flowers102(str(root), split="test", download=False, loader=_path_only)
+    except RuntimeError as exc:
+        raise _unreadable(name, root, exc) from exc
+    images, labels = _pairs(ds)
+    return LoadedSet(name, images, labels, tuple(ds.classes))
+
+
+def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    from torchvision.datasets import Food101
+
+    try:
+        ds = Food101(str(root), split="test", download=False, loader=_path_only)
+    except RuntimeError as exc:
+        raise _unreadable(name, root, exc) from exc
+    images, labels = _pairs(ds)
+    return LoadedSet(name, images, labels, tuple(_words(c) for c in ds.classes))
+
+
+def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    from torchvision.datasets import OxfordIIITPet
+
+    try:
+        ds = OxfordIIITPet(str(root), split="test", target_types="category", download=False)
+    except RuntimeError as exc:
+        raise _unreadable(name, root, exc) from exc
+    # OxfordIIITPet takes no loader and decodes in __getitem__; its file list is kept as _images/_labels.
+    files, labels = getattr(ds, "_images", None), getattr(ds, "_labels", None)
+    if files is None or labels is None or len(files) != len(ds):
+        raise ZeroshotDataError(f"{name}: this torchvision version's OxfordIIITPet keeps no _images/_labels list; "
+                                f"papers/conclip/zeroshot_full.py:_oxford_pets needs updating")
+    return LoadedSet(name, tuple(Path(p) for p in files), tuple(int(y) for y in labels), tuple(ds.classes))
+
+
+def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    from torchvision.datasets import StanfordCars
+
+    try:
+        ds = StanfordCars(str(root), split="test", download=False, loader=_path_only)
+    except RuntimeError as exc:
+        raise _unreadable(name, root, exc) from exc
+    images, labels = _pairs(ds)
+    return LoadedSet(name, images, labels, tuple(str(c) for c in ds.classes))
+
+
+IMAGENET_WNID = re.compile(r"n\d{8}")
+
+
+def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
+    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names)."""
+    from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+    from torchvision.datasets import ImageFolder
+
+    val = root / "val"
+    try:
+        ds = ImageFolder(str(val), loader=_path_only)
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise _unreadable(name, val, exc) from exc
+    bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
+    if len(ds.classes) != len(IMAGENET_CLASSNAMES) or bad:
+        raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "
+                                f"ImageNet-1k's val split needs the {len(IMAGENET_CLASSNAMES)} folders n????????/")
+    return LoadedSet(name, tuple(Path(p) for p, _ in ds.samples), tuple(int(y) for y in ds.targets),
+                     tuple(IMAGENET_CLASSNAMES))
+
+
+def _key(path: str) -> str:
+    return f"conclip/zeroshot/{path}"
+
+
+TEST_SPLIT = "the dataset's official test split (CLIP_benchmark's default split, 'test')"
+DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
+    ZeroshotDataset(
+        "imagenet", "ImageNet-1k", "val", "ILSVRC-2012 validation set: its test labels were never released; "
+        "CLIP_benchmark's imagenet1k 'test' is this val split, and the authors' code reads ImageNet val",
+        "open_clip.zero_shot_metadata.IMAGENET_CLASSNAMES (OpenAI's curated names; 'missile' and 'sunglasses' appear "
+        "twice, so those two class pairs get the same prompt and tie exactly: top-1 takes the first)",
+        50_000, (Download(_key("imagenet/val")),), _imagenet),
+    ZeroshotDataset(
+        "caltech101", "Caltech-101", "all", "no official split: CLIP_benchmark's caltech101 (torchvision's) uses every "
+        "image of the 101 categories (BACKGROUND_Google excluded by torchvision)",
+        "torchvision's category folders with '_' -> ' ' ('Faces_easy' -> 'Faces easy'); the authors' code also "
+        "lower-cases folder-style names and replaces '_'", 8_677,
+        (Download(_key("caltech101/caltech-101.zip"), "3138e1922a9193bfa496528edbbc45d0", "101_ObjectCategories",
+                  inner="caltech-101/101_ObjectCategories.tar.gz", into="caltech101/101_ObjectCategories"),),
+        _caltech101),
+    ZeroshotDataset(
+        "flowers102", "Flowers-102", "test", TEST_SPLIT, "torchvision's Flowers102.classes (CLIP's names)", 6_149,
+        (Download(_key("flowers102/flowers-102/102flowers.tgz"), "52808999861908f626f3c1f4e79d11fa", "jpg"),
+         Download(_key("flowers102/flowers-102/imagelabels.mat")),
+         Download(_key("flowers102/flowers-102/setid.mat"))), _flowers102),
+    ZeroshotDataset(
+        "cifar100", "CIFAR-100", "test", TEST_SPLIT, "torchvision's fine label names with '_' -> ' '", 10_000,
+        (Download(_key("cifar100/cifar-100-python.tar.gz"), "eb9058c3a382ffc7106e4002c42a8d85", "cifar-100-python"),),
+        _cifar("CIFAR100")),
+    ZeroshotDataset(
+        "food101", "Food-101", "test", TEST_SPLIT, "torchvision's Food101.classes with '_' -> ' ' (as CLIP_benchmark)",
+        25_250, (Download(_key("food101/food-101.tar.gz"), "85eeb15f3717b99a5da872d97d918f87", "food-101"),),
+        _food101),
+    ZeroshotDataset(
+        "stanford_cars", "Stanford Cars", "test", TEST_SPLIT,
+        "torchvision's StanfordCars.classes (devkit cars_meta.mat)",
+        8_041, (Download(_key("stanford_cars/stanford_cars")),), _stanford_cars),
+    ZeroshotDataset(
+        "oxford_pets", "Oxford Pets", "test", TEST_SPLIT, "torchvision's OxfordIIITPet.classes ('American Bulldog')",
+        3_669,
+        (Download(_key("oxford_pets/oxford-iiit-pet/images.tar.gz"), "5c4f3ee8e5d25df40f4fd59a7f44e54c", "images"),
+         Download(_key("oxford_pets/oxford-iiit-pet/annotations.tar.gz"), "95a8c909bbe2e81eed6a22bccdf3f68f",
+                  "annotations")), _oxford_pets),
+    ZeroshotDataset(
+        "cifar10", "CIFAR-10", "test", TEST_SPLIT, "torchvision's CIFAR10.classes", 10_000,
+        (Download(_key("cifar10/cifar-10-python.tar.gz"), "c58f30108f718f92721af3b95e74349a", "cifar-10-batches-py"),),
+        _cifar("CIFAR10")),
+)}
+"""The paper's eight datasets, in Table 4's column order."""
+
+
+def default_image_dir() -> Path:
+    from common.paths import build_root
+
+    return build_root() / "full" / "conclip" / "zeroshot"
+
+
+def dataset_root(name: str, data_root: Path | None = None) -> Path:
+    from common.paths import data_root as default_root
+
+    return Path(data_root if data_root is not None else default_root()) / "zeroshot" / name
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _marker(target: Path) -> Path:
+    return target.with_name(target.name + MARKER_SUFFIX)
+
+
+def extract(archive: Path, download: Download, target: Path) -> None:
+    """Check ``archive`` against torchvision's md5, extract its ``folder`` (from ``inner`` inside a zip) into a
+    staging folder beside ``target`` (tarfile's "data" filter refuses absolute names, '..', links out of it and
+    device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
+    from common.io import sha256_file
+
+    if download.md5 is not None and (found := _md5(archive)) != download.md5:
+        raise ZeroshotDataError(f"{download.key}: {archive} has md5 {found}, torchvision pins {download.md5}: not the "
+                                f"released archive (or a corrupt copy). Delete it and its entry in "
+                                f"<data root>/checksums.lock.json, then fetch again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".extract", dir=target.parent))
+    try:
+        try:
+            if download.inner is not None:
+                with zipfile.ZipFile(archive) as zf:
+                    if download.inner not in zf.namelist():
+                        raise ZeroshotDataError(f"{download.key}: {archive} holds no {download.inner}")
+                    with zf.open(download.inner) as inner, tarfile.open(fileobj=inner, mode="r|*") as tar:
+                        tar.extractall(staging, filter="data")
+            else:
+                with tarfile.open(archive, mode="r:*") as tar:
+                    tar.extractall(staging, filter="data")
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+            raise ZeroshotDataError(f"{download.key}: cannot extract {archive}: {exc}") from exc
+        top = staging / str(download.folder)
+        if not top.is_dir():
+            raise ZeroshotDataError(f"{download.key}: {archive} holds no top folder {download.folder!r} "
+                                    f"(found {sorted(p.name for p in staging.iterdir())[:5]})")
+        os.replace(top, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    write_json_atomic(_marker(target), {"key": download.key, "archive": archive.name,
+                                        "archive_sha256": sha256_file(archive), "archive_md5": download.md5})
+
+
+def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, dict]:
+    """Make every file of ``spec`` present (fetching and extracting what is missing); return where each came from.
+
+    An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a manual
+    entry that is missing raises ``ZeroshotDataError`` with the registry's steps."""
+    from common.download import FetchError, fetch, get_source
+
+    provenance = {}
+    for download in spec.downloads:
+        source = get_source(download.key)
+        try:
+            if download.folder is None:
+                path = fetch(source, data_root=data_root)
+                provenance[download.key] = {"path": str(path)}
+                continue
+            target = source.dest_path(data_root).parent / (download.into or download.folder)
+            if not target.is_dir():
+                extract(fetch(source, data_root=data_root), download, target)
+        except FetchError as exc:
+            raise ZeroshotDataError(f"{spec.title} ({spec.name}): {exc}\nOr leave {spec.name!r} out of "
+                                    f"conclip.full.zeroshot_datasets (params.yaml) or --datasets.") from exc
+        marker = _marker(target)
+        provenance[download.key] = {"path": str(target), **(json.loads(marker.read_text(encoding="utf-8"))
+                                                            if marker.is_file() else {"extracted": "found in place"})}
+    return provenance
+
+
+def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None) -> LoadedSet:
+    """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present."""
+    return _load(name, data_root, image_dir)[0]
+
+
+def _load(name: str, data_root: Path | None, image_dir: Path | None) -> tuple[LoadedSet, dict[str, dict]]:
+    spec = DATASETS[name]
+    provenance = prepare(spec, data_root)
+    loaded = spec.load(name, dataset_root(name, data_root), Path(image_dir or default_image_dir()))
+    missing = [p for p in loaded.images if not p.is_file()]
+    if missing:
+        raise ZeroshotDataError(f"{name}: {len(missing)} of {len(loaded.images)} image files listed by torchvision are "
+                                f"missing, e.g. {missing[0]}")
+    if not loaded.images:
+        raise ZeroshotDataError(f"{name}: no image in its {spec.split} split under {dataset_root(name, data_root)}")
+    return loaded, provenance
+
+
+def prompt_sets(loaded: LoadedSet) -> dict[str, ClassificationSet]:
+    """The dataset with one prompt per class, standard and negated (no ensemble)."""
+    return {kind: ClassificationSet.from_templates(f"{loaded.name}-{kind}", loaded.images, loaded.labels,
+                                                   loaded.class_names, (template,))
+            for kind, template in PROMPTS.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Scoring
+# ------------------------------------------------------------------------------------------------------------------
+def _label(name: str, model: object) -> str:
+    """The zoo entry's label; a stand-in model outside the zoo (tests) gives its own."""
+    from common.zoo import get_spec
+
+    try:
+        return get_spec(name).label
+    except (KeyError, OSError, WorkspaceError):
+        return getattr(getattr(model, "spec", None), "label", name)
+
+
+@dataclass(frozen=True)
+class ScoredModel:
+    row: str
+    model: str
+    label: str
+    fingerprint: str
+    results: dict[str, dict[str, ClassificationResult]]
+    """Per dataset, per prompt kind ('standard', 'negated')."""
+
+
+def top1(result: ClassificationResult) -> float:
+    """Top-1 as the authors count it: the argmax class (the first among equals) is the true one."""
+    return float((result.predictions == result.labels).mean())
+
+
+def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, ClassificationSet]],
+                 engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create,
+                 skip_unavailable: bool = False) -> tuple[list[ScoredModel], dict[str, str]]:
+    """Every (row -> zoo model) on every dataset and prompt kind, in the given order; a model that cannot be loaded
+    raises ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` is returned by row with the reason."""
+    from common.engine import Engine
+    from common.scoring import classification
+
+    scored, skipped = [], {}
+    for row, name, model in each_model(models, skipped, create=create, device=device,
+                                       skip_unavailable=skip_unavailable, what="zero-shot row"):
+        engine = Engine(model, engine_config)
+        results = {dataset: {kind: classification.evaluate(engine, s) for kind, s in kinds.items()}
+                   for dataset, kinds in sets.items()}
+        scored.append(ScoredModel(row, name, _label(name, model), engine.identity[1], results))
+        del engine, model
+    return scored, skipped
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tables
+# ------------------------------------------------------------------------------------------------------------------
+def _pct(x: float) -> float:
+    return round(100.0 * x, 2)
+
+
+BY_DATASET_FIELDS = ("row", "model", "label", "dataset", "split", "n", "n_classes", "standard", "negated", "delta",
+                     "standard_ties", "negated_ties")
+
+
+def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> list[dict]:
+    """One row per model and dataset: top-1 with each prompt and Delta, in points; ties: images whose true class
+    ties another class (top-1 counts the first of them)."""
+    rows = []
+    for s in scored:
+        for name in datasets:
+            standard, negated = s.results[name]["standard"], s.results[name]["negated"]
+            rows.append({"row": s.row, "model": s.model, "label": s.label, "dataset": name,
+                         "split": DATASETS[name].split, "n": len(standard.labels),
+                         "n_classes": len(standard.class_names),
+                         "standard": _pct(top1(standard)), "negated": _pct(top1(negated)),
+                         "delta": _pct(top1(standard) - top1(negated)), "standard_ties": standard.ties,
+                         "negated_ties": negated.ties})
+    return rows
+
+
+def classification_fields(datasets: Sequence[str]) -> tuple[str, ...]:
+    """The mini profile's ``classification.csv`` columns (``papers.conclip.mini_tables``), over these datasets."""
+    return ("row", "model", "label", *(f"{n}_{m}" for n in datasets for m in ("top1", "negated_top1", "delta")),
+            "classification_top1", "delta")
+
+
+def classification_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> list[dict]:
+    """One row per model (Tables 4, 15: ``<d>_top1``; Table 16: ``delta``, the mean Delta over the datasets)."""
+    rows = []
+    for s in scored:
+        row: dict = {"row": s.row, "model": s.model, "label": s.label}
+        standard = [top1(s.results[n]["standard"]) for n in datasets]
+        negated = [top1(s.results[n]["negated"]) for n in datasets]
+        for n, a, b in zip(datasets, standard, negated):
+            row.update({f"{n}_top1": _pct(a), f"{n}_negated_top1": _pct(b), f"{n}_delta": _pct(a - b)})
+        row["classification_top1"] = _pct(float(np.mean(standard)))
+        row["delta"] = _pct(float(np.mean(standard)) - float(np.mean(negated)))
+        rows.append(row)
+    return rows
+
+
+SUMMARY_LIMIT = 12
+
+
+def summary(rows: Sequence[Mapping], n_datasets: int) -> dict[str, float]:
+    """The DVC metrics, at most twelve flat numbers: each row's mean Delta (Table 16), the number of datasets the
+    means are over, then each row's mean standard top-1 while there is room."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if len(out) < SUMMARY_LIMIT:
+            out[f"{r['row'].replace('-', '_')}_delta"] = r["delta"]
+    if len(out) < SUMMARY_LIMIT:
+        out["n_datasets"] = n_datasets
+    for r in rows:
+        if len(out) < SUMMARY_LIMIT:
+            out[f"{r['row'].replace('-', '_')}_top1"] = r["classification_top1"]
+    return out
+
+
+def published_columns(datasets: Sequence[str] = tuple(DATASETS)) -> dict[str, str]:
+    """``classification.csv`` column -> the paper's column in ``results/published/conclip.csv`` (Tables 4, 15)."""
+    return {f"{n}_top1": DATASETS[n].title for n in datasets}
+
+
+def is_manual(name: str) -> bool:
+    """Whether a person must fetch (part of) the dataset (registry method "manual")."""
+    from common.download import get_source
+
+    return any(get_source(d.key).method == "manual" for d in DATASETS[name].downloads)
+
+
+def check_datasets(datasets: Sequence[str]) -> list[str]:
+    names = list(datasets)
+    if not names:
+        raise ZeroshotError("no dataset to score (conclip.full.zeroshot_datasets or --datasets is empty)")
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        raise ZeroshotError(f"unknown zero-shot dataset(s) {unknown}; known: {list(DATASETS)}")
+    if len(set(names)) != len(names):
+        raise ZeroshotError(f"a dataset is listed twice in {names}")
+    return names
+
+
+def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_dir: Path, engine_config=None,
+                      device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
+                      data_root: Path | None = None, image_dir: Path | None = None,
+                      context: Mapping | None = None) -> dict[str, Path]:
+    """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
+    written when a dataset is missing or a model fails). Datasets are read before any model is loaded."""
+    names = check_datasets(datasets)
+    if not models:
+        raise ZeroshotError("conclip.full.models is empty: no model to score")
+    # Hand-fetched datasets first: a missing one stops the run before any multi-GB download.
+    read = {n: _load(n, data_root, image_dir) for n in sorted(names, key=lambda n: not is_manual(n))}
+    loaded, provenance = {n: read[n][0] for n in names}, {n: read[n][1] for n in names}
+    sets = {n: prompt_sets(loaded[n]) for n in names}
+    scored, skipped = score_models(models, sets, engine_config, device, create, skip_unavailable)
+    if not scored:
+        raise ZeroshotError(f"no model of conclip.full.models could be loaded: {skipped}")
+    n = {name: len(loaded[name].images) for name in names}
+    full_context = {
+        **dict(context or {}), "profile": "full",
+        "prompts": dict(PROMPTS),
+        "rule": "top-1 = argmax class over one prompt per class (the first among equals, as the authors' code); "
+                "Delta = top-1(standard) - top-1(negated), in points; the means are over the datasets listed here",
+        "datasets": {name: {"title": DATASETS[name].title, "split": DATASETS[name].split,
+                            "why_split": DATASETS[name].why_split, "n": n[name],
+                            "n_expected": DATASETS[name].expected_n, "n_classes": len(loaded[name].class_names),
+                            "class_names": DATASETS[name].class_names, "root": str(dataset_root(name, data_root)),
+                            "files": provenance[name]} for name in names},
+        "datasets_missing_from_paper": [d for d in DATASETS if d not in names],
+        "paper_vs_code": dict(PAPER_VS_CODE),
+        "published_columns": published_columns(names),
+        "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.fingerprint} for s in scored},
+        "skipped": skipped,
+    }
+    off = {name: (n[name], DATASETS[name].expected_n) for name in names if n[name] != DATASETS[name].expected_n}
+    if off:
+        print(f"note: split sizes differ from the released ones (found, expected): {off}", file=sys.stderr)
+    wide = classification_rows(scored, names)
+    out_dir = Path(out_dir)
+    with output_group(out_dir) as staging:
+        paths = {
+            "classification": write_csv_atomic(staging / "classification.csv", wide, classification_fields(names)),
+            "by_dataset": write_csv_atomic(staging / "by_dataset.csv", by_dataset_rows(scored, names),
+                                           BY_DATASET_FIELDS),
+            "summary": write_json_atomic(staging / "zeroshot_summary.json", summary(wide, len(names))),
+            "context": write_json_atomic(staging / "zeroshot_context.json", full_context),
+        }
+    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _stage_params() -> dict:
+    from common.params import stage_params
+
+    return stage_params(STAGE)
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.evaluate import best_device, engine_config
+    from common.paths import RESULTS
+
+    params = _stage_params()
+    section = params["conclip"]["full"]
+    datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
+    device = args.device or best_device()
+    context = {"device": device, "engine": params.get("engine", {}),
+               "datasets_from": "--datasets" if args.datasets else "conclip.full.zeroshot_datasets"}
+    paths = evaluate_zeroshot(dict(section["models"]), datasets,
+                              Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
+                              device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
+                              data_root=Path(args.data_root) if args.data_root else None,
+                              image_dir=Path(args.images) if args.images else None, context=context)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(paths["classification"].read_text(encoding="utf-8"))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.zeroshot_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
+                        help="default: conclip.full.zeroshot_datasets")
+    parser.add_argument("--out", default=None, help="default: results/conclip/full")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")
+    parser.add_argument("--images", default=None,
+                        help="where CIFAR's images are written as PNG (default: build/full/conclip/zeroshot)")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

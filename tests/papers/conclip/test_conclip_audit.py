@@ -1,0 +1,61 @@
+"""The audit's mapping of this paper's result files to published cells, per profile: the full profile's released
+CoN-CLIP is row ``conclip`` and its re-trainings ``ft-<run>``; the mini profile's runs are the bare run names."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from papers.conclip import audit
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _results(tmp_path: Path, profile: str, run_prefix: str) -> Path:
+    out = tmp_path / "results" / "conclip" / profile
+    _write(out / "table3.csv", [{"row": "clip", "ccneg": "61.0"}, {"row": "conclip", "ccneg": "90.0"},
+                                {"row": f"{run_prefix}conclip", "ccneg": "88.0"}])
+    _write(out / "table6.csv", [{"row": f"{run_prefix}{run}", "ccneg": str(80 + i)}
+                                for i, run in enumerate(("conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"))])
+    _write(out / "classification.csv", [
+        {"row": "clip", "imagenet_top1": "63.3", "cifar10_top1": "88.9", "delta": "1.0"},
+        {"row": "conclip", "imagenet_top1": "63.4", "cifar10_top1": "90.4", "delta": "20.0"},
+        {"row": "laclip", "imagenet_top1": "62.0", "cifar10_top1": "87.0", "delta": "2.0"}])
+    _write(out / "by_word_k.csv", [{"row": row, "word": "no", "k": str(k), "accuracy": str(70 + k), "n": str(10 * k)}
+                                   for row in ("clip", "conclip", f"{run_prefix}l1") for k in range(1, 6)])
+    return tmp_path / "results"
+
+
+def _cells(recs) -> dict[tuple[str, str, str], float]:
+    return {r.key: r.value for r in recs}
+
+
+def test_full_profile_maps_released_and_retrained_rows_apart(tmp_path):
+    cells = _cells(audit.run_recomputations("full", _results(tmp_path, "full", "ft-")))
+    assert cells[("Table 3", "CoN-CLIP", "CC-Neg Accuracy")] == 90.0  # the released checkpoint
+    assert cells[("Table 6", "CC-Neg | L_conclip", "CC-Neg | Accuracy")] == 80.0  # the re-training
+    assert cells[("Table 6", "CC-Neg | L_2", "CC-Neg | Accuracy")] == 82.0
+    assert cells[("Table 4", "CoN-CLIP | ViT-B/32", "ImageNet-1k")] == 63.4
+    assert cells[("Table 15", "LaCLIP | ViT-B/32", "CIFAR-10")] == 87.0
+    assert ("Table 4", "LaCLIP | ViT-B/32", "CIFAR-10") not in cells  # Table 4 has no LaCLIP row
+    assert cells[("Table 16", "CoN-CLIP", "Mean Δ")] == 20.0
+    assert cells[("Table 7", "CoN-CLIP", "#3")] == 73.0  # released, by word and K
+    assert cells[("Table 10", "CoNCLIP | ViT-B/32 | L_1", "#2")] == 72.0  # re-trained L1
+    assert cells[("Table 7", "Split size", "#4")] == 40.0
+    assert all(r.profile == "full" for r in audit.run_recomputations("full", tmp_path / "results"))
+
+
+def test_mini_profile_has_no_per_dataset_tables_and_bare_run_names(tmp_path):
+    """A mini run covers its cells but is never compared: each mapped cell is there, with no value."""
+    recs = audit.run_recomputations("mini", _results(tmp_path, "mini", ""))
+    keys = {r.key for r in recs}
+    assert not any(key[0] in ("Table 4", "Table 15") for key in keys)
+    assert ("Table 6", "CC-Neg | L_conclip", "CC-Neg | Accuracy") in keys
+    assert ("Table 10", "CoNCLIP | ViT-B/32 | L_1", "#5") in keys
+    assert ("Table 3", "CoN-CLIP", "CC-Neg Accuracy") in keys
+    assert all(r.profile == "mini" and r.value != r.value for r in recs)  # NaN: not comparable

@@ -1,0 +1,255 @@
+"""CoN-CLIP's full-profile fine-tunes on tiny files in the released layouts written here (``ccneg_preprocessed.pt``,
+``distractor_image_mapping.pt`` as the authors' list of lists, a COCO captions file and JPEGs): the training split
+reader, the set (rows, drops by reason), 2-4 step runs of a random ``mini-vit-xs`` on CPU through the shared trainer
+(text tower trained, image tower untouched, file order, resume), and the refusals."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import load_file
+
+from common.file_batches import Schedule
+from common.tasks import DatasetError
+from common.training import FromScratch
+from common.training.checkpoint import seed_everything
+from papers.conclip import ccneg, coco_pool
+from papers.conclip import finetune_full as ff
+from papers.conclip.runs import RUNS
+from tests.papers.conclip.test_ccneg import image_name, write_ccneg
+
+ARCH = "mini-vit-xs"
+EVAL_SIZE = 2
+ANNOTATIONS = [
+    ("a dog on the green grass", "a dog not on the green grass"),          # 0
+    ("a cup of hot tea on a table", "a cup without tea, on a table"),      # 1
+    ("a red car parked on a street", "no red car on a street"),            # 2
+    ("a tall tree in a park", "a tree that is not tall, in a park"),       # 3
+    ("a man wearing a black hat", "a man not wearing a hat"),              # 4
+    ("a room with large windows", "a room without windows"),               # 5
+    ("so very happy", "not so very happy"),                                # 6: no noun: no CREPE negation
+    ("a cat with a toy mouse", "a cat without a toy mouse"),               # 7: its distractor file is missing
+    ("a bowl no spoon", "a bowl, no spoon"),                               # 8: c' without commas reads like c
+    ("a girl riding a horse", "a girl not riding a horse"),                # 9: its image is missing
+    ("a boat on a lake", "a boat not on a lake"),                          # 10: no mapping row
+    ("a kite in the sky", "no kite in the sky"),                           # 11-12: the evaluation split
+    ("a bird on a branch", "a bird without a branch"),
+]
+COCO_IDS = [30, 4, 17, 9, 12]
+"""Listed unsorted; CocoCaptions order is 4, 9, 12, 17, 30 (pool index 4, id 30, has no file)."""
+MAPPING = [[0, 1], [1, 0], [2, 3], [3, 2], [0, 2], [1, 3], [2, 0], [4, 0], [3, 1], [2, 1]]
+"""Rows for entries 0-9 (none for entry 10); top-1 first."""
+USED = [0, 1, 2, 3, 4, 5]
+PARAMS = ff.FullFinetuneParams(base="unused", image_size=48, seed=0, shuffle=False,  # the authors' order
+                               schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
+
+
+def write_data(root: Path) -> dict[str, Path]:
+    pt, images = write_ccneg(root / "ccneg", ANNOTATIONS, num_ops={1: [0, 11], 2: [12]})
+    (images / image_name(9)).unlink()
+    captions = root / coco_pool.CAPTIONS
+    captions.parent.mkdir(parents=True)
+    captions.write_text(json.dumps({"images": [{"id": i, "file_name": f"{i:012d}.jpg"} for i in COCO_IDS],
+                                    "annotations": [{"id": 1, "image_id": 4, "caption": "a thing"}]}))
+    pool = root / coco_pool.IMAGES
+    pool.mkdir(parents=True)
+    for i in COCO_IDS[1:]:
+        pixels = np.random.default_rng(100 + i).integers(0, 256, (36, 28, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(pool / f"{i:012d}.jpg")
+    mapping = root / "distractor_image_mapping.pt"
+    torch.save(MAPPING, mapping)
+    return {"pt": pt, "images": images, "mapping": mapping, "root": root}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    return write_data(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def train_set(data, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("set")
+    ff.build_set(data["pt"], data["images"], data["mapping"], data["root"], out, seed=0, eval_size=EVAL_SIZE)
+    return out
+
+
+def test_training_split_is_every_entry_but_the_last(data):
+    split = ccneg.load_ccneg_training(data["pt"], data["images"], EVAL_SIZE)
+    assert [e.index for e in split.entries] == list(range(11)) and split.n_entries == 13
+    assert split.entries[1].negated == "a cup without tea on a table"  # commas removed, as the authors' loader
+    assert split.entries[1].caption == ANNOTATIONS[1][0]
+    assert split.entries[9].image == (data["images"] / image_name(9)).resolve()  # missing: the set counts it
+    with pytest.raises(DatasetError, match="13 entries leave no training entries"):
+        ccneg.load_ccneg_training(data["pt"], data["images"], 13)
+
+
+def test_training_split_names_a_bad_entry(tmp_path):
+    annotations = [("a dog", "no dog"), ("", "no cat"), ("a kite", "no kite")]
+    pt, images = write_ccneg(tmp_path, annotations, num_ops={1: [0]})
+    with pytest.raises(DatasetError, match=r"ccneg_preprocessed.pt: entry 1: annotations\[1\]\['json'\]"
+                                           r"\['caption'\] is empty"):
+        ccneg.load_ccneg_training(pt, images, eval_size=1)
+
+
+def test_the_set_pairs_each_entry_with_its_top1_distractor_and_counts_drops(data, train_set, tmp_path):
+    rows = ff.load_rows(train_set)
+    assert [r.index for r in rows] == USED
+    names = sorted(f"{i:012d}.jpg" for i in COCO_IDS)
+    for r in rows:
+        assert r.image == image_name(r.index) and r.caption == ANNOTATIONS[r.index][0]
+        assert r.negated == ANNOTATIONS[r.index][1].replace(",", "")
+        assert r.distractor_index == MAPPING[r.index][0] and r.distractor == names[MAPPING[r.index][0]]
+        assert r.crepe_negated and not ff.reads_alike(r.crepe_negated, r.caption)
+    manifest = json.loads((train_set / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert counts["rows"] == 6 and counts["training_entries"] == 11 and counts["mapping_rows"] == 10
+    assert counts["pool_images"] == 5 and counts["mapping_top_k"] == 2
+    assert counts["dropped"] == {"no_mapping_row": 1, "image_missing": 1, "distractor_missing": 1,
+                                 "negation_reads_like_caption": 1, "no_crepe_negation": 1,
+                                 "crepe_negation_reads_like_caption": 0}
+    assert counts["dropped_examples"]["distractor_missing"] == [7]
+    assert set(manifest["sha256"]) == {"ccneg_preprocessed.pt", "distractor_image_mapping.pt",
+                                       "captions_train2017.json"}
+    again = tmp_path / "again"
+    ff.build_set(data["pt"], data["images"], data["mapping"], data["root"], again, seed=0, eval_size=EVAL_SIZE)
+    assert (again / "rows.jsonl").read_bytes() == (train_set / "rows.jsonl").read_bytes()
+
+
+class Opaque:
+    """A class ``torch.load(weights_only=True)`` refuses to rebuild."""
+
+
+def test_set_refusals_name_file_and_entry(data, tmp_path):
+    bad = tmp_path / "distractor_image_mapping.pt"
+    torch.save([[0], [5]], bad)
+    with pytest.raises(DatasetError, match=r"distractor_image_mapping.pt: entry 1: pool index 5 is outside the pool "
+                                           r"of 5 COCO train images"):
+        ff.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
+
+    torch.save({"rows": Opaque()}, bad)
+    with pytest.raises(DatasetError, match=r"distractor_image_mapping.pt: refused by torch.load\(weights_only=True\)"):
+        ff.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"index": 0, "image": "a.jpg", "caption": "c"}) + "\n")
+    with pytest.raises(DatasetError, match=r"rows.jsonl: line 1: no 'negated'"):
+        ff.load_rows(tmp_path)
+    with pytest.raises(ff.ConclipFinetuneFullError, match="finetune-full-set"):
+        ff.load_rows(tmp_path / "nowhere")
+
+
+def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, train_set):
+    rows = ff.load_rows(train_set)
+    batches = ff.batches_for("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+                             lambda texts: torch.tensor([[len(t), 0] for t in texts]))
+    assert batches.steps_per_epoch(4) == 1  # drop_last: 6 rows, 1 batch of 4
+    assert list(batches.draws(0, 0, 2)) == [0, 1] and list(batches.draws(7, 4, 2)) == [2, 3]  # step 4: epoch 1
+    out = batches.batch(0, 1, 2)
+    assert out["images"].shape == (2, 2, 3, 48, 48) and out["texts"].shape == (2, 2, 2)
+    assert out["texts"][:, 1, 0].tolist() == [len(rows[2].negated), len(rows[3].negated)]
+    assert not torch.equal(out["images"][:, 0], out["images"][:, 1])
+    assert batches.describe()["order"] == "file order"
+    crepe = ff.batches_for("crepe-negate-l1", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+                           lambda texts: torch.tensor([[len(t), 0] for t in texts]))
+    assert crepe.batch(0, 1, 2)["texts"][:, 1, 0].tolist() == [len(rows[2].crepe_negated),
+                                                               len(rows[3].crepe_negated)]
+    shuffled = ff.batches_for("conclip", rows, ff.FullFinetuneParams(**{**PARAMS.__dict__, "shuffle": True}),
+                              data["images"], data["root"] / coco_pool.IMAGES, lambda texts: torch.zeros(len(texts), 2))
+    assert sorted(shuffled.draws(0, 0, 6)) == list(range(6)) and list(shuffled.draws(0, 0, 6)) != list(range(6))
+
+
+def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set, tmp_path):
+    rows = ff.load_rows(train_set)
+    seed_everything(PARAMS.seed)  # the trainer builds the model right after this seeding
+    before = {k: v.clone() for k, v in FromScratch(ARCH).build().model.state_dict().items()}
+    out = tmp_path / "conclip.safetensors"
+    result = ff.train_full_run("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES, out,
+                               init=FromScratch(ARCH), steps=2, checkpoint_every=0)
+    assert np.isfinite(result.final_loss)
+    after = load_file(out)
+    visual = [k for k in before if k.startswith("visual.")]
+    text = [k for k in before if not k.startswith("visual.") and k != "logit_scale"]
+    assert visual and all(torch.equal(before[k], after[k]) for k in visual)
+    assert any(not torch.equal(before[k], after[k]) for k in text)
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert record["run"] == "conclip" and record["terms"] == ["l1", "l2", "l3"] and record["steps_per_epoch"] == 3
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_path, monkeypatch):
+    rows = ff.load_rows(train_set)
+
+    def run(name: str):
+        return ff.train_full_run("l1-l2", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+                                 tmp_path / name / "m.safetensors", init=FromScratch(ARCH), steps=4,
+                                 checkpoint_every=2)
+
+    whole = run("whole")
+    original = ff.NegationFileBatches.batch
+
+    def killed(self, seed, step, size, rows=slice(None)):
+        if step == 3:
+            raise _Interrupt
+        return original(self, seed, step, size, rows)
+
+    monkeypatch.setattr(ff.NegationFileBatches, "batch", killed)
+    with pytest.raises(_Interrupt):
+        run("cut")
+    monkeypatch.setattr(ff.NegationFileBatches, "batch", original)
+    resumed = run("cut")
+    assert resumed.resumed_from == 2 and whole.resumed_from is None and resumed.losses == whole.losses
+    assert (tmp_path / "cut" / "m.safetensors").read_bytes() == (tmp_path / "whole" / "m.safetensors").read_bytes()
+
+
+def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypatch):
+    """``python -m papers.conclip.finetune_full run`` without torchrun: a local world, weights and sidecar."""
+    import common.params
+    import common.reproducible
+    from dataclasses import asdict
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
+    section = {"base": "unused", "image_size": 48, "seed": 0, "precision": "fp32", "shuffle": False,
+               **asdict(PARAMS.schedule)}
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": section}}})
+    monkeypatch.setattr(ff, "FromZoo", lambda name: FromScratch(ARCH))
+    root = tmp_path / "root"
+    (root / ff.CCNEG_IMAGES).parent.mkdir(parents=True)
+    (root / ff.CCNEG_IMAGES).symlink_to(data["images"])
+    (root / coco_pool.IMAGES).parent.mkdir(parents=True)
+    (root / coco_pool.IMAGES).symlink_to(data["root"] / coco_pool.IMAGES)
+    out = tmp_path / "crepe-negate-l1.safetensors"
+    assert ff.main(["run", "crepe-negate-l1", "--set", str(train_set), "--data", str(root), "--out", str(out),
+                    "--steps", "2"]) == 0
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert out.is_file() and record["negatives"] == "crepe" and record["terms"] == ["l1"]
+
+
+def test_zoo_entries_name_every_run():
+    import tomllib
+
+    models = tomllib.loads((Path(__file__).parents[3] / "papers/conclip/models.toml").read_text())["model"]
+    ours = {m["name"]: m for m in models if m["name"].startswith("conclip/full-")}
+    assert sorted(ours) == sorted(f"conclip/full-{run}" for run in RUNS)
+    for run in RUNS:
+        entry = ours[f"conclip/full-{run}"]
+        assert entry["checkpoint"] == f"build:full/conclip/models/{run}.safetensors"
+        assert entry["arch"] == "ViT-B-32-quickgelu" and entry["finetuned_from"] == "openai/ViT-B-32"
+
+
+def test_set_entry_point_writes_the_group(data, tmp_path, monkeypatch):
+    import common.params
+
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": {"seed": 0}}}})
+    out = tmp_path / "finetune"
+    assert ff.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",
+                    str(data["mapping"]), "--data", str(data["root"]), "--eval-size", str(EVAL_SIZE), "--out",
+                    str(out)]) == 0
+    assert [r.index for r in ff.load_rows(out)] == USED
+    assert json.loads((out / "manifest.json").read_text())["kind"] == ff.SET_KIND
