@@ -22,7 +22,6 @@ Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the 
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -83,7 +82,7 @@ def _load(path: Path) -> Any:
                             "where to get it)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError, EOFError, ValueError) as exc:
+    except Exception as exc:  # torch's UnpicklingError for a refused type, a zip or EOF error for a broken file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatasetError(
             f"{path}: refused by torch.load(weights_only=True): the file holds more than containers, numbers and "
