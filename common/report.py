@@ -33,6 +33,36 @@ def audit_line(paper: str) -> str:
     return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
 
 
+def print_csv_table(title: str, path: Path, columns: Sequence[str]) -> None:
+    """A results CSV as a fixed-width table: one line per row (its ``label``, else its ``row``), the given columns."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    width = max((len(r.get("label") or r["row"]) for r in rows), default=5) + 2
+    print(title)
+    print(f"{'model':<{width}s}" + "".join(f"{c:>21s}" for c in columns))
+    for r in rows:
+        print(f"{(r.get('label') or r['row']):<{width}s}" + "".join(f"{r.get(c, ''):>21s}" for c in columns))
+
+
+def report_tables(paper: str, title: str, profile: str, tables: dict[str, tuple[str, Sequence[str]]],
+                  required: str) -> None:
+    """A paper's report: its results CSVs of ``profile`` that exist (``tables``: file -> (title, columns)), then
+    where every file of ``results/<paper>/<profile>/`` is. ``required``: the file without which nothing ran yet."""
+    out_dir = RESULTS / paper / profile
+    if not (out_dir / required).is_file():
+        raise WorkspaceError(f"{out_dir / required} does not exist yet: run `dvc repro papers/{paper}`")
+    note = " (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""
+    print(f"{title}, {profile} profile{note}\n")
+    for name, (table_title, columns) in tables.items():
+        if (out_dir / name).is_file():
+            print_csv_table(table_title, out_dir / name, columns)
+            print()
+    for path in sorted(out_dir.glob("*.csv")) + sorted(out_dir.glob("*.json")):
+        print(f"{path.name + ':':<40s} {path}")
+
+
 def run(paper: str) -> int:
     module = plugins.paper_module(paper, "report")
     if module is not None:

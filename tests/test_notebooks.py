@@ -223,3 +223,32 @@ def test_conclip_notebook_redraws_the_committed_results(monkeypatch):
 def test_conclip_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
     text = _text(_execute(CONCLIP_NOTEBOOK, {"VLC_CONCLIP_RESULTS": str(tmp_path)}, monkeypatch))
     assert "create it with `dvc repro papers/conclip`" in text
+
+
+BIVLC_NOTEBOOK = ROOT / "notebooks" / "bivlc.ipynb"
+
+
+def test_bivlc_notebook_committed_without_outputs():
+    nb = nbformat.read(BIVLC_NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert all(c.outputs == [] and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+
+
+def test_bivlc_notebook_redraws_the_committed_results(monkeypatch):
+    """Tables 2-5, Finding 3 (published and runs) and the cross-benchmark heatmap, from results/bivlc (committed)."""
+    results = ROOT / "results" / "bivlc"
+    for name in ("mini/table2.csv", "mini/benchmark_correlations.csv", "finding3.csv"):
+        assert (results / name).is_file(), f"results/bivlc/{name} is committed"
+    nb = _execute(BIVLC_NOTEBOOK, {"VLC_BIVLC_RESULTS": str(results), "VLC_PROFILE": "mini"}, monkeypatch)
+    text = _text(nb)
+    assert "does not exist yet" not in text
+    assert "| label | kind | sugarcrepe | I2T | T2I | group |" in text and "CLIP_TROHN-Img" in text
+    assert "| source | score | n | spearman |" in text and "published table2+table3" in text and "runs-mini" in text
+    assert "| benchmark_a | benchmark_b | n_models |" in text and "bivlc:group" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 5, "Tables 2-3, Table 4, Table 5, Finding 3, the benchmark heatmap"
+
+
+def test_bivlc_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):
+    text = _text(_execute(BIVLC_NOTEBOOK, {"VLC_BIVLC_RESULTS": str(tmp_path), "VLC_PROFILE": "mini"}, monkeypatch))
+    assert "create it with `dvc repro papers/bivlc`" in text

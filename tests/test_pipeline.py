@@ -103,13 +103,34 @@ def test_full_profile_wiring(tmp_path):
     assert "mini/" not in dag.stdout and "mini-set" not in dag.stdout and "analyses-mini" not in dag.stdout
 
 
-@pytest.mark.parametrize("paper", ["bivlc"])
-def test_every_paper_has_its_own_pipeline(paper, tmp_path):
-    """`dvc repro papers/<paper>` reaches the paper's own stages (graph only: nothing runs)."""
+@pytest.mark.parametrize("profile", ["mini", "full"])
+def test_bivlc_pipeline_per_profile(profile, tmp_path):
+    """BiVLC under each profile (graph only): mini renders the benchmark and the TROHN analogs, fine-tunes the mini
+    CLIP three ways and trains the detectors; full reads BiVLC, TROHN and COCO, re-trains under torchrun, trains the
+    four detector heads and scores SugarCrepe's released set, with no mini stage upstream. Both end in Finding 3
+    (over every paper's tables of the profile) and the audit."""
     workspace = copy_workspace(tmp_path / "ws")
-    dag = dvc(workspace, None, "dag", "--dot", f"papers/{paper}")
+    path = workspace / "params.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["profile"] = profile
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    dag = dvc(workspace, None, "dag", "--dot", "papers/bivlc")
     assert dag.returncode == 0, dag.stderr
-    assert f"papers/{paper}/dvc.yaml:audit" in dag.stdout and "mini/" not in dag.stdout
+    for stage in ("audit", "correlation"):
+        assert f"papers/bivlc/dvc.yaml:{stage}" in dag.stdout, stage
+    if profile == "mini":
+        for stage in ("mini-test-set", "mini-train-set", "mini-finetune@clip-coco", "mini-finetune@trohn-img",
+                      "mini-detectors", "tables-mini"):
+            assert f"papers/bivlc/dvc.yaml:{stage}" in dag.stdout, stage
+        assert "mini/train@xs-32k" in dag.stdout and "papers/sugarcrepe/dvc.yaml:mini-set" in dag.stdout
+        assert "-full" not in dag.stdout
+    else:
+        for stage in ("tables-full", "finetune-full-set@coco", "finetune-full-set@trohn-img",
+                      "finetune-full@clip-coco", "finetune-full@trohn-img", "detectors-full-clip@image",
+                      "detectors-full-trohn-img@text"):
+            assert f"papers/bivlc/dvc.yaml:{stage}" in dag.stdout, stage
+        assert "papers/sugarcrepe/dvc.yaml:full-set" in dag.stdout
+        assert "mini/" not in dag.stdout and "mini-" not in dag.stdout
 
 
 @pytest.mark.parametrize("profile", ["mini", "full"])

@@ -501,8 +501,9 @@ def quiet_random_init_warning():
         root.removeFilter(drop)
 
 
-TRAINING_DICT_KEYS = ("state_dict", "model")
-"""Where a training dict keeps the model's weights: open_clip's trainer, then OpenAI-``clip`` fine-tuning scripts."""
+TRAINING_DICT_KEYS = ("state_dict", "model", "model_state_dict")
+"""Where a training dict keeps the model's weights: open_clip's trainer, OpenAI-``clip`` fine-tuning scripts, then
+PyTorch's save-a-checkpoint recipe (``{"epoch", "model_state_dict", "optimizer_state_dict", "loss"}``)."""
 
 
 def unwrap_training_dict(state: object) -> dict:
@@ -521,9 +522,10 @@ def unwrap_training_dict(state: object) -> dict:
 def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
     """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
 
-    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}`` or the
-    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release); ``module.``
-    prefixes (DistributedDataParallel) are dropped."""
+    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}``, the
+    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release) or PyTorch's
+    recipe ``{"model_state_dict": ..., "optimizer_state_dict": ...}`` (BiVLC's release); ``module.`` prefixes
+    (DistributedDataParallel) are dropped."""
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file

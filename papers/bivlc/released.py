@@ -53,8 +53,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from common.errors import WorkspaceError
 from common.audit.core import CLAIM_TABLE, Recomputed
+from papers.bivlc.detection import is_synthetic, score_detectors
 
 PAPER = "bivlc"
 DATA_FILES = ("papers/bivlc/sources.toml",)
@@ -223,8 +226,9 @@ def _pct(k: int, n: int) -> float:
 
 
 def _synthetic(p: float) -> bool:
-    """``round(p) == 1`` with round-half-to-even, as ``np.round``/``torch.round`` do: 0.5 -> natural."""
-    return p > 0.5
+    """``round(p) == 1`` with round-half-to-even, as ``np.round``/``torch.round`` do: 0.5 -> natural
+    (``papers.bivlc.detection.is_synthetic``, the rule every profile decides with)."""
+    return bool(is_synthetic(p))
 
 
 # -- format detection ---------------------------------------------------------------------------------------------
@@ -383,21 +387,14 @@ def _detection(rows_by_label: tuple[list, list], index: int) -> dict[str, Any]:
 def _score_bivlc_detector(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
     _require(path, header, ("text_pred", "img_pred", "label"), "bivlc-detector")
     natural, synthetic = _split_pairs(path, rows, ("text_pred", "img_pred"))
-    decisions = []
-    ties = {"text": 0, "image": 0}
-    for (_, (c0, i0)), (_, (c1, i1)) in zip(natural, synthetic):
-        d = {
-            "Ipos2T": (not _synthetic(i0)) and c0 < c1,
-            "Ineg2T": _synthetic(i1) and c1 > c0,
-            "Tpos2I": (not _synthetic(c0)) and i0 < i1,
-            "Tneg2I": _synthetic(c1) and i1 > i0,
-        }
-        d["I2T"] = d["Ipos2T"] and d["Ineg2T"]
-        d["T2I"] = d["Tpos2I"] and d["Tneg2I"]
-        d["Group"] = d["I2T"] and d["T2I"]
-        ties["text"] += c0 == c1
-        ties["image"] += i0 == i1
-        decisions.append(d)
+    # the k-th natural row (C0, I0) with the k-th synthetic row (C1, I1); the decision rule is shared
+    text_p = [(c0, c1) for (_, (c0, _i0)), (_, (c1, _i1)) in zip(natural, synthetic)]
+    image_p = [(i0, i1) for (_, (_c0, i0)), (_, (_c1, i1)) in zip(natural, synthetic)]
+    outcome = score_detectors(np.array(image_p, dtype=np.float64).reshape(-1, 2),
+                              np.array(text_p, dtype=np.float64).reshape(-1, 2))
+    decisions = [{**{m: bool(outcome.decisions[m][k]) for m in (*FINER, "I2T", "T2I")},
+                  "Group": bool(outcome.decisions["group"][k])} for k in range(len(text_p))]
+    ties = {"text": outcome.text_ties, "image": outcome.image_ties}
     text, img = _detection((natural, synthetic), 0), _detection((natural, synthetic), 1)
     overall = _group_scores(decisions)
     return {

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.finetune import CaptionBatches, RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path
+from common.finetune import RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path
 from common.finetune import tokenizer_for
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
@@ -48,6 +48,7 @@ from common.miniworld.build import scene_to_json, stream
 from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS, distractor_scene, sample_negation
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import contains_heldout, sample_scene
+from common.segment_batches import PairedImageBatches
 from common.tasks import DatasetError, ImageToTextItem
 from common.training import FromZoo, Init, TrainResult, train
 from papers.conclip.losses import ConClipLoss
@@ -316,22 +317,16 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
 # ------------------------------------------------------------------------------------------------------------------
 # 3. Runs
 # ------------------------------------------------------------------------------------------------------------------
-class NegationBatches(CaptionBatches):
-    """``CaptionBatches`` (one caption per image, the negated caption as the extra text) whose samples carry the
-    distractor image as a second image segment: images [I, I'], texts [c, c'] per sample."""
+class NegationBatches(PairedImageBatches):
+    """One caption per image, the negated caption as the extra text, the distractor image as the second image
+    segment: images [I, I'], texts [c, c'] per sample."""
 
     def __init__(self, images: torch.Tensor, distractors: torch.Tensor, captions: torch.Tensor,
                  negated: torch.Tensor, name: str, fields: Mapping | None = None):
-        super().__init__(images, captions, [negated], name, fields)
         if distractors.shape != images.shape:
             raise ValueError("NegationBatches: one distractor image per image")
+        super().__init__(images, captions, [distractors], [negated], name, fields)
         self.distractors = distractors
-
-    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        out = super().batch(seed, step, size, rows)
-        idx = torch.from_numpy(self.draws(seed, step, size)[0][rows])
-        out["images"] = torch.stack([self.images[idx], self.distractors[idx]], dim=1)
-        return out
 
 
 def batches_for(data: FinetuneSet, negatives: str, tokenize: Callable[[Sequence[str]], torch.Tensor],

@@ -6,12 +6,9 @@ The aggregate stage ``papers/conclip`` (root ``dvc.yaml``): ``python -m papers.c
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import Sequence
 
-from common.errors import WorkspaceError
-from common.paths import RESULTS
+from common.report import report_tables
 
 PAPER = "conclip"
 TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -25,33 +22,9 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 """Printed tables: file -> (title, columns)."""
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def print_table(title: str, path: Path, columns: Sequence[str]) -> None:
-    rows = _rows(path)
-    width = max((len(r.get("label") or r["row"]) for r in rows), default=5) + 2
-    print(title)
-    print(f"{'model':<{width}s}" + "".join(f"{c:>21s}" for c in columns))
-    for r in rows:
-        print(f"{(r.get('label') or r['row']):<{width}s}" + "".join(f"{r.get(c, ''):>21s}" for c in columns))
-
-
 def report(profile: str) -> None:
     """The tables of ``profile`` that exist, and where everything is."""
-    out_dir = RESULTS / PAPER / profile
-    if not (out_dir / "table3.csv").is_file():
-        raise WorkspaceError(f"{out_dir / 'table3.csv'} does not exist yet: run `dvc repro papers/{PAPER}`")
-    note = " (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""
-    print(f"CoN-CLIP, {profile} profile{note}\n")
-    for name, (title, columns) in TABLES.items():
-        if (out_dir / name).is_file():
-            print_table(title, out_dir / name, columns)
-            print()
-    for path in sorted(out_dir.glob("*.csv")) + sorted(out_dir.glob("*.json")):
-        print(f"{path.name + ':':<40s} {path}")
+    report_tables(PAPER, "CoN-CLIP", profile, TABLES, "table3.csv")
 
 
 def main() -> int:

@@ -137,6 +137,22 @@ def test_every_registry_entry_is_well_formed():
         assert spec.family and spec.label
 
 
+def test_every_downloaded_checkpoint_lies_where_its_source_puts_it():
+    """A model whose weights are downloaded names a registry entry (``source``), and its ``data:`` checkpoint is
+    that entry's file or lies in that entry's folder, so ``python -m common fetch <source>`` is what the model needs."""
+    from pathlib import PurePosixPath
+
+    from common.download import get_source
+
+    downloaded = [s for s in registry().values() if s.checkpoint and s.checkpoint.startswith("data:")]
+    assert len(downloaded) >= 4  # NegCLIP, CoN-CLIP's, BiVLC's released fine-tunes, ...
+    for spec in downloaded:
+        assert spec.source, spec.name
+        dest = PurePosixPath(get_source(spec.source).dest)
+        ckpt = PurePosixPath(spec.checkpoint.removeprefix("data:"))
+        assert ckpt == dest or dest in ckpt.parents, (spec.name, ckpt, dest)
+
+
 def test_negclip_entry():
     spec = get_spec("aro/negclip")
     assert spec.arch == "ViT-B-32-quickgelu" and spec.pretrained is None and spec.finetuned_from == "openai/ViT-B-32"
@@ -351,16 +367,20 @@ def test_saved_state_dict_loads_exactly_and_fingerprints(tmp_path: Path, monkeyp
     assert torch.allclose(feats.norm(dim=-1), torch.ones(1), atol=1e-5)
 
 
-@pytest.mark.parametrize("layout", ["plain", "open_clip", "openai_clip_finetune"])
+@pytest.mark.parametrize("layout", ["plain", "open_clip", "openai_clip_finetune", "torch_recipe"])
 def test_torch_checkpoint_layouts_load_the_same_weights(tmp_path: Path, layout: str):
     """A .pt file is read as a bare state dict, open_clip's {"state_dict"} (with DDP's "module." prefixes) or the
-    OpenAI-clip fine-tuning dict {"model", "optimizer", "epoch"} that CoN-CLIP releases; each loads exactly."""
+    OpenAI-clip fine-tuning dict {"model", "optimizer", "epoch"} that CoN-CLIP releases or PyTorch's recipe
+    {"epoch", "model_state_dict", "optimizer_state_dict", "loss"} that BiVLC releases; each loads exactly."""
     model, _ = random_mini(seed=6)
     state = {k: v.clone().contiguous() for k, v in model.state_dict().items()}
     saved = {"plain": state,
              "open_clip": {"epoch": 3, "name": "run", "state_dict": {f"module.{k}": v for k, v in state.items()}},
              "openai_clip_finetune": {"epoch": 4, "model": state,
-                                      "optimizer": {"state": {}, "param_groups": [{"lr": 1e-6, "params": [0]}]}}}
+                                      "optimizer": {"state": {}, "param_groups": [{"lr": 1e-6, "params": [0]}]}},
+             "torch_recipe": {"epoch": 9, "model_state_dict": state, "loss": torch.tensor(0.25),
+                              "optimizer_state_dict": {"state": {0: {"step": torch.tensor(3.0)}},
+                                                       "param_groups": [{"lr": 1e-6, "params": [0]}]}}}
     path = tmp_path / f"{layout}.pt"
     torch.save(saved[layout], path)
     target, _ = random_mini(seed=7)
@@ -373,7 +393,7 @@ def test_torch_checkpoint_without_weights_is_unavailable(tmp_path: Path):
     path = tmp_path / "optimizer_only.pt"
     torch.save({"epoch": 1, "optimizer": {"state": {}, "param_groups": []}}, path)
     model, _ = random_mini(seed=8)
-    with pytest.raises(ModelUnavailable, match=r"optimizer_only.pt could not be loaded: .*none of \['state_dict', 'model'\]"):
+    with pytest.raises(ModelUnavailable, match=r"optimizer_only.pt could not be loaded: .*none of \['state_dict', 'model', 'model_state_dict'\]"):
         zoo.load_state_dict(model, path, "t/bad")
 
 

@@ -85,7 +85,7 @@ def test_statuses(cells):
     expected |= {("Table 1", "SugarCrepe", "Swap | Rel"), ("Table 1", "BiVLC (ours)", "Swap | Rel")}
     expected |= {("Table 2", "Human", "Params"), ("Table 2", "Random", "Params")}
     assert not_reported == expected
-    assert {c.key for c in cells if c.status == "unreadable"} == {("Table 7", "5", "Kappa score")}
+    assert not [c.key for c in cells if c.status == "unreadable"]
 
 
 def test_units(cells):
@@ -249,11 +249,10 @@ def test_table6_total_and_generation_budget(index):
 
 
 def test_table7_kappa(index):
-    pairs = [index.cell("Table 7", p, "Kappa score") for p in "1234"]
-    mean = index.cell("Table 7", "1", "Mean")
-    assert {index.cell("Table 7", p, "Mean") for p in "12345"} == {mean} == {0.49}
-    implied_pair5 = 5 * mean - sum(pairs)  # pair 5 is missing from the extracted text
-    assert 0 <= implied_pair5 - 5 * 0.005 and implied_pair5 + 5 * 0.005 <= 1
+    pairs = [index.cell("Table 7", p, "Kappa score") for p in "12345"]
+    assert pairs == [0.66, 0.43, 0.56, 0.43, 0.38]  # pair 5: the extracted text's last line, "5 0.38"
+    assert {index.cell("Table 7", p, "Mean") for p in "12345"} == {0.49}
+    assert round(sum(pairs) / len(pairs), 2) == 0.49  # 0.492: the printed mean
 
 
 # ----------------------------------------------------------------------------- cross-paper repeats

@@ -19,6 +19,7 @@ from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from papers.conclip import mini as m
 from papers.conclip import mini_tables as t
+from sugarcrepe_support import write_sugarcrepe_set
 
 ARCH = "mini-vit-xs"
 
@@ -147,16 +148,8 @@ def test_batches_carry_image_distractor_caption_and_negation(finetune_set):
 
 def _sugarcrepe(root: Path, test_set: Path) -> Path:
     """A SugarCrepe-format set over a few of the benchmark's images (captions from its records)."""
-    from papers.sugarcrepe.data import CATEGORIES, write_manifest
-
     records = json.loads((test_set / "manifest.json").read_text())["examples"][:4]
-    data = root / "data"
-    data.mkdir(parents=True)
-    for category in CATEGORIES:
-        (data / f"{category}.json").write_text(json.dumps(
-            {str(i): {"filename": r["filename"], "caption": r["caption"], "negative_caption": r["negated"]}
-             for i, r in enumerate(records)}))
-    return write_manifest(root, "data", str(test_set / "images"), {"kind": "sugarcrepe"}).path
+    return write_sugarcrepe_set(root, test_set / "images", [(r["filename"], r["caption"], r["negated"]) for r in records])
 
 
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):

@@ -1,0 +1,142 @@
+"""The scene a hard negative caption describes: the negative's edit applied to the scene graph, ready to render.
+
+A negative (``common.miniworld.negatives``) edits a true claim into a false one. BiVLC's negative *image* is the
+picture of that negative caption; here it is the same edit made to the scene instead of the sentence, so it is true by
+construction, not by a text-to-image model's judgement:
+
+* the positive claim is matched to the scene (one assignment of its phrases to distinct objects);
+* each matched object takes the identity the negative states for its phrase: a replaced shape, colour or size
+  (replace, add_att), the other phrase's identity when the negative permutes the phrases (swap_obj), the exchanged
+  attribute (swap_att); a phrase the negative adds (add_obj) becomes a new object (unstated colour and size drawn from
+  the world prior); objects the claim does not mention keep theirs;
+* objects keep their positions where the layout stays clear; otherwise (a size changed, an object was added, a
+  relation must change: replace_rel) positions are redrawn until the negative holds.
+
+The edited scene must make the negative true and, unless ``allow_positive`` (the add edits: a scene with one more
+object or one more stated attribute still shows the positive), the positive false; when no try gives that, the
+result is None and the caller draws another example.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from dataclasses import replace
+from typing import Sequence
+
+from common.miniworld import lexicon
+from common.miniworld.claims import Claim, NounPhrase, satisfies
+from common.miniworld.scene import RADIUS_IN_CELLS, GRID, Scene, SceneObject, layout_is_clear, place_objects
+from common.miniworld.scene import weighted_choice
+
+ADD_EDITS: frozenset[str] = frozenset({"add_obj", "add_att"})
+"""Edits whose negative scene still shows the positive caption: the negative only adds to it."""
+MAX_LAYOUT_TRIES = 40
+
+
+def assignment(scene: Scene, claim: Claim) -> tuple[int, ...] | None:
+    """The first mapping of the claim's phrases to distinct scene objects under which it holds (``satisfies``)."""
+    objects = scene.objects
+    candidates = [[i for i, o in enumerate(objects) if p.matches(o)] for p in claim.phrases]
+    for chosen in itertools.product(*candidates):
+        if len(set(chosen)) == len(chosen) and all(
+                scene.relation(chosen[r.subject], chosen[r.object]) == r.predicate for r in claim.relations):
+            return tuple(chosen)
+    return None
+
+
+def _permutation(positive: Claim, negative: Claim) -> tuple[int, ...] | None:
+    """``p`` with negative.phrases[i] == positive.phrases[p[i]] when the negative only reorders the phrases."""
+    if len(positive.phrases) != len(negative.phrases) or Counter(positive.phrases) != Counter(negative.phrases):
+        return None
+    if positive.phrases == negative.phrases:
+        return None
+    used: set[int] = set()
+    perm = []
+    for phrase in negative.phrases:
+        j = next(k for k, p in enumerate(positive.phrases) if p == phrase and k not in used)
+        used.add(j)
+        perm.append(j)
+    return tuple(perm)
+
+
+def _identity(base: SceneObject, phrase: NounPhrase) -> SceneObject:
+    """``base`` with what ``phrase`` states (shape always; colour and size where stated)."""
+    return replace(base, shape=phrase.shape, color=phrase.color or base.color, size=phrase.size or base.size,
+                   radius=RADIUS_IN_CELLS[phrase.size or base.size] / GRID)
+
+
+def _new_object(rng: random.Random, phrase: NounPhrase) -> SceneObject:
+    color = phrase.color or weighted_choice(rng, lexicon.color_prior(phrase.shape))
+    size = phrase.size or weighted_choice(rng, lexicon.size_prior(phrase.shape))
+    return SceneObject(shape=phrase.shape, color=color, size=size, x=0.5, y=0.5,
+                       radius=RADIUS_IN_CELLS[size] / GRID, rotation=rng.uniform(-10.0, 10.0))
+
+
+def edited_objects(scene: Scene, positive: Claim, negative: Claim, rng: random.Random) -> list[SceneObject] | None:
+    """The scene's objects with the negative's identities applied (positions not yet checked); None when the
+    positive does not hold of the scene."""
+    matched = assignment(scene, positive)
+    if matched is None:
+        return None
+    objects = list(scene.objects)
+    perm = _permutation(positive, negative)
+    if perm is not None:  # swap_obj: phrase i now names what phrase perm[i] named, so the objects trade identities
+        originals = [scene.objects[k] for k in matched]
+        for i, j in enumerate(perm):
+            here = originals[i]
+            objects[matched[i]] = replace(originals[j], x=here.x, y=here.y, rotation=here.rotation)
+        return objects
+    for i, phrase in enumerate(negative.phrases):
+        if i < len(matched):
+            objects[matched[i]] = _identity(objects[matched[i]], phrase)
+        else:
+            objects.append(_new_object(rng, phrase))
+    return objects
+
+
+def _placed(rng: random.Random, objects: Sequence[SceneObject], keep: Sequence[bool]) -> tuple[SceneObject, ...] | None:
+    """Objects at their positions where ``keep``, the others redrawn on the grid (as ``place_objects`` draws)."""
+    moving = [o for o, k in zip(objects, keep) if not k]
+    if not moving:
+        return tuple(objects) if layout_is_clear(objects) else None
+    for _ in range(MAX_LAYOUT_TRIES):
+        drawn = place_objects(rng, [(o.shape, o.color, o.size) for o in moving], max_tries=1)
+        if drawn is None:
+            continue
+        it = iter(drawn)
+        out = [o if k else replace(next(it), rotation=o.rotation) for o, k in zip(objects, keep)]
+        if layout_is_clear(out):
+            return tuple(out)
+    return None
+
+
+def negative_scene(scene: Scene, positive: Claim, negative: Claim, rng: random.Random, *,
+                   allow_positive: bool = False, tries: int = 60) -> Scene | None:
+    """A scene of which ``negative`` is true (and ``positive`` false unless ``allow_positive``), made by editing
+    ``scene``; None when the edit cannot be realized (two objects would share a colour and shape, or no layout
+    within ``tries`` makes the claims come out right)."""
+    objects = edited_objects(scene, positive, negative, rng)
+    if objects is None:
+        return None
+    identities = [(o.shape, o.color) for o in objects]
+    if len(set(identities)) != len(identities):  # the world never shows two objects of one colour and shape
+        return None
+    old = {id(o) for o in scene.objects}
+    keep = [id(o) in old or any(o.x == s.x and o.y == s.y and o.size == s.size for s in scene.objects)
+            for o in objects]
+
+    def good(candidate: Scene) -> bool:
+        return satisfies(candidate, negative) and (allow_positive or not satisfies(candidate, positive))
+
+    for attempt in range(tries):
+        # first try keeping every position that still fits, then redraw everything
+        placed = _placed(rng, objects, keep if attempt < tries // 2 else [False] * len(objects))
+        if placed is not None:
+            candidate = Scene(objects=placed, background=scene.background)
+            if good(candidate):
+                return candidate
+    return None
+
+
+__all__ = ["ADD_EDITS", "assignment", "edited_objects", "negative_scene"]

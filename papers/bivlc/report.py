@@ -1,0 +1,36 @@
+"""BiVLC's report: the bidirectional scores (Tables 2-3), the scores per type (Table 4) and the detectors (Table 5) as
+reproduced in the profile, the cross-benchmark correlations, where every file is, and the audit's verdicts.
+
+The aggregate stage ``papers/bivlc`` (root ``dvc.yaml``): ``python -m papers.bivlc.report``; also what
+``python -m common report bivlc`` prints.
+"""
+from __future__ import annotations
+
+from common.report import report_tables
+
+PAPER = "bivlc"
+TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "table2.csv": ("SugarCrepe (micro average) and BiVLC, strict comparisons (Tables 2-3)",
+                   ("sugarcrepe", "I2T", "T2I", "group", "Tpos2I", "Tneg2I")),
+    "table4.csv": ("BiVLC by type (Table 4)", ("replace_group", "swap_group", "add_group")),
+    "table5.csv": ("Natural-vs-synthetic detectors (Table 5)", ("text_detection", "image_detection", "I2T", "T2I",
+                                                                 "group", "sugarcrepe")),
+}
+"""Printed tables: file -> (title, columns)."""
+
+
+def report(profile: str) -> None:
+    """The tables of ``profile`` that exist, and where everything is."""
+    report_tables(PAPER, "BiVLC", profile, TABLES, "table2.csv")
+
+
+def main() -> int:
+    from common.report import run
+
+    return run(PAPER)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,404 @@
+"""TROHN-Img's selection of hard negatives (BiVLC, Miranda et al., Sec. 5.2, steps 1-3) as one seeded function.
+
+From TROHN-Text's (image, caption, negative caption) pairs the authors keep the best ~10% to render as images
+(``IMirandaM/BiVLC: src/Training_data/TROHN_Img/TROHN_Img_best_selection.py``). ``select_negatives`` does the same
+steps in the same order; each step is also a function of its own:
+
+1. ``quantile_filter``: a plausibility scorer (Vera) and a grammar scorer (the CoLA model) score every negative;
+   per category (SugarCrepe's 7 subtypes) a negative is kept when *both* of its scores are at or above (``>=``,
+   inclusive, as upstream) that category's ``quantile`` (0.645: "the top 35 percentile") of the scorer's
+   negative scores. The quantile is numpy's default (linear interpolation, ``method="linear"``), which is what
+   upstream's ``pandas.Series.quantile`` computes.
+2. ``form_filter``: a negative is kept when it ends with "." (which drops questions, ending in "?") and is longer
+   than ``min_chars`` (10) characters, both on the text as given (upstream replaces a text without a final period
+   by its last character, which the length test then drops: the same rule).
+3. ``deduplicate``: over all categories together, the first pair (input order) of each negative caption is kept;
+   two negatives are the same when equal once every "." is removed (upstream drops duplicate *prompts*, the
+   negative with its periods removed plus a fixed suffix).
+4. ``common.blind.refine.refine`` (SugarCrepe's Algorithm 1), once over all remaining pairs (upstream refines the
+   concatenated subtypes, not each one), with the gaps ``g = score(positive) - score(negative)`` of the
+   plausibility scorer as M1 and of the grammar scorer as M2; afterwards a blind scorer's gap is positive as often as
+   negative. Seeded here; upstream draws from the unseeded global ``np.random``.
+
+Not done here: upstream first drops pairs whose caption and negative have CLIP text similarity >= 0.999 (the LLM
+copied the caption); give ``select_negatives`` pairs whose negative differs from the positive.
+
+Scorers are anything with ``scores(texts) -> array in [0, 1]`` (``TextScorer``): the full profile passes
+``common.blind.pretrained``'s ``VeraScorer`` and ``GrammarScorer``, the mini profile the world's analogs below:
+``WorldPriorPlausibility`` (the world prior of the colour-shape and size-shape combinations a caption states) and
+``NgramGrammar`` (a trigram model of the world's training captions, ``common.blind.ngram``).
+"""
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from common.blind.ngram import NgramFluency
+from common.blind.refine import DEFAULT_BINS, refine, refine_report
+from common.miniworld import lexicon
+from common.tasks import DatasetError
+
+DEFAULT_QUANTILE = 0.645
+"""Upstream's ``treshold``: "top 35 percentile, we seek to obtain a number of image-text pairs similar to COCO"."""
+DEFAULT_MIN_CHARS = 10
+"""Negatives of this many characters or fewer are dropped (upstream: ``str.len() > 10`` is kept)."""
+
+
+class SelectionError(DatasetError):
+    """Input the selection cannot use: no pairs, a required category without pairs, a score outside [0, 1]."""
+
+
+class TextScorer(Protocol):
+    """A caption scorer that never sees the image: higher is more plausible (or more grammatical), in [0, 1]."""
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class CaptionPair:
+    """One TROHN-Text example: a positive caption and one hard negative of it, in one of SugarCrepe's categories."""
+
+    id: str
+    category: str
+    positive: str
+    negative: str
+
+
+@dataclass(frozen=True)
+class StepCounts:
+    """Pairs left after each step (one category, or all)."""
+
+    input: int
+    after_quantile: int
+    after_form: int
+    after_dedup: int
+    after_refinement: int
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """Both scorers on both captions of every input pair (input order), and the gaps refinement uses."""
+
+    positive_plausibility: np.ndarray
+    negative_plausibility: np.ndarray
+    positive_grammar: np.ndarray
+    negative_grammar: np.ndarray
+
+    @property
+    def plausibility_gap(self) -> np.ndarray:
+        return self.positive_plausibility - self.negative_plausibility
+
+    @property
+    def grammar_gap(self) -> np.ndarray:
+        return self.positive_grammar - self.negative_grammar
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``select_negatives`` kept and why.
+
+    ``kept_ids``: ids of the kept pairs, in input order. ``counts``: per category (first-appearance order) the pairs
+    left after each step. ``thresholds``: per category the (plausibility, grammar) quantiles of step 1.
+    ``scores``: every input pair's scores. ``refined``: input indices that reached refinement (its input).
+    """
+
+    kept_ids: tuple[str, ...]
+    counts: Mapping[str, StepCounts]
+    thresholds: Mapping[str, tuple[float, float]]
+    scores: PairScores
+    refined: np.ndarray
+    kept: np.ndarray
+    quantile: float
+    min_chars: int
+    bins: int
+    seed: int
+
+    @property
+    def total(self) -> StepCounts:
+        return StepCounts(*(sum(getattr(c, f) for c in self.counts.values()) for f in StepCounts.__dataclass_fields__))
+
+    def describe(self) -> dict:
+        """A JSON-ready summary: settings, counts per category and in all, thresholds, the gap signs after refinement
+        (for each scorer, as many positive as negative gaps if refinement worked)."""
+        report = refine_report(self.scores.plausibility_gap[self.refined], self.scores.grammar_gap[self.refined],
+                               np.searchsorted(self.refined, self.kept))
+        return {
+            "quantile": self.quantile, "min_chars": self.min_chars, "bins": self.bins, "seed": self.seed,
+            "total": asdict(self.total),
+            "by_category": {k: asdict(v) for k, v in self.counts.items()},
+            "thresholds": {k: {"plausibility": p, "grammar": g} for k, (p, g) in self.thresholds.items()},
+            "kept_gap_signs": {"plausibility": asdict(report.gap1), "grammar": asdict(report.gap2)},
+        }
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The steps
+# ----------------------------------------------------------------------------------------------------------------
+def _check_quantile(quantile: float) -> float:
+    if isinstance(quantile, bool) or not isinstance(quantile, (int, float, np.floating)) or not 0 <= quantile <= 1:
+        raise SelectionError(f"selection: quantile must be a number in [0, 1], got {quantile!r}")
+    return float(quantile)
+
+
+def quantile_filter(categories: Sequence[str], plausibility: ArrayLike, grammar: ArrayLike,
+                    quantile: float = DEFAULT_QUANTILE) -> tuple[np.ndarray, dict[str, tuple[float, float]]]:
+    """Step 1: which negatives score ``>=`` their category's ``quantile`` under both scorers, and the thresholds.
+
+    ``plausibility[i]``, ``grammar[i]``: the two scores of negative i, of category ``categories[i]``. Thresholds are
+    ``np.quantile(values, quantile)`` (linear interpolation) over the category's negatives; ``>=`` is inclusive, so
+    ties at the threshold are all kept and a category can keep more than ``1 - quantile`` of its pairs.
+    Returns (boolean keep mask, {category: (plausibility threshold, grammar threshold)}).
+    """
+    q = _check_quantile(quantile)
+    p, g = np.asarray(plausibility, dtype=np.float64), np.asarray(grammar, dtype=np.float64)
+    if not (p.shape == g.shape == (len(categories),)):
+        raise SelectionError(f"quantile_filter: {len(categories)} categories but scores of shapes {p.shape}, {g.shape}")
+    keep = np.zeros(len(categories), dtype=bool)
+    thresholds: dict[str, tuple[float, float]] = {}
+    labels = np.asarray(categories, dtype=object)
+    for category in dict.fromkeys(categories):  # first-appearance order
+        members = labels == category
+        tp, tg = float(np.quantile(p[members], q)), float(np.quantile(g[members], q))
+        keep[members] = (p[members] >= tp) & (g[members] >= tg)
+        thresholds[category] = (tp, tg)
+    return keep, thresholds
+
+
+def form_filter(negatives: Sequence[str], min_chars: int = DEFAULT_MIN_CHARS) -> np.ndarray:
+    """Step 2: keep a negative that ends with "." and has more than ``min_chars`` characters (text as given)."""
+    if isinstance(min_chars, bool) or not isinstance(min_chars, (int, np.integer)) or min_chars < 0:
+        raise SelectionError(f"selection: min_chars must be a non-negative integer, got {min_chars!r}")
+    return np.array([text.endswith(".") and len(text) > min_chars for text in negatives], dtype=bool)
+
+
+def dedup_key(negative: str) -> str:
+    """Two negatives are duplicates when equal without their periods (upstream deduplicates prompts built so)."""
+    return negative.replace(".", "")
+
+
+def deduplicate(negatives: Sequence[str]) -> np.ndarray:
+    """Step 3: True for the first occurrence (input order) of each negative caption, by ``dedup_key``."""
+    seen: set[str] = set()
+    keep = np.zeros(len(negatives), dtype=bool)
+    for i, text in enumerate(negatives):
+        key = dedup_key(text)
+        if key not in seen:
+            seen.add(key)
+            keep[i] = True
+    return keep
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The pipeline
+# ----------------------------------------------------------------------------------------------------------------
+def _score_texts(scorer: TextScorer, role: str, pairs: Sequence[CaptionPair]) -> tuple[np.ndarray, np.ndarray]:
+    """The scorer on every distinct caption once (sorted, so the call does not depend on input order)."""
+    texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
+    name = getattr(scorer, "name", type(scorer).__name__)
+    values = np.asarray(scorer.scores(texts), dtype=np.float64)
+    if values.shape != (len(texts),):
+        raise SelectionError(f"selection: {role} scorer {name!r} returned {values.shape} scores for {len(texts)} "
+                             "texts")
+    bad = np.flatnonzero(~((values >= 0) & (values <= 1)))  # NaN fails too
+    if bad.size:
+        text = texts[int(bad[0])]
+        pair = next(p for p in pairs if text in (p.positive, p.negative))
+        which = "positive" if pair.positive == text else "negative"
+        raise SelectionError(f"selection: {role} scorer {name!r} gave {float(values[bad[0]])!r} to the {which} of "
+                             f"pair {pair.id!r} ({text!r}); scores must be in [0, 1]"
+                             + (f" ({bad.size - 1} more texts out of range)" if bad.size > 1 else ""))
+    by_text = dict(zip(texts, values.tolist()))
+    return (np.array([by_text[p.positive] for p in pairs], dtype=np.float64),
+            np.array([by_text[p.negative] for p in pairs], dtype=np.float64))
+
+
+def _validated_pairs(pairs: Sequence[CaptionPair], categories: Sequence[str] | None) -> list[CaptionPair]:
+    pairs = list(pairs)
+    if not pairs:
+        raise SelectionError("selection: no pairs to select from")
+    seen: set[str] = set()
+    for i, p in enumerate(pairs):
+        if not isinstance(p, CaptionPair):
+            raise SelectionError(f"selection: pair {i} is a {type(p).__name__}, expected a CaptionPair")
+        if p.id in seen:
+            raise SelectionError(f"selection: pair id {p.id!r} appears more than once")
+        seen.add(p.id)
+    if categories is not None:
+        present = Counter(p.category for p in pairs)
+        missing = [c for c in categories if not present[c]]
+        if missing:
+            raise SelectionError(f"selection: category {missing[0]!r} has no pairs"
+                                 + (f" (nor {', '.join(map(repr, missing[1:]))})" if len(missing) > 1 else ""))
+        unknown = next((p for p in pairs if p.category not in set(categories)), None)
+        if unknown is not None:
+            raise SelectionError(f"selection: pair {unknown.id!r} has category {unknown.category!r}, not one of "
+                                 f"{', '.join(categories)}")
+    return pairs
+
+
+def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
+                     quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
+                     bins: int = DEFAULT_BINS, seed: int = 0,
+                     categories: Sequence[str] | None = None) -> Selection:
+    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs; the same ``seed`` keeps the same pairs.
+
+    ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs).
+    ``categories``: when given, every one must have pairs and no pair may name another (upstream reads one file per
+    subtype); when None, the categories are those the pairs name.
+    """
+    pairs = _validated_pairs(pairs, categories)
+    q = _check_quantile(quantile)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise SelectionError(f"selection: seed must be an integer, got {seed!r}")
+    pos_p, neg_p = _score_texts(plausibility, "plausibility", pairs)
+    pos_g, neg_g = _score_texts(grammar, "grammar", pairs)
+    scores = PairScores(pos_p, neg_p, pos_g, neg_g)
+    labels = [p.category for p in pairs]
+    negatives = [p.negative for p in pairs]
+
+    after_quantile, thresholds = quantile_filter(labels, neg_p, neg_g, q)
+    after_form = after_quantile & form_filter(negatives, min_chars)
+    survivors = np.flatnonzero(after_form)
+    after_dedup = np.zeros(len(pairs), dtype=bool)
+    after_dedup[survivors[deduplicate([negatives[i] for i in survivors])]] = True
+    refined = np.flatnonzero(after_dedup)
+    kept = refined[refine(scores.plausibility_gap[refined], scores.grammar_gap[refined], bins=bins, seed=int(seed))]
+    after_refinement = np.zeros(len(pairs), dtype=bool)
+    after_refinement[kept] = True
+
+    label_array = np.asarray(labels, dtype=object)
+    counts = {}
+    for category in dict.fromkeys(labels):
+        members = label_array == category
+        counts[category] = StepCounts(*(int(np.sum(mask[members])) for mask in
+                                        (members, after_quantile, after_form, after_dedup, after_refinement)))
+    return Selection(kept_ids=tuple(pairs[i].id for i in kept), counts=MappingProxyType(counts),
+                     thresholds=MappingProxyType(thresholds), scores=scores, refined=refined, kept=kept,
+                     quantile=q, min_chars=int(min_chars), bins=int(bins), seed=int(seed))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The world's analogs of the two scorers
+# ----------------------------------------------------------------------------------------------------------------
+_WORD = re.compile(r"[a-z]+")
+_ADJECTIVE_KINDS = {**{c: "color" for c in lexicon.COLORS}, **{s: "size" for s in lexicon.SIZES}}
+
+
+def _surface_index() -> dict[tuple[str, ...], tuple[str, str]]:
+    """Every surface form of a shape, colour or size, as a word tuple -> (kind, concept)."""
+    index: dict[tuple[str, ...], tuple[str, str]] = {}
+    for concept in (*lexicon.SHAPES, *lexicon.COLORS, *lexicon.SIZES):
+        kind = _ADJECTIVE_KINDS.get(concept, "shape")
+        for form in lexicon.SURFACE[concept]:
+            key = tuple(form.split())
+            if index.setdefault(key, (kind, concept)) != (kind, concept):  # pragma: no cover - a lexicon bug
+                raise AssertionError(f"surface form {form!r} names two concepts")
+    return index
+
+
+_SURFACE_INDEX = _surface_index()
+_LONGEST_FORM = max(len(k) for k in _SURFACE_INDEX)
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def stated_combinations(text: str) -> tuple[tuple[str, str, str], ...]:
+    """The (kind, value, shape) combinations a caption states, e.g. ("color", "red", "circle") for "a red circle".
+
+    Words are matched to lexicon surface forms (longest first: "plus sign"); colour and size adjectives attach to
+    the shape that follows them with only articles or other adjectives in between, as the world's grammar writes a
+    noun phrase. An adjective that no shape follows so (a shuffled "a circle red") states nothing.
+    """
+    words = _WORD.findall(text.lower())
+    found: list[tuple[str, str, str]] = []
+    pending: list[tuple[str, str]] = []
+    i = 0
+    while i < len(words):
+        for width in range(min(_LONGEST_FORM, len(words) - i), 0, -1):
+            hit = _SURFACE_INDEX.get(tuple(words[i:i + width]))
+            if hit is not None:
+                break
+        else:
+            width = 1
+        if hit is None:
+            if words[i] not in _ARTICLES:
+                pending = []
+        elif hit[0] == "shape":
+            found += [(kind, value, hit[1]) for kind, value in pending]
+            pending = []
+        else:
+            pending.append(hit)
+        i += width
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class WorldPriorPlausibility:
+    """The mini world's Vera: how typical the colour-shape and size-shape combinations a caption states are.
+
+    Each stated combination scores its prior relative to the shape's most typical value of that kind,
+    ``P(value | shape) / max_v P(v | shape)`` (``lexicon.color_prior``, ``size_prior``): 1 for a typical colour or
+    size, 0.22 for an atypical colour, 0.43 for an atypical size; relative, so that colour (8 values) and size (2)
+    weigh alike. A caption's score is the mean over its combinations (``stated_combinations``), in (0, 1]; a
+    caption that states none gets 1 (the prior doubts nothing it says). Relations and counts are not judged, as
+    the world has no prior on them. Deterministic: no fitting, no randomness.
+    """
+
+    name: str = "world-prior"
+
+    @staticmethod
+    def combination_score(kind: str, value: str, shape: str) -> float:
+        prior = lexicon.attribute_prior(kind, shape)
+        return prior[value] / max(prior.values())
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.ones(len(texts), dtype=np.float64)
+        for i, text in enumerate(texts):
+            combos = stated_combinations(text)
+            if combos:
+                out[i] = sum(self.combination_score(*c) for c in combos) / len(combos)
+        return out
+
+
+CENTER_SAMPLE = 2000
+"""Fitting captions whose median mean log-probability centres ``NgramGrammar``'s logistic (a fixed-size sample)."""
+
+
+@dataclass(frozen=True)
+class NgramGrammar:
+    """The mini world's CoLA model: a trigram model of well-formed captions (``common.blind.ngram.NgramFluency``).
+
+    Score = ``1 / (1 + exp(-(m - center) / scale_bits))`` with ``m`` a caption's mean log2-probability per token.
+    ``scale_bits`` is fixed (1 bit per token by default), not fitted, so that a score gap means the same
+    log-probability gap on any corpus (refinement bins gaps); ``center`` is the median ``m`` of up to
+    ``CENTER_SAMPLE`` fitting captions (a seeded sample), so a typical well-formed caption scores about 0.5 (a bit
+    above: the sample was fitted on). Monotone in ``m``: the quantile filter keeps what ``m`` would keep.
+    """
+
+    fluency: NgramFluency = field(repr=False, compare=False)
+    center: float
+    scale_bits: float = 1.0
+    name: str = "ngram-grammar"
+
+    @classmethod
+    def fit(cls, texts: Sequence[str], *, order: int = 3, scale_bits: float = 1.0, seed: int = 0) -> "NgramGrammar":
+        """Fit on well-formed captions (the world's training captions); deterministic given ``texts`` and ``seed``."""
+        distinct = sorted(set(texts))
+        if len(distinct) < 2:
+            raise SelectionError(f"NgramGrammar.fit: {len(distinct)} distinct caption(s) to fit on, need at least 2")
+        if not (isinstance(scale_bits, (int, float)) and math.isfinite(scale_bits) and scale_bits > 0):
+            raise SelectionError(f"NgramGrammar.fit: scale_bits must be a positive number, got {scale_bits!r}")
+        fluency = NgramFluency(order=order, seed=seed).fit(distinct)
+        sample = random.Random(seed).sample(distinct, min(CENTER_SAMPLE, len(distinct)))
+        return cls(fluency, float(np.median(fluency.mean_logprob(sorted(sample)))), float(scale_bits))
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        z = (self.fluency.mean_logprob(list(texts)) - self.center) / self.scale_bits
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
