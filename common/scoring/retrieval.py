@@ -42,13 +42,29 @@ class RetrievalResult:
         return out
 
 
+def _first_copies(gallery: np.ndarray) -> np.ndarray | None:
+    """For each gallery row, the index of the first row equal to it; None when every row is distinct."""
+    _, first, inverse = np.unique(gallery, axis=0, return_index=True, return_inverse=True)
+    if len(first) == len(gallery):
+        return None
+    return first[np.asarray(inverse).reshape(-1)]
+
+
 def _ranks(query: np.ndarray, gallery: np.ndarray, query_labels: np.ndarray, gallery_labels: np.ndarray,
            ties: str, chunk_size: int) -> tuple[np.ndarray, int]:
-    """Rank of each query's best right candidate; a candidate is right when its label equals the query's."""
+    """Rank of each query's best right candidate; a candidate is right when its label equals the query's.
+
+    Equal gallery rows (one caption given to two images, an image file present twice) get their first copy's
+    score: a BLAS kernel may compute the same dot product in another order at another column (AVX-512 tails),
+    which would turn an exact tie into a win or a loss depending on where a row sits in the gallery.
+    """
     ranks = np.empty(len(query), dtype=np.int64)
     n_ties = 0
+    copies = _first_copies(gallery)
     for start in range(0, len(query), chunk_size):
         sims = query[start: start + chunk_size] @ gallery.T
+        if copies is not None:
+            sims = sims[:, copies]
         right = query_labels[start: start + chunk_size, None] == gallery_labels[None, :]
         best = np.where(right, sims, -np.inf).max(axis=1, keepdims=True)
         above = ((sims > best) & ~right).sum(axis=1)

@@ -242,3 +242,21 @@ def test_classification_ties_between_identical_classifiers(engine, scenes):
     result = classification.evaluate(engine, data)
     assert result.ties == 2 and result.top_k((1,))["top1"] == 0.0
     assert classification.evaluate(engine, data, ties="correct").top_k((1,))["top1"] == 1.0
+
+
+def test_equal_gallery_rows_tie_wherever_they_sit():
+    """A gallery row repeated at the end (a BLAS tail column) scores exactly as its first copy: a tie, not a win."""
+    from common.scoring.retrieval import _first_copies, _ranks
+
+    rng = np.random.default_rng(0)
+    gallery = rng.standard_normal((37, 512)).astype(np.float32)
+    gallery = np.concatenate([gallery, gallery[:1]])  # row 37 is row 0 again
+    assert _first_copies(gallery)[-1] == 0 and _first_copies(gallery[:-1]) is None
+    query = gallery[:1] * np.float32(1.5)
+    labels = np.arange(38)
+    labels[-1] = 99  # the copy is a wrong candidate for query 0
+    for chunk in (1, 3):
+        ranks, ties = _ranks(query, gallery, np.array([0]), labels, "wrong", chunk)
+        assert ties == 1 and ranks.tolist() == [1]
+        ranks, _ = _ranks(query, gallery, np.array([0]), labels, "correct", chunk)
+        assert ranks.tolist() == [0]
