@@ -68,7 +68,19 @@ def run(paper: str) -> int:
     if module is not None:
         module.report(stage_params(aggregate_stage(paper))["profile"])
     print(audit_line(paper))
+    print(cross_paper_line())
     return 0
+
+
+def cross_paper_line() -> str:
+    """Where the cross-paper comparison is, with its verdict counts (every paper's pipeline keeps it current)."""
+    summary = RESULTS / "audit" / "cross_paper_summary.json"
+    if not summary.is_file():
+        return f"cross-paper: {summary} does not exist yet: run `dvc repro audit/cross_paper`"
+    counts = json.loads(summary.read_text())
+    return (f"cross-paper: {RESULTS / 'audit' / 'cross_paper.md'}  (paper pairs: {counts['pairs']}, unexplained: "
+            f"{counts['pairs_unexplained']}, explained: {counts['pairs_explained']}, consistent: "
+            f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']})")
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

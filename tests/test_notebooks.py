@@ -55,6 +55,9 @@ def audit_dir(tmp_path_factory) -> Path:
             except (FetchError, OSError) as exc:  # released artifacts not reachable here
                 print(f"{paper}: released recomputations unavailable ({type(exc).__name__}); auditing without them")
                 _audit_without_released(paper, out)
+        from common.audit.cross_paper import run as cross_paper
+
+        cross_paper(out_dir=out)  # a non-default folder: written even when the released files are unreachable
     for paper in PAPERS:
         assert (out / f"{paper}.csv").is_file() and (out / f"{paper}_summary.json").is_file(), paper
     return out
@@ -106,6 +109,7 @@ def test_audit_notebook_runs(audit_dir, monkeypatch):
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert images, "the y = x figure was not drawn"
     assert "Figure 5" in text  # redrawn, the saved one shown, or a message saying why not
+    assert "Cross-paper summary: pairs:" in text and "**Paper against paper**" in text
 
 
 def test_audit_notebook_without_outputs_says_how_to_create_them(tmp_path, monkeypatch):
@@ -114,6 +118,7 @@ def test_audit_notebook_without_outputs_says_how_to_create_them(tmp_path, monkey
     for paper in PAPERS:
         assert f"create it with `python -m common audit {paper}`" in text
     assert "loaded: nothing" in text
+    assert "create it with `python -m common.audit.cross_paper`" in text
 
 
 ARO_NOTEBOOK = ROOT / "notebooks" / "aro.ipynb"

@@ -1,0 +1,458 @@
+"""Cross-paper consistency: one model on one benchmark, as each paper printed it.
+
+The per-paper audits compare each paper with itself and with its released files; this compares the papers with
+each other. ``results/published/cross_paper.toml`` (``identities``) says which cells name the same model and
+measure; every pair of papers' numbers for one (model, measure) gets a verdict (``consistency.compare``:
+consistent within printed precision, explained by a rounding rule / data version / averaging with the computation
+shown, or unexplained), and every number mapped to a model whose per-example predictions were released is
+recomputed from them under that paper's own averaging and rounding.
+
+Outputs (one group, replaced together): ``results/audit/cross_paper.md`` (discrepancies first), ``.csv``,
+``_summary.json`` (DVC metrics) and ``.png`` (one panel per benchmark: each paper's number for each shared model).
+``python -m common.audit.cross_paper [--strict]``; the root ``dvc.yaml`` stage ``audit/cross_paper`` runs it with
+``--strict`` and every ``papers/<paper>`` aggregate stage depends on it.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from common.audit import PARTIAL, STRICT_EXIT, partial_dir
+from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, ROUND, TRUNCATE,
+                                      UNEXPLAINED, VERDICTS, Breakdown, Part, Printed, Side, compare, implied_counts)
+from common.audit.identities import (CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, breakdown_cells,
+                                     load_identities, resolve)
+from common.errors import WorkspaceError
+from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.paths import RESULTS
+from common.published import PublishedCell, load_cells
+
+PAPERS_KIND, RELEASED_KIND, NOT_JOINED_KIND = "papers", "released", "not joined"
+FIELDS = ("verdict", "kind", "benchmark", "measure", "category", "model", "source_a", "location_a", "value_a",
+          "averaging_a", "source_b", "location_b", "value_b", "averaging_b", "difference", "cause", "mapping",
+          "evidence")
+NAME = "cross_paper"
+DATA_FILES = ("results/published/",)
+"""The transcriptions of every paper and the identity table (``stage_deps``: the stage's data dependency)."""
+Fetcher = Callable[[str], Path]
+
+
+class CrossPaperIncomplete(WorkspaceError):
+    """``--strict`` and a released source could not be read: nothing was written."""
+
+    exit_code = STRICT_EXIT
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the comparison: two papers' numbers, a released recomputation and a paper's number, or a group
+    of cells looked at and not joined."""
+
+    verdict: str
+    kind: str
+    benchmark: str
+    measure: str
+    category: str
+    model: str
+    source_a: str
+    location_a: str
+    value_a: str
+    averaging_a: str
+    source_b: str
+    location_b: str
+    value_b: str
+    averaging_b: str
+    difference: float | None
+    cause: str
+    mapping: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One paper's number for a (model, measure), the cells printing that same number merged."""
+
+    members: tuple[Member, ...]
+
+    @property
+    def first(self) -> Member:
+        return self.members[0]
+
+    @property
+    def location(self) -> str:
+        return "; ".join(m.location for m in self.members)
+
+    @property
+    def certainty(self) -> str:
+        return UNCERTAIN if any(m.certainty == UNCERTAIN for m in self.members) else CERTAIN
+
+    def side(self) -> Side:
+        return Side(self.first.paper, self.first.printed, self.first.averaging)
+
+
+# ---- joining --------------------------------------------------------------------------------------------------
+
+def entries(members: Iterable[Member], ids: Identities) -> dict[tuple[str, str], list[Entry]]:
+    """(model, measure) -> one entry per (paper, printed number), papers in the order of the measure's labels."""
+    grouped: dict[tuple[str, str], dict[tuple[str, str, str], list[Member]]] = defaultdict(dict)
+    for m in members:
+        grouped[(m.model, m.measure)].setdefault((m.paper, m.printed.text, m.averaging), []).append(m)
+    out = {}
+    for key, by_value in grouped.items():
+        rank = {p: i for i, p in enumerate(dict.fromkeys(lab.paper for lab in ids.measure(key[1]).labels))}
+        out[key] = sorted((Entry(tuple(ms)) for ms in by_value.values()),
+                          key=lambda e: (rank.get(e.first.paper, len(rank)), e.first.cell.line))
+    return out
+
+
+def breakdowns_for(ids: Identities, model_id: str, measure_id: str,
+                   grouped: Mapping[tuple[str, str], list[Entry]],
+                   cells: Mapping[str, Sequence[PublishedCell]]) -> list[Breakdown]:
+    """The measure broken into parts with counts, as each paper prints them for the model."""
+    measure = ids.measure(measure_id)
+    found: list[Breakdown] = []
+    if measure.parts:
+        per_paper: dict[str, list[Part]] = defaultdict(list)
+        tables: dict[str, set[str]] = defaultdict(set)
+        for part_id in measure.parts:
+            part = ids.measure(part_id)
+            seen: set[str] = set()
+            for e in grouped.get((model_id, part_id), []):
+                if e.first.paper not in seen:
+                    seen.add(e.first.paper)
+                    assert part.n is not None
+                    per_paper[e.first.paper].append(Part(e.first.printed, part.n))
+                    tables[e.first.paper].add(e.first.cell.table)
+        for paper, parts in per_paper.items():
+            if len(parts) == len(measure.parts):
+                found.append(Breakdown(f"{paper} {'/'.join(sorted(tables[paper]))} per category", tuple(parts)))
+    model = ids.model(model_id)
+    for spec in ids.breakdowns:
+        if spec.measure != measure_id:
+            continue
+        label = next((lab.label for lab in model.labels if (lab.paper, lab.table) == (spec.paper, spec.table)), None)
+        if label is None:
+            continue
+        pairs = breakdown_cells(spec, label, cells.get(spec.paper, ()))
+        if pairs:
+            parts = tuple(Part(Printed(v.text, SCALES.get(v.unit, 1)), int(c.value or 0)) for v, c in pairs)
+            found.append(Breakdown(f"{spec.paper} {spec.table} ({len(parts)} parts with counts)", parts, measure.n))
+    return found
+
+
+def compare_papers(ids: Identities, members: Sequence[Member],
+                   cells: Mapping[str, Sequence[PublishedCell]]) -> list[Row]:
+    """A row for every pair of different papers' numbers for one model and measure."""
+    grouped = entries(members, ids)
+    rows: list[Row] = []
+    for (model_id, measure_id), group in grouped.items():
+        measure = ids.measure(measure_id)
+        breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells) if (
+            measure.parts or any(b.measure == measure_id for b in ids.breakdowns)) else []
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if a.first.paper == b.first.paper:
+                    continue
+                verdict = compare(a.side(), b.side(), measure.n if not measure.parts else None, breakdowns,
+                                  dict(measure.other_sizes))
+                mapping = UNCERTAIN if UNCERTAIN in (a.certainty, b.certainty) else CERTAIN
+                evidence = verdict.evidence
+                if mapping == UNCERTAIN:
+                    why = "; ".join(dict.fromkeys(m.why_uncertain for e in (a, b) for m in e.members
+                                                  if m.certainty == UNCERTAIN))
+                    evidence = f"{evidence} | uncertain mapping: {why}"
+                rows.append(Row(verdict.verdict, PAPERS_KIND, measure.benchmark, measure_id, measure.category,
+                                model_id, a.first.paper, a.location, a.first.printed.text, a.first.averaging,
+                                b.first.paper, b.location, b.first.printed.text, b.first.averaging,
+                                round(float(b.first.printed.exact - a.first.printed.exact), 4), verdict.cause,
+                                mapping, evidence))
+    return rows
+
+
+# ---- released per-example predictions ----------------------------------------------------------------------------
+
+def read_released(path: Path, spec: ReleasedSpec) -> dict[str, tuple[int, int]]:
+    """measure id -> (correct, examples) from a per-example file; a bad row is an error naming file and line."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in (*spec.category_columns, spec.correct_column) if c not in (reader.fieldnames or ())]
+        if missing:
+            raise WorkspaceError(f"{path}: missing column(s) {missing} (header {reader.fieldnames})")
+        for row in reader:
+            category = "/".join((row[c] or "").strip() for c in spec.category_columns)
+            measure = spec.categories.get(category)
+            if measure is None:
+                raise WorkspaceError(f"{path}:{reader.line_num}: category {category!r} is not one of "
+                                     f"{sorted(spec.categories)}")
+            flag = (row[spec.correct_column] or "").strip()
+            if flag not in ("0", "1"):
+                raise WorkspaceError(f"{path}:{reader.line_num}: {spec.correct_column} = {flag!r}, expected 0 or 1")
+            counts[measure][0] += int(flag)
+            counts[measure][1] += 1
+    return {m: (c[0], c[1]) for m, c in counts.items()}
+
+
+def _released_value(measure_id: str, ids: Identities, counts: Mapping[str, tuple[int, int]], averaging: str
+                    ) -> list[tuple[str, Fraction, str]]:
+    """[(averaging, value in percent, how)] of the measure from per-category counts; unstated gives both."""
+    measure = ids.measure(measure_id)
+    if measure_id in counts:
+        k, n = counts[measure_id]
+        return [(PER_CATEGORY, Fraction(100 * k, n), f"{k}/{n}")]
+    if not measure.parts or any(p not in counts for p in measure.parts):
+        return []
+    ks = [counts[p] for p in measure.parts]
+    micro = (MICRO, Fraction(100 * sum(k for k, _ in ks), sum(n for _, n in ks)),
+             f"{sum(k for k, _ in ks)}/{sum(n for _, n in ks)}")
+    macro = (MACRO, sum(Fraction(100 * k, n) for k, n in ks) / len(ks),
+             "mean of " + ", ".join(f"{k}/{n}" for k, n in ks))
+    return {MICRO: [micro], MACRO: [macro]}.get(averaging, [micro, macro])
+
+
+def _released_row(spec: ReleasedSpec, entry: Entry, ids: Identities, counts: Mapping[str, tuple[int, int]]
+                  ) -> Row | None:
+    """One paper's number (``entry``) against the released predictions, under the paper's own averaging."""
+    m = entry.first
+    measure = ids.measure(m.measure)
+    candidates = _released_value(m.measure, ids, counts, m.averaging)
+    if not candidates:
+        return None
+    fits = [(avg, x, how, rule) for avg, x, how in candidates for rule in (ROUND, TRUNCATE)
+            if m.printed.fits(x, rule)]
+    if fits:
+        avg, x, how, rule = fits[0]
+        verdict = CONSISTENT if rule == ROUND else EXPLAINED
+        cause = "within printed precision" if rule == ROUND else "rounding rule"
+        evidence = f"{how} = {float(x):.4f}% ({avg}) {rule} to {m.printed.text}"
+    else:
+        avg, x, how = candidates[0]
+        verdict, cause = UNEXPLAINED, ""
+        evidence = f"released {how} = {float(x):.4f}% ({avg}); printed {m.printed.text}"
+        if avg == PER_CATEGORY:
+            k, n = counts[m.measure]
+            evidence += (f"; {m.paper}'s number fits {implied_counts(m.printed, n, tuple(measure.other_sizes))}"
+                         f" (released: {k}/{n})")
+            for size, why in measure.other_sizes.items():
+                evidence += f"; known other size {size}: {why}"
+        elif len(candidates) > 1:
+            evidence += "; " + ", ".join(f"{a}: {float(v):.4f}" for a, v, _ in candidates[1:])
+    if m.measure in counts and measure.n and counts[m.measure][1] != measure.n:
+        evidence += f" (the file has {counts[m.measure][1]} examples, the benchmark {measure.n})"
+    return Row(verdict, RELEASED_KIND, measure.benchmark, m.measure, measure.category, m.model, "released",
+               spec.key, f"{float(x):.4f}", avg, m.paper, entry.location, m.printed.text, m.averaging,
+               round(float(m.printed.exact - x), 4), cause, entry.certainty, evidence)
+
+
+def compare_released(ids: Identities, members: Sequence[Member], fetcher: Fetcher
+                     ) -> tuple[list[Row], list[str]]:
+    """Every mapped number of a model with released predictions, recomputed from them; and the unreadable keys."""
+    from common.download import FetchError
+
+    rows: list[Row] = []
+    unreadable: list[str] = []
+    grouped = entries(members, ids)
+    for spec in ids.released:
+        try:
+            counts = read_released(fetcher(spec.key), spec)
+        except (FetchError, OSError) as exc:
+            unreadable.append(f"{spec.key}: {type(exc).__name__}: {exc}")
+            continue
+        for (model_id, measure_id), group in grouped.items():
+            if model_id != spec.model or ids.measure(measure_id).benchmark != spec.benchmark:
+                continue
+            rows += [row for row in (_released_row(spec, e, ids, counts) for e in group) if row is not None]
+    return rows, unreadable
+
+
+def not_joined_rows(ids: Identities, cells: Mapping[str, Sequence[PublishedCell]]) -> list[Row]:
+    by_key = {p: {c.key: c for c in cs} for p, cs in cells.items()}
+    rows = []
+    for nj in ids.not_joined:
+        values = []
+        for ref in nj.cells:
+            cell = by_key[ref.paper][(ref.table, ref.row, ref.column)]
+            values.append(f"{ref} = {cell.text or cell.status}")
+        papers = ", ".join(dict.fromkeys(ref.paper for ref in nj.cells))
+        rows.append(Row("not joined", NOT_JOINED_KIND, "", "", "", "", papers, "; ".join(values), "", "", "", "",
+                        "", "", None, "", "", nj.reason))
+    return rows
+
+
+def sort_rows(rows: Iterable[Row]) -> list[Row]:
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    kinds = {PAPERS_KIND: 0, RELEASED_KIND: 1, NOT_JOINED_KIND: 2}
+    return sorted(rows, key=lambda r: (kinds[r.kind], order.get(r.verdict, len(order)), r.benchmark, r.model,
+                                       r.measure, r.source_a, r.source_b))
+
+
+def summary(rows: Sequence[Row]) -> dict[str, int]:
+    """The DVC metrics: counts of each verdict, for paper pairs and for released recomputations (12 numbers)."""
+    pairs = [r for r in rows if r.kind == PAPERS_KIND]
+    released = [r for r in rows if r.kind == RELEASED_KIND]
+    out = {"pairs": len(pairs)}
+    out.update({f"pairs_{v}": sum(r.verdict == v for r in pairs) for v in (CONSISTENT, EXPLAINED, UNEXPLAINED)})
+    out["pairs_uncertain_mapping"] = sum(r.mapping == UNCERTAIN for r in pairs)
+    out["released_checked"] = len(released)
+    out.update({f"released_{v}": sum(r.verdict == v for r in released) for v in (CONSISTENT, EXPLAINED, UNEXPLAINED)})
+    out["not_joined"] = sum(r.kind == NOT_JOINED_KIND for r in rows)
+    out["models"] = len({r.model for r in pairs})
+    return out
+
+
+# ---- report ----------------------------------------------------------------------------------------------------
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) -> str:
+    s = summary(rows)
+    lines = [
+        "# Cross-paper consistency: one model on one benchmark, as each paper printed it",
+        "",
+        f"Identity table: `{ids.path.relative_to(RESULTS.parent) if ids.path.is_relative_to(RESULTS.parent) else ids.path}`"
+        " (which cells name the same model and measure, with evidence). Verdicts: **consistent** (the printed "
+        "intervals overlap), **explained** (rounding rule, data version or averaging, with the computation), "
+        "**unexplained** (with the counts each number implies). Values in percent; `difference` is b - a.",
+        "",
+        f"Paper pairs: {s['pairs']} ({s['pairs_unexplained']} unexplained, {s['pairs_explained']} explained, "
+        f"{s['pairs_consistent']} consistent; {s['pairs_uncertain_mapping']} through an uncertain mapping). "
+        f"Released predictions: {s['released_checked']} numbers recomputed ({s['released_unexplained']} "
+        f"unexplained, {s['released_explained']} explained, {s['released_consistent']} consistent). "
+        f"Looked at and not joined: {s['not_joined']} groups.",
+        "",
+    ]
+    if unreadable:
+        lines += ["**Released sources not read** (their rows are missing):", ""]
+        lines += [f"- {u}" for u in unreadable] + [""]
+    header = "| verdict | model | measure | a | value a | b | value b | difference | cause | evidence |"
+    rule = "| --- | --- | --- | --- | ---: | --- | ---: | ---: | --- | --- |"
+    for kind, title in ((PAPERS_KIND, "Paper against paper"), (RELEASED_KIND, "Released predictions against papers")):
+        chosen = [r for r in rows if r.kind == kind]
+        lines += [f"## {title}", "", header, rule]
+        for r in chosen:
+            flag = " (uncertain mapping)" if r.mapping == UNCERTAIN else ""
+            lines.append(
+                f"| {r.verdict}{flag} | {_md(r.model)} | {_md(r.measure)} | {_md(r.source_a)}: {_md(r.location_a)} "
+                f"({r.averaging_a}) | {r.value_a} | {_md(r.source_b)}: {_md(r.location_b)} ({r.averaging_b}) | "
+                f"{r.value_b} | {'' if r.difference is None else f'{r.difference:+.2f}'} | {_md(r.cause)} | "
+                f"{_md(r.evidence)} |")
+        lines.append("")
+    lines += ["## Looked at, not joined", ""]
+    for r in rows:
+        if r.kind == NOT_JOINED_KIND:
+            lines.append(f"- {_md(r.location_a)}: {_md(r.evidence)}")
+    lines += ["", "## Identities", "", "| model | paper | table | label | certainty | evidence |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for model in ids.models:
+        for lab in model.labels:
+            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {_md(lab.label)} | {lab.certainty} | "
+                         f"{_md(lab.evidence)} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_png: Path) -> Path:
+    """One panel per benchmark: each paper's number (and the released recomputation) for each shared model."""
+    from common.figures import pyplot, save_figure
+
+    plt = pyplot()
+    joined = {(r.model, r.measure) for r in rows if r.kind in (PAPERS_KIND, RELEASED_KIND)}
+    benchmarks = list(dict.fromkeys(ids.measure(m).benchmark for _, m in sorted(joined, key=lambda x: x[1])))
+    papers = list(dict.fromkeys(m.paper for m in members))
+    markers = dict(zip(papers, "osD^vP*X"))
+    fig, axes = plt.subplots(len(benchmarks), 1, figsize=(12, 3.6 * max(1, len(benchmarks))), squeeze=False)
+    released = defaultdict(list)
+    for r in rows:
+        if r.kind == RELEASED_KIND:
+            released[(r.model, r.measure)].append(float(r.value_a))
+    for ax, benchmark in zip(axes[:, 0], benchmarks):
+        keys = sorted((k for k in joined if ids.measure(k[1]).benchmark == benchmark), key=lambda k: (k[0], k[1]))
+        for x, key in enumerate(keys):
+            for j, m in enumerate(mm for mm in members if (mm.model, mm.measure) == key):
+                ax.scatter(x + 0.06 * (papers.index(m.paper) - len(papers) / 2), m.printed.value,
+                           marker=markers[m.paper], s=28, label=m.paper, alpha=0.8,
+                           facecolors="none" if m.certainty == UNCERTAIN else None,
+                           color=f"C{papers.index(m.paper)}")
+            for value in released.get(key, []):
+                ax.scatter(x, value, marker="x", color="black", s=40, label="released predictions")
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([f"{k[0]}\n{ids.measure(k[1]).category}" for k in keys], rotation=60, ha="right",
+                           fontsize=6)
+        ax.set_title(f"{benchmark}: each paper's number (hollow: uncertain mapping; x: released predictions)",
+                     fontsize=9)
+        ax.set_ylabel("%")
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles))
+        ax.legend(unique.values(), unique.keys(), fontsize=7, loc="best")
+    fig.tight_layout()
+    return save_figure(fig, out_png)
+
+
+# ---- entry point ---------------------------------------------------------------------------------------------------
+
+def _default_fetcher(key: str) -> Path:
+    from common.download import fetch
+
+    return fetch(key, progress=False)
+
+
+def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
+        strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
+    """Load, join, compare, write. With ``strict`` an unreadable released source raises before anything is
+    written; without it the comparison goes to ``<out_dir>/partial/`` when ``out_dir`` is ``results/audit``."""
+    ids = load_identities(identities) if identities else load_identities()
+    cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))
+             for paper in ids.papers + sorted({r.paper for nj in ids.not_joined for r in nj.cells} - set(ids.papers))}
+    members = resolve(ids, cells)
+    rows = compare_papers(ids, members, cells)
+    released_rows, unreadable = compare_released(ids, members, fetcher or _default_fetcher)
+    if unreadable and strict:
+        raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "
+                                   "nothing was written:\n  " + "\n  ".join(unreadable))
+    rows = sort_rows(rows + released_rows + not_joined_rows(ids, cells))
+    out_dir = Path(out_dir or RESULTS / "audit")
+    if unreadable and out_dir.resolve() == (RESULTS / "audit").resolve():
+        out_dir = partial_dir(out_dir)
+    with output_group(out_dir) as staging:
+        written = {
+            "markdown": write_text_atomic(staging / f"{NAME}.md", markdown(rows, ids, unreadable)),
+            "csv": write_csv_atomic(staging / f"{NAME}.csv",
+                                    ({k: ("" if v is None else v) for k, v in asdict(r).items()} for r in rows),
+                                    FIELDS),
+            "metrics": write_json_atomic(staging / f"{NAME}_summary.json", summary(rows)),
+            "figure": figure(members, ids, rows, staging / f"{NAME}.png"),
+        }
+        paths = {k: staged_to_final(v, staging, out_dir) for k, v in written.items()}
+    return rows, paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.audit.cross_paper",
+                                     description="Each model's number on each benchmark as every paper printed it, "
+                                                 "compared (results/audit/cross_paper.*).")
+    parser.add_argument("--strict", action="store_true",
+                        help=f"exit {STRICT_EXIT}, writing nothing, when a released source could not be read; "
+                             f"without it such a partial comparison goes to results/audit/{PARTIAL}/")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default results/audit)")
+    args = parser.parse_args(argv)
+    try:
+        rows, paths = run(out_dir=args.out, strict=args.strict)
+    except CrossPaperIncomplete as exc:
+        print(exc, file=sys.stderr)
+        return STRICT_EXIT
+    counts = summary(rows)
+    print("cross-paper: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Cross-paper consistency: the identity table matches the transcriptions; verdicts on hand-made cases; the
+comparison on the real transcriptions and BiVLC's released predictions (mirror)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, UNEXPLAINED, UNSTATED,
+                                      Breakdown, Part, Printed, Side, compare, reproduces)
+from common.audit.cross_paper import CrossPaperIncomplete, read_released, run
+from common.audit.identities import IdentityError, load_identities, resolve
+from common.download import FetchError
+from common.paths import PUBLISHED
+from common.published import load_cells
+
+
+def side(source: str, text: str, averaging: str = PER_CATEGORY, scale: int = 1) -> Side:
+    return Side(source, Printed(text, scale), averaging)
+
+
+# ---- the identity table ----------------------------------------------------------------------------------------
+
+def test_identity_table_loads_and_every_mapping_exists_in_the_transcriptions():
+    ids = load_identities()
+    cells = {paper: load_cells(paper) for paper in {"aro", "bivlc", "conclip", "hard_positives", "sugarcrepe"}}
+    members = resolve(ids, cells)  # raises IdentityError naming every label no published cell carries
+    mapped = {(m.model, m.measure) for m in members}
+    for model in ids.models:
+        assert any(k[0] == model.id for k in mapped), f"model {model.id} maps no cell"
+    for measure in ids.measures:
+        assert any(k[1] == measure.id for k in mapped), f"measure {measure.id} maps no cell"
+    # The shared numbers the issue names are joined: CLIP ViT-B/32 on SugarCrepe in SugarCrepe, CoN-CLIP, BiVLC.
+    papers = {m.paper for m in members if m.model == "openai-clip-vit-b-32" and m.measure.startswith("sugarcrepe/")}
+    assert papers == {"sugarcrepe", "conclip", "bivlc"}
+    negclip = {m.paper for m in members if m.model == "negclip"}
+    assert negclip == {"sugarcrepe", "aro", "bivlc", "hard_positives"}
+    assert all(m.certainty == "uncertain" for m in members if m.paper == "hard_positives" and m.model == "negclip")
+
+
+def test_a_label_missing_from_the_transcriptions_is_an_error_naming_it(tmp_path):
+    text = (PUBLISHED / "cross_paper.toml").read_text(encoding="utf-8")
+    (tmp_path / "ids.toml").write_text(text.replace('label = "CLIP | ViT-L/14"', 'label = "CLIP | ViT-L/41"', 1),
+                                       encoding="utf-8")
+    ids = load_identities(tmp_path / "ids.toml")
+    cells = {paper: load_cells(paper) for paper in ids.papers}
+    with pytest.raises(IdentityError, match=r"openai-clip-vit-l-14: conclip Table 4 has no row 'CLIP \| ViT-L/41'"):
+        resolve(ids, cells)
+
+
+def test_malformed_identity_entries_are_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[table]]\npaper = "aro"\ntable = "Table 6"\nmodel_axis = "diagonal"\n', encoding="utf-8")
+    with pytest.raises(IdentityError, match=r"bad.toml: \[\[table\]\] #1: model_axis 'diagonal'"):
+        load_identities(bad)
+    bad.write_text('[[table]]\npaper = "aro"\ntable = "Table 6"\nmodel_axis = "row"\n[[model]]\nid = "x"\n'
+                   'name = "X"\nlabels = [{ paper = "aro", table = "Table 6", label = "CLIP", certainty = "maybe" }]\n',
+                   encoding="utf-8")
+    with pytest.raises(IdentityError, match="certainty 'maybe'"):
+        load_identities(bad)
+
+
+# ---- verdicts on hand-made cases ----------------------------------------------------------------------------------
+
+def test_within_printed_precision_is_consistent():
+    assert compare(side("p", "80.08"), side("q", "80.07"), 788).verdict == CONSISTENT
+    # a fraction with two decimals stands for +-0.5 points
+    assert compare(side("p", "0.71", MACRO, 100), side("q", "70.9", MICRO)).verdict == CONSISTENT
+    assert compare(side("p", "80.08"), side("q", "80.06"), 788).verdict != CONSISTENT
+
+
+def test_a_truncated_last_digit_is_named_as_the_rounding_rule():
+    # 631/788 = 80.0761...: one paper rounds to 80.08, the other truncates to 80.07 (one unit apart: consistent)
+    verdict = compare(side("p", "80.08"), side("q", "80.07"), 788)
+    assert (verdict.verdict, verdict.cause) == (CONSISTENT, "rounding rule"), verdict
+    assert "631/788" in verdict.evidence and "q truncates it to 80.07" in verdict.evidence
+    # with no whole count behind both, only the printed precision is left
+    assert compare(side("p", "80.08"), side("q", "80.07")).cause == "within printed precision"
+
+
+def test_one_example_fewer_is_a_data_version():
+    # 148/246 = 60.16 in one paper; the other's set lost an example: 147/245 = 60.00 exactly.
+    verdict = compare(side("p", "60.16"), side("q", "60.00"), 246, other_sizes={245: "the release has 245"})
+    assert (verdict.verdict, verdict.cause) == (EXPLAINED, "data version"), verdict
+    assert "147/245" in verdict.evidence and "the release has 245" in verdict.evidence
+    # without a known size, n - 1 is still tried
+    assert compare(side("p", "60.16"), side("q", "60.00"), 246).cause == "data version"
+
+
+def test_micro_against_macro_is_explained_by_averaging():
+    parts = (Part(Printed("90.00"), 100), Part(Printed("50.00"), 300))  # micro 60.00, macro 70.00
+    breakdown = Breakdown("p's per-category table", parts)
+    verdict = compare(side("p", "70.00", MACRO), side("q", "60.00", UNSTATED), breakdowns=[breakdown])
+    assert (verdict.verdict, verdict.cause) == (EXPLAINED, "averaging"), verdict
+    assert "micro over 400 examples = 60.00" in verdict.evidence and "macro over 2 parts = 70.00" in verdict.evidence
+    # a stated averaging that the number does not fit is not explained by that averaging
+    assert compare(side("p", "70.00", MACRO), side("q", "61.00", MICRO), breakdowns=[breakdown]).verdict == UNEXPLAINED
+
+
+def test_unlisted_examples_widen_the_micro_interval():
+    parts = (Part(Printed("0.50", 100), 100),)
+    breakdown = Breakdown("t", parts, total=200)  # 100 examples unlisted: micro anywhere in [24.75, 75.25]
+    low, high = breakdown.interval(MICRO)
+    assert (float(low), float(high)) == (24.75, 75.25)
+
+
+def test_a_real_difference_is_unexplained_with_the_counts_it_implies():
+    verdict = compare(side("sugarcrepe", "90.92"), side("conclip", "90.79"), 1652)
+    assert verdict.verdict == UNEXPLAINED
+    assert "1502/1652" in verdict.evidence and "1500/1652 (truncates)" in verdict.evidence
+    assert "2 examples" in verdict.evidence
+    assert compare(side("a", "0.46", scale=100), side("b", "37.14")).verdict == UNEXPLAINED
+
+
+def test_reproduces_names_the_rule():
+    assert reproduces(Printed("80.08"), 631, 788) == (True, "rounds")
+    assert reproduces(Printed("80.07"), 631, 788) == (True, "truncates")
+    assert reproduces(Printed("80.00"), 631, 788) == (False, "")
+
+
+# ---- released per-example files -------------------------------------------------------------------------------
+
+def _spec():
+    ids = load_identities()
+    return ids.released[0]
+
+
+def test_released_file_with_a_bad_flag_names_the_file_and_line(tmp_path):
+    f = tmp_path / "preds.csv"
+    f.write_text('"filename","type","subtype","correct"\n"a.jpg","add","obj","1"\n"b.jpg","add","obj","yes"\n',
+                 encoding="utf-8")
+    with pytest.raises(Exception, match=r"preds.csv:3: correct = 'yes'"):
+        read_released(f, _spec())
+    f.write_text('"filename","type","subtype","correct"\n"a.jpg","add","thing","1"\n', encoding="utf-8")
+    with pytest.raises(Exception, match=r"preds.csv:2: category 'add/thing'"):
+        read_released(f, _spec())
+    f.write_text('"filename","type","correct"\n', encoding="utf-8")
+    with pytest.raises(Exception, match=r"missing column\(s\) \['subtype'\]"):
+        read_released(f, _spec())
+
+
+def test_strict_with_an_unreadable_release_writes_nothing(tmp_path):
+    def unreadable(key: str) -> Path:
+        raise FetchError(f"{key}: not in the mirror")
+
+    out = tmp_path / "audit"
+    out.mkdir()
+    (out / "cross_paper.md").write_text("previous\n")
+    with pytest.raises(CrossPaperIncomplete, match="nothing was written"):
+        run(out_dir=out, fetcher=unreadable, strict=True)
+    assert (out / "cross_paper.md").read_text() == "previous\n"
+    assert sorted(p.name for p in out.iterdir()) == ["cross_paper.md"]
+
+
+def test_comparison_on_the_transcriptions_and_bivlcs_released_predictions(tmp_path, released_env):
+    import csv
+
+    rows, paths = run(out_dir=tmp_path)
+    by = {(r.kind, r.model, r.measure, r.source_b): r for r in rows}
+    # BiVLC's released CLIP predictions reproduce SugarCrepe's Table 6 in every category and its macro Average,
+    # and BiVLC's own SugarCrepe column as a micro average.
+    for cat in ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att"):
+        assert by[("released", "openai-clip-vit-b-32", f"sugarcrepe/{cat}", "sugarcrepe")].verdict == CONSISTENT
+    assert by[("released", "openai-clip-vit-b-32", "sugarcrepe/overall", "bivlc")].averaging_a == MICRO
+    # ... and not CoN-CLIP's SWAP-OBJ, which fits no count of 246 (149/245 truncated).
+    swap = by[("released", "openai-clip-vit-b-32", "sugarcrepe/swap-obj", "conclip")]
+    assert swap.verdict == UNEXPLAINED and "149/245 (truncates)" in swap.evidence
+    # SugarCrepe's macro Average vs BiVLC's micro column: explained by averaging from Table 6's categories.
+    overall = by[("papers", "openai-clip-vit-b-32", "sugarcrepe/overall", "bivlc")]
+    assert (overall.verdict, overall.cause) == (EXPLAINED, "averaging")
+    # NegCLIP's BiVLC number is not SugarCrepe's categories averaged either way.
+    assert by[("papers", "negclip", "sugarcrepe/overall", "bivlc")].verdict == UNEXPLAINED
+    # discrepancies first, metrics a short flat table
+    with open(paths["csv"], newline="", encoding="utf-8") as fh:
+        verdicts = [r["verdict"] for r in csv.DictReader(fh) if r["kind"] == "papers"]
+    assert verdicts == sorted(verdicts, key=["unexplained", "explained", "consistent"].index)
+    metrics = json.loads(Path(paths["metrics"]).read_text())
+    assert metrics["pairs"] == sum(metrics[f"pairs_{v}"] for v in ("consistent", "explained", "unexplained"))
+    assert len(metrics) <= 12 and Path(paths["figure"]).stat().st_size > 10_000
+
+
+def test_committed_comparison_is_current(tmp_path, released_env):
+    """results/audit/cross_paper.csv is what the code writes today (the stage was rerun after every change)."""
+    committed = Path(PUBLISHED.parent / "audit" / "cross_paper.csv")
+    if not committed.is_file():
+        pytest.skip("no committed comparison")
+    _, paths = run(out_dir=tmp_path)
+    assert Path(paths["csv"]).read_text(encoding="utf-8") == committed.read_text(encoding="utf-8")
+    shutil.rmtree(tmp_path, ignore_errors=True)
