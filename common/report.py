@@ -80,7 +80,8 @@ def cross_paper_line() -> str:
     counts = json.loads(summary.read_text())
     return (f"cross-paper: {RESULTS / 'audit' / 'cross_paper.md'}  (paper pairs: {counts['pairs']}, unexplained: "
             f"{counts['pairs_unexplained']}, explained: {counts['pairs_explained']}, consistent: "
-            f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']})")
+            f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']}; third witness: "
+            f"{counts['witness_checked']})")
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -165,8 +165,9 @@ def test_sugarcrepe_notebook_redraws_the_committed_results(monkeypatch):
     assert "| model |" in text and "vl-checklist" in text and "retrained_classifier_after" in text
     assert "sugarcrepe_more_fluent_share" in text and "published_r" in text
     assert "mini-aro-crepe" in text and "Table 10" in text
+    assert "fine-tunes above trend" in text and "table_reproduces_paper" in text  # Fig. 5 at scale
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(images) == 4, "Figs. 1/4, Fig. 2, Fig. 5 and Table 5's gains"
+    assert len(images) == 5, "Figs. 1/4, Fig. 2, Fig. 5, Fig. 5 at scale and Table 5's gains"
 
 
 def test_sugarcrepe_notebook_without_results_says_how_to_create_them(tmp_path, monkeypatch):

@@ -21,19 +21,21 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from common.audit import PARTIAL, STRICT_EXIT, partial_dir
 from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, ROUND, TRUNCATE,
                                       UNEXPLAINED, VERDICTS, Breakdown, Part, Printed, Side, compare, implied_counts)
-from common.audit.identities import (CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, breakdown_cells,
-                                     load_identities, resolve)
+from common.audit.identities import (CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, WitnessSpec,
+                                     breakdown_cells, load_identities, resolve)
 from common.errors import WorkspaceError
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.paths import RESULTS
 from common.published import PublishedCell, load_cells
 
-PAPERS_KIND, RELEASED_KIND, NOT_JOINED_KIND = "papers", "released", "not joined"
+PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
+WITNESS_DECIMALS = 6
+"""A third party's full-precision floats are read to 6 decimals: a count k/n still fits exactly, float noise not."""
 FIELDS = ("verdict", "kind", "benchmark", "measure", "category", "model", "source_a", "location_a", "value_a",
           "averaging_a", "source_b", "location_b", "value_b", "averaging_b", "difference", "cause", "mapping",
           "evidence")
@@ -41,6 +43,7 @@ NAME = "cross_paper"
 DATA_FILES = ("results/published/",)
 """The transcriptions of every paper and the identity table (``stage_deps``: the stage's data dependency)."""
 Fetcher = Callable[[str], Path]
+SpecT, DataT = TypeVar("SpecT"), TypeVar("DataT")
 
 
 class CrossPaperIncomplete(WorkspaceError):
@@ -250,24 +253,87 @@ def _released_row(spec: ReleasedSpec, entry: Entry, ids: Identities, counts: Map
                round(float(m.printed.exact - x), 4), cause, entry.certainty, evidence)
 
 
+def read_sources(specs: Sequence[SpecT], read: Callable[[Path, SpecT], DataT], fetcher: Fetcher
+                 ) -> tuple[list[tuple[SpecT, DataT]], list[str]]:
+    """Each source fetched and read; the ones that could not be fetched, with why (the caller decides: --strict)."""
+    from common.download import FetchError
+
+    found, unreadable = [], []
+    for spec in specs:
+        try:
+            found.append((spec, read(fetcher(spec.key), spec)))  # type: ignore[attr-defined]
+        except (FetchError, OSError) as exc:
+            unreadable.append(f"{spec.key}: {type(exc).__name__}: {exc}")  # type: ignore[attr-defined]
+    return found, unreadable
+
+
 def compare_released(ids: Identities, members: Sequence[Member], fetcher: Fetcher
                      ) -> tuple[list[Row], list[str]]:
     """Every mapped number of a model with released predictions, recomputed from them; and the unreadable keys."""
-    from common.download import FetchError
-
     rows: list[Row] = []
-    unreadable: list[str] = []
     grouped = entries(members, ids)
-    for spec in ids.released:
-        try:
-            counts = read_released(fetcher(spec.key), spec)
-        except (FetchError, OSError) as exc:
-            unreadable.append(f"{spec.key}: {type(exc).__name__}: {exc}")
-            continue
+    sources, unreadable = read_sources(ids.released, read_released, fetcher)
+    for spec, counts in sources:
         for (model_id, measure_id), group in grouped.items():
             if model_id != spec.model or ids.measure(measure_id).benchmark != spec.benchmark:
                 continue
             rows += [row for row in (_released_row(spec, e, ids, counts) for e in group) if row is not None]
+    return rows, unreadable
+
+
+def read_witness(path: Path, spec: WitnessSpec) -> dict[tuple[str, str], str]:
+    """(model id, measure id) -> the witness's number as text (6 decimals); a missing row, column or a non-number
+    is an error naming the file, the line and the column."""
+    wanted = {row: model for model, row in spec.models.items()}
+    found: dict[tuple[str, str], str] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in (*spec.key_columns, *spec.columns.values()) if c not in (reader.fieldnames or ())]
+        if missing:
+            raise WorkspaceError(f"{path}: missing column(s) {missing}")
+        for row in reader:
+            name = "/".join(row[c] or "" for c in spec.key_columns)
+            model = wanted.get(name)
+            if model is None:
+                continue
+            if any(k[0] == model for k in found):
+                raise WorkspaceError(f"{path}:{reader.line_num}: row {name} appears twice")
+            for measure, column in spec.columns.items():
+                try:
+                    value = float(row[column])
+                except (TypeError, ValueError):
+                    raise WorkspaceError(f"{path}:{reader.line_num} ({name}): column {column!r} = {row[column]!r} "
+                                         "is not a number") from None
+                found[(model, measure)] = f"{value:.{WITNESS_DECIMALS}f}"
+    absent = sorted(set(spec.models.values()) - {spec.models[m] for m, _ in found})
+    if absent:
+        raise WorkspaceError(f"{path}: no row {absent} ({'/'.join(spec.key_columns)})")
+    return found
+
+
+def compare_witnesses(ids: Identities, members: Sequence[Member], cells: Mapping[str, Sequence[PublishedCell]],
+                      fetcher: Fetcher) -> tuple[list[Row], list[str]]:
+    """Each third-party number beside every paper's number for the same model and measure."""
+    rows: list[Row] = []
+    grouped = entries(members, ids)
+    sources, unreadable = read_sources(ids.witnesses, read_witness, fetcher)
+    for spec, values in sources:
+        for (model_id, measure_id), text in sorted(values.items()):
+            measure = ids.measure(measure_id)
+            witness = Side(spec.name, Printed(text), spec.averaging.get(measure_id, PER_CATEGORY))
+            breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells)
+            for entry in grouped.get((model_id, measure_id), []):
+                verdict = compare(witness, entry.side(), measure.n if not measure.parts else None, breakdowns,
+                                  dict(measure.other_sizes))
+                uncertain = [spec.uncertain[model_id]] if model_id in spec.uncertain else []
+                uncertain += [m.why_uncertain for m in entry.members if m.certainty == UNCERTAIN]
+                evidence = verdict.evidence + (f" | uncertain mapping: {'; '.join(dict.fromkeys(uncertain))}"
+                                               if uncertain else "")
+                rows.append(Row(verdict.verdict, WITNESS_KIND, measure.benchmark, measure_id, measure.category,
+                                model_id, spec.name, spec.key, text, witness.averaging, entry.first.paper,
+                                entry.location, entry.first.printed.text, entry.first.averaging,
+                                round(float(entry.first.printed.exact - witness.printed.exact), 4), verdict.cause,
+                                UNCERTAIN if uncertain else CERTAIN, evidence))
     return rows, unreadable
 
 
@@ -287,22 +353,24 @@ def not_joined_rows(ids: Identities, cells: Mapping[str, Sequence[PublishedCell]
 
 def sort_rows(rows: Iterable[Row]) -> list[Row]:
     order = {v: i for i, v in enumerate(VERDICTS)}
-    kinds = {PAPERS_KIND: 0, RELEASED_KIND: 1, NOT_JOINED_KIND: 2}
+    kinds = {PAPERS_KIND: 0, RELEASED_KIND: 1, WITNESS_KIND: 2, NOT_JOINED_KIND: 3}
     return sorted(rows, key=lambda r: (kinds[r.kind], order.get(r.verdict, len(order)), r.benchmark, r.model,
                                        r.measure, r.source_a, r.source_b))
 
 
 def summary(rows: Sequence[Row]) -> dict[str, int]:
-    """The DVC metrics: counts of each verdict, for paper pairs and for released recomputations (12 numbers)."""
-    pairs = [r for r in rows if r.kind == PAPERS_KIND]
-    released = [r for r in rows if r.kind == RELEASED_KIND]
-    out = {"pairs": len(pairs)}
-    out.update({f"pairs_{v}": sum(r.verdict == v for r in pairs) for v in (CONSISTENT, EXPLAINED, UNEXPLAINED)})
-    out["pairs_uncertain_mapping"] = sum(r.mapping == UNCERTAIN for r in pairs)
-    out["released_checked"] = len(released)
-    out.update({f"released_{v}": sum(r.verdict == v for r in released) for v in (CONSISTENT, EXPLAINED, UNEXPLAINED)})
+    """The DVC metrics (12 numbers): verdict counts of paper pairs, of released recomputations and of the third
+    witness's comparisons (an explained count is the rest of its kind), and the groups not joined."""
+    out: dict[str, int] = {}
+    for kind, prefix, verdicts in ((PAPERS_KIND, "pairs", (CONSISTENT, EXPLAINED, UNEXPLAINED)),
+                                   (RELEASED_KIND, "released", (CONSISTENT, UNEXPLAINED)),
+                                   (WITNESS_KIND, "witness", (CONSISTENT, UNEXPLAINED))):
+        chosen = [r for r in rows if r.kind == kind]
+        out[prefix if kind == PAPERS_KIND else f"{prefix}_checked"] = len(chosen)
+        out.update({f"{prefix}_{v}": sum(r.verdict == v for r in chosen) for v in verdicts})
+        if kind == PAPERS_KIND:
+            out["pairs_uncertain_mapping"] = sum(r.mapping == UNCERTAIN for r in chosen)
     out["not_joined"] = sum(r.kind == NOT_JOINED_KIND for r in rows)
-    out["models"] = len({r.model for r in pairs})
     return out
 
 
@@ -324,17 +392,20 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
         "",
         f"Paper pairs: {s['pairs']} ({s['pairs_unexplained']} unexplained, {s['pairs_explained']} explained, "
         f"{s['pairs_consistent']} consistent; {s['pairs_uncertain_mapping']} through an uncertain mapping). "
-        f"Released predictions: {s['released_checked']} numbers recomputed ({s['released_unexplained']} "
-        f"unexplained, {s['released_explained']} explained, {s['released_consistent']} consistent). "
-        f"Looked at and not joined: {s['not_joined']} groups.",
+        + "".join(f"{title}: {s[f'{p}_checked']} numbers ({s[f'{p}_unexplained']} unexplained, "
+                  f"{s[f'{p}_checked'] - s[f'{p}_unexplained'] - s[f'{p}_consistent']} explained, "
+                  f"{s[f'{p}_consistent']} consistent). "
+                  for p, title in (("released", "Released predictions"), ("witness", "Third witness")))
+        + f"Looked at and not joined: {s['not_joined']} groups.",
         "",
     ]
     if unreadable:
-        lines += ["**Released sources not read** (their rows are missing):", ""]
+        lines += ["**Sources not read** (their rows are missing):", ""]
         lines += [f"- {u}" for u in unreadable] + [""]
     header = "| verdict | model | measure | a | value a | b | value b | difference | cause | evidence |"
     rule = "| --- | --- | --- | --- | ---: | --- | ---: | ---: | --- | --- |"
-    for kind, title in ((PAPERS_KIND, "Paper against paper"), (RELEASED_KIND, "Released predictions against papers")):
+    for kind, title in ((PAPERS_KIND, "Paper against paper"), (RELEASED_KIND, "Released predictions against papers"),
+                        (WITNESS_KIND, "A third witness against papers")):
         chosen = [r for r in rows if r.kind == kind]
         lines += [f"## {title}", "", header, rule]
         for r in chosen:
@@ -363,15 +434,17 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
     from common.figures import pyplot, save_figure
 
     plt = pyplot()
-    joined = {(r.model, r.measure) for r in rows if r.kind in (PAPERS_KIND, RELEASED_KIND)}
+    joined = {(r.model, r.measure) for r in rows if r.kind in (PAPERS_KIND, RELEASED_KIND, WITNESS_KIND)}
     benchmarks = list(dict.fromkeys(ids.measure(m).benchmark for _, m in sorted(joined, key=lambda x: x[1])))
     papers = list(dict.fromkeys(m.paper for m in members))
     markers = dict(zip(papers, "osD^vP*X"))
     fig, axes = plt.subplots(len(benchmarks), 1, figsize=(12, 3.6 * max(1, len(benchmarks))), squeeze=False)
-    released = defaultdict(list)
+    released, witnessed = defaultdict(set), defaultdict(set)
     for r in rows:
         if r.kind == RELEASED_KIND:
-            released[(r.model, r.measure)].append(float(r.value_a))
+            released[(r.model, r.measure)].add(float(r.value_a))
+        elif r.kind == WITNESS_KIND:
+            witnessed[(r.model, r.measure)].add((r.source_a, float(r.value_a)))
     for ax, benchmark in zip(axes[:, 0], benchmarks):
         keys = sorted((k for k in joined if ids.measure(k[1]).benchmark == benchmark), key=lambda k: (k[0], k[1]))
         for x, key in enumerate(keys):
@@ -380,12 +453,16 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
                            marker=markers[m.paper], s=28, label=m.paper, alpha=0.8,
                            facecolors="none" if m.certainty == UNCERTAIN else None,
                            color=f"C{papers.index(m.paper)}")
-            for value in released.get(key, []):
+            for value in released.get(key, ()):
                 ax.scatter(x, value, marker="x", color="black", s=40, label="released predictions")
+            for source, value in witnessed.get(key, ()):
+                ax.scatter(x + 0.25, value, marker="_", color="dimgrey", s=90, linewidths=2,
+                           label=f"{source} (third witness)")
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels([f"{k[0]}\n{ids.measure(k[1]).category}" for k in keys], rotation=60, ha="right",
                            fontsize=6)
-        ax.set_title(f"{benchmark}: each paper's number (hollow: uncertain mapping; x: released predictions)",
+        ax.set_title(f"{benchmark}: each paper's number (hollow: uncertain mapping; x: released predictions; "
+                     "dash: third witness)",
                      fontsize=9)
         ax.set_ylabel("%")
         handles, labels = ax.get_legend_handles_labels()
@@ -413,10 +490,12 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
     members = resolve(ids, cells)
     rows = compare_papers(ids, members, cells)
     released_rows, unreadable = compare_released(ids, members, fetcher or _default_fetcher)
+    witness_rows, unreadable_witnesses = compare_witnesses(ids, members, cells, fetcher or _default_fetcher)
+    unreadable += unreadable_witnesses
     if unreadable and strict:
         raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "
                                    "nothing was written:\n  " + "\n  ".join(unreadable))
-    rows = sort_rows(rows + released_rows + not_joined_rows(ids, cells))
+    rows = sort_rows(rows + released_rows + witness_rows + not_joined_rows(ids, cells))
     out_dir = Path(out_dir or RESULTS / "audit")
     if unreadable and out_dir.resolve() == (RESULTS / "audit").resolve():
         out_dir = partial_dir(out_dir)

@@ -86,6 +86,24 @@ class ReleasedSpec:
 
 
 @dataclass(frozen=True)
+class WitnessSpec:
+    """A third party's per-model table (fetched through the registry by ``key``) that reports some of the same
+    (model, measure) numbers: each is set beside every paper's number for it."""
+
+    key: str
+    name: str
+    key_columns: tuple[str, ...]
+    models: Mapping[str, str]
+    """model id -> the row's key columns joined by "/" ("ViT-B-32/openai")."""
+    columns: Mapping[str, str]
+    """measure id -> column."""
+    averaging: Mapping[str, str]
+    uncertain: Mapping[str, str]
+    """model id -> why its row may not be the papers' model."""
+    evidence: str
+
+
+@dataclass(frozen=True)
 class CellRef:
     paper: str
     table: str
@@ -111,6 +129,7 @@ class Identities:
     breakdowns: tuple[BreakdownSpec, ...]
     released: tuple[ReleasedSpec, ...]
     not_joined: tuple[NotJoined, ...]
+    witnesses: tuple[WitnessSpec, ...] = ()
 
     def measure(self, measure_id: str) -> Measure:
         for m in self.measures:
@@ -215,8 +234,19 @@ def load_identities(path: Path = IDENTITIES) -> Identities:
             _require(c, ("paper", "table", "row", "column"), f"{where} cell {j + 1}")
             refs.append(CellRef(c["paper"], c["table"], c["row"], c["column"]))
         not_joined.append(NotJoined(tuple(refs), nj["reason"]))
+    witnesses = []
+    for i, w in enumerate(data.get("witness", [])):
+        where = f"{path}: [[witness]] #{i + 1}"
+        _require(w, ("key", "name", "key_columns", "models", "columns"), where)
+        averaging = dict(w.get("averaging", {}))
+        bad = {m: a for m, a in averaging.items() if a not in AVERAGINGS}
+        if bad:
+            raise IdentityError(f"{where}: averaging {bad} not in {list(AVERAGINGS)}")
+        witnesses.append(WitnessSpec(w["key"], w["name"], tuple(w["key_columns"]), dict(w["models"]),
+                                     dict(w["columns"]), averaging, dict(w.get("uncertain", {})),
+                                     w.get("evidence", "")))
     found = Identities(Path(path), axis, tuple(models), tuple(measures), tuple(breakdowns), tuple(released),
-                       tuple(not_joined))
+                       tuple(not_joined), tuple(witnesses))
     _check_references(found)
     return found
 
@@ -243,6 +273,11 @@ def _check_references(ids: Identities) -> None:
     for b in ids.breakdowns:
         if b.measure not in measure_ids:
             raise IdentityError(f"{where}: breakdown of unknown measure {b.measure!r}")
+    for w in ids.witnesses:
+        unknown = sorted((set(w.models) | set(w.uncertain)) - model_ids) + sorted(
+            (set(w.columns) | set(w.averaging)) - measure_ids)
+        if unknown:
+            raise IdentityError(f"{where}: witness {w.key}: unknown model or measure ids {unknown}")
     for r in ids.released:
         if r.model not in model_ids:
             raise IdentityError(f"{where}: released {r.key}: unknown model {r.model!r}")
@@ -331,5 +366,5 @@ def breakdown_cells(spec: BreakdownSpec, model_label: str, cells: Iterable[Publi
 
 
 __all__ = ["CERTAIN", "IDENTITIES", "UNCERTAIN", "BreakdownSpec", "CellRef", "Identities", "IdentityError", "Label",
-           "Measure", "Member", "Model", "NotJoined", "ReleasedSpec", "breakdown_cells", "cell_key",
+           "Measure", "Member", "Model", "NotJoined", "ReleasedSpec", "WitnessSpec", "breakdown_cells", "cell_key",
            "load_identities", "resolve"]

@@ -39,6 +39,7 @@ def report(profile: str) -> None:
               f"mini run ({check})")
     report_blind()
     report_analyses(profile)
+    report_recognition()
 
 
 def report_blind() -> None:
@@ -53,6 +54,22 @@ def report_blind() -> None:
         print(f"  {r['benchmark']:<21s} {r['category']:<12s} {r['scorer']:<16s} {float(r['accuracy']):6.2f} "
               f"[{float(r['ci_low']):.2f}, {float(r['ci_high']):.2f}]")
     print(f"tables:  {table.parent}/  (refinement.csv: Algorithm 1 on the unrefined release; table4.csv)")
+
+
+def report_recognition() -> None:
+    """Figure 5 at scale (profile-independent): the headline correlations over Oh et al.'s checkpoints."""
+    import json
+
+    metrics = RESULTS / "sugarcrepe" / "recognition" / "metrics.json"
+    if not metrics.is_file():
+        return
+    m = json.loads(metrics.read_text(encoding="utf-8"))
+    print(f"Recognition vs compositionality over {m['checkpoints']} checkpoints ({m['finetuned']} compositionality "
+          f"fine-tunes): Pearson r, ImageNet vs SugarCrepe {m['r_imagenet_sugarcrepe_all']:.2f} (pre-trained only "
+          f"{m['r_imagenet_sugarcrepe_pretrained']:.2f}), vs the 12-benchmark average {m['r_imagenet_comp_avg_all']:.2f}, "
+          f"vs ARO {m['r_imagenet_aro_all']:.2f}; SugarCrepe over pre-trained checkpoints with ImageNet >= 50% "
+          f"{m['r_imagenet_sugarcrepe_competent']:.2f}")
+    print(f"tables:  {metrics.parent}/  (correlations.csv with 95% bootstrap intervals; scatter.png)")
 
 
 def report_analyses(profile: str) -> None:

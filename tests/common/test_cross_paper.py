@@ -141,6 +141,35 @@ def test_released_file_with_a_bad_flag_names_the_file_and_line(tmp_path):
         read_released(f, _spec())
 
 
+def test_witness_rows_missing_or_not_numbers_are_errors(tmp_path):
+    from common.audit.cross_paper import read_witness
+
+    spec = load_identities().witnesses[0]
+    f = tmp_path / "w.csv"
+    header = ["arch", "pretrained", *spec.columns.values()]
+    good = {"arch": "ViT-B-32", "pretrained": "openai", **{c: "50.0" for c in spec.columns.values()}}
+    rows = [good, {**good, "arch": "ViT-L-14"}, {**good, "arch": "NegCLIP", "pretrained": "coco-ft"}]
+    rows[1]["aro::VG_Relation"] = "-"
+
+    def write(rs):
+        with open(f, "w", newline="", encoding="utf-8") as fh:
+            import csv as _csv
+            w = _csv.DictWriter(fh, fieldnames=header)
+            w.writeheader()
+            w.writerows(rs)
+
+    write(rows)
+    with pytest.raises(Exception, match=r"w.csv:3 \(ViT-L-14/openai\): column 'aro::VG_Relation' = '-' is not a number"):
+        read_witness(f, spec)
+    write([rows[0], rows[2]])
+    with pytest.raises(Exception, match=r"no row \['ViT-L-14/openai'\]"):
+        read_witness(f, spec)
+    rows[1]["aro::VG_Relation"] = "61.5"
+    write(rows)
+    values = read_witness(f, spec)
+    assert values[("openai-clip-vit-l-14", "aro/vg-relation")] == "61.500000"
+
+
 def test_strict_with_an_unreadable_release_writes_nothing(tmp_path):
     def unreadable(key: str) -> Path:
         raise FetchError(f"{key}: not in the mirror")
@@ -172,6 +201,10 @@ def test_comparison_on_the_transcriptions_and_bivlcs_released_predictions(tmp_pa
     assert (overall.verdict, overall.cause) == (EXPLAINED, "averaging")
     # NegCLIP's BiVLC number is not SugarCrepe's categories averaged either way.
     assert by[("papers", "negclip", "sugarcrepe/overall", "bivlc")].verdict == UNEXPLAINED
+    # the third witness (Oh et al.'s table) counts SWAP-OBJ on the released 245 examples: 150/245 vs 151/246
+    witness = by[("witness", "openai-clip-vit-b-32", "sugarcrepe/swap-obj", "sugarcrepe")]
+    assert (witness.verdict, witness.cause) == (EXPLAINED, "data version") and "150/245" in witness.evidence
+    assert by[("witness", "openai-clip-vit-b-32", "sugarcrepe/replace-obj", "sugarcrepe")].verdict == CONSISTENT
     # discrepancies first, metrics a short flat table
     with open(paths["csv"], newline="", encoding="utf-8") as fh:
         verdicts = [r["verdict"] for r in csv.DictReader(fh) if r["kind"] == "papers"]
