@@ -534,4 +534,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

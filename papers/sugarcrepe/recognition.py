@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,4 +377,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))
