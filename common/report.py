@@ -136,11 +136,22 @@ def show_metrics(paper: str) -> int:
     return status
 
 
+CROSS_PAPER_METRICS = "results/audit/cross_paper_summary.json"
+"""The cross-paper comparison's metrics (root stage ``audit/cross_paper``), shown after the papers'."""
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from common.paths import ROOT
+
     status = 0
     for paper in args.paper:
         print(f"papers/{paper}")
         status |= show_metrics(paper)
+    if (ROOT / CROSS_PAPER_METRICS).is_file():
+        print("audit/cross_paper (every paper's pipeline keeps it current)")
+        status |= subprocess.run(["dvc", "metrics", "show", CROSS_PAPER_METRICS], cwd=ROOT).returncode
     return status
 
 

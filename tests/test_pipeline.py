@@ -74,6 +74,7 @@ def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     lines = shown.stdout.splitlines()
     assert lines[0] == "papers/sugarcrepe" and any("mini__s-32k.json" in line for line in lines)
     assert not any("results/aro" in line for line in lines)  # one paper's metrics, not every paper's
+    assert "audit/cross_paper" in shown.stdout and "pairs_unexplained" in shown.stdout  # then the cross-paper counts
     # readable: a row per model (and per audit summary), a column per number compared (7 categories + average,
     # 4 verdict counts), not one row of 130 columns mixing context into the metrics
     assert len(lines[1].split()) <= 1 + 8 + 9, lines[1]  # "Path", 8 accuracies, 4 verdicts (9 words)
