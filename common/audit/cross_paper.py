@@ -156,8 +156,7 @@ def compare_papers(ids: Identities, members: Sequence[Member],
     rows: list[Row] = []
     for (model_id, measure_id), group in grouped.items():
         measure = ids.measure(measure_id)
-        breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells) if (
-            measure.parts or any(b.measure == measure_id for b in ids.breakdowns)) else []
+        breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells)
         for i, a in enumerate(group):
             for b in group[i + 1:]:
                 if a.first.paper == b.first.paper:
