@@ -149,10 +149,9 @@ def breakdowns_for(ids: Identities, model_id: str, measure_id: str,
     return found
 
 
-def compare_papers(ids: Identities, members: Sequence[Member],
+def compare_papers(ids: Identities, grouped: Mapping[tuple[str, str], list[Entry]],
                    cells: Mapping[str, Sequence[PublishedCell]]) -> list[Row]:
     """A row for every pair of different papers' numbers for one model and measure."""
-    grouped = entries(members, ids)
     rows: list[Row] = []
     for (model_id, measure_id), group in grouped.items():
         measure = ids.measure(measure_id)
@@ -266,11 +265,10 @@ def read_sources(specs: Sequence[SpecT], read: Callable[[Path, SpecT], DataT], f
     return found, unreadable
 
 
-def compare_released(ids: Identities, members: Sequence[Member], fetcher: Fetcher
+def compare_released(ids: Identities, grouped: Mapping[tuple[str, str], list[Entry]], fetcher: Fetcher
                      ) -> tuple[list[Row], list[str]]:
     """Every mapped number of a model with released predictions, recomputed from them; and the unreadable keys."""
     rows: list[Row] = []
-    grouped = entries(members, ids)
     sources, unreadable = read_sources(ids.released, read_released, fetcher)
     for spec, counts in sources:
         for (model_id, measure_id), group in grouped.items():
@@ -310,11 +308,10 @@ def read_witness(path: Path, spec: WitnessSpec) -> dict[tuple[str, str], str]:
     return found
 
 
-def compare_witnesses(ids: Identities, members: Sequence[Member], cells: Mapping[str, Sequence[PublishedCell]],
-                      fetcher: Fetcher) -> tuple[list[Row], list[str]]:
+def compare_witnesses(ids: Identities, grouped: Mapping[tuple[str, str], list[Entry]],
+                      cells: Mapping[str, Sequence[PublishedCell]], fetcher: Fetcher) -> tuple[list[Row], list[str]]:
     """Each third-party number beside every paper's number for the same model and measure."""
     rows: list[Row] = []
-    grouped = entries(members, ids)
     sources, unreadable = read_sources(ids.witnesses, read_witness, fetcher)
     for spec, values in sources:
         for (model_id, measure_id), text in sorted(values.items()):
@@ -487,9 +484,10 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
     cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))
              for paper in ids.papers + sorted({r.paper for nj in ids.not_joined for r in nj.cells} - set(ids.papers))}
     members = resolve(ids, cells)
-    rows = compare_papers(ids, members, cells)
-    released_rows, unreadable = compare_released(ids, members, fetcher or _default_fetcher)
-    witness_rows, unreadable_witnesses = compare_witnesses(ids, members, cells, fetcher or _default_fetcher)
+    grouped = entries(members, ids)  # (model, measure) -> each paper's number, shared by the three comparisons
+    rows = compare_papers(ids, grouped, cells)
+    released_rows, unreadable = compare_released(ids, grouped, fetcher or _default_fetcher)
+    witness_rows, unreadable_witnesses = compare_witnesses(ids, grouped, cells, fetcher or _default_fetcher)
     unreadable += unreadable_witnesses
     if unreadable and strict:
         raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "

@@ -39,7 +39,7 @@ import scipy.stats
 from common.errors import WorkspaceError
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.stats import bootstrap_pearson_ci
+from common.stats import bootstrap_pearson_ci, pearson_r
 
 TABLE_KEY = "vl_compo/results.csv"
 SUBSETS_KEY = "vl_compo/individual_results.csv"
@@ -266,8 +266,7 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
             spec = get_spec(c.zoo)
             ys_paper.append(cells[("Table 6", f"{spec.family} | {spec.label}", table6_column[category])])
         claim = stated.get(category, others)
-        r_table = float(scipy.stats.pearsonr(xs, ys_table).statistic)
-        r_paper_y = float(scipy.stats.pearsonr(xs, ys_paper).statistic)
+        r_table, r_paper_y = pearson_r(xs, ys_table), pearson_r(xs, ys_paper)
         bound = f"{claim.comparison} {claim.text}".replace("= ", "")
         holds = (abs(round(r_table, 2) - (claim.value or 0)) < 1e-9 if claim.comparison == "="
                  else r_table > (claim.value or 0))
