@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,15 +81,26 @@ class _ImageFiles(torch.utils.data.Dataset):
 TOKENIZE_CHUNK = 512
 
 
-class _TextChunks(torch.utils.data.Dataset):
-    def __init__(self, chunks: list[list[str]], tokenize):
-        self.chunks, self.tokenize = chunks, tokenize
+class _Work(torch.utils.data.Dataset):
+    """A task's CPU work for one pool of worker processes: its token chunks first, then its images in batches.
+
+    One pool rather than one for tokenising and one for decoding: starting a worker forks the whole process (tens of
+    milliseconds each with a CUDA context), so a second pool of 15 cost as much as a third of the decoding. The token
+    chunks come first in the loader's order, so the GPU encodes the texts while the workers decode the images.
+    """
+
+    def __init__(self, text_chunks: list[list[str]], tokenize, images: "_ImageFiles", decode_batch: int):
+        self.text_chunks, self.tokenize, self.images, self.decode_batch = text_chunks, tokenize, images, decode_batch
+        self.image_batches = -(-len(images) // decode_batch)
 
     def __len__(self) -> int:
-        return len(self.chunks)
+        return len(self.text_chunks) + self.image_batches
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        return self.tokenize(self.chunks[i])
+        if i < len(self.text_chunks):
+            return self.tokenize(self.text_chunks[i])
+        start = (i - len(self.text_chunks)) * self.decode_batch
+        return torch.stack([self.images[j] for j in range(start, min(start + self.decode_batch, len(self.images)))])
 
 
 def _regroup(batches: Iterator[torch.Tensor], size: int) -> Iterator[torch.Tensor]:
@@ -120,6 +132,18 @@ def _owners_text(owners: dict[ImageRef, list[str]], ref: ImageRef, limit: int = 
     return ", ".join(ids[:limit]) + more
 
 
+class _Phases:
+    """Adds the wall seconds since the last lap to ``into[name]``."""
+
+    def __init__(self, into: dict[str, float]):
+        self.into, self.last = into, time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.into[name] = self.into.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 @dataclass(frozen=True)
 class Embeddings:
     """The embeddings of a task's distinct images and texts (float64 rows), looked up by image or text."""
@@ -149,6 +173,8 @@ class Engine:
         self.image_cache = EmbeddingCache(key, "images", cache_root)
         self.text_cache = EmbeddingCache(key, "texts", cache_root)
         self._file_keys: dict[Path, str] = {}
+        self.phase_seconds: dict[str, float] = {}
+        """Wall seconds of each phase of ``embed``, summed over calls (what the bench prints)."""
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.config.precision == "bf16":
@@ -181,40 +207,51 @@ class Engine:
         owners = owners or {}
         refs = [as_ref(i) for i in images]
         keys = self.image_keys(refs, owners)
-        for _ in self._encode_images(refs, keys, owners):
-            pass
+        todo_refs, todo_keys = self._missing_images(refs, keys)
+        self._encode_images(self._work(todo_refs, owners), todo_keys)
         return self.image_cache.get(keys)
 
-    def _encode_images(self, refs: Sequence[ImageRef], keys: Sequence[str],
-                       owners: dict[ImageRef, list[str]]) -> Iterator[None]:
-        """Encode the images the cache lacks, in order, shard by shard into the cache.
-
-        A generator: creating it and taking its first step starts the decoding workers (which then decode ahead, up
-        to their prefetch limit), so the caller can encode texts on the GPU while images are decoded on the CPU.
-        """
+    def _missing_images(self, refs: Sequence[ImageRef], keys: Sequence[str]) -> tuple[list[ImageRef], list[str]]:
+        """The distinct images the cache lacks, in order of first use, with their keys."""
         missing = set(self.image_cache.missing(keys))
         todo = list(dict.fromkeys((r, k) for r, k in zip(refs, keys) if k in missing))
-        if not todo:
-            yield None
-            return
+        return [r for r, _ in todo], [k for _, k in todo]
+
+    def _token_chunks(self, texts: list[str], decoding: bool) -> list[list[str]]:
+        """The texts cut into chunks for the worker processes to tokenise, or none (tokenised here): with workers, when
+        they start anyway (images to decode) or the texts make two chunks or more."""
+        chunks = [texts[i: i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
+        workers = self.config.workers_for(self.device)
+        return chunks if workers and (decoding or min(workers, len(chunks)) >= 2) else []
+
+    def _work(self, todo_refs: list[ImageRef], owners: dict[ImageRef, list[str]],
+              text_chunks: list[list[str]] = ()) -> Iterator[torch.Tensor]:
+        """The token chunks, then the decoded images in batches, from one pool of ``workers_for(device)`` processes
+        (started here, decoding ahead up to their prefetch limit) or, without workers, in this process as consumed."""
         cfg = self.config
         workers = cfg.workers_for(self.device)
-        todo_refs, todo_keys = [r for r, _ in todo], [k for _, k in todo]
         decode_batch = min(cfg.decode_batch_size, cfg.image_batch_size) if workers else cfg.image_batch_size
-        loader = torch.utils.data.DataLoader(
-            _ImageFiles(todo_refs, [self._file_keys[r.path] for r in todo_refs], self.model, owners),
-            batch_size=decode_batch, num_workers=workers, shuffle=False,
-            pin_memory=self.device.startswith("cuda"),
-            prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None,
-        )
-        batches = _regroup(iter(loader), cfg.image_batch_size)  # with workers, decoding starts here
-        yield None
-        bar = tqdm(total=len(todo), desc=f"encode images [{self.model.name}]", disable=not cfg.progress, mininterval=2)
+        images = _ImageFiles(todo_refs, [self._file_keys[r.path] for r in todo_refs], self.model, owners)
+        work = _Work(list(text_chunks), self.model.tokenize, images, decode_batch)
+        if not len(work):
+            return iter(())
+        workers = min(workers, len(work))
+        return iter(torch.utils.data.DataLoader(
+            work, batch_size=None, num_workers=workers, shuffle=False, pin_memory=self.device.startswith("cuda"),
+            prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None))
+
+    def _encode_images(self, batches: Iterator[torch.Tensor], todo_keys: Sequence[str]) -> None:
+        """Encode decoded image batches (regrouped into encoding batches), shard by shard into the cache."""
+        if not todo_keys:
+            return
+        cfg = self.config
+        bar = tqdm(total=len(todo_keys), desc=f"encode images [{self.model.name}]", disable=not cfg.progress,
+                   mininterval=2)
         pending_keys: list[str] = []
         pending: list[np.ndarray] = []
         done = 0
         try:  # closed on an error too, so that an error line starts on a line of its own
-            for pixels in batches:
+            for pixels in _regroup(batches, cfg.image_batch_size):
                 with self._autocast():
                     pending.append(self.model.encode_images(pixels).float().numpy())
                 pending_keys.extend(todo_keys[done: done + len(pixels)])
@@ -232,7 +269,10 @@ class Engine:
     def text_embeddings(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` (rows in order); one encoding per distinct token sequence."""
         unique = list(dict.fromkeys(texts))
-        tokens = self._tokenize(unique)
+        return self._embed_tokens(texts, unique, self._tokenize(unique))
+
+    def _embed_tokens(self, texts: Sequence[str], unique: list[str], tokens: torch.Tensor) -> np.ndarray:
+        """``text_embeddings`` once the distinct texts ``unique`` are tokenised (``tokens``, one row each)."""
         token_rows = np.ascontiguousarray(tokens.numpy())
         key_of = {t: hashlib.sha256(row.tobytes()).hexdigest() for t, row in zip(unique, token_rows)}
         missing = set(self.text_cache.missing(key_of.values()))
@@ -272,13 +312,8 @@ class Engine:
         CUDA context and a thread pool (one torch thread each)."""
         if not texts:
             return torch.zeros((0, 0), dtype=torch.long)
-        workers = min(self.config.workers_for(self.device), -(-len(texts) // TOKENIZE_CHUNK))
-        if workers < 2:
-            return self.model.tokenize(texts)
-        chunks = [texts[i: i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
-        loader = torch.utils.data.DataLoader(_TextChunks(chunks, self.model.tokenize), batch_size=None,
-                                             num_workers=workers, shuffle=False)
-        return torch.cat(list(loader))
+        chunks = self._token_chunks(texts, decoding=False)
+        return torch.cat(list(self._work([], {}, chunks))) if chunks else self.model.tokenize(texts)
 
     # -- a task's images and texts --------------------------------------------------------------
     def embed(self, image_owners: Iterable[tuple[Image, str]], texts: Iterable[str]) -> Embeddings:
@@ -292,14 +327,21 @@ class Engine:
         for image, owner in image_owners:
             owners.setdefault(as_ref(image), []).append(owner)
         refs = list(owners)
+        clock = _Phases(self.phase_seconds)
         keys = self.image_keys(refs, owners)
-        images = self._encode_images(refs, keys, owners)
-        next(images)
+        todo_refs, todo_keys = self._missing_images(refs, keys)
         unique_texts = list(dict.fromkeys(texts))
-        text_matrix = self.text_embeddings(unique_texts).astype(np.float64)
-        for _ in images:
-            pass
+        chunks = self._token_chunks(unique_texts, decoding=bool(todo_refs))
+        clock.lap("hash and look up")
+        work = self._work(todo_refs, owners, chunks)  # with workers, tokenising and decoding start here
+        clock.lap("start workers")
+        tokens = torch.cat([next(work) for _ in chunks]) if chunks else self._tokenize(unique_texts)
+        clock.lap("tokenise")
+        text_matrix = self._embed_tokens(unique_texts, unique_texts, tokens).astype(np.float64)
+        clock.lap("encode texts")
+        self._encode_images(work, todo_keys)
         image_matrix = self.image_cache.get(keys).astype(np.float64)
+        clock.lap("decode and encode images")
         return Embeddings(image_matrix, text_matrix, {r: i for i, r in enumerate(refs)},
                           {t: i for i, t in enumerate(unique_texts)})
 

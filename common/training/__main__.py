@@ -153,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.set_defaults(func=smoke)
+    from common.training import cost
+
+    cost.register(sub)
     args = parser.parse_args(argv)
-    return smoke(args)
+    return args.func(args)
 
 
 if __name__ == "__main__":

@@ -200,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         result = image_to_text(engine, data.items)
         engine_seconds = time.perf_counter() - start
-        print(f"engine (cold cache): {engine_seconds:.2f}s")
+        print(f"engine (cold cache): {engine_seconds:.2f}s ("
+              + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in engine.phase_seconds.items()) + ")")
         start = time.perf_counter()
         image_to_text(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
         print(f"engine (warm cache, new process state): {time.perf_counter() - start:.2f}s")
