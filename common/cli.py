@@ -17,7 +17,7 @@ from typing import Sequence
 from common import plugins
 from common.errors import WorkspaceError, run_entry_point
 
-__all__ = ["CommandGroups", "build_parser", "main", "run_entry_point"]
+__all__ = ["CommandGroups", "build_parser", "handler_module", "main", "run_entry_point"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from common import download, report, stage_deps, train, zoo
+    from common import download, report, stage_deps
+    from common.training import family
+    from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
 
     parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
@@ -64,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     prepare = sub.add_parser("prepare", help="full profile: fetch and verify a benchmark's data")
     prepare_sub = prepare.add_subparsers(dest="dataset", required=True, metavar="DATASET")
 
-    train.register_cli(sub)
-    zoo.register_cli(sub)
+    family.register_cli(sub)
+    zoo_cli.register_cli(sub)
 
     report.register_cli(sub)
 
@@ -83,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     released_sub = released.add_subparsers(dest="paper", required=True, metavar="PAPER")
 
     download.register_cli(sub)
-    stage_deps.register_cli(sub)
+    stage_deps.register_cli(sub, resolve_common=handler_module)
 
     groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,
                            audit_released=released_sub)
@@ -92,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         if cli is not None and hasattr(cli, "register"):
             cli.register(groups)
     return parser
+
+
+def handler_module(argv: Sequence[str]) -> str:
+    """The module of the function that runs ``python -m common ARGV``: where a stage that runs it starts importing
+    (``common.stage_deps`` gets it from here rather than importing this module, which registers its command)."""
+    return build_parser().parse_args(list(argv)).func.__module__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

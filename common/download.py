@@ -1,6 +1,8 @@
 """The download registry: fetch upstream data by key or group, verified, never half-written.
 
-Every upstream file, dataset and checkpoint is a ``[[source]]`` entry in ``common/registry/sources.toml``.
+Every upstream file, dataset and checkpoint is a ``[[source]]`` entry of the registry: ``common/registry/sources.toml``
+(the shared entries, and those two or more papers use) or a paper's ``papers/<paper>/sources.toml``; a key is looked
+up in the shared file first, then in its owner paper's (``common.plugins``).
 ``fetch`` turns an entry into a local path under the data root (``VLC_DATA``):
 
 * already there and verified -> returned without work (pinned sha256, or the hash recorded on first use);
@@ -38,7 +40,7 @@ import urllib.request
 import zipfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterable, Iterator, Literal, Mapping
 
 from common.errors import WorkspaceError
 
@@ -53,9 +55,11 @@ from common.io import atomic_path, sha256_file, write_json_atomic
 log = logging.getLogger(__name__)
 
 REGISTRY_PATH = Path(__file__).resolve().parent / "registry" / "sources.toml"
-"""The shared registry file; each paper's own is ``papers/<paper>/sources.toml``."""
+"""The shared registry file (entries naming no paper, and entries two or more papers use); each paper's other
+entries are in ``papers/<paper>/sources.toml``."""
 DATA_FILES = ("common/registry/sources.toml",)
-"""Read at run time (``common.stage_deps``); a paper module that fetches its own keys declares its sources.toml."""
+"""Read at run time (``common.stage_deps``); a paper module that fetches its own keys declares its sources.toml (a
+key in the shared file needs no more)."""
 
 METHODS = frozenset({"http", "hf_dataset", "hf_model", "manual"})
 ARCHIVES = frozenset({"zip"})
@@ -272,19 +276,34 @@ def load_registry(*paths_: str | os.PathLike[str]) -> dict[str, Source]:
     return registry
 
 
-def _check_owners(registry: Mapping[str, Source], files: list[Path]) -> None:
-    """Each key sits in the file that owns it (``common.plugins.owned_file``), so a lookup by key reads one file."""
+def _check_placement(reg_path: Path, keys: Iterable[str]) -> None:
+    """A paper's file holds only that paper's keys (``common.plugins.may_hold``); the shared file holds any."""
+    for key in keys:
+        if not plugins.may_hold(reg_path, key, REGISTRY_PATH):
+            raise RegistryError(f"{reg_path}: source {key!r} "
+                                f"{plugins.where_it_belongs(key, reg_path.name, REGISTRY_PATH)}")
+
+
+def _check_owners(files: list[Path]) -> None:
+    """Each key sits in its owner's file or in the shared file, never in another paper's file and never in both, so
+    a lookup by key (shared file first, then the owner's) finds the one entry."""
+    found_in: dict[str, Path] = {}
     for reg_path in files:
-        for source in _read_registry_file(reg_path):
-            expected = plugins.owned_file(source.key, reg_path.name, REGISTRY_PATH)
-            if expected.resolve() != reg_path.resolve():
-                raise RegistryError(f"{reg_path}: source {source.key!r} belongs in {expected} (the first segment of a "
-                                    "key names the paper whose sources.toml holds it; shared keys name no paper)")
+        keys = [source.key for source in _read_registry_file(reg_path)]
+        _check_placement(reg_path, keys)
+        for key in keys:
+            if key in found_in and found_in[key] != reg_path:
+                raise RegistryError(f"{reg_path}: source {key!r} is also in {found_in[key]}; keep one entry (in "
+                                    f"{REGISTRY_PATH} if several papers use it, else in its owner's sources.toml)")
+            found_in.setdefault(key, reg_path)
 
 
 @functools.lru_cache(maxsize=None)
 def _file_registry(path: Path) -> dict[str, Source]:
-    return load_registry(path)
+    """One registry file of this workspace, its keys checked against the file (``_check_placement``)."""
+    registry = load_registry(path)
+    _check_placement(path, registry)
+    return registry
 
 
 def default_registry() -> dict[str, Source]:
@@ -294,17 +313,21 @@ def default_registry() -> dict[str, Source]:
 
 @functools.lru_cache(maxsize=1)
 def _merged_registry() -> dict[str, Source]:
-    files = plugins.registry_files("sources.toml", REGISTRY_PATH)
-    registry = load_registry(*files)
-    _check_owners(registry, files)
-    return registry
+    files = plugins.registry_files(REGISTRY_PATH.name, REGISTRY_PATH)
+    _check_owners(files)
+    return load_registry(*files)
 
 
 def get_source(key: str, registry: Mapping[str, Source] | None = None) -> Source:
-    """Look up one entry; unknown keys raise ``RegistryError`` with close matches."""
-    reg = registry if registry is not None else _file_registry(plugins.owned_file(key, "sources.toml", REGISTRY_PATH))
+    """Look up one entry: in ``registry``, or else in the shared file and then the key's owner paper's
+    (``common.plugins.lookup_files``); unknown keys raise ``RegistryError`` with close matches."""
+    if registry is None:
+        for reg_path in plugins.lookup_files(key, REGISTRY_PATH.name, REGISTRY_PATH):
+            entries = _file_registry(reg_path) if reg_path.is_file() else {}
+            if key in entries:
+                return entries[key]
     try:
-        return reg[key]
+        return (registry if registry is not None else {})[key]
     except KeyError:
         import difflib
 

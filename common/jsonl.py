@@ -1,15 +1,106 @@
-"""JSON-lines files the pipeline writes and reads back (training rows, scenes): one reader, so every bad line is an
-error naming the file and the line, whatever the paper, and one atomic writer."""
+"""JSON and JSON-lines files the pipeline writes and reads back (manifests, training rows, scenes): typed readers,
+so every bad file, line or field is an error naming the file, the line and what was expected, whatever the paper, and
+one atomic writer.
+
+* ``read_json(path, expect, remedy)``: a JSON document whose top level is ``expect`` (an object or an array);
+* ``read_rows(path, Row, what, remedy)``: JSON lines into the dataclass ``Row``, each field checked against its type
+  (strings non-empty, integers non-negative, numbers finite), an optional per-row check, at least one row;
+* ``read_jsonl(path, parse, what)``: the line loop under both, for a parser of one's own.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, is_dataclass
+import math
+import types
+import typing
+from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from common.errors import WorkspaceError
 from common.tasks import DatasetError
 
 Record = TypeVar("Record")
+Row = TypeVar("Row")
+
+_JSON_TYPE_NAMES = {dict: "an object", list: "an array"}
+
+
+def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that writes it") -> Any:
+    """The JSON document at ``path``, whose top level must be ``expect`` (``dict`` or ``list``). A missing file is a
+    ``WorkspaceError`` ending in ``remedy``; bad JSON a ``DatasetError`` with the line and column."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkspaceError(f"{path}: missing; {remedy}") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(value, expect):
+        raise DatasetError(f"{path}: expected {_JSON_TYPE_NAMES.get(expect, expect.__name__)} at the top level, "
+                           f"found {type(value).__name__}")
+    return value
+
+
+def _check_field(name: str, kind: Any, value: Any) -> None:
+    """``DatasetError`` unless ``value`` fits the annotation ``kind`` (str, int, float, bool, list, X | None)."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+        if value is None:
+            return
+        kind = next(a for a in args if a is not type(None))
+    if value is None:
+        raise DatasetError(f"no {name!r}")
+    origin = typing.get_origin(kind) or kind
+    if kind is str:
+        ok = isinstance(value, str) and bool(value.strip())
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif kind is bool:
+        ok = isinstance(value, bool)
+    elif origin in (list, tuple):
+        ok = isinstance(value, list)
+    else:
+        ok = True
+    if not ok:
+        raise DatasetError(f"{name!r} is {value!r:.40}")
+
+
+def read_rows(path: Path, row_type: type[Row], what: str, remedy: str = "run the stage that writes it",
+              check: Callable[[Row], None] | None = None) -> list[Row]:
+    """Every line of ``path`` as a ``row_type`` (a dataclass), each field present (unless it has a default) and of
+    its annotated type, then ``check(row)`` (which raises ``DatasetError`` or ``ValueError`` on a bad row); at least
+    one row. Errors name the file, the line and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkspaceError(f"{path}: missing; {remedy}")
+    hints = typing.get_type_hints(row_type)
+    specs = [(f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING) for f in fields(row_type)]
+
+    def parse(record: Any) -> Row:
+        if not isinstance(record, dict):
+            raise DatasetError(f"not a JSON object but {type(record).__name__}")
+        for name, kind, required in specs:
+            if name in record or required:
+                _check_field(name, kind, record.get(name))
+        row = row_type(**{name: record[name] for name, _, _ in specs if name in record})
+        if check is not None:
+            try:
+                check(row)
+            except ValueError as exc:
+                raise DatasetError(str(exc)) from None
+        return row
+
+    rows = list(read_jsonl(path, parse, what))
+    if not rows:
+        raise DatasetError(f"{path}: no rows")
+    return rows
 
 
 def read_jsonl(path: Path, parse: Callable[[Any], Record], what: str) -> Iterator[Record]:

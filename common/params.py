@@ -72,3 +72,9 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"{PARAMS_FILE}: profile must be one of {PROFILES}, got {profile!r}")
     return params
+
+
+def stage_section(stage: str, dotted: str) -> tuple[dict[str, Any], Any]:
+    """A stage's parameters and the section ``dotted`` of them (``conclip.mini``): what a stage's command reads."""
+    params = stage_params(stage)
+    return params, section(params, dotted)

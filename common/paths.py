@@ -21,6 +21,11 @@ def build_root() -> Path:
     return Path(os.environ.get("VLC_BUILD", ROOT / "build"))
 
 
+def build_dir(profile: str, name: str) -> Path:
+    """``<build root>/<profile>/<name>``: where a paper's stages of one profile write (DVC outputs)."""
+    return build_root() / profile / name
+
+
 def cache_root() -> Path:
     """Persistent caches (embeddings) that survive ``dvc repro``; ``VLC_CACHE`` overrides."""
     return Path(os.environ.get("VLC_CACHE", ROOT / ".cache"))

@@ -10,9 +10,15 @@ each optional:
   ``python -m common`` (under shared groups such as ``data describe`` or ``audit released``), and
   ``report(profile)`` prints the paper's reproduced tables for ``python -m common report <paper>``;
 * ``papers/<paper>/sources.toml`` and ``papers/<paper>/models.toml``: the paper's entries of the download
-  registry and of the model zoo. An entry belongs to the paper whose name is the first segment of its key
-  (``bivlc/released/...``, ``aro/negclip``), so a lookup reads only the file that owns the key, and an edit
-  in one paper's registry re-runs only the stages that read it.
+  registry and of the model zoo. A key (or model name) belongs to the paper whose name is its first segment
+  (``bivlc/released/...``, ``aro/negclip``); a key naming no paper is shared.
+
+Where an entry lives, and how a lookup finds it: an entry that two or more papers use sits in the shared file
+(``common/registry/sources.toml``, ``common/zoo/models.toml``) under the name the releasing paper gave it
+(``aro/negclip``); a paper's other entries sit in its own file. A lookup by key reads the shared file first and the
+owner's file only when the shared file lacks the key (``lookup_files``), so no paper's stage reads another paper's
+registry, and an edit in one paper's registry re-runs only that paper's stages. The merged registries refuse a key
+in another paper's file (``may_hold``), or in both its owner's file and the shared one.
 
 Adding a paper therefore edits no file in ``common/``.
 """
@@ -61,9 +67,31 @@ def owner(key: str) -> str | None:
 
 
 def owned_file(key: str, filename: str, shared: Path) -> Path:
-    """The file holding ``key``: ``papers/<owner>/<filename>`` for a paper's key, else the shared file."""
+    """The owner's file of ``key``: ``papers/<owner>/<filename>`` for a paper's key, else the shared file (where a
+    paper's key used by several papers also sits, see ``lookup_files``)."""
     paper = owner(key)
     return paper_dir(paper) / filename if paper is not None else shared
+
+
+def lookup_files(key: str, filename: str, shared: Path) -> tuple[Path, ...]:
+    """The files a lookup of ``key`` reads, in order: the shared file, then (for a paper's key) the owner's
+    ``filename``, read only when the shared file lacks the key."""
+    paper = owner(key)
+    return (shared,) if paper is None else (shared, paper_dir(paper) / filename)
+
+
+def may_hold(file: Path, key: str, shared: Path) -> bool:
+    """Whether ``file`` (the shared file or a paper's) may hold ``key``: the shared file holds any key, a paper's file
+    only that paper's keys."""
+    return file.resolve() in {shared.resolve(), owned_file(key, file.name, shared).resolve()}
+
+
+def where_it_belongs(key: str, filename: str, shared: Path) -> str:
+    """The remedy for a key in a file that may not hold it (``may_hold``), for one-line errors."""
+    if owner(key) is None:
+        return f"belongs in {shared} (its first segment names no paper)"
+    return (f"belongs in {owned_file(key, filename, shared)} or, if several papers use it, in {shared} (never in "
+            f"another paper's {filename})")
 
 
 def registry_files(filename: str, shared: Path) -> list[Path]:

@@ -26,9 +26,9 @@ def captions(n: int) -> list[str]:
 
 
 def train(train_set: str, out: str, steps: str, every: str) -> None:
-    from common.train import TrainConfig, train_clip
+    from common.training.family import FamilyRecipe, train_clip
 
-    config = TrainConfig(arch="mini-vit-xs", n_images=96, steps=int(steps), batch_size=32, lr=2e-3, warmup_steps=2)
+    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=int(steps), batch_size=32, lr=2e-3, warmup_steps=2)
     record = train_clip(config, Path(train_set), Path(out), progress=False, checkpoint_steps=int(every))
     print(json.dumps({"final_loss": record["final_loss"]}), flush=True)
 

@@ -2,7 +2,7 @@
 the data (``BatchSource``), and the loss (a module returning named ``*_loss`` terms).
 
 Distributed under torchrun (DDP, each loss gathering its own global batch), resumable bit-exactly.
-``common/train.py`` (the mini family's tiny CLIPs) is ``FromScratch`` + ``MiniWorldBatches`` +
+``common/training/family.py`` (the mini family's tiny CLIPs) is ``FromScratch`` + ``MiniWorldBatches`` +
 ``ClipLoss``; its weights are those of the loop it replaced, bit for bit.
 
 The losses here are the shared ones (``ClipLoss``, ``HardNegativeClipLoss``, and the bases

@@ -2,7 +2,7 @@
 
 Two numbers decide a full-profile run's GPU time: the seconds of one optimiser step at the recipe's real global
 batch (encoders, loss, backward, AdamW, on the real architecture), and how fast the file batch source decodes the
-step's images (``common.image_files.FileImages``: JPEG decode, resize, crop on a thread pool, in the training loop
+step's images (``common.training.files.FileImages``: JPEG decode, resize, crop on a thread pool, in the training loop
 itself, not overlapped with the step). This module measures both, side by side in one process:
 
 * **step**: ``train`` runs ``warmup + steps + 1`` steps on one fixed in-memory batch (``FixedBatches``: no decoding,
@@ -119,7 +119,7 @@ def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> 
     """Steady-state seconds per step and peak memory of ``job`` through ``common.training.train``."""
     import open_clip
 
-    from common.training.__main__ import loss_by_path
+    from common.training.loss_spec import loss_by_path
     from common.training.distributed import DistributedContext
     from common.training.model_init import FromScratch
     from common.training.trainer import TrainConfig, train
@@ -173,7 +173,7 @@ def coco_sized_jpegs(root: Path, n: int, seed: int = 0) -> list[Path]:
 
 def time_decode(paths: list[Path], batch_size: int, workers: int, image_size: int = 224, repeats: int = 2) -> dict:
     """Images per second of ``FileImages.get`` (decode, resize, crop) on batches of ``batch_size``, best of ``repeats``."""
-    from common.image_files import FileImages
+    from common.training.files import FileImages
 
     images = FileImages(tuple(paths), image_size, workers)
     index = np.arange(len(paths))

@@ -14,7 +14,7 @@ from typing import Callable, Protocol
 import torch
 
 from common.io import sha256_file
-from common.zoo import create_model, get_spec, load_state_dict, quiet_random_init_warning, register_local_configs
+from common.zoo import create_model, get_spec, quiet_random_init_warning, register_local_configs
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,9 @@ class FromCheckpoint:
     path: Path
 
     def build(self) -> Initialized:
-        import open_clip
+        from common.zoo.trained import build_from_checkpoint
 
-        register_local_configs()
-        with quiet_random_init_warning():  # the weights are loaded (strictly) right below
-            model, _, transform = open_clip.create_model_and_transforms(self.arch, pretrained=None, load_weights=False)
-        load_state_dict(model, Path(self.path), f"{self.arch} from {Path(self.path).name}")
+        model, transform = build_from_checkpoint(self.arch, Path(self.path))
         return Initialized(model, transform, self.arch)
 
     def describe(self) -> dict:

@@ -17,7 +17,7 @@ Under ``torchrun`` nothing changes for the caller but the context::
     result = train(config, FromScratch("mini-vit-xs"), batches, ClipLoss, out, world=world)
     shutdown(world)
 
-(``python -m common.training smoke`` is such a caller, see ``__main__.py``; so is ``common/train.py``'s
+(``python -m common.training smoke`` is such a caller, see ``__main__.py``; so is ``common/training/family.py``'s
 ``train_clip``, whose weights are those of the loop it replaced, bit for bit).
 """
 from __future__ import annotations

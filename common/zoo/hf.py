@@ -25,7 +25,9 @@ from typing import Sequence
 import torch
 from PIL import Image
 
-from common.zoo import ModelSpec, ModelUnavailable, _hub_cache_dir, _hub_offline_mode, hub_offline
+from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
+from common.zoo.interface import ModelUnavailable
+from common.zoo.specs import ModelSpec
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 XVLM_MESSAGE = (
@@ -265,7 +267,7 @@ def _weights_source(spec: ModelSpec) -> tuple[str, bool]:
 
 
 def how_to_get(spec: ModelSpec) -> str:
-    """How to obtain a transformers model's weights (``common.zoo._how_to_get`` for this backend)."""
+    """How to obtain a transformers model's weights (``common.zoo.factory._how_to_get`` for this backend)."""
     if spec.backend == "xvlm" or spec.arch == "xvlm":
         return XVLM_MESSAGE
     source, local = _weights_source(spec)

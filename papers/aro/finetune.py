@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.image_files import FileImages
+from common.training.files import FileImages
 from common.io import sha256_file, write_json_atomic
 from common.tasks import DatasetError
 from common.training import (
@@ -65,7 +65,7 @@ class FinetuneError(WorkspaceError):
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Images: in memory (mini) or decoded from files per batch (full: common.image_files.FileImages)
+# Images: in memory (mini) or decoded from files per batch (full: common.training.files.FileImages)
 # ------------------------------------------------------------------------------------------------------------------
 class ImageStore(Protocol):
     def __len__(self) -> int: ...

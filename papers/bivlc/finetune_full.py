@@ -49,8 +49,11 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.file_batches import FileCaptionBatches, FileRunParams, Schedule, Tokenize, launch_run
-from common.image_files import FileImages
+from common.training.files import FileCaptionBatches
+from common.training.recipe import FileRunParams, Schedule
+from common.training.rendered import Tokenize
+from common.training.legacy import launch_run
+from common.training.files import FileImages
 from common.io import output_group, sha256_file, write_json_atomic
 from common.jsonl import read_jsonl, write_jsonl
 from common.tasks import DatasetError
@@ -526,7 +529,8 @@ def train_full_run(run: str, rows: Sequence[TrainRow], params: FileRunParams, co
                    checkpoint_every: int = CHECKPOINT_EVERY, progress: bool = False) -> TrainResult:
     """Fine-tune ``init`` (default: the zoo's ``params.base``) as ``run`` on the set's train split, validating at the
     end of every epoch (``steps`` overrides the schedule's epochs and validates once, at the end)."""
-    from common.finetune import resume_path, tokenizer_for
+    from common.training.legacy import resume_path
+    from common.zoo.trained import tokenizer_for
     from common.training import TrainConfig, train
     from common.training.model_init import normalizer
 
@@ -573,7 +577,7 @@ def train_detector(tower: str, rows: Sequence[TrainRow], params: DetectorParams,
     """A ``DetectorLoss`` head on ``init``'s frozen ``tower``, ``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train
     split, validated at the end of every epoch; the best head is ``<stem>.best.loss.safetensors``. Weight decay 0
     (Adam == AdamW with weight decay 0, the authors' optimiser) and no warmup; the trainer's cosine decay stays."""
-    from common.finetune import tokenizer_for
+    from common.zoo.trained import tokenizer_for
     from common.training import TrainConfig, train
     from common.training.model_init import normalizer
 

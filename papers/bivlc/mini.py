@@ -48,8 +48,10 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.finetune import CaptionBatches, RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path
-from common.finetune import tokenizer_for
+from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
+from common.training.recipe import RunParams
+from common.training.legacy import resume_path
+from common.zoo.trained import tokenizer_for
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
@@ -58,7 +60,7 @@ from common.miniworld.edits import ADD_EDITS, negative_scene
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.segment_batches import LabelledBatches, PairedImageBatches
+from common.training.rendered import LabelledBatches, PairedImageBatches
 from common.tasks import DatasetError, GroupItem
 from common.training import ClipLoss, FromCheckpoint, FromZoo, Init, TrainConfig, TrainResult, train
 from papers.bivlc.losses import DetectorLoss, TrohnImgLoss, TrohnTextLoss

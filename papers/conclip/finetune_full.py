@@ -12,7 +12,7 @@ here runs their code; what differs, and why:
 * Order: their ``DataLoader`` has no ``shuffle``: every epoch walks the file in order, the same 200 entries in
   every batch. We follow it by default (``shuffle: false``): the in-batch negatives of a contrastive loss depend on
   which entries share a batch, and file order is the only order their runs can have seen. ``shuffle: true`` draws a
-  permutation per epoch instead (``common.file_batches``' ``default_rng([seed, 0, epoch])``). Either way the batch
+  permutation per epoch instead (``common.training.files``' ``default_rng([seed, 0, epoch])``). Either way the batch
   of step s is a pure function of (seed, s), which resume and DDP sharding need.
 * Precision: their "amp" is fp16 autocast with a GradScaler; the shared trainer offers bf16 autocast of the
   encoders (the loss in fp32), which needs no scaler: ``precision: bf16``.
@@ -49,9 +49,12 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.file_batches import FileCaptionBatches, FileRunParams, Tokenize, launch_run, train_file_run
-from common.finetune import tokenizer_for
-from common.image_files import FileImages
+from common.training.files import FileCaptionBatches
+from common.training.recipe import FileRunParams
+from common.training.rendered import Tokenize
+from common.training.legacy import launch_run, train_file_run
+from common.zoo.trained import tokenizer_for
+from common.training.files import FileImages
 from common.io import output_group, sha256_file, write_json_atomic
 from common.jsonl import read_jsonl, write_jsonl
 from common.tasks import DatasetError

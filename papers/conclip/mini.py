@@ -40,15 +40,17 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.finetune import RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path
-from common.finetune import tokenizer_for
+from common.training.recipe import RunParams
+from common.training.rendered import caption_tokens, pixels, refuse_same_tokens
+from common.training.legacy import resume_path
+from common.zoo.trained import tokenizer_for
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS, distractor_scene, sample_negation
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import contains_heldout, sample_scene
-from common.segment_batches import PairedImageBatches
+from common.training.rendered import PairedImageBatches
 from common.tasks import DatasetError, ImageToTextItem
 from common.training import FromZoo, Init, TrainResult, train
 from papers.conclip.losses import ConClipLoss

@@ -16,7 +16,7 @@ Every model is scored once per benchmark:
   the benchmark image maximising phi(x, s) - phi(x, o_n); the world knows whether the pick shows the subject and not
   the object, so the rule's precision is measured, not assumed.
 * **SugarCrepe** (Tables 5, 13, 14, 6): SugarCrepe's mini set through SugarCrepe's own loader
-  (``papers.sugarcrepe.data``), its strict rule, per category; Table 6's Replace / Add / Swap are the plain means of
+  (``common.benchmarks.sugarcrepe``), its strict rule, per category; Table 6's Replace / Add / Swap are the plain means of
   their categories (as Table 6's three columns average Table 14's). The columns and these row pieces are shared with
   the full profile (``papers.conclip.tables``).
 
@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.finetune import served
+from common.zoo.trained import served
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.jsonl import read_jsonl
 from common.scoring.classification import ClassificationResult
@@ -292,7 +292,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
                     context: Mapping | None = None) -> dict[str, Path]:
     """Score every model on the three benchmarks and write the tables as one output group."""
     from common.miniworld.classification import load_classification_sets
-    from papers.sugarcrepe.data import PreparedSet
+    from common.benchmarks.sugarcrepe import PreparedSet
 
     items = load_test_items(Path(test_dir))
     sets = prompt_sets(load_classification_sets(Path(test_dir) / "classification"))

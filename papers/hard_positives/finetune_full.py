@@ -21,7 +21,7 @@ here, so:
    (the mini profile's runs: CLIP-FT, HN, HP+HN, Swap-only, Replace-only, Table 3's hard-negative weights) through the
    shared trainer with ``HardPositiveLoss``, from the zoo's ``base``; every run over its rows in the same order (the
    batch of step s is a pure function of (seed, s); the type-only runs see their type's rows), images decoded per
-   batch from the COCO files (``common.file_batches``). The schedule (``hard_positives.full.finetune``) is ours: the
+   batch from the COCO files (``common.training.files``). The schedule (``hard_positives.full.finetune``) is ours: the
    paper defers to SVLC's supplementary; NegCLIP's recipe at its public lr, as SugarCrepe's re-training uses.
 
 ``papers.hard_positives.full`` (stage ``table1-full``) scores the runs with Table 1's released models.
@@ -39,9 +39,11 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.file_batches import FileCaptionBatches, FileRunParams, launch_run, train_file_run
-from common.finetune import tokenizer_for as shared_tokenizer_for
-from common.image_files import FileImages
+from common.training.files import FileCaptionBatches
+from common.training.recipe import FileRunParams
+from common.training.legacy import launch_run, train_file_run
+from common.zoo.trained import tokenizer_for as shared_tokenizer_for
+from common.training.files import FileImages
 from common.io import output_group, sha256_file, write_json_atomic
 from common.jsonl import read_jsonl, write_jsonl
 from common.tasks import DatasetError

@@ -74,7 +74,7 @@ def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTex
                device: str = "cpu") -> list[Scored]:
     """Every run's checkpoint (an ``arch`` model) on the items."""
     from common.engine import Engine
-    from common.finetune import served
+    from common.zoo.trained import served
 
     return [Scored(e.run or e.name, e.name, e.label,
                    evaluation.evaluate(Engine(served(e, arch, device, family=RUN_PREFIX), engine_config), items))

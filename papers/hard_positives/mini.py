@@ -52,8 +52,10 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.finetune import (
-    CaptionBatches, RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path, tokenizer_for)
+from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
+from common.training.recipe import RunParams
+from common.training.legacy import resume_path
+from common.zoo.trained import tokenizer_for
 from common.io import atomic_path, sha256_file, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream

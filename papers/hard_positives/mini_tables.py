@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 
-from common.finetune import served
+from common.zoo.trained import served
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic
 from common.tasks import ImageToTextItem
 from papers.hard_positives import evaluation, figure3

@@ -17,7 +17,7 @@ from common.paths import build_root
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from papers.sugarcrepe.data import PreparedSet, category_counts, fetch_released
+    from common.benchmarks.sugarcrepe import PreparedSet, category_counts, fetch_released
 
     if args.source == "released":
         files = fetch_released()
@@ -78,7 +78,7 @@ def _eval(args: argparse.Namespace) -> int:
     from common.scoring.selection import image_to_text
     from common.tasks import DatasetError
     from common.zoo import create_model, get_spec
-    from papers.sugarcrepe.data import PreparedSet
+    from common.benchmarks.sugarcrepe import PreparedSet
 
     get_spec(args.model)  # an unknown name fails before any data is read
     prepared = PreparedSet.load(Path(args.manifest))

@@ -39,7 +39,7 @@ from common.io import output_group, staged_to_final, write_csv_atomic, write_jso
 from common.paths import RESULTS, build_root
 from common.tasks import DatasetError
 from papers.sugarcrepe import blind_real
-from papers.sugarcrepe.data import PreparedSet, read_category
+from common.benchmarks.sugarcrepe import PreparedSet, read_category
 from papers.sugarcrepe.mini_templates import load_template_set
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_image, paired_table4

@@ -30,7 +30,7 @@ from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_root
 from common.tasks import DatasetError, ImageToTextItem
-from papers.sugarcrepe.data import PreparedSet, load_sugarcrepe, read_category
+from common.benchmarks.sugarcrepe import PreparedSet, load_sugarcrepe, read_category
 from papers.sugarcrepe.mini import MiniSetConfig, _examples, config_from_params
 
 STAGE = "papers/sugarcrepe/dvc.yaml:mini-templates-set"

@@ -25,7 +25,7 @@ Stages (``papers/sugarcrepe/dvc.yaml``), top to bottom:
 4. ``negclip-full@<run>`` and ``negclip-full-refined@<run>`` (``run``, under ``torchrun``): one run per ``RUNS``
    entry (the refined ones in a group of their own, the only runs that wait for refinement) through the shared
    trainer, every run over the same rows in the same order (the batch of step s is a pure function of (seed, s));
-   images decoded from the COCO files per batch (``common.image_files.FileImages``). ``ClipLoss`` over images [I]
+   images decoded from the COCO files per batch (``common.training.files.FileImages``). ``ClipLoss`` over images [I]
    and texts [T] without negatives; ``TextNegativeClipLoss`` over [I] and [T; T_neg] with them. Fine-tuned runs
    start from ``openai/ViT-B-32``, scratch runs from a random ``RN50``.
 5. ``table5-full`` (``tables``): every model on both sets, SugarCrepe's strict rule; Table 5 and Table 10 with the
@@ -48,10 +48,12 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.file_batches import FileCaptionBatches, Schedule, launch_run
-from common.finetune import resume_path
-from common.finetune import tokenizer_for as shared_tokenizer_for
-from common.image_files import FileImages
+from common.training.files import FileCaptionBatches
+from common.training.recipe import Schedule
+from common.training.legacy import launch_run
+from common.training.legacy import resume_path
+from common.zoo.trained import tokenizer_for as shared_tokenizer_for
+from common.training.files import FileImages
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.jsonl import read_jsonl
 from common.tasks import DatasetError
@@ -119,7 +121,7 @@ def _read_json(path: Path, remedy: str):
 def sugarcrepe_positives(manifest: Path) -> tuple[list[tuple[str, str]], Path]:
     """Every distinct (image file name, positive caption) of a SugarCrepe set, in category then example order, and
     its image folder."""
-    from papers.sugarcrepe.data import PreparedSet, read_category
+    from common.benchmarks.sugarcrepe import PreparedSet, read_category
 
     prepared = PreparedSet.load(Path(manifest))
     positives: dict[tuple[str, str], None] = {}
@@ -559,7 +561,7 @@ def evaluate_full_tables(entries: Sequence[FullModelEntry], sugarcrepe_manifest:
                          refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
     """Score every model on ARO+CREPE (``aro_crepe_dir``) and SugarCrepe (``sugarcrepe_manifest``), write the tables,
     metrics, context and figure as one output group."""
-    from papers.sugarcrepe.data import PreparedSet
+    from common.benchmarks.sugarcrepe import PreparedSet
     from papers.sugarcrepe.mini_templates import load_template_set
 
     scores = score_models(entries, "", load_template_set(Path(aro_crepe_dir)).items(),

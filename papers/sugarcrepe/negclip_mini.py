@@ -46,8 +46,10 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.finetune import (
-    CaptionBatches, RunParams, caption_tokens, pixels, refuse_same_tokens, resume_path, served, tokenizer_for)
+from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
+from common.training.recipe import RunParams
+from common.training.legacy import resume_path
+from common.zoo.trained import served, tokenizer_for
 from common.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
@@ -599,7 +601,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch: str, sugarcrepe_manifes
     """Score every model on both sets (``sugarcrepe_manifest``: a ``PreparedSet``; ``templates_dir``:
     ``papers.sugarcrepe.mini_templates``' output) and write the tables, metrics, context and figure as one
     output group."""
-    from papers.sugarcrepe.data import PreparedSet
+    from common.benchmarks.sugarcrepe import PreparedSet
     from papers.sugarcrepe.mini_templates import load_template_set
 
     scores = score_models(entries, arch, load_template_set(Path(templates_dir)).items(),

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
-from papers.sugarcrepe.data import CATEGORIES, category_counts, released_file_key
+from common.benchmarks.sugarcrepe import CATEGORIES, category_counts, released_file_key
 
 PAPER = "sugarcrepe"
 DATA_FILES = ("papers/sugarcrepe/sources.toml",)

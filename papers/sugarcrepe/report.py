@@ -9,7 +9,7 @@ import csv
 
 from common.errors import WorkspaceError
 from common.paths import RESULTS
-from papers.sugarcrepe.data import CATEGORIES
+from common.benchmarks.sugarcrepe import CATEGORIES
 
 PAPER = "sugarcrepe"
 

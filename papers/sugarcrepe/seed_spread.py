@@ -54,9 +54,9 @@ def _load(arch: str, path: Path, name: str):
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
-    from common.train import TrainConfig, train_clip
+    from common.training.family import FamilyRecipe, train_clip
     from common.zoo import create_model
-    from papers.sugarcrepe.data import CATEGORIES, PreparedSet
+    from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet
 
     params = load_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()
@@ -67,7 +67,7 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
         for name, recipe in params["train"].items():
             per_seed = {0: _score(create_model(f"mini/{name}"), items, config)}
             for seed in seeds:
-                cfg = replace(TrainConfig(**recipe), seed=seed)
+                cfg = replace(FamilyRecipe(**recipe), seed=seed)
                 out = Path(tmp) / f"{name}-seed{seed}.safetensors"
                 train_clip(cfg, train_set, out, progress=False, provenance=reproducible.describe())
                 per_seed[seed] = _score(_load(cfg.arch, out, f"mini/{name}@seed{seed}"), items, config)

@@ -681,18 +681,98 @@ def test_zoo_download_sources_exist_in_registry() -> None:
     assert checked >= 1  # NegCLIP at least
 
 
-def test_each_key_lives_in_the_file_its_owner_names(tmp_path: Path) -> None:
-    """A paper's keys sit in papers/<paper>/sources.toml and a lookup by key reads only that file; the merged
-    registry refuses a key in the wrong file."""
+def test_each_key_lives_in_its_owners_file_or_the_shared_one(tmp_path: Path) -> None:
+    """A paper's keys sit in papers/<paper>/sources.toml, or in the shared file when several papers use them; a lookup
+    by key finds each there; the merged registry refuses a key in another paper's file."""
     from common import plugins
 
     reg = default_registry()
     assert get_source("aro/negclip/negclip.pth").dest == "weights/negclip/negclip.pth"
     assert get_source("coco/val2017.zip").key == "coco/val2017.zip"
+    shared = load_registry(download.REGISTRY_PATH)
     for key in reg:
         owner = plugins.owner(key)
         expected = plugins.owned_file(key, "sources.toml", download.REGISTRY_PATH)
-        assert key in load_registry(expected), (key, owner)
+        assert key in shared or key in load_registry(expected), (key, owner)
+        assert get_source(key) == reg[key]
     stray = write_registry(tmp_path, entry("aro/stray.json"))
     with pytest.raises(RegistryError, match="belongs in"):
-        download._check_owners(load_registry(stray), [stray])
+        download._check_owners([stray])
+
+
+def test_entries_several_papers_use_are_in_the_shared_file() -> None:
+    """The download entries other papers' stages read (ARO's NegCLIP files and VG images, the VL-CheckList files with
+    their original captions) are in the shared file, under the releasing paper's key."""
+    shared = load_registry(download.REGISTRY_PATH)
+    for key in ("aro/negclip/negclip.pth", "aro/negclip/valid_neg_clip.tsv", "aro/negclip/train_neg_clip.tsv",
+                "aro/vgr_vga_images.zip", "hard_positives/data/vl_checklist_attributes.json",
+                "hard_positives/data/vl_checklist_relations.json"):
+        assert key in shared, key
+    assert len(sources_in_group("negclip")) == 3 and {s.key for s in sources_in_group("aro")} >= {
+        "aro/visual_genome_relation.json", "aro/vgr_vga_images.zip"}  # a group may span files
+
+
+@pytest.fixture
+def two_papers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, Path]]:
+    """A workspace of two papers, alpha and beta (each with a sources.toml), and a shared registry file."""
+    from common import plugins
+
+    papers = tmp_path / "papers"
+    for paper in ("alpha", "beta"):
+        (papers / paper).mkdir(parents=True)
+        (papers / paper / "__init__.py").write_text("")
+    shared = tmp_path / "shared" / "sources.toml"
+    shared.parent.mkdir()
+    monkeypatch.setattr(plugins, "PAPERS_DIR", papers)
+    monkeypatch.setattr(download, "REGISTRY_PATH", shared)
+    caches = (plugins.paper_names, download._merged_registry, download._file_registry)
+    for cache in caches:
+        cache.cache_clear()
+    yield shared, papers / "alpha" / "sources.toml", papers / "beta" / "sources.toml"
+    for cache in caches:
+        cache.cache_clear()
+
+
+def _write(path: Path, *entries: str) -> Path:
+    path.write_text("version = 1\n" + "".join(entries))
+    return path
+
+
+def test_a_key_is_looked_up_in_the_shared_file_first(two_papers) -> None:
+    shared, alpha, beta = two_papers
+    _write(shared, entry("alpha/used-by-beta.json"), entry("common.json"))
+    _write(alpha, entry("alpha/own.json"))
+    _write(beta, entry("beta/own.json"))
+    assert get_source("alpha/used-by-beta.json").dest == "alpha/used-by-beta.json"
+    assert get_source("alpha/own.json").key == "alpha/own.json" and get_source("common.json").key == "common.json"
+    alpha.write_text("not toml [")  # the owner's file is read only when the shared file lacks the key
+    download._file_registry.cache_clear()
+    assert get_source("alpha/used-by-beta.json").key == "alpha/used-by-beta.json"
+    with pytest.raises(RegistryError, match="not valid TOML"):
+        get_source("alpha/own.json")
+
+
+def test_a_key_in_both_its_owners_file_and_the_shared_one_is_refused(two_papers) -> None:
+    shared, alpha, beta = two_papers
+    _write(shared, entry("alpha/twice.json"))
+    _write(alpha, entry("alpha/twice.json", dest="elsewhere.json"))
+    _write(beta, entry("beta/own.json"))
+    with pytest.raises(RegistryError, match="'alpha/twice.json' is also in") as exc:
+        default_registry()
+    assert str(shared) in str(exc.value) and str(alpha) in str(exc.value)
+
+
+def test_a_papers_key_in_another_papers_file_is_refused(two_papers) -> None:
+    shared, alpha, beta = two_papers
+    _write(shared, entry("common.json"))
+    _write(alpha, entry("alpha/own.json"))
+    _write(beta, entry("beta/own.json"), entry("alpha/stray.json"))
+    with pytest.raises(RegistryError, match="'alpha/stray.json' belongs in") as exc:
+        default_registry()
+    assert str(beta) in str(exc.value) and str(alpha) in str(exc.value) and str(shared) in str(exc.value)
+    with pytest.raises(RegistryError, match="belongs in"):  # a lookup in that file says so too
+        get_source("beta/own.json")
+    _write(beta, entry("beta/own.json"), entry("shared-key.json"))  # a key naming no paper is the shared file's
+    download._file_registry.cache_clear()
+    with pytest.raises(RegistryError, match="'shared-key.json' belongs in .*names no paper"):
+        get_source("beta/own.json")

@@ -53,3 +53,55 @@ def test_write_jsonl_round_trips_dataclasses_and_dicts(tmp_path):
     with pytest.raises(TypeError):
         write_jsonl(tmp_path / "bad.jsonl", [{"ok": 1}, {"bad": object()}])
     assert not (tmp_path / "bad.jsonl").exists()  # all or nothing
+
+
+def test_read_json_names_line_column_and_top_level_type(tmp_path):
+    from common.errors import WorkspaceError
+    from common.jsonl import read_json
+
+    good = tmp_path / "m.json"
+    good.write_text('{"a": 1}')
+    assert read_json(good) == {"a": 1}
+    with pytest.raises(DatasetError, match=r"m.json: expected an array at the top level, found dict"):
+        read_json(good, list)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "a": 1,\n}')
+    with pytest.raises(DatasetError, match=r"bad.json: line 3 column 1: not valid JSON"):
+        read_json(bad)
+    with pytest.raises(WorkspaceError, match=r"gone.json: missing; run the set stage"):
+        read_json(tmp_path / "gone.json", remedy="run the set stage")
+
+
+def test_read_rows_checks_every_field_and_the_row(tmp_path):
+    from dataclasses import dataclass
+
+    from common.jsonl import read_rows
+
+    @dataclass(frozen=True)
+    class Row:
+        image: str
+        index: int
+        score: float
+        note: str | None = None
+
+    def check(row: Row) -> None:
+        if row.index > 9:
+            raise ValueError(f"index {row.index} past the set")
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"image": "a.jpg", "index": 0, "score": 0.5}\n\n{"image": "b.jpg", "index": 1, "score": 1, '
+                    '"note": null}\n')
+    assert [r.image for r in read_rows(path, Row, "a row", check=check)] == ["a.jpg", "b.jpg"]
+    for line, message in (('{"image": "", "index": 0, "score": 0}', "line 1: 'image' is ''"),
+                          ('{"image": "a", "index": -1, "score": 0}', "line 1: 'index' is -1"),
+                          ('{"image": "a", "index": true, "score": 0}', "line 1: 'index' is True"),
+                          ('{"image": "a", "index": 0, "score": NaN}', "line 1: 'score' is nan"),
+                          ('{"image": "a", "score": 0}', "line 1: no 'index'"),
+                          ('[1, 2]', "line 1: not a JSON object"),
+                          ('{"image": "a", "index": 10, "score": 0}', "line 1: index 10 past the set")):
+        path.write_text(line + "\n")
+        with pytest.raises(DatasetError, match=message.replace("(", r"\(")):
+            read_rows(path, Row, "a row", check=check)
+    path.write_text("\n")
+    with pytest.raises(DatasetError, match="rows.jsonl: no rows"):
+        read_rows(path, Row, "a row")

@@ -2,7 +2,7 @@
 
 - Encoding: the engine writes its embedding cache shard by shard; killed once a shard exists, the rerun encodes
   only the images the cache lacks, and its embeddings equal an uninterrupted run's bit for bit.
-- Training: ``common.train.train_clip`` (what ``python -m common train <name>`` runs) writes a resume state under
+- Training: ``common.training.family.train_clip`` (what ``python -m common train <name>`` runs) writes a resume state under
   the cache root every N steps; killed once one exists, the rerun continues from it and writes the same bytes as
   an uninterrupted run, then deletes the state.
 
@@ -122,14 +122,14 @@ def train_set(tmp_path_factory) -> Path:
 
 
 def _states(cache: Path) -> list[Path]:
-    return sorted(cache.glob("training/m/*.resume.pt"))
+    return sorted(cache.glob("training/mini-m/*.resume.pt"))
 
 
 @pytest.mark.slow
 def test_a_killed_training_resumes_from_its_last_checkpoint_with_identical_weights(train_set, tmp_path):
     whole = tmp_path / "whole" / "m.safetensors"
     _run(tmp_path / "cache_whole", "train", train_set, whole, STEPS, EVERY)
-    assert not (tmp_path / "cache_whole" / "training" / "m").exists()  # deleted after success, folder included
+    assert not (tmp_path / "cache_whole" / "training" / "mini-m").exists()  # deleted after success, folder included
 
     cache = tmp_path / "cache"
     out = tmp_path / "killed" / "m.safetensors"
@@ -144,20 +144,28 @@ def test_a_killed_training_resumes_from_its_last_checkpoint_with_identical_weigh
 
 
 def test_resume_states_are_keyed_by_the_run(train_set, tmp_path, monkeypatch):
-    """Another recipe, data or output name gets another file; VLC_CHECKPOINT_EVERY sets the interval."""
-    from common import train as train_module
+    """Another recipe, data or process count gets another file; VLC_CHECKPOINT_EVERY sets the interval."""
+    from dataclasses import replace
 
-    key = {"out": "m.safetensors", "provenance": {"config": {"steps": 4}}, "world_size": 1}
-    first = train_module.resume_path(Path("x/m.safetensors"), key)
-    assert first.parent == Path(os.environ["VLC_CACHE"]) / "training" / "m"
-    assert train_module.resume_path(Path("y/m.safetensors"), dict(key)) == first
-    assert train_module.resume_path(Path("x/m.safetensors"), {**key, "world_size": 2}) != first
-    assert train_module.resume_path(Path("x/m.safetensors"), {**key, "provenance": {"config": {"steps": 5}}}) != first
+    import open_clip
+
+    from common.training import ClipLoss, FromScratch, MiniWorldBatches, TrainConfig
+    from common.training import job as job_module
+
+    batches = MiniWorldBatches.load(train_set, 96, open_clip.get_tokenizer("mini-vit-xs"))
+    job = job_module.FinetuneJob("mini-m", FromScratch("mini-vit-xs"), batches, ClipLoss,
+                                 TrainConfig(steps=4, batch_size=32), "common.training.family")
+    first = job_module.resume_state_path(job)
+    assert first.parent == Path(os.environ["VLC_CACHE"]) / "training" / "mini-m"
+    assert job_module.resume_state_path(replace(job)) == first
+    assert job_module.resume_state_path(job, world_size=2) != first
+    assert job_module.resume_state_path(replace(job, config=TrainConfig(steps=5, batch_size=32))) != first
+    assert job_module.resume_state_path(replace(job, provenance={"config": {"steps": 4}})) != first
 
     monkeypatch.delenv("VLC_CHECKPOINT_EVERY", raising=False)
-    assert train_module.checkpoint_every() == train_module.CHECKPOINT_EVERY > 0
+    assert job_module.checkpoint_every() == job_module.CHECKPOINT_EVERY > 0
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "0")
-    assert train_module.checkpoint_every() == 0
+    assert job_module.checkpoint_every() == 0
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "ten")
     with pytest.raises(WorkspaceError, match="VLC_CHECKPOINT_EVERY"):  # one `error:` line, exit 1
-        train_module.checkpoint_every()
+        job_module.checkpoint_every()

@@ -1,32 +1,39 @@
 """Every DVC stage depends on exactly the code it imports (and the data files those modules declare), reads only
-the parameters it declares, and an edit in one paper's folder re-runs only that paper's stages."""
+the parameters it declares, and an edit in one paper's folder re-runs only that paper's stages; ``deps --write``
+rewrites a wrong list and nothing else."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
+
 import pytest
 
+from common.cli import handler_module
 from common.params import stage_params
-from common.stage_deps import check_all, check_stage, closure, entry_modules
+from common.paths import ROOT
+from common.stage_deps import (DepsWriteError, check_all, check_stage, closure, dvc_files, entry_modules, plan_file,
+                               write_deps)
 from workspace_copy import copy_workspace, dvc
 
 
 def test_every_stage_lists_exactly_what_it_imports():
-    checks = check_all()
+    checks = check_all(handler_module)
     assert len(checks) >= 12  # world, 4 trainings, 5 paper audits, SugarCrepe's sets/zoo/table, 5 reports
     wrong = [f"{c.stage}: missing {list(c.missing)} extra {list(c.extra)}" for c in checks if not c.ok]
-    assert not wrong, "\n".join(wrong) + "\n(run `python -m common deps` for each stage's expected list)"
+    assert not wrong, "\n".join(wrong) + "\n(`python -m common deps --write` rewrites them)"
 
 
 def test_the_check_fails_on_a_missing_or_an_extra_dependency():
     cmd = "python -m papers.bivlc.audit --strict"
-    good = next(c for c in check_all() if c.stage == "papers/bivlc/dvc.yaml:audit")
-    deps = list(good.expected)
-    assert check_stage("s", "f", cmd, deps).ok
-    missing = check_stage("s", "f", cmd, [d for d in deps if d != "common/audit/core.py"])
+    deps = list(check_stage("s", "f", cmd, [], handler_module).expected)
+    assert check_stage("s", "f", cmd, deps, handler_module).ok
+    missing = check_stage("s", "f", cmd, [d for d in deps if d != "common/audit/core.py"], handler_module)
     assert missing.missing == ("common/audit/core.py",) and not missing.ok
-    extra = check_stage("s", "f", cmd, deps + ["common/engine.py", "results/elsewhere.csv"])
+    extra = check_stage("s", "f", cmd, deps + ["common/engine.py", "results/elsewhere.csv"], handler_module)
     assert extra.extra == ("common/engine.py",)  # data outside common/ and papers/ is the stage's own business
-    no_published = check_stage("s", "f", cmd, [d for d in deps if not d.startswith("results/published/")])
+    no_published = check_stage("s", "f", cmd, [d for d in deps if not d.startswith("results/published/")],
+                               handler_module)
     assert "results/published/bivlc.csv" in no_published.missing
 
 
@@ -36,9 +43,111 @@ def test_the_import_graph_follows_function_level_imports_and_packages():
             "common/zoo/__init__.py"} <= found.files
     assert "common/zoo/models.toml" in found.data
     assert "papers/sugarcrepe/released.py" not in found.files  # table6 never imports the audit's code
-    modules, dispatcher = entry_modules("python -m common train xs-2k")
-    assert modules == ["common.train"] and "common/cli.py" in dispatcher
-    assert entry_modules("ATEN_CPU_CAPABILITY=avx2 python -m papers.aro.audit --strict")[0] == ["papers.aro.audit"]
+    modules, dispatcher = entry_modules("python -m common train xs-2k", handler_module)
+    assert modules == ["common.training.family"] and "common/cli.py" in dispatcher
+    assert entry_modules("ATEN_CPU_CAPABILITY=avx2 python -m papers.aro.audit --strict",
+                         handler_module)[0] == ["papers.aro.audit"]
+
+
+# ---- deps --write ---------------------------------------------------------------------------------------------
+CROSS = "python -m common.audit.cross_paper --strict"
+"""A stage that reads a declared data folder (results/published/) and a declared file (the registry)."""
+WORLD = "python -m common world train --out build/x"
+"""A stage that runs ``python -m common`` itself (the dispatcher files count)."""
+
+
+def _tiny_workspace(root: Path) -> Path:
+    """The repository's modules (``.py`` files only: no real ``dvc.yaml`` to touch) and an empty DVC project."""
+    for package in ("common", "papers"):
+        shutil.copytree(ROOT / package, root / package, ignore=lambda folder, names: {
+            n for n in names if not n.endswith(".py") and not (Path(folder) / n).is_dir() or n == "__pycache__"})
+    (root / ".dvc").mkdir()
+    (root / ".dvc" / "config").write_text("[core]\n    no_scm = true\n    analytics = false\n")
+    return root
+
+
+def _entries(deps, indent: str = "      ") -> str:
+    return "".join(f"{indent}- {d}\n" for d in deps)
+
+
+def test_write_adds_what_is_missing_removes_what_is_extra_and_keeps_every_other_line(tmp_path):
+    root = _tiny_workspace(tmp_path / "ws")
+    cross = list(check_stage("s", "f", CROSS, [], handler_module, root).expected)
+    world = list(check_stage("s", "f", WORLD, [], handler_module, root).expected)
+    assert "results/published/" in cross and "common/cli.py" in world
+    code = [d for d in cross if d.endswith(".py")]
+    dropped = code[len(code) // 2]
+
+    def cross_stage(deps_lines: str) -> str:
+        return ("  audit/cross:   # a comment on the key\n"
+                f"    cmd: {CROSS}\n"
+                "    deps:\n"
+                "      - build/some/input\n"
+                f"{deps_lines}"
+                "      - results/elsewhere.csv\n"
+                "    outs:\n"
+                "      - results/audit/x.md:\n"
+                "          cache: false\n")
+
+    def text(cross_deps: str) -> str:
+        return ("# top comment: kept\n"
+                "stages:\n"
+                + cross_stage(cross_deps) +
+                "\n"
+                "  # a comment between stages\n"
+                "  world:\n"
+                "    foreach: [a, b]    # two items, one do: block\n"
+                "    do:\n"
+                f"      cmd: {WORLD}-${{item}}\n"
+                "      deps:\n"
+                f"{_entries(reversed(world), '        ')}"  # correct but unsorted: left alone
+                "      outs:\n"
+                "        - build/x-${item}\n")
+
+    wrong = ("      # why the code is listed: kept above its entry\n"
+             + _entries([d for d in cross if d != dropped]) + _entries(["common/engine.py"]))
+    (root / "dvc.yaml").write_text(text(wrong))
+    other = root / "papers" / "aro" / "dvc.yaml"  # a second stage file, wrong too, not named below
+    other.write_text("stages:\n" + cross_stage(_entries([dropped])))
+
+    rewrites = write_deps(handler_module, [root / "dvc.yaml"], root=root)
+
+    assert [(r.dvc_file, r.stages) for r in rewrites] == [("dvc.yaml", ("audit/cross",))]
+    right = "      # why the code is listed: kept above its entry\n" + _entries(cross)
+    assert (root / "dvc.yaml").read_text() == text(right)
+    assert all(c.ok for c in check_all(handler_module, root) if c.dvc_file == "dvc.yaml")
+    assert other.read_text() == "stages:\n" + cross_stage(_entries([dropped]))
+    # writing again changes nothing; then every file
+    assert write_deps(handler_module, [root / "dvc.yaml"], root=root) == []
+    assert [r.dvc_file for r in write_deps(handler_module, root=root)] == ["papers/aro/dvc.yaml"]
+    assert other.read_text() == "stages:\n" + cross_stage(_entries(cross))
+    assert write_deps(handler_module, root=root) == []
+
+
+def test_write_refuses_foreach_items_that_need_different_deps(tmp_path):
+    root = _tiny_workspace(tmp_path / "ws")
+    (root / "dvc.yaml").write_text("stages:\n"
+                                   "  two:\n"
+                                   "    foreach: [common.audit.cross_paper, common.report]\n"
+                                   "    do:\n"
+                                   "      cmd: python -m ${item}\n"
+                                   "      deps:\n"
+                                   "        - common/__init__.py\n")
+    with pytest.raises(DepsWriteError, match=r"dvc.yaml: stage two: its foreach items need different"):
+        write_deps(handler_module, root=root)
+
+
+def test_write_on_the_workspace_touches_only_the_stages_the_check_flags():
+    """So that ``deps --write`` on a correct tree is a zero diff, whatever order a correct list is in."""
+    wrong: dict[str, set[str]] = {}
+    for check in check_all(handler_module):
+        if not check.ok:
+            wrong.setdefault(check.dvc_file, set()).add(check.stage.split(":")[-1].split("@")[0])
+    for dvc_file in dvc_files():
+        plan = plan_file(dvc_file, handler_module)
+        assert set(plan.stages) == wrong.get(dvc_file, set()), dvc_file
+        if not plan.stages:
+            assert plan.text == (ROOT / dvc_file).read_text(encoding="utf-8"), dvc_file
 
 
 def test_a_stage_reads_only_declared_parameters():
@@ -79,7 +188,7 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
         # every SugarCrepe stage that reads the released format (the mini sets are written in it), and the report
         # stage, which prints Table 6's columns; of the other papers, only CoN-CLIP's stages that score SugarCrepe
-        "papers/sugarcrepe/data.py": {"papers/sugarcrepe"} | {
+        "common/benchmarks/sugarcrepe.py": {"papers/sugarcrepe"} | {
             f"papers/sugarcrepe/dvc.yaml:{stage}" for stage in (
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
                 "mini-templates-set", "mini-blind", "negclip-mini-set", "table5-mini",

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from common.miniworld import build
-from common.train import TrainConfig, train_clip
+from common.training.family import FamilyRecipe, train_clip
 from training_support import one_thread
 
 
@@ -26,7 +26,7 @@ def train_set(tmp_path_factory) -> Path:
 
 
 def _train(train_set: Path, out: Path, steps: int) -> dict:
-    config = TrainConfig(arch="mini-vit-xs", n_images=96, steps=steps, batch_size=32, lr=2e-3, warmup_steps=2)
+    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=steps, batch_size=32, lr=2e-3, warmup_steps=2)
     return train_clip(config, train_set, out, progress=False)
 
 
@@ -55,7 +55,7 @@ def test_training_is_bit_identical_and_the_sidecar_is_portable(train_set, tmp_pa
 
 ORIGINAL_LOOP_SHA256 = "112060517ddee7e08925ad66841635045f73acc5ca5aa86a6c7cfc1a187f6e6d"
 """sha256 of the weights ``common/train.py``'s own loop (before it called ``common.training.train``)
-wrote for ``TrainConfig(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3,
+wrote for ``FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3,
 warmup_steps=2, seed=0)`` on the ``train_set`` fixture (images.npy sha256 c3959251...), one thread;
 its final loss was 3.526983690261841."""
 PINNED_ON = ("2.14.1+cu130", "AVX2")
@@ -71,7 +71,7 @@ def test_weights_are_the_trainers_and_those_of_the_loop_it_replaced(train_set, t
     from common.training import ClipLoss, FromScratch, MiniWorldBatches, train
     from common.training import TrainConfig as TrainerConfig
 
-    config = TrainConfig(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0)
+    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0)
     with one_thread():
         record = train_clip(config, train_set, tmp_path / "clip.safetensors", progress=False)
         direct = train(TrainerConfig(steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0),

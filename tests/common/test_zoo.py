@@ -7,7 +7,9 @@ temporary build root; the pretrained path is exercised offline and must fail fas
 from __future__ import annotations
 
 import time
+import tomllib
 from pathlib import Path
+from typing import Iterator
 
 import open_clip
 import pytest
@@ -16,8 +18,9 @@ import yaml
 from PIL import Image
 from safetensors.torch import save_file
 
-from common import zoo
+from common import plugins, zoo
 from common.paths import ROOT
+from common.zoo import specs as zoo_specs
 from common.zoo import (
     MODEL_CONFIG_DIR,
     ModelSpec,
@@ -107,7 +110,7 @@ def test_a_gelu_architecture_for_openai_weights_is_refused(tmp_path, monkeypatch
     assert zoo.activation_mismatch(tag) is not None
     laion = get_spec("laion/roberta-ViT-B-32")  # the tag states no activation: the config it was trained with rules
     assert zoo.trained_with_quick_gelu(laion) is None and zoo.activation_mismatch(laion) is None
-    monkeypatch.setattr(zoo, "get_spec", lambda name: negclip if name == "aro/negclip" else get_spec(name))
+    monkeypatch.setattr(zoo_specs, "get_spec", lambda name: negclip if name == "aro/negclip" else get_spec(name))
     with pytest.raises(ValueError, match="QuickGELU"):
         create_model("aro/negclip")
 
@@ -208,6 +211,75 @@ def test_registry_validation_errors(tmp_path: Path):
         registry(unknown)
 
 
+@pytest.fixture
+def two_papers(tmp_path: Path, monkeypatch) -> Iterator[tuple[Path, Path, Path]]:
+    """A workspace of two papers, alpha and beta (each with a models.toml), and a shared models.toml."""
+    papers = tmp_path / "papers"
+    for paper in ("alpha", "beta"):
+        (papers / paper).mkdir(parents=True)
+        (papers / paper / "__init__.py").write_text("")
+    shared = tmp_path / "shared" / "models.toml"
+    shared.parent.mkdir()
+    monkeypatch.setattr(plugins, "PAPERS_DIR", papers)
+    monkeypatch.setattr(zoo_specs, "REGISTRY_FILE", shared)
+    plugins.paper_names.cache_clear()
+    yield shared, papers / "alpha" / "models.toml", papers / "beta" / "models.toml"
+    plugins.paper_names.cache_clear()
+    zoo_specs.read_models_file.cache_clear()  # its entries for these files were read under the stand-in layout
+
+
+def _entries(*names: str, label: str = "l") -> str:
+    return "".join(ENTRY.format(name=n, extra='pretrained = "openai"').replace('"l"', f'"{label}"') for n in names)
+
+
+def test_a_name_is_looked_up_in_the_shared_file_first(two_papers):
+    shared, alpha, beta = two_papers
+    shared.write_text(_entries("alpha/used-by-beta", "common-model", label="shared"))
+    alpha.write_text(_entries("alpha/own"))
+    beta.write_text(_entries("beta/own"))
+    assert get_spec("alpha/used-by-beta").label == "shared" and get_spec("common-model").label == "shared"
+    assert get_spec("alpha/own").name == "alpha/own"
+    alpha.write_text("not toml [")  # the owner's file is read only when the shared file lacks the name
+    zoo_specs.read_models_file.cache_clear()
+    assert get_spec("alpha/used-by-beta").label == "shared"
+    with pytest.raises(tomllib.TOMLDecodeError):
+        get_spec("alpha/own")
+
+
+def test_a_name_in_both_its_owners_file_and_the_shared_one_is_refused(two_papers):
+    shared, alpha, beta = two_papers
+    shared.write_text(_entries("alpha/twice", label="shared"))
+    alpha.write_text(_entries("alpha/twice", label="own"))
+    beta.write_text(_entries("beta/own"))
+    with pytest.raises(ValueError, match="'alpha/twice' is also in") as exc:
+        registry()
+    assert str(shared) in str(exc.value) and str(alpha) in str(exc.value)
+
+
+def test_a_papers_name_in_another_papers_file_is_refused(two_papers):
+    shared, alpha, beta = two_papers
+    shared.write_text(_entries("common-model"))
+    alpha.write_text(_entries("alpha/own"))
+    beta.write_text(_entries("beta/own", "alpha/stray"))
+    with pytest.raises(ValueError, match="'alpha/stray' belongs in") as exc:
+        registry()
+    assert all(str(f) in str(exc.value) for f in (beta, alpha, shared))
+    with pytest.raises(ValueError, match="belongs in"):  # a lookup that reads that file says so too
+        get_spec("beta/own")
+    beta.write_text(_entries("beta/own", "common-stray"))  # a name of no paper is the shared file's
+    zoo_specs.read_models_file.cache_clear()
+    with pytest.raises(ValueError, match="'common-stray' belongs in .*names no paper"):
+        get_spec("beta/own")
+
+
+def test_entries_several_papers_use_are_in_the_shared_file():
+    """ARO's NegCLIPs are scored by other papers' stages, so they are in the shared file, under ARO's names."""
+    shared = registry(zoo_specs.REGISTRY_FILE)
+    assert {"aro/negclip", "aro/mini-negclip"} <= set(shared)
+    assert "aro/mini-clip-ft" not in shared and get_spec("aro/mini-clip-ft").name == "aro/mini-clip-ft"
+    assert registry()  # every file valid together: no name in two files, none in another paper's file
+
+
 def test_checkpoint_reference_schemes(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("VLC_BUILD", str(tmp_path / "b"))
     monkeypatch.setenv("VLC_DATA", str(tmp_path / "d"))
@@ -242,8 +314,26 @@ def test_missing_mini_checkpoint(tmp_path: Path, monkeypatch):
     with pytest.raises(ModelUnavailable) as exc:
         create_model("mini/xs-2k")
     msg = str(exc.value)
-    assert "mini/xs-2k" in msg and "dvc repro" in msg
+    assert "mini/xs-2k" in msg and "`dvc repro mini/train` (the root dvc.yaml, mini profile)" in msg
     assert str(tmp_path / "mini" / "models" / "xs-2k.safetensors") in msg
+
+
+@pytest.mark.parametrize("name, command", [
+    ("mini/xs-32k", "`dvc repro mini/train` (the root dvc.yaml, mini profile)"),  # the root pipeline trains the family
+    ("aro/mini-negclip", "`dvc repro papers/aro` (mini profile)"),  # a paper's fine-tune, even in the shared file
+    ("aro/mini-clip-ft", "`dvc repro papers/aro` (mini profile)"),
+    ("aro/clip-ft", "`dvc repro papers/aro` (full profile)"),
+    ("bivlc/full-clip-coco", "`dvc repro papers/bivlc` (full profile)"),
+    ("conclip/full-conclip", "`dvc repro papers/conclip` (full profile)"),
+])
+def test_a_missing_trained_checkpoint_names_the_pipeline_that_trains_it(name, command, tmp_path, monkeypatch):
+    """Each ``build:`` checkpoint is trained by its owner paper's pipeline, or by the root one for a shared name."""
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    assert get_spec(name).checkpoint.startswith("build:")
+    with pytest.raises(ModelUnavailable) as exc:
+        create_model(name)
+    assert f"run {command}" in str(exc.value) and "papers/sugarcrepe" not in str(exc.value)
+    assert plugins.owner(name) is None or f"papers/{plugins.owner(name)}" in command
 
 
 def test_missing_manual_checkpoint_says_how_to_fetch(tmp_path: Path, monkeypatch):
@@ -301,7 +391,7 @@ def test_pretrained_without_network_is_unavailable(tmp_path: Path, monkeypatch):
 
 def test_unknown_pretrained_tag_is_unavailable(tmp_path: Path, monkeypatch):
     spec = ModelSpec(name="t/bad", arch="RN50", family="f", label="l", pretrained="no_such_tag")
-    monkeypatch.setattr(zoo, "get_spec", lambda name: spec)
+    monkeypatch.setattr(zoo_specs, "get_spec", lambda name: spec)
     with pytest.raises(ModelUnavailable, match="no pretrained tag 'no_such_tag'"):
         create_model("t/bad")
 

@@ -24,6 +24,7 @@ from common.scoring import matching, selection  # noqa: E402
 from common.scoring.selection import ARGMAX, STRICT  # noqa: E402
 from common.tasks import DatasetError, ImageRef, ImageToTextItem  # noqa: E402
 from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec  # noqa: E402
+from common.zoo import specs as zoo_specs  # noqa: E402
 from common.zoo.hf import HFModel, create_hf_model  # noqa: E402
 
 from hf_support import TEXTS, VOCAB, save_blip as _save_blip, save_flava as _save_flava  # noqa: E402
@@ -302,7 +303,7 @@ def test_registry_entries_and_dispatch(saved, monkeypatch, capsys):
         assert zoo.activation_mismatch(spec) is None  # open_clip's activation check does not apply
     assert "huggingface.co/Salesforce/blip-itm-base-coco" in zoo._how_to_get(blip_spec)
     local = dataclasses.replace(blip_spec, pretrained=str(saved["blip"]))
-    monkeypatch.setattr(zoo, "get_spec", lambda name: local if name == blip_spec.name else get_spec(name))
+    monkeypatch.setattr(zoo_specs, "get_spec", lambda name: local if name == blip_spec.name else get_spec(name))
     model = create_model(blip_spec.name)
     assert isinstance(model, HFModel) and model.name == "blip/itm-base-coco"
     from common.cli import main

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from common import zoo
-from common.zoo import ModelUnavailable
+from common.zoo import ModelUnavailable, hub
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,7 @@ def test_the_probe_reports_an_unreachable_hub_once_per_process(monkeypatch):
 
 
 def test_the_probe_gives_up_after_its_timeout(monkeypatch):
-    monkeypatch.setattr(zoo, "HUB_PROBE_SECONDS", 0.2)
+    monkeypatch.setattr(hub, "HUB_PROBE_SECONDS", 0.2)  # where the probe reads it
     def hanging_lookup(*args, **kwargs):
         time.sleep(5)
         raise OSError("name lookup timed out")  # what the abandoned probe thread ends with

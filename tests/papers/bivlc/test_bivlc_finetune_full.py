@@ -17,8 +17,8 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
-from common.file_batches import FileRunParams, Schedule
-from common.finetune import tokenizer_for
+from common.training.recipe import FileRunParams, Schedule
+from common.zoo.trained import tokenizer_for
 from common.tasks import DatasetError
 from common.training import FromScratch
 from common.training.checkpoint import seed_everything

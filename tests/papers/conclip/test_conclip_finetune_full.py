@@ -13,7 +13,7 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
-from common.file_batches import Schedule
+from common.training.recipe import Schedule
 from common.tasks import DatasetError
 from common.training import FromScratch
 from common.training.checkpoint import seed_everything

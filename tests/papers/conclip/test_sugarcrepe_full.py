@@ -20,7 +20,7 @@ from common.zoo import ModelUnavailable, random_model
 from papers.conclip import full, mini_tables, zeroshot_full
 from papers.conclip import sugarcrepe_full as sf
 from papers.conclip.runs import RUNS
-from papers.sugarcrepe.data import CATEGORIES, write_manifest
+from common.benchmarks.sugarcrepe import CATEGORIES, write_manifest
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 MODELS = {"clip": "openai/ViT-B-32", "conclip": "conclip/conclip-vit-b32",

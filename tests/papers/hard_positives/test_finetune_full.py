@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from common.file_batches import Schedule
+from common.training.recipe import Schedule
 from common.tasks import DatasetError
 from common.training import FromScratch
 from papers.hard_positives import finetune_full as ff

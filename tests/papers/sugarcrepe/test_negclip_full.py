@@ -14,7 +14,7 @@ from PIL import Image
 from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from papers.sugarcrepe import negclip_full as nf
-from papers.sugarcrepe.data import CATEGORIES
+from common.benchmarks.sugarcrepe import CATEGORIES
 from papers.sugarcrepe.mini_templates import load_template_set
 
 ARCH = "mini-vit-xs"
@@ -57,7 +57,7 @@ def _tsv(path: Path, rows: list[tuple[str, int]]) -> Path:
 @pytest.fixture(scope="module")
 def coco(tmp_path_factory) -> dict[str, Path]:
     """train2014 images 1-8 (id 3 also a SugarCrepe test image), val2017 test images, the TSV, a SugarCrepe set."""
-    from papers.sugarcrepe.data import write_manifest
+    from common.benchmarks.sugarcrepe import write_manifest
 
     root = tmp_path_factory.mktemp("coco")
     train = root / "coco" / "train2014" / "train2014"

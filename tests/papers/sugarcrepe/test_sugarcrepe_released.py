@@ -19,7 +19,7 @@ from papers.sugarcrepe.released import (
     GPT4VScore, ModelRef, draw_figure5, figure5_correlations, figure5_recomputed, gpt4v_recomputed, gpt4v_scores,
     imagenet_top1, match_models, parse_choice, pearson_r, score_gpt4v_file, table2_recomputed,
 )
-from papers.sugarcrepe.data import CATEGORIES
+from common.benchmarks.sugarcrepe import CATEGORIES
 
 
 

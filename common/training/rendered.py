@@ -1,40 +1,28 @@
-"""Fine-tuning a zoo model on a rendered caption set: the pieces every paper's mini fine-tunes share.
-
-A paper's fine-tuning module (``papers/sugarcrepe/negclip_mini.py``, ``papers/hard_positives/mini.py``) owns its
-data set, its loss and its runs; what is the same for all of them lives here:
+"""Batch sources over sets held in memory (the mini profile's rendered sets): what every mini fine-tune trains on.
 
 * ``CaptionBatches``: images with several captions each, plus any number of aligned extra text segments (a hard
-  negative, a hard positive, ...) per caption; the batch of a step is a pure function of (seed, step), and the
-  draws ignore the extras, so runs that leave an extra out still see the same images and captions in the same order;
-* ``caption_tokens`` / ``refuse_same_tokens``: texts per image tokenized into the (N, P, L) grids the batches take,
-  and the check that an extra text never tokenizes like its caption (a loss would push a text away from itself);
-* ``tokenizer_for``, ``served``: the tokenizer of a zoo architecture, a checkpoint trained here behind the engine's
-  interface;
-* ``RunParams``: the optimiser settings every run of a paper shares (one ``params.yaml`` section);
-* ``resume_path``: where a run's resume state lives, outside DVC's outputs, keyed by everything that defines the run.
+  negative, a hard positive, ...) per caption; the draws ignore the extras, so runs that leave an extra out still
+  see the same images and captions in the same order;
+* ``PairedImageBatches``: a caption batch whose samples also carry aligned extra images (a hard negative image, a
+  distractor) as further image segments;
+* ``LabelledBatches``: one input per sample (an image, or a text's tokens) with a 0/1 label, for a linear probe;
+* ``pixels``, ``caption_tokens``, ``refuse_same_tokens``: rendered arrays and texts into the tensors the batches
+  hold, and the check that an extra text never tokenizes like its caption (a loss would push a text away from
+  itself).
 
-Nothing here is in ``common/training/`` on purpose: editing that package re-trains the mini family.
+Every source keeps the trainer's contract: the batch of step s is a pure function of (seed, s) (an epoch is
+``default_rng([seed, 0, epoch])``'s permutation, the tail that does not fill a batch dropped).
 """
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from common.errors import WorkspaceError
 from common.tasks import DatasetError
-from common.training import FromCheckpoint, TrainConfig
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
-
-
-class FinetuneError(WorkspaceError):
-    """An input of a fine-tuning run that cannot be used as given (the message names the file or run)."""
 
 
 class CaptionBatches:
@@ -113,75 +101,51 @@ def refuse_same_tokens(captions: torch.Tensor, other: torch.Tensor, texts: Seque
                            f"({texts[i][j]!r}; {len(same)} such pairs)")
 
 
-def tokenizer_for(arch: str) -> Tokenize:
-    """open_clip's tokenizer of ``arch`` (the zoo's local configs registered first)."""
-    import open_clip
+class PairedImageBatches(CaptionBatches):
+    """``CaptionBatches`` whose samples carry ``extra_images`` (each (N, 3, H, W), aligned with ``images``) as image
+    segments after the image: ``images`` (B, 1 + len(extra_images), 3, H, W)."""
 
-    from common.zoo import register_local_configs
+    def __init__(self, images: torch.Tensor, captions: torch.Tensor, extra_images: Sequence[torch.Tensor],
+                 extras: Sequence[torch.Tensor] = (), name: str = "paired-images", fields: Mapping | None = None):
+        super().__init__(images, captions, extras, name, fields)
+        for k, extra in enumerate(extra_images):
+            if extra.shape != images.shape:
+                raise ValueError(f"PairedImageBatches: extra image segment {k} {tuple(extra.shape)} must match the "
+                                 f"images {tuple(images.shape)}")
+        self.extra_images = tuple(extra_images)
 
-    register_local_configs()
-    return open_clip.get_tokenizer(arch)
-
-
-class ServedEntry(Protocol):
-    """What ``served`` needs of a table row: its name, its weights (None: the zoo model ``name``), its label."""
-
-    name: str
-    checkpoint: Path | None
-
-    @property
-    def label(self) -> str: ...
-
-
-def served(entry: ServedEntry, arch: str, device: str = "cpu", family: str = "mini"):
-    """The model behind the engine's interface: the zoo's, or a checkpoint of ``arch`` trained here, loaded
-    strictly (``family``: the zoo family its spec is filed under)."""
-    import open_clip
-
-    from common.zoo import ModelSpec, OpenClipModel, create_model
-
-    if entry.checkpoint is None:
-        return create_model(entry.name, device=device)
-    if not Path(entry.checkpoint).is_file():
-        raise FinetuneError(f"{entry.checkpoint}: no weights for {entry.name}; run the stage that trains it")
-    built = FromCheckpoint(arch, Path(entry.checkpoint)).build()
-    spec = ModelSpec(name=entry.name, arch=arch, family=family, label=entry.label)
-    return OpenClipModel(spec, built.model, built.transform, open_clip.get_tokenizer(arch), device)
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        out = super().batch(seed, step, size, rows)
+        idx = torch.from_numpy(self.draws(seed, step, size)[0][rows])
+        out["images"] = torch.stack([self.images[idx], *(extra[idx] for extra in self.extra_images)], dim=1)
+        return out
 
 
-@dataclass(frozen=True)
-class RunParams:
-    """A ``params.yaml`` section's optimiser settings, shared by every run of one paper's fine-tunes."""
+class LabelledBatches:
+    """Inputs with 0/1 labels, one segment per sample: ``key`` is "images" ((N, 3, H, W) uint8) or "texts" ((N, L)
+    tokens). A batch holds ``key`` (B, 1, ...) and ``labels`` (B,) float."""
 
-    base: str = "mini/xs-32k"
-    steps: int = 200
-    batch_size: int = 128
-    lr: float = 1e-3
-    warmup_steps: int = 20
-    weight_decay: float = 0.1
-    seed: int = 0
+    def __init__(self, inputs: torch.Tensor, labels: torch.Tensor, key: str, name: str = "labelled"):
+        if key not in ("images", "texts"):
+            raise ValueError(f"LabelledBatches: key must be 'images' or 'texts', not {key!r}")
+        if len(inputs) != len(labels) or labels.ndim != 1:
+            raise ValueError("LabelledBatches: one label per input")
+        if not bool(((labels == 0) | (labels == 1)).all()):
+            raise ValueError("LabelledBatches: labels must be 0 or 1")
+        self.inputs, self.labels, self.key, self.name = inputs, labels.float(), key, name
+        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
 
-    KEYS = ("base", "steps", "batch_size", "lr", "warmup_steps", "weight_decay", "seed")
+    def steps_per_epoch(self, size: int) -> int:
+        if size > len(self.inputs):
+            raise ValueError(f"batch of {size} is larger than the {len(self.inputs)} labelled inputs")
+        return len(self.inputs) // size
 
-    @classmethod
-    def from_params(cls, section: Mapping) -> "RunParams":
-        return cls(**{k: section[k] for k in cls.KEYS})
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        epoch, j = divmod(step, self.steps_per_epoch(size))
+        if self._perm is None or self._perm[0] != (seed, epoch):
+            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.inputs)))
+        idx = torch.from_numpy(self._perm[1][j * size: (j + 1) * size][rows])
+        return {self.key: self.inputs[idx].unsqueeze(1), "labels": self.labels[idx]}
 
-    def trainer_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=float(self.lr),
-                           warmup_steps=self.warmup_steps, weight_decay=self.weight_decay, seed=self.seed)
-
-
-def resume_path(name: str, key: Mapping, code: Sequence[Path]) -> Path:
-    """``<cache root>/training/<name>/<digest>.resume.pt``: outside the stage's outputs (DVC deletes those before a
-    rerun), keyed by ``key`` (everything that defines the run), the torch version and the bytes of the code that
-    trains it (``code``: the caller's modules; this module and ``common/training/*.py`` are added)."""
-    from common.paths import cache_root
-
-    digest = hashlib.sha256(torch.__version__.encode())
-    here = Path(__file__).resolve()
-    files = [*(Path(p).resolve() for p in code), here, *sorted((here.parent / "training").glob("*.py"))]
-    for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    run_key = hashlib.sha256(json.dumps({**key, "code": digest.hexdigest()}, sort_keys=True, default=str).encode())
-    return cache_root() / "training" / name / f"{run_key.hexdigest()[:16]}.resume.pt"
+    def describe(self) -> dict:
+        return {"name": self.name, "key": self.key, "n": len(self.inputs), "positives": int(self.labels.sum())}

@@ -1,11 +1,13 @@
-"""The shared fine-tuning pieces (common/finetune.py): batches, tokens, run settings, resume paths, serving."""
+"""Batch sources over rendered sets (common/training/rendered.py), a recipe section, serving a trained checkpoint."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from common import finetune as ft
+from common.training import recipe, rendered as ft
+from common.zoo import ModelUnavailable
+from common.zoo.trained import served
 from common.tasks import DatasetError
 
 
@@ -88,29 +90,16 @@ def test_pixels_are_channels_first():
 def test_run_params_read_their_section():
     section = {"base": "mini/xs-2k", "steps": 7, "batch_size": 4, "lr": "5e-4", "warmup_steps": 1,
                "weight_decay": 0.0, "seed": 3, "unrelated": 1}
-    params = ft.RunParams.from_params(section)
+    params = recipe.RunParams.from_params(section)
     config = params.trainer_config()
     assert (config.steps, config.batch_size, config.lr, config.seed, config.weight_decay) == (7, 4, 5e-4, 3, 0.0)
     with pytest.raises(KeyError):
-        ft.RunParams.from_params({k: v for k, v in section.items() if k != "lr"})
-
-
-def test_resume_path_is_keyed_by_the_run_and_the_code(tmp_path, monkeypatch):
-    monkeypatch.setenv("VLC_CACHE", str(tmp_path))
-    code = tmp_path / "module.py"
-    code.write_text("x = 1\n")
-    first = ft.resume_path("paper-run", {"steps": 1}, [code])
-    assert first == ft.resume_path("paper-run", {"steps": 1}, [code])
-    assert first.name.endswith(".resume.pt") and first.parent.name == "paper-run"
-    assert first.parent.parent.name == "training"
-    assert ft.resume_path("paper-run", {"steps": 2}, [code]) != first
-    code.write_text("x = 2\n")
-    assert ft.resume_path("paper-run", {"steps": 1}, [code]) != first
+        recipe.RunParams.from_params({k: v for k, v in section.items() if k != "lr"})
 
 
 def test_served_refuses_a_missing_checkpoint(tmp_path):
     class Entry:
         name, label, checkpoint = "paper/mini-run", "run", tmp_path / "nothing.safetensors"
 
-    with pytest.raises(ft.FinetuneError, match="nothing.safetensors: no weights for paper/mini-run"):
-        ft.served(Entry(), "mini-vit-xs")
+    with pytest.raises(ModelUnavailable, match="nothing.safetensors: no weights for paper/mini-run"):
+        served(Entry(), "mini-vit-xs")

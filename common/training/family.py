@@ -8,57 +8,34 @@ weights). The checkpoint is a plain state dict (safetensors) with a JSON record 
 trained next to it. ``python -m common train <name>`` also runs under ``torchrun`` (DDP over the
 same global batch; weights then equal the one-process ones up to float rounding).
 
-Kill and resume: every ``checkpoint_every`` steps (default ``CHECKPOINT_EVERY``; ``VLC_CHECKPOINT_EVERY``
-overrides, 0 turns it off) a resume state is written under ``<cache root>/training/<out stem>/``, outside the
-DVC stage's outputs (DVC deletes those before rerunning a stage), named by a digest of everything that defines
-the run, so a run with another recipe, data or world size never picks it up. A rerun after a kill continues
-from it and ends with the same bytes as an uninterrupted run; it is deleted once the weights are written.
-Neither the setting nor the file enters the sidecar.
+Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner.
+Kill and resume: every ``CHECKPOINT_EVERY`` steps (``VLC_CHECKPOINT_EVERY`` overrides, 0 turns it off) a resume
+state is written under ``<cache root>/training/mini-<name>/``, outside the DVC stage's outputs (DVC deletes those
+before rerunning a stage), named by a digest of everything that defines the run and of the code it runs, so a run
+with another recipe, data, world size or code never picks it up. A rerun after a kill continues from it and ends
+with the same bytes as an uninterrupted run; it is deleted once the weights are written. Neither the setting nor
+the file enters the sidecar.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from common.errors import WorkspaceError
 from common.io import sha256_file
 from common.miniworld import VERSION
-from common.training import ClipLoss, DistributedContext, FromScratch, MiniWorldBatches, train
-from common.training import TrainConfig as TrainerConfig
-
-
-CHECKPOINT_EVERY = 50
-"""Steps between resume states of ``train_clip`` (about 10-20 s of the mini family's training on 2 cores)."""
-
-
-def checkpoint_every() -> int:
-    """``VLC_CHECKPOINT_EVERY`` if set (0: no resume states), else ``CHECKPOINT_EVERY``."""
-    value = os.environ.get("VLC_CHECKPOINT_EVERY", "").strip()
-    if not value:
-        return CHECKPOINT_EVERY
-    try:
-        every = int(value)
-    except ValueError:
-        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps (0: never)") from None
-    if every < 0:
-        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps >= 0 (0: never)")
-    return every
-
-
-def resume_path(out_path: Path, record: dict) -> Path:
-    """Where a run writing ``out_path`` keeps its resume state: under the cache root, named by the run's record."""
-    from common.paths import cache_root
-
-    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_root() / "training" / Path(out_path).stem / f"{digest}.resume.pt"
+from common.training.data import MiniWorldBatches
+from common.training.distributed import DistributedContext
+from common.training.job import CHECKPOINT_EVERY, FinetuneJob, checkpoint_every, run_job
+from common.training.losses import ClipLoss
+from common.training.model_init import FromScratch
+from common.training.trainer import TrainConfig as TrainerConfig
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class FamilyRecipe:
+    """One model of the mini family as ``params.yaml train.<name>`` states it."""
+
     arch: str
     n_images: int
     steps: int
@@ -74,7 +51,7 @@ class TrainConfig:
                              weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, seed=self.seed)
 
 
-def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: bool = True, *,
+def train_clip(config: FamilyRecipe, train_dir: Path, out_path: Path, progress: bool = True, *,
                world: DistributedContext | None = None, provenance: dict | None = None,
                checkpoint_steps: int | None = None) -> dict:
     """Train ``config.arch`` on the first ``n_images`` of the mini training set; save to ``out_path``.
@@ -103,29 +80,10 @@ def train_clip(config: TrainConfig, train_dir: Path, out_path: Path, progress: b
         **(provenance or {}),
     }
     every = checkpoint_every() if checkpoint_steps is None else checkpoint_steps
-    run_key = {"out": out_path.name, "provenance": provenance, "data": batches.describe(),
-               "world_size": 1 if world is None else world.world_size, "code": _training_code()}
-    state = resume_path(out_path, run_key)
-    if state.is_file() and (world is None or world.is_main):
-        print(f"resuming from {state}", flush=True)
-    result = train(config.trainer_config(), FromScratch(config.arch), batches, ClipLoss, out_path,
-                   world=world, provenance=provenance, resume=every > 0, progress=progress,
-                   checkpoint_every=every, resume_path=state)
-    if world is None or world.is_main:
-        with contextlib.suppress(OSError):
-            state.parent.rmdir()  # only when empty: the states of other runs stay
+    job = FinetuneJob(f"mini-{out_path.stem}", FromScratch(config.arch), batches, ClipLoss, config.trainer_config(),
+                      __name__, provenance=provenance, checkpoint_every=every, resume=every > 0)
+    result = run_job(job, out_path, world=world, progress=progress)
     return {**result.record, "train_seconds": result.train_seconds}
-
-
-def _training_code() -> str:
-    """sha256 of the training code and torch's version: a resume state written by other code is never continued."""
-    import torch
-
-    here = Path(__file__).resolve().parent
-    digest = hashlib.sha256(torch.__version__.encode())
-    for path in [here / "train.py", *sorted((here / "training").glob("*.py"))]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 def _portable(path: Path) -> str:
@@ -164,7 +122,7 @@ def _cmd_train(args) -> int:
     if args.device == "cpu":
         reproducible.fix_threads()
     try:
-        record = train_clip(TrainConfig(**recipe), train_set, out, world=world,
+        record = train_clip(FamilyRecipe(**recipe), train_set, out, world=world,
                             provenance=reproducible.describe() if args.device == "cpu" else {})
     finally:
         shutdown(world)

@@ -1,0 +1,110 @@
+"""Batch sources over image files (the full profile's COCO, CC-Neg and TROHN images): decoded per batch.
+
+* ``FileImages``: image files decoded per batch on a thread pool, resized (shorter side, bicubic) and centre-cropped,
+  as open_clip's evaluation transform does before normalising (the trainer normalises);
+* ``FileCaptionBatches``: (image file, caption) rows, each caption with aligned extra texts (a hard negative; a
+  hard positive and a hard negative) as further text segments. A paper's batch shape with extra image segments
+  subclasses it.
+
+The batch of step s is a pure function of (seed, s), as the trainer's resume and DDP sharding need; each rank
+decodes and tokenises only its own rows.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from common.errors import WorkspaceError
+
+Tokenize = Callable[[Sequence[str]], torch.Tensor]
+
+
+class ImageFileError(WorkspaceError):
+    """An image file that cannot be decoded (the message names it)."""
+
+
+@dataclass(frozen=True)
+class FileImages:
+    """Image files decoded per batch on a thread pool: resized (shorter side, bicubic) and centre-cropped to
+    ``size``, as open_clip's evaluation transform does before normalising (the trainer normalises)."""
+
+    paths: tuple[Path, ...]
+    size: int
+    workers: int = 8
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def _load(self, index: int) -> np.ndarray:
+        from PIL import Image
+
+        path = self.paths[index]
+        try:
+            with Image.open(path) as image:
+                image = image.convert("RGB")
+                w, h = image.size
+                scale = self.size / min(w, h)
+                image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))),
+                                     Image.Resampling.BICUBIC)
+                w, h = image.size
+                left, top = (w - self.size) // 2, (h - self.size) // 2
+                return np.asarray(image.crop((left, top, left + self.size, top + self.size)))
+        except OSError as exc:
+            raise ImageFileError(f"{path}: cannot read image ({exc})") from None
+
+    def get(self, indices: np.ndarray) -> torch.Tensor:
+        """uint8 pixels (n, 3, size, size) of the given images."""
+        with ThreadPoolExecutor(self.workers) as pool:
+            arrays = list(pool.map(self._load, [int(i) for i in indices]))
+        return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+
+
+class FileCaptionBatches:
+    """Caption rows over image files, each row's texts of ``extras`` as further text segments.
+
+    ``row_image[i]`` is the index in ``images`` of row i's image; ``captions[i]`` its caption; each extra a sequence
+    of one text per row. A batch holds ``images`` (B, 1, 3, H, W) uint8 and ``texts`` (B, 1 + len(extras), L):
+    [caption, *extras] per sample.
+
+    The batch of step s is a pure function of (seed, s): an epoch is a permutation of the rows
+    (``default_rng([seed, 0, epoch])``; the tail that does not fill a batch is dropped). The draws ignore the
+    extras, so every run over the same rows sees the same captions in the same order. Images are decoded and texts
+    tokenised per batch, only the rows of this rank. ``fields`` are what ``describe`` reports beyond the name and
+    sizes (default: the number of extra segments); they enter the trainer's record and resume key.
+    """
+
+    def __init__(self, images: FileImages, row_image: np.ndarray, captions: Sequence[str],
+                 extras: Sequence[Sequence[str]], tokenize: Tokenize, name: str = "captions",
+                 fields: Mapping | None = None):
+        if len(row_image) != len(captions) or any(len(extra) != len(captions) for extra in extras):
+            raise ValueError("FileCaptionBatches: row_image, captions and every extra need one entry per row")
+        self.images, self.row_image, self.captions = images, np.asarray(row_image), captions
+        self.extras, self.tokenize, self.name = tuple(extras), tokenize, name
+        self.fields = dict(fields) if fields is not None else {"extra_text_segments": len(self.extras)}
+        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def steps_per_epoch(self, size: int) -> int:
+        if size > len(self.captions):
+            raise ValueError(f"batch of {size} is larger than the {len(self.captions)} training rows")
+        return len(self.captions) // size
+
+    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
+        """The rows of one step's global batch."""
+        epoch, j = divmod(step, self.steps_per_epoch(size))
+        if self._perm is None or self._perm[0] != (seed, epoch):
+            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.captions)))
+        return self._perm[1][j * size: (j + 1) * size]
+
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        idx = self.draws(seed, step, size)[rows]
+        texts = [self.tokenize([self.captions[i] for i in idx]),
+                 *(self.tokenize([extra[i] for i in idx]) for extra in self.extras)]
+        return {"images": self.images.get(self.row_image[idx]).unsqueeze(1), "texts": torch.stack(texts, dim=1)}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "rows": len(self.captions), "images": len(self.images), **self.fields}

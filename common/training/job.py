@@ -1,0 +1,142 @@
+"""One fine-tuning job shape for every paper and both profiles, and the runner that trains it.
+
+A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched: its name, where its
+weights start (``Init``), its batches (a ``BatchSource``), its loss, its optimiser recipe and schedule (the trainer's
+``TrainConfig``), its validation, the extra facts its sidecar records, and the module that defines it. A paper's
+fine-tuning code is then its job builders (``papers/<paper>/train_mini.py``, ``train_full.py``); ``run_job`` does
+the rest the same way for all of them: the resume state (outside DVC's outputs, keyed by everything that defines the
+run and by the bytes of every module the job's module imports, the same import closure that makes a DVC stage
+rerun), then ``common.training.train``. ``common.training.launch`` adds the process (pinning, ``torchrun``), the
+timing log and the ``run`` subcommand.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+from torch import nn
+
+from common.errors import WorkspaceError
+from common.training.data import BatchSource
+from common.training.distributed import DistributedContext
+from common.training.model_init import Init
+from common.training.trainer import LossFactory, TrainConfig, TrainResult, train
+
+CHECKPOINT_EVERY = 50
+"""Steps between resume states unless the job or ``VLC_CHECKPOINT_EVERY`` says otherwise."""
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """Everything that defines one training run; ``run_job`` trains it."""
+
+    name: str
+    """Unique among the workspace's runs (``conclip-mini-l1``): the resume state's folder and the log's name."""
+    init: Init
+    batches: BatchSource
+    loss: LossFactory
+    config: TrainConfig
+    """The optimiser recipe and schedule: steps, global batch, lr, warmup, weight decay, precision, validation."""
+    module: str
+    """The module that builds the job (``papers.conclip.train_mini``): its import closure keys the resume state."""
+    validate: Callable[[nn.Module], float] | None = None
+    """Higher is better; the best validated weights are kept beside the last (``<stem>.best.safetensors``)."""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Deterministic facts for the sidecar (data hashes, the CPU profile): never wall times or absolute paths."""
+    checkpoint_every: int = CHECKPOINT_EVERY
+    """Steps between resume states (0: never); ``VLC_CHECKPOINT_EVERY`` overrides it for every job."""
+    resume: bool = True
+    """Continue an interrupted run from its resume state (False: start over every time)."""
+
+    def with_steps(self, steps: int | None) -> "FinetuneJob":
+        """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
+        return self if steps is None else replace(self, config=replace(self.config, steps=steps))
+
+    def describe(self) -> dict:
+        """What defines the run, JSON-able (the resume key, without the code)."""
+        return json.loads(json.dumps({
+            "name": self.name, "config": asdict(self.config), "init": self.init.describe(),
+            "data": self.batches.describe(), "loss": describe_loss(self.loss), "module": self.module,
+            "validated": self.validate is not None, "provenance": dict(self.provenance),
+        }, sort_keys=True, default=str))
+
+
+def describe_loss(factory: LossFactory) -> dict:
+    """A loss factory's identity: its class's qualified name and any bound keywords (``functools.partial``)."""
+    keywords: dict = {}
+    while isinstance(factory, functools.partial):
+        keywords = {**factory.keywords, **keywords}
+        factory = factory.func
+    name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"
+    return {"class": name, "keywords": {k: keywords[k] for k in sorted(keywords)}}
+
+
+def checkpoint_every(default: int = CHECKPOINT_EVERY) -> int:
+    """``VLC_CHECKPOINT_EVERY`` when set (a number of steps, 0: never), else ``default``."""
+    value = os.environ.get("VLC_CHECKPOINT_EVERY", "").strip()
+    if not value:
+        return default
+    try:
+        every = int(value)
+    except ValueError:
+        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps (0: never)") from None
+    if every < 0:
+        raise WorkspaceError(f"VLC_CHECKPOINT_EVERY={value!r}: expected a number of steps >= 0 (0: never)")
+    return every
+
+
+def code_files(module: str, root: Path | None = None) -> list[str]:
+    """The repository files ``module`` runs: its import closure, as the DVC stages' code deps are derived."""
+    from common.import_closure import closure
+    from common.paths import ROOT
+
+    files = sorted(closure([module], root or ROOT).files)
+    if not files:
+        raise WorkspaceError(f"{module}: not a module of this repository (a job's module must be)")
+    return files
+
+
+def code_digest(module: str, root: Path | None = None) -> str:
+    """sha256 of torch's version and of the bytes of every file of ``code_files(module)``, so a resume state
+    written by other code is never continued."""
+    from common.paths import ROOT
+
+    digest = hashlib.sha256(torch.__version__.encode())
+    for relative in code_files(module, root):
+        digest.update(relative.encode() + b"\0" + ((root or ROOT) / relative).read_bytes())
+    return digest.hexdigest()
+
+
+def resume_state_path(job: FinetuneJob, world_size: int = 1) -> Path:
+    """``<cache root>/training/<job name>/<digest>.resume.pt``: outside the stage's outputs (DVC deletes those before
+    a rerun), named by a digest of everything that defines the run, its process count and its code."""
+    from common.paths import cache_root
+
+    key = {**job.describe(), "world_size": world_size, "code": code_digest(job.module)}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "training" / job.name / f"{digest}.resume.pt"
+
+
+def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | None = None,
+            progress: bool = False) -> TrainResult:
+    """Train ``job`` and write ``out_path`` (safetensors) with its sidecar (and ``<stem>.best.safetensors`` when the
+    job validates); an interrupted run with the same definition and code continues from its resume state."""
+    world = world or DistributedContext.local("cpu")
+    every = checkpoint_every(job.checkpoint_every)
+    state = resume_state_path(job, world.world_size)
+    if job.resume and state.is_file() and world.is_main:
+        print(f"{job.name}: resuming from {state}", flush=True)
+    result = train(job.config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
+                   provenance=job.provenance, resume=job.resume, progress=progress, checkpoint_every=every,
+                   resume_path=state)
+    if world.is_main:
+        with contextlib.suppress(OSError):
+            state.parent.rmdir()  # only when empty: the states of other runs stay
+    return result

@@ -1,0 +1,176 @@
+"""The zoo's open_clip backend: models behind ``EmbeddingModel``, their fingerprints, strict checkpoint loading."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from PIL import Image
+
+from common.zoo.interface import ModelUnavailable
+from common.zoo.specs import ModelSpec, register_local_configs
+
+
+def _describe_transform(transform: Callable) -> str:
+    return repr(transform)
+
+
+def fingerprint_model(arch: str, model: torch.nn.Module, transform: Callable, tokenizer: object) -> str:
+    """sha256 over architecture, every weight tensor, the image transform and the tokenizer setup."""
+    digest = hashlib.sha256()
+    digest.update(arch.encode())
+    for key, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        digest.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    digest.update(_describe_transform(transform).encode())
+    context_length = getattr(tokenizer, "context_length", None)
+    digest.update(f"{type(tokenizer).__name__}:{context_length}".encode())
+    return digest.hexdigest()[:32]
+
+
+class OpenClipModel:
+    """An open_clip model behind the ``EmbeddingModel`` interface."""
+
+    def __init__(self, spec: ModelSpec, model: torch.nn.Module, transform: Callable, tokenizer, device: str):
+        self.spec = spec
+        self.name = spec.name
+        self.model = model.eval().to(device)
+        self.transform = transform
+        self.tokenizer = tokenizer
+        self.device = device
+        self.fingerprint = fingerprint_model(spec.arch, self.model, transform, tokenizer)
+        self.truncates_padding = padding_is_inert(self.model)
+
+    def load_image(self, path: Path) -> torch.Tensor:
+        with Image.open(path) as image:
+            return self.transform(image)
+
+    def tokenize(self, texts: Sequence[str]) -> torch.Tensor:
+        return self.tokenizer(list(texts))
+
+    @torch.no_grad()
+    def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self.model.encode_image(pixels.to(self.device, non_blocking=True), normalize=True)
+        return features.float().cpu()
+
+    @torch.no_grad()
+    def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Text embeddings; trailing padding is dropped first when that is exact (see below)."""
+        tokens = tokens.to(self.device)
+        if self.truncates_padding:
+            features = encode_text_unpadded(self.model, tokens)
+        else:
+            features = self.model.encode_text(tokens, normalize=True)
+        return features.float().cpu()
+
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        return self.encode_tokens(self.tokenize(texts))
+
+
+def padding_is_inert(model: torch.nn.Module) -> bool:
+    """True for CLIP text towers where trailing padding cannot change the pooled output.
+
+    With a causal attention mask, position i attends only to positions <= i, and pooling at the
+    end-of-text token (``argmax``/``eos``) or the first token reads a position before any padding.
+    Dropping the padding columns therefore gives the same embedding (up to float rounding of
+    smaller matrix products) at a fraction of the cost: SugarCrepe captions use ~16 of 77 positions.
+    """
+    mask = getattr(model, "attn_mask", None)
+    if not (hasattr(model, "token_embedding") and isinstance(mask, torch.Tensor) and mask.ndim == 2):
+        return False
+    upper = torch.ones_like(mask, dtype=torch.bool).triu(1)
+    causal = torch.equal(torch.isneginf(mask), upper) and bool((mask[~upper] == 0).all())
+    return (
+        causal
+        and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
+        and getattr(model, "cls_emb", None) is None
+    )
+
+
+def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """open_clip's ``CLIP.encode_text`` on tokens cut after the batch's longest sequence."""
+    from open_clip.transformer import text_global_pool
+
+    nonpad = (tokens != 0).to(torch.long)
+    length = int((nonpad * torch.arange(1, tokens.shape[1] + 1, device=tokens.device)).max())
+    text = tokens[:, :max(length, 1)]
+    cast_dtype = model.transformer.get_cast_dtype()
+    x = model.token_embedding(text).to(cast_dtype)
+    x = x + model.positional_embedding[: text.shape[1]].to(cast_dtype)
+    x = model.transformer(x, attn_mask=model.attn_mask[: text.shape[1], : text.shape[1]])
+    x = model.ln_final(x)
+    x = text_global_pool(x, text, model.text_pool_type, eos_token_id=getattr(model, "text_eos_id", None))
+    if model.text_projection is not None:
+        x = model.text_projection(x) if isinstance(model.text_projection, torch.nn.Linear) else x @ model.text_projection
+    return torch.nn.functional.normalize(x, dim=-1)
+
+
+@contextlib.contextmanager
+def quiet_random_init_warning():
+    """open_clip warns that a model 'initialized randomly' before we load its checkpoint; drop that line."""
+    class _Drop(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "No pretrained weights loaded" not in record.getMessage()
+
+    drop, root = _Drop(), logging.getLogger()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
+TRAINING_DICT_KEYS = ("state_dict", "model", "model_state_dict")
+"""Where a training dict keeps the model's weights: open_clip's trainer, OpenAI-``clip`` fine-tuning scripts, then
+PyTorch's save-a-checkpoint recipe (``{"epoch", "model_state_dict", "optimizer_state_dict", "loss"}``)."""
+
+
+def unwrap_training_dict(state: object) -> dict:
+    """The state dict inside a saved training dict, or ``state`` itself when it already is one (all tensors)."""
+    if not isinstance(state, dict):
+        raise ValueError(f"expected a state dict or a training dict, found {type(state).__name__}")
+    if all(isinstance(v, torch.Tensor) for v in state.values()):
+        return state
+    for key in TRAINING_DICT_KEYS:
+        if isinstance(state.get(key), dict):
+            return state[key]
+    raise ValueError(f"a dict with non-tensor entries and none of {list(TRAINING_DICT_KEYS)} holding the weights "
+                     f"(top-level keys: {sorted(map(str, state))[:8]})")
+
+
+def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
+    """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
+
+    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}``, the
+    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release) or PyTorch's
+    recipe ``{"model_state_dict": ..., "optimizer_state_dict": ...}`` (BiVLC's release); ``module.`` prefixes
+    (DistributedDataParallel) are dropped."""
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            state = load_file(str(path))
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            state = unwrap_training_dict(state)
+            state = {k.removeprefix("module."): v for k, v in state.items()}
+        model.load_state_dict(state, strict=True)
+    except Exception as exc:
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {exc}") from exc
+
+
+def random_model(arch: str, seed: int = 0, device: str = "cpu") -> OpenClipModel:
+    """An open_clip architecture with random weights behind the ``EmbeddingModel`` interface: for timing and tests
+    only (its name says so, and it is never registered in the zoo)."""
+    import open_clip
+
+    register_local_configs()
+    torch.manual_seed(seed)
+    with quiet_random_init_warning():
+        net, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None)
+    spec = ModelSpec(name=f"random/{arch}-seed{seed}", arch=arch, family="random", label=f"{arch} (random weights)")
+    return OpenClipModel(spec, net, transform, open_clip.get_tokenizer(arch), device)

@@ -1,0 +1,177 @@
+"""The zoo's registry as data: one ``ModelSpec`` per ``[[model]]`` entry of ``models.toml``, looked up by name, and
+the tiny architectures of ``model_configs/*.json`` (one file per architecture), registered with open_clip.
+
+Where an entry lives (``common.plugins``): the shared ``common/zoo/models.toml`` holds the models no paper owns and
+the models two or more papers use (named after the paper that released them, e.g. ``aro/negclip``);
+``papers/<paper>/models.toml`` holds the rest of a paper's models. ``get_spec`` reads the shared file first and the
+owner paper's file only when the shared file lacks the name, so a stage that uses another paper's released model
+reads the shared file, never that paper's. The activation checks (QuickGELU or GELU) live here too: they are a
+property of an entry, checked for every entry by the tests.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from common import plugins
+from common.paths import build_root, data_root
+
+DATA_FILES = ("common/zoo/models.toml", "common/zoo/model_configs/")
+"""Read at run time (``common.stage_deps``): the shared models and the architectures registered with open_clip (a
+paper's own ``models.toml`` is declared by the paper module that looks its models up)."""
+ZOO_DIR = Path(__file__).resolve().parent
+REGISTRY_FILE = ZOO_DIR / "models.toml"
+MODEL_CONFIG_DIR = ZOO_DIR / "model_configs"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    arch: str
+    family: str
+    label: str
+    backend: str = "open_clip"
+    pretrained: str | None = None
+    checkpoint: str | None = None
+    source: str | None = None
+    data_size: str | None = None
+    params_m: float | None = None
+    finetuned_from: str | None = None
+    """The zoo name of the model this checkpoint was fine-tuned from: it must load with that model's activation."""
+
+    def checkpoint_path(self) -> Path | None:
+        """Resolve ``build:``/``data:`` checkpoint references against the workspace roots."""
+        if self.checkpoint is None:
+            return None
+        scheme, _, rel = self.checkpoint.partition(":")
+        roots = {"build": build_root, "data": data_root}
+        if scheme not in roots or not rel:
+            raise ValueError(f"{REGISTRY_FILE}: model {self.name!r}: checkpoint must be build:<path> or data:<path>")
+        return roots[scheme]() / rel
+
+
+@lru_cache(maxsize=None)
+def read_models_file(path: Path) -> dict[str, ModelSpec]:
+    """The models of one ``models.toml``, validated; a paper's file holds only that paper's names."""
+    with open(path, "rb") as fh:
+        raw = tomllib.load(fh)
+    specs: dict[str, ModelSpec] = {}
+    placed = Path(path).resolve() in _known_files()  # a registry file of this workspace (not a test's own file)
+    for entry in raw.get("model", []):
+        try:
+            spec = ModelSpec(**entry)
+        except TypeError as exc:
+            raise ValueError(f"{path}: model entry {entry.get('name', '?')!r}: {exc}") from None
+        if spec.name in specs:
+            raise ValueError(f"{path}: duplicate model name {spec.name!r}")
+        if (spec.pretrained is None) == (spec.checkpoint is None):
+            raise ValueError(f"{path}: model {spec.name!r} needs exactly one of pretrained / checkpoint")
+        if placed and not plugins.may_hold(Path(path), spec.name, REGISTRY_FILE):
+            raise ValueError(f"{path}: model {spec.name!r} "
+                             f"{plugins.where_it_belongs(spec.name, REGISTRY_FILE.name, REGISTRY_FILE)}")
+        specs[spec.name] = spec
+    return specs
+
+
+def _known_files() -> set[Path]:
+    return {p.resolve() for p in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)}
+
+
+def registry(path: Path | None = None) -> dict[str, ModelSpec]:
+    """Registered models by name: one file's, or (default) the shared file's and every paper's ``models.toml``; a
+    name in two files is an error naming both."""
+    if path is not None:
+        return read_models_file(path)
+    specs: dict[str, ModelSpec] = {}
+    found_in: dict[str, Path] = {}
+    for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
+        for name, spec in read_models_file(file).items():
+            if name in specs:
+                raise ValueError(f"{file}: model {name!r} is also in {found_in[name]}; keep one entry (in "
+                                 f"{REGISTRY_FILE} if several papers use it, else in its owner's models.toml)")
+            specs[name] = spec
+            found_in[name] = file
+    return specs
+
+
+def get_spec(name: str) -> ModelSpec:
+    """One model's entry: from the shared file, else from its owner paper's ``models.toml`` (``common.plugins``)."""
+    from common.errors import unknown_name
+
+    for file in plugins.lookup_files(name, REGISTRY_FILE.name, REGISTRY_FILE):
+        specs = read_models_file(file) if file.is_file() else {}
+        if name in specs:
+            return specs[name]
+    # an UnknownName is a KeyError too; `python -m common zoo list` lists every model
+    raise unknown_name("model", name, registry())
+
+
+def models_in_family(family: str) -> list[ModelSpec]:
+    return [s for s in registry().values() if s.family == family]
+
+
+def checkpoint_metadata(name: str) -> dict:
+    """The training record saved next to a checkpoint trained here (empty for downloaded weights)."""
+    path = get_spec(name).checkpoint_path()
+    sidecar = path.with_suffix(".json") if path else None
+    if sidecar and sidecar.is_file():
+        return json.loads(sidecar.read_text())
+    return {}
+
+
+def register_local_configs() -> None:
+    """Make the tiny architectures in ``model_configs/`` known to open_clip (idempotent)."""
+    import open_clip
+
+    known = set(open_clip.list_models())
+    for config in sorted(MODEL_CONFIG_DIR.glob("*.json")):
+        if config.stem not in known:
+            open_clip.add_model_config(config)
+
+
+# ---- activations: every entry loads with the activation its weights were trained with --------------------------
+def uses_quick_gelu(arch: str) -> bool:
+    """Whether open_clip builds ``arch`` with QuickGELU (the OpenAI CLIPs' activation) rather than GELU."""
+    import open_clip
+
+    register_local_configs()
+    config = open_clip.get_model_config(arch)
+    if config is None:
+        raise KeyError(f"open_clip has no architecture {arch!r}")
+    return bool(config.get("quick_gelu", False))
+
+
+def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
+    """The activation the weights were trained with, where something states it: the pretrained tag's flag in
+    open_clip's pretrained table, or the fine-tuning base's (recursively). None where nothing does (tags without the
+    flag were trained with their architecture config, e.g. LAION's roberta-ViT-B-32; checkpoints trained here from
+    scratch): then the architecture is right by definition."""
+    import open_clip
+
+    if spec.pretrained is not None:
+        flag = (open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}).get("quick_gelu")
+        return None if flag is None else bool(flag)
+    if spec.finetuned_from is not None:
+        return trained_with_quick_gelu(get_spec(spec.finetuned_from))
+    return None
+
+
+def activation_mismatch(spec: ModelSpec) -> str | None:
+    """Why ``spec`` would load with another activation than its weights were trained with, or None.
+
+    open_clip only warns for a pretrained tag (and says nothing for a checkpoint file): ``ViT-B-32`` with OpenAI
+    weights silently runs GELU where CLIP was trained with QuickGELU, the pitfall of NegCLIP's and SugarCrepe's
+    evaluation code. Here the architecture must say so (``ViT-B-32-quickgelu``).
+    """
+    if spec.backend != "open_clip":  # other backends build what their checkpoint's config says
+        return None
+    trained = trained_with_quick_gelu(spec)
+    if trained is None or trained == uses_quick_gelu(spec.arch):
+        return None
+    wanted = "QuickGELU" if trained else "GELU"
+    return (f"model {spec.name!r}: its weights were trained with {wanted} but architecture {spec.arch!r} uses "
+            f"{'QuickGELU' if not trained else 'GELU'}; use "
+            f"{spec.arch + '-quickgelu' if trained else spec.arch.removesuffix('-quickgelu')!r}")

@@ -1,0 +1,149 @@
+"""The layout's rules (README "Layout"), as tests: ``common`` names no paper, no paper imports or reads another
+paper, and no two modules or packages import each other, directly or round a loop.
+
+The import rules are import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``; ``lint-imports`` runs
+them too); a test runs one contract through import-linter's command line and fails with its report, which lists
+every offending import with its line. Imports inside functions count (grimp reads every import statement).
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter import api as importlinter_api
+
+from common.paths import ROOT
+from common.plugins import paper_names
+from common.stage_deps import module_file
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(contract_id: str) -> tuple[bool, str]:
+    """(kept, import-linter's report of the broken contract) for one contract of pyproject.toml."""
+    result = subprocess.run([str(LINT_IMPORTS), "--contract", contract_id, "--no-cache"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    report = result.stdout + result.stderr
+    start = report.find("Broken contracts")
+    return result.returncode == 0, report[start:] if start >= 0 else report
+
+
+def test_common_imports_no_paper():
+    kept, report = _lint("common-imports-no-paper")
+    assert kept, "common/ imports a paper (give it a plug point instead):\n" + report
+
+
+def test_no_paper_imports_another_paper():
+    """A benchmark two papers score belongs in common/ (``common.benchmarks``), not in one paper imported by another."""
+    kept, report = _lint("papers-independent")
+    assert kept, "a paper imports another paper:\n" + report
+
+
+def test_the_independence_contract_covers_every_paper():
+    """``papers.*``: a new paper is covered without editing the contract."""
+    contracts = importlinter_api.read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]
+    independence = next(c for c in contracts if c.get("id") == "papers-independent")
+    assert independence["modules"] == ["papers.*"], independence
+    graph = grimp.build_graph("papers", cache_dir=None)
+    assert {m.removeprefix("papers.") for m in graph.find_children("papers")} >= set(paper_names())
+
+
+def _module_cycles() -> list[str]:
+    """Every import cycle between modules, one line each with the import's line numbers (one cycle per set of
+    modules; the shortest way back)."""
+    graph = grimp.build_graph("common", "papers", cache_dir=None)
+    seen: dict[frozenset[str], str] = {}
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if not back or frozenset(back) in seen:
+                continue
+            chain = (importer, *back)
+            steps = [chain[0]]
+            for a, b in zip(chain, chain[1:]):
+                lines = sorted(d["line_number"] for d in graph.get_import_details(importer=a, imported=b))
+                where = module_file(a).relative_to(ROOT).as_posix()
+                steps.append(f"-> {b} ({where} l.{','.join(map(str, lines))})")
+            seen[frozenset(back)] = " ".join(steps)
+    return sorted(seen.values())
+
+
+def test_no_import_cycles():
+    """``acyclic_siblings``: no cycle between the children of any package (modules, or packages taken whole). It
+    does not see a package's ``__init__`` and one of its own submodules importing each other, so every cycle between
+    two modules (grimp's graph, a cycle through every import) fails the test too; the failure lists them with lines."""
+    kept, report = _lint("no-import-cycles")
+    cycles = _module_cycles()
+    assert kept and not cycles, (("" if kept else "import cycles (import-linter names the imports to remove):\n"
+                                  + report + "\n")
+                                 + "module cycles:\n" + "\n".join(f"  {c}" for c in cycles))
+
+
+@dataclass(frozen=True)
+class DataRead:
+    """A paper's module naming another paper's file."""
+
+    file: str
+    line: int
+    how: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.how} names {self.path}"
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the docstring nodes (module, class, function), which document rather than read."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _other_papers_files() -> list[DataRead]:
+    papers = set(paper_names())
+    pattern = re.compile(r"papers/(\w+)/[\w./${}*-]*")
+    found = []
+    for paper in sorted(papers):
+        for path in sorted((ROOT / "papers" / paper).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+            declared: set[int] = set()
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DATA_FILES"
+                                                        for t in node.targets):
+                    for item in ast.walk(node.value):
+                        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                            declared.add(id(item))
+            skip = _docstrings(tree)
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:
+                    continue
+                for match in pattern.finditer(node.value):
+                    if match.group(1) in papers and match.group(1) != paper:
+                        how = "DATA_FILES" if id(node) in declared else "a string"
+                        found.append(DataRead(rel, node.lineno, how, match.group(0)))
+    return found
+
+
+def test_no_paper_reads_another_papers_files():
+    """A simple AST scan of papers/<paper>/**/*.py: every ``DATA_FILES`` entry and every other string literal
+    (docstrings aside) that names ``papers/<other>/`` is a violation. What it cannot see: a path assembled from
+    pieces (``ROOT / "papers" / name``) or a registry key another paper owns read without being declared (the
+    stage's deps check, ``common.stage_deps``, finds those when the module declares what it reads)."""
+    found = _other_papers_files()
+    assert not found, ("a paper reads another paper's files (move the shared file to common/, or the entry to this "
+                       "paper's own registry file):\n" + "\n".join(f"  {f}" for f in found))
+
+
+if __name__ == "__main__":  # pragma: no cover - `python tests/test_layout.py`: the current list of violations
+    sys.exit(pytest.main([__file__, "-q"]))
