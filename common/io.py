@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from common.errors import OutputError
 
@@ -153,6 +153,15 @@ def _commit(staging: Path, dest_dir: Path) -> None:
         raise
     finally:
         shutil.rmtree(backup, ignore_errors=True)
+
+
+def write_output_group(dest_dir: str | os.PathLike, write: Callable[[Path], Mapping[str, Path]]) -> dict[str, Path]:
+    """``write(staging)`` as one output group of ``dest_dir`` (all its files appear together or none do); the paths
+    ``write`` returned, as they are after the move."""
+    dest_dir = Path(dest_dir)
+    with output_group(dest_dir) as staging:
+        paths = write(staging)
+    return {k: staged_to_final(p, staging, dest_dir) for k, p in paths.items()}
 
 
 def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:

@@ -75,20 +75,23 @@ def _check_field(name: str, kind: Any, value: Any) -> None:
 def read_rows(path: Path, row_type: type[Row], what: str, remedy: str = "run the stage that writes it",
               check: Callable[[Row], None] | None = None) -> list[Row]:
     """Every line of ``path`` as a ``row_type`` (a dataclass), each field present (unless it has a default) and of
-    its annotated type, then ``check(row)`` (which raises ``DatasetError`` or ``ValueError`` on a bad row); at least
+    its annotated type or equal to its default, then ``check(row)`` (which raises ``DatasetError`` or ``ValueError`` on a bad row); at least
     one row. Errors name the file, the line and the field."""
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; {remedy}")
     hints = typing.get_type_hints(row_type)
-    specs = [(f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING) for f in fields(row_type)]
+    specs = [(f.name, hints[f.name], f.default) for f in fields(row_type)]
 
     def parse(record: Any) -> Row:
         if not isinstance(record, dict):
             raise DatasetError(f"not a JSON object but {type(record).__name__}")
-        for name, kind, required in specs:
-            if name in record or required:
-                _check_field(name, kind, record.get(name))
+        for name, kind, default in specs:
+            if name not in record and default is not MISSING:
+                continue
+            if default is not MISSING and record[name] == default:
+                continue  # a field's declared default is always valid (an empty "negative" where there is none)
+            _check_field(name, kind, record.get(name))
         row = row_type(**{name: record[name] for name, _, _ in specs if name in record})
         if check is not None:
             try:

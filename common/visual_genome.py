@@ -149,7 +149,7 @@ def check_vg_image(record: VgRecord, image: Path, cropped: bool,
         size = im.size
     if record.crop_box() != (0, 0, *size):
         return (f"{record.origin}: box {record.crop_box()} does not cover the whole {size[0]}x{size[1]} image and "
-                "the manifest names no crop root (crop it with papers.aro.prepare)")
+                "the manifest names no crop root (run the full-set stage that crops it)")
     return None
 
 

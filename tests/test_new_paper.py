@@ -1,6 +1,6 @@
 """A new paper edits no file of ``common/``: a toy paper package (a dvc.yaml, a sources file, a set stage, a job builder
-and a table) added to a throwaway copy of the workspace runs through ``dvc repro`` with every file of ``common/``
-unchanged. Its stages' code deps are written by ``python -m common deps --write`` and then checked, as a real
+and a table) added to a throwaway copy of the workspace, with its aggregate stage in the root dvc.yaml and its section
+in params.yaml, runs through ``dvc repro papers/toy`` with every file of ``common/`` unchanged. Its stages' code deps are written by ``python -m common deps --write`` and then checked, as a real
 paper's are; its data comes through the checksum-verifying downloader; its fine-tune is a ``FinetuneJob`` launched
 by ``add_run_command``."""
 from __future__ import annotations
@@ -186,6 +186,14 @@ stages:
 '''
 
 
+AGGREGATE = '''
+  papers/toy:
+    cmd: python -c "import sys; sys.stdout.write(open('results/toy/mini/table.csv').read())"
+    deps:
+      - results/toy/mini/table.csv
+'''
+
+
 def _tree_digest(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
@@ -222,6 +230,8 @@ def test_a_toy_paper_runs_through_dvc_without_editing_common(tmp_path):
     (toy / "dvc.yaml").write_text(DVC_YAML)
     with open(work / "params.yaml", "a", encoding="utf-8") as fh:
         fh.write("\ntoy:\n  mini:\n    images: 24\n    seed: 0\n    steps: 3\n    batch_size: 8\n")
+    with open(work / "dvc.yaml", "a", encoding="utf-8") as fh:  # the paper's aggregate stage: `dvc repro papers/toy`
+        fh.write(AGGREGATE)
 
     env = {**os.environ, "VLC_MIRROR": str(MIRROR), "VLC_DATA": str(tmp_path / "data"),
            "VLC_CACHE": str(tmp_path / "cache"), "VLC_BUILD": str(work / "build")}
@@ -243,6 +253,7 @@ def test_a_toy_paper_runs_through_dvc_without_editing_common(tmp_path):
     assert manifest["released_examples"] > 0
     sidecar = json.loads((work / "build" / "mini" / "toy" / "models" / "clip.json").read_text())
     assert sidecar["trainer"]["steps"] == 3
+    assert "toy/clip" in repro.stdout  # the aggregate stage printed the table
     assert _tree_digest(work / "common") == common_before  # nothing of common/ was edited to add the paper
     status = dvc(work, env, "status", "papers/toy")
     assert "up to date" in status.stdout.lower() or status.stdout.strip() == "", status.stdout

@@ -120,7 +120,7 @@ def _raise_if(problems: list[str]) -> None:
 class PreparedSet:
     """A SugarCrepe-format set ready to score: category files, an image root, and where they came from.
 
-    ``manifest.json`` is written by ``papers.sugarcrepe.mini`` (the rendered set) or ``papers.sugarcrepe.prepare``
+    ``manifest.json`` is written by ``papers.sugarcrepe.sets_mini`` (the rendered set) or ``papers.sugarcrepe.sets_full``
     (released JSON + COCO val2017); relative paths in it are relative to the manifest's folder.
     """
 

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -45,7 +46,8 @@ class FinetuneJob:
     config: TrainConfig
     """The optimiser recipe and schedule: steps, global batch, lr, warmup, weight decay, precision, validation."""
     module: str
-    """The module that builds the job (``papers.conclip.train_mini``): its import closure keys the resume state."""
+    """The module that builds the job (its ``__name__``, ``"__main__"`` included): its import closure keys the resume
+    state."""
     validate: Callable[[nn.Module], float] | None = None
     """Higher is better; the best validated weights are kept beside the last (``<stem>.best.safetensors``)."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
@@ -63,7 +65,7 @@ class FinetuneJob:
         """What defines the run, JSON-able (the resume key, without the code)."""
         return json.loads(json.dumps({
             "name": self.name, "config": asdict(self.config), "init": self.init.describe(),
-            "data": self.batches.describe(), "loss": describe_loss(self.loss), "module": self.module,
+            "data": self.batches.describe(), "loss": describe_loss(self.loss), "module": module_name(self.module),
             "validated": self.validate is not None, "provenance": dict(self.provenance),
         }, sort_keys=True, default=str))
 
@@ -92,11 +94,22 @@ def checkpoint_every(default: int = CHECKPOINT_EVERY) -> int:
     return every
 
 
+def module_name(module: str) -> str:
+    """``module``, or for ``"__main__"`` (a builder's ``__name__`` when run as ``python -m papers.x.train_mini``) the
+    name it was run under, so the key is the same however the module was started."""
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            return spec.name
+    return module
+
+
 def code_files(module: str, root: Path | None = None) -> list[str]:
     """The repository files ``module`` runs: its import closure, as the DVC stages' code deps are derived."""
     from common.import_closure import closure
     from common.paths import ROOT
 
+    module = module_name(module)
     files = sorted(closure([module], root or ROOT).files)
     if not files:
         raise WorkspaceError(f"{module}: not a module of this repository (a job's module must be)")

@@ -1,9 +1,9 @@
 """A job run as a pipeline stage runs it, and the ``run`` subcommand every paper's fine-tuning module adds.
 
-``launch`` is the process around ``run_job``: on the CPU the reproducibility profile (pinned re-exec before any
-tensor work, fixed threads; its record goes to the job builder for the sidecar), under ``torchrun`` the process
-group joined and left, and rank 0's wall time written to a log beside the weights (not a DVC output: seconds differ
-between reruns). ``add_run_command`` gives a paper's module its ``run <name>`` subcommand with ``--device``,
+``training_process`` is the process a training stage runs in: on the CPU the reproducibility profile (pinned re-exec
+before any tensor work, fixed threads; its record goes to the job builder for the sidecar), under ``torchrun`` the
+process group joined and left. ``launch`` runs one job in it and writes rank 0's wall time to a log beside the weights
+(not a DVC output: seconds differ between reruns). ``add_run_command`` gives a paper's module its ``run <name>`` subcommand with ``--device``,
 ``--out`` and ``--steps``, so a paper's fine-tuning module is its job builders and one call::
 
     def build(args, world, cpu_profile) -> FinetuneJob: ...
@@ -12,9 +12,10 @@ between reruns). ``add_run_command`` gives a paper's module its ``run <name>`` s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, run_job
@@ -25,12 +26,12 @@ JobBuilder = Callable[[argparse.Namespace, DistributedContext, Mapping[str, Any]
 record on the CPU, for the sidecar; ``{}`` on a GPU)."""
 
 
-def launch(build: Callable[[DistributedContext, Mapping[str, Any]], FinetuneJob], out_path: Path, log_path: Path, *,
-           device: str = "cpu", steps: int | None = None, progress: bool = True) -> TrainResult:
-    """Build the job inside the process the stage runs (pinned on the CPU, one rank of ``torchrun`` on GPUs), train
-    it to ``out_path``, and write rank 0's log to ``log_path``. ``steps`` stops the job early (smoke runs)."""
+@contextlib.contextmanager
+def training_process(device: str = "cpu") -> Iterator[tuple[DistributedContext, dict[str, Any]]]:
+    """The process a training stage runs in, around whatever it trains (one job, or a sweep of them): on the CPU the
+    reproducibility profile (pinned re-exec before any tensor work, fixed threads), under ``torchrun`` the process
+    group joined and left. Yields the world and the CPU profile's record for the sidecar (``{}`` on a GPU)."""
     from common import reproducible
-    from common.io import write_json_atomic
     from common.training.distributed import init_from_env, shutdown
 
     if device == "cpu":
@@ -38,12 +39,23 @@ def launch(build: Callable[[DistributedContext, Mapping[str, Any]], FinetuneJob]
     world = init_from_env(device)
     if device == "cpu":
         reproducible.fix_threads()
-    started = time.perf_counter()
     try:
-        job = build(world, reproducible.describe() if device == "cpu" else {}).with_steps(steps)
-        result = run_job(job, Path(out_path), world=world, progress=progress and world.is_main)
+        yield world, (reproducible.describe() if device == "cpu" else {})
     finally:
         shutdown(world)
+
+
+def launch(build: Callable[[DistributedContext, Mapping[str, Any]], FinetuneJob], out_path: Path, log_path: Path, *,
+           device: str = "cpu", steps: int | None = None, progress: bool = True) -> TrainResult:
+    """Build the job inside the process the stage runs (``training_process``), train it to ``out_path``, and write
+    rank 0's log to ``log_path``. ``steps`` stops the job early (smoke runs)."""
+    from common import reproducible
+    from common.io import write_json_atomic
+
+    started = time.perf_counter()
+    with training_process(device) as (world, cpu_profile):
+        job = build(world, cpu_profile).with_steps(steps)
+        result = run_job(job, Path(out_path), world=world, progress=progress and world.is_main)
     if world.is_main:
         seconds = round(time.perf_counter() - started, 1)
         log: dict[str, Any] = {"run": job.name, "seconds": seconds, "train_seconds": result.train_seconds,
@@ -60,13 +72,18 @@ def launch(build: Callable[[DistributedContext, Mapping[str, Any]], FinetuneJob]
     return result
 
 
+Launcher = Callable[..., Any]
+"""``launcher(build, out_path, log_path, device=, steps=)``: ``launch`` (one job), or a paper's own for several jobs
+in one stage (ARO's lr sweep), built on ``training_process`` and ``run_job``."""
+
+
 def add_run_command(subparsers: argparse._SubParsersAction, runs: Sequence[str], build: JobBuilder, *,  # type: ignore[type-arg]
                     out_path: Callable[[argparse.Namespace], Path], log_dir: Callable[[], Path],
                     configure: Callable[[argparse.ArgumentParser], None] | None = None, default_device: str = "cpu",
-                    help: str = "fine-tune one of the runs") -> argparse.ArgumentParser:
+                    help: str = "fine-tune one of the runs", launcher: Launcher = launch) -> argparse.ArgumentParser:
     """Add ``run RUN [--device D] [--out PATH] [--steps N]`` (plus what ``configure`` adds) to a module's CLI:
-    ``build(args, world, cpu_profile)`` makes the job; ``out_path(args)`` is where the weights go unless ``--out``
-    says; the log is ``<log_dir()>/<run>.json``."""
+    ``build(args, world, cpu_profile)`` makes the job (or what ``launcher`` trains); ``out_path(args)`` is where the
+    weights go unless ``--out`` says; the log is ``<log_dir()>/<run>.json``."""
     p = subparsers.add_parser("run", help=help)
     p.add_argument("run", choices=list(runs))
     p.add_argument("--device", default=default_device,
@@ -78,8 +95,8 @@ def add_run_command(subparsers: argparse._SubParsersAction, runs: Sequence[str],
 
     def command(args: argparse.Namespace) -> int:
         out = args.out or out_path(args)
-        launch(lambda world, cpu_profile: build(args, world, cpu_profile), out, log_dir() / f"{args.run}.json",
-               device=args.device, steps=args.steps)
+        launcher(lambda world, cpu_profile: build(args, world, cpu_profile), out, log_dir() / f"{args.run}.json",
+                 device=args.device, steps=args.steps)
         return 0
 
     p.set_defaults(func=command)

@@ -9,7 +9,6 @@ a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP anal
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -19,8 +18,9 @@ from common.audit.core import Recomputed
 from common.audit.runs import MINI_NOTE
 from common.paths import RESULTS
 
-DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv")
-"""The published numbers this audit reads (``common.stage_deps``)."""
+DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv", "papers/aro/models.toml")
+"""The published numbers this audit reads (``common.stage_deps``), and the zoo entries of ARO's own runs (their
+labels)."""
 
 PAPER = "aro"
 PUBLISHED_COLUMN = {
@@ -76,6 +76,7 @@ def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, st
 
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """This profile's run mapped onto the published cells (nothing when the run has not happened yet)."""
+    from common.jsonl import read_json
     from common.published import load_cells
     from common.zoo import get_spec
 
@@ -83,7 +84,7 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     context = run_dir / "context.json"
     if not context.is_file():
         return []
-    models = json.loads(context.read_text(encoding="utf-8"))["models"]
+    models = read_json(context, expect=dict, remedy="run `dvc repro papers/aro/dvc.yaml:tables`")["models"]
     labels = {get_spec(name).label: PUBLISHED_COLUMN[name] for name in models if name in PUBLISHED_COLUMN}
     published = {(c.table, c.row, c.column) for c in load_cells(PAPER)}
     source = f"run {run_dir.relative_to(results.parent)}"

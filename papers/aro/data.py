@@ -11,7 +11,7 @@
 * Zero-shot classification (Table 6's downstream): a small JSON of class names, prompt templates and labelled
   images (``read_classification``); no upstream format exists for these, so mini and full write this one.
 
-The mini world writes the same files (``papers.aro.mini``), so one loader reads both profiles. A prepared set is
+The mini world writes the same files (``papers.aro.sets_mini``), so one loader reads both profiles. A prepared set is
 described by one ``manifest.json`` (``AroSet``); paths in it are relative to its folder, or absolute.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from common.jsonl import read_json
 from common.scoring.selection import DecisionRule
 from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, resolve_under
 # The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
@@ -30,13 +31,13 @@ from common.visual_genome import (  # noqa: F401  (re-exported)
 from common.visual_genome import check_vg_image as _check_vg_image
 from common.visual_genome import is_text as _is_text
 from common.visual_genome import raise_problems as _raise_if
-from common.visual_genome import read_json as _read_json
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
 """VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``, so a tie (argmax
 returns the first maximal index, the false caption) is wrong."""
 
 MANIFEST_NAME = "manifest.json"
+REMEDY = "run the stage that prepares the set (`dvc repro papers/aro`, stage mini-set or full-set)"
 
 
 def _image_or_problem(image_root: Path, relative: str, origin: str, check_images: bool,
@@ -102,8 +103,8 @@ class KarpathySet:
 
     @classmethod
     def load(cls, name: str, annotations: Path, image_root: Path, check_images: bool = True) -> "KarpathySet":
-        data = _read_json(annotations, "Karpathy split")
-        if not isinstance(data, list) or not data:
+        data = read_json(annotations, expect=list, remedy=REMEDY)
+        if not data:
             raise DatasetError(f"{annotations}: expected a non-empty JSON list of {{'image', 'caption'}} records")
         images: list[Path] = []
         captions: list[tuple[str, ...]] = []
@@ -159,9 +160,7 @@ def read_classification(name: str, path: Path, image_root: Path, check_images: b
     An optional ``"prompts"`` (per class, its prompts) overrides the templates where a plain ``format`` cannot
     write them (the article of "an orange star").
     """
-    data = _read_json(path, "classification")
-    if not isinstance(data, dict):
-        raise DatasetError(f"{path}: expected an object with 'classes', 'templates' and 'images'")
+    data = read_json(path, expect=dict, remedy=REMEDY)
     classes, templates, records = data.get("classes"), data.get("templates"), data.get("images")
     if not (isinstance(classes, list) and classes and all(map(_is_text, classes))):
         raise DatasetError(f"{path}: 'classes' must be a non-empty list of class names")
@@ -224,10 +223,7 @@ class AroSet:
         if not manifest.exists():
             raise DatasetError(f"{manifest}: no prepared ARO set here; run `dvc repro papers/aro` (stage mini-set "
                                "or full-set)")
-        info = _read_json(manifest, "ARO manifest")
-        if not isinstance(info, dict):
-            raise DatasetError(f"{manifest}: an ARO manifest is a JSON object, got {type(info).__name__}")
-        aro = cls(manifest, info)
+        aro = cls(manifest, read_json(manifest, expect=dict, remedy=REMEDY))
         aro._check()
         return aro
 

@@ -41,7 +41,6 @@ from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, ca
                                   sample_negatives)
 from papers.aro.order import OPTION_NAMES, order_cases
 
-DATA_FILES = ("papers/aro/sources.toml",)
 STAGE = "papers/aro/dvc.yaml:real-text"
 SOURCE_KEY = "aro/negclip/valid_neg_clip.tsv"
 OUT_DIR = RESULTS / "aro" / "real_text"

@@ -48,6 +48,8 @@ from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
 from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
 
+DATA_FILES = ("papers/aro/models.toml",)
+"""Read at run time: the zoo entries of ARO's own runs (aro/mini-clip-ft, aro/clip-ft, aro/negclip-rerun)."""
 STAGE = "papers/aro/dvc.yaml:tables"
 IMAGE_SHUFFLES: dict[str, tuple[int, int]] = {
     "Shuffle Rows (4)": (4, 1), "Shuffle Columns (4)": (1, 4), "Shuffle Patches (9)": (3, 3)}

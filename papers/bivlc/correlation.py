@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import json
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -54,6 +53,7 @@ import scipy.stats
 
 from common.errors import WorkspaceError
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.jsonl import read_json
 from common.params import PROFILES
 from common.paths import PUBLISHED, RESULTS
 
@@ -400,10 +400,7 @@ def _read_metrics_json(benchmark: Benchmark, path: Path) -> dict[str, float]:
     """A metrics folder: one ``<zoo name, '/' as '__'>.json`` per model (``common.results.metrics_filename``)."""
     out: dict[str, float] = {}
     for file in sorted(path.glob("*.json")):
-        try:
-            metrics = json.loads(file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CorrelationInputError(f"{file}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        metrics = read_json(file, dict)
         missing = [k for k in benchmark.values if k not in metrics]
         if missing:
             raise CorrelationInputError(f"{file}: no metric {missing[0]!r} (has: {sorted(metrics)})")

@@ -34,14 +34,15 @@ from typing import Any, Mapping, Sequence
 
 from common.io import sha256_file
 from common.tasks import DatasetError, ImageToTextItem, resolve_under
+from papers.conclip.data_paths import CCNEG_IMAGES_SUBFOLDER
 
 EVAL_SIZE = 40_000
 """``configs.num_ccneg_eval_samples``: the evaluation split is the file's last 40,000 entries (Sec. 4: 188,246
 fine-tuning triplets, 40,000 held out)."""
 DATA_KEY = "conclip/ccneg/ccneg_preprocessed.pt"
 IMAGES_KEY = "conclip/ccneg/ccneg_images"
-IMAGES_SUBFOLDER = "cc3m_subset_images_extracted_final"
-"""The folder of the JPEGs inside the extracted image archive (the registry entry's instructions)."""
+IMAGES_SUBFOLDER = CCNEG_IMAGES_SUBFOLDER
+"""The folder of the JPEGs inside the extracted image archive (``papers.conclip.data_paths``)."""
 NEGATION_WORDS: tuple[str, ...] = ("no", "not", "without")
 """The negation words of Tables 7-9 (Sec. 3.1: {not, no, without}), in the tables' order."""
 KS: tuple[int, ...] = (1, 2, 3, 4, 5)

@@ -21,20 +21,20 @@ Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from common.errors import WorkspaceError
+from common.jsonl import read_json
 from common.tasks import DatasetError
+from papers.conclip.data_paths import COCO_CAPTIONS, COCO_IMAGES
 
-CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
-"""Under the data root: COCO 2017 train captions (group ``coco-train2017``, key
-``coco/annotations_trainval2017.zip``)."""
-IMAGES = Path("coco/train2017/train2017")
-"""Under the data root: COCO 2017 train images (group ``coco-train2017``, key ``coco/train2017.zip``)."""
+CAPTIONS = COCO_CAPTIONS
+"""Under the data root: COCO 2017 train captions (``papers.conclip.data_paths``)."""
+IMAGES = COCO_IMAGES
+"""Under the data root: COCO 2017 train images (``papers.conclip.data_paths``)."""
 FETCH = "python -m common fetch coco-train2017"
 
 
@@ -50,13 +50,9 @@ def coco_train_images(data_root: Path | None = None) -> list[Path]:
 
         data_root = default_root()
     captions, images_dir = Path(data_root) / CAPTIONS, Path(data_root) / IMAGES
-    try:
-        record = json.loads(captions.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CocoPoolError(f"{captions}: missing; fetch it: {FETCH}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{captions}: not valid JSON ({exc})") from None
-    images = record.get("images") if isinstance(record, dict) else None
+    if not captions.is_file():
+        raise CocoPoolError(f"{captions}: missing; fetch it: {FETCH}")
+    images = read_json(captions, dict, f"fetch it: {FETCH}").get("images")
     if not isinstance(images, list) or not images:
         raise DatasetError(f"{captions}: not a COCO captions file (needs a non-empty 'images' list)")
     by_id: dict[int, str] = {}

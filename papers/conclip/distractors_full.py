@@ -392,12 +392,6 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def _stage_params() -> dict:
-    from common.params import stage_params
-
-    return stage_params(STAGE)
-
-
 def _fetched(key: str) -> Path:
     from common.download import fetch
 
@@ -406,10 +400,10 @@ def _fetched(key: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
+    from common.params import stage_section
     from common.paths import RESULTS
 
-    params = _stage_params()
-    section = params["conclip"]["full"]["distractors"]
+    params, section = stage_section(STAGE, "conclip.full.distractors")
     device = args.device or best_device()
     pool = coco_pool.coco_train_images(Path(args.data_root) if args.data_root else None)
     paths = evaluate_distractors(

@@ -1,7 +1,8 @@
 """CoN-CLIP's fine-tunes (Table 6 and its breakdowns, Tables 10-12 and 14), shared by both profiles: which terms of
 ``papers.conclip.losses.ConClipLoss`` each run trains on, and whose negated captions (CC-Neg's, or the CREPE-Negate
-kind of Table 6's last row). ``papers.conclip.mini`` trains them on the rendered world, ``papers.conclip.finetune_full``
-on CC-Neg's training split."""
+kind of Table 6's last row), and which field of a training row is the run's negated caption.
+``papers.conclip.train_mini`` trains them on the rendered world, ``papers.conclip.train_full`` on CC-Neg's training
+split."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ RUNS: dict[str, RunSpec] = {
     "crepe-negate-l1": RunSpec(("l1",), "crepe", "CREPE-Negate - L1"),
 }
 """Table 6's rows (Tables 10-12 and 14 break them down)."""
+NEGATIVE_FIELDS: dict[str, str] = {"ccneg": "negated", "crepe": "crepe_negated"}
+"""``RunSpec.negatives`` -> the training row's field that is the run's c' (both profiles' sets name them alike)."""
 
 
 def run_spec(run: str) -> RunSpec:

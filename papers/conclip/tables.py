@@ -2,8 +2,9 @@
 run with one table of columns: a model's identity cells (which run, which loss terms, whose negatives), SugarCrepe's
 seven categories with Table 6's three folds, and Table 6's row.
 
-``papers.conclip.mini_tables`` builds these rows from the scores it computes; ``papers.conclip.sugarcrepe_full``
-from SugarCrepe's full set and the full-profile CSVs of ``papers.conclip.full`` and ``papers.conclip.zeroshot_full``.
+``papers.conclip.tables_mini`` builds these rows from the scores it computes; ``papers.conclip.sugarcrepe_full``
+from SugarCrepe's full set, ``papers.conclip.table6_full`` from the full-profile CSVs of ``papers.conclip.tables_full``,
+``papers.conclip.sugarcrepe_full`` and ``papers.conclip.zeroshot_full``.
 A module of its own (no scoring, no mini world) so that a full-profile stage does not depend on the mini profile's
 code.
 """

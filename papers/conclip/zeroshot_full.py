@@ -18,7 +18,7 @@ arrays in pickles: they are written once as PNG files (lossless) under ``build/f
 encoding engine keys images by file content.
 
 Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes, in ``results/conclip/full/`` beside the
-CC-Neg tables (``papers.conclip.full``), as one output group: ``classification.csv`` (one row per model, the mini
+CC-Neg tables (``papers.conclip.tables_full``), as one output group: ``classification.csv`` (one row per model, the mini
 profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``, then the means
 ``classification_top1`` and ``delta``; in points),
 ``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -45,6 +44,7 @@ import numpy as np
 
 from common.errors import WorkspaceError
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.jsonl import read_json
 from common.scoring.classification import ClassificationResult
 from common.tasks import ClassificationSet
 from common.zoo import ModelFactory
@@ -52,11 +52,10 @@ from common.zoo.available import each_model
 from common.zoo import create_model as zoo_create
 
 STAGE = "papers/conclip/dvc.yaml:zeroshot-full"
-DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml", "papers/aro/models.toml",
-              "papers/aro/sources.toml")
+DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.stage_deps``): this paper's download entries (the datasets), the zoo entries of
-``conclip.full.models``' names (CoN-CLIP's checkpoints, ARO's NegCLIP) and, for a model that cannot be loaded, the
-note of its download entry (``common.zoo.why_unavailable``)."""
+``conclip.full.models``' names (CoN-CLIP's checkpoints; NegCLIP is in the shared zoo file) and, for a model that
+cannot be loaded, the note of its download entry (``common.zoo.why_unavailable``)."""
 STANDARD_PROMPT = "this is a photo of a {}"
 NEGATED_PROMPT = "this is not a photo of a {}"
 PROMPTS: dict[str, str] = {"standard": STANDARD_PROMPT, "negated": NEGATED_PROMPT}
@@ -168,7 +167,7 @@ def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[P
     paths = tuple(folder / f"{i:05d}.png" for i in range(len(arrays)))
     wanted = {"source_sha256": source_sha256, "n": len(arrays)}
     manifest = folder / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")) == wanted:
+    if manifest.is_file() and read_json(manifest) == wanted:
         return paths
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -418,8 +417,8 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
             raise ZeroshotDataError(f"{spec.title} ({spec.name}): {exc}\nOr leave {spec.name!r} out of "
                                     f"conclip.full.zeroshot_datasets (params.yaml) or --datasets.") from exc
         marker = _marker(target)
-        provenance[download.key] = {"path": str(target), **(json.loads(marker.read_text(encoding="utf-8"))
-                                                            if marker.is_file() else {"extracted": "found in place"})}
+        provenance[download.key] = {"path": str(target), **(read_json(marker) if marker.is_file()
+                                                            else {"extracted": "found in place"})}
     return provenance
 
 
@@ -523,7 +522,7 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
 
 
 def classification_fields(datasets: Sequence[str]) -> tuple[str, ...]:
-    """The mini profile's ``classification.csv`` columns (``papers.conclip.mini_tables``), over these datasets."""
+    """The mini profile's ``classification.csv`` columns (``papers.conclip.tables_mini``), over these datasets."""
     return ("row", "model", "label", *(f"{n}_{m}" for n in datasets for m in ("top1", "negated_top1", "delta")),
             "classification_top1", "delta")
 
@@ -637,18 +636,12 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def _stage_params() -> dict:
-    from common.params import stage_params
-
-    return stage_params(STAGE)
-
-
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
+    from common.params import stage_section
     from common.paths import RESULTS
 
-    params = _stage_params()
-    section = params["conclip"]["full"]
+    params, section = stage_section(STAGE, "conclip.full")
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()
     context = {"device": device, "engine": params.get("engine", {}),

@@ -25,7 +25,6 @@ Public functions: ``recompute``, ``load_aligned``, ``count_replace``, ``replacem
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
 from collections import Counter
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
+from common.jsonl import read_json
 
 PAPER = "hard_positives"
 DATA_FILES = ("papers/hard_positives/sources.toml",)
@@ -51,12 +51,7 @@ def file_keys(kind: str) -> tuple[str, str]:
 
 
 def _read_list(path: Path) -> list[dict]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AuditError(f"{path}: cannot read REPLACE file: {exc}") from exc
-    if not isinstance(data, list):
-        raise AuditError(f"{path}: expected a list of examples, got {type(data).__name__}")
+    data = read_json(path, list, remedy="fetch it: python -m common fetch hard_positives")
     for i, rec in enumerate(data):
         if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in
                                                 ("image_id", "true_caption", "false_caption")):

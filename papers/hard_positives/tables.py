@@ -2,8 +2,8 @@
 paired-bootstrap intervals, and the files (``table1.csv``, ``table2.csv``, ``table3.csv``, ``groups.csv``,
 ``comparisons.json``, ``summary.json``, ``context.json``).
 
-The mini profile (``papers.hard_positives.mini_tables``) scores the mini family's base model and its fine-tunes on
-the rendered benchmark; the full profile (``papers.hard_positives.full``) scores the zoo's Table 1 models and the
+The mini profile (``papers.hard_positives.tables_mini``) scores the mini family's base model and its fine-tunes on
+the rendered benchmark; the full profile (``papers.hard_positives.tables_full``) scores the zoo's Table 1 models and the
 COCO fine-tunes on the released benchmark. A row's ``row`` names what the model is, the same in both profiles
 (``base``, a run of ``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
 (``papers.hard_positives.audit.PUBLISHED_ROWS``).

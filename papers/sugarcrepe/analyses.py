@@ -10,25 +10,17 @@ tiny CLIP), the full profile's on real models (the paper's Vera and grammar mode
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Sequence
 
-from common.errors import WorkspaceError
 from common.io import write_json_atomic
+from common.jsonl import read_json
 
 
 def collect(metrics_files: Sequence[Path]) -> dict[str, dict]:
-    out = {}
-    for path in metrics_files:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise WorkspaceError(f"{path}: cannot read this analysis's metrics ({exc}); rerun its stage") from exc
-        if not isinstance(data, dict):
-            raise WorkspaceError(f"{path}: expected a JSON object of metrics, got {type(data).__name__}")
-        out[str(path)] = data
-    return out
+    """Each metrics file (a JSON object) under its path, in the order given."""
+    return {str(path): read_json(Path(path), dict, "rerun the stage that writes this analysis's metrics")
+            for path in metrics_files}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

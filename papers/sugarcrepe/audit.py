@@ -5,8 +5,8 @@ correlations, Table 2's counts), from the paper's own tables (claims, ``common.a
 (compared in the full profile, marked "not comparable" in the mini profile):
 
 - Table 6: ``results/sugarcrepe/<profile>/table6.csv``;
-- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_mini`` / ``negclip_full``),
-  a row per run named by how it was trained;
+- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_tables_mini`` /
+  ``negclip_tables_full``), a row per run named by how it was trained;
 - Table 4: ``table4.csv`` of the blind attacks (mini: the n-gram LM standing in for the grammar model; full: the
   paper's Vera and grammar model, stage ``blind-released``, on this workspace's ARO+CREPE);
 - Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released

@@ -61,8 +61,9 @@ from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_caption, paired_table4
 
 STAGE = "papers/sugarcrepe/dvc.yaml:blind-real-text"
-DATA_FILES = ("papers/aro/sources.toml", "papers/hard_positives/sources.toml", "papers/sugarcrepe/sources.toml",
-              "results/published/sugarcrepe.csv")
+DATA_FILES = ("papers/sugarcrepe/sources.toml", "results/published/sugarcrepe.csv")
+"""Read at run time: this paper's registry entries (the VL-CheckList and NegCLIP files it reads are shared entries of
+``common/registry/sources.toml``) and the paper's published numbers."""
 OUT_DIR = RESULTS / "sugarcrepe" / "real_text"
 ORDER_CSV = RESULTS / "aro" / "real_text" / "order_perturbed.csv"
 ORDER_COLUMNS = ("shuffle_nouns_and_adj", "shuffle_allbut_nouns_and_adj", "shuffle_within_trigrams",
@@ -113,17 +114,12 @@ def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) 
 
 
 def vl_checklist_pairs(fetch: Callable[[str], Path]) -> list[TextPair]:
-    import json
+    from common.jsonl import read_json
 
     pairs = []
     for category, key in VL_CHECKLIST.items():
         path = fetch(key)
-        try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DatasetError(f"{path}: unreadable VL-CheckList file: {exc}") from exc
-        if not isinstance(rows, list):
-            raise DatasetError(f"{path}: expected a list of records, got {type(rows).__name__}")
+        rows = read_json(path, list, f"fetch it (`python -m common fetch {key}`)")
         for number, row in enumerate(rows):
             fields = ("image_id", "true_caption", "false_caption")
             if not isinstance(row, dict) or not all(isinstance(row.get(f), str) and row[f] for f in fields):
@@ -148,7 +144,7 @@ def negclip_and_order_pairs(fetch: Callable[[str], Path], order_csv: Path) -> li
         fh = open(order_csv, newline="", encoding="utf-8")
     except OSError as exc:
         raise DatasetError(f"{order_csv}: ARO's Order perturbations are missing ({exc}); they come from "
-                           "`dvc repro papers/aro/dvc.yaml:real-text`") from exc
+                           "`dvc repro papers/aro` (its real-text stage)") from exc
     with fh:
         for number, row in enumerate(csv.DictReader(fh), start=2):
             if row.get("seed") != "0":

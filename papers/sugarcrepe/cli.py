@@ -31,15 +31,15 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _world(args: argparse.Namespace) -> int:
-    from papers.sugarcrepe import mini
+    from papers.sugarcrepe import sets_mini
 
-    return mini.main(["--out", args.out])
+    return sets_mini.main(["--out", args.out])
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from papers.sugarcrepe import prepare
+    from papers.sugarcrepe import sets_full
 
-    return prepare.main(["--out", args.out])
+    return sets_full.main(["--out", args.out])
 
 
 EVAL_EPILOG = """\
@@ -105,7 +105,7 @@ def register(groups) -> None:
                           help="released JSON through the downloader (default), or a prepared set")
     describe.set_defaults(func=_describe)
 
-    world = groups.world.add_parser("sugarcrepe", help="SugarCrepe-format test set (same as python -m papers.sugarcrepe.mini)")
+    world = groups.world.add_parser("sugarcrepe", help="SugarCrepe-format test set (same as python -m papers.sugarcrepe.sets_mini)")
     world.add_argument("--out", required=True)
     world.set_defaults(func=_world)
 

@@ -2,7 +2,7 @@
 
 Two mini benchmarks share their positives (the same images and captions): ``mini-aro-crepe``, the world's rule-based
 negatives (``papers.sugarcrepe.mini_templates``: REPLACE, SWAP, NEGATE, SHUFFLE, as ARO and CREPE make them), and
-``mini-sugarcrepe``, the world's fluent, prior-drawn negatives (``papers.sugarcrepe.mini``: the 7 categories). The
+``mini-sugarcrepe``, the world's fluent, prior-drawn negatives (``papers.sugarcrepe.sets_mini``: the 7 categories). The
 paper's claim to check: a model that never sees the image solves the first far above chance and the second not.
 
 Blind scorers (``papers.sugarcrepe.blind_real`` has the same two on real text; its helpers are reused here):
@@ -36,11 +36,12 @@ from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
 from common.blind.ngram import NgramFluency
 from common.blind.refine import refine
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.jsonl import read_json
 from common.paths import RESULTS, build_root
 from common.tasks import DatasetError
 from papers.sugarcrepe import blind_real
 from common.benchmarks.sugarcrepe import PreparedSet, read_category
-from papers.sugarcrepe.mini_templates import load_template_set
+from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_image, paired_table4
 
@@ -84,16 +85,12 @@ def load_pairs(mini_dir: Path, templates_dir: Path) -> list[TextPair]:
 
 def read_train_captions(path: Path, n_images: int) -> list[str]:
     """The captions of the first ``n_images`` training images (``captions.json``: one list per image)."""
-    try:
-        per_image = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: the mini world's training captions are missing; run "
-                           "`dvc repro mini/world`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{path}: unreadable training captions: {exc}") from exc
-    if not isinstance(per_image, list) or len(per_image) < n_images:
+    if not path.is_file():
+        raise DatasetError(f"{path}: the mini world's training captions are missing; run `dvc repro mini/world`")
+    per_image = read_json(path, list)
+    if len(per_image) < n_images:
         raise DatasetError(f"{path}: expected a list of at least {n_images} caption lists (lm_train_images), got "
-                           f"{len(per_image) if isinstance(per_image, list) else type(per_image).__name__}")
+                           f"{len(per_image)}")
     captions = []
     for i, entry in enumerate(per_image[:n_images]):
         if not isinstance(entry, list) or not all(isinstance(c, str) and c for c in entry):

@@ -3,14 +3,14 @@
 SugarCrepe (Sec. 5) normalises the older benchmarks by fixing the positives: it regenerates ARO's and CREPE's
 REPLACE, SWAP, NEGATE and SHUFFLE negatives for the same COCO captions that SugarCrepe uses, so the two benchmarks
 differ only in how their negatives were made. Here the positives are exactly the mini SugarCrepe set's
-(``papers.sugarcrepe.mini._examples`` regenerates its scenes and claims from the same stream, and every caption is
+(``papers.sugarcrepe.sets_mini._examples`` regenerates its scenes and claims from the same stream, and every caption is
 checked against the built set), and the negatives come from the world's rule-based generator
 (``common.miniworld.templates``), up to ``examples_per_category`` per kind, images taken in the mini set's order.
 
 Writes ``data/<kind>.json`` (``{id: {filename, caption, negative_caption}}``, the mini set's image file names),
 ``edits.jsonl`` (which rule made each negative) and ``manifest.json`` (``image_root`` points at the mini set's
-image folder; ``categories`` are the four kinds, so load it with ``load_template_set``, not
-``data.PreparedSet``, which knows SugarCrepe's seven categories only). The same bytes on every run.
+image folder; ``categories`` are the four kinds, so load it with ``aro_crepe.load_template_set``, not
+``PreparedSet``, which knows SugarCrepe's seven categories only). The same bytes on every run.
 
 Stage ``mini-templates-set`` of ``papers/sugarcrepe/dvc.yaml``:
 ``python -m papers.sugarcrepe.mini_templates --out build/mini/sugarcrepe_templates``.
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -28,15 +27,15 @@ from common.io import output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
-from common.paths import build_root
-from common.tasks import DatasetError, ImageToTextItem
-from common.benchmarks.sugarcrepe import PreparedSet, load_sugarcrepe, read_category
-from papers.sugarcrepe.mini import MiniSetConfig, _examples, config_from_params
+from common.paths import build_dir
+from common.tasks import DatasetError
+from common.benchmarks.sugarcrepe import PreparedSet, read_category
+from papers.sugarcrepe.aro_crepe import KIND
+from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
 
 STAGE = "papers/sugarcrepe/dvc.yaml:mini-templates-set"
-KIND = "sugarcrepe-templates"
 IMAGE_NAME = "mini_{index:06d}.png"
-"""How ``papers.sugarcrepe.mini`` names example ``index``'s image (checked: each name must be in the built set with
+"""How ``papers.sugarcrepe.sets_mini`` names example ``index``'s image (checked: each name must be in the built set with
 the caption regenerated here)."""
 
 
@@ -102,48 +101,13 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
     return manifest
 
 
-@dataclass(frozen=True)
-class TemplateSet:
-    """A built template set: its category files, the (mini set's) image folder and the manifest."""
-
-    path: Path
-    files: dict[str, Path]
-    image_root: Path
-    info: dict
-
-    def items(self) -> list[ImageToTextItem]:
-        """Image-to-text items, positive first, through the SugarCrepe loader (engine-ready)."""
-        return load_sugarcrepe(self.files, self.image_root)
-
-
-def load_template_set(out_dir: Path) -> TemplateSet:
-    manifest = out_dir / "manifest.json"
-    try:
-        info = json.loads(manifest.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{manifest}: no template set here; run `dvc repro "
-                           "papers/sugarcrepe/dvc.yaml:mini-templates-set`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{manifest}: unreadable manifest: {exc}") from exc
-    if not isinstance(info, dict) or info.get("kind") != KIND:
-        found = info.get("kind") if isinstance(info, dict) else None
-        raise DatasetError(f"{manifest}: not a {KIND} manifest (kind {found!r})")
-    unknown = [c for c in info.get("categories", []) if c not in TEMPLATE_KINDS]
-    if unknown or not info.get("categories"):
-        raise DatasetError(f"{manifest}: 'categories' must be some of {list(TEMPLATE_KINDS)}, got "
-                           f"{info.get('categories')!r}")
-    data_dir = out_dir / info["data_dir"]
-    return TemplateSet(manifest, {c: data_dir / f"{c}.json" for c in info["categories"]},
-                       out_dir / info["image_root"], info)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from common.params import stage_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_templates",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--mini-set", type=Path, default=build_root() / "mini" / "sugarcrepe",
+    parser.add_argument("--mini-set", type=Path, default=build_dir("mini", "sugarcrepe"),
                         help="the built mini SugarCrepe set whose positives and images are used")
     parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
     args = parser.parse_args(argv)

@@ -105,3 +105,22 @@ def test_read_rows_checks_every_field_and_the_row(tmp_path):
     path.write_text("\n")
     with pytest.raises(DatasetError, match="rows.jsonl: no rows"):
         read_rows(path, Row, "a row")
+
+
+def test_read_rows_accepts_a_fields_declared_default(tmp_path):
+    """A COCO row has no negative: written as the field's default ``""``, which a non-empty check must not refuse."""
+    from dataclasses import dataclass
+
+    from common.jsonl import read_rows
+
+    @dataclass(frozen=True)
+    class Row:
+        caption: str
+        negative: str = ""
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"caption": "a dog", "negative": ""}\n{"caption": "a cat"}\n{"caption": "a cow", "negative": "x"}\n')
+    assert [r.negative for r in read_rows(path, Row, "a row")] == ["", "", "x"]
+    path.write_text('{"caption": "", "negative": "x"}\n')
+    with pytest.raises(DatasetError, match="'caption' is ''"):
+        read_rows(path, Row, "a row")

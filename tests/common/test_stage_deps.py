@@ -177,32 +177,22 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
     workspace = copy_workspace(tmp_path / "ws", keep_results=True)
     edits = {
         "papers/bivlc/released.py": {"papers/bivlc/dvc.yaml:audit"},
-        # SugarCrepe's blind attacks read the VL-CheckList pairs the hard-positives release ships (its registry)
+        # the hard-positives registry: only this paper's stages (the VL-CheckList pairs SugarCrepe's blind attacks
+        # read are in the shared registry, common/registry/sources.toml)
         "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit",
                                                "papers/hard_positives/dvc.yaml:real-text",
                                                "papers/hard_positives/dvc.yaml:full-data",
-                                               "papers/hard_positives/dvc.yaml:table1-full",
-                                               "papers/sugarcrepe/dvc.yaml:blind-real-text",
-                                               "papers/sugarcrepe/dvc.yaml:blind-released",
-                                               "papers/sugarcrepe/dvc.yaml:mini-blind"},
+                                               "papers/hard_positives/dvc.yaml:table1-full"},
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
-        # every SugarCrepe stage that reads the released format (the mini sets are written in it), and the report
-        # stage, which prints Table 6's columns; of the other papers, only CoN-CLIP's stages that score SugarCrepe
+        # every SugarCrepe stage that reads the released format (the mini sets are written in it) and the report
+        # stage, which prints Table 6's columns; not the fine-tunes or the refinement, which read their own rows; of
+        # the other papers, only the stages that score SugarCrepe (CoN-CLIP's after fine-tuning, BiVLC's column)
         "common/benchmarks/sugarcrepe.py": {"papers/sugarcrepe"} | {
             f"papers/sugarcrepe/dvc.yaml:{stage}" for stage in (
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
-                "mini-templates-set", "mini-blind", "negclip-mini-set", "table5-mini",
-                *(f"negclip-mini@{run}" for run in ("clip-ft", "negclip-replace", "negclip-swap", "negclip-negate",
-                                                    "negclip-refined-replace", "negclip-refined-swap")),
-                # the full profile's Tables 5/10 read the full set and reuse the mini tables' scoring code
-                "aro-crepe-full-set", "negclip-full-set", "negclip-full-refine", "table5-full",
-                *(f"negclip-full@{run}" for run in ("clip-ft", "negclip-replace", "negclip-swap", "negclip-negate",
-                                                    "scratch-clip", "scratch-negclip-replace", "scratch-negclip-swap",
-                                                    "scratch-negclip-negate", "scratch-negclip-all")),
-                *(f"negclip-full-refined@scratch-negclip-refined-{kind}" for kind in ("replace", "swap", "negate")))}
-        # CoN-CLIP scores SugarCrepe after fine-tuning through SugarCrepe's own loader (its issue asks for no copy)
-        | {f"papers/conclip/dvc.yaml:{stage}" for stage in ("tables-mini", "sugarcrepe-full", "table6-full")}
-        # BiVLC's SugarCrepe column, through the same loader
+                "mini-templates-set", "mini-blind", "table5-mini", "aro-crepe-full-set", "negclip-full-set",
+                "table5-full")}
+        | {f"papers/conclip/dvc.yaml:{stage}" for stage in ("tables-mini", "sugarcrepe-full")}
         | {f"papers/bivlc/dvc.yaml:{stage}" for stage in ("tables-mini", "tables-full")},
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
                                  ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}

@@ -109,3 +109,19 @@ def test_launch_writes_no_log_when_the_build_fails(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="bad set"):
         launch(build, tmp_path / "w.safetensors", tmp_path / "log.json")
     assert not (tmp_path / "log.json").exists()
+
+
+def test_a_builder_run_as_main_is_keyed_by_its_real_name(monkeypatch):
+    """``python -m papers.x.train_mini run ...`` makes the builder's ``__name__`` "__main__": the key follows the name
+    it was run under (found by the toy-paper test: the first run failed with "not a module of this repository")."""
+    import sys
+    import types
+
+    from common.training.job import module_name
+
+    main = types.ModuleType("__main__")
+    main.__spec__ = types.SimpleNamespace(name="common.training.family")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert module_name("__main__") == "common.training.family"
+    assert code_files("__main__") == code_files("common.training.family")
+    assert _job(module="__main__").describe() == _job(module="common.training.family").describe()

@@ -10,10 +10,14 @@ import torch
 from PIL import Image
 
 from common.tasks import DatasetError
-from papers.aro.finetune import (
-    ArrayImages, FinetuneBatches, FinetuneError, PairTable, TokenCache, mini_table, nearest_images, read_negclip_tsv,
-    recall_at_1, tsv_table)
-from papers.aro.finetune_data import FinetuneSetConfig, FinetuneSplit, build_finetune_set, negatives_for
+from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
+from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set, negatives_for
+from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
+from papers.aro.images import ArrayImages
+from papers.aro.negclip_tsv_full import read_negclip_tsv, tsv_table
+from papers.aro.neighbours_mini import nearest_images
+from papers.aro.train_mini import mini_table
+from papers.aro.validation import recall_at_1
 
 
 class Vocab:
@@ -93,7 +97,7 @@ def test_nearest_images_exclude_self_and_ineligible():
     eligible = np.array([True, False, True, True, True])
     out = nearest_images(features, 2, eligible)
     assert 1 not in out and list(out[0]) == [4, 2]
-    with pytest.raises(FinetuneError):
+    with pytest.raises(AroFinetuneError):
         nearest_images(features, 4, eligible)
 
 
@@ -106,7 +110,7 @@ def test_mini_table_drops_captions_without_negatives():
     table = mini_table(split, np.array([[2], [0], [0]]))
     assert table.captions == ("a", "e", "f") and list(table.row_image) == [0, 2, 2]
     assert list(table.unit_offsets) == [0, 1, 3] and table.hard_units.tolist() == [[1], [0]]
-    with pytest.raises(FinetuneError, match="neighbour"):
+    with pytest.raises(AroFinetuneError, match="neighbour"):
         mini_table(split, np.array([[1], [0], [0]]))  # image 1 has no usable caption
 
 

@@ -15,7 +15,7 @@ from common.engine import Engine, EngineConfig
 from common.scoring.selection import ARGMAX, image_to_text
 from papers.aro import audit, tables
 from papers.aro.data import ARO_VG_RULE, AroSet
-from papers.aro.mini import MiniAroConfig, build_mini_set
+from papers.aro.sets_mini import MiniAroConfig, build_mini_set
 
 CONFIG = MiniAroConfig(vg_relation_cases=40, vg_attribution_cases=56, test_images=10, captions_per_image=3,
                        classification_images=28, image_size=48, seed=0)

@@ -1,5 +1,6 @@
-"""BiVLC, mini profile: the rendered bidirectional benchmark, the TROHN analogs, the runs' batches and model
-selection, the detectors, and a tiny end-to-end table."""
+"""BiVLC, mini profile: the rendered bidirectional benchmark (``sets_mini``), the TROHN analogs
+(``finetune_sets_mini``), the runs' batches and model selection (``train_mini``), the detectors (``detectors_mini``),
+and a tiny end-to-end table (``tables_mini``)."""
 from __future__ import annotations
 
 import csv
@@ -13,9 +14,16 @@ import torch
 
 from common.miniworld.claims import satisfies
 from common.tasks import DatasetError
-from common.training import FromScratch
+from common.training import FromCheckpoint, FromScratch
 from common.training.checkpoint import portable_state, save_weights
-from papers.bivlc import mini as m
+from common.training.job import run_job
+from common.training.recipe import RunParams
+from common.zoo.trained import tokenizer_for
+from papers.bivlc import detectors_mini as dm
+from papers.bivlc import finetune_sets_mini as fsm
+from papers.bivlc import sets_mini as m
+from papers.bivlc import train_mini as tm
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS
 from sugarcrepe_support import write_sugarcrepe_set
 
 ARCH = "mini-vit-xs"
@@ -29,8 +37,8 @@ def test_set(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def train_set() -> m.TrainSet:
-    data = m.render_train_set(m.TrainSetConfig(train_images=20, captions_per_image=2, val_fraction=0.25, seed=0))
+def train_set() -> fsm.TrainSet:
+    data = fsm.render_train_set(fsm.TrainSetConfig(train_images=20, captions_per_image=2, val_fraction=0.25, seed=0))
     kept = [(i, j) for i in range(20) for j in range(2) if (i + j) % 3 != 0]  # a stand-in for the selection
     return replace(data, kept=kept)
 
@@ -97,10 +105,10 @@ def test_training_set_pairs_each_caption_with_a_negative_image(train_set):
 
 
 def test_batches_of_each_run(train_set):
-    tokenize = m.tokenizer_for(ARCH)
-    coco = m.batches_for(train_set, "clip-coco", tokenize, slice(0, 15))
-    text = m.batches_for(train_set, "trohn-text", tokenize, slice(0, 15))
-    img = m.batches_for(train_set, "trohn-img", tokenize, slice(0, 15))
+    tokenize = tokenizer_for(ARCH)
+    coco = tm.batches_for(train_set, "clip-coco", tokenize, slice(0, 15))
+    text = tm.batches_for(train_set, "trohn-text", tokenize, slice(0, 15))
+    img = tm.batches_for(train_set, "trohn-img", tokenize, slice(0, 15))
     b = coco.batch(0, 0, 4)
     assert b["images"].shape == (4, 1, 3, 48, 48) and b["texts"].shape[:2] == (4, 1)
     b = text.batch(0, 0, 4)
@@ -116,33 +124,39 @@ def test_batches_of_each_run(train_set):
     assert torch.equal(b["texts"][:, 1], tokenize([train_set.negatives[i][j] for i, j in chosen]))
 
 
-def test_in_batch_accuracy_matches_a_brute_force_count(train_set):
+def test_in_batch_accuracy_is_the_authors_rule_on_a_tiny_model(train_set):
+    """The validation score of a run, against the authors' loop written out on the same model: per chunk of the
+    run's batch (the last one smaller: 20 scenes' kept pairs do not fill chunks of 4), image->text and text->image
+    argmax accuracy over [I; I_neg] x [c; c_neg], averaged, then the mean over chunks."""
     from common.training.model_init import normalizer
 
-    tokenize = m.tokenizer_for(ARCH)
+    tokenize = tokenizer_for(ARCH)
     built = FromScratch(ARCH).build()
     mean, std = normalizer(built.transform)
-    batches = m.batches_for(train_set, "trohn-img", tokenize, slice(0, 20))
-    score = m.InBatchAccuracy(batches, 4, mean, std)(built.model.eval())
-    correct = total = 0
+    batches = tm.batches_for(train_set, "trohn-img", tokenize, slice(0, 20))
+    n = len(batches.images)
+    assert n % 4  # a partial last chunk
+    score = tm.InBatchAccuracy(tm.validation_chunk(batches), n, 4, mean, std)(built.model.eval())
+    scores = []
     with torch.no_grad():
-        for start in range(0, len(batches.images) - 3, 4):
-            imgs = torch.cat([batches.images[start:start + 4], batches.extra_images[0][start:start + 4]])
-            txts = torch.cat([batches.captions[start:start + 4, 0], batches.extras[0][start:start + 4, 0]])
+        for start in range(0, n, 4):
+            rows = slice(start, min(n, start + 4))
+            imgs = torch.cat([batches.images[rows], batches.extra_images[0][rows]])
+            txts = torch.cat([batches.captions[rows, 0], batches.extras[0][rows, 0]])
             feats_i = built.model.encode_image((imgs.float() / 255 - mean) / std, normalize=True)
             feats_t = built.model.encode_text(txts, normalize=True)
-            for k in range(8):
-                sims = feats_i[k] @ feats_t.T
-                others = torch.cat([sims[:k], sims[k + 1:]])
-                correct += int(sims[k] > others.max())
-                total += 1
-    assert score == pytest.approx(correct / total, abs=1e-6)
+            logits_im = (feats_i @ feats_t.T).numpy()
+            logits_text = logits_im.T[:len(feats_i)]
+            acc_im = np.mean([np.argmax(logits_im[i]) == i for i in range(len(feats_i))])
+            acc_text = np.mean([np.argmax(logits_text[i]) == i for i in range(len(feats_i))])
+            scores.append((acc_im + acc_text) / 2)
+    assert score == pytest.approx(float(np.mean(scores)), abs=1e-6)
 
 
 def test_a_run_keeps_its_best_validation(train_set, tmp_path):
-    params = m.RunParams(base="unused", steps=4, batch_size=8, lr=1e-3, warmup_steps=1)
-    result = m.train_run("trohn-img", train_set, params, 2, tmp_path / "trohn-img.safetensors",
-                         init=FromScratch(ARCH), checkpoint_every=0)
+    params = RunParams(base="unused", steps=4, batch_size=8, lr=1e-3, warmup_steps=1)
+    job = tm.finetune_job("trohn-img", train_set, params, 2, init=FromScratch(ARCH), checkpoint_every=0)
+    result = run_job(job, tmp_path / "trohn-img.safetensors")
     assert [s for s, _ in result.validation] == [2, 4]
     assert result.best_weights.is_file() and result.best_score == max(v for _, v in result.validation)
     record = json.loads((tmp_path / "trohn-img.json").read_text())
@@ -153,9 +167,9 @@ def test_detector_heads_train_on_frozen_towers(train_set, tmp_path):
     from safetensors.torch import load_file
 
     base = FromScratch(ARCH)
-    params = m.DetectorParams(batch_size=8, lr=1e-2)
-    result = m.train_detector(base, "text", train_set, params, tmp_path / "det.safetensors")
-    batches = m.detector_batches(train_set, "text", m.tokenizer_for(ARCH))
+    params = dm.DetectorParams(batch_size=8, lr=1e-2)
+    result = run_job(dm.detector_job("clip", "text", base, train_set, params), tmp_path / "det.safetensors")
+    batches = dm.detector_batches(train_set, "text", tokenizer_for(ARCH))
     assert len(result.losses) == 10 * batches.steps_per_epoch(8)
     assert sorted(load_file(str(tmp_path / "det.loss.safetensors"))) == ["head.bias", "head.weight"]
     before = portable_state(base.build().model)
@@ -163,6 +177,106 @@ def test_detector_heads_train_on_frozen_towers(train_set, tmp_path):
     assert all(torch.equal(before[k], after[k]) for k in before)  # the towers did not move
     labels = batches.labels
     assert int(labels.sum()) == len(labels) // 2
+
+
+MINI_DATA = {"clip-coco": "coco", "trohn-text": "trohn-text", "trohn-img": "trohn-img"}
+MINI_LOSS = {"clip-coco": "common.training.losses.ClipLoss", "trohn-text": "papers.bivlc.losses.TrohnTextLoss",
+             "trohn-img": "papers.bivlc.losses.TrohnImgLoss"}
+
+
+@pytest.mark.parametrize("run, texts_per_sample", [("clip-coco", 1), ("trohn-text", 2), ("trohn-img", 2)])
+def test_each_run_is_the_job_the_former_train_run_built(train_set, run, texts_per_sample):
+    """What ``papers.bivlc.mini.train_run`` handed the trainer before runs became jobs, written out: the config
+    (``batch_size // texts per sample`` samples, ``steps // validations`` between validations), the provenance (run,
+    samples per step, then the caller's keys, in that order), the batches (the training split's scenes, or its kept
+    pairs for TROHN-Img), the loss; the resume and checkpoint settings."""
+    from common.training import TrainConfig
+    from common.training.job import describe_loss
+    from common.training.rendered import CaptionBatches, PairedImageBatches, caption_tokens, pixels
+
+    params = RunParams(base="unused", steps=30, batch_size=8, lr=1e-3, warmup_steps=3, weight_decay=0.1, seed=5)
+    init = FromScratch(ARCH)
+    job = tm.finetune_job(run, train_set, params, 4, init=init,
+                          provenance={"set_manifest_sha256": "abc", "cpu_profile": {"threads": 1}})
+    samples = 8 // texts_per_sample
+    assert job.config == TrainConfig(steps=30, batch_size=samples, lr=1e-3, warmup_steps=3, weight_decay=0.1, seed=5,
+                                     validate_every=7)
+    assert list(job.provenance.items()) == [("run", run), ("samples_per_step", samples),
+                                            ("set_manifest_sha256", "abc"), ("cpu_profile", {"threads": 1})]
+    data = MINI_DATA[run]
+    tokenize = tokenizer_for(ARCH)
+    pairs = [(i, j) for i, j in train_set.kept if i < 15]
+    if run == "trohn-img":
+        rows, cols = np.array([i for i, _ in pairs]), np.array([j for _, j in pairs])
+        expected = PairedImageBatches(
+            pixels(train_set.images[rows]), caption_tokens(tokenize, [[train_set.captions[i][j]] for i, j in pairs]),
+            [pixels(train_set.negative_images[rows, cols])],
+            [caption_tokens(tokenize, [[train_set.negatives[i][j]] for i, j in pairs])], f"bivlc-mini-{data}",
+            {"data": data, "texts": ["caption", "negative"], "images": ["image", "negative image"]})
+        described = {"name": "bivlc-mini-trohn-img", "n_images": len(pairs), "captions_per_image": 1,
+                     "data": data, "texts": ["caption", "negative"], "images": ["image", "negative image"]}
+    else:
+        extras = [caption_tokens(tokenize, train_set.negatives[:15])] if run == "trohn-text" else []
+        texts = ["caption", "negative"][:texts_per_sample]
+        expected = CaptionBatches(pixels(train_set.images[:15]), caption_tokens(tokenize, train_set.captions[:15]),
+                                  extras, f"bivlc-mini-{data}", {"data": data, "texts": texts, "images": ["image"]})
+        described = {"name": f"bivlc-mini-{data}", "n_images": 15, "captions_per_image": 2, "data": data,
+                     "texts": texts, "images": ["image"]}
+    assert list(job.batches.describe().items()) == list(described.items())
+    assert type(job.batches) is type(expected)
+    for step in (0, 1, 5):
+        got, want = job.batches.batch(5, step, samples), expected.batch(5, step, samples)
+        assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in got)
+    assert describe_loss(job.loss) == {"class": MINI_LOSS[run], "keywords": {}}
+    assert job.init is init and job.module == "papers.bivlc.train_mini" and job.name == f"bivlc-mini-{run}"
+    assert job.checkpoint_every == 50 and job.resume
+    val_rows = len([p for p in train_set.kept if p[0] >= 15]) if run == "trohn-img" else 5
+    assert isinstance(job.validate, tm.InBatchAccuracy)
+    assert (job.validate.rows, job.validate.samples) == (val_rows, samples)
+
+
+def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkeypatch):
+    """``run <run>``: the stage's section as ``RunParams`` and ``validations``; the set's manifest's sha256, then the
+    CPU profile, in the sidecar's provenance."""
+    import argparse
+
+    from common.io import sha256_file
+
+    section = {"base": "mini/xs-32k", "steps": 10, "batch_size": 8, "lr": 1e-3, "warmup_steps": 1,
+               "weight_decay": 0.1, "seed": 0, "validations": 2}
+    monkeypatch.setattr("common.params.stage_section", lambda stage, dotted: ({}, section))
+    monkeypatch.setattr(fsm.TrainSet, "load", lambda root: train_set)
+    (tmp_path / "manifest.json").write_text('{"kind": "bivlc-trohn"}')
+    seen = {}
+    monkeypatch.setattr(tm, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
+    assert tm.build(argparse.Namespace(run="trohn-text", set=tmp_path), None, {"cpu_profile": "pinned"}) == "job"
+    assert seen["args"] == ("trohn-text", train_set, RunParams("mini/xs-32k", 10, 8, 1e-3, 1, 0.1, 0), 2)
+    assert list(seen["kwargs"]["provenance"].items()) == [
+        ("set_manifest_sha256", sha256_file(tmp_path / "manifest.json")), ("cpu_profile", "pinned")]
+
+
+@pytest.mark.parametrize("tower", ["image", "text"])
+def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tower):
+    """What ``papers.bivlc.mini.train_detector`` handed the trainer: epochs of the tower's labelled inputs, no warmup,
+    no weight decay, ``DetectorLoss`` bound to the tower and the embedding width, provenance (tower, encoder, set),
+    no validation, no resume."""
+    from common.training import TrainConfig
+    from common.training.job import describe_loss
+
+    params = dm.DetectorParams(batch_size=8, lr=0.1, seed=3)
+    job = dm.detector_job("trohn-img", tower, FromScratch(ARCH), train_set, params,
+                          provenance={"set_manifest_sha256": "abc"})
+    pairs = [(i, j) for i, j in train_set.kept if i < 15]
+    n = len({i for i, _ in pairs}) + len(pairs) if tower == "image" else 2 * len(pairs)
+    steps = {"image": 1, "text": 10}[tower] * (n // 8)
+    assert job.config == TrainConfig(steps=steps, batch_size=8, lr=0.1, warmup_steps=0, weight_decay=0.0, seed=3)
+    assert list(job.provenance.items()) == [("tower", tower), ("encoder", "trohn-img"), ("set_manifest_sha256", "abc")]
+    assert job.batches.describe() == {"name": f"bivlc-mini-{tower}-detector", "key": f"{tower}s", "n": n,
+                                      "positives": len(pairs)}
+    assert describe_loss(job.loss) == {"class": "papers.bivlc.losses.DetectorLoss",
+                                       "keywords": {"embed_dim": 64, "tower": tower}}
+    assert job.validate is None and not job.resume and job.checkpoint_every == 0
+    assert job.module == "papers.bivlc.detectors_mini" and job.name == f"bivlc-mini-det-trohn-img-{tower}"
 
 
 def _sugarcrepe(root: Path, test_set: Path) -> Path:
@@ -174,20 +288,21 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 
 def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
     from common.engine import EngineConfig
-    from papers.bivlc import mini_tables as t
+    from papers.bivlc import tables_mini as t
 
-    params = m.RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
     models, detectors = tmp_path / "models", tmp_path / "detectors"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
     save_weights(models / "base.safetensors", portable_state(base.build().model))
-    for run in m.RUNS:
-        m.train_run(run, train_set, params, 2, models / f"{run}.safetensors", init=base, checkpoint_every=0)
-    for encoder in m.DETECTOR_ENCODERS:
-        init = base if encoder == "clip" else m.FromCheckpoint(ARCH, models / f"{encoder}.best.safetensors")
-        for tower in m.TOWERS:
-            m.train_detector(init, tower, train_set, m.DetectorParams(batch_size=8),
-                             detectors / f"{encoder}-{tower}.safetensors")
+    for run in RUNS:
+        run_job(tm.finetune_job(run, train_set, params, 2, init=base, checkpoint_every=0),
+                models / f"{run}.safetensors")
+    for encoder in DETECTOR_ENCODERS:
+        init = base if encoder == "clip" else FromCheckpoint(ARCH, models / f"{encoder}.best.safetensors")
+        for tower in DETECTOR_TOWERS:
+            run_job(dm.detector_job(encoder, tower, init, train_set, dm.DetectorParams(batch_size=8)),
+                    detectors / f"{encoder}-{tower}.safetensors")
     entries = [t.ModelEntry("clip", "base", "CLIP", "pretrained", models / "base.safetensors"),
                t.ModelEntry("negclip", "negclip", "NegCLIP", "negclip", models / "base.safetensors"),
                *t.entries_for("unused", [], "unused", models)[2:]]
@@ -201,7 +316,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
             return list(csv.DictReader(fh))
 
     table2, table4, table5 = read("table2"), read("table4"), read("table5")
-    assert [r["row"] for r in table2] == ["clip", "negclip", *m.RUNS]
+    assert [r["row"] for r in table2] == ["clip", "negclip", *RUNS]
     assert [r["row"] for r in table5] == ["clipdet", "trohn-img-det"]
     for r in table2:
         assert int(r["n"]) == 15  # the ambiguous add instances are not in the main scores

@@ -114,7 +114,8 @@ def test_entry_words_rule():
 
 
 def test_paper_split_sizes_match_the_mini_profiles_weights():
-    from papers.conclip.mini import CCNEG_SPLIT_SIZES, KS
+    from papers.conclip.benchmark_mini import KS
+    from papers.conclip.sets_mini import CCNEG_SPLIT_SIZES
 
     assert ccneg.KS == KS
     assert ccneg.PAPER_SPLIT_SIZES == {w: dict(zip(KS, sizes)) for w, sizes in CCNEG_SPLIT_SIZES.items()}

@@ -1,9 +1,13 @@
 """CoN-CLIP's full-profile fine-tunes on tiny files in the released layouts written here (``ccneg_preprocessed.pt``,
 ``distractor_image_mapping.pt`` as the authors' list of lists, a COCO captions file and JPEGs): the training split
-reader, the set (rows, drops by reason), 2-4 step runs of a random ``mini-vit-xs`` on CPU through the shared trainer
-(text tower trained, image tower untouched, file order, resume), and the refusals."""
+reader, the set (``sets_full``: rows, drops by reason; read back by ``finetune_rows_full``), each run's job
+(``train_full``: the same trainer inputs as before they were jobs), 2-4 step runs of a random ``mini-vit-xs`` on CPU
+through the shared trainer (text tower trained, image tower untouched, file order, resume), and the refusals."""
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -13,12 +17,19 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
-from common.training.recipe import Schedule
+from common.errors import WorkspaceError
 from common.tasks import DatasetError
-from common.training import FromScratch
+from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
+from common.training.files import FileImages
+from common.training.job import code_files, describe_loss, run_job
+from common.training.recipe import Schedule
+from common.zoo.trained import tokenizer_for
 from papers.conclip import ccneg, coco_pool
-from papers.conclip import finetune_full as ff
+from papers.conclip import sets_full as sf
+from papers.conclip import train_full as tf
+from papers.conclip.finetune_rows_full import load_rows
+from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS
 from tests.papers.conclip.test_ccneg import image_name, write_ccneg
 
@@ -44,7 +55,7 @@ COCO_IDS = [30, 4, 17, 9, 12]
 MAPPING = [[0, 1], [1, 0], [2, 3], [3, 2], [0, 2], [1, 3], [2, 0], [4, 0], [3, 1], [2, 1]]
 """Rows for entries 0-9 (none for entry 10); top-1 first."""
 USED = [0, 1, 2, 3, 4, 5]
-PARAMS = ff.FullFinetuneParams(base="unused", image_size=48, seed=0, shuffle=False,  # the authors' order
+PARAMS = tf.FullFinetuneParams(base="unused", image_size=48, seed=0, shuffle=False,  # the authors' order
                                schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
 
 
@@ -73,7 +84,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def train_set(data, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("set")
-    ff.build_set(data["pt"], data["images"], data["mapping"], data["root"], out, seed=0, eval_size=EVAL_SIZE)
+    sf.build_set(data["pt"], data["images"], data["mapping"], data["root"], out, seed=0, eval_size=EVAL_SIZE)
     return out
 
 
@@ -96,14 +107,14 @@ def test_training_split_names_a_bad_entry(tmp_path):
 
 
 def test_the_set_pairs_each_entry_with_its_top1_distractor_and_counts_drops(data, train_set, tmp_path):
-    rows = ff.load_rows(train_set)
+    rows = load_rows(train_set)
     assert [r.index for r in rows] == USED
     names = sorted(f"{i:012d}.jpg" for i in COCO_IDS)
     for r in rows:
         assert r.image == image_name(r.index) and r.caption == ANNOTATIONS[r.index][0]
         assert r.negated == ANNOTATIONS[r.index][1].replace(",", "")
         assert r.distractor_index == MAPPING[r.index][0] and r.distractor == names[MAPPING[r.index][0]]
-        assert r.crepe_negated and not ff.reads_alike(r.crepe_negated, r.caption)
+        assert r.crepe_negated and not sf.reads_alike(r.crepe_negated, r.caption)
     manifest = json.loads((train_set / "manifest.json").read_text())
     counts = manifest["counts"]
     assert counts["rows"] == 6 and counts["training_entries"] == 11 and counts["mapping_rows"] == 10
@@ -115,7 +126,7 @@ def test_the_set_pairs_each_entry_with_its_top1_distractor_and_counts_drops(data
     assert set(manifest["sha256"]) == {"ccneg_preprocessed.pt", "distractor_image_mapping.pt",
                                        "captions_train2017.json"}
     again = tmp_path / "again"
-    ff.build_set(data["pt"], data["images"], data["mapping"], data["root"], again, seed=0, eval_size=EVAL_SIZE)
+    sf.build_set(data["pt"], data["images"], data["mapping"], data["root"], again, seed=0, eval_size=EVAL_SIZE)
     assert (again / "rows.jsonl").read_bytes() == (train_set / "rows.jsonl").read_bytes()
 
 
@@ -128,22 +139,25 @@ def test_set_refusals_name_file_and_entry(data, tmp_path):
     torch.save([[0], [5]], bad)
     with pytest.raises(DatasetError, match=r"distractor_image_mapping.pt: entry 1: pool index 5 is outside the pool "
                                            r"of 5 COCO train images"):
-        ff.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
+        sf.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
 
     torch.save({"rows": Opaque()}, bad)
     with pytest.raises(DatasetError, match=r"distractor_image_mapping.pt: refused by torch.load\(weights_only=True\)"):
-        ff.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
+        sf.build_set(data["pt"], data["images"], bad, data["root"], tmp_path / "out", eval_size=EVAL_SIZE)
     assert not (tmp_path / "out").exists()
     (tmp_path / "rows.jsonl").write_text(json.dumps({"index": 0, "image": "a.jpg", "caption": "c"}) + "\n")
     with pytest.raises(DatasetError, match=r"rows.jsonl: line 1: no 'negated'"):
-        ff.load_rows(tmp_path)
-    with pytest.raises(ff.ConclipFinetuneFullError, match="finetune-full-set"):
-        ff.load_rows(tmp_path / "nowhere")
+        load_rows(tmp_path)
+    with pytest.raises(WorkspaceError, match=r"rows.jsonl: missing; run the finetune-full-set stage"):
+        load_rows(tmp_path / "nowhere")
+    (tmp_path / "rows.jsonl").write_text("")
+    with pytest.raises(DatasetError, match=r"rows.jsonl: no rows"):
+        load_rows(tmp_path)
 
 
 def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, train_set):
-    rows = ff.load_rows(train_set)
-    batches = ff.batches_for("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+    rows = load_rows(train_set)
+    batches = tf.batches_for("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
                              lambda texts: torch.tensor([[len(t), 0] for t in texts]))
     assert batches.steps_per_epoch(4) == 1  # drop_last: 6 rows, 1 batch of 4
     assert list(batches.draws(0, 0, 2)) == [0, 1] and list(batches.draws(7, 4, 2)) == [2, 3]  # step 4: epoch 1
@@ -152,22 +166,90 @@ def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, t
     assert out["texts"][:, 1, 0].tolist() == [len(rows[2].negated), len(rows[3].negated)]
     assert not torch.equal(out["images"][:, 0], out["images"][:, 1])
     assert batches.describe()["order"] == "file order"
-    crepe = ff.batches_for("crepe-negate-l1", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+    crepe = tf.batches_for("crepe-negate-l1", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
                            lambda texts: torch.tensor([[len(t), 0] for t in texts]))
     assert crepe.batch(0, 1, 2)["texts"][:, 1, 0].tolist() == [len(rows[2].crepe_negated),
                                                                len(rows[3].crepe_negated)]
-    shuffled = ff.batches_for("conclip", rows, ff.FullFinetuneParams(**{**PARAMS.__dict__, "shuffle": True}),
+    shuffled = tf.batches_for("conclip", rows, tf.FullFinetuneParams(**{**PARAMS.__dict__, "shuffle": True}),
                               data["images"], data["root"] / coco_pool.IMAGES, lambda texts: torch.zeros(len(texts), 2))
     assert sorted(shuffled.draws(0, 0, 6)) == list(range(6)) and list(shuffled.draws(0, 0, 6)) != list(range(6))
 
 
+FULL_SECTION = {"base": "mini/xs-32k", "image_size": 48, "seed": 5, "precision": "bf16", "shuffle": False,
+                "lr": 0.003, "epochs": 2, "batch_size": 2, "warmup_steps": 1, "weight_decay": 0.07, "gpus": 1}
+"""``params.yaml conclip.full.finetune`` as the run stages read it (other values than the pipeline's)."""
+
+
+@pytest.mark.parametrize("steps", [None, 4])
+@pytest.mark.parametrize("run", list(RUNS))
+def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, data, train_set, monkeypatch):
+    """``run <name> [--steps N]``'s job against the old ``train_full_run``/``train_file_run``/``_cmd_run``
+    (papers/conclip/finetune_full.py, common/file_batches.py at fc79156), written out: ``TrainConfig`` with steps =
+    ``--steps`` or epochs x steps per epoch (6 rows, batch 2, drop_last: 3 per epoch), ``FromZoo(base)``,
+    ``NegationFileBatches`` named ``conclip-full-<negatives>`` in file order, ``partial(ConClipLoss, terms=...)``, no
+    validation, provenance {run, terms, negatives, profile, set_manifest_sha256, **the CPU profile, steps_per_epoch,
+    epochs} in that order, checkpoints every 500 steps, resumable; ``launch``'s ``with_steps`` changes nothing."""
+    import common.params
+
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": FULL_SECTION}}})
+    profile = {"cpu_profile": "off"}
+    args = argparse.Namespace(run=run, set=str(train_set), data=str(data["root"]), steps=steps)
+    (data["root"] / tf.CCNEG_IMAGES).parent.mkdir(parents=True, exist_ok=True)
+    if not (data["root"] / tf.CCNEG_IMAGES).exists():
+        (data["root"] / tf.CCNEG_IMAGES).symlink_to(data["images"])
+    job = tf._build(args, None, profile)
+    spec = RUNS[run]
+    field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
+
+    total = steps or 2 * 3
+    assert job.config == TrainConfig(steps=total, batch_size=2, lr=0.003, warmup_steps=1, weight_decay=0.07, seed=5,
+                                     precision="bf16")
+    assert job.with_steps(steps) == job
+    assert job.init == FromZoo("mini/xs-32k")
+    assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
+    assert describe_loss(job.loss) == {"class": "papers.conclip.losses.ConClipLoss", "keywords": {"terms": spec.terms}}
+    assert job.validate is None and job.checkpoint_every == 500 and job.resume is True
+    sha = hashlib.sha256((train_set / "manifest.json").read_bytes()).hexdigest()
+    assert list(job.provenance.items()) == [
+        ("run", run), ("terms", list(spec.terms)), ("negatives", spec.negatives), ("profile", "full"),
+        ("set_manifest_sha256", sha), ("cpu_profile", "off"), ("steps_per_epoch", 3), ("epochs", total / 3)]
+    assert job.batches.describe() == {"name": f"conclip-full-{spec.negatives}", "rows": 6,
+                                      "images": ["image", "distractor"], "texts": ["caption", field],
+                                      "order": "file order"}
+    assert job.module == "papers.conclip.train_full" and job.name == f"conclip-full-{run}"
+    # the same batches: rows [j*B, (j+1)*B) of the file every epoch, [I, I'] and [c, c'] per sample
+    rows = load_rows(train_set)
+    tokenize = tokenizer_for("mini-vit-xs")
+    for step in (0, 2, 4):
+        picked = rows[2 * (step % 3): 2 * (step % 3) + 2]
+        files = [*(data["images"] / r.image for r in picked), *(data["root"] / coco_pool.IMAGES / r.distractor
+                                                                 for r in picked)]
+        pixels = FileImages(tuple(files), 48).get(np.arange(4))
+        batch = job.batches.batch(5, step, 2)
+        assert torch.equal(batch["images"], torch.stack([pixels[:2], pixels[2:]], 1))
+        assert torch.equal(batch["texts"], torch.stack([tokenize([r.caption for r in picked]),
+                                                        tokenize([getattr(r, field) for r in picked])], 1))
+
+
+def test_the_runs_follow_their_code_not_the_readers_of_the_released_files():
+    """The GPU fine-tunes' closure (their resume key and their DVC code deps): the batches, the loss, the runs and the
+    set's format, not the set's building nor CC-Neg's or the COCO pool's readers (only their folders)."""
+    files = code_files("papers.conclip.train_full")
+    assert {"common/training/files.py", "papers/conclip/losses.py", "papers/conclip/runs.py",
+            "papers/conclip/finetune_rows_full.py", "papers/conclip/data_paths.py",
+            "papers/conclip/train_full.py"} <= set(files)
+    assert not {"papers/conclip/sets_full.py", "papers/conclip/ccneg.py", "papers/conclip/coco_pool.py",
+                "common/crepe_style.py"} & set(files)
+
+
 def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set, tmp_path):
-    rows = ff.load_rows(train_set)
+    rows = load_rows(train_set)
     seed_everything(PARAMS.seed)  # the trainer builds the model right after this seeding
     before = {k: v.clone() for k, v in FromScratch(ARCH).build().model.state_dict().items()}
     out = tmp_path / "conclip.safetensors"
-    result = ff.train_full_run("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES, out,
-                               init=FromScratch(ARCH), steps=2, checkpoint_every=0)
+    job = tf.build_job("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES, init=FromScratch(ARCH),
+                       steps=2)
+    result = run_job(dataclasses.replace(job, checkpoint_every=0), out)
     assert np.isfinite(result.final_loss)
     after = load_file(out)
     visual = [k for k in before if k.startswith("visual.")]
@@ -183,32 +265,32 @@ class _Interrupt(Exception):
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_path, monkeypatch):
-    rows = ff.load_rows(train_set)
+    rows = load_rows(train_set)
 
     def run(name: str):
-        return ff.train_full_run("l1-l2", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
-                                 tmp_path / name / "m.safetensors", init=FromScratch(ARCH), steps=4,
-                                 checkpoint_every=2)
+        job = tf.build_job("l1-l2", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
+                           init=FromScratch(ARCH), steps=4)
+        return run_job(dataclasses.replace(job, checkpoint_every=2), tmp_path / name / "m.safetensors")
 
     whole = run("whole")
-    original = ff.NegationFileBatches.batch
+    original = tf.NegationFileBatches.batch
 
     def killed(self, seed, step, size, rows=slice(None)):
         if step == 3:
             raise _Interrupt
         return original(self, seed, step, size, rows)
 
-    monkeypatch.setattr(ff.NegationFileBatches, "batch", killed)
+    monkeypatch.setattr(tf.NegationFileBatches, "batch", killed)
     with pytest.raises(_Interrupt):
         run("cut")
-    monkeypatch.setattr(ff.NegationFileBatches, "batch", original)
+    monkeypatch.setattr(tf.NegationFileBatches, "batch", original)
     resumed = run("cut")
     assert resumed.resumed_from == 2 and whole.resumed_from is None and resumed.losses == whole.losses
     assert (tmp_path / "cut" / "m.safetensors").read_bytes() == (tmp_path / "whole" / "m.safetensors").read_bytes()
 
 
 def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypatch):
-    """``python -m papers.conclip.finetune_full run`` without torchrun: a local world, weights and sidecar."""
+    """``python -m papers.conclip.train_full run`` without torchrun: a local world, weights and sidecar."""
     import common.params
     import common.reproducible
     from dataclasses import asdict
@@ -218,14 +300,14 @@ def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypat
     section = {"base": "unused", "image_size": 48, "seed": 0, "precision": "fp32", "shuffle": False,
                **asdict(PARAMS.schedule)}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": section}}})
-    monkeypatch.setattr(ff, "FromZoo", lambda name: FromScratch(ARCH))
+    monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"
-    (root / ff.CCNEG_IMAGES).parent.mkdir(parents=True)
-    (root / ff.CCNEG_IMAGES).symlink_to(data["images"])
+    (root / tf.CCNEG_IMAGES).parent.mkdir(parents=True)
+    (root / tf.CCNEG_IMAGES).symlink_to(data["images"])
     (root / coco_pool.IMAGES).parent.mkdir(parents=True)
     (root / coco_pool.IMAGES).symlink_to(data["root"] / coco_pool.IMAGES)
     out = tmp_path / "crepe-negate-l1.safetensors"
-    assert ff.main(["run", "crepe-negate-l1", "--set", str(train_set), "--data", str(root), "--out", str(out),
+    assert tf.main(["run", "crepe-negate-l1", "--set", str(train_set), "--data", str(root), "--out", str(out),
                     "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert out.is_file() and record["negatives"] == "crepe" and record["terms"] == ["l1"]
@@ -248,8 +330,8 @@ def test_set_entry_point_writes_the_group(data, tmp_path, monkeypatch):
 
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": {"seed": 0}}}})
     out = tmp_path / "finetune"
-    assert ff.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",
+    assert sf.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",
                     str(data["mapping"]), "--data", str(data["root"]), "--eval-size", str(EVAL_SIZE), "--out",
                     str(out)]) == 0
-    assert [r.index for r in ff.load_rows(out)] == USED
-    assert json.loads((out / "manifest.json").read_text())["kind"] == ff.SET_KIND
+    assert [r.index for r in load_rows(out)] == USED
+    assert json.loads((out / "manifest.json").read_text())["kind"] == sf.SET_KIND

@@ -18,7 +18,8 @@ from PIL import Image
 
 from common.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
-from papers.conclip import ccneg, full
+from papers.conclip import ccneg
+from papers.conclip import tables_full as full
 
 # The tiny release of test_ccneg.py (one module per test file: its builder is imported, not copied).
 from test_ccneg import ANNOTATIONS, EVAL_SIZE, EXPECTED_K, EXPECTED_WORDS, image_name, write_ccneg  # noqa: E402
@@ -214,7 +215,7 @@ def test_zoo_entries_of_the_released_checkpoints():
 
 
 def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkeypatch):
-    """``python -m papers.conclip.full``: params.yaml's conclip.full (tiny stand-ins for its models), the file and
+    """``python -m papers.conclip.tables_full``: params.yaml's conclip.full (tiny stand-ins for its models), the file and
     the image folder given."""
     import common.params
     from common.params import load_params

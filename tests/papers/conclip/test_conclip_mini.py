@@ -1,8 +1,13 @@
-"""CoN-CLIP, mini profile: negated captions from the world (truth, distractors), the benchmark and fine-tuning set,
-the runs' wiring, and a tiny end-to-end table."""
+"""CoN-CLIP, mini profile: negated captions from the world (truth, distractors), the benchmark and fine-tuning set
+(``sets_mini``, read back by ``benchmark_mini`` and ``finetune_rows_mini``), the runs' jobs (``train_mini``: the same
+trainer inputs as before they were jobs, and a resume key that follows the code they run), and a tiny end-to-end
+table (``tables_mini``)."""
 from __future__ import annotations
 
+import argparse
 import csv
+import dataclasses
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -15,10 +20,19 @@ from common.miniworld.negation import (
     NEGATION_WORDS, NegationClaim, PredicateObject, distractor_scene, name_object, sample_negation)
 from common.miniworld.scene import Scene, SceneObject, sample_scene
 from common.tasks import DatasetError
-from common.training import FromScratch
+from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import portable_state, save_weights
-from papers.conclip import mini as m
-from papers.conclip import mini_tables as t
+from common.training.job import code_files, describe_loss, run_job
+from common.training.recipe import RunParams
+from common.training.rendered import pixels
+from common.zoo.trained import tokenizer_for
+from papers.conclip import benchmark_mini as b
+from papers.conclip import sets_mini as m
+from papers.conclip import tables_mini as t
+from papers.conclip import train_mini as tm
+from papers.conclip.finetune_rows_mini import FinetuneSet
+from papers.conclip.losses import ConClipLoss
+from papers.conclip.runs import RUNS
 from sugarcrepe_support import write_sugarcrepe_set
 
 ARCH = "mini-vit-xs"
@@ -91,7 +105,7 @@ def test_a_negation_past_the_context_is_dropped_for_every_run(tmp_path):
     config = m.FinetuneSetConfig(train_images=24)
     m.build_finetune_set(config, tmp_path / "all")
     m.build_finetune_set(config, tmp_path / "cut", short_tokenizer)
-    full, cut = m.FinetuneSet.load(tmp_path / "all"), m.FinetuneSet.load(tmp_path / "cut")
+    full, cut = FinetuneSet.load(tmp_path / "all"), FinetuneSet.load(tmp_path / "cut")
     manifest = json.loads((tmp_path / "cut" / "manifest.json").read_text())
     dropped = manifest["counts"]["dropped_unreadable_negation"]
     assert dropped["crepe_negated"] > 0 and manifest["counts"]["rows"] == len(cut.rows) < len(full.rows)
@@ -104,9 +118,9 @@ def test_a_negation_past_the_context_is_dropped_for_every_run(tmp_path):
 
 
 def test_benchmark_cells_and_records(test_set, tmp_path):
-    items = m.load_test_items(test_set)
-    assert len(items) == 2 * 5 * 3 and {it.group for it in items} == {m.group_name(w, k) for w in NEGATION_WORDS
-                                                                        for k in m.KS}
+    items = b.load_test_items(test_set)
+    assert len(items) == 2 * 5 * 3 and {it.group for it in items} == {b.group_name(w, k) for w in NEGATION_WORDS
+                                                                        for k in b.KS}
     manifest = json.loads((test_set / "manifest.json").read_text())
     for record in manifest["examples"]:
         assert record["word"] in record["negated"].lower().split() and record["caption"] != record["negated"]
@@ -118,11 +132,11 @@ def test_benchmark_cells_and_records(test_set, tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "manifest.json").write_text(json.dumps(bad))
     with pytest.raises(DatasetError, match=r"manifest.json: record 0: .* is not a CC-Neg cell"):
-        m.load_test_items(tmp_path / "bad")
+        b.load_test_items(tmp_path / "bad")
 
 
 def test_finetune_set_has_distractors_and_crepe_negations(finetune_set):
-    data = m.FinetuneSet.load(finetune_set)
+    data = FinetuneSet.load(finetune_set)
     assert data.images.shape == data.distractors.shape == (12, 48, 48, 3)
     assert not np.array_equal(data.images, data.distractors)
     for row in data.rows:
@@ -133,17 +147,90 @@ def test_finetune_set_has_distractors_and_crepe_negations(finetune_set):
 
 
 def test_batches_carry_image_distractor_caption_and_negation(finetune_set):
-    data = m.FinetuneSet.load(finetune_set)
-    tokenize = m.tokenizer_for(ARCH)
-    batches = m.batches_for(data, "ccneg", tokenize, "t")
+    data = FinetuneSet.load(finetune_set)
+    tokenize = tokenizer_for(ARCH)
+    batches = tm.batches_for(data, "ccneg", tokenize, "t")
     batch = batches.batch(0, 0, 4)
     assert batch["images"].shape == (4, 2, 3, 48, 48) and batch["texts"].shape[:2] == (4, 2)
     idx = batches.draws(0, 0, 4)[0]
     assert torch.equal(batch["images"][:, 1], batches.distractors[idx])
     assert torch.equal(batch["texts"][:, 1], tokenize([data.rows[i]["negated"] for i in idx]))
-    crepe = m.batches_for(data, "crepe", tokenize, "t").batch(0, 0, 4)
+    crepe = tm.batches_for(data, "crepe", tokenize, "t").batch(0, 0, 4)
     assert torch.equal(crepe["texts"][:, 1], tokenize([data.rows[i]["crepe_negated"] for i in idx]))
     assert torch.equal(crepe["texts"][:, 0], batch["texts"][:, 0])  # the same captions in the same order
+
+
+def test_the_runs_resume_key_follows_the_batch_code():
+    """The drift the jobs fixed: the old runs keyed their resume state on [mini.py, losses.py, runs.py] by hand, but
+    trained through the batch module (common/segment_batches.py, now common/training/rendered.py), so an edit there
+    could let a killed run continue from a state that other batch code wrote. The key now follows the import closure."""
+    files = code_files("papers.conclip.train_mini")
+    assert {"common/training/rendered.py", "papers/conclip/losses.py", "papers/conclip/runs.py",
+            "papers/conclip/finetune_rows_mini.py", "papers/conclip/train_mini.py"} <= set(files)
+    assert "papers/conclip/sets_mini.py" not in files and "papers/conclip/tables_mini.py" not in files
+    tables = code_files("papers.conclip.tables_mini")  # the tables read the sets, they do not render them
+    assert "papers/conclip/benchmark_mini.py" in tables and "papers/conclip/sets_mini.py" not in tables
+
+
+MINI_SECTION = {"base": "mini/xs-32k", "steps": 7, "batch_size": 4, "lr": 0.002, "warmup_steps": 2,
+                "weight_decay": 0.05, "seed": 3, "family": ["mini/xs-32k"], "train_images": 12}
+"""``params.yaml conclip.mini`` as the run stages read it (other values than the pipeline's, so none is a default)."""
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_set, monkeypatch):
+    """``run <name>``'s job against the old ``train_run``/``_cmd_run`` (papers/conclip/mini.py at fc79156), written
+    out: ``params.trainer_config()``, ``FromZoo(base)``, ``NegationBatches`` named ``conclip-mini-<negatives>`` over
+    the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
+    set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
+    import common.params
+
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"mini": MINI_SECTION}})
+    profile = {"cpu_profile": {"pins": "x", "threads": 2}}
+    job = tm._build(argparse.Namespace(run=run, set=str(finetune_set)), None, profile)
+    spec = RUNS[run]
+    field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
+    data = FinetuneSet.load(finetune_set)
+
+    assert job.config == TrainConfig(steps=7, batch_size=4, lr=0.002, warmup_steps=2, weight_decay=0.05, seed=3)
+    assert job.init == FromZoo("mini/xs-32k")
+    assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
+    assert describe_loss(job.loss) == {"class": "papers.conclip.losses.ConClipLoss", "keywords": {"terms": spec.terms}}
+    assert job.validate is None and job.checkpoint_every == 50 and job.resume is True
+    sha = hashlib.sha256((finetune_set / "manifest.json").read_bytes()).hexdigest()
+    assert list(job.provenance.items()) == [("run", run), ("terms", list(spec.terms)), ("negatives", spec.negatives),
+                                            ("set_manifest_sha256", sha), *profile.items()]
+    assert job.batches.describe() == {"name": f"conclip-mini-{spec.negatives}", "n_images": len(data.rows),
+                                      "captions_per_image": 1, "texts": ["caption", field],
+                                      "images": ["image", "distractor"]}
+    assert job.module == "papers.conclip.train_mini" and job.name == f"conclip-mini-{run}"
+    # the same batches: an epoch is default_rng([seed, 0, epoch])'s permutation, [I, I'] and [c, c'] per sample
+    tokenize = tokenizer_for("mini-vit-xs")
+    for step in (0, 1, 3):  # 3 steps of 4 per epoch of 12 images: step 3 starts the second epoch
+        epoch, j = divmod(step, len(data.rows) // 4)
+        idx = np.random.default_rng([3, 0, epoch]).permutation(len(data.rows))[j * 4:(j + 1) * 4]
+        batch = job.batches.batch(3, step, 4)
+        assert torch.equal(batch["images"], torch.stack([pixels(data.images)[idx], pixels(data.distractors)[idx]], 1))
+        assert torch.equal(batch["texts"], torch.stack([tokenize([data.rows[i]["caption"] for i in idx]),
+                                                        tokenize([data.rows[i][field] for i in idx])], 1))
+
+
+def test_run_command_trains_the_job_and_writes_its_log(finetune_set, tmp_path, monkeypatch):
+    """``python -m papers.conclip.train_mini run <name>``: weights and sidecar where ``--out`` says, the log beside
+    the pipeline's (``build/mini/conclip/logs/<run>.json``, wall time: not a DVC output)."""
+    import common.params
+    from common.paths import build_dir
+
+    monkeypatch.setenv("VLC_CPU_PROFILE", "off")  # no pinned re-exec of the test process
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"mini": MINI_SECTION}})
+    monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
+    out = tmp_path / "l1.safetensors"
+    assert tm.main(["run", "l1", "--set", str(finetune_set), "--out", str(out), "--steps", "2"]) == 0
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert record["run"] == "l1" and record["terms"] == ["l1"] and record["cpu_profile"] == "off"
+    assert record["trainer"]["steps"] == 2 and record["frozen"] == ["image"]
+    log = json.loads((build_dir("mini", "conclip") / "logs" / "l1.json").read_text())
+    assert log["run"] == "conclip-mini-l1" and log["world_size"] == 1
 
 
 def _sugarcrepe(root: Path, test_set: Path) -> Path:
@@ -155,14 +242,15 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     from common.engine import EngineConfig
 
-    params = m.RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
     models = tmp_path / "models"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
     save_weights(models / "base.safetensors", portable_state(base.build().model))
-    data = m.FinetuneSet.load(finetune_set)
-    for run in m.RUNS:
-        m.train_run(run, data, params, models / f"{run}.safetensors", init=base, checkpoint_every=0)
+    data = FinetuneSet.load(finetune_set)
+    for run in RUNS:
+        job = tm.build_job(run, data, params, init=base)
+        run_job(dataclasses.replace(job, checkpoint_every=0), models / f"{run}.safetensors")
     record = json.loads((models / "l2.json").read_text())
     assert record["loss"]["terms"] == ["l2"] and record["frozen"] == ["image"]
     entries = [t.ModelEntry("clip", "base", "CLIP", "base", models / "base.safetensors"),
@@ -180,7 +268,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
             return list(csv.DictReader(fh))
 
     table3, cells, table6 = read("table3"), read("by_word_k"), read("table6")
-    assert [r["row"] for r in table3] == ["clip", "negclip", *m.RUNS] and [r["row"] for r in table6] == list(m.RUNS)
+    assert [r["row"] for r in table3] == ["clip", "negclip", *RUNS] and [r["row"] for r in table6] == list(RUNS)
     for r in table3:
         mine = [c for c in cells if c["row"] == r["row"]]
         assert len(mine) == 15 and all(int(c["n"]) == 2 for c in mine)

@@ -13,6 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
+import common.params as common_params
 from common.tasks import DatasetError
 from common.zoo import ModelUnavailable
 from papers.conclip import coco_pool
@@ -159,7 +160,7 @@ def outputs(release, tmp_path_factory) -> Path:
     """The stage's entry point, parameters and zoo patched: every training entry (n exceeds them), top_k = 5."""
     out = tmp_path_factory.mktemp("results") / "conclip" / "full"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(df, "_stage_params", lambda: params())
+        mp.setattr(common_params, "stage_params", lambda stage: params())
         mp.setattr(df, "zoo_create", stand_in)
         mp.setattr(df, "CODE_CHUNK", CHUNK)
         assert df.main(["--data", str(release["data"]), "--mapping", str(release["mapping"]), "--data-root",
@@ -331,7 +332,7 @@ def test_an_unavailable_model_and_a_missing_pool(release, tmp_path, monkeypatch)
 
     with pytest.raises(ModelUnavailable, match=r"conclip.full.distractors.model: model 'stand-in/eq4': weights not"):
         _evaluate(release, tmp_path / "out", create=unavailable)
-    monkeypatch.setattr(df, "_stage_params", lambda: params())
+    monkeypatch.setattr(common_params, "stage_params", lambda stage: params())
     monkeypatch.setattr(df, "zoo_create", stand_in)
     with pytest.raises(coco_pool.CocoPoolError, match="captions_train2017.json: missing; .*fetch coco-train2017"):
         df.main(["--data", str(release["data"]), "--mapping", str(release["mapping"]), "--data-root",

@@ -2,7 +2,7 @@
 category JSON files, COCO-named images, the manifest SugarCrepe's ``full-set`` stage writes), scored by random tiny
 CLIPs standing in for the rows of ``conclip.full.sugarcrepe_rows``: sugarcrepe.csv against a brute-force count of each
 model's own scores (a tie counts wrong), the mini profile's columns, unavailable models (an error, or left out), and
-Table 6 assembled from the full profile's three tables, with each bad input named."""
+Table 6 assembled from the full profile's three tables (``table6_full``), with each bad input named."""
 from __future__ import annotations
 
 import csv
@@ -14,11 +14,13 @@ import pytest
 import torch
 from PIL import Image
 
+import common.params as common_params
 from common.engine import EngineConfig
 from common.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
-from papers.conclip import full, mini_tables, zeroshot_full
 from papers.conclip import sugarcrepe_full as sf
+from papers.conclip import table6_full as t6
+from papers.conclip import tables_full, tables_mini, zeroshot_full
 from papers.conclip.runs import RUNS
 from common.benchmarks.sugarcrepe import CATEGORIES, write_manifest
 
@@ -45,7 +47,7 @@ def examples(k: int) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
-    """SugarCrepe as ``papers.sugarcrepe.prepare`` leaves it: data/<category>.json, COCO val2017, the manifest."""
+    """SugarCrepe as ``papers.sugarcrepe.sets_full`` leaves it: data/<category>.json, COCO val2017, the manifest."""
     root = tmp_path_factory.mktemp("sugarcrepe_full")
     val = root / "coco" / "val2017"
     val.mkdir(parents=True)
@@ -103,7 +105,7 @@ def brute_force(model, manifest: Path) -> dict[str, list[tuple[float, float]]]:
 
 def test_sugarcrepe_csv_matches_a_brute_force_count_with_the_mini_columns(tables, tiny, released):
     rows = _rows(tables["sugarcrepe"])
-    assert tuple(rows[0]) == mini_tables.SUGARCREPE_FIELDS  # the audit maps both profiles with one set of columns
+    assert tuple(rows[0]) == tables_mini.SUGARCREPE_FIELDS  # the audit maps both profiles with one set of columns
     assert [r["row"] for r in rows] == list(MODELS)
     for row in rows:
         assert row["model"] == MODELS[row["row"]]
@@ -177,7 +179,7 @@ DATASETS = ("cifar10", "food101")
 
 
 def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -> dict[str, dict]:
-    """table3.csv and classification.csv in the columns of their stages (full.py, zeroshot_full.py), a number per
+    """table3.csv and classification.csv in the columns of their stages (tables_full.py, zeroshot_full.py), a number per
     row that says which row it is, and the scored sugarcrepe.csv; ``skip``: a row left out of table3.csv."""
     results.mkdir(parents=True, exist_ok=True)
     ccneg = {row: 90.0 + i + 0.25 for i, row in enumerate(MODELS)}
@@ -188,7 +190,7 @@ def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -
     fields = zeroshot_full.classification_fields(DATASETS)
     classification = [{"row": r, "model": m, "label": label[r], **{f: 1.0 for f in fields[3:]},
                        "classification_top1": top1[r]} for r, m in MODELS.items()]
-    _write(results / "table3.csv", full.TABLE3_FIELDS, table3)
+    _write(results / "table3.csv", tables_full.TABLE3_FIELDS, table3)
     _write(results / "classification.csv", fields, classification)
     (results / "sugarcrepe.csv").write_bytes(sugarcrepe_csv.read_bytes())
     return {"ccneg": ccneg, "top1": top1, "label": label}
@@ -204,9 +206,9 @@ def _write(path: Path, fields, rows) -> None:
 def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
     results = tmp_path / "results"
     given = write_inputs(results, tables["sugarcrepe"])
-    paths = sf.write_table6(results, context={"test": True})
+    paths = t6.write_table6(results, context={"test": True})
     rows = _rows(paths["table6"])
-    assert tuple(rows[0]) == mini_tables.TABLE6_FIELDS
+    assert tuple(rows[0]) == tables_mini.TABLE6_FIELDS
     assert [r["row"] for r in rows] == [f"ft-{run}" for run in RUNS]
     sugarcrepe = {r["row"]: r for r in _rows(tables["sugarcrepe"])}
     for row in rows:
@@ -219,8 +221,8 @@ def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
             assert row[f"sugarcrepe_{fold}"] == sugarcrepe[row["row"]][f"sugarcrepe_{fold}"]
     assert rows[-1]["negatives"] == "crepe" and rows[0]["terms"] == "l1+l2+l3"
     summary = json.loads(paths["summary"].read_text())
-    assert len(summary) <= sf.SUMMARY_MAX and all(isinstance(v, float) for v in summary.values())
-    means = {r["row"]: np.mean([float(r[f]) for f in mini_tables.TABLE6_FIELDS[6:]]) for r in rows}
+    assert len(summary) <= t6.SUMMARY_MAX and all(isinstance(v, float) for v in summary.values())
+    means = {r["row"]: np.mean([float(r[f]) for f in tables_mini.TABLE6_FIELDS[6:]]) for r in rows}
     assert summary["ft_l1_l2_mean"] == pytest.approx(means["ft-l1-l2"], abs=0.006)
     assert summary["ft_l2_sugarcrepe"] == pytest.approx(
         np.mean([float(rows[2][f"sugarcrepe_{f}"]) for f in ("replace", "add", "swap")]), abs=0.006)
@@ -229,55 +231,64 @@ def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
         means["ft-conclip"] - means["ft-crepe-negate-l1"], abs=0.011)
     context = json.loads(paths["context"].read_text())
     assert context["test"] is True and context["skipped"] == {}
-    assert context["inputs"]["table3.csv"]["sha256"] and set(context["runs"]) == set(sf.TABLE6_ROWS)
+    assert context["inputs"]["table3.csv"]["sha256"] and set(context["runs"]) == set(t6.TABLE6_ROWS)
 
 
 def test_table6_names_a_missing_or_bad_input(tables, tmp_path):
     results = tmp_path / "results"
     write_inputs(results, tables["sugarcrepe"], skip="ft-l2")
-    with pytest.raises(sf.Table6InputError, match=r"table3.csv: no row 'ft-l2'"):
-        sf.write_table6(results)
+    with pytest.raises(t6.Table6InputError, match=r"table3.csv: no row 'ft-l2'"):
+        t6.write_table6(results)
     assert not (results / "table6.csv").exists()
-    paths = sf.write_table6(results, skip_unavailable=True)
+    paths = t6.write_table6(results, skip_unavailable=True)
     assert [r["row"] for r in _rows(paths["table6"])] == ["ft-conclip", "ft-l1", "ft-l1-l2", "ft-crepe-negate-l1"]
     assert "table3.csv" in json.loads(paths["context"].read_text())["skipped"]["ft-l2"]
     assert "ft_l2_mean" not in json.loads(paths["summary"].read_text())
 
     (results / "classification.csv").unlink()
-    with pytest.raises(sf.Table6InputError, match=r"classification.csv: not found"):
-        sf.write_table6(results, skip_unavailable=True)
+    with pytest.raises(t6.Table6InputError, match=r"classification.csv: not found"):
+        t6.write_table6(results, skip_unavailable=True)
     write_inputs(results, tables["sugarcrepe"])
     text = (results / "table3.csv").read_text().replace("conclip/full-l1-l2", "conclip/full-other")
     (results / "table3.csv").write_text(text)
-    with pytest.raises(sf.Table6InputError, match=r"row 'ft-l1-l2' names different models"):
-        sf.write_table6(results)
+    with pytest.raises(t6.Table6InputError, match=r"row 'ft-l1-l2' names different models"):
+        t6.write_table6(results)
     write_inputs(results, tables["sugarcrepe"])
     lines = (results / "sugarcrepe.csv").read_text().splitlines()
     broken = [",".join(v if i != 10 else "n/a" for i, v in enumerate(line.split(","))) if line.startswith("ft-l1,")
               else line for line in lines]
     (results / "sugarcrepe.csv").write_text("\n".join(broken) + "\n")
-    with pytest.raises(sf.Table6InputError, match=r"sugarcrepe.csv: row 'ft-l1': .* must be numbers"):
-        sf.write_table6(results)
+    with pytest.raises(t6.Table6InputError, match=r"sugarcrepe.csv: row 'ft-l1': .* must be numbers"):
+        t6.write_table6(results)
     (results / "sugarcrepe.csv").write_text("row,model,label\nft-l1,x,y\n")
-    with pytest.raises(sf.Table6InputError, match=r"sugarcrepe.csv: no column \['sugarcrepe_replace'"):
-        sf.write_table6(results)
+    with pytest.raises(t6.Table6InputError, match=r"sugarcrepe.csv: no column \['sugarcrepe_replace'"):
+        t6.write_table6(results)
 
 
 def test_entry_points_read_the_stage_parameters(released, tiny, tmp_path, monkeypatch, capsys):
     params = {"engine": {"num_workers": 0}, "conclip": {"full": {
         "models": MODELS, "sugarcrepe_rows": ["clip", "ft-conclip"], "skip_unavailable": False}}}
     stages = []
-    monkeypatch.setattr(sf, "_stage_params", lambda stage: stages.append(stage) or params)
+    monkeypatch.setattr(common_params, "stage_params", lambda stage: stages.append(stage) or params)
     monkeypatch.setattr(sf, "zoo_create", tiny)
     out = tmp_path / "results"
     assert sf.main(["--out", str(out), "--sugarcrepe", str(released), "--device", "cpu"]) == 0
     assert [r["row"] for r in _rows(out / "sugarcrepe.csv")] == ["clip", "ft-conclip"]
     assert json.loads((out / "sugarcrepe_context.json").read_text())["rows_from"] == "conclip.full.sugarcrepe_rows"
-    with pytest.raises(sf.Table6InputError, match="table3.csv: not found"):
-        sf.main(["table6", "--out", str(out)])
+    with pytest.raises(t6.Table6InputError, match="table3.csv: not found"):
+        t6.main(["--out", str(out)])
     params["conclip"]["full"]["skip_unavailable"] = True
     write_inputs(out, out / "sugarcrepe.csv")
-    assert sf.main(["table6", "--out", str(out)]) == 0
+    assert t6.main(["--out", str(out)]) == 0
     assert [r["row"] for r in _rows(out / "table6.csv")] == ["ft-conclip"]
-    assert stages == [sf.SCORE_STAGE, sf.TABLE6_STAGE, sf.TABLE6_STAGE]
+    assert stages == [sf.SCORE_STAGE, t6.TABLE6_STAGE, t6.TABLE6_STAGE]
     assert "ft-conclip" in capsys.readouterr().out
+
+
+def test_table6_and_sugarcrepe_are_stages_of_their_own():
+    """Table 6 reads CSV files: editing it must not rescore SugarCrepe on a GPU, nor the other way round."""
+    from common.training.job import code_files
+
+    table6, score = code_files("papers.conclip.table6_full"), code_files("papers.conclip.sugarcrepe_full")
+    assert "papers/conclip/sugarcrepe_full.py" not in table6 and "common/engine.py" not in table6
+    assert "papers/conclip/table6_full.py" not in score

@@ -20,6 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
+import common.params as common_params
 from common.download import LOCK_NAME
 from common.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
@@ -408,7 +409,7 @@ def test_an_unavailable_model_stops_the_run_or_is_skipped(world, tiny, tmp_path)
 def test_entry_point_reads_the_stage_parameters(world, tiny, tmp_path, monkeypatch, capsys):
     params = {"engine": {"num_workers": 0},
               "conclip": {"full": {"models": MODELS, "skip_unavailable": False, "zeroshot_datasets": ["cifar10"]}}}
-    monkeypatch.setattr(zf, "_stage_params", lambda: params)
+    monkeypatch.setattr(common_params, "stage_params", lambda stage: params)
     monkeypatch.setattr(zf, "zoo_create", tiny)
     common = ["--device", "cpu", "--data-root", str(world.data_root), "--images", str(world.images)]
     assert zf.main(["--out", str(tmp_path / "a"), *common]) == 0

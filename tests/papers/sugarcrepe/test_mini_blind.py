@@ -19,8 +19,9 @@ from common.miniworld.templates import TEMPLATE_KINDS
 from common.tasks import DatasetError
 from papers.sugarcrepe import mini_blind
 from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet, read_category
-from papers.sugarcrepe.mini import MiniSetConfig, build_mini_set
-from papers.sugarcrepe.mini_templates import build_template_set, load_template_set
+from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
+from papers.sugarcrepe.aro_crepe import load_template_set
+from papers.sugarcrepe.mini_templates import build_template_set
 
 CONFIG = MiniSetConfig(examples_per_category=40, image_size=24, seed=0)
 BLIND = mini_blind.Config(folds=3, bootstrap=200, lm_train_images=1200)

@@ -1,4 +1,6 @@
-"""SugarCrepe Table 5 (mini): the fine-tuning set, the loss wiring of CLIP-FT vs NegCLIP, and a tiny end-to-end run.
+"""SugarCrepe Table 5 (mini): the fine-tuning set (``negclip_sets_mini``, ``negclip_rows_mini``), the loss wiring of
+CLIP-FT vs NegCLIP (``negclip_train_mini``, ``losses``), and a tiny end-to-end run through the tables
+(``negclip_tables_mini``, ``negclip_tables``).
 
 The rule-based negatives come from a stand-in with ``common.miniworld.templates.template_negative``'s signature, so
 these tests pin this module's logic whatever the real generator emits.
@@ -18,9 +20,19 @@ from common.miniworld.claims import Claim
 from common.miniworld.negatives import replace_obj
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
+from common.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import save_weights, portable_state
-from papers.sugarcrepe import negclip_mini as nm
+from common.training.job import run_job
+from common.training.recipe import RunParams
+from common.zoo.trained import tokenizer_for
+from papers.sugarcrepe import negclip_rows_mini as rm
+from papers.sugarcrepe import negclip_sets_mini as sm
+from papers.sugarcrepe import negclip_tables as nt
+from papers.sugarcrepe import negclip_tables_mini as ntm
+from papers.sugarcrepe import negclip_train_mini as tm
+from papers.sugarcrepe.losses import TextNegativeClipLoss
+from papers.sugarcrepe.runs import KINDS, RUNS
 from training_support import A, B_, E1, E2, S, ce, dot, mean, t
 
 ARCH = "mini-vit-xs"
@@ -47,28 +59,29 @@ def stand_in_negative(scene: Scene, claim: Claim, kind: str, rng: random.Random)
 
 @pytest.fixture(scope="module")
 def tokenize():
-    return nm.tokenizer_for(ARCH)
+    return tokenizer_for(ARCH)
 
 
 @pytest.fixture(scope="module")
 def tiny_set(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("negclip_set")
-    nm.build_set(nm.SetConfig(train_images=16, captions_per_image=2), out, stand_in_negative, nm.RefineConfig(folds=3))
+    sm.build_set(sm.SetConfig(train_images=16, captions_per_image=2), out, stand_in_negative, sm.RefineConfig(folds=3))
     return out
 
 
 def test_set_is_deterministic_and_every_caption_has_each_kind(tiny_set, tmp_path):
     again = tmp_path / "again"
-    nm.build_set(nm.SetConfig(train_images=16, captions_per_image=2), again, stand_in_negative, nm.RefineConfig(folds=3))
+    sm.build_set(sm.SetConfig(train_images=16, captions_per_image=2), again, stand_in_negative,
+                 sm.RefineConfig(folds=3))
     for name in ("images.npy", "captions.json", "negatives.json", "refined.json", "manifest.json"):
         assert (again / name).read_bytes() == (tiny_set / name).read_bytes(), name
-    data = nm.FinetuneSet.load(tiny_set)
+    data = rm.FinetuneSet.load(tiny_set)
     assert data.images.shape == (16, 48, 48, 3) and data.images.dtype == np.uint8
     assert data.kinds() == ("replace", "swap", "negate")
     for caps, negs in zip(data.captions, data.negatives):
         assert len(caps) == len(negs) == 2
         for caption, per_kind in zip(caps, negs):
-            assert set(per_kind) == set(nm.KINDS)
+            assert set(per_kind) == set(KINDS)
             assert all(n != caption for n in per_kind.values())
     manifest = json.loads((tiny_set / "manifest.json").read_text())
     assert manifest["stream"] == "sugarcrepe-finetune-train" and manifest["counts"]["images"] == 16
@@ -81,7 +94,7 @@ def test_set_keeps_only_captions_every_kind_applies_to(tmp_path):
             return None
         return stand_in_negative(scene, claim, kind, rng)
 
-    data, counts = nm.render_set(nm.SetConfig(train_images=10, captions_per_image=2), no_swap_of_relations)
+    data, counts = sm.render_set(sm.SetConfig(train_images=10, captions_per_image=2), no_swap_of_relations)
     assert counts["claims_rejected_by_kind"]["swap"] > 0
     assert not any(w in c for caps in data.captions for c in caps for w in (" left of ", " above ", " below "))
 
@@ -94,14 +107,14 @@ def test_bad_negatives_file_names_the_record(tiny_set, tmp_path):
     negatives = json.loads((tiny_set / "negatives.json").read_text())
     del negatives[3][1]["swap"]
     (broken / "negatives.json").write_text(json.dumps(negatives))
-    with pytest.raises(nm.DatasetError, match=r"negatives.json: record 3: caption 1"):
-        nm.FinetuneSet.load(broken)
+    with pytest.raises(DatasetError, match=r"negatives.json: record 3: caption 1"):
+        rm.FinetuneSet.load(broken)
 
 
 def test_clip_ft_and_negclip_draw_the_same_captions(tiny_set, tokenize):
-    data = nm.FinetuneSet.load(tiny_set)
-    plain = nm.batches_for(data, None, tokenize)
-    hard = nm.batches_for(data, "swap", tokenize)
+    data = rm.FinetuneSet.load(tiny_set)
+    plain = tm.batches_for(data, None, tokenize)
+    hard = tm.batches_for(data, "swap", tokenize)
     for step in range(9):  # crosses epochs (16 images, batches of 4: 4 steps per epoch)
         a, b = plain.batch(0, step, 4), hard.batch(0, step, 4)
         assert a["texts"].shape[1] == 1 and b["texts"].shape[1] == 2
@@ -113,10 +126,10 @@ def test_clip_ft_and_negclip_draw_the_same_captions(tiny_set, tokenize):
 
 
 def test_a_negative_identical_to_its_caption_in_tokens_is_refused(tiny_set, tokenize):
-    data = nm.FinetuneSet.load(tiny_set)
+    data = rm.FinetuneSet.load(tiny_set)
     data.negatives[2][0]["negate"] = data.captions[2][0]
-    with pytest.raises(nm.DatasetError, match="image 2: caption 0"):
-        nm.batches_for(data, "negate", tokenize)
+    with pytest.raises(DatasetError, match="image 2: caption 0"):
+        tm.batches_for(data, "negate", tokenize)
 
 
 def test_text_negative_loss_by_hand():
@@ -124,7 +137,7 @@ def test_text_negative_loss_by_hand():
     images, texts = [E1, E2], [A, B_, [0.0, -1.0], [-0.6, 0.8]]
     i2t = mean(ce([S * dot(images[m], x) for x in texts], m) for m in range(2))  # 2 x 4
     t2i = mean(ce([S * dot(texts[m], i) for i in images], m) for m in range(2))  # 2 x 2
-    got = nm.TextNegativeClipLoss()(t(images), t(texts), S)["contrastive_loss"].item()
+    got = TextNegativeClipLoss()(t(images), t(texts), S)["contrastive_loss"].item()
     assert got == pytest.approx((i2t + t2i) / 2, abs=1e-12)
     assert got > ClipLoss()(t(images), t(texts[:2]), S)["contrastive_loss"].item()
 
@@ -132,7 +145,7 @@ def test_text_negative_loss_by_hand():
 @pytest.mark.parametrize("run, n_texts", [("clip-ft", 1), ("negclip-negate", 2)])
 def test_negatives_reach_the_loss_only_in_negclip_runs(tiny_set, tokenize, tmp_path, monkeypatch, run, n_texts):
     seen = []
-    for cls in (ClipLoss, nm.TextNegativeClipLoss):
+    for cls in (ClipLoss, TextNegativeClipLoss):
         original = cls.forward
 
         def spy(self, image_features, text_features, logit_scale, batch=None, _original=original):
@@ -140,14 +153,14 @@ def test_negatives_reach_the_loss_only_in_negclip_runs(tiny_set, tokenize, tmp_p
             return _original(self, image_features, text_features, logit_scale, batch)
 
         monkeypatch.setattr(cls, "forward", spy)
-    params = nm.RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
-    result = nm.train_run(run, nm.FinetuneSet.load(tiny_set), params, tmp_path / f"{run}.safetensors",
-                          init=FromScratch(ARCH), tokenize=tokenize)
+    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    job = tm.build_job(run, rm.FinetuneSet.load(tiny_set), params, init=FromScratch(ARCH), tokenize=tokenize)
+    result = run_job(job, tmp_path / f"{run}.safetensors")
     expected = "ClipLoss" if run == "clip-ft" else "TextNegativeClipLoss"
     assert [s[0] for s in seen] == [expected, expected]
     assert all(s[1][0] == 4 and s[2][0] == 4 * n_texts for s in seen)
     assert result.record["loss"]["name"] == expected and result.record["run"] == run
-    assert result.record["hard_negative"] == nm.RUNS[run].hard_negative and result.record["refined"] is False
+    assert result.record["hard_negative"] == RUNS[run].hard_negative and result.record["refined"] is False
 
 
 def _write_benchmark(root: Path, categories: dict[str, list[tuple[str, str]]], image_names: list[str],
@@ -185,36 +198,36 @@ def tiny_benchmarks(tmp_path_factory) -> tuple[Path, Path]:
 def test_tiny_end_to_end_writes_table5(tiny_set, tiny_benchmarks, tokenize, tmp_path):
     from common.engine import EngineConfig
 
-    params = nm.RunParams(base="unused", steps=3, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = RunParams(base="unused", steps=3, batch_size=4, lr=1e-3, warmup_steps=1)
     models = tmp_path / "models"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
     save_weights(models / "base.safetensors", portable_state(base.build().model))
-    data = nm.FinetuneSet.load(tiny_set)
-    for run in nm.RUNS:  # the refined runs on the whole tiny set too: refinement has its own test
-        nm.train_run(run, data, params, models / f"{run}.safetensors", init=base, tokenize=tokenize)
-    entries = [nm.ModelEntry("base", "pretrained", checkpoint=models / "base.safetensors"),
-               *nm.entries_for("unused", models)[1:]]
+    data = rm.FinetuneSet.load(tiny_set)
+    for run in RUNS:  # the refined runs on the whole tiny set too: refinement has its own test
+        run_job(tm.build_job(run, data, params, init=base, tokenize=tokenize), models / f"{run}.safetensors")
+    entries = [nt.ModelEntry("base", "pretrained", checkpoint=models / "base.safetensors"),
+               *ntm.entries_for("unused", models)[1:]]
     sugar, templates = tiny_benchmarks
     config = EngineConfig(progress=False)
     out = tmp_path / "results"
     refined = {"replace": {"n_in": 32, "n_kept": 10}, "swap": {"n_in": 32, "n_kept": 6}}
-    paths = nm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
+    paths = ntm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
     first = {name: p.read_bytes() for name, p in paths.items()}
-    nm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
+    ntm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
     assert {name: p.read_bytes() for name, p in paths.items()} == first  # deterministic bytes, PNG included
 
     with open(paths["table5"], newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["model"] for r in rows] == ["base", *(f"sugarcrepe/mini-{r}" for r in ("clip-ft", "negclip-replace",
-                                                                                      "negclip-swap", "negclip-negate"))]
+    assert [r["model"] for r in rows] == ["base", *(f"sugarcrepe/mini-{r}" for r in (
+        "clip-ft", "negclip-replace", "negclip-swap", "negclip-negate"))]
     assert [r["hard_negative"] for r in rows] == ["N/A", "N/A", "replace", "swap", "negate"]
     clip_ft = rows[1]
     for r in rows:
-        for c in nm.COLUMNS:
+        for c in nt.COLUMNS:
             assert 0 <= float(r[c]) <= 100
             assert float(r[f"gain_{c}"]) == pytest.approx(float(r[c]) - float(clip_ft[c]), abs=0.011)
-    assert all(float(clip_ft[f"gain_{c}"]) == 0 for c in nm.COLUMNS)
+    assert all(float(clip_ft[f"gain_{c}"]) == 0 for c in nt.COLUMNS)
     metrics = json.loads(paths["metrics5"].read_text())
     assert len(metrics) <= 8 and all(isinstance(v, float) for v in metrics.values())
     with open(paths["table10"], newline="") as fh:
@@ -239,23 +252,23 @@ def test_sugarcrepe_columns_pool_their_categories():
             return {"replace_obj": GroupScore(4, 3, 0), "replace_att": GroupScore(1, 0, 0),
                     "replace_rel": GroupScore(0, 0, 0)}
 
-    got = nm.grouped_accuracy(Result("m", "f", "t"), {"replace": ("replace_obj", "replace_att", "replace_rel")}, "x")
+    got = nt.grouped_accuracy(Result("m", "f", "t"), {"replace": ("replace_obj", "replace_att", "replace_rel")}, "x")
     assert got == {"replace": 60.0}
-    with pytest.raises(nm.DatasetError, match="no examples of \\['swap_obj'\\]"):
-        nm.grouped_accuracy(Result("m", "f", "t"), {"swap": ("swap_obj",)}, "x")
+    with pytest.raises(DatasetError, match="no examples of \\['swap_obj'\\]"):
+        nt.grouped_accuracy(Result("m", "f", "t"), {"swap": ("swap_obj",)}, "x")
 
 
 def test_summary_of_hand_made_rows():
     def row(training, kind, template_gain, sugar_gain):
-        cells = {c: 50.0 for c in nm.COLUMNS}
+        cells = {c: 50.0 for c in nt.COLUMNS}
         gains = {f"gain_{c}": (template_gain.get(c, 0.0) if c.startswith("aro") else sugar_gain.get(c, 0.0))
-                 for c in nm.COLUMNS}
+                 for c in nt.COLUMNS}
         return {"model": kind, "training": training, "hard_negative": kind, "negatives": "template", **cells, **gains}
 
     rows = [row("clip-ft", "N/A", {}, {})]
     rows += [row("negclip", k, {f"aro_crepe_{k}": 30.0, "aro_crepe_shuffle": 6.0},
-                 {f"sugarcrepe_{nm.MATCHING_SUGARCREPE[k]}": 3.0}) for k in nm.KINDS]
-    got = nm.summary(rows)
+                 {f"sugarcrepe_{nt.MATCHING_SUGARCREPE[k]}": 3.0}) for k in KINDS]
+    got = nt.summary(rows)
     assert got["gain_template_matching"] == 30.0 and got["gain_sugarcrepe_matching"] == 3.0
     assert got["gain_template_all"] == pytest.approx((30 + 6) / 4) and got["gain_sugarcrepe_all"] == 1.0
     assert got["max_gain_template"] == 30.0 and got["clip_ft_template_mean"] == 50.0
@@ -265,7 +278,7 @@ def test_refinement_balances_both_blind_scorers_and_refined_runs_train_on_what_i
     """On the kept pairs each cross-fitted scorer's gap is positive as often as negative (Algorithm 1), so its
     accuracy (positive strictly above) is at most one half; a refined run's data holds exactly the kept rows."""
     refined = json.loads((tiny_set / "refined.json").read_text())["kinds"]
-    data = nm.FinetuneSet.load(tiny_set)
+    data = rm.FinetuneSet.load(tiny_set)
     for kind, info in refined.items():
         assert info["n_in"] == 32 and info["n_kept"] == len(info["kept"]) <= 32
         for accuracy in info["blind_accuracy_after"].values():
@@ -273,18 +286,18 @@ def test_refinement_balances_both_blind_scorers_and_refined_runs_train_on_what_i
     assert refined["negate"]["blind_accuracy_before"]["text-classifier"] > 0.9  # "There is no" is a give-away
     rows = refined["swap"]["kept"]
     if rows:
-        subset = nm.run_data("negclip-refined-swap", tiny_set)
+        subset = rm.run_data("negclip-refined-swap", tiny_set)
         kept = {(data.captions[i][j], data.negatives[i][j]["swap"]) for i, j in rows}
         got = {(c, n["swap"]) for caps, negs in zip(subset.captions, subset.negatives) for c, n in zip(caps, negs)}
         assert got == kept and len(subset.images) == len({i for i, _ in rows})
 
 
 def test_subset_pads_each_image_with_its_kept_captions_and_refuses_nothing(tiny_set):
-    data = nm.FinetuneSet.load(tiny_set)
+    data = rm.FinetuneSet.load(tiny_set)
     sub = data.subset([(5, 1), (2, 0), (2, 1)])
     assert np.array_equal(sub.images, data.images[[2, 5]])
     assert sub.captions == [data.captions[2], [data.captions[5][1]] * 2]
-    with pytest.raises(nm.NegclipMiniError, match="empty"):
+    with pytest.raises(rm.NegclipMiniError, match="empty"):
         data.subset([])
 
 
@@ -296,5 +309,98 @@ def test_a_refined_run_with_nothing_kept_refuses_to_start(tiny_set, tmp_path):
     refined = json.loads((tiny_set / "refined.json").read_text())
     refined["kinds"]["swap"]["kept"] = []
     (broken / "refined.json").write_text(json.dumps(refined))
-    with pytest.raises(nm.NegclipMiniError, match="refinement kept no swap negative"):
-        nm.run_data("negclip-refined-swap", broken)
+    with pytest.raises(rm.NegclipMiniError, match="refinement kept no swap negative"):
+        rm.run_data("negclip-refined-swap", broken)
+
+
+# ---- the runs as jobs: what the trainer receives is what the old entry point gave it ----------------------------
+CPU_PROFILE = {"cpu_profile": "stand-in", "threads": 1}
+"""Stands in for ``common.reproducible.describe()``, which the launcher passes to the builder on the CPU."""
+
+
+def _set_with_refinement(tiny_set: Path, tmp_path: Path) -> Path:
+    """The tiny set with a ``refined.json`` that keeps 5 rows over 4 images of every kind (enough for a batch of 4)."""
+    out = tmp_path / "set"
+    out.mkdir()
+    for name in ("images.npy", "captions.json", "negatives.json", "manifest.json"):
+        (out / name).write_bytes((tiny_set / name).read_bytes())
+    kept = [[0, 1], [3, 0], [5, 1], [7, 0], [7, 1]]
+    (out / "refined.json").write_text(json.dumps({"kinds": {k: {"n_in": 32, "n_kept": 5, "kept": kept}
+                                                             for k in ("replace", "swap", "negate")}}))
+    return out
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, monkeypatch, run):
+    """The expected values are the old ``negclip_mini._cmd_run`` / ``train_run``'s, written out: ``RunParams``'
+    trainer config, ``FromZoo(base)``, the batch source named per kind, ``ClipLoss`` or ``TextNegativeClipLoss``,
+    checkpoints every 50 steps with resume, no validation, and the sidecar's provenance: run, hard_negative,
+    refined, the set manifest's sha256, then the CPU profile, in that order (the sidecar keeps it)."""
+    import argparse
+    import hashlib
+    from dataclasses import asdict
+
+    import common.params
+
+    section = {"base": "mini/xs-32k", "steps": 3, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1,
+               "weight_decay": 0.1, "seed": 0}
+    stages = []
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
+                        {"sugarcrepe": {"negclip_mini": section}})
+    set_dir = _set_with_refinement(tiny_set, tmp_path)
+    job = tm.build(argparse.Namespace(run=run, set=str(set_dir)), None, CPU_PROFILE)
+
+    kind = {"clip-ft": None, "negclip-replace": "replace", "negclip-swap": "swap", "negclip-negate": "negate",
+            "negclip-refined-replace": "replace", "negclip-refined-swap": "swap"}[run]
+    refined = run.startswith("negclip-refined-")
+    assert stages == [f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}"]
+    assert asdict(job.config) == {"steps": 3, "batch_size": 4, "lr": 0.001, "weight_decay": 0.1, "warmup_steps": 1,
+                                  "accum": 1, "seed": 0, "precision": "fp32", "checkpoint_every": 0,
+                                  "validate_every": 0, "freeze": ()}
+    assert job.init.describe() == {"kind": "zoo", "name": "mini/xs-32k", "arch": "mini-vit-xs",
+                                   "weights": "build:mini/models/xs-32k.safetensors"}
+    assert job.batches.describe() == {
+        "name": "sugarcrepe-mini-clip-ft" if kind is None else f"sugarcrepe-mini-negclip-{kind}",
+        "n_images": 4 if refined else 16, "captions_per_image": 2, "negatives": kind is not None}
+    assert job.loss is (ClipLoss if kind is None else TextNegativeClipLoss)
+    assert job.loss().describe() == {"name": "ClipLoss" if kind is None else "TextNegativeClipLoss"}
+    sha = hashlib.sha256((set_dir / "manifest.json").read_bytes()).hexdigest()
+    assert list(job.provenance.items()) == [("run", run), ("hard_negative", kind), ("refined", refined),
+                                            ("set_manifest_sha256", sha), *CPU_PROFILE.items()]
+    assert (job.checkpoint_every, job.resume, job.validate) == (50, True, None)
+    assert (job.name, job.module) == (f"sugarcrepe-mini-{run}", "papers.sugarcrepe.negclip_train_mini")
+
+
+def test_the_training_module_imports_no_table_set_or_blind_code():
+    """A module boundary is a rerun boundary: the runs' stage must not rerun when the tables, the set's rendering or
+    the blind scorers change (``common.training.job`` keys the resume state by the same closure)."""
+    from common.import_closure import closure
+    from common.training.job import code_files
+
+    assert tm.MODULE == tm.__name__
+    files = set(closure([tm.MODULE]).files)
+    assert files == set(code_files(tm.MODULE))
+    assert not [f for f in files if f.startswith("common/blind/") or "tables" in f or "sets" in f
+                or f.startswith(("common/engine", "common/scoring/", "common/miniworld/"))], sorted(files)
+
+
+def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
+    """``python -m papers.sugarcrepe.negclip_train_mini run <run>``: weights and sidecar where ``--out`` says, the
+    wall-time log under ``build/mini/sugarcrepe_negclip/logs/`` (its old place)."""
+    import common.params
+    import common.reproducible
+    from common.paths import build_dir
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
+    section = {"base": "unused", "steps": 9, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1, "weight_decay": 0.1,
+               "seed": 0}
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_mini": section}})
+    monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
+    out = tmp_path / "negclip-swap.safetensors"
+    assert tm.main(["run", "negclip-swap", "--set", str(tiny_set), "--out", str(out), "--steps", "2"]) == 0
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert record["run"] == "negclip-swap" and record["hard_negative"] == "swap" and record["trainer"]["steps"] == 2
+    assert record["loss"] == {"name": "TextNegativeClipLoss"} and "set_manifest_sha256" in record
+    log = json.loads((build_dir("mini", "sugarcrepe_negclip") / "logs" / "negclip-swap.json").read_text())
+    assert log["run"] == "sugarcrepe-mini-negclip-swap" and log["world_size"] == 1

@@ -1,4 +1,4 @@
-"""The mini profile's SugarCrepe-format test set (papers/sugarcrepe/mini.py): the released format, every positive
+"""The mini profile's SugarCrepe-format test set (papers/sugarcrepe/sets_mini.py): the released format, every positive
 true and every negative false for its scene, deterministic, and loadable by the real benchmark's loader."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from common.miniworld import VERSION
 from common.miniworld.claims import Claim, NounPhrase, RelationClaim, satisfies
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.scene import Scene, SceneObject, contains_heldout
-from papers.sugarcrepe.mini import MiniSetConfig, build_mini_set
+from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,141 @@
+"""NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), the same source for both profiles.
+
+A ``PairTable`` holds the fine-tuning rows (a caption, its hard negative captions, its image) grouped in units;
+``FinetuneBatches`` draws each step's batch from it: NegCLIP (``hard=True``) gets, per sample, a caption, one of its
+hard negative captions (swaps, ``papers.aro.negatives``), one of its image's nearest training images with that
+image's caption and one of its negatives; CLIP-FT the image and caption alone, from the very same draws. The mini
+profile fills the table from the rendered set (``papers.aro.train_mini``), the full one from NegCLIP's released TSV
+(``papers.aro.negclip_tsv_full``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from papers.aro.images import ImageStore
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """Rows (a caption, its hard negatives, its image) grouped in units, the things an epoch permutes.
+
+    Rows of unit u are ``unit_offsets[u]:unit_offsets[u+1]``; ``hard_units[u]`` are the units whose images are the
+    nearest to u's (the hard negative images). Every row has at least one negative (captions without are dropped).
+    """
+
+    row_image: np.ndarray
+    captions: tuple[str, ...]
+    negatives: tuple[tuple[str, ...], ...]
+    unit_offsets: np.ndarray
+    hard_units: np.ndarray
+
+    def __post_init__(self):
+        n_rows, n_units = len(self.captions), len(self.unit_offsets) - 1
+        if len(self.row_image) != n_rows or len(self.negatives) != n_rows:
+            raise ValueError("PairTable: row_image, captions and negatives need one entry per row")
+        if self.unit_offsets[0] != 0 or self.unit_offsets[-1] != n_rows or np.any(np.diff(self.unit_offsets) < 1):
+            raise ValueError("PairTable: unit_offsets must cover the rows, every unit with at least one row")
+        if self.hard_units.shape[0] != n_units or self.hard_units.ndim != 2:
+            raise ValueError("PairTable: hard_units needs one row of neighbour units per unit")
+        if n_units and (self.hard_units.min() < 0 or self.hard_units.max() >= n_units):
+            raise ValueError("PairTable: hard_units holds a unit index out of range")
+        if any(not n for n in self.negatives):
+            raise ValueError("PairTable: every row needs at least one negative caption")
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_offsets) - 1
+
+    def describe(self) -> dict:
+        return {"units": self.n_units, "rows": len(self.captions),
+                "images": int(len(np.unique(self.row_image))), "neighbours_per_unit": int(self.hard_units.shape[1]),
+                "negatives": int(sum(map(len, self.negatives)))}
+
+
+class TokenCache:
+    """The model's tokenizer with an optional memo (the mini sweep tokenises the same captions every run)."""
+
+    def __init__(self, tokenizer: Callable, memo: bool = True):
+        self.tokenizer, self.memo = tokenizer, memo
+        self._cache: dict[str, torch.Tensor] = {}
+
+    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        if not self.memo:
+            return self.tokenizer(list(texts))
+        missing = sorted({t for t in texts if t not in self._cache})
+        if missing:
+            for text, tokens in zip(missing, self.tokenizer(missing)):
+                self._cache[text] = tokens
+        return torch.stack([self._cache[t] for t in texts])
+
+
+@dataclass(frozen=True)
+class Draws:
+    """The random choices of one step's global batch (indices into the table)."""
+
+    rows: np.ndarray
+    negatives: np.ndarray
+    hard_rows: np.ndarray
+    hard_negatives: np.ndarray
+
+
+class FinetuneBatches:
+    """NegCLIP's (``hard=True``) or CLIP-FT's batches over one ``PairTable``: the batch of step s is a pure
+    function of (seed, s).
+
+    An epoch is a permutation of the units (``default_rng([seed, 0, epoch])``; the tail that does not fill a batch
+    is dropped); per step, ``default_rng([seed, 1, step])`` draws for every sample a row of its unit, one of the
+    row's negatives, a neighbour unit, a row of it and one of that row's negatives. Both modes draw the same
+    numbers, so CLIP-FT trains on exactly NegCLIP's captions.
+    """
+
+    def __init__(self, table: PairTable, images: ImageStore, tokens: Callable[[Sequence[str]], torch.Tensor],
+                 hard: bool):
+        self.table, self.images, self.tokens, self.hard = table, images, tokens, hard
+        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def steps_per_epoch(self, size: int) -> int:
+        steps = self.table.n_units // size
+        if steps < 1:
+            raise ValueError(f"batch of {size} is larger than the {self.table.n_units} training units")
+        return steps
+
+    def draws(self, seed: int, step: int, size: int) -> Draws:
+        t = self.table
+        epoch, j = divmod(step, self.steps_per_epoch(size))
+        if self._perm is None or self._perm[0] != (seed, epoch):
+            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(t.n_units))
+        units = self._perm[1][j * size: (j + 1) * size]
+        u = np.random.default_rng([seed, 1, step]).random((5, size))
+
+        def pick(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+            return np.minimum((x * n).astype(np.int64), n - 1)
+
+        counts = np.diff(t.unit_offsets)
+        n_neg = np.fromiter((len(n) for n in t.negatives), dtype=np.int64, count=len(t.negatives))
+        rows = t.unit_offsets[units] + pick(counts[units], u[0])
+        hard_units = t.hard_units[units, pick(np.full(size, t.hard_units.shape[1]), u[1])]
+        hard_rows = t.unit_offsets[hard_units] + pick(counts[hard_units], u[2])
+        return Draws(rows, pick(n_neg[rows], u[3]), hard_rows, pick(n_neg[hard_rows], u[4]))
+
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        d = self.draws(seed, step, size)
+        t = self.table
+        r, hr = d.rows[rows], d.hard_rows[rows]
+        captions = [t.captions[i] for i in r]
+        if not self.hard:
+            return {"images": self.images.get(t.row_image[r]).unsqueeze(1),
+                    "texts": self.tokens(captions).unsqueeze(1)}
+        negs = [t.negatives[i][k] for i, k in zip(r, d.negatives[rows])]
+        hard_caps = [t.captions[i] for i in hr]
+        hard_negs = [t.negatives[i][k] for i, k in zip(hr, d.hard_negatives[rows])]
+        images = torch.stack([self.images.get(t.row_image[r]), self.images.get(t.row_image[hr])], dim=1)
+        texts = torch.stack([self.tokens(x) for x in (captions, hard_caps, negs, hard_negs)], dim=1)
+        return {"images": images, "texts": texts}
+
+    def describe(self) -> dict:
+        return {"name": "aro-negclip" if self.hard else "aro-clip-ft", **self.table.describe()}
+

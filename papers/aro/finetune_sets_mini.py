@@ -1,0 +1,162 @@
+"""The mini profile's COCO-train analog for NegCLIP / CLIP-FT: rendered scenes, 5 captions each, hard negatives.
+
+ARO fine-tunes on COCO train 2014 with, for every caption, spaCy-made swaps (``papers.aro.negatives``) and picks the
+learning rate on COCO val retrieval. Here both splits are rendered from the mini world, each from its own random
+stream (``common.miniworld.build.stream``: "aro-finetune-train", "aro-finetune-val"), so they share no scene with each
+other, with the mini family's pretraining set or with any test set; no scene holds a held-out (colour, shape) pair.
+Every training caption gets its negatives from the same generator that runs on real captions, and a caption with
+none is dropped from fine-tuning (the paper, Appendix C.1): ``negatives.json`` keeps an empty list for it.
+
+Layout (the mini world's training layout, ``common/miniworld/build.py``)::
+
+    <out>/train/images.npy      (N, H, W, 3) uint8
+    <out>/train/captions.json   N lists of captions_per_image captions
+    <out>/train/negatives.json  N lists (one per caption) of [{"text", "kind"}, ...]
+    <out>/val/images.npy, <out>/val/captions.json
+    <out>/manifest.json
+
+Stage ``mini-finetune-set``: ``python -m papers.aro.finetune_sets_mini --out build/mini/aro/finetune``. Read back by
+``papers.aro.finetune_rows_mini`` (a module of its own, so the stages that read the set do not rerun for this one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from common.io import atomic_path, sha256_file, write_json_atomic
+from common.miniworld import VERSION
+from common.miniworld.build import stream
+from common.miniworld.claims import sample_claim
+from common.miniworld.render import NATURAL, render
+from common.miniworld.scene import sample_scene
+from common.tasks import DatasetError
+
+STAGE = "papers/aro/dvc.yaml:mini-finetune-set"
+SPLITS = ("train", "val")
+NegativesFn = Callable[[list[str], int], list[list]]
+"""``papers.aro.negatives.generate_negatives``: captions and a seed to one list of ``NegativeCaption`` per caption."""
+
+
+@dataclass(frozen=True)
+class FinetuneSetConfig:
+    train_images: int = 4000
+    val_images: int = 500
+    captions_per_image: int = 5
+    image_size: int = 48
+    seed: int = 0
+
+    def n_images(self, split: str) -> int:
+        return {"train": self.train_images, "val": self.val_images}[split]
+
+
+def render_split(config: FinetuneSetConfig, split: str) -> tuple[np.ndarray, list[list[str]]]:
+    """``n`` scenes of the split's own stream, rendered, with ``captions_per_image`` true captions each."""
+    rng = stream(config.seed, f"aro-finetune-{split}")
+    n = config.n_images(split)
+    images = np.empty((n, config.image_size, config.image_size, 3), dtype=np.uint8)
+    captions: list[list[str]] = []
+    for i in range(n):
+        scene = sample_scene(rng, allow_heldout=False)
+        images[i] = np.asarray(render(scene, config.image_size, NATURAL, seed=rng.randrange(2**31)))
+        captions.append(_distinct_captions(rng, scene, config.captions_per_image))
+    return images, captions
+
+
+def _distinct_captions(rng: random.Random, scene, k: int, tries: int = 50) -> list[str]:
+    """``k`` true captions, distinct where the scene allows it (a one-object scene has few), as COCO's five are."""
+    out: list[str] = []
+    for _ in range(tries):
+        text = sample_claim(rng, scene).text()
+        if text not in out:
+            out.append(text)
+        if len(out) == k:
+            return out
+    while len(out) < k:  # a scene with few true sentences repeats one: the layout needs k per image
+        out.append(sample_claim(rng, scene).text())
+    return out
+
+
+def negatives_for(captions: list[list[str]], seed: int, generate: NegativesFn) -> list[list[list[dict]]]:
+    """The generator's negatives for every caption, regrouped per image as ``{"text", "kind"}`` records."""
+    flat = [c for caps in captions for c in caps]
+    produced = generate(flat, seed)
+    if len(produced) != len(flat):
+        raise DatasetError(f"negative generator returned {len(produced)} lists for {len(flat)} captions")
+    records = [[{"text": n.text, "kind": n.kind} for n in negs] for negs in produced]
+    out, at = [], 0
+    for caps in captions:
+        out.append(records[at: at + len(caps)])
+        at += len(caps)
+    return out
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array)
+
+
+def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
+    """Render both splits and the training negatives into ``out_dir``; returns the manifest."""
+    if generate is None:
+        from papers.aro.negatives import generate_negatives as generate
+    out_dir = Path(out_dir)
+    counts: dict[str, dict] = {}
+    for split in SPLITS:
+        images, captions = render_split(config, split)
+        _save_npy(out_dir / split / "images.npy", images)
+        write_json_atomic(out_dir / split / "captions.json", captions, indent=None)
+        counts[split] = {"images": len(images), "captions": sum(map(len, captions))}
+        if split == "train":
+            negatives = negatives_for(captions, config.seed, generate)
+            write_json_atomic(out_dir / split / "negatives.json", negatives, indent=None)
+            per_caption = [len(n) for image in negatives for n in image]
+            kinds: dict[str, int] = {}
+            for image in negatives:
+                for negs in image:
+                    for n in negs:
+                        kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
+            counts[split].update({
+                "captions_with_negatives": sum(1 for k in per_caption if k),
+                "images_with_negatives": sum(1 for image in negatives if any(image)),
+                "negatives": sum(per_caption), "negatives_by_kind": dict(sorted(kinds.items())),
+            })
+    manifest = {
+        "kind": "aro-finetune", "profile": "mini", "world_version": VERSION, "config": asdict(config),
+        "counts": counts,
+        "sha256": {f"{s}/{f}": sha256_file(out_dir / s / f) for s in SPLITS
+                   for f in ("images.npy", "captions.json", "negatives.json") if (out_dir / s / f).is_file()},
+    }
+    write_json_atomic(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+def config_from_params(params: dict) -> FinetuneSetConfig:
+    finetune = params["aro"]["mini"]["finetune"]
+    return FinetuneSetConfig(train_images=finetune["train_images"], val_images=finetune["val_images"],
+                             captions_per_image=params["aro"]["mini"]["captions_per_image"],
+                             image_size=params["mini"]["world"]["image_size"], seed=finetune["seed"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_params
+
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.finetune_sets_mini",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    manifest = build_finetune_set(config_from_params(stage_params(STAGE)), args.out)
+    print(json.dumps(manifest["counts"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,71 @@
+"""Fine-tuning images held in memory, and image and caption embeddings by a model: what the neighbours stage, the
+batch source and the validation retrieval share (its own module, so none of them reruns for another's edit)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+
+ENCODE_BATCH = 256
+
+
+class ImageStore(Protocol):
+    """Images by index: in memory (``ArrayImages``) or decoded from files per batch (``common.training.files``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, indices: np.ndarray) -> torch.Tensor:
+        """uint8 pixels (n, 3, H, W) of the given images, in the model's input size."""
+        ...
+
+
+@dataclass(frozen=True)
+class ArrayImages:
+    """Rendered images held in memory as (N, 3, H, W) uint8 (an NHWC array viewed channels-first)."""
+
+    pixels: torch.Tensor
+
+    @classmethod
+    def from_nhwc(cls, images: np.ndarray) -> "ArrayImages":
+        return cls(torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).contiguous())
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    def get(self, indices: np.ndarray) -> torch.Tensor:
+        return self.pixels[torch.from_numpy(np.asarray(indices, dtype=np.int64))]
+
+
+def pixel_normalizer(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's own mean/std (open_clip's preprocess config), so encoding here matches its evaluation."""
+    import open_clip
+
+    cfg = open_clip.get_model_preprocess_cfg(model)
+    return torch.tensor(cfg["mean"]).view(1, 3, 1, 1), torch.tensor(cfg["std"]).view(1, 3, 1, 1)
+
+
+@torch.no_grad()
+def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCODE_BATCH) -> torch.Tensor:
+    """L2-normalised image embeddings (N, D) on the CPU, in batches."""
+    device = next(model.parameters()).device
+    mean, std = (x.to(device) for x in pixel_normalizer(model))
+    out = []
+    for start in range(0, len(images), batch):
+        pixels = images.get(np.arange(start, min(start + batch, len(images)))).to(device)
+        out.append(model.encode_image((pixels.float() / 255.0 - mean) / std, normalize=True).float().cpu())
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def encode_texts(model: torch.nn.Module, tokens: torch.Tensor, batch: int = ENCODE_BATCH) -> torch.Tensor:
+    from common.zoo import encode_text_unpadded, padding_is_inert
+
+    device = next(model.parameters()).device
+    unpadded = padding_is_inert(model)
+    out = []
+    for chunk in tokens.split(batch):
+        chunk = chunk.to(device)
+        f = encode_text_unpadded(model, chunk) if unpadded else model.encode_text(chunk, normalize=True)
+        out.append(f.float().cpu())
+    return torch.cat(out)

@@ -1,0 +1,87 @@
+"""NegCLIP's hard negative images in the mini profile: each training image's nearest training images by the base
+model's image embeddings (the full profile reads them from the released TSV's ``neg_image`` column).
+
+Only images with at least one caption that has a negative are eligible (the others never enter fine-tuning), and an
+image is never its own neighbour. Stage ``mini-finetune-neighbours`` of ``papers/aro/dvc.yaml``::
+
+    python -m papers.aro.neighbours_mini --set build/mini/aro/finetune --out build/mini/aro/neighbours
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from common.io import sha256_file, write_json_atomic
+from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
+from papers.aro.images import ArrayImages, encode_images
+
+STAGE = "papers/aro/dvc.yaml:mini-finetune-neighbours"
+
+
+def nearest_images(features: torch.Tensor, k: int, eligible: np.ndarray | None = None, chunk: int = 1024) -> np.ndarray:
+    """(N, k): for each image, the k most cosine-similar *other* eligible images (stable order on ties)."""
+    n = len(features)
+    eligible = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    if eligible.sum() - 1 < k:
+        raise AroFinetuneError(f"{int(eligible.sum())} eligible images cannot give {k} neighbours each")
+    feats = features.double().numpy()
+    out = np.empty((n, k), dtype=np.int64)
+    for start in range(0, n, chunk):
+        sim = feats[start: start + chunk] @ feats.T
+        sim[:, ~eligible] = -np.inf
+        sim[np.arange(len(sim)), np.arange(start, start + len(sim))] = -np.inf  # never the image itself
+        out[start: start + chunk] = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    return out
+
+
+def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
+    """``neighbours.npy`` (N, k): each training image's k nearest eligible training images by the base model."""
+    from common.io import atomic_path
+    from common.zoo import create_model
+
+    split = FinetuneSplit.load(set_dir, "train")
+    if split.negatives is None:
+        raise AroFinetuneError(f"{Path(set_dir) / 'train'}: no negatives.json")
+    eligible = np.array([any(bool(n) for n in negs) for negs in split.negatives])
+    served = create_model(base)
+    features = encode_images(served.model, ArrayImages.from_nhwc(split.images))
+    neighbours = nearest_images(features, k, eligible)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out_dir / "neighbours.npy") as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, neighbours)
+    sims = (features[:, None, :] * features[torch.from_numpy(neighbours)]).sum(-1)
+    info = {"base": base, "k": k, "images": len(neighbours), "eligible_images": int(eligible.sum()),
+            "train_images_sha256": sha256_file(Path(set_dir) / "train" / "images.npy"),
+            "neighbours_sha256": sha256_file(out_dir / "neighbours.npy"),
+            "mean_cosine_by_rank": [round(float(x), 4) for x in sims.mean(0)]}
+    write_json_atomic(out_dir / "neighbours.json", info)
+    return info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common import reproducible
+    from common.params import stage_section
+
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.neighbours_mini", description=__doc__.splitlines()[0])
+    parser.add_argument("--set", type=Path, required=True, help="the fine-tuning set (papers.aro.finetune_sets_mini)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    reproducible.reexec_pinned()
+    reproducible.fix_threads()
+    _, section = stage_section(STAGE, "aro.mini.finetune")
+    info = compute_neighbours(args.set, section["base"], section["nearest_images"], args.out)
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

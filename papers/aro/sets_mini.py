@@ -1,0 +1,235 @@
+"""The mini profile's ARO: the four benchmarks' analogs rendered from the mini world, in the upstream file formats.
+
+* VG-Relation analog: a scene with two or more objects, "X is R Y" (``claim_from_objects``, template
+  ``"{n0} is {r0} {n1}"``) against the same sentence with the two noun phrases swapped, which the scene makes
+  false (``satisfies``); ``relation_name`` is the relation's canonical surface ("to the left of"), balanced over
+  the world's four relations. The image is the whole scene, so its box is the full image.
+* VG-Attribution analog: two objects of different colours and shapes, "a A1 X and a A2 Y" against
+  "a A2 X and a A1 Y" (pattern ``pair``, colour only), false by ``satisfies``; ``attributes = [A1, A2]``, the
+  object order chosen so the colour pair reads alphabetically: 28 unordered colour pairs, balanced, so each keeps
+  well over the 25 cases ARO's filter needs.
+* COCO Karpathy test analog (retrieval and Order): ``test_images`` scenes with ``captions_per_image`` distinct true
+  captions (``sample_claim``), in BLIP's JSON.
+* Zero-shot classification: the world's shared builder (``common.miniworld.classification``): one-object scenes,
+  balanced over colour x shape; two label sets over the same images, ``shapes`` (7 classes: the CIFAR-10 analog)
+  and ``colored-shapes`` (56: the CIFAR-100 analog).
+
+Each part draws from its own stream (``stream(seed, "test-aro-<part>")``), independent of the training scenes and
+of SugarCrepe's test set. Stage ``mini-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_mini --out
+build/mini/aro/benchmarks``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from common.io import output_group, write_json_atomic, write_text_atomic
+from common.miniworld import VERSION, lexicon
+from common.miniworld.build import stream
+from common.miniworld.claims import Claim, claim_from_objects, sample_claim, satisfies
+from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
+from common.miniworld.scene import Scene, sample_scene
+from papers.aro.data import MANIFEST_NAME, AroSet
+
+STAGE = "papers/aro/dvc.yaml:mini-set"
+RELATION_TEMPLATE = 1
+"""``PATTERNS["relation"].templates[1]`` is ``"{n0} is {r0} {n1}"``: ARO's "the horse is eating the grass"."""
+CLASSIFICATION_STREAM = "test-aro-classification"
+"""ARO's own stream for the shared builder (``common.miniworld.classification``): its files stay as they were."""
+MAX_CAPTION_TRIES = 20
+"""Draws per image to find ``captions_per_image`` distinct captions before a repeat is accepted."""
+
+
+@dataclass(frozen=True)
+class MiniAroConfig:
+    vg_relation_cases: int = 1200
+    vg_attribution_cases: int = 1200
+    test_images: int = 1000
+    captions_per_image: int = 5
+    classification_images: int = 700
+    image_size: int = 48
+    seed: int = 0
+
+
+def relation_name(predicate: str) -> str:
+    """The canonical surface of a relation concept ("left_of" -> "to the left of"), as ARO names relations."""
+    return lexicon.SURFACE[predicate][0]
+
+
+def swap_phrases(claim: Claim) -> Claim:
+    """The two noun phrases exchanged, every word kept (the same lexical seed): ARO's relation/attribute swap."""
+    return replace(claim, phrases=(claim.phrases[1], claim.phrases[0]))
+
+
+def swap_colors(claim: Claim) -> Claim:
+    """The colours of the two noun phrases exchanged (VG-Attribution's "A2 X and A1 Y")."""
+    a, b = claim.phrases
+    return replace(claim, phrases=(replace(a, color=b.color), replace(b, color=a.color)))
+
+
+def _quota(total: int, keys: Sequence[str]) -> dict[str, int]:
+    """``total`` split over ``keys`` as evenly as possible (the first ones get the remainder)."""
+    base, extra = divmod(total, len(keys))
+    return {k: base + (i < extra) for i, k in enumerate(keys)}
+
+
+def build_vg_relation(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
+    rng = stream(config.seed, "test-aro-vg-relation")
+    left = _quota(config.vg_relation_cases, lexicon.RELATIONS)
+    records: list[dict] = []
+    while len(records) < config.vg_relation_cases:
+        scene = sample_scene(rng, n_objects=rng.choice((2, 2, 3)))
+        pairs = [(i, j) for i in range(len(scene.objects)) for j in range(len(scene.objects))
+                 if i != j and left[scene.relation(i, j)] > 0]
+        rng.shuffle(pairs)
+        for i, j in pairs:
+            true = claim_from_objects(scene, [i, j], "relation", RELATION_TEMPLATE, rng.randrange(2**31), ("color",))
+            false = swap_phrases(true)
+            if satisfies(scene, false):  # another object makes the swap true: not a valid case
+                continue
+            predicate = true.relations[0].predicate
+            left[predicate] -= 1
+            index = len(records)
+            image = writer.add(f"rel_{index:06d}", scene, rng.randrange(2**31), set="vg_relation",
+                               true=asdict(true), false=asdict(false))
+            records.append({"image_path": image.split("/", 1)[1], "bbox_x": 0, "bbox_y": 0,
+                            "bbox_w": config.image_size, "bbox_h": config.image_size,
+                            "relation_name": relation_name(predicate), "true_caption": true.text(),
+                            "false_caption": false.text()})
+            break
+    return records
+
+
+def build_vg_attribution(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
+    rng = stream(config.seed, "test-aro-vg-attribution")
+    pair_keys = [f"{a}_{b}" for a in sorted(lexicon.COLORS) for b in sorted(lexicon.COLORS) if a < b]
+    left = _quota(config.vg_attribution_cases, pair_keys)
+    records: list[dict] = []
+    while len(records) < config.vg_attribution_cases:
+        scene = sample_scene(rng, n_objects=rng.choice((2, 2, 3)))
+        objects = scene.objects
+        pairs = [(i, j) for i in range(len(objects)) for j in range(len(objects))
+                 if objects[i].color < objects[j].color and objects[i].shape != objects[j].shape
+                 and left[f"{objects[i].color}_{objects[j].color}"] > 0]
+        rng.shuffle(pairs)
+        for i, j in pairs:
+            true = claim_from_objects(scene, [i, j], "pair", 0, rng.randrange(2**31), ("color",))
+            false = swap_colors(true)
+            if satisfies(scene, false):
+                continue
+            key = f"{objects[i].color}_{objects[j].color}"
+            left[key] -= 1
+            index = len(records)
+            image = writer.add(f"attr_{index:06d}", scene, rng.randrange(2**31), set="vg_attribution",
+                               true=asdict(true), false=asdict(false))
+            records.append({"image_path": image.split("/", 1)[1], "bbox_x": 0, "bbox_y": 0,
+                            "bbox_w": config.image_size, "bbox_h": config.image_size,
+                            "attributes": [objects[i].color, objects[j].color], "true_caption": true.text(),
+                            "false_caption": false.text()})
+            break
+    return records
+
+
+def distinct_captions(rng: random.Random, scene: Scene, n: int) -> list[str]:
+    """``n`` true captions of ``scene``, distinct unless ``MAX_CAPTION_TRIES`` draws per caption find none new."""
+    captions: list[str] = []
+    tries = 0
+    while len(captions) < n:
+        text = sample_claim(rng, scene).text()
+        tries += 1
+        if text not in captions or tries > MAX_CAPTION_TRIES * n:
+            captions.append(text)
+    return captions
+
+
+def build_karpathy(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
+    rng = stream(config.seed, "test-aro-karpathy")
+    records = []
+    for index in range(config.test_images):
+        scene = sample_scene(rng, allow_heldout=True)
+        captions = distinct_captions(rng, scene, config.captions_per_image)
+        image = writer.add(f"test_{index:06d}", scene, rng.randrange(2**31), set="coco", captions=captions)
+        records.append({"image": image, "caption": captions})
+    return records
+
+
+def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
+    """Write every analog and ``manifest.json`` under ``out_dir`` (replaced as a group: a failure keeps the old)."""
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    with output_group(out_dir) as staging:
+        vg_writer = PngSceneWriter(staging / "vg", "images", config.image_size)
+        relation = build_vg_relation(config, vg_writer)
+        attribution = build_vg_attribution(config, vg_writer)
+        coco_writer = PngSceneWriter(staging / "coco", "images", config.image_size)
+        karpathy = build_karpathy(config, coco_writer)
+        cls_writer = PngSceneWriter(staging / "classification", "images", config.image_size)
+        cls_config = ClassificationSetConfig(config.classification_images, config.image_size, config.seed,
+                                             CLASSIFICATION_STREAM)
+        classification = build_classification(cls_config, cls_writer)
+
+        write_json_atomic(staging / "vg" / "visual_genome_relation.json", relation, indent=1)
+        write_json_atomic(staging / "vg" / "visual_genome_attribution.json", attribution, indent=1)
+        write_json_atomic(staging / "coco" / "coco_karpathy_test.json", karpathy, indent=1)
+        for name, data in classification.items():
+            write_json_atomic(staging / "classification" / f"{name}.json", data, indent=1)
+        write_text_atomic(staging / "scenes.jsonl",
+                          "\n".join(vg_writer.scenes + coco_writer.scenes + cls_writer.scenes) + "\n")
+        manifest = {
+            "kind": "aro", "profile": "mini", "world_version": VERSION, "config": asdict(config),
+            "vg_relation": {"annotations": "vg/visual_genome_relation.json", "image_root": "vg/images",
+                            "crop_root": None},
+            "vg_attribution": {"annotations": "vg/visual_genome_attribution.json", "image_root": "vg/images",
+                               "crop_root": None},
+            "retrieval": {"coco": {"annotations": "coco/coco_karpathy_test.json", "image_root": "coco"}},
+            "classification": {name: {"file": f"classification/{name}.json", "image_root": "classification"}
+                               for name in classification},
+            "scenes": "scenes.jsonl",
+            "counts": {
+                "vg_relation": dict(sorted(Counter(r["relation_name"] for r in relation).items())),
+                "vg_attribution": dict(sorted(Counter("_".join(r["attributes"]) for r in attribution).items())),
+                "coco_images": len(karpathy), "coco_captions": sum(len(r["caption"]) for r in karpathy),
+                "coco_distinct_captions_per_image": _distinct_rate(karpathy),
+                "classification": {name: {"images": len(d["images"]), "classes": len(d["classes"])}
+                                   for name, d in classification.items()},
+            },
+        }  # no wall time in it: the manifest is a DVC output, hashed, and must be the same bytes on every run
+        write_json_atomic(staging / MANIFEST_NAME, manifest)
+    return {**AroSet.load(out_dir / MANIFEST_NAME).describe(), "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _distinct_rate(records: list[dict]) -> float:
+    """Share of images whose captions are all distinct."""
+    return round(sum(len(set(r["caption"])) == len(r["caption"]) for r in records) / len(records), 4)
+
+
+def config_from_params(params: dict) -> MiniAroConfig:
+    mini, world = params["aro"]["mini"], params["mini"]["world"]
+    return MiniAroConfig(
+        vg_relation_cases=mini["vg_relation_cases"], vg_attribution_cases=mini["vg_attribution_cases"],
+        test_images=mini["test_images"], captions_per_image=mini["captions_per_image"],
+        classification_images=mini["classification_images"], image_size=world["image_size"], seed=world["seed"],
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_params
+
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_mini", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    described = build_mini_set(config_from_params(stage_params(STAGE)), args.out)
+    print(json.dumps({k: described[k] for k in ("manifest", "counts", "seconds")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

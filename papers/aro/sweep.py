@@ -1,0 +1,128 @@
+"""The lr sweep: every job of a ``Sweep`` (``papers.aro.runs``) trained by ``run_job``, the best by validation
+retrieval kept, as the paper picks its learning rate; the ``run`` command that launches it.
+
+A sweep is several runs in one process, where ``common.training.launch.launch`` trains one job: so this module gives
+``add_run_command`` its own launcher, ``launch_sweep``, the same process (``training_process``: pinned on the CPU, one
+rank of ``torchrun`` on GPUs) around ``run_sweep`` instead of ``run_job``. Each
+finished run (weights and sidecar) waits under ``<cache root>/training/<sweep name>/<digest>/`` (outside the stage's
+outputs, which DVC deletes before a rerun; the digest covers every job's definition, the process count and the code
+of the jobs' module) until the chosen one is copied out, so a killed sweep resumes at the lr it was training, and
+that run from its own resume state (``run_job``).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from common.io import write_json_atomic
+from common.jsonl import read_json
+from common.training.distributed import DistributedContext
+from common.training.job import code_digest, run_job
+from papers.aro.runs import METHODS, Sweep, lr_tag
+
+SweepBuilder = Callable[[argparse.Namespace, DistributedContext, Mapping[str, Any]], Sweep]
+"""``build(args, world, cpu_profile)``: the sweep of a ``run`` command (``cpu_profile``: the reproducibility
+profile's record on the CPU, for the sidecars; ``{}`` on a GPU), as ``common.training.launch.JobBuilder``."""
+SELECTION = ("the lr with the highest validation mean R@1 (image->text, text->image); the first in params order on a "
+             "tie")
+
+
+def sweep_dir(sweep: Sweep, world_size: int = 1) -> Path:
+    """Where the sweep's finished runs wait: named by everything that defines its runs and by their code."""
+    from common.paths import cache_root
+
+    key = {"jobs": [job.describe() for job in sweep.jobs], "world_size": world_size,
+           "code": code_digest(sweep.jobs[0].module)}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "training" / sweep.name / digest
+
+
+def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None = None,
+              progress: bool = True) -> dict:
+    """Train every job of ``sweep`` (reusing those finished earlier); keep the best by validation retrieval in
+    ``out_path``, its sidecar extended by the sweep (``chosen_lr``, ``lr_sweep``, ``selection``).
+
+    Returns that sidecar record plus ``seconds_per_lr`` (wall time, left out of the sidecar: DVC hashes it).
+    """
+    world = world or DistributedContext.local("cpu")
+    method = sweep.method
+    folder = sweep_dir(sweep, world.world_size)
+    swept: list[dict] = []
+    seconds: dict[str, float] = {}
+    for job in sweep.jobs:
+        lr = job.config.lr
+        run_out = folder / f"{method}-{lr_tag(lr)}.safetensors"
+        done = run_out.with_suffix(".json")
+        if done.is_file():
+            record = read_json(done, expect=dict, remedy="delete the folder to rerun the sweep")
+            if world.is_main:
+                print(f"{method} lr={lr:g}: finished earlier, reusing {run_out}", flush=True)
+        else:
+            if world.is_main:
+                print(f"{method} lr={lr:g}: {job.config.steps} steps of {job.config.batch_size} ({job.name})",
+                      flush=True)
+            started = time.perf_counter()
+            record = run_job(job, run_out, world=world, progress=progress).record
+            record["validation_detail"] = dict(getattr(job.validate, "last", {})) if world.is_main else None
+            if world.is_main:
+                write_json_atomic(done, record)
+            seconds[lr_tag(lr)] = round(time.perf_counter() - started, 1)
+        score = record["validation"]["best_score"]
+        swept.append({"lr": lr, "validation_mean_recall_at_1": score, "final_loss": record["final_loss"],
+                     **{k: v for k, v in (record.get("validation_detail") or {}).items() if k != "mean_recall_at_1"}})
+        if world.is_main:
+            print(f"{method} lr={lr:g}: validation mean R@1 {score:.4f}, final loss {record['final_loss']:.4f}",
+                  flush=True)
+    best = max(range(len(swept)), key=lambda i: (swept[i]["validation_mean_recall_at_1"], -i))  # first of equals
+    chosen = sweep.lrs[best]
+    chosen_out = folder / f"{method}-{lr_tag(chosen)}.safetensors"
+    record = read_json(chosen_out.with_suffix(".json"), expect=dict) if world.is_main else {}
+    record.pop("validation_detail", None)
+    record.update({"chosen_lr": chosen, "lr_sweep": swept, "selection": SELECTION})
+    if world.is_main:
+        out_path = Path(out_path)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out_path.with_name(f".{out_path.name}.tmp")
+        shutil.copyfile(chosen_out, tmp)
+        tmp.replace(out_path)
+        write_json_atomic(out_path.with_suffix(".json"), record)
+        shutil.rmtree(folder, ignore_errors=True)
+    return {**record, "seconds_per_lr": seconds}
+
+
+def launch_sweep(build: Callable[[DistributedContext, Mapping[str, Any]], Sweep], out_path: Path, log_path: Path, *,
+                 device: str = "cpu", steps: int | None = None, progress: bool = True) -> dict:
+    """The launcher of ``common.training.launch.add_run_command`` for a sweep: build it inside the process the stage
+    runs (``training_process``), run it to ``out_path``, and write rank 0's log (the sweep and its wall times, not a
+    DVC output) to ``log_path``. ``steps`` is applied by the builder (per lr; the sidecar records the epochs)."""
+    from common import reproducible
+    from common.training.launch import training_process
+
+    with training_process(device) as (world, cpu_profile):
+        record = run_sweep(build(world, cpu_profile), out_path, world=world, progress=progress)
+    if world.is_main:
+        write_json_atomic(log_path, {"chosen_lr": record["chosen_lr"], "lr_sweep": record["lr_sweep"],
+                                     "seconds_per_lr": record["seconds_per_lr"], "machine": reproducible.machine()})
+        print(json.dumps({k: record[k] for k in ("chosen_lr", "lr_sweep", "seconds_per_lr")}, indent=2))
+        print(f"weights: {out_path}; log (wall times, not a DVC output): {log_path}")
+    return record
+
+
+def add_sweep_command(subparsers: argparse._SubParsersAction, build: SweepBuilder, *,  # type: ignore[type-arg]
+                      out_path: Callable[[argparse.Namespace], Path], profile: str,
+                      configure: Callable[[argparse.ArgumentParser], None] | None = None,
+                      default_device: str = "cpu") -> argparse.ArgumentParser:
+    """The shared ``run METHOD [--device D] [--out PATH] [--steps N]`` command, launching a sweep; the log goes to
+    ``build/<profile>/aro/logs/<method>.json``."""
+    from common.paths import build_dir
+    from common.training.launch import add_run_command
+
+    return add_run_command(subparsers, sorted(METHODS), build, out_path=out_path,
+                           log_dir=lambda: build_dir(profile, "aro") / "logs", configure=configure,
+                           default_device=default_device, launcher=launch_sweep,
+                           help="fine-tune the base model: NegCLIP or CLIP-FT, with the lr sweep")

@@ -1,0 +1,77 @@
+"""NegCLIP and CLIP-FT in the full profile, as jobs: the paper's recipe (Appendix C.3) from CLIP ViT-B/32 on COCO
+train 2014 with NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``neg_image`` neighbour rows,
+``papers.aro.negclip_tsv_full``), one job per lr of ``aro.full.finetune.lrs`` (``papers.aro.runs``), picked on
+``valid_neg_clip.tsv``'s retrieval over COCO val 2014 (``papers.aro.sweep``).
+
+Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank). The weights go to
+``build/full/aro/models/<method>.safetensors``. Stages ``finetune-full@negclip`` and ``finetune-full@clip-ft`` of
+``papers/aro/dvc.yaml``: ``torchrun --standalone --nproc_per_node N -m papers.aro.train_full run negclip|clip-ft
+--device cuda``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from common.io import sha256_file
+from common.training import FromZoo
+from common.training.distributed import DistributedContext
+from papers.aro.batches import FinetuneBatches, TokenCache
+from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
+from papers.aro.runs import FinetuneParams, Sweep, sweep_jobs
+from papers.aro.sweep import add_sweep_command
+
+STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
+
+
+def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
+    """The sweep of ``args.run`` (``negclip`` or ``clip-ft``) on NegCLIP's TSVs and the COCO images."""
+    from common.params import stage_section
+    from common.paths import data_root
+    from common.zoo import get_spec
+    from common.zoo.trained import tokenizer_for
+
+    _, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
+    params = FinetuneParams.from_params(section)
+    size = int(section.get("image_size", 224))
+    train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
+    val_tsv = Path(args.val_tsv or data_root() / "negclip" / "valid_neg_clip.tsv")
+    table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
+                              size)
+    tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
+    validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
+                             tokens)
+    batches = FinetuneBatches(table, images, tokens, hard=args.run == "negclip")
+    provenance = {"profile": "full", "train_tsv_sha256": sha256_file(train_tsv),
+                  "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile}
+    return sweep_jobs(args.run, "full", params, FromZoo(params.base), batches, validator, __name__, provenance,
+                      steps=args.steps)
+
+
+def weights_path(args: argparse.Namespace) -> Path:
+    """``build/full/aro/models/<method>.safetensors``: the full profile's runs beside where the mini ones go."""
+    from common.paths import build_dir
+
+    return build_dir("full", "aro") / "models" / f"{args.run}.safetensors"
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--train-tsv", default=None, help="default <data>/negclip/train_neg_clip.tsv")
+    p.add_argument("--val-tsv", default=None, help="default <data>/negclip/valid_neg_clip.tsv")
+    p.add_argument("--train-images", default=None, help="default <data>/coco/train2014/train2014")
+    p.add_argument("--val-images", default=None, help="default <data>/coco/val2014/val2014")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.train_full", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_sweep_command(sub, build, out_path=weights_path, profile="full", configure=_configure)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,259 @@
+"""BiVLC (Miranda et al.), the full profile's natural-vs-synthetic detectors as jobs: CLIPDet and CLIPTROHN-Img/Det
+(stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors_full run det-<encoder>-<tower>
+--device cuda``).
+
+The authors' recipe (``src/Detectors/Detector_*_classifier.py``, ``Detector_utils.py``): the tower frozen, a
+``Linear(512, 1)`` head with sigmoid + BCE (``DetectorLoss``), Adam lr 1e-3 (the scripts' ``--lr`` flag is never
+used), 1 epoch for the image detector, 10 for the text detector, batch 400, trained on TROHN-Img (label 0: the COCO
+image / caption, 1: the generated image / negative caption), the epoch with the best validation accuracy kept. Adam is
+AdamW with weight decay 0, which is what the shared trainer runs here; it also decays the rate by a cosine (no
+warmup), where the authors keep it constant. A detector's head is
+``build/full/bivlc/models/<name>.best.loss.safetensors``, which ``papers.bivlc.tables_full`` reads.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from common.io import sha256_file
+from common.paths import build_dir
+from common.tasks import DatasetError
+from common.training.distributed import DistributedContext
+from common.training.files import FileImages
+from common.training.job import FinetuneJob
+from common.training.launch import add_run_command
+from common.training.model_init import FromZoo, Init
+from common.training.rendered import Tokenize
+from common.training.trainer import TrainConfig
+from papers.bivlc.detection import is_synthetic
+from papers.bivlc.losses import DetectorLoss
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows,
+                                    split_rows)
+
+MODULE = "papers.bivlc.detectors_full"
+DETECTOR_STAGE = "papers/bivlc/dvc.yaml:detectors-full-{encoder}@{tower}"
+DATA_FILES = ("papers/bivlc/models.toml",)
+"""Read at run time (``common.stage_deps``): the zoo entries of the detectors' encoders (the TROHN-Img rerun
+``bivlc/full-trohn-img`` or the released ``bivlc/clip-trohn-img``)."""
+
+
+@dataclass(frozen=True)
+class DetectorParams:
+    """``params.yaml bivlc.full.detectors``: what every detector shares; ``encoders``: row -> zoo model."""
+
+    lr: float
+    batch_size: int
+    seed: int
+    image_size: int
+    encoders: dict
+
+    @classmethod
+    def from_params(cls, section: Mapping) -> "DetectorParams":
+        return cls(float(section["lr"]), int(section["batch_size"]), int(section["seed"]), int(section["image_size"]),
+                   dict(section["encoders"]))
+
+
+def detector_name(encoder: str, tower: str) -> str:
+    return f"det-{encoder}-{tower}"
+
+
+def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
+    """``det-<encoder>-<tower>`` -> (encoder row, tower)."""
+    for encoder in encoders:
+        for tower in DETECTOR_TOWERS:
+            if name == detector_name(encoder, tower):
+                return encoder, tower
+    known = [detector_name(e, t) for e in encoders for t in DETECTOR_TOWERS]
+    raise BivlcFinetuneFullError(f"unknown detector run {name!r}; known: {', '.join(known)}")
+
+
+class FileLabelledBatches:
+    """Detector data: each TROHN-Img row gives a natural input (label 0: the COCO image or the caption) and a
+    synthetic one (label 1: the generated image or the negative caption). A step draws ``size // 2`` rows of a
+    per-epoch permutation (``default_rng([seed, 0, epoch])``) and holds both inputs of each, naturals first, as
+    the authors' collate does; ``key`` is "images" or "texts"."""
+
+    def __init__(self, key: str, natural: Sequence, synthetic: Sequence, name: str, *,
+                 images: FileImages | None = None, tokenize: Tokenize | None = None):
+        if key not in ("images", "texts"):
+            raise ValueError(f"FileLabelledBatches: key must be 'images' or 'texts', not {key!r}")
+        if len(natural) != len(synthetic):
+            raise ValueError("FileLabelledBatches: one synthetic input per natural one")
+        if (key == "images") != (images is not None) or (key == "texts") != (tokenize is not None):
+            raise ValueError("FileLabelledBatches: images need a FileImages, texts a tokenizer")
+        self.key, self.natural, self.synthetic, self.name = key, natural, synthetic, name
+        self.images, self.tokenize = images, tokenize
+        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def steps_per_epoch(self, size: int) -> int:
+        if size % 2:
+            raise ValueError(f"detector batch {size} is odd: it holds the natural and synthetic input of each row")
+        if size // 2 > len(self.natural):
+            raise ValueError(f"batch of {size} inputs needs {size // 2} rows; there are {len(self.natural)}")
+        return len(self.natural) // (size // 2)
+
+    def _inputs(self, idx: np.ndarray) -> torch.Tensor:
+        if self.key == "images":
+            return torch.cat([self.images.get(np.asarray(self.natural)[idx]),
+                              self.images.get(np.asarray(self.synthetic)[idx])])
+        return torch.cat([self.tokenize([self.natural[i] for i in idx]),
+                          self.tokenize([self.synthetic[i] for i in idx])])
+
+    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
+        epoch, j = divmod(step, self.steps_per_epoch(size))
+        if self._perm is None or self._perm[0] != (seed, epoch):
+            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.natural)))
+        half = size // 2
+        return self._perm[1][j * half: (j + 1) * half]
+
+    def labels_for(self, m: int) -> torch.Tensor:
+        return torch.cat([torch.zeros(m), torch.ones(m)])
+
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        idx = self.draws(seed, step, size)
+        inputs, labels = self._inputs(idx), self.labels_for(len(idx))
+        return {self.key: inputs[rows].unsqueeze(1), "labels": labels[rows]}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "key": self.key, "rows": len(self.natural)}
+
+
+def detector_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_images: Path, set_dir: Path,
+                     tokenize: Tokenize | None) -> FileLabelledBatches:
+    """TROHN-Img rows (one split) as natural (0) and synthetic (1) inputs of ``tower``."""
+    if tower == "image":
+        files, image, negative = image_files(rows, coco_images, set_dir)
+        images = FileImages(files, image_size)
+        if (negative < 0).any():
+            raise DatasetError(f"{set_dir}: the image detector needs TROHN-Img rows (a row has no generated image)")
+        return FileLabelledBatches("images", image, negative, "bivlc-full-image-detector", images=images)
+    return FileLabelledBatches("texts", [r.caption for r in rows], [r.negative for r in rows],
+                               "bivlc-full-text-detector", tokenize=tokenize)
+
+
+def _pixels(images: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, device) -> torch.Tensor:
+    return ((images.to(device).float() / 255.0) - mean.to(device)) / std.to(device)
+
+
+class _HeldLoss:
+    """The detector's loss factory, keeping the instance the trainer optimises so that validation reads its head."""
+
+    def __init__(self, embed_dim: int, tower: str):
+        self.embed_dim, self.tower, self.loss = embed_dim, tower, None
+
+    def __call__(self, world=None) -> DetectorLoss:
+        self.loss = DetectorLoss(self.embed_dim, self.tower, world=world)
+        return self.loss
+
+    def __repr__(self) -> str:  # the job's description of its loss (``describe_loss``)
+        return f"DetectorLoss(embed_dim={self.embed_dim}, tower={self.tower!r})"
+
+
+class DetectorAccuracy:
+    """The detector's validation accuracy (``round(sigmoid) == label``, i.e. p > 0.5 is synthetic) over every
+    input of the validation split, in chunks; the head is the one the trainer is optimising (``held.loss``)."""
+
+    def __init__(self, batches: FileLabelledBatches, held: _HeldLoss, chunk: int, mean: torch.Tensor,
+                 std: torch.Tensor):
+        self.batches, self.held, self.chunk, self.mean, self.std = batches, held, chunk, mean, std
+
+    def __call__(self, model) -> float:
+        from common.zoo import encode_text_unpadded, padding_is_inert
+
+        b, head = self.batches, self.held.loss.head
+        device = next(model.parameters()).device
+        correct = total = 0
+        half = max(1, self.chunk // 2)
+        for start in range(0, len(b.natural), half):
+            idx = np.arange(start, min(len(b.natural), start + half))
+            x = b._inputs(idx)
+            if b.key == "images":
+                feats = model.encode_image(_pixels(x, self.mean, self.std, device), normalize=True)
+            else:
+                x = x.to(device)
+                feats = encode_text_unpadded(model, x) if padding_is_inert(model) else model.encode_text(
+                    x, normalize=True)
+            p = torch.sigmoid(head(feats.float()).squeeze(-1)).double().cpu().numpy()
+            labels = b.labels_for(len(idx)).numpy().astype(bool)
+            correct += int((is_synthetic(p) == labels).sum())
+            total += len(p)
+        return correct / total
+
+
+def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: DetectorParams, init: Init,
+                 coco_images: Path, set_dir: Path, *, steps: int | None = None,
+                 provenance: Mapping | None = None) -> FinetuneJob:
+    """A ``DetectorLoss`` head on ``init``'s frozen ``tower``, ``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train
+    split, validated at the end of every epoch; the best head is ``<stem>.best.loss.safetensors``. Weight decay 0
+    (Adam == AdamW with weight decay 0, the authors' optimiser) and no warmup; the trainer's cosine decay stays.
+    Trained from scratch every time (no resume state), as before."""
+    from common.training.model_init import normalizer
+    from common.zoo.trained import tokenizer_for
+
+    arch = init.describe()["arch"]
+    tokenize = tokenizer_for(arch) if tower == "text" else None
+    train_batches = detector_batches(tower, split_rows(rows, "train"), params.image_size, coco_images, set_dir,
+                                     tokenize)
+    val_batches = detector_batches(tower, split_rows(rows, "validation"), params.image_size, coco_images, set_dir,
+                                   tokenize)
+    per_epoch = train_batches.steps_per_epoch(params.batch_size)
+    total = steps or DETECTOR_EPOCHS[tower] * per_epoch
+    loss = _HeldLoss(embed_dim_of(arch), tower)
+    mean, std = normalizer(init.build().transform)
+    config = TrainConfig(steps=total, batch_size=params.batch_size, lr=params.lr, warmup_steps=0, weight_decay=0.0,
+                         seed=params.seed, validate_every=0 if steps else per_epoch)
+    return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
+                       validate=DetectorAccuracy(val_batches, loss, params.batch_size, mean, std),
+                       provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,
+                                   **(provenance or {})},
+                       checkpoint_every=0, resume=False)
+
+
+DETECTORS: tuple[str, ...] = tuple(detector_name(e, t) for e in DETECTOR_ENCODERS for t in DETECTOR_TOWERS)
+"""The runs of the ``detectors-full-<encoder>@<tower>`` stages."""
+
+
+def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
+    """The job of ``run det-<encoder>-<tower>``: the stage's parameters (the encoder's zoo model among them) and
+    TROHN-Img's set."""
+    from common.params import stage_section
+    from common.paths import data_root
+
+    encoder, _, tower = args.run.removeprefix("det-").rpartition("-")
+    _, section = stage_section(DETECTOR_STAGE.format(encoder=encoder, tower=tower), "bivlc.full.detectors")
+    params = DetectorParams.from_params(section)
+    encoder, tower = parse_detector(args.run, params.encoders)
+    set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / "trohn-img")
+    rows = load_rows(set_dir)
+    return detector_job(args.run, tower, rows, params, FromZoo(params.encoders[encoder]),
+                        Path(args.data or data_root()) / COCO_IMAGES, set_dir, steps=args.steps,
+                        provenance={"profile": "full", "encoder": params.encoders[encoder],
+                                    "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
+
+
+def _data_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", type=Path, default=None, help="default: build/full/bivlc/sets/trohn-img")
+    parser.add_argument("--data", type=Path, default=None, help=f"the data root holding {COCO_IMAGES.as_posix()}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.detectors_full", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_command(sub, DETECTORS, build,
+                    out_path=lambda args: build_dir("full", "bivlc") / "models" / f"{args.run}.safetensors",
+                    log_dir=lambda: build_dir("full", "bivlc") / "logs", configure=_data_options,
+                    help="one detector (det-<encoder>-<image|text>), under torchrun or as one process")
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,157 @@
+"""BiVLC (Miranda et al.) in the mini profile: Table 5's natural-vs-synthetic detectors as jobs (stage
+``mini-detectors``: ``python -m papers.bivlc.detectors_mini all``; one of them: ``run <encoder>-<tower>``).
+
+A linear head on a frozen tower (``DetectorLoss``), on the base (CLIPDet) and on the TROHN-Img run (CLIPTROHN-Img/Det),
+trained on the TROHN-Img analog's training split (label 1 = negative image / caption): 1 epoch for images, 10 for
+texts, as the authors. Heads in ``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors`` (the trainer's
+file of the loss's weights), which ``papers.bivlc.tables_mini`` reads; timing logs in
+``build/mini/bivlc/logs/detectors/``.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from common.io import sha256_file
+from common.paths import build_dir
+from common.training.distributed import DistributedContext
+from common.training.job import FinetuneJob
+from common.training.launch import add_run_command, launch
+from common.training.model_init import FromCheckpoint, FromZoo, Init
+from common.training.rendered import LabelledBatches, Tokenize, pixels
+from common.training.trainer import TrainConfig
+from papers.bivlc.finetune_sets_mini import TrainSet
+from papers.bivlc.losses import DetectorLoss
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.sets_mini import BivlcMiniError
+
+MODULE = "papers.bivlc.detectors_mini"
+DETECTOR_STAGE = "papers/bivlc/dvc.yaml:mini-detectors"
+DETECTORS: tuple[str, ...] = tuple(f"{encoder}-{tower}" for encoder in DETECTOR_ENCODERS for tower in DETECTOR_TOWERS)
+"""The four heads, in training order (the TROHN-Img encoder's last: it needs the TROHN-Img run's weights)."""
+
+
+@dataclass(frozen=True)
+class DetectorParams:
+    batch_size: int = 128
+    lr: float = 1e-3
+    seed: int = 0
+
+
+def detector_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatches:
+    """The TROHN-Img analog's training split as natural (0) and synthetic (1) inputs: each scene's image once and
+    each kept pair's negative image, or each kept pair's caption and negative caption."""
+    pairs = [(i, j) for i, j in data.kept if i < data.n_train]
+    if tower == "image":
+        scenes = sorted({i for i, _ in pairs})
+        natural = pixels(data.images[scenes])
+        synthetic = pixels(data.negative_images[[i for i, _ in pairs], [j for _, j in pairs]])
+        inputs = torch.cat([natural, synthetic])
+        labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
+    else:
+        texts = [data.captions[i][j] for i, j in pairs] + [data.negatives[i][j] for i, j in pairs]
+        inputs = tokenize(texts)
+        labels = torch.cat([torch.zeros(len(pairs)), torch.ones(len(pairs))])
+    return LabelledBatches(inputs, labels, "images" if tower == "image" else "texts", f"bivlc-mini-{tower}-detector")
+
+
+def detector_init(encoder: str, base: str, models_dir: Path) -> Init:
+    """The frozen encoder of a detector: the base (CLIPDet) or the TROHN-Img run's best weights."""
+    if encoder == "clip":
+        return FromZoo(base)
+    from common.zoo import get_spec
+
+    path = Path(models_dir) / f"{encoder}.best.safetensors"
+    if not path.is_file():
+        raise BivlcMiniError(f"{path}: no weights for the {encoder} detector's encoder; run mini-finetune@{encoder}")
+    return FromCheckpoint(get_spec(base).arch, path)
+
+
+def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: DetectorParams, *,
+                 tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
+    """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
+    decay (AdamW with weight decay 0 is the authors' Adam) and no warmup; the shared trainer's cosine decay stays (the
+    authors keep the lr constant), and the final head is kept (the trainer's best-by-validation covers the model's
+    weights, not a loss's head). Trained from scratch every time (no resume state), as before."""
+    from common.zoo.trained import tokenizer_for
+
+    arch = init.describe()["arch"]
+    tokenize = tokenize or tokenizer_for(arch)
+    batches = detector_batches(data, tower, tokenize)
+    steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(params.batch_size)
+    config = TrainConfig(steps=steps, batch_size=params.batch_size, lr=float(params.lr), warmup_steps=0,
+                         weight_decay=0.0, seed=params.seed)
+    loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower)
+    return FinetuneJob(f"bivlc-mini-det-{encoder}-{tower}", init, batches, loss, config, MODULE,
+                       provenance={"tower": tower, "encoder": encoder, **(provenance or {})}, checkpoint_every=0,
+                       resume=False)
+
+
+def _detector(name: str) -> tuple[str, str]:
+    encoder, _, tower = name.rpartition("-")
+    return encoder, tower
+
+
+def _jobs_from(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
+    """The stage's parameters and training set, read once: ``name -> job`` for each of the four heads."""
+    from common.params import stage_section
+
+    _, section = stage_section(DETECTOR_STAGE, "bivlc.mini")
+    params = DetectorParams(**section["detector"])
+    set_dir = Path(set_dir or build_dir("mini", "bivlc") / "train")
+    data = TrainSet.load(set_dir)
+    set_sha256 = sha256_file(set_dir / "manifest.json")
+
+    def build_one(name: str) -> FinetuneJob:
+        encoder, tower = _detector(name)
+        init = detector_init(encoder, section["base"], build_dir("mini", "bivlc") / "models")
+        return detector_job(encoder, tower, init, data, params, provenance={"set_manifest_sha256": set_sha256})
+
+    return build_one
+
+
+def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
+    """The job of ``run <encoder>-<tower>`` (the sidecar records no CPU profile, as before)."""
+    return _jobs_from(args.set)(args.run)
+
+
+def _cmd_all(args: argparse.Namespace) -> int:
+    out_dir = Path(args.out or build_dir("mini", "bivlc") / "detectors")
+    jobs = functools.cache(lambda: _jobs_from(args.set))  # loaded once, after the first launch has pinned the CPU
+    for name in DETECTORS:
+        launch(lambda world, cpu_profile, name=name: jobs()(name), out_dir / f"{name}.safetensors",
+               _log_dir() / f"{name}.json", device="cpu")
+    return 0
+
+
+def _log_dir() -> Path:
+    return build_dir("mini", "bivlc") / "logs" / "detectors"
+
+
+def _set_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", type=Path, default=None, help="default: build/mini/bivlc/train")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.detectors_mini", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("all", help="train the four natural-vs-synthetic heads (CLIPDet, CLIPTROHN-Img/Det)")
+    p.add_argument("--out", type=Path, default=None, help="default: build/mini/bivlc/detectors")
+    _set_option(p)
+    p.set_defaults(func=_cmd_all)
+    add_run_command(sub, DETECTORS, build,
+                    out_path=lambda args: build_dir("mini", "bivlc") / "detectors" / f"{args.run}.safetensors",
+                    log_dir=_log_dir, configure=_set_option, help="train one head (<encoder>-<tower>)")
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,249 @@
+"""BiVLC (Miranda et al.), the full profile's training sets (stages ``finetune-full-set@<dataset>``: ``python -m
+papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes (``train_full``) and the detectors
+(``detectors_full``) share.
+
+The rows of ``coco``, ``trohn-text`` or ``trohn-img`` (split, image file under COCO's train2017 folder, caption,
+negative caption, negative image file), as ``rows.jsonl`` and ``manifest.json`` in ``build/full/bivlc/sets/<dataset>/``
+(one output group); TROHN-Img's generated images are written from the parquet bytes to ``images/<sha256>.<ext>`` in
+the same group.
+
+* CLIP_COCO's set: COCO 2017 train captions (each caption with its image); the validation split is a random 20% of
+  the captions, drawn as ``datasets``' ``train_test_split(test_size=0.2, seed=42)`` draws it (``coco_split``);
+* CLIP_TROHN-Text's and CLIP_TROHN-Img's: ``imirandam/TROHN-Text`` and ``imirandam/TROHN-Img`` (their own train and
+  validation splits).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from common.errors import WorkspaceError
+from common.io import output_group, sha256_file, write_json_atomic
+from common.jsonl import read_json, read_rows, write_jsonl
+from common.tasks import DatasetError
+
+SET_STAGE = "papers/bivlc/dvc.yaml:finetune-full-set@{dataset}"
+SET_KIND = "bivlc-finetune-full-set"
+COCO_CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
+COCO_IMAGES = Path("coco/train2017/train2017")
+"""Under the data root: COCO 2017 train (registry group ``coco-train2017``), the images every dataset points at."""
+DATASETS = ("coco", "trohn-text", "trohn-img")
+HF_SOURCES = {"trohn-text": "bivlc/TROHN-Text", "trohn-img": "bivlc/TROHN-Img"}
+HF_COLUMNS = {"trohn-text": ("image_id", "caption", "negative_caption"),
+              "trohn-img": ("image_id", "caption", "negative_caption", "negative_image")}
+SPLITS = ("train", "validation")
+VALIDATION_FRACTION = 0.2
+"""CLIP_COCO's validation split: ``train_test_split(test_size=0.2, seed=args.seed)``."""
+
+
+class BivlcFinetuneFullError(WorkspaceError):
+    """An input of the full BiVLC runs that cannot be used as given (the message names the file)."""
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    """One training row: the COCO image (relative to COCO's train2017 folder), its caption and, for TROHN, the
+    negative caption and (TROHN-Img) the generated image (relative to the set's folder)."""
+
+    split: str
+    image: str
+    caption: str
+    negative: str = ""
+    negative_image: str = ""
+
+
+def clean_caption(text: str) -> str:
+    """As the authors' COCO loader: stripped, newlines replaced by spaces."""
+    return text.strip().replace("\n", " ")
+
+
+def coco_split(n: int, seed: int, test_fraction: float = VALIDATION_FRACTION) -> tuple[np.ndarray, np.ndarray]:
+    """(train, validation) indices of n rows as ``datasets.Dataset.train_test_split(test_size=test_fraction,
+    seed=seed)`` draws them: one ``default_rng(seed)`` permutation, the first ceil(fraction * n) for the test side."""
+    n_test = math.ceil(test_fraction * n)
+    permutation = np.random.default_rng(seed).permutation(n)
+    return permutation[n_test:], permutation[:n_test]
+
+
+def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
+    """COCO 2017 train captions in file order, each in the split ``coco_split`` puts it."""
+    data = read_json(captions_file, dict, remedy="fetch it with `python -m common fetch --group coco-train2017`")
+    annotations = data.get("annotations")
+    if not isinstance(annotations, list):
+        raise DatasetError(f"{captions_file}: not a COCO captions file (no 'annotations' list)")
+    rows = []
+    for k, a in enumerate(annotations):
+        if not isinstance(a, dict) or not isinstance(a.get("image_id"), int) or not isinstance(a.get("caption"), str):
+            raise DatasetError(f"{captions_file}: annotation {k}: no integer 'image_id' or string 'caption'")
+        rows.append(("%012d.jpg" % a["image_id"], clean_caption(a["caption"])))
+    _, validation = coco_split(len(rows), seed)
+    is_val = np.zeros(len(rows), dtype=bool)
+    is_val[validation] = True
+    return [TrainRow("validation" if v else "train", image, caption) for (image, caption), v in zip(rows, is_val)]
+
+
+def split_files(snapshot: Path, split: str) -> list[Path]:
+    """A Hugging Face dataset snapshot's parquet shards of one split (``data/<split>-*.parquet``), in name order."""
+    snapshot = Path(snapshot)
+    files = sorted(p for p in snapshot.rglob("*.parquet")
+                   if p.name.split("-")[0] == split or split in p.relative_to(snapshot).parts[:-1])
+    if not files:
+        raise BivlcFinetuneFullError(f"{snapshot}: no parquet file of split {split!r} "
+                                     f"(expected data/{split}-*.parquet)")
+    return files
+
+
+def _store_image(data, where: str, image_dir: Path) -> str:
+    from common.io import atomic_path
+
+    raw = data.get("bytes") if isinstance(data, dict) else data
+    if not isinstance(raw, (bytes, bytearray)) or not raw:
+        raise DatasetError(f"{where}: column 'negative_image' holds no image bytes")
+    raw = bytes(raw)
+    ext = ".png" if raw.startswith(b"\x89PNG") else ".jpg" if raw.startswith(b"\xff\xd8") else ".img"
+    name = hashlib.sha256(raw).hexdigest() + ext
+    path = Path(image_dir) / name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_bytes(raw)
+    return f"images/{name}"
+
+
+def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tuple[list[TrainRow], dict[str, str]]:
+    """TROHN-Text's or TROHN-Img's rows, train then validation, in file order; TROHN-Img's generated images written
+    under ``image_dir``. Returns the rows and each shard's sha256."""
+    import pyarrow.parquet as pq
+
+    columns = HF_COLUMNS[dataset]
+    rows, hashes = [], {}
+    for split in SPLITS:
+        for path in split_files(snapshot, split):
+            handle = pq.ParquetFile(path)
+            missing = [c for c in columns if c not in handle.schema_arrow.names]
+            if missing:
+                raise DatasetError(f"{path}: no column(s) {missing} (found {handle.schema_arrow.names})")
+            hashes[path.relative_to(snapshot).as_posix()] = sha256_file(path)
+            k = 0
+            for batch in handle.iter_batches(batch_size=256, columns=list(columns)):
+                for record in batch.to_pylist():
+                    where = f"{path.name}: row {k}"
+                    for c in ("image_id", "caption", "negative_caption"):
+                        if not isinstance(record[c], str) or not record[c].strip():
+                            raise DatasetError(f"{where}: column {c!r} is {record[c]!r:.40}")
+                    negative_image = ""
+                    if "negative_image" in columns:
+                        if image_dir is None:
+                            raise ValueError("hf_rows: TROHN-Img needs an image folder")
+                        negative_image = _store_image(record["negative_image"], where, image_dir)
+                    rows.append(TrainRow(split, record["image_id"], record["caption"], record["negative_caption"],
+                                         negative_image))
+                    k += 1
+    return rows, hashes
+
+
+def build_set(dataset: str, data_root: Path, out_dir: Path, seed: int = 42, snapshot: Path | None = None) -> dict:
+    """``rows.jsonl``, ``manifest.json`` (and TROHN-Img's ``images/``) in ``out_dir``, one output group. Every row's
+    COCO image must exist (a missing one is an error naming the row)."""
+    if dataset not in DATASETS:
+        raise BivlcFinetuneFullError(f"unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
+    data_root = Path(data_root)
+    with output_group(Path(out_dir)) as staging:
+        if dataset == "coco":
+            captions = data_root / COCO_CAPTIONS
+            rows, hashes = coco_rows(captions, seed), {COCO_CAPTIONS.name: sha256_file(captions)}
+        else:
+            snapshot = Path(snapshot or data_root / HF_SOURCES[dataset])
+            if not snapshot.is_dir():
+                raise BivlcFinetuneFullError(f"{snapshot}: no {dataset} snapshot here; fetch it with "
+                                             f"`python -m common fetch {HF_SOURCES[dataset]}`")
+            rows, hashes = hf_rows(dataset, snapshot, staging / "images" if dataset == "trohn-img" else None)
+        images = data_root / COCO_IMAGES
+        for k, image in enumerate(dict.fromkeys(r.image for r in rows)):
+            if not (images / image).is_file():
+                raise DatasetError(f"{images / image}: missing (row image {k} of {dataset}); fetch group "
+                                   "coco-train2017")
+        counts = {s: sum(r.split == s for r in rows) for s in SPLITS}
+        if not counts["train"] or not counts["validation"]:
+            raise DatasetError(f"{dataset}: empty split ({counts})")
+        manifest = {"kind": SET_KIND, "profile": "full", "dataset": dataset, "seed": seed, "rows": counts,
+                    "distinct_images": len({r.image for r in rows}),
+                    "split": ("datasets' train_test_split(test_size=0.2, seed) of the captions" if dataset == "coco"
+                              else "the release's train and validation splits"),
+                    "sha256": hashes}
+        write_jsonl(staging / "rows.jsonl", rows)
+        write_json_atomic(staging / "manifest.json", manifest)
+    return manifest
+
+
+def _check_row(row: TrainRow) -> None:
+    if row.split not in SPLITS:
+        raise DatasetError(f"'split' is {row.split!r}, not one of {SPLITS}")
+
+
+def load_rows(set_dir: Path) -> list[TrainRow]:
+    """The set's rows; a bad line is a ``DatasetError`` naming the file and the line (a COCO or TROHN-Text row's
+    empty negative is its field's default, which ``read_rows`` accepts)."""
+    return read_rows(Path(set_dir) / "rows.jsonl", TrainRow, "a training row",
+                     remedy="run its finetune-full-set stage (`python -m papers.bivlc.sets_full set <dataset>`)",
+                     check=_check_row)
+
+
+def split_rows(rows: Sequence[TrainRow], split: str) -> list[TrainRow]:
+    """The rows of one split (one is never empty: ``build_set`` refuses that)."""
+    chosen = [r for r in rows if r.split == split]
+    if not chosen:
+        raise DatasetError(f"no {split} rows in the set")
+    return chosen
+
+
+def image_files(rows: Sequence[TrainRow], coco_images: Path, set_dir: Path
+                ) -> tuple[tuple[Path, ...], np.ndarray, np.ndarray]:
+    """Every distinct image file of ``rows`` (for one ``FileImages``); each row's index of its image and of its
+    negative image (-1: none)."""
+    files = [Path(coco_images) / r.image for r in rows] + [Path(set_dir) / r.negative_image for r in rows
+                                                             if r.negative_image]
+    distinct = list(dict.fromkeys(files))
+    where = {p: i for i, p in enumerate(distinct)}
+    image = np.array([where[Path(coco_images) / r.image] for r in rows], dtype=np.int64)
+    negative = np.array([where[Path(set_dir) / r.negative_image] if r.negative_image else -1 for r in rows],
+                        dtype=np.int64)
+    return tuple(distinct), image, negative
+
+
+def _cmd_set(args) -> int:
+    from common.params import stage_section
+    from common.paths import build_dir, data_root
+
+    _, section = stage_section(SET_STAGE.format(dataset=args.dataset), "bivlc.full.finetune")
+    manifest = build_set(args.dataset, Path(args.data or data_root()),
+                         Path(args.out or build_dir("full", "bivlc") / "sets" / args.dataset), int(section["seed"]),
+                         Path(args.snapshot) if args.snapshot else None)
+    print(json.dumps({k: manifest[k] for k in ("dataset", "rows", "distinct_images")}, indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.sets_full", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("set", help="one training set's rows (COCO captions, TROHN-Text, TROHN-Img)")
+    p.add_argument("dataset", choices=DATASETS)
+    p.add_argument("--data", default=None, help="the data root holding COCO 2017 train and the snapshots")
+    p.add_argument("--snapshot", default=None, help="the TROHN snapshot (default: <data>/bivlc/TROHN-Text|Img)")
+    p.add_argument("--out", default=None, help="default: build/full/bivlc/sets/<dataset>")
+    p.set_defaults(func=_cmd_set)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,165 @@
+"""CoN-CLIP (Singh et al.), the full profile's fine-tuning set: CC-Neg's training split with distractor images from
+COCO train 2017 and CREPE-Negate negations, one row per usable entry (stage ``finetune-full-set``).
+
+The authors' data (jaisidhsingh/CoN-CLIP ``data/finetuning_datasets.py: FineTuningDatasetWithNegatives``): every
+CC-Neg entry but the last 40,000 (188,246), each the image I, its caption c, its negated caption c' (commas removed)
+and the distractor I' = COCO train image ``mapping[idx][0]`` of the released ``distractor_image_mapping.pt``
+(``papers.conclip.coco_pool``). Unusable rows are dropped and counted in the manifest (the authors' loader would
+crash on a missing file): an entry with no mapping row, a missing image or distractor file, a negated caption that
+reads like its caption (after commas are removed; a loss would push a text away from itself), or one whose caption
+gets no CREPE-Negate negation. The last are dropped for every run, so that all five runs train on the same rows in
+the same order (Table 6 compares losses, not data).
+
+``set``: ``rows.jsonl`` (per training entry: its image, caption, negated caption, distractor file and pool index, and
+the CREPE-Negate negation of the caption, ``common.crepe_style``'s NEGATE called as the mini profile calls it, not
+imported from there so that this stage does not depend on the mini world's code; the format is
+``papers.conclip.finetune_rows_full``) and ``manifest.json`` (counts, drops by reason, inputs' sha256), one output
+group under ``build/full/conclip/finetune``. The runs are ``papers.conclip.train_full``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+from common.io import output_group, sha256_file, write_json_atomic
+from common.jsonl import write_jsonl
+from common.paths import build_dir
+from common.paths import data_root as default_data_root
+from common.tasks import DatasetError
+from papers.conclip.ccneg import EVAL_SIZE, load_ccneg_training
+from papers.conclip.coco_pool import coco_train_images, load_distractor_mapping
+from papers.conclip.data_paths import CCNEG_IMAGES, COCO_CAPTIONS, COCO_IMAGES
+from papers.conclip.finetune_rows_full import FullRow
+
+SET_STAGE = "papers/conclip/dvc.yaml:finetune-full-set"
+SET_KIND = "conclip-finetune-full-set"
+DATA_FILES = ("papers/conclip/sources.toml",)
+"""Read at run time (``common.stage_deps``): the download entries of CC-Neg and the distractor mapping."""
+DROP_REASONS = ("no_mapping_row", "image_missing", "distractor_missing", "negation_reads_like_caption",
+                "no_crepe_negation", "crepe_negation_reads_like_caption")
+"""Why a training entry is not used, in the order the checks run (an entry counts under the first that applies)."""
+EXAMPLES_PER_REASON = 5
+
+
+def reads_alike(a: str, b: str) -> bool:
+    """Equal up to case and whitespace, as CLIP's tokenizer sees them (it lowercases and collapses whitespace)."""
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
+def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_root: Path, seed: int = 0,
+              eval_size: int = EVAL_SIZE) -> tuple[list[FullRow], dict]:
+    """The usable training entries as rows, in file order, and the counts (drops by reason, first entries of each)."""
+    from common.crepe_style import crepe_negatives
+
+    split = load_ccneg_training(ccneg_path, ccneg_images, eval_size)
+    pool = coco_train_images(data_root)
+    mapping = load_distractor_mapping(mapping_path, len(pool))
+    dropped: dict[str, list[int]] = {r: [] for r in DROP_REASONS}
+    images_root = Path(ccneg_images).resolve()
+    kept = []
+    for entry in split.entries:
+        reason = None
+        if entry.index >= len(mapping):
+            reason = "no_mapping_row"
+        elif not entry.image.is_file():
+            reason = "image_missing"
+        elif not pool[int(mapping[entry.index, 0])].is_file():
+            reason = "distractor_missing"
+        elif reads_alike(entry.negated, entry.caption):
+            reason = "negation_reads_like_caption"
+        if reason:
+            dropped[reason].append(entry.index)
+        else:
+            kept.append(entry)
+    distinct = list(dict.fromkeys(e.caption for e in kept))
+    crepe = dict(zip(distinct, crepe_negatives(distinct, ("negate",), seed)["negate"]))
+    rows = []
+    for entry in kept:
+        negated = crepe[entry.caption]
+        if negated is None or reads_alike(negated, entry.caption):
+            dropped["no_crepe_negation" if negated is None else "crepe_negation_reads_like_caption"].append(
+                entry.index)
+            continue
+        top1 = int(mapping[entry.index, 0])
+        rows.append(FullRow(entry.index, entry.image.relative_to(images_root).as_posix(), entry.caption,
+                            entry.negated, pool[top1].relative_to(Path(data_root) / COCO_IMAGES).as_posix(), top1,
+                            negated))
+    counts = {"entries_in_file": split.n_entries, "eval_size": eval_size, "training_entries": len(split.entries),
+              "mapping_rows": int(len(mapping)), "mapping_top_k": int(mapping.shape[1]), "pool_images": len(pool),
+              "rows": len(rows), "dropped": {r: len(v) for r, v in dropped.items()},
+              "dropped_examples": {r: v[:EXAMPLES_PER_REASON] for r, v in dropped.items() if v},
+              "distinct_captions": len(distinct), "distinct_images": len({r.image for r in rows}),
+              "distinct_distractors": len({r.distractor_index for r in rows})}
+    return rows, counts
+
+
+def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_root: Path, out_dir: Path,
+              seed: int = 0, eval_size: int = EVAL_SIZE) -> dict:
+    """``rows.jsonl`` and ``manifest.json`` in ``out_dir`` (one output group)."""
+    from common.crepe_style import describe as describe_crepe
+
+    rows, counts = make_rows(ccneg_path, ccneg_images, mapping_path, data_root, seed, eval_size)
+    if not rows:
+        raise DatasetError(f"{ccneg_path}: no usable training entry (dropped: {counts['dropped']})")
+    manifest = {"kind": SET_KIND, "profile": "full", "seed": seed, "counts": counts,
+                "order": "file order of ccneg_preprocessed.pt (training entries 0 .. N - eval_size - 1)",
+                "distractor": "COCO train 2017 image mapping[index][0] (top-1), CocoCaptions order",
+                "crepe_negate": describe_crepe(),
+                "sha256": {"ccneg_preprocessed.pt": sha256_file(ccneg_path),
+                           "distractor_image_mapping.pt": sha256_file(mapping_path),
+                           "captions_train2017.json": sha256_file(Path(data_root) / COCO_CAPTIONS)}}
+    with output_group(Path(out_dir)) as staging:
+        write_jsonl(staging / "rows.jsonl", rows)
+        write_json_atomic(staging / "manifest.json", manifest)
+    return manifest
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _cmd_set(args) -> int:
+    from common.download import fetch
+    from common.params import stage_section
+
+    from papers.conclip.ccneg import default_paths
+
+    _, section = stage_section(args.stage, "conclip.full.finetune")
+    ccneg_path = Path(args.ccneg) if args.ccneg else None
+    ccneg_images = Path(args.ccneg_images) if args.ccneg_images else None
+    if ccneg_path is None or ccneg_images is None:
+        default_pt, default_images = default_paths()
+        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
+    mapping = Path(args.mapping) if args.mapping else fetch("conclip/ccneg/distractor_image_mapping.pt",
+                                                            progress=False)
+    manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
+                         Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
+                         args.eval_size)
+    print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("set", help="CC-Neg's training entries with their distractor images and CREPE-Negate "
+                                   "negations")
+    p.add_argument("--ccneg", default=None, help="ccneg_preprocessed.pt (default: the download registry's, "
+                                                 "<data root>/ccneg/)")
+    p.add_argument("--ccneg-images", default=None, help=f"default: <data>/{CCNEG_IMAGES.as_posix()}")
+    p.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the registry's)")
+    p.add_argument("--data", default=None, help="the data root holding the COCO pool (default: <data>)")
+    p.add_argument("--eval-size", type=int, default=EVAL_SIZE, help="the file's last N entries are the evaluation "
+                                                                    "split (default: %(default)s)")
+    p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
+    p.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
+    p.set_defaults(func=_cmd_set)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

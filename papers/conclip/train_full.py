@@ -1,0 +1,159 @@
+"""CoN-CLIP (Singh et al.), the full profile's own fine-tunes: OpenAI CLIP ViT-B/32 on CC-Neg's training split with
+distractor images from COCO train 2017 (the set of ``papers.conclip.sets_full``), one run per row of Table 6
+(``papers.conclip.runs.RUNS``).
+
+The authors' recipe (Sec. 4-5 and jaisidhsingh/CoN-CLIP ``src/conclip_fine_tuning.py``, ``training_utils/helpers.py``,
+``data/finetuning_datasets.py: FineTuningDatasetWithNegatives``): image tower frozen, text tower and logit scale
+trained; AdamW lr 1e-6, weight decay 0.2, cosine with 50 warmup steps, 5 epochs, batch 200 (drop_last), mixed
+precision. Their fine-tuning entry point fails as published (a TypeError), so nothing here runs their code; what
+differs, and why:
+
+* Order: their ``DataLoader`` has no ``shuffle``: every epoch walks the file in order, the same 200 entries in
+  every batch. We follow it by default (``shuffle: false``): the in-batch negatives of a contrastive loss depend on
+  which entries share a batch, and file order is the only order their runs can have seen. ``shuffle: true`` draws a
+  permutation per epoch instead (``common.training.files``' ``default_rng([seed, 0, epoch])``). Either way the batch
+  of step s is a pure function of (seed, s), which resume and DDP sharding need.
+* Precision: their "amp" is fp16 autocast with a GradScaler; the shared trainer offers bf16 autocast of the
+  encoders (the loss in fp32), which needs no scaler: ``precision: bf16``.
+* Images: resized (shorter side, bicubic) and centre-cropped as open_clip's evaluation transform, which is what
+  ``clip.load``'s ``preprocess`` (their training transform) does.
+
+``run <name>`` (stage ``finetune-full@<name>``, under ``torchrun``): one run of ``RUNS``, a ``FinetuneJob``
+(``build_job``) through the shared trainer with ``ConClipLoss`` (its terms; the CREPE-Negate run's c' is the CREPE
+negation), from the zoo's ``base``; images [I, I'] and texts [c, c'] per sample, decoded per batch from the files.
+Weights in ``build/full/conclip/models/<run>.safetensors`` with the trainer's sidecar; zoo entries
+``conclip/full-<run>``; rank 0's timing log in ``build/full/conclip/logs/<run>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from common.io import sha256_file
+from common.paths import build_dir, data_root
+from common.training import FromZoo, Init
+from common.training.distributed import DistributedContext
+from common.training.files import FileCaptionBatches, FileImages
+from common.training.job import FinetuneJob
+from common.training.launch import add_run_command
+from common.training.recipe import FileRunParams
+from common.training.rendered import Tokenize
+from common.zoo.trained import tokenizer_for
+from papers.conclip.data_paths import CCNEG_IMAGES, COCO_IMAGES
+from papers.conclip.finetune_rows_full import FullRow, load_rows
+from papers.conclip.losses import ConClipLoss
+from papers.conclip.runs import NEGATIVE_FIELDS, RUNS, run_spec
+
+RUN_STAGE = "papers/conclip/dvc.yaml:finetune-full@{run}"
+CHECKPOINT_EVERY = 500
+FullFinetuneParams = FileRunParams
+"""``params.yaml conclip.full.finetune``: what every run shares."""
+
+
+class NegationFileBatches(FileCaptionBatches):
+    """``FileCaptionBatches`` (the negated caption as the one extra text) whose samples carry the distractor image
+    as a second image segment: images [I, I'], texts [c, c'] per sample, as ``papers.conclip.train_mini``'s
+    ``NegationBatches`` over rendered arrays.
+
+    ``shuffle=False`` walks the rows in order every epoch (the authors' loader): step s of an epoch is rows
+    ``[j*B, (j+1)*B)``, the tail that does not fill a batch dropped; ``shuffle=True`` keeps the parent's permutation
+    per epoch."""
+
+    def __init__(self, images: FileImages, row_image: np.ndarray, row_distractor: np.ndarray,
+                 captions: Sequence[str], negated: Sequence[str], tokenize: Tokenize, name: str,
+                 fields: Mapping | None = None, shuffle: bool = False):
+        super().__init__(images, row_image, captions, [negated], tokenize, name,
+                         {**(fields or {}), "order": "shuffled per epoch" if shuffle else "file order"})
+        if len(row_distractor) != len(captions):
+            raise ValueError("NegationFileBatches: one distractor image per row")
+        self.row_distractor, self.shuffle = np.asarray(row_distractor), shuffle
+
+    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
+        if self.shuffle:
+            return super().draws(seed, step, size)
+        j = step % self.steps_per_epoch(size)
+        return np.arange(j * size, (j + 1) * size)
+
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
+        out = super().batch(seed, step, size, rows)
+        idx = self.draws(seed, step, size)[rows]
+        distractors = self.images.get(self.row_distractor[idx]).unsqueeze(1)
+        out["images"] = torch.cat([out["images"], distractors], dim=1)
+        return out
+
+
+def batches_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path,
+                coco_images: Path, tokenize: Tokenize) -> NegationFileBatches:
+    """The run's batches: c' is CC-Neg's negated caption, or the CREPE-Negate negation for a ``crepe`` run."""
+    field = NEGATIVE_FIELDS[run_spec(run).negatives]
+    files = list(dict.fromkeys([*(Path(ccneg_images) / r.image for r in rows),
+                                *(Path(coco_images) / r.distractor for r in rows)]))
+    where = {path: i for i, path in enumerate(files)}
+    images = FileImages(tuple(files), params.image_size)
+    return NegationFileBatches(
+        images, np.array([where[Path(ccneg_images) / r.image] for r in rows], dtype=np.int64),
+        np.array([where[Path(coco_images) / r.distractor] for r in rows], dtype=np.int64),
+        [r.caption for r in rows], [getattr(r, field) for r in rows], tokenize,
+        name=f"conclip-full-{run_spec(run).negatives}",
+        fields={"texts": ["caption", field], "images": ["image", "distractor"]}, shuffle=params.shuffle)
+
+
+def build_job(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path, coco_images: Path,
+              *, init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None
+              ) -> FinetuneJob:
+    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``rows`` for the schedule's epochs
+    (``steps`` overrides them: smoke runs, tests), the image tower as it was (``ConClipLoss.frozen``);
+    ``provenance`` follows the run's own facts in the sidecar, then the steps per epoch and the epochs run."""
+    spec = run_spec(run)
+    init = init or FromZoo(params.base)
+    batches = batches_for(run, rows, params, ccneg_images, coco_images, tokenizer_for(init.describe()["arch"]))
+    per_epoch = batches.steps_per_epoch(params.schedule.batch_size)
+    config = params.trainer_config(per_epoch, steps)
+    provenance = {"run": run, "terms": list(spec.terms), "negatives": spec.negatives, **(provenance or {}),
+                  "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch}
+    return FinetuneJob(f"conclip-full-{run}", init, batches, functools.partial(ConClipLoss, terms=spec.terms),
+                       config, __name__, provenance=provenance, checkpoint_every=CHECKPOINT_EVERY)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
+    """``run``'s job: this stage's parameters, the set of ``--set``, the images under ``--data``; the set's manifest
+    hash and the CPU profile in the sidecar."""
+    from common.params import stage_section
+
+    _, section = stage_section(RUN_STAGE.format(run=args.run), "conclip.full.finetune")
+    set_dir = Path(args.set or build_dir("full", "conclip") / "finetune")
+    data = Path(args.data or data_root())
+    provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
+    return build_job(args.run, load_rows(set_dir), FullFinetuneParams.from_params(section), data / CCNEG_IMAGES,
+                     data / COCO_IMAGES, steps=args.steps, provenance=provenance)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", default=None, help="default: build/full/conclip/finetune")
+    p.add_argument("--data", default=None, help=f"the data root holding {CCNEG_IMAGES.as_posix()} and "
+                                                f"{COCO_IMAGES.as_posix()} (default: <data>)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.train_full", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_command(sub, list(RUNS), _build, configure=_configure,
+                    out_path=lambda args: build_dir("full", "conclip") / "models" / f"{args.run}.safetensors",
+                    log_dir=lambda: build_dir("full", "conclip") / "logs",
+                    help="fine-tune the base model as one of the runs (under torchrun, or as one process)")
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,287 @@
+"""The hard-positives benchmark (Kamath et al., ECCV 2024, Sec. 2.4) read from the released files as (c, c_p, c_n)
+items for ``papers.hard_positives.evaluation``.
+
+Each part is released as two files with the same rows in the same order (``amitakamath/hard_positives``):
+
+* REPLACE (VL-CheckList on Visual Genome): ``data/vl_checklist_{attributes,relations}.json``, rows
+  ``{image_id, image_path, true_caption (c), false_caption (c_n)}``, and ``swapped_data/`` the same with
+  ``true_caption`` = c_p. ``image_path`` is ``data/VG_100K[_2]/<id>.jpg``: Visual Genome's own images, whole (the
+  authors' ``VL_Checklist_*`` datasets crop nothing). Read with ``released.load_aligned``.
+* SWAP (VG-Attribution, ARO's format): ``data/visual_genome_attribution.json`` (ARO's file: c, c_n with a box and
+  the two attributes) and ``swapped_data/visual_genome_attribution.json`` (c_p). ``image_path`` is relative to the
+  ``images/`` folder of ARO's image zip (the authors' ``VG_Attribution`` joins it with ``<root>/images``, downloading
+  ARO's zip there) and each image is cropped to its box, as ARO does (``common.visual_genome``).
+
+How the authors' code pairs the files (``run_eval.py``): each file is loaded as its own dataset and scored by a
+``DataLoader`` with ``shuffle=False``; the i-th score of one is compared with the i-th score of the other, so rows
+are paired by position alone, with no check. s(c) is the true caption's score in ``data/``; s(c_n) and s(c_p) are
+the false and true captions' scores in ``swapped_data/``. Here the files are paired the same way and checked: same
+length, and at every index the same image (and box) and the same c_n; an error names the files and the indices.
+
+Repeats: the authors score every row as released, so do these loaders. REPLACE holds exact repeats (186 attribute
+and 1,403 relation rows repeat another row's image, c, c_n and c_p); each is its own item (``<group>/<index>``).
+
+Rows whose c_n equals c or c_p (16 in REPLACE: 15 relation rows with c == c_n, e.g. "man holding beer", and one
+attribute row with c_p == c_n): the authors score them too, and with the same text twice the two scores are equal,
+so the row counts as wrong for Orig. and Aug. Test Acc. and falls in neither brittleness pattern (a tie).
+``equal_captions="keep"`` (the default) keeps them so (and any row with two equal captions, c_p == c included),
+with the same denominators as the paper; ``evaluation.triple_item`` refuses such a triple, so these rows are built as
+``ImageToTextItem`` directly and ``equal_caption_ids`` lists them. ``"error"`` refuses them instead.
+
+The full profile's set (stage ``full-data``: ``python -m papers.hard_positives.sets_full --out
+build/full/hard_positives``, ``prepare_full``): the six files fetched or verified by the download registry, Visual
+Genome's images (group ``visual-genome``) and ARO's image zip (manual), everything fetched before anything is cropped
+(a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
+found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
+re-checks each file's sha256 when it is read; ``papers.hard_positives.tables_full`` scores it).
+
+Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal, Mapping, Sequence
+
+from common.errors import WorkspaceError
+from common.io import sha256_file, write_json_atomic
+from common.jsonl import read_json
+from common.tasks import DatasetError, ImageToTextItem, resolve_under
+from common.visual_genome import (VG_ATTRIBUTION, VgRecord, check_vg_image, crop_relpath, crop_vg, raise_problems,
+                                  read_vg, resolve_vg_image, vg_image_folders, vg_image_root)
+from papers.hard_positives import evaluation, released
+
+Fetch = Callable[[str], Path]
+"""A download-registry key -> the verified local file (``common.download.fetch``, or a prepared set's files)."""
+REPLACE_KINDS: tuple[str, ...] = ("attributes", "relations")
+REPLACE_GROUPS = {"attributes": "replace-attributes", "relations": "replace-relations"}
+SWAP_GROUP = "swap"
+SWAP_FILES = ("hard_positives/data/visual_genome_attribution.json",
+              "hard_positives/swapped_data/visual_genome_attribution.json")
+"""Registry keys of SWAP's (original captions, hard positives)."""
+SWAP_IMAGES = "aro/vgr_vga_images.zip"
+"""The image zip the authors' ``VG_Attribution`` downloads (ARO's), in the shared registry
+(``common/registry/sources.toml``)."""
+EqualCaptions = Literal["keep", "error"]
+DATA_STAGE = "papers/hard_positives/dvc.yaml:full-data"
+MANIFEST_NAME = "manifest.json"
+CROPS = "crops"
+ANNOTATION_KEYS: tuple[str, ...] = (*(k for kind in REPLACE_KINDS for k in released.file_keys(kind)), *SWAP_FILES)
+"""Registry keys of the six released files: REPLACE's (original, hard positives) per kind, then SWAP's."""
+
+
+class HardPositivesDataError(WorkspaceError):
+    """The prepared full-profile set is missing or does not match its manifest."""
+
+
+def _triple(item_id: str, group: str, image: Path, original: str, positive: str, negative: str, origin: str,
+            equal_captions: EqualCaptions) -> ImageToTextItem:
+    """``evaluation.triple_item``, except that a row with two equal captions is kept as released when asked to (see
+    the module docstring)."""
+    if equal_captions == "keep" and len({original, positive, negative}) < 3:
+        return ImageToTextItem(item_id, group, image, (original, positive, negative), origin)
+    return evaluation.triple_item(item_id, group, image, original, positive, negative, origin)
+
+
+def _check_equal_captions(equal_captions: str) -> None:
+    if equal_captions not in ("keep", "error"):
+        raise ValueError(f"equal_captions must be 'keep' or 'error', got {equal_captions!r}")
+
+
+def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path], kinds: Sequence[str] = REPLACE_KINDS, *,
+                  check_images: bool = True, equal_captions: EqualCaptions = "keep") -> list[ImageToTextItem]:
+    """REPLACE's rows of each kind as (c, c_p, c_n) items (groups replace-attributes / replace-relations).
+
+    ``image_root``: the folder holding ``VG_100K/`` and ``VG_100K_2/`` (the authors' ``data/``), or each of those
+    folders by name (``common.visual_genome.vg_image_folders``: they come from two zips). ``check_images``: every
+    image file must exist (every missing one is reported).
+    """
+    _check_equal_captions(equal_captions)
+    unknown = [k for k in kinds if k not in REPLACE_KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"kinds must be a non-empty subset of {REPLACE_KINDS}, got {list(kinds)}")
+    folders = dict(image_root) if isinstance(image_root, Mapping) else {
+        name: Path(image_root) / name for name in ("VG_100K", "VG_100K_2")}
+    items: list[ImageToTextItem] = []
+    problems: list[str] = []
+    for kind in kinds:
+        original, swapped = (Path(fetch(key)) for key in released.file_keys(kind))
+        for index, (row, hard) in enumerate(released.load_aligned(original, swapped)):
+            origin = f"{original}:{index}"
+            try:
+                image = resolve_vg_image(folders, str(row.get("image_path", "")), origin)
+                if check_images and not image.is_file():
+                    raise DatasetError(f"{origin}: image {row['image_path']!r} not found at {image}")
+                items.append(_triple(f"{REPLACE_GROUPS[kind]}/{index}", REPLACE_GROUPS[kind], image,
+                                     row["true_caption"], hard["true_caption"], row["false_caption"], origin,
+                                     equal_captions))
+            except DatasetError as exc:
+                problems.append(str(exc))
+    raise_problems(problems, "REPLACE")
+    return items
+
+
+SWAP_ALIGNED_FIELDS = ("image_path", "bbox", "false_caption", "group")
+"""What the two SWAP files must share at every index: the image and box, c_n, and the attributes."""
+
+
+def swap_pairs(fetch: Fetch) -> list[tuple[VgRecord, VgRecord]]:
+    """SWAP's (original row, hard-positive row) pairs, by position as the authors pair them, checked to be aligned."""
+    original, swapped = (Path(fetch(key)) for key in SWAP_FILES)
+    a, b = read_vg(original, VG_ATTRIBUTION), read_vg(swapped, VG_ATTRIBUTION)
+    if len(a) != len(b):
+        raise DatasetError(f"{original} has {len(a)} rows but {swapped} has {len(b)}: the files are paired by "
+                           "position, so they must hold the same rows in the same order")
+    problems = []
+    for x, y in zip(a, b):
+        differ = [f for f in SWAP_ALIGNED_FIELDS if getattr(x, f) != getattr(y, f)]
+        if differ:
+            problems.append(f"{y.origin}: differs from {x.origin} in {', '.join(differ)} (the files are paired by "
+                            "position: same image, box, attributes and hard negative at every index)")
+    raise_problems(problems, "SWAP")
+    return list(zip(a, b))
+
+
+def swap_items(fetch: Fetch, image_root: Path, crop_root: Path, *, check_images: bool = True,
+               equal_captions: EqualCaptions = "keep") -> list[ImageToTextItem]:
+    """SWAP's rows as (c, c_p, c_n) items (group swap), each image the crop of its box under ``crop_root``
+    (``common.visual_genome.crop_vg`` writes them; ``crop_relpath`` names them). ``image_root``: the ``images/``
+    folder of ARO's zip (each row's image must resolve under it)."""
+    _check_equal_captions(equal_captions)
+    items: list[ImageToTextItem] = []
+    problems: list[str] = []
+    for row, hard in swap_pairs(fetch):
+        try:
+            resolve_under(Path(image_root), row.image_path, row.origin)
+            image = resolve_under(Path(crop_root), crop_relpath(row), row.origin)
+            problem = check_vg_image(row, image, cropped=True, prepare_hint="run the full-data stage") \
+                if check_images else None
+            if problem:
+                raise DatasetError(problem)
+            items.append(_triple(f"{SWAP_GROUP}/{row.index}", SWAP_GROUP, image, row.true_caption, hard.true_caption,
+                                 row.false_caption, row.origin, equal_captions))
+        except DatasetError as exc:
+            problems.append(str(exc))
+    raise_problems(problems, "SWAP")
+    return items
+
+
+def equal_caption_ids(items: Sequence[ImageToTextItem]) -> list[str]:
+    """The items with two equal captions, kept as released (c_n equal to c or c_p: a tie, wrong for Orig. and Aug.)."""
+    return [it.item_id for it in items if len(set(it.captions)) < len(it.captions)]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The full profile's prepared set (stage full-data)
+# ------------------------------------------------------------------------------------------------------------------
+def _registry_fetch(key: str) -> Path:
+    from common.download import fetch
+
+    return fetch(key, progress=False)
+
+
+def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch) -> "FullSet":
+    """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``."""
+    out_dir = Path(out_dir)
+    files = {key: Path(fetch(key)).resolve() for key in ANNOTATION_KEYS}
+    folders = {name: path.resolve() for name, path in vg_image_folders(fetch).items()}
+    swap_root = vg_image_root(Path(fetch(SWAP_IMAGES))).resolve()
+    swap_pairs(files.__getitem__)  # aligned (same boxes) before any crop is written
+    crops = crop_vg({VG_ATTRIBUTION: files[SWAP_FILES[0]]}, swap_root, out_dir / CROPS)
+    manifest = {
+        "kind": "hard_positives", "profile": "full",
+        "files": {key: str(path) for key, path in files.items()},
+        "sha256": {key: sha256_file(path) for key, path in files.items()},
+        "vg_image_folders": {name: str(path) for name, path in folders.items()},
+        "swap_image_root": str(swap_root), "crop_root": CROPS, "crops": crops,
+    }
+    full = FullSet(out_dir / MANIFEST_NAME, manifest)
+    manifest["counts"] = full.counts(full.items())  # every row read, every image present
+    write_json_atomic(out_dir / MANIFEST_NAME, manifest)
+    return FullSet.load(out_dir)
+
+
+@dataclass(frozen=True)
+class FullSet:
+    """The prepared benchmark, from ``manifest.json`` (written by ``prepare_full``)."""
+
+    path: Path
+    info: dict
+
+    @classmethod
+    def load(cls, manifest: Path) -> "FullSet":
+        manifest = Path(manifest)
+        if manifest.is_dir():
+            manifest = manifest / MANIFEST_NAME
+        if not manifest.is_file():
+            raise HardPositivesDataError(f"{manifest}: no prepared set here; run `dvc repro "
+                                         f"{DATA_STAGE}` (python -m papers.hard_positives.sets_full)")
+        info = read_json(manifest, dict, remedy="run the full-data stage again")
+        missing = [k for k in ("files", "sha256", "vg_image_folders", "swap_image_root", "crop_root") if k not in info]
+        if missing:
+            raise HardPositivesDataError(f"{manifest}: manifest lacks {missing}; run the full-data stage again")
+        return cls(manifest, info)
+
+    def _path(self, value: str) -> Path:
+        path = Path(value)
+        return path if path.is_absolute() else self.path.parent / path
+
+    def fetch(self, key: str) -> Path:
+        """The prepared file of a registry key, checked against the sha256 recorded when it was prepared."""
+        if key not in self.info["files"]:
+            raise HardPositivesDataError(f"{self.path}: no file for {key!r}; run the full-data stage again")
+        path = self._path(self.info["files"][key])
+        if not path.is_file():
+            raise HardPositivesDataError(f"{self.path}: {key}: {path} is gone; run the full-data stage again")
+        if sha256_file(path) != self.info["sha256"].get(key):
+            raise HardPositivesDataError(f"{self.path}: {key}: {path} changed since it was prepared (sha256 "
+                                         f"{sha256_file(path)}, recorded {self.info['sha256'].get(key)}); run the "
+                                         "full-data stage again")
+        return path
+
+    def items(self, check_images: bool = True) -> list[ImageToTextItem]:
+        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, rows kept as released."""
+        folders = {name: self._path(p) for name, p in self.info["vg_image_folders"].items()}
+        return [*replace_items(self.fetch, folders, check_images=check_images),
+                *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]),
+                            check_images=check_images)]
+
+    @staticmethod
+    def counts(items: Sequence[ImageToTextItem]) -> dict:
+        """Per group: items, distinct (image, c, c_p, c_n), and rows with two equal captions (kept as released)."""
+        equal = Counter(i.split("/")[0] for i in equal_caption_ids(items))
+        out = {}
+        for group in evaluation.GROUPS:
+            chosen = [it for it in items if it.group == group]
+            if chosen:
+                out[group] = {"items": len(chosen), "distinct": len({(str(it.image), it.captions) for it in chosen}),
+                              "equal_captions": equal.get(group, 0)}
+        return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.paths import build_dir
+
+    parser = argparse.ArgumentParser(
+        prog="python -m papers.hard_positives.sets_full",
+        description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
+                    "every row, write manifest.json")
+    parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
+    args = parser.parse_args(argv)
+    full = prepare_full(Path(args.out or build_dir("full", "hard_positives")))
+    print(json.dumps({"manifest": str(full.path), "counts": full.info["counts"], "crops": full.info["crops"]},
+                     indent=2))
+    return 0
+
+
+__all__ = ["replace_items", "swap_items", "swap_pairs", "equal_caption_ids", "prepare_full", "FullSet",
+           "REPLACE_KINDS", "REPLACE_GROUPS", "SWAP_FILES", "SWAP_IMAGES", "SWAP_GROUP"]
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,183 @@
+"""Kamath et al. (hard positives), Tables 1-3 in the full profile: the released REPLACE and SWAP benchmarks on Visual
+Genome images, every obtainable model of Table 1 and the COCO fine-tunes run here, scored as
+``papers.hard_positives.evaluation`` scores them.
+
+The data comes prepared by stage ``full-data`` (``python -m papers.hard_positives.sets_full``: the released files
+fetched or verified, SWAP's boxes cropped, every row checked; ``sets_full.FullSet``); the fine-tunes by stages
+``finetune-full@<run>`` (``papers.hard_positives.train_full``: CLIP ViT-B/32 on COCO train captions with rule-made
+hard positives and CREPE-style hard negatives, the runs of ``papers.hard_positives.runs``). Stage ``table1-full``
+(``python -m papers.hard_positives.tables_full``) scores every model of ``hard_positives.full.models`` (Table 1's
+row, as the audit names it -> zoo model) and every run, one scoring pass each, and writes
+``results/hard_positives/full/`` (``papers.hard_positives.tables``): ``table1.csv`` (Table 1's cells: the released
+models, then the runs), ``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``table3.csv`` (the
+hard-negative weight sweep), ``groups.csv`` (every cell and count per group), ``comparisons.json`` (the paper's
+comparisons with paired-bootstrap intervals), ``summary.json`` (DVC metrics: twelve of them), ``context.json`` (data,
+counts, fingerprints, ties, training records, models left out) and ``predictions/`` (per-item scores).
+
+A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
+released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
+``skip_unavailable`` it is left out of the tables and named in ``context.json`` (the base model cannot be: the
+comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
+(``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from common.errors import WorkspaceError
+from common.io import output_group, sha256_file, staged_to_final
+from common.tasks import ImageToTextItem
+from common.zoo import ModelFactory
+from common.zoo.available import each_model
+from common.zoo import create_model as _zoo_create
+from papers.hard_positives import evaluation, tables
+from papers.hard_positives.sets_full import FullSet
+from papers.hard_positives.runs import RUNS
+from papers.hard_positives.tables import ModelEntry, Scored
+
+DATA_FILES = ("papers/hard_positives/models.toml",)
+"""Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
+models; ARO's NegCLIP is in the shared zoo file, ``common/zoo/models.toml``)."""
+TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-full"
+RUN_PREFIX = "hard_positives/full"
+"""The runs' model names: ``hard_positives/full-<run>``."""
+AUTHORS_ACTIVATION = ("the authors' model_zoo loads NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
+                      "although they are fine-tunes of OpenAI's QuickGELU CLIP; the zoo loads them as "
+                      "ViT-B-32-quickgelu, so their rows may differ from the paper's for that reason too")
+
+
+class HardPositivesFullError(WorkspaceError):
+    """Nothing to score: no model listed, or none that loads."""
+
+
+def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
+                 device: str = "cpu", create: ModelFactory = _zoo_create,
+                 skip_unavailable: bool = False) -> tuple[list[Scored], dict[str, str]]:
+    """Every (row -> zoo model) on the items, in the given order; models that cannot be loaded raise
+    ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` are returned by row with the reason."""
+    from common.engine import Engine
+    from common.zoo import get_spec
+
+    scored, skipped = [], {}
+    for row, name, model in each_model(models, skipped, create=create, device=device,
+                                       skip_unavailable=skip_unavailable, what="Table 1 row"):
+        result = evaluation.evaluate(Engine(model, engine_config), items)
+        scored.append(Scored(row, name, get_spec(name).label, result))
+    return scored, skipped
+
+
+def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTextItem], engine_config=None,
+               device: str = "cpu") -> list[Scored]:
+    """Every run's checkpoint (an ``arch`` model) on the items."""
+    from common.engine import Engine
+    from common.zoo.trained import served
+
+    return [Scored(e.run or e.name, e.name, e.label,
+                   evaluation.evaluate(Engine(served(e, arch, device, family=RUN_PREFIX), engine_config), items))
+            for e in runs]
+
+
+def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping
+                  ) -> dict[str, Path]:
+    """Tables 1-3, groups, comparisons, summary, context and per-item predictions, as one output group."""
+    from common.results import write_predictions
+
+    rows = tables.model_rows(scored)
+    results = {s.row: s.result for s in scored}
+    missing = [r for r in ("base", *RUNS) if r not in results]
+    if missing:
+        raise HardPositivesFullError(f"the comparisons need the base model and every run; missing {missing}")
+    groups = [{"row": s.row, **g} for s in scored
+              for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
+    out_dir = Path(out_dir)
+    with output_group(out_dir) as staging:
+        paths = tables.write_tables(staging, rows, groups, tables.summary(rows, results), context,
+                                    (*zoo_rows, *tables.TABLE1_RUNS))
+        for s in scored:
+            write_predictions(staging / "predictions" / f"{s.model.replace('/', '__')}.csv", s.result)
+        paths["predictions"] = staging / "predictions"
+    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+
+
+def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: FullSet,
+                    out_dir: Path, engine_config=None, device: str = "cpu", create: ModelFactory = _zoo_create,
+                    skip_unavailable: bool = False, context: Mapping | None = None) -> dict[str, Path]:
+    """Score every zoo model and every run (``run_arch`` checkpoints) on the prepared set and write the tables
+    (nothing is written when a model fails)."""
+    if not models:
+        raise HardPositivesFullError("hard_positives.full.models is empty: no Table 1 row to score")
+    items = full.items()
+    scored, skipped = score_models(models, items, engine_config, device, create, skip_unavailable)
+    if "base" in skipped:
+        raise HardPositivesFullError(f"the base model cannot be left out (every comparison is against it): "
+                                     f"{skipped['base']}")
+    scored += score_runs(runs, run_arch, items, engine_config, device)
+    cells = {s.row: evaluation.group_cells(s.result) for s in scored}
+    full_context = {
+        **dict(context or {}), "profile": "full",
+        "rule": "strict comparisons (evaluation.py); ties are neither correct nor brittle; REPLACE = mean of "
+                "attributes and relations",
+        "data": {"manifest": str(full.path), "sha256": full.info["sha256"], "counts": full.counts(items),
+                 "crops": full.info.get("crops")},
+        "equal_captions": "rows with two equal captions are scored as released, as the authors' code scores them "
+                          "(counted per group under data.counts)",
+        "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
+                           "n": {g: c.n for g, c in cells[s.row].items()},
+                           "ties": {g: c.ties for g, c in cells[s.row].items()}} for s in scored},
+        "checkpoints": {e.run: {"path": str(e.checkpoint), "sha256": sha256_file(e.checkpoint)} for e in runs
+                        if e.checkpoint is not None},
+        "ratio": "Table 3's ratio is the hard-negative loss weight with the hard-positive weight fixed at 1 (the "
+                 "paper's Sec. 4.3), not a share of rows",
+        "skipped": skipped,
+        "activation": AUTHORS_ACTIVATION,
+    }
+    zoo_rows = [row for row in models if row not in skipped]
+    return write_outputs(out_dir, scored, zoo_rows, full_context)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry points
+# ------------------------------------------------------------------------------------------------------------------
+def run_tables(args: argparse.Namespace) -> int:
+    from common.evaluate import best_device, engine_config
+    from common.jsonl import read_json
+    from common.params import stage_section
+    from common.paths import RESULTS, build_dir
+    from common.zoo import get_spec
+
+    params, section = stage_section(TABLE_STAGE, "hard_positives.full")
+    full = FullSet.load(Path(args.data or build_dir("full", "hard_positives")))
+    device = args.device or best_device()
+    runs = tables.run_entries(RUN_PREFIX, Path(args.models or build_dir("full", "hard_positives_ft") / "models"))
+    sidecars = {e.run: read_json(e.checkpoint.with_suffix(".json")) for e in runs
+                if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
+    base = section["finetune"]["base"]
+    context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
+               "training": {run: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")}
+                            for run, s in sidecars.items()}}
+    paths = evaluate_tables(dict(section["models"]), runs, get_spec(base).arch, full,
+                            Path(args.out or RESULTS / "hard_positives" / "full"), engine_config(params), device,
+                            create=_zoo_create, skip_unavailable=bool(section["skip_unavailable"]), context=context)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.tables_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="the prepared set (default: build/full/hard_positives)")
+    parser.add_argument("--models", default=None,
+                        help="the runs' weights (default: build/full/hard_positives_ft/models)")
+    parser.add_argument("--out", default=None, help="default: results/hard_positives/full")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    return run_tables(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,86 @@
+"""The full profile's ARO+CREPE test set (stage ``aro-crepe-full-set``): SugarCrepe's positives with CREPE-style
+negatives, the set Table 5's ARO+CREPE columns score.
+
+The full SugarCrepe positives (the ``full-set`` stage's manifest: every distinct (image, caption) over its seven
+category files) with one negative per kind (replace, swap, negate, shuffle; ``common.crepe_style``, the vocabulary
+built from these positives), in the layout of the mini ARO+CREPE set (``aro_crepe``: ``data/<kind>.json`` +
+``manifest.json``, read by ``load_template_set``). The manifest counts, per kind, the positives that got no negative.
+
+``python -m papers.sugarcrepe.aro_crepe_sets_full --out build/full/sugarcrepe_aro_crepe``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+from common.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
+from common.crepe_style import describe as describe_generator
+from common.io import output_group, sha256_file, write_json_atomic
+from common.tasks import DatasetError
+from papers.sugarcrepe.aro_crepe import KIND as TEMPLATES_KIND
+from papers.sugarcrepe.positives import sugarcrepe_positives
+
+ARO_CREPE_STAGE = "papers/sugarcrepe/dvc.yaml:aro-crepe-full-set"
+
+
+def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
+                        vocabulary_min_count: int = 1) -> dict:
+    """``data/<kind>.json`` ({id: {filename, caption, negative_caption}}) and ``manifest.json`` in ``out_dir``."""
+    positives, image_root = sugarcrepe_positives(sugarcrepe_manifest)
+    captions = [c for _, c in positives]
+    parsed = parse_captions(captions)
+    vocabulary = Vocabulary.from_parsed(parsed.values(), vocabulary_min_count)
+    negatives = crepe_negatives(captions, CREPE_KINDS, seed, vocabulary, parsed=parsed)
+    data: dict[str, dict[str, dict]] = {}
+    for kind in CREPE_KINDS:
+        data[kind] = {}
+        for (filename, caption), negative in zip(positives, negatives[kind]):
+            if negative is not None:
+                data[kind][str(len(data[kind]))] = {"filename": filename, "caption": caption,
+                                                    "negative_caption": negative}
+    empty = [k for k, v in data.items() if not v]
+    if empty:
+        raise DatasetError(f"{sugarcrepe_manifest}: no positive gets a {empty} negative")
+    out_dir = Path(out_dir)
+    manifest = {
+        "data_dir": "data",
+        "image_root": Path(os.path.relpath(os.path.abspath(image_root), os.path.abspath(out_dir))).as_posix(),
+        "categories": list(CREPE_KINDS), "kind": TEMPLATES_KIND, "profile": "full", "seed": seed,
+        "positives": "every distinct (image, caption) of the full SugarCrepe set (build/full/sugarcrepe)",
+        "counts": {k: len(v) for k, v in data.items()}, "n_positives": len(positives),
+        "no_negative": {k: sum(n is None for n in negatives[k]) for k in CREPE_KINDS},
+        "generator": describe_generator(vocabulary),
+        "sugarcrepe_manifest_sha256": sha256_file(sugarcrepe_manifest),
+    }
+    with output_group(out_dir) as staging:
+        for kind, examples in data.items():
+            write_json_atomic(staging / "data" / f"{kind}.json", examples, indent=1)
+        write_json_atomic(staging / "manifest.json", manifest)
+    return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_section
+    from common.paths import build_dir
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.aro_crepe_sets_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--sugarcrepe", type=Path, default=None, help="default: build/full/sugarcrepe/manifest.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_aro_crepe")
+    parser.add_argument("--stage", default=ARO_CREPE_STAGE, help="the DVC stage whose parameters to read")
+    args = parser.parse_args(argv)
+    _, section = stage_section(args.stage, "sugarcrepe.negclip_full")
+    manifest = build_aro_crepe_set(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json",
+                                   args.out or build_dir("full", "sugarcrepe_aro_crepe"),
+                                   section["seed"], section["vocabulary_min_count"])
+    print(json.dumps({k: manifest[k] for k in ("counts", "n_positives", "no_negative")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,25 @@
+"""The losses of SugarCrepe's NegCLIP re-training (Tables 5 and 10, both profiles).
+
+NegCLIP proper (``vinid/neg_clip``) also feeds a hard negative image per sample; the paper's re-training adds hard
+negative captions only, so its loss is the shared ``ExtraTextNegativesLoss`` with one image segment and two text
+segments. A run without negatives trains with plain ``ClipLoss``.
+"""
+from __future__ import annotations
+
+from common.training.losses import ClipLoss, ExtraTextNegativesLoss
+
+
+class TextNegativeClipLoss(ExtraTextNegativesLoss):
+    """B images against 2B texts [T; T_neg]: NegCLIP's caption negatives without its hard negative images.
+
+    loss = 1/2 [CE(B x 2B image->text, arange B) + CE(texts[:B] -> images, B x B, arange B)]: each negative caption
+    is one more wrong answer for every image (its own image's most of all) and is never a query itself.
+    """
+
+    image_segments = 1
+    text_segments = 2
+
+
+def loss_for(hard_negative: str | None) -> type:
+    """The loss of a run: ``ClipLoss`` without negatives, ``TextNegativeClipLoss`` with them."""
+    return ClipLoss if hard_negative is None else TextNegativeClipLoss

@@ -1,0 +1,121 @@
+"""The full NegCLIP training set (stage ``negclip-full-set``): NegCLIP's COCO train TSV with each caption's
+CREPE-style negatives.
+
+NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO train2014) with each caption's
+CREPE-style REPLACE, SWAP and NEGATE negatives (``common.crepe_style``, vocabulary from these captions). Rows whose
+image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped, and so are
+rows some kind does not apply to, so that every run trains on the same captions; both are counted. Writes
+``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows_full.load_rows``) and ``manifest.json``.
+
+``python -m papers.sugarcrepe.negclip_sets_full --out build/full/sugarcrepe_negclip/set``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+from common.crepe_style import Vocabulary, crepe_negatives, parse_captions
+from common.crepe_style import describe as describe_generator
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.tasks import DatasetError
+from papers.sugarcrepe.positives import sugarcrepe_positives
+from papers.sugarcrepe.runs import KINDS
+
+SET_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-set"
+SET_KIND = "sugarcrepe-negclip-full-set"
+
+
+def test_image_groups(sugarcrepe_manifest: Path) -> set[str]:
+    """COCO ids (``coco:<id>``) of every SugarCrepe test image."""
+    from common.blind.crossfit import coco_group
+
+    positives, _ = sugarcrepe_positives(sugarcrepe_manifest)
+    try:
+        return {coco_group(name) for name, _ in positives}
+    except ValueError as exc:
+        raise DatasetError(f"{sugarcrepe_manifest}: {exc}") from None
+
+
+def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
+                    vocabulary_min_count: int = 1) -> dict:
+    """``rows.jsonl`` and ``manifest.json`` in ``out_dir``: the TSV's captions on non-test images with a negative of
+    every kind; errors name the TSV row whose image is missing."""
+    from common.blind.crossfit import coco_group
+    from common.released_text import read_negclip_tsv
+
+    tsv, images_dir = Path(tsv), Path(images_dir)
+    rows = read_negclip_tsv(tsv)
+    test_groups = test_image_groups(sugarcrepe_manifest)
+    kept, dropped_images = [], set()
+    for number, row in enumerate(rows, start=1):
+        name = Path(row.filepath).name
+        if not (images_dir / name).is_file():
+            raise DatasetError(f"{tsv}: row {number} (index {row.index}): image {row.filepath!r} not found under "
+                               f"{images_dir}")
+        try:
+            group = coco_group(name)
+        except ValueError as exc:
+            raise DatasetError(f"{tsv}: row {number} (index {row.index}): {exc}") from None
+        if group in test_groups:
+            dropped_images.add(name)
+            continue
+        kept.append((name, row.title))
+    captions = [c for _, c in kept]
+    parsed = parse_captions(captions)
+    vocabulary = Vocabulary.from_parsed(parsed.values(), vocabulary_min_count)
+    negatives = crepe_negatives(captions, KINDS, seed, vocabulary, parsed=parsed)
+    lines, without = [], {k: 0 for k in KINDS}
+    for i, (name, caption) in enumerate(kept):
+        per_kind = {k: negatives[k][i] for k in KINDS}
+        for k, v in per_kind.items():
+            without[k] += v is None
+        if all(v is not None for v in per_kind.values()):
+            lines.append(json.dumps({"image": name, "caption": caption, "negatives": per_kind}, ensure_ascii=False))
+    if not lines:
+        raise DatasetError(f"{tsv}: no caption outside the SugarCrepe test images gets a negative of every kind")
+    out_dir = Path(out_dir)
+    manifest = {
+        "kind": SET_KIND, "profile": "full", "seed": seed, "kinds": list(KINDS),
+        "counts": {"tsv_rows": len(rows), "rows_on_test_images": len(rows) - len(kept),
+                   "test_images_dropped": len(dropped_images), "rows_without_negative": without,
+                   "rows": len(lines), "images": len({json.loads(x)["image"] for x in lines})},
+        "generator": describe_generator(vocabulary), "train_tsv_sha256": sha256_file(tsv),
+        "sugarcrepe_manifest_sha256": sha256_file(sugarcrepe_manifest),
+    }
+    with output_group(out_dir) as staging:
+        with atomic_path(staging / "rows.jsonl") as tmp:
+            Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_json_atomic(staging / "manifest.json", manifest)
+    return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_section
+    from common.paths import build_dir, data_root
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--tsv", type=Path, default=None, help="default: <data>/negclip/train_neg_clip.tsv")
+    parser.add_argument("--images", type=Path, default=None, help="default: <data>/coco/train2014/train2014")
+    parser.add_argument("--sugarcrepe", type=Path, default=None,
+                        help="the test set whose images are dropped from training (default: "
+                             "build/full/sugarcrepe/manifest.json)")
+    parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
+    parser.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
+    args = parser.parse_args(argv)
+    _, section = stage_section(args.stage, "sugarcrepe.negclip_full")
+    manifest = build_train_set(args.tsv or data_root() / "negclip" / "train_neg_clip.tsv",
+                               args.images or data_root() / "coco" / "train2014" / "train2014",
+                               args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json",
+                               args.out or build_dir("full", "sugarcrepe_negclip") / "set",
+                               section["seed"], section["vocabulary_min_count"])
+    print(json.dumps(manifest["counts"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,146 @@
+"""The full NegCLIP runs of Tables 5 and 10 (stages ``negclip-full@<run>``, ``negclip-full-refined@<run>``; GPU,
+``torchrun``): one ``FinetuneJob`` per run of ``runs.FULL_RUNS``.
+
+Every run goes over the same rows in the same order (the batch of step s is a pure function of (seed, s)); images
+are decoded from the COCO files per batch (``common.training.files.FileImages``). ``ClipLoss`` over images [I] and
+texts [T] without negatives; ``TextNegativeClipLoss`` over [I] and [T; T_neg] with them. Fine-tuned runs start from
+``base`` (``openai/ViT-B-32``) on the ``finetune`` schedule, scratch runs from a random ``scratch_arch`` (``RN50``)
+on the ``scratch`` schedule. The refined runs are a stage group of their own: only they wait for the refinement
+(Vera, GPU), whose rows they read through ``negclip_rows_full`` without importing the refinement's code.
+
+``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device cuda``: weights in
+``build/full/sugarcrepe_negclip/models/``, rank 0's wall-time log in ``build/full/sugarcrepe_negclip/logs/``.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from common.training.files import FileCaptionBatches, FileImages
+from common.training.job import FinetuneJob
+from common.training.model_init import FromScratch, FromZoo, Init
+from common.training.recipe import FileRunParams, Schedule
+from common.zoo.trained import tokenizer_for as shared_tokenizer_for
+from papers.sugarcrepe.losses import loss_for
+from papers.sugarcrepe.negclip_rows_full import TrainRow, run_negatives, run_rows
+from papers.sugarcrepe.runs import FULL_RUNS, run_spec
+
+MODULE = "papers.sugarcrepe.negclip_train_full"
+"""This module's name even when it runs as ``__main__``: its import closure keys the runs' resume states."""
+RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full@{run}"
+REFINED_RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-refined@{run}"
+"""The refined runs are a stage group of their own: only they depend on the refinement (Vera, GPU)."""
+CHECKPOINT_EVERY = 500
+OUT = "sugarcrepe_negclip"
+"""``build/full/<OUT>``: the set (``set/``), ``refined.json``, the weights (``models/``) and the logs (``logs/``)."""
+
+
+@dataclass(frozen=True)
+class FullRunParams:
+    """``params.yaml sugarcrepe.negclip_full``: what every run shares, with one schedule per family of runs."""
+
+    base: str
+    scratch_arch: str
+    image_size: int
+    finetune: Schedule
+    scratch: Schedule
+    seed: int = 0
+    precision: str = "fp32"
+
+    @classmethod
+    def from_params(cls, section: Mapping) -> "FullRunParams":
+        return cls(section["base"], section["scratch_arch"], int(section["image_size"]),
+                   Schedule.from_params(section["finetune"]), Schedule.from_params(section["scratch"]),
+                   int(section["seed"]), section.get("precision", "fp32"))
+
+    def schedule(self, run: str) -> Schedule:
+        return self.scratch if run_spec(FULL_RUNS, run).scratch else self.finetune
+
+    def recipe(self, run: str) -> FileRunParams:
+        """The run's recipe in the shared shape (its schedule; the seed, precision and image size of all)."""
+        scratch = run_spec(FULL_RUNS, run).scratch
+        return FileRunParams(self.scratch_arch if scratch else self.base, self.image_size, self.schedule(run),
+                             self.seed, self.precision)
+
+
+def default_init(run: str, params: FullRunParams) -> Init:
+    return FromScratch(params.scratch_arch) if run_spec(FULL_RUNS, run).scratch else FromZoo(params.base)
+
+
+def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
+    """The zoo tokenizer of ``arch``, over any sequence of texts (the batches pass lists of rows)."""
+    tokenizer = shared_tokenizer_for(arch)
+    return lambda texts: tokenizer(list(texts))
+
+
+def build_job(run: str, rows: Sequence[TrainRow], params: FullRunParams, images_dir: Path, *,
+              init: Init | None = None, steps: int | None = None,
+              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
+    """``run`` as a job over ``rows`` (``run_rows``), images under ``images_dir``; ``steps`` overrides the schedule's
+    epochs (smoke runs, tests) and is recorded as a fraction of an epoch; ``provenance`` follows the run's keys."""
+    spec = run_spec(FULL_RUNS, run)
+    init = init or default_init(run, params)
+    recipe = params.recipe(run)
+    files = list(dict.fromkeys(r.image for r in rows))
+    where = {name: i for i, name in enumerate(files)}
+    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size)
+    negatives = run_negatives(run, rows, params.seed)
+    batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
+                                 [r.caption for r in rows], [] if negatives is None else [negatives],
+                                 tokenizer_for(init.describe()["arch"]), name=f"sugarcrepe-full-{run}",
+                                 fields={"negatives": negatives is not None})
+    per_epoch = batches.steps_per_epoch(recipe.schedule.batch_size)
+    config = recipe.trainer_config(per_epoch, steps)
+    return FinetuneJob(
+        f"sugarcrepe-full-{run}", init, batches, loss_for(spec.hard_negative), config, MODULE,
+        provenance={"run": run, "hard_negative": spec.hard_negative, "scratch": spec.scratch, "refined": spec.refined,
+                    "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch, **(provenance or {})},
+        checkpoint_every=CHECKPOINT_EVERY)
+
+
+def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
+    """The job of ``run <run>``: the stage's parameters, the set (``--set``), the refinement (``--refined``), the
+    images (``--images``) and the set manifest's hash."""
+    from common.io import sha256_file
+    from common.params import stage_section
+    from common.paths import build_dir, data_root
+
+    stage = (REFINED_RUN_STAGE if run_spec(FULL_RUNS, args.run).refined else RUN_STAGE).format(run=args.run)
+    _, section = stage_section(stage, "sugarcrepe.negclip_full")
+    set_dir = Path(args.set or build_dir("full", OUT) / "set")
+    rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))
+    images = Path(args.images or data_root() / "coco" / "train2014" / "train2014")
+    return build_job(args.run, rows, FullRunParams.from_params(section), images, steps=args.steps,
+                     provenance={"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
+                                 **cpu_profile})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.paths import build_dir
+    from common.training.launch import add_run_command
+
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def configure(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", default=None, help="default: build/full/sugarcrepe_negclip/set")
+        p.add_argument("--refined", default=None, help="default: build/full/sugarcrepe_negclip/refined.json")
+        p.add_argument("--images", default=None, help="default: <data>/coco/train2014/train2014")
+
+    add_run_command(sub, list(FULL_RUNS), build,
+                    out_path=lambda args: build_dir("full", OUT) / "models" / f"{args.run}.safetensors",
+                    log_dir=lambda: build_dir("full", OUT) / "logs", configure=configure,
+                    help="train one run (fine-tuned or from scratch, with or without negatives)")
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,20 @@
+"""Every distinct (image, positive caption) of a prepared SugarCrepe set: the positives the full profile's ARO+CREPE
+set is built on (``aro_crepe_sets_full``) and the test images its NegCLIP training set leaves out
+(``negclip_sets_full``). Its own module so that neither set stage reruns when the other's builder changes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def sugarcrepe_positives(manifest: Path) -> tuple[list[tuple[str, str]], Path]:
+    """Every distinct (image file name, positive caption) of a SugarCrepe set, in category then example order, and
+    its image folder."""
+    from common.benchmarks.sugarcrepe import PreparedSet, read_category
+
+    prepared = PreparedSet.load(Path(manifest))
+    positives: dict[tuple[str, str], None] = {}
+    for path in prepared.files().values():
+        for record in read_category(path).values():
+            positives.setdefault((record["filename"], record["caption"]), None)
+    return list(positives), prepared.image_root

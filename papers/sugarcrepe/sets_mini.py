@@ -1,0 +1,118 @@
+"""The mini profile's SugarCrepe: a test set rendered from the mini world, in the released format.
+
+``<category>.json`` files with filename / caption / negative_caption and an image folder, plus ``scenes.jsonl``
+(each image's scene graph, positive claim and negatives), so the loader and engine that score the real benchmark
+score this one. Scenes come from the world's own random stream for this set (``common.miniworld.build.stream``),
+independent of the training scenes; held-out (colour, shape) pairs may appear, as unseen combinations.
+
+Stage ``mini-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_mini --out build/mini/sugarcrepe``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from tqdm import tqdm
+
+from common.io import atomic_path, write_json_atomic, write_text_atomic
+from common.miniworld import VERSION
+from common.miniworld.build import scene_to_json, stream
+from common.miniworld.claims import Claim, sample_claim
+from common.miniworld.negatives import EDIT_TYPES
+from common.miniworld.render import NATURAL, render
+from common.miniworld.scene import Scene, contains_heldout, sample_scene
+from common.benchmarks.sugarcrepe import write_manifest
+
+STAGE = "papers/sugarcrepe/dvc.yaml:mini-set"
+
+
+@dataclass(frozen=True)
+class MiniSetConfig:
+    examples_per_category: int = 500
+    image_size: int = 48
+    seed: int = 0
+
+
+def _examples(config: MiniSetConfig) -> Iterator[tuple[int, Scene, Claim, dict[str, Claim]]]:
+    rng = stream(config.seed, "test-sugarcrepe")
+    index = 0
+    while True:
+        scene = sample_scene(rng, allow_heldout=True)
+        positive = sample_claim(rng, scene)
+        negatives = {}
+        for category, generator in EDIT_TYPES.items():
+            negative = generator(scene, positive, rng)
+            if negative is not None:
+                negatives[category] = negative
+        yield index, scene, positive, negatives
+        index += 1
+
+
+def build_mini_set(config: MiniSetConfig, out_dir: Path, progress: bool = True) -> dict:
+    """``examples_per_category`` examples of each of the 7 types.
+
+    Images are shared across categories as in SugarCrepe (one positive caption per image, one hard negative per
+    applicable type until each category's quota is filled).
+    """
+    quota = config.examples_per_category
+    data: dict[str, dict[str, dict]] = {c: {} for c in EDIT_TYPES}
+    images_dir = out_dir / "images"
+    images_dir.mkdir(parents=True, exist_ok=True)
+    scenes_lines = []
+    bar = tqdm(total=quota * len(data), desc="build mini SugarCrepe", disable=not progress, mininterval=2)
+    for index, scene, positive, negatives in _examples(config):
+        wanted = {c: n for c, n in negatives.items() if len(data[c]) < quota}
+        if not wanted:
+            if all(len(v) >= quota for v in data.values()):
+                break
+            continue
+        filename = f"mini_{index:06d}.png"
+        with atomic_path(images_dir / filename) as tmp:
+            render(scene, config.image_size, NATURAL, seed=index).save(tmp, format="PNG")
+        for category, negative in wanted.items():
+            data[category][str(len(data[category]))] = {
+                "filename": filename, "caption": positive.text(), "negative_caption": negative.text(),
+            }
+            bar.update(1)
+        scenes_lines.append(json.dumps({
+            "filename": filename, "heldout_combination": contains_heldout(scene),
+            "scene": scene_to_json(scene), "positive": asdict(positive),
+            "negatives": {c: asdict(n) for c, n in wanted.items()},
+        }))
+    bar.close()
+    data_dir = out_dir / "data"
+    for category, examples in data.items():
+        write_json_atomic(data_dir / f"{category}.json", examples, indent=1)
+    write_text_atomic(out_dir / "scenes.jsonl", "\n".join(scenes_lines) + "\n")
+    info = {
+        "kind": "sugarcrepe", "profile": "mini", "world_version": VERSION,
+        "config": {"examples_per_category": config.examples_per_category, "image_size": config.image_size,
+                   "seed": config.seed},
+        "counts": {c: len(v) for c, v in data.items()}, "n_images": len(scenes_lines),
+    }
+    return write_manifest(out_dir, "data", "images", info).describe()
+
+
+def config_from_params(params: dict) -> MiniSetConfig:
+    world = params["mini"]["world"]
+    return MiniSetConfig(examples_per_category=params["sugarcrepe"]["mini_examples_per_category"],
+                         image_size=world["image_size"], seed=world["seed"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.params import stage_params
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_mini", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    print(json.dumps(build_mini_set(config_from_params(stage_params(STAGE)), args.out), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -1,0 +1,106 @@
+"""A 2-step NegCLIP / CLIP-FT sweep of a tiny random CLIP on the full profile's TSV path: weights, sidecar, lr pick,
+and a killed sweep resumed."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import open_clip
+import pytest
+from PIL import Image
+
+from common.training import FromScratch
+from common.zoo import load_state_dict, register_local_configs
+from papers.aro.batches import FinetuneBatches, TokenCache
+from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
+from papers.aro.runs import FinetuneParams, sweep_jobs
+from papers.aro.sweep import run_sweep, sweep_dir
+from tests.papers.aro.test_aro_finetune import write_tsv
+
+COLOURS = ["red", "green", "blue", "yellow", "white", "black"]
+
+
+@pytest.fixture
+def tiny_release(tmp_path):
+    for k, colour in enumerate(COLOURS):
+        Image.new("RGB", (60, 50), colour).save(tmp_path / f"COCO_train2014_{k}.jpg")
+    rows = [(f"a {c} square left of a {d} circle.", f"coco/train2014/COCO_train2014_{k}.jpg",
+             [f"a {d} circle left of a {c} square .", f"a {c} circle left of a {d} square ."],
+             [(k + 1) % 6, (k + 2) % 6, (k + 3) % 6])
+            for k, (c, d) in enumerate(zip(COLOURS, COLOURS[1:] + COLOURS[:1]))]
+    return write_tsv(tmp_path / "train_neg_clip.tsv", rows), tmp_path
+
+
+@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
+def test_two_step_sweep_writes_weights_and_sidecar(tiny_release, tmp_path, monkeypatch, method):
+    monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
+    tsv, images_dir = tiny_release
+    register_local_configs()
+    tokens = TokenCache(open_clip.get_tokenizer("mini-vit-xs"), memo=False)
+    table, images = tsv_table(tsv, images_dir, image_size=48)
+    batches = FinetuneBatches(table, images, tokens, hard=method == "negclip")
+    validator = val_from_tsv(tsv, images_dir, 48, tokens)
+    params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
+    out = tmp_path / "models" / f"{method}.safetensors"
+    sweep = sweep_jobs(method, "full", params, FromScratch("mini-vit-xs"), batches, validator, "papers.aro.train_full",
+                       {"train_tsv": tsv.name}, steps=2)
+    record = run_sweep(sweep, out, progress=False)
+    sidecar = json.loads(out.with_suffix(".json").read_text())
+    assert sidecar["chosen_lr"] == record["chosen_lr"] in (1e-3, 1e-4)
+    assert [r["lr"] for r in sidecar["lr_sweep"]] == [1e-3, 1e-4]
+    best = max(sidecar["lr_sweep"], key=lambda r: r["validation_mean_recall_at_1"])
+    assert best["validation_mean_recall_at_1"] == sidecar["validation"]["best_score"]
+    assert sidecar["trainer"]["steps"] == 2 and sidecar["trainer"]["lr"] == sidecar["chosen_lr"]
+    assert sidecar["loss"]["name"] == ("HardNegativeClipLoss" if method == "negclip" else "ClipLoss")
+    assert sidecar["data"]["name"] == f"aro-{method}" and sidecar["train_tsv"] == tsv.name
+    assert set(record["seconds_per_lr"]) == {"lr1e-3", "lr1e-4"} and "seconds_per_lr" not in sidecar
+    model = FromScratch("mini-vit-xs").build().model
+    load_state_dict(model, out, method)  # strict: a complete state dict of the architecture
+    folder = tmp_path / "cache" / "training" / f"aro-full-{method}"
+    assert not folder.exists() or not any(folder.iterdir())  # the sweep's runs are cleaned up
+    assert not any((tmp_path / "cache" / "training").glob("aro-full-*-lr*"))  # and so are the runs' resume states
+    assert np.isfinite(sidecar["final_loss"])
+
+
+@pytest.mark.slow
+def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monkeypatch):
+    """A sweep killed during its second lr reruns only that lr, and ends with an uninterrupted sweep's bytes."""
+    import papers.aro.sweep as sweep_module
+
+    monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
+    tsv, images_dir = tiny_release
+    register_local_configs()
+    tokens = TokenCache(open_clip.get_tokenizer("mini-vit-xs"), memo=False)
+    table, images = tsv_table(tsv, images_dir, image_size=48)
+    batches = FinetuneBatches(table, images, tokens, hard=True)
+    validator = val_from_tsv(tsv, images_dir, 48, tokens)
+    params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
+    jobs = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
+                      "papers.aro.train_full", {}, steps=2)
+
+    def sweep(out):
+        return run_sweep(jobs, out, progress=False)
+
+    whole = sweep(tmp_path / "whole.safetensors")
+    real_run_job, calls = sweep_module.run_job, []
+
+    def killed_at_second(job, *args, **kwargs):
+        calls.append(job.config.lr)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_job(job, *args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "run_job", killed_at_second)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(tmp_path / "resumed.safetensors")
+    assert not (tmp_path / "resumed.safetensors").exists()
+    calls.clear()
+    monkeypatch.setattr(sweep_module, "run_job",
+                        lambda job, *a, **k: calls.append(job.config.lr) or real_run_job(job, *a, **k))
+    resumed = sweep(tmp_path / "resumed.safetensors")
+    assert calls == [1e-4]  # the first lr's finished run was reused
+    assert resumed["lr_sweep"] == whole["lr_sweep"]
+    assert (tmp_path / "resumed.safetensors").read_bytes() == (tmp_path / "whole.safetensors").read_bytes()
+    other = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
+                       "papers.aro.train_full", {}, steps=3)
+    assert sweep_dir(jobs) != sweep_dir(other) and sweep_dir(jobs) != sweep_dir(jobs, world_size=2)

@@ -1,0 +1,164 @@
+"""The job builders (``train_mini``, ``train_full``) hand the trainer what the old ``papers/aro/finetune.py run`` did:
+the same ``TrainConfig``, init, batch source, loss, validation and provenance (keys in the same order), one job per lr.
+
+The expected values restate the old code's logic (``_cmd_run`` and ``run_sweep`` of ``papers/aro/finetune.py`` at
+commit fc79156) rather than calling the new code: the config from ``FinetuneParams.trainer_config(lr, steps)`` with
+``steps = args.steps or epochs * (units // batch_size)``; the provenance ``{method, steps_per_epoch, epochs,
+profile, <data hashes>, <cpu profile>, validation_detail: None}``; ``FromZoo(base)``; ``HardNegativeClipLoss`` for
+NegCLIP, ``ClipLoss`` for CLIP-FT; resume states every 50 steps."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import common.params
+from common.paths import build_root
+from common.training import ClipLoss, DistributedContext, FromZoo, HardNegativeClipLoss, TrainConfig
+from common.training.job import describe_loss
+from papers.aro import train_full, train_mini
+from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
+from papers.aro.validation import RetrievalValidator
+from tests.papers.aro.test_aro_finetune import fake_negatives
+from tests.papers.aro.test_aro_sweep import tiny_release  # noqa: F401  (a fixture)
+
+CPU_PROFILE = {"cpu_profile": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                               "threads": 2}}
+MINI = {"base": "mini/xs-32k", "train_images": 12, "val_images": 4, "epochs": 5, "batch_size": 4,
+        "lrs": [3.0e-4, 1.0e-3], "warmup_steps": 50, "weight_decay": 0.2, "nearest_images": 2, "seed": 0}
+FULL = {"base": "openai/ViT-B-32", "lrs": [1.0e-5, 5.0e-6, 1.0e-6], "epochs": 5, "batch_size": 2, "warmup_steps": 50,
+        "weight_decay": 0.2, "seed": 0}
+LOSSES = {"negclip": HardNegativeClipLoss, "clip-ft": ClipLoss}
+LR_TAGS = {3.0e-4: "lr3e-4", 1.0e-3: "lr1e-3", 1.0e-5: "lr1e-5", 5.0e-6: "lr5e-6", 1.0e-6: "lr1e-6"}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def section_of(stage_name: str, dotted: str, section: dict, seen: list):
+    def stage_section(stage: str, path: str):
+        seen.append((stage, path))
+        assert (stage, path) == (stage_name, dotted)
+        return {"profile": dotted.split(".")[1]}, section
+    return stage_section
+
+
+@pytest.fixture(scope="module")
+def mini_set(tmp_path_factory) -> tuple[Path, Path]:
+    """A 12-image fine-tuning set (fake negatives) and neighbours among its eligible images (the next two)."""
+    root = tmp_path_factory.mktemp("aro_jobs")
+    build_finetune_set(FinetuneSetConfig(train_images=12, val_images=4, captions_per_image=3, image_size=48, seed=0),
+                       root / "set", generate=fake_negatives)
+    negatives = json.loads((root / "set" / "train" / "negatives.json").read_text())
+    eligible = [i for i, image in enumerate(negatives) if any(image)]
+    neighbours = np.array([[eligible[(eligible.index(i) + d) % len(eligible)] if i in eligible else eligible[0]
+                            for d in (1, 2)] for i in range(len(negatives))], dtype=np.int64)
+    (root / "neighbours").mkdir()
+    np.save(root / "neighbours" / "neighbours.npy", neighbours)
+    return root / "set", root / "neighbours"
+
+
+def expected_job(name: str, config: TrainConfig, provenance: dict, data: dict, init: FromZoo, loss, module: str):
+    return {"name": name, "config": config, "init": init.describe(), "data": data, "loss": describe_loss(loss),
+            "module": module, "validated": True, "provenance": provenance}
+
+
+def check_sweep(sweep, expected: list[dict]) -> None:
+    assert [job.name for job in sweep.jobs] == [e["name"] for e in expected]
+    validators = {id(job.validate) for job in sweep.jobs}
+    assert len(validators) == 1 and isinstance(sweep.jobs[0].validate, RetrievalValidator)  # one validation, shared
+    assert len({id(job.batches) for job in sweep.jobs}) == 1
+    for job, e in zip(sweep.jobs, expected):
+        assert job.config == e["config"]
+        assert list(job.provenance) == list(e["provenance"]) and dict(job.provenance) == e["provenance"]
+        assert job.batches.describe() == e["data"]
+        assert job.init == FromZoo(e["init"]["name"]) and job.init.describe() == e["init"]
+        assert job.loss is LOSSES[job.provenance["method"]] and describe_loss(job.loss) == e["loss"]
+        assert (job.module, job.checkpoint_every, job.resume) == (e["module"], 50, True)
+        assert job.describe() == json.loads(json.dumps({**e, "config": vars(e["config"])}, sort_keys=True, default=str))
+
+
+@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
+@pytest.mark.parametrize("steps", [None, 3])
+def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
+    set_dir, nbr_dir = mini_set
+    seen: list = []
+    monkeypatch.setattr(common.params, "stage_section", section_of(
+        f"papers/aro/dvc.yaml:finetune-mini@{method}", "aro.mini.finetune", MINI, seen))
+    args = argparse.Namespace(run=method, set=str(set_dir), neighbours=str(nbr_dir), steps=steps)
+    sweep = train_mini.build(args, DistributedContext.local("cpu"), CPU_PROFILE)
+    assert seen and sweep.name == f"aro-mini-{method}" and sweep.method == method
+
+    # the old mini_table, counted from the files: units = images with a caption that has a negative
+    captions = json.loads((set_dir / "train" / "captions.json").read_text())
+    negatives = json.loads((set_dir / "train" / "negatives.json").read_text())
+    kept = [[(c, n) for c, n in zip(caps, negs) if n] for caps, negs in zip(captions, negatives)]
+    units = sum(1 for k in kept if k)
+    data = {"name": f"aro-{method}", "units": units, "rows": sum(map(len, kept)), "images": units,
+            "neighbours_per_unit": 2, "negatives": sum(len(n) for k in kept for _, n in k)}
+    per_epoch = units // MINI["batch_size"]
+    total = steps or MINI["epochs"] * per_epoch
+    provenance = {"method": method, "steps_per_epoch": per_epoch, "epochs": total / per_epoch, "profile": "mini",
+                  "finetune_manifest_sha256": sha256(set_dir / "manifest.json"),
+                  "neighbours_sha256": sha256(nbr_dir / "neighbours.npy"), **CPU_PROFILE, "validation_detail": None}
+    expected = [expected_job(f"aro-mini-{method}-{LR_TAGS[lr]}",
+                             TrainConfig(steps=total, batch_size=4, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
+                                         precision="fp32", accum=1),
+                             provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train_mini")
+                for lr in MINI["lrs"]]
+    check_sweep(sweep, expected)
+    batches, validator = sweep.jobs[0].batches, sweep.jobs[0].validate
+    assert batches.hard == (method == "negclip") and batches.tokens.memo  # the mini sweep memoises its tokens
+    assert validator.captions == json.loads((set_dir / "val" / "captions.json").read_text())
+    assert validator.images.pixels.shape == (4, 3, 48, 48)
+
+
+@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
+def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa: F811  (the fixture)
+    tsv, images_dir = tiny_release
+    seen: list = []
+    monkeypatch.setattr(common.params, "stage_section", section_of(
+        f"papers/aro/dvc.yaml:finetune-full@{method}", "aro.full.finetune", FULL, seen))
+    args = argparse.Namespace(run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
+                              val_images=str(images_dir), steps=None)
+    sweep = train_full.build(args, DistributedContext.local("cuda"), {})  # on GPUs the CPU profile is not recorded
+    assert seen and sweep.name == f"aro-full-{method}"
+    data = {"name": f"aro-{method}", "units": 6, "rows": 6, "images": 6, "neighbours_per_unit": 3, "negatives": 12}
+    provenance = {"method": method, "steps_per_epoch": 3, "epochs": 5.0, "profile": "full",
+                  "train_tsv_sha256": sha256(tsv), "val_tsv_sha256": sha256(tsv), "validation_detail": None}
+    expected = [expected_job(f"aro-full-{method}-{LR_TAGS[lr]}",
+                             TrainConfig(steps=15, batch_size=2, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
+                                         precision="fp32", accum=1),
+                             provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full")
+                for lr in FULL["lrs"]]
+    check_sweep(sweep, expected)
+    batches, validator = sweep.jobs[0].batches, sweep.jobs[0].validate
+    assert batches.hard == (method == "negclip") and not batches.tokens.memo
+    assert batches.images.get(np.array([0])).shape == (1, 3, 224, 224)  # the params' image size (default 224)
+    assert len(validator.captions) == 6 and validator.images.pixels.shape == (6, 3, 224, 224)
+
+
+def test_weights_and_logs_where_they_were():
+    """``--out`` defaults: the zoo's checkpoint of aro/mini-<method>, and build/full/aro/models/<method>."""
+    for method in ("negclip", "clip-ft"):
+        assert train_mini.weights_path(argparse.Namespace(run=method)) == (
+            build_root() / "mini" / "aro" / "models" / f"{method}.safetensors")
+        assert train_full.weights_path(argparse.Namespace(run=method)) == (
+            build_root() / "full" / "aro" / "models" / f"{method}.safetensors")
+
+
+@pytest.mark.parametrize("profile", ["mini", "full"])
+def test_the_stages_params_read_as_before(profile):
+    """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_section``."""
+    from papers.aro.runs import FinetuneParams
+
+    _, section = common.params.stage_section(f"papers/aro/dvc.yaml:finetune-{profile}@negclip",
+                                             f"aro.{profile}.finetune")
+    params = FinetuneParams.from_params(section)
+    assert params.lrs == tuple(float(x) for x in section["lrs"]) and params.epochs == section["epochs"]
+    assert params.base == ("mini/xs-32k" if profile == "mini" else "openai/ViT-B-32")

@@ -1,0 +1,337 @@
+"""BiVLC's full profile's tables (``papers.bivlc.tables_full``) on a tiny snapshot in the Hugging Face layout (parquet
+shards of the test split, images as {bytes, path} structs), scored by random tiny CLIPs on the CPU: the tables against
+a brute-force evaluation of each model's own embeddings (ties included), SugarCrepe's micro average, the detectors
+against hand-computed probabilities, the predictions re-scored by the released-file audit, and the input errors."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from PIL import Image
+
+from common.engine import EngineConfig
+from common.tasks import DatasetError
+from common.zoo import ModelUnavailable, random_model
+from papers.bivlc import tables_full as full
+
+from sugarcrepe_support import write_sugarcrepe_set  # noqa: E402
+
+CONFIG = EngineConfig(progress=False, num_workers=0)
+MODELS = {"clip": "openai/ViT-B-32", "trohn-img": "bivlc/clip-trohn-img"}
+COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (220, 220, 40), (40, 220, 220), (120, 60, 160)]
+# (photo colour, generated colour, caption, negative caption, type, subtype); instance 4 reuses instance 0's photo,
+# instance 5's negative caption equals its caption (every text comparison ties: I2T wrong).
+RECORDS = [
+    (0, 1, "a red circle left of a square", "a square left of a red circle", "swap", "obj"),
+    (2, 3, "a big white dog", "a small white dog", "replace", "att"),
+    (4, 5, "a cat is on the table", "a cat is under the table", "replace", "rel"),
+    (1, 2, "a green star", "a green star and a dog", "add", "obj"),
+    (0, 4, "a red circle left of a square", "a blue circle left of a square", "replace", "obj"),
+    (3, 5, "a yellow square", "a yellow square", "add", "att"),
+]
+
+
+def png(colour, size=(40, 30), fmt="PNG") -> bytes:
+    buf = io.BytesIO()
+    pixels = np.zeros((size[1], size[0], 3), np.uint8) + np.array(colour, np.uint8)
+    pixels[5:15, 5:20] = 255 - np.array(colour, np.uint8)  # some structure
+    Image.fromarray(pixels).save(buf, fmt)
+    return buf.getvalue()
+
+
+def write_snapshot(root: Path, records=RECORDS, shards=(4,)) -> Path:
+    """``data/test-0000k-of-0000n.parquet`` (split at ``shards``) and a decoy validation shard."""
+    snapshot = root / "BiVLC"
+    (snapshot / "data").mkdir(parents=True)
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    rows = [{"image": {"bytes": png(COLOURS[a], fmt="JPEG" if k % 2 else "PNG"), "path": f"{k}.jpg"},
+             "caption": c, "negative_caption": n,
+             "negative_image": {"bytes": png(COLOURS[b], (32, 32)), "path": None}, "type": t, "subtype": s}
+            for k, (a, b, c, n, t, s) in enumerate(records)]
+    # instance 4's photo is byte-identical to instance 0's (same colour, same format): make it so
+    rows[4]["image"]["bytes"] = rows[0]["image"]["bytes"]
+    schema = pa.schema([("image", image_type), ("caption", pa.string()), ("negative_caption", pa.string()),
+                        ("negative_image", image_type), ("type", pa.string()), ("subtype", pa.string())])
+    cuts = [0, *shards, len(rows)]
+    n = len(cuts) - 1
+    for i in range(n):
+        table = pa.Table.from_pylist(rows[cuts[i]:cuts[i + 1]], schema=schema)
+        pq.write_table(table, snapshot / "data" / f"test-{i:05d}-of-{n:05d}.parquet")
+    decoy = snapshot / "data" / "validation-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist(rows[:1], schema=schema), decoy)
+    return snapshot
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> full.BivlcSet:
+    root = tmp_path_factory.mktemp("bivlc")
+    return full.load_bivlc(write_snapshot(root), root / "images", expected=len(RECORDS))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    models = {"openai/ViT-B-32": random_model("mini-vit-xs", seed=0),
+              "bivlc/clip-trohn-img": random_model("mini-vit-xs", seed=1)}
+
+    def create(name, device="cpu"):
+        if name not in models:
+            raise ModelUnavailable(f"{name}: not in this test")
+        return models[name]
+    return create
+
+
+@pytest.fixture(scope="module")
+def sugarcrepe(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sugarcrepe")
+    images = root / "val2017"
+    images.mkdir()
+    records = []
+    for k, (colour, caption, negative) in enumerate([(COLOURS[0], "a red circle", "a blue circle"),
+                                                     (COLOURS[1], "a green star", "a green star"),
+                                                     (COLOURS[2], "a blue square", "a red square")]):
+        (images / f"{k}.png").write_bytes(png(colour))
+        records.append((f"{k}.png", caption, negative))
+    manifest = write_sugarcrepe_set(root / "set", images, records)
+    return full.load_sugarcrepe(manifest)[0], records, images
+
+
+def heads(tmp: Path, dim: int, seed: int) -> dict[str, Path]:
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for tower in ("image", "text"):
+        path = tmp / f"{seed}-{tower}.best.loss.safetensors"
+        save_file({"head.weight": torch.randn(1, dim, generator=g) * 3, "head.bias": torch.randn(1, generator=g)},
+                  str(path))
+        out[tower] = path
+    return out
+
+
+@pytest.fixture(scope="module")
+def detector_specs(tmp_path_factory, tiny):
+    tmp = tmp_path_factory.mktemp("heads")
+    dim = int(tiny("openai/ViT-B-32").encode_texts(["a"]).shape[-1])
+    h = heads(tmp, dim, 7)
+    return {"clipdet": full.DetectorSpec("openai/ViT-B-32", h["image"], h["text"], "CLIPDet")}
+
+
+@pytest.fixture(scope="module")
+def tables(data, tiny, sugarcrepe, detector_specs, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("results") / "bivlc" / "full"
+    return full.evaluate_tables(MODELS, data, out, sugarcrepe[0], detector_specs, CONFIG, create=tiny,
+                                context={"test": True})
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def embed(model, paths, texts):
+    with torch.no_grad():
+        img = model.encode_images(torch.stack([model.load_image(p) for p in paths]))
+        txt = model.encode_texts(list(texts))
+    return img.double().numpy(), txt.double().numpy()
+
+
+def brute_force(model, data: full.BivlcSet) -> list[dict]:
+    """Every instance's 2x2 similarities and decisions, one instance at a time, by the definitions."""
+    out = []
+    for it in data.items:
+        img, txt = embed(model, it.images, it.captions)
+        s = txt @ img.T  # s[c, i]
+        if it.captions[0] == it.captions[1]:
+            s[1] = s[0]  # equal texts embed equally: the engine encodes a distinct text once
+        d = {"Ipos2T": s[0, 0] > s[1, 0], "Ineg2T": s[1, 1] > s[0, 1], "Tpos2I": s[0, 0] > s[0, 1],
+             "Tneg2I": s[1, 1] > s[1, 0]}
+        d["I2T"], d["T2I"] = d["Ipos2T"] and d["Ineg2T"], d["Tpos2I"] and d["Tneg2I"]
+        d["group"] = d["I2T"] and d["T2I"]
+        ties = sum(a == b for a, b in ((s[0, 0], s[1, 0]), (s[1, 1], s[0, 1]), (s[0, 0], s[0, 1]), (s[1, 1], s[1, 0])))
+        out.append({"sim": s, "d": d, "ties": ties, "category": it.group})
+    return out
+
+
+def pct(values) -> float:
+    return 100.0 * float(np.mean(values))
+
+
+def test_snapshot_becomes_group_items(data):
+    assert len(data.items) == len(RECORDS) and [p.name for p in data.files] == [
+        "test-00000-of-00002.parquet", "test-00001-of-00002.parquet"]
+    for it, (_, _, c, n, t, s) in zip(data.items, RECORDS):
+        assert it.captions == (c, n) and it.group == f"{t}-{s}"
+        assert all(p.parent == data.image_dir and p.is_file() for p in it.images)
+    assert data.items[4].images[0] == data.items[0].images[0]  # identical bytes, one cached file
+    assert data.items[0].images[0].suffix == ".png" and data.items[1].images[0].suffix == ".jpg"
+    assert data.items[5].origin == "test-00001-of-00002.parquet: row 1"
+    assert data.counts() == {"replace-obj": 1, "replace-att": 1, "replace-rel": 1, "swap-obj": 1, "add-obj": 1,
+                             "add-att": 1}
+    from papers.bivlc.released import CATEGORIES, TYPES
+
+    assert full.CATEGORIES == CATEGORIES and full.TYPES == TYPES
+
+
+def test_tables_match_a_brute_force_evaluation(tables, tiny, data, sugarcrepe):
+    table2 = _rows(tables["table2"])
+    assert [r["row"] for r in table2] == list(MODELS) and list(table2[0]) == list(full.TABLE2_FIELDS)
+    table4 = _rows(tables["table4"])
+    items, records, images = sugarcrepe
+    for row in table2:
+        model = tiny(row["model"])
+        ref = brute_force(model, data)
+        assert int(row["n"]) == len(RECORDS) and int(row["ties"]) == sum(r["ties"] for r in ref)
+        assert int(row["ties"]) >= 2  # instance 5: both image-to-text comparisons tie
+        for m in (*full.MAIN, *full.FINER):
+            assert float(row[m]) == pytest.approx(pct([r["d"][m] for r in ref]), abs=0.006), m
+        # SugarCrepe: every category holds the same three records, so the micro average is their mean
+        wins = []
+        for name, caption, negative in records:
+            img, txt = embed(model, [images / name], [caption, negative])
+            s = txt @ img[0]
+            wins.append(caption != negative and s[0] > s[1])
+        assert float(row["sugarcrepe"]) == pytest.approx(pct(wins), abs=0.006)
+        assert not wins[1]  # equal captions tie: wrong
+        (mine,) = [r for r in table4 if r["row"] == row["row"]]
+        assert list(mine) == list(full.TABLE4_FIELDS)
+        for key in full.TABLE4_KEYS:
+            members = [r for r in ref if key in (r["category"], r["category"].split("-")[0])]
+            if not members:  # swap-att: not in the tiny split
+                assert mine[f"{key}_n"] == "" and mine[f"{key}_I2T"] == "", key
+                continue
+            assert int(mine[f"{key}_n"]) == len(members), key
+            assert [float(mine[f"{key}_{m}"]) for m in full.MAIN] == pytest.approx(
+                [pct([r["d"][m] for r in members]) for m in full.MAIN], abs=0.006), key
+        predictions = _rows(tables["predictions"] / f"{row['model'].replace('/', '__')}.csv")
+        assert [p["item_id"] for p in predictions] == [it.item_id for it in data.items]
+        for p, r in zip(predictions, ref):
+            got = np.array([[float(p["sim_C0_I0"]), float(p["sim_C0_I1"])],
+                            [float(p["sim_C1_I0"]), float(p["sim_C1_I1"])]])
+            assert got == pytest.approx(r["sim"], abs=1e-5)
+            assert p["group_score"] == str(r["d"]["group"]) and p["text_score_i0"] == str(r["d"]["Ipos2T"])
+
+
+def test_predictions_rescore_with_the_released_file_audit(tables):
+    from papers.bivlc.released import score_released_file
+
+    for row in _rows(tables["table2"]):
+        scored = score_released_file(tables["predictions"] / f"{row['model'].replace('/', '__')}.csv")
+        assert scored["format"] == "bivlc-instances" and scored["decided_from"] == "similarities"
+        for mine, theirs in (("I2T", "I2T"), ("T2I", "T2I"), ("group", "Group"), *((m, m) for m in full.FINER)):
+            assert float(row[mine]) == pytest.approx(scored["overall"][theirs], abs=0.006)
+        assert sum(scored["ties"].values()) == int(row["ties"])
+
+
+def test_detectors_match_hand_computed_probabilities(tables, tiny, data, detector_specs, sugarcrepe):
+    from safetensors.torch import load_file
+
+    (row,) = _rows(tables["table5"])
+    spec = detector_specs["clipdet"]
+    model = tiny(spec.encoder)
+
+    def prob(path, x):
+        state = load_file(str(path))
+        w, b = state["head.weight"].double().numpy()[0], float(state["head.bias"])
+        return 1.0 / (1.0 + np.exp(-(x @ w + b)))
+
+    decisions, img_ok, txt_ok = [], [], []
+    for it in data.items:
+        img, txt = embed(model, it.images, it.captions)
+        pi, pt = prob(spec.image_head, img), prob(spec.text_head, txt)
+        if it.captions[0] == it.captions[1]:
+            pt[1] = pt[0]  # the engine encodes a distinct text once (a batch of two may differ in the last bits)
+        syn = lambda p: p > 0.5  # noqa: E731
+        d = {"Ipos2T": (not syn(pi[0])) and pt[0] < pt[1], "Ineg2T": syn(pi[1]) and pt[1] > pt[0],
+             "Tpos2I": (not syn(pt[0])) and pi[0] < pi[1], "Tneg2I": syn(pt[1]) and pi[1] > pi[0]}
+        d["I2T"], d["T2I"] = d["Ipos2T"] and d["Ineg2T"], d["Tpos2I"] and d["Tneg2I"]
+        d["group"] = d["I2T"] and d["T2I"]
+        decisions.append(d)
+        img_ok += [not syn(pi[0]), syn(pi[1])]
+        txt_ok += [not syn(pt[0]), syn(pt[1])]
+    assert row["row"] == "clipdet" and row["label"] == "CLIPDet" and int(row["n"]) == len(RECORDS)
+    assert float(row["image_detection"]) == pytest.approx(pct(img_ok), abs=0.006)
+    assert float(row["text_detection"]) == pytest.approx(pct(txt_ok), abs=0.006)
+    for m in (*full.MAIN, *full.FINER):
+        assert float(row[m]) == pytest.approx(pct([d[m] for d in decisions]), abs=0.006), m
+    assert int(row["text_ties"]) == 1  # instance 5's two captions are one text
+    items, records, images = sugarcrepe
+    wins = []
+    for _, caption, negative in records:
+        _, txt = embed(model, [images / records[0][0]], [caption, negative])
+        p = prob(spec.text_head, txt)
+        wins.append(caption != negative and p[0] < p[1])
+    assert float(row["sugarcrepe"]) == pytest.approx(pct(wins), abs=0.006)
+
+
+def test_summary_and_context(tables, data):
+    table2 = {r["row"]: r for r in _rows(tables["table2"])}
+    summary = json.loads(tables["summary"].read_text())
+    assert len(summary) <= full.SUMMARY_MAX and all(isinstance(v, float) for v in summary.values())
+    assert summary["clip_group"] == float(table2["clip"]["group"])
+    assert summary["trohn_img_t2i"] == float(table2["trohn-img"]["T2I"])
+    assert "clipdet_group" in summary
+    context = json.loads(tables["context"].read_text())
+    assert context["test"] is True and context["profile"] == "full" and context["data"]["instances"] == len(RECORDS)
+    assert set(context["data"]["files"]) == {p.name for p in data.files}
+    assert context["models"]["clip"]["fingerprint"] and context["skipped"] == {}
+    assert context["sugarcrepe_examples"] == 21
+
+
+def test_unavailable_model_stops_or_is_left_out(data, tiny, tmp_path):
+    models = {**MODELS, "negclip": "aro/negclip"}
+    with pytest.raises(ModelUnavailable, match="negclip"):
+        full.evaluate_tables(models, data, tmp_path / "a", engine_config=CONFIG, create=tiny)
+    assert not (tmp_path / "a" / "table2.csv").exists()
+    paths = full.evaluate_tables(models, data, tmp_path / "b", engine_config=CONFIG, create=tiny,
+                                 skip_unavailable=True)
+    assert [r["row"] for r in _rows(paths["table2"])] == list(MODELS)
+    assert all(r["sugarcrepe"] == "" for r in _rows(paths["table2"]))
+    assert "negclip" in json.loads(paths["context"].read_text())["skipped"]
+    assert _rows(paths["table5"]) == [] and paths["table5"].read_text().startswith("row,encoder,")
+
+
+def test_bad_snapshots_name_the_file_and_row(tmp_path):
+    with pytest.raises(full.BivlcFullError, match="fetch bivlc/BiVLC"):
+        full.load_bivlc(tmp_path / "nothing", tmp_path / "images")
+    bad = list(RECORDS)
+    bad[2] = (4, 5, "a cat", "a dog", "shuffle", "obj")
+    snapshot = write_snapshot(tmp_path / "a", bad)
+    with pytest.raises(DatasetError, match=r"test-00000-of-00002.parquet: row 2: unknown category"):
+        full.load_bivlc(snapshot, tmp_path / "images", expected=None)
+    snapshot = write_snapshot(tmp_path / "b")
+    with pytest.raises(DatasetError, match="6 instances in the test split, expected 2933"):
+        full.load_bivlc(snapshot, tmp_path / "images")
+
+
+def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monkeypatch, sugarcrepe):
+    from common import params as common_params
+
+    snapshot = write_snapshot(tmp_path / "data")
+    section = {"bivlc": {"full": {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False}},
+               "engine": {}}
+    monkeypatch.setattr(common_params, "stage_params", lambda stage: section)
+    monkeypatch.setattr(full, "zoo_create", tiny)
+    monkeypatch.setattr("common.evaluate.engine_config", lambda params: CONFIG)
+    out = tmp_path / "out"
+    assert full.main(["--data", str(snapshot), "--images", str(tmp_path / "img"), "--no-sugarcrepe", "--any-size",
+                      "--out", str(out), "--device", "cpu"]) == 0
+    rows = _rows(out / "table2.csv")
+    assert [r["row"] for r in rows] == ["clip"] and int(rows[0]["n"]) == len(RECORDS)
+    assert math.isfinite(float(rows[0]["group"]))
+
+
+def test_summary_keeps_every_group_first_and_at_most_twelve_numbers():
+    rows2 = [{"row": f"m-{k}", "group": float(k), "T2I": 50.0 + k} for k in range(8)]
+    rows5 = [{"row": "clipdet", "group": 9.5}]
+    summary = full.summary(rows2, rows5)
+    assert len(summary) == full.SUMMARY_MAX
+    assert [summary[f"m_{k}_group"] for k in range(8)] == [float(k) for k in range(8)]
+    assert summary["clipdet_group"] == 9.5 and summary["m_2_t2i"] == 52.0 and "m_3_t2i" not in summary

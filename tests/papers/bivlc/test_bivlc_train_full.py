@@ -1,0 +1,393 @@
+"""BiVLC's full-profile training (``sets_full``, ``train_full``, ``detectors_full``) on tiny files in the released
+layouts written here (COCO's captions_train2017.json and JPEGs, TROHN-Text/Img parquet shards with train and validation
+splits, generated images as {bytes, path} structs): the sets, the batches, the validation scores against a brute-force
+count, 2-step runs of a random ``mini-vit-xs`` on the CPU through the shared trainer (fine-tunes and detectors: frozen
+tower, head saved where ``papers.bivlc.tables_full`` reads it), the jobs against what the former ``finetune_full``
+handed the trainer, and the refusals."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import load_file
+
+from common.training.recipe import FileRunParams, Schedule
+from common.zoo.trained import tokenizer_for
+from common.tasks import DatasetError
+from common.training import FromScratch
+from common.training.checkpoint import seed_everything
+from common.training.model_init import normalizer
+from common.training.files import FileImages
+from common.training.job import run_job
+from papers.bivlc import detectors_full as df
+from papers.bivlc import sets_full as sf
+from papers.bivlc import train_full as tf
+from papers.bivlc.runs import RUNS, embed_dim_of, run_spec
+
+ARCH = "mini-vit-xs"
+SIZE = 48
+COCO_IDS = [9, 25, 30, 42, 77, 81]
+CAPTIONS = [(9, " a red bus\n"), (9, "a bus on a road"), (25, "a dog on grass"), (30, "two cats on a bed"),
+            (42, "a man with a kite"), (77, "a bowl of fruit"), (81, "a train at a station"), (25, "a brown dog"),
+            (30, "a cat asleep"), (42, "a kite in the sky")]
+TROHN = [  # (split, coco id, caption, negative caption, generated colour)
+    ("train", 9, "a red bus", "a blue bus", (10, 10, 240)),
+    ("train", 25, "a dog on grass", "a cat on grass", (240, 10, 10)),
+    ("train", 30, "two cats on a bed", "two cats under a bed", (10, 240, 10)),
+    ("train", 42, "a man with a kite", "a man without a kite", (240, 240, 10)),
+    ("train", 77, "a bowl of fruit", "a bowl of bread", (10, 240, 240)),
+    ("validation", 81, "a train at a station", "a bus at a station", (240, 10, 240)),
+    ("validation", 9, "a bus on a road", "a road on a bus", (120, 120, 120)),
+    ("validation", 25, "a brown dog", "a white dog", (60, 200, 90)),
+]
+
+
+def jpeg(colour, size=(56, 40)) -> bytes:
+    buf = io.BytesIO()
+    pixels = np.zeros((size[1], size[0], 3), np.uint8) + np.array(colour, np.uint8)
+    pixels[4:20, 6:30] = 255 - np.array(colour, np.uint8)
+    Image.fromarray(pixels).save(buf, "JPEG" if size != (48, 48) else "PNG")
+    return buf.getvalue()
+
+
+def write_trohn(root: Path, name: str, with_images: bool) -> Path:
+    snapshot = root / name
+    (snapshot / "data").mkdir(parents=True)
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    cols = [("image_id", pa.string()), ("caption", pa.string()), ("negative_caption", pa.string())]
+    if with_images:
+        cols.append(("negative_image", image_type))
+    schema = pa.schema(cols)
+    for split in sf.SPLITS:
+        rows = [{"image_id": "%012d.jpg" % i, "caption": c, "negative_caption": n,
+                 **({"negative_image": {"bytes": jpeg(g, (48, 48)), "path": None}} if with_images else {})}
+                for s, i, c, n, g in TROHN if s == split]
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), snapshot / "data" / f"{split}-00000-of-00001.parquet")
+    return snapshot
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("data")
+    captions = root / sf.COCO_CAPTIONS
+    captions.parent.mkdir(parents=True)
+    captions.write_text(json.dumps({"annotations": [{"id": k, "image_id": i, "caption": c}
+                                                    for k, (i, c) in enumerate(CAPTIONS)]}))
+    images = root / sf.COCO_IMAGES
+    images.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in COCO_IDS:
+        (images / ("%012d.jpg" % i)).write_bytes(jpeg(tuple(int(x) for x in rng.integers(0, 255, 3))))
+    write_trohn(root / "bivlc", "TROHN-Text", False)
+    write_trohn(root / "bivlc", "TROHN-Img", True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sets(data_root, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("sets")
+    for dataset in sf.DATASETS:
+        sf.build_set(dataset, data_root, out / dataset, seed=42)
+    return {d: out / d for d in sf.DATASETS}
+
+
+def params(run: str, batch: int) -> FileRunParams:
+    section = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 1, "warmup_steps": 1,
+               "weight_decay": 0.1, "batch_size": {run: batch}}
+    return tf.run_params(section, run)
+
+
+def test_coco_split_is_datasets_train_test_split():
+    train, test = sf.coco_split(10, 42)
+    assert len(test) == 2 and len(train) == 8 and sorted([*train, *test]) == list(range(10))
+    perm = np.random.default_rng(42).permutation(10)
+    assert list(test) == list(perm[:2]) and list(train) == list(perm[2:])
+    assert len(sf.coco_split(11, 0)[1]) == 3  # ceil(0.2 * 11)
+
+
+def test_sets_hold_every_row_in_its_split(sets, data_root):
+    coco = sf.load_rows(sets["coco"])
+    assert [(r.image, r.caption) for r in coco] == [("%012d.jpg" % i, c.strip().replace("\n", " "))
+                                                    for i, c in CAPTIONS]
+    _, val = sf.coco_split(len(CAPTIONS), 42)
+    assert [k for k, r in enumerate(coco) if r.split == "validation"] == sorted(val)
+    assert coco[0].caption == "a red bus" and all(r.negative == "" == r.negative_image for r in coco)
+    text = sf.load_rows(sets["trohn-text"])
+    assert [(r.split, r.image, r.caption, r.negative) for r in text] == [
+        (s, "%012d.jpg" % i, c, n) for s, i, c, n, _ in TROHN]
+    img = sf.load_rows(sets["trohn-img"])
+    for r, (_, _, _, _, colour) in zip(img, TROHN):
+        path = sets["trohn-img"] / r.negative_image
+        assert path.is_file() and r.negative_image.startswith("images/")
+        with Image.open(path) as im:
+            assert tuple(np.asarray(im.convert("RGB"))[40, 40]) == colour
+    manifest = json.loads((sets["trohn-img"] / "manifest.json").read_text())
+    assert manifest["rows"] == {"train": 5, "validation": 3} and len(manifest["sha256"]) == 2
+
+
+def test_set_refusals_name_file_and_row(data_root, tmp_path):
+    with pytest.raises(sf.BivlcFinetuneFullError, match="fetch bivlc/TROHN-Img"):
+        sf.build_set("trohn-img", tmp_path, tmp_path / "out")
+    snapshot = write_trohn(tmp_path, "bad", True)
+    table = pq.read_table(snapshot / "data" / "train-00000-of-00001.parquet").to_pylist()
+    table[1]["negative_caption"] = " "
+    pq.write_table(pa.Table.from_pylist(table), snapshot / "data" / "train-00000-of-00001.parquet")
+    with pytest.raises(DatasetError, match=r"train-00000-of-00001.parquet: row 1: column 'negative_caption'"):
+        sf.build_set("trohn-img", data_root, tmp_path / "out2", snapshot=snapshot)
+    assert not (tmp_path / "out2" / "rows.jsonl").exists()
+    missing = tmp_path / "root"
+    (missing / sf.COCO_CAPTIONS).parent.mkdir(parents=True)
+    (missing / sf.COCO_CAPTIONS).write_text(json.dumps({"annotations": [{"image_id": 5, "caption": "x"}]}))
+    with pytest.raises(DatasetError, match="000000000005.jpg: missing"):
+        sf.build_set("coco", missing, tmp_path / "out3")
+
+
+def test_batches_lay_out_segments_as_the_losses_expect(sets, data_root):
+    tokenize = tokenizer_for(ARCH)
+    rows = [r for r in sf.load_rows(sets["trohn-img"]) if r.split == "train"]
+    b = tf.batches_for("trohn-img", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], tokenize)
+    batch = b.batch(42, 0, 2)
+    assert batch["images"].shape == (2, 2, 3, SIZE, SIZE) and batch["texts"].shape[:2] == (2, 2)
+    idx = b.draws(42, 0, 2)
+    for k, i in enumerate(idx):
+        assert torch.equal(batch["images"][k, 1], b.images.get(np.array([b.row_negative_image[i]]))[0])
+        assert torch.equal(batch["texts"][k, 1], tokenize([rows[i].negative])[0])
+    t = tf.batches_for("trohn-text", [r for r in sf.load_rows(sets["trohn-text"]) if r.split == "train"], SIZE,
+                       data_root / sf.COCO_IMAGES, sets["trohn-text"], tokenize).batch(42, 0, 2)
+    assert t["images"].shape == (2, 1, 3, SIZE, SIZE) and t["texts"].shape[:2] == (2, 2)
+    d = df.detector_batches("image", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], None)
+    batch = d.batch(42, 0, 4)
+    assert batch["images"].shape == (4, 1, 3, SIZE, SIZE) and batch["labels"].tolist() == [0, 0, 1, 1]
+    assert d.steps_per_epoch(4) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
+
+
+def brute_force_in_batch(model, rows, run, data_root, set_dir, chunk, mean, std) -> float:
+    """The authors' validation loop written out: per chunk, image->text and text->image argmax accuracy."""
+    tokenize = tokenizer_for(ARCH)
+    scores = []
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        paths = [data_root / sf.COCO_IMAGES / r.image for r in part]
+        if run == "trohn-img":
+            paths += [set_dir / r.negative_image for r in part]
+        images = FileImages(tuple(paths), SIZE).get(np.arange(len(paths)))
+        texts = [r.caption for r in part] + ([r.negative for r in part] if run != "clip-coco" else [])
+        with torch.no_grad():
+            img = model.encode_image(((images.float() / 255) - mean) / std, normalize=True)
+            txt = model.encode_text(tokenize(texts), normalize=True)
+        logits_im = (img @ txt.T).numpy()
+        logits_text = logits_im.T[:len(img)]
+        acc_im = np.mean([np.argmax(logits_im[i]) == i for i in range(len(img))])
+        acc_text = np.mean([np.argmax(logits_text[i]) == i for i in range(len(img))])
+        scores.append((acc_im + acc_text) / 2)
+    return float(np.mean(scores))
+
+
+@pytest.mark.parametrize("run,batch", [("clip-coco", 4), ("trohn-text", 2), ("trohn-img", 2)])
+def test_a_run_trains_and_keeps_its_validated_weights(run, batch, sets, data_root, tmp_path):
+    torch.manual_seed(0)
+    set_dir = sets[run_spec(run).dataset]
+    rows = sf.load_rows(set_dir)
+    out = tmp_path / f"{run}.safetensors"
+    job = tf.finetune_job(run, rows, params(run, batch), data_root / sf.COCO_IMAGES, set_dir, init=FromScratch(ARCH),
+                          steps=2, checkpoint_every=0)
+    result = run_job(job, out)
+    assert len(result.losses) == 2 and all(np.isfinite(result.losses))
+    assert out.is_file() and result.best_weights.is_file() and len(result.validation) == 1
+    # the validation score is the authors' in-batch accuracy of the final weights
+    built = FromScratch(ARCH).build()
+    model = built.model.eval()
+    model.load_state_dict(load_file(str(result.best_weights)))
+    mean, std = normalizer(built.transform)
+    val = [r for r in rows if r.split == "validation"]
+    expected = brute_force_in_batch(model, val, run, data_root, set_dir, batch, mean, std)
+    assert result.best_score == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_path):
+    from papers.bivlc.tables_full import load_head, probabilities
+
+    set_dir = sets["trohn-img"]
+    rows = sf.load_rows(set_dir)
+    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    init = FromScratch(ARCH)
+    out = tmp_path / "det-clip-text.safetensors"
+    result = run_job(df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
+                                     steps=2), out)
+    seed_everything(42)  # the trainer builds the model right after seeding with the run's seed
+    before = init.build().model.state_dict()
+    after = load_file(str(out))
+    assert set(after) == set(before) and all(torch.equal(before[k], after[k]) for k in after)  # frozen
+    head_file = tmp_path / "det-clip-text.best.loss.safetensors"
+    head = load_head(head_file)
+    assert head.in_features == embed_dim_of(ARCH)
+    assert not torch.equal(head.weight, torch.zeros_like(head.weight))
+    # validation accuracy = share of the validation captions (0) and negatives (1) classified at 0.5
+    model = init.build().model.eval()
+    model.load_state_dict(after)
+    val = [r for r in rows if r.split == "validation"]
+    tokenize = tokenizer_for(ARCH)
+    with torch.no_grad():
+        feats = model.encode_text(tokenize([r.caption for r in val] + [r.negative for r in val]), normalize=True)
+    probs = probabilities(head, feats.numpy())
+    labels = [0] * len(val) + [1] * len(val)
+    assert result.best_score == pytest.approx(np.mean([(q > 0.5) == bool(y) for q, y in zip(probs, labels)]))
+    image = run_job(df.detector_job("det-clip-image", "image", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
+                                    steps=1), tmp_path / "det-clip-image.safetensors")
+    assert image.best_weights.is_file() and (tmp_path / "det-clip-image.best.loss.safetensors").is_file()
+
+
+def test_rows_are_read_through_the_typed_reader(sets, tmp_path):
+    """``rows.jsonl``: COCO and TROHN-Text rows keep their empty negative (image); a bad line names the file and
+    the line; a missing set names the stage that writes it."""
+    from common.errors import WorkspaceError
+
+    lines = (sets["coco"] / "rows.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["negative"] == ""  # as the set stage writes it
+    for bad, says in ((dict(json.loads(lines[0]), split="test"), "'split' is 'test'"),
+                      (dict(json.loads(lines[0]), negative=3), "'negative' is 3"),
+                      (dict(json.loads(lines[0]), caption=""), "'caption' is ''")):
+        (tmp_path / "rows.jsonl").write_text(lines[0] + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(DatasetError, match=rf"rows.jsonl: line 2: {says}"):
+            sf.load_rows(tmp_path)
+    with pytest.raises(WorkspaceError, match=r"missing; run its finetune-full-set stage"):
+        sf.load_rows(tmp_path / "nowhere")
+
+
+FULL_LOSS = {"clip-coco": "common.training.losses.ClipLoss", "trohn-text": "papers.bivlc.losses.TrohnTextLoss",
+             "trohn-img": "papers.bivlc.losses.TrohnImgLoss"}
+
+
+@pytest.mark.parametrize("run, batch, train_rows, val_rows", [("clip-coco", 4, 8, 2), ("trohn-text", 2, 5, 3),
+                                                              ("trohn-img", 2, 5, 3)])
+@pytest.mark.parametrize("steps", [None, 5])
+def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_rows, val_rows, steps, sets,
+                                                             data_root):
+    """What ``papers.bivlc.finetune_full.train_full_run`` handed the trainer, written out: epochs x (train rows //
+    batch) steps validated after every epoch (``steps``: that many, validated once at the end), the provenance (run,
+    dataset, steps per epoch, epochs, then the caller's keys), the batches, the loss, the validation's chunks."""
+    from common.training import TrainConfig
+    from common.training.files import FileCaptionBatches
+    from common.training.job import describe_loss
+
+    section = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 3, "warmup_steps": 1,
+               "weight_decay": 0.1, "batch_size": {run: batch}}
+    set_dir = sets[run_spec(run).dataset]
+    init = FromScratch(ARCH)
+    job = tf.finetune_job(run, sf.load_rows(set_dir), tf.run_params(section, run), data_root / sf.COCO_IMAGES,
+                          set_dir, init=init, steps=steps,
+                          provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
+    per_epoch = train_rows // batch
+    total = steps or 3 * per_epoch
+    assert job.config == TrainConfig(steps=total, batch_size=batch, lr=1e-3, warmup_steps=1, weight_decay=0.1,
+                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch)
+    assert list(job.provenance.items()) == [
+        ("run", run), ("dataset", run_spec(run).dataset), ("steps_per_epoch", per_epoch),
+        ("epochs", total / per_epoch), ("profile", "full"), ("set_manifest_sha256", "abc"), ("cpu_profile", "pinned")]
+    dataset = run_spec(run).dataset
+    images = ["image", "negative_image"] if run == "trohn-img" else ["image"]
+    texts = ["caption"] if run == "clip-coco" else ["caption", "negative"]
+    assert list(job.batches.describe().items()) == [("name", f"bivlc-full-{dataset}"), ("rows", train_rows),
+                                                    ("images", images), ("dataset", dataset), ("texts", texts)]
+    assert type(job.batches) is (tf.PairedFileBatches if run == "trohn-img" else FileCaptionBatches)
+    assert describe_loss(job.loss) == {"class": FULL_LOSS[run], "keywords": {}}
+    assert job.init is init and job.module == "papers.bivlc.train_full" and job.name == f"bivlc-full-{run}"
+    assert job.checkpoint_every == 500 and job.resume
+    assert (job.validate.rows, job.validate.samples) == (val_rows, batch)
+
+
+def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatch):
+    """``run <run>`` and ``run det-<encoder>-<tower>``: the stage's section, the set (its manifest's sha256), the COCO
+    images under ``--data``, ``--steps``; the provenance keys in the former order, the CPU profile last."""
+    import argparse
+
+    from common.io import sha256_file
+    from common.training import FromZoo
+
+    finetune = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 3, "warmup_steps": 1,
+                "weight_decay": 0.1, "batch_size": {"trohn-text": 2}}
+    detectors = {"lr": 1e-2, "batch_size": 4, "seed": 42, "image_size": SIZE,
+                 "encoders": {"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"}}
+    stages = []
+    monkeypatch.setattr("common.params.stage_section",
+                        lambda stage, dotted: stages.append(stage) or ({}, finetune if "finetune" in dotted
+                                                                        else detectors))
+    seen = {}
+    monkeypatch.setattr(tf, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
+    monkeypatch.setattr(df, "detector_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "det")
+    args = argparse.Namespace(run="trohn-text", set=sets["trohn-text"], data=data_root, steps=3)
+    assert tf.build(args, None, {"cpu_profile": "pinned"}) == "job"
+    assert stages[-1] == "papers/bivlc/dvc.yaml:finetune-full@trohn-text"
+    assert seen["args"][0] == "trohn-text" and seen["args"][2] == tf.run_params(finetune, "trohn-text")
+    assert seen["args"][3:] == (data_root / sf.COCO_IMAGES, sets["trohn-text"]) and seen["kwargs"]["steps"] == 3
+    assert list(seen["kwargs"]["provenance"].items()) == [
+        ("profile", "full"), ("set_manifest_sha256", sha256_file(sets["trohn-text"] / "manifest.json")),
+        ("cpu_profile", "pinned")]
+    args = argparse.Namespace(run="det-trohn-img-image", set=sets["trohn-img"], data=data_root, steps=None)
+    assert df.build(args, None, {}) == "det"
+    assert stages[-1] == "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image"
+    name, tower, _, params, init, coco, set_dir = seen["args"]
+    assert (name, tower, init, coco, set_dir) == ("det-trohn-img-image", "image", FromZoo("zoo/trohn-img"),
+                                                  data_root / sf.COCO_IMAGES, sets["trohn-img"])
+    assert params == df.DetectorParams.from_params(detectors) and seen["kwargs"]["steps"] is None
+    assert list(seen["kwargs"]["provenance"].items()) == [
+        ("profile", "full"), ("encoder", "zoo/trohn-img"),
+        ("set_manifest_sha256", sha256_file(sets["trohn-img"] / "manifest.json"))]
+
+
+@pytest.mark.parametrize("tower, epochs", [("image", 1), ("text", 10)])
+def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs, sets, data_root):
+    """What ``papers.bivlc.finetune_full.train_detector`` handed the trainer: the tower's epochs over TROHN-Img's
+    train rows (two inputs per row), no warmup, no weight decay, validated after every epoch with the head the
+    trainer optimises, provenance (tower, steps per epoch, epochs, then the caller's keys), no resume."""
+    from common.training import TrainConfig
+
+    from papers.bivlc.losses import DetectorLoss
+
+    set_dir = sets["trohn-img"]
+    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    job = df.detector_job(f"det-clip-{tower}", tower, sf.load_rows(set_dir), p, FromScratch(ARCH),
+                          data_root / sf.COCO_IMAGES, set_dir,
+                          provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
+    per_epoch = 5 // 2
+    assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=4, lr=1e-2, warmup_steps=0,
+                                     weight_decay=0.0, seed=42, validate_every=per_epoch)
+    assert list(job.provenance.items()) == [("tower", tower), ("steps_per_epoch", per_epoch), ("epochs", float(epochs)),
+                                            ("profile", "full"), ("encoder", "unused"), ("set_manifest_sha256", "abc")]
+    assert job.batches.describe() == {"name": f"bivlc-full-{tower}-detector", "key": f"{tower}s", "rows": 5}
+    loss = job.loss(world=None)
+    assert type(loss) is DetectorLoss and loss.describe() == {"name": "DetectorLoss", "tower": tower, "embed_dim": 64}
+    assert job.validate.held.loss is loss and job.validate.chunk == 4 and len(job.validate.batches.natural) == 3
+    assert not job.resume and job.checkpoint_every == 0 and job.name == f"bivlc-full-det-clip-{tower}"
+
+
+def test_run_names_and_params():
+    assert df.parse_detector("det-trohn-img-image", {"clip": "a", "trohn-img": "b"}) == ("trohn-img", "image")
+    with pytest.raises(sf.BivlcFinetuneFullError, match="det-clip-text"):
+        df.parse_detector("det-clip-audio", {"clip": "a"})
+    with pytest.raises(KeyError, match="unknown BiVLC run 'negclip'.*clip-coco"):
+        run_spec("negclip")
+    p = tf.run_params({"base": "openai/ViT-B-32", "image_size": 224, "seed": 42, "lr": 1e-6, "epochs": 10,
+                       "warmup_steps": 50, "weight_decay": 0.1,
+                       "batch_size": {"clip-coco": 400, "trohn-text": 200, "trohn-img": 200}}, "trohn-img")
+    assert p.schedule == Schedule(1e-6, 10, 200, 50, 0.1) and p.seed == 42 and p.shuffle and p.precision == "fp32"
+
+
+def test_zoo_entries_name_the_released_and_rerun_models():
+    from common.zoo import get_spec
+
+    for name, file in (("bivlc/clip-coco", "best_CLIP_COCO_9.pt"), ("bivlc/clip-trohn-text",
+                                                                    "best_CLIP_TROHN-Text_9.pt"),
+                       ("bivlc/clip-trohn-img", "best_CLIP_TROHN-Img_9.pt")):
+        spec = get_spec(name)
+        assert spec.arch == "ViT-B-32-quickgelu" and spec.checkpoint.endswith(file)
+    for run in RUNS:
+        spec = get_spec(f"bivlc/full-{run}")
+        assert spec.checkpoint == f"build:full/bivlc/models/{run}.best.safetensors"

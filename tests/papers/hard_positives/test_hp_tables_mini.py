@@ -1,0 +1,125 @@
+"""Hard positives, mini profile: Tables 1-3 (``tables_mini``, on ``tables``) from a tiny benchmark and 2-step runs:
+deterministic files, each column the mean of its groups, the summary's comparisons read from intervals."""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from common.scoring.selection import Outcome, SelectionResult
+from common.training import FromScratch
+from common.training.checkpoint import portable_state, save_weights
+from common.training.job import run_job
+from common.training.recipe import RunParams
+from papers.hard_positives import evaluation as ev
+from papers.hard_positives import tables as tb
+from papers.hard_positives import tables_mini as t
+from papers.hard_positives import train_mini as tm
+from papers.hard_positives.finetune_rows_mini import FinetuneSet
+from papers.hard_positives.runs import RUNS
+
+ARCH = "mini-vit-xs"
+
+
+def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp_path):
+    from common.engine import EngineConfig
+
+    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    models = tmp_path / "models"
+    base = FromScratch(ARCH)
+    torch.manual_seed(0)
+    save_weights(models / "base.safetensors", portable_state(base.build().model))
+    data = FinetuneSet.load(finetune_set)
+    for run in RUNS:
+        job = tm.job_for(run, data, params, init=base, tokenize=tokenize)
+        run_job(dataclasses.replace(job, checkpoint_every=0), models / f"{run}.safetensors")
+    entries = [t.ModelEntry("base", "base", None, models / "base.safetensors"), *t.entries_for("unused", models)[1:]]
+    out = tmp_path / "results"
+    config = EngineConfig(progress=False)
+    paths = t.evaluate_tables(entries, ARCH, test_set, out, config, context={"test": True})
+    first = {name: p.read_bytes() for name, p in paths.items()}
+    t.evaluate_tables(entries, ARCH, test_set, out, config, context={"test": True})
+    assert {name: p.read_bytes() for name, p in paths.items()} == first
+
+    def read(name):
+        with open(paths[name], newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    table1, table2, table3, groups = read("table1"), read("table2"), read("table3"), read("groups")
+    assert [r["model"] for r in table1] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE1_RUNS)]
+    assert [r["model"] for r in table3] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE3_ROWS[1:])]
+    assert len(table2) == 10 and len(groups) == 30
+    for r in table1:
+        mine = [g for g in groups if g["model"] == r["model"]]
+        attributes, relations = (next(g for g in mine if g["group"] == x) for x in ev.COLUMNS["replace"])
+        for metric in tb.METRICS:
+            expected = (float(attributes[metric]) + float(relations[metric])) / 2
+            assert float(r[f"replace_{metric}"]) == pytest.approx(expected, abs=0.011)
+        assert float(r["swap_drop"]) == pytest.approx(float(r["swap_aug"]) - float(r["swap_orig"]), abs=0.011)
+        assert 0 <= float(r["swap_brittleness"]) <= 100
+    summary = json.loads(paths["comparisons"].read_text())
+    assert all(isinstance(v, (float, int, bool)) or v is None for v in summary.values())
+    metrics = json.loads(paths["summary"].read_text())
+    assert list(metrics) == list(tb.SUMMARY_KEYS) and all(metrics[k] == summary[k] for k in metrics)
+    assert {"figure3", "figure3_counts"} <= set(paths)
+    for column in ev.COLUMNS:
+        assert summary[f"hn_minus_clip_{column}_brittleness_ci_low"] <= summary[f"hn_minus_clip_{column}_brittleness"]
+        assert summary[f"hn_shows_paper_effect_{column}"] == (
+            summary[f"hn_orig_higher_{column}"] and summary[f"hn_aug_lower_or_flat_{column}"]
+            and summary[f"hn_brittleness_higher_{column}"])
+    context = json.loads(paths["context"].read_text())
+    assert context["n"] == {g: 8 for g in ev.GROUPS} and context["test"] is True
+    assert len(context["models"]["hard_positives/mini-hn"]["checkpoint_sha256"]) == 64
+
+
+def _result(rows: list[tuple[str, tuple[float, float, float]]], name: str = "m") -> SelectionResult:
+    result = SelectionResult(name, "fp", "image_to_text", ev.AUG.name)
+    for i, (group, scores) in enumerate(rows):
+        result.outcomes.append(Outcome(f"{group}/{i}", group, scores, *ev.AUG.decide(np.asarray(scores))))
+    return result
+
+
+def test_paired_difference_is_the_columns_difference_weighted_by_group():
+    """REPLACE is the mean of its two groups: a brittle item in a group of 2 weighs twice one in a group of 4."""
+    calm, brittle = (0.3, 0.3, 0.1), (0.3, 0.1, 0.2)
+    base = _result([("replace-attributes", calm)] * 2 + [("replace-relations", calm)] * 4)
+    other = _result([("replace-attributes", brittle), ("replace-attributes", calm)]
+                    + [("replace-relations", brittle)] + [("replace-relations", calm)] * 3)
+    ci = tb.paired_difference(other, base, "replace", "brittleness", n_resamples=200)
+    assert ci.estimate == pytest.approx((50.0 + 25.0) / 2)
+    assert ci.low <= ci.estimate <= ci.high
+    row = ev.table_row(ev.group_cells(other))
+    assert row["replace_brittleness"] - ev.table_row(ev.group_cells(base))["replace_brittleness"] == pytest.approx(
+        ci.estimate)
+    with pytest.raises(ValueError, match="different items"):
+        tb.paired_difference(other, _result([("replace-attributes", calm)] * 6 + [("replace-relations", calm)] * 4),
+                            "replace", "brittleness")
+
+
+def test_summary_reads_the_papers_effect_from_intervals():
+    """hn: Orig. up on every item of 40, Aug. flat, brittle on all of them; hp-hn: not brittle again; Table 3's runs:
+    Orig. rising with the hard-negative weight, brittleness constant (no rank correlation: None)."""
+    n = 40
+    calm, brittle, wrong = (0.3, 0.3, 0.1), (0.3, 0.1, 0.2), (0.1, 0.1, 0.3)  # wrong: c_n above both
+
+    def model(name, right):
+        """``right`` of the ``n`` items per group calm (Orig. and Aug. correct), the rest ``wrong``."""
+        items = [calm] * right + [wrong] * (n - right) if isinstance(right, int) else [right] * n
+        return _result([(g, item) for g in ev.GROUPS for item in items], name)
+
+    results = {"base": model("base", 0), "clip-ft": model("clip-ft", 0), "hn": model("hn", brittle),
+               "hp-hn": model("hp-hn", n), "hp-hn-swap": model("hp-hn-swap", 0), "hp-hn-replace": model("x", 0),
+               **{f"ratio-{w:g}": model(f"ratio-{w:g}", k * 10) for k, w in enumerate((0, 0.25, 0.5, 0.75))}}
+    rows = [{"model": run, "run": run, **ev.table_row(ev.group_cells(r))} for run, r in results.items()]
+    got = tb.summary(rows, results)
+    for column in ev.COLUMNS:
+        assert got[f"hn_minus_clip_{column}_orig"] == 100.0 and got[f"hn_minus_clip_{column}_aug"] == 0.0
+        assert got[f"hn_minus_clip_{column}_brittleness"] == 100.0
+        assert got[f"hn_minus_clip_{column}_orig_ci_low"] == 100.0  # every item moved: a degenerate interval
+        assert got[f"hn_shows_paper_effect_{column}"] is True
+        assert got[f"hp_hn_minus_hn_{column}_brittleness"] == -100.0 and got[f"hp_hn_reduces_brittleness_{column}"]
+        assert got[f"ratio_spearman_{column}_orig"] == 1.0 and got[f"ratio_spearman_{column}_brittleness"] is None
