@@ -2,7 +2,8 @@
 # Both create .venv on first use (Python 3.11, pip) and install the project into it.
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
 #   make repro PAPER=bivlc      one of them
-#   make status [PAPER=...]     what each paper's pipeline still has to run, and the command that runs it
+#   make fetch                  the inputs data.dvc tracks, through the downloader (mirror or internet, sha256 checked)
+#   make status [PAPER=...]     data.dvc's inputs and what each paper's pipeline still has to run, and the command
 #   make metrics [PAPER=...]    each paper's DVC metrics, one short table per paper
 #   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -14,7 +15,7 @@ PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
-.PHONY: repro test bench install status metrics notebooks clean-cache
+.PHONY: repro fetch test bench install status metrics notebooks clean-cache
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +26,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# repro: with a default DVC remote, first pull what it holds (one line if it cannot: the stages are then built here);
+# then fetch and verify data.dvc's inputs; then dvc repro.
 repro: $(STAMP)
 	@for p in $(PAPER); do test -f papers/$$p/dvc.yaml || { echo "make repro: no papers/$$p/dvc.yaml (papers: $(PAPERS))" >&2; exit 2; }; done
+	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress
 	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
 
@@ -34,8 +38,11 @@ test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 
+fetch: $(STAMP)
+	@. $(BIN)/activate && python -m common data fetch
+
 status: $(STAMP)
-	@. $(BIN)/activate && for p in $(PAPER); do \
+	@. $(BIN)/activate && python -m common data status && for p in $(PAPER); do \
 	  dvc status --json --with-deps papers/$$p 2>/dev/null | python -c 'import json, sys; \
 	  p = sys.argv[1]; stages = sorted(json.load(sys.stdin)); \
 	  print(f"papers/{p}: up to date" if not stages else \

@@ -44,7 +44,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from common import download, report, stage_deps
+    from common import data_dvc, download, report, stage_deps
     from common.training import family
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
@@ -54,10 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the traceback of an expected error (bad input) too (also: VLC_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    data = sub.add_parser("data", help="inspect benchmark data")
+    data = sub.add_parser("data", help="the fetched inputs (data.dvc, make fetch), a DVC remote, benchmark data")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
     describe = data_sub.add_parser("describe", help="per-category example counts as JSON")
     describe_sub = describe.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    data_dvc.register_cli(data_sub)
 
     world = sub.add_parser("world", help="build mini-world data sets (pipeline stages)")
     world_sub = world.add_subparsers(dest="world_set", required=True, metavar="SET")

@@ -27,6 +27,8 @@ def aggregate_stage(paper: str) -> str:
 def audit_line(paper: str) -> str:
     """Where the paper's audit report is, with its verdict counts."""
     summary = RESULTS / "audit" / f"{paper}_summary.json"
+    if not summary.is_file() and plugins.paper_module(paper, "audit") is None:
+        return f"audit:   none (papers/{paper} has no audit.py)"
     if not summary.is_file():
         raise WorkspaceError(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
     verdicts = json.loads(summary.read_text())

@@ -10,11 +10,18 @@ count changes how reductions split (LayerNorm's backward, and on Intel MKL's pro
 The three variables are read when each library first runs, not at import, and setting them later has no effect and
 no warning; so ``reexec_pinned`` restarts the process with them before any tensor work, unless they are already set.
 ``VLC_CPU_PROFILE=off`` opts out (the machine's fastest kernels, results no longer portable).
+
+NumPy picks its transcendental functions by instruction set too: on a CPU with AVX-512 its float64 ``np.exp`` and
+``np.log`` are SIMD code whose last bits differ from the C library's, which it uses elsewhere (measured: BiVLC's mini
+TROHN-Img selection thresholds). Functions whose values land in a DVC-tracked output therefore compute them with
+``math`` (the C library, the same bits on every x86-64 CPU with FMA): ``logistic``.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
+from typing import Iterable
 
 CPU_PINS: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 CPU_THREADS = 2
@@ -67,3 +74,13 @@ def machine() -> dict:
     return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
             "pins_in_environment": {k: os.environ.get(k) for k in CPU_PINS}}
+
+
+def logistic(z: Iterable[float], clip: float = 50.0):
+    """``1 / (1 + exp(-z))`` elementwise (``z`` clipped to +-``clip``), as a float64 array whose bits do not depend on
+    the CPU's instruction set: ``math.exp`` per element, not NumPy's AVX-512 ``exp`` (see the module docstring)."""
+    import numpy as np
+
+    values = np.asarray(z, dtype=np.float64).ravel()
+    return np.fromiter((1.0 / (1.0 + math.exp(-min(max(v, -clip), clip))) for v in values.tolist()),
+                       dtype=np.float64, count=values.size).reshape(np.shape(z))

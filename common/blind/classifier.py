@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from common.reproducible import logistic
+
 
 @dataclass
 class PairwiseTextClassifier:
@@ -55,4 +57,4 @@ class PairwiseTextClassifier:
         if self._weights is None:
             raise RuntimeError("PairwiseTextClassifier: call fit() first")
         margin = self._vectorizer.transform(list(texts)) @ self._weights
-        return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(margin, dtype=np.float64), -50, 50)))
+        return logistic(margin)

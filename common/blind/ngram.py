@@ -17,6 +17,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from common.reproducible import logistic
+
 TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 """Lower-cased words and single punctuation marks: a stray " ." or a missing article shows up as tokens."""
 
@@ -88,5 +90,5 @@ class NgramFluency:
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """Fluency in (0, 1): logistic of the mean log-probability standardised on the held-out calibration captions."""
         z = (self.mean_logprob(texts) - self._center) / self._scale
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+        return logistic(z)
 

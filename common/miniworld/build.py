@@ -83,3 +83,20 @@ def register_cli(world_sets) -> None:
     p = world_sets.add_parser("train", help="the mini family's training set (params.yaml mini.world)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd_train_set)
+
+
+def main(argv=None) -> int:
+    """``python -m common.miniworld.build train --out DIR``: the ``mini/world`` stage's command, the same as ``python -m
+    common world train`` without importing every command of the workspace's CLI."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m common.miniworld.build")
+    register_cli(parser.add_subparsers(dest="world_set", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

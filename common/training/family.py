@@ -142,3 +142,20 @@ def register_cli(subparsers) -> None:
     p.add_argument("--device", default="cpu",
                    help="cpu (default: the pipeline's weights are CPU-trained) or cuda (one GPU per torchrun rank)")
     p.set_defaults(func=_cmd_train)
+
+
+def main(argv=None) -> int:
+    """``python -m common.training.family train <name>``: the ``mini/train`` stage's command (under ``torchrun``), the
+    same as ``python -m common train <name>`` without importing every command of the workspace's CLI."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m common.training.family")
+    register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_BINS, refine, refine_report
 from common.miniworld import lexicon
+from common.reproducible import logistic
 from common.tasks import DatasetError
 
 DEFAULT_QUANTILE = 0.645
@@ -401,4 +402,4 @@ class NgramGrammar:
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         z = (self.fluency.mean_logprob(list(texts)) - self.center) / self.scale_bits
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+        return logistic(z)

@@ -78,3 +78,35 @@ def test_reexec_is_a_no_op_when_pinned_or_off(monkeypatch):
     (executable, argv, env), = called
     assert executable == sys.executable and env["MKL_CBWR"] == "AVX2" and argv[0] == sys.executable
     assert hashlib.sha256(repr(reproducible.describe()).encode()).hexdigest()  # JSON-able, deterministic
+
+
+LOGISTIC = """
+import hashlib
+import numpy as np
+from common.reproducible import logistic
+z = np.random.default_rng(0).normal(0.0, 4.0, 200_000)
+print(hashlib.sha256(logistic(z).tobytes()).hexdigest(), hashlib.sha256((1 / (1 + np.exp(-z))).tobytes()).hexdigest())
+"""
+NUMPY_WITHOUT_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL"
+"""NumPy's names for its AVX-512 code paths (2.3+ first, then older releases'); unknown names are ignored."""
+
+
+def _numpy_hashes(env: dict[str, str]) -> list[str]:
+    base = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    done = subprocess.run([sys.executable, "-c", LOGISTIC], cwd=ROOT, env={**base, **env}, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
+def test_logistic_has_the_same_bits_with_and_without_numpys_avx512_code():
+    """BiVLC's mini TROHN-Img thresholds moved in their last digits between an AVX-512 and an AVX2 machine because
+    ``np.exp`` runs SIMD code on the first; ``logistic`` computes with the C library's ``exp`` on both. (On a CPU
+    without AVX-512 both runs take the same path, and only the first assertion has anything to check.)"""
+    own, without = _numpy_hashes({}), _numpy_hashes({"NPY_DISABLE_CPU_FEATURES": NUMPY_WITHOUT_AVX512})
+    assert own[0] == without[0]
+    import numpy as np
+
+    features = np._core._multiarray_umath.__cpu_features__ if hasattr(np, "_core") else {}
+    if features.get("AVX512F"):
+        assert own[1] != without[1], "np.exp should differ between its AVX-512 and C-library paths on this CPU"

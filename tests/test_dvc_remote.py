@@ -1,0 +1,113 @@
+"""A team shares fetched data and built outputs through a DVC remote (README "Data: data.dvc and a DVC remote").
+
+Clone A (a copy of the workspace with the toy paper of ``tests/toy_paper.py``, committed to git) builds with
+``make repro PAPER=toy``, tracks a full-profile file in ``data/full.dvc`` and pushes to a local-folder remote that
+its committed ``.dvc/config`` names. Clone B, a fresh ``git clone`` of A, runs the same ``make repro PAPER=toy``:
+it pulls instead of building (no stage runs), ``dvc status`` is clean, ``git status`` is clean and the results are
+A's bytes. Then the bad cases: an unreachable remote and one that lacks the outputs each say so in one line, and the
+build falls back to reproducing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toy_paper import MIRROR, add_toy_paper
+from workspace_copy import copy_workspace, dvc
+
+GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+          "GIT_COMMITTER_EMAIL": "t@example.org"}
+TOY_STAGES = ("mini-set", "finetune-mini", "table-mini")
+
+
+def _run(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def _make_repro(work: Path, env: dict, stamp: Path) -> subprocess.CompletedProcess:
+    """``make repro PAPER=toy`` with this environment's venv (STAMP: an install marker newer than pyproject.toml)."""
+    venv = Path(sys.executable).parent.parent
+    return _run(["make", "repro", "PAPER=toy", f"VENV={venv}", f"STAMP={stamp}"], work, env)
+
+
+def _ran(output: str) -> list[str]:
+    return [stage for stage in TOY_STAGES if f"Running stage 'papers/toy/dvc.yaml:{stage}'" in output]
+
+
+def _git(work: Path, env: dict, *args: str) -> str:
+    done = _run(["git", *args], work, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_a_pushed_build_is_pulled_by_a_fresh_clone_which_then_runs_nothing(tmp_path):
+    if not (MIRROR / "MANIFEST.tsv").is_file():
+        pytest.skip(f"no mirror at {MIRROR}: data.dvc's inputs and the toy paper's file are fetched from it")
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    env = {k: v for k, v in os.environ.items() if k not in ("VLC_DATA", "VLC_BUILD")}  # data.dvc tracks <ws>/data
+    env.update(GIT_ID, VLC_MIRROR=str(MIRROR), VLC_CACHE=str(tmp_path / "cache"))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    stamp = tmp_path / "installed"
+    stamp.touch()
+    remote = tmp_path / "remote"
+
+    a = copy_workspace(tmp_path / "a")
+    add_toy_paper(a)
+    wrote = _run([sys.executable, "-m", "common", "deps", "--write", "papers/toy/dvc.yaml"], a, env)
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    built = _make_repro(a, env, stamp)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert "no DVC remote configured" in built.stdout
+    assert _ran(built.stdout + built.stderr) == list(TOY_STAGES)
+    assert dvc(a, env, "remote", "add", "-d", "team", str(remote)).returncode == 0
+    tracked = _run([sys.executable, "-m", "common", "data", "track", "toy/swap_att.json"], a, env)
+    assert tracked.returncode == 0 and "data/toy/swap_att.json" in tracked.stdout, tracked.stdout + tracked.stderr
+    _git(a, env, "add", "-A")
+    _git(a, env, "commit", "-qm", "toy paper built")
+    assert _git(a, env, "status", "--porcelain") == ""
+    pushed = dvc(a, env, "push", "data.dvc", "data/full.dvc", "papers/toy", "--with-deps")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+
+    b = tmp_path / "b"
+    _git(tmp_path, env, "clone", "-q", str(a), str(b))
+    pulled = _make_repro(b, env, stamp)
+    output = pulled.stdout + pulled.stderr
+    assert pulled.returncode == 0, output[-3000:]
+    assert "pulled from DVC remote 'team'" in pulled.stdout, pulled.stdout
+    assert _ran(output) == [], output[-3000:]  # every stage came from the remote
+    assert dvc(b, env, "pull", "data/full.dvc").returncode == 0  # the full profile's data: pulled on demand
+    status = dvc(b, env, "status", "data.dvc", "data/full.dvc", "papers/toy", "--with-deps")
+    assert status.returncode == 0 and "up to date" in status.stdout.lower(), status.stdout
+    assert _git(b, env, "status", "--porcelain") == ""
+    for rel in ("results/toy/mini/table.csv", "build/mini/toy/models/clip.safetensors",
+                "data/sugarcrepe/data/swap_att.json"):
+        assert (b / rel).read_bytes() == (a / rel).read_bytes(), rel
+    assert (b / "data/toy/swap_att.json").read_bytes() == (a / "data/toy/swap_att.json").read_bytes()
+
+    # A remote that lacks the outputs: one line, then dvc repro builds them.
+    shutil.rmtree(b / "build" / "mini" / "toy")
+    shutil.rmtree(b / ".dvc" / "cache")
+    empty = tmp_path / "empty-remote"
+    empty.mkdir()
+    assert dvc(b, env, "remote", "modify", "--local", "team", "url", str(empty)).returncode == 0
+    lacking = _make_repro(b, env, stamp)
+    assert lacking.returncode == 0, (lacking.stdout + lacking.stderr)[-3000:]
+    (line,) = [x for x in lacking.stdout.splitlines() if "DVC remote" in x]
+    assert "lacks" in line and "dvc repro builds those" in line, line
+    # the set and the fine-tune are rebuilt; they come out the same bytes, so the table stage has nothing to redo
+    assert _ran(lacking.stdout + lacking.stderr) == ["mini-set", "finetune-mini"]
+    assert (b / "results/toy/mini/table.csv").read_bytes() == (a / "results/toy/mini/table.csv").read_bytes()
+
+    # An unreachable remote: one line, and the build goes on.
+    assert dvc(b, env, "remote", "modify", "--local", "team", "url", "http://127.0.0.1:9/remote").returncode == 0
+    unreachable = _run([sys.executable, "-m", "common", "data", "pull", "toy"], b, env)
+    assert unreachable.returncode == 0, unreachable.stderr
+    (line,) = unreachable.stdout.splitlines()
+    assert "unreachable or empty" in line and "127.0.0.1:9" in line and "building locally" in line, line
