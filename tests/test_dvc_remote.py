@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from common.paths import ROOT
 from toy_paper import MIRROR, add_toy_paper
 from workspace_copy import copy_workspace, dvc
 
@@ -30,9 +31,15 @@ def _run(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 def _make_repro(work: Path, env: dict, stamp: Path) -> subprocess.CompletedProcess:
-    """``make repro PAPER=toy`` with this environment's venv (STAMP: an install marker newer than pyproject.toml)."""
+    """``make repro PAPER=toy`` with this environment's venv. STAMP, the install marker, is touched just before, so
+    it is newer than the copy's pyproject.toml (a fresh clone's files are new): make must never reinstall this
+    environment's editable package from a throwaway copy."""
     venv = Path(sys.executable).parent.parent
-    return _run(["make", "repro", "PAPER=toy", f"VENV={venv}", f"STAMP={stamp}"], work, env)
+    stamp.touch()
+    os.utime(stamp)
+    done = _run(["make", "repro", "PAPER=toy", f"VENV={venv}", f"STAMP={stamp}"], work, env)
+    assert "pip install" not in done.stdout + done.stderr, "make reinstalled the test environment"
+    return done
 
 
 def _ran(output: str) -> list[str]:
@@ -55,7 +62,6 @@ def test_a_pushed_build_is_pulled_by_a_fresh_clone_which_then_runs_nothing(tmp_p
     env.update(GIT_ID, VLC_MIRROR=str(MIRROR), VLC_CACHE=str(tmp_path / "cache"))
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     stamp = tmp_path / "installed"
-    stamp.touch()
     remote = tmp_path / "remote"
 
     a = copy_workspace(tmp_path / "a")
@@ -111,3 +117,6 @@ def test_a_pushed_build_is_pulled_by_a_fresh_clone_which_then_runs_nothing(tmp_p
     assert unreachable.returncode == 0, unreachable.stderr
     (line,) = unreachable.stdout.splitlines()
     assert "unreachable or empty" in line and "127.0.0.1:9" in line and "building locally" in line, line
+    # this environment's package still resolves to the workspace under test (from a neutral folder), not to a clone
+    where = _run([sys.executable, "-c", "import common; print(common.__file__)"], tmp_path, env)
+    assert Path(where.stdout.strip()).resolve().parent.parent == ROOT.resolve(), where.stdout + where.stderr
