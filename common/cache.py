@@ -6,7 +6,9 @@ Shards are written atomically as soon as a chunk is encoded, so an interrupted r
 it finished, and a rerun, or another benchmark sharing images or captions, encodes only what is new.
 Embeddings are stored exactly as computed, so cached and fresh results are bit-identical. A shard that cannot be
 read (truncated, garbage) is named in one warning, renamed to ``<name>.corrupt`` (kept for inspection, never read
-again) and its entries are recomputed: the run goes on and ends with the same results.
+again) and its entries are recomputed: the run goes on and ends with the same results. A cache that cannot be written
+(``VLC_CACHE`` a file or read-only, the disk full) is named in one warning too, and the run goes on uncached: a cache
+is never worth a failed run.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from common.io import atomic_path
 from common.paths import cache_root
 
 log = logging.getLogger(__name__)
+
+_UNWRITABLE: set[Path] = set()
+"""Cache roots already reported as unwritable in this process (one warning for a run, not one per shard)."""
 
 
 def _read_shard(shard: Path) -> dict[str, np.ndarray]:
@@ -43,13 +48,20 @@ def _move_aside(shard: Path) -> Path:
 
 class EmbeddingCache:
     def __init__(self, fingerprint: str, modality: str, root: Path | None = None):
-        self.directory = (root or cache_root()) / "embeddings" / fingerprint / modality
+        self.root = root or cache_root()
+        self.directory = self.root / "embeddings" / fingerprint / modality
         self._index: dict[str, np.ndarray] | None = None
+
+    def _shards(self) -> list[Path]:
+        try:
+            return sorted(self.directory.glob("shard-*.npz"))
+        except OSError:  # an unreadable cache folder: nothing cached (writing it will warn)
+            return []
 
     def _load(self) -> dict[str, np.ndarray]:
         if self._index is None:
             index: dict[str, np.ndarray] = {}
-            for shard in sorted(self.directory.glob("shard-*.npz")):
+            for shard in self._shards():
                 try:
                     rows = _read_shard(shard)
                 except Exception as exc:  # truncated, garbage, wrong arrays: a cache is never worth a failed run
@@ -78,10 +90,19 @@ class EmbeddingCache:
         if not keys:
             return
         embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
-        name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:20]
-        with atomic_path(self.directory / f"shard-{name}.npz") as tmp:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, keys=np.array(keys), embeddings=embeddings)
         index = self._load()
-        for key, row in zip(keys, embeddings):
+        for key, row in zip(keys, embeddings):  # in memory first: the run goes on whether the shard is written or not
             index[key] = row
+        name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:20]
+        try:
+            with atomic_path(self.directory / f"shard-{name}.npz") as tmp:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, keys=np.array(keys), embeddings=embeddings)
+        except OSError as exc:  # VLC_CACHE a file or read-only, the disk full: a warning, never a failed run
+            if self.root not in _UNWRITABLE:
+                _UNWRITABLE.add(self.root)
+                reason = exc.strerror or str(exc)
+                where = f" ({exc.filename})" if exc.filename else ""
+                log.warning("cannot write the embedding cache in %s (VLC_CACHE): %s%s; going on without caching "
+                            "(embeddings are recomputed next time): set VLC_CACHE to a writable folder with free "
+                            "space to keep them", self.root, reason, where)

@@ -15,9 +15,13 @@ up in the shared file first, then in its owner paper's (``common.plugins``).
 * zip archives are extracted into a temporary sibling folder (refusing members that would escape it) and
   renamed into place, with a marker recording the archive's sha256;
 * Hugging Face entries go through ``huggingface_hub.snapshot_download``; manual entries explain exactly what
-  a person has to do and accept the file once it is in place.
+  a person has to do and accept the file once it is in place (a folder once it holds a file: an empty one is an
+  unfinished step, never "verified").
 
-Errors are exceptions whose messages name the entry, the source tried and what to do next.
+Errors are exceptions whose messages name the entry, the source tried and what to do next. A ``VLC_MIRROR`` (or
+``--mirror``) that is not a folder is a ``SettingError`` naming it, raised when the mirror is first needed. ``fetch``
+on the command line checks every name first (an unknown one lists the close keys and groups), prints each failure's
+details (a manual source's steps) and ends with one ``error:`` line naming every failed target.
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator, Literal, Mapping
 
-from common.errors import WorkspaceError
+from common.errors import SettingError, UnknownName, WorkspaceError
 
 try:  # Python >= 3.11
     import tomllib
@@ -477,22 +481,57 @@ def fetch(
     source = key_or_source if isinstance(key_or_source, Source) else get_source(key_or_source, registry)
     source.validate()
     root = Path(data_root) if data_root is not None else paths.data_root()
-    mirror_root: Path | None
+    mirror_root: Mirror | None
     if mirror is False:
         mirror_root = None
     elif mirror is None:
-        mirror_root = paths.mirror_root()
+        from_env = paths.mirror_root()
+        mirror_root = Mirror(from_env, "VLC_MIRROR") if from_env is not None else None
     else:
-        mirror_root = Path(mirror)
+        mirror_root = Mirror(Path(mirror), "mirror")
     if source.method in ("hf_dataset", "hf_model"):
         return _fetch_hf(source, root, force=force)
     if source.method == "manual" and source.archive is None and source.dest_path(root).is_dir():
-        return source.dest_path(root)  # a manually placed folder (e.g. extracted image sets): nothing to hash
+        folder = source.dest_path(root)
+        if not _holds_a_file(folder):  # a folder made before the download or extraction was: not a finished step
+            raise ManualDownloadRequired(f"{source.key}: {folder} is empty; "
+                                         + _manual_message(source, folder, lead=False))
+        return folder  # a manually placed folder (e.g. extracted image sets): nothing to hash
     lock = ChecksumLock(root)
     if source.archive == "zip":
         return _fetch_archive(source, root, mirror_root, lock, force=force, progress=progress,
                               keep_archive=keep_archive, timeout=timeout)
     return _ensure_file(source, root, mirror_root, lock, force=force, progress=progress, timeout=timeout)[0]
+
+
+def _holds_a_file(folder: Path) -> bool:
+    """Whether ``folder`` holds at least one file whose name does not start with a dot, at any depth (stops at the
+    first: an image folder holds tens of thousands)."""
+    for _, dirs, files in os.walk(folder):
+        if any(not name.startswith(".") for name in files):
+            return True
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    return False
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A mirror root and what named it (``VLC_MIRROR``, or the ``mirror`` argument / ``--mirror`` option)."""
+
+    root: Path
+    named_by: str
+
+    def checked(self) -> Path:
+        """The root, once it is known to be a folder: a wrong setting is named as such, never reported as a file "not
+        present" in the mirror followed by a network failure."""
+        if not self.root.is_dir():
+            what = "is a file, not a folder" if self.root.exists() else "does not exist"
+            if self.named_by == "VLC_MIRROR":
+                raise SettingError(f"VLC_MIRROR={os.environ.get('VLC_MIRROR', self.root)} {what}: set VLC_MIRROR to "
+                                   f"the mirror folder (holding <host>/<path> of each URL), or unset it to download")
+            raise SettingError(f"mirror {self.root} {what}: give the mirror folder (holding <host>/<path> of each "
+                               f"URL), or no mirror to download")
+        return self.root
 
 
 def fetch_group(group: str, *, keep_going: bool = True, registry: Mapping[str, Source] | None = None,
@@ -543,7 +582,7 @@ def _verify_existing(source: Source, path: Path, lock: ChecksumLock) -> str:
     return actual
 
 
-def _ensure_file(source: Source, root: Path, mirror_root: Path | None, lock: ChecksumLock, *,
+def _ensure_file(source: Source, root: Path, mirror_root: Mirror | None, lock: ChecksumLock, *,
                  force: bool, progress: bool, timeout: float) -> tuple[Path, str]:
     """Make ``dest`` a verified copy of the source's file; return it and its sha256."""
     dest = source.dest_path(root)
@@ -579,13 +618,13 @@ def _ensure_file(source: Source, root: Path, mirror_root: Path | None, lock: Che
     return dest, actual
 
 
-def _obtain(source: Source, tmp: Path, mirror_root: Path | None, *, progress: bool, timeout: float) -> str:
+def _obtain(source: Source, tmp: Path, mirror: Mirror | None, *, progress: bool, timeout: float) -> str:
     """Fill ``tmp`` from the mirror or the network; return where the bytes came from."""
     assert source.url is not None
     tried: str
-    if mirror_root is not None:
+    if mirror is not None:
         try:
-            candidate = mirror_path(source.url, mirror_root)
+            candidate = mirror_path(source.url, mirror.checked())
         except ValueError as exc:
             tried = f"mirror refused: {exc}"
         else:
@@ -679,7 +718,7 @@ def _progress_bar(total: int | None, label: str, enabled: bool) -> Iterator[Any]
         yield bar.update
 
 
-def _fetch_archive(source: Source, root: Path, mirror_root: Path | None, lock: ChecksumLock, *, force: bool,
+def _fetch_archive(source: Source, root: Path, mirror_root: Mirror | None, lock: ChecksumLock, *, force: bool,
                    progress: bool, keep_archive: bool, timeout: float) -> Path:
     """Return the extracted folder of a zip source, fetching and extracting as needed."""
     out_dir = source.target_path(root)
@@ -769,11 +808,12 @@ def _extract_zip(source: Source, archive: Path, out_dir: Path, archive_sha: str)
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _manual_message(source: Source, dest: Path) -> str:
+def _manual_message(source: Source, dest: Path, lead: bool = True) -> str:
     steps = (source.instructions or "").strip().replace("{dest}", str(dest))
     steps = steps.replace("{data_root}", str(dest.parents[len(PurePosixPath(source.dest).parts) - 1]))
     return (
-        f"{source.key} must be downloaded by hand (method 'manual', license: {source.license or 'see upstream'}).\n"
+        f"{source.key if lead else 'it'} must be downloaded by hand (method 'manual'); license: "
+        f"{source.license or 'see upstream'}.\n"
         f"Destination (exact path):\n    {dest}\n"
         f"Steps:\n{_indent(steps)}\n"
         f"Then run `python -m common fetch {source.key}` again to verify it"
@@ -898,24 +938,41 @@ def run_fetch(args: argparse.Namespace) -> int:
         "progress": not getattr(args, "no_progress", False),
         "registry": registry,
     }
+    for target in args.targets:  # every name checked before anything is fetched
+        if target not in registry and target not in known_groups:
+            raise unknown_target(target, registry, known_groups)
     failures: list[str] = []
     for target in args.targets:
         try:
-            if target in registry:
-                paths_out = [fetch(target, **kw)]
-            elif target in known_groups:
-                paths_out = fetch_group(target, **kw)
-            else:
-                get_source(target, registry)  # raises with close matches
-                raise AssertionError("unreachable")
+            paths_out = [fetch(target, **kw)] if target in registry else fetch_group(target, **kw)
         except (FetchError, RegistryError) as exc:
-            failures.append(f"{target}: {type(exc).__name__}: {exc}")
+            # the details (a manual source's steps, each failure of a group) above, the one error line last
+            print(f"{target}: {type(exc).__name__}: {exc}\n", file=sys.stderr)
+            failures.append(f"{target} ({_gist(exc, target)})")
             continue
         for path in paths_out:
             print(path)
     if failures:
-        raise DownloadError(f"{len(failures)} of {len(args.targets)} target(s) failed:\n\n" + "\n\n".join(failures))
+        raise DownloadError(f"{len(failures)} of {len(args.targets)} target(s) failed, details above: "
+                            + "; ".join(failures))
     return 0
+
+
+def _gist(exc: BaseException, target: str, limit: int = 160) -> str:
+    """The first clause of an error's first line, without the target's name: what the one error line says of it."""
+    line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    gist = line.removeprefix(f"{target}: ").split("; ")[0].rstrip(":.")
+    return gist if len(gist) <= limit else gist[: limit - 3] + "..."
+
+
+def unknown_target(target: str, registry: Mapping[str, Source], known_groups: Mapping[str, int]) -> UnknownName:
+    """``fetch``'s error for a name that is neither a key nor a group: the close matches among both, the groups."""
+    import difflib
+
+    close = difflib.get_close_matches(target, [*known_groups, *registry], n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return UnknownName(f"unknown source key or group {target!r}{hint} (groups: {', '.join(sorted(known_groups))}; "
+                       f"`python -m common sources` lists every key)")
 
 
 def run_sources(args: argparse.Namespace) -> int:

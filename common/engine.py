@@ -2,7 +2,8 @@
 
 Each distinct image and text is encoded once across all items and categories (SugarCrepe's 7,511 examples share
 1,560 images), in batches, through the on-disk embedding cache (``common.cache``). Images are keyed by the sha256
-of the file's bytes (plus the identity of a tensor transform, ``common.tasks.ImageRef``); texts by the sha256 of
+of the file's bytes (plus the identity of a tensor transform, ``common.tasks.ImageRef``, and, for files neither RGB
+nor grey, of their decoding, ``common.image_transforms.to_rgb``); texts by the sha256 of
 their token ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they
 do in a per-example loop. Scoring (decision rules, recall, accuracy) is the business of ``common.scoring``, one
 module per task shape, all on top of ``Engine.embed``.
@@ -23,6 +24,8 @@ import torch
 from tqdm import tqdm
 
 from common.cache import EmbeddingCache
+from common.errors import WorkspaceError
+from common.image_transforms import decoding_identity
 from common.io import sha256_file
 from common.tasks import DatasetError, Image, ImageRef, as_ref
 from common.zoo import EmbeddingModel
@@ -73,6 +76,8 @@ class _ImageFiles(torch.utils.data.Dataset):
         ref = self.refs[i]
         try:
             pixels = self.model.load_image(ref.path)
+        except WorkspaceError as exc:  # names the file already (an image mode refused by name)
+            raise DatasetError(f"{exc} (image used by {_owners_text(self.owners, ref)})") from exc
         except Exception as exc:
             raise DatasetError(f"unreadable image {ref.path} (used by {_owners_text(self.owners, ref)}): {exc}") from exc
         return pixels if ref.transform is None else ref.transform(pixels, self.content_keys[i])
@@ -96,11 +101,31 @@ class _Work(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.text_chunks) + self.image_batches
 
-    def __getitem__(self, i: int) -> torch.Tensor:
-        if i < len(self.text_chunks):
-            return self.tokenize(self.text_chunks[i])
-        start = (i - len(self.text_chunks)) * self.decode_batch
-        return torch.stack([self.images[j] for j in range(start, min(start + self.decode_batch, len(self.images)))])
+    def __getitem__(self, i: int) -> torch.Tensor | _WorkerError:
+        try:
+            if i < len(self.text_chunks):
+                return self.tokenize(self.text_chunks[i])
+            start = (i - len(self.text_chunks)) * self.decode_batch
+            return torch.stack([self.images[j] for j in range(start, min(start + self.decode_batch, len(self.images)))])
+        except DatasetError as exc:
+            if torch.utils.data.get_worker_info() is None:  # decoded here: the error propagates as it is
+                raise
+            return _WorkerError(str(exc))
+
+
+@dataclass(frozen=True)
+class _WorkerError:
+    """A worker process's bad-input error, handed to the main process as a value: raised there, torch would re-raise
+    it with the worker's traceback inside its message, and the one ``error:`` line would be a page."""
+
+    message: str
+
+
+def _raise_worker_errors(batches: Iterator[torch.Tensor | _WorkerError]) -> Iterator[torch.Tensor]:
+    for batch in batches:
+        if isinstance(batch, _WorkerError):
+            raise DatasetError(batch.message)
+        yield batch
 
 
 def _regroup(batches: Iterator[torch.Tensor], size: int) -> Iterator[torch.Tensor]:
@@ -119,11 +144,13 @@ def _regroup(batches: Iterator[torch.Tensor], size: int) -> Iterator[torch.Tenso
         yield torch.cat(held) if len(held) > 1 else held[0]
 
 
-def _try_sha256(path: Path) -> tuple[str | None, OSError | None]:
+def _hash_file(path: Path) -> tuple[str | None, str | None, OSError | None]:
+    """An image file's sha256 and its decoding's identity (``common.image_transforms.decoding_identity``: None for
+    the RGB and grey files embeddings were always computed from), or the error reading it."""
     try:
-        return sha256_file(path), None
+        return sha256_file(path), decoding_identity(path), None
     except OSError as exc:
-        return None, exc
+        return None, None, exc
 
 
 def _owners_text(owners: dict[ImageRef, list[str]], ref: ImageRef, limit: int = 5) -> str:
@@ -173,6 +200,8 @@ class Engine:
         self.image_cache = EmbeddingCache(key, "images", cache_root)
         self.text_cache = EmbeddingCache(key, "texts", cache_root)
         self._file_keys: dict[Path, str] = {}
+        """Each image file's sha256 (what seeds a transform)."""
+        self._decodings: dict[Path, str | None] = {}
         self.phase_seconds: dict[str, float] = {}
         """Wall seconds of each phase of ``embed``, summed over calls (what the bench prints)."""
 
@@ -183,20 +212,23 @@ class Engine:
 
     # -- images ---------------------------------------------------------------------------------
     def image_keys(self, refs: Sequence[ImageRef], owners: dict[ImageRef, list[str]]) -> list[str]:
-        """Cache keys: the file's sha256, combined with the transform's identity when there is one."""
+        """Cache keys: the file's sha256, combined with its decoding's identity for a file neither RGB nor grey, and
+        with the transform's identity when there is one."""
         new = list(dict.fromkeys(r.path for r in refs if r.path not in self._file_keys))
         if new:  # hashlib releases the GIL: threads read and hash files in parallel
             with ThreadPoolExecutor(max_workers=min(16, _cpu_count())) as pool:
-                hashed = list(pool.map(_try_sha256, new))
-            for path, (digest, error) in zip(new, hashed):
+                hashed = list(pool.map(_hash_file, new))
+            for path, (digest, decoding, error) in zip(new, hashed):
                 if error is not None:
                     ref = next(r for r in refs if r.path == path)
                     raise DatasetError(
                         f"missing or unreadable image {path} (used by {_owners_text(owners, ref)}): {error}")
-                self._file_keys[path] = digest
+                self._file_keys[path], self._decodings[path] = digest, decoding
         keys = []
         for ref in refs:
             key = self._file_keys[ref.path]
+            if self._decodings[ref.path] is not None:  # not decoded as before to_rgb: never an older embedding
+                key = hashlib.sha256(f"{key}|{self._decodings[ref.path]}".encode()).hexdigest()
             if ref.transform is not None:
                 key = hashlib.sha256(f"{key}|{ref.transform.identity}".encode()).hexdigest()
             keys.append(key)
@@ -236,9 +268,9 @@ class Engine:
         if not len(work):
             return iter(())
         workers = min(workers, len(work))
-        return iter(torch.utils.data.DataLoader(
+        return _raise_worker_errors(iter(torch.utils.data.DataLoader(
             work, batch_size=None, num_workers=workers, shuffle=False, pin_memory=self.device.startswith("cuda"),
-            prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None))
+            prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None)))
 
     def _encode_images(self, batches: Iterator[torch.Tensor], todo_keys: Sequence[str]) -> None:
         """Encode decoded image batches (regrouped into encoding batches), shard by shard into the cache."""

@@ -6,12 +6,20 @@ line prints it as one ``error: ...`` line (``run_entry_point`` below, also expor
 script can use it without its DVC stage depending on the whole command line). Anything else is a bug in this
 workspace and keeps its traceback; ``--debug`` (``python -m common``) or ``VLC_DEBUG=1`` (every entry point) shows
 the traceback of an expected error too.
+
+Two more things every entry point gets here: SIGTERM is handled as Ctrl-C is (``sigterm_as_interrupt``), and an error
+naming a path under a ``VLC_*`` folder variable that is not a folder is led by that variable
+(``with_setting_hint``): the variable, not the file, is what to fix.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import signal
 import sys
-from typing import Callable, Iterable, Sequence, TextIO
+import threading
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 
 class WorkspaceError(Exception):
@@ -29,6 +37,44 @@ class UnknownName(WorkspaceError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class SettingError(WorkspaceError):
+    """An environment variable (``VLC_MIRROR``, ``VLC_BUILD``, ...) or an option names something unusable: a file
+    where a folder belongs, a folder that does not exist. The message starts with the variable and its value."""
+
+
+SETTINGS = ("VLC_BUILD", "VLC_DATA", "VLC_CACHE", "VLC_MIRROR")
+"""The variables that move the workspace's folders (``common.paths``)."""
+
+
+def setting_problem(var: str) -> str | None:
+    """What is wrong with the folder the variable ``var`` names (``VLC_BUILD=/x is a file, not a folder: ...``), or
+    None when it is unset, empty or an existing folder."""
+    value = os.environ.get(var, "")
+    if not value or os.path.isdir(os.path.expanduser(value)):
+        return None
+    what = "is a file, not a folder" if os.path.lexists(os.path.expanduser(value)) else "does not exist"
+    return f"{var}={value} {what}: set {var} to the folder meant, or unset it for the default"
+
+
+def _mentions(message: str, path: str) -> bool:
+    """Whether ``message`` names ``path`` or something under it (not merely a longer name that starts alike)."""
+    path = path.rstrip("/") or "/"
+    return re.search(rf"(?<![\w./-]){re.escape(path)}(?![\w.-])", message) is not None
+
+
+def with_setting_hint(message: str) -> str:
+    """``message``, led by what is wrong with a ``SETTINGS`` variable whose folder it names and that is not a folder:
+    a file "not found" under ``VLC_BUILD=/typo`` is first of all a wrong variable."""
+    for var in SETTINGS:
+        value = os.environ.get(var, "")
+        if not value or f"{var}=" in message:
+            continue
+        problem = setting_problem(var)
+        if problem and (_mentions(message, value) or _mentions(message, os.path.abspath(os.path.expanduser(value)))):
+            return f"{problem}; {message}"
+    return message
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str]) -> UnknownName:
@@ -67,10 +113,10 @@ def debug_enabled() -> bool:
 def expected_message(exc: BaseException) -> str | None:
     """The one-line message of an expected error, or None when ``exc`` is a bug (it keeps its traceback)."""
     if isinstance(exc, WorkspaceError):
-        return str(exc) or type(exc).__name__
+        return with_setting_hint(str(exc) or type(exc).__name__)
     if isinstance(exc, EXPECTED_OS_ERRORS) and exc.filename is not None:
         target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
-        return f"{exc.filename}{target}: {exc.strerror or exc}"
+        return with_setting_hint(f"{exc.filename}{target}: {exc.strerror or exc}")
     return None
 
 
@@ -82,6 +128,42 @@ def report_error(exc: BaseException, stream: TextIO | None = None) -> int:
     return int(getattr(exc, "exit_code", 1))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what ``timeout``, CI and schedulers send), raised like Ctrl-C's ``KeyboardInterrupt`` so that the same
+    clean-up runs (an output group's staging folder removed, the previous outputs left as they were)."""
+
+
+TERMINATED_EXIT = 128 + signal.SIGTERM
+"""The exit status of a process ended by SIGTERM, as a shell reports it (143)."""
+
+
+def _raise_terminated(signum: int, frame: object, owner: int) -> None:
+    if os.getpid() != owner:  # a forked worker (a DataLoader's) inherited the handler: die as SIGTERM intends
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise Terminated("SIGTERM")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``Terminated`` in the main thread instead of ending the process at once.
+
+    Installed only where SIGTERM still has its default action (a handler someone else installed is kept) and only
+    from the main thread (the only one Python delivers signals to); restored afterwards. Nested uses are no-ops.
+    """
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    owner = os.getpid()
+    signal.signal(signal.SIGTERM, lambda signum, frame: _raise_terminated(signum, frame, owner))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_entry_point(main: Callable[..., int | None], argv: Sequence[str] | None = None, *,
                     debug: bool | None = None) -> int:
     """Run a command's ``main`` (``main()`` when ``argv`` is None, else ``main(argv)``) and return its exit status.
@@ -89,17 +171,25 @@ def run_entry_point(main: Callable[..., int | None], argv: Sequence[str] | None 
     An expected error (``WorkspaceError``, or a file-naming ``OSError`` of ``EXPECTED_OS_ERRORS``) prints one
     ``error: <message>`` line on stderr and returns its ``exit_code`` (1); with ``debug`` (default: ``VLC_DEBUG``
     set) it is re-raised, traceback and all. Anything else propagates (a bug: its traceback is the report).
-    ``SystemExit`` passes through untouched (argparse's usage errors exit 2, ``--help`` 0). Use it as the whole
-    ``__main__`` block: ``raise SystemExit(run_entry_point(main))``.
+    ``SystemExit`` passes through untouched (argparse's usage errors exit 2, ``--help`` 0). Ctrl-C and SIGTERM end
+    the run the same way (``sigterm_as_interrupt``): the clean-up of whatever was being written runs, then one
+    ``error:`` line and exit status 130 (SIGINT) or 143 (SIGTERM). Use it as the whole ``__main__`` block:
+    ``raise SystemExit(run_entry_point(main))``.
     """
     if debug is None:
         debug = debug_enabled()
     try:
-        result = main() if argv is None else main(argv)
+        with sigterm_as_interrupt():
+            result = main() if argv is None else main(argv)
     except (WorkspaceError, OSError) as exc:
         if debug or expected_message(exc) is None:
             raise
         return report_error(exc)
+    except Terminated:
+        if debug:
+            raise
+        print("error: terminated (SIGTERM); the outputs being written were discarded", file=sys.stderr)
+        return TERMINATED_EXIT
     except KeyboardInterrupt:
         if debug:
             raise

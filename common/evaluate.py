@@ -1,10 +1,15 @@
-"""Evaluate a list of zoo models on task items: the loop every paper's table script shares."""
+"""Evaluate a list of zoo models on task items: the loop every paper's table script shares; and ``eval``'s outputs
+(``eval_outputs``: what ``--out`` names, checked before any work; ``write_eval_outputs``: one output group)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
 from common.engine import Engine, EngineConfig
+from common.errors import SettingError
+from common.io import write_json_atomic, write_output_group
+from common.paths import refuse_workspace_outputs
 from common.results import ModelRow, write_predictions
 from common.scoring import selection
 from common.scoring.selection import STRICT, DecisionRule, SelectionResult
@@ -55,3 +60,49 @@ def best_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def eval_outputs(out: str | os.PathLike, model: str, option: str = "--out") -> tuple[Path, Path]:
+    """(summary JSON, per-example CSV) that ``eval --out`` names, checked before any work is done.
+
+    A value ending in ``.json`` (in any case: ``R.JSON``) is the summary file, its predictions ``<stem>.predictions.csv``
+    beside it; anything else is a folder holding ``<model>.json`` and ``<model>.predictions.csv`` ("/" in the model
+    name written "__"). Refused, naming ``option``: an empty value (it would mean the current folder), a folder
+    value that is a file, a summary or predictions path that is a folder, a path in the workspace's ``results/`` or
+    over a file git tracks (``common.paths.refuse_workspace_outputs``).
+    """
+    text = os.fspath(out)
+    if not text.strip():
+        raise SettingError(f"{option} is empty: give a folder (for <model>.json and <model>.predictions.csv) or a "
+                           f"FILE.json")
+    path = Path(text).expanduser()
+    if path.suffix.lower() == ".json":
+        summary, predictions = path, path.with_name(f"{path.stem}.predictions.csv")
+    else:
+        if path.exists() and not path.is_dir():
+            raise SettingError(f"{option} {path} is a file, not a folder: give a folder or a FILE.json")
+        stem = model.replace("/", "__")
+        summary, predictions = path / f"{stem}.json", path / f"{stem}.predictions.csv"
+    for target in (summary, predictions):
+        if target.is_dir():
+            raise SettingError(f"{option} would write {target}, which is a folder: remove it or give another "
+                               f"{option}")
+    refuse_workspace_outputs((summary, predictions), option)
+    return summary, predictions
+
+
+def write_eval_outputs(summary_path: Path, predictions_path: Path, summary: dict,
+                       result: SelectionResult) -> tuple[Path, Path]:
+    """Write an ``eval``'s summary (with the predictions' path) and per-example predictions as one output group
+    (``common.io.write_output_group``): both appear together or, when a write fails (a full disk), neither does and
+    the previous pair stays as it was."""
+    if summary_path.parent != predictions_path.parent:
+        raise ValueError(f"{summary_path} and {predictions_path} are not in one folder")
+
+    def write(staging: Path) -> dict[str, Path]:
+        return {"predictions": write_predictions(staging / predictions_path.name, result),
+                "summary": write_json_atomic(staging / summary_path.name,
+                                             {**summary, "predictions": str(predictions_path)})}
+
+    written = write_output_group(summary_path.parent, write)
+    return written["summary"], written["predictions"]

@@ -4,7 +4,9 @@ Every result the workspace produces goes through these helpers so that an interr
 leaves a half-written file behind: data is written to a temporary file in the destination folder
 and moved into place with ``os.replace`` (atomic on POSIX). A stage with several outputs writes them
 all into a staging folder (``output_group``) and they replace the previous ones only once every one
-of them was written: a failing, interrupted or degraded run leaves the previous outputs as they were.
+of them was written: a failing, interrupted (Ctrl-C, SIGTERM) or degraded run leaves the previous outputs as they
+were. Only SIGKILL (or a power cut) can leave a staging folder behind: git ignores it (``.staging.*``,
+``.previous.*`` in .gitignore) and the next output group written into the same folder removes it.
 """
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from common.errors import OutputError
+from common.errors import OutputError, sigterm_as_interrupt
 
 
 @contextlib.contextmanager
@@ -64,23 +69,83 @@ def output_group(dest_dir: str | os.PathLike) -> Iterator[Path]:
 
     A write that fails for lack of space or permission (in the block or while moving) raises ``OutputError``
     naming ``dest_dir``.
+
+    SIGTERM in the block is handled as Ctrl-C is (``common.errors.sigterm_as_interrupt``: ``Terminated``, a
+    ``KeyboardInterrupt``). The staging folder's name holds this process's id and host
+    (``.staging.<pid>-<host>.<random>``), so that the next group written here removes the leftovers of a killed run
+    (``clean_leftovers``) and never the folder of a writer still at work.
     """
     dest_dir = Path(dest_dir)
-    try:
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging.", dir=dest_dir))
-    except OSError as exc:
-        raise _output_error(dest_dir, exc) from exc
-    try:
+    with sigterm_as_interrupt():
         try:
-            yield staging
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            clean_leftovers(dest_dir)
+            staging = Path(tempfile.mkdtemp(prefix=f".staging.{_owner_tag()}.", dir=dest_dir))
         except OSError as exc:
-            if exc.errno in WRITE_ERRNOS or _inside(exc.filename, staging) or _inside(exc.filename2, staging):
-                raise _output_error(dest_dir, exc) from exc
-            raise
-        _commit(staging, dest_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            raise _output_error(dest_dir, exc) from exc
+        try:
+            try:
+                yield staging
+            except OSError as exc:
+                if exc.errno in WRITE_ERRNOS or _inside(exc.filename, staging) or _inside(exc.filename2, staging):
+                    raise _output_error(dest_dir, exc) from exc
+                raise
+            _commit(staging, dest_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+LEFTOVER_RE = re.compile(r"^\.(?:staging|previous)\.(?:(?P<pid>\d+)-(?P<host>[A-Za-z0-9_-]*)\.)?[^/]+$")
+"""A staging folder (``.staging.``) or a set-aside previous group (``.previous.``), with its writer's id when it has one
+(folders written before the id was part of the name have none)."""
+UNOWNED_LEFTOVER_AGE_S = 3600.0
+"""A leftover without a writer's id is removed once untouched this long (no writer takes an hour to write a group)."""
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40]
+
+
+def _owner_tag() -> str:
+    return f"{os.getpid()}-{_host()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def clean_leftovers(dest_dir: Path) -> list[Path]:
+    """Remove the staging and set-aside folders a killed writer left in ``dest_dir``; return them.
+
+    A folder whose writer (its pid, on this host) no longer runs is removed; one from another host, or whose writer
+    still runs, is kept; one without a writer's id only once untouched for ``UNOWNED_LEFTOVER_AGE_S``.
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(dest_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = LEFTOVER_RE.match(entry.name)
+        if not match or not entry.is_dir(follow_symlinks=False):
+            continue
+        if match["pid"] is not None:
+            stale = match["host"] == _host() and int(match["pid"]) != os.getpid() and not _alive(int(match["pid"]))
+        else:
+            try:
+                stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > UNOWNED_LEFTOVER_AGE_S
+            except OSError:
+                stale = False
+        if stale:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
 
 
 def staged_to_final(path: str | os.PathLike, staging: Path, dest_dir: str | os.PathLike) -> Path:
@@ -116,7 +181,7 @@ def _commit(staging: Path, dest_dir: Path) -> None:
     if not entries:
         return
     try:
-        backup = Path(tempfile.mkdtemp(prefix=".previous.", dir=dest_dir))
+        backup = Path(tempfile.mkdtemp(prefix=f".previous.{_owner_tag()}.", dir=dest_dir))
     except OSError as exc:
         raise _output_error(dest_dir, exc) from exc
     done: list[tuple[Path, Path | None]] = []  # (destination, its previous version or None)

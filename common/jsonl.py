@@ -5,7 +5,10 @@ one atomic writer.
 * ``read_json(path, expect, remedy)``: a JSON document whose top level is ``expect`` (an object or an array);
 * ``read_rows(path, Row, what, remedy)``: JSON lines into the dataclass ``Row``, each field checked against its type
   (strings non-empty, integers non-negative, numbers finite), an optional per-row check, at least one row;
-* ``read_jsonl(path, parse, what)``: the line loop under both, for a parser of one's own.
+* ``read_jsonl(path, parse, what)``: the line loop under both, for a parser of one's own;
+* ``parse_json(text, path, unique_keys)``: the parse under all three, for a reader that checks more (every failure a
+  one-line ``DatasetError``: bad JSON with its line and column, nesting too deep for the parser, and on request a key
+  twice in one object).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ _JSON_TYPE_NAMES = {dict: "an object", list: "an array"}
 
 def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that writes it") -> Any:
     """The JSON document at ``path``, whose top level must be ``expect`` (``dict`` or ``list``). A missing file is a
-    ``WorkspaceError`` ending in ``remedy``; bad JSON a ``DatasetError`` with the line and column."""
+    ``WorkspaceError`` ending in ``remedy``; bad JSON a ``DatasetError`` with the line and column (and ``remedy``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -37,13 +40,36 @@ def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+        value = parse_json(text, path)
+    except DatasetError as exc:
+        raise DatasetError(f"{exc}; {remedy}") from None
     if not isinstance(value, expect):
         raise DatasetError(f"{path}: expected {_JSON_TYPE_NAMES.get(expect, expect.__name__)} at the top level, "
-                           f"found {type(value).__name__}")
+                           f"found {type(value).__name__}; {remedy}")
     return value
+
+
+def parse_json(text: str, path: Path, *, unique_keys: bool = False) -> Any:
+    """``json.loads(text)``, every failure a one-line ``DatasetError`` naming ``path``.
+
+    Python's parser recurses once per nesting level: a document nested some thousand levels deep (a damaged or hostile
+    file) raises ``RecursionError``, reported here as such. ``unique_keys``: a key twice in one object is an error (JSON
+    keeps the last silently; where ids are keys, a repeated id would drop a record).
+    """
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+        seen: dict = {}
+        for key, value in pairs:
+            if key in seen:
+                raise DatasetError(f"{path}: duplicate key {key!r} (a key appears once per object)")
+            seen[key] = value
+        return seen
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates if unique_keys else None)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to parse (a damaged file?)") from None
 
 
 def _check_field(name: str, kind: Any, value: Any) -> None:
@@ -119,6 +145,8 @@ def read_jsonl(path: Path, parse: Callable[[Any], Record], what: str) -> Iterato
                 yield parse(json.loads(line))
             except DatasetError as exc:
                 raise DatasetError(f"{path}: line {number}: {exc}") from None
+            except RecursionError:
+                raise DatasetError(f"{path}: line {number}: nested too deeply to parse (a damaged file?)") from None
             except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as exc:
                 raise DatasetError(f"{path}: line {number}: not {what} ({exc!r})") from None
 

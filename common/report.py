@@ -4,6 +4,10 @@
 The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``). A paper
 with tables of its own has ``papers/<paper>/report.py`` (``report(profile)`` prints them; its stage runs that module,
 which ends with ``audit_line``); every paper's audit summary is printed here.
+
+A report reads files a stage wrote, which may since have been cut short, merge-conflicted or hand-edited: it reads
+them through ``read_table`` and ``read_summary``, which check what the report prints (columns, counts, numbers) and
+refuse a damaged file with one line naming the file, the line and the column (``ReportInputError``).
 """
 from __future__ import annotations
 
@@ -18,6 +22,106 @@ from common.errors import WorkspaceError
 from common.params import stage_params
 from common.paths import RESULTS
 
+REMEDY = "rerun the stage that writes it (`dvc repro`) or restore it (`git checkout -- <file>`)"
+
+
+class ReportInputError(WorkspaceError, ValueError):
+    """A results file a report reads is damaged; the message names the file, the line and the column."""
+
+
+def _remedy(path: Path) -> str:
+    return REMEDY.replace("<file>", str(path))
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: object) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str] = (), counts: bool = False,
+                 objects: bool = False) -> dict:
+    """A JSON object a stage wrote (a summary, metrics), checked for what the report prints: ``keys`` present,
+    ``numbers`` present and finite numbers, with ``counts`` every value a count, with ``objects`` every value an
+    object. A truncated or hand-edited file is a ``ReportInputError`` (``DatasetError`` for bad JSON)."""
+    from common.jsonl import read_json
+
+    data = read_json(Path(path), dict, remedy=_remedy(path))
+    for key in (*keys, *numbers):
+        if key not in data:
+            raise ReportInputError(f"{path}: no {key!r}; {_remedy(path)}")
+    for key in numbers:
+        if not _is_number(data[key]):
+            raise ReportInputError(f"{path}: {key!r} is {data[key]!r:.40}, not a number; {_remedy(path)}")
+    for key, value in data.items():
+        if counts and not _is_count(value):
+            raise ReportInputError(f"{path}: {key!r} is {value!r:.40}, not a count; {_remedy(path)}")
+        if objects and not isinstance(value, dict):
+            raise ReportInputError(f"{path}: {key!r} is a {type(value).__name__}, not an object of values; "
+                                   f"{_remedy(path)}")
+    return data
+
+
+def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str] = (),
+               any_of: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, a header holding ``columns`` (and one of
+    ``any_of``), every row exactly as many fields as the header (a merge-conflict marker or a row cut short has
+    fewer), at least one row, and the ``numbers`` columns finite numbers in every row. Errors name the file, the line
+    and the column."""
+    import csv
+    import io
+    import math
+
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ReportInputError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); "
+                               f"{_remedy(path)}") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise ReportInputError(f"{path}: line {line}: a NUL byte (a damaged file); {_remedy(path)}")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[dict[str, str]] = []
+    try:
+        header = next(reader, None)
+        if not header:
+            raise ReportInputError(f"{path}: empty (no header); {_remedy(path)}")
+        missing = [repr(c) for c in columns if c not in header]
+        if any_of and not any(c in header for c in any_of):
+            missing.append(" or ".join(map(repr, any_of)))
+        if missing:
+            raise ReportInputError(f"{path}: line 1: no column {missing[0]} (the header: {', '.join(header)}); "
+                                   f"{_remedy(path)}")
+        for fields in reader:
+            if not fields:
+                continue  # a blank line, as csv.DictReader skips it
+            if len(fields) != len(header):
+                raise ReportInputError(f"{path}: line {reader.line_num}: {len(fields)} field(s) where the header has "
+                                       f"{len(header)} (a merge-conflict marker, or a row cut short?); "
+                                       f"{_remedy(path)}")
+            row = dict(zip(header, fields))
+            for column in numbers:
+                try:
+                    ok = math.isfinite(float(row[column]))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise ReportInputError(f"{path}: line {reader.line_num}: column {column!r}: {row[column]!r:.40} is "
+                                           f"not a number; {_remedy(path)}")
+            rows.append(row)
+    except csv.Error as exc:
+        raise ReportInputError(f"{path}: line {reader.line_num}: not CSV ({exc}); {_remedy(path)}") from None
+    if not rows:
+        raise ReportInputError(f"{path}: no rows (only a header); {_remedy(path)}")
+    return rows
+
 
 def aggregate_stage(paper: str) -> str:
     """The DVC address of a paper's aggregate stage (root dvc.yaml)."""
@@ -31,21 +135,18 @@ def audit_line(paper: str) -> str:
         return f"audit:   none (papers/{paper} has no audit.py)"
     if not summary.is_file():
         raise WorkspaceError(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
-    verdicts = json.loads(summary.read_text())
+    verdicts = read_summary(summary, counts=True)
     return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
 
 
 def print_csv_table(title: str, path: Path, columns: Sequence[str]) -> None:
     """A results CSV as a fixed-width table: one line per row (its ``label``, else its ``row``), the given columns."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    width = max((len(r.get("label") or r["row"]) for r in rows), default=5) + 2
+    rows = read_table(path, any_of=("label", "row"))
+    width = max((len(r.get("label") or r.get("row", "")) for r in rows), default=5) + 2
     print(title)
     print(f"{'model':<{width}s}" + "".join(f"{c:>21s}" for c in columns))
     for r in rows:
-        print(f"{(r.get('label') or r['row']):<{width}s}" + "".join(f"{r.get(c, ''):>21s}" for c in columns))
+        print(f"{(r.get('label') or r.get('row', '')):<{width}s}" + "".join(f"{r.get(c, ''):>21s}" for c in columns))
 
 
 def report_tables(paper: str, title: str, profile: str, tables: dict[str, tuple[str, Sequence[str]]],
@@ -74,12 +175,17 @@ def run(paper: str) -> int:
     return 0
 
 
+CROSS_PAPER_COUNTS = ("pairs", "pairs_unexplained", "pairs_explained", "pairs_consistent", "released_checked",
+                      "witness_checked")
+"""What ``cross_paper_line`` prints of the cross-paper summary."""
+
+
 def cross_paper_line() -> str:
     """Where the cross-paper comparison is, with its verdict counts (every paper's pipeline keeps it current)."""
     summary = RESULTS / "audit" / "cross_paper_summary.json"
     if not summary.is_file():
         return f"cross-paper: {summary} does not exist yet: run `dvc repro audit/cross_paper`"
-    counts = json.loads(summary.read_text())
+    counts = read_summary(summary, counts=True, keys=CROSS_PAPER_COUNTS)
     return (f"cross-paper: {RESULTS / 'audit' / 'cross_paper.md'}  (paper pairs: {counts['pairs']}, unexplained: "
             f"{counts['pairs_unexplained']}, explained: {counts['pairs_explained']}, consistent: "
             f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']}; third witness: "

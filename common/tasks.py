@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence, Union, runtime_checkable
-
-import torch
+from typing import TYPE_CHECKING, Protocol, Sequence, Union, runtime_checkable
 
 from common.errors import WorkspaceError
+
+if TYPE_CHECKING:  # annotations only: readers of task files (manifests, reports) need no torch
+    import torch
 
 
 class DatasetError(WorkspaceError, ValueError):
@@ -161,7 +162,10 @@ class ClassificationSet:
 
 def resolve_under(root: Path, relative: str, origin: str) -> Path:
     """``root / relative``, refusing names that escape ``root`` (absolute paths, ``..``, links out)."""
-    root_resolved = root.resolve()
+    try:
+        root_resolved = root.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a NUL byte, a symlink loop in the root itself
+        raise DatasetError(f"{origin}: image root {str(root)!r} cannot be resolved: {exc}") from exc
     try:
         candidate = (root / relative).resolve()
     except (OSError, RuntimeError, ValueError) as exc:  # NUL bytes, symlink loops

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping
 
+from common.image_transforms import to_rgb
 from common.tasks import DatasetError, resolve_under
 
 VG_RELATION = "vg_relation"
@@ -177,7 +178,7 @@ def crop_vg(annotations: dict[str, Path], image_root: Path, crop_root: Path) -> 
         source = resolve_under(image_root, image_path, origin)
         try:
             with Image.open(source) as im:
-                crop = im.convert("RGB").crop(box)
+                crop = to_rgb(im, source).crop(box)
         except FileNotFoundError:
             raise DatasetError(f"{origin}: image {image_path!r} not found under {image_root}") from None
         except OSError as exc:

@@ -15,7 +15,6 @@ Outputs (one group, replaced together): ``results/audit/cross_paper.md`` (discre
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -27,11 +26,11 @@ from common.audit import PARTIAL, STRICT_EXIT, partial_dir
 from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, ROUND, TRUNCATE,
                                       UNEXPLAINED, VERDICTS, Breakdown, Part, Printed, Side, compare, implied_counts)
 from common.audit.identities import (CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, WitnessSpec,
-                                     breakdown_cells, load_identities, resolve)
+                                     breakdown_cells, load_identities, resolve, transcribed_papers)
 from common.errors import WorkspaceError
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.paths import RESULTS
-from common.published import PublishedCell, load_cells
+from common.published import PublishedCell, load_cells, parse_number, read_csv_rows
 
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
 WITNESS_DECIMALS = 6
@@ -178,25 +177,27 @@ def compare_papers(ids: Identities, grouped: Mapping[tuple[str, str], list[Entry
 
 # ---- released per-example predictions ----------------------------------------------------------------------------
 
+class ReleasedInputError(WorkspaceError):
+    """A released or third-party file the comparison reads is malformed; the message names the file and the line."""
+
+
 def read_released(path: Path, spec: ReleasedSpec) -> dict[str, tuple[int, int]]:
-    """measure id -> (correct, examples) from a per-example file; a bad row is an error naming file and line."""
+    """measure id -> (correct, examples) from a per-example file, read strictly (``read_csv_rows``: an example twice
+    is an error too); a bad row is an error naming file, line and column."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in (*spec.category_columns, spec.correct_column) if c not in (reader.fieldnames or ())]
-        if missing:
-            raise WorkspaceError(f"{path}: missing column(s) {missing} (header {reader.fieldnames})")
-        for row in reader:
-            category = "/".join((row[c] or "").strip() for c in spec.category_columns)
-            measure = spec.categories.get(category)
-            if measure is None:
-                raise WorkspaceError(f"{path}:{reader.line_num}: category {category!r} is not one of "
-                                     f"{sorted(spec.categories)}")
-            flag = (row[spec.correct_column] or "").strip()
-            if flag not in ("0", "1"):
-                raise WorkspaceError(f"{path}:{reader.line_num}: {spec.correct_column} = {flag!r}, expected 0 or 1")
-            counts[measure][0] += int(flag)
-            counts[measure][1] += 1
+    _, rows = read_csv_rows(path, ReleasedInputError, bom="strip", identical_rows=False,
+                            required=(*spec.category_columns, spec.correct_column))
+    for line, row in rows:
+        category = "/".join(row[c].strip() for c in spec.category_columns)
+        measure = spec.categories.get(category)
+        if measure is None:
+            raise ReleasedInputError(f"{path}:{line}: column(s) {'/'.join(spec.category_columns)}: category "
+                                     f"{category!r} is not one of {sorted(spec.categories)}")
+        flag = row[spec.correct_column].strip()
+        if flag not in ("0", "1"):
+            raise ReleasedInputError(f"{path}:{line}: column {spec.correct_column!r}: {flag!r}, expected 0 or 1")
+        counts[measure][0] += int(flag)
+        counts[measure][1] += 1
     return {m: (c[0], c[1]) for m, c in counts.items()}
 
 
@@ -283,28 +284,24 @@ def read_witness(path: Path, spec: WitnessSpec) -> dict[tuple[str, str], str]:
     is an error naming the file, the line and the column."""
     wanted = {row: model for model, row in spec.models.items()}
     found: dict[tuple[str, str], str] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in (*spec.key_columns, *spec.columns.values()) if c not in (reader.fieldnames or ())]
-        if missing:
-            raise WorkspaceError(f"{path}: missing column(s) {missing}")
-        for row in reader:
-            name = "/".join(row[c] or "" for c in spec.key_columns)
-            model = wanted.get(name)
-            if model is None:
-                continue
-            if any(k[0] == model for k in found):
-                raise WorkspaceError(f"{path}:{reader.line_num}: row {name} appears twice")
-            for measure, column in spec.columns.items():
-                try:
-                    value = float(row[column])
-                except (TypeError, ValueError):
-                    raise WorkspaceError(f"{path}:{reader.line_num} ({name}): column {column!r} = {row[column]!r} "
-                                         "is not a number") from None
-                found[(model, measure)] = f"{value:.{WITNESS_DECIMALS}f}"
+    _, rows = read_csv_rows(path, ReleasedInputError, bom="strip",
+                            required=(*spec.key_columns, *spec.columns.values()))
+    for line, row in rows:
+        name = "/".join(row[c] for c in spec.key_columns)
+        model = wanted.get(name)
+        if model is None:
+            continue
+        if any(k[0] == model for k in found):
+            raise ReleasedInputError(f"{path}:{line}: row {name} appears twice")
+        for measure, column in spec.columns.items():
+            try:
+                value = parse_number(row[column].strip())
+            except ValueError as exc:
+                raise ReleasedInputError(f"{path}:{line} ({name}): column {column!r}: {exc}") from None
+            found[(model, measure)] = f"{value:.{WITNESS_DECIMALS}f}"
     absent = sorted(set(spec.models.values()) - {spec.models[m] for m, _ in found})
     if absent:
-        raise WorkspaceError(f"{path}: no row {absent} ({'/'.join(spec.key_columns)})")
+        raise ReleasedInputError(f"{path}: no row {absent} ({'/'.join(spec.key_columns)})")
     return found
 
 
@@ -480,7 +477,8 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
     """Load, join, compare, write. With ``strict`` an unreadable released source raises before anything is
     written; without it the comparison goes to ``<out_dir>/partial/`` when ``out_dir`` is ``results/audit``."""
-    ids = load_identities(identities) if identities else load_identities()
+    known = transcribed_papers(published_root) if published_root else None
+    ids = load_identities(identities, known) if identities else load_identities(papers=known)
     cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))
              for paper in ids.papers + sorted({r.paper for nj in ids.not_joined for r in nj.cells} - set(ids.papers))}
     members = resolve(ids, cells)

@@ -5,20 +5,28 @@ column names one benchmark, category and metric (with the paper's averaging), wi
 mapping and whether it is certain. This module loads it, checks it against ``results/published/<paper>.csv``
 (every mapped label must exist) and resolves it into ``Member`` cells: one model's number for one measure as
 one paper prints it. The file's own header documents each section.
+
+The file is read as data someone may get wrong: UTF-8 (a cp1252 byte or a byte-order mark is named with its line),
+then a schema of every section, key and type (pydantic models, ``_IdentityFile``: an unknown key, a count that is
+not a positive integer, an enum value outside its list), then every ``paper`` against the transcriptions present,
+at the entry that names it. Each violation is one line: the file, the line of the entry, the key.
 """
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Collection, Iterable, Literal, Mapping, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StringConstraints, ValidationError
 
 from common.audit.consistency import AVERAGINGS, PER_CATEGORY, Printed
 from common.errors import WorkspaceError
 from common.paths import PUBLISHED
-from common.published import PublishedCell
+from common.published import PublishedCell, read_utf8
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"
@@ -168,87 +176,228 @@ class Member:
         return f"{self.cell.table} [{self.cell.row}] [{self.cell.column}]"
 
 
-def _require(entry: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
-    missing = [k for k in keys if k not in entry or entry[k] in ("", None)]
-    if missing:
-        raise IdentityError(f"{where}: missing {', '.join(missing)}")
+# ---- the file's schema: every section, key and type (pydantic), checked before anything is built from it -----------
+Text = Annotated[str, StringConstraints(min_length=1)]
+Averaging = Literal["per-category", "micro", "macro", "unstated"]
+assert set(Averaging.__args__) == set(AVERAGINGS)  # type: ignore[attr-defined]
 
 
-def _label(entry: Mapping[str, Any], where: str, measure: bool) -> Label:
-    _require(entry, ("paper", "table", "label"), where)
-    certainty = entry.get("certainty", CERTAIN)
-    if certainty not in (CERTAIN, UNCERTAIN):
-        raise IdentityError(f"{where}: certainty {certainty!r} is not {CERTAIN!r} or {UNCERTAIN!r}")
-    averaging = entry.get("averaging", PER_CATEGORY)
-    if averaging not in AVERAGINGS:
-        raise IdentityError(f"{where}: averaging {averaging!r} not in {list(AVERAGINGS)}")
-    if not measure and "averaging" in entry:
+class _Schema(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _LabelEntry(_Schema):
+    paper: Text
+    table: Text
+    label: Text
+    certainty: Literal["certain", "uncertain"] = CERTAIN
+    evidence: str = ""
+    averaging: Optional[Averaging] = None
+
+
+class _TableEntry(_Schema):
+    paper: Text
+    table: Text
+    model_axis: Literal["row", "column"]
+
+
+class _ModelEntry(_Schema):
+    id: Text
+    name: Text
+    labels: Annotated[list[_LabelEntry], Field(min_length=1)]
+
+
+class _OtherSize(_Schema):
+    n: PositiveInt
+    evidence: str = ""
+
+
+class _MeasureEntry(_Schema):
+    id: Text
+    benchmark: Text
+    category: Text
+    labels: Annotated[list[_LabelEntry], Field(min_length=1)]
+    n: Optional[PositiveInt] = None
+    parts: list[Text] = []
+    other_sizes: list[_OtherSize] = []
+
+
+class _BreakdownEntry(_Schema):
+    measure: Text
+    paper: Text
+    table: Text
+    model_axis: Literal["row", "column"]
+    rows: list[Text]
+    exclude_rows: list[Text] = []
+    count_column: Text
+    evidence: str = ""
+
+
+class _ReleasedEntry(_Schema):
+    key: Text
+    model: Text
+    benchmark: Text
+    category_columns: list[Text]
+    correct_column: Text
+    categories: dict[str, Text]
+    evidence: str = ""
+
+
+class _CellEntry(_Schema):
+    paper: Text
+    table: Text
+    row: Text
+    column: Text
+
+
+class _NotJoinedEntry(_Schema):
+    cells: list[_CellEntry]
+    reason: Text
+
+
+class _WitnessEntry(_Schema):
+    key: Text
+    name: Text
+    key_columns: list[Text]
+    models: dict[str, Text]
+    columns: dict[str, Text]
+    averaging: dict[str, Averaging] = {}
+    uncertain: dict[str, Text] = {}
+    evidence: str = ""
+
+
+class _IdentityFile(_Schema):
+    table: list[_TableEntry] = []
+    model: list[_ModelEntry] = []
+    measure: list[_MeasureEntry] = []
+    breakdown: list[_BreakdownEntry] = []
+    released: list[_ReleasedEntry] = []
+    not_joined: list[_NotJoinedEntry] = []
+    witness: list[_WitnessEntry] = []
+
+
+def transcribed_papers(root: Path = PUBLISHED) -> list[str]:
+    """The papers with a transcription in ``root`` (``<paper>.csv``): the names a ``paper`` key may take."""
+    return sorted(p.stem for p in Path(root).glob("*.csv") if not p.stem.endswith("_claims"))
+
+
+class _Where:
+    """Names an entry of the file as ``<path>:<line>: [[section]] #i (id)``: the line of its ``[[section]]`` header."""
+
+    def __init__(self, path: Path, text: str, data: Mapping[str, Any]) -> None:
+        self.path, self.data = path, data
+        self.lines: dict[str, list[int]] = defaultdict(list)
+        for number, line in enumerate(text.splitlines(), start=1):
+            match = re.match(r"\s*\[\[\s*([A-Za-z_]+)\s*\]\]", line)
+            if match:
+                self.lines[match.group(1)].append(number)
+
+    def __call__(self, section: str, index: int | None = None) -> str:
+        if index is None:
+            return f"{self.path}"
+        lines = self.lines.get(section, [])
+        line = f":{lines[index]}" if index < len(lines) else ""
+        entry = self.data.get(section, [])
+        ident = entry[index].get("id") if index < len(entry) and isinstance(entry[index], dict) else None
+        return f"{self.path}{line}: [[{section}]] #{index + 1}" + (f" ({ident})" if isinstance(ident, str) else "")
+
+
+def _schema_error(exc: ValidationError, where: _Where) -> IdentityError:
+    """The first violation as one line: the entry (file, line, section, number), the key, the value, what is wrong."""
+    err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]  # a misspelt key before its absence
+    loc = list(err["loc"])
+    in_entry = len(loc) > 1 and isinstance(loc[1], int)
+    head = where(str(loc[0]), loc[1]) if in_entry else str(where.path)
+    names: list[str] = []
+    for key in (loc[2:] if in_entry else loc):
+        if isinstance(key, int) and names:
+            names[-1] = f"{names[-1].removesuffix('s')} {key + 1}"  # labels, 0 -> "label 1"
+        else:
+            names.append(str(key))
+    key = names[-1] if names else str(loc[0])
+    head = " ".join([head, *names[:-1]])
+    if err["type"] == "extra_forbidden":
+        what = f"unknown key {key!r} (a typo?)"
+    elif err["type"] == "missing":
+        what = f"missing {key}"
+    else:
+        what = f"{key} {err.get('input')!r}: {err['msg']}"
+    return IdentityError(f"{head}: {what}; fix {where.path.name}")
+
+
+def _label(entry: _LabelEntry, where: str, measure: bool) -> Label:
+    if not measure and entry.averaging is not None:
         raise IdentityError(f"{where}: a model label has no averaging")
-    return Label(entry["paper"], entry["table"], entry["label"], certainty, entry.get("evidence", ""), averaging)
+    return Label(entry.paper, entry.table, entry.label, entry.certainty, entry.evidence,
+                 entry.averaging or PER_CATEGORY)
 
 
-def load_identities(path: Path = IDENTITIES) -> Identities:
-    """Parse and check the identity table's own consistency (not yet against the published cells)."""
+def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = None) -> Identities:
+    """Parse and check the identity table: UTF-8, valid TOML, every section and key of the schema above, every
+    ``paper`` one that ``papers`` holds (default: the transcriptions beside ``IDENTITIES``) and its own consistency
+    (``_check_references``; not yet against the published cells: ``resolve``). Each violation is one line naming the
+    file, the line of the entry and the key."""
+    path = Path(path)
+    text = read_utf8(path, IdentityError)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise IdentityError(f"{path}: not valid TOML: {exc}") from None
+    where = _Where(path, text, data)
+    try:
+        spec = _IdentityFile.model_validate(data)
+    except ValidationError as exc:
+        raise _schema_error(exc, where) from None
+    known = sorted(papers) if papers is not None else transcribed_papers()
+    _check_papers(spec, where, known)
     axis: dict[tuple[str, str], str] = {}
-    for i, t in enumerate(data.get("table", [])):
-        where = f"{path}: [[table]] #{i + 1}"
-        _require(t, ("paper", "table", "model_axis"), where)
-        if t["model_axis"] not in AXES:
-            raise IdentityError(f"{where}: model_axis {t['model_axis']!r} not in {list(AXES)}")
-        axis[(t["paper"], t["table"])] = t["model_axis"]
-    models, measures = [], []
-    for i, m in enumerate(data.get("model", [])):
-        where = f"{path}: [[model]] #{i + 1} ({m.get('id', '?')})"
-        _require(m, ("id", "name", "labels"), where)
-        models.append(Model(m["id"], m["name"], tuple(_label(x, f"{where} label {j + 1}", False)
-                                                      for j, x in enumerate(m["labels"]))))
-    for i, m in enumerate(data.get("measure", [])):
-        where = f"{path}: [[measure]] #{i + 1} ({m.get('id', '?')})"
-        _require(m, ("id", "benchmark", "category", "labels"), where)
-        others = {int(o["n"]): str(o.get("evidence", "")) for o in m.get("other_sizes", [])}
-        measures.append(Measure(m["id"], m["benchmark"], m["category"],
-                                tuple(_label(x, f"{where} label {j + 1}", True) for j, x in enumerate(m["labels"])),
-                                m.get("n"), tuple(m.get("parts", ())), others))
-    breakdowns = []
-    for i, b in enumerate(data.get("breakdown", [])):
-        where = f"{path}: [[breakdown]] #{i + 1}"
-        _require(b, ("measure", "paper", "table", "model_axis", "rows", "count_column"), where)
-        breakdowns.append(BreakdownSpec(b["measure"], b["paper"], b["table"], b["model_axis"], tuple(b["rows"]),
-                                        tuple(b.get("exclude_rows", ())), b["count_column"], b.get("evidence", "")))
-    released = []
-    for i, r in enumerate(data.get("released", [])):
-        where = f"{path}: [[released]] #{i + 1}"
-        _require(r, ("key", "model", "benchmark", "category_columns", "correct_column", "categories"), where)
-        released.append(ReleasedSpec(r["key"], r["model"], r["benchmark"], tuple(r["category_columns"]),
-                                     r["correct_column"], dict(r["categories"]), r.get("evidence", "")))
-    not_joined = []
-    for i, nj in enumerate(data.get("not_joined", [])):
-        where = f"{path}: [[not_joined]] #{i + 1}"
-        _require(nj, ("cells", "reason"), where)
-        refs = []
-        for j, c in enumerate(nj["cells"]):
-            _require(c, ("paper", "table", "row", "column"), f"{where} cell {j + 1}")
-            refs.append(CellRef(c["paper"], c["table"], c["row"], c["column"]))
-        not_joined.append(NotJoined(tuple(refs), nj["reason"]))
-    witnesses = []
-    for i, w in enumerate(data.get("witness", [])):
-        where = f"{path}: [[witness]] #{i + 1}"
-        _require(w, ("key", "name", "key_columns", "models", "columns"), where)
-        averaging = dict(w.get("averaging", {}))
-        bad = {m: a for m, a in averaging.items() if a not in AVERAGINGS}
-        if bad:
-            raise IdentityError(f"{where}: averaging {bad} not in {list(AVERAGINGS)}")
-        witnesses.append(WitnessSpec(w["key"], w["name"], tuple(w["key_columns"]), dict(w["models"]),
-                                     dict(w["columns"]), averaging, dict(w.get("uncertain", {})),
-                                     w.get("evidence", "")))
-    found = Identities(Path(path), axis, tuple(models), tuple(measures), tuple(breakdowns), tuple(released),
+    for i, t in enumerate(spec.table):
+        if (t.paper, t.table) in axis:
+            raise IdentityError(f"{where('table', i)}: {t.paper} {t.table} has a [[table]] layout already; keep one")
+        axis[(t.paper, t.table)] = t.model_axis
+    models = [Model(m.id, m.name, tuple(_label(x, f"{where('model', i)} label {j + 1}", False)
+                                        for j, x in enumerate(m.labels)))
+              for i, m in enumerate(spec.model)]
+    measures = [Measure(m.id, m.benchmark, m.category,
+                        tuple(_label(x, f"{where('measure', i)} label {j + 1}", True) for j, x in enumerate(m.labels)),
+                        m.n, tuple(m.parts), {o.n: o.evidence for o in m.other_sizes})
+                for i, m in enumerate(spec.measure)]
+    breakdowns = [BreakdownSpec(b.measure, b.paper, b.table, b.model_axis, tuple(b.rows), tuple(b.exclude_rows),
+                                b.count_column, b.evidence) for b in spec.breakdown]
+    released = [ReleasedSpec(r.key, r.model, r.benchmark, tuple(r.category_columns), r.correct_column,
+                             dict(r.categories), r.evidence) for r in spec.released]
+    not_joined = [NotJoined(tuple(CellRef(c.paper, c.table, c.row, c.column) for c in nj.cells), nj.reason)
+                  for nj in spec.not_joined]
+    witnesses = [WitnessSpec(w.key, w.name, tuple(w.key_columns), dict(w.models), dict(w.columns), dict(w.averaging),
+                             dict(w.uncertain), w.evidence) for w in spec.witness]
+    found = Identities(path, axis, tuple(models), tuple(measures), tuple(breakdowns), tuple(released),
                        tuple(not_joined), tuple(witnesses))
     _check_references(found)
     return found
+
+
+def _check_papers(spec: _IdentityFile, where: _Where, known: Sequence[str]) -> None:
+    """Every ``paper`` names a transcribed paper, checked at the entry that writes it (so a typo is blamed on its own
+    line, not on the entries that use the layout it breaks)."""
+    from common.errors import unknown_name
+
+    def check(paper: str, at: str) -> None:
+        if paper not in known:
+            hint = str(unknown_name("paper", paper, known)).split(" ", 3)[-1]
+            raise IdentityError(f"{at}: paper {paper!r} has no transcription (results/published/{paper}.csv): "
+                                f"{hint}")
+
+    for i, t in enumerate(spec.table):
+        check(t.paper, where("table", i))
+    for section, entries in (("model", spec.model), ("measure", spec.measure)):
+        for i, m in enumerate(entries):
+            for j, lab in enumerate(m.labels):
+                check(lab.paper, f"{where(section, i)} label {j + 1}")
+    for i, b in enumerate(spec.breakdown):
+        check(b.paper, where("breakdown", i))
+    for i, nj in enumerate(spec.not_joined):
+        for j, c in enumerate(nj.cells):
+            check(c.paper, f"{where('not_joined', i)} cell {j + 1}")
 
 
 def _check_references(ids: Identities) -> None:
@@ -338,8 +487,9 @@ def resolve(ids: Identities, cells: Mapping[str, Iterable[PublishedCell]]) -> li
                     members.append(Member(model.id, measure.id, ml.paper, cell, Printed(cell.text, SCALES[cell.unit]),
                                           sl.averaging, UNCERTAIN if uncertain else CERTAIN, evidence, why))
     if problems:
-        raise IdentityError(f"{ids.path}: {len(problems)} mapping(s) do not match results/published:\n  "
-                            + "\n  ".join(problems))
+        raise IdentityError(f"{ids.path}: {len(problems)} mapping(s) do not match results/published: "
+                            + "; ".join(problems[:10]) + (f"; ... ({len(problems) - 10} more)" if len(problems) > 10
+                                                          else "") + "; fix the labels or the transcriptions")
     return members
 
 
@@ -367,4 +517,4 @@ def breakdown_cells(spec: BreakdownSpec, model_label: str, cells: Iterable[Publi
 
 __all__ = ["CERTAIN", "IDENTITIES", "UNCERTAIN", "BreakdownSpec", "CellRef", "Identities", "IdentityError", "Label",
            "Measure", "Member", "Model", "NotJoined", "ReleasedSpec", "WitnessSpec", "breakdown_cells", "cell_key",
-           "load_identities", "resolve"]
+           "load_identities", "resolve", "transcribed_papers"]

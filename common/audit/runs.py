@@ -3,17 +3,103 @@
 A full-profile run of a paper's table maps onto the published cells it reproduces (tolerance ``default``). A
 mini-profile run covers the same cells but is never compared: each covered cell gets a ``mini`` recomputation
 without a value, so the report says a run exists and why it is not comparable.
+
+A run table is read as an input the audit did not write (``read_run_table``): it must be UTF-8, end with a newline
+(a file cut short does not), hold no merge-conflict marker, have the header's number of fields on every line and no
+row twice; every value the audit maps must be a plain finite number (``parse_number``; empty only in a column the
+paper's writer documents as possibly empty, ``optional``), in the mini profile too, where no value is compared; and
+the rows the paper says its run writes (``expected``) must all be there. Anything else is a ``RunTableError`` naming
+the file, the line and the column: the audit then writes nothing, instead of a report with fewer cells.
 """
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
-from common.audit.core import Recomputed
+from common.audit.core import AuditError, Recomputed
+from common.published import csv_records, decode_utf8, parse_number
 
 MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
+REMEDY = "restore the file (git checkout / dvc checkout) or rerun the stage that writes it"
+
+
+class RunTableError(AuditError):
+    """A run's results table is damaged (cut short, merge-conflicted, a value missing or not a number, a row twice or
+    missing); the message names the file, the line and the column."""
+
+
+class RunRow(dict):
+    """One row of a run table (column -> text as written) and the line it ends on."""
+
+    def __init__(self, values: Mapping[str, str] | None = None, line: int | None = None) -> None:
+        super().__init__(values or {})
+        self.line = line
+
+
+def read_run_table(path: Path, columns: Iterable[str] = (), key: Sequence[str] | None = None) -> list[RunRow]:
+    """Every row of a run's results table, checked as the module docstring says (``columns``: those the audit reads,
+    which the header must hold; ``key``: the columns that identify a row, default ``row`` when the header has it)."""
+    path = Path(path)
+    text = decode_utf8(path.read_bytes(), path, RunTableError, csv_file=True)
+    if not text.strip():
+        raise RunTableError(f"{path}: empty file; {REMEDY}")
+    if not text.endswith("\n"):
+        raise RunTableError(f"{path}:{text.count(chr(10)) + 1}: the last line does not end: the file was cut short; "
+                            f"{REMEDY}")
+    records = csv_records(text, path, RunTableError)
+    _, header = next(records)
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise RunTableError(f"{path}:1: column(s) {twice} twice in the header; {REMEDY}")
+    missing = [c for c in dict.fromkeys(columns) if c not in header]
+    if missing:
+        raise RunTableError(f"{path}:1: no column(s) {missing} (header {header}); {REMEDY}")
+    key = tuple(key) if key is not None else (("row",) if "row" in header else ())
+    absent = [c for c in key if c not in header]
+    if absent:
+        raise RunTableError(f"{path}:1: no key column(s) {absent} (header {header}); {REMEDY}")
+    rows: list[RunRow] = []
+    seen: dict[tuple[str, ...], int] = {}
+    for line, record in records:
+        if len(record) != len(header):
+            raise RunTableError(f"{path}:{line}: {len(record)} field(s), the header has {len(header)}: the row is cut "
+                                f"or damaged; {REMEDY}")
+        row = RunRow(dict(zip(header, record)), line)
+        if key:
+            ident = tuple(row[c] for c in key)
+            if ident in seen:
+                raise RunTableError(f"{path}:{line}: row {'/'.join(ident)!r} ({'/'.join(key)}) again (first on line "
+                                    f"{seen[ident]}); {REMEDY}")
+            seen[ident] = line
+        rows.append(row)
+    if not rows:
+        raise RunTableError(f"{path}:2: no rows under the header; {REMEDY}")
+    return rows
+
+
+def run_value(row: Mapping[str, str], column: str, path: Path, optional: bool = False) -> float | None:
+    """The number in ``row``'s ``column``; None when it is empty (or absent) and ``optional``, else a
+    ``RunTableError`` naming the file, the line and the column."""
+    text = row.get(column)
+    if text in (None, "") and optional:
+        return None
+    line = getattr(row, "line", None)
+    where = f"{path}:{line}" if line is not None else str(path)
+    if text is None:
+        raise RunTableError(f"{where}: no column {column!r} in this row; {REMEDY}")
+    try:
+        return parse_number(text)
+    except ValueError as exc:
+        raise RunTableError(f"{where}: column {column!r}: {exc}; {REMEDY}") from None
+
+
+def require_rows(path: Path, found: Iterable[str], expected: Collection[str]) -> None:
+    """Every published row in ``expected`` (what the paper's run writes) was found in ``path``."""
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        raise RunTableError(f"{path}: no row for {missing} (the run writes every one: the table was cut short or "
+                            f"edited); {REMEDY}")
 
 
 def table_recomputations(
@@ -24,58 +110,64 @@ def table_recomputations(
 
     ``columns`` maps a results column to the published column; ``published_row`` a zoo model name to the published
     row. Full profile: every row of ``results_csv`` becomes recomputations. Mini profile: the cells of
-    ``covered_models`` (the models the full profile would run) are marked covered but not comparable. Nothing when
-    the run has not happened yet.
+    ``covered_models`` (the models the full profile would run) are marked covered but not comparable, once the table
+    was read and checked. Nothing when the run has not happened yet.
     """
     if not results_csv.is_file():
         return []
+    rows = read_run_table(results_csv, ["model", *columns], key=("model",))
+    values = {(row["model"], ours): run_value(row, ours, results_csv) for row in rows for ours in columns}
     if profile == "mini":
         return [Recomputed(paper, table, published_row(name), column, math.nan, "percent", source, "mini", "default",
                            note=MINI_NOTE)
                 for name in covered_models for column in columns.values()]
-    recs = []
-    with open(results_csv, newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            for ours, column in columns.items():
-                recs.append(Recomputed(paper, table, published_row(row["model"]), column, float(row[ours]),
-                                       "percent", source, "full", "default"))
-    return recs
+    return [Recomputed(paper, table, published_row(row["model"]), column, values[(row["model"], ours)],
+                       "percent", source, "full", "default")
+            for row in rows for ours, column in columns.items()]
 
 
 def run_rows_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
     published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
-    units: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
+    key: Sequence[str] | None = None,
 ) -> list[Recomputed]:
     """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
     model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
     published row label, or None where the paper has no such row. Full profile: compared (tolerance ``default``);
     mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet.
-    ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score)."""
+    ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score).
+    ``expected``: the published rows the run writes (a missing one is an error); ``optional``: results columns the
+    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``)."""
     if not results_csv.is_file():
         return []
-    with open(results_csv, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    return rows_recomputations(paper, table, rows, profile, columns, published_row, source, note, units)
+    rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)
+    return rows_recomputations(paper, table, rows, profile, columns, published_row, source, note, units,
+                               expected=expected, optional=optional, path=results_csv)
 
 
 def rows_recomputations(
     paper: str, table: str, rows: Sequence[Mapping[str, str]], profile: str, columns: Mapping[str, str],
     published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
-    units: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None, *, expected: Collection[str] = (), optional: Collection[str] = (),
+    path: Path | None = None,
 ) -> list[Recomputed]:
-    """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first)."""
-    recs = []
+    """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first): every
+    mapped value is checked (a number, or empty in an ``optional`` column) in both profiles."""
+    where = Path(path) if path is not None else Path(source)
+    recs, found = [], []
     for row in rows:
         label = published_row(row)
         if label is None:
             continue
+        found.append(label)
         for ours, column in columns.items():
             unit = (units or {}).get(ours, "percent")
+            value = run_value(row, ours, where, optional=ours in optional)
             if profile == "mini":
                 recs.append(Recomputed(paper, table, label, column, math.nan, unit, source, "mini", "default",
                                        note="; ".join(n for n in (MINI_NOTE, note) if n)))
-            elif row.get(ours) not in (None, ""):
-                recs.append(Recomputed(paper, table, label, column, float(row[ours]), unit, source, "full",
-                                       "default", note=note))
+            elif value is not None:
+                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default", note=note))
+    require_rows(where, found, expected)
     return recs

@@ -55,6 +55,8 @@ def read_category(path: Path) -> dict[str, dict]:
         data = json.loads(text, object_pairs_hook=no_duplicate_ids)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to parse (a damaged file?)") from None
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
     if not data:
@@ -75,18 +77,27 @@ def read_category(path: Path) -> dict[str, dict]:
 
 
 def load_sugarcrepe(
-    files: dict[str, Path], image_root: Path, check_images: bool = True
+    files: dict[str, Path], image_root: Path, check_images: bool = True, expected: dict[str, int] | None = None,
+    manifest: Path | None = None,
 ) -> list[ImageToTextItem]:
     """All examples of the given category files as image-to-text items (positive caption first).
 
     Every example is kept or the load fails: a missing image, a filename escaping ``image_root`` or a
-    malformed record raises ``DatasetError`` listing each offending file and example id.
+    malformed record raises ``DatasetError`` listing each offending file and example id. ``expected``: the example
+    count of a category where it is known (a manifest's ``counts``): a file holding another count (cut short,
+    hand-edited) is refused rather than scored.
     """
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for category, path in files.items():
-        for example_id, record in read_category(path).items():
-            origin = f"{path}#{example_id}"
+        examples = read_category(path)
+        wanted = (expected or {}).get(category)
+        if wanted is not None and len(examples) != wanted:
+            problems.append(f"{path}: holds {len(examples)} example(s) but {manifest or 'the manifest'} counts "
+                            f"{wanted}; the file is damaged or the manifest stale: rebuild the set (its stage)")
+            continue
+        for example_id, record in examples.items():
+            origin = f"{path}#{example_id if example_id.isprintable() else repr(example_id)}"  # one line, always
             try:
                 image = resolve_under(image_root, record["filename"], origin)
             except DatasetError as exc:
@@ -108,12 +119,13 @@ def category_counts(files: dict[str, Path]) -> dict[str, int]:
 
 
 def _raise_if(problems: list[str]) -> None:
+    """One ``DatasetError`` listing every problem (the first ``MAX_LISTED_ERRORS``) on one line, or nothing."""
     if len(problems) == 1:
         raise DatasetError(problems[0])
     if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED_ERRORS])
-        more = f"\n  ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad SugarCrepe example(s):\n  {listed}{more}")
+        listed = "; ".join(problems[:MAX_LISTED_ERRORS])
+        more = f"; ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
+        raise DatasetError(f"{len(problems)} bad SugarCrepe example(s): {listed}{more}")
 
 
 @dataclass(frozen=True)
@@ -132,15 +144,18 @@ class PreparedSet:
 
     @classmethod
     def load(cls, manifest: Path) -> "PreparedSet":
+        """The manifest, checked: a JSON object (no key twice) whose ``data_dir`` and ``image_root`` are folder names
+        (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once each, and whose ``counts``
+        (optional) maps categories to example counts, which ``items`` then holds the files to."""
+        from common.jsonl import parse_json
+
         try:
-            info = json.loads(manifest.read_text(encoding="utf-8"))
+            text = manifest.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise DatasetError(f"{manifest}: no prepared SugarCrepe set here; run `dvc repro papers/sugarcrepe`") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise DatasetError(f"{manifest}: cannot read manifest: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{manifest}: malformed manifest JSON at line {exc.lineno} column {exc.colno}: "
-                               f"{exc.msg}") from exc
+        info = parse_json(text, manifest, unique_keys=True)
         if not isinstance(info, dict):
             raise DatasetError(f"{manifest}: a manifest is a JSON object (see `python -m common eval --help`), "
                                f"got {type(info).__name__}")
@@ -148,9 +163,12 @@ class PreparedSet:
             if not isinstance(info.get(key), str) or not info[key]:
                 raise DatasetError(f"{manifest}: key {key!r} missing or not a non-empty string (a folder, relative "
                                    "to the manifest's; see `python -m common eval --help`)")
+            if not info[key].isprintable():
+                raise DatasetError(f"{manifest}: key {key!r} holds a NUL or another control character, which no "
+                                   f"folder name here may: {info[key]!r:.60}")
         categories = info.get("categories", list(CATEGORIES))
         if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
-            raise DatasetError(f"{manifest}: key 'categories' must be a list of category names, got {categories!r}")
+            raise DatasetError(f"{manifest}: key 'categories' must be a list of category names, got {categories!r:.80}")
         if not categories:
             raise DatasetError(f"{manifest}: no examples: 'categories' is empty (omit it for all seven)")
         for category in categories:
@@ -158,6 +176,15 @@ class PreparedSet:
                 from common.errors import unknown_name
 
                 raise DatasetError(f"{manifest}: 'categories': {unknown_name('category', category, CATEGORIES)}")
+        repeated = sorted({c for c in categories if categories.count(c) > 1})
+        if repeated:
+            raise DatasetError(f"{manifest}: key 'categories' lists {', '.join(map(repr, repeated))} more than once "
+                               "(each category is scored once)")
+        counts = info.get("counts")
+        if counts is not None and (not isinstance(counts, dict) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts.values())):
+            raise DatasetError(f"{manifest}: key 'counts' must map category names to example counts (integers), got "
+                               f"{counts!r:.80}")
         base = manifest.parent
         return cls(
             path=manifest, data_dir=base / info["data_dir"], image_root=base / info["image_root"],
@@ -168,7 +195,7 @@ class PreparedSet:
         return {c: self.data_dir / f"{c}.json" for c in self.categories}
 
     def items(self) -> list[ImageToTextItem]:
-        return load_sugarcrepe(self.files(), self.image_root)
+        return load_sugarcrepe(self.files(), self.image_root, expected=self.info.get("counts"), manifest=self.path)
 
     def describe(self) -> dict:
         return {"manifest": str(self.path), "data_dir": str(self.data_dir), "image_root": str(self.image_root),

@@ -96,6 +96,35 @@ def _portable(path: Path) -> str:
         return path.name
 
 
+def check_name(name: str) -> None:
+    """An ``UnknownName`` (close matches listed) unless ``params.yaml train`` has a model ``name``."""
+    from common.errors import unknown_name
+    from common.params import load_params
+
+    known = load_params().get("train")
+    known = known if isinstance(known, dict) else {}
+    if name not in known:
+        raise unknown_name("mini-family model (params.yaml train.<name>)", name, known)
+
+
+def family_recipe(name: str, section: dict) -> FamilyRecipe:
+    """``params.yaml train.<name>`` as a recipe: an unknown or missing key is one line naming it (the values' types
+    are checked when the file is read, ``common.params``)."""
+    from dataclasses import MISSING, fields
+
+    from common.params import PARAMS_FILE, ParamsError
+
+    names = [f.name for f in fields(FamilyRecipe)]
+    unknown = [key for key in section if key not in names]
+    if unknown:
+        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{unknown[0]}: unknown key; a recipe has {', '.join(names)}")
+    missing = [f.name for f in fields(FamilyRecipe) if f.default is MISSING and f.name not in section]
+    if missing:
+        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{missing[0]}: missing; a recipe needs "
+                          f"{', '.join(f.name for f in fields(FamilyRecipe) if f.default is MISSING)}")
+    return FamilyRecipe(**section)
+
+
 def _cmd_train(args) -> int:
     """``train <name>``: one model of the mini family, its recipe from params.yaml ``train.<name>``.
 
@@ -109,12 +138,16 @@ def _cmd_train(args) -> int:
     from common.training import init_from_env, shutdown
     from common.zoo import get_spec
 
+    check_name(args.name)  # a typo is one line, before the re-exec below and before DVC reads a stage it lacks
     if args.device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
-    recipe = dict(stage_params(f"mini/train@{args.name}")["train"][args.name])
+    recipe = family_recipe(args.name, stage_params(f"mini/train@{args.name}")["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
-    if recipe.get("arch") != spec.arch:
-        raise SystemExit(f"params.yaml train.{args.name}.arch={recipe.get('arch')!r} but the zoo says {spec.arch!r}")
+    if recipe.arch != spec.arch:
+        from common.params import PARAMS_FILE, ParamsError
+
+        raise ParamsError(f"{PARAMS_FILE}: train.{args.name}.arch: {recipe.arch!r}, but the zoo's mini/{args.name} is "
+                          f"{spec.arch!r}; make them agree (common/zoo/models.toml)")
     out = spec.checkpoint_path()
     assert out is not None
     train_set = Path(args.train_set) if args.train_set else build_root() / "mini" / "world" / "train"
@@ -122,7 +155,7 @@ def _cmd_train(args) -> int:
     if args.device == "cpu":
         reproducible.fix_threads()
     try:
-        record = train_clip(FamilyRecipe(**recipe), train_set, out, world=world,
+        record = train_clip(recipe, train_set, out, world=world,
                             provenance=reproducible.describe() if args.device == "cpu" else {})
     finally:
         shutdown(world)

@@ -43,10 +43,12 @@ class FileImages:
     def _load(self, index: int) -> np.ndarray:
         from PIL import Image
 
+        from common.image_transforms import to_rgb
+
         path = self.paths[index]
         try:
             with Image.open(path) as image:
-                image = image.convert("RGB")
+                image = to_rgb(image, path)
                 w, h = image.size
                 scale = self.size / min(w, h)
                 image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))),

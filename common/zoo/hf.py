@@ -25,6 +25,7 @@ from typing import Sequence
 import torch
 from PIL import Image
 
+from common.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import ModelSpec
@@ -145,7 +146,7 @@ class HFModel:
     # -- preprocessing ----------------------------------------------------------------------------------
     def load_image(self, path: Path) -> torch.Tensor:
         with Image.open(path) as image:
-            return self.image_processor(images=image.convert("RGB"), return_tensors="pt")["pixel_values"][0]
+            return self.image_processor(images=to_rgb(image, path), return_tensors="pt")["pixel_values"][0]
 
     def _tokens(self, texts: Sequence[str], padding: str) -> tuple[torch.Tensor, torch.Tensor]:
         encoded = self.tokenizer(list(texts), padding=padding, truncation=True, max_length=self.max_tokens,

@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 import torch
 from PIL import Image
 
+from common.image_transforms import to_rgb
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import ModelSpec, register_local_configs
 
@@ -46,8 +47,10 @@ class OpenClipModel:
         self.truncates_padding = padding_is_inert(self.model)
 
     def load_image(self, path: Path) -> torch.Tensor:
+        """The preprocessed pixels of an image file, decoded to RGB first (``to_rgb``: open_clip's transform converts
+        with ``.convert("RGB")``, which clips 16-bit images to white)."""
         with Image.open(path) as image:
-            return self.transform(image)
+            return self.transform(to_rgb(image, path))
 
     def tokenize(self, texts: Sequence[str]) -> torch.Tensor:
         return self.tokenizer(list(texts))

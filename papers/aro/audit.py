@@ -8,14 +8,13 @@ a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP anal
 """
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import MINI_NOTE
+from common.audit.runs import MINI_NOTE, RunRow, read_run_table, require_rows, run_value
 from common.paths import RESULTS
 
 DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv", "papers/aro/models.toml")
@@ -40,38 +39,62 @@ TABLE6_ROWS = {"VG-Relation": "Compositional Tasks | VG-Relation", "VG-Attributi
                "Flickr30k Text R@1": "Downstream Tasks | Flickr30k Text R@1"}
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+RECALLS = ("Text Recall@1", "Text Recall@5", "Image Recall@1", "Image Recall@5")
+TABLE_KEYS = {"table2_vg_relation": ("group",), "table5_order": ("dataset", "model"),
+              "table3_text_shuffle": ("dataset", "strategy", "model"),
+              "table4_image_shuffle": ("dataset", "strategy", "model"), "table6": ("task",)}
+"""Each run table the audit reads, by the columns that identify a row (a row twice is a damaged table)."""
+TABLE_COLUMNS = {"table2_vg_relation": ("kind", "n"), "table5_order": ("accuracy", "std"),
+                 "table3_text_shuffle": (*RECALLS, *(f"{c} | std" for c in RECALLS)),
+                 "table4_image_shuffle": (*RECALLS, *(f"{c} | std" for c in RECALLS)), "table6": ()}
 
 
-def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, str, str]]:
-    """(table, published row, published column, our value as printed) for every cell the run covers."""
-    for row in _rows(run_dir / "table2_vg_relation.csv"):
+def _rows(path: Path, labels: dict[str, str]) -> list[RunRow]:
+    """The checked rows of one of the run's tables (``common.audit.runs.read_run_table``): every model the run
+    scored (``context.json``) has its column (Tables 2 and 6) or its rows (Tables 3-5); Table 2 has its macro rows
+    (the last the writer writes: a table cut short loses them first)."""
+    stem = path.stem
+    wide = stem in ("table2_vg_relation", "table6")
+    rows = read_run_table(path, [*TABLE_KEYS[stem], *TABLE_COLUMNS[stem], *(labels if wide else ())],
+                          key=TABLE_KEYS[stem])
+    if stem == "table2_vg_relation":
+        require_rows(path, [r["group"] for r in rows], TABLE2_MACROS)
+    elif not wide:
+        require_rows(path, [r["model"] for r in rows], labels)
+    return rows
+
+
+def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, str, RunRow, str, Path]]:
+    """(table, published row, published column, our row, its column, file) for every cell the run covers."""
+    path = run_dir / "table2_vg_relation.csv"
+    for row in _rows(path, labels):
         published_rows = ([TABLE2_MACROS[row["group"]]] if row["group"] in TABLE2_MACROS
                           else [f"{TABLE2_BLOCK[row['kind']]} | {row['group']}"] if row["kind"] in TABLE2_BLOCK else [])
         for published_row in published_rows:
             for label, column in labels.items():
-                yield "Table 2", published_row, column, row[label]
+                yield "Table 2", published_row, column, row, label, path
             if row["kind"] in TABLE2_BLOCK:
-                yield "Table 2", published_row, "# Samples", row["n"]
-    for row in _rows(run_dir / "table5_order.csv"):
+                yield "Table 2", published_row, "# Samples", row, "n", path
+    path = run_dir / "table5_order.csv"
+    for row in _rows(path, labels):
         if row["model"] in labels:
             prc = f"{row['dataset'].replace('-Order', '-PRC')} | {labels[row['model']]}"
-            yield "Table 5", prc, "Accuracy", row["accuracy"]
-            yield "Table 5", prc, "Accuracy | std", row["std"]
+            yield "Table 5", prc, "Accuracy", row, "accuracy", path
+            yield "Table 5", prc, "Accuracy | std", row, "std", path
     for table, stem, kind in (("Table 3", "table3_text_shuffle", "Text"), ("Table 4", "table4_image_shuffle", "Image")):
-        for row in _rows(run_dir / f"{stem}.csv"):
+        path = run_dir / f"{stem}.csv"
+        for row in _rows(path, labels):
             if row["model"] in labels:
-                for column in ("Text Recall@1", "Text Recall@5", "Image Recall@1", "Image Recall@5"):
+                for column in RECALLS:
                     published_row = f"{row['dataset']} {kind} Shuffle | {labels[row['model']]} | {row['strategy']}"
-                    yield table, published_row, column, row[column]
+                    yield table, published_row, column, row, column, path
                     if row["strategy"] != "No Shuffling":
-                        yield table, published_row, f"{column} | std", row[f"{column} | std"]
-    for row in _rows(run_dir / "table6.csv"):
+                        yield table, published_row, f"{column} | std", row, f"{column} | std", path
+    path = run_dir / "table6.csv"
+    for row in _rows(path, labels):
         if row["task"] in TABLE6_ROWS:
             for label, column in labels.items():
-                yield "Table 6", TABLE6_ROWS[row["task"]], column, row[label]
+                yield "Table 6", TABLE6_ROWS[row["task"]], column, row, label, path
 
 
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
@@ -89,9 +112,13 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     published = {(c.table, c.row, c.column) for c in load_cells(PAPER)}
     source = f"run {run_dir.relative_to(results.parent)}"
     recs, seen = [], set()
-    for table, row, column, value in _cells(run_dir, labels):
+    for table, row, column, ours, our_column, path in _cells(run_dir, labels):
         key = (table, row, column)
-        if key not in published or key in seen or value == "":
+        if key not in published or key in seen:
+            continue
+        # empty: the writer's NaN (``papers.aro.tables.fraction``: nothing scored there); anything else is a number
+        value = run_value(ours, our_column, path, optional=True)
+        if value is None:
             continue
         seen.add(key)
         if profile == "mini":
@@ -99,7 +126,7 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
                                    note=MINI_NOTE))
         else:
             exact = column == "# Samples"
-            recs.append(Recomputed(PAPER, table, row, column, float(value), "count" if exact else "fraction", source,
+            recs.append(Recomputed(PAPER, table, row, column, value, "count" if exact else "fraction", source,
                                    "full", "exact" if exact else "default"))
     return recs
 

@@ -6,10 +6,9 @@ The aggregate stage ``papers/aro`` (root ``dvc.yaml``): ``python -m papers.aro.r
 """
 from __future__ import annotations
 
-import csv
-
 from common.errors import WorkspaceError
 from common.paths import RESULTS
+from common.report import read_table
 
 PAPER = "aro"
 TABLES = {
@@ -28,9 +27,8 @@ def report(profile: str) -> None:
     table = out_dir / "table6.csv"
     if not table.is_file():
         raise WorkspaceError(f"{table} does not exist yet: run `dvc repro papers/aro`")
-    with open(table, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header, rows = list(reader.fieldnames or []), list(reader)
+    rows = read_table(table, ("task",))
+    header = list(rows[0])
     print(f"ARO Table 6, {profile} profile" + (" (mini world and tiny CLIPs: not the paper's numbers)"
                                                 if profile == "mini" else ""))
     width = max(len(r["task"]) for r in rows) + 2

@@ -47,7 +47,6 @@ that cannot be fetched (not in the mirror, no network) leaves its cells "not rec
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 
 from common.errors import WorkspaceError
 from common.audit.core import CLAIM_TABLE, Recomputed
+from common.published import parse_number, read_csv_rows
 from papers.bivlc.detection import is_synthetic, score_detectors
 
 PAPER = "bivlc"
@@ -131,36 +131,31 @@ class _Row:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[_Row]]:
+    """The header and rows of a released file, read strictly (``common.published.read_csv_rows``: UTF-8 with the
+    line and column of a bad byte, a byte-order mark dropped, no merge-conflict marker, every row with the header's
+    fields)."""
     path = Path(path)
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")
+        header, records = read_csv_rows(path, ReleasedFileError, bom="strip")
     except OSError as exc:
         raise ReleasedFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader, None)
-            if header is None:
-                raise ReleasedFileError(f"{path}:1: empty file (no header)")
-            header = [h.strip() for h in header]
-            dupes = sorted({h for h in header if header.count(h) > 1})
-            if dupes:
-                raise ReleasedFileError(f"{path}:1: duplicate column(s) {dupes}")
-            rows: list[_Row] = []
-            for record in reader:
-                if not record or all(not f.strip() for f in record):
-                    continue  # blank line
-                if len(record) != len(header):
-                    raise ReleasedFileError(
-                        f"{path}:{reader.line_num}: expected {len(header)} fields (header {header}), got {len(record)}")
-                rows.append(_Row(reader.line_num, dict(zip(header, record))))
-        except csv.Error as exc:
-            raise ReleasedFileError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ReleasedFileError(f"{path}: not UTF-8 text: {exc}") from exc
+    rows = [_Row(line, values) for line, values in records]
     if not rows:
         raise ReleasedFileError(f"{path}:2: no data rows")
     return header, rows
+
+
+def _no_row_twice(path: Path, header: list[str], rows: list[_Row]) -> None:
+    """A file of examples (instances, SugarCrepe examples) holds each once: a row equal to an earlier one in every
+    field is a copy, which would count that example twice. (A detector's file is only probabilities and labels:
+    equal rows are expected there.)"""
+    first: dict[tuple[str, ...], int] = {}
+    for row in rows:
+        key = tuple(row.values[h] for h in header)
+        if key in first:
+            raise ReleasedFileError(f"{path}:{row.line}: the same row as line {first[key]} (an example twice); "
+                                    "remove the copy or fetch the file again")
+        first[key] = row.line
 
 
 def _require(path: Path, header: list[str], needed: tuple[str, ...] | list[str], fmt: str) -> None:
@@ -187,12 +182,9 @@ def _bool(path: Path, row: _Row, column: str) -> bool:
 def _number(path: Path, row: _Row, column: str) -> float:
     text = row.values[column].strip()
     try:
-        value = float(text)
-    except ValueError:
-        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {text!r} is not finite")
-    return value
+        return parse_number(text)
+    except ValueError as exc:
+        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {exc}") from None
 
 
 def _probability(path: Path, row: _Row, column: str) -> float:
@@ -451,7 +443,9 @@ def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
     The format is detected from the header (``fmt="auto"``): ``bivlc-instances`` (results/BiVLC_*.csv),
     ``sugarcrepe-examples`` (results/SUGARCREPE_CORRECT_*.csv), ``bivlc-detector`` / ``sugarcrepe-detector``
     (src/Detectors/results/*.csv) or ``sugarcrepe-benchmark`` (a SugarCrepe CSV without scores: counts only).
-    Malformed input raises ``ReleasedFileError`` naming the file and the line.
+    Malformed input raises ``ReleasedFileError`` naming the file and the line (and the column where there is one): a
+    byte that is not UTF-8, a merge-conflict marker, a ragged row, a number that is not plain (``1_652``, ``nan``)
+    and, in a file of instances or examples, a row repeated field for field (an example counted twice).
     """
     path = Path(path)
     header, rows = _read_csv(path)
@@ -465,6 +459,8 @@ def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
         fmt = detected
     if fmt not in _SCORERS:
         raise ReleasedFileError(f"{path}: unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if fmt not in ("bivlc-detector", "sugarcrepe-detector"):
+        _no_row_twice(path, header, rows)
     return _SCORERS[fmt](path, header, rows)
 
 

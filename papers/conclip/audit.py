@@ -14,14 +14,14 @@ rows of Tables 10-12 and 14 are the re-trainings; Tables 3-5, 7-9, 13, 15, 16 th
 """
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import rows_recomputations, run_rows_recomputations
+from common.audit.runs import (REMEDY, RunRow, RunTableError, read_run_table, rows_recomputations,
+                               run_rows_recomputations, run_value)
 from common.paths import RESULTS
 from papers.conclip.zeroshot_full import published_columns
 
@@ -72,15 +72,20 @@ K_COLUMNS = {f"k{k}": f"#{k}" for k in range(1, 6)}
 
 def by_word_k_rows(path: Path, word: str) -> list[dict[str, str]]:
     """``by_word_k.csv``'s cells of one negation word, one row per model with columns k1..k5 (accuracy) and, per K,
-    the cell size (``n_k1``..)."""
+    the cell size (``n_k1``..). The file is checked as every run table is (``common.audit.runs.read_run_table``:
+    one cell per row, word and K), and each cell's K must be one of the tables' columns."""
     if not path.is_file():
         return []
-    pivot: dict[str, dict[str, str]] = defaultdict(dict)
-    with open(path, newline="", encoding="utf-8") as fh:
-        for cell in csv.DictReader(fh):
-            if cell["word"] == word:
-                pivot[cell["row"]].update({"row": cell["row"], f"k{cell['k']}": cell["accuracy"],
-                                           f"n_k{cell['k']}": cell["n"]})
+    pivot: dict[str, RunRow] = defaultdict(RunRow)
+    for cell in read_run_table(path, ("row", "word", "k", "accuracy", "n"), key=("row", "word", "k")):
+        if cell["k"] not in {c.removeprefix("k") for c in K_COLUMNS}:
+            raise RunTableError(f"{path}:{cell.line}: column 'k': {cell['k']!r} is not one of 1..{len(K_COLUMNS)}; "
+                                f"{REMEDY}")
+        if cell["word"] == word:
+            for column in ("accuracy", "n"):
+                run_value(cell, column, path)
+            pivot[cell["row"]].update({"row": cell["row"], f"k{cell['k']}": cell["accuracy"],
+                                       f"n_k{cell['k']}": cell["n"]})
     return list(pivot.values())
 
 
@@ -91,7 +96,17 @@ FULL_ONLY: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
             {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32", **OTHER_BACKBONES,
              **({"laclip": "LaCLIP | ViT-B/32"} if table == "Table 15" else {})})
     for table in ("Table 4", "Table 15")}
-"""Tables 4 and 15 (full profile): per dataset top-1 with the standard prompt."""
+"""Tables 4 and 15 (full profile): per dataset top-1 with the standard prompt; a dataset the zero-shot stage could
+not read has no column (``papers.conclip.zeroshot_full``: its context.json lists it)."""
+MINI_ROWS = frozenset({"clip", "negclip", "conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"})
+"""The mapped rows the mini run writes (its analogs; FLAVA, BLIP, LaCLIP and the other backbones have none): one
+missing from a mini table is a damaged table, not a smaller audit. A full run may leave out a model it could not
+load."""
+
+
+def expected_rows(ids: Mapping[str, str], profile: str) -> set[str]:
+    """The published rows of ``ids`` (our row id -> published row) that this profile's run writes."""
+    return {label for row, label in ids.items() if row in MINI_ROWS} if profile == "mini" else set()
 
 
 def row_ids(table: str, rows: Mapping[str, str], profile: str) -> dict[str, str]:
@@ -111,17 +126,25 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         ids = row_ids(table, rows, profile)
         recs += run_rows_recomputations(PAPER, table, path, profile, columns,
                                         lambda row, ids=ids: ids.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}")
+                                        f"run {path.relative_to(results.parent)}",
+                                        expected=expected_rows(ids, profile),
+                                        optional=columns if table in FULL_ONLY else ())
     path = out / "by_word_k.csv"
+    sizes_columns = {f"n_k{k}": f"#{k}" for k in range(1, 6)}
+    # a full run leaves a (word, K) cell out when no entry falls in it (its size 0 is in context.json)
+    optional = {*K_COLUMNS, *sizes_columns} if profile == "full" else set()
     for table, (word, rows) in BY_WORD_K.items():
         cells = by_word_k_rows(path, word)
         source = f"run {path.relative_to(results.parent)} ({word})"
         ids = row_ids(table, rows, profile)
         recs += rows_recomputations(PAPER, table, cells, profile, K_COLUMNS,
-                                    lambda row, ids=ids: ids.get(row.get("row", "")), source)
+                                    lambda row, ids=ids: ids.get(row.get("row", "")), source,
+                                    expected=expected_rows(ids, profile) if cells else (), optional=optional,
+                                    path=path)
         sizes = [next(iter(cells))] if cells else []
-        recs += rows_recomputations(PAPER, table, sizes, profile, {f"n_k{k}": f"#{k}" for k in range(1, 6)},
-                                    lambda row: "Split size", source, units={f"n_k{k}": "count" for k in range(1, 6)})
+        recs += rows_recomputations(PAPER, table, sizes, profile, sizes_columns,
+                                    lambda row: "Split size", source, units={f"n_k{k}": "count" for k in range(1, 6)},
+                                    optional=optional, path=path)
     return recs
 
 

@@ -6,12 +6,11 @@ what ``python -m common report hard_positives`` prints.
 """
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 from common.errors import WorkspaceError
 from common.paths import RESULTS
+from common.report import read_summary, read_table
 
 PAPER = "hard_positives"
 COLUMNS = ("replace_orig", "replace_aug", "replace_brittleness", "swap_orig", "swap_aug", "swap_brittleness")
@@ -20,13 +19,8 @@ REAL_TEXT = ("rule_exact_match_pct", "rule_coverage_pct", "blind_lm_c_above_cn_p
              "blind_classifier_brittleness_pct")
 
 
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
 def print_table(title: str, path: Path) -> None:
-    rows = _rows(path)
+    rows = read_table(path, ("label",))
     width = max(len(r["label"]) for r in rows) + 2
     print(title)
     print(f"{'model':<{width}s}" + "".join(f"{c:>21s}" for c in COLUMNS))
@@ -52,7 +46,7 @@ def report(profile: str) -> None:
     real_text = RESULTS / PAPER / "real_text"
     summary = real_text / "summary.json"
     if summary.is_file():
-        values = json.loads(summary.read_text(encoding="utf-8"))
+        values = read_summary(summary)
         print(f"{'released REPLACE text (rule, blind):':<40s} {real_text}")
         print("  " + ", ".join(f"{k} {values[k]}" for k in REAL_TEXT if k in values))
 

@@ -16,7 +16,6 @@ Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe
 """
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -24,7 +23,8 @@ from typing import Mapping, Sequence
 from common.audit import audit_stage
 from common.audit import main as audit_main
 from common.audit.core import Recomputed
-from common.audit.runs import MINI_NOTE, run_rows_recomputations, table_recomputations
+from common.audit.runs import (MINI_NOTE, read_run_table, require_rows, run_rows_recomputations, run_value,
+                               table_recomputations)
 from common.paths import RESULTS
 from common.zoo import get_spec
 from papers.sugarcrepe import released
@@ -56,6 +56,16 @@ TABLE4_SCORERS = {"vera": "Commonsense", "grammar": "Grammar", "ngram-lm": "Gram
 """Table 4's metric rows: Vera is its commonsense score, the grammar model its grammar score; the mini run's n-gram
 LM stands in for the grammar model (never compared)."""
 SUGARCREPE_COLUMNS = {category: column for category, column in TABLE6_COLUMNS.items() if category != "average"}
+MINI_EXPECTED: dict[str, frozenset[str]] = {
+    "Table 5": frozenset({"ViT-B/32 | Pretrained | N/A", "ViT-B/32 | CLIP finetuned | N/A",
+                          *(f"ViT-B/32 | NEGCLIP finetuned | {k}" for k in ("REPLACE", "SWAP", "NEGATE"))}),
+    "Table 10": frozenset({"CLIP without hard negatives | N/A",
+                           *(f"NEGCLIP with template hard negatives | {k}" for k in ("REPLACE", "SWAP", "NEGATE")),
+                           *(f"NEGCLIP with adversarial refined hard negatives | {k}" for k in ("REPLACE", "SWAP"))}),
+    "Table 4": frozenset(f"{form} | Grammar" for form in TABLE4_TYPES.values()),
+}
+"""The published rows the mini runs write (``negclip_tables_mini``, the mini blind attacks): one missing is a
+damaged table, not a smaller audit. A full run may leave out a run it could not train."""
 
 
 def table6_row(model: str) -> str:
@@ -101,25 +111,27 @@ def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[R
     score of ARO+CREPE's and SugarCrepe's negatives (x100, unit 'score' as printed) and the pairwise better ratio."""
     if not table4_csv.is_file():
         return []
-    with open(table4_csv, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
     cells = (("mean_aro_crepe", "Average | ARO+CREPE", "score"), ("mean_sugarcrepe", "Average | SUGARCREPE", "score"),
              ("sugarcrepe_more_fluent_share", "Pairwise Better Ratio", "percent"))
-    recs = []
+    rows = read_run_table(table4_csv, ("type", "scorer", *(ours for ours, _, _ in cells)), key=("type", "scorer"))
+    recs, found = [], []
     for row in rows:
         form, metric = TABLE4_TYPES.get(row.get("type", "")), TABLE4_SCORERS.get(row.get("scorer", ""))
         if form is None or metric is None or (row["scorer"] == "ngram-lm") != (profile == "mini"):
             continue
+        found.append(f"{form} | {metric}")
         for ours, column, unit in cells:
+            value = run_value(row, ours, table4_csv, optional=profile == "full")
             if profile == "mini":
                 recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, math.nan, unit, source,
                                        "mini", "default", note=f"{MINI_NOTE}; an n-gram LM stands in for the "
                                                                "grammar model"))
-            elif row.get(ours) not in (None, ""):
-                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, float(row[ours]), unit,
+            elif value is not None:
+                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, value, unit,
                                        source, "full", "default",
                                        note="ARO+CREPE regenerated here with CREPE-style rules "
                                             "(common.crepe_style), not CREPE's own code"))
+    require_rows(table4_csv, found, MINI_EXPECTED["Table 4"] if profile == "mini" else ())
     return recs
 
 
@@ -128,11 +140,12 @@ def text_only_recomputations(accuracy_csv: Path, source: str) -> list[Recomputed
     profile only): per category, and the mean of the seven categories as Table 6's Average."""
     if not accuracy_csv.is_file():
         return []
-    with open(accuracy_csv, newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r.get("benchmark") == "sugarcrepe"]
+    rows = [r for r in read_run_table(accuracy_csv, ("benchmark", "category", "scorer", "accuracy"),
+                                      key=("benchmark", "category", "scorer"))
+            if r.get("benchmark") == "sugarcrepe"]
     recs = []
     for scorer, label in (("vera", "Vera"), ("grammar", "Grammar")):
-        mine = {r["category"]: float(r["accuracy"]) for r in rows if r.get("scorer") == scorer}
+        mine = {r["category"]: run_value(r, "accuracy", accuracy_csv) for r in rows if r.get("scorer") == scorer}
         if not all(c in mine for c in SUGARCREPE_COLUMNS):
             continue
         row = f"Text-only model | {label}"
@@ -152,7 +165,8 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     for table, name, columns, row_of in (("Table 5", "table5.csv", TABLE5_COLUMNS, table5_row),
                                          ("Table 10", "table10.csv", TABLE10_COLUMNS, table10_row)):
         path = out / name
-        recs += run_rows_recomputations(PAPER, table, path, profile, columns, row_of, where(path))
+        recs += run_rows_recomputations(PAPER, table, path, profile, columns, row_of, where(path),
+                                        expected=MINI_EXPECTED[table] if profile == "mini" else ())
     recs += table4_recomputations(profile, out / "table4.csv", where(out / "table4.csv"))
     if profile == "full":  # the blind-released stage's (the mini profile's blind_accuracy.csv is the mini world's)
         recs += text_only_recomputations(out / "blind_accuracy.csv", where(out / "blind_accuracy.csv"))

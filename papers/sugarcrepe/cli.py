@@ -55,32 +55,26 @@ each category file <data_dir>/<category>.json is SugarCrepe's released format, o
 an example is correct when the model scores its caption strictly above its negative caption.
 
 output: the summary (accuracy per category, ties, the macro average) is printed and written with the
-per-example scores (item_id, group, correct, tie, score_0 = caption, score_1 = negative caption):
+per-example scores (item_id, group, correct, tie, score_0 = caption, score_1 = negative caption), both together
+or neither (one output group):
   --out DIR        DIR/<model>.json and DIR/<model>.predictions.csv ("/" in the model name becomes "__")
-  --out FILE.json  FILE.json and FILE.predictions.csv beside it
-default: --out <build>/eval/ (VLC_BUILD, default build/). Bad input (a malformed manifest or category file, a
-missing, escaping or unreadable image, an unknown model) stops with one `error:` line naming the file and record.
+  --out FILE.json  FILE.json and FILE.predictions.csv beside it (.json in any case)
+default: --out <build>/eval/ (VLC_BUILD, default build/); never empty, never in the workspace's results/ or over a
+file git tracks. Bad input (a malformed manifest or category file, a missing, escaping or unreadable image, an
+unknown model, a bad --out) stops with one `error:` line naming the file and record.
 """
-
-
-def eval_outputs(out: Path, model: str) -> tuple[Path, Path]:
-    """(summary JSON, per-example CSV) for ``eval --out``: a ``.json`` file, or a folder."""
-    if out.suffix == ".json":
-        return out, out.with_suffix(".predictions.csv")
-    stem = model.replace("/", "__")
-    return out / f"{stem}.json", out / f"{stem}.predictions.csv"
 
 
 def _eval(args: argparse.Namespace) -> int:
     from common.engine import Engine
-    from common.io import write_json_atomic
-    from common.results import write_predictions
+    from common.evaluate import eval_outputs, write_eval_outputs
     from common.scoring.selection import image_to_text
     from common.tasks import DatasetError
     from common.zoo import create_model, get_spec
     from common.benchmarks.sugarcrepe import PreparedSet
 
     get_spec(args.model)  # an unknown name fails before any data is read
+    summary_path, predictions_path = eval_outputs(args.out, args.model)  # so does a bad --out
     prepared = PreparedSet.load(Path(args.manifest))
     items = prepared.items()
     if not items:  # pragma: no cover - every category file holds at least one example (read_category)
@@ -89,9 +83,7 @@ def _eval(args: argparse.Namespace) -> int:
     scores = {g: round(100 * s.accuracy, 2) for g, s in result.by_group().items()}
     summary = {"model": args.model, "manifest": str(prepared.path), "n": len(result.outcomes),
                "accuracy": scores, "ties": result.ties, "average": round(100 * result.macro_accuracy(), 2)}
-    summary_path, predictions_path = eval_outputs(Path(args.out), args.model)
-    write_predictions(predictions_path, result)
-    write_json_atomic(summary_path, {**summary, "predictions": str(predictions_path)})
+    write_eval_outputs(summary_path, predictions_path, summary, result)
     print(json.dumps(summary, indent=2))
     print(f"written: {summary_path}, {predictions_path}", file=sys.stderr)
     return 0

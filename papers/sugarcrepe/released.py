@@ -28,7 +28,6 @@ When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") 
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
 from common.benchmarks.sugarcrepe import CATEGORIES, category_counts, released_file_key
+from common.published import parse_number, read_csv_rows
 
 PAPER = "sugarcrepe"
 DATA_FILES = ("papers/sugarcrepe/sources.toml",)
@@ -137,7 +137,7 @@ def score_gpt4v_file(path: Path, setting: str, category: str) -> GPT4VScore:
         raise AuditError(f"{path}: unknown GPT-4V setting {setting!r} (expected one of {SETTINGS})")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{path}: cannot read GPT-4V answers: {exc}") from exc
     if not isinstance(data, dict):
         raise AuditError(f"{path}: expected an object mapping example ids to answers, got {type(data).__name__}")
@@ -268,18 +268,20 @@ class ModelMatch:
 
 
 def imagenet_top1(csv_path: Path) -> dict[tuple[str, str], float]:
-    """(name, pretrained) -> ImageNet-1k top-1 from open_clip's ``openclip_results.csv``."""
-    with open(csv_path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = {"name", "pretrained", IMAGENET_COLUMN} - set(reader.fieldnames or ())
-        if missing:
-            raise AuditError(f"{csv_path}: missing column(s) {sorted(missing)}")
-        out: dict[tuple[str, str], float] = {}
-        for row in reader:
-            key = (row["name"].strip(), row["pretrained"].strip())
-            if key in out:
-                raise AuditError(f"{csv_path}: duplicate row {key}")
-            out[key] = float(row[IMAGENET_COLUMN])
+    """(name, pretrained) -> ImageNet-1k top-1 from open_clip's ``openclip_results.csv``, read strictly
+    (``common.published.read_csv_rows``; a value must be a plain finite number: an error names file, line, column)."""
+    _, rows = read_csv_rows(csv_path, AuditError, bom="strip", required=("name", "pretrained", IMAGENET_COLUMN))
+    out: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], int] = {}
+    for line, row in rows:
+        key = (row["name"].strip(), row["pretrained"].strip())
+        if key in out:
+            raise AuditError(f"{csv_path}:{line}: row {key} again (first on line {first[key]}); fetch the file again")
+        try:
+            out[key] = parse_number(row[IMAGENET_COLUMN].strip())
+        except ValueError as exc:
+            raise AuditError(f"{csv_path}:{line}: column {IMAGENET_COLUMN!r}: {exc}; fetch the file again") from None
+        first[key] = line
     return out
 
 

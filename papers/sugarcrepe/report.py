@@ -5,11 +5,10 @@ The aggregate stage ``papers/sugarcrepe`` (root ``dvc.yaml``): ``python -m paper
 """
 from __future__ import annotations
 
-import csv
-
 from common.errors import WorkspaceError
 from common.paths import RESULTS
 from common.benchmarks.sugarcrepe import CATEGORIES
+from common.report import read_summary, read_table
 
 PAPER = "sugarcrepe"
 
@@ -20,9 +19,8 @@ def report(profile: str) -> None:
     table = out_dir / "table6.csv"
     if not table.is_file():
         raise WorkspaceError(f"{table} does not exist yet: run `dvc repro papers/sugarcrepe`")
-    with open(table, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
     header = ["model", *CATEGORIES, "average"]
+    rows = read_table(table, header)
     print(f"SugarCrepe Table 6, {profile} profile" + (" (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""))
     print("  ".join(f"{h:>11s}" if i else f"{h:<16s}" for i, h in enumerate(header)))
     for row in rows:
@@ -33,8 +31,7 @@ def report(profile: str) -> None:
     print(f"per-example predictions: {out_dir / 'predictions'}")
     check = out_dir / "table6_reproduction.csv"
     if profile == "mini" and check.is_file():
-        with open(check, newline="", encoding="utf-8") as fh:
-            verdicts = [r["within"] for r in csv.DictReader(fh)]
+        verdicts = [r["within"] for r in read_table(check, ("within",))]
         print(f"reproduction: {verdicts.count('yes')}/{len(verdicts)} cells within the seed spread of the committed "
               f"mini run ({check})")
     report_blind()
@@ -47,8 +44,8 @@ def report_blind() -> None:
     table = RESULTS / "sugarcrepe" / "real_text" / "blind_accuracy.csv"
     if not table.is_file():
         return
-    with open(table, newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["category"] in ("all (micro)", "5-way")]
+    rows = [r for r in read_table(table, ("benchmark", "category", "scorer"), numbers=("accuracy", "ci_low", "ci_high"))
+            if r["category"] in ("all (micro)", "5-way")]
     print("Blind (text-only) accuracy on real benchmark text, cross-fitted (%, 95% bootstrap interval):")
     for r in rows:
         print(f"  {r['benchmark']:<21s} {r['category']:<12s} {r['scorer']:<16s} {float(r['accuracy']):6.2f} "
@@ -56,14 +53,17 @@ def report_blind() -> None:
     print(f"tables:  {table.parent}/  (refinement.csv: Algorithm 1 on the unrefined release; table4.csv)")
 
 
+RECOGNITION_NUMBERS = ("r_imagenet_sugarcrepe_all", "r_imagenet_sugarcrepe_pretrained", "r_imagenet_comp_avg_all",
+                       "r_imagenet_aro_all", "r_imagenet_sugarcrepe_competent")
+"""The correlations ``report_recognition`` prints (formatted as numbers)."""
+
+
 def report_recognition() -> None:
     """Figure 5 at scale (profile-independent): the headline correlations over Oh et al.'s checkpoints."""
-    import json
-
     metrics = RESULTS / "sugarcrepe" / "recognition" / "metrics.json"
     if not metrics.is_file():
         return
-    m = json.loads(metrics.read_text(encoding="utf-8"))
+    m = read_summary(metrics, keys=("checkpoints", "finetuned"), numbers=RECOGNITION_NUMBERS)
     print(f"Recognition vs compositionality over {m['checkpoints']} checkpoints ({m['finetuned']} compositionality "
           f"fine-tunes): Pearson r, ImageNet vs SugarCrepe {m['r_imagenet_sugarcrepe_all']:.2f} (pre-trained only "
           f"{m['r_imagenet_sugarcrepe_pretrained']:.2f}), vs the 12-benchmark average {m['r_imagenet_comp_avg_all']:.2f}, "
@@ -74,13 +74,12 @@ def report_recognition() -> None:
 
 def report_analyses(profile: str) -> None:
     """The profile's analyses beyond Table 6 (``analyses.json``: their DVC metrics), one line per number."""
-    import json
-
     path = RESULTS / "sugarcrepe" / profile / "analyses.json"
     if not path.is_file():
         return
+    analyses = read_summary(path, objects=True)
     print(f"Analyses beyond Table 6 ({profile} profile; {path}):")
-    for source, metrics in json.loads(path.read_text(encoding="utf-8")).items():
+    for source, metrics in analyses.items():
         print(f"  {source}")
         for name, value in metrics.items():
             print(f"    {name:<44s} {value}")

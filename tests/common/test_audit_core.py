@@ -427,3 +427,52 @@ def test_every_published_claim_has_a_valid_comparison():
         with open(PUBLISHED / f"{paper}_claims.csv", newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
         assert rows and all(r["comparison"] in COMPARISONS for r in rows), paper  # filled explicitly, never empty
+
+
+# ----------------------------------------------------------------------------------------- run tables (issue 35)
+def _write_full_bivlc(folder, rows: list[dict]) -> None:
+    from papers.bivlc import audit as bivlc_audit
+
+    out = folder / "bivlc" / "full"
+    out.mkdir(parents=True)
+    columns = ["row", *bivlc_audit.MAIN_COLUMNS, *bivlc_audit.FINER_COLUMNS]
+    with open(out / "table2.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({c: r.get(c, "50.0") for c in columns} for r in rows)
+
+
+def test_a_full_run_leaves_empty_only_what_its_writer_documents(tmp_path):
+    """BiVLC's full tables stage writes no SugarCrepe number when it was given no SugarCrepe set: that cell is
+    not recomputed. An empty I2T is damage: before issue 35 it was dropped silently, the audit one cell smaller."""
+    from common.audit.runs import RunTableError
+    from papers.bivlc import audit as bivlc_audit
+
+    _write_full_bivlc(tmp_path / "a", [{"row": "clip", "sugarcrepe": ""}])
+    recs = {(r.table, r.column) for r in bivlc_audit.run_recomputations("full", tmp_path / "a")}
+    assert ("Table 2", "BiVLC | I2T") in recs and ("Table 2", "SugarCrepe") not in recs
+    _write_full_bivlc(tmp_path / "b", [{"row": "clip", "I2T": ""}])
+    with pytest.raises(RunTableError, match=r"table2.csv:2: column 'I2T': empty where a number is expected"):
+        bivlc_audit.run_recomputations("full", tmp_path / "b")
+
+
+@pytest.mark.parametrize("paper", ["aro", "bivlc", "conclip", "hard_positives", "sugarcrepe"])
+def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
+    """The checks refuse no table the mini pipeline wrote: each audit covers exactly the cells its committed
+    results/audit/<paper>_summary.json counts as not comparable."""
+    from common.params import load_params
+    from common.paths import RESULTS
+    from common.plugins import paper_module
+
+    module = paper_module(paper, "audit")
+    if paper == "sugarcrepe":  # its runs and its Table 6 run (not the released files: no fetching here)
+        table6 = RESULTS / paper / "mini" / "table6.csv"
+        recs = module.run_recomputations("mini") + module.table_recomputations(
+            paper, "Table 6", table6, "mini", module.TABLE6_COLUMNS, module.table6_row,
+            load_params()["sugarcrepe"]["models"]["full"], "run")
+    elif paper == "aro":
+        recs = module.recompute("mini")
+    else:
+        recs = module.run_recomputations("mini")
+    summary = json.loads((RESULTS / "audit" / f"{paper}_summary.json").read_text(encoding="utf-8"))
+    assert len(recs) == summary["mini profile: not comparable"]

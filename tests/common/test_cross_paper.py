@@ -50,10 +50,49 @@ def test_a_label_missing_from_the_transcriptions_is_an_error_naming_it(tmp_path)
         resolve(ids, cells)
 
 
+def test_a_paper_typo_is_blamed_on_its_own_entry(tmp_path):
+    """Issue 35: a typo in a [[table]]'s paper was reported against every model or measure that uses the layout."""
+    text = (PUBLISHED / "cross_paper.toml").read_text(encoding="utf-8")
+    (tmp_path / "ids.toml").write_text(text.replace('[[table]]\npaper = "bivlc"', '[[table]]\npaper = "bivcl"', 1),
+                                       encoding="utf-8")
+    line = text[:text.index('[[table]]\npaper = "bivlc"')].count("\n") + 1
+    with pytest.raises(IdentityError) as caught:
+        load_identities(tmp_path / "ids.toml")
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'ids.toml'}:{line}: [[table]] #8: paper 'bivcl' has no transcription")
+    assert "did you mean 'bivlc'" in message and "\n" not in message
+
+
+def test_the_identity_table_is_utf8_and_names_a_bad_byte(tmp_path):
+    data = (PUBLISHED / "cross_paper.toml").read_bytes()
+    (tmp_path / "ids.toml").write_bytes(data.replace(b"Evidence quotes", b"Evid\xe9nce quotes", 1))
+    with pytest.raises(IdentityError, match=r"ids.toml:18: character 7: byte 0xe9 is not UTF-8"):
+        load_identities(tmp_path / "ids.toml")
+    (tmp_path / "ids.toml").write_bytes(b"\xef\xbb\xbf" + data)
+    with pytest.raises(IdentityError, match=r"ids.toml:1: the file starts with a UTF-8 byte-order mark"):
+        load_identities(tmp_path / "ids.toml")
+
+
+@pytest.mark.parametrize("edit,named", [
+    (lambda t: t.replace("\nn = 1652", '\nn = "1652"', 1), r"\[\[measure\]\] #1 \(sugarcrepe/replace-obj\): n '1652'"),
+    (lambda t: t.replace("\nn = 1652", "\nn = 0", 1), r"n 0: Input should be greater than 0"),
+    (lambda t: t.replace('certainty = "certain"', 'certainty = "sure"', 1), r"label 1: certainty 'sure'"),
+    (lambda t: t.replace("reason = ", "reasons = ", 1), r"\[\[not_joined\]\] #1: unknown key 'reasons'"),
+    (lambda t: t + '\n[[modle]]\nid = "x"\n', r"unknown key 'modle'"),
+])
+def test_the_identity_table_schema(edit, named, tmp_path):
+    """Types, enums and key names of every section (a typo of a key was ignored, a count could be a string)."""
+    (tmp_path / "ids.toml").write_text(edit((PUBLISHED / "cross_paper.toml").read_text(encoding="utf-8")),
+                                       encoding="utf-8")
+    with pytest.raises(IdentityError, match=named) as caught:
+        load_identities(tmp_path / "ids.toml")
+    assert "\n" not in str(caught.value)
+
+
 def test_malformed_identity_entries_are_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[[table]]\npaper = "aro"\ntable = "Table 6"\nmodel_axis = "diagonal"\n', encoding="utf-8")
-    with pytest.raises(IdentityError, match=r"bad.toml: \[\[table\]\] #1: model_axis 'diagonal'"):
+    with pytest.raises(IdentityError, match=r"bad.toml:1: \[\[table\]\] #1: model_axis 'diagonal'"):
         load_identities(bad)
     bad.write_text('[[table]]\npaper = "aro"\ntable = "Table 6"\nmodel_axis = "row"\n[[model]]\nid = "x"\n'
                    'name = "X"\nlabels = [{ paper = "aro", table = "Table 6", label = "CLIP", certainty = "maybe" }]\n',
@@ -131,13 +170,29 @@ def test_released_file_with_a_bad_flag_names_the_file_and_line(tmp_path):
     f = tmp_path / "preds.csv"
     f.write_text('"filename","type","subtype","correct"\n"a.jpg","add","obj","1"\n"b.jpg","add","obj","yes"\n',
                  encoding="utf-8")
-    with pytest.raises(Exception, match=r"preds.csv:3: correct = 'yes'"):
+    with pytest.raises(Exception, match=r"preds.csv:3: column 'correct': 'yes', expected 0 or 1"):
         read_released(f, _spec())
     f.write_text('"filename","type","subtype","correct"\n"a.jpg","add","thing","1"\n', encoding="utf-8")
-    with pytest.raises(Exception, match=r"preds.csv:2: category 'add/thing'"):
+    with pytest.raises(Exception, match=r"preds.csv:2: column\(s\) type/subtype: category 'add/thing'"):
         read_released(f, _spec())
     f.write_text('"filename","type","correct"\n', encoding="utf-8")
     with pytest.raises(Exception, match=r"missing column\(s\) \['subtype'\]"):
+        read_released(f, _spec())
+
+
+def test_a_released_file_with_an_example_twice_is_an_error(tmp_path):
+    """Issue 35: a copied row counted an example twice, silently."""
+    f = tmp_path / "preds.csv"
+    row = '"a.jpg","cap","neg","add","obj","1"\n'
+    f.write_text('"filename","caption","negative_caption","type","subtype","correct"\n' + row + row, encoding="utf-8")
+    with pytest.raises(Exception, match=r"preds.csv:3: the same row as line 2"):
+        read_released(f, _spec())
+
+
+def test_a_released_file_in_cp1252_names_the_line_and_column(tmp_path):
+    f = tmp_path / "preds.csv"
+    f.write_bytes(b'"filename","type","subtype","correct"\n"caf\xe9.jpg","add","obj","1"\n')
+    with pytest.raises(Exception, match=r"preds.csv:2: column 'filename': byte 0xe9 is not UTF-8"):
         read_released(f, _spec())
 
 
@@ -159,7 +214,12 @@ def test_witness_rows_missing_or_not_numbers_are_errors(tmp_path):
             w.writerows(rs)
 
     write(rows)
-    with pytest.raises(Exception, match=r"w.csv:3 \(ViT-L-14/openai\): column 'aro::VG_Relation' = '-' is not a number"):
+    with pytest.raises(Exception, match=r"w.csv:3 \(ViT-L-14/openai\): column 'aro::VG_Relation': '-' is not a number "
+                                         "as a table prints it"):
+        read_witness(f, spec)
+    rows[1]["aro::VG_Relation"] = "6_1.5"  # float() reads 61.5
+    write(rows)
+    with pytest.raises(Exception, match=r"w.csv:3 \(ViT-L-14/openai\): column 'aro::VG_Relation': '6_1.5'"):
         read_witness(f, spec)
     write([rows[0], rows[2]])
     with pytest.raises(Exception, match=r"no row \['ViT-L-14/openai'\]"):

@@ -20,6 +20,7 @@ from typing import Iterator
 import pytest
 
 from common import download
+from common.errors import SettingError, UnknownName
 from common.download import (
     ChecksumError,
     DownloadError,
@@ -432,6 +433,9 @@ def test_manual_folder_and_manual_archive(tmp_path: Path, no_network: None) -> N
     with pytest.raises(ManualDownloadRequired):
         fetch(folder, data_root=data_root)
     (data_root / "manual" / "images").mkdir(parents=True)
+    with pytest.raises(ManualDownloadRequired, match="is empty"):  # an empty folder is not a finished download
+        fetch(folder, data_root=data_root)
+    (data_root / "manual" / "images" / "1.jpg").write_bytes(b"jpeg")
     assert fetch(folder, data_root=data_root) == data_root / "manual" / "images"
 
     archive = manual_source(key="manual/pack.zip", dest="manual/pack.zip", archive="zip")
@@ -657,7 +661,7 @@ def test_cli_fetch(tmp_path: Path, capsys: pytest.CaptureFixture[str], no_networ
     assert args.func(args) == 0
     printed = capsys.readouterr().out.split()
     assert len(printed) == 4 and all(Path(p).is_file() for p in printed)
-    with pytest.raises(DownloadError, match="unknown source key"):
+    with pytest.raises(UnknownName, match="unknown source key or group 'sugarcrepe/data/swap_objj.json'"):
         args = cli(["fetch", "sugarcrepe/data/swap_objj.json", "--data-root", str(tmp_path)])
         args.func(args)
 
@@ -776,3 +780,77 @@ def test_a_papers_key_in_another_papers_file_is_refused(two_papers) -> None:
     download._file_registry.cache_clear()
     with pytest.raises(RegistryError, match="'shared-key.json' belongs in .*names no paper"):
         get_source("beta/own.json")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Messages that name the culprit (issue 35, item 8)
+# ------------------------------------------------------------------------------------------------------------
+def test_an_empty_manual_folder_is_reported_as_such(tmp_path: Path, no_network: None) -> None:
+    data_root = tmp_path / "data"
+    folder = data_root / "manual" / "images"
+    (folder / ".hidden-only").mkdir(parents=True)  # what an unfinished extraction or a file browser leaves
+    with pytest.raises(ManualDownloadRequired) as info:
+        fetch(manual_source(key="manual/images", dest="manual/images"), data_root=data_root)
+    first = str(info.value).splitlines()[0]
+    assert f"{folder} is empty" in first and "manual/images" in first, first
+
+
+@pytest.mark.parametrize("target, close", [("sugarcrep", "'sugarcrepe'"), ("openclip-result", "'openclip-results'")])
+def test_an_unknown_group_lists_the_close_matches(tmp_path: Path, target: str, close: str) -> None:
+    args = cli(["fetch", target, "--data-root", str(tmp_path)])
+    with pytest.raises(UnknownName) as info:
+        args.func(args)
+    message = str(info.value)
+    assert f"unknown source key or group {target!r}; did you mean" in message and close in message, message
+    assert "\n" not in message and not (tmp_path / download.LOCK_NAME).exists()
+
+
+def test_an_unknown_target_fails_before_anything_is_fetched(tmp_path: Path, no_network: None) -> None:
+    args = cli(["fetch", "openclip-results", "no-such-group", "--data-root", str(tmp_path), "--no-progress"])
+    with pytest.raises(UnknownName, match="'no-such-group'"):
+        args.func(args)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["a file", "missing"])
+def test_vlc_mirror_that_is_not_a_folder_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           no_network: None, kind: str) -> None:
+    mirror = tmp_path / "mirror"
+    if kind == "a file":
+        mirror.write_text("not a mirror\n")
+    monkeypatch.setenv("VLC_MIRROR", str(mirror))
+    with pytest.raises(SettingError) as info:  # not "not present" followed by a network failure
+        fetch(http_source(), data_root=tmp_path / "data", progress=False)
+    message = str(info.value)
+    assert message.startswith(f"VLC_MIRROR={mirror} ") and "\n" not in message, message
+    assert ("is a file" if kind == "a file" else "does not exist") in message
+    assert leftovers(tmp_path / "data" / "test") == []
+
+
+def test_a_mirror_option_that_is_not_a_folder_is_named(tmp_path: Path, no_network: None) -> None:
+    with pytest.raises(SettingError, match=f"^mirror {tmp_path / 'nowhere'} does not exist"):
+        fetch(http_source(), data_root=tmp_path / "data", mirror=tmp_path / "nowhere", progress=False)
+
+
+def test_a_wrong_vlc_mirror_does_not_matter_when_nothing_is_fetched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    no_network: None) -> None:
+    mirror, data_root = tmp_path / "mirror", tmp_path / "data"
+    put_in_mirror(mirror, URL, PAYLOAD)
+    assert fetch(http_source(), data_root=data_root, mirror=mirror, progress=False).read_bytes() == PAYLOAD
+    monkeypatch.setenv("VLC_MIRROR", str(tmp_path / "gone"))
+    assert fetch(http_source(), data_root=data_root, progress=False).read_bytes() == PAYLOAD  # verified in place
+
+
+def test_fetch_failures_end_in_one_line_after_the_details(tmp_path: Path, no_network: None,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The manual steps (several lines) are printed first; the error itself is one line naming each failed target."""
+    registry = {s.key: s for s in (manual_source(),)}
+    monkeypatch.setattr(download, "default_registry", lambda: registry)
+    args = cli(["fetch", "manual/thing.pt", "--data-root", str(tmp_path), "--no-progress"])
+    with pytest.raises(DownloadError) as info:
+        args.func(args)
+    message = str(info.value)
+    assert "\n" not in message and "1 of 1 target(s) failed" in message and "manual/thing.pt" in message, message
+    err = capsys.readouterr().err
+    assert "https://drive.example.org/abc" in err and "error: " not in err

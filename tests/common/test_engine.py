@@ -2,6 +2,8 @@
 a brute-force per-item loop (ties included); transformed images are keyed by content and transform."""
 from __future__ import annotations
 
+import errno
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,3 +245,63 @@ def test_bf16_is_for_cuda_and_cached_apart(tiny_model, tmp_path):
         Engine(tiny_model, EngineConfig(precision="bf16"), cache_root=tmp_path)
     assert EngineConfig().workers_for("cpu") == 0 and EngineConfig().workers_for("cuda") >= 1
     assert EngineConfig(num_workers=3).workers_for("cpu") == 3
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# an embedding cache that cannot be written: one warning naming VLC_CACHE, the run goes on uncached (issue 35)
+# ----------------------------------------------------------------------------------------------------------------
+def _cache_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "common.cache" and r.levelname == "WARNING"]
+
+
+def test_a_cache_folder_that_is_a_file_is_one_warning_naming_vlc_cache(tiny_model, bench_data, tmp_path, monkeypatch,
+                                                                        caplog):
+    reference = image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "good"),
+                              bench_data.items)
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("a file where the cache folder should be\n")
+    monkeypatch.setenv("VLC_CACHE", str(not_a_folder))
+    with caplog.at_level(logging.WARNING, logger="common.cache"):
+        result = image_to_text(Engine(tiny_model, EngineConfig(progress=False, shard_size=4)), bench_data.items)
+    assert [o.scores for o in result.outcomes] == [o.scores for o in reference.outcomes]
+    warnings = _cache_warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert "VLC_CACHE" in warnings[0] and str(not_a_folder) in warnings[0] and "\n" not in warnings[0]
+    assert not_a_folder.read_text() == "a file where the cache folder should be\n"
+
+
+def test_a_full_disk_under_the_cache_is_one_warning_and_the_run_goes_on(tiny_model, bench_data, tmp_path,
+                                                                       monkeypatch, caplog):
+    import common.cache
+
+    reference = image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "good"),
+                              bench_data.items)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(common.cache.np, "savez", full)
+    with caplog.at_level(logging.WARNING, logger="common.cache"):
+        result = image_to_text(Engine(tiny_model, EngineConfig(progress=False, shard_size=4),
+                                      cache_root=tmp_path / "full"), bench_data.items)
+    assert [o.scores for o in result.outcomes] == [o.scores for o in reference.outcomes]
+    warnings = _cache_warnings(caplog)
+    assert len(warnings) == 1 and "VLC_CACHE" in warnings[0] and "No space left" in warnings[0], warnings
+    assert not list((tmp_path / "full").rglob("*.npz")) and not list((tmp_path / "full").rglob("*.tmp"))
+
+
+def test_a_bad_image_decoded_by_a_worker_process_is_still_one_line(tiny_model, tmp_path):
+    """On a GPU the images are decoded by worker processes; torch re-raises a worker's exception with the worker's
+    traceback in its message, which would make the error line a page. The engine hands the message over as it is."""
+    corrupt = tmp_path / "corrupt.jpg"
+    corrupt.write_bytes(b"not a jpeg at all")
+    good = _image(tmp_path / "good.png", (10, 20, 30))
+    items = [ImageToTextItem("ex/1", "g", good, ("a", "b"), origin="file.json#1"),
+             ImageToTextItem("ex/3", "g", corrupt, ("a", "b"), origin="file.json#3")]
+    engine = Engine(tiny_model, EngineConfig(num_workers=2, decode_batch_size=1, progress=False),
+                    cache_root=tmp_path / "c")
+    with pytest.raises(DatasetError) as info:
+        image_to_text(engine, items)
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message, message
+    assert message.startswith(f"unreadable image {corrupt} (used by file.json#3): "), message

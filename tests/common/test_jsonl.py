@@ -124,3 +124,32 @@ def test_read_rows_accepts_a_fields_declared_default(tmp_path):
     path.write_text('{"caption": "", "negative": "x"}\n')
     with pytest.raises(DatasetError, match="'caption' is ''"):
         read_rows(path, Row, "a row")
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""Nested past the parser's recursion limit (a damaged or hostile file): a RecursionError traceback before."""
+
+
+def test_json_nested_too_deep_is_one_line(tmp_path):
+    from common.jsonl import read_json
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"a": ' + DEEP + "}")
+    with pytest.raises(DatasetError, match=r"deep\.json: nested too deeply") as info:
+        read_json(path)
+    assert "\n" not in str(info.value)
+    rows = _write(tmp_path, [json.dumps({"a": 1}), DEEP])
+    with pytest.raises(DatasetError, match=r"rows\.jsonl: line 2: nested too deeply"):
+        list(read_jsonl(rows, lambda r: r, "a row"))
+
+
+def test_parse_json_names_a_duplicate_key_when_asked(tmp_path):
+    from common.jsonl import parse_json
+
+    path = tmp_path / "m.json"
+    text = '{"a": 1,\n "b": {"c": 1, "c": 2}}'
+    assert parse_json(text, path) == {"a": 1, "b": {"c": 2}}  # JSON's own rule: the last wins
+    with pytest.raises(DatasetError, match=r"m\.json: duplicate key 'c' \(a key appears once per object\)"):
+        parse_json(text, path, unique_keys=True)
+    with pytest.raises(DatasetError, match=r"m\.json: line 1 column 9: not valid JSON"):
+        parse_json('{"a": 1,}', path)

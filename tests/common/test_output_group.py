@@ -2,13 +2,15 @@
 
 Group semantics (files and folders, stale files of a folder removed, untouched neighbours), an exception or a
 KeyboardInterrupt in the block, a move failing half-way (rolled back), permissions (those of ``atomic_path``),
-disk full (ENOSPC) and a read-only destination: ``OutputError`` naming the destination, previous outputs intact.
+disk full (ENOSPC) and a read-only destination: ``OutputError`` naming the destination, previous outputs intact;
+SIGTERM handled as Ctrl-C, and the leftovers of a killed writer removed by the next group (never a live writer's).
 """
 from __future__ import annotations
 
 import errno
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,54 @@ def test_permissions_are_those_of_any_file(tmp_path: Path) -> None:
     for path in (tmp_path / "out" / "a.txt", tmp_path / "out" / "sub" / "b.txt"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
     assert stat.S_IMODE((tmp_path / "out" / "sub").stat().st_mode) == 0o755
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# leftovers of a killed run (issue 35, item 6; the real SIGTERM/SIGKILL children are in test_signals.py)
+# ----------------------------------------------------------------------------------------------------------------
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_leftovers_of_a_dead_writer_are_removed_by_the_next_group(previous: Path) -> None:
+    host = cio._host()
+    dead = _dead_pid()
+    stale = [previous / f".staging.{dead}-{host}.abc123", previous / f".previous.{dead}-{host}.def456"]
+    old_style = previous / ".staging.k2j4h5g6"  # named before the writer's id was part of the name
+    kept = {
+        "other host": previous / f".staging.{dead}-another-machine.aaa111",
+        "live writer": previous / f".staging.{os.getppid()}-{host}.bbb222",
+        "recent, no id": previous / ".staging.recent99",
+    }
+    for folder in [*stale, old_style, *kept.values()]:
+        write_text_atomic(folder / "table.csv", "half-written\n")
+    hour_ago = time.time() - cio.UNOWNED_LEFTOVER_AGE_S - 60
+    os.utime(old_style, (hour_ago, hour_ago))
+    with output_group(previous) as staging:
+        assert f".staging.{os.getpid()}-{host}." in staging.name
+        write_text_atomic(staging / "table.csv", "new table\n")
+    assert not any(p.exists() for p in [*stale, old_style])
+    assert all(p.is_dir() for p in kept.values()), {k: p.exists() for k, p in kept.items()}
+    assert (previous / "table.csv").read_text() == "new table\n"
+
+
+def test_a_sigterm_inside_the_block_is_an_interrupt_that_cleans_up(previous: Path) -> None:
+    """In-process: SIGTERM raises ``Terminated`` (a KeyboardInterrupt) in the block; nothing moves, nothing is left."""
+    import signal
+
+    from common.errors import Terminated
+
+    before = snapshot(previous)
+    with pytest.raises(Terminated):
+        with output_group(previous) as staging:
+            write_text_atomic(staging / "table.csv", "new table\n")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends
+    assert snapshot(previous) == before and not staging.exists()
+    no_leftovers(previous)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored after the block

@@ -110,9 +110,9 @@ def test_bivlc_similarities_must_agree_with_given_decisions(tmp_path: Path) -> N
 
 def test_sugarcrepe_micro_and_macro(tmp_path: Path) -> None:
     header = ["filename", "caption", "negative_caption", "type", "subtype", "correct"]
-    rows = [["x.jpg", "a", "b", t, s, c] for t, s, c in [
+    rows = [[f"x{i}.jpg", "a", "b", t, s, c] for i, (t, s, c) in enumerate([
         ("replace", "obj", 1), ("replace", "obj", 1), ("replace", "obj", 1), ("replace", "obj", 0),
-        ("replace", "rel", 0), ("swap", "att", 0), ("swap", "att", 1), ("add", "att", 1)]]
+        ("replace", "rel", 0), ("swap", "att", 0), ("swap", "att", 1), ("add", "att", 1)])]
     out = score_released_file(write_csv(tmp_path / "SUGARCREPE_CORRECT_fixture.csv", header, rows))
     assert out["format"] == "sugarcrepe-examples"
     assert (out["n_examples"], out["correct"]) == (8, 5)

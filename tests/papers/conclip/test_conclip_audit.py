@@ -17,17 +17,24 @@ def _write(path: Path, rows: list[dict]) -> None:
 
 
 def _results(tmp_path: Path, profile: str, run_prefix: str) -> Path:
+    """Every table the audit reads, with the rows and columns its writers write (the audit refuses a table that lacks
+    a row the mini run writes, a column it maps, or holds a row twice: issue 35)."""
     out = tmp_path / "results" / "conclip" / profile
-    _write(out / "table3.csv", [{"row": "clip", "ccneg": "61.0"}, {"row": "conclip", "ccneg": "90.0"},
-                                {"row": f"{run_prefix}conclip", "ccneg": "88.0"}])
-    _write(out / "table6.csv", [{"row": f"{run_prefix}{run}", "ccneg": str(80 + i)}
+    # the released CoN-CLIP and its re-training (full); one conclip row in the mini profile (run_prefix "")
+    table3 = {"clip": "61.0", "negclip": "62.0", "conclip": "90.0", f"{run_prefix}conclip": "88.0"}
+    _write(out / "table3.csv", [{"row": row, "ccneg": value} for row, value in table3.items()])
+    table6_columns = ("sugarcrepe_replace", "sugarcrepe_add", "sugarcrepe_swap", "ccneg", "classification_top1")
+    _write(out / "table6.csv", [{"row": f"{run_prefix}{run}", **{c: str(80 + i) for c in table6_columns}}
                                 for i, run in enumerate(("conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"))])
     _write(out / "classification.csv", [
         {"row": "clip", "imagenet_top1": "63.3", "cifar10_top1": "88.9", "delta": "1.0"},
+        {"row": "negclip", "imagenet_top1": "60.0", "cifar10_top1": "85.0", "delta": "3.0"},
         {"row": "conclip", "imagenet_top1": "63.4", "cifar10_top1": "90.4", "delta": "20.0"},
         {"row": "laclip", "imagenet_top1": "62.0", "cifar10_top1": "87.0", "delta": "2.0"}])
     _write(out / "by_word_k.csv", [{"row": row, "word": "no", "k": str(k), "accuracy": str(70 + k), "n": str(10 * k)}
-                                   for row in ("clip", "conclip", f"{run_prefix}l1") for k in range(1, 6)])
+                                   for row in ("clip", "negclip", "conclip", *(f"{run_prefix}{run}" for run in
+                                                                              ("l1", "l2", "l1-l2")))
+                                   for k in range(1, 6)])
     return tmp_path / "results"
 
 

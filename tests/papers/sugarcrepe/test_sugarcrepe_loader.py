@@ -26,7 +26,7 @@ from common.benchmarks.sugarcrepe import (
 )
 from common.tasks import DatasetError, ImageToTextItem
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 RELEASED_COUNTS = {
     "add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652,
