@@ -13,13 +13,13 @@ Every record is checked; every bad one is reported (``raise_problems``), naming 
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping
 
 from common.image_transforms import to_rgb
+from common.jsonl import parse_json
 from common.tasks import DatasetError, resolve_under
 
 VG_RELATION = "vg_relation"
@@ -45,13 +45,12 @@ def raise_problems(problems: list[str], what: str) -> None:
 def read_json(path: Path, what: str) -> Any:
     """A JSON file, or a ``DatasetError`` naming it (missing, unreadable, malformed at line:column)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DatasetError(f"{path}: no {what} file here") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot read {what} file: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    return parse_json(text, path)
 
 
 def is_text(value: object) -> bool:

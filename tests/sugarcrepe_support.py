@@ -9,7 +9,7 @@ from typing import Sequence
 
 def write_sugarcrepe_set(root: Path, image_dir: Path, records: Sequence[tuple[str, str, str]]) -> Path:
     """(filename, caption, negative caption) records in every category; returns the set's ``manifest.json``."""
-    from common.benchmarks.sugarcrepe import CATEGORIES, write_manifest
+    from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
 
     data = root / "data"
     data.mkdir(parents=True)

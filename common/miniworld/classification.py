@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from common.io import atomic_path, output_group, write_json_atomic, write_text_atomic
+from common.jsonl import read_json
 from common.miniworld import VERSION, lexicon
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.render import NATURAL, render
@@ -129,23 +130,18 @@ def write_classification_set(config: ClassificationSetConfig, out_dir: Path) -> 
 
 def read_manifest(set_dir: Path) -> dict:
     path = Path(set_dir) / MANIFEST_NAME
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("kind") != KIND or not isinstance(manifest.get("sets"), dict):
+    manifest = read_json(path, dict, "rerun the stage that writes the classification sets")
+    if manifest.get("kind") != KIND or not isinstance(manifest.get("sets"), dict):
         raise DatasetError(f"{path}: not a classification set manifest (needs kind={KIND!r} and 'sets')")
     return manifest
 
 
 def _read_set(name: str, path: Path, root: Path) -> ClassificationSet:
+    data = read_json(path, dict, "rerun the stage that writes the classification sets")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         classes, prompts, records = data["classes"], data["prompts"], data["images"]
         images = [resolve_under(root, r["image"], f"{path}:images[{i}]") for i, r in enumerate(records)]
         labels = [r["label"] for r in records]
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: not valid JSON ({exc})") from exc
     except (KeyError, TypeError) as exc:
         raise DatasetError(f"{path}: needs 'classes', 'prompts' and 'images' of {{'image', 'label'}} ({exc!r})") \
             from exc

@@ -11,13 +11,14 @@ them out segment-major for the loss.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
 import numpy as np
 import torch
+
+from common.jsonl import read_json
 
 Batch = dict[str, torch.Tensor]
 
@@ -55,7 +56,7 @@ class MiniWorldBatches:
         """The first ``n_images`` pairs of ``train_dir``, every caption tokenised once."""
         train_dir = Path(train_dir)
         images = np.load(train_dir / "images.npy", mmap_mode="r", allow_pickle=False)
-        captions = json.loads((train_dir / "captions.json").read_text())
+        captions = read_json(train_dir / "captions.json", list, "rerun the stage that renders the training set")
         if n_images > len(images):
             raise ValueError(f"{train_dir}: asked for {n_images} images, the training set has {len(images)}")
         # Same tensor (and memory layout: an NHWC buffer viewed as NCHW) as the original loop, so

@@ -26,7 +26,7 @@ from common.io import sha256_file
 from common.miniworld import VERSION
 from common.training.data import MiniWorldBatches
 from common.training.distributed import DistributedContext
-from common.training.job import CHECKPOINT_EVERY, FinetuneJob, checkpoint_every, run_job
+from common.training.job import FinetuneJob, checkpoint_every, run_job
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
 from common.training.trainer import TrainConfig as TrainerConfig

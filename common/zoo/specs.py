@@ -10,13 +10,13 @@ property of an entry, checked for every entry by the tests.
 """
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from common import plugins
+from common.jsonl import read_json
 from common.paths import build_root, data_root
 
 DATA_FILES = ("common/zoo/models.toml", "common/zoo/model_configs/")
@@ -118,7 +118,7 @@ def checkpoint_metadata(name: str) -> dict:
     path = get_spec(name).checkpoint_path()
     sidecar = path.with_suffix(".json") if path else None
     if sidecar and sidecar.is_file():
-        return json.loads(sidecar.read_text())
+        return read_json(sidecar, dict, "retrain the checkpoint (its training record is damaged)")
     return {}
 
 

@@ -11,7 +11,7 @@ whose group is its category ``<type>-<subtype>`` (``replace-obj`` ... ``add-att`
 
 Scores (``common.scoring.group``): the cosine of normalised embeddings, strict comparisons (a tie is wrong and
 counted), as the released ``evaluate_BiVLC`` (src/CLIP_fine_tuning/CLIP_utils.py) computes them; the engine encodes
-every distinct image and caption once. SugarCrepe is read by SugarCrepe's own loader (``common.benchmarks.sugarcrepe``:
+every distinct image and caption once. SugarCrepe is read by SugarCrepe's own loader (``common.benchmarks.caption_negatives``:
 the set ``build/full/sugarcrepe``, written by SugarCrepe's ``full-set`` stage) and decided strictly
 (``common.scoring.selection.STRICT``); its column is the micro average over all examples pooled, which is what
 BiVLC's SugarCrepe column reports (CLIP 76.56 = 5,751 / 7,512, ``papers.bivlc.released``).
@@ -491,7 +491,7 @@ def evaluate_tables(models: Mapping[str, str], data: BivlcSet, out_dir: Path,
 # ------------------------------------------------------------------------------------------------------------------
 def load_sugarcrepe(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example, or a ``DatasetError``)."""
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
 
     prepared = PreparedSet.load(Path(manifest))
     return prepared.items(), prepared.describe()

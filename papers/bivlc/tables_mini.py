@@ -8,7 +8,7 @@ Every model is scored once per benchmark:
   T2I, group; strict comparisons, as the authors' ``evaluate_BiVLC``) on the unambiguous instances (replace, swap);
   Table 4's Add column on the add instances, which the world makes ambiguous by construction (``sets_mini``).
 * **SugarCrepe** (Table 2's SugarCrepe column): SugarCrepe's mini set through SugarCrepe's own loader
-  (``common.benchmarks.sugarcrepe``), its strict rule, the micro average over all examples (as BiVLC reports it).
+  (``common.benchmarks.caption_negatives``), its strict rule, the micro average over all examples (as BiVLC reports it).
 * **Detectors** (Table 5): P(synthetic) of every image and caption from the heads of ``mini-detectors`` on the frozen
   towers' embeddings; detection accuracy at 0.5 and retrieval by the authors' procedure (``papers.bivlc.detection``:
   no image-caption similarity at all), on the BiVLC analog and on SugarCrepe's mini set (I2T only).
@@ -278,7 +278,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
                     sugarcrepe_manifest: Path, detectors_dir: Path, out_dir: Path, engine_config=None,
                     device: str = "cpu", context: Mapping | None = None) -> dict[str, Path]:
     """Score every model and detector, and write the tables as one output group."""
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
 
     items, ambiguous = load_test_items(Path(test_dir))
     sugarcrepe = PreparedSet.load(Path(sugarcrepe_manifest)).items()

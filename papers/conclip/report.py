@@ -6,7 +6,6 @@ The aggregate stage ``papers/conclip`` (root ``dvc.yaml``): ``python -m papers.c
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from common.report import report_tables
 

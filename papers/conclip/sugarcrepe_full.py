@@ -3,7 +3,7 @@
 Stage ``sugarcrepe-full`` (``python -m papers.conclip.sugarcrepe_full``): the rows of ``conclip.full.sugarcrepe_rows``
 (row ids of ``conclip.full.models``: CLIP, the released CoN-CLIP, this workspace's fine-tunes ``ft-<run>``) on
 SugarCrepe's released set (``build/full/sugarcrepe``, written by SugarCrepe's stage ``full-set``), read by SugarCrepe's
-own loader (``common.benchmarks.sugarcrepe.PreparedSet``) and decided by the rule its full profile scores Table 6 with
+own loader (``common.benchmarks.caption_negatives.PreparedSet``) and decided by the rule its full profile scores Table 6 with
 (``common.scoring.selection`` with ``STRICT``: the true caption must score strictly above the false one, a tie is
 wrong, as SugarCrepe's ``main_eval.py``, which the CoN-CLIP authors ran). The paper's "R@1" over one image and two
 captions is this accuracy. Writes, in ``results/conclip/full/`` as one output group: ``sugarcrepe.csv`` (the mini
@@ -87,7 +87,7 @@ def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, s
 def load_items(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example or a ``DatasetError``), and what describes it; all
     seven categories are needed (Table 6's folds average them)."""
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
 
     prepared = PreparedSet.load(Path(manifest))
     missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]

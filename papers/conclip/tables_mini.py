@@ -16,7 +16,7 @@ Every model is scored once per benchmark:
   the benchmark image maximising phi(x, s) - phi(x, o_n); the world knows whether the pick shows the subject and not
   the object, so the rule's precision is measured, not assumed.
 * **SugarCrepe** (Tables 5, 13, 14, 6): SugarCrepe's mini set through SugarCrepe's own loader
-  (``common.benchmarks.sugarcrepe``), its strict rule, per category; Table 6's Replace / Add / Swap are the plain means of
+  (``common.benchmarks.caption_negatives``), its strict rule, per category; Table 6's Replace / Add / Swap are the plain means of
   their categories (as Table 6's three columns average Table 14's). The columns and these row pieces are shared with
   the full profile (``papers.conclip.tables``).
 
@@ -318,7 +318,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
                     context: Mapping | None = None) -> dict[str, Path]:
     """Score every model on the three benchmarks and write the tables as one output group."""
     from common.miniworld.classification import load_classification_sets
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
 
     items = load_test_items(Path(test_dir))
     sets = prompt_sets(load_classification_sets(Path(test_dir) / "classification"))

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.benchmarks.sugarcrepe import load_sugarcrepe
+from common.benchmarks.caption_negatives import load_sugarcrepe
 from common.jsonl import read_json
 from common.miniworld.templates import TEMPLATE_KINDS
 from common.tasks import DatasetError, ImageToTextItem
 
 KIND = "sugarcrepe-templates"
 """The manifest's ``kind``: the four template kinds as categories, so ``load_template_set`` reads it, not
-``common.benchmarks.sugarcrepe.PreparedSet``, which knows SugarCrepe's seven categories only."""
+``common.benchmarks.caption_negatives.PreparedSet``, which knows SugarCrepe's seven categories only."""
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ from common.stats import bootstrap_mean_ci
 from common.tasks import DatasetError
 from common.crepe_style import CREPE_KINDS, crepe_negatives
 from common.crepe_style import describe as crepe_describe
-from common.benchmarks.sugarcrepe import CATEGORIES, read_category
+from common.benchmarks.caption_negatives import CATEGORIES, read_category
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_caption, paired_table4
 

@@ -17,7 +17,7 @@ from common.paths import build_root
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from common.benchmarks.sugarcrepe import PreparedSet, category_counts, fetch_released
+    from common.benchmarks.caption_negatives import PreparedSet, category_counts, fetch_released
 
     if args.source == "released":
         files = fetch_released()
@@ -71,7 +71,7 @@ def _eval(args: argparse.Namespace) -> int:
     from common.scoring.selection import image_to_text
     from common.tasks import DatasetError
     from common.zoo import create_model, get_spec
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
 
     get_spec(args.model)  # an unknown name fails before any data is read
     summary_path, predictions_path = eval_outputs(args.out, args.model)  # so does a bad --out

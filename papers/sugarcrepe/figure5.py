@@ -61,7 +61,7 @@ from common.scoring import classification
 from common.tasks import ClassificationSet
 from common.zoo import create_model
 from papers.sugarcrepe import released
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 
 STAGE = "papers/sugarcrepe/dvc.yaml:figure5"
 AVERAGE = "average"

@@ -40,7 +40,7 @@ from common.jsonl import read_json
 from common.paths import RESULTS, build_root
 from common.tasks import DatasetError
 from papers.sugarcrepe import blind_real
-from common.benchmarks.sugarcrepe import PreparedSet, read_category
+from common.benchmarks.caption_negatives import PreparedSet, read_category
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_image, paired_table4

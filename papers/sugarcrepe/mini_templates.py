@@ -29,7 +29,7 @@ from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
 from common.tasks import DatasetError
-from common.benchmarks.sugarcrepe import PreparedSet, read_category
+from common.benchmarks.caption_negatives import PreparedSet, read_category
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
 

@@ -180,7 +180,7 @@ def evaluate_full_tables(entries: Sequence[FullModelEntry], sugarcrepe_manifest:
                          refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
     """Score every model on ARO+CREPE (``aro_crepe_dir``) and SugarCrepe (``sugarcrepe_manifest``), write the tables,
     metrics, context and figure as one output group."""
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
     from papers.sugarcrepe.aro_crepe import load_template_set
 
     scores = score_models(entries, "", load_template_set(Path(aro_crepe_dir)).items(),

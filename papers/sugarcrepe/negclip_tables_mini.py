@@ -96,7 +96,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch: str, sugarcrepe_manifes
     """Score every model on both sets (``sugarcrepe_manifest``: a ``PreparedSet``; ``templates_dir``:
     ``papers.sugarcrepe.mini_templates``' output) and write the tables, metrics, context and figure as one output
     group."""
-    from common.benchmarks.sugarcrepe import PreparedSet
+    from common.benchmarks.caption_negatives import PreparedSet
     from papers.sugarcrepe.aro_crepe import load_template_set
 
     scores = score_models(entries, arch, load_template_set(Path(templates_dir)).items(),

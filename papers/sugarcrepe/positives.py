@@ -10,7 +10,7 @@ from pathlib import Path
 def sugarcrepe_positives(manifest: Path) -> tuple[list[tuple[str, str]], Path]:
     """Every distinct (image file name, positive caption) of a SugarCrepe set, in category then example order, and
     its image folder."""
-    from common.benchmarks.sugarcrepe import PreparedSet, read_category
+    from common.benchmarks.caption_negatives import PreparedSet, read_category
 
     prepared = PreparedSet.load(Path(manifest))
     positives: dict[tuple[str, str], None] = {}

@@ -28,16 +28,17 @@ When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") 
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
-from common.benchmarks.sugarcrepe import CATEGORIES, category_counts, released_file_key
+from common.benchmarks.caption_negatives import CATEGORIES, category_counts, released_file_key
+from common.jsonl import parse_json
 from common.published import parse_number, read_csv_rows
+from common.tasks import DatasetError
 
 PAPER = "sugarcrepe"
 DATA_FILES = ("papers/sugarcrepe/sources.toml",)
@@ -135,10 +136,7 @@ def score_gpt4v_file(path: Path, setting: str, category: str) -> GPT4VScore:
     """Score one ``gpt4v-<category>.json``; unparseable answers are wrong (and counted), nothing is dropped."""
     if setting not in POSITIVE_OPTION:
         raise AuditError(f"{path}: unknown GPT-4V setting {setting!r} (expected one of {SETTINGS})")
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AuditError(f"{path}: cannot read GPT-4V answers: {exc}") from exc
+    data = _read_released_json(Path(path), "GPT-4V answers")
     if not isinstance(data, dict):
         raise AuditError(f"{path}: expected an object mapping example ids to answers, got {type(data).__name__}")
     total = correct = unparseable = disagreements = checked = 0
@@ -461,8 +459,25 @@ def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str
     return recs
 
 
+def _read_released_json(path: Path, what: str) -> Any:
+    """A released JSON file: unreadable, malformed, too deep or an id twice is one ``AuditError`` naming it."""
+    try:
+        return parse_json(path.read_text(encoding="utf-8"), path, unique_keys=True)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AuditError(f"{path}: cannot read {what}: {exc}") from exc
+    except DatasetError as exc:
+        raise AuditError(f"{exc} (in the {what})") from None
+
+
 def _released_ids(paths: Mapping[str, Path]) -> dict[str, set[str]]:
-    return {c: set(json.loads(Path(p).read_text(encoding="utf-8"))) for c, p in paths.items()}
+    """The example ids of each released category file (an object keyed by id)."""
+    ids: dict[str, set[str]] = {}
+    for category, path in paths.items():
+        data = _read_released_json(Path(path), "released SugarCrepe file")
+        if not isinstance(data, dict):
+            raise AuditError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
+        ids[category] = set(data)
+    return ids
 
 
 # ----------------------------------------------------------------------------------------------------------

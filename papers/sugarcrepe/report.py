@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from common.errors import WorkspaceError
 from common.paths import RESULTS
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 from common.report import read_summary, read_table
 
 PAPER = "sugarcrepe"

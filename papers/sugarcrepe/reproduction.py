@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 from common.paths import RESULTS
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 
 SEEDS_CSV = RESULTS / "sugarcrepe" / "mini" / "table6_seeds.csv"
 DATA_FILES = ("results/sugarcrepe/mini/table6_seeds.csv",)

@@ -56,7 +56,7 @@ def _load(arch: str, path: Path, name: str):
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
     from common.training.family import FamilyRecipe, train_clip
     from common.zoo import create_model
-    from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet
+    from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 
     params = load_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from common.download import fetch
 from common.io import sha256_file
-from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, write_manifest
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, write_manifest
 
 COCO_VAL2017 = "coco/val2017.zip"
 

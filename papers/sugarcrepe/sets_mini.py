@@ -24,7 +24,7 @@ from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.benchmarks.sugarcrepe import write_manifest
+from common.benchmarks.caption_negatives import write_manifest
 
 STAGE = "papers/sugarcrepe/dvc.yaml:mini-set"
 

@@ -17,7 +17,7 @@ from common.params import stage_params
 from common.paths import RESULTS, build_root
 from common.io import output_group, staged_to_final, write_csv_atomic
 from common.results import write_accuracy_table
-from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
 
 STAGE = "papers/sugarcrepe/dvc.yaml:table6"

@@ -187,7 +187,7 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
         # every SugarCrepe stage that reads the released format (the mini sets are written in it) and the report
         # stage, which prints Table 6's columns; not the fine-tunes or the refinement, which read their own rows; of
         # the other papers, only the stages that score SugarCrepe (CoN-CLIP's after fine-tuning, BiVLC's column)
-        "common/benchmarks/sugarcrepe.py": {"papers/sugarcrepe"} | {
+        "common/benchmarks/caption_negatives.py": {"papers/sugarcrepe"} | {
             f"papers/sugarcrepe/dvc.yaml:{stage}" for stage in (
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
                 "mini-templates-set", "mini-blind", "table5-mini", "aro-crepe-full-set", "negclip-full-set",

@@ -22,7 +22,7 @@ from papers.conclip import sugarcrepe_full as sf
 from papers.conclip import table6_full as t6
 from papers.conclip import tables_full, tables_mini, zeroshot_full
 from papers.conclip.runs import RUNS
-from common.benchmarks.sugarcrepe import CATEGORIES, write_manifest
+from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 MODELS = {"clip": "openai/ViT-B-32", "conclip": "conclip/conclip-vit-b32",

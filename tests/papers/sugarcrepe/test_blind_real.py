@@ -11,7 +11,7 @@ import pytest
 
 from common.tasks import DatasetError
 from papers.sugarcrepe import blind_real
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 
 SHAPES = ["dog", "cat", "horse", "bench", "table", "clock", "kite", "boat"]
 COLOURS = ["red", "blue", "green", "white", "black", "brown"]

@@ -26,7 +26,7 @@ from common.miniworld.classification import (COLORED_SHAPES, SHAPES, Classificat
                                              write_classification_set)
 from common.tasks import DatasetError
 from papers.sugarcrepe import figure5 as F
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 
 N_CLASSES = len(lexicon.COLORS) * len(lexicon.SHAPES)
 SET_CONFIG = ClassificationSetConfig(n_images=2 * N_CLASSES, image_size=48, seed=0)

@@ -18,7 +18,7 @@ from common.miniworld.scene import sample_scene
 from common.miniworld.templates import TEMPLATE_KINDS
 from common.tasks import DatasetError
 from papers.sugarcrepe import mini_blind
-from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet, read_category
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
 from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.mini_templates import build_template_set

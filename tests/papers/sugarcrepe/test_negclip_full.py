@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 from common.crepe_style import CREPE_KINDS
 from common.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
@@ -70,7 +70,7 @@ def _tsv(path: Path, rows: list[tuple[str, int]]) -> Path:
 @pytest.fixture(scope="module")
 def coco(tmp_path_factory) -> dict[str, Path]:
     """train2014 images 1-8 (id 3 also a SugarCrepe test image), val2017 test images, the TSV, a SugarCrepe set."""
-    from common.benchmarks.sugarcrepe import write_manifest
+    from common.benchmarks.caption_negatives import write_manifest
 
     root = tmp_path_factory.mktemp("coco")
     train = root / "coco" / "train2014" / "train2014"

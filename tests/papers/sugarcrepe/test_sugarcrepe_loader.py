@@ -1,4 +1,4 @@
-"""The SugarCrepe loader (common/benchmarks/sugarcrepe.py): released format in, ImageToTextItems out, and
+"""The SugarCrepe loader (common/benchmarks/caption_negatives.py): released format in, ImageToTextItems out, and
 every bad input rejected with a message naming the file and the example id.
 
 Fixtures are written by the tests (JSON + tiny PNG/JPEG images). The last tests read the real released
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from common.benchmarks import sugarcrepe
-from common.benchmarks.sugarcrepe import (
+from common.benchmarks import caption_negatives as sugarcrepe
+from common.benchmarks.caption_negatives import (
     CATEGORIES,
     PreparedSet,
     category_counts,

@@ -75,7 +75,7 @@ def _claim_from_json(d: dict) -> Claim:
 
 
 def test_build_sugarcrepe_set_loads_through_the_loader(sugarcrepe_set):
-    from common.benchmarks.sugarcrepe import CATEGORIES, PreparedSet
+    from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 
     out, _ = sugarcrepe_set
     prepared = PreparedSet.load(out / "manifest.json")

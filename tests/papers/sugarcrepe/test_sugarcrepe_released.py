@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from papers.sugarcrepe import released as rs
-from common.audit.core import CLAIM_TABLE, audit_rows
+from common.audit.core import CLAIM_TABLE, AuditError, audit_rows
 from papers.sugarcrepe.released import (
     GPT4VScore, ModelRef, draw_figure5, figure5_correlations, figure5_recomputed, gpt4v_recomputed, gpt4v_scores,
     imagenet_top1, match_models, parse_choice, pearson_r, score_gpt4v_file, table2_recomputed,
 )
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 
 
 
@@ -89,6 +89,19 @@ def test_score_gpt4v_file_rejects_bad_input(tmp_path):
         score_gpt4v_file(bad, "positive-first", "swap_obj")
     with pytest.raises(ValueError):
         score_gpt4v_file(bad, "sideways", "swap_obj")
+
+
+def test_score_gpt4v_file_refuses_a_repeated_id_and_a_bottomless_file(tmp_path):
+    """JSON keeps the last of two equal keys: a repeated example id would silently drop an answer from the score."""
+    twice = tmp_path / "gpt4v-swap_obj.json"
+    record = '{"caption": "a", "negative_caption": "b", "gpt4v_answer": "A"}'
+    twice.write_text(f'{{"7": {record}, "7": {record}}}', encoding="utf-8")
+    with pytest.raises(AuditError, match=r"gpt4v-swap_obj.json: duplicate key '7'.*GPT-4V answers"):
+        score_gpt4v_file(twice, "positive-first", "swap_obj")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(AuditError, match=r"deep.json: nested too deeply"):
+        score_gpt4v_file(deep, "positive-first", "swap_obj")
 
 
 def test_gpt4v_recomputed_maps_table6_and_readme(gpt4v_files):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import csv
 
-from common.benchmarks.sugarcrepe import CATEGORIES
+from common.benchmarks.caption_negatives import CATEGORIES
 from papers.sugarcrepe.reproduction import SEEDS_CSV, read_spread, reproduction_rows
 
 

@@ -1,4 +1,4 @@
-"""SugarCrepe (Hsieh et al., NeurIPS 2023 D&B): the released JSON files plus an image root.
+"""Caption-negative sets in SugarCrepe's released format (Hsieh et al., NeurIPS 2023 D&B): JSON plus an image root.
 
 Each category file maps an example id to ``{"filename", "caption", "negative_caption"}``; an example
 becomes one ``ImageToTextItem`` with the positive caption first. The mini world writes the same
@@ -132,8 +132,8 @@ def _raise_if(problems: list[str]) -> None:
 class PreparedSet:
     """A SugarCrepe-format set ready to score: category files, an image root, and where they came from.
 
-    ``manifest.json`` is written by ``papers.sugarcrepe.sets_mini`` (the rendered set) or ``papers.sugarcrepe.sets_full``
-    (released JSON + COCO val2017); relative paths in it are relative to the manifest's folder.
+    ``manifest.json`` is written by a paper's set stage (the rendered mini set, or the released JSON + COCO val2017);
+    relative paths in it are relative to the manifest's folder.
     """
 
     path: Path
@@ -145,8 +145,9 @@ class PreparedSet:
     @classmethod
     def load(cls, manifest: Path) -> "PreparedSet":
         """The manifest, checked: a JSON object (no key twice) whose ``data_dir`` and ``image_root`` are folder names
-        (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once each, and whose ``counts``
-        (optional) maps categories to example counts, which ``items`` then holds the files to."""
+        (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once
+        each, and whose ``counts`` (optional) maps categories to example counts, which ``items`` then holds the files
+        to."""
         from common.jsonl import parse_json
 
         try:
