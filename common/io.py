@@ -246,11 +246,17 @@ def write_json_atomic(dest: str | os.PathLike, obj: Any, indent: int = 2) -> Pat
 def write_csv_atomic(
     dest: str | os.PathLike, rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str]
 ) -> Path:
+    """Rows as CSV with "\\n" line ends, written atomically. The csv module quotes only the line terminator's
+    characters, so a row holding a carriage return (an item id from someone's JSON keys) is written fully quoted:
+    otherwise it would read back as two rows."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(fieldnames), lineterminator="\n")
+    quoted = csv.DictWriter(buf, fieldnames=list(fieldnames), lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: row.get(k, "") for k in fieldnames})
+        values = {k: row.get(k, "") for k in fieldnames}
+        carriage_return = any("\r" in str(value) for value in values.values())
+        (quoted if carriage_return else writer).writerow(values)
     return write_text_atomic(dest, buf.getvalue())
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from common.cli import main as cli_main
@@ -201,6 +201,8 @@ def test_any_manifest_is_scored_or_refused_in_one_line(text, tiny_models, output
 
 @settings(max_examples=CATEGORY_EXAMPLES, **PROPERTY)
 @given(text=category_files())
+# found by CI: an id holding a carriage return was written unquoted and read back as two prediction rows
+@example(text='{"\\r": {"filename": "a.png", "caption": "0", "negative_caption": "0"}}')
 def test_any_category_file_is_scored_or_refused_in_one_line(text, tiny_models, outputs_before, monkeypatch):
     monkeypatch.delenv("VLC_DEBUG", raising=False)
     with tempfile.TemporaryDirectory() as folder:

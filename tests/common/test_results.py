@@ -72,3 +72,15 @@ def test_written_files_respect_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("item_id", ["a\r", "a\rb", "a\r\nb", "a\nb", "\r", 'say "a\r"'])
+def test_predictions_round_trip_line_breaks_in_ids(tmp_path, item_id):
+    """An id from someone's JSON keys may hold "\\r": each prediction is still one row, read back exactly."""
+    outcomes = [Outcome(item_id=item_id, group="g", scores=(0.5, 0.25), correct=True, tie=False),
+                Outcome(item_id="plain", group="g", scores=(0.25, 0.5), correct=False, tie=False)]
+    path = write_predictions(tmp_path / "p.csv", SelectionResult("m", "f" * 32, "image_to_text", outcomes=outcomes))
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["item_id"] for row in rows] == [item_id, "plain"]
+    assert path.read_text(encoding="utf-8").endswith("\nplain,g,0,0,0.25,0.5\n")  # other rows are written as before
