@@ -208,11 +208,9 @@ def test_grid_shuffle_permutes_cells_deterministically_per_image():
     assert not torch.equal(out, pixels)
     cells = lambda t: sorted(t[:, r * 4:(r + 1) * 4, c * 3:(c + 1) * 3].flatten().tolist() for r in range(2) for c in range(3))
     assert cells(out) == cells(pixels)  # the same cells, moved
-    rows = GridShuffle(4, 1, seed=0)(pixels, "b" * 64)
-    assert torch.equal(rows[:, 8 // 4 * 4:, :], pixels[:, 8 // 4 * 4:, :])  # a remainder (none here) stays put
-    odd = torch.arange(2 * 7 * 7, dtype=torch.float32).reshape(2, 7, 7)
+    odd = torch.arange(1, 2 * 7 * 7 + 1, dtype=torch.float32).reshape(2, 7, 7)
     shuffled = GridShuffle(3, 3, seed=0)(odd, "c" * 64)
-    assert torch.equal(shuffled[:, 6:, :], odd[:, 6:, :]) and torch.equal(shuffled[:, :, 6:], odd[:, :, 6:])
+    assert not shuffled[:, 6:, :].any() and not shuffled[:, :, 6:].any()  # the remainder is zeroed, as ARO's fold
     with pytest.raises(ValueError):
         GridShuffle(1, 1)
 

@@ -88,7 +88,7 @@ def test_image_shuffle_changes_the_pixels_the_model_sees(scored):
     gallery = aro.retrieval_sets()["coco"].retrieval_set()
     shuffled = tables.shuffled_images(gallery, 3, 3, seed=0)
     assert shuffled.captions == gallery.captions and len(shuffled.images) == len(gallery.images)
-    assert all(ref.transform.identity == "grid-shuffle:rows=3:cols=3:seed=0" for ref in shuffled.images)
+    assert all(ref.transform.identity == "grid-shuffle:rows=3:cols=3:seed=0:border=zero" for ref in shuffled.images)
 
 
 def test_table6_and_metrics(scored):
