@@ -130,7 +130,7 @@ def run_rows_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
     published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
     units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
-    key: Sequence[str] | None = None,
+    key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
     """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
     model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
@@ -138,19 +138,20 @@ def run_rows_recomputations(
     mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet.
     ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score).
     ``expected``: the published rows the run writes (a missing one is an error); ``optional``: results columns the
-    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``)."""
+    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``);
+    ``caveat``: a row -> what its verdicts cannot vouch for (``common.audit.core``), "" for nothing."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)
     return rows_recomputations(paper, table, rows, profile, columns, published_row, source, note, units,
-                               expected=expected, optional=optional, path=results_csv)
+                               expected=expected, optional=optional, path=results_csv, caveat=caveat)
 
 
 def rows_recomputations(
     paper: str, table: str, rows: Sequence[Mapping[str, str]], profile: str, columns: Mapping[str, str],
     published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
     units: Mapping[str, str] | None = None, *, expected: Collection[str] = (), optional: Collection[str] = (),
-    path: Path | None = None,
+    path: Path | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
     """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first): every
     mapped value is checked (a number, or empty in an ``optional`` column) in both profiles."""
@@ -161,13 +162,15 @@ def rows_recomputations(
         if label is None:
             continue
         found.append(label)
+        row_caveat = caveat(row) if caveat is not None else ""
         for ours, column in columns.items():
             unit = (units or {}).get(ours, "percent")
             value = run_value(row, ours, where, optional=ours in optional)
             if profile == "mini":
                 recs.append(Recomputed(paper, table, label, column, math.nan, unit, source, "mini", "default",
-                                       note="; ".join(n for n in (MINI_NOTE, note) if n)))
+                                       note="; ".join(n for n in (MINI_NOTE, note) if n), caveat=row_caveat))
             elif value is not None:
-                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default", note=note))
+                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default", note=note,
+                                       caveat=row_caveat))
     require_rows(where, found, expected)
     return recs

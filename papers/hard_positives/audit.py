@@ -5,6 +5,11 @@ Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE c
 (``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
 never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
 tolerance. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
+
+The authors released no training code (``amitakamath/hard_positives@33addaa`` holds evaluation, data and the
+hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
+HardPositiveLoss``, this workspace's reading of Sec. 4.1; every cell of such a run carries ``UNVERIFIED_METHOD`` in
+its verdict text (``common.audit.core``: a caveat), whatever the verdict.
 """
 from __future__ import annotations
 
@@ -41,6 +46,14 @@ PUBLISHED_ROWS: dict[str, dict[str, str]] = {
                 "ratio-0.75": "0.75 HN", "hn": "Our HN", "hp-hn": "Our HP+HN"},
 }
 """A results row's ``row`` (what the model is, the same name in both profiles) -> the paper's row label."""
+TRAINED_ROWS = frozenset({"clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
+                          "ratio-0.5", "ratio-0.75"})
+"""The rows fine-tuned here with ``HardPositiveLoss`` (``papers.hard_positives.runs.RUNS``, named here so that the
+audit does not import the loss and torch with it)."""
+UNVERIFIED_METHOD = ("method unverified: no released training code (amitakamath/hard_positives@33addaa); "
+                     "HardPositiveLoss is this workspace's reading of Sec. 4.1 (\"follows the procedure outlined in "
+                     "SVLC\"), papers/hard_positives/losses.py")
+"""The caveat of every cell recomputed from a run in ``TRAINED_ROWS``."""
 MINI_ROWS = frozenset({"base", "clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
                        "ratio-0.5", "ratio-0.75"})
 """The rows the mini run writes (its CLIP and fine-tunes; the other methods of Table 1 have no mini analog): a mapped
@@ -49,6 +62,11 @@ load."""
 TABLE_FILES: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 1": ("table1.csv", TABLE1_COLUMNS), "Table 2": ("table2.csv", TABLE2_COLUMNS),
     "Table 3": ("table3.csv", TABLE1_COLUMNS)}
+
+
+def unverified_method(row: Mapping[str, str]) -> str:
+    """``UNVERIFIED_METHOD`` for a run trained here with ``HardPositiveLoss``, else nothing."""
+    return UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else ""
 
 
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
@@ -61,7 +79,8 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         expected = {label for row, label in rows.items() if row in MINI_ROWS} if profile == "mini" else ()
         recs += run_rows_recomputations(released.PAPER, table, path, profile, columns,
                                         lambda row, rows=rows: rows.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected)
+                                        f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
+                                        caveat=unverified_method)
     return recs
 
 
