@@ -162,9 +162,14 @@ def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
 def activation_mismatch(spec: ModelSpec) -> str | None:
     """Why ``spec`` would load with another activation than its weights were trained with, or None.
 
-    open_clip only warns for a pretrained tag (and says nothing for a checkpoint file): ``ViT-B-32`` with OpenAI
-    weights silently runs GELU where CLIP was trained with QuickGELU, the pitfall of NegCLIP's and SugarCrepe's
-    evaluation code. Here the architecture must say so (``ViT-B-32-quickgelu``).
+    open_clip only warns for a pretrained tag and says nothing for a checkpoint file: ``ViT-B-32`` given a file of
+    weights trained with QuickGELU silently runs GELU, the pitfall of ARO's evaluation of NegCLIP
+    (``mertyg/vision-language-models-are-bows@81fdd20d: model_zoo/__init__.py:71``). SugarCrepe's evaluation pairs
+    ``ViT-B-32`` with the tag ``'openai'`` (``RAIVNLab/sugar-crepe@0047054b: main_eval.py:15,33-38``); under the
+    open_clip of its time that built QuickGELU, as trained: up to v2.28 ``pretrained='openai'`` took its own path
+    (``mlfoundations/open_clip@v2.20.0: src/open_clip/factory.py:143-150`` -> ``openai.py:73``, whose
+    ``build_model_from_openai_state_dict`` defaults to ``quick_gelu=True``, ``model.py:366-368``); only from v2.29 does
+    the same line build GELU, with a warning. Here the architecture must say so (``ViT-B-32-quickgelu``).
     """
     if spec.backend != "open_clip":  # other backends build what their checkpoint's config says
         return None
