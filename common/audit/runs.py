@@ -21,6 +21,8 @@ from common.audit.core import AuditError, Recomputed
 from common.published import csv_records, decode_utf8, parse_number
 
 MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
+Note = Callable[[Mapping[str, str]], str]
+"""A recomputation's note as a function of its results row (how that row was scored)."""
 REMEDY = "restore the file (git checkout / dvc checkout) or rerun the stage that writes it"
 
 
@@ -105,13 +107,15 @@ def require_rows(path: Path, found: Iterable[str], expected: Collection[str]) ->
 def table_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
     published_row: Callable[[str], str], covered_models: Sequence[str], source: str,
+    note: Callable[[str], str] = lambda model: "",
 ) -> list[Recomputed]:
     """Published cells of ``table`` recomputed by a run's wide results table (one row per model).
 
     ``columns`` maps a results column to the published column; ``published_row`` a zoo model name to the published
     row. Full profile: every row of ``results_csv`` becomes recomputations. Mini profile: the cells of
     ``covered_models`` (the models the full profile would run) are marked covered but not comparable, once the table
-    was read and checked. Nothing when the run has not happened yet.
+    was read and checked. Nothing when the run has not happened yet. ``note``: a zoo model's note (how it was built,
+    where two rows of the table stand for one published row).
     """
     if not results_csv.is_file():
         return []
@@ -122,13 +126,13 @@ def table_recomputations(
                            note=MINI_NOTE)
                 for name in covered_models for column in columns.values()]
     return [Recomputed(paper, table, published_row(row["model"]), column, values[(row["model"], ours)],
-                       "percent", source, "full", "default")
+                       "percent", source, "full", "default", note=note(row["model"]))
             for row in rows for ours, column in columns.items()]
 
 
 def run_rows_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
-    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: "str | Note" = "",
     units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
     key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
@@ -139,6 +143,7 @@ def run_rows_recomputations(
     ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score).
     ``expected``: the published rows the run writes (a missing one is an error); ``optional``: results columns the
     writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``);
+    ``note``: every recomputation's note, or a function of the row (how that row's run was scored);
     ``caveat``: a row -> what its verdicts cannot vouch for (``common.audit.core``), "" for nothing."""
     if not results_csv.is_file():
         return []
@@ -149,7 +154,7 @@ def run_rows_recomputations(
 
 def rows_recomputations(
     paper: str, table: str, rows: Sequence[Mapping[str, str]], profile: str, columns: Mapping[str, str],
-    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: "str | Note" = "",
     units: Mapping[str, str] | None = None, *, expected: Collection[str] = (), optional: Collection[str] = (),
     path: Path | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
@@ -163,14 +168,15 @@ def rows_recomputations(
             continue
         found.append(label)
         row_caveat = caveat(row) if caveat is not None else ""
+        row_note = note(row) if callable(note) else note
         for ours, column in columns.items():
             unit = (units or {}).get(ours, "percent")
             value = run_value(row, ours, where, optional=ours in optional)
             if profile == "mini":
                 recs.append(Recomputed(paper, table, label, column, math.nan, unit, source, "mini", "default",
-                                       note="; ".join(n for n in (MINI_NOTE, note) if n), caveat=row_caveat))
+                                       note="; ".join(n for n in (MINI_NOTE, row_note) if n), caveat=row_caveat))
             elif value is not None:
-                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default", note=note,
-                                       caveat=row_caveat))
+                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default",
+                                       note=row_note, caveat=row_caveat))
     require_rows(where, found, expected)
     return recs

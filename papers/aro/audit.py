@@ -3,7 +3,10 @@
 Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's run of its experiments
 (``results/aro/<profile>/``, written by ``papers.aro.tables``): Table 2 (per relation, its macro rows and
 ``# Samples``), Tables 3-5 and Table 6, for the models the run scored. A full-profile run is compared cell by cell;
-a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP analogs) as not comparable. Stage
+a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP analogs) as not comparable. Where the
+run scored a published column more than one way (``context.json``'s ``scoring``: OpenAI's CLIP at the authors' fp16
+and at fp32 beside it; NegCLIP as trained, QuickGELU, and as ARO's evaluator built it, GELU), every way is a
+recomputation of the same cell, its note naming the way, so the audit shows which way reproduces each cell. Stage
 ``audit`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.audit --strict``.
 """
 from __future__ import annotations
@@ -97,37 +100,68 @@ def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, st
                 yield "Table 6", TABLE6_ROWS[row["task"]], column, row, label, path
 
 
+def published_column(name: str) -> str | None:
+    """The paper's column a model's results stand for: its own, or (a variant) the model's it varies."""
+    from common.zoo import get_spec
+
+    return PUBLISHED_COLUMN.get(name) or PUBLISHED_COLUMN.get(get_spec(name).variant_of or "")
+
+
+def scoring_note(entry: dict) -> str:
+    """How a column was scored, for the audit row (``papers.aro.tables.scoring_context``): its precision and why,
+    its activation when it is a variant, and its exact ties."""
+    parts = [f"{entry['precision']}: {entry['why']}"]
+    if entry.get("variant_note"):
+        parts.append(f"variant of {entry['variant_of']}: {entry['variant_note']}")
+    ties = entry.get("ties") or {}
+    parts.append("exact ties: " + (", ".join(f"{task} {n}" for task, n in ties.items()) or "none counted"))
+    return "; ".join(parts)
+
+
+def column_labels(context: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(our column label -> the paper's column, our column label -> its note) for every column the run scored."""
+    from common.zoo import get_spec
+
+    scoring = context.get("scoring")
+    if scoring is None:  # a run that scored each model one way (the mini profile)
+        labels = {get_spec(name).label: published_column(name) for name in context["models"]}
+        return {k: v for k, v in labels.items() if v}, {}
+    labels = {label: published_column(entry["model"]) for label, entry in scoring.items()}
+    notes = {label: scoring_note(entry) for label, entry in scoring.items()}
+    return {k: v for k, v in labels.items() if v}, notes
+
+
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """This profile's run mapped onto the published cells (nothing when the run has not happened yet)."""
     from common.jsonl import read_json
     from common.published import load_cells
-    from common.zoo import get_spec
 
     run_dir = results / PAPER / profile
     context = run_dir / "context.json"
     if not context.is_file():
         return []
-    models = read_json(context, expect=dict, remedy="run `dvc repro papers/aro/dvc.yaml:tables`")["models"]
-    labels = {get_spec(name).label: PUBLISHED_COLUMN[name] for name in models if name in PUBLISHED_COLUMN}
+    labels, notes = column_labels(read_json(context, expect=dict, remedy="run `dvc repro papers/aro/dvc.yaml:tables`"))
     published = {(c.table, c.row, c.column) for c in load_cells(PAPER)}
     source = f"run {run_dir.relative_to(results.parent)}"
     recs, seen = [], set()
     for table, row, column, ours, our_column, path in _cells(run_dir, labels):
         key = (table, row, column)
-        if key not in published or key in seen:
+        # one recomputation per cell and way of scoring (``# Samples`` counts are the same whatever scored them)
+        way = our_column if our_column in labels else ours.get("model", our_column)
+        if key not in published or (key, way) in seen:
             continue
         # empty: the writer's NaN (``papers.aro.tables.fraction``: nothing scored there); anything else is a number
         value = run_value(ours, our_column, path, optional=True)
         if value is None:
             continue
-        seen.add(key)
+        seen.add((key, way))
         if profile == "mini":
             recs.append(Recomputed(PAPER, table, row, column, math.nan, "fraction", source, "mini", "default",
                                    note=MINI_NOTE))
         else:
             exact = column == "# Samples"
             recs.append(Recomputed(PAPER, table, row, column, value, "count" if exact else "fraction", source,
-                                   "full", "exact" if exact else "default"))
+                                   "full", "exact" if exact else "default", note=notes.get(way, "")))
     return recs
 
 

@@ -4,7 +4,10 @@ Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE c
 (``released``), and this profile's runs (``results/hard_positives/<profile>/``): Table 1 (``table1.csv``), Table 2
 (``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
 never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
-tolerance. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
+tolerance. A full run's row scored beside the authors' precision (``<row>@fp32``, ``context.json``'s ``stands_for``)
+is compared with its row's published cells too, each recomputation's note naming the precision it was scored at and
+its ties, so the audit shows which precision reproduces each cell. Stage ``audit`` of
+``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
 
 The authors released no training code (``amitakamath/hard_positives@33addaa`` holds evaluation, data and the
 hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
@@ -69,18 +72,39 @@ def unverified_method(row: Mapping[str, str]) -> str:
     return UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else ""
 
 
+def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(row -> the row it stands for, row -> its note) from a full run's ``context.json``: a reference row stands for
+    the row it was scored beside; every row scored at a precision of its own is named with it and its ties. Empty
+    where the run wrote no precision (a mini run, or a run before issue 31)."""
+    from common.jsonl import read_json
+
+    if not context.is_file():
+        return {}, {}
+    models = read_json(context, expect=dict, remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`")
+    models = models.get("models", {})
+    if not any(isinstance(m, dict) and m.get("stands_for") for m in models.values()):
+        return {}, {}
+    stands_for = {row: m["stands_for"] for row, m in models.items() if m.get("stands_for")}
+    notes = {row: f"{m['precision']}: {m['why']}; exact ties: "
+                  + ", ".join(f"{g} {n}" for g, n in m.get("ties", {}).items())
+             for row, m in models.items() if m.get("stands_for") or row in stands_for.values()}
+    return stands_for, notes
+
+
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """Tables 1-3 from this profile's runs (nothing where a table has not been produced yet)."""
     out = results / released.PAPER / profile
+    stands_for, notes = scoring_notes(out / "context.json") if profile == "full" else ({}, {})
     recs = []
     for table, (name, columns) in TABLE_FILES.items():
         path = out / name
         rows = PUBLISHED_ROWS[table]
         expected = {label for row, label in rows.items() if row in MINI_ROWS} if profile == "mini" else ()
-        recs += run_rows_recomputations(released.PAPER, table, path, profile, columns,
-                                        lambda row, rows=rows: rows.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
-                                        caveat=unverified_method)
+        recs += run_rows_recomputations(
+            released.PAPER, table, path, profile, columns,
+            lambda row, rows=rows: rows.get(stands_for.get(row.get("row", ""), row.get("row", ""))),
+            f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
+            note=lambda row: notes.get(row.get("row", ""), ""), caveat=unverified_method)
     return recs
 
 

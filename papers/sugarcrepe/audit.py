@@ -69,9 +69,24 @@ damaged table, not a smaller audit. A full run may leave out a run it could not 
 
 
 def table6_row(model: str) -> str:
-    """Table 6's row label of a zoo model ("OpenAI | ViT-B-32")."""
+    """Table 6's row label of a zoo model ("OpenAI | ViT-B-32"); a variant's (``ModelSpec.variant_of``) is its
+    model's row: both are compared with it."""
     spec = get_spec(model)
+    if spec.variant_of is not None:
+        return table6_row(spec.variant_of)
     return f"{spec.family} | {spec.label}"
+
+
+def table6_note(model: str) -> str:
+    """How a Table 6 row was built where the table scores its published row two ways: a variant's note (the authors'
+    line), and for the model it varies, that it loads as open_clip registers it."""
+    from common.zoo import registry
+
+    spec = get_spec(model)
+    if spec.variant_of is not None:
+        return f"variant of {spec.variant_of}: {spec.variant_note}"
+    varied = [s.name for s in registry().values() if s.variant_of == model]
+    return f"as open_clip registers it ({spec.arch}); compare variant(s) {', '.join(varied)}" if varied else ""
 
 
 def table5_row(run: Mapping[str, str]) -> str | None:
@@ -182,7 +197,7 @@ def recompute(profile: str, model_names: Sequence[str] | None = None, results: P
         model_names = section(load_params(), "sugarcrepe.models.full")
     table = results / PAPER / profile / "table6.csv"
     run = table_recomputations(PAPER, "Table 6", table, profile, TABLE6_COLUMNS, table6_row, model_names,
-                               f"run {table.relative_to(results.parent)}")
+                               f"run {table.relative_to(results.parent)}", note=table6_note)
     return released.recompute(model_names=model_names) + run + run_recomputations(profile, results)
 
 
