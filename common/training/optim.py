@@ -1,4 +1,5 @@
-"""AdamW with CLIP's weight-decay groups, warmup + cosine schedule, and the logit-scale clamp."""
+"""AdamW with CLIP's weight-decay groups (or plain Adam), warmup + cosine schedule (or a constant rate), and the
+logit-scale clamp."""
 from __future__ import annotations
 
 import math
@@ -36,6 +37,37 @@ def make_adamw(groups: list[dict], lr: float) -> torch.optim.AdamW:
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6, fused=True)
     except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
+
+
+def make_adam(groups: list[dict], lr: float) -> torch.optim.Adam:
+    """torch's Adam with its defaults (betas 0.9/0.999, eps 1e-8): what a recipe written as ``Adam(params, lr)``
+    runs (e.g. a linear probe's), which is not CLIP's AdamW; the fused kernel where this torch has one."""
+    try:
+        return torch.optim.Adam(groups, lr=lr, fused=True)
+    except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
+        return torch.optim.Adam(groups, lr=lr)
+
+
+OPTIMIZERS = {"adamw": make_adamw, "adam": make_adam}
+"""``TrainConfig.optimizer`` -> the function that builds it from the parameter groups and the peak rate."""
+SCHEDULES = ("warmup_cosine", "constant")
+"""``TrainConfig.schedule``: linear warmup then cosine to 0 (``cosine_with_warmup``), or the peak rate at every step."""
+
+
+def make_optimizer(name: str, groups: list[dict], lr: float) -> torch.optim.Optimizer:
+    """The optimiser ``name`` (a key of ``OPTIMIZERS``) over ``groups``."""
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
+    return OPTIMIZERS[name](groups, lr)
+
+
+def learning_rate(schedule: str, step: int, lr: float, warmup_steps: int, total_steps: int) -> float:
+    """The rate of 0-based ``step`` under ``schedule`` (one of ``SCHEDULES``)."""
+    if schedule == "constant":
+        return lr
+    if schedule == "warmup_cosine":
+        return cosine_with_warmup(step, lr, warmup_steps, total_steps)
+    raise ValueError(f"unknown schedule {schedule!r}; known: {', '.join(SCHEDULES)}")
 
 
 def cosine_with_warmup(step: int, lr: float, warmup_steps: int, total_steps: int) -> float:

@@ -4,9 +4,11 @@ A run, top to bottom (``train``):
 1. seed python/numpy/torch with ``config.seed`` on every rank, build the model (``Init``) and the
    loss (so both start identical everywhere), then reseed with ``seed + rank``;
 2. freeze what the config and the loss ask for; AdamW over the rest (decay only on >= 2-D weights
-   that are not embeddings or the logit scale); linear warmup then cosine to 0;
+   that are not embeddings or the logit scale); linear warmup then cosine to 0 (``optimizer="adam"`` and
+   ``schedule="constant"`` for a recipe that names plain Adam at a fixed rate);
 3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)``, encode,
-   loss (which gathers the global batch itself), backward, step, clamp the logit scale to [0, ln 100];
+   loss (which gathers the global batch itself), backward, step, clamp the logit scale to [0, ln 100]; the
+   encoders' outputs reach the loss L2-normalised, or raw where the loss says ``raw_features = True``;
 4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
    the best weights kept apart; every ``checkpoint_every`` steps a resume state; at the end the
    weights and a provenance sidecar.
@@ -42,7 +44,8 @@ from common.training.data import Batch, BatchSource
 from common.training.distributed import (
     DistributedContext, all_gather_objects, barrier, broadcast_object)
 from common.training.model_init import Init, normalizer
-from common.training.optim import clamp_logit_scale, cosine_with_warmup, make_adamw, param_groups, set_lr
+from common.training.optim import (
+    OPTIMIZERS, SCHEDULES, clamp_logit_scale, learning_rate, make_optimizer, param_groups, set_lr)
 from common.zoo import encode_text_unpadded, padding_is_inert
 
 PARTS = ("image", "text", "logit_scale")
@@ -69,12 +72,25 @@ class TrainConfig:
     """Call ``validate`` every this many steps (0: only at the end); it is always called at the end."""
     freeze: tuple[str, ...] = ()
     """Parts that keep their weights: any of 'image', 'text', 'logit_scale'."""
+    optimizer: str = "adamw"
+    """'adamw' (CLIP's: betas 0.9/0.98, eps 1e-6, decoupled decay) or 'adam' (torch's defaults: betas 0.9/0.999,
+    eps 1e-8; ``weight_decay`` must be 0, as Adam's decay is an L2 term in the gradient, not AdamW's)."""
+    schedule: str = "warmup_cosine"
+    """'warmup_cosine' (linear warmup over ``warmup_steps``, then cosine to 0) or 'constant' (``lr`` at every step;
+    ``warmup_steps`` must be 0)."""
 
     def __post_init__(self):
         if self.steps < 1 or self.batch_size < 1 or self.accum < 1:
             raise ValueError("TrainConfig: steps, batch_size and accum must be positive")
         if self.precision not in ("fp32", "bf16"):
             raise ValueError(f"TrainConfig: precision must be 'fp32' or 'bf16', not {self.precision!r}")
+        if self.optimizer not in OPTIMIZERS or self.schedule not in SCHEDULES:
+            raise ValueError(f"TrainConfig: optimizer must be one of {', '.join(OPTIMIZERS)} and schedule one of "
+                             f"{', '.join(SCHEDULES)}, not {self.optimizer!r} / {self.schedule!r}")
+        if self.optimizer == "adam" and self.weight_decay:
+            raise ValueError("TrainConfig: optimizer 'adam' takes weight_decay 0 (use 'adamw' for decoupled decay)")
+        if self.schedule == "constant" and self.warmup_steps:
+            raise ValueError("TrainConfig: schedule 'constant' has no warmup; set warmup_steps 0")
         unknown = set(self.freeze) - set(PARTS)
         if unknown:
             raise ValueError(f"TrainConfig: freeze names unknown parts {sorted(unknown)}; known: {', '.join(PARTS)}")
@@ -130,7 +146,9 @@ class Towers(nn.Module):
     """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too.
 
     ``forward`` runs the encoders the loss needs and returns normalised features (segment-major)
-    and the logit scale; the loss itself runs outside, on gathered features.
+    and the logit scale; the loss itself runs outside, on gathered features. A loss with ``raw_features = True``
+    gets the towers' raw outputs instead (``encode_*(normalize=False)``: the visual tower's output and the
+    projected text), as a probe trained on them expects.
     """
 
     def __init__(self, model: nn.Module, loss: nn.Module, mean: torch.Tensor, std: torch.Tensor,
@@ -140,18 +158,19 @@ class Towers(nn.Module):
         self.mean, self.std = mean, std
         self.autocast = autocast
         self.unpadded = padding_is_inert(model)
+        self.normalize = not getattr(loss, "raw_features", False)
 
     def forward(self, images: torch.Tensor | None, texts: torch.Tensor | None):
         image_features = text_features = None
         with self.autocast():
             if images is not None:
                 pixels = (images.float() / 255.0 - self.mean) / self.std
-                image_features = self.model.encode_image(pixels, normalize=True).float()
+                image_features = self.model.encode_image(pixels, normalize=self.normalize).float()
             if texts is not None:
                 if self.unpadded:
-                    text_features = encode_text_unpadded(self.model, texts)
+                    text_features = encode_text_unpadded(self.model, texts, normalize=self.normalize)
                 else:
-                    text_features = self.model.encode_text(texts, normalize=True)
+                    text_features = self.model.encode_text(texts, normalize=self.normalize)
                 text_features = text_features.float()
         return image_features, text_features, self.model.logit_scale.exp()
 
@@ -329,7 +348,7 @@ def train(
     groups = param_groups(named, config.weight_decay)
     if not any(g["params"] for g in groups):
         raise ValueError(f"nothing to train: {sorted(frozen)} frozen and the loss has no parameters")
-    optimizer = make_adamw(groups, config.lr)
+    optimizer = make_optimizer(config.optimizer, groups, config.lr)
     setup = _setup_record(config, init, batches, loss_fn, world, frozen)
 
     start, losses, terms_log = 0, [], {}
@@ -380,7 +399,7 @@ def train(
     for step in range(start, config.steps):
         batch = batches.batch(config.seed, step, config.batch_size, rows)
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        set_lr(optimizer, cosine_with_warmup(step, config.lr, config.warmup_steps, config.steps))
+        set_lr(optimizer, learning_rate(config.schedule, step, config.lr, config.warmup_steps, config.steps))
         optimizer.zero_grad(set_to_none=True)
         terms = train_step(net, core, batch, config.accum)
         optimizer.step()

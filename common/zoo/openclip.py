@@ -127,8 +127,8 @@ def padding_is_inert(model: torch.nn.Module) -> bool:
     )
 
 
-def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """open_clip's ``CLIP.encode_text`` on tokens cut after the batch's longest sequence."""
+def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+    """open_clip's ``CLIP.encode_text(tokens, normalize)`` on tokens cut after the batch's longest sequence."""
     from open_clip.transformer import text_global_pool
 
     nonpad = (tokens != 0).to(torch.long)
@@ -142,7 +142,7 @@ def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.
     x = text_global_pool(x, text, model.text_pool_type, eos_token_id=getattr(model, "text_eos_id", None))
     if model.text_projection is not None:
         x = model.text_projection(x) if isinstance(model.text_projection, torch.nn.Linear) else x @ model.text_projection
-    return torch.nn.functional.normalize(x, dim=-1)
+    return torch.nn.functional.normalize(x, dim=-1) if normalize else x
 
 
 @contextlib.contextmanager
