@@ -97,7 +97,7 @@ PARAM_RULES: tuple[Rule, ...] = (
          "a positive integer", _PositiveInt),
     Rule("quantile", "a number from 0 to 1", _number(ge=0, le=1)),
     Rule(".+_fraction", "a number between 0 and 1 (exclusive)", _number(gt=0, lt=1)),
-    Rule("precision", "one of 'fp32', 'bf16'", Literal["fp32", "bf16"]),
+    Rule("precision", "one of 'fp32', 'bf16', 'fp16'", Literal["fp32", "bf16", "fp16"]),
     Rule("num_workers", "'auto' or a non-negative integer", Union[Literal["auto"], _NonNegativeInt]),
     Rule("shuffle|skip_.+", "true or false", StrictBool),
     Rule("base|arch|scratch_arch|model", "a non-empty string (a model or architecture name)", _Name),

@@ -65,7 +65,19 @@ class FullRunParams:
         """The run's recipe in the shared shape (its schedule; the seed, precision and image size of all)."""
         scratch = run_spec(FULL_RUNS, run).scratch
         return FileRunParams(self.scratch_arch if scratch else self.base, self.image_size, self.schedule(run),
-                             self.seed, self.precision)
+                             self.seed, self.precision, recipe=recipe("scratch" if scratch else "finetune"))
+
+
+RECIPES = "papers/sugarcrepe/recipes.toml"
+DATA_FILES = ("papers/sugarcrepe/recipes.toml",)
+
+
+def recipe(name: str):
+    """A table of ``papers/sugarcrepe/recipes.toml``: ``finetune`` (NegCLIP's) or ``scratch`` (our choice)."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return load_recipe(ROOT / RECIPES, name)
 
 
 def default_init(run: str, params: FullRunParams) -> Init:
@@ -88,7 +100,8 @@ def build_job(run: str, rows: Sequence[TrainRow], params: FullRunParams, images_
     recipe = params.recipe(run)
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
-    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size)
+    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size,
+                        crop_scale=recipe.crop_scale)
     negatives = run_negatives(run, rows, params.seed)
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
                                  [r.caption for r in rows], [] if negatives is None else [negatives],
