@@ -62,12 +62,13 @@ class FileImages:
                 top, left = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
                 box = (left, top, left + cw, top + ch)
                 break
-        if box is None:
+        if box is None:  # torchvision's fallback: the centre crop at the nearest allowed aspect
             ratio = w / h
-            cw, ch = (w, round(w / (4 / 3))) if ratio > 4 / 3 else (round(h * 3 / 4), h) if ratio < 3 / 4 else (w, h)
+            cw, ch = (w, round(w / (3 / 4))) if ratio < 3 / 4 else (round(h * 4 / 3), h) if ratio > 4 / 3 else (w, h)
             left, top = (w - cw) // 2, (h - ch) // 2
             box = (left, top, left + cw, top + ch)
-        return np.asarray(image.resize((self.size, self.size), Image.Resampling.BICUBIC, box=box))
+        # crop, then resize (torchvision's resized_crop): no pixel outside the box enters the filter
+        return np.asarray(image.crop(box).resize((self.size, self.size), Image.Resampling.BICUBIC))
 
     def _load(self, index: int, key: tuple[int, ...] | None = None) -> np.ndarray:
         from PIL import Image

@@ -11,30 +11,31 @@ Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank). The weigh
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from common.io import sha256_file
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
+from common.training.recipes import Recipe, load_recipe
 from papers.aro.batches import FinetuneBatches, TokenCache
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
 from papers.aro.runs import FinetuneParams, Sweep, sweep_jobs
+from papers.aro.sweep import add_sweep_command
 
+STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
 RECIPES = "papers/aro/recipes.toml"
 DATA_FILES = ("papers/aro/recipes.toml",)
 RECIPE = "negclip"
 """NegCLIP's released recipe (mertyg/neg_clip; ARO App. C.3): both methods train with it."""
 
 
-def recipe():
+def recipe() -> Recipe:
+    """``[negclip]`` of ``papers/aro/recipes.toml``."""
     from common.paths import ROOT
-    from common.training.recipes import load_recipe
 
     return load_recipe(ROOT / RECIPES, RECIPE)
-from papers.aro.sweep import add_sweep_command
-
-STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
@@ -45,8 +46,6 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo.trained import tokenizer_for
 
     _, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
-    from dataclasses import replace
-
     params = replace(FinetuneParams.from_params(section), recipe=recipe())
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")

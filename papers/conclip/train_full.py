@@ -29,6 +29,7 @@ Weights in ``build/full/conclip/models/<run>.safetensors`` with the trainer's si
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import functools
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -145,8 +146,6 @@ def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Map
     set_dir = Path(args.set or build_dir("full", "conclip") / "finetune")
     data = Path(args.data or data_root())
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    from dataclasses import replace
-
     params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
     return build_job(args.run, load_rows(set_dir), params, data / CCNEG_IMAGES,
                      data / COCO_IMAGES, steps=args.steps, provenance=provenance)

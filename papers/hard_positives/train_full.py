@@ -14,6 +14,7 @@ SVLC's supplementary; NegCLIP's recipe at its public lr, as SugarCrepe's re-trai
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -108,8 +109,6 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     set_dir = Path(args.set or build_dir("full", "hard_positives_ft") / "set")
     rows = load_rows(set_dir)
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    from dataclasses import replace
-
     params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
     return job_for(args.run, rows, params, Path(args.images or data_root() / IMAGES),
                    steps=args.steps, provenance=provenance)

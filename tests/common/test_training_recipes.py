@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -95,3 +97,21 @@ def test_fp16_needs_cuda(tmp_path):
     with pytest.raises(ValueError, match="'fp16' needs CUDA"):
         train(TrainConfig(steps=1, batch_size=4, precision="fp16"), FromScratch(ARCH), SyntheticBatches(), ClipLoss,
               tmp_path / "m.safetensors")
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_random_resized_crop_falls_back_to_torchvision_s_centre_crop(tmp_path, wide):
+    """An image too elongated for any of the 10 draws (3:1 with area >= 0.9 and aspect in [3/4, 4/3]) gets
+    torchvision's fallback (``RandomResizedCrop.get_params``): the centre crop at the nearest allowed aspect, the
+    whole short side kept (300 x 100 -> 133 x 100). The middle 133 columns are red, the rest blue: only red comes back."""
+    from PIL import Image
+
+    from common.training.files import FileImages
+
+    image = Image.new("RGB", (300, 100) if wide else (100, 300), (0, 0, 255))
+    # the centre 133 of 300: 83..215 ((300 - 133) // 2 = 83); one more on either side would be blue
+    image.paste((255, 0, 0), (83, 0, 216, 100) if wide else (0, 83, 100, 216))
+    image.save(tmp_path / "a.png")
+    pixels = FileImages((tmp_path / "a.png",), 16, workers=1, crop_scale=(0.9, 1.0)).get(np.array([0]), (0, 0, 0))
+    assert pixels.shape == (1, 3, 16, 16)
+    assert (pixels[0, 0] == 255).all() and (pixels[0, 2] == 0).all()

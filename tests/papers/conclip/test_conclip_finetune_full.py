@@ -18,12 +18,14 @@ from PIL import Image
 from safetensors.torch import load_file
 
 from common.errors import WorkspaceError
+from common.paths import ROOT
 from common.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
 from common.training.files import FileImages
 from common.training.job import code_files, describe_loss, run_job
 from common.training.recipe import Schedule
+from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from papers.conclip import ccneg, coco_pool
 from papers.conclip import sets_full as sf
@@ -202,8 +204,14 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
 
     total = steps or 2 * 3
+    recipe = load_recipe(ROOT / "papers" / "conclip" / "recipes.toml", "conclip")
     assert job.config == TrainConfig(steps=total, batch_size=2, lr=0.003, warmup_steps=1, weight_decay=0.07, seed=5,
-                                     precision="bf16")
+                                     precision="bf16", recipe=recipe)
+    assert recipe.decay_rule == "all"  # every run: the authors' one AdamW group (conclip_fine_tuning.py:115-118)
+    assert job.describe()["config"]["recipe"]["deviations"] == {
+        "lr": {"authors": 1e-6, "run": 0.003}, "weight_decay": {"authors": 0.2, "run": 0.07},
+        "warmup_steps": {"authors": 50, "run": 1}, "batch_size": {"authors": 200, "run": 2},
+        "precision": {"authors": "fp16", "run": "bf16"}}
     assert job.with_steps(steps) == job
     assert job.init == FromZoo("mini/xs-32k")
     assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
