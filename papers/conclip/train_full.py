@@ -37,6 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from common.errors import WorkspaceError
 from common.io import sha256_file
 from common.paths import build_dir, data_root
 from common.training import FromZoo, Init
@@ -117,14 +118,31 @@ def batches_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, c
         fields={"texts": ["caption", field], "images": ["image", "distractor"]}, shuffle=params.shuffle)
 
 
+class NoCrepeRowsError(WorkspaceError):
+    """A set with no row that has a CREPE-Negate negation, for the CREPE-Negate run."""
+
+
+def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
+    """The rows ``run`` trains on: all of them for the CC-Neg runs (the authors filter none:
+    ``src/data/finetuning_datasets.py:46-91``), those with a CREPE-Negate negation for the CREPE-Negate run."""
+    if run_spec(run).negatives != "crepe":
+        return list(rows)
+    kept = [r for r in rows if r.crepe_negated is not None]
+    if not kept:
+        raise NoCrepeRowsError(f"{run}: no row of the set has a CREPE-Negate negation; rebuild the finetune-full-set "
+                               f"stage")
+    return kept
+
+
 def build_job(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path, coco_images: Path,
               *, init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None
               ) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``rows`` for the schedule's epochs
+    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``run_rows(run, rows)`` for the schedule's epochs
     (``steps`` overrides them: smoke runs, tests), the image tower as it was (``ConClipLoss.frozen``);
     ``provenance`` follows the run's own facts in the sidecar, then the steps per epoch and the epochs run."""
     spec = run_spec(run)
     init = init or FromZoo(params.base)
+    rows = run_rows(run, rows)
     batches = batches_for(run, rows, params, ccneg_images, coco_images, tokenizer_for(init.describe()["arch"]))
     per_epoch = batches.steps_per_epoch(params.schedule.batch_size)
     config = params.trainer_config(per_epoch, steps)
