@@ -220,3 +220,51 @@ def mini_recipe() -> Recipe:
     """The mini profile's recipe: CLIP's AdamW (betas 0.9/0.98, eps 1e-6), no decay on <= 1-D tensors, embeddings
     or the logit scale, warmup + cosine, the clamp, no augmentation (``common/training/recipes.toml``)."""
     return load_recipe(MINI_FILE, "mini")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(f"{v:g}" for v in value) + ")"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def markdown(path: Path) -> str:
+    """The README's "Recipe" table of a recipes file: one row per setting of each table, the authors' value and its
+    source, the full profile's (the trainer builds the rules from the table; the numbers are the stage's
+    ``params.yaml`` section, and a run's training record lists each that differs as a deviation) and the mini
+    profile's (``mini_recipe()``; its numbers are ``params.yaml``'s mini sections)."""
+    mini = mini_recipe()
+    lines = []
+    for name, recipe in load_recipes(Path(path)).items():
+        lines += [f"`[{name}]` ({recipe.file})", "",
+                  "| setting | authors | source | full profile here | mini profile here |",
+                  "|---|---|---|---|---|"]
+        for key in _RULES:
+            value = getattr(recipe, key)
+            if value is None:
+                continue
+            theirs = getattr(mini, key)
+            mine = _shown(theirs) if key in RULE_FIELDS and theirs is not None else "params.yaml (mini)"
+            source = recipe.sources[key].replace("|", "\\|")
+            here = _shown(value) if key in RULE_FIELDS else "params.yaml (full): the authors' by default"
+            lines.append(f"| {key} | {_shown(value)} | {source} | {here} | {mine} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cmd_recipes(args) -> int:
+    from common.paths import ROOT
+
+    print(markdown(ROOT / "papers" / args.paper / "recipes.toml"), end="")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``recipes PAPER``: print the README's "Recipe" table of ``papers/<PAPER>/recipes.toml``."""
+    p = subparsers.add_parser("recipes", help="print a paper's training recipes as the README's markdown table")
+    p.add_argument("paper", help="a folder under papers/")
+    p.set_defaults(func=_cmd_recipes)
