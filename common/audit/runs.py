@@ -180,3 +180,48 @@ def rows_recomputations(
                                        note=row_note, caveat=row_caveat))
     require_rows(where, found, expected)
     return recs
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The recipe a trained model ran with
+# ----------------------------------------------------------------------------------------------------------------
+class RecipeRecordError(AuditError):
+    """A training record (a checkpoint's sidecar JSON) that does not name its recipe as the trainer writes it."""
+
+
+def recipe_note(record: Mapping, where: str = "the training record") -> str:
+    """What an audit row recomputed from a trained model says about its training: the recipe's name and digest
+    (``common.training.recipes``: the trainer's record, ``recipe``) and every number of the run that is not the
+    authors' (its ``deviations``), e.g. ``recipe negclip (3f2a...): batch_size 256 (authors 1024)``."""
+    recipe = record.get("recipe")
+    if recipe is None:
+        return "recipe not recorded (trained before recipes existed: retrain to name it)"
+    if not isinstance(recipe, Mapping) or not all(isinstance(recipe.get(k), str) for k in ("name", "digest")) \
+            or not isinstance(recipe.get("deviations", {}), Mapping):
+        raise RecipeRecordError(f"{where}: 'recipe' is not the trainer's {{name, digest, deviations}}; retrain or "
+                                f"restore the checkpoint's sidecar")
+    deviations = dict(recipe.get("deviations", {}))
+    authors_epochs, epochs = (recipe.get("settings") or {}).get("epochs"), record.get("epochs")
+    if isinstance(authors_epochs, (int, float)) and isinstance(epochs, (int, float)) and epochs != authors_epochs:
+        deviations["epochs"] = {"authors": authors_epochs, "run": epochs}  # the job's record keeps the epochs run
+    text = f"recipe {recipe['name']} ({recipe['digest']})"
+    if not deviations:
+        return text + ": the authors' numbers"
+    return text + ": " + ", ".join(f"{key} {d.get('run')} (authors {d.get('authors')})"
+                                   for key, d in sorted(deviations.items()))
+
+
+def read_recipe_note(sidecar: Path) -> str:
+    """``recipe_note`` of a checkpoint's sidecar JSON (``<weights>.json``)."""
+    from common.jsonl import read_json
+
+    return recipe_note(read_json(Path(sidecar), dict, "run the training stage that writes it"), str(sidecar))
+
+
+def with_recipes(recs: Sequence[Recomputed], notes: Mapping[str, str]) -> list[Recomputed]:
+    """``recs`` with the recipe note of the trained model behind each row (``notes``: published row -> note) added
+    to the row's note; rows of models this workspace did not train are unchanged."""
+    from dataclasses import replace
+
+    return [replace(r, note="; ".join(n for n in (r.note, notes[r.row]) if n)) if r.row in notes else r
+            for r in recs]

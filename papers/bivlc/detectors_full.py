@@ -10,8 +10,8 @@ The authors' recipe (IMirandaM/BiVLC 84f0d175 ``src/Detectors/Detector_img_class
   it ``encode_*(normalize=False)``);
 * sigmoid + ``BCELoss`` (:97, :115-119), here BCE on the logits (equal up to BCELoss's clamp of log at -100);
 * ``Adam(model.parameters(), lr=0.001)`` (:98; the ``--lr`` flag, default 1e-6, is never read), i.e. betas
-  0.9/0.999, eps 1e-8, no decay, at a constant rate (no scheduler): ``TrainConfig(optimizer="adam",
-  schedule="constant")``; fp32 (no autocast);
+  0.9/0.999, eps 1e-8, no decay, at a constant rate (no scheduler): the ``[detectors]`` recipe of
+  ``papers/bivlc/recipes.toml``; fp32 (no autocast);
 * a ``DataLoader(batch_size=400, shuffle=True)`` over TROHN-Img rows (:94), whose collate stacks each row's natural
   input (label 0: the COCO image / caption) then its synthetic one (label 1: the generated image / negative caption):
   800 inputs per step (Detector_utils.py:40-54, 59-71); here ``batch_size`` rows, ``2 * batch_size`` inputs;
@@ -47,7 +47,7 @@ from common.training.rendered import Tokenize
 from common.training.trainer import TrainConfig
 from papers.bivlc.detection import is_synthetic
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
 from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows,
                                     split_rows)
 
@@ -225,8 +225,7 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: Detect
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
     config = TrainConfig(steps=total, batch_size=inputs, lr=params.lr, warmup_steps=0, weight_decay=0.0,
-                         seed=params.seed, validate_every=0 if steps else per_epoch, optimizer="adam",
-                         schedule="constant")
+                         seed=params.seed, validate_every=0 if steps else per_epoch, recipe=detector_recipe())
     return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
                        validate=DetectorAccuracy(val_batches, loss, params.batch_size, mean, std),
                        provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,

@@ -29,7 +29,7 @@ from common.training.rendered import LabelledBatches, Tokenize, pixels
 from common.training.trainer import TrainConfig
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
 from papers.bivlc.sets_mini import BivlcMiniError
 
 MODULE = "papers.bivlc.detectors_mini"
@@ -43,10 +43,6 @@ class DetectorParams:
     batch_size: int = 128
     lr: float = 1e-3
     seed: int = 0
-    optimizer: str = "adam"
-    """The authors' ``Adam(params, lr=0.001)`` at a constant rate (Detector_img_classifier.py:98); 'adamw' with
-    ``schedule`` 'warmup_cosine' is the shared trainer's default."""
-    schedule: str = "constant"
     raw_features: bool = True
     """The head on the tower's raw output, as the authors' (False: on the normalised embedding)."""
 
@@ -83,7 +79,8 @@ def detector_init(encoder: str, base: str, models_dir: Path) -> Init:
 def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: DetectorParams, *,
                  tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
-    decay and no warmup, ``params``' optimiser and schedule (the authors': Adam at a constant rate), and the final
+    decay and no warmup, the authors' optimiser and schedule (the ``[detectors]`` recipe: Adam at a constant rate; the
+    mini's own batch and rate are recorded as its deviations), and the final
     head is kept. Trained from scratch every time (no resume state), as before."""
     from common.zoo.trained import tokenizer_for
 
@@ -92,7 +89,7 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
     batches = detector_batches(data, tower, tokenize)
     steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(params.batch_size)
     config = TrainConfig(steps=steps, batch_size=params.batch_size, lr=float(params.lr), warmup_steps=0,
-                         weight_decay=0.0, seed=params.seed, optimizer=params.optimizer, schedule=params.schedule)
+                         weight_decay=0.0, seed=params.seed, recipe=detector_recipe())
     loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower,
                              raw_features=params.raw_features)
     return FinetuneJob(f"bivlc-mini-det-{encoder}-{tower}", init, batches, loss, config, MODULE,

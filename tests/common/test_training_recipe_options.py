@@ -1,5 +1,5 @@
-"""The trainer's options for a recipe other than CLIP's: plain Adam at a constant rate (``TrainConfig.optimizer`` /
-``schedule``), and a loss that asks for the towers' raw outputs (``raw_features``) instead of normalised embeddings.
+"""The trainer's options for a recipe other than CLIP's: plain Adam at a constant rate (a ``Recipe`` naming them, as
+BiVLC's detectors' does), and a loss that asks for the towers' raw outputs (``raw_features``) instead of normalised embeddings.
 A tiny random ``mini-vit-xs`` and synthetic batches, CPU, a few steps."""
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from torch.nn import functional as F
 from common.training import SyntheticBatches, TrainConfig, Towers, train
 from common.training.checkpoint import load_weights, seed_everything
 from common.training.model_init import FromScratch, normalizer
-from common.training.optim import learning_rate, make_optimizer, param_groups
+from common.training.optim import lr_at, make_optimizer, param_groups
+from common.training.recipes import Recipe, mini_recipe
 
 ARCH = "mini-vit-xs"
+ADAM_CONSTANT = Recipe("adam-constant", optimizer="adam", betas=(0.9, 0.999), eps=1e-8, decay_rule="all",
+                       schedule="constant", clamp_logit_scale=False, augmentation="center_crop")
+"""What ``Adam(params, lr)`` with no scheduler runs (BiVLC's detectors, Detector_img_classifier.py:98)."""
 
 
 class Probe(nn.Module):
@@ -52,11 +56,11 @@ def test_a_loss_gets_raw_outputs_only_when_it_asks(raw):
 
 
 def test_adam_at_a_constant_rate_is_torchs_adam(tmp_path):
-    """The trainer with ``optimizer="adam", schedule="constant"`` gives the head a hand-written loop gives:
+    """The trainer under an Adam-at-a-constant-rate recipe gives the head a hand-written loop gives:
     ``torch.optim.Adam(params, lr)`` (betas 0.9/0.999, eps 1e-8) at the same rate every step, on raw outputs."""
     batches = SyntheticBatches(labels=True)
     config = TrainConfig(steps=5, batch_size=8, lr=1e-2, warmup_steps=0, weight_decay=0.0, seed=3,
-                         optimizer="adam", schedule="constant")
+                         recipe=ADAM_CONSTANT)
     train(config, FromScratch(ARCH), batches, lambda world=None: Probe(True), tmp_path / "m.safetensors")
     got = load_weights(tmp_path / "m.loss.safetensors")
 
@@ -78,25 +82,11 @@ def test_adam_at_a_constant_rate_is_torchs_adam(tmp_path):
 
 def test_optimizer_and_schedule_options():
     head = nn.Linear(3, 1)
-    adam = make_optimizer("adam", param_groups(head.named_parameters(), 0.0), lr=1e-3)
+    adam = make_optimizer(param_groups(head.named_parameters(), 0.0), 1e-3, ADAM_CONSTANT)
     assert type(adam) is torch.optim.Adam
     assert adam.defaults["betas"] == (0.9, 0.999) and adam.defaults["eps"] == 1e-8
-    adamw = make_optimizer("adamw", param_groups(head.named_parameters(), 0.1), lr=1e-3)
+    adamw = make_optimizer(param_groups(head.named_parameters(), 0.1), 1e-3, mini_recipe())
     assert type(adamw) is torch.optim.AdamW and adamw.defaults["betas"] == (0.9, 0.98)
-    assert [learning_rate("constant", s, 1e-3, 0, 10) for s in (0, 5, 9)] == [1e-3] * 3
-    assert learning_rate("warmup_cosine", 9, 1e-3, 2, 10) < 1e-4
-    with pytest.raises(ValueError, match="optimizer"):
-        make_optimizer("sgd", [], 1e-3)
-    defaults = TrainConfig(steps=1, batch_size=1)
-    assert (defaults.optimizer, defaults.schedule) == ("adamw", "warmup_cosine")
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    ({"optimizer": "adam"}, "weight_decay 0"),  # Adam's decay would be an L2 term, not AdamW's
-    ({"schedule": "constant"}, "warmup_steps 0"),
-    ({"optimizer": "sgd"}, "optimizer must be one of"),
-    ({"schedule": "step"}, "schedule one of"),
-])
-def test_config_refuses_what_the_options_cannot_mean(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        TrainConfig(steps=1, batch_size=1, **kwargs)
+    assert [lr_at("constant", s, 1e-3, 0, 10) for s in (0, 5, 9)] == [1e-3] * 3
+    assert lr_at("warmup_cosine", 9, 1e-3, 2, 10) < 1e-4
+    assert TrainConfig(steps=1, batch_size=1).recipe is None  # the mini recipe

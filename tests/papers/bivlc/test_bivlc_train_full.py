@@ -18,7 +18,9 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
+from common.paths import ROOT
 from common.training.recipe import FileRunParams, Schedule
+from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from common.tasks import DatasetError
 from common.training import FromScratch
@@ -29,7 +31,7 @@ from common.training.job import run_job
 from papers.bivlc import detectors_full as df
 from papers.bivlc import sets_full as sf
 from papers.bivlc import train_full as tf
-from papers.bivlc.runs import RUNS, embed_dim_of, run_spec
+from papers.bivlc.runs import RUNS, detector_recipe, embed_dim_of, run_spec
 
 ARCH = "mini-vit-xs"
 SIZE = 48
@@ -324,8 +326,16 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
                           provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
     per_epoch = train_rows // batch
     total = steps or 3 * per_epoch
+    recipe = load_recipe(ROOT / "papers" / "bivlc" / "recipes.toml", run)
     assert job.config == TrainConfig(steps=total, batch_size=batch, lr=1e-3, warmup_steps=1, weight_decay=0.1,
-                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch)
+                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch,
+                                     recipe=recipe)
+    # the run's own recipe: the authors' decay rule (embeddings decayed) and no clamp (CLIP_fine_tuning.py:68-79,
+    # :136-138); the run's numbers that are not the authors' are its recorded deviations
+    assert (recipe.name, recipe.decay_rule, recipe.clamp_logit_scale) == (run, "open_clip_names", False)
+    assert job.describe()["config"]["recipe"]["deviations"] == {
+        "lr": {"authors": 1e-6, "run": 1e-3}, "warmup_steps": {"authors": 50, "run": 1},
+        "batch_size": {"authors": 400 if run == "clip-coco" else 200, "run": batch}}
     assert list(job.provenance.items()) == [
         ("run", run), ("dataset", run_spec(run).dataset), ("steps_per_epoch", per_epoch),
         ("epochs", total / per_epoch), ("profile", "full"), ("set_manifest_sha256", "abc"), ("cpu_profile", "pinned")]
@@ -396,8 +406,8 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
                           provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
     per_epoch = 5 // 4  # 4 rows (8 inputs) a step, as the authors' DataLoader(batch_size=400) of rows
     assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=8, lr=1e-2, warmup_steps=0,
-                                     weight_decay=0.0, seed=42, validate_every=per_epoch, optimizer="adam",
-                                     schedule="constant")
+                                     weight_decay=0.0, seed=42, validate_every=per_epoch,
+                                     recipe=detector_recipe())
     assert list(job.provenance.items()) == [("tower", tower), ("steps_per_epoch", per_epoch), ("epochs", float(epochs)),
                                             ("profile", "full"), ("encoder", "unused"), ("set_manifest_sha256", "abc")]
     assert job.batches.describe() == {"name": f"bivlc-full-{tower}-detector", "key": f"{tower}s", "rows": 5}
