@@ -79,6 +79,7 @@ _RULES: dict[str, tuple[type | tuple[type, ...], tuple | None]] = {
     "epochs": (int, None),
     "batch_size": (int, None),
     "precision": (str, PRECISIONS),
+    "mini_profile": (str, ("mini", "this")),
 }
 RULE_FIELDS = ("optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale", "augmentation",
                "crop_scale")
@@ -106,6 +107,8 @@ class Recipe:
     epochs: int | None = None
     batch_size: int | None = None
     precision: str | None = None
+    mini_profile: str = "mini"
+    """Which rules the family's mini runs train with: "mini" (``mini_recipe()``, the default) or "this" (these)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     file: str = ""
     """Where it was read (repository-relative), for messages and the record."""
@@ -236,16 +239,17 @@ def markdown(path: Path) -> str:
     """The README's "Recipe" table of a recipes file: one row per setting of each table, the authors' value and its
     source, the full profile's (the trainer builds the rules from the table; the numbers are the stage's
     ``params.yaml`` section, and a run's training record lists each that differs as a deviation) and the mini
-    profile's (``mini_recipe()``; its numbers are ``params.yaml``'s mini sections)."""
-    mini = mini_recipe()
+    profile's (``mini_recipe()``, or the table's own rules where its ``mini_profile`` is "this"; its numbers are
+    ``params.yaml``'s mini sections)."""
     lines = []
     for name, recipe in load_recipes(Path(path)).items():
+        mini = recipe if recipe.mini_profile == "this" else mini_recipe()
         lines += [f"`[{name}]` ({recipe.file})", "",
                   "| setting | authors | source | full profile here | mini profile here |",
                   "|---|---|---|---|---|"]
         for key in _RULES:
             value = getattr(recipe, key)
-            if value is None:
+            if value is None or key == "mini_profile":
                 continue
             theirs = getattr(mini, key)
             mine = _shown(theirs) if key in RULE_FIELDS and theirs is not None else "params.yaml (mini)"
