@@ -87,6 +87,9 @@ NUMBER_FIELDS = ("lr", "weight_decay", "warmup_steps", "epochs", "batch_size", "
 REQUIRED = ("optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale", "augmentation")
 
 
+_NOT_SETTINGS = ("name", "sources", "file", "mini_profile")
+
+
 @dataclass(frozen=True)
 class Recipe:
     """One run family's recipe; ``sources`` maps each given setting to the authors' ``file:line`` (or this
@@ -114,9 +117,9 @@ class Recipe:
     """Where it was read (repository-relative), for messages and the record."""
 
     def settings(self) -> dict[str, Any]:
-        """The settings (no name, file or sources), JSON-able."""
+        """The settings a run trains with (no name, file, sources or ``mini_profile``), JSON-able."""
         return {f.name: (list(v) if isinstance(v, tuple) else v) for f in fields(self)
-                if f.name not in ("name", "sources", "file") and (v := getattr(self, f.name)) is not None}
+                if f.name not in _NOT_SETTINGS and (v := getattr(self, f.name)) is not None}
 
     @property
     def digest(self) -> str:
