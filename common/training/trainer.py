@@ -259,6 +259,16 @@ def recipe_of(config: TrainConfig) -> Recipe:
     return config.recipe or mini_recipe()
 
 
+RECIPE_FIELDS = ("recipe", "epochs")
+"""The keys of a training record that ``common.audit.runs.recipe_note`` reads (the recipe and the epochs the job ran)."""
+
+
+def recipe_fields(record: Mapping) -> dict:
+    """What a tables stage copies from a run's sidecar into its results context (``training.<run>``) so that the
+    audit names the run's recipe from the results alone: its DVC deps stay the results files, not ``build/``."""
+    return {key: record[key] for key in RECIPE_FIELDS if key in record}
+
+
 def recipe_record(config: TrainConfig) -> dict:
     """The record's ``recipe`` entry: name, file, digest, settings, and the run's numbers that differ from the
     authors' (the batch in samples per step, the epochs left to the caller's record)."""
