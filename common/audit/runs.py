@@ -229,7 +229,7 @@ def with_recipes(recs: Sequence[Recomputed], notes: Mapping[str, str]) -> list[R
 
 def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:
     """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (what the tables stage copied from
-    each run's sidecar, ``common.training.trainer.recipe_fields``, so that the audit's DVC deps stay results files,
+    each run's sidecar, ``common.training.records.recipe_fields``, so that the audit's DVC deps stay results files,
     not ``build/``); empty when the file is not there (the run has not happened). A run without a ``recipe`` says
     so; a damaged entry is a ``RecipeRecordError`` naming the file and the run."""
     from common.jsonl import read_json

@@ -50,7 +50,7 @@ from common.results import metrics_filename, write_predictions
 from common.scoring import classification, retrieval
 from common.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
 from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
-from common.training.trainer import training_context as _training_context
+from common.training.records import training_context as _training_context
 from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet

@@ -63,7 +63,7 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, GroupItem, ImageToTextItem
-from common.training.trainer import training_context
+from common.training.records import training_context
 from common.zoo import ModelFactory
 from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model

@@ -34,7 +34,7 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import GroupItem, ImageToTextItem
-from common.training.trainer import training_context
+from common.training.records import training_context
 from common.zoo.trained import served
 from papers.bivlc import detector_heads
 from papers.bivlc.detection import head_run

@@ -258,7 +258,7 @@ def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
     """Row -> the training record of each model trained here (the ``ft-<run>`` re-trainings: their sidecars, recipe
     included), which the audit names in every table's note for that row (Tables 2-3, 6, 7-12, 5/13/14, 16 all share
     the row ids); released models have no sidecar and no entry."""
-    from common.training.trainer import training_context
+    from common.training.records import training_context
     from common.zoo import get_spec
 
     return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored})

@@ -43,7 +43,7 @@ from common.paths import build_dir
 from common.scoring.classification import ClassificationResult
 from common.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
 from common.tasks import ClassificationSet, ImageToTextItem
-from common.training.trainer import recipe_fields
+from common.training.records import recipe_fields
 from common.zoo.trained import served
 from papers.conclip.benchmark_mini import (
     KS, NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items)

@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
-from common.training.trainer import recipe_fields
+from common.training.records import recipe_fields
 from common.zoo import ModelFactory
 from common.zoo.available import each_model
 from common.zoo import create_model as _zoo_create

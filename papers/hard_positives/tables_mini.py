@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic
 from common.jsonl import read_json
 from common.tasks import ImageToTextItem
-from common.training.trainer import recipe_fields
+from common.training.records import recipe_fields
 from common.zoo.trained import served
 from papers.hard_positives import evaluation, figure3
 from papers.hard_positives.runs import RUNS

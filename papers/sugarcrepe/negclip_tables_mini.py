@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from common.io import write_json_atomic, write_output_group
 from common.jsonl import read_json
-from common.training.trainer import recipe_fields
+from common.training.records import recipe_fields
 from papers.sugarcrepe.negclip_tables import (
     COLUMNS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, ModelEntry, mean2, score_models, summary, table_csv,
     table_rows, tables_context)

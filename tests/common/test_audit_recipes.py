@@ -61,7 +61,7 @@ def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error(tmp_path):
 def test_a_results_context_names_each_run_s_recipe_and_a_damaged_entry_is_one_error(tmp_path):
     """The tables stage copies each run's recipe into its context (``recipe_fields``); the audit reads it there."""
     from common.audit.runs import context_recipe_notes, recipe_of_row
-    from common.training.trainer import recipe_fields
+    from common.training.records import recipe_fields
 
     sidecar = {"trainer": {}, "loss": "clip", "epochs": 2,
                "recipe": {"name": "mini", "digest": "ab", "settings": {"epochs": 5}, "deviations": {}}}
