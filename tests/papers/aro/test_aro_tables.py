@@ -267,3 +267,16 @@ def test_audit_rows_of_fine_tunes_trained_here_name_their_recipe(scored, tmp_pat
     (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": {"name": 1}}}}))
     with pytest.raises(RecipeRecordError, match=r"context.json: training.aro/.*clip-ft: 'recipe'"):
         audit.recompute(profile, results=tmp_path / "results")
+
+
+def test_every_model_the_full_profile_trains_is_audited_against_a_published_column():
+    """ARO's re-trainings (CLIP-FT, and NegCLIP re-trained on the released negatives) stand for the paper's columns,
+    so their recipe notes reach the audit; a trained model without a column would be scored and never compared."""
+    from common.paths import ROOT
+    from common.zoo.specs import read_models_file
+    from papers.aro.audit import published_column
+
+    trained = [name for name, spec in read_models_file(ROOT / "papers" / "aro" / "models.toml").items()
+               if (spec.checkpoint or "").startswith("build:full/")]
+    assert trained and {name: published_column(name) for name in trained} == {
+        "aro/clip-ft": "CLIP-FT", "aro/negclip-rerun": "NegCLIP"}
