@@ -225,3 +225,36 @@ def with_recipes(recs: Sequence[Recomputed], notes: Mapping[str, str]) -> list[R
 
     return [replace(r, note="; ".join(n for n in (r.note, notes[r.row]) if n)) if r.row in notes else r
             for r in recs]
+
+
+def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:
+    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (what the tables stage copied from
+    each run's sidecar, ``common.training.records.recipe_fields``, so that the audit's DVC deps stay results files,
+    not ``build/``); empty when the file is not there (the run has not happened). A run without a ``recipe`` says
+    so; a damaged entry is a ``RecipeRecordError`` naming the file and the run."""
+    from common.jsonl import read_json
+
+    context = Path(context)
+    if not context.is_file():
+        return {}
+    training = read_json(context, dict, remedy).get(key) or {}
+    if not isinstance(training, Mapping):
+        raise RecipeRecordError(f"{context}: {key!r} is not a mapping of runs to their training records; {remedy}")
+    notes = {}
+    for run, record in training.items():
+        if not isinstance(record, Mapping):
+            raise RecipeRecordError(f"{context}: {key}.{run}: not a training record; {remedy}")
+        notes[run] = recipe_note(record, f"{context}: {key}.{run}")
+    return notes
+
+
+def recipe_of_row(notes: Mapping[str, str], *columns: str) -> Note:
+    """A results row -> the recipe note of the run it was scored from: the first of ``columns`` (those naming the
+    run in the paper's results: its row id, zoo name or run) whose value is a run of ``notes``; "" for a model not
+    trained here."""
+    return lambda row: next((notes[row[c]] for c in columns if row.get(c) in notes), "")
+
+
+def joined_notes(*notes: Note) -> Note:
+    """Several row notes as one (each non-empty one, in order, separated by "; ")."""
+    return lambda row: "; ".join(n for n in (note(row) for note in notes) if n)

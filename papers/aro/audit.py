@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import MINI_NOTE, RunRow, read_run_table, require_rows, run_value
+from common.audit.runs import MINI_NOTE, RunRow, context_recipe_notes, read_run_table, require_rows, run_value
 from common.paths import RESULTS
 
 DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv", "papers/aro/models.toml")
@@ -26,11 +26,12 @@ labels)."""
 
 PAPER = "aro"
 PUBLISHED_COLUMN = {
-    "openai/ViT-B-32": "CLIP", "aro/negclip": "NegCLIP", "aro/clip-ft": "CLIP-FT",
+    "openai/ViT-B-32": "CLIP", "aro/negclip": "NegCLIP", "aro/negclip-rerun": "NegCLIP", "aro/clip-ft": "CLIP-FT",
     "blip/itm-base-coco": "BLIP", "flava/full": "Flava", "xvlm/coco": "XVLM",
     "mini/xs-32k": "CLIP", "aro/mini-clip-ft": "CLIP-FT", "aro/mini-negclip": "NegCLIP",
 }
-"""The paper's column of each model a run may score (the mini models stand for the model they are analogs of)."""
+"""The paper's column of each model a run may score (the mini models stand for the model they are analogs of; the
+full profile's NegCLIP re-training is compared with the published NegCLIP column beside the released weights)."""
 TABLE2_MACROS = {"Accuracy (table2 rule)": "Accuracy", "Accuracy (table2 rule, spatial)": "Spatial Relationships | Accuracy",
                  "Accuracy (table2 rule, verb)": "Verbs | Accuracy"}
 """Table 2's Accuracy rows are plain means over the 45 relations it lists (``papers.aro.vg_rules.TABLE2_RULE``)."""
@@ -118,17 +119,24 @@ def scoring_note(entry: dict) -> str:
     return "; ".join(parts)
 
 
-def column_labels(context: dict) -> tuple[dict[str, str], dict[str, str]]:
-    """(our column label -> the paper's column, our column label -> its note) for every column the run scored."""
+def column_labels(context: dict, recipes: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(our column label -> the paper's column, our column label -> its note) for every column the run scored;
+    ``recipes``: zoo name -> the recipe note of a model trained here (``context_recipe_notes``), joined to the note of
+    each of its columns."""
     from common.zoo import get_spec
 
+    recipes = recipes or {}
     scoring = context.get("scoring")
     if scoring is None:  # a run that scored each model one way (the mini profile)
-        labels = {get_spec(name).label: published_column(name) for name in context["models"]}
-        return {k: v for k, v in labels.items() if v}, {}
-    labels = {label: published_column(entry["model"]) for label, entry in scoring.items()}
-    notes = {label: scoring_note(entry) for label, entry in scoring.items()}
-    return {k: v for k, v in labels.items() if v}, notes
+        models = {get_spec(name).label: name for name in context["models"]}
+        notes = {}
+    else:
+        models = {label: entry["model"] for label, entry in scoring.items()}
+        notes = {label: scoring_note(entry) for label, entry in scoring.items()}
+    labels = {label: published_column(name) for label, name in models.items()}
+    notes = {label: "; ".join(n for n in (notes.get(label, ""), recipes.get(name, "")) if n)
+             for label, name in models.items()}
+    return {k: v for k, v in labels.items() if v}, {k: v for k, v in notes.items() if v}
 
 
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
@@ -140,7 +148,9 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     context = run_dir / "context.json"
     if not context.is_file():
         return []
-    labels, notes = column_labels(read_json(context, expect=dict, remedy="run `dvc repro papers/aro/dvc.yaml:tables`"))
+    remedy = "run `dvc repro papers/aro/dvc.yaml:tables`"
+    # each fine-tune trained here names its recipe: the tables stage copied it from the run's sidecar (by zoo name)
+    labels, notes = column_labels(read_json(context, expect=dict, remedy=remedy), context_recipe_notes(context, remedy))
     published = {(c.table, c.row, c.column) for c in load_cells(PAPER)}
     source = f"run {run_dir.relative_to(results.parent)}"
     recs, seen = [], set()
@@ -157,7 +167,7 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
         seen.add((key, way))
         if profile == "mini":
             recs.append(Recomputed(PAPER, table, row, column, math.nan, "fraction", source, "mini", "default",
-                                   note=MINI_NOTE))
+                                   note="; ".join(n for n in (MINI_NOTE, notes.get(way, "")) if n)))
         else:
             exact = column == "# Samples"
             recs.append(Recomputed(PAPER, table, row, column, value, "count" if exact else "fraction", source,

@@ -50,6 +50,7 @@ from common.results import metrics_filename, write_predictions
 from common.scoring import classification, retrieval
 from common.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
 from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
+from common.training.records import training_context as _training_context
 from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
@@ -433,6 +434,15 @@ def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> d
     return out
 
 
+def training_context(models: Sequence[str]) -> dict[str, dict]:
+    """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model: the mini CLIP-FT and
+    NegCLIP analogs, the full re-trainings), what its sidecar says of the run and its recipe, for the audit's notes
+    (keyed by zoo name); the base models and released weights have no entry."""
+    specs = {name: get_spec(name) for name in with_variants(list(models))}
+    return _training_context({name: spec.checkpoint_path() for name, spec in specs.items()
+                              if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.aro.tables", description=__doc__.splitlines()[0])
     parser.parse_args(argv)
@@ -472,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "spacy": spacy_info().as_dict(),
             "engine": {"precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
             **({"scoring": scoring_context(scores, plan)} if profile == "full" else {}),
+            "training": training_context(models),
         })
         paths["predictions"] = staging / "predictions"
     for name, path in paths.items():

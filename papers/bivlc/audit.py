@@ -14,9 +14,10 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import run_rows_recomputations
+from common.audit.runs import context_recipe_notes, joined_notes, run_rows_recomputations
 from common.paths import RESULTS
 from papers.bivlc import released
+from papers.bivlc.detection import head_run
 
 DATA_FILES = ("results/published/bivlc.csv", "results/published/bivlc_claims.csv")
 """The published numbers this audit reads (``common.stage_deps``)."""
@@ -46,6 +47,22 @@ FULL_OPTIONAL: dict[str, frozenset[str]] = {"Table 2": frozenset({"sugarcrepe"})
 type): ``papers.bivlc.tables_full``. The mini stage writes every value, so an empty one there is damage."""
 
 
+HEAD_TOWERS = ("image", "text")
+
+
+def recipe_notes(context: Path, profile: str):
+    """A results row -> the recipe note of the runs that made it (``context.json``'s ``training``, copied from the
+    sidecars by the tables stage): a fine-tune's own, a detector row's per head; "" for a model not trained here."""
+    notes = context_recipe_notes(context, f"run `dvc repro papers/bivlc/dvc.yaml:tables-{profile}`")
+
+    def note(row: Mapping[str, str]) -> str:
+        rid = row.get("row", "")
+        heads = [f"{tower} head: {notes[head_run(rid, tower)]}" for tower in HEAD_TOWERS
+                 if head_run(rid, tower) in notes]
+        return "; ".join(([notes[rid]] if rid in notes else []) + heads)
+    return note
+
+
 def row_ids(rows: Mapping[str, str], profile: str) -> dict[str, str]:
     """Our row id -> published row label; in the full profile the re-trainings ``ft-<run>`` map there too."""
     ids = dict(rows)
@@ -59,19 +76,18 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     writes every row the tables map (its CLIP, NegCLIP, the three fine-tunes and the two detectors): one missing
     is a damaged table, not a smaller audit. A full run may leave out a model it could not load."""
     out = results / released.PAPER / profile
+    recipes = recipe_notes(out / "context.json", profile)
     recs: list[Recomputed] = []
     for table, (name, columns, rows) in TABLES.items():
         path = out / name
         ids = row_ids(rows, profile)
         notes = detector_notes(path) if table == "Table 5" and profile == "full" else {}
-        for note in sorted(set(notes.values())) or [""]:
-            recs += run_rows_recomputations(
-                released.PAPER, table, path, profile, columns,
-                lambda row, ids=ids, note=note: (ids.get(row.get("row", ""))
-                                                 if notes.get(row.get("row", ""), "") == note else None),
-                f"run {path.relative_to(results.parent)}", note=note,
-                expected=set(rows.values()) if profile == "mini" else (),
-                optional=FULL_OPTIONAL.get(table, ()) if profile == "full" else ())
+        recs += run_rows_recomputations(
+            released.PAPER, table, path, profile, columns, lambda row, ids=ids: ids.get(row.get("row", "")),
+            f"run {path.relative_to(results.parent)}",
+            note=joined_notes(lambda row, notes=notes: notes.get(row.get("row", ""), ""), recipes),
+            expected=set(rows.values()) if profile == "mini" else (),
+            optional=FULL_OPTIONAL.get(table, ()) if profile == "full" else ())
     return recs
 
 

@@ -63,6 +63,7 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, GroupItem, ImageToTextItem
+from common.training.records import training_context
 from common.zoo import ModelFactory
 from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model
@@ -533,6 +534,20 @@ def default_image_dir() -> Path:
     return build_dir("full", "bivlc") / "images"
 
 
+def training_records(models: Mapping[str, str], detectors: Mapping[str, "DetectorSpec"]) -> dict[str, dict]:
+    """The context's ``training``: each re-training's (``ft-<run>``, a ``build:`` checkpoint) and each head trained
+    here's (``detection.head_run``) sidecar record and recipe, for the audit's notes; released weights and heads have
+    no sidecar and no entry."""
+    from common.zoo import get_spec
+    from papers.bivlc.detection import head_run
+
+    weights = {row: get_spec(name).checkpoint_path() for row, name in models.items()
+               if (get_spec(name).checkpoint or "").startswith("build:")}
+    weights.update({head_run(row, tower): head for row, spec in detectors.items()
+                    for tower, head in (("image", spec.image_head), ("text", spec.text_head))})
+    return training_context(weights, ("trainer", "loss", "data", "final_loss", "lr", "steps"))
+
+
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
     from common.params import stage_section
@@ -548,7 +563,8 @@ def run_tables(args: argparse.Namespace) -> int:
             Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json"))
     rows5 = dict(section.get("detector_rows") or {})
     detectors = {row: DetectorSpec.from_params(spec) for row, spec in rows5.items()}
-    context = {"device": device, "engine": params.get("engine", {}), "sugarcrepe_set": described}
+    context = {"device": device, "engine": params.get("engine", {}), "sugarcrepe_set": described,
+               "training": training_records(dict(section["models"]), detectors)}
     paths = evaluate_tables(dict(section["models"]), data, Path(args.out or RESULTS / "bivlc" / "full"), sugarcrepe,
                             detectors, engine_config(params), device, create=zoo_create,
                             skip_unavailable=bool(section["skip_unavailable"]), context=context)

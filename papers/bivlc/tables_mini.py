@@ -34,8 +34,10 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import GroupItem, ImageToTextItem
+from common.training.records import training_context
 from common.zoo.trained import served
 from papers.bivlc import detector_heads
+from papers.bivlc.detection import head_run
 from papers.bivlc.detection import score_detectors
 from papers.bivlc.detector_heads import Head
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS
@@ -293,6 +295,14 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
     return write_output_group(out_dir, lambda staging: write_tables(staging, entries, scores, full_context))
 
 
+def training_records(entries: Sequence[ModelEntry], detectors_dir: Path) -> dict[str, dict]:
+    """The context's ``training``: each fine-tune's (by row id) and each detector head's (``detection.head_run``)
+    sidecar record and recipe, for the audit's notes."""
+    heads = {head_run(DETECTOR_ROWS[encoder][0], tower): Path(detectors_dir) / f"{encoder}-{tower}.loss.safetensors"
+             for encoder in DETECTOR_ENCODERS for tower in DETECTOR_TOWERS}
+    return training_context({**{e.row: e.checkpoint for e in entries if e.checkpoint is not None}, **heads})
+
+
 def _cmd_tables(args) -> int:
     from common import reproducible
     from common.evaluate import engine_config
@@ -307,11 +317,12 @@ def _cmd_tables(args) -> int:
     entries = entries_for(section["base"], section["family"], section["negclip"], root / "models")
     base_arch = get_spec(section["base"]).arch
     arch_of = {e.row: base_arch if e.checkpoint else get_spec(e.name).arch for e in entries}
+    detectors = Path(args.detectors or root / "detectors")
     paths = evaluate_tables(entries, arch_of, Path(args.test or root / "test"),
-                            Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json"),
-                            Path(args.detectors or root / "detectors"),
+                            Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json"), detectors,
                             Path(args.out or RESULTS / "bivlc" / "mini"), engine_config(params),
-                            context={"profile": "mini", "params": section, **reproducible.describe()})
+                            context={"profile": "mini", "params": section, **reproducible.describe(),
+                                     "training": training_records(entries, detectors)})
     print(json.dumps(read_json(paths["summary"]), indent=2))
     return 0
 

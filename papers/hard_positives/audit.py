@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import run_rows_recomputations
+from common.audit.runs import context_recipe_notes, joined_notes, recipe_of_row, run_rows_recomputations
 from common.paths import RESULTS
 from papers.hard_positives import released
 
@@ -95,6 +95,12 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     """Tables 1-3 from this profile's runs (nothing where a table has not been produced yet)."""
     out = results / released.PAPER / profile
     stands_for, notes = scoring_notes(out / "context.json") if profile == "full" else ({}, {})
+    # each trained run's recipe, copied by the tables stage from its sidecar (keyed by zoo name in the mini context,
+    # by run in the full one); a reference row scored beside another (``<row>@fp32``) is the same run
+    recipes = context_recipe_notes(out / "context.json",
+                                   f"run `dvc repro papers/hard_positives/dvc.yaml:table1-{profile}`")
+    recipe = lambda row: recipe_of_row(recipes, "model", "row")(  # noqa: E731
+        {**row, "row": stands_for.get(row.get("row", ""), row.get("row", ""))})
     recs = []
     for table, (name, columns) in TABLE_FILES.items():
         path = out / name
@@ -104,7 +110,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
             released.PAPER, table, path, profile, columns,
             lambda row, rows=rows: rows.get(stands_for.get(row.get("row", ""), row.get("row", ""))),
             f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
-            note=lambda row: notes.get(row.get("row", ""), ""), caveat=unverified_method)
+            note=joined_notes(lambda row: notes.get(row.get("row", ""), ""), recipe), caveat=unverified_method)
     return recs
 
 

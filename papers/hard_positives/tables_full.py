@@ -35,6 +35,7 @@ from typing import Mapping, Sequence
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
+from common.training.records import recipe_fields
 from common.zoo import ModelFactory
 from common.zoo.available import each_model
 from common.zoo import create_model as _zoo_create
@@ -178,7 +179,8 @@ def run_tables(args: argparse.Namespace) -> int:
                 if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     base = section["finetune"]["base"]
     context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
-               "training": {run: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")}
+               "training": {run: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")},
+                                   **recipe_fields(s)}
                             for run, s in sidecars.items()}}
     paths = evaluate_tables(dict(section["models"]), runs, get_spec(base).arch, full,
                             Path(args.out or RESULTS / "hard_positives" / "full"), engine_config(params), device,

@@ -56,3 +56,25 @@ def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error(tmp_path):
     (tmp_path / "m.json").write_text(json.dumps({"recipe": {"name": 3}}))
     with pytest.raises(RecipeRecordError, match=r"m.json: 'recipe' is not the trainer's"):
         read_recipe_note(tmp_path / "m.json")
+
+
+def test_a_results_context_names_each_run_s_recipe_and_a_damaged_entry_is_one_error(tmp_path):
+    """The tables stage copies each run's recipe into its context (``recipe_fields``); the audit reads it there."""
+    from common.audit.runs import context_recipe_notes, recipe_of_row
+    from common.training.records import recipe_fields
+
+    sidecar = {"trainer": {}, "loss": "clip", "epochs": 2,
+               "recipe": {"name": "mini", "digest": "ab", "settings": {"epochs": 5}, "deviations": {}}}
+    assert recipe_fields(sidecar) == {"recipe": sidecar["recipe"], "epochs": 2}
+    context = tmp_path / "context.json"
+    context.write_text(json.dumps({"training": {"ft": recipe_fields(sidecar), "old": {"loss": "clip"}}}))
+    notes = context_recipe_notes(context, "rerun the tables stage")
+    assert notes == {"ft": "recipe mini (ab): epochs 2 (authors 5)",
+                     "old": "recipe not recorded (trained before recipes existed: retrain to name it)"}
+    assert recipe_of_row(notes, "row", "model")({"row": "base", "model": "ft"}) == notes["ft"]
+    assert recipe_of_row(notes, "row")({"row": "base"}) == ""
+    assert context_recipe_notes(tmp_path / "absent.json", "x") == {}
+    context.write_text(json.dumps({"training": {"ft": {"recipe": {"name": "mini"}}}}))
+    with pytest.raises(RecipeRecordError, match=r"context.json: training.ft: 'recipe' is not the trainer's") as err:
+        context_recipe_notes(context, "x")
+    assert "\n" not in str(err.value)

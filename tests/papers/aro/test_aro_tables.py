@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.audit.runs import RecipeRecordError
 from common.engine import Engine, EngineConfig
 from common.scoring.selection import ARGMAX, image_to_text
 from papers.aro import audit, tables
@@ -231,3 +232,51 @@ def test_audit_compares_every_way_a_published_column_was_scored(full_run):
     assert len(negclip) == 2 and sum("model_zoo/__init__.py:71" in n for n in negclip) == 1
     samples = [r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "# Samples")]
     assert len(samples) == 1
+
+
+RECIPE = {"name": "mini", "digest": "d1g", "settings": {}, "deviations": {}}
+
+
+def test_tables_record_the_recipe_of_each_fine_tune_trained_here(tmp_path, monkeypatch):
+    """The context's ``training`` is copied from the sidecars of the fine-tunes trained here (``build:`` weights
+    fine-tuned from another model); the base model and released weights have none."""
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    models = tmp_path / "mini" / "aro" / "models"
+    models.mkdir(parents=True)
+    (models / "clip-ft.json").write_text(json.dumps({"loss": {"name": "clip"}, "epochs": 2, "recipe": RECIPE}))
+    training = tables.training_context(["mini/xs-32k", "aro/mini-clip-ft", "aro/mini-negclip", "aro/negclip"])
+    assert training == {"aro/mini-clip-ft": {"trainer": None, "loss": {"name": "clip"}, "data": None,
+                                             "final_loss": None, "recipe": RECIPE, "epochs": 2}}
+
+
+@pytest.mark.parametrize("profile, name", [("mini", "aro/mini-clip-ft"), ("full", "aro/clip-ft")])
+def test_audit_rows_of_fine_tunes_trained_here_name_their_recipe(scored, tmp_path, profile, name):
+    *_, root = scored
+    from common.zoo import get_spec
+
+    out = tmp_path / "results" / "aro" / profile
+    out.mkdir(parents=True)
+    for f in (root / "results" / "aro" / "mini").glob("*.csv"):
+        (out / f.name).write_text(f.read_text().replace("mini-XS / 32k pairs", get_spec(name).label))
+    (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": RECIPE}}}))
+    recs = audit.recompute(profile, results=tmp_path / "results")
+    cell = next(r for r in recs if r.key == ("Table 6", "Compositional Tasks | VG-Relation", "CLIP-FT"))
+    assert "recipe mini (d1g): the authors' numbers" in cell.note
+    above = next(r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "CLIP-FT"))
+    assert "recipe mini (d1g)" in above.note
+    (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": {"name": 1}}}}))
+    with pytest.raises(RecipeRecordError, match=r"context.json: training.aro/.*clip-ft: 'recipe'"):
+        audit.recompute(profile, results=tmp_path / "results")
+
+
+def test_every_model_the_full_profile_trains_is_audited_against_a_published_column():
+    """ARO's re-trainings (CLIP-FT, and NegCLIP re-trained on the released negatives) stand for the paper's columns,
+    so their recipe notes reach the audit; a trained model without a column would be scored and never compared."""
+    from common.paths import ROOT
+    from common.zoo.specs import read_models_file
+    from papers.aro.audit import published_column
+
+    trained = [name for name, spec in read_models_file(ROOT / "papers" / "aro" / "models.toml").items()
+               if (spec.checkpoint or "").startswith("build:full/")]
+    assert trained and {name: published_column(name) for name in trained} == {
+        "aro/clip-ft": "CLIP-FT", "aro/negclip-rerun": "NegCLIP"}

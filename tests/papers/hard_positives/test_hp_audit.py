@@ -4,6 +4,7 @@ elsewhere (CLIP, NegCLIP, ...) do not."""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -54,3 +55,17 @@ def test_rows_of_runs_trained_here_say_the_method_is_unverified(rows, tmp_path):
 def test_trained_rows_are_the_runs():
     """The audit names the rows trained with HardPositiveLoss without importing the loss (torch): the same set."""
     assert audit.TRAINED_ROWS == frozenset(RUNS)
+
+
+def test_rows_of_runs_trained_here_name_their_recipe(tmp_path):
+    """The mini context (keyed by zoo name) and the full one (keyed by run) name each trained row's recipe."""
+    recipe = {"name": "mini", "digest": "d1g", "settings": {}, "deviations": {}}
+    for profile, key in (("mini", "hard_positives/mini-hn"), ("full", "hn")):
+        out = tmp_path / profile / PAPER / profile
+        out.mkdir(parents=True)
+        for name in ("table1.csv", "table2.csv", "table3.csv"):
+            shutil.copy(RESULTS / PAPER / "mini" / name, out / name)
+        (out / "context.json").write_text(json.dumps({"training": {key: {"recipe": recipe}}}))
+        notes = {(r.table, r.row): r.note for r in audit.run_recomputations(profile, results=tmp_path / profile)}
+        assert notes[("Table 1", "Our HN")].endswith("recipe mini (d1g): the authors' numbers"), profile
+        assert "recipe" not in notes[("Table 1", "CLIP ViT-B/32")]
