@@ -206,7 +206,9 @@ def recipe_note(record: Mapping, where: str = "the training record") -> str:
         deviations["epochs"] = {"authors": authors_epochs, "run": epochs}  # the job's record keeps the epochs run
     text = f"recipe {recipe['name']} ({recipe['digest']})"
     if not deviations:
-        return text + ": the authors' numbers"
+        # a recipe without the authors' numbers (the mini one) has nothing to agree with: say only its name
+        stated = any(k in (recipe.get("settings") or {}) for k in ("lr", "weight_decay", "batch_size", "epochs"))
+        return text + (": the authors' numbers" if stated else ": this workspace's settings (params.yaml)")
     return text + ": " + ", ".join(f"{key} {d.get('run')} (authors {d.get('authors')})"
                                    for key, d in sorted(deviations.items()))
 

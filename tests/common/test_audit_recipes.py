@@ -52,7 +52,9 @@ def test_the_notes_go_on_the_trained_models_rows_only():
 def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error(tmp_path):
     assert recipe_note({"trainer": {}}) == "recipe not recorded (trained before recipes existed: retrain to name it)"
     assert recipe_note({"recipe": {"name": "mini", "digest": "ab", "deviations": {}}}) == (
-        "recipe mini (ab): the authors' numbers")
+        "recipe mini (ab): this workspace's settings (params.yaml)")  # no authors' numbers to agree with
+    assert recipe_note({"recipe": {"name": "negclip", "digest": "cd", "settings": {"lr": 1e-5}, "deviations": {}}}) == (
+        "recipe negclip (cd): the authors' numbers")
     (tmp_path / "m.json").write_text(json.dumps({"recipe": {"name": 3}}))
     with pytest.raises(RecipeRecordError, match=r"m.json: 'recipe' is not the trainer's"):
         read_recipe_note(tmp_path / "m.json")

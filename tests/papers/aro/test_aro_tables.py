@@ -261,7 +261,7 @@ def test_audit_rows_of_fine_tunes_trained_here_name_their_recipe(scored, tmp_pat
     (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": RECIPE}}}))
     recs = audit.recompute(profile, results=tmp_path / "results")
     cell = next(r for r in recs if r.key == ("Table 6", "Compositional Tasks | VG-Relation", "CLIP-FT"))
-    assert "recipe mini (d1g): the authors' numbers" in cell.note
+    assert "recipe mini (d1g): this workspace's settings (params.yaml)" in cell.note
     above = next(r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "CLIP-FT"))
     assert "recipe mini (d1g)" in above.note
     (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": {"name": 1}}}}))

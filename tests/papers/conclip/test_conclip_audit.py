@@ -75,5 +75,5 @@ def test_mini_rows_of_runs_trained_here_name_their_recipe(tmp_path):
     recipe = {"name": "mini", "digest": "d1g", "settings": {}, "deviations": {}}
     (results / "conclip" / "mini" / "context.json").write_text(json.dumps({"training": {"l1": {"recipe": recipe}}}))
     notes = {(r.table, r.row): r.note for r in audit.run_recomputations("mini", results)}
-    assert notes[("Table 6", "CC-Neg | L_1")].endswith("recipe mini (d1g): the authors' numbers")
+    assert notes[("Table 6", "CC-Neg | L_1")].endswith("recipe mini (d1g): this workspace's settings (params.yaml)")
     assert "recipe" not in notes[("Table 3", "CLIP")]

@@ -67,5 +67,5 @@ def test_rows_of_runs_trained_here_name_their_recipe(tmp_path):
             shutil.copy(RESULTS / PAPER / "mini" / name, out / name)
         (out / "context.json").write_text(json.dumps({"training": {key: {"recipe": recipe}}}))
         notes = {(r.table, r.row): r.note for r in audit.run_recomputations(profile, results=tmp_path / profile)}
-        assert notes[("Table 1", "Our HN")].endswith("recipe mini (d1g): the authors' numbers"), profile
+        assert notes[("Table 1", "Our HN")].endswith("recipe mini (d1g): this workspace's settings (params.yaml)"), profile
         assert "recipe" not in notes[("Table 1", "CLIP ViT-B/32")]

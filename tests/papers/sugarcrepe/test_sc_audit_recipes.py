@@ -29,7 +29,7 @@ def test_trained_rows_name_their_recipe(tmp_path):
                                   "sugarcrepe/mini-negclip-swap": {"loss": "negclip"}})
     recs = audit.run_recomputations("mini", results)
     row = {r.row: r.note for r in recs if r.table == "Table 5"}
-    assert row["ViT-B/32 | CLIP finetuned | N/A"].endswith("recipe mini (d1g): the authors' numbers")
+    assert row["ViT-B/32 | CLIP finetuned | N/A"].endswith("recipe mini (d1g): this workspace's settings (params.yaml)")
     assert row["ViT-B/32 | NEGCLIP finetuned | SWAP"].endswith("recipe not recorded (trained before recipes existed: "
                                                              "retrain to name it)")
     assert "recipe" not in row["ViT-B/32 | Pretrained | N/A"]
