@@ -45,7 +45,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from common import data_dvc, download, report, stage_deps
-    from common.training import family
+    from common.training import family, recipes
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
 
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     prepare_sub = prepare.add_subparsers(dest="dataset", required=True, metavar="DATASET")
 
     family.register_cli(sub)
+    recipes.register_cli(sub)
     zoo_cli.register_cli(sub)
 
     report.register_cli(sub)

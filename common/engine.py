@@ -45,9 +45,13 @@ class EngineConfig:
     shard_size: int = 1024
     """Embeddings per cache shard: the most work an interruption can lose."""
     progress: bool = True
-    precision: Literal["fp32", "bf16"] = "fp32"
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins (the bench reports how many), so fp32
-    stays the default for published comparisons. Embeddings of each precision are cached apart."""
+    stays the default for published comparisons. fp16: the model's weights cast to half precision the way OpenAI's
+    ``clip.load`` casts them on CUDA (the model's ``at_precision``; ``common.zoo.FP16_WHY``) and every similarity
+    rounded to half precision (``Embeddings.round_scores``), as the evaluators of papers that load CLIP with
+    ``clip.load`` computed them: exact ties are then common, and a paper's tie rule decides them. The CPU runs fp16
+    too (slowly); CUDA is what the authors used. Embeddings of each precision are cached apart."""
 
     def workers_for(self, device: str) -> int:
         if self.num_workers is not None:
@@ -179,6 +183,16 @@ class Embeddings:
     text_matrix: np.ndarray
     image_row: dict[ImageRef, int]
     text_row: dict[str, int]
+    score_dtype: type | None = None
+    """Half precision (``np.float16``) for an fp16 engine: what ``round_scores`` rounds similarities to."""
+
+    def round_scores(self, scores: np.ndarray) -> np.ndarray:
+        """Similarities as the engine's precision computes them: an fp16 model's scores come out of a half-precision
+        matrix product (fp32 accumulation, one rounding to fp16), which the float64 product of its fp16 embeddings
+        rounded once to fp16 reproduces; fp32 and bf16 scores are returned as they are."""
+        if self.score_dtype is None:
+            return scores
+        return np.asarray(scores).astype(self.score_dtype).astype(np.float64)
 
     def images(self, images: Sequence[Image]) -> np.ndarray:
         return self.image_matrix[[self.image_row[as_ref(i)] for i in images]]
@@ -187,15 +201,30 @@ class Embeddings:
         return self.text_matrix[[self.text_row[t] for t in texts]]
 
 
+class PrecisionUnsupported(WorkspaceError, ValueError):
+    """A model asked to run at a precision its backend has no path for."""
+
+
+def _half_precision(model: EmbeddingModel) -> EmbeddingModel:
+    """``model`` with half-precision weights (its ``at_precision("fp16")``), or one line saying it has none."""
+    cast = getattr(model, "at_precision", None)
+    if cast is None:
+        raise PrecisionUnsupported(f"model {model.name!r} has no fp16 path (only open_clip models do); score it with "
+                                   f"precision fp32 or bf16")
+    return cast("fp16")
+
+
 class Engine:
     def __init__(self, model: EmbeddingModel, config: EngineConfig | None = None, cache_root: Path | None = None):
         self.model = model
         self.config = config or EngineConfig()
         self.device = str(getattr(model, "device", "cpu"))
-        if self.config.precision not in ("fp32", "bf16"):
-            raise ValueError(f"unknown precision {self.config.precision!r} (fp32 or bf16)")
+        if self.config.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"unknown precision {self.config.precision!r} (fp32, bf16 or fp16)")
         if self.config.precision == "bf16" and not self.device.startswith("cuda"):
             raise ValueError("precision bf16 is for CUDA; on the CPU the engine encodes in fp32")
+        if self.config.precision == "fp16":
+            self.model = _half_precision(model)
         key = model.fingerprint if self.config.precision == "fp32" else f"{model.fingerprint}-{self.config.precision}"
         self.image_cache = EmbeddingCache(key, "images", cache_root)
         self.text_cache = EmbeddingCache(key, "texts", cache_root)
@@ -375,7 +404,8 @@ class Engine:
         image_matrix = self.image_cache.get(keys).astype(np.float64)
         clock.lap("decode and encode images")
         return Embeddings(image_matrix, text_matrix, {r: i for i, r in enumerate(refs)},
-                          {t: i for i, t in enumerate(unique_texts)})
+                          {t: i for i, t in enumerate(unique_texts)},
+                          np.float16 if self.config.precision == "fp16" else None)
 
     @property
     def identity(self) -> tuple[str, str]:

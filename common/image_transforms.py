@@ -128,7 +128,10 @@ class GridShuffle:
 
     ``rows=4, cols=1`` shuffles horizontal strips, ``rows=1, cols=4`` vertical strips, ``3 x 3`` patches. When the
     side is not a multiple of the grid, the cells take ``side // n`` pixels and the remainder (bottom rows, right
-    columns) stays in place.
+    columns: 2 pixels of a 224-pixel side cut in 3) is set to zero, as ARO's shuffles leave it: they ``unfold`` the
+    cells and ``fold`` them back, and ``fold`` writes nothing where no cell lies
+    (``mertyg/vision-language-models-are-bows@81fdd20d: dataset_zoo/perturbations.py:137-194``, applied after the
+    model's preprocessing, ``dataset_zoo/retrieval.py:91-95``: zero is the normalised tensor's zero).
     """
 
     rows: int
@@ -141,7 +144,9 @@ class GridShuffle:
 
     @property
     def identity(self) -> str:
-        return f"grid-shuffle:rows={self.rows}:cols={self.cols}:seed={self.seed}"
+        """The cache key's part for this transform; ``border=zero`` keeps apart the embeddings of the earlier
+        transform, which left the uncovered border in place."""
+        return f"grid-shuffle:rows={self.rows}:cols={self.cols}:seed={self.seed}:border=zero"
 
     def __call__(self, pixels: torch.Tensor, content_key: str) -> torch.Tensor:
         channels, height, width = pixels.shape
@@ -152,6 +157,6 @@ class GridShuffle:
         cells = grid.reshape(channels, self.rows, ch, self.cols, cw).permute(1, 3, 0, 2, 4).reshape(-1, channels, ch, cw)
         order = torch.randperm(len(cells), generator=_generator(self.seed, content_key, "grid-shuffle"))
         shuffled = cells[order].reshape(self.rows, self.cols, channels, ch, cw).permute(2, 0, 3, 1, 4)
-        out = pixels.clone()
+        out = torch.zeros_like(pixels)
         out[:, : ch * self.rows, : cw * self.cols] = shuffled.reshape(channels, ch * self.rows, cw * self.cols)
         return out

@@ -92,12 +92,14 @@ PARAM_RULES: tuple[Rule, ...] = (
     Rule("warmup_steps|min_chars|vocabulary_min_count", "a non-negative integer", _NonNegativeInt),
     Rule("batch_size", "a positive integer (or a table of names to positive integers)",
          Union[_PositiveInt, Annotated[dict[str, _PositiveInt], Field(min_length=1)]]),
-    Rule(r"steps|epochs|gpus|nproc_per_node|image_size|n|top_k|folds|bins|validations|images"
+    Rule(r"steps|epochs|accum|gpus|nproc_per_node|image_size|n|top_k|folds|bins|validations|images"
          r"|.+_images|.+_per_.+|.+_cases|.+_bins|.+_batch_size|.+_resamples|n_.+",
          "a positive integer", _PositiveInt),
     Rule("quantile", "a number from 0 to 1", _number(ge=0, le=1)),
     Rule(".+_fraction", "a number between 0 and 1 (exclusive)", _number(gt=0, lt=1)),
-    Rule("precision", "one of 'fp32', 'bf16'", Literal["fp32", "bf16"]),
+    Rule("precision", "one of 'fp32', 'bf16', 'fp16'", Literal["fp32", "bf16", "fp16"]),
+    Rule("authors_precision", "a table of model names to 'fp16' or 'fp32' (the precision the authors scored each in)",
+         dict[_Name, Literal["fp16", "fp32"]]),
     Rule("num_workers", "'auto' or a non-negative integer", Union[Literal["auto"], _NonNegativeInt]),
     Rule("shuffle|skip_.+", "true or false", StrictBool),
     Rule("base|arch|scratch_arch|model", "a non-empty string (a model or architecture name)", _Name),

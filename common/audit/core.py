@@ -12,6 +12,11 @@ pair a verdict:
 * ``mini profile: not comparable``: only a mini-profile run covers it; a mini-world number is never
   compared with a published one.
 
+A recomputation may carry a ``caveat``: what its verdict cannot vouch for (a training method this workspace had to
+reconstruct because the authors released none, a deliberate deviation from their recipe). The row keeps its verdict
+(counted and sorted as above) and its verdict text (``AuditRow.verdict_text``, the report's ``verdict`` column) reads
+"<verdict>; <caveat>", so nobody reads "reproduced" without it.
+
 Tolerances are explicit and per source:
 * ``exact``: recomputation from released per-example predictions or counts: half a unit of the
   paper's last printed digit (91.77 -> 0.005), i.e. equal after the paper's rounding;
@@ -70,6 +75,8 @@ class Recomputed:
     tolerance: float | None = None
     """Explicit tolerance in ``unit``; None derives it from ``tolerance_rule``."""
     note: str = ""
+    caveat: str = ""
+    """What the verdict cannot vouch for (module docstring); empty for none."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -97,6 +104,12 @@ class AuditRow:
     profile: str
     source: str
     note: str = ""
+    caveat: str = ""
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict with its caveat, if any ("reproduced; method unverified: ...")."""
+        return f"{self.verdict}; {self.caveat}" if self.caveat else self.verdict
 
     def as_dict(self) -> dict:
         return {k: ("" if v is None else v) for k, v in self.__dict__.items()}
@@ -226,13 +239,13 @@ def audit_rows(
             if rec.profile == "mini" or pub.value is None or math.isnan(rec.value):
                 verdict = "mini profile: not comparable" if rec.profile == "mini" else "not recomputed yet"
                 rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, None, None, None,
-                                     rec.tolerance_rule, verdict, rec.profile, rec.source, rec.note))
+                                     rec.tolerance_rule, verdict, rec.profile, rec.source, rec.note, rec.caveat))
                 continue
             value = convert(rec.value, rec.unit, pub.unit)
             tol = tolerance_for(rec, pub)
             rows.append(AuditRow(
                 paper, *key, pub.value, pub.text, pub.unit, value, value - pub.value, tol, rec.tolerance_rule,
-                _verdict(pub, value, tol), rec.profile, rec.source, rec.note,
+                _verdict(pub, value, tol), rec.profile, rec.source, rec.note, rec.caveat,
             ))
     order = {v: i for i, v in enumerate(VERDICTS)}
     rows.sort(key=lambda r: (order[r.verdict], r.table != CLAIM_TABLE, r.table, -abs(r.difference or 0.0)))

@@ -15,7 +15,8 @@ from common.io import output_group, staged_to_final, write_csv_atomic, write_jso
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
           "comparison", "quote")
-"""Audit CSV columns: ``AuditRow`` fields, then the claim's comparison ("=" for table cells) and quote."""
+"""Audit CSV columns: ``AuditRow`` fields (``verdict`` holds the verdict text, caveat included), then the claim's
+comparison ("=" for table cells) and quote."""
 MD_QUOTE_CHARS = 90
 MD_SOURCE_CHARS = 70
 MD_NOTE_CHARS = 140
@@ -97,7 +98,10 @@ def _note(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
     note = r.note
     if r.table == CLAIM_TABLE and note == info.get(r.row, ClaimInfo()).quote:
         note = ""  # a claim nothing recomputes carries its quote as note; it is shown already
-    return _md_escape(shorten(note, MD_NOTE_CHARS))
+    note = _md_escape(shorten(note, MD_NOTE_CHARS))
+    if r.caveat:  # in full, first: the row's verdict does not stand without it
+        return f"**{_md_escape(r.caveat)}**" + (f"; {note}" if note else "")
+    return note
 
 
 def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | None = None,
@@ -160,6 +164,8 @@ def csv_rows(rows: list[AuditRow], info: Mapping[str, ClaimInfo]) -> list[dict]:
     out = []
     for r in rows:
         d = r.as_dict()
+        d["verdict"] = r.verdict_text
+        del d["caveat"]
         d["comparison"] = _comparison(r, info)
         d["quote"] = info.get(r.row, ClaimInfo()).quote if r.table == CLAIM_TABLE else ""
         out.append(d)

@@ -21,6 +21,8 @@ from common.audit.core import AuditError, Recomputed
 from common.published import csv_records, decode_utf8, parse_number
 
 MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
+Note = Callable[[Mapping[str, str]], str]
+"""A recomputation's note as a function of its results row (how that row was scored)."""
 REMEDY = "restore the file (git checkout / dvc checkout) or rerun the stage that writes it"
 
 
@@ -105,13 +107,15 @@ def require_rows(path: Path, found: Iterable[str], expected: Collection[str]) ->
 def table_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
     published_row: Callable[[str], str], covered_models: Sequence[str], source: str,
+    note: Callable[[str], str] = lambda model: "",
 ) -> list[Recomputed]:
     """Published cells of ``table`` recomputed by a run's wide results table (one row per model).
 
     ``columns`` maps a results column to the published column; ``published_row`` a zoo model name to the published
     row. Full profile: every row of ``results_csv`` becomes recomputations. Mini profile: the cells of
     ``covered_models`` (the models the full profile would run) are marked covered but not comparable, once the table
-    was read and checked. Nothing when the run has not happened yet.
+    was read and checked. Nothing when the run has not happened yet. ``note``: a zoo model's note (how it was built,
+    where two rows of the table stand for one published row).
     """
     if not results_csv.is_file():
         return []
@@ -122,15 +126,15 @@ def table_recomputations(
                            note=MINI_NOTE)
                 for name in covered_models for column in columns.values()]
     return [Recomputed(paper, table, published_row(row["model"]), column, values[(row["model"], ours)],
-                       "percent", source, "full", "default")
+                       "percent", source, "full", "default", note=note(row["model"]))
             for row in rows for ours, column in columns.items()]
 
 
 def run_rows_recomputations(
     paper: str, table: str, results_csv: Path, profile: str, columns: Mapping[str, str],
-    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: "str | Note" = "",
     units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
-    key: Sequence[str] | None = None,
+    key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
     """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
     model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
@@ -138,19 +142,21 @@ def run_rows_recomputations(
     mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet.
     ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score).
     ``expected``: the published rows the run writes (a missing one is an error); ``optional``: results columns the
-    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``)."""
+    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``);
+    ``note``: every recomputation's note, or a function of the row (how that row's run was scored);
+    ``caveat``: a row -> what its verdicts cannot vouch for (``common.audit.core``), "" for nothing."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)
     return rows_recomputations(paper, table, rows, profile, columns, published_row, source, note, units,
-                               expected=expected, optional=optional, path=results_csv)
+                               expected=expected, optional=optional, path=results_csv, caveat=caveat)
 
 
 def rows_recomputations(
     paper: str, table: str, rows: Sequence[Mapping[str, str]], profile: str, columns: Mapping[str, str],
-    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: str = "",
+    published_row: Callable[[Mapping[str, str]], "str | None"], source: str, note: "str | Note" = "",
     units: Mapping[str, str] | None = None, *, expected: Collection[str] = (), optional: Collection[str] = (),
-    path: Path | None = None,
+    path: Path | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
     """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first): every
     mapped value is checked (a number, or empty in an ``optional`` column) in both profiles."""
@@ -161,13 +167,96 @@ def rows_recomputations(
         if label is None:
             continue
         found.append(label)
+        row_caveat = caveat(row) if caveat is not None else ""
+        row_note = note(row) if callable(note) else note
         for ours, column in columns.items():
             unit = (units or {}).get(ours, "percent")
             value = run_value(row, ours, where, optional=ours in optional)
             if profile == "mini":
                 recs.append(Recomputed(paper, table, label, column, math.nan, unit, source, "mini", "default",
-                                       note="; ".join(n for n in (MINI_NOTE, note) if n)))
+                                       note="; ".join(n for n in (MINI_NOTE, row_note) if n), caveat=row_caveat))
             elif value is not None:
-                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default", note=note))
+                recs.append(Recomputed(paper, table, label, column, value, unit, source, "full", "default",
+                                       note=row_note, caveat=row_caveat))
     require_rows(where, found, expected)
     return recs
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The recipe a trained model ran with
+# ----------------------------------------------------------------------------------------------------------------
+class RecipeRecordError(AuditError):
+    """A training record (a checkpoint's sidecar JSON) that does not name its recipe as the trainer writes it."""
+
+
+def recipe_note(record: Mapping, where: str = "the training record") -> str:
+    """What an audit row recomputed from a trained model says about its training: the recipe's name and digest
+    (``common.training.recipes``: the trainer's record, ``recipe``) and every number of the run that is not the
+    authors' (its ``deviations``), e.g. ``recipe negclip (3f2a...): batch_size 256 (authors 1024)``."""
+    recipe = record.get("recipe")
+    if recipe is None:
+        return "recipe not recorded (trained before recipes existed: retrain to name it)"
+    if not isinstance(recipe, Mapping) or not all(isinstance(recipe.get(k), str) for k in ("name", "digest")) \
+            or not isinstance(recipe.get("deviations", {}), Mapping):
+        raise RecipeRecordError(f"{where}: 'recipe' is not the trainer's {{name, digest, deviations}}; retrain or "
+                                f"restore the checkpoint's sidecar")
+    deviations = dict(recipe.get("deviations", {}))
+    authors_epochs, epochs = (recipe.get("settings") or {}).get("epochs"), record.get("epochs")
+    if isinstance(authors_epochs, (int, float)) and isinstance(epochs, (int, float)) and epochs != authors_epochs:
+        deviations["epochs"] = {"authors": authors_epochs, "run": epochs}  # the job's record keeps the epochs run
+    text = f"recipe {recipe['name']} ({recipe['digest']})"
+    if not deviations:
+        # a recipe without the authors' numbers (the mini one) has nothing to agree with: say only its name
+        stated = any(k in (recipe.get("settings") or {}) for k in ("lr", "weight_decay", "batch_size", "epochs"))
+        return text + (": the authors' numbers" if stated else ": this workspace's settings (params.yaml)")
+    return text + ": " + ", ".join(f"{key} {d.get('run')} (authors {d.get('authors')})"
+                                   for key, d in sorted(deviations.items()))
+
+
+def read_recipe_note(sidecar: Path) -> str:
+    """``recipe_note`` of a checkpoint's sidecar JSON (``<weights>.json``)."""
+    from common.jsonl import read_json
+
+    return recipe_note(read_json(Path(sidecar), dict, "run the training stage that writes it"), str(sidecar))
+
+
+def with_recipes(recs: Sequence[Recomputed], notes: Mapping[str, str]) -> list[Recomputed]:
+    """``recs`` with the recipe note of the trained model behind each row (``notes``: published row -> note) added
+    to the row's note; rows of models this workspace did not train are unchanged."""
+    from dataclasses import replace
+
+    return [replace(r, note="; ".join(n for n in (r.note, notes[r.row]) if n)) if r.row in notes else r
+            for r in recs]
+
+
+def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:
+    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (what the tables stage copied from
+    each run's sidecar, ``common.training.records.recipe_fields``, so that the audit's DVC deps stay results files,
+    not ``build/``); empty when the file is not there (the run has not happened). A run without a ``recipe`` says
+    so; a damaged entry is a ``RecipeRecordError`` naming the file and the run."""
+    from common.jsonl import read_json
+
+    context = Path(context)
+    if not context.is_file():
+        return {}
+    training = read_json(context, dict, remedy).get(key) or {}
+    if not isinstance(training, Mapping):
+        raise RecipeRecordError(f"{context}: {key!r} is not a mapping of runs to their training records; {remedy}")
+    notes = {}
+    for run, record in training.items():
+        if not isinstance(record, Mapping):
+            raise RecipeRecordError(f"{context}: {key}.{run}: not a training record; {remedy}")
+        notes[run] = recipe_note(record, f"{context}: {key}.{run}")
+    return notes
+
+
+def recipe_of_row(notes: Mapping[str, str], *columns: str) -> Note:
+    """A results row -> the recipe note of the run it was scored from: the first of ``columns`` (those naming the
+    run in the paper's results: its row id, zoo name or run) whose value is a run of ``notes``; "" for a model not
+    trained here."""
+    return lambda row: next((notes[row[c]] for c in columns if row.get(c) in notes), "")
+
+
+def joined_notes(*notes: Note) -> Note:
+    """Several row notes as one (each non-empty one, in order, separated by "; ")."""
+    return lambda row: "; ".join(n for n in (note(row) for note in notes) if n)

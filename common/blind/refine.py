@@ -6,20 +6,28 @@ kept examples have ``g > 0`` as ``g < 0`` (a blind scorer is then at chance), wh
 allows. The gap plane is cut into cells and each cell is paired with its mirror image through the origin; a pair
 keeps all of its smaller cell and an equal-size random sample of the larger one.
 
-Cells. ``|g1|`` and ``|g2|`` are each cut into ``bins`` equal bins over [0, 1] (bin ``k`` is
+Cells. On the plane, ``|g1|`` and ``|g2|`` are each cut into ``bins`` equal bins over [0, 1] (bin ``k`` is
 ``[k/bins, (k+1)/bins)``, and ``|g| == 1`` joins the last bin), so with the default ``bins=50`` the plane
 [-1, 1]^2 is the paper's 100 x 100 grid. Quadrant (+,+) cell (a, b) pairs with (-,-) cell (a, b); (+,-) with (-,+).
-An example with ``g1 == 0`` (and ``g2 != 0``) sits on an axis, in no quadrant: it pairs by the bin of ``|g2|``, the
-``g2 > 0`` side against the ``g2 < 0`` side; likewise ``g2 == 0``. Both gaps zero: kept (it favours neither side).
+An example with ``g1 == 0`` (and ``g2 != 0``) sits on an axis, in no quadrant: it pairs by the bin of ``|g2|`` among
+``axis_bins`` (default 10, the authors' coarser axis grid), the ``g2 > 0`` side against the ``g2 < 0`` side;
+likewise ``g2 == 0``. Both gaps zero: kept (it favours neither side).
+
+The authors' binning is the default: ``n_grids = 50`` for the plane (``RAIVNLab/sugar-crepe@0047054b:
+adversarial_refine.py:6,30-31``) and ``n_grids = 10`` reassigned before the two zero-gap axis loops (``:65``,
+binned at ``:72,74`` and ``:90,92``). BiVLC's TROHN-Img selection runs a copy of that function with the same two grids
+(``IMirandaM/BiVLC@84f0d175: src/Training_data/TROHN_Img/adversarial_refine.py:35,94``). ``axis_bins=bins`` is the
+finer, uniform binning this module used before (it keeps fewer axis examples: a pair of axis cells is narrower).
 
 Why the balance is exact: every pair of cells contributes the same number n of examples from each side, and the two
 sides of a pair have opposite signs for every scorer whose gap is nonzero there ((+,+) vs (-,-): n positive and n
 negative for g1 and for g2; (+,-) vs (-,+) likewise; a ``g1 == 0`` pair: 2n zeros for g1, n positive and n negative
 for g2). Summing over pairs, ``#(g > 0) == #(g < 0)`` for both scorers.
 
-Differences from the authors' released demo (``RAIVNLab/sugar-crepe: adversarial_refine.py``): it draws from the
-global, unseeded ``np.random`` (here ``np.random.default_rng(seed)``, cells visited in a fixed order); it bins the
-zero-gap axes into 10 bins (here ``bins``, as for the plane); a gap of exactly +-1 falls outside its bins there.
+Differences from the authors' released demo (``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:5-103``): it
+draws from the global, unseeded ``np.random`` (here ``np.random.default_rng(seed)``, cells visited in a fixed order,
+so the kept count and the examples kept for sure are theirs, the random draws from a larger cell are not); a gap of
+exactly +-1 has no bin there (a ``KeyError``), here it joins the last bin.
 """
 from __future__ import annotations
 
@@ -31,7 +39,12 @@ from numpy.typing import ArrayLike
 from common.errors import WorkspaceError
 
 DEFAULT_BINS = 50
-"""Bins per half-axis: 50 on each side of zero is the paper's 100 x 100 grid over [-1, 1]^2."""
+"""Bins per half-axis on the plane: 50 on each side of zero is the paper's 100 x 100 grid over [-1, 1]^2
+(``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:6``)."""
+DEFAULT_AXIS_BINS = 10
+"""Bins of ``|g|`` on each zero-gap axis: the authors reset ``n_grids = 10`` before the axis loops
+(``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:65``; BiVLC's copy, ``IMirandaM/BiVLC@84f0d175:
+src/Training_data/TROHN_Img/adversarial_refine.py:94``)."""
 
 # Pair families: which mirror pairing a group of cells belongs to (the first factor of a group id).
 _BOTH_SAME_SIGN, _OPPOSITE_SIGNS, _GAP1_ZERO, _GAP2_ZERO = range(4)
@@ -64,15 +77,18 @@ def _gap_bins(gap: np.ndarray, bins: int) -> np.ndarray:
     return np.minimum(np.floor(np.abs(gap) * bins).astype(np.int64), bins - 1)
 
 
-def refine(gap1: ArrayLike, gap2: ArrayLike, bins: int = DEFAULT_BINS, seed: int = 0) -> np.ndarray:
+def refine(gap1: ArrayLike, gap2: ArrayLike, bins: int = DEFAULT_BINS, seed: int = 0,
+           axis_bins: int = DEFAULT_AXIS_BINS) -> np.ndarray:
     """Sorted indices (int64) of the examples Algorithm 1 keeps, given each example's two score gaps.
 
     ``gap1[i]``, ``gap2[i]``: ``M(positive) - M(negative)`` of scorers M1, M2 on example i, in [-1, 1].
-    ``bins``: bins per half-axis (module docstring). The same ``seed`` gives the same kept set.
+    ``bins``: bins per half-axis on the plane; ``axis_bins``: on a zero-gap axis (module docstring; both default to
+    the authors'). The same ``seed`` gives the same kept set.
     """
     g1, g2 = _validated_gaps(gap1, gap2)
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise RefineInputError(f"bins must be a positive integer, got {bins!r}")
+    for name, value in (("bins", bins), ("axis_bins", axis_bins)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise RefineInputError(f"{name} must be a positive integer, got {value!r}")
     rng = np.random.default_rng(seed)
     bin1, bin2 = _gap_bins(g1, bins), _gap_bins(g2, bins)
 
@@ -82,8 +98,9 @@ def refine(gap1: ArrayLike, gap2: ArrayLike, bins: int = DEFAULT_BINS, seed: int
         [_GAP1_ZERO, _GAP2_ZERO, _BOTH_SAME_SIGN],
         default=_OPPOSITE_SIGNS,
     )
-    cell = np.select([family == _GAP1_ZERO, family == _GAP2_ZERO], [bin2, bin1], default=bin1 * bins + bin2)
-    group = family * bins * bins + cell
+    cell = np.select([family == _GAP1_ZERO, family == _GAP2_ZERO], [_gap_bins(g2, axis_bins), _gap_bins(g1, axis_bins)],
+                     default=bin1 * bins + bin2)
+    group = family * max(bins, axis_bins) ** 2 + cell
     # The side of its pair an example is on: the sign of g1, or of g2 on the g1 == 0 axis.
     on_positive_side = np.where(family == _GAP1_ZERO, g2 > 0, g1 > 0)
 

@@ -63,7 +63,7 @@ def evaluate(engine: Engine, dataset: ClassificationSet, ties: Literal["wrong", 
     predictions = np.empty(len(labels), dtype=np.int64)
     n_ties = 0
     for start in range(0, len(labels), chunk_size):
-        logits = images[start: start + chunk_size] @ weights.T
+        logits = emb.round_scores(images[start: start + chunk_size] @ weights.T)
         rows = np.arange(len(logits))
         true = logits[rows, labels[start: start + chunk_size]][:, None]
         others = np.ones_like(logits, dtype=bool)

@@ -88,7 +88,7 @@ def evaluate(engine: Engine, items: Sequence[GroupItem], ties: Literal["wrong", 
                        (c for it in items for c in it.captions))
     result = GroupResult(*engine.identity, ties)
     for it in items:
-        sim = emb.texts(list(it.captions)) @ emb.images(list(it.images)).T
+        sim = emb.round_scores(emb.texts(list(it.captions)) @ emb.images(list(it.images)).T)
         decisions, tied = decide(sim, ties)
         result.outcomes.append(GroupOutcome(it.item_id, it.group, (tuple(sim[0].tolist()), tuple(sim[1].tolist())),
                                             decisions, tied))

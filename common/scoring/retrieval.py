@@ -12,7 +12,7 @@ Recall@k is the share of queries ranked below k:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 
@@ -51,7 +51,8 @@ def _first_copies(gallery: np.ndarray) -> np.ndarray | None:
 
 
 def _ranks(query: np.ndarray, gallery: np.ndarray, query_labels: np.ndarray, gallery_labels: np.ndarray,
-           ties: str, chunk_size: int) -> tuple[np.ndarray, int]:
+           ties: str, chunk_size: int, round_scores: Callable[[np.ndarray], np.ndarray] = lambda s: s
+           ) -> tuple[np.ndarray, int]:
     """Rank of each query's best right candidate; a candidate is right when its label equals the query's.
 
     Equal gallery rows (one caption given to two images, an image file present twice) get their first copy's
@@ -62,7 +63,7 @@ def _ranks(query: np.ndarray, gallery: np.ndarray, query_labels: np.ndarray, gal
     n_ties = 0
     copies = _first_copies(gallery)
     for start in range(0, len(query), chunk_size):
-        sims = query[start: start + chunk_size] @ gallery.T
+        sims = round_scores(query[start: start + chunk_size] @ gallery.T)
         if copies is not None:
             sims = sims[:, copies]
         right = query_labels[start: start + chunk_size, None] == gallery_labels[None, :]
@@ -82,6 +83,6 @@ def evaluate(engine: Engine, dataset: RetrievalSet, ties: Literal["wrong", "corr
     texts = emb.texts(list(dataset.captions))
     caption_image = np.asarray(dataset.caption_image)
     image_ids = np.arange(len(dataset.images))
-    t2i, t2i_ties = _ranks(texts, images, caption_image, image_ids, ties, chunk_size)
-    i2t, i2t_ties = _ranks(images, texts, image_ids, caption_image, ties, chunk_size)
+    t2i, t2i_ties = _ranks(texts, images, caption_image, image_ids, ties, chunk_size, emb.round_scores)
+    i2t, i2t_ties = _ranks(images, texts, image_ids, caption_image, ties, chunk_size, emb.round_scores)
     return RetrievalResult(*engine.identity, dataset.name, t2i, i2t, t2i_ties, i2t_ties, ties)

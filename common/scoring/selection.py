@@ -128,7 +128,7 @@ def image_to_text(engine: Engine, items: Sequence[ImageToTextItem], rule: Decisi
     emb = engine.embed(((it.image, it.origin or it.item_id) for it in items), (c for it in items for c in it.captions))
     result = SelectionResult(*engine.identity, "image_to_text", rule.name)
     for it in items:
-        scores = emb.texts(it.captions) @ emb.images([it.image])[0]
+        scores = emb.round_scores(emb.texts(it.captions) @ emb.images([it.image])[0])
         result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *rule.decide(scores)))
     return result
 
@@ -138,7 +138,7 @@ def text_to_image(engine: Engine, items: Sequence[TextToImageItem], rule: Decisi
     emb = engine.embed(((p, it.origin or it.item_id) for it in items for p in it.images), (it.caption for it in items))
     result = SelectionResult(*engine.identity, "text_to_image", rule.name)
     for it in items:
-        scores = emb.images(it.images) @ emb.texts([it.caption])[0]
+        scores = emb.round_scores(emb.images(it.images) @ emb.texts([it.caption])[0])
         result.outcomes.append(Outcome(it.item_id, it.group, tuple(scores.tolist()), *rule.decide(scores)))
     return result
 

@@ -1,7 +1,8 @@
 """Batch sources over image files (the full profile's COCO, CC-Neg and TROHN images): decoded per batch.
 
 * ``FileImages``: image files decoded per batch on a thread pool, resized (shorter side, bicubic) and centre-cropped,
-  as open_clip's evaluation transform does before normalising (the trainer normalises);
+  as open_clip's evaluation transform does before normalising (the trainer normalises); with ``crop_scale`` (a
+  recipe's ``random_resized_crop``) a training batch is cropped as open_clip's training transform does instead;
 * ``FileCaptionBatches``: (image file, caption) rows, each caption with aligned extra texts (a hard negative; a
   hard positive and a hard negative) as further text segments. A paper's batch shape with extra image segments
   subclasses it.
@@ -11,6 +12,7 @@ decodes and tokenises only its own rows.
 """
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +38,39 @@ class FileImages:
     paths: tuple[Path, ...]
     size: int
     workers: int = 8
+    crop_scale: tuple[float, float] | None = None
+    """A recipe's ``random_resized_crop`` area range (NegCLIP's (0.9, 1)): training batches (``get`` with ``draw``)
+    take a random crop of that share of the image, aspect in [3/4, 4/3], resized to ``size`` (torchvision's
+    ``RandomResizedCrop``, which open_clip's training transform is); None: always the centre crop."""
 
     def __len__(self) -> int:
         return len(self.paths)
 
-    def _load(self, index: int) -> np.ndarray:
+    def _random_crop(self, image, rng: np.random.Generator):
+        """torchvision ``RandomResizedCrop.get_params`` (10 tries, then the centre crop of the clamped aspect),
+        drawn from ``rng``; the crop resized (bicubic) to ``size`` x ``size``."""
+        from PIL import Image
+
+        w, h = image.size
+        area = w * h
+        box = None
+        for _ in range(10):
+            target = area * rng.uniform(*self.crop_scale)
+            aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+            cw, ch = round(math.sqrt(target * aspect)), round(math.sqrt(target / aspect))
+            if 0 < cw <= w and 0 < ch <= h:
+                top, left = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+                box = (left, top, left + cw, top + ch)
+                break
+        if box is None:  # torchvision's fallback: the centre crop at the nearest allowed aspect
+            ratio = w / h
+            cw, ch = (w, round(w / (3 / 4))) if ratio < 3 / 4 else (round(h * 4 / 3), h) if ratio > 4 / 3 else (w, h)
+            left, top = (w - cw) // 2, (h - ch) // 2
+            box = (left, top, left + cw, top + ch)
+        # crop, then resize (torchvision's resized_crop): no pixel outside the box enters the filter
+        return np.asarray(image.crop(box).resize((self.size, self.size), Image.Resampling.BICUBIC))
+
+    def _load(self, index: int, key: tuple[int, ...] | None = None) -> np.ndarray:
         from PIL import Image
 
         from common.image_transforms import to_rgb
@@ -49,6 +79,8 @@ class FileImages:
         try:
             with Image.open(path) as image:
                 image = to_rgb(image, path)
+                if key is not None and self.crop_scale is not None:
+                    return self._random_crop(image, np.random.default_rng([*key, index]))
                 w, h = image.size
                 scale = self.size / min(w, h)
                 image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))),
@@ -59,10 +91,13 @@ class FileImages:
         except OSError as exc:
             raise ImageFileError(f"{path}: cannot read image ({exc})") from None
 
-    def get(self, indices: np.ndarray) -> torch.Tensor:
-        """uint8 pixels (n, 3, size, size) of the given images."""
+    def get(self, indices: np.ndarray, draw: tuple[int, ...] | None = None) -> torch.Tensor:
+        """uint8 pixels (n, 3, size, size) of the given images. ``draw`` (a training batch's (seed, step, segment)):
+        with ``crop_scale``, each image's random crop is drawn from ``default_rng([*draw, image index])``, so a
+        batch is a pure function of (seed, step) whatever the number of ranks."""
+        key = None if draw is None else tuple(int(k) for k in draw)
         with ThreadPoolExecutor(self.workers) as pool:
-            arrays = list(pool.map(self._load, [int(i) for i in indices]))
+            arrays = list(pool.map(lambda i: self._load(int(i), key), indices))
         return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
 
 
@@ -106,7 +141,8 @@ class FileCaptionBatches:
         idx = self.draws(seed, step, size)[rows]
         texts = [self.tokenize([self.captions[i] for i in idx]),
                  *(self.tokenize([extra[i] for i in idx]) for extra in self.extras)]
-        return {"images": self.images.get(self.row_image[idx]).unsqueeze(1), "texts": torch.stack(texts, dim=1)}
+        return {"images": self.images.get(self.row_image[idx], (seed, step, 0)).unsqueeze(1),
+                "texts": torch.stack(texts, dim=1)}
 
     def describe(self) -> dict:
         return {"name": self.name, "rows": len(self.captions), "images": len(self.images), **self.fields}

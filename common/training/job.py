@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -28,7 +28,7 @@ from common.errors import WorkspaceError
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext
 from common.training.model_init import Init
-from common.training.trainer import LossFactory, TrainConfig, TrainResult, train
+from common.training.trainer import LossFactory, TrainConfig, TrainResult, recipe_record, train, trainer_fields
 
 CHECKPOINT_EVERY = 50
 """Steps between resume states unless the job or ``VLC_CHECKPOINT_EVERY`` says otherwise."""
@@ -64,7 +64,7 @@ class FinetuneJob:
     def describe(self) -> dict:
         """What defines the run, JSON-able (the resume key, without the code)."""
         return json.loads(json.dumps({
-            "name": self.name, "config": asdict(self.config), "init": self.init.describe(),
+            "name": self.name, "config": {**trainer_fields(self.config), "recipe": recipe_record(self.config)}, "init": self.init.describe(),
             "data": self.batches.describe(), "loss": describe_loss(self.loss), "module": module_name(self.module),
             "validated": self.validate is not None, "provenance": dict(self.provenance),
         }, sort_keys=True, default=str))

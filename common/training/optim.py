@@ -1,10 +1,15 @@
-"""AdamW with CLIP's weight-decay groups, warmup + cosine schedule, and the logit-scale clamp."""
+"""The optimiser a recipe names (AdamW or Adam) over its weight-decay groups, its schedule (warmup + cosine, or
+constant), and the logit-scale clamp. The mini recipe (``common.training.recipes.mini_recipe``) is CLIP's AdamW with
+``exclude_from_wd``'s groups, built exactly as before recipes existed (same groups, same calls)."""
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import torch
+
+if TYPE_CHECKING:
+    from common.training.recipes import Recipe
 
 LOGIT_SCALE_MAX = math.log(100)
 """CLIP caps the temperature multiplier at 100 (stored as its log); beyond it training destabilises."""
@@ -20,13 +25,15 @@ def exclude_from_wd(name: str, p: torch.Tensor) -> bool:
     return p.ndim < 2 or "embedding" in name or "logit_scale" in name
 
 
-def param_groups(named_parameters: Iterable[tuple[str, torch.nn.Parameter]], weight_decay: float) -> list[dict]:
-    """[decayed, not decayed] groups over the parameters that require grad, in the given order."""
+def param_groups(named_parameters: Iterable[tuple[str, torch.nn.Parameter]], weight_decay: float,
+                 exclude: Callable[[str, torch.Tensor], bool] = exclude_from_wd) -> list[dict]:
+    """[decayed, not decayed] groups over the parameters that require grad, in the given order; ``exclude`` is the
+    recipe's decay rule (default this workspace's, ``exclude_from_wd``)."""
     decay, no_decay = [], []
     for name, p in named_parameters:
         if not p.requires_grad:
             continue
-        (no_decay if exclude_from_wd(name, p) else decay).append(p)
+        (no_decay if exclude(name, p) else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -36,6 +43,25 @@ def make_adamw(groups: list[dict], lr: float) -> torch.optim.AdamW:
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6, fused=True)
     except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
+
+
+def make_optimizer(groups: list[dict], lr: float, recipe: "Recipe") -> torch.optim.Optimizer:
+    """The recipe's optimiser (AdamW or Adam) with its betas and eps, fused where this torch has a kernel for the
+    device (the mini recipe: exactly ``make_adamw``)."""
+    cls = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[recipe.optimizer]
+    kwargs = {"lr": lr, "betas": tuple(recipe.betas), "eps": recipe.eps}
+    try:
+        return cls(groups, **kwargs, fused=True)
+    except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
+        return cls(groups, **kwargs)
+
+
+def lr_at(schedule: str, step: int, lr: float, warmup_steps: int, total_steps: int) -> float:
+    """The learning rate of 0-based ``step`` under the named schedule: ``warmup_cosine`` (``cosine_with_warmup``) or
+    ``constant`` (``lr`` at every step: BiVLC's detectors' Adam has no scheduler)."""
+    if schedule == "constant":
+        return lr
+    return cosine_with_warmup(step, lr, warmup_steps, total_steps)
 
 
 def cosine_with_warmup(step: int, lr: float, warmup_steps: int, total_steps: int) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from common.training.recipes import Recipe
 from common.training.trainer import TrainConfig
 
 
@@ -65,6 +66,9 @@ class FileRunParams:
     seed: int = 0
     precision: str = "fp32"
     shuffle: bool = True
+    recipe: Recipe | None = None
+    """The family's recipe (``common.training.recipes``): the optimiser's rules and the training crop; None: the
+    mini recipe. A paper's job builder sets it from its ``recipes.toml``."""
 
     @classmethod
     def from_params(cls, section: Mapping) -> "FileRunParams":
@@ -76,4 +80,10 @@ class FileRunParams:
         s = self.schedule
         return TrainConfig(steps=steps or s.epochs * steps_per_epoch, batch_size=s.batch_size, lr=s.lr,
                            warmup_steps=s.warmup_steps, weight_decay=s.weight_decay, seed=self.seed,
-                           precision=self.precision, **overrides)
+                           precision=self.precision, recipe=self.recipe, **overrides)
+
+    @property
+    def crop_scale(self) -> tuple[float, float] | None:
+        """The training crop's area range when the recipe augments (``FileImages.crop_scale``), else None."""
+        r = self.recipe
+        return r.crop_scale if r is not None and r.augmentation == "random_resized_crop" else None

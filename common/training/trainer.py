@@ -3,10 +3,13 @@
 A run, top to bottom (``train``):
 1. seed python/numpy/torch with ``config.seed`` on every rank, build the model (``Init``) and the
    loss (so both start identical everywhere), then reseed with ``seed + rank``;
-2. freeze what the config and the loss ask for; AdamW over the rest (decay only on >= 2-D weights
-   that are not embeddings or the logit scale); linear warmup then cosine to 0;
+2. freeze what the config and the loss ask for; the recipe's optimiser over the rest (``config.recipe``, a
+   ``common.training.recipes.Recipe``; default the mini recipe: AdamW, decay only on >= 2-D weights that are not
+   embeddings or the logit scale, linear warmup then cosine to 0, the clamp);
 3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)``, encode,
-   loss (which gathers the global batch itself), backward, step, clamp the logit scale to [0, ln 100];
+   loss (which gathers the global batch itself), backward (scaled under fp16), step, clamp the logit scale to
+   [0, ln 100] when the recipe does; the encoders' outputs reach the loss L2-normalised, or raw where the loss says
+   ``raw_features = True``;
 4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
    the best weights kept apart; every ``checkpoint_every`` steps a resume state; at the end the
    weights and a provenance sidecar.
@@ -27,7 +30,7 @@ import functools
 import json
 import operator
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -42,7 +45,8 @@ from common.training.data import Batch, BatchSource
 from common.training.distributed import (
     DistributedContext, all_gather_objects, barrier, broadcast_object)
 from common.training.model_init import Init, normalizer
-from common.training.optim import clamp_logit_scale, cosine_with_warmup, make_adamw, param_groups, set_lr
+from common.training.optim import clamp_logit_scale, lr_at, make_optimizer, param_groups, set_lr
+from common.training.recipes import Recipe, mini_recipe
 from common.zoo import encode_text_unpadded, padding_is_inert
 
 PARTS = ("image", "text", "logit_scale")
@@ -62,19 +66,23 @@ class TrainConfig:
     """Micro-batches per step on each rank (memory only: the loss still sees the whole batch)."""
     seed: int = 0
     precision: str = "fp32"
-    """'fp32', or 'bf16' (autocast of the encoders, CUDA only; the loss stays fp32)."""
+    """'fp32', 'bf16' or 'fp16' (autocast of the encoders, CUDA only; the loss stays fp32; fp16 scales the loss with
+    a ``GradScaler``, as the authors' ``amp``)."""
     checkpoint_every: int = 0
     """Save a resume state every this many steps (0: never)."""
     validate_every: int = 0
     """Call ``validate`` every this many steps (0: only at the end); it is always called at the end."""
     freeze: tuple[str, ...] = ()
     """Parts that keep their weights: any of 'image', 'text', 'logit_scale'."""
+    recipe: Recipe | None = None
+    """The optimiser, decay rule, schedule and clamp (None: ``mini_recipe()``); its name, digest and the run's
+    deviations from the authors' numbers go to the training record."""
 
     def __post_init__(self):
         if self.steps < 1 or self.batch_size < 1 or self.accum < 1:
             raise ValueError("TrainConfig: steps, batch_size and accum must be positive")
-        if self.precision not in ("fp32", "bf16"):
-            raise ValueError(f"TrainConfig: precision must be 'fp32' or 'bf16', not {self.precision!r}")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"TrainConfig: precision must be 'fp32', 'bf16' or 'fp16', not {self.precision!r}")
         unknown = set(self.freeze) - set(PARTS)
         if unknown:
             raise ValueError(f"TrainConfig: freeze names unknown parts {sorted(unknown)}; known: {', '.join(PARTS)}")
@@ -130,7 +138,9 @@ class Towers(nn.Module):
     """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too.
 
     ``forward`` runs the encoders the loss needs and returns normalised features (segment-major)
-    and the logit scale; the loss itself runs outside, on gathered features.
+    and the logit scale; the loss itself runs outside, on gathered features. A loss with ``raw_features = True``
+    gets the towers' raw outputs instead (``encode_*(normalize=False)``: the visual tower's output and the
+    projected text), as a probe trained on them expects.
     """
 
     def __init__(self, model: nn.Module, loss: nn.Module, mean: torch.Tensor, std: torch.Tensor,
@@ -140,18 +150,19 @@ class Towers(nn.Module):
         self.mean, self.std = mean, std
         self.autocast = autocast
         self.unpadded = padding_is_inert(model)
+        self.normalize = not getattr(loss, "raw_features", False)
 
     def forward(self, images: torch.Tensor | None, texts: torch.Tensor | None):
         image_features = text_features = None
         with self.autocast():
             if images is not None:
                 pixels = (images.float() / 255.0 - self.mean) / self.std
-                image_features = self.model.encode_image(pixels, normalize=True).float()
+                image_features = self.model.encode_image(pixels, normalize=self.normalize).float()
             if texts is not None:
                 if self.unpadded:
-                    text_features = encode_text_unpadded(self.model, texts)
+                    text_features = encode_text_unpadded(self.model, texts, normalize=self.normalize)
                 else:
-                    text_features = self.model.encode_text(texts, normalize=True)
+                    text_features = self.model.encode_text(texts, normalize=self.normalize)
                 text_features = text_features.float()
         return image_features, text_features, self.model.logit_scale.exp()
 
@@ -177,7 +188,8 @@ def _inputs(batch: Batch, loss: nn.Module) -> tuple[torch.Tensor | None, torch.T
     return out[0], out[1]
 
 
-def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int) -> dict[str, torch.Tensor]:
+def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
+               scale_loss: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> dict[str, torch.Tensor]:
     """Forward and backward of one step's local batch; returns the loss terms (not yet stepped).
 
     With ``accum`` micro-batches (open_clip's ``_train_step_eager``): all micro-batches are encoded
@@ -185,7 +197,8 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int) -> dict[s
     loss always sees the whole batch as negatives and its gradient reaches each micro-batch once.
     Parameters the loss uses directly (the logit scale, a loss's own head) are detached in all but
     the last micro-batch, so their gradient is counted once rather than ``accum`` times (open_clip
-    counts it ``accum`` times). Under DDP, ``no_sync`` on all but the last micro-batch.
+    counts it ``accum`` times). Under DDP, ``no_sync`` on all but the last micro-batch. ``scale_loss``: applied to
+    the loss before ``backward`` (fp16's ``GradScaler.scale``).
     """
     images, texts = _inputs(batch, core.loss)
     if accum == 1:
@@ -195,7 +208,7 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int) -> dict[s
         terms = core.loss(image_features, text_features, scale, batch)
         total = _total(terms)
         if total.requires_grad:
-            total.backward()
+            scale_loss(total).backward()
         return terms
 
     def micro(x: torch.Tensor | None, j: int) -> torch.Tensor | None:
@@ -233,15 +246,33 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int) -> dict[s
                     core.loss, detached, (image_features, text_features, scale.detach(), batch))
             total = _total(terms)
             if total.requires_grad:
-                total.backward()
+                scale_loss(total).backward()
     return terms
+
+
+def trainer_fields(config: TrainConfig) -> dict:
+    """``config`` as the record's ``trainer`` entry: every field but the recipe (recorded on its own)."""
+    return {f.name: asdict(config)[f.name] for f in fields(config) if f.name != "recipe"}
+
+
+def recipe_of(config: TrainConfig) -> Recipe:
+    return config.recipe or mini_recipe()
+
+
+def recipe_record(config: TrainConfig) -> dict:
+    """The record's ``recipe`` entry: name, file, digest, settings, and the run's numbers that differ from the
+    authors' (the batch in samples per step, the epochs left to the caller's record)."""
+    run = {"lr": config.lr, "weight_decay": config.weight_decay, "warmup_steps": config.warmup_steps,
+           "batch_size": config.batch_size, "precision": config.precision}
+    return recipe_of(config).describe(run)
 
 
 def _setup_record(config: TrainConfig, init: Init, batches: BatchSource, loss: nn.Module,
                   world: DistributedContext, frozen: set[str]) -> dict:
     """What defines the run; a resume state written by another setup is refused."""
     return json.loads(json.dumps({
-        "trainer": asdict(config),
+        "trainer": trainer_fields(config),
+        "recipe": recipe_record(config),
         "init": init.describe(),
         "data": batches.describe(),
         "loss": loss.describe() if hasattr(loss, "describe") else {"name": type(loss).__name__},
@@ -304,8 +335,9 @@ def train(
                          f"x accum {config.accum}")
     local_batch *= config.accum
     device = torch.device(world.device)
-    if config.precision == "bf16" and device.type != "cuda":
-        raise ValueError("precision 'bf16' needs CUDA; use 'fp32' on CPU")
+    if config.precision in ("bf16", "fp16") and device.type != "cuda":
+        raise ValueError(f"precision {config.precision!r} needs CUDA; use 'fp32' on CPU")
+    recipe = recipe_of(config)
 
     ckpt.seed_everything(config.seed)  # identical model and loss weights on every rank
     built = init.build()
@@ -322,14 +354,16 @@ def train(
     model.train()
     loss_fn.train()
     mean, std = normalizer(built.transform)
-    autocast = (functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16) if config.precision == "bf16"
-                else contextlib.nullcontext)
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    autocast = (functools.partial(torch.autocast, "cuda", dtype=dtypes[config.precision])
+                if config.precision in dtypes else contextlib.nullcontext)
+    scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
     core = Towers(model, loss_fn, mean.to(device), std.to(device), autocast)
     named = chain(model.named_parameters(), (("loss." + n, p) for n, p in loss_fn.named_parameters()))
-    groups = param_groups(named, config.weight_decay)
+    groups = param_groups(named, config.weight_decay, recipe.exclude_from_decay)
     if not any(g["params"] for g in groups):
         raise ValueError(f"nothing to train: {sorted(frozen)} frozen and the loss has no parameters")
-    optimizer = make_adamw(groups, config.lr)
+    optimizer = make_optimizer(groups, config.lr, recipe)
     setup = _setup_record(config, init, batches, loss_fn, world, frozen)
 
     start, losses, terms_log = 0, [], {}
@@ -345,6 +379,8 @@ def train(
         model.load_state_dict(state["model"])
         loss_fn.load_state_dict(state["loss"])
         optimizer.load_state_dict(state["optimizer"])
+        if scaler is not None and "scaler" in state:
+            scaler.load_state_dict(state["scaler"])
         ckpt.restore_rng(state["rng"][world.rank], world.device)
         start = resumed_from = state["step"]
         losses, terms_log = list(state["losses"]), {k: list(v) for k, v in state["terms"].items()}
@@ -380,11 +416,16 @@ def train(
     for step in range(start, config.steps):
         batch = batches.batch(config.seed, step, config.batch_size, rows)
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        set_lr(optimizer, cosine_with_warmup(step, config.lr, config.warmup_steps, config.steps))
+        set_lr(optimizer, lr_at(recipe.schedule, step, config.lr, config.warmup_steps, config.steps))
         optimizer.zero_grad(set_to_none=True)
-        terms = train_step(net, core, batch, config.accum)
-        optimizer.step()
-        if "logit_scale" not in frozen:
+        if scaler is None:
+            terms = train_step(net, core, batch, config.accum)
+            optimizer.step()
+        else:
+            terms = train_step(net, core, batch, config.accum, scaler.scale)
+            scaler.step(optimizer)
+            scaler.update()
+        if recipe.clamp_logit_scale and "logit_scale" not in frozen:
             clamp_logit_scale(model)
         losses.append(float(_total(terms).detach()))
         for k, v in terms.items():
@@ -400,6 +441,7 @@ def train(
                     "format": 1, "setup": setup, "step": done,
                     "model": ckpt.portable_state(model), "loss": ckpt.portable_state(loss_fn),
                     "optimizer": optimizer.state_dict(), "rng": rng_states,
+                    **({} if scaler is None else {"scaler": scaler.state_dict()}),
                     "losses": losses, "terms": terms_log,
                     "scores": [list(s) for s in scores], "best": None if best is None else list(best),
                 })

@@ -38,12 +38,16 @@ from common.zoo.specs import (
     read_models_file,
     register_local_configs,
     registry,
+    runs_quick_gelu,
     trained_with_quick_gelu,
     uses_quick_gelu,
+    with_variants,
 )
 from common.zoo.openclip import (
+    FP16_WHY,
     TRAINING_DICT_KEYS,
     OpenClipModel,
+    arch_identity,
     _describe_transform,
     encode_text_unpadded,
     fingerprint_model,
@@ -74,6 +78,6 @@ __all__ = [
     "_known_files", "_offline_message", "_probe_hub", "_quiet_logger", "activation_mismatch", "checkpoint_metadata",
     "create_model", "encode_text_unpadded", "fingerprint_model", "get_spec", "hub_offline", "load_state_dict",
     "models_in_family", "padding_is_inert", "quiet_random_init_warning", "random_model", "read_models_file",
-    "register_cli", "register_local_configs", "registry", "trained_with_quick_gelu", "unwrap_training_dict",
-    "uses_quick_gelu",
+    "register_cli", "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu",
+    "unwrap_training_dict", "uses_quick_gelu", "with_variants", "FP16_WHY", "arch_identity",
 ]

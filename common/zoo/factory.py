@@ -73,8 +73,8 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
         try:
             with _hub_offline_mode(bool(offline)):  # offline: only the local cache is read, no retries
                 model, _, transform = open_clip.create_model_and_transforms(
-                    spec.arch, pretrained=spec.pretrained, device=device, cache_dir=cache_dir
-                )
+                    spec.arch, pretrained=spec.pretrained, device=device, cache_dir=cache_dir,
+                    force_quick_gelu=spec.force_quick_gelu)
                 tokenizer = open_clip.get_tokenizer(spec.arch)  # hf tokenizers are fetched from the hub too
         except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here
             if offline:
@@ -88,7 +88,7 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
             raise ModelUnavailable(f"model {name!r}: checkpoint {path} not found; {_how_to_get(spec)}")
         with quiet_random_init_warning():  # the weights are loaded (strictly) right below
             model, _, transform = open_clip.create_model_and_transforms(
-                spec.arch, pretrained=None, load_weights=False, device=device)
+                spec.arch, pretrained=None, load_weights=False, device=device, force_quick_gelu=spec.force_quick_gelu)
         load_state_dict(model, path, name)
     tokenizer = open_clip.get_tokenizer(spec.arch)
     return OpenClipModel(spec, model, transform, tokenizer, device)

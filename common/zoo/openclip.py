@@ -33,18 +33,51 @@ def fingerprint_model(arch: str, model: torch.nn.Module, transform: Callable, to
     return digest.hexdigest()[:32]
 
 
+def arch_identity(spec: ModelSpec) -> str:
+    """The architecture as built: ``arch``, marked when open_clip's ``force_quick_gelu`` changes its activation (the
+    same weights under another activation are another model, cached apart)."""
+    return spec.arch + ("+force_quick_gelu" if spec.force_quick_gelu else "")
+
+
+FP16_WHY = ("open_clip's precision 'fp16' (factory.py: 'manual mixed precision that matches original OpenAI "
+            "behaviour'): Conv/Linear/attention weights and the projections in fp16, LayerNorm computed in fp32 "
+            "(LayerNormFp32), as OpenAI clip.load's convert_weights does on CUDA")
+
+
 class OpenClipModel:
     """An open_clip model behind the ``EmbeddingModel`` interface."""
 
-    def __init__(self, spec: ModelSpec, model: torch.nn.Module, transform: Callable, tokenizer, device: str):
+    def __init__(self, spec: ModelSpec, model: torch.nn.Module, transform: Callable, tokenizer, device: str,
+                 fingerprint: str | None = None):
         self.spec = spec
         self.name = spec.name
         self.model = model.eval().to(device)
         self.transform = transform
         self.tokenizer = tokenizer
         self.device = device
-        self.fingerprint = fingerprint_model(spec.arch, self.model, transform, tokenizer)
+        self.fingerprint = fingerprint or fingerprint_model(arch_identity(spec), self.model, transform, tokenizer)
         self.truncates_padding = padding_is_inert(self.model)
+        self.input_dtype = torch.float32
+        """What pixels are cast to before the image tower (fp16 for a half-precision copy, as clip.load's
+        ``image.type(self.dtype)``)."""
+
+    def at_precision(self, precision: str) -> "OpenClipModel":
+        """This model with its weights cast the way OpenAI's ``clip.load`` casts them on CUDA (``FP16_WHY``), for
+        ``precision`` 'fp16': the same architecture rebuilt by open_clip at that precision and this model's weights
+        loaded into it (a copy; this model is untouched). Its fingerprint stays this model's: the weights are the
+        same, and the engine keys the cache by precision too."""
+        import open_clip
+
+        if precision != "fp16":
+            raise ValueError(f"model {self.name!r}: at_precision knows 'fp16' only, not {precision!r}")
+        register_local_configs()
+        with quiet_random_init_warning():  # the weights are loaded (strictly) right below
+            net = open_clip.create_model(self.spec.arch, pretrained=None, precision="fp16", device=self.device,
+                                         force_quick_gelu=self.spec.force_quick_gelu)
+        net.load_state_dict(self.model.state_dict(), strict=True)
+        half = OpenClipModel(self.spec, net, self.transform, self.tokenizer, self.device, self.fingerprint)
+        half.input_dtype = torch.float16
+        return half
 
     def load_image(self, path: Path) -> torch.Tensor:
         """The preprocessed pixels of an image file, decoded to RGB first (``to_rgb``: open_clip's transform converts
@@ -57,7 +90,7 @@ class OpenClipModel:
 
     @torch.no_grad()
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        features = self.model.encode_image(pixels.to(self.device, non_blocking=True), normalize=True)
+        features = self.model.encode_image(pixels.to(self.device, self.input_dtype, non_blocking=True), normalize=True)
         return features.float().cpu()
 
     @torch.no_grad()
@@ -94,8 +127,8 @@ def padding_is_inert(model: torch.nn.Module) -> bool:
     )
 
 
-def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """open_clip's ``CLIP.encode_text`` on tokens cut after the batch's longest sequence."""
+def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+    """open_clip's ``CLIP.encode_text(tokens, normalize)`` on tokens cut after the batch's longest sequence."""
     from open_clip.transformer import text_global_pool
 
     nonpad = (tokens != 0).to(torch.long)
@@ -109,7 +142,7 @@ def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor) -> torch.
     x = text_global_pool(x, text, model.text_pool_type, eos_token_id=getattr(model, "text_eos_id", None))
     if model.text_projection is not None:
         x = model.text_projection(x) if isinstance(model.text_projection, torch.nn.Linear) else x @ model.text_projection
-    return torch.nn.functional.normalize(x, dim=-1)
+    return torch.nn.functional.normalize(x, dim=-1) if normalize else x
 
 
 @contextlib.contextmanager

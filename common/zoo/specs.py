@@ -41,6 +41,15 @@ class ModelSpec:
     params_m: float | None = None
     finetuned_from: str | None = None
     """The zoo name of the model this checkpoint was fine-tuned from: it must load with that model's activation."""
+    force_quick_gelu: bool = False
+    """open_clip's own switch (``create_model(..., force_quick_gelu=True)``): QuickGELU on an architecture whose config
+    is GELU, so that a pretrained tag open_clip lists only under the GELU architecture loads with QuickGELU."""
+    variant_of: str | None = None
+    """The zoo name of the model whose weights this entry loads another way (another activation), as an author's
+    evaluator built it: scored beside that model and audited against the same published cells, so the audit shows
+    which way reproduces each cell. The only entries allowed an activation their weights were not trained with."""
+    variant_note: str | None = None
+    """Why the variant exists: what the authors' code did, with its file:line (required with ``variant_of``)."""
 
     def checkpoint_path(self) -> Path | None:
         """Resolve ``build:``/``data:`` checkpoint references against the workspace roots."""
@@ -69,6 +78,9 @@ def read_models_file(path: Path) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: duplicate model name {spec.name!r}")
         if (spec.pretrained is None) == (spec.checkpoint is None):
             raise ValueError(f"{path}: model {spec.name!r} needs exactly one of pretrained / checkpoint")
+        if (spec.variant_of is None) != (spec.variant_note is None):
+            raise ValueError(f"{path}: model {spec.name!r}: variant_of and variant_note go together (the note says "
+                             f"which authors' line built the model that way)")
         if placed and not plugins.may_hold(Path(path), spec.name, REGISTRY_FILE):
             raise ValueError(f"{path}: model {spec.name!r} "
                              f"{plugins.where_it_belongs(spec.name, REGISTRY_FILE.name, REGISTRY_FILE)}")
@@ -113,6 +125,19 @@ def models_in_family(family: str) -> list[ModelSpec]:
     return [s for s in registry().values() if s.family == family]
 
 
+def with_variants(names: list[str] | tuple[str, ...]) -> list[str]:
+    """``names``, each followed by its registered variants (``ModelSpec.variant_of``, in registry order): what a
+    table scores when it shows how each published cell was computed (a name already listed is not repeated)."""
+    by_base: dict[str, list[str]] = {}
+    for spec in registry().values():
+        if spec.variant_of is not None:
+            by_base.setdefault(spec.variant_of, []).append(spec.name)
+    out: list[str] = []
+    for name in names:
+        out += [n for n in (name, *by_base.get(name, ())) if n not in out]
+    return out
+
+
 def checkpoint_metadata(name: str) -> dict:
     """The training record saved next to a checkpoint trained here (empty for downloaded weights)."""
     path = get_spec(name).checkpoint_path()
@@ -144,6 +169,11 @@ def uses_quick_gelu(arch: str) -> bool:
     return bool(config.get("quick_gelu", False))
 
 
+def runs_quick_gelu(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is built with QuickGELU: its architecture's config, or open_clip's ``force_quick_gelu``."""
+    return spec.force_quick_gelu or uses_quick_gelu(spec.arch)
+
+
 def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
     """The activation the weights were trained with, where something states it: the pretrained tag's flag in
     open_clip's pretrained table, or the fine-tuning base's (recursively). None where nothing does (tags without the
@@ -162,14 +192,21 @@ def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
 def activation_mismatch(spec: ModelSpec) -> str | None:
     """Why ``spec`` would load with another activation than its weights were trained with, or None.
 
-    open_clip only warns for a pretrained tag (and says nothing for a checkpoint file): ``ViT-B-32`` with OpenAI
-    weights silently runs GELU where CLIP was trained with QuickGELU, the pitfall of NegCLIP's and SugarCrepe's
-    evaluation code. Here the architecture must say so (``ViT-B-32-quickgelu``).
+    open_clip only warns for a pretrained tag and says nothing for a checkpoint file: ``ViT-B-32`` given a file of
+    weights trained with QuickGELU silently runs GELU, the pitfall of ARO's evaluation of NegCLIP
+    (``mertyg/vision-language-models-are-bows@81fdd20d: model_zoo/__init__.py:71``). SugarCrepe's evaluation pairs
+    ``ViT-B-32`` with the tag ``'openai'`` (``RAIVNLab/sugar-crepe@0047054b: main_eval.py:15,33-38``); under the
+    open_clip of its time that built QuickGELU, as trained: up to v2.28 ``pretrained='openai'`` took its own path
+    (``mlfoundations/open_clip@v2.20.0: src/open_clip/factory.py:143-150`` -> ``openai.py:73``, whose
+    ``build_model_from_openai_state_dict`` defaults to ``quick_gelu=True``, ``model.py:366-368``); only from v2.29 does
+    the same line build GELU, with a warning. Here the architecture must say so (``ViT-B-32-quickgelu``), unless the
+    entry is a declared variant (``variant_of``, with the authors' line in ``variant_note``) that loads the weights as
+    an evaluator did.
     """
-    if spec.backend != "open_clip":  # other backends build what their checkpoint's config says
+    if spec.backend != "open_clip" or spec.variant_of is not None:  # other backends: their checkpoint's config
         return None
     trained = trained_with_quick_gelu(spec)
-    if trained is None or trained == uses_quick_gelu(spec.arch):
+    if trained is None or trained == runs_quick_gelu(spec):
         return None
     wanted = "QuickGELU" if trained else "GELU"
     return (f"model {spec.name!r}: its weights were trained with {wanted} but architecture {spec.arch!r} uses "

@@ -3,7 +3,10 @@
 Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's run of its experiments
 (``results/aro/<profile>/``, written by ``papers.aro.tables``): Table 2 (per relation, its macro rows and
 ``# Samples``), Tables 3-5 and Table 6, for the models the run scored. A full-profile run is compared cell by cell;
-a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP analogs) as not comparable. Stage
+a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP analogs) as not comparable. Where the
+run scored a published column more than one way (``context.json``'s ``scoring``: OpenAI's CLIP at the authors' fp16
+and at fp32 beside it; NegCLIP as trained, QuickGELU, and as ARO's evaluator built it, GELU), every way is a
+recomputation of the same cell, its note naming the way, so the audit shows which way reproduces each cell. Stage
 ``audit`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.audit --strict``.
 """
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Iterator, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import MINI_NOTE, RunRow, read_run_table, require_rows, run_value
+from common.audit.runs import MINI_NOTE, RunRow, context_recipe_notes, read_run_table, require_rows, run_value
 from common.paths import RESULTS
 
 DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv", "papers/aro/models.toml")
@@ -23,11 +26,12 @@ labels)."""
 
 PAPER = "aro"
 PUBLISHED_COLUMN = {
-    "openai/ViT-B-32": "CLIP", "aro/negclip": "NegCLIP", "aro/clip-ft": "CLIP-FT",
+    "openai/ViT-B-32": "CLIP", "aro/negclip": "NegCLIP", "aro/negclip-rerun": "NegCLIP", "aro/clip-ft": "CLIP-FT",
     "blip/itm-base-coco": "BLIP", "flava/full": "Flava", "xvlm/coco": "XVLM",
     "mini/xs-32k": "CLIP", "aro/mini-clip-ft": "CLIP-FT", "aro/mini-negclip": "NegCLIP",
 }
-"""The paper's column of each model a run may score (the mini models stand for the model they are analogs of)."""
+"""The paper's column of each model a run may score (the mini models stand for the model they are analogs of; the
+full profile's NegCLIP re-training is compared with the published NegCLIP column beside the released weights)."""
 TABLE2_MACROS = {"Accuracy (table2 rule)": "Accuracy", "Accuracy (table2 rule, spatial)": "Spatial Relationships | Accuracy",
                  "Accuracy (table2 rule, verb)": "Verbs | Accuracy"}
 """Table 2's Accuracy rows are plain means over the 45 relations it lists (``papers.aro.vg_rules.TABLE2_RULE``)."""
@@ -97,37 +101,77 @@ def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, st
                 yield "Table 6", TABLE6_ROWS[row["task"]], column, row, label, path
 
 
+def published_column(name: str) -> str | None:
+    """The paper's column a model's results stand for: its own, or (a variant) the model's it varies."""
+    from common.zoo import get_spec
+
+    return PUBLISHED_COLUMN.get(name) or PUBLISHED_COLUMN.get(get_spec(name).variant_of or "")
+
+
+def scoring_note(entry: dict) -> str:
+    """How a column was scored, for the audit row (``papers.aro.tables.scoring_context``): its precision and why,
+    its activation when it is a variant, and its exact ties."""
+    parts = [f"{entry['precision']}: {entry['why']}"]
+    if entry.get("variant_note"):
+        parts.append(f"variant of {entry['variant_of']}: {entry['variant_note']}")
+    ties = entry.get("ties") or {}
+    parts.append("exact ties: " + (", ".join(f"{task} {n}" for task, n in ties.items()) or "none counted"))
+    return "; ".join(parts)
+
+
+def column_labels(context: dict, recipes: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(our column label -> the paper's column, our column label -> its note) for every column the run scored;
+    ``recipes``: zoo name -> the recipe note of a model trained here (``context_recipe_notes``), joined to the note of
+    each of its columns."""
+    from common.zoo import get_spec
+
+    recipes = recipes or {}
+    scoring = context.get("scoring")
+    if scoring is None:  # a run that scored each model one way (the mini profile)
+        models = {get_spec(name).label: name for name in context["models"]}
+        notes = {}
+    else:
+        models = {label: entry["model"] for label, entry in scoring.items()}
+        notes = {label: scoring_note(entry) for label, entry in scoring.items()}
+    labels = {label: published_column(name) for label, name in models.items()}
+    notes = {label: "; ".join(n for n in (notes.get(label, ""), recipes.get(name, "")) if n)
+             for label, name in models.items()}
+    return {k: v for k, v in labels.items() if v}, {k: v for k, v in notes.items() if v}
+
+
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """This profile's run mapped onto the published cells (nothing when the run has not happened yet)."""
     from common.jsonl import read_json
     from common.published import load_cells
-    from common.zoo import get_spec
 
     run_dir = results / PAPER / profile
     context = run_dir / "context.json"
     if not context.is_file():
         return []
-    models = read_json(context, expect=dict, remedy="run `dvc repro papers/aro/dvc.yaml:tables`")["models"]
-    labels = {get_spec(name).label: PUBLISHED_COLUMN[name] for name in models if name in PUBLISHED_COLUMN}
+    remedy = "run `dvc repro papers/aro/dvc.yaml:tables`"
+    # each fine-tune trained here names its recipe: the tables stage copied it from the run's sidecar (by zoo name)
+    labels, notes = column_labels(read_json(context, expect=dict, remedy=remedy), context_recipe_notes(context, remedy))
     published = {(c.table, c.row, c.column) for c in load_cells(PAPER)}
     source = f"run {run_dir.relative_to(results.parent)}"
     recs, seen = [], set()
     for table, row, column, ours, our_column, path in _cells(run_dir, labels):
         key = (table, row, column)
-        if key not in published or key in seen:
+        # one recomputation per cell and way of scoring (``# Samples`` counts are the same whatever scored them)
+        way = our_column if our_column in labels else ours.get("model", our_column)
+        if key not in published or (key, way) in seen:
             continue
         # empty: the writer's NaN (``papers.aro.tables.fraction``: nothing scored there); anything else is a number
         value = run_value(ours, our_column, path, optional=True)
         if value is None:
             continue
-        seen.add(key)
+        seen.add((key, way))
         if profile == "mini":
             recs.append(Recomputed(PAPER, table, row, column, math.nan, "fraction", source, "mini", "default",
-                                   note=MINI_NOTE))
+                                   note="; ".join(n for n in (MINI_NOTE, notes.get(way, "")) if n)))
         else:
             exact = column == "# Samples"
             recs.append(Recomputed(PAPER, table, row, column, value, "count" if exact else "fraction", source,
-                                   "full", "exact" if exact else "default"))
+                                   "full", "exact" if exact else "default", note=notes.get(way, "")))
     return recs
 
 

@@ -127,12 +127,13 @@ class FinetuneBatches:
         r, hr = d.rows[rows], d.hard_rows[rows]
         captions = [t.captions[i] for i in r]
         if not self.hard:
-            return {"images": self.images.get(t.row_image[r]).unsqueeze(1),
+            return {"images": self.images.get(t.row_image[r], (seed, step, 0)).unsqueeze(1),
                     "texts": self.tokens(captions).unsqueeze(1)}
         negs = [t.negatives[i][k] for i, k in zip(r, d.negatives[rows])]
         hard_caps = [t.captions[i] for i in hr]
         hard_negs = [t.negatives[i][k] for i, k in zip(hr, d.hard_negatives[rows])]
-        images = torch.stack([self.images.get(t.row_image[r]), self.images.get(t.row_image[hr])], dim=1)
+        images = torch.stack([self.images.get(t.row_image[r], (seed, step, 0)),
+                              self.images.get(t.row_image[hr], (seed, step, 1))], dim=1)
         texts = torch.stack([self.tokens(x) for x in (captions, hard_caps, negs, hard_negs)], dim=1)
         return {"images": images, "texts": texts}
 

@@ -15,8 +15,9 @@ class ImageStore(Protocol):
     """Images by index: in memory (``ArrayImages``) or decoded from files per batch (``common.training.files``)."""
 
     def __len__(self) -> int: ...
-    def get(self, indices: np.ndarray) -> torch.Tensor:
-        """uint8 pixels (n, 3, H, W) of the given images, in the model's input size."""
+    def get(self, indices: np.ndarray, draw: tuple[int, ...] | None = None) -> torch.Tensor:
+        """uint8 pixels (n, 3, H, W) of the given images, in the model's input size; ``draw`` (seed, step, segment)
+        keys a training batch's random augmentation where the store has one (files under NegCLIP's recipe)."""
         ...
 
 
@@ -33,7 +34,8 @@ class ArrayImages:
     def __len__(self) -> int:
         return len(self.pixels)
 
-    def get(self, indices: np.ndarray) -> torch.Tensor:
+    def get(self, indices: np.ndarray, draw: tuple[int, ...] | None = None) -> torch.Tensor:
+        """The rendered images as they are (the mini recipe has no augmentation: ``draw`` is ignored)."""
         return self.pixels[torch.from_numpy(np.asarray(indices, dtype=np.int64))]
 
 

@@ -66,8 +66,10 @@ def resolve_image(images_dir: Path, filepath: str) -> Path:
     return Path(images_dir) / Path(filepath).name
 
 
-def tsv_table(path: Path, images_dir: Path, image_size: int) -> tuple[PairTable, FileImages]:
-    """Units = TSV rows; ``neg_image`` gives each row's neighbour rows (by the index column)."""
+def tsv_table(path: Path, images_dir: Path, image_size: int, crop_scale: tuple[float, float] | None = None
+              ) -> tuple[PairTable, FileImages]:
+    """Units = TSV rows; ``neg_image`` gives each row's neighbour rows (by the index column). ``crop_scale``: the
+    recipe's training crop (``FileImages``)."""
     indices, rows = read_negclip_tsv(path)
     position = {index: n for n, index in enumerate(indices)}
     if len(position) != len(indices):
@@ -85,7 +87,7 @@ def tsv_table(path: Path, images_dir: Path, image_size: int) -> tuple[PairTable,
     table = PairTable(np.asarray(row_image, dtype=np.int64), tuple(r.caption for r in rows),
                       tuple(r.negatives for r in rows), np.arange(len(rows) + 1, dtype=np.int64),
                       np.asarray(hard, dtype=np.int64))
-    images = FileImages(tuple(resolve_image(images_dir, f) for f in files), image_size)
+    images = FileImages(tuple(resolve_image(images_dir, f) for f in files), image_size, crop_scale=crop_scale)
     return table, images
 
 

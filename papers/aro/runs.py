@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from common.training import ClipLoss, HardNegativeClipLoss, Init, TrainConfig
+from common.training.recipes import Recipe
 from common.training.job import FinetuneJob
 from papers.aro.batches import FinetuneBatches
 from papers.aro.validation import RetrievalValidator
@@ -41,6 +42,8 @@ class FinetuneParams:
     seed: int = 0
     precision: str = "fp32"
     accum: int = 1
+    recipe: Recipe | None = None
+    """The optimiser's rules (None: the mini recipe); the full profile's is NegCLIP's (``papers/aro/recipes.toml``)."""
 
     @classmethod
     def from_params(cls, section: Mapping) -> "FinetuneParams":
@@ -51,7 +54,7 @@ class FinetuneParams:
     def trainer_config(self, lr: float, steps: int) -> TrainConfig:
         return TrainConfig(steps=steps, batch_size=self.batch_size, lr=lr, weight_decay=self.weight_decay,
                            warmup_steps=self.warmup_steps, seed=self.seed, precision=self.precision,
-                           accum=self.accum)
+                           accum=self.accum, recipe=self.recipe)
 
 
 def lr_tag(lr: float) -> str:

@@ -11,6 +11,12 @@
 * Table 6: the four benchmarks plus downstream zero-shot classification and retrieval R@1; its VG-Relation is the
   macro average as Table 2 computes it (``vg_rules.TABLE2_RULE``: the paper's stated 25-case threshold does not
   reproduce Table 2; table2_vg_relation.csv shows every rule);
+* precision and activation as the authors' evaluator ran each model (full profile): a model of
+  ``aro.full.authors_precision`` (OpenAI's CLIP, loaded by ``clip.load`` on CUDA: fp16 weights and scores) is scored
+  at that precision, the column the audit compares, and at ``engine.precision`` beside it (label ``<label> [fp32]``);
+  every registered variant of a listed model (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as
+  ARO's ``model_zoo/__init__.py:71`` builds it) is scored after it. ``context.json``'s ``scoring`` names each
+  column's model, precision and exact ties per task (fp16 makes ties common; VG counts them wrong, Order right);
 * BLIP and FLAVA (``common.zoo.hf``) choose among captions (VG-Relation, VG-Attribution, Order) by the scores
   ARO's wrappers rank with (``ARO_PAIR_SCORES``: BLIP the ITM match logit plus the contrastive cosine with the
   original ``[ENC]`` ITM token, FLAVA the ITM match probability with padding attended, as transformers < 4.39
@@ -24,6 +30,7 @@ the paper's numbers. Stage ``tables`` of ``papers/aro/dvc.yaml``: ``python -m pa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +50,8 @@ from common.results import metrics_filename, write_predictions
 from common.scoring import classification, retrieval
 from common.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
 from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
-from common.zoo import EmbeddingModel, create_model, get_spec
+from common.training.records import training_context as _training_context
+from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
 from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
@@ -82,6 +90,44 @@ class ModelScores:
     image_shuffle: dict[str, dict[str, list[dict[str, float]]]]
     classification: dict[str, float]
     fingerprint: str
+    key: str = ""
+    """What the run's files name this scoring by: the model's name, ``<name>@<precision>`` for a reference beside the
+    authors' precision (``Scoring.key``)."""
+    precision: str = "fp32"
+    ties: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Exact ties per task: VG-Relation, VG-Attribution, each Order set and seed, unshuffled retrieval both ways."""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or self.name
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """One way a model is scored: at the authors' precision (the column the audit compares) or, ``reference``, at
+    the engine's precision beside it."""
+
+    name: str
+    precision: str
+    reference: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.precision}" if self.reference else self.name
+
+    def label(self) -> str:
+        return get_spec(self.name).label + (f" [{self.precision}]" if self.reference else "")
+
+
+def scorings(models: Sequence[str], authors_precision: dict[str, str], engine_precision: str) -> list[Scoring]:
+    """Each model (and, right after it, its registered variants) at the authors' precision, then at the engine's
+    precision where the two differ."""
+    out = []
+    for name in with_variants(list(models)):
+        precision = authors_precision.get(name, engine_precision)
+        out.append(Scoring(name, precision))
+        if precision != engine_precision:
+            out.append(Scoring(name, engine_precision, reference=True))
+    return out
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -156,14 +202,17 @@ def load_model(name: str, device: str) -> tuple[EmbeddingModel, Select, str]:
 
 
 def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engine: Engine,
-                predictions: Path, select: Select | None = None) -> ModelScores:
-    """Every table's numbers for one model; ``select`` chooses among captions (default: the engine's cosines)."""
+                predictions: Path, select: Select | None = None, scoring: Scoring | None = None) -> ModelScores:
+    """Every table's numbers for one model; ``select`` chooses among captions (default: the engine's cosines);
+    ``scoring``: which of the model's scorings this is (default: the model at the engine's precision)."""
+    scoring = scoring or Scoring(name, engine.config.precision)
     select = select or (lambda items, rule: image_to_text(engine, items, rule))
-    folder = predictions / name.replace("/", "__")
+    folder = predictions / scoring.key.replace("/", "__")
     vgr = select(aro.vg_relation_items(), ARO_VG_RULE)
     vga = select(aro.vg_attribution_items(), ARO_VG_RULE)
     write_predictions(folder / "vg_relation.csv", vgr)
     write_predictions(folder / "vg_attribution.csv", vga)
+    ties = {"VG-Relation": vgr.ties, "VG-Attribution": vga.ties}
     order: dict[str, list[float]] = {}
     text_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
     image_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -176,10 +225,14 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
             result = select(variants[set_name].order[seed], ARGMAX)
             write_predictions(folder / f"{set_name}_order_seed{seed}.csv", result)
             order[set_name].append(result.by_group()[set_name].accuracy)
+            ties[f"{ORDER_NAMES.get(set_name, set_name)} seed {seed}"] = result.ties
             texts = variants[set_name].shuffled[seed]
             if seed == seeds[0]:  # the unshuffled gallery does not depend on the seed
                 plain = dataset.retrieval_set(captions=texts["none"])
-                text_shuffle[set_name][NO_SHUFFLE].append(retrieval.evaluate(engine, plain).recall((1, 5)))
+                unshuffled = retrieval.evaluate(engine, plain)
+                text_shuffle[set_name][NO_SHUFFLE].append(unshuffled.recall((1, 5)))
+                ties[f"{RETRIEVAL_NAMES.get(set_name, set_name)} retrieval image to text"] = unshuffled.i2t_ties
+                ties[f"{RETRIEVAL_NAMES.get(set_name, set_name)} retrieval text to image"] = unshuffled.t2i_ties
             for kind in RETRIEVAL_PERTURBATIONS:
                 gallery = dataset.retrieval_set(captions=texts[kind])
                 text_shuffle[set_name].setdefault(TABLE3_STRATEGIES[kind], []).append(
@@ -190,8 +243,8 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
         image_shuffle[set_name] = {NO_SHUFFLE: text_shuffle[set_name][NO_SHUFFLE], **image_shuffle[set_name]}
     accuracy = {set_name: classification.evaluate(engine, dataset).top_k((1,))["top1"]
                 for set_name, dataset in (aro.classification_sets().items() if aro.has("classification") else ())}
-    return ModelScores(name, get_spec(name).label, vgr, vga, order, text_shuffle, image_shuffle, accuracy,
-                       vgr.fingerprint)
+    return ModelScores(name, scoring.label(), vgr, vga, order, text_shuffle, image_shuffle, accuracy,
+                       vgr.fingerprint, scoring.key, scoring.precision, ties)
 
 
 # ---- tables ---------------------------------------------------------------------------------------------------
@@ -277,9 +330,9 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
             plain = strategies[NO_SHUFFLE][0]
             m[f"{RETRIEVAL_NAMES.get(set_name, set_name)} Image R@1"] = plain["t2i_recall_at_1"]
             m[f"{RETRIEVAL_NAMES.get(set_name, set_name)} Text R@1"] = plain["i2t_recall_at_1"]
-        per_model[s.name] = m
+        per_model[s.key] = m
     tasks = list(next(iter(per_model.values())))
-    rows = [{"task": task, **{s.label: fraction(per_model[s.name][task]) for s in scores}} for task in tasks]
+    rows = [{"task": task, **{s.label: fraction(per_model[s.key][task]) for s in scores}} for task in tasks]
     return rows, per_model
 
 
@@ -337,7 +390,7 @@ def retrieval_figure(text_rows: list[dict], image_rows: list[dict], out_png: Pat
 
 def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: str, out: Path) -> dict[str, Path]:
     """Tables 2-6 (CSV), the per-model metrics (DVC metrics) and the two figures, into ``out``."""
-    labels = {s.name: s.label for s in scores}
+    labels = {s.key: s.label for s in scores}
     paths: dict[str, Path] = {}
     for kind, stem in (("relation", "table2_vg_relation"), ("attribution", "vg_attribution")):
         rows, fields = vg_table(scores, kind)
@@ -362,6 +415,34 @@ def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: s
     return paths
 
 
+AUTHORS_PRECISION_WHY = {
+    "fp16": "clip.load on CUDA: fp16 weights and scores (mertyg/vision-language-models-are-bows "
+            "model_zoo/__init__.py:15, clip_models.py:73-86 at 81fdd20d); here " + FP16_WHY}
+
+
+def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> dict[str, dict]:
+    """Per column label: the model, its precision, whether it is the reference beside the authors' precision or a
+    variant (and why), and its exact ties per task: what the audit reads to name each recomputation."""
+    by_key = {s.key: s for s in plan}
+    out = {}
+    for s in scores:
+        scoring, spec = by_key[s.key], get_spec(s.name)
+        why = ("reference beside the authors' precision" if scoring.reference
+               else AUTHORS_PRECISION_WHY.get(s.precision, "the authors' precision"))
+        out[s.label] = {"model": s.name, "precision": s.precision, "reference": scoring.reference, "why": why,
+                        "variant_of": spec.variant_of, "variant_note": spec.variant_note, "ties": s.ties}
+    return out
+
+
+def training_context(models: Sequence[str]) -> dict[str, dict]:
+    """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model: the mini CLIP-FT and
+    NegCLIP analogs, the full re-trainings), what its sidecar says of the run and its recipe, for the audit's notes
+    (keyed by zoo name); the base models and released weights have no entry."""
+    specs = {name: get_spec(name) for name in with_variants(list(models))}
+    return _training_context({name: spec.checkpoint_path() for name, spec in specs.items()
+                              if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.aro.tables", description=__doc__.splitlines()[0])
     parser.parse_args(argv)
@@ -373,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = params["profile"]
     seeds = [int(s) for s in params["aro"]["seeds"]]
     models = params["aro"]["models"][profile]
+    # the authors' precision is a full-profile matter (the mini profile's tiny CLIPs are no author's models)
+    authors_precision = dict(params["aro"]["full"]["authors_precision"]) if profile == "full" else {}
     aro = AroSet.load(build_root() / profile / "aro" / "benchmarks")
     config = engine_config(params)
     out_dir = RESULTS / "aro" / profile
@@ -381,10 +464,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with output_group(out_dir) as staging:
         variants = {name: text_variants(dataset, seeds) for name, dataset in aro.retrieval_sets().items()}
         scores, selection_scores = [], {}
-        for name in models:
-            print(f"scoring {name}", flush=True)
+        plan = scorings(models, authors_precision, config.precision)
+        for name in dict.fromkeys(s.name for s in plan):
             model, select, selection_scores[name] = load_model(name, device)
-            scores.append(score_model(name, aro, variants, Engine(model, config), staging / "predictions", select))
+            for scoring in (s for s in plan if s.name == name):
+                print(f"scoring {scoring.key} ({scoring.precision})", flush=True)
+                engine = Engine(model, dataclasses.replace(config, precision=scoring.precision))
+                scores.append(score_model(name, aro, variants, engine, staging / "predictions", select, scoring))
         paths = write_tables(scores, seeds, profile, staging)
         paths["context"] = write_json_atomic(staging / "context.json", {
             "profile": profile, "note": note, "seeds": seeds, "models": {s.name: s.fingerprint for s in scores},
@@ -395,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "std": "sample standard deviation over seeds (ddof=1)"},
             "spacy": spacy_info().as_dict(),
             "engine": {"precision": config.precision, **(reproducible.describe() if device == "cpu" else {})},
+            **({"scoring": scoring_context(scores, plan)} if profile == "full" else {}),
+            "training": training_context(models),
         })
         paths["predictions"] = staging / "predictions"
     for name, path in paths.items():

@@ -11,18 +11,31 @@ Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank). The weigh
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from common.io import sha256_file
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
+from common.training.recipes import Recipe, load_recipe
 from papers.aro.batches import FinetuneBatches, TokenCache
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
 from papers.aro.runs import FinetuneParams, Sweep, sweep_jobs
 from papers.aro.sweep import add_sweep_command
 
 STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
+RECIPES = "papers/aro/recipes.toml"
+DATA_FILES = ("papers/aro/recipes.toml",)
+RECIPE = "negclip"
+"""NegCLIP's released recipe (mertyg/neg_clip; ARO App. C.3): both methods train with it."""
+
+
+def recipe() -> Recipe:
+    """``[negclip]`` of ``papers/aro/recipes.toml``."""
+    from common.paths import ROOT
+
+    return load_recipe(ROOT / RECIPES, RECIPE)
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
@@ -33,12 +46,12 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo.trained import tokenizer_for
 
     _, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
-    params = FinetuneParams.from_params(section)
+    params = replace(FinetuneParams.from_params(section), recipe=recipe())
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
     val_tsv = Path(args.val_tsv or data_root() / "negclip" / "valid_neg_clip.tsv")
     table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
-                              size)
+                              size, params.recipe.crop_scale)
     tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
     validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
                              tokens)

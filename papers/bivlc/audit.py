@@ -14,9 +14,10 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import run_rows_recomputations
+from common.audit.runs import context_recipe_notes, joined_notes, run_rows_recomputations
 from common.paths import RESULTS
 from papers.bivlc import released
+from papers.bivlc.detection import head_run
 
 DATA_FILES = ("results/published/bivlc.csv", "results/published/bivlc_claims.csv")
 """The published numbers this audit reads (``common.stage_deps``)."""
@@ -27,8 +28,9 @@ TYPE_COLUMNS = {f"{t}_{m}": f"{t.capitalize()} | {label}" for t in ("replace", "
                 for m, label in (("I2T", "I2T"), ("T2I", "T2I"), ("group", "Group"))}
 CONTRASTIVE = {"clip": "CLIP", "clip-coco": "CLIPCOCO", "negclip": "NegCLIP", "trohn-text": "CLIPTROHN-Text",
                "trohn-img": "CLIPTROHN-Img"}
-RETRAINED = ("clip-coco", "trohn-text", "trohn-img")
-"""Rows that the full profile also re-trains here (``ft-<run>``)."""
+RETRAINED = ("clip-coco", "trohn-text", "trohn-img", "clipdet", "trohn-img-det")
+"""Rows that the full profile also re-trains here (``ft-<run>``); the plain row is the authors' released model (or,
+for a detector, their released heads)."""
 TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
     "Table 2": ("table2.csv", MAIN_COLUMNS, {row: f"Contrastive | {CONTRASTIVE[row]}"
                                             for row in ("clip", "clip-coco", "negclip")}),
@@ -45,6 +47,22 @@ FULL_OPTIONAL: dict[str, frozenset[str]] = {"Table 2": frozenset({"sugarcrepe"})
 type): ``papers.bivlc.tables_full``. The mini stage writes every value, so an empty one there is damage."""
 
 
+HEAD_TOWERS = ("image", "text")
+
+
+def recipe_notes(context: Path, profile: str):
+    """A results row -> the recipe note of the runs that made it (``context.json``'s ``training``, copied from the
+    sidecars by the tables stage): a fine-tune's own, a detector row's per head; "" for a model not trained here."""
+    notes = context_recipe_notes(context, f"run `dvc repro papers/bivlc/dvc.yaml:tables-{profile}`")
+
+    def note(row: Mapping[str, str]) -> str:
+        rid = row.get("row", "")
+        heads = [f"{tower} head: {notes[head_run(rid, tower)]}" for tower in HEAD_TOWERS
+                 if head_run(rid, tower) in notes]
+        return "; ".join(([notes[rid]] if rid in notes else []) + heads)
+    return note
+
+
 def row_ids(rows: Mapping[str, str], profile: str) -> dict[str, str]:
     """Our row id -> published row label; in the full profile the re-trainings ``ft-<run>`` map there too."""
     ids = dict(rows)
@@ -58,16 +76,39 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     writes every row the tables map (its CLIP, NegCLIP, the three fine-tunes and the two detectors): one missing
     is a damaged table, not a smaller audit. A full run may leave out a model it could not load."""
     out = results / released.PAPER / profile
+    recipes = recipe_notes(out / "context.json", profile)
     recs: list[Recomputed] = []
     for table, (name, columns, rows) in TABLES.items():
         path = out / name
         ids = row_ids(rows, profile)
-        recs += run_rows_recomputations(released.PAPER, table, path, profile, columns,
-                                        lambda row, ids=ids: ids.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}",
-                                        expected=set(rows.values()) if profile == "mini" else (),
-                                        optional=FULL_OPTIONAL.get(table, ()) if profile == "full" else ())
+        notes = detector_notes(path) if table == "Table 5" and profile == "full" else {}
+        recs += run_rows_recomputations(
+            released.PAPER, table, path, profile, columns, lambda row, ids=ids: ids.get(row.get("row", "")),
+            f"run {path.relative_to(results.parent)}",
+            note=joined_notes(lambda row, notes=notes: notes.get(row.get("row", ""), ""), recipes),
+            expected=set(rows.values()) if profile == "mini" else (),
+            optional=FULL_OPTIONAL.get(table, ()) if profile == "full" else ())
     return recs
+
+
+def detector_notes(table5: Path) -> dict[str, str]:
+    """Per row of the full profile's ``table5.csv``, what the audit says beside its cells: whose heads were scored
+    and how the recomputed probabilities compare with the authors' released per-instance outputs of those heads."""
+    import csv
+
+    if not table5.is_file():
+        return {}
+    with open(table5, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    notes = {}
+    for row in rows:
+        note = f"heads: {row.get('heads') or 'trained here'}, on the towers' raw outputs"
+        if row.get("released_max_abs_diff", ""):
+            note += (f"; against the authors' per-instance outputs of these heads: max |P difference| "
+                     f"{float(row['released_max_abs_diff']):.3g}, {row['released_instances_differing']} of "
+                     f"{row['n']} instances with a decision differing")
+        notes[row.get("row", "")] = note
+    return notes
 
 
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:

@@ -94,3 +94,9 @@ def score_detectors(image, text) -> DetectorOutcome:
     img, txt = _pairs("image", image), _pairs("text", text)
     return DetectorOutcome(detector_decisions(img, txt), detection_accuracy(img), detection_accuracy(txt),
                            int((img[:, 0] == img[:, 1]).sum()), int((txt[:, 0] == txt[:, 1]).sum()))
+
+
+def head_run(row: str, tower: str) -> str:
+    """The ``training`` key, in a tables stage's context, of a detector row's head trained here on ``tower`` (the
+    audit names its recipe there)."""
+    return f"{row} {tower} head"

@@ -2,13 +2,28 @@
 (stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors_full run det-<encoder>-<tower>
 --device cuda``).
 
-The authors' recipe (``src/Detectors/Detector_*_classifier.py``, ``Detector_utils.py``): the tower frozen, a
-``Linear(512, 1)`` head with sigmoid + BCE (``DetectorLoss``), Adam lr 1e-3 (the scripts' ``--lr`` flag is never
-used), 1 epoch for the image detector, 10 for the text detector, batch 400, trained on TROHN-Img (label 0: the COCO
-image / caption, 1: the generated image / negative caption), the epoch with the best validation accuracy kept. Adam is
-AdamW with weight decay 0, which is what the shared trainer runs here; it also decays the rate by a cosine (no
-warmup), where the authors keep it constant. A detector's head is
-``build/full/bivlc/models/<name>.best.loss.safetensors``, which ``papers.bivlc.tables_full`` reads.
+The authors' recipe (IMirandaM/BiVLC 84f0d175 ``src/Detectors/Detector_img_classifier.py``,
+``Detector_text_classifier.py``, ``Detector_utils.py``), followed here line by line:
+
+* every weight of the CLIP model frozen (Detector_img_classifier.py:81-82), a ``Linear(512, 1)`` head on the tower's
+  raw output (:20-31; Detector_text_classifier.py:22-33): ``DetectorLoss`` with ``raw_features`` (the trainer hands
+  it ``encode_*(normalize=False)``);
+* sigmoid + ``BCELoss`` (:97, :115-119), here BCE on the logits (equal up to BCELoss's clamp of log at -100);
+* ``Adam(model.parameters(), lr=0.001)`` (:98; the ``--lr`` flag, default 1e-6, is never read), i.e. betas
+  0.9/0.999, eps 1e-8, no decay, at a constant rate (no scheduler): the ``[detectors]`` recipe of
+  ``papers/bivlc/recipes.toml``; fp32 (no autocast);
+* a ``DataLoader(batch_size=400, shuffle=True)`` over TROHN-Img rows (:94), whose collate stacks each row's natural
+  input (label 0: the COCO image / caption) then its synthetic one (label 1: the generated image / negative caption):
+  800 inputs per step (Detector_utils.py:40-54, 59-71); here ``batch_size`` rows, ``2 * batch_size`` inputs;
+* 1 epoch for the image detector, 10 for the text detector (``--epoch`` defaults, :36 / :38);
+* after each epoch, validation over the validation split in order, in the same batches; the score is the mean of the
+  per-batch accuracies (``np.mean(val_accuracy)``, :143-150; ``round(sigmoid) == label``), and an epoch is kept when it
+  is strictly better than the best so far (:150), as the trainer's best-by-validation does.
+
+What differs: the rows' order per epoch is this workspace's seeded permutation (the authors': torch's global RNG
+under seed 42), and a last partial batch of an epoch (fewer than ``batch_size`` rows) is left out (the trainer's
+steps are fixed-size). A detector's head is ``build/full/bivlc/models/<name>.best.loss.safetensors``, which
+``papers.bivlc.tables_full`` reads.
 """
 from __future__ import annotations
 
@@ -32,7 +47,7 @@ from common.training.rendered import Tokenize
 from common.training.trainer import TrainConfig
 from papers.bivlc.detection import is_synthetic
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
 from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows,
                                     split_rows)
 
@@ -45,7 +60,8 @@ DATA_FILES = ("papers/bivlc/models.toml",)
 
 @dataclass(frozen=True)
 class DetectorParams:
-    """``params.yaml bivlc.full.detectors``: what every detector shares; ``encoders``: row -> zoo model."""
+    """``params.yaml bivlc.full.detectors``: what every detector shares; ``encoders``: row -> zoo model.
+    ``batch_size``: TROHN-Img rows per step (the authors' DataLoader batch), each giving two inputs."""
 
     lr: float
     batch_size: int
@@ -152,47 +168,48 @@ class _HeldLoss:
         return self.loss
 
     def __repr__(self) -> str:  # the job's description of its loss (``describe_loss``)
-        return f"DetectorLoss(embed_dim={self.embed_dim}, tower={self.tower!r})"
+        return f"DetectorLoss(embed_dim={self.embed_dim}, tower={self.tower!r}, raw_features=True)"
 
 
 class DetectorAccuracy:
-    """The detector's validation accuracy (``round(sigmoid) == label``, i.e. p > 0.5 is synthetic) over every
-    input of the validation split, in chunks; the head is the one the trainer is optimising (``held.loss``)."""
+    """The authors' validation score: the validation split in order, ``rows`` rows (``2 * rows`` inputs) per batch,
+    each batch's accuracy (``round(sigmoid) == label``, i.e. p > 0.5 is synthetic) and their mean
+    (Detector_img_classifier.py:130-150); the head is the one the trainer is optimising (``held.loss``), on the
+    tower's output as the loss reads it (raw unless the loss says otherwise)."""
 
-    def __init__(self, batches: FileLabelledBatches, held: _HeldLoss, chunk: int, mean: torch.Tensor,
+    def __init__(self, batches: FileLabelledBatches, held: _HeldLoss, rows: int, mean: torch.Tensor,
                  std: torch.Tensor):
-        self.batches, self.held, self.chunk, self.mean, self.std = batches, held, chunk, mean, std
+        self.batches, self.held, self.rows, self.mean, self.std = batches, held, rows, mean, std
 
     def __call__(self, model) -> float:
         from common.zoo import encode_text_unpadded, padding_is_inert
 
-        b, head = self.batches, self.held.loss.head
+        b, loss = self.batches, self.held.loss
+        normalize = not loss.raw_features
         device = next(model.parameters()).device
-        correct = total = 0
-        half = max(1, self.chunk // 2)
-        for start in range(0, len(b.natural), half):
-            idx = np.arange(start, min(len(b.natural), start + half))
+        accuracies = []
+        for start in range(0, len(b.natural), max(1, self.rows)):
+            idx = np.arange(start, min(len(b.natural), start + max(1, self.rows)))
             x = b._inputs(idx)
             if b.key == "images":
-                feats = model.encode_image(_pixels(x, self.mean, self.std, device), normalize=True)
+                feats = model.encode_image(_pixels(x, self.mean, self.std, device), normalize=normalize)
             else:
                 x = x.to(device)
-                feats = encode_text_unpadded(model, x) if padding_is_inert(model) else model.encode_text(
-                    x, normalize=True)
-            p = torch.sigmoid(head(feats.float()).squeeze(-1)).double().cpu().numpy()
+                feats = (encode_text_unpadded(model, x, normalize=normalize) if padding_is_inert(model)
+                         else model.encode_text(x, normalize=normalize))
+            p = torch.sigmoid(loss.head(feats.float()).squeeze(-1)).double().cpu().numpy()
             labels = b.labels_for(len(idx)).numpy().astype(bool)
-            correct += int((is_synthetic(p) == labels).sum())
-            total += len(p)
-        return correct / total
+            accuracies.append(float((is_synthetic(p) == labels).mean()))
+        return float(np.mean(accuracies))
 
 
 def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: DetectorParams, init: Init,
                  coco_images: Path, set_dir: Path, *, steps: int | None = None,
                  provenance: Mapping | None = None) -> FinetuneJob:
-    """A ``DetectorLoss`` head on ``init``'s frozen ``tower``, ``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train
-    split, validated at the end of every epoch; the best head is ``<stem>.best.loss.safetensors``. Weight decay 0
-    (Adam == AdamW with weight decay 0, the authors' optimiser) and no warmup; the trainer's cosine decay stays.
-    Trained from scratch every time (no resume state), as before."""
+    """A ``DetectorLoss`` head on ``init``'s frozen ``tower``'s raw output, ``DETECTOR_EPOCHS[tower]`` epochs on
+    TROHN-Img's train split (``params.batch_size`` rows, twice as many inputs, per step), Adam at a constant rate,
+    validated at the end of every epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors``
+    (the module docstring has the authors' lines). Trained from scratch every time (no resume state), as before."""
     from common.training.model_init import normalizer
     from common.zoo.trained import tokenizer_for
 
@@ -202,12 +219,13 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: Detect
                                      tokenize)
     val_batches = detector_batches(tower, split_rows(rows, "validation"), params.image_size, coco_images, set_dir,
                                    tokenize)
-    per_epoch = train_batches.steps_per_epoch(params.batch_size)
+    inputs = 2 * params.batch_size
+    per_epoch = train_batches.steps_per_epoch(inputs)
     total = steps or DETECTOR_EPOCHS[tower] * per_epoch
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
-    config = TrainConfig(steps=total, batch_size=params.batch_size, lr=params.lr, warmup_steps=0, weight_decay=0.0,
-                         seed=params.seed, validate_every=0 if steps else per_epoch)
+    config = TrainConfig(steps=total, batch_size=inputs, lr=params.lr, warmup_steps=0, weight_decay=0.0,
+                         seed=params.seed, validate_every=0 if steps else per_epoch, recipe=detector_recipe())
     return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
                        validate=DetectorAccuracy(val_batches, loss, params.batch_size, mean, std),
                        provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,

@@ -1,9 +1,11 @@
 """BiVLC (Miranda et al.) in the mini profile: Table 5's natural-vs-synthetic detectors as jobs (stage
 ``mini-detectors``: ``python -m papers.bivlc.detectors_mini all``; one of them: ``run <encoder>-<tower>``).
 
-A linear head on a frozen tower (``DetectorLoss``), on the base (CLIPDet) and on the TROHN-Img run (CLIPTROHN-Img/Det),
-trained on the TROHN-Img analog's training split (label 1 = negative image / caption): 1 epoch for images, 10 for
-texts, as the authors. Heads in ``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors`` (the trainer's
+A linear head on a frozen tower's raw output (``DetectorLoss``), on the base (CLIPDet) and on the TROHN-Img run
+(CLIPTROHN-Img/Det), trained on the TROHN-Img analog's training split (label 1 = negative image / caption): 1 epoch for
+images, 10 for texts, Adam at a constant 1e-3, as the authors (``papers.bivlc.detectors_full`` has their lines). The
+mini keeps its own batch (``params.yaml bivlc.mini.detector.batch_size`` inputs per step) and the final head (no
+validation split is scored). Heads in ``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors`` (the trainer's
 file of the loss's weights), which ``papers.bivlc.tables_mini`` reads; timing logs in
 ``build/mini/bivlc/logs/detectors/``.
 """
@@ -27,7 +29,7 @@ from common.training.rendered import LabelledBatches, Tokenize, pixels
 from common.training.trainer import TrainConfig
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
 from papers.bivlc.sets_mini import BivlcMiniError
 
 MODULE = "papers.bivlc.detectors_mini"
@@ -41,6 +43,8 @@ class DetectorParams:
     batch_size: int = 128
     lr: float = 1e-3
     seed: int = 0
+    raw_features: bool = True
+    """The head on the tower's raw output, as the authors' (False: on the normalised embedding)."""
 
 
 def detector_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatches:
@@ -75,9 +79,9 @@ def detector_init(encoder: str, base: str, models_dir: Path) -> Init:
 def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: DetectorParams, *,
                  tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
-    decay (AdamW with weight decay 0 is the authors' Adam) and no warmup; the shared trainer's cosine decay stays (the
-    authors keep the lr constant), and the final head is kept (the trainer's best-by-validation covers the model's
-    weights, not a loss's head). Trained from scratch every time (no resume state), as before."""
+    decay and no warmup, the authors' optimiser and schedule (the ``[detectors]`` recipe: Adam at a constant rate; the
+    mini's own batch and rate are recorded as its deviations), and the final
+    head is kept. Trained from scratch every time (no resume state), as before."""
     from common.zoo.trained import tokenizer_for
 
     arch = init.describe()["arch"]
@@ -85,8 +89,9 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
     batches = detector_batches(data, tower, tokenize)
     steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(params.batch_size)
     config = TrainConfig(steps=steps, batch_size=params.batch_size, lr=float(params.lr), warmup_steps=0,
-                         weight_decay=0.0, seed=params.seed)
-    loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower)
+                         weight_decay=0.0, seed=params.seed, recipe=detector_recipe())
+    loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower,
+                             raw_features=params.raw_features)
     return FinetuneJob(f"bivlc-mini-det-{encoder}-{tower}", init, batches, loss, config, MODULE,
                        provenance={"tower": tower, "encoder": encoder, **(provenance or {})}, checkpoint_every=0,
                        resume=False)

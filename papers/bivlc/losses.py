@@ -40,14 +40,22 @@ class DetectorLoss(nn.Module):
     Labels are 1 for synthetic (generated) inputs and 0 for natural ones. The head belongs to the
     loss, so it is optimised with the model and saved beside it; the towers and the logit scale
     are frozen (``frozen``), which is what makes it a probe of what the encoder already separates.
+
+    ``raw_features`` (default, the authors'): the head reads the tower's unnormalised output, as
+    ``CLIP_classifier.forward`` does (``self.classifier(encoder_model.visual(x))``,
+    src/Detectors/Detector_img_classifier.py:28-31; ``encode_text(x)``, Detector_text_classifier.py:30-33, at
+    IMirandaM/BiVLC 84f0d175), so the released heads apply to it; False: the L2-normalised embedding.
+    BCE on logits equals their ``BCELoss()(sigmoid(logits), label)`` (Detector_img_classifier.py:97,115-119) but
+    for the clamp of log(0) that BCELoss applies at -100.
     """
 
     image_segments = 1
     text_segments = 1
     frozen: tuple[str, ...] = ("image", "text", "logit_scale")
 
-    def __init__(self, embed_dim: int, tower: str, world: DistributedContext | None = None):
+    def __init__(self, embed_dim: int, tower: str, world: DistributedContext | None = None, raw_features: bool = True):
         super().__init__()
+        self.raw_features = bool(raw_features)
         if tower not in ("image", "text"):
             raise ValueError(f"DetectorLoss: tower must be 'image' or 'text', not {tower!r}")
         self.tower = tower
@@ -63,4 +71,5 @@ class DetectorLoss(nn.Module):
         return {"detector_loss": F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))}
 
     def describe(self) -> dict:
-        return {"name": type(self).__name__, "tower": self.tower, "embed_dim": self.head.in_features}
+        return {"name": type(self).__name__, "tower": self.tower, "embed_dim": self.head.in_features,
+                "features": "raw" if self.raw_features else "normalized"}

@@ -12,6 +12,9 @@ from common.errors import WorkspaceError, unknown_name
 from common.training.losses import ClipLoss
 from papers.bivlc.losses import TrohnImgLoss, TrohnTextLoss
 
+RECIPES = "papers/bivlc/recipes.toml"
+DATA_FILES = ("papers/bivlc/recipes.toml",)
+
 
 class BivlcRunError(WorkspaceError):
     """A run or detector that cannot be built as named (the message says why)."""
@@ -69,3 +72,12 @@ def embed_dim_of(arch: str) -> int:
     if config is None:
         raise BivlcRunError(f"{arch}: no open_clip model config")
     return int(config["embed_dim"])
+
+
+def detector_recipe():
+    """Table 5's detectors' recipe (the ``[detectors]`` table of ``papers/bivlc/recipes.toml``: the authors' Adam at a
+    constant rate on the frozen towers' raw outputs), in both profiles."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return load_recipe(ROOT / RECIPES, "detectors")

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from common.blind.ngram import NgramFluency
-from common.blind.refine import DEFAULT_BINS, refine, refine_report
+from common.blind.refine import DEFAULT_AXIS_BINS, DEFAULT_BINS, refine, refine_report
 from common.miniworld import lexicon
 from common.reproducible import logistic
 from common.tasks import DatasetError
@@ -132,7 +132,8 @@ class Selection:
         report = refine_report(self.scores.plausibility_gap[self.refined], self.scores.grammar_gap[self.refined],
                                np.searchsorted(self.refined, self.kept))
         return {
-            "quantile": self.quantile, "min_chars": self.min_chars, "bins": self.bins, "seed": self.seed,
+            "quantile": self.quantile, "min_chars": self.min_chars, "bins": self.bins, "axis_bins": DEFAULT_AXIS_BINS,
+            "seed": self.seed,
             "total": asdict(self.total),
             "by_category": {k: asdict(v) for k, v in self.counts.items()},
             "thresholds": {k: {"plausibility": p, "grammar": g} for k, (p, g) in self.thresholds.items()},

@@ -14,12 +14,19 @@ counted), as the released ``evaluate_BiVLC`` (src/CLIP_fine_tuning/CLIP_utils.py
 every distinct image and caption once. SugarCrepe is read by SugarCrepe's own loader (``common.benchmarks.caption_negatives``:
 the set ``build/full/sugarcrepe``, written by SugarCrepe's ``full-set`` stage) and decided strictly
 (``common.scoring.selection.STRICT``); its column is the micro average over all examples pooled, which is what
-BiVLC's SugarCrepe column reports (CLIP 76.56 = 5,751 / 7,512, ``papers.bivlc.released``).
+BiVLC's SugarCrepe column reports (CLIP 76.56 = 5,751 / 7,512, ``papers.bivlc.released``). The authors pooled the
+7,512 rows of their own copy (IMirandaM/BiVLC 84f0d175 source_data/SugarCrepe/test_SugarCrepe.csv, read by
+evaluation_SugarCrepe.py:25,59,69), whose swap_obj has 246 examples; SugarCrepe's release (RAIVNLab/sugar-crepe
+0047054b data/swap_obj.json) has 245 (the COCO image 000000310622.jpg's "A West 32nd sign under a Korea Way road
+sign." is not in it), so the column here is over 7,511 examples (``context.json``'s ``sugarcrepe_examples``).
 
 Detectors (Sec. 5.3, ``papers.bivlc.detection``): per row of ``bivlc.full.detector_rows``, the image and text heads
-(``DetectorLoss.head`` saved by the trainer, ``papers.bivlc.detectors_full``) on the frozen encoder's normalised
-embeddings give P(synthetic) of every image and caption; retrieval by the authors' procedure, detection accuracy at
-0.5.
+on the frozen encoder's raw tower outputs (``papers.bivlc.detector_heads``: ``visual(x)`` and ``encode_text(x)``
+unnormalised, as the authors' probes) give P(synthetic) of every image and caption; retrieval by the authors'
+procedure, detection accuracy at 0.5. The heads are the authors' released ones (rows ``clipdet``,
+``trohn-img-det``: imirandam/CLIP_Detector and imirandam/CLIP_TROHN-Img_Detector, compared instance by instance with
+their released outputs ``src/Detectors/results/BiVLC_Classifier_CORRECT_*.csv``) or trained here
+(``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors_full``).
 
 Stage ``tables-full`` (``python -m papers.bivlc.tables_full``) writes ``results/bivlc/full/`` as one output group:
 
@@ -27,9 +34,9 @@ Stage ``tables-full`` (``python -m papers.bivlc.tables_full``) writes ``results/
   (points, micro average), n, ties (comparisons whose two similarities are equal);
 * ``table4.csv``: per model, per type (replace, swap, add) and per category (``replace-obj`` ...): I2T, T2I,
   group (points) and n, as columns ``<type or category>_<metric>``;
-* ``table5.csv`` (a header only when no detector row is scored): per detector row text and image detection
-  accuracy, I2T, T2I, group and the finer four (points), SugarCrepe (the positive caption judged strictly more
-  natural), n, ties;
+* ``table5.csv`` (a header only when no detector row is scored): per detector row the heads' origin, text and image
+  detection accuracy, I2T, T2I, group and the finer four (points), SugarCrepe (the positive caption judged strictly
+  more natural), n, ties, and the agreement with the released per-instance outputs (``TABLE5_FIELDS``);
 * ``summary.json``: DVC metrics, at most twelve flat numbers; ``context.json``: the data files and their sha256, the
   category counts, each model's fingerprint and ties, rows left out and why, where the authors' code and this differ;
 * ``predictions/<model>.csv``: every instance's four similarities and decisions under the released files' column
@@ -45,7 +52,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,6 +63,7 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, GroupItem, ImageToTextItem
+from common.training.records import training_context
 from common.zoo import ModelFactory
 from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model
@@ -82,8 +90,11 @@ TABLE4_KEYS = (*TYPES, *CATEGORIES)
 TABLE4_FIELDS = ("row", "model", "label", *(f"{k}_{m}" for k in TABLE4_KEYS for m in (*MAIN, "n")))
 """One row per model, wide as the mini table and the audit read it: per type, then per category, I2T/T2I/group
 (points) and n (a category the split lacks is left empty)."""
-TABLE5_FIELDS = ("row", "encoder", "label", "text_detection", "image_detection", *MAIN, *FINER, "sugarcrepe", "n",
-                 "text_ties", "image_ties")
+TABLE5_FIELDS = ("row", "encoder", "label", "heads", "text_detection", "image_detection", *MAIN, *FINER, "sugarcrepe",
+                 "n", "text_ties", "image_ties", "released_max_abs_diff", "released_instances_differing")
+"""``heads``: "released" (the authors' files) or "trained here"; ``released_*``: against the authors' per-instance
+outputs of the same heads (largest |P difference| over both towers, instances whose decisions differ; empty when the
+row names none or it could not be fetched)."""
 PREDICTION_FIELDS = ("item_id", "type", "subtype", "sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1",
                      "text_score_i0", "text_score_i1", "image_score_c0", "image_score_c1", "text_score",
                      "image_score", "group_score")
@@ -97,12 +108,15 @@ PAPER_VS_CODE: dict[str, str] = {
     "precision": "code: open_clip models on a GPU in fp32 (no autocast); here the engine's precision "
                  "(params.yaml engine.precision)",
     "preprocess": "code: open_clip's evaluation transform of each model; the same here (the zoo's transform)",
-    "sugarcrepe": "code (evaluation_SugarCrepe.py): pos_score > neg_score per example, reported as the accuracy over "
-                  "all 7,512 examples pooled; the same here (SugarCrepe's loader, STRICT, micro average)",
-    "detectors": "code (Detector_*_classifier.py): Linear(512, 1) on the tower's raw (unnormalised) output, Adam lr "
-                 "1e-3, BCE; here the head is DetectorLoss's on the normalised embedding (the trainer's features), "
-                 "so released detector heads are not scored with it; the decision rule is the released "
-                 "Detector_evaluation_BiVLC.py's (papers.bivlc.detection)",
+    "sugarcrepe": "code (evaluation_SugarCrepe.py:25,59,69): pos_score > neg_score per example, the accuracy over "
+                  "the 7,512 rows of the authors' copy (source_data/SugarCrepe/test_SugarCrepe.csv, swap_obj 246) "
+                  "pooled; here the same rule (SugarCrepe's loader, STRICT, micro average) over SugarCrepe's release, "
+                  "7,511 examples (its swap_obj.json has 245: 000000310622.jpg's 'A West 32nd sign under a Korea Way "
+                  "road sign.' is not in it)",
+    "detectors": "code (Detector_*_classifier.py:20-33, Detector_evaluation_BiVLC.py:23-48): Linear(512, 1) on the "
+                 "tower's raw (unnormalised) output, fp32; the same here (papers.bivlc.detector_heads), for the "
+                 "released heads and those trained here (DetectorLoss, raw_features); the decision rule is the "
+                 "released Detector_evaluation_BiVLC.py's (papers.bivlc.detection)",
 }
 
 
@@ -216,17 +230,31 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = N_INSTANC
 # ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DetectorSpec:
-    """One row of Table 5: a frozen encoder (zoo model) and the two heads trained on it."""
+    """One row of Table 5: a frozen encoder (zoo model) and the two heads applied to its towers' raw outputs (the
+    heads trained here, or the authors' released ones: ``papers.bivlc.detector_heads``). ``released_outputs``: the
+    registry key of the authors' per-instance outputs of these heads on BiVLC, compared with what is recomputed here
+    (empty: none)."""
 
     encoder: str
     image_head: Path
     text_head: Path
     label: str = ""
+    released_outputs: str = ""
 
     @classmethod
     def from_params(cls, section: Mapping) -> "DetectorSpec":
-        return cls(str(section["encoder"]), Path(section["image_head"]), Path(section["text_head"]),
-                   str(section.get("label", "")))
+        return cls(str(section["encoder"]), head_path(section["image_head"]), head_path(section["text_head"]),
+                   str(section.get("label", "")), str(section.get("released_outputs", "")))
+
+
+def head_path(where: str | Path) -> Path:
+    """``data:<path>`` (a fetched file: the released heads) and ``build:<path>`` against the workspace roots; any
+    other path as given (relative to the repository root, where the stage runs)."""
+    from common.paths import build_root, data_root
+
+    scheme, sep, rel = str(where).partition(":")
+    roots = {"data": data_root, "build": build_root}
+    return roots[scheme]() / rel if sep and scheme in roots else Path(where)
 
 
 @dataclass(frozen=True)
@@ -256,6 +284,8 @@ class ScoredDetector:
     probabilities: DetectorProbabilities
     fingerprint: str
     heads: dict = field(default_factory=dict)
+    released: dict | None = None
+    """The comparison with the authors' per-instance outputs (``_released_comparison``), when the row names them."""
 
 
 def model_label(name: str) -> str:
@@ -296,72 +326,67 @@ def score_models(models: Mapping[str, str], items: Sequence[GroupItem],
     return scored, skipped
 
 
-def load_head(path: Path):
-    """A detector head (``DetectorLoss.head``) from the trainer's ``<stem>[.best].loss.safetensors``."""
-    import torch
-    from safetensors.torch import load_file
-
-    if not Path(path).is_file():
-        raise BivlcFullError(f"{path}: no detector head; run the detector's detectors-full stage "
-                             "(`python -m papers.bivlc.detectors_full run det-...`)")
-    state = load_file(str(path))
-    if "head.weight" not in state or "head.bias" not in state:
-        raise BivlcFullError(f"{path}: no 'head.weight'/'head.bias' (found {sorted(state)[:6]})")
-    weight, bias = state["head.weight"], state["head.bias"]
-    if weight.ndim != 2 or weight.shape[0] != 1:
-        raise BivlcFullError(f"{path}: head.weight has shape {tuple(weight.shape)}, expected (1, d)")
-    head = torch.nn.Linear(weight.shape[1], 1)
-    head.load_state_dict({"weight": weight, "bias": bias})
-    return head.eval()
-
-
-def probabilities(head, features: np.ndarray) -> np.ndarray:
-    """sigmoid(head(features)): P(synthetic) of each row of ``features``."""
-    import torch
-
-    x = np.asarray(features, dtype=np.float32)
-    if x.shape[-1] != head.in_features:
-        raise BivlcFullError(f"detector head takes {head.in_features}-d features, the encoder gives {x.shape[-1]}")
-    with torch.no_grad():
-        return torch.sigmoid(head(torch.from_numpy(x)).squeeze(-1)).double().numpy()
-
-
-def detector_probabilities(engine, heads: Mapping, items: Sequence[GroupItem],
+def detector_probabilities(model, heads: Mapping, items: Sequence[GroupItem],
                            sugarcrepe: Sequence[ImageToTextItem] | None = None) -> DetectorProbabilities:
-    """Both heads on the engine's normalised embeddings (the features ``DetectorLoss`` was trained on)."""
-    emb = engine.embed(((img, it.origin or it.item_id) for it in items for img in it.images),
-                       (c for it in items for c in it.captions))
-    img = np.stack([emb.images(list(it.images)) for it in items])
-    txt = np.stack([emb.texts(list(it.captions)) for it in items])
-    d = img.shape[-1]
-    image = probabilities(heads["image"], img.reshape(-1, d)).reshape(len(items), 2)
-    text = probabilities(heads["text"], txt.reshape(-1, txt.shape[-1])).reshape(len(items), 2)
+    """Both heads on the towers' raw outputs (``detector_heads.tower_outputs``: what the authors' probes read)."""
+    from papers.bivlc.detector_heads import probabilities, tower_outputs
+
+    img, txt = tower_outputs(model, [i for it in items for i in it.images], [c for it in items for c in it.captions])
+    image = probabilities(heads["image"], img).reshape(len(items), 2)
+    text = probabilities(heads["text"], txt).reshape(len(items), 2)
     sc = None
     if sugarcrepe is not None:
-        semb = engine.embed((), (c for it in sugarcrepe for c in it.captions[:2]))
-        feats = np.stack([semb.texts(list(it.captions[:2])) for it in sugarcrepe])
-        sc = probabilities(heads["text"], feats.reshape(-1, feats.shape[-1])).reshape(len(sugarcrepe), 2)
+        _, feats = tower_outputs(model, (), [c for it in sugarcrepe for c in it.captions[:2]])
+        sc = probabilities(heads["text"], feats).reshape(len(sugarcrepe), 2)
     return DetectorProbabilities(image, text, sc)
 
 
+def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch: Callable[[str], Path]) -> dict | None:
+    """The recomputed probabilities against the authors' released ones (``released_outputs``); a file that cannot be
+    fetched is recorded, not fatal (the comparison is a check, the scores stand without it)."""
+    from common.download import FetchError, RegistryError
+    from papers.bivlc.detector_heads import compare_with_released, read_released_outputs
+
+    if not spec.released_outputs:
+        return None
+    try:
+        path = fetch(spec.released_outputs)
+    except (FetchError, RegistryError) as exc:
+        return {"file": spec.released_outputs, "comparable": False,
+                "why": f"not fetched: {(str(exc).splitlines() or [''])[0][:200]}"}
+    image, text = read_released_outputs(path)
+    return {"file": spec.released_outputs, "sha256": sha256_file(path),
+            **compare_with_released(probs.image, probs.text, image, text)}
+
+
+def _default_fetch(key: str) -> Path:
+    from common.download import fetch
+
+    return fetch(key, progress=False)
+
+
 def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[GroupItem],
-                         sugarcrepe: Sequence[ImageToTextItem] | None = None, engine_config=None,
-                         device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False
+                         sugarcrepe: Sequence[ImageToTextItem] | None = None, device: str = "cpu",
+                         create: ModelFactory = zoo_create, skip_unavailable: bool = False,
+                         fetch: Callable[[str], Path] = _default_fetch
                          ) -> tuple[list[ScoredDetector], dict[str, str]]:
-    """Every detector row: its heads on its encoder's embeddings. A missing head file is an error (it is this
-    workspace's own output); an encoder that cannot be loaded follows ``skip_unavailable``."""
-    from common.engine import Engine
+    """Every detector row: its heads on its encoder's raw tower outputs, the released heads' saved towers checked
+    against the encoder, and the released per-instance outputs compared where the row names them. A missing head
+    file is an error; an encoder that cannot be loaded follows ``skip_unavailable``."""
+    from papers.bivlc.detector_heads import load_head, tower_agreement
 
     out, skipped = [], {}
     encoders = {row: spec.encoder for row, spec in detectors.items()}
     for row, _name, model in each_model(encoders, skipped, create=create, device=device,
                                         skip_unavailable=skip_unavailable, what="BiVLC detector row"):
         spec = detectors[row]
-        heads = {"image": load_head(spec.image_head), "text": load_head(spec.text_head)}
-        probs = detector_probabilities(Engine(model, engine_config), heads, items, sugarcrepe)
-        out.append(ScoredDetector(row, spec, probs, model.fingerprint,
-                                  {k: {"file": str(p), "sha256": sha256_file(p)}
-                                   for k, p in (("image", spec.image_head), ("text", spec.text_head))}))
+        heads = {"image": load_head(spec.image_head, "image"), "text": load_head(spec.text_head, "text")}
+        probs = detector_probabilities(model, heads, items, sugarcrepe)
+        described = {k: {"file": str(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
+                         else "trained here", "tower_agreement": tower_agreement(heads[k], model.model)}
+                     for k, p in (("image", spec.image_head), ("text", spec.text_head))}
+        out.append(ScoredDetector(row, spec, probs, model.fingerprint, described,
+                                  _released_comparison(spec, probs, fetch)))
         del model
     return out, skipped
 
@@ -403,10 +428,15 @@ def table5_row(d: ScoredDetector) -> dict:
     outcome = score_detectors(p.image, p.text)
     acc = outcome.accuracy()
     sc = "" if p.sugarcrepe_text is None else _pct(np.mean(p.sugarcrepe_text[:, 0] < p.sugarcrepe_text[:, 1]))
-    return {"row": d.row, "encoder": d.spec.encoder, "label": d.spec.label or d.row,
+    kinds = sorted({h["kind"] for h in d.heads.values()}) if d.heads else ["trained here"]
+    compared = d.released if d.released and d.released.get("comparable") else None
+    return {"row": d.row, "encoder": d.spec.encoder, "label": d.spec.label or d.row, "heads": " + ".join(kinds),
             "text_detection": _pct(outcome.text_detection), "image_detection": _pct(outcome.image_detection),
             **{m: _pct(acc[m]) for m in (*MAIN, *FINER)}, "sugarcrepe": sc, "n": len(p.image),
-            "text_ties": outcome.text_ties, "image_ties": outcome.image_ties}
+            "text_ties": outcome.text_ties, "image_ties": outcome.image_ties,
+            "released_max_abs_diff": "" if compared is None else
+            max(compared["image_max_abs_diff"], compared["text_max_abs_diff"]),
+            "released_instances_differing": "" if compared is None else compared["instances_with_a_decision_differing"]}
 
 
 def summary(rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict[str, float]:
@@ -459,7 +489,8 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], detectors: Sequence[S
 def evaluate_tables(models: Mapping[str, str], data: BivlcSet, out_dir: Path,
                     sugarcrepe: Sequence[ImageToTextItem] | None = None, detectors: Mapping[str, DetectorSpec] = {},
                     engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create,
-                    skip_unavailable: bool = False, context: Mapping | None = None) -> dict[str, Path]:
+                    skip_unavailable: bool = False, context: Mapping | None = None,
+                    fetch: Callable[[str], Path] = _default_fetch) -> dict[str, Path]:
     """Score every model (and detector) and write the tables; nothing is written when a model fails or none could
     be scored."""
     if not models:
@@ -467,8 +498,8 @@ def evaluate_tables(models: Mapping[str, str], data: BivlcSet, out_dir: Path,
     scored, skipped = score_models(models, data.items, sugarcrepe, engine_config, device, create, skip_unavailable)
     if not scored:
         raise BivlcFullError(f"no model of bivlc.full.models could be loaded: {skipped}")
-    dets, skipped_dets = score_detectors_rows(detectors, data.items, sugarcrepe, engine_config, device, create,
-                                              skip_unavailable)
+    dets, skipped_dets = score_detectors_rows(detectors, data.items, sugarcrepe, device, create, skip_unavailable,
+                                              fetch)
     full_context = {
         **dict(context or {}), "profile": "full",
         "rule": "strict: s(C0,I0) > s(C1,I0) etc. on normalised embeddings, a tie is wrong (common.scoring.group)",
@@ -479,7 +510,9 @@ def evaluate_tables(models: Mapping[str, str], data: BivlcSet, out_dir: Path,
                            "ties": s.bivlc.tie_counts(), "n": len(s.bivlc.outcomes),
                            "sugarcrepe_ties": None if s.sugarcrepe is None else s.sugarcrepe.ties} for s in scored},
         "detectors": {d.row: {"encoder": d.spec.encoder, "fingerprint": d.fingerprint, "heads": d.heads,
-                              "threshold": "p > 0.5 is synthetic (np.round: 0.5 is natural)"} for d in dets},
+                              "features": "the towers' raw outputs (encode_*(normalize=False)), fp32",
+                              "threshold": "p > 0.5 is synthetic (np.round: 0.5 is natural)",
+                              "released_outputs": d.released} for d in dets},
         "skipped": {**skipped, **{f"detector:{r}": why for r, why in skipped_dets.items()}},
         "paper_vs_code": PAPER_VS_CODE,
     }
@@ -501,6 +534,20 @@ def default_image_dir() -> Path:
     return build_dir("full", "bivlc") / "images"
 
 
+def training_records(models: Mapping[str, str], detectors: Mapping[str, "DetectorSpec"]) -> dict[str, dict]:
+    """The context's ``training``: each re-training's (``ft-<run>``, a ``build:`` checkpoint) and each head trained
+    here's (``detection.head_run``) sidecar record and recipe, for the audit's notes; released weights and heads have
+    no sidecar and no entry."""
+    from common.zoo import get_spec
+    from papers.bivlc.detection import head_run
+
+    weights = {row: get_spec(name).checkpoint_path() for row, name in models.items()
+               if (get_spec(name).checkpoint or "").startswith("build:")}
+    weights.update({head_run(row, tower): head for row, spec in detectors.items()
+                    for tower, head in (("image", spec.image_head), ("text", spec.text_head))})
+    return training_context(weights, ("trainer", "loss", "data", "final_loss", "lr", "steps"))
+
+
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
     from common.params import stage_section
@@ -516,7 +563,8 @@ def run_tables(args: argparse.Namespace) -> int:
             Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json"))
     rows5 = dict(section.get("detector_rows") or {})
     detectors = {row: DetectorSpec.from_params(spec) for row, spec in rows5.items()}
-    context = {"device": device, "engine": params.get("engine", {}), "sugarcrepe_set": described}
+    context = {"device": device, "engine": params.get("engine", {}), "sugarcrepe_set": described,
+               "training": training_records(dict(section["models"]), detectors)}
     paths = evaluate_tables(dict(section["models"]), data, Path(args.out or RESULTS / "bivlc" / "full"), sugarcrepe,
                             detectors, engine_config(params), device, create=zoo_create,
                             skip_unavailable=bool(section["skip_unavailable"]), context=context)

@@ -10,7 +10,7 @@ Every model is scored once per benchmark:
 * **SugarCrepe** (Table 2's SugarCrepe column): SugarCrepe's mini set through SugarCrepe's own loader
   (``common.benchmarks.caption_negatives``), its strict rule, the micro average over all examples (as BiVLC reports it).
 * **Detectors** (Table 5): P(synthetic) of every image and caption from the heads of ``mini-detectors`` on the frozen
-  towers' embeddings; detection accuracy at 0.5 and retrieval by the authors' procedure (``papers.bivlc.detection``:
+  towers' raw outputs (``papers.bivlc.detector_heads``, as the authors' probes); detection accuracy at 0.5 and retrieval by the authors' procedure (``papers.bivlc.detection``:
   no image-caption similarity at all), on the BiVLC analog and on SugarCrepe's mini set (I2T only).
 
 Outputs in ``results/bivlc/mini/`` (stage ``tables-mini``): ``table2.csv`` (every model: SugarCrepe, I2T, T2I, group
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-import torch
 
 from common.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.jsonl import read_json
@@ -35,8 +34,12 @@ from common.paths import build_dir
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import GroupItem, ImageToTextItem
+from common.training.records import training_context
 from common.zoo.trained import served
+from papers.bivlc import detector_heads
+from papers.bivlc.detection import head_run
 from papers.bivlc.detection import score_detectors
+from papers.bivlc.detector_heads import Head
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES, BivlcMiniError, load_test_items, type_of
 
@@ -99,47 +102,33 @@ class ModelScores:
     detectors: DetectorScores | None = None
 
 
-def load_head(path: Path) -> torch.nn.Linear:
+def load_head(path: Path, tower: str) -> Head:
     """A detector's head (``DetectorLoss.head``) from the trainer's ``<stem>.loss.safetensors``."""
-    from safetensors.torch import load_file
-
     if not Path(path).is_file():
         raise BivlcMiniError(f"{path}: no detector head; run the mini-detectors stage")
-    state = load_file(str(path))
-    weight, bias = state["head.weight"], state["head.bias"]
-    head = torch.nn.Linear(weight.shape[1], 1)
-    head.load_state_dict({"weight": weight, "bias": bias})
-    return head
+    return detector_heads.load_head(path, tower)
 
 
-def _probabilities(head: torch.nn.Linear, features: np.ndarray) -> np.ndarray:
-    with torch.no_grad():
-        return torch.sigmoid(head(torch.from_numpy(np.asarray(features, np.float32))).squeeze(-1)).numpy()
-
-
-def detector_scores(engine, heads: Mapping[str, torch.nn.Linear], items: Sequence[GroupItem],
-                    ambiguous: Sequence[GroupItem], sugarcrepe: Sequence[ImageToTextItem]) -> DetectorScores:
-    """P(synthetic) of every image and caption through the heads, on the engine's (normalised) embeddings: the
-    features the heads were trained on."""
+def detector_scores(model, heads: Mapping[str, Head], items: Sequence[GroupItem], ambiguous: Sequence[GroupItem],
+                    sugarcrepe: Sequence[ImageToTextItem]) -> DetectorScores:
+    """P(synthetic) of every image and caption through the heads, on the towers' raw outputs (the features the heads
+    were trained on, ``detector_heads.tower_outputs``)."""
     def pairs(group_items):
-        emb = engine.embed(((img, it.origin or it.item_id) for it in group_items for img in it.images),
-                           (c for it in group_items for c in it.captions))
-        img = np.stack([emb.images(list(it.images)) for it in group_items])  # (n, 2, d)
-        txt = np.stack([emb.texts(list(it.captions)) for it in group_items])
-        return (_probabilities(heads["image"], img.reshape(-1, img.shape[-1])).reshape(len(group_items), 2),
-                _probabilities(heads["text"], txt.reshape(-1, txt.shape[-1])).reshape(len(group_items), 2))
+        img, txt = detector_heads.tower_outputs(model, [i for it in group_items for i in it.images],
+                                                [c for it in group_items for c in it.captions])
+        return (detector_heads.probabilities(heads["image"], img).reshape(len(group_items), 2),
+                detector_heads.probabilities(heads["text"], txt).reshape(len(group_items), 2))
 
     image, text = pairs(items)
     amb_image, amb_text = pairs(ambiguous)
-    emb = engine.embed((), (c for it in sugarcrepe for c in it.captions[:2]))
-    features = np.stack([emb.texts(list(it.captions[:2])) for it in sugarcrepe])  # (n, 2, d)
-    sc_text = _probabilities(heads["text"], features.reshape(-1, features.shape[-1])).reshape(-1, 2)
+    _, features = detector_heads.tower_outputs(model, (), [c for it in sugarcrepe for c in it.captions[:2]])
+    sc_text = detector_heads.probabilities(heads["text"], features).reshape(-1, 2)
     return DetectorScores(image, text, amb_image, amb_text, sc_text)
 
 
 def score_models(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], items: Sequence[GroupItem],
                  ambiguous: Sequence[GroupItem], sugarcrepe: Sequence[ImageToTextItem],
-                 detector_heads: Mapping[str, Mapping[str, torch.nn.Linear]], engine_config=None,
+                 detector_heads: Mapping[str, Mapping[str, Head]], engine_config=None,
                  device: str = "cpu") -> dict[str, ModelScores]:
     """Every model on both benchmarks; the detectors' heads (by the row of their encoder) on that row's embeddings."""
     from common.engine import Engine
@@ -151,7 +140,7 @@ def score_models(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], item
         heads = detector_heads.get(e.row)
         out[e.row] = ModelScores(group.evaluate(engine, items), group.evaluate(engine, ambiguous),
                                  selection.evaluate(engine, sugarcrepe, STRICT), engine.model.fingerprint,
-                                 detector_scores(engine, heads, items, ambiguous, sugarcrepe) if heads else None)
+                                 detector_scores(engine.model, heads, items, ambiguous, sugarcrepe) if heads else None)
     return out
 
 
@@ -282,7 +271,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
 
     items, ambiguous = load_test_items(Path(test_dir))
     sugarcrepe = PreparedSet.load(Path(sugarcrepe_manifest)).items()
-    heads = {encoder: {tower: load_head(Path(detectors_dir) / f"{encoder}-{tower}.loss.safetensors")
+    heads = {encoder: {tower: load_head(Path(detectors_dir) / f"{encoder}-{tower}.loss.safetensors", tower)
                        for tower in DETECTOR_TOWERS} for encoder in DETECTOR_ENCODERS}
     scores = score_models(entries, arch_of, items, ambiguous, sugarcrepe, heads, engine_config, device)
     full_context = {
@@ -291,7 +280,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
                   "ambiguous": "add_obj / add_att instances: the negative scene also shows the caption; scored only "
                                "in table4's add columns",
                   "sugarcrepe": "strict (SugarCrepe's rule), micro average over all examples (BiVLC's column)",
-                  "detectors": "P(synthetic) = sigmoid(head(normalised embedding)); judged synthetic above 0.5 (0.5 is "
+                  "detectors": "P(synthetic) = sigmoid(head(the tower's raw output)); judged synthetic above 0.5 (0.5 is "
                                "natural, as np.round); SugarCrepe: the positive's P(synthetic) strictly below the "
                                "negative's (the released code reads text predictions only); "
                                "retrieval by papers.bivlc.detection (no image-caption similarity)"},
@@ -304,6 +293,14 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
                    for e in entries},
     }
     return write_output_group(out_dir, lambda staging: write_tables(staging, entries, scores, full_context))
+
+
+def training_records(entries: Sequence[ModelEntry], detectors_dir: Path) -> dict[str, dict]:
+    """The context's ``training``: each fine-tune's (by row id) and each detector head's (``detection.head_run``)
+    sidecar record and recipe, for the audit's notes."""
+    heads = {head_run(DETECTOR_ROWS[encoder][0], tower): Path(detectors_dir) / f"{encoder}-{tower}.loss.safetensors"
+             for encoder in DETECTOR_ENCODERS for tower in DETECTOR_TOWERS}
+    return training_context({**{e.row: e.checkpoint for e in entries if e.checkpoint is not None}, **heads})
 
 
 def _cmd_tables(args) -> int:
@@ -320,11 +317,12 @@ def _cmd_tables(args) -> int:
     entries = entries_for(section["base"], section["family"], section["negclip"], root / "models")
     base_arch = get_spec(section["base"]).arch
     arch_of = {e.row: base_arch if e.checkpoint else get_spec(e.name).arch for e in entries}
+    detectors = Path(args.detectors or root / "detectors")
     paths = evaluate_tables(entries, arch_of, Path(args.test or root / "test"),
-                            Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json"),
-                            Path(args.detectors or root / "detectors"),
+                            Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json"), detectors,
                             Path(args.out or RESULTS / "bivlc" / "mini"), engine_config(params),
-                            context={"profile": "mini", "params": section, **reproducible.describe()})
+                            context={"profile": "mini", "params": section, **reproducible.describe(),
+                                     "training": training_records(entries, detectors)})
     print(json.dumps(read_json(paths["summary"]), indent=2))
     return 0
 

@@ -3,8 +3,10 @@ CLIP_TROHN-Img (stages ``finetune-full@<run>``: ``torchrun ... -m papers.bivlc.t
 through the shared trainer.
 
 The authors' recipe (App. E; IMirandaM/BiVLC ``src/CLIP_fine_tuning/CLIP_fine_tuning.py``, ``CLIP_utils.py``): every
-parameter trained, fp32, AdamW lr 1e-6, betas (0.9, 0.98), eps 1e-6, weight decay 0.1 on all but gains, biases and the
-logit scale (the shared optimiser's ``param_groups`` does the same by dimension), cosine with 50 warmup steps, 10
+parameter trained, fp32, AdamW lr 1e-6, betas (0.9, 0.98), eps 1e-6, weight decay 0.1 on all but tensors of <= 1 dim
+and names holding "bn", "ln", "bias" or "logit_scale" (``CLIP_fine_tuning.py:68-79``: the token and positional
+embeddings ARE decayed), no logit-scale clamp (``:136-138``): the run's recipe in ``papers/bivlc/recipes.toml``,
+which the shared trainer builds from; cosine with 50 warmup steps, 10
 epochs, seed 42, batches shuffled per epoch; after each epoch the in-batch accuracy on the validation split
 (``papers.bivlc.validation``), and the epoch with the best one is kept (the trainer's ``<stem>.best.safetensors``):
 
@@ -37,7 +39,7 @@ from common.training.launch import add_run_command
 from common.training.model_init import FromZoo, Init
 from common.training.recipe import FileRunParams, Schedule
 from common.training.rendered import Tokenize
-from papers.bivlc.runs import RUNS, run_spec
+from papers.bivlc.runs import RECIPES, RUNS, run_spec
 from papers.bivlc.sets_full import COCO_IMAGES, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.validation import Chunk, InBatchAccuracy
 
@@ -46,14 +48,23 @@ RUN_STAGE = "papers/bivlc/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 
 
+def recipe(name: str):
+    """The run's table of ``papers/bivlc/recipes.toml`` (one per run: the authors' AdamW, embeddings decayed, no clamp)."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return load_recipe(ROOT / RECIPES, name)
+
+
 def run_params(section: Mapping, run: str) -> FileRunParams:
-    """``bivlc.full.finetune`` -> the run's ``FileRunParams`` (its own batch size: samples per step)."""
+    """``bivlc.full.finetune`` -> the run's ``FileRunParams`` (its own batch size: samples per step) with the run's
+    recipe (``papers/bivlc/recipes.toml``: the authors' decay rule, no logit-scale clamp)."""
     batch = section["batch_size"]
     size = int(batch[run]) if isinstance(batch, Mapping) else int(batch)
     return FileRunParams(section["base"], int(section["image_size"]),
                          Schedule(float(section["lr"]), int(section["epochs"]), size, int(section["warmup_steps"]),
                                   float(section["weight_decay"])),
-                         int(section["seed"]), section.get("precision", "fp32"), True)
+                         int(section["seed"]), section.get("precision", "fp32"), True, recipe=recipe(run))
 
 
 class PairedFileBatches(FileCaptionBatches):
@@ -71,7 +82,7 @@ class PairedFileBatches(FileCaptionBatches):
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
         out = super().batch(seed, step, size, rows)
         idx = self.draws(seed, step, size)[rows]
-        negatives = self.images.get(self.row_negative_image[idx]).unsqueeze(1)
+        negatives = self.images.get(self.row_negative_image[idx], (seed, step, 1)).unsqueeze(1)
         out["images"] = torch.cat([out["images"], negatives], dim=1)
         return out
 

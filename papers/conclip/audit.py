@@ -20,8 +20,8 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import (REMEDY, RunRow, RunTableError, read_run_table, rows_recomputations,
-                               run_rows_recomputations, run_value)
+from common.audit.runs import (REMEDY, RunRow, RunTableError, context_recipe_notes, read_run_table, recipe_of_row,
+                               rows_recomputations, run_rows_recomputations, run_value)
 from common.paths import RESULTS
 from papers.conclip.zeroshot_full import published_columns
 
@@ -121,12 +121,14 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     out = results / PAPER / profile
     recs: list[Recomputed] = []
     tables = {**TABLES, **(FULL_ONLY if profile == "full" else {})}
+    # each trained run's recipe, copied by the tables stage from its sidecar into ``context.json`` (by row id)
+    recipes = recipe_of_row(context_recipe_notes(out / "context.json", f"rerun the {profile} tables stage"), "row")
     for table, (name, columns, rows) in tables.items():
         path = out / name
         ids = row_ids(table, rows, profile)
         recs += run_rows_recomputations(PAPER, table, path, profile, columns,
                                         lambda row, ids=ids: ids.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}",
+                                        f"run {path.relative_to(results.parent)}", note=recipes,
                                         expected=expected_rows(ids, profile),
                                         optional=columns if table in FULL_ONLY else ())
     path = out / "by_word_k.csv"
@@ -138,7 +140,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         source = f"run {path.relative_to(results.parent)} ({word})"
         ids = row_ids(table, rows, profile)
         recs += rows_recomputations(PAPER, table, cells, profile, K_COLUMNS,
-                                    lambda row, ids=ids: ids.get(row.get("row", "")), source,
+                                    lambda row, ids=ids: ids.get(row.get("row", "")), source, note=recipes,
                                     expected=expected_rows(ids, profile) if cells else (), optional=optional,
                                     path=path)
         sizes = [next(iter(cells))] if cells else []

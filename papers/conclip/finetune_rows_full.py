@@ -15,7 +15,7 @@ REMEDY = "run the finetune-full-set stage (`python -m papers.conclip.sets_full s
 @dataclass(frozen=True)
 class FullRow:
     """One training entry: image and distractor as paths under their folders (CC-Neg's, COCO's), c, c' (commas
-    removed) and the CREPE-Negate negation of c."""
+    removed) and the CREPE-Negate negation of c (or None)."""
 
     index: int
     """The entry's index in ``ccneg_preprocessed.pt`` (and its row of the mapping)."""
@@ -25,7 +25,8 @@ class FullRow:
     distractor: str
     distractor_index: int
     """The distractor's index in the COCO pool (``CocoCaptions`` order)."""
-    crepe_negated: str
+    crepe_negated: str | None
+    """None where the caption gets no usable CREPE-Negate negation: the CREPE-Negate run skips the row."""
 
 
 def load_rows(set_dir: Path) -> list[FullRow]:

@@ -4,11 +4,13 @@ COCO train 2017 and CREPE-Negate negations, one row per usable entry (stage ``fi
 The authors' data (jaisidhsingh/CoN-CLIP ``data/finetuning_datasets.py: FineTuningDatasetWithNegatives``): every
 CC-Neg entry but the last 40,000 (188,246), each the image I, its caption c, its negated caption c' (commas removed)
 and the distractor I' = COCO train image ``mapping[idx][0]`` of the released ``distractor_image_mapping.pt``
-(``papers.conclip.coco_pool``). Unusable rows are dropped and counted in the manifest (the authors' loader would
-crash on a missing file): an entry with no mapping row, a missing image or distractor file, a negated caption that
-reads like its caption (after commas are removed; a loss would push a text away from itself), or one whose caption
-gets no CREPE-Negate negation. The last are dropped for every run, so that all five runs train on the same rows in
-the same order (Table 6 compares losses, not data).
+(``papers.conclip.coco_pool``). The authors filter nothing (``src/data/finetuning_datasets.py:46-91``: every entry
+of ``image_paths[:split_size]``), so every entry is a row but those their loader would crash on, which are dropped
+and counted in the manifest: an entry with no mapping row, or a missing image or distractor file. A negated caption
+that reads like its caption after commas are removed is kept, as theirs (counted). The CREPE-Negate negation is
+this workspace's (the CREPE-Negate run of Table 6's last row, whose data the authors do not release): a row whose
+caption gets none, or one that reads like the caption, has ``crepe_negated: null`` and only that run skips it
+(``papers.conclip.train_full.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
 
 ``set``: ``rows.jsonl`` (per training entry: its image, caption, negated caption, distractor file and pool index, and
 the CREPE-Negate negation of the caption, ``common.crepe_style``'s NEGATE called as the mini profile calls it, not
@@ -37,9 +39,11 @@ SET_STAGE = "papers/conclip/dvc.yaml:finetune-full-set"
 SET_KIND = "conclip-finetune-full-set"
 DATA_FILES = ("papers/conclip/sources.toml",)
 """Read at run time (``common.stage_deps``): the download entries of CC-Neg and the distractor mapping."""
-DROP_REASONS = ("no_mapping_row", "image_missing", "distractor_missing", "negation_reads_like_caption",
-                "no_crepe_negation", "crepe_negation_reads_like_caption")
-"""Why a training entry is not used, in the order the checks run (an entry counts under the first that applies)."""
+DROP_REASONS = ("no_mapping_row", "image_missing", "distractor_missing")
+"""Why a training entry is not a row (the authors' loader would crash on it), in the order the checks run (an entry
+counts under the first that applies)."""
+CREPE_SKIPS = ("no_crepe_negation", "crepe_negation_reads_like_caption")
+"""Why a row has no CREPE-Negate negation (``crepe_negated: null``): only the CREPE-Negate run skips it."""
 EXAMPLES_PER_REASON = 5
 
 
@@ -67,21 +71,19 @@ def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
             reason = "image_missing"
         elif not pool[int(mapping[entry.index, 0])].is_file():
             reason = "distractor_missing"
-        elif reads_alike(entry.negated, entry.caption):
-            reason = "negation_reads_like_caption"
         if reason:
             dropped[reason].append(entry.index)
         else:
             kept.append(entry)
     distinct = list(dict.fromkeys(e.caption for e in kept))
     crepe = dict(zip(distinct, crepe_negatives(distinct, ("negate",), seed)["negate"]))
-    rows = []
+    rows, skipped = [], {r: [] for r in CREPE_SKIPS}
     for entry in kept:
         negated = crepe[entry.caption]
         if negated is None or reads_alike(negated, entry.caption):
-            dropped["no_crepe_negation" if negated is None else "crepe_negation_reads_like_caption"].append(
+            skipped["no_crepe_negation" if negated is None else "crepe_negation_reads_like_caption"].append(
                 entry.index)
-            continue
+            negated = None
         top1 = int(mapping[entry.index, 0])
         rows.append(FullRow(entry.index, entry.image.relative_to(images_root).as_posix(), entry.caption,
                             entry.negated, pool[top1].relative_to(Path(data_root) / COCO_IMAGES).as_posix(), top1,
@@ -90,6 +92,9 @@ def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
               "mapping_rows": int(len(mapping)), "mapping_top_k": int(mapping.shape[1]), "pool_images": len(pool),
               "rows": len(rows), "dropped": {r: len(v) for r, v in dropped.items()},
               "dropped_examples": {r: v[:EXAMPLES_PER_REASON] for r, v in dropped.items() if v},
+              "negation_reads_like_caption": sum(reads_alike(r.negated, r.caption) for r in rows),
+              "crepe_negate_run_skips": {r: len(v) for r, v in skipped.items()},
+              "crepe_negate_rows": sum(r.crepe_negated is not None for r in rows),
               "distinct_captions": len(distinct), "distinct_images": len({r.image for r in rows}),
               "distinct_distractors": len({r.distractor_index for r in rows})}
     return rows, counts

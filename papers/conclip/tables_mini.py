@@ -43,6 +43,7 @@ from common.paths import build_dir
 from common.scoring.classification import ClassificationResult
 from common.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
 from common.tasks import ClassificationSet, ImageToTextItem
+from common.training.records import recipe_fields
 from common.zoo.trained import served
 from papers.conclip.benchmark_mini import (
     KS, NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items)
@@ -365,7 +366,8 @@ def _cmd_tables(args) -> int:
                "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", dict, REMEDY).items()
                             if k != "examples"},
                "finetune_set": read_json(finetune_manifest, dict, "run the mini-finetune-set stage"),
-               "training": {row: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "frozen")}
+               "training": {row: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "frozen")},
+                                   **recipe_fields(s)}
                             for row, s in sidecars.items()},
                "note": "mini profile: the mini family and its fine-tunes on rendered scenes; not comparable to the "
                        "paper's numbers"}

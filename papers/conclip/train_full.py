@@ -13,8 +13,10 @@ differs, and why:
   which entries share a batch, and file order is the only order their runs can have seen. ``shuffle: true`` draws a
   permutation per epoch instead (``common.training.files``' ``default_rng([seed, 0, epoch])``). Either way the batch
   of step s is a pure function of (seed, s), which resume and DDP sharding need.
-* Precision: their "amp" is fp16 autocast with a GradScaler; the shared trainer offers bf16 autocast of the
-  encoders (the loss in fp32), which needs no scaler: ``precision: bf16``.
+* Optimiser: theirs (``papers/conclip/recipes.toml``, ``src/conclip_fine_tuning.py:115-118``): AdamW with torch's
+  default betas (0.9, 0.999) and eps 1e-8, weight decay on every trainable tensor, the logit scale included.
+* Precision: their "amp" is fp16 autocast with a GradScaler: ``precision: fp16`` (the trainer's GradScaler);
+  ``bf16`` is the switch (no scaler).
 * Images: resized (shorter side, bicubic) and centre-cropped as open_clip's evaluation transform, which is what
   ``clip.load``'s ``preprocess`` (their training transform) does.
 
@@ -27,6 +29,7 @@ Weights in ``build/full/conclip/models/<run>.safetensors`` with the trainer's si
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import functools
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -34,6 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from common.errors import WorkspaceError
 from common.io import sha256_file
 from common.paths import build_dir, data_root
 from common.training import FromZoo, Init
@@ -53,6 +57,17 @@ RUN_STAGE = "papers/conclip/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 FullFinetuneParams = FileRunParams
 """``params.yaml conclip.full.finetune``: what every run shares."""
+RECIPE = "conclip"
+RECIPES = "papers/conclip/recipes.toml"
+DATA_FILES = ("papers/conclip/recipes.toml",)
+
+
+def recipe(name: str):
+    """A table of ``papers/conclip/recipes.toml`` (every run trains with ``RECIPE``, the authors' AdamW)."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return load_recipe(ROOT / RECIPES, name)
 
 
 class NegationFileBatches(FileCaptionBatches):
@@ -82,7 +97,7 @@ class NegationFileBatches(FileCaptionBatches):
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
         out = super().batch(seed, step, size, rows)
         idx = self.draws(seed, step, size)[rows]
-        distractors = self.images.get(self.row_distractor[idx]).unsqueeze(1)
+        distractors = self.images.get(self.row_distractor[idx], (seed, step, 1)).unsqueeze(1)
         out["images"] = torch.cat([out["images"], distractors], dim=1)
         return out
 
@@ -94,7 +109,7 @@ def batches_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, c
     files = list(dict.fromkeys([*(Path(ccneg_images) / r.image for r in rows),
                                 *(Path(coco_images) / r.distractor for r in rows)]))
     where = {path: i for i, path in enumerate(files)}
-    images = FileImages(tuple(files), params.image_size)
+    images = FileImages(tuple(files), params.image_size, crop_scale=params.crop_scale)
     return NegationFileBatches(
         images, np.array([where[Path(ccneg_images) / r.image] for r in rows], dtype=np.int64),
         np.array([where[Path(coco_images) / r.distractor] for r in rows], dtype=np.int64),
@@ -103,14 +118,31 @@ def batches_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, c
         fields={"texts": ["caption", field], "images": ["image", "distractor"]}, shuffle=params.shuffle)
 
 
+class NoCrepeRowsError(WorkspaceError):
+    """A set with no row that has a CREPE-Negate negation, for the CREPE-Negate run."""
+
+
+def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
+    """The rows ``run`` trains on: all of them for the CC-Neg runs (the authors filter none:
+    ``src/data/finetuning_datasets.py:46-91``), those with a CREPE-Negate negation for the CREPE-Negate run."""
+    if run_spec(run).negatives != "crepe":
+        return list(rows)
+    kept = [r for r in rows if r.crepe_negated is not None]
+    if not kept:
+        raise NoCrepeRowsError(f"{run}: no row of the set has a CREPE-Negate negation; rebuild the finetune-full-set "
+                               f"stage")
+    return kept
+
+
 def build_job(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path, coco_images: Path,
               *, init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None
               ) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``rows`` for the schedule's epochs
+    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``run_rows(run, rows)`` for the schedule's epochs
     (``steps`` overrides them: smoke runs, tests), the image tower as it was (``ConClipLoss.frozen``);
     ``provenance`` follows the run's own facts in the sidecar, then the steps per epoch and the epochs run."""
     spec = run_spec(run)
     init = init or FromZoo(params.base)
+    rows = run_rows(run, rows)
     batches = batches_for(run, rows, params, ccneg_images, coco_images, tokenizer_for(init.describe()["arch"]))
     per_epoch = batches.steps_per_epoch(params.schedule.batch_size)
     config = params.trainer_config(per_epoch, steps)
@@ -132,7 +164,8 @@ def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Map
     set_dir = Path(args.set or build_dir("full", "conclip") / "finetune")
     data = Path(args.data or data_root())
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    return build_job(args.run, load_rows(set_dir), FullFinetuneParams.from_params(section), data / CCNEG_IMAGES,
+    params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
+    return build_job(args.run, load_rows(set_dir), params, data / CCNEG_IMAGES,
                      data / COCO_IMAGES, steps=args.steps, provenance=provenance)
 
 

@@ -4,7 +4,15 @@ Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE c
 (``released``), and this profile's runs (``results/hard_positives/<profile>/``): Table 1 (``table1.csv``), Table 2
 (``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
 never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
-tolerance. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
+tolerance. A full run's row scored beside the authors' precision (``<row>@fp32``, ``context.json``'s ``stands_for``)
+is compared with its row's published cells too, each recomputation's note naming the precision it was scored at and
+its ties, so the audit shows which precision reproduces each cell. Stage ``audit`` of
+``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
+
+The authors released no training code (``amitakamath/hard_positives@33addaa`` holds evaluation, data and the
+hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
+HardPositiveLoss``, this workspace's reading of Sec. 4.1; every cell of such a run carries ``UNVERIFIED_METHOD`` in
+its verdict text (``common.audit.core``: a caveat), whatever the verdict.
 """
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import run_rows_recomputations
+from common.audit.runs import context_recipe_notes, joined_notes, recipe_of_row, run_rows_recomputations
 from common.paths import RESULTS
 from papers.hard_positives import released
 
@@ -41,6 +49,14 @@ PUBLISHED_ROWS: dict[str, dict[str, str]] = {
                 "ratio-0.75": "0.75 HN", "hn": "Our HN", "hp-hn": "Our HP+HN"},
 }
 """A results row's ``row`` (what the model is, the same name in both profiles) -> the paper's row label."""
+TRAINED_ROWS = frozenset({"clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
+                          "ratio-0.5", "ratio-0.75"})
+"""The rows fine-tuned here with ``HardPositiveLoss`` (``papers.hard_positives.runs.RUNS``, named here so that the
+audit does not import the loss and torch with it)."""
+UNVERIFIED_METHOD = ("method unverified: no released training code (amitakamath/hard_positives@33addaa); "
+                     "HardPositiveLoss is this workspace's reading of Sec. 4.1 (\"follows the procedure outlined in "
+                     "SVLC\"), papers/hard_positives/losses.py")
+"""The caveat of every cell recomputed from a run in ``TRAINED_ROWS``."""
 MINI_ROWS = frozenset({"base", "clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
                        "ratio-0.5", "ratio-0.75"})
 """The rows the mini run writes (its CLIP and fine-tunes; the other methods of Table 1 have no mini analog): a mapped
@@ -51,17 +67,50 @@ TABLE_FILES: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 3": ("table3.csv", TABLE1_COLUMNS)}
 
 
+def unverified_method(row: Mapping[str, str]) -> str:
+    """``UNVERIFIED_METHOD`` for a run trained here with ``HardPositiveLoss``, else nothing."""
+    return UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else ""
+
+
+def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(row -> the row it stands for, row -> its note) from a full run's ``context.json``: a reference row stands for
+    the row it was scored beside; every row scored at a precision of its own is named with it and its ties. Empty
+    where the run wrote no precision (a mini run, or a run before issue 31)."""
+    from common.jsonl import read_json
+
+    if not context.is_file():
+        return {}, {}
+    models = read_json(context, expect=dict, remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`")
+    models = models.get("models", {})
+    if not any(isinstance(m, dict) and m.get("stands_for") for m in models.values()):
+        return {}, {}
+    stands_for = {row: m["stands_for"] for row, m in models.items() if m.get("stands_for")}
+    notes = {row: f"{m['precision']}: {m['why']}; exact ties: "
+                  + ", ".join(f"{g} {n}" for g, n in m.get("ties", {}).items())
+             for row, m in models.items() if m.get("stands_for") or row in stands_for.values()}
+    return stands_for, notes
+
+
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """Tables 1-3 from this profile's runs (nothing where a table has not been produced yet)."""
     out = results / released.PAPER / profile
+    stands_for, notes = scoring_notes(out / "context.json") if profile == "full" else ({}, {})
+    # each trained run's recipe, copied by the tables stage from its sidecar (keyed by zoo name in the mini context,
+    # by run in the full one); a reference row scored beside another (``<row>@fp32``) is the same run
+    recipes = context_recipe_notes(out / "context.json",
+                                   f"run `dvc repro papers/hard_positives/dvc.yaml:table1-{profile}`")
+    recipe = lambda row: recipe_of_row(recipes, "model", "row")(  # noqa: E731
+        {**row, "row": stands_for.get(row.get("row", ""), row.get("row", ""))})
     recs = []
     for table, (name, columns) in TABLE_FILES.items():
         path = out / name
         rows = PUBLISHED_ROWS[table]
         expected = {label for row, label in rows.items() if row in MINI_ROWS} if profile == "mini" else ()
-        recs += run_rows_recomputations(released.PAPER, table, path, profile, columns,
-                                        lambda row, rows=rows: rows.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected)
+        recs += run_rows_recomputations(
+            released.PAPER, table, path, profile, columns,
+            lambda row, rows=rows: rows.get(stands_for.get(row.get("row", ""), row.get("row", ""))),
+            f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
+            note=joined_notes(lambda row: notes.get(row.get("row", ""), ""), recipe), caveat=unverified_method)
     return recs
 
 

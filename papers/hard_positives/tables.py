@@ -63,6 +63,11 @@ class Scored:
     model: str
     label: str
     result: SelectionResult
+    precision: str = "fp32"
+    """The engine precision it was scored at (the authors' for a Table 1 row of ``authors_precision``)."""
+    stands_for: str | None = None
+    """For a reference scoring beside the authors' precision (row ``<row>@<precision>``): the row it is a reference
+    of, whose published cells the audit compares it with too."""
 
 
 def cell(key: str, value) -> str:

@@ -19,16 +19,23 @@ released, or released in a format the zoo cannot load; ``papers/hard_positives/m
 ``skip_unavailable`` it is left out of the tables and named in ``context.json`` (the base model cannot be: the
 comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
 (``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
+
+Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' ``run_eval.py``
+loads with ``clip.load`` on CUDA: fp16 weights and scores) is scored at that precision, its row the one the
+comparisons and the audit use, and at ``engine.precision`` beside it (row ``<row>@fp32``, audited against the same
+published cells); ``context.json`` gives each row's precision and its ties per group.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
+from common.training.records import recipe_fields
 from common.zoo import ModelFactory
 from common.zoo.available import each_model
 from common.zoo import create_model as _zoo_create
@@ -52,19 +59,31 @@ class HardPositivesFullError(WorkspaceError):
     """Nothing to score: no model listed, or none that loads."""
 
 
+AUTHORS_PRECISION_WHY = {
+    "fp16": "the authors' run_eval.py loads OpenAI's CLIP with clip.load on CUDA: fp16 weights and scores "
+            "(amitakamath/hard_positives run_eval.py:46, model_zoo/__init__.py:16, clip_models.py:73-86 at 33addaae)"}
+
+
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
-                 device: str = "cpu", create: ModelFactory = _zoo_create,
-                 skip_unavailable: bool = False) -> tuple[list[Scored], dict[str, str]]:
+                 device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
+                 authors_precision: Mapping[str, str] | None = None) -> tuple[list[Scored], dict[str, str]]:
     """Every (row -> zoo model) on the items, in the given order; models that cannot be loaded raise
-    ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` are returned by row with the reason."""
-    from common.engine import Engine
+    ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` are returned by row with the reason. A model
+    of ``authors_precision`` is scored at that precision and, right after, at the engine's (row ``<row>@<p>``)."""
+    from common.engine import Engine, EngineConfig
     from common.zoo import get_spec
 
+    config = engine_config or EngineConfig()
     scored, skipped = [], {}
     for row, name, model in each_model(models, skipped, create=create, device=device,
                                        skip_unavailable=skip_unavailable, what="Table 1 row"):
-        result = evaluation.evaluate(Engine(model, engine_config), items)
-        scored.append(Scored(row, name, get_spec(name).label, result))
+        precision = (authors_precision or {}).get(name, config.precision)
+        result = evaluation.evaluate(Engine(model, dataclasses.replace(config, precision=precision)), items)
+        scored.append(Scored(row, name, get_spec(name).label, result, precision))
+        if precision != config.precision:
+            reference = evaluation.evaluate(Engine(model, config), items)
+            scored.append(Scored(f"{row}@{config.precision}", name, f"{get_spec(name).label} [{config.precision}]",
+                                 reference, config.precision, stands_for=row))
     return scored, skipped
 
 
@@ -96,20 +115,23 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[st
         paths = tables.write_tables(staging, rows, groups, tables.summary(rows, results), context,
                                     (*zoo_rows, *tables.TABLE1_RUNS))
         for s in scored:
-            write_predictions(staging / "predictions" / f"{s.model.replace('/', '__')}.csv", s.result)
+            stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.stands_for else "")
+            write_predictions(staging / "predictions" / f"{stem}.csv", s.result)
         paths["predictions"] = staging / "predictions"
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
 def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: FullSet,
                     out_dir: Path, engine_config=None, device: str = "cpu", create: ModelFactory = _zoo_create,
-                    skip_unavailable: bool = False, context: Mapping | None = None) -> dict[str, Path]:
+                    skip_unavailable: bool = False, context: Mapping | None = None,
+                    authors_precision: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Score every zoo model and every run (``run_arch`` checkpoints) on the prepared set and write the tables
     (nothing is written when a model fails)."""
     if not models:
         raise HardPositivesFullError("hard_positives.full.models is empty: no Table 1 row to score")
     items = full.items()
-    scored, skipped = score_models(models, items, engine_config, device, create, skip_unavailable)
+    scored, skipped = score_models(models, items, engine_config, device, create, skip_unavailable, authors_precision)
+    zoo_rows = [s.row for s in scored]
     if "base" in skipped:
         raise HardPositivesFullError(f"the base model cannot be left out (every comparison is against it): "
                                      f"{skipped['base']}")
@@ -124,6 +146,9 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
         "equal_captions": "rows with two equal captions are scored as released, as the authors' code scores them "
                           "(counted per group under data.counts)",
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
+                           "precision": s.precision, "stands_for": s.stands_for,
+                           "why": ("reference beside the authors' precision" if s.stands_for
+                                   else AUTHORS_PRECISION_WHY.get(s.precision, "the engine's precision")),
                            "n": {g: c.n for g, c in cells[s.row].items()},
                            "ties": {g: c.ties for g, c in cells[s.row].items()}} for s in scored},
         "checkpoints": {e.run: {"path": str(e.checkpoint), "sha256": sha256_file(e.checkpoint)} for e in runs
@@ -133,7 +158,6 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
         "skipped": skipped,
         "activation": AUTHORS_ACTIVATION,
     }
-    zoo_rows = [row for row in models if row not in skipped]
     return write_outputs(out_dir, scored, zoo_rows, full_context)
 
 
@@ -155,11 +179,13 @@ def run_tables(args: argparse.Namespace) -> int:
                 if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     base = section["finetune"]["base"]
     context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
-               "training": {run: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")}
+               "training": {run: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")},
+                                   **recipe_fields(s)}
                             for run, s in sidecars.items()}}
     paths = evaluate_tables(dict(section["models"]), runs, get_spec(base).arch, full,
                             Path(args.out or RESULTS / "hard_positives" / "full"), engine_config(params), device,
-                            create=_zoo_create, skip_unavailable=bool(section["skip_unavailable"]), context=context)
+                            create=_zoo_create, skip_unavailable=bool(section["skip_unavailable"]), context=context,
+                            authors_precision=dict(section["authors_precision"]))
     for name, path in paths.items():
         print(f"{name}: {path}")
     print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")

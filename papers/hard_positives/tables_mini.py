@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic
 from common.jsonl import read_json
 from common.tasks import ImageToTextItem
+from common.training.records import recipe_fields
 from common.zoo.trained import served
 from papers.hard_positives import evaluation, figure3
 from papers.hard_positives.runs import RUNS
@@ -95,7 +96,7 @@ def _cmd_tables(args) -> int:
         "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", remedy="run the mini-test-set stage")
                      .items() if k != "examples"},
         "finetune_set": read_json(set_dir / "manifest.json", remedy="run the mini-finetune-set stage"),
-        "training": {name: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}
+        "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}, **recipe_fields(s)}
                      for name, s in sidecars.items()},
         "ratio": "Table 3's ratio is the hard-negative loss weight with the hard-positive weight fixed at 1 (the "
                  "paper's Sec. 4.3), not a share of rows",

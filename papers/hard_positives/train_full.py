@@ -14,6 +14,7 @@ SVLC's supplementary; NegCLIP's recipe at its public lr, as SugarCrepe's re-trai
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -39,6 +40,17 @@ RUN_STAGE = "papers/hard_positives/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 FullFinetuneParams = FileRunParams
 """``params.yaml hard_positives.full.finetune``: what every run shares."""
+RECIPE = "finetune"
+RECIPES = "papers/hard_positives/recipes.toml"
+DATA_FILES = ("papers/hard_positives/recipes.toml",)
+
+
+def recipe(name: str):
+    """A table of ``papers/hard_positives/recipes.toml`` (every run: ``RECIPE``, NegCLIP's, our choice)."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return load_recipe(ROOT / RECIPES, name)
 
 
 class HardPositivesFinetuneFullError(WorkspaceError):
@@ -71,7 +83,8 @@ def job_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, image
     init = init or FromZoo(params.base)
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
-    images = FileImages(tuple(Path(images_dir) / name for name in files), params.image_size)
+    images = FileImages(tuple(Path(images_dir) / name for name in files), params.image_size,
+                        crop_scale=params.crop_scale)
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
                                  [r.caption for r in rows], [[r.positive for r in rows], [r.negative for r in rows]],
                                  tokenizer_for(init.describe()["arch"]),
@@ -96,7 +109,8 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     set_dir = Path(args.set or build_dir("full", "hard_positives_ft") / "set")
     rows = load_rows(set_dir)
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    return job_for(args.run, rows, FullFinetuneParams.from_params(section), Path(args.images or data_root() / IMAGES),
+    params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
+    return job_for(args.run, rows, params, Path(args.images or data_root() / IMAGES),
                    steps=args.steps, provenance=provenance)
 
 

@@ -6,7 +6,8 @@ correlations, Table 2's counts), from the paper's own tables (claims, ``common.a
 
 - Table 6: ``results/sugarcrepe/<profile>/table6.csv``;
 - Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_tables_mini`` /
-  ``negclip_tables_full``), a row per run named by how it was trained;
+  ``negclip_tables_full``), a row per run named by how it was trained; a row of a run trained here names the recipe
+  it ran with (``table5_context.json``'s ``training``, copied from the run's sidecar);
 - Table 4: ``table4.csv`` of the blind attacks (mini: the n-gram LM standing in for the grammar model; full: the
   paper's Vera and grammar model, stage ``blind-released``, on this workspace's ARO+CREPE);
 - Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released
@@ -23,8 +24,8 @@ from typing import Mapping, Sequence
 from common.audit import audit_stage
 from common.audit import main as audit_main
 from common.audit.core import Recomputed
-from common.audit.runs import (MINI_NOTE, read_run_table, require_rows, run_rows_recomputations, run_value,
-                               table_recomputations)
+from common.audit.runs import (MINI_NOTE, context_recipe_notes, read_run_table, recipe_of_row, require_rows,
+                               run_rows_recomputations, run_value, table_recomputations)
 from common.paths import RESULTS
 from common.zoo import get_spec
 from papers.sugarcrepe import released
@@ -69,9 +70,24 @@ damaged table, not a smaller audit. A full run may leave out a run it could not 
 
 
 def table6_row(model: str) -> str:
-    """Table 6's row label of a zoo model ("OpenAI | ViT-B-32")."""
+    """Table 6's row label of a zoo model ("OpenAI | ViT-B-32"); a variant's (``ModelSpec.variant_of``) is its
+    model's row: both are compared with it."""
     spec = get_spec(model)
+    if spec.variant_of is not None:
+        return table6_row(spec.variant_of)
     return f"{spec.family} | {spec.label}"
+
+
+def table6_note(model: str) -> str:
+    """How a Table 6 row was built where the table scores its published row two ways: a variant's note (the authors'
+    line), and for the model it varies, that it loads as open_clip registers it."""
+    from common.zoo import registry
+
+    spec = get_spec(model)
+    if spec.variant_of is not None:
+        return f"variant of {spec.variant_of}: {spec.variant_note}"
+    varied = [s.name for s in registry().values() if s.variant_of == model]
+    return f"as open_clip registers it ({spec.arch}); compare variant(s) {', '.join(varied)}" if varied else ""
 
 
 def table5_row(run: Mapping[str, str]) -> str | None:
@@ -161,11 +177,14 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     """Tables 4, 5 and 10 (and, in the full profile, Table 6's text-only rows) from this profile's runs."""
     out = results / PAPER / profile
     where = lambda path: f"run {path.relative_to(results.parent)}"  # noqa: E731
+    # each trained run's recipe (the tables stage copied it from the run's sidecar into its context, keyed by zoo name)
+    recipes = recipe_of_row(context_recipe_notes(out / "table5_context.json", "rerun the negclip tables stage"),
+                            "model")
     recs = []
     for table, name, columns, row_of in (("Table 5", "table5.csv", TABLE5_COLUMNS, table5_row),
                                          ("Table 10", "table10.csv", TABLE10_COLUMNS, table10_row)):
         path = out / name
-        recs += run_rows_recomputations(PAPER, table, path, profile, columns, row_of, where(path),
+        recs += run_rows_recomputations(PAPER, table, path, profile, columns, row_of, where(path), note=recipes,
                                         expected=MINI_EXPECTED[table] if profile == "mini" else ())
     recs += table4_recomputations(profile, out / "table4.csv", where(out / "table4.csv"))
     if profile == "full":  # the blind-released stage's (the mini profile's blind_accuracy.csv is the mini world's)
@@ -182,7 +201,7 @@ def recompute(profile: str, model_names: Sequence[str] | None = None, results: P
         model_names = section(load_params(), "sugarcrepe.models.full")
     table = results / PAPER / profile / "table6.csv"
     run = table_recomputations(PAPER, "Table 6", table, profile, TABLE6_COLUMNS, table6_row, model_names,
-                               f"run {table.relative_to(results.parent)}")
+                               f"run {table.relative_to(results.parent)}", note=table6_note)
     return released.recompute(model_names=model_names) + run + run_recomputations(profile, results)
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from common.blind.classifier import PairwiseTextClassifier
 from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
 from common.blind.ngram import NgramFluency
-from common.blind.refine import refine
+from common.blind.refine import DEFAULT_AXIS_BINS, refine
 from common.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
 from common.params import stage_params
 from common.paths import RESULTS
@@ -391,6 +391,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     histograms = gap_histograms(pairs, scores, kept_mask)
     summary = summary_metrics(accuracy, refinement, list(scores))
     context = {"scorer_set": scorers, "folds": config.folds, "seed": config.seed, "refine_bins": config.refine_bins,
+               "refine_axis_bins": DEFAULT_AXIS_BINS,
                "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
                "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
                "aro_crepe": {**crepe_describe(), "seed": config.seed,

@@ -34,7 +34,7 @@ import numpy as np
 
 from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
 from common.blind.ngram import NgramFluency
-from common.blind.refine import refine
+from common.blind.refine import DEFAULT_AXIS_BINS, refine
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.jsonl import read_json
 from common.paths import RESULTS, build_root
@@ -226,7 +226,8 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
                                        f"cross-fitted per benchmark, {config.folds} folds grouped by image"},
         "table4": "ngram-lm in place of the paper's grammar model; no commonsense (Vera) column",
         "refinement": f"Algorithm 1 (common.blind.refine), M1 = ngram-lm, M2 = text-classifier, {config.refine_bins} "
-                      "bins per half-axis, per (benchmark, category)",
+                      f"bins per half-axis on the plane, {DEFAULT_AXIS_BINS} on a zero-gap axis (the authors'), "
+                      "per (benchmark, category)",
         "sets": {"templates": load_template_set(templates_dir).info,
                  "sugarcrepe": {k: v for k, v in PreparedSet.load(mini_dir / "manifest.json").info.items()
                                 if k in ("world_version", "config", "counts", "n_images")}},

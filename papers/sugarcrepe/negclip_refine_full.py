@@ -57,9 +57,11 @@ def refine_rows(rows: Sequence[TrainRow], scorers: Mapping[str, object], bins: i
 
 
 def build_refined(set_dir: Path, out_path: Path, scorers: Mapping[str, object], bins: int = 50, seed: int = 0) -> dict:
+    from common.blind.refine import DEFAULT_AXIS_BINS
+
     rows = load_rows(set_dir)
     kinds = refine_rows(rows, scorers, bins, seed)
-    record = {"config": {"bins": bins, "seed": seed, "scorers": list(scorers)},
+    record = {"config": {"bins": bins, "axis_bins": DEFAULT_AXIS_BINS, "seed": seed, "scorers": list(scorers)},
               "fingerprints": {n: getattr(s, "fingerprint", None) for n, s in scorers.items()},
               "set_manifest_sha256": sha256_file(Path(set_dir) / "manifest.json"), "kinds": kinds}
     write_json_atomic(out_path, record, indent=None)

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 
 from common.io import write_json_atomic, write_output_group
 from common.jsonl import read_json
+from common.training.records import recipe_fields
 from papers.sugarcrepe.negclip_tables import (
     COLUMNS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, TEMPLATE_GROUPS, ModelEntry, ModelScores, mean2,
     score_models, summary, table_csv, table_rows, tables_context)
@@ -218,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     context = {"profile": "full", "base": section["base"], "scratch_arch": section["scratch_arch"],
                "released": RELEASED_NEGCLIP, **reproducible.describe(),
-               "training": {name: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")}
+               "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")},
+                                   **recipe_fields(s)}
                             for name, s in sidecars.items()}}
     out = evaluate_full_tables(entries, Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json"),
                                Path(args.aro_crepe or build_dir("full", "sugarcrepe_aro_crepe")),

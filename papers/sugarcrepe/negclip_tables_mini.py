@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 from common.io import write_json_atomic, write_output_group
 from common.jsonl import read_json
+from common.training.records import recipe_fields
 from papers.sugarcrepe.negclip_tables import (
     COLUMNS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, ModelEntry, mean2, score_models, summary, table_csv,
     table_rows, tables_context)
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sidecars = {e.name: read_json(e.checkpoint.with_suffix(".json")) for e in entries
                 if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     context = {"profile": "mini", "base": section["base"], **reproducible.describe(),
-               "training": {name: {k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}
+               "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}, **recipe_fields(s)}
                             for name, s in sidecars.items()},
                "note": "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers"}
     paths = evaluate_tables(

@@ -5,7 +5,9 @@ Every run goes over the same rows in the same order (the batch of step s is a pu
 are decoded from the COCO files per batch (``common.training.files.FileImages``). ``ClipLoss`` over images [I] and
 texts [T] without negatives; ``TextNegativeClipLoss`` over [I] and [T; T_neg] with them. Fine-tuned runs start from
 ``base`` (``openai/ViT-B-32``) on the ``finetune`` schedule, scratch runs from a random ``scratch_arch`` (``RN50``)
-on the ``scratch`` schedule. The refined runs are a stage group of their own: only they wait for the refinement
+on the ``scratch`` schedule; both schedules are the paper's App. A.3 (``sugarcrepe.txt:352``: 30 epochs, batch 256,
+lr 1e-4, weight decay 0.1, 1000 warmup steps) and both recipes OpenCLIP's training code (``recipes.toml``: its decay
+groups, betas per architecture, amp, training crop). The refined runs are a stage group of their own: only they wait for the refinement
 (Vera, GPU), whose rows they read through ``negclip_rows_full`` without importing the refinement's code.
 
 ``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device cuda``: weights in
@@ -25,6 +27,7 @@ from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.model_init import FromScratch, FromZoo, Init
 from common.training.recipe import FileRunParams, Schedule
+from common.training.recipes import Recipe, load_recipe
 from common.zoo.trained import tokenizer_for as shared_tokenizer_for
 from papers.sugarcrepe.losses import loss_for
 from papers.sugarcrepe.negclip_rows_full import TrainRow, run_negatives, run_rows
@@ -36,6 +39,8 @@ RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full@{run}"
 REFINED_RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-refined@{run}"
 """The refined runs are a stage group of their own: only they depend on the refinement (Vera, GPU)."""
 CHECKPOINT_EVERY = 500
+RECIPES = "papers/sugarcrepe/recipes.toml"
+DATA_FILES = ("papers/sugarcrepe/recipes.toml",)
 OUT = "sugarcrepe_negclip"
 """``build/full/<OUT>``: the set (``set/``), ``refined.json``, the weights (``models/``) and the logs (``logs/``)."""
 
@@ -65,7 +70,14 @@ class FullRunParams:
         """The run's recipe in the shared shape (its schedule; the seed, precision and image size of all)."""
         scratch = run_spec(FULL_RUNS, run).scratch
         return FileRunParams(self.scratch_arch if scratch else self.base, self.image_size, self.schedule(run),
-                             self.seed, self.precision)
+                             self.seed, self.precision, recipe=recipe("scratch" if scratch else "finetune"))
+
+
+def recipe(name: str) -> Recipe:
+    """A table of ``papers/sugarcrepe/recipes.toml``: ``finetune`` (ViT-B/32) or ``scratch`` (RN50)."""
+    from common.paths import ROOT
+
+    return load_recipe(ROOT / RECIPES, name)
 
 
 def default_init(run: str, params: FullRunParams) -> Init:
@@ -88,7 +100,8 @@ def build_job(run: str, rows: Sequence[TrainRow], params: FullRunParams, images_
     recipe = params.recipe(run)
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
-    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size)
+    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size,
+                        crop_scale=recipe.crop_scale)
     negatives = run_negatives(run, rows, params.seed)
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
                                  [r.caption for r in rows], [] if negatives is None else [negatives],

@@ -1,7 +1,10 @@
 """SugarCrepe Table 6: pretrained CLIPs on the seven hard-negative categories, plus the average.
 
 mini profile: the tiny-CLIP family on the mini world's SugarCrepe-format set.
-full profile: the paper's 17 open_clip models on the released benchmark with COCO val2017 images.
+full profile: the paper's 17 open_clip models on the released benchmark with COCO val2017 images, each followed by
+its registered variants (``common.zoo.with_variants``: DataComp small and medium with QuickGELU, as SugarCrepe's
+model list pairs them, ``main_eval.py:19-20``, beside open_clip's GELU); the audit compares both with the published
+row.
 Writes results/sugarcrepe/<profile>/table6.{csv,png}, table6_metrics/ (DVC metrics, one file per model),
 table6_context.json, table6_plot.csv, per-example predictions (one CSV per model) and table6_reproduction.csv: in
 the mini profile, each cell against the committed seed spread (``papers.sugarcrepe.seed_spread``), which is what
@@ -18,6 +21,7 @@ from common.paths import RESULTS, build_root
 from common.io import output_group, staged_to_final, write_csv_atomic
 from common.results import write_accuracy_table
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
+from common.zoo import with_variants
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
 
 STAGE = "papers/sugarcrepe/dvc.yaml:table6"
@@ -36,7 +40,7 @@ def main() -> None:
     # every output of the stage is written into a staging folder and replaces the previous ones as a group
     # (folders as a whole: a model dropped from the list leaves no stale predictions or metrics behind)
     with output_group(out_dir) as staging:
-        results = evaluate_selection(models, items, config, staging / "predictions", device=device)
+        results = evaluate_selection(with_variants(models), items, config, staging / "predictions", device=device)
         context = {
             "profile": profile,
             "dataset": {k: v for k, v in prepared.info.items() if k in ("world_version", "counts", "n_images", "sha256", "config")},

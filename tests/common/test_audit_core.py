@@ -368,6 +368,27 @@ def test_write_audit_writes_md_csv_json_png(tmp_path):
     assert max(len(line) for line in md.splitlines() if line.startswith("|")) < 450
 
 
+def test_a_caveat_rides_in_the_verdict_text_not_in_the_verdict(tmp_path):
+    """A caveat (a method reconstructed here, a deliberate deviation) leaves the verdict, its count and its section
+    alone and is written into the verdict text: the CSV's ``verdict`` column and the Markdown row."""
+    from common.audit.report import write_audit
+
+    cells = [cell("T1", "ours", "acc", "50.0"), cell("T1", "base", "acc", "40.0")]
+    recs = [Recomputed(PAPER, "T1", "ours", "acc", 50.2, "percent", "run", "full", "default",
+                       caveat="method unverified: no released training code"),
+            rec("T1", "base", "acc", 45.0, rule="default", profile="full")]
+    rows = {r.row: r for r in audit_rows(PAPER, cells, [], recs)}
+    assert rows["ours"].verdict == "reproduced" and rows["base"].verdict == "differs"
+    assert rows["ours"].verdict_text == "reproduced; method unverified: no released training code"
+    assert rows["base"].verdict_text == "differs"
+    paths = write_audit(PAPER, list(rows.values()), tmp_path, "full", claims=[])
+    with open(paths["csv"], newline="", encoding="utf-8") as fh:
+        written = {r["row"]: r["verdict"] for r in csv.DictReader(fh)}
+    assert written == {"ours": "reproduced; method unverified: no released training code", "base": "differs"}
+    assert json.loads(paths["metrics"].read_text())["reproduced"] == 1
+    assert "**method unverified: no released training code**" in paths["markdown"].read_text()
+
+
 def test_write_audit_reads_the_claims_file_when_not_given(tmp_path):
     from common.audit.report import write_audit
 

@@ -263,7 +263,7 @@ def test_smoke_cli_runs_a_loss_named_by_import_path(tmp_path, capsys):
     conclip = json.loads((tmp_path / "ConClipLoss.json").read_text())
     assert conclip["frozen"] == ["image"] and conclip["data"]["images_per_sample"] == 2 and conclip["data"]["labels"]
     detector = json.loads((tmp_path / "DetectorLoss-text.json").read_text())
-    assert detector["loss"] == {"name": "DetectorLoss", "tower": "text", "embed_dim": 64}
+    assert detector["loss"] == {"name": "DetectorLoss", "tower": "text", "embed_dim": 64, "features": "raw"}
     assert len(json.loads((tmp_path / "DetectorLoss-text.losses.json").read_text())) == 1
     for bad, says in [("papers.bivlc.losses:Nope", "has no class 'Nope'"), ("papers.bivlc.losses", "MODULE:CLASS"),
                       ("papers.bivlc.losses:DetectorLoss,tower", "is not KEY=VALUE")]:

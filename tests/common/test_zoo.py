@@ -72,7 +72,8 @@ def _paper_pair(spec: ModelSpec) -> tuple[str, str | None]:
 
 
 def test_registry_holds_exactly_table6_pretrained_pairs():
-    pretrained = [_paper_pair(s) for s in registry().values() if s.pretrained is not None and s.backend == "open_clip"]
+    pretrained = [_paper_pair(s) for s in registry().values()
+                  if s.pretrained is not None and s.backend == "open_clip" and s.variant_of is None]
     assert len(TABLE6) == 17 and len(set(TABLE6)) == 17
     assert sorted(pretrained) == sorted(TABLE6)
     # and params.yaml's full-profile model list is Table 6, in the paper's row order
@@ -113,6 +114,59 @@ def test_a_gelu_architecture_for_openai_weights_is_refused(tmp_path, monkeypatch
     monkeypatch.setattr(zoo_specs, "get_spec", lambda name: negclip if name == "aro/negclip" else get_spec(name))
     with pytest.raises(ValueError, match="QuickGELU"):
         create_model("aro/negclip")
+
+
+def test_variants_load_the_same_weights_with_the_authors_activation():
+    """Issue 31: ARO's evaluator builds NegCLIP as 'ViT-B-32' (GELU); SugarCrepe's model list pairs DataComp small
+    and medium with ViT-B-32-quickgelu. Each is a registry entry (data) naming the model it is a variant of and the
+    authors' line; only such entries may differ from their training activation, and a table scores each right after
+    the model it varies."""
+    import dataclasses
+
+    gelu, negclip = get_spec("aro/negclip-gelu"), get_spec("aro/negclip")
+    assert (gelu.variant_of, gelu.checkpoint, gelu.source) == ("aro/negclip", negclip.checkpoint, negclip.source)
+    assert not zoo.runs_quick_gelu(gelu) and zoo.runs_quick_gelu(negclip)
+    assert "model_zoo/__init__.py:71" in gelu.variant_note
+    assert zoo.activation_mismatch(gelu) is None
+    assert zoo.activation_mismatch(dataclasses.replace(gelu, variant_of=None, variant_note=None)) is not None
+    for size, line in (("small", 19), ("medium", 20)):
+        quick, plain = get_spec(f"datacomp/{size}-ViT-B-32-quickgelu"), get_spec(f"datacomp/{size}-ViT-B-32")
+        assert (quick.arch, quick.pretrained) == (plain.arch, plain.pretrained) and quick.variant_of == plain.name
+        assert zoo.runs_quick_gelu(quick) and not zoo.runs_quick_gelu(plain)
+        assert f"main_eval.py:{line}" in quick.variant_note
+        assert zoo.arch_identity(quick) != zoo.arch_identity(plain)  # same weights, another model: cached apart
+    assert zoo.with_variants(["openai/ViT-B-32", "aro/negclip", "mini/xs-2k"]) == [
+        "openai/ViT-B-32", "aro/negclip", "aro/negclip-gelu", "mini/xs-2k"]
+    assert zoo.with_variants(["aro/negclip", "aro/negclip-gelu"]) == ["aro/negclip", "aro/negclip-gelu"]
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for profile in ("mini",):  # the mini lists have no variants: the mini profile scores what it did
+        assert zoo.with_variants(params["aro"]["models"][profile]) == params["aro"]["models"][profile]
+        assert zoo.with_variants(params["sugarcrepe"]["models"][profile]) == params["sugarcrepe"]["models"][profile]
+
+
+def test_force_quick_gelu_builds_quickgelu_and_fingerprints_apart(tmp_path, monkeypatch):
+    """A tiny GELU config loaded through the zoo with ``force_quick_gelu``: QuickGELU layers, and another fingerprint
+    than the same weights under GELU (the engine's cache key)."""
+    import dataclasses
+
+    from open_clip.transformer import QuickGELU
+    from safetensors.torch import save_file
+
+    register_local_configs()
+    assert not zoo.uses_quick_gelu("mini-vit-xs")
+    with zoo.quiet_random_init_warning():
+        net = open_clip.create_model("mini-vit-xs", pretrained=None)
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(tmp_path / "w.safetensors"))
+    base = ModelSpec(name="mini/test-gelu", arch="mini-vit-xs", family="mini", label="t",
+                     checkpoint=f"data:{tmp_path / 'w.safetensors'}")
+    quick = dataclasses.replace(base, name="mini/test-quick", force_quick_gelu=True, variant_of=base.name,
+                                variant_note="test")
+    monkeypatch.setattr(zoo_specs, "get_spec", {base.name: base, quick.name: quick}.__getitem__)
+    monkeypatch.setattr(zoo_specs.ModelSpec, "checkpoint_path", lambda self: Path(self.checkpoint[5:]))
+    plain_model, quick_model = create_model(base.name), create_model(quick.name)
+    kinds = lambda m: {type(x) for x in m.model.modules() if isinstance(x, (QuickGELU, torch.nn.GELU))}  # noqa: E731
+    assert kinds(plain_model) == {torch.nn.GELU} and kinds(quick_model) == {QuickGELU}
+    assert plain_model.fingerprint != quick_model.fingerprint
 
 
 def test_quickgelu_configs_build_quickgelu_models():
@@ -209,6 +263,11 @@ def test_registry_validation_errors(tmp_path: Path):
     unknown = _toml(tmp_path, ENTRY.format(name="e", extra='pretrained = "openai"\ncolour = "red"'), "unknown.toml")
     with pytest.raises(ValueError, match="'e'"):
         registry(unknown)
+
+    unexplained = _toml(tmp_path, ENTRY.format(name="f", extra='pretrained = "openai"\nvariant_of = "a"'), "var.toml")
+    with pytest.raises(ValueError, match="'f': variant_of and variant_note go together") as exc:
+        registry(unexplained)
+    assert str(unexplained) in str(exc.value)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.audit.runs import RecipeRecordError
 from common.engine import Engine, EngineConfig
 from common.scoring.selection import ARGMAX, image_to_text
 from papers.aro import audit, tables
@@ -88,7 +89,7 @@ def test_image_shuffle_changes_the_pixels_the_model_sees(scored):
     gallery = aro.retrieval_sets()["coco"].retrieval_set()
     shuffled = tables.shuffled_images(gallery, 3, 3, seed=0)
     assert shuffled.captions == gallery.captions and len(shuffled.images) == len(gallery.images)
-    assert all(ref.transform.identity == "grid-shuffle:rows=3:cols=3:seed=0" for ref in shuffled.images)
+    assert all(ref.transform.identity == "grid-shuffle:rows=3:cols=3:seed=0:border=zero" for ref in shuffled.images)
 
 
 def test_table6_and_metrics(scored):
@@ -160,3 +161,122 @@ def test_blip_and_flava_choose_captions_by_aros_pair_scores(arch, scored, tmp_pa
     contrastive = image_to_text(engine, aro.vg_relation_items(), ARO_VG_RULE)
     assert [o.scores for o in contrastive.outcomes] != [o.scores for o in direct.outcomes]
     assert set(result.text_shuffle["coco"]) >= {tables.NO_SHUFFLE}  # retrieval ran on the embeddings
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# issue 31: the authors' precision (fp16 for OpenAI's CLIP through clip.load) with fp32 beside it, NegCLIP's GELU
+# variant beside it, ties counted, and the audit comparing every way of scoring a published column
+# ----------------------------------------------------------------------------------------------------------------
+def test_scorings_put_the_authors_precision_first_and_variants_after_their_model():
+    plan = tables.scorings(["openai/ViT-B-32", "aro/negclip", "blip/itm-base-coco"], {"openai/ViT-B-32": "fp16"},
+                           "fp32")
+    assert [(s.key, s.precision, s.reference) for s in plan] == [
+        ("openai/ViT-B-32", "fp16", False), ("openai/ViT-B-32@fp32", "fp32", True),
+        ("aro/negclip", "fp32", False), ("aro/negclip-gelu", "fp32", False), ("blip/itm-base-coco", "fp32", False)]
+    assert [s.label() for s in plan[:2]] == ["ViT-B-32", "ViT-B-32 [fp32]"]
+    assert tables.scorings(["mini/xs-32k"], {}, "fp32") == [tables.Scoring("mini/xs-32k", "fp32")]
+
+
+@pytest.fixture(scope="module")
+def full_run(scored, tiny_model, tmp_path_factory):
+    """The tiny model standing in for OpenAI's CLIP (fp16, fp32 beside it) and NegCLIP (QuickGELU and the GELU
+    variant), scored and written as the full profile writes them."""
+    aro, _, variants, _, _, root = scored
+    out = tmp_path_factory.mktemp("aro_full") / "results" / "aro" / "full"
+    plan = tables.scorings(["openai/ViT-B-32", "aro/negclip"], {"openai/ViT-B-32": "fp16"}, "fp32")
+    scores = []
+    for scoring in plan:
+        engine = Engine(tiny_model, EngineConfig(progress=False, precision=scoring.precision),
+                        cache_root=root / "cache")
+        scores.append(tables.score_model(scoring.name, aro, variants, engine, out / "predictions", None, scoring))
+    paths = tables.write_tables(scores, SEEDS, "full", out)
+    context = {"models": {s.name: s.fingerprint for s in scores}, "scoring": tables.scoring_context(scores, plan)}
+    (out / "context.json").write_text(json.dumps(context))
+    return scores, paths, context, out
+
+
+def test_full_run_scores_clip_at_fp16_beside_fp32_and_counts_ties(full_run):
+    scores, paths, context, out = full_run
+    half, single = scores[0], scores[1]
+    assert (half.precision, single.precision, single.key) == ("fp16", "fp32", "openai/ViT-B-32@fp32")
+    for s in (half, single):
+        assert s.ties["VG-Relation"] == s.vg_relation.ties and s.ties["VG-Attribution"] == s.vg_attribution.ties
+        assert {"COCO-Order seed 0", "COCO-Order seed 1", "COCO retrieval image to text"} <= set(s.ties)
+    fp16_scores = np.array([o.scores for o in half.vg_relation.outcomes])
+    assert np.array_equal(fp16_scores, fp16_scores.astype(np.float16).astype(np.float64))
+    assert half.fingerprint == single.fingerprint
+    assert (out / "predictions" / "openai__ViT-B-32" / "vg_relation.csv").is_file()
+    assert (out / "predictions" / "openai__ViT-B-32@fp32" / "vg_relation.csv").is_file()
+    assert (paths["metrics"] / "openai__ViT-B-32@fp32.json").is_file()
+    header = rows(paths["table6"])[0]
+    assert {"ViT-B-32", "ViT-B-32 [fp32]", "ViT-B-32-negclip", "ViT-B-32-negclip (GELU)"} <= set(header)
+    clip = context["scoring"]["ViT-B-32"]
+    assert clip["precision"] == "fp16" and "model_zoo/__init__.py:15" in clip["why"] and not clip["reference"]
+    assert context["scoring"]["ViT-B-32 [fp32]"]["reference"] is True
+    assert context["scoring"]["ViT-B-32-negclip (GELU)"]["variant_of"] == "aro/negclip"
+
+
+def test_audit_compares_every_way_a_published_column_was_scored(full_run):
+    scores, paths, _, out = full_run
+    recs = audit.recompute("full", results=out.parent.parent)
+    table6 = {r["task"]: r for r in rows(paths["table6"])}
+    for column, labels in (("CLIP", ("ViT-B-32", "ViT-B-32 [fp32]")),
+                           ("NegCLIP", ("ViT-B-32-negclip", "ViT-B-32-negclip (GELU)"))):
+        cell = [r for r in recs if r.key == ("Table 6", "Compositional Tasks | VG-Relation", column)]
+        assert len(cell) == 2
+        assert sorted(r.value for r in cell) == sorted(float(table6["VG-Relation"][label]) for label in labels)
+    clip = [r for r in recs if r.key == ("Table 5", "COCO-PRC | CLIP", "Accuracy")]
+    assert sorted(r.note.split(":")[0] for r in clip) == ["fp16", "fp32"]
+    assert all("exact ties: VG-Relation" in r.note for r in clip)
+    negclip = [r.note for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "NegCLIP")]
+    assert len(negclip) == 2 and sum("model_zoo/__init__.py:71" in n for n in negclip) == 1
+    samples = [r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "# Samples")]
+    assert len(samples) == 1
+
+
+RECIPE = {"name": "mini", "digest": "d1g", "settings": {}, "deviations": {}}
+
+
+def test_tables_record_the_recipe_of_each_fine_tune_trained_here(tmp_path, monkeypatch):
+    """The context's ``training`` is copied from the sidecars of the fine-tunes trained here (``build:`` weights
+    fine-tuned from another model); the base model and released weights have none."""
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path))
+    models = tmp_path / "mini" / "aro" / "models"
+    models.mkdir(parents=True)
+    (models / "clip-ft.json").write_text(json.dumps({"loss": {"name": "clip"}, "epochs": 2, "recipe": RECIPE}))
+    training = tables.training_context(["mini/xs-32k", "aro/mini-clip-ft", "aro/mini-negclip", "aro/negclip"])
+    assert training == {"aro/mini-clip-ft": {"trainer": None, "loss": {"name": "clip"}, "data": None,
+                                             "final_loss": None, "recipe": RECIPE, "epochs": 2}}
+
+
+@pytest.mark.parametrize("profile, name", [("mini", "aro/mini-clip-ft"), ("full", "aro/clip-ft")])
+def test_audit_rows_of_fine_tunes_trained_here_name_their_recipe(scored, tmp_path, profile, name):
+    *_, root = scored
+    from common.zoo import get_spec
+
+    out = tmp_path / "results" / "aro" / profile
+    out.mkdir(parents=True)
+    for f in (root / "results" / "aro" / "mini").glob("*.csv"):
+        (out / f.name).write_text(f.read_text().replace("mini-XS / 32k pairs", get_spec(name).label))
+    (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": RECIPE}}}))
+    recs = audit.recompute(profile, results=tmp_path / "results")
+    cell = next(r for r in recs if r.key == ("Table 6", "Compositional Tasks | VG-Relation", "CLIP-FT"))
+    assert "recipe mini (d1g): this workspace's settings (params.yaml)" in cell.note
+    above = next(r for r in recs if r.key == ("Table 2", "Spatial Relationships | above", "CLIP-FT"))
+    assert "recipe mini (d1g)" in above.note
+    (out / "context.json").write_text(json.dumps({"models": {name: "x"}, "training": {name: {"recipe": {"name": 1}}}}))
+    with pytest.raises(RecipeRecordError, match=r"context.json: training.aro/.*clip-ft: 'recipe'"):
+        audit.recompute(profile, results=tmp_path / "results")
+
+
+def test_every_model_the_full_profile_trains_is_audited_against_a_published_column():
+    """ARO's re-trainings (CLIP-FT, and NegCLIP re-trained on the released negatives) stand for the paper's columns,
+    so their recipe notes reach the audit; a trained model without a column would be scored and never compared."""
+    from common.paths import ROOT
+    from common.zoo.specs import read_models_file
+    from papers.aro.audit import published_column
+
+    trained = [name for name, spec in read_models_file(ROOT / "papers" / "aro" / "models.toml").items()
+               if (spec.checkpoint or "").startswith("build:full/")]
+    assert trained and {name: published_column(name) for name in trained} == {
+        "aro/clip-ft": "CLIP-FT", "aro/negclip-rerun": "NegCLIP"}

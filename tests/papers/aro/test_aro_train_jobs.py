@@ -63,9 +63,29 @@ def mini_set(tmp_path_factory) -> tuple[Path, Path]:
     return root / "set", root / "neighbours"
 
 
-def expected_job(name: str, config: TrainConfig, provenance: dict, data: dict, init: FromZoo, loss, module: str):
+MINI_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_rule": "clip",
+              "schedule": "warmup_cosine", "clamp_logit_scale": True, "augmentation": "center_crop"}
+"""The old optimiser (``make_adamw``, ``exclude_from_wd``, the clamp): the mini runs' recipe."""
+NEGCLIP_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_rule": "open_clip_names",
+                 "schedule": "warmup_cosine", "clamp_logit_scale": True, "augmentation": "random_resized_crop",
+                 "crop_scale": [0.9, 1.0], "weight_decay": 0.2, "warmup_steps": 50, "epochs": 5, "batch_size": 1024,
+                 "precision": "fp16"}
+"""NegCLIP's released recipe (mertyg/neg_clip main.py:165, transform.py:57-59; aro.txt:357): the full runs'."""
+
+
+def recipe_entry(name: str, file: str, settings: dict, deviations: dict) -> dict:
+    """The job's (and the training record's) ``recipe``: the digest is the loaded table's, the rest written out."""
+    from common.paths import ROOT
+    from common.training.recipes import load_recipe
+
+    return {"name": name, "file": file, "digest": load_recipe(ROOT / file, name).digest, "settings": settings,
+            "deviations": deviations}
+
+
+def expected_job(name: str, config: TrainConfig, provenance: dict, data: dict, init: FromZoo, loss, module: str,
+                 recipe: dict):
     return {"name": name, "config": config, "init": init.describe(), "data": data, "loss": describe_loss(loss),
-            "module": module, "validated": True, "provenance": provenance}
+            "module": module, "validated": True, "provenance": provenance, "recipe": recipe}
 
 
 def check_sweep(sweep, expected: list[dict]) -> None:
@@ -80,7 +100,10 @@ def check_sweep(sweep, expected: list[dict]) -> None:
         assert job.init == FromZoo(e["init"]["name"]) and job.init.describe() == e["init"]
         assert job.loss is LOSSES[job.provenance["method"]] and describe_loss(job.loss) == e["loss"]
         assert (job.module, job.checkpoint_every, job.resume) == (e["module"], 50, True)
-        assert job.describe() == json.loads(json.dumps({**e, "config": vars(e["config"])}, sort_keys=True, default=str))
+        config = {k: v for k, v in vars(e["config"]).items() if k != "recipe"}
+        top = {k: v for k, v in e.items() if k != "recipe"}
+        assert job.describe() == json.loads(json.dumps({**top, "config": {**config, "recipe": e["recipe"]}},
+                                                       sort_keys=True, default=str))
 
 
 @pytest.mark.parametrize("method", ["negclip", "clip-ft"])
@@ -109,7 +132,8 @@ def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
     expected = [expected_job(f"aro-mini-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=total, batch_size=4, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
                                          precision="fp32", accum=1),
-                             provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train_mini")
+                             provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train_mini",
+                             recipe_entry("mini", "common/training/recipes.toml", MINI_RULES, {}))
                 for lr in MINI["lrs"]]
     check_sweep(sweep, expected)
     batches, validator = sweep.jobs[0].batches, sweep.jobs[0].validate
@@ -133,8 +157,11 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
                   "train_tsv_sha256": sha256(tsv), "val_tsv_sha256": sha256(tsv), "validation_detail": None}
     expected = [expected_job(f"aro-full-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=15, batch_size=2, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
-                                         precision="fp32", accum=1),
-                             provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full")
+                                         precision="fp32", accum=1, recipe=train_full.recipe()),
+                             provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full",
+                             recipe_entry("negclip", "papers/aro/recipes.toml", NEGCLIP_RULES,
+                                          {"batch_size": {"authors": 1024, "run": 2},
+                                           "precision": {"authors": "fp16", "run": "fp32"}}))
                 for lr in FULL["lrs"]]
     check_sweep(sweep, expected)
     batches, validator = sweep.jobs[0].batches, sweep.jobs[0].validate

@@ -23,7 +23,7 @@ from papers.bivlc import detectors_mini as dm
 from papers.bivlc import finetune_sets_mini as fsm
 from papers.bivlc import sets_mini as m
 from papers.bivlc import train_mini as tm
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, detector_recipe
 from sugarcrepe_support import write_sugarcrepe_set
 
 ARCH = "mini-vit-xs"
@@ -259,7 +259,8 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
 def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tower):
     """What ``papers.bivlc.mini.train_detector`` handed the trainer: epochs of the tower's labelled inputs, no warmup,
     no weight decay, ``DetectorLoss`` bound to the tower and the embedding width, provenance (tower, encoder, set),
-    no validation, no resume."""
+    no validation, no resume; and, as the authors (Detector_img_classifier.py:20-31, 98), Adam at a constant rate on
+    the tower's raw output."""
     from common.training import TrainConfig
     from common.training.job import describe_loss
 
@@ -269,12 +270,13 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
     pairs = [(i, j) for i, j in train_set.kept if i < 15]
     n = len({i for i, _ in pairs}) + len(pairs) if tower == "image" else 2 * len(pairs)
     steps = {"image": 1, "text": 10}[tower] * (n // 8)
-    assert job.config == TrainConfig(steps=steps, batch_size=8, lr=0.1, warmup_steps=0, weight_decay=0.0, seed=3)
+    assert job.config == TrainConfig(steps=steps, batch_size=8, lr=0.1, warmup_steps=0, weight_decay=0.0, seed=3,
+                                     recipe=detector_recipe())
     assert list(job.provenance.items()) == [("tower", tower), ("encoder", "trohn-img"), ("set_manifest_sha256", "abc")]
     assert job.batches.describe() == {"name": f"bivlc-mini-{tower}-detector", "key": f"{tower}s", "n": n,
                                       "positives": len(pairs)}
     assert describe_loss(job.loss) == {"class": "papers.bivlc.losses.DetectorLoss",
-                                       "keywords": {"embed_dim": 64, "tower": tower}}
+                                       "keywords": {"embed_dim": 64, "tower": tower, "raw_features": True}}
     assert job.validate is None and not job.resume and job.checkpoint_every == 0
     assert job.module == "papers.bivlc.detectors_mini" and job.name == f"bivlc-mini-det-trohn-img-{tower}"
 

@@ -110,7 +110,8 @@ def heads(tmp: Path, dim: int, seed: int) -> dict[str, Path]:
     out = {}
     for tower in ("image", "text"):
         path = tmp / f"{seed}-{tower}.best.loss.safetensors"
-        save_file({"head.weight": torch.randn(1, dim, generator=g) * 3, "head.bias": torch.randn(1, generator=g)},
+        # raw tower outputs have norms ~8 in the random mini-vit-xs: weights ~0.3 keep the logits unsaturated
+        save_file({"head.weight": torch.randn(1, dim, generator=g) * 0.3, "head.bias": torch.randn(1, generator=g)},
                   str(path))
         out[tower] = path
     return out
@@ -140,6 +141,14 @@ def embed(model, paths, texts):
     with torch.no_grad():
         img = model.encode_images(torch.stack([model.load_image(p) for p in paths]))
         txt = model.encode_texts(list(texts))
+    return img.double().numpy(), txt.double().numpy()
+
+
+def raw(model, paths, texts):
+    """The towers' unnormalised outputs, one call each (what the authors' probes read)."""
+    with torch.no_grad():
+        img = model.model.encode_image(torch.stack([model.load_image(p) for p in paths]), normalize=False)
+        txt = model.model.encode_text(model.tokenize(list(texts)), normalize=False)
     return img.double().numpy(), txt.double().numpy()
 
 
@@ -244,7 +253,7 @@ def test_detectors_match_hand_computed_probabilities(tables, tiny, data, detecto
 
     decisions, img_ok, txt_ok = [], [], []
     for it in data.items:
-        img, txt = embed(model, it.images, it.captions)
+        img, txt = raw(model, it.images, it.captions)
         pi, pt = prob(spec.image_head, img), prob(spec.text_head, txt)
         if it.captions[0] == it.captions[1]:
             pt[1] = pt[0]  # the engine encodes a distinct text once (a batch of two may differ in the last bits)
@@ -265,7 +274,7 @@ def test_detectors_match_hand_computed_probabilities(tables, tiny, data, detecto
     items, records, images = sugarcrepe
     wins = []
     for _, caption, negative in records:
-        _, txt = embed(model, [images / records[0][0]], [caption, negative])
+        _, txt = raw(model, [images / records[0][0]], [caption, negative])
         p = prob(spec.text_head, txt)
         wins.append(caption != negative and p[0] < p[1])
     assert float(row["sugarcrepe"]) == pytest.approx(pct(wins), abs=0.006)
@@ -335,3 +344,130 @@ def test_summary_keeps_every_group_first_and_at_most_twelve_numbers():
     assert len(summary) == full.SUMMARY_MAX
     assert [summary[f"m_{k}_group"] for k in range(8)] == [float(k) for k in range(8)]
     assert summary["clipdet_group"] == 9.5 and summary["m_2_t2i"] == 52.0 and "m_3_t2i" not in summary
+
+
+def released_heads(tmp: Path, model, seed: int) -> dict[str, Path]:
+    """Heads in the layout of the authors' released files (IMirandaM/BiVLC Detector_img_classifier.py:157-164): the
+    ``torch.save`` of {"epoch", "model_state_dict", "optimizer_state_dict", "loss"}, the state dict of
+    ``CLIP_classifier`` (``image_encoder.*``: the visual tower) / ``CLIP_text_classifier`` (``text_encoder.*``: the
+    CLIP model with ``visual = None``) with ``classifier.weight`` / ``classifier.bias``."""
+    g = torch.Generator().manual_seed(seed)
+    dim = model.model.text_projection.shape[-1]
+    out = {}
+    for tower, prefix in (("image", "image_encoder."), ("text", "text_encoder.")):
+        state = {f"{prefix}{k}": v.clone() for k, v in
+                 (model.model.visual.state_dict().items() if tower == "image" else
+                  ((k, v) for k, v in model.model.state_dict().items() if not k.startswith("visual.")))}
+        state["classifier.weight"] = torch.randn(1, dim, generator=g) * 0.5
+        state["classifier.bias"] = torch.randn(1, generator=g)
+        path = tmp / f"best_{tower}_VIT-B-32_{seed}.pt"
+        torch.save({"epoch": 0, "model_state_dict": state, "optimizer_state_dict": {"state": {}, "param_groups": []},
+                    "loss": torch.tensor(0.5)}, path)
+        out[tower] = path
+    return out
+
+
+def write_released_outputs(path: Path, image: np.ndarray, text: np.ndarray, batch: int) -> Path:
+    """``BiVLC_Classifier_CORRECT_<run>.csv`` as Detector_evaluation_BiVLC.py:122-147,212 writes it: per batch of
+    ``batch`` instances, the naturals' rows (label 0) then the synthetics' (label 1)."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, quoting=csv.QUOTE_ALL)
+        w.writerow(["text_pred", "img_pred", "label"])
+        for start in range(0, len(image), batch):
+            for col in (0, 1):
+                for k in range(start, min(len(image), start + batch)):
+                    w.writerow([repr(float(text[k, col])), repr(float(image[k, col])), f"{float(col)}"])
+    return path
+
+
+def test_released_heads_score_on_raw_outputs_beside_their_released_outputs(data, tiny, tmp_path):
+    """The authors' head files (written here in their layout, on a tiny random encoder) are read with the tower they
+    were saved with, scored on the raw tower outputs exactly as ``CLIP_classifier.forward`` does, and compared instance
+    by instance with released outputs in the authors' CSV layout (two batches); one flipped probability in the
+    released file is one instance with a decision differing. Heads saved with another encoder's tower are named."""
+    model = tiny("openai/ViT-B-32")
+    heads_ = released_heads(tmp_path, model, 3)
+    linear = {t: torch.load(p, weights_only=True)["model_state_dict"] for t, p in heads_.items()}
+
+    def authors(tower, x):  # Detector_evaluation_BiVLC.py:127-131: sigmoid(classifier(encoder(x)))
+        w, b = linear[tower]["classifier.weight"].double().numpy()[0], float(linear[tower]["classifier.bias"])
+        return 1.0 / (1.0 + np.exp(-(x @ w + b)))
+
+    image, text = [], []
+    for it in data.items:
+        img, txt = raw(model, it.images, it.captions)
+        image.append(authors("image", img))
+        text.append(authors("text", txt))
+    image, text = np.array(image), np.array(text)
+    csv_path = write_released_outputs(tmp_path / "BiVLC_Classifier_CORRECT_CLIP_baseline.csv", image, text, batch=4)
+    key = "bivlc/released/src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv"
+    spec = full.DetectorSpec("openai/ViT-B-32", heads_["image"], heads_["text"], "CLIPDet", released_outputs=key)
+    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", None, {"clipdet": spec}, CONFIG,
+                                 create=tiny, fetch={key: csv_path}.__getitem__)
+    (row,) = _rows(paths["table5"])
+    assert row["heads"] == "released"
+    assert float(row["released_max_abs_diff"]) < 1e-5 and int(row["released_instances_differing"]) == 0
+    assert float(row["image_detection"]) == pytest.approx(
+        pct(np.concatenate([image[:, 0] <= 0.5, image[:, 1] > 0.5])), abs=0.006)
+    context = json.loads(paths["context"].read_text())["detectors"]["clipdet"]
+    assert context["heads"]["image"]["tower_agreement"]["differing"] == 0
+    assert context["heads"]["text"]["tower_agreement"]["differing"] == 0
+    assert context["released_outputs"]["instances"] == len(RECORDS)
+
+    flipped = image.copy()
+    flipped[2, 1] = 1.0 - flipped[2, 1] if abs(flipped[2, 1] - 0.5) > 1e-3 else 0.99
+    write_released_outputs(csv_path, flipped, text, batch=4)
+    (tmp_path / "other").mkdir()
+    other = released_heads(tmp_path / "other", tiny("bivlc/clip-trohn-img"), 3)
+    spec = full.DetectorSpec("openai/ViT-B-32", other["image"], heads_["text"], "CLIPDet", released_outputs=key)
+    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out2", None, {"clipdet": spec},
+                                 CONFIG, create=tiny, fetch={key: csv_path}.__getitem__)
+    context = json.loads(paths["context"].read_text())["detectors"]["clipdet"]
+    assert context["heads"]["image"]["tower_agreement"]["differing"] > 0  # saved with another encoder's tower
+    ours = context["released_outputs"]
+    assert ours["comparable"] and ours["image_max_abs_diff"] > 0
+
+
+def test_released_outputs_pair_naturals_and_synthetics_across_batches(tmp_path):
+    from papers.bivlc.detector_heads import DetectorHeadError, read_released_outputs
+
+    image = np.array([[0.1, 0.9], [0.2, 0.8], [0.3, 0.7]])
+    text = np.array([[0.4, 0.6], [0.45, 0.55], [0.35, 0.65]])
+    got = read_released_outputs(write_released_outputs(tmp_path / "r.csv", image, text, batch=2))
+    assert np.array_equal(got[0], image) and np.array_equal(got[1], text)
+    (tmp_path / "bad.csv").write_text('"text_pred","img_pred","label"\n"0.1","0.2","2.0"\n')
+    with pytest.raises(DetectorHeadError, match="bad.csv"):
+        read_released_outputs(tmp_path / "bad.csv")
+
+
+def test_paper_vs_code_counts_the_sugarcrepe_examples_of_each_side():
+    """The authors pooled their own copy's 7,512 rows; SugarCrepe's release, read here, has 7,511."""
+    text = full.PAPER_VS_CODE["sugarcrepe"]
+    assert "7,512" in text and "7,511" in text and "test_SugarCrepe.csv" in text
+    assert "normalised embedding" not in full.PAPER_VS_CODE["detectors"]
+
+
+def test_audit_compares_released_and_retrained_heads_with_the_paper(tmp_path):
+    """Both the released heads (``clipdet``) and the heads trained here (``ft-clipdet``) are compared with the paper's
+    CLIPDet row; each row's audit note says whose heads they are and, for the released ones, how the recomputed
+    probabilities compare with the authors' per-instance outputs."""
+    from papers.bivlc import audit
+
+    out = tmp_path / "results" / "bivlc" / "full"
+    out.mkdir(parents=True)
+    base = {f: "" for f in full.TABLE5_FIELDS}
+    metrics = {"text_detection": 60.0, "image_detection": 90.0, **{m: 10.0 for m in (*full.MAIN, *full.FINER)},
+               "n": 2933, "text_ties": 0, "image_ties": 0}
+    rows = [{**base, **metrics, "row": "clipdet", "encoder": "openai/ViT-B-32", "label": "CLIPDet", "heads": "released",
+             "released_max_abs_diff": 2.5e-06, "released_instances_differing": 1},
+            {**base, **metrics, "row": "ft-clipdet", "encoder": "openai/ViT-B-32", "label": "x",
+             "heads": "trained here"}]
+    from common.io import write_csv_atomic
+
+    write_csv_atomic(out / "table5.csv", rows, full.TABLE5_FIELDS)
+    recs = [r for r in audit.run_recomputations("full", tmp_path / "results") if r.table == "Table 5"]
+    assert {r.row for r in recs} == {"CLIPDet"} and len(recs) == 2 * 5
+    released = [r for r in recs if "heads: released" in r.note]
+    retrained = [r for r in recs if "heads: trained here" in r.note]
+    assert len(released) == len(retrained) == 5
+    assert all("max |P difference| 2.5e-06, 1 of 2933 instances" in r.note for r in released)

@@ -18,7 +18,9 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
+from common.paths import ROOT
 from common.training.recipe import FileRunParams, Schedule
+from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from common.tasks import DatasetError
 from common.training import FromScratch
@@ -29,7 +31,7 @@ from common.training.job import run_job
 from papers.bivlc import detectors_full as df
 from papers.bivlc import sets_full as sf
 from papers.bivlc import train_full as tf
-from papers.bivlc.runs import RUNS, embed_dim_of, run_spec
+from papers.bivlc.runs import RUNS, detector_recipe, embed_dim_of, run_spec
 
 ARCH = "mini-vit-xs"
 SIZE = 48
@@ -212,11 +214,11 @@ def test_a_run_trains_and_keeps_its_validated_weights(run, batch, sets, data_roo
 
 
 def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_path):
-    from papers.bivlc.tables_full import load_head, probabilities
+    from papers.bivlc.detector_heads import load_head, probabilities
 
     set_dir = sets["trohn-img"]
     rows = sf.load_rows(set_dir)
-    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    p = df.DetectorParams(lr=1e-2, batch_size=2, seed=42, image_size=SIZE, encoders={"clip": "unused"})
     init = FromScratch(ARCH)
     out = tmp_path / "det-clip-text.safetensors"
     result = run_job(df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
@@ -226,22 +228,60 @@ def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_
     after = load_file(str(out))
     assert set(after) == set(before) and all(torch.equal(before[k], after[k]) for k in after)  # frozen
     head_file = tmp_path / "det-clip-text.best.loss.safetensors"
-    head = load_head(head_file)
-    assert head.in_features == embed_dim_of(ARCH)
-    assert not torch.equal(head.weight, torch.zeros_like(head.weight))
-    # validation accuracy = share of the validation captions (0) and negatives (1) classified at 0.5
+    head = load_head(head_file, "text")
+    assert head.linear.in_features == embed_dim_of(ARCH) and not head.tower_state
+    assert not torch.equal(head.linear.weight, torch.zeros_like(head.linear.weight))
+    # validation = the authors' np.mean(val_accuracy): per batch of 2 rows (their naturals, then their synthetics) the
+    # share classified at 0.5 on the raw text output, averaged over the batches (3 rows: batches of 2 and 1)
     model = init.build().model.eval()
     model.load_state_dict(after)
     val = [r for r in rows if r.split == "validation"]
     tokenize = tokenizer_for(ARCH)
-    with torch.no_grad():
-        feats = model.encode_text(tokenize([r.caption for r in val] + [r.negative for r in val]), normalize=True)
-    probs = probabilities(head, feats.numpy())
-    labels = [0] * len(val) + [1] * len(val)
-    assert result.best_score == pytest.approx(np.mean([(q > 0.5) == bool(y) for q, y in zip(probs, labels)]))
+    batch_accuracies = []
+    for chunk in (val[:2], val[2:]):
+        with torch.no_grad():
+            feats = model.encode_text(tokenize([r.caption for r in chunk] + [r.negative for r in chunk]))
+        probs = probabilities(head, feats.numpy())
+        labels = [0] * len(chunk) + [1] * len(chunk)
+        batch_accuracies.append(np.mean([(q > 0.5) == bool(y) for q, y in zip(probs, labels)]))
+    assert result.best_score == pytest.approx(np.mean(batch_accuracies))
     image = run_job(df.detector_job("det-clip-image", "image", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
                                     steps=1), tmp_path / "det-clip-image.safetensors")
     assert image.best_weights.is_file() and (tmp_path / "det-clip-image.best.loss.safetensors").is_file()
+
+
+def test_a_detector_is_the_authors_training_loop(sets, data_root, tmp_path):
+    """The job, run by the shared trainer, gives the head the authors' loop gives (Detector_text_classifier.py:22-33,
+    84-87, 101-128 at IMirandaM/BiVLC 84f0d175): every CLIP weight frozen, ``classifier(encode_text(x))`` on the raw
+    output, ``BCELoss()(sigmoid(logits), label)``, ``Adam(params, lr)`` at a constant rate, the same batches (each
+    row's natural then synthetic input). Four steps: two epochs of 2 rows a step over 5 train rows."""
+    from common.training.checkpoint import load_weights
+    from papers.bivlc.losses import DetectorLoss
+
+    set_dir = sets["trohn-img"]
+    rows = sf.load_rows(set_dir)
+    p = df.DetectorParams(lr=1e-2, batch_size=2, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    init = FromScratch(ARCH)
+    job = df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir, steps=4)
+    run_job(job, tmp_path / "det.safetensors")
+    got = load_weights(tmp_path / "det.loss.safetensors")
+
+    seed_everything(42)  # the trainer seeds, builds the model, then the loss (whose head draws its initial weights)
+    model = init.build().model.eval()
+    head = DetectorLoss(embed_dim_of(ARCH), "text").head
+    for q in model.parameters():
+        q.requires_grad_(False)
+    optimizer = torch.optim.Adam(head.parameters(), lr=1e-2)
+    criterion = torch.nn.BCELoss()
+    for step in range(4):
+        batch = job.batches.batch(42, step, 4)
+        prob = torch.sigmoid(head(model.encode_text(batch["texts"][:, 0]))).squeeze(-1)
+        loss = criterion(prob, batch["labels"])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert torch.allclose(got["head.weight"], head.weight.detach(), atol=1e-5, rtol=0)
+    assert torch.allclose(got["head.bias"], head.bias.detach(), atol=1e-5, rtol=0)
 
 
 def test_rows_are_read_through_the_typed_reader(sets, tmp_path):
@@ -286,8 +326,16 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
                           provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
     per_epoch = train_rows // batch
     total = steps or 3 * per_epoch
+    recipe = load_recipe(ROOT / "papers" / "bivlc" / "recipes.toml", run)
     assert job.config == TrainConfig(steps=total, batch_size=batch, lr=1e-3, warmup_steps=1, weight_decay=0.1,
-                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch)
+                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch,
+                                     recipe=recipe)
+    # the run's own recipe: the authors' decay rule (embeddings decayed) and no clamp (CLIP_fine_tuning.py:68-79,
+    # :136-138); the run's numbers that are not the authors' are its recorded deviations
+    assert (recipe.name, recipe.decay_rule, recipe.clamp_logit_scale) == (run, "open_clip_names", False)
+    assert job.describe()["config"]["recipe"]["deviations"] == {
+        "lr": {"authors": 1e-6, "run": 1e-3}, "warmup_steps": {"authors": 50, "run": 1},
+        "batch_size": {"authors": 400 if run == "clip-coco" else 200, "run": batch}}
     assert list(job.provenance.items()) == [
         ("run", run), ("dataset", run_spec(run).dataset), ("steps_per_epoch", per_epoch),
         ("epochs", total / per_epoch), ("profile", "full"), ("set_manifest_sha256", "abc"), ("cpu_profile", "pinned")]
@@ -356,15 +404,17 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
     job = df.detector_job(f"det-clip-{tower}", tower, sf.load_rows(set_dir), p, FromScratch(ARCH),
                           data_root / sf.COCO_IMAGES, set_dir,
                           provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
-    per_epoch = 5 // 2
-    assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=4, lr=1e-2, warmup_steps=0,
-                                     weight_decay=0.0, seed=42, validate_every=per_epoch)
+    per_epoch = 5 // 4  # 4 rows (8 inputs) a step, as the authors' DataLoader(batch_size=400) of rows
+    assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=8, lr=1e-2, warmup_steps=0,
+                                     weight_decay=0.0, seed=42, validate_every=per_epoch,
+                                     recipe=detector_recipe())
     assert list(job.provenance.items()) == [("tower", tower), ("steps_per_epoch", per_epoch), ("epochs", float(epochs)),
                                             ("profile", "full"), ("encoder", "unused"), ("set_manifest_sha256", "abc")]
     assert job.batches.describe() == {"name": f"bivlc-full-{tower}-detector", "key": f"{tower}s", "rows": 5}
     loss = job.loss(world=None)
-    assert type(loss) is DetectorLoss and loss.describe() == {"name": "DetectorLoss", "tower": tower, "embed_dim": 64}
-    assert job.validate.held.loss is loss and job.validate.chunk == 4 and len(job.validate.batches.natural) == 3
+    assert type(loss) is DetectorLoss and loss.describe() == {"name": "DetectorLoss", "tower": tower, "embed_dim": 64,
+                                                              "features": "raw"}
+    assert job.validate.held.loss is loss and job.validate.rows == 4 and len(job.validate.batches.natural) == 3
     assert not job.resume and job.checkpoint_every == 0 and job.name == f"bivlc-full-det-clip-{tower}"
 
 

@@ -66,3 +66,14 @@ def test_mini_profile_has_no_per_dataset_tables_and_bare_run_names(tmp_path):
     assert ("Table 10", "CoNCLIP | ViT-B/32 | L_1", "#5") in keys
     assert ("Table 3", "CoN-CLIP", "CC-Neg Accuracy") in keys
     assert all(r.profile == "mini" and r.value != r.value for r in recs)  # NaN: not comparable
+
+
+def test_mini_rows_of_runs_trained_here_name_their_recipe(tmp_path):
+    import json
+
+    results = _results(tmp_path, "mini", "")
+    recipe = {"name": "mini", "digest": "d1g", "settings": {}, "deviations": {}}
+    (results / "conclip" / "mini" / "context.json").write_text(json.dumps({"training": {"l1": {"recipe": recipe}}}))
+    notes = {(r.table, r.row): r.note for r in audit.run_recomputations("mini", results)}
+    assert notes[("Table 6", "CC-Neg | L_1")].endswith("recipe mini (d1g): this workspace's settings (params.yaml)")
+    assert "recipe" not in notes[("Table 3", "CLIP")]

@@ -18,12 +18,14 @@ from PIL import Image
 from safetensors.torch import load_file
 
 from common.errors import WorkspaceError
+from common.paths import ROOT
 from common.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
 from common.training.files import FileImages
 from common.training.job import code_files, describe_loss, run_job
 from common.training.recipe import Schedule
+from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from papers.conclip import ccneg, coco_pool
 from papers.conclip import sets_full as sf
@@ -54,7 +56,9 @@ COCO_IDS = [30, 4, 17, 9, 12]
 """Listed unsorted; CocoCaptions order is 4, 9, 12, 17, 30 (pool index 4, id 30, has no file)."""
 MAPPING = [[0, 1], [1, 0], [2, 3], [3, 2], [0, 2], [1, 3], [2, 0], [4, 0], [3, 1], [2, 1]]
 """Rows for entries 0-9 (none for entry 10); top-1 first."""
-USED = [0, 1, 2, 3, 4, 5]
+USED = [0, 1, 2, 3, 4, 5, 6, 8]
+"""Every training entry but those the authors' loader would crash on (7, 9, 10): 6 (no CREPE-Negate negation) and 8
+(c' reads like c) are rows, as the authors train on them."""
 PARAMS = tf.FullFinetuneParams(base="unused", image_size=48, seed=0, shuffle=False,  # the authors' order
                                schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
 
@@ -114,20 +118,44 @@ def test_the_set_pairs_each_entry_with_its_top1_distractor_and_counts_drops(data
         assert r.image == image_name(r.index) and r.caption == ANNOTATIONS[r.index][0]
         assert r.negated == ANNOTATIONS[r.index][1].replace(",", "")
         assert r.distractor_index == MAPPING[r.index][0] and r.distractor == names[MAPPING[r.index][0]]
-        assert r.crepe_negated and not sf.reads_alike(r.crepe_negated, r.caption)
+        assert (r.crepe_negated is None) == (r.index == 6)
+        assert r.crepe_negated is None or not sf.reads_alike(r.crepe_negated, r.caption)
     manifest = json.loads((train_set / "manifest.json").read_text())
     counts = manifest["counts"]
-    assert counts["rows"] == 6 and counts["training_entries"] == 11 and counts["mapping_rows"] == 10
+    assert counts["rows"] == 8 and counts["training_entries"] == 11 and counts["mapping_rows"] == 10
     assert counts["pool_images"] == 5 and counts["mapping_top_k"] == 2
-    assert counts["dropped"] == {"no_mapping_row": 1, "image_missing": 1, "distractor_missing": 1,
-                                 "negation_reads_like_caption": 1, "no_crepe_negation": 1,
-                                 "crepe_negation_reads_like_caption": 0}
+    assert counts["dropped"] == {"no_mapping_row": 1, "image_missing": 1, "distractor_missing": 1}
+    assert counts["negation_reads_like_caption"] == 1 and counts["crepe_negate_rows"] == 7
+    assert counts["crepe_negate_run_skips"] == {"no_crepe_negation": 1, "crepe_negation_reads_like_caption": 0}
     assert counts["dropped_examples"]["distractor_missing"] == [7]
     assert set(manifest["sha256"]) == {"ccneg_preprocessed.pt", "distractor_image_mapping.pt",
                                        "captions_train2017.json"}
     again = tmp_path / "again"
     sf.build_set(data["pt"], data["images"], data["mapping"], data["root"], again, seed=0, eval_size=EVAL_SIZE)
     assert (again / "rows.jsonl").read_bytes() == (train_set / "rows.jsonl").read_bytes()
+
+
+def test_a_row_without_a_negation_reaches_the_cc_neg_runs_only(data, tmp_path):
+    """The authors train L_conclip on every training entry (``src/data/finetuning_datasets.py:46-91`` filters none):
+    a row whose caption has no CREPE-Negate negation (``crepe_negated: null``) and one whose negated caption reads
+    like its caption are in every CC-Neg run; only the CREPE-Negate run skips the first."""
+    rows = [{"index": 0, "image": image_name(0), "caption": "a dog on the grass", "negated": "no dog on the grass",
+             "distractor": "000000000004.jpg", "distractor_index": 0, "crepe_negated": "a dog not on the grass"},
+            {"index": 1, "image": image_name(1), "caption": "so very happy", "negated": "not so very happy",
+             "distractor": "000000000009.jpg", "distractor_index": 1, "crepe_negated": None},
+            {"index": 2, "image": image_name(2), "caption": "a bowl no spoon", "negated": "a bowl no spoon",
+             "distractor": "000000000012.jpg", "distractor_index": 2, "crepe_negated": "a bowl and a spoon"}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    loaded = load_rows(tmp_path)
+    params = tf.FullFinetuneParams(**{**PARAMS.__dict__, "schedule": Schedule(1e-3, 1, 1, 1, 0.1)})
+    for run in ("conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"):
+        job = tf.build_job(run, loaded, params, data["images"], data["root"] / coco_pool.IMAGES,
+                           init=FromScratch(ARCH))
+        crepe = run == "crepe-negate-l1"
+        assert job.batches.captions == [r["caption"] for r in rows if not crepe or r["crepe_negated"]]
+        assert job.provenance["steps_per_epoch"] == (2 if crepe else 3)
+    with pytest.raises(tf.NoCrepeRowsError, match="crepe-negate-l1: no row of the set has a CREPE-Negate negation"):
+        tf.run_rows("crepe-negate-l1", [loaded[1]])
 
 
 class Opaque:
@@ -159,8 +187,8 @@ def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, t
     rows = load_rows(train_set)
     batches = tf.batches_for("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
                              lambda texts: torch.tensor([[len(t), 0] for t in texts]))
-    assert batches.steps_per_epoch(4) == 1  # drop_last: 6 rows, 1 batch of 4
-    assert list(batches.draws(0, 0, 2)) == [0, 1] and list(batches.draws(7, 4, 2)) == [2, 3]  # step 4: epoch 1
+    assert batches.steps_per_epoch(3) == 2  # drop_last: 8 rows, 2 batches of 3
+    assert list(batches.draws(0, 0, 2)) == [0, 1] and list(batches.draws(7, 5, 2)) == [2, 3]  # step 5: epoch 1
     out = batches.batch(0, 1, 2)
     assert out["images"].shape == (2, 2, 3, 48, 48) and out["texts"].shape == (2, 2, 2)
     assert out["texts"][:, 1, 0].tolist() == [len(rows[2].negated), len(rows[3].negated)]
@@ -172,7 +200,7 @@ def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, t
                                                                len(rows[3].crepe_negated)]
     shuffled = tf.batches_for("conclip", rows, tf.FullFinetuneParams(**{**PARAMS.__dict__, "shuffle": True}),
                               data["images"], data["root"] / coco_pool.IMAGES, lambda texts: torch.zeros(len(texts), 2))
-    assert sorted(shuffled.draws(0, 0, 6)) == list(range(6)) and list(shuffled.draws(0, 0, 6)) != list(range(6))
+    assert sorted(shuffled.draws(0, 0, 8)) == list(range(8)) and list(shuffled.draws(0, 0, 8)) != list(range(8))
 
 
 FULL_SECTION = {"base": "mini/xs-32k", "image_size": 48, "seed": 5, "precision": "bf16", "shuffle": False,
@@ -201,9 +229,18 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     spec = RUNS[run]
     field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
 
-    total = steps or 2 * 3
+    # 8 rows (7 with a CREPE-Negate negation, the CREPE-Negate run's), batch 2, drop_last
+    n_rows = 7 if spec.negatives == "crepe" else 8
+    per_epoch = n_rows // 2
+    total = steps or 2 * per_epoch
+    recipe = load_recipe(ROOT / "papers" / "conclip" / "recipes.toml", "conclip")
     assert job.config == TrainConfig(steps=total, batch_size=2, lr=0.003, warmup_steps=1, weight_decay=0.07, seed=5,
-                                     precision="bf16")
+                                     precision="bf16", recipe=recipe)
+    assert recipe.decay_rule == "all"  # every run: the authors' one AdamW group (conclip_fine_tuning.py:115-118)
+    assert job.describe()["config"]["recipe"]["deviations"] == {
+        "lr": {"authors": 1e-6, "run": 0.003}, "weight_decay": {"authors": 0.2, "run": 0.07},
+        "warmup_steps": {"authors": 50, "run": 1}, "batch_size": {"authors": 200, "run": 2},
+        "precision": {"authors": "fp16", "run": "bf16"}}
     assert job.with_steps(steps) == job
     assert job.init == FromZoo("mini/xs-32k")
     assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
@@ -212,16 +249,16 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     sha = hashlib.sha256((train_set / "manifest.json").read_bytes()).hexdigest()
     assert list(job.provenance.items()) == [
         ("run", run), ("terms", list(spec.terms)), ("negatives", spec.negatives), ("profile", "full"),
-        ("set_manifest_sha256", sha), ("cpu_profile", "off"), ("steps_per_epoch", 3), ("epochs", total / 3)]
-    assert job.batches.describe() == {"name": f"conclip-full-{spec.negatives}", "rows": 6,
+        ("set_manifest_sha256", sha), ("cpu_profile", "off"), ("steps_per_epoch", per_epoch), ("epochs", total / per_epoch)]
+    assert job.batches.describe() == {"name": f"conclip-full-{spec.negatives}", "rows": n_rows,
                                       "images": ["image", "distractor"], "texts": ["caption", field],
                                       "order": "file order"}
     assert job.module == "papers.conclip.train_full" and job.name == f"conclip-full-{run}"
     # the same batches: rows [j*B, (j+1)*B) of the file every epoch, [I, I'] and [c, c'] per sample
-    rows = load_rows(train_set)
+    rows = tf.run_rows(run, load_rows(train_set))
     tokenize = tokenizer_for("mini-vit-xs")
     for step in (0, 2, 4):
-        picked = rows[2 * (step % 3): 2 * (step % 3) + 2]
+        picked = rows[2 * (step % per_epoch): 2 * (step % per_epoch) + 2]
         files = [*(data["images"] / r.image for r in picked), *(data["root"] / coco_pool.IMAGES / r.distractor
                                                                  for r in picked)]
         pixels = FileImages(tuple(files), 48).get(np.arange(4))
@@ -257,7 +294,7 @@ def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set,
     assert visual and all(torch.equal(before[k], after[k]) for k in visual)
     assert any(not torch.equal(before[k], after[k]) for k in text)
     record = json.loads(out.with_suffix(".json").read_text())
-    assert record["run"] == "conclip" and record["terms"] == ["l1", "l2", "l3"] and record["steps_per_epoch"] == 3
+    assert record["run"] == "conclip" and record["terms"] == ["l1", "l2", "l3"] and record["steps_per_epoch"] == 4
 
 
 class _Interrupt(Exception):

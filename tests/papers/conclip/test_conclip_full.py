@@ -237,3 +237,23 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
     context = json.loads((out / "context.json").read_text())
     assert context["device"] == "cpu" and context["data"]["file"] == str(data.path)
     assert (out / "by_word_k.csv").is_file() and (out / "predictions" / "items.csv").is_file()
+
+
+def test_a_re_training_s_recipe_reaches_the_context_the_audit_reads(data, tiny, tmp_path, monkeypatch):
+    """A full ``ft-<run>`` row trained here: its sidecar's recipe is copied into context.json (released rows get no
+    entry), and the audit's reader of that context gives the row's note (every table of the row shares it)."""
+    from common.audit.runs import context_recipe_notes
+
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path / "build"))
+    models = tmp_path / "build" / "full" / "conclip" / "models"
+    models.mkdir(parents=True)
+    recipe = {"name": "conclip", "file": "papers/conclip/recipes.toml", "digest": "0123456789abcdef",
+              "settings": {"epochs": 5}, "deviations": {"batch_size": {"authors": 128, "run": 4}}}
+    (models / "conclip.json").write_text(json.dumps({"trainer": {}, "recipe": recipe, "epochs": 5}))
+    out = tmp_path / "results" / "conclip" / "full"
+    paths = full.evaluate_tables({"clip": "openai/ViT-B-32", "ft-conclip": "conclip/full-conclip"}, data, out, CONFIG,
+                                 create=tiny)
+    context = json.loads(paths["context"].read_text())
+    assert set(context["training"]) == {"ft-conclip"} and context["training"]["ft-conclip"]["recipe"] == recipe
+    notes = context_recipe_notes(paths["context"], "rerun")
+    assert notes == {"ft-conclip": "recipe conclip (0123456789abcdef): batch_size 4 (authors 128)"}

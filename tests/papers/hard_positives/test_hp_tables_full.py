@@ -168,5 +168,34 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
     assert tables_full.main(["--data", str(prepared.path.parent), "--models", str(runs[0].checkpoint.parent),
                              "--out", str(out), "--device", "cpu"]) == 0
     rows = _rows(out / "table1.csv")
-    assert [r["row"] for r in rows] == [*load_params()["hard_positives"]["full"]["models"], *tb.TABLE1_RUNS]
+    full = load_params()["hard_positives"]["full"]
+    zoo_rows = [r for row, name in full["models"].items()  # a model of authors_precision: its fp32 reference after it
+                for r in (row, *([f"{row}@fp32"] if name in full["authors_precision"] else []))]
+    assert "base@fp32" in zoo_rows and [r["row"] for r in rows] == [*zoo_rows, *tb.TABLE1_RUNS]
     assert (out / "predictions").is_dir() and json.loads((out / "context.json").read_text())["device"] == "cpu"
+
+
+def test_the_authors_fp16_row_is_scored_beside_fp32_and_the_audit_compares_both(prepared, tiny, runs, tmp_path):
+    """Issue 31: the base CLIP scored at the authors' fp16 (clip.load on CUDA) drives Table 1's row and the
+    comparisons; its fp32 reference row is written beside it and audited against the same published cells."""
+    out = tmp_path / "results" / "hard_positives" / "full"
+    paths = tables_full.evaluate_tables(MODELS, runs, ARCH, prepared, out, CONFIG, create=tiny,
+                                        authors_precision={"openai/ViT-B-32": "fp16"})
+    table1 = {r["row"]: r for r in _rows(paths["table1"])}
+    assert list(table1)[:3] == ["base", "base@fp32", "negclip"]
+    base = _rows(out / "predictions" / "openai__ViT-B-32.csv")
+    reference = _rows(out / "predictions" / "openai__ViT-B-32@fp32.csv")
+    assert len(base) == len(reference)
+    context = json.loads(paths["context"].read_text())["models"]
+    assert (context["base"]["precision"], context["base@fp32"]["precision"]) == ("fp16", "fp32")
+    assert context["base@fp32"]["stands_for"] == "base" and "run_eval.py:46" in context["base"]["why"]
+    assert set(context["base"]["ties"]) == set(evaluation.GROUPS) and context["negclip"]["precision"] == "fp32"
+    summary = json.loads(paths["summary"].read_text())
+    assert summary["hn_minus_clip_swap_brittleness"] == pytest.approx(
+        float(table1["hn"]["swap_brittleness"]) - float(table1["base"]["swap_brittleness"]), abs=0.011)
+    recs = audit.run_recomputations("full", results=tmp_path / "results")
+    cell = [r for r in recs if r.key == ("Table 1", "CLIP ViT-B/32", "REPLACE | Aug. Test Acc.")]
+    assert sorted((r.note.split(":")[0], r.value) for r in cell) == sorted(
+        [("fp16", float(table1["base"]["replace_aug"])), ("fp32", float(table1["base@fp32"]["replace_aug"]))])
+    assert all("exact ties: replace-attributes" in r.note for r in cell)
+    assert all(r.note == "" for r in recs if r.row == "NegCLIP")

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from common.io import sha256_file
+from common.paths import ROOT
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import code_files, describe_loss, run_job
 from common.training.recipe import Schedule
+from common.training.recipes import load_recipe
 from papers.hard_positives import train_full as tf
 from papers.hard_positives.finetune_rows_full import load_rows
 from papers.hard_positives.losses import HardPositiveLoss
@@ -77,8 +79,13 @@ def test_each_runs_job_is_what_the_old_train_full_run_gave_the_trainer(run, step
     picked = [r for r in rows if r["type"] in types]
     per_epoch = len(picked) // 4
     total = steps or 5 * per_epoch
+    recipe = load_recipe(ROOT / "papers" / "hard_positives" / "recipes.toml", "finetune")
     assert job.config == TrainConfig(steps=total, batch_size=4, lr=1e-6, warmup_steps=50, weight_decay=0.2, seed=0,
-                                     precision="bf16")
+                                     precision="bf16", recipe=recipe)
+    # NegCLIP's released recipe (no training code of the authors'): its decay rule and its training crop
+    assert (recipe.decay_rule, recipe.augmentation) == ("open_clip_names", "random_resized_crop")
+    assert job.batches.images.crop_scale == (0.9, 1.0)
+    assert job.describe()["config"]["recipe"]["deviations"] == {"precision": {"authors": "fp16", "run": "bf16"}}
     assert job.init == FromZoo("openai/ViT-B-32")
     assert job.loss.func is HardPositiveLoss and describe_loss(job.loss) == {
         "class": "papers.hard_positives.losses.HardPositiveLoss",

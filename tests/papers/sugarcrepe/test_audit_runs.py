@@ -67,3 +67,50 @@ def test_full_runs_are_compared_cell_by_cell(tmp_path):
     assert value[("Table 4", "SWAP | Commonsense", "Pairwise Better Ratio")] == 78.0
     assert value[("Table 6", "Text-only model | Grammar", "Average")] == pytest.approx(52.0)  # mean of 49..55
     assert sum(r.table == "Table 5" for r in recs) == 7 * 7
+
+
+DATACOMP = ["datacomp/small-ViT-B-32", "datacomp/medium-ViT-B-32"]
+
+
+def test_table6_scores_datacomp_small_and_medium_with_quickgelu_beside_gelu(tmp_path, monkeypatch):
+    """Issue 31: SugarCrepe's model list pairs DataComp small/medium with ViT-B-32-quickgelu (main_eval.py:19-20)
+    while open_clip registers them as GELU: the full Table 6 scores each listed model, then its registered variants."""
+    from types import SimpleNamespace
+
+    from papers.sugarcrepe import table6
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def capture(models, *args, **kwargs):
+        seen["models"] = list(models)
+        raise Stop
+
+    listed = ["openai/ViT-B-32", *DATACOMP]
+    monkeypatch.setattr(table6, "best_device", lambda: "cuda")
+    monkeypatch.setattr(table6, "stage_params",
+                        lambda stage: {"profile": "full", "engine": {}, "sugarcrepe": {"models": {"full": listed}}})
+    monkeypatch.setattr(table6, "PreparedSet", SimpleNamespace(load=lambda path: SimpleNamespace(items=list, info={})))
+    monkeypatch.setattr(table6, "RESULTS", tmp_path)
+    monkeypatch.setattr(table6, "evaluate_selection", capture)
+    with pytest.raises(Stop):
+        table6.main()
+    assert seen["models"] == ["openai/ViT-B-32", "datacomp/small-ViT-B-32", "datacomp/small-ViT-B-32-quickgelu",
+                              "datacomp/medium-ViT-B-32", "datacomp/medium-ViT-B-32-quickgelu"]
+
+
+def test_the_audit_compares_both_activations_with_the_published_datacomp_rows(tmp_path, monkeypatch):
+    out = tmp_path / "results" / "sugarcrepe" / "full"
+    models = ["datacomp/small-ViT-B-32", "datacomp/small-ViT-B-32-quickgelu", "openai/ViT-B-32"]
+    write_csv(out / "table6.csv", [{"model": m, **{c: f"{60 + i}.{j}" for j, c in enumerate(audit.TABLE6_COLUMNS)}}
+                                   for i, m in enumerate(models)])
+    monkeypatch.setattr(audit.released, "recompute", lambda model_names=None: [])
+    recs = [r for r in audit.recompute("full", DATACOMP, tmp_path / "results") if r.table == "Table 6"]
+    small = [r for r in recs if r.key == ("Table 6", "DataComp | small: ViT-B-32", "REPLACE | Object")]
+    assert sorted(r.value for r in small) == [60.0, 61.0] and small[0].key in PUBLISHED
+    notes = {r.value: r.note for r in small}
+    assert "main_eval.py:19" in notes[61.0] and "QuickGELU" in notes[61.0]
+    assert "datacomp/small-ViT-B-32-quickgelu" in notes[60.0]
+    assert all(r.note == "" for r in recs if r.row == "OpenAI | ViT-B-32")

@@ -306,10 +306,20 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     per_epoch = n_rows // 2
     total = steps or (20 if scratch else 5) * per_epoch
     assert stages == [f"papers/sugarcrepe/dvc.yaml:negclip-full{'-refined' if refined else ''}@{run}"]
-    assert asdict(job.config) == {
+    config = asdict(job.config)
+    recipe = config.pop("recipe")
+    assert config == {
         "steps": total, "batch_size": 2, "lr": 5e-4 if scratch else 1e-6, "weight_decay": 0.1 if scratch else 0.2,
         "warmup_steps": 500 if scratch else 50, "accum": 1, "seed": 0, "precision": "bf16", "checkpoint_every": 0,
         "validate_every": 0, "freeze": ()}
+    # the run family's recipe: OpenCLIP's code with the paper's App. A.3 numbers (sugarcrepe.txt:352); betas and eps
+    # by architecture (get_default_params: ViT 0.98 / 1e-6, RN50 0.999 / 1e-8)
+    assert recipe["name"] == ("scratch" if scratch else "finetune")
+    assert (recipe["betas"], recipe["eps"], recipe["decay_rule"], recipe["crop_scale"]) == (
+        ((0.9, 0.999), 1e-8) if scratch else ((0.9, 0.98), 1e-6)) + ("open_clip_names", (0.9, 1.0))
+    assert (recipe["lr"], recipe["epochs"], recipe["batch_size"], recipe["warmup_steps"], recipe["weight_decay"]) == (
+        1e-4, 30, 256, 1000, 0.1)
+    assert job.batches.images.crop_scale == (0.9, 1.0)
     assert job.init.describe() == ({"kind": "scratch", "arch": "RN50"} if scratch else
                                    {"kind": "zoo", "name": "openai/ViT-B-32", "arch": "ViT-B-32-quickgelu",
                                     "weights": "openai"})

@@ -356,7 +356,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     assert stages == [f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}"]
     assert asdict(job.config) == {"steps": 3, "batch_size": 4, "lr": 0.001, "weight_decay": 0.1, "warmup_steps": 1,
                                   "accum": 1, "seed": 0, "precision": "fp32", "checkpoint_every": 0,
-                                  "validate_every": 0, "freeze": ()}
+                                  "validate_every": 0, "freeze": (), "recipe": None}
     assert job.init.describe() == {"kind": "zoo", "name": "mini/xs-32k", "arch": "mini-vit-xs",
                                    "weights": "build:mini/models/xs-32k.safetensors"}
     assert job.batches.describe() == {

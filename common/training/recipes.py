@@ -1,0 +1,277 @@
+"""A family of runs' training recipe as data: the optimiser, its weight-decay rule, the schedule, the logit-scale
+clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from.
+
+A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
+``{value = ..., source = "repo path:line"}``; ``load_recipes`` reads and checks it (an unknown key, a wrong type or a
+missing source is one line naming the file and the key). The mini profile's runs use ``mini_recipe()``
+(``common/training/recipes.toml``): the settings this workspace trained with before recipes existed.
+
+Two kinds of setting:
+
+* rules, which the trainer builds from (``optimizer``, ``betas``, ``eps``, ``decay_rule``, ``schedule``,
+  ``clamp_logit_scale``) and the batch source applies (``augmentation``, ``crop_scale``);
+* the authors' numbers (``lr``, ``weight_decay``, ``warmup_steps``, ``epochs``, ``batch_size``, ``precision``), which
+  the run takes from ``params.yaml`` (sweeps, smoke runs and tests change them); ``Recipe.deviations`` names every
+  one that differs, and the training record keeps them beside the recipe's name and digest, so a result says what
+  it ran with.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from common.errors import WorkspaceError
+
+DATA_FILES = ("common/training/recipes.toml",)
+"""The mini recipe's file: a stage that trains reruns when it changes."""
+MINI_FILE = Path(__file__).with_name("recipes.toml")
+
+OPTIMIZERS = ("adamw", "adam")
+SCHEDULES = ("warmup_cosine", "constant")
+PRECISIONS = ("fp32", "bf16", "fp16")
+AUGMENTATIONS = ("center_crop", "random_resized_crop")
+
+
+class RecipeError(WorkspaceError):
+    """A recipes file that is not what ``load_recipes`` expects (the message names the file and the key)."""
+
+
+def _exclude_clip(name: str, p: torch.Tensor) -> bool:
+    """This workspace's rule (``common.training.optim.exclude_from_wd``): <= 1-D, embeddings, the logit scale."""
+    return p.ndim < 2 or "embedding" in name or "logit_scale" in name
+
+
+def _exclude_open_clip_names(name: str, p: torch.Tensor) -> bool:
+    """open_clip's 2022 ``main.py`` rule, kept by NegCLIP's fork and BiVLC: <= 1-D or a name holding "bn", "ln",
+    "bias" or "logit_scale"; token and positional embeddings (2-D, no such name) are decayed."""
+    return p.ndim < 2 or "bn" in name or "ln" in name or "bias" in name or "logit_scale" in name
+
+
+def _exclude_nothing(name: str, p: torch.Tensor) -> bool:
+    """``AdamW(filter(requires_grad, model.parameters()), weight_decay=wd)``: every trainable tensor decayed."""
+    return False
+
+
+DECAY_RULES = {"clip": _exclude_clip, "open_clip_names": _exclude_open_clip_names, "all": _exclude_nothing}
+"""Named weight-decay rules: name -> ``exclude(name, tensor)`` (True: not decayed)."""
+
+_RULES: dict[str, tuple[type | tuple[type, ...], tuple | None]] = {
+    # setting -> (accepted TOML types, allowed values or None)
+    "optimizer": (str, OPTIMIZERS),
+    "betas": (list, None),
+    "eps": ((float, int), None),
+    "decay_rule": (str, tuple(DECAY_RULES)),
+    "schedule": (str, SCHEDULES),
+    "clamp_logit_scale": (bool, None),
+    "augmentation": (str, AUGMENTATIONS),
+    "crop_scale": (list, None),
+    "lr": ((float, int), None),
+    "weight_decay": ((float, int), None),
+    "warmup_steps": (int, None),
+    "epochs": (int, None),
+    "batch_size": (int, None),
+    "precision": (str, PRECISIONS),
+    "mini_profile": (str, ("mini", "this")),
+}
+RULE_FIELDS = ("optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale", "augmentation",
+               "crop_scale")
+NUMBER_FIELDS = ("lr", "weight_decay", "warmup_steps", "epochs", "batch_size", "precision")
+REQUIRED = ("optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale", "augmentation")
+
+
+_NOT_SETTINGS = ("name", "sources", "file", "mini_profile")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One run family's recipe; ``sources`` maps each given setting to the authors' ``file:line`` (or this
+    workspace's reason where the authors give none). A number left out (None) is one the authors do not state."""
+
+    name: str
+    optimizer: str
+    betas: tuple[float, float]
+    eps: float
+    decay_rule: str
+    schedule: str
+    clamp_logit_scale: bool
+    augmentation: str
+    crop_scale: tuple[float, float] | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    warmup_steps: int | None = None
+    epochs: int | None = None
+    batch_size: int | None = None
+    precision: str | None = None
+    mini_profile: str = "mini"
+    """Which rules the family's mini runs train with: "mini" (``mini_recipe()``, the default) or "this" (these)."""
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    file: str = ""
+    """Where it was read (repository-relative), for messages and the record."""
+
+    def settings(self) -> dict[str, Any]:
+        """The settings a run trains with (no name, file, sources or ``mini_profile``), JSON-able."""
+        return {f.name: (list(v) if isinstance(v, tuple) else v) for f in fields(self)
+                if f.name not in _NOT_SETTINGS and (v := getattr(self, f.name)) is not None}
+
+    @property
+    def digest(self) -> str:
+        """sha256 (16 hex) of the settings and their sources: two runs with one digest ran one recipe."""
+        blob = json.dumps({"settings": self.settings(), "sources": dict(self.sources)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def exclude_from_decay(self, name: str, p: torch.Tensor) -> bool:
+        return DECAY_RULES[self.decay_rule](name, p)
+
+    def deviations(self, run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """The authors' numbers that the run (``{setting: value}``) does not use: setting -> {authors, run}."""
+        out = {}
+        for key in NUMBER_FIELDS:
+            mine, theirs = run.get(key), getattr(self, key)
+            if theirs is None or mine is None:
+                continue
+            same = math.isclose(float(mine), float(theirs), rel_tol=1e-12) if key != "precision" else mine == theirs
+            if not same:
+                out[key] = {"authors": theirs, "run": mine}
+        return out
+
+    def describe(self, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What the training record keeps: name, file, digest, settings, and the run's deviations."""
+        return {"name": self.name, "file": self.file, "digest": self.digest, "settings": self.settings(),
+                "deviations": self.deviations(run or {})}
+
+
+def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
+    where = f"{path}: [{table}].{key}"
+    if key not in _RULES:
+        raise RecipeError(f"{where}: unknown setting; a recipe has {', '.join(_RULES)}")
+    if not isinstance(entry, dict) or set(entry) != {"value", "source"}:
+        raise RecipeError(f"{where}: expected {{value = ..., source = \"repo path:line\"}}, got {entry!r}")
+    value, source = entry["value"], entry["source"]
+    if not isinstance(source, str) or not source.strip():
+        raise RecipeError(f"{where}: the source must name the authors' file:line (or this workspace's reason)")
+    types, allowed = _RULES[key]
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise RecipeError(f"{where}: {value!r} is not a {key} value")
+    if not isinstance(value, types):
+        raise RecipeError(f"{where}: {value!r} has the wrong type for {key}")
+    if allowed is not None and value not in allowed:
+        raise RecipeError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    if isinstance(value, list):
+        if len(value) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise RecipeError(f"{where}: expected two numbers, got {value!r}")
+        value = (float(value[0]), float(value[1]))
+    elif key in ("eps", "lr", "weight_decay"):
+        value = float(value)
+    return value, source
+
+
+def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
+    """Every table of a recipes file, checked (``RecipeError`` on the first problem)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"{path}: not TOML ({exc})") from None
+    recipes = {}
+    for table, entries in doc.items():
+        if not isinstance(entries, dict):
+            raise RecipeError(f"{path}: {table}: expected a table of settings ([{table}])")
+        values, sources = {}, {}
+        for key, entry in entries.items():
+            values[key], sources[key] = _check(path, table, key, entry)
+        missing = [k for k in REQUIRED if k not in values]
+        if missing:
+            raise RecipeError(f"{path}: [{table}].{missing[0]}: missing; a recipe needs {', '.join(REQUIRED)}")
+        if values["augmentation"] == "random_resized_crop" and "crop_scale" not in values:
+            raise RecipeError(f"{path}: [{table}].crop_scale: missing; random_resized_crop needs it")
+        recipes[table] = Recipe(table, **values, sources=sources, file=path)
+    return recipes
+
+
+@lru_cache(maxsize=None)
+def _load(path: Path, mtime_ns: int) -> dict[str, Recipe]:
+    from common.paths import ROOT
+
+    try:
+        shown = path.resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    return parse_recipes(path.read_text(encoding="utf-8"), shown)
+
+
+def load_recipes(path: Path) -> dict[str, Recipe]:
+    """The recipes of ``path`` by table name."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError(f"{path}: no such recipes file")
+    return _load(path, path.stat().st_mtime_ns)
+
+
+def load_recipe(path: Path, name: str) -> Recipe:
+    """The table ``name`` of ``path``; an unknown name lists the known ones."""
+    recipes = load_recipes(path)
+    if name not in recipes:
+        raise RecipeError(f"{path}: no recipe [{name}]; it has {', '.join(recipes) or 'none'}")
+    return recipes[name]
+
+
+def mini_recipe() -> Recipe:
+    """The mini profile's recipe: CLIP's AdamW (betas 0.9/0.98, eps 1e-6), no decay on <= 1-D tensors, embeddings
+    or the logit scale, warmup + cosine, the clamp, no augmentation (``common/training/recipes.toml``)."""
+    return load_recipe(MINI_FILE, "mini")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(f"{v:g}" for v in value) + ")"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def markdown(path: Path) -> str:
+    """The README's "Recipe" table of a recipes file: one row per setting of each table, the authors' value and its
+    source, the full profile's (the trainer builds the rules from the table; the numbers are the stage's
+    ``params.yaml`` section, and a run's training record lists each that differs as a deviation) and the mini
+    profile's (``mini_recipe()``, or the table's own rules where its ``mini_profile`` is "this"; its numbers are
+    ``params.yaml``'s mini sections)."""
+    lines = []
+    for name, recipe in load_recipes(Path(path)).items():
+        mini = recipe if recipe.mini_profile == "this" else mini_recipe()
+        lines += [f"`[{name}]` ({recipe.file})", "",
+                  "| setting | authors | source | full profile here | mini profile here |",
+                  "|---|---|---|---|---|"]
+        for key in _RULES:
+            value = getattr(recipe, key)
+            if value is None or key == "mini_profile":
+                continue
+            theirs = getattr(mini, key)
+            mine = _shown(theirs) if key in RULE_FIELDS and theirs is not None else "params.yaml (mini)"
+            source = recipe.sources[key].replace("|", "\\|")
+            here = _shown(value) if key in RULE_FIELDS else "params.yaml (full): the authors' by default"
+            lines.append(f"| {key} | {_shown(value)} | {source} | {here} | {mine} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cmd_recipes(args) -> int:
+    from common.paths import ROOT
+
+    print(markdown(ROOT / "papers" / args.paper / "recipes.toml"), end="")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``recipes PAPER``: print the README's "Recipe" table of ``papers/<PAPER>/recipes.toml``."""
+    p = subparsers.add_parser("recipes", help="print a paper's training recipes as the README's markdown table")
+    p.add_argument("paper", help="a folder under papers/")
+    p.set_defaults(func=_cmd_recipes)

@@ -1,0 +1,49 @@
+"""What a tables stage copies from the training records (each checkpoint's sidecar JSON, written by
+``common.training.trainer``) into its results context, so that the audit names each trained run's recipe from the
+results alone: the audit's DVC deps stay results files, not ``build/``. A module apart from the trainer, so that
+these readers are not a dependency of every training stage.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+RECIPE_FIELDS = ("recipe", "epochs")
+"""The keys of a training record that ``common.audit.runs.recipe_note`` reads (the recipe and the epochs the job ran)."""
+
+
+def recipe_fields(record: Mapping) -> dict:
+    """What a tables stage copies from a run's sidecar into its results context (``training.<run>``) so that the
+    audit names the run's recipe from the results alone: its DVC deps stay the results files, not ``build/``."""
+    return {key: record[key] for key in RECIPE_FIELDS if key in record}
+
+
+WEIGHT_SUFFIXES = (".best.loss", ".best", ".loss")
+"""What ``_paths`` puts between a run's stem and ``.safetensors`` for the weights it writes beside the main ones."""
+
+
+def sidecar_of(weights: Path) -> Path:
+    """The training record of any weights file a run wrote (``<stem>[.best][.loss].safetensors`` -> ``<stem>.json``,
+    ``common.training.trainer._paths``)."""
+    name = Path(weights).name.removesuffix(".safetensors")
+    for suffix in WEIGHT_SUFFIXES:
+        if name.endswith(suffix):
+            name = name.removesuffix(suffix)
+            break
+    return Path(weights).with_name(name + ".json")
+
+
+def training_context(weights: Mapping[str, "Path | None"],
+                     keys: tuple[str, ...] = ("trainer", "loss", "data", "final_loss")) -> dict[str, dict]:
+    """Run -> what a tables stage records of it in its results context (``training``): ``keys`` of its sidecar and
+    its recipe (``recipe_fields``), for the audit to name. Rows without weights trained here (no weights, or weights
+    without a sidecar: released ones) are left out."""
+    from common.jsonl import read_json
+
+    out = {}
+    for run, path in weights.items():
+        sidecar = sidecar_of(path) if path is not None else None
+        if sidecar is not None and sidecar.is_file():
+            record = read_json(sidecar, dict, f"retrain {run} (its training record is damaged)")
+            out[run] = {**{k: record.get(k) for k in keys}, **recipe_fields(record)}
+    return out

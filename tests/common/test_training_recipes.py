@@ -1,0 +1,117 @@
+"""Recipes as data (``common.training.recipes``): a bad file is one line naming the file and the key; the trainer
+builds its optimiser, decay groups, schedule and clamp from the recipe and records its name, digest and the run's
+deviations. Tiny synthetic runs on CPU."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import pytest
+import torch
+
+from common.training import ClipLoss, FromScratch, SyntheticBatches, TrainConfig, train
+from common.training.optim import lr_at
+from common.training.recipes import RecipeError, mini_recipe, parse_recipes
+from common.zoo import register_local_configs
+
+ARCH = "mini-vit-xs"
+RULES = """
+[r]
+optimizer = {value = "adamw", source = "a.py:1"}
+betas = {value = [0.9, 0.999], source = "a.py:1"}
+eps = {value = 1e-8, source = "a.py:1"}
+decay_rule = {value = "all", source = "a.py:2"}
+schedule = {value = "constant", source = "a.py:3"}
+clamp_logit_scale = {value = false, source = "a.py:4"}
+augmentation = {value = "center_crop", source = "a.py:5"}
+weight_decay = {value = 0.2, source = "a.py:6"}
+"""
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t + 'colour = {value = 1, source = "x"}\n', "recipes.toml: [r].colour: unknown setting"),
+    (lambda t: t.replace('value = 1e-8, source = "a.py:1"', 'value = "small", source = "a.py:1"'),
+     "recipes.toml: [r].eps: 'small' has the wrong type"),
+    (lambda t: t.replace('{value = "all", source = "a.py:2"}', '{value = "all"}'), "recipes.toml: [r].decay_rule: expected"),
+    (lambda t: t.replace('source = "a.py:3"', 'source = " "'), "recipes.toml: [r].schedule: the source must name"),
+    (lambda t: t.replace('"constant"', '"linear"'), "recipes.toml: [r].schedule: 'linear' is not one of"),
+    (lambda t: t.replace('clamp_logit_scale = {value = false, source = "a.py:4"}\n', ''),
+     "recipes.toml: [r].clamp_logit_scale: missing"),
+    (lambda t: t.replace('"center_crop"', '"random_resized_crop"'), "recipes.toml: [r].crop_scale: missing"),
+])
+def test_a_bad_recipe_is_one_line_naming_file_and_key(edit, expected):
+    with pytest.raises(RecipeError) as info:
+        parse_recipes(edit(RULES), "recipes.toml")
+    assert str(info.value).startswith(expected) and "\n" not in str(info.value)
+
+
+def test_the_mini_recipe_is_the_workspace_s_old_optimiser():
+    r = mini_recipe()
+    assert (r.optimizer, r.betas, r.eps, r.decay_rule, r.schedule, r.clamp_logit_scale, r.augmentation) == (
+        "adamw", (0.9, 0.98), 1e-6, "clip", "warmup_cosine", True, "center_crop")
+    assert set(r.sources) == {"optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale",
+                              "augmentation"}
+
+
+def test_constant_schedule():
+    assert [lr_at("constant", s, 1e-3, 5, 10) for s in range(10)] == [1e-3] * 10
+    assert lr_at("warmup_cosine", 0, 1.0, 2, 6) == 0.5
+
+
+class _HotScale(FromScratch):
+    """A tiny model whose logit scale starts above ln 100, so a clamp shows."""
+
+    def build(self):
+        built = super().build()
+        with torch.no_grad():
+            built.model.logit_scale.fill_(5.0)
+        return built
+
+
+def test_the_trainer_builds_from_the_recipe_and_records_it(tmp_path):
+    """Recipe ``r``: Adam(W) betas (0.9, 0.999), eps 1e-8, every tensor decayed (the logit scale too), constant lr,
+    no clamp. The logit scale must stay above ln 100 (no clamp), and the record names the recipe."""
+    register_local_configs()
+    recipe = parse_recipes(RULES, "recipes.toml")["r"]
+    seen = []
+    result = train(TrainConfig(steps=2, batch_size=4, lr=1e-4, weight_decay=0.1, warmup_steps=1, validate_every=1,
+                               recipe=recipe),
+                   _HotScale(ARCH), SyntheticBatches(), ClipLoss, tmp_path / "m.safetensors",
+                   validate=lambda m: seen.append(m.logit_scale.item()) or 0.0)
+    assert seen[0] > math.log(100) and seen[1] > math.log(100)
+    record = result.record["recipe"]
+    assert record["name"] == "r" and record["digest"] == recipe.digest and record["file"] == "recipes.toml"
+    assert record["deviations"] == {"weight_decay": {"authors": 0.2, "run": 0.1}}
+    assert "recipe" not in result.record["trainer"]
+
+
+def test_the_default_record_names_the_mini_recipe(tmp_path):
+    register_local_configs()
+    result = train(TrainConfig(steps=1, batch_size=4, warmup_steps=1), FromScratch(ARCH), SyntheticBatches(),
+                   ClipLoss, tmp_path / "m.safetensors")
+    assert result.record["recipe"]["name"] == "mini" and result.record["recipe"]["digest"] == mini_recipe().digest
+
+
+def test_fp16_needs_cuda(tmp_path):
+    with pytest.raises(ValueError, match="'fp16' needs CUDA"):
+        train(TrainConfig(steps=1, batch_size=4, precision="fp16"), FromScratch(ARCH), SyntheticBatches(), ClipLoss,
+              tmp_path / "m.safetensors")
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_random_resized_crop_falls_back_to_torchvision_s_centre_crop(tmp_path, wide):
+    """An image too elongated for any of the 10 draws (3:1 with area >= 0.9 and aspect in [3/4, 4/3]) gets
+    torchvision's fallback (``RandomResizedCrop.get_params``): the centre crop at the nearest allowed aspect, the
+    whole short side kept (300 x 100 -> 133 x 100). The middle 133 columns are red, the rest blue: only red comes back."""
+    from PIL import Image
+
+    from common.training.files import FileImages
+
+    image = Image.new("RGB", (300, 100) if wide else (100, 300), (0, 0, 255))
+    # the centre 133 of 300: 83..215 ((300 - 133) // 2 = 83); one more on either side would be blue
+    image.paste((255, 0, 0), (83, 0, 216, 100) if wide else (0, 83, 100, 216))
+    image.save(tmp_path / "a.png")
+    pixels = FileImages((tmp_path / "a.png",), 16, workers=1, crop_scale=(0.9, 1.0)).get(np.array([0]), (0, 0, 0))
+    assert pixels.shape == (1, 3, 16, 16)
+    assert (pixels[0, 0] == 255).all() and (pixels[0, 2] == 0).all()
