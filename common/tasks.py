@@ -32,6 +32,25 @@ class DatasetError(WorkspaceError, ValueError):
     """Bad benchmark input; the message names the file and the record."""
 
 
+MAX_LISTED_PROBLEMS = 20
+"""How many bad records one ``DatasetError`` lists before "... and N more"."""
+
+
+def raise_problems(problems: Sequence[str], what: str, *, where: str = "", one_line: bool = False) -> None:
+    """Raise one ``DatasetError`` for every bad record a reader found, or nothing: readers check a whole file before
+    refusing it, so one run names every record to fix. One problem is the message itself; several are counted
+    ("<where>: N bad <what>:") and listed, the first ``MAX_LISTED_PROBLEMS``, one per line or on one line."""
+    if len(problems) == 1:
+        raise DatasetError(problems[0])
+    if problems:
+        separator = "; " if one_line else "\n  "
+        listed = separator.join(problems[:MAX_LISTED_PROBLEMS])
+        unlisted = len(problems) - MAX_LISTED_PROBLEMS
+        more = f"{separator}... and {unlisted} more" if unlisted > 0 else ""
+        lead = f"{where}: " if where else ""
+        raise DatasetError(f"{lead}{len(problems)} bad {what}:{' ' if one_line else separator}{listed}{more}")
+
+
 @runtime_checkable
 class ImageTransform(Protocol):
     """A deterministic function of a preprocessed image tensor (C, H, W) and the file's content hash."""

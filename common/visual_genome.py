@@ -20,26 +20,15 @@ from typing import Any, Callable, Mapping
 
 from common.image_transforms import to_rgb
 from common.jsonl import parse_json
-from common.tasks import DatasetError, resolve_under
+from common.tasks import DatasetError, raise_problems, resolve_under
 
 VG_RELATION = "vg_relation"
 VG_ATTRIBUTION = "vg_attribution"
 VG_KINDS = (VG_RELATION, VG_ATTRIBUTION)
 BBOX_FIELDS = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
 VG_COMMON_FIELDS = ("image_path", *BBOX_FIELDS, "true_caption", "false_caption")
-MAX_LISTED_ERRORS = 20
 VG_IMAGE_SOURCES: dict[str, str] = {"VG_100K": "visual_genome/images.zip", "VG_100K_2": "visual_genome/images2.zip"}
 """Visual Genome's image folders -> the download-registry key of the zip that holds each (group "visual-genome")."""
-
-
-def raise_problems(problems: list[str], what: str) -> None:
-    """Raise one ``DatasetError`` listing every problem (the first ``MAX_LISTED_ERRORS``), or nothing."""
-    if len(problems) == 1:
-        raise DatasetError(problems[0])
-    if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED_ERRORS])
-        more = f"\n  ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad {what} record(s):\n  {listed}{more}")
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -130,7 +119,7 @@ def read_vg(path: Path, kind: str) -> list[VgRecord]:
         group = record["relation_name"] if kind == VG_RELATION else "_".join(record["attributes"])
         records.append(VgRecord(index, record["image_path"], bbox, record["true_caption"],  # type: ignore[arg-type]
                                 record["false_caption"], group, origin))
-    raise_problems(problems, kind)
+    raise_problems(problems, f"{kind} record(s)")
     return records
 
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.tasks import DatasetError, ImageToTextItem, resolve_under
+from common.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
 
 CATEGORIES: tuple[str, ...] = (
     "replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att",
@@ -20,7 +20,6 @@ CATEGORIES: tuple[str, ...] = (
 REQUIRED_FIELDS = ("filename", "caption", "negative_caption")
 MANIFEST_REQUIRED = ("data_dir", "image_root")
 """Keys every ``manifest.json`` has (``PreparedSet``); ``categories`` is optional (default: all seven)."""
-MAX_LISTED_ERRORS = 20
 
 
 def released_file_key(category: str) -> str:
@@ -72,7 +71,7 @@ def read_category(path: Path) -> dict[str, dict]:
             value = record.get(name)
             if not isinstance(value, str) or not value.strip():
                 problems.append(f"{path}: example {example_id!r}: field {name!r} missing or not a non-empty string")
-    _raise_if(problems)
+    raise_problems(problems, "SugarCrepe example(s)", one_line=True)
     return data
 
 
@@ -110,22 +109,12 @@ def load_sugarcrepe(
                 item_id=f"{category}/{example_id}", group=category, image=image,
                 captions=(record["caption"], record["negative_caption"]), origin=origin,
             ))
-    _raise_if(problems)
+    raise_problems(problems, "SugarCrepe example(s)", one_line=True)
     return items
 
 
 def category_counts(files: dict[str, Path]) -> dict[str, int]:
     return {c: len(read_category(p)) for c, p in files.items()}
-
-
-def _raise_if(problems: list[str]) -> None:
-    """One ``DatasetError`` listing every problem (the first ``MAX_LISTED_ERRORS``) on one line, or nothing."""
-    if len(problems) == 1:
-        raise DatasetError(problems[0])
-    if problems:
-        listed = "; ".join(problems[:MAX_LISTED_ERRORS])
-        more = f"; ... and {len(problems) - MAX_LISTED_ERRORS} more" if len(problems) > MAX_LISTED_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad SugarCrepe example(s): {listed}{more}")
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,14 @@ from typing import Sequence
 
 from common.jsonl import read_json
 from common.scoring.selection import DecisionRule
-from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, resolve_under
+from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, raise_problems, resolve_under
 # The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
 # imported under their names here, so ARO's code reads as before.
 from common.visual_genome import (  # noqa: F401  (re-exported)
-    BBOX_FIELDS, MAX_LISTED_ERRORS, VG_ATTRIBUTION, VG_COMMON_FIELDS, VG_KINDS, VG_RELATION, VgRecord, crop_relpath,
+    BBOX_FIELDS, VG_ATTRIBUTION, VG_COMMON_FIELDS, VG_KINDS, VG_RELATION, VgRecord, crop_relpath,
     read_vg)
 from common.visual_genome import check_vg_image as _check_vg_image
 from common.visual_genome import is_text as _is_text
-from common.visual_genome import raise_problems as _raise_if
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
 """VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``, so a tie (argmax
@@ -80,7 +79,7 @@ def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = N
                 continue
         items.append(ImageToTextItem(item_id=f"{kind}/{r.index}", group=r.group, image=image,
                                      captions=(r.false_caption, r.true_caption), origin=r.origin))
-    _raise_if(problems, kind)
+    raise_problems(problems, f"{kind} record(s)")
     return items
 
 
@@ -126,7 +125,7 @@ class KarpathySet:
                 continue
             images.append(path)
             captions.append(tuple(caps))
-        _raise_if(problems, f"{name} Karpathy")
+        raise_problems(problems, f"{name} Karpathy record(s)")
         return cls(name, tuple(images), tuple(captions), str(annotations))
 
     def flat_captions(self) -> list[str]:
@@ -183,7 +182,7 @@ def read_classification(name: str, path: Path, image_root: Path, check_images: b
             continue
         images.append(image)
         labels.append(label)
-    _raise_if(problems, f"{name} classification")
+    raise_problems(problems, f"{name} classification record(s)")
     prompts = data.get("prompts")
     if prompts is None:
         return ClassificationSet.from_templates(name, images, labels, classes, templates)

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Sequence
 
 from common.io import sha256_file
-from common.tasks import DatasetError, ImageToTextItem, resolve_under
+from common.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
 from papers.conclip.data_paths import CCNEG_IMAGES_SUBFOLDER
 
 EVAL_SIZE = 40_000
@@ -54,8 +54,6 @@ PAPER_SPLIT_SIZES: dict[str, dict[int, int]] = {
 }
 """Tables 7-9's split sizes (in parentheses over each column), by negation word and K (written out here rather than
 imported from the mini profile, so that this stage does not depend on its code)."""
-MAX_LISTED = 20
-"""Problems listed in one error; the rest are counted."""
 
 
 @dataclass(frozen=True)
@@ -139,15 +137,6 @@ def default_paths() -> tuple[Path, Path]:
     from common.download import fetch
 
     return fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
-
-
-def _raise_problems(problems: Sequence[str], path: Path) -> None:
-    if len(problems) == 1:
-        raise DatasetError(problems[0])
-    if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED])
-        more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
-        raise DatasetError(f"{path}: {len(problems)} bad entries:\n  {listed}{more}")
 
 
 def _load(path: Path) -> Mapping[str, Any]:
@@ -282,7 +271,7 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
             entries.append(CCNegEntry(index, item, k_of.get(index), entry_words(negative)))
         except DatasetError as exc:
             problems.append(str(exc))
-    _raise_problems(problems, pt_path)
+    raise_problems(problems, "entries", where=str(pt_path))
     return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries), tuple(ks), k_cut)
 
 
@@ -335,5 +324,5 @@ def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_S
             entries.append(CCNegTrainingEntry(index, image, caption, negative.replace(",", "")))
         except DatasetError as exc:
             problems.append(str(exc))
-    _raise_problems(problems, pt_path)
+    raise_problems(problems, "entries", where=str(pt_path))
     return CCNegTrainingSplit(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries))

@@ -46,7 +46,7 @@ import numpy as np
 
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.tasks import DatasetError
+from common.tasks import DatasetError, raise_problems
 from common.zoo import ModelUnavailable
 from papers.conclip import ccneg, coco_pool
 from papers.conclip.distractors import distractor_scores, mine_distractors
@@ -184,7 +184,7 @@ def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg
             problems.append(f"{exc} (eq. 4's texts, as the authors' prepare_negative_images.py reads them)")
             continue
         texts.append(MiningTexts(entry, subject, negated, _paper_subject(annotation)))
-    ccneg._raise_problems(problems, pt_path)
+    raise_problems(problems, "entries", where=str(pt_path))
     return TrainingTexts(pt_path, sha256_file(pt_path), len(annotations), eval_size, tuple(texts))
 
 

@@ -120,7 +120,7 @@ def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path], kinds: Se
                                      equal_captions))
             except DatasetError as exc:
                 problems.append(str(exc))
-    raise_problems(problems, "REPLACE")
+    raise_problems(problems, "REPLACE record(s)")
     return items
 
 
@@ -141,7 +141,7 @@ def swap_pairs(fetch: Fetch) -> list[tuple[VgRecord, VgRecord]]:
         if differ:
             problems.append(f"{y.origin}: differs from {x.origin} in {', '.join(differ)} (the files are paired by "
                             "position: same image, box, attributes and hard negative at every index)")
-    raise_problems(problems, "SWAP")
+    raise_problems(problems, "SWAP record(s)")
     return list(zip(a, b))
 
 
@@ -165,7 +165,7 @@ def swap_items(fetch: Fetch, image_root: Path, crop_root: Path, *, check_images:
                                  row.false_caption, row.origin, equal_captions))
         except DatasetError as exc:
             problems.append(str(exc))
-    raise_problems(problems, "SWAP")
+    raise_problems(problems, "SWAP record(s)")
     return items
 
 

@@ -24,7 +24,7 @@ from common.benchmarks.caption_negatives import (
     read_category,
     write_manifest,
 )
-from common.tasks import DatasetError, ImageToTextItem
+from common.tasks import MAX_LISTED_PROBLEMS, DatasetError, ImageToTextItem
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
@@ -99,7 +99,7 @@ def test_fixture_loads_positive_first(fixture_set):
 def test_good_set_is_not_truncated(tmp_path: Path):
     images = tmp_path / "images"
     write_image(images / "x.png")
-    n = 57  # above MAX_LISTED_ERRORS and any plausible page size
+    n = 57  # above MAX_LISTED_PROBLEMS and any plausible page size
     examples = {str(i): {"filename": "x.png", "caption": f"caption {i}", "negative_caption": f"negative {i}"}
                 for i in range(n)}
     files = {c: write_category(tmp_path / "data", c, examples) for c in CATEGORIES}
@@ -284,7 +284,7 @@ def test_many_bad_examples_are_counted_not_dropped(tmp_path: Path):
         load_sugarcrepe({"add_att": path}, images)
     msg = str(exc.value)
     assert msg.startswith(f"{n} bad"), msg
-    listed = sugarcrepe.MAX_LISTED_ERRORS
+    listed = MAX_LISTED_PROBLEMS
     assert f"and {n - listed} more" in msg
     assert f"{path}#m0:" in msg
 
