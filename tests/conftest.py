@@ -4,11 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # The published-numbers fixtures of tests/test_published_*.py (paper, cells, index, claims, raw_rows,
 # raw_claims, paper_text), registered here for every test module; see published_support.py.
 from published_support import cells, claims, index, paper, paper_text, raw_claims, raw_rows  # noqa: F401
 from shared_files import MIRROR
+
+settings.register_profile("gate", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile("gate")
+"""Property tests draw the same examples on every run (``gate``, the default): a red CI names a change, not a
+lucky draw. ``pytest --hypothesis-profile explore tests/...`` draws fresh ones to hunt for new failures (a found
+one is pinned with ``@example``). Neither writes an example database into the workspace."""
 
 
 def pytest_collection_modifyitems(config, items):

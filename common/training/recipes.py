@@ -2,8 +2,9 @@
 clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from.
 
 A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
-``{value = ..., source = "repo path:line"}``; ``load_recipes`` reads and checks it (an unknown key, a wrong type or a
-missing source is one line naming the file and the key). The mini profile's runs use ``mini_recipe()``
+``{value = ..., source = "repo path:line"}`` (or ``extends = "<a table above>"`` and only the settings that differ);
+``load_recipes`` reads and checks it (an unknown key, a wrong type or a missing source is one line naming the file and
+the key). The mini profile's runs use ``mini_recipe()``
 (``common/training/recipes.toml``): the settings this workspace trained with before recipes existed.
 
 Two kinds of setting:
@@ -173,6 +174,21 @@ def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
     return value, source
 
 
+def _extended(path: str, table: str, entries: Mapping[str, Any],
+              above: Mapping[str, Recipe]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings and sources a table starts from: none, or with ``extends = "<table above>"`` every setting of
+    that table (the table's own settings then replace them), so runs that differ in one number state only it."""
+    if "extends" not in entries:
+        return {}, {}
+    base = entries["extends"]
+    if not isinstance(base, str) or base not in above:
+        raise RecipeError(f"{path}: [{table}].extends: {base!r} is not a table above it (a table extends one of "
+                          f"{', '.join(above) or 'none'})")
+    recipe = above[base]
+    values = {key: getattr(recipe, key) for key in _RULES if getattr(recipe, key) is not None}
+    return values, dict(recipe.sources)
+
+
 def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     """Every table of a recipes file, checked (``RecipeError`` on the first problem)."""
     try:
@@ -183,9 +199,10 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     for table, entries in doc.items():
         if not isinstance(entries, dict):
             raise RecipeError(f"{path}: {table}: expected a table of settings ([{table}])")
-        values, sources = {}, {}
+        values, sources = _extended(path, table, entries, recipes)
         for key, entry in entries.items():
-            values[key], sources[key] = _check(path, table, key, entry)
+            if key != "extends":
+                values[key], sources[key] = _check(path, table, key, entry)
         missing = [k for k in REQUIRED if k not in values]
         if missing:
             raise RecipeError(f"{path}: [{table}].{missing[0]}: missing; a recipe needs {', '.join(REQUIRED)}")

@@ -47,7 +47,7 @@ RELEASED_EXAMPLES = 120
 RELEASED_PER_EXAMPLE_EXAMPLES = 80
 RUN_TABLE_EXAMPLES = 150
 RUN_AUDIT_EXAMPLES = 10
-PROPERTY = dict(deadline=None, derandomize=True, database=None,
+PROPERTY = dict(deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -27,10 +27,10 @@ from common.errors import run_entry_point
 from common.paths import ROOT
 from test_bad_input_matrix import MODEL, good_set, tracked_outputs, write_category, write_manifest
 
-PROPERTY = dict(deadline=None, database=None,
+PROPERTY = dict(deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-"""Every property: no per-example deadline (the first eval loads the model), no example database written into the
-workspace; the function-scoped fixtures are the same for every example."""
+"""Every property: no per-example deadline (the first eval loads the model); the function-scoped fixtures are the
+same for every example. Draws and the example database: the profile tests/conftest.py loads."""
 MANIFEST_EXAMPLES = 40
 CATEGORY_EXAMPLES = 40
 PARAMS_EXAMPLES = 100

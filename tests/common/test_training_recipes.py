@@ -115,3 +115,23 @@ def test_random_resized_crop_falls_back_to_torchvision_s_centre_crop(tmp_path, w
     pixels = FileImages((tmp_path / "a.png",), 16, workers=1, crop_scale=(0.9, 1.0)).get(np.array([0]), (0, 0, 0))
     assert pixels.shape == (1, 3, 16, 16)
     assert (pixels[0, 0] == 255).all() and (pixels[0, 2] == 0).all()
+
+
+def test_a_table_extends_one_above_and_states_only_what_differs():
+    recipes = parse_recipes(RULES + '[s]\nextends = "r"\nweight_decay = {value = 0.1, source = "b.py:9"}\n'
+                            '[t]\nextends = "s"\n', "recipes.toml")
+    r, s, t = recipes["r"], recipes["s"], recipes["t"]
+    assert (s.weight_decay, s.sources["weight_decay"]) == (0.1, "b.py:9")
+    assert {k: v for k, v in s.settings().items() if k != "weight_decay"} == \
+        {k: v for k, v in r.settings().items() if k != "weight_decay"}
+    assert s.sources["schedule"] == r.sources["schedule"] == "a.py:3"
+    assert (t.settings(), t.digest, t.name) == (s.settings(), s.digest, "t")
+    assert r.weight_decay == 0.2  # the base is not changed by the table that extends it
+
+
+@pytest.mark.parametrize("extends", ['"later"', '"r "', "1", '"s"'])
+def test_extends_names_a_table_above(extends):
+    text = RULES + f"[s]\nextends = {extends}\n[later]\nextends = \"r\"\n"
+    with pytest.raises(RecipeError) as info:
+        parse_recipes(text, "recipes.toml")
+    assert str(info.value).startswith("recipes.toml: [s].extends: ") and "a table extends one of r" in str(info.value)
