@@ -21,9 +21,11 @@ comparisons are against it). The paper's numbers are in ``results/published/hard
 (``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
 
 Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' ``run_eval.py``
-loads with ``clip.load`` on CUDA: fp16 weights and scores) is scored at that precision, its row the one the
-comparisons and the audit use, and at ``engine.precision`` beside it (row ``<row>@fp32``, audited against the same
-published cells); ``context.json`` gives each row's precision and its ties per group.
+loads with ``clip.load`` on CUDA: fp16 weights and scores) is scored at that precision, its row the one Table 1 and
+the audit use, and at ``engine.precision`` beside it (row ``<row>@fp32``, audited against the same published cells).
+The comparisons (``summary.json``: the fine-tunes against the base) use the base at ``engine.precision``, the
+precision the fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes.
+``context.json`` gives each row's precision and its ties per group.
 """
 from __future__ import annotations
 
@@ -90,12 +92,23 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
 def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTextItem], engine_config=None,
                device: str = "cpu") -> list[Scored]:
     """Every run's checkpoint (an ``arch`` model) on the items."""
-    from common.engine import Engine
+    from common.engine import Engine, EngineConfig
     from common.zoo.trained import served
 
+    config = engine_config or EngineConfig()
     return [Scored(e.run or e.name, e.name, e.label,
-                   evaluation.evaluate(Engine(served(e, arch, device, family=RUN_PREFIX), engine_config), items))
+                   evaluation.evaluate(Engine(served(e, arch, device, family=RUN_PREFIX), config), items),
+                   config.precision)
             for e in runs]
+
+
+def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
+    """The scorings the comparisons use: every row at the engine's precision. A row scored at the authors' precision
+    is replaced by its reference scoring (``<row>@<precision>``, renamed back to the row), so that a fine-tune is
+    compared with the base as both were scored."""
+    references = {s.stands_for: s for s in scored if s.stands_for}
+    return [dataclasses.replace(references[s.row], row=s.row, stands_for=None) if s.row in references else s
+            for s in scored if not s.stands_for]
 
 
 def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping
@@ -104,7 +117,8 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[st
     from common.results import write_predictions
 
     rows = tables.model_rows(scored)
-    results = {s.row: s.result for s in scored}
+    compared = at_one_precision(scored)
+    results = {s.row: s.result for s in compared}
     missing = [r for r in ("base", *RUNS) if r not in results]
     if missing:
         raise HardPositivesFullError(f"the comparisons need the base model and every run; missing {missing}")
@@ -112,7 +126,8 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[st
               for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        paths = tables.write_tables(staging, rows, groups, tables.summary(rows, results), context,
+        summary = tables.summary(tables.model_rows(compared), results)
+        paths = tables.write_tables(staging, rows, groups, summary, context,
                                     (*zoo_rows, *tables.TABLE1_RUNS))
         for s in scored:
             stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.stands_for else "")

@@ -176,8 +176,9 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
 
 
 def test_the_authors_fp16_row_is_scored_beside_fp32_and_the_audit_compares_both(prepared, tiny, runs, tmp_path):
-    """Issue 31: the base CLIP scored at the authors' fp16 (clip.load on CUDA) drives Table 1's row and the
-    comparisons; its fp32 reference row is written beside it and audited against the same published cells."""
+    """Issue 31: the base CLIP scored at the authors' fp16 (clip.load on CUDA) drives Table 1's row; its fp32
+    reference row is written beside it and audited against the same published cells, and the comparisons set the
+    fine-tunes (scored at the engine's fp32) against that reference: one precision on both sides."""
     out = tmp_path / "results" / "hard_positives" / "full"
     paths = tables_full.evaluate_tables(MODELS, runs, ARCH, prepared, out, CONFIG, create=tiny,
                                         authors_precision={"openai/ViT-B-32": "fp16"})
@@ -190,12 +191,38 @@ def test_the_authors_fp16_row_is_scored_beside_fp32_and_the_audit_compares_both(
     assert (context["base"]["precision"], context["base@fp32"]["precision"]) == ("fp16", "fp32")
     assert context["base@fp32"]["stands_for"] == "base" and "run_eval.py:46" in context["base"]["why"]
     assert set(context["base"]["ties"]) == set(evaluation.GROUPS) and context["negclip"]["precision"] == "fp32"
+    assert {context[run]["precision"] for run in RUNS} == {"fp32"}
     summary = json.loads(paths["summary"].read_text())
-    assert summary["hn_minus_clip_swap_brittleness"] == pytest.approx(
-        float(table1["hn"]["swap_brittleness"]) - float(table1["base"]["swap_brittleness"]), abs=0.011)
+    differences = [(summary[f"hn_minus_clip_{column}_{metric}"], float(table1["hn"][f"{column}_{metric}"]),
+                    float(table1["base@fp32"][f"{column}_{metric}"]), float(table1["base"][f"{column}_{metric}"]))
+                   for column in evaluation.COLUMNS for metric in tb.METRICS]
+    assert all(d == pytest.approx(hn - reference, abs=0.011) for d, hn, reference, _ in differences)
     recs = audit.run_recomputations("full", results=tmp_path / "results")
     cell = [r for r in recs if r.key == ("Table 1", "CLIP ViT-B/32", "REPLACE | Aug. Test Acc.")]
     assert sorted((r.note.split(":")[0], r.value) for r in cell) == sorted(
         [("fp16", float(table1["base"]["replace_aug"])), ("fp32", float(table1["base@fp32"]["replace_aug"]))])
     assert all("exact ties: replace-attributes" in r.note for r in cell)
     assert all(r.note == "" for r in recs if r.row == "NegCLIP")
+
+
+def test_the_comparisons_use_the_base_at_the_fine_tunes_precision(prepared, tiny, runs, tmp_path):
+    """An fp16 base row whose every score is a tie (never correct) moves Table 1's base row, not the comparisons:
+    they set the fine-tunes against the base scored at their own precision (the ``base@fp32`` reference)."""
+    import dataclasses
+
+    from common.scoring.selection import Outcome
+
+    items = prepared.items()
+    scored, _ = tables_full.score_models(MODELS, items, CONFIG, create=tiny,
+                                         authors_precision={"openai/ViT-B-32": "fp16"})
+    scored += tables_full.score_runs(runs, ARCH, items, CONFIG)
+    tied = [Outcome(o.item_id, o.group, (0.5,) * len(o.scores), False, True) for o in scored[0].result.outcomes]
+    scored[0] = dataclasses.replace(scored[0], result=dataclasses.replace(scored[0].result, outcomes=tied))
+    assert (scored[0].row, scored[1].row) == ("base", "base@fp32")
+    paths = tables_full.write_outputs(tmp_path / "out", scored, ["base", "base@fp32", "negclip"], {})
+    table1 = {r["row"]: r for r in _rows(paths["table1"])}
+    summary = json.loads(paths["summary"].read_text())
+    key = "replace_orig"
+    assert float(table1["base"][key]) == 0 < float(table1["base@fp32"][key])
+    assert summary[f"hn_minus_clip_{key}"] == pytest.approx(
+        float(table1["hn"][key]) - float(table1["base@fp32"][key]), abs=0.011)
