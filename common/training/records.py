@@ -34,16 +34,20 @@ def sidecar_of(weights: Path) -> Path:
 
 
 def training_context(weights: Mapping[str, "Path | None"],
-                     keys: tuple[str, ...] = ("trainer", "loss", "data", "final_loss")) -> dict[str, dict]:
+                     keys: tuple[str, ...] = ("trainer", "loss", "data", "final_loss"),
+                     remedies: Mapping[str, str] | None = None) -> dict[str, dict]:
     """Run -> what a tables stage records of it in its results context (``training``): ``keys`` of its sidecar and
     its recipe (``recipe_fields``), for the audit to name. Rows without weights trained here (no weights, or weights
-    without a sidecar: released ones) are left out."""
+    without a sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have its record,
+    and its remedy is what a missing or damaged one says."""
     from common.jsonl import read_json
 
     out = {}
     for run, path in weights.items():
         sidecar = sidecar_of(path) if path is not None else None
-        if sidecar is not None and sidecar.is_file():
-            record = read_json(sidecar, dict, f"retrain {run} (its training record is damaged)")
+        required = remedies is not None and run in remedies
+        if sidecar is not None and (required or sidecar.is_file()):
+            remedy = remedies[run] if required else f"retrain {run} (its training record is damaged)"
+            record = read_json(sidecar, dict, remedy)
             out[run] = {**{k: record.get(k) for k in keys}, **recipe_fields(record)}
     return out

@@ -135,7 +135,7 @@ def tower_outputs(model, images: Sequence[Image], texts: Sequence[str], batch: i
         tokens = model.tokenize(chunk).to(device)
         for t, f in zip(chunk, net.encode_text(tokens, normalize=False).float().cpu().numpy()):
             txt_rows[t] = f
-    dim = int(net.text_projection.shape[-1]) if isinstance(net.text_projection, torch.Tensor) else 0
+    dim = int(net.visual.output_dim)  # the joint width, whatever the text tower's projection is (empty inputs)
     image = np.stack([img_rows[r.path] for r in refs]) if refs else np.zeros((0, dim), np.float32)
     text = np.stack([txt_rows[t] for t in texts]) if texts else np.zeros((0, dim), np.float32)
     return image, text

@@ -43,8 +43,6 @@ class DetectorParams:
     batch_size: int = 128
     lr: float = 1e-3
     seed: int = 0
-    raw_features: bool = True
-    """The head on the tower's raw output, as the authors' (False: on the normalised embedding)."""
 
 
 def detector_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatches:
@@ -80,8 +78,9 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
                  tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
     decay and no warmup, the authors' optimiser and schedule (the ``[detectors]`` recipe: Adam at a constant rate; the
-    mini's own batch and rate are recorded as its deviations), and the final
-    head is kept. Trained from scratch every time (no resume state), as before."""
+    mini's own batch is recorded as its deviation), on the tower's raw output as theirs (``tables_mini`` scores the
+    heads on the raw outputs too: no switch, so training and scoring cannot disagree), and the final head is kept.
+    Trained from scratch every time (no resume state), as before."""
     from common.zoo.trained import tokenizer_for
 
     arch = init.describe()["arch"]
@@ -91,7 +90,7 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
     config = TrainConfig(steps=steps, batch_size=params.batch_size, lr=float(params.lr), warmup_steps=0,
                          weight_decay=0.0, seed=params.seed, recipe=detector_recipe())
     loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower,
-                             raw_features=params.raw_features)
+                             raw_features=True)
     return FinetuneJob(f"bivlc-mini-det-{encoder}-{tower}", init, batches, loss, config, MODULE,
                        provenance={"tower": tower, "encoder": encoder, **(provenance or {})}, checkpoint_every=0,
                        resume=False)

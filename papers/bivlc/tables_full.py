@@ -545,7 +545,7 @@ def training_records(models: Mapping[str, str], detectors: Mapping[str, "Detecto
                if (get_spec(name).checkpoint or "").startswith("build:")}
     weights.update({head_run(row, tower): head for row, spec in detectors.items()
                     for tower, head in (("image", spec.image_head), ("text", spec.text_head))})
-    return training_context(weights, ("trainer", "loss", "data", "final_loss", "lr", "steps"))
+    return training_context(weights)
 
 
 def run_tables(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ from common.paths import build_dir
 from common.scoring.classification import ClassificationResult
 from common.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
 from common.tasks import ClassificationSet, ImageToTextItem
-from common.training.records import recipe_fields
+from common.training.records import training_context
 from common.zoo.trained import served
 from papers.conclip.benchmark_mini import (
     KS, NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items)
@@ -359,16 +359,15 @@ def _cmd_tables(args) -> int:
     entries = entries_for(section["base"], section["family"], section["negclip"], models_dir)
     base_arch = get_spec(section["base"]).arch
     arch_of = {e.row: (base_arch if e.run else get_spec(e.name).arch) for e in entries}
-    sidecars = {e.row: read_json(e.checkpoint.with_suffix(".json"), dict, f"run the mini-finetune@{e.run} stage")
-                for e in entries if e.checkpoint is not None}
+    trained = [e for e in entries if e.checkpoint is not None]
     finetune_manifest = Path(args.set or build_dir("mini", "conclip") / "finetune") / "manifest.json"
     context = {"profile": "mini", "base": section["base"], **reproducible.describe(),
                "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", dict, REMEDY).items()
                             if k != "examples"},
                "finetune_set": read_json(finetune_manifest, dict, "run the mini-finetune-set stage"),
-               "training": {row: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "frozen")},
-                                   **recipe_fields(s)}
-                            for row, s in sidecars.items()},
+               "training": training_context({e.row: e.checkpoint for e in trained},
+                                            ("trainer", "loss", "data", "final_loss", "frozen"),
+                                            remedies={e.row: f"run the mini-finetune@{e.run} stage" for e in trained}),
                "note": "mini profile: the mini family and its fine-tunes on rendered scenes; not comparable to the "
                        "paper's numbers"}
     paths = evaluate_tables(entries, arch_of, test_dir,

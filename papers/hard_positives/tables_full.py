@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final
 from common.tasks import ImageToTextItem
-from common.training.records import recipe_fields
+from common.training.records import training_context
 from common.zoo import ModelFactory
 from common.zoo.available import each_model
 from common.zoo import create_model as _zoo_create
@@ -181,7 +181,6 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
 # ------------------------------------------------------------------------------------------------------------------
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.jsonl import read_json
     from common.params import stage_section
     from common.paths import RESULTS, build_dir
     from common.zoo import get_spec
@@ -190,13 +189,9 @@ def run_tables(args: argparse.Namespace) -> int:
     full = FullSet.load(Path(args.data or build_dir("full", "hard_positives")))
     device = args.device or best_device()
     runs = tables.run_entries(RUN_PREFIX, Path(args.models or build_dir("full", "hard_positives_ft") / "models"))
-    sidecars = {e.run: read_json(e.checkpoint.with_suffix(".json")) for e in runs
-                if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     base = section["finetune"]["base"]
     context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
-               "training": {run: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")},
-                                   **recipe_fields(s)}
-                            for run, s in sidecars.items()}}
+               "training": training_context({e.run: e.checkpoint for e in runs})}
     paths = evaluate_tables(dict(section["models"]), runs, get_spec(base).arch, full,
                             Path(args.out or RESULTS / "hard_positives" / "full"), engine_config(params), device,
                             create=_zoo_create, skip_unavailable=bool(section["skip_unavailable"]), context=context,

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic
 from common.jsonl import read_json
 from common.tasks import ImageToTextItem
-from common.training.records import recipe_fields
+from common.training.records import training_context
 from common.zoo.trained import served
 from papers.hard_positives import evaluation, figure3
 from papers.hard_positives.runs import RUNS
@@ -89,15 +89,14 @@ def _cmd_tables(args) -> int:
     test_dir = Path(args.test or root / "test")
     set_dir = Path(args.set or root / "finetune")
     entries = entries_for(section["base"], models_dir)
-    sidecars = {e.name: read_json(e.checkpoint.with_suffix(".json"), remedy=f"run the mini-finetune@{e.run} stage")
-                for e in entries if e.checkpoint is not None}
+    trained = [e for e in entries if e.checkpoint is not None]
     context = {
         "profile": "mini", "base": section["base"], **reproducible.describe(),
         "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", remedy="run the mini-test-set stage")
                      .items() if k != "examples"},
         "finetune_set": read_json(set_dir / "manifest.json", remedy="run the mini-finetune-set stage"),
-        "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}, **recipe_fields(s)}
-                     for name, s in sidecars.items()},
+        "training": training_context({e.name: e.checkpoint for e in trained},
+                                     remedies={e.name: f"run the mini-finetune@{e.run} stage" for e in trained}),
         "ratio": "Table 3's ratio is the hard-negative loss weight with the hard-positive weight fixed at 1 (the "
                  "paper's Sec. 4.3), not a share of rows",
         "note": "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers",

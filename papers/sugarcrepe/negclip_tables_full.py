@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 
 from common.io import write_json_atomic, write_output_group
 from common.jsonl import read_json
-from common.training.records import recipe_fields
+from common.training.records import training_context
 from papers.sugarcrepe.negclip_tables import (
     COLUMNS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, TEMPLATE_GROUPS, ModelEntry, ModelScores, mean2,
     score_models, summary, table_csv, table_rows, tables_context)
@@ -215,13 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                            RELEASED_NEGCLIP, get_spec(RELEASED_NEGCLIP).arch)
     refined = {k: {f: v[f] for f in v if f != "kept"}
                for k, v in read_json(refined_path, dict, "run the negclip-full-refine stage")["kinds"].items()}
-    sidecars = {e.name: read_json(e.checkpoint.with_suffix(".json")) for e in entries
-                if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     context = {"profile": "full", "base": section["base"], "scratch_arch": section["scratch_arch"],
                "released": RELEASED_NEGCLIP, **reproducible.describe(),
-               "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss", "lr", "steps")},
-                                   **recipe_fields(s)}
-                            for name, s in sidecars.items()}}
+               "training": training_context({e.name: e.checkpoint for e in entries})}
     out = evaluate_full_tables(entries, Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json"),
                                Path(args.aro_crepe or build_dir("full", "sugarcrepe_aro_crepe")),
                                Path(args.out or RESULTS / "sugarcrepe" / "full"),

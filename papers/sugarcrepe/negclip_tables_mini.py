@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from common.io import write_json_atomic, write_output_group
 from common.jsonl import read_json
-from common.training.records import recipe_fields
+from common.training.records import training_context
 from papers.sugarcrepe.negclip_tables import (
     COLUMNS, SUGARCREPE_GROUPS, TABLE5_FIELDS, TABLE10_FIELDS, ModelEntry, mean2, score_models, summary, table_csv,
     table_rows, tables_context)
@@ -129,11 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     refined_path = set_dir / "refined.json"
     refined = {k: {f: v[f] for f in v if f != "kept"}
                for k, v in read_json(refined_path, dict, "run the negclip-mini-set stage")["kinds"].items()}
-    sidecars = {e.name: read_json(e.checkpoint.with_suffix(".json")) for e in entries
-                if e.checkpoint is not None and e.checkpoint.with_suffix(".json").is_file()}
     context = {"profile": "mini", "base": section["base"], **reproducible.describe(),
-               "training": {name: {**{k: s.get(k) for k in ("trainer", "loss", "data", "final_loss")}, **recipe_fields(s)}
-                            for name, s in sidecars.items()},
+               "training": training_context({e.name: e.checkpoint for e in entries}),
                "note": "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers"}
     paths = evaluate_tables(
         entries, get_spec(section["base"]).arch, build_dir("mini", "sugarcrepe") / "manifest.json",

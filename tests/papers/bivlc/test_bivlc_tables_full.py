@@ -471,3 +471,14 @@ def test_audit_compares_released_and_retrained_heads_with_the_paper(tmp_path):
     retrained = [r for r in recs if "heads: trained here" in r.note]
     assert len(released) == len(retrained) == 5
     assert all("max |P difference| 2.5e-06, 1 of 2933 instances" in r.note for r in released)
+
+
+def test_no_inputs_are_empty_rows_of_the_joint_width(tiny):
+    """Nothing to encode is (0, joint width) for both towers (the visual tower's ``output_dim``, whatever form the
+    text projection takes), so a head still checks its width against it."""
+    from papers.bivlc.detector_heads import tower_outputs
+
+    model = tiny("openai/ViT-B-32")
+    image, text = tower_outputs(model, [], [])
+    width = model.model.visual.output_dim
+    assert image.shape == text.shape == (0, width) and width > 0
