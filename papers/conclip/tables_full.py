@@ -257,11 +257,13 @@ def evaluate_tables(models: Mapping[str, str], ccneg: CCNegSet, out_dir: Path, e
 def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
     """Row -> the training record of each model trained here (the ``ft-<run>`` re-trainings: their sidecars, recipe
     included), which the audit names in every table's note for that row (Tables 2-3, 6, 7-12, 5/13/14, 16 all share
-    the row ids); released models have no sidecar and no entry."""
+    the row ids); released models have no entry, even with a JSON file beside their weights (only ``build:``
+    checkpoints: a released model's weights are never a run trained here)."""
     from common.training.records import training_context
     from common.zoo import get_spec
 
-    return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored})
+    return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored
+                             if (get_spec(s.model).checkpoint or "").startswith("build:")})
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -257,3 +257,22 @@ def test_a_re_training_s_recipe_reaches_the_context_the_audit_reads(data, tiny, 
     assert set(context["training"]) == {"ft-conclip"} and context["training"]["ft-conclip"]["recipe"] == recipe
     notes = context_recipe_notes(paths["context"], "rerun")
     assert notes == {"ft-conclip": "recipe conclip (0123456789abcdef): batch_size 4 (authors 128)"}
+
+
+def test_only_runs_trained_here_carry_a_training_record(tmp_path, monkeypatch):
+    """A released checkpoint (``data:``) with a JSON file beside it is not a run trained here; a ``build:`` one with
+    its sidecar is (the audit names its recipe)."""
+    import common.zoo
+    from types import SimpleNamespace
+
+    from papers.conclip import tables_full
+
+    released, built = tmp_path / "released.safetensors", tmp_path / "ft-conclip.safetensors"
+    for weights in (released, built):
+        weights.write_bytes(b"")
+        weights.with_suffix(".json").write_text(json.dumps({"trainer": {}, "recipe": {"name": "conclip"}}))
+    specs = {"released": SimpleNamespace(checkpoint="data:released.safetensors", checkpoint_path=lambda: released),
+             "built": SimpleNamespace(checkpoint="build:ft-conclip.safetensors", checkpoint_path=lambda: built)}
+    monkeypatch.setattr(common.zoo, "get_spec", specs.__getitem__)
+    scored = [SimpleNamespace(row="conclip", model="released"), SimpleNamespace(row="ft-conclip", model="built")]
+    assert list(tables_full.trained_here(scored)) == ["ft-conclip"]
