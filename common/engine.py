@@ -189,7 +189,10 @@ class Embeddings:
     def round_scores(self, scores: np.ndarray) -> np.ndarray:
         """Similarities as the engine's precision computes them: an fp16 model's scores come out of a half-precision
         matrix product (fp32 accumulation, one rounding to fp16), which the float64 product of its fp16 embeddings
-        rounded once to fp16 reproduces; fp32 and bf16 scores are returned as they are."""
+        rounded once to fp16 approximates: not exactly, since the embeddings are normalised inside the model
+        (``F.normalize``) while an evaluator such as ARO's normalises in numpy float16 after encoding, so an
+        embedding, and with it a score, can differ by one fp16 ulp and a tie set by one member; fp32 and bf16 scores
+        are returned as they are."""
         if self.score_dtype is None:
             return scores
         return np.asarray(scores).astype(self.score_dtype).astype(np.float64)

@@ -206,27 +206,12 @@ def recipe_note(record: Mapping, where: str = "the training record") -> str:
         deviations["epochs"] = {"authors": authors_epochs, "run": epochs}  # the job's record keeps the epochs run
     text = f"recipe {recipe['name']} ({recipe['digest']})"
     if not deviations:
-        # a recipe without the authors' numbers (the mini one) has nothing to agree with: say only its name
+        # a recipe without numbers (the mini one) has nothing to agree with: say only its name; one with numbers
+        # states the recipe's, which are not always the authors' (hard positives' [finetune] is NegCLIP's)
         stated = any(k in (recipe.get("settings") or {}) for k in ("lr", "weight_decay", "batch_size", "epochs"))
-        return text + (": the authors' numbers" if stated else ": this workspace's settings (params.yaml)")
+        return text + (": the recipe's numbers" if stated else ": this workspace's settings (params.yaml)")
     return text + ": " + ", ".join(f"{key} {d.get('run')} (authors {d.get('authors')})"
                                    for key, d in sorted(deviations.items()))
-
-
-def read_recipe_note(sidecar: Path) -> str:
-    """``recipe_note`` of a checkpoint's sidecar JSON (``<weights>.json``)."""
-    from common.jsonl import read_json
-
-    return recipe_note(read_json(Path(sidecar), dict, "run the training stage that writes it"), str(sidecar))
-
-
-def with_recipes(recs: Sequence[Recomputed], notes: Mapping[str, str]) -> list[Recomputed]:
-    """``recs`` with the recipe note of the trained model behind each row (``notes``: published row -> note) added
-    to the row's note; rows of models this workspace did not train are unchanged."""
-    from dataclasses import replace
-
-    return [replace(r, note="; ".join(n for n in (r.note, notes[r.row]) if n)) if r.row in notes else r
-            for r in recs]
 
 
 def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:

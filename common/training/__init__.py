@@ -27,7 +27,7 @@ from common.training.distributed import (
 from common.training.losses import (
     ClipLoss, ContrastiveLoss, ExtraTextNegativesLoss, HardNegativeClipLoss, arange_labels)
 from common.training.model_init import FromCheckpoint, FromPretrained, FromScratch, FromZoo, Init, Initialized
-from common.training.optim import clamp_logit_scale, cosine_with_warmup, exclude_from_wd, make_adamw, param_groups
+from common.training.optim import clamp_logit_scale, cosine_with_warmup, exclude_from_wd, param_groups
 from common.training.trainer import Towers, TrainConfig, TrainResult, train, train_step
 
 __all__ = [
@@ -35,6 +35,6 @@ __all__ = [
     "DistributedContext", "gather_plain", "gather_segments", "gather_with_grad_slot", "init_from_env", "shutdown",
     "ClipLoss", "ContrastiveLoss", "ExtraTextNegativesLoss", "HardNegativeClipLoss", "arange_labels",
     "FromCheckpoint", "FromPretrained", "FromScratch", "FromZoo", "Init", "Initialized",
-    "clamp_logit_scale", "cosine_with_warmup", "exclude_from_wd", "make_adamw", "param_groups",
+    "clamp_logit_scale", "cosine_with_warmup", "exclude_from_wd", "param_groups",
     "Towers", "TrainConfig", "TrainResult", "train", "train_step",
 ]

@@ -37,23 +37,18 @@ def param_groups(named_parameters: Iterable[tuple[str, torch.nn.Parameter]], wei
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def make_adamw(groups: list[dict], lr: float) -> torch.optim.AdamW:
-    """CLIP's AdamW (betas 0.9/0.98, eps 1e-6), the fused kernel where this torch has one for the device."""
-    try:
-        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6, fused=True)
-    except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
-        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
-
-
 def make_optimizer(groups: list[dict], lr: float, recipe: "Recipe") -> torch.optim.Optimizer:
     """The recipe's optimiser (AdamW or Adam) with its betas and eps, fused where this torch has a kernel for the
-    device (the mini recipe: exactly ``make_adamw``)."""
+    device (the mini recipe: CLIP's AdamW, betas 0.9/0.98, eps 1e-6). Only a missing fused kernel (torch's
+    RuntimeError naming ``fused``) is retried without it; a setting torch refuses (a ValueError) is raised once."""
     cls = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[recipe.optimizer]
     kwargs = {"lr": lr, "betas": tuple(recipe.betas), "eps": recipe.eps}
     try:
         return cls(groups, **kwargs, fused=True)
-    except (RuntimeError, ValueError):  # no fused kernel for this device/dtype
-        return cls(groups, **kwargs)
+    except RuntimeError as exc:  # no fused kernel for this device/dtype
+        if "fused" not in str(exc):
+            raise
+    return cls(groups, **kwargs)
 
 
 def lr_at(schedule: str, step: int, lr: float, warmup_steps: int, total_steps: int) -> float:

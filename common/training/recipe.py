@@ -84,6 +84,5 @@ class FileRunParams:
 
     @property
     def crop_scale(self) -> tuple[float, float] | None:
-        """The training crop's area range when the recipe augments (``FileImages.crop_scale``), else None."""
-        r = self.recipe
-        return r.crop_scale if r is not None and r.augmentation == "random_resized_crop" else None
+        """The recipe's training crop (``Recipe.train_crop_scale``; ``FileImages.crop_scale``); None: the centre crop."""
+        return self.recipe.train_crop_scale if self.recipe is not None else None

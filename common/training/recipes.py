@@ -25,11 +25,12 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
 from common.errors import WorkspaceError
+from common.training.optim import exclude_from_wd
 
 DATA_FILES = ("common/training/recipes.toml",)
 """The mini recipe's file: a stage that trains reruns when it changes."""
@@ -45,11 +46,6 @@ class RecipeError(WorkspaceError):
     """A recipes file that is not what ``load_recipes`` expects (the message names the file and the key)."""
 
 
-def _exclude_clip(name: str, p: torch.Tensor) -> bool:
-    """This workspace's rule (``common.training.optim.exclude_from_wd``): <= 1-D, embeddings, the logit scale."""
-    return p.ndim < 2 or "embedding" in name or "logit_scale" in name
-
-
 def _exclude_open_clip_names(name: str, p: torch.Tensor) -> bool:
     """open_clip's 2022 ``main.py`` rule, kept by NegCLIP's fork and BiVLC: <= 1-D or a name holding "bn", "ln",
     "bias" or "logit_scale"; token and positional embeddings (2-D, no such name) are decayed."""
@@ -61,8 +57,9 @@ def _exclude_nothing(name: str, p: torch.Tensor) -> bool:
     return False
 
 
-DECAY_RULES = {"clip": _exclude_clip, "open_clip_names": _exclude_open_clip_names, "all": _exclude_nothing}
-"""Named weight-decay rules: name -> ``exclude(name, tensor)`` (True: not decayed)."""
+DECAY_RULES = {"clip": exclude_from_wd, "open_clip_names": _exclude_open_clip_names, "all": _exclude_nothing}
+"""Named weight-decay rules: name -> ``exclude(name, tensor)`` (True: not decayed); "clip" is this workspace's
+(``exclude_from_wd``: <= 1-D, embeddings, the logit scale)."""
 
 _RULES: dict[str, tuple[type | tuple[type, ...], tuple | None]] = {
     # setting -> (accepted TOML types, allowed values or None)
@@ -124,9 +121,17 @@ class Recipe:
 
     @property
     def digest(self) -> str:
-        """sha256 (16 hex) of the settings and their sources: two runs with one digest ran one recipe."""
-        blob = json.dumps({"settings": self.settings(), "sources": dict(self.sources)}, sort_keys=True)
+        """sha256 (16 hex) of the settings and their sources: two runs with one digest ran one recipe (the source of
+        ``mini_profile``, not a setting, is left out like its value)."""
+        sources = {k: v for k, v in self.sources.items() if k not in _NOT_SETTINGS}
+        blob = json.dumps({"settings": self.settings(), "sources": sources}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def train_crop_scale(self) -> tuple[float, float] | None:
+        """The training crop's area range when the recipe augments (``random_resized_crop``), else None: what a batch
+        source crops with (``FileImages.crop_scale``), so the images are what the record's augmentation says."""
+        return self.crop_scale if self.augmentation == "random_resized_crop" else None
 
     def exclude_from_decay(self, name: str, p: torch.Tensor) -> bool:
         return DECAY_RULES[self.decay_rule](name, p)
@@ -147,6 +152,20 @@ class Recipe:
         """What the training record keeps: name, file, digest, settings, and the run's deviations."""
         return {"name": self.name, "file": self.file, "digest": self.digest, "settings": self.settings(),
                 "deviations": self.deviations(run or {})}
+
+
+_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    # setting -> (accepts the checked value, what it expects): what torch and the batch source would refuse later,
+    # or silently misread, refused where the file is read
+    "betas": (lambda b: all(0 <= x < 1 for x in b), "each 0 <= beta < 1"),
+    "eps": (lambda v: v > 0, "> 0"),
+    "lr": (lambda v: v > 0, "> 0"),
+    "weight_decay": (lambda v: v >= 0, ">= 0"),
+    "warmup_steps": (lambda v: v >= 0, ">= 0"),
+    "epochs": (lambda v: v >= 1, ">= 1"),
+    "batch_size": (lambda v: v >= 1, ">= 1"),
+    "crop_scale": (lambda s: 0 < s[0] <= s[1] <= 1, "0 < min <= max <= 1"),
+}
 
 
 def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
@@ -171,6 +190,8 @@ def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
         value = (float(value[0]), float(value[1]))
     elif key in ("eps", "lr", "weight_decay"):
         value = float(value)
+    if key in _RANGES and not _RANGES[key][0](value):
+        raise RecipeError(f"{where}: {value!r} is out of range (expected {_RANGES[key][1]})")
     return value, source
 
 
@@ -208,6 +229,12 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
             raise RecipeError(f"{path}: [{table}].{missing[0]}: missing; a recipe needs {', '.join(REQUIRED)}")
         if values["augmentation"] == "random_resized_crop" and "crop_scale" not in values:
             raise RecipeError(f"{path}: [{table}].crop_scale: missing; random_resized_crop needs it")
+        if values["augmentation"] != "random_resized_crop" and "crop_scale" in values:
+            raise RecipeError(f"{path}: [{table}].crop_scale: only random_resized_crop crops; augmentation is "
+                              f"{values['augmentation']!r}")
+        if values["schedule"] == "constant" and values.get("warmup_steps", 0) > 0:
+            raise RecipeError(f"{path}: [{table}].warmup_steps: a constant schedule has no warmup; "
+                              f"{values['warmup_steps']} warmup steps would be ignored")
         recipes[table] = Recipe(table, **values, sources=sources, file=path)
     return recipes
 
@@ -272,7 +299,12 @@ def markdown(path: Path) -> str:
             if value is None or key == "mini_profile":
                 continue
             theirs = getattr(mini, key)
-            mine = _shown(theirs) if key in RULE_FIELDS and theirs is not None else "params.yaml (mini)"
+            if key not in RULE_FIELDS:
+                mine = "params.yaml (mini)"
+            elif theirs is not None:
+                mine = _shown(theirs)
+            else:  # the one optional rule, crop_scale: the mini's augmentation has no crop
+                mine = f"none ({mini.augmentation})"
             source = recipe.sources[key].replace("|", "\\|")
             here = _shown(value) if key in RULE_FIELDS else "params.yaml (full): the authors' by default"
             lines.append(f"| {key} | {_shown(value)} | {source} | {here} | {mine} |")

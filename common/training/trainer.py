@@ -252,7 +252,24 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
 
 def trainer_fields(config: TrainConfig) -> dict:
     """``config`` as the record's ``trainer`` entry: every field but the recipe (recorded on its own)."""
-    return {f.name: asdict(config)[f.name] for f in fields(config) if f.name != "recipe"}
+    values = asdict(config)
+    return {f.name: values[f.name] for f in fields(config) if f.name != "recipe"}
+
+
+def has_grads(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether any parameter the optimiser steps has a gradient (``train_step`` runs no backward for a loss that
+    needs none)."""
+    return any(p.grad is not None for group in optimizer.param_groups for p in group["params"])
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None) -> None:
+    """One step: fp32/bf16 (no scaler) always steps, as before; fp16's ``GradScaler`` steps and updates only when
+    some parameter has a gradient, since with none it records no inf check and ``scaler.step`` raises."""
+    if scaler is None:
+        optimizer.step()
+    elif has_grads(optimizer):
+        scaler.step(optimizer)
+        scaler.update()
 
 
 def recipe_of(config: TrainConfig) -> Recipe:
@@ -338,6 +355,9 @@ def train(
     if config.precision in ("bf16", "fp16") and device.type != "cuda":
         raise ValueError(f"precision {config.precision!r} needs CUDA; use 'fp32' on CPU")
     recipe = recipe_of(config)
+    if recipe.schedule == "constant" and config.warmup_steps > 0:
+        raise ValueError(f"recipe {recipe.name!r} has a constant schedule, which has no warmup; the config asks for "
+                         f"{config.warmup_steps} warmup steps (set warmup_steps to 0)")
 
     ckpt.seed_everything(config.seed)  # identical model and loss weights on every rank
     built = init.build()
@@ -418,13 +438,8 @@ def train(
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         set_lr(optimizer, lr_at(recipe.schedule, step, config.lr, config.warmup_steps, config.steps))
         optimizer.zero_grad(set_to_none=True)
-        if scaler is None:
-            terms = train_step(net, core, batch, config.accum)
-            optimizer.step()
-        else:
-            terms = train_step(net, core, batch, config.accum, scaler.scale)
-            scaler.step(optimizer)
-            scaler.update()
+        terms = train_step(net, core, batch, config.accum, scaler.scale if scaler is not None else lambda t: t)
+        optimizer_step(optimizer, scaler)
         if recipe.clamp_logit_scale and "logit_scale" not in frozen:
             clamp_logit_scale(model)
         losses.append(float(_total(terms).detach()))

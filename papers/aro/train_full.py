@@ -51,7 +51,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
     val_tsv = Path(args.val_tsv or data_root() / "negclip" / "valid_neg_clip.tsv")
     table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
-                              size, params.recipe.crop_scale)
+                              size, params.recipe.train_crop_scale)
     tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
     validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
                              tokens)

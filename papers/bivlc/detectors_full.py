@@ -213,6 +213,10 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: Detect
     from common.training.model_init import normalizer
     from common.zoo.trained import tokenizer_for
 
+    recipe = detector_recipe()
+    if recipe.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
+        raise BivlcFinetuneFullError(f"{recipe.file}: [{recipe.name}].augmentation: the detectors' batches take the "
+                                     f"centre crop only, not {recipe.augmentation!r}; set it to center_crop")
     arch = init.describe()["arch"]
     tokenize = tokenizer_for(arch) if tower == "text" else None
     train_batches = detector_batches(tower, split_rows(rows, "train"), params.image_size, coco_images, set_dir,
@@ -225,7 +229,7 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: Detect
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
     config = TrainConfig(steps=total, batch_size=inputs, lr=params.lr, warmup_steps=0, weight_decay=0.0,
-                         seed=params.seed, validate_every=0 if steps else per_epoch, recipe=detector_recipe())
+                         seed=params.seed, validate_every=0 if steps else per_epoch, recipe=recipe)
     return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
                        validate=DetectorAccuracy(val_batches, loss, params.batch_size, mean, std),
                        provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,

@@ -88,11 +88,12 @@ class PairedFileBatches(FileCaptionBatches):
 
 
 def batches_for(run: str, rows: Sequence[TrainRow], image_size: int, coco_images: Path, set_dir: Path,
-                tokenize: Tokenize) -> FileCaptionBatches:
-    """The run's batch source over ``rows`` (the caller passes one split)."""
+                tokenize: Tokenize, crop_scale: tuple[float, float] | None = None) -> FileCaptionBatches:
+    """The run's batch source over ``rows`` (the caller passes one split); ``crop_scale``: the recipe's training crop
+    (``FileImages.crop_scale``; None, BiVLC's own recipes: the centre crop)."""
     spec = run_spec(run)
     files, image, negative = image_files(rows, coco_images, set_dir)
-    images = FileImages(files, image_size)
+    images = FileImages(files, image_size, crop_scale=crop_scale)
     captions = [r.caption for r in rows]
     fields = {"dataset": spec.dataset, "images": list(spec.images), "texts": list(spec.texts)}
     if "negative_image" in spec.images:
@@ -130,7 +131,8 @@ def finetune_job(run: str, rows: Sequence[TrainRow], params: FileRunParams, coco
     spec = run_spec(run)
     init = init or FromZoo(params.base)
     tokenize = tokenizer_for(init.describe()["arch"])
-    train_batches = batches_for(run, split_rows(rows, "train"), params.image_size, coco_images, set_dir, tokenize)
+    train_batches = batches_for(run, split_rows(rows, "train"), params.image_size, coco_images, set_dir, tokenize,
+                                params.crop_scale)
     val_batches = batches_for(run, split_rows(rows, "validation"), params.image_size, coco_images, set_dir, tokenize)
     per_epoch = train_batches.steps_per_epoch(params.schedule.batch_size)
     config = params.trainer_config(per_epoch, steps, validate_every=0 if steps else per_epoch)

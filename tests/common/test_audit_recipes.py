@@ -1,15 +1,12 @@
 """An audit row recomputed from a model this workspace trained names the recipe it ran with (``common.audit.runs``:
-``recipe_note``, ``read_recipe_note``, ``with_recipes``), read from the checkpoint's training record as the trainer
-writes it."""
+``recipe_note``, ``context_recipe_notes``), read from the checkpoint's training record as the trainer writes it."""
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
-from common.audit.core import Recomputed
-from common.audit.runs import RecipeRecordError, read_recipe_note, recipe_note, with_recipes
+from common.audit.runs import RecipeRecordError, recipe_note
 from common.training import ClipLoss, FromScratch, SyntheticBatches, TrainConfig, train
 from common.training.recipes import parse_recipes
 from common.zoo import register_local_configs
@@ -36,28 +33,18 @@ def test_a_trained_run_s_sidecar_names_its_recipe_and_deviations(tmp_path):
     out = tmp_path / "m.safetensors"
     train(TrainConfig(steps=1, batch_size=4, warmup_steps=1, recipe=recipe), FromScratch("mini-vit-xs"),
           SyntheticBatches(), ClipLoss, out, provenance={"epochs": 0.5})
-    assert read_recipe_note(out.with_suffix(".json")) == (
+    assert recipe_note(json.loads(out.with_suffix(".json").read_text())) == (
         f"recipe negclip ({recipe.digest}): batch_size 4 (authors 1024), epochs 0.5 (authors 5)")
 
 
-def test_the_notes_go_on_the_trained_models_rows_only():
-    recs = [Recomputed("p", "Table 1", "NegCLIP", "acc", 0.5, "fraction", "s", "full", "default", note="n"),
-            Recomputed("p", "Table 1", "CLIP", "acc", 0.4, "fraction", "s", "full", "default"),
-            Recomputed("p", "Table 1", "Ours", "acc", math.nan, "fraction", "s", "mini", "default")]
-    out = with_recipes(recs, {"NegCLIP": "recipe negclip (ab): the authors' numbers", "Ours": "recipe mini (cd): x"})
-    assert [r.note for r in out] == ["n; recipe negclip (ab): the authors' numbers", "", "recipe mini (cd): x"]
-    assert out[1] is recs[1]
-
-
-def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error(tmp_path):
+def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error():
     assert recipe_note({"trainer": {}}) == "recipe not recorded (trained before recipes existed: retrain to name it)"
     assert recipe_note({"recipe": {"name": "mini", "digest": "ab", "deviations": {}}}) == (
         "recipe mini (ab): this workspace's settings (params.yaml)")  # no authors' numbers to agree with
     assert recipe_note({"recipe": {"name": "negclip", "digest": "cd", "settings": {"lr": 1e-5}, "deviations": {}}}) == (
-        "recipe negclip (cd): the authors' numbers")
-    (tmp_path / "m.json").write_text(json.dumps({"recipe": {"name": 3}}))
+        "recipe negclip (cd): the recipe's numbers")  # the recipe's: not always the authors' (hard positives')
     with pytest.raises(RecipeRecordError, match=r"m.json: 'recipe' is not the trainer's"):
-        read_recipe_note(tmp_path / "m.json")
+        recipe_note({"recipe": {"name": 3}}, "m.json")
 
 
 def test_a_results_context_names_each_run_s_recipe_and_a_damaged_entry_is_one_error(tmp_path):

@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from common.training.optim import (
-    LOGIT_SCALE_MAX, clamp_logit_scale, cosine_with_warmup, exclude_from_wd, make_adamw, param_groups)
+    LOGIT_SCALE_MAX, clamp_logit_scale, cosine_with_warmup, exclude_from_wd, make_optimizer, param_groups)
+from common.training.recipes import mini_recipe
 
 
 class _Toy(nn.Module):
@@ -35,8 +36,9 @@ def test_weight_decay_groups():
     assert not exclude_from_wd("visual.conv1.weight", torch.zeros(4, 3, 2, 2))
 
 
-def test_adamw_is_clips():
-    optimizer = make_adamw(param_groups(_Toy().named_parameters(), 0.1), lr=1e-3)
+def test_the_mini_recipe_s_adamw_is_clips():
+    optimizer = make_optimizer(param_groups(_Toy().named_parameters(), 0.1), 1e-3, mini_recipe())
+    assert type(optimizer) is torch.optim.AdamW
     group = optimizer.param_groups[0]
     assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-6 and group["lr"] == 1e-3
     assert group["fused"]  # torch >= 2.4 has a fused CPU kernel

@@ -90,3 +90,15 @@ def test_optimizer_and_schedule_options():
     assert [lr_at("constant", s, 1e-3, 0, 10) for s in (0, 5, 9)] == [1e-3] * 3
     assert lr_at("warmup_cosine", 9, 1e-3, 2, 10) < 1e-4
     assert TrainConfig(steps=1, batch_size=1).recipe is None  # the mini recipe
+
+
+@pytest.mark.parametrize("bad", [{"betas": (0.9, 1.0)}, {"eps": -1.0}])
+def test_a_bad_setting_is_torch_s_one_error_not_retried_without_fused(bad):
+    """Only a missing fused kernel makes ``make_optimizer`` retry without ``fused``; torch's own refusal of a setting
+    comes once (no second error raised while handling the first)."""
+    from dataclasses import replace
+
+    head = nn.Linear(3, 1)
+    with pytest.raises(ValueError) as info:
+        make_optimizer(param_groups(head.named_parameters(), 0.0), 1e-3, replace(ADAM_CONSTANT, **bad))
+    assert info.value.__context__ is None

@@ -27,6 +27,7 @@ clamp_logit_scale = {value = false, source = "a.py:4"}
 augmentation = {value = "center_crop", source = "a.py:5"}
 weight_decay = {value = 0.2, source = "a.py:6"}
 """
+CROP = 'crop_scale = {value = [0.9, 1.0], source = "a.py:7"}\n'
 
 
 @pytest.mark.parametrize("edit, expected", [
@@ -39,6 +40,22 @@ weight_decay = {value = 0.2, source = "a.py:6"}
     (lambda t: t.replace('clamp_logit_scale = {value = false, source = "a.py:4"}\n', ''),
      "recipes.toml: [r].clamp_logit_scale: missing"),
     (lambda t: t.replace('"center_crop"', '"random_resized_crop"'), "recipes.toml: [r].crop_scale: missing"),
+    (lambda t: t + CROP, "recipes.toml: [r].crop_scale: only random_resized_crop crops"),
+    (lambda t: t.replace("[0.9, 0.999]", "[0.9, 1.0]"), "recipes.toml: [r].betas: "),
+    (lambda t: t.replace("[0.9, 0.999]", "[-0.1, 0.999]"), "recipes.toml: [r].betas: "),
+    (lambda t: t.replace("value = 1e-8", "value = 0.0"), "recipes.toml: [r].eps: "),
+    (lambda t: t + 'lr = {value = 0, source = "x"}\n', "recipes.toml: [r].lr: "),
+    (lambda t: t.replace("value = 0.2", "value = -0.1"), "recipes.toml: [r].weight_decay: "),
+    (lambda t: t + 'warmup_steps = {value = -1, source = "x"}\n', "recipes.toml: [r].warmup_steps: "),
+    (lambda t: t + 'epochs = {value = 0, source = "x"}\n', "recipes.toml: [r].epochs: "),
+    (lambda t: t + 'batch_size = {value = 0, source = "x"}\n', "recipes.toml: [r].batch_size: "),
+    (lambda t: t.replace('"center_crop"', '"random_resized_crop"') + CROP.replace("0.9, 1.0", "0.0, 1.0"),
+     "recipes.toml: [r].crop_scale: "),
+    (lambda t: t.replace('"center_crop"', '"random_resized_crop"') + CROP.replace("0.9, 1.0", "0.9, 0.5"),
+     "recipes.toml: [r].crop_scale: "),
+    (lambda t: t.replace('"center_crop"', '"random_resized_crop"') + CROP.replace("0.9, 1.0", "0.9, 1.1"),
+     "recipes.toml: [r].crop_scale: "),
+    (lambda t: t + 'warmup_steps = {value = 5, source = "x"}\n', "recipes.toml: [r].warmup_steps: a constant"),
 ])
 def test_a_bad_recipe_is_one_line_naming_file_and_key(edit, expected):
     with pytest.raises(RecipeError) as info:
@@ -75,7 +92,7 @@ def test_the_trainer_builds_from_the_recipe_and_records_it(tmp_path):
     register_local_configs()
     recipe = parse_recipes(RULES, "recipes.toml")["r"]
     seen = []
-    result = train(TrainConfig(steps=2, batch_size=4, lr=1e-4, weight_decay=0.1, warmup_steps=1, validate_every=1,
+    result = train(TrainConfig(steps=2, batch_size=4, lr=1e-4, weight_decay=0.1, warmup_steps=0, validate_every=1,
                                recipe=recipe),
                    _HotScale(ARCH), SyntheticBatches(), ClipLoss, tmp_path / "m.safetensors",
                    validate=lambda m: seen.append(m.logit_scale.item()) or 0.0)
@@ -135,3 +152,77 @@ def test_extends_names_a_table_above(extends):
     with pytest.raises(RecipeError) as info:
         parse_recipes(text, "recipes.toml")
     assert str(info.value).startswith("recipes.toml: [s].extends: ") and "a table extends one of r" in str(info.value)
+
+
+def test_only_random_resized_crop_has_a_training_crop_scale():
+    """``train_crop_scale``: what the batch source crops with. A hand-built recipe (no parse) that keeps a crop scale
+    but names the centre crop still trains on the centre crop, as its record says."""
+    from dataclasses import replace
+
+    from common.training.recipe import FileRunParams, Schedule
+
+    crop = parse_recipes(RULES.replace('"center_crop"', '"random_resized_crop"') + CROP, "recipes.toml")["r"]
+    assert crop.train_crop_scale == (0.9, 1.0)
+    assert parse_recipes(RULES, "recipes.toml")["r"].train_crop_scale is None
+    centre = replace(crop, augmentation="center_crop")
+    assert centre.train_crop_scale is None
+    schedule = Schedule(1e-5, 1, 4, 0, 0.1)
+    assert [FileRunParams("b", 8, schedule, recipe=r).crop_scale for r in (crop, centre, None)] == [
+        (0.9, 1.0), None, None]
+
+
+VALUES = {"optimizer": '"adamw"', "betas": "[0.9, 0.999]", "eps": "1e-8", "decay_rule": '"all"',
+          "schedule": '"warmup_cosine"', "clamp_logit_scale": "false", "augmentation": '"random_resized_crop"',
+          "crop_scale": "[0.9, 1.0]", "lr": "1e-5", "weight_decay": "0.2", "warmup_steps": "0", "epochs": "5",
+          "batch_size": "128", "precision": '"fp16"'}
+OTHER = {"optimizer": '"adam"', "betas": "[0.8, 0.999]", "eps": "1e-6", "decay_rule": '"clip"',
+         "schedule": '"constant"', "clamp_logit_scale": "true", "augmentation": '"center_crop"',
+         "crop_scale": "[0.8, 1.0]", "lr": "2e-5", "weight_decay": "0.1", "warmup_steps": "10", "epochs": "6",
+         "batch_size": "64", "precision": '"fp32"'}
+
+
+def _digest(values: dict, sources: dict | None = None) -> str:
+    text = "[r]\n" + "".join(f'{k} = {{value = {v}, source = "{(sources or {}).get(k, k + ".py:1")}"}}\n'
+                             for k, v in values.items())
+    return parse_recipes(text, "recipes.toml")["r"].digest
+
+
+def test_the_digest_is_the_settings_and_their_sources_only():
+    """Rewording the source of ``mini_profile`` (not a setting: ``settings()`` leaves it out) keeps the digest;
+    changing any setting's value or its source changes it."""
+    base = _digest(VALUES)
+    assert _digest({**VALUES, "mini_profile": '"mini"'}, {"mini_profile": "the mini's"}) == base
+    assert _digest({**VALUES, "mini_profile": '"mini"'}, {"mini_profile": "reworded"}) == base
+    for key in VALUES:
+        assert _digest(VALUES, {key: "elsewhere.py:9"}) != base, key
+        changed = {**VALUES, key: OTHER[key]}
+        if key == "augmentation":  # the centre crop has no crop scale
+            del changed["crop_scale"]
+        assert _digest(changed) != base, key
+
+
+def test_the_mini_column_says_when_the_mini_has_no_crop(tmp_path):
+    """The mini recipe has no crop scale (centre crop): its column says so rather than pointing at params.yaml."""
+    from common.training.recipes import markdown
+
+    (tmp_path / "recipes.toml").write_text(RULES.replace('"center_crop"', '"random_resized_crop"') + CROP)
+    rows = {line.split(" | ")[0]: line for line in markdown(tmp_path / "recipes.toml").splitlines()}
+    assert rows["| crop_scale"].endswith("| (0.9, 1) | none (center_crop) |")
+    assert rows["| weight_decay"].endswith("| params.yaml (mini) |")
+
+
+def test_a_constant_schedule_with_warmup_is_refused(tmp_path):
+    """The constant schedule has no warmup: a config asking for one is refused, not silently ignored."""
+    register_local_configs()
+    recipe = parse_recipes(RULES, "recipes.toml")["r"]
+    with pytest.raises(ValueError, match="constant schedule") as info:
+        train(TrainConfig(steps=1, batch_size=4, warmup_steps=1, recipe=recipe), FromScratch(ARCH),
+              SyntheticBatches(), ClipLoss, tmp_path / "m.safetensors")
+    assert "\n" not in str(info.value) and not (tmp_path / "m.safetensors").exists()
+
+
+def test_the_clip_decay_rule_is_the_workspace_s():
+    from common.training.optim import exclude_from_wd
+    from common.training.recipes import DECAY_RULES
+
+    assert DECAY_RULES["clip"] is exclude_from_wd

@@ -273,3 +273,40 @@ def test_smoke_cli_runs_a_loss_named_by_import_path(tmp_path, capsys):
     with pytest.raises(SystemExit):
         smoke_main(["smoke", "--out", str(tmp_path), "--loss", "negclip"])  # papers are named by path, not here
     assert "unknown loss 'negclip'" in capsys.readouterr().err
+
+
+def test_an_fp16_step_without_gradients_is_skipped():
+    """fp16 needs CUDA in ``train``, so the step is tested here with the CPU's ``GradScaler``: a step whose loss needed
+    no gradient (``train_step`` ran no backward) leaves the weights as they are, where ``scaler.step`` itself
+    raises; a step with gradients steps; without a scaler (fp32) the optimiser always steps."""
+    from common.training.trainer import optimizer_step
+
+    p = torch.nn.Parameter(torch.ones(2))
+    optimizer = torch.optim.SGD([p], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale((p * 2).sum()).backward()
+    optimizer_step(optimizer, scaler)
+    stepped = p.detach().clone()
+    assert not torch.equal(stepped, torch.ones(2))
+    optimizer.zero_grad(set_to_none=True)
+    other = torch.amp.GradScaler("cpu")
+    for s in (scaler, other):
+        s.scale((p.detach() * 2).sum())  # a loss with no gradient: no backward
+    with pytest.raises(AssertionError, match="No inf checks were recorded"):
+        other.step(optimizer)
+    optimizer_step(optimizer, scaler)
+    assert torch.equal(p.detach(), stepped)
+    seen = []
+    optimizer.step = lambda: seen.append("step")
+    optimizer_step(optimizer, None)
+    assert seen == ["step"]
+
+
+def test_the_record_s_trainer_fields_convert_the_config_once(monkeypatch):
+    import common.training.trainer as trainer
+
+    calls = []
+    real = trainer.asdict
+    monkeypatch.setattr(trainer, "asdict", lambda config: calls.append(1) or real(config))
+    fields = trainer.trainer_fields(TrainConfig(steps=3, batch_size=4, freeze=("text",)))
+    assert len(calls) == 1 and "recipe" not in fields and fields["steps"] == 3 and fields["freeze"] == ("text",)

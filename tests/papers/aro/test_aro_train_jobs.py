@@ -65,7 +65,7 @@ def mini_set(tmp_path_factory) -> tuple[Path, Path]:
 
 MINI_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_rule": "clip",
               "schedule": "warmup_cosine", "clamp_logit_scale": True, "augmentation": "center_crop"}
-"""The old optimiser (``make_adamw``, ``exclude_from_wd``, the clamp): the mini runs' recipe."""
+"""The old optimiser (CLIP's AdamW, ``exclude_from_wd``, the clamp): the mini runs' recipe."""
 NEGCLIP_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_rule": "open_clip_names",
                  "schedule": "warmup_cosine", "clamp_logit_scale": True, "augmentation": "random_resized_crop",
                  "crop_scale": [0.9, 1.0], "weight_decay": 0.2, "warmup_steps": 50, "epochs": 5, "batch_size": 1024,
@@ -168,6 +168,22 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
     assert batches.hard == (method == "negclip") and not batches.tokens.memo
     assert batches.images.get(np.array([0])).shape == (1, 3, 224, 224)  # the params' image size (default 224)
     assert len(validator.captions) == 6 and validator.images.pixels.shape == (6, 3, 224, 224)
+
+
+def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):  # noqa: F811  (the fixture)
+    """The images crop at random with the recipe's scale under ``random_resized_crop`` (NegCLIP's), and not under a
+    recipe that names the centre crop, whatever crop scale it holds (``Recipe.train_crop_scale``)."""
+    from dataclasses import replace
+
+    tsv, images_dir = tiny_release
+    monkeypatch.setattr(common.params, "stage_section", lambda stage, dotted: ({"profile": "full"}, FULL))
+    args = argparse.Namespace(run="negclip", train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
+                              val_images=str(images_dir), steps=None)
+    negclip = train_full.recipe()
+    sweep = train_full.build(args, DistributedContext.local("cuda"), {})
+    assert sweep.jobs[0].batches.images.crop_scale == negclip.crop_scale == (0.9, 1.0)
+    monkeypatch.setattr(train_full, "recipe", lambda: replace(negclip, augmentation="center_crop"))
+    assert train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0].batches.images.crop_scale is None
 
 
 def test_weights_and_logs_where_they_were():

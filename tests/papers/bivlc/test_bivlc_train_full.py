@@ -441,3 +441,31 @@ def test_zoo_entries_name_the_released_and_rerun_models():
     for run in RUNS:
         spec = get_spec(f"bivlc/full-{run}")
         assert spec.checkpoint == f"build:full/bivlc/models/{run}.best.safetensors"
+
+
+@pytest.mark.parametrize("augmentation, crop", [("center_crop", None), ("random_resized_crop", (0.9, 1.0))])
+def test_a_run_s_training_images_crop_as_its_recipe_says(augmentation, crop, sets, data_root):
+    """The training batches take the recipe's crop (``FileRunParams.crop_scale``), as the other papers' do; BiVLC's
+    own recipes name the centre crop, so their runs are unchanged."""
+    from dataclasses import replace
+
+    p = params("trohn-img", 2)
+    assert p.recipe.augmentation == "center_crop" and p.crop_scale is None
+    p = replace(p, recipe=replace(p.recipe, augmentation=augmentation, crop_scale=crop))
+    job = tf.finetune_job("trohn-img", sf.load_rows(sets["trohn-img"]), p, data_root / sf.COCO_IMAGES,
+                          sets["trohn-img"], init=FromScratch(ARCH), steps=1)
+    assert job.batches.images.crop_scale == crop
+
+
+def test_a_detector_refuses_a_recipe_that_crops(sets, data_root, monkeypatch):
+    """The detectors' batches always take the centre crop (the authors' preprocess): a recipe asking for another
+    augmentation is one line, not a record that says what the images did not get."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(df, "detector_recipe", lambda: replace(detector_recipe(), augmentation="random_resized_crop",
+                                                                crop_scale=(0.9, 1.0)))
+    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    with pytest.raises(sf.BivlcFinetuneFullError, match="random_resized_crop") as info:
+        df.detector_job("det-clip-image", "image", sf.load_rows(sets["trohn-img"]), p, FromScratch(ARCH),
+                        data_root / sf.COCO_IMAGES, sets["trohn-img"])
+    assert "\n" not in str(info.value)
