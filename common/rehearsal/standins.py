@@ -1,0 +1,216 @@
+"""Stand-ins for the full profile's inputs, in their upstream formats, written where the downloader puts the real ones.
+
+A stand-in is written at its registry entry's ``dest`` under the rehearsal's own data root (``place``, ``place_zip``);
+the downloader then treats it as the real thing: it records its sha256 in that data root's checksum lock (trust on
+first use) and extracts a zip with its marker, and the stages read it through their ordinary code. A source whose
+sha256 the registry pins can never have a stand-in (``StandInError``; the downloader would refuse the bytes too):
+the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in images under every name it references.
+
+Writers of sources several papers read live here (COCO 2017 captions and images, Visual Genome's image zips, ARO's
+image zip); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Mapping, Sequence
+
+from common.errors import WorkspaceError
+from common.io import atomic_path
+
+STANDIN_IMAGE_SIZE = (32, 24)
+"""Width, height of a stand-in image unless a box needs more (every model resizes to its own input size)."""
+
+
+class StandInError(WorkspaceError):
+    """A stand-in that must not be written: a pinned source, or a name outside its archive's layout."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Bytes
+# ------------------------------------------------------------------------------------------------------------------
+def image_bytes(seed: int, size: tuple[int, int] = STANDIN_IMAGE_SIZE, fmt: str = "JPEG") -> bytes:
+    """A small image of random pixels (``seed``-determined), encoded as ``fmt``."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format=fmt, **({"quality": 95} if fmt == "JPEG" else {}))
+    return out.getvalue()
+
+
+def name_seed(name: str) -> int:
+    """A stable seed for the stand-in image of a file name."""
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def zip_bytes(members: Mapping[str, bytes]) -> bytes:
+    """A zip archive holding ``members`` (archive name -> bytes), stored, in sorted order."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name in sorted(members):
+            if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+                raise StandInError(f"archive member {name!r} would escape its archive")
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0)), members[name])
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Where a stand-in goes
+# ------------------------------------------------------------------------------------------------------------------
+def standin_dest(key: str, data_root: Path) -> Path:
+    """Where the registry entry ``key`` is fetched to under ``data_root``; ``StandInError`` for a pinned source."""
+    from common.download import get_source
+
+    source = get_source(key)
+    if source.sha256 is not None:
+        raise StandInError(f"{key}: the registry pins its sha256 ({source.sha256}): no stand-in can satisfy it; a "
+                           "rehearsal reads the real file (VLC_MIRROR) and writes stand-ins only for what it names")
+    return source.dest_path(Path(data_root))
+
+
+def place(key: str, data_root: Path, data: bytes) -> Path:
+    """Write ``data`` as the stand-in of ``key`` (an unpinned source) at its destination."""
+    dest = standin_dest(key, data_root)
+    with atomic_path(dest) as tmp:
+        tmp.write_bytes(data)
+    return dest
+
+
+def place_json(key: str, data_root: Path, value: object) -> Path:
+    return place(key, data_root, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+
+def place_zip(key: str, data_root: Path, members: Mapping[str, bytes]) -> Path:
+    """The stand-in zip of ``key`` (a source with ``archive = "zip"``) holding ``members``, and the members of the
+    stand-in already there (several papers' stand-ins share an archive: ARO's images, Visual Genome's); a member
+    written twice must have the same bytes."""
+    from common.download import get_source
+
+    if get_source(key).archive != "zip":
+        raise StandInError(f"{key}: not a zip source in the registry")
+    dest = standin_dest(key, data_root)
+    merged = dict(members)
+    if dest.is_file():
+        with zipfile.ZipFile(dest) as archive:
+            for name in archive.namelist():
+                before = archive.read(name)
+                if merged.setdefault(name, before) != before:
+                    raise StandInError(f"{key}: member {name!r} written twice with different bytes")
+    return place(key, data_root, zip_bytes(merged))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# COCO 2017 (group coco-train2017)
+# ------------------------------------------------------------------------------------------------------------------
+COCO_LIKE_CAPTIONS = (
+    "A woman standing behind a fence looking at an elephant.",
+    "A red fire hydrant on a city sidewalk.",
+    "A large brown dog and a small white cat on the green grass.",
+    "A young boy riding a red bike down the street.",
+    "A black cat sleeping on a wooden chair.",
+    "An old man holding a blue umbrella in the rain.",
+    "A lamp to the left of a table.",
+    "A tall man and a little girl walking on the beach.",
+    "A dog and a cat on a sofa.",
+    "Two adult bears play fight in the water.",
+    "A small bird sitting on a thin branch.",
+    "A white plate and a silver fork on a wooden table.",
+)
+"""COCO-style captions (written here; no COCO train caption is mirrored) that the CREPE-style generators and the
+hard-positive rules can edit: REPLACE words, "and" and spatial relations to SWAP."""
+COCO_CAPTIONS_FILE = "annotations/captions_train2017.json"
+COCO_TRAIN_IMAGES = "train2017"
+
+
+def coco_file_name(image_id: int) -> str:
+    return f"{image_id:012d}.jpg"
+
+
+def coco_images(images: int) -> list[dict]:
+    """COCO ``images`` records: ids 1..``images``, file names as COCO's."""
+    return [{"id": k + 1, "file_name": coco_file_name(k + 1)} for k in range(images)]
+
+
+def coco_captions(images: int = 12, captions: Sequence[str] = COCO_LIKE_CAPTIONS, per_image: int = 2) -> dict:
+    """A COCO captions record (``{"images", "annotations"}``): image k (id k + 1) has captions k, k + 5, k + 10, ...
+    (mod the list), the second and later ending with a newline as some of COCO's do (whitespace is collapsed)."""
+    annotations = [{"id": 100 + per_image * k + j, "image_id": k + 1,
+                    "caption": captions[(k + 5 * j) % len(captions)] + ("\n" if j else "")}
+                   for k in range(images) for j in range(per_image)]
+    return {"images": coco_images(images), "annotations": annotations}
+
+
+def coco_image_bytes(image_id: int) -> bytes:
+    """The stand-in of COCO image ``image_id``: 56 x 40 random pixels."""
+    return image_bytes(image_id - 1, (56, 40))
+
+
+def write_coco_folder(root: Path, record: dict) -> tuple[Path, Path]:
+    """A captions file and its images as extracted folders (``root/captions_train2017.json``, ``root/train2017/``);
+    returns (captions file, image folder)."""
+    image_dir = Path(root) / COCO_TRAIN_IMAGES
+    image_dir.mkdir(parents=True, exist_ok=True)
+    for image in record["images"]:
+        (image_dir / image["file_name"]).write_bytes(coco_image_bytes(image["id"]))
+    path = Path(root) / "captions_train2017.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path, image_dir
+
+
+def coco_train2017(data_root: Path, record: dict) -> list[str]:
+    """COCO 2017's annotation zip (``annotations/captions_train2017.json`` = ``record``) and train image zip
+    (``train2017/<id:012d>.jpg`` for every image of the record) as stand-ins; returns their registry keys."""
+    keys = ["coco/annotations_trainval2017.zip", "coco/train2017.zip"]
+    place_zip(keys[0], data_root, {COCO_CAPTIONS_FILE: json.dumps(record).encode("utf-8")})
+    place_zip(keys[1], data_root, {f"{COCO_TRAIN_IMAGES}/{image['file_name']}": coco_image_bytes(image["id"])
+                                   for image in record["images"]})
+    return keys
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Visual Genome's images (group visual-genome) and ARO's image zip (aro/vgr_vga_images.zip)
+# ------------------------------------------------------------------------------------------------------------------
+def visual_genome_images(data_root: Path, image_paths: Iterable[str]) -> list[str]:
+    """Visual Genome's two image zips holding a stand-in for every ``[data/]VG_100K[_2]/<file>`` named (as
+    VL-CheckList-based files name them); returns their registry keys."""
+    from common.visual_genome import VG_IMAGE_SOURCES
+
+    members: dict[str, set[str]] = {folder: set() for folder in VG_IMAGE_SOURCES}
+    for image_path in image_paths:
+        parts = PurePosixPath(image_path).parts
+        if len(parts) < 2 or parts[-2] not in members or parts[:-2] not in ((), ("data",)):
+            raise StandInError(f"image path {image_path!r} is not [data/]<folder>/<file> with <folder> one of "
+                               f"{sorted(members)}")
+        members[parts[-2]].add(f"{parts[-2]}/{parts[-1]}")
+    for folder, files in members.items():
+        place_zip(VG_IMAGE_SOURCES[folder], data_root, {name: image_bytes(name_seed(name)) for name in files})
+    return list(VG_IMAGE_SOURCES.values())
+
+
+ARO_IMAGES = "aro/vgr_vga_images.zip"
+
+
+def aro_images(data_root: Path, sizes: Mapping[str, tuple[int, int]]) -> str:
+    """ARO's image zip (``images/<image_path>``) holding a stand-in of each named size (large enough for every box
+    of the records that name it); returns its registry key."""
+    place_zip(ARO_IMAGES, data_root, {f"images/{name}": image_bytes(name_seed(name), size)
+                                      for name, size in sizes.items()})
+    return ARO_IMAGES
+
+
+def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
+    """Per ``image_path`` of VG-Relation/Attribution-style records, the smallest image holding every box (at least
+    ``STANDIN_IMAGE_SIZE``)."""
+    import math
+
+    sizes: dict[str, tuple[int, int]] = {}
+    for r in records:
+        w, h = sizes.get(r["image_path"], STANDIN_IMAGE_SIZE)
+        sizes[r["image_path"]] = (max(w, math.ceil(r["bbox_x"] + r["bbox_w"]) + 1),
+                                  max(h, math.ceil(r["bbox_y"] + r["bbox_h"]) + 1))
+    return sizes
