@@ -101,9 +101,7 @@ PARAM_RULES: tuple[Rule, ...] = (
     Rule("authors_precision", "a table of model names to 'fp16' or 'fp32' (the precision the authors scored each in)",
          dict[_Name, Literal["fp16", "fp32"]]),
     Rule("num_workers", "'auto' or a non-negative integer", Union[Literal["auto"], _NonNegativeInt]),
-    Rule("shuffle|skip_.+|enabled", "true or false", StrictBool),
-    Rule("device", "'cpu' or 'cuda' (where a stage trains)", Literal["cpu", "cuda"]),
-    Rule("cap", "null or a positive integer", Union[None, _PositiveInt]),
+    Rule("shuffle|skip_.+", "true or false", StrictBool),
     Rule("base|arch|scratch_arch|model", "a non-empty string (a model or architecture name)", _Name),
     Rule("models|family", "a list of model names, or a table of them",
          Union[list[_Name], dict[str, Union[_Name, list[_Name]]]]),
@@ -342,31 +340,6 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
                 raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); add it")
             target[parts[-1]] = node[parts[-1]]
     return params
-
-
-@dataclass(frozen=True)
-class Rehearsal:
-    """``params.yaml rehearsal``: whether this workspace is a rehearsal's copy (``common.rehearsal``: the full profile
-    on stand-ins, never the papers' numbers) and its size cap. Only the rehearsal's own copy of the file turns it on."""
-
-    enabled: bool = False
-    cap: int | None = None
-    """At most this many examples per benchmark group are scored (None: all); only in a rehearsal."""
-
-
-def rehearsal(params: dict[str, Any], path: Path = PARAMS_FILE) -> Rehearsal:
-    """The ``rehearsal`` section of a stage's parameters (``stage_params``: the stage must declare it, or the part it
-    reads), checked: a cap outside a rehearsal is refused, since a capped full run would be audited as the paper's
-    numbers. A section the stage did not declare reads as off."""
-    node = params.get("rehearsal", {})
-    if not isinstance(node, dict):
-        raise ParamsError(f"{path}: rehearsal: must be a table (enabled, cap), got {_short(node)}")
-    settings = Rehearsal(bool(node.get("enabled", False)), node.get("cap"))
-    if settings.cap is not None and not settings.enabled:
-        raise ParamsError(f"{path}: rehearsal.cap: {settings.cap} outside a rehearsal (rehearsal.enabled: false); "
-                          "only a rehearsal caps the sets (a capped full run would be audited as the paper's "
-                          "numbers): set it back to null")
-    return settings
 
 
 def stage_section(stage: str, dotted: str) -> tuple[dict[str, Any], Any]:

@@ -185,7 +185,8 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
     """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
     this workspace is a rehearsal (``rehearsal.enabled``, which the stage must declare once ``params.yaml`` turns it
     on: a rehearsal's numbers are never audited as a run's)."""
-    from common.params import load_params, rehearsal, stage_params
+    from common.params import load_params, stage_params
+    from common.rehearsal.settings import rehearsal
 
     params = stage_params(audit_stage(paper))
     if "rehearsal" not in params and rehearsal(load_params()).enabled:

@@ -300,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
     parser.add_argument("--stage", default=DATA_STAGE, help="the DVC stage whose parameters to read")
     args = parser.parse_args(argv)
-    from common.params import rehearsal, stage_params
+    from common.params import stage_params
+    from common.rehearsal.settings import rehearsal
 
     cap = rehearsal(stage_params(args.stage)).cap
     full = prepare_full(Path(args.out or build_dir("full", "hard_positives")), cap=cap)

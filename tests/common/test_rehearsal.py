@@ -13,10 +13,11 @@ import yaml
 from common.audit.core import REHEARSAL, VERDICTS, Recomputed, VerdictCounts, audit_rows
 from common.download import ChecksumError, ChecksumLock, fetch, get_source
 from common.errors import WorkspaceError
-from common.params import ParamsError, read_params, rehearsal
+from common.params import ParamsError, read_params
 from common.published import PublishedCell
 from common.rehearsal import standins
 from common.rehearsal.params import BATCH, PROCESSES, rehearsal_params
+from common.rehearsal.settings import rehearsal
 
 PINNED = "hard_positives/data/vl_checklist_attributes.json"
 
@@ -44,18 +45,17 @@ def test_the_rehearsal_params_are_the_full_profile_shrunk_to_the_cpu_and_valid(t
     assert read_params(path)["rehearsal"]["cap"] == 3
 
 
-def test_a_cap_outside_a_rehearsal_is_refused_and_the_device_is_checked(tmp_path):
+def test_a_cap_outside_a_rehearsal_is_refused_and_the_section_is_checked():
     assert rehearsal({}).enabled is False and rehearsal({}).cap is None  # a stage that did not declare it
     assert rehearsal({"rehearsal": {"enabled": True, "cap": 2}}).cap == 2
     with pytest.raises(ParamsError, match=r"rehearsal\.cap: 3 outside a rehearsal"):
         rehearsal({"rehearsal": {"enabled": False, "cap": 3}})
-    path = tmp_path / "params.yaml"
-    for text, message in (("profile: full\nx:\n  device: gpu\n", "x.device: must be 'cpu' or 'cuda'"),
-                          ("profile: full\nrehearsal:\n  enabled: 1\n", "rehearsal.enabled: must be true or false"),
-                          ("profile: full\nrehearsal:\n  cap: 0\n", "rehearsal.cap: must be null or a positive")):
-        path.write_text(text)
+    for node, message in (({"enabled": 1}, "rehearsal.enabled: must be true or false"),
+                          ({"enabled": True, "cap": 0}, "rehearsal.cap: must be null or a positive integer"),
+                          ({"enabled": True, "cap": True}, "rehearsal.cap: must be null or a positive integer"),
+                          ([1], "rehearsal: must be a table")):
         with pytest.raises(ParamsError, match=message):
-            read_params(path)
+            rehearsal({"rehearsal": node})
 
 
 # ------------------------------------------------------------------------------------------------------------------
