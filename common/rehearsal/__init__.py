@@ -4,6 +4,7 @@ workspace that never mixes with real data or committed results (``python -m comm
 
 * ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
 * ``params``: its ``params.yaml`` (``profile: full``, ``rehearsal.enabled``, a size cap, CPU, fp32, two processes);
+  ``settings``: that section as the stages read it (the audits' marker, a set's cap);
 * ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
   stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
 * ``models``: the zoo's models as real architectures at random init, where and how each release is read;
