@@ -27,8 +27,8 @@ def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) ->
     def ignore(folder: str, names: list[str]) -> set[str]:
         rel = Path(folder).relative_to(root)
         skip = {n for n in names if n in IGNORED}
-        if rel == Path(".dvc"):
-            skip |= {n for n in names if n in ("cache", "tmp")}
+        if rel == Path(".dvc"):  # not this checkout's cache, nor its local config (a remote of its own user)
+            skip |= {n for n in names if n in ("cache", "tmp", "config.local")}
         if rel == Path("results") and not keep_results:
             skip |= {n for n in names if n not in ("published",)}
         return skip

@@ -4,12 +4,9 @@ constant), and the logit-scale clamp. The mini recipe (``common.training.recipes
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable, Protocol
 
 import torch
-
-if TYPE_CHECKING:
-    from common.training.recipes import Recipe
 
 LOGIT_SCALE_MAX = math.log(100)
 """CLIP caps the temperature multiplier at 100 (stored as its log); beyond it training destabilises."""
@@ -37,7 +34,15 @@ def param_groups(named_parameters: Iterable[tuple[str, torch.nn.Parameter]], wei
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def make_optimizer(groups: list[dict], lr: float, recipe: "Recipe") -> torch.optim.Optimizer:
+class OptimizerRules(Protocol):
+    """What ``make_optimizer`` reads of a recipe (``common.training.recipes.Recipe``, which imports this module)."""
+
+    optimizer: str
+    betas: tuple[float, float]
+    eps: float
+
+
+def make_optimizer(groups: list[dict], lr: float, recipe: OptimizerRules) -> torch.optim.Optimizer:
     """The recipe's optimiser (AdamW or Adam) with its betas and eps, fused where this torch has a kernel for the
     device (the mini recipe: CLIP's AdamW, betas 0.9/0.98, eps 1e-6). Only a missing fused kernel (torch's
     RuntimeError naming ``fused``) is retried without it; a setting torch refuses (a ValueError) is raised once."""
