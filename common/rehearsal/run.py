@@ -75,14 +75,24 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
     return env
 
 
-def _module(paper: str):
+def _module(paper: str, needed_by: str | None = None):
     from common import plugins
 
     module = plugins.paper_module(paper, "rehearsal")
     if module is None:
-        raise RehearsalError(f"papers/{paper} has no rehearsal.py (its stand-ins, models and params): it cannot be "
-                             "rehearsed yet (common/rehearsal/__init__.py says what it holds)")
+        why = f" (papers/{needed_by}'s pipeline runs its stages)" if needed_by and needed_by != paper else ""
+        raise RehearsalError(f"papers/{paper} has no rehearsal.py (its stand-ins, models and params){why}: it cannot "
+                             "be rehearsed yet (common/rehearsal/__init__.py says what it holds)")
     return module
+
+
+STAGE_OWNER = re.compile(r"^papers/([^/]+)(?:/dvc\.yaml:|$)")
+
+
+def stage_owners(stages: Sequence[str]) -> list[str]:
+    """The papers whose stages these are (``papers/<paper>/dvc.yaml:<stage>`` and the aggregate ``papers/<paper>``;
+    root stages such as ``audit/cross_paper`` belong to none), in order of first appearance."""
+    return list(dict.fromkeys(m.group(1) for m in map(STAGE_OWNER.match, stages) if m))
 
 
 def _layout(name: str) -> str:
@@ -106,7 +116,8 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     from common.rehearsal.workspace import copy_workspace, dvc
     from common.zoo import get_spec
 
-    modules = {paper: _module(paper) for paper in papers}
+    for paper in papers:
+        _module(paper)
     workspace = Path(workspace)
     if workspace.exists():
         if not (workspace / MARKER).is_file():
@@ -116,13 +127,17 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     workspace.parent.mkdir(parents=True, exist_ok=True)
     copy_workspace(workspace)
     (workspace / MARKER).write_text("a rehearsal's copy of the workspace (common.rehearsal); replaced by the next\n")
-    params = rehearsal_params(read_params(ROOT / "params.yaml"), papers, cap)
+    params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
     (workspace / "params.yaml").write_text(
         "# A rehearsal's params.yaml (common.rehearsal.params): the full profile on stand-ins. Not the papers' "
         "numbers.\n" + yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     read_params(workspace / "params.yaml")  # as every stage will
     env = rehearsal_env(workspace, mirror)
     data_root = workspace / "data"
+    modules = {}  # every paper whose stages the pipelines walk prepares its stand-ins (conclip runs sugarcrepe's set)
+    for paper in papers:
+        for owner in stage_owners(dag_stages(workspace, env, paper)):
+            modules.setdefault(owner, _module(owner, needed_by=paper))
 
     def fetch_here(key: str) -> Path:
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
@@ -151,14 +166,26 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     return env
 
 
-def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
-    """How many stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it)."""
+def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
+    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it)."""
     from common.rehearsal.workspace import dvc
 
     dag = dvc(workspace, env, "dag", "--dot", f"papers/{paper}")
     if dag.returncode != 0:
         raise RehearsalError(f"dvc dag papers/{paper} failed in {workspace}: {dag.stderr.strip()[-2000:]}")
-    return len({m.group(1) for m in re.finditer(r'^\s*"([^"]+)";\s*$', dag.stdout, re.M)})
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r'^\s*"([^"]+)";\s*$', dag.stdout, re.M)))
+
+
+def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
+    """How many stages ``dvc repro papers/<paper>`` walks."""
+    return len(dag_stages(workspace, env, paper))
+
+
+def rehearsed_papers() -> list[str]:
+    """The papers that take part in a rehearsal (a ``papers/<paper>/rehearsal.py``)."""
+    from common import plugins
+
+    return [p for p in plugins.paper_names() if plugins.paper_module(p, "rehearsal") is not None]
 
 
 def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout) -> Outcome:
@@ -220,7 +247,7 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
 def _cmd(args: argparse.Namespace) -> int:
     from common import plugins
 
-    papers = args.papers or [p for p in plugins.paper_names() if (plugins.paper_dir(p) / "rehearsal.py").is_file()]
+    papers = args.papers or rehearsed_papers()
     for paper in papers:
         if paper not in plugins.paper_names():
             from common.errors import unknown_name

@@ -297,3 +297,12 @@ def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
     assert run.stage_count(tmp_path, {}, "p") == 3
     outcome = run.Outcome("p", 2, 3, 10.0, 0, "log", {"papers/p/dvc.yaml:a": 2.0, "papers/p/dvc.yaml:b@x": 8.0})
     assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: ok" and outcome.slowest(1) == "b@x 8 s"
+
+
+def test_the_papers_a_pipeline_walks_are_its_stages_owners():
+    from common.rehearsal.run import stage_owners
+
+    stages = ["audit/cross_paper", "papers/sugarcrepe/dvc.yaml:full-set", "papers/conclip/dvc.yaml:tables-full",
+              "papers/conclip/dvc.yaml:audit", "papers/conclip"]
+    assert stage_owners(stages) == ["sugarcrepe", "conclip"]
+    assert stage_owners(["dvc.yaml:papers/aro", "audit/cross_paper"]) == []
