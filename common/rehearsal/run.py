@@ -108,6 +108,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment."""
     import yaml
 
+    from common import plugins
     from common.download import fetch
     from common.params import read_params
     from common.rehearsal import models as standin_models
@@ -117,7 +118,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     from common.zoo import get_spec
 
     for paper in papers:
-        _module(paper)
+        _module(paper)  # before anything is deleted or copied
     workspace = Path(workspace)
     if workspace.exists():
         if not (workspace / MARKER).is_file():
@@ -134,10 +135,15 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     read_params(workspace / "params.yaml")  # as every stage will
     env = rehearsal_env(workspace, mirror)
     data_root = workspace / "data"
-    modules = {}  # every paper whose stages the pipelines walk prepares its stand-ins (conclip runs sugarcrepe's set)
-    for paper in papers:
+    modules = {paper: _module(paper) for paper in papers}
+    for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
         for owner in stage_owners(dag_stages(workspace, env, paper)):
-            modules.setdefault(owner, _module(owner, needed_by=paper))
+            module = plugins.paper_module(owner, "rehearsal")
+            if module is None:
+                log(f"rehearsal: papers/{owner} has no rehearsal.py: its stages in papers/{paper}'s pipeline get no "
+                    "stand-ins (they fail if they read any)")
+            else:
+                modules.setdefault(owner, module)
 
     def fetch_here(key: str) -> Path:
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
