@@ -296,7 +296,12 @@ def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
     monkeypatch.setattr(workspace, "dvc", lambda ws, env, *args: subprocess.CompletedProcess(args, 0, dot, ""))
     assert run.stage_count(tmp_path, {}, "p") == 3
     outcome = run.Outcome("p", 2, 3, 10.0, 0, "log", {"papers/p/dvc.yaml:a": 2.0, "papers/p/dvc.yaml:b@x": 8.0})
-    assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: ok" and outcome.slowest(1) == "b@x 8 s"
+    assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: INCOMPLETE (1 not run; " \
+                             "log log)" and not outcome.complete
+    assert outcome.slowest(1) == "b@x 8 s"
+    shared = run.Outcome("p", 2, 3, 10.0, 0, "log", earlier=1)
+    assert shared.complete and shared.line() == "papers/p: 2 of 3 stages ran (and 1 for the papers before it), 10 s: ok"
+    assert not run.Outcome("p", 3, 3, 1.0, 1, "p.log").complete
 
 
 def test_the_papers_a_pipeline_walks_are_its_stages_owners():
