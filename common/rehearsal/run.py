@@ -278,6 +278,10 @@ def _cmd(args: argparse.Namespace) -> int:
     print()
     for outcome in outcomes:
         print(outcome.line() + (f" (slowest: {outcome.slowest()})" if outcome.stages else ""))
+    for outcome in outcomes:
+        if args.quiet and not outcome.complete:  # the log's end, where DVC's one-line error is
+            tail = Path(outcome.log).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+            print(f"--- the end of {outcome.log} ---", *tail, sep="\n")
     ran = sum(o.ran for o in outcomes)
     print(f"rehearsal: {ran} distinct stages ran in {sum(o.seconds for o in outcomes):.0f} s of DVC "
           f"({len(outcomes)} papers' pipelines)")
