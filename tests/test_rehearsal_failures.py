@@ -181,6 +181,24 @@ def test_the_manual_sources_the_issue_names_are_one_line_each_from_fetch(ws, cap
                f"verified with `python -m common fetch {key}`" in err
 
 
+def test_a_pipeline_whose_manual_input_is_missing_is_stopped_before_dvc_with_the_fetch(ws):
+    """CC-Neg is a DVC dep of CoN-CLIP's full stages (``data/ccneg/...``): DVC alone would stop at it naming the file
+    but not how to get it; ``python -m common data check`` (``make repro``, before ``dvc repro``) says both, on one
+    line; the hard-positives pipeline, whose inputs the rehearsal fetched, passes."""
+    from common.data_dvc import DataDvcError, check_inputs
+
+    assert check_inputs(["hard_positives"], ws.root).endswith("every fetched input its stages read is in data/")
+    with pytest.raises(DataDvcError) as info:
+        check_inputs(["conclip"], ws.root)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("dvc repro papers/conclip reads "), message
+    for key in ("conclip/ccneg/ccneg_preprocessed.pt", "conclip/ccneg/ccneg_images"):
+        dest = get_source(key).dest
+        assert f"data/{dest} ({key}, manual)" in message, message  # sorted: CC-Neg's come first
+    assert "fetch them first: `python -m common fetch " in message and "conclip/ccneg/ccneg_images" in message
+    assert "a manual source prints the steps" in message
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # (3) a half-extracted archive
 # ------------------------------------------------------------------------------------------------------------------

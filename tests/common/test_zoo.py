@@ -563,6 +563,28 @@ def test_a_checkpoint_of_another_architecture_is_one_line_naming_the_file_and_th
         assert "tensors missing, e.g. 'visual." in message and "'visual.layer1.0.conv1.weight'" in message
 
 
+def test_zoo_check_reports_an_unloadable_model_and_refuses_the_manifest_on_one_error_line(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """``python -m common zoo check NAME --manifest FILE`` (SugarCrepe's full-zoo stage): the model's one line, then
+    one ``error:`` line naming the manifest not written and the models to blame; no manifest."""
+    import dataclasses
+
+    from common.cli import main
+
+    path = tmp_path / "missing.pt"
+    spec = dataclasses.replace(get_spec("mini/xs-2k"), name="t/absent", checkpoint=f"data:{path}", source="t/a.pt")
+    monkeypatch.setattr(zoo_specs, "get_spec", {spec.name: spec}.__getitem__)
+    monkeypatch.setattr(zoo_specs.ModelSpec, "checkpoint_path", lambda self: Path(self.checkpoint[5:]))
+    manifest = tmp_path / "manifest.json"
+    assert main(["zoo", "check", spec.name, "--manifest", str(manifest)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"t/absent: UNAVAILABLE: model 't/absent': checkpoint {path} "
+                                                   "not found"), lines
+    assert lines[1] == f"error: not writing {manifest}: 1 of 1 models are unavailable (t/absent; why and how to " \
+                       "get each above)"
+    assert not manifest.exists()
+
+
 # --------------------------------------------------------------------------------------------------
 # text encoding shortcut
 # --------------------------------------------------------------------------------------------------
