@@ -32,7 +32,8 @@ install: $(STAMP)
 # then fetch and verify data.dvc's inputs; then dvc repro.
 repro: $(STAMP)
 	@for p in $(PAPER); do test -f papers/$$p/dvc.yaml || { echo "make repro: no papers/$$p/dvc.yaml (papers: $(PAPERS))" >&2; exit 2; }; done
-	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress
+	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress \
+	  && python -m common data check $(PAPER)
 	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
 
