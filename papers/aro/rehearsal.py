@@ -73,8 +73,19 @@ def vg_record(kind: str, index: int, image: str, box: tuple, group: Any, caption
 
 
 def vg_records() -> dict[str, list[dict]]:
-    return {"relation": [vg_record("relation", k, *row) for k, row in enumerate(VG_RELATION_ROWS)],
-            "attribution": [vg_record("attribution", k, *row) for k, row in enumerate(VG_ATTRIBUTION_ROWS)]}
+    """The stand-in VG-Relation and VG-Attribution records: the rows above, the first of each repeated on shifted
+    boxes until its group has ``vg_rules.PAPER_MIN_CASES`` cases, so that every rule keeps one group and the macro
+    averages (Table 2, Table 6's VG columns, the audit's cells) are numbers, not empty."""
+    from papers.aro.vg_rules import PAPER_MIN_CASES
+
+    out = {}
+    for kind, rows in (("relation", VG_RELATION_ROWS), ("attribution", VG_ATTRIBUTION_ROWS)):
+        image, (x, y, w, h), group, caption, negative = rows[0]
+        more = PAPER_MIN_CASES - sum(row[2] == group for row in rows)
+        shifted = [(image, (x + k % 3, y + k // 3 % 3, w - k % 5, h - k % 4), group, caption, negative)
+                   for k in range(1, more + 1)]
+        out[kind] = [vg_record(kind, n, *row) for n, row in enumerate([*rows, *shifted])]
+    return out
 
 
 def params(params: dict[str, Any]) -> None:

@@ -36,8 +36,10 @@ def data_env(prepared, monkeypatch) -> Path:
 def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
     aro = sets_full.prepare_full(tmp_path / "set", rehearsal=True)
     counts = aro.info["counts"]
-    assert counts["vg_relation"] == len(rehearsal.VG_RELATION_ROWS)
-    assert counts["vg_attribution"] == len(rehearsal.VG_ATTRIBUTION_ROWS)
+    records = rehearsal.vg_records()
+    assert counts["vg_relation"] == len(records["relation"]) and counts["vg_attribution"] == len(records["attribution"])
+    assert sum(r["relation_name"] == "on" for r in records["relation"]) == 25  # every VG rule keeps a group
+    assert sum(r["attributes"] == ["white", "wooden"] for r in records["attribution"]) == 25
     assert counts["retrieval"] == {"coco": {"images": 4, "captions": 20}, "flickr30k": {"images": 4, "captions": 20}}
     assert counts["classification"]["cifar100"] == {"images": len(rehearsal.CIFAR_TEST_LABELS), "classes": 4}
     assert aro.classification_sets()["cifar100"].class_names == ("apple", "aquarium fish", "baby", "bear")
