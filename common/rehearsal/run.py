@@ -146,8 +146,11 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     env = rehearsal_env(workspace, mirror)
     data_root = workspace / "data"
     modules = {paper: _module(paper) for paper in papers}
+    tracked = False  # a pipeline reads data.dvc's outputs: fetched (real, pinned) as `make repro` fetches them first
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
-        for owner in stage_owners(dag_stages(workspace, env, paper)):
+        nodes = dag_nodes(workspace, env, paper)
+        tracked = tracked or "data.dvc" in nodes
+        for owner in stage_owners(nodes):
             module = plugins.paper_module(owner, "rehearsal")
             if module is None:
                 log(f"rehearsal: papers/{owner} has no rehearsal.py: its stages in papers/{paper}'s pipeline get no "
@@ -176,20 +179,35 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             f"({time.perf_counter() - started:.0f} s)")
     for key in dict.fromkeys(keys):
         fetch_here(key)
+    if tracked:  # `python -m common data fetch` in the copy (its data/, the mirror), as `make repro` runs it first
+        started = time.perf_counter()
+        fetched = subprocess.run([sys.executable, "-m", "common", "data", "fetch"], cwd=workspace, env=env,
+                                 capture_output=True, text=True)
+        if fetched.returncode != 0:
+            raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
+                                 f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
+        log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
     configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
     if configured.returncode != 0:
         raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")
     return env
 
 
-def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
-    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it)."""
+def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
+    """Every node of ``dvc dag papers/<paper>``: its stages and the ``.dvc`` files whose outputs they read."""
     from common.rehearsal.workspace import dvc
 
     dag = dvc(workspace, env, "dag", "--dot", f"papers/{paper}")
     if dag.returncode != 0:
         raise RehearsalError(f"dvc dag papers/{paper} failed in {workspace}: {dag.stderr.strip()[-2000:]}")
     return list(dict.fromkeys(m.group(1) for m in re.finditer(r'^\s*"([^"]+)";\s*$', dag.stdout, re.M)))
+
+
+def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
+    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it). A ``.dvc`` file
+    (``data.dvc``: a stage reads one of its outputs, such as ARO's fine-tunes ``valid_neg_clip.tsv``) is no stage:
+    DVC verifies its outputs, runs nothing (``prepare`` fetches them as ``make repro`` does)."""
+    return [node for node in dag_nodes(workspace, env, paper) if not node.endswith(".dvc")]
 
 
 def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:

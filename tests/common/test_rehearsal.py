@@ -114,6 +114,22 @@ def test_visual_genome_and_aro_image_zips_in_upstream_layout(tmp_path):
         standins.aro_images(tmp_path, {"8.jpg": (40, 30)})
 
 
+def test_coco2014_and_cifar_standins_keep_the_upstream_names(tmp_path):
+    import tarfile
+
+    assert standins.coco2014_file_name("val2014", 42) == "COCO_val2014_000000000042.jpg"
+    with pytest.raises(standins.StandInError, match="not a COCO train2014 file name"):
+        standins.coco2014_images(tmp_path, "train2014", ["COCO_val2014_000000000042.jpg"])
+    tarball = standins.cifar_binary_tarball("aro/cifar/cifar-10-binary.tar.gz", tmp_path, "cifar-10", [0, 2],
+                                            [standins.CIFAR10_CLASSES])
+    with tarfile.open(tarball) as tf:
+        assert len(tf.extractfile("cifar-10-batches-bin/test_batch.bin").read()) == 2 * 3073
+        assert "cifar-10-batches-bin/data_batch_5.bin" in tf.getnames()
+    with pytest.raises(standins.StandInError, match="label 4 outside the 4 names"):
+        standins.cifar_binary_tarball("aro/cifar/cifar-100-binary.tar.gz", tmp_path, "cifar-100", [4],
+                                      [standins.CIFAR100_COARSE, standins.CIFAR100_FINE])
+
+
 def test_a_zip_member_may_not_escape_its_archive():
     with pytest.raises(standins.StandInError, match="escape"):
         standins.zip_bytes({"../x.jpg": b""})
@@ -291,10 +307,12 @@ def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
 
     from common.rehearsal import run, workspace
 
-    dot = ('strict digraph  {\n"papers/p/dvc.yaml:a";\n"papers/p/dvc.yaml:b@x";\n"papers/p";\n'
+    dot = ('strict digraph  {\n"data.dvc";\n"papers/p/dvc.yaml:a";\n"papers/p/dvc.yaml:b@x";\n"papers/p";\n'
+           '"data.dvc" -> "papers/p/dvc.yaml:a";\n'
            '"papers/p/dvc.yaml:a" -> "papers/p/dvc.yaml:b@x";\n"papers/p/dvc.yaml:b@x" -> "papers/p";\n}\n')
     monkeypatch.setattr(workspace, "dvc", lambda ws, env, *args: subprocess.CompletedProcess(args, 0, dot, ""))
-    assert run.stage_count(tmp_path, {}, "p") == 3
+    assert run.stage_count(tmp_path, {}, "p") == 3  # data.dvc's outputs are verified, not run: no stage
+    assert "data.dvc" in run.dag_nodes(tmp_path, {}, "p")
     outcome = run.Outcome("p", 2, 3, 10.0, 0, "log", {"papers/p/dvc.yaml:a": 2.0, "papers/p/dvc.yaml:b@x": 8.0})
     assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: INCOMPLETE (1 not run; " \
                              "log log)" and not outcome.complete
