@@ -175,6 +175,25 @@ def coco_train2017(data_root: Path, record: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# COCO val2017 images (coco/val2017.zip, group coco-val2017): SugarCrepe's JSON (and BiVLC's captions) name them
+# ------------------------------------------------------------------------------------------------------------------
+COCO_VAL2017 = "coco/val2017.zip"
+COCO_VAL_IMAGES = "val2017"
+
+
+def coco_val2017(data_root: Path, file_names: Iterable[str]) -> str:
+    """COCO val2017's image zip (``val2017/<file>``, as ``images.cocodataset.org/zips/val2017.zip``) holding a
+    stand-in for every file named (``000000397133.jpg``; and those of earlier calls); returns its registry key."""
+    members = {}
+    for name in file_names:
+        if PurePosixPath(name).name != name or not name.endswith(".jpg"):
+            raise StandInError(f"{name!r} is not a COCO val2017 file name (<id:012d>.jpg)")
+        members[f"{COCO_VAL_IMAGES}/{name}"] = image_bytes(name_seed(name))
+    place_zip(COCO_VAL2017, data_root, members)
+    return COCO_VAL2017
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Visual Genome's images (group visual-genome) and ARO's image zip (aro/vgr_vga_images.zip)
 # ------------------------------------------------------------------------------------------------------------------
 def visual_genome_images(data_root: Path, image_paths: Iterable[str]) -> list[str]:
