@@ -140,6 +140,17 @@ class BivlcSet:
         found = [it.group for it in self.items]
         return {c: found.count(c) for c in CATEGORIES if c in found}
 
+    def capped(self, cap: int) -> "BivlcSet":
+        """The first ``cap`` instances of each category, in file order (a rehearsal's ``rehearsal.cap``; every row
+        was read and checked)."""
+        seen: dict[str, int] = {}
+        kept = []
+        for it in self.items:
+            seen[it.group] = seen.get(it.group, 0) + 1
+            if seen[it.group] <= cap:
+                kept.append(it)
+        return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
+
 
 def parquet_files(snapshot: Path) -> list[Path]:
     """The split's parquet shards of a Hugging Face dataset snapshot (``data/test-00000-of-0000N.parquet``, or any
@@ -552,11 +563,15 @@ def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
     from common.params import stage_section
     from common.paths import RESULTS, data_root
+    from common.rehearsal.settings import rehearsal
 
     params, section = stage_section(TABLE_STAGE, "bivlc.full")
+    rehearsing = rehearsal(params)
     device = args.device or best_device()
     data = load_bivlc(Path(args.data or data_root() / "bivlc" / "BiVLC"), Path(args.images or default_image_dir()),
-                      None if args.any_size else N_INSTANCES)
+                      None if args.any_size or rehearsing.enabled else N_INSTANCES)
+    if rehearsing.cap is not None:
+        data = data.capped(rehearsing.cap)
     sugarcrepe, described = None, None
     if not args.no_sugarcrepe:
         sugarcrepe, described = load_sugarcrepe(
@@ -582,7 +597,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's set manifest (default: build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--no-sugarcrepe", action="store_true", help="leave the sugarcrepe column empty")
-    parser.add_argument("--any-size", action="store_true", help=f"accept a split of other than {N_INSTANCES} rows")
+    parser.add_argument("--any-size", action="store_true", help=f"accept a split of other than {N_INSTANCES} rows "
+                        "(a rehearsal, params.yaml rehearsal.enabled, accepts its stand-in's size)")
     parser.add_argument("--out", default=None, help="default: results/bivlc/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run_tables(parser.parse_args(argv))
