@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from common.rehearsal.standins import StandInError
+from common.rehearsal.standins import StandInError, mark_snapshot, snapshot_folder
 
 Layout = Literal["state_dict", "model", "model_state_dict", "plain"]
 CHECKPOINT_LAYOUTS: tuple[str, ...] = ("state_dict", "model", "model_state_dict", "plain")
@@ -137,32 +137,6 @@ TOKEN_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789.,'-!?"
 and a random model gives them distinct scores."""
 VERA_ROWS = 32128
 """T5's embedding rows (Vera's head lives in rows 32097-32099 of the shared embedding)."""
-
-
-def snapshot_folder(data_root: Path, key: str) -> Path:
-    """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
-    from common.download import get_source
-
-    source = get_source(key)
-    if source.method not in ("hf_model", "hf_dataset"):
-        raise StandInError(f"{key}: not a Hugging Face snapshot in the registry (method {source.method})")
-    return source.dest_path(Path(data_root))
-
-
-def mark_snapshot(data_root: Path, key: str) -> Path:
-    """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
-    returns the folder offline as it returns a real snapshot."""
-    import datetime as dt
-
-    from common.download import SNAPSHOT_MARKER, get_source
-    from common.io import write_json_atomic
-
-    source = get_source(key)
-    marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
-    write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
-                               "allow_patterns": list(source.allow_patterns),
-                               "completed": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).isoformat()})
-    return marker
 
 
 def _character_tokenizer(specials: dict[str, str], template: str, template_tokens: tuple[str, ...]):

@@ -406,9 +406,35 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Hugging Face dataset snapshots (method hf_dataset: <data root>/<dest>/, e.g. bivlc/BiVLC, bivlc/TROHN-Text,
-# bivlc/TROHN-Img): parquet shards as the hub's converted datasets hold them, and the downloader's snapshot marker
+# Hugging Face snapshots (methods hf_dataset, hf_model: <data root>/<dest>/) and the downloader's snapshot marker;
+# dataset snapshots (e.g. bivlc/BiVLC, bivlc/TROHN-Text, bivlc/TROHN-Img) as parquet shards, as the hub holds them
 # ------------------------------------------------------------------------------------------------------------------
+def snapshot_folder(data_root: Path, key: str) -> Path:
+    """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
+    from common.download import get_source
+
+    source = get_source(key)
+    if source.method not in ("hf_model", "hf_dataset"):
+        raise StandInError(f"{key}: not a Hugging Face snapshot in the registry (method {source.method})")
+    return source.dest_path(Path(data_root))
+
+
+def mark_snapshot(data_root: Path, key: str) -> Path:
+    """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
+    returns the folder offline as it returns a real snapshot."""
+    import datetime as dt
+
+    from common.download import SNAPSHOT_MARKER, get_source
+    from common.io import write_json_atomic
+
+    source = get_source(key)
+    marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
+    write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
+                               "allow_patterns": list(source.allow_patterns),
+                               "completed": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).isoformat()})
+    return marker
+
+
 HF_IMAGE = "image"
 """A column kind of ``hf_dataset_snapshot``: a ``datasets.Image`` feature, stored as a struct {bytes, path}."""
 HF_STRING = "string"
@@ -432,7 +458,6 @@ def hf_dataset_snapshot(key: str, data_root: Path, splits: Mapping[str, Sequence
     import pyarrow.parquet as pq
 
     from common.download import get_source
-    from common.rehearsal.models import mark_snapshot
 
     source = get_source(key)
     if source.method != "hf_dataset":

@@ -173,7 +173,6 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     from common.paths import ROOT
     from common.params import read_params
     from common.rehearsal import standins
-    from common.rehearsal.models import mark_snapshot
     from papers.bivlc.sets_full import HF_SOURCES
     from papers.bivlc.tables_full import SOURCE, SPLIT
 
@@ -188,5 +187,5 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
         standins.hf_dataset_snapshot(key, data_root, trohn_rows(with_images), columns)
     row = read_params(ROOT / "params.yaml")["bivlc"]["full"]["detector_rows"]["clipdet"]
     released_heads(data_root, row, standins.name_seed(row["encoder"]))
-    mark_snapshot(data_root, RELEASED_HEADS)
+    standins.mark_snapshot(data_root, RELEASED_HEADS)
     return standins.coco_train2017(data_root, standins.coco_captions(images=COCO_IMAGES))
