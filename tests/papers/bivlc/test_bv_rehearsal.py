@@ -163,3 +163,27 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     assert stage_params("papers/bivlc/dvc.yaml:tables-full")["rehearsal"] == {"enabled": False, "cap": None}
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert params["bivlc"]["full"]["finetune"]["device"] == "cuda"
+
+
+def test_correlation_leaves_out_a_cell_the_paper_did_not_measure(tmp_path):
+    """Found on ARO's rehearsed full metrics (VG-Relation NaN: no relation reaches the macro average's case threshold):
+    a NaN metric or an empty cell is "not measured" (listed in ``unmeasured``), not an error; text still is one."""
+    from papers.bivlc import correlation as corr
+
+    metrics = tmp_path / "aro" / "full" / "metrics"
+    metrics.mkdir(parents=True)
+    (metrics / "openai__ViT-B-32.json").write_text('{"VG-Relation": NaN, "VG-Attribution": 0.6, "COCO-PRC": 0.5}')
+    (metrics / "aro__negclip.json").write_text('{"VG-Relation": 0.8, "VG-Attribution": 0.6, "COCO-PRC": 0.7}')
+    table2 = tmp_path / "bivlc" / "full" / "table2.csv"
+    table2.parent.mkdir(parents=True)
+    table2.write_text("model,sugarcrepe,I2T,T2I,group\nopenai/ViT-B-32,,1,1,1.0\naro/negclip,70.0,2,2,2.0\n")
+    benchmarks = [b for b in corr.BENCHMARKS if b.paper in ("aro", "bivlc")]
+    view = corr.collect(benchmarks, "full", tmp_path)
+    assert view.scores["aro:VG-Relation"] == {"aro/negclip": 0.8}
+    assert view.scores["aro:COCO-Order"] == {"openai/ViT-B-32": 0.5, "aro/negclip": 0.7}
+    assert view.scores["bivlc:SugarCrepe"] == {"aro/negclip": 70.0}
+    assert any("openai/ViT-B-32 (aro:VG-Relation)" in u for u in view.unmeasured)
+    assert any("openai/ViT-B-32 (bivlc:SugarCrepe)" in u for u in view.unmeasured)
+    table2.write_text("model,sugarcrepe,I2T,T2I,group\nopenai/ViT-B-32,n/a,1,1,1.0\n")
+    with pytest.raises(corr.CorrelationInputError, match="not a number"):
+        corr.collect(benchmarks, "full", tmp_path)
