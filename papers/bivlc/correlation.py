@@ -30,7 +30,8 @@ stays one column per paper (``<paper>:<label>``). Two files of one paper feeding
 Tables 1 and 3) must agree on a model they share. Every pair of benchmarks gets the statistics above over the models
 both scored. Signs are raw: brittleness is lower-is-better (``correlation_context.json`` lists each benchmark's
 direction). A results file that does not exist (e.g. a paper's full profile not run) is listed in the context, not an
-error.
+error; so is a cell the paper did not measure (a NaN metric, an empty cell: ``unmeasured``), whose model is left out
+of that column.
 
 Outputs: ``results/bivlc/<profile>/cross_benchmark.csv`` (model rows x benchmark columns),
 ``benchmark_correlations.csv``, ``correlation_summary.json`` (DVC metrics, 12 numbers), ``correlation_context.json``

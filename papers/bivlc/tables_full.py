@@ -268,6 +268,17 @@ def head_path(where: str | Path) -> Path:
     return roots[scheme]() / rel if sep and scheme in roots else Path(where)
 
 
+def shown_path(path: Path) -> str:
+    """A head file as ``context.json`` names it: ``data:<path>`` / ``build:<path>`` under those roots, else as given
+    (the context must not name this machine's folders)."""
+    from common.paths import build_root, data_root
+
+    for scheme, root in (("data", data_root()), ("build", build_root())):
+        if Path(path).is_absolute() and Path(path).is_relative_to(root):
+            return f"{scheme}:{Path(path).relative_to(root).as_posix()}"
+    return str(path)
+
+
 @dataclass(frozen=True)
 class DetectorProbabilities:
     """P(synthetic) of each instance's (natural, synthetic) image and caption, and of SugarCrepe's (positive,
@@ -393,7 +404,7 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
         spec = detectors[row]
         heads = {"image": load_head(spec.image_head, "image"), "text": load_head(spec.text_head, "text")}
         probs = detector_probabilities(model, heads, items, sugarcrepe)
-        described = {k: {"file": str(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
+        described = {k: {"file": shown_path(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
                          else "trained here", "tower_agreement": tower_agreement(heads[k], model.model)}
                      for k, p in (("image", spec.image_head), ("text", spec.text_head))}
         out.append(ScoredDetector(row, spec, probs, model.fingerprint, described,

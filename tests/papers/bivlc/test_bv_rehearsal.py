@@ -187,3 +187,12 @@ def test_correlation_leaves_out_a_cell_the_paper_did_not_measure(tmp_path):
     table2.write_text("model,sugarcrepe,I2T,T2I,group\nopenai/ViT-B-32,n/a,1,1,1.0\n")
     with pytest.raises(corr.CorrelationInputError, match="not a number"):
         corr.collect(benchmarks, "full", tmp_path)
+
+
+def test_the_tables_context_names_a_released_head_by_its_data_path(tmp_path, monkeypatch):
+    """Found in the rehearsal's context.json: a released head was named by this machine's absolute path."""
+    monkeypatch.setenv("VLC_DATA", str(tmp_path / "data"))
+    head = tables_full.head_path("data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt")
+    assert head.is_absolute()
+    assert tables_full.shown_path(head) == "data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt"
+    assert tables_full.shown_path(Path("build/full/bivlc/models/h.safetensors")) == "build/full/bivlc/models/h.safetensors"
