@@ -146,10 +146,8 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     env = rehearsal_env(workspace, mirror)
     data_root = workspace / "data"
     modules = {paper: _module(paper) for paper in papers}
-    tracked = False  # a pipeline reads data.dvc's outputs: fetched (real, pinned) as `make repro` fetches them first
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
         nodes = dag_nodes(workspace, env, paper)
-        tracked = tracked or "data.dvc" in nodes
         for owner in stage_owners(nodes):
             module = plugins.paper_module(owner, "rehearsal")
             if module is None:
@@ -179,14 +177,13 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             f"({time.perf_counter() - started:.0f} s)")
     for key in dict.fromkeys(keys):
         fetch_here(key)
-    if tracked:  # `python -m common data fetch` in the copy (its data/, the mirror), as `make repro` runs it first
-        started = time.perf_counter()
-        fetched = subprocess.run([sys.executable, "-m", "common", "data", "fetch"], cwd=workspace, env=env,
-                                 capture_output=True, text=True)
-        if fetched.returncode != 0:
-            raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
-                                 f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
-        log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
+    started = time.perf_counter()  # data.dvc's pinned inputs, real from the mirror, fetched as make repro fetches them
+    fetched = subprocess.run([sys.executable, "-m", "common", "data", "fetch"], cwd=workspace, env=env,
+                             capture_output=True, text=True)
+    if fetched.returncode != 0:
+        raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
+                             f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
+    log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
     configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
     if configured.returncode != 0:
         raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")

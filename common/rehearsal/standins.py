@@ -8,7 +8,7 @@ the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in ima
 
 Writers of sources several papers read live here (COCO 2017 captions and images, Visual Genome's image zips, ARO's
 image zip, COCO 2014's image zips, BLIP's Karpathy splits and the Flickr30k images, NegCLIP's TSVs, CIFAR's binary
-tarballs); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
+tarballs, Hugging Face dataset snapshots); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
 """
 from __future__ import annotations
 
@@ -172,6 +172,25 @@ def coco_train2017(data_root: Path, record: dict) -> list[str]:
     place_zip(keys[1], data_root, {f"{COCO_TRAIN_IMAGES}/{image['file_name']}": coco_image_bytes(image["id"])
                                    for image in record["images"]})
     return keys
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# COCO val2017 images (coco/val2017.zip, group coco-val2017): SugarCrepe's JSON (and BiVLC's captions) name them
+# ------------------------------------------------------------------------------------------------------------------
+COCO_VAL2017 = "coco/val2017.zip"
+COCO_VAL_IMAGES = "val2017"
+
+
+def coco_val2017(data_root: Path, file_names: Iterable[str]) -> str:
+    """COCO val2017's image zip (``val2017/<file>``, as ``images.cocodataset.org/zips/val2017.zip``) holding a
+    stand-in for every file named (``000000397133.jpg``; and those of earlier calls); returns its registry key."""
+    members = {}
+    for name in file_names:
+        if PurePosixPath(name).name != name or not name.endswith(".jpg"):
+            raise StandInError(f"{name!r} is not a COCO val2017 file name (<id:012d>.jpg)")
+        members[f"{COCO_VAL_IMAGES}/{name}"] = image_bytes(name_seed(name))
+    place_zip(COCO_VAL2017, data_root, members)
+    return COCO_VAL2017
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -384,3 +403,85 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
             info.size, info.mtime = len(data), 1704067200
             tf.addfile(info, io.BytesIO(data))
     return place(key, data_root, out.getvalue())
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hugging Face snapshots (methods hf_dataset, hf_model: <data root>/<dest>/) and the downloader's snapshot marker;
+# dataset snapshots (e.g. bivlc/BiVLC, bivlc/TROHN-Text, bivlc/TROHN-Img) as parquet shards, as the hub holds them
+# ------------------------------------------------------------------------------------------------------------------
+def snapshot_folder(data_root: Path, key: str) -> Path:
+    """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
+    from common.download import get_source
+
+    source = get_source(key)
+    if source.method not in ("hf_model", "hf_dataset"):
+        raise StandInError(f"{key}: not a Hugging Face snapshot in the registry (method {source.method})")
+    return source.dest_path(Path(data_root))
+
+
+def mark_snapshot(data_root: Path, key: str) -> Path:
+    """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
+    returns the folder offline as it returns a real snapshot."""
+    import datetime as dt
+
+    from common.download import SNAPSHOT_MARKER, get_source
+    from common.io import write_json_atomic
+
+    source = get_source(key)
+    marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
+    write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
+                               "allow_patterns": list(source.allow_patterns),
+                               "completed": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).isoformat()})
+    return marker
+
+
+HF_IMAGE = "image"
+"""A column kind of ``hf_dataset_snapshot``: a ``datasets.Image`` feature, stored as a struct {bytes, path}."""
+HF_STRING = "string"
+
+
+def hf_image(data: bytes, path: str | None = None) -> dict:
+    """An ``Image`` cell as ``datasets`` writes one into parquet: the encoded bytes and the source file's name."""
+    return {"bytes": data, "path": path}
+
+
+def hf_dataset_snapshot(key: str, data_root: Path, splits: Mapping[str, Sequence[Mapping]],
+                        columns: Mapping[str, str], shards: int = 1) -> Path:
+    """The Hugging Face dataset snapshot of registry entry ``key`` (method ``hf_dataset``) under ``data_root``:
+    per split, ``data/<split>-<k:05d>-of-<n:05d>.parquet`` (``shards`` files, rows in order) with ``columns``
+    (name -> ``HF_IMAGE`` or ``HF_STRING``) and the ``huggingface`` schema metadata ``datasets`` writes, then the
+    marker ``common.download`` writes after ``snapshot_download`` (so a fetch returns the folder offline, as it
+    returns a real snapshot); returns the folder. A folder already there is replaced."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from common.download import get_source
+
+    source = get_source(key)
+    if source.method != "hf_dataset":
+        raise StandInError(f"{key}: not a Hugging Face dataset in the registry (method {source.method})")
+    unknown = {name: kind for name, kind in columns.items() if kind not in (HF_IMAGE, HF_STRING)}
+    if unknown:
+        raise StandInError(f"{key}: column kinds must be {HF_IMAGE!r} or {HF_STRING!r}, got {unknown}")
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    features = {name: {"_type": "Image"} if kind == HF_IMAGE else {"dtype": "string", "_type": "Value"}
+                for name, kind in columns.items()}
+    schema = pa.schema([(name, image if kind == HF_IMAGE else pa.string()) for name, kind in columns.items()],
+                       metadata={"huggingface": json.dumps({"info": {"features": features}})})
+    folder = standin_dest(key, data_root)
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "data").mkdir(parents=True)
+    for split, rows in splits.items():
+        for row in rows:
+            if set(row) != set(columns):
+                raise StandInError(f"{key}: a {split} row has columns {sorted(row)}, the snapshot {sorted(columns)}")
+        n = max(1, min(shards, len(rows)))
+        cuts = [round(k * len(rows) / n) for k in range(n + 1)]
+        for k in range(n):
+            table = pa.Table.from_pylist(list(rows[cuts[k]:cuts[k + 1]]), schema=schema)
+            pq.write_table(table, folder / "data" / f"{split}-{k:05d}-of-{n:05d}.parquet")
+    mark_snapshot(data_root, key)
+    return folder
