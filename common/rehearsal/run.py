@@ -262,7 +262,7 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
     if mirror is None or not mirror.is_dir():
         raise SettingError("a rehearsal reads the pinned released files real: set VLC_MIRROR to a mirror of them "
                            "(or pass --mirror)")
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # the copy's environment names paths in it (HF_HOME) that its stages read from ws/
     workspace = folder / WORKSPACE
     started = time.perf_counter()
     env = prepare(workspace, papers, mirror, cap or DEFAULT_CAP)

@@ -10,7 +10,7 @@ lr 1e-4, weight decay 0.1, 1000 warmup steps) and both recipes OpenCLIP's traini
 groups, betas per architecture, amp, training crop). The refined runs are a stage group of their own: only they wait for the refinement
 (Vera, GPU), whose rows they read through ``negclip_rows_full`` without importing the refinement's code.
 
-``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device cuda``: weights in
+``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device ${sugarcrepe.negclip_full.device}``: weights in
 ``build/full/sugarcrepe_negclip/models/``, rank 0's wall-time log in ``build/full/sugarcrepe_negclip/logs/``.
 """
 from __future__ import annotations

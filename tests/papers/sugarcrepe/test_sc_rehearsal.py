@@ -128,3 +128,16 @@ def test_the_copy_carries_the_committed_inputs_stages_read():
     inputs = committed_inputs()
     assert "results/sugarcrepe/mini/table6_seeds.csv" in inputs
     assert "results/sugarcrepe/mini/table6.csv" not in inputs and not any("/full/" in name for name in inputs)
+
+
+def test_a_standin_is_refused_for_the_pinned_json_and_a_cap_outside_a_rehearsal(monkeypatch, tmp_path):
+    from common import params as params_module
+    from common.params import ParamsError
+    from common.rehearsal import standins
+
+    with pytest.raises(standins.StandInError, match="pins its sha256"):
+        standins.place_json("sugarcrepe/data/add_att.json", tmp_path, {})
+    monkeypatch.setattr(params_module, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 4}})
+    with pytest.raises(ParamsError, match="outside a rehearsal"):
+        sets_full.main(["--out", str(tmp_path / "set")])
+    assert not (tmp_path / "set").exists()
