@@ -38,10 +38,11 @@ repro: $(STAMP)
 
 # rehearse: every paper with a papers/<paper>/rehearsal.py unless PAPER names some; the pinned released files come
 # from VLC_MIRROR (default: ../shared/mirror when it exists).
+REHEARSE_FLAGS ?=
 REHEARSE_PAPERS := $(if $(filter command line environment,$(origin PAPER)),$(PAPER),)
 rehearse: $(STAMP)
 	@. $(BIN)/activate && VLC_MIRROR=$${VLC_MIRROR:-$$(test -d ../shared/mirror && cd ../shared/mirror && pwd)} \
-	  python -m common rehearse $(REHEARSE_PAPERS)
+	  python -m common rehearse $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
 
 test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \

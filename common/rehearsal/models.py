@@ -123,3 +123,104 @@ def _save(state: dict, target: Path, layout: str) -> None:
                        tmp)
         else:
             torch.save({"epoch": 1, layout: state}, tmp)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hugging Face model snapshots the downloader fetches (method hf_model: <data root>/<dest>/ with its snapshot marker):
+# the released blind scorers hf/liujch1998/vera (Vera, a T5 encoder) and hf/textattack/distilbert-base-uncased-CoLA
+# (the CoLA grammar model), as tiny configs of their real classes with tokenizers built offline
+# ------------------------------------------------------------------------------------------------------------------
+VERA_KEY = "hf/liujch1998/vera"
+GRAMMAR_KEY = "hf/textattack/distilbert-base-uncased-CoLA"
+TOKEN_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789.,'-!?"
+"""A stand-in tokenizer's vocabulary: one token per character (case folded), so distinct captions get distinct ids
+and a random model gives them distinct scores."""
+VERA_ROWS = 32128
+"""T5's embedding rows (Vera's head lives in rows 32097-32099 of the shared embedding)."""
+
+
+def snapshot_folder(data_root: Path, key: str) -> Path:
+    """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
+    from common.download import get_source
+
+    source = get_source(key)
+    if source.method not in ("hf_model", "hf_dataset"):
+        raise StandInError(f"{key}: not a Hugging Face snapshot in the registry (method {source.method})")
+    return source.dest_path(Path(data_root))
+
+
+def mark_snapshot(data_root: Path, key: str) -> Path:
+    """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
+    returns the folder offline as it returns a real snapshot."""
+    import datetime as dt
+
+    from common.download import SNAPSHOT_MARKER, get_source
+    from common.io import write_json_atomic
+
+    source = get_source(key)
+    marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
+    write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
+                               "allow_patterns": list(source.allow_patterns),
+                               "completed": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).isoformat()})
+    return marker
+
+
+def _character_tokenizer(specials: dict[str, str], template: str, template_tokens: tuple[str, ...]):
+    """A fast tokenizer over ``TOKEN_CHARACTERS`` (lower-cased, one token per character, whitespace dropped),
+    ``specials`` (role -> token) first in its vocabulary, ``template`` its single-sequence post-processing."""
+    import tokenizers
+    import transformers
+
+    vocab = {token: i for i, token in enumerate(dict.fromkeys([*specials.values(), *TOKEN_CHARACTERS]))}
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token=specials["unk_token"]))
+    backend.normalizer = tokenizers.normalizers.Lowercase()
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Sequence([
+        tokenizers.pre_tokenizers.WhitespaceSplit(),
+        tokenizers.pre_tokenizers.Split(tokenizers.Regex("."), behavior="isolated")])
+    backend.post_processor = tokenizers.processors.TemplateProcessing(
+        single=template, special_tokens=[(t, vocab[t]) for t in template_tokens])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend, **specials), len(vocab)
+
+
+def write_vera(data_root: Path, seed: int = 0) -> Path:
+    """Vera's snapshot: a tiny ``T5EncoderModel`` (T5's 32,128 embedding rows, Vera's head rows unsaturated), stored
+    in bfloat16 as the release is, with a T5-style tokenizer (``</s>`` closes every statement); returns the folder."""
+    import torch
+    import transformers
+
+    from common.blind.pretrained import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW
+
+    folder = snapshot_folder(data_root, VERA_KEY)
+    tokenizer, _ = _character_tokenizer({"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"},
+                                        "$A </s>", ("</s>",))
+    config = transformers.T5Config(vocab_size=VERA_ROWS, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=2,
+                                   pad_token_id=0, eos_token_id=1)
+    torch.manual_seed(seed)
+    model = transformers.T5EncoderModel(config).eval()
+    with torch.no_grad():
+        model.shared.weight[VERA_WEIGHT_ROW] *= 0.2
+        model.shared.weight[VERA_TEMPERATURE_ROW, 0] = 1.7
+    model.to(torch.bfloat16).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    mark_snapshot(data_root, VERA_KEY)
+    return folder
+
+
+def write_grammar_model(data_root: Path, seed: int = 0) -> Path:
+    """The CoLA grammar model's snapshot: a tiny ``DistilBertForSequenceClassification`` (two labels, LABEL_0 and
+    LABEL_1, as textattack's) with a BERT-style tokenizer (``[CLS] ... [SEP]``); returns the folder."""
+    import torch
+    import transformers
+
+    folder = snapshot_folder(data_root, GRAMMAR_KEY)
+    specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                "mask_token": "[MASK]"}
+    tokenizer, rows = _character_tokenizer(specials, "[CLS] $A [SEP]", ("[CLS]", "[SEP]"))
+    config = transformers.DistilBertConfig(vocab_size=rows, dim=16, hidden_dim=32, n_layers=1, n_heads=2,
+                                           initializer_range=0.5, num_labels=2, pad_token_id=1,
+                                           id2label={0: "LABEL_0", 1: "LABEL_1"}, label2id={"LABEL_0": 0, "LABEL_1": 1})
+    torch.manual_seed(seed)
+    transformers.DistilBertForSequenceClassification(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    mark_snapshot(data_root, GRAMMAR_KEY)
+    return folder

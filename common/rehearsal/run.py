@@ -55,10 +55,20 @@ class Outcome:
     log: str
     stages: dict[str, float] = field(default_factory=dict)
     """Each stage that ran -> its wall seconds (from its "Running stage" line to the next one, or to the end)."""
+    earlier: int = 0
+    """Stages of this pipeline that ran in this rehearsal for a paper before it (shared ones: DVC does not rerun them)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every stage of the pipeline ran in this rehearsal, and DVC succeeded."""
+        return self.returncode == 0 and self.ran + self.earlier == self.total
 
     def line(self) -> str:
-        status = "ok" if self.returncode == 0 else f"FAILED (dvc exit {self.returncode}; log {self.log})"
-        return f"papers/{self.paper}: {self.ran} of {self.total} stages ran, {self.seconds:.0f} s: {status}"
+        status = ("ok" if self.complete else f"FAILED (dvc exit {self.returncode}; log {self.log})" if self.returncode
+                  else f"INCOMPLETE ({self.total - self.ran - self.earlier} not run; log "
+                       f"{self.log})")
+        earlier = f" (and {self.earlier} for the papers before it)" if self.earlier else ""
+        return f"papers/{self.paper}: {self.ran} of {self.total} stages ran{earlier}, {self.seconds:.0f} s: {status}"
 
     def slowest(self, n: int = 3) -> str:
         ranked = sorted(self.stages.items(), key=lambda kv: -kv[1])[:n]
@@ -194,9 +204,11 @@ def rehearsed_papers() -> list[str]:
     return [p for p in plugins.paper_names() if plugins.paper_module(p, "rehearsal") is not None]
 
 
-def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout) -> Outcome:
-    """``dvc repro papers/<paper>`` in the copy, its output to ``log_path`` (and ``echo``), timed."""
-    total = stage_count(workspace, env, paper)
+def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout,
+          before: frozenset[str] = frozenset()) -> Outcome:
+    """``dvc repro papers/<paper>`` in the copy, its output to ``log_path`` (and ``echo``), timed; ``before``: the
+    stages that already ran in this rehearsal."""
+    dag = dag_stages(workspace, env, paper)
     ran: list[str] = []
     stages: dict[str, float] = {}
     started = time.perf_counter()
@@ -221,8 +233,8 @@ def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo
         returncode = process.wait()
     if ran:
         stages[ran[-1]] = round(time.perf_counter() - last, 1)
-    return Outcome(paper, len(ran), total, round(time.perf_counter() - started, 1), returncode, str(log_path),
-                   stages)
+    return Outcome(paper, len(ran), len(dag), round(time.perf_counter() - started, 1), returncode, str(log_path),
+                   stages, earlier=len(set(dag) & before - set(ran)))
 
 
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
@@ -240,9 +252,12 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
     started = time.perf_counter()
     env = prepare(workspace, papers, mirror, cap or DEFAULT_CAP)
     print(f"rehearsal: copy prepared at {workspace} ({time.perf_counter() - started:.0f} s)", flush=True)
-    outcomes = []
-    for paper in papers:
-        outcome = repro(workspace, env, paper, folder / f"{paper}.log", echo=None if quiet else sys.stdout)
+    outcomes: list[Outcome] = []
+    done: set[str] = set()
+    for paper in sorted(papers, key=lambda p: stage_count(workspace, env, p)):  # a paper's own stages under its name
+        outcome = repro(workspace, env, paper, folder / f"{paper}.log", echo=None if quiet else sys.stdout,
+                        before=frozenset(done))
+        done |= set(outcome.stages)
         outcomes.append(outcome)
         print(f"rehearsal: {outcome.line()}", flush=True)
     (folder / "summary.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n",
@@ -263,7 +278,14 @@ def _cmd(args: argparse.Namespace) -> int:
     print()
     for outcome in outcomes:
         print(outcome.line() + (f" (slowest: {outcome.slowest()})" if outcome.stages else ""))
-    return 0 if all(o.returncode == 0 for o in outcomes) else 1
+    for outcome in outcomes:
+        if args.quiet and not outcome.complete:  # the log's end, where DVC's one-line error is
+            tail = Path(outcome.log).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+            print(f"--- the end of {outcome.log} ---", *tail, sep="\n")
+    ran = sum(o.ran for o in outcomes)
+    print(f"rehearsal: {ran} distinct stages ran in {sum(o.seconds for o in outcomes):.0f} s of DVC "
+          f"({len(outcomes)} papers' pipelines)")
+    return 0 if all(o.complete for o in outcomes) else 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

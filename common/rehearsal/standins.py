@@ -7,7 +7,8 @@ sha256 the registry pins can never have a stand-in (``StandInError``; the downlo
 the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in images under every name it references.
 
 Writers of sources several papers read live here (COCO 2017 captions and images, Visual Genome's image zips, ARO's
-image zip); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
+image zip, COCO 2014's image zips, BLIP's Karpathy splits and the Flickr30k images, NegCLIP's TSVs, CIFAR's binary
+tarballs); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import io
 import json
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
@@ -173,6 +175,25 @@ def coco_train2017(data_root: Path, record: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# COCO val2017 images (coco/val2017.zip, group coco-val2017): SugarCrepe's JSON (and BiVLC's captions) name them
+# ------------------------------------------------------------------------------------------------------------------
+COCO_VAL2017 = "coco/val2017.zip"
+COCO_VAL_IMAGES = "val2017"
+
+
+def coco_val2017(data_root: Path, file_names: Iterable[str]) -> str:
+    """COCO val2017's image zip (``val2017/<file>``, as ``images.cocodataset.org/zips/val2017.zip``) holding a
+    stand-in for every file named (``000000397133.jpg``; and those of earlier calls); returns its registry key."""
+    members = {}
+    for name in file_names:
+        if PurePosixPath(name).name != name or not name.endswith(".jpg"):
+            raise StandInError(f"{name!r} is not a COCO val2017 file name (<id:012d>.jpg)")
+        members[f"{COCO_VAL_IMAGES}/{name}"] = image_bytes(name_seed(name))
+    place_zip(COCO_VAL2017, data_root, members)
+    return COCO_VAL2017
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Visual Genome's images (group visual-genome) and ARO's image zip (aro/vgr_vga_images.zip)
 # ------------------------------------------------------------------------------------------------------------------
 def visual_genome_images(data_root: Path, image_paths: Iterable[str]) -> list[str]:
@@ -214,3 +235,171 @@ def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
         sizes[r["image_path"]] = (max(w, math.ceil(r["bbox_x"] + r["bbox_w"]) + 1),
                                   max(h, math.ceil(r["bbox_y"] + r["bbox_h"]) + 1))
     return sizes
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# COCO 2014 (coco/val2014.zip, group coco-2014; coco/train2014.zip, group coco-train2014)
+# ------------------------------------------------------------------------------------------------------------------
+COCO_2014_SPLITS = ("train2014", "val2014")
+
+
+def coco2014_file_name(split: str, image_id: int) -> str:
+    """COCO 2014's file name of an image (``COCO_val2014_000000391895.jpg``)."""
+    if split not in COCO_2014_SPLITS:
+        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
+    return f"COCO_{split}_{image_id:012d}.jpg"
+
+
+def coco2014_images(data_root: Path, split: str, file_names: Iterable[str]) -> str:
+    """COCO 2014's image zip of ``split`` (``<split>/<file>``, as ``images.cocodataset.org/zips/<split>.zip``)
+    holding a stand-in for every file named (and those of earlier calls); returns its registry key."""
+    if split not in COCO_2014_SPLITS:
+        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
+    members = {}
+    for name in file_names:
+        if PurePosixPath(name).name != name or not name.startswith(f"COCO_{split}_"):
+            raise StandInError(f"{name!r} is not a COCO {split} file name (COCO_{split}_<id:012d>.jpg)")
+        members[f"{split}/{name}"] = image_bytes(name_seed(name), (40, 32))
+    key = f"coco/{split}.zip"
+    place_zip(key, data_root, members)
+    return key
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Karpathy splits as BLIP releases them (coco/karpathy/coco_karpathy_{val,test}.json, group coco-karpathy;
+# flickr30k/karpathy/flickr30k_{val,test}.json, group flickr30k) and the Flickr30k images (flickr30k/flickr30k-images,
+# manual: a folder)
+# ------------------------------------------------------------------------------------------------------------------
+FLICKR30K_IMAGES = "flickr30k/flickr30k-images"
+
+
+def karpathy_split(key: str, data_root: Path, records: Mapping[str, Sequence[str]]) -> Path:
+    """BLIP's Karpathy test/val file: a JSON list of ``{"image": <path>, "caption": [captions]}`` (paths
+    ``val2014/<file>`` for COCO, ``flickr30k-images/<file>`` for Flickr30k), one record per image."""
+    return place_json(key, data_root, [{"image": image, "caption": list(captions)}
+                                       for image, captions in records.items()])
+
+
+def flickr30k_images(data_root: Path, file_names: Iterable[str]) -> Path:
+    """The Flickr30k images folder (a manual source: the images lie directly in it) with a stand-in per name."""
+    folder = standin_dest(FLICKR30K_IMAGES, data_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in file_names:
+        if PurePosixPath(name).name != name:
+            raise StandInError(f"{name!r}: Flickr30k's images lie directly in {FLICKR30K_IMAGES}")
+        (folder / name).write_bytes(image_bytes(name_seed(name), (40, 32)))
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# NegCLIP's TSVs (aro/negclip/{train,valid}_neg_clip.tsv, group negclip): valid is pinned (real, from the mirror),
+# train is not (a stand-in in the same format)
+# ------------------------------------------------------------------------------------------------------------------
+NEGCLIP_TRAIN = "aro/negclip/train_neg_clip.tsv"
+NEGCLIP_VALID = "aro/negclip/valid_neg_clip.tsv"
+NEGCLIP_COLUMNS = ("", "title", "filepath", "neg_caption", "neg_image")
+"""As released (pandas' ``to_csv(sep="\\t")``): an unnamed index column, the caption, ``coco/<split>/<file>``, the
+negative captions and the nearest-image rows as Python list literals."""
+
+
+def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int]]]) -> bytes:
+    """NegCLIP's TSV of ``rows`` (caption, filepath, negative captions, neighbour row indices), indexed 0, 1, ..."""
+    import csv
+
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(NEGCLIP_COLUMNS)
+    for index, (caption, filepath, negatives, neighbours) in enumerate(rows):
+        writer.writerow([index, caption, filepath, repr(list(negatives)), repr([int(n) for n in neighbours])])
+    return out.getvalue().encode("utf-8")
+
+
+def negclip_train_tsv(data_root: Path, rows: Sequence[tuple[str, str, Sequence[str], Sequence[int]]]) -> Path:
+    """The stand-in of NegCLIP's ``train_neg_clip.tsv`` (``negclip_tsv_bytes``)."""
+    return place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(rows))
+
+
+def negclip_tsv_files(path: Path) -> list[str]:
+    """The ``filepath`` column of a NegCLIP TSV (``coco/<split>/<file>``), each file once, in order."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(dict.fromkeys(row["filepath"] for row in csv.DictReader(fh, delimiter="\t")))
+
+
+def negclip_tsv_images(data_root: Path, path: Path) -> list[str]:
+    """COCO 2014 image zips holding a stand-in for every image a NegCLIP TSV names; returns their registry keys."""
+    by_split: dict[str, list[str]] = {}
+    for filepath in negclip_tsv_files(path):
+        parts = PurePosixPath(filepath).parts
+        if len(parts) < 2 or parts[-2] not in COCO_2014_SPLITS:
+            raise StandInError(f"{path}: filepath {filepath!r} is not coco/<train2014|val2014>/<file>")
+        by_split.setdefault(parts[-2], []).append(parts[-1])
+    return [coco2014_images(data_root, split, names) for split, names in by_split.items()]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# CIFAR-10 / CIFAR-100 binary tarballs (aro/cifar/cifar-{10,100}-binary.tar.gz, group aro-cifar)
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CifarBinaryLayout:
+    """One binary tarball's members, as https://www.cs.toronto.edu/~kriz/cifar.html ships them."""
+
+    folder: str
+    train: tuple[str, ...]
+    test: str
+    names: tuple[str, ...]
+    """Label-name files, one name a line: one per label byte (CIFAR-100: coarse, then fine)."""
+    label_bytes: int
+
+
+CIFAR_BINARY = {
+    "cifar-10": CifarBinaryLayout("cifar-10-batches-bin", tuple(f"data_batch_{k}.bin" for k in range(1, 6)),
+                                  "test_batch.bin", ("batches.meta.txt",), 1),
+    "cifar-100": CifarBinaryLayout("cifar-100-binary", ("train.bin",), "test.bin",
+                                   ("coarse_label_names.txt", "fine_label_names.txt"), 2),
+}
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+CIFAR100_COARSE = ("aquatic_mammals", "fish", "flowers", "food_containers")
+CIFAR100_FINE = ("apple", "aquarium_fish", "baby", "bear")
+"""The first of CIFAR-100's 20 coarse and 100 fine label names (a stand-in keeps a few classes: every class is a
+prompt set each model encodes)."""
+
+
+def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequence[int],
+                         names: Sequence[Sequence[str]], seed: int = 0) -> Path:
+    """A CIFAR binary tarball (``variant`` ``cifar-10`` or ``cifar-100``) in the released layout: every train and test
+    batch as fixed-length records (label byte(s), then 1,024 red, green and blue bytes), ``labels`` in the test batch
+    (a CIFAR-100 record's coarse byte is its fine label modulo the coarse names), two records per train batch, and
+    ``names`` (one list per label-name file)."""
+    import tarfile
+
+    import numpy as np
+
+    layout = CIFAR_BINARY[variant]
+    if len(names) != len(layout.names):
+        raise StandInError(f"{variant}: {len(layout.names)} label-name lists ({', '.join(layout.names)}), got "
+                           f"{len(names)}")
+    fine = len(names[-1])
+    rng = np.random.default_rng(seed)
+
+    def records(values: Sequence[int]) -> bytes:
+        out = bytearray()
+        for label in values:
+            if not 0 <= label < fine:
+                raise StandInError(f"{variant}: label {label} outside the {fine} names given")
+            out += bytes([label % len(names[0])] * (layout.label_bytes - 1) + [label])
+            out += rng.integers(0, 256, 3 * 32 * 32, dtype=np.uint8).tobytes()
+        return bytes(out)
+
+    members = {f"{layout.folder}/{batch}": records([k % fine for k in range(2)]) for batch in layout.train}
+    members[f"{layout.folder}/{layout.test}"] = records(labels)
+    for file, values in zip(layout.names, names):
+        members[f"{layout.folder}/{file}"] = ("\n".join(values) + "\n\n").encode("utf-8")
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 1704067200
+            tf.addfile(info, io.BytesIO(data))
+    return place(key, data_root, out.getvalue())

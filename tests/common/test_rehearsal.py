@@ -296,7 +296,12 @@ def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
     monkeypatch.setattr(workspace, "dvc", lambda ws, env, *args: subprocess.CompletedProcess(args, 0, dot, ""))
     assert run.stage_count(tmp_path, {}, "p") == 3
     outcome = run.Outcome("p", 2, 3, 10.0, 0, "log", {"papers/p/dvc.yaml:a": 2.0, "papers/p/dvc.yaml:b@x": 8.0})
-    assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: ok" and outcome.slowest(1) == "b@x 8 s"
+    assert outcome.line() == "papers/p: 2 of 3 stages ran, 10 s: INCOMPLETE (1 not run; " \
+                             "log log)" and not outcome.complete
+    assert outcome.slowest(1) == "b@x 8 s"
+    shared = run.Outcome("p", 2, 3, 10.0, 0, "log", earlier=1)
+    assert shared.complete and shared.line() == "papers/p: 2 of 3 stages ran (and 1 for the papers before it), 10 s: ok"
+    assert not run.Outcome("p", 3, 3, 1.0, 1, "p.log").complete
 
 
 def test_the_papers_a_pipeline_walks_are_its_stages_owners():
@@ -306,3 +311,46 @@ def test_the_papers_a_pipeline_walks_are_its_stages_owners():
               "papers/conclip/dvc.yaml:audit", "papers/conclip"]
     assert stage_owners(stages) == ["sugarcrepe", "conclip"]
     assert stage_owners(["dvc.yaml:papers/aro", "audit/cross_paper"]) == []
+
+
+def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monkeypatch):
+    """With real data present (``VLC_DATA``, its checksum lock), a rehearsal writes its stand-ins only in its copy's
+    data root, leaves the real files and lock byte for byte as they were, and its stages never see the real root."""
+    import hashlib
+
+    from common.paths import mirror_root
+    from common.rehearsal import models as standin_models
+    from common.rehearsal import run
+    from papers.hard_positives import sets_full
+
+    mirror = mirror_root() or (Path(__file__).resolve().parents[3] / "shared" / "mirror")
+    if not mirror.is_dir():
+        pytest.skip(f"no mirror at {mirror}")
+    real = tmp_path / "real-data"
+    swap = sets_full.SWAP_FILES[0]
+    real_swap = get_source(swap).dest_path(real)
+    real_swap.parent.mkdir(parents=True)
+    real_swap.write_text('[{"the": "real file"}]')
+    ChecksumLock(real).record(get_source(swap), hashlib.sha256(real_swap.read_bytes()).hexdigest(),
+                              real_swap.stat().st_size)
+    before = {p: p.read_bytes() for p in real.rglob("*") if p.is_file()}
+    monkeypatch.setenv("VLC_DATA", str(real))
+
+    def tiny(folder, name, *args, **kwargs):  # the models' writers are tested above; here only where things go
+        target = Path(folder) / "standin-models" / name.replace("/", "_")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"weights")
+        return target
+
+    monkeypatch.setattr(standin_models, "write_pretrained", tiny)
+    monkeypatch.setattr(standin_models, "write_checkpoint", tiny)
+    workspace = tmp_path / "rehearsal" / "ws"
+    env = run.prepare(workspace, ["hard_positives"], mirror, 2, log=lambda line: None)
+    assert {p: p.read_bytes() for p in real.rglob("*") if p.is_file()} == before
+    assert "VLC_DATA" not in env and "VLC_BUILD" not in env
+    copy_swap = get_source(swap).dest_path(workspace / "data")
+    assert copy_swap.read_bytes() != real_swap.read_bytes()  # the stand-in, in the copy
+    assert ChecksumLock(workspace / "data").get(get_source(swap)) != ChecksumLock(real).get(get_source(swap))
+    real_swap.write_bytes(copy_swap.read_bytes())  # a stand-in carried into the real root is refused there
+    with pytest.raises(ChecksumError):
+        fetch(swap, data_root=real, mirror=None, progress=False)
