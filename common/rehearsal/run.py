@@ -174,12 +174,23 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             path = standin_models.write_checkpoint(data_root, name, _layout(name), seed)  # type: ignore[arg-type]
         log(f"rehearsal: model {name}: random {spec.arch} at {path.relative_to(workspace)} "
             f"({time.perf_counter() - started:.0f} s)")
-    for key in dict.fromkeys(keys):
+    for key in dict.fromkeys([*data_dvc_keys(workspace), *keys]):
         fetch_here(key)
     configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
     if configured.returncode != 0:
         raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")
     return env
+
+
+def data_dvc_keys(workspace: Path) -> list[str]:
+    """The registry keys of the copy's ``data.dvc`` inputs (pinned released files, real from the mirror): a real run
+    fetches them before ``dvc repro`` (``make repro``: ``python -m common data fetch``), and stages depend on them."""
+    from common.data_dvc import read_data_dvc, source_of
+    from common.download import default_registry
+
+    by_dest = {source.dest: source for source in default_registry().values()}
+    path = Path(workspace) / "data.dvc"
+    return [source_of(item, by_dest).key for item in read_data_dvc(path)] if path.is_file() else []
 
 
 def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:

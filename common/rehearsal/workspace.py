@@ -34,8 +34,36 @@ def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) ->
         return skip
 
     shutil.copytree(root, dest, ignore=ignore)
+    if not keep_results:
+        for name in committed_inputs(root):
+            (Path(dest) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, Path(dest) / name)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     return Path(dest)
+
+
+def committed_inputs(root: Path = ROOT) -> list[str]:
+    """Files under ``results/`` that a stage depends on and no stage writes (committed inputs, such as a seed-spread
+    table made offline): a copy needs them as a clone has them, though it carries no result."""
+    import yaml
+
+    deps: set[str] = set()
+    outs: list[str] = []
+    for dvc_file in [Path(root) / "dvc.yaml", *sorted(Path(root).glob("papers/*/dvc.yaml"))]:
+        stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+        for stage in stages.values():
+            stage = stage.get("do", stage)
+            deps.update(d for d in stage.get("deps", []) if isinstance(d, str))
+            outs += [next(iter(o)) if isinstance(o, dict) else o
+                     for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
+    from common.params import PROFILES
+
+    written = [o.replace("${profile}", profile).split("${")[0]  # another interpolation: all under its fixed prefix
+               for o in outs for profile in PROFILES]
+    return sorted(d for d in deps if d.startswith("results/") and not d.startswith("results/published/")
+                  and "${" not in d and (Path(root) / d).is_file()
+                  and not any(d == w or (w.endswith("/") and d.startswith(w)) or d.startswith(w.rstrip("/") + "/")
+                              for w in written if w))
 
 
 def copy_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

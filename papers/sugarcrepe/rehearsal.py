@@ -27,8 +27,9 @@ keep Figure 5's correlations defined. Left out: the HF-text-tower models (``laio
 open_clip reads their text tower's config and tokenizer from the hub's ``roberta-base``/``xlm-roberta-*``, which
 the rehearsal does not write) and the large ViTs (the same code as ViT-B-32 at 1-10 GB each). Table 6 has no other
 backend (no BLIP, FLAVA or X-VLM)."""
-TRAIN_IMAGES = 12
-"""Stand-in COCO train2014 images of NegCLIP's TSV (each captioned twice)."""
+TRAIN_IMAGES = 4
+"""Stand-in COCO train2014 images of NegCLIP's TSV (each captioned twice): 8 rows, two steps of a batch of 4 per run
+(twelve runs on two CPU cores)."""
 
 
 def params(params: dict[str, Any]) -> None:
