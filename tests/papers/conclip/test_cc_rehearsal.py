@@ -133,3 +133,25 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     for stage in ("tables-full", "finetune-full-set", "distractors-full", "zeroshot-full"):
         assert stage_params(f"papers/conclip/dvc.yaml:{stage}")["rehearsal"] == {"enabled": False, "cap": None}
     assert stage_params("papers/conclip/dvc.yaml:audit")["rehearsal"] == {"enabled": False}
+
+
+def test_the_audit_compares_each_column_in_its_published_unit():
+    """Found by the rehearsal: a full run's audit compared Table 16's mean Delta (published in points) as a percent
+    and stopped ("cannot compare a percent with a points"); every mapped column now carries the published unit."""
+    import csv
+
+    from common.audit.core import convert
+    from common.paths import ROOT
+    from papers.conclip import audit
+
+    with open(ROOT / "results/published/conclip.csv", newline="", encoding="utf-8") as fh:
+        published = {(r["table"], r["column"]): r["unit"] for r in csv.DictReader(fh)}
+    checked = 0
+    for table, (_, columns, _) in audit.TABLES.items():
+        for ours, theirs in columns.items():
+            if (table, theirs) in published:
+                unit = audit.UNITS.get(ours, "percent")
+                assert unit == published[(table, theirs)], (table, ours)
+                assert convert(1.5, unit, published[(table, theirs)]) == 1.5
+                checked += 1
+    assert checked and audit.UNITS["delta"] == published[("Table 16", "Mean Δ")] == "points"
