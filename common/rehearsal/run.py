@@ -81,7 +81,8 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
 
     env = copy_env()
     env.update({"VLC_MIRROR": str(mirror), "HF_HOME": str(Path(workspace) / HF_HOME), "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "TORCH_HOME": str(Path(workspace) / ".cache" / "torch")})
+                "TRANSFORMERS_OFFLINE": "1", "TORCH_HOME": str(Path(workspace) / ".cache" / "torch"),
+                "PYTHONUNBUFFERED": "1"})  # DVC's "Running stage" lines as they happen: each stage's wall time
     return env
 
 
