@@ -242,13 +242,10 @@ def show_metrics(paper: str) -> int:
 
 
 def dvc_metrics_show(files: Sequence[str]) -> int:
-    """``dvc metrics show`` of ``files`` by this interpreter's DVC (an unactivated venv has no ``dvc`` on PATH)."""
-    import subprocess
-    import sys
+    """``dvc metrics show`` of ``files``, shown as DVC prints it."""
+    from common.dvc_run import run_dvc
 
-    from common.paths import ROOT
-
-    return subprocess.run([sys.executable, "-m", "dvc", "metrics", "show", *files], cwd=ROOT).returncode
+    return run_dvc("metrics", "show", *files, capture=False).returncode
 
 
 CROSS_PAPER_METRICS = "results/audit/cross_paper_summary.json"
