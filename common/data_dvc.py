@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from common import paths
+from common.dvc_run import run_dvc
 from common.errors import WorkspaceError
 from common.io import write_text_atomic
 
@@ -226,8 +227,8 @@ def status_line(tracked: Sequence[TrackedInput] | None = None, workspace: Path |
 # The full profile: its own .dvc files
 # ----------------------------------------------------------------------------------------------------------------
 def dvc(*args: str, cwd: Path = paths.ROOT, check: bool = False) -> subprocess.CompletedProcess:
-    """This environment's DVC (``python -m dvc``), output captured."""
-    done = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, capture_output=True, text=True)
+    """This environment's DVC (``common.dvc_run``), output captured."""
+    done = run_dvc(*args, cwd=cwd)
     if check and done.returncode != 0:
         raise DataDvcError(f"dvc {' '.join(args)} failed: {_last_error(done)}")
     return done

@@ -227,8 +227,6 @@ def _metric_names(path: Path) -> tuple[str, ...]:
 def show_metrics(paper: str) -> int:
     """``dvc metrics show`` over one paper's metrics files, one table per set of metric names (files that share their
     names share a table; a table whose columns were the union of unrelated files would be mostly empty cells)."""
-    import subprocess
-
     from common.paths import ROOT
 
     files = metric_files(paper)
@@ -239,8 +237,15 @@ def show_metrics(paper: str) -> int:
         tables.setdefault(_metric_names(ROOT / name), []).append(name)
     status = 0
     for group in tables.values():
-        status |= subprocess.run(["dvc", "metrics", "show", *group], cwd=ROOT).returncode
+        status |= dvc_metrics_show(group)
     return status
+
+
+def dvc_metrics_show(files: Sequence[str]) -> int:
+    """``dvc metrics show`` of ``files``, shown as DVC prints it."""
+    from common.dvc_run import run_dvc
+
+    return run_dvc("metrics", "show", *files, capture=False).returncode
 
 
 CROSS_PAPER_METRICS = "results/audit/cross_paper_summary.json"
@@ -248,8 +253,6 @@ CROSS_PAPER_METRICS = "results/audit/cross_paper_summary.json"
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    import subprocess
-
     from common.paths import ROOT
 
     status = 0
@@ -258,7 +261,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         status |= show_metrics(paper)
     if (ROOT / CROSS_PAPER_METRICS).is_file():
         print("audit/cross_paper (every paper's pipeline keeps it current)")
-        status |= subprocess.run(["dvc", "metrics", "show", CROSS_PAPER_METRICS], cwd=ROOT).returncode
+        status |= dvc_metrics_show([CROSS_PAPER_METRICS])
     return status
 
 

@@ -8,8 +8,7 @@ import tomllib
 from pathlib import Path
 
 from common.paths import ROOT
-
-MIRROR = ROOT.parent / "shared" / "mirror"
+from shared_files import MIRROR  # VLC_MIRROR when set, else ../shared/mirror
 PARAMS = "\ntoy:\n  mini:\n    images: 24\n    seed: 0\n    steps: 3\n    batch_size: 8\n"
 
 SETS = '''"""The toy paper's set: mini-world scenes with two captions each, and the size of one fetched file."""

@@ -12,8 +12,7 @@ from common import data_dvc
 from common.data_dvc import DataDvcError, TrackedInput, read_data_dvc, write_data_dvc
 from common.download import default_registry, mirror_path
 from common.paths import ROOT
-
-MIRROR = ROOT.parent / "shared" / "mirror"
+from shared_files import MIRROR
 
 
 def test_every_tracked_input_is_a_pinned_registry_file_under_data():

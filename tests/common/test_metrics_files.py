@@ -31,3 +31,14 @@ def test_committed_metrics_are_few_flat_numbers(paper):
 def test_every_paper_with_results_has_metrics():
     assert metric_files("sugarcrepe") and metric_files("aro")
     assert "results/audit/aro_summary.json" in metric_files("aro")
+
+
+def test_metrics_are_shown_without_dvc_on_path(monkeypatch, capfd):
+    """``python -m common metrics`` from an unactivated venv: DVC runs as this interpreter's module."""
+    import sys
+
+    from common.report import CROSS_PAPER_METRICS, dvc_metrics_show
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert dvc_metrics_show([CROSS_PAPER_METRICS]) == 0, sys.executable
+    assert "cross_paper_summary.json" in capfd.readouterr().out
