@@ -18,7 +18,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.io import atomic_path
@@ -314,9 +314,44 @@ def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int
     return out.getvalue().encode("utf-8")
 
 
-def negclip_train_tsv(data_root: Path, rows: Sequence[tuple[str, str, Sequence[str], Sequence[int]]]) -> Path:
-    """The stand-in of NegCLIP's ``train_neg_clip.tsv`` (``negclip_tsv_bytes``)."""
-    return place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(rows))
+NEGCLIP_TRAIN_ROWS = 24
+"""Released validation rows (one image each) that become the stand-in training TSV's rows: enough that SugarCrepe's
+Algorithm 1 keeps a batch of every negative kind it generates from them (``negclip-full-refine``), while the fine-tunes
+train on their first ``rehearsal.cap`` rows only."""
+
+
+def negclip_train_rows(valid: Sequence[Any], twin_of: str,
+                       rows: int = NEGCLIP_TRAIN_ROWS) -> list[tuple[str, str, list[str], list[int]]]:
+    """The stand-in training rows: the first ``rows`` released validation rows (``common.released_text.NegClipRow``:
+    real captions and negatives), each image moved to a train2014 stand-in file, then the first row again on the
+    train2014 twin of ``twin_of`` (a COCO val2017 file name: the same image id, as the real TSV holds train2014
+    images that are SugarCrepe test images, which ``negclip-full-set`` must drop). Each row's neighbours (``neg_image``)
+    are the next three rows."""
+    files: dict[str, str] = {}
+    chosen: list[tuple[str, str, list[str]]] = []
+    for row in valid:
+        if row.filepath not in files:
+            if len(files) == rows:
+                break
+            files[row.filepath] = coco2014_file_name("train2014", 1 + len(files))
+        chosen.append((row.title, f"coco/train2014/{files[row.filepath]}", list(row.negatives)))
+    twin = coco2014_file_name("train2014", int(PurePosixPath(twin_of).stem))
+    chosen.append((chosen[0][0], f"coco/train2014/{twin}", chosen[0][2]))
+    n = len(chosen)
+    return [(caption, file, negatives, [(i + k) % n for k in (1, 2, 3)])
+            for i, (caption, file, negatives) in enumerate(chosen)]
+
+
+def negclip_train_tsv(data_root: Path, fetch: Callable[[str], Path]) -> Path:
+    """The stand-in of NegCLIP's ``train_neg_clip.tsv`` (``negclip_train_rows``), from the pinned validation TSV and
+    SugarCrepe's first test image (both real, ``fetch``ed): one writer, so every paper whose rehearsal reads the file
+    (ARO's fine-tunes, SugarCrepe's NegCLIP sets) writes the same bytes, whichever prepares last."""
+    from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
+    from common.released_text import read_negclip_tsv
+
+    valid = read_negclip_tsv(fetch(NEGCLIP_VALID))
+    first_test = next(iter(read_category(fetch(released_file_key(CATEGORIES[0]))).values()))["filename"]
+    return place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(negclip_train_rows(valid, first_test)))
 
 
 def negclip_tsv_files(path: Path) -> list[str]:

@@ -9,9 +9,10 @@ What the full stages read, and what the rehearsal puts there:
   Flickr30k images folder; the CIFAR-10/100 binary tarballs in the released layout (a few classes; their md5 cannot
   be the published one, which the stage checks outside a rehearsal only).
 * ``finetune-full@{negclip,clip-ft}``: ``valid_neg_clip.tsv`` is pinned, so real (the mirror), with a stand-in
-  val2014 image for every file it names; ``train_neg_clip.tsv`` is not, so a stand-in in its format (the first
-  released validation rows, their real captions and negatives, pointed at train2014 files, neighbours renumbered);
-  COCO 2014's two image zips hold them. All four are DVC data deps, so fetched (extracted) before the pipeline runs.
+  val2014 image for every file it names; ``train_neg_clip.tsv`` is not, so a stand-in in its format
+  (``common.rehearsal.standins.negclip_train_tsv``, shared with SugarCrepe: released validation rows, their real
+  captions and negatives, pointed at train2014 files); COCO 2014's two image zips hold them. A rehearsal's fine-tune
+  trains on the first ``rehearsal.cap`` rows (``train_full``). All four are DVC data deps, so fetched (extracted) before the pipeline runs.
 * ``real-text``: ``valid_neg_clip.tsv``, real.
 * Models (``params``): the fine-tunes' base ``openai/ViT-B-32`` (hub cache) and the tables' rows the rehearsal keeps
   (``KEPT_MODELS``): the base, NegCLIP's released checkpoint in its release layout (``CHECKPOINT_LAYOUTS``; its GELU
@@ -54,8 +55,6 @@ VG_ATTRIBUTION_ROWS = (  # (image, box, attributes, true caption, false caption)
 KARPATHY_IMAGES = 4
 """Images in each stand-in Karpathy test split."""
 FLICKR30K_IMAGES = ("1000092795.jpg", "10002456.jpg", "1000268201.jpg", "1000344755.jpg")
-TRAIN_ROWS = 8
-"""Rows of the stand-in ``train_neg_clip.tsv`` (two steps of the rehearsal's batch of 4)."""
 CIFAR_TEST_LABELS = (0, 1, 2, 3, 1, 0)
 
 
@@ -103,22 +102,6 @@ def models(params: dict[str, Any]) -> list[str]:
     return [name for name in dict.fromkeys(names) if not (get_spec(name).checkpoint or "").startswith("build:")]
 
 
-def train_rows(valid_tsv: Path, rows: int = TRAIN_ROWS) -> list[tuple[str, str, list[str], list[int]]]:
-    """The stand-in training rows: the first ``rows`` released validation rows (caption, negatives) on train2014
-    files (one per validation image), each row's neighbours the next three rows (mod ``rows``)."""
-    from common.rehearsal.standins import coco2014_file_name
-    from papers.aro.negclip_tsv_full import read_negclip_tsv
-
-    _, released = read_negclip_tsv(valid_tsv)
-    files: dict[str, str] = {}
-    out = []
-    for n, row in enumerate(released[:rows]):
-        file = files.setdefault(row.filepath, coco2014_file_name("train2014", 1 + len(files)))
-        out.append((row.caption, f"coco/train2014/{file}", list(row.negatives),
-                    [(n + k) % rows for k in (1, 2, 3)]))
-    return out
-
-
 def karpathy_records(images: Sequence[str], first: Sequence[str] = ()) -> dict[str, list[str]]:
     """BLIP's Karpathy test records: five captions per image (``first[k]``, a real caption of image k, then
     COCO-style ones)."""
@@ -151,7 +134,7 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
 
     valid = fetch(standins.NEGCLIP_VALID)
     keys = [standins.NEGCLIP_VALID, *standins.negclip_tsv_images(data_root, valid)]
-    train = standins.negclip_train_tsv(data_root, train_rows(valid))
+    train = standins.negclip_train_tsv(data_root, fetch)  # the one writer SugarCrepe's rehearsal calls too
     keys += [standins.NEGCLIP_TRAIN, *standins.negclip_tsv_images(data_root, train)]
 
     records = vg_records()

@@ -4,7 +4,8 @@ train 2014 with NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``n
 ``valid_neg_clip.tsv``'s retrieval over COCO val 2014 (``papers.aro.sweep``).
 
 Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank: ``params.yaml aro.full.device``; a
-rehearsal's is ``cpu``, gloo, and it validates on the first ``rehearsal.cap`` images only). The weights go to
+rehearsal's is ``cpu``, gloo; it validates on the first ``rehearsal.cap`` images and trains ``ceil(cap / batch)`` steps,
+``common.rehearsal.training``). The weights go to
 ``build/full/aro/models/<method>.safetensors``. Stages ``finetune-full@negclip`` and ``finetune-full@clip-ft`` of
 ``papers/aro/dvc.yaml``: ``torchrun --standalone --nproc_per_node N -m papers.aro.train_full run negclip|clip-ft
 --device <aro.full.device>``.
@@ -47,6 +48,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo.trained import tokenizer_for
 
     from common.rehearsal.settings import rehearsal
+    from common.rehearsal.training import rehearsal_steps
 
     stage_values, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
     params = replace(FinetuneParams.from_params(section), recipe=recipe())
@@ -64,7 +66,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
                   "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile,
                   **({"rehearsal_validation_images": cap} if cap is not None else {})}
     return sweep_jobs(args.run, "full", params, FromZoo(params.base), batches, validator, __name__, provenance,
-                      steps=args.steps)
+                      steps=rehearsal_steps(stage_values, params.batch_size, args.steps))
 
 
 def weights_path(args: argparse.Namespace) -> Path:

@@ -6,9 +6,10 @@ What the full stages read, and what the rehearsal puts there:
   read): pinned, so real (the mirror); COCO val2017's image zip gets a stand-in for every image they name
   (``common.rehearsal.standins.coco_val2017``). ``full-set`` then keeps the first ``rehearsal.cap`` examples per
   category (``sets_full``), and everything downstream scores those.
-* NegCLIP's training TSV (``aro/negclip/train_neg_clip.tsv``, unpinned): a stand-in in the released format over
-  COCO-style captions that the CREPE-style generators can edit, one row on a SugarCrepe test image (which
-  ``negclip-full-set`` must drop), and COCO train2014's image zip holding every image it names.
+* NegCLIP's training TSV (``aro/negclip/train_neg_clip.tsv``, unpinned): the stand-in ARO's rehearsal writes too
+  (``common.rehearsal.standins.negclip_train_tsv``: real validation captions, which the CREPE-style generators edit,
+  on train2014 files, and one row on a SugarCrepe test image's twin, which ``negclip-full-set`` must drop), and COCO
+  train2014's image zip holding every image it names. Each NegCLIP run trains on the first ``rehearsal.cap`` rows.
 * Vera and the CoLA grammar model (``blind-released``, ``negclip-full-refine``): tiny configs of their real classes as
   the downloader's snapshots (``common.rehearsal.models.write_vera``, ``write_grammar_model``).
 * Models: Table 6 cut to ``KEPT_MODELS`` (below), the NegCLIP base and ARO's released NegCLIP (``table5-full``), at
@@ -27,9 +28,6 @@ keep Figure 5's correlations defined. Left out: the HF-text-tower models (``laio
 open_clip reads their text tower's config and tokenizer from the hub's ``roberta-base``/``xlm-roberta-*``, which
 the rehearsal does not write) and the large ViTs (the same code as ViT-B-32 at 1-10 GB each). Table 6 has no other
 backend (no BLIP, FLAVA or X-VLM)."""
-TRAIN_IMAGES = 4
-"""Stand-in COCO train2014 images of NegCLIP's TSV (each captioned twice): 8 rows, two steps of a batch of 4 per run
-(twelve runs on two CPU cores)."""
 
 
 def params(params: dict[str, Any]) -> None:
@@ -46,24 +44,6 @@ def models(params: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys([*section["models"]["full"], section["negclip_full"]["base"], RELEASED_NEGCLIP]))
 
 
-def negclip_rows(test_image: str | None) -> list[tuple[str, str, list[str], list[int]]]:
-    """NegCLIP TSV rows (caption, ``coco/train2014/<file>``, negative captions, neighbour rows): two COCO-like
-    captions on each of ``TRAIN_IMAGES`` images, and one on the train2014 twin of ``test_image`` (a SugarCrepe test
-    image's file name) when given."""
-    from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco2014_file_name
-
-    images = [coco2014_file_name("train2014", k + 1) for k in range(TRAIN_IMAGES)]
-    if test_image is not None:
-        images.append(coco2014_file_name("train2014", int(Path(test_image).stem)))
-    rows = []
-    for k, image in enumerate(images):
-        for j in range(2):
-            caption = COCO_LIKE_CAPTIONS[(k + 5 * j) % len(COCO_LIKE_CAPTIONS)]
-            negative = " ".join(reversed(caption.rstrip(".").split(" "))) + "."
-            rows.append((caption, f"coco/train2014/{image}", [negative], [(len(rows) + 1) % (2 * len(images))]))
-    return rows
-
-
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
     pinned released JSON whose images are stood in for); returns the keys DVC's data deps need fetched."""
@@ -74,7 +54,7 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     records = [record for category in CATEGORIES for record in read_category(fetch(released_file_key(category)))
                .values()]
     val_key = standins.coco_val2017(data_root, sorted({r["filename"] for r in records}))
-    tsv = standins.negclip_train_tsv(data_root, negclip_rows(records[0]["filename"]))
+    tsv = standins.negclip_train_tsv(data_root, fetch)  # the one writer ARO's rehearsal calls too
     image_keys = standins.negclip_tsv_images(data_root, tsv)
     standin_models.write_vera(data_root)
     standin_models.write_grammar_model(data_root)

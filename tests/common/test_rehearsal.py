@@ -372,3 +372,15 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
     real_swap.write_bytes(copy_swap.read_bytes())  # a stand-in carried into the real root is refused there
     with pytest.raises(ChecksumError):
         fetch(swap, data_root=real, mirror=None, progress=False)
+
+
+def test_a_rehearsals_finetune_trains_cap_rows_worth_of_steps():
+    from common.rehearsal.training import rehearsal_steps
+
+    on = {"rehearsal": {"enabled": True, "cap": 4}}
+    assert rehearsal_steps(on, batch_size=4) == 1 and rehearsal_steps(on, batch_size=3) == 2
+    assert rehearsal_steps(on, batch_size=4, steps=7) == 7  # a smoke run's --steps wins
+    assert rehearsal_steps({"rehearsal": {"enabled": True, "cap": None}}, batch_size=4) is None  # the epochs
+    assert rehearsal_steps({}, batch_size=256) is None  # a real run: the recipe's epochs
+    with pytest.raises(ParamsError, match="outside a rehearsal"):
+        rehearsal_steps({"rehearsal": {"enabled": False, "cap": 4}}, batch_size=4)

@@ -68,7 +68,7 @@ def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
     names = standins.negclip_tsv_files(valid)
     assert len(names) == 4839 and all((root / "coco/val2014/val2014" / Path(n).name).is_file() for n in names)
     table, images = tsv_table(root / "negclip" / "train_neg_clip.tsv", root / "coco/train2014/train2014", 32)
-    assert len(table.captions) == rehearsal.TRAIN_ROWS and all(path.is_file() for path in images.paths)
+    assert len(table.captions) == standins.NEGCLIP_TRAIN_ROWS + 1 and all(path.is_file() for path in images.paths)
     _, released = read_negclip_tsv(valid)
     assert table.captions[0] == released[0].caption and table.negatives[0] == released[0].negatives
     validator = val_from_tsv(valid, root / "coco/val2014/val2014", 32, lambda texts: list(texts), cap=3)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from common.download import fetch, get_source
+from common.rehearsal import standins
 from papers.sugarcrepe import rehearsal, sets_full
 
 pytest.importorskip("transformers")
@@ -61,8 +62,31 @@ def test_the_negclip_standins_make_a_training_set_that_drops_the_test_image(prep
     manifest = build_train_set(root / "negclip" / "train_neg_clip.tsv", root / "coco" / "train2014" / "train2014",
                                tmp_path / "set" / "manifest.json", tmp_path / "train", seed=0, vocabulary_min_count=2)
     counts = manifest["counts"]
-    assert counts["test_images_dropped"] == 1 and counts["rows_on_test_images"] == 2
-    assert counts["rows"] == 2 * rehearsal.TRAIN_IMAGES and not any(counts["rows_without_negative"].values())
+    assert counts["test_images_dropped"] == 1 and counts["rows_on_test_images"] == 1
+    assert counts["rows"] == standins.NEGCLIP_TRAIN_ROWS and not any(counts["rows_without_negative"].values())
+
+
+def test_algorithm_1_with_the_standin_scorers_keeps_a_batch_of_every_kind(prepared, in_root, tmp_path):
+    """The refined runs train on what Algorithm 1 keeps of the stand-in TSV's rows (with the stand-in Vera and grammar
+    model, as ``negclip-full-refine`` runs them): every kind keeps at least the rehearsal's global batch."""
+    from common.blind.pretrained import load_text_scorer
+    from common.params import read_params
+    from common.rehearsal.params import BATCH
+    from papers.sugarcrepe.negclip_refine_full import SCORERS, build_refined
+    from papers.sugarcrepe.negclip_sets_full import build_train_set
+
+    root, keys = prepared
+    for key in keys:
+        fetch(key, data_root=root, progress=False)
+    sets_full.prepare_full(tmp_path / "set", cap=4)
+    build_train_set(root / "negclip" / "train_neg_clip.tsv", root / "coco" / "train2014" / "train2014",
+                    tmp_path / "set" / "manifest.json", tmp_path / "train", seed=0, vocabulary_min_count=2)
+    refine = read_params()["sugarcrepe"]["negclip_full"]["refine"]
+    scorers = {name: load_text_scorer(name, device="cpu", cache_dir=root) for name in SCORERS}
+    record = build_refined(tmp_path / "train", tmp_path / "refined.json", scorers, refine["bins"], refine["seed"])
+    kept = {kind: len(v["kept"]) for kind, v in record["kinds"].items()}
+    print(kept)
+    assert len(kept) == 3 and min(kept.values()) >= BATCH, kept
 
 
 def test_the_blind_scorer_standins_load_as_the_released_ones(prepared):
