@@ -77,7 +77,8 @@ def copy_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def dvc(workspace: Path, env: Mapping[str, str] | None, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """Run this environment's ``dvc`` in ``workspace`` (``env``: default this process's, with this interpreter's folder
     first on PATH)."""
-    exe = Path(sys.executable).with_name("dvc")
+    from common.dvc_run import run_dvc
+
     env = dict(os.environ if env is None else env)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run([str(exe), *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the stages' python, torchrun
+    return run_dvc(*args, cwd=workspace, env=env, timeout=timeout)
