@@ -2,6 +2,8 @@
 # Both create .venv on first use (Python 3.11, pip) and install the project into it.
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
 #   make repro PAPER=bivlc      one of them
+#   make rehearse [PAPER=...]   the full profile end to end on stand-ins, in a copy under build/rehearsal/ (CPU,
+#                               minutes; never the papers' numbers): stages ran and wall time per paper
 #   make fetch                  the inputs data.dvc tracks, through the downloader (mirror or internet, sha256 checked)
 #   make status [PAPER=...]     data.dvc's inputs and what each paper's pipeline still has to run, and the command
 #   make metrics [PAPER=...]    each paper's DVC metrics, one short table per paper
@@ -15,7 +17,7 @@ PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
-.PHONY: repro fetch test bench install status metrics notebooks clean-cache
+.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,9 +32,18 @@ install: $(STAMP)
 # then fetch and verify data.dvc's inputs; then dvc repro.
 repro: $(STAMP)
 	@for p in $(PAPER); do test -f papers/$$p/dvc.yaml || { echo "make repro: no papers/$$p/dvc.yaml (papers: $(PAPERS))" >&2; exit 2; }; done
-	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress
+	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress \
+	  && python -m common data check $(PAPER)
 	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
+
+# rehearse: every paper with a papers/<paper>/rehearsal.py unless PAPER names some; the pinned released files come
+# from VLC_MIRROR (default: ../shared/mirror when it exists).
+REHEARSE_FLAGS ?=
+REHEARSE_PAPERS := $(if $(filter command line environment,$(origin PAPER)),$(PAPER),)
+rehearse: $(STAMP)
+	@. $(BIN)/activate && VLC_MIRROR=$${VLC_MIRROR:-$$(test -d ../shared/mirror && cd ../shared/mirror && pwd)} \
+	  python -m common rehearse $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
 
 test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \

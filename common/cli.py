@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     from common.training import family, recipes
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
+    from common.rehearsal import run as rehearsal_run
 
     parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     download.register_cli(sub)
     stage_deps.register_cli(sub, resolve_common=handler_module)
+    rehearsal_run.register_cli(sub)
 
     groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,
                            audit_released=released_sub)

@@ -21,6 +21,8 @@ Commands (``python -m common data ...``; the Makefile calls them):
   cached by ``dvc commit``), so the default's ``data.dvc`` never changes when the full profile runs.
 * ``pull [PAPER...]``: with a default DVC remote configured, pull ``data.dvc`` and the papers' stage outputs; a
   remote that is unreachable or lacks objects is one line, and ``dvc repro`` then rebuilds what is missing.
+* ``check [PAPER...]``: every ``data/`` input the stages of ``dvc repro papers/<paper>`` list is in place, else one
+  line naming the missing ones and the ``python -m common fetch`` that gets them (``make repro``, before DVC).
 """
 from __future__ import annotations
 
@@ -339,6 +341,83 @@ def pull(papers: Sequence[str]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Before dvc repro: every fetched input the stages list is in place
+# ----------------------------------------------------------------------------------------------------------------
+MAX_LISTED_INPUTS = 4
+
+
+def pipeline_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> list[str]:
+    """The ``data/...`` paths (relative to ``root``) that the stages ``dvc repro papers/<paper>`` walks list as deps
+    (under the profile ``params.yaml`` picks), in order."""
+    from dvc.repo import Repo
+
+    import contextlib
+    import os
+
+    found: dict[str, None] = {}
+    top = Path(os.path.abspath(root))
+    with contextlib.chdir(top), Repo(str(top)) as repo:  # DVC reads a target relative to the working folder
+        for paper in papers:
+            for stage in repo.stage.collect(f"papers/{paper}", with_deps=True):
+                for dep in stage.deps:
+                    path = Path(os.path.abspath(dep.fs_path))
+                    rel = path.relative_to(top) if path.is_relative_to(top) else None
+                    if rel is not None and rel.parts[:1] == ("data",) and len(rel.parts) > 1:
+                        found.setdefault(rel.as_posix())
+    return list(found)
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """What fetches a stage's ``data/`` input: a registry key, or the group of the entries under a folder input."""
+
+    target: str
+    manual: bool
+
+
+def source_for_input(rel: str, registry: Mapping[str, Any] | None = None) -> InputSource | None:
+    """What ``python -m common fetch`` needs to put the input ``data/<...>`` in place: the entry whose file, snapshot
+    or extracted folder holds it, else (a folder holding several entries' files) their group; None when no entry
+    writes there."""
+    from common.download import default_registry
+
+    path = PurePosixPath(rel).relative_to("data")
+    entries = list((registry or default_registry()).values())
+    for source in entries:
+        owned = [PurePosixPath(source.dest)] + ([PurePosixPath(source.dest[: -len(".zip")])] if source.archive else [])
+        if any(path == own or own in path.parents for own in owned):
+            return InputSource(source.key, source.method == "manual")
+    inside = [source for source in entries if path in PurePosixPath(source.dest).parents]
+    groups = {source.group for source in inside}
+    if len(groups) == 1:
+        return InputSource(groups.pop(), any(source.method == "manual" for source in inside))
+    if inside:
+        return InputSource(" ".join(source.key for source in inside), any(s.method == "manual" for s in inside))
+    return None
+
+
+def check_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> str:
+    """One line saying every fetched input of the papers' pipelines is in place; else ``DataDvcError``, one line
+    naming the missing ones (what fetches each, manual or not) and the ``fetch`` that gets them: said before DVC,
+    whose own refusal names a missing dep but not how to get it."""
+    missing = sorted(rel for rel in pipeline_inputs(papers, root) if not (Path(root) / rel).exists())
+    targets = ", ".join(f"papers/{p}" for p in papers)
+    if not missing:
+        return f"{targets}: every fetched input its stages read is in data/"
+    sources = {rel: source_for_input(rel) for rel in missing}
+    named = [f"{rel} ({s.target}{', manual' if s.manual else ''})" if s else f"{rel} (no registry entry)"
+             for rel, s in sources.items()]
+    more = len(named) - MAX_LISTED_INPUTS
+    listed = ", ".join(named[:MAX_LISTED_INPUTS]) + (f" and {more} more" if more > 0 else "")
+    fetched = list(dict.fromkeys(s.target for s in sources.values() if s is not None))
+    fix = (f"fetch them first: `python -m common fetch {' '.join(fetched)}`" if fetched
+           else "no registry entry fetches them: see the stage's comment in its dvc.yaml")
+    manual = any(s is not None and s.manual for s in sources.values())
+    raise DataDvcError(f"dvc repro {targets} reads {len(missing)} input(s) not in {Path(root) / 'data'}: {listed}; "
+                       f"{fix}" + (" (a manual source prints the steps to get it by hand)" if manual else ""))
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # CLI
 # ----------------------------------------------------------------------------------------------------------------
 def _cmd_fetch(args: argparse.Namespace) -> int:
@@ -370,6 +449,13 @@ def _cmd_pull(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from common import plugins
+
+    print(check_inputs(args.papers or plugins.paper_names()))
+    return 0
+
+
 def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``python -m common data {fetch,status,add,track,pull}``."""
     fetch = data_sub.add_parser("fetch", help="fetch and verify every input data.dvc tracks (make fetch)")
@@ -388,7 +474,12 @@ def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[
     pull_cmd = data_sub.add_parser("pull", help="pull data.dvc and papers' outputs from the default DVC remote")
     pull_cmd.add_argument("papers", nargs="*", metavar="PAPER")
     pull_cmd.set_defaults(func=_cmd_pull)
+    check = data_sub.add_parser("check", help="before dvc repro: every data/ input the papers' stages list is there "
+                                              "(else one line: which, and the fetch that gets them)")
+    check.add_argument("papers", nargs="*", metavar="PAPER")
+    check.set_defaults(func=_cmd_check)
 
 
-__all__ = ["DATA_DVC", "FULL_DVC", "DataDvcError", "TrackedInput", "add_sources", "fetch_tracked", "md5_file", "problems",
-           "pull", "read_data_dvc", "register_cli", "status_line", "track_full", "write_data_dvc"]
+__all__ = ["DATA_DVC", "FULL_DVC", "DataDvcError", "InputSource", "TrackedInput", "add_sources", "check_inputs", "fetch_tracked",
+           "md5_file", "pipeline_inputs", "problems", "pull", "read_data_dvc", "register_cli", "source_for_input",
+           "status_line", "track_full", "write_data_dvc"]

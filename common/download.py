@@ -103,6 +103,11 @@ class UnsafeArchiveError(DownloadError):
     """An archive member would be written outside its extraction folder (zip-slip); nothing was extracted."""
 
 
+class IncompleteExtractionError(DownloadError):
+    """An extracted archive's folder holds fewer files than its marker says the archive did (a half-done copy of the
+    data root, files deleted since); nothing reads it until it is extracted again."""
+
+
 class ManualDownloadRequired(FetchError):
     """A manual source is not in place yet; the message holds the human steps and the exact destination."""
 
@@ -726,8 +731,9 @@ def _fetch_archive(source: Source, root: Path, mirror_root: Mirror | None, lock:
     if out_dir.exists() and not force:
         if not marker.is_file():
             raise DownloadError(
-                f"{source.key}: {out_dir} exists but was not extracted by this tool (no {EXTRACT_MARKER}); "
-                f"remove it (or fetch with --force) so the archive can be verified and extracted"
+                f"{source.key}: {out_dir} exists but was not extracted by this tool (no {EXTRACT_MARKER}: a "
+                f"half-done or hand-made extraction); remove it and run `python -m common fetch {source.key}` (or "
+                f"fetch with --force) so the archive can be verified and extracted"
             )
         recorded = _read_marker(marker).get("archive_sha256")
         expected = source.sha256 or lock.get(source)
@@ -740,6 +746,13 @@ def _fetch_archive(source: Source, root: Path, mirror_root: Mirror | None, lock:
         if expected is None and isinstance(recorded, str):
             log.warning("%s: no pinned or recorded sha256; accepting %s as extracted (archive sha256 %s)",
                         source.key, out_dir, recorded)
+        short = _extraction_shortfall(out_dir, _read_marker(marker))
+        if short:
+            raise IncompleteExtractionError(
+                f"{source.key}: {out_dir} is incomplete ({short}): files were deleted or copied in part since "
+                f"it was extracted; delete the folder at {out_dir} and run `python -m common fetch {source.key}` "
+                f"again (or fetch with --force) to extract the archive afresh"
+            )
         return out_dir
     archive, archive_sha = _ensure_file(source, root, mirror_root, lock, force=force, progress=progress,
                                         timeout=timeout)
@@ -747,6 +760,23 @@ def _fetch_archive(source: Source, root: Path, mirror_root: Mirror | None, lock:
     if not keep_archive:
         archive.unlink()
     return out_dir
+
+
+def _extraction_shortfall(out_dir: Path, recorded: Mapping[str, Any]) -> str:
+    """What the extracted folder lacks of what its marker says the archive held ("" when nothing): fewer files than
+    its ``files`` (or, in a marker written before that count, fewer files and folders than its ``members``). A count,
+    not a hash of every file: it runs on every fetch, over folders of a hundred thousand images."""
+    want_files, want_members = recorded.get("files"), recorded.get("members")
+    if not isinstance(want_files, int) and not isinstance(want_members, int):
+        return ""
+    files = folders = 0
+    for folder, dirs, names in os.walk(out_dir):
+        folders += len(dirs)
+        files += sum(1 for name in names if not (folder == str(out_dir) and name == EXTRACT_MARKER))
+    if isinstance(want_files, int):
+        return f"{files} of the archive's {want_files} files are there" if files < want_files else ""
+    return (f"{files + folders} of the archive's {want_members} members are there"
+            if files + folders < want_members else "")
 
 
 def _read_marker(marker: Path) -> dict[str, Any]:
@@ -794,6 +824,7 @@ def _extract_zip(source: Source, archive: Path, out_dir: Path, archive_sha: str)
             "archive": source.dest,
             "archive_sha256": archive_sha,
             "members": len(members),
+            "files": len({member.filename for member in members if not member.is_dir()}),
             "extracted": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         })
         if out_dir.exists():  # --force: move the old tree aside first so the rename stays atomic
@@ -809,11 +840,14 @@ def _extract_zip(source: Source, archive: Path, out_dir: Path, archive_sha: str)
 
 
 def _manual_message(source: Source, dest: Path, lead: bool = True) -> str:
+    """What a missing manual source asks of a person. Its first line (the ``error:`` line of a stage that needs it)
+    names the file and the fix by itself; the steps follow, indented."""
     steps = (source.instructions or "").strip().replace("{dest}", str(dest))
     steps = steps.replace("{data_root}", str(dest.parents[len(PurePosixPath(source.dest).parts) - 1]))
+    verify = "verified and extracted" if source.archive else "verified"
     return (
-        f"{source.key if lead else 'it'} must be downloaded by hand (method 'manual'); license: "
-        f"{source.license or 'see upstream'}.\n"
+        f"{source.key if lead else 'it'} must be downloaded by hand (method 'manual') to {dest}, then {verify} with "
+        f"`python -m common fetch {source.key}`, as its steps say; license: {source.license or 'see upstream'}.\n"
         f"Destination (exact path):\n    {dest}\n"
         f"Steps:\n{_indent(steps)}\n"
         f"Then run `python -m common fetch {source.key}` again to verify it"
@@ -1016,7 +1050,8 @@ def _human_size(size: int | None) -> str:
 
 __all__ = [
     "REGISTRY_PATH", "LOCK_NAME", "EXTRACT_MARKER", "SNAPSHOT_MARKER", "Source", "RegistryError", "FetchError",
-    "DownloadError", "ChecksumError", "UnsafeArchiveError", "ManualDownloadRequired", "ChecksumLock",
+    "DownloadError", "ChecksumError", "UnsafeArchiveError", "IncompleteExtractionError", "ManualDownloadRequired",
+    "ChecksumLock",
     "load_registry", "default_registry", "get_source", "groups", "sources_in_group", "mirror_path", "fetch",
     "fetch_group", "is_present", "describe", "register_cli", "run_fetch", "run_sources",
 ]

@@ -50,15 +50,34 @@ def collect(paper: str, profile: str, recompute: Recompute | None = None) -> lis
     return list(claims.recompute(paper)) + (recompute(profile) if recompute is not None else [])
 
 
+def standin(rec: Recomputed) -> bool:
+    """In a rehearsal, whether ``rec`` comes from a stand-in: every run's number (profile ``full``), and a released
+    file's whose sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
+    if rec.profile == "full":
+        return True
+    return rec.profile == "released" and not _pinned(rec.source)
+
+
+def _pinned(source: str) -> bool:
+    from common.download import RegistryError, get_source
+
+    try:
+        return get_source(source).sha256 is not None
+    except RegistryError:  # a label for several files ("sugarcrepe/data/*.json"): they are pinned
+        return True
+
+
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
               profile: str | None = None, out_dir: Path | None = None,
-              strict: bool = False) -> tuple[list[AuditRow], dict[str, Path]]:
+              strict: bool = False, rehearsal: bool = False) -> tuple[list[AuditRow], dict[str, Path]]:
     """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``.
 
     Whether the audit is complete is decided before anything is written: with ``strict``, an unreadable pinned
     released source raises ``AuditIncomplete`` and no file changes; without it, such a partial audit aimed at
     ``results/audit`` goes to ``results/audit/partial/`` instead (``partial_dir``), so the paper's audit there is
     never replaced by a degraded one. The files of one audit are replaced as a group (``write_audit``).
+    ``rehearsal`` (``params.yaml rehearsal.enabled``): every recomputation from a stand-in (``standin``) is marked
+    ``rehearsal: not comparable``.
     """
     from common.audit.report import write_audit
     from common.params import load_params
@@ -66,7 +85,8 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
 
     profile = profile or load_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
-    rows = audit_rows(paper, load_cells(paper), load_claims(paper), collect(paper, profile, recompute))
+    rows = audit_rows(paper, load_cells(paper), load_claims(paper), collect(paper, profile, recompute),
+                      rehearsal=standin if rehearsal else None)
     _, pinned = unreadable_sources(rows)
     if pinned and strict:
         raise AuditIncomplete(paper, rows, pinned)
@@ -87,14 +107,8 @@ def partial_dir(audit_dir: Path) -> Path:
 
 def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
     """(every released source that could not be read, those of them whose sha256 is pinned in the registry)."""
-    from common.download import RegistryError, get_source
 
-    def pinned(source: str) -> bool:
-        try:
-            return get_source(source).sha256 is not None
-        except RegistryError:  # a label for several files ("sugarcrepe/data/*.json"): they are pinned
-            return True
-
+    pinned = _pinned
     unavailable = sorted({r.source for r in rows if r.profile == "released" and r.recomputed is None})
     # A checksum-pinned source that could not be read makes the audit incomplete; a source with no pinned hash
     # (not mirrored, not verifiable here) stays "not recomputed yet" without failing.
@@ -137,7 +151,7 @@ def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
 
 
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
-         figures: DrawFigures | None = None, profile: str | None = None) -> int:
+         figures: DrawFigures | None = None, profile: str | None = None, rehearsal: bool = False) -> int:
     """``audit <paper> [--strict]``: write the paper's audit and print where it is and what could not be read."""
     parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.audit",
                                      description=f"{paper}: published vs recomputed numbers (results/audit/).")
@@ -147,7 +161,7 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
                              f"partial audit goes to results/audit/{PARTIAL}/")
     args = parser.parse_args(argv)
     try:
-        rows, paths = run_audit(paper, recompute, figures, profile, strict=args.strict)
+        rows, paths = run_audit(paper, recompute, figures, profile, strict=args.strict, rehearsal=rehearsal)
     except AuditIncomplete as exc:
         print_unreadable(exc.rows)
         print(f"audit incomplete (--strict): {len(exc.pinned)} pinned source(s) unreadable; nothing was written "
@@ -168,10 +182,17 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
 
 def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
                figures: DrawFigures | None = None) -> int:
-    """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares."""
-    from common.params import stage_params
+    """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
+    this workspace is a rehearsal (``rehearsal.enabled``, which the stage must declare once ``params.yaml`` turns it
+    on: a rehearsal's numbers are never audited as a run's)."""
+    from common.params import load_params, stage_params
+    from common.rehearsal.settings import rehearsal
 
-    return main(paper, argv, recompute, figures, stage_params(audit_stage(paper))["profile"])
+    params = stage_params(audit_stage(paper))
+    if "rehearsal" not in params and rehearsal(load_params()).enabled:
+        raise WorkspaceError(f"params.yaml: rehearsal.enabled is true but stage {audit_stage(paper)} does not declare "
+                             "rehearsal.enabled among its params: it would audit stand-in numbers as a run's; add it")
+    return main(paper, argv, recompute, figures, params["profile"], rehearsal(params).enabled)
 
 
 def audit_stage(paper: str) -> str:

@@ -10,7 +10,10 @@ pair a verdict:
 * ``differs``: otherwise (the report lists these first, with the evidence);
 * ``not recomputed yet``: nothing here recomputes that number (yet);
 * ``mini profile: not comparable``: only a mini-profile run covers it; a mini-world number is never
-  compared with a published one.
+  compared with a published one;
+* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from a rehearsal (``common.rehearsal``: the full
+  profile run on stand-in data with random-init models, ``params.yaml rehearsal.enabled``); the value is shown, never
+  compared. Only a rehearsal's audit has this verdict (``VerdictCounts`` counts it only there).
 
 A recomputation may carry a ``caveat``: what its verdict cannot vouch for (a training method this workspace had to
 reconstruct because the authors released none, a deliberate deviation from their recipe). The row keeps its verdict
@@ -44,11 +47,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import Callable
 
 from common.errors import WorkspaceError
 from common.published import PublishedCell, PublishedClaim
 
 VERDICTS = ("differs", "reproduced", "not recomputed yet", "mini profile: not comparable")
+REHEARSAL = "rehearsal: not comparable"
+"""The verdict of a rehearsal's recomputations (module docstring); not in ``VERDICTS``, which a real audit counts."""
+ORDER = (*VERDICTS, REHEARSAL)
 PROFILES = ("released", "paper", "full", "mini")
 """Where a recomputed number comes from: authors' released artifacts, the paper's own tables (claims),
 a full-profile run, or a mini-profile run."""
@@ -211,9 +218,13 @@ def _verdict(pub: _Published, value: float, tol: float) -> str:
 
 
 def audit_rows(
-    paper: str, cells: list[PublishedCell], claims: list[PublishedClaim], recomputed: list[Recomputed]
+    paper: str, cells: list[PublishedCell], claims: list[PublishedClaim], recomputed: list[Recomputed],
+    rehearsal: Callable[[Recomputed], bool] | None = None,
 ) -> list[AuditRow]:
-    """Every published number of ``paper`` with each of its recomputations (or none), and a verdict."""
+    """Every published number of ``paper`` with each of its recomputations (or none), and a verdict.
+
+    ``rehearsal``: in a rehearsal, which recomputations come from its stand-ins (a run's, or a released file with no
+    pinned sha256): their verdict is ``REHEARSAL``, the value kept, nothing compared."""
     entries = _published_entries(cells, claims)
     by_key: dict[tuple[str, str, str], list[Recomputed]] = {}
     unknown = []
@@ -236,6 +247,12 @@ def audit_rows(
             rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, None, None, None, "", "not recomputed yet", "", "", pub.note))
             continue
         for rec in recs:
+            if rehearsal is not None and rehearsal(rec):
+                rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit,
+                                     None if math.isnan(rec.value) else convert(rec.value, rec.unit, pub.unit),
+                                     None, None, rec.tolerance_rule, REHEARSAL, rec.profile, rec.source, rec.note,
+                                     rec.caveat))
+                continue
             if rec.profile == "mini" or pub.value is None or math.isnan(rec.value):
                 verdict = "mini profile: not comparable" if rec.profile == "mini" else "not recomputed yet"
                 rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, None, None, None,
@@ -247,7 +264,7 @@ def audit_rows(
                 paper, *key, pub.value, pub.text, pub.unit, value, value - pub.value, tol, rec.tolerance_rule,
                 _verdict(pub, value, tol), rec.profile, rec.source, rec.note, rec.caveat,
             ))
-    order = {v: i for i, v in enumerate(VERDICTS)}
+    order = {v: i for i, v in enumerate(ORDER)}
     rows.sort(key=lambda r: (order[r.verdict], r.table != CLAIM_TABLE, r.table, -abs(r.difference or 0.0)))
     return rows
 
@@ -258,7 +275,8 @@ class VerdictCounts:
 
     @classmethod
     def of(cls, rows: list[AuditRow]) -> "VerdictCounts":
+        """Each verdict of ``VERDICTS`` (zero included) and, in a rehearsal's audit only, ``REHEARSAL``."""
         out = cls()
         for r in rows:
-            out.counts[r.verdict] += 1
+            out.counts[r.verdict] = out.counts.get(r.verdict, 0) + 1
         return out

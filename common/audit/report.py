@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
-from common.audit.core import CLAIM_TABLE, VERDICTS, AuditRow, VerdictCounts
+from common.audit.core import CLAIM_TABLE, REHEARSAL, VERDICTS, AuditRow, VerdictCounts
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
@@ -109,15 +109,21 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | 
     """The readable report; ``info`` (from ``claim_info``) wins over ``claims`` when given."""
     info = claim_info(paper, claims) if info is None else info
     counts = VerdictCounts.of(rows).counts
+    shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
+    banner = ([f"**REHEARSAL** (`common.rehearsal`): this audit was written in a rehearsal's copy of the workspace. "
+               f"Its runs scored stand-in data with random-init models: the {counts[REHEARSAL]} cells marked "
+               f"`{REHEARSAL}` show what the pipeline computed, never the paper's numbers.", ""]
+              if REHEARSAL in counts else [])
     lines = [
         f"# Audit: {paper}",
         "",
+        *banner,
         f"Published numbers (`results/published/{paper}.csv`, `{paper}_claims.csv`) joined cell by cell with "
         f"what this workspace recomputed. Current pipeline profile: **{profile}**. Full sources, notes and "
         f"recompute expressions are in `{paper}.csv` next to this file.",
         "",
         "| verdict | cells |", "| --- | ---: |",
-        *[f"| {v} | {counts[v]} |" for v in VERDICTS],
+        *[f"| {v} | {counts[v]} |" for v in shown],
         "",
         "Tolerances: `exact` = half a unit of the paper's last printed digit (recomputation from released "
         "artifacts); `claim` = half a unit of the claim's printed precision (recomputed from the paper's own "
@@ -133,6 +139,8 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | 
         ("Discrepancies", [r for r in rows if r.verdict == "differs"]),
         ("Reproduced", [r for r in rows if r.verdict == "reproduced"]),
         ("Mini profile only (not comparable)", [r for r in rows if r.verdict == "mini profile: not comparable"]),
+        *([("Rehearsal (not comparable)", [r for r in rows if r.verdict == REHEARSAL])] if REHEARSAL in counts
+          else []),
     ]
     for title, subset in sections:
         lines += [f"## {title} ({len(subset)})", ""]

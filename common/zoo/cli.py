@@ -35,7 +35,9 @@ def _cmd_zoo(args) -> int:
             status = 1
     if args.manifest:
         if status:
-            raise SystemExit(f"not writing {args.manifest}: some models are unavailable (see above)")
+            unavailable = [name for name in names if name not in manifest]
+            raise ModelUnavailable(f"not writing {args.manifest}: {len(unavailable)} of {len(names)} models are "
+                                   f"unavailable ({', '.join(unavailable)}; why and how to get each above)")
         from common.io import write_json_atomic
 
         write_json_atomic(Path(args.manifest), manifest)

@@ -34,6 +34,16 @@ def _how_to_get(spec: ModelSpec) -> str:
     return f"download it with `python -m common fetch {spec.source}` (see its instructions) to {spec.checkpoint_path()}"
 
 
+def _replace_remedy(spec: ModelSpec) -> str:
+    """The fix for a checkpoint in place that does not load: the right file where the zoo reads it."""
+    if spec.checkpoint and spec.checkpoint.startswith("build:"):
+        return f"it is trained by this workspace's pipeline: delete it and run {_training_command(spec)}"
+    if spec.source:
+        return (f"delete it and put the release's {spec.arch} weights there: `python -m common fetch {spec.source}` "
+                "(see its instructions)")
+    return f"put the {spec.arch} weights of {spec.name!r} there"
+
+
 def _training_command(spec: ModelSpec) -> str:
     """The ``dvc repro`` that trains a ``build:`` checkpoint: its owner paper's pipeline, or the root pipeline's
     shared training stages; with the profile, the first folder of the checkpoint's path (``build/<profile>/...``)."""
@@ -89,6 +99,6 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
         with quiet_random_init_warning():  # the weights are loaded (strictly) right below
             model, _, transform = open_clip.create_model_and_transforms(
                 spec.arch, pretrained=None, load_weights=False, device=device, force_quick_gelu=spec.force_quick_gelu)
-        load_state_dict(model, path, name)
+        load_state_dict(model, path, name, arch=spec.arch, remedy=_replace_remedy(spec))
     tokenizer = open_clip.get_tokenizer(spec.arch)
     return OpenClipModel(spec, model, transform, tokenizer, device)

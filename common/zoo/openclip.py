@@ -5,7 +5,7 @@ import contextlib
 import hashlib
 import logging
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 from PIL import Image
@@ -178,13 +178,19 @@ def unwrap_training_dict(state: object) -> dict:
                      f"(top-level keys: {sorted(map(str, state))[:8]})")
 
 
-def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
+def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
+                    remedy: str | None = None) -> None:
     """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
 
     A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}``, the
     OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release) or PyTorch's
     recipe ``{"model_state_dict": ..., "optimizer_state_dict": ...}`` (BiVLC's release); ``module.`` prefixes
-    (DistributedDataParallel) are dropped."""
+    (DistributedDataParallel) are dropped.
+
+    Any failure is one ``ModelUnavailable`` line naming the file: weights of another architecture (``arch``: the one
+    expected) are summed up by ``weights_mismatch`` (torch's own report lists every key, thousands of them, over
+    several lines); ``remedy`` (how to get the right file) ends it."""
+    fix = f"; {remedy}" if remedy else ""
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
@@ -194,9 +200,44 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str) -> None:
             state = torch.load(path, map_location="cpu", weights_only=True)
             state = unwrap_training_dict(state)
             state = {k.removeprefix("module."): v for k, v in state.items()}
+    except Exception as exc:
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {one_line(exc)}{fix}") \
+            from exc
+    mismatch = weights_mismatch(model.state_dict(), state)
+    if mismatch:
+        expected = f"{arch} " if arch else ""
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds no {expected}weights, it was saved from "
+                               f"another architecture ({mismatch}){fix or '; replace it with the right file'}")
+    try:
         model.load_state_dict(state, strict=True)
     except Exception as exc:
-        raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {exc}") from exc
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {one_line(exc)}{fix}") \
+            from exc
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line, shortened: what an error line can carry of a library's report."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def weights_mismatch(expected: Mapping[str, torch.Tensor], found: Mapping[str, torch.Tensor]) -> str:
+    """What keeps ``found`` (a checkpoint's tensors) from loading strictly into a model whose state dict is
+    ``expected``, in a few words with one example of each (the keys missing, those the model lacks, the tensors of
+    another shape); "" when the keys and shapes agree."""
+    missing = [k for k in expected if k not in found]
+    unexpected = [k for k in found if k not in expected]
+    shaped = [k for k in expected if k in found and tuple(found[k].shape) != tuple(expected[k].shape)]
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} of the model's {len(expected)} tensors missing, e.g. {missing[0]!r}")
+    if unexpected:
+        parts.append(f"{len(unexpected)} of the file's {len(found)} unknown to the model, e.g. {unexpected[0]!r}")
+    if shaped:
+        k = shaped[0]
+        parts.append(f"{len(shaped)} of another shape, e.g. {k!r} {list(found[k].shape)} where the model has "
+                     f"{list(expected[k].shape)}")
+    return "; ".join(parts)
 
 
 def random_model(arch: str, seed: int = 0, device: str = "cpu") -> OpenClipModel:

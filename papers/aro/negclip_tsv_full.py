@@ -91,12 +91,23 @@ def tsv_table(path: Path, images_dir: Path, image_size: int, crop_scale: tuple[f
     return table, images
 
 
-def val_from_tsv(path: Path, images_dir: Path, image_size: int, tokens: TokenCache) -> RetrievalValidator:
-    """Validation retrieval on NegCLIP's ``valid_neg_clip.tsv`` (COCO val captions grouped by image)."""
+def val_from_tsv(path: Path, images_dir: Path, image_size: int, tokens: TokenCache, cap: int | None = None
+                 ) -> RetrievalValidator:
+    """Validation retrieval on NegCLIP's ``valid_neg_clip.tsv`` (COCO val captions grouped by image).
+
+    ``cap`` (a rehearsal's, ``params.yaml rehearsal.cap``): every row is still read and every image must be there,
+    but only the first ``cap`` images (with all their captions) are validated on."""
+    if cap is not None and cap < 1:
+        raise ValueError(f"cap must be a positive number of images or None, got {cap}")
     _, rows = read_negclip_tsv(path)
     grouped: dict[str, list[str]] = {}
     for r in rows:
         grouped.setdefault(r.filepath, []).append(r.caption)
     files = list(grouped)
+    if cap is not None:
+        missing = [f for f in files if not resolve_image(images_dir, f).is_file()]
+        if missing:
+            raise DatasetError(f"{path}: {len(missing)} image(s) missing under {images_dir}, e.g. {missing[0]}")
+        files = files[:cap]
     pixels = FileImages(tuple(resolve_image(images_dir, f) for f in files), image_size).get(np.arange(len(files)))
     return RetrievalValidator(ArrayImages(pixels), [grouped[f] for f in files], tokens)

@@ -8,7 +8,8 @@
 * CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
   records, read with numpy: the python tarballs are pickles, which this workspace never loads), checked against the
   md5 the dataset page publishes, written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and
-  class order as the python release that torchvision (and so ARO's code) reads.
+  class order as the python release that torchvision (and so ARO's code) reads. In a rehearsal (``params.yaml
+  rehearsal.enabled``, declared by the stage) the tarballs are stand-ins and the md5 check gives way; never otherwise.
 
 Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_full --out build/full/aro/benchmarks``;
 ``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
@@ -71,6 +72,7 @@ CIFAR_TEMPLATES: tuple[str, ...] = (
 )
 """CLIP's prompt templates for CIFAR-10/100 (Radford et al., 2021, the prompt-engineering notebook)."""
 PARTS = ("vg", "coco", "flickr30k", "cifar")
+STAGE = "papers/aro/dvc.yaml:full-set"
 
 
 def _md5(path: Path) -> str:
@@ -136,11 +138,16 @@ def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
     return {"file": f"classification/{name}.json", "image_root": "classification"}
 
 
-def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
-    """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``."""
+def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = False) -> AroSet:
+    """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``.
+
+    ``rehearsal`` (``params.yaml rehearsal.enabled``, ``common.rehearsal``): the CIFAR tarballs are stand-ins, whose
+    md5 cannot be the published one; only then is that check left out (the manifest records it)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"kind": "aro", "profile": "full", "counts": {}, "sha256": {}}
+    if rehearsal:
+        manifest["rehearsal"] = "stand-in inputs: the CIFAR tarballs' published md5 not checked"
     # Fetch (or verify) everything first, so a missing manual download fails before hours of cropping.
     if "vg" in parts:
         annotations = {kind: fetch(VG_FILES[kind], progress=False) for kind in VG_KINDS}
@@ -162,7 +169,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
                                                       "image_root": str(split_root.resolve())}
         manifest["sha256"][name] = sha256_file(annotation_file)
     if cifar:
-        manifest["classification"] = {name: prepare_cifar(name, out_dir) for name in cifar}
+        manifest["classification"] = {name: prepare_cifar(name, out_dir, check_md5=not rehearsal) for name in cifar}
     pending = out_dir / f".pending.{MANIFEST_NAME}"  # checked before it replaces the manifest
     write_json_atomic(pending, manifest)
     aro = AroSet.load(pending)
@@ -186,12 +193,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {','.join(PARTS)} (default: all)")
+    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read (rehearsal.enabled)")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
-    described = prepare_full(args.out, parts).describe()
+    from common.params import stage_params
+    from common.rehearsal.settings import rehearsal
+
+    described = prepare_full(args.out, parts, rehearsal(stage_params(args.stage)).enabled).describe()
     print(json.dumps({k: described[k] for k in ("manifest", "counts")}, indent=2))
     return 0
 

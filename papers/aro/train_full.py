@@ -3,10 +3,12 @@ train 2014 with NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``n
 ``papers.aro.negclip_tsv_full``), one job per lr of ``aro.full.finetune.lrs`` (``papers.aro.runs``), picked on
 ``valid_neg_clip.tsv``'s retrieval over COCO val 2014 (``papers.aro.sweep``).
 
-Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank). The weights go to
+Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank: ``params.yaml aro.full.device``; a
+rehearsal's is ``cpu``, gloo; it validates on the first ``rehearsal.cap`` images and trains ``ceil(cap / batch)`` steps,
+``common.rehearsal.training``). The weights go to
 ``build/full/aro/models/<method>.safetensors``. Stages ``finetune-full@negclip`` and ``finetune-full@clip-ft`` of
 ``papers/aro/dvc.yaml``: ``torchrun --standalone --nproc_per_node N -m papers.aro.train_full run negclip|clip-ft
---device cuda``.
+--device <aro.full.device>``.
 """
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
 
-    _, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
+    from common.rehearsal.settings import rehearsal
+    from common.rehearsal.training import rehearsal_steps
+
+    stage_values, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
     params = replace(FinetuneParams.from_params(section), recipe=recipe())
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
@@ -53,13 +58,15 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
                               size, params.recipe.train_crop_scale)
     tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
+    cap = rehearsal(stage_values).cap
     validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
-                             tokens)
+                             tokens, cap=cap)
     batches = FinetuneBatches(table, images, tokens, hard=args.run == "negclip")
     provenance = {"profile": "full", "train_tsv_sha256": sha256_file(train_tsv),
-                  "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile}
+                  "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile,
+                  **({"rehearsal_validation_images": cap} if cap is not None else {})}
     return sweep_jobs(args.run, "full", params, FromZoo(params.base), batches, validator, __name__, provenance,
-                      steps=args.steps)
+                      steps=rehearsal_steps(stage_values, params.batch_size, args.steps))
 
 
 def weights_path(args: argparse.Namespace) -> Path:

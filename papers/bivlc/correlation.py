@@ -30,7 +30,8 @@ stays one column per paper (``<paper>:<label>``). Two files of one paper feeding
 Tables 1 and 3) must agree on a model they share. Every pair of benchmarks gets the statistics above over the models
 both scored. Signs are raw: brittleness is lower-is-better (``correlation_context.json`` lists each benchmark's
 direction). A results file that does not exist (e.g. a paper's full profile not run) is listed in the context, not an
-error.
+error; so is a cell the paper did not measure (a NaN metric, an empty cell: ``unmeasured``), whose model is left out
+of that column.
 
 Outputs: ``results/bivlc/<profile>/cross_benchmark.csv`` (model rows x benchmark columns),
 ``benchmark_correlations.csv``, ``correlation_summary.json`` (DVC metrics, 12 numbers), ``correlation_context.json``
@@ -383,13 +384,22 @@ def _number(text: str | None, where: str) -> float:
     return value
 
 
+def _measured(text: str | None, where: str) -> float:
+    """A benchmark cell: a finite number, or NaN where the paper measured nothing (an empty cell, a NaN metric: e.g.
+    ARO's VG-Relation macro average when no relation reaches its case threshold); anything else is an error."""
+    if text is None or str(text).strip().lower() in ("", "nan"):
+        return math.nan
+    return _number(text, where)
+
+
 def _read_csv(benchmark: Benchmark, path: Path) -> dict[str, float]:
+    """Model -> the mean of the benchmark's columns (NaN where one of them was not measured)."""
     out: dict[str, float] = {}
     for line, row in _csv_rows(path, (benchmark.model_column, *benchmark.values)):
         model = row[benchmark.model_column]
-        value = float(np.mean([_number(row[c], f"{path}:{line}: model {model!r}, column {c!r}")
+        value = float(np.mean([_measured(row[c], f"{path}:{line}: model {model!r}, column {c!r}")
                                for c in benchmark.values]))
-        if model in out and out[model] != value:
+        if model in out and not (out[model] == value or (math.isnan(out[model]) and math.isnan(value))):
             raise CorrelationInputError(f"{path}:{line}: model {model!r} appears twice with different "
                                         f"{'/'.join(benchmark.values)}")
         out[model] = value
@@ -404,7 +414,7 @@ def _read_metrics_json(benchmark: Benchmark, path: Path) -> dict[str, float]:
         missing = [k for k in benchmark.values if k not in metrics]
         if missing:
             raise CorrelationInputError(f"{file}: no metric {missing[0]!r} (has: {sorted(metrics)})")
-        out[file.stem.replace("__", "/")] = float(np.mean([_number(str(metrics[k]), f"{file}: metric {k!r}")
+        out[file.stem.replace("__", "/")] = float(np.mean([_measured(str(metrics[k]), f"{file}: metric {k!r}")
                                                            for k in benchmark.values]))
     return out
 
@@ -430,6 +440,8 @@ class CrossBenchmark:
     scores: dict[str, dict[str, float]]
     read: tuple[str, ...]
     missing: tuple[str, ...]
+    unmeasured: tuple[str, ...] = ()
+    """``<file>: <model> (<column>)`` for each model a file lists without a number for the column (left out of it)."""
 
     def models(self) -> list[str]:
         return list(dict.fromkeys(m for column in self.scores.values() for m in column))
@@ -440,6 +452,7 @@ def collect(benchmarks: Sequence[Benchmark], profile: str, results_root: Path = 
     scores: dict[str, dict[str, float]] = {}
     read: list[str] = []
     missing: list[str] = []
+    unmeasured: list[str] = []
     for b in benchmarks:
         if b.layout not in READERS:
             raise CorrelationInputError(f"benchmark {b.column}: unknown layout {b.layout!r} (known: {sorted(READERS)})")
@@ -453,11 +466,14 @@ def collect(benchmarks: Sequence[Benchmark], profile: str, results_root: Path = 
             read.append(rel)
         column = scores.setdefault(b.column, {})
         for model, value in READERS[b.layout](b, path).items():
+            if math.isnan(value):
+                unmeasured.append(f"{rel}: {model} ({b.column})")
+                continue
             if model in column and abs(column[model] - value) > 1e-9:
                 raise CorrelationInputError(f"{path}: model {model!r}: {b.column} = {value} here but "
                                             f"{column[model]} in another file of {b.paper}")
             column[model] = value
-    return CrossBenchmark({c: s for c, s in scores.items() if s}, tuple(read), tuple(missing))
+    return CrossBenchmark({c: s for c, s in scores.items() if s}, tuple(read), tuple(missing), tuple(unmeasured))
 
 
 def cross_table_rows(view: CrossBenchmark) -> tuple[list[dict[str, object]], list[str]]:
@@ -548,6 +564,7 @@ def run(profile: str, results_root: Path | None = None, published_root: Path | N
                         "file": _shown(benchmark_path(b, profile, results_root), results_root)} for b in benchmarks],
         "read": list(view.read),
         "missing": list(view.missing),
+        "unmeasured": list(view.unmeasured),
         "note": "signs are raw: for a lower-is-better benchmark (higher_is_better false) a negative correlation "
                 "means agreement",
     }

@@ -140,6 +140,17 @@ class BivlcSet:
         found = [it.group for it in self.items]
         return {c: found.count(c) for c in CATEGORIES if c in found}
 
+    def capped(self, cap: int) -> "BivlcSet":
+        """The first ``cap`` instances of each category, in file order (a rehearsal's ``rehearsal.cap``; every row
+        was read and checked)."""
+        seen: dict[str, int] = {}
+        kept = []
+        for it in self.items:
+            seen[it.group] = seen.get(it.group, 0) + 1
+            if seen[it.group] <= cap:
+                kept.append(it)
+        return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
+
 
 def parquet_files(snapshot: Path) -> list[Path]:
     """The split's parquet shards of a Hugging Face dataset snapshot (``data/test-00000-of-0000N.parquet``, or any
@@ -255,6 +266,17 @@ def head_path(where: str | Path) -> Path:
     scheme, sep, rel = str(where).partition(":")
     roots = {"data": data_root, "build": build_root}
     return roots[scheme]() / rel if sep and scheme in roots else Path(where)
+
+
+def shown_path(path: Path) -> str:
+    """A head file as ``context.json`` names it: ``data:<path>`` / ``build:<path>`` under those roots, else as given
+    (the context must not name this machine's folders)."""
+    from common.paths import build_root, data_root
+
+    for scheme, root in (("data", data_root()), ("build", build_root())):
+        if Path(path).is_absolute() and Path(path).is_relative_to(root):
+            return f"{scheme}:{Path(path).relative_to(root).as_posix()}"
+    return str(path)
 
 
 @dataclass(frozen=True)
@@ -382,7 +404,7 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
         spec = detectors[row]
         heads = {"image": load_head(spec.image_head, "image"), "text": load_head(spec.text_head, "text")}
         probs = detector_probabilities(model, heads, items, sugarcrepe)
-        described = {k: {"file": str(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
+        described = {k: {"file": shown_path(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
                          else "trained here", "tower_agreement": tower_agreement(heads[k], model.model)}
                      for k, p in (("image", spec.image_head), ("text", spec.text_head))}
         out.append(ScoredDetector(row, spec, probs, model.fingerprint, described,
@@ -552,11 +574,15 @@ def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
     from common.params import stage_section
     from common.paths import RESULTS, data_root
+    from common.rehearsal.settings import rehearsal
 
     params, section = stage_section(TABLE_STAGE, "bivlc.full")
+    rehearsing = rehearsal(params)
     device = args.device or best_device()
     data = load_bivlc(Path(args.data or data_root() / "bivlc" / "BiVLC"), Path(args.images or default_image_dir()),
-                      None if args.any_size else N_INSTANCES)
+                      None if args.any_size or rehearsing.enabled else N_INSTANCES)
+    if rehearsing.cap is not None:
+        data = data.capped(rehearsing.cap)
     sugarcrepe, described = None, None
     if not args.no_sugarcrepe:
         sugarcrepe, described = load_sugarcrepe(
@@ -582,7 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's set manifest (default: build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--no-sugarcrepe", action="store_true", help="leave the sugarcrepe column empty")
-    parser.add_argument("--any-size", action="store_true", help=f"accept a split of other than {N_INSTANCES} rows")
+    parser.add_argument("--any-size", action="store_true", help=f"accept a split of other than {N_INSTANCES} rows "
+                        "(a rehearsal, params.yaml rehearsal.enabled, accepts its stand-in's size)")
     parser.add_argument("--out", default=None, help="default: results/bivlc/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run_tables(parser.parse_args(argv))

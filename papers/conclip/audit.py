@@ -55,6 +55,9 @@ TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
                                                              "conclip": "CoN-CLIP", "laclip": "LaCLIP"}),
 }
 """Table -> (results file, our column -> published column, our row id -> published row label)."""
+UNITS: dict[str, str] = {"delta": "points"}
+"""Our results columns whose unit is not "percent": Table 16's mean Delta is a difference of top-1s in points, as
+published (compared as percent, a full run's audit raised "cannot compare a percent with a points")."""
 BY_WORD_K: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 7": ("no", {"clip": "CLIP", "negclip": "NegCLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"}),
     "Table 8": ("not", {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA",
@@ -128,7 +131,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         ids = row_ids(table, rows, profile)
         recs += run_rows_recomputations(PAPER, table, path, profile, columns,
                                         lambda row, ids=ids: ids.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}", note=recipes,
+                                        f"run {path.relative_to(results.parent)}", note=recipes, units=UNITS,
                                         expected=expected_rows(ids, profile),
                                         optional=columns if table in FULL_ONLY else ())
     path = out / "by_word_k.csv"

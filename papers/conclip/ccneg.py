@@ -23,7 +23,12 @@ resolved by its file name under the extracted image folder (registry entry ``con
 ``<data root>/ccneg/ccneg_images/cc3m_subset_images_extracted_final/``). Every problem (a missing key, a bad
 record, a missing image) is a ``DatasetError`` naming the file and the entry index.
 
-Public: ``load_ccneg``, ``CCNegSet``, ``CCNegEntry``, ``default_paths``, ``entry_words``, ``PAPER_SPLIT_SIZES``.
+In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``) the evaluation split is the stand-in file's last
+``rehearsal.cap`` entries instead of 40,000 (``eval_size_for``); everywhere else a file of fewer than 40,000 entries
+is refused.
+
+Public: ``load_ccneg``, ``CCNegSet``, ``CCNegEntry``, ``default_paths``, ``entry_words``, ``eval_size_for``,
+``PAPER_SPLIT_SIZES``.
 """
 from __future__ import annotations
 
@@ -123,6 +128,17 @@ class CCNegSet:
             "in_several_words": sum(len(e.words) > 1 for e in self.entries),
             "k_cut": {str(k): n for k, n in self.k_cut.items()},
         }
+
+
+def eval_size_for(params: Mapping[str, Any]) -> int:
+    """The evaluation split's size for a stage's parameters (its DVC ``params`` declare ``rehearsal``): ``EVAL_SIZE``,
+    or in a rehearsal with a cap the cap (its stand-in ``ccneg_preprocessed.pt`` is a few dozen entries, not 228,246;
+    its numbers are never the paper's). The stages that split the file (tables, fine-tuning set, distractors) read it
+    alike, so the training split is the same everywhere."""
+    from common.rehearsal.settings import rehearsal
+
+    settings = rehearsal(dict(params))
+    return settings.cap if settings.enabled and settings.cap is not None else EVAL_SIZE
 
 
 def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> frozenset[str]:

@@ -411,7 +411,8 @@ def run(args: argparse.Namespace) -> int:
         Path(args.mapping) if args.mapping else _fetched(MAPPING_KEY), pool,
         Path(args.out or RESULTS / "conclip" / "full"), n=int(section["n"]), seed=int(section["seed"]),
         model=str(section["model"]), top_k=int(section["top_k"]), engine_config=engine_config(params),
-        device=device, create=zoo_create, chunk_size=CODE_CHUNK, eval_size=args.eval_size,
+        device=device, create=zoo_create, chunk_size=CODE_CHUNK,
+        eval_size=args.eval_size or ccneg.eval_size_for(params),
         context={"device": device, "engine": params.get("engine", {})})
     for name, path in paths.items():
         print(f"{name}: {path}")
@@ -428,9 +429,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                         "registry's, <data root>/ccneg/)")
     parser.add_argument("--data-root", default=None,
                         help="the data root holding coco/ (default: VLC_DATA, else data/)")
-    parser.add_argument("--eval-size", type=int, default=ccneg.EVAL_SIZE,
-                        help="the evaluation split, the file's last N entries, never sampled (default: %(default)s, "
-                             "the authors' configs.num_ccneg_eval_samples)")
+    parser.add_argument("--eval-size", type=int, default=None,
+                        help=f"the evaluation split, the file's last N entries, never sampled (default: "
+                             f"{ccneg.EVAL_SIZE}, the authors' configs.num_ccneg_eval_samples; in a rehearsal, "
+                             "params.yaml rehearsal.cap)")
     parser.add_argument("--out", default=None, help="default: results/conclip/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run(parser.parse_args(argv))

@@ -128,9 +128,9 @@ def _cmd_set(args) -> int:
     from common.download import fetch
     from common.params import stage_section
 
-    from papers.conclip.ccneg import default_paths
+    from papers.conclip.ccneg import default_paths, eval_size_for
 
-    _, section = stage_section(args.stage, "conclip.full.finetune")
+    params, section = stage_section(args.stage, "conclip.full.finetune")
     ccneg_path = Path(args.ccneg) if args.ccneg else None
     ccneg_images = Path(args.ccneg_images) if args.ccneg_images else None
     if ccneg_path is None or ccneg_images is None:
@@ -140,7 +140,7 @@ def _cmd_set(args) -> int:
                                                             progress=False)
     manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
                          Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
-                         args.eval_size)
+                         args.eval_size or eval_size_for(params))
     print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
     return 0
 
@@ -155,8 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ccneg-images", default=None, help=f"default: <data>/{CCNEG_IMAGES.as_posix()}")
     p.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the registry's)")
     p.add_argument("--data", default=None, help="the data root holding the COCO pool (default: <data>)")
-    p.add_argument("--eval-size", type=int, default=EVAL_SIZE, help="the file's last N entries are the evaluation "
-                                                                    "split (default: %(default)s)")
+    p.add_argument("--eval-size", type=int, default=None, help="the file's last N entries are the evaluation split "
+                                                               f"(default: {EVAL_SIZE}; in a rehearsal, params.yaml "
+                                                               "rehearsal.cap)")
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
     p.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
     p.set_defaults(func=_cmd_set)

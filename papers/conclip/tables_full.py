@@ -282,7 +282,7 @@ def run_tables(args: argparse.Namespace) -> int:
     if pt_path is None or images is None:
         default_pt, default_images = data.default_paths()
         pt_path, images = pt_path or default_pt, images or default_images
-    ccneg = load_ccneg(pt_path, images, args.eval_size)
+    ccneg = load_ccneg(pt_path, images, args.eval_size or data.eval_size_for(params))
     context = {"device": device, "engine": params.get("engine", {})}
     paths = evaluate_tables(dict(section["models"]), ccneg, Path(args.out or RESULTS / "conclip" / "full"),
                             engine_config(params), device, create=zoo_create,
@@ -300,9 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
     parser.add_argument("--images", default=None, help="the folder of CC-Neg's JPEGs (default: <data root>/ccneg/"
                                                        "ccneg_images/cc3m_subset_images_extracted_final)")
-    parser.add_argument("--eval-size", type=int, default=EVAL_SIZE,
-                        help="the evaluation split: the file's last N entries (default: %(default)s, the authors' "
-                             "configs.num_ccneg_eval_samples)")
+    parser.add_argument("--eval-size", type=int, default=None,
+                        help=f"the evaluation split: the file's last N entries (default: {EVAL_SIZE}, the authors' "
+                             "configs.num_ccneg_eval_samples; in a rehearsal, params.yaml rehearsal.cap)")
     parser.add_argument("--out", default=None, help="default: results/conclip/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run_tables(parser.parse_args(argv))

@@ -24,6 +24,11 @@ profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``
 ``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
 ``zeroshot_summary.json`` (DVC metrics, at most twelve numbers) and ``zeroshot_context.json`` (datasets, splits,
 counts, prompts, class-name sources, the authors' code against the paper, models left out).
+
+In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``; the stage declares it) the datasets are stand-ins in
+torchvision's layouts, so the pins give way there only (``pinned=False``): torchvision's md5s of the archives, of
+CIFAR's batch files and of Flowers' .mat files, and ImageNet's 1,000 class folders (a stand-in holds a few, named by
+the first of OpenAI's names). Outside a rehearsal each is enforced.
 """
 from __future__ import annotations
 
@@ -119,8 +124,9 @@ class LoadedSet:
     class_names: tuple[str, ...]
 
 
-Loader = Callable[[str, Path, Path], LoadedSet]
-"""(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images) -> its split."""
+Loader = Callable[[str, Path, Path, bool], LoadedSet]
+"""(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images, pinned) -> its split;
+``pinned`` false (a rehearsal's stand-ins only) lifts torchvision's md5 pins and ImageNet's class count."""
 
 
 @dataclass(frozen=True)
@@ -183,13 +189,28 @@ def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[P
     return paths
 
 
+def unpinned(cls: type) -> type:
+    """A torchvision dataset class whose md5 pins are lifted (a rehearsal's stand-ins: ``check_integrity`` with no md5
+    checks that the file exists): CIFAR's batch and meta files, Flowers-102's .mat files."""
+    attrs: dict = {}
+    if hasattr(cls, "train_list"):  # CIFAR10/100
+        attrs = {"train_list": [[f, None] for f, _ in cls.train_list],
+                 "test_list": [[f, None] for f, _ in cls.test_list], "meta": {**cls.meta, "md5": None}}
+    if hasattr(cls, "_file_dict"):  # Flowers102
+        attrs["_file_dict"] = {k: (f, None) for k, (f, _) in cls._file_dict.items()}
+    if not attrs:
+        raise ZeroshotError(f"torchvision's {cls.__name__} pins no md5 this module knows how to lift")
+    return type(f"Unpinned{cls.__name__}", (cls,), attrs)
+
+
 def _cifar(class_name: str) -> Loader:
-    def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    def load(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
         from torchvision import datasets
 
         from common.io import sha256_file
 
         cls = getattr(datasets, class_name)
+        cls = cls if pinned else unpinned(cls)
         try:
             ds = cls(str(root), train=False, download=False)
         except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted" (md5 of every batch file)
@@ -201,7 +222,7 @@ def _cifar(class_name: str) -> Loader:
     return load
 
 
-def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _caltech101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     from torchvision.datasets import Caltech101
 
     try:
@@ -214,18 +235,19 @@ def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, images, tuple(int(y) for y in ds.y), tuple(_words(c) for c in ds.categories))
 
 
-def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _flowers102(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     from torchvision.datasets import Flowers102
 
     try:
-        ds = Flowers102(str(root), split="test", download=False, loader=_path_only)
+        cls = Flowers102 if pinned else unpinned(Flowers102)
+        ds = cls(str(root), split="test", download=False, loader=_path_only)
     except RuntimeError as exc:
         raise _unreadable(name, root, exc) from exc
     images, labels = _pairs(ds)
     return LoadedSet(name, images, labels, tuple(ds.classes))
 
 
-def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _food101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     from torchvision.datasets import Food101
 
     try:
@@ -236,7 +258,7 @@ def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, images, labels, tuple(_words(c) for c in ds.classes))
 
 
-def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _oxford_pets(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     from torchvision.datasets import OxfordIIITPet
 
     try:
@@ -251,7 +273,7 @@ def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, tuple(Path(p) for p in files), tuple(int(y) for y in labels), tuple(ds.classes))
 
 
-def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _stanford_cars(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     from torchvision.datasets import StanfordCars
 
     try:
@@ -265,9 +287,10 @@ def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
 IMAGENET_WNID = re.compile(r"n\d{8}")
 
 
-def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
+def _imagenet(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
     """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
-    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names)."""
+    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names). Unpinned
+    (a rehearsal's stand-in), fewer folders are read, named by the first names."""
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
     from torchvision.datasets import ImageFolder
 
@@ -277,11 +300,13 @@ def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     except (FileNotFoundError, RuntimeError) as exc:
         raise _unreadable(name, val, exc) from exc
     bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
-    if len(ds.classes) != len(IMAGENET_CLASSNAMES) or bad:
+    n_classes = len(IMAGENET_CLASSNAMES)
+    counted = len(ds.classes) == n_classes or (not pinned and 0 < len(ds.classes) < n_classes)
+    if not counted or bad:
         raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "
                                 f"ImageNet-1k's val split needs the {len(IMAGENET_CLASSNAMES)} folders n????????/")
     return LoadedSet(name, tuple(Path(p) for p, _ in ds.samples), tuple(int(y) for y in ds.targets),
-                     tuple(IMAGENET_CLASSNAMES))
+                     tuple(IMAGENET_CLASSNAMES[:len(ds.classes)]))
 
 
 def _key(path: str) -> str:
@@ -359,13 +384,13 @@ def _marker(target: Path) -> Path:
     return target.with_name(target.name + MARKER_SUFFIX)
 
 
-def extract(archive: Path, download: Download, target: Path) -> None:
-    """Check ``archive`` against torchvision's md5, extract its ``folder`` (from ``inner`` inside a zip) into a
-    staging folder beside ``target`` (tarfile's "data" filter refuses absolute names, '..', links out of it and
-    device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
+def extract(archive: Path, download: Download, target: Path, pinned: bool = True) -> None:
+    """Check ``archive`` against torchvision's md5 (unless unpinned: a rehearsal's stand-in), extract its ``folder``
+    (from ``inner`` inside a zip) into a staging folder beside ``target`` (tarfile's "data" filter refuses absolute
+    names, '..', links out of it and device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
     from common.io import sha256_file
 
-    if download.md5 is not None and (found := _md5(archive)) != download.md5:
+    if pinned and download.md5 is not None and (found := _md5(archive)) != download.md5:
         raise ZeroshotDataError(f"{download.key}: {archive} has md5 {found}, torchvision pins {download.md5}: not the "
                                 f"released archive (or a corrupt copy). Delete it and its entry in "
                                 f"<data root>/checksums.lock.json, then fetch again")
@@ -392,10 +417,11 @@ def extract(archive: Path, download: Download, target: Path) -> None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     write_json_atomic(_marker(target), {"key": download.key, "archive": archive.name,
-                                        "archive_sha256": sha256_file(archive), "archive_md5": download.md5})
+                                        "archive_sha256": sha256_file(archive),
+                                        "archive_md5": download.md5 if pinned else None})
 
 
-def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, dict]:
+def prepare(spec: ZeroshotDataset, data_root: Path | None = None, pinned: bool = True) -> dict[str, dict]:
     """Make every file of ``spec`` present (fetching and extracting what is missing); return where each came from.
 
     An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a manual
@@ -412,7 +438,7 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
                 continue
             target = source.dest_path(data_root).parent / (download.into or download.folder)
             if not target.is_dir():
-                extract(fetch(source, data_root=data_root), download, target)
+                extract(fetch(source, data_root=data_root), download, target, pinned)
         except FetchError as exc:
             raise ZeroshotDataError(f"{spec.title} ({spec.name}): {exc}\nOr leave {spec.name!r} out of "
                                     f"conclip.full.zeroshot_datasets (params.yaml) or --datasets.") from exc
@@ -422,15 +448,17 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
     return provenance
 
 
-def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None) -> LoadedSet:
+def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None,
+                 pinned: bool = True) -> LoadedSet:
     """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present."""
-    return _load(name, data_root, image_dir)[0]
+    return _load(name, data_root, image_dir, pinned)[0]
 
 
-def _load(name: str, data_root: Path | None, image_dir: Path | None) -> tuple[LoadedSet, dict[str, dict]]:
+def _load(name: str, data_root: Path | None, image_dir: Path | None,
+          pinned: bool = True) -> tuple[LoadedSet, dict[str, dict]]:
     spec = DATASETS[name]
-    provenance = prepare(spec, data_root)
-    loaded = spec.load(name, dataset_root(name, data_root), Path(image_dir or default_image_dir()))
+    provenance = prepare(spec, data_root, pinned)
+    loaded = spec.load(name, dataset_root(name, data_root), Path(image_dir or default_image_dir()), pinned)
     missing = [p for p in loaded.images if not p.is_file()]
     if missing:
         raise ZeroshotDataError(f"{name}: {len(missing)} of {len(loaded.images)} image files listed by torchvision are "
@@ -587,14 +615,15 @@ def check_datasets(datasets: Sequence[str]) -> list[str]:
 def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_dir: Path, engine_config=None,
                       device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
                       data_root: Path | None = None, image_dir: Path | None = None,
-                      context: Mapping | None = None) -> dict[str, Path]:
+                      context: Mapping | None = None, pinned: bool = True) -> dict[str, Path]:
     """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
-    written when a dataset is missing or a model fails). Datasets are read before any model is loaded."""
+    written when a dataset is missing or a model fails). Datasets are read before any model is loaded; ``pinned``
+    false (a rehearsal's stand-ins only) lifts torchvision's md5 pins and ImageNet's class count."""
     names = check_datasets(datasets)
     if not models:
         raise ZeroshotError("conclip.full.models is empty: no model to score")
     # Hand-fetched datasets first: a missing one stops the run before any multi-GB download.
-    read = {n: _load(n, data_root, image_dir) for n in sorted(names, key=lambda n: not is_manual(n))}
+    read = {n: _load(n, data_root, image_dir, pinned) for n in sorted(names, key=lambda n: not is_manual(n))}
     loaded, provenance = {n: read[n][0] for n in names}, {n: read[n][1] for n in names}
     sets = {n: prompt_sets(loaded[n]) for n in names}
     scored, skipped = score_models(models, sets, engine_config, device, create, skip_unavailable)
@@ -602,7 +631,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
         raise ZeroshotError(f"no model of conclip.full.models could be loaded: {skipped}")
     n = {name: len(loaded[name].images) for name in names}
     full_context = {
-        **dict(context or {}), "profile": "full",
+        **dict(context or {}), "profile": "full", "pinned": pinned,
         "prompts": dict(PROMPTS),
         "rule": "top-1 = argmax class over one prompt per class (the first among equals, as the authors' code); "
                 "Delta = top-1(standard) - top-1(negated), in points; the means are over the datasets listed here",
@@ -641,7 +670,10 @@ def run(args: argparse.Namespace) -> int:
     from common.params import stage_section
     from common.paths import RESULTS
 
+    from common.rehearsal.settings import rehearsal
+
     params, section = stage_section(STAGE, "conclip.full")
+    pinned = not rehearsal(params).enabled  # a rehearsal's stand-ins cannot match torchvision's pins
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()
     context = {"device": device, "engine": params.get("engine", {}),
@@ -650,7 +682,7 @@ def run(args: argparse.Namespace) -> int:
                               Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
                               device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
                               data_root=Path(args.data_root) if args.data_root else None,
-                              image_dir=Path(args.images) if args.images else None, context=context)
+                              image_dir=Path(args.images) if args.images else None, context=context, pinned=pinned)
     for name, path in paths.items():
         print(f"{name}: {path}")
     print(paths["classification"].read_text(encoding="utf-8"))

@@ -33,7 +33,8 @@ build/full/hard_positives``, ``prepare_full``): the six files fetched or verifie
 Genome's images (group ``visual-genome``) and ARO's image zip (manual), everything fetched before anything is cropped
 (a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
 found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
-re-checks each file's sha256 when it is read; ``papers.hard_positives.tables_full`` scores it).
+re-checks each file's sha256 when it is read; ``papers.hard_positives.tables_full`` scores it). In a rehearsal
+(``params.yaml rehearsal``, ``common.rehearsal``) the set keeps the first ``rehearsal.cap`` items of each group.
 
 Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.
 """
@@ -183,9 +184,14 @@ def _registry_fetch(key: str) -> Path:
     return fetch(key, progress=False)
 
 
-def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch) -> "FullSet":
-    """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``."""
+def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch, cap: int | None = None) -> "FullSet":
+    """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``.
+
+    ``cap`` (a rehearsal's, ``params.yaml rehearsal.cap``): every row is still read and every image checked, but the
+    set scores only the first ``cap`` items of each group (``FullSet.items``); the manifest records it."""
     out_dir = Path(out_dir)
+    if cap is not None and cap < 1:
+        raise ValueError(f"cap must be a positive number of items per group or None, got {cap}")
     files = {key: Path(fetch(key)).resolve() for key in ANNOTATION_KEYS}
     folders = {name: path.resolve() for name, path in vg_image_folders(fetch).items()}
     swap_root = vg_image_root(Path(fetch(SWAP_IMAGES))).resolve()
@@ -196,10 +202,13 @@ def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch) -> "FullSet":
         "files": {key: str(path) for key, path in files.items()},
         "sha256": {key: sha256_file(path) for key, path in files.items()},
         "vg_image_folders": {name: str(path) for name, path in folders.items()},
-        "swap_image_root": str(swap_root), "crop_root": CROPS, "crops": crops,
+        "swap_image_root": str(swap_root), "crop_root": CROPS, "crops": crops, "cap": cap,
     }
     full = FullSet(out_dir / MANIFEST_NAME, manifest)
-    manifest["counts"] = full.counts(full.items())  # every row read, every image present
+    every = full.items(capped=False)  # every row read, every image present
+    manifest["counts"] = full.counts(full.capped(every))
+    if cap is not None:
+        manifest["released_counts"] = full.counts(every)
     write_json_atomic(out_dir / MANIFEST_NAME, manifest)
     return FullSet.load(out_dir)
 
@@ -242,12 +251,31 @@ class FullSet:
                                          "full-data stage again")
         return path
 
-    def items(self, check_images: bool = True) -> list[ImageToTextItem]:
-        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, rows kept as released."""
+    @property
+    def cap(self) -> int | None:
+        """The rehearsal's cap on items per group the set was prepared with (None: every item)."""
+        return self.info.get("cap")
+
+    def capped(self, items: Sequence[ImageToTextItem]) -> list[ImageToTextItem]:
+        """The first ``cap`` items of each group, in order (all of them without a cap)."""
+        if self.cap is None:
+            return list(items)
+        seen: Counter = Counter()
+        kept = []
+        for it in items:
+            seen[it.group] += 1
+            if seen[it.group] <= self.cap:
+                kept.append(it)
+        return kept
+
+    def items(self, check_images: bool = True, capped: bool = True) -> list[ImageToTextItem]:
+        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, rows kept as released (every row is
+        read and checked; with ``capped``, a rehearsal's set keeps the first ``cap`` of each group)."""
         folders = {name: self._path(p) for name, p in self.info["vg_image_folders"].items()}
-        return [*replace_items(self.fetch, folders, check_images=check_images),
-                *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]),
-                            check_images=check_images)]
+        items = [*replace_items(self.fetch, folders, check_images=check_images),
+                 *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]),
+                             check_images=check_images)]
+        return self.capped(items) if capped else items
 
     @staticmethod
     def counts(items: Sequence[ImageToTextItem]) -> dict:
@@ -270,8 +298,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
                     "every row, write manifest.json")
     parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
+    parser.add_argument("--stage", default=DATA_STAGE, help="the DVC stage whose parameters to read")
     args = parser.parse_args(argv)
-    full = prepare_full(Path(args.out or build_dir("full", "hard_positives")))
+    from common.params import stage_params
+    from common.rehearsal.settings import rehearsal
+
+    cap = rehearsal(stage_params(args.stage)).cap
+    full = prepare_full(Path(args.out or build_dir("full", "hard_positives")), cap=cap)
     print(json.dumps({"manifest": str(full.path), "counts": full.info["counts"], "crops": full.info["crops"]},
                      indent=2))
     return 0

@@ -157,7 +157,7 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
         "rule": "strict comparisons (evaluation.py); ties are neither correct nor brittle; REPLACE = mean of "
                 "attributes and relations",
         "data": {"manifest": str(full.path), "sha256": full.info["sha256"], "counts": full.counts(items),
-                 "crops": full.info.get("crops")},
+                 "crops": full.info.get("crops"), "cap": full.cap},
         "equal_captions": "rows with two equal captions are scored as released, as the authors' code scores them "
                           "(counted per group under data.counts)",
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,

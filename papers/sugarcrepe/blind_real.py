@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -170,10 +170,27 @@ def aro_crepe_pairs(sugarcrepe: Sequence[TextPair], seed: int) -> list[TextPair]
             if negative is not None]
 
 
-def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV, seed: int = 0) -> list[TextPair]:
-    refined = sugarcrepe_pairs("sugarcrepe", "data", fetch)
-    return (refined + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
-            + vl_checklist_pairs(fetch) + negclip_and_order_pairs(fetch, order_csv) + aro_crepe_pairs(refined, seed))
+def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV, seed: int = 0,
+               cap: int | None = None) -> list[TextPair]:
+    """Every benchmark's pairs; ``cap`` (a rehearsal's ``rehearsal.cap``): the first ``cap`` of each benchmark and
+    category, ARO+CREPE's made from the capped SugarCrepe positives."""
+    refined = capped(sugarcrepe_pairs("sugarcrepe", "data", fetch), cap)
+    return capped(refined + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
+                  + vl_checklist_pairs(fetch) + negclip_and_order_pairs(fetch, order_csv)
+                  + aro_crepe_pairs(refined, seed), cap)
+
+
+def capped(pairs: Sequence[TextPair], cap: int | None) -> list[TextPair]:
+    """The first ``cap`` pairs of every (benchmark, category), in order; all of them when ``cap`` is None."""
+    if cap is None:
+        return list(pairs)
+    kept: Counter = Counter()
+    out = []
+    for pair in pairs:
+        kept[pair.benchmark, pair.category] += 1
+        if kept[pair.benchmark, pair.category] <= cap:
+            out.append(pair)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -375,14 +392,14 @@ def published_blind() -> dict:
 
 
 def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None,
-        order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu") -> dict:
+        order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu", cap: int | None = None) -> dict:
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
-    and Vera (full profile: downloads about 45 GB, wants a GPU)."""
+    and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: a rehearsal's (``load_pairs``)."""
     if fetch is None:
         from common.download import fetch as download
 
         fetch = lambda key: download(key, progress=False)  # noqa: E731
-    pairs = load_pairs(fetch, order_csv, config.seed)
+    pairs = load_pairs(fetch, order_csv, config.seed, cap)
     scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
     published = published_blind()
     accuracy = accuracy_table(pairs, scores, config, published)
@@ -393,6 +410,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     context = {"scorer_set": scorers, "folds": config.folds, "seed": config.seed, "refine_bins": config.refine_bins,
                "refine_axis_bins": DEFAULT_AXIS_BINS,
                "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
+               **({"rehearsal_cap": cap} if cap is not None else {}),
                "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
                "aro_crepe": {**crepe_describe(), "seed": config.seed,
                              "rules": "CREPE-style, reconstructed from the paper's Table 3 (CREPE's generator is not "
@@ -457,7 +475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
     args = parser.parse_args(argv)
-    result = run(config_from_params(stage_params(args.stage)), args.out, scorers=args.scorers, device=args.device)
+    from common.rehearsal.settings import rehearsal
+
+    values = stage_params(args.stage)
+    result = run(config_from_params(values), args.out, scorers=args.scorers, device=args.device,
+                 cap=rehearsal(values).cap)
     for row in result["accuracy"]:
         print(f"{row['benchmark']:22s} {row['category']:30s} {row['scorer']:16s} {row['accuracy']:6.2f} "
               f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")

@@ -6,7 +6,7 @@ Per kind, Algorithm 1 (``common.blind.refine``) on the training pairs with the p
 ``refined.json`` keeps the surviving row indices per kind, as the mini set does. Only the refined runs
 (``negclip-full-refined@<run>``) and the table read it, through ``negclip_rows_full`` and ``negclip_tables_full``.
 
-``python -m papers.sugarcrepe.negclip_refine_full --device cuda --out build/full/sugarcrepe_negclip/refined.json``.
+``python -m papers.sugarcrepe.negclip_refine_full --device ${sugarcrepe.negclip_full.refine.device} --out build/full/sugarcrepe_negclip/refined.json``.
 """
 from __future__ import annotations
 

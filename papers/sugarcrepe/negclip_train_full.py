@@ -10,7 +10,7 @@ lr 1e-4, weight decay 0.1, 1000 warmup steps) and both recipes OpenCLIP's traini
 groups, betas per architecture, amp, training crop). The refined runs are a stage group of their own: only they wait for the refinement
 (Vera, GPU), whose rows they read through ``negclip_rows_full`` without importing the refinement's code.
 
-``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device cuda``: weights in
+``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device ${sugarcrepe.negclip_full.device}``: weights in
 ``build/full/sugarcrepe_negclip/models/``, rank 0's wall-time log in ``build/full/sugarcrepe_negclip/logs/``.
 """
 from __future__ import annotations
@@ -122,13 +122,16 @@ def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> Fi
     from common.io import sha256_file
     from common.params import stage_section
     from common.paths import build_dir, data_root
+    from common.rehearsal.training import rehearsal_steps
 
     stage = (REFINED_RUN_STAGE if run_spec(FULL_RUNS, args.run).refined else RUN_STAGE).format(run=args.run)
-    _, section = stage_section(stage, "sugarcrepe.negclip_full")
+    stage_values, section = stage_section(stage, "sugarcrepe.negclip_full")
+    params = FullRunParams.from_params(section)
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))
     images = Path(args.images or data_root() / "coco" / "train2014" / "train2014")
-    return build_job(args.run, rows, FullRunParams.from_params(section), images, steps=args.steps,
+    steps = rehearsal_steps(stage_values, params.schedule(args.run).batch_size, args.steps)
+    return build_job(args.run, rows, params, images, steps=steps,
                      provenance={"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
                                  **cpu_profile})
 

@@ -2,6 +2,11 @@
 
 Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_full --out build/full/sugarcrepe``.
 Every example must resolve to an image under the COCO root, or the stage fails naming the file and example.
+
+In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``) every example is still read and checked, but the set
+holds the first ``rehearsal.cap`` examples of each category: their JSON, in the released format, is written beside
+the manifest (``data/``), which every consumer of the set then reads; the manifest records the cap and the released
+counts. A real run (no cap) points the manifest at the released files themselves.
 """
 from __future__ import annotations
 
@@ -11,34 +16,55 @@ from pathlib import Path
 from typing import Sequence
 
 from common.download import fetch
-from common.io import sha256_file
-from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, write_manifest
+from common.io import sha256_file, write_json_atomic
+from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe,
+                                                 read_category, write_manifest)
 
 COCO_VAL2017 = "coco/val2017.zip"
+STAGE = "papers/sugarcrepe/dvc.yaml:full-set"
+CAPPED_DATA = "data"
+"""A capped (rehearsal) set's category files, under the set's folder."""
 
 
-def prepare_full(out_dir: Path) -> PreparedSet:
-    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest."""
+def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
+    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest (``cap``: a
+    rehearsal's examples per category; None in a real run)."""
+    if cap is not None and cap < 1:
+        raise ValueError(f"cap must be a positive number of examples per category or None, got {cap}")
     files = fetch_released()
     coco_dir = fetch(COCO_VAL2017)
     image_root = coco_dir / "val2017" if (coco_dir / "val2017").is_dir() else coco_dir
-    items = load_sugarcrepe(files, image_root)
+    items = load_sugarcrepe(files, image_root)  # every example, every image, capped or not
     counts: dict[str, int] = {}
     for it in items:
         counts[it.group] = counts.get(it.group, 0) + 1
     out_dir.mkdir(parents=True, exist_ok=True)
-    return write_manifest(out_dir, files[CATEGORIES[0]].parent.resolve(), image_root.resolve(), {
-        "kind": "sugarcrepe", "profile": "full", "counts": counts,
-        "n_images": len({it.image for it in items}),
-        "sha256": {c: sha256_file(p) for c, p in files.items()},
-    })
+    info: dict = {"kind": "sugarcrepe", "profile": "full", "counts": counts,
+                  "n_images": len({it.image for it in items}),
+                  "sha256": {c: sha256_file(p) for c, p in files.items()}}
+    data_dir = files[CATEGORIES[0]].parent.resolve()
+    if cap is not None:
+        data_dir = out_dir / CAPPED_DATA
+        for category, path in files.items():
+            kept = dict(list(read_category(path).items())[:cap])
+            write_json_atomic(data_dir / path.name, kept)
+        info.update(cap=cap, released_counts=counts, counts={c: min(n, cap) for c, n in counts.items()},
+                    n_images=len({it.image for it in load_sugarcrepe(
+                        {c: data_dir / p.name for c, p in files.items()}, image_root)}))
+        data_dir = Path(CAPPED_DATA)  # relative to the manifest's folder
+    return write_manifest(out_dir, data_dir, image_root.resolve(), info)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_full", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters (rehearsal) to read")
     args = parser.parse_args(argv)
-    print(json.dumps(prepare_full(args.out).describe(), indent=2))
+    from common.params import stage_params
+    from common.rehearsal.settings import rehearsal
+
+    cap = rehearsal(stage_params(args.stage)).cap
+    print(json.dumps(prepare_full(args.out, cap=cap).describe(), indent=2))
     return 0
 
 

@@ -12,6 +12,7 @@ import hashlib
 import http.server
 import json
 import logging
+import shutil
 import threading
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -357,6 +358,34 @@ def test_folder_not_extracted_by_the_tool_is_not_trusted(tmp_path: Path, no_netw
     assert (out / "x.txt").read_bytes() == b"x"
 
 
+@pytest.mark.parametrize("marker_counts", ["files", "members only (an older marker)"])
+def test_a_half_extracted_folder_is_refused_until_extracted_again(tmp_path: Path, no_network: None,
+                                                                  marker_counts: str) -> None:
+    """Files gone from an extracted folder whose marker is in place (a data root copied in part to another machine,
+    files deleted since): fetch says so on one line naming the folder and the fix, and re-extracts with --force."""
+    mirror, data_root = tmp_path / "mirror", tmp_path / "data"
+    data = make_zip(mirror / "images.example.org/zips/images.zip",
+                    {"images/a.jpg": b"A", "images/sub/b.jpg": b"B", "images/c.jpg": b"C"})
+    out = fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False)
+    marker = out / download.EXTRACT_MARKER
+    recorded = json.loads(marker.read_text())
+    assert recorded["files"] == 3
+    if marker_counts != "files":
+        del recorded["files"]
+        marker.write_text(json.dumps(recorded))
+    shutil.rmtree(out / "images" / "sub")  # an older marker's count of members (folders too) catches this much
+    (out / "images" / "a.jpg").unlink()
+    with pytest.raises(download.IncompleteExtractionError) as info:
+        fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False)
+    message = str(info.value)
+    assert "\n" not in message and f"{out} is incomplete" in message, message
+    assert f"delete the folder at {out} and run `python -m common fetch {zip_source(data).key}`" in message
+    assert fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False, force=True) == out
+    assert (out / "images" / "sub" / "b.jpg").read_bytes() == b"B"
+    (out / "images" / "extra.jpg").write_bytes(b"E")  # a file added by hand is no shortfall
+    assert fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False) == out
+
+
 def test_extracted_folder_from_another_archive_is_refused(tmp_path: Path, no_network: None) -> None:
     mirror, data_root = tmp_path / "mirror", tmp_path / "data"
     data = make_zip(mirror / "images.example.org/zips/images.zip", {"x.txt": b"x"})
@@ -401,6 +430,9 @@ def test_manual_source_missing_explains_what_to_do(tmp_path: Path, no_network: N
     assert "https://drive.example.org/abc" in message
     assert f"save it as {dest}" in message, "{dest} in the instructions is replaced by the exact path"
     assert str(dest) in message and "manual/thing.pt" in message
+    first = message.splitlines()[0]  # a stage's one error line: the file and the fix, without the steps below it
+    assert f"must be downloaded by hand (method 'manual') to {dest}, then verified with `python -m common fetch " \
+           f"manual/thing.pt`" in first, first
 
 
 def test_manual_file_placed_by_hand_is_accepted_and_locked(tmp_path: Path, no_network: None) -> None:

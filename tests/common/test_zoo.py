@@ -530,6 +530,61 @@ def test_torch_checkpoint_without_weights_is_unavailable(tmp_path: Path):
         zoo.load_state_dict(model, path, "t/bad")
 
 
+@pytest.mark.parametrize("other", ["mini-vit-s", "RN50-shaped"])
+def test_a_checkpoint_of_another_architecture_is_one_line_naming_the_file_and_the_fix(tmp_path, monkeypatch, other):
+    """Weights saved from another architecture (mini-vit-s: more layers, wider; or a file holding an RN50's visual
+    keys) where a data: entry's arch is mini-vit-xs: the zoo says so on one line, with the file, what differs (one
+    example each) and the fix, not torch's report of every key (thousands of names, over several lines)."""
+    import dataclasses
+
+    if other == "mini-vit-s":
+        net, _ = random_mini("mini-vit-s", seed=1)
+        state = net.state_dict()
+    else:  # the mini tower's keys, its visual transformer swapped for ResNet layers (RN50's names)
+        net, _ = random_mini(seed=1)
+        state = {k: v for k, v in net.state_dict().items() if not k.startswith("visual.")}
+        state.update({f"visual.layer{i}.0.conv1.weight": torch.zeros(64, 64, 1, 1) for i in range(1, 5)})
+    path = tmp_path / "weights" / "other.pt"
+    path.parent.mkdir()
+    torch.save({"epoch": 1, "state_dict": {f"module.{k}": v.contiguous() for k, v in state.items()}}, path)
+    spec = dataclasses.replace(get_spec("mini/xs-2k"), name="t/released", checkpoint=f"data:{path}",
+                               source="t/released.pt")
+    monkeypatch.setattr(zoo_specs, "get_spec", {spec.name: spec}.__getitem__)
+    monkeypatch.setattr(zoo_specs.ModelSpec, "checkpoint_path", lambda self: Path(self.checkpoint[5:]))
+    with pytest.raises(ModelUnavailable) as info:
+        create_model(spec.name)
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 800, message
+    assert f"checkpoint {path} holds no mini-vit-xs weights, it was saved from another architecture" in message
+    assert "python -m common fetch t/released.pt" in message and "delete it" in message
+    if other == "mini-vit-s":
+        assert "of another shape, e.g." in message and "unknown to the model, e.g. 'visual.transformer" in message
+    else:
+        assert "tensors missing, e.g. 'visual." in message and "'visual.layer1.0.conv1.weight'" in message
+
+
+def test_zoo_check_reports_an_unloadable_model_and_refuses_the_manifest_on_one_error_line(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """``python -m common zoo check NAME --manifest FILE`` (SugarCrepe's full-zoo stage): the model's one line, then
+    one ``error:`` line naming the manifest not written and the models to blame; no manifest."""
+    import dataclasses
+
+    from common.cli import main
+
+    path = tmp_path / "missing.pt"
+    spec = dataclasses.replace(get_spec("mini/xs-2k"), name="t/absent", checkpoint=f"data:{path}", source="t/a.pt")
+    monkeypatch.setattr(zoo_specs, "get_spec", {spec.name: spec}.__getitem__)
+    monkeypatch.setattr(zoo_specs.ModelSpec, "checkpoint_path", lambda self: Path(self.checkpoint[5:]))
+    manifest = tmp_path / "manifest.json"
+    assert main(["zoo", "check", spec.name, "--manifest", str(manifest)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"t/absent: UNAVAILABLE: model 't/absent': checkpoint {path} "
+                                                   "not found"), lines
+    assert lines[1] == f"error: not writing {manifest}: 1 of 1 models are unavailable (t/absent; why and how to " \
+                       "get each above)"
+    assert not manifest.exists()
+
+
 # --------------------------------------------------------------------------------------------------
 # text encoding shortcut
 # --------------------------------------------------------------------------------------------------

@@ -3,30 +3,16 @@ the mini benchmark and fine-tuning set (``sets_mini``, ``finetune_sets_mini``) a
 fine-tuning set built from it (``finetune_sets_full``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
-from PIL import Image
+
+from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_captions, coco_images, write_coco_folder
 
 ARCH = "mini-vit-xs"
-COCO_CAPTIONS = [
-    "A woman standing behind a fence looking at an elephant.",
-    "A red fire hydrant on a city sidewalk.",
-    "A large brown dog and a small white cat on the green grass.",
-    "A young boy riding a red bike down the street.",
-    "A black cat sleeping on a wooden chair.",
-    "An old man holding a blue umbrella in the rain.",
-    "A lamp to the left of a table.",
-    "A tall man and a little girl walking on the beach.",
-    "A dog and a cat on a sofa.",
-    "Two adult bears play fight in the water.",
-    "A small bird sitting on a thin branch.",
-    "A white plate and a silver fork on a wooden table.",
-]
-"""Image k (COCO id k + 1) has captions k and (k + 5) mod 12."""
+COCO_CAPTIONS = list(COCO_LIKE_CAPTIONS)
+"""Image k (COCO id k + 1) has captions k and (k + 5) mod 12 (``common.rehearsal.standins.coco_captions``)."""
 
 
 @pytest.fixture(scope="session")
@@ -57,20 +43,11 @@ def finetune_set(tmp_path_factory) -> Path:
 
 
 def write_coco(root: Path, annotations: list[dict] | None = None, images: int = 12) -> tuple[Path, Path]:
-    """A COCO captions file and its images (random pixels) under ``root``; returns (captions file, image folder)."""
-    image_dir = root / "train2017"
-    image_dir.mkdir(parents=True, exist_ok=True)
-    records = [{"id": k + 1, "file_name": f"{k + 1:012d}.jpg"} for k in range(images)]
-    for k, r in enumerate(records):
-        pixels = np.random.default_rng(k).integers(0, 256, (40, 56, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(image_dir / r["file_name"], quality=95)
-    if annotations is None:
-        annotations = [{"id": 100 + 2 * k + j, "image_id": k + 1,
-                        "caption": COCO_CAPTIONS[(k + 5 * j) % len(COCO_CAPTIONS)] + ("\n" if j else "")}
-                       for k in range(images) for j in range(2)]
-    path = root / "captions_train2017.json"
-    path.write_text(json.dumps({"images": records, "annotations": annotations}), encoding="utf-8")
-    return path, image_dir
+    """A COCO captions file and its images (random pixels) under ``root``; returns (captions file, image folder)
+    (the rehearsal's COCO stand-in, as extracted folders)."""
+    record = coco_captions(images) if annotations is None else {"images": coco_images(images),
+                                                                "annotations": annotations}
+    return write_coco_folder(root, record)
 
 
 @pytest.fixture(scope="session")

@@ -231,3 +231,34 @@ def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatc
     monkeypatch.setattr(common.download, "fetch", lambda key, progress=True: release[key])
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3
+
+
+def test_a_rehearsals_cap_keeps_the_first_items_of_each_group_after_checking_every_row(release, tmp_path):
+    full = sets_full.prepare_full(tmp_path / "set", release.__getitem__, cap=1)
+    assert full.cap == 1 and full.info["cap"] == 1
+    assert {g: c["items"] for g, c in full.info["counts"].items()} == {
+        "replace-attributes": 1, "replace-relations": 1, "swap": 1}
+    assert {g: c["items"] for g, c in full.info["released_counts"].items()} == {
+        "replace-attributes": 2, "replace-relations": 4, "swap": 3}
+    assert [it.item_id for it in full.items()] == ["replace-attributes/0", "replace-relations/0", "swap/0"]
+    assert len(full.items(capped=False)) == 9
+    uncapped = sets_full.prepare_full(tmp_path / "all", release.__getitem__)
+    assert uncapped.cap is None and "released_counts" not in uncapped.info and len(uncapped.items()) == 9
+    with pytest.raises(ValueError, match="cap must be a positive"):
+        sets_full.prepare_full(tmp_path / "none", release.__getitem__, cap=0)
+
+
+def test_the_stage_reads_the_cap_from_its_rehearsal_params(release, tmp_path, monkeypatch, capsys):
+    import common.params
+
+    seen = {}
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: seen.setdefault(stage, {
+        "rehearsal": {"enabled": True, "cap": 2}}))
+    prepare = sets_full.prepare_full
+    monkeypatch.setattr(sets_full, "prepare_full", lambda out, cap=None: prepare(out, release.__getitem__, cap=cap))
+    assert sets_full.main(["--out", str(tmp_path / "set")]) == 0
+    assert list(seen) == [sets_full.DATA_STAGE]
+    assert sets_full.FullSet.load(tmp_path / "set").cap == 2
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 2}})
+    with pytest.raises(WorkspaceError, match="outside a rehearsal"):
+        sets_full.main(["--out", str(tmp_path / "other")])

@@ -192,3 +192,30 @@ def test_aro_crepe_is_built_on_sugarcrepes_positives_and_table4_pairs_them(tmp_p
     assert set(rows) == {"REPLACE", "SWAP", "NEGATE / ADD"} and {r["scorer"] for r in result["table4"]} == {"ngram-lm"}
     assert all(r["n_pairs"] > 0 and 0 <= r["sugarcrepe_more_fluent_share"] <= 100 for r in rows.values())
     assert any(r["benchmark"] == "aro-crepe" and r["category"] == "negate" for r in result["accuracy"])
+
+
+def test_a_rehearsals_cap_keeps_the_first_pairs_of_every_benchmark_and_category(tmp_path, monkeypatch):
+    """``rehearsal.cap`` (blind-released in a rehearsal): the first ``cap`` pairs per (benchmark, category), ARO+CREPE
+    made from the capped SugarCrepe positives; the released scorers' stage then runs on those and says so."""
+    import common.blind.pretrained as pretrained
+
+    files, order = write_release(tmp_path / "data", n=10)
+    full = blind_real.load_pairs(files.__getitem__, order)
+    pairs = blind_real.load_pairs(files.__getitem__, order, cap=3)
+    groups = {(p.benchmark, p.category) for p in full}
+    assert {(p.benchmark, p.category) for p in pairs} == groups
+    for group in groups:
+        assert [p for p in pairs if (p.benchmark, p.category) == group] == \
+            [p for p in full if (p.benchmark, p.category) == group][:3]
+    positives = {(p.group, p.positive) for p in pairs if p.benchmark == "sugarcrepe"}
+    assert {(p.group, p.positive) for p in pairs if p.benchmark == blind_real.ARO_CREPE} <= positives
+
+    class Stand:
+        def scores(self, texts):
+            return np.array([1 / (1 + len(t)) for t in texts])
+
+    monkeypatch.setattr(pretrained, "load_text_scorer", lambda name, device="cpu": Stand())
+    result = blind_real.run(blind_real.Config(folds=2, bootstrap=20), tmp_path / "out", fetch=files.__getitem__,
+                            order_csv=order, scorers="released", cap=3)
+    assert {r["n"] for r in result["accuracy"] if (r["benchmark"], r["category"]) in groups} == {3}
+    assert json.loads((tmp_path / "out" / "context.json").read_text())["rehearsal_cap"] == 3

@@ -1,0 +1,22 @@
+"""The full profile, rehearsed end to end: every paper's full pipeline run by DVC on stand-ins, in a copy of the
+workspace that never mixes with real data or committed results (``python -m common rehearse [PAPER...]``,
+``make rehearse [PAPER=...]``).
+
+* ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
+* ``params``: its ``params.yaml`` (``profile: full``, ``rehearsal.enabled``, a size cap, CPU, fp32, two processes);
+  ``settings``: that section as the stages read it (the audits' marker, a set's cap);
+* ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
+  stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
+* ``models``: the zoo's models as real architectures at random init, where and how each release is read;
+* ``run``: prepare the copy, ``dvc repro papers/<paper>`` through the same stage commands a real run uses, report
+  the stages that ran out of how many and the wall time per paper.
+
+A paper takes part through ``papers/<paper>/rehearsal.py`` (``common.plugins``): ``params(params)`` (its own
+shrinking), ``models(params) -> list[str]`` (the zoo models its stages load that need a stand-in),
+``CHECKPOINT_LAYOUTS`` (the release layout of its ``data:`` checkpoints) and ``prepare(data_root, fetch) ->
+list[str]`` (writes its stand-ins; returns the registry keys its DVC data dependencies need fetched before the
+pipeline runs).
+
+Every number a rehearsal makes is a stand-in's: its audits mark them ``rehearsal: not comparable``
+(``common.audit.core.REHEARSAL``).
+"""

@@ -1,0 +1,329 @@
+"""``python -m common rehearse [PAPER...]`` (``make rehearse [PAPER=...]``): each paper's full pipeline run by DVC on
+stand-ins, in a copy of the workspace, reported as the stages that ran out of how many and the wall time per paper.
+
+1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``: code, params, dvc.yaml
+   and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
+2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``rehearsal.enabled``, ``rehearsal.cap``, CPU, fp32,
+   two processes, one epoch, tiny batches) and each paper's own changes.
+3. Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
+   ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; then the keys its DVC data dependencies
+   need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
+4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
+   and ``models.write_checkpoint`` for ``data:`` checkpoints.
+5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
+   ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``.
+
+Nothing here writes outside ``build/rehearsal/``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from common.errors import SettingError, WorkspaceError
+from common.paths import ROOT
+
+REHEARSAL_DIR = ROOT / "build" / "rehearsal"
+"""Everything a rehearsal writes (``/build/`` is git-ignored)."""
+WORKSPACE = "ws"
+HF_HOME = Path(".cache") / "huggingface"
+"""The copy's hub cache (under its git-ignored ``.cache/``)."""
+MARKER = ".vlc-rehearsal"
+"""In the copy's root: the folder is a rehearsal's, which the next rehearsal may delete."""
+RUNNING = re.compile(r"^Running stage '([^']+)'")
+
+
+class RehearsalError(WorkspaceError):
+    """A rehearsal that cannot be prepared (a paper without ``rehearsal.py``, no mirror)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    paper: str
+    ran: int
+    total: int
+    seconds: float
+    returncode: int
+    log: str
+    stages: dict[str, float] = field(default_factory=dict)
+    """Each stage that ran -> its wall seconds (from its "Running stage" line to the next one, or to the end)."""
+    earlier: int = 0
+    """Stages of this pipeline that ran in this rehearsal for a paper before it (shared ones: DVC does not rerun them)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every stage of the pipeline ran in this rehearsal, and DVC succeeded."""
+        return self.returncode == 0 and self.ran + self.earlier == self.total
+
+    def line(self) -> str:
+        status = ("ok" if self.complete else f"FAILED (dvc exit {self.returncode}; log {self.log})" if self.returncode
+                  else f"INCOMPLETE ({self.total - self.ran - self.earlier} not run; log "
+                       f"{self.log})")
+        earlier = f" (and {self.earlier} for the papers before it)" if self.earlier else ""
+        return f"papers/{self.paper}: {self.ran} of {self.total} stages ran{earlier}, {self.seconds:.0f} s: {status}"
+
+    def slowest(self, n: int = 3) -> str:
+        ranked = sorted(self.stages.items(), key=lambda kv: -kv[1])[:n]
+        return ", ".join(f"{name.rpartition(':')[2]} {seconds:.0f} s" for name, seconds in ranked)
+
+
+def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
+    """The copy's environment: no data/build/cache roots (its own), the mirror, an offline hub cache inside it."""
+    from common.rehearsal.workspace import copy_env
+
+    env = copy_env()
+    env.update({"VLC_MIRROR": str(mirror), "HF_HOME": str(Path(workspace) / HF_HOME), "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1", "TORCH_HOME": str(Path(workspace) / ".cache" / "torch"),
+                "PYTHONUNBUFFERED": "1"})  # DVC's "Running stage" lines as they happen: each stage's wall time
+    return env
+
+
+def _module(paper: str, needed_by: str | None = None):
+    from common import plugins
+
+    module = plugins.paper_module(paper, "rehearsal")
+    if module is None:
+        why = f" (papers/{needed_by}'s pipeline runs its stages)" if needed_by and needed_by != paper else ""
+        raise RehearsalError(f"papers/{paper} has no rehearsal.py (its stand-ins, models and params){why}: it cannot "
+                             "be rehearsed yet (common/rehearsal/__init__.py says what it holds)")
+    return module
+
+
+STAGE_OWNER = re.compile(r"^papers/([^/]+)(?:/dvc\.yaml:|$)")
+
+
+def stage_owners(stages: Sequence[str]) -> list[str]:
+    """The papers whose stages these are (``papers/<paper>/dvc.yaml:<stage>`` and the aggregate ``papers/<paper>``;
+    root stages such as ``audit/cross_paper`` belong to none), in order of first appearance."""
+    return list(dict.fromkeys(m.group(1) for m in map(STAGE_OWNER.match, stages) if m))
+
+
+def _layout(name: str) -> str:
+    """The release layout of a ``data:`` checkpoint: its owner paper's ``CHECKPOINT_LAYOUTS``, else open_clip's."""
+    from common import plugins
+
+    owner = plugins.owner(name)
+    module = plugins.paper_module(owner, "rehearsal") if owner else None
+    return getattr(module, "CHECKPOINT_LAYOUTS", {}).get(name, "state_dict")
+
+
+def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=print) -> dict[str, str]:
+    """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment."""
+    import yaml
+
+    from common import plugins
+    from common.download import fetch
+    from common.params import read_params
+    from common.rehearsal import models as standin_models
+    from common.rehearsal.params import rehearsal_params
+    from common.rehearsal.standins import name_seed
+    from common.rehearsal.workspace import copy_workspace, dvc
+    from common.zoo import get_spec
+
+    for paper in papers:
+        _module(paper)  # before anything is deleted or copied
+    workspace = Path(workspace)
+    if workspace.exists():
+        if not (workspace / MARKER).is_file():
+            raise RehearsalError(f"{workspace} exists and is not a rehearsal's copy (no {MARKER}): remove it yourself "
+                                 "or choose another --dir")
+        shutil.rmtree(workspace)
+    workspace.parent.mkdir(parents=True, exist_ok=True)
+    copy_workspace(workspace)
+    (workspace / MARKER).write_text("a rehearsal's copy of the workspace (common.rehearsal); replaced by the next\n")
+    params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
+    (workspace / "params.yaml").write_text(
+        "# A rehearsal's params.yaml (common.rehearsal.params): the full profile on stand-ins. Not the papers' "
+        "numbers.\n" + yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    read_params(workspace / "params.yaml")  # as every stage will
+    env = rehearsal_env(workspace, mirror)
+    data_root = workspace / "data"
+    modules = {paper: _module(paper) for paper in papers}
+    for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
+        nodes = dag_nodes(workspace, env, paper)
+        for owner in stage_owners(nodes):
+            module = plugins.paper_module(owner, "rehearsal")
+            if module is None:
+                log(f"rehearsal: papers/{owner} has no rehearsal.py: its stages in papers/{paper}'s pipeline get no "
+                    "stand-ins (they fail if they read any)")
+            else:
+                modules.setdefault(owner, module)
+
+    def fetch_here(key: str) -> Path:
+        return fetch(key, data_root=data_root, mirror=mirror, progress=False)
+
+    keys: list[str] = []
+    for paper, module in modules.items():
+        started = time.perf_counter()
+        keys += module.prepare(data_root, fetch_here)
+        log(f"rehearsal: {paper}: stand-ins written ({time.perf_counter() - started:.0f} s)")
+    names = list(dict.fromkeys(n for module in modules.values() for n in module.models(params)))
+    for name in names:
+        started = time.perf_counter()
+        spec = get_spec(name)
+        seed = name_seed(name)  # every model its own weights: a stand-in mixed up with another shows
+        if spec.pretrained is not None:
+            path = standin_models.write_pretrained(workspace / HF_HOME, name, seed)
+        else:
+            path = standin_models.write_checkpoint(data_root, name, _layout(name), seed)  # type: ignore[arg-type]
+        log(f"rehearsal: model {name}: random {spec.arch} at {path.relative_to(workspace)} "
+            f"({time.perf_counter() - started:.0f} s)")
+    for key in dict.fromkeys(keys):
+        fetch_here(key)
+    started = time.perf_counter()  # data.dvc's pinned inputs, real from the mirror, fetched as make repro fetches them
+    fetched = subprocess.run([sys.executable, "-m", "common", "data", "fetch"], cwd=workspace, env=env,
+                             capture_output=True, text=True)
+    if fetched.returncode != 0:
+        raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
+                             f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
+    log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
+    configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
+    if configured.returncode != 0:
+        raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")
+    return env
+
+
+def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
+    """Every node of ``dvc dag papers/<paper>``: its stages and the ``.dvc`` files whose outputs they read."""
+    from common.rehearsal.workspace import dvc
+
+    dag = dvc(workspace, env, "dag", "--dot", f"papers/{paper}")
+    if dag.returncode != 0:
+        raise RehearsalError(f"dvc dag papers/{paper} failed in {workspace}: {dag.stderr.strip()[-2000:]}")
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r'^\s*"([^"]+)";\s*$', dag.stdout, re.M)))
+
+
+def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
+    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it). A ``.dvc`` file
+    (``data.dvc``: a stage reads one of its outputs, such as ARO's fine-tunes ``valid_neg_clip.tsv``) is no stage:
+    DVC verifies its outputs, runs nothing (``prepare`` fetches them as ``make repro`` does)."""
+    return [node for node in dag_nodes(workspace, env, paper) if not node.endswith(".dvc")]
+
+
+def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
+    """How many stages ``dvc repro papers/<paper>`` walks."""
+    return len(dag_stages(workspace, env, paper))
+
+
+def rehearsed_papers() -> list[str]:
+    """The papers that take part in a rehearsal (a ``papers/<paper>/rehearsal.py``)."""
+    from common import plugins
+
+    return [p for p in plugins.paper_names() if plugins.paper_module(p, "rehearsal") is not None]
+
+
+def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout,
+          before: frozenset[str] = frozenset()) -> Outcome:
+    """``dvc repro papers/<paper>`` in the copy, its output to ``log_path`` (and ``echo``), timed; ``before``: the
+    stages that already ran in this rehearsal."""
+    dag = dag_stages(workspace, env, paper)
+    ran: list[str] = []
+    stages: dict[str, float] = {}
+    started = time.perf_counter()
+    last = started
+    with open(log_path, "w", encoding="utf-8") as log:
+        process = subprocess.Popen([str(Path(sys.executable).with_name("dvc")), "repro", f"papers/{paper}"],
+                                   cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   bufsize=1)
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            if echo is not None:
+                echo.write(line)
+                echo.flush()
+            match = RUNNING.match(line)
+            if match:
+                now = time.perf_counter()
+                if ran:
+                    stages[ran[-1]] = round(now - last, 1)
+                ran.append(match.group(1))
+                last = now
+        returncode = process.wait()
+    if ran:
+        stages[ran[-1]] = round(time.perf_counter() - last, 1)
+    return Outcome(paper, len(ran), len(dag), round(time.perf_counter() - started, 1), returncode, str(log_path),
+                   stages, earlier=len(set(dag) & before - set(ran)))
+
+
+def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
+             folder: Path = REHEARSAL_DIR, quiet: bool = False) -> list[Outcome]:
+    """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
+    from common.paths import mirror_root
+    from common.rehearsal.params import DEFAULT_CAP
+
+    mirror = Path(mirror) if mirror is not None else mirror_root()
+    if mirror is None or not mirror.is_dir():
+        raise SettingError("a rehearsal reads the pinned released files real: set VLC_MIRROR to a mirror of them "
+                           "(or pass --mirror)")
+    folder = Path(folder).resolve()  # the copy's environment names paths in it (HF_HOME) that its stages read from ws/
+    workspace = folder / WORKSPACE
+    started = time.perf_counter()
+    env = prepare(workspace, papers, mirror, cap or DEFAULT_CAP)
+    print(f"rehearsal: copy prepared at {workspace} ({time.perf_counter() - started:.0f} s)", flush=True)
+    outcomes: list[Outcome] = []
+    done: set[str] = set()
+    for paper in sorted(papers, key=lambda p: stage_count(workspace, env, p)):  # a paper's own stages under its name
+        outcome = repro(workspace, env, paper, folder / f"{paper}.log", echo=None if quiet else sys.stdout,
+                        before=frozenset(done))
+        done |= set(outcome.stages)
+        outcomes.append(outcome)
+        print(f"rehearsal: {outcome.line()}", flush=True)
+    (folder / "summary.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n",
+                                         encoding="utf-8")
+    return outcomes
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from common import plugins
+
+    papers = args.papers or rehearsed_papers()
+    for paper in papers:
+        if paper not in plugins.paper_names():
+            from common.errors import unknown_name
+
+            raise unknown_name("paper", paper, plugins.paper_names())
+    outcomes = rehearse(papers, args.mirror, args.cap, Path(args.dir), quiet=args.quiet)
+    print()
+    for outcome in outcomes:
+        print(outcome.line() + (f" (slowest: {outcome.slowest()})" if outcome.stages else ""))
+    for outcome in outcomes:
+        if args.quiet and not outcome.complete:  # the log's end, where DVC's one-line error is
+            tail = Path(outcome.log).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+            print(f"--- the end of {outcome.log} ---", *tail, sep="\n")
+    ran = sum(o.ran for o in outcomes)
+    print(f"rehearsal: {ran} distinct stages ran in {sum(o.seconds for o in outcomes):.0f} s of DVC "
+          f"({len(outcomes)} papers' pipelines)")
+    return 0 if all(o.complete for o in outcomes) else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("papers", nargs="*", metavar="PAPER",
+                        help="papers to rehearse (default: every paper with a papers/<paper>/rehearsal.py)")
+    parser.add_argument("--cap", type=int, default=None, help="examples scored per benchmark group (default 4)")
+    parser.add_argument("--mirror", type=Path, default=None,
+                        help="mirror of the pinned released files (default: VLC_MIRROR)")
+    parser.add_argument("--dir", default=str(REHEARSAL_DIR), help=f"where it all goes (default {REHEARSAL_DIR})")
+    parser.add_argument("--quiet", action="store_true", help="DVC's output only to <dir>/<paper>.log")
+    parser.set_defaults(func=_cmd)
+
+
+def register_cli(subparsers) -> None:
+    """``python -m common rehearse``."""
+    p = subparsers.add_parser("rehearse", help="the full profile end to end on stand-ins, in a copy of the workspace "
+                                               "(build/rehearsal/): stages ran and wall time per paper")
+    add_arguments(p)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.rehearsal", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return _cmd(args)

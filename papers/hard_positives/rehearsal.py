@@ -1,0 +1,71 @@
+"""Hard positives in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+
+What the full stages read, and what the rehearsal puts there:
+
+* REPLACE, ``hard_positives/{data,swapped_data}/vl_checklist_{attributes,relations}.json``: pinned, so real (the
+  mirror); Visual Genome's two image zips get a stand-in for every image they name (``common.rehearsal.standins``).
+* SWAP, ``hard_positives/{data,swapped_data}/visual_genome_attribution.json``: unpinned, so stand-ins in ARO's
+  VG-Attribution format, row-aligned as released (same image, box, attributes and c_n; c vs c_p), with ARO's image
+  zip (``aro/vgr_vga_images.zip``) holding their images, large enough for every box.
+* COCO 2017's captions and train images (``finetune-full-set``, the fine-tunes): stand-in zips; DVC's data deps,
+  so fetched (extracted) before the pipeline runs.
+* Models: the base ``openai/ViT-B-32`` (hub cache) and the Table 1 rows the rehearsal keeps (``params``), the
+  released ``data:`` checkpoints in their release layout (``CHECKPOINT_LAYOUTS``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+SWAP_ROWS = (  # (image, box, attributes, c, c_p, c_n)
+    ("2354786.jpg", (2, 3, 20, 15), ("white", "black"), "the white cat and the black dog",
+     "the black dog and the white cat", "the black cat and the white dog"),
+    ("2368436.jpg", (0, 0, 40, 30), ("open", "red"), "the open door and the red car", "the red car and the open door",
+     "the red door and the open car"),
+    ("2354786.jpg", (1.5, 0, 10, 10), ("small", "wooden"), "the small cup and the wooden table",
+     "the wooden table and the small cup", "the wooden cup and the small table"),
+    ("2405212.jpg", (5, 4, 30, 22), ("tall", "green"), "the tall tree and the green bush",
+     "the green bush and the tall tree", "the green tree and the tall bush"),
+    ("2331109.jpg", (0, 2, 25, 18), ("blue", "yellow"), "the blue shirt and the yellow hat",
+     "the yellow hat and the blue shirt", "the yellow shirt and the blue hat"),
+)
+"""SWAP's stand-in rows: ARO's VG-Attribution records (boxes within ARO-named images); c_p reorders the phrases."""
+CHECKPOINT_LAYOUTS = {"hard_positives/crepe-swap": "state_dict", "hard_positives/crepe-replace": "state_dict"}
+"""The release layout of this paper's ``data:`` checkpoints: open_clip training checkpoints (models.toml)."""
+KEPT_ROWS = ("base", "crepe-swap")
+"""The Table 1 rows the rehearsal scores: the base (the comparisons' reference) and one released checkpoint."""
+
+
+def swap_record(image: str, box: tuple, attributes: tuple, caption: str, negative: str) -> dict:
+    return {"image_id": Path(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
+            "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative,
+            "attributes": list(attributes)}
+
+
+def params(params: dict[str, Any]) -> None:
+    """The rehearsal's changes to this paper's parameters: Table 1's rows cut to ``KEPT_ROWS``."""
+    full = params["hard_positives"]["full"]
+    full["models"] = {row: name for row, name in full["models"].items() if row in KEPT_ROWS}
+
+
+def models(params: dict[str, Any]) -> list[str]:
+    """The zoo models this paper's full stages load that are not its own fine-tunes."""
+    full = params["hard_positives"]["full"]
+    return list(dict.fromkeys([full["finetune"]["base"], *full["models"].values()]))
+
+
+def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
+    """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
+    pinned REPLACE files whose images are stood in for); returns the keys DVC's data deps need fetched."""
+    from common.jsonl import read_json
+    from common.rehearsal import standins
+    from papers.hard_positives import released, sets_full
+
+    image_paths = [row["image_path"] for kind in sets_full.REPLACE_KINDS for key in released.file_keys(kind)
+                   for row in read_json(fetch(key), list)]
+    standins.visual_genome_images(data_root, image_paths)
+    original, swapped = sets_full.SWAP_FILES
+    standins.place_json(original, data_root, [swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS])
+    standins.place_json(swapped, data_root, [swap_record(i, b, a, p, n) for i, b, a, _, p, n in SWAP_ROWS])
+    standins.aro_images(data_root, standins.box_sizes(swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS))
+    return standins.coco_train2017(data_root, standins.coco_captions(images=12))
