@@ -317,7 +317,7 @@ def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int
 NEGCLIP_TRAIN_ROWS = 24
 """Released validation rows (one image each) that become the stand-in training TSV's rows: enough that SugarCrepe's
 Algorithm 1 keeps a batch of every negative kind it generates from them (``negclip-full-refine``), while the fine-tunes
-train on their first ``rehearsal.cap`` rows only."""
+on them stop after ``ceil(cap / batch)`` steps (``common.rehearsal.training``)."""
 
 
 def negclip_train_rows(valid: Sequence[Any], twin_of: str,

@@ -9,7 +9,7 @@ What the full stages read, and what the rehearsal puts there:
 * NegCLIP's training TSV (``aro/negclip/train_neg_clip.tsv``, unpinned): the stand-in ARO's rehearsal writes too
   (``common.rehearsal.standins.negclip_train_tsv``: real validation captions, which the CREPE-style generators edit,
   on train2014 files, and one row on a SugarCrepe test image's twin, which ``negclip-full-set`` must drop), and COCO
-  train2014's image zip holding every image it names. Each NegCLIP run trains on the first ``rehearsal.cap`` rows.
+  train2014's image zip holding every image it names. Each NegCLIP run stops after ``ceil(cap / batch)`` steps.
 * Vera and the CoLA grammar model (``blind-released``, ``negclip-full-refine``): tiny configs of their real classes as
   the downloader's snapshots (``common.rehearsal.models.write_vera``, ``write_grammar_model``).
 * Models: Table 6 cut to ``KEPT_MODELS`` (below), the NegCLIP base and ARO's released NegCLIP (``table5-full``), at
