@@ -41,6 +41,17 @@ def _params(edit: Callable[[str], str], *command: str, keep_results: bool = Fals
     return argv
 
 
+def _yaml_error_line(path: Path) -> int:
+    """The line (1-based) where YAML's own parser stops on ``path``: the error must name it."""
+    import yaml
+
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        return exc.problem_mark.line + 1
+    raise AssertionError(f"{path} parses: the case did not spoil it")
+
+
 def _replace(old: str, new: str) -> Callable[[str], str]:
     def edit(text: str) -> str:
         assert old in text, old
@@ -72,7 +83,8 @@ PARAMS_CASES: list[Case] = [
     Case("sugarcrepe-sets-mini", "params-no-profile", _params(_replace("profile: mini", ""), *SETS_MINI),
          _params_key("profile: missing"), runner="copy"),
     Case("sugarcrepe-sets-mini", "params-yaml-syntax", _params(_replace("  world:", "  world: ["), *SETS_MINI),
-         lambda r: f"{r / 'ws' / 'params.yaml'}: line 13 column", runner="copy"),
+         lambda r: f"{r / 'ws' / 'params.yaml'}: line {_yaml_error_line(r / 'ws' / 'params.yaml')} column",
+         runner="copy"),
     Case("report", "params-profile-typo",
          _params(_replace("profile: mini", "profile: Mini"), "common", "report", "sugarcrepe", keep_results=True),
          _params_key("profile: must be one of"), runner="copy"),

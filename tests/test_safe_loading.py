@@ -1,6 +1,8 @@
 """Nothing in common/ or papers/ unpickles a file: every ``torch.load`` passes ``weights_only=True`` (tensors and
 plain containers only), every ``np.load`` passes ``allow_pickle=False``, and no module imports pickle, joblib, dill
 or cloudpickle or calls ``pandas.read_pickle``. Weights and tensors from outside load through safetensors or these.
+One exception: a module may import ``pickle`` to *write* one (``pickle.dump``/``dumps`` and nothing else of it: the
+rehearsal's CIFAR stand-ins in torchvision's python-pickle layout), which runs no code from a file.
 
 A static check over the source (AST, so aliases like ``from torch import load`` are caught too): adding an unsafe
 load anywhere fails here.
@@ -15,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TREES = ("common", "papers")
 UNPICKLERS = {"pickle", "_pickle", "cPickle", "joblib", "dill", "cloudpickle", "shelve", "marshal"}
+PICKLE_WRITERS = {"dump", "dumps"}
+"""What a module that imports ``pickle`` may use of it: writing only."""
 
 
 def _sources() -> list[Path]:
@@ -31,17 +35,28 @@ def problems(source: str, where: str = "<source>") -> list[str]:
     modules: dict[str, str] = {}  # local name -> module (import torch as th: th -> torch)
     functions: dict[str, str] = {}  # local name -> module.function (from numpy import load: load -> numpy.load)
     found = []
+    writers: dict[str, int] = {}  # local name of an imported pickle module -> its import's line (write-only use)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 modules[alias.asname or alias.name.split(".")[0]] = alias.name
-                if alias.name.split(".")[0] in UNPICKLERS:
+                if alias.name == "pickle":
+                    writers[alias.asname or alias.name] = node.lineno
+                elif alias.name.split(".")[0] in UNPICKLERS:
                     found.append(f"{where}:{node.lineno}: imports {alias.name}")
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 functions[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            if node.module.split(".")[0] in UNPICKLERS:
+            if node.module.split(".")[0] in UNPICKLERS and not (
+                    node.module == "pickle" and all(a.name in PICKLE_WRITERS for a in node.names)):
                 found.append(f"{where}:{node.lineno}: imports from {node.module}")
+    if writers:  # every use of the pickle module must be pickle.dump/dumps
+        written = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                   and isinstance(n.value, ast.Name) and n.value.id in writers and n.attr in PICKLE_WRITERS}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in writers and id(node) not in written:
+                found.append(f"{where}:{node.lineno}: uses pickle beyond dump/dumps (imported at line "
+                             f"{writers[node.id]})")
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -76,13 +91,22 @@ def test_the_source_tree_never_unpickles():
     ("import numpy as np\nnp.load(p)", "np.load without allow_pickle=False"),
     ("import numpy\nnumpy.load(p, allow_pickle=True)", "np.load without allow_pickle=False"),
     ("from numpy import load as l\nl(p)", "np.load without allow_pickle=False"),
-    ("import pickle", "imports pickle"),
+    ("import pickle\npickle.loads(b)", "uses pickle beyond dump/dumps (imported at line 1)"),
+    ("import pickle as p\nf = p.load", "uses pickle beyond dump/dumps (imported at line 1)"),
+    ("import pickle\nsave(pickle)", "uses pickle beyond dump/dumps (imported at line 1)"),
+    ("from pickle import loads", "imports from pickle"),
+    ("import _pickle", "imports _pickle"),
     ("from joblib import load", "imports from joblib"),
     ("import pandas as pd\npd.read_pickle(p)", "pandas.read_pickle (unpickles)"),
 ])
 def test_the_check_catches_unsafe_loads(source, expected):
     found = problems(source)
     assert len(found) == 1 and found[0].endswith(expected), found
+
+
+def test_writing_a_pickle_is_allowed():
+    assert problems("import pickle\ndata = pickle.dumps({'a': 1}, protocol=2)\npickle.dump(x, f)") == []
+    assert problems("from pickle import dumps\ndumps(x)") == []
 
 
 def test_the_check_accepts_safe_loads():

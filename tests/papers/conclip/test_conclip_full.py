@@ -181,17 +181,18 @@ def test_an_unavailable_model_stops_the_stage_or_is_left_out(data, tiny, tmp_pat
 
 def test_conclips_checkpoint_format_is_read_by_the_zoo(data, tmp_path):
     """The authors' files keep the weights under "model" (OpenAI-`clip` training dicts): the zoo unwraps them and
-    loads strictly, so a file whose weights do not fit fails naming the missing keys, the file and its download
-    entry's note (never loads wrongly)."""
+    loads strictly, so a file whose weights do not fit fails in one line naming the file, what is missing, the fix and
+    its download entry's note (never loads wrongly)."""
     from common.zoo import create_model, get_spec
 
     path = get_spec("conclip/conclip-vit-b32").checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"model": {"logit_scale": torch.tensor(4.6)}, "optimizer": {"state": {}}, "epoch": 5}, path)
-    with pytest.raises(ModelUnavailable, match="Missing key") as exc:
+    with pytest.raises(ModelUnavailable, match="holds no ViT-B-32-quickgelu weights") as exc:
         full.score_models({"conclip": "conclip/conclip-vit-b32"}, data, CONFIG, create=create_model)
     message = str(exc.value)
-    assert "could not be loaded" in message and str(path) in message and "none of" not in message
+    assert "\n" not in message and str(path) in message and "none of" not in message
+    assert "301 of the model's 302 tensors missing" in message and "python -m common fetch conclip/" in message
     assert "CoN-CLIP" in message  # the note of papers/conclip/sources.toml's entry
 
 
