@@ -61,6 +61,21 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
     return out.getvalue()
 
 
+def tar_gz(members: Mapping[str, bytes]) -> bytes:
+    """A gzipped tarball of regular files (archive name -> bytes), its folders implied, fixed times, sorted."""
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name in sorted(members):
+            if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+                raise StandInError(f"archive member {name!r} would escape its archive")
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(members[name]), 1_704_067_200, 0o644
+            tar.addfile(info, io.BytesIO(members[name]))
+    return out.getvalue()
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Where a stand-in goes
 # ------------------------------------------------------------------------------------------------------------------
@@ -407,8 +422,6 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
     batch as fixed-length records (label byte(s), then 1,024 red, green and blue bytes), ``labels`` in the test batch
     (a CIFAR-100 record's coarse byte is its fine label modulo the coarse names), two records per train batch, and
     ``names`` (one list per label-name file)."""
-    import tarfile
-
     import numpy as np
 
     layout = CIFAR_BINARY[variant]
@@ -431,13 +444,7 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
     members[f"{layout.folder}/{layout.test}"] = records(labels)
     for file, values in zip(layout.names, names):
         members[f"{layout.folder}/{file}"] = ("\n".join(values) + "\n\n").encode("utf-8")
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tf:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 1704067200
-            tf.addfile(info, io.BytesIO(data))
-    return place(key, data_root, out.getvalue())
+    return place(key, data_root, tar_gz(members))
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import io
 import pickle
-import tarfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+from common.rehearsal.standins import tar_gz
 
 CHECKPOINT_LAYOUTS = {"conclip/conclip-vit-b32": "model", "conclip/conclip-vit-b16": "model",
                       "conclip/conclip-vit-l14": "model", "conclip/laclip-laion400m-vit-b32": "state_dict"}
@@ -117,17 +118,6 @@ def write_ccneg(data_root: Path, entries: int = CCNEG_ENTRIES, pool: int = POOL_
 # ------------------------------------------------------------------------------------------------------------------
 # The zero-shot sets, in the files torchvision reads
 # ------------------------------------------------------------------------------------------------------------------
-def tar_gz(members: Mapping[str, bytes]) -> bytes:
-    """A gzipped tarball of regular files (``name -> bytes``), its folders implied, fixed times, sorted."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        for name in sorted(members):
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(members[name]), 1_704_067_200, 0o644
-            tar.addfile(info, io.BytesIO(members[name]))
-    return out.getvalue()
-
-
 def mat_bytes(value: dict) -> bytes:
     from scipy.io import savemat
 
