@@ -8,6 +8,8 @@
 #   make status [PAPER=...]     data.dvc's inputs and what each paper's pipeline still has to run, and the command
 #   make metrics [PAPER=...]    each paper's DVC metrics, one short table per paper
 #   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
+#   make card MODEL=SPEC        a report card of a model on every benchmark (several: MODEL="A B"; SPEC: a zoo name,
+#                               ARCH:TAG, ARCH:FILE or hf:REPO); files under build/cards/<profile>/
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,7 +19,7 @@ PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
-.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache
+.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +50,11 @@ rehearse: $(STAMP)
 test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
+
+MODEL ?=
+card: $(STAMP)
+	@test -n "$(MODEL)" || { echo 'make card: give MODEL=SPEC (several: MODEL="A B"; python -m common zoo list)' >&2; exit 2; }
+	@. $(BIN)/activate && python -m common card $(addprefix --model ,$(MODEL))
 
 fetch: $(STAMP)
 	@. $(BIN)/activate && python -m common data fetch

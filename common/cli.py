@@ -45,6 +45,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from common import data_dvc, download, report, stage_deps
+    from common.card import run as card_run
     from common.training import family, recipes
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo_cli.register_cli(sub)
 
     report.register_cli(sub)
+    card_run.register_cli(sub)
 
     audit = sub.add_parser("audit", help="published vs recomputed numbers of a paper (results/audit/)",
                            description="`audit <paper>` writes results/audit/<paper>.*; `audit released <paper> "

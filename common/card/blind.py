@@ -1,0 +1,76 @@
+"""The blind baseline: each benchmark's own scoring code run with a text-only scorer in place of the model.
+
+``BlindEngine`` answers ``embed`` as the scoring engine does, but every image embeds to the same 1-vector and every
+caption to its fluency under an n-gram language model (``common.blind.ngram``, the blind-attack stages' scorer), so
+an image-caption score is the caption's fluency whatever the image. A paper's rules then decide as they decide for a
+model (the tie rule included): the number is what a scorer that never looks at the image gets on the same examples.
+A text-only scorer cannot rank images, so text-to-image numbers have no blind baseline (the benchmarks say so).
+
+Mini profile: the language model is fitted on the captions of the first ``MINI_LM_IMAGES`` mini-world training
+images, the corpus and size of SugarCrepe's ``mini-blind`` stage (``sugarcrepe.mini_blind.lm_train_images``), so
+the card's blind SugarCrepe numbers are that stage's ``ngram-lm`` row. Full profile: not yet (the real-text stage
+cross-fits its language model on each benchmark's own positives, which this engine does not do); the card says so.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from common.blind.ngram import NgramFluency
+from common.engine import EngineConfig, Embeddings
+from common.jsonl import read_json
+from common.tasks import DatasetError, Image, as_ref
+
+MINI_LM_IMAGES = 8000
+"""Mini-world training images (3 captions each) whose captions fit the language model."""
+SCORER = "ngram-lm"
+
+
+class _TextOnly:
+    """What callers read off ``engine.model``: a name and a fingerprint."""
+
+    def __init__(self, corpus: str):
+        self.name = f"blind/{SCORER}"
+        self.fingerprint = f"{SCORER}:{corpus}"
+        self.device = "cpu"
+
+
+class BlindEngine:
+    """``Engine.embed`` with a text-only scorer: s(caption, image) = fluency(caption) for every image."""
+
+    def __init__(self, lm: NgramFluency, corpus: str):
+        self.lm = lm
+        self.model = _TextOnly(corpus)
+        self.config = EngineConfig()
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return self.model.name, self.model.fingerprint
+
+    def embed(self, image_owners: Iterable[tuple[Image, str]], texts: Iterable[str]) -> Embeddings:
+        refs = list(dict.fromkeys(as_ref(image) for image, _ in image_owners))
+        unique = list(dict.fromkeys(texts))
+        fluency = self.lm.scores(unique) if unique else np.zeros(0)
+        return Embeddings(np.ones((len(refs), 1)), np.asarray(fluency, dtype=np.float64).reshape(-1, 1),
+                          {r: i for i, r in enumerate(refs)}, {t: i for i, t in enumerate(unique)})
+
+
+def mini_world_captions(path: Path, n_images: int = MINI_LM_IMAGES) -> list[str]:
+    """The captions of the first ``n_images`` mini-world training images (``captions.json``: one list per image)."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: the mini world's training captions are missing; run `dvc repro mini/world`")
+    per_image = read_json(path, list)
+    if len(per_image) < n_images or not all(isinstance(e, list) and all(isinstance(c, str) and c for c in e)
+                                            for e in per_image[:n_images]):
+        raise DatasetError(f"{path}: expected at least {n_images} lists of non-empty captions; rebuild the world "
+                           f"(`dvc repro mini/world`)")
+    return [c for entry in per_image[:n_images] for c in entry]
+
+
+def mini_blind_engine(world_train: Path, seed: int = 0) -> BlindEngine:
+    """The mini profile's blind engine: the n-gram model of SugarCrepe's mini-blind stage."""
+    captions_file = world_train / "captions.json"
+    lm = NgramFluency(seed=seed).fit(mini_world_captions(captions_file))
+    return BlindEngine(lm, f"{captions_file.name} of the first {MINI_LM_IMAGES} mini-world training images")

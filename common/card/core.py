@@ -1,0 +1,205 @@
+"""A card's numbers: ``Measure`` (one number with its examples, rule and aggregation), its 95% interval, the paired
+difference of two models, and ``CardBenchmark``, what a paper's ``card.py`` contributes.
+
+Every number is a statistic of per-example 0/1 outcomes, so one bootstrap serves them all: examples are resampled
+(within each stratum for a macro average, so that every stratum stays in every resample) and the statistic is
+recomputed on each resample. Two models' numbers on the same examples are resampled with the same indices, which
+makes their difference a paired statistic: "A beats B" when its interval excludes 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from common.errors import WorkspaceError
+
+N_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0
+
+
+class CardError(WorkspaceError, ValueError):
+    """A card cannot be made as asked (a bad SPEC, two measures that do not pair); the message says why."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One number of a card: which examples, what counted as correct on each, and how they aggregate.
+
+    ``strata`` (one label per example) makes the number a macro average, the unweighted mean of the strata's
+    accuracies (ARO's VG-Relation by relation, hard positives' REPLACE by part); without it, the plain share.
+    ``blind`` is what a text-only scorer gets on the same examples under the same rule (None: not applicable, with
+    ``blind_note`` saying why)."""
+
+    key: str
+    """Stable across models: what pairs two models' numbers and finds the recognition trend (``paper/metric``)."""
+    benchmark: str
+    metric: str
+    rule: str
+    """The decision rule in words, tie rule included, with the paper's code it follows."""
+    example_ids: tuple[str, ...]
+    correct: np.ndarray
+    strata: tuple[str, ...] | None = None
+    ties: int | None = None
+    blind: np.ndarray | None = None
+    blind_note: str = ""
+    source: str = ""
+    """The paper's code that computes the same number (the card's tests compare the two)."""
+
+    def __post_init__(self) -> None:
+        n = len(self.example_ids)
+        correct = np.asarray(self.correct, dtype=np.float64)
+        if correct.shape != (n,) or (self.strata is not None and len(self.strata) != n):
+            raise CardError(f"{self.key}: {n} examples but {correct.shape} outcomes"
+                            f"{'' if self.strata is None else f' and {len(self.strata)} strata'}")
+        if self.blind is not None and np.shape(self.blind) != (n,):
+            raise CardError(f"{self.key}: {n} examples but {np.shape(self.blind)} blind outcomes")
+        object.__setattr__(self, "correct", correct)
+        if self.blind is not None:
+            object.__setattr__(self, "blind", np.asarray(self.blind, dtype=np.float64))
+
+    @property
+    def n(self) -> int:
+        return len(self.example_ids)
+
+    @property
+    def aggregate(self) -> str:
+        return "micro" if self.strata is None else f"macro over {len(set(self.strata))} strata"
+
+    def value(self) -> float:
+        """The number in percent."""
+        return statistic(self.correct, self._strata_index())
+
+    def blind_value(self) -> float | None:
+        return None if self.blind is None else statistic(self.blind, self._strata_index())
+
+    def _strata_index(self) -> list[np.ndarray] | None:
+        if self.strata is None:
+            return None
+        labels = np.asarray(self.strata)
+        return [np.flatnonzero(labels == s) for s in dict.fromkeys(self.strata)]
+
+
+def statistic(correct: np.ndarray, strata: list[np.ndarray] | None) -> float:
+    """Percent correct: the share, or the unweighted mean of the strata's shares."""
+    if strata is None:
+        return 100.0 * float(np.mean(correct))
+    return 100.0 * float(np.mean([correct[ix].mean() for ix in strata]))
+
+
+def resample_indices(measure: Measure, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """(n_resamples, n) example indices: resampled with replacement, within each stratum for a macro average."""
+    rng = np.random.default_rng(seed)
+    strata = measure._strata_index() or [np.arange(measure.n)]
+    return np.concatenate([ix[rng.integers(0, len(ix), size=(n_resamples, len(ix)))] for ix in strata], axis=1)
+
+
+def _resampled(values: np.ndarray, measure: Measure, indices: np.ndarray) -> np.ndarray:
+    """The statistic on every resample (percent)."""
+    strata = measure._strata_index()
+    if strata is None:
+        return 100.0 * values[indices].mean(axis=1)
+    # indices are laid out stratum by stratum (resample_indices), so each stratum's columns are contiguous
+    bounds = np.cumsum([0, *(len(ix) for ix in strata)])
+    return 100.0 * np.mean([values[indices[:, a:b]].mean(axis=1) for a, b in zip(bounds[:-1], bounds[1:])], axis=0)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A number in percent (points for a difference) with its percentile-bootstrap interval."""
+
+    value: float
+    low: float
+    high: float
+    method: str = f"percentile bootstrap over examples ({N_RESAMPLES} resamples, seed {SEED})"
+
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def _interval(value: float, samples: np.ndarray, confidence: float) -> Estimate:
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(samples, [tail, 100.0 - tail])
+    return Estimate(value, float(low), float(high))
+
+
+def estimate(measure: Measure, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
+             seed: int = SEED) -> Estimate:
+    """The measure's value with its interval; a stratified resample for a macro average."""
+    indices = resample_indices(measure, n_resamples, seed)
+    return _interval(measure.value(), _resampled(measure.correct, measure, indices), confidence)
+
+
+def paired_difference(a: Measure, b: Measure, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
+                      seed: int = SEED) -> Estimate:
+    """a - b in points on the same examples (paired: one set of resampled indices for both)."""
+    if a.key != b.key or a.example_ids != b.example_ids or a.strata != b.strata:
+        raise CardError(f"{a.key} vs {b.key}: the two numbers were not computed on the same examples; a paired "
+                        f"difference needs the same benchmark data for both models")
+    indices = resample_indices(a, n_resamples, seed)
+    samples = _resampled(a.correct, a, indices) - _resampled(b.correct, b, indices)
+    return _interval(a.value() - b.value(), samples, confidence)
+
+
+@dataclass(frozen=True)
+class CardBenchmark:
+    """One benchmark as a paper's ``card.py`` offers it: what it needs on disk, how to load it, how to score it.
+
+    ``score(engine, data)`` returns the benchmark's measures for the engine's model; it is called a second time with
+    a text-only engine (``common.card.blind.BlindEngine``) for the blind baseline, whose outcomes become each
+    measure's ``blind`` (``blind_applies`` lists the measures where a text-only scorer can choose at all)."""
+
+    key: str
+    title: str
+    paper: str
+    inputs: tuple[Path, ...]
+    how_to_get: str
+    load: Callable[[], Any]
+    score: Callable[[Any, Any], list[Measure]]
+    blind_applies: Callable[[Measure], str | None] = field(default=lambda m: None)
+    """None when the blind baseline applies to ``m``, else why it does not (e.g. text-to-image)."""
+    not_on_card: str | None = None
+    """Why this profile's benchmark is not scored by the card yet (listed as such, never silently left out)."""
+
+    def missing(self) -> list[Path]:
+        return [p for p in self.inputs if not p.exists()]
+
+
+def close_ids(measures: Sequence[Measure]) -> None:
+    """Refuse two measures under one key (a plugin bug, named)."""
+    seen: set[str] = set()
+    for m in measures:
+        if m.key in seen:
+            raise CardError(f"two numbers of the card are both keyed {m.key!r}")
+        seen.add(m.key)
+
+
+def selection_measures(result, prefix: str, benchmark: str, rule: str, source: str, groups: Sequence[str] | None = None,
+                       overall: str | None = "macro", overall_name: str = "average",
+                       names: dict[str, str] | None = None) -> list[Measure]:
+    """A choose-among-K result as measures: one per group (``groups``: which and in what order; default all, in
+    order of appearance), then the overall number over those groups (``overall``: "macro", the unweighted mean of
+    the groups' accuracies, or "micro", the share of all examples; None: none)."""
+    by_group: dict[str, list] = {}
+    for o in result.outcomes:
+        by_group.setdefault(o.group, []).append(o)
+    chosen = list(groups) if groups is not None else list(by_group)
+    names = names or {}
+    out = []
+    for g in chosen:
+        outcomes = by_group.get(g, [])
+        if not outcomes:
+            continue
+        out.append(Measure(f"{prefix}/{g}", benchmark, names.get(g, g), rule, tuple(o.item_id for o in outcomes),
+                           np.array([o.correct for o in outcomes], float), ties=sum(o.tie for o in outcomes),
+                           source=source))
+    if overall is not None and out:
+        pooled = [o for g in chosen for o in by_group.get(g, [])]
+        strata = tuple(o.group for o in pooled) if overall == "macro" else None
+        out.append(Measure(f"{prefix}/{overall_name}", benchmark, f"{overall_name} ({overall})", rule,
+                           tuple(o.item_id for o in pooled), np.array([o.correct for o in pooled], float),
+                           strata=strata, ties=sum(o.tie for o in pooled), source=source))
+    return out

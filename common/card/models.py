@@ -1,0 +1,179 @@
+"""What ``card --model SPEC`` accepts, and the model it builds.
+
+A SPEC is, in this order of lookup:
+
+* a zoo name (``python -m common zoo list``): the registered model, built by ``common.zoo.create_model``;
+* ``ARCH:TAG``, an open_clip architecture and one of its pretrained tags (``ViT-B-32:laion2b_s34b_b79k``), or
+  ``ARCH:FILE``, that architecture with a local checkpoint (every format the zoo reads: safetensors, a torch state
+  dict or a training dict holding one, ``module.`` prefixes dropped; loaded strictly), as open_clip's own
+  ``--model ARCH --pretrained TAG|FILE`` takes them. OpenAI's CLIPs and their fine-tunes need the ``-quickgelu``
+  architecture (``ViT-B-32-quickgelu``), as the zoo's entries say;
+* ``hf:REPO`` or ``hf:DIR``, a transformers BLIP or FLAVA model (hub id, cached; or a ``save_pretrained`` folder).
+
+Anything else is an unknown SPEC, listed with its closest zoo names and open_clip architectures.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.card.core import CardError
+from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec, registry
+from common.zoo.interface import EmbeddingModel
+
+CHECKPOINT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt")
+
+
+@dataclass(frozen=True)
+class CardModel:
+    """A resolved SPEC: its name in the card's files, how it was given, and the zoo entry it stands for."""
+
+    spec_text: str
+    kind: str
+    """"zoo", "open_clip", "checkpoint" or "transformers"."""
+    spec: ModelSpec
+
+    @property
+    def file_stem(self) -> str:
+        """The card's file name: the SPEC with every character outside ``[A-Za-z0-9._-]`` written ``_``."""
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec_text.replace("/", "__")).strip("._") or "model"
+        return stem[:120]
+
+    def provenance(self) -> dict:
+        out = {"spec": self.spec_text, "kind": self.kind, "arch": self.spec.arch, "backend": self.spec.backend}
+        if self.kind == "zoo":
+            out["zoo_entry"] = {k: v for k, v in vars(self.spec).items() if v not in (None, False, "")}
+        if self.kind == "checkpoint":
+            from common.io import sha256_file
+
+            path = Path(self.spec.checkpoint or "")
+            out.update(checkpoint=str(path), checkpoint_sha256=sha256_file(path))
+        if self.kind == "open_clip":
+            out["pretrained"] = self.spec.pretrained
+        return out
+
+
+def _open_clip_archs() -> list[str]:
+    import open_clip
+
+    from common.zoo import register_local_configs
+
+    register_local_configs()
+    return list(open_clip.list_models())
+
+
+def resolve(spec_text: str) -> CardModel:
+    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches."""
+    text = spec_text.strip()
+    if not text:
+        raise CardError("--model is empty: give a zoo name, ARCH:TAG, ARCH:FILE or hf:REPO")
+    zoo = registry()
+    if text in zoo:
+        return CardModel(text, "zoo", get_spec(text))
+    if text.startswith("hf:"):
+        return _transformers(text)
+    arch, sep, rest = text.partition(":")
+    if sep and rest:
+        if arch not in _open_clip_archs():
+            raise _unknown(text, arch)
+        path = Path(rest).expanduser()
+        if path.suffix.lower() in CHECKPOINT_SUFFIXES or path.exists():
+            if not path.is_file():
+                raise CardError(f"--model {text}: checkpoint {path} not found")
+            spec = ModelSpec(name=text, arch=arch, family="card", label=f"{arch} ({path.name})",
+                             checkpoint=str(path.resolve()))
+            return CardModel(text, "checkpoint", spec)
+        import open_clip
+
+        tags = open_clip.list_pretrained_tags_by_model(arch)
+        if rest not in tags:
+            raise CardError(f"--model {text}: open_clip has no pretrained tag {rest!r} for {arch!r} and no file "
+                            f"{path} exists (tags: {', '.join(tags) or 'none'})")
+        spec = ModelSpec(name=text, arch=arch, family="card", label=f"{arch} ({rest})", pretrained=rest)
+        return CardModel(text, "open_clip", spec)
+    raise _unknown(text, arch)
+
+
+def _unknown(text: str, arch: str) -> CardError:
+    import difflib
+
+    zoo_close = difflib.get_close_matches(text, list(registry()), n=3, cutoff=0.5)
+    arch_close = difflib.get_close_matches(arch, _open_clip_archs(), n=3, cutoff=0.6)
+    hints = [f"zoo: {', '.join(zoo_close)}" if zoo_close else "",
+             f"open_clip architectures: {', '.join(arch_close)}" if arch_close else ""]
+    hint = "; ".join(h for h in hints if h)
+    return CardError(f"unknown model {text!r}: not a zoo name (`python -m common zoo list`), an open_clip "
+                     f"ARCH:TAG or ARCH:FILE, or hf:REPO{f'; close matches: {hint}' if hint else ''}")
+
+
+def _transformers(text: str) -> CardModel:
+    """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
+    tower the card can score, or is not supported)."""
+    from common.zoo.hf import ARCHS
+
+    source = text[3:]
+    if not source:
+        raise CardError("--model hf: needs a repository id or a folder (hf:Salesforce/blip-itm-base-coco)")
+    try:
+        import transformers
+    except ImportError as exc:
+        raise CardError(f"--model {text}: transformers is not installed; pip install -e '.[hf]'") from exc
+    local = Path(source).expanduser().is_dir()
+    try:
+        config = transformers.AutoConfig.from_pretrained(source, local_files_only=True)
+    except Exception as exc:  # not cached or not a model folder: the factory says how to get it
+        raise ModelUnavailable(f"--model {text}: no transformers config for {source!r} here "
+                               f"({'folder without config.json' if local else 'not in the hub cache'}); download it "
+                               f"once on a machine with internet (HF_HOME) or give a save_pretrained folder") from exc
+    model_type = str(getattr(config, "model_type", ""))
+    if model_type not in ARCHS:
+        vision_only = getattr(config, "text_config", None) is None
+        why = "has no text tower (a vision-only model)" if vision_only else "is not a BLIP or FLAVA model"
+        raise CardError(f"--model {text}: {source} is a {model_type or 'unknown'!r} model, which {why}; the card "
+                        f"scores image-text models: open_clip CLIPs, BLIP and FLAVA")
+    spec = ModelSpec(name=text, arch=model_type, family="card", label=f"{model_type} ({source})",
+                     backend="transformers", pretrained=source)
+    return CardModel(text, "transformers", spec)
+
+
+def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
+    """The model with its weights, or ``ModelUnavailable`` (one line: how to get them)."""
+    if model.kind == "zoo":
+        return create_model(model.spec_text, device=device)
+    if model.kind == "transformers":
+        from common.zoo.hf import create_hf_model
+
+        return create_hf_model(model.spec, device)
+    return _build_open_clip(model.spec, device)
+
+
+def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
+    """An ad-hoc open_clip model: a pretrained tag through open_clip (offline: its cache only), or the architecture
+    with a checkpoint loaded strictly. The zoo's factory does the same for registered names; it takes names only."""
+    import open_clip
+
+    from common.zoo import OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs
+    from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
+
+    register_local_configs()
+    if spec.pretrained is not None:
+        offline = hub_offline()
+        if offline:
+            _fail_if_weights_absent(spec, None, offline)
+        try:
+            with _hub_offline_mode(bool(offline)):
+                net, _, transform = open_clip.create_model_and_transforms(spec.arch, pretrained=spec.pretrained,
+                                                                          device=device)
+                tokenizer = open_clip.get_tokenizer(spec.arch)
+        except Exception as exc:  # network, hub or file errors: weights not obtainable here
+            if offline:
+                raise ModelUnavailable(_offline_message(spec, offline, None, exc)) from exc
+            raise ModelUnavailable(f"model {spec.name!r}: weights could not be loaded ({exc})") from exc
+        return OpenClipModel(spec, net, transform, tokenizer, device)
+    with quiet_random_init_warning():  # the weights are loaded (strictly) right below
+        net, _, transform = open_clip.create_model_and_transforms(spec.arch, pretrained=None, load_weights=False,
+                                                                  device=device)
+    load_state_dict(net, Path(spec.checkpoint or ""), spec.name, arch=spec.arch,
+                    remedy=f"give the architecture the checkpoint was saved from (ARCH:{spec.checkpoint})")
+    return OpenClipModel(spec, net, transform, open_clip.get_tokenizer(spec.arch), device)

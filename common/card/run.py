@@ -1,0 +1,272 @@
+"""``python -m common card --model SPEC [--model SPEC ...]``: one report card per model, and the paired differences
+when several are carded together.
+
+What a card holds is described in ``common.card`` (the package docstring); this module finds the benchmarks (each
+paper's ``card.py``: ``benchmarks(profile)`` and, optionally, ``trends(profile)``), loads each benchmark's data once,
+scores every model through the engine (whose cache is keyed by content: an image or caption that several benchmarks
+share is encoded once, and a model the pipeline already scored is not encoded again), adds the blind baseline and
+the trend residuals, and writes each model's files as one output group (all of them or none).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from common import plugins
+from common.card import report
+from common.card.core import CardBenchmark, CardError, Estimate, Measure, close_ids, estimate, paired_difference
+from common.card.result import Card
+from common.card.models import build, resolve
+from common.card.trend import Residual, Trend, residual
+from common.paths import ROOT, build_root, refuse_workspace_outputs
+
+DEFAULT_OUT = "cards"
+"""Under the build root: ``<build>/cards/<profile>/``."""
+
+
+def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[CardBenchmark], list[Trend]]:
+    """Every paper's card benchmarks and trends (``papers/<paper>/card.py``), in paper order; ``only``: those keys."""
+    benchmarks: list[CardBenchmark] = []
+    trends: list[Trend] = []
+    for paper in plugins.paper_names():
+        module = plugins.paper_module(paper, "card")
+        if module is None:
+            continue
+        benchmarks += module.benchmarks(profile)
+        trends += getattr(module, "trends", lambda p: [])(profile)
+    if only:
+        known = {b.key for b in benchmarks}
+        for key in only:
+            if key not in known:
+                from common.errors import unknown_name
+
+                raise unknown_name("benchmark", key, known)
+        benchmarks = [b for b in benchmarks if b.key in only]
+    return benchmarks, trends
+
+
+def split_available(benchmarks: Sequence[CardBenchmark]) -> tuple[list[CardBenchmark], list[dict]]:
+    """(benchmarks to score, one record per benchmark left out: why, and how to get its data)."""
+    available, missing = [], []
+    for b in benchmarks:
+        if b.not_on_card:
+            missing.append({"benchmark": b.key, "title": b.title, "why": b.not_on_card, "how": b.how_to_get})
+        elif b.missing():
+            missing.append({"benchmark": b.key, "title": b.title,
+                            "why": "missing: " + ", ".join(str(p) for p in b.missing()), "how": b.how_to_get})
+        else:
+            available.append(b)
+    return available, missing
+
+
+def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardBenchmark,
+                blind_note: str) -> list[Measure]:
+    out = []
+    for m in measures:
+        why_not = bench.blind_applies(m)
+        if why_not is None and m.key in blind:
+            b = blind[m.key]
+            if b.example_ids != m.example_ids:
+                raise CardError(f"{m.key}: the blind scorer's examples differ from the model's")
+            out.append(dataclasses.replace(m, blind=b.correct, blind_note=blind_note))
+        else:
+            out.append(dataclasses.replace(m, blind_note=why_not or blind_note))
+    return out
+
+
+def _trend_residuals(measures: Sequence[Measure], estimates: dict[str, Estimate], trends: Sequence[Trend],
+                     model: str) -> dict[str, Residual]:
+    out: dict[str, Residual] = {}
+    for trend in trends:
+        x = estimates.get(trend.x_key)
+        if x is None:
+            continue
+        for key, points in trend.points.items():
+            y = estimates.get(key)
+            if y is None:
+                continue
+            r = residual(points, (x.value, x.low, x.high), (y.value, y.low, y.high), model, trend.label)
+            if r is not None:
+                out[key] = r
+    return out
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "") \
+        if head.returncode == 0 else "unknown (not a git checkout)"
+
+
+def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str]]:
+    """sha256 of every input file the benchmarks name (a folder: its manifest.json when it has one)."""
+    from common.io import sha256_file
+
+    out: dict[str, dict[str, str]] = {}
+    for b in benchmarks:
+        files = {}
+        for p in b.inputs:
+            f = p / "manifest.json" if p.is_dir() else p
+            if f.is_file():
+                files[str(f)] = sha256_file(f)
+        out[b.key] = files
+    return out
+
+
+def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
+               params: dict | None = None, log=print) -> Iterator[Card]:
+    """Each model's card in turn, scored on every benchmark whose data is here (the others are listed in each card
+    as missing). Every SPEC is resolved first; each model is built before the data is loaded, so a checkpoint that
+    does not fit fails before any scoring; the data and the blind baseline are loaded and scored once for all."""
+    from common.engine import Engine
+    from common.evaluate import engine_config
+    from common.params import load_params
+
+    models = [resolve(s) for s in specs]
+    if len({m.file_stem for m in models}) != len(models):
+        raise CardError("two --model values name the same card file; give each model once")
+    params = params if params is not None else load_params()
+    profile = params["profile"]
+    benchmarks, trends = discover(profile, only)
+    available, missing = split_available(benchmarks)
+    for m in missing:
+        log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
+    config = engine_config(params)
+    data: dict[str, object] | None = None
+    blind: dict[str, dict[str, Measure]] = {}
+    blind_note, provenance = "", {}
+    for model in models:
+        log(f"building {model.spec_text}")
+        engine = Engine(build(model, device=device), config)
+        if data is None:
+            data = {}
+            for b in available:
+                log(f"loading {b.key}")
+                data[b.key] = b.load()
+            blind_engine, blind_note = _blind_engine(profile)
+            if blind_engine is not None:
+                for b in available:
+                    blind[b.key] = {m.key: m for m in b.score(blind_engine, data[b.key])}
+            provenance = {"profile": profile, "commit": _commit(), "data_sha256": _data_hashes(available),
+                          "engine": dataclasses.asdict(config), "blind_scorer": blind_note,
+                          "trends": [t.label for t in trends]}
+        log(f"scoring {model.spec_text}")
+        measures: list[Measure] = []
+        for b in available:
+            measures += _with_blind(b.score(engine, data[b.key]), blind.get(b.key, {}), b, blind_note)
+        close_ids(measures)
+        estimates = {m.key: estimate(m) for m in measures}
+        blind_estimates = {m.key: estimate(dataclasses.replace(m, correct=m.blind)) for m in measures
+                           if m.blind is not None}
+        residuals = _trend_residuals(measures, estimates, trends, model.spec_text)
+        yield Card(model, profile, measures, estimates, blind_estimates, residuals, missing,
+                   {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint})
+
+
+def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
+               params: dict | None = None, log=print) -> list[Card]:
+    """Every model's card (``iter_cards``), as a list."""
+    return list(iter_cards(specs, only, device, params, log))
+
+
+def _blind_engine(profile: str):
+    if profile != "mini":
+        return None, ("not computed in the full profile yet: the real-text blind stage cross-fits its language "
+                      "model per benchmark (papers/sugarcrepe/blind_real.py), which the card does not do")
+    from common.card.blind import mini_blind_engine
+
+    world_train = build_root() / "mini" / "world" / "train"
+    engine = mini_blind_engine(world_train)
+    return engine, f"{engine.model.name}: n-gram fluency fitted on {engine.model.fingerprint.split(':', 1)[1]}"
+
+
+def comparisons(cards: Sequence[Card]) -> list[dict]:
+    """Every pair of models (in the order given): per shared number, a - b with its paired interval."""
+    rows = []
+    for i, a in enumerate(cards):
+        for b in cards[i + 1:]:
+            theirs = {m.key: m for m in b.measures}
+            for m in a.measures:
+                if m.key not in theirs:
+                    continue
+                d = paired_difference(m, theirs[m.key])
+                rows.append({"a": a.model.spec_text, "b": b.model.spec_text, "key": m.key, "benchmark": m.benchmark,
+                             "metric": m.metric, "n": m.n, "a_value": round(a.estimates[m.key].value, 2),
+                             "b_value": round(b.estimates[m.key].value, 2), "difference": round(d.value, 2),
+                             "low": round(d.low, 2), "high": round(d.high, 2),
+                             "verdict": (f"{a.model.spec_text} higher" if d.low > 0 else
+                                         f"{b.model.spec_text} higher" if d.high < 0 else
+                                         "no difference shown (the interval holds 0)")})
+    return rows
+
+
+def _cmd_card(args: argparse.Namespace) -> int:
+    from common import reproducible
+    from common.evaluate import best_device
+    from common.params import load_params
+
+    rank, world = _rank()
+    device = args.device or best_device()
+    if device == "cuda" and world > 1:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+    if device == "cpu":  # the pipeline's CPU profile: the same bits as the tables' stages (common.reproducible)
+        reproducible.reexec_pinned()
+        reproducible.fix_threads()
+    params = load_params()
+    out_dir = Path(args.out).expanduser() if args.out else build_root() / DEFAULT_OUT / params["profile"]
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CardError(f"--out {out_dir} is a file, not a folder")
+    refuse_workspace_outputs([out_dir], "--out")  # before any work
+    specs = list(dict.fromkeys(args.model))
+    for spec in specs:  # every SPEC checked on every rank before any work
+        resolve(spec)
+    mine = specs[rank::world]  # a sweep under torchrun: each rank cards its share of the models
+    if not mine:
+        return 0
+    cards = []
+    for card in iter_cards(mine, args.benchmark or None, device, params,
+                           log=lambda line: print(f"[rank {rank}] {line}" if world > 1 else line, file=sys.stderr,
+                                                  flush=True)):
+        cards.append(card)  # each card written whole as soon as it is scored: a later failure loses none of them
+        print(report.markdown(card))
+        for path in report.write_cards([card], [], out_dir):
+            print(f"written: {path}", file=sys.stderr)
+    if len(cards) > 1 and world == 1:
+        for path in report.write_cards([], comparisons(cards), out_dir):
+            print(f"written: {path}", file=sys.stderr)
+    return 0
+
+
+def _rank() -> tuple[int, int]:
+    """(rank, world size) under torchrun (one process per GPU, on one node or several), else (0, 1)."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+def register_cli(subparsers) -> None:
+    p = subparsers.add_parser(
+        "card", help="a report card: any model on every benchmark of the five papers",
+        description="Score models on every benchmark of the five papers under the current profile, each number with "
+                    "its paper's rule, n, ties, a 95%% interval, the blind text-only baseline and the residual from "
+                    "the recognition trend; with several models, their paired differences.",
+        epilog="SPEC: a zoo name (python -m common zoo list), ARCH:TAG (open_clip pretrained), ARCH:FILE (a local "
+               "checkpoint of that open_clip architecture), or hf:REPO|DIR (transformers BLIP or FLAVA). Writes "
+               "<out>/<model>.{json,csv,md,png} and, for several models, comparison.{json,csv,md}. A sweep over many "
+               "models: `torchrun --nproc_per_node N -m common card --model A --model B ...` (one process per GPU, "
+               "each taking every N-th model; several nodes: torchrun's --nnodes/--node_rank/--rdzv_endpoint); the "
+               "paired comparison is written by a single-process run only.")
+    p.add_argument("--model", action="append", required=True, metavar="SPEC", help="a model to card (repeatable)")
+    p.add_argument("--benchmark", action="append", metavar="KEY",
+                   help="only these benchmarks (repeatable; default: all): sugarcrepe, recognition, aro, "
+                        "hard_positives, ccneg, bivlc")
+    p.add_argument("--out", default=None, help=f"output folder (default: <build>/{DEFAULT_OUT}/<profile>/)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.set_defaults(func=_cmd_card)

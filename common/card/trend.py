@@ -1,0 +1,75 @@
+"""Compositional beyond what recognition buys: a model's residual from the recognition trend.
+
+A ``Trend`` is a set of reference checkpoints with a recognition accuracy (x, e.g. ImageNet top-1) and a score on each
+compositionality number (y), offered by a paper's ``card.py`` (SugarCrepe's Figure 5 points in the mini profile).
+For each number it covers, the card fits y = a + b x by least squares over the references and reports the model's
+score minus the fit at the model's own x, with a 95% interval that adds three variances: the fitted line's at x
+(s^2 (1/n + (x - mean x)^2 / Sxx)), the model's own y and, through the slope, its own x (each from the card's
+bootstrap interval, as a normal's standard error); the quantile is Student's t with n - 2 degrees of freedom. Fewer
+than three references give the residual without an interval.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.stats
+
+
+@dataclass(frozen=True)
+class Trend:
+    x_key: str
+    """The card measure that is the model's x (its recognition accuracy)."""
+    label: str
+    """Which references, from where (the mini family's are labelled so)."""
+    points: dict[str, list[tuple[str, float, float]]]
+    """Measure key -> (reference model, x, y) for each reference checkpoint."""
+
+
+@dataclass(frozen=True)
+class Residual:
+    value: float
+    low: float | None
+    high: float | None
+    expected: float
+    n_references: int
+    trend: str
+    in_fit: bool
+    """The model is one of the references (its residual is in-sample)."""
+
+    def as_dict(self) -> dict:
+        return {"residual": round(self.value, 2), "low": _r(self.low), "high": _r(self.high),
+                "expected": round(self.expected, 2), "n_references": self.n_references, "trend": self.trend,
+                "in_fit": self.in_fit}
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def _se(low: float, high: float, confidence: float = 0.95) -> float:
+    return (high - low) / (2.0 * float(scipy.stats.norm.ppf(0.5 + confidence / 2.0)))
+
+
+def residual(points: list[tuple[str, float, float]], x: tuple[float, float, float], y: tuple[float, float, float],
+             model: str, label: str, confidence: float = 0.95) -> Residual | None:
+    """The residual of (x, y), each given as (value, low, high), from the least-squares line through ``points``."""
+    xs = np.array([p[1] for p in points], float)
+    ys = np.array([p[2] for p in points], float)
+    n = len(points)
+    if n < 2 or np.ptp(xs) == 0:
+        return None
+    slope, intercept = np.polyfit(xs, ys, 1)
+    expected = float(intercept + slope * x[0])
+    value = float(y[0] - expected)
+    in_fit = any(p[0] == model for p in points)
+    if n < 3:
+        return Residual(value, None, None, expected, n, label, in_fit)
+    fitted = intercept + slope * xs
+    s2 = float(np.sum((ys - fitted) ** 2) / (n - 2))
+    sxx = float(np.sum((xs - xs.mean()) ** 2))
+    variance = (s2 * (1.0 / n + (x[0] - xs.mean()) ** 2 / sxx) + _se(y[1], y[2], confidence) ** 2
+                + (slope * _se(x[1], x[2], confidence)) ** 2)
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, n - 2)) * math.sqrt(variance)
+    return Residual(value, value - half, value + half, expected, n, label, in_fit)

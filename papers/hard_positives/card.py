@@ -1,0 +1,59 @@
+"""Hard positives on the report card: REPLACE and SWAP, each with the original accuracy, the augmented accuracy and
+brittleness, scored once per example as ``evaluation.py`` scores Tables 1-3 (strict comparisons).
+
+Per example (c, c_p, c_n): Orig. is s(c) > s(c_n); Aug. is s(c) > s(c_n) and s(c_p) > s(c_n); Brittleness is exactly
+one of c, c_p strictly above c_n and the other strictly below it. REPLACE is the unweighted mean of its attribute and
+relation parts (Table 1's caption), so its numbers are macro averages over the two parts; SWAP has one part.
+The mini profile only: the full profile's benchmark files (``tables_full.py``) are not on the card yet.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from common.card.core import CardBenchmark, Measure
+from common.paths import build_root
+from common.scoring.selection import TIE, negative_position, rescore
+from papers.hard_positives import evaluation
+
+RULE = "strict comparisons; a tie is neither correct nor brittle (the authors' run_eval.py; evaluation.py)"
+METRICS = {"orig": "Orig. accuracy", "aug": "Aug. accuracy", "brittleness": "Brittleness"}
+
+
+def measures(result) -> list[Measure]:
+    """Every column's orig, aug and brittleness from one scored result."""
+    orig = {o.item_id: o.correct for o in rescore(result, evaluation.ORIG).outcomes}
+    out = []
+    for column, groups in evaluation.COLUMNS.items():
+        chosen = [o for o in result.outcomes if o.group in groups]
+        if not chosen:
+            continue
+        ids = tuple(o.item_id for o in chosen)
+        strata = tuple(o.group for o in chosen)
+        codes = [negative_position(o.scores, (evaluation.ORIGINAL, evaluation.POSITIVE), evaluation.NEGATIVE)
+                 for o in chosen]
+        per_example = {"orig": [orig[o.item_id] for o in chosen], "aug": [o.correct for o in chosen],
+                       "brittleness": [c in ("0", "1") for c in codes]}
+        ties = sum(c == TIE for c in codes)
+        for metric, label in METRICS.items():
+            out.append(Measure(f"hard_positives/{column}_{metric}", "Hard positives", f"{column.upper()} {label}",
+                               RULE, ids, np.array(per_example[metric], float), strata=strata, ties=ties,
+                               source="papers/hard_positives/evaluation.py table_row"))
+    return out
+
+
+def benchmarks(profile: str) -> list[CardBenchmark]:
+    if profile != "mini":
+        return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives",
+                              (build_root() / "full" / "hard_positives",), "dvc repro papers/hard_positives",
+                              lambda: None, lambda engine, data: [],
+                              not_on_card="the full profile's files (tables_full.py) are not wired into the card yet")]
+    test_dir = build_root() / "mini" / "hard_positives" / "test"
+
+    def load():
+        from papers.hard_positives.sets_mini import load_test_items
+
+        return load_test_items(test_dir)
+
+    return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (test_dir,),
+                          "dvc repro papers/hard_positives/dvc.yaml:mini-test-set", load,
+                          lambda engine, items: measures(evaluation.evaluate(engine, items)))]

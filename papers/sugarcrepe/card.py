@@ -1,0 +1,95 @@
+"""SugarCrepe on the report card (``python -m common card``): the 7 categories and their average as Table 6 scores
+them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
+
+* SugarCrepe: ``selection.evaluate(..., STRICT)`` on the prepared set, as ``table6.py`` (via
+  ``common.evaluate.evaluate_selection``); the average is the unweighted mean of the categories (Table 6's).
+* Recognition (mini profile): zero-shot top-1 on the ImageNet analog (56 colour-shape classes) and on the 7 shapes,
+  on Figure 5's classification set, top-1 as ``figure5.score_classification`` counts it (a tie is wrong). The full
+  profile's ImageNet-1k needs the ImageNet validation set, which no stage here prepares (Figure 5 uses open_clip's
+  published top-1): the card lists it as missing.
+* The trend (mini): Figure 5's points, the mini family's ImageNet-analog top-1 against each category
+  (``results/sugarcrepe/mini/figure5_points.csv``), labelled as the mini family's.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
+from common.card.core import CardBenchmark, Measure, selection_measures
+from common.card.trend import Trend
+from common.paths import RESULTS, build_root
+
+STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong "
+               "(SugarCrepe's main_eval.py; papers/sugarcrepe/table6.py)")
+RECOGNITION_X = "sugarcrepe/recognition/imagenet-analog"
+
+
+def _sugarcrepe(profile: str) -> CardBenchmark:
+    manifest = build_root() / profile / "sugarcrepe" / "manifest.json"
+    how = ("dvc repro papers/sugarcrepe/dvc.yaml:mini-set" if profile == "mini"
+           else "dvc repro papers/sugarcrepe/dvc.yaml:full-set (python -m common prepare sugarcrepe)")
+
+    def score(engine, items) -> list[Measure]:
+        from common.scoring import selection
+
+        result = selection.evaluate(engine, items, selection.STRICT)
+        return selection_measures(result, "sugarcrepe", "SugarCrepe", STRICT_RULE, "papers/sugarcrepe/table6.py",
+                                  groups=CATEGORIES)
+
+    return CardBenchmark("sugarcrepe", "SugarCrepe (7 categories)", "sugarcrepe", (manifest,), how,
+                         lambda: PreparedSet.load(manifest).items(), score)
+
+
+def _recognition(profile: str) -> CardBenchmark:
+    from common.miniworld.classification import COLORED_SHAPES, SHAPES
+
+    set_dir = build_root() / "mini" / "classification"
+    if profile != "mini":
+        imagenet = build_root() / "full" / "imagenet" / "val"
+        return CardBenchmark("recognition", "Zero-shot recognition (ImageNet-1k)", "sugarcrepe", (imagenet,),
+                             "no stage prepares ImageNet-1k's validation set here (Figure 5 reads open_clip's "
+                             "published top-1); place it under build/full/imagenet/val",
+                             lambda: None, lambda engine, data: [])
+
+    def load():
+        from common.miniworld.classification import load_classification_sets
+
+        return load_classification_sets(set_dir)
+
+    def score(engine, sets) -> list[Measure]:
+        from common.scoring import classification
+
+        out = []
+        for name, label in ((COLORED_SHAPES, "ImageNet analog (56 colour-shape classes)"),
+                            (SHAPES, "CIFAR analog (7 shapes)")):
+            result = classification.evaluate(engine, sets[name])
+            ids = tuple(f"{name}:{i}" for i in range(len(result.labels)))
+            key = RECOGNITION_X if name == COLORED_SHAPES else f"sugarcrepe/recognition/{name}"
+            out.append(Measure(key, "Recognition (mini)", label, "zero-shot top-1: the true class strictly above "
+                               "every other, a tie is wrong (papers/sugarcrepe/figure5.py score_classification)",
+                               ids, result.ranks < 1, source="papers/sugarcrepe/figure5.py"))
+        return out
+
+    return CardBenchmark("recognition", "Zero-shot recognition (mini analogs)", "sugarcrepe",
+                         (set_dir / "manifest.json",), "dvc repro papers/sugarcrepe/dvc.yaml:figure5", load, score,
+                         blind_applies=lambda m: "a text-only scorer has no image to classify")
+
+
+def benchmarks(profile: str) -> list[CardBenchmark]:
+    return [_sugarcrepe(profile), _recognition(profile)]
+
+
+def trends(profile: str) -> list[Trend]:
+    """Figure 5's points (mini): x the ImageNet-analog top-1, y each category and the average."""
+    if profile != "mini":
+        return []
+    path = RESULTS / "sugarcrepe" / "mini" / "figure5_points.csv"
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    points = {f"sugarcrepe/{c}": [(r["model"], float(r["imagenet_analog_top1"]), float(r[c])) for r in rows]
+              for c in (*CATEGORIES, "average")}
+    return [Trend(RECOGNITION_X, f"the mini family ({len(rows)} models: {Path(path).relative_to(RESULTS.parent)})",
+                  points)]
