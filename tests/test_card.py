@@ -339,3 +339,27 @@ def test_the_notebook_draws_the_cards_side_by_side(mini_build, checkpoint, tmp_p
     assert any("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
     empty = _execute(notebook, {"VLC_CARDS_DIR": str(tmp_path / "none")}, monkeypatch)
     assert "create them with `python -m common card" in _text(empty)
+
+
+def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_build, checkpoint, tmp_path):
+    """The full profile's path on sets in the benchmarks' prepared format (the mini builders write the same files
+    the full preparers do) with a real, tiny open_clip architecture."""
+    import shutil
+
+    from common.card.run import make_cards
+    from common.params import load_params
+
+    full = tmp_path / "build" / "full"
+    shutil.copytree(mini_build / "mini" / "sugarcrepe", full / "sugarcrepe")
+    shutil.copytree(mini_build / "mini" / "aro" / "benchmarks", full / "aro" / "benchmarks")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLC_BUILD", str(tmp_path / "build"))
+        card = make_cards([f"{ARCH}:{checkpoint}"], params={**load_params(), "profile": "full"},
+                          log=lambda line: None)[0]
+    assert card.profile == "full"
+    assert {m.key.split("/")[0] for m in card.measures} == {"aro", "sugarcrepe"}
+    left_out = {m["benchmark"]: m["why"] for m in card.missing}
+    assert set(left_out) == {"recognition", "hard_positives", "ccneg", "bivlc"}
+    assert "not wired into the card yet" in left_out["bivlc"] and left_out["recognition"].startswith("missing: ")
+    assert all(m.blind is None and "not computed in the full profile" in m.blind_note for m in card.measures)
+    assert card.residuals == {}

@@ -12,6 +12,8 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
    and ``models.write_checkpoint`` for ``data:`` checkpoints.
 5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
    ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``.
+6. When every pipeline ran: ``python -m common card --model openai/ViT-B-32`` in the copy (``card``), the report
+   card's full-profile path on the stand-ins the pipelines prepared, its files in ``build/rehearsal/cards/``.
 
 Nothing here writes outside ``build/rehearsal/``.
 """
@@ -253,6 +255,50 @@ def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo
                    stages, earlier=len(set(dag) & before - set(ran)))
 
 
+CARD_MODEL = "openai/ViT-B-32"
+"""The model the rehearsal cards on the full profile's stand-ins once every pipeline ran (its stand-in weights are in
+the copy's hub cache when a rehearsed paper lists it)."""
+
+
+@dataclass(frozen=True)
+class CardOutcome:
+    """``python -m common card`` in the copy, on the full profile's stand-ins."""
+
+    model: str
+    returncode: int
+    seconds: float
+    numbers: int
+    not_on_card: list[str]
+    log: str
+
+    @property
+    def complete(self) -> bool:
+        return self.returncode == 0 and self.numbers > 0
+
+    def line(self) -> str:
+        status = "ok" if self.complete else f"FAILED (exit {self.returncode}; log {self.log})"
+        left = f"; not on the card: {', '.join(self.not_on_card)}" if self.not_on_card else ""
+        return f"card {self.model}: {self.numbers} numbers, {self.seconds:.0f} s{left}: {status}"
+
+
+def card(workspace: Path, env: dict[str, str], folder: Path, model: str = CARD_MODEL) -> CardOutcome:
+    """The report card of ``model`` in the copy (full profile, stand-ins): the card's full-profile path run for real,
+    its files in ``<folder>/cards/``."""
+    out = folder / "cards"
+    log_path = folder / "card.log"
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "common", "card", "--model", model, "--device", "cpu", "--out",
+                           str(out)], cwd=workspace, env=env, capture_output=True, text=True)
+    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    numbers, missing = 0, []
+    card_file = out / (model.replace("/", "__") + ".json")
+    if done.returncode == 0 and card_file.is_file():
+        written = json.loads(card_file.read_text(encoding="utf-8"))
+        numbers, missing = len(written["numbers"]), [m["benchmark"] for m in written["not_on_card"]]
+    return CardOutcome(model, done.returncode, round(time.perf_counter() - started, 1), numbers, missing,
+                       str(log_path))
+
+
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
              folder: Path = REHEARSAL_DIR, quiet: bool = False) -> list[Outcome]:
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
@@ -276,9 +322,23 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
         done |= set(outcome.stages)
         outcomes.append(outcome)
         print(f"rehearsal: {outcome.line()}", flush=True)
-    (folder / "summary.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n",
-                                         encoding="utf-8")
+    summary: list[dict] = [asdict(o) for o in outcomes]
+    if all(o.complete for o in outcomes) and CARD_MODEL in _listed_models(workspace, papers):
+        carded = card(workspace, env, folder)
+        print(f"rehearsal: {carded.line()}", flush=True)
+        summary.append({"card": asdict(carded)})
+        if not carded.complete:
+            outcomes.append(Outcome("card", 0, 1, carded.seconds, carded.returncode or 1, carded.log))
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return outcomes
+
+
+def _listed_models(workspace: Path, papers: Sequence[str]) -> set[str]:
+    """The zoo models whose stand-ins the rehearsed papers wrote (``rehearsal.py``'s ``models``)."""
+    from common.params import read_params
+
+    params = read_params(workspace / "params.yaml")
+    return {name for paper in papers for name in _module(paper).models(params)}
 
 
 def _cmd(args: argparse.Namespace) -> int:
