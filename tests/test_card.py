@@ -363,3 +363,45 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
     assert "not wired into the card yet" in left_out["bivlc"] and left_out["recognition"].startswith("missing: ")
     assert all(m.blind is None and "not computed in the full profile" in m.blind_note for m in card.measures)
     assert card.residuals == {}
+
+
+def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini_build, tmp_path):
+    pytest.importorskip("transformers")
+    from hf_support import save_blip
+
+    from common.card.run import make_cards
+    from common.params import load_params
+
+    folder = save_blip(tmp_path)
+    model = resolve(f"hf:{folder}")
+    assert (model.kind, model.spec.arch, model.spec.backend) == ("transformers", "blip", "transformers")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLC_BUILD", str(mini_build))
+        card = make_cards([f"hf:{folder}"], only=["ccneg"], params={**load_params(), "profile": "mini"},
+                          log=lambda line: None)[0]
+    assert card.measures[0].key == "conclip/ccneg" and card.measures[0].n > 0
+
+
+def test_a_sweep_under_torchrun_cards_each_rank_its_share(mini_build, checkpoint, tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from common.training.checkpoint import portable_state, save_weights
+    from common.zoo import random_model
+
+    other = tmp_path / "other.safetensors"
+    save_weights(other, portable_state(random_model(ARCH, seed=5).model))
+    specs = [f"{ARCH}:{checkpoint}", f"{ARCH}:{other}"]
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
+    out = tmp_path / "sweep"
+    done = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", "-m", "common", "card",
+                           *(a for s in specs for a in ("--model", s)), "--benchmark", "ccneg", "--out", str(out)],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "VLC_BUILD": str(mini_build), "VLC_CPU_PROFILE": "off"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[rank 0] scoring" in done.stderr and "[rank 1] scoring" in done.stderr
+    for spec in specs:
+        assert (out / f"{resolve(spec).file_stem}.json").is_file()
+    assert not (out / "comparison.json").exists()  # pairs need every model in one process
