@@ -405,3 +405,18 @@ def test_a_sweep_under_torchrun_cards_each_rank_its_share(mini_build, checkpoint
     for spec in specs:
         assert (out / f"{resolve(spec).file_stem}.json").is_file()
     assert not (out / "comparison.json").exists()  # pairs need every model in one process
+
+
+def test_the_full_profile_trend_is_the_200_checkpoint_tables_pretrained_rows(mirror):
+    from common.card.core import Estimate
+    from common.card.run import _trend_residuals
+    from papers.sugarcrepe.card import trends
+
+    (trend,) = trends("full")
+    assert len(trend.points["sugarcrepe/swap_att"]) >= 150 and "openai/ViT-B-32" in trend.x_published
+    assert all(not name.endswith("-ft") for name, _, _ in trend.points["sugarcrepe/swap_att"])
+    estimates = {"sugarcrepe/swap_att": Estimate(70.0, 66.0, 74.0)}
+    residuals = _trend_residuals([], estimates, [trend], "openai/ViT-B-32")
+    r = residuals["sugarcrepe/swap_att"]
+    assert r.in_fit and r.low < r.value < r.high and r.n_references == len(trend.points["sugarcrepe/swap_att"])
+    assert _trend_residuals([], estimates, [trend], "mini-vit-xs:/some/file.safetensors") == {}

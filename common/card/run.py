@@ -83,14 +83,18 @@ def _trend_residuals(measures: Sequence[Measure], estimates: dict[str, Estimate]
                      model: str) -> dict[str, Residual]:
     out: dict[str, Residual] = {}
     for trend in trends:
-        x = estimates.get(trend.x_key)
-        if x is None:
+        measured = estimates.get(trend.x_key)
+        if measured is not None:
+            x = (measured.value, measured.low, measured.high)
+        elif model in trend.x_published:
+            x = (trend.x_published[model],) * 3
+        else:
             continue
         for key, points in trend.points.items():
             y = estimates.get(key)
             if y is None:
                 continue
-            r = residual(points, (x.value, x.low, x.high), (y.value, y.low, y.high), model, trend.label)
+            r = residual(points, x, (y.value, y.low, y.high), model, trend.label)
             if r is not None:
                 out[key] = r
     return out

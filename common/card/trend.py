@@ -11,7 +11,7 @@ than three references give the residual without an interval.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.stats
@@ -25,6 +25,9 @@ class Trend:
     """Which references, from where (the mini family's are labelled so)."""
     points: dict[str, list[tuple[str, float, float]]]
     """Measure key -> (reference model, x, y) for each reference checkpoint."""
+    x_published: dict[str, float] = field(default_factory=dict)
+    """Zoo name -> x reported for it by the trend's source: the model's x when the card cannot measure it (no
+    ImageNet here), taken as exact (no interval of its own)."""
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
   on Figure 5's classification set, top-1 as ``figure5.score_classification`` counts it (a tie is wrong). The full
   profile's ImageNet-1k needs the ImageNet validation set, which no stage here prepares (Figure 5 uses open_clip's
   published top-1): the card lists it as missing.
-* The trend (mini): Figure 5's points, the mini family's ImageNet-analog top-1 against each category
-  (``results/sugarcrepe/mini/figure5_points.csv``), labelled as the mini family's.
+* The trend. Mini: Figure 5's points, the mini family's ImageNet-analog top-1 against each category
+  (``results/sugarcrepe/mini/figure5_points.csv``), labelled as the mini family's. Full: the 200-checkpoint table of
+  ``recognition.py`` (vl_compo), its pre-trained checkpoints' ImageNet-1k top-1 against each category; a model gets a
+  residual when its x is known: a zoo model the table lists takes the table's ImageNet-1k top-1 (ImageNet is not
+  measured here).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from common.paths import RESULTS, build_root
 STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong "
                "(SugarCrepe's main_eval.py; papers/sugarcrepe/table6.py)")
 RECOGNITION_X = "sugarcrepe/recognition/imagenet-analog"
+IMAGENET_X = "sugarcrepe/recognition/imagenet-1k"
 
 
 def _sugarcrepe(profile: str) -> CardBenchmark:
@@ -81,9 +85,10 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
 
 def trends(profile: str) -> list[Trend]:
-    """Figure 5's points (mini): x the ImageNet-analog top-1, y each category and the average."""
+    """Mini: Figure 5's points, x the ImageNet-analog top-1, y each category and the average. Full: the
+    200-checkpoint table's pre-trained checkpoints (``recognition.py``), x ImageNet-1k top-1, y each category."""
     if profile != "mini":
-        return []
+        return _checkpoint_trend()
     path = RESULTS / "sugarcrepe" / "mini" / "figure5_points.csv"
     if not path.is_file():
         return []
@@ -93,3 +98,26 @@ def trends(profile: str) -> list[Trend]:
               for c in (*CATEGORIES, "average")}
     return [Trend(RECOGNITION_X, f"the mini family ({len(rows)} models: {Path(path).relative_to(RESULTS.parent)})",
                   points)]
+
+
+def _checkpoint_trend() -> list[Trend]:
+    """The vl_compo table's pre-trained checkpoints (the compositionality fine-tunes left out), fetched as the
+    recognition stage fetches them; a zoo model the table lists gets its x from the table (ImageNet-1k is not
+    measured here). The table's numbers come from its authors' evaluation of SugarCrepe (the same categories)."""
+    from common.download import FetchError
+    from papers.sugarcrepe import recognition
+
+    try:
+        fetch = recognition._default_fetcher
+        zoo, _, _ = recognition.load_zoo_table()
+        checkpoints = recognition.load_checkpoints(fetch(recognition.TABLE_KEY), fetch(recognition.SUBSETS_KEY), zoo)
+    except (FetchError, OSError) as exc:  # offline without the mirror: the card says why there is no trend
+        return [Trend(IMAGENET_X, f"no trend: the vl_compo tables could not be fetched ({exc})", {})]
+    pretrained = [c for c in checkpoints if not c.finetuned]
+    imagenet = {c.name: c.value(recognition.TABLE_KEY, "imagenet") for c in checkpoints}
+    points = {f"sugarcrepe/{cat}": [(c.zoo or c.name, imagenet[c.name], c.value(recognition.SUBSETS_KEY,
+                                                                             f"sugarcrepe::{cat}"))
+                                    for c in pretrained] for cat in CATEGORIES}
+    published = {c.zoo: imagenet[c.name] for c in checkpoints if c.zoo}
+    return [Trend(IMAGENET_X, f"{len(pretrained)} pre-trained checkpoints of the vl_compo table (Oh et al. 2024; "
+                              "x: its ImageNet-1k top-1)", points, published)]
