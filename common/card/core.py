@@ -25,6 +25,11 @@ class CardError(WorkspaceError, ValueError):
     """A card cannot be made as asked (a bad SPEC, two measures that do not pair); the message says why."""
 
 
+class MissingInput(CardError):
+    """A benchmark's data is not here (a manual download not in place): the card is written without it and names
+    it, with the message saying how to get it."""
+
+
 @dataclass(frozen=True)
 class Measure:
     """One number of a card: which examples, what counted as correct on each, and how they aggregate.

@@ -19,7 +19,8 @@ from typing import Iterator, Sequence
 
 from common import plugins
 from common.card import report
-from common.card.core import CardBenchmark, CardError, Estimate, Measure, close_ids, estimate, paired_difference
+from common.card.core import (CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate,
+                              paired_difference)
 from common.card.result import Card
 from common.card.models import build, resolve
 from common.card.trend import Residual, Trend, residual
@@ -153,9 +154,15 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
         engine = Engine(build(model, device=device), config)
         if data is None:
             data = {}
-            for b in available:
+            for b in list(available):
                 log(f"loading {b.key}")
-                data[b.key] = b.load()
+                try:
+                    data[b.key] = b.load()
+                except MissingInput as exc:  # e.g. a manual download not in place: listed, the rest carded
+                    available.remove(b)
+                    missing.append({"benchmark": b.key, "title": b.title, "why": f"missing: {exc}",
+                                    "how": b.how_to_get})
+                    log(f"not on the card: {b.key}: {exc}")
             blind_engine, blind_note = _blind_engine(profile)
             if blind_engine is not None:
                 for b in available:

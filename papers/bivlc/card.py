@@ -1,16 +1,20 @@
-"""BiVLC on the report card: I2T, T2I and group accuracy on the unambiguous instances, as Table 2 scores them
-(``tables_mini.py``: ``common.scoring.group``, strict '>' in every comparison, the authors' evaluate_BiVLC).
+"""BiVLC on the report card: I2T, T2I and group accuracy, as Table 2 scores them (``common.scoring.group``, strict
+'>' in every comparison, the authors' evaluate_BiVLC).
+
+* Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables_mini.py``).
+* Full: the released test split (``tables_full.load_bivlc``: the snapshot's parquet files, every image written once to
+  the content-named cache ``build/full/bivlc/images``), all 2,933 instances (a rehearsal accepts its stand-in's size).
 
 Blind baseline: I2T is computed (a text-only scorer picks the same caption for both images of an instance, so it
 cannot win both: 0 by construction, shown as computed); T2I and group ask to rank images, which a text-only scorer
-cannot do (no baseline). Mini profile only: the full profile's BiVLC (``tables_full.py``) is not on the card yet.
+cannot do (no baseline).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from common.card.core import CardBenchmark, Measure
-from common.paths import build_root
+from common.paths import build_root, data_root
 
 RULE = "strict '>' in every comparison, a tie is wrong (BiVLC's evaluate_BiVLC; papers/bivlc/tables_mini.py)"
 METRICS = {"I2T": "I2T", "T2I": "T2I", "group": "group"}
@@ -23,7 +27,7 @@ def measures(result) -> list[Measure]:
     return [Measure(f"bivlc/{m}", "BiVLC", label, RULE, ids,
                     np.array([o.decisions[m] for o in result.outcomes], float),
                     ties=sum(1 for o in result.outcomes if set(o.ties) & set(tied[m])),
-                    source="papers/bivlc/tables_mini.py model_row")
+                    source="papers/bivlc/tables_mini.py model_row, tables_full.py")
             for m, label in METRICS.items()]
 
 
@@ -31,22 +35,34 @@ def _blind_applies(m: Measure) -> str | None:
     return None if m.key == "bivlc/I2T" else "a text-only scorer cannot rank images"
 
 
+def _score(engine, items) -> list[Measure]:
+    from common.scoring import group
+
+    return measures(group.evaluate(engine, items))
+
+
 def benchmarks(profile: str) -> list[CardBenchmark]:
-    if profile != "mini":
-        return [CardBenchmark("bivlc", "BiVLC", "bivlc", (build_root() / "full" / "bivlc",), "dvc repro papers/bivlc",
-                              lambda: None, lambda engine, data: [],
-                              not_on_card="the full profile's BiVLC (tables_full.py) is not wired into the card yet")]
-    test_dir = build_root() / "mini" / "bivlc" / "test"
+    if profile == "mini":
+        test_dir = build_root() / "mini" / "bivlc" / "test"
 
-    def load():
-        from papers.bivlc.sets_mini import load_test_items
+        def load():
+            from papers.bivlc.sets_mini import load_test_items
 
-        return load_test_items(test_dir)[0]  # the unambiguous instances (Table 2's)
+            return load_test_items(test_dir)[0]  # the unambiguous instances (Table 2's)
 
-    def score(engine, items) -> list[Measure]:
-        from common.scoring import group
+        return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (test_dir / "manifest.json",),
+                              "dvc repro papers/bivlc/dvc.yaml:mini-test-set", load, _score,
+                              blind_applies=_blind_applies)]
+    snapshot = data_root() / "bivlc" / "BiVLC"
 
-        return measures(group.evaluate(engine, items))
+    def load_full():
+        from common.params import load_params
+        from common.rehearsal.settings import rehearsal
+        from papers.bivlc.tables_full import N_INSTANCES, default_image_dir, load_bivlc
 
-    return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (test_dir / "manifest.json",),
-                          "dvc repro papers/bivlc/dvc.yaml:mini-test-set", load, score, blind_applies=_blind_applies)]
+        expected = None if rehearsal(load_params()).enabled else N_INSTANCES
+        return list(load_bivlc(snapshot, default_image_dir(), expected).items)
+
+    return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (snapshot,),
+                          "python -m common fetch bivlc/BiVLC (or make fetch with the full profile)", load_full, _score,
+                          blind_applies=_blind_applies)]

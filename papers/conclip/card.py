@@ -1,56 +1,81 @@
-"""CC-Neg on the report card: overall accuracy, by K (the number of object pairs in the image) and by negation word,
-as CoN-CLIP's tables score it (``tables_mini.py``: ``argmax`` over [c, c'], a tie counts as correct, the authors'
-rule; ties are counted beside it).
+"""CC-Neg on the report card: overall accuracy, by K (the number of object pairs the caption's image holds) and by
+negation word, as CoN-CLIP's tables score it (``argmax`` over [c, c'], a tie counts as correct, the authors' rule;
+ties are counted beside it).
 
-Mini profile only: the full profile's CC-Neg (``tables_full.py``, the released benchmark) is not wired into the card
-yet and is listed as such.
+* Mini: the rendered benchmark (``benchmark_mini``); an item's group is its word and K (``not/k2``), as
+  ``tables_mini.py`` reads them.
+* Full: the released ``ccneg_preprocessed.pt``'s evaluation split (``ccneg.load_ccneg``, a manual download: listed
+  as missing when it is not in place), each entry's K and negation words as ``tables_full.py`` counts Tables 7-9
+  (an entry counts in every word its negated caption uses).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
-from common.card.core import CardBenchmark, Measure
+from common.card.core import CardBenchmark, Measure, MissingInput
 from common.miniworld.negation import NEGATION_WORDS
-from common.paths import build_root
+from common.paths import build_root, data_root
 
 RULE = ("argmax over [c, c']: the caption at least as high as its negation, a tie counts as correct "
-        "(CoN-CLIP's evaluation; papers/conclip/tables_mini.py)")
-SOURCE = "papers/conclip/tables_mini.py model_row / word_k_rows"
+        "(CoN-CLIP's evaluation; papers/conclip/tables_mini.py, tables_full.py)")
+SOURCE = "papers/conclip/tables_mini.py, tables_full.py: table3_row / word_k_rows"
 
 
-def measures(result) -> list[Measure]:
-    """Overall (micro, as Table 6's CC-Neg column), then per K and per negation word (Tables 7-12's splits)."""
+def measures(result, ks: Sequence[int | None], words: Sequence[frozenset[str]]) -> list[Measure]:
+    """Overall (micro, Table 3's CC-Neg column), then per K and per negation word (Tables 7-12's splits, pooled)."""
     outcomes = result.outcomes
 
-    def measure(key: str, metric: str, chosen) -> Measure:
-        return Measure(key, "CC-Neg", metric, RULE, tuple(o.item_id for o in chosen),
-                       np.array([o.correct for o in chosen], float), ties=sum(o.tie for o in chosen), source=SOURCE)
+    def measure(key: str, metric: str, chosen: list[int]) -> Measure:
+        picked = [outcomes[i] for i in chosen]
+        return Measure(key, "CC-Neg", metric, RULE, tuple(o.item_id for o in picked),
+                       np.array([o.correct for o in picked], float), ties=sum(o.tie for o in picked), source=SOURCE)
 
-    out = [measure("conclip/ccneg", "overall", outcomes)]
-    ks = sorted({int(o.group.rsplit("/k", 1)[1]) for o in outcomes})
-    out += [measure(f"conclip/ccneg/k{k}", f"K = {k}", [o for o in outcomes if o.group.endswith(f"/k{k}")])
-            for k in ks]
-    out += [measure(f"conclip/ccneg/word-{w}", f"word '{w}'", chosen) for w in NEGATION_WORDS
-            if (chosen := [o for o in outcomes if o.group.rsplit("/k", 1)[0] == w])]
+    out = [measure("conclip/ccneg", "overall", list(range(len(outcomes))))]
+    for k in sorted({k for k in ks if k is not None}):
+        out.append(measure(f"conclip/ccneg/k{k}", f"K = {k}", [i for i, ki in enumerate(ks) if ki == k]))
+    for word in NEGATION_WORDS:
+        chosen = [i for i, w in enumerate(words) if word in w]
+        if chosen:
+            out.append(measure(f"conclip/ccneg/word-{word}", f"word '{word}'", chosen))
     return out
 
 
+def _score(engine, loaded) -> list[Measure]:
+    from common.scoring import selection
+
+    items, ks, words = loaded
+    return measures(selection.evaluate(engine, items, selection.ARGMAX), ks, words)
+
+
 def benchmarks(profile: str) -> list[CardBenchmark]:
-    if profile != "mini":
-        return [CardBenchmark("ccneg", "CC-Neg", "conclip", (build_root() / "full" / "conclip",),
-                              "dvc repro papers/conclip", lambda: None, lambda engine, data: [],
-                              not_on_card="the full profile's CC-Neg (tables_full.py) is not wired into the card yet")]
-    test_dir = build_root() / "mini" / "conclip" / "test"
+    if profile == "mini":
+        test_dir = build_root() / "mini" / "conclip" / "test"
 
-    def load():
-        from papers.conclip.benchmark_mini import load_test_items
+        def load():
+            from papers.conclip.benchmark_mini import load_test_items
 
-        return load_test_items(test_dir)
+            items = load_test_items(test_dir)
+            cells = [it.group.rsplit("/k", 1) for it in items]
+            return items, [int(k) for _, k in cells], [frozenset([w]) for w, _ in cells]
 
-    def score(engine, items) -> list[Measure]:
-        from common.scoring import selection
+        return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (test_dir / "manifest.json",),
+                              "dvc repro papers/conclip/dvc.yaml:mini-test-set", load, _score)]
 
-        return measures(selection.evaluate(engine, items, selection.ARGMAX))
+    def load_full():
+        from common.download import ManualDownloadRequired
+        from common.params import load_params
+        from papers.conclip import ccneg
 
-    return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (test_dir / "manifest.json",),
-                          "dvc repro papers/conclip/dvc.yaml:mini-test-set", load, score)]
+        try:
+            pt_path, images = ccneg.default_paths()
+        except ManualDownloadRequired as exc:
+            raise MissingInput(str(exc).splitlines()[0]) from exc
+        data = ccneg.load_ccneg(pt_path, images, ccneg.eval_size_for(load_params()))
+        return data.items, [e.k for e in data.entries], [e.words for e in data.entries]
+
+    return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (data_root() / "ccneg",),
+                          "python -m common fetch conclip/ccneg/ccneg_preprocessed.pt and "
+                          "conclip/ccneg/ccneg_images (manual downloads: the command prints the steps)",
+                          load_full, _score)]

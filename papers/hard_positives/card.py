@@ -4,7 +4,6 @@ brittleness, scored once per example as ``evaluation.py`` scores Tables 1-3 (str
 Per example (c, c_p, c_n): Orig. is s(c) > s(c_n); Aug. is s(c) > s(c_n) and s(c_p) > s(c_n); Brittleness is exactly
 one of c, c_p strictly above c_n and the other strictly below it. REPLACE is the unweighted mean of its attribute and
 relation parts (Table 1's caption), so its numbers are macro averages over the two parts; SWAP has one part.
-The mini profile only: the full profile's benchmark files (``tables_full.py``) are not on the card yet.
 """
 from __future__ import annotations
 
@@ -42,18 +41,24 @@ def measures(result) -> list[Measure]:
 
 
 def benchmarks(profile: str) -> list[CardBenchmark]:
-    if profile != "mini":
-        return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives",
-                              (build_root() / "full" / "hard_positives",), "dvc repro papers/hard_positives",
-                              lambda: None, lambda engine, data: [],
-                              not_on_card="the full profile's files (tables_full.py) are not wired into the card yet")]
-    test_dir = build_root() / "mini" / "hard_positives" / "test"
+    """Mini: the rendered benchmark (``sets_mini``). Full: the prepared set (``sets_full.FullSet``: VL-CheckList's
+    REPLACE rows and the SWAP rows on Visual Genome, as ``tables_full.py`` reads them)."""
+    if profile == "mini":
+        where = build_root() / "mini" / "hard_positives" / "test"
+        how = "dvc repro papers/hard_positives/dvc.yaml:mini-test-set"
 
-    def load():
-        from papers.hard_positives.sets_mini import load_test_items
+        def load():
+            from papers.hard_positives.sets_mini import load_test_items
 
-        return load_test_items(test_dir)
+            return load_test_items(where)
+    else:
+        where = build_root() / "full" / "hard_positives"
+        how = "dvc repro papers/hard_positives/dvc.yaml:full-data"
 
-    return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (test_dir,),
-                          "dvc repro papers/hard_positives/dvc.yaml:mini-test-set", load,
+        def load():
+            from papers.hard_positives.sets_full import FullSet
+
+            return FullSet.load(where).items()
+
+    return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
                           lambda engine, items: measures(evaluation.evaluate(engine, items)))]
