@@ -272,8 +272,8 @@ def test_a_benchmark_without_data_is_listed_with_how_to_get_it(mini_build, check
     shutil.rmtree(partial / "mini" / "bivlc")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(partial))
-        card = make_cards([f"{ARCH}:{checkpoint}"], only=["bivlc", "ccneg"], params={**load_params(), "profile": "mini"},
-                          log=lambda line: None)[0]
+        card = make_cards([f"{ARCH}:{checkpoint}"], only=["bivlc", "ccneg"],
+                          params={**load_params(), "profile": "mini"}, log=lambda line: None)[0]
     assert [m["benchmark"] for m in card.missing] == ["bivlc"]
     assert "mini-test-set" in card.missing[0]["how"]
     assert {m.key.split("/")[0] for m in card.measures} == {"conclip"}
@@ -417,7 +417,7 @@ def test_the_full_profile_trend_is_the_200_checkpoint_tables_pretrained_rows(mir
     assert len(trend.points["sugarcrepe/swap_att"]) >= 150 and "openai/ViT-B-32" in trend.x_published
     assert all(not name.endswith("-ft") for name, _, _ in trend.points["sugarcrepe/swap_att"])
     estimates = {"sugarcrepe/swap_att": Estimate(70.0, 66.0, 74.0)}
-    residuals = _trend_residuals([], estimates, [trend], "openai/ViT-B-32")
+    residuals = _trend_residuals(estimates, [trend], "openai/ViT-B-32")
     r = residuals["sugarcrepe/swap_att"]
     assert r.in_fit and r.low < r.value < r.high and r.n_references == len(trend.points["sugarcrepe/swap_att"])
-    assert _trend_residuals([], estimates, [trend], "mini-vit-xs:/some/file.safetensors") == {}
+    assert _trend_residuals(estimates, [trend], "mini-vit-xs:/some/file.safetensors") == {}

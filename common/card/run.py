@@ -80,8 +80,9 @@ def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardB
     return out
 
 
-def _trend_residuals(measures: Sequence[Measure], estimates: dict[str, Estimate], trends: Sequence[Trend],
-                     model: str) -> dict[str, Residual]:
+def _trend_residuals(estimates: dict[str, Estimate], trends: Sequence[Trend], model: str) -> dict[str, Residual]:
+    """Per number a trend covers, the model's residual; x is the model's measured recognition number, else the
+    trend's published one for it (a zoo model the trend's table lists), else there is none."""
     out: dict[str, Residual] = {}
     for trend in trends:
         measured = estimates.get(trend.x_key)
@@ -178,7 +179,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
         estimates = {m.key: estimate(m) for m in measures}
         blind_estimates = {m.key: estimate(dataclasses.replace(m, correct=m.blind)) for m in measures
                            if m.blind is not None}
-        residuals = _trend_residuals(measures, estimates, trends, model.spec_text)
+        residuals = _trend_residuals(estimates, trends, model.spec_text)
         yield Card(model, profile, measures, estimates, blind_estimates, residuals, missing,
                    {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint})
 
