@@ -1,0 +1,62 @@
+"""Numbers the documentation takes from ``results/`` (``common.docnumbers``): the committed docs agree with the
+committed results; a moved result, an unknown file, row, column or key is caught and named."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from common import docnumbers as dn
+
+
+@pytest.fixture
+def results(tmp_path):
+    root = tmp_path / "results"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "t.csv").write_text("model,group,acc\nA,x,0.5071\nA,y,0.25\nB,x,0.75\n")
+    (root / "p" / "m.json").write_text(json.dumps({"a": {"b.c": [1, 2.345]}, "n": 12345}))
+    return root
+
+
+def test_every_marked_number_of_the_documentation_is_the_results():
+    numbers = dn.marked()
+    wrong = [f"{n.document}:{n.line}: {n.text!r} != {n.value!r}" for n in numbers if not n.agrees]
+    assert not wrong, "\n".join(wrong) + "\n(python -m common docs numbers --write)"
+
+
+@pytest.mark.parametrize("ref, value", [
+    ("p/t.csv|model=A|group=y|acc", "0.25"),
+    ("p/t.csv|group=x|acc", "0.5071"),
+    ("p/t.csv|model=B|acc|%pct.1f", "75.0"),
+    ("p/t.csv|model=A|acc|%.2f", "0.51"),
+    ("p/m.json|a.b\\.c.1", "2.345"),
+    ("p/m.json|n|%int", "12,345"),
+])
+def test_a_marker_names_one_number(results, ref, value):
+    assert dn.lookup(ref, "doc.md:1", results) == value
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("p/none.csv|acc", "results/p/none.csv does not exist"),
+    ("p/t.csv|model=C|acc", "no row where model=C"),
+    ("p/t.csv|model=A|score", "no column 'score'"),
+    ("p/m.json|a.x", "has no 'a.x'"),
+    ("p/m.json|a", "is not a number"),
+    ("p/t.csv", "needs a file and where"),
+])
+def test_a_marker_that_names_nothing_is_an_error_naming_the_line(results, ref, message):
+    with pytest.raises(dn.DocNumberError, match=message) as info:
+        dn.lookup(ref, "doc.md:7", results)
+    assert str(info.value).startswith("doc.md:7: ")
+
+
+def test_write_fills_the_numbers_and_check_catches_a_stale_one(results, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("B scores <!--n p/t.csv|model=B|acc|%pct.1f-->70.0<!--/n-->% and A <!--n p/t.csv|model=A|acc-->x"
+                   "<!--/n-->.\n")
+    (stale,) = [n for n in dn.marked([doc], results) if n.ref.startswith("p/t.csv|model=B")]
+    assert (stale.text, stale.value, stale.agrees, stale.line) == ("70.0", "75.0", False, 1)
+    assert dn.write([doc], results) == [doc]
+    assert doc.read_text() == ("B scores <!--n p/t.csv|model=B|acc|%pct.1f-->75.0<!--/n-->% and A "
+                               "<!--n p/t.csv|model=A|acc-->0.5071<!--/n-->.\n")
+    assert all(n.agrees for n in dn.marked([doc], results)) and dn.write([doc], results) == []
