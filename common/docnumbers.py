@@ -4,7 +4,8 @@ In a Markdown file a number from the results is written between two HTML comment
 
     VG-Relation <!--n aro/mini/table6.csv|task=VG-Relation|mini-XS / 32k pairs-->0.507<!--/n-->
 
-The opening comment names a file under ``results/`` and where the number is in it, parts separated by ``|``:
+The opening comment names a file under ``results/`` and where the number is in it, parts separated by ``|`` (a ``|``
+inside a part, as in a column named ``BiVLC | I2T``, is written ``\\|``):
 
 * a CSV file: ``column=value`` filters (every one must hold; the first matching row is taken), then the column;
 * a JSON file: one dotted path (``models.mini/xs-32k.n.swap_obj``; a dot inside a key is written ``\\.``, a list
@@ -82,7 +83,7 @@ def _split_path(path: str) -> list[str]:
 
 def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
     """The number ``ref`` names, as the documentation shows it."""
-    parts = [p.strip() for p in ref.split("|")]
+    parts = [p.replace("\0", "|").strip() for p in ref.replace("\\|", "\0").split("|")]
     fmt = parts.pop() if len(parts) > 2 and parts[-1].startswith("%") else None
     if len(parts) < 2:
         raise DocNumberError(f"{where}: marker {ref!r} needs a file and where the number is in it (FILE|...)")

@@ -13,7 +13,7 @@ from common import docnumbers as dn
 def results(tmp_path):
     root = tmp_path / "results"
     (root / "p").mkdir(parents=True)
-    (root / "p" / "t.csv").write_text("model,group,acc\nA,x,0.5071\nA,y,0.25\nB,x,0.75\n")
+    (root / "p" / "t.csv").write_text("model,group,acc,B | I2T\nA,x,0.5071,1\nA,y,0.25,2\nB,x,0.75,3\n")
     (root / "p" / "m.json").write_text(json.dumps({"a": {"b.c": [1, 2.345]}, "n": 12345}))
     return root
 
@@ -31,6 +31,7 @@ def test_every_marked_number_of_the_documentation_is_the_results():
     ("p/t.csv|model=A|acc|%.2f", "0.51"),
     ("p/m.json|a.b\\.c.1", "2.345"),
     ("p/m.json|n|%int", "12,345"),
+    ("p/t.csv|model=B|B \\| I2T", "3"),
 ])
 def test_a_marker_names_one_number(results, ref, value):
     assert dn.lookup(ref, "doc.md:1", results) == value
