@@ -2,10 +2,11 @@
 
 In a Markdown file a number from the results is written between two HTML comments (invisible when rendered)::
 
-    VG-Relation <!--n aro/mini/table6.csv|task=VG-Relation|mini-XS / 32k pairs-->0.507<!--/n-->
+    VG-Relation <!--n aro/mini/table6.csv¦task=VG-Relation¦mini-XS / 32k pairs-->0.507<!--/n-->
 
-The opening comment names a file under ``results/`` and where the number is in it, parts separated by ``|`` (a ``|``
-inside a part, as in a column named ``BiVLC | I2T``, is written ``\\|``):
+The opening comment names a file under ``results/`` and where the number is in it, parts separated by ``¦`` (the
+broken bar: a ``|`` would split a Markdown table's row even inside a comment, so a ``|`` inside a part, as in a column
+named ``BiVLC | I2T``, is written ``\\|``, which tables leave alone):
 
 * a CSV file: ``column=value`` filters (every one must hold; the first matching row is taken), then the column;
 * a JSON file: one dotted path (``models.mini/xs-32k.n.swap_obj``; a dot inside a key is written ``\\.``, a list
@@ -30,7 +31,9 @@ from typing import Iterable
 from common.errors import WorkspaceError
 from common.paths import RESULTS, ROOT
 
-MARKER = re.compile(r"<!--n (?P<ref>[^>]*?)-->(?P<text>.*?)<!--/n-->", re.S)
+MARKER = re.compile(r"<!--n (?P<ref>.*?)-->(?P<text>.*?)<!--/n-->", re.S)
+SEPARATOR = "\u00a6"
+"""Between a marker's parts: the broken bar, since a ``|`` splits a Markdown table row even inside a comment."""
 DOCUMENTS = ("README.md", "CHANGELOG.md", "papers/*/README.md", "docs/**/*.md")
 """The Markdown files whose marked numbers are checked (globs under the repository root)."""
 
@@ -83,10 +86,11 @@ def _split_path(path: str) -> list[str]:
 
 def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
     """The number ``ref`` names, as the documentation shows it."""
-    parts = [p.replace("\0", "|").strip() for p in ref.replace("\\|", "\0").split("|")]
+    parts = [p.strip() for p in ref.replace("\\|", "|").split(SEPARATOR)]
     fmt = parts.pop() if len(parts) > 2 and parts[-1].startswith("%") else None
     if len(parts) < 2:
-        raise DocNumberError(f"{where}: marker {ref!r} needs a file and where the number is in it (FILE|...)")
+        raise DocNumberError(f"{where}: marker {ref!r} needs a file and where the number is in it "
+                             f"(FILE{SEPARATOR}...)")
     path = results / parts[0]
     if not path.is_file():
         raise DocNumberError(f"{where}: results/{parts[0]} does not exist")
@@ -164,7 +168,7 @@ def _cmd(args) -> int:
     numbers = marked()
     wrong = [n for n in numbers if not n.agrees]
     for n in wrong:
-        print(f"{n.document.relative_to(ROOT)}:{n.line}: says {n.text!r}, results/{n.ref.split('|')[0]} says "
+        print(f"{n.document.relative_to(ROOT)}:{n.line}: says {n.text!r}, results/{n.ref.split(SEPARATOR)[0]} says "
               f"{n.value!r}")
     print(f"{len(numbers)} marked numbers in {len({n.document for n in numbers})} files; {len(wrong)} disagree with "
           f"results/{' (python -m common docs numbers --write rewrites them)' if wrong else ''}")

@@ -25,24 +25,24 @@ def test_every_marked_number_of_the_documentation_is_the_results():
 
 
 @pytest.mark.parametrize("ref, value", [
-    ("p/t.csv|model=A|group=y|acc", "0.25"),
-    ("p/t.csv|group=x|acc", "0.5071"),
-    ("p/t.csv|model=B|acc|%pct.1f", "75.0"),
-    ("p/t.csv|model=A|acc|%.2f", "0.51"),
-    ("p/m.json|a.b\\.c.1", "2.345"),
-    ("p/m.json|n|%int", "12,345"),
-    ("p/t.csv|model=B|B \\| I2T", "3"),
+    ("p/t.csv¦model=A¦group=y¦acc", "0.25"),
+    ("p/t.csv¦group=x¦acc", "0.5071"),
+    ("p/t.csv¦model=B¦acc¦%pct.1f", "75.0"),
+    ("p/t.csv¦model=A¦acc¦%.2f", "0.51"),
+    ("p/m.json¦a.b\\.c.1", "2.345"),
+    ("p/m.json¦n¦%int", "12,345"),
+    ("p/t.csv¦model=B¦B \\| I2T", "3"),
 ])
 def test_a_marker_names_one_number(results, ref, value):
     assert dn.lookup(ref, "doc.md:1", results) == value
 
 
 @pytest.mark.parametrize("ref, message", [
-    ("p/none.csv|acc", "results/p/none.csv does not exist"),
-    ("p/t.csv|model=C|acc", "no row where model=C"),
-    ("p/t.csv|model=A|score", "no column 'score'"),
-    ("p/m.json|a.x", "has no 'a.x'"),
-    ("p/m.json|a", "is not a number"),
+    ("p/none.csv¦acc", "results/p/none.csv does not exist"),
+    ("p/t.csv¦model=C¦acc", "no row where model=C"),
+    ("p/t.csv¦model=A¦score", "no column 'score'"),
+    ("p/m.json¦a.x", "has no 'a.x'"),
+    ("p/m.json¦a", "is not a number"),
     ("p/t.csv", "needs a file and where"),
 ])
 def test_a_marker_that_names_nothing_is_an_error_naming_the_line(results, ref, message):
@@ -53,11 +53,11 @@ def test_a_marker_that_names_nothing_is_an_error_naming_the_line(results, ref, m
 
 def test_write_fills_the_numbers_and_check_catches_a_stale_one(results, tmp_path):
     doc = tmp_path / "doc.md"
-    doc.write_text("B scores <!--n p/t.csv|model=B|acc|%pct.1f-->70.0<!--/n-->% and A <!--n p/t.csv|model=A|acc-->x"
+    doc.write_text("B scores <!--n p/t.csv¦model=B¦acc¦%pct.1f-->70.0<!--/n-->% and A <!--n p/t.csv¦model=A¦acc-->x"
                    "<!--/n-->.\n")
-    (stale,) = [n for n in dn.marked([doc], results) if n.ref.startswith("p/t.csv|model=B")]
+    (stale,) = [n for n in dn.marked([doc], results) if n.ref.startswith("p/t.csv¦model=B")]
     assert (stale.text, stale.value, stale.agrees, stale.line) == ("70.0", "75.0", False, 1)
     assert dn.write([doc], results) == [doc]
-    assert doc.read_text() == ("B scores <!--n p/t.csv|model=B|acc|%pct.1f-->75.0<!--/n-->% and A "
-                               "<!--n p/t.csv|model=A|acc-->0.5071<!--/n-->.\n")
+    assert doc.read_text() == ("B scores <!--n p/t.csv¦model=B¦acc¦%pct.1f-->75.0<!--/n-->% and A "
+                               "<!--n p/t.csv¦model=A¦acc-->0.5071<!--/n-->.\n")
     assert all(n.agrees for n in dn.marked([doc], results)) and dn.write([doc], results) == []
