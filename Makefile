@@ -10,6 +10,7 @@
 #   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
 #   make card MODEL=SPEC        a report card of a model on every benchmark (several: MODEL="A B"; SPEC: a zoo name,
 #                               ARCH:TAG, ARCH:FILE or hf:REPO); files under build/cards/<profile>/
+#   make site                   a static HTML site of results/ and the cards (open build/site/index.html offline)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -19,13 +20,16 @@ PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
-.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card
+.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
 	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model,hf]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null \
+	  && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 \
+	  || echo "note: no chromium/chromedriver (Debian: apt-get install chromium chromium-driver): the site's browser test will be skipped"; }
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -55,6 +59,11 @@ MODEL ?=
 card: $(STAMP)
 	@test -n "$(MODEL)" || { echo 'make card: give MODEL=SPEC (several: MODEL="A B"; python -m common zoo list)' >&2; exit 2; }
 	@. $(BIN)/activate && python -m common card $(addprefix --model ,$(MODEL))
+
+# site: the root stage `site` alone (--single-item): its dep results/ holds the outputs of every paper's stages, and
+# the site shows the committed results as they are rather than re-running the pipelines upstream.
+site: $(STAMP)
+	@. $(BIN)/activate && dvc repro --single-item site
 
 fetch: $(STAMP)
 	@. $(BIN)/activate && python -m common data fetch

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
     from common.rehearsal import run as rehearsal_run
+    from common.site import build as site_build
 
     parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     download.register_cli(sub)
     stage_deps.register_cli(sub, resolve_common=handler_module)
     rehearsal_run.register_cli(sub)
+    site_build.register_cli(sub)
 
     groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,
                            audit_released=released_sub)

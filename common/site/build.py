@@ -1,0 +1,339 @@
+"""Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
+
+Pages: ``index.html`` (papers, their audit's verdict counts, the other pages), ``<paper>.html`` (every CSV and PNG
+under ``results/<paper>/``, folder by folder, then the paper's audit as a filterable table), ``cross_paper.html``,
+``correlations.html`` (every results CSV with a Pearson, Spearman or Kendall column, with the figures of its folder)
+and ``cards.html`` (the report cards ``python -m common card`` wrote). One base template holds the layout; each page
+template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup.
+
+What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
+appears without an edit here. Results files are read through ``common.report.read_table``/``read_summary``: a
+damaged file stops the build with one line naming it, and the previous site stays (one output group).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import jinja2
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from common import plugins
+from common.audit.core import ORDER, AuditRow
+from common.audit.report import FIELDS as AUDIT_FIELDS
+from common.audit.report import published_label
+from common.errors import WorkspaceError
+from common.io import output_group, write_text_atomic
+from common.paths import RESULTS, build_root, refuse_workspace_outputs
+from common.report import CROSS_PAPER_COUNTS, read_summary, read_table
+
+DATA_FILES = ("common/site/templates/", "common/site/static/", "results/")
+"""What the stage reads besides code: the templates, the copied CSS/JS and every committed result."""
+HERE = Path(__file__).resolve().parent
+STATIC = ("site.css", "filter.js")
+DEFAULT_OUT = "site"
+"""Under the build root: ``<build>/site/``."""
+CARDS = "cards"
+"""Under the build root: ``<build>/cards/<profile>/<model>.{md,png}`` (``common.card``)."""
+MARKER = ".common-site"
+"""A file every site holds: an existing ``--out`` folder without it is someone else's and is never replaced."""
+MAX_ROWS = 300
+"""Rows of a results CSV shown on a page: a longer file (hundreds of thousands of generated captions) is cut, and the
+page names the file."""
+AUDIT_COMMAND = "python -m common audit {paper}"
+CORRELATION_COLUMNS = frozenset({"pearson", "spearman", "kendall"})
+"""A results CSV with one of these columns is a correlation table (``correlations.html``)."""
+CROSS_PAPER = "cross_paper"
+"""``results/audit/cross_paper.{csv,png}`` and ``_summary.json``: the cross-paper comparison."""
+NO_CARDS = "no cards yet: python -m common card --model SPEC"
+
+
+class SiteError(WorkspaceError):
+    """The site cannot be built where asked (``--out`` is a file, or a folder the site does not own)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[str, ...]
+    keys: Mapping[str, str] = field(default_factory=dict)
+    """Filter values (``data-<key>`` attributes) that the select boxes match exactly."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table for a page; with ``filters`` or ``searchable`` it gets select boxes and a text box (filter.js)."""
+
+    id: str
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[Row, ...]
+    total: int
+    """Rows in the file: more than ``rows`` when it was cut at ``MAX_ROWS``."""
+    filters: tuple[str, ...] = ()
+    searchable: bool = False
+    code: frozenset[int] = frozenset()
+    """Columns shown as code (a command)."""
+
+    @property
+    def filterable(self) -> bool:
+        return bool(self.filters) or self.searchable
+
+    def options(self, key: str) -> list[str]:
+        """The values of ``key`` in the rows: audit verdicts in the audit's order, the rest sorted."""
+        values = {r.keys[key] for r in self.rows}
+        return sorted(values, key=lambda v: (ORDER.index(v) if v in ORDER else len(ORDER), v))
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    src: str
+    """Relative to the site's folder (images are copied into ``img/``)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    grids: tuple[Grid, ...] = ()
+    figures: tuple[Figure, ...] = ()
+
+    @property
+    def anchor(self) -> str:
+        return _slug(self.title)
+
+
+@dataclass(frozen=True)
+class Card:
+    title: str
+    html: Markup
+    """The card's Markdown rendered (raw HTML in it escaped, never passed through)."""
+    figure: Figure | None
+
+
+@dataclass
+class _Writer:
+    """Writes one site into ``root`` (a folder inside the output group's staging folder)."""
+
+    root: Path
+    results: Path
+    env: jinja2.Environment
+
+    def image(self, path: Path, under: Path, prefix: str) -> Figure:
+        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept) and return how a page shows it."""
+        rel = Path("img", prefix, path.relative_to(under))
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, self.root / rel)
+        return Figure(self.shown(path), rel.as_posix())
+
+    def shown(self, path: Path) -> str:
+        """``path`` as a page names it: relative to the workspace (``results/aro/mini/table6.csv``)."""
+        try:
+            return path.relative_to(self.results.parent).as_posix()
+        except ValueError:
+            return str(path)
+
+    def grid(self, path: Path, *, searchable: bool = False) -> Grid:
+        rows = read_table(path)
+        header = tuple(rows[0])
+        cells = tuple(Row(tuple(r[h] for h in header)) for r in rows[:MAX_ROWS])
+        return Grid(_slug(self.shown(path)), self.shown(path), header, cells, len(rows), searchable=searchable)
+
+    def page(self, name: str, template: str, **context: object) -> None:
+        html = self.env.get_template(template).render(current=name, **context)
+        write_text_atomic(self.root / name, html)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+
+def _environment(papers: Sequence[str]) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(papers=list(papers))
+    return env
+
+
+def _visible(path: Path) -> bool:
+    return not any(part.startswith(".") for part in path.parts)
+
+
+def _header(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        return next(csv.reader(fh), [])
+
+
+# ---- what each page shows -----------------------------------------------------------------------------------------
+def paper_sections(w: _Writer, paper: str) -> list[Section]:
+    """One section per folder of ``results/<paper>/`` (its top level, then each sub-folder: a profile, real_text,
+    ...): every CSV as a table, every PNG as a figure."""
+    top = w.results / paper
+    if not top.is_dir():
+        return []
+    sections = []
+    for folder in [top, *sorted(p for p in top.iterdir() if p.is_dir() and _visible(p.relative_to(top)))]:
+        files = sorted(folder.glob("*") if folder == top else folder.rglob("*"))
+        files = [p for p in files if p.is_file() and _visible(p.relative_to(top))]
+        grids = tuple(w.grid(p) for p in files if p.suffix == ".csv")
+        figures = tuple(w.image(p, w.results, "results") for p in files if p.suffix == ".png")
+        if grids or figures:
+            sections.append(Section(w.shown(folder) + "/", grids, figures))
+    return sections
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _number(text: str) -> str:
+    """A recomputed number as the audit's Markdown shows it: up to 4 decimals, trailing zeros dropped."""
+    value = _float(text)
+    if value is None:
+        return text
+    return f"{value:.4f}".rstrip("0").rstrip(".") if not value.is_integer() else f"{int(value):d}"
+
+
+def _audit_row(d: Mapping[str, str]) -> AuditRow:
+    """A row of ``results/audit/<paper>.csv`` back as the ``AuditRow`` it was written from (the verdict column holds
+    "<verdict>; <caveat>")."""
+    verdict, _, caveat = d["verdict"].partition("; ")
+    texts = ("paper", "table", "row", "column", "published_text", "unit", "tolerance_rule", "profile", "source", "note")
+    return AuditRow(**{k: d[k] for k in texts}, published=_float(d["published"]), recomputed=_float(d["recomputed"]),
+                    difference=_float(d["difference"]), tolerance=_float(d["tolerance"]), verdict=verdict,
+                    caveat=caveat)
+
+
+AUDIT_HEADER = ("table", "row", "column", "published", "recomputed", "difference", "verdict", "profile", "source",
+                "quote", "note", "recompute with")
+
+
+def audit_grid(w: _Writer, paper: str) -> Grid | None:
+    """The paper's audit, one row per published cell, filterable by table and verdict."""
+    path = w.results / "audit" / f"{paper}.csv"
+    if not path.is_file():
+        return None
+    command = AUDIT_COMMAND.format(paper=paper)
+    rows = []
+    for d in read_table(path, AUDIT_FIELDS):
+        r = _audit_row(d)
+        cells = (r.table, r.row, r.column, published_label(r, d["comparison"] or "="), _number(d["recomputed"]),
+                 _number(d["difference"]), r.verdict_text, r.profile, r.source, d["quote"], r.note, command)
+        rows.append(Row(cells, {"table": r.table, "verdict": r.verdict}))
+    return Grid(f"audit-{paper}", w.shown(path), AUDIT_HEADER, tuple(rows), len(rows), ("table", "verdict"), True,
+                frozenset({len(AUDIT_HEADER) - 1}))
+
+
+def verdict_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, int]]:
+    """paper -> its audit's verdict counts (``<paper>_summary.json``); a paper without an audit is left out."""
+    files = {p: results / "audit" / f"{p}_summary.json" for p in papers}
+    return {p: read_summary(f, counts=True) for p, f in files.items() if f.is_file()}
+
+
+def correlation_sections(w: _Writer, papers: Sequence[str]) -> list[Section]:
+    """Every CSV under ``results/<paper>/`` with a correlation column, grouped by folder, with the folder's PNGs."""
+    folders: dict[Path, list[Path]] = {}
+    for paper in papers:
+        for path in sorted((w.results / paper).rglob("*.csv")):
+            if _visible(path.relative_to(w.results)) and CORRELATION_COLUMNS & set(_header(path)):
+                folders.setdefault(path.parent, []).append(path)
+    return [Section(w.shown(folder) + "/", tuple(w.grid(p, searchable=True) for p in paths),
+                    tuple(w.image(p, w.results, "results") for p in sorted(folder.glob("*.png"))))
+            for folder, paths in folders.items()]
+
+
+def cards(w: _Writer, folder: Path) -> list[Card]:
+    """Every ``<profile>/<name>.md`` under ``folder`` (cards and comparisons), rendered, with its PNG if any."""
+    markdown = MarkdownIt("js-default")  # tables on, raw HTML escaped
+    found = []
+    for md in sorted(folder.glob("*/*.md")) if folder.is_dir() else []:
+        png = md.with_suffix(".png")
+        figure = w.image(png, folder, CARDS) if png.is_file() else None
+        found.append(Card(f"{md.parent.name}/{md.stem}", Markup(markdown.render(md.read_text(encoding="utf-8"))),
+                          figure))
+    return found
+
+
+CROSS_PAPER_FILTERS = ("verdict", "kind", "benchmark")
+
+
+def cross_paper_grid(w: _Writer, path: Path) -> Grid:
+    """The cross-paper CSV, filterable by verdict, kind and benchmark."""
+    rows = read_table(path, CROSS_PAPER_FILTERS)
+    header = tuple(rows[0])
+    return Grid("cross-paper", w.shown(path), header,
+                tuple(Row(tuple(r[h] for h in header), {k: r[k] for k in CROSS_PAPER_FILTERS}) for r in rows),
+                len(rows), CROSS_PAPER_FILTERS, True)
+
+
+# ---- the site -----------------------------------------------------------------------------------------------------
+def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = None) -> list[str]:
+    """Write every page, the static files and the images into ``root`` (an empty folder); the pages' names."""
+    papers = plugins.paper_names()
+    w = _Writer(root, Path(results), _environment(papers))
+    root.mkdir(parents=True, exist_ok=True)
+    for name in STATIC:
+        shutil.copyfile(HERE / "static" / name, root / name)
+    audit = w.results / "audit"
+    counts = verdict_counts(w.results, papers)
+    verdicts = [v for v in ORDER if any(v in c for c in counts.values())]
+    cross_summary = audit / f"{CROSS_PAPER}_summary.json"
+    cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
+    w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts)
+    for paper in papers:
+        figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
+        w.page(f"{paper}.html", "paper.html.j2", paper=paper, sections=paper_sections(w, paper),
+               audit=audit_grid(w, paper), counts=counts.get(paper, {}),
+               audit_figures=[w.image(p, w.results, "results") for p in figures],
+               command=AUDIT_COMMAND.format(paper=paper))
+    cross_csv, cross_png = audit / f"{CROSS_PAPER}.csv", audit / f"{CROSS_PAPER}.png"
+    table = cross_paper_grid(w, cross_csv) if cross_csv.is_file() else None
+    figure = w.image(cross_png, w.results, "results") if cross_png.is_file() else None
+    w.page("cross_paper.html", "cross_paper.html.j2", table=table, figure=figure, counts=cross_counts)
+    w.page("correlations.html", "correlations.html.j2", sections=correlation_sections(w, papers))
+    w.page("cards.html", "cards.html.j2", cards=cards(w, cards_dir or build_root() / CARDS), empty=NO_CARDS)
+    write_text_atomic(root / MARKER, "written by `python -m common site`; the next build replaces this folder\n")
+    return ["index.html", *(f"{p}.html" for p in papers), "cross_paper.html", "correlations.html", "cards.html"]
+
+
+def build_site(out: str | os.PathLike, results: Path = RESULTS, cards_dir: Path | None = None) -> Path:
+    """Build the site into ``out`` as one output group: it replaces the previous site only once fully written.
+    Returns its ``index.html``."""
+    out = Path(os.path.abspath(out))
+    refuse_workspace_outputs([out], "--out")
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"--out {out} is a file: give a folder (default: {build_root() / DEFAULT_OUT})")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise SiteError(f"--out {out} is a folder this command did not write (no {MARKER}), and the build replaces "
+                        f"it as a whole: give a new or empty folder")
+    with output_group(out.parent) as staging:
+        write_site(staging / out.name, results, cards_dir)
+    return out / "index.html"
+
+
+def _cmd_site(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    index = build_site(args.out or build_root() / DEFAULT_OUT)
+    print(f"site: {index} ({time.perf_counter() - start:.1f} s; opens offline: every file is in {index.parent})")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    p = subparsers.add_parser("site", help="a static HTML site of results/: papers, audits, correlations, cards",
+                              description="Build a static HTML site from results/ (and the report cards of "
+                                          "<build>/cards/) that opens offline in any browser.")
+    p.add_argument("--out", metavar="DIR", help=f"the site's folder, replaced as a whole (default: <build root>/"
+                                                f"{DEFAULT_OUT})")
+    p.set_defaults(func=_cmd_site)

@@ -1,0 +1,191 @@
+"""The static site (``python -m common site``): it builds from the committed results; every page exists; every link
+and image resolves to a file inside the site; nothing is loaded from the network; CSV text is escaped; a failed build
+leaves the previous site. In headless Chromium (when installed): every page loads without a SEVERE console message,
+every image decodes, and the audit's verdict filter narrows the rows."""
+from __future__ import annotations
+
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from common.cli import main
+from common.errors import WorkspaceError
+from common.paths import RESULTS
+from common.plugins import paper_names
+from common.report import read_table
+from common.site import build
+from common.site.build import NO_CARDS, build_site
+
+PAGES = ("index.html", *(f"{p}.html" for p in paper_names()), "cross_paper.html", "correlations.html", "cards.html")
+HOSTILE = "<script>alert('card')</script>"
+"""Text in a card's Markdown that must reach the page as text."""
+
+
+@pytest.fixture(scope="module")
+def cards_dir(tmp_path_factory) -> Path:
+    """One card (its Markdown table and a figure), as ``python -m common card`` lays them out."""
+    folder = tmp_path_factory.mktemp("cards") / "mini"
+    folder.mkdir()
+    (folder / "toy.md").write_text(f"# Report card: toy\n\n| benchmark | % |\n|---|---|\n| {HOSTILE} | 51.5 |\n")
+    shutil.copyfile(RESULTS / "audit" / "cross_paper.png", folder / "toy.png")
+    return folder.parent
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, cards_dir) -> Path:
+    out = tmp_path_factory.mktemp("built") / "site"
+    assert build_site(out, cards_dir=cards_dir) == out / "index.html"
+    return out
+
+
+class _Refs(HTMLParser):
+    """Every ``href``/``src`` of a page (tag, attribute, value, rel) and its element ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str, str, str]] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        for name in ("href", "src"):
+            if values.get(name) is not None:
+                self.refs.append((tag, name, values[name] or "", values.get("rel") or ""))
+
+
+def _parse(page: Path) -> _Refs:
+    parser = _Refs()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_every_page_is_built_and_every_reference_resolves_inside_the_site(site):
+    assert sorted(p.name for p in site.glob("*.html")) == sorted(PAGES)
+    problems = []
+    for name in PAGES:
+        parsed = _parse(site / name)
+        for tag, attr, value, rel in parsed.refs:
+            url = urlsplit(value)
+            if url.scheme in ("http", "https") or url.netloc:
+                if not (tag == "a" and attr == "href"):  # a link to an outside page is fine; loading one is not
+                    problems.append(f"{name}: <{tag} {attr}={value!r}> loads from the network")
+            elif url.scheme == "data":
+                continue  # inline: nothing fetched
+            elif url.scheme:
+                problems.append(f"{name}: <{tag} {attr}={value!r}>: scheme {url.scheme!r}")
+            elif not url.path:
+                if url.fragment not in parsed.ids:
+                    problems.append(f"{name}: <{tag} {attr}={value!r}>: no element with that id")
+            else:
+                target = (site / unquote(url.path)).resolve()
+                if not target.is_relative_to(site.resolve()) or not target.is_file():
+                    problems.append(f"{name}: <{tag} {attr}={value!r}>: no such file in the site")
+    for name in build.STATIC:
+        text = (site / name).read_text(encoding="utf-8")
+        if "http://" in text or "https://" in text or "@import" in text:
+            problems.append(f"{name} names a network resource")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_pages_show_every_results_file_and_the_audit(site):
+    for paper in paper_names():
+        page = (site / f"{paper}.html").read_text(encoding="utf-8")
+        for path in sorted((RESULTS / paper).rglob("*")):
+            if path.suffix in (".csv", ".png"):
+                assert path.relative_to(RESULTS.parent).as_posix() in page, (paper, path)
+        audit = RESULTS / "audit" / f"{paper}.csv"
+        if audit.is_file():
+            assert page.count(f"<code>python -m common audit {paper}</code></td>") == len(read_table(audit))
+    correlations = (site / "correlations.html").read_text(encoding="utf-8")
+    assert "finding3.csv" in correlations and "recognition/scatter.png" in correlations
+    assert 'id="cross-paper"' in (site / "cross_paper.html").read_text(encoding="utf-8")
+
+
+def test_cards_are_rendered_and_escaped(site, tmp_path):
+    page = (site / "cards.html").read_text(encoding="utf-8")
+    assert "<table>" in page and "img/cards/mini/toy.png" in page
+    assert HOSTILE not in page and "&lt;script&gt;" in page
+    build_site(tmp_path / "empty", cards_dir=tmp_path / "no-cards")
+    assert NO_CARDS in (tmp_path / "empty" / "cards.html").read_text(encoding="utf-8")
+
+
+def test_a_failed_build_leaves_the_previous_site_and_a_foreign_folder_is_refused(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "site"
+    assert main(["site", "--out", str(out)]) == 0
+    assert "site: " in capsys.readouterr().out
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def broken(*args, **kwargs):
+        raise WorkspaceError("a damaged card")
+
+    monkeypatch.setattr(build, "cards", broken)
+    with pytest.raises(WorkspaceError):
+        build_site(out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]  # no staging folder left
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not a site")
+    with pytest.raises(build.SiteError, match="did not write"):
+        build_site(tmp_path / "mine")
+
+
+# ---- in a browser --------------------------------------------------------------------------------------------------
+def _chromium():
+    """A headless Chromium driven by chromedriver, or a skip naming what is missing."""
+    missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
+    try:
+        from selenium import webdriver
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        pytest.skip(f"no {', '.join(missing)}: apt-get install -y chromium chromium-driver; pip install selenium")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                "--host-resolver-rules=MAP * ~NOTFOUND"):  # a page that fetches from the network logs an error
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+
+
+VISIBLE_ROWS = "return Array.from(document.querySelectorAll('#' + arguments[0] + ' tbody tr')).filter(r => !r.hidden)" \
+               ".map(r => r.getAttribute('data-verdict'))"
+
+
+def test_in_chromium_every_page_loads_cleanly_and_the_verdict_filter_narrows_the_rows(site):
+    driver = _chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    shots = site / "screenshots"
+    shots.mkdir(exist_ok=True)
+    try:
+        driver.set_page_load_timeout(120)
+        problems = []
+        for name in PAGES:
+            driver.get((site / name).as_uri())
+            severe = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+            broken = driver.execute_script("return Array.from(document.images)"
+                                           ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+            problems += [f"{name}: console: {m}" for m in severe] + [f"{name}: image not shown: {s}" for s in broken]
+            driver.save_screenshot(str(shots / f"{Path(name).stem}.png"))
+        assert not problems, "\n".join(problems)
+
+        paper = next(p for p in paper_names() if (RESULTS / "audit" / f"{p}.csv").is_file())
+        driver.get((site / f"{paper}.html").as_uri())
+        table = f"audit-{paper}"
+        before = driver.execute_script(VISIBLE_ROWS, table)
+        select = Select(driver.find_element(By.CSS_SELECTOR, f'[data-target="{table}"] select[data-key="verdict"]'))
+        verdict = next(o.get_attribute("value") for o in select.options if o.get_attribute("value"))
+        select.select_by_value(verdict)
+        after = driver.execute_script(VISIBLE_ROWS, table)
+        assert 0 < len(after) < len(before) and set(after) == {verdict}, (verdict, len(before), len(after))
+        assert after == [v for v in before if v == verdict]
+        driver.save_screenshot(str(shots / f"{paper}-filtered.png"))
+    finally:
+        driver.quit()
