@@ -198,6 +198,7 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
                                  ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}
                                 | {"papers/sugarcrepe/dvc.yaml:figure5"}  # the paper's r, recomputed by the audit
                                 | {"audit/cross_paper"}  # the cross-paper comparison shares the audit's package
+                                | {"site"}  # the static site renders the audit's tables with its readers
                                 # hard positives' released-file reader raises the audit's error type
                                 | {f"papers/hard_positives/dvc.yaml:{s}" for s in ("real-text", "full-data",
                                                                                   "table1-full")},
