@@ -364,6 +364,14 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
     assert "ImageNet-1k" in left_out["recognition"]
     assert all(m.blind is None and "not computed in the full profile" in m.blind_note for m in card.measures)
     assert card.residuals == {}
+    from common.card.report import as_json, markdown
+
+    assert as_json(card)["note"] == "full profile: the papers' benchmarks"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLC_BUILD", str(tmp_path / "build"))
+        rehearsed = make_cards([f"{ARCH}:{checkpoint}"], only=["sugarcrepe"], log=lambda line: None,
+                               params={**load_params(), "profile": "full", "rehearsal": {"enabled": True, "cap": 4}})[0]
+    assert as_json(rehearsed)["note"].startswith("a rehearsal: ") and "never the papers' numbers" in markdown(rehearsed)
 
 
 def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini_build, tmp_path):

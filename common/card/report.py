@@ -37,6 +37,15 @@ def rows(card: Card) -> list[dict]:
     return out
 
 
+def note(card: Card) -> str:
+    """What the numbers are: the mini world's, a rehearsal's stand-ins', or the papers' benchmarks'."""
+    if card.provenance.get("rehearsal"):
+        return "a rehearsal: the full profile's code on stand-in data and random weights, never the papers' numbers"
+    if card.profile == "mini":
+        return "mini profile: tiny CLIPs on the rendered mini world, never the papers' numbers"
+    return "full profile: the papers' benchmarks"
+
+
 def as_json(card: Card) -> dict:
     numbers = []
     for row, m in zip(rows(card), card.measures):
@@ -48,16 +57,14 @@ def as_json(card: Card) -> dict:
                                                                                         "why": m.blind_note}),
                         "trend": r.as_dict() if r else None})
     return {"model": card.model.spec_text, "profile": card.profile,
-            "note": ("mini profile: the rendered mini world, never the papers' numbers" if card.profile == "mini"
-                     else "full profile: the papers' benchmarks"),
+            "note": note(card),
             "numbers": numbers, "not_on_card": card.missing, "provenance": card.provenance}
 
 
 def markdown(card: Card) -> str:
     """The card as a Markdown table (what the command prints)."""
     lines = [f"# Report card: {card.model.spec_text} ({card.profile} profile)", ""]
-    if card.profile == "mini":
-        lines += ["Mini profile: tiny CLIPs on the rendered mini world; never the papers' numbers.", ""]
+    lines += [note(card)[0].upper() + note(card)[1:] + ".", ""]
     lines += ["| benchmark | number | % [95% CI] | n | ties | blind text-only | beyond recognition trend |",
               "|---|---|---|---|---|---|---|"]
     for row, m in zip(rows(card), card.measures):
