@@ -119,6 +119,7 @@ def mini_build(tmp_path_factory):
     """A build root with every paper's mini set, tiny, and the world's training captions for the blind scorer."""
     from common.card.blind import MINI_LM_IMAGES
     from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
+    from common.params import load_params
     from papers.aro.sets_mini import MiniAroConfig, build_mini_set as build_aro
     from papers.bivlc import sets_mini as bivlc_sets
     from papers.conclip import sets_mini as conclip_sets
@@ -134,7 +135,10 @@ def mini_build(tmp_path_factory):
     conclip_sets.build_test_set(conclip_sets.TestSetConfig(examples_per_cell=2, classification_images=56),
                                 mini / "conclip" / "test")
     bivlc_sets.build_test_set(bivlc_sets.TestSetConfig(instances_per_category=3, seed=0), mini / "bivlc" / "test")
-    ensure_classification_set(ClassificationSetConfig(n_images=56), mini / "classification")
+    params = load_params()  # Figure 5's set, as the card builds it when absent (here: once, for every test)
+    ensure_classification_set(ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
+                                                      int(params["mini"]["world"]["image_size"]),
+                                                      int(params["mini"]["world"]["seed"])), mini / "classification")
     captions = ["a red circle above a blue square", "a green star left of a yellow circle", "a small blue square"]
     train = mini / "world" / "train"
     train.mkdir(parents=True)
@@ -429,3 +433,22 @@ def test_the_full_profile_trend_is_the_200_checkpoint_tables_pretrained_rows(mir
     r = residuals["sugarcrepe/swap_att"]
     assert r.in_fit and r.low < r.value < r.high and r.n_references == len(trend.points["sugarcrepe/swap_att"])
     assert _trend_residuals(estimates, [trend], "mini-vit-xs:/some/file.safetensors") == {}
+
+
+def test_figure5s_classification_set_is_built_when_absent(mini_build, checkpoint, tmp_path):
+    """A fresh clone whose figure5 stage DVC skipped (its outputs are committed) has no classification set: the card
+    builds it as Figure 5 does, and scores recognition."""
+    import shutil
+
+    from common.card.run import make_cards
+    from common.params import load_params
+
+    partial = tmp_path / "build"
+    shutil.copytree(mini_build / "mini" / "world", partial / "mini" / "world")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VLC_BUILD", str(partial))
+        card = make_cards([f"{ARCH}:{checkpoint}"], only=["recognition"], params={**load_params(), "profile": "mini"},
+                          log=lambda line: None)[0]
+    assert card.missing == [] and (partial / "mini" / "classification" / "manifest.json").is_file()
+    assert [m.key for m in card.measures] == ["sugarcrepe/recognition/imagenet-analog",
+                                              "sugarcrepe/recognition/shapes"]

@@ -4,9 +4,10 @@ them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
 * SugarCrepe: ``selection.evaluate(..., STRICT)`` on the prepared set, as ``table6.py`` (via
   ``common.evaluate.evaluate_selection``); the average is the unweighted mean of the categories (Table 6's).
 * Recognition (mini profile): zero-shot top-1 on the ImageNet analog (56 colour-shape classes) and on the 7 shapes,
-  on Figure 5's classification set, top-1 as ``figure5.score_classification`` counts it (a tie is wrong). The full
-  profile's ImageNet-1k needs the ImageNet validation set, which no stage here prepares (Figure 5 uses open_clip's
-  published top-1): the card lists it as not on the card.
+  on Figure 5's classification set (built here from Figure 5's parameters when absent, as Figure 5 builds it), top-1
+  as ``figure5.score_classification`` counts it (a tie is wrong). The full profile's ImageNet-1k needs the ImageNet
+  validation set, which no stage here prepares (Figure 5 uses open_clip's published top-1): the card lists it as not
+  on the card.
 * The trend. Mini: Figure 5's points, the mini family's ImageNet-analog top-1 against each category
   (``results/sugarcrepe/mini/figure5_points.csv``), labelled as the mini family's. Full: the 200-checkpoint table of
   ``recognition.py`` (vl_compo), its pre-trained checkpoints' ImageNet-1k top-1 against each category; a model gets a
@@ -57,9 +58,16 @@ def _recognition(profile: str) -> CardBenchmark:
                                          "from the 200-checkpoint table")
 
     def load():
-        from common.miniworld.classification import load_classification_sets
+        """Figure 5's set, built or reused as ``figure5.run_mini`` does (it is a cache, not a stage's output: a fresh
+        clone whose figure5 stage DVC skipped has none), from the same parameters."""
+        from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
+        from common.params import load_params
 
-        return load_classification_sets(set_dir)
+        params = load_params()
+        world = params["mini"]["world"]
+        config = ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
+                                         int(world["image_size"]), int(world["seed"]))
+        return ensure_classification_set(config, set_dir)[0]
 
     def score(engine, sets) -> list[Measure]:
         from common.scoring import classification
@@ -75,8 +83,7 @@ def _recognition(profile: str) -> CardBenchmark:
                                ids, result.ranks < 1, source="papers/sugarcrepe/figure5.py"))
         return out
 
-    return CardBenchmark("recognition", "Zero-shot recognition (mini analogs)", "sugarcrepe",
-                         (set_dir / "manifest.json",), "dvc repro papers/sugarcrepe/dvc.yaml:figure5", load, score,
+    return CardBenchmark("recognition", "Zero-shot recognition (mini analogs)", "sugarcrepe", (), "", load, score,
                          blind_applies=lambda m: "a text-only scorer has no image to classify")
 
 
