@@ -126,13 +126,20 @@ class _Writer:
     root: Path
     results: Path
     env: jinja2.Environment
+    _figures: dict[tuple[Path, Path, str], Figure] = field(default_factory=dict)
+    _grids: dict[tuple[Path, bool], Grid] = field(default_factory=dict)
+    """What is already copied or read: a folder's figures and correlation tables appear on two pages."""
 
     def image(self, path: Path, under: Path, prefix: str) -> Figure:
-        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept) and return how a page shows it."""
-        rel = Path("img", prefix, path.relative_to(under))
-        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, self.root / rel)
-        return Figure(self.shown(path), rel.as_posix())
+        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept), once, and return how a page shows
+        it."""
+        key = (path, under, prefix)
+        if key not in self._figures:
+            rel = Path("img", prefix, path.relative_to(under))
+            (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, self.root / rel)
+            self._figures[key] = Figure(self.shown(path), rel.as_posix())
+        return self._figures[key]
 
     def shown(self, path: Path) -> str:
         """``path`` as a page names it: relative to the workspace (``results/aro/mini/table6.csv``)."""
@@ -142,10 +149,14 @@ class _Writer:
             return str(path)
 
     def grid(self, path: Path, *, searchable: bool = False) -> Grid:
-        rows = read_table(path)
-        header = tuple(rows[0])
-        cells = tuple(Row(tuple(r[h] for h in header)) for r in rows[:MAX_ROWS])
-        return Grid(_slug(self.shown(path)), self.shown(path), header, cells, len(rows), searchable=searchable)
+        key = (path, searchable)
+        if key not in self._grids:
+            rows = read_table(path)
+            header = tuple(rows[0])
+            cells = tuple(Row(tuple(r[h] for h in header)) for r in rows[:MAX_ROWS])
+            self._grids[key] = Grid(_slug(self.shown(path)), self.shown(path), header, cells, len(rows),
+                                    searchable=searchable)
+        return self._grids[key]
 
     def page(self, name: str, template: str, **context: object) -> None:
         html = self.env.get_template(template).render(current=name, **context)
