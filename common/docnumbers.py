@@ -14,6 +14,9 @@ named ``BiVLC | I2T``, is written ``\\|``, which tables leave alone):
 * optionally last, a format: ``%.1f`` (Python's format of the float), ``%pct.1f`` (a fraction shown in percent), or
   ``%int`` (an integer with a thousands comma); without one the file's text is kept as it is.
 
+(``common.results_ref`` reads a reference; the claims scorecards use the same syntax.) A marker inside code (a fenced
+block or an inline code span) is an example of the syntax and is left alone.
+
 ``python -m common docs numbers`` lists every marked number and whether the text agrees with the results;
 ``--write`` rewrites the text between the markers from the results (and nothing else). The test suite fails on any
 disagreement, an unknown file, row, column or key (named with the Markdown file and line), so a number in the prose
@@ -21,25 +24,21 @@ cannot go stale when a result moves.
 """
 from __future__ import annotations
 
-import csv
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from common.errors import WorkspaceError
 from common.paths import RESULTS, ROOT
+from common.results_ref import SEPARATOR, DocNumberError, lookup
+
+__all__ = ["DOCUMENTS", "MARKER", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup", "marked", "write"]
 
 MARKER = re.compile(r"<!--n (?P<ref>.*?)-->(?P<text>.*?)<!--/n-->", re.S)
-SEPARATOR = "\u00a6"
-"""Between a marker's parts: the broken bar, since a ``|`` splits a Markdown table row even inside a comment."""
+CODE = re.compile(r"^(?P<fence>```|~~~).*?^(?P=fence)[^\n]*$|``[^\n]*?``|`[^`\n]*`", re.S | re.M)
+"""Fenced code blocks and inline code spans: a marker shown there is an example of the syntax, not a number."""
 DOCUMENTS = ("README.md", "CHANGELOG.md", "papers/*/README.md", "docs/**/*.md")
 """The Markdown files whose marked numbers are checked (globs under the repository root)."""
-
-
-class DocNumberError(WorkspaceError, ValueError):
-    """A marker that names no number in the results; the message names the Markdown file and line."""
 
 
 @dataclass(frozen=True)
@@ -66,66 +65,12 @@ def documents(root: Path = ROOT) -> list[Path]:
     return list(found)
 
 
-def _format(raw: str, fmt: str | None, where: str) -> str:
-    if fmt is None:
-        return raw
-    try:
-        number = float(raw)
-    except ValueError as exc:
-        raise DocNumberError(f"{where}: {raw!r} is not a number, so it cannot be formatted {fmt!r}") from exc
-    if fmt == "%int":
-        return f"{int(round(number)):,}"
-    if fmt.startswith("%pct"):
-        return format(100.0 * number, fmt[4:])
-    return format(number, fmt[1:])
-
-
-def _split_path(path: str) -> list[str]:
-    return [p.replace("\0", ".") for p in path.replace("\\.", "\0").split(".")]
-
-
-def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
-    """The number ``ref`` names, as the documentation shows it."""
-    parts = [p.strip() for p in ref.replace("\\|", "|").split(SEPARATOR)]
-    fmt = parts.pop() if len(parts) > 2 and parts[-1].startswith("%") else None
-    if len(parts) < 2:
-        raise DocNumberError(f"{where}: marker {ref!r} needs a file and where the number is in it "
-                             f"(FILE{SEPARATOR}...)")
-    path = results / parts[0]
-    if not path.is_file():
-        raise DocNumberError(f"{where}: results/{parts[0]} does not exist")
-    if path.suffix == ".json":
-        node = json.loads(path.read_text(encoding="utf-8"))
-        for key in _split_path(parts[1]):
-            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            elif isinstance(node, dict) and key in node:
-                node = node[key]
-            else:
-                raise DocNumberError(f"{where}: results/{parts[0]} has no {parts[1]!r} (no {key!r})")
-        if isinstance(node, (dict, list)):
-            raise DocNumberError(f"{where}: results/{parts[0]} {parts[1]!r} is not a number")
-        return _format(str(node), fmt, where)
-    if path.suffix != ".csv":
-        raise DocNumberError(f"{where}: results/{parts[0]}: only CSV and JSON files hold marked numbers")
-    *filters, column = parts[1:]
-    conditions = []
-    for f in filters:
-        key, sep, value = f.partition("=")
-        if not sep:
-            raise DocNumberError(f"{where}: {f!r} is not a column=value filter")
-        conditions.append((key, value))
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    if rows and column not in rows[0]:
-        raise DocNumberError(f"{where}: results/{parts[0]} has no column {column!r}")
-    for key, _ in conditions:
-        if rows and key not in rows[0]:
-            raise DocNumberError(f"{where}: results/{parts[0]} has no column {key!r}")
-    for row in rows:
-        if all(row[k] == v for k, v in conditions):
-            return _format(row[column], fmt, where)
-    raise DocNumberError(f"{where}: results/{parts[0]} has no row where {', '.join(filters)}")
+def _markers(text: str) -> Iterable[re.Match]:
+    """The markers of ``text`` outside code (fenced blocks and inline spans)."""
+    code = [m.span() for m in CODE.finditer(text)]
+    for m in MARKER.finditer(text):
+        if not any(start <= m.start() < end for start, end in code):
+            yield m
 
 
 def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Marked]:
@@ -133,7 +78,7 @@ def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list
     out = []
     for doc in (documents() if paths is None else paths):
         text = doc.read_text(encoding="utf-8")
-        for m in MARKER.finditer(text):
+        for m in _markers(text):
             line = text.count("\n", 0, m.start()) + 1
             where = f"{doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc}:{line}"
             out.append(Marked(doc, line, m.group("ref"), m.group("text"), lookup(m.group("ref"), where, results)))
@@ -148,12 +93,13 @@ def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[
     for doc in (documents() if paths is None else paths):
         text = doc.read_text(encoding="utf-8")
 
-        def fill(m: re.Match) -> str:
+        parts, last = [], 0
+        for m in _markers(text):
             line = text.count("\n", 0, m.start()) + 1
             value = lookup(m.group("ref"), f"{doc}:{line}", results)
-            return f"<!--n {m.group('ref')}-->{value}<!--/n-->"
-
-        new = MARKER.sub(fill, text)
+            parts += [text[last:m.start()], f"<!--n {m.group('ref')}-->{value}<!--/n-->"]
+            last = m.end()
+        new = "".join(parts) + text[last:]
         if new != text:
             write_text_atomic(doc, new)
             changed.append(doc)
@@ -181,3 +127,6 @@ def register_cli(subparsers) -> None:
     numbers = sub.add_parser("numbers", help="check (or --write) the numbers the docs take from results/")
     numbers.add_argument("--write", action="store_true", help="rewrite them from results/")
     numbers.set_defaults(func=_cmd)
+    from common import scorecard
+
+    scorecard.register_cli(sub)

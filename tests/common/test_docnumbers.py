@@ -61,3 +61,15 @@ def test_write_fills_the_numbers_and_check_catches_a_stale_one(results, tmp_path
     assert doc.read_text() == ("B scores <!--n p/t.csv¦model=B¦acc¦%pct.1f-->75.0<!--/n-->% and A "
                                "<!--n p/t.csv¦model=A¦acc-->0.5071<!--/n-->.\n")
     assert all(n.agrees for n in dn.marked([doc], results)) and dn.write([doc], results) == []
+
+
+def test_a_marker_shown_as_code_is_an_example_and_left_alone(results, tmp_path):
+    doc = tmp_path / "doc.md"
+    example = "<!--n p/none.csv¦acc-->1<!--/n-->"
+    text = (f"Write `{example}` inline, or in a block:\n\n```markdown\n{example}\n```\n\n"
+            "and a real one: <!--n p/t.csv¦model=B¦acc-->0<!--/n-->.\n")
+    doc.write_text(text)
+    (real,) = dn.marked([doc], results)
+    assert (real.ref, real.line, real.value) == ("p/t.csv¦model=B¦acc", 7, "0.75")
+    assert dn.write([doc], results) == [doc]
+    assert doc.read_text() == text.replace("acc-->0<!--/n-->", "acc-->0.75<!--/n-->")
