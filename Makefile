@@ -41,7 +41,8 @@ repro: $(STAMP)
 	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress \
 	  && python -m common data check $(PAPER)
 	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
-	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p || exit 1; done
+	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p && python -m common docs claims --line $$p \
+	  || exit 1; done
 
 # rehearse: every paper with a papers/<paper>/rehearsal.py unless PAPER names some; the pinned released files come
 # from VLC_MIRROR (default: ../shared/mirror when it exists).

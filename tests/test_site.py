@@ -5,12 +5,14 @@ every image decodes, and the audit's verdict filter narrows the rows."""
 from __future__ import annotations
 
 import shutil
+from markupsafe import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from common import scorecard
 from common.cli import main
 from common.errors import WorkspaceError
 from common.paths import RESULTS
@@ -96,14 +98,34 @@ def test_the_pages_show_every_results_file_and_the_audit(site):
     for paper in paper_names():
         page = (site / f"{paper}.html").read_text(encoding="utf-8")
         for path in sorted((RESULTS / paper).rglob("*")):
-            if path.suffix in (".csv", ".png"):
+            if path.suffix in (".csv", ".png") and not build._dvc_cached(path, RESULTS):
                 assert path.relative_to(RESULTS.parent).as_posix() in page, (paper, path)
+        claims = scorecard.scorecard(paper)
+        assert page.count(f"papers/{paper}/scorecard.toml: ") == 3 * len(claims) > 0
+        assert all(escape(f.claim.claim) in page and escape(f.verdict) in page for findings in claims for f in findings)
         audit = RESULTS / "audit" / f"{paper}.csv"
         if audit.is_file():
             assert page.count(f"<code>python -m common audit {paper}</code></td>") == len(read_table(audit))
     correlations = (site / "correlations.html").read_text(encoding="utf-8")
     assert "finding3.csv" in correlations and "recognition/scatter.png" in correlations
     assert 'id="cross-paper"' in (site / "cross_paper.html").read_text(encoding="utf-8")
+
+
+def test_a_folder_dvc_caches_is_left_out_and_the_index_counts_the_claims(site, tmp_path):
+    """Per-example predictions that ``make repro`` fetched or rebuilt (DVC caches them; git ignores them) are not on
+    the site, so it is the same before and after."""
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    cached = results / "aro" / "mini" / "predictions"
+    cached.mkdir(exist_ok=True)
+    (cached / "scores.csv").write_text("item,score\n1,0.5\n")
+    (results / "aro" / "mini" / ".gitignore").write_text("/predictions\n")
+    build_site(tmp_path / "with", results)
+    aro = (tmp_path / "with" / "aro.html").read_text(encoding="utf-8")
+    assert "predictions/scores.csv" not in aro and "results/aro/mini/table6.csv" in aro
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for paper, counted in build.claim_counts(RESULTS, paper_names()).items():
+        assert counted["mini"] and f'<a href="{paper}.html">' in index
 
 
 def test_cards_are_rendered_and_escaped(site, tmp_path):

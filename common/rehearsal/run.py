@@ -14,6 +14,8 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
    ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``.
 6. When every pipeline ran: ``python -m common card --model openai/ViT-B-32`` in the copy (``card``), the report
    card's full-profile path on the stand-ins the pipelines prepared, its files in ``build/rehearsal/cards/``.
+7. Then ``python -m common docs claims --line`` in the copy (``scorecard_lines``): each paper's claims scorecard read
+   against the full stages' files, so a full-profile reference that names nothing fails the rehearsal.
 
 Nothing here writes outside ``build/rehearsal/``.
 """
@@ -299,6 +301,33 @@ def card(workspace: Path, env: dict[str, str], folder: Path, model: str = CARD_M
                        str(log_path))
 
 
+@dataclass(frozen=True)
+class ClaimsOutcome:
+    """The claims scorecard read in the copy: its full-profile references resolved against the stand-ins' results
+    (the verdicts there mean nothing: random weights)."""
+
+    returncode: int
+    seconds: float
+    log: str
+
+    @property
+    def complete(self) -> bool:
+        return self.returncode == 0
+
+
+def scorecard_lines(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: Path) -> ClaimsOutcome:
+    """``python -m common docs claims --line`` in the copy: every reference of ``papers/*/scorecard.toml`` to a
+    full-profile file the rehearsal wrote must name a number there."""
+    log_path = folder / "claims.log"
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "common", "docs", "claims", "--line", *papers], cwd=workspace,
+                          env=env, capture_output=True, text=True)
+    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    for text in (done.stdout + done.stderr).splitlines():
+        print(f"rehearsal (stand-ins, never the papers' numbers): {text}", flush=True)
+    return ClaimsOutcome(done.returncode, round(time.perf_counter() - started, 1), str(log_path))
+
+
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
              folder: Path = REHEARSAL_DIR, quiet: bool = False) -> list[Outcome]:
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
@@ -329,6 +358,11 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
         summary.append({"card": asdict(carded)})
         if not carded.complete:
             outcomes.append(Outcome("card", 0, 1, carded.seconds, carded.returncode or 1, carded.log))
+    if all(o.complete for o in outcomes[:len(papers)]):
+        claims = scorecard_lines(workspace, env, papers, folder)
+        summary.append({"claims": asdict(claims)})
+        if not claims.complete:
+            outcomes.append(Outcome("claims", 0, 1, claims.seconds, claims.returncode or 1, claims.log))
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return outcomes
 

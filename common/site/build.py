@@ -1,7 +1,8 @@
 """Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
 
-Pages: ``index.html`` (papers, their audit's verdict counts, the other pages), ``<paper>.html`` (every CSV and PNG
-under ``results/<paper>/``, folder by folder, then the paper's audit as a filterable table), ``cross_paper.html``,
+Pages: ``index.html`` (papers, their claims scorecard's and audit's counts, the other pages), ``<paper>.html`` (the
+paper's claims scorecard, every CSV and PNG under ``results/<paper>/``, folder by folder, then the paper's audit as a
+filterable table), ``cross_paper.html``,
 ``correlations.html`` (every results CSV with a Pearson, Spearman or Kendall column, with the figures of its folder)
 and ``cards.html`` (the report cards ``python -m common card`` wrote). One base template holds the layout; each page
 template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup.
@@ -9,6 +10,10 @@ template fills its block. Jinja's autoescape is on: a CSV cell is text, never ma
 What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
 appears without an edit here. Results files are read through ``common.report.read_table``/``read_summary``: a
 damaged file stops the build with one line naming it, and the previous site stays (one output group).
+
+The site shows what git tracks under ``results/``: a folder that DVC caches instead (per-example predictions, listed
+in the ``.gitignore`` DVC writes beside it) is left out, so the site is the same before and after ``make repro``
+fetched or rebuilt those folders.
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from common import plugins
+from common import plugins, scorecard
 from common.audit.core import ORDER, AuditRow
 from common.audit.report import FIELDS as AUDIT_FIELDS
 from common.audit.report import published_label
@@ -36,8 +41,10 @@ from common.io import output_group, write_text_atomic
 from common.paths import RESULTS, build_root, refuse_workspace_outputs
 from common.report import CROSS_PAPER_COUNTS, read_summary, read_table
 
-DATA_FILES = ("common/site/templates/", "common/site/static/", "results/")
-"""What the stage reads besides code: the templates, the copied CSS/JS and every committed result."""
+DATA_FILES = ("common/site/templates/", "common/site/static/")
+"""What the stage names besides code: the templates and the copied CSS/JS. It reads ``results/`` too but does not
+name it (the stage always runs): ``results/`` also holds the DVC-cached folders, which a fresh clone lacks and
+``make repro`` fills, so a dependency on it would change ``dvc.lock`` with no change to the site."""
 HERE = Path(__file__).resolve().parent
 STATIC = ("site.css", "filter.js")
 DEFAULT_OUT = "site"
@@ -178,6 +185,18 @@ def _visible(path: Path) -> bool:
     return not any(part.startswith(".") for part in path.parts)
 
 
+def _dvc_cached(path: Path, results: Path) -> bool:
+    """Whether ``path`` lies in a folder DVC caches rather than git tracks: DVC lists each cached output as ``/name``
+    in the ``.gitignore`` of the folder that holds it."""
+    folder = results
+    for part in path.relative_to(results).parts:
+        ignore = folder / ".gitignore"
+        if ignore.is_file() and f"/{part}" in ignore.read_text(encoding="utf-8").split():
+            return True
+        folder = folder / part
+    return False
+
+
 def _header(path: Path) -> list[str]:
     with path.open(newline="", encoding="utf-8", errors="replace") as fh:
         return next(csv.reader(fh), [])
@@ -193,7 +212,7 @@ def paper_sections(w: _Writer, paper: str) -> list[Section]:
     sections = []
     for folder in [top, *sorted(p for p in top.iterdir() if p.is_dir() and _visible(p.relative_to(top)))]:
         files = sorted(folder.glob("*") if folder == top else folder.rglob("*"))
-        files = [p for p in files if p.is_file() and _visible(p.relative_to(top))]
+        files = [p for p in files if p.is_file() and _visible(p.relative_to(top)) and not _dvc_cached(p, w.results)]
         grids = tuple(w.grid(p) for p in files if p.suffix == ".csv")
         figures = tuple(w.image(p, w.results, "results") for p in files if p.suffix == ".png")
         if grids or figures:
@@ -247,6 +266,38 @@ def audit_grid(w: _Writer, paper: str) -> Grid | None:
                 frozenset({len(AUDIT_HEADER) - 1}))
 
 
+CLAIMS_HEADER = ("claim", "paper's direction", "source", "evidence", "what is measured here", "estimate [95% CI]",
+                 "verdict", "detail", "where the numbers are")
+
+
+def claims_grid(results: Path, paper: str) -> Grid | None:
+    """The paper's claims scorecard (``common.scorecard``): one row per claim and kind of evidence, filterable by
+    evidence and verdict."""
+    rows = []
+    for findings in scorecard.scorecard(paper, results):
+        for f in findings:
+            c, e = f.claim, f.claim.evidence.get(f.kind)
+            sense = {">": "above", "<": "below", "=": "equal to"}[c.direction]
+            evidence = scorecard.EVIDENCE_TITLES[f.kind]
+            rows.append(Row((c.claim, f"{sense} {c.threshold:g} {c.unit}".strip(), c.source, evidence,
+                             e.what if e else "", f.number, f.verdict, f.detail,
+                             f"papers/{paper}/{scorecard.SPEC}: {c.id}"), {"evidence": evidence, "verdict": f.verdict}))
+    if not rows:
+        return None
+    return Grid(f"claims-{paper}", f"papers/{paper}/{scorecard.SPEC}", CLAIMS_HEADER, tuple(rows), len(rows),
+                ("evidence", "verdict"), False, frozenset({len(CLAIMS_HEADER) - 1}))
+
+
+def claim_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, str]]:
+    """paper -> per kind of evidence, "R of M" claims reproduced, "not run" or ""; papers without claims left out."""
+    out = {}
+    for paper in papers:
+        rows = scorecard.scorecard(paper, results)
+        if rows:
+            out[paper] = scorecard.reproduced_counts(rows)
+    return out
+
+
 def verdict_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, int]]:
     """paper -> its audit's verdict counts (``<paper>_summary.json``); a paper without an audit is left out."""
     files = {p: results / "audit" / f"{p}_summary.json" for p in papers}
@@ -258,7 +309,8 @@ def correlation_sections(w: _Writer, papers: Sequence[str]) -> list[Section]:
     folders: dict[Path, list[Path]] = {}
     for paper in papers:
         for path in sorted((w.results / paper).rglob("*.csv")):
-            if _visible(path.relative_to(w.results)) and CORRELATION_COLUMNS & set(_header(path)):
+            if _visible(path.relative_to(w.results)) and not _dvc_cached(path, w.results) \
+                    and CORRELATION_COLUMNS & set(_header(path)):
                 folders.setdefault(path.parent, []).append(path)
     return [Section(w.shown(folder) + "/", tuple(w.grid(p, searchable=True) for p in paths),
                     tuple(w.image(p, w.results, "results") for p in sorted(folder.glob("*.png"))))
@@ -302,10 +354,12 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     verdicts = [v for v in ORDER if any(v in c for c in counts.values())]
     cross_summary = audit / f"{CROSS_PAPER}_summary.json"
     cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
-    w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts)
+    w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts,
+           claims=claim_counts(w.results, papers), evidence=scorecard.EVIDENCE_TITLES)
     for paper in papers:
         figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
-        w.page(f"{paper}.html", "paper.html.j2", paper=paper, sections=paper_sections(w, paper),
+        w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(w.results, paper),
+               sections=paper_sections(w, paper),
                audit=audit_grid(w, paper), counts=counts.get(paper, {}),
                audit_figures=[w.image(p, w.results, "results") for p in figures],
                command=AUDIT_COMMAND.format(paper=paper))

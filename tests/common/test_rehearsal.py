@@ -384,3 +384,18 @@ def test_a_rehearsals_finetune_trains_cap_rows_worth_of_steps():
     assert rehearsal_steps({}, batch_size=256) is None  # a real run: the recipe's epochs
     with pytest.raises(ParamsError, match="outside a rehearsal"):
         rehearsal_steps({"rehearsal": {"enabled": False, "cap": 4}}, batch_size=4)
+
+
+def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):
+    """The step after the card: ``python -m common docs claims --line`` where the copy is (here, this workspace)."""
+    import os
+
+    from common.paths import ROOT
+    from common.rehearsal import run
+
+    outcome = run.scorecard_lines(ROOT, dict(os.environ), ["bivlc", "conclip"], tmp_path)
+    log = (tmp_path / "claims.log").read_text(encoding="utf-8")
+    assert outcome.complete and outcome.log == str(tmp_path / "claims.log")
+    assert log.startswith("claims bivlc: 3 headline claims;") and "\nclaims conclip: " in log
+    broken = run.scorecard_lines(ROOT, dict(os.environ), ["no-such-paper"], tmp_path)
+    assert not broken.complete

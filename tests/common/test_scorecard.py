@@ -1,0 +1,130 @@
+"""The claims scorecard (``common.scorecard``): each paper's README block is what ``results/`` say; the verdict
+rules; a bad scorecard file or a reference that names nothing is one error naming the file and the claim."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from common import scorecard as sc
+from common.plugins import paper_names
+
+
+def test_every_paper_lists_claims_and_its_readme_block_is_the_results():
+    assert sc.check() == [], "python -m common docs claims --write"
+    for paper in paper_names():
+        rows = sc.scorecard(paper)
+        assert rows, f"papers/{paper}/{sc.SPEC} lists no claim"
+        assert all(f.verdict in sc.VERDICTS for findings in rows for f in findings)
+
+
+@pytest.mark.parametrize("direction, estimate, low, high, verdict, detail", [
+    (">", 3.0, 1.0, 5.0, sc.REPRODUCED, ""),
+    (">", 3.0, 1.0, None, sc.REPRODUCED, ""),
+    (">", 1.0, -1.0, 3.0, sc.NOT_REPRODUCED, "interval reaches 0"),
+    (">", -3.0, -5.0, -1.0, sc.NOT_REPRODUCED, "interval on the other side of 0"),
+    (">", -3.0, -5.0, None, sc.NOT_REPRODUCED, "interval reaches 0"),
+    (">", 2.0, None, None, sc.NO_INTERVAL, "no interval in results/"),
+    (">", -2.0, None, None, sc.NOT_REPRODUCED, "point estimate on the other side of 0"),
+    ("<", -3.0, -5.0, -1.0, sc.REPRODUCED, ""),
+    ("<", -3.0, None, -1.0, sc.REPRODUCED, ""),
+    ("<", 3.0, 1.0, 5.0, sc.NOT_REPRODUCED, "interval on the other side of 0"),
+    ("<", -2.0, None, None, sc.NO_INTERVAL, "no interval"),
+    ("=", 0.5, -1.0, 2.0, sc.REPRODUCED, "interval holds 0 (no difference shown"),
+    ("=", 3.0, 1.0, 5.0, sc.NOT_REPRODUCED, "interval excludes 0"),
+    ("=", 0.0, None, None, sc.NO_INTERVAL, "no interval in results/, so equality is not tested"),
+])
+def test_the_verdict_needs_the_interval_on_the_papers_side(direction, estimate, low, high, verdict, detail):
+    got, text = sc.judge(direction, 0.0, estimate, low, high)
+    assert got == verdict and text.startswith(detail)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A paper ``toy`` with three claims, and results for the mini profile only."""
+    root, results = tmp_path / "ws", tmp_path / "ws" / "results"
+    (root / "papers" / "toy").mkdir(parents=True)
+    (results / "toy" / "mini").mkdir(parents=True)
+    (results / "toy" / "mini" / "t.csv").write_text("model,acc,lo,hi\nA,0.70,0.66,0.74\nB,0.60,,\n")
+    (results / "toy" / "mini" / "c.json").write_text(json.dumps({"d": 2.0, "d_ci_low": -0.5}))
+    (root / "papers" / "toy" / sc.SPEC).write_text("""
+[[claim]]
+id = "a-beats-b"
+claim = "A beats B"
+source = "Table 1"
+direction = ">"
+unit = "points"
+[claim.mini]
+what = "A minus B, B taken as fixed"
+estimate = ["toy/mini/t.csv¦model=A¦acc", "toy/mini/t.csv¦model=B¦acc"]
+low = "toy/mini/t.csv¦model=A¦lo"
+high = "toy/mini/t.csv¦model=A¦hi"
+interval_of = "first"
+scale = 100
+[claim.full]
+what = "A minus B at scale"
+estimate = ["toy/full/t.csv¦model=A¦acc", "toy/full/t.csv¦model=B¦acc"]
+
+[[claim]]
+id = "gain"
+claim = "fine-tuning gains"
+source = "Abstract"
+direction = ">"
+[claim.mini]
+what = "the gain"
+estimate = "toy/mini/c.json¦d"
+low = "toy/mini/c.json¦d_ci_low"
+""")
+    return root, results
+
+
+def test_a_scorecard_reads_its_numbers_and_says_what_was_not_run(workspace):
+    root, results = workspace
+    (a, b) = sc.scorecard("toy", results, root)
+    mini, offline, full = a
+    assert mini.verdict == sc.REPRODUCED
+    assert (round(mini.estimate, 6), round(mini.low, 6), round(mini.high, 6)) == (10.0, 6.0, 14.0)
+    assert mini.number == "+10.0 [+6.0, +14.0]"
+    assert offline.verdict == sc.NOT_MEASURED and (full.verdict, full.detail) == (sc.NOT_RUN, "no results/toy/full/t.csv")
+    assert (b[0].verdict, b[0].number) == (sc.NOT_REPRODUCED, "+2.0 [-0.5, …]")
+    assert sc.line("toy", results, root) == ("toy: 2 headline claims; mini: 1 reproduced, 1 not reproduced; "
+                                             "full: not run (papers/toy/README.md#claims-scorecard)")
+
+
+def test_the_readme_block_is_checked_and_rewritten(workspace):
+    root, results = workspace
+    readme = root / "papers" / "toy" / sc.README
+    readme.write_text("# Toy\n\n<!--claims-->\nstale\n<!--/claims-->\n\nmore\n")
+    assert sc.check(["toy"], root, results) == ["toy"]
+    assert sc.check(["toy"], root, results, write=True) == ["toy"]
+    text = readme.read_text()
+    assert text.startswith("# Toy\n\n<!--claims-->\n| claim") and text.endswith("<!--/claims-->\n\nmore\n")
+    assert "| **A beats B** (Table 1; paper: above 0 points) | mini profile |" in text
+    assert sc.check(["toy"], root, results) == []
+    readme.write_text("# Toy, no block\n")
+    with pytest.raises(sc.ScorecardError, match="has no <!--claims-->"):
+        sc.check(["toy"], root, results)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('direction = ">"', 'direction = "up"'), "direction 'up' is not one of"),
+    (('id = "gain"', 'id = "a-beats-b"'), "appears twice"),
+    (('source = "Abstract"', 'source = "Abstract"\ncolour = "red"'), r"unknown keys \['colour'\]"),
+    (('interval_of = "first"', 'interval_of = "second"'), "interval_of is 'estimate'"),
+    (('claim = "A beats B"', 'claim = 3'), "needs claim"),
+    (("[[claim]]", "[[claim]"), "not valid TOML"),
+])
+def test_a_bad_scorecard_is_one_error_naming_the_file_and_claim(workspace, edit, message):
+    root, results = workspace
+    spec = root / "papers" / "toy" / sc.SPEC
+    spec.write_text(spec.read_text().replace(*edit, 1))
+    with pytest.raises(sc.ScorecardError, match=message) as info:
+        sc.scorecard("toy", results, root)
+    assert str(spec) in str(info.value)
+
+
+def test_a_reference_that_names_nothing_names_the_claim(workspace):
+    root, results = workspace
+    (results / "toy" / "mini" / "c.json").write_text(json.dumps({"d": 2.0}))
+    with pytest.raises(sc.ScorecardError, match=r"claim 'gain' \[mini\].*has no 'd_ci_low'"):
+        sc.scorecard("toy", results, root)
