@@ -186,11 +186,22 @@ def load(paper: str, root: Path = ROOT) -> list[Claim]:
         unknown = set(c) - {"id", "claim", "source", "direction", "threshold", "unit", "digits", *EVIDENCE}
         if unknown:
             raise ScorecardError(f"{where}: unknown keys {sorted(unknown)} (evidence kinds: {', '.join(EVIDENCE)})")
+        if isinstance(c.get("threshold", 0), bool) or not isinstance(c.get("threshold", 0), (int, float)) or (
+                "digits" in c and (isinstance(c["digits"], bool) or not isinstance(c["digits"], int))):
+            raise ScorecardError(f"{where}: threshold is a number and digits an integer")
         evidence = {}
         for kind in EVIDENCE:
             e = c.get(kind)
             if e is None:
                 continue
+            if not isinstance(e, dict):
+                raise ScorecardError(f"{where}: [{kind}] is not a table ([claim.{kind}] with what, estimate, ...)")
+            unknown = set(e) - {"what", "estimate", "low", "high", "scale", "interval_of"}
+            if unknown:
+                raise ScorecardError(f"{where}: [{kind}] has unknown keys {sorted(unknown)}")
+            numbers = {k: e[k] for k in ("scale",) if k in e}
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in numbers.values()):
+                raise ScorecardError(f"{where}: [{kind}] scale is not a number")
             estimate = e.get("estimate")
             estimate = (estimate,) if isinstance(estimate, str) else tuple(estimate or ())
             if not isinstance(e.get("what"), str) or not 1 <= len(estimate) <= 2:
@@ -253,7 +264,8 @@ def line(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
             parts.append(f"{kind}: not run")
         else:
             parts.append(f"{kind}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n and v != NOT_MEASURED))
-    return f"{paper}: {len(rows)} headline claims; " + "; ".join(parts) + f" (papers/{paper}/README.md#claims-scorecard)"
+    return (f"{paper}: {len(rows)} headline claims; " + "; ".join(parts)
+            + f" (papers/{paper}/README.md#claims-scorecard)")
 
 
 def reproduced_counts(rows: list[list[Finding]]) -> dict[str, str]:

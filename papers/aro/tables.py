@@ -23,6 +23,11 @@
   did); retrieval and zero-shot classification use their contrastive embeddings. ``context.json`` names each
   model's selection score.
 
+* ``comparisons.json``: NegCLIP against CLIP-FT (``COMPARED``: the two fine-tunes of one base, the paper's Table 6
+  comparison) on VG-Relation, VG-Attribution and each Order set, in points, with a 95% paired-bootstrap interval over
+  the same examples (``common.card.core.paired_difference``: resampled within each kept group for the macro averages,
+  the seeds' Order cases pooled), as the report card computes them.
+
 Fractions as the paper prints them (0.59, not 59). Mean and std over seeds use the sample std (ddof=1), as numpy's
 ``std`` would not; the paper does not say which it used. Mini profile: tiny CLIPs on the rendered mini world, never
 the paper's numbers. Stage ``tables`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.tables``.
@@ -39,6 +44,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from common import reproducible
+from common.card.core import Measure, paired_difference
 from common.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
 from common.engine import Engine
 from common.evaluate import best_device, engine_config
@@ -72,6 +78,9 @@ RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5
            "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
 """The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""
 ORDER_NAMES = {"coco": "COCO-Order", "flickr30k": "Flickr30k-Order"}
+COMPARED = {"mini": ("aro/mini-negclip", "aro/mini-clip-ft"), "full": ("aro/negclip-rerun", "aro/clip-ft")}
+"""Per profile, the (NegCLIP, CLIP-FT) pair ``comparisons.json`` compares: fine-tuned here from the same base with
+the same recipe, hard negatives the only difference (Table 6's claim)."""
 RETRIEVAL_NAMES = {"coco": "COCO", "flickr30k": "Flickr30k"}
 
 
@@ -96,6 +105,8 @@ class ModelScores:
     precision: str = "fp32"
     ties: dict[str, int] = dataclasses.field(default_factory=dict)
     """Exact ties per task: VG-Relation, VG-Attribution, each Order set and seed, unshuffled retrieval both ways."""
+    order_results: dict[str, list[SelectionResult]] = dataclasses.field(default_factory=dict)
+    """Per retrieval set, each seed's Order outcomes (for the paired comparisons)."""
 
     def __post_init__(self) -> None:
         self.key = self.key or self.name
@@ -214,6 +225,7 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
     write_predictions(folder / "vg_attribution.csv", vga)
     ties = {"VG-Relation": vgr.ties, "VG-Attribution": vga.ties}
     order: dict[str, list[float]] = {}
+    order_results: dict[str, list[SelectionResult]] = {}
     text_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
     image_shuffle: dict[str, dict[str, list[dict[str, float]]]] = {}
     for set_name, dataset in aro.retrieval_sets().items():
@@ -225,6 +237,7 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
             result = select(variants[set_name].order[seed], ARGMAX)
             write_predictions(folder / f"{set_name}_order_seed{seed}.csv", result)
             order[set_name].append(result.by_group()[set_name].accuracy)
+            order_results.setdefault(set_name, []).append(result)
             ties[f"{ORDER_NAMES.get(set_name, set_name)} seed {seed}"] = result.ties
             texts = variants[set_name].shuffled[seed]
             if seed == seeds[0]:  # the unshuffled gallery does not depend on the seed
@@ -244,7 +257,7 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
     accuracy = {set_name: classification.evaluate(engine, dataset).top_k((1,))["top1"]
                 for set_name, dataset in (aro.classification_sets().items() if aro.has("classification") else ())}
     return ModelScores(name, scoring.label(), vgr, vga, order, text_shuffle, image_shuffle, accuracy,
-                       vgr.fingerprint, scoring.key, scoring.precision, ties)
+                       vgr.fingerprint, scoring.key, scoring.precision, ties, order_results)
 
 
 # ---- tables ---------------------------------------------------------------------------------------------------
@@ -336,6 +349,52 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
     return rows, per_model
 
 
+def _measure(key: str, outcomes: Sequence, grouped: bool) -> Measure:
+    return Measure(key, "ARO", key, "", tuple(o.item_id for o in outcomes),
+                   np.array([o.correct for o in outcomes], float),
+                   strata=tuple(o.group for o in outcomes) if grouped else None)
+
+
+def task_measures(s: ModelScores) -> dict[str, Measure]:
+    """A model's numbers as per-example outcomes: VG-Relation (Table 2's rule) and VG-Attribution as macro averages
+    over the groups their rules keep, each Order set's seeds pooled (the mean over seeds: every seed has the same
+    cases)."""
+    out = {}
+    for task, result, rule in (("vg_relation", s.vg_relation, vg_rules.TABLE2_RULE),
+                               ("vg_attribution", s.vg_attribution, vg_rules.ATTRIBUTION_RULE)):
+        kept = set(vg_rules.macro(result.by_group(), rule).kept)
+        out[task] = _measure(task, [o for o in result.outcomes if o.group in kept], grouped=True)
+    for set_name, results in s.order_results.items():
+        task = ORDER_NAMES.get(set_name, set_name).lower().replace("-", "_")
+        pooled = [dataclasses.replace(o, item_id=f"{o.item_id}@seed{k}") for k, r in enumerate(results)
+                  for o in r.outcomes]
+        out[task] = _measure(task, pooled, grouped=False)
+    return out
+
+
+def comparisons(scores: Sequence[ModelScores], profile: str) -> dict:
+    """``COMPARED[profile]``'s first model minus its second on every task, in points with a 95% paired-bootstrap
+    interval; when either was not scored (not in ``aro.models``), why there is no comparison."""
+    a_name, b_name = COMPARED[profile]
+    by_name = {s.key: s for s in scores}
+    out: dict = {"compared": [a_name, b_name]}
+    if a_name not in by_name or b_name not in by_name:
+        missing = [n for n in (a_name, b_name) if n not in by_name]
+        return {**out, "skipped": f"{', '.join(missing)} not scored (aro.models.{profile})"}
+    a, b = task_measures(by_name[a_name]), task_measures(by_name[b_name])
+    prefix = "negclip_minus_clip_ft"
+    for task in a:
+        if not a[task].n:  # no group kept by the rule (a tiny set): the paper's macro is undefined too
+            out[f"n_{task}"] = 0
+            continue
+        d = paired_difference(a[task], b[task])
+        out.update({f"{prefix}_{task}": round(d.value, 2), f"{prefix}_{task}_ci_low": round(d.low, 2),
+                    f"{prefix}_{task}_ci_high": round(d.high, 2), f"n_{task}": a[task].n})
+    out["method"] = "paired percentile bootstrap over examples (common.card.core); macro averages resampled within " \
+                    "each kept group"
+    return out
+
+
 def figure1(per_model: dict[str, dict[str, float]], labels: dict[str, str], out_png: Path, title: str) -> Path:
     """Fig. 1's bars: each model on VG-Relation, VG-Attribution and the Order tasks, with chance marked."""
     from common.figures import pyplot, save_figure
@@ -408,6 +467,7 @@ def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: s
     paths["figure1"] = figure1(per_model, labels, out / "figure1.png", f"ARO Fig. 1 ({profile} profile)")
     paths["figure2"] = retrieval_figure(text_rows, image_rows, out / "figure2_shuffled_retrieval.png",
                                         f"ARO Tables 3-4: retrieval without order ({profile} profile)")
+    paths["comparisons"] = write_json_atomic(out / "comparisons.json", comparisons(scores, profile))
     paths["plot"] = write_csv_atomic(
         out / "figure1_plot.csv",
         [{"model": labels[n], "task": t, "accuracy": fraction(v)} for n, m in per_model.items() for t, v in m.items()],

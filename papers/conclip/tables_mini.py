@@ -36,6 +36,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from common.card.core import Measure, paired_difference
 from common.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.jsonl import read_json, read_rows
 from common.miniworld.negation import NEGATION_WORDS
@@ -251,10 +252,31 @@ def _paired_gain(a: SelectionResult, b: SelectionResult, n_resamples: int = 2000
     return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)
 
 
+def _macro_measures(scores: Mapping[str, ModelScores], what: str) -> tuple[Measure, Measure]:
+    """CoN-CLIP's and CLIP's per-example outcomes on SugarCrepe (its categories the strata: the table's number is
+    their unweighted mean) or on the classification sets (standard prompts; the sets the strata)."""
+    out = []
+    for row in ("conclip", "clip"):
+        s = scores[row]
+        if what == "sugarcrepe":
+            ids = [o.item_id for o in s.sugarcrepe.outcomes]
+            correct = [o.correct for o in s.sugarcrepe.outcomes]
+            strata = [o.group for o in s.sugarcrepe.outcomes]
+        else:
+            results = {n: s.classification[n]["standard"] for n in CLASSIFICATION_SETS}
+            ids = [f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))]
+            correct = [c for r in results.values() for c in (r.predictions == r.labels)]
+            strata = [n for n, r in results.items() for _ in range(len(r.labels))]
+        out.append(Measure(what, "CoN-CLIP", what, "", tuple(ids), np.array(correct, float), tuple(strata)))
+    return out[0], out[1]
+
+
 def comparisons(rows: Mapping[str, Mapping], scores: Mapping[str, ModelScores]) -> dict:
     """The paper's findings against the mini runs (flat): CLIP near or below chance on negations (its interval),
     CoN-CLIP clearly above CLIP, the ablation ordering on the benchmark (Table 6: L1, L1+L2, L_conclip near
-    the top, CREPE-Negate L1 below them, L2 lowest), accuracy falling with K, and the classification Delta."""
+    the top, CREPE-Negate L1 below them, L2 lowest), accuracy falling with K, and the classification Delta; CoN-CLIP
+    minus CLIP on SugarCrepe and on classification with paired intervals (``common.card.core``: resampled within each
+    category or set, as the tables average them)."""
     from common.stats import bootstrap_mean_ci
 
     out: dict[str, float | bool | None] = {}
@@ -273,6 +295,11 @@ def comparisons(rows: Mapping[str, Mapping], scores: Mapping[str, ModelScores]) 
         by_k = [np.mean([c["accuracy"] for c in word_k_rows(ModelEntry(row, "", ""), scores[row]) if c["k"] == k])
                 for k in KS]
         out[f"{row}_k1_minus_k5"] = round(float(by_k[0] - by_k[-1]), 2)
+    for what, (a, b) in {"sugarcrepe": _macro_measures(scores, "sugarcrepe"),
+                         "classification": _macro_measures(scores, "classification")}.items():
+        d = paired_difference(a, b)
+        out.update({f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
+                    f"conclip_minus_clip_{what}_ci_high": round(d.high, 2)})
     out.update({"clip_delta": rows["clip"]["delta"], "conclip_delta": rows["conclip"]["delta"],
                 "conclip_minus_clip_sugarcrepe": round(float(np.mean(
                     [rows["conclip"][c] - rows["clip"][c] for c in SUGARCREPE_CATEGORIES])), 2),

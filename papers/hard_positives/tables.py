@@ -107,11 +107,12 @@ def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
 
 
 def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
-                      seed: int = 0):
-    """``metric`` of model a minus model b in points on one of Table 1's columns, with a 95% paired-bootstrap
-    interval over items. A column is the unweighted mean of its groups, so each item's difference is weighted by
-    (items in the column) / (groups x items in its group): the plain mean of the weighted differences is that
-    column's difference, and resampling items keeps each pair of scores together."""
+                      seed: int = 0, b_metric: str | None = None):
+    """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
+    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items. A
+    column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
+    (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
+    resampling items keeps each pair of scores together."""
     from common.stats import bootstrap_mean_ci
 
     ia, ib = _indicators(a), _indicators(b)
@@ -122,7 +123,7 @@ def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metri
         if not np.array_equal(ia[g]["ids"], ib[g]["ids"]):
             raise ValueError(f"paired_difference: the two results hold different items in group {g!r}")
         weight = total / (len(groups) * len(ia[g]["ids"]))
-        values.append(100.0 * weight * (ia[g][metric] - ib[g][metric]))
+        values.append(100.0 * weight * (ia[g][metric] - ib[g][b_metric or metric]))
     return bootstrap_mean_ci(np.concatenate(values), n_resamples=n_resamples, seed=seed)
 
 
@@ -130,8 +131,9 @@ RATIO_RUNS = ("ratio-0", "ratio-0.25", "ratio-0.5", "ratio-0.75", "hp-hn")
 
 
 def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> dict:
-    """The paper's comparisons, flat: differences in points (hn vs the base and vs clip-ft; hp-hn vs hn) with 95%
-    paired-bootstrap intervals, whether each of the paper's effects shows (an interval, not a point estimate,
+    """The paper's comparisons, flat: differences in points (hn vs the base and vs clip-ft; hp-hn vs hn; the base's
+    Aug. minus its Orig., the abstract's drop) with 95% paired-bootstrap intervals, whether each of the paper's
+    effects shows (an interval, not a point estimate,
     decides: "higher" means its lower end is above 0, "lower or flat" means its lower end is at most 0), and Table
     3's trend (Spearman's rho of the hard-negative weight against each metric over ratio-0 .. ratio-0.75 and
     hp-hn; None where the metric is the same for all five). ``results``: each row id's outcomes."""
@@ -150,6 +152,11 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
             effect[metric] = ci
             out[f"hn_minus_clip_ft_{key}"] = round(by_run["hn"][key] - by_run["clip-ft"][key], 2)
             out[f"hp_hn_minus_hn_{key}"] = round(by_run["hp-hn"][key] - by_run["hn"][key], 2)
+        drop = paired_difference(results["base"], results["base"], column, "aug", b_metric="orig")
+        base = by_run["base"]
+        out[f"clip_aug_minus_orig_{column}"] = round(base[f"{column}_aug"] - base[f"{column}_orig"], 2)
+        out[f"clip_aug_minus_orig_{column}_ci_low"] = round(drop.low, 2)
+        out[f"clip_aug_minus_orig_{column}_ci_high"] = round(drop.high, 2)
         hp_ci = paired_difference(results["hp-hn"], results["hn"], column, "brittleness")
         out[f"hp_hn_minus_hn_{column}_brittleness_ci_low"] = round(hp_ci.low, 2)
         out[f"hp_hn_minus_hn_{column}_brittleness_ci_high"] = round(hp_ci.high, 2)

@@ -85,7 +85,8 @@ def test_a_scorecard_reads_its_numbers_and_says_what_was_not_run(workspace):
     assert mini.verdict == sc.REPRODUCED
     assert (round(mini.estimate, 6), round(mini.low, 6), round(mini.high, 6)) == (10.0, 6.0, 14.0)
     assert mini.number == "+10.0 [+6.0, +14.0]"
-    assert offline.verdict == sc.NOT_MEASURED and (full.verdict, full.detail) == (sc.NOT_RUN, "no results/toy/full/t.csv")
+    assert offline.verdict == sc.NOT_MEASURED
+    assert (full.verdict, full.detail) == (sc.NOT_RUN, "no results/toy/full/t.csv")
     assert (b[0].verdict, b[0].number) == (sc.NOT_REPRODUCED, "+2.0 [-0.5, …]")
     assert sc.line("toy", results, root) == ("toy: 2 headline claims; mini: 1 reproduced, 1 not reproduced; "
                                              "full: not run (papers/toy/README.md#claims-scorecard)")
@@ -113,6 +114,10 @@ def test_the_readme_block_is_checked_and_rewritten(workspace):
     (('interval_of = "first"', 'interval_of = "second"'), "interval_of is 'estimate'"),
     (('claim = "A beats B"', 'claim = 3'), "needs claim"),
     (("[[claim]]", "[[claim]"), "not valid TOML"),
+    (('unit = "points"', 'unit = "points"\nthreshold = "zero"'), "threshold is a number"),
+    (("scale = 100", "scale = \"100\""), "scale is not a number"),
+    (("interval_of = \"first\"", "interval_of = \"first\"\nhgih = 3"), r"unknown keys \['hgih'\]"),
+    (('source = "Abstract"', 'source = "Abstract"\nfull = "x"'), r"\[full\] is not a table"),
 ])
 def test_a_bad_scorecard_is_one_error_naming_the_file_and_claim(workspace, edit, message):
     root, results = workspace

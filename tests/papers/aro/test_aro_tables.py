@@ -280,3 +280,26 @@ def test_every_model_the_full_profile_trains_is_audited_against_a_published_colu
                if (spec.checkpoint or "").startswith("build:full/")]
     assert trained and {name: published_column(name) for name in trained} == {
         "aro/clip-ft": "CLIP-FT", "aro/negclip-rerun": "NegCLIP"}
+
+
+def test_comparisons_are_paired_differences_of_the_table6_numbers(scored):
+    """NegCLIP minus CLIP-FT as Table 6's columns give it, with a paired interval around it; with one of the two not
+    scored, comparisons.json says so."""
+    import dataclasses
+
+    _, _, _, scores, paths, _ = scored
+    assert json.loads(paths["comparisons"].read_text())["skipped"].startswith("aro/mini-negclip, aro/mini-clip-ft")
+    flipped = dataclasses.replace(scores, key="aro/mini-clip-ft", vg_relation=dataclasses.replace(
+        scores.vg_relation, outcomes=[dataclasses.replace(o, correct=not o.correct)
+                                      for o in scores.vg_relation.outcomes]))
+    same = dataclasses.replace(scores, key="aro/mini-negclip")
+    got = tables.comparisons([same, flipped], "mini")
+    _, per_model = tables.table6([same, flipped])
+    expected = 100 * (per_model["aro/mini-negclip"]["VG-Relation"] - per_model["aro/mini-clip-ft"]["VG-Relation"])
+    assert got["negclip_minus_clip_ft_vg_relation"] == pytest.approx(expected, abs=0.006) != 0
+    low, high = got["negclip_minus_clip_ft_vg_relation_ci_low"], got["negclip_minus_clip_ft_vg_relation_ci_high"]
+    assert low <= expected <= high
+    assert got["n_vg_attribution"] == 0 and "negclip_minus_clip_ft_vg_attribution" not in got  # no pair kept
+    # the same Order outcomes: no difference, a zero-width interval
+    assert [got[f"negclip_minus_clip_ft_coco_order{end}"] for end in ("", "_ci_low", "_ci_high")] == [0, 0, 0]
+    assert got["n_coco_order"] == len(SEEDS) * len(scores.order_results["coco"][0].outcomes)

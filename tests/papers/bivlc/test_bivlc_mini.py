@@ -333,3 +333,8 @@ def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
         assert float(r2["group"]) == pytest.approx(pooled, abs=0.02)
     summary = json.loads(Path(paths["summary"]).read_text())
     assert list(summary) == list(t.SUMMARY_KEYS) and len(summary) <= 12
+    found = json.loads(Path(paths["comparisons"]).read_text())  # Finding 2: I2T minus group, a paired interval
+    clip = table2[0]
+    assert found["clip_i2t_minus_group"] == pytest.approx(float(clip["I2T"]) - float(clip["group"]), abs=0.02)
+    low, high = found["clip_i2t_minus_group_ci_low"], found["clip_i2t_minus_group_ci_high"]
+    assert low <= found["clip_i2t_minus_group"] <= high

@@ -283,6 +283,9 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     assert list(metrics) == list(t.SUMMARY_KEYS) and all(isinstance(v, (int, float)) for v in metrics.values())
     comparisons = json.loads(paths["comparisons"].read_text())
     assert comparisons["conclip_ccneg"] == float(table3[2]["ccneg"])
+    for what in ("sugarcrepe", "classification"):  # paired intervals around the tables' differences
+        low, high = (comparisons[f"conclip_minus_clip_{what}_ci_{end}"] for end in ("low", "high"))
+        assert low - 0.01 <= comparisons[f"conclip_minus_clip_{what}"] <= high + 0.01 and low <= high
     mining = read("distractors")
     assert all(0 <= float(r["eq4_precision"]) <= 100 and 0 < float(r["eq4_chance"]) < 100 for r in mining)
     assert json.loads(paths["context"].read_text())["test"] is True

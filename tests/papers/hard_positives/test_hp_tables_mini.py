@@ -95,6 +95,9 @@ def test_paired_difference_is_the_columns_difference_weighted_by_group():
     row = ev.table_row(ev.group_cells(other))
     assert row["replace_brittleness"] - ev.table_row(ev.group_cells(base))["replace_brittleness"] == pytest.approx(
         ci.estimate)
+    drop = tb.paired_difference(other, other, "replace", "aug", n_resamples=200, b_metric="orig")  # one model
+    assert drop.estimate == pytest.approx(-(50.0 + 25.0) / 2) and drop.low <= drop.estimate <= drop.high
+    assert row["replace_aug"] - row["replace_orig"] == pytest.approx(drop.estimate)
     with pytest.raises(ValueError, match="different items"):
         tb.paired_difference(other, _result([("replace-attributes", calm)] * 6 + [("replace-relations", calm)] * 4),
                             "replace", "brittleness")
