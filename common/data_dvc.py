@@ -468,7 +468,8 @@ def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[
     add = data_sub.add_parser("add", help="track registry entries (pinned http files) in data.dvc")
     add.add_argument("keys", nargs="+", metavar="KEY")
     add.set_defaults(func=_cmd_add)
-    track = data_sub.add_parser("track", help="full profile: dvc add fetched sources into data/<dest>.dvc files")
+    track = data_sub.add_parser("track", help="full profile: record fetched sources in data/full.dvc (hashed and "
+                                              "cached by DVC)")
     track.add_argument("targets", nargs="+", metavar="KEY_OR_GROUP")
     track.set_defaults(func=_cmd_track)
     pull_cmd = data_sub.add_parser("pull", help="pull data.dvc and papers' outputs from the default DVC remote")

@@ -133,10 +133,11 @@ def files_under(folder: Path) -> dict[str, bytes | None]:
 def own_folders(tmp_path, monkeypatch):
     """The case's folder as the current one and as the workspace's results/; the ``VLC_*`` variables restored."""
     for var in SETTINGS:
-        if var in os.environ:
-            monkeypatch.setenv(var, os.environ[var])
-        else:
-            monkeypatch.delenv(var, raising=False)
+        # setenv first, so that the undo also removes a variable a case sets while it was unset (delenv of an
+        # absent variable records nothing to undo)
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+        if not os.environ[var]:
+            monkeypatch.delenv(var)
     monkeypatch.delenv("VLC_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(common.paths, "RESULTS", tmp_path / "results")
