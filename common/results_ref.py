@@ -9,6 +9,7 @@ item by its index); optionally last, a format (``%.1f``, ``%pct.1f``: a fraction
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from pathlib import Path
 
@@ -41,6 +42,21 @@ def _split_path(path: str) -> list[str]:
     return [p.replace("\0", ".") for p in path.replace("\\.", "\0").split(".")]
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, stamp: tuple[int, int]):
+    """A results file's content (JSON: its object; CSV: its rows), read once per version (``stamp``: mtime, size):
+    the documentation names the same file hundreds of times."""
+    if path.suffix == ".json":
+        return json.loads(path.read_text(encoding="utf-8"))
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _content(path: Path):
+    stat = path.stat()
+    return _parsed(path, (stat.st_mtime_ns, stat.st_size))
+
+
 def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
     """The number ``ref`` names, as the documentation shows it."""
     parts = [p.strip() for p in ref.replace("\\|", "|").split(SEPARATOR)]
@@ -52,7 +68,7 @@ def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
     if not path.is_file():
         raise DocNumberError(f"{where}: results/{parts[0]} does not exist")
     if path.suffix == ".json":
-        node = json.loads(path.read_text(encoding="utf-8"))
+        node = _content(path)
         for key in _split_path(parts[1]):
             if isinstance(node, list) and key.isdigit() and int(key) < len(node):
                 node = node[int(key)]
@@ -72,8 +88,7 @@ def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
         if not sep:
             raise DocNumberError(f"{where}: {f!r} is not a column=value filter")
         conditions.append((key, value))
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = _content(path)
     if rows and column not in rows[0]:
         raise DocNumberError(f"{where}: results/{parts[0]} has no column {column!r}")
     for key, _ in conditions:

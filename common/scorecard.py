@@ -95,6 +95,12 @@ class Claim:
     digits: int | None = None
     """Decimals shown (default: 1, or 2 below 1 in size)."""
 
+    @property
+    def direction_text(self) -> str:
+        """The paper's direction in words ("above 0 points")."""
+        sense = {">": "above", "<": "below", "=": "equal to"}[self.direction]
+        return f"{sense} {self.threshold:g}{(' ' + self.unit) if self.unit else ''}"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -303,8 +309,7 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
            "|---|---|---|---|---|"]
     for findings in scorecard(paper, results, root):
         c = findings[0].claim
-        sense = {">": "above", "<": "below", "=": "equal to"}[c.direction]
-        head = f"**{c.claim}** ({c.source}; paper: {sense} {c.threshold:g}{(' ' + c.unit) if c.unit else ''})"
+        head = f"**{c.claim}** ({c.source}; paper: {c.direction_text})"
         for i, f in enumerate(findings):
             e = c.evidence.get(f.kind)
             verdict = f"**{f.verdict}**" if f.verdict == REPRODUCED else f.verdict

@@ -270,32 +270,21 @@ CLAIMS_HEADER = ("claim", "paper's direction", "source", "evidence", "what is me
                  "verdict", "detail", "where the numbers are")
 
 
-def claims_grid(results: Path, paper: str) -> Grid | None:
-    """The paper's claims scorecard (``common.scorecard``): one row per claim and kind of evidence, filterable by
-    evidence and verdict."""
+def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str) -> Grid | None:
+    """The paper's claims scorecard (``common.scorecard.scorecard``): one row per claim and kind of evidence,
+    filterable by evidence and verdict."""
     rows = []
-    for findings in scorecard.scorecard(paper, results):
+    for findings in findings_by_claim:
         for f in findings:
             c, e = f.claim, f.claim.evidence.get(f.kind)
-            sense = {">": "above", "<": "below", "=": "equal to"}[c.direction]
             evidence = scorecard.EVIDENCE_TITLES[f.kind]
-            rows.append(Row((c.claim, f"{sense} {c.threshold:g} {c.unit}".strip(), c.source, evidence,
+            rows.append(Row((c.claim, c.direction_text, c.source, evidence,
                              e.what if e else "", f.number, f.verdict, f.detail,
                              f"papers/{paper}/{scorecard.SPEC}: {c.id}"), {"evidence": evidence, "verdict": f.verdict}))
     if not rows:
         return None
     return Grid(f"claims-{paper}", f"papers/{paper}/{scorecard.SPEC}", CLAIMS_HEADER, tuple(rows), len(rows),
                 ("evidence", "verdict"), False, frozenset({len(CLAIMS_HEADER) - 1}))
-
-
-def claim_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, str]]:
-    """paper -> per kind of evidence, "R of M" claims reproduced, "not run" or ""; papers without claims left out."""
-    out = {}
-    for paper in papers:
-        rows = scorecard.scorecard(paper, results)
-        if rows:
-            out[paper] = scorecard.reproduced_counts(rows)
-    return out
 
 
 def verdict_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -354,11 +343,13 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     verdicts = [v for v in ORDER if any(v in c for c in counts.values())]
     cross_summary = audit / f"{CROSS_PAPER}_summary.json"
     cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
+    claims = {p: scorecard.scorecard(p, w.results) for p in papers}
     w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts,
-           claims=claim_counts(w.results, papers), evidence=scorecard.EVIDENCE_TITLES)
+           claims={p: scorecard.reproduced_counts(rows) for p, rows in claims.items() if rows},
+           evidence=scorecard.EVIDENCE_TITLES)
     for paper in papers:
         figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
-        w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(w.results, paper),
+        w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(claims[paper], paper),
                sections=paper_sections(w, paper),
                audit=audit_grid(w, paper), counts=counts.get(paper, {}),
                audit_figures=[w.image(p, w.results, "results") for p in figures],

@@ -60,6 +60,7 @@ from common.training.records import training_context as _training_context
 from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
+from papers.aro.measures import ORDER_LABELS, order_measure, seeded, vg_measures
 from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shuffled_retrieval_texts
 
 DATA_FILES = ("papers/aro/models.toml",)
@@ -77,7 +78,7 @@ TABLE3_STRATEGIES = {
 RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5",
            "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
 """The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""
-ORDER_NAMES = {"coco": "COCO-Order", "flickr30k": "Flickr30k-Order"}
+ORDER_NAMES = ORDER_LABELS
 COMPARED = {"mini": ("aro/mini-negclip", "aro/mini-clip-ft"), "full": ("aro/negclip-rerun", "aro/clip-ft")}
 """Per profile, the (NegCLIP, CLIP-FT) pair ``comparisons.json`` compares: fine-tuned here from the same base with
 the same recipe, hard negatives the only difference (Table 6's claim)."""
@@ -349,30 +350,24 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
     return rows, per_model
 
 
-def _measure(key: str, outcomes: Sequence, grouped: bool) -> Measure:
-    return Measure(key, "ARO", key, "", tuple(o.item_id for o in outcomes),
-                   np.array([o.correct for o in outcomes], float),
-                   strata=tuple(o.group for o in outcomes) if grouped else None)
-
-
-def task_measures(s: ModelScores) -> dict[str, Measure]:
-    """A model's numbers as per-example outcomes: VG-Relation (Table 2's rule) and VG-Attribution as macro averages
-    over the groups their rules keep, each Order set's seeds pooled (the mean over seeds: every seed has the same
-    cases)."""
+def task_measures(s: ModelScores, seeds: Sequence[int]) -> dict[str, Measure]:
+    """A model's numbers as per-example outcomes (``measures``, as the report card builds them): VG-Relation
+    (Table 2's rule) and VG-Attribution as macro averages over the groups their rules keep (none when a rule keeps
+    no group), each Order set's seeds pooled."""
     out = {}
-    for task, result, rule in (("vg_relation", s.vg_relation, vg_rules.TABLE2_RULE),
-                               ("vg_attribution", s.vg_attribution, vg_rules.ATTRIBUTION_RULE)):
-        kept = set(vg_rules.macro(result.by_group(), rule).kept)
-        out[task] = _measure(task, [o for o in result.outcomes if o.group in kept], grouped=True)
+    for task, result, kind in (("vg_relation", s.vg_relation, "relation"),
+                               ("vg_attribution", s.vg_attribution, "attribution")):
+        macro = vg_measures(result, kind)
+        if macro:
+            out[task] = macro[0]
     for set_name, results in s.order_results.items():
         task = ORDER_NAMES.get(set_name, set_name).lower().replace("-", "_")
-        pooled = [dataclasses.replace(o, item_id=f"{o.item_id}@seed{k}") for k, r in enumerate(results)
-                  for o in r.outcomes]
-        out[task] = _measure(task, pooled, grouped=False)
+        out[task] = order_measure(set_name, [o for seed, r in zip(seeds, results) for o in seeded(r.outcomes, seed)],
+                                  seeds)
     return out
 
 
-def comparisons(scores: Sequence[ModelScores], profile: str) -> dict:
+def comparisons(scores: Sequence[ModelScores], profile: str, seeds: Sequence[int]) -> dict:
     """``COMPARED[profile]``'s first model minus its second on every task, in points with a 95% paired-bootstrap
     interval; when either was not scored (not in ``aro.models``), why there is no comparison."""
     a_name, b_name = COMPARED[profile]
@@ -381,10 +376,10 @@ def comparisons(scores: Sequence[ModelScores], profile: str) -> dict:
     if a_name not in by_name or b_name not in by_name:
         missing = [n for n in (a_name, b_name) if n not in by_name]
         return {**out, "skipped": f"{', '.join(missing)} not scored (aro.models.{profile})"}
-    a, b = task_measures(by_name[a_name]), task_measures(by_name[b_name])
+    a, b = task_measures(by_name[a_name], seeds), task_measures(by_name[b_name], seeds)
     prefix = "negclip_minus_clip_ft"
-    for task in a:
-        if not a[task].n:  # no group kept by the rule (a tiny set): the paper's macro is undefined too
+    for task in ("vg_relation", "vg_attribution", *(t for t in a if t not in ("vg_relation", "vg_attribution"))):
+        if task not in a:  # no group kept by the rule (a tiny set): the paper's macro is undefined too
             out[f"n_{task}"] = 0
             continue
         d = paired_difference(a[task], b[task])
@@ -467,7 +462,7 @@ def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: s
     paths["figure1"] = figure1(per_model, labels, out / "figure1.png", f"ARO Fig. 1 ({profile} profile)")
     paths["figure2"] = retrieval_figure(text_rows, image_rows, out / "figure2_shuffled_retrieval.png",
                                         f"ARO Tables 3-4: retrieval without order ({profile} profile)")
-    paths["comparisons"] = write_json_atomic(out / "comparisons.json", comparisons(scores, profile))
+    paths["comparisons"] = write_json_atomic(out / "comparisons.json", comparisons(scores, profile, seeds))
     paths["plot"] = write_csv_atomic(
         out / "figure1_plot.csv",
         [{"model": labels[n], "task": t, "accuracy": fraction(v)} for n, m in per_model.items() for t, v in m.items()],

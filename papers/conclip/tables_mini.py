@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.card.core import Measure, paired_difference
+from common.card.core import Measure, paired_difference, selection_measures
 from common.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.jsonl import read_json, read_rows
 from common.miniworld.negation import NEGATION_WORDS
@@ -258,15 +258,13 @@ def _macro_measures(scores: Mapping[str, ModelScores], what: str) -> tuple[Measu
     out = []
     for row in ("conclip", "clip"):
         s = scores[row]
-        if what == "sugarcrepe":
-            ids = [o.item_id for o in s.sugarcrepe.outcomes]
-            correct = [o.correct for o in s.sugarcrepe.outcomes]
-            strata = [o.group for o in s.sugarcrepe.outcomes]
-        else:
-            results = {n: s.classification[n]["standard"] for n in CLASSIFICATION_SETS}
-            ids = [f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))]
-            correct = [c for r in results.values() for c in (r.predictions == r.labels)]
-            strata = [n for n, r in results.items() for _ in range(len(r.labels))]
+        if what == "sugarcrepe":  # the macro average over the categories, as the card measures it
+            out.append(selection_measures(s.sugarcrepe, what, "CoN-CLIP", "", "")[-1])
+            continue
+        results = {n: s.classification[n]["standard"] for n in CLASSIFICATION_SETS}
+        ids = [f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))]
+        correct = [c for r in results.values() for c in (r.predictions == r.labels)]
+        strata = [n for n, r in results.items() for _ in range(len(r.labels))]
         out.append(Measure(what, "CoN-CLIP", what, "", tuple(ids), np.array(correct, float), tuple(strata)))
     return out[0], out[1]
 

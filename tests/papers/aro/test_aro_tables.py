@@ -293,7 +293,7 @@ def test_comparisons_are_paired_differences_of_the_table6_numbers(scored):
         scores.vg_relation, outcomes=[dataclasses.replace(o, correct=not o.correct)
                                       for o in scores.vg_relation.outcomes]))
     same = dataclasses.replace(scores, key="aro/mini-negclip")
-    got = tables.comparisons([same, flipped], "mini")
+    got = tables.comparisons([same, flipped], "mini", SEEDS)
     _, per_model = tables.table6([same, flipped])
     expected = 100 * (per_model["aro/mini-negclip"]["VG-Relation"] - per_model["aro/mini-clip-ft"]["VG-Relation"])
     assert got["negclip_minus_clip_ft_vg_relation"] == pytest.approx(expected, abs=0.006) != 0
