@@ -74,7 +74,7 @@ def ws(tmp_path_factory) -> Copy:
     """One rehearsal copy for hard positives (stand-ins, the REPLACE files real from the mirror, COCO fetched); the
     model writers left out (no case loads the stand-in models)."""
     from common.rehearsal import models as standin_models
-    from common.rehearsal import run
+    from common.rehearsal import run, space
 
     if not (MIRROR / "MANIFEST.tsv").is_file():
         pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
@@ -86,6 +86,7 @@ def ws(tmp_path_factory) -> Copy:
     with pytest.MonkeyPatch.context() as mp:  # in this process only, while the copy is prepared
         mp.setattr(standin_models, "write_pretrained", no_model)
         mp.setattr(standin_models, "write_checkpoint", no_model)
+        mp.setattr(space, "check_room", lambda *args: 0)  # nothing at real size is written
         env = run.prepare(workspace, ["hard_positives"], MIRROR, 2, log=lambda line: None)
     return Copy(workspace, env)
 

@@ -102,13 +102,34 @@ def write_checkpoint(data_root: Path, name: str, layout: Layout = "state_dict", 
 
 
 def _save(state: dict, target: Path, layout: str) -> None:
+    if layout not in CHECKPOINT_LAYOUTS:
+        raise ValueError(f"layout must be one of {CHECKPOINT_LAYOUTS}, got {layout!r}")
+    state = {k: v.detach().contiguous() for k, v in state.items()}
+    try:
+        _write(state, target, layout)
+    except (RuntimeError, OSError) as exc:  # torch's writer reports a full disk as "basic_ios::clear: iostream error"
+        _no_room(exc, target, sum(v.numel() * v.element_size() for v in state.values()))
+        raise
+
+
+def _no_room(exc: BaseException, target: Path, size: int) -> None:
+    """Raise ``NoRoomError`` for a write of ``size`` bytes at ``target`` that failed for want of disk (an ``OSError``
+    of a full disk, or the disk now holding less than ``size`` free: the partial file is already removed)."""
+    import errno
+
+    from common.rehearsal.space import NoRoomError, free_bytes, gb
+
+    free = free_bytes(target.parent)
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or free < size:
+        raise NoRoomError(f"{target}: cannot write this stand-in checkpoint ({gb(size)}): {gb(free)} free on its "
+                          "disk. Free some space or give --dir on a disk with room") from exc
+
+
+def _write(state: dict, target: Path, layout: str) -> None:
     import torch
 
     from common.io import atomic_path
 
-    if layout not in CHECKPOINT_LAYOUTS:
-        raise ValueError(f"layout must be one of {CHECKPOINT_LAYOUTS}, got {layout!r}")
-    state = {k: v.detach().contiguous() for k, v in state.items()}
     with atomic_path(target) as tmp:
         if target.suffix == ".safetensors":
             from safetensors.torch import save_file

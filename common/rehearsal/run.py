@@ -5,13 +5,16 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
    and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
 2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``rehearsal.enabled``, ``rehearsal.cap``, CPU, fp32,
    two processes, one epoch, tiny batches) and each paper's own changes.
-3. Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
+3. Room on the disk for what follows (``space.check_room``: the stand-in models' sizes, each paper's measured data,
+   outputs and peak), else one line and nothing written.
+   Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
    ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; then the keys its DVC data dependencies
    need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
 4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
    and ``models.write_checkpoint`` for ``data:`` checkpoints.
 5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
-   ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``.
+   ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk
+   and its peak measured (``Outcome.grew``, ``Outcome.peak``).
 6. When every pipeline ran: ``python -m common card --model openai/ViT-B-32`` in the copy (``card``), the report
    card's full-profile path on the stand-ins the pipelines prepared, its files in ``build/rehearsal/cards/``.
 7. Then ``python -m common docs claims --line`` in the copy (``scorecard_lines``): each paper's claims scorecard read
@@ -28,12 +31,13 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 from common.errors import SettingError, WorkspaceError
 from common.paths import ROOT
+from common.rehearsal.space import gb
 
 REHEARSAL_DIR = ROOT / "build" / "rehearsal"
 """Everything a rehearsal writes (``/build/`` is git-ignored)."""
@@ -61,6 +65,10 @@ class Outcome:
     """Each stage that ran -> its wall seconds (from its "Running stage" line to the next one, or to the end)."""
     earlier: int = 0
     """Stages of this pipeline that ran in this rehearsal for a paper before it (shared ones: DVC does not rerun them)."""
+    grew: int = 0
+    """Bytes the copy grew by while this pipeline ran (``space.tree_bytes``: its outputs and DVC's cache of them)."""
+    peak: int = 0
+    """How far the disk's free space fell, at most, while it ran (``space.FreeWatch``)."""
 
     @property
     def complete(self) -> bool:
@@ -72,7 +80,9 @@ class Outcome:
                   else f"INCOMPLETE ({self.total - self.ran - self.earlier} not run; log "
                        f"{self.log})")
         earlier = f" (and {self.earlier} for the papers before it)" if self.earlier else ""
-        return f"papers/{self.paper}: {self.ran} of {self.total} stages ran{earlier}, {self.seconds:.0f} s: {status}"
+        disk = f", +{gb(self.grew)} on disk (at most +{gb(self.peak)} while it ran)" if self.grew else ""
+        return (f"papers/{self.paper}: {self.ran} of {self.total} stages ran{earlier}, {self.seconds:.0f} s{disk}: "
+                f"{status}")
 
     def slowest(self, n: int = 3) -> str:
         ranked = sorted(self.stages.items(), key=lambda kv: -kv[1])[:n]
@@ -128,6 +138,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     from common.params import read_params
     from common.rehearsal import models as standin_models
     from common.rehearsal.params import rehearsal_params
+    from common.rehearsal.space import check_room
     from common.rehearsal.standins import name_seed
     from common.rehearsal.workspace import copy_workspace, dvc
     from common.zoo import get_spec
@@ -164,12 +175,13 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     def fetch_here(key: str) -> Path:
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
 
+    names = list(dict.fromkeys(n for module in modules.values() for n in module.models(params)))
+    check_room(workspace, list(modules), names)  # before the first stand-in, not an hour in
     keys: list[str] = []
     for paper, module in modules.items():
         started = time.perf_counter()
         keys += module.prepare(data_root, fetch_here)
         log(f"rehearsal: {paper}: stand-ins written ({time.perf_counter() - started:.0f} s)")
-    names = list(dict.fromkeys(n for module in modules.values() for n in module.models(params)))
     for name in names:
         started = time.perf_counter()
         spec = get_spec(name)
@@ -333,6 +345,7 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
     from common.paths import mirror_root
     from common.rehearsal.params import DEFAULT_CAP
+    from common.rehearsal.space import FreeWatch, free_bytes, tree_bytes
 
     mirror = Path(mirror) if mirror is not None else mirror_root()
     if mirror is None or not mirror.is_dir():
@@ -342,12 +355,17 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
     workspace = folder / WORKSPACE
     started = time.perf_counter()
     env = prepare(workspace, papers, mirror, cap or DEFAULT_CAP)
-    print(f"rehearsal: copy prepared at {workspace} ({time.perf_counter() - started:.0f} s)", flush=True)
+    size = tree_bytes(workspace)
+    print(f"rehearsal: copy prepared at {workspace} ({time.perf_counter() - started:.0f} s; {gb(size)} on disk, "
+          f"{gb(free_bytes(workspace))} free)", flush=True)
     outcomes: list[Outcome] = []
     done: set[str] = set()
     for paper in sorted(papers, key=lambda p: stage_count(workspace, env, p)):  # a paper's own stages under its name
-        outcome = repro(workspace, env, paper, folder / f"{paper}.log", echo=None if quiet else sys.stdout,
-                        before=frozenset(done))
+        with FreeWatch(workspace) as watch:
+            outcome = repro(workspace, env, paper, folder / f"{paper}.log", echo=None if quiet else sys.stdout,
+                            before=frozenset(done))
+        grown = tree_bytes(workspace)
+        outcome, size = replace(outcome, grew=grown - size, peak=watch.drop), grown
         done |= set(outcome.stages)
         outcomes.append(outcome)
         print(f"rehearsal: {outcome.line()}", flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import zipfile
 from pathlib import Path
 
@@ -338,7 +339,7 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
 
     from common.paths import mirror_root
     from common.rehearsal import models as standin_models
-    from common.rehearsal import run
+    from common.rehearsal import run, space
     from papers.hard_positives import sets_full
 
     mirror = mirror_root() or (Path(__file__).resolve().parents[3] / "shared" / "mirror")
@@ -362,6 +363,7 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
 
     monkeypatch.setattr(standin_models, "write_pretrained", tiny)
     monkeypatch.setattr(standin_models, "write_checkpoint", tiny)
+    monkeypatch.setattr(space, "check_room", lambda *args: 0)  # nothing at real size is written here
     workspace = tmp_path / "rehearsal" / "ws"
     env = run.prepare(workspace, ["hard_positives"], mirror, 2, log=lambda line: None)
     assert {p: p.read_bytes() for p in real.rglob("*") if p.is_file()} == before
@@ -399,3 +401,109 @@ def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):
     assert log.startswith("claims bivlc: 3 headline claims;") and "\nclaims conclip: " in log
     broken = run.scorecard_lines(ROOT, dict(os.environ), ["no-such-paper"], tmp_path)
     assert not broken.complete
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# disk room
+# ------------------------------------------------------------------------------------------------------------------
+def test_a_standins_size_is_known_without_building_its_weights(tmp_path, monkeypatch):
+    """``space.model_bytes`` (the architecture on the meta device) is the size of the state dict a stand-in
+    checkpoint holds, and the file written is that plus a little framing."""
+    import common.zoo
+    from common.rehearsal import models, space
+    from common.zoo.specs import ModelSpec
+
+    state = models.random_openclip("mini-vit-xs").state_dict()
+    assert space.model_bytes("mini-vit-xs") == sum(v.numel() * v.element_size() for v in state.values())
+    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+        name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt"))
+    written = models.write_checkpoint(tmp_path, "x/y", "plain").stat().st_size
+    assert space.model_bytes("mini-vit-xs") <= written < 1.05 * space.model_bytes("mini-vit-xs") + 100_000
+
+
+def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(tmp_path, monkeypatch):
+    from common.errors import expected_message
+    from common.rehearsal import models as standin_models
+    from common.rehearsal import run, space
+
+    written = []
+    monkeypatch.setattr(standin_models, "write_pretrained", lambda *a, **k: written.append(a))
+    monkeypatch.setattr(standin_models, "write_checkpoint", lambda *a, **k: written.append(a))
+    monkeypatch.setattr(space, "free_bytes", lambda folder: int(2e9))
+    workspace = tmp_path / "rehearsal" / "ws"
+    with pytest.raises(space.NoRoomError) as caught:
+        run.prepare(workspace, ["hard_positives"], tmp_path, 2, log=lambda line: None)
+    message = expected_message(caught.value)
+    assert message is not None and "\n" not in message
+    params = read_params(workspace / "params.yaml")  # the copy's: the rehearsal's params
+    need = space.needed(["hard_positives"], run._module("hard_positives").models(params))
+    assert f"{workspace}: 2.0 GB free on its disk; a rehearsal of hard_positives writes about {space.gb(need)}" \
+        in message and "make rehearse PAPER=" in message
+    assert written == [] and not (workspace / "data").exists()
+
+
+def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
+    from common.rehearsal import space
+
+    vit = space.model_bytes("ViT-B-32-quickgelu")
+    assert 600e6 < vit < 610e6  # 151 M parameters in fp32: the 605 MB the rehearsal's files take
+    aro, new = space.MEASURED["aro"], space.UNMEASURED
+    one = space.needed(["aro"], ["openai/ViT-B-32"])
+    assert one == vit + aro.data + aro.kept + (aro.peak - aro.kept)  # what the pipeline keeps, then its peak above
+    assert space.needed(["aro"], ["openai/ViT-B-32", "openai/ViT-B-32"]) == one  # a model listed twice, written once
+    two = space.needed(["aro", "a-new-paper"], ["openai/ViT-B-32"])  # one after the other: the larger peak counts
+    assert two == vit + aro.data + aro.kept + new.data + new.kept + max(aro.peak - aro.kept, new.peak - new.kept)
+    assert set(space.MEASURED) >= {"aro", "bivlc", "conclip", "hard_positives", "sugarcrepe"}
+
+
+def test_a_full_disk_while_a_standin_is_written_is_one_line_and_any_other_failure_is_not(tmp_path, monkeypatch):
+    """torch reports a full disk as ``RuntimeError: basic_ios::clear: iostream error`` (CI, 2026-11-26): with less free
+    than the checkpoint's size it becomes ``NoRoomError`` naming the file; with room, the error is a bug and stays."""
+    import common.zoo
+    from common.rehearsal import models, space
+    from common.zoo.specs import ModelSpec
+
+    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+        name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt"))
+
+    def full(state, target, layout):
+        raise RuntimeError("basic_ios::clear: iostream error")
+
+    monkeypatch.setattr(models, "_write", full)
+    monkeypatch.setattr(space, "free_bytes", lambda folder: 1000)
+    with pytest.raises(space.NoRoomError, match=r"weights/x\.pt: cannot write this stand-in checkpoint \(0\.0 GB\): "
+                                                r"0\.0 GB free"):
+        models.write_checkpoint(tmp_path, "x/y")
+    monkeypatch.setattr(space, "free_bytes", lambda folder: int(1e12))
+    with pytest.raises(RuntimeError, match="iostream"):
+        models.write_checkpoint(tmp_path, "x/y")
+
+
+def test_the_copys_size_counts_a_hard_linked_file_once(tmp_path):
+    from common.rehearsal import space
+
+    (tmp_path / "a").write_bytes(b"x" * 100_000)
+    alone = space.tree_bytes(tmp_path)
+    (tmp_path / "b").hardlink_to(tmp_path / "a")  # DVC's cache beside the output (cache.type hardlink)
+    assert space.tree_bytes(tmp_path) == alone >= 100_000
+
+
+def test_a_pipelines_line_says_what_it_added_on_disk_and_its_peak(tmp_path, monkeypatch):
+    from common.rehearsal import space
+    from common.rehearsal.run import Outcome
+
+    line = Outcome("aro", 8, 8, 673.0, 0, "aro.log", grew=int(1.23e9), peak=int(3.04e9)).line()
+    assert line == "papers/aro: 8 of 8 stages ran, 673 s, +1.2 GB on disk (at most +3.0 GB while it ran): ok"
+    assert "GB" not in Outcome("aro", 8, 8, 673.0, 0, "aro.log").line()
+    values, served = [100, 90, 40, 70], threading.Event()  # at the start, then what the thread samples
+
+    def free_bytes(folder):
+        if values:
+            return values.pop(0)
+        served.set()
+        return 80
+
+    monkeypatch.setattr(space, "free_bytes", free_bytes)
+    with space.FreeWatch(tmp_path, every=0.001) as watch:
+        assert served.wait(60)
+    assert watch.drop == 60  # from 100 down to 40, whatever it was at the end

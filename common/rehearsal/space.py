@@ -1,0 +1,156 @@
+"""Disk room for a rehearsal: what it will take, checked before any checkpoint is written; what it took, reported.
+
+A rehearsal writes checkpoints at the real sizes (605 MB per ViT-B/32, 408 MB per RN50): the stand-in releases, then
+every fine-tune its pipelines train. Run on a disk without room, it used to stop at the first checkpoint that did not
+fit, with torch's ``basic_ios::clear: iostream error`` and a traceback (CI, 2026-11-26, at the third stand-in). So
+``prepare`` first asks ``check_room``: the stand-in models' exact sizes (their architectures built on the ``meta``
+device, no memory) plus what each paper's stand-in data and pipeline took when ``MEASURED``; too little free, and the
+rehearsal stops with one line before writing a model, naming what it needs, what is free and what to do.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from common.errors import WorkspaceError
+
+GB = 1e9
+
+
+class NoRoomError(WorkspaceError):
+    """The disk under the rehearsal's folder has less room than the rehearsal needs."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one paper adds to the copy, in bytes."""
+
+    data: int
+    """Its stand-in inputs and what the downloader fetched for them (the stand-in models apart: ``model_bytes``)."""
+    kept: int
+    """What ``dvc repro papers/<paper>`` leaves: its stages' outputs and DVC's cache of them (hard links counted
+    once; stages of another paper's pipeline counted under that paper)."""
+    peak: int
+    """How far the disk's free space fell below where it stood when the pipeline started, at most, while it ran
+    (resume states and temporary files, later removed, on top of ``kept``)."""
+
+
+MEASURED: dict[str, Footprint] = {
+    "aro": Footprint(data=51_859_456, kept=1_226_949_327, peak=3_026_437_458),
+    "conclip": Footprint(data=20_701_000, kept=3_032_787_054, peak=3_032_787_054),
+    "hard_positives": Footprint(data=37_965_824, kept=5_497_877_214, peak=5_497_877_214),
+    "sugarcrepe": Footprint(data=10_289_000, kept=5_699_210_890, peak=5_699_210_890),
+    "bivlc": Footprint(data=568_122_000, kept=4_845_541_000, peak=4_845_541_000),
+}
+"""Per paper, measured on the build machine (2 cores, AMD EPYC) on 2026-11-27 at fcb21db. ``data``: the copy's
+``data/`` and hub cache after ``prepare`` of that paper alone with the model writers stubbed (a paper whose pipeline
+walks another's stages less that one's). ``kept`` and ``peak``: the rehearsal of all five (``python -m common rehearse
+--quiet``, run order aro, conclip, hard_positives, sugarcrepe, bivlc; 25.0 GB in all), the copy's size sampled every
+15 s. Each pipeline's line now prints both (``Outcome.grew``, ``Outcome.peak``): refresh these from it."""
+UNMEASURED = Footprint(data=GB, kept=6 * GB, peak=9 * GB)
+"""A paper with no measurement yet (a new ``rehearsal.py``): above the largest measured."""
+MARGIN = 1.2
+"""Room asked for, over the estimate."""
+
+
+def model_bytes(arch: str) -> int:
+    """The bytes of an open_clip architecture's fp32 state dict (a stand-in's checkpoint, less a few KB of
+    framing), from the model built on the ``meta`` device: no weights allocated."""
+    import open_clip
+    import torch
+
+    from common.zoo.openclip import quiet_random_init_warning
+    from common.zoo.specs import register_local_configs
+
+    register_local_configs()
+    with torch.device("meta"), quiet_random_init_warning():
+        model = open_clip.create_model(arch, pretrained=None, device="meta")
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def needed(papers: Sequence[str], models: Iterable[str]) -> int:
+    """Bytes a rehearsal of ``papers`` (every paper whose stages their pipelines walk) needs free at its start,
+    ``models`` being the stand-in models it writes (each once): the models, every paper's data and what its pipeline
+    keeps, and the largest rise above that of one pipeline at its peak (they run one after another)."""
+    from common.zoo import get_spec
+
+    archs = [get_spec(name).arch for name in dict.fromkeys(models)]
+    sizes = {arch: model_bytes(arch) for arch in dict.fromkeys(archs)}
+    footprints = [MEASURED.get(p, UNMEASURED) for p in papers]
+    return sum(sizes[arch] for arch in archs) + sum(f.data + f.kept for f in footprints) + max(
+        (max(f.peak - f.kept, 0) for f in footprints), default=0)
+
+
+def free_bytes(folder: Path) -> int:
+    """Free bytes on the file system that holds ``folder`` (or would: its nearest existing parent)."""
+    folder = Path(folder).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    return shutil.disk_usage(folder).free
+
+
+def tree_bytes(folder: Path) -> int:
+    """Bytes ``folder`` takes on disk (allocated blocks; a file with several hard links inside it counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            try:
+                stat = os.lstat(os.path.join(root, name))
+            except OSError:  # removed while walking
+                continue
+            if (stat.st_dev, stat.st_ino) in seen:
+                continue
+            seen.add((stat.st_dev, stat.st_ino))
+            total += stat.st_blocks * 512
+    return total
+
+
+def check_room(folder: Path, papers: Sequence[str], models: Iterable[str]) -> int:
+    """Raise ``NoRoomError`` (one line) when the disk under ``folder`` has less free than ``MARGIN`` times what a
+    rehearsal of ``papers`` needs; returns the bytes needed."""
+    need = needed(papers, models)
+    free = free_bytes(folder)
+    if free < MARGIN * need:
+        unmeasured = [p for p in papers if p not in MEASURED]
+        guess = f" ({', '.join(unmeasured)}: not measured yet, counted as {gb(UNMEASURED.data + UNMEASURED.peak)})" \
+            if unmeasured else ""
+        raise NoRoomError(
+            f"{folder}: {gb(free)} free on its disk; a rehearsal of {', '.join(papers)} writes about {gb(need)} "
+            f"(stand-in checkpoints at real size and each fine-tune's; measured per paper in "
+            f"common/rehearsal/space.py){guess}, and asks for {gb(MARGIN * need)}. Free some space, give --dir on a "
+            "disk with room, or rehearse fewer papers (make rehearse PAPER=...)")
+    return need
+
+
+class FreeWatch:
+    """The disk under ``folder`` watched while a pipeline runs (a thread sampling its free space every ``every``
+    seconds): ``drop``, how far the free space fell below where it stood at the start, at most."""
+
+    def __init__(self, folder: Path, every: float = 5.0):
+        self.folder, self.every, self.drop = Path(folder), every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> "FreeWatch":
+        self._start = self._lowest = free_bytes(self.folder)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            self._lowest = min(self._lowest, free_bytes(self.folder))
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._lowest = min(self._lowest, free_bytes(self.folder))
+        self.drop = max(0, self._start - self._lowest)
+
+
+def gb(n: float) -> str:
+    return f"{n / GB:.1f} GB"
