@@ -40,17 +40,20 @@ class Footprint:
 
 
 MEASURED: dict[str, Footprint] = {
-    "aro": Footprint(data=51_859_456, kept=1_226_949_327, peak=3_026_437_458),
-    "conclip": Footprint(data=20_701_000, kept=3_032_787_054, peak=3_032_787_054),
-    "hard_positives": Footprint(data=37_965_824, kept=5_497_877_214, peak=5_497_877_214),
-    "sugarcrepe": Footprint(data=10_289_000, kept=5_699_210_890, peak=5_699_210_890),
-    "bivlc": Footprint(data=568_122_000, kept=4_845_541_000, peak=4_845_541_000),
+    "aro": Footprint(data=51_859_456, kept=1_227_976_704, peak=3_560_349_696),
+    "conclip": Footprint(data=20_717_568, kept=3_033_403_392, peak=3_034_177_536),
+    "hard_positives": Footprint(data=37_965_824, kept=5_518_274_560, peak=5_518_557_184),
+    "sugarcrepe": Footprint(data=10_289_152, kept=5_699_571_712, peak=5_699_973_120),
+    "bivlc": Footprint(data=568_107_008, kept=4_845_613_056, peak=5_447_020_544),
 }
-"""Per paper, measured on the build machine (2 cores, AMD EPYC) on 2026-11-27 at fcb21db. ``data``: the copy's
-``data/`` and hub cache after ``prepare`` of that paper alone with the model writers stubbed (a paper whose pipeline
-walks another's stages less that one's). ``kept`` and ``peak``: the rehearsal of all five (``python -m common rehearse
---quiet``, run order aro, conclip, hard_positives, sugarcrepe, bivlc; 25.0 GB in all), the copy's size sampled every
-15 s. Each pipeline's line now prints both (``Outcome.grew``, ``Outcome.peak``): refresh these from it."""
+"""Per paper, measured on the build machine (2 cores, AMD EPYC) on 2026-11-27. ``data``: the copy's ``data/`` and hub
+cache after ``prepare`` of that paper alone with the model writers stubbed (a paper whose pipeline walks another's
+stages less that one's). ``kept`` and ``peak``: the larger of two rehearsals of all five (run order aro, conclip,
+hard_positives, sugarcrepe, bivlc; 25.0 GB in all): ``python -m common rehearse --quiet`` at fcb21db, the copy's size
+sampled every 15 s, and ``bash .ci/run`` at 5ba8020 in a fresh clone, the pipelines' own lines (``Outcome.grew``,
+``Outcome.peak``: free space sampled every 5 s). Refresh them from those lines."""
+
+
 UNMEASURED = Footprint(data=GB, kept=6 * GB, peak=9 * GB)
 """A paper with no measurement yet (a new ``rehearsal.py``): above the largest measured."""
 MARGIN = 1.2
