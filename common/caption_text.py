@@ -1,16 +1,23 @@
 """Shared caption text (from ARO): the spaCy model, BLIP's caption normalisation, ARO's word-order perturbations.
 
-The perturbations follow the authors' ``TextShuffler`` (``dataset_zoo/perturbations.py``): spaCy Penn tags pick
-nouns (NN, NNS, NNP, NNPS) and adjectives (JJ, JJR, JJS); the trigram shuffles work on word tokens; "shuffle all
-words" splits on single spaces. Two things differ, on purpose:
+The perturbations follow the authors' ``TextShuffler`` (``mertyg/vision-language-models-are-bows@81fdd20d
+dataset_zoo/perturbations.py:44`` "class TextShuffler:"): spaCy Penn tags pick nouns (NN, NNS, NNP, NNPS) and
+adjectives (JJ, JJR, JJS) (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:55-57``
+"token.tag_ in ['NN', 'NNS', 'NNP', 'NNPS']"); the trigram shuffles work on word tokens; "shuffle all words" splits
+on single spaces (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:66``
+"np.random.permutation(ex.split("). Two things differ, on purpose:
 
-- randomness: upstream draws from the global ``np.random`` / ``random`` state, so a caption's perturbation depends
-  on every call before it. Here each (seed, perturbation, caption text) has its own generator
-  (``caption_rng``), so a caption is perturbed the same way whatever list or batch it comes in, and seeds differ.
-- tokenisation for the trigram shuffles: upstream calls ``nltk.word_tokenize``, which first splits sentences with
-  the Punkt model (data that cannot be downloaded here) and then runs ``NLTKWordTokenizer`` on each sentence. We
-  run ``NLTKWordTokenizer`` on the whole caption as one sentence; the tokens differ only for captions with several
-  sentences, where a sentence-final period that is not the caption's last stays attached to its word.
+- randomness: upstream draws from the global ``np.random`` / ``random`` state
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:101`` "random.shuffle(trigram)"),
+  so a caption's perturbation depends on every call before it. Here each (seed, perturbation, caption text) has its
+  own generator (``caption_rng``), so a caption is perturbed the same way whatever list or batch it comes in, and
+  seeds differ.
+- tokenisation for the trigram shuffles: upstream calls ``nltk.word_tokenize``
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:107`` "tokens =
+  nltk.word_tokenize(ex)"), which first splits sentences with the Punkt model (data that cannot be downloaded
+  here) and then runs ``NLTKWordTokenizer`` on each sentence. We run ``NLTKWordTokenizer`` on the whole caption as
+  one sentence; the tokens differ only for captions with several sentences, where a sentence-final period that is
+  not the caption's last stays attached to its word.
 
 Everything goes through ``perturb_captions``: one ``nlp.pipe`` pass (tagger only) over the distinct captions that
 need tags, for all requested perturbations at once.

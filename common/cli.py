@@ -44,7 +44,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from common import data_dvc, docnumbers, download, report, stage_deps
+    from common import citations, data_dvc, docnumbers, download, report, stage_deps
     from common.card import run as card_run
     from common.training import family, recipes
     from common.zoo import cli as zoo_cli
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.register_cli(sub)
     card_run.register_cli(sub)
     docnumbers.register_cli(sub)
+    citations.register_cli(sub)
 
     audit = sub.add_parser("audit", help="published vs recomputed numbers of a paper (results/audit/)",
                            description="`audit <paper>` writes results/audit/<paper>.*; `audit released <paper> "

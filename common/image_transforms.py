@@ -130,8 +130,11 @@ class GridShuffle:
     side is not a multiple of the grid, the cells take ``side // n`` pixels and the remainder (bottom rows, right
     columns: 2 pixels of a 224-pixel side cut in 3) is set to zero, as ARO's shuffles leave it: they ``unfold`` the
     cells and ``fold`` them back, and ``fold`` writes nothing where no cell lies
-    (``mertyg/vision-language-models-are-bows@81fdd20d: dataset_zoo/perturbations.py:137-194``, applied after the
-    model's preprocessing, ``dataset_zoo/retrieval.py:91-95``: zero is the normalised tensor's zero).
+    (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:183-189`` "patch_size_x =
+    x.shape[-2]//n_ratio"; the cells are folded back with ``nnf.fold``; the same in ``shuffle_rows`` and
+    ``shuffle_columns``), applied after the model's preprocessing
+    (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/retrieval.py:91-95``
+    "image = self.image_preprocess(image)"): zero is the normalised tensor's zero.
     """
 
     rows: int

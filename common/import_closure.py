@@ -22,7 +22,8 @@ PACKAGES = ("common", "papers")
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:
-    """The source file of a repository module (``pkg/mod.py`` or ``pkg/__init__.py``), or None."""
+    """The source file of a repository module (``common.io``: the file ``io.py`` of the folder ``common``, or a
+    package's ``__init__.py``), or None."""
     parts = name.split(".")
     if parts[0] not in PACKAGES:
         return None

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# The published-numbers fixtures of tests/test_published_*.py (paper, cells, index, claims, raw_rows,
-# raw_claims, paper_text), registered here for every test module; see published_support.py.
+# The published-numbers fixtures of tests/papers/<paper>/test_published_<paper>.py and
+# tests/common/test_published_common.py (paper, cells, index, claims, raw_rows, raw_claims, paper_text), registered
+# here for every test module; see published_support.py.
 from published_support import cells, claims, index, paper, paper_text, raw_claims, raw_rows  # noqa: F401
 from shared_files import MIRROR
 

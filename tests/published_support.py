@@ -1,8 +1,8 @@
 """Shared fixtures and helpers for the transcription tests of results/published/<paper>*.csv.
 
 tests/conftest.py registers the fixtures for every test module. Each fixture reads the paper from the
-``paper`` fixture, which is the requesting module's ``PAPER`` (tests/test_published_<paper>.py sets
-it); tests/test_published_common.py parametrizes ``paper`` over all papers instead.
+``paper`` fixture, which is the requesting module's ``PAPER`` (tests/papers/<paper>/test_published_<paper>.py sets
+it); tests/common/test_published_common.py parametrizes ``paper`` over all papers instead.
 """
 from __future__ import annotations
 

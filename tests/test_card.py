@@ -452,3 +452,62 @@ def test_figure5s_classification_set_is_built_when_absent(mini_build, checkpoint
     assert card.missing == [] and (partial / "mini" / "classification" / "manifest.json").is_file()
     assert [m.key for m in card.measures] == ["sugarcrepe/recognition/imagenet-analog",
                                               "sugarcrepe/recognition/shapes"]
+
+
+def test_openai_weights_are_carded_at_the_authors_fp16_where_the_paper_loaded_them_so():
+    """ARO, hard positives and CoN-CLIP load OpenAI's CLIP with clip.load (fp16 on CUDA); every other model, and
+    every model of SugarCrepe and BiVLC, at the engine's precision."""
+    from common.card.run import discover
+    from common.zoo import get_spec
+
+    by_key = {b.key: b for b in discover("full")[0]}
+    openai, negclip = get_spec("openai/ViT-B-32"), get_spec("aro/negclip")
+    for key in ("aro", "hard_positives", "ccneg"):
+        precision, why = by_key[key].authors_precision(openai)
+        assert precision == "fp16" and "clip.load" in why and "@" in why  # cites the authors' code
+        assert by_key[key].authors_precision(negclip) is None
+    assert by_key[key].authors_precision(resolve("ViT-B-32-quickgelu:openai").spec)[0] == "fp16"
+    for key in ("sugarcrepe", "bivlc"):
+        assert by_key[key].authors_precision(openai) is None
+
+
+def test_the_card_scores_at_the_authors_precision_with_the_engine_s_beside(mini_build, checkpoint, tmp_path,
+                                                                            monkeypatch):
+    """On the full profile's path (ARO's prepared set), a model the paper scored at fp16: its numbers are fp16's
+    (rule and precision say so), the engine's fp32 ones stand beside them under ``<key>@fp32``, the provenance names
+    both, and two such cards pair fp16 with fp16."""
+    import dataclasses
+    import shutil
+
+    from common.card import run
+    from common.card.report import as_json, markdown, rows
+    from common.params import load_params
+
+    full = tmp_path / "build" / "full"
+    shutil.copytree(mini_build / "mini" / "aro" / "benchmarks", full / "aro" / "benchmarks")
+    monkeypatch.setenv("VLC_BUILD", str(tmp_path / "build"))
+    real = run.discover
+
+    def discover(profile, only=None):
+        benchmarks, trends = real(profile, only)
+        return [dataclasses.replace(b, authors_precision=lambda spec: ("fp16", "the test's authors"))
+                for b in benchmarks], trends
+
+    monkeypatch.setattr(run, "discover", discover)
+    cards = run.make_cards([f"{ARCH}:{checkpoint}"], only=["aro"], params={**load_params(), "profile": "full"},
+                           log=lambda line: None)
+    card = cards[0]
+    keys = [m.key for m in card.measures]
+    primary = [m for m in card.measures if "@" not in m.key]
+    assert primary and all(m.precision == "fp16" and "scored at fp16 as the authors' code" in m.rule for m in primary)
+    assert [k for k in keys if "@" in k] == [f"{m.key}@fp32" for m in primary]
+    assert card.provenance["precision"]["authors"]["aro"].startswith("fp16 (the test's authors)")
+    assert {r["precision"] for r in rows(card)} == {"fp16", "fp32"}
+    assert "Precision: aro: the authors' fp16" in markdown(card) and as_json(card)["provenance"]["precision"]
+    # fp16 scores are the fp32 ones rounded: the two precisions' numbers differ only by ties
+    fp32 = {m.key.split("@")[0]: m for m in card.measures if "@" in m.key}
+    assert all(abs(m.value() - fp32[m.key].value()) < 25 for m in primary)
+    # paired comparisons never mix the two precisions
+    other = dataclasses.replace(card, model=dataclasses.replace(card.model, spec_text="other"))
+    for row in run.comparisons([card, other]):
+        assert row["precision"] == "fp16" and row["difference"] == 0

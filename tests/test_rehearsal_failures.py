@@ -243,9 +243,10 @@ def test_a_half_extracted_archive_stops_the_stage(ws, tmp_path):
 # (4) a checkpoint of another architecture
 # ------------------------------------------------------------------------------------------------------------------
 def test_a_checkpoint_of_another_architecture_stops_the_tables(ws):
-    """``hard_positives/crepe-swap`` (a ``data:`` checkpoint, ViT-B-32-quickgelu) holding another open_clip
-    architecture's weights, in the release's layout: the tables stage stops at it and writes no table. First the
-    repaired copy makes its set again (every case above restored what it broke)."""
+    """``hard_positives/crepe-swap`` (a ``data:`` checkpoint) holding another open_clip architecture's weights, in the
+    release's layout: the tables stage stops at its first scoring, the authors' GELU build
+    (``hard_positives/crepe-swap-gelu``, ViT-B-32), and writes no table. First the repaired copy makes its set again
+    (every case above restored what it broke)."""
     import torch
 
     from common.rehearsal.models import random_openclip
@@ -269,7 +270,7 @@ def test_a_checkpoint_of_another_architecture_stops_the_tables(ws):
     try:
         done = ws.dvc("repro", "-s", TABLE1)
         stopped(done, TABLE1, "Table 1 row 'crepe-swap'", str(checkpoint),
-                "holds no ViT-B-32-quickgelu weights, it was saved from another architecture",
+                "holds no ViT-B-32 weights, it was saved from another architecture",
                 "`python -m common fetch hard_positives/crepe-swap.pt`")
         only_line(done, TABLE1)
         nothing_downstream(ws, TABLE1, ["results/hard_positives/full/table1.csv",

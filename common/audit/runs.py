@@ -191,8 +191,10 @@ class RecipeRecordError(AuditError):
 
 def recipe_note(record: Mapping, where: str = "the training record") -> str:
     """What an audit row recomputed from a trained model says about its training: the recipe's name and digest
-    (``common.training.recipes``: the trainer's record, ``recipe``) and every number of the run that is not the
-    authors' (its ``deviations``), e.g. ``recipe negclip (3f2a...): batch_size 256 (authors 1024)``."""
+    (``common.training.recipes``: the trainer's record, ``recipe``), every number of the run that is not the
+    authors' (its ``deviations``), e.g. ``recipe negclip (3f2a...): batch_size 1024 (authors 256)``, and every setting
+    where the paper states another value than the authors' code (``paper_differs``), e.g. ``; the paper differs from
+    the code: batch_size 1024 in the paper (paper, Appendix C.3), 256 in the code``."""
     recipe = record.get("recipe")
     if recipe is None:
         return "recipe not recorded (trained before recipes existed: retrain to name it)"
@@ -205,13 +207,20 @@ def recipe_note(record: Mapping, where: str = "the training record") -> str:
     if isinstance(authors_epochs, (int, float)) and isinstance(epochs, (int, float)) and epochs != authors_epochs:
         deviations["epochs"] = {"authors": authors_epochs, "run": epochs}  # the job's record keeps the epochs run
     text = f"recipe {recipe['name']} ({recipe['digest']})"
+    differs = recipe.get("paper_differs") or {}
+    if not isinstance(differs, Mapping) or not all(isinstance(d, Mapping) for d in differs.values()):
+        raise RecipeRecordError(f"{where}: 'recipe.paper_differs' is not the trainer's {{setting: {{code, paper, "
+                                f"paper_source}}}}; retrain or restore the checkpoint's sidecar")
+    conflicts = "" if not differs else "; the paper differs from the code: " + ", ".join(
+        f"{key} {d.get('paper')} in the paper ({d.get('paper_source')}), {d.get('code')} in the code"
+        for key, d in sorted(differs.items()))
     if not deviations:
         # a recipe without numbers (the mini one) has nothing to agree with: say only its name; one with numbers
         # states the recipe's, which are not always the authors' (hard positives' [finetune] is NegCLIP's)
         stated = any(k in (recipe.get("settings") or {}) for k in ("lr", "weight_decay", "batch_size", "epochs"))
-        return text + (": the recipe's numbers" if stated else ": this workspace's settings (params.yaml)")
+        return text + (": the recipe's numbers" if stated else ": this workspace's settings (params.yaml)") + conflicts
     return text + ": " + ", ".join(f"{key} {d.get('run')} (authors {d.get('authors')})"
-                                   for key, d in sorted(deviations.items()))
+                                   for key, d in sorted(deviations.items())) + conflicts
 
 
 def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:

@@ -1,15 +1,21 @@
-"""The released blind scorers of SugarCrepe's ``text_model_eval.py``: Vera and the CoLA grammar model.
+"""The released blind scorers of SugarCrepe's text-only evaluation: Vera and the CoLA grammar model.
 
 Both map a caption alone to a plausibility in [0, 1]; an example is solved blind when its positive scores strictly
-higher than its negative (``blind_correct``). The arithmetic follows the released code:
+higher than its negative (``blind_correct``). The arithmetic follows the released code
+(``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:80`` "return 1 if pos_score > neg_score else 0"):
 
 * Vera (``liujch1998/vera``, a T5 encoder) reads the hidden state of a statement's last token (its EOS) through a
   linear head stored in three rows of the shared embedding (weight row 32099, bias ``[32098, 0]``, temperature
-  ``[32097, 0]``) and returns ``sigmoid(logit / t)``. The weights load in their stored dtype (``"auto"``, bfloat16
-  for Vera) and the head runs in that dtype, as upstream's does: the released scores are bfloat16-rounded, so ties
-  between a positive and its negative are frequent and ``blind_correct`` counts them wrong, as upstream's ``>`` did.
+  ``[32097, 0]``: ``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:23-26`` "self.model.shared.weight[32099, :]")
+  and returns ``sigmoid(logit / t)`` (``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:35-37``
+  "logit_calibrated = logit / self.t"). The weights load in their stored dtype (``"auto"``, bfloat16 for Vera:
+  ``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:19`` "torch_dtype='auto'") and the head runs in that dtype, as
+  upstream's does: the released scores are bfloat16-rounded, so ties between a positive and its negative are frequent
+  and ``blind_correct`` counts them wrong, as upstream's ``>`` did.
 * The grammar model (``textattack/distilbert-base-uncased-CoLA``) gives P(acceptable) = softmax(logits)[1], the
-  value upstream takes from ``pipeline("text-classification")`` (``score`` of ``LABEL_1``, else ``1 - score``).
+  value upstream takes from ``pipeline("text-classification")`` (``score`` of ``LABEL_1``, else ``1 - score``:
+  ``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:64``
+  "score = output['score'] if output['label'] == 'LABEL_1' else 1 - output['score']").
 
 Upstream scores one statement per call; here distinct texts are batched by token length, so a batch holds no
 padding and each score is the one-statement computation (the padded path, ``score_batch``, agrees with it too).
@@ -145,7 +151,8 @@ class _HFTextScorer:
 
 
 class VeraScorer(_HFTextScorer):
-    """Vera's calibrated plausibility, ``Vera.run`` of the released ``text_model_eval.py``."""
+    """Vera's calibrated plausibility, ``Vera.run`` of the released code (``RAIVNLab/sugar-crepe@0047054b
+    text_model_eval.py:28-38`` "score_calibrated = logit_calibrated.sigmoid()")."""
 
     default_name = "vera"
     model_class = "T5EncoderModel"

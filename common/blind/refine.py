@@ -13,21 +13,30 @@ An example with ``g1 == 0`` (and ``g2 != 0``) sits on an axis, in no quadrant: i
 ``axis_bins`` (default 10, the authors' coarser axis grid), the ``g2 > 0`` side against the ``g2 < 0`` side;
 likewise ``g2 == 0``. Both gaps zero: kept (it favours neither side).
 
-The authors' binning is the default: ``n_grids = 50`` for the plane (``RAIVNLab/sugar-crepe@0047054b:
-adversarial_refine.py:6,30-31``) and ``n_grids = 10`` reassigned before the two zero-gap axis loops (``:65``,
-binned at ``:72,74`` and ``:90,92``). BiVLC's TROHN-Img selection runs a copy of that function with the same two grids
-(``IMirandaM/BiVLC@84f0d175: src/Training_data/TROHN_Img/adversarial_refine.py:35,94``). ``axis_bins=bins`` is the
-finer, uniform binning this module used before (it keeps fewer axis examples: a pair of axis cells is narrower).
+The authors' binning is the default: ``n_grids = 50`` for the plane (``RAIVNLab/sugar-crepe@0047054b
+adversarial_refine.py:6`` "n_grids = 50", used at ``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:30-31``
+"model1_id = int(abs(model1_gap) * n_grids) + 1") and ``n_grids = 10`` reassigned before the two zero-gap axis loops
+(``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:65`` "n_grids = 10"), binned at
+``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:72-74`` "pos_score_to_idx[int(gap * n_grids)].append(i)" and
+``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:90-92`` "neg_score_to_idx[int(-gap * n_grids)].append(i)".
+BiVLC's TROHN-Img selection runs a copy of that function with the same two grids
+(``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/adversarial_refine.py:35`` "n_grids = 50" and
+``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/adversarial_refine.py:94`` "n_grids = 10"). ``axis_bins=bins``
+is the finer, uniform binning this module used before (it keeps fewer axis examples: a pair of axis cells is
+narrower).
 
 Why the balance is exact: every pair of cells contributes the same number n of examples from each side, and the two
 sides of a pair have opposite signs for every scorer whose gap is nonzero there ((+,+) vs (-,-): n positive and n
 negative for g1 and for g2; (+,-) vs (-,+) likewise; a ``g1 == 0`` pair: 2n zeros for g1, n positive and n negative
 for g2). Summing over pairs, ``#(g > 0) == #(g < 0)`` for both scorers.
 
-Differences from the authors' released demo (``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:5-103``): it
-draws from the global, unseeded ``np.random`` (here ``np.random.default_rng(seed)``, cells visited in a fixed order,
-so the kept count and the examples kept for sure are theirs, the random draws from a larger cell are not); a gap of
-exactly +-1 has no bin there (a ``KeyError``), here it joins the last bin.
+Differences from the authors' released demo (``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:5``
+"def adversarial_refine(model1_score_gap, model2_score_gap):"): it draws from the global, unseeded ``np.random``
+(``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:50`` "np.random.choice(idx, len(op_idx), replace=False)"; here
+``np.random.default_rng(seed)``, cells visited in a fixed order, so the kept count and the examples kept for sure are
+theirs, the random draws from a larger cell are not); a gap of exactly +-1 has no bin there (bin 51 of 50,
+``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:30`` "int(abs(model1_gap) * n_grids) + 1", a ``KeyError``),
+here it joins the last bin.
 """
 from __future__ import annotations
 
@@ -40,11 +49,11 @@ from common.errors import WorkspaceError
 
 DEFAULT_BINS = 50
 """Bins per half-axis on the plane: 50 on each side of zero is the paper's 100 x 100 grid over [-1, 1]^2
-(``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:6``)."""
+(``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:6`` "n_grids = 50")."""
 DEFAULT_AXIS_BINS = 10
 """Bins of ``|g|`` on each zero-gap axis: the authors reset ``n_grids = 10`` before the axis loops
-(``RAIVNLab/sugar-crepe@0047054b: adversarial_refine.py:65``; BiVLC's copy, ``IMirandaM/BiVLC@84f0d175:
-src/Training_data/TROHN_Img/adversarial_refine.py:94``)."""
+(``RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:65`` "n_grids = 10"; BiVLC's copy,
+``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/adversarial_refine.py:94`` "n_grids = 10")."""
 
 # Pair families: which mirror pairing a group of cells belongs to (the first factor of a group id).
 _BOTH_SAME_SIGN, _OPPOSITE_SIGNS, _GAP1_ZERO, _GAP2_ZERO = range(4)

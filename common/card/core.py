@@ -53,6 +53,9 @@ class Measure:
     blind_note: str = ""
     source: str = ""
     """The paper's code that computes the same number (the card's tests compare the two)."""
+    precision: str = ""
+    """The precision the model was scored at, where the card states it (the authors' fp16 and the engine's fp32
+    beside it); "" for the engine's."""
 
     def __post_init__(self) -> None:
         n = len(self.example_ids)
@@ -168,9 +171,26 @@ class CardBenchmark:
     """None when the blind baseline applies to ``m``, else why it does not (e.g. text-to-image)."""
     not_on_card: str | None = None
     """Why this profile's benchmark is not scored by the card yet (listed as such, never silently left out)."""
+    authors_precision: Callable[[Any], tuple[str, str] | None] = field(default=lambda spec: None)
+    """Given the card's model (its ``common.zoo.ModelSpec``): the precision the paper's own evaluation ran that model
+    at and why (``clip_load_fp16``), or None (the engine's). Where it differs from the engine's, the card scores the
+    benchmark at the authors' precision (its numbers, keyed as usual, are the ones compared) and at the engine's
+    beside it (keys ``<key>@<precision>``). The full profile only: the mini world's CLIPs are no author's."""
 
     def missing(self) -> list[Path]:
         return [p for p in self.inputs if not p.exists()]
+
+
+def clip_load_fp16(why: str) -> Callable[[Any], tuple[str, str] | None]:
+    """The authors' precision of a paper whose evaluator loads OpenAI's CLIP with ``clip.load`` on CUDA (fp16 weights
+    and scores, ``common.zoo.FP16_WHY``): fp16 for OpenAI's weights (an open_clip ``openai`` tag, a zoo entry of
+    them), None for every other model (the authors' code loads those at fp32). ``why`` cites the paper's code."""
+
+    def precision(spec) -> tuple[str, str] | None:
+        return ("fp16", why) if getattr(spec, "pretrained", None) == "openai" and not getattr(
+            spec, "checkpoint", None) else None
+
+    return precision
 
 
 def close_ids(measures: Sequence[Measure]) -> None:

@@ -13,10 +13,11 @@ import numpy as np
 from common.card.result import Card
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 
-CSV_FIELDS = ["key", "benchmark", "metric", "value", "low", "high", "n", "ties", "aggregate", "blind", "blind_low",
-              "blind_high", "trend_residual", "residual_low", "residual_high", "trend_expected", "rule", "source"]
-COMPARISON_FIELDS = ["a", "b", "key", "benchmark", "metric", "n", "a_value", "b_value", "difference", "low", "high",
-                     "verdict"]
+CSV_FIELDS = ["key", "benchmark", "metric", "value", "low", "high", "n", "ties", "aggregate", "precision", "blind",
+              "blind_low", "blind_high", "trend_residual", "residual_low", "residual_high", "trend_expected", "rule",
+              "source"]
+COMPARISON_FIELDS = ["a", "b", "key", "benchmark", "metric", "n", "precision", "a_value", "b_value", "difference",
+                     "low", "high", "verdict"]
 
 
 def _r(x: float | None) -> float | str:
@@ -30,7 +31,9 @@ def rows(card: Card) -> list[dict]:
         e, b, r = card.estimates[m.key], card.blind.get(m.key), card.residuals.get(m.key)
         out.append({"key": m.key, "benchmark": m.benchmark, "metric": m.metric, "value": _r(e.value),
                     "low": _r(e.low), "high": _r(e.high), "n": m.n, "ties": "" if m.ties is None else m.ties,
-                    "aggregate": m.aggregate, "blind": _r(b.value) if b else "", "blind_low": _r(b.low) if b else "",
+                    "aggregate": m.aggregate,
+                    "precision": m.precision or card.provenance.get("engine", {}).get("precision", ""),
+                    "blind": _r(b.value) if b else "", "blind_low": _r(b.low) if b else "",
                     "blind_high": _r(b.high) if b else "", "trend_residual": _r(r.value) if r else "",
                     "residual_low": _r(r.low) if r else "", "residual_high": _r(r.high) if r else "",
                     "trend_expected": _r(r.expected) if r else "", "rule": m.rule, "source": m.source})
@@ -76,6 +79,10 @@ def markdown(card: Card) -> str:
         lines.append(f"| {m.benchmark} | {m.metric} | {row['value']} [{row['low']}, {row['high']}] | {m.n} | "
                      f"{row['ties']} | {blind} | {trend} |")
     lines += ["", "Rules: " + "; ".join(sorted({f"{m.benchmark}: {m.rule}" for m in card.measures}))]
+    authors = card.provenance.get("precision", {}).get("authors", {})
+    if authors:
+        lines += ["", "Precision: " + "; ".join(f"{b}: the authors' {how}" for b, how in sorted(authors.items()))
+                  + " (rows marked [" + card.provenance["precision"]["engine"] + "])."]
     blind_notes = sorted({m.blind_note for m in card.measures if m.blind is not None})
     if blind_notes:
         lines += ["", "Blind baseline: " + "; ".join(blind_notes)]

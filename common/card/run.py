@@ -175,15 +175,34 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                           "trends": [t.label for t in trends]}
         log(f"scoring {model.spec_text}")
         measures: list[Measure] = []
+        precisions: dict[str, str] = {}
+        half: dict[str, Engine] = {}
         for b in available:
-            measures += _with_blind(b.score(engine, data[b.key]), blind.get(b.key, {}), b, blind_note)
+            authors = b.authors_precision(model.spec) if profile != "mini" else None
+            if authors is None or authors[0] == config.precision:
+                measures += _with_blind(b.score(engine, data[b.key]), blind.get(b.key, {}), b, blind_note)
+                continue
+            precision, why = authors
+            if precision not in half:
+                log(f"scoring {model.spec_text} at {precision} too (the authors' precision)")
+                half[precision] = Engine(engine.model, dataclasses.replace(config, precision=precision))
+            precisions[b.key] = f"{precision} ({why}); {config.precision} beside it"
+            theirs = [dataclasses.replace(m, precision=precision,
+                                          rule=f"{m.rule}; scored at {precision} as the authors' code: {why}")
+                      for m in b.score(half[precision], data[b.key])]
+            measures += _with_blind(theirs, blind.get(b.key, {}), b, blind_note)
+            measures += [dataclasses.replace(m, key=f"{m.key}@{config.precision}",
+                                             metric=f"{m.metric} [{config.precision}]", precision=config.precision,
+                                             blind=None, blind_note=f"the blind baseline is on the {precision} row")
+                         for m in b.score(engine, data[b.key])]
         close_ids(measures)
         estimates = {m.key: estimate(m) for m in measures}
         blind_estimates = {m.key: estimate(dataclasses.replace(m, correct=m.blind)) for m in measures
                            if m.blind is not None}
         residuals = _trend_residuals(estimates, trends, model.spec_text)
         yield Card(model, profile, measures, estimates, blind_estimates, residuals, missing,
-                   {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint})
+                   {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint,
+                    "precision": {"engine": config.precision, "authors": precisions}})
 
 
 def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
@@ -203,19 +222,41 @@ def _blind_engine(profile: str):
     return engine, f"{engine.model.name}: n-gram fluency fitted on {engine.model.fingerprint.split(':', 1)[1]}"
 
 
+def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:
+    """The two cards' numbers under ``key`` scored at one precision: the authors' fp16 of one model is paired with
+    the other's fp16, else both at the engine's (the ``key@<precision>`` number beside the fp16 one), since fp16's
+    extra ties would favour the model scored at fp32."""
+    mine = {m.key: m for m in a.measures}
+    theirs = {m.key: m for m in b.measures}
+    if key not in theirs:
+        return None
+
+    def options(by_key: dict[str, Measure]) -> list[Measure]:
+        return [m for m in (by_key.get(key), *(v for k, v in by_key.items() if k.startswith(key + "@"))) if m]
+
+    for x in options(mine):
+        for y in options(theirs):
+            if x.precision == y.precision:
+                return dataclasses.replace(x, key=key), dataclasses.replace(y, key=key)
+    return None
+
+
 def comparisons(cards: Sequence[Card]) -> list[dict]:
-    """Every pair of models (in the order given): per shared number, a - b with its paired interval."""
+    """Every pair of models (in the order given): per shared number, a - b with its paired interval (both at one
+    precision: ``_at_one_precision``)."""
     rows = []
     for i, a in enumerate(cards):
         for b in cards[i + 1:]:
-            theirs = {m.key: m for m in b.measures}
-            for m in a.measures:
-                if m.key not in theirs:
+            for key in (m.key for m in a.measures if "@" not in m.key):
+                pair = _at_one_precision(a, b, key)
+                if pair is None:
                     continue
-                d = paired_difference(m, theirs[m.key])
+                m, other = pair
+                d = paired_difference(m, other)
                 rows.append({"a": a.model.spec_text, "b": b.model.spec_text, "key": m.key, "benchmark": m.benchmark,
-                             "metric": m.metric, "n": m.n, "a_value": round(a.estimates[m.key].value, 2),
-                             "b_value": round(b.estimates[m.key].value, 2), "difference": round(d.value, 2),
+                             "metric": m.metric, "n": m.n, "precision": m.precision,
+                             "a_value": round(m.value(), 2), "b_value": round(other.value(), 2),
+                             "difference": round(d.value, 2),
                              "low": round(d.low, 2), "high": round(d.high, 2),
                              "verdict": (f"{a.model.spec_text} higher" if d.low > 0 else
                                          f"{b.model.spec_text} higher" if d.high < 0 else

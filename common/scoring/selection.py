@@ -61,7 +61,8 @@ class DecisionRule:
 
 
 STRICT = DecisionRule("strict")
-"""Candidate 0 strictly above every other; ties wrong (SugarCrepe's main_eval.py, BiVLC, hard positives)."""
+"""Candidate 0 strictly above every other; ties wrong (SugarCrepe's ``RAIVNLab/sugar-crepe@0047054b main_eval.py:54``
+"return 1 if pos_score.item() > neg_score.item() else 0", BiVLC, hard positives)."""
 ARGMAX = DecisionRule("argmax", ties="correct")
 """Candidate 0 at least as high as every other (``argmax == 0`` with the positive first: ARO's Order tasks,
 CLIP_benchmark's image-caption selection)."""

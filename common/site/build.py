@@ -266,11 +266,12 @@ def audit_grid(w: _Writer, paper: str) -> Grid | None:
                 frozenset({len(AUDIT_HEADER) - 1}))
 
 
-CLAIMS_HEADER = ("claim", "paper's direction", "source", "evidence", "what is measured here", "estimate [95% CI]",
-                 "verdict", "detail", "where the numbers are")
+CLAIMS_HEADER = ("claim", "the paper's words", "published effect", "tested", "source", "evidence",
+                 "what is measured here", "estimate [95% CI]", "verdict", "detail", "where the numbers are")
 
 
-def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str) -> Grid | None:
+def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str,
+                results: Path = RESULTS) -> Grid | None:
     """The paper's claims scorecard (``common.scorecard.scorecard``): one row per claim and kind of evidence,
     filterable by evidence and verdict."""
     rows = []
@@ -278,8 +279,10 @@ def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper:
         for f in findings:
             c, e = f.claim, f.claim.evidence.get(f.kind)
             evidence = scorecard.EVIDENCE_TITLES[f.kind]
-            rows.append(Row((c.claim, c.direction_text, c.source, evidence,
-                             e.what if e else "", f.number, f.verdict, f.detail,
+            threshold, margin = c.test(f.kind)
+            tested = scorecard.direction_words(c.direction, threshold, margin, c.unit)
+            rows.append(Row((c.claim, " … ".join(c.quote), scorecard.published_words(c, results), tested, c.source,
+                             evidence, e.what if e else "", f.number, f.verdict, f.detail,
                              f"papers/{paper}/{scorecard.SPEC}: {c.id}"), {"evidence": evidence, "verdict": f.verdict}))
     if not rows:
         return None
@@ -349,7 +352,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
            evidence=scorecard.EVIDENCE_TITLES)
     for paper in papers:
         figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
-        w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(claims[paper], paper),
+        w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(claims[paper], paper, w.results),
                sections=paper_sections(w, paper),
                audit=audit_grid(w, paper), counts=counts.get(paper, {}),
                audit_figures=[w.image(p, w.results, "results") for p in figures],

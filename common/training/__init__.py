@@ -19,7 +19,7 @@ model (its batch source yields ``images`` (B, 2, 3, H, W) = [image, hard image] 
                    out / "model.safetensors", world=world, validate=my_validation_accuracy)
     shutdown(world)
 
-and runs as ``python script.py`` or ``torchrun --standalone --nproc_per_node N script.py``.
+and runs as ``python`` on that file, or ``torchrun --standalone --nproc_per_node N`` on it.
 """
 from common.training.data import BatchSource, MiniWorldBatches, SyntheticBatches
 from common.training.distributed import (

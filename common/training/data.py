@@ -36,8 +36,8 @@ class BatchSource(Protocol):
 class MiniWorldBatches:
     """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists).
 
-    Reproduces the draws of the mini family's original training loop (``common/train.py`` before it
-    called this trainer) exactly: one ``np.random.default_rng(seed)`` stream gives a permutation per
+    Reproduces the draws of the mini family's original training loop (the one of ``common/training/family.py``
+    before it called this trainer) exactly: one ``np.random.default_rng(seed)`` stream gives a permutation per
     epoch (the tail is dropped when the next batch does not fit) and, per step, one random caption
     index per image. That stream is sequential, so the batch of step s is computed by
     replaying the index draws of steps < s (no pixels touched, memoised: consecutive steps cost one

@@ -30,6 +30,20 @@ class ImageFileError(WorkspaceError):
     """An image file that cannot be decoded (the message names it)."""
 
 
+def resized_size(w: int, h: int, size: int) -> tuple[int, int]:
+    """torchvision's ``Resize(size)`` of a w x h image: the shorter side becomes ``size``, the longer one
+    ``int(size * long / short)`` (truncated, as ``_compute_resized_output_size`` does)."""
+    short, long = (w, h) if w <= h else (h, w)
+    new_long = int(size * long / short)
+    return (size, new_long) if w <= h else (new_long, size)
+
+
+def centre_offset(extent: int, size: int) -> int:
+    """torchvision's ``CenterCrop``: the crop starts at ``int(round((extent - size) / 2))`` (Python's rounding, half
+    to even), not at the floor of the half."""
+    return int(round((extent - size) / 2.0))
+
+
 @dataclass(frozen=True)
 class FileImages:
     """Image files decoded per batch on a thread pool: resized (shorter side, bicubic) and centre-cropped to
@@ -81,12 +95,8 @@ class FileImages:
                 image = to_rgb(image, path)
                 if key is not None and self.crop_scale is not None:
                     return self._random_crop(image, np.random.default_rng([*key, index]))
-                w, h = image.size
-                scale = self.size / min(w, h)
-                image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))),
-                                     Image.Resampling.BICUBIC)
-                w, h = image.size
-                left, top = (w - self.size) // 2, (h - self.size) // 2
+                image = image.resize(resized_size(*image.size, self.size), Image.Resampling.BICUBIC)
+                left, top = centre_offset(image.size[0], self.size), centre_offset(image.size[1], self.size)
                 return np.asarray(image.crop((left, top, left + self.size, top + self.size)))
         except OSError as exc:
             raise ImageFileError(f"{path}: cannot read image ({exc})") from None

@@ -58,7 +58,7 @@ class ClipLoss(ContrastiveLoss):
 
     The text direction is the transpose of the image logits (one matrix product), and the scale
     multiplies the image features before the product: exactly the arithmetic of the mini family's
-    original training loop, so moving ``common/train.py`` onto the trainer left its weights
+    original training loop, so moving it (now ``common/training/family.py``) onto the trainer left its weights
     bit-identical (pinned in ``tests/common/test_train.py``).
     """
 

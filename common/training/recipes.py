@@ -2,7 +2,11 @@
 clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from.
 
 A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
-``{value = ..., source = "repo path:line"}`` (or ``extends = "<a table above>"`` and only the settings that differ);
+``{value = ..., source = "OWNER/REPO@COMMIT path:line", quote = "the words of those lines"}`` (the citation's shape:
+``common.citations``; a setting the code does not show cites the paper, ``source = "paper, <section>"`` with the
+paper's sentence as ``quote``), with an optional ``note`` and, where the paper states another value than the code,
+``paper = {value = ..., source = "paper, <section>", quote = "..."}``: the conflict, shown in the README's table and
+kept in the training record (or ``extends = "<a table above>"`` and only the settings that differ);
 ``load_recipes`` reads and checks it (an unknown key, a wrong type or a missing source is one line naming the file and
 the key). The mini profile's runs use ``mini_recipe()``
 (``common/training/recipes.toml``): the settings this workspace trained with before recipes existed.
@@ -47,8 +51,10 @@ class RecipeError(WorkspaceError):
 
 
 def _exclude_open_clip_names(name: str, p: torch.Tensor) -> bool:
-    """open_clip's 2022 ``main.py`` rule, kept by NegCLIP's fork and BiVLC: <= 1-D or a name holding "bn", "ln",
-    "bias" or "logit_scale"; token and positional embeddings (2-D, no such name) are decayed."""
+    """open_clip's 2022 rule, kept by NegCLIP's fork (``vinid/neg_clip@e680f8e4 src/training/main.py:165``
+    "exclude = lambda n, p: p.ndim < 2 or") and by BiVLC (``IMirandaM/BiVLC@84f0d175
+    src/CLIP_fine_tuning/CLIP_fine_tuning.py:68`` "exclude = lambda n, p: p.ndim < 2 or"): <= 1-D, or a name
+    holding bn, ln, bias or logit_scale; token and positional embeddings (2-D, no such name) are decayed."""
     return p.ndim < 2 or "bn" in name or "ln" in name or "bias" in name or "logit_scale" in name
 
 
@@ -85,7 +91,17 @@ NUMBER_FIELDS = ("lr", "weight_decay", "warmup_steps", "epochs", "batch_size", "
 REQUIRED = ("optimizer", "betas", "eps", "decay_rule", "schedule", "clamp_logit_scale", "augmentation")
 
 
-_NOT_SETTINGS = ("name", "sources", "file", "mini_profile")
+_NOT_SETTINGS = ("name", "sources", "quotes", "notes", "conflicts", "file", "mini_profile")
+_ENTRY_KEYS = {"value", "source", "quote", "note", "paper"}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Where the paper states another value than the authors' code: the paper's value and its citation."""
+
+    value: Any
+    source: str
+    quote: str
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,11 @@ class Recipe:
     mini_profile: str = "mini"
     """Which rules the family's mini runs train with: "mini" (``mini_recipe()``, the default) or "this" (these)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    quotes: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """Per setting, the verbatim words of its source (``common.citations`` checks them)."""
+    notes: Mapping[str, str] = field(default_factory=dict, compare=False)
+    conflicts: Mapping[str, Conflict] = field(default_factory=dict, compare=False)
+    """Per setting, what the paper says where it disagrees with the code (the value is the code's)."""
     file: str = ""
     """Where it was read (repository-relative), for messages and the record."""
 
@@ -121,10 +142,9 @@ class Recipe:
 
     @property
     def digest(self) -> str:
-        """sha256 (16 hex) of the settings and their sources: two runs with one digest ran one recipe (the source of
-        ``mini_profile``, not a setting, is left out like its value)."""
-        sources = {k: v for k, v in self.sources.items() if k not in _NOT_SETTINGS}
-        blob = json.dumps({"settings": self.settings(), "sources": sources}, sort_keys=True)
+        """sha256 (16 hex) of the settings: two runs with one digest ran one recipe. The citations (sources, quotes,
+        notes) are left out: correcting where a setting comes from changes no run."""
+        blob = json.dumps({"settings": self.settings()}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -150,8 +170,12 @@ class Recipe:
 
     def describe(self, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """What the training record keeps: name, file, digest, settings, and the run's deviations."""
-        return {"name": self.name, "file": self.file, "digest": self.digest, "settings": self.settings(),
-                "deviations": self.deviations(run or {})}
+        out = {"name": self.name, "file": self.file, "digest": self.digest, "settings": self.settings(),
+               "deviations": self.deviations(run or {})}
+        if self.conflicts:
+            out["paper_differs"] = {k: {"code": _jsonable(getattr(self, k)), "paper": _jsonable(c.value),
+                                        "paper_source": c.source} for k, c in self.conflicts.items()}
+        return out
 
 
 _RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -168,15 +192,54 @@ _RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True)
+class _Entry:
+    value: Any
+    source: str
+    quote: str | None
+    note: str | None
+    conflict: Conflict | None
+
+
+def _text(where: str, entry: Mapping[str, Any], key: str, required: bool) -> str | None:
+    value = entry.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        if key == "source":
+            raise RecipeError(f"{where}: the source must name the authors' OWNER/REPO@COMMIT path:line, the paper's "
+                              f"section, or this workspace's reason")
+        raise RecipeError(f"{where}: {key} must be text")
+    return value
+
+
+def _check(path: str, table: str, key: str, entry: Any) -> _Entry:
     where = f"{path}: [{table}].{key}"
     if key not in _RULES:
         raise RecipeError(f"{where}: unknown setting; a recipe has {', '.join(_RULES)}")
-    if not isinstance(entry, dict) or set(entry) != {"value", "source"}:
-        raise RecipeError(f"{where}: expected {{value = ..., source = \"repo path:line\"}}, got {entry!r}")
-    value, source = entry["value"], entry["source"]
-    if not isinstance(source, str) or not source.strip():
-        raise RecipeError(f"{where}: the source must name the authors' file:line (or this workspace's reason)")
+    if not isinstance(entry, dict) or not {"value", "source"} <= set(entry) or set(entry) - _ENTRY_KEYS:
+        raise RecipeError(f"{where}: expected {{value = ..., source = \"OWNER/REPO@COMMIT path:line\", quote = "
+                          f"\"...\"}} (optional: note, paper), got {entry!r}")
+    source = _text(where, entry, "source", True)
+    quote = _text(where, entry, "quote", False)
+    note = _text(where, entry, "note", False)
+    conflict = None
+    if "paper" in entry:
+        other = entry["paper"]
+        if not isinstance(other, dict) or set(other) != {"value", "source", "quote"}:
+            raise RecipeError(f"{where}.paper: expected {{value = ..., source = \"paper, <section>\", quote = "
+                              f"\"the paper's words\"}}, got {other!r}")
+        theirs = _value(f"{where}.paper", key, other["value"])
+        conflict = Conflict(theirs, _text(f"{where}.paper", other, "source", True),
+                            _text(f"{where}.paper", other, "quote", True))
+    return _Entry(_value(where, key, entry["value"]), source, quote, note, conflict)
+
+
+def _value(where: str, key: str, value: Any) -> Any:
     types, allowed = _RULES[key]
     if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
         raise RecipeError(f"{where}: {value!r} is not a {key} value")
@@ -192,22 +255,23 @@ def _check(path: str, table: str, key: str, entry: Any) -> tuple[Any, str]:
         value = float(value)
     if key in _RANGES and not _RANGES[key][0](value):
         raise RecipeError(f"{where}: {value!r} is out of range (expected {_RANGES[key][1]})")
-    return value, source
+    return value
 
 
 def _extended(path: str, table: str, entries: Mapping[str, Any],
-              above: Mapping[str, Recipe]) -> tuple[dict[str, Any], dict[str, str]]:
+              above: Mapping[str, Recipe]) -> tuple[dict[str, Any], dict[str, dict]]:
     """The settings and sources a table starts from: none, or with ``extends = "<table above>"`` every setting of
     that table (the table's own settings then replace them), so runs that differ in one number state only it."""
     if "extends" not in entries:
-        return {}, {}
+        return {}, {"sources": {}, "quotes": {}, "notes": {}, "conflicts": {}}
     base = entries["extends"]
     if not isinstance(base, str) or base not in above:
         raise RecipeError(f"{path}: [{table}].extends: {base!r} is not a table above it (a table extends one of "
                           f"{', '.join(above) or 'none'})")
     recipe = above[base]
     values = {key: getattr(recipe, key) for key in _RULES if getattr(recipe, key) is not None}
-    return values, dict(recipe.sources)
+    return values, {"sources": dict(recipe.sources), "quotes": dict(recipe.quotes), "notes": dict(recipe.notes),
+                    "conflicts": dict(recipe.conflicts)}
 
 
 def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
@@ -220,10 +284,18 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     for table, entries in doc.items():
         if not isinstance(entries, dict):
             raise RecipeError(f"{path}: {table}: expected a table of settings ([{table}])")
-        values, sources = _extended(path, table, entries, recipes)
+        values, cited = _extended(path, table, entries, recipes)
         for key, entry in entries.items():
-            if key != "extends":
-                values[key], sources[key] = _check(path, table, key, entry)
+            if key == "extends":
+                continue
+            checked = _check(path, table, key, entry)
+            values[key] = checked.value
+            cited["sources"][key] = checked.source
+            for name, part in (("quotes", checked.quote), ("notes", checked.note), ("conflicts", checked.conflict)):
+                if part is None:
+                    cited[name].pop(key, None)
+                else:
+                    cited[name][key] = part
         missing = [k for k in REQUIRED if k not in values]
         if missing:
             raise RecipeError(f"{path}: [{table}].{missing[0]}: missing; a recipe needs {', '.join(REQUIRED)}")
@@ -235,7 +307,7 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
         if values["schedule"] == "constant" and values.get("warmup_steps", 0) > 0:
             raise RecipeError(f"{path}: [{table}].warmup_steps: a constant schedule has no warmup; "
                               f"{values['warmup_steps']} warmup steps would be ignored")
-        recipes[table] = Recipe(table, **values, sources=sources, file=path)
+        recipes[table] = Recipe(table, **values, **cited, file=path)
     return recipes
 
 
@@ -305,11 +377,29 @@ def markdown(path: Path) -> str:
                 mine = _shown(theirs)
             else:  # the one optional rule, crop_scale: the mini's augmentation has no crop
                 mine = f"none ({mini.augmentation})"
-            source = recipe.sources[key].replace("|", "\\|")
+            source = recipe.sources[key]
+            if key in recipe.quotes:
+                source += " " + quoted(recipe.quotes[key])
+            if key in recipe.notes:
+                source += f" ({recipe.notes[key]})"
+            authors = _shown(value)
+            if key in recipe.conflicts:
+                authors = f"{authors} (code); **the paper: {_shown(recipe.conflicts[key].value)}**"
+                source += f"; **the paper differs**: {recipe.conflicts[key].source} {quoted(recipe.conflicts[key].quote)}"
             here = _shown(value) if key in RULE_FIELDS else "params.yaml (full): the authors' by default"
-            lines.append(f"| {key} | {_shown(value)} | {source} | {here} | {mine} |")
+            lines.append(f"| {key} | {authors} | {_cell(source)} | {here} | {mine} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def quoted(text: str) -> str:
+    """A quote as prose shows it (``common.citations`` reads it back): in double quotes, or in backticks when it holds
+    a double quote itself."""
+    return f"`{text}`" if '"' in text else f'"{text}"'
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _cmd_recipes(args) -> int:

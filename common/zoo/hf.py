@@ -33,8 +33,10 @@ from common.zoo.specs import ModelSpec
 INSTALL_HINT = "pip install -e '.[hf]'"
 XVLM_MESSAGE = (
     "X-VLM is not part of Hugging Face transformers: it needs the authors' repository code (zengyan-97/X-VLM: its "
-    "Swin/BERT model classes and tokenizer) and their retrieval checkpoint (Google Drive, as ARO's "
-    "model_zoo/xvlm_models.py downloads it), which this workspace does not vendor; X-VLM is not supported here")
+    "Swin/BERT model classes and tokenizer) and their retrieval checkpoint (Google Drive, as ARO's model zoo "
+    "downloads it), which this workspace does not vendor; X-VLM is not supported here")
+"""ARO's model zoo fetches X-VLM's checkpoint by its Drive id (``mertyg/vision-language-models-are-bows@81fdd20d
+model_zoo/xvlm_models.py:71`` "gdown.download(id=model_url, output=self.model_path, quiet=False)")."""
 
 
 @dataclass(frozen=True)

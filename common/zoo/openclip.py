@@ -39,9 +39,11 @@ def arch_identity(spec: ModelSpec) -> str:
     return spec.arch + ("+force_quick_gelu" if spec.force_quick_gelu else "")
 
 
-FP16_WHY = ("open_clip's precision 'fp16' (factory.py: 'manual mixed precision that matches original OpenAI "
+FP16_WHY = ("open_clip's precision 'fp16' (its factory's 'manual mixed precision that matches original OpenAI "
             "behaviour'): Conv/Linear/attention weights and the projections in fp16, LayerNorm computed in fp32 "
             "(LayerNormFp32), as OpenAI clip.load's convert_weights does on CUDA")
+"""Where open_clip says so: ``mlfoundations/open_clip@a09d519f src/open_clip/factory.py:194-196`` "manual mixed
+precision that matches original OpenAI behaviour"."""
 
 
 class OpenClipModel:

@@ -194,14 +194,19 @@ def activation_mismatch(spec: ModelSpec) -> str | None:
 
     open_clip only warns for a pretrained tag and says nothing for a checkpoint file: ``ViT-B-32`` given a file of
     weights trained with QuickGELU silently runs GELU, the pitfall of ARO's evaluation of NegCLIP
-    (``mertyg/vision-language-models-are-bows@81fdd20d: model_zoo/__init__.py:71``). SugarCrepe's evaluation pairs
-    ``ViT-B-32`` with the tag ``'openai'`` (``RAIVNLab/sugar-crepe@0047054b: main_eval.py:15,33-38``); under the
-    open_clip of its time that built QuickGELU, as trained: up to v2.28 ``pretrained='openai'`` took its own path
-    (``mlfoundations/open_clip@v2.20.0: src/open_clip/factory.py:143-150`` -> ``openai.py:73``, whose
-    ``build_model_from_openai_state_dict`` defaults to ``quick_gelu=True``, ``model.py:366-368``); only from v2.29 does
-    the same line build GELU, with a warning. Here the architecture must say so (``ViT-B-32-quickgelu``), unless the
-    entry is a declared variant (``variant_of``, with the authors' line in ``variant_note``) that loads the weights as
-    an evaluator did.
+    (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
+    "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"). SugarCrepe's evaluation
+    pairs ``ViT-B-32`` with the tag ``'openai'`` (``RAIVNLab/sugar-crepe@0047054b main_eval.py:15``
+    "('ViT-B-32', 'openai')", loaded by ``RAIVNLab/sugar-crepe@0047054b main_eval.py:33-38``
+    "model, _, transform = open_clip.create_model_and_transforms("); under the open_clip of its time (v2.20.0) that
+    built QuickGELU, as trained: up to v2.28 ``pretrained='openai'`` took its own path
+    (``mlfoundations/open_clip@a09d519f src/open_clip/factory.py:143-150``
+    "if pretrained and pretrained.lower() == 'openai':" -> ``mlfoundations/open_clip@a09d519f
+    src/open_clip/openai.py:73`` "model = build_model_from_openai_state_dict(state_dict or model.state_dict()",
+    whose ``build_model_from_openai_state_dict`` defaults to ``quick_gelu=True``, ``mlfoundations/open_clip@a09d519f
+    src/open_clip/model.py:366-368`` "quick_gelu=True,"); only from v2.29 does the same line build GELU, with a
+    warning. Here the architecture must say so (``ViT-B-32-quickgelu``), unless the entry is a declared variant
+    (``variant_of``, with the authors' line in ``variant_note``) that loads the weights as an evaluator did.
     """
     if spec.backend != "open_clip" or spec.variant_of is not None:  # other backends: their checkpoint's config
         return None

@@ -6,12 +6,14 @@ VG-Attribution (its macro rule), COCO-Order and Flickr30k-Order, as ``tables.py`
 * Order: the caption against its four word-order perturbations, ``argmax == 0`` (a tie is correct), one draw per seed
   of ``aro.seeds``; the number is the mean over seeds (each seed's cases pooled, as every seed has the same count).
 * Every model is scored by its contrastive cosine. ARO scores BLIP and FLAVA by their ITM heads
-  (``tables.ARO_PAIR_SCORES``) and OpenAI's CLIPs in fp16 in the full profile (``aro.full.authors_precision``): the
-  card's numbers for those are the contrastive, engine-precision ones, labelled by the rule text.
+  (``tables.ARO_PAIR_SCORES``): the card's numbers for those are the contrastive ones, labelled by the rule text.
+* Precision (full profile): ARO's evaluator loads OpenAI's CLIPs with ``clip.load`` on CUDA, fp16 weights and scores
+  (``tables.AUTHORS_PRECISION_WHY``), so the card scores OpenAI's weights at fp16, the numbers it compares, and at the
+  engine's precision beside them (``common.card.core.clip_load_fp16``); every other model at the engine's.
 """
 from __future__ import annotations
 
-from common.card.core import CardBenchmark, Measure
+from common.card.core import CardBenchmark, Measure, clip_load_fp16
 from common.params import load_params
 from common.paths import build_root
 from papers.aro.data import ARO_VG_RULE, AroSet
@@ -41,5 +43,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
             out.append(order_measure(name, image_to_text(engine, items, ARGMAX).outcomes, seeds))
         return out
 
+    from papers.aro.tables import AUTHORS_PRECISION_WHY
+
     return [CardBenchmark("aro", "ARO (VG-Relation, VG-Attribution, Order)", "aro", (root / "manifest.json",), how,
-                          load, score)]
+                          load, score, authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]

@@ -1,10 +1,13 @@
 """ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.tasks`` records.
 
 * VG-Relation / VG-Attribution: a JSON list of ``{image_path, bbox_x, bbox_y, bbox_w, bbox_h, true_caption,
-  false_caption, relation_name | attributes}`` (``dataset_zoo/aro_datasets.py``). The upstream crops each image
-  to its box before preprocessing; the engine only transforms the preprocessed tensor, so the full profile
+  false_caption, relation_name | attributes}``, the fields ARO's loader reads. The upstream crops each image to its
+  box before preprocessing (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:57-60``
+  "image = image.crop((test_case["); the engine only transforms the preprocessed tensor, so the full profile
   materialises each crop once as a PNG named by image and box (``crop_relpath``) and the loader points at it. The
-  candidates are ``(false, true)`` as upstream, scored by ``ARO_VG_RULE`` (``argmax == 1``: a tie is wrong).
+  candidates are ``(false, true)`` as upstream
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:65`` "[false_caption, true_caption]"),
+  scored by ``ARO_VG_RULE`` (``argmax == 1``: a tie is wrong).
 * Karpathy test splits in BLIP's JSON (``coco_karpathy_test.json``, ``flickr30k_test.json``: a list of
   ``{"image": relative path, "caption": [captions]}``): ``KarpathySet``, the retrieval gallery and, image-major,
   the caption list that COCO-Order / Flickr30k-Order perturb.
@@ -32,8 +35,10 @@ from common.visual_genome import check_vg_image as _check_vg_image
 from common.visual_genome import is_text as _is_text
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
-"""VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``, so a tie (argmax
-returns the first maximal index, the false caption) is wrong."""
+"""VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``
+(``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:87-88``
+"preds = np.argmax(np.squeeze(scores_i2t, axis=1), axis=-1) correct_mask = (preds == 1)"), so a tie (argmax returns
+the first maximal index, the false caption) is wrong."""
 
 MANIFEST_NAME = "manifest.json"
 REMEDY = "run the stage that prepares the set (`dvc repro papers/aro`, stage mini-set or full-set)"

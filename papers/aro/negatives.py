@@ -1,5 +1,12 @@
 """NegCLIP's hard-negative captions: swap two elements of a caption (ARO Appendix C.1).
 
+The authors' generator is not in the release (neither mertyg/vision-language-models-are-bows@81fdd20d nor
+vinid/neg_clip@e680f8e4 holds it; the authors later posted it as a gist, linked from upstream issue #13, which this
+workspace has not read). "The released generator" below means what its output, the released negatives
+(``papers.aro.real_text``), shows, and the paper's rule (the ARO paper, Appendix C.1: "we use spacy to swap the
+position of two elements of the caption"); where the text below says what upstream did (en_core_web_lg,
+``str.replace``, how it dropped candidates), that is unverified against the generator's code.
+
 Six kinds, as in the released generator: two noun chunks of 3+ words (``noun_chunk``; shorter chunks would repeat
 the noun swaps), two verb phrases (``verb_phrase``: an optional verb, adverbs, auxiliaries, then one or more verbs;
 overlapping matches resolved to the longest), two tokens tagged ``NN``, two tagged ``NNS``, two adverbs (``ADV``),

@@ -2,13 +2,24 @@
 
 The two uses normalise in opposite orders, as the authors' code does:
 
-- Order benchmark (``COCO_Order`` / ``Flickr30k_Order`` in ``dataset_zoo/aro_datasets.py``): each perturbation is
-  applied to the raw caption (cased, punctuated: spaCy tags it as written), then ``pre_caption(., 30)`` to every
-  option, the original included. Options are ``[original, nouns+adj, all-but-nouns+adj, within-trigrams,
-  trigrams]``; upstream scores ``argmax == 0`` (a tie with the original counts as correct) and keeps options
-  that happen to equal the original. The lead picks the decision rule; this module only builds the options.
-- Text-shuffled retrieval (``main_retrieval.py``): the dataset's captions are ``pre_caption``-ed first (lowercase,
-  no periods) and the perturbation is applied to those, with no normalisation after.
+- Order benchmark (``COCO_Order``; ``Flickr30k_Order`` repeats it): each perturbation is applied to the raw caption
+  (cased, punctuated: spaCy tags it as written), then ``pre_caption(., 30)`` to every option, the original included
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:236``
+  "[pre_caption(caption,max_words)]",
+  ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:239``
+  "append(pre_caption(perturb_fn(caption), max_words))"). Options are ``[original, nouns+adj, all-but-nouns+adj,
+  within-trigrams, trigrams]``
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:209-210``
+  "perturb_functions = [shuffler.shuffle_nouns_and_adj, shuffler.shuffle_allbut_nouns_and_adj,
+  shuffler.shuffle_within_trigrams, shuffler.shuffle_trigrams]"); upstream scores ``argmax == 0``
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:279`` "correct_mask = (preds == 0)":
+  a tie with the original counts as correct) and keeps options that happen to equal the original. The lead picks the decision
+  rule; this module only builds the options.
+- Text-shuffled retrieval: the dataset's captions are ``pre_caption``-ed first, lowercase, no periods
+  (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/retrieval.py:79``
+  "self.text.append(pre_caption(caption,max_words))"), and the perturbation is applied to those, with no
+  normalisation after (``mertyg/vision-language-models-are-bows@81fdd20d main_retrieval.py:45``
+  "loader.dataset.text = [text_perturb_fn(t) for t in loader.dataset.text]").
 
 Perturbations come from ``common.caption_text.perturb_captions`` (one spaCy pass, per-caption seeding).
 """

@@ -1,7 +1,9 @@
 """NegCLIP's generator against its released negatives, and the Order perturbations, on real COCO captions.
 
-Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``: unnamed index, ``title``,
-``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives).
+Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``, the release's
+``mertyg/vision-language-models-are-bows@81fdd20d temp_data/valid_neg_clip.tsv``: unnamed index, ``title``,
+``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives). The generator that made it is
+not in the release (see ``papers.aro.negatives``): what it did is read off this file.
 
 1. ``papers.aro.negatives`` runs on every title. Each released negative gets a kind inferred from the words alone
    (``infer_kind``: which words moved and what en_core_web_sm says they are), and counts as

@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 CHECKPOINT_LAYOUTS = {"aro/negclip": "state_dict"}
-"""NegCLIP's release (mertyg/neg_clip, open_clip's trainer under DDP): ``{"epoch", "name", "state_dict":
-{"module.<key>": ...}, "optimizer"}``, which ARO's code opens with ``open_clip.create_model_and_transforms(
-'ViT-B-32', pretrained=path)``."""
+"""NegCLIP's release, as vinid/neg_clip's trainer saves it (``vinid/neg_clip@e680f8e4 src/training/main.py:263-268``
+"checkpoint_dict = {"; the released file's keys carry DDP's ``module.`` prefix): ``{"epoch", "name", "state_dict":
+{"module.<key>": ...}, "optimizer"}``, which ARO's code opens with
+``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
+"open_clip.create_model_and_transforms('ViT-B-32', pretrained=path"."""
 KEPT_MODELS = ("openai/ViT-B-32", "aro/negclip", "aro/clip-ft", "aro/negclip-rerun")
 """The tables' rows the rehearsal scores: the base (the comparisons' reference, and the authors' fp16 beside fp32),
 the released NegCLIP (a ``data:`` checkpoint in its release layout; the GELU variant comes with it) and the two runs

@@ -15,8 +15,10 @@
   ``aro.full.authors_precision`` (OpenAI's CLIP, loaded by ``clip.load`` on CUDA: fp16 weights and scores) is scored
   at that precision, the column the audit compares, and at ``engine.precision`` beside it (label ``<label> [fp32]``);
   every registered variant of a listed model (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as
-  ARO's ``model_zoo/__init__.py:71`` builds it) is scored after it. ``context.json``'s ``scoring`` names each
-  column's model, precision and exact ties per task (fp16 makes ties common; VG counts them wrong, Order right);
+  ARO's code builds it: ``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
+  "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path") is scored after it. ``context.json``'s
+  ``scoring`` names each column's model, precision and exact ties per task (fp16 makes ties common; VG counts them
+  wrong, Order right);
 * BLIP and FLAVA (``common.zoo.hf``) choose among captions (VG-Relation, VG-Attribution, Order) by the scores
   ARO's wrappers rank with (``ARO_PAIR_SCORES``: BLIP the ITM match logit plus the contrastive cosine with the
   original ``[ENC]`` ITM token, FLAVA the ITM match probability with padding attended, as transformers < 4.39
@@ -190,11 +192,15 @@ class PairScore:
 
 ARO_PAIR_SCORES = {
     "blip": PairScore("itm_logit+itc", {"itm_start_token": "[ENC]"},
-                      "model_zoo/blip_models.py: ITM match logit + ITC cosine, ITM text starting with [ENC]"),
+                      "ITM match logit + ITC cosine, ITM text starting with [ENC]: "
+                      'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/blip_models.py:178-179 "score_matrix_i2t[i,j] = score + sims[j]", '
+                      'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/blip_models.py:245 "text_ids[:, :, 0] = self.model.tokenizer.enc_token_id"'),
     "flava": PairScore("itm", {"itm_attends_padding": True},
-                       "model_zoo/flava.py: softmax(ITM)[:, 1], texts padded to 77 and attended (transformers < 4.39)"),
+                       "softmax(ITM)[:, 1], texts padded to 77 and attended (transformers < 4.39): "
+                       'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/flava.py:74 "max_length=77, return_codebook_pixels=True", '
+                       'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/flava.py:78 "softmax(outputs.itm_logits, dim=-1)[:, 1:2]"'),
 }
-"""Per ``arch``, the selection score of ARO's wrapper for it (read in mertyg/vision-language-models-are-bows)."""
+"""Per ``arch``, the selection score of ARO's wrapper for it (``why`` cites the wrapper's lines)."""
 Select = Callable[[Sequence[ImageToTextItem], DecisionRule], SelectionResult]
 
 
@@ -471,8 +477,10 @@ def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: s
 
 
 AUTHORS_PRECISION_WHY = {
-    "fp16": "clip.load on CUDA: fp16 weights and scores (mertyg/vision-language-models-are-bows "
-            "model_zoo/__init__.py:15, clip_models.py:73-86 at 81fdd20d); here " + FP16_WHY}
+    "fp16": ("clip.load on CUDA: fp16 weights and scores ("
+             'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:15 "clip.load(variant, device=device", '
+             'mertyg/vision-language-models-are-bows@81fdd20d model_zoo/clip_models.py:73 "self.model.encode_image(i_option.to(self.device))"'
+             "); here " + FP16_WHY)}
 
 
 def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> dict[str, dict]:

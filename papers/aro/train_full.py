@@ -3,6 +3,12 @@ train 2014 with NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``n
 ``papers.aro.negclip_tsv_full``), one job per lr of ``aro.full.finetune.lrs`` (``papers.aro.runs``), picked on
 ``valid_neg_clip.tsv``'s retrieval over COCO val 2014 (``papers.aro.sweep``).
 
+``aro.full.finetune.batch_size`` counts samples (TSV rows) per step. A NegCLIP sample brings two images (its own and a
+hard-negative neighbour) and four texts (their captions and a negative caption of each; ``papers.aro.batches``), so
+``HardNegativeClipLoss`` scores 2B images against 4B texts: the default 256 is the authors' 512 x 1,024
+(``mertyg/vision-language-models-are-bows@81fdd20d README.md:85`` "would result in a matrix of size `512x1024` with
+negatives"; the ARO paper's "N=1024 batch size", Appendix C.3, counts the texts). A CLIP-FT step is B x B.
+
 Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank: ``params.yaml aro.full.device``; a
 rehearsal's is ``cpu``, gloo; it validates on the first ``rehearsal.cap`` images and trains ``ceil(cap / batch)`` steps,
 ``common.rehearsal.training``). The weights go to
@@ -30,7 +36,8 @@ STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
 RECIPES = "papers/aro/recipes.toml"
 DATA_FILES = ("papers/aro/recipes.toml",)
 RECIPE = "negclip"
-"""NegCLIP's released recipe (mertyg/neg_clip; ARO App. C.3): both methods train with it."""
+"""NegCLIP's released recipe (vinid/neg_clip's code, the authors' reproduce command in ARO's README, and the ARO paper,
+Appendix C.3): both methods train with it (CLIP-FT's code is not in the release)."""
 
 
 def recipe() -> Recipe:

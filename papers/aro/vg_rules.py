@@ -4,9 +4,13 @@ VG-Relation. The released ``visual_genome_relation.json`` (23,937 cases) still h
 ("near", "next to", ...), which the paper says it removes (Appendix A.1, step 6); the authors drop them at scoring
 time (upstream issue #37). Three rules over the same per-relation counts:
 
-* ``NOTEBOOK_RULE``: the authors' notebook ("Replicate ARO! VG-Relation, VG-Attribution.ipynb"): drop the
-  relations in its hard-coded ``symmetric`` list (``NOTEBOOK_SYMMETRIC``, 157 names), average every other relation,
-  whatever its count (``VG_Relation.evaluate_scores`` applies no count filter). It keeps three relations the paper
+* ``NOTEBOOK_RULE``: the authors' notebook, in ``notebooks/`` of the release
+  (``mertyg/vision-language-models-are-bows@81fdd20d README.md:46`` "We provide a notebook to reproduce the
+  VG-Relation and VG-Attribution datasets"; its file name holds spaces and a comma, so it is not cited by line here;
+  read at that commit): drop the relations in its hard-coded ``symmetric`` list (``NOTEBOOK_SYMMETRIC``, 157 names),
+  average every other relation, whatever its count (``VG_Relation.evaluate_scores`` applies no count filter:
+  ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:95-104``
+  "for relation in np.unique(all_relations):"). It keeps three relations the paper
   does not report: ``NOTEBOOK_EXTRA`` = "leaning against", "pulled by", "pulling" (upstream issue #8; the authors
   answer that relations under a threshold were removed for the paper and the notebook does not do it).
 * ``PAPER_RULE``: the rule as the authors state it (issue #8, quoting issue #4): drop symmetric relations and those
@@ -20,7 +24,9 @@ time (upstream issue #37). Three rules over the same per-relation counts:
 Spatial vs verb (Table 2's two blocks): a relation is spatial when Table 2 lists it as spatial, a verb otherwise.
 
 VG-Attribution: the macro average over attribute pairs (``"attr1_attr2"``) with at least 25 cases, as
-``VG_Attribution.evaluate_scores`` does (``ATTRIBUTION_RULE``).
+``VG_Attribution.evaluate_scores`` does (``ATTRIBUTION_RULE``;
+``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:183-184`` "if attr_mask.sum() < 25:
+continue").
 
 Every function takes per-group ``GroupScore`` counts (``SelectionResult.by_group()``), so nothing is re-encoded to
 report another rule, and returns which groups were kept and why the others were dropped.

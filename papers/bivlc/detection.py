@@ -11,8 +11,11 @@ other way round):
 * Tpos2I = [C0 judged natural] and p_img(I0) < p_img(I1); Tneg2I = [C1 judged synthetic] and p_img(I1) > p_img(I0);
 * I2T, T2I and group are the conjunctions, as for similarities (``common.scoring.group``).
 
-"Judged synthetic" is p > 0.5: the released ``Detector_evaluation_BiVLC.py`` rounds with ``np.round``/``torch.round``
-(round half to even), so 0.5 is natural. Comparisons between the two probabilities are strict: a tie is wrong.
+"Judged synthetic" is p > 0.5: the released detector evaluation rounds with ``np.round``
+(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:172`` "if (np.round(i0) == 0) & (c0 < c1):")
+and ``torch.round`` (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:137``
+"if (torch.round(text) == lab):"), round half to even, so 0.5 is natural. Comparisons between the two probabilities
+are strict: a tie is wrong.
 Detection accuracy: the share of the 2N inputs (column 0 natural, column 1 synthetic) classified correctly.
 
 numpy only: the released-file audit (``papers.bivlc.released``), the mini tables and the full profile all decide here.

@@ -3,16 +3,22 @@ authors' probes read), the heads (trained here, or released by the authors) and 
 they are compared with.
 
 The authors' probe is ``Linear(512, 1)`` on the tower's unnormalised output: ``classifier(encoder_model.visual(x))``
-and ``classifier(encoder_model.encode_text(x))`` (IMirandaM/BiVLC 84f0d175 src/Detectors/Detector_img_classifier.py:
-20-31, Detector_text_classifier.py:22-33, Detector_evaluation_BiVLC.py:23-48), in fp32 without autocast; open_clip's
-``encode_image(x, normalize=False)`` is ``visual(x)``. So are the heads trained here (``DetectorLoss``,
-``raw_features=True``).
+(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:29-30`` "x = self.image_encoder(x) x =
+self.classifier(x)") and ``classifier(encoder_model.encode_text(x))``
+(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:31-32`` "x = self.text_encoder.encode_text(x)
+x = self.classifier(x)"), both heads ``Linear(in_features=512, out_features=1)``
+(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:25`` "torch.nn.Linear(in_features=512,"), and
+so the released evaluation applies them (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:23-48``
+"x = self.text_encoder.encode_text(x)"), in fp32 without autocast; open_clip's ``encode_image(x, normalize=False)``
+is ``visual(x)``. So are the heads trained here (``DetectorLoss``, ``raw_features=True``).
 
 Head files:
 
 * trained here: the trainer's ``<stem>[.best].loss.safetensors`` of ``DetectorLoss`` (``head.weight``, ``head.bias``);
-* released (imirandam/CLIP_Detector, imirandam/CLIP_TROHN-Img_Detector): the ``torch.save`` of
-  Detector_img_classifier.py:157-164 / Detector_text_classifier.py:162-169, ``{"epoch", "model_state_dict",
+* released (imirandam/CLIP_Detector, imirandam/CLIP_TROHN-Img_Detector): the ``torch.save`` of the image head's
+  script (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:157-164`` "'model_state_dict':
+  model.state_dict(),") and of the text head's (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:162-169``
+  "'optimizer_state_dict': optimizer.state_dict(),"), ``{"epoch", "model_state_dict",
   "optimizer_state_dict", "loss"}``, whose ``model_state_dict`` holds ``classifier.weight``/``classifier.bias`` and
   the frozen tower it was trained on (``image_encoder.*``: the visual tower; ``text_encoder.*``: the CLIP model with
   ``visual = None``). The tower is compared with the encoder the head is applied to (``tower_agreement``).
@@ -156,7 +162,8 @@ def read_released_outputs(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """A released ``BiVLC_Classifier_CORRECT_<run>.csv`` (``text_pred``, ``img_pred``, ``label``) as per-instance
     (n, 2) P(synthetic) of the (natural, synthetic) image and caption: the label-0 rows in file order are the
     instances' naturals, the label-1 rows their synthetics, paired k-th with k-th as the authors pair them
-    (Detector_evaluation_BiVLC.py:153-164); returns (image, text)."""
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:153-164`` "positives = df[df['label'] ==
+    0]"); returns (image, text)."""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8") as fh:

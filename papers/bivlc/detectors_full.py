@@ -2,23 +2,41 @@
 (stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors_full run det-<encoder>-<tower>
 --device cuda``).
 
-The authors' recipe (IMirandaM/BiVLC 84f0d175 ``src/Detectors/Detector_img_classifier.py``,
-``Detector_text_classifier.py``, ``Detector_utils.py``), followed here line by line:
+The authors' recipe (the image head's script, the text head's and their data module under ``src/Detectors/`` of
+IMirandaM/BiVLC@84f0d175), followed here line by line:
 
-* every weight of the CLIP model frozen (Detector_img_classifier.py:81-82), a ``Linear(512, 1)`` head on the tower's
-  raw output (:20-31; Detector_text_classifier.py:22-33): ``DetectorLoss`` with ``raw_features`` (the trainer hands
-  it ``encode_*(normalize=False)``);
-* sigmoid + ``BCELoss`` (:97, :115-119), here BCE on the logits (equal up to BCELoss's clamp of log at -100);
-* ``Adam(model.parameters(), lr=0.001)`` (:98; the ``--lr`` flag, default 1e-6, is never read), i.e. betas
-  0.9/0.999, eps 1e-8, no decay, at a constant rate (no scheduler): the ``[detectors]`` recipe of
-  ``papers/bivlc/recipes.toml``; fp32 (no autocast);
-* a ``DataLoader(batch_size=400, shuffle=True)`` over TROHN-Img rows (:94), whose collate stacks each row's natural
-  input (label 0: the COCO image / caption) then its synthetic one (label 1: the generated image / negative caption):
-  800 inputs per step (Detector_utils.py:40-54, 59-71); here ``batch_size`` rows, ``2 * batch_size`` inputs;
-* 1 epoch for the image detector, 10 for the text detector (``--epoch`` defaults, :36 / :38);
-* after each epoch, validation over the validation split in order, in the same batches; the score is the mean of the
-  per-batch accuracies (``np.mean(val_accuracy)``, :143-150; ``round(sigmoid) == label``), and an epoch is kept when it
-  is strictly better than the best so far (:150), as the trainer's best-by-validation does.
+* every weight of the CLIP model frozen (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:81-82``
+  "for param in model.parameters(): param.requires_grad = False"), a ``Linear(512, 1)`` head on the tower's raw
+  output (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:20-31`` "x = self.image_encoder(x)";
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:22-33``
+  "x = self.text_encoder.encode_text(x)"): ``DetectorLoss`` with ``raw_features`` (the trainer hands it
+  ``encode_*(normalize=False)``);
+* sigmoid + ``BCELoss`` (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:97`` "criterion =
+  BCELoss()", ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:115-119`` "prob = sigmoid(logits)"),
+  here BCE on the logits (equal up to BCELoss's clamp of log at -100);
+* ``Adam(model.parameters(), lr=0.001)`` (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:98``
+  "optimizer = Adam(model.parameters(), lr=0.001)"; the ``--lr`` flag,
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:47`` "'--lr', default=1e-6)", is never read,
+  and the paper's Appendix E.3 gives that 1e-6), i.e. betas 0.9/0.999, eps 1e-8, no decay, at a constant rate (no
+  scheduler): the ``[detectors]`` recipe of ``papers/bivlc/recipes.toml``; fp32 (no autocast);
+* a ``DataLoader(batch_size=400, shuffle=True)`` over TROHN-Img rows
+  (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:94`` "batch_size=args.batch_size,
+  shuffle=True)", the default ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:46``
+  "'--batch-size', type=int, default=400)"), whose collate stacks each row's natural input (label 0: the COCO image /
+  caption) then its synthetic one (label 1: the generated image / negative caption): 800 inputs per step
+  (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_utils.py:40-54`` "image = image_0 + image_1";
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_utils.py:59-71`` "caption = caption_0 + caption_1"); here
+  ``batch_size`` rows, ``2 * batch_size`` inputs;
+* 1 epoch for the image detector, 10 for the text detector (the ``--epoch`` defaults:
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:36`` "'--epoch', type=int, default=1)";
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:38`` "'--epoch', type=int, default=10)");
+* after each epoch, validation over the validation split in order, in the same batches
+  (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:95`` "batch_size=args.batch_size,
+  shuffle=False)"); the score is the mean of the per-batch accuracies (``np.mean(val_accuracy)``,
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:143`` "val_acc = ((torch.round(prob) ==
+  label).sum().float()/ float(label.size(0)))"), and an epoch is kept when it is strictly better than the best so
+  far (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:150`` "if
+  (np.mean(val_accuracy)).item() > best:"), as the trainer's best-by-validation does.
 
 What differs: the rows' order per epoch is this workspace's seeded permutation (the authors': torch's global RNG
 under seed 42), and a last partial batch of an epoch (fewer than ``batch_size`` rows) is left out (the trainer's
@@ -174,7 +192,8 @@ class _HeldLoss:
 class DetectorAccuracy:
     """The authors' validation score: the validation split in order, ``rows`` rows (``2 * rows`` inputs) per batch,
     each batch's accuracy (``round(sigmoid) == label``, i.e. p > 0.5 is synthetic) and their mean
-    (Detector_img_classifier.py:130-150); the head is the one the trainer is optimising (``held.loss``), on the
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:130-150`` "val_accuracy.append(val_acc.item())");
+    the head is the one the trainer is optimising (``held.loss``), on the
     tower's output as the loss reads it (raw unless the loss says otherwise)."""
 
     def __init__(self, batches: FileLabelledBatches, held: _HeldLoss, rows: int, mean: torch.Tensor,

@@ -43,10 +43,13 @@ class DetectorLoss(nn.Module):
 
     ``raw_features`` (default, the authors'): the head reads the tower's unnormalised output, as
     ``CLIP_classifier.forward`` does (``self.classifier(encoder_model.visual(x))``,
-    src/Detectors/Detector_img_classifier.py:28-31; ``encode_text(x)``, Detector_text_classifier.py:30-33, at
-    IMirandaM/BiVLC 84f0d175), so the released heads apply to it; False: the L2-normalised embedding.
-    BCE on logits equals their ``BCELoss()(sigmoid(logits), label)`` (Detector_img_classifier.py:97,115-119) but
-    for the clamp of log(0) that BCELoss applies at -100.
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:28-31`` "x = self.image_encoder(x)";
+    ``encode_text(x)``, ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:30-33``
+    "x = self.text_encoder.encode_text(x)"), so the released heads apply to it; False: the L2-normalised
+    embedding. BCE on logits equals their ``BCELoss()(sigmoid(logits), label)``
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:97`` "criterion = BCELoss()";
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:115-119`` "loss = criterion(prob, label)")
+    but for the clamp of log(0) that BCELoss applies at -100.
     """
 
     image_segments = 1

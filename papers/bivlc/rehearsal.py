@@ -5,9 +5,10 @@ What the full stages read, and what the rehearsal puts there:
 * ``tables-full``: the Hugging Face snapshot of ``imirandam/BiVLC`` (registry ``bivlc/BiVLC``, unpinned): a stand-in
   snapshot (``data/test-*.parquet`` + the downloader's marker, ``common.rehearsal.standins.hf_dataset_snapshot``)
   whose text is the real benchmark's: the first ``PER_CATEGORY`` instances of each category of the authors' released
-  per-instance file ``results/BiVLC_ViT-B-32.csv`` (pinned, from the mirror; it holds every instance's caption,
-  negative caption, type and subtype), each image a stand-in under the COCO file name ``BiVLC_negative_imgs.csv``
-  (pinned, mirrored) gives its caption. The stage's size check (2,933 instances) gives way only in a rehearsal.
+  per-instance file ``IMirandaM/BiVLC@84f0d175 results/BiVLC_ViT-B-32.csv`` (pinned, from the mirror; it holds every
+  instance's caption, negative caption, type and subtype), each image a stand-in under the COCO file name
+  ``IMirandaM/BiVLC@84f0d175 src/BiVLC_Generation/BiVLC_negative_imgs.csv`` (pinned, mirrored) gives its caption.
+  The stage's size check (2,933 instances) gives way only in a rehearsal.
 * ``finetune-full-set@*``: COCO 2017's captions and train images (stand-in zips, ``standins.coco_train2017``; DVC
   data deps, so fetched and extracted before the pipeline runs) and TROHN-Text / TROHN-Img (``bivlc/TROHN-Text``,
   ``bivlc/TROHN-Img``, unpinned) as stand-in snapshots whose rows name those COCO images: ``TROHN_TRAIN`` train rows
@@ -27,8 +28,9 @@ from typing import Any, Callable
 
 CHECKPOINT_LAYOUTS = {"bivlc/clip-coco": "model_state_dict", "bivlc/clip-trohn-text": "model_state_dict",
                       "bivlc/clip-trohn-img": "model_state_dict"}
-"""The release layout of this paper's ``data:`` checkpoints: the torch.save of CLIP_fine_tuning.py, ``{"epoch",
-"model_state_dict", "optimizer_state_dict", "loss"}`` (models.toml)."""
+"""The release layout of this paper's ``data:`` checkpoints: the torch.save of the authors' fine-tuning script
+(``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:178-185`` "'model_state_dict': model.state_dict(),"),
+``{"epoch", "model_state_dict", "optimizer_state_dict", "loss"}`` (models.toml)."""
 KEPT_ROWS = ("clip", "trohn-img", "ft-trohn-img")
 """Table 2's rows the rehearsal scores, one per loader path: the hub's pretrained weights (``openai/ViT-B-32``), a
 released ``data:`` training dict (``bivlc/clip-trohn-img``, also the released TROHN-Img detector's encoder) and a
@@ -127,7 +129,10 @@ def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
 # The released CLIPDet heads
 # ------------------------------------------------------------------------------------------------------------------
 def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
-    """A released head's ``model_state_dict`` (Detector_img_classifier.py / Detector_text_classifier.py): a random
+    """A released head's ``model_state_dict`` (the torch.save of
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:157-164`` "'model_state_dict': model.state_dict(),"
+    and of ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:162-169`` "'model_state_dict':
+    model.state_dict(),"): a random
     ``classifier`` Linear(d, 1) and the frozen tower it was trained on (``image_encoder.*``: the visual tower;
     ``text_encoder.*``: the CLIP model without its visual tower), from ``clip_state`` (open_clip's names)."""
     import torch

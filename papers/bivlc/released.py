@@ -1,16 +1,20 @@
 """BiVLC's published numbers recomputed from the authors' released per-instance files.
 
-What the authors released (``IMirandaM/BiVLC`` at commit 84f0d17; registry groups ``bivlc-released`` and
+What the authors released (IMirandaM/BiVLC@84f0d175; registry groups ``bivlc-released`` and
 ``bivlc-released-unmirrored``):
 
-* ``results/BiVLC_<model>.csv``: one row per BiVLC instance (2 images, 2 captions) with ``type``/``subtype``
-  and the *decisions* (``True``/``False``) of the four retrieval examples -- ``text_score_i0``,
-  ``text_score_i1``, ``image_score_c0``, ``image_score_c1`` -- plus their conjunctions ``text_score``,
-  ``image_score``, ``group_score``. Similarities are not released, so ties cannot be observed in these files.
-* ``results/SUGARCREPE_CORRECT_<model>.csv``: one row per SugarCrepe example with ``correct`` (0/1).
-* ``src/Detectors/results/BiVLC_Classifier_CORRECT_<detector>.csv``: ``text_pred``, ``img_pred`` (sigmoid
-  probability of *synthetic*) and ``label`` (0 natural, 1 synthetic) for the 2 captions / 2 images of every
-  instance; ``SUGARCREPE_Classifier_<detector>.csv`` the same for SugarCrepe captions (``text_pred``, ``label``).
+* ``results/BiVLC_<model>.csv`` (e.g. ``IMirandaM/BiVLC@84f0d175 results/BiVLC_ViT-B-32.csv``): one row per BiVLC
+  instance (2 images, 2 captions) with ``type``/``subtype`` and the *decisions* (``True``/``False``) of the four
+  retrieval examples -- ``text_score_i0``, ``text_score_i1``, ``image_score_c0``, ``image_score_c1`` -- plus their
+  conjunctions ``text_score``, ``image_score``, ``group_score``. Similarities are not released, so ties cannot be
+  observed in these files.
+* ``results/SUGARCREPE_CORRECT_<model>.csv`` (e.g. ``IMirandaM/BiVLC@84f0d175 results/SUGARCREPE_CORRECT_ViT-B-32.csv``):
+  one row per SugarCrepe example with ``correct`` (0/1).
+* ``src/Detectors/results/BiVLC_Classifier_CORRECT_<detector>.csv`` (e.g.
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv``): ``text_pred``,
+  ``img_pred`` (sigmoid probability of *synthetic*) and ``label`` (0 natural, 1 synthetic) for the 2 captions / 2
+  images of every instance; ``SUGARCREPE_Classifier_<detector>.csv`` the same for SugarCrepe captions (``text_pred``,
+  ``label``; e.g. ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/SUGARCREPE_Classifier_CLIP_baseline.csv``).
 
 Definitions implemented (paper, Sec. 3.2 and App. D; C0/C1 positive/negative caption, I0/I1 positive/negative
 image, s the similarity):
@@ -20,10 +24,12 @@ image, s the similarity):
   Ineg2T for image-to-text retrieval with negative image, etc.");
 * I2T = Ipos2T and Ineg2T (Eq. 1: "To obtain a perfect I2T score, the correct captions for both images have
   to be selected"); T2I = Tpos2I and Tneg2I (Eq. 2); Group = I2T and T2I (Eq. 3);
-* strict inequality, so a tie counts as wrong: Eqs. 1-3 use ">" and the released ``evaluate_BiVLC``
-  (src/CLIP_fine_tuning/CLIP_utils.py) computes ``s_C0_I0 > s_C1_I0`` etc. A file that carries similarities
-  (columns ``sim_C0_I0``, ``sim_C0_I1``, ``sim_C1_I0``, ``sim_C1_I1``, the released code's names) is decided
-  here with the same rule and its ties are counted;
+* strict inequality, so a tie counts as wrong: Eqs. 1-3 use ">" and the released ``evaluate_BiVLC`` computes
+  ``s_C0_I0 > s_C1_I0`` etc. (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:161-164``
+  "Ipos_2T = s_C0_I0 > s_C1_I0"). A file that carries similarities (columns ``sim_C0_I0``, ``sim_C0_I1``,
+  ``sim_C1_I0``, ``sim_C1_I1``, the released code's names:
+  ``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:142`` "sim_C0_I0 = caption_0_embedding @
+  image_0_embedding.t()") is decided here with the same rule and its ties are counted;
 * SugarCrepe: the accuracy over all examples (micro average), which is what the paper's SugarCrepe column
   reports (CLIP 76.56 = 5,751 / 7,512); the macro averages over the 7 subcategories and the 3 categories are
   reported too (73.08 / 73.04 for CLIP: they do not match);
@@ -35,11 +41,17 @@ image, s the similarity):
   So Ipos2T = [I0 detected natural] and p_text(C0) < p_text(C1); Ineg2T = [I1 detected synthetic] and
   p_text(C1) > p_text(C0); Tpos2I = [C0 detected natural] and p_img(I0) < p_img(I1); Tneg2I = [C1 detected
   synthetic] and p_img(I1) > p_img(I0); a probability is "synthetic" when it rounds to 1 with round-half-to-even
-  (the released ``Detector_evaluation_BiVLC.py`` uses ``np.round``/``torch.round``: 0.5 -> natural), ties
+  (the released detector evaluation uses ``np.round``,
+  ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:172`` "if (np.round(i0) == 0) & (c0 < c1):",
+  and ``torch.round``, ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:137``
+  "if (torch.round(text) == lab):": 0.5 -> natural), ties
   between the two probabilities count as wrong (strict ``<``). Detection accuracy: share of the 2N captions
   (images) whose rounded probability equals the label. Rows are paired as the released script pairs them: the
-  k-th natural row with the k-th synthetic row. On SugarCrepe the detector's accuracy is the share of
-  examples whose positive caption is judged less synthetic than the negative one (``c0 < c1``).
+  k-th natural row with the k-th synthetic row (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:164``
+  "for c0, i0, c1 , i1 in zip(positives['text_pred'], positives['img_pred'],"). On SugarCrepe the detector's
+  accuracy is the share of examples whose positive caption is judged less synthetic than the negative one
+  (``c0 < c1``: ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_SugarCrepe.py:119-120``
+  "for c0, c1 in zip(positives['text_pred'], negatives['text_pred']): if (c0 < c1):").
 * Table 1 counts retrieval examples: 4 per BiVLC instance (2 I2T + 2 T2I), 1 per SugarCrepe example.
 
 ``recompute()`` maps every number onto the published keys (profile ``released``, tolerance ``exact``); a file
@@ -74,7 +86,10 @@ FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 MAIN = ("I2T", "T2I", "Group")
 BOOL_COLUMNS = {"Ipos2T": "text_score_i0", "Ineg2T": "text_score_i1", "Tpos2I": "image_score_c0",
                 "Tneg2I": "image_score_c1"}
-"""Released column of each finer metric (names of the released ``main_evaluation_BiVLC.py``)."""
+"""Released column of each finer metric: the header of the released files (``IMirandaM/BiVLC@84f0d175
+results/BiVLC_ViT-B-32.csv``, cited whole). The evaluation script at that commit writes other names
+(``IMirandaM/BiVLC@84f0d175 main_evaluation_BiVLC.py:90`` "df['Ipos_2T'] = [tensor.item() for tensor in Ipos_2T]"),
+so the released files came from an earlier version of it."""
 DERIVED_COLUMNS = {"I2T": "text_score", "T2I": "image_score", "Group": "group_score"}
 SIM_COLUMNS = ("sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1")
 
@@ -404,7 +419,8 @@ def _score_bivlc_detector(path: Path, header: list[str], rows: list[_Row]) -> di
         "decision_rule": ("Sec. 5.3: the query's detector must classify it correctly (p > 0.5 = synthetic, 0.5 -> "
                           "natural as np.round), then the candidate whose probability is strictly closer to the "
                           "query's type is chosen; a tie counts as wrong. Rows paired k-th natural with k-th "
-                          "synthetic, as the released Detector_evaluation_BiVLC.py does"),
+                          "synthetic, as the released detector evaluation does "
+                          '(IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:164 "for c0, i0, c1 , i1")'),
     }
 
 
@@ -423,8 +439,9 @@ def _score_sugarcrepe_detector(path: Path, header: list[str], rows: list[_Row]) 
         "text_detection_acc": text["accuracy"],
         "text_detection": text,
         "decision_rule": "the positive caption is chosen when the text detector finds it strictly less likely to be "
-                         "synthetic than the negative one (p(C0) < p(C1), as the released "
-                         "Detector_evaluation_SugarCrepe.py); a tie counts as wrong",
+                         "synthetic than the negative one (p(C0) < p(C1), as the released SugarCrepe detector "
+                         'evaluation: IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_SugarCrepe.py:120 "if (c0 < c1):"); '
+                         "a tie counts as wrong",
     }
 
 

@@ -58,7 +58,9 @@ DETECTOR_ENCODERS: tuple[str, ...] = ("clip", "trohn-img")
 """CLIPDet (heads on the base's frozen towers) and CLIPTROHN-Img/Det (on the TROHN-Img run's)."""
 DETECTOR_TOWERS: tuple[str, ...] = ("image", "text")
 DETECTOR_EPOCHS = {"image": 1, "text": 10}
-"""The authors' epochs: 1 for the image detector, 10 for the text detector."""
+"""The authors' epochs: 1 for the image detector, 10 for the text detector (their ``--epoch`` defaults:
+``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:36`` "'--epoch', type=int, default=1)" and
+``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:38`` "'--epoch', type=int, default=10)")."""
 
 
 def embed_dim_of(arch: str) -> int:

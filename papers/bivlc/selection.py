@@ -1,27 +1,43 @@
 """TROHN-Img's selection of hard negatives (BiVLC, Miranda et al., Sec. 5.2, steps 1-3) as one seeded function.
 
-From TROHN-Text's (image, caption, negative caption) pairs the authors keep the best ~10% to render as images
-(``IMirandaM/BiVLC: src/Training_data/TROHN_Img/TROHN_Img_best_selection.py``). ``select_negatives`` does the same
-steps in the same order; each step is also a function of its own:
+From TROHN-Text's (image, caption, negative caption) pairs the authors keep the best ~10% to render as images (their
+selection script, ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:11-38``
+"for subtype in subtypes:"). ``select_negatives`` does the same steps in the same order; each step is also a
+function of its own:
 
 1. ``quantile_filter``: a plausibility scorer (Vera) and a grammar scorer (the CoLA model) score every negative;
    per category (SugarCrepe's 7 subtypes) a negative is kept when *both* of its scores are at or above (``>=``,
-   inclusive, as upstream) that category's ``quantile`` (0.645: "the top 35 percentile") of the scorer's
-   negative scores. The quantile is numpy's default (linear interpolation, ``method="linear"``), which is what
-   upstream's ``pandas.Series.quantile`` computes.
+   inclusive, as upstream: ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:17``
+   "(df['NEG_VERA'] >= df_vera) & (df['NEG_CoLA'] >= df_cola)") that category's ``quantile``
+   (``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:8`` "treshold = 0.645") of the
+   scorer's negative scores. The quantile is numpy's default (linear interpolation, ``method="linear"``), which is
+   what upstream's ``pandas.Series.quantile`` computes
+   (``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:15``
+   "df_vera = df.NEG_VERA.quantile(treshold)"). The paper describes it otherwise ("select instances in the top 35
+   percentile, according to the combined score of both models", Sec. 5.2): upstream's rule is kept.
 2. ``form_filter``: a negative is kept when it ends with "." (which drops questions, ending in "?") and is longer
    than ``min_chars`` (10) characters, both on the text as given (upstream replaces a text without a final period
-   by its last character, which the length test then drops: the same rule).
+   by its last character, ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:24``
+   "else x[-1] for x in data", which the length test then drops,
+   ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:25`` ".str.len() > 10]":
+   the same rule).
 3. ``deduplicate``: over all categories together, the first pair (input order) of each negative caption is kept;
    two negatives are the same when equal once every "." is removed (upstream drops duplicate *prompts*, the
-   negative with its periods removed plus a fixed suffix).
+   negative with its periods removed plus a fixed suffix:
+   ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:28``
+   "data = data.drop_duplicates(subset=['prompt'])").
 4. ``common.blind.refine.refine`` (SugarCrepe's Algorithm 1), once over all remaining pairs (upstream refines the
-   concatenated subtypes, not each one), with the gaps ``g = score(positive) - score(negative)`` of the
+   concatenated subtypes, not each one:
+   ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:31``
+   "keep = adversarial_refine(list(data["), with the gaps ``g = score(positive) - score(negative)`` of the
    plausibility scorer as M1 and of the grammar scorer as M2; afterwards a blind scorer's gap is positive as often as
-   negative. Seeded here; upstream draws from the unseeded global ``np.random``.
+   negative. Seeded here; upstream draws from the unseeded global ``np.random``
+   (``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/adversarial_refine.py:79``
+   "keep.extend(list(np.random.choice(idx, len(op_idx), replace=False)))").
 
 Not done here: upstream first drops pairs whose caption and negative have CLIP text similarity >= 0.999 (the LLM
-copied the caption); give ``select_negatives`` pairs whose negative differs from the positive.
+copied the caption: ``IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/TROHN_Img_best_selection.py:14``
+"df = df[df['Similarity'] < 0.999]"); give ``select_negatives`` pairs whose negative differs from the positive.
 
 Scorers are anything with ``scores(texts) -> array in [0, 1]`` (``TextScorer``): the full profile passes
 ``common.blind.pretrained``'s ``VeraScorer`` and ``GrammarScorer``, the mini profile the world's analogs below:

@@ -8,7 +8,9 @@ negative caption, negative image file), as ``rows.jsonl`` and ``manifest.json`` 
 the same group.
 
 * CLIP_COCO's set: COCO 2017 train captions (each caption with its image); the validation split is a random 20% of
-  the captions, drawn as ``datasets``' ``train_test_split(test_size=0.2, seed=42)`` draws it (``coco_split``);
+  the captions, drawn as ``datasets``' ``train_test_split(test_size=0.2, seed=42)`` draws it (``coco_split``), the
+  authors' split (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:84``
+  "data = data.train_test_split(test_size=0.2, seed=args.seed)", seed 42 by default);
 * CLIP_TROHN-Text's and CLIP_TROHN-Img's: ``imirandam/TROHN-Text`` and ``imirandam/TROHN-Img`` (their own train and
   validation splits).
 """
@@ -60,7 +62,8 @@ class TrainRow:
 
 
 def clean_caption(text: str) -> str:
-    """As the authors' COCO loader: stripped, newlines replaced by spaces."""
+    """As the authors' COCO loader: stripped, newlines replaced by spaces
+    (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50`` "captions['caption'].str.strip()")."""
     return text.strip().replace("\n", " ")
 
 

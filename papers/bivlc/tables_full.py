@@ -10,22 +10,27 @@ instance becomes a ``GroupItem`` (C0/I0 the COCO caption and photo, C1/I1 the ne
 whose group is its category ``<type>-<subtype>`` (``replace-obj`` ... ``add-att``).
 
 Scores (``common.scoring.group``): the cosine of normalised embeddings, strict comparisons (a tie is wrong and
-counted), as the released ``evaluate_BiVLC`` (src/CLIP_fine_tuning/CLIP_utils.py) computes them; the engine encodes
+counted), as the released ``evaluate_BiVLC`` computes them
+(``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:161`` "Ipos_2T = s_C0_I0 > s_C1_I0"); the engine encodes
 every distinct image and caption once. SugarCrepe is read by SugarCrepe's own loader (``common.benchmarks.caption_negatives``:
 the set ``build/full/sugarcrepe``, written by SugarCrepe's ``full-set`` stage) and decided strictly
 (``common.scoring.selection.STRICT``); its column is the micro average over all examples pooled, which is what
 BiVLC's SugarCrepe column reports (CLIP 76.56 = 5,751 / 7,512, ``papers.bivlc.released``). The authors pooled the
-7,512 rows of their own copy (IMirandaM/BiVLC 84f0d175 source_data/SugarCrepe/test_SugarCrepe.csv, read by
-evaluation_SugarCrepe.py:25,59,69), whose swap_obj has 246 examples; SugarCrepe's release (RAIVNLab/sugar-crepe
-0047054b data/swap_obj.json) has 245 (the COCO image 000000310622.jpg's "A West 32nd sign under a Korea Way road
-sign." is not in it), so the column here is over 7,511 examples (``context.json``'s ``sugarcrepe_examples``).
+7,512 rows of their own copy (``IMirandaM/BiVLC@84f0d175 source_data/SugarCrepe/test_SugarCrepe.csv``, the default
+of ``IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:25`` "default='./source_data/SugarCrepe/test_SugarCrepe.csv')",
+read whole by ``IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:59`` "df = pd.read_csv(args.data_path," and pooled
+by ``IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:69`` "checkpoint SUGARCREPE OVERALL: {(np.mean(correct)):.4}"),
+whose swap_obj has 246 examples; SugarCrepe's release (``RAIVNLab/sugar-crepe@0047054b data/swap_obj.json``) has 245
+(the COCO image 000000310622.jpg's "A West 32nd sign under a Korea Way road sign." is not in it), so the column here
+is over 7,511 examples (``context.json``'s ``sugarcrepe_examples``).
 
 Detectors (Sec. 5.3, ``papers.bivlc.detection``): per row of ``bivlc.full.detector_rows``, the image and text heads
 on the frozen encoder's raw tower outputs (``papers.bivlc.detector_heads``: ``visual(x)`` and ``encode_text(x)``
 unnormalised, as the authors' probes) give P(synthetic) of every image and caption; retrieval by the authors'
 procedure, detection accuracy at 0.5. The heads are the authors' released ones (rows ``clipdet``,
 ``trohn-img-det``: imirandam/CLIP_Detector and imirandam/CLIP_TROHN-Img_Detector, compared instance by instance with
-their released outputs ``src/Detectors/results/BiVLC_Classifier_CORRECT_*.csv``) or trained here
+their released outputs ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv``
+and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_TROHN-Img.csv``) or trained here
 (``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors_full``).
 
 Stage ``tables-full`` (``python -m papers.bivlc.tables_full``) writes ``results/bivlc/full/`` as one output group:
@@ -37,6 +42,11 @@ Stage ``tables-full`` (``python -m papers.bivlc.tables_full``) writes ``results/
 * ``table5.csv`` (a header only when no detector row is scored): per detector row the heads' origin, text and image
   detection accuracy, I2T, T2I, group and the finer four (points), SugarCrepe (the positive caption judged strictly
   more natural), n, ties, and the agreement with the released per-instance outputs (``TABLE5_FIELDS``);
+* ``comparisons.json``: the paper's findings with paired-bootstrap 95% intervals over the instances, by the mini
+  profile's code and under its keys (``papers.bivlc.findings``): ``clip_i2t_minus_t2i`` (Finding 1),
+  ``clip_i2t_minus_group`` (Finding 2), ``trohn_img_minus_clip_t2i`` / ``_group`` (the released TROHN-Img; the
+  re-training's ``ft_trohn_img_minus_clip_*``), each with ``_ci_low`` / ``_ci_high``, every row's scores, Finding 3's
+  best rows and the detector rows (``comparisons``);
 * ``summary.json``: DVC metrics, at most twelve flat numbers; ``context.json``: the data files and their sha256, the
   category counts, each model's fingerprint and ties, rows left out and why, where the authors' code and this differ;
 * ``predictions/<model>.csv``: every instance's four similarities and decisions under the released files' column
@@ -67,6 +77,7 @@ from common.training.records import training_context
 from common.zoo import ModelFactory
 from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model
+from papers.bivlc import findings
 from papers.bivlc.detection import score_detectors
 
 TABLE_STAGE = "papers/bivlc/dvc.yaml:tables-full"
@@ -102,21 +113,32 @@ PREDICTION_FIELDS = ("item_id", "type", "subtype", "sim_C0_I0", "sim_C0_I1", "si
 _PREDICTION_METRICS = {"text_score_i0": "Ipos2T", "text_score_i1": "Ineg2T", "image_score_c0": "Tpos2I",
                        "image_score_c1": "Tneg2I", "text_score": "I2T", "image_score": "T2I", "group_score": "group"}
 SUMMARY_MAX = 12
+GAIN_ROWS = ("trohn-img", "ft-trohn-img")
+"""The TROHN-Img rows ``comparisons.json`` pairs with CLIP (``<row>_minus_clip_t2i``, ``..._group``): the released
+fine-tune and this workspace's re-training."""
 PAPER_VS_CODE: dict[str, str] = {
-    "rule": "code (CLIP_utils.py: evaluate_BiVLC): s_C0_I0 > s_C1_I0 etc. on normalised embeddings, strict; the same "
-            "here (common.scoring.group), ties counted in table2.csv",
+    "rule": ("code (evaluate_BiVLC, "
+             'IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:161 "Ipos_2T = s_C0_I0 > s_C1_I0"): '
+             "s_C0_I0 > s_C1_I0 etc. on normalised embeddings, strict; the same here (common.scoring.group), ties "
+             "counted in table2.csv"),
     "precision": "code: open_clip models on a GPU in fp32 (no autocast); here the engine's precision "
                  "(params.yaml engine.precision)",
     "preprocess": "code: open_clip's evaluation transform of each model; the same here (the zoo's transform)",
-    "sugarcrepe": "code (evaluation_SugarCrepe.py:25,59,69): pos_score > neg_score per example, the accuracy over "
-                  "the 7,512 rows of the authors' copy (source_data/SugarCrepe/test_SugarCrepe.csv, swap_obj 246) "
-                  "pooled; here the same rule (SugarCrepe's loader, STRICT, micro average) over SugarCrepe's release, "
-                  "7,511 examples (its swap_obj.json has 245: 000000310622.jpg's 'A West 32nd sign under a Korea Way "
-                  "road sign.' is not in it)",
-    "detectors": "code (Detector_*_classifier.py:20-33, Detector_evaluation_BiVLC.py:23-48): Linear(512, 1) on the "
-                 "tower's raw (unnormalised) output, fp32; the same here (papers.bivlc.detector_heads), for the "
-                 "released heads and those trained here (DetectorLoss, raw_features); the decision rule is the "
-                 "released Detector_evaluation_BiVLC.py's (papers.bivlc.detection)",
+    "sugarcrepe": ("code ("
+                   'IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:133 "pos_score.item() > neg_score.item()"): '
+                   "pos_score > neg_score per example, "
+                   "the accuracy over the 7,512 rows of the authors' copy "
+                   "(IMirandaM/BiVLC@84f0d175 source_data/SugarCrepe/test_SugarCrepe.csv, swap_obj 246) pooled "
+                   '(IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:69 "(np.mean(correct)):.4"); here the same '
+                   "rule (SugarCrepe's loader, STRICT, micro average) over SugarCrepe's release, 7,511 examples (its "
+                   "swap_obj.json has 245: 000000310622.jpg's 'A West 32nd sign under a Korea Way road sign.' is not "
+                   "in it)"),
+    "detectors": ('code (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:23-48 "x = self.classifier(x)"): '
+                  "Linear(512, 1) on the tower's raw (unnormalised) output, fp32; the same here "
+                  "(papers.bivlc.detector_heads), for the released heads and those trained here (DetectorLoss, "
+                  "raw_features); the decision rule is the released detector evaluation's "
+                  '(IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:172 "np.round(i0) == 0"; '
+                  "papers.bivlc.detection)"),
 }
 
 
@@ -486,9 +508,36 @@ def prediction_rows(result: GroupResult) -> list[dict]:
     return rows
 
 
+def pretrained_rows(scored: Sequence[Scored]) -> list[str]:
+    """The rows whose zoo model is no fine-tune (its entry has no ``finetuned_from``): the rows Finding 1's "every
+    pretrained model" ranges over. A model the zoo does not register (a stand-in) is not counted."""
+    from common.zoo import get_spec
+
+    out = []
+    for s in scored:
+        try:
+            spec = get_spec(s.model)
+        except KeyError:
+            continue
+        if spec.finetuned_from is None:
+            out.append(s.row)
+    return out
+
+
+def comparisons(scored: Sequence[Scored], rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict:
+    """``comparisons.json``: the paper's findings with paired-bootstrap intervals over the 2,933 instances, by the
+    mini profile's code (``papers.bivlc.findings.compare``): CLIP's I2T minus T2I and I2T minus group, every other
+    row's scores, each TROHN-Img row (the released ``trohn-img``, the re-training ``ft-trohn-img``) minus CLIP on
+    T2I and group, Finding 3's best rows and the detector rows. A row left out of the run leaves its keys out."""
+    return findings.compare({r["row"]: r for r in rows2}, {s.row: s.bivlc for s in scored},
+                            {r["row"]: r for r in rows5}, runs=[s.row for s in scored if s.row != findings.BASE],
+                            pretrained=pretrained_rows(scored), gains=GAIN_ROWS)
+
+
 def write_outputs(out_dir: Path, scored: Sequence[Scored], detectors: Sequence[ScoredDetector],
                   context: Mapping) -> dict[str, Path]:
-    """table2.csv, table4.csv, (table5.csv), summary.json, context.json and predictions/ as one output group."""
+    """table2.csv, table4.csv, (table5.csv), comparisons.json, summary.json, context.json and predictions/ as one
+    output group."""
     rows2 = [table2_row(s) for s in scored]
     rows5 = [table5_row(d) for d in detectors]
     out_dir = Path(out_dir)
@@ -497,6 +546,7 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], detectors: Sequence[S
             "table2": write_csv_atomic(staging / "table2.csv", rows2, TABLE2_FIELDS),
             "table4": write_csv_atomic(staging / "table4.csv", [table4_row(s) for s in scored], TABLE4_FIELDS),
             "table5": write_csv_atomic(staging / "table5.csv", rows5, TABLE5_FIELDS),
+            "comparisons": write_json_atomic(staging / "comparisons.json", comparisons(scored, rows2, rows5)),
             "summary": write_json_atomic(staging / "summary.json", summary(rows2, rows5)),
             "context": write_json_atomic(staging / "context.json", dict(context)),
         }

@@ -36,7 +36,7 @@ from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import GroupItem, ImageToTextItem
 from common.training.records import training_context
 from common.zoo.trained import served
-from papers.bivlc import detector_heads
+from papers.bivlc import detector_heads, findings
 from papers.bivlc.detection import head_run
 from papers.bivlc.detection import score_detectors
 from papers.bivlc.detector_heads import Head
@@ -180,8 +180,10 @@ def detector_row(e: ModelEntry, d: DetectorScores) -> tuple[dict, dict]:
     outcome = score_detectors(d.image, d.text)
     decisions = outcome.decisions
     row_id, label = DETECTOR_ROWS[e.row]
-    # SugarCrepe: the positive caption must look strictly more natural than the negative one (the released
-    # Detector_evaluation_SugarCrepe.py reads text predictions only: its images are all natural)
+    # SugarCrepe: the positive caption must look strictly more natural than the negative one (the released SugarCrepe
+    # detector evaluation reads text predictions only, its images being all natural:
+    # IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_SugarCrepe.py:119-120 "for c0, c1 in
+    # zip(positives['text_pred'], negatives['text_pred']): if (c0 < c1):")
     sugarcrepe = d.sugarcrepe_text[:, 0] < d.sugarcrepe_text[:, 1]
     row = {"row": row_id, "model": e.name, "label": label,
            "text_detection": pct(outcome.text_detection), "image_detection": pct(outcome.image_detection),
@@ -189,55 +191,14 @@ def detector_row(e: ModelEntry, d: DetectorScores) -> tuple[dict, dict]:
     return row, decisions
 
 
-def _paired(a: np.ndarray, b: np.ndarray, seed: int = 0):
-    """mean(a - b) in points with a 95% bootstrap interval over instances (a, b: 0/1 per instance, paired)."""
-    from common.stats import bootstrap_mean_ci
-
-    return bootstrap_mean_ci(100.0 * (np.asarray(a, float) - np.asarray(b, float)), n_resamples=2000, seed=seed)
-
-
-def _decisions(result: GroupResult, metric: str) -> np.ndarray:
-    return np.array([o.decisions[metric] for o in result.outcomes], float)
-
-
 def comparisons(rows: Mapping[str, Mapping], scores: Mapping[str, ModelScores], detectors: Mapping[str, Mapping]) -> dict:
-    """The paper's findings against the mini runs: T2I below I2T for the pretrained models (Finding 1, with CLIP's
-    paired interval), TROHN-Img closing much of that gap (Sec. 5.3) and gaining over CLIP on T2I and group, TROHN-Text
-    best on SugarCrepe but not on BiVLC (Finding 3's example), and the detectors (Table 5); CLIP's I2T above its
-    group score (Finding 2), with its paired interval."""
-    out: dict[str, float | bool | None] = {}
-    clip = scores["clip"].bivlc
-    gap = _paired(_decisions(clip, "I2T"), _decisions(clip, "T2I"))
-    harder = _paired(_decisions(clip, "I2T"), _decisions(clip, "group"))  # Finding 2: the group score is harder
-    out.update({"clip_i2t": rows["clip"]["I2T"], "clip_t2i": rows["clip"]["T2I"], "clip_group": rows["clip"]["group"],
-                "clip_i2t_minus_t2i": round(gap.estimate, 2), "clip_i2t_minus_t2i_ci_low": round(gap.low, 2),
-                "clip_i2t_minus_t2i_ci_high": round(gap.high, 2),
-                "t2i_below_i2t_for_every_pretrained": all(
-                    r["T2I"] < r["I2T"] for r in rows.values() if r["kind"] == "pretrained")})
-    out.update({"clip_i2t_minus_group": round(harder.estimate, 2), "clip_i2t_minus_group_ci_low": round(harder.low, 2),
-                "clip_i2t_minus_group_ci_high": round(harder.high, 2)})
-    for run in RUNS:
-        key = run.replace("-", "_")
-        out.update({f"{key}_i2t": rows[run]["I2T"], f"{key}_t2i": rows[run]["T2I"], f"{key}_group": rows[run]["group"],
-                    f"{key}_sugarcrepe": rows[run]["sugarcrepe"]})
-    trohn = scores["trohn-img"].bivlc
-    for metric in ("T2I", "group"):
-        gain = _paired(_decisions(trohn, metric), _decisions(clip, metric))
-        out[f"trohn_img_minus_clip_{metric.lower()}"] = round(gain.estimate, 2)
-        out[f"trohn_img_minus_clip_{metric.lower()}_ci_low"] = round(gain.low, 2)
-        out[f"trohn_img_minus_clip_{metric.lower()}_ci_high"] = round(gain.high, 2)
-    clip_gap = rows["clip"]["I2T"] - rows["clip"]["T2I"]
-    trohn_gap = rows["trohn-img"]["I2T"] - rows["trohn-img"]["T2I"]
-    out["trohn_img_gap_closed"] = round((clip_gap - trohn_gap) / clip_gap, 3) if clip_gap > 0 else None
-    best_sugarcrepe = max(rows.values(), key=lambda r: r["sugarcrepe"])["row"]
-    best_group = max(rows.values(), key=lambda r: r["group"])["row"]
-    out.update({"best_sugarcrepe_row": best_sugarcrepe, "best_group_row": best_group,
-                "trohn_text_best_sugarcrepe_not_best_group": best_sugarcrepe == "trohn-text" != best_group})
-    for det_row, row in detectors.items():
-        key = det_row.replace("-", "_")
-        out.update({f"{key}_{k.lower()}": row[k] for k in ("text_detection", "image_detection", "I2T", "T2I", "group",
-                                                            "sugarcrepe")})
-    return out
+    """The paper's findings against the mini runs (``papers.bivlc.findings.compare``, the full profile's code too):
+    T2I below I2T for the pretrained models (Finding 1, with CLIP's paired interval), CLIP's I2T above its group score
+    (Finding 2, with its paired interval), TROHN-Img closing much of that gap (Sec. 5.3) and gaining over CLIP on T2I
+    and group, TROHN-Text best on SugarCrepe but not on BiVLC (Finding 3's example), and the detectors (Table 5)."""
+    return findings.compare(rows, {row: s.bivlc for row, s in scores.items()}, detectors, runs=tuple(RUNS),
+                            pretrained=[row for row, r in rows.items() if r["kind"] == "pretrained"],
+                            gains=("trohn-img",))
 
 
 TABLE2_FIELDS = ("row", "model", "label", "kind", "sugarcrepe", *MAIN, *FINER, "n")

@@ -2,10 +2,14 @@
 CLIP_TROHN-Img (stages ``finetune-full@<run>``: ``torchrun ... -m papers.bivlc.train_full run <run> --device cuda``),
 through the shared trainer.
 
-The authors' recipe (App. E; IMirandaM/BiVLC ``src/CLIP_fine_tuning/CLIP_fine_tuning.py``, ``CLIP_utils.py``): every
-parameter trained, fp32, AdamW lr 1e-6, betas (0.9, 0.98), eps 1e-6, weight decay 0.1 on all but tensors of <= 1 dim
-and names holding "bn", "ln", "bias" or "logit_scale" (``CLIP_fine_tuning.py:68-79``: the token and positional
-embeddings ARE decayed), no logit-scale clamp (``:136-138``): the run's recipe in ``papers/bivlc/recipes.toml``,
+The authors' recipe (the paper's Appendix E.3 and the released fine-tuning script,
+``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:76-79`` "optimizer = AdamW(", each setting cited
+in ``papers/bivlc/recipes.toml``): every parameter trained, fp32, AdamW lr 1e-6, betas (0.9, 0.98), eps 1e-6, weight
+decay 0.1 on all but tensors of <= 1 dim and names holding "bn", "ln", "bias" or "logit_scale"
+(``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:68-79`` "exclude = lambda n, p: p.ndim < 2 or":
+the token and positional embeddings ARE decayed), no logit-scale clamp
+(``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:136-138`` "optimizer.zero_grad()
+loss.backward() optimizer.step()"): the run's recipe in ``papers/bivlc/recipes.toml``,
 which the shared trainer builds from; cosine with 50 warmup steps, 10
 epochs, seed 42, batches shuffled per epoch; after each epoch the in-batch accuracy on the validation split
 (``papers.bivlc.validation``), and the epoch with the best one is kept (the trainer's ``<stem>.best.safetensors``):
@@ -16,7 +20,12 @@ epochs, seed 42, batches shuffled per epoch; after each epoch the in-batch accur
 * CLIP_TROHN-Img: ``imirandam/TROHN-Img``, ``TrohnImgLoss``, 200 positive pairs and their 200 negative pairs (400
   images x 400 captions);
 
-(batch sizes from App. E; the released script's ``--batch-size`` default is 400 rows for all three.) The sets are
+(batch sizes from the paper's Appendix E.3. The released script's ``--batch-size`` default is 400 rows,
+``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:36`` "'--batch-size', type=int, default=400)",
+and the release's instructions change only the dataset for TROHN-Text and TROHN-Img,
+``IMirandaM/BiVLC@84f0d175 README.md:352`` "we fine-tuned CLIP with the COCO 2017 training dataset, change
+--dataset to", so the code as released trains those two at 400 rows: a paper/code difference, the paper's 200 kept
+here; see the README's Deviations.) The sets are
 ``papers.bivlc.sets_full``'s. Weights in ``build/full/bivlc/models/<run>.safetensors`` with the trainer's sidecar and
 ``<run>.best.safetensors``; zoo entries ``bivlc/full-<run>``.
 """

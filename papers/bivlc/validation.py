@@ -1,11 +1,15 @@
 """The authors' model selection of the three fine-tunes, one rule for both profiles: in-batch accuracy on the
 validation split.
 
-IMirandaM/BiVLC ``src/CLIP_fine_tuning/CLIP_fine_tuning.py:145-172`` (the validation loop): the validation split is
-walked by a ``DataLoader`` (``shuffle=False``, no ``drop_last``: the last batch is smaller); per batch, ``logits_im``
+``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:145-172`` "val_acc = (acc_im + acc_text)/2"
+(the validation loop): the validation split is walked by a ``DataLoader``
+(``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:89`` "batch_size=args.batch_size,
+shuffle=False)": no ``drop_last``, the last batch is smaller); per batch, ``logits_im``
 = image features @ text features.T (the images [I; I_neg] for TROHN-Img, the texts [c; c_neg] for both TROHN sets),
 ``acc_im`` = the share of rows of ``logits_im`` whose argmax is their own index, ``acc_text`` the same over the rows
-of ``logits_text = logits_im.T`` (TROHN-Text: only ``logits_text[:n]``, the positive captions); the batch scores
+of ``logits_text = logits_im.T`` (TROHN-Text: only ``logits_text[:n]``, the positive captions,
+``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:160`` "softmax(logits_text[:len(logits_im)],
+dim=1).argmax(dim=1) == ground_truth"); the batch scores
 (acc_im + acc_text) / 2 and the epoch the mean over its batches. ``torch.argmax`` takes the first maximal index, so
 a tie counts right when the own column comes first; the same here. The logit scale does not change an argmax, so the
 cosines stand in for the logits.

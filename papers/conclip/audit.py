@@ -11,6 +11,13 @@ Rows: the mini profile's fine-tunes are ``conclip``, ``l1``, ... (its only CoN-C
 profile has the released CoN-CLIP as ``conclip`` and its own re-trainings as ``ft-<run>`` (Table 6 and the ablation
 rows of Tables 10-12 and 14 are the re-trainings; Tables 3-5, 7-9, 13, 15, 16 the released checkpoint). Stage
 ``audit`` of ``papers/conclip/dvc.yaml``: ``python -m papers.conclip.audit --strict``.
+
+Rules the authors did not release: where a recomputed cell depends on a rule that no file of the authors' release
+(jaisidhsingh/CoN-CLIP@503388ac) holds, taken here from the paper's words, its note starts with "rule unverified"
+and says which (``rule_note``): Tables 7-12 (grouping by negation word and by K), the BLIP and FLAVA rows of Tables
+2-3 and 7-9 (how the authors scored them), Tables 4, 15, 16 and Table 6's classification column (the authors'
+zero-shot evaluation). CC-Neg's accuracy itself (Tables 2-3, Table 6's CC-Neg column) follows the README's released
+evaluation snippet, and SugarCrepe (Tables 5, 13, 14, Table 6's folds) SugarCrepe's own released evaluation.
 """
 from __future__ import annotations
 
@@ -20,8 +27,8 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import (REMEDY, RunRow, RunTableError, context_recipe_notes, read_run_table, recipe_of_row,
-                               rows_recomputations, run_rows_recomputations, run_value)
+from common.audit.runs import (REMEDY, Note, RunRow, RunTableError, context_recipe_notes, joined_notes,
+                               read_run_table, recipe_of_row, rows_recomputations, run_rows_recomputations, run_value)
 from common.paths import RESULTS
 from papers.conclip.zeroshot_full import published_columns
 
@@ -107,6 +114,40 @@ missing from a mini table is a damaged table, not a smaller audit. A full run ma
 load."""
 
 
+RULE_UNVERIFIED = "rule unverified"
+"""How a note starts where the cell depends on a rule the authors did not release."""
+BY_WORD_K_RULE = (f"{RULE_UNVERIFIED}: the grouping by negation word and by K is not in the authors' release (the "
+                  "paper, Tables 7-12: 'evaluation subset samples that use' the word, 'subset splits with the same "
+                  "number of predicate-object pairs')")
+ZEROSHOT_RULE = (f"{RULE_UNVERIFIED}: the authors' zero-shot evaluation (class names, templates, splits, ties) is not "
+                 "in their release (the paper, Sec. 5.1.2, gives the prompts 'this is a photo of a {class}' and "
+                 "'this is not a photo of a {class}')")
+PAIR_SCORE_RULES: dict[str, str] = {
+    row: (f"{RULE_UNVERIFIED}: how the authors scored {name} is not in their release (the paper, Sec. 3.2.1: 'a VLM "
+          "computes a similarity-based match score')") for row, name in (("blip", "BLIP"), ("flava", "FLAVA"))}
+"""Rows of Tables 2-3 and 7-9 scored by a rule chosen here: BLIP's ITM head, FLAVA's embeddings."""
+TABLE_RULES: dict[str, str] = {
+    **{f"Table {n}": BY_WORD_K_RULE for n in range(7, 13)},
+    **{table: ZEROSHOT_RULE for table in ("Table 4", "Table 15", "Table 16")},
+}
+"""Tables every cell of which depends on an unreleased rule."""
+PAIR_SCORED_TABLES = ("Table 2", "Table 3", "Table 7", "Table 8", "Table 9")
+COLUMN_RULES: dict[str, dict[str, str]] = {"Table 6": {"classification_top1": ZEROSHOT_RULE}}
+"""Per table, results columns that depend on an unreleased rule where the table's other columns do not."""
+
+
+def rule_note(table: str, columns: Mapping[str, str] | None = None) -> Note:
+    """A results row -> the "rule unverified" note of its cells of ``table`` (restricted to ``columns``, our column
+    -> published column, where ``COLUMN_RULES`` names some), "" where every rule it depends on is released."""
+    def note(row: Mapping[str, str]) -> str:
+        parts = [TABLE_RULES.get(table, "")]
+        parts += [why for column, why in COLUMN_RULES.get(table, {}).items() if columns is None or column in columns]
+        if table in PAIR_SCORED_TABLES:
+            parts.append(PAIR_SCORE_RULES.get(row.get("row", ""), ""))
+        return "; ".join(dict.fromkeys(p for p in parts if p))
+    return note
+
+
 def expected_rows(ids: Mapping[str, str], profile: str) -> set[str]:
     """The published rows of ``ids`` (our row id -> published row) that this profile's run writes."""
     return {label for row, label in ids.items() if row in MINI_ROWS} if profile == "mini" else set()
@@ -129,11 +170,17 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     for table, (name, columns, rows) in tables.items():
         path = out / name
         ids = row_ids(table, rows, profile)
-        recs += run_rows_recomputations(PAPER, table, path, profile, columns,
-                                        lambda row, ids=ids: ids.get(row.get("row", "")),
-                                        f"run {path.relative_to(results.parent)}", note=recipes, units=UNITS,
-                                        expected=expected_rows(ids, profile),
-                                        optional=columns if table in FULL_ONLY else ())
+        # the columns that depend on an unreleased rule apart from the others: their cells' notes say so
+        unverified = COLUMN_RULES.get(table, {})
+        parts = [part for part in ({c: v for c, v in columns.items() if c not in unverified},
+                                   {c: v for c, v in columns.items() if c in unverified}) if part]
+        for part in parts:
+            recs += run_rows_recomputations(PAPER, table, path, profile, part,
+                                            lambda row, ids=ids: ids.get(row.get("row", "")),
+                                            f"run {path.relative_to(results.parent)}",
+                                            note=joined_notes(rule_note(table, part), recipes), units=UNITS,
+                                            expected=expected_rows(ids, profile),
+                                            optional=part if table in FULL_ONLY else ())
     path = out / "by_word_k.csv"
     sizes_columns = {f"n_k{k}": f"#{k}" for k in range(1, 6)}
     # a full run leaves a (word, K) cell out when no entry falls in it (its size 0 is in context.json)
@@ -143,13 +190,14 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         source = f"run {path.relative_to(results.parent)} ({word})"
         ids = row_ids(table, rows, profile)
         recs += rows_recomputations(PAPER, table, cells, profile, K_COLUMNS,
-                                    lambda row, ids=ids: ids.get(row.get("row", "")), source, note=recipes,
+                                    lambda row, ids=ids: ids.get(row.get("row", "")), source,
+                                    note=joined_notes(rule_note(table), recipes),
                                     expected=expected_rows(ids, profile) if cells else (), optional=optional,
                                     path=path)
         sizes = [next(iter(cells))] if cells else []
         recs += rows_recomputations(PAPER, table, sizes, profile, sizes_columns,
-                                    lambda row: "Split size", source, units={f"n_k{k}": "count" for k in range(1, 6)},
-                                    optional=optional, path=path)
+                                    lambda row: "Split size", source, note=TABLE_RULES[table],
+                                    units={f"n_k{k}": "count" for k in range(1, 6)}, optional=optional, path=path)
     return recs
 
 

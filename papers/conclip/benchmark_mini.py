@@ -14,8 +14,9 @@ from common.tasks import DatasetError, ImageToTextItem
 KS: tuple[int, ...] = tuple(range(1, MAX_PAIRS + 1))
 STANDARD_PROMPT = "this is a photo of {a} {}."
 NEGATED_PROMPT = "this is not a photo of {a} {}."
-"""The paper's prompts (Sec. 5.1); the released zeroshot_classification.py asks the bare class name instead of the
-standard prompt (recorded in the audit notes)."""
+"""The paper's prompts (Sec. 5.1.2: "this is a photo of a {class}", "this is not a photo of a {class}"), as the
+authors' README shows them, jaisidhsingh/CoN-CLIP@503388ac README.md:49 "this is not a photo of a dog". The authors'
+zero-shot script is not in the release."""
 TEST_FIELDS = ("id", "word", "filename", "caption", "negated")
 REMEDY = "rebuild the test set: the mini-test-set stage (`python -m papers.conclip.sets_mini set`)"
 

@@ -1,6 +1,7 @@
 """CC-Neg on the report card: overall accuracy, by K (the number of object pairs the caption's image holds) and by
-negation word, as CoN-CLIP's tables score it (``argmax`` over [c, c'], a tie counts as correct, the authors' rule;
-ties are counted beside it).
+negation word, as CoN-CLIP's tables score it (``argmax`` over [c, c'], a tie counts as correct, the authors' rule:
+jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)"; ties are counted beside it). The grouping
+by K and by word is not in the authors' release (``papers.conclip.ccneg``).
 
 * Mini: the rendered benchmark (``benchmark_mini``); an item's group is its word and K (``not/k2``), as
   ``tables_mini.py`` reads them.
@@ -14,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from common.card.core import CardBenchmark, Measure, MissingInput
+from common.card.core import CardBenchmark, Measure, MissingInput, clip_load_fp16
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import build_root, data_root
 
@@ -78,4 +79,9 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (data_root() / "ccneg",),
                           "python -m common fetch conclip/ccneg/ccneg_preprocessed.pt and "
                           "conclip/ccneg/ccneg_images (manual downloads: the command prints the steps)",
-                          load_full, _score)]
+                          load_full, _score, authors_precision=clip_load_fp16(AUTHORS_PRECISION))]
+
+
+AUTHORS_PRECISION = ("CoN-CLIP's README snippet loads CLIP with clip.load on a GPU, fp16 weights there "
+                     '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"); it casts CoN-CLIP\'s '
+                     "fine-tuned weights to fp32 first, which the card's checkpoint models are")

@@ -1,21 +1,32 @@
 """CC-Neg's evaluation split (Singh et al., Sec. 3, 5.1; Tables 2-3, 7-9) read from the released
 ``ccneg_preprocessed.pt`` and its image folder, as (c, c') items for ``common.scoring.selection``.
 
-What the authors' code reads (jaisidhsingh/CoN-CLIP, ``src/data/evaluation_datasets.py: CCNegEvalDataset``,
-``src/eval/ccneg_eval_utils/eval_ccneg_no_not_without.py``), reproduced here:
+What the authors' released code reads (jaisidhsingh/CoN-CLIP's ``CCNegEvalDataset`` and the README's evaluation
+snippet), reproduced here, and what this reader adds where the release says nothing:
 
-* the file is a dict of ``image_paths`` (one per entry), ``annotations`` (the caption at
-  ``annotations[i]["json"]["caption"]``, the negated caption at ``annotations[i]["sop_data"]["negative-prompt"]``,
-  whose commas are removed before it is encoded) and ``num_ops`` (K -> the indices of the entries whose caption has
-  K predicate-object pairs);
-* the evaluation split is the file's LAST ``eval_size`` entries (``configs.num_ccneg_eval_samples`` = 40,000; the
-  first 188,246 are CoN-CLIP's fine-tuning data);
-* a K subset is ``[i for i in num_ops[K][-M:] if N - eval_size <= i < N]`` with ``M = min(eval_size,
-  len(num_ops[K]))``: the last M indices listed, those in the split. With indices listed in ascending order that is
-  every listed index of the split; otherwise the cut can drop some, and ``CCNegSet.k_cut`` counts them;
-* an entry belongs to negation word w when ``" " + w + " "`` occurs in ``" " + negative_prompt + " "``, on the RAW
-  negated caption (commas still there, case kept): "no, ..." is not a "no" entry, and an entry can belong to several
-  words (Tables 7-9 then count it in each).
+* the file is a dict of ``image_paths`` (one per entry) and ``annotations``,
+  jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:18-19 "self.annotations = data[", with the caption
+  and the negated caption of each entry, jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:39
+  "caption = annos[" and jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:41
+  "negative_prompt = annos[" (the keys ``["json"]["caption"]`` and ``["sop_data"]["negative-prompt"]``), whose commas
+  are removed before the negated caption is encoded: jaisidhsingh/CoN-CLIP@503388ac
+  src/data/evaluation_datasets.py:42 "negative_prompt = negative_prompt.replace(";
+* the evaluation split is the file's LAST ``eval_size`` entries: jaisidhsingh/CoN-CLIP@503388ac
+  src/data/evaluation_datasets.py:21 "self.image_paths = self.image_paths[-self.split_size:]" with
+  jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:11 "configs.num_ccneg_eval_samples = 40000" (the first
+  188,246 are CoN-CLIP's fine-tuning data, the paper's Sec. 4.1: "hold out the remaining");
+* K: the file is also read for a third key, ``num_ops`` (K -> the indices of the entries whose caption has K
+  predicate-object pairs), and a K subset is ``[i for i in num_ops[K][-M:] if N - eval_size <= i < N]`` with ``M =
+  min(eval_size, len(num_ops[K]))``: the last M indices listed, those in the split (with ascending lists every
+  listed index of the split; otherwise the cut can drop some, and ``CCNegSet.k_cut`` counts them). Not in the
+  release: no released file reads ``num_ops`` or groups the split by K; the paper's rule is Tables 7-12's captions,
+  "Scores are calculated over subset splits with the same number of predicate-object pairs". The audit's rows of
+  Tables 7-12 say "rule unverified";
+* negation word: an entry belongs to word w when ``" " + w + " "`` occurs in ``" " + negative_prompt + " "``, on the
+  RAW negated caption (commas still there, case kept): "no, ..." is not a "no" entry, and an entry can belong to
+  several words (Tables 7-9 then count it in each). Not in the release: no released file groups the split by word;
+  the paper's rule is Table 7's caption, "Model Accuracies over CC-Neg evaluation subset samples that use", then the
+  word (the audit's rows of Tables 7-12 say "rule unverified").
 
 The file is a pickle: it is read only with ``torch.load(path, weights_only=True)`` (containers, strings, numbers and
 tensors), and a file that needs more is refused. ``image_paths`` are absolute paths on the authors' machine; each is
@@ -86,8 +97,8 @@ class CCNegSet:
     ks: tuple[int, ...]
     """Every K that ``num_ops`` lists, ascending."""
     k_cut: dict[int, int]
-    """Per K: indices of the split that ``num_ops[K]`` lists but the authors' ``[-M:]`` cut leaves out (0 when the
-    lists are ascending)."""
+    """Per K: indices of the split that ``num_ops[K]`` lists but the ``[-M:]`` cut (module docstring: not in the
+    release) leaves out (0 when the lists are ascending)."""
 
     @property
     def items(self) -> list[ImageToTextItem]:
@@ -142,7 +153,8 @@ def eval_size_for(params: Mapping[str, Any]) -> int:
 
 
 def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> frozenset[str]:
-    """The negation words of a raw negated caption, by the authors' rule (space-delimited, case-sensitive)."""
+    """The negation words of a raw negated caption, by the rule of the module docstring (space-delimited,
+    case-sensitive; not in the release)."""
     padded = f" {negative_prompt} "
     return frozenset(w for w in words if f" {w} " in padded)
 
@@ -192,7 +204,8 @@ def _indices(values: Any, path: Path, k: int) -> list[int]:
 
 
 def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dict[int, int], dict[int, int], list[int]]:
-    """(split index -> K, K -> indices cut by the authors' ``[-M:]``, the Ks), by the authors' rule."""
+    """(split index -> K, K -> indices cut by the ``[-M:]``, the Ks), by the rule of the module docstring
+    (not in the release)."""
     if not isinstance(num_ops, Mapping):
         raise DatasetError(f"{path}: num_ops is a {type(num_ops).__name__}, not a dict K -> indices")
     first = n_entries - eval_size
@@ -298,7 +311,8 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
 class CCNegTrainingEntry:
     """One training entry as the authors' ``FineTuningDatasetWithNegatives`` reads it: its image (resolved by file
     name under the image folder; whether it exists is the caller's to check), the caption c and the negated
-    caption c' with its commas removed (what their loader encodes)."""
+    caption c' with its commas removed (what their loader encodes: jaisidhsingh/CoN-CLIP@503388ac
+    src/data/finetuning_datasets.py:87-89 "negative_prompt = self.text_transform([negative_prompt])")."""
 
     index: int
     """The entry's index in the file (= its index in the training split, which is the file's first entries; the

@@ -1,20 +1,24 @@
 """COCO train 2017 as CoN-CLIP's pool of distractor images, and the released mapping from CC-Neg's training entries
 into it.
 
-What the authors' code does (jaisidhsingh/CoN-CLIP):
+What the authors' released code does with it (jaisidhsingh/CoN-CLIP's ``FineTuningDatasetWithNegatives``):
 
-* ``src/data/finetuning_datasets.py: FineTuningDatasetWithNegatives`` builds ``torchvision.datasets.CocoCaptions``
-  over ``captions_train2017.json`` and takes, for training entry ``idx`` (its index in ``ccneg_preprocessed.pt``:
-  the training split is the file's FIRST entries, so the two counts coincide), the image
-  ``CocoCaptions[mapping[idx][0]]``: the top-1 of that entry's row of the mapping. ``CocoCaptions`` orders its
-  images by sorted image id (``sorted(coco.imgs.keys())``, every image of the file's ``images`` list, captioned or
-  not); ``coco_train_images`` lists the files in that order.
-* ``src/data/prepare_negative_images.py: merge_topk`` wrote the mapping as ``torch.save(results)`` with ``results`` a
-  Python list (one row per entry) of lists of ``topk`` Python ints (global pool indices); the released
-  ``distractor_image_mapping.pt`` is read here with ``torch.load(weights_only=True)`` and accepted as such a list,
-  as an (N, k) or (N,) integer tensor, or as a dict {entry index: row} with keys 0..N-1. Rows are in CC-Neg entry
-  order (row i for entry i); an index outside the pool, a ragged or non-integer row is an error naming the file
-  and the entry.
+* it builds ``torchvision.datasets.CocoCaptions`` over COCO train 2017 and its captions file,
+  jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:58 "self.negatives_dataset = dsets.CocoCaptions("
+  with jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:15 "captions_train2017.json", and takes, for training
+  entry ``idx`` (its index in ``ccneg_preprocessed.pt``: the training split is the file's FIRST entries,
+  jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:55 "self.image_paths[:self.split_size]", so the two
+  counts coincide), the image ``CocoCaptions[mapping[idx][0]]``, the first index of that entry's row of the mapping:
+  jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:76-78 "top1_index = topk_indices[0]".
+  ``CocoCaptions`` orders its images by sorted image id (torchvision: ``sorted(coco.imgs.keys())``, every image of
+  the file's ``images`` list, captioned or not); ``coco_train_images`` lists the files in that order.
+* How the mapping was written is not in the release (the mining code is not released; the paper's Supplementary
+  0.B gives only eq. 4). The released ``distractor_image_mapping.pt`` (jaisidhsingh/CoN-CLIP@503388ac
+  ccneg_dataset/README.md:18 "distractor_image_mapping.pt") is read here with ``torch.load(weights_only=True)`` and
+  accepted as a Python list (one row per entry) of lists of Python ints (global pool indices), as an (N, k) or
+  (N,) integer tensor, or as a dict {entry index: row} with keys 0..N-1. Rows are in CC-Neg entry order (row i for
+  entry i, as the training loader reads them); an index outside the pool, a ragged or non-integer row is an error
+  naming the file and the entry.
 
 Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the destinations of the registry group
 ``coco-train2017``), ``coco_train_images``, ``load_distractor_mapping``, ``CocoPoolError``.
@@ -128,13 +132,14 @@ def _rows(data: Any, path: Path) -> list[Any]:
         return [data[k] for k in range(len(keys))]
     if isinstance(data, (list, tuple)):
         return list(data)
-    raise DatasetError(f"{path}: a {type(data).__name__}; expected a list of per-entry pool indices (as the "
-                       "authors' merge_topk saves it), a dict {entry: indices} or an integer tensor")
+    raise DatasetError(f"{path}: a {type(data).__name__}; expected a list of per-entry pool indices, a dict "
+                       "{entry: indices} or an integer tensor")
 
 
 def load_distractor_mapping(path: Path, pool_size: int | None = None) -> np.ndarray:
-    """The released mapping as an (N, k) int64 array, row i the pool indices (best first) of CC-Neg entry i; with
-    ``pool_size`` every index must lie in [0, pool_size). Every failure names the file (and the entry)."""
+    """The released mapping as an (N, k) int64 array, row i the pool indices of CC-Neg entry i in the file's order
+    (the training loader takes the first); with ``pool_size`` every index must lie in [0, pool_size). Every failure
+    names the file (and the entry)."""
     path = Path(path)
     rows = [_row(value, path, entry) for entry, value in enumerate(_rows(_load(path), path))]
     if not rows:

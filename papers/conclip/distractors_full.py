@@ -2,27 +2,32 @@
 2017 for a seeded sample of CC-Neg's training entries, against the released ``distractor_image_mapping.pt``.
 
 Eq. 4 picks I' = argmax_{x in X} phi(x, s) - phi(x, o_n) over the pool X (COCO train 2017) for an entry's subject
-s and negated object o_n; the authors released only its result, ``distractor_image_mapping.pt`` (k pool indices per
-training entry, into torchvision's ``CocoCaptions`` order: ``papers.conclip.coco_pool``), and CoN-CLIP trains on
-each row's first index. This stage encodes the pool with a zoo model (``conclip.full.distractors.model``; the
-paper's CLIP by default) through the shared engine (embeddings cached), mines each sampled entry's top-k by
-``papers.conclip.distractors.mine_distractors`` (ties to the lower pool index) and asks how the release compares:
-is its top-1 our top-1, within our top 5 or 10, at what rank of our scores, with how much less eq. 4 score.
+s and negated object o_n; the authors released only its result, ``distractor_image_mapping.pt``
+(jaisidhsingh/CoN-CLIP@503388ac ccneg_dataset/README.md:18 "The helper for using distractor images during
+fine-tuning is provided"; k pool indices per training entry, into torchvision's ``CocoCaptions`` order:
+``papers.conclip.coco_pool``), and CoN-CLIP trains on each row's first index, jaisidhsingh/CoN-CLIP@503388ac
+src/data/finetuning_datasets.py:77 "top1_index = topk_indices[0]". The mining code is not in the release: the
+paper's Supplementary 0.B is all there is ("we take the subject s and the negated object o_n from the relation
+parsing output of PaLM-2", then eq. 4 with "the CLIP similarity function"). This stage encodes the pool with a zoo
+model (``conclip.full.distractors.model``; the paper's CLIP by default) through the shared engine (embeddings cached),
+mines each sampled entry's top-k by ``papers.conclip.distractors.mine_distractors`` (ties to the lower pool index) and
+asks how the release compares: is its top-1 our top-1, within our top 5 or 10, at what rank of our scores, with how
+much less eq. 4 score.
 
-The texts. The paper takes s and o_n from PaLM-2's parse. The authors' mining code
-(``src/data/prepare_negative_images.py: FineTuningDatasetHelper``) encodes ``sop_data["exclusion-prompt"]`` as the
-concept present and ``sop_data["sop_chosen_object"]`` as the concept absent (raw strings, ``clip.tokenize``); the
-exclusion prompt is the caption with the chosen predicate-object pair removed ("A woman in the dining area"), not
-the bare subject. Since the release was made by that code, those two are this stage's s and o_n; the parse's bare
-subject (``sop_data["sop_decomposition"]["subject"]``, which the authors' ``FineTuningDatasetWithNegativesDis``
-reads) is mined beside them as the paper's reading (``paper_*`` columns; an entry without one is left blank there
-and counted in the context).
-
-The selection. The authors' ``get_scores`` cuts the pool into chunks of 5,000 images and keeps each chunk's best
-image per entry; ``merge_topk`` then sorts the chunk winners by score ASCENDING and keeps the first ``topk``, so a
-released row's first index is the chunk winner with the LOWEST score, not the argmax of eq. 4. ``code_rule_rows``
-rebuilds that rule on our scores (``code_rule_*`` columns), so the data say which of the two rules the release
+The texts (rule unverified: not in the release). The paper takes s and o_n from PaLM-2's parse. This stage encodes
+``sop_data["exclusion-prompt"]`` as s (the caption with the chosen predicate-object pair removed, "A woman in the
+dining area") and ``sop_data["sop_chosen_object"]`` as o_n (raw strings), a reading of the file's fields that no
+released file confirms (no released file reads either field); the parse's bare subject
+(``sop_data["sop_decomposition"]["subject"]``) is mined beside them as the paper's reading (``paper_*`` columns; an
+entry without one is left blank there and counted in the context), so the data say which reading the release
 follows.
+
+The selection (rule unverified: not in the release). Besides eq. 4's argmax, ``code_rule_rows`` applies a second,
+hypothetical rule to our scores (``code_rule_*`` columns): the pool cut into chunks of 5,000 images, each chunk's
+best image kept per entry, the chunk winners sorted by score ASCENDING and the first k kept, under which a row's
+first index would be the chunk winner with the LOWEST score. No released file holds this rule (an earlier reading of
+the authors' code described it; the code read is not in any commit of the repository); the columns only say whether
+the released rows happen to follow it.
 
 Stage ``distractors-full`` (``python -m papers.conclip.distractors_full``) writes, in ``results/conclip/full/`` beside
 the other full-profile tables, as one output group:
@@ -60,13 +65,15 @@ DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
 MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
 SUBJECT_FIELD = "exclusion-prompt"
-"""``sop_data`` field encoded as s: the authors' mining code's "concept present"."""
+"""``sop_data`` field encoded as s: the "concept present" (the authors' mining code is not in the release: a reading
+of the file's fields, unverified)."""
 OBJECT_FIELD = "sop_chosen_object"
-"""``sop_data`` field encoded as o_n: the authors' "concept absent"."""
+"""``sop_data`` field encoded as o_n: the "concept absent" (not in the release, as ``SUBJECT_FIELD``)."""
 PAPER_SUBJECT_PATH = ("sop_data", "sop_decomposition", "subject")
 """The parse's bare subject: the paper's s (Supplementary 0.B)."""
 CODE_CHUNK = 5000
-"""``get_scores``' ``step_size``: images per chunk, each chunk contributing its best image."""
+"""Images per chunk of the hypothetical chunked rule (``code_rule_rows``; not in the release), each chunk contributing
+its best image."""
 WITHIN_KS: tuple[int, ...] = (1, 5, 10)
 """``released_in_top_<k>``: the released top-1 within our k best (k = 1 is top-1 agreement)."""
 ENTRY_BATCH = 256
@@ -81,30 +88,33 @@ SUMMARY_KEYS = (
     "n_entries", "pool_size", "top1_agreement", "released_in_top_5", "released_in_top_10", "released_rank_median",
     "score_gap_mean", "score_gap_median", "code_rule_top1_agreement", "code_rule_row_agreement",
     "paper_subject_top1_agreement", "paper_vs_code_texts_top1_agreement")
-"""DVC metrics (rates in points): how often the release agrees with eq. 4 (ours) and with the code's rule rebuilt
-on our scores, how far down our ranking its top-1 lies, and how much the paper's bare subject changes the picks."""
+"""DVC metrics (rates in points): how often the release agrees with eq. 4 (ours) and with the chunked rule
+(``code_rule_rows``, not in the release) on our scores, how far down our ranking its top-1 lies, and how much the
+paper's bare subject changes the picks."""
 PAPER_VS_CODE: dict[str, str] = {
-    "texts": "paper (Supplementary 0.B): s = the subject, o_n = the negated object, from PaLM-2's relation parse. "
-             "Code (src/data/prepare_negative_images.py: FineTuningDatasetHelper): s = sop_data['exclusion-prompt'] "
-             "(the caption with the chosen predicate-object pair removed), o_n = sop_data['sop_chosen_object'], raw "
-             "strings through clip.tokenize. Here: the code's pair (the release was made with it); the parse's "
+    "texts": "paper (Supplementary 0.B): s = the subject, o_n = the negated object, 'from the relation parsing output "
+             "of PaLM-2'. Not in the release: the authors' mining code (no released file reads the texts it encoded). "
+             "Here: s = sop_data['exclusion-prompt'] (the caption with the chosen predicate-object pair removed), "
+             "o_n = sop_data['sop_chosen_object'] (a reading of the file's fields, rule unverified); the parse's "
              "subject (sop_data['sop_decomposition']['subject']) beside it in the paper_* columns",
-    "selection": "paper: argmax over X of phi(x, s) - phi(x, o_n). Code: get_scores keeps per entry the best image of "
-                 "each chunk of 5,000 images (topk(k=1) over the chunk); merge_topk sorts those chunk winners by "
-                 "score ascending and keeps the first topk (default 3), so a row's first index is the chunk winner "
-                 "with the LOWEST score. Here: ours = eq. 4's argmax (ties to the lower pool index); code_rule_* = "
-                 "merge_topk's rule rebuilt on our scores (a chunk's tie to its lower index)",
-    "model": "paper: 'the CLIP similarity function' (its CLIP is ViT-B/32). Code: clip.load(--clip-model-name, "
-             "default 'ViT-B/16'), fp16 weights on a GPU; the release does not say which was passed. Here: "
-             "conclip.full.distractors.model through the zoo (the zoo has no OpenAI ViT-B/16), at the engine's "
-             "precision (params.yaml engine.precision)",
-    "entries": "code: the mined texts come from preprocessed_data_final.pt['test']['labels'] (not released); the "
-               "training loader (finetuning_datasets.py) reads mapping[idx][0] for training entry idx of "
-               "ccneg_preprocessed.pt. Here: row i of the mapping is training entry i "
-               "(coco_pool.load_distractor_mapping), which assumes both files list the entries in one order",
-    "pool": "code: torchvision CocoCaptions over captions_train2017.json (images by ascending id); the same here "
-            "(coco_pool.coco_train_images)",
-    "features": "code and here: L2-normalised image and text embeddings, phi = their dot product",
+    "selection": "paper: argmax over X of phi(x, s) - phi(x, o_n) (eq. 4). Not in the release: how the authors "
+                 "selected. Here: ours = eq. 4's argmax (ties to the lower pool index); code_rule_* = a hypothetical "
+                 "chunked rule on our scores (each chunk of 5,000 images' best image, the winners sorted by score "
+                 "ascending, the first k kept), rule unverified: the data say whether the release follows it",
+    "model": "paper: 'the CLIP similarity function' (its CLIP is ViT-B/32). Not in the release: which CLIP the "
+             "authors mined with. Here: conclip.full.distractors.model through the zoo, at the engine's precision "
+             "(params.yaml engine.precision)",
+    "entries": "code: the training loader reads row idx of the mapping for training entry idx of "
+               "ccneg_preprocessed.pt, "
+               'jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:76 "mapping_cc3m_to_coco[idx]"'
+               ". Here: row i of the mapping is training entry i (coco_pool.load_distractor_mapping); the texts the "
+               "authors mined from are not in the release, so that both files list the entries in one order is "
+               "assumed",
+    "pool": "code: torchvision CocoCaptions over captions_train2017.json (images by ascending id), "
+            'jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:58 "dsets.CocoCaptions("'
+            "; the same here (coco_pool.coco_train_images)",
+    "features": "paper: 'the CLIP similarity function'; here L2-normalised image and text embeddings, phi = their dot "
+                "product",
 }
 
 
@@ -117,8 +127,8 @@ class DistractorsFullError(WorkspaceError):
 # ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MiningTexts:
-    """One training entry's eq. 4 texts: s and o_n as the authors' code mined them, and the parse's bare subject
-    (None when the entry has none)."""
+    """One training entry's eq. 4 texts: s and o_n as this stage reads them (``SUBJECT_FIELD``, ``OBJECT_FIELD``; the
+    authors' mining code is not in the release), and the parse's bare subject (None when the entry has none)."""
 
     entry: int
     subject: str
@@ -156,7 +166,7 @@ def _paper_subject(annotation: Any) -> str | None:
     for part in PAPER_SUBJECT_PATH:
         node = node.get(part) if isinstance(node, Mapping) else None
     if not isinstance(node, str) or not node.strip() or node.strip() == "None":
-        return None  # the authors' loader turns a missing subject into the text "None"; here it is left out
+        return None  # a missing subject, or the text "None" standing for one: left out
     return node
 
 
@@ -181,7 +191,7 @@ def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg
             subject = ccneg._text(annotation, "sop_data", SUBJECT_FIELD, entry, origin)
             negated = ccneg._text(annotation, "sop_data", OBJECT_FIELD, entry, origin)
         except DatasetError as exc:
-            problems.append(f"{exc} (eq. 4's texts, as the authors' prepare_negative_images.py reads them)")
+            problems.append(f"{exc} (eq. 4's texts, as this stage reads them: SUBJECT_FIELD, OBJECT_FIELD)")
             continue
         texts.append(MiningTexts(entry, subject, negated, _paper_subject(annotation)))
     raise_problems(problems, "entries", where=str(pt_path))
@@ -201,9 +211,9 @@ def rank_of(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def code_rule_rows(scores: np.ndarray, k: int, chunk_size: int = CODE_CHUNK) -> np.ndarray:
-    """(M, k) pool indices by the authors' ``get_scores`` + ``merge_topk``: each chunk of ``chunk_size`` images (pool
-    order) contributes its best image (the lower index among equals), and the winners are sorted by score ascending
-    (a stable sort: equal scores keep chunk order); the first ``k`` are kept."""
+    """(M, k) pool indices by the hypothetical chunked rule (not in the release; the module docstring): each chunk of
+    ``chunk_size`` images (pool order) contributes its best image (the lower index among equals), and the winners
+    are sorted by score ascending (a stable sort: equal scores keep chunk order); the first ``k`` are kept."""
     n_images = scores.shape[1]
     starts = np.arange(0, n_images, chunk_size)
     if not 1 <= k <= len(starts):
@@ -364,20 +374,20 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
                           "(every training entry when n >= their number)"},
         "texts": {"subject": f"sop_data[{SUBJECT_FIELD!r}]", "negated_object": f"sop_data[{OBJECT_FIELD!r}]",
                   "paper_subject": "sop_data['sop_decomposition']['subject']",
-                  "why": "the authors' prepare_negative_images.py encodes exactly these two (concept_present, "
-                         "concept_absent) to make the mapping; the paper's bare subject is mined beside them",
+                  "why": "a reading of the file's fields (the authors' mining code is not in the release: rule "
+                         "unverified); the paper's bare subject is mined beside them",
                   "paper_subject_missing": sum(m.paper_subject is None for m in texts.texts)},
         "rules": {"ours": "eq. 4: mine_distractors (argmax of phi(x, s) - phi(x, o_n) over the pool, ties to the "
                           "lower pool index); released_rank: 1-based rank of the released top-1 in that order",
-                  "code_rule": f"merge_topk of the authors' code on our scores: one winner per chunk of {chunk_size} "
-                               "images, sorted ascending, the first k kept",
+                  "code_rule": f"a hypothetical chunked rule on our scores (not in the release: rule unverified): "
+                               f"one winner per chunk of {chunk_size} images, sorted ascending, the first k kept",
                   "top_k": top_k, "within_ks": list(WITHIN_KS)},
         "released_ties_ours": compared.released_ties_ours,
         "paper_vs_code": PAPER_VS_CODE,
-        "provenance": {"mining_code": "jaisidhsingh/CoN-CLIP src/data/prepare_negative_images.py (encode_texts, "
-                                      "get_scores, merge_topk)",
-                       "mapping_use": "jaisidhsingh/CoN-CLIP src/data/finetuning_datasets.py "
-                                      "(FineTuningDatasetWithNegatives: mapping[idx][0])"},
+        "provenance": {
+            "mining_code": "not in the release (the paper's Supplementary 0.B, eq. 4)",
+            "mapping": 'jaisidhsingh/CoN-CLIP@503388ac ccneg_dataset/README.md:18 "distractor_image_mapping.pt"',
+            "mapping_use": 'jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:77 "topk_indices[0]"'},
     }
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:

@@ -4,20 +4,32 @@ It follows the conventions of ``common.training.losses`` (segment-major normalis
 multiplier, named ``*_loss`` terms, distributed gather owned by the loss) and plugs into ``common.training.train``
 like the shared losses, as ``functools.partial(ConClipLoss, terms=...)``.
 
-How the paper's notation (Sec. 4.2, eqs. 1-3) is read against the released code
-(``training_utils/loss_functions.py``, ``CustomLossWithNegatives``): the paper builds P, Q, R as M x 2M matrices
-and applies "a column-wise softmax" with the target where i = j; the code takes a cross-entropy over each *row* of
-the three M x 2M logit matrices (a softmax over the 2M candidates of each anchor), with target column i. A
+How the paper's notation (Sec. 4.2, eqs. 1-3) is read against the released code (jaisidhsingh/CoN-CLIP's
+``CustomLossWithNegatives``): the paper builds P, Q, R as M x 2M matrices and applies "a column-wise softmax
+operation" with the target where i = j; the code takes a cross-entropy over each *row* of the three M x 2M logit
+matrices (a softmax over the 2M candidates of each anchor), with target column i,
+jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:69
+"F.cross_entropy(logits1, labels) + F.cross_entropy(logits2, labels) + F.cross_entropy(logits3, labels))/3". A
 softmax over columns of an M x 2M matrix would normalise over the M anchors instead, which has no 2M-way choice in
 it; we follow the code (row-wise), which is what makes each term a choice among 2M candidates:
 
-* L1 (image to all captions): image I_i against [c; c'] (B x 2B), target c_i;
-* L2 (caption to all images): caption c_i against [I; I'] (B x 2B), target I_i;
-* L3 (distractor to all captions): distractor I'_i against [c'; c] (B x 2B), target c'_i.
+* L1 (image to all captions): image I_i against [c; c'] (B x 2B), target c_i,
+  jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:65
+  "logits1 = logit_scale * image_features[:batch_size] @ text_features.T";
+* L2 (caption to all images): caption c_i against [I; I'] (B x 2B), target I_i,
+  jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:66
+  "logits2 = logit_scale * text_features[:batch_size] @ image_features.T";
+* L3 (distractor to all captions): distractor I'_i against [c'; c] (B x 2B), target c'_i,
+  jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:63-67
+  "logits3 = logit_scale * image_features[batch_size:] @ text_features_rev.T".
 
-``L_conclip = (L1 + L2 + L3) / 3`` (eq. 4 and the code). The ablations of Table 6 are the means of the terms they
-name (L1, L2, (L1 + L2) / 2); the released code has no entry point for them (only L_conclip and a "no distractor"
-variant, (CE(I -> [c; c']) + CE(c -> I)) / 2, that the paper does not report). The image tower is frozen (the paper
+``L_conclip = (L1 + L2 + L3) / 3`` (the paper's Sec. 4.2 and the code above). The ablations of Table 6 are the means
+of the terms they name (L1, L2, (L1 + L2) / 2); the released code has no entry point for them: its criterion is
+L_conclip or a "no distractor" variant, jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:74-78
+"return CustomLossWithNegatives()", that variant being (CE(I -> [c; c']) + CE(c -> I)) / 2,
+jaisidhsingh/CoN-CLIP@503388ac src/training_utils/loss_functions.py:29-31
+"F.cross_entropy(logits_per_image, labels) + F.cross_entropy(logits_per_text, labels)", which the paper does not
+report. The image tower is frozen (the paper
 fine-tunes the text encoder and logit scale only): ``frozen``.
 """
 from __future__ import annotations

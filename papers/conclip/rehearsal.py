@@ -3,11 +3,14 @@
 What the full stages read, and what the rehearsal puts there (every source here is unpinned: no sha256 is published,
 the downloader trusts the first copy, so each is a stand-in in the released format at the registry's destination):
 
-* CC-Neg (group ``ccneg``, manual): ``ccneg_preprocessed.pt`` as the authors' ``torch.save`` wrote it (``image_paths``
-  on their machine, ``annotations`` with ``json.caption`` and the ``sop_data`` fields that the evaluation, the
-  fine-tuning set and eq. 4 read, ``num_ops`` K -> ascending indices), its JPEG folder
+* CC-Neg (group ``ccneg``, manual): ``ccneg_preprocessed.pt`` in the layout this workspace reads
+  (``papers.conclip.ccneg``: ``image_paths`` on the authors' machine and ``annotations`` with ``json.caption`` and
+  ``sop_data``, as the authors' loaders read them, jaisidhsingh/CoN-CLIP@503388ac
+  src/data/evaluation_datasets.py:18-19 "self.annotations = data["; the ``sop_data`` fields the fine-tuning set and
+  eq. 4 read and ``num_ops`` K -> ascending indices are not in the release), its JPEG folder
   (``ccneg_images/cc3m_subset_images_extracted_final/``) and ``distractor_image_mapping.pt`` (a list of top-k lists of
-  COCO train 2017 pool indices, one row per entry; one column, as a 12-image pool has one 5,000-image chunk). In a
+  COCO train 2017 pool indices, one row per entry; one column, as a 12-image pool has one chunk of
+  ``distractors_full.CODE_CHUNK`` images). In a
   rehearsal the evaluation split is the file's last ``rehearsal.cap`` entries (``papers.conclip.ccneg.eval_size_for``).
 * COCO 2017's captions and train images (the distractor pool): the shared stand-in zips
   (``common.rehearsal.standins.coco_train2017``), DVC's data deps, so fetched (extracted) before the pipeline runs.
@@ -41,7 +44,9 @@ KEPT_ROWS = ("clip", "conclip", "ft-conclip", "ft-l1", "ft-l2", "ft-l1-l2", "ft-
 Left out: NegCLIP, BLIP, FLAVA, LaCLIP, the ViT-B/16 and ViT-L/14 rows (other architectures, minutes each on a CPU)."""
 
 AUTHORS_IMAGES = "/raid/jaisidh/cc3m_subset_images_extracted_final"
-"""Where the authors' ``image_paths`` point (the reader resolves each by its file name)."""
+"""A stand-in for the absolute folder of the authors' ``image_paths`` (their machine's: the released loaders swap the
+prefix jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:18 "/workspace/datasets/cc3m/" for theirs);
+the reader resolves each path by its file name."""
 CCNEG_ROWS = (  # (caption, subject, [(predicate, object)], negated object, word)
     ("A dog running on the grass.", "a dog", [("running on", "grass")], "ball", "no"),
     ("A woman holding an umbrella in the rain.", "a woman", [("holding", "umbrella"), ("in", "rain")], "hat", "not"),

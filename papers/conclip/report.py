@@ -11,8 +11,8 @@ from common.report import report_tables
 
 PAPER = "conclip"
 TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "table3.csv": ("CC-Neg accuracy (Tables 2-3; ccneg: a tie counts as correct, as the authors' code; strict: the "
-                   "paper's rule)", ("ccneg", "ccneg_strict", "ccneg_ties")),
+    "table3.csv": ("CC-Neg accuracy (Tables 2-3; ccneg: a tie counts as correct, as the authors' README snippet; "
+                   "strict: the paper's rule)", ("ccneg", "ccneg_strict", "ccneg_ties")),
     "table6.csv": ("Loss ablations (Table 6)", ("sugarcrepe_replace", "sugarcrepe_add", "sugarcrepe_swap", "ccneg",
                                                 "classification_top1")),
     "classification.csv": ("Zero-shot top-1, standard and negated prompts (Tables 4, 15, 16; delta = standard - "

@@ -1,11 +1,16 @@
 """CoN-CLIP (Singh et al.), the full profile's fine-tuning set: CC-Neg's training split with distractor images from
 COCO train 2017 and CREPE-Negate negations, one row per usable entry (stage ``finetune-full-set``).
 
-The authors' data (jaisidhsingh/CoN-CLIP ``data/finetuning_datasets.py: FineTuningDatasetWithNegatives``): every
-CC-Neg entry but the last 40,000 (188,246), each the image I, its caption c, its negated caption c' (commas removed)
-and the distractor I' = COCO train image ``mapping[idx][0]`` of the released ``distractor_image_mapping.pt``
-(``papers.conclip.coco_pool``). The authors filter nothing (``src/data/finetuning_datasets.py:46-91``: every entry
-of ``image_paths[:split_size]``), so every entry is a row but those their loader would crash on, which are dropped
+The authors' data (jaisidhsingh/CoN-CLIP's ``FineTuningDatasetWithNegatives``): every CC-Neg entry but the last
+40,000 (188,246), jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:50
+"- configs.num_ccneg_eval_samples", each the image I, its caption c, its negated caption c' (commas removed,
+jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:88 "negative_prompt = negative_prompt.replace(") and
+the distractor I' = COCO train image ``mapping[idx][0]`` of the released ``distractor_image_mapping.pt``,
+jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:76-78 "top1_index = topk_indices[0]"
+(``papers.conclip.coco_pool``). The authors filter nothing: every entry of the training split is an item,
+jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:55 "self.image_paths[:self.split_size]"
+and jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:68-69 "return len(self.annotations)", so every
+entry is a row but those their loader would crash on, which are dropped
 and counted in the manifest: an entry with no mapping row, or a missing image or distractor file. A negated caption
 that reads like its caption after commas are removed is kept, as theirs (counted). The CREPE-Negate negation is
 this workspace's (the CREPE-Negate run of Table 6's last row, whose data the authors do not release): a row whose

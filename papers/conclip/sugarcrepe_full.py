@@ -5,12 +5,17 @@ Stage ``sugarcrepe-full`` (``python -m papers.conclip.sugarcrepe_full``): the ro
 SugarCrepe's released set (``build/full/sugarcrepe``, written by SugarCrepe's stage ``full-set``), read by SugarCrepe's
 own loader (``common.benchmarks.caption_negatives.PreparedSet``) and decided by the rule its full profile scores Table 6 with
 (``common.scoring.selection`` with ``STRICT``: the true caption must score strictly above the false one, a tie is
-wrong, as SugarCrepe's ``main_eval.py``, which the CoN-CLIP authors ran). The paper's "R@1" over one image and two
-captions is this accuracy. Writes, in ``results/conclip/full/`` as one output group: ``sugarcrepe.csv`` (the mini
-profile's columns, ``papers.conclip.tables.SUGARCREPE_FIELDS``: the seven categories and Table 6's three folds, in
-points), ``sugarcrepe_context.json`` (the set, the rule, each row's fingerprint and ties per category, rows left out
-and why, the authors' code against this) and ``sugarcrepe_predictions/`` (per model, every example's two scores,
-decision and tie: every cell can be recounted from them). Table 6 itself is ``papers.conclip.table6_full``.
+wrong, as SugarCrepe's own evaluation: RAIVNLab/sugar-crepe@0047054b main_eval.py:54
+"return 1 if pos_score.item() > neg_score.item() else 0"). How the CoN-CLIP authors ran SugarCrepe is not in the
+release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use CLIP as baseline for zero-shot image-text
+matching"). The paper's "R@1" over one image and two captions is this accuracy. Writes, in
+``results/conclip/full/`` as one output group: ``sugarcrepe.csv`` (the mini profile's columns,
+``papers.conclip.tables.SUGARCREPE_FIELDS``: the seven categories and Table 6's three folds, in points),
+``sugarcrepe_context.json`` (the set, the rule, each row's fingerprint and ties per category, rows left out and why,
+what the release does and does not show) and ``sugarcrepe_predictions/`` (per model, every example's two scores,
+decision and tie: every cell can be recounted from them). Table 6 itself is ``papers.conclip.table6_full``, which
+also writes ``comparisons.json`` (CoN-CLIP minus CLIP over the seven categories, with a paired interval) from these
+predictions.
 
 A model that cannot be loaded stops the stage naming the model (and its download entry's note); with
 ``conclip.full.skip_unavailable`` it is left out and named in the context file.
@@ -39,14 +44,16 @@ note of its download entry (``common.zoo.why_unavailable``)."""
 PREDICTIONS_DIR = "sugarcrepe_predictions"
 """Not ``predictions/``: that folder of the same results folder is ``tables-full``'s (CC-Neg)."""
 PAPER_VS_CODE: dict[str, str] = {
-    "rule": "code (src/eval/sugar_crepe_utils/main_eval.py, SugarCrepe's main_eval.py): correct iff "
-            "s(I, caption) > s(I, negative_caption), a tie wrong; the same here (STRICT), ties counted in the context",
+    "rule": "not in the release: how the CoN-CLIP authors scored SugarCrepe (the paper, Sec. 5.3.1: 'a VLM must "
+            "match a given image to its true caption by correctly rejecting the provided false caption'). "
+            "SugarCrepe's own evaluation: correct iff s(I, caption) > s(I, negative_caption), a tie wrong, "
+            'RAIVNLab/sugar-crepe@0047054b main_eval.py:54 "return 1 if pos_score.item() > neg_score.item() else 0"'
+            "; the same here (STRICT), ties counted in the context",
     "r_at_1": "the paper's 'R@1' over one image and two captions is this accuracy (the true caption ranked first)",
     "folds": "Table 6's Replace / Add / Swap are plain means of Table 14's categories (L1: Replace 79.36 = "
              "mean(91.71, 80.58, 65.79)); the same here (papers.conclip.tables.SUGARCREPE_FOLDS)",
-    "precision": "code: clip.load(...) on a GPU keeps CLIP in fp16; a --ckpt model (CoN-CLIP, the fine-tunes) is cast "
-                 "to fp32 (.float()) before its weights are loaded. Here every row runs at the engine's precision "
-                 "(params.yaml engine.precision)",
+    "precision": "not in the release: the precision the authors ran SugarCrepe at. Here every row runs at the "
+                 "engine's precision (params.yaml engine.precision)",
     "backbones": "Tables 5 and 13 also list ViT-B/16 and ViT-L/14 (and LaCLIP); conclip.full.sugarcrepe_rows scores "
                  "the ViT-B/32 rows of conclip.full.models: CLIP, the released CoN-CLIP and this workspace's "
                  "fine-tunes (Table 14's ablations are ViT-B/32)",
@@ -150,8 +157,8 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
     n = {c: sum(it.group == c for it in items) for c in SUGARCREPE_CATEGORIES}
     full_context = {
         **dict(context or {}), "profile": "full",
-        "rule": "strict (SugarCrepe's main_eval.py): the true caption must score strictly above the false one; a tie "
-                "is wrong (counted per category under models.<row>.ties)",
+        "rule": "strict (SugarCrepe's own evaluation): the true caption must score strictly above the false one; a "
+                "tie is wrong (counted per category under models.<row>.ties)",
         "folds": {fold: list(cats) for fold, cats in SUGARCREPE_FOLDS.items()},
         "data": described, "n": n,
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,

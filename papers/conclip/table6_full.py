@@ -9,6 +9,20 @@ Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``
 ``table6_context.json`` (the inputs' sha256, rows left out). A module of its own: it reads CSV files only, so that
 an edit here does not rescore SugarCrepe on a GPU, nor an edit there rebuild this table.
 
+It also writes ``comparisons.json``: the released CoN-CLIP ViT-B/32 (row ``conclip``) minus OpenAI's ViT-B/32 (row
+``clip``) with paired 95% bootstrap intervals, computed from the per-example predictions of the two scoring stages as
+the mini profile's ``comparisons.json`` is (``papers.conclip.tables_mini.comparisons``): SugarCrepe
+(``conclip_minus_clip_sugarcrepe``, ``_ci_low``, ``_ci_high``: the mean over the seven categories, the paper's
+"average improvement of 4.4%" being over all of them, not REPLACE alone; the interval resampled within each
+category, ``common.card.core.paired_difference``) from ``sugarcrepe_predictions/``, and CC-Neg
+(``conclip_minus_clip_ccneg``, ``_ci_low``, ``_ci_high``: the authors' argmax rule, resampled over items,
+``common.stats.bootstrap_mean_ci``) from ``predictions/``. Each prediction file is checked against its table (a
+stale one stops the stage). Zero-shot classification (``conclip_minus_clip_classification``, ``_ci_low``,
+``_ci_high``: the mean standard-prompt top-1 over the datasets run, resampled within each dataset) is computed by
+``papers.conclip.zeroshot_full``, which holds the per-image outcomes (it writes no per-example file), and copied here
+from its ``zeroshot_comparisons.json``. A comparison whose rows a table lacks (``conclip.full.sugarcrepe_rows``
+without ``clip`` or ``conclip``, say) is left out and named in the context.
+
 A Table 6 row missing from an input table stops the stage naming the file; with ``conclip.full.skip_unavailable`` it
 is left out and named in the context file.
 """
@@ -17,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -25,7 +40,7 @@ import numpy as np
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from papers.conclip.runs import RUNS
-from papers.conclip.tables import SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
+from papers.conclip.tables import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
 
 TABLE6_STAGE = "papers/conclip/dvc.yaml:table6-full"
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
@@ -38,6 +53,21 @@ TABLE6_INPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Table 6's input tables in ``results/conclip/full/`` (their stages: tables-full, sugarcrepe-full, zeroshot-full)
 and the columns read from each beside row, model and label."""
 SUMMARY_MAX = 12
+COMPARISONS_FILE = "comparisons.json"
+COMPARED_ROWS = ("conclip", "clip")
+"""The rows of ``comparisons.json``: the released CoN-CLIP ViT-B/32 minus OpenAI's CLIP ViT-B/32."""
+COMPARISON_INPUTS: dict[str, tuple[str, str]] = {
+    "ccneg": ("table3.csv", "predictions"),
+    "sugarcrepe": ("sugarcrepe.csv", "sugarcrepe_predictions"),
+}
+"""What is compared -> (its table, its per-example folder: ``common.results.write_predictions``'s CSV per model)."""
+ZEROSHOT_COMPARISONS = "zeroshot_comparisons.json"
+"""Zero-shot classification's comparison, as ``papers.conclip.zeroshot_full`` wrote it (copied into
+``comparisons.json``)."""
+CLASSIFICATION_KEYS = tuple(f"conclip_minus_clip_classification{end}" for end in ("", "_ci_low", "_ci_high"))
+N_RESAMPLES = 2000
+SEED = 0
+"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables_mini``)."""
 
 
 class Table6InputError(WorkspaceError):
@@ -125,6 +155,138 @@ def table6_summary(rows: Sequence[Mapping]) -> dict[str, float]:
     return dict(list(out.items())[:SUMMARY_MAX])
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# comparisons.json: CoN-CLIP minus CLIP with paired intervals, from the per-example predictions
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    """One example of a predictions file: its id, its group (SugarCrepe's category), whether it was correct and
+    whether its scores tied."""
+
+    item_id: str
+    group: str
+    correct: bool
+    tie: bool
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """A predictions file read back: what ``common.card.core.selection_measures`` reads of a result."""
+
+    path: Path
+    outcomes: tuple[Outcome, ...]
+
+
+def read_predictions(path: Path) -> Outcomes:
+    """A predictions CSV (``common.results.write_predictions``: item_id, group, correct, tie, scores); a missing
+    file, column or a ``correct`` that is not 0 or 1 names the file (and line)."""
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in ("item_id", "group", "correct", "tie") if c not in (reader.fieldnames or [])]
+            if missing:
+                raise Table6InputError(f"{path}: no column {missing} (its columns: {reader.fieldnames})")
+            outcomes = []
+            for line, record in enumerate(reader, start=2):
+                for flag in ("correct", "tie"):
+                    if record[flag] not in ("0", "1"):
+                        raise Table6InputError(f"{path}:{line}: {flag} is {record[flag]!r}, not 0 or 1")
+                outcomes.append(Outcome(record["item_id"], record["group"] or "", record["correct"] == "1",
+                                        record["tie"] == "1"))
+    except FileNotFoundError:
+        raise Table6InputError(f"{path}: not found; the per-example predictions are written with their table by "
+                               f"its stage (run it again)") from None
+    if not outcomes:
+        raise Table6InputError(f"{path}: no examples")
+    return Outcomes(path, tuple(outcomes))
+
+
+def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outcomes]] | str:
+    """The table's rows and the predictions of ``COMPARED_ROWS`` for ``what``, or why they cannot be compared."""
+    table_name, folder = COMPARISON_INPUTS[what]
+    columns = ("ccneg",) if what == "ccneg" else SUGARCREPE_CATEGORIES
+    table = read_table(results_dir / table_name, columns)
+    lacking = [row for row in COMPARED_ROWS if row not in table]
+    if lacking:
+        return f"{table_name} has no row {lacking}"
+    outcomes = {row: read_predictions(results_dir / folder / f"{table[row]['model'].replace('/', '__')}.csv")
+                for row in COMPARED_ROWS}
+    ids = {row: [o.item_id for o in out.outcomes] for row, out in outcomes.items()}
+    if ids["conclip"] != ids["clip"]:
+        raise Table6InputError(f"{outcomes['conclip'].path} and {outcomes['clip'].path} hold different examples (or "
+                               f"in another order): a paired comparison needs the same ones; re-run the stage")
+    return table, outcomes
+
+
+def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group: bool) -> None:
+    """The accuracy (points) the predictions give per group (``by_group``; else over all examples) must be the
+    table's, to its two decimals."""
+    for group, value in expected.items():
+        picked = [o.correct for o in out.outcomes if not by_group or o.group == group]
+        recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
+        if not abs(recount - value) <= 0.006:
+            raise Table6InputError(f"{out.path}: {group or 'all'}: {recount:.4f} correct, but its table says {value} "
+                                   f"(a stale file: re-run the stage that writes both)")
+
+
+def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """CoN-CLIP minus CLIP (points) with paired 95% bootstrap intervals, as the mini profile computes them, and the
+    comparisons left out (what -> why)."""
+    from common.card.core import paired_difference, selection_measures
+    from common.stats import bootstrap_mean_ci
+
+    out: dict[str, float] = {}
+    left_out: dict[str, str] = {}
+    pair = _pair(results_dir, "sugarcrepe")
+    if isinstance(pair, str):
+        left_out["sugarcrepe"] = pair
+    else:
+        table, outcomes = pair
+        for row in COMPARED_ROWS:
+            _check_against_table(outcomes[row], {c: table[row][c] for c in SUGARCREPE_CATEGORIES}, True)
+        a, b = (selection_measures(outcomes[row], "sugarcrepe", "CoN-CLIP", "", "")[-1] for row in COMPARED_ROWS)
+        d = paired_difference(a, b, n_resamples=N_RESAMPLES, seed=SEED)
+        out.update({"conclip_minus_clip_sugarcrepe": round(float(np.mean(
+                        [table["conclip"][c] - table["clip"][c] for c in SUGARCREPE_CATEGORIES])), 2),
+                    "conclip_minus_clip_sugarcrepe_ci_low": round(d.low, 2),
+                    "conclip_minus_clip_sugarcrepe_ci_high": round(d.high, 2)})
+    pair = _pair(results_dir, "ccneg")
+    if isinstance(pair, str):
+        left_out["ccneg"] = pair
+    else:
+        table, outcomes = pair
+        for row in COMPARED_ROWS:
+            _check_against_table(outcomes[row], {"": table[row]["ccneg"]}, False)
+        correct = {row: np.array([o.correct for o in outcomes[row].outcomes], float) for row in COMPARED_ROWS}
+        gain = bootstrap_mean_ci(100.0 * (correct["conclip"] - correct["clip"]), n_resamples=N_RESAMPLES, seed=SEED)
+        out.update({"conclip_minus_clip_ccneg": round(gain.estimate, 2),
+                    "conclip_minus_clip_ccneg_ci_low": round(gain.low, 2),
+                    "conclip_minus_clip_ccneg_ci_high": round(gain.high, 2)})
+    path = results_dir / ZEROSHOT_COMPARISONS
+    try:
+        zeroshot = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise Table6InputError(f"{path}: not found; zeroshot-full writes it with classification.csv (run that stage "
+                               f"again)") from None
+    except json.JSONDecodeError as exc:
+        raise Table6InputError(f"{path}: not JSON ({exc}); run zeroshot-full again") from None
+    if not isinstance(zeroshot, dict) or set(zeroshot) - set(CLASSIFICATION_KEYS) or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+                    for v in zeroshot.values()):
+        raise Table6InputError(f"{path}: expected {{}} or numbers under {list(CLASSIFICATION_KEYS)}, found "
+                               f"{zeroshot!r:.200}; run zeroshot-full again")
+    if set(zeroshot) == set(CLASSIFICATION_KEYS):
+        out.update({k: float(zeroshot[k]) for k in CLASSIFICATION_KEYS})
+    elif zeroshot:
+        raise Table6InputError(f"{path}: only {sorted(zeroshot)} of {list(CLASSIFICATION_KEYS)}; run zeroshot-full "
+                               f"again")
+    else:
+        left_out["classification"] = (f"{ZEROSHOT_COMPARISONS} holds none (zeroshot_context.json: "
+                                      f"comparisons.left_out)")
+    return out, left_out
+
+
 def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Mapping | None = None
                  ) -> dict[str, Path]:
     """``table6.csv``, ``table6_summary.json`` and ``table6_context.json`` in ``results_dir`` as one output group
@@ -134,10 +296,18 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
     if not rows:
         raise Table6InputError(f"{results_dir}: none of Table 6's rows {list(TABLE6_ROWS)} is in all of "
                                f"{[name for name, _ in TABLE6_INPUTS.values()]}: {skipped}")
+    compared, left_out = comparisons(results_dir)
     full_context = {
         **dict(context or {}), "profile": "full",
         "inputs": {name: {"path": str(results_dir / name), "sha256": sha256_file(results_dir / name),
                           "columns": list(columns)} for name, columns in TABLE6_INPUTS.values()},
+        "comparisons": {"file": COMPARISONS_FILE, "rows": list(COMPARED_ROWS),
+                        "how": f"row conclip minus row clip in points; 95% percentile bootstrap, {N_RESAMPLES} "
+                               f"resamples, seed {SEED}, paired over examples: SugarCrepe resampled within each "
+                               "category (the estimate is the mean over the seven categories), CC-Neg over items "
+                               "(the authors' argmax rule); classification copied from zeroshot_comparisons.json "
+                               "(resampled within each dataset)",
+                        "left_out": left_out},
         "runs": {row: {"run": run, "terms": list(RUNS[run].terms), "negatives": RUNS[run].negatives,
                        "label": RUNS[run].label} for row, run in TABLE6_ROWS.items()},
         "skipped": skipped,
@@ -150,6 +320,7 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
             "table6": write_csv_atomic(staging / "table6.csv", rows, TABLE6_FIELDS),
             "summary": write_json_atomic(staging / "table6_summary.json", table6_summary(rows)),
             "context": write_json_atomic(staging / "table6_context.json", full_context),
+            "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
         }
     return {k: staged_to_final(p, staging, results_dir) for k, p in paths.items()}
 

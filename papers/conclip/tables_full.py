@@ -3,11 +3,16 @@
 ``conclip.full.models`` (row, as the audit names it -> zoo model).
 
 Each entry is one image and two captions, c (candidate 0) and the negated c' (candidate 1, commas removed as the
-authors' loader removes them). The authors' code decides by ``argmax`` over [s(I, c), s(I, c')], so a tie counts as
-correct (``common.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2) calls s(I, c) <= s(I, c') wrong, the strict
-rule, reported beside it with the number of ties. Each model is scored as the authors' runner for it scores: cosine
-of the image and text embeddings (CLIP, Neg-CLIP, CoN-CLIP, FLAVA, LaCLIP), and for BLIP its image-text matching
-head's match probability (``PAIR_SCORES``; ``common.scoring.matching``).
+authors' loader removes them). The authors' released evaluation (their README's snippet) decides by ``argmax`` over
+[s(I, c), s(I, c')] with c first, jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)" against
+jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)", so a tie counts as correct
+(``common.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I, c') wrong ("signifies an
+incorrect prediction"), the strict rule, reported beside it with the number of ties. CLIP, Neg-CLIP, CoN-CLIP, FLAVA
+and LaCLIP are scored by the cosine of the image and text embeddings, as the snippet scores CLIP
+(jaisidhsingh/CoN-CLIP@503388ac README.md:120-124 "image_features = F.normalize(image_features, dim=-1)"); BLIP by its
+image-text matching head's match probability (``PAIR_SCORES``; ``common.scoring.matching``): how the authors scored
+BLIP and FLAVA is not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a similarity-based match
+score"), so the audit's BLIP and FLAVA rows say "rule unverified".
 
 Stage ``tables-full`` (``python -m papers.conclip.tables_full``) writes ``results/conclip/full/`` as one output group:
 
@@ -63,7 +68,7 @@ class ConclipFullError(WorkspaceError):
 
 @dataclass(frozen=True)
 class PairScore:
-    """How the authors' runner for a model with an image-text matching head scores an (image, caption) pair."""
+    """How a model with an image-text matching head scores an (image, caption) pair here."""
 
     score: str
     """``common.zoo.hf.SCORES``: ``itm`` = the ITM head's match probability."""
@@ -71,32 +76,50 @@ class PairScore:
 
 
 PAIR_SCORES: dict[str, PairScore] = {
-    "blip": PairScore("itm", "src/models/vlms/blip_model.py: BlipForImageTextRetrieval(**processor(images, texts)) "
-                             "-> softmax(itm_score)[:, 1] per (image, caption); the ITC embeddings are not used"),
+    "blip": PairScore("itm", "this workspace's choice for BLIP (Salesforce's retrieval model, COCO fine-tuned, the "
+                             "paper's Table 2 row): softmax(itm_score)[:, 1] per (image, caption), the ITC embeddings "
+                             "not used. How the authors scored BLIP is not in the release"),
 }
-"""Per zoo ``arch`` of a non-open_clip backend, the authors' pair score; any other model is scored by the cosine of
-its embeddings (FLAVA's runner too: ``get_image_features``/``get_text_features``, first token, normalised)."""
+"""Per zoo ``arch`` of a non-open_clip backend, the pair score used here; any other model is scored by the cosine of
+its embeddings (FLAVA too: ``get_image_features``/``get_text_features``, first token, normalised)."""
 CONTRASTIVE = "contrastive (cosine of normalised image and text embeddings)"
 PAPER_VS_CODE: dict[str, str] = {
-    "rule": "paper (Sec. 3.2): correct iff phi(I, c) > phi(I, c'), phi(I, c) <= phi(I, c') wrong (strict). Code "
-            "(src/models/vlms/*: score_over_loader): argmax over [s(I, c), s(I, c')], c first, so a tie counts as "
-            "correct. table3.csv: ccneg = the code's rule, ccneg_strict = the paper's, ccneg_ties = how many differ",
-    "split": "code: the last configs.num_ccneg_eval_samples = 40,000 entries; Table 2 (paper: 'the entire CC-Neg "
-             "dataset') is scored here on the same split as Table 3",
-    "by_k": "code: [i for i in num_ops[K][-M:] if N - 40000 <= i < N], M = min(40000, len(num_ops[K])); the same "
-            "here (data.k_cut counts indices of the split the [-M:] cut leaves out)",
-    "by_word": "code (eval_ccneg_no_not_without.py: get_subset): ' ' + w + ' ' in ' ' + negative_prompt + ' ', on the "
-               "raw negated caption (commas kept, case-sensitive); the same here",
-    "captions": "code: the negated caption with every ',' removed, the caption as released; the same here",
-    "clip": "code: configs.vlm_name_mapping['clip'] is 'ViT-B/16', but eval_ccneg*.py passes --clip-mode (default "
-            "'ViT-B/32') whenever it is not 'default', so CLIP is ViT-B/32 as the paper says",
-    "conclip_checkpoint": "the released CoNClipRunner (src/models/vlms/conclip_model.py) loads a hard-coded "
-                          "checkpoint, crepe_clip_b32/ckpt_13_crepe_clip_b32.pt, whatever --conclip-mode says; here "
-                          "the released CoN-CLIP checkpoint of conclip.full.models",
-    "precision": "code: clip.load(...) on a GPU keeps CLIP's and Neg-CLIP's weights in fp16; CoN-CLIP is cast to "
-                 "fp32 (.float()). Here every model runs at the engine's precision (params.yaml engine.precision)",
-    "laclip": "code: LaCLIP's open_clip checkpoint (trained with GELU) is loaded into OpenAI clip's ViT-B/32, a "
-              "QuickGELU model; here it runs with the activation it was trained with (papers/conclip/models.toml)",
+    "rule": "paper (Sec. 3.2.1): correct iff phi(I, c) > phi(I, c'), phi(I, c) <= phi(I, c') 'signifies an incorrect "
+            "prediction' (strict). Code: "
+            'jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)", with c in column 0 '
+            "(the README's evaluation snippet), so a tie counts as correct. table3.csv: ccneg = the code's rule, "
+            "ccneg_strict = the paper's, ccneg_ties = how many differ",
+    "split": "code: the last 40,000 entries, "
+             'jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:21 "self.image_paths[-self.split_size:]"'
+             "; Table 2 (paper: "
+             "'the entire CC-Neg dataset') is scored here on the same split as Table 3 (the release evaluates no "
+             "other split)",
+    "by_k": "not in the release (no released file reads num_ops or groups by K); the paper: 'Scores are calculated "
+            "over subset splits with the same number of predicate-object pairs' (Tables 7-12). Here: "
+            "[i for i in num_ops[K][-M:] if N - 40000 <= i < N], M = min(40000, len(num_ops[K])) (data.k_cut counts "
+            "indices of the split the [-M:] cut leaves out); the audit's rows say 'rule unverified'",
+    "by_word": "not in the release (no released file groups by negation word); the paper: 'evaluation subset samples "
+               "that use' the word (Tables 7-12). Here: ' ' + w + ' ' in ' ' + negative_prompt + ' ', on the raw "
+               "negated caption (commas kept, case-sensitive); the audit's rows say 'rule unverified'",
+    "captions": "code: the negated caption with every ',' removed, "
+                'jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:42 "negative_prompt.replace("'
+                ", the caption as released; the same here",
+    "clip": "code: the README's snippet evaluates ViT-B/32, "
+            'jaisidhsingh/CoN-CLIP@503388ac README.md:84 "ViT-B/32", '
+            "as the paper's Table 2 says",
+    "conclip_checkpoint": "code: the README loads a released checkpoint's 'model' entry into clip.load's model, "
+                          'jaisidhsingh/CoN-CLIP@503388ac README.md:35 "model.load_state_dict(ckpt["; '
+                          "here the released CoN-CLIP checkpoint of conclip.full.models, loaded the same way by the "
+                          "zoo",
+    "precision": "code: the README's snippet loads CLIP with clip.load on a GPU, whose weights are fp16 there "
+                 '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"), and casts CoN-CLIP to fp32 '
+                 'first (jaisidhsingh/CoN-CLIP@503388ac README.md:98 "model = model.float()", commented out for '
+                 "CLIP). Here every model runs at the engine's precision (params.yaml engine.precision)",
+    "blip_flava": "not in the release: how the authors scored BLIP and FLAVA (the paper, Sec. 3.2.1: 'a VLM computes "
+                  "a similarity-based match score'). Here: BLIP's ITM head, FLAVA's embeddings' cosine; the audit's "
+                  "BLIP and FLAVA rows say 'rule unverified'",
+    "laclip": "not in the release: how the authors loaded LaCLIP (Tables 7-16). Here it runs with the activation it "
+              "was trained with (papers/conclip/models.toml)",
 }
 
 
@@ -115,7 +138,7 @@ class Scored:
 
 
 def pair_score(name: str) -> PairScore | None:
-    """The authors' pair score for a zoo model, or None for a cosine of embeddings."""
+    """The pair score of a zoo model (``PAIR_SCORES``), or None for a cosine of embeddings."""
     from common.zoo import get_spec
 
     spec = get_spec(name)
@@ -143,8 +166,8 @@ def score_models(models: Mapping[str, str], ccneg: CCNegSet, engine_config=None,
             scoring = CONTRASTIVE
         else:
             if not hasattr(model, "match_scores"):
-                raise ConclipFullError(f"CC-Neg row {row!r}: model {name!r} has no image-text matching head, but the "
-                                       f"authors score it with one ({pair.why})")
+                raise ConclipFullError(f"CC-Neg row {row!r}: model {name!r} has no image-text matching head, but its "
+                                       f"row is scored with one ({pair.why})")
             result = matching.image_to_text(model, items, ARGMAX, batch_size=config.image_batch_size,
                                             score=pair.score, progress=config.progress)
             scoring = f"{pair.score} ({pair.why})"
@@ -239,8 +262,8 @@ def evaluate_tables(models: Mapping[str, str], ccneg: CCNegSet, out_dir: Path, e
         raise ConclipFullError(f"no model of conclip.full.models could be loaded: {skipped}")
     full_context = {
         **dict(context or {}), "profile": "full",
-        "rule": "argmax over [s(I, c), s(I, c')] with c first (the authors' code: a tie counts as correct); the "
-                "strict rule (the paper's text: a tie is wrong) beside it",
+        "rule": "argmax over [s(I, c), s(I, c')] with c first (the authors' README snippet: a tie counts as "
+                "correct); the strict rule (the paper's text: a tie is wrong) beside it",
         "data": {"file": str(ccneg.path), "sha256": ccneg.sha256, "images_dir": str(ccneg.images_dir),
                  **ccneg.counts()},
         "split_sizes": ccneg.split_sizes(),

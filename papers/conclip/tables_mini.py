@@ -5,13 +5,14 @@ and negated prompts, and SugarCrepe's mini set.
 Every model is scored once per benchmark:
 
 * **CC-Neg analog** (Tables 2-3, 7-12): s(I, c) against s(I, c') per example; the authors' rule (``argmax`` over
-  [c, c'] with c first: a tie counts as correct) and the strict rule beside it; overall and per (negation word, K)
-  cell with its size.
+  [c, c'] with c first: a tie counts as correct, jaisidhsingh/CoN-CLIP@503388ac README.md:131
+  "preds = sim.argmax(dim=-1)") and the strict rule beside it; overall and per (negation word, K) cell with its size
+  (a grouping the authors' release does not hold: ``papers.conclip.ccneg``).
 * **Zero-shot classification** (Tables 4, 15, 16): the world's two label sets (``shapes``: 7 classes, the CIFAR-10
   analog; ``colored-shapes``: 56, the ImageNet analog) with one prompt per class, standard ("this is a photo of a
-  red circle.") and negated ("this is not a photo of a red circle."); top-1 is the argmax class (as the authors'
-  code), and Delta = top-1(standard) - top-1(negated): a model that reads "not" picks the true class less often
-  with the negated prompt.
+  red circle.") and negated ("this is not a photo of a red circle."); top-1 is the argmax class (the authors'
+  zero-shot script is not in the release), and Delta = top-1(standard) - top-1(negated): a model that reads "not"
+  picks the true class less often with the negated prompt.
 * **Distractor mining** (Supplementary 0.B, eq. 4): each model picks, for each example's subject and negated object,
   the benchmark image maximising phi(x, s) - phi(x, o_n); the world knows whether the pick shows the subject and not
   the object, so the rule's precision is measured, not assumed.
@@ -213,7 +214,7 @@ def _accuracy(result: SelectionResult) -> float:
 
 
 def _top1(result: ClassificationResult) -> float:
-    """Top-1 as the authors count it: the argmax class (the first among equals) is the true one."""
+    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
     return float((result.predictions == result.labels).mean())
 
 
@@ -353,7 +354,8 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
     scores = score_models(entries, arch_of, items, sets, sugarcrepe, pool, engine_config, device)
     full_context = {
         **dict(context or {}),
-        "rules": {"ccneg": "argmax over [c, c'] (a tie counts as correct, as the authors' code); strict beside it",
+        "rules": {"ccneg": "argmax over [c, c'] (a tie counts as correct, as the authors' README snippet); strict "
+                           "beside it",
                   "classification": "top-1 = argmax class; Delta = top-1(standard prompt) - top-1(negated prompt)",
                   "sugarcrepe": "strict (SugarCrepe's rule); folds are plain means of their categories",
                   "distractors": "eq. 4 (argmax phi(x, s) - phi(x, o_n)) over the benchmark's images, each example's "

@@ -2,23 +2,35 @@
 distractor images from COCO train 2017 (the set of ``papers.conclip.sets_full``), one run per row of Table 6
 (``papers.conclip.runs.RUNS``).
 
-The authors' recipe (Sec. 4-5 and jaisidhsingh/CoN-CLIP ``src/conclip_fine_tuning.py``, ``training_utils/helpers.py``,
-``data/finetuning_datasets.py: FineTuningDatasetWithNegatives``): image tower frozen, text tower and logit scale
-trained; AdamW lr 1e-6, weight decay 0.2, cosine with 50 warmup steps, 5 epochs, batch 200 (drop_last), mixed
-precision. Their fine-tuning entry point fails as published (a TypeError), so nothing here runs their code; what
-differs, and why:
+The authors' recipe (Sec. 4.2 and jaisidhsingh/CoN-CLIP's fine-tuning script, its argument defaults and its
+``FineTuningDatasetWithNegatives``; every setting is cited in ``papers/conclip/recipes.toml``): image tower frozen,
+jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:98-100 "for param in model.visual.parameters():", text tower
+and logit scale trained; AdamW lr 1e-6, weight decay 0.2, cosine with 50 warmup steps, 5 epochs, batch 200
+(drop_last; the paper's text says 256, README "Deviations"), mixed precision. Their fine-tuning entry point fails as
+published: ``get_finetuning_dataset`` passes two arguments,
+jaisidhsingh/CoN-CLIP@503388ac src/data/__init__.py:9 "return FineTuningDatasetWithNegatives(args, preprocess)",
+to a constructor that takes one,
+jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:47 "def __init__(self, transform=None):",
+a TypeError; so nothing here runs their code. What differs, and why:
 
-* Order: their ``DataLoader`` has no ``shuffle``: every epoch walks the file in order, the same 200 entries in
+* Order: their ``DataLoader`` has no ``shuffle``,
+  jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:107 "pin_memory=True, drop_last=True)": every epoch
+  walks the file in order, the same 200 entries in
   every batch. We follow it by default (``shuffle: false``): the in-batch negatives of a contrastive loss depend on
   which entries share a batch, and file order is the only order their runs can have seen. ``shuffle: true`` draws a
   permutation per epoch instead (``common.training.files``' ``default_rng([seed, 0, epoch])``). Either way the batch
   of step s is a pure function of (seed, s), which resume and DDP sharding need.
-* Optimiser: theirs (``papers/conclip/recipes.toml``, ``src/conclip_fine_tuning.py:115-118``): AdamW with torch's
+* Optimiser: theirs (``papers/conclip/recipes.toml``), jaisidhsingh/CoN-CLIP@503388ac
+  src/conclip_fine_tuning.py:115-118 "filter(lambda p: p.requires_grad, model.parameters())": AdamW with torch's
   default betas (0.9, 0.999) and eps 1e-8, weight decay on every trainable tensor, the logit scale included.
-* Precision: their "amp" is fp16 autocast with a GradScaler: ``precision: fp16`` (the trainer's GradScaler);
-  ``bf16`` is the switch (no scaler).
+* Precision: their default amp is fp16 autocast,
+  jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:16 "autocast = torch.cuda.amp.autocast if args.precision"
+  with a GradScaler, jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:120 "torch.cuda.amp.GradScaler()":
+  ``precision: fp16`` (the trainer's GradScaler); ``bf16`` is the switch (no scaler).
 * Images: resized (shorter side, bicubic) and centre-cropped as open_clip's evaluation transform, which is what
-  ``clip.load``'s ``preprocess`` (their training transform) does.
+  ``clip.load``'s ``preprocess`` (their training transform,
+  jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:106 "dataset = get_finetuning_dataset(args, preprocess)")
+  does.
 
 ``run <name>`` (stage ``finetune-full@<name>``, under ``torchrun``): one run of ``RUNS``, a ``FinetuneJob``
 (``build_job``) through the shared trainer with ``ConClipLoss`` (its terms; the CREPE-Negate run's c' is the CREPE
@@ -124,7 +136,8 @@ class NoCrepeRowsError(WorkspaceError):
 
 def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
     """The rows ``run`` trains on: all of them for the CC-Neg runs (the authors filter none:
-    ``src/data/finetuning_datasets.py:46-91``), those with a CREPE-Negate negation for the CREPE-Negate run."""
+    jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:55 "self.image_paths[:self.split_size]"), those
+    with a CREPE-Negate negation for the CREPE-Negate run."""
     if run_spec(run).negatives != "crepe":
         return list(rows)
     kept = [r for r in rows if r.crepe_negated is not None]

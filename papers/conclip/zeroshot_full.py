@@ -2,7 +2,9 @@
 16; Fig. 6) in the full profile: the paper's eight datasets, every obtainable model of ``conclip.full.models``.
 
 Each class gets one prompt of each kind, the paper's: "this is a photo of a {c}" (standard) and "this is not a photo
-of a {c}" (negated); top-1 is the argmax class (the first among equals, as the authors' code), and
+of a {c}" (negated), as the authors' README shows them, jaisidhsingh/CoN-CLIP@503388ac README.md:49
+"this is not a photo of a dog"; top-1 is the argmax class (the first among equals: the authors' zero-shot script is
+not in the release, the paper's Sec. 5.2.1 says only "top-1 zero-shot classification accuracy"), and
 Delta = top-1(standard) - top-1(negated): a model that reads "not" picks the true class less often with the negated
 prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common.scoring.classification``, one
 ``ClassificationSet`` per dataset and prompt kind.
@@ -22,8 +24,14 @@ CC-Neg tables (``papers.conclip.tables_full``), as one output group: ``classific
 profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``, then the means
 ``classification_top1`` and ``delta``; in points),
 ``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
-``zeroshot_summary.json`` (DVC metrics, at most twelve numbers) and ``zeroshot_context.json`` (datasets, splits,
-counts, prompts, class-name sources, the authors' code against the paper, models left out).
+``zeroshot_summary.json`` (DVC metrics, at most twelve numbers), ``zeroshot_comparisons.json`` (the released CoN-CLIP,
+row ``conclip``, minus CLIP, row ``clip``: the mean standard-prompt top-1 over the datasets with a paired 95% bootstrap
+interval resampled within each dataset, as the mini profile's ``comparisons.json``; ``papers.conclip.table6_full``
+copies it into the full profile's ``comparisons.json``; empty when either row was not scored) and
+``zeroshot_context.json`` (datasets, splits,
+counts, prompts, class-name sources, what the release does and does not show, models left out). The audit's rows of
+Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot evaluation (class names, splits, templates) is not in
+the release.
 
 In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``; the stage declares it) the datasets are stand-ins in
 torchvision's layouts, so the pins give way there only (``pinned=False``): torchvision's md5s of the archives, of
@@ -70,22 +78,26 @@ MARKER_SUFFIX = ".vlc-extracted.json"
 inside would become a class."""
 
 PAPER_VS_CODE: dict[str, str] = {
-    "standard_prompt": "paper (Sec. 5.1): 'this is a photo of a {class}'. The authors' src/zeroshot_classification.py "
-                       "encodes the bare class name '{c}' for every dataset but ImageNet, and for ImageNet the mean "
-                       "of 80 templates (TEMPLATES, src/data/imagenet_classes.py). Here: the paper's prompt, one per "
-                       "class, for every dataset.",
-    "negated_prompt": "paper and code agree: 'this is not a photo of a {c}', one prompt per class (the code's ImageNet "
-                      "branch builds the negated classifier only when its cached standard one is absent).",
-    "class_names": "code: torchvision's CIFAR names as they are (CIFAR-100 keeps underscores, 'aquarium_fish'); "
-                   "ImageNet: IMAGENET_MAPPING, OpenAI's curated names (spot-checked equal to open_clip's "
-                   "IMAGENET_CLASSNAMES); the other six: class_list of unreleased preprocessed_data.pt files, "
-                   "lower-cased with '_' -> ' '. Here: torchvision's names with '_' -> ' ' (ImageNet: open_clip's "
-                   "IMAGENET_CLASSNAMES); every tokenizer of the zoo lower-cases, so case does not matter.",
-    "splits": "code: torchvision's CIFAR test sets; ImageNet val (ImageFolder); the other six from the 'test' entries "
-              "of unreleased preprocessed_data.pt files (configs.zeroshot_data_loader), so their splits cannot be "
-              "checked. Here: CLIP_benchmark's default split of each dataset (zeroshot_context.json: datasets).",
-    "top1": "code: argmax of softmax(logit_scale * cosine), i.e. of the cosine, the first class among equals; the same "
-            "here (ties are counted in by_dataset.csv).",
+    "standard_prompt": "paper (Sec. 5.1.2): 'this is a photo of a {class}' (standard); the authors' README shows the "
+                       "same prompt, "
+                       'jaisidhsingh/CoN-CLIP@503388ac README.md:49 "this is a photo of a dog". '
+                       "Their zero-shot script (Tables 4, 15, 16: class names, templates, splits) is not in the "
+                       "release. Here: the paper's prompt, one per class, for every dataset.",
+    "negated_prompt": "paper (Sec. 5.1.2): 'this is not a photo of a {class}' (negated); the README the same, "
+                      'jaisidhsingh/CoN-CLIP@503388ac README.md:49 "this is not a photo of a dog". '
+                      "Here: one prompt per class.",
+    "datasets": "the README names the eight datasets, "
+                'jaisidhsingh/CoN-CLIP@503388ac README.md:155 "We use 8 datasets: ImageNet-1k, CIFAR-100, CIFAR-10"'
+                ", and leaves them to the reader: 'These datasets can be downloaded and prepared from their "
+                "respective sources'.",
+    "class_names": "not in the release: the authors' class names. Here: torchvision's names with '_' -> ' ' "
+                   "(ImageNet: open_clip's IMAGENET_CLASSNAMES, OpenAI's curated names); every tokenizer of the zoo "
+                   "lower-cases, so case does not matter.",
+    "splits": "not in the release: the authors' splits (the paper names none). Here: CLIP_benchmark's default split "
+              "of each dataset (zeroshot_context.json: datasets).",
+    "top1": "not in the release: the authors' top-1 (the paper's Sec. 5.2.1: 'top-1 zero-shot classification "
+            "accuracy'). Here: the argmax of the cosine, the first class among equals (ties are counted in "
+            "by_dataset.csv); the audit's rows of Tables 4, 15 and 16 say 'rule unverified'.",
 }
 
 
@@ -317,15 +329,15 @@ TEST_SPLIT = "the dataset's official test split (CLIP_benchmark's default split,
 DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
     ZeroshotDataset(
         "imagenet", "ImageNet-1k", "val", "ILSVRC-2012 validation set: its test labels were never released; "
-        "CLIP_benchmark's imagenet1k 'test' is this val split, and the authors' code reads ImageNet val",
+        "CLIP_benchmark's imagenet1k 'test' is this val split (the authors' split is not in the release)",
         "open_clip.zero_shot_metadata.IMAGENET_CLASSNAMES (OpenAI's curated names; 'missile' and 'sunglasses' appear "
         "twice, so those two class pairs get the same prompt and tie exactly: top-1 takes the first)",
         50_000, (Download(_key("imagenet/val")),), _imagenet),
     ZeroshotDataset(
         "caltech101", "Caltech-101", "all", "no official split: CLIP_benchmark's caltech101 (torchvision's) uses every "
         "image of the 101 categories (BACKGROUND_Google excluded by torchvision)",
-        "torchvision's category folders with '_' -> ' ' ('Faces_easy' -> 'Faces easy'); the authors' code also "
-        "lower-cases folder-style names and replaces '_'", 8_677,
+        "torchvision's category folders with '_' -> ' ' ('Faces_easy' -> 'Faces easy'); the authors' names are not "
+        "in the release", 8_677,
         (Download(_key("caltech101/caltech-101.zip"), "3138e1922a9193bfa496528edbbc45d0", "101_ObjectCategories",
                   inner="caltech-101/101_ObjectCategories.tar.gz", into="caltech101/101_ObjectCategories"),),
         _caltech101),
@@ -499,7 +511,7 @@ class ScoredModel:
 
 
 def top1(result: ClassificationResult) -> float:
-    """Top-1 as the authors count it: the argmax class (the first among equals) is the true one."""
+    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
     return float((result.predictions == result.labels).mean())
 
 
@@ -571,6 +583,37 @@ def classification_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) 
 
 
 SUMMARY_LIMIT = 12
+COMPARISONS_FILE = "zeroshot_comparisons.json"
+COMPARED_ROWS = ("conclip", "clip")
+N_RESAMPLES = 2000
+SEED = 0
+"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables_mini``)."""
+
+
+def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple[dict[str, float], str | None]:
+    """CoN-CLIP minus CLIP on the mean standard-prompt top-1 over ``datasets`` (points), with a paired 95% bootstrap
+    interval resampled within each dataset (``common.card.core.paired_difference``, as the mini profile's
+    ``comparisons.json``), and None; or nothing and why, when a row of ``COMPARED_ROWS`` was not scored."""
+    from common.card.core import Measure, paired_difference
+
+    by_row = {s.row: s for s in scored}
+    lacking = [row for row in COMPARED_ROWS if row not in by_row]
+    if lacking:
+        return {}, f"row(s) {lacking} not scored"
+    measures = []
+    for row in COMPARED_ROWS:
+        results = {n: by_row[row].results[n]["standard"] for n in datasets}
+        measures.append(Measure(
+            "classification", "CoN-CLIP", "classification", "",
+            tuple(f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))),
+            np.array([c for r in results.values() for c in (r.predictions == r.labels)], float),
+            tuple(n for n, r in results.items() for _ in range(len(r.labels)))))
+    d = paired_difference(*measures, n_resamples=N_RESAMPLES, seed=SEED)
+    rows = {r["row"]: r for r in classification_rows([by_row[row] for row in COMPARED_ROWS], datasets)}
+    return {"conclip_minus_clip_classification": round(
+                rows["conclip"]["classification_top1"] - rows["clip"]["classification_top1"], 2),
+            "conclip_minus_clip_classification_ci_low": round(d.low, 2),
+            "conclip_minus_clip_classification_ci_high": round(d.high, 2)}, None
 
 
 def summary(rows: Sequence[Mapping], n_datasets: int) -> dict[str, float]:
@@ -633,7 +676,8 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     full_context = {
         **dict(context or {}), "profile": "full", "pinned": pinned,
         "prompts": dict(PROMPTS),
-        "rule": "top-1 = argmax class over one prompt per class (the first among equals, as the authors' code); "
+        "rule": "top-1 = argmax class over one prompt per class (the first among equals; the authors' script is "
+                "not in the release); "
                 "Delta = top-1(standard) - top-1(negated), in points; the means are over the datasets listed here",
         "datasets": {name: {"title": DATASETS[name].title, "split": DATASETS[name].split,
                             "why_split": DATASETS[name].why_split, "n": n[name],
@@ -646,6 +690,12 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.fingerprint} for s in scored},
         "skipped": skipped,
     }
+    compared, why_not = comparisons(scored, names)
+    full_context["comparisons"] = {
+        "file": COMPARISONS_FILE, "rows": list(COMPARED_ROWS), "left_out": why_not,
+        "how": f"row conclip minus row clip, mean standard-prompt top-1 over the datasets listed here, in points; 95% "
+               f"percentile bootstrap, {N_RESAMPLES} resamples, seed {SEED}, paired over images, resampled within "
+               f"each dataset"}
     off = {name: (n[name], DATASETS[name].expected_n) for name in names if n[name] != DATASETS[name].expected_n}
     if off:
         print(f"note: split sizes differ from the released ones (found, expected): {off}", file=sys.stderr)
@@ -658,6 +708,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
                                            BY_DATASET_FIELDS),
             "summary": write_json_atomic(staging / "zeroshot_summary.json", summary(wide, len(names))),
             "context": write_json_atomic(staging / "zeroshot_context.json", full_context),
+            "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
         }
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 

@@ -4,12 +4,15 @@ Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE c
 (``released``), and this profile's runs (``results/hard_positives/<profile>/``): Table 1 (``table1.csv``), Table 2
 (``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
 never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
-tolerance. A full run's row scored beside the authors' precision (``<row>@fp32``, ``context.json``'s ``stands_for``)
-is compared with its row's published cells too, each recomputation's note naming the precision it was scored at and
-its ties, so the audit shows which precision reproduces each cell. Stage ``audit`` of
-``papers/hard_positives/dvc.yaml``: ``python -m papers.hard_positives.audit --strict``.
+tolerance. A full run's row scored beside the authors' configuration (``context.json``'s ``stands_for``: ``<row>@fp32``
+beside the authors' fp16 CLIP, ``<row>@quickgelu`` beside the authors' GELU build of NegCLIP and the CREPE models,
+``papers.hard_positives.tables_full``) is compared with its row's published cells too, as ARO's audit compares each way
+it scored NegCLIP: every such recomputation's note names the way it was scored (precision, activation: "the authors'
+configuration" for the row, "beside the authors' configuration" for the reference) and its ties, so the audit shows
+which way reproduces each cell. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m
+papers.hard_positives.audit --strict``.
 
-The authors released no training code (``amitakamath/hard_positives@33addaa`` holds evaluation, data and the
+The authors released no training code (``amitakamath/hard_positives@33addaae`` holds evaluation, data and the
 hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
 HardPositiveLoss``, this workspace's reading of Sec. 4.1; every cell of such a run carries ``UNVERIFIED_METHOD`` in
 its verdict text (``common.audit.core``: a caveat), whatever the verdict.
@@ -53,7 +56,7 @@ TRAINED_ROWS = frozenset({"clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace
                           "ratio-0.5", "ratio-0.75"})
 """The rows fine-tuned here with ``HardPositiveLoss`` (``papers.hard_positives.runs.RUNS``, named here so that the
 audit does not import the loss and torch with it)."""
-UNVERIFIED_METHOD = ("method unverified: no released training code (amitakamath/hard_positives@33addaa); "
+UNVERIFIED_METHOD = ("method unverified: no released training code (amitakamath/hard_positives@33addaae); "
                      "HardPositiveLoss is this workspace's reading of Sec. 4.1 (\"follows the procedure outlined in "
                      "SVLC\"), papers/hard_positives/losses.py")
 """The caveat of every cell recomputed from a run in ``TRAINED_ROWS``."""
@@ -73,9 +76,11 @@ def unverified_method(row: Mapping[str, str]) -> str:
 
 
 def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(row -> the row it stands for, row -> its note) from a full run's ``context.json``: a reference row stands for
-    the row it was scored beside; every row scored at a precision of its own is named with it and its ties. Empty
-    where the run wrote no precision (a mini run, or a run before issue 31)."""
+    """(row -> the published row it stands for, row -> its note) from a full run's ``context.json``: a reference row
+    stands for the row it was scored beside (followed to the end: a reference of a reference stands for the first
+    row); every row scored in more than one way is named with its precision, the reason (its activation where it was
+    scored under both, the authors' configuration or beside it) and its ties. Empty where the run wrote no reference
+    (a mini run, or a run before issue 31)."""
     from common.jsonl import read_json
 
     if not context.is_file():
@@ -84,10 +89,19 @@ def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
     models = models.get("models", {})
     if not any(isinstance(m, dict) and m.get("stands_for") for m in models.values()):
         return {}, {}
-    stands_for = {row: m["stands_for"] for row, m in models.items() if m.get("stands_for")}
+    direct = {row: m["stands_for"] for row, m in models.items() if m.get("stands_for")}
+
+    def root(row: str) -> str:
+        seen = set()
+        while row in direct and row not in seen:
+            seen.add(row)
+            row = direct[row]
+        return row
+
+    stands_for = {row: root(row) for row in direct}
     notes = {row: f"{m['precision']}: {m['why']}; exact ties: "
                   + ", ".join(f"{g} {n}" for g, n in m.get("ties", {}).items())
-             for row, m in models.items() if m.get("stands_for") or row in stands_for.values()}
+             for row, m in models.items() if m.get("stands_for") or row in direct.values()}
     return stands_for, notes
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from common.card.core import CardBenchmark, Measure
+from common.card.core import CardBenchmark, Measure, clip_load_fp16
 from common.paths import build_root
 from common.scoring.selection import TIE, negative_position, rescore
 from papers.hard_positives import evaluation
 
-RULE = "strict comparisons; a tie is neither correct nor brittle (the authors' run_eval.py; evaluation.py)"
+RULE = ("strict comparisons; a tie is neither correct nor brittle (the authors' evaluator, "
+        'amitakamath/hard_positives@33addaae run_eval.py:100 "if mod_scores[i][0][0] < mod_scores[i][0][1] and"; '
+        "evaluation.py)")
 METRICS = {"orig": "Orig. accuracy", "aug": "Aug. accuracy", "brittleness": "Brittleness"}
 
 
@@ -60,5 +62,9 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
             return FullSet.load(where).items()
 
+    from papers.hard_positives.tables_full import AUTHORS_PRECISION_WHY
+
+    # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
-                          lambda engine, items: measures(evaluation.evaluate(engine, items)))]
+                          lambda engine, items: measures(evaluation.evaluate(engine, items)),
+                          authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]

@@ -2,7 +2,9 @@
 
 An example is one image and three captions in a fixed order: the original c (candidate 0), the hard positive c_p
 (candidate 1) and the hard negative c_n (candidate 2). A model scores all three once (``evaluate``); every metric is
-a rule over those scores, as in the authors' ``run_eval.py`` (strict comparisons, ties reported):
+a rule over those scores, as in the authors' evaluator (strict comparisons, ties reported;
+``amitakamath/hard_positives@33addaae run_eval.py:79`` "orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])"
+for Orig., the counts below for the rest):
 
 * Orig. Test Acc.: s(c) > s(c_n) (the older benchmark's question, c_p ignored);
 * Aug. Test Acc.: s(c) > s(c_n) and s(c_p) > s(c_n);
@@ -10,8 +12,11 @@ a rule over those scores, as in the authors' ``run_eval.py`` (strict comparisons
   strictly below it. A tie of c_n with c or c_p is neither (the code counts ties apart; they are reported);
 * Table 2: the mean score of c, c_p and c_n.
 
-The five counts of ``run_eval.py`` are ``common.scoring.selection.negative_position``'s: "0,1" (c_n below both: Aug.
-correct), "0" (c > c_n > c_p), "1" (c_p > c_n > c), "" (c_n above both) and "tie"; Brittleness is "0" + "1".
+The five counts the authors' evaluator prints (``amitakamath/hard_positives@33addaae run_eval.py:99-116`` "print(len([1
+for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
+orig_scores[i][0][1]]))", c_n below both, then c > c_n > c_p, c_p > c_n > c, c_n above both and ties) are
+``common.scoring.selection.negative_position``'s: ``0,1`` (c_n below both: Aug. correct), ``0`` (c > c_n > c_p), ``1``
+(c_p > c_n > c), the empty code (c_n above both) and ``tie``; Brittleness is ``0`` + ``1``.
 
 Groups are the benchmark's parts: REPLACE's attributes and relations (VL-CheckList), and SWAP (VG-Attribution).
 Table 1's REPLACE column is the mean of the attribute and relation numbers (its caption says so), not a pooled rate.

@@ -1,12 +1,14 @@
 """Hard positives (Kamath et al., ECCV 2024): REPLACE benchmark counts recomputed from the released files.
 
-The REPLACE benchmark is released as two aligned lists per type (``amitakamath/hard_positives`` at commit
-33addaa, fetched through the checksum-verifying downloader):
+The REPLACE benchmark is released as two aligned lists per type (fetched through the checksum-verifying
+downloader):
 
-* ``data/vl_checklist_{attributes,relations}.json``: the VL-CheckList examples kept, each
-  ``{"image_id", "image_path", "true_caption" (c), "false_caption" (c_n)}``;
-* ``swapped_data/vl_checklist_{attributes,relations}.json``: the same list, same order, with ``true_caption``
-  replaced by the hard positive c_p (same image, same c_n).
+* ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json`` and
+  ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``: the VL-CheckList examples kept, each
+  ``{image_id, image_path, true_caption (c), false_caption (c_n)}``;
+* ``amitakamath/hard_positives@33addaae swapped_data/vl_checklist_attributes.json`` and
+  ``amitakamath/hard_positives@33addaae swapped_data/vl_checklist_relations.json``: the same list, same order, with
+  ``true_caption`` replaced by the hard positive c_p (same image, same c_n).
 
 One benchmark example is one list entry, i.e. one (image, c, c_n, c_p) instance scored by the augmented test
 accuracy; that is how §2.4 counts "16,868 hard positives targeting relations, and 10,575 hard positives targeting
@@ -179,12 +181,17 @@ def replace_recomputed(counts: Mapping[str, ReplaceCount], sources: Mapping[str,
     return recs
 
 
+REPO = "amitakamath/hard_positives"
+
+
 def _source(kind: str) -> str:
+    """Where a type's counts come from: its two released files, each cited whole at the commit its registry URL
+    pins (``OWNER/REPO@COMMIT PATH``, the shape of ``common.citations``)."""
     from common.download import get_source
 
     url = get_source(file_keys(kind)[0]).url or ""
-    commit = url.split("/")[5][:7] if url.count("/") > 5 else "?"
-    return f"amitakamath/hard_positives@{commit} {{data,swapped_data}}/vl_checklist_{kind}.json"
+    commit = url.split("/")[5][:8] if url.count("/") > 5 else "?"
+    return " + ".join(f"{REPO}@{commit} {folder}/vl_checklist_{kind}.json" for folder in ("data", "swapped_data"))
 
 
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:

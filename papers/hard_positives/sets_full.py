@@ -1,21 +1,31 @@
 """The hard-positives benchmark (Kamath et al., ECCV 2024, Sec. 2.4) read from the released files as (c, c_p, c_n)
 items for ``papers.hard_positives.evaluation``.
 
-Each part is released as two files with the same rows in the same order (``amitakamath/hard_positives``):
+Each part is released as two files with the same rows in the same order:
 
-* REPLACE (VL-CheckList on Visual Genome): ``data/vl_checklist_{attributes,relations}.json``, rows
-  ``{image_id, image_path, true_caption (c), false_caption (c_n)}``, and ``swapped_data/`` the same with
-  ``true_caption`` = c_p. ``image_path`` is ``data/VG_100K[_2]/<id>.jpg``: Visual Genome's own images, whole (the
-  authors' ``VL_Checklist_*`` datasets crop nothing). Read with ``released.load_aligned``.
+* REPLACE (VL-CheckList on Visual Genome): ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json``
+  and ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``, rows ``{image_id, image_path,
+  true_caption (c), false_caption (c_n)}``, and the same names under ``swapped_data/`` with ``true_caption`` = c_p.
+  ``image_path`` is ``data/VG_100K[_2]/<id>.jpg``: Visual Genome's own images, whole (the authors' ``VL_Checklist_*``
+  datasets crop nothing, their crop commented out: ``amitakamath/hard_positives@33addaae
+  dataset_zoo/aro_datasets.py:137`` "#image = image.crop((" for relations, ``amitakamath/hard_positives@33addaae
+  dataset_zoo/aro_datasets.py:297`` "#image = image.crop((" for attributes). Read with ``released.load_aligned``.
 * SWAP (VG-Attribution, ARO's format): ``data/visual_genome_attribution.json`` (ARO's file: c, c_n with a box and
-  the two attributes) and ``swapped_data/visual_genome_attribution.json`` (c_p). ``image_path`` is relative to the
-  ``images/`` folder of ARO's image zip (the authors' ``VG_Attribution`` joins it with ``<root>/images``, downloading
-  ARO's zip there) and each image is cropped to its box, as ARO does (``common.visual_genome``).
+  the two attributes) and ``swapped_data/visual_genome_attribution.json`` (c_p), as the authors' README lays them out
+  (``amitakamath/hard_positives@33addaae README.md:25-29`` "`swapped_data/` contains the hard positive, hard
+  negative, and VG image paths for evaluation"; the two files are in the release's tree, too large for the mirror). ``image_path`` is relative to the ``images/`` folder of ARO's
+  image zip (the authors' ``VG_Attribution`` joins it with ``<root>/images``,
+  ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,",
+  downloading ARO's zip there) and each image is cropped to its box, as ARO does
+  (``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:467`` "image = image.crop((test_case[";
+  ``common.visual_genome``).
 
-How the authors' code pairs the files (``run_eval.py``): each file is loaded as its own dataset and scored by a
-``DataLoader`` with ``shuffle=False``; the i-th score of one is compared with the i-th score of the other, so rows
-are paired by position alone, with no check. s(c) is the true caption's score in ``data/``; s(c_n) and s(c_p) are
-the false and true captions' scores in ``swapped_data/``. Here the files are paired the same way and checked: same
+How the authors' code pairs the files: each file is loaded as its own dataset and scored by a ``DataLoader`` with
+``shuffle=False`` (``amitakamath/hard_positives@33addaae run_eval.py:72`` "data_loader = DataLoader(dataset,
+batch_size=16, shuffle=False)" and ``amitakamath/hard_positives@33addaae run_eval.py:85`` "data_loader =
+DataLoader(swapped_dataset, batch_size=16, shuffle=False)"); the i-th score of one is compared with the i-th score of
+the other, so rows are paired by position alone, with no check. s(c) is the true caption's score in ``data/``;
+s(c_n) and s(c_p) are the false and true captions' scores in ``swapped_data/``. Here the files are paired the same way and checked: same
 length, and at every index the same image (and box) and the same c_n; an error names the files and the indices.
 
 Repeats: the authors score every row as released, so do these loaders. REPLACE holds exact repeats (186 attribute

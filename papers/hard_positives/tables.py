@@ -66,8 +66,14 @@ class Scored:
     precision: str = "fp32"
     """The engine precision it was scored at (the authors' for a Table 1 row of ``authors_precision``)."""
     stands_for: str | None = None
-    """For a reference scoring beside the authors' precision (row ``<row>@<precision>``): the row it is a reference
-    of, whose published cells the audit compares it with too."""
+    """For a reference scoring beside the authors' configuration (row ``<row>@<precision>`` beside the authors'
+    precision, ``<row>@quickgelu`` beside the authors' GELU build): the row it is a reference of, whose published
+    cells the audit compares it with too."""
+    reference: str | None = None
+    """What a reference scoring differs in from its row: ``"precision"`` or ``"activation"`` (None for a row)."""
+    activation: str | None = None
+    """For a model scored under both activations (``papers.hard_positives.tables_full.AUTHORS_BUILD``): the one this
+    scoring ran, ``"GELU"`` (the authors' build, the row) or ``"QuickGELU"`` (as trained, the reference)."""
 
 
 def cell(key: str, value) -> str:
@@ -106,15 +112,12 @@ def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
             for g, c in out.items()}
 
 
-def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
-                      seed: int = 0, b_metric: str | None = None):
-    """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
-    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items. A
-    column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
-    (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
-    resampling items keeps each pair of scores together."""
-    from common.stats import bootstrap_mean_ci
-
+def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: str,
+                 b_metric: str | None = None) -> np.ndarray:
+    """Per item of one of Table 1's columns (its groups in ``evaluation.COLUMNS`` order, items in result order), in
+    points: ``metric`` of model a minus ``b_metric`` (default ``metric``) of model b, weighted by (items in the
+    column) / (groups x items in its group), so that the plain mean is the column's difference (a column is the
+    unweighted mean of its groups). The two results must hold the same items in each group."""
     ia, ib = _indicators(a), _indicators(b)
     groups = evaluation.COLUMNS[column]
     total = sum(len(ia[g]["ids"]) for g in groups)
@@ -124,7 +127,56 @@ def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metri
             raise ValueError(f"paired_difference: the two results hold different items in group {g!r}")
         weight = total / (len(groups) * len(ia[g]["ids"]))
         values.append(100.0 * weight * (ia[g][metric] - ib[g][b_metric or metric]))
-    return bootstrap_mean_ci(np.concatenate(values), n_resamples=n_resamples, seed=seed)
+    return np.concatenate(values)
+
+
+def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
+                      seed: int = 0, b_metric: str | None = None):
+    """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
+    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items. A
+    column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
+    (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
+    resampling items keeps each pair of scores together."""
+    from common.stats import bootstrap_mean_ci
+
+    return bootstrap_mean_ci(_item_values(a, b, column, metric, b_metric), n_resamples=n_resamples, seed=seed)
+
+
+def drop_difference(a: SelectionResult, b: SelectionResult, column: str, n_resamples: int = 2000, seed: int = 0):
+    """Model a's drop (Aug. minus Orig.) minus model b's drop, in points on one of Table 1's columns, with a 95%
+    paired-bootstrap interval over items, as ``paired_difference`` computes one: per item (a's Aug. minus b's Aug.)
+    minus (a's Orig. minus b's Orig.), weighted by group, each item's four outcomes resampled together. Sec. 3.2:
+    the hard-negative fine-tunes' drops are larger than the base CLIP's (a negative difference)."""
+    from common.stats import bootstrap_mean_ci
+
+    values = _item_values(a, b, column, "aug") - _item_values(a, b, column, "orig")
+    return bootstrap_mean_ci(values, n_resamples=n_resamples, seed=seed)
+
+
+def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
+    """One model's drop (Aug. minus Orig.) averaged over Table 1's columns (REPLACE and SWAP, equal weights: the
+    Abstract's 12.9 is the mean of Table 1's -14.9 and -10.9), in points, with a 95% percentile-bootstrap interval:
+    in each of the ``n_resamples`` iterations every column's items are resampled independently (each weighted by
+    group, as ``paired_difference`` weighs them) and the columns' mean drops averaged. The same bootstrap as
+    ``common.stats.bootstrap_mean_ci`` (``scipy.stats.bootstrap``, percentile, ``numpy.random.default_rng(seed)``),
+    with one sample per column (``paired=False``: drawn in column order from the one generator); a sample with
+    every value equal has the degenerate interval."""
+    import scipy.stats
+
+    from common.stats import Interval
+
+    samples = [_item_values(result, result, column, "aug", "orig") for column in evaluation.COLUMNS]
+    estimate = float(np.mean([s.mean() for s in samples]))
+    if all(np.all(s == s[0]) for s in samples):
+        return Interval(estimate, estimate, estimate, 0.95, n_resamples, "percentile bootstrap (constant sample)")
+
+    def statistic(*resampled, axis=-1):
+        return np.mean([r.mean(axis=axis) for r in resampled], axis=0)
+
+    ci = scipy.stats.bootstrap(tuple(samples), statistic, n_resamples=n_resamples, confidence_level=0.95,
+                               method="percentile", vectorized=True, paired=False, axis=-1,
+                               rng=np.random.default_rng(seed)).confidence_interval
+    return Interval(estimate, float(ci.low), float(ci.high), 0.95, n_resamples, "percentile bootstrap")
 
 
 RATIO_RUNS = ("ratio-0", "ratio-0.25", "ratio-0.5", "ratio-0.75", "hp-hn")
@@ -132,11 +184,14 @@ RATIO_RUNS = ("ratio-0", "ratio-0.25", "ratio-0.5", "ratio-0.75", "hp-hn")
 
 def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> dict:
     """The paper's comparisons, flat: differences in points (hn vs the base and vs clip-ft; hp-hn vs hn; the base's
-    Aug. minus its Orig., the abstract's drop) with 95% paired-bootstrap intervals, whether each of the paper's
-    effects shows (an interval, not a point estimate,
+    Aug. minus its Orig. per column, the abstract's drop; hn's drop minus the base's, ``hn_minus_clip_drop_<column>``,
+    Sec. 3.2; the base's drop averaged over REPLACE and SWAP, ``clip_drop_mean``, the Abstract's 12.9) with 95%
+    bootstrap intervals over items (paired where two models are compared; ``mean_drop`` for the average), whether
+    each of the paper's effects shows (an interval, not a point estimate,
     decides: "higher" means its lower end is above 0, "lower or flat" means its lower end is at most 0), and Table
     3's trend (Spearman's rho of the hard-negative weight against each metric over ratio-0 .. ratio-0.75 and
-    hp-hn; None where the metric is the same for all five). ``results``: each row id's outcomes."""
+    hp-hn; None where the metric is the same for all five). Every interval: 2,000 resamples, seed 0, rounded to 2
+    decimals like its point estimate. ``results``: each row id's outcomes."""
     import scipy.stats
 
     by_run = {r["run"]: r for r in rows}
@@ -172,6 +227,18 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
             values = [by_run[r][f"{column}_{metric}"] for r in RATIO_RUNS]
             rho = scipy.stats.spearmanr(weights, values).statistic if len(set(values)) > 1 else None
             out[f"ratio_spearman_{column}_{metric}"] = None if rho is None else round(float(rho), 3)
+    base = by_run["base"]
+    for column in evaluation.COLUMNS:
+        # Sec. 3.2: the hard-negative fine-tunes' drops (Aug. minus Orig.) are larger than the base CLIP's
+        drop = drop_difference(results["hn"], results["base"], column)
+        out[f"hn_minus_clip_drop_{column}"] = round(by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"], 2)
+        out[f"hn_minus_clip_drop_{column}_ci_low"] = round(drop.low, 2)
+        out[f"hn_minus_clip_drop_{column}_ci_high"] = round(drop.high, 2)
+    # the Abstract's CLIP drop: the mean of Table 1's REPLACE and SWAP drops
+    mean = mean_drop(results["base"])
+    out["clip_drop_mean"] = round(float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS])), 2)
+    out["clip_drop_mean_ci_low"] = round(mean.low, 2)
+    out["clip_drop_mean_ci_high"] = round(mean.high, 2)
     return out
 
 

@@ -20,12 +20,26 @@ released, or released in a format the zoo cannot load; ``papers/hard_positives/m
 comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
 (``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
 
-Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' ``run_eval.py``
-loads with ``clip.load`` on CUDA: fp16 weights and scores) is scored at that precision, its row the one Table 1 and
-the audit use, and at ``engine.precision`` beside it (row ``<row>@fp32``, audited against the same published cells).
-The comparisons (``summary.json``: the fine-tunes against the base) use the base at ``engine.precision``, the
-precision the fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes.
-``context.json`` gives each row's precision and its ties per group.
+Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' evaluator loads
+with ``clip.load`` on CUDA: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "get_model(model_name=model_name,
+device=" and ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "clip.load(variant, device=device,
+download_root=root_dir)": fp16 weights and scores, since ``openai/CLIP@d05afc43 clip/model.py:434``
+"convert_weights(model)" builds it in fp16 and ``openai/CLIP@d05afc43 clip/clip.py:140-141`` "model.float()" casts
+it back to fp32 only on the CPU) is scored at that precision, its row the one Table 1 and the audit use, and at
+``engine.precision`` beside it (row ``<row>@fp32``, audited against the same published cells). The comparisons
+(``summary.json``: the fine-tunes against the base) use the base at ``engine.precision``, the precision the
+fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes. ``context.json``
+gives each row's precision and its ties per group.
+
+Activation: the authors' evaluator builds NegCLIP and the CREPE models as open_clip ``'ViT-B-32'``, i.e. GELU
+(``amitakamath/hard_positives@33addaae model_zoo/__init__.py:81`` "open_clip.create_model_and_transforms('ViT-B-32',
+pretrained=path, device=device)" for NegCLIP, ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101``
+"open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)" for the CREPE models), although
+their weights were fine-tuned from OpenAI's QuickGELU CLIP. A listed model of ``AUTHORS_BUILD`` is therefore scored
+both ways: its GELU build (a zoo variant) is the row (the authors' configuration: Table 1's row, the one the audit
+names so), and the model as trained, QuickGELU, is reported beside it (row ``<row>@quickgelu``, audited against the
+same published cells, as ``papers.aro.tables`` scores ARO's NegCLIP), so the audit shows which activation reproduces
+the paper's numbers.
 """
 from __future__ import annotations
 
@@ -48,13 +62,32 @@ from papers.hard_positives.tables import ModelEntry, Scored
 
 DATA_FILES = ("papers/hard_positives/models.toml",)
 """Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
-models; ARO's NegCLIP is in the shared zoo file, ``common/zoo/models.toml``)."""
+models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
+``common/zoo/models.toml``)."""
 TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-full"
 RUN_PREFIX = "hard_positives/full"
 """The runs' model names: ``hard_positives/full-<run>``."""
-AUTHORS_ACTIVATION = ("the authors' model_zoo loads NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
-                      "although they are fine-tunes of OpenAI's QuickGELU CLIP; the zoo loads them as "
-                      "ViT-B-32-quickgelu, so their rows may differ from the paper's for that reason too")
+AUTHORS_BUILD: dict[str, str] = {
+    "aro/negclip": "aro/negclip-gelu",
+    "hard_positives/crepe-swap": "hard_positives/crepe-swap-gelu",
+    "hard_positives/crepe-replace": "hard_positives/crepe-replace-gelu",
+}
+"""A listed zoo model (as trained: QuickGELU) -> the zoo variant that builds the same weights as the authors'
+evaluator does, open_clip 'ViT-B-32' (GELU; module docstring). NegCLIP's is ARO's entry (ARO's evaluator builds it
+the same way); the CREPE ones are this paper's (``papers/hard_positives/models.toml``)."""
+AUTHORS_ACTIVATION = ("the authors' evaluator builds NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
+                      "although they are fine-tunes of OpenAI's QuickGELU CLIP: each is scored both ways, its row "
+                      "(Table 1's, the authors' configuration) with GELU and <row>@quickgelu, as trained, beside it "
+                      "(each row's why cites the authors' lines)")
+ACTIVATION_WHY = {
+    "GELU": ("GELU, the authors' configuration: their evaluator builds NegCLIP "
+             '''(amitakamath/hard_positives@33addaae model_zoo/__init__.py:81 "create_model_and_transforms('ViT-B-32'")'''
+             " and the CREPE models "
+             '''(amitakamath/hard_positives@33addaae model_zoo/__init__.py:101 "create_model_and_transforms('ViT-B-32'")'''
+             " as open_clip 'ViT-B-32', whose config is GELU"),
+    "QuickGELU": "QuickGELU, as the weights were trained (a fine-tune of OpenAI's CLIP), beside the authors' "
+                 "configuration (GELU)"}
+"""The audit's note of each activation (``context.json``'s ``why``)."""
 
 
 class HardPositivesFullError(WorkspaceError):
@@ -62,30 +95,61 @@ class HardPositivesFullError(WorkspaceError):
 
 
 AUTHORS_PRECISION_WHY = {
-    "fp16": "the authors' run_eval.py loads OpenAI's CLIP with clip.load on CUDA: fp16 weights and scores "
-            "(amitakamath/hard_positives run_eval.py:46, model_zoo/__init__.py:16, clip_models.py:73-86 at 33addaae)"}
+    "fp16": ("the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16 weights and scores "
+             '(amitakamath/hard_positives@33addaae run_eval.py:46 "get_model(model_name=model_name, device=", '
+             'amitakamath/hard_positives@33addaae model_zoo/__init__.py:16 "clip.load(variant, device=device")')}
+
+
+@dataclasses.dataclass(frozen=True)
+class Way:
+    """One scoring of a listed model: the zoo name loaded, the row it stands for when it is a reference beside the
+    authors' configuration, and its activation when the model is scored under both."""
+
+    name: str
+    stands_for: str | None = None
+    activation: str | None = None
+
+
+def ways(models: Mapping[str, str]) -> dict[str, Way]:
+    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as two rows, its GELU build under its
+    own row (the authors' configuration) and itself, QuickGELU, as ``<row>@quickgelu`` right after; any other model
+    as itself."""
+    out: dict[str, Way] = {}
+    for row, name in models.items():
+        if name in AUTHORS_BUILD:
+            out[row] = Way(AUTHORS_BUILD[name], activation="GELU")
+            out[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
+        else:
+            out[row] = Way(name)
+    return out
 
 
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                  device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
                  authors_precision: Mapping[str, str] | None = None) -> tuple[list[Scored], dict[str, str]]:
-    """Every (row -> zoo model) on the items, in the given order; models that cannot be loaded raise
-    ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` are returned by row with the reason. A model
-    of ``authors_precision`` is scored at that precision and, right after, at the engine's (row ``<row>@<p>``)."""
+    """Every (row -> zoo model) on the items, in the given order, each model of ``AUTHORS_BUILD`` under both
+    activations (``ways``); models that cannot be loaded raise ``ModelUnavailable`` (with the reason), or with
+    ``skip_unavailable`` are returned by row with the reason. A model of ``authors_precision`` is scored at that
+    precision and, right after, at the engine's (row ``<row>@<p>``)."""
     from common.engine import Engine, EngineConfig
     from common.zoo import get_spec
 
     config = engine_config or EngineConfig()
+    plan = ways(models)
     scored, skipped = [], {}
-    for row, name, model in each_model(models, skipped, create=create, device=device,
-                                       skip_unavailable=skip_unavailable, what="Table 1 row"):
+    for row, name, model in each_model({row: way.name for row, way in plan.items()}, skipped, create=create,
+                                       device=device, skip_unavailable=skip_unavailable, what="Table 1 row"):
+        way = plan[row]
         precision = (authors_precision or {}).get(name, config.precision)
         result = evaluation.evaluate(Engine(model, dataclasses.replace(config, precision=precision)), items)
-        scored.append(Scored(row, name, get_spec(name).label, result, precision))
+        label = get_spec(name).label + (f" [{way.activation}]" if way.stands_for else "")
+        scored.append(Scored(row, name, label, result, precision, stands_for=way.stands_for,
+                             reference="activation" if way.stands_for else None, activation=way.activation))
         if precision != config.precision:
             reference = evaluation.evaluate(Engine(model, config), items)
-            scored.append(Scored(f"{row}@{config.precision}", name, f"{get_spec(name).label} [{config.precision}]",
-                                 reference, config.precision, stands_for=row))
+            scored.append(Scored(f"{row}@{config.precision}", name, f"{label} [{config.precision}]",
+                                 reference, config.precision, stands_for=row, reference="precision",
+                                 activation=way.activation))
     return scored, skipped
 
 
@@ -105,10 +169,16 @@ def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTex
 def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
     """The scorings the comparisons use: every row at the engine's precision. A row scored at the authors' precision
     is replaced by its reference scoring (``<row>@<precision>``, renamed back to the row), so that a fine-tune is
-    compared with the base as both were scored."""
-    references = {s.stands_for: s for s in scored if s.stands_for}
-    return [dataclasses.replace(references[s.row], row=s.row, stands_for=None) if s.row in references else s
-            for s in scored if not s.stands_for]
+    compared with the base as both were scored; the other references (``<row>@quickgelu``) are left out."""
+    references = {s.stands_for: s for s in scored if s.reference == "precision"}
+    return [dataclasses.replace(references[s.row], row=s.row, stands_for=None, reference=None)
+            if s.row in references else s for s in scored if not s.stands_for]
+
+
+def prediction_stem(s: Scored) -> str:
+    """A scoring's file name in ``predictions/`` (without ``.csv``): the zoo name, and the precision for a reference
+    beside the authors' precision (the same model twice)."""
+    return s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
 
 
 def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping
@@ -130,10 +200,20 @@ def write_outputs(out_dir: Path, scored: Sequence[Scored], zoo_rows: Sequence[st
         paths = tables.write_tables(staging, rows, groups, summary, context,
                                     (*zoo_rows, *tables.TABLE1_RUNS))
         for s in scored:
-            stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.stands_for else "")
-            write_predictions(staging / "predictions" / f"{stem}.csv", s.result)
+            write_predictions(staging / "predictions" / f"{prediction_stem(s)}.csv", s.result)
         paths["predictions"] = staging / "predictions"
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+
+
+def why(s: Scored) -> str:
+    """How a row was scored, for ``context.json`` and the audit's notes: its precision's reason, its activation's
+    where it was scored under both."""
+    parts = ["reference beside the authors' precision" if s.reference == "precision"
+             else AUTHORS_PRECISION_WHY.get(s.precision, "the engine's precision")]
+    if s.activation is not None:
+        parts.insert(0, ACTIVATION_WHY[s.activation])
+        parts = [p for p in parts if p != "the engine's precision"]
+    return "; ".join(parts)
 
 
 def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: FullSet,
@@ -161,9 +241,8 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
         "equal_captions": "rows with two equal captions are scored as released, as the authors' code scores them "
                           "(counted per group under data.counts)",
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
-                           "precision": s.precision, "stands_for": s.stands_for,
-                           "why": ("reference beside the authors' precision" if s.stands_for
-                                   else AUTHORS_PRECISION_WHY.get(s.precision, "the engine's precision")),
+                           "precision": s.precision, "stands_for": s.stands_for, "reference": s.reference,
+                           "activation": s.activation, "why": why(s),
                            "n": {g: c.n for g, c in cells[s.row].items()},
                            "ties": {g: c.ties for g, c in cells[s.row].items()}} for s in scored},
         "checkpoints": {e.run: {"path": str(e.checkpoint), "sha256": sha256_file(e.checkpoint)} for e in runs

@@ -4,8 +4,10 @@ Data: synthetic COCO-sized JPEGs (640x480) arranged like SugarCrepe (about 4.8 e
 about 1.6 distinct captions per example). Model: an open_clip architecture with random weights
 (timing only; nothing here is a result). Three timings, same process, same threads:
 
-* reference: ``main_eval.py``'s loop: per example, open the image, encode it at batch 1, encode the
-  positive and the negative caption at batch 1, compare.
+* reference: the released evaluation's loop, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:57-68`` "image =
+  Image.open(image_path)" and ``RAIVNLab/sugar-crepe@0047054b main_eval.py:45-54`` "return 1 if pos_score.item() >
+  neg_score.item() else 0": per example, open the image, encode it at batch 1, encode the positive and the negative
+  caption at batch 1, compare.
 * engine: ``common.scoring.selection.image_to_text`` on a cold cache (hashing, caching, bookkeeping included).
 * bound, on the CPU: encoding every unique image (decode + preprocess + encode) and every unique text once, at the
   best of several batch sizes, with nothing else. On a GPU, where decoding runs on the CPU cores while the GPU
@@ -86,7 +88,9 @@ def make_data(root: Path, n_images: int, seed: int = 0, width: int = 640, height
 
 @torch.no_grad()
 def reference_loop(model: OpenClipModel, items: list[ImageToTextItem]) -> list[int]:
-    """SugarCrepe's released ``main_eval.py`` decision loop, verbatim in logic (batch 1 throughout)."""
+    """SugarCrepe's released decision, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:46-54`` "def
+    text_retrieval(pos_text, neg_text, image, model, tokenizer, transform, device):", verbatim in logic (batch 1
+    throughout)."""
     net, tokenizer, transform, device = model.model, model.tokenizer, model.transform, model.device
     decisions = []
     for it in items:

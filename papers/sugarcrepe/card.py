@@ -24,8 +24,9 @@ from common.card.core import CardBenchmark, Measure, selection_measures
 from common.card.trend import Trend
 from common.paths import RESULTS, build_root
 
-STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong "
-               "(SugarCrepe's main_eval.py; papers/sugarcrepe/table6.py)")
+STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong (SugarCrepe's "
+               'RAIVNLab/sugar-crepe@0047054b main_eval.py:54 "return 1 if pos_score.item() > neg_score.item() else 0"; '
+               "papers/sugarcrepe/table6.py)")
 RECOGNITION_X = "sugarcrepe/recognition/imagenet-analog"
 IMAGENET_X = "sugarcrepe/recognition/imagenet-1k"
 

@@ -9,7 +9,7 @@ Pearson r (0.78 SWAP-Obj, 0.75 ADD-Att, > 0.8 elsewhere). The stage follows ``pr
   the weights scored here).
 * **full**: each model of ``sugarcrepe.models.full`` that Figure 5 plots (an open_clip pretrained CLIP of OpenAI,
   LAION or DataComp, as ``released.figure5_models`` picks them) takes its x from open_clip's published ImageNet-1k
-  zero-shot top-1 (``docs/openclip_results.csv``, fetched through the checksum-pinned downloader and matched as the
+  zero-shot top-1 (``mlfoundations/open_clip@89fb801f docs/openclip_results.csv``, fetched through the checksum-pinned downloader and matched as the
   audit matches it, ``released.match_models``) and its y from this run's Table 6 (``results/sugarcrepe/full/
   table6.csv`` and its per-example predictions). ImageNet zero-shot is not run here: ImageNet-1k is not among the
   workspace's data, and the published top-1 is what the paper plotted. A model with no published top-1 is left

@@ -1,8 +1,11 @@
 """The losses of SugarCrepe's NegCLIP re-training (Tables 5 and 10, both profiles).
 
-NegCLIP proper (``vinid/neg_clip``) also feeds a hard negative image per sample; the paper's re-training adds hard
-negative captions only, so its loss is the shared ``ExtraTextNegativesLoss`` with one image segment and two text
-segments. A run without negatives trains with plain ``ClipLoss``.
+NegCLIP proper also feeds a hard negative image per sample (``vinid/neg_clip@e680f8e4 src/training/data.py:55-57``
+"new_images = self.transforms(Image.open(str(self.images[chose_image_index])))", and
+``vinid/neg_clip@e680f8e4 src/training/train.py:84`` "images = torch.cat([images, new_images])"); the paper's
+re-training adds hard negative captions only (the SugarCrepe paper, Appendix A.3: "We augment the original CLIP loss
+with hard negative captions following NEGCLIP"), so its loss is the shared ``ExtraTextNegativesLoss`` with one image
+segment and two text segments. A run without negatives trains with plain ``ClipLoss``.
 """
 from __future__ import annotations
 

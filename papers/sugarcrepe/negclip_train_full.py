@@ -5,9 +5,10 @@ Every run goes over the same rows in the same order (the batch of step s is a pu
 are decoded from the COCO files per batch (``common.training.files.FileImages``). ``ClipLoss`` over images [I] and
 texts [T] without negatives; ``TextNegativeClipLoss`` over [I] and [T; T_neg] with them. Fine-tuned runs start from
 ``base`` (``openai/ViT-B-32``) on the ``finetune`` schedule, scratch runs from a random ``scratch_arch`` (``RN50``)
-on the ``scratch`` schedule; both schedules are the paper's App. A.3 (``sugarcrepe.txt:352``: 30 epochs, batch 256,
-lr 1e-4, weight decay 0.1, 1000 warmup steps) and both recipes OpenCLIP's training code (``recipes.toml``: its decay
-groups, betas per architecture, amp, training crop). The refined runs are a stage group of their own: only they wait for the refinement
+on the ``scratch`` schedule; both schedules are the paper's (the SugarCrepe paper, Appendix A.3: "number of warmup
+steps is 1000, batch size is 256, learning rate is 1e-4, weight decay is 0.1, number of epochs is 30") and both
+recipes OpenCLIP's training code of the time, mlfoundations/open_clip@a09d519f (``papers/sugarcrepe/recipes.toml``
+cites each rule: its decay groups, betas per architecture, amp, training crop). The refined runs are a stage group of their own: only they wait for the refinement
 (Vera, GPU), whose rows they read through ``negclip_rows_full`` without importing the refinement's code.
 
 ``torchrun ... -m papers.sugarcrepe.negclip_train_full run <run> --device ${sugarcrepe.negclip_full.device}``: weights in

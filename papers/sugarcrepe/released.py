@@ -15,11 +15,12 @@ Three recomputations, every file fetched through the checksum-verifying download
   decisions are cross-checked against the released ``correct`` flags. Table 6 reports, per category, the
   mean of the two settings' accuracies (x 100), and its Average is the mean of the seven categories.
 * **Figure 5 (claims sec5.3_r_*)**: Pearson r between open_clip's published ImageNet-1k zero-shot top-1
-  (``docs/openclip_results.csv``, column "ImageNet 1k", a fraction) and each Table 6 category column
+  (``mlfoundations/open_clip@89fb801f docs/openclip_results.csv``, column "ImageNet 1k", a fraction) and each Table 6 category column
   (published values) over the paper's 17 pretrained CLIPs (params.yaml ``sugarcrepe.models.full`` through the zoo:
   OpenAI, LAION and DataComp models with an open_clip pretrained tag; not NegCLIP, not GPT-4V). A model is matched on
   (arch, pretrained tag) exactly, else on (arch + "-quickgelu", tag); every match is recorded.
-* **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json``).
+* **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json`` of
+  RAIVNLab/sugar-crepe@0047054b, e.g. ``RAIVNLab/sugar-crepe@0047054b data/swap_obj.json``).
 
 Public functions: ``recompute``, ``draw_figure5``, ``parse_choice``, ``score_gpt4v_file``,
 ``gpt4v_scores``, ``gpt4v_recomputed``, ``imagenet_top1``, ``figure5_models``, ``match_models``,

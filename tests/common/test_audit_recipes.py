@@ -20,8 +20,8 @@ decay_rule = {value = "open_clip_names", source = "main.py:165"}
 schedule = {value = "warmup_cosine", source = "main.py"}
 clamp_logit_scale = {value = true, source = "train.py"}
 augmentation = {value = "center_crop", source = "x"}
-batch_size = {value = 1024, source = "aro.txt:357"}
-epochs = {value = 5, source = "aro.txt:357"}
+batch_size = {value = 1024, source = "paper, Appendix C.3"}
+epochs = {value = 5, source = "paper, Appendix C.3"}
 """
 
 
@@ -45,6 +45,24 @@ def test_a_record_without_a_recipe_says_so_and_a_bad_one_is_an_error():
         "recipe negclip (cd): the recipe's numbers")  # the recipe's: not always the authors' (hard positives')
     with pytest.raises(RecipeRecordError, match=r"m.json: 'recipe' is not the trainer's"):
         recipe_note({"recipe": {"name": 3}}, "m.json")
+    with pytest.raises(RecipeRecordError, match=r"m.json: 'recipe.paper_differs' is not the trainer's"):
+        recipe_note({"recipe": {"name": "a", "digest": "b", "paper_differs": [1]}}, "m.json")
+
+
+def test_the_audit_row_says_where_the_paper_and_the_code_disagree(tmp_path):
+    """A setting whose paper value differs from the code's (``paper = {...}`` in recipes.toml) is in the run's record
+    and in every audit row's note for that run, deviation or not."""
+    register_local_configs()
+    text = RECIPE.replace('batch_size = {value = 1024, source = "paper, Appendix C.3"}',
+                          'batch_size = {value = 256, source = "README.md:74", quote = "--batch-size=256", '
+                          'paper = {value = 1024, source = "paper, Appendix C.3", quote = "N=1024 batch size"}}')
+    recipe = parse_recipes(text, "recipes.toml")["negclip"]
+    out = tmp_path / "m.safetensors"
+    train(TrainConfig(steps=1, batch_size=4, warmup_steps=1, recipe=recipe), FromScratch("mini-vit-xs"),
+          SyntheticBatches(), ClipLoss, out, provenance={"epochs": 5})
+    assert recipe_note(json.loads(out.with_suffix(".json").read_text())) == (
+        f"recipe negclip ({recipe.digest}): batch_size 4 (authors 256); the paper differs from the code: "
+        f"batch_size 1024 in the paper (paper, Appendix C.3), 256 in the code")
 
 
 def test_a_results_context_names_each_run_s_recipe_and_a_damaged_entry_is_one_error(tmp_path):

@@ -1,6 +1,7 @@
 """``GridShuffle`` against ARO's own image shuffles, re-implemented here from their unfold/fold code
-(``mertyg/vision-language-models-are-bows@81fdd20d: dataset_zoo/perturbations.py:137-194``): the same pixels,
-bit for bit, including the border their ``fold`` leaves at zero when the side is not a multiple of the grid."""
+(``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/perturbations.py:137-194`` "def shuffle_rows(x,
+n_rows=7):", ``shuffle_columns`` and ``shuffle_patches`` after it): the same pixels, bit for bit, including the
+border their ``fold`` leaves at zero when the side is not a multiple of the grid."""
 from __future__ import annotations
 
 import pytest

@@ -30,6 +30,7 @@ def test_the_readme_table_is_the_command_s_output(paper, capsys):
 
 def test_the_table_shows_the_authors_rules_beside_the_mini_ones():
     table = markdown(ROOT / "papers" / "conclip" / "recipes.toml")
-    assert "| decay_rule | all | jaisidhsingh/CoN-CLIP@503388a src/conclip_fine_tuning.py:115-118" in table
+    cited = 'jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:115-118 "filter(lambda p: p.requires_grad, model.parameters())"'
+    assert f"| decay_rule | all | {cited}" in table
     assert table.splitlines()[4].endswith("| adamw | adamw |")
     assert "| betas | (0.9, 0.999) |" in table and table.count("(0.9, 0.98) |") == 1  # the mini column

@@ -147,10 +147,13 @@ def test_bad_bins_and_kept():
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# The authors' rule, transcribed from RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:5-103 (BiVLC's copy,
-# IMirandaM/BiVLC@84f0d175 src/Training_data/TROHN_Img/adversarial_refine.py:34-132, is the same function): 50 bins
-# per half-axis on the plane (:6), 10 on each zero-gap axis (:65). Their ``np.random.choice`` is recorded as a pool
-# (which examples, how many drawn) instead of drawn, so a seeded implementation can be compared with it exactly.
+# The authors' rule, transcribed from RAIVNLab/sugar-crepe@0047054b adversarial_refine.py:5-103
+# "def adversarial_refine(model1_score_gap, model2_score_gap):" (BiVLC's copy, IMirandaM/BiVLC@84f0d175
+# src/Training_data/TROHN_Img/adversarial_refine.py:34-132 "def adversarial_refine(model1_score_gap,
+# model2_score_gap):", is the same function): 50 bins per half-axis on the plane (RAIVNLab/sugar-crepe@0047054b
+# adversarial_refine.py:6 "n_grids = 50"), 10 on each zero-gap axis (RAIVNLab/sugar-crepe@0047054b
+# adversarial_refine.py:65 "n_grids = 10"). Their ``np.random.choice`` is recorded as a pool (which examples, how many
+# drawn) instead of drawn, so a seeded implementation can be compared with it exactly.
 # ------------------------------------------------------------------------------------------------------------------
 def authors_refine(model1_score_gap, model2_score_gap):
     """(examples the authors' code always keeps, [(pool, how many of it they keep at random)])."""

@@ -30,13 +30,35 @@ def test_every_paper_lists_claims_and_its_readme_block_is_the_results():
     ("<", -3.0, None, -1.0, sc.REPRODUCED, ""),
     ("<", 3.0, 1.0, 5.0, sc.NOT_REPRODUCED, "interval on the other side of 0"),
     ("<", -2.0, None, None, sc.NO_INTERVAL, "no interval"),
-    ("=", 0.5, -1.0, 2.0, sc.REPRODUCED, "interval holds 0 (no difference shown"),
-    ("=", 3.0, 1.0, 5.0, sc.NOT_REPRODUCED, "interval excludes 0"),
-    ("=", 0.0, None, None, sc.NO_INTERVAL, "no interval in results/, so equality is not tested"),
+    ("=", 0.5, -1.0, 2.0, sc.REPRODUCED, "interval within 0 \u00b1 2"),
+    ("=", 0.5, -3.0, 2.0, sc.NOT_REPRODUCED, "interval reaches beyond 0 \u00b1 2"),
+    ("=", 3.0, 2.5, 5.0, sc.NOT_REPRODUCED, "interval outside 0 \u00b1 2"),
+    ("=", 0.0, None, None, sc.NO_INTERVAL, "no interval in results/, so equality within 2 is not tested"),
+    ("=", 3.0, None, None, sc.NOT_REPRODUCED, "point estimate outside 0 \u00b1 2"),
 ])
 def test_the_verdict_needs_the_interval_on_the_papers_side(direction, estimate, low, high, verdict, detail):
-    got, text = sc.judge(direction, 0.0, estimate, low, high)
+    got, text = sc.judge(direction, 0.0, estimate, low, high, 2.0 if direction == "=" else None)
     assert got == verdict and text.startswith(detail)
+
+
+def test_an_equality_without_a_margin_is_no_claim():
+    """ "No better than chance" passes whenever a wide enough interval holds 50: the margin is required."""
+    with pytest.raises(sc.ScorecardError, match="needs its margin"):
+        sc.judge("=", 50.0, 50.0, 40.0, 60.0)
+
+
+@pytest.mark.parametrize("published, low, high, tolerance, verdict, detail", [
+    (18.0, 15.0, 20.0, 0.0, sc.REPRODUCED, "holds the published +18"),
+    (18.0, 2.0, 6.0, 0.0, sc.DIRECTION_ONLY, "the published +18 lies above the interval"),
+    (18.0, 18.8, 25.0, 1.0, sc.REPRODUCED, "holds the published +18"),
+    (18.0, 18.8, 25.0, 0.5, sc.DIRECTION_ONLY, "the published +18 lies below the interval"),
+    (None, 2.0, 6.0, 0.0, sc.REPRODUCED, ""),
+])
+def test_a_rerun_of_the_papers_quantity_is_held_to_its_published_size(published, low, high, tolerance, verdict,
+                                                                     detail):
+    got, text = sc.size(sc.REPRODUCED, "", published, low, high, tolerance)
+    assert got == verdict and text == detail
+    assert sc.size(sc.NOT_REPRODUCED, "x", published, low, high, tolerance) == (sc.NOT_REPRODUCED, "x")
 
 
 @pytest.fixture
@@ -52,6 +74,8 @@ def workspace(tmp_path):
 id = "a-beats-b"
 claim = "A beats B"
 source = "Table 1"
+quote = "A is better than B, by ten points"
+published = 10
 direction = ">"
 unit = "points"
 [claim.mini]
@@ -69,6 +93,9 @@ estimate = ["toy/full/t.csv¦model=A¦acc", "toy/full/t.csv¦model=B¦acc"]
 id = "gain"
 claim = "fine-tuning gains"
 source = "Abstract"
+quote = "fine-tuning improves the model"
+published = "toy/mini/t.csv¦model=A¦acc"
+published_scale = 100
 direction = ">"
 [claim.mini]
 what = "the gain"
@@ -100,7 +127,8 @@ def test_the_readme_block_is_checked_and_rewritten(workspace):
     assert sc.check(["toy"], root, results, write=True) == ["toy"]
     text = readme.read_text()
     assert text.startswith("# Toy\n\n<!--claims-->\n| claim") and text.endswith("<!--/claims-->\n\nmore\n")
-    assert "| **A beats B** (Table 1; paper: above 0 points) | mini profile |" in text
+    assert ('| **A beats B** (Table 1: "A is better than B, by ten points"; published: +10.0 points; tested: above 0 '
+            'points) | mini profile |') in text
     assert sc.check(["toy"], root, results) == []
     readme.write_text("# Toy, no block\n")
     with pytest.raises(sc.ScorecardError, match="has no <!--claims-->"):
@@ -114,8 +142,17 @@ def test_the_readme_block_is_checked_and_rewritten(workspace):
     (('interval_of = "first"', 'interval_of = "second"'), "interval_of is 'estimate'"),
     (('claim = "A beats B"', 'claim = 3'), "needs claim"),
     (("[[claim]]", "[[claim]"), "not valid TOML"),
-    (('unit = "points"', 'unit = "points"\nthreshold = "zero"'), "threshold is a number"),
-    (("scale = 100", "scale = \"100\""), "scale is not a number"),
+    (('unit = "points"', 'unit = "points"\nthreshold = "zero"'), "threshold is a finite number"),
+    (('unit = "points"', 'unit = "points"\nthreshold = nan'), "threshold is a finite number"),
+    (('quote = "A is better than B, by ten points"', ''), "needs quote"),
+    (('quote = "A is better than B, by ten points"', 'quote = "short"'), "needs quote"),
+    (('published = 10\n', ''), "published is the effect the paper states"),
+    (('published = 10\n', 'published = inf\n'), "published is the effect the paper states"),
+    (('direction = ">"', 'direction = "="'), "states its margin"),
+    (('direction = ">"', 'direction = ">"\nmargin = 2'), "margin goes with direction '=' only"),
+    (('direction = ">"', 'direction = "="\nmargin = -1'), "margin is a finite number > 0"),
+    (('published_scale = 100', 'published_scale = "x"'), "published_scale is a finite number"),
+    (("scale = 100\n[claim.full]", "scale = \"100\"\n[claim.full]"), r"\[mini\] scale is not a finite number"),
     (("interval_of = \"first\"", "interval_of = \"first\"\nhgih = 3"), r"unknown keys \['hgih'\]"),
     (('source = "Abstract"', 'source = "Abstract"\nfull = "x"'), r"\[full\] is not a table"),
 ])

@@ -80,7 +80,8 @@ def test_rules_on_hand_made_scores():
 
 
 def test_negative_position_is_the_hard_positives_codes_five_counts():
-    """The five counts printed by the hard-positives code (run_eval.py), written as it writes them."""
+    """The five counts printed by the hard-positives code (``amitakamath/hard_positives@33addaae run_eval.py:99-116``
+    "# (c, c'') > c'"), written as it writes them."""
     rng = np.random.default_rng(0)
     rows = [rng.integers(0, 4, size=3).astype(float) for _ in range(400)]  # small integers: many ties
     for c, cp, cn in rows:

@@ -54,10 +54,10 @@ def test_training_is_bit_identical_and_the_sidecar_is_portable(train_set, tmp_pa
 
 
 ORIGINAL_LOOP_SHA256 = "112060517ddee7e08925ad66841635045f73acc5ca5aa86a6c7cfc1a187f6e6d"
-"""sha256 of the weights ``common/train.py``'s own loop (before it called ``common.training.train``)
-wrote for ``FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3,
-warmup_steps=2, seed=0)`` on the ``train_set`` fixture (images.npy sha256 c3959251...), one thread;
-its final loss was 3.526983690261841."""
+"""sha256 of the weights the mini family's own loop (``common/training/family.py``, then ``common/train.py``,
+before it called ``common.training.train``) wrote for ``FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5,
+batch_size=32, lr=2e-3, warmup_steps=2, seed=0)`` on the ``train_set`` fixture (images.npy sha256 c3959251...), one
+thread; its final loss was 3.526983690261841."""
 PINNED_ON = ("2.14.1+cu130", "AVX2")
 """torch version and CPU kernel family the pin was taken with; other kernels round differently."""
 

@@ -17,7 +17,8 @@ from common.training.recipes import Recipe, mini_recipe
 ARCH = "mini-vit-xs"
 ADAM_CONSTANT = Recipe("adam-constant", optimizer="adam", betas=(0.9, 0.999), eps=1e-8, decay_rule="all",
                        schedule="constant", clamp_logit_scale=False, augmentation="center_crop")
-"""What ``Adam(params, lr)`` with no scheduler runs (BiVLC's detectors, Detector_img_classifier.py:98)."""
+"""What ``Adam(params, lr)`` with no scheduler runs (BiVLC's detectors, ``IMirandaM/BiVLC@84f0d175
+src/Detectors/Detector_img_classifier.py:98`` "optimizer = Adam(model.parameters(), lr=0.001)")."""
 
 
 class Probe(nn.Module):

@@ -187,18 +187,44 @@ def _digest(values: dict, sources: dict | None = None) -> str:
     return parse_recipes(text, "recipes.toml")["r"].digest
 
 
-def test_the_digest_is_the_settings_and_their_sources_only():
-    """Rewording the source of ``mini_profile`` (not a setting: ``settings()`` leaves it out) keeps the digest;
-    changing any setting's value or its source changes it."""
+def test_the_digest_is_the_settings_only():
+    """Two runs with one digest ran one recipe: changing any setting's value changes it; correcting a citation (a
+    source, its quote, a note, the paper's differing value) or ``mini_profile`` does not change what ran."""
     base = _digest(VALUES)
     assert _digest({**VALUES, "mini_profile": '"mini"'}, {"mini_profile": "the mini's"}) == base
-    assert _digest({**VALUES, "mini_profile": '"mini"'}, {"mini_profile": "reworded"}) == base
     for key in VALUES:
-        assert _digest(VALUES, {key: "elsewhere.py:9"}) != base, key
+        assert _digest(VALUES, {key: "elsewhere.py:9"}) == base, key
         changed = {**VALUES, key: OTHER[key]}
         if key == "augmentation":  # the centre crop has no crop scale
             del changed["crop_scale"]
         assert _digest(changed) != base, key
+    quoted = "[r]\n" + "".join(f'{k} = {{value = {v}, source = "a.py:1", quote = "words", note = "why"}}\n'
+                               for k, v in VALUES.items())
+    assert parse_recipes(quoted, "recipes.toml")["r"].digest == base
+
+
+def test_a_conflict_between_paper_and_code_is_kept_and_shown(tmp_path):
+    """The value is the code's; the paper's differing value, its source and words are kept, shown in the README's
+    table and recorded in the training record."""
+
+    text = "[r]\n" + "".join(f'{k} = {{value = {v}, source = "{k}.py:1"}}\n' for k, v in VALUES.items() if k != "lr")
+    text += 'lr = {value = 1e-3, source = "code.py:98", quote = "lr=0.001", paper = {value = 1e-6, source = ' \
+            '"paper, Appendix E", quote = "a learning rate of 1e-6"}}\n'
+    recipe = parse_recipes(text, "recipes.toml")["r"]
+    assert recipe.lr == 1e-3 and recipe.conflicts["lr"].value == 1e-6
+    assert recipe.describe({"lr": 1e-3})["paper_differs"] == {
+        "lr": {"code": 1e-3, "paper": 1e-6, "paper_source": "paper, Appendix E"}}
+    assert recipe.deviations({"lr": 1e-3}) == {}
+    from common.training.recipes import markdown
+
+    path = tmp_path / "recipes.toml"
+    path.write_text(text)
+    (row,) = [line for line in markdown(path).splitlines() if line.startswith("| lr |")]
+    assert row.startswith("| lr | 0.001 (code); **the paper: 1e-06** | code.py:98 \"lr=0.001\"; **the paper differs**: "
+                          "paper, Appendix E \"a learning rate of 1e-6\" |")
+    bad = text.replace('quote = "a learning rate of 1e-6"', 'quote = 5')
+    with pytest.raises(RecipeError, match=r"\[r\]\.lr\.paper: quote must be text"):
+        parse_recipes(bad, "recipes.toml")
 
 
 def test_the_mini_column_says_when_the_mini_has_no_crop(tmp_path):

@@ -53,16 +53,17 @@ def pairs(train_dir) -> MiniWorldBatches:
 
 
 ORIGINAL_LOOP_SHA256 = "1025ab2bbe464c2fb9e8ec7dbfc46b0a9b96739059a9dc427326abf8b4ddb5fb"
-"""sha256 of the weights ``common/train.py``'s own loop (before it called this trainer) wrote for the
-run below: ``train_clip(TrainConfig(arch="mini-vit-xs", n_images=20, steps=5, batch_size=8, lr=2e-3,
-warmup_steps=2, seed=3), <train_dir fixture>, ...)``, one thread, final loss 2.2709240436553957."""
+"""sha256 of the weights the mini family's own loop (``common/training/family.py``, then ``common/train.py``,
+before it called this trainer) wrote for the run below: ``train_clip(TrainConfig(arch="mini-vit-xs", n_images=20,
+steps=5, batch_size=8, lr=2e-3, warmup_steps=2, seed=3), <train_dir fixture>, ...)``, one thread, final loss
+2.2709240436553957."""
 PINNED_ON = ("2.14.1+cu130", "AVX2")
 """torch version and CPU kernel family the pin was taken with; other kernels round differently."""
 
 
 def test_reproduces_the_original_training_loop_bit_for_bit(pairs, tmp_path):
-    """Same weights, byte for byte, as the loop ``common/train.py`` ran before the trainer existed:
-    batch 8 of 20 images drops a tail of 4 and draws a new permutation every 2 steps, so 5 steps
+    """Same weights, byte for byte, as the loop ``common/training/family.py`` (then ``common/train.py``) ran before
+    the trainer existed: batch 8 of 20 images drops a tail of 4 and draws a new permutation every 2 steps, so 5 steps
     cross two epoch boundaries (``MiniWorldBatches`` replays that stream)."""
     with one_thread():
         got = train(TrainConfig(steps=5, batch_size=8, lr=2e-3, warmup_steps=2, seed=3),

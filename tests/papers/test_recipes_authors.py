@@ -15,20 +15,23 @@ from common.zoo import register_local_configs
 
 
 def _neg_clip_exclude(n: str, p: torch.Tensor) -> bool:
-    """mertyg/neg_clip src/training/main.py:165 = IMirandaM/BiVLC src/CLIP_fine_tuning/CLIP_fine_tuning.py:68."""
+    """``vinid/neg_clip@e680f8e4 src/training/main.py:165`` "exclude = lambda n, p: p.ndim < 2 or" =
+    ``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:68`` "exclude = lambda n, p: p.ndim < 2 or"."""
     return p.ndim < 2 or "bn" in n or "ln" in n or "bias" in n or "logit_scale" in n
 
 
 def _conclip_exclude(n: str, p: torch.Tensor) -> bool:
-    """jaisidhsingh/CoN-CLIP src/conclip_fine_tuning.py:115-118: AdamW(filter(requires_grad), weight_decay=0.2)."""
+    """``jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:115-118`` "filter(lambda p: p.requires_grad,
+    model.parameters())": every trainable tensor decayed (0.2)."""
     return False
 
 
 CASES = {
     # (paper, table): (authors' exclude, betas, eps, weight decay, schedule, clamp, augmentation)
     ("aro", "negclip"): (_neg_clip_exclude, (0.9, 0.98), 1e-6, 0.2, "warmup_cosine", True, "random_resized_crop"),
-    # SugarCrepe: OpenCLIP's main.py (the same exclusion), the paper's wd 0.1 (sugarcrepe.txt:352), betas and eps by
-    # architecture (open_clip params.py get_default_params: ViT (0.9, 0.98) 1e-6; RN50 (0.9, 0.999) 1e-8)
+    # SugarCrepe: OpenCLIP's main.py (the same exclusion), the paper's wd 0.1 (the SugarCrepe paper, Appendix A.3:
+    # "weight decay is 0.1"), betas and eps by architecture (``mlfoundations/open_clip@a09d519f
+    # src/training/params.py:8-11`` "beta2": 0.98, "eps": 1.0e-6 for a ViT, else 0.999 and 1.0e-8)
     ("sugarcrepe", "finetune"): (_neg_clip_exclude, (0.9, 0.98), 1e-6, 0.1, "warmup_cosine", True,
                                  "random_resized_crop"),
     ("sugarcrepe", "scratch"): (_neg_clip_exclude, (0.9, 0.999), 1e-8, 0.1, "warmup_cosine", True,

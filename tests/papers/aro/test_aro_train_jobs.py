@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import common.params
 from common.paths import build_root
@@ -23,7 +24,7 @@ from common.training.job import describe_loss
 from papers.aro import train_full, train_mini
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
 from papers.aro.validation import RetrievalValidator
-from tests.papers.aro.test_aro_finetune import fake_negatives
+from tests.papers.aro.test_aro_finetune import fake_negatives, write_tsv
 from tests.papers.aro.test_aro_sweep import tiny_release  # noqa: F401  (a fixture)
 
 CPU_PROFILE = {"cpu_profile": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
@@ -68,18 +69,20 @@ MINI_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_ru
 """The old optimiser (CLIP's AdamW, ``exclude_from_wd``, the clamp): the mini runs' recipe."""
 NEGCLIP_RULES = {"optimizer": "adamw", "betas": [0.9, 0.98], "eps": 1e-6, "decay_rule": "open_clip_names",
                  "schedule": "warmup_cosine", "clamp_logit_scale": True, "augmentation": "random_resized_crop",
-                 "crop_scale": [0.9, 1.0], "weight_decay": 0.2, "warmup_steps": 50, "epochs": 5, "batch_size": 1024,
+                 "crop_scale": [0.9, 1.0], "weight_decay": 0.2, "warmup_steps": 50, "epochs": 5, "batch_size": 256,
                  "precision": "fp16"}
-"""NegCLIP's released recipe (mertyg/neg_clip main.py:165, transform.py:57-59; aro.txt:357): the full runs'."""
+"""NegCLIP's released recipe (``papers/aro/recipes.toml``: vinid/neg_clip's code, the authors' reproduce command in
+ARO's README, the ARO paper's Appendix C.3): the full runs'."""
 
 
-def recipe_entry(name: str, file: str, settings: dict, deviations: dict) -> dict:
-    """The job's (and the training record's) ``recipe``: the digest is the loaded table's, the rest written out."""
+def recipe_entry(name: str, file: str, settings: dict, deviations: dict, paper_differs: dict | None = None) -> dict:
+    """The job's (and the training record's) ``recipe``: the digest is the loaded table's, the rest written out
+    (``paper_differs``: the settings where the paper states another value than the authors' code)."""
     from common.paths import ROOT
     from common.training.recipes import load_recipe
 
     return {"name": name, "file": file, "digest": load_recipe(ROOT / file, name).digest, "settings": settings,
-            "deviations": deviations}
+            "deviations": deviations, **({"paper_differs": paper_differs} if paper_differs else {})}
 
 
 def expected_job(name: str, config: TrainConfig, provenance: dict, data: dict, init: FromZoo, loss, module: str,
@@ -160,8 +163,10 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
                                          precision="fp32", accum=1, recipe=train_full.recipe()),
                              provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full",
                              recipe_entry("negclip", "papers/aro/recipes.toml", NEGCLIP_RULES,
-                                          {"batch_size": {"authors": 1024, "run": 2},
-                                           "precision": {"authors": "fp16", "run": "fp32"}}))
+                                          {"batch_size": {"authors": 256, "run": 2},
+                                           "precision": {"authors": "fp16", "run": "fp32"}},
+                                          {"batch_size": {"code": 256, "paper": 1024,
+                                                          "paper_source": "paper, Appendix C.3"}}))
                 for lr in FULL["lrs"]]
     check_sweep(sweep, expected)
     batches, validator = sweep.jobs[0].batches, sweep.jobs[0].validate
@@ -184,6 +189,34 @@ def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):
     assert sweep.jobs[0].batches.images.crop_scale == negclip.crop_scale == (0.9, 1.0)
     monkeypatch.setattr(train_full, "recipe", lambda: replace(negclip, augmentation="center_crop"))
     assert train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0].batches.images.crop_scale is None
+
+
+def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path):
+    """By default a full NegCLIP step is the authors' matrix, 512 images x 1,024 texts
+    (``mertyg/vision-language-models-are-bows@81fdd20d README.md:85`` "would result in a matrix of size `512x1024` with
+    negatives"), not the 2,048 x 4,096 of 1,024 samples: built as the stage builds it, from ``params.yaml``'s real
+    ``aro.full.finetune`` (``train_full.build``), the batch source's first batch at the job's batch size and the
+    trainer's layout for the loss (``_inputs``, ``flatten_segments``). CLIP-FT's step on the same rows is 256 x 256."""
+    from common.training.trainer import _inputs, flatten_segments
+
+    _, section = common.params.stage_section("papers/aro/dvc.yaml:finetune-full@negclip", "aro.full.finetune")
+    rows = int(section["batch_size"])  # a release of exactly one step's rows
+    colours = ["red", "green", "blue", "yellow", "white", "black"]
+    for k, colour in enumerate(colours):
+        Image.new("RGB", (60, 50), colour).save(tmp_path / f"COCO_train2014_{k}.jpg")
+    tsv = write_tsv(tmp_path / "train_neg_clip.tsv", [
+        (f"a {colours[i % 6]} square number {i}.", f"coco/train2014/COCO_train2014_{i % 6}.jpg",
+         [f"number {i} a {colours[i % 6]} square ."], [(i + 1) % rows, (i + 2) % rows, (i + 3) % rows])
+        for i in range(rows)])
+    shapes = {}
+    for method in ("negclip", "clip-ft"):
+        args = argparse.Namespace(run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(tmp_path),
+                                  val_images=str(tmp_path), steps=None)
+        job = train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0]
+        assert job.config.batch_size == section["batch_size"] and job.provenance["steps_per_epoch"] == 1
+        images, texts = _inputs(job.batches.batch(job.config.seed, 0, job.config.batch_size), job.loss)
+        shapes[method] = (len(flatten_segments(images)), len(flatten_segments(texts)))
+    assert shapes == {"negclip": (512, 1024), "clip-ft": (256, 256)}
 
 
 def test_weights_and_logs_where_they_were():

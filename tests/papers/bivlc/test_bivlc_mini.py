@@ -259,8 +259,10 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
 def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tower):
     """What ``papers.bivlc.mini.train_detector`` handed the trainer: epochs of the tower's labelled inputs, no warmup,
     no weight decay, ``DetectorLoss`` bound to the tower and the embedding width, provenance (tower, encoder, set),
-    no validation, no resume; and, as the authors (Detector_img_classifier.py:20-31, 98), Adam at a constant rate on
-    the tower's raw output."""
+    no validation, no resume; and, as the authors
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:20-31`` "x = self.image_encoder(x)";
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:98`` "optimizer = Adam(model.parameters(),
+    lr=0.001)"), Adam at a constant rate on the tower's raw output."""
     from common.training import TrainConfig
     from common.training.job import describe_loss
 

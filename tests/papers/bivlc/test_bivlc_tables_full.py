@@ -294,6 +294,64 @@ def test_summary_and_context(tables, data):
     assert context["sugarcrepe_examples"] == 21
 
 
+def _decisions(path: Path, column: str) -> np.ndarray:
+    """One model's 0/1 decisions per instance from its ``predictions/<model>.csv`` (the released files' columns)."""
+    return np.array([{"True": 1.0, "False": 0.0}[r[column]] for r in _rows(path)])
+
+
+def test_comparisons_are_the_mini_keys_paired_over_the_instances(tables, tiny, data):
+    """``comparisons.json`` of the full profile: the mini profile's keys (the same code, ``papers.bivlc.findings``),
+    each paired difference the mean of the per-instance differences of the written predictions (and of a brute-force
+    evaluation), with the 95% bootstrap interval over those instances around it."""
+    from common.stats import bootstrap_mean_ci
+
+    comp = json.loads(tables["comparisons"].read_text())
+    table2 = {r["row"]: r for r in _rows(tables["table2"])}
+    (det,) = _rows(tables["table5"])
+    # every key the mini's comparisons.json has for the rows this run scored (CLIP, TROHN-Img, the detector CLIPDet)
+    expected = ["clip_i2t", "clip_t2i", "clip_group", "clip_i2t_minus_t2i", "clip_i2t_minus_t2i_ci_low",
+                "clip_i2t_minus_t2i_ci_high", "t2i_below_i2t_for_every_pretrained", "clip_i2t_minus_group",
+                "clip_i2t_minus_group_ci_low", "clip_i2t_minus_group_ci_high", "trohn_img_i2t", "trohn_img_t2i",
+                "trohn_img_group", "trohn_img_sugarcrepe", "trohn_img_minus_clip_t2i",
+                "trohn_img_minus_clip_t2i_ci_low", "trohn_img_minus_clip_t2i_ci_high", "trohn_img_minus_clip_group", "trohn_img_minus_clip_group_ci_low",
+                "trohn_img_minus_clip_group_ci_high", "trohn_img_gap_closed", "best_sugarcrepe_row", "best_group_row",
+                "trohn_text_best_sugarcrepe_not_best_group", "clipdet_text_detection", "clipdet_image_detection",
+                "clipdet_i2t", "clipdet_t2i", "clipdet_group", "clipdet_sugarcrepe"]
+    assert list(comp) == expected
+    predictions = {row: tables["predictions"] / f"{r['model'].replace('/', '__')}.csv" for row, r in table2.items()}
+    column = {"I2T": "text_score", "T2I": "image_score", "group": "group_score"}
+    reference = {row: brute_force(tiny(r["model"]), data) for row, r in table2.items()}
+    for key, (a, a_metric, b, b_metric) in {
+            "clip_i2t_minus_t2i": ("clip", "I2T", "clip", "T2I"),
+            "clip_i2t_minus_group": ("clip", "I2T", "clip", "group"),
+            "trohn_img_minus_clip_t2i": ("trohn-img", "T2I", "clip", "T2I"),
+            "trohn_img_minus_clip_group": ("trohn-img", "group", "clip", "group")}.items():
+        diff = 100.0 * (_decisions(predictions[a], column[a_metric]) - _decisions(predictions[b], column[b_metric]))
+        brute = 100.0 * np.array([float(ra["d"][a_metric]) - float(rb["d"][b_metric])
+                                  for ra, rb in zip(reference[a], reference[b])])
+        assert len(diff) == len(RECORDS) and np.array_equal(diff, brute), key
+        ci = bootstrap_mean_ci(diff, n_resamples=2000, seed=0)
+        assert comp[key] == pytest.approx(float(np.mean(diff)), abs=0.006), key
+        assert comp[key] == pytest.approx(float(table2[a][a_metric]) - float(table2[b][b_metric]), abs=0.011), key
+        assert (comp[f"{key}_ci_low"], comp[f"{key}_ci_high"]) == pytest.approx((ci.low, ci.high), abs=0.006), key
+        assert comp[f"{key}_ci_low"] <= comp[key] <= comp[f"{key}_ci_high"], key
+    assert [comp[f"clip_{m.lower()}"] for m in full.MAIN] == [float(table2["clip"][m]) for m in full.MAIN]
+    assert comp["trohn_img_sugarcrepe"] == float(table2["trohn-img"]["sugarcrepe"])
+    assert comp["t2i_below_i2t_for_every_pretrained"] == (float(table2["clip"]["T2I"]) < float(table2["clip"]["I2T"]))
+    assert comp["clipdet_group"] == float(det["group"]) and comp["clipdet_sugarcrepe"] == float(det["sugarcrepe"])
+    assert comp["trohn_text_best_sugarcrepe_not_best_group"] is None  # no TROHN-Text row in this run
+
+
+def test_comparisons_leave_out_the_rows_not_scored(data, tiny, tmp_path):
+    """A run without TROHN-Img and without SugarCrepe: no TROHN-Img key, no best SugarCrepe row; CLIP's keys stay."""
+    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", engine_config=CONFIG,
+                                 create=tiny)
+    comp = json.loads(paths["comparisons"].read_text())
+    assert not [k for k in comp if k.startswith("trohn_img")]
+    assert comp["best_sugarcrepe_row"] is None and comp["best_group_row"] == "clip"
+    assert comp["clip_i2t_minus_t2i_ci_low"] <= comp["clip_i2t_minus_t2i"] <= comp["clip_i2t_minus_t2i_ci_high"]
+
+
 def test_unavailable_model_stops_or_is_left_out(data, tiny, tmp_path):
     models = {**MODELS, "negclip": "aro/negclip"}
     with pytest.raises(ModelUnavailable, match="negclip"):
@@ -347,7 +405,9 @@ def test_summary_keeps_every_group_first_and_at_most_twelve_numbers():
 
 
 def released_heads(tmp: Path, model, seed: int) -> dict[str, Path]:
-    """Heads in the layout of the authors' released files (IMirandaM/BiVLC Detector_img_classifier.py:157-164): the
+    """Heads in the layout of the authors' released files
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:157-164`` "'model_state_dict':
+    model.state_dict(),"): the
     ``torch.save`` of {"epoch", "model_state_dict", "optimizer_state_dict", "loss"}, the state dict of
     ``CLIP_classifier`` (``image_encoder.*``: the visual tower) / ``CLIP_text_classifier`` (``text_encoder.*``: the
     CLIP model with ``visual = None``) with ``classifier.weight`` / ``classifier.bias``."""
@@ -368,8 +428,11 @@ def released_heads(tmp: Path, model, seed: int) -> dict[str, Path]:
 
 
 def write_released_outputs(path: Path, image: np.ndarray, text: np.ndarray, batch: int) -> Path:
-    """``BiVLC_Classifier_CORRECT_<run>.csv`` as Detector_evaluation_BiVLC.py:122-147,212 writes it: per batch of
-    ``batch`` instances, the naturals' rows (label 0) then the synthetics' (label 1)."""
+    """``BiVLC_Classifier_CORRECT_<run>.csv`` as the released detector evaluation writes it
+    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:122-147`` "text_list.append(text.item())";
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:212``
+    "f'BiVLC_Classifier_CORRECT_{args.run_name}.csv'"): per batch of ``batch`` instances, the naturals' rows
+    (label 0) then the synthetics' (label 1)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, quoting=csv.QUOTE_ALL)
         w.writerow(["text_pred", "img_pred", "label"])
@@ -389,7 +452,9 @@ def test_released_heads_score_on_raw_outputs_beside_their_released_outputs(data,
     heads_ = released_heads(tmp_path, model, 3)
     linear = {t: torch.load(p, weights_only=True)["model_state_dict"] for t, p in heads_.items()}
 
-    def authors(tower, x):  # Detector_evaluation_BiVLC.py:127-131: sigmoid(classifier(encoder(x)))
+    # sigmoid(classifier(encoder(x))), as
+    # IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:127-131 "img_prob = sigmoid(img_logits)"
+    def authors(tower, x):
         w, b = linear[tower]["classifier.weight"].double().numpy()[0], float(linear[tower]["classifier.bias"])
         return 1.0 / (1.0 + np.exp(-(x @ w + b)))
 

@@ -251,9 +251,12 @@ def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_
 
 
 def test_a_detector_is_the_authors_training_loop(sets, data_root, tmp_path):
-    """The job, run by the shared trainer, gives the head the authors' loop gives (Detector_text_classifier.py:22-33,
-    84-87, 101-128 at IMirandaM/BiVLC 84f0d175): every CLIP weight frozen, ``classifier(encode_text(x))`` on the raw
-    output, ``BCELoss()(sigmoid(logits), label)``, ``Adam(params, lr)`` at a constant rate, the same batches (each
+    """The job, run by the shared trainer, gives the head the authors' loop gives (the text head's class,
+    ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:22-33`` "x = self.text_encoder.encode_text(x)";
+    its frozen encoder, ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:84-87``
+    "param.requires_grad = False"; its loop, ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_text_classifier.py:101-128``
+    "optimizer = Adam(model.parameters(), lr=0.001)"): every CLIP weight frozen, ``classifier(encode_text(x))`` on the
+    raw output, ``BCELoss()(sigmoid(logits), label)``, ``Adam(params, lr)`` at a constant rate, the same batches (each
     row's natural then synthetic input). Four steps: two epochs of 2 rows a step over 5 train rows."""
     from common.training.checkpoint import load_weights
     from papers.bivlc.losses import DetectorLoss
@@ -330,8 +333,10 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
     assert job.config == TrainConfig(steps=total, batch_size=batch, lr=1e-3, warmup_steps=1, weight_decay=0.1,
                                      seed=42, precision="fp32", validate_every=0 if steps else per_epoch,
                                      recipe=recipe)
-    # the run's own recipe: the authors' decay rule (embeddings decayed) and no clamp (CLIP_fine_tuning.py:68-79,
-    # :136-138); the run's numbers that are not the authors' are its recorded deviations
+    # the run's own recipe: the authors' decay rule (embeddings decayed:
+    # IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:68-79 "p.ndim < 2 or") and no clamp
+    # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:136-138 "loss.backward() optimizer.step()");
+    # the run's numbers that are not the authors' are its recorded deviations
     assert (recipe.name, recipe.decay_rule, recipe.clamp_logit_scale) == (run, "open_clip_names", False)
     assert job.describe()["config"]["recipe"]["deviations"] == {
         "lr": {"authors": 1e-6, "run": 1e-3}, "warmup_steps": {"authors": 50, "run": 1},

@@ -1,6 +1,7 @@
 """BiVLC's model selection (``papers.bivlc.validation``), the one rule of the mini and the full runs, on hand-made
-logits: the authors' validation loop (CLIP_fine_tuning.py:145-172) counts both directions by argmax (a tie goes to the
-first maximal column), keeps the last, smaller chunk, and averages the chunks' scores. The mini runs' former rule
+logits: the authors' validation loop (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:145-172``
+"val_acc = (acc_im + acc_text)/2") counts both directions by argmax (a tie goes to the first maximal column), keeps
+the last, smaller chunk, and averages the chunks' scores. The mini runs' former rule
 (image->text only, strict '>', the last partial chunk dropped) gives other numbers on the same logits."""
 from __future__ import annotations
 

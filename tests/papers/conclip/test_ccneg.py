@@ -1,6 +1,8 @@
-"""CC-Neg's loader on a tiny file in the released layout (``ccneg_preprocessed.pt``: image_paths, annotations,
-num_ops), written here with ``torch.save``: the evaluation split, K by the authors' num_ops rule, negation words by
-their space-delimited rule on the raw negated caption, the weights_only refusal, and errors naming file and entry."""
+"""CC-Neg's loader on a tiny file in the layout it reads (``ccneg_preprocessed.pt``: image_paths, annotations, as the
+authors' loaders read them, and num_ops), written here with ``torch.save``: the evaluation split (the file's last
+entries, as jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:21 "self.image_paths[-self.split_size:]"),
+K by the num_ops rule and negation words by the space-delimited rule on the raw negated caption (both not in the
+authors' release: ``papers.conclip.ccneg``), the weights_only refusal, and errors naming file and entry."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +16,7 @@ from common.tasks import DatasetError
 from papers.conclip import ccneg
 
 AUTHORS_ROOT = "/workspace/datasets/ccneg/cc3m_subset_images_extracted_final"
-"""Where the authors' image_paths point (absolute paths on their machine)."""
+"""A stand-in for where the authors' image_paths point (absolute paths on their machine)."""
 
 # (caption, raw negated caption) per entry; entries 0-3 are the fine-tuning part, 4-11 the evaluation split (size 8).
 ANNOTATIONS: list[tuple[str, str]] = [
@@ -110,7 +112,7 @@ def test_entry_words_rule():
     assert ccneg.entry_words("no, not this") == {"not"}
     assert ccneg.entry_words("nothing without nobody") == {"without"}
     assert ccneg.entry_words("Not now") == frozenset()
-    assert ccneg.entry_words("no") == {"no"}  # padded with spaces at both ends, as the authors pad it
+    assert ccneg.entry_words("no") == {"no"}  # padded with spaces at both ends
 
 
 def test_paper_split_sizes_match_the_mini_profiles_weights():
@@ -122,7 +124,7 @@ def test_paper_split_sizes_match_the_mini_profiles_weights():
     assert sum(sum(v.values()) for v in ccneg.PAPER_SPLIT_SIZES.values()) <= ccneg.EVAL_SIZE
 
 
-def test_the_authors_last_m_cut_of_an_unsorted_num_ops_list(tmp_path):
+def test_the_last_m_cut_of_an_unsorted_num_ops_list(tmp_path):
     """M = min(eval_size, len(list)); only the list's last M indices are kept: an unsorted list can lose some."""
     path, folder = write_ccneg(tmp_path / "c", num_ops={1: [11, 0, 1], 2: [10]})
     data = ccneg.load_ccneg(path, folder, eval_size=2)

@@ -1,5 +1,6 @@
 """The COCO distractor pool in torchvision's CocoCaptions order, and the released mapping in each layout it may have
-(the authors' list of lists, a tensor, a dict), with its refusals named by file and entry."""
+(a list of lists, a tensor, a dict: how the authors wrote it is not in their release), with its refusals named by file
+and entry."""
 from __future__ import annotations
 
 import json

@@ -77,3 +77,28 @@ def test_mini_rows_of_runs_trained_here_name_their_recipe(tmp_path):
     notes = {(r.table, r.row): r.note for r in audit.run_recomputations("mini", results)}
     assert notes[("Table 6", "CC-Neg | L_1")].endswith("recipe mini (d1g): this workspace's settings (params.yaml)")
     assert "recipe" not in notes[("Table 3", "CLIP")]
+
+
+def test_cells_that_depend_on_an_unreleased_rule_say_rule_unverified(tmp_path):
+    """No file of the authors' release groups CC-Neg by negation word or K, scores BLIP or FLAVA, or runs zero-shot
+    classification: those cells' notes start with "rule unverified" (and name the rule); CC-Neg's accuracy (the
+    README's evaluation snippet) and SugarCrepe (its own evaluation) are released rules and say nothing of the kind."""
+    results = _results(tmp_path, "full", "ft-")
+    table3 = results / "conclip" / "full" / "table3.csv"
+    table3.write_text(table3.read_text() + "blip,63.0\nflava,59.0\n")
+    notes = {r.key: r.note for r in audit.run_recomputations("full", results)}
+    unverified = {key for key, note in notes.items() if note.startswith(audit.RULE_UNVERIFIED)}
+    assert ("Table 7", "CoN-CLIP", "#3") in unverified and ("Table 10", "CoNCLIP | ViT-B/32 | L_1", "#2") in unverified
+    assert ("Table 7", "Split size", "#4") in unverified and "by K" in notes[("Table 7", "Split size", "#4")]
+    assert {("Table 3", "BLIP", "CC-Neg Accuracy"), ("Table 2", "FLAVA", "CC-Neg Accuracy")} <= unverified
+    assert "BLIP" in notes[("Table 3", "BLIP", "CC-Neg Accuracy")]
+    assert ("Table 3", "CoN-CLIP", "CC-Neg Accuracy") not in unverified  # the README's released rule
+    assert ("Table 6", "CC-Neg | L_conclip", "CC-Neg | Accuracy") not in unverified
+    assert ("Table 6", "CC-Neg | L_conclip", "SugarCREPE R@1 | Add") not in unverified
+    assert ("Table 6", "CC-Neg | L_conclip", "Image classification | Top-1 accuracy") in unverified
+    assert {("Table 4", "CoN-CLIP | ViT-B/32", "ImageNet-1k"), ("Table 16", "CoN-CLIP", "Mean Δ")} <= unverified
+    assert {key[0] for key in unverified} == {"Table 2", "Table 3", "Table 4", "Table 6", "Table 7", "Table 10",
+                                              "Table 15", "Table 16"}  # the fixture's by_word_k.csv has "no" only
+    mini = audit.run_recomputations("mini", _results(tmp_path / "mini", "mini", ""))
+    by_word_k = [r for r in mini if r.table in ("Table 7", "Table 10")]
+    assert by_word_k and all(audit.RULE_UNVERIFIED in r.note for r in by_word_k)

@@ -1,8 +1,9 @@
-"""CoN-CLIP's full-profile fine-tunes on tiny files in the released layouts written here (``ccneg_preprocessed.pt``,
-``distractor_image_mapping.pt`` as the authors' list of lists, a COCO captions file and JPEGs): the training split
-reader, the set (``sets_full``: rows, drops by reason; read back by ``finetune_rows_full``), each run's job
-(``train_full``: the same trainer inputs as before they were jobs), 2-4 step runs of a random ``mini-vit-xs`` on CPU
-through the shared trainer (text tower trained, image tower untouched, file order, resume), and the refusals."""
+"""CoN-CLIP's full-profile fine-tunes on tiny files in the layouts this workspace reads, written here
+(``ccneg_preprocessed.pt``, ``distractor_image_mapping.pt`` as a list of lists, a COCO captions file and JPEGs): the
+training split reader, the set (``sets_full``: rows, drops by reason; read back by ``finetune_rows_full``), each
+run's job (``train_full``: the same trainer inputs as before they were jobs), 2-4 step runs of a random
+``mini-vit-xs`` on CPU through the shared trainer (text tower trained, image tower untouched, file order, resume), and
+the refusals."""
 from __future__ import annotations
 
 import argparse
@@ -136,7 +137,8 @@ def test_the_set_pairs_each_entry_with_its_top1_distractor_and_counts_drops(data
 
 
 def test_a_row_without_a_negation_reaches_the_cc_neg_runs_only(data, tmp_path):
-    """The authors train L_conclip on every training entry (``src/data/finetuning_datasets.py:46-91`` filters none):
+    """The authors train L_conclip on every training entry (their loader filters none: jaisidhsingh/CoN-CLIP@503388ac
+    src/data/finetuning_datasets.py:55 "self.image_paths = self.image_paths[:self.split_size]"):
     a row whose caption has no CREPE-Negate negation (``crepe_negated: null``) and one whose negated caption reads
     like its caption are in every CC-Neg run; only the CREPE-Negate run skips the first."""
     rows = [{"index": 0, "image": image_name(0), "caption": "a dog on the grass", "negated": "no dog on the grass",
@@ -236,7 +238,9 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     recipe = load_recipe(ROOT / "papers" / "conclip" / "recipes.toml", "conclip")
     assert job.config == TrainConfig(steps=total, batch_size=2, lr=0.003, warmup_steps=1, weight_decay=0.07, seed=5,
                                      precision="bf16", recipe=recipe)
-    assert recipe.decay_rule == "all"  # every run: the authors' one AdamW group (conclip_fine_tuning.py:115-118)
+    # every run: the authors' one AdamW group,
+    # jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:116 "filter(lambda p: p.requires_grad, model"
+    assert recipe.decay_rule == "all"
     assert job.describe()["config"]["recipe"]["deviations"] == {
         "lr": {"authors": 1e-6, "run": 0.003}, "weight_decay": {"authors": 0.2, "run": 0.07},
         "warmup_steps": {"authors": 50, "run": 1}, "batch_size": {"authors": 200, "run": 2},

@@ -180,7 +180,8 @@ def test_an_unavailable_model_stops_the_stage_or_is_left_out(data, tiny, tmp_pat
 
 
 def test_conclips_checkpoint_format_is_read_by_the_zoo(data, tmp_path):
-    """The authors' files keep the weights under "model" (OpenAI-`clip` training dicts): the zoo unwraps them and
+    """The authors' files keep the weights under "model" (OpenAI-`clip` training dicts, as their README loads them,
+    jaisidhsingh/CoN-CLIP@503388ac README.md:35 "model.load_state_dict(ckpt["): the zoo unwraps them and
     loads strictly, so a file whose weights do not fit fails in one line naming the file, what is missing, the fix and
     its download entry's note (never loads wrongly)."""
     from common.zoo import create_model, get_spec

@@ -1,7 +1,8 @@
 """CoN-CLIP's eq. 4 against the released distractor mapping (full profile), on a tiny CC-Neg file, a tiny mapping and a
 tiny COCO pool written here, encoded by a stand-in model whose features are a table the test holds: every column
-of distractors.csv against a brute-force loop over the pool (ties included), the summary and context, the authors'
-chunked merge rule, the seeded sample, and the refusals (named file and entry; nothing written)."""
+of distractors.csv against a brute-force loop over the pool (ties included), the summary and context, the
+hypothetical chunked merge rule (the authors' mining code is not in their release), the seeded sample, and the
+refusals (named file and entry; nothing written)."""
 from __future__ import annotations
 
 import csv

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -178,9 +179,25 @@ def test_rows_and_set_are_checked(released, tiny, tmp_path):
 DATASETS = ("cifar10", "food101")
 
 
+CCNEG_ITEMS = 400
+"""CC-Neg items of the stand-in predictions: every table3.csv accuracy below (90.25, 91.25, ...) is k/400."""
+
+
+def ccneg_correct(row_index: int, accuracy: float) -> list[int]:
+    """One model's per-item outcomes with ``accuracy`` (points) over ``CCNEG_ITEMS`` items, the wrong ones placed
+    differently per model (so that two models' outcomes differ item by item, as paired data do)."""
+    wrong = round(CCNEG_ITEMS * (1 - accuracy / 100))
+    start = (37 * row_index) % CCNEG_ITEMS
+    misses = {(start + 7 * j) % CCNEG_ITEMS for j in range(wrong)}
+    assert len(misses) == wrong
+    return [0 if i in misses else 1 for i in range(CCNEG_ITEMS)]
+
+
 def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -> dict[str, dict]:
     """table3.csv and classification.csv in the columns of their stages (tables_full.py, zeroshot_full.py), a number per
-    row that says which row it is, and the scored sugarcrepe.csv; ``skip``: a row left out of table3.csv."""
+    row that says which row it is, with CC-Neg's per-item predictions/ that give table3.csv's accuracies, zero-shot's
+    comparison, and the scored sugarcrepe.csv with its sugarcrepe_predictions/; ``skip``: a row left out of
+    table3.csv."""
     results.mkdir(parents=True, exist_ok=True)
     ccneg = {row: 90.0 + i + 0.25 for i, row in enumerate(MODELS)}
     top1 = {row: 60.0 + 2 * i + 0.5 for i, row in enumerate(MODELS)}
@@ -192,8 +209,18 @@ def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -
                        "classification_top1": top1[r]} for r, m in MODELS.items()]
     _write(results / "table3.csv", tables_full.TABLE3_FIELDS, table3)
     _write(results / "classification.csv", fields, classification)
-    (results / "sugarcrepe.csv").write_bytes(sugarcrepe_csv.read_bytes())
-    return {"ccneg": ccneg, "top1": top1, "label": label}
+    correct = {r: ccneg_correct(i, ccneg[r]) for i, r in enumerate(MODELS)}
+    (results / "predictions").mkdir(exist_ok=True)
+    for r, m in MODELS.items():
+        _write(results / "predictions" / f"{m.replace('/', '__')}.csv", ("item_id", "group", "correct", "tie"),
+               [{"item_id": str(i), "group": "", "correct": c, "tie": 0} for i, c in enumerate(correct[r])])
+    zeroshot = {"conclip_minus_clip_classification": top1["conclip"] - top1["clip"],
+                "conclip_minus_clip_classification_ci_low": -1.5, "conclip_minus_clip_classification_ci_high": 5.5}
+    (results / "zeroshot_comparisons.json").write_text(json.dumps(zeroshot))  # as zeroshot_full writes it
+    if sugarcrepe_csv.parent != results:
+        (results / "sugarcrepe.csv").write_bytes(sugarcrepe_csv.read_bytes())
+        shutil.copytree(sugarcrepe_csv.parent / sf.PREDICTIONS_DIR, results / sf.PREDICTIONS_DIR, dirs_exist_ok=True)
+    return {"ccneg": ccneg, "top1": top1, "label": label, "correct": correct, "zeroshot": zeroshot}
 
 
 def _write(path: Path, fields, rows) -> None:
@@ -232,6 +259,75 @@ def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
     context = json.loads(paths["context"].read_text())
     assert context["test"] is True and context["skipped"] == {}
     assert context["inputs"]["table3.csv"]["sha256"] and set(context["runs"]) == set(t6.TABLE6_ROWS)
+
+
+def test_comparisons_are_conclip_minus_clip_over_all_seven_categories(tables, tiny, released, tmp_path):
+    """comparisons.json: the released CoN-CLIP minus CLIP on SugarCrepe is the mean over the seven categories (the
+    paper's 4.4 points are over all of them), counted here from each model's own scores; CC-Neg's from its per-item
+    predictions; each with a paired interval around it, as the mini profile's comparisons.json."""
+    results = tmp_path / "results"
+    given = write_inputs(results, tables["sugarcrepe"])
+    paths = t6.write_table6(results)
+    compared = json.loads(paths["comparisons"].read_text())
+    assert paths["comparisons"] == results / "comparisons.json"
+    accuracy = {row: {c: 100 * np.mean([s[0] > s[1] for s in brute_force(tiny(MODELS[row]), released)[c]])
+                      for c in CATEGORIES} for row in ("conclip", "clip")}
+    by_category = [accuracy["conclip"][c] - accuracy["clip"][c] for c in CATEGORIES]
+    assert compared["conclip_minus_clip_sugarcrepe"] == pytest.approx(np.mean(by_category), abs=0.006)
+    replace_only = np.mean([accuracy["conclip"][c] - accuracy["clip"][c] for c in CATEGORIES[:3]])
+    assert compared["conclip_minus_clip_sugarcrepe"] != pytest.approx(replace_only, abs=0.006)  # not REPLACE alone
+    assert compared["conclip_minus_clip_sugarcrepe_ci_low"] <= compared["conclip_minus_clip_sugarcrepe"] <= \
+        compared["conclip_minus_clip_sugarcrepe_ci_high"]
+    # the interval, paired and resampled within each category (2,000 resamples, seed 0, categories in file order):
+    # the same examples for both models, counted from the predictions the SugarCrepe stage wrote
+    outcomes = {row: _rows(tables["predictions"] / f"{MODELS[row].replace('/', '__')}.csv") for row in MODELS}
+    order = list(dict.fromkeys(p["group"] for p in outcomes["clip"]))
+    assert sorted(order) == sorted(CATEGORIES)
+    rng, samples = np.random.default_rng(0), []
+    for category in order:
+        pairs = np.array([[float(a["correct"]), float(b["correct"])] for a, b in zip(outcomes["conclip"],
+                                                                                     outcomes["clip"])
+                          if a["group"] == category and a["item_id"] == b["item_id"]])
+        picks = rng.integers(0, len(pairs), size=(2000, len(pairs)))
+        samples.append(100 * (pairs[:, 0][picks].mean(axis=1) - pairs[:, 1][picks].mean(axis=1)))
+    low, high = np.percentile(np.mean(samples, axis=0), [2.5, 97.5])
+    assert (compared["conclip_minus_clip_sugarcrepe_ci_low"], compared["conclip_minus_clip_sugarcrepe_ci_high"]) == \
+        pytest.approx((low, high), abs=0.006)
+    diff = 100 * (np.array(given["correct"]["conclip"]) - np.array(given["correct"]["clip"]))
+    assert compared["conclip_minus_clip_ccneg"] == pytest.approx(diff.mean(), abs=0.006) == \
+        given["ccneg"]["conclip"] - given["ccneg"]["clip"]
+    assert compared["conclip_minus_clip_ccneg_ci_low"] < diff.mean() < compared["conclip_minus_clip_ccneg_ci_high"]
+    assert {k: v for k, v in compared.items() if "classification" in k} == given["zeroshot"]  # zeroshot_full's
+    context = json.loads(paths["context"].read_text())["comparisons"]
+    assert context["file"] == "comparisons.json" and context["left_out"] == {}
+    assert t6.write_table6(results)["comparisons"].read_bytes() == paths["comparisons"].read_bytes()  # seeded
+
+    # a predictions file that does not give its table's accuracy is stale: the stage stops, naming it
+    clip_file = results / sf.PREDICTIONS_DIR / f"{MODELS['clip'].replace('/', '__')}.csv"
+    rows = _rows(clip_file)
+    rows[0]["correct"] = str(1 - int(rows[0]["correct"]))
+    _write(clip_file, list(rows[0]), rows)
+    with pytest.raises(t6.Table6InputError, match=r"openai__ViT-B-32.csv: .*its table says .*stale"):
+        t6.write_table6(results)
+    # a SugarCrepe table without CLIP's row: that comparison is left out and named, CC-Neg's is still written
+    lines = (results / "sugarcrepe.csv").read_text().splitlines()
+    (results / "sugarcrepe.csv").write_text("\n".join(line for line in lines if not line.startswith("clip,")) + "\n")
+    paths = t6.write_table6(results)
+    compared = json.loads(paths["comparisons"].read_text())
+    assert "conclip_minus_clip_sugarcrepe" not in compared and "conclip_minus_clip_ccneg" in compared
+    assert "no row ['clip']" in json.loads(paths["context"].read_text())["comparisons"]["left_out"]["sugarcrepe"]
+    # zero-shot without a comparison (a row not scored): left out and named; a damaged file stops the stage
+    (results / "zeroshot_comparisons.json").write_text("{}")
+    paths = t6.write_table6(results)
+    assert not any("classification" in k for k in json.loads(paths["comparisons"].read_text()))
+    assert "zeroshot_comparisons.json" in json.loads(paths["context"].read_text())["comparisons"]["left_out"][
+        "classification"]
+    (results / "zeroshot_comparisons.json").write_text('{"conclip_minus_clip_classification": 1.0}')
+    with pytest.raises(t6.Table6InputError, match=r"zeroshot_comparisons.json: only"):
+        t6.write_table6(results)
+    (results / "zeroshot_comparisons.json").unlink()
+    with pytest.raises(t6.Table6InputError, match=r"zeroshot_comparisons.json: not found"):
+        t6.write_table6(results)
 
 
 def test_table6_names_a_missing_or_bad_input(tables, tmp_path):

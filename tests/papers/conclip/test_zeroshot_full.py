@@ -387,6 +387,35 @@ def test_summary_and_context(tables):
     assert context["published_columns"]["cifar10_top1"] == "CIFAR-10"
 
 
+def test_conclip_minus_clip_is_compared_with_a_paired_interval(world, tiny, tables, tmp_path):
+    """zeroshot_comparisons.json: the released CoN-CLIP (row conclip) minus CLIP, the mean standard-prompt top-1 over
+    the datasets, with a paired interval resampled within each dataset (as the mini profile's comparisons.json);
+    empty, and said why, when either row is not scored."""
+    assert json.loads(tables["comparisons"].read_text()) == {}  # MODELS has no conclip row
+    assert "conclip" in json.loads(tables["context"].read_text())["comparisons"]["left_out"]
+    models = {"conclip": "aro/negclip", "clip": "openai/ViT-B-32"}  # two different tiny models
+    paths = zf.evaluate_zeroshot(models, SCORED, tmp_path / "out", CONFIG, create=tiny, data_root=world.data_root,
+                                 image_dir=world.images)
+    compared = json.loads(paths["comparisons"].read_text())
+    correct, top1 = {}, {}
+    for row, name in models.items():
+        for dataset in SCORED:
+            loaded = zf.load_dataset(dataset, world.data_root, world.images)
+            _, predictions = _brute_force_top1(tiny(name), loaded, zf.STANDARD_PROMPT)
+            correct[(row, dataset)] = (predictions == np.array(loaded.labels)).astype(float)
+        top1[row] = np.mean([100 * correct[(row, d)].mean() for d in SCORED])
+    assert compared["conclip_minus_clip_classification"] == pytest.approx(top1["conclip"] - top1["clip"], abs=0.02)
+    rng, samples = np.random.default_rng(0), []
+    for dataset in SCORED:  # paired: one draw of images per resample for both models, within each dataset
+        a, b = correct[("conclip", dataset)], correct[("clip", dataset)]
+        picks = rng.integers(0, len(a), size=(2000, len(a)))
+        samples.append(100 * (a[picks].mean(axis=1) - b[picks].mean(axis=1)))
+    low, high = np.percentile(np.mean(samples, axis=0), [2.5, 97.5])
+    assert (compared["conclip_minus_clip_classification_ci_low"],
+            compared["conclip_minus_clip_classification_ci_high"]) == pytest.approx((low, high), abs=0.006)
+    assert json.loads(paths["context"].read_text())["comparisons"]["left_out"] is None
+
+
 def test_an_unavailable_model_stops_the_run_or_is_skipped(world, tiny, tmp_path):
     def create(name, device="cpu"):
         if name == "aro/negclip":

@@ -16,7 +16,8 @@ def _result(rows: list[tuple[str, tuple[float, float, float]]]) -> SelectionResu
     return result
 
 
-# (c, c_p, c_n) scores: one of each of the five outcomes of run_eval.py, in the attributes group.
+# (c, c_p, c_n) scores: one of each of the five outcomes the authors' evaluator counts, in the attributes group
+# (amitakamath/hard_positives@33addaae run_eval.py:99-116 "c > c' > c''", c' being c_n and c'' c_p there).
 FIVE = [
     ("replace-attributes", (0.30, 0.29, 0.20)),  # c_n below both: Orig. and Aug. correct
     ("replace-attributes", (0.30, 0.10, 0.20)),  # c > c_n > c_p: Orig. correct, brittle

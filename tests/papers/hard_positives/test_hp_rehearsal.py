@@ -30,7 +30,7 @@ def test_the_standins_make_the_full_set_with_every_released_replace_row(prepared
         "replace-attributes": 4, "replace-relations": 4, "swap": 4}
     items = sets_full.FullSet.load(tmp_path / "set").items()
     assert len(items) == 12 and all(Path(it.image).is_file() for it in items)
-    assert items[0].captions[0] == "walking elephant"  # the real first row (data/vl_checklist_attributes.json)
+    assert items[0].captions[0] == "walking elephant"  # the real first row (amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json)
     # the REPLACE files are the authors' (pinned, from the mirror), never a stand-in
     for key in (k for kind in sets_full.REPLACE_KINDS for k in released.file_keys(kind)):
         pinned = get_source(key).sha256

@@ -126,3 +126,56 @@ def test_summary_reads_the_papers_effect_from_intervals():
         assert got[f"hn_shows_paper_effect_{column}"] is True
         assert got[f"hp_hn_minus_hn_{column}_brittleness"] == -100.0 and got[f"hp_hn_reduces_brittleness_{column}"]
         assert got[f"ratio_spearman_{column}_orig"] == 1.0 and got[f"ratio_spearman_{column}_brittleness"] is None
+
+
+def test_the_drop_comparisons_are_computed_from_the_items():
+    """The scorecard's drop keys from a hand-made case. Per item, Aug. minus Orig. is -1 for a brittle item
+    (c > c_n > c_p), 0 for a calm one (both above c_n). base: attributes [brittle, calm], relations [brittle, calm x3],
+    swap [brittle, calm x4]: drops -50, -25 (REPLACE -37.5) and -20, mean -28.75 (the Abstract's 12.9 is the same
+    mean of Table 1's two drops). hn: attributes [brittle x2], relations [brittle x2, calm x2], swap [brittle x5]:
+    REPLACE -75, SWAP -100, so hn's drop minus the base's is -37.5 (REPLACE) and -80 (SWAP)."""
+    from common.stats import bootstrap_mean_ci
+
+    calm, brittle = (0.3, 0.3, 0.1), (0.3, 0.1, 0.2)
+
+    def model(name, attributes, relations, swap):
+        return _result([("replace-attributes", x) for x in attributes] + [("replace-relations", x) for x in relations]
+                       + [("swap", x) for x in swap], name)
+
+    base = model("base", [brittle, calm], [brittle, calm, calm, calm], [brittle] + [calm] * 4)
+    hn = model("hn", [brittle, brittle], [brittle, brittle, calm, calm], [brittle] * 5)
+    results = {run: base for run in RUNS} | {"base": base, "hn": hn}
+    rows = [{"model": run, "run": run, **ev.table_row(ev.group_cells(r))} for run, r in results.items()]
+    got = tb.summary(rows, results)
+    assert (got["hn_minus_clip_drop_replace"], got["hn_minus_clip_drop_swap"]) == (-37.5, -80.0)
+    assert got["clip_drop_mean"] == -28.75
+    assert (got["clip_aug_minus_orig_replace"] + got["clip_aug_minus_orig_swap"]) / 2 == got["clip_drop_mean"]
+    # the intervals: the paired bootstrap of the existing keys (2,000 resamples, seed 0, 2 decimals) over the
+    # per-item differences of drops, each item weighted by (items in the column) / (groups x items in its group)
+    replace = np.array([0.0, -1.0, 0.0, -1.0, 0.0, 0.0]) * 100 * np.array([1.5, 1.5, 0.75, 0.75, 0.75, 0.75])
+    swap = np.array([0.0, -1.0, -1.0, -1.0, -1.0]) * 100
+    for column, values in (("replace", replace), ("swap", swap)):
+        ci = bootstrap_mean_ci(values, n_resamples=2000, seed=0)
+        assert ci.estimate == pytest.approx(got[f"hn_minus_clip_drop_{column}"])
+        assert (got[f"hn_minus_clip_drop_{column}_ci_low"], got[f"hn_minus_clip_drop_{column}_ci_high"]) == (
+            round(ci.low, 2), round(ci.high, 2))
+        assert got[f"hn_minus_clip_drop_{column}_ci_low"] < got[f"hn_minus_clip_drop_{column}"] < got[
+            f"hn_minus_clip_drop_{column}_ci_high"]
+    # clip_drop_mean: in each of 2,000 iterations REPLACE's and SWAP's items resampled independently, from one
+    # generator seeded 0 (REPLACE first, so its resamples are clip_aug_minus_orig_replace's), the two means averaged
+    base_replace = np.array([-1.0, 0.0, -1.0, 0.0, 0.0, 0.0]) * 100 * np.array([1.5, 1.5, 0.75, 0.75, 0.75, 0.75])
+    base_swap = np.array([-1.0, 0.0, 0.0, 0.0, 0.0]) * 100
+    rng = np.random.default_rng(0)
+    picks_replace, picks_swap = rng.integers(0, 6, (2000, 6)), rng.integers(0, 5, (2000, 5))
+    means = (base_replace[picks_replace].mean(axis=1) + base_swap[picks_swap].mean(axis=1)) / 2
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert (got["clip_drop_mean_ci_low"], got["clip_drop_mean_ci_high"]) == (round(low, 2), round(high, 2))
+    replace_only = np.percentile(base_replace[picks_replace].mean(axis=1), [2.5, 97.5])
+    assert (got["clip_aug_minus_orig_replace_ci_low"], got["clip_aug_minus_orig_replace_ci_high"]) == tuple(
+        round(x, 2) for x in replace_only)
+    ci = tb.mean_drop(base)
+    assert ci.estimate == pytest.approx(-28.75) and ci.low < ci.estimate < ci.high
+    constant = tb.mean_drop(model("calm", [calm] * 2, [calm] * 4, [calm] * 5))  # nothing drops: no resampling
+    assert (constant.estimate, constant.low, constant.high) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="different items"):
+        tb.drop_difference(hn, model("other", [calm], [calm] * 4, [calm] * 5), "replace")

@@ -73,8 +73,10 @@ DATACOMP = ["datacomp/small-ViT-B-32", "datacomp/medium-ViT-B-32"]
 
 
 def test_table6_scores_datacomp_small_and_medium_with_quickgelu_beside_gelu(tmp_path, monkeypatch):
-    """Issue 31: SugarCrepe's model list pairs DataComp small/medium with ViT-B-32-quickgelu (main_eval.py:19-20)
-    while open_clip registers them as GELU: the full Table 6 scores each listed model, then its registered variants."""
+    """Issue 31: SugarCrepe's model list pairs DataComp small/medium with ViT-B-32-quickgelu
+    (``RAIVNLab/sugar-crepe@0047054b main_eval.py:19-20`` "# ('ViT-B-32-quickgelu', 'datacomp_s_s13m_b4k'), #
+    ('ViT-B-32-quickgelu', 'datacomp_m_s128m_b4k'),") while open_clip registers them as GELU: the full Table 6 scores
+    each listed model, then its registered variants."""
     from types import SimpleNamespace
 
     from papers.sugarcrepe import table6

@@ -312,8 +312,10 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
         "steps": total, "batch_size": 2, "lr": 5e-4 if scratch else 1e-6, "weight_decay": 0.1 if scratch else 0.2,
         "warmup_steps": 500 if scratch else 50, "accum": 1, "seed": 0, "precision": "bf16", "checkpoint_every": 0,
         "validate_every": 0, "freeze": ()}
-    # the run family's recipe: OpenCLIP's code with the paper's App. A.3 numbers (sugarcrepe.txt:352); betas and eps
-    # by architecture (get_default_params: ViT 0.98 / 1e-6, RN50 0.999 / 1e-8)
+    # the run family's recipe: OpenCLIP's code with the paper's numbers (the SugarCrepe paper, Appendix A.3: "number
+    # of warmup steps is 1000, batch size is 256, learning rate is 1e-4, weight decay is 0.1, number of epochs is 30");
+    # betas and eps by architecture, mlfoundations/open_clip@a09d519f src/training/params.py:5-11
+    # "def get_default_params(model_name):" (ViT 0.98 / 1e-6, RN50 0.999 / 1e-8)
     assert recipe["name"] == ("scratch" if scratch else "finetune")
     assert (recipe["betas"], recipe["eps"], recipe["decay_rule"], recipe["crop_scale"]) == (
         ((0.9, 0.999), 1e-8) if scratch else ((0.9, 0.98), 1e-6)) + ("open_clip_names", (0.9, 1.0))
