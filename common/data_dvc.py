@@ -86,6 +86,9 @@ def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise DataDvcError(f"{path}: missing (it is in git: `git checkout -- {path.name}`)") from exc
+    except UnicodeDecodeError as exc:
+        raise DataDvcError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                           f"restore it: `git checkout -- {path.name}`") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -204,6 +204,22 @@ class Embeddings:
         return self.text_matrix[[self.text_row[t] for t in texts]]
 
 
+class NonFiniteEmbedding(WorkspaceError, ValueError):
+    """A model gave a NaN or infinite embedding: no score of it may become a decision (a NaN compares false both ways,
+    so every choice would silently count as wrong, or a tie)."""
+
+
+def _finite(embeddings: np.ndarray, model: str, what: str) -> np.ndarray:
+    """``embeddings`` when every value is finite, else ``NonFiniteEmbedding`` naming the model: checked before they
+    enter the cache, so a damaged model never leaves a score behind."""
+    bad = ~np.isfinite(embeddings)
+    if bad.any():
+        rows = int(bad.any(axis=tuple(range(1, embeddings.ndim))).sum()) if embeddings.ndim > 1 else int(bad.sum())
+        raise NonFiniteEmbedding(f"model {model!r}: {rows} of {len(embeddings)} {what} embeddings are NaN or "
+                                 f"infinite (damaged or diverged weights?); no score of it is counted")
+    return embeddings
+
+
 class PrecisionUnsupported(WorkspaceError, ValueError):
     """A model asked to run at a precision its backend has no path for."""
 
@@ -317,7 +333,8 @@ class Engine:
         try:  # closed on an error too, so that an error line starts on a line of its own
             for pixels in _regroup(batches, cfg.image_batch_size):
                 with self._autocast():
-                    pending.append(self.model.encode_images(pixels).float().numpy())
+                    pending.append(_finite(self.model.encode_images(pixels).float().numpy(), self.model.name,
+                                           "image"))
                 pending_keys.extend(todo_keys[done: done + len(pixels)])
                 done += len(pixels)
                 if len(pending_keys) >= cfg.shard_size:
@@ -357,7 +374,8 @@ class Engine:
                 for start in range(0, len(todo_keys), cfg.text_batch_size):
                     chunk = todo_keys[start: start + cfg.text_batch_size]
                     with self._autocast():
-                        pending.append(self.model.encode_tokens(torch.stack([rows[k] for k in chunk])).float().numpy())
+                        pending.append(_finite(self.model.encode_tokens(torch.stack([rows[k] for k in chunk]))
+                                               .float().numpy(), self.model.name, "text"))
                     pending_keys.extend(chunk)
                     if len(pending_keys) >= cfg.shard_size:
                         self.text_cache.put(pending_keys, np.concatenate(pending))

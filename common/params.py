@@ -41,6 +41,11 @@ class ParamsError(WorkspaceError, KeyError):
 # ----------------------------------------------------------------------------------------------------------------
 # What each key must hold
 # ----------------------------------------------------------------------------------------------------------------
+MAX_COUNT = 10 ** 9
+"""The largest count any key may hold (examples, images, steps, resamples): more than any real data set here, and a
+bound, so that a typo of a few digits is refused rather than run for years."""
+MAX_MINI_COUNT = 100_000
+"""The largest count of a mini-world set rendered here on a CPU (``mini_*`` keys): the world's largest is 32,000."""
 _PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 _NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 _Name = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]
@@ -60,6 +65,9 @@ class Rule:
     """How the message completes "must be ...": ``a positive integer``."""
     kind: Any
     """The type (pydantic) a value must validate as; validation only checks, the value is kept as written."""
+    at_most: int | None = MAX_COUNT
+    """The largest integer the value (or each integer in it) may be: a count has a stated maximum; None: none."""
+    why_at_most: str = "larger than any data set here: a typo?"
 
     @cached_property
     def _regex(self) -> re.Pattern[str]:
@@ -79,19 +87,38 @@ class Rule:
             return False
         return True
 
+    def within(self, value: Any) -> bool:
+        """Every integer in ``value`` at most ``at_most`` (a value of the right type can still be too large)."""
+        if self.at_most is None:
+            return True
+        if isinstance(value, bool) or not isinstance(value, (int, list, dict)):
+            return True
+        if isinstance(value, int):
+            return value <= self.at_most
+        return all(self.within(v) for v in (value.values() if isinstance(value, dict) else value))
+
+    def message(self, value: Any) -> str:
+        """What follows "key: " for a value this rule refuses."""
+        if self.accepts(value) and not self.within(value):
+            return f"must be at most {self.at_most:,} ({self.why_at_most}), got {_short(value)}"
+        return f"must be {self.must_be}, got {_short(value)}"
+
 
 PROFILE_RULE = Rule("profile", "one of " + ", ".join(map(repr, PROFILES)), Literal[PROFILES])
 """The one switch, at the top level only (``profile: mini``)."""
 
 PARAM_RULES: tuple[Rule, ...] = (
-    Rule("seed", "a non-negative integer", _NonNegativeInt),
-    Rule("seeds", "a non-empty list of non-negative integers", Annotated[list[_NonNegativeInt], Field(min_length=1)]),
+    Rule("seed", "a non-negative integer", _NonNegativeInt, 2 ** 63 - 1, "torch's seeds are below 2**64"),
+    Rule("seeds", "a non-empty list of non-negative integers", Annotated[list[_NonNegativeInt], Field(min_length=1)],
+         2 ** 63 - 1, "torch's seeds are below 2**64"),
     Rule("lr", "a positive number", _number(gt=0)),
     Rule("lrs", "a non-empty list of positive numbers", Annotated[list[_number(gt=0)], Field(min_length=1)]),
     Rule("weight_decay", "a non-negative number", _number(ge=0)),
     Rule("warmup_steps|min_chars|vocabulary_min_count", "a non-negative integer", _NonNegativeInt),
     Rule("batch_size", "a positive integer (or a table of names to positive integers)",
          Union[_PositiveInt, Annotated[dict[str, _PositiveInt], Field(min_length=1)]]),
+    Rule(r"mini_.+_per_.+|mini_.+_images|mini_.+_cases", "a positive integer", _PositiveInt, MAX_MINI_COUNT,
+         "a mini-world set, rendered here on a CPU"),
     Rule(r"steps|epochs|accum|gpus|nproc_per_node|image_size|n|top_k|folds|bins|validations|images"
          r"|.+_images|.+_per_.+|.+_cases|.+_bins|.+_batch_size|.+_resamples|n_.+",
          "a positive integer", _PositiveInt),
@@ -123,8 +150,29 @@ class _Duplicate(Exception):
         self.key, self.line, self.first, self.node = key, line, first, node
 
 
+MAX_ALIASES = 64
+"""YAML aliases (``*name``) a parameters file may use: params.yaml uses none; an alias is a reference, and a few
+nested ones (a "billion laughs" file) make every reader that walks the values run for ever."""
+
+
+class _TooManyAliases(yaml.YAMLError):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"more than {MAX_ALIASES} aliases (*name): refused before anything expands them")
+        self.line = line
+
+
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key that appears twice in one mapping (PyYAML keeps the last silently)."""
+    """PyYAML's safe loader, refusing a key that appears twice in one mapping (PyYAML keeps the last silently) and
+    more than ``MAX_ALIASES`` aliases."""
+
+    aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise _TooManyAliases(self.peek_event().start_mark.line + 1)
+        return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -193,7 +241,7 @@ def _problems(params: dict[str, Any]) -> list[tuple[list[str], Rule, Any]]:
             for key, value in node.items():
                 rule = rule_for(str(key))
                 if rule is not None:
-                    if not rule.accepts(value):
+                    if not rule.accepts(value) or not rule.within(value):
                         found.append(([*path, str(key)], rule, value))
                 else:
                     walk(value, [*path, str(key)])
@@ -231,6 +279,8 @@ def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
         key = ".".join([*where, str(dup.key)]) if where is not None else str(dup.key)
         raise ParamsError(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first}); keep one") \
             from None
+    except _TooManyAliases as exc:
+        raise ParamsError(f"{path}: line {exc.line}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
@@ -250,7 +300,7 @@ def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
         parts, rule, value = problems[0]
         line = _line_of(text, parts)
         more = f"; {len(problems) - 1} more bad value(s) after it" if len(problems) > 1 else ""
-        raise ParamsError(f"{path}: {'.'.join(parts)}: must be {rule.must_be}, got {_short(value)}"
+        raise ParamsError(f"{path}: {'.'.join(parts)}: {rule.message(value)}"
                           + (f" (line {line})" if line is not None else "") + _hint(value) + more)
     return params
 

@@ -525,11 +525,16 @@ def _call(name: str, args: list, index: CellIndex, node: ast.Call) -> Any:
                 len(args) == 2 and (type(args[1]) is not int or abs(args[1]) > MAX_ROUND_DIGITS)):
             raise ExpressionError(f"round() takes a number and, optionally, a whole number of digits (at most "
                                   f"{MAX_ROUND_DIGITS})")
-        return round(*args)
+        try:
+            return round(*args)
+        except (ValueError, OverflowError):  # round(nan), round(inf): no whole number
+            raise ExpressionError(f"round() of {args[0]}, which is not a finite number") from None
     else:  # pragma: no cover - FUNCTIONS and the branches above agree
         raise ExpressionError(f"unknown function {name!r}")
     try:
         return FUNCTIONS[name](values)
+    except OverflowError:  # a whole number too large for a float (mean of 10**600)
+        raise ExpressionError(f"{name}(): a number too large for a float") from None
     except (statistics.StatisticsError, ValueError, TypeError) as exc:
         raise ExpressionError(f"{name}(): {exc}") from None
 

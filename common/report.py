@@ -67,10 +67,11 @@ def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str]
 
 def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str] = (),
                any_of: Sequence[str] = ()) -> list[dict[str, str]]:
-    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, a header holding ``columns`` (and one of
-    ``any_of``), every row exactly as many fields as the header (a merge-conflict marker or a row cut short has
-    fewer), at least one row, and the ``numbers`` columns finite numbers in every row. Errors name the file, the line
-    and the column."""
+    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, its last line ended (a file cut short
+    is not), a header holding ``columns`` (and one of ``any_of``), no row repeating the header, every row exactly as
+    many fields as the header (a merge-conflict marker or a row cut short has fewer), at least one row, and the
+    ``numbers`` columns finite numbers in every row. Errors name the file, the line and the column. The one reader of
+    results tables: the report, the site and the documentation's numbers (``common.results_ref``) read through it."""
     import csv
     import io
     import math
@@ -86,6 +87,9 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
     if "\0" in text:
         line = text[: text.index("\0")].count("\n") + 1
         raise ReportInputError(f"{path}: line {line}: a NUL byte (a damaged file); {_remedy(path)}")
+    if text and not text.endswith("\n"):  # every writer ends its last line: this one was cut short
+        raise ReportInputError(f"{path}: line {text.count(chr(10)) + 1}: ends mid-line (a table cut short?); "
+                               f"{_remedy(path)}")
     reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[dict[str, str]] = []
     try:
@@ -101,6 +105,9 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
         for fields in reader:
             if not fields:
                 continue  # a blank line, as csv.DictReader skips it
+            if fields == header:
+                raise ReportInputError(f"{path}: line {reader.line_num}: repeats the header (two tables run "
+                                       f"together?); {_remedy(path)}")
             if len(fields) != len(header):
                 raise ReportInputError(f"{path}: line {reader.line_num}: {len(fields)} field(s) where the header has "
                                        f"{len(header)} (a merge-conflict marker, or a row cut short?); "

@@ -8,13 +8,13 @@ item by its index); optionally last, a format (``%.1f``, ``%pct.1f``: a fraction
 """
 from __future__ import annotations
 
-import csv
 import functools
 import json
 from pathlib import Path
 
 from common.errors import WorkspaceError
 from common.paths import RESULTS
+from common.report import ReportInputError, read_table
 
 SEPARATOR = "\u00a6"
 """Between a reference's parts: the broken bar, since a ``|`` splits a Markdown table row even inside a comment."""
@@ -45,11 +45,23 @@ def _split_path(path: str) -> list[str]:
 @functools.lru_cache(maxsize=64)
 def _parsed(path: Path, stamp: tuple[int, int]):
     """A results file's content (JSON: its object; CSV: its rows), read once per version (``stamp``: mtime, size):
-    the documentation names the same file hundreds of times."""
+    the documentation names the same file hundreds of times. Strict: a file that is not UTF-8 or JSON cut short is one
+    ``DocNumberError`` naming the file; a CSV table is read by ``common.report.read_table``, the one strict reader of
+    results tables (a row cut short, a repeated header, a file that ends mid-line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocNumberError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                             f"rerun the stage that writes it") from None
     if path.suffix == ".json":
-        return json.loads(path.read_text(encoding="utf-8"))
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise DocNumberError(f"{path}: not valid JSON ({exc}); rerun the stage that writes it") from None
+    try:
+        return read_table(path)
+    except ReportInputError as exc:
+        raise DocNumberError(str(exc)) from None
 
 
 def _content(path: Path):

@@ -101,8 +101,9 @@ class _HFTextScorer:
         """Load a ``save_pretrained`` folder (a fetched snapshot, or a tiny model in tests); never downloads."""
         name = name or cls.default_name
         transformers = _import_transformers(name)
-        options = dict(local_files_only=True, **_dtype_option(transformers, cls.load_dtype))
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        options = dict(local_files_only=True, trust_remote_code=False, **_dtype_option(transformers, cls.load_dtype))
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
+                                                               trust_remote_code=False)
         model, info = getattr(transformers, cls.model_class).from_pretrained(str(path), output_loading_info=True,
                                                                              **options)
         if info.get("missing_keys"):  # transformers would have initialised them randomly

@@ -79,8 +79,11 @@ def resolve(spec_text: str) -> CardModel:
             raise _unknown(text, arch)
         path = Path(rest).expanduser()
         if path.suffix.lower() in CHECKPOINT_SUFFIXES or path.exists():
-            if not path.is_file():
-                raise CardError(f"--model {text}: checkpoint {path} not found")
+            from common.zoo.openclip import not_a_checkpoint
+
+            why = not_a_checkpoint(path)
+            if why is not None:
+                raise CardError(f"--model {text}: checkpoint {path} {why}")
             spec = ModelSpec(name=text, arch=arch, family="card", label=f"{arch} ({path.name})",
                              checkpoint=str(path.resolve()))
             return CardModel(text, "checkpoint", spec)
@@ -120,11 +123,19 @@ def _transformers(text: str) -> CardModel:
     except ImportError as exc:
         raise CardError(f"--model {text}: transformers is not installed; pip install -e '.[hf]'") from exc
     local = Path(source).expanduser().is_dir()
+    if local:
+        from common.zoo.hf import refuse_custom_code
+
+        refuse_custom_code(Path(source).expanduser(), f"--model {text}")
     try:
-        config = transformers.AutoConfig.from_pretrained(source, local_files_only=True)
+        # never the model's own code: transformers then refuses a config that needs it, and asks nothing
+        config = transformers.AutoConfig.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # not cached or not a model folder: the factory says how to get it
-        raise ModelUnavailable(f"--model {text}: no transformers config for {source!r} here "
-                               f"({'folder without config.json' if local else 'not in the hub cache'}); download it "
+        from common.zoo.openclip import one_line
+
+        why = ("folder without config.json" if local and not (Path(source).expanduser() / "config.json").is_file()
+               else f"its config could not be read: {one_line(exc, 160)}" if local else "not in the hub cache")
+        raise ModelUnavailable(f"--model {text}: no transformers config for {source!r} here ({why}); download it "
                                f"once on a machine with internet (HF_HOME) or give a save_pretrained folder") from exc
     model_type = str(getattr(config, "model_type", ""))
     if model_type not in ARCHS:

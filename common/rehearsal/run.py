@@ -25,6 +25,7 @@ Nothing here writes outside ``build/rehearsal/``.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import re
 import shutil
@@ -151,9 +152,21 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             raise RehearsalError(f"{workspace} exists and is not a rehearsal's copy (no {MARKER}): remove it yourself "
                                  "or choose another --dir")
         shutil.rmtree(workspace)
-    workspace.parent.mkdir(parents=True, exist_ok=True)
-    copy_workspace(workspace)
-    (workspace / MARKER).write_text("a rehearsal's copy of the workspace (common.rehearsal); replaced by the next\n")
+    try:
+        # the marker first: a copy cut short (no room, a signal) is still known as the rehearsal's, and the next
+        # run removes it
+        workspace.mkdir(parents=True)
+        (workspace / MARKER).write_text("a rehearsal's copy of the workspace (common.rehearsal); replaced by the "
+                                        "next\n")
+        copy_workspace(workspace)
+    except OSError as exc:
+        shutil.rmtree(workspace, ignore_errors=True)
+        why = {errno.ENOSPC: "no room left on its disk", errno.EDQUOT: "over the disk quota",
+               errno.EROFS: "a read-only file system", errno.EACCES: "permission denied",
+               errno.EPERM: "not permitted"}.get(exc.errno, exc.strerror or type(exc).__name__)
+        raise RehearsalError(f"{workspace}: the workspace could not be copied there ({why}: "
+                             f"{getattr(exc, 'filename', None) or workspace}); the partial copy was removed. Give "
+                             f"--dir on a writable disk with room (common/rehearsal/space.py says how much)") from None
     params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
     (workspace / "params.yaml").write_text(
         "# A rehearsal's params.yaml (common.rehearsal.params): the full profile on stand-ins. Not the papers' "

@@ -21,7 +21,8 @@ ENV_ROOTS = ("VLC_DATA", "VLC_BUILD", "VLC_CACHE")
 
 def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) -> Path:
     """Code, params, dvc.yaml/dvc.lock files and published numbers (and, with ``keep_results``, every result) of the
-    workspace at ``root`` into ``dest`` (which must not exist), made a git repository of its own."""
+    workspace at ``root`` into ``dest`` (which may exist, empty but for the rehearsal's marker), made a git
+    repository of its own."""
     root = Path(root).resolve()
 
     def ignore(folder: str, names: list[str]) -> set[str]:
@@ -33,7 +34,7 @@ def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) ->
             skip |= {n for n in names if n not in ("published",)}
         return skip
 
-    shutil.copytree(root, dest, ignore=ignore)
+    shutil.copytree(root, dest, ignore=ignore, dirs_exist_ok=True)
     if not keep_results:
         for name in committed_inputs(root):
             (Path(dest) / name).parent.mkdir(parents=True, exist_ok=True)

@@ -247,9 +247,13 @@ def _value(where: str, key: str, value: Any) -> Any:
         raise RecipeError(f"{where}: {value!r} has the wrong type for {key}")
     if allowed is not None and value not in allowed:
         raise RecipeError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RecipeError(f"{where}: {value!r} is not a finite number")
     if isinstance(value, list):
         if len(value) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise RecipeError(f"{where}: expected two numbers, got {value!r}")
+        if not all(math.isfinite(v) for v in value):
+            raise RecipeError(f"{where}: {value!r} holds a number that is not finite")
         value = (float(value[0]), float(value[1]))
     elif key in ("eps", "lr", "weight_decay"):
         value = float(value)
@@ -319,7 +323,14 @@ def _load(path: Path, mtime_ns: int) -> dict[str, Recipe]:
         shown = path.resolve().relative_to(ROOT.resolve()).as_posix()
     except ValueError:
         shown = str(path)
-    return parse_recipes(path.read_text(encoding="utf-8"), shown)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise RecipeError(f"{shown}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") \
+            from None
+    return parse_recipes(text, shown)
 
 
 def load_recipes(path: Path) -> dict[str, Recipe]:

@@ -6,7 +6,7 @@ from common import plugins
 from common.zoo import specs
 from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 from common.zoo.interface import EmbeddingModel, ModelUnavailable
-from common.zoo.openclip import OpenClipModel, load_state_dict, quiet_random_init_warning
+from common.zoo.openclip import OpenClipModel, load_state_dict, not_a_checkpoint, quiet_random_init_warning
 from common.zoo.specs import REGISTRY_FILE, ModelSpec, activation_mismatch, register_local_configs
 
 SHARED_TRAINING_STAGES = "mini/train"
@@ -94,8 +94,9 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
     else:
         path = spec.checkpoint_path()
         assert path is not None
-        if not path.is_file():
-            raise ModelUnavailable(f"model {name!r}: checkpoint {path} not found; {_how_to_get(spec)}")
+        why = not_a_checkpoint(path)
+        if why is not None:
+            raise ModelUnavailable(f"model {name!r}: checkpoint {path} {why}; {_how_to_get(spec)}")
         with quiet_random_init_warning():  # the weights are loaded (strictly) right below
             model, _, transform = open_clip.create_model_and_transforms(
                 spec.arch, pretrained=None, load_weights=False, device=device, force_quick_gelu=spec.force_quick_gelu)

@@ -297,6 +297,38 @@ def _in_cache(repo: str, cache_dir: str | None) -> bool:
     return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir), str)
 
 
+CONFIG_LIMIT = 1 << 20
+"""Bytes of a model folder's ``config.json`` read before transformers: a config is a few KB."""
+
+
+def refuse_custom_code(folder: Path, who: str) -> None:
+    """Refuse a model folder whose ``config.json`` asks for code of its own (``auto_map``, a custom ``model_type``
+    implemented in the folder): one line naming it. transformers is also called with ``trust_remote_code=False``; this
+    says why in this project's words, before transformers reads anything. A config.json that is not JSON, too large
+    or nested too deeply is one line too (transformers would raise a traceback or recurse)."""
+    import json
+
+    path = folder / "config.json"
+    if not path.is_file():
+        return
+    try:
+        if path.stat().st_size > CONFIG_LIMIT:
+            raise ModelUnavailable(f"{who}: {path} is {path.stat().st_size:,} bytes, not a model config")
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ModelUnavailable(f"{who}: {path} is not a JSON model config ({type(exc).__name__})") from None
+    except RecursionError:
+        raise ModelUnavailable(f"{who}: {path} is nested too deeply to be a model config") from None
+    if not isinstance(config, dict):
+        raise ModelUnavailable(f"{who}: {path} is not a JSON object")
+    code = [k for k in ("auto_map", "custom_pipelines") if k in config]
+    scripts = sorted(p.name for p in folder.glob("*.py"))
+    if code:
+        raise ModelUnavailable(f"{who}: {path} asks for code shipped with the model ({', '.join(code)}"
+                               f"{': ' + ', '.join(scripts) if scripts else ''}); this project never runs a model's "
+                               f"own code: give a folder saved by transformers' own BLIP or FLAVA classes")
+
+
 def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None = None,
                     itm_start_token: str | None = None, itm_attends_padding: bool = False) -> HFModel:
     """Build a registered ``transformers`` model with its weights, or raise ``ModelUnavailable``. The ITM options
@@ -316,7 +348,10 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
         raise ModelUnavailable(f"model {spec.name!r}: directory {source} not found; {how_to_get(spec)}")
     if offline and not _in_cache(source, cache_dir):  # fail before anything is built or retried
         raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
-    options = {"cache_dir": cache_dir, "local_files_only": bool(local or offline)}
+    if local:
+        refuse_custom_code(Path(source), f"model {spec.name!r}")
+    # trust_remote_code=False: a model's folder or hub repository never runs code here, asked or not
+    options = {"cache_dir": cache_dir, "local_files_only": bool(local or offline), "trust_remote_code": False}
     try:
         with _hub_offline_mode(bool(offline)):
             model, info = model_class.from_pretrained(source, output_loading_info=True, **options)

@@ -180,6 +180,29 @@ def unwrap_training_dict(state: object) -> dict:
                      f"(top-level keys: {sorted(map(str, state))[:8]})")
 
 
+def not_a_checkpoint(path: Path) -> str | None:
+    """Why ``path`` cannot be a checkpoint file ("not found", "a folder", "not a regular file"), or None: one cause,
+    named, rather than "not found" for a folder or a device."""
+    if path.is_dir():
+        return "is a folder, not a checkpoint file"
+    if path.exists() and not path.is_file():
+        return "is not a regular file (a device, a pipe or a socket)"
+    if not path.exists():
+        return "not found"
+    return None
+
+
+def non_finite(state: dict[str, torch.Tensor]) -> str | None:
+    """The first floating-point tensor of a state dict holding a NaN or an infinity, as 'name (n of m values)', or
+    None: weights that would make every score NaN, and every decision a silent 0."""
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            bad = int((~torch.isfinite(value)).sum())
+            if bad:
+                return f"{key} ({bad} of {value.numel()} values NaN or infinite)"
+    return None
+
+
 def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
                     remedy: str | None = None) -> None:
     """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
@@ -193,6 +216,9 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | N
     expected) are summed up by ``weights_mismatch`` (torch's own report lists every key, thousands of them, over
     several lines); ``remedy`` (how to get the right file) ends it."""
     fix = f"; {remedy}" if remedy else ""
+    why = not_a_checkpoint(Path(path))
+    if why is not None:
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} {why}{fix}")
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
@@ -205,6 +231,10 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | N
     except Exception as exc:
         raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {one_line(exc)}{fix}") \
             from exc
+    bad = non_finite(state)
+    if bad is not None:
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds non-finite weights: {bad}; its scores would "
+                               f"be NaN{fix or '; replace it with an intact file'}")
     mismatch = weights_mismatch(model.state_dict(), state)
     if mismatch:
         expected = f"{arch} " if arch else ""

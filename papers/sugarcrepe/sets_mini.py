@@ -17,14 +17,14 @@ from typing import Iterator, Sequence
 
 from tqdm import tqdm
 
-from common.io import atomic_path, write_json_atomic, write_text_atomic
+from common.io import atomic_path, output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.benchmarks.caption_negatives import write_manifest
+from common.benchmarks.caption_negatives import PreparedSet, write_manifest
 
 STAGE = "papers/sugarcrepe/dvc.yaml:mini-set"
 
@@ -108,7 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    print(json.dumps(build_mini_set(config_from_params(stage_params(STAGE)), args.out), indent=2))
+    config = config_from_params(stage_params(STAGE))
+    # every file into a staging folder first, then all of them into --out at once: an interrupted run (SIGTERM
+    # included) leaves the previous set or none, never images of two sets under one manifest
+    with output_group(args.out) as staging:
+        build_mini_set(config, staging, progress=True)
+    print(json.dumps(PreparedSet.load(Path(args.out) / "manifest.json").describe(), indent=2))
     return 0
 
 
