@@ -82,8 +82,16 @@ def md5_file(path: Path) -> str:
 def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
     """The outputs of ``path`` (default: data.dvc), checked: each a file under data/ with an md5 and a size."""
     path = DATA_DVC if path is None else path
+    from common.params import MAX_ALIASES, _Duplicate, _Loader, _TooManyAliases
+
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # safe, and at most MAX_ALIASES aliases
+    except _TooManyAliases as exc:
+        raise DataDvcError(f"{path}: line {exc.line}: more than {MAX_ALIASES} YAML aliases (*name), refused before "
+                           f"anything expands them; restore it: `git checkout -- {path.name}`") from None
+    except _Duplicate as exc:
+        raise DataDvcError(f"{path}: line {exc.line}: key {exc.key!r:.60} appears twice in one mapping (first on line "
+                           f"{exc.first})") from None
     except FileNotFoundError as exc:
         raise DataDvcError(f"{path}: missing (it is in git: `git checkout -- {path.name}`)") from exc
     except UnicodeDecodeError as exc:
@@ -187,12 +195,38 @@ def fetch_tracked(*, force: bool = False, progress: bool = False) -> list[Tracke
 def _commit_to_cache() -> None:
     """Put the verified files in DVC's cache (what ``dvc push`` sends); data.dvc itself must not change."""
     before = DATA_DVC.read_bytes()
-    done = dvc("commit", "--force", "--quiet", DATA_DVC.name)
+    done = dvc("commit", "--force", DATA_DVC.name)  # not --quiet: it would hide DVC's error and keep its footer
     if DATA_DVC.read_bytes() != before:
         write_text_atomic(DATA_DVC, before.decode("utf-8"))
         raise DataDvcError(f"{DATA_DVC}: `dvc commit` changed it (restored): a tracked file differs from its record")
-    if done.returncode != 0:
-        print(f"note: data/ verified but not added to DVC's cache ({_last_error(done)})", file=sys.stderr)
+    if done.returncode == 0:
+        return
+    if any(mark in done.stderr + done.stdout for mark in NO_ROOM):
+        cache = _cache_dir()
+        raise DataDvcError(
+            f"DVC's cache {cache}: no room left on its disk ({_free(cache)} free): data/ is fetched and verified, "
+            f"but not added to the cache (what `dvc push` sends). Free some space there, or move the cache "
+            f"(`dvc cache dir PATH`), then rerun `python -m common data fetch`")
+    print(f"note: data/ verified but not added to DVC's cache ({_last_error(done)})", file=sys.stderr)
+
+
+NO_ROOM = ("[Errno 28]", "No space left on device", "[Errno 122]", "Disk quota exceeded")
+"""How DVC reports a full disk (or quota) under its cache: the errno in its ERROR lines."""
+
+
+def _cache_dir() -> Path:
+    done = dvc("cache", "dir")
+    shown = done.stdout.strip().splitlines()
+    return Path(shown[-1]) if done.returncode == 0 and shown else paths.ROOT / ".dvc" / "cache"
+
+
+def _free(folder: Path) -> str:
+    import shutil
+
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return f"{shutil.disk_usage(candidate).free / 1e6:,.1f} MB"
+    return "unknown"
 
 
 def add_sources(keys: Sequence[str]) -> list[TrackedInput]:
@@ -237,8 +271,13 @@ def dvc(*args: str, cwd: Path = paths.ROOT, check: bool = False) -> subprocess.C
     return done
 
 
+DVC_FOOTER = "Having any troubles?"
+"""The first words of the support line DVC prints after every failure: never the cause."""
+
+
 def _last_error(done: subprocess.CompletedProcess) -> str:
-    lines = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
+    lines = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines()
+             if line.strip() and not line.strip().startswith(DVC_FOOTER)]
     errors = [line for line in lines if line.startswith("ERROR")]
     return (errors or lines or [f"exit status {done.returncode}"])[-1]
 

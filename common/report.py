@@ -100,7 +100,8 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
         if any_of and not any(c in header for c in any_of):
             missing.append(" or ".join(map(repr, any_of)))
         if missing:
-            raise ReportInputError(f"{path}: line 1: no column {missing[0]} (the header: {', '.join(header)}); "
+            shown = ", ".join(header).encode("unicode_escape").decode("ascii")  # one line, whatever the header holds
+            raise ReportInputError(f"{path}: line 1: no column {missing[0]} (the header: {shown:.200}); "
                                    f"{_remedy(path)}")
         for fields in reader:
             if not fields:

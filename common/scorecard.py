@@ -361,9 +361,14 @@ def load(paper: str, root: Path = ROOT) -> list[Claim]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+    tables = data.get("claim", [])
+    if not isinstance(tables, list):
+        raise ScorecardError(f"{path}: 'claim' is a {type(tables).__name__}; each claim is a [[claim]] table")
     claims, seen = [], set()
-    for i, c in enumerate(data.get("claim", [])):
-        where = f"{path}: claim {i + 1} ({c.get('id', '?')!r})"
+    for i, c in enumerate(tables):
+        if not isinstance(c, dict):
+            raise ScorecardError(f"{path}: claim {i + 1} is a {type(c).__name__}, not a [[claim]] table")
+        where = f"{path}: claim {i + 1} ({c.get('id', '?')!r:.60})"
         missing = [k for k in ("id", "claim", "source", "direction") if not isinstance(c.get(k), str)]
         if missing:
             raise ScorecardError(f"{where}: needs {', '.join(missing)} (text)")

@@ -361,3 +361,85 @@ def test_a_recompute_expression_that_overflows_is_refused(expression, reason):
 
     with pytest.raises(ExpressionError, match=reason.replace("(", r"\(").replace(")", r"\)")):
         evaluate_expression(expression, CellIndex([]))
+
+
+DVC_FULL_DISK = (
+    "ERROR: failed to transfer '5953c4db45af642373a935bbddca80f8' - [Errno 28] No space left on device: "
+    "'data/bivlc/released/results/SUGARCREPE_CORRECT_CLIP_COCO.csv' -> '/tmp/tiny/cache/files/md5/59/53c4'\n"
+    "ERROR: unexpected error - [Errno 28] No space left on device\n\n"
+    "Having any troubles? Hit us up at https://dvc.org/support, we are always happy to help!\n")
+"""What `dvc commit` printed (DVC 3) with its cache on a 64 KB tmpfs, 2026-11-29; with --quiet only the last line."""
+
+
+@pytest.mark.parametrize("stderr, refused", [(DVC_FULL_DISK, True), (DVC_FULL_DISK.replace("[Errno 28] No space left "
+                                             "on device", "Permission denied"), False)])
+def test_data_fetch_names_a_full_disk_under_dvcs_cache_not_dvcs_footer(tmp_path, monkeypatch, capsys, stderr, refused):
+    """`data fetch` with DVC's cache on a full disk: one line naming the cache and its free space, exit 1 (it was
+    exit 0 and "Having any troubles?" as the cause); another failure stays a note, naming DVC's error."""
+    import subprocess
+
+    from common import data_dvc
+
+    record = tmp_path / "data.dvc"
+    record.write_text("outs: []\n")
+    monkeypatch.setattr(data_dvc, "DATA_DVC", record)
+
+    def fake_dvc(*args, **kwargs):
+        if args[:2] == ("cache", "dir"):
+            return subprocess.CompletedProcess(args, 0, str(tmp_path / "cache") + "\n", "")
+        assert "--quiet" not in args, "--quiet hides DVC's error"
+        return subprocess.CompletedProcess(args, 255, "", stderr)
+
+    monkeypatch.setattr(data_dvc, "dvc", fake_dvc)
+    if refused:
+        with pytest.raises(data_dvc.DataDvcError, match=r"DVC's cache .*cache: no room left on its disk \(.* MB free\)"):
+            data_dvc._commit_to_cache()
+    else:
+        data_dvc._commit_to_cache()
+        note = capsys.readouterr().err
+        assert "Permission denied" in note and "Having any troubles" not in note
+
+
+class _Trap:
+    """An object whose unpickling writes ``marker``: proof that a loader ran code from a file."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (self.marker, "ran"))
+
+
+@pytest.mark.parametrize("kind", ["params.yaml", "data.dvc", "images.npy"])
+def test_a_booby_trapped_file_is_refused_and_runs_nothing(kind, tmp_path):
+    """YAML tags that construct Python objects (``!!python/object/apply``) in the two YAML files the project reads,
+    and a pickled object array where a set's images belong: each refused, the trap never sprung. (Torch checkpoints
+    and model folders asking for their own code: the tests above.)"""
+    from common.paths import ROOT
+
+    marker = tmp_path / "ran"
+    tag = f'!!python/object/apply:os.system ["touch {marker}"]'
+    if kind == "params.yaml":
+        from common.params import read_params
+
+        path = tmp_path / "params.yaml"
+        path.write_text((ROOT / "params.yaml").read_text(encoding="utf-8") + f"trap: {tag}\n")
+        with pytest.raises(WorkspaceError, match="params.yaml"):
+            read_params(path)
+    elif kind == "data.dvc":
+        from common.data_dvc import DataDvcError, read_data_dvc
+
+        path = tmp_path / "data.dvc"
+        path.write_text(f"outs: {tag}\n")
+        with pytest.raises(DataDvcError, match="not valid YAML"):
+            read_data_dvc(path)
+    else:
+        from papers.aro.finetune_rows_mini import FinetuneSplit
+        from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
+
+        build_finetune_set(FinetuneSetConfig(train_images=4, val_images=2, captions_per_image=2, image_size=16),
+                           tmp_path / "set", generate=lambda captions, seed: [[] for _ in captions])
+        np.save(tmp_path / "set" / "train" / "images.npy", np.array([_Trap(marker)], dtype=object), allow_pickle=True)
+        with pytest.raises(ValueError, match="allow_pickle=False"):
+            FinetuneSplit.load(tmp_path / "set", "train")
+    assert not marker.exists(), f"{kind}: loading it ran code"

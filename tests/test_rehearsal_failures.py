@@ -86,7 +86,7 @@ def ws(tmp_path_factory) -> Copy:
     with pytest.MonkeyPatch.context() as mp:  # in this process only, while the copy is prepared
         mp.setattr(standin_models, "write_pretrained", no_model)
         mp.setattr(standin_models, "write_checkpoint", no_model)
-        mp.setattr(space, "check_room", lambda *args: 0)  # nothing at real size is written
+        mp.setattr(space, "check_room", lambda *args, **kwargs: 0)  # nothing at real size is written
         env = run.prepare(workspace, ["hard_positives"], MIRROR, 2, log=lambda line: None)
     return Copy(workspace, env)
 

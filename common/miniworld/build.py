@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from common.io import atomic_path, write_json_atomic
+from common.io import output_group, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
@@ -41,7 +41,8 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
     """Render ``n_images`` training scenes with several true captions each.
 
     Writes ``images.npy`` (N, H, W, 3) uint8, ``captions.json`` (N lists of captions) and
-    ``manifest.json``. Smaller training sets of the model family are prefixes of this one.
+    ``manifest.json``, as one output group (``common.io.output_group``): they replace the previous set together, or,
+    interrupted, leave it. Smaller training sets of the model family are prefixes of this one.
     """
     rng = stream(config.seed, "train")
     images = np.empty((config.n_images, config.image_size, config.image_size, 3), dtype=np.uint8)
@@ -50,14 +51,16 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
         scene = sample_scene(rng, allow_heldout=False)
         images[i] = np.asarray(render(scene, config.image_size, NATURAL, seed=rng.randrange(2**31)))
         captions.append([sample_claim(rng, scene).text() for _ in range(config.captions_per_image)])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out_dir / "images.npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, images)
-    write_json_atomic(out_dir / "captions.json", captions, indent=None)
     manifest = {"world_version": VERSION, "kind": "train", "config": asdict(config),
                 "n_images": config.n_images, "n_captions": sum(len(c) for c in captions)}
-    write_json_atomic(out_dir / "manifest.json", manifest)
+    out_dir = Path(out_dir)
+    with output_group(out_dir.parent) as staging:
+        staged = staging / out_dir.name
+        staged.mkdir()
+        with open(staged / "images.npy", "wb") as fh:
+            np.save(fh, images)
+        write_json_atomic(staged / "captions.json", captions, indent=None)
+        write_json_atomic(staged / "manifest.json", manifest)
     return manifest
 
 

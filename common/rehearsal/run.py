@@ -141,7 +141,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
     from common.rehearsal.params import rehearsal_params
     from common.rehearsal.space import check_room
     from common.rehearsal.standins import name_seed
-    from common.rehearsal.workspace import copy_workspace, dvc
+    from common.rehearsal.workspace import copy_bytes, copy_workspace, dvc
     from common.zoo import get_spec
 
     for paper in papers:
@@ -152,6 +152,10 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             raise RehearsalError(f"{workspace} exists and is not a rehearsal's copy (no {MARKER}): remove it yourself "
                                  "or choose another --dir")
         shutil.rmtree(workspace)
+    early = {paper: _module(paper) for paper in papers}  # the papers asked for (their pipelines may walk more)
+    early_params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
+    check_room(workspace, list(early), dict.fromkeys(n for m in early.values() for n in m.models(early_params)),
+               copy=copy_bytes())  # before the copy: a disk without room is one line and nothing written
     try:
         # the marker first: a copy cut short (no room, a signal) is still known as the rehearsal's, and the next
         # run removes it

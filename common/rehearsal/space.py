@@ -114,10 +114,11 @@ def tree_bytes(folder: Path) -> int:
     return total
 
 
-def check_room(folder: Path, papers: Sequence[str], models: Iterable[str]) -> int:
+def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy: int = 0) -> int:
     """Raise ``NoRoomError`` (one line) when the disk under ``folder`` has less free than ``MARGIN`` times what a
-    rehearsal of ``papers`` needs; returns the bytes needed."""
-    need = needed(papers, models)
+    rehearsal of ``papers`` needs, plus ``copy``, the workspace copy not yet written (asked before copying);
+    returns the bytes needed."""
+    need = needed(papers, models) + copy
     free = free_bytes(folder)
     if free < MARGIN * need:
         unmeasured = [p for p in papers if p not in MEASURED]
@@ -125,8 +126,9 @@ def check_room(folder: Path, papers: Sequence[str], models: Iterable[str]) -> in
             if unmeasured else ""
         raise NoRoomError(
             f"{folder}: {gb(free)} free on its disk; a rehearsal of {', '.join(papers)} writes about {gb(need)} "
-            f"(stand-in checkpoints at real size and each fine-tune's; measured per paper in "
-            f"common/rehearsal/space.py){guess}, and asks for {gb(MARGIN * need)}. Free some space, give --dir on a "
+            f"({f'the workspace copy, {gb(copy)}; ' if copy else ''}stand-in checkpoints at real size and each "
+            f"fine-tune's; measured per paper in common/rehearsal/space.py){guess}, and asks for "
+            f"{gb(MARGIN * need)}. Free some space, give --dir on a "
             "disk with room, or rehearse fewer papers (make rehearse PAPER=...)")
     return need
 

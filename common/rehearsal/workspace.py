@@ -24,7 +24,17 @@ def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) ->
     workspace at ``root`` into ``dest`` (which may exist, empty but for the rehearsal's marker), made a git
     repository of its own."""
     root = Path(root).resolve()
+    shutil.copytree(root, dest, ignore=_ignored(root, keep_results), dirs_exist_ok=True)
+    if not keep_results:
+        for name in committed_inputs(root):
+            (Path(dest) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, Path(dest) / name)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    return Path(dest)
 
+
+def _ignored(root: Path, keep_results: bool):
+    """``shutil.copytree``'s ``ignore``: what ``copy_workspace`` leaves out of the copy."""
     def ignore(folder: str, names: list[str]) -> set[str]:
         rel = Path(folder).relative_to(root)
         skip = {n for n in names if n in IGNORED}
@@ -34,13 +44,27 @@ def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) ->
             skip |= {n for n in names if n not in ("published",)}
         return skip
 
-    shutil.copytree(root, dest, ignore=ignore, dirs_exist_ok=True)
+    return ignore
+
+
+def copy_bytes(keep_results: bool = False, root: Path = ROOT) -> int:
+    """Bytes ``copy_workspace`` would write (the files it copies), counted before it copies anything: the room
+    check (``space.check_room``) asks for them first."""
+    root = Path(root).resolve()
+    ignore = _ignored(root, keep_results)
+    total = 0
+    for folder, dirs, files in os.walk(root):
+        skip = ignore(folder, [*dirs, *files])
+        dirs[:] = [d for d in dirs if d not in skip and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            if name not in skip:
+                try:
+                    total += os.stat(os.path.join(folder, name)).st_size
+                except OSError:  # a dangling link: copytree fails on it, and says so
+                    continue
     if not keep_results:
-        for name in committed_inputs(root):
-            (Path(dest) / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / name, Path(dest) / name)
-    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
-    return Path(dest)
+        total += sum((root / name).stat().st_size for name in committed_inputs(root) if (root / name).is_file())
+    return total
 
 
 def committed_inputs(root: Path = ROOT) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from common.io import atomic_path, sha256_file, write_json_atomic
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
@@ -103,10 +103,17 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
-    """Render both splits and the training negatives into ``out_dir``; returns the manifest."""
+    """Render both splits and the training negatives into ``out_dir``; returns the manifest. The folder is one
+    output group (``common.io.output_group``): it replaces the previous set whole, or, interrupted, leaves it."""
+    out_dir = Path(out_dir)
+    with output_group(out_dir.parent) as staging:
+        manifest = _write_finetune_set(config, staging / out_dir.name, generate)
+    return manifest
+
+
+def _write_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None) -> dict:
     if generate is None:
         from papers.aro.negatives import generate_negatives as generate
-    out_dir = Path(out_dir)
     counts: dict[str, dict] = {}
     for split in SPLITS:
         images, captions = render_split(config, split)

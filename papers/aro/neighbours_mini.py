@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from common.io import sha256_file, write_json_atomic
+from common.io import output_group, sha256_file, write_json_atomic
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, encode_images
 
@@ -40,8 +40,8 @@ def nearest_images(features: torch.Tensor, k: int, eligible: np.ndarray | None =
 
 
 def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
-    """``neighbours.npy`` (N, k): each training image's k nearest eligible training images by the base model."""
-    from common.io import atomic_path
+    """``neighbours.npy`` (N, k): each training image's k nearest eligible training images by the base model, with
+    ``neighbours.json``; the folder is one output group (both files replace the previous pair together, or neither)."""
     from common.zoo import create_model
 
     split = FinetuneSplit.load(set_dir, "train")
@@ -52,16 +52,17 @@ def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
     features = encode_images(served.model, ArrayImages.from_nhwc(split.images))
     neighbours = nearest_images(features, k, eligible)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out_dir / "neighbours.npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, neighbours)
     sims = (features[:, None, :] * features[torch.from_numpy(neighbours)]).sum(-1)
-    info = {"base": base, "k": k, "images": len(neighbours), "eligible_images": int(eligible.sum()),
-            "train_images_sha256": sha256_file(Path(set_dir) / "train" / "images.npy"),
-            "neighbours_sha256": sha256_file(out_dir / "neighbours.npy"),
-            "mean_cosine_by_rank": [round(float(x), 4) for x in sims.mean(0)]}
-    write_json_atomic(out_dir / "neighbours.json", info)
+    with output_group(out_dir.parent) as staging:
+        staged = staging / out_dir.name
+        staged.mkdir()
+        with open(staged / "neighbours.npy", "wb") as fh:
+            np.save(fh, neighbours)
+        info = {"base": base, "k": k, "images": len(neighbours), "eligible_images": int(eligible.sum()),
+                "train_images_sha256": sha256_file(Path(set_dir) / "train" / "images.npy"),
+                "neighbours_sha256": sha256_file(staged / "neighbours.npy"),
+                "mean_cosine_by_rank": [round(float(x), 4) for x in sims.mean(0)]}
+        write_json_atomic(staged / "neighbours.json", info)
     return info
 
 

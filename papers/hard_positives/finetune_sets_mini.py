@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from common.io import atomic_path, sha256_file, write_json_atomic
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
@@ -139,9 +139,16 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
 
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
-    """Write ``images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``."""
+    """Write ``images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``, as one output group
+    (``common.io.output_group``): they replace the previous set together, or, interrupted, leave it."""
     data, counts = render_finetune_set(config)
     out_dir = Path(out_dir)
+    with output_group(out_dir.parent) as staging:
+        manifest = _write_finetune_set(data, counts, config, staging / out_dir.name)
+    return manifest
+
+
+def _write_finetune_set(data: FinetuneSet, counts: dict, config: FinetuneSetConfig, out_dir: Path) -> dict:
     with atomic_path(out_dir / "images.npy") as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, data.images)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.io import atomic_path, sha256_file, write_json_atomic, write_text_atomic
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
 from common.jsonl import read_json
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
@@ -87,7 +87,15 @@ def _scene_examples(scene: Scene, rng: random.Random) -> dict[str, TestExample]:
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     """Render ``examples_per_group`` examples of each group into ``out_dir``: ``images/*.png``, ``manifest.json``
     (the rows, with counts) and ``scenes.jsonl`` (each image's scene graph and claims). Images are shared across
-    groups, at most one example per group each."""
+    groups, at most one example per group each. The folder is one output group (``common.io.output_group``): it
+    replaces the previous set whole, or, interrupted, leaves it."""
+    out_dir = Path(out_dir)
+    with output_group(out_dir.parent) as staging:
+        described = _write_test_set(config, staging / out_dir.name)
+    return described
+
+
+def _write_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     rng = stream(config.seed, TEST_STREAM)
     quota = config.examples_per_group
     counts = {g: 0 for g in evaluation.GROUPS}

@@ -24,7 +24,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from common.io import atomic_path, sha256_file, write_json_atomic
+from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
@@ -161,9 +161,17 @@ def refine_negatives(data: FinetuneSet, config: RefineConfig) -> dict[str, dict]
 def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = None,
               refine_config: RefineConfig | None = RefineConfig()) -> dict:
     """Write ``images.npy``, ``captions.json``, ``negatives.json``, ``refined.json`` (unless ``refine_config`` is
-    None) and ``manifest.json`` into ``out_dir``."""
+    None) and ``manifest.json`` into ``out_dir``, as one output group (``common.io.output_group``): they replace the
+    previous set together, or, interrupted, leave it."""
     data, counts = render_set(config, negative)
     out_dir = Path(out_dir)
+    with output_group(out_dir.parent) as staging:
+        manifest = _write_set(data, counts, config, staging / out_dir.name, refine_config)
+    return manifest
+
+
+def _write_set(data: FinetuneSet, counts: dict, config: SetConfig, out_dir: Path,
+               refine_config: RefineConfig | None) -> dict:
     with atomic_path(out_dir / "images.npy") as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, data.images)

@@ -363,7 +363,7 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
 
     monkeypatch.setattr(standin_models, "write_pretrained", tiny)
     monkeypatch.setattr(standin_models, "write_checkpoint", tiny)
-    monkeypatch.setattr(space, "check_room", lambda *args: 0)  # nothing at real size is written here
+    monkeypatch.setattr(space, "check_room", lambda *args, **kwargs: 0)  # nothing at real size is written here
     workspace = tmp_path / "rehearsal" / "ws"
     env = run.prepare(workspace, ["hard_positives"], mirror, 2, log=lambda line: None)
     assert {p: p.read_bytes() for p in real.rglob("*") if p.is_file()} == before
@@ -435,11 +435,16 @@ def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(t
         run.prepare(workspace, ["hard_positives"], tmp_path, 2, log=lambda line: None)
     message = expected_message(caught.value)
     assert message is not None and "\n" not in message
-    params = read_params(workspace / "params.yaml")  # the copy's: the rehearsal's params
-    need = space.needed(["hard_positives"], run._module("hard_positives").models(params))
-    assert f"{workspace}: 2.0 GB free on its disk; a rehearsal of hard_positives writes about {space.gb(need)}" \
-        in message and "make rehearse PAPER=" in message
-    assert written == [] and not (workspace / "data").exists()
+    from common.paths import ROOT
+    from common.rehearsal.params import rehearsal_params
+    from common.rehearsal.workspace import copy_bytes
+
+    params = rehearsal_params(read_params(ROOT / "params.yaml"), run.rehearsed_papers(), 2)  # what the copy would get
+    copy = copy_bytes()
+    need = space.needed(["hard_positives"], run._module("hard_positives").models(params)) + copy
+    assert f"{workspace}: 2.0 GB free on its disk; a rehearsal of hard_positives writes about {space.gb(need)} (the " \
+           f"workspace copy, {space.gb(copy)}; " in message and "make rehearse PAPER=" in message
+    assert written == [] and not workspace.exists(), "checked before the copy: nothing written, not even the copy"
 
 
 def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
@@ -507,3 +512,13 @@ def test_a_pipelines_line_says_what_it_added_on_disk_and_its_peak(tmp_path, monk
     with space.FreeWatch(tmp_path, every=0.001) as watch:
         assert served.wait(60)
     assert watch.drop == 60  # from 100 down to 40, whatever it was at the end
+
+
+def test_the_room_check_counts_the_copy_as_copy_workspace_writes_it(tmp_path):
+    """``copy_bytes`` (asked before copying) is what ``copy_workspace`` then writes, byte for byte."""
+    from common.rehearsal.workspace import copy_bytes, copy_workspace
+
+    dest = copy_workspace(tmp_path / "ws")
+    written = sum(p.stat().st_size for p in dest.rglob("*")
+                  if p.is_file() and p.relative_to(dest).parts[0] != ".git")
+    assert written == copy_bytes() > 0
