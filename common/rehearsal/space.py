@@ -159,4 +159,5 @@ class FreeWatch:
 
 
 def gb(n: float) -> str:
-    return f"{n / GB:.1f} GB"
+    """Bytes as GB, or as MB below 0.1 GB (the workspace copy is a few MB: "0.0 GB" would say nothing)."""
+    return f"{n / GB:.1f} GB" if abs(n) >= 0.1 * GB else f"{n / 1e6:.1f} MB"
