@@ -72,7 +72,9 @@ _PATH = re.compile(r":?\s?(?P<path>(?![a-z]+://)[\w.+-]+(?:/[\w.+-]+)*\.\w+|[\w.
 _QUOTE = re.compile(r"[`)\]]*(?:\s?[:,]|\s[-\u2014])?\s?(?:\"(?P<quote>[^\"]*)\"|(?<![`\w])`(?P<code>[^`]{0,200}\"[^`]{0,200})`(?!`))")
 _FILE_LINE = re.compile(r"(?<![\w./@<{*-])(?P<path>[\w.+-]+(?:/[\w.+-]+)*\.(?:py|sh|ipynb))"
                         r"(?::(?P<lines>\d+(?:-\d+)?(?:,\s?\d+(?:-\d+)?)*))?(?![\w/])")
-_MACHINE = re.compile(r"(?P<hit>/work/|/root/|shared/papers/\w+\.txt|(?<![\w/.-])(?:"
+MACHINE_ROOTS = ("work", "root", "home", "Users")
+"""Top-level folders of an absolute path that only a build machine (or one person's) has: a clone has none of them."""
+_MACHINE = re.compile(r"(?P<hit>(?<![\w.-])/(?:" + "|".join(MACHINE_ROOTS) + r")/|shared/papers/\w+\.txt|(?<![\w/.-])(?:"
                       + "|".join(PAPERS) + r")\.txt:\d+)")
 
 
