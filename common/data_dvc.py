@@ -202,10 +202,12 @@ def _commit_to_cache() -> None:
     if done.returncode == 0:
         return
     if any(mark in done.stderr + done.stdout for mark in NO_ROOM):
+        from common.rehearsal.space import free_bytes
+
         cache = _cache_dir()
         raise DataDvcError(
-            f"DVC's cache {cache}: no room left on its disk ({_free(cache)} free): data/ is fetched and verified, "
-            f"but not added to the cache (what `dvc push` sends). Free some space there, or move the cache "
+            f"DVC's cache {cache}: no room left on its disk ({free_bytes(cache) / 1e6:,.1f} MB free): data/ is fetched "
+            f"and verified, but not added to the cache (what `dvc push` sends). Free some space there, or move the cache "
             f"(`dvc cache dir PATH`), then rerun `python -m common data fetch`")
     print(f"note: data/ verified but not added to DVC's cache ({_last_error(done)})", file=sys.stderr)
 
@@ -218,15 +220,6 @@ def _cache_dir() -> Path:
     done = dvc("cache", "dir")
     shown = done.stdout.strip().splitlines()
     return Path(shown[-1]) if done.returncode == 0 and shown else paths.ROOT / ".dvc" / "cache"
-
-
-def _free(folder: Path) -> str:
-    import shutil
-
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            return f"{shutil.disk_usage(candidate).free / 1e6:,.1f} MB"
-    return "unknown"
 
 
 def add_sources(keys: Sequence[str]) -> list[TrackedInput]:
