@@ -515,6 +515,8 @@ def _lines_hold(content: str, ref: Reference) -> str | None:
 def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[str]]:
     """The quotes whose file the mirror holds at the pinned commit (``raw.githubusercontent.com/OWNER/REPO/COMMIT/
     PATH``), checked offline."""
+    from common.download import mirror_path
+
     if mirror is None or not mirror.is_dir():
         return 0, []
     checked, problems = 0, []
@@ -522,7 +524,10 @@ def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[st
         if ref.span is None:
             continue
         full = next(c for c in upstream()[ref.repo] if c.startswith(ref.commit))
-        path = mirror / "raw.githubusercontent.com" / ref.repo / full / ref.path
+        try:
+            path = mirror_path(f"https://raw.githubusercontent.com/{ref.repo}/{full}/{ref.path}", mirror)
+        except ValueError:  # a path that could leave the mirror: not a file it holds
+            continue
         if not path.is_file():
             continue
         checked += 1
