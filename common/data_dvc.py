@@ -389,16 +389,23 @@ def pipeline_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> list[str]
     import contextlib
     import os
 
+    from dvc.exceptions import DvcException
+
     found: dict[str, None] = {}
     top = Path(os.path.abspath(root))
-    with contextlib.chdir(top), Repo(str(top)) as repo:  # DVC reads a target relative to the working folder
-        for paper in papers:
-            for stage in repo.stage.collect(f"papers/{paper}", with_deps=True):
-                for dep in stage.deps:
-                    path = Path(os.path.abspath(dep.fs_path))
-                    rel = path.relative_to(top) if path.is_relative_to(top) else None
-                    if rel is not None and rel.parts[:1] == ("data",) and len(rel.parts) > 1:
-                        found.setdefault(rel.as_posix())
+    try:
+        with contextlib.chdir(top), Repo(str(top)) as repo:  # DVC reads a target relative to the working folder
+            for paper in papers:
+                for stage in repo.stage.collect(f"papers/{paper}", with_deps=True):
+                    for dep in stage.deps:
+                        path = Path(os.path.abspath(dep.fs_path))
+                        rel = path.relative_to(top) if path.is_relative_to(top) else None
+                        if rel is not None and rel.parts[:1] == ("data",) and len(rel.parts) > 1:
+                            found.setdefault(rel.as_posix())
+    except DvcException as exc:  # a damaged data.dvc, dvc.yaml or dvc.lock: DVC's words, on one line
+        said = " ".join(f"{exc}: {exc.__cause__}".split()) if exc.__cause__ else " ".join(str(exc).split())
+        raise DataDvcError(f"DVC cannot read the pipeline of {', '.join(f'papers/{p}' for p in papers)} in {top}: "
+                           f"{said:.400}; fix or restore the file it names (`git checkout -- FILE`)") from None
     return list(found)
 
 

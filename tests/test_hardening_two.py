@@ -440,6 +440,80 @@ def test_a_booby_trapped_file_is_refused_and_runs_nothing(kind, tmp_path):
         build_finetune_set(FinetuneSetConfig(train_images=4, val_images=2, captions_per_image=2, image_size=16),
                            tmp_path / "set", generate=lambda captions, seed: [[] for _ in captions])
         np.save(tmp_path / "set" / "train" / "images.npy", np.array([_Trap(marker)], dtype=object), allow_pickle=True)
-        with pytest.raises(ValueError, match="allow_pickle=False"):
+        from common.arrays import ArrayFileError
+
+        with pytest.raises(ArrayFileError, match=r"images\.npy: holds|images\.npy: not a readable array.*nothing in "
+                                                 r"it was run") as caught:
             FinetuneSplit.load(tmp_path / "set", "train")
+        assert "\n" not in str(caught.value)
     assert not marker.exists(), f"{kind}: loading it ran code"
+
+
+def _npy_header_only(path: Path) -> None:
+    np.save(path, np.zeros((4, 8, 8, 3), np.uint8))
+    path.write_bytes(path.read_bytes()[:128])
+
+
+NPY_DAMAGE = {
+    "object array": (lambda p: np.save(p, np.array([{"a": 1}], dtype=object), allow_pickle=True),
+                     "nothing in it was run"),
+    "plain pickle": (lambda p: p.write_bytes(__import__("pickle").dumps([1, 2, 3])), "nothing in it was run"),
+    "cut short": (_npy_header_only, "not a readable array"),
+    "empty file": (lambda p: p.write_bytes(b""), "not a readable array"),
+    "text": (lambda p: p.write_text("images go here\n"), "not a readable array"),
+    "strings": (lambda p: np.save(p, np.array(["a", "b"])), "not numbers"),
+    "npz archive": (lambda p: np.savez(p.with_suffix(""), images=np.zeros(3)) or p.with_suffix(".npz").rename(p),
+                    "npz archive"),
+    "a folder": (lambda p: p.mkdir(), "a folder"),
+    "missing": (lambda p: None, "not found"),
+}
+
+
+@pytest.mark.parametrize("mmap", [False, True], ids=["read", "mmap"])
+@pytest.mark.parametrize("damage", sorted(NPY_DAMAGE))
+def test_a_damaged_npy_is_one_line_naming_the_file(damage, mmap, tmp_path):
+    """Every ``.npy`` a stage reads goes through ``common.arrays.load_array``: what numpy refuses with its own
+    exception (shown with a traceback before 2026-11-29) is one line naming the file."""
+    from common.arrays import ArrayFileError, load_array
+
+    path = tmp_path / "images.npy"
+    write, message = NPY_DAMAGE[damage]
+    write(path)
+    with pytest.raises(ArrayFileError) as caught:
+        load_array(path, mmap=mmap)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: ") and message in text and "\n" not in text, text
+    assert isinstance(caught.value, WorkspaceError)
+
+
+def test_every_npy_a_stage_reads_goes_through_the_one_loader():
+    """No module calls ``np.load`` itself but ``common.arrays`` and the embedding cache (whose every failure moves
+    the shard aside and recomputes it): a new reader cannot skip the rule by accident."""
+    from common.paths import ROOT
+
+    allowed = {"common/arrays.py", "common/cache.py"}
+    callers = sorted(p.relative_to(ROOT).as_posix() for d in ("common", "papers") for p in (ROOT / d).rglob("*.py")
+                     if "np.load(" in p.read_text(encoding="utf-8"))
+    assert set(callers) <= allowed, sorted(set(callers) - allowed)
+    assert "common/arrays.py" in callers  # the check sees the files it should
+
+
+@pytest.mark.parametrize("damage", ["data.dvc", "dvc.yaml", "none"])
+def test_data_check_on_a_pipeline_dvc_cannot_read_is_one_line(damage, tmp_path):
+    """``python -m common data check`` (``make repro``'s step before DVC) asks DVC for the pipeline's inputs: a
+    ``data.dvc`` with a non-UTF-8 byte, or a ``dvc.yaml`` cut short, was DVC's traceback; now one line naming it."""
+    from common.data_dvc import DataDvcError, check_inputs
+
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / ".dvc" / "config").write_text("[core]\n    no_scm = true\n")
+    (tmp_path / "dvc.yaml").write_text("stages:\n  papers/toy:\n    cmd: echo\n    deps:\n      - build/y\n")
+    (tmp_path / "papers" / "toy").mkdir(parents=True)
+    stage = "stages:\n  s:\n    wdir: ../..\n    cmd: echo\n    deps:\n      - data/x.txt\n    outs:\n      - build/y\n"
+    (tmp_path / "papers" / "toy" / "dvc.yaml").write_text(stage if damage != "dvc.yaml" else stage + "  t: [\n")
+    (tmp_path / "data.dvc").write_bytes(b"outs:\n- path: data/x.txt\n" + (b"# caf\xe9\n" if damage == "data.dvc" else b""))
+    with pytest.raises(DataDvcError) as caught:
+        check_inputs(["toy"], root=tmp_path)
+    text = str(caught.value)
+    named = {"data.dvc": "'data.dvc', is not valid utf-8", "dvc.yaml": "'papers/toy/dvc.yaml', YAML file structure",
+             "none": "reads 1 input(s)"}[damage]  # the control: undamaged, DVC reads the pipeline and names its input
+    assert named in text and "\n" not in text and ("git checkout" in text or damage == "none"), text

@@ -10,17 +10,13 @@ hard positives' test and fine-tuning sets, SugarCrepe's NegCLIP set) wrote strai
 """
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
 import torch
 
-SAMPLED_MOMENTS = 12
-"""At most this many interruption points per writer, spread over its run (all of them when it has fewer)."""
+from interrupt_support import count_moves, digest as _digest, interrupt_at_every_move, unchanged
 
 
 def mini_world(out: Path, seed: int) -> None:
@@ -105,35 +101,6 @@ WRITERS: dict[str, Callable] = {
 }
 
 
-def _digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def _leftovers(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir() if p.name.startswith((".staging", ".previous")))
-
-
-class Interrupt:
-    """``os.replace`` that raises ``KeyboardInterrupt`` on its ``at``-th call (never when ``at`` is None); counts."""
-
-    def __init__(self, at: int | None):
-        self.at, self.calls, self.real = at, 0, os.replace
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        if self.calls == self.at:
-            raise KeyboardInterrupt
-        return self.real(*args, **kwargs)
-
-
-def _moments(total: int) -> list[int]:
-    if total <= SAMPLED_MOMENTS:
-        return list(range(1, total + 1))
-    picked = set(np.linspace(1, total, SAMPLED_MOMENTS).round().astype(int).tolist())
-    return sorted(picked | {1, total})  # the first file and the commit's last move always
-
-
 @pytest.mark.parametrize("stage", sorted(WRITERS))
 def test_an_interrupted_set_writer_leaves_the_previous_set_whole(stage, tmp_path, monkeypatch):
     write = WRITERS[stage]
@@ -143,18 +110,52 @@ def test_an_interrupted_set_writer_leaves_the_previous_set_whole(stage, tmp_path
     before = _digest(out)
     assert before, f"{stage}: the writer wrote nothing"
 
-    counter = Interrupt(None)
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", counter)
-        call(tmp_path / "outputs" / "count", 1)  # the same writer's moves, counted in a folder of its own
-    for at in _moments(counter.calls):
-        with monkeypatch.context() as patch:
-            patch.setattr(os, "replace", Interrupt(at))
-            with pytest.raises(KeyboardInterrupt):
-                call(out, 1)
-        assert _digest(out) == before, f"{stage}: interrupted at move {at} of {counter.calls}, the set is a mix"
-        assert not _leftovers(out.parent), f"{stage}: interrupted at move {at}, staging left behind"
+    total = count_moves(lambda: call(tmp_path / "outputs" / "count", 1))  # counted in a folder of its own
+    interrupt_at_every_move(lambda: call(out, 1), total, unchanged(out, before, stage))
 
     call(out, 1)
     assert _digest(out) != before, f"{stage}: another seed wrote the same set, so the check above proves nothing"
     assert _digest(out) == _digest(tmp_path / "outputs" / "count")
+
+
+def _train(out: Path, seed: int) -> None:
+    """A few steps of the trainer with a validated best and a loss with its own parameters: five files at the end
+    (weights, loss weights, best weights, best loss weights, sidecar)."""
+    import functools
+
+    from common.training import FromScratch, SyntheticBatches, TrainConfig, train
+    from papers.bivlc.losses import DetectorLoss
+
+    def score(model: torch.nn.Module) -> float:
+        return -float(model.visual.conv1.weight.detach().abs().mean())
+
+    train(TrainConfig(steps=3, batch_size=4, lr=2e-3, warmup_steps=1, seed=seed, validate_every=1),
+          FromScratch("mini-vit-xs"), SyntheticBatches(labels=True), functools.partial(DetectorLoss, 64, "text"),
+          out / "run.safetensors", validate=score)
+
+
+def test_an_interrupted_training_run_leaves_the_previous_weights_and_sidecar_whole(tmp_path):
+    """The trainer's final files are one group (``common.training.trainer``): a rerun interrupted at any move leaves
+    the previous run's weights, best weights and sidecar, all of them, and the other files of the folder untouched.
+    Before 2026-11-29 the best weights were written as validation went and the sidecar after the weights, so an
+    interrupted rerun left new best weights (or new weights) beside the previous sidecar."""
+    from common.zoo import register_local_configs
+
+    register_local_configs()
+    out = tmp_path / "models"
+    out.mkdir()
+    (out / "other.safetensors").write_bytes(b"another stage's model")
+    _train(out, 0)
+    before = _digest(out)
+    assert {"run.safetensors", "run.loss.safetensors", "run.best.safetensors", "run.best.loss.safetensors",
+            "run.json", "other.safetensors"} == set(before), sorted(before)
+
+    (tmp_path / "count").mkdir()
+    total = count_moves(lambda: _train(tmp_path / "count", 1))
+    assert total >= 5  # each of the five files moved at least once
+    interrupt_at_every_move(lambda: _train(out, 1), total, unchanged(out, before, "training"))
+
+    _train(out, 1)
+    after = _digest(out)
+    assert after["other.safetensors"] == before["other.safetensors"]
+    assert all(after[name] != before[name] for name in before if name.startswith("run.")), "another seed, same files"

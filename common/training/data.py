@@ -18,6 +18,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
+from common.arrays import load_array
 from common.jsonl import read_json
 
 Batch = dict[str, torch.Tensor]
@@ -55,7 +56,7 @@ class MiniWorldBatches:
     def load(cls, train_dir: Path, n_images: int, tokenizer: Callable) -> "MiniWorldBatches":
         """The first ``n_images`` pairs of ``train_dir``, every caption tokenised once."""
         train_dir = Path(train_dir)
-        images = np.load(train_dir / "images.npy", mmap_mode="r", allow_pickle=False)
+        images = load_array(train_dir / "images.npy", mmap=True)
         captions = read_json(train_dir / "captions.json", list, "rerun the stage that renders the training set")
         if n_images > len(images):
             raise ValueError(f"{train_dir}: asked for {n_images} images, the training set has {len(images)}")

@@ -11,8 +11,9 @@ A run, top to bottom (``train``):
    [0, ln 100] when the recipe does; the encoders' outputs reach the loss L2-normalised, or raw where the loss says
    ``raw_features = True``;
 4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
-   the best weights kept apart; every ``checkpoint_every`` steps a resume state; at the end the
-   weights and a provenance sidecar.
+   the best weights kept apart (in memory, and in the resume state); every ``checkpoint_every`` steps a resume state;
+   at the end the weights, the best weights and a provenance sidecar, written as one output group
+   (``common.io.output_group``): an interrupted run leaves the previous run's files, all of them, or the new ones.
 
 Under ``torchrun`` nothing changes for the caller but the context::
 
@@ -40,6 +41,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from common.io import output_group
 from common.training import checkpoint as ckpt
 from common.training.data import Batch, BatchSource
 from common.training.distributed import (
@@ -298,6 +300,23 @@ def _setup_record(config: TrainConfig, init: Init, batches: BatchSource, loss: n
     }))
 
 
+def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the module's portable state (on CPU ``portable_state`` shares the live parameters' storage)."""
+    return {k: v.clone() for k, v in ckpt.portable_state(module).items()}
+
+
+def _resumed_best(state: Mapping[str, Any], best: tuple[int, float] | None,
+                  paths: Mapping[str, Path]) -> dict[str, dict[str, torch.Tensor]]:
+    """The best weights a resume state carries; a format-1 state (written before 2026-11-29, when the best weights
+    went to disk at once) left them in ``<stem>.best[.loss].safetensors``."""
+    if "best_states" in state:
+        return {k: dict(v) for k, v in state["best_states"].items()}
+    if best is None:
+        return {}
+    found = {"model": paths["best"], "loss": paths["best_loss"]}
+    return {k: ckpt.load_weights(p) for k, p in found.items() if p.is_file()}
+
+
 def _paths(out_path: Path) -> dict[str, Path]:
     stem = out_path.with_suffix("")
     return {
@@ -336,7 +355,8 @@ def train(
     lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
     rerun).
     Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
-    ``<stem>.best.safetensors`` when ``validate`` is given.
+    ``<stem>.best.safetensors`` when ``validate`` is given. All of them and the sidecar are written together at the
+    end (one output group); until then the best weights are held in memory and in the resume state.
     """
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
@@ -389,6 +409,7 @@ def train(
     start, losses, terms_log = 0, [], {}
     scores: list[tuple[int, float]] = []
     best: tuple[int, float] | None = None
+    best_states: dict[str, dict[str, torch.Tensor]] = {}  # "model" (and "loss"): the best validated weights
     resumed_from = None
     if resume and paths["resume"].is_file():
         state = ckpt.load_resume(paths["resume"])
@@ -406,6 +427,7 @@ def train(
         losses, terms_log = list(state["losses"]), {k: list(v) for k, v in state["terms"].items()}
         scores = [(int(s), float(v)) for s, v in state["scores"]]
         best = None if state["best"] is None else (int(state["best"][0]), float(state["best"][1]))
+        best_states = _resumed_best(state, best, paths)
 
     net: nn.Module = core
     if world.distributed:
@@ -421,9 +443,9 @@ def train(
             scores.append((done, score))
             if best is None or score > best[1]:  # strictly better: the earliest of equal scores wins
                 best = (done, score)
-                ckpt.save_weights(paths["best"], ckpt.portable_state(model))
+                best_states["model"] = _snapshot(model)
                 if len(loss_fn.state_dict()):
-                    ckpt.save_weights(paths["best_loss"], ckpt.portable_state(loss_fn))
+                    best_states["loss"] = _snapshot(loss_fn)
         barrier(world)
 
     rows = slice(world.rank * local_batch, (world.rank + 1) * local_batch)
@@ -453,7 +475,7 @@ def train(
             rng_states = all_gather_objects(ckpt.capture_rng(world.device), world)
             if world.is_main:
                 ckpt.save_resume(paths["resume"], {
-                    "format": 1, "setup": setup, "step": done,
+                    "format": 2, "setup": setup, "step": done, "best_states": best_states,
                     "model": ckpt.portable_state(model), "loss": ckpt.portable_state(loss_fn),
                     "optimizer": optimizer.state_dict(), "rng": rng_states,
                     **({} if scaler is None else {"scaler": scaler.state_dict()}),
@@ -486,10 +508,18 @@ def train(
     record.update(own)
     if world.is_main:
         model.eval()
-        ckpt.save_weights(paths["weights"], ckpt.portable_state(model))
-        if len(loss_fn.state_dict()):
-            ckpt.save_weights(paths["loss_weights"], ckpt.portable_state(loss_fn))
-        ckpt.write_sidecar(paths["sidecar"], record)
+        with output_group(out_path.parent) as staging:
+            def staged(key: str) -> Path:
+                return staging / paths[key].name
+
+            ckpt.save_weights(staged("weights"), ckpt.portable_state(model))
+            if len(loss_fn.state_dict()):
+                ckpt.save_weights(staged("loss_weights"), ckpt.portable_state(loss_fn))
+            if "model" in best_states:
+                ckpt.save_weights(staged("best"), best_states["model"])
+            if "loss" in best_states:
+                ckpt.save_weights(staged("best_loss"), best_states["loss"])
+            ckpt.write_sidecar(staged("sidecar"), record)
         paths["resume"].unlink(missing_ok=True)
     barrier(world)
     return TrainResult(

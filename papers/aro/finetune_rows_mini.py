@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.arrays import load_array
 from common.errors import WorkspaceError
 from common.jsonl import read_json
 from common.tasks import DatasetError
@@ -29,7 +30,7 @@ class FinetuneSplit:
     @classmethod
     def load(cls, root: Path, split: str) -> "FinetuneSplit":
         folder = Path(root) / split
-        images = np.load(folder / "images.npy", allow_pickle=False)
+        images = load_array(folder / "images.npy")
         captions = read_json(folder / "captions.json", expect=list, remedy=REMEDY)
         if len(captions) != len(images):
             raise DatasetError(f"{folder / 'captions.json'}: expected {len(images)} caption lists (one per image)")

@@ -11,6 +11,12 @@
   class order as the python release that torchvision (and so ARO's code) reads. In a rehearsal (``params.yaml
   rehearsal.enabled``, declared by the stage) the tarballs are stand-ins and the md5 check gives way; never otherwise.
 
+Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json`` is the commit, written
+last and atomically after every record was checked through a pending copy; the files it names are never overwritten
+(crops and CIFAR images are kept once written, being fixed by the checksummed releases; each CIFAR index is named by
+its content's sha256, ``classification/<name>.<sha256:16>.json``), and indexes no manifest names any more are removed
+once the new manifest is in place.
+
 Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_full --out build/full/aro/benchmarks``;
 ``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
 """
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from common.download import fetch
-from common.io import atomic_path, sha256_file, write_json_atomic
+from common.io import atomic_path, sha256_file, sha256_text, write_json_atomic, write_text_atomic
 from common.tasks import DatasetError
 from common.visual_genome import crop_vg, vg_image_root
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
@@ -132,10 +138,23 @@ def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
             with atomic_path(target) as tmp:
                 Image.fromarray(pixels).save(tmp, format="PNG")
         records.append({"image": relpath, "label": label})
-    file = out_dir / "classification" / f"{name}.json"
-    write_json_atomic(file, {"classes": classes, "templates": list(CIFAR_TEMPLATES), "images": records}, indent=None)
-    read_classification(name, file, image_dir.parent)  # every record resolves
-    return {"file": f"classification/{name}.json", "image_root": "classification"}
+    text = json.dumps({"classes": classes, "templates": list(CIFAR_TEMPLATES), "images": records},
+                      ensure_ascii=False) + "\n"
+    relpath = f"classification/{name}.{sha256_text(text)[:16]}.json"  # never the file a previous manifest names
+    if not (out_dir / relpath).is_file():
+        write_text_atomic(out_dir / relpath, text)
+    read_classification(name, out_dir / relpath, image_dir.parent)  # every record resolves
+    return {"file": relpath, "image_root": "classification"}
+
+
+def _remove_unnamed_indexes(out_dir: Path, manifest: dict) -> None:
+    """Remove the CIFAR indexes of earlier runs (``classification/<name>[.<digest>].json``) that the manifest just
+    committed does not name."""
+    named = {entry["file"] for entry in (manifest.get("classification") or {}).values()}
+    for name in CIFAR:
+        for old in (out_dir / "classification").glob(f"{name}*.json"):
+            if old.relative_to(out_dir).as_posix() not in named and old.name.split(".")[0] == name:
+                old.unlink(missing_ok=True)
 
 
 def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = False) -> AroSet:
@@ -185,6 +204,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = 
                                     for n, s in aro.classification_sets().items()}
     write_json_atomic(out_dir / MANIFEST_NAME, manifest)
     pending.unlink()
+    _remove_unnamed_indexes(out_dir, manifest)
     return AroSet.load(out_dir / MANIFEST_NAME)
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from common.io import write_json_atomic
+from common.io import output_group, write_json_atomic
 from common.jsonl import read_json
 from common.training.distributed import DistributedContext
 from common.training.job import code_digest, run_job
@@ -86,11 +86,9 @@ def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None 
     record.update({"chosen_lr": chosen, "lr_sweep": swept, "selection": SELECTION})
     if world.is_main:
         out_path = Path(out_path)
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out_path.with_name(f".{out_path.name}.tmp")
-        shutil.copyfile(chosen_out, tmp)
-        tmp.replace(out_path)
-        write_json_atomic(out_path.with_suffix(".json"), record)
+        with output_group(out_path.parent) as staging:  # the chosen weights and their sidecar, together or not at all
+            shutil.copyfile(chosen_out, staging / out_path.name)
+            write_json_atomic(staging / out_path.with_suffix(".json").name, record)
         shutil.rmtree(folder, ignore_errors=True)
     return {**record, "seconds_per_lr": seconds}
 

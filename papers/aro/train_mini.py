@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from common.arrays import load_array
 from common.io import sha256_file
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
@@ -73,7 +74,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     set_dir = Path(args.set or build_dir("mini", "aro") / "finetune")
     nbr_dir = Path(args.neighbours or build_dir("mini", "aro") / "neighbours")
     split = FinetuneSplit.load(set_dir, "train")
-    table = mini_table(split, np.load(nbr_dir / "neighbours.npy", allow_pickle=False))
+    table = mini_table(split, load_array(nbr_dir / "neighbours.npy"))
     tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=True)  # the sweep tokenises alike every run
     val = FinetuneSplit.load(set_dir, "val")
     validator = RetrievalValidator(ArrayImages.from_nhwc(val.images), val.captions, tokens)

@@ -20,6 +20,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from common.arrays import load_array
 from common.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.jsonl import read_json
 from common.miniworld import VERSION
@@ -74,8 +75,8 @@ class TrainSet:
     def load(cls, root: Path) -> "TrainSet":
         root = Path(root)
         try:
-            images = np.load(root / "images.npy", allow_pickle=False)
-            negative_images = np.load(root / "negative_images.npy", allow_pickle=False)
+            images = load_array(root / "images.npy")
+            negative_images = load_array(root / "negative_images.npy")
         except FileNotFoundError as exc:
             raise BivlcMiniError(f"{exc.filename}: no training set here; {BUILD_IT}") from None
         path = root / "rows.json"

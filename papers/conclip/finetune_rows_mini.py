@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.arrays import load_array
 from common.errors import WorkspaceError
 from common.jsonl import read_json
 from common.tasks import DatasetError
@@ -43,8 +44,8 @@ class FinetuneSet:
     def load(cls, root: Path) -> "FinetuneSet":
         root = Path(root)
         try:
-            images = np.load(root / "images.npy", allow_pickle=False)
-            distractors = np.load(root / "distractors.npy", allow_pickle=False)
+            images = load_array(root / "images.npy")
+            distractors = load_array(root / "distractors.npy")
         except FileNotFoundError as exc:
             raise ConclipMiniError(f"{exc.filename}: no fine-tuning set here; {REMEDY}") from None
         path = root / "rows.json"

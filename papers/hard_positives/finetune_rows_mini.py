@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from common.arrays import load_array
 from common.errors import WorkspaceError
 from common.jsonl import read_json
 from common.tasks import DatasetError
@@ -71,7 +72,7 @@ class FinetuneSet:
     def load(cls, root: Path) -> "FinetuneSet":
         root = Path(root)
         try:
-            images = np.load(root / "images.npy", allow_pickle=False)
+            images = load_array(root / "images.npy")
         except FileNotFoundError:
             raise HardPositivesMiniError(f"{root / 'images.npy'}: no fine-tuning set here; run the mini-finetune-set "
                                          "stage (`python -m papers.hard_positives.finetune_sets_mini`)") from None

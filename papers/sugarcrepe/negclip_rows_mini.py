@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from common.arrays import load_array
 from common.errors import WorkspaceError
 from common.jsonl import read_json
 from common.tasks import DatasetError
@@ -67,7 +68,7 @@ class FinetuneSet:
     def load(cls, root: Path) -> "FinetuneSet":
         root = Path(root)
         try:
-            images = np.load(root / "images.npy", allow_pickle=False)
+            images = load_array(root / "images.npy")
         except FileNotFoundError:
             raise NegclipMiniError(f"{root / 'images.npy'}: no fine-tuning set here; run the negclip-mini-set stage "
                                    "(`python -m papers.sugarcrepe.negclip_sets_mini`)") from None

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from common import reproducible
 from common.evaluate import engine_config
-from common.io import write_csv_atomic, write_json_atomic
+from common.io import output_group, write_csv_atomic, write_json_atomic
 from common.params import load_params
 from common.paths import ROOT, build_root
 from papers.sugarcrepe.reproduction import SEEDS_CSV
@@ -80,13 +80,15 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
                              "min": f"{min(values):.2f}", "max": f"{max(values):.2f}"})
             print(f"mini/{name}: " + ", ".join(f"{r['group']} {r['mean']} ± {r['sd']}" for r in rows[-8:]), flush=True)
     all_seeds = [0, *seeds]
-    write_csv_atomic(out_csv, rows, ["model", "group", *[f"seed_{s}" for s in all_seeds], "mean", "sd", "min", "max"])
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    write_json_atomic(out_csv.with_suffix(".json"), {
-        "what": "mini Table 6 accuracy (percent) per training seed; seed 0 = the pipeline's checkpoints",
-        "seeds": all_seeds, "code_commit": commit or "unknown", **reproducible.describe(),
-        "machine": reproducible.machine(), "command": "python -m papers.sugarcrepe.seed_spread",
-    })
+    with output_group(out_csv.parent) as staging:  # the table and its provenance, together or not at all
+        write_csv_atomic(staging / out_csv.name, rows,
+                         ["model", "group", *[f"seed_{s}" for s in all_seeds], "mean", "sd", "min", "max"])
+        write_json_atomic(staging / out_csv.with_suffix(".json").name, {
+            "what": "mini Table 6 accuracy (percent) per training seed; seed 0 = the pipeline's checkpoints",
+            "seeds": all_seeds, "code_commit": commit or "unknown", **reproducible.describe(),
+            "machine": reproducible.machine(), "command": "python -m papers.sugarcrepe.seed_spread",
+        })
     return out_csv
 
 

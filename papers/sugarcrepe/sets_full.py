@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from common.download import fetch
-from common.io import sha256_file, write_json_atomic
+from common.io import output_group, sha256_file, write_json_atomic
 from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe,
                                                  read_category, write_manifest)
 
@@ -38,21 +38,24 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
     counts: dict[str, int] = {}
     for it in items:
         counts[it.group] = counts.get(it.group, 0) + 1
-    out_dir.mkdir(parents=True, exist_ok=True)
     info: dict = {"kind": "sugarcrepe", "profile": "full", "counts": counts,
                   "n_images": len({it.image for it in items}),
                   "sha256": {c: sha256_file(p) for c, p in files.items()}}
     data_dir = files[CATEGORIES[0]].parent.resolve()
-    if cap is not None:
-        data_dir = out_dir / CAPPED_DATA
-        for category, path in files.items():
-            kept = dict(list(read_category(path).items())[:cap])
-            write_json_atomic(data_dir / path.name, kept)
-        info.update(cap=cap, released_counts=counts, counts={c: min(n, cap) for c, n in counts.items()},
-                    n_images=len({it.image for it in load_sugarcrepe(
-                        {c: data_dir / p.name for c, p in files.items()}, image_root)}))
-        data_dir = Path(CAPPED_DATA)  # relative to the manifest's folder
-    return write_manifest(out_dir, data_dir, image_root.resolve(), info)
+    # One output group: a rehearsal's capped category files and the manifest naming them replace the previous ones
+    # together (an interrupted rerun leaves the previous set whole); the manifest is checked in staging first.
+    with output_group(out_dir) as staging:
+        if cap is not None:
+            capped = staging / CAPPED_DATA
+            for category, path in files.items():
+                kept = dict(list(read_category(path).items())[:cap])
+                write_json_atomic(capped / path.name, kept)
+            info.update(cap=cap, released_counts=counts, counts={c: min(n, cap) for c, n in counts.items()},
+                        n_images=len({it.image for it in load_sugarcrepe(
+                            {c: capped / p.name for c, p in files.items()}, image_root)}))
+            data_dir = Path(CAPPED_DATA)  # relative to the manifest's folder
+        write_manifest(staging, data_dir, image_root.resolve(), info)
+    return PreparedSet.load(Path(out_dir) / "manifest.json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

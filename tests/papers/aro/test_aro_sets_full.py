@@ -5,6 +5,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -143,3 +144,47 @@ def test_missing_vg_image_names_record(data_root: Path, tmp_path: Path):
     with pytest.raises(WorkspaceError, match=r"visual_genome_relation.json:2: image 'missing.jpg' not found"):
         sets_full.prepare_full(tmp_path / "out", ["vg"])
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, tmp_path: Path):
+    """The CIFAR tarballs change (other labels), and the rebuild is interrupted at every move of a file: the set read
+    through the manifest is the previous one each time (before 2026-11-29 the index ``classification/<name>.json``
+    was rewritten before the manifest, so an interrupted rebuild paired the previous manifest with the new labels),
+    and the uninterrupted rebuild then reads the new labels and leaves no index it does not name."""
+    from interrupt_support import count_moves, interrupt_at_every_move, leftovers
+
+    out = tmp_path / "build" / "aro"
+    sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True)
+    manifest = (out / "manifest.json").read_bytes()
+
+    def labels() -> dict[str, tuple[int, ...]]:
+        return {n: s.labels for n, s in AroSet.load(out).classification_sets().items()}
+
+    assert labels() == {"cifar10": (1, 0, 1), "cifar100": (1, 0, 1)}
+    lock = data_root / "checksums.lock.json"  # the downloader pinned the first tarballs: a new release, unpinned
+    pins = json.loads(lock.read_text())
+    for release in sets_full.CIFAR.values():
+        cifar_tarball(data_root / release.key.removeprefix("aro/"), release, [0, 1, 1])
+        pins["sources"].pop(release.key)
+    lock.write_text(json.dumps(pins))
+    for release in sets_full.CIFAR.values():  # pinned again now, so that every run below moves the same files
+        sets_full.fetch(release.key, progress=False)
+    total = count_moves(lambda: sets_full.prepare_full(shutil.copytree(out, tmp_path / "count"), ["vg", "cifar"],
+                                                       rehearsal=True))
+    shutil.copytree(out, tmp_path / "previous")
+
+    def from_the_previous_set() -> None:  # an interrupted run keeps the images it wrote: each run starts afresh
+        shutil.rmtree(out)
+        shutil.copytree(tmp_path / "previous", out)
+
+    def check(at: int) -> None:
+        assert (out / "manifest.json").read_bytes() == manifest, f"interrupted at move {at}: another manifest"
+        assert labels() == {"cifar10": (1, 0, 1), "cifar100": (1, 0, 1)}, f"interrupted at move {at}: a mix"
+        assert not leftovers(out)
+
+    interrupt_at_every_move(lambda: sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True), total, check,
+                            before_each=from_the_previous_set)
+    sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True)
+    assert labels() == {"cifar10": (0, 1, 1), "cifar100": (0, 1, 1)}
+    named = {e["file"] for e in json.loads((out / "manifest.json").read_text())["classification"].values()}
+    assert {p.relative_to(out).as_posix() for p in (out / "classification").glob("*.json")} == named

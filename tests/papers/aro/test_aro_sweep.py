@@ -31,15 +31,19 @@ def tiny_release(tmp_path):
     return write_tsv(tmp_path / "train_neg_clip.tsv", rows), tmp_path
 
 
-@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
-def test_two_step_sweep_writes_weights_and_sidecar(tiny_release, tmp_path, monkeypatch, method):
-    monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
+def _inputs(tiny_release, hard: bool):
+    """The release's TSV, its batches (with hard negatives or not) and its validator, for mini-vit-xs."""
     tsv, images_dir = tiny_release
     register_local_configs()
     tokens = TokenCache(open_clip.get_tokenizer("mini-vit-xs"), memo=False)
     table, images = tsv_table(tsv, images_dir, image_size=48)
-    batches = FinetuneBatches(table, images, tokens, hard=method == "negclip")
-    validator = val_from_tsv(tsv, images_dir, 48, tokens)
+    return tsv, FinetuneBatches(table, images, tokens, hard=hard), val_from_tsv(tsv, images_dir, 48, tokens)
+
+
+@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
+def test_two_step_sweep_writes_weights_and_sidecar(tiny_release, tmp_path, monkeypatch, method):
+    monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
+    tsv, batches, validator = _inputs(tiny_release, hard=method == "negclip")
     params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
     out = tmp_path / "models" / f"{method}.safetensors"
     sweep = sweep_jobs(method, "full", params, FromScratch("mini-vit-xs"), batches, validator, "papers.aro.train_full",
@@ -68,12 +72,7 @@ def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monke
     import papers.aro.sweep as sweep_module
 
     monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
-    tsv, images_dir = tiny_release
-    register_local_configs()
-    tokens = TokenCache(open_clip.get_tokenizer("mini-vit-xs"), memo=False)
-    table, images = tsv_table(tsv, images_dir, image_size=48)
-    batches = FinetuneBatches(table, images, tokens, hard=True)
-    validator = val_from_tsv(tsv, images_dir, 48, tokens)
+    _, batches, validator = _inputs(tiny_release, hard=True)
     params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
     jobs = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
                       "papers.aro.train_full", {}, steps=2)
@@ -104,3 +103,29 @@ def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monke
     other = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
                        "papers.aro.train_full", {}, steps=3)
     assert sweep_dir(jobs) != sweep_dir(other) and sweep_dir(jobs) != sweep_dir(jobs, world_size=2)
+
+
+def test_an_interrupted_sweep_leaves_the_previous_weights_and_sidecar_whole(tiny_release, tmp_path, monkeypatch):
+    """The chosen weights and their sidecar are one output group: a sweep with other lrs, interrupted at any move of a
+    file (its runs' and its own), leaves the previous pair byte for byte (before 2026-11-29 the weights were moved into
+    place before the sidecar was written)."""
+    from interrupt_support import count_moves, digest, interrupt_at_every_move, unchanged
+
+    _, batches, validator = _inputs(tiny_release, hard=True)
+
+    def sweep(out, lrs, cache):
+        monkeypatch.setenv("VLC_CACHE", str(tmp_path / cache))  # each run trains afresh: the same moves every time
+        params = FinetuneParams(base="random", lrs=lrs, epochs=1, batch_size=4, warmup_steps=1)
+        run_sweep(sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
+                             "papers.aro.train_full", {}, steps=2), out, progress=False)
+
+    models = tmp_path / "models"
+    sweep(models / "negclip.safetensors", (1e-3,), "cache-first")
+    before = digest(models)
+    assert set(before) == {"negclip.safetensors", "negclip.json"}
+    total = count_moves(lambda: sweep(tmp_path / "count" / "negclip.safetensors", (1e-4,), "cache-count"))
+    runs = iter(range(total + 1))
+    interrupt_at_every_move(lambda: sweep(models / "negclip.safetensors", (1e-4,), f"cache-{next(runs)}"), total,
+                            unchanged(models, before, "sweep"))
+    sweep(models / "negclip.safetensors", (1e-4,), "cache-last")
+    assert digest(models) == digest(tmp_path / "count") != before

@@ -52,6 +52,21 @@ def test_a_real_run_points_at_the_released_files_uncapped(in_root, tmp_path):
         sets_full.prepare_full(tmp_path / "bad", cap=0)
 
 
+def test_an_interrupted_capped_set_leaves_the_previous_set_whole(in_root, tmp_path):
+    """Rebuilt with another cap and interrupted at every move of a file: the previous capped set (its ``data/`` files
+    and the manifest naming them), byte for byte, and nothing staged left; before 2026-11-29 the category files were
+    rewritten one by one before the manifest, so an interrupted rebuild paired the previous manifest's counts with new
+    files. The uninterrupted rebuild then changes the set."""
+    from interrupt_support import count_moves, digest, interrupt_at_every_move, unchanged
+
+    out = tmp_path / "set"
+    sets_full.prepare_full(out, cap=4)
+    total = count_moves(lambda: sets_full.prepare_full(tmp_path / "count", cap=3))
+    interrupt_at_every_move(lambda: sets_full.prepare_full(out, cap=3), total, unchanged(out, digest(out), "capped set"))
+    before = digest(out)  # (unchanged by the interrupted runs above)
+    assert sets_full.prepare_full(out, cap=3).info["cap"] == 3 and digest(out) == digest(tmp_path / "count") != before
+
+
 def test_the_negclip_standins_make_a_training_set_that_drops_the_test_image(prepared, in_root, tmp_path):
     from papers.sugarcrepe.negclip_sets_full import build_train_set
 
