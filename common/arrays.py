@@ -16,7 +16,8 @@ from common.errors import WorkspaceError
 
 
 class ArrayFileError(WorkspaceError, ValueError):
-    """A ``.npy`` file that is missing, not an array of numbers, or damaged (the message names it and the remedy)."""
+    """A ``.npy`` file that is not an array of numbers, or damaged (the message names it and the remedy). A missing
+    file stays ``FileNotFoundError``, which callers word themselves and every entry point prints as one line."""
 
 
 def load_array(path: str | os.PathLike, *, mmap: bool = False,
@@ -26,7 +27,7 @@ def load_array(path: str | os.PathLike, *, mmap: bool = False,
     try:
         array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except FileNotFoundError:
-        raise ArrayFileError(f"{path}: not found; {remedy}") from None
+        raise  # the caller's to word ("no fine-tuning set here; run ..."); at an entry point, one line naming the file
     except IsADirectoryError:
         raise ArrayFileError(f"{path}: a folder, not a .npy file; {remedy}") from None
     except (ValueError, EOFError, OSError) as exc:  # object array, pickle, bad header, short body

@@ -465,7 +465,6 @@ NPY_DAMAGE = {
     "npz archive": (lambda p: np.savez(p.with_suffix(""), images=np.zeros(3)) or p.with_suffix(".npz").rename(p),
                     "npz archive"),
     "a folder": (lambda p: p.mkdir(), "a folder"),
-    "missing": (lambda p: None, "not found"),
 }
 
 
@@ -484,6 +483,17 @@ def test_a_damaged_npy_is_one_line_naming_the_file(damage, mmap, tmp_path):
     text = str(caught.value)
     assert text.startswith(f"{path}: ") and message in text and "\n" not in text, text
     assert isinstance(caught.value, WorkspaceError)
+
+
+def test_a_missing_npy_stays_the_callers_to_word(tmp_path):
+    """A missing set keeps each reader's own remedy ("no fine-tuning set here; run the mini-finetune-set stage"):
+    ``load_array`` leaves ``FileNotFoundError`` to its caller, and an entry point prints it as one line."""
+    from common.arrays import load_array
+    from common.errors import run_entry_point
+
+    with pytest.raises(FileNotFoundError):
+        load_array(tmp_path / "images.npy")
+    assert run_entry_point(lambda: load_array(tmp_path / "images.npy")) == 1
 
 
 def test_every_npy_a_stage_reads_goes_through_the_one_loader():
