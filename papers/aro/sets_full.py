@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from common.download import fetch
-from common.io import atomic_path, sha256_file, sha256_text, write_json_atomic, write_text_atomic
+from common.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
 from common.tasks import DatasetError
 from common.visual_genome import crop_vg, vg_image_root
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
@@ -138,11 +138,11 @@ def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
             with atomic_path(target) as tmp:
                 Image.fromarray(pixels).save(tmp, format="PNG")
         records.append({"image": relpath, "label": label})
-    text = json.dumps({"classes": classes, "templates": list(CIFAR_TEMPLATES), "images": records},
-                      ensure_ascii=False) + "\n"
-    relpath = f"classification/{name}.{sha256_text(text)[:16]}.json"  # never the file a previous manifest names
+    data = (json.dumps({"classes": classes, "templates": list(CIFAR_TEMPLATES), "images": records},
+                       ensure_ascii=False) + "\n").encode("utf-8")
+    relpath = f"classification/{name}.{sha256_bytes(data)[:16]}.json"  # never the file a previous manifest names
     if not (out_dir / relpath).is_file():
-        write_text_atomic(out_dir / relpath, text)
+        write_bytes_atomic(out_dir / relpath, data)
     read_classification(name, out_dir / relpath, image_dir.parent)  # every record resolves
     return {"file": relpath, "image_root": "classification"}
 
@@ -151,10 +151,9 @@ def _remove_unnamed_indexes(out_dir: Path, manifest: dict) -> None:
     """Remove the CIFAR indexes of earlier runs (``classification/<name>[.<digest>].json``) that the manifest just
     committed does not name."""
     named = {entry["file"] for entry in (manifest.get("classification") or {}).values()}
-    for name in CIFAR:
-        for old in (out_dir / "classification").glob(f"{name}*.json"):
-            if old.relative_to(out_dir).as_posix() not in named and old.name.split(".")[0] == name:
-                old.unlink(missing_ok=True)
+    for old in (out_dir / "classification").glob("*.json"):
+        if old.name.split(".")[0] in CIFAR and old.relative_to(out_dir).as_posix() not in named:
+            old.unlink(missing_ok=True)
 
 
 def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = False) -> AroSet:
