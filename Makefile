@@ -11,6 +11,7 @@
 #   make card MODEL=SPEC        a report card of a model on every benchmark (several: MODEL="A B"; SPEC: a zoo name,
 #                               ARCH:TAG, ARCH:FILE or hf:REPO); files under build/cards/<profile>/
 #   make site                   a static HTML site of results/ and the cards (open build/site/index.html offline)
+#   make bench                  the benchmarks (timings only): evaluation engine and training input, ratios to bounds
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -84,7 +85,7 @@ notebooks: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP)
-	. $(BIN)/activate && python -m common bench
+	. $(BIN)/activate && python -m common bench eval && python -m common bench train
 
 clean-cache:
 	rm -rf .cache/embeddings

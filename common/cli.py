@@ -34,6 +34,8 @@ class CommandGroups:
     """``python -m common prepare <dataset>``: full-profile data, fetched and checked."""
     audit_released: argparse._SubParsersAction  # type: ignore[type-arg]
     """``python -m common audit released <paper> FILE...``: score files in a paper's released format."""
+    bench: argparse._SubParsersAction  # type: ignore[type-arg]
+    """``python -m common bench <what>``: benchmarks that print ratios measured side by side in one run."""
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -46,7 +48,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from common import citations, data_dvc, docnumbers, download, report, stage_deps
     from common.card import run as card_run
-    from common.training import family, recipes
+    from common.training import bench as train_bench, family, recipes
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
     from common.rehearsal import run as rehearsal_run
@@ -69,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     prepare = sub.add_parser("prepare", help="full profile: fetch and verify a benchmark's data")
     prepare_sub = prepare.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+
+    bench = sub.add_parser("bench", help="benchmarks: ratios measured side by side in one run (eval, train)")
+    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
+    train_bench.register_cli(bench_sub)
 
     family.register_cli(sub)
     recipes.register_cli(sub)
@@ -98,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     site_build.register_cli(sub)
 
     groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,
-                           audit_released=released_sub)
+                           audit_released=released_sub, bench=bench_sub)
     for paper in plugins.paper_names():
         cli = plugins.paper_module(paper, "cli")
         if cli is not None and hasattr(cli, "register"):

@@ -44,6 +44,8 @@ REHEARSAL_DIR = ROOT / "build" / "rehearsal"
 """Everything a rehearsal writes (``/build/`` is git-ignored)."""
 WORKSPACE = "ws"
 HF_HOME = Path(".cache") / "huggingface"
+ARCH_DIR = Path(".cache") / "archs"
+"""The copy's shrunk architectures (``common.rehearsal.archs``), named to its processes by ``VLC_ARCH_OVERRIDES``."""
 """The copy's hub cache (under its git-ignored ``.cache/``)."""
 MARKER = ".vlc-rehearsal"
 """In the copy's root: the folder is a rehearsal's, which the next rehearsal may delete."""
@@ -130,32 +132,44 @@ def _layout(name: str) -> str:
     return getattr(module, "CHECKPOINT_LAYOUTS", {}).get(name, "state_dict")
 
 
-def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=print) -> dict[str, str]:
-    """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment."""
-    import yaml
-
-    from common import plugins
-    from common.download import fetch
-    from common.params import read_params
-    from common.rehearsal import models as standin_models
-    from common.rehearsal.params import rehearsal_params
-    from common.rehearsal.space import check_room
-    from common.rehearsal.standins import name_seed
-    from common.rehearsal.workspace import copy_bytes, copy_workspace, dvc
-    from common.zoo import get_spec
-
-    for paper in papers:
-        _module(paper)  # before anything is deleted or copied
-    workspace = Path(workspace)
+def remove_previous(workspace: Path) -> None:
+    """Delete an earlier rehearsal's copy at ``workspace``; refuse a folder that is not one."""
     if workspace.exists():
         if not (workspace / MARKER).is_file():
             raise RehearsalError(f"{workspace} exists and is not a rehearsal's copy (no {MARKER}): remove it yourself "
                                  "or choose another --dir")
         shutil.rmtree(workspace)
+
+
+def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=print,
+            real_sizes: bool = False) -> dict[str, str]:
+    """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment.
+    Its architectures are open_clip's shrunk (``common.rehearsal.archs``) unless ``real_sizes``."""
+    import tempfile
+
+    import yaml
+
+    from common.params import read_params
+    from common.rehearsal.archs import arch_overrides, write_shrunk
+    from common.rehearsal.params import rehearsal_params
+    from common.rehearsal.space import MEASURED, MEASURED_REAL_SIZES, check_room
+    from common.rehearsal.workspace import copy_bytes, copy_workspace, dvc
+    from common.zoo.specs import ARCH_OVERRIDES_ENV
+
+    for paper in papers:
+        _module(paper)  # before anything is deleted or copied
+    workspace = Path(workspace)
+    remove_previous(workspace)
     early = {paper: _module(paper) for paper in papers}  # the papers asked for (their pipelines may walk more)
     early_params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
-    check_room(workspace, list(early), dict.fromkeys(n for m in early.values() for n in m.models(early_params)),
-               copy=copy_bytes())  # before the copy: a disk without room is one line and nothing written
+    footprints = MEASURED_REAL_SIZES if real_sizes else MEASURED
+    with tempfile.TemporaryDirectory(prefix="vlc-archs-") as early_archs:
+        if not real_sizes:
+            write_shrunk(Path(early_archs))
+        with arch_overrides(None if real_sizes else Path(early_archs)):
+            # before the copy: a disk without room is one line and nothing written
+            check_room(workspace, list(early), dict.fromkeys(n for m in early.values() for n in m.models(early_params)),
+                       copy=copy_bytes(), footprints=footprints)
     try:
         # the marker first: a copy cut short (no room, a signal) is still known as the rehearsal's, and the next
         # run removes it
@@ -177,6 +191,32 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         "numbers.\n" + yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     read_params(workspace / "params.yaml")  # as every stage will
     env = rehearsal_env(workspace, mirror)
+    archs = None
+    if not real_sizes:
+        archs = workspace / ARCH_DIR
+        shrunk = write_shrunk(archs)
+        env[ARCH_OVERRIDES_ENV] = str(archs)
+        log(f"rehearsal: {len(shrunk)} open_clip architectures shrunk for the copy ({ARCH_DIR}: ViT-B-32 and RN50 "
+            "among them, same layers' names and layouts, megabytes each; common/rehearsal/archs.py; --real-sizes "
+            "rehearses without)")
+    with arch_overrides(archs):
+        _prepare_data(workspace, papers, mirror, params, env, footprints, log)
+    configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
+    if configured.returncode != 0:
+        raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")
+    return env
+
+
+def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: dict, env: dict[str, str],
+                  footprints, log) -> None:
+    """Steps 3 and 4 of the module docstring: the stand-ins, the models, the fetched keys, data.dvc's inputs."""
+    from common import plugins
+    from common.download import fetch
+    from common.rehearsal import models as standin_models
+    from common.rehearsal.space import check_room
+    from common.rehearsal.standins import name_seed
+    from common.zoo import get_spec
+
     data_root = workspace / "data"
     modules = {paper: _module(paper) for paper in papers}
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
@@ -193,7 +233,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
 
     names = list(dict.fromkeys(n for module in modules.values() for n in module.models(params)))
-    check_room(workspace, list(modules), names)  # before the first stand-in, not an hour in
+    check_room(workspace, list(modules), names, footprints=footprints)  # before the first stand-in, not an hour in
     keys: list[str] = []
     for paper, module in modules.items():
         started = time.perf_counter()
@@ -218,10 +258,6 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
                              f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
     log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
-    configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
-    if configured.returncode != 0:
-        raise RehearsalError(f"dvc config in {workspace} failed: {configured.stderr.strip()}")
-    return env
 
 
 def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
@@ -358,11 +394,11 @@ def scorecard_lines(workspace: Path, env: dict[str, str], papers: Sequence[str],
 
 
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
-             folder: Path = REHEARSAL_DIR, quiet: bool = False) -> list[Outcome]:
+             folder: Path = REHEARSAL_DIR, quiet: bool = False, real_sizes: bool = False) -> list[Outcome]:
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
     from common.paths import mirror_root
     from common.rehearsal.params import DEFAULT_CAP
-    from common.rehearsal.space import FreeWatch, free_bytes, tree_bytes
+    from common.rehearsal.space import FreeWatch, tree_bytes
 
     mirror = Path(mirror) if mirror is not None else mirror_root()
     if mirror is None or not mirror.is_dir():
@@ -370,8 +406,27 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
                            "(or pass --mirror)")
     folder = Path(folder).resolve()  # the copy's environment names paths in it (HF_HOME) that its stages read from ws/
     workspace = folder / WORKSPACE
+    for paper in papers:
+        _module(paper)  # before anything is deleted
+    remove_previous(workspace)  # before the whole rehearsal's watch starts: the old copy's room is free room
+    with FreeWatch(folder) as whole:
+        outcomes, summary = _rehearse(workspace, folder, papers, mirror, cap or DEFAULT_CAP, quiet, real_sizes)
+    size = tree_bytes(workspace)
+    print(f"rehearsal: disk: the copy takes {gb(size)} at the end; the disk's free space fell by at most "
+          f"{gb(whole.drop)} while it ran", flush=True)
+    summary.append({"disk": {"end": size, "peak": whole.drop}})
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return outcomes
+
+
+def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path, cap: int, quiet: bool,
+              real_sizes: bool) -> tuple[list[Outcome], list[dict]]:
+    """Prepare the copy and run each paper's pipeline in it, then the card and the claims: the outcomes and the
+    summary's entries."""
+    from common.rehearsal.space import FreeWatch, free_bytes, tree_bytes
+
     started = time.perf_counter()
-    env = prepare(workspace, papers, mirror, cap or DEFAULT_CAP)
+    env = prepare(workspace, papers, mirror, cap, real_sizes=real_sizes)
     size = tree_bytes(workspace)
     print(f"rehearsal: copy prepared at {workspace} ({time.perf_counter() - started:.0f} s; {gb(size)} on disk, "
           f"{gb(free_bytes(workspace))} free)", flush=True)
@@ -398,8 +453,7 @@ def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None 
         summary.append({"claims": asdict(claims)})
         if not claims.complete:
             outcomes.append(Outcome("claims", 0, 1, claims.seconds, claims.returncode or 1, claims.log))
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return outcomes
+    return outcomes, summary
 
 
 def _listed_models(workspace: Path, papers: Sequence[str]) -> set[str]:
@@ -419,7 +473,7 @@ def _cmd(args: argparse.Namespace) -> int:
             from common.errors import unknown_name
 
             raise unknown_name("paper", paper, plugins.paper_names())
-    outcomes = rehearse(papers, args.mirror, args.cap, Path(args.dir), quiet=args.quiet)
+    outcomes = rehearse(papers, args.mirror, args.cap, Path(args.dir), quiet=args.quiet, real_sizes=args.real_sizes)
     print()
     for outcome in outcomes:
         print(outcome.line() + (f" (slowest: {outcome.slowest()})" if outcome.stages else ""))
@@ -441,6 +495,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mirror of the pinned released files (default: VLC_MIRROR)")
     parser.add_argument("--dir", default=str(REHEARSAL_DIR), help=f"where it all goes (default {REHEARSAL_DIR})")
     parser.add_argument("--quiet", action="store_true", help="DVC's output only to <dir>/<paper>.log")
+    parser.add_argument("--real-sizes", action="store_true",
+                        help="the stand-ins at the architectures' real sizes (605 MB per ViT-B/32; about 25 GB and an "
+                             "hour on two cores) rather than shrunk (common/rehearsal/archs.py)")
     parser.set_defaults(func=_cmd)
 
 

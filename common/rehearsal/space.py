@@ -1,7 +1,8 @@
 """Disk room for a rehearsal: what it will take, checked before any checkpoint is written; what it took, reported.
 
-A rehearsal writes checkpoints at the real sizes (605 MB per ViT-B/32, 408 MB per RN50): the stand-in releases, then
-every fine-tune its pipelines train. Run on a disk without room, it used to stop at the first checkpoint that did not
+A rehearsal writes checkpoints: the stand-in releases, then every fine-tune its pipelines train; a few MB each with the
+shrunk architectures it uses by default (``common.rehearsal.archs``), 605 MB per ViT-B/32 and 408 MB per RN50 at the
+real sizes (``--real-sizes``). Run on a disk without room, it used to stop at the first checkpoint that did not
 fit, with torch's ``basic_ios::clear: iostream error`` and a traceback (CI, 2026-11-26, at the third stand-in). So
 ``prepare`` first asks ``check_room``: the stand-in models' exact sizes (their architectures built on the ``meta``
 device, no memory) plus what each paper's stand-in data and pipeline took when ``MEASURED``; too little free, and the
@@ -14,7 +15,7 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from common.errors import WorkspaceError
 
@@ -39,7 +40,7 @@ class Footprint:
     (resume states and temporary files, later removed, on top of ``kept``)."""
 
 
-MEASURED: dict[str, Footprint] = {
+MEASURED_REAL_SIZES: dict[str, Footprint] = {
     "aro": Footprint(data=51_859_456, kept=1_227_976_704, peak=4_187_078_656),
     "conclip": Footprint(data=20_717_568, kept=3_033_407_488, peak=3_034_177_536),
     "hard_positives": Footprint(data=37_965_824, kept=5_518_274_560, peak=5_518_557_184),
@@ -52,7 +53,19 @@ stages less that one's). ``kept`` and ``peak``: the largest of three rehearsals 
 hard_positives, sugarcrepe, bivlc; 25.0 GB in all): ``python -m common rehearse --quiet`` at fcb21db, the copy's size
 sampled every 15 s, and ``bash .ci/run`` at 5ba8020 and at f7a29b2 in fresh clones, the pipelines' own lines
 (``Outcome.grew``, ``Outcome.peak``: free space sampled every 5 s; ARO's peak was 3.0, 3.6 and 4.2 GB). Refresh them
-from those lines."""
+from those lines. These are the rehearsal at the architectures' real sizes (``--real-sizes``)."""
+
+MEASURED: dict[str, Footprint] = {
+    "aro": Footprint(data=51_859_456, kept=38_899_712, peak=45_735_936),
+    "conclip": Footprint(data=20_717_568, kept=74_645_504, peak=75_382_784),
+    "hard_positives": Footprint(data=37_965_824, kept=199_806_976, peak=200_089_600),
+    "sugarcrepe": Footprint(data=10_289_152, kept=177_864_704, peak=178_241_536),
+    "bivlc": Footprint(data=568_107_008, kept=118_468_608, peak=118_706_176),
+}
+"""The same with the shrunk architectures (``common.rehearsal.archs``), the default: ``kept`` and ``peak`` from the
+pipelines' own lines of ``make rehearse REHEARSE_FLAGS=--quiet`` on the build machine on 2026-11-29 (the whole
+rehearsal: 0.8 GB at its end, the disk's free space 0.9 GB lower at most); ``data`` as measured at the real sizes
+(the stand-in data do not depend on the architectures; an over-estimate: the whole copy was 0.2 GB once prepared)."""
 
 
 UNMEASURED = Footprint(data=GB, kept=6 * GB, peak=9 * GB)
@@ -76,7 +89,7 @@ def model_bytes(arch: str) -> int:
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
 
 
-def needed(papers: Sequence[str], models: Iterable[str]) -> int:
+def needed(papers: Sequence[str], models: Iterable[str], footprints: Mapping[str, Footprint] | None = None) -> int:
     """Bytes a rehearsal of ``papers`` (every paper whose stages their pipelines walk) needs free at its start,
     ``models`` being the stand-in models it writes (each once): the models, every paper's data and what its pipeline
     keeps, and the largest rise above that of one pipeline at its peak (they run one after another)."""
@@ -84,7 +97,7 @@ def needed(papers: Sequence[str], models: Iterable[str]) -> int:
 
     archs = [get_spec(name).arch for name in dict.fromkeys(models)]
     sizes = {arch: model_bytes(arch) for arch in dict.fromkeys(archs)}
-    footprints = [MEASURED.get(p, UNMEASURED) for p in papers]
+    footprints = [(MEASURED if footprints is None else footprints).get(p, UNMEASURED) for p in papers]
     return sum(sizes[arch] for arch in archs) + sum(f.data + f.kept for f in footprints) + max(
         (max(f.peak - f.kept, 0) for f in footprints), default=0)
 
@@ -114,11 +127,12 @@ def tree_bytes(folder: Path) -> int:
     return total
 
 
-def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy: int = 0) -> int:
+def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy: int = 0,
+               footprints: Mapping[str, Footprint] | None = None) -> int:
     """Raise ``NoRoomError`` (one line) when the disk under ``folder`` has less free than ``MARGIN`` times what a
     rehearsal of ``papers`` needs, plus ``copy``, the workspace copy not yet written (asked before copying);
     returns the bytes needed."""
-    need = needed(papers, models) + copy
+    need = needed(papers, models, footprints) + copy
     free = free_bytes(folder)
     if free < MARGIN * need:
         unmeasured = [p for p in papers if p not in MEASURED]
@@ -126,7 +140,7 @@ def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy:
             if unmeasured else ""
         raise NoRoomError(
             f"{folder}: {gb(free)} free on its disk; a rehearsal of {', '.join(papers)} writes about {gb(need)} "
-            f"({f'the workspace copy, {gb(copy)}; ' if copy else ''}stand-in checkpoints at real size and each "
+            f"({f'the workspace copy, {gb(copy)}; ' if copy else ''}the stand-in checkpoints and each "
             f"fine-tune's; measured per paper in common/rehearsal/space.py){guess}, and asks for "
             f"{gb(MARGIN * need)}. Free some space, give --dir on a "
             "disk with room, or rehearse fewer papers (make rehearse PAPER=...)")

@@ -56,6 +56,9 @@ class FileImages:
     """A recipe's ``random_resized_crop`` area range (NegCLIP's (0.9, 1)): training batches (``get`` with ``draw``)
     take a random crop of that share of the image, aspect in [3/4, 4/3], resized to ``size`` (torchvision's
     ``RandomResizedCrop``, which open_clip's training transform is); None: always the centre crop."""
+    reads_files = True
+    """A batch source holding these as ``images`` is decoded from files: the trainer prepares its batches in worker
+    processes ahead of the step (``common.training.loader.LoaderConfig.for_source``)."""
 
     def __len__(self) -> int:
         return len(self.paths)

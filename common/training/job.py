@@ -27,6 +27,7 @@ from torch import nn
 from common.errors import WorkspaceError
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext
+from common.training.loader import LoaderConfig
 from common.training.model_init import Init
 from common.training.trainer import LossFactory, TrainConfig, TrainResult, recipe_record, train, trainer_fields
 
@@ -56,6 +57,9 @@ class FinetuneJob:
     """Steps between resume states (0: never); ``VLC_CHECKPOINT_EVERY`` overrides it for every job."""
     resume: bool = True
     """Continue an interrupted run from its resume state (False: start over every time)."""
+    loader: LoaderConfig | None = None
+    """How the batches are prepared (None: ``LoaderConfig.for_source``, worker processes for a source that reads
+    files); not part of ``describe``, since the batches are the same tensors either way."""
 
     def with_steps(self, steps: int | None) -> "FinetuneJob":
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
@@ -137,6 +141,15 @@ def resume_state_path(job: FinetuneJob, world_size: int = 1) -> Path:
     return cache_root() / "training" / job.name / f"{digest}.resume.pt"
 
 
+def local_processes() -> int:
+    """Training processes on this machine (torchrun's ``LOCAL_WORLD_SIZE``; 1 without torchrun): they share its
+    cores between their loaders."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
 def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | None = None,
             progress: bool = False) -> TrainResult:
     """Train ``job`` and write ``out_path`` (safetensors) with its sidecar (and ``<stem>.best.safetensors`` when the
@@ -146,9 +159,10 @@ def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | Non
     state = resume_state_path(job, world.world_size)
     if job.resume and state.is_file() and world.is_main:
         print(f"{job.name}: resuming from {state}", flush=True)
+    loader = job.loader or LoaderConfig.for_source(job.batches, local_processes())
     result = train(job.config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
                    provenance=job.provenance, resume=job.resume, progress=progress, checkpoint_every=every,
-                   resume_path=state)
+                   resume_path=state, loader=loader)
     if world.is_main:
         with contextlib.suppress(OSError):
             state.parent.rmdir()  # only when empty: the states of other runs stay

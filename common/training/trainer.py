@@ -6,7 +6,8 @@ A run, top to bottom (``train``):
 2. freeze what the config and the loss ask for; the recipe's optimiser over the rest (``config.recipe``, a
    ``common.training.recipes.Recipe``; default the mini recipe: AdamW, decay only on >= 2-D weights that are not
    embeddings or the logit scale, linear warmup then cosine to 0, the clamp);
-3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)``, encode,
+3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)`` (made in the loop, or
+   ahead of it by the loader's worker processes: ``common.training.loader``, the same tensors either way), encode,
    loss (which gathers the global batch itself), backward (scaled under fp16), step, clamp the logit scale to
    [0, ln 100] when the recipe does; the encoders' outputs reach the loss L2-normalised, or raw where the loss says
    ``raw_features = True``;
@@ -46,6 +47,7 @@ from common.training import checkpoint as ckpt
 from common.training.data import Batch, BatchSource
 from common.training.distributed import (
     DistributedContext, all_gather_objects, barrier, broadcast_object)
+from common.training.loader import LoaderConfig, step_batches
 from common.training.model_init import Init, normalizer
 from common.training.optim import clamp_logit_scale, lr_at, make_optimizer, param_groups, set_lr
 from common.training.recipes import Recipe, mini_recipe
@@ -343,6 +345,7 @@ def train(
     progress: bool = False,
     checkpoint_every: int | None = None,
     resume_path: Path | None = None,
+    loader: LoaderConfig | None = None,
 ) -> TrainResult:
     """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar; see the module docstring.
 
@@ -353,7 +356,8 @@ def train(
     resume state is saved changes no number: saving reads the RNG states, never draws from them), so a
     caller can turn checkpoints on without changing its sidecar. ``resume_path``: where the resume state
     lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
-    rerun).
+    rerun). ``loader``: worker processes that prepare the batches ahead of the step (``common.training.loader``;
+    None: in the loop); the batches are the same either way, so it is not part of the record.
     Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
     ``<stem>.best.safetensors`` when ``validate`` is given. All of them and the sidecar are written together at the
     end (one output group); until then the best weights are held in memory and in the resume state.
@@ -455,37 +459,40 @@ def train(
         from tqdm import tqdm
 
         bar = tqdm(total=config.steps, initial=start, desc=f"train {out_path.stem}", mininterval=5)
-    for step in range(start, config.steps):
-        batch = batches.batch(config.seed, step, config.batch_size, rows)
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        set_lr(optimizer, lr_at(recipe.schedule, step, config.lr, config.warmup_steps, config.steps))
-        optimizer.zero_grad(set_to_none=True)
-        terms = train_step(net, core, batch, config.accum, scaler.scale if scaler is not None else lambda t: t)
-        optimizer_step(optimizer, scaler)
-        if recipe.clamp_logit_scale and "logit_scale" not in frozen:
-            clamp_logit_scale(model)
-        losses.append(float(_total(terms).detach()))
-        for k, v in terms.items():
-            terms_log.setdefault(k, []).append(float(v.detach()))
-        done = step + 1
-        due = done == config.steps or (config.validate_every and done % config.validate_every == 0)
-        if validate is not None and due:
-            validate_now(done)
-        if every and done % every == 0 and done < config.steps:
-            rng_states = all_gather_objects(ckpt.capture_rng(world.device), world)
-            if world.is_main:
-                ckpt.save_resume(paths["resume"], {
-                    "format": 2, "setup": setup, "step": done, "best_states": best_states,
-                    "model": ckpt.portable_state(model), "loss": ckpt.portable_state(loss_fn),
-                    "optimizer": optimizer.state_dict(), "rng": rng_states,
-                    **({} if scaler is None else {"scaler": scaler.state_dict()}),
-                    "losses": losses, "terms": terms_log,
-                    "scores": [list(s) for s in scores], "best": None if best is None else list(best),
-                })
-        if bar is not None:
-            bar.update(1)
-            if step % 50 == 0:
-                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
+    feed = contextlib.closing(step_batches(batches, config.seed, config.batch_size, rows,
+                                           range(start, config.steps), loader or LoaderConfig(),
+                                           pin_memory=device.type == "cuda"))
+    with feed as step_feed:  # closed on the way out: the loader's workers stop with the loop
+        for step, batch in zip(range(start, config.steps), step_feed):
+            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+            set_lr(optimizer, lr_at(recipe.schedule, step, config.lr, config.warmup_steps, config.steps))
+            optimizer.zero_grad(set_to_none=True)
+            terms = train_step(net, core, batch, config.accum, scaler.scale if scaler is not None else lambda t: t)
+            optimizer_step(optimizer, scaler)
+            if recipe.clamp_logit_scale and "logit_scale" not in frozen:
+                clamp_logit_scale(model)
+            losses.append(float(_total(terms).detach()))
+            for k, v in terms.items():
+                terms_log.setdefault(k, []).append(float(v.detach()))
+            done = step + 1
+            due = done == config.steps or (config.validate_every and done % config.validate_every == 0)
+            if validate is not None and due:
+                validate_now(done)
+            if every and done % every == 0 and done < config.steps:
+                rng_states = all_gather_objects(ckpt.capture_rng(world.device), world)
+                if world.is_main:
+                    ckpt.save_resume(paths["resume"], {
+                        "format": 2, "setup": setup, "step": done, "best_states": best_states,
+                        "model": ckpt.portable_state(model), "loss": ckpt.portable_state(loss_fn),
+                        "optimizer": optimizer.state_dict(), "rng": rng_states,
+                        **({} if scaler is None else {"scaler": scaler.state_dict()}),
+                        "losses": losses, "terms": terms_log,
+                        "scores": [list(s) for s in scores], "best": None if best is None else list(best),
+                    })
+            if bar is not None:
+                bar.update(1)
+                if step % 50 == 0:
+                    bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - started

@@ -10,6 +10,7 @@ property of an entry, checked for every entry by the tests.
 """
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -147,14 +148,31 @@ def checkpoint_metadata(name: str) -> dict:
     return {}
 
 
+ARCH_OVERRIDES_ENV = "VLC_ARCH_OVERRIDES"
+"""A folder of open_clip configs (``<architecture>.json``) that replace open_clip's own of those names in every process
+started with it. Only a rehearsal sets it (``common.rehearsal.archs``: the full profile's architectures shrunk, so its
+stand-in checkpoints are megabytes); nothing built with it is the papers' architecture."""
+APPLIED_OVERRIDES: list[Path] = []
+"""The override folders handed to open_clip in this process (once each)."""
+
+
 def register_local_configs() -> None:
-    """Make the tiny architectures in ``model_configs/`` known to open_clip (idempotent)."""
+    """Make the tiny architectures in ``model_configs/`` known to open_clip (idempotent), and the architectures of
+    ``VLC_ARCH_OVERRIDES`` when it is set (a rehearsal's processes)."""
     import open_clip
 
     known = set(open_clip.list_models())
     for config in sorted(MODEL_CONFIG_DIR.glob("*.json")):
         if config.stem not in known:
             open_clip.add_model_config(config)
+    folder = os.environ.get(ARCH_OVERRIDES_ENV, "").strip()
+    if folder and Path(folder) not in APPLIED_OVERRIDES:
+        if not Path(folder).is_dir():
+            from common.errors import SettingError
+
+            raise SettingError(f"{ARCH_OVERRIDES_ENV}={folder}: not a folder (unset it: only a rehearsal sets it)")
+        open_clip.add_model_config(Path(folder))  # later paths win: these replace open_clip's configs of the name
+        APPLIED_OVERRIDES.append(Path(folder))
 
 
 # ---- activations: every entry loads with the activation its weights were trained with --------------------------

@@ -239,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("bench", help="engine vs the official per-example loop (speedup, bound ratio)")
+    p = subparsers.add_parser("eval", help="the evaluation engine vs SugarCrepe's official per-example loop "
+                              "(speedup, bound ratio)")
     p.add_argument("--arch", default="ViT-B-32", help="open_clip architecture (random weights)")
     p.add_argument("--images", type=int, default=100, help="synthetic COCO-sized images (x4.8 examples)")
     p.add_argument("--image-batches", type=int, nargs="+", default=[16, 32, 64])

@@ -4,7 +4,7 @@
 * ``world sugarcrepe --out DIR`` and ``prepare sugarcrepe --out DIR``: the mini and full test sets;
 * ``eval --model NAME [--manifest FILE] [--out DIR|FILE.json]``: one zoo model on a prepared SugarCrepe-format set,
   printed and written (summary JSON, per-example CSV);
-* ``bench``: the engine against SugarCrepe's official per-example loop.
+* ``bench eval``: the engine against SugarCrepe's official per-example loop.
 """
 from __future__ import annotations
 
@@ -116,5 +116,5 @@ def register(groups) -> None:
                     help="a folder, or a .json file for the summary (default: %(default)s)")
     ev.set_defaults(func=_eval)
 
-    bench.register_cli(groups.root)
+    bench.register_cli(groups.bench)
 

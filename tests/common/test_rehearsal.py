@@ -429,7 +429,7 @@ def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(t
     written = []
     monkeypatch.setattr(standin_models, "write_pretrained", lambda *a, **k: written.append(a))
     monkeypatch.setattr(standin_models, "write_checkpoint", lambda *a, **k: written.append(a))
-    monkeypatch.setattr(space, "free_bytes", lambda folder: int(2e9))
+    monkeypatch.setattr(space, "free_bytes", lambda folder: int(1e7))  # under even the shrunk rehearsal's need
     workspace = tmp_path / "rehearsal" / "ws"
     with pytest.raises(space.NoRoomError) as caught:
         run.prepare(workspace, ["hard_positives"], tmp_path, 2, log=lambda line: None)
@@ -440,9 +440,14 @@ def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(t
     from common.rehearsal.workspace import copy_bytes
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), run.rehearsed_papers(), 2)  # what the copy would get
+    from common.rehearsal.archs import arch_overrides, write_shrunk
+
     copy = copy_bytes()
-    need = space.needed(["hard_positives"], run._module("hard_positives").models(params)) + copy
-    assert f"{workspace}: 2.0 GB free on its disk; a rehearsal of hard_positives writes about {space.gb(need)} (the " \
+    write_shrunk(tmp_path / "archs")
+    with arch_overrides(tmp_path / "archs"):  # the stand-ins' sizes as the rehearsal writes them: shrunk
+        need = space.needed(["hard_positives"], run._module("hard_positives").models(params)) + copy
+    assert need < space.needed(["hard_positives"], run._module("hard_positives").models(params)) + copy
+    assert f"{workspace}: 10.0 MB free on its disk; a rehearsal of hard_positives writes about {space.gb(need)} (the " \
            f"workspace copy, {space.gb(copy)}; " in message and "make rehearse PAPER=" in message
     assert written == [] and not workspace.exists(), "checked before the copy: nothing written, not even the copy"
 
@@ -459,6 +464,9 @@ def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
     two = space.needed(["aro", "a-new-paper"], ["openai/ViT-B-32"])  # one after the other: the larger peak counts
     assert two == vit + aro.data + aro.kept + new.data + new.kept + max(aro.peak - aro.kept, new.peak - new.kept)
     assert set(space.MEASURED) >= {"aro", "bivlc", "conclip", "hard_positives", "sugarcrepe"}
+    real = space.MEASURED_REAL_SIZES["aro"]  # --real-sizes: its own measurements
+    assert space.needed(["aro"], ["openai/ViT-B-32"], space.MEASURED_REAL_SIZES) == vit + real.data + real.peak
+    assert set(space.MEASURED_REAL_SIZES) == set(space.MEASURED)
 
 
 def test_a_full_disk_while_a_standin_is_written_is_one_line_and_any_other_failure_is_not(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """The benchmark (papers/sugarcrepe/bench.py): SugarCrepe's official per-example loop, reimplemented, decides exactly
-as the engine does, and `python -m common bench` ends with its machine-readable line (timing is not asserted)."""
+as the engine does, and `python -m common bench eval` ends with its machine-readable line (timing is not asserted)."""
 from __future__ import annotations
 
 import re
@@ -23,7 +23,7 @@ def test_engine_decisions_equal_the_official_loop(tiny_model, tmp_path):
 
 def test_bench_reports_speedup_bound_ratio_and_identity():
     out = subprocess.run(
-        [sys.executable, "-m", "common", "bench", "--arch", "mini-vit-xs", "--images", "4",
+        [sys.executable, "-m", "common", "bench", "eval", "--arch", "mini-vit-xs", "--images", "4",
          "--image-batches", "2", "--text-batches", "8"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )

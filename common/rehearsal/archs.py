@@ -1,0 +1,106 @@
+"""The rehearsal's architectures: open_clip's own, shrunk, so a stand-in or a fine-tune is megabytes, not 605 MB.
+
+A rehearsal checks that every full-profile stage runs, on stand-ins in the real formats; what it writes is never a
+result. At the real sizes its ~40 checkpoints took 25 GB and most of its 40 minutes (random init, writing, hashing,
+loading, training and scoring ViT-B/32s and RN50s on two CPU cores). ``shrunk`` keeps an architecture's family, its
+weights' key scheme (``visual.transformer.resblocks.<i>...``, ``visual.layer<k>.<i>...``: fewer blocks, the same
+names), the image size, the tokenizer's vocabulary and context length and the activation (QuickGELU or not), and
+makes it small: a ViT of 2 blocks of width 64, a ModifiedResNet of one block per stage at width 8, a text tower of 2
+blocks of width 64, a joint space of 64 (about 14 MB, most of it the token embedding). The stand-ins are written with
+these and every stage of the copy builds them through the same calls (``open_clip.create_model`` by name,
+``pretrained`` tags from the hub cache, strict ``load_state_dict``): the copy's processes get
+``common.zoo.specs.ARCH_OVERRIDES_ENV`` naming the folder ``write_shrunk`` filled, which ``register_local_configs``
+hands to open_clip. ``python -m common rehearse --real-sizes`` rehearses at the real sizes.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+EMBED_DIM = 64
+VIT = {"layers": 2, "width": 64, "head_width": 32}
+RESNET = {"layers": [1, 1, 1, 1], "width": 8}
+TEXT = {"layers": 2, "width": 64, "heads": 2}
+
+
+def shrinkable(config: dict[str, Any]) -> bool:
+    """An open_clip CLIP whose towers are its own ViT or ModifiedResNet and its own text transformer (not a timm or
+    Hugging Face tower, whose sizes live elsewhere; not CoCa, whose decoder's width follows the towers')."""
+    vision, text = config.get("vision_cfg", {}), config.get("text_cfg", {})
+    own_vision = not any(vision.get(k) for k in ("timm_model_name", "hf_model_name"))
+    own_text = not any(text.get(k) for k in ("hf_model_name", "timm_model_name"))
+    layers = vision.get("layers")
+    tower = isinstance(layers, int) or (isinstance(layers, list) and len(layers) == 4)  # ViT or ModifiedResNet
+    return own_vision and own_text and "multimodal_cfg" not in config and tower
+
+
+def shrunk(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the sizes above; every other key (image size, patch size, context length, vocabulary,
+    activation, pooling) as it was."""
+    out = copy.deepcopy(config)
+    out["embed_dim"] = EMBED_DIM
+    vision = out["vision_cfg"]
+    vision.update(copy.deepcopy(VIT if isinstance(vision["layers"], int) else RESNET))
+    out["text_cfg"].update(copy.deepcopy(TEXT))
+    return out
+
+
+def write_shrunk(folder: Path) -> list[str]:
+    """Every shrinkable architecture of open_clip's, shrunk, as ``<folder>/<name>.json``; returns the names."""
+    import open_clip
+
+    from common.io import write_text_atomic
+    from common.zoo.specs import register_local_configs
+
+    from common.zoo.specs import MODEL_CONFIG_DIR
+
+    local = {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}  # the mini profile's: already tiny, left alone
+    with arch_overrides(None):  # open_clip's own configs, whatever this process was started with
+        register_local_configs()
+        names = [name for name in open_clip.list_models()
+                 if name not in local and shrinkable(open_clip.get_model_config(name) or {})]
+        configs = {name: shrunk(open_clip.get_model_config(name)) for name in names}
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, config in configs.items():
+        write_text_atomic(folder / f"{name}.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return names
+
+
+@contextlib.contextmanager
+def arch_overrides(folder: Path | None) -> Iterator[None]:
+    """This process with ``folder``'s architectures (None: open_clip's own) until the block ends: the environment
+    variable set (or unset) and open_clip's registry put back as it was afterwards, so a rehearsal run inside a test
+    process leaves the other tests' architectures alone."""
+    import open_clip.factory as factory
+
+    from common.zoo import specs
+
+    saved_env = os.environ.get(specs.ARCH_OVERRIDES_ENV)
+    saved = (copy.deepcopy(factory._MODEL_CONFIGS), list(factory._MODEL_CONFIG_PATHS),
+             list(specs.APPLIED_OVERRIDES))
+    if folder is None:
+        os.environ.pop(specs.ARCH_OVERRIDES_ENV, None)
+        if specs.APPLIED_OVERRIDES:  # undo the overrides of the process for the block
+            factory._MODEL_CONFIG_PATHS[:] = [p for p in factory._MODEL_CONFIG_PATHS
+                                              if p not in specs.APPLIED_OVERRIDES]
+            factory._MODEL_CONFIGS.clear()
+            factory._rescan_model_configs()
+            specs.APPLIED_OVERRIDES.clear()
+    else:
+        os.environ[specs.ARCH_OVERRIDES_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        if saved_env is None:
+            os.environ.pop(specs.ARCH_OVERRIDES_ENV, None)
+        else:
+            os.environ[specs.ARCH_OVERRIDES_ENV] = saved_env
+        factory._MODEL_CONFIGS.clear()
+        factory._MODEL_CONFIGS.update(saved[0])
+        factory._MODEL_CONFIG_PATHS[:] = saved[1]
+        specs.APPLIED_OVERRIDES[:] = saved[2]

@@ -1,0 +1,113 @@
+"""The trainer's input pipeline: each step's batch prepared in worker processes ahead of the step.
+
+A batch source's global batch of step s is a pure function of (seed, s) (``common.training.data``), so the batches
+can be made anywhere, in any order, by any number of processes, and still be the ones the loop would have made
+itself. ``step_batches`` yields them in step order:
+
+* ``workers == 0``: in the training loop, one after the other (the mini profile's in-memory sources, where there is
+  nothing to overlap);
+* ``workers > 0``: torch's ``DataLoader`` over the steps (``batch_size=None``: one item is one step's local batch),
+  each worker decoding whole batches while the model trains on an earlier one, ``prefetch`` batches ahead per
+  worker, into pinned memory on a GPU. Items come back in step order (the DataLoader's ``in_order``), so the batches
+  are the same tensors whatever the number of workers, and a resumed run asks for steps ``[k, steps)``, starting at
+  the same sample.
+
+The DataLoader draws its workers' base seed from a generator of its own, never from torch's global one, so turning
+workers on changes no random draw of the training (dropout, the trainer's RNG states in the resume file). A worker's
+error (an unreadable image) comes back as the same exception with its one-line message, not a worker traceback.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from common.errors import WorkspaceError
+from common.training.data import Batch, BatchSource
+
+WORKERS_ENV = "VLC_LOADER_WORKERS"
+"""Overrides the number of loader workers of every training run (0: decode in the training loop)."""
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """How a run's batches are prepared; never part of its record (the batches are the same tensors either way)."""
+
+    workers: int = 0
+    """Worker processes preparing batches ahead of the step (0: in the training loop)."""
+    prefetch: int = 2
+    """Batches each worker keeps ready ahead of the step (torch's ``prefetch_factor``)."""
+
+    def __post_init__(self):
+        if self.workers < 0 or self.prefetch < 1:
+            raise ValueError(f"LoaderConfig: workers must be >= 0 and prefetch >= 1, not {self.workers} and "
+                             f"{self.prefetch}")
+
+    @classmethod
+    def for_source(cls, source: BatchSource, processes_per_node: int = 1) -> "LoaderConfig":
+        """The default for ``source``: workers only for a source that reads files (``reads_files`` on it or on its
+        ``images``, as ``FileImages`` has), one per CPU core this rank may use beyond its own, at most 8;
+        ``VLC_LOADER_WORKERS`` overrides it for every source."""
+        value = os.environ.get(WORKERS_ENV, "").strip()
+        if value:
+            try:
+                workers = int(value)
+            except ValueError:
+                raise WorkspaceError(f"{WORKERS_ENV}={value!r}: expected a number of worker processes "
+                                     "(0: decode in the training loop)") from None
+            if workers < 0:
+                raise WorkspaceError(f"{WORKERS_ENV}={value!r}: expected a number >= 0")
+            return cls(workers=workers)
+        images = getattr(source, "images", None)
+        if not (getattr(source, "reads_files", False) or getattr(images, "reads_files", False)):
+            return cls()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return cls(workers=max(1, min(8, cores // max(1, processes_per_node) - 1)))
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A worker's expected error, carried back to be raised again in the training process as itself."""
+
+    kind: type
+    message: str
+
+    def raise_again(self):
+        try:
+            error = self.kind(self.message)
+        except TypeError:  # an exception class with another signature: the message stays the same
+            error = WorkspaceError(self.message)
+        raise error from None
+
+
+class _Steps(torch.utils.data.Dataset):
+    """Item s: rows ``rows`` of the global batch of step s."""
+
+    def __init__(self, source: BatchSource, seed: int, size: int, rows: slice):
+        self.source, self.seed, self.size, self.rows = source, seed, size, rows
+
+    def __getitem__(self, step: int) -> Batch | _Failed:
+        try:
+            return self.source.batch(self.seed, step, self.size, self.rows)
+        except (WorkspaceError, ValueError) as exc:
+            return _Failed(type(exc), str(exc))
+
+
+def step_batches(source: BatchSource, seed: int, size: int, rows: slice, steps: range,
+                 config: LoaderConfig = LoaderConfig(), pin_memory: bool = False) -> Iterator[Batch]:
+    """The local batches of ``steps``, in order: ``source.batch(seed, s, size, rows)`` for each s, made in the loop
+    (``config.workers == 0``) or ahead of it by worker processes."""
+    if config.workers == 0:
+        for step in steps:
+            yield source.batch(seed, step, size, rows)
+        return
+    loader = torch.utils.data.DataLoader(
+        _Steps(source, seed, size, rows), batch_size=None, sampler=steps, num_workers=config.workers,
+        prefetch_factor=config.prefetch, pin_memory=pin_memory, generator=torch.Generator(),
+        persistent_workers=False)
+    for item in loader:
+        if isinstance(item, _Failed):
+            item.raise_again()
+        yield item
