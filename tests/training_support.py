@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -38,3 +39,24 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(before)
+
+
+class Interrupted(RuntimeError):
+    """What ``KilledAt`` raises: a run stopped as a kill would stop it."""
+
+
+@dataclass
+class KilledAt:
+    """A batch source that dies when asked for step ``at``, as a killed run would (in the training process, or in a
+    loader worker, whence it comes back as itself)."""
+
+    inner: object
+    at: int
+
+    def batch(self, seed, step, size, rows=slice(None)):
+        if step == self.at:
+            raise Interrupted(f"killed at step {step}")
+        return self.inner.batch(seed, step, size, rows)
+
+    def describe(self):
+        return self.inner.describe()

@@ -11,7 +11,8 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
    ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; then the keys its DVC data dependencies
    need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
 4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
-   and ``models.write_checkpoint`` for ``data:`` checkpoints.
+   and ``models.write_checkpoint`` for ``data:`` checkpoints, at the shrunk sizes of ``common.rehearsal.archs`` (its
+   folder named to every process of the copy by ``VLC_ARCH_OVERRIDES``) unless ``--real-sizes``.
 5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
    ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk
    and its peak measured (``Outcome.grew``, ``Outcome.peak``).
@@ -34,19 +35,19 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from common.errors import SettingError, WorkspaceError
 from common.paths import ROOT
-from common.rehearsal.space import gb
+from common.rehearsal.space import Footprint, gb
 
 REHEARSAL_DIR = ROOT / "build" / "rehearsal"
 """Everything a rehearsal writes (``/build/`` is git-ignored)."""
 WORKSPACE = "ws"
 HF_HOME = Path(".cache") / "huggingface"
+"""The copy's hub cache (under its git-ignored ``.cache/``)."""
 ARCH_DIR = Path(".cache") / "archs"
 """The copy's shrunk architectures (``common.rehearsal.archs``), named to its processes by ``VLC_ARCH_OVERRIDES``."""
-"""The copy's hub cache (under its git-ignored ``.cache/``)."""
 MARKER = ".vlc-rehearsal"
 """In the copy's root: the folder is a rehearsal's, which the next rehearsal may delete."""
 RUNNING = re.compile(r"^Running stage '([^']+)'")
@@ -197,8 +198,8 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         shrunk = write_shrunk(archs)
         env[ARCH_OVERRIDES_ENV] = str(archs)
         log(f"rehearsal: {len(shrunk)} open_clip architectures shrunk for the copy ({ARCH_DIR}: ViT-B-32 and RN50 "
-            "among them, same layers' names and layouts, megabytes each; common/rehearsal/archs.py; --real-sizes "
-            "rehearses without)")
+            "among them, the same key scheme with fewer and narrower blocks, megabytes each; "
+            "common/rehearsal/archs.py; --real-sizes rehearses without)")
     with arch_overrides(archs):
         _prepare_data(workspace, papers, mirror, params, env, footprints, log)
     configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
@@ -208,7 +209,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
 
 
 def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: dict, env: dict[str, str],
-                  footprints, log) -> None:
+                  footprints: Mapping[str, Footprint], log) -> None:
     """Steps 3 and 4 of the module docstring: the stand-ins, the models, the fetched keys, data.dvc's inputs."""
     from common import plugins
     from common.download import fetch

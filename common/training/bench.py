@@ -31,7 +31,7 @@ import argparse
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -173,7 +173,7 @@ def run_bench(bench: TrainBench, work: Path) -> dict:
     ahead = trained(files, "ahead", loader)
     bound = max(decode, step)
     return {"device": bench.device, "machine": torch.cuda.get_device_name() if cuda else "cpu",
-            "torch": torch.__version__, "threads": torch.get_num_threads(), **bench.__dict__,
+            "torch": torch.__version__, "threads": torch.get_num_threads(), **asdict(bench),
             "fixed_step_cost": wait, "decode_seconds": decode, "step_seconds_alone": step,
             "in_loop_seconds": in_loop, "ahead_seconds": ahead, "bound_seconds": bound,
             "in_loop_ratio": in_loop / bound, "ahead_ratio": ahead / bound}

@@ -6,7 +6,6 @@ error. Tiny JPEGs written here, the repo's ``mini-vit-xs``, CPU."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from common.training.files import FileCaptionBatches, FileImages, ImageFileError
 from common.training.job import FinetuneJob
 from common.training.loader import WORKERS_ENV, LoaderConfig, step_batches
 from common.zoo import register_local_configs
-from training_support import one_thread
+from training_support import Interrupted, KilledAt, one_thread
 
 ARCH = "mini-vit-xs"
 SIZE = 48  # mini-vit-xs's image size
@@ -90,26 +89,12 @@ def test_training_with_workers_writes_the_same_bytes_and_resumes_at_the_same_sam
     for name in ("m.safetensors", "m.json"):
         assert (tmp_path / "ahead" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
 
-    with pytest.raises(RuntimeError, match="killed at step 3"):  # a worker dies making step 3's batch
-        run(tmp_path / "cut", _Killed(source, at=3), 2)
+    with pytest.raises(Interrupted, match="killed at step 3"):  # a worker dies making step 3's batch
+        run(tmp_path / "cut", KilledAt(source, at=3), 2)
     assert (tmp_path / "cut" / "m.resume.pt").is_file()
     resumed = run(tmp_path / "cut", source, 1)
     assert resumed.resumed_from == 2 and resumed.losses == inline.losses
     assert (tmp_path / "cut" / "m.safetensors").read_bytes() == (tmp_path / "inline" / "m.safetensors").read_bytes()
-
-
-@dataclass
-class _Killed:
-    inner: FileCaptionBatches
-    at: int
-
-    def batch(self, seed, step, size, rows=slice(None)):
-        if step == self.at:
-            raise RuntimeError(f"killed at step {step}")
-        return self.inner.batch(seed, step, size, rows)
-
-    def describe(self):
-        return self.inner.describe()
 
 
 def test_a_worker_s_unreadable_image_is_the_same_one_line_error(jpegs, tmp_path):

@@ -25,7 +25,7 @@ from common.training.model_init import normalizer
 from common.zoo import register_local_configs
 from papers.bivlc.losses import DetectorLoss
 from papers.conclip.losses import ConClipLoss
-from training_support import one_thread
+from training_support import Interrupted, KilledAt, one_thread
 
 ARCH = "mini-vit-xs"
 WORDS = "red blue green small large cube ball cone left right of on under the a".split()
@@ -75,26 +75,6 @@ def test_reproduces_the_original_training_loop_bit_for_bit(pairs, tmp_path):
     assert digest == ORIGINAL_LOOP_SHA256 and got.final_loss == 2.2709240436553957, (digest, got.final_loss)
 
 
-class _Interrupt(RuntimeError):
-    pass
-
-
-@dataclass
-class _Killed:
-    """The batch source dies when asked for step ``at``, as a killed run would."""
-
-    inner: object
-    at: int
-
-    def batch(self, seed, step, size, rows=slice(None)):
-        if step == self.at:
-            raise _Interrupt(f"killed at step {step}")
-        return self.inner.batch(seed, step, size, rows)
-
-    def describe(self):
-        return self.inner.describe()
-
-
 def _scores(model: torch.nn.Module) -> float:
     """A deterministic 'validation score' that depends on the weights."""
     return float(model.logit_scale.detach()) - float(model.visual.conv1.weight.detach().abs().mean())
@@ -119,8 +99,8 @@ def test_resume_after_interrupt_is_bit_identical(case, pairs, tmp_path):
         return train(config, FromScratch(ARCH), source, make_loss, out / "m.safetensors", validate=_scores, **kw)
 
     whole = run(tmp_path / "whole", batches)
-    with pytest.raises(_Interrupt):
-        run(tmp_path / "cut", _Killed(batches, at=3))
+    with pytest.raises(Interrupted):
+        run(tmp_path / "cut", KilledAt(batches, at=3))
     assert (tmp_path / "cut" / "m.resume.pt").is_file() and not (tmp_path / "cut" / "m.safetensors").exists()
 
     with pytest.raises(ValueError, match="different run"):  # a resume state is only continued by its own setup
