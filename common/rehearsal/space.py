@@ -56,11 +56,14 @@ sampled every 15 s, and ``bash .ci/run`` at 5ba8020 and at f7a29b2 in fresh clon
 from those lines. These are the rehearsal at the architectures' real sizes (``--real-sizes``)."""
 
 MEASURED: dict[str, Footprint] = {
-    "aro": Footprint(data=51_859_456, kept=38_899_712, peak=45_735_936),
-    "conclip": Footprint(data=20_717_568, kept=74_645_504, peak=75_382_784),
-    "hard_positives": Footprint(data=37_965_824, kept=199_806_976, peak=200_089_600),
-    "sugarcrepe": Footprint(data=10_289_152, kept=177_864_704, peak=178_241_536),
-    "bivlc": Footprint(data=568_107_008, kept=118_468_608, peak=118_706_176),
+    paper: Footprint(data=MEASURED_REAL_SIZES[paper].data, kept=kept, peak=peak)
+    for paper, (kept, peak) in {
+        "aro": (38_899_712, 45_735_936),
+        "conclip": (74_645_504, 75_382_784),
+        "hard_positives": (199_806_976, 200_089_600),
+        "sugarcrepe": (177_864_704, 178_241_536),
+        "bivlc": (118_468_608, 118_706_176),
+    }.items()
 }
 """The same with the shrunk architectures (``common.rehearsal.archs``), the default: ``kept`` and ``peak`` from the
 pipelines' own lines of ``make rehearse REHEARSE_FLAGS=--quiet`` on the build machine on 2026-11-29 (the whole
