@@ -12,6 +12,9 @@
 #                               ARCH:TAG, ARCH:FILE or hf:REPO); files under build/cards/<profile>/
 #   make site                   a static HTML site of results/ and the cards (open build/site/index.html offline)
 #   make bench                  the benchmarks (timings only): evaluation engine and training input, ratios to bounds
+#   make oracle [PAPER=...]     each paper's released evaluation code run beside this workspace's on the full
+#                               profile's inputs and weights (after make repro with profile: full; make rehearse runs
+#                               it on stand-ins): numbers and decisions compared, reports under build/oracle/
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -21,12 +24,12 @@ PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
 
-.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site
+.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site oracle
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model,hf]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model,hf,oracle]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null \
 	  && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 \
@@ -86,6 +89,9 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	. $(BIN)/activate && python -m common bench eval && python -m common bench train
+
+oracle: $(STAMP)
+	@. $(BIN)/activate && python -m common oracle $(REHEARSE_PAPERS)
 
 clean-cache:
 	rm -rf .cache/embeddings

@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     from common.training import bench as train_bench, family, recipes
     from common.zoo import cli as zoo_cli
     from common.miniworld import build as world_build
+    from common.oracle import run as oracle_run
     from common.rehearsal import run as rehearsal_run
     from common.site import build as site_build
 
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     download.register_cli(sub)
     stage_deps.register_cli(sub, resolve_common=handler_module)
     rehearsal_run.register_cli(sub)
+    oracle_run.register_cli(sub)
     site_build.register_cli(sub)
 
     groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,

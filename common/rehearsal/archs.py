@@ -6,7 +6,14 @@ loading, training and scoring ViT-B/32s and RN50s on two CPU cores). ``shrunk`` 
 weights' key scheme (``visual.transformer.resblocks.<i>...``, ``visual.layer<k>.<i>...``: fewer blocks, the same
 names), the image size, the tokenizer's vocabulary and context length and the activation (QuickGELU or not), and
 makes it small: a ViT of 2 blocks of width 64, a ModifiedResNet of one block per stage at width 8, a text tower of 2
-blocks of width 64, a joint space of 64 (about 14 MB, most of it the token embedding). The stand-ins are written with
+blocks of width 64 (about 14 MB, most of it the token embedding). The joint space keeps its real width (512 for
+ViT-B-32): BiVLC's released detector heads are ``Linear(512, 1)`` on it
+(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:28`` "self.classifier =
+torch.nn.Linear(in_features=512,"), and the oracle runs that code on these stand-ins. Attention heads are one per
+64 channels, as OpenAI's loader infers them from a checkpoint's shapes (``openai/CLIP@d05afc43 clip/model.py:421``
+"transformer_heads = transformer_width // 64", ``:272`` "vision_heads = vision_width // 64"): the oracle
+(``common.oracle``) runs ARO's and hard positives' code on these stand-ins through ``clip.load``, and with heads of
+32 channels it rebuilt other models from the same weights (scores 0.07 apart). The stand-ins are written with
 these and every stage of the copy builds them through the same calls (``open_clip.create_model`` by name,
 ``pretrained`` tags from the hub cache, strict ``load_state_dict``): the copy's processes get
 ``common.zoo.specs.ARCH_OVERRIDES_ENV`` naming the folder ``write_shrunk`` filled, which ``register_local_configs``
@@ -21,10 +28,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-EMBED_DIM = 64
-VIT = {"layers": 2, "width": 64, "head_width": 32}
+VIT = {"layers": 2, "width": 64, "head_width": 64}
 RESNET = {"layers": [1, 1, 1, 1], "width": 8}
-TEXT = {"layers": 2, "width": 64, "heads": 2}
+TEXT = {"layers": 2, "width": 64, "heads": 1}
 
 
 def shrinkable(config: dict[str, Any]) -> bool:
@@ -39,10 +45,9 @@ def shrinkable(config: dict[str, Any]) -> bool:
 
 
 def shrunk(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with the sizes above; every other key (image size, patch size, context length, vocabulary,
-    activation, pooling) as it was."""
+    """``config`` with the sizes above; every other key (joint width, image size, patch size, context length,
+    vocabulary, activation, pooling) as it was."""
     out = copy.deepcopy(config)
-    out["embed_dim"] = EMBED_DIM
     vision = out["vision_cfg"]
     vision.update(copy.deepcopy(VIT if isinstance(vision["layers"], int) else RESNET))
     out["text_cfg"].update(copy.deepcopy(TEXT))

@@ -5,7 +5,10 @@
   ``write_pretrained`` writes random weights of the architecture into that cache's layout (``<HF_HOME>/hub/
   models--<org>--<name>/snapshots/<revision>/<file>`` with ``refs/main``), under the repository and file name
   open_clip's pretrained table gives the tag (``open_clip.pretrained``: ``hf_hub``, safetensors first), so the zoo
-  loads it exactly as it would load the real weights.
+  loads it exactly as it would load the real weights. OpenAI released its CLIPs in half precision, so the stand-ins
+  of the ``openai`` tag hold half-precision values (``openai_release_values``): OpenAI's own loader, which the oracle
+  runs for ARO and hard positives, rounds every weight to fp16 (``openai/CLIP@d05afc43 clip/model.py:434``
+  "convert_weights(model)") before ``.float()`` on a CPU, a no-op on the real weights and on these.
 * A model whose ``checkpoint`` is ``data:<path>`` (a released fine-tune such as ``hard_positives/crepe-swap``) is a
   file under the data root; ``write_checkpoint`` saves random weights there in the release's layout
   (``CHECKPOINT_LAYOUTS``: open_clip's ``{"state_dict": {"module.<key>": ...}}``, the OpenAI-``clip`` scripts'
@@ -73,10 +76,26 @@ def write_pretrained(hf_home: Path, name: str, seed: int = 0) -> Path:
     repo, filename = hub_location(spec.arch, spec.pretrained)
     folder = Path(hf_home) / "hub" / repo_folder_name(repo_id=repo, repo_type="model")
     target = folder / "snapshots" / REVISION / filename
-    _save(random_openclip(spec.arch, seed).state_dict(), target, "plain")
+    _save(pretrained_state(name, seed), target, "plain")
     (folder / "refs").mkdir(parents=True, exist_ok=True)
     (folder / "refs" / "main").write_text(REVISION)
     return target
+
+
+def pretrained_state(name: str, seed: int = 0) -> dict:
+    """The stand-in weights ``write_pretrained`` writes for zoo model ``name`` (an open_clip ``pretrained`` tag), for
+    a stand-in that must hold the same tower (BiVLC's released heads)."""
+    from common.zoo import get_spec
+
+    spec = get_spec(name)
+    state = {k: v.detach().contiguous() for k, v in random_openclip(spec.arch, seed).state_dict().items()}
+    return openai_release_values(state) if spec.pretrained == "openai" else state
+
+
+def openai_release_values(state: dict) -> dict:
+    """Every floating weight rounded to the nearest half-precision value (kept in its dtype): what OpenAI's released
+    CLIP weights are."""
+    return {k: v.half().to(v.dtype) if v.is_floating_point() else v for k, v in state.items()}
 
 
 def write_checkpoint(data_root: Path, name: str, layout: Layout = "state_dict", seed: int = 0) -> Path:

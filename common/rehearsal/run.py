@@ -20,6 +20,9 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
    card's full-profile path on the stand-ins the pipelines prepared, its files in ``build/rehearsal/cards/``.
 7. Then ``python -m common docs claims --line`` in the copy (``scorecard_lines``): each paper's claims scorecard read
    against the full stages' files, so a full-profile reference that names nothing fails the rehearsal.
+8. Then ``python -m common oracle`` in the copy (``oracle``): each paper's released evaluation code run on the same
+   stand-ins and weights as its full stages, numbers and decisions compared (``common.oracle``); a difference without
+   a stated reason fails the rehearsal. Its reports in ``build/rehearsal/oracle/``.
 
 Nothing here writes outside ``build/rehearsal/``.
 """
@@ -394,6 +397,38 @@ def scorecard_lines(workspace: Path, env: dict[str, str], papers: Sequence[str],
     return ClaimsOutcome(done.returncode, round(time.perf_counter() - started, 1), str(log_path))
 
 
+@dataclass(frozen=True)
+class OracleOutcome:
+    """``python -m common oracle`` in the copy: the authors' released evaluation beside this workspace's, on the same
+    stand-ins and weights (``common.oracle``); its reports in ``<folder>/oracle/``."""
+
+    returncode: int
+    seconds: float
+    headlines: list[str]
+    log: str
+
+    @property
+    def complete(self) -> bool:
+        return self.returncode == 0
+
+
+def oracle(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: Path) -> OracleOutcome:
+    """The oracle for the rehearsed papers that have one (``papers/<paper>/oracle.py`` in the copy: looked for, not
+    imported here), in the copy."""
+    out = folder / "oracle"
+    shutil.rmtree(out, ignore_errors=True)
+    log_path = folder / "oracle.log"
+    checked = [p for p in papers if (workspace / "papers" / p / "oracle.py").is_file()]
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "common", "oracle", "--device", "cpu", "--out", str(out), *checked],
+                          cwd=workspace, env=env, capture_output=True, text=True)
+    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    headlines = [line for line in done.stdout.splitlines() if line.startswith(("ok    ", "FAIL  ", "oracle FAILED"))]
+    for line in headlines:
+        print(f"rehearsal: oracle: {line}", flush=True)
+    return OracleOutcome(done.returncode, round(time.perf_counter() - started, 1), headlines, str(log_path))
+
+
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
              folder: Path = REHEARSAL_DIR, quiet: bool = False, real_sizes: bool = False) -> list[Outcome]:
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
@@ -454,6 +489,10 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
         summary.append({"claims": asdict(claims)})
         if not claims.complete:
             outcomes.append(Outcome("claims", 0, 1, claims.seconds, claims.returncode or 1, claims.log))
+        checked = oracle(workspace, env, papers, folder)
+        summary.append({"oracle": asdict(checked)})
+        if not checked.complete:
+            outcomes.append(Outcome("oracle", 0, 1, checked.seconds, checked.returncode or 1, checked.log))
     return outcomes, summary
 
 

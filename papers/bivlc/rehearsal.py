@@ -157,11 +157,9 @@ def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
     import torch
 
     from common.io import atomic_path
-    from common.rehearsal.models import random_openclip
-    from common.zoo import get_spec
+    from common.rehearsal.models import pretrained_state
 
-    state = {k: v.detach().contiguous() for k, v in random_openclip(get_spec(row["encoder"]).arch, seed)
-             .state_dict().items()}
+    state = pretrained_state(row["encoder"], seed)  # the hub stand-in's weights, as write_pretrained writes them
     out = []
     for k, tower in enumerate(("image", "text")):
         target = Path(data_root) / row[f"{tower}_head"].removeprefix("data:")

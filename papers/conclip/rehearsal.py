@@ -43,10 +43,18 @@ KEPT_ROWS = ("clip", "conclip", "ft-conclip", "ft-l1", "ft-l2", "ft-l1-l2", "ft-
 ``data:`` checkpoint in its release layout) and the five fine-tunes (Table 6's rows: table6-full needs every one).
 Left out: NegCLIP, BLIP, FLAVA, LaCLIP, the ViT-B/16 and ViT-L/14 rows (other architectures, minutes each on a CPU)."""
 
-AUTHORS_IMAGES = "/raid/jaisidh/cc3m_subset_images_extracted_final"
-"""A stand-in for the absolute folder of the authors' ``image_paths`` (their machine's: the released loaders swap the
-prefix jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:18 "/workspace/datasets/cc3m/" for theirs);
-the reader resolves each path by its file name."""
+AUTHORS_IMAGES = "/workspace/datasets/cc3m/ccneg_images/cc3m_subset_images_extracted_final"
+"""The absolute folder of the stand-in's ``image_paths``: the one the authors' loader can read. It swaps the prefix
+``/workspace/datasets/cc3m/`` for the configured root, jaisidhsingh/CoN-CLIP@503388ac
+src/data/evaluation_datasets.py:18 "self.image_paths = [path.replace(", whose folder holds ``ccneg_preprocessed.pt``,
+jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:9 "{configs.ccneg_root_folder}/ccneg_preprocessed.pt", and
+the extracted ``ccneg_images/cc3m_subset_images_extracted_final`` (jaisidhsingh/CoN-CLIP@503388ac
+ccneg_dataset/README.md:5 "Verify that the structure of the `ccneg_images` folder becomes"), as the data root's
+``ccneg/`` does; so the released paths must read
+``/workspace/datasets/cc3m/ccneg_images/cc3m_subset_images_extracted_final/<name>`` (inferred: the real file's prefix
+is not published). A path outside that prefix (the earlier ``/raid/...`` guess) is left as it is and the authors'
+``Image.open`` fails (papers/conclip/oracle.py). This workspace's reader resolves each path by its file name either
+way."""
 CCNEG_ROWS = (  # (caption, subject, [(predicate, object)], negated object, word)
     ("A dog running on the grass.", "a dog", [("running on", "grass")], "ball", "no"),
     ("A woman holding an umbrella in the rain.", "a woman", [("holding", "umbrella"), ("in", "rain")], "hat", "not"),

@@ -68,11 +68,11 @@ def test_a_process_started_with_the_overrides_loads_a_shrunk_stand_in_strictly(a
             "from common.zoo.openclip import load_state_dict; "
             "m = open_clip.create_model('ViT-B-32-quickgelu', pretrained=None); "
             f"from pathlib import Path; load_state_dict(m, Path({str(tmp_path / 'standin.pt')!r}), 'stand-in', "
-            "'ViT-B-32-quickgelu'); print(m.text_projection.shape[1])")
+            "'ViT-B-32-quickgelu'); print(m.ln_final.weight.shape[0], m.text_projection.shape[1])")
     env = {**os.environ, ARCH_OVERRIDES_ENV: str(archs)}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "64"
+    assert done.stdout.strip().splitlines()[-1] == "64 512"  # the text tower shrunk, the joint width kept
     # without the overrides the real ViT-B/32 refuses the stand-in, in one line
     env.pop(ARCH_OVERRIDES_ENV)
     real = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)

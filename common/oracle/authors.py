@@ -1,0 +1,152 @@
+"""The authors' code: fetched byte-exact into its upstream layout, and run as released.
+
+``fetch_code(repo)`` fetches every registry entry of group ``authors-code`` under ``code/<owner>/<repo>/`` (sha256
+checked; the mirror or the pinned URL) and returns the folder, laid out as the repository, and its commit.
+``run_script`` runs one of its scripts as ``__main__`` with a command line, as ``python`` would run the file, in this
+process (so an ``observe`` hook and a model-construction replacement can be in place), then forgets every
+module it imported from the folder.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from common.errors import WorkspaceError
+
+GROUP = "authors-code"
+
+
+class OracleError(WorkspaceError):
+    """The oracle cannot run (no full-profile results yet, the authors' code not obtainable)."""
+
+
+@dataclass(frozen=True)
+class AuthorsCode:
+    repo: str
+    """``owner/name`` on GitHub."""
+    commit: str
+    root: Path
+    """The fetched files, in the repository's layout."""
+
+    @property
+    def pinned(self) -> str:
+        return f"{self.repo}@{self.commit[:8]}"
+
+    def path(self, relative: str) -> Path:
+        path = self.root / relative
+        if not path.is_file():
+            raise OracleError(f"{self.pinned}: {relative} is not among the fetched files (registry group {GROUP})")
+        return path
+
+    def module_file(self, module: str) -> Path:
+        """The file of the release's module ``module`` (dotted, as their imports name it: ``model_zoo.clip_models``)."""
+        return self.path(module_path(module))
+
+
+def module_path(module: str) -> str:
+    """Where a release's module ``module`` (dotted) lies in its repository, whether fetched or not: its file's path
+    relative to the root, as a report names it."""
+    return module.replace(".", "/") + ".py"
+
+
+def fetch_code(repo: str, data_root: Path | None = None) -> AuthorsCode:
+    """Every registered file of ``repo``'s release, fetched (verified) under ``<data root>/code/<repo>/``."""
+    from common.download import fetch, sources_in_group
+
+    prefix = f"code/{repo}/"
+    sources = [s for s in sources_in_group(GROUP) if s.key.startswith(prefix)]
+    if not sources:
+        raise OracleError(f"no file of {repo} is registered in group {GROUP} (common/registry/sources.toml)")
+    paths = [fetch(s.key, data_root=data_root, progress=False) for s in sources]
+    commits = {s.url.split("/")[5] for s in sources if s.url and "raw.githubusercontent.com" in s.url}
+    if len(commits) != 1:
+        raise OracleError(f"{repo}: its registered files name {len(commits)} commits ({sorted(commits)}), not one")
+    root = paths[0]
+    for _ in sources[0].key.removeprefix(prefix).split("/"):
+        root = root.parent
+    return AuthorsCode(repo, commits.pop(), root)
+
+
+@contextlib.contextmanager
+def shimmed_modules(modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """Modules the released code imports that today's libraries no longer have (e.g. ``torch._six``), for the
+    duration; each is a listed ``Replacement`` of the caller's."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def torch_six() -> types.ModuleType:
+    """``torch._six`` as torch 1.x defined the one name ARO's ``misc`` package imports (``string_classes``,
+    ``mertyg/vision-language-models-are-bows@81fdd20d misc/__init__.py:9`` "from torch._six import string_classes");
+    removed in torch 2.0, so the package cannot be imported as released."""
+    module = types.ModuleType("torch._six")
+    module.string_classes = (str, bytes)  # type: ignore[attr-defined]
+    return module
+
+
+@contextlib.contextmanager
+def importable(root: Path) -> Iterator[None]:
+    """``root`` first on ``sys.path`` (as ``python`` running a script there has it); afterwards, every module imported from it
+    forgotten, so two releases with packages of the same name (``dataset_zoo``) never meet."""
+    root = Path(root).resolve()
+    sys.path.insert(0, str(root))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(root))
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if file and Path(file).resolve().is_relative_to(root):
+                del sys.modules[name]
+
+
+@contextlib.contextmanager
+def working_directory(folder: Path) -> Iterator[None]:
+    before = Path.cwd()
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def script_file(code: AuthorsCode, script: str) -> Path:
+    """``script``: a module of the release (``main_eval``) or its path relative to the release's root."""
+    return (code.module_file(script) if "/" not in script and not script.endswith(".py") else code.path(script)).resolve()
+
+
+def run_script(code: AuthorsCode, script: str, argv: Sequence[str], cwd: Path) -> dict:
+    """``python <the script's file> ARGV`` of the release (``script``: see ``script_file``), in ``cwd``, in this
+    process; returns the script's globals."""
+    path = script_file(code, script)
+    saved_argv = sys.argv
+    sys.argv = [str(path), *map(str, argv)]
+    try:
+        with importable(code.root), working_directory(cwd):
+            return runpy.run_path(str(path), run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+
+
+def command_line(code: AuthorsCode, script: str, argv: Sequence[str]) -> str:
+    """How ``run_script`` ran, for the report."""
+    import shlex
+
+    relative = script_file(code, script).relative_to(code.root.resolve())
+    return f"{code.pinned} python {relative} {' '.join(shlex.quote(str(a)) for a in argv)}"

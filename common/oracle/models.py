@@ -1,0 +1,173 @@
+"""Model construction for the authors' code: the weights this workspace scored, in the form their loader reads.
+
+The one thing the oracle may replace (``common.oracle``): where released code would download a checkpoint, it gets
+the local file of the same row instead, through its own loader where it has one. ``clip.load`` (OpenAI's package,
+which ARO's and hard positives' ``model_zoo`` call) reads OpenAI's release format, a TorchScript archive, so a row's
+weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it over.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Iterator
+
+
+def weights_file(name: str) -> Path:
+    """The file of weights this workspace scored for zoo model ``name`` (a pretrained tag: open_clip's hub cache)."""
+    import open_clip
+    from open_clip.pretrained import download_pretrained
+
+    from common.zoo import get_spec
+
+    spec = get_spec(name)
+    if spec.pretrained is not None:
+        return Path(download_pretrained(open_clip.get_pretrained_cfg(spec.arch, spec.pretrained)))
+    path = spec.checkpoint_path()
+    if path is None:
+        raise ValueError(f"{name}: no weights file (backend {spec.backend})")
+    return path
+
+
+def state_dict(name: str) -> dict:
+    """Zoo model ``name``'s weights as open_clip names them (a training dict unwrapped, DDP's ``module.`` dropped)."""
+    import torch
+
+    from common.zoo.openclip import unwrap_training_dict
+
+    source = weights_file(name)
+    if source.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(source))
+    state = unwrap_training_dict(torch.load(source, map_location="cpu", weights_only=True))
+    return {k.removeprefix("module."): v for k, v in state.items()}
+
+
+def as_clip_archive(name: str, folder: Path) -> Path:
+    """Zoo model ``name``'s weights as a TorchScript archive, the format OpenAI releases and ``clip.load(path)`` reads:
+    OpenAI's ``build_model`` on the state dict, traced. The fetched ``openai/CLIP`` must be importable as ``clip``.
+    (``clip.load``'s state-dict branch cannot run: the ``torch.jit.load`` it tries first has read the file to its end,
+    ``openai/CLIP@d05afc43 clip/clip.py:129`` "model = torch.jit.load(opened_file, map_location=device if jit else",
+    so the ``torch.load(opened_file, ...)`` after it meets EOF.)"""
+    import torch
+    from clip.model import build_model
+
+    model = build_model(dict(state_dict(name))).float().eval()
+    size = model.visual.input_resolution
+    example = (torch.zeros(1, 3, size, size), torch.zeros(1, model.context_length, dtype=torch.long))
+    with torch.no_grad():
+        traced = torch.jit.trace(model, example, check_trace=False)
+    target = Path(folder) / f"{name.replace('/', '__')}.pt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    traced.save(str(target))
+    return target
+
+
+@contextlib.contextmanager
+def clip_load_from(ctx, path: Path | None, where: str) -> Iterator[None]:
+    """``clip.load(<OpenAI name>, ...)`` -> ``clip.load(path, ...)`` for the block (None: left alone); ``where``: the
+    authors' call it replaces, for the report."""
+    import clip
+
+    original = clip.load
+    if path is None:
+        yield
+        return
+
+    def load(name, device="cpu", jit=False, download_root=None):
+        return original(str(path), device=device, jit=jit, download_root=download_root)
+
+    ctx.replaced(where, "clip.load(<the row's weights as a TorchScript archive>, ...)",
+                 "the row's own weights in OpenAI's release format, through the authors' loader (it rebuilds the "
+                 "model with clip.model.build_model from the archive's state dict)")
+    clip.load = load
+    try:
+        yield
+    finally:
+        clip.load = original
+
+
+def link(target: Path, at: Path) -> None:
+    """A symbolic link at ``at`` to ``target`` (replacing one): inputs placed where released constants look."""
+    at.parent.mkdir(parents=True, exist_ok=True)
+    if at.is_symlink() or at.exists():
+        at.unlink()
+    os.symlink(Path(target).resolve(), at)
+
+
+def torch_checkpoint(name: str, folder: Path) -> Path:
+    """Zoo model ``name``'s weights as a file ``torch.load`` reads: its own file when it is one, else (safetensors)
+    the same tensors saved as a plain state dict under ``folder``."""
+    import torch
+
+    source = weights_file(name)
+    if source.suffix != ".safetensors":
+        return source
+    target = Path(folder) / f"{name.replace('/', '__')}.pth"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state_dict(name), target)
+    return target
+
+
+@contextlib.contextmanager
+def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Iterator[None]:
+    """``open_clip.create_model_and_transforms(...)`` with ``force_quick_gelu=True`` for the block (``enabled``): a
+    row whose weights were trained with QuickGELU, loaded by a released line that builds the GELU architecture
+    (its GELU reading is a row of its own, e.g. ``aro/negclip-gelu``)."""
+    import open_clip
+
+    original = open_clip.create_model_and_transforms
+    if not enabled:
+        yield
+        return
+
+    def create(*args, **kwargs):
+        return original(*args, **{**kwargs, "force_quick_gelu": True})
+
+    ctx.replaced(where, "the same call with force_quick_gelu=True", why)
+    open_clip.create_model_and_transforms = create
+    try:
+        yield
+    finally:
+        open_clip.create_model_and_transforms = original
+
+
+@contextlib.contextmanager
+def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
+    """``open_clip.create_model_and_transforms(model, pretrained, ...)`` building, for the block, what it built under
+    open_clip <= 2.28, the releases the authors ran (``where``: their function that makes the call, for the report):
+
+    * the ``openai`` tag with ``force_quick_gelu=True``: those releases built OpenAI's weights with QuickGELU, as
+      they were trained; today's build GELU there and warn. ``why``: the caller's reason, naming the open_clip its
+      authors' code pins;
+    * a ``-quickgelu`` architecture with a tag today's open_clip lists only under the GELU name (DataComp's) as that
+      name with ``force_quick_gelu=True``: the same architecture and weights, with QuickGELU.
+
+    Each case is listed through ``ctx.replaced`` when a call takes it (once: ``replaced`` keeps one of each)."""
+    import open_clip
+
+    original = open_clip.create_model_and_transforms
+
+    def create(model_name, pretrained=None, *args, **kwargs):
+        if isinstance(pretrained, str) and pretrained.lower() == "openai":
+            ctx.replaced(f"{where}: open_clip.create_model_and_transforms(model, 'openai', ...)",
+                         "the same call with force_quick_gelu=True", why)
+            kwargs["force_quick_gelu"] = True
+        elif (model_name.endswith("-quickgelu") and pretrained
+              and pretrained not in open_clip.list_pretrained_tags_by_model(model_name)
+              and pretrained in open_clip.list_pretrained_tags_by_model(model_name.removesuffix("-quickgelu"))):
+            gelu_name = model_name.removesuffix("-quickgelu")
+            ctx.replaced(f"{where}: open_clip.create_model_and_transforms({model_name!r}, {pretrained!r}, ...)",
+                         f"open_clip.create_model_and_transforms({gelu_name!r}, {pretrained!r}, ..., "
+                         "force_quick_gelu=True)",
+                         f"open_clip {open_clip.__version__} lists the tag under the GELU name only; the same "
+                         "architecture and weights with QuickGELU")
+            model_name, kwargs["force_quick_gelu"] = gelu_name, True
+        return original(model_name, pretrained, *args, **kwargs)
+
+    open_clip.create_model_and_transforms = create
+    try:
+        yield
+    finally:
+        open_clip.create_model_and_transforms = original

@@ -1,0 +1,91 @@
+"""What one of the authors' functions returns, or holds in its locals, recorded while their code runs unmodified.
+
+Their scripts print aggregates; the per-example decisions live in a function's return value (SugarCrepe's
+``text_retrieval`` returns 1 or 0 per example, ARO's ``get_retrieval_scores_batched`` the score array) or in its
+locals. ``returns_of``: a profile hook (``sys.setprofile``) sees each return of the named function defined in the
+named file, with the local variables of its caller (which example it was: the nearest calling frame that has them)
+and, where asked, the function's own locals at that moment (a value it computes and never returns: the similarities
+BiVLC's ``evaluate_BiVLC`` keeps, the accuracy hard positives' ``main`` never prints). ``locals_at_line``: a trace
+hook (``sys.settrace``) sees a function's locals each time it is about to run one line, for values that live only
+while a loop runs. Neither changes anything.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+
+@dataclass
+class Returns:
+    """What ``returns_of`` recorded, one entry per return: the value, the chosen locals of the caller's frame, and
+    the chosen locals of the function's own frame."""
+
+    values: list[Any] = field(default_factory=list)
+    callers: list[dict[str, Any]] = field(default_factory=list)
+    locals: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _caller_locals(frame, names: Sequence[str]) -> dict[str, Any]:
+    """``names`` from the nearest calling frame that has them all (a decorator's wrapper, such as ``torch.no_grad``'s,
+    sits between the function and its caller)."""
+    while frame is not None and names:
+        if all(name in frame.f_locals for name in names):
+            return {name: frame.f_locals[name] for name in names}
+        frame = frame.f_back
+    return dict.fromkeys(names)
+
+
+@contextlib.contextmanager
+def returns_of(path: Path, function: str, caller_locals: Sequence[str] = (),
+               own_locals: Sequence[str] = ()) -> Iterator[Returns]:
+    """Record every return of ``function`` defined in file ``path`` while the block runs: its value, ``caller_locals``
+    of its caller and ``own_locals`` of its own frame (None for a name it has not bound)."""
+    target = str(Path(path).resolve())
+    seen = Returns()
+    previous = sys.getprofile()
+
+    def hook(frame, event, arg):  # noqa: ANN001 - sys.setprofile's signature
+        if event == "return" and frame.f_code.co_name == function and frame.f_code.co_filename == target:
+            seen.values.append(arg)
+            seen.callers.append(_caller_locals(frame.f_back, caller_locals))
+            seen.locals.append({name: frame.f_locals.get(name) for name in own_locals})
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+@contextlib.contextmanager
+def locals_at_line(path: Path, function: str, line: int, names: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
+    """Each time ``function`` (defined in file ``path``) is about to run line ``line``, the chosen locals of its frame
+    (None for a name not bound yet), while the block runs. Why not ``returns_of``: a function that keeps per-example
+    values only in locals it overwrites batch after batch (CoN-CLIP's README snippet accumulates counts, its ``sim``
+    and ``preds`` are the last batch's at its return) shows them only while its loop runs, so a line of the loop is
+    watched (``sys.settrace``, the trace hook in place before the block restored after it)."""
+    target = str(Path(path).resolve())
+    seen: list[dict[str, Any]] = []
+    previous = sys.gettrace()
+
+    def in_function(frame, event, arg):  # noqa: ANN001 - sys.settrace's signature
+        if event == "line" and frame.f_lineno == line:
+            values = frame.f_locals
+            seen.append({name: values.get(name) for name in names})
+        return in_function
+
+    def calls(frame, event, arg):  # noqa: ANN001
+        if event == "call" and frame.f_code.co_name == function and frame.f_code.co_filename == target:
+            return in_function
+        return None
+
+    sys.settrace(calls)
+    try:
+        yield seen
+    finally:
+        sys.settrace(previous)

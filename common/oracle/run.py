@@ -1,0 +1,147 @@
+"""``python -m common oracle [PAPER...]`` (``make oracle``): each paper's authors' evaluation beside this workspace's.
+
+Reads what the full profile wrote (``results/<paper>/full``, the sets under ``build/full``) in the workspace it runs
+in: a user's after ``make repro`` with ``profile: full``, or a rehearsal's copy, where the rehearsal runs it after the
+pipelines (``common.rehearsal.run``). Each paper runs in its own process (``--one``), writes
+``build/oracle/<paper>.json``, and the parent prints every paper's table. Exit status 0 only when every benchmark of
+every paper asked for agrees (or differs for a stated reason).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from common.oracle.authors import AuthorsCode, OracleError, fetch_code
+from common.oracle.core import PaperOracle, Replacement, read_oracles, table_lines
+from common.paths import ROOT
+
+OUT_DIR = Path("build") / "oracle"
+"""Where each paper's report goes, under the workspace root."""
+
+
+@dataclass
+class OracleContext:
+    """What a paper's ``oracle.run`` gets: the workspace, its parameters, a scratch folder and the device."""
+
+    root: Path
+    params: dict[str, Any]
+    scratch: Path
+    device: str = "cpu"
+    replacements: list[Replacement] = field(default_factory=list)
+
+    def code(self, repo: str) -> AuthorsCode:
+        from common.paths import data_root
+
+        return fetch_code(repo, data_root())
+
+    def results(self, paper: str) -> Path:
+        """``results/<paper>/full``, which must exist: the oracle compares with what the full profile computed."""
+        folder = self.root / "results" / paper / "full"
+        if not folder.is_dir():
+            raise OracleError(f"{folder} does not exist: run the full profile first (profile: full in params.yaml, "
+                              f"then dvc repro papers/{paper}), or make rehearse, which runs the oracle on stand-ins")
+        return folder
+
+    def replaced(self, what: str, by: str, why: str) -> None:
+        if not any(r.what == what and r.by == by for r in self.replacements):
+            self.replacements.append(Replacement(what, by, why))
+
+
+def oracle_papers() -> list[str]:
+    from common import plugins
+
+    return [p for p in plugins.paper_names() if plugins.paper_module(p, "oracle") is not None]
+
+
+def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:
+    """Run ``papers/<paper>/oracle.py`` in this process and write its report."""
+    from common import plugins
+    from common.params import read_params
+
+    module = plugins.paper_module(paper, "oracle")
+    if module is None:
+        raise OracleError(f"papers/{paper} has no oracle.py")
+    params = read_params(ROOT / "params.yaml")
+    ctx = OracleContext(ROOT, params, (ROOT / "build" / "oracle" / "scratch" / paper), device)
+    oracle: PaperOracle = module.run(ctx)
+    oracle.replacements = [*ctx.replacements, *oracle.replacements]
+    oracle.ran = [line.replace(f"{ROOT}/", "") for line in oracle.ran]  # paths relative to the workspace
+    oracle.write(out_dir / f"{paper}.json")
+    return oracle
+
+
+def run_all(papers: Sequence[str], out_dir: Path, device: str = "cpu") -> tuple[list[PaperOracle], list[str]]:
+    """Each paper in its own process; returns the reports and the papers whose process failed (with its error)."""
+    failed: list[str] = []
+    for paper in papers:
+        (out_dir / f"{paper}.json").unlink(missing_ok=True)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "common", "oracle", "--one", paper, "--out", str(out_dir),
+                               "--device", device], cwd=ROOT, capture_output=True, text=True)
+        log = out_dir / f"{paper}.log"
+        log.write_text(done.stdout + done.stderr, encoding="utf-8")
+        print(f"oracle: {paper}: {'ran' if done.returncode == 0 else 'FAILED'} in {time.perf_counter() - started:.0f} s "
+              f"(log: {log})", flush=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            failed.append(f"{paper}: {tail[0]}")
+    oracles = [o for o in read_oracles(out_dir) if o.paper in papers]
+    return oracles, failed
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    out_dir = Path(args.out) if args.out else ROOT / OUT_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.device is None:
+        from common.evaluate import best_device
+
+        args.device = best_device()
+    if args.one:
+        oracle = run_one(args.one, out_dir, args.device)
+        print("\n".join(table_lines([oracle])))
+        return 0
+    from common import plugins
+    from common.errors import unknown_name
+
+    papers = args.papers or oracle_papers()
+    for paper in papers:
+        if paper not in plugins.paper_names():
+            raise unknown_name("paper", paper, plugins.paper_names())
+    oracles, failed = run_all(papers, out_dir, args.device)
+    print("\n".join(table_lines(oracles)))
+    without = [p for p in plugins.paper_names() if p not in oracle_papers()]
+    if without and not args.papers:
+        print(f"no oracle.py (not compared): {', '.join(without)}")
+    for line in failed:
+        print(f"oracle FAILED: {line}")
+    print()
+    for oracle in oracles:
+        print(("ok    " if oracle.ok else "FAIL  ") + oracle.headline())
+    summary = {"papers": {o.paper: {"ok": o.ok, "agreeing": o.agreeing(), "benchmarks": o.benchmarks(),
+                                    "code": o.code} for o in oracles}, "failed": failed}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 0 if not failed and all(o.ok for o in oracles) and len(oracles) == len(papers) else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("papers", nargs="*", metavar="PAPER",
+                        help="papers to check (default: every paper with a papers/<paper>/oracle.py)")
+    parser.add_argument("--out", default=None, help=f"where the reports go (default {OUT_DIR}/ in the workspace)")
+    parser.add_argument("--device", default=None,
+                        help="the device the authors' code runs on (default: a GPU when there is one, as the full "
+                             "profile's stages choose)")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a paper, in this process (run_all's child)
+    parser.set_defaults(func=_cmd)
+
+
+def register_cli(subparsers) -> None:
+    """``python -m common oracle``."""
+    p = subparsers.add_parser("oracle", help="each paper's released evaluation code run beside this workspace's on "
+                                             "the full profile's inputs: numbers and decisions compared")
+    add_arguments(p)

@@ -1,0 +1,190 @@
+"""ARO's own evaluation as the oracle (``python -m common oracle aro``; ``common.oracle``).
+
+ARO's evaluation script (``SCRIPT``, at the pinned commit of ``REPO``) runs as released, once per model row and
+dataset (``--dataset VG_Relation`` / ``VG_Attribution``), on the annotations and images this workspace's ``full-set``
+read (``build/full/aro/benchmarks/manifest.json``). Its dataset package reads them from the released constants, a
+literal relative path, ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:1`` "ARO_ROOT =" and
+the path ``~/.cache/prerelease_bow``, never expanded, so the oracle runs it in a scratch folder where that path links to
+them. Its per-relation / per-attribute-pair records (the CSV it saves) are set beside ``table2_vg_relation.csv`` and
+``vg_attribution.csv`` at the paper's two decimals, and each example's decision and scores beside
+``predictions/<model>/``: the scores ``get_retrieval_scores_batched`` returns (recorded by ``common.oracle.observe``)
+under the authors' own rule, ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:87-88``
+"preds = np.argmax(np.squeeze(scores_i2t, axis=1), axis=-1) correct_mask = (preds == 1)".
+
+Models: OpenAI's weights (``openai/ViT-B-32``) as ``openai-clip:ViT-B/32``, whose ``clip.load`` would download OpenAI's
+file (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:15`` "model, image_preprocess =
+clip.load(variant, device=device, download_root=root_dir)"): it is given the row's weights instead, as the TorchScript
+archive OpenAI releases and ``clip.load(path)`` reads (a listed replacement). Every other ViT-B/32 row (NegCLIP's
+release, the fine-tunes run here) through the authors' own path for a checkpoint, ``get_model("NegCLIP")``, its file
+linked where that looks (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:66`` "path =
+os.path.join(root_dir," with the name ``negclip.pth``, under ``CACHE_DIR``; a safetensors file saved as a state dict first). That
+line builds GELU (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71`` "model, _,
+image_preprocess = open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), which is the
+row ``aro/negclip-gelu`` as released; a row trained with QuickGELU gets ``force_quick_gelu=True`` on it (listed).
+Shim: ``torch._six`` (``common.oracle.authors.torch_six``: torch 2 removed it, and the release's ``misc`` package
+imports it).
+
+Not run here: COCO/Flickr30k-Order (each example's perturbed captions are drawn at load time by the release's
+``TextShuffler``, spaCy and numpy's global stream; this workspace draws them once per seed, so the options, and the
+scores, differ) and the retrieval and zero-shot tasks (the release's ``main_retrieval`` script: not wired yet).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.models import as_clip_archive, clip_load_from, link, open_clip_quick_gelu, torch_checkpoint
+
+REPO = "mertyg/vision-language-models-are-bows"
+CLIP_REPO = "openai/CLIP"
+SCRIPT = "main_aro"
+"""The release's evaluation script (a module of its root)."""
+DECIMALS = 2
+"""The paper prints VG-Relation and VG-Attribution accuracies with two decimals."""
+DATASETS = {  # the authors' --dataset -> (benchmark, this workspace's per-group table, its predictions file, key column)
+    "VG_Relation": ("VG-Relation", "table2_vg_relation.csv", "vg_relation.csv", "Relation"),
+    "VG_Attribution": ("VG-Attribution", "vg_attribution.csv", "vg_attribution.csv", "Attributes"),
+}
+NEGCLIP_CALL = ("model_zoo get_model('NegCLIP'): open_clip.create_model_and_transforms('ViT-B-32', "
+                "pretrained=path, device=device), for a row trained with QuickGELU")
+QUICK_GELU_WHY = ("the row's weights were trained with QuickGELU (OpenAI's ViT-B/32 and its fine-tunes); the released "
+                  "line builds GELU, which is the separate row aro/negclip-gelu")
+GET_MODEL_CALL = ("model_zoo get_model('openai-clip:ViT-B/32'): clip.load('ViT-B/32', ...), which "
+                  "downloads OpenAI's file")
+ARO_ROOT = Path("~") / ".cache" / "prerelease_bow"
+CACHE_DIR = Path("~") / ".cache"
+"""The release's ``dataset_zoo.constants`` and ``model_zoo.constants``, relative to the working directory as released."""
+
+
+def authors_model(name: str) -> str | None:
+    """The ``--model-name`` that scores zoo model ``name`` with the authors' code, or None: OpenAI's weights as
+    ``openai-clip:ViT-B/32``; any other ViT-B/32 checkpoint as ``NegCLIP``, the authors' path for a checkpoint file
+    (``model_zoo.get_model``: open_clip's ``ViT-B-32`` from ``~/.cache/negclip.pth``, see the module docstring)."""
+    from common.zoo import get_spec
+
+    spec = get_spec(name)
+    if spec.backend != "open_clip" or spec.arch.removesuffix("-quickgelu") != "ViT-B-32":
+        return None
+    if spec.pretrained == "openai":
+        return "openai-clip:ViT-B/32"
+    return "NegCLIP" if spec.checkpoint else None
+
+
+def our_scoring(name: str, model_name: str, ctx) -> tuple[str, str]:
+    """(key, column label) of this workspace's scoring of ``name`` at the precision the authors' code runs it here:
+    ``clip.load`` keeps OpenAI's fp16 weights on CUDA and casts them to fp32 on a CPU
+    (``openai/CLIP@d05afc43 clip/clip.py:140-141`` "if str(device) == "), so on a CPU the authors' run is set beside
+    the row scored at ``engine.precision`` (``<name>@fp32``, ``papers.aro.tables.Scoring``), on CUDA beside the
+    authors'-precision row (``aro.full.authors_precision``); a checkpoint through open_clip runs at fp32 either way."""
+    from common.zoo import get_spec
+
+    label = get_spec(name).label
+    ran_at = "fp16" if model_name.startswith("openai-clip") and str(ctx.device).startswith("cuda") else "fp32"
+    authors = ctx.params["aro"]["full"].get("authors_precision", {}).get(name)
+    engine = ctx.params.get("engine", {}).get("precision", "fp32")
+    if authors is None or authors == ran_at:
+        return name, label
+    if engine == ran_at:
+        return f"{name}@{engine}", f"{label} [{engine}]"
+    raise ValueError(f"{name}: the authors' code runs it at {ran_at} on {ctx.device}; this workspace scored it at "
+                     f"{authors} and {engine}")
+
+
+def released_layout(scratch: Path, manifest: dict) -> None:
+    """The inputs where the released constants look, relative to ``scratch`` (the working directory)."""
+    root = scratch / ARO_ROOT
+    for kind in ("vg_relation", "vg_attribution"):
+        link(Path(manifest[kind]["annotations"]), root / f"visual_genome_{kind.removeprefix('vg_')}.json")
+    images = {manifest[k]["image_root"] for k in ("vg_relation", "vg_attribution")}
+    if len(images) != 1:
+        raise ValueError(f"VG-Relation and VG-Attribution read different image folders ({sorted(images)}); ARO's "
+                         "code reads one (~/.cache/prerelease_bow/images)")
+    link(Path(images.pop()), root / "images")
+
+
+def read_table(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["group"]: row for row in csv.DictReader(f)}
+
+
+def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]]:
+    """This workspace's decision and (false, true) caption scores per example."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return ({r["item_id"]: r["correct"] == "1" for r in rows},
+            {r["item_id"]: [float(r["score_0"]), float(r["score_1"])] for r in rows})
+
+
+def run(ctx) -> PaperOracle:
+    import numpy as np
+
+    from common.oracle.authors import command_line, run_script, shimmed_modules, torch_six, importable
+    from common.oracle.observe import returns_of
+    from common.paths import build_root
+    from common.zoo import get_spec
+    from common.zoo.specs import register_local_configs, runs_quick_gelu
+
+    results = ctx.results("aro")
+    code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
+    manifest_path = build_root() / "full" / "aro" / "benchmarks" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    for kind in ("vg_relation", "vg_attribution"):
+        for key in ("annotations", "image_root"):
+            manifest[kind][key] = str(manifest_path.parent / manifest[kind][key])
+    scored = list(json.loads((results / "context.json").read_text(encoding="utf-8"))["models"])
+    oracle = PaperOracle("aro", code=[code.pinned, clip_code.pinned])
+    ctx.replaced("torch._six (the misc package: from torch._six import string_classes)",
+                 "a module holding string_classes = (str, bytes), as torch 1.x defined it",
+                 "torch 2.0 removed torch._six, so the script cannot start as released")
+    register_local_configs()
+    released_layout(ctx.scratch, manifest)
+    for name in scored:
+        model_name = authors_model(name)
+        if model_name is None:
+            oracle.not_covered.append(NotCovered(f"VG ({name})", "no model name of the authors' model_zoo loads it"))
+            continue
+        archive = None
+        if model_name == "NegCLIP":  # where its get_model looks, relative to the working directory
+            link(torch_checkpoint(name, ctx.scratch / "weights"), ctx.scratch / CACHE_DIR / "negclip.pth")
+        else:
+            with importable(clip_code.root):
+                archive = as_clip_archive(name, ctx.scratch / "weights")
+        quick_gelu = model_name == "NegCLIP" and runs_quick_gelu(get_spec(name))
+        key, label = our_scoring(name, model_name, ctx)
+        for dataset, (benchmark, table, predictions, key_column) in DATASETS.items():
+            out = ctx.scratch / "outputs" / name.replace("/", "__")
+            (out / f"{dataset}.csv").unlink(missing_ok=True)  # the script appends to an existing file
+            argv = ["--device", ctx.device, "--num_workers", "0", "--model-name", model_name, "--dataset", dataset,
+                    "--output-dir", str(out)]
+            os.makedirs(out, exist_ok=True)
+            with shimmed_modules({"torch._six": torch_six()}), importable(clip_code.root), \
+                    clip_load_from(ctx, archive, GET_MODEL_CALL), \
+                    open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu), \
+                    returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as seen:
+                run_script(code, SCRIPT, argv, cwd=ctx.scratch)
+            oracle.ran.append(command_line(code, SCRIPT, argv) + f"  [{key}]")
+            with open(out / f"{dataset}.csv", newline="", encoding="utf-8") as f:
+                records = list(csv.DictReader(f))
+            ours = read_table(results / table)
+            for record in records:
+                group = record[key_column]
+                value = ours.get(group, {}).get(label)
+                oracle.numbers.append(Number(benchmark, key, group, float(record["Accuracy"]),
+                                             None if value in (None, "") else float(value), DECIMALS))
+            scores = seen.values[-1]
+            right = np.argmax(np.squeeze(scores, axis=1), axis=-1) == 1
+            kind = predictions.removesuffix(".csv")
+            authors = {f"{kind}/{i}": bool(r) for i, r in enumerate(right)}
+            authors_scores = {f"{kind}/{i}": list(row[0]) for i, row in enumerate(scores)}
+            decided, our_scores = our_predictions(results / "predictions" / key.replace("/", "__") / predictions)
+            oracle.decisions.append(compare_decisions(benchmark, key, authors, decided,
+                                                      authors_scores=authors_scores, our_scores=our_scores))
+    oracle.not_covered += [
+        NotCovered("COCO-Order, Flickr30k-Order", "the authors' dataset_zoo draws each example's four perturbed "
+                   "captions at load time (TextShuffler, spaCy and numpy's global stream); this workspace draws them "
+                   "once per seed (papers/aro/order.py): the options differ, so the scores cannot be compared"),
+        NotCovered("COCO/Flickr30k retrieval, zero-shot", "the release's main_retrieval script is not wired to the oracle yet")]
+    return oracle

@@ -1,0 +1,499 @@
+"""Hard positives' own evaluation as the oracle (``python -m common oracle hard_positives``; ``common.oracle``).
+
+The release's ``run_eval`` script (``amitakamath/hard_positives@33addaae run_eval.py:14`` "def main():", with its fork
+of ARO's ``dataset_zoo``/``model_zoo`` and OpenAI's ``clip``, ``openai/CLIP@d05afc43``) runs as released, once per
+Table 1 / Table 3 row this workspace scored and per part of the benchmark (its positional ``dataset_name``:
+``replace_att``, ``replace_rel``, ``swap``), as ``python`` runs it with ``DATASET MODEL`` in a scratch folder laid out
+as the release: it reads the literal relative paths ``data`` and ``swapped_data``
+(``amitakamath/hard_positives@33addaae run_eval.py:43-44`` "root_dir =", then ``swapped_dir``), REPLACE's images at
+the rows' own ``image_path`` (``data/VG_100K[_2]/<id>.jpg``) and SWAP's at ``<root>/images``
+(``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,"), so
+those names link to the files and folders this workspace's ``full-data`` stage read
+(``build/full/hard_positives/manifest.json``). In a rehearsal that set keeps the first ``cap`` rows of each part
+(``sets_full.FullSet.capped``); the authors' code scores every row of a file, so it is given those rows as a copy in
+the released format (the same JSON list, cut), the files themselves otherwise.
+
+What is compared (``results/hard_positives/full``): per part (REPLACE's attributes and relations, SWAP) Orig. Test
+Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79`` "orig_acc = sum([1 for v in orig_scores if
+v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints, read at ``main``'s return), Aug. Test Acc.
+and Brittleness from the five counts it prints (``amitakamath/hard_positives@33addaae run_eval.py:100`` "print(len([1
+for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
+orig_scores[i][0][1]]))": c_n below both; then c > c_n > c_p, c_p > c_n > c, c_n above both, ties), as percentages
+of ``len(orig_scores)``, beside ``groups.csv`` at the paper's one decimal; Table 1's REPLACE columns as the mean of
+the two parts (its caption: "REPLACE averages performance on Attributes and Relations") beside
+``table1.csv``/``table3.csv``; Table 2's mean scores of c, c_n, c_p on REPLACE (three decimals; the script computes
+no mean: they are taken here over its ``orig_scores_list``, ``amitakamath/hard_positives@33addaae run_eval.py:82``
+"orig_scores_list = [v[0][1] for v in orig_scores]", its ``mod_scores_list``,
+``amitakamath/hard_positives@33addaae run_eval.py:93`` "mod_scores_list = [v[0][1] for v in mod_scores]", and its
+c_n, ``mod_scores[i][0][0]``) beside ``table2.csv``; and each example's Aug. decision (line 100's condition) and
+scores (c, c_p, c_n) from the two arrays ``get_retrieval_scores_batched`` returns (recorded by
+``common.oracle.observe``) beside ``predictions/``.
+
+Models (``context.json``'s rows -> the script's ``model_name``, ``authors_model``):
+* OpenAI's CLIP as ``openai-clip:ViT-B/32``: ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "model,
+  image_preprocess = clip.load(variant, device=device, download_root=root_dir)" would download OpenAI's file; it gets
+  the row's weights as the TorchScript archive ``clip.load(path)`` reads (a listed replacement). ``clip.load`` rounds
+  the convolution, linear and attention weights to fp16 on every device (``openai/CLIP@d05afc43 clip/model.py:434``
+  "convert_weights(model)", then ``model.float()`` on the CPU): exact on OpenAI's release, whose values are fp16, so a
+  stand-in of those weights must hold fp16 values too, or the two sides' scores part by about 1e-4.
+* NegCLIP and the CREPE models (the rows' GELU builds, ``tables_full.AUTHORS_BUILD``) as ``NegCLIP``,
+  ``crepe_ft_swap``, ``crepe_ft_replace``, through the authors' loader unreplaced: the checkpoint linked where it looks
+  (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:76`` "path = os.path.join(root_dir," with ``root_dir``
+  ``data`` and the file ``negclip.pth``; ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:99``
+  "replace/models/{}.pt").
+* The fine-tunes run here as the ``coco_*`` names of ``amitakamath/hard_positives@33addaae run_eval.py:32-36``
+  "coco_crepe_negs_hard_pos_swap_only" (``RUN_NAMES``; the name only picks the file, every one goes through
+  ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101`` "model, _, image_preprocess =
+  open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), their safetensors written as
+  the ``torch.save`` state dict that path holds (a listed replacement: the authors' fine-tunes are not released).
+  That loader builds them GELU; this workspace scores its runs as trained (QuickGELU), which the comparison shows.
+* Not run: the ``<row>@quickgelu`` references (the authors' code builds these models GELU only) and the row at the
+  precision the authors' code cannot produce on this device (``clip.load`` builds fp16 and casts it to fp32 on the
+  CPU only: ``openai/CLIP@d05afc43 clip/clip.py:139-141`` "model = build_model(state_dict or
+  model.state_dict()).to(device)", then ``model.float()`` when the device is the CPU).
+
+Run instead of as released: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "model, preprocess =
+get_model(model_name=model_name, device=" hard-codes ``"cuda"``; on another device ``get_model`` is called with the
+oracle's device (a listed replacement), everything else unchanged. Not covered: the standard benchmarks of Sec. 4.2
+(no released code).
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from common.oracle.authors import module_path
+from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.models import link
+
+REPO = "amitakamath/hard_positives"
+CLIP_REPO = "openai/CLIP"
+SCRIPT = "run_eval"
+"""The release's evaluation script (a module of its root)."""
+DECIMALS = 1
+"""Tables 1 and 3 print accuracies and Brittleness in percent with one decimal."""
+TABLE2_DECIMALS = 3
+"""Table 2 prints mean scores with three decimals."""
+ROOT_DIR, SWAPPED_DIR = "data", "swapped_data"
+"""Where the script reads c, c_n (``data/``) and c_p, c_n (``swapped_data/``), relative to its cwd
+(``amitakamath/hard_positives@33addaae run_eval.py:43-44`` "root_dir =", then ``swapped_dir``)."""
+MODELS_DIR = Path("replace") / "models"
+"""Where the CREPE models and the fine-tunes are read from (``amitakamath/hard_positives@33addaae
+model_zoo/__init__.py:99`` "replace/models/{}.pt")."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One ``dataset_name`` of the script: the benchmark and group it is here (``key_prefix``: how its own cells
+    are named within the benchmark; none where the part is the whole benchmark)."""
+
+    dataset: str
+    benchmark: str
+    group: str
+    key_prefix: str = ""
+
+
+PARTS = (Part("replace_att", "REPLACE", "replace-attributes", "attributes: "),
+         Part("replace_rel", "REPLACE", "replace-relations", "relations: "),
+         Part("swap", "SWAP", "swap"))
+COLUMNS = {"REPLACE": ("replace-attributes", "replace-relations"), "SWAP": ("swap",)}
+"""Table 1's columns: the unweighted mean of their parts (the caption of Table 1)."""
+METRICS = (("orig", "Orig. Test Acc."), ("aug", "Aug. Test Acc."), ("brittleness", "Brittleness"))
+TABLE2 = (("mean_original", "c"), ("mean_negative", "c_n"), ("mean_positive", "c_p"))
+"""Table 2's columns as the paper orders them, by ``groups.csv``'s / ``table2.csv``'s names (``replace_<name>``)."""
+
+GELU_BUILDS = {"aro/negclip-gelu": "NegCLIP", "hard_positives/crepe-swap-gelu": "crepe_ft_swap",
+               "hard_positives/crepe-replace-gelu": "crepe_ft_replace"}
+"""Zoo model -> the script's name for it (``amitakamath/hard_positives@33addaae run_eval.py:28-29``
+"crepe_ft_replace", among the choices of its ``model_name``)."""
+RUN_NAMES = {"clip-ft": "coco_control", "hn": "coco_crepe_negs", "hp-hn": "coco_crepe_negs_hard_pos",
+             "hp-hn-swap": "coco_crepe_negs_hard_pos_swap_only",
+             "hp-hn-replace": "coco_crepe_negs_hard_pos_replace_only", "ratio-0": "coco_crepe_pos",
+             "ratio-0.25": "coco_crepe_negs_hard_pos_25", "ratio-0.5": "coco_crepe_negs_hard_pos_50",
+             "ratio-0.75": "coco_crepe_negs_hard_pos_75"}
+"""A run of ``papers.hard_positives.runs`` -> the ``coco_*`` name of the same fine-tune among the script's choices
+(``amitakamath/hard_positives@33addaae run_eval.py:32-36`` "coco_crepe_negs_hard_pos_replace_only"; "coco_control"
+the COCO-only control, "coco_crepe_pos" hard positives only, i.e. hard-negative weight 0)."""
+GET_MODEL_CALL = 'run_eval main: get_model(model_name=model_name, device="cuda", root_dir=root_dir)'
+CLIP_LOAD_CALL = ("model_zoo get_model: clip.load(variant, device=device, download_root=root_dir), which downloads "
+                  "OpenAI's file")
+"""The authors' calls replaced, as the output names them (their module and function)."""
+
+
+@dataclass(frozen=True)
+class AuthorsRow:
+    """A row this workspace scored, as the script is run for it."""
+
+    row: str
+    model: str
+    """The zoo (or run) model name; with ``@<precision>`` for a reference scoring at another precision."""
+    authors_name: str
+    precision: str
+    """The precision this workspace scored the row at."""
+    stem: str
+    """Its file under ``predictions/`` (without ``.csv``)."""
+
+
+def openai_variant(arch: str) -> str:
+    """open_clip's architecture name -> ``clip.load``'s (``ViT-B-32-quickgelu`` -> ``ViT-B/32``, ``RN101`` as is)."""
+    arch = arch.removesuffix("-quickgelu")
+    if arch.startswith("ViT-"):
+        family, size = arch.rsplit("-", 1)
+        return f"{family}/{size}"
+    return arch
+
+
+def authors_model(model: str, run: str | None = None) -> str | None:
+    """The script's ``model_name`` for zoo model ``model`` (or for fine-tune ``run``), or None when its code has
+    none that builds it as this workspace scored it."""
+    if run is not None:
+        return RUN_NAMES.get(run)
+    if model in GELU_BUILDS:
+        return GELU_BUILDS[model]
+    from common.zoo import get_spec
+
+    spec = get_spec(model)
+    if spec.backend == "open_clip" and spec.pretrained == "openai":
+        return f"openai-clip:{openai_variant(spec.arch)}"
+    return None
+
+
+def authors_precision(authors_name: str, device: str) -> str:
+    """The precision the script scores at on ``device``: ``clip.load`` builds fp16 weights and casts them to fp32 on
+    the CPU only (``openai/CLIP@d05afc43 clip/clip.py:141`` "model.float()"); ``open_clip.create_model_and_transforms``
+    without a precision, fp32."""
+    if authors_name.startswith("openai-clip:") and not str(device).startswith("cpu"):
+        return "fp16"
+    return "fp32"
+
+
+def printed_counts(text: str, model_name: str, dataset_name: str) -> tuple[int, ...]:
+    """The five counts the script prints after its model and dataset names (``amitakamath/hard_positives@33addaae
+    run_eval.py:48-49`` "print(model_name) print(dataset_name)", then lines 100-116): c_n below both, c > c_n > c_p,
+    c_p > c_n > c, c_n above both, ties."""
+    lines = text.splitlines()
+    starts = [i for i in range(1, len(lines)) if lines[i] == dataset_name and lines[i - 1] == model_name]
+    if not starts or len(lines) < starts[-1] + 6:
+        raise ValueError(f"{SCRIPT} printed no counts after {model_name!r} / {dataset_name!r}:\n{text[-2000:]}")
+    return tuple(int(line) for line in lines[starts[-1] + 1: starts[-1] + 6])
+
+
+@contextlib.contextmanager
+def get_model_on(ctx, target: str) -> Iterator[None]:
+    """``model_zoo.get_model`` called with ``target`` instead of the ``"cuda"`` the script hard-codes (nothing changes
+    on CUDA). The script imports the name from the module (``amitakamath/hard_positives@33addaae run_eval.py:9`` "from
+    model_zoo import get_model"), so the module is imported first and its attribute wrapped; the fetched release must
+    be importable."""
+    import model_zoo
+
+    original = model_zoo.get_model
+    if str(target).startswith("cuda"):
+        yield
+        return
+
+    def get_model(model_name, device=None, **kwargs):  # noqa: ARG001 - the released keyword, overridden
+        return original(model_name, target, **kwargs)
+
+    ctx.replaced(GET_MODEL_CALL, f'get_model(model_name=model_name, device="{target}", root_dir=root_dir)',
+                 "the script hard-codes CUDA; this run has none (clip.load then builds fp32: it casts to float on the "
+                 "CPU)")
+    model_zoo.get_model = get_model
+    try:
+        yield
+    finally:
+        model_zoo.get_model = original
+
+
+def read_rows(path: Path, key: str = "row") -> dict[str, dict[str, str]]:
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row[key]: row for row in csv.DictReader(f)}
+
+
+def read_groups(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return {(row["row"], row["group"]): row for row in csv.DictReader(f)}
+
+
+def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]]:
+    """This workspace's Aug. decision and (c, c_p, c_n) scores per item."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return ({r["item_id"]: r["correct"] == "1" for r in rows},
+            {r["item_id"]: [float(r["score_0"]), float(r["score_1"]), float(r["score_2"])] for r in rows})
+
+
+def prediction_stem(model: str, reference: str | None, precision: str) -> str:
+    """As ``tables_full.prediction_stem`` names a scoring's file."""
+    return model.replace("/", "__") + (f"@{precision}" if reference == "precision" else "")
+
+
+def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCovered]]:
+    """Which rows the script runs for (one per model it builds: the row at the precision it scores at on
+    ``device``), and which it cannot run, with why."""
+    runs = set(context.get("checkpoints", {}))
+    chosen: dict[str, AuthorsRow] = {}
+    skipped: list[NotCovered] = []
+    for row, info in context["models"].items():
+        model, precision = info["model"], info["precision"]
+        name = authors_model(model, row if row in runs else None)
+        label = f"REPLACE, SWAP ({row}: {model})"
+        if info.get("reference") == "activation" or name is None:
+            skipped.append(NotCovered(label, f"no model name of {SCRIPT} builds it this way (its model_zoo builds "
+                                             "NegCLIP and the CREPE models GELU only: open_clip."
+                                             "create_model_and_transforms('ViT-B-32', pretrained=path, ...))"))
+            continue
+        entry = AuthorsRow(row, model + (f"@{precision}" if info.get("reference") == "precision" else ""), name,
+                           precision, prediction_stem(model, info.get("reference"), precision))
+        wanted = authors_precision(name, device)
+        previous = chosen.get(name)
+        if previous is None or (precision == wanted and previous.precision != wanted):
+            if previous is not None:
+                skipped.append(_other_precision(previous, wanted, device))
+            chosen[name] = entry
+        else:
+            skipped.append(_other_precision(entry, wanted, device))
+    return list(chosen.values()), skipped
+
+
+def _other_precision(entry: AuthorsRow, wanted: str, device: str) -> NotCovered:
+    return NotCovered(f"REPLACE, SWAP ({entry.row}: {entry.model})",
+                      f"scored here at {entry.precision}; {SCRIPT} scores {entry.authors_name} at {wanted} on "
+                      f"{device} (OpenAI's clip.load: fp16 on CUDA, fp32 on the CPU)")
+
+
+def released_layout(scratch: Path, manifest: Path) -> int | None:
+    """The prepared set's files and images where the script looks, relative to ``scratch`` (its cwd); a
+    rehearsal's cap as the first ``cap`` rows of each file, in the released format. Returns the cap."""
+    from papers.hard_positives.sets_full import FullSet
+
+    full = FullSet.load(manifest)
+    base = full.path.parent
+    for key in full.info["files"]:
+        source = full.fetch(key)  # sha256 checked against the manifest
+        target = scratch / key.removeprefix("hard_positives/")
+        if full.cap is None:
+            link(source, target)
+        else:
+            rows = json.loads(source.read_text(encoding="utf-8"))[: full.cap]
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(rows), encoding="utf-8")
+    for name, folder in full.info["vg_image_folders"].items():
+        link(base / folder, scratch / ROOT_DIR / name)
+    for root in (ROOT_DIR, SWAPPED_DIR):
+        link(base / full.info["swap_image_root"], scratch / root / "images")
+    return full.cap
+
+
+@dataclass
+class PartResult:
+    """One run of the script (``DATASET MODEL``): what it printed and computed, and its two score arrays."""
+
+    counts: tuple[int, ...]
+    orig_acc: float
+    orig: Any
+    """N x 1 x 2: (c_n, c) per example, from ``data/``."""
+    mod: Any
+    """N x 1 x 2: (c_n, c_p) per example, from ``swapped_data/``."""
+
+    @property
+    def n(self) -> int:
+        return len(self.orig)
+
+    def cells(self) -> dict[str, float]:
+        """Percentages as the paper prints them, and Table 2's means (over the same lists of scores)."""
+        import numpy as np
+
+        below, original_only, positive_only = self.counts[:3]
+        return {"orig": 100.0 * self.orig_acc, "aug": 100.0 * below / self.n,
+                "brittleness": 100.0 * (original_only + positive_only) / self.n,
+                "mean_original": float(np.mean(np.asarray([v[0][1] for v in self.orig], dtype=np.float64))),
+                "mean_positive": float(np.mean(np.asarray([v[0][1] for v in self.mod], dtype=np.float64))),
+                "mean_negative": float(np.mean(np.asarray([v[0][0] for v in self.mod], dtype=np.float64)))}
+
+    def decisions(self, group: str) -> tuple[dict[str, bool], dict[str, list[float]]]:
+        """Per item (``<group>/<row index>``): line 100's condition, and the scores of (c, c_p, c_n)."""
+        right, scores = {}, {}
+        for i, (o, m) in enumerate(zip(self.orig, self.mod)):
+            right[f"{group}/{i}"] = bool(m[0][0] < m[0][1] and m[0][0] < o[0][1])
+            scores[f"{group}/{i}"] = [float(o[0][1]), float(m[0][1]), float(m[0][0])]
+        return right, scores
+
+
+@dataclass
+class Weights:
+    """Where each model's weights go so that the authors' loader finds them."""
+
+    scratch: Path
+    clip_code: Any
+    archives: dict[str, Path] = field(default_factory=dict)
+
+    def place(self, ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping]) -> Path | None:
+        """Link or write the row's weights; returns the archive ``clip.load`` gets (OpenAI's CLIP only)."""
+        from common.io import sha256_file
+        from common.oracle.authors import OracleError, importable
+        from common.oracle.models import as_clip_archive
+        from common.zoo import get_spec
+
+        model = entry.model.split("@")[0]
+        if entry.authors_name.startswith("openai-clip:"):
+            if model not in self.archives:
+                with importable(self.clip_code.root):
+                    self.archives[model] = as_clip_archive(model, self.scratch / "weights")
+            return self.archives[model]
+        if entry.authors_name == "NegCLIP":
+            link(get_spec(model).checkpoint_path(), self.scratch / ROOT_DIR / "negclip.pth")
+        elif entry.row in checkpoints:
+            source = Path(checkpoints[entry.row]["path"])
+            if sha256_file(source) != checkpoints[entry.row].get("sha256"):
+                raise OracleError(f"{source}: not the weights results/hard_positives/full scored (sha256 differs "
+                                  "from context.json's): run the table1-full stage again")
+            self._as_state_dict(ctx, source, self.scratch / MODELS_DIR / f"{entry.authors_name}.pt")
+        else:
+            link(get_spec(model).checkpoint_path(), self.scratch / MODELS_DIR / f"{entry.authors_name}.pt")
+        return None
+
+    @staticmethod
+    def _as_state_dict(ctx, source: Path, target: Path) -> None:
+        import torch
+        from safetensors.torch import load_file
+
+        ctx.replaced("model_zoo get_model: replace/models/<coco_* name>.pt (the authors' fine-tune, not released)",
+                     "this workspace's run of the same name: its safetensors written there as a torch.save state dict",
+                     "the row's own weights, in the format the authors' loader reads (open_clip load_checkpoint: "
+                     "torch.load on a .pt path)")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(load_file(str(source)), target)
+
+
+def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
+    """The authors' (c, c_p, c_n) scores per item, kept in the scratch folder to look into a difference."""
+    from common.io import write_json_atomic
+
+    scores = {}
+    for part in PARTS:
+        scores.update(parts[part.dataset].decisions(part.group)[1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, scores)
+
+
+def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path | None, log: Callable[[str], None]
+             ) -> PartResult:
+    """The script run with ``<part> <model>`` in the scratch folder, as ``python`` runs it; its printout and arrays
+    recorded."""
+    from common.oracle.authors import importable, run_script
+    from common.oracle.models import clip_load_from
+    from common.oracle.observe import returns_of
+
+    argv = [part.dataset, entry.authors_name]
+    printed = io.StringIO()
+    with importable(clip_code.root), clip_load_from(ctx, archive, CLIP_LOAD_CALL), importable(code.root), \
+            get_model_on(ctx, ctx.device), \
+            returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as scores, \
+            returns_of(code.module_file(SCRIPT), "main", own_locals=("orig_acc",)) as main, \
+            contextlib.redirect_stdout(printed):
+        run_script(code, SCRIPT, argv, cwd=ctx.scratch)
+    log(printed.getvalue())
+    if len(scores.values) != 2 or len(main.locals) != 1:
+        raise RuntimeError(f"{SCRIPT} {' '.join(argv)}: expected two scorings and one return of main, saw "
+                           f"{len(scores.values)} and {len(main.locals)}")
+    return PartResult(printed_counts(printed.getvalue(), entry.authors_name, part.dataset),
+                      float(main.locals[0]["orig_acc"]), scores.values[0], scores.values[1])
+
+
+def compare_row(oracle: PaperOracle, entry: AuthorsRow, parts: Mapping[str, PartResult], results: Path,
+                groups: Mapping, columns: Mapping, table2: Mapping, reason: str | None) -> None:
+    """The row's numbers and decisions, the authors' beside this workspace's."""
+    cells = {p.group: parts[p.dataset].cells() for p in PARTS}
+
+    def ours(value: str | None) -> float | None:
+        return None if value in (None, "", "N/A") else float(value)
+
+    def add(benchmark: str, key: str, authors: float, here: str | None, decimals: int = DECIMALS) -> None:
+        oracle.numbers.append(Number(benchmark, entry.model, key, authors, ours(here), decimals, reason))
+
+    for part in PARTS:
+        if part.key_prefix:
+            for metric, title in METRICS:
+                add(part.benchmark, part.key_prefix + title, cells[part.group][metric],
+                    groups.get((entry.row, part.group), {}).get(metric))
+    for benchmark, members in COLUMNS.items():
+        for metric, title in METRICS:
+            add(benchmark, title, sum(cells[g][metric] for g in members) / len(members),
+                columns.get(entry.row, {}).get(f"{benchmark.lower()}_{metric}"))
+    for metric, caption in TABLE2:
+        members = COLUMNS["REPLACE"]
+        add("REPLACE", f"Table 2: mean s({caption})", sum(cells[g][metric] for g in members) / len(members),
+            table2.get(entry.row, {}).get(f"replace_{metric}"), TABLE2_DECIMALS)
+    decided, our_scores = our_predictions(results / "predictions" / f"{entry.stem}.csv")
+    for benchmark, members in COLUMNS.items():
+        authors, authors_scores = {}, {}
+        for part in (p for p in PARTS if p.group in members):
+            right, scores = parts[part.dataset].decisions(part.group)
+            authors.update(right)
+            authors_scores.update(scores)
+        here = {k: v for k, v in decided.items() if k.split("/")[0] in members}
+        oracle.decisions.append(compare_decisions(benchmark, entry.model, authors, here, reason,
+                                                  authors_scores=authors_scores,
+                                                  our_scores={k: our_scores[k] for k in here}))
+
+
+RUNS_ACTIVATION = ("a run trained here is scored as trained (QuickGELU); the authors' loader builds every coco_* "
+                   "fine-tune as open_clip ViT-B-32, GELU (papers/hard_positives/README.md, Deviations)")
+"""The stated deviation of the fine-tunes' rows: the scores differ (by up to 4e-3 on the stand-ins)."""
+
+
+def run(ctx) -> PaperOracle:
+    from common.oracle.authors import command_line
+    from common.paths import build_root
+    from common.zoo.specs import register_local_configs
+
+    results = ctx.results("hard_positives")
+    code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
+    context = json.loads((results / "context.json").read_text(encoding="utf-8"))
+    oracle = PaperOracle("hard_positives", code=[code.pinned, clip_code.pinned])
+    register_local_configs()  # a rehearsal's shrunk architectures (VLC_ARCH_OVERRIDES); nothing otherwise
+    cap = released_layout(ctx.scratch, build_root() / "full" / "hard_positives" / "manifest.json")
+    if cap is not None:
+        ctx.replaced(f"{ROOT_DIR}/*.json, {SWAPPED_DIR}/*.json (every row)",
+                     f"their first {cap} rows, the same JSON list cut",
+                     f"the rehearsal's set scores the first rehearsal.cap = {cap} items of each part "
+                     f"(sets_full.FullSet.capped); {SCRIPT} scores every row")
+    entries, skipped = plan(context, ctx.device)
+    oracle.not_covered += skipped
+    groups = read_groups(results / "groups.csv")
+    columns = {**read_rows(results / "table3.csv"), **read_rows(results / "table1.csv")}
+    table2 = read_rows(results / "table2.csv")
+    weights = Weights(ctx.scratch, clip_code)
+    logs = ctx.scratch / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        archive = weights.place(ctx, entry, context.get("checkpoints", {}))
+        wanted = authors_precision(entry.authors_name, ctx.device)
+        reasons = [] if entry.precision == wanted else [f"this workspace scored the row at {entry.precision}; "
+                                                        f"the authors' script on {ctx.device} at {wanted}"]
+        if entry.authors_name.startswith("coco_"):
+            reasons.append(RUNS_ACTIVATION)
+        reason = "; ".join(reasons) or None
+        parts = {}
+        for part in PARTS:
+            log = logs / f"{entry.row}-{part.dataset}.log"
+            parts[part.dataset] = run_part(ctx, code, clip_code, entry, part, archive,
+                                           lambda text, log=log: log.write_text(text, encoding="utf-8"))
+            oracle.ran.append(command_line(code, SCRIPT, [part.dataset, entry.authors_name]) + f"  [{entry.row}]")
+        compare_row(oracle, entry, parts, results, groups, columns, table2, reason)
+        write_scores(ctx.scratch / "scores" / f"{entry.stem}.json", parts)
+    oracle.not_covered.append(NotCovered(
+        "ImageNet-1K, CIFAR-10/100, COCO and Flickr30K retrieval (Sec. 4.2, supplementary)",
+        f"{code.pinned} releases no evaluation for them: its only script's datasets are {module_path(SCRIPT)}:17 "
+        '"choices=[\\"swap\\", \\"replace_rel\\", \\"replace_att\\", \\"replace_obj\\", '
+        '\\"negate\\"])"'))
+    return oracle
