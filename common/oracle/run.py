@@ -56,7 +56,7 @@ class OracleContext:
 def oracle_papers() -> list[str]:
     from common import plugins
 
-    return [p for p in plugins.paper_names() if plugins.paper_module(p, "oracle") is not None]
+    return [p for p in plugins.paper_names() if (plugins.paper_dir(p) / "oracle.py").is_file()]  # found, not imported
 
 
 def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:

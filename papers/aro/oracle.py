@@ -79,18 +79,19 @@ def our_scoring(name: str, model_name: str, ctx) -> tuple[str, str]:
     (``openai/CLIP@d05afc43 clip/clip.py:140-141`` "if str(device) == "), so on a CPU the authors' run is set beside
     the row scored at ``engine.precision`` (``<name>@fp32``, ``papers.aro.tables.Scoring``), on CUDA beside the
     authors'-precision row (``aro.full.authors_precision``); a checkpoint through open_clip runs at fp32 either way."""
-    from common.zoo import get_spec
+    from papers.aro.tables import Scoring
 
-    label = get_spec(name).label
     ran_at = "fp16" if model_name.startswith("openai-clip") and str(ctx.device).startswith("cuda") else "fp32"
     authors = ctx.params["aro"]["full"].get("authors_precision", {}).get(name)
     engine = ctx.params.get("engine", {}).get("precision", "fp32")
     if authors is None or authors == ran_at:
-        return name, label
-    if engine == ran_at:
-        return f"{name}@{engine}", f"{label} [{engine}]"
-    raise ValueError(f"{name}: the authors' code runs it at {ran_at} on {ctx.device}; this workspace scored it at "
-                     f"{authors} and {engine}")
+        scoring = Scoring(name, authors or engine)
+    elif engine == ran_at:
+        scoring = Scoring(name, engine, reference=True)  # the tables' row beside the authors' precision
+    else:
+        raise ValueError(f"{name}: the authors' code runs it at {ran_at} on {ctx.device}; this workspace scored it "
+                         f"at {authors} and {engine}")
+    return scoring.key, scoring.label()
 
 
 def released_layout(scratch: Path, manifest: dict) -> None:
