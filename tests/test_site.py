@@ -217,3 +217,22 @@ def test_in_chromium_every_page_loads_cleanly_and_the_verdict_filter_narrows_the
         assert not problems, "\n".join(problems)
     finally:
         driver.quit()
+
+
+def test_the_index_and_each_paper_page_show_the_oracle_record(site):
+    """Per paper, "the authors' code agrees on N of M benchmarks" and the commits it ran (``results/oracle/``)."""
+    from common.oracle.core import read_record
+
+    index = (site / "index.html").read_text(encoding="utf-8")
+    recorded = 0
+    for paper in paper_names():
+        record = read_record(paper, RESULTS)
+        if record is None:
+            continue
+        recorded += 1
+        assert f'<a href="{paper}.html#oracle">{record["agreeing"]} of {record["of"]} benchmarks</a>' in index
+        page = (site / f"{paper}.html").read_text(encoding="utf-8")
+        assert 'id="oracle"' in page and all(f"<code>{c}</code>" in page for c in record["code"])
+        assert all(f"<tr><th>{escape(name)}</th>" in page for name in record["benchmarks"])
+        assert all(escape(n["why"]) in page for n in record["not_covered"])
+    assert recorded == 5

@@ -11,6 +11,8 @@ from typing import Callable, Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, REHEARSAL, VERDICTS, AuditRow, VerdictCounts
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.oracle.core import read_record
+from common.paths import RESULTS
 
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
@@ -104,9 +106,35 @@ def _note(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
     return note
 
 
+def oracle_lines(record: Mapping | None) -> list[str]:
+    """The section on the authors' code run beside this workspace's (``common.oracle``), from its committed record."""
+    if record is None:
+        return []
+    code = ", ".join(f"`{c}`" for c in record["code"])
+    lines = ["## The authors' code as the oracle", "",
+             f"The authors' released evaluation ({code}) run unmodified beside this workspace's on "
+             f"{record['inputs']}, with the same weights: **it agrees on {record['agreeing']} of {record['of']} "
+             f"benchmarks** (`results/oracle/{record['paper']}.json`; CI reruns it and fails when this record is "
+             "stale; on the real files after the full profile: `make oracle`).", "",
+             "| benchmark | agrees | models | numbers equal at the paper's precision | decisions compared | "
+             "decisions differing | stated reason |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for name, b in record["benchmarks"].items():
+        reasons = _md_escape(shorten("; ".join(b["stated_reasons"]), MD_NOTE_CHARS)) or "-"
+        lines.append(f"| {_md_escape(name)} | {'yes' if b['agrees'] else '**no**'} | {b['models']} "
+                     f"| {b['numbers_equal']} of {b['numbers']} | {b['decisions']} | {b['decisions_differing']} "
+                     f"| {reasons} |")
+    lines.append("")
+    if record["not_covered"]:
+        lines += ["Not run:", ""]
+        lines += [f"- {_md_escape(n['benchmark'])}: {_md_escape(n['why'])}" for n in record["not_covered"]]
+        lines.append("")
+    return lines
+
+
 def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | None = None,
-             info: Mapping[str, ClaimInfo] | None = None) -> str:
-    """The readable report; ``info`` (from ``claim_info``) wins over ``claims`` when given."""
+             info: Mapping[str, ClaimInfo] | None = None, oracle: Mapping | None = None) -> str:
+    """The readable report; ``info`` (from ``claim_info``) wins over ``claims`` when given; ``oracle``: the paper's
+    oracle record (``common.oracle.core.read_record``)."""
     info = claim_info(paper, claims) if info is None else info
     counts = VerdictCounts.of(rows).counts
     shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
@@ -134,6 +162,7 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | 
         "Profiles: `released` (authors' released files), `paper` (the paper's own tables), `full` (a full-profile "
         "run here), `mini` (a mini-world run: never compared with a published number).",
         "",
+        *oracle_lines(oracle),
     ]
     sections = [
         ("Discrepancies", [r for r in rows if r.verdict == "differs"]),
@@ -229,7 +258,8 @@ def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
     counts = VerdictCounts.of(rows).counts
     with output_group(out_dir) as staging:
         paths = {
-            "markdown": write_text_atomic(staging / f"{paper}.md", markdown(paper, rows, profile, info=info)),
+            "markdown": write_text_atomic(staging / f"{paper}.md", markdown(
+                paper, rows, profile, info=info, oracle=read_record(paper, RESULTS))),
             "csv": write_csv_atomic(staging / f"{paper}.csv", csv_rows(rows, info), FIELDS),
             "metrics": write_json_atomic(staging / f"{paper}_summary.json", counts),
             "figure": scatter(rows, staging / f"{paper}.png", f"{paper}: published vs recomputed",

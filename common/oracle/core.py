@@ -177,6 +177,36 @@ class PaperOracle:
         write_json_atomic(path, self.to_json())
         return path
 
+    def record(self, inputs: str) -> dict:
+        """What the committed record keeps of a run on ``inputs``: per benchmark the counts and the verdict, never
+        the scores, whose last bits differ across CPU kinds, so that a rerun anywhere writes the same file unless
+        an outcome changed (``RECORD_DIR``; the audit and the site show it)."""
+        agreeing = set(self.agreeing())
+        benchmarks = {}
+        for benchmark in self.benchmarks():
+            numbers = [n for n in self.numbers if n.benchmark == benchmark]
+            decisions = [d for d in self.decisions if d.benchmark == benchmark]
+            reasons = {n.reason for n in numbers if n.reason and not n.equal} | {d.reason for d in decisions
+                                                                                   if d.reason}
+            benchmarks[benchmark] = {
+                "agrees": benchmark in agreeing,
+                "models": len({n.model for n in numbers} | {d.model for d in decisions}),
+                "numbers": len(numbers), "numbers_equal": sum(n.equal for n in numbers),
+                "decisions": sum(d.compared for d in decisions),
+                "decisions_differing": sum(len(d.differing) + len(d.missing) for d in decisions),
+                "stated_reasons": sorted(reasons)}
+        return {"paper": self.paper, "inputs": inputs, "code": self.code,
+                "agreeing": len(agreeing), "of": len(benchmarks), "benchmarks": benchmarks,
+                "not_covered": [asdict(n) for n in self.not_covered],
+                "replacements": [r.what for r in self.replacements]}
+
+
+RECORD_DIR = "oracle"
+"""Where ``<paper>.json`` records the last oracle run on the rehearsal's stand-ins (``PaperOracle.record``), under
+``results/``: committed, rewritten by every default rehearsal, so CI fails when the committed one is stale."""
+STANDIN_INPUTS = ("the rehearsal's stand-ins (python -m common rehearse: the full profile's inputs in their upstream "
+                  "formats, a few examples per group, random-weight checkpoints in the released formats)")
+
 
 def _fmt(value: float | None, decimals: int) -> str:
     return "-" if value is None else f"{value:.{decimals}f}"
@@ -207,3 +237,9 @@ def read_oracles(folder: Path) -> list[PaperOracle]:
     """Every ``<paper>.json`` an oracle run wrote under ``folder``."""
     return [PaperOracle.from_json(json.loads(p.read_text(encoding="utf-8"))) for p in sorted(Path(folder).glob("*.json"))
             if p.name != "summary.json"]
+
+
+def read_record(paper: str, results: Path) -> dict | None:
+    """``results/oracle/<paper>.json`` (``PaperOracle.record``), or None when the paper has none."""
+    path = Path(results) / RECORD_DIR / f"{paper}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

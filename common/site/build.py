@@ -1,8 +1,8 @@
 """Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
 
-Pages: ``index.html`` (papers, their claims scorecard's and audit's counts, the other pages), ``<paper>.html`` (the
-paper's claims scorecard, every CSV and PNG under ``results/<paper>/``, folder by folder, then the paper's audit as a
-filterable table), ``cross_paper.html``,
+Pages: ``index.html`` (papers, their claims scorecard's, oracle record's and audit's counts, the other pages),
+``<paper>.html`` (the paper's claims scorecard, every CSV and PNG under ``results/<paper>/``, folder by folder, the
+authors' code beside this workspace's (``results/oracle/<paper>.json``), then the paper's audit as a filterable table), ``cross_paper.html``,
 ``correlations.html`` (every results CSV with a Pearson, Spearman or Kendall column, with the figures of its folder)
 and ``cards.html`` (the report cards ``python -m common card`` wrote). One base template holds the layout; each page
 template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup.
@@ -36,6 +36,7 @@ from common import plugins, scorecard
 from common.audit.core import ORDER, AuditRow
 from common.audit.report import FIELDS as AUDIT_FIELDS
 from common.audit.report import published_label
+from common.oracle.core import read_record
 from common.errors import WorkspaceError
 from common.io import output_group, write_text_atomic
 from common.paths import RESULTS, build_root, refuse_workspace_outputs
@@ -347,7 +348,8 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     cross_summary = audit / f"{CROSS_PAPER}_summary.json"
     cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
     claims = {p: scorecard.scorecard(p, w.results) for p in papers}
-    w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts,
+    oracles = {p: read_record(p, w.results) for p in papers}
+    w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts, oracles=oracles,
            claims={p: scorecard.reproduced_counts(rows) for p, rows in claims.items() if rows},
            evidence=scorecard.EVIDENCE_TITLES)
     for paper in papers:
@@ -356,7 +358,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
                sections=paper_sections(w, paper),
                audit=audit_grid(w, paper), counts=counts.get(paper, {}),
                audit_figures=[w.image(p, w.results, "results") for p in figures],
-               command=AUDIT_COMMAND.format(paper=paper))
+               command=AUDIT_COMMAND.format(paper=paper), oracle=oracles[paper])
     cross_csv, cross_png = audit / f"{CROSS_PAPER}.csv", audit / f"{CROSS_PAPER}.png"
     table = cross_paper_grid(w, cross_csv) if cross_csv.is_file() else None
     figure = w.image(cross_png, w.results, "results") if cross_png.is_file() else None

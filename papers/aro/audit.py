@@ -20,7 +20,8 @@ from common.audit.core import Recomputed
 from common.audit.runs import MINI_NOTE, RunRow, context_recipe_notes, read_run_table, require_rows, run_value
 from common.paths import RESULTS
 
-DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv", "papers/aro/models.toml")
+DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv",
+              "results/oracle/aro.json", "papers/aro/models.toml")
 """The published numbers this audit reads (``common.stage_deps``), and the zoo entries of ARO's own runs (their
 labels)."""
 

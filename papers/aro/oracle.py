@@ -24,9 +24,16 @@ row ``aro/negclip-gelu`` as released; a row trained with QuickGELU gets ``force_
 Shim: ``torch._six`` (``common.oracle.authors.torch_six``: torch 2 removed it, and the release's ``misc`` package
 imports it).
 
+COCO and Flickr30k retrieval: the release's ``RETRIEVAL_SCRIPT`` (``--dataset COCO_Retrieval`` /
+``Flickr30k_Retrieval``), unshuffled, on the Karpathy test splits the full profile read, linked where the released
+constants look (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:2`` "COCO_ROOT =",
+``~/.cache/coco/2014``, and ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:3``
+"FLICKR_ROOT =", ``~/.cache/flickr30k/images``; torchvision's ``download_url`` finds the annotation file there and
+downloads nothing). Its four precisions are set beside Table 3's "No Shuffling" row at the paper's three decimals.
+
 Not run here: COCO/Flickr30k-Order (each example's perturbed captions are drawn at load time by the release's
 ``TextShuffler``, spaCy and numpy's global stream; this workspace draws them once per seed, so the options, and the
-scores, differ) and the retrieval and zero-shot tasks (the release's ``main_retrieval`` script: not wired yet).
+scores, differ), the shuffled retrieval rows for the same reason, and zero-shot classification (no released code).
 """
 from __future__ import annotations
 
@@ -56,7 +63,26 @@ GET_MODEL_CALL = ("model_zoo get_model('openai-clip:ViT-B/32'): clip.load('ViT-B
                   "downloads OpenAI's file")
 ARO_ROOT = Path("~") / ".cache" / "prerelease_bow"
 CACHE_DIR = Path("~") / ".cache"
-"""The release's ``dataset_zoo.constants`` and ``model_zoo.constants``, relative to the working directory as released."""
+RETRIEVAL_ROOTS = {"coco": (Path("~") / ".cache" / "coco" / "2014", "coco_karpathy_test.json"),
+                   "flickr30k": (Path("~") / ".cache" / "flickr30k" / "images", "flickr30k_test.json")}
+"""The release's ``dataset_zoo.constants`` and ``model_zoo.constants``, relative to the working directory as released,
+and the annotation file its retrieval datasets read there (the ``dataset_zoo.retrieval`` module)."""
+HOME_WHY = ("the release opens the annotation file at the unexpanded relative path (the dataset_zoo.retrieval "
+            "module: json.load(open(os.path.join(root_dir,filenames[split]),'r'))) but first has torchvision's "
+            "download_url look for it, which expands ~ to the home folder: as released the two agree only when the "
+            "working directory's literal ~ folder is the home folder's copy; with HOME there both read the same file "
+            "and nothing is downloaded")
+RETRIEVAL_SCRIPT = "main_retrieval"
+RETRIEVAL = {  # the authors' --dataset -> (benchmark, this workspace's split key and Table 3 dataset name)
+    "COCO_Retrieval": ("COCO retrieval", "coco", "COCO"),
+    "Flickr30k_Retrieval": ("Flickr30k retrieval", "flickr30k", "Flickr30k"),
+}
+RETRIEVAL_COLUMNS = {"TextPrec@1": "Text Recall@1", "TextPrec@5": "Text Recall@5",
+                     "ImagePrec@1": "Image Recall@1", "ImagePrec@5": "Image Recall@5"}
+"""The authors' record fields -> Table 3's columns (the "No Shuffling" row), which the paper prints with three
+decimals."""
+RETRIEVAL_DECIMALS = 3
+NO_SHUFFLE_TABLE = "table3_text_shuffle.csv"
 
 
 def authors_model(name: str) -> str | None:
@@ -106,6 +132,33 @@ def released_layout(scratch: Path, manifest: dict) -> None:
     link(Path(images.pop()), root / "images")
 
 
+def retrieval_layout(scratch: Path, manifest: dict) -> list[str]:
+    """The Karpathy test splits where the release's retrieval datasets look (``RETRIEVAL_ROOTS``, relative to
+    ``scratch``): the annotation file, and beside it every entry of the image folder the full profile read (BLIP's
+    image paths start with ``val2014/`` or ``flickr30k-images/``). The splits the manifest holds."""
+    present = []
+    for split, (root, annotations) in RETRIEVAL_ROOTS.items():
+        entry = manifest.get("retrieval", {}).get(split)
+        if entry is None:
+            continue
+        image_root = Path(entry["image_root"])
+        for child in image_root.iterdir():
+            if child.name != annotations:
+                link(child, scratch / root / child.name)
+        link(Path(entry["annotations"]), scratch / root / annotations)
+        present.append(split)
+    return present
+
+
+def no_shuffle_rows(path: Path, label: str) -> dict[str, dict[str, str]]:
+    """Table 3's "No Shuffling" row of model ``label``, per dataset name."""
+    from papers.aro.tables import NO_SHUFFLE
+
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["dataset"]: row for row in csv.DictReader(f)
+                if row["strategy"] == NO_SHUFFLE and row["model"] == label}
+
+
 def read_table(path: Path) -> dict[str, dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as f:
         return {row["group"]: row for row in csv.DictReader(f)}
@@ -122,7 +175,7 @@ def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]
 def run(ctx) -> PaperOracle:
     import numpy as np
 
-    from common.oracle.authors import command_line, run_script, shimmed_modules, torch_six, importable
+    from common.oracle.authors import command_line, home_directory, importable, run_script, shimmed_modules, torch_six
     from common.oracle.observe import returns_of
     from common.paths import build_root
     from common.zoo import get_spec
@@ -132,9 +185,9 @@ def run(ctx) -> PaperOracle:
     code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
     manifest_path = build_root() / "full" / "aro" / "benchmarks" / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    for kind in ("vg_relation", "vg_attribution"):
+    for entry in (manifest["vg_relation"], manifest["vg_attribution"], *manifest.get("retrieval", {}).values()):
         for key in ("annotations", "image_root"):
-            manifest[kind][key] = str(manifest_path.parent / manifest[kind][key])
+            entry[key] = str(manifest_path.parent / entry[key])
     scored = list(json.loads((results / "context.json").read_text(encoding="utf-8"))["models"])
     oracle = PaperOracle("aro", code=[code.pinned, clip_code.pinned])
     ctx.replaced("torch._six (the misc package: from torch._six import string_classes)",
@@ -142,6 +195,10 @@ def run(ctx) -> PaperOracle:
                  "torch 2.0 removed torch._six, so the script cannot start as released")
     register_local_configs()
     released_layout(ctx.scratch, manifest)
+    splits = retrieval_layout(ctx.scratch, manifest)
+    if splits:
+        ctx.replaced("HOME, for the retrieval runs", "the scratch folder's literal ~ folder (where the relative "
+                     "constants already point)", HOME_WHY)
     for name in scored:
         model_name = authors_model(name)
         if model_name is None:
@@ -183,9 +240,37 @@ def run(ctx) -> PaperOracle:
             decided, our_scores = our_predictions(results / "predictions" / key.replace("/", "__") / predictions)
             oracle.decisions.append(compare_decisions(benchmark, key, authors, decided,
                                                       authors_scores=authors_scores, our_scores=our_scores))
+        for dataset, (benchmark, split, table_name) in RETRIEVAL.items():
+            if split not in splits:
+                continue
+            out = ctx.scratch / "outputs" / name.replace("/", "__")
+            (out / f"{dataset}.csv").unlink(missing_ok=True)
+            argv = ["--device", ctx.device, "--num_workers", "0", "--model-name", model_name, "--dataset", dataset,
+                    "--output-dir", str(out)]
+            with shimmed_modules({"torch._six": torch_six()}), importable(clip_code.root), \
+                    clip_load_from(ctx, archive, GET_MODEL_CALL), \
+                    open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu), \
+                    home_directory(ctx.scratch / "~"):
+                run_script(code, RETRIEVAL_SCRIPT, argv, cwd=ctx.scratch)
+            oracle.ran.append(command_line(code, RETRIEVAL_SCRIPT, argv) + f"  [{key}]")
+            with open(out / f"{dataset}.csv", newline="", encoding="utf-8") as f:
+                (record,) = list(csv.DictReader(f))
+            ours = no_shuffle_rows(results / NO_SHUFFLE_TABLE, label).get(table_name, {})
+            for field, column in RETRIEVAL_COLUMNS.items():
+                value = ours.get(column)
+                oracle.numbers.append(Number(benchmark, key, column, float(record[field]),
+                                             None if value in (None, "") else float(value), RETRIEVAL_DECIMALS))
     oracle.not_covered += [
         NotCovered("COCO-Order, Flickr30k-Order", "the authors' dataset_zoo draws each example's four perturbed "
                    "captions at load time (TextShuffler, spaCy and numpy's global stream); this workspace draws them "
                    "once per seed (papers/aro/order.py): the options differ, so the scores cannot be compared"),
-        NotCovered("COCO/Flickr30k retrieval, zero-shot", "the release's main_retrieval script is not wired to the oracle yet")]
+        NotCovered("COCO/Flickr30k text- and image-shuffled retrieval (Tables 3-4 but their No Shuffling rows)",
+                   "the release shuffles with numpy's, Python's and torch's global streams, seeded once per run, "
+                   "caption after caption and image after image (main_retrieval; the dataset_zoo.perturbations "
+                   "module); this workspace draws each caption's and image's permutation from its own seeded stream "
+                   "(common/caption_text.py, common/image_transforms.py): the shuffled inputs differ, so the scores "
+                   "cannot be compared"),
+        NotCovered("CIFAR-10/100 zero-shot classification (Table 6)",
+                   "the release has no zero-shot classification code (main_retrieval takes COCO_Retrieval or "
+                   "Flickr30k_Retrieval only)")]
     return oracle

@@ -19,8 +19,8 @@ from common.paths import RESULTS
 from papers.bivlc import released
 from papers.bivlc.detection import head_run
 
-DATA_FILES = ("results/published/bivlc.csv", "results/published/bivlc_claims.csv")
-"""The published numbers this audit reads (``common.stage_deps``)."""
+DATA_FILES = ("results/published/bivlc.csv", "results/published/bivlc_claims.csv", "results/oracle/bivlc.json")
+"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
 
 MAIN_COLUMNS = {"I2T": "BiVLC | I2T", "T2I": "BiVLC | T2I", "group": "BiVLC | Group", "sugarcrepe": "SugarCrepe"}
 FINER_COLUMNS = {m: f"BiVLC (finer metrics) | {m}" for m in ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")}

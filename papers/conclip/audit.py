@@ -33,8 +33,9 @@ from common.paths import RESULTS
 from papers.conclip.zeroshot_full import published_columns
 
 PAPER = "conclip"
-DATA_FILES = ("results/published/conclip.csv", "results/published/conclip_claims.csv")
-"""The published numbers this audit reads (``common.stage_deps``)."""
+DATA_FILES = ("results/published/conclip.csv", "results/published/conclip_claims.csv",
+              "results/oracle/conclip.json")
+"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
 
 SUGARCREPE_COLUMNS: dict[str, str] = {
     "replace_obj": "Replace | Object", "replace_att": "Replace | Attribute", "replace_rel": "Replace | Relation",

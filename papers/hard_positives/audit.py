@@ -28,8 +28,9 @@ from common.audit.runs import context_recipe_notes, joined_notes, recipe_of_row,
 from common.paths import RESULTS
 from papers.hard_positives import released
 
-DATA_FILES = ("results/published/hard_positives.csv", "results/published/hard_positives_claims.csv")
-"""The published numbers this audit reads (``common.stage_deps``)."""
+DATA_FILES = ("results/published/hard_positives.csv", "results/published/hard_positives_claims.csv",
+              "results/oracle/hard_positives.json")
+"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
 
 TABLE1_COLUMNS: dict[str, str] = {
     "replace_orig": "REPLACE | Orig. Test Acc.", "replace_aug": "REPLACE | Aug. Test Acc.",

@@ -30,8 +30,9 @@ from common.paths import RESULTS
 from common.zoo import get_spec
 from papers.sugarcrepe import released
 
-DATA_FILES = ("results/published/sugarcrepe.csv", "results/published/sugarcrepe_claims.csv")
-"""The published numbers this audit reads (``common.stage_deps``)."""
+DATA_FILES = ("results/published/sugarcrepe.csv", "results/published/sugarcrepe_claims.csv",
+              "results/oracle/sugarcrepe.json")
+"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
 
 PAPER = "sugarcrepe"
 TABLE6_COLUMNS = {

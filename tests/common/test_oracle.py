@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from common.oracle.core import Decisions, Number, PaperOracle, compare_decisions, read_oracles, table_lines
+from common.oracle.core import (Decisions, NotCovered, Number, PaperOracle, compare_decisions, read_oracles,
+                                table_lines)
 from common.oracle.observe import locals_at_line, returns_of
 
 
@@ -161,3 +162,60 @@ def test_main_eval_agrees_with_the_engine_and_catches_a_changed_tie_rule(mirror,
     altered = compare_decisions("SugarCrepe", "tiny", authors, ours(DecisionRule("ties-count", ties="correct")))
     assert not altered.ok
     assert set(altered.differing) == {f"{c}/1" for c in CATEGORIES}
+
+
+# ---- the committed record -----------------------------------------------------------------------------------------
+def _two_benchmark_oracle() -> PaperOracle:
+    return PaperOracle(
+        "p", code=["RAIVNLab/sugar-crepe"],
+        numbers=[Number("X", "m", "k", 50.0, 50.04, 1), Number("Y", "m", "k", 50.0, 40.0, 1),
+                 Number("Y", "m", "j", 50.0, 40.0, 1, reason="a stated deviation")],
+        decisions=[compare_decisions("X", "m", {"a": True, "b": False}, {"a": True, "b": False},
+                                     authors_scores={"a": [0.1, 0.2], "b": [0.3, 0.1]},
+                                     our_scores={"a": [0.1, 0.2], "b": [0.3, 0.10000001]})],
+        not_covered=[NotCovered("Z", "no released code")])
+
+
+def test_the_record_keeps_counts_and_verdicts_and_no_score(tmp_path):
+    from common.oracle.core import RECORD_DIR, read_record
+
+    record = _two_benchmark_oracle().record("stand-ins")
+    assert (record["agreeing"], record["of"]) == (1, 2)
+    assert record["benchmarks"]["X"] == {"agrees": True, "models": 1, "numbers": 1, "numbers_equal": 1,
+                                         "decisions": 2, "decisions_differing": 0, "stated_reasons": []}
+    assert record["benchmarks"]["Y"]["agrees"] is False
+    assert record["benchmarks"]["Y"]["stated_reasons"] == ["a stated deviation"]
+    assert record["not_covered"] == [{"benchmark": "Z", "why": "no released code"}]
+    assert "score_gap" not in json.dumps(record) and "0.1" not in json.dumps(record)  # last bits vary by CPU kind
+    assert read_record("p", tmp_path) is None
+    (tmp_path / RECORD_DIR).mkdir()
+    (tmp_path / RECORD_DIR / "p.json").write_text(json.dumps(record), encoding="utf-8")
+    assert read_record("p", tmp_path) == record
+
+
+def test_the_audit_shows_the_record_and_a_benchmark_that_disagrees():
+    from common.audit.report import markdown
+
+    record = _two_benchmark_oracle().record("the stand-ins")
+    text = markdown("p", [], "mini", info={}, oracle=record)
+    assert "## The authors' code as the oracle" in text
+    assert "(`RAIVNLab/sugar-crepe`) run unmodified beside this workspace's on the stand-ins" in text
+    assert "**it agrees on 1 of 2 benchmarks**" in text
+    assert "| X | yes | 1 | 1 of 1 | 2 | 0 | - |" in text
+    assert "| Y | **no** | 1 | 0 of 2 | 0 | 0 | a stated deviation |" in text
+    assert "- Z: no released code" in text
+    assert "authors' code" not in markdown("p", [], "mini", info={})
+
+
+def test_each_committed_record_names_its_code_and_every_benchmark_agrees():
+    """``results/oracle/<paper>.json``, rewritten by CI's rehearsal: every paper with an oracle has one, and it says
+    the authors' code agreed everywhere it ran (the rehearsal fails otherwise, so a committed disagreement is stale)."""
+    from common.oracle.core import read_record
+    from common.oracle.run import oracle_papers
+    from common.paths import RESULTS
+
+    for paper in oracle_papers():
+        record = read_record(paper, RESULTS)
+        assert record is not None, paper
+        assert record["paper"] == paper and record["code"] and all("@" in c for c in record["code"])
+        assert record["of"] > 0 and record["agreeing"] == record["of"], paper
