@@ -23,6 +23,19 @@ PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
 PAPER ?= $(PAPERS)
 TEST_WORKERS ?= auto
 # pytest-xdist processes of `make test` (auto: one per core; TEST_WORKERS=0 runs the suite in one process)
+MODEL ?=
+
+# Arguments are checked as this file is read: a mistake is one line before the install (every target's prerequisite)
+# starts, which takes minutes on a fresh clone.
+ifneq ($(filter card,$(MAKECMDGOALS)),)
+ifeq ($(strip $(MODEL)),)
+$(error make card: give MODEL=SPEC (several: MODEL="A B"; python -m common zoo list))
+endif
+endif
+UNKNOWN_PAPERS := $(filter-out $(PAPERS),$(PAPER))
+ifneq ($(and $(filter repro rehearse status metrics oracle,$(MAKECMDGOALS)),$(UNKNOWN_PAPERS)),)
+$(error make: no $(patsubst %,papers/%/dvc.yaml,$(UNKNOWN_PAPERS)) (PAPER=$(PAPER); papers: $(PAPERS)))
+endif
 
 .PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site oracle
 
@@ -41,7 +54,6 @@ install: $(STAMP)
 # repro: with a default DVC remote, first pull what it holds (one line if it cannot: the stages are then built here);
 # then fetch and verify data.dvc's inputs; then dvc repro.
 repro: $(STAMP)
-	@for p in $(PAPER); do test -f papers/$$p/dvc.yaml || { echo "make repro: no papers/$$p/dvc.yaml (papers: $(PAPERS))" >&2; exit 2; }; done
 	@. $(BIN)/activate && python -m common data pull $(PAPER) && python -m common data fetch --no-progress \
 	  && python -m common data check $(PAPER)
 	. $(BIN)/activate && dvc repro $(addprefix papers/,$(PAPER))
@@ -60,9 +72,7 @@ test: $(STAMP)
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 
-MODEL ?=
 card: $(STAMP)
-	@test -n "$(MODEL)" || { echo 'make card: give MODEL=SPEC (several: MODEL="A B"; python -m common zoo list)' >&2; exit 2; }
 	@. $(BIN)/activate && python -m common card $(addprefix --model ,$(MODEL))
 
 # site: the root stage `site` alone (--single-item): its dep results/ holds the outputs of every paper's stages, and

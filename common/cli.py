@@ -4,20 +4,31 @@ Shared commands are registered by the modules that implement them (``register_cl
 subcommands from ``papers/<paper>/cli.py`` (``register(groups)``, see ``common.plugins``), under the shared groups
 of ``CommandGroups`` or at the top level. ``main(argv)`` takes a list, so tests call it.
 
+Many of those modules import torch, open_clip or transformers at their top, which takes seconds; so ``main`` builds
+the parser of the command it is given only, and lists the others from ``COMMANDS`` (name and help line): ``--help``
+and a misspelt command answer at once, and a command imports what it runs.
+
 Every mistake of the user's (a bad file, an unknown name, malformed input) ends as one ``error: <message>`` line
-on stderr and exit status 1 (``run_entry_point``, ``common.errors``); argparse's usage errors exit 2; ``--debug``
-(or ``VLC_DEBUG=1``) shows the traceback instead. Anything else is a bug and shows its traceback.
+on stderr and exit status 1 (``run_entry_point``, ``common.errors``), and so does a package this Python lacks (before
+``make install``, or outside .venv); argparse's usage errors exit 2; ``--debug`` (or ``VLC_DEBUG=1``) shows the
+traceback instead. Anything else is a bug and shows its traceback.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import Sequence
+import importlib
+import sys
+from dataclasses import dataclass, fields
+from typing import Callable, Sequence
 
 from common import plugins
-from common.errors import WorkspaceError, run_entry_point
+from common.errors import WorkspaceError, debug_enabled, run_entry_point
 
-__all__ = ["CommandGroups", "build_parser", "handler_module", "main", "run_entry_point"]
+__all__ = ["COMMANDS", "Command", "CommandGroups", "RegisterCli", "build_parser", "handler_module", "main",
+           "not_installed", "run_entry_point"]
+
+Subparsers = argparse._SubParsersAction  # type: ignore[type-arg]
+"""What ``add_subparsers`` returns: where commands are added."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,66 @@ class CommandGroups:
     """``python -m common bench <what>``: benchmarks that print ratios measured side by side in one run."""
 
 
+@dataclass(frozen=True)
+class Command:
+    """A top-level command: its line in ``--help``, and what adds its parser when it is the one that runs."""
+
+    name: str
+    help: str
+    """As its parser says it (``tests/common/test_cli_startup.py`` checks that the two agree)."""
+    add: Callable[[Subparsers, Command], dict[str, Subparsers]]
+    """Adds the command's parser (and those of the other commands of its module) to the top-level subparsers;
+    returns the subparsers it made for papers to add to, by ``CommandGroups`` field."""
+
+
+@dataclass(frozen=True)
+class RegisterCli:
+    """A module's ``register_cli(subparsers)``, which adds its top-level commands: imported only when one of them runs
+    (or for the whole tree, ``build_parser()``)."""
+
+    module: str
+
+    def __call__(self, sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+        importlib.import_module(self.module).register_cli(sub)
+        return {}
+
+
+def _group(sub: Subparsers, command: Command, dest: str, metavar: str, **kwargs) -> Subparsers:
+    """A shared group's parser and the subparsers under it."""
+    parser = sub.add_parser(command.name, help=command.help, **kwargs)
+    return parser.add_subparsers(dest=dest, required=True, metavar=metavar)
+
+
+def _data(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    from common import data_dvc
+
+    actions = _group(sub, command, "data_command", "ACTION")
+    describe = actions.add_parser("describe", help="per-category example counts as JSON")
+    describe_sub = describe.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    data_dvc.register_cli(actions)
+    return {"data_describe": describe_sub}
+
+
+def _world(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    from common.miniworld import build
+
+    sets = _group(sub, command, "world_set", "SET")
+    build.register_cli(sets)
+    return {"world": sets}
+
+
+def _prepare(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    return {"prepare": _group(sub, command, "dataset", "DATASET")}
+
+
+def _bench(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    from common.training import bench
+
+    what = _group(sub, command, "bench", "WHAT")
+    bench.register_cli(what)
+    return {"bench": what}
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     audit = plugins.paper_module(args.paper, "audit")
     if audit is None:
@@ -45,85 +116,131 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return int(audit.main(["--strict"] if args.strict else []) or 0)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from common import citations, data_dvc, docnumbers, download, report, stage_deps
-    from common.card import run as card_run
-    from common.training import bench as train_bench, family, recipes
-    from common.zoo import cli as zoo_cli
-    from common.miniworld import build as world_build
-    from common.oracle import run as oracle_run
-    from common.rehearsal import run as rehearsal_run
-    from common.site import build as site_build
-
-    parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an expected error (bad input) too (also: VLC_DEBUG=1)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    data = sub.add_parser("data", help="the fetched inputs (data.dvc, make fetch), a DVC remote, benchmark data")
-    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
-    describe = data_sub.add_parser("describe", help="per-category example counts as JSON")
-    describe_sub = describe.add_subparsers(dest="dataset", required=True, metavar="DATASET")
-    data_dvc.register_cli(data_sub)
-
-    world = sub.add_parser("world", help="build mini-world data sets (pipeline stages)")
-    world_sub = world.add_subparsers(dest="world_set", required=True, metavar="SET")
-    world_build.register_cli(world_sub)
-
-    prepare = sub.add_parser("prepare", help="full profile: fetch and verify a benchmark's data")
-    prepare_sub = prepare.add_subparsers(dest="dataset", required=True, metavar="DATASET")
-
-    bench = sub.add_parser("bench", help="benchmarks: ratios measured side by side in one run (eval, train)")
-    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
-    train_bench.register_cli(bench_sub)
-
-    family.register_cli(sub)
-    recipes.register_cli(sub)
-    zoo_cli.register_cli(sub)
-
-    report.register_cli(sub)
-    card_run.register_cli(sub)
-    docnumbers.register_cli(sub)
-    citations.register_cli(sub)
-
-    audit = sub.add_parser("audit", help="published vs recomputed numbers of a paper (results/audit/)",
-                           description="`audit <paper>` writes results/audit/<paper>.*; `audit released <paper> "
-                                       "FILE...` scores files in that paper's released format.")
-    audit_sub = audit.add_subparsers(dest="target", required=True, metavar="PAPER|released")
+def _audit(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    targets = _group(sub, command, "target", "PAPER|released",
+                     description="`audit <paper>` writes results/audit/<paper>.*; `audit released <paper> FILE...` "
+                                 "scores files in that paper's released format.")
     for paper in plugins.paper_names():
-        one = audit_sub.add_parser(paper, help=f"audit {paper} (same as `python -m papers.{paper}.audit`)")
+        one = targets.add_parser(paper, help=f"audit {paper} (same as `python -m papers.{paper}.audit`)")
         one.add_argument("--strict", action="store_true",
                          help="exit 3 when a pinned released source could not be fetched (pipelines: never cache a "
                               "partial audit)")
         one.set_defaults(func=_cmd_audit, paper=paper)
-    released = audit_sub.add_parser("released", help="score a file in a paper's released format")
-    released_sub = released.add_subparsers(dest="paper", required=True, metavar="PAPER")
+    released = targets.add_parser("released", help="score a file in a paper's released format")
+    return {"audit_released": released.add_subparsers(dest="paper", required=True, metavar="PAPER")}
 
-    download.register_cli(sub)
+
+def _deps(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    from common import stage_deps
+
     stage_deps.register_cli(sub, resolve_common=handler_module)
-    rehearsal_run.register_cli(sub)
-    oracle_run.register_cli(sub)
-    site_build.register_cli(sub)
+    return {}
 
-    groups = CommandGroups(root=sub, data_describe=describe_sub, world=world_sub, prepare=prepare_sub,
-                           audit_released=released_sub, bench=bench_sub)
+
+COMMANDS: tuple[Command, ...] = (
+    Command("data", "the fetched inputs (data.dvc, make fetch), a DVC remote, benchmark data", _data),
+    Command("world", "build mini-world data sets (pipeline stages)", _world),
+    Command("prepare", "full profile: fetch and verify a benchmark's data", _prepare),
+    Command("bench", "benchmarks: ratios measured side by side in one run (eval, train)", _bench),
+    Command("train", "train one tiny CLIP of the mini family (params.yaml train.<name>)",
+            RegisterCli("common.training.family")),
+    Command("recipes", "print a paper's training recipes as the README's markdown table",
+            RegisterCli("common.training.recipes")),
+    Command("zoo", "list models, or check that models load", RegisterCli("common.zoo.cli")),
+    Command("report", "print a paper's reproduced tables and where its files are", RegisterCli("common.report")),
+    Command("metrics", "`dvc metrics show` over one paper's metrics (a short table per paper)",
+            RegisterCli("common.report")),
+    Command("card", "a report card: any model on every benchmark of the five papers", RegisterCli("common.card.run")),
+    Command("docs", "the documentation's generated parts", RegisterCli("common.docnumbers")),
+    Command("citations", "check every reference to the authors' code and the papers", RegisterCli("common.citations")),
+    Command("audit", "published vs recomputed numbers of a paper (results/audit/)", _audit),
+    Command("fetch", "download registry entries (by key or group), verified", RegisterCli("common.download")),
+    Command("sources", "list registry entries", RegisterCli("common.download")),
+    Command("deps", "check every DVC stage's code deps against its imports (--write: fix them)", _deps),
+    Command("rehearse", "the full profile end to end on stand-ins, in a copy of the workspace (build/rehearsal/): "
+                        "stages ran and wall time per paper", RegisterCli("common.rehearsal.run")),
+    Command("oracle", "each paper's released evaluation code run beside this workspace's on the full profile's "
+                      "inputs: numbers and decisions compared", RegisterCli("common.oracle.run")),
+    Command("site", "a static HTML site of results/: papers, audits, correlations, cards",
+            RegisterCli("common.site.build")),
+)
+"""The shared top-level commands, in ``--help``'s order (papers' own follow)."""
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """(the top level's options, the command): the first word that is not an option (those options take no value)."""
+    for i, word in enumerate(argv):
+        if not word.startswith("-"):
+            return list(argv[:i]), word
+    return list(argv), None
+
+
+def _unused() -> Subparsers:
+    """Where papers add their subcommands of a group that is not built (another command runs): nowhere used."""
+    return argparse.ArgumentParser(add_help=False).add_subparsers()
+
+
+def _register_papers(groups: CommandGroups) -> None:
     for paper in plugins.paper_names():
         cli = plugins.paper_module(paper, "cli")
         if cli is not None and hasattr(cli, "register"):
             cli.register(groups)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``python -m common``: every command's, or with ``argv`` only that of the command it names, the
+    others listed from ``COMMANDS`` by name and help line (their modules are not imported)."""
+    wanted = None if argv is None else _split(argv)[1]
+    parser = argparse.ArgumentParser(prog="python -m common", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an expected error (bad input) too (also: VLC_DEBUG=1)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    made: dict[str, Subparsers] = {}
+    added: list[Callable] = []
+    for command in COMMANDS:
+        if command.add in added:  # added with an earlier command of its module
+            continue
+        if argv is None or wanted in {c.name for c in COMMANDS if c.add == command.add}:
+            made.update(command.add(sub, command))
+            added.append(command.add)
+        else:
+            sub.add_parser(command.name, help=command.help)
+    _register_papers(CommandGroups(root=sub, **{f.name: made[f.name] if f.name in made else _unused()
+                                                for f in fields(CommandGroups) if f.name != "root"}))
     return parser
 
 
 def handler_module(argv: Sequence[str]) -> str:
     """The module of the function that runs ``python -m common ARGV``: where a stage that runs it starts importing
     (``common.stage_deps`` gets it from here rather than importing this module, which registers its command)."""
-    return build_parser().parse_args(list(argv)).func.__module__
+    return build_parser(argv).parse_args(list(argv)).func.__module__
+
+
+def not_installed(exc: ModuleNotFoundError) -> str | None:
+    """The one line for a package that this Python lacks and ``make install`` installs (torch before the install, or
+    under another Python than .venv's), or None for a module of this repository or of the standard library (a bug,
+    whose traceback is the report)."""
+    from common.import_closure import PACKAGES
+
+    top = (exc.name or "").partition(".")[0]
+    if not top or top in PACKAGES or top in sys.stdlib_module_names:
+        return None
+    return f"{exc} ({sys.executable} lacks the workspace's packages): run make install, then source .venv/bin/activate"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and run its command; an expected error is one ``error:`` line and exit status 1."""
-    args = build_parser().parse_args(argv)
-    return run_entry_point(lambda: args.func(args), debug=True if args.debug else None)
+    """Parse ``argv`` and run its command; an expected error, or a missing package that ``make install`` installs,
+    is one ``error:`` line and exit status 1."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser(argv).parse_args(argv)
+        return run_entry_point(lambda: args.func(args), debug=True if args.debug else None)
+    except ModuleNotFoundError as exc:
+        message = not_installed(exc)
+        if message is None or debug_enabled() or "--debug" in _split(argv)[0]:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m common` goes through __main__.py

@@ -10,17 +10,29 @@ A SPEC is, in this order of lookup:
   architecture (``ViT-B-32-quickgelu``), as the zoo's entries say;
 * ``hf:REPO`` or ``hf:DIR``, a transformers BLIP or FLAVA model (hub id, cached; or a ``save_pretrained`` folder).
 
-Anything else is an unknown SPEC, listed with its closest zoo names and open_clip architectures.
+Anything else is an unknown SPEC, listed with its closest zoo names and open_clip architectures. Those names are read
+from the files that define them (``zoo_names``, ``open_clip_archs``), not through ``common.zoo`` and open_clip, which
+import torch (seconds): a misspelt name is answered at once.
 """
 from __future__ import annotations
 
+import difflib
+import importlib.util
+import json
+import os
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from common import plugins
 from common.card.core import CardError
-from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec, registry
-from common.zoo.interface import EmbeddingModel
+from common.paths import ROOT
+
+if TYPE_CHECKING:
+    from common.zoo import ModelSpec
+    from common.zoo.interface import EmbeddingModel
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt")
 
@@ -54,29 +66,65 @@ class CardModel:
         return out
 
 
-def _open_clip_archs() -> list[str]:
-    import open_clip
+ZOO_FILE = ROOT / "common" / "zoo" / "models.toml"
+"""The zoo's shared registry file, ``common.zoo.specs.REGISTRY_FILE`` (its architectures: ``model_configs/`` beside
+it), named here so that checking a name imports neither the zoo nor open_clip."""
+ARCH_OVERRIDES_ENV = "VLC_ARCH_OVERRIDES"
+"""``common.zoo.specs.ARCH_OVERRIDES_ENV``: a rehearsal's replacement architectures."""
+OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
+"""What makes a JSON file an architecture for open_clip (``open_clip.factory._rescan_model_configs``)."""
 
-    from common.zoo import register_local_configs
 
-    register_local_configs()
-    return list(open_clip.list_models())
+def zoo_names() -> set[str]:
+    """The zoo's names (``common.zoo.registry()``'s keys), read from its ``models.toml`` files alone (the registry's
+    checks run when a name is looked up)."""
+    names: set[str] = set()
+    for file in plugins.registry_files(ZOO_FILE.name, ZOO_FILE):
+        with open(file, "rb") as fh:
+            names.update(entry["name"] for entry in tomllib.load(fh).get("model", []) if "name" in entry)
+    return names
+
+
+def open_clip_archs() -> set[str]:
+    """open_clip's architectures, this workspace's registered (``open_clip.list_models()`` after
+    ``common.zoo.register_local_configs()``), read from their JSON files; a rehearsal's ``VLC_ARCH_OVERRIDES`` asks
+    open_clip itself."""
+    installed = importlib.util.find_spec("open_clip")
+    if os.environ.get(ARCH_OVERRIDES_ENV, "").strip() or installed is None or not installed.origin:
+        import open_clip
+
+        from common.zoo import register_local_configs
+
+        register_local_configs()
+        return set(open_clip.list_models())
+    folders = (Path(installed.origin).parent / "model_configs", ZOO_FILE.parent / "model_configs")
+    return {path.stem for folder in folders for path in folder.glob("*.json") if _is_arch(path)}
+
+
+def _is_arch(path: Path) -> bool:
+    with open(path, encoding="utf-8") as fh:
+        config = json.load(fh)
+    return isinstance(config, dict) and all(key in config for key in OPEN_CLIP_CONFIG_KEYS)
 
 
 def resolve(spec_text: str) -> CardModel:
-    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches."""
+    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches (from
+    the names alone: ``zoo_names``, ``open_clip_archs``)."""
     text = spec_text.strip()
     if not text:
         raise CardError("--model is empty: give a zoo name, ARCH:TAG, ARCH:FILE or hf:REPO")
-    zoo = registry()
-    if text in zoo:
+    if text in zoo_names():
+        from common.zoo import get_spec
+
         return CardModel(text, "zoo", get_spec(text))
     if text.startswith("hf:"):
         return _transformers(text)
     arch, sep, rest = text.partition(":")
     if sep and rest:
-        if arch not in _open_clip_archs():
+        if arch not in open_clip_archs():
             raise _unknown(text, arch)
+        from common.zoo import ModelSpec
+
         path = Path(rest).expanduser()
         if path.suffix.lower() in CHECKPOINT_SUFFIXES or path.exists():
             from common.zoo.openclip import not_a_checkpoint
@@ -91,18 +139,18 @@ def resolve(spec_text: str) -> CardModel:
 
         tags = open_clip.list_pretrained_tags_by_model(arch)
         if rest not in tags:
+            close = difflib.get_close_matches(rest, tags, n=3, cutoff=0.6)
+            hint = f"; close matches: {', '.join(close)}" if close else ""
             raise CardError(f"--model {text}: open_clip has no pretrained tag {rest!r} for {arch!r} and no file "
-                            f"{path} exists (tags: {', '.join(tags) or 'none'})")
+                            f"{path} exists{hint} (tags: {', '.join(tags) or 'none'})")
         spec = ModelSpec(name=text, arch=arch, family="card", label=f"{arch} ({rest})", pretrained=rest)
         return CardModel(text, "open_clip", spec)
     raise _unknown(text, arch)
 
 
 def _unknown(text: str, arch: str) -> CardError:
-    import difflib
-
-    zoo_close = difflib.get_close_matches(text, list(registry()), n=3, cutoff=0.5)
-    arch_close = difflib.get_close_matches(arch, _open_clip_archs(), n=3, cutoff=0.6)
+    zoo_close = difflib.get_close_matches(text, sorted(zoo_names()), n=3, cutoff=0.5)
+    arch_close = difflib.get_close_matches(arch, sorted(open_clip_archs()), n=3, cutoff=0.6)
     hints = [f"zoo: {', '.join(zoo_close)}" if zoo_close else "",
              f"open_clip architectures: {', '.join(arch_close)}" if arch_close else ""]
     hint = "; ".join(h for h in hints if h)
@@ -113,6 +161,7 @@ def _unknown(text: str, arch: str) -> CardError:
 def _transformers(text: str) -> CardModel:
     """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
     tower the card can score, or is not supported)."""
+    from common.zoo import ModelSpec, ModelUnavailable
     from common.zoo.hf import ARCHS
 
     source = text[3:]
@@ -150,6 +199,8 @@ def _transformers(text: str) -> CardModel:
 
 def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
     """The model with its weights, or ``ModelUnavailable`` (one line: how to get them)."""
+    from common.zoo import create_model
+
     if model.kind == "zoo":
         return create_model(model.spec_text, device=device)
     if model.kind == "transformers":
@@ -164,7 +215,8 @@ def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     with a checkpoint loaded strictly. The zoo's factory does the same for registered names; it takes names only."""
     import open_clip
 
-    from common.zoo import OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs
+    from common.zoo import (ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning,
+                            register_local_configs)
     from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 
     register_local_configs()

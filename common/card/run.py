@@ -265,6 +265,9 @@ def comparisons(cards: Sequence[Card]) -> list[dict]:
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
+    specs = list(dict.fromkeys(args.model))
+    for spec in specs:  # every SPEC checked first, on every rank: a misspelt name is one line before torch loads
+        resolve(spec)  # and before the CPU profile restarts the process (reexec_pinned)
     from common import reproducible
     from common.evaluate import best_device
     from common.params import load_params
@@ -281,9 +284,6 @@ def _cmd_card(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         raise CardError(f"--out {out_dir} is a file, not a folder")
     refuse_workspace_outputs([out_dir], "--out")  # before any work
-    specs = list(dict.fromkeys(args.model))
-    for spec in specs:  # every SPEC checked on every rank before any work
-        resolve(spec)
     mine = specs[rank::world]  # a sweep under torchrun: each rank cards its share of the models
     if not mine:
         return 0
@@ -310,7 +310,7 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "card", help="a report card: any model on every benchmark of the five papers",
         description="Score models on every benchmark of the five papers under the current profile, each number with "
-                    "its paper's rule, n, ties, a 95%% interval, the blind text-only baseline and the residual from "
+                    "its paper's rule, n, ties, a 95% interval, the blind text-only baseline and the residual from "
                     "the recognition trend; with several models, their paired differences.",
         epilog="SPEC: a zoo name (python -m common zoo list), ARCH:TAG (open_clip pretrained), ARCH:FILE (a local "
                "checkpoint of that open_clip architecture), or hf:REPO|DIR (transformers BLIP or FLAVA). Writes "

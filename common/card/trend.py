@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.stats
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,8 @@ def _r(x: float | None) -> float | None:
 
 
 def _se(low: float, high: float, confidence: float = 0.95) -> float:
+    import scipy.stats
+
     return (high - low) / (2.0 * float(scipy.stats.norm.ppf(0.5 + confidence / 2.0)))
 
 
@@ -74,5 +75,7 @@ def residual(points: list[tuple[str, float, float]], x: tuple[float, float, floa
     sxx = float(np.sum((xs - xs.mean()) ** 2))
     variance = (s2 * (1.0 / n + (x[0] - xs.mean()) ** 2 / sxx) + _se(y[1], y[2], confidence) ** 2
                 + (slope * _se(x[1], x[2], confidence)) ** 2)
+    import scipy.stats  # here, not at the top: scipy takes half a second that `card --help` need not wait for
+
     half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, n - 2)) * math.sqrt(variance)
     return Residual(value, value - half, value + half, expected, n, label, in_fit)

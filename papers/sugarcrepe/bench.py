@@ -236,16 +236,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"speedup={reference_seconds / engine_seconds:.2f} bound_ratio={engine_seconds / bound:.2f} "
               f"identical={'true' if identical else 'false'}")
         return 0 if identical else 1
-
-
-def register_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("eval", help="the evaluation engine vs SugarCrepe's official per-example loop "
-                              "(speedup, bound ratio)")
-    p.add_argument("--arch", default="ViT-B-32", help="open_clip architecture (random weights)")
-    p.add_argument("--images", type=int, default=100, help="synthetic COCO-sized images (x4.8 examples)")
-    p.add_argument("--image-batches", type=int, nargs="+", default=[16, 32, 64])
-    p.add_argument("--text-batches", type=int, nargs="+", default=[64, 128, 256])
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model runs (both loops)")
-    p.set_defaults(func=run)

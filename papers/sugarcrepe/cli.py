@@ -89,9 +89,13 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(groups) -> None:
+def _bench(args: argparse.Namespace) -> int:
     from papers.sugarcrepe import bench
 
+    return bench.run(args)
+
+
+def register(groups) -> None:
     describe = groups.data_describe.add_parser("sugarcrepe", help="SugarCrepe: examples per category")
     describe.add_argument("--source", default="released", choices=["released", "mini", "full"],
                           help="released JSON through the downloader (default), or a prepared set")
@@ -116,5 +120,14 @@ def register(groups) -> None:
                     help="a folder, or a .json file for the summary (default: %(default)s)")
     ev.set_defaults(func=_eval)
 
-    bench.register_cli(groups.bench)
+    p = groups.bench.add_parser("eval", help="the evaluation engine vs SugarCrepe's official per-example loop "
+                                "(speedup, bound ratio)")
+    p.add_argument("--arch", default="ViT-B-32", help="open_clip architecture (random weights)")
+    p.add_argument("--images", type=int, default=100, help="synthetic COCO-sized images (x4.8 examples)")
+    p.add_argument("--image-batches", type=int, nargs="+", default=[16, 32, 64])
+    p.add_argument("--text-batches", type=int, nargs="+", default=[64, 128, 256])
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model runs (both loops)")
+    p.set_defaults(func=_bench)
 
