@@ -33,6 +33,9 @@ class AuthorsCode:
     commit: str
     root: Path
     """The fetched files, in the repository's layout."""
+    unfetched: tuple[str, ...] = ()
+    """Registered files (paths in the repository) that could not be fetched here: neither in the mirror nor
+    downloadable (offline). A plug-in runs what does not need them and says what it did not run."""
 
     @property
     def pinned(self) -> str:
@@ -56,21 +59,31 @@ def module_path(module: str) -> str:
 
 
 def fetch_code(repo: str, data_root: Path | None = None) -> AuthorsCode:
-    """Every registered file of ``repo``'s release, fetched (verified) under ``<data root>/code/<repo>/``."""
-    from common.download import fetch, sources_in_group
+    """Every registered file of ``repo``'s release, fetched (verified) under ``<data root>/code/<repo>/``; a file that
+    cannot be fetched (offline, and not in the mirror) is listed in ``unfetched`` rather than stopping the others, as
+    long as one file was fetched."""
+    from common.download import DownloadError, fetch, sources_in_group
 
     prefix = f"code/{repo}/"
     sources = [s for s in sources_in_group(GROUP) if s.key.startswith(prefix)]
     if not sources:
         raise OracleError(f"no file of {repo} is registered in group {GROUP} (common/registry/sources.toml)")
-    paths = [fetch(s.key, data_root=data_root, progress=False) for s in sources]
     commits = {s.url.split("/")[5] for s in sources if s.url and "raw.githubusercontent.com" in s.url}
     if len(commits) != 1:
         raise OracleError(f"{repo}: its registered files name {len(commits)} commits ({sorted(commits)}), not one")
-    root = paths[0]
-    for _ in sources[0].key.removeprefix(prefix).split("/"):
+    fetched, unfetched, failures = [], [], []
+    for source in sources:
+        try:
+            fetched.append((source, fetch(source.key, data_root=data_root, progress=False)))
+        except DownloadError as error:
+            unfetched.append(source.key.removeprefix(prefix))
+            failures.append(str(error))
+    if not fetched:
+        raise OracleError(f"{repo}: none of its registered files could be fetched ({failures[0]})")
+    source, root = fetched[0]
+    for _ in source.key.removeprefix(prefix).split("/"):
         root = root.parent
-    return AuthorsCode(repo, commits.pop(), root)
+    return AuthorsCode(repo, commits.pop(), root, tuple(unfetched))
 
 
 @contextlib.contextmanager

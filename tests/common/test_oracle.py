@@ -219,3 +219,33 @@ def test_each_committed_record_names_its_code_and_every_benchmark_agrees():
         assert record is not None, paper
         assert record["paper"] == paper and record["code"] and all("@" in c for c in record["code"])
         assert record["of"] > 0 and record["agreeing"] == record["of"], paper
+
+
+def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fetched(tmp_path, monkeypatch):
+    """Offline with a mirror that lacks one of a release's files: the others are fetched, that one is named in
+    ``unfetched`` (the plug-in then says what it did not run); nothing fetched at all is an error."""
+    import pytest
+
+    from common import download
+    from common.download import DownloadError, Source
+    from common.oracle.authors import OracleError, fetch_code
+
+    url = "https://raw.githubusercontent.com/o/r/0123456789abcdef0123456789abcdef01234567/"
+    sources = [Source(key=f"code/o/r/{path}", group="authors-code", method="http", url=url + path,
+                      dest=f"code/o/r/{path}") for path in ("main.py", "pkg/utils.py")]
+    monkeypatch.setattr(download, "sources_in_group", lambda group: sources)
+
+    def fetch(key, data_root=None, progress=False):
+        if key.endswith("utils.py"):
+            raise DownloadError(f"could not fetch {key}: offline")
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / key).write_text("", encoding="utf-8")
+        return tmp_path / key
+
+    monkeypatch.setattr(download, "fetch", fetch)
+    code = fetch_code("o/r")
+    assert code.root == tmp_path / "code" / "o" / "r" and code.unfetched == ("pkg/utils.py",)
+    assert code.commit.startswith("01234567")
+    monkeypatch.setattr(download, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
+    with pytest.raises(OracleError, match="none of its registered files could be fetched"):
+        fetch_code("o/r")
