@@ -1,10 +1,16 @@
-# Two commands: `make repro` (reproduce every paper's pipeline) and `make test` (the test suite).
-# Both create .venv on first use (Python 3.11, pip) and install the project into it.
-#   make repro                  every paper with a pipeline (papers/*/dvc.yaml)
+# Two commands: `make repro` (reproduce every paper's pipeline) and `make test` (the test suite). Times: the 2-core
+# build machine, 2026-11-29 (docs/performance.md).
+# Both create .venv on first use (Python 3.11, pip) and install the project into it at constraints.txt's versions.
+#   make install                the venv alone (PyPI once: about 7 GB installed, torch's wheels most of it)
+#   make repro                  every paper with a pipeline (papers/*/dvc.yaml): about 22 minutes from a fresh clone
 #   make repro PAPER=bivlc      one of them
+#   make test                   the test suite, about 12 minutes (first `make browser`)
+#   make browser                Chromium for the site's browser test: apt-get as root, announced; else a note
 #   make rehearse [PAPER=...]   the full profile end to end on stand-ins, in a copy under build/rehearsal/ (CPU,
-#                               minutes; never the papers' numbers): stages ran and wall time per paper
-#   make fetch                  the inputs data.dvc tracks, through the downloader (mirror or internet, sha256 checked)
+#                               about 16 minutes for the five papers; never the papers' numbers): stages ran and wall
+#                               time per paper
+#   make fetch                  the inputs data.dvc tracks (36 files, 20 MB), through the downloader (mirror or
+#                               internet, sha256 checked)
 #   make status [PAPER=...]     data.dvc's inputs and what each paper's pipeline still has to run, and the command
 #   make metrics [PAPER=...]    each paper's DVC metrics, one short table per paper
 #   make notebooks              Jupyter Lab on notebooks/ (the venv's kernel: the project installed)
@@ -15,6 +21,7 @@
 #   make oracle [PAPER=...]     each paper's released evaluation code run beside this workspace's on the full
 #                               profile's inputs and weights (after make repro with profile: full; make rehearse runs
 #                               it on stand-ins): numbers and decisions compared, reports under build/oracle/
+#   make constraints            rewrite constraints.txt from .venv (after a deliberate upgrade)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -37,17 +44,31 @@ ifneq ($(and $(filter repro rehearse status metrics oracle,$(MAKECMDGOALS)),$(UN
 $(error make: no $(patsubst %,papers/%/dvc.yaml,$(UNKNOWN_PAPERS)) (PAPER=$(PAPER); papers: $(PAPERS)))
 endif
 
-.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site oracle
+.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site oracle browser \
+  constraints
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,spacy-model,hf,oracle]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,notebooks,spacy-model,hf,oracle]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (vlc-workspace .venv)' >/dev/null
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null \
-	  && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 \
-	  || echo "note: no chromium/chromedriver (Debian: apt-get install chromium chromium-driver): the site's browser test will be skipped"; }
 	@touch $(STAMP)
+
+# browser: Chromium and its driver for the site's browser test (tests/test_site.py), which skips without them. Only
+# `make test` asks for it; it installs through apt-get only as root, saying so first, and never fails the build.
+BROWSER_SKIPPED := the site's browser test will be skipped (Debian: apt-get install chromium chromium-driver)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if test "$$(id -u)" = 0 && command -v apt-get >/dev/null; then \
+	    echo "make browser: installing chromium and chromium-driver with apt-get, for the site's browser test"; \
+	    apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 \
+	      || echo "note: apt-get failed: $(BROWSER_SKIPPED)"; \
+	  else echo "note: no chromium/chromedriver: $(BROWSER_SKIPPED)"; fi; }
+
+# constraints: rewrite constraints.txt from the venv (after a deliberate upgrade; pyproject.toml keeps the ranges)
+constraints: $(STAMP)
+	@{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } > constraints.txt.new \
+	  && mv constraints.txt.new constraints.txt && echo "constraints.txt: $$(grep -vc '^#' constraints.txt) pins"
 
 install: $(STAMP)
 
@@ -68,7 +89,7 @@ rehearse: $(STAMP)
 	@. $(BIN)/activate && VLC_MIRROR=$${VLC_MIRROR:-$$(test -d ../shared/mirror && cd ../shared/mirror && pwd)} \
 	  python -m common rehearse $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 

@@ -127,6 +127,7 @@ def register_cli(subparsers) -> None:
     numbers = sub.add_parser("numbers", help="check (or --write) the numbers the docs take from results/")
     numbers.add_argument("--write", action="store_true", help="rewrite them from results/")
     numbers.set_defaults(func=_cmd)
-    from common import scorecard
+    from common import coverage, scorecard
 
     scorecard.register_cli(sub)
+    coverage.register_cli(sub)

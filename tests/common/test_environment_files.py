@@ -6,6 +6,7 @@ import tomllib
 
 import yaml
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -24,7 +25,7 @@ def _conda_pip_requirements() -> set[str]:
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
     assert len(pip_sections) == 1, "environment.yml needs exactly one pip: section"
-    return {r.replace(" ", "") for r in pip_sections[0] if not r.startswith("-e")}
+    return {r.replace(" ", "") for r in pip_sections[0] if not r.startswith("-")}
 
 
 def _floor(name: str) -> Version:
@@ -73,3 +74,31 @@ def test_floors_cover_what_the_code_calls():
     param.grad = torch.ones(2)
     torch.optim.AdamW([param], lr=0.1, fused=True).step()  # raises on a torch without fused CPU AdamW
     assert param.detach().ne(0).all()
+
+
+def _constraints() -> dict[str, Version]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==", f"constraints.txt pins exact versions: {line}"
+            pins[canonicalize_name(req.name)] = Version(spec.version)
+    return pins
+
+
+def test_constraints_pin_every_requirement_inside_pyprojects_ranges():
+    """The lock (``constraints.txt``, issue 48) names a version of every declared package, each one the declared
+    range allows, so ``make install`` cannot silently fall back to the newest release of one."""
+    pins = _constraints()
+    for r in map(Requirement, _pyproject_requirements()):
+        name = canonicalize_name(r.name)
+        assert name in pins, f"constraints.txt lacks {r.name} (make constraints)"
+        assert r.specifier.contains(pins[name], prereleases=True), f"constraints.txt: {name}=={pins[name]} not in {r}"
+
+
+def test_the_install_and_conda_use_the_constraints():
+    assert "pip install --quiet -c constraints.txt -e" in (ROOT / "Makefile").read_text()
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    (pip,) = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert "-c constraints.txt" in pip
