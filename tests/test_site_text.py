@@ -1,5 +1,6 @@
 """The site's text helpers: the PDF extraction's triplicated numbers and formulas are shown once, numbers are
-rounded to the printed precision and verdicts get their colour."""
+rounded to the printed precision, verdicts get their colour, and the index's headline verdict is the evidence closest
+to the paper's own quantity."""
 from __future__ import annotations
 
 import csv
@@ -8,6 +9,7 @@ import pytest
 
 from common import scorecard
 from common.paths import RESULTS
+from common.site.build import headline
 from common.site.text import clean_quote, decimals, rounded, tone
 
 CLEANED = [
@@ -69,3 +71,17 @@ def test_verdicts_are_coloured_by_what_they_say():
                               scorecard.NOT_RUN, "differs", "unexplained", "explained", "not recomputed yet")] == [
         "good", "partial", "bad", "none", "bad", "bad", "good", "none"]
 
+
+def test_the_index_shows_the_evidence_closest_to_the_papers_quantity_that_ran():
+    claim = scorecard.load(scorecard.plugins.paper_names()[0])[0]
+
+    def finding(kind: str, verdict: str) -> scorecard.Finding:
+        return scorecard.Finding(claim, kind, verdict, "")
+
+    mini, offline = finding("mini", scorecard.REPRODUCED), finding("offline", scorecard.NOT_REPRODUCED)
+    assert headline([mini, offline, finding("full", scorecard.NOT_RUN)]) is offline
+    assert headline([mini, finding("offline", scorecard.NOT_MEASURED), finding("full", scorecard.NOT_RUN)]) is mini
+    full = finding("full", scorecard.DIRECTION_ONLY)
+    assert headline([mini, offline, full]) is full
+    not_run = [finding(k, scorecard.NOT_RUN) for k in scorecard.EVIDENCE]
+    assert headline(not_run) is not_run[-1]
