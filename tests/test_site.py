@@ -20,7 +20,8 @@ from common.paths import RESULTS
 from common.plugins import paper_names
 from common.report import read_table
 from common.site import build
-from common.site.about import about
+from common.scorecard import ScorecardError
+from common.site.about import About, about
 from common.site.build import NO_CARDS, build_site
 from common.site.text import clean_quote, tone
 
@@ -113,6 +114,7 @@ def test_the_pages_show_every_results_file_and_the_audit(site):
             rows = read_table(audit)
             assert page.count(f"<dd>python -m common audit {paper}</dd>") == len(rows)
             assert all(escape(clean_quote(r["quote"])) in page for r in rows)
+        assert "%percent" not in page and "plus-or-minus" not in page and "2393723" not in page
     correlations = (site / "correlations.html").read_text(encoding="utf-8")
     assert "finding3.csv" in correlations and "recognition/scatter.png" in correlations
     assert 'id="cross-paper"' in (site / "cross_paper.html").read_text(encoding="utf-8")
@@ -145,6 +147,21 @@ def test_a_folder_dvc_caches_is_left_out_and_the_index_counts_the_claims(site, t
                    f'<small>({scorecard.EVIDENCE_TITLES[f.kind]})</small>' in index for f in shown)
     assert index.count('class="banner"') == 1 and all(
         'class="banner"' in (site / name).read_text(encoding="utf-8") for name in PAGES)
+
+
+def test_a_papers_metadata_is_read_from_its_scorecard_and_checked(tmp_path):
+    """The ``[paper]`` table of ``papers/<paper>/scorecard.toml``: optional (the package name stands in), text only,
+    a misspelt key named."""
+    folder = tmp_path / "papers" / "toy"
+    folder.mkdir(parents=True)
+    assert about("toy", tmp_path) == About("toy", "toy")
+    (folder / "scorecard.toml").write_text('[paper]\nshort = "Toy"\narxiv = "2401.00001"\n')
+    a = about("toy", tmp_path)
+    assert (a.short, a.title, a.arxiv_url) == ("Toy", "", "https://arxiv.org/abs/2401.00001")
+    for wrong in ('year = 2024', 'titel = "Toy"', 'code = ["https://github.com/a/b"]'):
+        (folder / "scorecard.toml").write_text(f"[paper]\n{wrong}\n")
+        with pytest.raises(ScorecardError, match=wrong.split(" ")[0]):
+            about("toy", tmp_path)
 
 
 def test_cards_are_rendered_and_escaped(site, tmp_path):

@@ -279,7 +279,7 @@ def audit_grid(w: _Writer, paper: str) -> Grid | None:
     for d in read_table(path, AUDIT_FIELDS):
         r = _audit_row(d)
         digits = decimals(r.published_text)
-        provenance = Cell(r.profile or "-", more=(("source", r.source), ("note", r.note),
+        provenance = Cell(r.profile or "-", more=(("source", r.source), ("note", clean_quote(r.note)),
                                                   ("tolerance", _tolerance(d)), ("recompute with", command)))
         cells = (Cell(r.verdict, tone(r.verdict), more=(("caveat", r.caveat),)),
                  published_label(r, d["comparison"] or "="), _shown_number(d["recomputed"], digits),

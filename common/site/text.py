@@ -3,7 +3,9 @@
 The papers' text was extracted from LaTeX-rendered HTML, where each formula appears three times over: as rendered,
 as its accessible reading, and as its TeX source ("63%percent6363\\%", "23,9372393723,937"). The committed CSVs keep
 the extracted text verbatim (``python -m common citations check`` finds it in the paper's text); the site shows it
-once, as a reader of the PDF sees it.
+once, as a reader of the PDF sees it. A number is taken as triplicated when it reads as shown, without separators,
+as shown ("484848"): a quote that printed "666" in plain text would read "6", so the cleaner is for quotes only,
+never for a results table's cells.
 """
 from __future__ import annotations
 
