@@ -61,7 +61,7 @@ def test_every_committed_quote_is_cleaned_of_percent_readings_and_tripled_number
 
 def test_numbers_are_rounded_to_the_printed_precision_or_three_decimals():
     assert decimals("0.59") == 2 and decimals("23,937") == 0 and decimals("> 0.8") == 1 and decimals("n/a") is None
-    assert rounded("0.58731234", 2) == "0.59" and rounded("-2020.0", 0) == "-2,020"
+    assert rounded("0.58731234", 2) == "0.59" and rounded("-2020.0", 0) == "-2020"
     assert rounded("0.58731234") == "0.587" and rounded("23937.0") == "23937" and rounded("0.0000123") == "1.23e-05"
     assert rounded("openai-clip") == "openai-clip" and rounded("") == ""
 

@@ -73,14 +73,15 @@ def decimals(printed: str) -> int | None:
 
 def rounded(text: str, digits: int | None = None) -> str:
     """A number cell rounded for reading: ``digits`` decimals (the paper's printed precision) or, unknown, at most
-    3 (3 significant figures below 0.001); integers and text unchanged."""
+    3 (3 significant figures below 0.001), without thousands separators (as the audit's published column prints
+    them); integers and text unchanged."""
     value = to_float(text)
     if value is None:
         return text
     if value.is_integer() and digits is None:
         return f"{int(value)}"
     if digits is not None:
-        return f"{value:,.{digits}f}" if abs(value) >= 1000 else f"{value:.{digits}f}"
+        return f"{value:.{digits}f}"
     if value and abs(value) < 1e-3:
         return f"{value:.3g}"
     return f"{value:.3f}".rstrip("0").rstrip(".")
