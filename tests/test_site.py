@@ -1,7 +1,8 @@
 """The static site (``python -m common site``): it builds from the committed results; every page exists; every link
 and image resolves to a file inside the site; nothing is loaded from the network; CSV text is escaped; a failed build
 leaves the previous site. In headless Chromium (when installed): every page loads without a SEVERE console message,
-every image decodes, and the audit's verdict filter narrows the rows."""
+every image decodes, the audit's verdict filter narrows the rows, and a cross-paper row fits on the screen.
+Screenshots of every page at 1400 px are left in the site's ``screenshots/`` folder."""
 from __future__ import annotations
 
 import shutil
@@ -19,7 +20,10 @@ from common.paths import RESULTS
 from common.plugins import paper_names
 from common.report import read_table
 from common.site import build
+from common.scorecard import ScorecardError
+from common.site.about import About, about
 from common.site.build import NO_CARDS, build_site
+from common.site.text import clean_quote, tone
 
 PAGES = ("index.html", *(f"{p}.html" for p in paper_names()), "cross_paper.html", "correlations.html", "cards.html")
 HOSTILE = "<script>alert('card')</script>"
@@ -101,11 +105,16 @@ def test_the_pages_show_every_results_file_and_the_audit(site):
             if path.suffix in (".csv", ".png") and not build._dvc_cached(path, RESULTS):
                 assert path.relative_to(RESULTS.parent).as_posix() in page, (paper, path)
         claims = scorecard.scorecard(paper)
-        assert page.count(f"papers/{paper}/scorecard.toml: ") == 3 * len(claims) > 0
-        assert all(escape(f.claim.claim) in page and escape(f.verdict) in page for findings in claims for f in findings)
+        assert page.count(f"papers/{paper}/scorecard.toml: ") == len(claims) > 0  # one row per claim
+        for findings in claims:
+            assert page.count(f"<td>{escape(findings[0].claim.claim)}") == 1
+            assert all(f'class="verdict {tone(f.verdict)}">{escape(f.verdict)}</span>' in page for f in findings)
         audit = RESULTS / "audit" / f"{paper}.csv"
         if audit.is_file():
-            assert page.count(f"<code>python -m common audit {paper}</code></td>") == len(read_table(audit))
+            rows = read_table(audit)
+            assert page.count(f"<dd>python -m common audit {paper}</dd>") == len(rows)
+            assert all(escape(clean_quote(r["quote"])) in page for r in rows)
+        assert "%percent" not in page and "plus-or-minus" not in page and "2393723" not in page
     correlations = (site / "correlations.html").read_text(encoding="utf-8")
     assert "finding3.csv" in correlations and "recognition/scatter.png" in correlations
     assert 'id="cross-paper"' in (site / "cross_paper.html").read_text(encoding="utf-8")
@@ -125,8 +134,34 @@ def test_a_folder_dvc_caches_is_left_out_and_the_index_counts_the_claims(site, t
     assert "predictions/scores.csv" not in aro and "results/aro/mini/table6.csv" in aro
     index = (site / "index.html").read_text(encoding="utf-8")
     for paper in paper_names():
-        counted = scorecard.reproduced_counts(scorecard.scorecard(paper))
-        assert counted["mini"] and f'<a href="{paper}.html">' in index and f"<td>{counted['mini']}</td>" in index
+        rows = scorecard.scorecard(paper)
+        counted = scorecard.reproduced_counts(rows)
+        assert counted["mini"] and f"<strong>{counted['mini']}</strong>" in index
+        a = about(paper)
+        assert a.title and a.venue and a.arxiv and a.code.startswith("https://github.com/")
+        name = f'<a class="name" href="{paper}.html">{escape(a.short)}</a> <span class="venue">{escape(a.venue)}</span>'
+        assert name in index and escape(a.title) in index and f'href="https://arxiv.org/abs/{a.arxiv}"' in index
+        assert f'href="{a.code}"' in index
+        shown = [build.headline(findings) for findings in rows]
+        assert all(f'class="verdict {tone(f.verdict)}">{escape(f.verdict)}</span> {escape(f.claim.claim)} '
+                   f'<small>({scorecard.EVIDENCE_TITLES[f.kind]})</small>' in index for f in shown)
+    assert index.count('class="banner"') == 1 and all(
+        'class="banner"' in (site / name).read_text(encoding="utf-8") for name in PAGES)
+
+
+def test_a_papers_metadata_is_read_from_its_scorecard_and_checked(tmp_path):
+    """The ``[paper]`` table of ``papers/<paper>/scorecard.toml``: optional (the package name stands in), text only,
+    a misspelt key named."""
+    folder = tmp_path / "papers" / "toy"
+    folder.mkdir(parents=True)
+    assert about("toy", tmp_path) == About("toy", "toy")
+    (folder / "scorecard.toml").write_text('[paper]\nshort = "Toy"\narxiv = "2401.00001"\n')
+    a = about("toy", tmp_path)
+    assert (a.short, a.title, a.arxiv_url) == ("Toy", "", "https://arxiv.org/abs/2401.00001")
+    for wrong in ('year = 2024', 'titel = "Toy"', 'code = ["https://github.com/a/b"]'):
+        (folder / "scorecard.toml").write_text(f"[paper]\n{wrong}\n")
+        with pytest.raises(ScorecardError, match=wrong.split(" ")[0]):
+            about("toy", tmp_path)
 
 
 def test_cards_are_rendered_and_escaped(site, tmp_path):
@@ -215,6 +250,15 @@ def test_in_chromium_every_page_loads_cleanly_and_the_verdict_filter_narrows_the
             problems += [f"{name}: console: {m}" for m in severe] + [f"{name}: image not shown: {s}" for s in broken]
             driver.save_screenshot(str(shots / f"{Path(name).stem}.png"))
         assert not problems, "\n".join(problems)
+
+        # at 1400 px a cross-paper row is a few lines tall, its difference and cause in view without scrolling
+        driver.get((site / "cross_paper.html").as_uri())
+        heights, right = driver.execute_script(
+            "const t = document.getElementById('cross-paper'); const heads = Array.from(t.tHead.rows[0].cells);"
+            "const cause = heads.find(h => h.textContent === 'cause');"
+            "return [Array.from(t.tBodies[0].rows).map(r => r.getBoundingClientRect().height),"
+            " cause.getBoundingClientRect().left];")
+        assert heights and max(heights) < 120 and right < 1400 - 100, (max(heights), right)
     finally:
         driver.quit()
 

@@ -1,11 +1,15 @@
 """Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
 
-Pages: ``index.html`` (papers, their claims scorecard's, oracle record's and audit's counts, the other pages),
+Pages: ``index.html`` (each paper's title, venue and links from the ``[paper]`` table of its ``scorecard.toml``
+(``common.site.about``), its headline claims' verdicts, the oracle record's and audit's counts, the other pages),
 ``<paper>.html`` (the paper's claims scorecard, every CSV and PNG under ``results/<paper>/``, folder by folder, the
-authors' code beside this workspace's (``results/oracle/<paper>.json``), then the paper's audit as a filterable table), ``cross_paper.html``,
+authors' code beside this workspace's (``results/oracle/<paper>.json``), then the paper's audit as a filterable
+table), ``cross_paper.html``,
 ``correlations.html`` (every results CSV with a Pearson, Spearman or Kendall column, with the figures of its folder)
 and ``cards.html`` (the report cards ``python -m common card`` wrote). One base template holds the layout; each page
-template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup.
+template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup. Tables are for reading: numbers
+rounded (``common.site.text``; the file's value as a tooltip), quotes cleaned of the PDF extraction's duplicates, the
+verdict and the numbers first, provenance folded into a ``<details>``.
 
 What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
 appears without an edit here. Results files are read through ``common.report.read_table``/``read_summary``: a
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import os
 import re
 import shutil
@@ -33,6 +36,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from common import plugins, scorecard
+from common.site.about import about
+from common.site.text import clean_quote, decimals, rounded, to_float, tone
 from common.audit.core import ORDER, AuditRow
 from common.audit.report import FIELDS as AUDIT_FIELDS
 from common.audit.report import published_label
@@ -70,8 +75,26 @@ class SiteError(WorkspaceError):
 
 
 @dataclass(frozen=True)
+class Cell:
+    """A table cell with more than text: a verdict's colour, the exact value as a tooltip, provenance folded into a
+    ``<details>`` (label, text) so that the row stays a line or two tall."""
+
+    text: str
+    tone: str = ""
+    """A verdict's colour (``common.site.text.tone``): the text is shown as a coloured badge."""
+    title: str = ""
+    more: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+    """A second line under the text, smaller (an interval, a source)."""
+
+    @property
+    def folded(self) -> tuple[tuple[str, str], ...]:
+        return tuple((k, v) for k, v in self.more if v)
+
+
+@dataclass(frozen=True)
 class Row:
-    cells: tuple[str, ...]
+    cells: tuple[str | Cell, ...]
     keys: Mapping[str, str] = field(default_factory=dict)
     """Filter values (``data-<key>`` attributes) that the select boxes match exactly."""
 
@@ -161,7 +184,7 @@ class _Writer:
         if key not in self._grids:
             rows = read_table(path)
             header = tuple(rows[0])
-            cells = tuple(Row(tuple(r[h] for h in header)) for r in rows[:MAX_ROWS])
+            cells = tuple(Row(tuple(_shown_number(r[h]) for h in header)) for r in rows[:MAX_ROWS])
             self._grids[key] = Grid(_slug(self.shown(path)), self.shown(path), header, cells, len(rows),
                                     searchable=searchable)
         return self._grids[key]
@@ -221,20 +244,14 @@ def paper_sections(w: _Writer, paper: str) -> list[Section]:
     return sections
 
 
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+_float = to_float
 
 
-def _number(text: str) -> str:
-    """A recomputed number as the audit's Markdown shows it: up to 4 decimals, trailing zeros dropped."""
-    value = _float(text)
-    if value is None:
-        return text
-    return f"{value:.4f}".rstrip("0").rstrip(".") if not value.is_integer() else f"{int(value):d}"
+def _shown_number(text: str, digits: int | None = None) -> str | Cell:
+    """A number cell rounded (``common.site.text.rounded``), the file's value as its tooltip when rounding changed
+    it; other text as it is."""
+    shown = rounded(text, digits)
+    return text if shown == text else Cell(shown, title=text)
 
 
 def _audit_row(d: Mapping[str, str]) -> AuditRow:
@@ -247,12 +264,13 @@ def _audit_row(d: Mapping[str, str]) -> AuditRow:
                     caveat=caveat)
 
 
-AUDIT_HEADER = ("table", "row", "column", "published", "recomputed", "difference", "verdict", "profile", "source",
-                "quote", "note", "recompute with")
+AUDIT_HEADER = ("verdict", "published", "recomputed here", "difference", "table", "row", "column", "the paper's words",
+                "provenance")
 
 
 def audit_grid(w: _Writer, paper: str) -> Grid | None:
-    """The paper's audit, one row per published cell, filterable by table and verdict."""
+    """The paper's audit, one row per published cell, filterable by table and verdict: the verdict and the two
+    numbers first (rounded to the printed precision), the quote cleaned, source, note and command folded away."""
     path = w.results / "audit" / f"{paper}.csv"
     if not path.is_file():
         return None
@@ -260,35 +278,48 @@ def audit_grid(w: _Writer, paper: str) -> Grid | None:
     rows = []
     for d in read_table(path, AUDIT_FIELDS):
         r = _audit_row(d)
-        cells = (r.table, r.row, r.column, published_label(r, d["comparison"] or "="), _number(d["recomputed"]),
-                 _number(d["difference"]), r.verdict_text, r.profile, r.source, d["quote"], r.note, command)
+        digits = decimals(r.published_text)
+        provenance = Cell(r.profile or "-", more=(("source", r.source), ("note", clean_quote(r.note)),
+                                                  ("tolerance", _tolerance(d)), ("recompute with", command)))
+        cells = (Cell(r.verdict, tone(r.verdict), more=(("caveat", r.caveat),)),
+                 published_label(r, d["comparison"] or "="), _shown_number(d["recomputed"], digits),
+                 _shown_number(d["difference"], digits), r.table, r.row, r.column, clean_quote(d["quote"]),
+                 provenance)
         rows.append(Row(cells, {"table": r.table, "verdict": r.verdict}))
-    return Grid(f"audit-{paper}", w.shown(path), AUDIT_HEADER, tuple(rows), len(rows), ("table", "verdict"), True,
-                frozenset({len(AUDIT_HEADER) - 1}))
+    return Grid(f"audit-{paper}", w.shown(path), AUDIT_HEADER, tuple(rows), len(rows), ("table", "verdict"), True)
 
 
-CLAIMS_HEADER = ("claim", "the paper's words", "published effect", "tested", "source", "evidence",
-                 "what is measured here", "estimate [95% CI]", "verdict", "detail", "where the numbers are")
+def _tolerance(d: Mapping[str, str]) -> str:
+    """The audit's tolerance as a reader checks it: the number, rounded, and its rule."""
+    return " ".join(x for x in (rounded(d["tolerance"]), f"({d['tolerance_rule']})" if d["tolerance_rule"] else "")
+                    if x)
 
 
 def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str,
                 results: Path = RESULTS) -> Grid | None:
-    """The paper's claims scorecard (``common.scorecard.scorecard``): one row per claim and kind of evidence,
-    filterable by evidence and verdict."""
+    """The paper's claims scorecard (``common.scorecard.scorecard``): one row per claim, a column per kind of
+    evidence (its verdict coloured, the estimate under it, what is measured folded away); the paper's words
+    cleaned of the extraction's duplicates."""
     rows = []
     for findings in findings_by_claim:
+        c = findings[0].claim
+        claim = Cell(c.claim, note=c.source, more=(
+            ("the paper's words", " … ".join(f"“{clean_quote(q)}”" for q in c.quote)),
+            ("where the numbers are", f"papers/{paper}/{scorecard.SPEC}: {c.id}")))
+        cells: list[str | Cell] = [claim, scorecard.published_words(c, results), c.direction_text]
         for f in findings:
-            c, e = f.claim, f.claim.evidence.get(f.kind)
-            evidence = scorecard.EVIDENCE_TITLES[f.kind]
+            e = c.evidence.get(f.kind)
             threshold, margin = c.test(f.kind)
             tested = scorecard.direction_words(c.direction, threshold, margin, c.unit)
-            rows.append(Row((c.claim, " … ".join(c.quote), scorecard.published_words(c, results), tested, c.source,
-                             evidence, e.what if e else "", f.number, f.verdict, f.detail,
-                             f"papers/{paper}/{scorecard.SPEC}: {c.id}"), {"evidence": evidence, "verdict": f.verdict}))
+            cells.append(Cell(f.verdict, tone(f.verdict), note=f.number, more=(
+                ("measured", e.what if e else ""), ("detail", f.detail),
+                ("tested here", tested if e and tested != c.direction_text else ""))))
+        rows.append(Row(tuple(cells), {}))
     if not rows:
         return None
-    return Grid(f"claims-{paper}", f"papers/{paper}/{scorecard.SPEC}", CLAIMS_HEADER, tuple(rows), len(rows),
-                ("evidence", "verdict"), False, frozenset({len(CLAIMS_HEADER) - 1}))
+    header = ("claim", "published effect", "the paper's direction",
+              *(scorecard.EVIDENCE_TITLES[k] for k in scorecard.EVIDENCE))
+    return Grid(f"claims-{paper}", f"papers/{paper}/{scorecard.SPEC}", header, tuple(rows), len(rows))
 
 
 def verdict_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -323,15 +354,35 @@ def cards(w: _Writer, folder: Path) -> list[Card]:
 
 
 CROSS_PAPER_FILTERS = ("verdict", "kind", "benchmark")
+CROSS_PAPER_HEADER = ("verdict", "benchmark", "model", "one paper", "the other", "difference", "cause")
+
+
+def _side(r: Mapping[str, str], side: str) -> Cell:
+    """One paper's number in a cross-paper row: the value, the paper under it, where it is printed as a tooltip."""
+    return Cell(r[f"value_{side}"], note=r[f"source_{side}"],
+                title=f"{r[f'location_{side}']} ({r[f'averaging_{side}']})")
 
 
 def cross_paper_grid(w: _Writer, path: Path) -> Grid:
-    """The cross-paper CSV, filterable by verdict, kind and benchmark."""
-    rows = read_table(path, CROSS_PAPER_FILTERS)
-    header = tuple(rows[0])
-    return Grid("cross-paper", w.shown(path), header,
-                tuple(Row(tuple(r[h] for h in header), {k: r[k] for k in CROSS_PAPER_FILTERS}) for r in rows),
-                len(rows), CROSS_PAPER_FILTERS, True)
+    """The cross-paper CSV, filterable by verdict, kind and benchmark: one short row per pair (the difference and
+    its cause in view), the mapping and the evidence folded away."""
+    rows = []
+    for r in read_table(path, CROSS_PAPER_FILTERS):
+        summary, _, rest = r["evidence"].partition(" | ")
+        cause = Cell(r["cause"] or "none found", note=summary, more=(("evidence", rest), ("mapping", r["mapping"]),
+                                                                      ("kind", r["kind"])))
+        cells = (Cell(r["verdict"], tone(r["verdict"])), Cell(r["benchmark"], note=r["category"]), r["model"],
+                 _side(r, "a"), _side(r, "b"), _shown_number(r["difference"]), cause)
+        rows.append(Row(cells, {k: r[k] for k in CROSS_PAPER_FILTERS}))
+    return Grid("cross-paper", w.shown(path), CROSS_PAPER_HEADER, tuple(rows), len(rows), CROSS_PAPER_FILTERS, True)
+
+
+def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
+    """The finding the index shows for a claim: the full profile's when it ran, else the offline analysis', else the
+    mini profile's (the evidence closest to the paper's own quantity)."""
+    shown = [f for f in findings if f.verdict not in (scorecard.NOT_RUN, scorecard.NOT_MEASURED)]
+    order = ("full", "offline", "mini")
+    return min(shown or findings, key=lambda f: order.index(f.kind) if f.kind in order else len(order))
 
 
 # ---- the site -----------------------------------------------------------------------------------------------------
@@ -349,9 +400,12 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
     claims = {p: scorecard.scorecard(p, w.results) for p in papers}
     oracles = {p: read_record(p, w.results) for p in papers}
+    abouts = {p: about(p) for p in papers}
+    w.env.globals.update(abouts=abouts)
     w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts, oracles=oracles,
            claims={p: scorecard.reproduced_counts(rows) for p, rows in claims.items() if rows},
-           evidence=scorecard.EVIDENCE_TITLES)
+           headlines={p: [headline(f) for f in rows] for p, rows in claims.items()},
+           evidence=scorecard.EVIDENCE_TITLES, tone=tone)
     for paper in papers:
         figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
         w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(claims[paper], paper, w.results),

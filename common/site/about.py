@@ -1,0 +1,48 @@
+"""What the site says about each paper: its title, authors, venue and links, read from the ``[paper]`` table of
+``papers/<paper>/scorecard.toml`` (by convention, so ``common`` names no paper; the same facts as the paper's
+README.md, section "Paper and code", which is prose for people and not parsed)."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.paths import ROOT
+from common.scorecard import SPEC, ScorecardError
+
+ARXIV = "https://arxiv.org/abs/{id}"
+
+
+@dataclass(frozen=True)
+class About:
+    paper: str
+    short: str
+    """The paper's name as people say it ("SugarCrepe"); the package name when the table is missing."""
+    title: str = ""
+    authors: str = ""
+    venue: str = ""
+    arxiv: str = ""
+    """The arXiv id ("2306.14610")."""
+    code: str = ""
+    """The official code's URL."""
+    note: str = ""
+
+    @property
+    def arxiv_url(self) -> str:
+        return ARXIV.format(id=self.arxiv) if self.arxiv else ""
+
+
+def about(paper: str, root: Path = ROOT) -> About:
+    """The ``[paper]`` table of ``papers/<paper>/scorecard.toml`` (only the package name when there is none)."""
+    path = root / "papers" / paper / SPEC
+    if not path.is_file():
+        return About(paper, paper)
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("paper", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+    fields = set(About.__dataclass_fields__) - {"paper"}
+    wrong = sorted(k for k, v in table.items() if k not in fields or not isinstance(v, str))
+    if wrong:
+        raise ScorecardError(f"{path}: [paper] keys {wrong} are unknown or not text (known: {sorted(fields)})")
+    return About(paper, **{"short": paper, **table})

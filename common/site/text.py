@@ -1,0 +1,100 @@
+"""Text as the site shows it: quotes without the PDF extraction's duplicates, numbers rounded, verdicts toned.
+
+The papers' text was extracted from LaTeX-rendered HTML, where each formula appears three times over: as rendered,
+as its accessible reading, and as its TeX source ("63%percent6363\\%", "23,9372393723,937"). The committed CSVs keep
+the extracted text verbatim (``python -m common citations check`` finds it in the paper's text); the site shows it
+once, as a reader of the PDF sees it. A number is taken as triplicated when it reads as shown, without separators,
+as shown ("484848"): a quote that printed "666" in plain text would read "6", so the cleaner is for quotes only,
+never for a results table's cells.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from common import scorecard
+from common.audit.consistency import CONSISTENT, EXPLAINED, UNEXPLAINED
+from common.audit.core import VERDICTS as AUDIT_VERDICTS
+
+_PERCENT = re.compile(r"(?P<pre>>?)(?P<v>\d[\d.,]*)%(?:absent)?percent(?P=v)?>?(?P=v)\\%")
+"""``63%percent6363\\%`` and ``>30%absentpercent30>30\\%``: a percentage, its reading, its TeX."""
+_PLUS_MINUS = re.compile(r"(?P<a>\d[\d.]*)±(?P<b>\d[\d.]*)plus-or-minus(?P=a)(?P=b)(?P=a)\s*\\pm\s*(?P=b)")
+_EQUATION = re.compile(r"(?P<v>[A-Za-z]=\d[\d,.]*)[\U0001D400-\U0001D7FF]+[\d.,]+(?P=v)")
+"""``N=32,000𝑁32000N=32,000``: a one-letter equation, its math-italic reading, its TeX."""
+_LETTER = re.compile(r"(?P<v>[A-Za-z])[\U0001D400-\U0001D7FF](?P=v)(?![A-Za-z])")
+"""``N𝑁N``: a variable, its math-italic reading, its TeX."""
+_FRACTION = re.compile(r"(?P<n>\d)(?P<d>\d)(?P=n)(?P=d)\\frac\{(?P=n)\}\{(?P=d)\}")
+_SUBSCRIPT = re.compile(r"(?P<i>\w+)subscript(?P=i)\\mathcal\{(?P<s>[A-Z])\}_\{(?P=i)\}")
+_SYMBOL = re.compile(r"(?P<r>[^\s\\])(?P=r)\\(?:mathcal\{[A-Z]\}|[A-Za-z]+)")
+"""``ΔΔ\\Delta``, ``𝒦𝒦\\mathcal{K}``: a symbol twice, then its TeX."""
+_SET = re.compile(r"\{[^{}\\]*\}[^\s\\]*\\\{(?P<t>[^\\]*)\\\}")
+"""``{1e5,5e6,1e6}1𝑒55𝑒61𝑒6\\{1e-5,5e-6,1e-6\\}``: a set as rendered (signs lost), its reading, its TeX."""
+_NUMBER_RUN = re.compile(r"\d[\d.,]*\d")
+
+
+def _once(run: str) -> str:
+    """A number printed three times (as shown, without separators, as shown: ``23,9372393723,937``) once."""
+    for size in range(1, len(run) // 2 + 1):
+        shown = run[:size]
+        if shown + shown.replace(",", "") + shown == run:
+            return shown
+    return run
+
+
+def clean_quote(text: str) -> str:
+    """``text`` with the extraction's triplicated formulas and numbers printed once (``63%``, ``23,937``)."""
+    text = _PERCENT.sub(lambda m: f"{m['pre']}{m['v']}%", text)
+    text = _PLUS_MINUS.sub(lambda m: f"{m['a']}±{m['b']}", text)
+    text = _EQUATION.sub(lambda m: m["v"], text)
+    text = _LETTER.sub(lambda m: m["v"], text)
+    text = _FRACTION.sub(lambda m: f"{m['n']}/{m['d']}", text)
+    text = _SUBSCRIPT.sub(lambda m: f"{m['s']}{m['i']}", text)
+    text = _SYMBOL.sub(lambda m: m["r"], text)
+    text = _SET.sub(lambda m: "{" + m["t"] + "}", text)
+    return _NUMBER_RUN.sub(lambda m: _once(m.group()), text)
+
+
+def to_float(text: str) -> float | None:
+    """A finite number, or None (text, an empty cell, nan)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def decimals(printed: str) -> int | None:
+    """The decimals a number was printed with ("0.59": 2, "23937": 0), or None when ``printed`` is no number."""
+    text = printed.strip().lstrip("<>=≤≥ ").rstrip("%").replace(",", "")
+    if to_float(text) is None or "e" in text.lower():
+        return None
+    return len(text.partition(".")[2])
+
+
+def rounded(text: str, digits: int | None = None) -> str:
+    """A number cell rounded for reading: ``digits`` decimals (the paper's printed precision) or, unknown, at most
+    3 (3 significant figures below 0.001), without thousands separators (as the audit's published column prints
+    them); integers and text unchanged."""
+    value = to_float(text)
+    if value is None:
+        return text
+    if value.is_integer() and digits is None:
+        return f"{int(value)}"
+    if digits is not None:
+        return f"{value:.{digits}f}"
+    if value and abs(value) < 1e-3:
+        return f"{value:.3g}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+DIFFERS, AUDIT_REPRODUCED = AUDIT_VERDICTS[:2]
+TONES = {"good": (scorecard.REPRODUCED, AUDIT_REPRODUCED, CONSISTENT, EXPLAINED),
+         "partial": (scorecard.DIRECTION_ONLY, scorecard.NO_INTERVAL),
+         "bad": (scorecard.NOT_REPRODUCED, DIFFERS, UNEXPLAINED)}
+"""A verdict's colour (scorecard, audit and cross-paper verdicts): any other verdict (not run, not recomputed yet,
+not comparable) is grey."""
+
+
+def tone(verdict: str) -> str:
+    """The CSS class of a verdict's colour: ``good``, ``partial``, ``bad`` or ``none``."""
+    return next((t for t, verdicts in TONES.items() if verdict in verdicts), "none")
