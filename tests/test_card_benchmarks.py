@@ -175,3 +175,44 @@ def test_collect_refuses_the_same_model_twice_and_an_empty_folder(full_card, tmp
     (tmp_path / "empty").mkdir()
     assert main(["card", "collect", str(tmp_path / "empty"), "--out", str(tmp_path / "board")]) == 1
     assert "no card (<model>.json) in" in capsys.readouterr().err
+
+
+# ---- docs/benchmarks.md: the registry's files and sizes, the card's names and commands -------------------------
+def _expand(text: str) -> list[str]:
+    """``a/{b,c}.json`` -> ``a/b.json``, ``a/c.json`` (every brace group, in turn)."""
+    import re
+
+    match = re.search(r"\{([^{}]*)\}", text)
+    if not match:
+        return [text]
+    return [x for part in match.group(1).split(",")
+            for x in _expand(text[:match.start()] + part + text[match.end():])]
+
+
+def test_the_benchmarks_page_names_registry_files_with_their_recorded_sizes_and_the_cards_commands():
+    import re
+
+    from common.card.run import discover
+    from common.download import default_registry
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text()
+    registry = default_registry()
+    groups = {e.group for e in registry.values()}
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")] if line.startswith("| `") else []
+        if len(cells) != 3:
+            continue
+        keys = [k for quoted in re.findall(r"`([^`]+)`", cells[0]) for k in _expand(quoted.split(" ")[0])]
+        assert keys and all(k in registry for k in keys), line
+        assert all(registry[k].group == cells[1].split("`")[1] for k in keys), line
+        sizes = [registry[k].size for k in keys]
+        if "bytes in all" in cells[2]:
+            assert f"{sum(sizes):,} bytes in all ({len(keys)} files)" in cells[2], line
+        else:  # an approximate size is the registry's note; none recorded is said so
+            assert None in sizes and ("size not recorded" in cells[2] or all(
+                registry[k].note and "about" in registry[k].note.lower() for k in keys)), line
+    for command in re.findall(r"python -m common fetch ([a-z0-9_/. -]+)", page):
+        assert all(t in groups or t in registry for t in command.split()), command
+    for bench in discover("full")[0]:
+        assert f"| `{bench.key}` |" in page
+        assert not bench.how_to_get.startswith("dvc repro") or bench.how_to_get.split(" (")[0] in page
