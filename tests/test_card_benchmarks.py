@@ -100,6 +100,7 @@ def test_a_real_model_on_the_mini_world_is_warned_about_and_a_mini_one_is_not(st
     assert card["warnings"] and "rendered scenes" in card["warnings"][0]
     assert card["published"]["comparability"].startswith("not comparable")
     md = path.with_suffix(".md").read_text()
+    assert "Mini profile: a real model on the rendered mini world, never the papers' numbers." in md
     assert md.splitlines()[2].startswith("**Warning: ") and "## Beside the published numbers\n\nNot comparable: " in md
     code, card, _ = _card(standins, ["--profile", "mini", "--benchmark", "sugarcrepe", "--model", standins["mini"]],
                           tmp_path / "mini")

@@ -45,7 +45,8 @@ def note(card: Card) -> str:
     if card.provenance.get("rehearsal"):
         return "a rehearsal: the full profile's code on stand-in data and random weights, never the papers' numbers"
     if card.profile == "mini":
-        return "mini profile: tiny CLIPs on the rendered mini world, never the papers' numbers"
+        scored = "a real model on" if card.warnings else "tiny CLIPs on"
+        return f"mini profile: {scored} the rendered mini world, never the papers' numbers"
     return "full profile: the papers' benchmarks"
 
 
