@@ -75,6 +75,18 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 """What makes a JSON file an architecture for open_clip (``open_clip.factory._rescan_model_configs``)."""
 
 
+def mini_world_archs() -> set[str]:
+    """The mini family's architectures (the workspace's own open_clip configs, ``model_configs/`` beside the zoo's
+    registry): a model of one of them was trained on the mini world's rendered scenes."""
+    return {path.stem for path in (ZOO_FILE.parent / "model_configs").glob("*.json")}
+
+
+def is_mini_world(model: CardModel) -> bool:
+    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture), which the
+    mini profile's numbers are meant for; any other model is a real checkpoint."""
+    return model.spec.family == "mini" or model.spec.arch in mini_world_archs()
+
+
 def zoo_names() -> set[str]:
     """The zoo's names (``common.zoo.registry()``'s keys), read from its ``models.toml`` files alone (the registry's
     checks run when a name is looked up)."""

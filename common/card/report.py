@@ -45,7 +45,8 @@ def note(card: Card) -> str:
     if card.provenance.get("rehearsal"):
         return "a rehearsal: the full profile's code on stand-in data and random weights, never the papers' numbers"
     if card.profile == "mini":
-        return "mini profile: tiny CLIPs on the rendered mini world, never the papers' numbers"
+        scored = "a real model on" if card.warnings else "tiny CLIPs on"
+        return f"mini profile: {scored} the rendered mini world, never the papers' numbers"
     return "full profile: the papers' benchmarks"
 
 
@@ -60,13 +61,43 @@ def as_json(card: Card) -> dict:
                                                                                         "why": m.blind_note}),
                         "trend": r.as_dict() if r else None})
     return {"model": card.model.spec_text, "profile": card.profile,
-            "note": note(card),
-            "numbers": numbers, "not_on_card": card.missing, "provenance": card.provenance}
+            "note": note(card), "warnings": list(card.warnings),
+            "numbers": numbers, "not_on_card": card.missing,
+            "published": {"comparability": _comparability(card), "rows": card.published},
+            "provenance": card.provenance}
+
+
+def _comparability(card: Card) -> str:
+    from common.card.published import comparability
+
+    return comparability(card.profile, bool(card.provenance.get("rehearsal")))
+
+
+def published_markdown(card: Card) -> list[str]:
+    """Per source table, the card's numbers above the published rows for the same numbers (shared renderer)."""
+    from common.markdown_table import md_table
+
+    if not card.published:
+        return []
+    metrics = {m.key: f"{m.benchmark}: {m.metric}" for m in card.measures}
+    comparable = _comparability(card)
+    lines = ["", "## Beside the published numbers", "", comparable[0].upper() + comparable[1:] + "."]
+    for source in dict.fromkeys(r["source"] for r in card.published):
+        rows = [r for r in card.published if r["source"] == source]
+        keys = [k for k in metrics if any(k in r["values"] for r in rows)]
+        mine = {"model": f"**{card.model.spec_text}** (this card, {card.profile} profile)",
+                **{metrics[k]: round(card.estimates[k].value, 2) for k in keys}}
+        theirs = [{"model": f"{r['row']} (published)", **{metrics[k]: r["values"].get(k, "") for k in keys}}
+                  for r in rows]
+        lines += ["", f"{source} (results/published/{rows[0]['paper']}.csv):", "",
+                  md_table([mine, *theirs], ["model", *(metrics[k] for k in keys)])]
+    return lines
 
 
 def markdown(card: Card) -> str:
     """The card as a Markdown table (what the command prints)."""
     lines = [f"# Report card: {card.model.spec_text} ({card.profile} profile)", ""]
+    lines += [f"**Warning: {w}.**" for w in card.warnings] + ([""] if card.warnings else [])
     lines += [note(card)[0].upper() + note(card)[1:] + ".", ""]
     lines += ["| benchmark | number | % [95% CI] | n | ties | blind text-only | beyond recognition trend |",
               "|---|---|---|---|---|---|---|"]
@@ -93,6 +124,12 @@ def markdown(card: Card) -> str:
                       "model's own uncertainty)."]
     for m in card.missing:
         lines += ["", f"Not on the card: {m['title']} ({m['benchmark']}): {m['why']}; to get it: {m['how']}"]
+    lines += published_markdown(card)
+    from common.card.environment import footer
+
+    done = footer(card.provenance)
+    if done:
+        lines += ["", "---", "", f"Computed: {done}."]
     return "\n".join(lines) + "\n"
 
 

@@ -20,3 +20,7 @@ class Card:
     residuals: dict[str, Residual]
     missing: list[dict]
     provenance: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What the reader must know before reading a number (a real model scored on the mini world)."""
+    published: list[dict] = field(default_factory=list)
+    """The papers' published rows for the same numbers (``common.card.published.published_rows``)."""

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -22,12 +23,32 @@ from common.card import report
 from common.card.core import (CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate,
                               paired_difference)
 from common.card.result import Card
-from common.card.models import build, resolve
+from common.card.models import CardModel, build, is_mini_world, resolve
 from common.card.trend import Residual, Trend, residual
 from common.paths import ROOT, build_root, refuse_workspace_outputs
 
 DEFAULT_OUT = "cards"
 """Under the build root: ``<build>/cards/<profile>/``."""
+PROFILES = ("mini", "full")
+BENCHMARKS_DOC = "docs/benchmarks.md"
+"""What each full-profile benchmark needs on disk, its size and the command that prepares it."""
+
+
+def mini_world_warning(model: CardModel) -> str:
+    """The warning of a real model carded on the mini world."""
+    return (f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes (48-pixel "
+            f"images), not comparable with any published number; use --profile full (the real benchmarks: "
+            f"{BENCHMARKS_DOC})")
+
+
+def published_sources() -> list:
+    """Every paper's published tables for the card's numbers (``papers/<paper>/card.py``'s ``published()``)."""
+    out = []
+    for paper in plugins.paper_names():
+        module = plugins.paper_module(paper, "card")
+        if module is not None and hasattr(module, "published"):
+            out += module.published()
+    return out
 
 
 def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[CardBenchmark], list[Trend]]:
@@ -128,11 +149,24 @@ def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str
     return out
 
 
+def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchmark], missing: Sequence[dict],
+                    profile: str) -> None:
+    """One line naming what prepares each benchmark the user named that is not here, or every benchmark when none
+    is (a card with no number)."""
+    absent = [m for m in missing if named and m["benchmark"] in named] or ([] if available else list(missing))
+    if absent:
+        raise CardError(f"{profile} profile: " + "; ".join(f"{m['benchmark']} is not here ({m['why']}): {m['how']}"
+                                                           for m in absent)
+                        + f" (what each needs and its size: {BENCHMARKS_DOC})")
+
+
 def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
-               params: dict | None = None, log=print) -> Iterator[Card]:
+               params: dict | None = None, log=print, strict: bool = False) -> Iterator[Card]:
     """Each model's card in turn, scored on every benchmark whose data is here (the others are listed in each card
-    as missing). Every SPEC is resolved first; each model is built before the data is loaded, so a checkpoint that
-    does not fit fails before any scoring; the data and the blind baseline are loaded and scored once for all."""
+    as missing; ``strict``, the command's way: a benchmark named in ``only`` that is not here, or no benchmark at
+    all, stops with one line saying how to prepare it). Every SPEC is resolved first; each model is built before
+    the data is loaded, so a checkpoint that does not fit fails before any scoring; the data and the blind baseline
+    are loaded and scored once for all."""
     from common.engine import Engine
     from common.evaluate import engine_config
     from common.params import load_params
@@ -145,16 +179,27 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     profile = params["profile"]
     benchmarks, trends = discover(profile, only)
     available, missing = split_available(benchmarks)
+    if strict:
+        _refuse_missing(only, available, missing, profile)
     for m in missing:
         log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
+    sources = published_sources()
+    from common.card import environment
+
+    versions = environment.versions()
     config = engine_config(params)
     data: dict[str, object] | None = None
     blind: dict[str, dict[str, Measure]] = {}
     blind_note, provenance = "", {}
     for model in models:
+        warnings = [mini_world_warning(model)] if profile == "mini" and not is_mini_world(model) else []
+        for line in warnings:
+            log(f"warning: {line}")
         log(f"building {model.spec_text}")
+        started = time.perf_counter()
         engine = Engine(build(model, device=device), config)
         if data is None:
+            load_started = time.perf_counter()
             data = {}
             for b in list(available):
                 log(f"loading {b.key}")
@@ -165,6 +210,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                     missing.append({"benchmark": b.key, "title": b.title, "why": f"missing: {exc}",
                                     "how": b.how_to_get})
                     log(f"not on the card: {b.key}: {exc}")
+            if strict:
+                _refuse_missing(only, available, missing, profile)
             blind_engine, blind_note = _blind_engine(profile)
             if blind_engine is not None:
                 for b in available:
@@ -172,7 +219,9 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
             provenance = {"profile": profile, "rehearsal": rehearsal(params).enabled, "commit": _commit(),
                           "data_sha256": _data_hashes(available),
                           "engine": dataclasses.asdict(config), "blind_scorer": blind_note,
-                          "trends": [t.label for t in trends]}
+                          "trends": [t.label for t in trends],
+                          "data_load_seconds": round(time.perf_counter() - load_started, 2)}
+            started += time.perf_counter() - load_started  # a model's time is its own: build and scoring
         log(f"scoring {model.spec_text}")
         measures: list[Measure] = []
         precisions: dict[str, str] = {}
@@ -200,15 +249,21 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
         blind_estimates = {m.key: estimate(dataclasses.replace(m, correct=m.blind)) for m in measures
                            if m.blind is not None}
         residuals = _trend_residuals(estimates, trends, model.spec_text)
+        seconds = round(time.perf_counter() - started, 2)
+        from common.card.published import published_rows
+
         yield Card(model, profile, measures, estimates, blind_estimates, residuals, missing,
                    {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint,
-                    "precision": {"engine": config.precision, "authors": precisions}})
+                    "precision": {"engine": config.precision, "authors": precisions},
+                    "evaluation_seconds": seconds,
+                    "environment": {"versions": versions, "hardware": environment.hardware(device)}},
+                   warnings, published_rows(sources, {m.key for m in measures}))
 
 
 def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
-               params: dict | None = None, log=print) -> list[Card]:
+               params: dict | None = None, log=print, strict: bool = False) -> list[Card]:
     """Every model's card (``iter_cards``), as a list."""
-    return list(iter_cards(specs, only, device, params, log))
+    return list(iter_cards(specs, only, device, params, log, strict))
 
 
 def _blind_engine(profile: str):
@@ -265,6 +320,8 @@ def comparisons(cards: Sequence[Card]) -> list[dict]:
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
+    if not args.model:
+        args.parser.error("--model SPEC is required (or `card collect DIR...` to build a leaderboard from cards)")
     specs = list(dict.fromkeys(args.model))
     for spec in specs:  # every SPEC checked first, on every rank: a misspelt name is one line before torch loads
         resolve(spec)  # and before the CPU profile restarts the process (reexec_pinned)
@@ -280,6 +337,8 @@ def _cmd_card(args: argparse.Namespace) -> int:
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = load_params()
+    if args.profile:  # the card's own: params.yaml, and so every stage, keep theirs
+        params = {**params, "profile": args.profile}
     out_dir = Path(args.out).expanduser() if args.out else build_root() / DEFAULT_OUT / params["profile"]
     if out_dir.exists() and not out_dir.is_dir():
         raise CardError(f"--out {out_dir} is a file, not a folder")
@@ -290,7 +349,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
     cards = []
     for card in iter_cards(mine, args.benchmark or None, device, params,
                            log=lambda line: print(f"[rank {rank}] {line}" if world > 1 else line, file=sys.stderr,
-                                                  flush=True)):
+                                                  flush=True), strict=True):
         cards.append(card)  # each card written whole as soon as it is scored: a later failure loses none of them
         print(report.markdown(card))
         for path in report.write_cards([card], [], out_dir):
@@ -317,11 +376,21 @@ def register_cli(subparsers) -> None:
                "<out>/<model>.{json,csv,md,png} and, for several models, comparison.{json,csv,md}. A sweep over many "
                "models: `torchrun --nproc_per_node N -m common card --model A --model B ...` (one process per GPU, "
                "each taking every N-th model; several nodes: torchrun's --nnodes/--node_rank/--rdzv_endpoint); the "
-               "paired comparison is written by a single-process run only.")
-    p.add_argument("--model", action="append", required=True, metavar="SPEC", help="a model to card (repeatable)")
+               "paired comparison is written by a single-process run only. A model that is not of the mini family, "
+               "carded under the mini profile, is warned about (its numbers are the rendered mini world's). "
+               "`card collect DIR...` merges cards into one leaderboard.")
+    p.add_argument("--model", action="append", metavar="SPEC", help="a model to card (repeatable; required)")
+    p.add_argument("--profile", choices=PROFILES, default=None,
+                   help="mini (the rendered mini world) or full (the papers' real benchmarks, prepared as "
+                        f"{BENCHMARKS_DOC} says); default: params.yaml's profile. The card's only: stages keep theirs")
     p.add_argument("--benchmark", action="append", metavar="KEY",
                    help="only these benchmarks (repeatable; default: all): sugarcrepe, recognition, aro, "
-                        "hard_positives, ccneg, bivlc")
+                        "hard_positives, ccneg, bivlc; a named benchmark whose data is not here stops with the "
+                        "command that prepares it")
     p.add_argument("--out", default=None, help=f"output folder (default: <build>/{DEFAULT_OUT}/<profile>/)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.set_defaults(func=_cmd_card)
+    p.set_defaults(func=_cmd_card, parser=p)
+    actions = p.add_subparsers(dest="card_action", metavar="{collect}", required=False)
+    from common.card.collect import register_cli as register_collect
+
+    register_collect(actions)

@@ -66,3 +66,11 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (snapshot,),
                           "python -m common fetch bivlc/BiVLC (or make fetch with the full profile)", load_full, _score,
                           blind_applies=_blind_applies)]
+
+
+def published():
+    """Table 2's rows (the contrastive and generative models, human, random) on BiVLC."""
+    from common.card.published import PublishedColumns
+
+    return [PublishedColumns("bivlc", "Table 2", "BiVLC Table 2",
+                             {f"bivlc/{m}": f"BiVLC | {m.capitalize() if m == 'group' else m}" for m in METRICS})]

@@ -85,3 +85,11 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 AUTHORS_PRECISION = ("CoN-CLIP's README snippet loads CLIP with clip.load on a GPU, fp16 weights there "
                      '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"); it casts CoN-CLIP\'s '
                      "fine-tuned weights to fp32 first, which the card's checkpoint models are")
+
+
+def published():
+    """CC-Neg accuracy of Table 2 (CLIP, NegCLIP, FLAVA, BLIP) and Table 3 (the CoN-CLIP fine-tunes)."""
+    from common.card.published import PublishedColumns
+
+    return [PublishedColumns("conclip", table, f"CoN-CLIP {table}", {"conclip/ccneg": "CC-Neg Accuracy"})
+            for table in ("Table 2", "Table 3")]

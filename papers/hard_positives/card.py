@@ -68,3 +68,13 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
                           lambda engine, items: measures(evaluation.evaluate(engine, items)),
                           authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]
+
+
+def published():
+    """Table 1's rows (CLIP ViT-B/32, NegCLIP, the hard-negative fine-tunes and the authors' own)."""
+    from common.card.published import PublishedColumns
+
+    names = {"orig": "Orig. Test Acc.", "aug": "Aug. Test Acc.", "brittleness": "Brittleness"}
+    return [PublishedColumns("hard_positives", "Table 1", "Hard positives Table 1",
+                             {f"hard_positives/{c}_{m}": f"{c.upper()} | {name}"
+                              for c in evaluation.COLUMNS for m, name in names.items()})]

@@ -129,3 +129,12 @@ def _checkpoint_trend() -> list[Trend]:
     published = {c.zoo: imagenet[c.name] for c in checkpoints if c.zoo}
     return [Trend(IMAGENET_X, f"{len(pretrained)} pre-trained checkpoints of the vl_compo table (Oh et al. 2024; "
                               "x: its ImageNet-1k top-1)", points, published)]
+
+
+def published():
+    """Table 6's rows (every CLIP, the text-only and human rows), its columns as the audit maps them."""
+    from common.card.published import PublishedColumns
+    from papers.sugarcrepe.audit import TABLE6_COLUMNS
+
+    return [PublishedColumns("sugarcrepe", "Table 6", "SugarCrepe Table 6",
+                             {f"sugarcrepe/{c}": column for c, column in TABLE6_COLUMNS.items()})]
