@@ -280,3 +280,15 @@ def test_the_index_and_each_paper_page_show_the_oracle_record(site):
         assert all(f"<tr><th>{escape(name)}</th>" in page for name in record["benchmarks"])
         assert all(escape(n["why"]) in page for n in record["not_covered"])
     assert recorded == 5
+
+
+def test_the_index_says_how_much_of_the_published_numbers_is_compared(site):
+    """The front page's promise is the audit's coverage, from results/audit (issue 48: the audit was oversold)."""
+    from common.site.build import coverage, verdict_counts
+
+    c = coverage(verdict_counts(RESULTS, paper_names()))
+    total = sum(c.values())
+    index = " ".join((site / "index.html").read_text(encoding="utf-8").split())
+    assert f"Of the {total:,} numbers they publish, {c['reproduced'] + c['differs']:,}" in index
+    assert f"({c['reproduced']} reproduced, {c['differs']} differ)" in index
+    assert "papers, reproduced" not in index

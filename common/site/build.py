@@ -386,6 +386,14 @@ def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
 
 
 # ---- the site -----------------------------------------------------------------------------------------------------
+def coverage(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """The audit's verdict counts over every paper, under the index's names: what is compared and what is not."""
+    from common.coverage import DIFFERS, MINI_ONLY, REPRODUCED, WAITING
+
+    names = {REPRODUCED: "reproduced", DIFFERS: "differs", WAITING: "waiting", MINI_ONLY: "mini"}
+    return {short: sum(c.get(verdict, 0) for c in counts.values()) for verdict, short in names.items()}
+
+
 def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = None) -> list[str]:
     """Write every page, the static files and the images into ``root`` (an empty folder); the pages' names."""
     papers = plugins.paper_names()
@@ -405,7 +413,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts, oracles=oracles,
            claims={p: scorecard.reproduced_counts(rows) for p, rows in claims.items() if rows},
            headlines={p: [headline(f) for f in rows] for p, rows in claims.items()},
-           evidence=scorecard.EVIDENCE_TITLES, tone=tone)
+           evidence=scorecard.EVIDENCE_TITLES, tone=tone, coverage=coverage(counts))
     for paper in papers:
         figures = sorted(p for p in audit.glob(f"{paper}*.png") if p.stem == paper or p.stem.startswith(paper + "_"))
         w.page(f"{paper}.html", "paper.html.j2", paper=paper, claims=claims_grid(claims[paper], paper, w.results),
