@@ -158,10 +158,12 @@ def test_a_misspelt_pretrained_tag_names_the_close_one():
 ])
 def test_make_checks_its_arguments_before_installing(tmp_path, args, says):
     venv = f"VENV={tmp_path / 'venv'}"  # not installed: the install would be the first thing to run
-    refused = subprocess.run(["make", "-n", *args, venv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # under make test
+    refused = subprocess.run(["make", "-n", *args, venv], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                             env=env)
     assert refused.returncode == 2 and refused.stdout == ""
     (line,) = refused.stderr.strip().splitlines()
     assert says in line
     fine = subprocess.run(["make", "-n", args[0], "MODEL=x", "PAPER=aro", venv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
     assert fine.returncode == 0 and "pip install" in fine.stdout  # the same target with good arguments installs first
