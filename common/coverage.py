@@ -14,7 +14,7 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from common import plugins
 from common.audit.core import VERDICTS
@@ -36,6 +36,11 @@ def counts(papers: Sequence[str] | None = None, results: Path = RESULTS) -> dict
     return out
 
 
+def overall(by_paper: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Each verdict's count summed over the papers (a verdict a paper's audit lacks counts 0)."""
+    return {v: sum(p.get(v, 0) for p in by_paper.values()) for v in VERDICTS}
+
+
 def _total(c: dict[str, int]) -> int:
     return sum(c.values())
 
@@ -46,7 +51,7 @@ def _share(n: int, total: int) -> str:
 
 def sentence(by_paper: dict[str, dict[str, int]]) -> str:
     """The front door's line: compared, waiting on the full profile, mini analog only, over every paper."""
-    c = {v: sum(p[v] for p in by_paper.values()) for v in VERDICTS}
+    c = overall(by_paper)
     total = _total(c)
     text = (f"**What is audited:** of the {total:,} numbers the papers publish (table cells and numeric claims, "
             f"transcribed in `results/published/`), {_share(c[REPRODUCED] + c[DIFFERS], total)} are compared with a "
@@ -68,7 +73,7 @@ def table(by_paper: dict[str, dict[str, int]]) -> str:
     """One row per paper and a total: the published cells by what the audit could do with them."""
     rows = ["| paper | published numbers | compared | reproduced | differ | waiting on the full profile | "
             "mini analog only |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, c in [*by_paper.items(), ("all", {v: sum(p[v] for p in by_paper.values()) for v in VERDICTS})]:
+    for name, c in [*by_paper.items(), ("all", overall(by_paper))]:
         total = _total(c)
         rows.append(f"| {name} | {total:,} | {_share(c[REPRODUCED] + c[DIFFERS], total)} | {c[REPRODUCED]:,} | "
                     f"{c[DIFFERS]:,} | {_share(c[WAITING], total)} | {_share(c[MINI_ONLY], total)} |")

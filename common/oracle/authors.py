@@ -139,21 +139,6 @@ def working_directory(folder: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-@contextlib.contextmanager
-def home_directory(folder: Path) -> Iterator[None]:
-    """``HOME`` set to ``folder`` for the block: where ``os.path.expanduser`` puts ``~``, for code that expands it in
-    some calls and not in others."""
-    before = os.environ.get("HOME")
-    os.environ["HOME"] = str(folder)
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["HOME"]
-        else:
-            os.environ["HOME"] = before
-
-
 def script_file(code: AuthorsCode, script: str) -> Path:
     """``script``: a module of the release (``main_eval``) or its path relative to the release's root."""
     return (code.module_file(script) if "/" not in script and not script.endswith(".py") else code.path(script)).resolve()

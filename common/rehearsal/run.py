@@ -433,14 +433,11 @@ def oracle(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: 
         print(f"rehearsal: oracle: {line}", flush=True)
     if record:
         from common.io import write_json_atomic
-        from common.oracle.core import RECORD_DIR, STANDIN_INPUTS, PaperOracle
+        from common.oracle.core import RECORD_DIR, STANDIN_INPUTS, read_oracles
         from common.paths import RESULTS
 
-        for paper in checked:
-            report = out / f"{paper}.json"
-            if report.is_file():
-                ran = PaperOracle.from_json(json.loads(report.read_text(encoding="utf-8")))
-                write_json_atomic(RESULTS / RECORD_DIR / f"{paper}.json", ran.record(STANDIN_INPUTS))
+        for ran in read_oracles(out):  # the papers whose oracle finished (out was emptied before it ran)
+            write_json_atomic(RESULTS / RECORD_DIR / f"{ran.paper}.json", ran.record(STANDIN_INPUTS))
     return OracleOutcome(done.returncode, round(time.perf_counter() - started, 1), headlines, str(log_path))
 
 

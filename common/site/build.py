@@ -388,10 +388,11 @@ def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
 # ---- the site -----------------------------------------------------------------------------------------------------
 def coverage(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     """The audit's verdict counts over every paper, under the index's names: what is compared and what is not."""
-    from common.coverage import DIFFERS, MINI_ONLY, REPRODUCED, WAITING
+    from common.coverage import DIFFERS, MINI_ONLY, REPRODUCED, WAITING, overall
 
     names = {REPRODUCED: "reproduced", DIFFERS: "differs", WAITING: "waiting", MINI_ONLY: "mini"}
-    return {short: sum(c.get(verdict, 0) for c in counts.values()) for verdict, short in names.items()}
+    summed = overall(counts)
+    return {short: summed[verdict] for verdict, short in names.items()}
 
 
 def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = None) -> list[str]:

@@ -175,7 +175,9 @@ def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]
 def run(ctx) -> PaperOracle:
     import numpy as np
 
-    from common.oracle.authors import command_line, home_directory, importable, run_script, shimmed_modules, torch_six
+    from unittest import mock
+
+    from common.oracle.authors import command_line, importable, run_script, shimmed_modules, torch_six
     from common.oracle.observe import returns_of
     from common.paths import build_root
     from common.zoo import get_spec
@@ -212,20 +214,25 @@ def run(ctx) -> PaperOracle:
                 archive = as_clip_archive(name, ctx.scratch / "weights")
         quick_gelu = model_name == "NegCLIP" and runs_quick_gelu(get_spec(name))
         key, label = our_scoring(name, model_name, ctx)
-        for dataset, (benchmark, table, predictions, key_column) in DATASETS.items():
-            out = ctx.scratch / "outputs" / name.replace("/", "__")
+        out = ctx.scratch / "outputs" / name.replace("/", "__")
+        out.mkdir(parents=True, exist_ok=True)
+
+        def released(script: str, dataset: str) -> list[dict[str, str]]:
+            """``script --dataset dataset`` as released, on this row's model: the records of the CSV it saves."""
             (out / f"{dataset}.csv").unlink(missing_ok=True)  # the script appends to an existing file
             argv = ["--device", ctx.device, "--num_workers", "0", "--model-name", model_name, "--dataset", dataset,
                     "--output-dir", str(out)]
-            os.makedirs(out, exist_ok=True)
             with shimmed_modules({"torch._six": torch_six()}), importable(clip_code.root), \
                     clip_load_from(ctx, archive, GET_MODEL_CALL), \
-                    open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu), \
-                    returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as seen:
-                run_script(code, SCRIPT, argv, cwd=ctx.scratch)
-            oracle.ran.append(command_line(code, SCRIPT, argv) + f"  [{key}]")
+                    open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu):
+                run_script(code, script, argv, cwd=ctx.scratch)
+            oracle.ran.append(command_line(code, script, argv) + f"  [{key}]")
             with open(out / f"{dataset}.csv", newline="", encoding="utf-8") as f:
-                records = list(csv.DictReader(f))
+                return list(csv.DictReader(f))
+
+        for dataset, (benchmark, table, predictions, key_column) in DATASETS.items():
+            with returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as seen:
+                records = released(SCRIPT, dataset)
             ours = read_table(results / table)
             for record in records:
                 group = record[key_column]
@@ -243,18 +250,8 @@ def run(ctx) -> PaperOracle:
         for dataset, (benchmark, split, table_name) in RETRIEVAL.items():
             if split not in splits:
                 continue
-            out = ctx.scratch / "outputs" / name.replace("/", "__")
-            (out / f"{dataset}.csv").unlink(missing_ok=True)
-            argv = ["--device", ctx.device, "--num_workers", "0", "--model-name", model_name, "--dataset", dataset,
-                    "--output-dir", str(out)]
-            with shimmed_modules({"torch._six": torch_six()}), importable(clip_code.root), \
-                    clip_load_from(ctx, archive, GET_MODEL_CALL), \
-                    open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu), \
-                    home_directory(ctx.scratch / "~"):
-                run_script(code, RETRIEVAL_SCRIPT, argv, cwd=ctx.scratch)
-            oracle.ran.append(command_line(code, RETRIEVAL_SCRIPT, argv) + f"  [{key}]")
-            with open(out / f"{dataset}.csv", newline="", encoding="utf-8") as f:
-                (record,) = list(csv.DictReader(f))
+            with mock.patch.dict(os.environ, HOME=str(ctx.scratch / "~")):  # see HOME_WHY
+                (record,) = released(RETRIEVAL_SCRIPT, dataset)
             ours = no_shuffle_rows(results / NO_SHUFFLE_TABLE, label).get(table_name, {})
             for field, column in RETRIEVAL_COLUMNS.items():
                 value = ours.get(column)
