@@ -515,7 +515,7 @@ def _lines_hold(content: str, ref: Reference) -> str | None:
 def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[str]]:
     """The quotes whose file the mirror holds at the pinned commit (``raw.githubusercontent.com/OWNER/REPO/COMMIT/
     PATH``), checked offline."""
-    from common.download import mirror_path
+    from common.registry.mirror import mirror_path
 
     if mirror is None or not mirror.is_dir():
         return 0, []

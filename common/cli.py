@@ -154,8 +154,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("docs", "the documentation's generated parts", RegisterCli("common.docnumbers")),
     Command("citations", "check every reference to the authors' code and the papers", RegisterCli("common.citations")),
     Command("audit", "published vs recomputed numbers of a paper (results/audit/)", _audit),
-    Command("fetch", "download registry entries (by key or group), verified", RegisterCli("common.download")),
-    Command("sources", "list registry entries", RegisterCli("common.download")),
+    Command("fetch", "download registry entries (by key or group), verified", RegisterCli("common.registry.cli")),
+    Command("sources", "list registry entries", RegisterCli("common.registry.cli")),
     Command("deps", "check every DVC stage's code deps against its imports (--write: fix them)", _deps),
     Command("rehearse", "the full profile end to end on stand-ins, in a copy of the workspace (build/rehearsal/): "
                         "stages ran and wall time per paper", RegisterCli("common.rehearsal.run")),

@@ -134,7 +134,7 @@ def write_data_dvc(tracked: Iterable[TrackedInput], path: Path | None = None) ->
 
 
 def _sources_by_dest() -> dict[str, Any]:
-    from common.download import default_registry
+    from common.registry.sources import default_registry
 
     return {source.dest: source for source in default_registry().values()}
 
@@ -175,7 +175,7 @@ def problems(tracked: Sequence[TrackedInput], workspace: Path | None = None) -> 
 
 def fetch_tracked(*, force: bool = False, progress: bool = False) -> list[TrackedInput]:
     """Fetch every data.dvc input (sha256 against the registry) and check its md5 against data.dvc."""
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     tracked = read_data_dvc()
     by_dest = _sources_by_dest()
@@ -224,7 +224,8 @@ def _cache_dir() -> Path:
 
 def add_sources(keys: Sequence[str]) -> list[TrackedInput]:
     """Fetch these registry entries and track them in data.dvc (existing outputs kept)."""
-    from common.download import fetch, get_source
+    from common.registry.fetch import fetch
+    from common.registry.sources import get_source
 
     current = {t.path: t for t in read_data_dvc()} if DATA_DVC.exists() else {}
     root = _tracked_root()
@@ -282,7 +283,7 @@ re-includes it), so tracking it never touches the default's ``data.dvc``."""
 
 def track_full(targets: Sequence[str]) -> list[str]:
     """Record each present full-profile target (key or group) in ``data/full.dvc``, hashed and cached by DVC."""
-    from common.download import default_registry, get_source, groups, sources_in_group
+    from common.registry.sources import default_registry, get_source, groups, sources_in_group
 
     registry = default_registry()
     root = _tracked_root()
@@ -421,7 +422,7 @@ def source_for_input(rel: str, registry: Mapping[str, Any] | None = None) -> Inp
     """What ``python -m common fetch`` needs to put the input ``data/<...>`` in place: the entry whose file, snapshot
     or extracted folder holds it, else (a folder holding several entries' files) their group; None when no entry
     writes there."""
-    from common.download import default_registry
+    from common.registry.sources import default_registry
 
     path = PurePosixPath(rel).relative_to("data")
     entries = list((registry or default_registry()).values())

@@ -373,7 +373,7 @@ def _edit(path: Path, edit: Callable[[bytes], bytes]) -> None:
 # running a case
 # ----------------------------------------------------------------------------------------------------------------
 def _no_fetch(key: str) -> Path:
-    from common.download import FetchError
+    from common.registry.errors import FetchError
 
     raise FetchError(f"{key}: not fetched in this test")
 

@@ -194,7 +194,7 @@ def test_the_benchmarks_page_names_registry_files_with_their_recorded_sizes_and_
     import re
 
     from common.card.run import discover
-    from common.download import default_registry
+    from common.registry.sources import default_registry
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text()
     registry = default_registry()

@@ -40,7 +40,7 @@ def test_a_toy_paper_runs_through_dvc_without_editing_common(tmp_path):
                            text=True)
     assert wrote.returncode == 0, wrote.stdout + wrote.stderr
     written = (toy / "dvc.yaml").read_text()
-    assert "common/training/job.py" in written and "common/download.py" in written  # derived from the imports
+    assert "common/training/job.py" in written and "common/registry/fetch.py" in written  # derived from the imports
     checked = subprocess.run(python, cwd=work, env=env, capture_output=True, text=True)
     assert "papers/toy/dvc.yaml" not in checked.stdout, checked.stdout
 

@@ -37,7 +37,7 @@ def _audit_without_released(paper: str, out_dir: Path) -> None:
 @pytest.fixture(scope="module")
 def audit_dir(tmp_path_factory) -> Path:
     from common.audit import run_audit
-    from common.download import FetchError
+    from common.registry.errors import FetchError
 
     out = tmp_path_factory.mktemp("audit")
     roots = tmp_path_factory.mktemp("roots")

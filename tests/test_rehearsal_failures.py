@@ -24,7 +24,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common.download import EXTRACT_MARKER, ChecksumLock, DownloadError, fetch, get_source
+from common.registry.errors import DownloadError
+from common.registry.fetch import fetch
+from common.registry.lock import ChecksumLock
+from common.registry.markers import EXTRACT_MARKER
+from common.registry.sources import get_source
 from shared_files import MIRROR
 
 HP = "papers/hard_positives/dvc.yaml"

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from common.download import fetch
 from common.io import write_json_atomic
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import render
 from common.miniworld.scene import sample_scene
 from common.params import stage_section
+from common.registry.fetch import fetch
 
 
 def main(argv=None) -> int:

@@ -59,7 +59,8 @@ def standin(rec: Recomputed) -> bool:
 
 
 def _pinned(source: str) -> bool:
-    from common.download import RegistryError, get_source
+    from common.registry.errors import RegistryError
+    from common.registry.sources import get_source
 
     try:
         return get_source(source).sha256 is not None
@@ -118,7 +119,9 @@ def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
 def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
     """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full (the
     file, the expected sha256 and size, what was found, the remedy); otherwise what its cells' notes recorded."""
-    from common.download import FetchError, RegistryError, fetch, get_source
+    from common.registry.errors import FetchError, RegistryError
+    from common.registry.fetch import fetch
+    from common.registry.sources import get_source
 
     if pinned:
         try:

@@ -255,7 +255,7 @@ def _released_row(spec: ReleasedSpec, entry: Entry, ids: Identities, counts: Map
 def read_sources(specs: Sequence[SpecT], read: Callable[[Path, SpecT], DataT], fetcher: Fetcher
                  ) -> tuple[list[tuple[SpecT, DataT]], list[str]]:
     """Each source fetched and read; the ones that could not be fetched, with why (the caller decides: --strict)."""
-    from common.download import FetchError
+    from common.registry.errors import FetchError
 
     found, unreadable = [], []
     for spec in specs:
@@ -468,7 +468,7 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
 # ---- entry point ---------------------------------------------------------------------------------------------------
 
 def _default_fetcher(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

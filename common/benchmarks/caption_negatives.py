@@ -29,7 +29,7 @@ def released_file_key(category: str) -> str:
 
 def fetch_released(categories: tuple[str, ...] = CATEGORIES) -> dict[str, Path]:
     """The released JSON files, through the checksum-verifying (mirror-aware) downloader."""
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return {c: fetch(released_file_key(c), progress=False) for c in categories}
 

@@ -20,7 +20,8 @@ higher than its negative (``blind_correct``). The arithmetic follows the release
 Upstream scores one statement per call; here distinct texts are batched by token length, so a batch holds no
 padding and each score is the one-statement computation (the padded path, ``score_batch``, agrees with it too).
 ``transformers`` is an optional extra, imported only when a scorer is loaded; weights come from the project's
-downloader (``common.download.fetch``), whose error explains how to get them; nothing falls back to random weights.
+downloader (``common.registry.fetch.fetch``), whose error explains how to get them; nothing falls back to random
+weights.
 """
 from __future__ import annotations
 
@@ -214,7 +215,7 @@ def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | Non
         raise unknown_name("text scorer", name, SCORER_CLASSES)
     _import_transformers(name)  # before any download
     if path is None:
-        from common.download import fetch
+        from common.registry.fetch import fetch
 
         path = fetch(SOURCES[name], data_root=cache_dir)
     if not Path(path).is_dir():

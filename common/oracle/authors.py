@@ -62,7 +62,9 @@ def fetch_code(repo: str, data_root: Path | None = None) -> AuthorsCode:
     """Every registered file of ``repo``'s release, fetched (verified) under ``<data root>/code/<repo>/``; a file that
     cannot be fetched (offline, and not in the mirror) is listed in ``unfetched`` rather than stopping the others, as
     long as one file was fetched."""
-    from common.download import DownloadError, fetch, sources_in_group
+    from common.registry.errors import DownloadError
+    from common.registry.fetch import fetch
+    from common.registry.sources import sources_in_group
 
     prefix = f"code/{repo}/"
     sources = [s for s in sources_in_group(GROUP) if s.key.startswith(prefix)]

@@ -101,7 +101,8 @@ def openai_release_values(state: dict) -> dict:
 def write_checkpoint(data_root: Path, name: str, layout: Layout = "state_dict", seed: int = 0) -> Path:
     """Random weights of zoo model ``name`` (a ``data:`` checkpoint) at its path under ``data_root``, in the
     release's ``layout``; returns the file."""
-    from common.download import RegistryError, get_source
+    from common.registry.errors import RegistryError
+    from common.registry.sources import get_source
     from common.zoo import get_spec
 
     spec = get_spec(name)

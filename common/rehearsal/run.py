@@ -217,7 +217,7 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
                   footprints: Mapping[str, Footprint], log) -> None:
     """Steps 3 and 4 of the module docstring: the stand-ins, the models, the fetched keys, data.dvc's inputs."""
     from common import plugins
-    from common.download import fetch
+    from common.registry.fetch import fetch
     from common.rehearsal import models as standin_models
     from common.rehearsal.space import check_room
     from common.rehearsal.standins import name_seed

@@ -81,7 +81,7 @@ def tar_gz(members: Mapping[str, bytes]) -> bytes:
 # ------------------------------------------------------------------------------------------------------------------
 def standin_dest(key: str, data_root: Path) -> Path:
     """Where the registry entry ``key`` is fetched to under ``data_root``; ``StandInError`` for a pinned source."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     source = get_source(key)
     if source.sha256 is not None:
@@ -106,7 +106,7 @@ def place_zip(key: str, data_root: Path, members: Mapping[str, bytes]) -> Path:
     """The stand-in zip of ``key`` (a source with ``archive = "zip"``) holding ``members``, and the members of the
     stand-in already there (several papers' stand-ins share an archive: ARO's images, Visual Genome's); a member
     written twice must have the same bytes."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     if get_source(key).archive != "zip":
         raise StandInError(f"{key}: not a zip source in the registry")
@@ -453,7 +453,7 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
 # ------------------------------------------------------------------------------------------------------------------
 def snapshot_folder(data_root: Path, key: str) -> Path:
     """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     source = get_source(key)
     if source.method not in ("hf_model", "hf_dataset"):
@@ -466,8 +466,9 @@ def mark_snapshot(data_root: Path, key: str) -> Path:
     returns the folder offline as it returns a real snapshot."""
     import datetime as dt
 
-    from common.download import SNAPSHOT_MARKER, get_source
     from common.io import write_json_atomic
+    from common.registry.markers import SNAPSHOT_MARKER
+    from common.registry.sources import get_source
 
     source = get_source(key)
     marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
@@ -492,14 +493,14 @@ def hf_dataset_snapshot(key: str, data_root: Path, splits: Mapping[str, Sequence
     """The Hugging Face dataset snapshot of registry entry ``key`` (method ``hf_dataset``) under ``data_root``:
     per split, ``data/<split>-<k:05d>-of-<n:05d>.parquet`` (``shards`` files, rows in order) with ``columns``
     (name -> ``HF_IMAGE`` or ``HF_STRING``) and the ``huggingface`` schema metadata ``datasets`` writes, then the
-    marker ``common.download`` writes after ``snapshot_download`` (so a fetch returns the folder offline, as it
+    marker ``common.registry.hub`` writes after ``snapshot_download`` (so a fetch returns the folder offline, as it
     returns a real snapshot); returns the folder. A folder already there is replaced."""
     import shutil
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     source = get_source(key)
     if source.method != "hf_dataset":

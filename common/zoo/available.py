@@ -13,7 +13,8 @@ from common.zoo import EmbeddingModel, ModelFactory, ModelUnavailable, create_mo
 def why_unavailable(name: str, exc: ModelUnavailable) -> str:
     """The zoo's message, with the note of the model's download entry where it says why (manual, not released,
     LoRA weights)."""
-    from common.download import RegistryError, get_source
+    from common.registry.errors import RegistryError
+    from common.registry.sources import get_source
 
     try:
         source = get_spec(name).source

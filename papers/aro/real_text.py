@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.seeds = list(stage_params(STAGE)["aro"]["seeds"])
     if args.tsv is None:
-        from common.download import fetch
+        from common.registry.fetch import fetch
 
         args.tsv = fetch(SOURCE_KEY)
     start = time.perf_counter()

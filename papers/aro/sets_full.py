@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.download import fetch
 from common.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
+from common.registry.fetch import fetch
 from common.tasks import DatasetError
 from common.visual_genome import crop_vg, vg_image_root
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification

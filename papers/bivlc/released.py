@@ -535,7 +535,7 @@ def _table1_cells(row: str) -> list[_Cell]:
 
 
 def _default_fetcher(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 
@@ -561,10 +561,10 @@ def _plan() -> list[tuple[str, list[_Cell], str]]:
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """Every published BiVLC number recomputable from the released files (profile ``released``).
 
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.download.fetch``). A file that
+    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). A file that
     cannot be fetched yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note.
     """
-    from common.download import FetchError, RegistryError
+    from common.registry.errors import FetchError, RegistryError
 
     fetch_path = fetcher or _default_fetcher
     scored: dict[str, dict[str, Any] | str] = {}

@@ -388,7 +388,7 @@ def detector_probabilities(model, heads: Mapping, items: Sequence[GroupItem],
 def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch: Callable[[str], Path]) -> dict | None:
     """The recomputed probabilities against the authors' released ones (``released_outputs``); a file that cannot be
     fetched is recorded, not fatal (the comparison is a check, the scores stand without it)."""
-    from common.download import FetchError, RegistryError
+    from common.registry.errors import FetchError, RegistryError
     from papers.bivlc.detector_heads import compare_with_released, read_released_outputs
 
     if not spec.released_outputs:
@@ -404,7 +404,7 @@ def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch
 
 
 def _default_fetch(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

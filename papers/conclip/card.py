@@ -65,8 +65,8 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
                               "dvc repro papers/conclip/dvc.yaml:mini-test-set", load, _score)]
 
     def load_full():
-        from common.download import ManualDownloadRequired
         from common.params import load_params
+        from common.registry.errors import ManualDownloadRequired
         from papers.conclip import ccneg
 
         try:

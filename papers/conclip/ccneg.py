@@ -162,7 +162,7 @@ def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> 
 def default_paths() -> tuple[Path, Path]:
     """(the .pt file, the image folder) where the download registry puts them, fetched or verified through it (a
     missing one raises the registry's instructions: both are manual downloads)."""
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
 

@@ -403,7 +403,7 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def _fetched(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

@@ -130,8 +130,8 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
-    from common.download import fetch
     from common.params import stage_section
+    from common.registry.fetch import fetch
 
     from papers.conclip.ccneg import default_paths, eval_size_for
 

@@ -438,7 +438,9 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None, pinned: bool =
 
     An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a manual
     entry that is missing raises ``ZeroshotDataError`` with the registry's steps."""
-    from common.download import FetchError, fetch, get_source
+    from common.registry.errors import FetchError
+    from common.registry.fetch import fetch
+    from common.registry.sources import get_source
 
     provenance = {}
     for download in spec.downloads:
@@ -638,7 +640,7 @@ def published_columns(datasets: Sequence[str] = tuple(DATASETS)) -> dict[str, st
 
 def is_manual(name: str) -> bool:
     """Whether a person must fetch (part of) the dataset (registry method "manual")."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     return any(get_source(d.key).method == "manual" for d in DATASETS[name].downloads)
 

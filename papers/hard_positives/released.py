@@ -187,7 +187,7 @@ REPO = "amitakamath/hard_positives"
 def _source(kind: str) -> str:
     """Where a type's counts come from: its two released files, each cited whole at the commit its registry URL
     pins (``OWNER/REPO@COMMIT PATH``, the shape of ``common.citations``)."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     url = get_source(file_keys(kind)[0]).url or ""
     commit = url.split("/")[5][:8] if url.count("/") > 5 else "?"
@@ -197,10 +197,11 @@ def _source(kind: str) -> str:
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """REPLACE example counts (relations, attributes, total) and replaced-word counts from the released files.
 
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.download.fetch``). When a file
+    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
     cannot be fetched, its numbers are NaN ("not recomputed yet") with the error in the note.
     """
-    from common.download import FetchError, RegistryError, fetch
+    from common.registry.errors import FetchError, RegistryError
+    from common.registry.fetch import fetch
 
     fetch_path = fetcher or (lambda key: fetch(key, progress=False))
     counts, recs = {}, []

@@ -127,7 +127,7 @@ class Comparison:
 # The released files
 # ----------------------------------------------------------------------------------------------------------------
 def default_fetch() -> Callable[[str], Path]:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return lambda key: fetch(key, progress=False)
 

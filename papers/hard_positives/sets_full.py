@@ -66,7 +66,7 @@ from common.visual_genome import (VG_ATTRIBUTION, VgRecord, check_vg_image, crop
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
-"""A download-registry key -> the verified local file (``common.download.fetch``, or a prepared set's files)."""
+"""A download-registry key -> the verified local file (``common.registry.fetch.fetch``, or a prepared set's files)."""
 REPLACE_KINDS: tuple[str, ...] = ("attributes", "relations")
 REPLACE_GROUPS = {"attributes": "replace-attributes", "relations": "replace-relations"}
 SWAP_GROUP = "swap"
@@ -189,7 +189,7 @@ def equal_caption_ids(items: Sequence[ImageToTextItem]) -> list[str]:
 # The full profile's prepared set (stage full-data)
 # ------------------------------------------------------------------------------------------------------------------
 def _registry_fetch(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

@@ -396,7 +396,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
     and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: a rehearsal's (``load_pairs``)."""
     if fetch is None:
-        from common.download import fetch as download
+        from common.registry.fetch import fetch as download
 
         fetch = lambda key: download(key, progress=False)  # noqa: E731
     pairs = load_pairs(fetch, order_csv, config.seed, cap)

@@ -112,7 +112,7 @@ def _checkpoint_trend() -> list[Trend]:
     """The vl_compo table's pre-trained checkpoints (the compositionality fine-tunes left out), fetched as the
     recognition stage fetches them; a zoo model the table lists gets its x from the table (ImageNet-1k is not
     measured here). The table's numbers come from its authors' evaluation of SugarCrepe (the same categories)."""
-    from common.download import FetchError
+    from common.registry.errors import FetchError
     from papers.sugarcrepe import recognition
 
     try:

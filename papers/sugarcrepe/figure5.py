@@ -588,7 +588,8 @@ def fisher_width(n: int, confidence: float) -> str:
 
 def imagenet_results() -> tuple[Path, dict]:
     """open_clip's results CSV through the checksum-pinned downloader, and where it came from."""
-    from common.download import fetch, get_source
+    from common.registry.fetch import fetch
+    from common.registry.sources import get_source
 
     source = get_source(released.OPENCLIP_RESULTS_KEY)
     path = fetch(released.OPENCLIP_RESULTS_KEY, progress=False)

@@ -337,7 +337,7 @@ def headline(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, obje
 
 
 def _default_fetcher(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

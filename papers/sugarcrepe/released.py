@@ -1,6 +1,6 @@
 """SugarCrepe numbers recomputed from released artifacts (Hsieh et al., NeurIPS 2023 D&B).
 
-Three recomputations, every file fetched through the checksum-verifying downloader (``common.download``):
+Three recomputations, every file fetched through the checksum-verifying downloader (``common.registry``):
 
 * **GPT-4V (Table 6 row "OpenAI | GPT-4V" and the "GPT-4V readme" cells).** The authors released GPT-4V's
   answer to every example, in two settings: ``gpt-4v-results/positive-first/gpt4v-<category>.json`` (the
@@ -82,14 +82,14 @@ def gpt4v_key(setting: str, category: str) -> str:
 
 
 def _fetch(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 
 
 def _source_of(key: str) -> str:
     """'<owner>/<repo>@<commit[:7]> <path>' for a registry key (falls back to the key)."""
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     url = get_source(key).url or ""
     parts = url.split("raw.githubusercontent.com/", 1)
@@ -516,10 +516,10 @@ def _gpt4v_keys() -> list[tuple[str, str, str, str]]:
 def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
     """Every SugarCrepe number recomputed here from released files (see the module docstring).
 
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.download.fetch``). When a file
+    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
     cannot be fetched, that part's numbers are NaN ("not recomputed yet") with the error in the note.
     """
-    from common.download import FetchError, RegistryError
+    from common.registry.errors import FetchError, RegistryError
 
     fetch_path = fetcher or _fetch
     unavailable = (FetchError, RegistryError, OSError)

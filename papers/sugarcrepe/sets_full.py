@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from common.download import fetch
+from common.registry.fetch import fetch
 from common.io import output_group, sha256_file, write_json_atomic
 from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe,
                                                  read_category, write_manifest)

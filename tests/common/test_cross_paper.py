@@ -12,9 +12,9 @@ from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_C
                                       Breakdown, Part, Printed, Side, compare, reproduces)
 from common.audit.cross_paper import CrossPaperIncomplete, read_released, run
 from common.audit.identities import IdentityError, load_identities, resolve
-from common.download import FetchError
 from common.paths import PUBLISHED
 from common.published import load_cells
+from common.registry.errors import FetchError
 
 
 def side(source: str, text: str, averaging: str = PER_CATEGORY, scale: int = 1) -> Side:

@@ -10,8 +10,9 @@ import yaml
 
 from common import data_dvc
 from common.data_dvc import DataDvcError, TrackedInput, read_data_dvc, write_data_dvc
-from common.download import default_registry, mirror_path
 from common.paths import ROOT
+from common.registry.mirror import mirror_path
+from common.registry.sources import default_registry
 from shared_files import MIRROR
 
 

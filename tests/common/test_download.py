@@ -1,4 +1,4 @@
-"""Behaviour of the download registry (common/download.py) and of the registry file itself.
+"""Behaviour of the download registry (the package common/registry/) and of the registry file itself.
 
 No network: sources are served from a fake mirror or a local http.server the tests build in tmp_path.
 The last tests read the real mirror at <repo root>/../shared/mirror and skip when it is absent.
@@ -20,23 +20,16 @@ from typing import Iterator
 
 import pytest
 
-from common import download
 from common.errors import SettingError, UnknownName
-from common.download import (
-    ChecksumError,
-    DownloadError,
-    ManualDownloadRequired,
-    RegistryError,
-    Source,
-    UnsafeArchiveError,
-    fetch,
-    fetch_group,
-    default_registry,
-    get_source,
-    load_registry,
-    mirror_path,
-    sources_in_group,
-)
+from common.registry import cli as registry_cli
+from common.registry import fetch as fetching
+from common.registry import sources as registry_sources
+from common.registry.errors import (ChecksumError, DownloadError, IncompleteExtractionError, ManualDownloadRequired,
+                                    RegistryError, UnsafeArchiveError)
+from common.registry.fetch import fetch, fetch_group
+from common.registry.markers import EXTRACT_MARKER, LOCK_NAME
+from common.registry.mirror import mirror_path
+from common.registry.sources import Source, default_registry, get_source, load_registry, sources_in_group
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
@@ -61,14 +54,14 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(url: str, *args: object, **kwargs: object) -> None:
         raise AssertionError(f"unexpected network access to {url}")
 
-    monkeypatch.setattr(download, "_http_download", refuse)
+    monkeypatch.setattr(fetching, "http_download", refuse)
 
 
 def leftovers(folder: Path) -> list[str]:
     """Temporary files/folders the downloader might have left behind."""
     if not folder.exists():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != download.LOCK_NAME)
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != LOCK_NAME)
 
 
 URL = "https://raw.githubusercontent.com/owner/repo/0123abc/data/file.json"
@@ -124,7 +117,7 @@ def test_fetch_from_fake_mirror_lands_identical_bytes(tmp_path: Path, no_network
     assert out == data_root / "test" / "file.json"
     assert out.read_bytes() == PAYLOAD
     assert leftovers(out.parent) == []
-    assert not (data_root / download.LOCK_NAME).exists(), "pinned sources need no trust-on-first-use record"
+    assert not (data_root / LOCK_NAME).exists(), "pinned sources need no trust-on-first-use record"
 
 
 def test_mirror_defaults_to_vlc_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> None:
@@ -274,10 +267,10 @@ def test_trust_on_first_use_records_then_refuses_tampering(
     mirror, data_root = tmp_path / "mirror", tmp_path / "data"
     mirrored = put_in_mirror(mirror, URL, PAYLOAD)
     source = http_source(data=None)  # no sha256 in the registry
-    with caplog.at_level(logging.WARNING, logger="common.download"):
+    with caplog.at_level(logging.WARNING, logger="common.registry.lock"):
         dest = fetch(source, data_root=data_root, mirror=mirror, progress=False)
     assert "trusting on first use" in caplog.text
-    lock = json.loads((data_root / download.LOCK_NAME).read_text())
+    lock = json.loads((data_root / LOCK_NAME).read_text())
     assert lock["sources"][source.key]["sha256"] == sha(PAYLOAD)
     assert lock["sources"][source.key]["url"] == URL
     assert leftovers(data_root) == [] or all(n.endswith(".flock") for n in leftovers(data_root))
@@ -286,7 +279,7 @@ def test_trust_on_first_use_records_then_refuses_tampering(
     dest.write_bytes(b"tampered\n")
     with pytest.raises(ChecksumError) as info:
         fetch(source, data_root=data_root, mirror=mirror, progress=False)
-    assert download.LOCK_NAME in str(info.value) and sha(PAYLOAD) in str(info.value)
+    assert LOCK_NAME in str(info.value) and sha(PAYLOAD) in str(info.value)
 
     # Upstream (here: the mirror) changing is refused too, and nothing is placed.
     dest.unlink()
@@ -328,14 +321,14 @@ def test_zip_is_extracted_with_marker_and_reused(tmp_path: Path, no_network: Non
     assert out == data_root / "images" / "images"
     assert (out / "images" / "a.jpg").read_bytes() == b"A"
     assert (out / "images" / "sub" / "b.jpg").read_bytes() == b"B"
-    marker = json.loads((out / download.EXTRACT_MARKER).read_text())
+    marker = json.loads((out / EXTRACT_MARKER).read_text())
     assert marker["archive_sha256"] == sha(data)
     assert (data_root / "images" / "images.zip").read_bytes() == data, "the archive is kept by default"
     assert leftovers(data_root / "images") == []
     zpath.unlink()
-    marker_mtime = (out / download.EXTRACT_MARKER).stat().st_mtime_ns
+    marker_mtime = (out / EXTRACT_MARKER).stat().st_mtime_ns
     assert fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False) == out
-    assert (out / download.EXTRACT_MARKER).stat().st_mtime_ns == marker_mtime, "not extracted again"
+    assert (out / EXTRACT_MARKER).stat().st_mtime_ns == marker_mtime, "not extracted again"
 
 
 def test_zip_can_be_deleted_after_extraction(tmp_path: Path, no_network: None) -> None:
@@ -367,7 +360,7 @@ def test_a_half_extracted_folder_is_refused_until_extracted_again(tmp_path: Path
     data = make_zip(mirror / "images.example.org/zips/images.zip",
                     {"images/a.jpg": b"A", "images/sub/b.jpg": b"B", "images/c.jpg": b"C"})
     out = fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False)
-    marker = out / download.EXTRACT_MARKER
+    marker = out / EXTRACT_MARKER
     recorded = json.loads(marker.read_text())
     assert recorded["files"] == 3
     if marker_counts != "files":
@@ -375,7 +368,7 @@ def test_a_half_extracted_folder_is_refused_until_extracted_again(tmp_path: Path
         marker.write_text(json.dumps(recorded))
     shutil.rmtree(out / "images" / "sub")  # an older marker's count of members (folders too) catches this much
     (out / "images" / "a.jpg").unlink()
-    with pytest.raises(download.IncompleteExtractionError) as info:
+    with pytest.raises(IncompleteExtractionError) as info:
         fetch(zip_source(data), data_root=data_root, mirror=mirror, progress=False)
     message = str(info.value)
     assert "\n" not in message and f"{out} is incomplete" in message, message
@@ -441,7 +434,7 @@ def test_manual_file_placed_by_hand_is_accepted_and_locked(tmp_path: Path, no_ne
     dest.parent.mkdir(parents=True)
     dest.write_bytes(b"weights")
     assert fetch(manual_source(), data_root=data_root) == dest
-    lock = json.loads((data_root / download.LOCK_NAME).read_text())
+    lock = json.loads((data_root / LOCK_NAME).read_text())
     assert lock["sources"]["manual/thing.pt"]["sha256"] == sha(b"weights")
     dest.write_bytes(b"other weights")
     with pytest.raises(ChecksumError):
@@ -602,7 +595,7 @@ def test_source_built_in_code_is_validated(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------------------
 def test_real_registry_loads_with_expected_groups() -> None:
     reg = default_registry()
-    groups = download.groups(reg)
+    groups = registry_sources.groups(reg)
     for group in ("sugarcrepe", "sugarcrepe-unrefined", "sugarcrepe-gpt4v", "coco-val2017", "aro", "negclip",
                   "hard_positives", "bivlc", "bivlc-released", "openclip-results", "openclip-models", "ccneg",
                   "conclip", "bivlc-models", "flickr30k"):
@@ -678,13 +671,13 @@ def test_real_mirror_fetch_swap_obj(tmp_path: Path, no_network: None) -> None:
 def cli(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m common")
     sub = parser.add_subparsers(dest="command", required=True)
-    download.register_cli(sub)
+    registry_cli.register_cli(sub)
     return parser.parse_args(argv)
 
 
 def test_cli_sources_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = cli(["sources", "--group", "sugarcrepe", "--json", "--data-root", str(tmp_path)])
-    assert args.func is download.run_sources
+    assert args.func is registry_cli.run_sources
     assert args.func(args) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 7
@@ -704,7 +697,7 @@ def test_cli_sources_table_lists_everything(capsys: pytest.CaptureFixture[str], 
 def test_cli_fetch(tmp_path: Path, capsys: pytest.CaptureFixture[str], no_network: None) -> None:
     args = cli(["fetch", "sugarcrepe/data/swap_obj.json", "openclip-results", "--data-root", str(tmp_path),
                 "--mirror", str(SHARED_MIRROR), "--no-progress"])
-    assert args.func is download.run_fetch
+    assert args.func is registry_cli.run_fetch
     assert args.func(args) == 0
     printed = capsys.readouterr().out.split()
     assert len(printed) == 4 and all(Path(p).is_file() for p in printed)
@@ -740,21 +733,21 @@ def test_each_key_lives_in_its_owners_file_or_the_shared_one(tmp_path: Path) -> 
     reg = default_registry()
     assert get_source("aro/negclip/negclip.pth").dest == "weights/negclip/negclip.pth"
     assert get_source("coco/val2017.zip").key == "coco/val2017.zip"
-    shared = load_registry(download.REGISTRY_PATH)
+    shared = load_registry(registry_sources.REGISTRY_PATH)
     for key in reg:
         owner = plugins.owner(key)
-        expected = plugins.owned_file(key, "sources.toml", download.REGISTRY_PATH)
+        expected = plugins.owned_file(key, "sources.toml", registry_sources.REGISTRY_PATH)
         assert key in shared or key in load_registry(expected), (key, owner)
         assert get_source(key) == reg[key]
     stray = write_registry(tmp_path, entry("aro/stray.json"))
     with pytest.raises(RegistryError, match="belongs in"):
-        download._check_owners([stray])
+        registry_sources._check_owners([stray])
 
 
 def test_entries_several_papers_use_are_in_the_shared_file() -> None:
     """The download entries other papers' stages read (ARO's NegCLIP files and VG images, the VL-CheckList files with
     their original captions) are in the shared file, under the releasing paper's key."""
-    shared = load_registry(download.REGISTRY_PATH)
+    shared = load_registry(registry_sources.REGISTRY_PATH)
     for key in ("aro/negclip/negclip.pth", "aro/negclip/valid_neg_clip.tsv", "aro/negclip/train_neg_clip.tsv",
                 "aro/vgr_vga_images.zip", "hard_positives/data/vl_checklist_attributes.json",
                 "hard_positives/data/vl_checklist_relations.json"):
@@ -775,8 +768,8 @@ def two_papers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     shared = tmp_path / "shared" / "sources.toml"
     shared.parent.mkdir()
     monkeypatch.setattr(plugins, "PAPERS_DIR", papers)
-    monkeypatch.setattr(download, "REGISTRY_PATH", shared)
-    caches = (plugins.paper_names, download._merged_registry, download._file_registry)
+    monkeypatch.setattr(registry_sources, "REGISTRY_PATH", shared)
+    caches = (plugins.paper_names, registry_sources._merged_registry, registry_sources._file_registry)
     for cache in caches:
         cache.cache_clear()
     yield shared, papers / "alpha" / "sources.toml", papers / "beta" / "sources.toml"
@@ -797,7 +790,7 @@ def test_a_key_is_looked_up_in_the_shared_file_first(two_papers) -> None:
     assert get_source("alpha/used-by-beta.json").dest == "alpha/used-by-beta.json"
     assert get_source("alpha/own.json").key == "alpha/own.json" and get_source("common.json").key == "common.json"
     alpha.write_text("not toml [")  # the owner's file is read only when the shared file lacks the key
-    download._file_registry.cache_clear()
+    registry_sources._file_registry.cache_clear()
     assert get_source("alpha/used-by-beta.json").key == "alpha/used-by-beta.json"
     with pytest.raises(RegistryError, match="not valid TOML"):
         get_source("alpha/own.json")
@@ -824,7 +817,7 @@ def test_a_papers_key_in_another_papers_file_is_refused(two_papers) -> None:
     with pytest.raises(RegistryError, match="belongs in"):  # a lookup in that file says so too
         get_source("beta/own.json")
     _write(beta, entry("beta/own.json"), entry("shared-key.json"))  # a key naming no paper is the shared file's
-    download._file_registry.cache_clear()
+    registry_sources._file_registry.cache_clear()
     with pytest.raises(RegistryError, match="'shared-key.json' belongs in .*names no paper"):
         get_source("beta/own.json")
 
@@ -849,7 +842,7 @@ def test_an_unknown_group_lists_the_close_matches(tmp_path: Path, target: str, c
         args.func(args)
     message = str(info.value)
     assert f"unknown source key or group {target!r}; did you mean" in message and close in message, message
-    assert "\n" not in message and not (tmp_path / download.LOCK_NAME).exists()
+    assert "\n" not in message and not (tmp_path / LOCK_NAME).exists()
 
 
 def test_an_unknown_target_fails_before_anything_is_fetched(tmp_path: Path, no_network: None) -> None:
@@ -893,7 +886,7 @@ def test_fetch_failures_end_in_one_line_after_the_details(tmp_path: Path, no_net
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """The manual steps (several lines) are printed first; the error itself is one line naming each failed target."""
     registry = {s.key: s for s in (manual_source(),)}
-    monkeypatch.setattr(download, "default_registry", lambda: registry)
+    monkeypatch.setattr(registry_cli, "default_registry", lambda: registry)
     args = cli(["fetch", "manual/thing.pt", "--data-root", str(tmp_path), "--no-progress"])
     with pytest.raises(DownloadError) as info:
         args.func(args)

@@ -226,14 +226,16 @@ def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fet
     ``unfetched`` (the plug-in then says what it did not run); nothing fetched at all is an error."""
     import pytest
 
-    from common import download
-    from common.download import DownloadError, Source
     from common.oracle.authors import OracleError, fetch_code
+    from common.registry import fetch as fetching
+    from common.registry import sources as registry_sources
+    from common.registry.errors import DownloadError
+    from common.registry.sources import Source
 
     url = "https://raw.githubusercontent.com/o/r/0123456789abcdef0123456789abcdef01234567/"
     sources = [Source(key=f"code/o/r/{path}", group="authors-code", method="http", url=url + path,
                       dest=f"code/o/r/{path}") for path in ("main.py", "pkg/utils.py")]
-    monkeypatch.setattr(download, "sources_in_group", lambda group: sources)
+    monkeypatch.setattr(registry_sources, "sources_in_group", lambda group: sources)
 
     def fetch(key, data_root=None, progress=False):
         if key.endswith("utils.py"):
@@ -242,10 +244,10 @@ def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fet
         (tmp_path / key).write_text("", encoding="utf-8")
         return tmp_path / key
 
-    monkeypatch.setattr(download, "fetch", fetch)
+    monkeypatch.setattr(fetching, "fetch", fetch)
     code = fetch_code("o/r")
     assert code.root == tmp_path / "code" / "o" / "r" and code.unfetched == ("pkg/utils.py",)
     assert code.commit.startswith("01234567")
-    monkeypatch.setattr(download, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
+    monkeypatch.setattr(fetching, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
     with pytest.raises(OracleError, match="none of its registered files could be fetched"):
         fetch_code("o/r")

@@ -12,10 +12,13 @@ import pytest
 import yaml
 
 from common.audit.core import REHEARSAL, VERDICTS, Recomputed, VerdictCounts, audit_rows
-from common.download import ChecksumError, ChecksumLock, fetch, get_source
 from common.errors import WorkspaceError
 from common.params import ParamsError, read_params
 from common.published import PublishedCell
+from common.registry.errors import ChecksumError
+from common.registry.fetch import fetch
+from common.registry.lock import ChecksumLock
+from common.registry.sources import get_source
 from common.rehearsal import standins
 from common.rehearsal.params import BATCH, PROCESSES, rehearsal_params
 from common.rehearsal.settings import rehearsal

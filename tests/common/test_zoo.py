@@ -199,7 +199,7 @@ def test_negclip_entry():
     assert spec.arch == "ViT-B-32-quickgelu" and spec.pretrained is None and spec.finetuned_from == "openai/ViT-B-32"
     assert spec.checkpoint is not None and spec.checkpoint.startswith("data:")
     assert spec.source == "aro/negclip/negclip.pth"
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     assert get_source(spec.source).key == spec.source
 

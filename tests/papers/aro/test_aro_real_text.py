@@ -104,7 +104,7 @@ def test_bad_header_and_not_a_list(tmp_path):
 
 
 def test_released_file_from_the_mirror(released_env):
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     rows = read_released(fetch(real_text.SOURCE_KEY))
     assert len(rows) == 4839 and sum(len(r.negatives) for r in rows) == 7370

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from common.download import fetch, get_source
 from common.errors import WorkspaceError
+from common.registry.fetch import fetch
+from common.registry.sources import get_source
 from common.rehearsal import standins
 from papers.aro import rehearsal, sets_full
 

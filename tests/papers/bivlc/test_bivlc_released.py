@@ -261,19 +261,19 @@ needs_mirror = pytest.mark.skipif(not SHARED_MIRROR.is_dir(), reason=f"no mirror
 
 @pytest.fixture
 def offline_mirror(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    from common import download
+    from common.registry import fetch as fetching
 
     def refuse(url: str, *args: object, **kwargs: object) -> None:
         raise OSError(f"network refused in tests: {url}")
 
     monkeypatch.setenv("VLC_MIRROR", str(SHARED_MIRROR))
     monkeypatch.setenv("VLC_DATA", str(tmp_path / "data"))
-    monkeypatch.setattr(download, "_http_download", refuse)
+    monkeypatch.setattr(fetching, "http_download", refuse)
     return tmp_path / "data"
 
 
 def fetched(key: str) -> Path:
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     return fetch(key, progress=False)
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from common.download import SNAPSHOT_MARKER, fetch, get_source
+from common.registry.fetch import fetch
+from common.registry.markers import SNAPSHOT_MARKER
+from common.registry.sources import get_source
 from common.rehearsal import standins
 from common.rehearsal.standins import StandInError
 from common.tasks import DatasetError

@@ -74,11 +74,13 @@ def test_dvc_repro_offline_keeps_outputs_then_mirror_reproduces_them(tmp_path: P
 @pytest.fixture
 def corrupt_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """The shared mirror (symlinked) with one pinned file replaced by corrupt bytes; the network refused."""
-    from common import download
+    from common.registry import fetch as fetching
+    from common.registry.mirror import mirror_path
+    from common.registry.sources import get_source
 
     mirror = tmp_path / "mirror"
     shutil.copytree(MIRROR, mirror, copy_function=os.symlink)
-    bad = download.mirror_path(download.get_source(CORRUPTED).url, mirror)
+    bad = mirror_path(get_source(CORRUPTED).url, mirror)
     bad.unlink()
     bad.write_bytes(b"not the released file\n")
 
@@ -87,7 +89,7 @@ def corrupt_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
 
     monkeypatch.setenv("VLC_MIRROR", str(mirror))
     monkeypatch.setenv("VLC_DATA", str(tmp_path / "data"))
-    monkeypatch.setattr(download, "_http_download", refuse)
+    monkeypatch.setattr(fetching, "http_download", refuse)
     return mirror, bad
 
 
@@ -106,7 +108,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @needs_mirror
 def test_checksum_mismatch_is_named_and_changes_nothing(corrupt_mirror, results: Path, capsys) -> None:
-    from common.download import get_source
+    from common.registry.sources import get_source
     from papers.bivlc import audit
 
     _, bad = corrupt_mirror

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from common.download import fetch
+from common.registry.fetch import fetch
 from common.tasks import DatasetError
 from papers.conclip import ccneg, rehearsal, sets_full
 from papers.conclip import zeroshot_full as zf

@@ -204,7 +204,7 @@ def test_a_pair_scored_model_without_a_matching_head(data, tiny):
 
 def test_zoo_entries_of_the_released_checkpoints():
     from common import zoo
-    from common.download import get_source
+    from common.registry.sources import get_source
 
     for size, arch in (("b32", "ViT-B-32-quickgelu"), ("b16", "ViT-B-16-quickgelu"), ("l14", "ViT-L-14-quickgelu")):
         spec = zoo.get_spec(f"conclip/conclip-vit-{size}")

@@ -21,8 +21,8 @@ import torch
 from PIL import Image
 
 import common.params as common_params
-from common.download import LOCK_NAME
 from common.engine import EngineConfig
+from common.registry.markers import LOCK_NAME
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import zeroshot_full as zf
 
@@ -235,12 +235,12 @@ def test_imagenet_needs_its_thousand_class_folders(tmp_path):
 @pytest.mark.parametrize("name, needle", [("imagenet", "image-net.org"), ("stanford_cars", "kaggle")])
 def test_a_missing_manual_dataset_names_the_manual_step(tmp_path, tiny, monkeypatch, name, needle):
     """Checked before anything is downloaded (CIFAR-10 is missing too, and the network is refused)."""
-    from common import download
+    from common.registry import fetch as fetching
 
     def refuse(url, *args, **kwargs):
         raise AssertionError(f"unexpected network access to {url}")
 
-    monkeypatch.setattr(download, "_http_download", refuse)
+    monkeypatch.setattr(fetching, "http_download", refuse)
     out = tmp_path / "out"
     with pytest.raises(zf.ZeroshotDataError) as err:
         zf.evaluate_zeroshot(MODELS, ["cifar10", name], out, CONFIG, create=tiny, data_root=tmp_path / "empty")

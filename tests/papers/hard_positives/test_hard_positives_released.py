@@ -106,7 +106,7 @@ def test_released_recomputations_join_the_published_numbers(released):
 
 
 def test_unfetchable_files_give_not_recomputed_rows():
-    from common.download import DownloadError
+    from common.registry.errors import DownloadError
 
     def no_files(key: str) -> Path:
         raise DownloadError(f"{key}: no mirror and no network here")

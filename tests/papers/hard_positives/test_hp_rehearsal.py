@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from common.download import fetch, get_source
+from common.registry.fetch import fetch
+from common.registry.sources import get_source
 from papers.hard_positives import rehearsal, released, sets_full
 
 

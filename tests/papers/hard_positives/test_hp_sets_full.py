@@ -225,10 +225,11 @@ def test_prepare_full_fetches_everything_before_cropping(release, tmp_path):
 
 
 def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatch):
-    """``python -m papers.hard_positives.sets_full``: keys fetched through common.download.fetch (a stand-in here)."""
-    import common.download
+    """``python -m papers.hard_positives.sets_full``: keys fetched through ``common.registry.fetch.fetch`` (a stand-in
+    here)."""
+    from common.registry import fetch as fetching
 
-    monkeypatch.setattr(common.download, "fetch", lambda key, progress=True: release[key])
+    monkeypatch.setattr(fetching, "fetch", lambda key, progress=True: release[key])
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3
 

@@ -149,7 +149,7 @@ def test_zoo_table_is_explicit_and_agrees_with_the_zoo():
 
 
 def test_mirrored_table_shape_and_a_known_cell(released_env):
-    from common.download import fetch
+    from common.registry.fetch import fetch
 
     table, subsets = fetch(rec.TABLE_KEY, progress=False), fetch(rec.SUBSETS_KEY, progress=False)
     with open(table, newline="", encoding="utf-8") as fh:

@@ -1,0 +1,125 @@
+"""``python -m common fetch KEY_OR_GROUP...`` and ``python -m common sources``: the registry on the command line."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from common import paths
+from common.errors import UnknownName
+from common.registry.errors import DownloadError, FetchError, RegistryError
+from common.registry.fetch import fetch, fetch_group
+from common.registry.lock import ChecksumLock
+from common.registry.sources import Source, default_registry, groups, sources_in_group
+from common.registry.status import describe
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``fetch`` and ``sources`` subcommands to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "fetch", help="download registry entries (by key or group), verified",
+        description="Fetch registry entries by key or group into the data root, verifying sha256. "
+                    "Uses the VLC_MIRROR mirror when set, else the network.",
+    )
+    p.add_argument("targets", nargs="+", metavar="KEY_OR_GROUP", help="a source key or a group name")
+    p.add_argument("--force", action="store_true", help="fetch again even if a verified copy is present")
+    p.add_argument("--data-root", type=Path, default=None, help="data root (default: VLC_DATA or <repo>/data)")
+    p.add_argument("--mirror", type=Path, default=None, help="mirror root (default: VLC_MIRROR)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run_fetch)
+
+    s = subparsers.add_parser("sources", help="list registry entries",
+                              description="List registry entries: key, method, license, size, sha256 pinned "
+                                          "or not, present locally or not.")
+    s.add_argument("--group", default=None, help="only this group")
+    s.add_argument("--json", action="store_true", help="machine-readable output (every field)")
+    s.add_argument("--data-root", type=Path, default=None, help="data root (default: VLC_DATA or <repo>/data)")
+    s.set_defaults(func=run_sources)
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    """``fetch KEY_OR_GROUP...``: print each fetched path; raise one error listing every failure."""
+    registry = default_registry()
+    known_groups = groups(registry)
+    kw: dict[str, Any] = {
+        "data_root": getattr(args, "data_root", None),
+        "mirror": getattr(args, "mirror", None),
+        "force": bool(getattr(args, "force", False)),
+        "progress": not getattr(args, "no_progress", False),
+        "registry": registry,
+    }
+    for target in args.targets:  # every name checked before anything is fetched
+        if target not in registry and target not in known_groups:
+            raise unknown_target(target, registry, known_groups)
+    failures: list[str] = []
+    for target in args.targets:
+        try:
+            paths_out = [fetch(target, **kw)] if target in registry else fetch_group(target, **kw)
+        except (FetchError, RegistryError) as exc:
+            # the details (a manual source's steps, each failure of a group) above, the one error line last
+            print(f"{target}: {type(exc).__name__}: {exc}\n", file=sys.stderr)
+            failures.append(f"{target} ({_gist(exc, target)})")
+            continue
+        for path in paths_out:
+            print(path)
+    if failures:
+        raise DownloadError(f"{len(failures)} of {len(args.targets)} target(s) failed, details above: "
+                            + "; ".join(failures))
+    return 0
+
+
+def _gist(exc: BaseException, target: str, limit: int = 160) -> str:
+    """The first clause of an error's first line, without the target's name: what the one error line says of it."""
+    line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    gist = line.removeprefix(f"{target}: ").split("; ")[0].rstrip(":.")
+    return gist if len(gist) <= limit else gist[: limit - 3] + "..."
+
+
+def unknown_target(target: str, registry: Mapping[str, Source], known_groups: Mapping[str, int]) -> UnknownName:
+    """``fetch``'s error for a name that is neither a key nor a group: the close matches among both, the groups."""
+    close = difflib.get_close_matches(target, [*known_groups, *registry], n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return UnknownName(f"unknown source key or group {target!r}{hint} (groups: {', '.join(sorted(known_groups))}; "
+                       f"`python -m common sources` lists every key)")
+
+
+def run_sources(args: argparse.Namespace) -> int:
+    """``sources [--group G] [--json]``: list entries with pinning and local presence."""
+    registry = default_registry()
+    group = getattr(args, "group", None)
+    chosen = sources_in_group(group, registry) if group else list(registry.values())
+    data_root = getattr(args, "data_root", None)
+    lock = ChecksumLock(Path(data_root) if data_root is not None else paths.data_root())
+    rows = [describe(s, data_root) for s in chosen]
+    for row, source in zip(rows, chosen):
+        row["sha256_recorded"] = None if source.sha256 or source.repo_id else lock.get(source)
+    if getattr(args, "json", False):
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    header = ("key", "group", "method", "size", "sha256", "present", "license")
+    table = [header] + [
+        (r["key"], r["group"], r["method"], _human_size(r["size"]),
+         "pinned" if r["sha256_pinned"] else ("n/a" if r["method"].startswith("hf_")
+                                              else "recorded" if r["sha256_recorded"] else "unpinned"),
+         "yes" if r["present"] else "no", r["license"])
+        for r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[-1]))
+    return 0
+
+
+def _human_size(size: int | None) -> str:
+    if size is None:
+        return "?"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(size)  # pragma: no cover
