@@ -220,7 +220,8 @@ def _fenced(stage: ResolvedStage, blocks: dict[str, _DepsBlock | DepsWriteError]
 
 def check_all(resolve_common: CommandResolver, root: Path = ROOT) -> list[StageCheck]:
     stamp = _code_stamp(root)
-    blocks = {f: _deps_blocks((root / f).read_text(encoding="utf-8"), f) for f in {s.dvc_file for s in all_stages(root)}}
+    files = {s.dvc_file for s in all_stages(root)}
+    blocks = {f: _deps_blocks((root / f).read_text(encoding="utf-8"), f) for f in files}
     return [check_stage(s.address, s.dvc_file, s.cmd, s.deps, resolve_common, root, stamp,
                         _fenced(s, blocks[s.dvc_file])) for s in all_stages(root)]
 

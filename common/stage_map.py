@@ -193,7 +193,7 @@ def stage_running(module: str, argv: Sequence[str], root: Path = ROOT) -> str:
             return chosen[0].address
     shown = " ".join(map(shlex.quote, [module, *argv]))
     if not runs:
-        raise StageNotFound(f"no DVC stage runs `python -m {module}` (its stage files: {', '.join(dvc_files(root))});"
+        raise StageNotFound(f"no DVC stage runs `python -m {module}` (stage files: {', '.join(dvc_files(root))});"
                             " pass --stage ADDRESS")
     raise StageNotFound(f"`python -m {shown}`: {len(runs)} DVC stages run {module} ("
                         + ", ".join(s.address for s, _ in runs) + "), none with these arguments alone; pass --stage "
@@ -220,12 +220,15 @@ def current_stage(stage: str | None = None, module: str | None = None, argv: Seq
         return stage
     words = sys.argv[1:] if argv is None else list(argv)
     running = os.environ.get(DVC_STAGE)
-    if running:
-        found = from_dvc_stage(running, root, module or running_module())
-        if module is None:
-            return found
-        dvc_file, _, name = found.rpartition(":")
-        if any(s.name == name and _runs(s, module) for s in stages_in(dvc_file or "dvc.yaml", root)):
+    if running and module is None:
+        return from_dvc_stage(running, root, running_module())
+    if running:  # another module's stage: DVC's only if DVC runs that module
+        try:
+            found = from_dvc_stage(running, root, module)
+        except StageNotFound:
+            found = None
+        dvc_file, _, name = (found or "").rpartition(":")
+        if found and any(s.name == name and _runs(s, module) for s in stages_in(dvc_file or "dvc.yaml", root)):
             return found
     module = module or running_module()
     if module is None:

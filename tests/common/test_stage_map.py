@@ -38,6 +38,9 @@ def test_the_order_stage_option_then_dvc_stage_then_the_stage_map(monkeypatch):
     assert current_stage() == "papers/aro/dvc.yaml:finetune-mini@clip-ft"
     # a caller asking for another module's stage uses DVC_STAGE only when that stage runs the module
     assert current_stage(module="papers.aro.report") == "papers/aro"
+    monkeypatch.setenv(DVC_STAGE, "audit")  # even one that names no stage of this workspace alone
+    assert current_stage(module="papers.aro.report") == "papers/aro"
+    assert current_stage(module="papers.bivlc.audit") == "papers/bivlc/dvc.yaml:audit"
     monkeypatch.delenv(DVC_STAGE)
     assert current_stage(module="papers.aro.train_mini", argv=["run", "negclip"]) == \
         "papers/aro/dvc.yaml:finetune-mini@negclip"
@@ -51,7 +54,8 @@ def test_the_stage_map_matches_arguments_and_says_what_to_do_otherwise():
     with pytest.raises(StageNotFound, match=r"2 DVC stages run papers.aro.train_mini \(papers/aro/dvc.yaml:"
                                             r"finetune-mini@negclip, .*@clip-ft\).*pass --stage"):
         stage_running("papers.aro.train_mini", ["--device", "cpu"])
-    with pytest.raises(StageNotFound, match=r"no DVC stage runs `python -m papers.aro.nothing`.*pass --stage"):
+    with pytest.raises(StageNotFound, match=r"no DVC stage runs `python -m papers.aro.nothing` \(stage files: "
+                                            r".*pass --stage"):
         stage_running("papers.aro.nothing", [])
 
 
