@@ -22,6 +22,7 @@ from pydantic import Field, StrictBool, TypeAdapter, ValidationError
 
 from common.errors import WorkspaceError
 from common.paths import ROOT
+from common.stage_map import current_stage
 
 PARAMS_FILE = ROOT / "params.yaml"
 PROFILES = ("mini", "full")
@@ -350,7 +351,8 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
 
     A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
     fails with a ``ParamsError``, a KeyError), and DVC re-runs the stage whenever any parameter it reads changes.
-    ``stage`` is a DVC address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``.
+    ``stage`` is a DVC address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``. A stage's
+    own code does not name it: it calls ``own_params``.
 
     The repository's ``params.yaml`` is validated first (``read_params``): DVC interpolates ``${...}`` from it, and
     its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key.
@@ -393,6 +395,23 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
 
 
 def stage_section(stage: str, dotted: str) -> tuple[dict[str, Any], Any]:
-    """A stage's parameters and the section ``dotted`` of them (``conclip.mini``): what a stage's command reads."""
+    """A stage's parameters and the section ``dotted`` of them (``conclip.mini``)."""
     params = stage_params(stage)
+    return params, section(params, dotted)
+
+
+def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:
+    """The parameters of the stage running this code (``stage_params``), found without naming it: ``stage`` (a
+    ``--stage`` option) if given, else ``DVC_STAGE`` (set by ``dvc repro``), else the one stage whose command runs
+    this module with these arguments (``common.stage_map.current_stage``: the order and its rules).
+
+    ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
+    (``papers.aro.report``); by default the module this process runs.
+    """
+    return stage_params(current_stage(stage, module))
+
+
+def own_section(dotted: str, stage: str | None = None, *, module: str | None = None) -> tuple[dict[str, Any], Any]:
+    """``own_params`` and the section ``dotted`` of them (``conclip.mini``): what a stage's command reads."""
+    params = own_params(stage, module=module)
     return params, section(params, dotted)

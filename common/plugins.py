@@ -48,13 +48,18 @@ def paper_dir(paper: str) -> Path:
     return PAPERS_DIR / paper
 
 
+def paper_module_name(paper: str, name: str) -> str:
+    """The dotted name of the paper's module ``name`` (``papers.aro.audit``), whether or not it exists."""
+    return f"{PAPERS_PACKAGE}.{paper}.{name}"
+
+
 def paper_module(paper: str, name: str) -> ModuleType | None:
     """``papers.<paper>.<name>``, or None when the paper has no such module (an import error inside it raises)."""
     if paper not in paper_names():
         from common.errors import unknown_name
 
         raise unknown_name("paper", paper, paper_names())
-    qualified = f"{PAPERS_PACKAGE}.{paper}.{name}"
+    qualified = paper_module_name(paper, name)
     if not (paper_dir(paper) / f"{name}.py").is_file() and not (paper_dir(paper) / name / "__init__.py").is_file():
         return None
     return importlib.import_module(qualified)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from common import plugins
 from common.errors import WorkspaceError
-from common.params import stage_params
+from common.params import own_params
 from common.paths import RESULTS
 
 REMEDY = "rerun the stage that writes it (`dvc repro`) or restore it (`git checkout -- <file>`)"
@@ -130,11 +130,6 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
     return rows
 
 
-def aggregate_stage(paper: str) -> str:
-    """The DVC address of a paper's aggregate stage (root dvc.yaml)."""
-    return f"papers/{paper}"
-
-
 def audit_line(paper: str) -> str:
     """Where the paper's audit report is, with its verdict counts."""
     summary = RESULTS / "audit" / f"{paper}_summary.json"
@@ -176,7 +171,9 @@ def report_tables(paper: str, title: str, profile: str, tables: dict[str, tuple[
 def run(paper: str) -> int:
     module = plugins.paper_module(paper, "report")
     if module is not None:
-        module.report(stage_params(aggregate_stage(paper))["profile"])
+        # the profile of the stage that runs the paper's report (its aggregate stage), whether DVC runs it or
+        # `python -m common report <paper>` does
+        module.report(own_params(module=module.__spec__.name)["profile"])
     print(audit_line(paper))
     print(cross_paper_line())
     return 0

@@ -23,7 +23,7 @@ from common.io import write_json_atomic
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import render
 from common.miniworld.scene import sample_scene
-from common.params import stage_section
+from common.params import own_section
 from common.registry.fetch import fetch
 
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    _, section = stage_section("papers/toy/dvc.yaml:mini-set", "toy.mini")
+    _, section = own_section("toy.mini")
     released = json.loads(fetch("toy/swap_att.json", progress=False).read_text())
     rng = random.Random(section["seed"])
     scenes = [sample_scene(rng) for _ in range(section["images"])]
@@ -53,7 +53,7 @@ import json
 import numpy as np
 
 from common.paths import build_dir
-from common.params import stage_section
+from common.params import own_section
 from common.training import ClipLoss, FromScratch, TrainConfig
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
@@ -64,7 +64,7 @@ RUNS = ("clip",)
 
 
 def build(args, world, cpu_profile) -> FinetuneJob:
-    _, section = stage_section(f"papers/toy/dvc.yaml:finetune-mini", "toy.mini")
+    _, section = own_section("toy.mini")
     set_dir = build_dir("mini", "toy") / "set"
     captions = json.loads((set_dir / "captions.json").read_text())
     batches = CaptionBatches(pixels(np.load(set_dir / "images.npy")),
@@ -151,17 +151,19 @@ stages:
     outs:
       - build/mini/toy/set
 
-  finetune-mini:
-    wdir: ../..
-    cmd: python -m papers.toy.train_mini run clip
-    deps:
-      - build/mini/toy/set
-      - papers/toy/train_mini.py
-    params:
-      - toy.mini
-    outs:
-      - build/mini/toy/models/clip.safetensors
-      - build/mini/toy/models/clip.json
+  finetune-mini:  # a foreach stage, as the papers' runs are: its module finds its item's stage from DVC_STAGE
+    foreach: [clip]
+    do:
+      wdir: ../..
+      cmd: python -m papers.toy.train_mini run ${item}
+      deps:
+        - build/mini/toy/set
+        - papers/toy/train_mini.py
+      params:
+        - toy.mini
+      outs:
+        - build/mini/toy/models/${item}.safetensors
+        - build/mini/toy/models/${item}.json
 
   table-mini:
     wdir: ../..

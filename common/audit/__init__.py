@@ -191,13 +191,18 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
     from common.params import load_params, stage_params
     from common.rehearsal.settings import rehearsal
 
-    params = stage_params(audit_stage(paper))
+    stage = audit_stage(paper)
+    params = stage_params(stage)
     if "rehearsal" not in params and rehearsal(load_params()).enabled:
-        raise WorkspaceError(f"params.yaml: rehearsal.enabled is true but stage {audit_stage(paper)} does not declare "
+        raise WorkspaceError(f"params.yaml: rehearsal.enabled is true but stage {stage} does not declare "
                              "rehearsal.enabled among its params: it would audit stand-in numbers as a run's; add it")
     return main(paper, argv, recompute, figures, params["profile"], rehearsal(params).enabled)
 
 
 def audit_stage(paper: str) -> str:
-    """The DVC address of a paper's audit stage."""
-    return f"papers/{paper}/dvc.yaml:audit"
+    """The DVC address of a paper's audit stage: the stage that runs ``papers.<paper>.audit`` (``DVC_STAGE`` under
+    ``dvc repro``, else the stage map), whether DVC runs it or ``python -m common audit <paper>`` does."""
+    from common.plugins import paper_module_name
+    from common.stage_map import current_stage
+
+    return current_stage(module=paper_module_name(paper, "audit"))

@@ -64,16 +64,13 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
     return manifest
 
 
-TRAIN_STAGE = "mini/world"
-
-
 def _cmd_train_set(args) -> int:
     """``world train --out DIR``: the training set of the mini family (stage ``mini/world``)."""
     import json
 
-    from common.params import stage_params
+    from common.params import own_params
 
-    world = stage_params(TRAIN_STAGE)["mini"]["world"]
+    world = own_params(module=__spec__.name)["mini"]["world"]  # also run as `python -m common world train`
     manifest = build_train_set(TrainSetConfig(
         n_images=world["train_images"], captions_per_image=world["captions_per_image"],
         image_size=world["image_size"], seed=world["seed"]), Path(args.out))

@@ -133,7 +133,7 @@ def _cmd_train(args) -> int:
     """
     from common import reproducible
     from common.io import write_json_atomic
-    from common.params import stage_params
+    from common.params import own_params
     from common.paths import build_root
     from common.training import init_from_env, shutdown
     from common.zoo import get_spec
@@ -141,7 +141,8 @@ def _cmd_train(args) -> int:
     check_name(args.name)  # a typo is one line, before the re-exec below and before DVC reads a stage it lacks
     if args.device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
-    recipe = family_recipe(args.name, stage_params(f"mini/train@{args.name}")["train"][args.name])
+    # this module's stage (also run as `python -m common train <name>`): the one whose arguments are these
+    recipe = family_recipe(args.name, own_params(module=__spec__.name)["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
     if recipe.arch != spec.arch:
         from common.params import PARAMS_FILE, ParamsError

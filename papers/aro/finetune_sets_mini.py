@@ -37,7 +37,6 @@ from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
 from common.tasks import DatasetError
 
-STAGE = "papers/aro/dvc.yaml:mini-finetune-set"
 SPLITS = ("train", "val")
 NegativesFn = Callable[[list[str], int], list[list]]
 """``papers.aro.negatives.generate_negatives``: captions and a seed to one list of ``NegativeCaption`` per caption."""
@@ -152,13 +151,13 @@ def config_from_params(params: dict) -> FinetuneSetConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.aro.finetune_sets_mini",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    manifest = build_finetune_set(config_from_params(stage_params(STAGE)), args.out)
+    manifest = build_finetune_set(config_from_params(own_params()), args.out)
     print(json.dumps(manifest["counts"], indent=2))
     return 0
 

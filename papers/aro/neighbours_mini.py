@@ -20,8 +20,6 @@ from common.io import output_group, sha256_file, write_json_atomic
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, encode_images
 
-STAGE = "papers/aro/dvc.yaml:mini-finetune-neighbours"
-
 
 def nearest_images(features: torch.Tensor, k: int, eligible: np.ndarray | None = None, chunk: int = 1024) -> np.ndarray:
     """(N, k): for each image, the k most cosine-similar *other* eligible images (stable order on ties)."""
@@ -68,7 +66,7 @@ def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from common import reproducible
-    from common.params import stage_section
+    from common.params import own_section
 
     parser = argparse.ArgumentParser(prog="python -m papers.aro.neighbours_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--set", type=Path, required=True, help="the fine-tuning set (papers.aro.finetune_sets_mini)")
@@ -76,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reproducible.reexec_pinned()
     reproducible.fix_threads()
-    _, section = stage_section(STAGE, "aro.mini.finetune")
+    _, section = own_section("aro.mini.finetune")
     info = compute_neighbours(args.set, section["base"], section["nearest_images"], args.out)
     print(json.dumps(info, indent=2))
     return 0

@@ -43,7 +43,6 @@ from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, ca
                                   sample_negatives)
 from papers.aro.order import OPTION_NAMES, order_cases
 
-STAGE = "papers/aro/dvc.yaml:real-text"
 SOURCE_KEY = "aro/negclip/valid_neg_clip.tsv"
 OUT_DIR = RESULTS / "aro" / "real_text"
 NEGATIVES_SEED = 0
@@ -289,9 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
     args = parser.parse_args(argv)
     if args.seeds is None:
-        from common.params import stage_params
+        from common.params import own_params
 
-        args.seeds = list(stage_params(STAGE)["aro"]["seeds"])
+        args.seeds = list(own_params()["aro"]["seeds"])
     if args.tsv is None:
         from common.registry.fetch import fetch
 

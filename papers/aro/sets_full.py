@@ -78,7 +78,6 @@ CIFAR_TEMPLATES: tuple[str, ...] = (
 )
 """CLIP's prompt templates for CIFAR-10/100 (Radford et al., 2021, the prompt-engineering notebook)."""
 PARTS = ("vg", "coco", "flickr30k", "cifar")
-STAGE = "papers/aro/dvc.yaml:full-set"
 
 
 def _md5(path: Path) -> str:
@@ -212,16 +211,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {','.join(PARTS)} (default: all)")
-    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read (rehearsal.enabled)")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
-    from common.params import stage_params
+    from common.params import own_params
     from common.rehearsal.settings import rehearsal
 
-    described = prepare_full(args.out, parts, rehearsal(stage_params(args.stage)).enabled).describe()
+    described = prepare_full(args.out, parts, rehearsal(own_params(args.stage)).enabled).describe()
     print(json.dumps({k: described[k] for k in ("manifest", "counts")}, indent=2))
     return 0
 

@@ -37,7 +37,6 @@ from common.miniworld.classification import ClassificationSetConfig, PngSceneWri
 from common.miniworld.scene import Scene, sample_scene
 from papers.aro.data import MANIFEST_NAME, AroSet
 
-STAGE = "papers/aro/dvc.yaml:mini-set"
 RELATION_TEMPLATE = 1
 """``PATTERNS["relation"].templates[1]`` is ``"{n0} is {r0} {n1}"``: ARO's "the horse is eating the grass"."""
 CLASSIFICATION_STREAM = "test-aro-classification"
@@ -219,12 +218,12 @@ def config_from_params(params: dict) -> MiniAroConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    described = build_mini_set(config_from_params(stage_params(STAGE)), args.out)
+    described = build_mini_set(config_from_params(own_params()), args.out)
     print(json.dumps({k: described[k] for k in ("manifest", "counts", "seconds")}, indent=2))
     return 0
 

@@ -52,7 +52,7 @@ from common.engine import Engine
 from common.evaluate import best_device, engine_config
 from common.image_transforms import GridShuffle
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.params import stage_params
+from common.params import own_params
 from common.paths import RESULTS, build_root
 from common.results import metrics_filename, write_predictions
 from common.scoring import classification, retrieval
@@ -67,7 +67,6 @@ from papers.aro.order import OPTION_NAMES, normalised_captions, order_cases, shu
 
 DATA_FILES = ("papers/aro/models.toml",)
 """Read at run time: the zoo entries of ARO's own runs (aro/mini-clip-ft, aro/clip-ft, aro/negclip-rerun)."""
-STAGE = "papers/aro/dvc.yaml:tables"
 IMAGE_SHUFFLES: dict[str, tuple[int, int]] = {
     "Shuffle Rows (4)": (4, 1), "Shuffle Columns (4)": (1, 4), "Shuffle Patches (9)": (3, 3)}
 """Table 4's image shuffles as grid (rows, columns) of the preprocessed image (``common.image_transforms``)."""
@@ -513,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.reproducible), as SugarCrepe's table
         reproducible.reexec_pinned()
         reproducible.fix_threads()
-    params = stage_params(STAGE)
+    params = own_params()
     profile = params["profile"]
     seeds = [int(s) for s in params["aro"]["seeds"]]
     models = params["aro"]["models"][profile]

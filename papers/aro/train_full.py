@@ -32,7 +32,6 @@ from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
 from papers.aro.runs import FinetuneParams, Sweep, sweep_jobs
 from papers.aro.sweep import add_sweep_command
 
-STAGE = "papers/aro/dvc.yaml:finetune-full@{method}"
 RECIPES = "papers/aro/recipes.toml"
 DATA_FILES = ("papers/aro/recipes.toml",)
 RECIPE = "negclip"
@@ -49,7 +48,7 @@ def recipe() -> Recipe:
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
     """The sweep of ``args.run`` (``negclip`` or ``clip-ft``) on NegCLIP's TSVs and the COCO images."""
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import data_root
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
@@ -57,7 +56,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.rehearsal.settings import rehearsal
     from common.rehearsal.training import rehearsal_steps
 
-    stage_values, section = stage_section(STAGE.format(method=args.run), "aro.full.finetune")
+    stage_values, section = own_section("aro.full.finetune")
     params = replace(FinetuneParams.from_params(section), recipe=recipe())
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")

@@ -29,7 +29,6 @@ from papers.aro.validation import RetrievalValidator
 
 DATA_FILES = ("papers/aro/models.toml",)
 """Read at run time: where the zoo keeps aro/mini-clip-ft (its weights' path)."""
-STAGE = "papers/aro/dvc.yaml:finetune-mini@{method}"
 
 
 def mini_table(split: FinetuneSplit, neighbours: np.ndarray) -> PairTable:
@@ -61,15 +60,14 @@ def mini_table(split: FinetuneSplit, neighbours: np.ndarray) -> PairTable:
                      np.asarray(offsets, dtype=np.int64), hard)
 
 
-
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
     """The sweep of ``args.run`` (``negclip`` or ``clip-ft``) on the mini fine-tuning set."""
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
 
-    _, section = stage_section(STAGE.format(method=args.run), "aro.mini.finetune")
+    _, section = own_section("aro.mini.finetune")
     params = FinetuneParams.from_params(section)
     set_dir = Path(args.set or build_dir("mini", "aro") / "finetune")
     nbr_dir = Path(args.neighbours or build_dir("mini", "aro") / "neighbours")

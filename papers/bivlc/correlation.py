@@ -58,7 +58,6 @@ from common.jsonl import read_json
 from common.params import PROFILES
 from common.paths import PUBLISHED, RESULTS
 
-STAGE = "papers/bivlc/dvc.yaml:correlation"
 CONFIDENCE = 0.95
 MIN_MODELS = 4
 """Fewer models than this: no statistic (the Spearman interval needs n - 3 > 0; ranks of 3 models take 6 orders)."""
@@ -606,9 +605,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n-resamples must be at least 1")
     profile = args.profile
     if profile is None:
-        from common.params import stage_params
+        from common.params import own_params
 
-        profile = stage_params(STAGE)["profile"]
+        profile = own_params()["profile"]
     written = run(profile, n_resamples=args.n_resamples, seed=args.seed)
     print(describe(written["finding3"]))
     for name, path in written.items():

@@ -70,7 +70,6 @@ from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRo
                                     split_rows)
 
 MODULE = "papers.bivlc.detectors_full"
-DETECTOR_STAGE = "papers/bivlc/dvc.yaml:detectors-full-{encoder}@{tower}"
 DATA_FILES = ("papers/bivlc/models.toml",)
 """Read at run time (``common.stage_deps``): the zoo entries of the detectors' encoders (the TROHN-Img rerun
 ``bivlc/full-trohn-img`` or the released ``bivlc/clip-trohn-img``)."""
@@ -263,11 +262,11 @@ DETECTORS: tuple[str, ...] = tuple(detector_name(e, t) for e in DETECTOR_ENCODER
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run det-<encoder>-<tower>``: the stage's parameters (the encoder's zoo model among them) and
     TROHN-Img's set."""
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import data_root
 
     encoder, _, tower = args.run.removeprefix("det-").rpartition("-")
-    _, section = stage_section(DETECTOR_STAGE.format(encoder=encoder, tower=tower), "bivlc.full.detectors")
+    _, section = own_section("bivlc.full.detectors")
     params = DetectorParams.from_params(section)
     encoder, tower = parse_detector(args.run, params.encoders)
     set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / "trohn-img")

@@ -33,7 +33,6 @@ from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWER
 from papers.bivlc.sets_mini import BivlcMiniError
 
 MODULE = "papers.bivlc.detectors_mini"
-DETECTOR_STAGE = "papers/bivlc/dvc.yaml:mini-detectors"
 DETECTORS: tuple[str, ...] = tuple(f"{encoder}-{tower}" for encoder in DETECTOR_ENCODERS for tower in DETECTOR_TOWERS)
 """The four heads, in training order (the TROHN-Img encoder's last: it needs the TROHN-Img run's weights)."""
 
@@ -103,9 +102,9 @@ def _detector(name: str) -> tuple[str, str]:
 
 def _jobs_from(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
     """The stage's parameters and training set, read once: ``name -> job`` for each of the four heads."""
-    from common.params import stage_section
+    from common.params import own_section
 
-    _, section = stage_section(DETECTOR_STAGE, "bivlc.mini")
+    _, section = own_section("bivlc.mini")
     params = DetectorParams(**section["detector"])
     set_dir = Path(set_dir or build_dir("mini", "bivlc") / "train")
     data = TrainSet.load(set_dir)

@@ -32,7 +32,6 @@ from common.training.rendered import caption_tokens, refuse_same_tokens
 from papers.bivlc.sets_mini import CATEGORIES, MAX_DRAWS, BivlcMiniError, draw_instance
 
 TRAIN_STREAM = "bivlc-trohn-train"
-TRAIN_SET_STAGE = "papers/bivlc/dvc.yaml:mini-train-set"
 BUILD_IT = "run the mini-train-set stage (`python -m papers.bivlc.finetune_sets_mini train-set`)"
 
 
@@ -180,12 +179,12 @@ def world_captions(world_dir: Path, n_images: int) -> list[str]:
 
 
 def _cmd_train_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
 
-    params, section = stage_section(TRAIN_SET_STAGE, "bivlc.mini")
+    params, section = own_section("bivlc.mini")
     config = TrainSetConfig(section["train_images"], section["captions_per_image"],
                             params["mini"]["world"]["image_size"], section["negative_style"], section["val_fraction"],
                             section["seed"])

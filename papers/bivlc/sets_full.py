@@ -31,7 +31,6 @@ from common.io import output_group, sha256_file, write_json_atomic
 from common.jsonl import read_json, read_rows, write_jsonl
 from common.tasks import DatasetError
 
-SET_STAGE = "papers/bivlc/dvc.yaml:finetune-full-set@{dataset}"
 SET_KIND = "bivlc-finetune-full-set"
 COCO_CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
 COCO_IMAGES = Path("coco/train2017/train2017")
@@ -222,10 +221,10 @@ def image_files(rows: Sequence[TrainRow], coco_images: Path, set_dir: Path
 
 
 def _cmd_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir, data_root
 
-    _, section = stage_section(SET_STAGE.format(dataset=args.dataset), "bivlc.full.finetune")
+    _, section = own_section("bivlc.full.finetune")
     manifest = build_set(args.dataset, Path(args.data or data_root()),
                          Path(args.out or build_dir("full", "bivlc") / "sets" / args.dataset), int(section["seed"]),
                          Path(args.snapshot) if args.snapshot else None)

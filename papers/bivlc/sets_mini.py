@@ -39,7 +39,6 @@ from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.tasks import DatasetError, GroupItem
 
 TEST_STREAM = "test-bivlc"
-TEST_STAGE = "papers/bivlc/dvc.yaml:mini-test-set"
 CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj",
                                "add_att")
 """SugarCrepe's seven categories (BiVLC's type and subtype), in the paper's column order."""
@@ -173,10 +172,10 @@ def load_test_items(root: Path) -> tuple[list[GroupItem], list[GroupItem]]:
 
 
 def _cmd_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
-    params, section = stage_section(TEST_STAGE, "bivlc.mini")
+    params, section = own_section("bivlc.mini")
     config = TestSetConfig(section["test_instances_per_category"], params["mini"]["world"]["image_size"],
                            section["negative_style"], section["seed"])
     print(json.dumps(build_test_set(config, Path(args.out or build_dir("mini", "bivlc") / "test")), indent=2))

@@ -80,7 +80,6 @@ from common.zoo.available import each_model
 from papers.bivlc import findings
 from papers.bivlc.detection import score_detectors
 
-TABLE_STAGE = "papers/bivlc/dvc.yaml:tables-full"
 DATA_FILES = ("papers/bivlc/models.toml", "papers/bivlc/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``bivlc.full.models``' names (BiVLC's released
 fine-tunes and re-trainings; ARO's NegCLIP is in the shared ``common/zoo/models.toml``) and, for a model that cannot
@@ -622,11 +621,11 @@ def training_records(models: Mapping[str, str], detectors: Mapping[str, "Detecto
 
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, data_root
     from common.rehearsal.settings import rehearsal
 
-    params, section = stage_section(TABLE_STAGE, "bivlc.full")
+    params, section = own_section("bivlc.full")
     rehearsing = rehearsal(params)
     device = args.device or best_device()
     data = load_bivlc(Path(args.data or data_root() / "bivlc" / "BiVLC"), Path(args.images or default_image_dir()),

@@ -43,7 +43,6 @@ from papers.bivlc.detector_heads import Head
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES, BivlcMiniError, load_test_items, type_of
 
-TABLE_STAGE = "papers/bivlc/dvc.yaml:tables-mini"
 FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 MAIN = ("I2T", "T2I", "group")
 TYPES = ("replace", "swap", "add")
@@ -273,13 +272,13 @@ def training_records(entries: Sequence[ModelEntry], detectors_dir: Path) -> dict
 def _cmd_tables(args) -> int:
     from common import reproducible
     from common.evaluate import engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
     from common.zoo import get_spec
 
     reproducible.reexec_pinned()
     reproducible.fix_threads()
-    params, section = stage_section(TABLE_STAGE, "bivlc.mini")
+    params, section = own_section("bivlc.mini")
     root = build_dir("mini", "bivlc")
     entries = entries_for(section["base"], section["family"], section["negclip"], root / "models")
     base_arch = get_spec(section["base"]).arch

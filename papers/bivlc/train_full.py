@@ -53,7 +53,6 @@ from papers.bivlc.sets_full import COCO_IMAGES, TrainRow, image_files, load_rows
 from papers.bivlc.validation import Chunk, InBatchAccuracy
 
 MODULE = "papers.bivlc.train_full"
-RUN_STAGE = "papers/bivlc/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 
 
@@ -157,10 +156,10 @@ def finetune_job(run: str, rows: Sequence[TrainRow], params: FileRunParams, coco
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <run>``: the stage's parameters and the run's set (its manifest's sha256 and, on the CPU,
     the reproducibility profile in the sidecar)."""
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import data_root
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "bivlc.full.finetune")
+    _, section = own_section("bivlc.full.finetune")
     set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / run_spec(args.run).dataset)
     rows = load_rows(set_dir)
     return finetune_job(args.run, rows, run_params(section, args.run), Path(args.data or data_root()) / COCO_IMAGES,

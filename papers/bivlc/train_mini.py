@@ -33,7 +33,6 @@ from papers.bivlc.sets_mini import BivlcMiniError
 from papers.bivlc.validation import Chunk, InBatchAccuracy
 
 MODULE = "papers.bivlc.train_mini"
-RUN_STAGE = "papers/bivlc/dvc.yaml:mini-finetune@{run}"
 CHECKPOINT_EVERY = 50
 
 
@@ -108,9 +107,9 @@ def finetune_job(run: str, data: TrainSet, params: RunParams, validations: int, 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <run>``: the stage's parameters and the training set (its manifest's sha256 and the CPU
     profile in the sidecar)."""
-    from common.params import stage_section
+    from common.params import own_section
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "bivlc.mini")
+    _, section = own_section("bivlc.mini")
     set_dir = Path(args.set or build_dir("mini", "bivlc") / "train")
     return finetune_job(args.run, TrainSet.load(set_dir), RunParams.from_params(section), section["validations"],
                         provenance={"set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})

@@ -59,7 +59,6 @@ from common.zoo import ModelFactory
 from common.zoo.available import why_unavailable
 from common.zoo import create_model as zoo_create
 
-STAGE = "papers/conclip/dvc.yaml:distractors-full"
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this paper's
 zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
@@ -410,10 +409,10 @@ def _fetched(key: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
 
-    params, section = stage_section(STAGE, "conclip.full.distractors")
+    params, section = own_section("conclip.full.distractors")
     device = args.device or best_device()
     pool = coco_pool.coco_train_images(Path(args.data_root) if args.data_root else None)
     paths = evaluate_distractors(

@@ -40,7 +40,6 @@ from papers.conclip.coco_pool import coco_train_images, load_distractor_mapping
 from papers.conclip.data_paths import CCNEG_IMAGES, COCO_CAPTIONS, COCO_IMAGES
 from papers.conclip.finetune_rows_full import FullRow
 
-SET_STAGE = "papers/conclip/dvc.yaml:finetune-full-set"
 SET_KIND = "conclip-finetune-full-set"
 DATA_FILES = ("papers/conclip/sources.toml",)
 """Read at run time (``common.stage_deps``): the download entries of CC-Neg and the distractor mapping."""
@@ -130,12 +129,12 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.registry.fetch import fetch
 
     from papers.conclip.ccneg import default_paths, eval_size_for
 
-    params, section = stage_section(args.stage, "conclip.full.finetune")
+    params, section = own_section("conclip.full.finetune", args.stage)
     ccneg_path = Path(args.ccneg) if args.ccneg else None
     ccneg_images = Path(args.ccneg_images) if args.ccneg_images else None
     if ccneg_path is None or ccneg_images is None:
@@ -164,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                f"(default: {EVAL_SIZE}; in a rehearsal, params.yaml "
                                                                "rehearsal.cap)")
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
-    p.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
+    p.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     p.set_defaults(func=_cmd_set)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -47,8 +47,6 @@ from papers.conclip.finetune_rows_mini import FinetuneSet
 
 TEST_STREAM = "test-conclip"
 FINETUNE_STREAM = "conclip-finetune-train"
-TEST_STAGE = "papers/conclip/dvc.yaml:mini-test-set"
-FINETUNE_SET_STAGE = "papers/conclip/dvc.yaml:mini-finetune-set"
 CCNEG_SPLIT_SIZES: dict[str, tuple[int, ...]] = {
     "no": (166, 160, 75, 28, 8), "not": (11910, 10081, 3047, 722, 188), "without": (4850, 5466, 2328, 680, 203)}
 """CC-Neg's evaluation split by negation word and K = 1..5 (Tables 7-9's split sizes): the training draws' weights."""
@@ -208,9 +206,9 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
 # Entry points
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
 
-    params, section = stage_section(TEST_STAGE, "conclip.mini")
+    params, section = own_section("conclip.mini")
     config = TestSetConfig(examples_per_cell=section["test_examples_per_cell"],
                            classification_images=section["classification_images"],
                            image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
@@ -219,10 +217,10 @@ def _cmd_set(args) -> int:
 
 
 def _cmd_finetune_set(args) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.zoo import get_spec
 
-    params, section = stage_section(FINETUNE_SET_STAGE, "conclip.mini")
+    params, section = own_section("conclip.mini")
     config = FinetuneSetConfig(train_images=section["train_images"],
                                image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
     tokenize = tokenizer_for(get_spec(section["base"]).arch)

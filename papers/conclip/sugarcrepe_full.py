@@ -36,7 +36,6 @@ from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.tables import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
 
-SCORE_STAGE = "papers/conclip/dvc.yaml:sugarcrepe-full"
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP and its
 fine-tunes; NegCLIP, should a row name it, is in the shared zoo file) and, for a model that cannot be loaded, the
@@ -186,10 +185,10 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
 # ------------------------------------------------------------------------------------------------------------------
 def run_score(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, build_dir
 
-    params, section = stage_section(SCORE_STAGE, "conclip.full")
+    params, section = own_section("conclip.full")
     device = args.device or best_device()
     manifest = Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json")
     models = rows_to_score(dict(section["models"]), list(section["sugarcrepe_rows"]))

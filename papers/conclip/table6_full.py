@@ -42,7 +42,6 @@ from common.io import output_group, sha256_file, staged_to_final, write_csv_atom
 from papers.conclip.runs import RUNS
 from papers.conclip.tables import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
 
-TABLE6_STAGE = "papers/conclip/dvc.yaml:table6-full"
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
 """Table 6's rows (row id in ``conclip.full.models`` -> run of ``RUNS``), in the paper's order."""
 TABLE6_INPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -329,10 +328,10 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def run_table6(args: argparse.Namespace) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
 
-    _, section = stage_section(TABLE6_STAGE, "conclip.full")
+    _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
     for name, path in paths.items():
         print(f"{name}: {path}")

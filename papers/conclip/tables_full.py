@@ -50,7 +50,6 @@ from common.zoo.available import each_model
 from common.zoo import create_model as zoo_create
 from papers.conclip.ccneg import EVAL_SIZE, NEGATION_WORDS, CCNegSet, load_ccneg
 
-TABLE_STAGE = "papers/conclip/dvc.yaml:tables-full"
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
 in the shared zoo file), and the download entries of the data and, for a model that cannot be loaded, of its
@@ -294,11 +293,11 @@ def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
 # ------------------------------------------------------------------------------------------------------------------
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
     from papers.conclip import ccneg as data
 
-    params, section = stage_section(TABLE_STAGE, "conclip.full")
+    params, section = own_section("conclip.full")
     device = args.device or best_device()
     pt_path = Path(args.data) if args.data else None
     images = Path(args.images) if args.images else None

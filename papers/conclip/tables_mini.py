@@ -54,7 +54,6 @@ from papers.conclip.tables import (
     MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, model_cells, pct, sugarcrepe_cells,
     table6_row)
 
-TABLE_STAGE = "papers/conclip/dvc.yaml:tables-mini"
 CLASSIFICATION_SETS: tuple[str, ...] = ("shapes", "colored-shapes")
 SUMMARY_KEYS: tuple[str, ...] = (
     "clip_ccneg", "negclip_ccneg", "conclip_ccneg", "conclip_minus_clip_ccneg_ci_low", "l1_ccneg", "l2_ccneg",
@@ -374,13 +373,13 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], t
 def _cmd_tables(args) -> int:
     from common import reproducible
     from common.evaluate import engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
     from common.zoo import get_spec
 
     reproducible.reexec_pinned()
     reproducible.fix_threads()
-    params, section = stage_section(TABLE_STAGE, "conclip.mini")
+    params, section = own_section("conclip.mini")
     models_dir = Path(args.models or build_dir("mini", "conclip") / "models")
     test_dir = Path(args.test or build_dir("mini", "conclip") / "test")
     entries = entries_for(section["base"], section["family"], section["negclip"], models_dir)

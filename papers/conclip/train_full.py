@@ -65,7 +65,6 @@ from papers.conclip.finetune_rows_full import FullRow, load_rows
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import NEGATIVE_FIELDS, RUNS, run_spec
 
-RUN_STAGE = "papers/conclip/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 FullFinetuneParams = FileRunParams
 """``params.yaml conclip.full.finetune``: what every run shares."""
@@ -171,9 +170,9 @@ def build_job(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccn
 def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
     """``run``'s job: this stage's parameters, the set of ``--set``, the images under ``--data``; the set's manifest
     hash and the CPU profile in the sidecar."""
-    from common.params import stage_section
+    from common.params import own_section
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "conclip.full.finetune")
+    _, section = own_section("conclip.full.finetune")
     set_dir = Path(args.set or build_dir("full", "conclip") / "finetune")
     data = Path(args.data or data_root())
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}

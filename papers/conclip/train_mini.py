@@ -29,8 +29,6 @@ from papers.conclip.finetune_rows_mini import ConclipMiniError, FinetuneSet
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import NEGATIVE_FIELDS, RUNS, run_spec
 
-RUN_STAGE = "papers/conclip/dvc.yaml:mini-finetune@{run}"
-
 
 class NegationBatches(PairedImageBatches):
     """One caption per image, the negated caption as the extra text, the distractor image as the second image
@@ -84,9 +82,9 @@ def _set_dir(args: argparse.Namespace) -> Path:
 def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
     """``run``'s job: this stage's parameters, the set of ``--set``, the set's manifest hash and the CPU profile in
     the sidecar."""
-    from common.params import stage_section
+    from common.params import own_section
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "conclip.mini")
+    _, section = own_section("conclip.mini")
     set_dir = _set_dir(args)
     return build_job(args.run, FinetuneSet.load(set_dir), RunParams.from_params(section), provenance={
         "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})

@@ -64,7 +64,6 @@ from common.zoo import ModelFactory
 from common.zoo.available import each_model
 from common.zoo import create_model as zoo_create
 
-STAGE = "papers/conclip/dvc.yaml:zeroshot-full"
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.stage_deps``): this paper's download entries (the datasets), the zoo entries of
 ``conclip.full.models``' names (CoN-CLIP's checkpoints; NegCLIP is in the shared zoo file) and, for a model that
@@ -720,12 +719,12 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 # ------------------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS
 
     from common.rehearsal.settings import rehearsal
 
-    params, section = stage_section(STAGE, "conclip.full")
+    params, section = own_section("conclip.full")
     pinned = not rehearsal(params).enabled  # a rehearsal's stand-ins cannot match torchvision's pins
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()

@@ -34,7 +34,6 @@ from common.tasks import DatasetError
 from papers.hard_positives.finetune_rows_full import IMAGES, FullRow
 from papers.hard_positives.runs import TYPES
 
-SET_STAGE = "papers/hard_positives/dvc.yaml:finetune-full-set"
 SET_KIND = "hard-positives-finetune-full-set"
 CAPTIONS = Path("coco") / "annotations_trainval2017" / "annotations" / "captions_train2017.json"
 """Under the data root: COCO 2017 train captions (group ``coco-train2017``, the annotations archive)."""
@@ -161,7 +160,7 @@ def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
     from common.paths import build_dir, data_root
 
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_full",
@@ -170,9 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--captions", type=Path, default=None, help=f"default: <data>/{CAPTIONS.as_posix()}")
     parser.add_argument("--images", type=Path, default=None, help=f"default: <data>/{IMAGES.as_posix()}")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/hard_positives_ft/set")
-    parser.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    section = stage_params(args.stage)["hard_positives"]["full"]["finetune"]
+    section = own_params(args.stage)["hard_positives"]["full"]["finetune"]
     manifest = build_set(args.captions or data_root() / CAPTIONS, args.images or data_root() / IMAGES,
                          args.out or build_dir("full", "hard_positives_ft") / "set", int(section["seed"]),
                          int(section["vocabulary_min_count"]))

@@ -38,7 +38,6 @@ NEGATIVE_EDITS: dict[str, tuple[str, ...]] = {"replace": ("replace_att", "replac
 """The fluent hard negatives (``common.miniworld.negatives``) of each type in the fine-tuning set: SugarCrepe's
 REPLACE and SWAP categories, the analog of the CREPE-process negatives the paper trains with."""
 FINETUNE_STREAM = "hard-positives-finetune-train"
-FINETUNE_SET_STAGE = "papers/hard_positives/dvc.yaml:mini-finetune-set"
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ def _write_finetune_set(data: FinetuneSet, counts: dict, config: FinetuneSetConf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_mini",
@@ -169,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  "a hard negative")
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/hard_positives/finetune")
     args = parser.parse_args(argv)
-    params, section = stage_section(FINETUNE_SET_STAGE, "hard_positives.mini")
+    params, section = own_section("hard_positives.mini")
     config = FinetuneSetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],
                                image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
     manifest = build_finetune_set(config, args.out or build_dir("mini", "hard_positives") / "finetune")

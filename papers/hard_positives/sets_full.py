@@ -77,7 +77,6 @@ SWAP_IMAGES = "aro/vgr_vga_images.zip"
 """The image zip the authors' ``VG_Attribution`` downloads (ARO's), in the shared registry
 (``common/registry/sources.toml``)."""
 EqualCaptions = Literal["keep", "error"]
-DATA_STAGE = "papers/hard_positives/dvc.yaml:full-data"
 MANIFEST_NAME = "manifest.json"
 CROPS = "crops"
 ANNOTATION_KEYS: tuple[str, ...] = (*(k for kind in REPLACE_KINDS for k in released.file_keys(kind)), *SWAP_FILES)
@@ -237,7 +236,7 @@ class FullSet:
             manifest = manifest / MANIFEST_NAME
         if not manifest.is_file():
             raise HardPositivesDataError(f"{manifest}: no prepared set here; run `dvc repro "
-                                         f"{DATA_STAGE}` (python -m papers.hard_positives.sets_full)")
+                                         "papers/hard_positives/dvc.yaml:full-data` (python -m papers.hard_positives.sets_full)")
         info = read_json(manifest, dict, remedy="run the full-data stage again")
         missing = [k for k in ("files", "sha256", "vg_image_folders", "swap_image_root", "crop_root") if k not in info]
         if missing:
@@ -308,12 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
                     "every row, write manifest.json")
     parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
-    parser.add_argument("--stage", default=DATA_STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.params import stage_params
+    from common.params import own_params
     from common.rehearsal.settings import rehearsal
 
-    cap = rehearsal(stage_params(args.stage)).cap
+    cap = rehearsal(own_params(args.stage)).cap
     full = prepare_full(Path(args.out or build_dir("full", "hard_positives")), cap=cap)
     print(json.dumps({"manifest": str(full.path), "counts": full.info["counts"], "crops": full.info["crops"]},
                      indent=2))

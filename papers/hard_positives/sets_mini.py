@@ -43,7 +43,6 @@ from common.tasks import DatasetError, ImageToTextItem
 from papers.hard_positives import evaluation
 
 TEST_STREAM = "test-hard-positives"
-TEST_STAGE = "papers/hard_positives/dvc.yaml:mini-test-set"
 TEST_FIELDS = ("id", "group", "filename", "caption", "positive", "negative")
 
 
@@ -164,7 +163,7 @@ def load_test_items(root: Path) -> list[ImageToTextItem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.sets_mini",
@@ -172,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  "replace-relations, swap) from the mini world")
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/hard_positives/test")
     args = parser.parse_args(argv)
-    params, section = stage_section(TEST_STAGE, "hard_positives.mini")
+    params, section = own_section("hard_positives.mini")
     config = TestSetConfig(examples_per_group=section["test_examples_per_group"],
                            image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
     print(json.dumps(build_test_set(config, args.out or build_dir("mini", "hard_positives") / "test"), indent=2))

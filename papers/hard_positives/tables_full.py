@@ -64,7 +64,6 @@ DATA_FILES = ("papers/hard_positives/models.toml",)
 """Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
 models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
 ``common/zoo/models.toml``)."""
-TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-full"
 RUN_PREFIX = "hard_positives/full"
 """The runs' model names: ``hard_positives/full-<run>``."""
 AUTHORS_BUILD: dict[str, str] = {
@@ -260,11 +259,11 @@ def evaluate_tables(models: Mapping[str, str], runs: Sequence[ModelEntry], run_a
 # ------------------------------------------------------------------------------------------------------------------
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, build_dir
     from common.zoo import get_spec
 
-    params, section = stage_section(TABLE_STAGE, "hard_positives.full")
+    params, section = own_section("hard_positives.full")
     full = FullSet.load(Path(args.data or build_dir("full", "hard_positives")))
     device = args.device or best_device()
     runs = tables.run_entries(RUN_PREFIX, Path(args.models or build_dir("full", "hard_positives_ft") / "models"))

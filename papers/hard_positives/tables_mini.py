@@ -29,8 +29,6 @@ from papers.hard_positives.sets_mini import load_test_items
 from papers.hard_positives.tables import (
     TABLE1_RUNS, ModelEntry, Scored, model_rows, run_entries, summary, write_tables)
 
-TABLE_STAGE = "papers/hard_positives/dvc.yaml:table1-mini"
-
 
 def entries_for(base: str, models_dir: Path) -> list[ModelEntry]:
     """The base model, then every run."""
@@ -77,13 +75,13 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch: str, test_dir: Path, ou
 def _cmd_tables(args) -> int:
     from common import reproducible
     from common.evaluate import engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, build_dir
     from common.zoo import get_spec
 
     reproducible.reexec_pinned()
     reproducible.fix_threads()
-    params, section = stage_section(TABLE_STAGE, "hard_positives.mini")
+    params, section = own_section("hard_positives.mini")
     root = build_dir("mini", "hard_positives")
     models_dir = Path(args.models or root / "models")
     test_dir = Path(args.test or root / "test")

@@ -36,7 +36,6 @@ from papers.hard_positives.runs import RUNS, loss_for, run_spec
 
 MODULE = "papers.hard_positives.train_full"
 """The jobs' module: its import closure keys their resume states."""
-RUN_STAGE = "papers/hard_positives/dvc.yaml:finetune-full@{run}"
 CHECKPOINT_EVERY = 500
 FullFinetuneParams = FileRunParams
 """``params.yaml hard_positives.full.finetune``: what every run shares."""
@@ -102,10 +101,10 @@ def job_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, image
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <name>``: the stage's parameters, the rows, the COCO images and the CPU profile (``{}`` on
     GPUs) for the sidecar; ``--steps`` enters the recorded epochs as it enters the schedule."""
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import data_root
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "hard_positives.full.finetune")
+    _, section = own_section("hard_positives.full.finetune")
     set_dir = Path(args.set or build_dir("full", "hard_positives_ft") / "set")
     rows = load_rows(set_dir)
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}

@@ -31,7 +31,6 @@ from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
 MODULE = "papers.hard_positives.train_mini"
 """The jobs' module: its import closure keys their resume states."""
-RUN_STAGE = "papers/hard_positives/dvc.yaml:mini-finetune@{run}"
 CHECKPOINT_EVERY = 50
 
 
@@ -75,9 +74,9 @@ def job_for(run: str, data: FinetuneSet, params: RunParams, *, init: Init | None
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <name>``: the stage's parameters, the fine-tuning set and the CPU profile for the sidecar."""
-    from common.params import stage_section
+    from common.params import own_section
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "hard_positives.mini")
+    _, section = own_section("hard_positives.mini")
     set_dir = Path(args.set or build_dir("mini", "hard_positives") / "finetune")
     return job_for(args.run, FinetuneSet.load(set_dir), RunParams.from_params(section), provenance={
         "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})

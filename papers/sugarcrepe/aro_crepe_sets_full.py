@@ -23,8 +23,6 @@ from common.tasks import DatasetError
 from papers.sugarcrepe.aro_crepe import KIND as TEMPLATES_KIND
 from papers.sugarcrepe.positives import sugarcrepe_positives
 
-ARO_CREPE_STAGE = "papers/sugarcrepe/dvc.yaml:aro-crepe-full-set"
-
 
 def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
                         vocabulary_min_count: int = 1) -> dict:
@@ -63,16 +61,17 @@ def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.aro_crepe_sets_full",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--sugarcrepe", type=Path, default=None, help="default: build/full/sugarcrepe/manifest.json")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_aro_crepe")
-    parser.add_argument("--stage", default=ARO_CREPE_STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    _, section = stage_section(args.stage, "sugarcrepe.negclip_full")
+    _, section = own_section("sugarcrepe.negclip_full", args.stage)
     manifest = build_aro_crepe_set(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json",
                                    args.out or build_dir("full", "sugarcrepe_aro_crepe"),
                                    section["seed"], section["vocabulary_min_count"])

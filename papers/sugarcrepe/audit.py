@@ -213,9 +213,9 @@ def draw_figures(out_dir: Path, model_names: Sequence[str] | None = None) -> dic
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
-    params = stage_params(audit_stage(PAPER))
+    params = stage_params(audit_stage(PAPER))  # this module's stage, also when `python -m common audit` runs it
     models = params["sugarcrepe"]["models"]["full"]
     return audit_main(PAPER, argv, recompute=lambda profile: recompute(profile, models),
                       figures=lambda out: draw_figures(out, models), profile=params["profile"])

@@ -49,7 +49,7 @@ from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, refine
 from common.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
-from common.params import stage_params
+from common.params import own_params
 from common.paths import RESULTS
 from common.released_text import read_negclip_tsv
 from common.stats import bootstrap_mean_ci
@@ -60,7 +60,6 @@ from common.benchmarks.caption_negatives import CATEGORIES, read_category
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_caption, paired_table4
 
-STAGE = "papers/sugarcrepe/dvc.yaml:blind-real-text"
 DATA_FILES = ("papers/sugarcrepe/sources.toml", "results/published/sugarcrepe.csv")
 """Read at run time: this paper's registry entries (the VL-CheckList and NegCLIP files it reads are shared entries of
 ``common/registry/sources.toml``) and the paper's published numbers."""
@@ -473,11 +472,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scorers", choices=("offline", "released"), default="offline",
                         help="offline: fitted here (default); released: the paper's Vera and grammar model (full)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
     from common.rehearsal.settings import rehearsal
 
-    values = stage_params(args.stage)
+    values = own_params(args.stage)
     result = run(config_from_params(values), args.out, scorers=args.scorers, device=args.device,
                  cap=rehearsal(values).cap)
     for row in result["accuracy"]:

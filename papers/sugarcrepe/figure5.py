@@ -55,7 +55,7 @@ from common.figures import pyplot, save_figure
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.miniworld.classification import (COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig,
                                              ensure_classification_set)
-from common.params import stage_params
+from common.params import own_params
 from common.paths import RESULTS, build_root
 from common.scoring import classification
 from common.tasks import ClassificationSet
@@ -63,7 +63,6 @@ from common.zoo import create_model
 from papers.sugarcrepe import released
 from common.benchmarks.caption_negatives import CATEGORIES
 
-STAGE = "papers/sugarcrepe/dvc.yaml:figure5"
 AVERAGE = "average"
 GROUPS: tuple[str, ...] = (*CATEGORIES, AVERAGE)
 SHORT = {**released.SHORT, AVERAGE: "Average"}
@@ -609,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-resamples", type=int, default=None, help=f"bootstrap resamples (default {N_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=None, help=f"the bootstrap's seed (default {SEED})")
     args = parser.parse_args(argv)
-    params = stage_params(STAGE)
+    params = own_params()
     profile = params["profile"]
     if profile == "full" and (args.set_dir is not None or args.classification_images is not None):
         parser.error("--set-dir and --classification-images apply to the mini profile only")

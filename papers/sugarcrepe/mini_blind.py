@@ -45,7 +45,6 @@ from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
 from papers.sugarcrepe.table4 import by_image, paired_table4
 
-STAGE = "papers/sugarcrepe/dvc.yaml:mini-blind"
 OUT_DIR = RESULTS / "sugarcrepe" / "mini"
 TEMPLATES, SUGARCREPE = "mini-aro-crepe", "mini-sugarcrepe"
 SCORERS = ("ngram-lm", "text-classifier")
@@ -252,13 +251,14 @@ def config_from_params(params: dict) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR)
-    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    result = run(config_from_params(stage_params(args.stage)), args.out)
+    result = run(config_from_params(own_params(args.stage)), args.out)
     for row in result["accuracy"]:
         print(f"{row['benchmark']:16s} {row['category']:12s} {row['scorer']:16s} {row['accuracy']:6.2f} "
               f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")

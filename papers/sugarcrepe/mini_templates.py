@@ -33,7 +33,6 @@ from common.benchmarks.caption_negatives import PreparedSet, read_category
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
 
-STAGE = "papers/sugarcrepe/dvc.yaml:mini-templates-set"
 IMAGE_NAME = "mini_{index:06d}.png"
 """How ``papers.sugarcrepe.sets_mini`` names example ``index``'s image (checked: each name must be in the built set with
 the caption regenerated here)."""
@@ -102,16 +101,17 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_templates",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--mini-set", type=Path, default=build_dir("mini", "sugarcrepe"),
                         help="the built mini SugarCrepe set whose positives and images are used")
-    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    manifest = build_template_set(config_from_params(stage_params(args.stage)), args.mini_set, args.out)
+    manifest = build_template_set(config_from_params(own_params(args.stage)), args.mini_set, args.out)
     print(json.dumps(manifest, indent=2))
     return 0
 

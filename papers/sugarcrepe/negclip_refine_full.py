@@ -21,7 +21,6 @@ from common.io import sha256_file, write_json_atomic
 from papers.sugarcrepe.negclip_rows_full import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
 
-REFINE_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-refine"
 SCORERS = ("vera", "grammar")
 
 
@@ -71,7 +70,7 @@ def build_refined(set_dir: Path, out_path: Path, scorers: Mapping[str, object], 
 def main(argv: Sequence[str] | None = None) -> int:
     from common.blind.pretrained import load_text_scorer
     from common.evaluate import best_device
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_refine_full",
@@ -79,9 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/refined.json")
     parser.add_argument("--device", default=None, help="default: cuda when available")
-    parser.add_argument("--stage", default=REFINE_STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    _, refine = stage_section(args.stage, "sugarcrepe.negclip_full.refine")
+    _, refine = own_section("sugarcrepe.negclip_full.refine", args.stage)
     device = args.device or best_device()
     scorers = {name: load_text_scorer(name, device=device) for name in SCORERS}
     out = args.out or build_dir("full", "sugarcrepe_negclip") / "refined.json"

@@ -23,7 +23,6 @@ from common.tasks import DatasetError
 from papers.sugarcrepe.positives import sugarcrepe_positives
 from papers.sugarcrepe.runs import KINDS
 
-SET_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-set"
 SET_KIND = "sugarcrepe-negclip-full-set"
 
 
@@ -92,7 +91,7 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir, data_root
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_full",
@@ -103,9 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the test set whose images are dropped from training (default: "
                              "build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
-    parser.add_argument("--stage", default=SET_STAGE, help="the DVC stage whose parameters to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    _, section = stage_section(args.stage, "sugarcrepe.negclip_full")
+    _, section = own_section("sugarcrepe.negclip_full", args.stage)
     manifest = build_train_set(args.tsv or data_root() / "negclip" / "train_neg_clip.tsv",
                                args.images or data_root() / "coco" / "train2014" / "train2014",
                                args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json",

@@ -34,7 +34,6 @@ from papers.sugarcrepe.negclip_rows_mini import FinetuneSet
 from papers.sugarcrepe.runs import KINDS
 
 STREAM = "sugarcrepe-finetune-train"
-SET_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-mini-set"
 
 NegativeFn = Callable[[Scene, Claim, str, random.Random], "str | None"]
 """``common.miniworld.templates.template_negative``: (scene, true claim, kind, rng) -> negative caption or None."""
@@ -207,7 +206,7 @@ def refine_config(params: Mapping) -> RefineConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from common import reproducible
-    from common.params import stage_params
+    from common.params import own_params
     from common.paths import build_dir
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_mini",
@@ -216,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reproducible.reexec_pinned()  # the blind scorers' gaps decide refinement: the same floats on every machine
     reproducible.fix_threads()
-    params = stage_params(SET_STAGE)
+    params = own_params()
     out = args.out or build_dir("mini", "sugarcrepe_negclip") / "set"
     manifest = build_set(set_config(params), out, refine_config=refine_config(params))
     print(json.dumps({"counts": manifest["counts"], "refined": manifest["refined"]}, indent=2))

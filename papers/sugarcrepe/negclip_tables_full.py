@@ -31,7 +31,6 @@ from papers.sugarcrepe.negclip_tables import (
     score_models, summary, table_csv, table_rows, tables_context)
 from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS
 
-TABLE_STAGE = "papers/sugarcrepe/dvc.yaml:table5-full"
 RELEASED_NEGCLIP = "aro/negclip"
 """ARO's released NegCLIP in the zoo (a shared entry of ``common/zoo/models.toml``)."""
 OUT = "sugarcrepe_negclip"
@@ -195,7 +194,7 @@ def evaluate_full_tables(entries: Sequence[FullModelEntry], sugarcrepe_manifest:
 def main(argv: Sequence[str] | None = None) -> int:
     from common import reproducible
     from common.evaluate import best_device, engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, build_dir
     from common.zoo import get_spec
 
@@ -208,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="default: results/sugarcrepe/full")
     parser.add_argument("--device", default=None, help="default: cuda when available")
     args = parser.parse_args(argv)
-    params, section = stage_section(TABLE_STAGE, "sugarcrepe.negclip_full")
+    params, section = own_section("sugarcrepe.negclip_full")
     models_dir = Path(args.models or build_dir("full", OUT) / "models")
     refined_path = Path(args.refined or build_dir("full", OUT) / "refined.json")
     entries = full_entries(section["base"], get_spec(section["base"]).arch, section["scratch_arch"], models_dir,

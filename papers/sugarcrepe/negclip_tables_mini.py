@@ -30,8 +30,6 @@ from papers.sugarcrepe.negclip_tables import (
     table_rows, tables_context)
 from papers.sugarcrepe.runs import REFINED_KINDS, RUNS
 
-TABLE_STAGE = "papers/sugarcrepe/dvc.yaml:table5-mini"
-"""Writes Table 10 too: one scoring pass over every model."""
 OUT = "sugarcrepe_negclip"
 """``build/mini/<OUT>``: the set (``set/``, its ``refined.json``) and the runs' weights (``models/``)."""
 
@@ -111,7 +109,7 @@ def evaluate_tables(entries: Sequence[ModelEntry], arch: str, sugarcrepe_manifes
 def main(argv: Sequence[str] | None = None) -> int:
     from common import reproducible
     from common.evaluate import engine_config
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import RESULTS, build_dir
     from common.zoo import get_spec
 
@@ -122,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reproducible.reexec_pinned()
     reproducible.fix_threads()
-    params, section = stage_section(TABLE_STAGE, "sugarcrepe.negclip_mini")
+    params, section = own_section("sugarcrepe.negclip_mini")
     models_dir = Path(args.models or build_dir("mini", OUT) / "models")
     set_dir = Path(args.set or build_dir("mini", OUT) / "set")
     entries = entries_for(section["base"], models_dir)

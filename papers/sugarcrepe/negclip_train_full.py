@@ -36,9 +36,6 @@ from papers.sugarcrepe.runs import FULL_RUNS, run_spec
 
 MODULE = "papers.sugarcrepe.negclip_train_full"
 """This module's name even when it runs as ``__main__``: its import closure keys the runs' resume states."""
-RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full@{run}"
-REFINED_RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-full-refined@{run}"
-"""The refined runs are a stage group of their own: only they depend on the refinement (Vera, GPU)."""
 CHECKPOINT_EVERY = 500
 RECIPES = "papers/sugarcrepe/recipes.toml"
 DATA_FILES = ("papers/sugarcrepe/recipes.toml",)
@@ -121,12 +118,11 @@ def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> Fi
     """The job of ``run <run>``: the stage's parameters, the set (``--set``), the refinement (``--refined``), the
     images (``--images``) and the set manifest's hash."""
     from common.io import sha256_file
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir, data_root
     from common.rehearsal.training import rehearsal_steps
 
-    stage = (REFINED_RUN_STAGE if run_spec(FULL_RUNS, args.run).refined else RUN_STAGE).format(run=args.run)
-    stage_values, section = stage_section(stage, "sugarcrepe.negclip_full")
+    stage_values, section = own_section("sugarcrepe.negclip_full")
     params = FullRunParams.from_params(section)
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))

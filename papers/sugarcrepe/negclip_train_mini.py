@@ -31,7 +31,6 @@ from papers.sugarcrepe.runs import RUNS, run_spec
 
 MODULE = "papers.sugarcrepe.negclip_train_mini"
 """This module's name even when it runs as ``__main__``: its import closure keys the runs' resume states."""
-RUN_STAGE = "papers/sugarcrepe/dvc.yaml:negclip-mini@{run}"
 CHECKPOINT_EVERY = 50
 OUT = "sugarcrepe_negclip"
 """``build/mini/<OUT>``: the set (``set/``), the weights (``models/``) and the wall-time logs (``logs/``)."""
@@ -74,10 +73,10 @@ def build_job(run: str, data: FinetuneSet, params: RunParams, *, init: Init | No
 def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <run>``: the stage's parameters, the set (``--set``) and its manifest's hash."""
     from common.io import sha256_file
-    from common.params import stage_section
+    from common.params import own_section
     from common.paths import build_dir
 
-    _, section = stage_section(RUN_STAGE.format(run=args.run), "sugarcrepe.negclip_mini")
+    _, section = own_section("sugarcrepe.negclip_mini")
     set_dir = Path(args.set or build_dir("mini", OUT) / "set")
     data = run_data(args.run, set_dir)
     return build_job(args.run, data, RunParams.from_params(section),

@@ -21,7 +21,6 @@ from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_
                                                  read_category, write_manifest)
 
 COCO_VAL2017 = "coco/val2017.zip"
-STAGE = "papers/sugarcrepe/dvc.yaml:full-set"
 CAPPED_DATA = "data"
 """A capped (rehearsal) set's category files, under the set's folder."""
 
@@ -61,12 +60,13 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_full", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--stage", default=STAGE, help="the DVC stage whose parameters (rehearsal) to read")
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.params import stage_params
+    from common.params import own_params
     from common.rehearsal.settings import rehearsal
 
-    cap = rehearsal(stage_params(args.stage)).cap
+    cap = rehearsal(own_params(args.stage)).cap
     print(json.dumps(prepare_full(args.out, cap=cap).describe(), indent=2))
     return 0
 

@@ -26,8 +26,6 @@ from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.benchmarks.caption_negatives import PreparedSet, write_manifest
 
-STAGE = "papers/sugarcrepe/dvc.yaml:mini-set"
-
 
 @dataclass(frozen=True)
 class MiniSetConfig:
@@ -103,12 +101,12 @@ def config_from_params(params: dict) -> MiniSetConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
+    from common.params import own_params
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    config = config_from_params(stage_params(STAGE))
+    config = config_from_params(own_params())
     # every file into a staging folder first, then all of them into --out at once: an interrupted run (SIGTERM
     # included) leaves the previous set or none, never images of two sets under one manifest
     with output_group(args.out) as staging:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from common import reproducible
 from common.evaluate import best_device, engine_config, evaluate_selection
 from common.figures import grouped_bars
-from common.params import stage_params
+from common.params import own_params
 from common.paths import RESULTS, build_root
 from common.io import output_group, staged_to_final, write_csv_atomic
 from common.results import write_accuracy_table
@@ -25,13 +25,12 @@ from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 from common.zoo import with_variants
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
 
-STAGE = "papers/sugarcrepe/dvc.yaml:table6"
 def main() -> None:
     device = best_device()
     if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.reproducible)
         reproducible.reexec_pinned()
         reproducible.fix_threads()
-    params = stage_params(STAGE)
+    params = own_params()
     profile = params["profile"]
     models = params["sugarcrepe"]["models"][profile]
     prepared = PreparedSet.load(build_root() / profile / "sugarcrepe" / "manifest.json")

@@ -12,8 +12,9 @@ import pytest
 from common.cli import handler_module
 from common.params import stage_params
 from common.paths import ROOT
-from common.stage_deps import (DepsWriteError, check_all, check_stage, closure, dvc_files, entry_modules, plan_file,
-                               write_deps)
+from common.stage_map import all_stages
+from common.stage_deps import (FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure, dvc_files,
+                               entry_modules, plan_file, write_deps)
 from workspace_copy import copy_workspace, dvc
 
 
@@ -70,6 +71,11 @@ def _entries(deps, indent: str = "      ") -> str:
     return "".join(f"{indent}- {d}\n" for d in deps)
 
 
+def _fenced(deps, indent: str = "      ") -> str:
+    """The entries between the fence's two comment lines, as ``deps --write`` writes them."""
+    return f"{indent}{FENCE_BEGIN}\n" + _entries(deps, indent) + f"{indent}{FENCE_END}\n"
+
+
 def test_write_adds_what_is_missing_removes_what_is_extra_and_keeps_every_other_line(tmp_path):
     root = _tiny_workspace(tmp_path / "ws")
     cross = list(check_stage("s", "f", CROSS, [], handler_module, root).expected)
@@ -100,7 +106,7 @@ def test_write_adds_what_is_missing_removes_what_is_extra_and_keeps_every_other_
                 "    do:\n"
                 f"      cmd: {WORLD}-${{item}}\n"
                 "      deps:\n"
-                f"{_entries(reversed(world), '        ')}"  # correct but unsorted: left alone
+                f"{_fenced(reversed(world), '        ')}"  # correct and fenced but unsorted: left alone
                 "      outs:\n"
                 "        - build/x-${item}\n")
 
@@ -113,15 +119,43 @@ def test_write_adds_what_is_missing_removes_what_is_extra_and_keeps_every_other_
     rewrites = write_deps(handler_module, [root / "dvc.yaml"], root=root)
 
     assert [(r.dvc_file, r.stages) for r in rewrites] == [("dvc.yaml", ("audit/cross",))]
-    right = "      # why the code is listed: kept above its entry\n" + _entries(cross)
+    right = "      # why the code is listed: kept above its entry\n" + _fenced(cross)
     assert (root / "dvc.yaml").read_text() == text(right)
     assert all(c.ok for c in check_all(handler_module, root) if c.dvc_file == "dvc.yaml")
     assert other.read_text() == "stages:\n" + cross_stage(_entries([dropped]))
     # writing again changes nothing; then every file
     assert write_deps(handler_module, [root / "dvc.yaml"], root=root) == []
     assert [r.dvc_file for r in write_deps(handler_module, root=root)] == ["papers/aro/dvc.yaml"]
-    assert other.read_text() == "stages:\n" + cross_stage(_entries(cross))
+    assert other.read_text() == "stages:\n" + cross_stage(_fenced(cross))
     assert write_deps(handler_module, root=root) == []
+
+
+def test_the_generated_deps_are_fenced_and_the_hand_written_ones_kept_outside(tmp_path):
+    """A right but unfenced list gains the fence's two lines and nothing else; an entry on the wrong side of the
+    fence fails the check, and the write moves it out."""
+    root = _tiny_workspace(tmp_path / "ws")
+    cross = list(check_stage("s", "f", CROSS, [], handler_module, root).expected)
+    unfenced = ("stages:\n"
+                "  cross:\n"
+                f"    cmd: {CROSS}\n"
+                "    deps:\n"
+                + _entries(["build/some/input", *cross, "results/elsewhere.csv"]))
+    (root / "dvc.yaml").write_text(unfenced)
+    [check] = check_all(handler_module, root)
+    assert not check.missing and not check.extra and set(check.misplaced) == set(cross) and not check.ok
+    write_deps(handler_module, root=root)
+    fenced = unfenced.replace(_entries(cross), _fenced(cross))
+    assert (root / "dvc.yaml").read_text() == fenced
+    assert all(c.ok for c in check_all(handler_module, root))
+
+    inside = fenced.replace(_entries(cross[:1]), _entries(cross[:1] + ["build/hand/written"]))
+    (root / "dvc.yaml").write_text(inside)
+    all_stages.cache_clear()  # the stage map is cached per workspace; a check after an edit by hand reads it afresh
+    [check] = check_all(handler_module, root)
+    assert check.misplaced == ("build/hand/written",)
+    write_deps(handler_module, root=root)
+    assert (root / "dvc.yaml").read_text() == fenced.replace(_entries(["results/elsewhere.csv"]),
+                                                             _entries(["build/hand/written", "results/elsewhere.csv"]))
 
 
 def test_write_refuses_foreach_items_that_need_different_deps(tmp_path):

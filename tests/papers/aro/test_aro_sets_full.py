@@ -103,7 +103,8 @@ def test_prepare_without_flickr_images_then_with(data_root: Path, tmp_path: Path
 
     (data_root / "flickr30k/flickr30k-images").mkdir(parents=True)
     (data_root / "flickr30k/flickr30k-images/100.jpg").write_bytes(image_bytes(6, 6, 4, "JPEG"))
-    assert sets_full.main(["--out", str(out), "--parts", "vg,flickr30k"]) == 0
+    assert sets_full.main(["--out", str(out), "--parts", "vg,flickr30k",
+                           "--stage", "papers/aro/dvc.yaml:full-set"]) == 0
     again = AroSet.load(out)
     assert again.info["counts"]["vg_crops"]["already_there"] == 3  # crops are kept, not rewritten
     assert again.retrieval_sets()["flickr30k"].n_captions == 3 and not again.has("classification")

@@ -113,6 +113,8 @@ def test_main_reads_its_stage_params(tmp_path: Path, monkeypatch, capsys):
               "mini": {"world": {"image_size": 48, "seed": 1}}}
     seen = []
     monkeypatch.setattr(common.params, "stage_params", lambda stage: seen.append(stage) or params)
+    monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:mini-set")  # as `dvc repro` sets it
     assert sets_mini.main(["--out", str(tmp_path)]) == 0
-    assert seen == [sets_mini.STAGE] and json.loads(capsys.readouterr().out)["counts"]["coco_captions"] == 4
+    assert seen == ["papers/aro/dvc.yaml:mini-set"]
+    assert json.loads(capsys.readouterr().out)["counts"]["coco_captions"] == 4
     assert AroSet.load(tmp_path).info["config"]["seed"] == 1

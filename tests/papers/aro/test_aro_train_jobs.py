@@ -41,12 +41,22 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def section_of(stage_name: str, dotted: str, section: dict, seen: list):
-    def stage_section(stage: str, path: str):
-        seen.append((stage, path))
-        assert (stage, path) == (stage_name, dotted)
-        return {"profile": dotted.split(".")[1]}, section
-    return stage_section
+def run_as_stage(monkeypatch, stage_name: str, dotted: str, section: dict, seen: list) -> None:
+    """Run as ``dvc repro`` runs ``stage_name`` (``DVC_STAGE``), its parameters ``section`` at ``dotted``."""
+    params: dict = {"profile": dotted.split(".")[1]}
+    node = params
+    *parents, last = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = section
+
+    def stage_params(stage: str) -> dict:
+        seen.append(stage)
+        assert stage == stage_name
+        return params
+
+    monkeypatch.setenv("DVC_STAGE", stage_name)
+    monkeypatch.setattr(common.params, "stage_params", stage_params)
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +124,7 @@ def check_sweep(sweep, expected: list[dict]) -> None:
 def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
     set_dir, nbr_dir = mini_set
     seen: list = []
-    monkeypatch.setattr(common.params, "stage_section", section_of(
-        f"papers/aro/dvc.yaml:finetune-mini@{method}", "aro.mini.finetune", MINI, seen))
+    run_as_stage(monkeypatch, f"papers/aro/dvc.yaml:finetune-mini@{method}", "aro.mini.finetune", MINI, seen)
     args = argparse.Namespace(run=method, set=str(set_dir), neighbours=str(nbr_dir), steps=steps)
     sweep = train_mini.build(args, DistributedContext.local("cpu"), CPU_PROFILE)
     assert seen and sweep.name == f"aro-mini-{method}" and sweep.method == method
@@ -149,8 +158,7 @@ def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
 def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa: F811  (the fixture)
     tsv, images_dir = tiny_release
     seen: list = []
-    monkeypatch.setattr(common.params, "stage_section", section_of(
-        f"papers/aro/dvc.yaml:finetune-full@{method}", "aro.full.finetune", FULL, seen))
+    run_as_stage(monkeypatch, f"papers/aro/dvc.yaml:finetune-full@{method}", "aro.full.finetune", FULL, seen)
     args = argparse.Namespace(run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
                               val_images=str(images_dir), steps=None)
     sweep = train_full.build(args, DistributedContext.local("cuda"), {})  # on GPUs the CPU profile is not recorded
@@ -181,7 +189,7 @@ def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):
     from dataclasses import replace
 
     tsv, images_dir = tiny_release
-    monkeypatch.setattr(common.params, "stage_section", lambda stage, dotted: ({"profile": "full"}, FULL))
+    monkeypatch.setattr(common.params, "own_section", lambda dotted, stage=None: ({"profile": "full"}, FULL))
     args = argparse.Namespace(run="negclip", train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
                               val_images=str(images_dir), steps=None)
     negclip = train_full.recipe()
@@ -191,7 +199,7 @@ def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):
     assert train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0].batches.images.crop_scale is None
 
 
-def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path):
+def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path, monkeypatch):
     """By default a full NegCLIP step is the authors' matrix, 512 images x 1,024 texts
     (``mertyg/vision-language-models-are-bows@81fdd20d README.md:85`` "would result in a matrix of size `512x1024` with
     negatives"), not the 2,048 x 4,096 of 1,024 samples: built as the stage builds it, from ``params.yaml``'s real
@@ -199,7 +207,8 @@ def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path):
     trainer's layout for the loss (``_inputs``, ``flatten_segments``). CLIP-FT's step on the same rows is 256 x 256."""
     from common.training.trainer import _inputs, flatten_segments
 
-    _, section = common.params.stage_section("papers/aro/dvc.yaml:finetune-full@negclip", "aro.full.finetune")
+    monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:finetune-full@negclip")  # as `dvc repro` sets it
+    _, section = common.params.own_section("aro.full.finetune")
     rows = int(section["batch_size"])  # a release of exactly one step's rows
     colours = ["red", "green", "blue", "yellow", "white", "black"]
     for k, colour in enumerate(colours):

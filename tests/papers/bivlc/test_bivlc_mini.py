@@ -244,7 +244,7 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
 
     section = {"base": "mini/xs-32k", "steps": 10, "batch_size": 8, "lr": 1e-3, "warmup_steps": 1,
                "weight_decay": 0.1, "seed": 0, "validations": 2}
-    monkeypatch.setattr("common.params.stage_section", lambda stage, dotted: ({}, section))
+    monkeypatch.setattr("common.params.own_section", lambda dotted, stage=None: ({}, section))
     monkeypatch.setattr(fsm.TrainSet, "load", lambda root: train_set)
     (tmp_path / "manifest.json").write_text('{"kind": "bivlc-trohn"}')
     seen = {}

@@ -369,13 +369,13 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     detectors = {"lr": 1e-2, "batch_size": 4, "seed": 42, "image_size": SIZE,
                  "encoders": {"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"}}
     stages = []
-    monkeypatch.setattr("common.params.stage_section",
-                        lambda stage, dotted: stages.append(stage) or ({}, finetune if "finetune" in dotted
-                                                                        else detectors))
+    monkeypatch.setattr("common.params.stage_params", lambda stage: stages.append(stage) or {
+        "bivlc": {"full": {"finetune": finetune, "detectors": detectors}}})
     seen = {}
     monkeypatch.setattr(tf, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
     monkeypatch.setattr(df, "detector_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "det")
     args = argparse.Namespace(run="trohn-text", set=sets["trohn-text"], data=data_root, steps=3)
+    monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:finetune-full@trohn-text")  # as `dvc repro` sets it
     assert tf.build(args, None, {"cpu_profile": "pinned"}) == "job"
     assert stages[-1] == "papers/bivlc/dvc.yaml:finetune-full@trohn-text"
     assert seen["args"][0] == "trohn-text" and seen["args"][2] == tf.run_params(finetune, "trohn-text")
@@ -384,6 +384,7 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
         ("profile", "full"), ("set_manifest_sha256", sha256_file(sets["trohn-text"] / "manifest.json")),
         ("cpu_profile", "pinned")]
     args = argparse.Namespace(run="det-trohn-img-image", set=sets["trohn-img"], data=data_root, steps=None)
+    monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image")
     assert df.build(args, None, {}) == "det"
     assert stages[-1] == "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image"
     name, tower, _, params, init, coco, set_dir = seen["args"]

@@ -79,14 +79,14 @@ def test_a_standin_of_the_wrong_size_is_refused_outside_a_rehearsal(prepared, tm
     section = {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False, "detector_rows": {}}
 
     def stage_section(rehearsal_section):
-        return lambda stage, name: ({"engine": {}, "bivlc": {"full": section}, "rehearsal": rehearsal_section},
+        return lambda name, stage=None: ({"engine": {}, "bivlc": {"full": section}, "rehearsal": rehearsal_section},
                                     section)
 
-    monkeypatch.setattr(common.params, "stage_section", stage_section({"enabled": False, "cap": None}))
+    monkeypatch.setattr(common.params, "own_section", stage_section({"enabled": False, "cap": None}))
     with pytest.raises(DatasetError, match="14 instances in the test split, expected 2933"):
         tables_full.run_tables(args)
     assert not seen
-    monkeypatch.setattr(common.params, "stage_section", stage_section({"enabled": True, "cap": 1}))
+    monkeypatch.setattr(common.params, "own_section", stage_section({"enabled": True, "cap": 1}))
     tables_full.run_tables(args)
     assert seen["n"] == len(tables_full.CATEGORIES)
 

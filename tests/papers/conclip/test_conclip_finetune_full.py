@@ -222,6 +222,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     import common.params
 
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": FULL_SECTION}}})
+    monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:finetune-full@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": "off"}
     args = argparse.Namespace(run=run, set=str(train_set), data=str(data["root"]), steps=steps)
     (data["root"] / tf.CCNEG_IMAGES).parent.mkdir(parents=True, exist_ok=True)
@@ -341,6 +342,7 @@ def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypat
     section = {"base": "unused", "image_size": 48, "seed": 0, "precision": "fp32", "shuffle": False,
                **asdict(PARAMS.schedule)}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": section}}})
+    monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full@crepe-negate-l1")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"
     (root / tf.CCNEG_IMAGES).parent.mkdir(parents=True)
@@ -370,6 +372,7 @@ def test_set_entry_point_writes_the_group(data, tmp_path, monkeypatch):
     import common.params
 
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": {"seed": 0}}}})
+    monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full-set")  # as `dvc repro` sets it
     out = tmp_path / "finetune"
     assert sf.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",
                     str(data["mapping"]), "--data", str(data["root"]), "--eval-size", str(EVAL_SIZE), "--out",

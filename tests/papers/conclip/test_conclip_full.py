@@ -230,11 +230,12 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
         return {"conclip": {"full": params["conclip"]["full"]}, "engine": {"num_workers": 0}}
 
     monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:tables-full")  # as `dvc repro` sets it
     monkeypatch.setattr(full, "zoo_create", tiny)
     out = tmp_path / "results"
     assert full.main(["--data", str(data.path), "--images", str(data.images_dir), "--out", str(out),
                       "--device", "cpu", "--eval-size", str(EVAL_SIZE)]) == 0
-    assert asked == [full.TABLE_STAGE]
+    assert asked == ["papers/conclip/dvc.yaml:tables-full"]
     assert [r["row"] for r in _rows(out / "table3.csv")] == list(params["conclip"]["full"]["models"])
     context = json.loads((out / "context.json").read_text())
     assert context["device"] == "cpu" and context["data"]["file"] == str(data.path)

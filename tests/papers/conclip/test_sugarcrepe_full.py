@@ -368,16 +368,18 @@ def test_entry_points_read_the_stage_parameters(released, tiny, tmp_path, monkey
     monkeypatch.setattr(common_params, "stage_params", lambda stage: stages.append(stage) or params)
     monkeypatch.setattr(sf, "zoo_create", tiny)
     out = tmp_path / "results"
+    monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:sugarcrepe-full")  # as `dvc repro` sets it
     assert sf.main(["--out", str(out), "--sugarcrepe", str(released), "--device", "cpu"]) == 0
     assert [r["row"] for r in _rows(out / "sugarcrepe.csv")] == ["clip", "ft-conclip"]
     assert json.loads((out / "sugarcrepe_context.json").read_text())["rows_from"] == "conclip.full.sugarcrepe_rows"
+    monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:table6-full")
     with pytest.raises(t6.Table6InputError, match="table3.csv: not found"):
         t6.main(["--out", str(out)])
     params["conclip"]["full"]["skip_unavailable"] = True
     write_inputs(out, out / "sugarcrepe.csv")
     assert t6.main(["--out", str(out)]) == 0
     assert [r["row"] for r in _rows(out / "table6.csv")] == ["ft-conclip"]
-    assert stages == [sf.SCORE_STAGE, t6.TABLE6_STAGE, t6.TABLE6_STAGE]
+    assert stages == ["papers/conclip/dvc.yaml:sugarcrepe-full"] + ["papers/conclip/dvc.yaml:table6-full"] * 2
     assert "ft-conclip" in capsys.readouterr().out
 
 

@@ -230,6 +230,7 @@ def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatc
     from common.registry import fetch as fetching
 
     monkeypatch.setattr(fetching, "fetch", lambda key, progress=True: release[key])
+    monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3
 
@@ -255,10 +256,11 @@ def test_the_stage_reads_the_cap_from_its_rehearsal_params(release, tmp_path, mo
     seen = {}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: seen.setdefault(stage, {
         "rehearsal": {"enabled": True, "cap": 2}}))
+    monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     prepare = sets_full.prepare_full
     monkeypatch.setattr(sets_full, "prepare_full", lambda out, cap=None: prepare(out, release.__getitem__, cap=cap))
     assert sets_full.main(["--out", str(tmp_path / "set")]) == 0
-    assert list(seen) == [sets_full.DATA_STAGE]
+    assert list(seen) == ["papers/hard_positives/dvc.yaml:full-data"]
     assert sets_full.FullSet.load(tmp_path / "set").cap == 2
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 2}})
     with pytest.raises(WorkspaceError, match="outside a rehearsal"):

@@ -178,6 +178,7 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
     monkeypatch.setattr(tables_full, "_zoo_create", tiny)
     monkeypatch.setattr(common.zoo, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
     out = tmp_path / "results"
+    monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:table1-full")  # as `dvc repro` sets it
     assert tables_full.main(["--data", str(prepared.path.parent), "--models", str(runs[0].checkpoint.parent),
                              "--out", str(out), "--device", "cpu"]) == 0
     rows = _rows(out / "table1.csv")

@@ -46,6 +46,7 @@ def _stage_params(monkeypatch, run: str) -> None:
         return {"hard_positives": {"full": {"finetune": SECTION}}}
 
     monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setenv("DVC_STAGE", f"papers/hard_positives/dvc.yaml:finetune-full@{run}")  # as `dvc repro` sets it
 
 
 def test_two_step_runs_train_on_their_types_rows(coco, train_set, tmp_path):

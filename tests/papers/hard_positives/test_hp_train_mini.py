@@ -43,6 +43,7 @@ def _stage_params(monkeypatch, run: str) -> None:
         return {"hard_positives": {"mini": SECTION}}
 
     monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setenv("DVC_STAGE", f"papers/hard_positives/dvc.yaml:mini-finetune@{run}")  # as `dvc repro` sets it
 
 
 def test_a_one_type_run_trains_on_that_types_rows_only(finetune_set):

@@ -92,8 +92,9 @@ def test_table6_scores_datacomp_small_and_medium_with_quickgelu_beside_gelu(tmp_
 
     listed = ["openai/ViT-B-32", *DATACOMP]
     monkeypatch.setattr(table6, "best_device", lambda: "cuda")
-    monkeypatch.setattr(table6, "stage_params",
-                        lambda stage: {"profile": "full", "engine": {}, "sugarcrepe": {"models": {"full": listed}}})
+    monkeypatch.setattr(table6, "own_params",
+                        lambda stage=None: {"profile": "full", "engine": {},
+                                            "sugarcrepe": {"models": {"full": listed}}})
     monkeypatch.setattr(table6, "PreparedSet", SimpleNamespace(load=lambda path: SimpleNamespace(items=list, info={})))
     monkeypatch.setattr(table6, "RESULTS", tmp_path)
     monkeypatch.setattr(table6, "evaluate_selection", capture)

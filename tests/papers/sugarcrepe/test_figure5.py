@@ -412,7 +412,7 @@ def test_main_follows_the_profile(monkeypatch, tmp_path):
     """Under full, main fetches open_clip's results and runs the full path; the mini-only options are refused."""
     params = {"profile": "full", "sugarcrepe": {"models": {"full": list(FULL_MODELS), "mini": ["mini/xs-2k"]},
                                                 "figure5": {"n_resamples": 7}}}
-    monkeypatch.setattr(F, "stage_params", lambda stage: params)
+    monkeypatch.setattr(F, "own_params", lambda stage=None: params)
     monkeypatch.setattr(F, "imagenet_results", lambda: (tmp_path / "results.csv", SOURCE))
     monkeypatch.setattr(F, "published_correlations", lambda models, fetcher=None: (PUBLISHED, f"{len(models)} models"))
     monkeypatch.setattr(F, "run_mini", lambda *a, **k: pytest.fail("ran the mini path"))

@@ -235,6 +235,7 @@ def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypat
     section = {"base": "unused", "scratch_arch": ARCH, "image_size": 48, "seed": 0, "precision": "fp32",
                "finetune": asdict_schedule(PARAMS.finetune), "scratch": asdict_schedule(PARAMS.scratch)}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_full": section}})
+    monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "default_init", lambda run, params: FromScratch(ARCH))
     out = tmp_path / "clip-ft.safetensors"
     assert tf.main(["run", "clip-ft", "--set", str(train_set), "--images", str(coco["train"]), "--out", str(out),
@@ -293,6 +294,8 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     stages = []
     monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
                         {"sugarcrepe": {"negclip_full": section}})
+    monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-full{'-refined' if '-refined-' in run else ''}"
+                                    f"@{run}")  # as `dvc repro` sets it
     refined_path = tmp_path / "refined.json"
     refined_path.write_text(json.dumps({"kinds": {k: {"n_in": 8, "n_kept": 4, "kept": KEPT} for k in KINDS}}))
     args = argparse.Namespace(run=run, set=str(train_set), refined=str(refined_path), images=str(coco["train"]),

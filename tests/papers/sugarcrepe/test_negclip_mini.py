@@ -347,6 +347,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     stages = []
     monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
                         {"sugarcrepe": {"negclip_mini": section}})
+    monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}")  # as `dvc repro` sets it
     set_dir = _set_with_refinement(tiny_set, tmp_path)
     job = tm.build(argparse.Namespace(run=run, set=str(set_dir)), None, CPU_PROFILE)
 
@@ -396,6 +397,7 @@ def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
     section = {"base": "unused", "steps": 9, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1, "weight_decay": 0.1,
                "seed": 0}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_mini": section}})
+    monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "negclip-swap.safetensors"
     assert tm.main(["run", "negclip-swap", "--set", str(tiny_set), "--out", str(out), "--steps", "2"]) == 0

@@ -178,6 +178,7 @@ def test_a_standin_is_refused_for_the_pinned_json_and_a_cap_outside_a_rehearsal(
     with pytest.raises(standins.StandInError, match="pins its sha256"):
         standins.place_json("sugarcrepe/data/add_att.json", tmp_path, {})
     monkeypatch.setattr(params_module, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 4}})
+    monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:full-set")  # as `dvc repro` sets it
     with pytest.raises(ParamsError, match="outside a rehearsal"):
         sets_full.main(["--out", str(tmp_path / "set")])
     assert not (tmp_path / "set").exists()
