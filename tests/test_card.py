@@ -210,13 +210,13 @@ def test_aro_numbers_are_the_tables(carded, engine, mini_build, tmp_path):
 
 
 def test_hard_positive_numbers_are_table1s(carded, checkpoint, mini_build):
-    from papers.hard_positives import tables, tables_mini
+    from papers.hard_positives import tables
     from papers.hard_positives.sets_mini import load_test_items
 
     _, values = carded
-    entry = tables_mini.ModelEntry("base", "base", None, checkpoint)
+    entry = tables.ModelEntry("base", "base", None, checkpoint)
     items = load_test_items(mini_build / "mini" / "hard_positives" / "test")
-    row = tables.model_rows(tables_mini.score_models([entry], ARCH, items, EngineConfig(progress=False)))[0]
+    row = tables.model_rows(tables.score_runs([entry], ARCH, items, EngineConfig(progress=False)))[0]
     for column in ("replace", "swap"):
         for metric in ("orig", "aug", "brittleness"):
             assert values[f"hard_positives/{column}_{metric}"] == pytest.approx(row[f"{column}_{metric}"])

@@ -6,7 +6,7 @@ Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE c
 never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
 tolerance. A full run's row scored beside the authors' configuration (``context.json``'s ``stands_for``: ``<row>@fp32``
 beside the authors' fp16 CLIP, ``<row>@quickgelu`` beside the authors' GELU build of NegCLIP and the CREPE models,
-``papers.hard_positives.tables_full``) is compared with its row's published cells too, as ARO's audit compares each way
+``papers.hard_positives.tables``) is compared with its row's published cells too, as ARO's audit compares each way
 it scored NegCLIP: every such recomputation's note names the way it was scored (precision, activation: "the authors'
 configuration" for the row, "beside the authors' configuration" for the reference) and its ties, so the audit shows
 which way reproduces each cell. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m

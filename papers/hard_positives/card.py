@@ -44,7 +44,7 @@ def measures(result) -> list[Measure]:
 
 def benchmarks(profile: str) -> list[CardBenchmark]:
     """Mini: the rendered benchmark (``sets_mini``). Full: the prepared set (``sets_full.FullSet``: VL-CheckList's
-    REPLACE rows and the SWAP rows on Visual Genome, as ``tables_full.py`` reads them)."""
+    REPLACE rows and the SWAP rows on Visual Genome, as ``tables.py`` reads them)."""
     if profile == "mini":
         where = build_root() / "mini" / "hard_positives" / "test"
         how = "dvc repro papers/hard_positives/dvc.yaml:mini-test-set"
@@ -62,7 +62,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
             return FullSet.load(where).items()
 
-    from papers.hard_positives.tables_full import AUTHORS_PRECISION_WHY
+    from papers.hard_positives.tables import AUTHORS_PRECISION_WHY
 
     # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,

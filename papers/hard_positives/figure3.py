@@ -7,7 +7,7 @@ three models are the mini base (``mini/xs-32k``) and the ``hn`` and ``hp-hn`` ru
 rule, not by hand: per group, the first benchmark item (in file order) of each kind. How many items of each kind
 there are is written beside them, so the examples are not the whole story.
 
-``table1-mini`` (``papers.hard_positives.tables_mini``) selects them from the scores it computed for the tables and writes
+``table1-mini`` (``papers.hard_positives.tables --profile mini``) selects them from the scores it computed for the tables and writes
 ``results/hard_positives/mini/figure3.csv`` (three rows per example: c, c_p, c_n with each model's score) and
 ``figure3_counts.csv``.
 """

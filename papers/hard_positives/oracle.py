@@ -36,7 +36,7 @@ Models (``context.json``'s rows -> the script's ``model_name``, ``authors_model`
   the convolution, linear and attention weights to fp16 on every device (``openai/CLIP@d05afc43 clip/model.py:434``
   "convert_weights(model)", then ``model.float()`` on the CPU): exact on OpenAI's release, whose values are fp16, so a
   stand-in of those weights must hold fp16 values too, or the two sides' scores part by about 1e-4.
-* NegCLIP and the CREPE models (the rows' GELU builds, ``tables_full.AUTHORS_BUILD``) as ``NegCLIP``,
+* NegCLIP and the CREPE models (the rows' GELU builds, ``tables.AUTHORS_BUILD``) as ``NegCLIP``,
   ``crepe_ft_swap``, ``crepe_ft_replace``, through the authors' loader unreplaced: the checkpoint linked where it looks
   (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:76`` "path = os.path.join(root_dir," with ``root_dir``
   ``data`` and the file ``negclip.pth``; ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:99``
@@ -230,7 +230,7 @@ def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]
 
 
 def prediction_stem(model: str, reference: str | None, precision: str) -> str:
-    """As ``tables_full.prediction_stem`` names a scoring's file."""
+    """As ``tables.prediction_stem`` names a scoring's file."""
     return model.replace("/", "__") + (f"@{precision}" if reference == "precision" else "")
 
 

@@ -11,7 +11,7 @@ What the full stages read, and what the rehearsal puts there:
   so fetched (extracted) before the pipeline runs.
 * Models: the base ``openai/ViT-B-32`` (hub cache) and the Table 1 rows the rehearsal keeps (``params``), the
   released ``data:`` checkpoints in their release layout (``CHECKPOINT_LAYOUTS``); the GELU build of a kept model
-  (``papers.hard_positives.tables_full.AUTHORS_BUILD``, scored beside it) reads the same file, so it needs none.
+  (``papers.hard_positives.tables.AUTHORS_BUILD``, scored beside it) reads the same file, so it needs none.
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ build/full/hard_positives``, ``prepare_full``): the six files fetched or verifie
 Genome's images (group ``visual-genome``) and ARO's image zip (manual), everything fetched before anything is cropped
 (a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
 found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
-re-checks each file's sha256 when it is read; ``papers.hard_positives.tables_full`` scores it). In a rehearsal
+re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). In a rehearsal
 (``params.yaml rehearsal``, ``common.rehearsal``) the set keeps the first ``rehearsal.cap`` items of each group.
 
 Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.

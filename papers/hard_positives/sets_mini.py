@@ -15,7 +15,7 @@ prior, ``negatives.replace_att``; c_p: the same attribute said with a synonym), 
 "A2 X and A1 Y" by ``negatives.swap_att``, c_p "A2 Y and A1 X"). The world has synonyms for sizes, purple, three
 shapes and every relation, so replace-attributes is mostly sizes (small/little, large/big) and purple/violet.
 PNG images and ``manifest.json``; ``load_test_items`` reads them as (c, c_p, c_n) items
-(``papers.hard_positives.evaluation.triple_item``) for ``papers.hard_positives.tables_mini``.
+(``papers.hard_positives.evaluation.triple_item``) for ``papers.hard_positives.tables``.
 
 The fine-tuning set is ``papers.hard_positives.finetune_sets_mini``, the runs ``train_mini``: a module per stage, so
 that editing one reruns only its stage.

@@ -1,25 +1,86 @@
-"""Tables 1-3 of Kamath et al. from scored models, the same in both profiles: the rows, the paper's comparisons with
-paired-bootstrap intervals, and the files (``table1.csv``, ``table2.csv``, ``table3.csv``, ``groups.csv``,
-``comparisons.json``, ``summary.json``, ``context.json``).
+"""Kamath et al. (hard positives), Tables 1-3: one stage module for both profiles (``python -m
+papers.hard_positives.tables --profile mini|full``; stages ``table1-mini`` and ``table1-full``).
 
-The mini profile (``papers.hard_positives.tables_mini``) scores the mini family's base model and its fine-tunes on
-the rendered benchmark; the full profile (``papers.hard_positives.tables_full``) scores the zoo's Table 1 models and the
-COCO fine-tunes on the released benchmark. A row's ``row`` names what the model is, the same in both profiles
-(``base``, a run of ``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
+The two profiles differ in kind only in what they score and on what (``Inputs``, built from the stage's parameters by
+``mini_inputs`` / ``full_inputs``): the mini profile scores the mini family's base (``mini/xs-32k``, "CLIP
+ViT-B/32") and its fine-tunes (``papers.hard_positives.train_mini``) on the benchmark rendered from the mini world
+(``papers.hard_positives.sets_mini``); the full profile scores every model of ``hard_positives.full.models`` (Table
+1's row, as the audit names it -> zoo model) and the COCO fine-tunes (``papers.hard_positives.train_full``) on the
+released REPLACE and SWAP benchmarks on Visual Genome images, prepared by stage ``full-data``
+(``papers.hard_positives.sets_full``: the released files fetched or verified, SWAP's boxes cropped, every row
+checked). Scoring (``score_models``, ``score_runs``: one pass per model, as ``papers.hard_positives.evaluation``
+scores, strict comparisons, ties reported), rows, the paper's comparisons and the files are one path
+(``evaluate_tables``). A row's ``row`` names what the model is, the same in both profiles (``base``, a run of
+``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
 (``papers.hard_positives.audit.PUBLISHED_ROWS``).
+
+Outputs in ``results/hard_positives/<profile>/``: ``table1.csv`` (Table 1's cells: the zoo rows, then the runs),
+``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``table3.csv`` (the hard-negative weight sweep),
+``groups.csv`` (every cell and count per group), ``comparisons.json`` (the paper's comparisons with paired-bootstrap
+95% intervals and whether each shows), ``summary.json`` (DVC metrics: twelve of them), ``context.json`` (inputs,
+fingerprints, ties, training records), and per profile (``FILES``): Figure 3's examples in the mini profile
+(``figure3.csv``, ``figure3_counts.csv``; ``papers.hard_positives.figure3``), per-item scores in the full one
+(``predictions/``, which the oracle compares). A module of its own, so that the runs are not retrained when the
+tables change.
+
+A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
+released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
+``skip_unavailable`` it is left out of the tables and named in ``context.json`` (the base model cannot be: the
+comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
+(``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
+
+Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' evaluator loads
+with ``clip.load`` on CUDA: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "get_model(model_name=model_name,
+device=" and ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "clip.load(variant, device=device,
+download_root=root_dir)": fp16 weights and scores, since ``openai/CLIP@d05afc43 clip/model.py:434``
+"convert_weights(model)" builds it in fp16 and ``openai/CLIP@d05afc43 clip/clip.py:140-141`` "model.float()" casts
+it back to fp32 only on the CPU) is scored at that precision, its row the one Table 1 and the audit use, and at
+``engine.precision`` beside it (row ``<row>@fp32``, audited against the same published cells). The comparisons
+(``summary.json``: the fine-tunes against the base) use the base at ``engine.precision``, the precision the
+fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes. ``context.json``
+gives each row's precision and its ties per group.
+
+Activation: the authors' evaluator builds NegCLIP and the CREPE models as open_clip ``'ViT-B-32'``, i.e. GELU
+(``amitakamath/hard_positives@33addaae model_zoo/__init__.py:81`` "open_clip.create_model_and_transforms('ViT-B-32',
+pretrained=path, device=device)" for NegCLIP, ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101``
+"open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)" for the CREPE models), although
+their weights were fine-tuned from OpenAI's QuickGELU CLIP. A listed model of ``AUTHORS_BUILD`` is therefore scored
+both ways: its GELU build (a zoo variant) is the row (the authors' configuration: Table 1's row, the one the audit
+names so), and the model as trained, QuickGELU, is reported beside it (row ``<row>@quickgelu``, audited against the
+same published cells, as ``papers.aro.tables`` scores ARO's NegCLIP), so the audit shows which activation reproduces
+the paper's numbers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import argparse
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from common.io import write_csv_atomic, write_json_atomic
+from common import reproducible
+from common.errors import WorkspaceError
+from common.evaluate import best_device, engine_config
+from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.jsonl import read_json
+from common.params import own_section
+from common.paths import RESULTS, build_dir
+from common.results import write_predictions
 from common.scoring.selection import SelectionResult, negative_position
-from papers.hard_positives import evaluation
+from common.tasks import ImageToTextItem
+from common.training.records import training_context
+from common.zoo import ModelFactory, get_spec
+from common.zoo import create_model as _zoo_create
+from common.zoo.available import each_model
+from common.zoo.trained import served
+from papers.hard_positives import evaluation, figure3
 from papers.hard_positives.runs import RUNS
+from papers.hard_positives.sets_full import FullSet
+from papers.hard_positives.sets_mini import load_test_items
 
 TABLE1_RUNS: tuple[str, ...] = ("clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace")
 """Table 1's fine-tuned rows (c, d), after the base model and any released models (b)."""
@@ -41,7 +102,7 @@ other number, the yes/no verdicts among them, is in ``comparisons.json``."""
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A model trained here: its zoo-style name, label, run (None: the base model, zoo weights) and checkpoint."""
+    """A model trained here: its zoo-style name, label, run and checkpoint."""
 
     name: str
     label: str
@@ -72,7 +133,7 @@ class Scored:
     reference: str | None = None
     """What a reference scoring differs in from its row: ``"precision"`` or ``"activation"`` (None for a row)."""
     activation: str | None = None
-    """For a model scored under both activations (``papers.hard_positives.tables_full.AUTHORS_BUILD``): the one this
+    """For a model scored under both activations (``AUTHORS_BUILD``): the one this
     scoring ran, ``"GELU"`` (the authors' build, the row) or ``"QuickGELU"`` (as trained, the reference)."""
 
 
@@ -261,3 +322,370 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
         "summary": write_json_atomic(out_dir / "summary.json", {k: summary_metrics[k] for k in SUMMARY_KEYS}),
         "context": write_json_atomic(out_dir / "context.json", dict(context)),
     }
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Scoring (both profiles)
+# ------------------------------------------------------------------------------------------------------------------
+PROFILES = ("mini", "full")
+"""One stage each (``table1-mini``, ``table1-full``), whose parameters (``hard_positives.<profile>``, ``engine``) it
+reads."""
+DATA_FILES = ("papers/hard_positives/models.toml",)
+"""Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
+models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
+``common/zoo/models.toml``)."""
+AUTHORS_BUILD: dict[str, str] = {
+    "aro/negclip": "aro/negclip-gelu",
+    "hard_positives/crepe-swap": "hard_positives/crepe-swap-gelu",
+    "hard_positives/crepe-replace": "hard_positives/crepe-replace-gelu",
+}
+"""A listed zoo model (as trained: QuickGELU) -> the zoo variant that builds the same weights as the authors'
+evaluator does, open_clip 'ViT-B-32' (GELU; module docstring). NegCLIP's is ARO's entry (ARO's evaluator builds it
+the same way); the CREPE ones are this paper's (``papers/hard_positives/models.toml``)."""
+AUTHORS_ACTIVATION = ("the authors' evaluator builds NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
+                      "although they are fine-tunes of OpenAI's QuickGELU CLIP: each is scored both ways, its row "
+                      "(Table 1's, the authors' configuration) with GELU and <row>@quickgelu, as trained, beside it "
+                      "(each row's why cites the authors' lines)")
+ACTIVATION_WHY = {
+    "GELU": ("GELU, the authors' configuration: their evaluator builds NegCLIP "
+             '''(amitakamath/hard_positives@33addaae model_zoo/__init__.py:81 "create_model_and_transforms('ViT-B-32'")'''
+             " and the CREPE models "
+             '''(amitakamath/hard_positives@33addaae model_zoo/__init__.py:101 "create_model_and_transforms('ViT-B-32'")'''
+             " as open_clip 'ViT-B-32', whose config is GELU"),
+    "QuickGELU": "QuickGELU, as the weights were trained (a fine-tune of OpenAI's CLIP), beside the authors' "
+                 "configuration (GELU)"}
+"""The audit's note of each activation (``context.json``'s ``why``)."""
+AUTHORS_PRECISION_WHY = {
+    "fp16": ("the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16 weights and scores "
+             '(amitakamath/hard_positives@33addaae run_eval.py:46 "get_model(model_name=model_name, device=", '
+             'amitakamath/hard_positives@33addaae model_zoo/__init__.py:16 "clip.load(variant, device=device")')}
+RATIO_NOTE = ("Table 3's ratio is the hard-negative loss weight with the hard-positive weight fixed at 1 (the paper's "
+              "Sec. 4.3), not a share of rows")
+
+
+class HardPositivesTablesError(WorkspaceError):
+    """Nothing to score (no model listed, or none that loads), or a row every comparison needs is missing."""
+
+
+@dataclass(frozen=True)
+class Way:
+    """One scoring of a listed model: the zoo name loaded, the row it stands for when it is a reference beside the
+    authors' configuration, and its activation when the model is scored under both."""
+
+    name: str
+    stands_for: str | None = None
+    activation: str | None = None
+
+
+def ways(models: Mapping[str, str]) -> dict[str, Way]:
+    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as two rows, its GELU build under its
+    own row (the authors' configuration) and itself, QuickGELU, as ``<row>@quickgelu`` right after; any other model
+    as itself."""
+    out: dict[str, Way] = {}
+    for row, name in models.items():
+        if name in AUTHORS_BUILD:
+            out[row] = Way(AUTHORS_BUILD[name], activation="GELU")
+            out[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
+        else:
+            out[row] = Way(name)
+    return out
+
+
+def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
+                 device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
+                 authors_precision: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
+                 ) -> tuple[list[Scored], dict[str, str]]:
+    """Every (row -> zoo model) on the items, in the given order, each model of ``AUTHORS_BUILD`` under both
+    activations (``ways``); models that cannot be loaded raise ``ModelUnavailable`` (with the reason), or with
+    ``skip_unavailable`` are returned by row with the reason. A model of ``authors_precision`` is scored at that
+    precision and, right after, at the engine's (row ``<row>@<p>``). ``labels``: row -> the table's label where it
+    is not the zoo's (the mini base stands for CLIP ViT-B/32)."""
+    from common.engine import Engine, EngineConfig
+
+    config = engine_config or EngineConfig()
+    plan = ways(models)
+    scored, skipped = [], {}
+    for row, name, model in each_model({row: way.name for row, way in plan.items()}, skipped, create=create,
+                                       device=device, skip_unavailable=skip_unavailable, what="Table 1 row"):
+        way = plan[row]
+        precision = (authors_precision or {}).get(name, config.precision)
+        result = evaluation.evaluate(Engine(model, dataclasses.replace(config, precision=precision)), items)
+        label = (labels or {}).get(row) or get_spec(name).label + (f" [{way.activation}]" if way.stands_for else "")
+        scored.append(Scored(row, name, label, result, precision, stands_for=way.stands_for,
+                             reference="activation" if way.stands_for else None, activation=way.activation))
+        if precision != config.precision:
+            reference = evaluation.evaluate(Engine(model, config), items)
+            scored.append(Scored(f"{row}@{config.precision}", name, f"{label} [{config.precision}]",
+                                 reference, config.precision, stands_for=row, reference="precision",
+                                 activation=way.activation))
+    return scored, skipped
+
+
+def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTextItem], engine_config=None,
+               device: str = "cpu", family: str = "hard_positives") -> list[Scored]:
+    """Every run's checkpoint (an ``arch`` model, its spec filed under ``family``) on the items."""
+    from common.engine import Engine, EngineConfig
+
+    config = engine_config or EngineConfig()
+    return [Scored(e.run or e.name, e.name, e.label,
+                   evaluation.evaluate(Engine(served(e, arch, device, family=family), config), items),
+                   config.precision)
+            for e in runs]
+
+
+def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
+    """The scorings the comparisons use: every row at the engine's precision. A row scored at the authors' precision
+    is replaced by its reference scoring (``<row>@<precision>``, renamed back to the row), so that a fine-tune is
+    compared with the base as both were scored; the other references (``<row>@quickgelu``) are left out."""
+    references = {s.stands_for: s for s in scored if s.reference == "precision"}
+    return [dataclasses.replace(references[s.row], row=s.row, stands_for=None, reference=None)
+            if s.row in references else s for s in scored if not s.stands_for]
+
+
+def prediction_stem(s: Scored) -> str:
+    """A scoring's file name in ``predictions/`` (without ``.csv``): the zoo name, and the precision for a reference
+    beside the authors' precision (the same model twice)."""
+    return s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
+
+
+def why(s: Scored) -> str:
+    """How a row was scored, for ``context.json`` and the audit's notes: its precision's reason, its activation's
+    where it was scored under both."""
+    parts = ["reference beside the authors' precision" if s.reference == "precision"
+             else AUTHORS_PRECISION_WHY.get(s.precision, "the engine's precision")]
+    if s.activation is not None:
+        parts.insert(0, ACTIVATION_WHY[s.activation])
+        parts = [p for p in parts if p != "the engine's precision"]
+    return "; ".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What differs between the profiles
+# ------------------------------------------------------------------------------------------------------------------
+RUN_FAMILY = "hard_positives/{profile}"
+"""The runs' zoo family and name prefix: ``hard_positives/<profile>-<run>``."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one profile scores and on what: the one part of the tables that differs in kind between the profiles
+    (``mini_inputs``: the mini family's base and its runs on the rendered benchmark; ``full_inputs``: Table 1's zoo
+    models and the COCO runs on the released benchmark). ``evaluate_tables`` is the same for both."""
+
+    profile: str
+    models: Mapping[str, str]
+    """Table 1's rows before the runs: row -> zoo model; ``base`` among them (every comparison is against it)."""
+    runs: Sequence[ModelEntry]
+    run_arch: str
+    """The runs' architecture (their base model's)."""
+    items: Sequence[ImageToTextItem]
+    context: Mapping[str, Any]
+    """What ``context.json`` records of the inputs (the sets' manifests, the training records, the rule)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Row -> the table's label, where it is not the zoo's."""
+    authors_precision: Mapping[str, str] = field(default_factory=dict)
+    """Zoo model -> the precision the authors' evaluator scores it at (scored there, and at the engine's beside)."""
+    skip_unavailable: bool = False
+
+
+def mini_inputs(base: str, runs: Sequence[ModelEntry], test_dir: Path, context: Mapping | None = None) -> Inputs:
+    """The mini profile: the mini family's ``base`` (it stands for CLIP ViT-B/32) and ``runs`` on the benchmark
+    rendered from the mini world (``sets_mini``, in ``test_dir``)."""
+    items = load_test_items(Path(test_dir))
+    return Inputs("mini", {"base": base}, tuple(runs), get_spec(base).arch, tuple(items), {
+        **dict(context or {}), "rule": "strict comparisons (evaluation.py); ties are neither correct nor brittle",
+        "n": dict(sorted(Counter(it.group for it in items).items()))},
+        labels={"base": f"CLIP ({base}, the mini family's ViT-B/32)"})
+
+
+def full_inputs(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: FullSet,
+                context: Mapping | None = None, skip_unavailable: bool = False,
+                authors_precision: Mapping[str, str] | None = None) -> Inputs:
+    """The full profile: Table 1's zoo ``models`` (row -> zoo model) and ``runs`` (``run_arch`` checkpoints) on the
+    released benchmark as stage ``full-data`` prepared it (``full``)."""
+    if not models:
+        raise HardPositivesTablesError("hard_positives.full.models is empty: no Table 1 row to score")
+    items = full.items()
+    return Inputs("full", dict(models), tuple(runs), run_arch, tuple(items), {
+        **dict(context or {}), "profile": "full",
+        "rule": "strict comparisons (evaluation.py); ties are neither correct nor brittle; REPLACE = mean of "
+                "attributes and relations",
+        "data": {"manifest": str(full.path), "sha256": full.info["sha256"], "counts": full.counts(items),
+                 "crops": full.info.get("crops"), "cap": full.cap},
+        "equal_captions": "rows with two equal captions are scored as released, as the authors' code scores them "
+                          "(counted per group under data.counts)",
+        "ratio": RATIO_NOTE, "activation": AUTHORS_ACTIVATION},
+        skip_unavailable=skip_unavailable, authors_precision=dict(authors_precision or {}))
+
+
+def models_by_name(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped: Mapping[str, str]) -> dict:
+    """The mini profile's record of its models, keyed by zoo name (one scoring per model there): run, label,
+    fingerprint, checkpoint digest, ties and a run's loss weights and types."""
+    checkpoints = {e.run: e.checkpoint for e in runs}
+    return {"models": {s.model: {
+        "run": s.row if s.row in checkpoints else None, "label": s.label, "fingerprint": s.result.fingerprint,
+        "checkpoint_sha256": sha256_file(checkpoints[s.row]) if checkpoints.get(s.row) else None,
+        "ties": s.result.ties,
+        **({"hard_positive_weight": RUNS[s.row].hard_positive_weight,
+            "hard_negative_weight": RUNS[s.row].hard_negative_weight,
+            "types": list(RUNS[s.row].types)} if s.row in checkpoints else {})} for s in scored}}
+
+
+def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped: Mapping[str, str]) -> dict:
+    """The full profile's record of its models, keyed by row (a model may be scored more than one way: precision,
+    activation): model, label, fingerprint, how it was scored and why, counts and ties per group; the runs'
+    checkpoints; the rows left out and why."""
+    cells = {s.row: evaluation.group_cells(s.result) for s in scored}
+    return {
+        "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
+                           "precision": s.precision, "stands_for": s.stands_for, "reference": s.reference,
+                           "activation": s.activation, "why": why(s),
+                           "n": {g: c.n for g, c in cells[s.row].items()},
+                           "ties": {g: c.ties for g, c in cells[s.row].items()}} for s in scored},
+        "checkpoints": {e.run: {"path": str(e.checkpoint), "sha256": sha256_file(e.checkpoint)} for e in runs
+                        if e.checkpoint is not None},
+        "skipped": dict(skipped),
+    }
+
+
+@dataclass(frozen=True)
+class ProfileFiles:
+    """What a profile's stage writes beside the shared tables (its DVC outs) and how its context names models."""
+
+    figure3: bool
+    """Figure 3's examples (``figure3.csv``, ``figure3_counts.csv``): the mini profile's analog of the figure."""
+    predictions: bool
+    """Per-item scores (``predictions/``), which the oracle compares with the authors' code's (full)."""
+    groups_row: bool
+    """``groups.csv`` leads with the row: the full profile scores a model more than one way (precision,
+    activation), so the model does not name the row; the mini profile's committed files have no such column."""
+    record: Callable[[Sequence[Scored], Sequence[ModelEntry], Mapping[str, str]], dict]
+    """``context.json``'s record of the scorings (``models_by_name`` or ``models_by_row``)."""
+
+
+FILES = {"mini": ProfileFiles(figure3=True, predictions=False, groups_row=False, record=models_by_name),
+         "full": ProfileFiles(figure3=False, predictions=True, groups_row=True, record=models_by_row)}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Both profiles
+# ------------------------------------------------------------------------------------------------------------------
+def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
+                    create: ModelFactory = _zoo_create) -> dict[str, Path]:
+    """Score every zoo model and every run of ``inputs`` on its items and write the tables (``write_outputs``;
+    nothing is written when a model fails)."""
+    scored, skipped = score_models(inputs.models, inputs.items, engine_config, device, create,
+                                   inputs.skip_unavailable, inputs.authors_precision, inputs.labels)
+    if "base" in skipped:
+        raise HardPositivesTablesError(f"the base model cannot be left out (every comparison is against it): "
+                                       f"{skipped['base']}")
+    zoo_rows = [s.row for s in scored]
+    scored += score_runs(inputs.runs, inputs.run_arch, inputs.items, engine_config, device,
+                         family=RUN_FAMILY.format(profile=inputs.profile))
+    context = {**inputs.context, **FILES[inputs.profile].record(scored, inputs.runs, skipped)}
+    return write_outputs(out_dir, inputs.profile, scored, zoo_rows, context, inputs.items)
+
+
+def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping,
+                  items: Sequence[ImageToTextItem] = ()) -> dict[str, Path]:
+    """Tables 1-3 (Table 1: ``zoo_rows``, then the runs), groups, comparisons (every row at one precision:
+    ``at_one_precision``), summary, context and the profile's own files (``FILES``; Figure 3 reads the ``items``),
+    as one output group."""
+    files = FILES[profile]
+    compared = at_one_precision(scored)
+    results = {s.row: s.result for s in compared}
+    missing = [r for r in ("base", *RUNS) if r not in results]
+    if missing:
+        raise HardPositivesTablesError(f"the comparisons need the base model and every run; missing {missing}")
+    groups = [({"row": s.row} if files.groups_row else {}) | g for s in scored
+              for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
+    out_dir = Path(out_dir)
+    with output_group(out_dir) as staging:
+        paths = write_tables(staging, model_rows(scored), groups, summary(model_rows(compared), results), context,
+                             (*zoo_rows, *TABLE1_RUNS))
+        if files.figure3:
+            examples, counts = figure3.select({m: results[row] for m, row in figure3.MODELS.items()}, items)
+            paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
+            paths["figure3_counts"] = write_csv_atomic(staging / "figure3_counts.csv", counts, figure3.COUNT_FIELDS)
+        if files.predictions:
+            for s in scored:
+                write_predictions(staging / "predictions" / f"{prediction_stem(s)}.csv", s.result)
+            paths["predictions"] = staging / "predictions"
+    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
+    """Stage ``table1-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
+    ``common.reproducible``)."""
+    if args.device not in (None, "cpu"):
+        raise HardPositivesTablesError(f"--device {args.device}: the mini profile scores on the pinned CPU profile")
+    reproducible.reexec_pinned()
+    reproducible.fix_threads()
+    root = build_dir("mini", "hard_positives")
+    test_dir = Path(args.data or root / "test")
+    set_dir = Path(args.set or root / "finetune")
+    runs = run_entries(RUN_FAMILY.format(profile="mini"), Path(args.models or root / "models"))
+    context = {
+        "profile": "mini", "base": section["base"], **reproducible.describe(),
+        "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", remedy="run the mini-test-set stage")
+                     .items() if k != "examples"},
+        "finetune_set": read_json(set_dir / "manifest.json", remedy="run the mini-finetune-set stage"),
+        "training": training_context({e.name: e.checkpoint for e in runs},
+                                     remedies={e.name: f"run the mini-finetune@{e.run} stage" for e in runs}),
+        "ratio": RATIO_NOTE,
+        "note": "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers",
+    }
+    return mini_inputs(section["base"], runs, test_dir, context), "cpu"
+
+
+def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
+    """Stage ``table1-full``'s inputs, on the GPU where there is one."""
+    full = FullSet.load(Path(args.data or build_dir("full", "hard_positives")))
+    device = args.device or best_device()
+    runs = run_entries(RUN_FAMILY.format(profile="full"),
+                       Path(args.models or build_dir("full", "hard_positives_ft") / "models"))
+    base = section["finetune"]["base"]
+    context = {"device": device, "engine": params.get("engine", {}), "finetune_base": base,
+               "training": training_context({e.run: e.checkpoint for e in runs})}
+    return full_inputs(dict(section["models"]), runs, get_spec(base).arch, full, context,
+                       skip_unavailable=bool(section["skip_unavailable"]),
+                       authors_precision=dict(section["authors_precision"])), device
+
+
+STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.tables",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=PROFILES, required=True)
+    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
+                                                      "running this module with this --profile)")
+    parser.add_argument("--data", default=None, help="the benchmark (default: build/mini/hard_positives/test, "
+                                                     "build/full/hard_positives)")
+    parser.add_argument("--models", default=None, help="the runs' weights (default: build/mini/hard_positives/models,"
+                                                       " build/full/hard_positives_ft/models)")
+    parser.add_argument("--set", default=None, help="mini: the fine-tuning set, whose manifest the context records "
+                                                    "(default: build/mini/hard_positives/finetune)")
+    parser.add_argument("--out", default=None, help="default: results/hard_positives/<profile>")
+    parser.add_argument("--device", default=None, help="full: default cuda when available, else cpu (the mini "
+                                                       "profile runs on the pinned CPU profile)")
+    args = parser.parse_args(argv)
+    params, section = own_section(f"hard_positives.{args.profile}", args.stage)
+    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    paths = evaluate_tables(inputs, Path(args.out or RESULTS / "hard_positives" / args.profile),
+                            engine_config(params), device, create=_zoo_create)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")
+    print(json.dumps(json.loads(paths["summary"].read_text()), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -9,7 +9,7 @@ step s is a pure function of (seed, s); the type-only runs see their type's rows
 COCO files (``common.training.files``). The schedule (``hard_positives.full.finetune``) is ours: the paper defers to
 SVLC's supplementary; NegCLIP's recipe at its public lr, as SugarCrepe's re-training uses. The rows come from stage
 ``finetune-full-set`` (``papers.hard_positives.finetune_sets_full``), read through their format
-(``finetune_rows_full``); ``papers.hard_positives.tables_full`` (stage ``table1-full``) scores the runs.
+(``finetune_rows_full``); ``papers.hard_positives.tables`` (stage ``table1-full``) scores the runs.
 """
 from __future__ import annotations
 

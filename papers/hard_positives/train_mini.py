@@ -7,7 +7,7 @@ steps and optimiser for every run (the same runs as the full profile's): ``clip-
 "COCO alone" control), ``hn`` (HN only), ``hp-hn``, ``hp-hn-swap`` and ``hp-hn-replace`` (only that type's rows;
 Table 1(d)), ``ratio-<w>`` (HP weight 1, HN weight w; Table 3, the paper's Sec. 4.3 reading of "ratio"). The set is
 read through its format (``papers.hard_positives.finetune_rows_mini``), not through the module that renders it, and
-the tables (``papers.hard_positives.tables_mini``) are a module of their own, so neither reruns the runs.
+the tables (``papers.hard_positives.tables``) are a module of their own, so neither reruns the runs.
 """
 from __future__ import annotations
 

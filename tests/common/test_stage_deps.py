@@ -212,11 +212,12 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
     edits = {
         "papers/bivlc/released.py": {"papers/bivlc/dvc.yaml:audit"},
         # the hard-positives registry: only this paper's stages (the VL-CheckList pairs SugarCrepe's blind attacks
-        # read are in the shared registry, common/registry/sources.toml)
+        # read are in the shared registry, common/registry/sources.toml); both tables stages, one module
         "papers/hard_positives/sources.toml": {"papers/hard_positives/dvc.yaml:audit",
                                                "papers/hard_positives/dvc.yaml:real-text",
                                                "papers/hard_positives/dvc.yaml:full-data",
-                                               "papers/hard_positives/dvc.yaml:table1-full"},
+                                               "papers/hard_positives/dvc.yaml:table1-full",
+                                               "papers/hard_positives/dvc.yaml:table1-mini"},
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
         # every SugarCrepe stage that reads the released format (the mini sets are written in it) and the report
         # stage, which prints Table 6's columns; not the fine-tunes or the refinement, which read their own rows; of
@@ -235,7 +236,7 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
                                 | {"site"}  # the static site renders the audit's tables with its readers
                                 # hard positives' released-file reader raises the audit's error type
                                 | {f"papers/hard_positives/dvc.yaml:{s}" for s in ("real-text", "full-data",
-                                                                                  "table1-full")},
+                                                                                  "table1-full", "table1-mini")},
     }
     for path in edits:
         with open(workspace / path, "a", encoding="utf-8") as fh:

@@ -13,7 +13,7 @@ import pytest
 from common.engine import EngineConfig
 from common.errors import WorkspaceError
 from common.zoo import ModelUnavailable, random_model
-from papers.hard_positives import audit, evaluation, sets_full, tables_full, tables as tb
+from papers.hard_positives import audit, evaluation, sets_full, tables as tb
 from papers.hard_positives.runs import RUNS
 
 # The tiny release of test_hp_sets_full.py (one module per test file: its builder is imported, not copied).
@@ -54,7 +54,7 @@ def runs(tmp_path_factory) -> list[tb.ModelEntry]:
     for k, run in enumerate(RUNS):
         torch.manual_seed(10 + k)
         save_weights(models / f"{run}.safetensors", portable_state(FromScratch(ARCH).build().model))
-    return tb.run_entries(tables_full.RUN_PREFIX, models)
+    return tb.run_entries("hard_positives/full", models)
 
 
 def _rows(path: Path) -> list[dict]:
@@ -65,12 +65,12 @@ def _rows(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def tables(prepared, tiny, runs, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("results") / "hard_positives" / "full"
-    return tables_full.evaluate_tables(MODELS, runs, ARCH, prepared, out, CONFIG, create=tiny, context={"test": True})
+    return tb.evaluate_tables(tb.full_inputs(MODELS, runs, ARCH, prepared, {"test": True}), out, CONFIG, create=tiny)
 
 
 def test_table1_matches_a_brute_force_count_of_the_scores(prepared, tiny, runs, tables):
-    scored, skipped = tables_full.score_models(MODELS, prepared.items(), CONFIG, create=tiny)
-    scored += tables_full.score_runs([e for e in runs if e.run in ("hn", "hp-hn")], ARCH, prepared.items(), CONFIG)
+    scored, skipped = tb.score_models(MODELS, prepared.items(), CONFIG, create=tiny)
+    scored += tb.score_runs([e for e in runs if e.run in ("hn", "hp-hn")], ARCH, prepared.items(), CONFIG)
     assert skipped == {} and [s.row for s in scored] == [*ZOO_ROWS, "hn", "hp-hn"]
     table1 = _rows(tables["table1"])
     assert [r["row"] for r in table1] == [*ZOO_ROWS, *tb.TABLE1_RUNS]
@@ -154,38 +154,40 @@ def test_an_unavailable_model_stops_the_stage_with_why_or_is_skipped(prepared, t
     out = tmp_path / "out"
     with pytest.raises(ModelUnavailable, match=r"Table 1 row 'dac-llm': model 'hard_positives/dac-llm': checkpoint "
                                                r".* not found.*LoRA"):
-        tables_full.evaluate_tables(models, runs, ARCH, prepared, out, CONFIG, create=create)
+        tb.evaluate_tables(tb.full_inputs(models, runs, ARCH, prepared), out, CONFIG, create=create)
     assert not (out / "table1.csv").exists()
-    paths = tables_full.evaluate_tables(models, runs, ARCH, prepared, out, CONFIG, create=create, skip_unavailable=True)
+    paths = tb.evaluate_tables(tb.full_inputs(models, runs, ARCH, prepared, skip_unavailable=True), out, CONFIG,
+                               create=create)
     assert [r["row"] for r in _rows(paths["table1"])] == [*ZOO_ROWS, *tb.TABLE1_RUNS]
     assert "LoRA" in json.loads(paths["context"].read_text())["skipped"]["dac-llm"]
-    with pytest.raises(tables_full.HardPositivesFullError, match="base model cannot be left out"):
-        tables_full.evaluate_tables({"base": "hard_positives/dac-llm"}, runs, ARCH, prepared, out, CONFIG,
-                                    create=create, skip_unavailable=True)
+    with pytest.raises(tb.HardPositivesTablesError, match="base model cannot be left out"):
+        tb.evaluate_tables(tb.full_inputs({"base": "hard_positives/dac-llm"}, runs, ARCH, prepared,
+                                          skip_unavailable=True), out, CONFIG, create=create)
+    with pytest.raises(tb.HardPositivesTablesError, match="no Table 1 row"):
+        tb.full_inputs({}, runs, ARCH, prepared)
     missing = [tb.ModelEntry(e.name, e.label, e.run, tmp_path / "none" / e.checkpoint.name) for e in runs]
     with pytest.raises(WorkspaceError, match="no weights for hard_positives/full-clip-ft"):
-        tables_full.evaluate_tables(MODELS, missing, ARCH, prepared, out, CONFIG, create=tiny)
+        tb.evaluate_tables(tb.full_inputs(MODELS, missing, ARCH, prepared), out, CONFIG, create=tiny)
 
 
 def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_path, monkeypatch):
-    """``python -m papers.hard_positives.tables_full``: the models of params.yaml (tiny stand-ins), the prepared set
+    """``python -m papers.hard_positives.tables --profile full``: the models of params.yaml (tiny stand-ins), the prepared set
     and the runs' weights given."""
     from types import SimpleNamespace
 
-    import common.zoo
     from common.params import load_params
 
-    monkeypatch.setattr(tables_full, "_zoo_create", tiny)
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
+    monkeypatch.setattr(tb, "_zoo_create", tiny)
+    monkeypatch.setattr(tb, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
     out = tmp_path / "results"
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:table1-full")  # as `dvc repro` sets it
-    assert tables_full.main(["--data", str(prepared.path.parent), "--models", str(runs[0].checkpoint.parent),
-                             "--out", str(out), "--device", "cpu"]) == 0
+    assert tb.main(["--profile", "full", "--data", str(prepared.path.parent), "--models",
+                    str(runs[0].checkpoint.parent), "--out", str(out), "--device", "cpu"]) == 0
     rows = _rows(out / "table1.csv")
     full = load_params()["hard_positives"]["full"]
     zoo_rows = [r for row, name in full["models"].items()  # a model of authors_precision: its fp32 reference after it;
                 for r in (row, *([f"{row}@fp32"] if name in full["authors_precision"] else []),  # one the authors
-                          *([f"{row}@quickgelu"] if name in tables_full.AUTHORS_BUILD else []))]  # build GELU: QuickGELU
+                          *([f"{row}@quickgelu"] if name in tb.AUTHORS_BUILD else []))]  # build GELU: QuickGELU
     assert "base@fp32" in zoo_rows and [r["row"] for r in rows] == [*zoo_rows, *tb.TABLE1_RUNS]
     assert {"negclip@quickgelu", "crepe-swap@quickgelu", "crepe-replace@quickgelu"} <= set(zoo_rows)
     assert (out / "predictions").is_dir() and json.loads((out / "context.json").read_text())["device"] == "cpu"
@@ -196,8 +198,8 @@ def test_the_authors_fp16_row_is_scored_beside_fp32_and_the_audit_compares_both(
     reference row is written beside it and audited against the same published cells, and the comparisons set the
     fine-tunes (scored at the engine's fp32) against that reference: one precision on both sides."""
     out = tmp_path / "results" / "hard_positives" / "full"
-    paths = tables_full.evaluate_tables(MODELS, runs, ARCH, prepared, out, CONFIG, create=tiny,
-                                        authors_precision={"openai/ViT-B-32": "fp16"})
+    inputs = tb.full_inputs(MODELS, runs, ARCH, prepared, authors_precision={"openai/ViT-B-32": "fp16"})
+    paths = tb.evaluate_tables(inputs, out, CONFIG, create=tiny)
     table1 = {r["row"]: r for r in _rows(paths["table1"])}
     assert list(table1)[:4] == ["base", "base@fp32", "negclip", "negclip@quickgelu"]
     base = _rows(out / "predictions" / "openai__ViT-B-32.csv")
@@ -231,13 +233,13 @@ def test_the_comparisons_use_the_base_at_the_fine_tunes_precision(prepared, tiny
     from common.scoring.selection import Outcome
 
     items = prepared.items()
-    scored, _ = tables_full.score_models(MODELS, items, CONFIG, create=tiny,
+    scored, _ = tb.score_models(MODELS, items, CONFIG, create=tiny,
                                          authors_precision={"openai/ViT-B-32": "fp16"})
-    scored += tables_full.score_runs(runs, ARCH, items, CONFIG)
+    scored += tb.score_runs(runs, ARCH, items, CONFIG)
     tied = [Outcome(o.item_id, o.group, (0.5,) * len(o.scores), False, True) for o in scored[0].result.outcomes]
     scored[0] = dataclasses.replace(scored[0], result=dataclasses.replace(scored[0].result, outcomes=tied))
     assert (scored[0].row, scored[1].row) == ("base", "base@fp32")
-    paths = tables_full.write_outputs(tmp_path / "out", scored, ["base", "base@fp32", "negclip"], {})
+    paths = tb.write_outputs(tmp_path / "out", "full", scored, ["base", "base@fp32", "negclip"], {})
     table1 = {r["row"]: r for r in _rows(paths["table1"])}
     summary = json.loads(paths["summary"].read_text())
     key = "replace_orig"
@@ -255,14 +257,14 @@ def test_the_authors_gelu_builds_are_registered_variants_of_the_models_as_traine
     from common.params import load_params
     from common.zoo import get_spec, runs_quick_gelu
 
-    assert set(tables_full.AUTHORS_BUILD) == {"aro/negclip", "hard_positives/crepe-swap", "hard_positives/crepe-replace"}
-    for trained, gelu in tables_full.AUTHORS_BUILD.items():
+    assert set(tb.AUTHORS_BUILD) == {"aro/negclip", "hard_positives/crepe-swap", "hard_positives/crepe-replace"}
+    for trained, gelu in tb.AUTHORS_BUILD.items():
         spec, variant = get_spec(trained), get_spec(gelu)
         assert variant.variant_of == trained and (variant.checkpoint, variant.source) == (spec.checkpoint, spec.source)
         assert runs_quick_gelu(spec) and not runs_quick_gelu(variant)
     for name in ("hard_positives/crepe-swap-gelu", "hard_positives/crepe-replace-gelu"):
         assert "model_zoo/__init__.py:101" in get_spec(name).variant_note
-    assert set(tables_full.AUTHORS_BUILD) <= set(load_params()["hard_positives"]["full"]["models"].values())
+    assert set(tb.AUTHORS_BUILD) <= set(load_params()["hard_positives"]["full"]["models"].values())
 
 
 def test_negclip_and_crepe_rows_are_scored_both_ways_and_the_audit_names_gelu_the_authors(prepared, runs, tmp_path):
@@ -282,7 +284,7 @@ def test_negclip_and_crepe_rows_are_scored_both_ways_and_the_audit_names_gelu_th
     models = {"base": "openai/ViT-B-32", "negclip": "aro/negclip", "crepe-swap": "hard_positives/crepe-swap",
               "crepe-replace": "hard_positives/crepe-replace"}
     out = tmp_path / "results" / "hard_positives" / "full"
-    paths = tables_full.evaluate_tables(models, runs, ARCH, prepared, out, CONFIG, create=create)
+    paths = tb.evaluate_tables(tb.full_inputs(models, runs, ARCH, prepared), out, CONFIG, create=create)
     assert asked == ["openai/ViT-B-32", "aro/negclip-gelu", "aro/negclip", "hard_positives/crepe-swap-gelu",
                      "hard_positives/crepe-swap", "hard_positives/crepe-replace-gelu", "hard_positives/crepe-replace"]
     table1 = {r["row"]: r for r in _rows(paths["table1"])}
@@ -293,7 +295,7 @@ def test_negclip_and_crepe_rows_are_scored_both_ways_and_the_audit_names_gelu_th
     recs = audit.run_recomputations("full", results=tmp_path / "results")
     for row, label in published.items():
         gelu, quick = context[row], context[f"{row}@quickgelu"]
-        assert (gelu["model"], quick["model"]) == (tables_full.AUTHORS_BUILD[quick["model"]], models[row])
+        assert (gelu["model"], quick["model"]) == (tb.AUTHORS_BUILD[quick["model"]], models[row])
         assert (gelu["activation"], gelu["stands_for"], gelu["reference"]) == ("GELU", None, None)
         assert (quick["activation"], quick["stands_for"], quick["reference"]) == ("QuickGELU", row, "activation")
         assert gelu["fingerprint"] != quick["fingerprint"]

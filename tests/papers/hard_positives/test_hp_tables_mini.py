@@ -1,4 +1,4 @@
-"""Hard positives, mini profile: Tables 1-3 (``tables_mini``, on ``tables``) from a tiny benchmark and 2-step runs:
+"""Hard positives, mini profile: Tables 1-3 (``tables``, ``--profile mini``) from a tiny benchmark and 2-step runs:
 deterministic files, each column the mean of its groups, the summary's comparisons read from intervals."""
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from common.training.recipe import RunParams
+from common.zoo.trained import served
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import tables as tb
-from papers.hard_positives import tables_mini as t
 from papers.hard_positives import train_mini as tm
 from papers.hard_positives.finetune_rows_mini import FinetuneSet
 from papers.hard_positives.runs import RUNS
 
 ARCH = "mini-vit-xs"
+BASE = "mini/xs-32k"
 
 
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp_path):
@@ -37,12 +38,19 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
     for run in RUNS:
         job = tm.job_for(run, data, params, init=base, tokenize=tokenize)
         run_job(dataclasses.replace(job, checkpoint_every=0), models / f"{run}.safetensors")
-    entries = [t.ModelEntry("base", "base", None, models / "base.safetensors"), *t.entries_for("unused", models)[1:]]
+    runs = tb.run_entries("hard_positives/mini", models)
+    inputs = tb.mini_inputs(BASE, runs, test_set, context={"test": True})
+    assert inputs.run_arch == ARCH and list(inputs.models) == ["base"]
+
+    def create(name, device="cpu"):  # the zoo's base: the weights the runs started from
+        return served(tb.ModelEntry(name, "base", None, models / "base.safetensors"), ARCH, device)
+
     out = tmp_path / "results"
     config = EngineConfig(progress=False)
-    paths = t.evaluate_tables(entries, ARCH, test_set, out, config, context={"test": True})
+    paths = tb.evaluate_tables(inputs, out, config, create=create)
+    assert not (out / "predictions").exists()  # the full profile's files only
     first = {name: p.read_bytes() for name, p in paths.items()}
-    t.evaluate_tables(entries, ARCH, test_set, out, config, context={"test": True})
+    tb.evaluate_tables(inputs, out, config, create=create)
     assert {name: p.read_bytes() for name, p in paths.items()} == first
 
     def read(name):
@@ -50,9 +58,10 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
             return list(csv.DictReader(fh))
 
     table1, table2, table3, groups = read("table1"), read("table2"), read("table3"), read("groups")
-    assert [r["model"] for r in table1] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE1_RUNS)]
-    assert [r["model"] for r in table3] == ["base", *(f"hard_positives/mini-{r}" for r in tb.TABLE3_ROWS[1:])]
-    assert len(table2) == 10 and len(groups) == 30
+    assert [r["model"] for r in table1] == [BASE, *(f"hard_positives/mini-{r}" for r in tb.TABLE1_RUNS)]
+    assert [r["model"] for r in table3] == [BASE, *(f"hard_positives/mini-{r}" for r in tb.TABLE3_ROWS[1:])]
+    assert table1[0]["label"] == f"CLIP ({BASE}, the mini family's ViT-B/32)"
+    assert len(table2) == 10 and len(groups) == 30 and "row" not in groups[0]
     for r in table1:
         mine = [g for g in groups if g["model"] == r["model"]]
         attributes, relations = (next(g for g in mine if g["group"] == x) for x in ev.COLUMNS["replace"])
