@@ -4,8 +4,9 @@ workspace that never mixes with real data or committed results (``python -m comm
 
 * ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
 * ``params``: its ``params.yaml`` (``profile: full``, ``full_inputs``: stand-ins with a size cap, a few steps per
-  fine-tune, CPU, fp32, two processes). The stages read only those production parameters (``common.inputs``): no
-  module outside this package, ``papers/<paper>/rehearsal.py`` and the oracles imports it (an import-linter contract);
+  fine-tune, CPU, fp32, two processes). The stages and the oracles read only those production parameters
+  (``common.inputs``): no module outside this package and ``papers/<paper>/rehearsal.py`` imports it (an import-linter
+  contract);
 * ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
   stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
 * ``models``: the zoo's models as real architectures at random init, where and how each release is read;
