@@ -55,7 +55,6 @@ def full_inputs(params: Mapping[str, Any], path: Path = PARAMS_FILE) -> FullInpu
     return FullInputs(published, cap)
 
 
-
 def step_budget(section: Mapping[str, Any], steps: int | None = None, path: Path = PARAMS_FILE) -> int | None:
     """A full fine-tune's steps: ``steps`` when given (a smoke run's ``--steps``), else its section's ``max_steps``
     (None: the recipe's epochs). A run on a few examples per group (``full_inputs.cap``) sets ``max_steps``, so that
