@@ -202,7 +202,7 @@ def _commit_to_cache() -> None:
     if done.returncode == 0:
         return
     if any(mark in done.stderr + done.stdout for mark in NO_ROOM):
-        from common.rehearsal.space import free_bytes
+        from common.disk import free_bytes
 
         cache = _cache_dir()
         raise DataDvcError(

@@ -45,6 +45,14 @@ def test_no_paper_imports_another_paper():
     assert kept, "a paper imports another paper:\n" + report
 
 
+def test_no_production_module_imports_the_rehearsal():
+    """The rehearsal sets production parameters in its copy (``params.yaml full_inputs``, ``max_steps``); only its own
+    package and each paper's ``rehearsal.py`` import it."""
+    kept, report = _lint("production-never-imports-rehearsal")
+    assert kept, ("a production module imports common.rehearsal (read common.inputs' parameters instead):\n"
+                  + report)
+
+
 def test_the_independence_contract_covers_every_paper():
     """``papers.*``: a new paper is covered without editing the contract."""
     contracts = importlinter_api.read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]

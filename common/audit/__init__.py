@@ -51,8 +51,9 @@ def collect(paper: str, profile: str, recompute: Recompute | None = None) -> lis
 
 
 def standin(rec: Recomputed) -> bool:
-    """In a rehearsal, whether ``rec`` comes from a stand-in: every run's number (profile ``full``), and a released
-    file's whose sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
+    """With full-profile inputs that are not comparable (``common.inputs.FullInputs.comparable``: a rehearsal's
+    stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released file's whose
+    sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
     if rec.profile == "full":
         return True
     return rec.profile == "released" and not _pinned(rec.source)
@@ -70,15 +71,15 @@ def _pinned(source: str) -> bool:
 
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
               profile: str | None = None, out_dir: Path | None = None,
-              strict: bool = False, rehearsal: bool = False) -> tuple[list[AuditRow], dict[str, Path]]:
+              strict: bool = False, comparable: bool = True) -> tuple[list[AuditRow], dict[str, Path]]:
     """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``.
 
     Whether the audit is complete is decided before anything is written: with ``strict``, an unreadable pinned
     released source raises ``AuditIncomplete`` and no file changes; without it, such a partial audit aimed at
     ``results/audit`` goes to ``results/audit/partial/`` instead (``partial_dir``), so the paper's audit there is
     never replaced by a degraded one. The files of one audit are replaced as a group (``write_audit``).
-    ``rehearsal`` (``params.yaml rehearsal.enabled``): every recomputation from a stand-in (``standin``) is marked
-    ``rehearsal: not comparable``.
+    ``comparable`` false (``params.yaml full_inputs``: not the published files, or capped): every recomputation from
+    those inputs (``standin``) is marked ``rehearsal: not comparable``.
     """
     from common.audit.report import write_audit
     from common.params import load_params
@@ -87,7 +88,7 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     profile = profile or load_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
     rows = audit_rows(paper, load_cells(paper), load_claims(paper), collect(paper, profile, recompute),
-                      rehearsal=standin if rehearsal else None)
+                      rehearsal=None if comparable else standin)
     _, pinned = unreadable_sources(rows)
     if pinned and strict:
         raise AuditIncomplete(paper, rows, pinned)
@@ -154,7 +155,7 @@ def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
 
 
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
-         figures: DrawFigures | None = None, profile: str | None = None, rehearsal: bool = False) -> int:
+         figures: DrawFigures | None = None, profile: str | None = None, comparable: bool = True) -> int:
     """``audit <paper> [--strict]``: write the paper's audit and print where it is and what could not be read."""
     parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.audit",
                                      description=f"{paper}: published vs recomputed numbers (results/audit/).")
@@ -164,7 +165,7 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
                              f"partial audit goes to results/audit/{PARTIAL}/")
     args = parser.parse_args(argv)
     try:
-        rows, paths = run_audit(paper, recompute, figures, profile, strict=args.strict, rehearsal=rehearsal)
+        rows, paths = run_audit(paper, recompute, figures, profile, strict=args.strict, comparable=comparable)
     except AuditIncomplete as exc:
         print_unreadable(exc.rows)
         print(f"audit incomplete (--strict): {len(exc.pinned)} pinned source(s) unreadable; nothing was written "
@@ -186,17 +187,18 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
 def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
                figures: DrawFigures | None = None) -> int:
     """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
-    this workspace is a rehearsal (``rehearsal.enabled``, which the stage must declare once ``params.yaml`` turns it
-    on: a rehearsal's numbers are never audited as a run's)."""
+    the full profile's inputs are comparable with the paper's (``full_inputs``, which the stage must declare once
+    ``params.yaml`` says they are not: other files' or a capped run's numbers are never audited as the paper's)."""
+    from common.inputs import SECTION, full_inputs
     from common.params import load_params, stage_params
-    from common.rehearsal.settings import rehearsal
 
     stage = audit_stage(paper)
     params = stage_params(stage)
-    if "rehearsal" not in params and rehearsal(load_params()).enabled:
-        raise WorkspaceError(f"params.yaml: rehearsal.enabled is true but stage {stage} does not declare "
-                             "rehearsal.enabled among its params: it would audit stand-in numbers as a run's; add it")
-    return main(paper, argv, recompute, figures, params["profile"], rehearsal(params).enabled)
+    if SECTION not in params and not full_inputs(load_params()).comparable:
+        raise WorkspaceError(f"params.yaml: {SECTION} says the full profile's inputs are not comparable with the "
+                             f"paper's (not the published files, or capped) but stage {stage} does not "
+                             f"declare {SECTION} among its params: it would audit their numbers as the paper's; add it")
+    return main(paper, argv, recompute, figures, params["profile"], full_inputs(params).comparable)
 
 
 def audit_stage(paper: str) -> str:

@@ -11,9 +11,10 @@ pair a verdict:
 * ``not recomputed yet``: nothing here recomputes that number (yet);
 * ``mini profile: not comparable``: only a mini-profile run covers it; a mini-world number is never
   compared with a published one;
-* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from a rehearsal (``common.rehearsal``: the full
-  profile run on stand-in data with random-init models, ``params.yaml rehearsal.enabled``); the value is shown, never
-  compared. Only a rehearsal's audit has this verdict (``VerdictCounts`` counts it only there).
+* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from full-profile inputs that are not the published
+  files, or not all of them (``params.yaml full_inputs``: a rehearsal's stand-in data with random-init models,
+  ``common.rehearsal``); the value is shown, never compared. Only such an audit has this verdict (``VerdictCounts``
+  counts it only there).
 
 A recomputation may carry a ``caveat``: what its verdict cannot vouch for (a training method this workspace had to
 reconstruct because the authors released none, a deliberate deviation from their recipe). The row keeps its verdict
@@ -223,8 +224,9 @@ def audit_rows(
 ) -> list[AuditRow]:
     """Every published number of ``paper`` with each of its recomputations (or none), and a verdict.
 
-    ``rehearsal``: in a rehearsal, which recomputations come from its stand-ins (a run's, or a released file with no
-    pinned sha256): their verdict is ``REHEARSAL``, the value kept, nothing compared."""
+    ``rehearsal``: when the full profile's inputs are not comparable (``common.inputs``; a rehearsal's stand-ins),
+    which recomputations come from them (a run's, or a released file with no pinned sha256): their verdict is
+    ``REHEARSAL``, the value kept, nothing compared."""
     entries = _published_entries(cells, claims)
     by_key: dict[tuple[str, str, str], list[Recomputed]] = {}
     unknown = []

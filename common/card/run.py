@@ -169,8 +169,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     are loaded and scored once for all."""
     from common.engine import Engine
     from common.evaluate import engine_config
+    from common.inputs import full_inputs
     from common.params import load_params
-    from common.rehearsal.settings import rehearsal
 
     models = [resolve(s) for s in specs]
     if len({m.file_stem for m in models}) != len(models):
@@ -216,7 +216,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
             if blind_engine is not None:
                 for b in available:
                     blind[b.key] = {m.key: m for m in b.score(blind_engine, data[b.key])}
-            provenance = {"profile": profile, "rehearsal": rehearsal(params).enabled, "commit": _commit(),
+            # "rehearsal": the full profile's inputs are stand-ins, not the published files (full_inputs.published)
+            provenance = {"profile": profile, "rehearsal": not full_inputs(params).published, "commit": _commit(),
                           "data_sha256": _data_hashes(available),
                           "engine": dataclasses.asdict(config), "blind_scorer": blind_note,
                           "trends": [t.label for t in trends],

@@ -3,8 +3,10 @@ workspace that never mixes with real data or committed results (``python -m comm
 ``make rehearse [PAPER=...]``).
 
 * ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
-* ``params``: its ``params.yaml`` (``profile: full``, ``rehearsal.enabled``, a size cap, CPU, fp32, two processes);
-  ``settings``: that section as the stages read it (the audits' marker, a set's cap);
+* ``params``: its ``params.yaml`` (``profile: full``, ``full_inputs``: stand-ins with a size cap, a few steps per
+  fine-tune, CPU, fp32, two processes). The stages and the oracles read only those production parameters
+  (``common.inputs``): no module outside this package and ``papers/<paper>/rehearsal.py`` imports it (an import-linter
+  contract);
 * ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
   stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
 * ``models``: the zoo's models as real architectures at random init, where and how each release is read;
@@ -18,5 +20,6 @@ list[str]`` (writes its stand-ins; returns the registry keys its DVC data depend
 pipeline runs).
 
 Every number a rehearsal makes is a stand-in's: its audits mark them ``rehearsal: not comparable``
-(``common.audit.core.REHEARSAL``).
+(``common.audit.core.REHEARSAL``), as they mark every number from inputs that are not the published files, all of them
+(``full_inputs``).
 """

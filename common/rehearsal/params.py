@@ -1,5 +1,8 @@
-"""The rehearsal's ``params.yaml``: the workspace's own, under ``profile: full``, with the rehearsal switched on and
-every size and place of work shrunk to what two CPU cores do in minutes.
+"""The rehearsal's ``params.yaml``: the workspace's own, under ``profile: full``, on stand-in inputs, with
+every size and place of work shrunk to what two CPU cores do in minutes. The full profile's stages do not know they are
+rehearsed: the copy's ``full_inputs`` says their inputs are not the published files (so the published checksums, sizes
+and counts give way and no number is compared with the paper's) and caps each benchmark group, and every fine-tune's
+``max_steps`` stops it after a few steps (``common.inputs``).
 
 What changes is decided by key name, wherever the key sits (as ``common.params.PARAM_RULES`` checks them), so a new
 paper's full section is shrunk without an entry here (``SHRINK``); a paper adds what only it knows (a shorter model
@@ -17,7 +20,7 @@ BATCH = 4
 """Images per global batch: two per process."""
 RESAMPLES = 20
 DEFAULT_CAP = 4
-"""Examples scored per benchmark group (``params.yaml rehearsal.cap``)."""
+"""Examples scored per benchmark group (``params.yaml full_inputs.cap``)."""
 
 SHRINK: dict[str, Callable[[Any], Any]] = {
     "device": lambda v: "cpu",
@@ -32,22 +35,31 @@ SHRINK: dict[str, Callable[[Any], Any]] = {
 """Key name -> its rehearsal value (from the real one), anywhere in the file."""
 
 
-def _shrink(node: Any) -> Any:
+def _shrink(node: Any, shrink: Mapping[str, Callable[[Any], Any]]) -> Any:
     if isinstance(node, dict):
-        return {k: (SHRINK[k](v) if k in SHRINK else _shrink(v)) for k, v in node.items()}
+        return {k: (shrink[k](v) if k in shrink else _shrink(v, shrink)) for k, v in node.items()}
     if isinstance(node, list):
-        return [_shrink(v) for v in node]
+        return [_shrink(v, shrink) for v in node]
     return node
 
 
-def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
-    """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``rehearsal.enabled``, ``cap``
-    examples per benchmark group, ``SHRINK`` applied, then each paper's own ``rehearsal.params``."""
-    from common import plugins
+def fine_tune_steps(cap: int, batch_size: int = BATCH) -> int:
+    """A rehearsal's fine-tune: ``cap`` rows' worth of steps, not the recipe's epochs. It proves that a fine-tune runs
+    and hands its checkpoint on, not what it learns; its stand-in sets are sized for the stages that filter them
+    (SugarCrepe's Algorithm 1 keeps a batch of every kind only from a few dozen rows)."""
+    return -(-cap // batch_size)
 
-    out = _shrink(copy.deepcopy(dict(params)))
+
+def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
+    """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, stand-in inputs
+    (``full_inputs.published`` false), ``cap`` examples per benchmark group, ``SHRINK`` applied, every fine-tune's
+    ``max_steps`` set (``fine_tune_steps``), then each paper's own ``rehearsal.params``."""
+    from common import plugins
+    from common.inputs import SECTION
+
+    out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
-    out["rehearsal"] = {"enabled": True, "cap": cap}
+    out[SECTION] = {"published": False, "cap": cap}
     for paper in papers:
         module = plugins.paper_module(paper, "rehearsal")
         if module is not None and hasattr(module, "params"):

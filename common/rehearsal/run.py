@@ -3,8 +3,8 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
 
 1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``: code, params, dvc.yaml
    and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
-2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``rehearsal.enabled``, ``rehearsal.cap``, CPU, fp32,
-   two processes, one epoch, tiny batches) and each paper's own changes.
+2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``full_inputs``: stand-ins and a cap, a few
+   ``max_steps``, CPU, fp32, two processes, one epoch, tiny batches) and each paper's own changes.
 3. Room on the disk for what follows (``space.check_room``: the stand-in models' sizes, each paper's measured data,
    outputs and peak), else one line and nothing written.
    Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``

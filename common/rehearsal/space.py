@@ -11,12 +11,12 @@ rehearsal stops with one line before writing a model, naming what it needs, what
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from common.disk import free_bytes
 from common.errors import WorkspaceError
 
 GB = 1e9
@@ -103,14 +103,6 @@ def needed(papers: Sequence[str], models: Iterable[str], footprints: Mapping[str
     footprints = [(MEASURED if footprints is None else footprints).get(p, UNMEASURED) for p in papers]
     return sum(sizes[arch] for arch in archs) + sum(f.data + f.kept for f in footprints) + max(
         (max(f.peak - f.kept, 0) for f in footprints), default=0)
-
-
-def free_bytes(folder: Path) -> int:
-    """Free bytes on the file system that holds ``folder`` (or would: its nearest existing parent)."""
-    folder = Path(folder).resolve()
-    while not folder.exists():
-        folder = folder.parent
-    return shutil.disk_usage(folder).free
 
 
 def tree_bytes(folder: Path) -> int:

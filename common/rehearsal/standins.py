@@ -332,7 +332,7 @@ def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int
 NEGCLIP_TRAIN_ROWS = 24
 """Released validation rows (one image each) that become the stand-in training TSV's rows: enough that SugarCrepe's
 Algorithm 1 keeps a batch of every negative kind it generates from them (``negclip-full-refine``), while the fine-tunes
-on them stop after ``ceil(cap / batch)`` steps (``common.rehearsal.training``)."""
+on them stop after ``ceil(cap / batch)`` steps (``max_steps``, ``common.rehearsal.params.fine_tune_steps``)."""
 
 
 def negclip_train_rows(valid: Sequence[Any], twin_of: str,

@@ -95,7 +95,7 @@ def val_from_tsv(path: Path, images_dir: Path, image_size: int, tokens: TokenCac
                  ) -> RetrievalValidator:
     """Validation retrieval on NegCLIP's ``valid_neg_clip.tsv`` (COCO val captions grouped by image).
 
-    ``cap`` (a rehearsal's, ``params.yaml rehearsal.cap``): every row is still read and every image must be there,
+    ``cap`` (``params.yaml full_inputs.cap``): every row is still read and every image must be there,
     but only the first ``cap`` images (with all their captions) are validated on."""
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of images or None, got {cap}")

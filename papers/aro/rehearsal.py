@@ -12,7 +12,8 @@ What the full stages read, and what the rehearsal puts there:
   val2014 image for every file it names; ``train_neg_clip.tsv`` is not, so a stand-in in its format
   (``common.rehearsal.standins.negclip_train_tsv``, shared with SugarCrepe: released validation rows, their real
   captions and negatives, pointed at train2014 files); COCO 2014's two image zips hold them. A rehearsal's fine-tune
-  stops after ``ceil(cap / batch)`` steps (``common.rehearsal.training``). All four are DVC data deps, so fetched (extracted) before the pipeline runs.
+  stops after ``ceil(cap / batch)`` steps (``aro.full.finetune.max_steps``, ``common.rehearsal.params``). All four
+  are DVC data deps, so fetched (extracted) before the pipeline runs.
 * ``real-text``: ``valid_neg_clip.tsv``, real.
 * Models (``params``): the fine-tunes' base ``openai/ViT-B-32`` (hub cache) and the tables' rows the rehearsal keeps
   (``KEPT_MODELS``): the base, NegCLIP's released checkpoint in its release layout (``CHECKPOINT_LAYOUTS``; its GELU

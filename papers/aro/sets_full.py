@@ -8,8 +8,9 @@
 * CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
   records, read with numpy: the python tarballs are pickles, which this workspace never loads), checked against the
   md5 the dataset page publishes, written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and
-  class order as the python release that torchvision (and so ARO's code) reads. In a rehearsal (``params.yaml
-  rehearsal.enabled``, declared by the stage) the tarballs are stand-ins and the md5 check gives way; never otherwise.
+  class order as the python release that torchvision (and so ARO's code) reads. Only when the inputs are not the
+  published files (``params.yaml full_inputs.published: false``, declared by the stage: a rehearsal's stand-ins) does
+  the md5 check give way.
 
 Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json`` is the commit, written
 last and atomically after every record was checked through a pending copy; the files it names are never overwritten
@@ -155,16 +156,17 @@ def _remove_unnamed_indexes(out_dir: Path, manifest: dict) -> None:
             old.unlink(missing_ok=True)
 
 
-def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = False) -> AroSet:
+def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, published: bool = True) -> AroSet:
     """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``.
 
-    ``rehearsal`` (``params.yaml rehearsal.enabled``, ``common.rehearsal``): the CIFAR tarballs are stand-ins, whose
-    md5 cannot be the published one; only then is that check left out (the manifest records it)."""
+    ``published`` false (``params.yaml full_inputs.published``, ``common.inputs``): the CIFAR tarballs are not the
+    published files, so their md5 cannot be the published one; only then is that check left out (the manifest
+    records it)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"kind": "aro", "profile": "full", "counts": {}, "sha256": {}}
-    if rehearsal:
-        manifest["rehearsal"] = "stand-in inputs: the CIFAR tarballs' published md5 not checked"
+    if not published:
+        manifest["unpublished_inputs"] = "not the published files: the CIFAR tarballs' published md5 not checked"
     # Fetch (or verify) everything first, so a missing manual download fails before hours of cropping.
     if "vg" in parts:
         annotations = {kind: fetch(VG_FILES[kind], progress=False) for kind in VG_KINDS}
@@ -186,7 +188,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, rehearsal: bool = 
                                                       "image_root": str(split_root.resolve())}
         manifest["sha256"][name] = sha256_file(annotation_file)
     if cifar:
-        manifest["classification"] = {name: prepare_cifar(name, out_dir, check_md5=not rehearsal) for name in cifar}
+        manifest["classification"] = {name: prepare_cifar(name, out_dir, check_md5=published) for name in cifar}
     pending = out_dir / f".pending.{MANIFEST_NAME}"  # checked before it replaces the manifest
     write_json_atomic(pending, manifest)
     aro = AroSet.load(pending)
@@ -212,16 +214,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {','.join(PARTS)} (default: all)")
     parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+                        help="the DVC stage whose parameters to read (full_inputs.published; default: the one running this module)")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
+    from common.inputs import full_inputs
     from common.params import own_params
-    from common.rehearsal.settings import rehearsal
 
-    described = prepare_full(args.out, parts, rehearsal(own_params(args.stage)).enabled).describe()
+    described = prepare_full(args.out, parts, full_inputs(own_params(args.stage)).published).describe()
     print(json.dumps({k: described[k] for k in ("manifest", "counts")}, indent=2))
     return 0
 

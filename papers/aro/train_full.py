@@ -10,8 +10,8 @@ hard-negative neighbour) and four texts (their captions and a negative caption o
 negatives"; the ARO paper's "N=1024 batch size", Appendix C.3, counts the texts). A CLIP-FT step is B x B.
 
 Runs under ``torchrun`` on GPUs (``--device cuda``, one GPU per rank: ``params.yaml aro.full.device``; a
-rehearsal's is ``cpu``, gloo; it validates on the first ``rehearsal.cap`` images and trains ``ceil(cap / batch)`` steps,
-``common.rehearsal.training``). The weights go to
+rehearsal's is ``cpu``, gloo). With ``params.yaml full_inputs.cap`` it validates on the first ``cap`` images, and
+``aro.full.finetune.max_steps`` stops each run early (``common.inputs``). The weights go to
 ``build/full/aro/models/<method>.safetensors``. Stages ``finetune-full@negclip`` and ``finetune-full@clip-ft`` of
 ``papers/aro/dvc.yaml``: ``torchrun --standalone --nproc_per_node N -m papers.aro.train_full run negclip|clip-ft
 --device <aro.full.device>``.
@@ -48,13 +48,11 @@ def recipe() -> Recipe:
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
     """The sweep of ``args.run`` (``negclip`` or ``clip-ft``) on NegCLIP's TSVs and the COCO images."""
+    from common.inputs import full_inputs, step_budget
     from common.params import own_section
     from common.paths import data_root
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
-
-    from common.rehearsal.settings import rehearsal
-    from common.rehearsal.training import rehearsal_steps
 
     stage_values, section = own_section("aro.full.finetune")
     params = replace(FinetuneParams.from_params(section), recipe=recipe())
@@ -64,15 +62,15 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
                               size, params.recipe.train_crop_scale)
     tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
-    cap = rehearsal(stage_values).cap
+    cap = full_inputs(stage_values).cap
     validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
                              tokens, cap=cap)
     batches = FinetuneBatches(table, images, tokens, hard=args.run == "negclip")
     provenance = {"profile": "full", "train_tsv_sha256": sha256_file(train_tsv),
                   "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile,
-                  **({"rehearsal_validation_images": cap} if cap is not None else {})}
+                  **({"validation_images_cap": cap} if cap is not None else {})}
     return sweep_jobs(args.run, "full", params, FromZoo(params.base), batches, validator, __name__, provenance,
-                      steps=rehearsal_steps(stage_values, params.batch_size, args.steps))
+                      steps=step_budget(section, args.steps))
 
 
 def weights_path(args: argparse.Namespace) -> Path:

@@ -3,7 +3,8 @@
 
 * Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables_mini.py``).
 * Full: the released test split (``tables_full.load_bivlc``: the snapshot's parquet files, every image written once to
-  the content-named cache ``build/full/bivlc/images``), all 2,933 instances (a rehearsal accepts its stand-in's size).
+  the content-named cache ``build/full/bivlc/images``), all 2,933 instances (other files, ``params.yaml
+  full_inputs.published: false``, at their size).
 
 Blind baseline: I2T is computed (a text-only scorer picks the same caption for both images of an instance, so it
 cannot win both: 0 by construction, shown as computed); T2I and group ask to rank images, which a text-only scorer
@@ -56,11 +57,11 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     snapshot = data_root() / "bivlc" / "BiVLC"
 
     def load_full():
+        from common.inputs import full_inputs
         from common.params import load_params
-        from common.rehearsal.settings import rehearsal
         from papers.bivlc.tables_full import N_INSTANCES, default_image_dir, load_bivlc
 
-        expected = None if rehearsal(load_params()).enabled else N_INSTANCES
+        expected = N_INSTANCES if full_inputs(load_params()).published else None
         return list(load_bivlc(snapshot, default_image_dir(), expected).items)
 
     return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (snapshot,),

@@ -359,17 +359,17 @@ class Inputs:
 
 def read_inputs(ctx) -> Inputs:
     from common.benchmarks.caption_negatives import PreparedSet
+    from common.inputs import full_inputs
     from common.paths import build_dir, data_root
-    from common.rehearsal.settings import rehearsal
     from papers.bivlc.tables_full import default_image_dir, load_bivlc, load_sugarcrepe
 
     snapshot = data_root() / "bivlc" / "BiVLC"
     data = load_bivlc(snapshot, default_image_dir(), None)
     all_ids = tuple(it.item_id for it in data.items)
-    cap = rehearsal(ctx.params).cap
+    cap = full_inputs(ctx.params).cap
     if cap is not None and len(data.capped(cap).items) != len(data.items):
-        raise ValueError(f"{snapshot}: the stand-in holds more instances per category than rehearsal.cap ({cap}); the "
-                         "authors' code reads the whole split, so both sides would not read the same instances")
+        raise ValueError(f"{snapshot}: the stand-in holds more instances per category than full_inputs.cap ({cap}); "
+                         "the authors' code reads the whole split, so both sides would not read the same instances")
     manifest = build_dir("full", "sugarcrepe") / "manifest.json"
     sugarcrepe, _ = load_sugarcrepe(manifest)
     return Inputs(snapshot, all_ids, data.items, tuple(sugarcrepe), PreparedSet.load(manifest).image_root)

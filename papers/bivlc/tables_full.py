@@ -162,7 +162,7 @@ class BivlcSet:
         return {c: found.count(c) for c in CATEGORIES if c in found}
 
     def capped(self, cap: int) -> "BivlcSet":
-        """The first ``cap`` instances of each category, in file order (a rehearsal's ``rehearsal.cap``; every row
+        """The first ``cap`` instances of each category, in file order (``params.yaml full_inputs.cap``; every row
         was read and checked)."""
         seen: dict[str, int] = {}
         kept = []
@@ -621,17 +621,17 @@ def training_records(models: Mapping[str, str], detectors: Mapping[str, "Detecto
 
 def run_tables(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
+    from common.inputs import full_inputs
     from common.params import own_section
     from common.paths import RESULTS, data_root
-    from common.rehearsal.settings import rehearsal
 
     params, section = own_section("bivlc.full")
-    rehearsing = rehearsal(params)
+    inputs = full_inputs(params)
     device = args.device or best_device()
     data = load_bivlc(Path(args.data or data_root() / "bivlc" / "BiVLC"), Path(args.images or default_image_dir()),
-                      None if args.any_size or rehearsing.enabled else N_INSTANCES)
-    if rehearsing.cap is not None:
-        data = data.capped(rehearsing.cap)
+                      None if args.any_size or not inputs.published else N_INSTANCES)
+    if inputs.cap is not None:
+        data = data.capped(inputs.cap)
     sugarcrepe, described = None, None
     if not args.no_sugarcrepe:
         sugarcrepe, described = load_sugarcrepe(
@@ -658,7 +658,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="SugarCrepe's set manifest (default: build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--no-sugarcrepe", action="store_true", help="leave the sugarcrepe column empty")
     parser.add_argument("--any-size", action="store_true", help=f"accept a split of other than {N_INSTANCES} rows "
-                        "(a rehearsal, params.yaml rehearsal.enabled, accepts its stand-in's size)")
+                        "(inputs that are not the published files, params.yaml full_inputs.published: false, are "
+                        "accepted at their size)")
     parser.add_argument("--out", default=None, help="default: results/bivlc/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run_tables(parser.parse_args(argv))

@@ -34,9 +34,9 @@ resolved by its file name under the extracted image folder (registry entry ``con
 ``<data root>/ccneg/ccneg_images/cc3m_subset_images_extracted_final/``). Every problem (a missing key, a bad
 record, a missing image) is a ``DatasetError`` naming the file and the entry index.
 
-In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``) the evaluation split is the stand-in file's last
-``rehearsal.cap`` entries instead of 40,000 (``eval_size_for``); everywhere else a file of fewer than 40,000 entries
-is refused.
+With a cap (``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's, on a stand-in file of a few dozen
+entries) the evaluation split is the file's last ``cap`` entries instead of 40,000 (``eval_size_for``); without one a
+file of fewer than 40,000 entries is refused.
 
 Public: ``load_ccneg``, ``CCNegSet``, ``CCNegEntry``, ``default_paths``, ``entry_words``, ``eval_size_for``,
 ``PAPER_SPLIT_SIZES``.
@@ -142,14 +142,13 @@ class CCNegSet:
 
 
 def eval_size_for(params: Mapping[str, Any]) -> int:
-    """The evaluation split's size for a stage's parameters (its DVC ``params`` declare ``rehearsal``): ``EVAL_SIZE``,
-    or in a rehearsal with a cap the cap (its stand-in ``ccneg_preprocessed.pt`` is a few dozen entries, not 228,246;
-    its numbers are never the paper's). The stages that split the file (tables, fine-tuning set, distractors) read it
-    alike, so the training split is the same everywhere."""
-    from common.rehearsal.settings import rehearsal
+    """The evaluation split's size for a stage's parameters (its DVC ``params`` declare ``full_inputs.cap``):
+    ``EVAL_SIZE``, or the cap when there is one (a capped run's numbers are never the paper's). The stages that split
+    the file (tables, fine-tuning set, distractors) read it alike, so the training split is the same everywhere."""
+    from common.inputs import full_inputs
 
-    settings = rehearsal(dict(params))
-    return settings.cap if settings.enabled and settings.cap is not None else EVAL_SIZE
+    cap = full_inputs(params).cap
+    return EVAL_SIZE if cap is None else cap
 
 
 def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> frozenset[str]:

@@ -440,8 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the data root holding coco/ (default: VLC_DATA, else data/)")
     parser.add_argument("--eval-size", type=int, default=None,
                         help=f"the evaluation split, the file's last N entries, never sampled (default: "
-                             f"{ccneg.EVAL_SIZE}, the authors' configs.num_ccneg_eval_samples; in a rehearsal, "
-                             "params.yaml rehearsal.cap)")
+                             f"{ccneg.EVAL_SIZE}, the authors' configs.num_ccneg_eval_samples; with a cap, "
+                             "params.yaml full_inputs.cap)")
     parser.add_argument("--out", default=None, help="default: results/conclip/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run(parser.parse_args(argv))

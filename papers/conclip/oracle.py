@@ -28,7 +28,7 @@ jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:8 "configs.ccneg_root_fol
 machine, "change this accordingly"), jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:9
 "{configs.ccneg_root_folder}/ccneg_preprocessed.pt" and jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:11
 "configs.num_ccneg_eval_samples = 40000", with the root the folder of the ``.pt`` file and the split the full
-profile's (40,000; a rehearsal's cap). Model construction: README.md:95 "model, preprocess = clip.load(model_name,
+profile's (40,000; full_inputs.cap when capped). Model construction: README.md:95 "model, preprocess = clip.load(model_name,
 device=device)" gets the row's weights (``clip.load(<archive>)``, ``common.oracle.models``); CoN-CLIP and the
 fine-tunes are then loaded as the README loads CoN-CLIP, by its own ``load_checkpoint`` (README.md:32-36, taken from
 the first block), i.e. what the snippet's commented-out lines 98-99 do. On a machine without a GPU the snippet's
@@ -393,7 +393,7 @@ def run(ctx) -> PaperOracle:
                  f"configs with ccneg_root_folder = {pt_file.parent}, finetuning_dataset_path derived from it as "
                  f"upstream does, num_ccneg_eval_samples = {split_size}",
                  "the release's configs file is not registered and asks to be edited ('change this accordingly'); "
-                 "the split is the full profile's (40,000 as upstream; a rehearsal's cap)")
+                 "the split is the full profile's (40,000 as upstream; full_inputs.cap when capped)")
     ctx.replaced("src.data's __init__ (not registered): from data import CCNegEvalDataset",
                  f"the released src/data folder as package data, its __init__ re-exporting {DATASET_MODULE}",
                  "the upstream __init__ also star-imports src.data.finetuning_datasets, not registered")

@@ -11,7 +11,8 @@ the downloader trusts the first copy, so each is a stand-in in the released form
   (``ccneg_images/cc3m_subset_images_extracted_final/``) and ``distractor_image_mapping.pt`` (a list of top-k lists of
   COCO train 2017 pool indices, one row per entry; one column, as a 12-image pool has one chunk of
   ``distractors_full.CODE_CHUNK`` images). In a
-  rehearsal the evaluation split is the file's last ``rehearsal.cap`` entries (``papers.conclip.ccneg.eval_size_for``).
+  rehearsal the evaluation split is the file's last ``full_inputs.cap`` entries
+  (``papers.conclip.ccneg.eval_size_for``).
 * COCO 2017's captions and train images (the distractor pool): the shared stand-in zips
   (``common.rehearsal.standins.coco_train2017``), DVC's data deps, so fetched (extracted) before the pipeline runs.
 * The zero-shot sets (group ``conclip-zeroshot``, ``papers.conclip.zeroshot_full.DATASETS``), each in the files
@@ -71,7 +72,7 @@ CCNEG_ROWS = (  # (caption, subject, [(predicate, object)], negated object, word
 """CC-Neg-style entries (cycled): CC3M-like captions with their parse (subject, predicate-object pairs), the object
 the negation adds and the negation word."""
 CCNEG_ENTRIES = 24
-"""Entries of the stand-in file: the evaluation split is its last ``rehearsal.cap``, the rest train."""
+"""Entries of the stand-in file: the evaluation split is its last ``full_inputs.cap``, the rest train."""
 MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
 POOL_IMAGES = 12
 """COCO train 2017 stand-in images (the distractor pool; the shared writer's default, as hard positives')."""

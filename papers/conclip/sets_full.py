@@ -160,8 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the registry's)")
     p.add_argument("--data", default=None, help="the data root holding the COCO pool (default: <data>)")
     p.add_argument("--eval-size", type=int, default=None, help="the file's last N entries are the evaluation split "
-                                                               f"(default: {EVAL_SIZE}; in a rehearsal, params.yaml "
-                                                               "rehearsal.cap)")
+                                                               f"(default: {EVAL_SIZE}; with a cap, params.yaml "
+                                                               "full_inputs.cap)")
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
     p.add_argument("--stage", default=None,
                         help="the DVC stage whose parameters to read (default: the one running this module)")

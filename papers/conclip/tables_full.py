@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                        "ccneg_images/cc3m_subset_images_extracted_final)")
     parser.add_argument("--eval-size", type=int, default=None,
                         help=f"the evaluation split: the file's last N entries (default: {EVAL_SIZE}, the authors' "
-                             "configs.num_ccneg_eval_samples; in a rehearsal, params.yaml rehearsal.cap)")
+                             "configs.num_ccneg_eval_samples; with a cap, params.yaml full_inputs.cap)")
     parser.add_argument("--out", default=None, help="default: results/conclip/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     return run_tables(parser.parse_args(argv))

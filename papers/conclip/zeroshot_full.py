@@ -33,10 +33,11 @@ counts, prompts, class-name sources, what the release does and does not show, mo
 Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot evaluation (class names, splits, templates) is not in
 the release.
 
-In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``; the stage declares it) the datasets are stand-ins in
-torchvision's layouts, so the pins give way there only (``pinned=False``): torchvision's md5s of the archives, of
-CIFAR's batch files and of Flowers' .mat files, and ImageNet's 1,000 class folders (a stand-in holds a few, named by
-the first of OpenAI's names). Outside a rehearsal each is enforced.
+When the inputs are not the published files (``params.yaml full_inputs.published: false``, ``common.inputs``; the
+stage declares it: a rehearsal's stand-ins in torchvision's layouts) the pins give way, and only then
+(``pinned=False``): torchvision's md5s of the archives, of CIFAR's batch files and of Flowers' .mat files, and
+ImageNet's 1,000 class folders (a stand-in holds a few, named by the first of OpenAI's names). Otherwise each is
+enforced.
 """
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ class LoadedSet:
 
 Loader = Callable[[str, Path, Path, bool], LoadedSet]
 """(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images, pinned) -> its split;
-``pinned`` false (a rehearsal's stand-ins only) lifts torchvision's md5 pins and ImageNet's class count."""
+``pinned`` false (``full_inputs.published`` false only) lifts torchvision's md5 pins and ImageNet's class count."""
 
 
 @dataclass(frozen=True)
@@ -662,7 +663,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
                       context: Mapping | None = None, pinned: bool = True) -> dict[str, Path]:
     """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
     written when a dataset is missing or a model fails). Datasets are read before any model is loaded; ``pinned``
-    false (a rehearsal's stand-ins only) lifts torchvision's md5 pins and ImageNet's class count."""
+    false (``full_inputs.published`` false only) lifts torchvision's md5 pins and ImageNet's class count."""
     names = check_datasets(datasets)
     if not models:
         raise ZeroshotError("conclip.full.models is empty: no model to score")
@@ -719,13 +720,12 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 # ------------------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
+    from common.inputs import full_inputs
     from common.params import own_section
     from common.paths import RESULTS
 
-    from common.rehearsal.settings import rehearsal
-
     params, section = own_section("conclip.full")
-    pinned = not rehearsal(params).enabled  # a rehearsal's stand-ins cannot match torchvision's pins
+    pinned = full_inputs(params).published  # other files cannot match torchvision's pins
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()
     context = {"device": device, "engine": params.get("engine", {}),

@@ -270,7 +270,7 @@ def _other_precision(entry: AuthorsRow, wanted: str, device: str) -> NotCovered:
 
 def released_layout(scratch: Path, manifest: Path) -> int | None:
     """The prepared set's files and images where the script looks, relative to ``scratch`` (its cwd); a
-    rehearsal's cap as the first ``cap`` rows of each file, in the released format. Returns the cap."""
+    capped set (``full_inputs.cap``) as the first ``cap`` rows of each file, in the released format. Returns the cap."""
     from papers.hard_positives.sets_full import FullSet
 
     full = FullSet.load(manifest)
@@ -465,7 +465,7 @@ def run(ctx) -> PaperOracle:
     if cap is not None:
         ctx.replaced(f"{ROOT_DIR}/*.json, {SWAPPED_DIR}/*.json (every row)",
                      f"their first {cap} rows, the same JSON list cut",
-                     f"the rehearsal's set scores the first rehearsal.cap = {cap} items of each part "
+                     f"the capped set scores the first full_inputs.cap = {cap} items of each part "
                      f"(sets_full.FullSet.capped); {SCRIPT} scores every row")
     entries, skipped = plan(context, ctx.device)
     oracle.not_covered += skipped

@@ -43,8 +43,8 @@ build/full/hard_positives``, ``prepare_full``): the six files fetched or verifie
 Genome's images (group ``visual-genome``) and ARO's image zip (manual), everything fetched before anything is cropped
 (a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
 found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
-re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). In a rehearsal
-(``params.yaml rehearsal``, ``common.rehearsal``) the set keeps the first ``rehearsal.cap`` items of each group.
+re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). With a cap
+(``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's) the set keeps the first ``cap`` items of each group.
 
 Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.
 """
@@ -196,7 +196,7 @@ def _registry_fetch(key: str) -> Path:
 def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch, cap: int | None = None) -> "FullSet":
     """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``.
 
-    ``cap`` (a rehearsal's, ``params.yaml rehearsal.cap``): every row is still read and every image checked, but the
+    ``cap`` (``params.yaml full_inputs.cap``): every row is still read and every image checked, but the
     set scores only the first ``cap`` items of each group (``FullSet.items``); the manifest records it."""
     out_dir = Path(out_dir)
     if cap is not None and cap < 1:
@@ -262,7 +262,7 @@ class FullSet:
 
     @property
     def cap(self) -> int | None:
-        """The rehearsal's cap on items per group the set was prepared with (None: every item)."""
+        """The cap on items per group the set was prepared with (``full_inputs.cap``; None: every item)."""
         return self.info.get("cap")
 
     def capped(self, items: Sequence[ImageToTextItem]) -> list[ImageToTextItem]:
@@ -279,7 +279,7 @@ class FullSet:
 
     def items(self, check_images: bool = True, capped: bool = True) -> list[ImageToTextItem]:
         """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, rows kept as released (every row is
-        read and checked; with ``capped``, a rehearsal's set keeps the first ``cap`` of each group)."""
+        read and checked; with ``capped``, a capped set keeps the first ``cap`` of each group)."""
         folders = {name: self._path(p) for name, p in self.info["vg_image_folders"].items()}
         items = [*replace_items(self.fetch, folders, check_images=check_images),
                  *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]),
@@ -310,10 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stage", default=None,
                         help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
+    from common.inputs import full_inputs
     from common.params import own_params
-    from common.rehearsal.settings import rehearsal
 
-    cap = rehearsal(own_params(args.stage)).cap
+    cap = full_inputs(own_params(args.stage)).cap
     full = prepare_full(Path(args.out or build_dir("full", "hard_positives")), cap=cap)
     print(json.dumps({"manifest": str(full.path), "counts": full.info["counts"], "crops": full.info["crops"]},
                      indent=2))

@@ -171,7 +171,7 @@ def aro_crepe_pairs(sugarcrepe: Sequence[TextPair], seed: int) -> list[TextPair]
 
 def load_pairs(fetch: Callable[[str], Path], order_csv: Path = ORDER_CSV, seed: int = 0,
                cap: int | None = None) -> list[TextPair]:
-    """Every benchmark's pairs; ``cap`` (a rehearsal's ``rehearsal.cap``): the first ``cap`` of each benchmark and
+    """Every benchmark's pairs; ``cap`` (``params.yaml full_inputs.cap``): the first ``cap`` of each benchmark and
     category, ARO+CREPE's made from the capped SugarCrepe positives."""
     refined = capped(sugarcrepe_pairs("sugarcrepe", "data", fetch), cap)
     return capped(refined + sugarcrepe_pairs("sugarcrepe-unrefined", "data_unrefined", fetch)
@@ -393,7 +393,7 @@ def published_blind() -> dict:
 def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None,
         order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu", cap: int | None = None) -> dict:
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
-    and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: a rehearsal's (``load_pairs``)."""
+    and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: ``full_inputs.cap`` (``load_pairs``)."""
     if fetch is None:
         from common.registry.fetch import fetch as download
 
@@ -409,7 +409,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     context = {"scorer_set": scorers, "folds": config.folds, "seed": config.seed, "refine_bins": config.refine_bins,
                "refine_axis_bins": DEFAULT_AXIS_BINS,
                "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
-               **({"rehearsal_cap": cap} if cap is not None else {}),
+               **({"cap_per_group": cap} if cap is not None else {}),
                "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
                "aro_crepe": {**crepe_describe(), "seed": config.seed,
                              "rules": "CREPE-style, reconstructed from the paper's Table 3 (CREPE's generator is not "
@@ -475,11 +475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stage", default=None,
                         help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.rehearsal.settings import rehearsal
+    from common.inputs import full_inputs
 
     values = own_params(args.stage)
     result = run(config_from_params(values), args.out, scorers=args.scorers, device=args.device,
-                 cap=rehearsal(values).cap)
+                 cap=full_inputs(values).cap)
     for row in result["accuracy"]:
         print(f"{row['benchmark']:22s} {row['category']:30s} {row['scorer']:16s} {row['accuracy']:6.2f} "
               f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")

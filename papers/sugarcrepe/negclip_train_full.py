@@ -117,18 +117,17 @@ def build_job(run: str, rows: Sequence[TrainRow], params: FullRunParams, images_
 def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``run <run>``: the stage's parameters, the set (``--set``), the refinement (``--refined``), the
     images (``--images``) and the set manifest's hash."""
+    from common.inputs import step_budget
     from common.io import sha256_file
     from common.params import own_section
     from common.paths import build_dir, data_root
-    from common.rehearsal.training import rehearsal_steps
 
-    stage_values, section = own_section("sugarcrepe.negclip_full")
+    _, section = own_section("sugarcrepe.negclip_full")
     params = FullRunParams.from_params(section)
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))
     images = Path(args.images or data_root() / "coco" / "train2014" / "train2014")
-    steps = rehearsal_steps(stage_values, params.schedule(args.run).batch_size, args.steps)
-    return build_job(args.run, rows, params, images, steps=steps,
+    return build_job(args.run, rows, params, images, steps=step_budget(section, args.steps),
                      provenance={"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
                                  **cpu_profile})
 

@@ -4,7 +4,7 @@ What the full stages read, and what the rehearsal puts there:
 
 * The released JSON (``sugarcrepe/data/*.json``, and the unrefined and GPT-4V files the audit and the blind stages
   read): pinned, so real (the mirror); COCO val2017's image zip gets a stand-in for every image they name
-  (``common.rehearsal.standins.coco_val2017``). ``full-set`` then keeps the first ``rehearsal.cap`` examples per
+  (``common.rehearsal.standins.coco_val2017``). ``full-set`` then keeps the first ``full_inputs.cap`` examples per
   category (``sets_full``), and everything downstream scores those.
 * NegCLIP's training TSV (``aro/negclip/train_neg_clip.tsv``, unpinned): the stand-in ARO's rehearsal writes too
   (``common.rehearsal.standins.negclip_train_tsv``: real validation captions, which the CREPE-style generators edit,

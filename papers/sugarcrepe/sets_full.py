@@ -3,10 +3,10 @@
 Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_full --out build/full/sugarcrepe``.
 Every example must resolve to an image under the COCO root, or the stage fails naming the file and example.
 
-In a rehearsal (``params.yaml rehearsal``, ``common.rehearsal``) every example is still read and checked, but the set
-holds the first ``rehearsal.cap`` examples of each category: their JSON, in the released format, is written beside
-the manifest (``data/``), which every consumer of the set then reads; the manifest records the cap and the released
-counts. A real run (no cap) points the manifest at the released files themselves.
+With a cap (``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's) every example is still read and
+checked, but the set holds the first ``cap`` examples of each category: their JSON, in the released format, is written
+beside the manifest (``data/``), which every consumer of the set then reads; the manifest records the cap and the
+released counts. Without one the manifest points at the released files themselves.
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_
 
 COCO_VAL2017 = "coco/val2017.zip"
 CAPPED_DATA = "data"
-"""A capped (rehearsal) set's category files, under the set's folder."""
+"""A capped set's category files, under the set's folder."""
 
 
 def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
-    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest (``cap``: a
-    rehearsal's examples per category; None in a real run)."""
+    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest (``cap``: at
+    most this many examples per category, ``full_inputs.cap``; None: all)."""
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of examples per category or None, got {cap}")
     files = fetch_released()
@@ -41,7 +41,7 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
                   "n_images": len({it.image for it in items}),
                   "sha256": {c: sha256_file(p) for c, p in files.items()}}
     data_dir = files[CATEGORIES[0]].parent.resolve()
-    # One output group: a rehearsal's capped category files and the manifest naming them replace the previous ones
+    # One output group: a capped set's category files and the manifest naming them replace the previous ones
     # together (an interrupted rerun leaves the previous set whole); the manifest is checked in staging first.
     with output_group(out_dir) as staging:
         if cap is not None:
@@ -60,13 +60,13 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_full", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters (full_inputs.cap) to read "
+                                                      "(default: the one running this module)")
     args = parser.parse_args(argv)
+    from common.inputs import full_inputs
     from common.params import own_params
-    from common.rehearsal.settings import rehearsal
 
-    cap = rehearsal(own_params(args.stage)).cap
+    cap = full_inputs(own_params(args.stage)).cap
     print(json.dumps(prepare_full(args.out, cap=cap).describe(), indent=2))
     return 0
 

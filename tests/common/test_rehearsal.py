@@ -20,8 +20,8 @@ from common.registry.fetch import fetch
 from common.registry.lock import ChecksumLock
 from common.registry.sources import get_source
 from common.rehearsal import standins
+from common.inputs import full_inputs, step_budget
 from common.rehearsal.params import BATCH, PROCESSES, rehearsal_params
-from common.rehearsal.settings import rehearsal
 
 PINNED = "hard_positives/data/vl_checklist_attributes.json"
 
@@ -33,9 +33,14 @@ def test_the_rehearsal_params_are_the_full_profile_shrunk_to_the_cpu_and_valid(t
     from common.paths import ROOT
 
     real = read_params(ROOT / "params.yaml")
-    assert real["rehearsal"] == {"enabled": False, "cap": None}  # the workspace itself is never a rehearsal
+    assert real["full_inputs"] == {"published": True, "cap": None}  # the workspace's: the published files, all
+    assert real["aro"]["full"]["finetune"]["max_steps"] is None  # the recipe's epochs
     params = rehearsal_params(real, ["hard_positives"], cap=3)
-    assert params["profile"] == "full" and params["rehearsal"] == {"enabled": True, "cap": 3}
+    assert params["profile"] == "full" and params["full_inputs"] == {"published": False, "cap": 3}
+    assert not full_inputs(params).comparable
+    # a fine-tune trains cap rows' worth of steps (one at BATCH = 4), wherever its section is
+    assert params["aro"]["full"]["finetune"]["max_steps"] == params["sugarcrepe"]["negclip_full"]["max_steps"] == 1
+    assert step_budget(params["aro"]["full"]["finetune"]) == 1
     finetune = params["hard_positives"]["full"]["finetune"]
     assert (finetune["device"], finetune["precision"], finetune["gpus"], finetune["epochs"],
             finetune["batch_size"]) == ("cpu", "fp32", PROCESSES, 1, BATCH)
@@ -46,20 +51,7 @@ def test_the_rehearsal_params_are_the_full_profile_shrunk_to_the_cpu_and_valid(t
     assert real["hard_positives"]["full"]["finetune"]["device"] == "cuda"  # the input is not changed
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))
-    assert read_params(path)["rehearsal"]["cap"] == 3
-
-
-def test_a_cap_outside_a_rehearsal_is_refused_and_the_section_is_checked():
-    assert rehearsal({}).enabled is False and rehearsal({}).cap is None  # a stage that did not declare it
-    assert rehearsal({"rehearsal": {"enabled": True, "cap": 2}}).cap == 2
-    with pytest.raises(ParamsError, match=r"rehearsal\.cap: 3 outside a rehearsal"):
-        rehearsal({"rehearsal": {"enabled": False, "cap": 3}})
-    for node, message in (({"enabled": 1}, "rehearsal.enabled: must be true or false"),
-                          ({"enabled": True, "cap": 0}, "rehearsal.cap: must be null or a positive integer"),
-                          ({"enabled": True, "cap": True}, "rehearsal.cap: must be null or a positive integer"),
-                          ([1], "rehearsal: must be a table")):
-        with pytest.raises(ParamsError, match=message):
-            rehearsal({"rehearsal": node})
+    assert read_params(path)["full_inputs"]["cap"] == 3
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -262,19 +254,23 @@ def test_a_rehearsal_audit_report_says_so(tmp_path):
     assert "rehearsal: not comparable" in Path(paths["csv"]).read_text()
 
 
-def test_an_audit_stage_that_does_not_declare_the_rehearsal_refuses_to_run_in_one(monkeypatch):
+def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand_ins(monkeypatch):
     import common.audit as audit
     import common.params as params
 
+    standins = {"profile": "full", "full_inputs": {"published": False, "cap": 4}}
     monkeypatch.setattr(params, "stage_params", lambda stage: {"profile": "full"})
-    monkeypatch.setattr(params, "load_params", lambda: {"profile": "full", "rehearsal": {"enabled": True}})
-    with pytest.raises(WorkspaceError, match="does not declare rehearsal.enabled"):
+    monkeypatch.setattr(params, "load_params", lambda: standins)
+    with pytest.raises(WorkspaceError, match="does not declare full_inputs"):
         audit.stage_main("hard_positives", [])
     seen = {}
-    monkeypatch.setattr(audit, "main", lambda paper, argv, recompute, figures, profile, rehearsal: seen.update(
-        profile=profile, rehearsal=rehearsal) or 0)
-    monkeypatch.setattr(params, "stage_params", lambda stage: {"profile": "full", "rehearsal": {"enabled": True}})
-    assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "rehearsal": True}
+    monkeypatch.setattr(audit, "main", lambda paper, argv, recompute, figures, profile, comparable: seen.update(
+        profile=profile, comparable=comparable) or 0)
+    monkeypatch.setattr(params, "stage_params", lambda stage: standins)
+    assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": False}
+    capped = {"profile": "full", "full_inputs": {"published": True, "cap": 4}}  # a capped run on the real files
+    monkeypatch.setattr(params, "stage_params", lambda stage: capped)
+    assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": False}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -383,15 +379,10 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
 
 
 def test_a_rehearsals_finetune_trains_cap_rows_worth_of_steps():
-    from common.rehearsal.training import rehearsal_steps
+    from common.rehearsal.params import fine_tune_steps
 
-    on = {"rehearsal": {"enabled": True, "cap": 4}}
-    assert rehearsal_steps(on, batch_size=4) == 1 and rehearsal_steps(on, batch_size=3) == 2
-    assert rehearsal_steps(on, batch_size=4, steps=7) == 7  # a smoke run's --steps wins
-    assert rehearsal_steps({"rehearsal": {"enabled": True, "cap": None}}, batch_size=4) is None  # the epochs
-    assert rehearsal_steps({}, batch_size=256) is None  # a real run: the recipe's epochs
-    with pytest.raises(ParamsError, match="outside a rehearsal"):
-        rehearsal_steps({"rehearsal": {"enabled": False, "cap": 4}}, batch_size=4)
+    assert fine_tune_steps(4, batch_size=4) == 1 and fine_tune_steps(4, batch_size=3) == 2
+    assert rehearsal_params({"x": {"max_steps": None}}, [], cap=9)["x"]["max_steps"] == 3  # BATCH = 4
 
 
 def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):

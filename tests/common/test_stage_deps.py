@@ -187,7 +187,9 @@ def test_write_on_the_workspace_touches_only_the_stages_the_check_flags():
 def test_a_stage_reads_only_declared_parameters():
     """Stage scripts read parameters through dvc.api.params_show(stages=...): what is not declared is not there."""
     aro = stage_params("papers/aro/dvc.yaml:audit")
-    assert set(aro) == {"profile", "rehearsal"} and set(aro["rehearsal"]) == {"enabled"}  # rehearsal.enabled only
+    assert set(aro) == {"profile", "full_inputs"} and set(aro["full_inputs"]) == {"published", "cap"}
+    full_set = stage_params("papers/aro/dvc.yaml:full-set")
+    assert full_set == {"full_inputs": {"published": True}}  # full_inputs.published only
     table6 = stage_params("papers/sugarcrepe/dvc.yaml:table6")
     assert set(table6) == {"profile", "engine", "sugarcrepe"} and set(table6["sugarcrepe"]["models"]) == {table6["profile"]}
     train = stage_params("mini/train@xs-2k")

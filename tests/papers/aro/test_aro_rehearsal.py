@@ -35,7 +35,7 @@ def data_env(prepared, monkeypatch) -> Path:
 
 
 def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
-    aro = sets_full.prepare_full(tmp_path / "set", rehearsal=True)
+    aro = sets_full.prepare_full(tmp_path / "set", published=False)
     counts = aro.info["counts"]
     records = rehearsal.vg_records()
     assert counts["vg_relation"] == len(records["relation"]) and counts["vg_attribution"] == len(records["attribution"])
@@ -44,7 +44,7 @@ def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
     assert counts["retrieval"] == {"coco": {"images": 4, "captions": 20}, "flickr30k": {"images": 4, "captions": 20}}
     assert counts["classification"]["cifar100"] == {"images": len(rehearsal.CIFAR_TEST_LABELS), "classes": 4}
     assert aro.classification_sets()["cifar100"].class_names == ("apple", "aquarium fish", "baby", "bear")
-    assert "md5" in aro.info["rehearsal"]
+    assert "md5" in aro.info["unpublished_inputs"]
     # COCO's Karpathy test images are valid_neg_clip.tsv's first, each led by its real caption
     coco = aro.retrieval_sets()["coco"]
     assert coco.flat_captions()[0] == "A child holding a flowered umbrella and petting a yak."
@@ -104,6 +104,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     stages = yaml.safe_load((ROOT / "papers/aro/dvc.yaml").read_text())["stages"]
     assert " ".join(stages["finetune-full"]["do"]["cmd"].split()).endswith("--device ${aro.full.device}")
     assert yaml.safe_load((ROOT / "params.yaml").read_text())["aro"]["full"]["device"] == "cuda"
-    assert stage_params("papers/aro/dvc.yaml:full-set") == {"rehearsal": {"enabled": False}}
-    assert stage_params("papers/aro/dvc.yaml:finetune-full@negclip")["rehearsal"] == {"enabled": False, "cap": None}
-    assert stage_params("papers/aro/dvc.yaml:audit") == {"profile": "mini", "rehearsal": {"enabled": False}}
+    assert stage_params("papers/aro/dvc.yaml:full-set") == {"full_inputs": {"published": True}}
+    finetune = stage_params("papers/aro/dvc.yaml:finetune-full@negclip")
+    assert finetune["full_inputs"] == {"cap": None} and finetune["aro"]["full"]["finetune"]["max_steps"] is None
+    assert stage_params("papers/aro/dvc.yaml:audit") == {"profile": "mini",
+                                                         "full_inputs": {"published": True, "cap": None}}

@@ -155,7 +155,7 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
     from interrupt_support import count_moves, interrupt_at_every_move, leftovers
 
     out = tmp_path / "build" / "aro"
-    sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True)
+    sets_full.prepare_full(out, ["vg", "cifar"], published=False)
     manifest = (out / "manifest.json").read_bytes()
 
     def labels() -> dict[str, tuple[int, ...]]:
@@ -171,7 +171,7 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
     for release in sets_full.CIFAR.values():  # pinned again now, so that every run below moves the same files
         sets_full.fetch(release.key, progress=False)
     total = count_moves(lambda: sets_full.prepare_full(shutil.copytree(out, tmp_path / "count"), ["vg", "cifar"],
-                                                       rehearsal=True))
+                                                       published=False))
     shutil.copytree(out, tmp_path / "previous")
 
     def from_the_previous_set() -> None:  # an interrupted run keeps the images it wrote: each run starts afresh
@@ -183,9 +183,9 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
         assert labels() == {"cifar10": (1, 0, 1), "cifar100": (1, 0, 1)}, f"interrupted at move {at}: a mix"
         assert not leftovers(out)
 
-    interrupt_at_every_move(lambda: sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True), total, check,
+    interrupt_at_every_move(lambda: sets_full.prepare_full(out, ["vg", "cifar"], published=False), total, check,
                             before_each=from_the_previous_set)
-    sets_full.prepare_full(out, ["vg", "cifar"], rehearsal=True)
+    sets_full.prepare_full(out, ["vg", "cifar"], published=False)
     assert labels() == {"cifar10": (0, 1, 1), "cifar100": (0, 1, 1)}
     named = {e["file"] for e in json.loads((out / "manifest.json").read_text())["classification"].values()}
     assert {p.relative_to(out).as_posix() for p in (out / "classification").glob("*.json")} == named

@@ -59,9 +59,10 @@ def test_the_bivlc_standin_holds_the_real_text_of_every_category(prepared, tmp_p
     assert len(data.capped(1).items) == len(tables_full.CATEGORIES)
 
 
-def test_a_standin_of_the_wrong_size_is_refused_outside_a_rehearsal(prepared, tmp_path, monkeypatch):
-    """The stage reads its ``rehearsal`` params: off (a real run), the 2,933-instance check stands; on, the stand-in's
-    size is accepted and ``rehearsal.cap`` instances per category are scored."""
+def test_a_standin_of_the_wrong_size_is_refused_as_the_published_files(prepared, tmp_path, monkeypatch):
+    """The stage reads its ``full_inputs`` params: the published files (a real run), the 2,933-instance check stands;
+    not (a rehearsal's stand-ins), the file's size is accepted and ``full_inputs.cap`` instances per category are
+    scored."""
     import common.params
 
     root, _ = prepared
@@ -78,15 +79,15 @@ def test_a_standin_of_the_wrong_size_is_refused_outside_a_rehearsal(prepared, tm
                               no_sugarcrepe=True, any_size=False, out=str(tmp_path / "out"), device="cpu")
     section = {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False, "detector_rows": {}}
 
-    def stage_section(rehearsal_section):
-        return lambda name, stage=None: ({"engine": {}, "bivlc": {"full": section}, "rehearsal": rehearsal_section},
-                                    section)
+    def stage_section(inputs_section):
+        return lambda name, stage=None: ({"engine": {}, "bivlc": {"full": section}, "full_inputs": inputs_section},
+                                         section)
 
-    monkeypatch.setattr(common.params, "own_section", stage_section({"enabled": False, "cap": None}))
+    monkeypatch.setattr(common.params, "own_section", stage_section({"published": True, "cap": None}))
     with pytest.raises(DatasetError, match="14 instances in the test split, expected 2933"):
         tables_full.run_tables(args)
     assert not seen
-    monkeypatch.setattr(common.params, "own_section", stage_section({"enabled": True, "cap": 1}))
+    monkeypatch.setattr(common.params, "own_section", stage_section({"published": False, "cap": 1}))
     tables_full.run_tables(args)
     assert seen["n"] == len(tables_full.CATEGORIES)
 
@@ -161,8 +162,9 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     assert "data/coco/train2017" in stages["finetune-full-set"]["do"]["deps"]
     assert stage_params("papers/bivlc/dvc.yaml:detectors-full-clip@image")["bivlc"]["full"]["finetune"] == {
         "gpus": 1, "device": "cuda"}
-    assert stage_params("papers/bivlc/dvc.yaml:audit") == {"profile": "mini", "rehearsal": {"enabled": False}}
-    assert stage_params("papers/bivlc/dvc.yaml:tables-full")["rehearsal"] == {"enabled": False, "cap": None}
+    assert stage_params("papers/bivlc/dvc.yaml:audit") == {"profile": "mini",
+                                                           "full_inputs": {"published": True, "cap": None}}
+    assert stage_params("papers/bivlc/dvc.yaml:tables-full")["full_inputs"] == {"published": True, "cap": None}
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert params["bivlc"]["full"]["finetune"]["device"] == "cuda"
 

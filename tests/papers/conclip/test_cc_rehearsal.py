@@ -14,8 +14,8 @@ from common.tasks import DatasetError
 from papers.conclip import ccneg, rehearsal, sets_full
 from papers.conclip import zeroshot_full as zf
 
-REAL_RUN = {"rehearsal": {"enabled": False, "cap": None}}
-REHEARSAL = {"rehearsal": {"enabled": True, "cap": 4}}
+REAL_RUN = {"full_inputs": {"published": True, "cap": None}}
+REHEARSAL = {"full_inputs": {"published": False, "cap": 4}}
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +130,10 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     stages = yaml.safe_load((ROOT / "papers/conclip/dvc.yaml").read_text())["stages"]
     assert "--device ${conclip.full.finetune.device}" in " ".join(stages["finetune-full"]["do"]["cmd"].split())
     assert yaml.safe_load((ROOT / "params.yaml").read_text())["conclip"]["full"]["finetune"]["device"] == "cuda"
-    for stage in ("tables-full", "finetune-full-set", "distractors-full", "zeroshot-full"):
-        assert stage_params(f"papers/conclip/dvc.yaml:{stage}")["rehearsal"] == {"enabled": False, "cap": None}
-    assert stage_params("papers/conclip/dvc.yaml:audit")["rehearsal"] == {"enabled": False}
+    for stage in ("tables-full", "finetune-full-set", "distractors-full"):  # the evaluation split's size
+        assert stage_params(f"papers/conclip/dvc.yaml:{stage}")["full_inputs"] == {"cap": None}
+    assert stage_params("papers/conclip/dvc.yaml:zeroshot-full")["full_inputs"] == {"published": True}  # the pins
+    assert stage_params("papers/conclip/dvc.yaml:audit")["full_inputs"] == {"published": True, "cap": None}
 
 
 def test_the_audit_compares_each_column_in_its_published_unit():

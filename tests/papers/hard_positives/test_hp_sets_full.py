@@ -250,18 +250,18 @@ def test_a_rehearsals_cap_keeps_the_first_items_of_each_group_after_checking_eve
         sets_full.prepare_full(tmp_path / "none", release.__getitem__, cap=0)
 
 
-def test_the_stage_reads_the_cap_from_its_rehearsal_params(release, tmp_path, monkeypatch, capsys):
+def test_the_stage_reads_the_cap_from_its_full_inputs_params(release, tmp_path, monkeypatch, capsys):
     import common.params
 
     seen = {}
     monkeypatch.setattr(common.params, "stage_params", lambda stage: seen.setdefault(stage, {
-        "rehearsal": {"enabled": True, "cap": 2}}))
+        "full_inputs": {"cap": 2}}))
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     prepare = sets_full.prepare_full
     monkeypatch.setattr(sets_full, "prepare_full", lambda out, cap=None: prepare(out, release.__getitem__, cap=cap))
     assert sets_full.main(["--out", str(tmp_path / "set")]) == 0
     assert list(seen) == ["papers/hard_positives/dvc.yaml:full-data"]
     assert sets_full.FullSet.load(tmp_path / "set").cap == 2
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 2}})
-    with pytest.raises(WorkspaceError, match="outside a rehearsal"):
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"full_inputs": {"cap": 0}})
+    with pytest.raises(WorkspaceError, match="full_inputs.cap: must be null or a positive integer"):
         sets_full.main(["--out", str(tmp_path / "other")])

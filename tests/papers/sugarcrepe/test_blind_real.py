@@ -195,7 +195,7 @@ def test_aro_crepe_is_built_on_sugarcrepes_positives_and_table4_pairs_them(tmp_p
 
 
 def test_a_rehearsals_cap_keeps_the_first_pairs_of_every_benchmark_and_category(tmp_path, monkeypatch):
-    """``rehearsal.cap`` (blind-released in a rehearsal): the first ``cap`` pairs per (benchmark, category), ARO+CREPE
+    """``full_inputs.cap`` (blind-released in a rehearsal): the first ``cap`` pairs per (benchmark, category), ARO+CREPE
     made from the capped SugarCrepe positives; the released scorers' stage then runs on those and says so."""
     import common.blind.pretrained as pretrained
 
@@ -218,4 +218,4 @@ def test_a_rehearsals_cap_keeps_the_first_pairs_of_every_benchmark_and_category(
     result = blind_real.run(blind_real.Config(folds=2, bootstrap=20), tmp_path / "out", fetch=files.__getitem__,
                             order_csv=order, scorers="released", cap=3)
     assert {r["n"] for r in result["accuracy"] if (r["benchmark"], r["category"]) in groups} == {3}
-    assert json.loads((tmp_path / "out" / "context.json").read_text())["rehearsal_cap"] == 3
+    assert json.loads((tmp_path / "out" / "context.json").read_text())["cap_per_group"] == 3

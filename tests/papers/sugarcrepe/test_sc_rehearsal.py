@@ -137,8 +137,8 @@ def test_the_rehearsal_keeps_one_model_per_loader_path():
 
 
 def test_the_full_stages_hooks_default_to_a_real_run():
-    """The devices are parameters (cuda unless a rehearsal says cpu); the set reads the rehearsal section, off here
-    (a cap outside a rehearsal is refused by common.rehearsal.settings)."""
+    """The devices are parameters (cuda unless a rehearsal says cpu); the set reads ``full_inputs.cap``, null here,
+    and the fine-tunes ``max_steps``, null here (the recipe's epochs)."""
     import yaml
 
     from common.params import stage_params
@@ -151,9 +151,9 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     assert "--device ${sugarcrepe.negclip_full.device}" in cmds["negclip-full-refined"]
     assert "--device ${sugarcrepe.blind_released.device}" in cmds["blind-released"]
     assert "--device ${sugarcrepe.negclip_full.refine.device}" in cmds["negclip-full-refine"]
-    assert stage_params("papers/sugarcrepe/dvc.yaml:full-set") == {"rehearsal": {"enabled": False, "cap": None}}
-    assert stage_params("papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")["sugarcrepe"]["negclip_full"][
-        "device"] == "cuda"
+    assert stage_params("papers/sugarcrepe/dvc.yaml:full-set") == {"full_inputs": {"cap": None}}
+    negclip_full = stage_params("papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")["sugarcrepe"]["negclip_full"]
+    assert negclip_full["device"] == "cuda" and negclip_full["max_steps"] is None
     assert stage_params("papers/sugarcrepe/dvc.yaml:blind-released")["sugarcrepe"]["blind_released"] == {
         "device": "cuda"}
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -170,15 +170,15 @@ def test_the_copy_carries_the_committed_inputs_stages_read():
     assert "results/sugarcrepe/mini/table6.csv" not in inputs and not any("/full/" in name for name in inputs)
 
 
-def test_a_standin_is_refused_for_the_pinned_json_and_a_cap_outside_a_rehearsal(monkeypatch, tmp_path):
+def test_a_standin_is_refused_for_the_pinned_json_and_a_bad_cap_before_anything_is_written(monkeypatch, tmp_path):
     from common import params as params_module
     from common.params import ParamsError
     from common.rehearsal import standins
 
     with pytest.raises(standins.StandInError, match="pins its sha256"):
         standins.place_json("sugarcrepe/data/add_att.json", tmp_path, {})
-    monkeypatch.setattr(params_module, "stage_params", lambda stage: {"rehearsal": {"enabled": False, "cap": 4}})
+    monkeypatch.setattr(params_module, "stage_params", lambda stage: {"full_inputs": {"cap": 0}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:full-set")  # as `dvc repro` sets it
-    with pytest.raises(ParamsError, match="outside a rehearsal"):
+    with pytest.raises(ParamsError, match="full_inputs.cap: must be null or a positive integer"):
         sets_full.main(["--out", str(tmp_path / "set")])
     assert not (tmp_path / "set").exists()
