@@ -43,13 +43,13 @@ def _shrink(node: Any) -> Any:
 def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
     """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``rehearsal.enabled``, ``cap``
     examples per benchmark group, ``SHRINK`` applied, then each paper's own ``rehearsal.params``."""
-    from common import plugins
+    from common.paper import load_paper
 
     out = _shrink(copy.deepcopy(dict(params)))
     out["profile"] = "full"
     out["rehearsal"] = {"enabled": True, "cap": cap}
     for paper in papers:
-        module = plugins.paper_module(paper, "rehearsal")
-        if module is not None and hasattr(module, "params"):
-            module.params(out)
+        rehearsal = load_paper(paper).rehearsal
+        if rehearsal is not None:
+            rehearsal.load().params(out)
     return out
