@@ -113,9 +113,8 @@ class Paper:
     its ``dvc.yaml`` runs)."""
 
     name: str
-    """The package's name under ``papers/`` (the first segment of its registry keys and zoo names)."""
-    title: str
-    """The paper, as cited: authors, title, venue."""
+    """The package's name under ``papers/`` (the first segment of its registry keys and zoo names). Its title,
+    authors and venue are in ``papers/<paper>/scorecard.toml``'s ``[paper]`` table, which the site reads."""
     audit: PlugIn[AuditPlugIn] | None = None
     report: PlugIn[ReportPlugIn] | None = None
     card: PlugIn[CardPlugIn] | None = None

@@ -14,7 +14,7 @@ PARAMS = "\ntoy:\n  mini:\n    images: 24\n    seed: 0\n    steps: 3\n    batch_
 INIT = '''"""A toy paper: the smallest complete paper package (no audit, report, card, rehearsal or oracle)."""
 from common.paper import Paper
 
-PAPER = Paper(name="toy", title="A toy paper (tests/toy_paper.py)")
+PAPER = Paper(name="toy")
 '''
 
 SETS = '''"""The toy paper's set: mini-world scenes with two captions each, and the size of one fetched file."""

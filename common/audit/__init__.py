@@ -4,12 +4,14 @@ Sources of recomputations, per paper:
 
 * ``claims``: every numeric claim of the text whose ``recompute`` expression derives it from the paper's own
   tables (done here, for every paper);
-* the paper's own ``papers/<paper>/audit.py`` (``common.plugins``): ``recompute(profile)`` returns what it
-  recomputes from the authors' released artifacts (fetched through the checksum-verifying downloader) and from
-  this workspace's runs (full profile compared; mini profile never compared), and may draw figures.
+* the audit plug-in of the paper's ``PAPER`` (``papers/<paper>/audit.py``, ``common.paper.AuditPlugIn``):
+  ``recompute(profile)`` returns what it recomputes from the authors' released artifacts (fetched through the
+  checksum-verifying downloader) and from this workspace's runs (full profile compared; mini profile never
+  compared), and may draw figures.
 
-A paper's audit stage is its own ``audit.py`` calling ``main`` below with its recomputers, so the stage's code
-dependencies are exactly what it imports; ``python -m common audit <paper>`` runs the same ``main``.
+A paper's audit stage, ``python -m common audit <paper> --strict``, runs its plug-in's ``main``, which calls ``main``
+below (or ``stage_main``) with its recomputers; the stage's code dependencies start at the plug-in, so they are
+exactly what it imports.
 """
 from __future__ import annotations
 
@@ -153,7 +155,7 @@ def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
          figures: DrawFigures | None = None, profile: str | None = None, rehearsal: bool = False) -> int:
     """``audit <paper> [--strict]``: write the paper's audit and print where it is and what could not be read."""
-    parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.audit",
+    parser = argparse.ArgumentParser(prog=f"python -m common audit {paper}",
                                      description=f"{paper}: published vs recomputed numbers (results/audit/).")
     parser.add_argument("--strict", action="store_true",
                         help=f"exit {STRICT_EXIT}, writing nothing, when a pinned released source could not be "

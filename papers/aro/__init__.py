@@ -9,8 +9,6 @@ from common.paper import Paper, PlugIn
 
 PAPER = Paper(
     name="aro",
-    title="When and why vision-language models behave like bags-of-words, and what to do about it? (Yuksekgonul et "
-          "al., ICLR 2023)",
     audit=PlugIn("papers.aro.audit"),
     report=PlugIn("papers.aro.report"),
     card=PlugIn("papers.aro.card"),

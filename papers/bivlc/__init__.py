@@ -9,8 +9,6 @@ from common.paper import Paper, PlugIn
 
 PAPER = Paper(
     name="bivlc",
-    title="BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image Retrieval (Miranda et al., "
-          "NeurIPS 2024 D&B)",
     audit=PlugIn("papers.bivlc.audit"),
     report=PlugIn("papers.bivlc.report"),
     card=PlugIn("papers.bivlc.card"),

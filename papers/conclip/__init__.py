@@ -8,7 +8,6 @@ from common.paper import Paper, PlugIn
 
 PAPER = Paper(
     name="conclip",
-    title='Learn "No" to Say "Yes" Better: Improving Vision-Language Models via Negations (Singh et al., ECCV 2024)',
     audit=PlugIn("papers.conclip.audit"),
     report=PlugIn("papers.conclip.report"),
     card=PlugIn("papers.conclip.card"),

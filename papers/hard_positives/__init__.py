@@ -9,7 +9,6 @@ from common.paper import Paper, PlugIn
 
 PAPER = Paper(
     name="hard_positives",
-    title="The Hard Positive Truth about Vision-Language Compositionality (Kamath et al., ECCV 2024)",
     audit=PlugIn("papers.hard_positives.audit"),
     report=PlugIn("papers.hard_positives.report"),
     card=PlugIn("papers.hard_positives.card"),

@@ -9,8 +9,6 @@ from common.paper import Paper, PlugIn
 
 PAPER = Paper(
     name="sugarcrepe",
-    title="SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality (Hsieh et al., NeurIPS "
-          "2023 D&B)",
     audit=PlugIn("papers.sugarcrepe.audit"),
     report=PlugIn("papers.sugarcrepe.report"),
     card=PlugIn("papers.sugarcrepe.card"),

@@ -39,7 +39,7 @@ def test_the_plug_in_fields_are_read():
 @pytest.mark.parametrize("paper", paper_names())
 def test_every_declared_plug_in_satisfies_its_protocol(paper):
     declared = load_paper(paper)
-    assert declared.name == paper and declared.title
+    assert declared.name == paper
     for field, protocol in PLUG_INS.items():
         plug_in = getattr(declared, field)
         if plug_in is None:
