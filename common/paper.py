@@ -1,15 +1,17 @@
 """A paper as ``common`` sees it: one typed ``Paper``, exported as ``PAPER`` by ``papers/<paper>/__init__.py``.
 
 ``common`` never imports a paper by name (the import contracts forbid it); it reads each paper package's ``PAPER``
-(``common.plugins.paper``) and, through it, the paper's plug-ins: its audit, its report, its report-card
+(``load_paper``) and, through it, the paper's plug-ins: its audit, its report, its report-card
 benchmarks, its rehearsal stand-ins, its oracle and its subcommands. A paper without one of them says so (``None``).
-Each plug-in is a module whose functions satisfy one ``Protocol`` below; ``tests/test_layout.py`` loads every
+Each plug-in is a module whose functions satisfy one ``Protocol`` below; ``tests/common/test_paper.py`` loads every
 declared module and checks it against its protocol.
 
 A plug-in is named by its dotted module path (``PlugIn``) and imported only when used: ``papers/<paper>/__init__.py``
 runs before every stage of its paper and every ``python -m common`` command, so this module imports the standard
-library and ``common.plugins`` (the packages under ``papers/``) only, and a ``PAPER`` costs nothing to read. For the same reason the protocols name the workspace's own types
-(``Recomputed``, ``CardBenchmark``, ...) in their docstrings, not in imports that every stage would then depend on.
+library, ``common.errors`` and ``common.plugins`` (the packages under ``papers/``) only, and a ``PAPER`` costs nothing
+to read. For the same reason the protocols name the workspace's own types (``Recomputed``, ``CardBenchmark``, ...) in
+their docstrings, not in imports that every stage would then depend on (``common.import_closure`` counts every
+import, ``TYPE_CHECKING`` ones too).
 """
 from __future__ import annotations
 

@@ -46,8 +46,8 @@ def test_every_declared_plug_in_satisfies_its_protocol(paper):
             continue
         assert plug_in.module.startswith(f"papers.{paper}."), f"{paper}.{field}: {plug_in.module} is not its own"
         module = plug_in.load()
-        assert isinstance(module, protocol), (f"{plug_in.module} does not satisfy {protocol.__name__}: lacks "
-                                              f"{[m for m in dir(protocol) if not m.startswith('_') and not hasattr(module, m)]}")
+        lacking = [m for m in dir(protocol) if not m.startswith("_") and not hasattr(module, m)]
+        assert isinstance(module, protocol), f"{plug_in.module} does not satisfy {protocol.__name__}: lacks {lacking}"
 
 
 @pytest.mark.parametrize("paper", paper_names())
