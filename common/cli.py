@@ -1,8 +1,8 @@
 """``python -m common``: the workspace's command line (some pipeline stages call it too).
 
 Shared commands are registered by the modules that implement them (``register_cli``); a paper adds its own
-subcommands from ``papers/<paper>/cli.py`` (``register(groups)``, see ``common.plugins``), under the shared groups
-of ``CommandGroups`` or at the top level. ``main(argv)`` takes a list, so tests call it.
+subcommands through the ``cli`` plug-in its ``PAPER`` declares (``register(groups)``, ``common.paper.CliPlugIn``),
+under the shared groups of ``CommandGroups`` or at the top level. ``main(argv)`` takes a list, so tests call it.
 
 Many of those modules import torch, open_clip or transformers at their top, which takes seconds; so ``main`` builds
 the parser of the command it is given only, and lists the others from ``COMMANDS`` (name and help line): ``--help``
@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Callable, Sequence
 
-from common import plugins
-from common.errors import WorkspaceError, debug_enabled, run_entry_point
+from common.errors import debug_enabled, run_entry_point
+from common.paper import AuditPlugIn, PlugIn, PlugInCommand, load_papers
 
 __all__ = ["COMMANDS", "Command", "CommandGroups", "RegisterCli", "build_parser", "handler_module", "main",
            "not_installed", "run_entry_point"]
@@ -109,23 +109,23 @@ def _bench(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
     return {"bench": what}
 
 
-def _cmd_audit(args: argparse.Namespace) -> int:
-    audit = plugins.paper_module(args.paper, "audit")
-    if audit is None:
-        raise WorkspaceError(f"papers/{args.paper} has no audit.py")
-    return int(audit.main(["--strict"] if args.strict else []) or 0)
+def _audit_command(audit: PlugIn[AuditPlugIn]) -> PlugInCommand:
+    """``audit <paper> [--strict]``: the paper's audit stage (what ``papers/<paper>/dvc.yaml``'s ``audit`` runs)."""
+    return PlugInCommand(audit.module, lambda args: int(audit.load().main(["--strict"] if args.strict else []) or 0))
 
 
 def _audit(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
     targets = _group(sub, command, "target", "PAPER|released",
                      description="`audit <paper>` writes results/audit/<paper>.*; `audit released <paper> FILE...` "
                                  "scores files in that paper's released format.")
-    for paper in plugins.paper_names():
-        one = targets.add_parser(paper, help=f"audit {paper} (same as `python -m papers.{paper}.audit`)")
+    for paper in load_papers():
+        if paper.audit is None:
+            continue
+        one = targets.add_parser(paper.name, help=f"audit {paper.name} (the audit stage of {paper.dvc_file})")
         one.add_argument("--strict", action="store_true",
                          help="exit 3 when a pinned released source could not be fetched (pipelines: never cache a "
                               "partial audit)")
-        one.set_defaults(func=_cmd_audit, paper=paper)
+        one.set_defaults(func=_audit_command(paper.audit))
     released = targets.add_parser("released", help="score a file in a paper's released format")
     return {"audit_released": released.add_subparsers(dest="paper", required=True, metavar="PAPER")}
 
@@ -181,10 +181,9 @@ def _unused() -> Subparsers:
 
 
 def _register_papers(groups: CommandGroups) -> None:
-    for paper in plugins.paper_names():
-        cli = plugins.paper_module(paper, "cli")
-        if cli is not None and hasattr(cli, "register"):
-            cli.register(groups)
+    for paper in load_papers():
+        if paper.cli is not None:
+            paper.cli.load().register(groups)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -211,9 +210,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def handler_module(argv: Sequence[str]) -> str:
-    """The module of the function that runs ``python -m common ARGV``: where a stage that runs it starts importing
-    (``common.stage_deps`` gets it from here rather than importing this module, which registers its command)."""
-    return build_parser(argv).parse_args(list(argv)).func.__module__
+    """The module of the function that runs ``python -m common ARGV`` (for a paper's plug-in, the plug-in's): where a
+    stage that runs it starts importing (``common.stage_deps`` gets it from here rather than importing this module,
+    which registers its command)."""
+    func = build_parser(argv).parse_args(list(argv)).func
+    return func.module if isinstance(func, PlugInCommand) else func.__module__
 
 
 def not_installed(exc: ModuleNotFoundError) -> str | None:

@@ -1,14 +1,9 @@
-"""How ``common`` finds a paper's pieces without naming any paper: by convention, not by a dict here.
+"""How ``common`` finds the papers without naming any: the packages under ``papers/`` and what each declares.
 
-A paper is a package ``papers/<paper>/`` (a folder with ``__init__.py``). What ``common`` looks for in it,
-each optional:
+A paper is a package ``papers/<paper>/`` (a folder with ``__init__.py``, ``paper_names``) that exports ``PAPER``, a
+``common.paper.Paper``: its audit, report, card benchmarks, rehearsal stand-ins, oracle and subcommands, each a
+plug-in module with a stated protocol, or None (``common.paper.load_paper``). Besides it, two files by name:
 
-* ``papers/<paper>/audit.py``: ``recompute(profile) -> list[Recomputed]`` (released artifacts and this
-  workspace's runs; the text's claims are recomputed by ``common.audit`` itself), optional
-  ``draw_figures(out_dir) -> dict[str, Path]``, and ``main(argv)``, its pipeline stage;
-* ``papers/<paper>/cli.py``: ``register(groups: CommandGroups)`` adds the paper's subcommands to
-  ``python -m common`` (under shared groups such as ``data describe`` or ``audit released``), and
-  ``report(profile)`` prints the paper's reproduced tables for ``python -m common report <paper>``;
 * ``papers/<paper>/sources.toml`` and ``papers/<paper>/models.toml``: the paper's entries of the download
   registry and of the model zoo. A key (or model name) belongs to the paper whose name is its first segment
   (``bivlc/released/...``, ``aro/negclip``); a key naming no paper is shared.
@@ -24,10 +19,8 @@ Adding a paper therefore edits no file in ``common/``.
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from pathlib import Path
-from types import ModuleType
 
 from common.paths import ROOT
 
@@ -46,23 +39,6 @@ def paper_names() -> tuple[str, ...]:
 
 def paper_dir(paper: str) -> Path:
     return PAPERS_DIR / paper
-
-
-def paper_module_name(paper: str, name: str) -> str:
-    """The dotted name of the paper's module ``name`` (``papers.aro.audit``), whether or not it exists."""
-    return f"{PAPERS_PACKAGE}.{paper}.{name}"
-
-
-def paper_module(paper: str, name: str) -> ModuleType | None:
-    """``papers.<paper>.<name>``, or None when the paper has no such module (an import error inside it raises)."""
-    if paper not in paper_names():
-        from common.errors import unknown_name
-
-        raise unknown_name("paper", paper, paper_names())
-    qualified = paper_module_name(paper, name)
-    if not (paper_dir(paper) / f"{name}.py").is_file() and not (paper_dir(paper) / name / "__init__.py").is_file():
-        return None
-    return importlib.import_module(qualified)
 
 
 def owner(key: str) -> str | None:

@@ -1,9 +1,9 @@
 """``python -m common report <paper>``: a paper's reproduced tables and where its audit is; ``python -m common metrics
 <paper>``: its DVC metrics alone.
 
-The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``). A paper
-with tables of its own has ``papers/<paper>/report.py`` (``report(profile)`` prints them; its stage runs that module,
-which ends with ``audit_line``); every paper's audit summary is printed here.
+The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml`` runs
+``python -m common report <paper>``). A paper with tables of its own declares a report plug-in in its ``PAPER``
+(``common.paper.ReportPlugIn``: ``report(profile)`` prints them); every paper's audit summary is printed here.
 
 A report reads files a stage wrote, which may since have been cut short, merge-conflicted or hand-edited: it reads
 them through ``read_table`` and ``read_summary``, which check what the report prints (columns, counts, numbers) and
@@ -18,8 +18,10 @@ from typing import Sequence
 
 from common import plugins
 from common.errors import WorkspaceError
-from common.params import own_params
+from common.paper import Paper, PlugInCommand, load_paper, load_papers
+from common.params import stage_params
 from common.paths import RESULTS
+from common.stage_map import stage_running
 
 REMEDY = "rerun the stage that writes it (`dvc repro`) or restore it (`git checkout -- <file>`)"
 
@@ -133,7 +135,7 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
 def audit_line(paper: str) -> str:
     """Where the paper's audit report is, with its verdict counts."""
     summary = RESULTS / "audit" / f"{paper}_summary.json"
-    if not summary.is_file() and plugins.paper_module(paper, "audit") is None:
+    if not summary.is_file() and load_paper(paper).audit is None:
         return f"audit:   none (papers/{paper} has no audit.py)"
     if not summary.is_file():
         raise WorkspaceError(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
@@ -169,11 +171,12 @@ def report_tables(paper: str, title: str, profile: str, tables: dict[str, tuple[
 
 
 def run(paper: str) -> int:
-    module = plugins.paper_module(paper, "report")
-    if module is not None:
-        # the profile of the stage that runs the paper's report (its aggregate stage), whether DVC runs it or
-        # `python -m common report <paper>` does
-        module.report(own_params(module=module.__spec__.name)["profile"])
+    """``report <paper>``: its tables (its report plug-in, if any), its audit's line and the cross-paper one."""
+    report = load_paper(paper).report
+    if report is not None:
+        # the profile its aggregate stage declares: the root pipeline's stage whose command is `python -m common
+        # report <paper>` (the stage map), whether DVC runs it or a researcher does
+        report.load().report(stage_params(stage_running("common", ["report", paper], files=["dvc.yaml"]))["profile"])
     print(audit_line(paper))
     print(cross_paper_line())
     return 0
@@ -194,10 +197,6 @@ def cross_paper_line() -> str:
             f"{counts['pairs_unexplained']}, explained: {counts['pairs_explained']}, consistent: "
             f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']}; third witness: "
             f"{counts['witness_checked']})")
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    return run(args.paper)
 
 
 def metric_files(paper: str) -> list[str]:
@@ -270,22 +269,19 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return status
 
 
+def _report_command(paper: Paper) -> PlugInCommand:
+    """``report <paper>``: what the paper's aggregate stage runs; its code is the report plug-in's (which prints with
+    this module's readers), or this module's alone."""
+    return PlugInCommand(paper.report.module if paper.report is not None else __name__, lambda args: run(paper.name))
+
+
 def register_cli(subparsers) -> None:
     p = subparsers.add_parser("report", help="print a paper's reproduced tables and where its files are")
-    p.add_argument("paper", choices=plugins.paper_names())
-    p.set_defaults(func=_cmd_report)
+    papers = p.add_subparsers(dest="paper", required=True, metavar="PAPER")
+    for paper in load_papers():
+        papers.add_parser(paper.name, help=f"{paper.name}'s tables, files and audit").set_defaults(
+            func=_report_command(paper))
     m = subparsers.add_parser("metrics", help="`dvc metrics show` over one paper's metrics (a short table per paper)")
     m.add_argument("paper", nargs="+", choices=plugins.paper_names())
     m.set_defaults(func=_cmd_metrics)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m common.report", description="A paper's reproduced tables and audit.")
-    parser.add_argument("paper", choices=plugins.paper_names())
-    return run(parser.parse_args(argv).paper)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -181,9 +181,10 @@ def _leading(words: Sequence[str]) -> tuple[str, ...]:
     return tuple(itertools.takewhile(lambda word: not word.startswith("-"), words))
 
 
-def stage_running(module: str, argv: Sequence[str], root: Path = ROOT) -> str:
-    """The address of the one stage whose command runs ``module`` with ``argv`` (step 3 of ``current_stage``)."""
-    named = [f for f in dvc_files(root) if module in (root / f).read_text(encoding="utf-8")]
+def stage_running(module: str, argv: Sequence[str], root: Path = ROOT, files: Sequence[str] | None = None) -> str:
+    """The address of the one stage whose command runs ``module`` with ``argv`` (step 3 of ``current_stage``);
+    ``files``: only these stage files (default: every one whose text names the module)."""
+    named = [f for f in (dvc_files(root) if files is None else files) if module in (root / f).read_text(encoding="utf-8")]
     runs = [(s, Command.of(s.cmd)) for f in named for s in stages_in(f, root) if _runs(s, module)]
     if len(runs) == 1:
         return runs[0][0].address

@@ -370,9 +370,9 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
 
 def test_a_paper_script_goes_through_the_wrapper(tmp_path):
     """``python -m papers.<paper>.<script>``: the same one line (here argparse's own usage error, exit 2)."""
-    proc = subprocess.run([sys.executable, "-m", "common.report", "no_such_paper"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "'no_such_paper'" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "papers.sugarcrepe.sets_mini", "--out", str(tmp_path / "set"),
+                           "--no_such_option"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--no_such_option" in proc.stderr
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -343,7 +343,7 @@ CASES: list[Case] = [
 ]
 
 TABLE2 = "results/bivlc/mini/table2.csv"
-AUDIT = ["papers.bivlc.audit", "--strict"]
+AUDIT = ["common", "audit", "bivlc", "--strict"]
 
 
 def _in_copy(relative: str, edit: Callable[[bytes], bytes]) -> Callable[[Path], list[str]]:
@@ -354,12 +354,12 @@ def _in_copy(relative: str, edit: Callable[[bytes], bytes]) -> Callable[[Path], 
     return argv
 
 
-COPY_CASES: list[Case] = [  # the issue's own runs: `python -m papers.bivlc.audit --strict` in a copy of the workspace
-    Case("python-m-papers-bivlc-audit", "table2-cut-in-half", _in_copy(TABLE2, half_bytes),
+COPY_CASES: list[Case] = [  # the issue's own runs: `python -m common audit bivlc --strict` in a copy of the workspace
+    Case("python-m-common-audit-bivlc", "table2-cut-in-half", _in_copy(TABLE2, half_bytes),
          _where("results", "bivlc", "mini", "table2.csv"), runner="copy"),
-    Case("python-m-papers-bivlc-audit", "table2-merge-conflict", _in_copy(TABLE2, conflict),
+    Case("python-m-common-audit-bivlc", "table2-merge-conflict", _in_copy(TABLE2, conflict),
          _where("results", "bivlc", "mini", "table2.csv", line=3, then="a merge-conflict marker"), runner="copy"),
-    Case("python-m-papers-bivlc-audit", "claims-lambda-hiding-code",
+    Case("python-m-common-audit-bivlc", "claims-lambda-hiding-code",
          _in_copy("results/published/bivlc_claims.csv", lambda d: d + claim_row(f"(lambda: {SUBCLASSES})()")),
          _where("results", "published", "bivlc_claims.csv", line=INJECTED, then="column 'recompute'"), runner="copy"),
 ]
@@ -407,10 +407,10 @@ def _run_in_process(case: Case, argv: Sequence[str], root: Path) -> int:
         return run_entry_point(lambda: read_negclip_tsv(Path(argv[0])))
     if case.runner == "runs":
         from common.audit import run_audit
-        from common.plugins import paper_module
+        from common.paper import load_paper
 
         paper, results = argv[0], Path(argv[1])
-        module = paper_module(paper, "audit")
+        module = load_paper(paper).audit.load()
         recompute = (lambda p: module.recompute(p, results=results)) if paper == "aro" else (
             lambda p: module.run_recomputations(p, results))
         return run_entry_point(lambda: run_audit(paper, recompute, profile="mini", out_dir=root / "out", strict=True))

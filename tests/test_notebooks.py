@@ -21,7 +21,8 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT_NOTEBOOK = ROOT / "notebooks" / "audit.ipynb"
 TIMEOUT = 300
-from common.plugins import paper_module, paper_names  # noqa: E402
+from common.paper import load_paper  # noqa: E402
+from common.plugins import paper_names  # noqa: E402
 from shared_files import MIRROR  # noqa: E402
 
 PAPERS = paper_names()
@@ -49,7 +50,7 @@ def audit_dir(tmp_path_factory) -> Path:
         if (MIRROR / "MANIFEST.tsv").is_file():
             mp.setenv("VLC_MIRROR", str(MIRROR))
         for paper in PAPERS:
-            module = paper_module(paper, "audit")
+            module = load_paper(paper).audit.load()
             try:
                 run_audit(paper, getattr(module, "recompute", None), getattr(module, "draw_figures", None), out_dir=out)
             except (FetchError, OSError) as exc:  # released artifacts not reachable here

@@ -11,6 +11,12 @@ from common.paths import ROOT
 from shared_files import MIRROR  # VLC_MIRROR when set, else ../shared/mirror
 PARAMS = "\ntoy:\n  mini:\n    images: 24\n    seed: 0\n    steps: 3\n    batch_size: 8\n"
 
+INIT = '''"""A toy paper: the smallest complete paper package (no audit, report, card, rehearsal or oracle)."""
+from common.paper import Paper
+
+PAPER = Paper(name="toy")
+'''
+
 SETS = '''"""The toy paper's set: mini-world scenes with two captions each, and the size of one fetched file."""
 import argparse
 import json
@@ -202,7 +208,7 @@ def add_toy_paper(work: Path) -> Path:
     toy = work / "papers" / "toy"
     toy.mkdir()
     released = source_entry("sugarcrepe/data/swap_att.json")
-    (toy / "__init__.py").write_text('"""A toy paper: the smallest complete paper package."""\n')
+    (toy / "__init__.py").write_text(INIT)
     (toy / "sources.toml").write_text(
         "version = 1\n\n[[source]]\n" + "".join(
             f"{k} = {json.dumps(v)}\n" for k, v in {

@@ -4,12 +4,14 @@ Sources of recomputations, per paper:
 
 * ``claims``: every numeric claim of the text whose ``recompute`` expression derives it from the paper's own
   tables (done here, for every paper);
-* the paper's own ``papers/<paper>/audit.py`` (``common.plugins``): ``recompute(profile)`` returns what it
-  recomputes from the authors' released artifacts (fetched through the checksum-verifying downloader) and from
-  this workspace's runs (full profile compared; mini profile never compared), and may draw figures.
+* the audit plug-in of the paper's ``PAPER`` (``papers/<paper>/audit.py``, ``common.paper.AuditPlugIn``):
+  ``recompute(profile)`` returns what it recomputes from the authors' released artifacts (fetched through the
+  checksum-verifying downloader) and from this workspace's runs (full profile compared; mini profile never
+  compared), and may draw figures.
 
-A paper's audit stage is its own ``audit.py`` calling ``main`` below with its recomputers, so the stage's code
-dependencies are exactly what it imports; ``python -m common audit <paper>`` runs the same ``main``.
+A paper's audit stage, ``python -m common audit <paper> --strict``, runs its plug-in's ``main``, which calls ``main``
+below (or ``stage_main``) with its recomputers; the stage's code dependencies start at the plug-in, so they are
+exactly what it imports.
 """
 from __future__ import annotations
 
@@ -157,7 +159,7 @@ def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
          figures: DrawFigures | None = None, profile: str | None = None, comparable: bool = True) -> int:
     """``audit <paper> [--strict]``: write the paper's audit and print where it is and what could not be read."""
-    parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.audit",
+    parser = argparse.ArgumentParser(prog=f"python -m common audit {paper}",
                                      description=f"{paper}: published vs recomputed numbers (results/audit/).")
     parser.add_argument("--strict", action="store_true",
                         help=f"exit {STRICT_EXIT}, writing nothing, when a pinned released source could not be "
@@ -202,9 +204,9 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
 
 
 def audit_stage(paper: str) -> str:
-    """The DVC address of a paper's audit stage: the stage that runs ``papers.<paper>.audit`` (``DVC_STAGE`` under
-    ``dvc repro``, else the stage map), whether DVC runs it or ``python -m common audit <paper>`` does."""
-    from common.plugins import paper_module_name
-    from common.stage_map import current_stage
+    """The DVC address of a paper's audit stage: the stage of the paper's pipeline whose command is ``python -m common
+    audit <paper>`` (the stage map), whether DVC runs it or a researcher does."""
+    from common.paper import load_paper
+    from common.stage_map import stage_running
 
-    return current_stage(module=paper_module_name(paper, "audit"))
+    return stage_running("common", ["audit", paper], files=[load_paper(paper).dvc_file])

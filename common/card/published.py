@@ -2,9 +2,10 @@
 same numbers the card computes (SugarCrepe's Table 6 rows for CLIP ViT-B/32, NegCLIP, ...), labelled as published
 with their source table.
 
-A paper offers them from its ``card.py`` with ``published() -> list[PublishedColumns]``: which table, and which of its
-columns is which card number. Only a full-profile card (not a rehearsal's) is like-for-like with them: the same
-benchmark under the same rule; a mini card's numbers are the mini world's, and the card says they are not comparable.
+A paper offers them from its card plug-in (``common.paper.CardPlugIn``) with ``published() ->
+list[PublishedColumns]``: which table, and which of its columns is which card number. Only a full-profile card (not a
+rehearsal's) is like-for-like with them: the same benchmark under the same rule; a mini card's numbers are the mini
+world's, and the card says they are not comparable.
 """
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 when several are carded together.
 
 What a card holds is described in ``common.card`` (the package docstring); this module finds the benchmarks (each
-paper's ``card.py``: ``benchmarks(profile)`` and, optionally, ``trends(profile)``), loads each benchmark's data once,
-scores every model through the engine (whose cache is keyed by content: an image or caption that several benchmarks
-share is encoded once, and a model the pipeline already scored is not encoded again), adds the blind baseline and
-the trend residuals, and writes each model's files as one output group (all of them or none).
+paper's card plug-in, ``common.paper.CardPlugIn``: ``benchmarks(profile)``, ``trends(profile)``), loads each
+benchmark's data once, scores every model through the engine (whose cache is keyed by content: an image or caption
+that several benchmarks share is encoded once, and a model the pipeline already scored is not encoded again), adds the
+blind baseline and the trend residuals, and writes each model's files as one output group (all of them or none).
 """
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from common import plugins
 from common.card import report
 from common.card.core import (CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate,
                               paired_difference)
 from common.card.result import Card
 from common.card.models import CardModel, build, is_mini_world, resolve
+from common.paper import load_papers
 from common.card.trend import Residual, Trend, residual
 from common.paths import ROOT, build_root, refuse_workspace_outputs
 
@@ -42,25 +42,20 @@ def mini_world_warning(model: CardModel) -> str:
 
 
 def published_sources() -> list:
-    """Every paper's published tables for the card's numbers (``papers/<paper>/card.py``'s ``published()``)."""
-    out = []
-    for paper in plugins.paper_names():
-        module = plugins.paper_module(paper, "card")
-        if module is not None and hasattr(module, "published"):
-            out += module.published()
-    return out
+    """Every paper's published tables for the card's numbers (its card plug-in's ``published()``)."""
+    return [table for paper in load_papers() if paper.card is not None for table in paper.card.load().published()]
 
 
 def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[CardBenchmark], list[Trend]]:
-    """Every paper's card benchmarks and trends (``papers/<paper>/card.py``), in paper order; ``only``: those keys."""
+    """Every paper's card benchmarks and trends (its card plug-in), in paper order; ``only``: those keys."""
     benchmarks: list[CardBenchmark] = []
     trends: list[Trend] = []
-    for paper in plugins.paper_names():
-        module = plugins.paper_module(paper, "card")
-        if module is None:
+    for paper in load_papers():
+        if paper.card is None:
             continue
-        benchmarks += module.benchmarks(profile)
-        trends += getattr(module, "trends", lambda p: [])(profile)
+        card = paper.card.load()
+        benchmarks += card.benchmarks(profile)
+        trends += card.trends(profile)
     if only:
         known = {b.key for b in benchmarks}
         for key in only:

@@ -54,19 +54,21 @@ class OracleContext:
 
 
 def oracle_papers() -> list[str]:
-    from common import plugins
+    """The papers that declare an oracle (``common.paper.OraclePlugIn``)."""
+    from common.paper import load_papers
 
-    return [p for p in plugins.paper_names() if (plugins.paper_dir(p) / "oracle.py").is_file()]  # found, not imported
+    return [paper.name for paper in load_papers() if paper.oracle is not None]
 
 
 def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:
-    """Run ``papers/<paper>/oracle.py`` in this process and write its report."""
-    from common import plugins
+    """Run the paper's oracle plug-in in this process and write its report."""
+    from common.paper import load_paper
     from common.params import read_params
 
-    module = plugins.paper_module(paper, "oracle")
-    if module is None:
-        raise OracleError(f"papers/{paper} has no oracle.py")
+    declared = load_paper(paper).oracle
+    if declared is None:
+        raise OracleError(f"papers/{paper} declares no oracle (its PAPER's oracle is None)")
+    module = declared.load()
     params = read_params(ROOT / "params.yaml")
     ctx = OracleContext(ROOT, params, (ROOT / "build" / "oracle" / "scratch" / paper), device)
     oracle: PaperOracle = module.run(ctx)
@@ -117,7 +119,7 @@ def _cmd(args: argparse.Namespace) -> int:
     print("\n".join(table_lines(oracles)))
     without = [p for p in plugins.paper_names() if p not in oracle_papers()]
     if without and not args.papers:
-        print(f"no oracle.py (not compared): {', '.join(without)}")
+        print(f"no oracle (not compared): {', '.join(without)}")
     for line in failed:
         print(f"oracle FAILED: {line}")
     print()

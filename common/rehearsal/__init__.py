@@ -13,11 +13,11 @@ workspace that never mixes with real data or committed results (``python -m comm
 * ``run``: prepare the copy, ``dvc repro papers/<paper>`` through the same stage commands a real run uses, report
   the stages that ran out of how many and the wall time per paper.
 
-A paper takes part through ``papers/<paper>/rehearsal.py`` (``common.plugins``): ``params(params)`` (its own
-shrinking), ``models(params) -> list[str]`` (the zoo models its stages load that need a stand-in),
-``CHECKPOINT_LAYOUTS`` (the release layout of its ``data:`` checkpoints) and ``prepare(data_root, fetch) ->
-list[str]`` (writes its stand-ins; returns the registry keys its DVC data dependencies need fetched before the
-pipeline runs).
+A paper takes part through the rehearsal plug-in of its ``PAPER`` (``papers/<paper>/rehearsal.py``,
+``common.paper.RehearsalPlugIn``): ``params(params)`` (its own shrinking), ``models(params) -> list[str]`` (the zoo
+models its stages load that need a stand-in), ``CHECKPOINT_LAYOUTS`` (the release layout of its ``data:``
+checkpoints) and ``prepare(data_root, fetch) -> list[str]`` (writes its stand-ins; returns the registry keys its DVC
+data dependencies need fetched before the pipeline runs).
 
 Every number a rehearsal makes is a stand-in's: its audits mark them ``rehearsal: not comparable``
 (``common.audit.core.REHEARSAL``), as they mark every number from inputs that are not the published files, all of them

@@ -54,14 +54,14 @@ def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int 
     """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, stand-in inputs
     (``full_inputs.published`` false), ``cap`` examples per benchmark group, ``SHRINK`` applied, every fine-tune's
     ``max_steps`` set (``fine_tune_steps``), then each paper's own ``rehearsal.params``."""
-    from common import plugins
     from common.inputs import SECTION
+    from common.paper import load_paper
 
     out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
     out[SECTION] = {"published": False, "cap": cap}
     for paper in papers:
-        module = plugins.paper_module(paper, "rehearsal")
-        if module is not None and hasattr(module, "params"):
-            module.params(out)
+        rehearsal = load_paper(paper).rehearsal
+        if rehearsal is not None:
+            rehearsal.load().params(out)
     return out

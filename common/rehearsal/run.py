@@ -110,14 +110,14 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
 
 
 def _module(paper: str, needed_by: str | None = None):
-    from common import plugins
+    from common.paper import load_paper
 
-    module = plugins.paper_module(paper, "rehearsal")
-    if module is None:
+    rehearsal = load_paper(paper).rehearsal
+    if rehearsal is None:
         why = f" (papers/{needed_by}'s pipeline runs its stages)" if needed_by and needed_by != paper else ""
-        raise RehearsalError(f"papers/{paper} has no rehearsal.py (its stand-ins, models and params){why}: it cannot "
-                             "be rehearsed yet (common/rehearsal/__init__.py says what it holds)")
-    return module
+        raise RehearsalError(f"papers/{paper} declares no rehearsal plug-in (its stand-ins, models and params){why}: "
+                             "it cannot be rehearsed yet (common.paper.RehearsalPlugIn says what it holds)")
+    return rehearsal.load()
 
 
 STAGE_OWNER = re.compile(r"^papers/([^/]+)(?:/dvc\.yaml:|$)")
@@ -132,10 +132,11 @@ def stage_owners(stages: Sequence[str]) -> list[str]:
 def _layout(name: str) -> str:
     """The release layout of a ``data:`` checkpoint: its owner paper's ``CHECKPOINT_LAYOUTS``, else open_clip's."""
     from common import plugins
+    from common.paper import load_paper
 
     owner = plugins.owner(name)
-    module = plugins.paper_module(owner, "rehearsal") if owner else None
-    return getattr(module, "CHECKPOINT_LAYOUTS", {}).get(name, "state_dict")
+    rehearsal = load_paper(owner).rehearsal if owner else None
+    return rehearsal.load().CHECKPOINT_LAYOUTS.get(name, "state_dict") if rehearsal is not None else "state_dict"
 
 
 def remove_previous(workspace: Path) -> None:
@@ -216,7 +217,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
 def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: dict, env: dict[str, str],
                   footprints: Mapping[str, Footprint], log) -> None:
     """Steps 3 and 4 of the module docstring: the stand-ins, the models, the fetched keys, data.dvc's inputs."""
-    from common import plugins
+    from common.paper import load_paper
     from common.registry.fetch import fetch
     from common.rehearsal import models as standin_models
     from common.rehearsal.space import check_room
@@ -228,12 +229,12 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
         nodes = dag_nodes(workspace, env, paper)
         for owner in stage_owners(nodes):
-            module = plugins.paper_module(owner, "rehearsal")
-            if module is None:
-                log(f"rehearsal: papers/{owner} has no rehearsal.py: its stages in papers/{paper}'s pipeline get no "
-                    "stand-ins (they fail if they read any)")
+            rehearsal = load_paper(owner).rehearsal
+            if rehearsal is None:
+                log(f"rehearsal: papers/{owner} declares no rehearsal plug-in: its stages in papers/{paper}'s "
+                    "pipeline get no stand-ins (they fail if they read any)")
             else:
-                modules.setdefault(owner, module)
+                modules.setdefault(owner, rehearsal.load())
 
     def fetch_here(key: str) -> Path:
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
@@ -289,10 +290,10 @@ def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
 
 
 def rehearsed_papers() -> list[str]:
-    """The papers that take part in a rehearsal (a ``papers/<paper>/rehearsal.py``)."""
-    from common import plugins
+    """The papers that take part in a rehearsal (a rehearsal plug-in in their ``PAPER``)."""
+    from common.paper import load_papers
 
-    return [p for p in plugins.paper_names() if plugins.paper_module(p, "rehearsal") is not None]
+    return [paper.name for paper in load_papers() if paper.rehearsal is not None]
 
 
 def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout,
@@ -543,7 +544,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("papers", nargs="*", metavar="PAPER",
-                        help="papers to rehearse (default: every paper with a papers/<paper>/rehearsal.py)")
+                        help="papers to rehearse (default: every paper whose PAPER declares a rehearsal plug-in)")
     parser.add_argument("--cap", type=int, default=None, help="examples scored per benchmark group (default 4)")
     parser.add_argument("--mirror", type=Path, default=None,
                         help="mirror of the pinned released files (default: VLC_MIRROR)")

@@ -7,7 +7,7 @@ a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP anal
 run scored a published column more than one way (``context.json``'s ``scoring``: OpenAI's CLIP at the authors' fp16
 and at fp32 beside it; NegCLIP as trained, QuickGELU, and as ARO's evaluator built it, GELU), every way is a
 recomputation of the same cell, its note naming the way, so the audit shows which way reproduces each cell. Stage
-``audit`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.audit --strict``.
+``audit`` of ``papers/aro/dvc.yaml``: ``python -m common audit aro --strict``.
 """
 from __future__ import annotations
 
@@ -178,9 +178,3 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return stage_main(PAPER, argv, recompute=recompute)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -47,3 +47,13 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
     return [CardBenchmark("aro", "ARO (VG-Relation, VG-Attribution, Order)", "aro", (root / "manifest.json",), how,
                           load, score, authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]
+
+
+def trends(profile: str) -> list:
+    """No published trend to measure a model's residual against (``common.card.trend``)."""
+    return []
+
+
+def published() -> list:
+    """None: ARO's transcribed tables (results/published/aro.csv) are not mapped onto the card's numbers yet."""
+    return []

@@ -1,8 +1,8 @@
 """ARO's report: Table 6 (the four benchmarks and the downstream tasks) as reproduced, where every table is, and
 the audit's verdicts.
 
-The aggregate stage ``papers/aro`` (root ``dvc.yaml``): ``python -m papers.aro.report``; also what
-``python -m common report aro`` prints.
+What ``python -m common report aro`` prints, the root ``dvc.yaml``'s aggregate stage ``papers/aro`` (this
+module is the report plug-in of its ``PAPER``).
 """
 from __future__ import annotations
 
@@ -43,15 +43,3 @@ def report(profile: str) -> None:
     real_text = RESULTS / PAPER / "real_text"
     if real_text.is_dir():
         print(f"{'NegCLIP generator vs released:':<40s} {real_text}")
-
-
-def main() -> int:
-    from common.report import run
-
-    return run(PAPER)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

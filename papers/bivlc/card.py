@@ -75,3 +75,8 @@ def published():
 
     return [PublishedColumns("bivlc", "Table 2", "BiVLC Table 2",
                              {f"bivlc/{m}": f"BiVLC | {m.capitalize() if m == 'group' else m}" for m in METRICS})]
+
+
+def trends(profile: str) -> list:
+    """No published trend to measure a model's residual against (``common.card.trend``)."""
+    return []

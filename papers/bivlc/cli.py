@@ -1,4 +1,4 @@
-"""BiVLC's subcommand of ``python -m common`` (found by ``common.plugins``).
+"""BiVLC's subcommand of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``).
 
 ``audit released bivlc FILE.csv [FILE.csv ...] [--format F]``: score files in the authors' released formats
 (per-instance BiVLC predictions, SugarCrepe per-example predictions, detector outputs) and print the scores as

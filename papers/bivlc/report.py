@@ -1,8 +1,8 @@
 """BiVLC's report: the bidirectional scores (Tables 2-3), the scores per type (Table 4) and the detectors (Table 5) as
 reproduced in the profile, the cross-benchmark correlations, where every file is, and the audit's verdicts.
 
-The aggregate stage ``papers/bivlc`` (root ``dvc.yaml``): ``python -m papers.bivlc.report``; also what
-``python -m common report bivlc`` prints.
+What ``python -m common report bivlc`` prints, the root ``dvc.yaml``'s aggregate stage ``papers/bivlc`` (this
+module is the report plug-in of its ``PAPER``).
 """
 from __future__ import annotations
 
@@ -22,15 +22,3 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 def report(profile: str) -> None:
     """The tables of ``profile`` that exist, and where everything is."""
     report_tables(PAPER, "BiVLC", profile, TABLES, "table2.csv")
-
-
-def main() -> int:
-    from common.report import run
-
-    return run(PAPER)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -10,7 +10,7 @@ rendered world); a full run is compared within ``common.audit.core``'s run toler
 Rows: the mini profile's fine-tunes are ``conclip``, ``l1``, ... (its only CoN-CLIP is the L_conclip run); the full
 profile has the released CoN-CLIP as ``conclip`` and its own re-trainings as ``ft-<run>`` (Table 6 and the ablation
 rows of Tables 10-12 and 14 are the re-trainings; Tables 3-5, 7-9, 13, 15, 16 the released checkpoint). Stage
-``audit`` of ``papers/conclip/dvc.yaml``: ``python -m papers.conclip.audit --strict``.
+``audit`` of ``papers/conclip/dvc.yaml``: ``python -m common audit conclip --strict``.
 
 Rules the authors did not release: where a recomputed cell depends on a rule that no file of the authors' release
 (jaisidhsingh/CoN-CLIP@503388ac) holds, taken here from the paper's words, its note starts with "rule unverified"
@@ -209,9 +209,3 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return stage_main(PAPER, argv, recompute)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -93,3 +93,8 @@ def published():
 
     return [PublishedColumns("conclip", table, f"CoN-CLIP {table}", {"conclip/ccneg": "CC-Neg Accuracy"})
             for table in ("Table 2", "Table 3")]
+
+
+def trends(profile: str) -> list:
+    """No published trend to measure a model's residual against (``common.card.trend``)."""
+    return []

@@ -1,8 +1,8 @@
 """CoN-CLIP's report: CC-Neg accuracy (Tables 2-3), the loss ablations (Table 6) and the negated-prompt Delta
 (Table 16) as reproduced in the profile, where every file is, and the audit's verdicts.
 
-The aggregate stage ``papers/conclip`` (root ``dvc.yaml``): ``python -m papers.conclip.report``; also what
-``python -m common report conclip`` prints.
+What ``python -m common report conclip`` prints, the root ``dvc.yaml``'s aggregate stage ``papers/conclip`` (this
+module is the report plug-in of its ``PAPER``).
 """
 from __future__ import annotations
 
@@ -24,15 +24,3 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 def report(profile: str) -> None:
     """The tables of ``profile`` that exist, and where everything is."""
     report_tables(PAPER, "CoN-CLIP", profile, TABLES, "table3.csv")
-
-
-def main() -> int:
-    from common.report import run
-
-    return run(PAPER)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -9,8 +9,8 @@ beside the authors' fp16 CLIP, ``<row>@quickgelu`` beside the authors' GELU buil
 ``papers.hard_positives.tables``) is compared with its row's published cells too, as ARO's audit compares each way
 it scored NegCLIP: every such recomputation's note names the way it was scored (precision, activation: "the authors'
 configuration" for the row, "beside the authors' configuration" for the reference) and its ties, so the audit shows
-which way reproduces each cell. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m
-papers.hard_positives.audit --strict``.
+which way reproduces each cell. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m common audit
+hard_positives --strict``.
 
 The authors released no training code (``amitakamath/hard_positives@33addaae`` holds evaluation, data and the
 hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
@@ -136,9 +136,3 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return stage_main(released.PAPER, argv, recompute)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -78,3 +78,8 @@ def published():
     return [PublishedColumns("hard_positives", "Table 1", "Hard positives Table 1",
                              {f"hard_positives/{c}_{m}": f"{c.upper()} | {name}"
                               for c in evaluation.COLUMNS for m, name in names.items()})]
+
+
+def trends(profile: str) -> list:
+    """No published trend to measure a model's residual against (``common.card.trend``)."""
+    return []

@@ -1,8 +1,8 @@
 """Hard positives' report: Tables 1 and 3 as reproduced in the profile, the released text's blind and rule numbers,
 where every file is, and the audit's verdicts.
 
-The aggregate stage ``papers/hard_positives`` (root ``dvc.yaml``): ``python -m papers.hard_positives.report``; also
-what ``python -m common report hard_positives`` prints.
+What ``python -m common report hard_positives`` prints, the root ``dvc.yaml``'s aggregate stage
+``papers/hard_positives`` (this module is the report plug-in of its ``PAPER``).
 """
 from __future__ import annotations
 
@@ -49,15 +49,3 @@ def report(profile: str) -> None:
         values = read_summary(summary)
         print(f"{'released REPLACE text (rule, blind):':<40s} {real_text}")
         print("  " + ", ".join(f"{k} {values[k]}" for k in REAL_TEXT if k in values))
-
-
-def main() -> int:
-    from common.report import run
-
-    return run(PAPER)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

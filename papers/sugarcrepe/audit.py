@@ -13,7 +13,7 @@ correlations, Table 2's counts), from the paper's own tables (claims, ``common.a
 - Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released
   SugarCrepe, the paper's own models).
 
-Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.audit --strict``.
+Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m common audit sugarcrepe --strict``.
 """
 from __future__ import annotations
 
@@ -219,9 +219,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = params["sugarcrepe"]["models"]["full"]
     return audit_main(PAPER, argv, recompute=lambda profile: recompute(profile, models),
                       figures=lambda out: draw_figures(out, models), profile=params["profile"])
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -1,4 +1,4 @@
-"""SugarCrepe's subcommands of ``python -m common`` and its report (found by ``common.plugins``).
+"""SugarCrepe's subcommands of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``).
 
 * ``data describe sugarcrepe [--source released|mini|full]``: per-category example counts;
 * ``world sugarcrepe --out DIR`` and ``prepare sugarcrepe --out DIR``: the mini and full test sets;

@@ -30,6 +30,10 @@ the rehearsal does not write) and the large ViTs (the same code as ViT-B-32 at 1
 backend (no BLIP, FLAVA or X-VLM)."""
 
 
+CHECKPOINT_LAYOUTS: dict[str, str] = {}
+"""No ``data:`` checkpoint of its own: every model it loads is a hub release or another paper's."""
+
+
 def params(params: dict[str, Any]) -> None:
     """The rehearsal's changes to this paper's parameters: Table 6 cut to ``KEPT_MODELS``."""
     models = params["sugarcrepe"]["models"]

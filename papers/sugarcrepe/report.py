@@ -1,7 +1,7 @@
 """SugarCrepe's report: Table 6 as reproduced, where its files are, and the audit's verdicts.
 
-The aggregate stage ``papers/sugarcrepe`` (root ``dvc.yaml``): ``python -m papers.sugarcrepe.report``; also what
-``python -m common report sugarcrepe`` prints.
+What ``python -m common report sugarcrepe`` prints, the root ``dvc.yaml``'s aggregate stage
+``papers/sugarcrepe`` (this module is the report plug-in of its ``PAPER``).
 """
 from __future__ import annotations
 
@@ -83,15 +83,3 @@ def report_analyses(profile: str) -> None:
         print(f"  {source}")
         for name, value in metrics.items():
             print(f"    {name:<44s} {value}")
-
-
-def main() -> int:
-    from common.report import run
-
-    return run(PAPER)
-
-
-if __name__ == "__main__":
-    from common.errors import run_entry_point
-
-    raise SystemExit(run_entry_point(main))

@@ -483,9 +483,9 @@ def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
     results/audit/<paper>_summary.json counts as not comparable."""
     from common.params import load_params
     from common.paths import RESULTS
-    from common.plugins import paper_module
+    from common.paper import load_paper
 
-    module = paper_module(paper, "audit")
+    module = load_paper(paper).audit.load()
     if paper == "sugarcrepe":  # its runs and its Table 6 run (not the released files: no fetching here)
         table6 = RESULTS / paper / "mini" / "table6.csv"
         recs = module.run_recomputations("mini") + module.table_recomputations(

@@ -287,11 +287,13 @@ def test_the_copy_is_never_made_over_a_folder_that_is_not_a_rehearsals(tmp_path)
 
 
 def test_a_paper_without_rehearsal_module_is_named(monkeypatch):
-    from common import plugins
+    import dataclasses
+
+    import papers.aro
     from common.rehearsal.run import RehearsalError, _module
 
-    monkeypatch.setattr(plugins, "paper_module", lambda paper, name: None)
-    with pytest.raises(RehearsalError, match="papers/aro has no rehearsal.py"):
+    monkeypatch.setattr(papers.aro, "PAPER", dataclasses.replace(papers.aro.PAPER, rehearsal=None))
+    with pytest.raises(RehearsalError, match="papers/aro declares no rehearsal plug-in"):
         _module("aro")
 
 

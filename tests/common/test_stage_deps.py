@@ -26,8 +26,9 @@ def test_every_stage_lists_exactly_what_it_imports():
 
 
 def test_the_check_fails_on_a_missing_or_an_extra_dependency():
-    cmd = "python -m papers.bivlc.audit --strict"
+    cmd = "python -m common audit bivlc --strict"
     deps = list(check_stage("s", "f", cmd, [], handler_module).expected)
+    assert {"papers/bivlc/audit.py", "common/cli.py"} <= set(deps)  # the plug-in's imports, and the dispatcher
     assert check_stage("s", "f", cmd, deps, handler_module).ok
     missing = check_stage("s", "f", cmd, [d for d in deps if d != "common/audit/core.py"], handler_module)
     assert missing.missing == ("common/audit/core.py",) and not missing.ok
@@ -46,7 +47,7 @@ def test_the_import_graph_follows_function_level_imports_and_packages():
     assert "papers/sugarcrepe/released.py" not in found.files  # table6 never imports the audit's code
     modules, dispatcher = entry_modules("python -m common train xs-2k", handler_module)
     assert modules == ["common.training.family"] and "common/cli.py" in dispatcher
-    assert entry_modules("ATEN_CPU_CAPABILITY=avx2 python -m papers.aro.audit --strict",
+    assert entry_modules("ATEN_CPU_CAPABILITY=avx2 python -m common audit aro --strict",
                          handler_module)[0] == ["papers.aro.audit"]
 
 

@@ -50,7 +50,8 @@ def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
     assert coco.flat_captions()[0] == "A child holding a flowered umbrella and petting a yak."
 
 
-def test_a_standin_cifar_tarball_is_refused_outside_a_rehearsal(data_env, tmp_path):
+def test_a_standin_cifar_tarball_is_refused_outside_a_rehearsal(data_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:full-set")  # as `dvc repro` sets it
     with pytest.raises(WorkspaceError, match="differs from the published c32a1d4ab5d03f1284b67883e8d87530"):
         sets_full.prepare_full(tmp_path / "set", ["cifar"])
     with pytest.raises(WorkspaceError, match="differs from the published"):

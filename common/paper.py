@@ -1,0 +1,161 @@
+"""A paper as ``common`` sees it: one typed ``Paper``, exported as ``PAPER`` by ``papers/<paper>/__init__.py``.
+
+``common`` never imports a paper by name (the import contracts forbid it); it reads each paper package's ``PAPER``
+(``load_paper``) and, through it, the paper's plug-ins: its audit, its report, its report-card
+benchmarks, its rehearsal stand-ins, its oracle and its subcommands. A paper without one of them says so (``None``).
+Each plug-in is a module whose functions satisfy one ``Protocol`` below; ``tests/common/test_paper.py`` loads every
+declared module and checks it against its protocol.
+
+A plug-in is named by its dotted module path (``PlugIn``) and imported only when used: ``papers/<paper>/__init__.py``
+runs before every stage of its paper and every ``python -m common`` command, so this module imports the standard
+library, ``common.errors`` and ``common.plugins`` (the packages under ``papers/``) only, and a ``PAPER`` costs nothing
+to read. For the same reason the protocols name the workspace's own types (``Recomputed``, ``CardBenchmark``, ...) in
+their docstrings, not in imports that every stage would then depend on (``common.import_closure`` counts every
+import, ``TYPE_CHECKING`` ones too).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, cast, runtime_checkable
+
+from common.errors import WorkspaceError, unknown_name
+from common.plugins import PAPERS_PACKAGE, paper_names
+
+P = TypeVar("P")
+
+
+@runtime_checkable
+class AuditPlugIn(Protocol):
+    """``papers/<paper>/audit.py``: the recomputation of the paper's numbers (the audit stage: ``python -m common
+    audit <paper> --strict``). May also define ``draw_figures(out_dir) -> dict[str, Path]``, which its ``main``
+    passes to ``common.audit.main``."""
+
+    def recompute(self, profile: str) -> list[Any]:
+        """The numbers recomputed from the authors' released files and this profile's runs
+        (``common.audit.core.Recomputed``); the text's claims are recomputed by ``common.audit`` itself."""
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """The audit stage with its arguments (``--strict``): ``common.audit.stage_main`` or ``main``."""
+
+
+@runtime_checkable
+class ReportPlugIn(Protocol):
+    """``papers/<paper>/report.py``: the paper's reproduced tables, printed by ``python -m common report <paper>``
+    (its aggregate stage in the root ``dvc.yaml``) before the audit's line."""
+
+    def report(self, profile: str) -> None:
+        """Print the tables of ``profile`` and where every file is."""
+
+
+@runtime_checkable
+class CardPlugIn(Protocol):
+    """``papers/<paper>/card.py``: the paper's benchmarks on the report card (``python -m common card``)."""
+
+    def benchmarks(self, profile: str) -> list[Any]:
+        """The benchmarks of ``profile`` (``common.card.core.CardBenchmark``)."""
+
+    def trends(self, profile: str) -> list[Any]:
+        """Published trends a model's residual is measured against (``common.card.trend.Trend``); often none."""
+
+    def published(self) -> list[Any]:
+        """The published tables that hold the card's numbers (``common.card.published.PublishedColumns``)."""
+
+
+@runtime_checkable
+class RehearsalPlugIn(Protocol):
+    """``papers/<paper>/rehearsal.py``: the paper's part of the rehearsal (``python -m common rehearse``)."""
+
+    CHECKPOINT_LAYOUTS: dict[str, str]
+    """The release layout of each of its ``data:`` checkpoints (zoo name -> layout; ``state_dict`` when absent)."""
+
+    def params(self, params: dict[str, Any]) -> None:
+        """Shrink the paper's own section of the rehearsal's ``params.yaml``, in place."""
+
+    def models(self, params: dict[str, Any]) -> list[str]:
+        """The zoo models its stages load that need a stand-in."""
+
+    def prepare(self, data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
+        """Write its stand-ins under ``data_root``; the registry keys its DVC data deps need fetched."""
+
+
+@runtime_checkable
+class OraclePlugIn(Protocol):
+    """``papers/<paper>/oracle.py``: the authors' evaluation code run beside this workspace's
+    (``python -m common oracle``)."""
+
+    def run(self, ctx: Any) -> Any:
+        """Run it in ``ctx`` (``common.oracle.run.OracleContext``); the comparison
+        (``common.oracle.core.PaperOracle``)."""
+
+
+@runtime_checkable
+class CliPlugIn(Protocol):
+    """``papers/<paper>/cli.py``: the paper's subcommands of ``python -m common``."""
+
+    def register(self, groups: Any) -> None:
+        """Add them under the shared groups (``common.cli.CommandGroups``) or at the top level."""
+
+
+@dataclass(frozen=True)
+class PlugIn(Generic[P]):
+    """A plug-in module, by its dotted path, imported on first use (``load``)."""
+
+    module: str
+
+    def load(self) -> P:
+        """The module (an import error inside it raises)."""
+        return cast(P, importlib.import_module(self.module))
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper package's plug-ins: everything of a paper that ``common`` runs (the rest are its stages, which
+    its ``dvc.yaml`` runs)."""
+
+    name: str
+    """The package's name under ``papers/`` (the first segment of its registry keys and zoo names). Its title,
+    authors and venue are in ``papers/<paper>/scorecard.toml``'s ``[paper]`` table, which the site reads."""
+    audit: PlugIn[AuditPlugIn] | None = None
+    report: PlugIn[ReportPlugIn] | None = None
+    card: PlugIn[CardPlugIn] | None = None
+    rehearsal: PlugIn[RehearsalPlugIn] | None = None
+    oracle: PlugIn[OraclePlugIn] | None = None
+    cli: PlugIn[CliPlugIn] | None = None
+
+    @property
+    def dvc_file(self) -> str:
+        """Its pipeline, relative to the repository root."""
+        return f"papers/{self.name}/dvc.yaml"
+
+
+def load_paper(name: str) -> Paper:
+    """The ``PAPER`` that ``papers/<name>/__init__.py`` exports (an unknown name, or a package without one, raises)."""
+    if name not in paper_names():
+        raise unknown_name("paper", name, paper_names())
+    declared = getattr(importlib.import_module(f"{PAPERS_PACKAGE}.{name}"), "PAPER", None)
+    if not isinstance(declared, Paper) or declared.name != name:
+        raise WorkspaceError(f"papers/{name}/__init__.py: PAPER must be a common.paper.Paper named {name!r} (what "
+                             f"common runs of the paper: its audit, report, card, ...), not {declared!r:.80}")
+    return declared
+
+
+def load_papers() -> list[Paper]:
+    """Every paper's ``PAPER``, in ``common.plugins.paper_names`` order."""
+    return [load_paper(name) for name in paper_names()]
+
+
+@dataclass(frozen=True)
+class PlugInCommand:
+    """A ``python -m common`` command that runs a paper's plug-in (``audit <paper>``, ``report <paper>``): the parser
+    holds it without importing the plug-in, and ``module`` is where the command's code starts, so a DVC stage that
+    runs the command depends on the plug-in's imports (``common.cli.handler_module``)."""
+
+    module: str
+    """The module whose import closure the command runs."""
+    run: Callable[[Any], int]
+    """Runs the command with its parsed arguments."""
+
+    def __call__(self, args: Any) -> int:
+        return self.run(args)
