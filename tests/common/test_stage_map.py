@@ -27,9 +27,9 @@ def test_dvc_stage_as_dvc_writes_it_maps_to_the_workspace_address(written, addre
 
 
 def test_a_dvc_stage_several_files_define_is_told_apart_by_the_module():
-    assert from_dvc_stage("audit", module="papers.bivlc.audit") == "papers/bivlc/dvc.yaml:audit"
-    with pytest.raises(StageNotFound, match=r"DVC_STAGE=audit: stage files .*papers/aro/dvc.yaml.* pass --stage"):
-        from_dvc_stage("audit")
+    assert from_dvc_stage("mini-set", module="papers.sugarcrepe.sets_mini") == "papers/sugarcrepe/dvc.yaml:mini-set"
+    with pytest.raises(StageNotFound, match=r"DVC_STAGE=mini-set: stage files .*papers/aro/dvc.yaml.* pass --stage"):
+        from_dvc_stage("mini-set")
 
 
 def test_the_order_stage_option_then_dvc_stage_then_the_stage_map(monkeypatch):
@@ -37,10 +37,10 @@ def test_the_order_stage_option_then_dvc_stage_then_the_stage_map(monkeypatch):
     assert current_stage("papers/aro/dvc.yaml:tables") == "papers/aro/dvc.yaml:tables"
     assert current_stage() == "papers/aro/dvc.yaml:finetune-mini@clip-ft"
     # a caller asking for another module's stage uses DVC_STAGE only when that stage runs the module
-    assert current_stage(module="papers.aro.report") == "papers/aro"
-    monkeypatch.setenv(DVC_STAGE, "audit")  # even one that names no stage of this workspace alone
-    assert current_stage(module="papers.aro.report") == "papers/aro"
-    assert current_stage(module="papers.bivlc.audit") == "papers/bivlc/dvc.yaml:audit"
+    assert current_stage(module="papers.aro.tables") == "papers/aro/dvc.yaml:tables"
+    monkeypatch.setenv(DVC_STAGE, "mini-set")  # even one that names no stage of this workspace alone
+    assert current_stage(module="papers.aro.tables") == "papers/aro/dvc.yaml:tables"
+    assert current_stage(module="papers.sugarcrepe.sets_mini") == "papers/sugarcrepe/dvc.yaml:mini-set"
     monkeypatch.delenv(DVC_STAGE)
     assert current_stage(module="papers.aro.train_mini", argv=["run", "negclip"]) == \
         "papers/aro/dvc.yaml:finetune-mini@negclip"
@@ -95,3 +95,13 @@ def test_dvc_sets_dvc_stage_as_read_here(tmp_path: Path):
                     ("papers/x/dvc.yaml:finetune@negclip", "papers/x/dvc.yaml:finetune@negclip"),
                     ("tables", "papers/x/dvc.yaml:tables"),
                     ("finetune@negclip", "papers/x/dvc.yaml:finetune@negclip")}
+
+
+def test_common_finds_a_papers_audit_and_aggregate_stages_by_their_commands():
+    """``python -m common audit <paper>`` and ``report <paper>`` read the parameters of the stage that runs them."""
+    from common.audit import audit_stage
+
+    assert audit_stage("bivlc") == "papers/bivlc/dvc.yaml:audit"
+    assert stage_running("common", ["report", "aro"], files=["dvc.yaml"]) == "papers/aro"
+    with pytest.raises(StageNotFound, match="pass --stage"):
+        stage_running("common", ["report", "nothing"], files=["dvc.yaml"])
