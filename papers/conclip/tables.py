@@ -485,10 +485,6 @@ def _correct(result: SelectionResult) -> np.ndarray:
     return np.array([o.correct for o in result.outcomes], dtype=bool)
 
 
-def _accuracy(result: SelectionResult) -> float:
-    return float(np.mean([o.correct for o in result.outcomes]))
-
-
 def ccneg_row(s: Scored) -> dict:
     """Table 3's row of one model: its identity (``columns.model_cells``), both rules' accuracy (points), the ties,
     the benchmark's size."""
