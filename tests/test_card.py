@@ -224,14 +224,15 @@ def test_hard_positive_numbers_are_table1s(carded, checkpoint, mini_build):
 
 def test_ccneg_numbers_are_conclips_tables(carded, engine, mini_build):
     from common.scoring import selection
-    from papers.conclip import tables_mini
+    from papers.conclip import tables
     from papers.conclip.benchmark_mini import load_test_items
 
     _, values = carded
-    result = selection.evaluate(engine, load_test_items(mini_build / "mini" / "conclip" / "test"), selection.ARGMAX)
-    assert values["conclip/ccneg"] == pytest.approx(100 * tables_mini._accuracy(result))
-    scores = tables_mini.ModelScores(result, {}, result, None, "")
-    rows = tables_mini.word_k_rows(tables_mini.ModelEntry("clip", "m", "m"), scores)
+    items = load_test_items(mini_build / "mini" / "conclip" / "test")
+    result = selection.evaluate(engine, items, selection.ARGMAX)
+    scored = tables.Scored(tables.ModelEntry("clip", "m", "m"), result, tables.CONTRASTIVE)
+    assert values["conclip/ccneg"] == pytest.approx(tables.ccneg_row(scored)["ccneg"], abs=0.005)
+    rows = tables.word_k_rows(scored, tables.NegationSet.rendered(items))
     for word in {r["word"] for r in rows}:  # each word's cells have the same n: the word's accuracy is their mean
         assert values[f"conclip/ccneg/word-{word}"] == pytest.approx(
             float(np.mean([r["accuracy"] for r in rows if r["word"] == word])), abs=0.01)

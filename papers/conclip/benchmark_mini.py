@@ -1,6 +1,6 @@
 """The mini profile's CC-Neg analog as files: its cells (negation word x K), its prompts, and its reader.
 
-``papers.conclip.sets_mini`` writes it (stage ``mini-test-set``), ``papers.conclip.tables_mini`` reads it (stage
+``papers.conclip.sets_mini`` writes it (stage ``mini-test-set``), ``papers.conclip.tables`` reads it (stage
 ``tables-mini``). A module of its own, so that the table stage does not depend on the code that renders the sets.
 """
 from __future__ import annotations

@@ -4,9 +4,9 @@ jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)"; ties 
 by K and by word is not in the authors' release (``papers.conclip.ccneg``).
 
 * Mini: the rendered benchmark (``benchmark_mini``); an item's group is its word and K (``not/k2``), as
-  ``tables_mini.py`` reads them.
+  ``tables.py`` reads them.
 * Full: the released ``ccneg_preprocessed.pt``'s evaluation split (``ccneg.load_ccneg``, a manual download: listed
-  as missing when it is not in place), each entry's K and negation words as ``tables_full.py`` counts Tables 7-9
+  as missing when it is not in place), each entry's K and negation words as ``tables.py`` counts Tables 7-9
   (an entry counts in every word its negated caption uses).
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from common.miniworld.negation import NEGATION_WORDS
 from common.paths import build_root, data_root
 
 RULE = ("argmax over [c, c']: the caption at least as high as its negation, a tie counts as correct "
-        "(CoN-CLIP's evaluation; papers/conclip/tables_mini.py, tables_full.py)")
-SOURCE = "papers/conclip/tables_mini.py, tables_full.py: table3_row / word_k_rows"
+        "(CoN-CLIP's evaluation; papers/conclip/tables.py)")
+SOURCE = "papers/conclip/tables.py: ccneg_row / word_k_rows"
 
 
 def measures(result, ks: Sequence[int | None], words: Sequence[frozenset[str]]) -> list[Measure]:

@@ -18,7 +18,7 @@ the negated object, rendered) follow from the scene graph.
    trains on these). A scene whose negation the base model's tokenizer cannot see (past its 32-token context) is
    dropped for every run, and counted. Read back by ``papers.conclip.finetune_rows_mini``.
 
-The runs are ``papers.conclip.train_mini``, the tables ``papers.conclip.tables_mini``: modules of their own, so that
+The runs are ``papers.conclip.train_mini``, the tables ``papers.conclip.tables``: modules of their own, so that
 an edit here reruns neither.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ wrong, as SugarCrepe's own evaluation: RAIVNLab/sugar-crepe@0047054b main_eval.p
 release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use CLIP as baseline for zero-shot image-text
 matching"). The paper's "R@1" over one image and two captions is this accuracy. Writes, in
 ``results/conclip/full/`` as one output group: ``sugarcrepe.csv`` (the mini profile's columns,
-``papers.conclip.tables.SUGARCREPE_FIELDS``: the seven categories and Table 6's three folds, in points),
+``papers.conclip.columns.SUGARCREPE_FIELDS``: the seven categories and Table 6's three folds, in points),
 ``sugarcrepe_context.json`` (the set, the rule, each row's fingerprint and ties per category, rows left out and why,
 what the release does and does not show) and ``sugarcrepe_predictions/`` (per model, every example's two scores,
 decision and tie: every cell can be recounted from them). Table 6 itself is ``papers.conclip.table6_full``, which
@@ -34,7 +34,7 @@ from common.tasks import ImageToTextItem
 from common.zoo import ModelFactory
 from common.zoo import create_model as zoo_create
 from common.zoo.available import each_model
-from papers.conclip.tables import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
+from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP and its
@@ -50,7 +50,7 @@ PAPER_VS_CODE: dict[str, str] = {
             "; the same here (STRICT), ties counted in the context",
     "r_at_1": "the paper's 'R@1' over one image and two captions is this accuracy (the true caption ranked first)",
     "folds": "Table 6's Replace / Add / Swap are plain means of Table 14's categories (L1: Replace 79.36 = "
-             "mean(91.71, 80.58, 65.79)); the same here (papers.conclip.tables.SUGARCREPE_FOLDS)",
+             "mean(91.71, 80.58, 65.79)); the same here (papers.conclip.columns.SUGARCREPE_FOLDS)",
     "precision": "not in the release: the precision the authors ran SugarCrepe at. Here every row runs at the "
                  "engine's precision (params.yaml engine.precision)",
     "backbones": "Tables 5 and 13 also list ViT-B/16 and ViT-L/14 (and LaCLIP); conclip.full.sugarcrepe_rows scores "
@@ -134,7 +134,7 @@ def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engi
 
 
 def sugarcrepe_row(s: ScoredRow) -> dict:
-    """The row of ``sugarcrepe.csv``: the seven categories and Table 6's folds, in points (``papers.conclip.tables``,
+    """The row of ``sugarcrepe.csv``: the seven categories and Table 6's folds, in points (``papers.conclip.columns``,
     as the mini profile builds it)."""
     accuracy = {g: v.accuracy for g, v in s.result.by_group().items()}
     return {"row": s.row, "model": s.model, "label": s.label, **sugarcrepe_cells(accuracy)}

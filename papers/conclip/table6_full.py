@@ -2,16 +2,16 @@
 papers.conclip.table6_full``).
 
 Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from three tables of
-``results/conclip/full/``: ``table3.csv`` (CC-Neg accuracy, ``papers.conclip.tables_full``), ``sugarcrepe.csv``
+``results/conclip/full/``: ``table3.csv`` (CC-Neg accuracy, ``papers.conclip.tables``), ``sugarcrepe.csv``
 (``papers.conclip.sugarcrepe_full``) and ``classification.csv`` (the mean standard-prompt top-1,
 ``papers.conclip.zeroshot_full``). Writes ``table6.csv`` (the mini profile's columns,
-``papers.conclip.tables.TABLE6_FIELDS``), ``table6_summary.json`` (DVC metrics, at most twelve numbers) and
+``papers.conclip.columns.TABLE6_FIELDS``), ``table6_summary.json`` (DVC metrics, at most twelve numbers) and
 ``table6_context.json`` (the inputs' sha256, rows left out). A module of its own: it reads CSV files only, so that
 an edit here does not rescore SugarCrepe on a GPU, nor an edit there rebuild this table.
 
 It also writes ``comparisons.json``: the released CoN-CLIP ViT-B/32 (row ``conclip``) minus OpenAI's ViT-B/32 (row
 ``clip``) with paired 95% bootstrap intervals, computed from the per-example predictions of the two scoring stages as
-the mini profile's ``comparisons.json`` is (``papers.conclip.tables_mini.comparisons``): SugarCrepe
+the mini profile's ``comparisons.json`` is (``papers.conclip.tables.comparisons``): SugarCrepe
 (``conclip_minus_clip_sugarcrepe``, ``_ci_low``, ``_ci_high``: the mean over the seven categories, the paper's
 "average improvement of 4.4%" being over all of them, not REPLACE alone; the interval resampled within each
 category, ``common.card.core.paired_difference``) from ``sugarcrepe_predictions/``, and CC-Neg
@@ -40,7 +40,7 @@ import numpy as np
 from common.errors import WorkspaceError
 from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from papers.conclip.runs import RUNS
-from papers.conclip.tables import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
+from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
 """Table 6's rows (row id in ``conclip.full.models`` -> run of ``RUNS``), in the paper's order."""
@@ -66,7 +66,7 @@ ZEROSHOT_COMPARISONS = "zeroshot_comparisons.json"
 CLASSIFICATION_KEYS = tuple(f"conclip_minus_clip_classification{end}" for end in ("", "_ci_low", "_ci_high"))
 N_RESAMPLES = 2000
 SEED = 0
-"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables_mini``)."""
+"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables``, mini profile)."""
 
 
 class Table6InputError(WorkspaceError):
@@ -105,7 +105,7 @@ def read_table(path: Path, columns: Sequence[str]) -> dict[str, dict]:
 
 def assemble_table6(results_dir: Path, skip_unavailable: bool = False) -> tuple[list[dict], dict[str, str]]:
     """Table 6's rows (``TABLE6_ROWS``, in order) from the three input tables of ``results_dir``, each row's cells
-    built as the mini profile builds them (``papers.conclip.tables.table6_row``). A row missing from an input table
+    built as the mini profile builds them (``papers.conclip.columns.table6_row``). A row missing from an input table
     raises ``Table6InputError`` naming the file, or with ``skip_unavailable`` is left out (returned by row with the
     files that lack it); the same row must name the same model in every table."""
     tables = {key: (results_dir / name, read_table(results_dir / name, columns))

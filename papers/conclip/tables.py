@@ -1,61 +1,824 @@
-"""CoN-CLIP's table columns and row pieces that both profiles build the same way, so the audit maps a mini and a full
-run with one table of columns: a model's identity cells (which run, which loss terms, whose negatives), SugarCrepe's
-seven categories with Table 6's three folds, and Table 6's row.
+"""CoN-CLIP (Singh et al.), the CC-Neg tables: one stage module for both profiles (``python -m papers.conclip.tables
+--profile mini|full``; stages ``tables-mini`` and ``tables-full``).
 
-``papers.conclip.tables_mini`` builds these rows from the scores it computes; ``papers.conclip.sugarcrepe_full``
-from SugarCrepe's full set, ``papers.conclip.table6_full`` from the full-profile CSVs of ``papers.conclip.tables_full``,
-``papers.conclip.sugarcrepe_full`` and ``papers.conclip.zeroshot_full``.
-A module of its own (no scoring, no mini world) so that a full-profile stage does not depend on the mini profile's
-code.
+Every model is scored on CC-Neg (or its mini analog) once, the same way in both profiles: each item is one image and
+two captions, c (candidate 0) and the negated c' (candidate 1). The authors' released evaluation (their README's
+snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first, jaisidhsingh/CoN-CLIP@503388ac README.md:131
+"preds = sim.argmax(dim=-1)" against jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)",
+so a tie counts as correct (``common.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I,
+c') wrong ("signifies an incorrect prediction"), the strict rule, reported beside it with the number of ties. A model
+is scored by the cosine of its image and text embeddings, as the snippet scores CLIP
+(jaisidhsingh/CoN-CLIP@503388ac README.md:120-124 "image_features = F.normalize(image_features, dim=-1)"), or, for
+BLIP, by its image-text matching head's match probability (``PAIR_SCORES``; ``common.scoring.matching``): how the
+authors scored BLIP and FLAVA is not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a
+similarity-based match score"), so the audit's BLIP and FLAVA rows say "rule unverified". Tables 7-12's cells are the
+items of one negation word and one K (``NegationSet.cells``).
+
+What differs in kind between the profiles is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``, and
+``FILES``):
+
+* **mini**: the mini family, ARO's mini NegCLIP and the CoN-CLIP fine-tunes of ``papers.conclip.train_mini`` (loaded
+  from their checkpoints) on the rendered benchmark (``papers.conclip.benchmark_mini``: 60 items per word and K), and
+  on three more benchmarks with the same engine (``MiniBenchmarks``), which the full profile scores in stages of their
+  own (``zeroshot_full``, ``sugarcrepe_full``, ``distractors_full``):
+
+  - zero-shot classification (Tables 4, 15, 16): the world's two label sets (``shapes``: 7 classes, the CIFAR-10
+    analog; ``colored-shapes``: 56, the ImageNet analog) with one prompt per class, standard ("this is a photo of a
+    red circle.") and negated ("this is not a photo of a red circle."); top-1 is the argmax class (the authors'
+    zero-shot script is not in the release), and Delta = top-1(standard) - top-1(negated);
+  - distractor mining (Supplementary 0.B, eq. 4): each model picks, for each example's subject and negated object,
+    the benchmark image maximising phi(x, s) - phi(x, o_n); the world knows whether the pick shows the subject and
+    not the object, so the rule's precision is measured, not assumed;
+  - SugarCrepe (Tables 5, 13, 14, 6): SugarCrepe's mini set through SugarCrepe's own loader
+    (``common.benchmarks.caption_negatives``), its strict rule, per category; Table 6's Replace / Add / Swap are the
+    plain means of their categories (``papers.conclip.columns``, shared with the full profile).
+
+* **full**: every obtainable model of ``conclip.full.models`` (row, as the audit names it -> zoo model) on CC-Neg's
+  evaluation split (the released ``ccneg_preprocessed.pt``'s last 40,000 entries, ``papers.conclip.ccneg``; the
+  negated captions with commas removed, as the authors' loader removes them).
+
+Outputs in ``results/conclip/<profile>/``, as one output group: ``table3.csv`` (one row per model: both rules'
+accuracy in points and the ties; Table 2's rows are its rows other than CoN-CLIP), ``by_word_k.csv`` (Tables 7-12's
+cells: row, model, word, k, n, accuracy, strict_accuracy; empty cells left out), ``summary.json`` (DVC metrics, at
+most twelve flat numbers), ``context.json`` (inputs, rules, the models: fingerprints, how each was scored, ties), and
+per profile (``FILES``): mini ``classification.csv``, ``sugarcrepe.csv``, ``table6.csv`` (the ablations),
+``distractors.csv`` and ``comparisons.json`` (the paper's findings with paired-bootstrap intervals); full
+``predictions/`` (per model, every item's two scores, decision and tie; ``predictions/items.csv`` gives each item's
+K and negation words, so every cell can be recounted from the files).
+
+A model that cannot be loaded stops the stage with the zoo's message and the note of its download entry; with
+``conclip.full.skip_unavailable`` it is left out of the tables and named in ``context.json``.
 """
 from __future__ import annotations
 
-from typing import Mapping
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from common.card.core import Measure, paired_difference, selection_measures
+from common.errors import WorkspaceError
+from common.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
+from common.jsonl import read_json, read_rows
+from common.paths import build_dir
+from common.scoring.classification import ClassificationResult
+from common.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
+from common.tasks import ClassificationSet, ImageToTextItem
+from common.training.records import training_context
+from common.zoo import ModelFactory
+from common.zoo import create_model as zoo_create
+from common.zoo.available import each_model
+from common.zoo.trained import served
+from papers.conclip import benchmark_mini
+from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items
+from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
+from papers.conclip.columns import (
+    MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, model_cells, pct, sugarcrepe_cells,
+    table6_row)
 from papers.conclip.runs import RUNS
 
-SUGARCREPE_CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "add_obj", "add_att",
-                                          "swap_obj", "swap_att")
-"""In Tables 5, 13 and 14's column order."""
-SUGARCREPE_FOLDS: dict[str, tuple[str, ...]] = {
-    "replace": ("replace_obj", "replace_att", "replace_rel"), "add": ("add_obj", "add_att"),
-    "swap": ("swap_obj", "swap_att")}
-"""Table 6's SugarCrepe columns: each the plain mean of its categories (Table 6's rows are Table 14's so averaged,
-e.g. L1's Replace 79.36 = mean(91.71, 80.58, 65.79))."""
-MODEL_FIELDS = ("row", "model", "label", "run", "terms", "negatives")
-SUGARCREPE_FIELDS = ("row", "model", "label", *SUGARCREPE_CATEGORIES, *(f"sugarcrepe_{f}" for f in SUGARCREPE_FOLDS))
-TABLE6_FIELDS = (*MODEL_FIELDS, "sugarcrepe_replace", "sugarcrepe_add", "sugarcrepe_swap", "ccneg",
-                 "classification_top1")
-NOT_A_RUN = "N/A"
-"""The run, terms and negatives of a model that is not one of ``RUNS`` (a pretrained or released model)."""
+DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
+"""Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
+in the shared zoo file), and the download entries of the data and, for a model that cannot be loaded, of its
+checkpoint."""
+PROFILES = ("mini", "full")
 
 
-def pct(x: float) -> float:
-    """A share as points, to the two decimals the paper prints."""
-    return round(100.0 * x, 2)
+class ConclipTablesError(WorkspaceError):
+    """Nothing to score, or the scores do not line up with the items."""
 
 
-def model_cells(row: str, model: str, label: str, run: str | None) -> dict:
-    """A row's identity: its id (the audit's key), zoo name, label and, for a fine-tune, its run's loss terms and
-    whose negated captions it trained on."""
-    spec = RUNS[run] if run else None
-    return {"row": row, "model": model, "label": label, "run": run or NOT_A_RUN,
-            "terms": "+".join(spec.terms) if spec else NOT_A_RUN, "negatives": spec.negatives if spec else NOT_A_RUN}
+# ------------------------------------------------------------------------------------------------------------------
+# How a model scores a pair
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairScore:
+    """How a model with an image-text matching head scores an (image, caption) pair here."""
+
+    score: str
+    """``common.zoo.hf.SCORES``: ``itm`` = the ITM head's match probability."""
+    why: str
 
 
-def sugarcrepe_cells(accuracy_by_category: Mapping[str, float]) -> dict:
-    """Each category's accuracy (a share) in points, then Table 6's folds: plain means of their categories' points."""
-    cells = {c: pct(accuracy_by_category[c]) for c in SUGARCREPE_CATEGORIES}
-    cells.update({f"sugarcrepe_{fold}": round(float(np.mean([cells[c] for c in cats])), 2)
-                  for fold, cats in SUGARCREPE_FOLDS.items()})
-    return cells
+PAIR_SCORES: dict[str, PairScore] = {
+    "blip": PairScore("itm", "this workspace's choice for BLIP (Salesforce's retrieval model, COCO fine-tuned, the "
+                             "paper's Table 2 row): softmax(itm_score)[:, 1] per (image, caption), the ITC embeddings "
+                             "not used. How the authors scored BLIP is not in the release"),
+}
+"""Per zoo ``arch`` of a non-open_clip backend, the pair score used here; any other model is scored by the cosine of
+its embeddings (FLAVA too: ``get_image_features``/``get_text_features``, first token, normalised)."""
+CONTRASTIVE = "contrastive (cosine of normalised image and text embeddings)"
 
 
-def table6_row(model: Mapping, sugarcrepe: Mapping, ccneg: float, classification_top1: float) -> dict:
-    """Table 6's row of one run: its identity (``model_cells``), its SugarCrepe folds (``sugarcrepe_cells``), its
-    CC-Neg accuracy and its mean standard-prompt top-1, all in points."""
-    folds = {f"sugarcrepe_{fold}": sugarcrepe[f"sugarcrepe_{fold}"] for fold in SUGARCREPE_FOLDS}
-    row = {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
-    return {k: row[k] for k in TABLE6_FIELDS}
+def pair_score(name: str) -> PairScore | None:
+    """The pair score of a zoo model (``PAIR_SCORES``), or None for a cosine of embeddings."""
+    from common.zoo import get_spec
+
+    spec = get_spec(name)
+    return None if spec.backend == "open_clip" else PAIR_SCORES.get(spec.arch)
+
+
+def contrastive_only(name: str) -> None:
+    """The mini profile's pair score: every model is an open_clip model of the mini family, or trained from one."""
+    return None
+
+
+PAPER_VS_CODE: dict[str, str] = {
+    "rule": "paper (Sec. 3.2.1): correct iff phi(I, c) > phi(I, c'), phi(I, c) <= phi(I, c') 'signifies an incorrect "
+            "prediction' (strict). Code: "
+            'jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)", with c in column 0 '
+            "(the README's evaluation snippet), so a tie counts as correct. table3.csv: ccneg = the code's rule, "
+            "ccneg_strict = the paper's, ccneg_ties = how many differ",
+    "split": "code: the last 40,000 entries, "
+             'jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:21 "self.image_paths[-self.split_size:]"'
+             "; Table 2 (paper: "
+             "'the entire CC-Neg dataset') is scored here on the same split as Table 3 (the release evaluates no "
+             "other split)",
+    "by_k": "not in the release (no released file reads num_ops or groups by K); the paper: 'Scores are calculated "
+            "over subset splits with the same number of predicate-object pairs' (Tables 7-12). Here: "
+            "[i for i in num_ops[K][-M:] if N - 40000 <= i < N], M = min(40000, len(num_ops[K])) (data.k_cut counts "
+            "indices of the split the [-M:] cut leaves out); the audit's rows say 'rule unverified'",
+    "by_word": "not in the release (no released file groups by negation word); the paper: 'evaluation subset samples "
+               "that use' the word (Tables 7-12). Here: ' ' + w + ' ' in ' ' + negative_prompt + ' ', on the raw "
+               "negated caption (commas kept, case-sensitive); the audit's rows say 'rule unverified'",
+    "captions": "code: the negated caption with every ',' removed, "
+                'jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:42 "negative_prompt.replace("'
+                ", the caption as released; the same here",
+    "clip": "code: the README's snippet evaluates ViT-B/32, "
+            'jaisidhsingh/CoN-CLIP@503388ac README.md:84 "ViT-B/32", '
+            "as the paper's Table 2 says",
+    "conclip_checkpoint": "code: the README loads a released checkpoint's 'model' entry into clip.load's model, "
+                          'jaisidhsingh/CoN-CLIP@503388ac README.md:35 "model.load_state_dict(ckpt["; '
+                          "here the released CoN-CLIP checkpoint of conclip.full.models, loaded the same way by the "
+                          "zoo",
+    "precision": "code: the README's snippet loads CLIP with clip.load on a GPU, whose weights are fp16 there "
+                 '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"), and casts CoN-CLIP to fp32 '
+                 'first (jaisidhsingh/CoN-CLIP@503388ac README.md:98 "model = model.float()", commented out for '
+                 "CLIP). Here every model runs at the engine's precision (params.yaml engine.precision)",
+    "blip_flava": "not in the release: how the authors scored BLIP and FLAVA (the paper, Sec. 3.2.1: 'a VLM computes "
+                  "a similarity-based match score'). Here: BLIP's ITM head, FLAVA's embeddings' cosine; the audit's "
+                  "BLIP and FLAVA rows say 'rule unverified'",
+    "laclip": "not in the release: how the authors loaded LaCLIP (Tables 7-16). Here it runs with the activation it "
+              "was trained with (papers/conclip/models.toml)",
+}
+"""Where the authors' code and the paper differ, and what this workspace does (the full profile's ``context.json``)."""
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The benchmark and the models: what differs between the profiles
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NegationSet:
+    """CC-Neg or its mini analog: the items (c first, c' second) and Tables 7-12's cells, in the tables' order, each
+    a (negation word, K, mask over the items); an item may be in several words' cells (full), and empty cells are
+    left out."""
+
+    items: tuple[ImageToTextItem, ...]
+    cells: tuple[tuple[str, int, np.ndarray], ...]
+    item_rows: tuple[dict, ...] = ()
+    """``predictions/items.csv``'s rows (the full profile: each item's K and negation words)."""
+
+    @classmethod
+    def rendered(cls, items: Sequence[ImageToTextItem]) -> "NegationSet":
+        """The mini benchmark: an item's group names its one word and K (``benchmark_mini.group_name``)."""
+        from common.miniworld.negation import NEGATION_WORDS
+
+        groups = np.array([it.group for it in items])
+        cells = ((w, k, groups == group_name(w, k)) for w in NEGATION_WORDS for k in benchmark_mini.KS)
+        return cls(tuple(items), tuple(c for c in cells if c[2].any()))
+
+    @classmethod
+    def released(cls, ccneg: CCNegSet) -> "NegationSet":
+        """CC-Neg's split: an entry counts in every word its raw negated caption uses, at its K."""
+        from papers.conclip.ccneg import NEGATION_WORDS
+
+        ks = np.array([-1 if e.k is None else e.k for e in ccneg.entries])
+        words = [np.array([w in e.words for e in ccneg.entries], dtype=bool) for w in NEGATION_WORDS]
+        cells = ((w, k, has_word & (ks == k)) for w, has_word in zip(NEGATION_WORDS, words) for k in ccneg.table_ks)
+        item_rows = ({"item_id": e.item.item_id, "k": "" if e.k is None else e.k, "words": " ".join(sorted(e.words)),
+                      "image": Path(getattr(e.item.image, "path", e.item.image)).name} for e in ccneg.entries)
+        return cls(tuple(ccneg.items), tuple(c for c in cells if c[2].any()), tuple(item_rows))
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A table row: its id (``row``: the audit's key), zoo name, label, and (a mini fine-tune) its run and weights."""
+
+    row: str
+    name: str
+    label: str
+    run: str | None = None
+    checkpoint: Path | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one profile scores and on what: the one part of the tables that differs in kind between the profiles
+    (``mini_inputs``, ``full_inputs``); ``evaluate_tables`` is the same for both."""
+
+    profile: str
+    models: Mapping[str, str]
+    """row -> model name, in the tables' order."""
+    negation: NegationSet
+    context: Mapping[str, Any]
+    """What ``context.json`` records of the inputs, before the models."""
+    entries: Mapping[str, ModelEntry] = field(default_factory=dict)
+    """row -> its label, run and weights where the profile knows them (mini); else the zoo's label."""
+    create: ModelFactory | None = None
+    """How a model name is loaded (mini: from the entries' checkpoints); None: the caller's factory (the zoo)."""
+    pair_score: Callable[[str], PairScore | None] = pair_score
+    more: "MiniBenchmarks | None" = None
+    """The mini profile's further benchmarks, scored with the same engine."""
+    skip_unavailable: bool = False
+
+
+def entries_for(base: str, family: Sequence[str], negclip: str, models_dir: Path) -> list[ModelEntry]:
+    """The mini profile's rows: the base model ("CLIP"), ARO's mini NegCLIP, the rest of the mini family, then every
+    run."""
+    rows = [ModelEntry("clip", base, f"CLIP ({base}, the mini family's ViT-B/32)"),
+            ModelEntry("negclip", negclip, f"NegCLIP ({negclip}: ARO's mini NegCLIP of {base})")]
+    rows += [ModelEntry(name.replace("/", "-"), name, f"{name} (the mini family)") for name in family if name != base]
+    rows += [ModelEntry(run, f"conclip/mini-{run}", spec.label, run, Path(models_dir) / f"{run}.safetensors")
+             for run, spec in RUNS.items()]
+    return rows
+
+
+def mini_inputs(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], test_dir: Path, sugarcrepe_manifest: Path,
+                context: Mapping | None = None) -> Inputs:
+    """The mini profile: ``entries`` (served from their checkpoints, each as the architecture ``arch_of`` names by
+    row) on the benchmark rendered in ``test_dir``, its classification sets and mining pool, and SugarCrepe's mini
+    set."""
+    from common.benchmarks.caption_negatives import PreparedSet
+    from common.miniworld.classification import load_classification_sets
+
+    by_name = {e.name: e for e in entries}
+    if len(by_name) != len(entries):
+        raise ConclipTablesError(f"two mini rows share a model name: {[e.name for e in entries]}")
+    items = load_test_items(Path(test_dir))
+    more = MiniBenchmarks(prompt_sets(load_classification_sets(Path(test_dir) / "classification")),
+                          tuple(PreparedSet.load(Path(sugarcrepe_manifest)).items()), MiningPool.load(Path(test_dir)))
+
+    def create(name: str, device: str = "cpu"):
+        return served(by_name[name], arch_of[by_name[name].row], device, family="conclip-mini")
+
+    return Inputs("mini", {e.row: e.name for e in entries}, NegationSet.rendered(items), {
+        **dict(context or {}),
+        "rules": {"ccneg": "argmax over [c, c'] (a tie counts as correct, as the authors' README snippet); strict "
+                           "beside it",
+                  "classification": "top-1 = argmax class; Delta = top-1(standard prompt) - top-1(negated prompt)",
+                  "sugarcrepe": "strict (SugarCrepe's rule); folds are plain means of their categories",
+                  "distractors": "eq. 4 (argmax phi(x, s) - phi(x, o_n)) over the benchmark's images, each example's "
+                                 "own image excluded; correct when the pick shows the subject and not the negated "
+                                 "object (scene graphs); chance: the share of such images in the pool"},
+        "prompts": {"standard": STANDARD_PROMPT, "negated": NEGATED_PROMPT},
+        "n": {"ccneg": len(items), "sugarcrepe": len(more.sugarcrepe),
+              **{name: len(kinds["standard"].images) for name, kinds in more.sets.items()}}},
+        entries={e.row: e for e in entries}, create=create, pair_score=contrastive_only, more=more)
+
+
+def full_inputs(models: Mapping[str, str], ccneg: CCNegSet, context: Mapping | None = None,
+                skip_unavailable: bool = False) -> Inputs:
+    """The full profile: the zoo's ``models`` (row -> zoo model) on CC-Neg's evaluation split."""
+    if not models:
+        raise ConclipTablesError("conclip.full.models is empty: no CC-Neg row to score")
+    return Inputs("full", dict(models), NegationSet.released(ccneg), {
+        **dict(context or {}), "profile": "full",
+        "rule": "argmax over [s(I, c), s(I, c')] with c first (the authors' README snippet: a tie counts as "
+                "correct); the strict rule (the paper's text: a tie is wrong) beside it",
+        "data": {"file": str(ccneg.path), "sha256": ccneg.sha256, "images_dir": str(ccneg.images_dir),
+                 **ccneg.counts()},
+        "split_sizes": ccneg.split_sizes()}, skip_unavailable=skip_unavailable)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The mini profile's further benchmarks
+# ------------------------------------------------------------------------------------------------------------------
+CLASSIFICATION_SETS: tuple[str, ...] = ("shapes", "colored-shapes")
+
+
+def prompt_sets(sets: Mapping[str, ClassificationSet]) -> dict[str, dict[str, ClassificationSet]]:
+    """Each label set with one prompt per class, standard and negated."""
+    from common.miniworld.classification import class_prompts
+
+    return {name: {kind: ClassificationSet(f"{name}-{kind}", s.images, s.labels, s.class_names,
+                                           tuple(tuple(class_prompts(c, (template,))) for c in s.class_names))
+                   for kind, template in (("standard", STANDARD_PROMPT), ("negated", NEGATED_PROMPT))}
+            for name, s in sets.items() if name in CLASSIFICATION_SETS}
+
+
+@dataclass(frozen=True)
+class SceneLine:
+    """A line of the benchmark's ``scenes.jsonl``: an example's image, its scene graph, its subject's index, the
+    indices of its caption's objects and which of them is negated."""
+
+    filename: str
+    scene: dict
+    subject: int
+    objects: list[int]
+    negated_pair: int
+
+    def names(self) -> list[str]:
+        """The scene's objects as colour and shape ("red circle")."""
+        return [f"{o['color']} {o['shape']}" for o in self.scene["objects"]]
+
+
+def _check_scene_line(line: SceneLine) -> None:
+    """Every index names an object of the scene, and every object has a colour and a shape."""
+    objects = line.scene.get("objects") if isinstance(line.scene, dict) else None
+    if not isinstance(objects, list) or not all(isinstance(o, dict) and {"color", "shape"} <= set(o) for o in objects):
+        raise ValueError("'scene' needs 'objects', each with a 'color' and a 'shape'")
+    if line.negated_pair >= len(line.objects):
+        raise ValueError(f"'negated_pair' {line.negated_pair} is not one of its {len(line.objects)} objects")
+    bad = [i for i in (line.subject, *line.objects) if not isinstance(i, int) or not 0 <= i < len(objects)]
+    if bad:
+        raise ValueError(f"object index {bad[0]!r} is not in a scene of {len(objects)} objects")
+
+
+@dataclass(frozen=True)
+class MiningPool:
+    """Eq. 4 on the benchmark's own images: per example its subject and negated object ("a red circle"), and per
+    image the colour-shape names of its objects (from ``scenes.jsonl``)."""
+
+    images: tuple[Path, ...]
+    subjects: tuple[str, ...]
+    objects: tuple[str, ...]
+    contents: tuple[frozenset[str], ...]
+
+    @classmethod
+    def load(cls, test_dir: Path) -> "MiningPool":
+        from common.miniworld.lexicon import indefinite_article
+
+        test_dir = Path(test_dir)
+        images, subjects, objects, contents = [], [], [], []
+        lines = read_rows(test_dir / "scenes.jsonl", SceneLine, "a negation example's scene", REMEDY,
+                          check=_check_scene_line)
+        for line in lines:
+            names = line.names()
+            subject, obj = names[line.subject], names[line.objects[line.negated_pair]]
+            images.append(test_dir / "images" / line.filename)
+            subjects.append(f"{indefinite_article(subject)} {subject}")
+            objects.append(f"{indefinite_article(obj)} {obj}")
+            contents.append(frozenset(names))
+        return cls(tuple(images), tuple(subjects), tuple(objects), tuple(contents))
+
+
+@dataclass(frozen=True)
+class DistractorMining:
+    """Eq. 4's top-1 pick for every example (its own image excluded) and whether the pick really shows the subject
+    and not the negated object; ``chance``: the share of such images in the pool, averaged over examples."""
+
+    picks: tuple[int, ...]
+    correct: tuple[bool, ...]
+    chance: float
+
+    @property
+    def precision(self) -> float:
+        return float(np.mean(self.correct))
+
+
+def mine(engine, pool: MiningPool) -> DistractorMining:
+    from papers.conclip.distractors import mine_distractors
+
+    emb = engine.embed(((p, f"mining image {i}") for i, p in enumerate(pool.images)),
+                       [*pool.subjects, *pool.objects])
+    picks = mine_distractors(emb.images(list(pool.images)), emb.texts(list(pool.subjects)),
+                             emb.texts(list(pool.objects)), exclude=np.arange(len(pool.images)))[:, 0]
+    name = [s.split(" ", 1)[1] for s in pool.subjects], [o.split(" ", 1)[1] for o in pool.objects]
+    good = np.array([[name[0][m] in c and name[1][m] not in c for c in pool.contents] for m in range(len(picks))])
+    np.fill_diagonal(good, False)
+    chance = float(np.mean(good.sum(axis=1) / (len(pool.images) - 1)))
+    return DistractorMining(tuple(int(p) for p in picks), tuple(bool(good[m, p]) for m, p in enumerate(picks)),
+                            chance)
+
+
+@dataclass(frozen=True)
+class MiniScores:
+    """One model on the mini profile's further benchmarks."""
+
+    classification: dict[str, dict[str, ClassificationResult]]
+    """Per label set, per prompt kind ('standard', 'negated')."""
+    sugarcrepe: SelectionResult
+    distractors: DistractorMining
+
+
+@dataclass(frozen=True)
+class MiniBenchmarks:
+    """The mini profile's benchmarks beyond CC-Neg's analog: the classification sets with standard and negated
+    prompts, SugarCrepe's mini set and eq. 4's mining pool."""
+
+    sets: Mapping[str, Mapping[str, ClassificationSet]]
+    sugarcrepe: tuple[ImageToTextItem, ...]
+    pool: MiningPool
+
+    def score(self, engine) -> MiniScores:
+        from common.scoring import classification, selection
+
+        return MiniScores({name: {kind: classification.evaluate(engine, s) for kind, s in kinds.items()}
+                           for name, kinds in self.sets.items()},
+                          selection.evaluate(engine, self.sugarcrepe, STRICT), mine(engine, self.pool))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Scoring: both profiles
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scored:
+    """One model's outcomes on the negation benchmark (decided by ``ARGMAX``), how its pair scores were computed,
+    and (mini) its further benchmarks."""
+
+    entry: ModelEntry
+    result: SelectionResult
+    scoring: str
+    more: MiniScores | None = None
+
+    @property
+    def row(self) -> str:
+        return self.entry.row
+
+    @property
+    def model(self) -> str:
+        return self.entry.name
+
+
+def score_models(inputs: Inputs, engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create
+                 ) -> tuple[list[Scored], dict[str, str]]:
+    """Every (row -> model) of ``inputs`` on its negation benchmark, in the given order, each decided by ``ARGMAX``
+    (the authors' rule), and on the profile's further benchmarks with the same engine. A model that cannot be loaded
+    raises ``ModelUnavailable`` with the reason, or with ``skip_unavailable`` is returned by row with the reason."""
+    from common.engine import Engine, EngineConfig
+    from common.scoring import matching, selection
+    from common.zoo import get_spec
+
+    config = engine_config or EngineConfig()
+    items = inputs.negation.items
+    scored, skipped = [], {}
+    for row, name, model in each_model(inputs.models, skipped, create=inputs.create or create, device=device,
+                                       skip_unavailable=inputs.skip_unavailable, what="CC-Neg row"):
+        pair = inputs.pair_score(name)
+        engine = Engine(model, config)
+        if pair is None:
+            result, scoring = selection.evaluate(engine, items, ARGMAX), CONTRASTIVE
+        else:
+            if not hasattr(model, "match_scores"):
+                raise ConclipTablesError(f"CC-Neg row {row!r}: model {name!r} has no image-text matching head, but "
+                                         f"its row is scored with one ({pair.why})")
+            result = matching.image_to_text(model, items, ARGMAX, batch_size=config.image_batch_size,
+                                            score=pair.score, progress=config.progress)
+            scoring = f"{pair.score} ({pair.why})"
+        if [o.item_id for o in result.outcomes] != [it.item_id for it in items]:
+            raise ConclipTablesError(f"CC-Neg row {row!r}: the outcomes of {name!r} are not in the items' order")
+        entry = inputs.entries.get(row) or ModelEntry(row, name, get_spec(name).label)
+        scored.append(Scored(entry, result, scoring, inputs.more.score(engine) if inputs.more else None))
+    return scored, skipped
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Rows: both profiles
+# ------------------------------------------------------------------------------------------------------------------
+BY_WORD_K_FIELDS = ("row", "model", "word", "k", "n", "accuracy", "strict_accuracy")
+
+
+def _correct(result: SelectionResult) -> np.ndarray:
+    return np.array([o.correct for o in result.outcomes], dtype=bool)
+
+
+def ccneg_row(s: Scored) -> dict:
+    """Table 3's row of one model: its identity (``columns.model_cells``), both rules' accuracy (points), the ties,
+    the benchmark's size."""
+    argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
+    return {**model_cells(s.row, s.model, s.entry.label, s.entry.run), "ccneg": pct(float(argmax.mean())),
+            "ccneg_strict": pct(float(strict.mean())), "ccneg_ties": s.result.ties, "n": len(argmax)}
+
+
+def word_k_rows(s: Scored, negation: NegationSet) -> list[dict]:
+    """Tables 7-12's cells of one model: per negation word and K, the cell's size and both rules' accuracy."""
+    argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
+    return [{"row": s.row, "model": s.model, "word": word, "k": k, "n": int(cell.sum()),
+             "accuracy": pct(float(argmax[cell].mean())),
+             "strict_accuracy": pct(float(strict[cell].mean()))}
+            for word, k, cell in negation.cells]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The mini profile's further rows and the paper's comparisons
+# ------------------------------------------------------------------------------------------------------------------
+MINI_SUMMARY_KEYS: tuple[str, ...] = (
+    "clip_ccneg", "negclip_ccneg", "conclip_ccneg", "conclip_minus_clip_ccneg_ci_low", "l1_ccneg", "l2_ccneg",
+    "l1_l2_ccneg", "crepe_negate_l1_ccneg", "clip_delta", "conclip_delta", "conclip_minus_clip_sugarcrepe",
+    "conclip_minus_clip_classification")
+"""The mini profile's DVC metrics (flat numbers, in points): CC-Neg accuracy of every row of Table 6 and of CLIP and
+NegCLIP, the lower end of CoN-CLIP's gain over CLIP, the classification Delta of CLIP and CoN-CLIP, and CoN-CLIP's
+mean gain on SugarCrepe and on standard-prompt classification; the rest is in ``comparisons.json`` and the CSVs."""
+CLASSIFICATION_FIELDS = ("row", "model", "label", *(f"{n}_{m}" for n in CLASSIFICATION_SETS
+                                                    for m in ("top1", "negated_top1", "delta")),
+                         "classification_top1", "delta")
+DISTRACTOR_FIELDS = ("row", "model", "label", "eq4_precision", "eq4_chance")
+
+
+def _top1(result: ClassificationResult) -> float:
+    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
+    return float((result.predictions == result.labels).mean())
+
+
+def model_row(s: Scored) -> dict:
+    """A mini row: CC-Neg's cells (``ccneg_row``), then classification, eq. 4's mining and SugarCrepe."""
+    row = ccneg_row(s)
+    for name in CLASSIFICATION_SETS:
+        standard, negated = (_top1(s.more.classification[name][k]) for k in ("standard", "negated"))
+        row.update({f"{name}_top1": pct(standard), f"{name}_negated_top1": pct(negated),
+                    f"{name}_delta": pct(standard - negated)})
+    row["classification_top1"] = round(float(np.mean([row[f"{n}_top1"] for n in CLASSIFICATION_SETS])), 2)
+    row["delta"] = round(float(np.mean([row[f"{n}_delta"] for n in CLASSIFICATION_SETS])), 2)
+    row.update({"eq4_precision": pct(s.more.distractors.precision), "eq4_chance": pct(s.more.distractors.chance)})
+    row.update(sugarcrepe_cells({g: v.accuracy for g, v in s.more.sugarcrepe.by_group().items()}))
+    return row
+
+
+def _paired_gain(a: SelectionResult, b: SelectionResult, n_resamples: int = 2000, seed: int = 0):
+    """a - b in points on the benchmark, with a 95% paired-bootstrap interval over items."""
+    from common.stats import bootstrap_mean_ci
+
+    ids = [o.item_id for o in a.outcomes]
+    if ids != [o.item_id for o in b.outcomes]:
+        raise ValueError("paired gain: the two results hold different items")
+    diff = 100.0 * (np.array([o.correct for o in a.outcomes], float) - np.array([o.correct for o in b.outcomes], float))
+    return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)
+
+
+def _macro_measures(scored: Mapping[str, Scored], what: str) -> tuple[Measure, Measure]:
+    """CoN-CLIP's and CLIP's per-example outcomes on SugarCrepe (its categories the strata: the table's number is
+    their unweighted mean) or on the classification sets (standard prompts; the sets the strata)."""
+    out = []
+    for row in ("conclip", "clip"):
+        s = scored[row].more
+        if what == "sugarcrepe":  # the macro average over the categories, as the card measures it
+            out.append(selection_measures(s.sugarcrepe, what, "CoN-CLIP", "", "")[-1])
+            continue
+        results = {n: s.classification[n]["standard"] for n in CLASSIFICATION_SETS}
+        ids = [f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))]
+        correct = [c for r in results.values() for c in (r.predictions == r.labels)]
+        strata = [n for n, r in results.items() for _ in range(len(r.labels))]
+        out.append(Measure(what, "CoN-CLIP", what, "", tuple(ids), np.array(correct, float), tuple(strata)))
+    return out[0], out[1]
+
+
+def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negation: NegationSet) -> dict:
+    """The paper's findings against the mini runs (flat): CLIP near or below chance on negations (its interval),
+    CoN-CLIP clearly above CLIP, the ablation ordering on the benchmark (Table 6: L1, L1+L2, L_conclip near
+    the top, CREPE-Negate L1 below them, L2 lowest), accuracy falling with K, and the classification Delta; CoN-CLIP
+    minus CLIP on SugarCrepe and on classification with paired intervals (``common.card.core``: resampled within each
+    category or set, as the tables average them)."""
+    from common.stats import bootstrap_mean_ci
+
+    out: dict[str, float | bool | None] = {}
+    clip = scored["clip"].result
+    ci = bootstrap_mean_ci(100.0 * np.array([o.correct for o in clip.outcomes], float), n_resamples=2000, seed=0)
+    out.update({"clip_ccneg": rows["clip"]["ccneg"], "clip_ccneg_ci_low": round(ci.low, 2),
+                "clip_ccneg_ci_high": round(ci.high, 2), "clip_near_or_below_chance": bool(ci.low <= 55.0)})
+    for row in ("negclip", *RUNS):
+        out[f"{row.replace('-', '_')}_ccneg"] = rows[row]["ccneg"]
+    gain = _paired_gain(scored["conclip"].result, clip)
+    out.update({"conclip_minus_clip_ccneg": round(gain.estimate, 2),
+                "conclip_minus_clip_ccneg_ci_low": round(gain.low, 2), "conclip_clearly_above_clip": bool(gain.low > 0)})
+    top = min(rows[r]["ccneg"] for r in ("conclip", "l1", "l1-l2"))
+    out["ablation_order_as_paper"] = bool(top > rows["crepe-negate-l1"]["ccneg"] > rows["l2"]["ccneg"])
+    for row in ("clip", "conclip"):
+        cells = word_k_rows(scored[row], negation)
+        by_k = [np.mean([c["accuracy"] for c in cells if c["k"] == k]) for k in benchmark_mini.KS]
+        out[f"{row}_k1_minus_k5"] = round(float(by_k[0] - by_k[-1]), 2)
+    for what, (a, b) in {"sugarcrepe": _macro_measures(scored, "sugarcrepe"),
+                         "classification": _macro_measures(scored, "classification")}.items():
+        d = paired_difference(a, b)
+        out.update({f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
+                    f"conclip_minus_clip_{what}_ci_high": round(d.high, 2)})
+    out.update({"clip_delta": rows["clip"]["delta"], "conclip_delta": rows["conclip"]["delta"],
+                "conclip_minus_clip_sugarcrepe": round(float(np.mean(
+                    [rows["conclip"][c] - rows["clip"][c] for c in SUGARCREPE_CATEGORIES])), 2),
+                "conclip_minus_clip_classification": round(
+                    rows["conclip"]["classification_top1"] - rows["clip"]["classification_top1"], 2),
+                "clip_eq4_precision": rows["clip"]["eq4_precision"], "eq4_chance": rows["clip"]["eq4_chance"]})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The full profile's summary and record
+# ------------------------------------------------------------------------------------------------------------------
+SUMMARY_MAX = 12
+"""DVC metrics: at most this many numbers; the rest is in the CSVs."""
+
+
+def summary(rows: Sequence[Mapping]) -> dict[str, float]:
+    """The full profile's DVC metrics: each row's accuracy (the authors' rule) and, when both are scored, CoN-CLIP
+    minus CLIP; at most ``SUMMARY_MAX`` numbers (rows past that are in table3.csv only)."""
+    by_row = {r["row"]: r for r in rows}
+    gain = {}
+    if "clip" in by_row and "conclip" in by_row:
+        gain["conclip_minus_clip_ccneg"] = round(by_row["conclip"]["ccneg"] - by_row["clip"]["ccneg"], 2)
+    room = SUMMARY_MAX - len(gain)
+    out = {f"{r['row'].replace('-', '_')}_ccneg": float(r["ccneg"]) for r in rows[:room]}
+    return {**out, **gain}
+
+
+def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
+    """Row -> the training record of each model trained here (the ``ft-<run>`` re-trainings: their sidecars, recipe
+    included), which the audit names in every table's note for that row (Tables 2-3, 6, 7-12, 5/13/14, 16 all share
+    the row ids); released models have no entry, even with a JSON file beside their weights (only ``build:``
+    checkpoints: a released model's weights are never a run trained here)."""
+    from common.zoo import get_spec
+
+    return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored
+                             if (get_spec(s.model).checkpoint or "").startswith("build:")})
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Files: what each profile writes beside table3.csv, by_word_k.csv and context.json
+# ------------------------------------------------------------------------------------------------------------------
+def _csv(path: Path, fields: Sequence[str], rows: Sequence[Mapping]) -> Path:
+    return write_csv_atomic(path, [{k: r[k] for k in fields} for r in rows], fields)
+
+
+def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
+    """Classification, SugarCrepe, Table 6, eq. 4's mining, the comparisons and the summary drawn from them."""
+    rows = {s.row: model_row(s) for s in scored}
+    ordered = list(rows.values())
+    metrics = comparisons(rows, {s.row: s for s in scored}, negation)
+    return {
+        "classification": _csv(staging / "classification.csv", CLASSIFICATION_FIELDS, ordered),
+        "sugarcrepe": _csv(staging / "sugarcrepe.csv", SUGARCREPE_FIELDS, ordered),
+        "table6": _csv(staging / "table6.csv", TABLE6_FIELDS,
+                       [table6_row(rows[r], rows[r], rows[r]["ccneg"], rows[r]["classification_top1"]) for r in RUNS]),
+        "distractors": _csv(staging / "distractors.csv", DISTRACTOR_FIELDS, ordered),
+        "comparisons": write_json_atomic(staging / "comparisons.json", metrics),
+        "summary": write_json_atomic(staging / "summary.json", {k: metrics[k] for k in MINI_SUMMARY_KEYS}),
+    }
+
+
+ITEM_FIELDS = ("item_id", "k", "words", "image")
+
+
+def full_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
+    """The summary (each row's accuracy) and every model's per-item predictions with the items' K and words."""
+    from common.results import write_predictions
+
+    predictions = staging / "predictions"
+    for s in scored:
+        write_predictions(predictions / f"{s.model.replace('/', '__')}.csv", s.result)
+    write_csv_atomic(predictions / "items.csv", negation.item_rows, ITEM_FIELDS)
+    return {"summary": write_json_atomic(staging / "summary.json", summary([ccneg_row(s) for s in scored])),
+            "predictions": predictions}
+
+
+def models_by_run(scored: Sequence[Scored], skipped: Mapping[str, str]) -> dict:
+    """The mini profile's record of its models: zoo name, label, run, fingerprint, the checkpoint's digest."""
+    return {"models": {s.row: {"model": s.model, "label": s.entry.label, "run": s.entry.run,
+                               "fingerprint": s.result.fingerprint,
+                               "checkpoint_sha256": sha256_file(s.entry.checkpoint) if s.entry.checkpoint else None}
+                       for s in scored}}
+
+
+def models_by_scoring(scored: Sequence[Scored], skipped: Mapping[str, str]) -> dict:
+    """The full profile's record of its models (fingerprint, how each was scored, ties), the models left out and
+    why, where the authors' code and the paper differ, and the training records of the rows trained here."""
+    return {"models": {s.row: {"model": s.model, "label": s.entry.label, "fingerprint": s.result.fingerprint,
+                               "scoring": s.scoring, "rule": s.result.rule, "n": len(s.result.outcomes),
+                               "ties": s.result.ties} for s in scored},
+            "skipped": dict(skipped), "paper_vs_code": PAPER_VS_CODE, "training": trained_here(scored)}
+
+
+@dataclass(frozen=True)
+class ProfileFiles:
+    """What a profile's stage writes beside the shared files (its DVC outs) and how its context records models."""
+
+    table3_fields: tuple[str, ...]
+    """The mini rows carry their run, loss terms and negatives (``columns.MODEL_FIELDS``); the full ones the split's
+    size (a row ``ft-<run>`` names its run)."""
+    write: Callable[[Path, Sequence[Scored], NegationSet], dict[str, Path]]
+    """The profile's own files, ``summary.json`` among them (``mini_files``, ``full_files``)."""
+    record: Callable[[Sequence[Scored], Mapping[str, str]], dict]
+    """``context.json``'s record of the scorings (``models_by_run``, ``models_by_scoring``)."""
+
+
+FILES = {"mini": ProfileFiles((*MODEL_FIELDS, "ccneg", "ccneg_strict", "ccneg_ties"), mini_files, models_by_run),
+         "full": ProfileFiles(("row", "model", "label", "ccneg", "ccneg_strict", "ccneg_ties", "n"), full_files,
+                              models_by_scoring)}
+
+
+def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
+                    create: ModelFactory = zoo_create) -> dict[str, Path]:
+    """Score every model of ``inputs`` and write the tables as one output group (nothing is written when a model
+    fails, or when none could be scored)."""
+    scored, skipped = score_models(inputs, engine_config, device, create)
+    if not scored:
+        raise ConclipTablesError(f"no model of conclip.{inputs.profile}.models could be loaded: {skipped}")
+    files = FILES[inputs.profile]
+    context = {**inputs.context, **files.record(scored, skipped)}
+
+    def write(staging: Path) -> dict[str, Path]:
+        return {"table3": _csv(staging / "table3.csv", files.table3_fields, [ccneg_row(s) for s in scored]),
+                "by_word_k": write_csv_atomic(staging / "by_word_k.csv",
+                                              [c for s in scored for c in word_k_rows(s, inputs.negation)],
+                                              BY_WORD_K_FIELDS),
+                **files.write(staging, scored, inputs.negation),
+                "context": write_json_atomic(staging / "context.json", context)}
+
+    return write_output_group(out_dir, write)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------------------
+def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
+    """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
+    ``common.reproducible``)."""
+    from common import reproducible
+    from common.zoo import get_spec
+
+    if args.device not in (None, "cpu"):
+        raise ConclipTablesError(f"--device {args.device}: the mini profile scores on the pinned CPU profile")
+    reproducible.reexec_pinned()
+    reproducible.fix_threads()
+    root = build_dir("mini", "conclip")
+    test_dir = Path(args.data or root / "test")
+    entries = entries_for(section["base"], section["family"], section["negclip"], Path(args.models or root / "models"))
+    base_arch = get_spec(section["base"]).arch
+    arch_of = {e.row: (base_arch if e.run else get_spec(e.name).arch) for e in entries}
+    trained = [e for e in entries if e.checkpoint is not None]
+    context = {"profile": "mini", "base": section["base"], **reproducible.describe(),
+               "test_set": {k: v for k, v in read_json(test_dir / "manifest.json", dict, REMEDY).items()
+                            if k != "examples"},
+               "finetune_set": read_json(Path(args.set or root / "finetune") / "manifest.json", dict,
+                                         "run the mini-finetune-set stage"),
+               "training": training_context({e.row: e.checkpoint for e in trained},
+                                            ("trainer", "loss", "data", "final_loss", "frozen"),
+                                            remedies={e.row: f"run the mini-finetune@{e.run} stage" for e in trained}),
+               "note": "mini profile: the mini family and its fine-tunes on rendered scenes; not comparable to the "
+                       "paper's numbers"}
+    sugarcrepe = Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json")
+    return mini_inputs(entries, arch_of, test_dir, sugarcrepe, context), "cpu"
+
+
+def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
+    """Stage ``tables-full``'s inputs, on the GPU where there is one."""
+    from common.evaluate import best_device
+    from papers.conclip import ccneg as data
+
+    device = args.device or best_device()
+    pt_path = Path(args.data) if args.data else None
+    images = Path(args.images) if args.images else None
+    if pt_path is None or images is None:
+        default_pt, default_images = data.default_paths()
+        pt_path, images = pt_path or default_pt, images or default_images
+    ccneg = load_ccneg(pt_path, images, args.eval_size or data.eval_size_for(params))
+    context = {"device": device, "engine": params.get("engine", {})}
+    return full_inputs(dict(section["models"]), ccneg, context, bool(section["skip_unavailable"])), device
+
+
+STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.evaluate import engine_config
+    from common.params import own_section
+    from common.paths import RESULTS
+
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.tables", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=PROFILES, required=True)
+    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
+                                                      "running this module with this --profile)")
+    parser.add_argument("--data", default=None,
+                        help="the benchmark: mini, its folder (default: build/mini/conclip/test); full, "
+                             "ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
+    parser.add_argument("--images", default=None, help="full: the folder of CC-Neg's JPEGs (default: <data root>/"
+                                                       "ccneg/ccneg_images/cc3m_subset_images_extracted_final)")
+    parser.add_argument("--eval-size", type=int, default=None,
+                        help=f"full: the evaluation split, the file's last N entries (default: {EVAL_SIZE}, the "
+                             "authors' configs.num_ccneg_eval_samples; with a cap, params.yaml full_inputs.cap)")
+    parser.add_argument("--models", default=None, help="mini: the runs' weights (default: build/mini/conclip/models)")
+    parser.add_argument("--set", default=None, help="mini: the fine-tuning set, whose manifest the context records "
+                                                    "(default: build/mini/conclip/finetune)")
+    parser.add_argument("--sugarcrepe", default=None,
+                        help="mini: SugarCrepe's mini set (default: build/mini/sugarcrepe/manifest.json)")
+    parser.add_argument("--out", default=None, help="default: results/conclip/<profile>")
+    parser.add_argument("--device", default=None, help="full: default cuda when available, else cpu (the mini "
+                                                       "profile runs on the pinned CPU profile)")
+    args = parser.parse_args(argv)
+    params, section = own_section(f"conclip.{args.profile}", args.stage)
+    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    paths = evaluate_tables(inputs, Path(args.out or RESULTS / "conclip" / args.profile), engine_config(params),
+                            device, create=zoo_create)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(paths["table3"].read_text())
+    if "table6" in paths:
+        print(paths["table6"].read_text())
+    print(json.dumps(json.loads(paths["summary"].read_text()), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -20,7 +20,7 @@ arrays in pickles: they are written once as PNG files (lossless) under ``build/f
 encoding engine keys images by file content.
 
 Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes, in ``results/conclip/full/`` beside the
-CC-Neg tables (``papers.conclip.tables_full``), as one output group: ``classification.csv`` (one row per model, the mini
+CC-Neg tables (``papers.conclip.tables``), as one output group: ``classification.csv`` (one row per model, the mini
 profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``, then the means
 ``classification_top1`` and ``delta``; in points),
 ``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
@@ -564,7 +564,7 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
 
 
 def classification_fields(datasets: Sequence[str]) -> tuple[str, ...]:
-    """The mini profile's ``classification.csv`` columns (``papers.conclip.tables_mini``), over these datasets."""
+    """The mini profile's ``classification.csv`` columns (``papers.conclip.tables``, mini profile), over these datasets."""
     return ("row", "model", "label", *(f"{n}_{m}" for n in datasets for m in ("top1", "negated_top1", "delta")),
             "classification_top1", "delta")
 
@@ -589,7 +589,7 @@ COMPARISONS_FILE = "zeroshot_comparisons.json"
 COMPARED_ROWS = ("conclip", "clip")
 N_RESAMPLES = 2000
 SEED = 0
-"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables_mini``)."""
+"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables``, mini profile)."""
 
 
 def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple[dict[str, float], str | None]:

@@ -230,7 +230,7 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
                 "mini-templates-set", "mini-blind", "table5-mini", "aro-crepe-full-set", "negclip-full-set",
                 "table5-full")}
-        | {f"papers/conclip/dvc.yaml:{stage}" for stage in ("tables-mini", "sugarcrepe-full")}
+        | {f"papers/conclip/dvc.yaml:{stage}" for stage in ("tables-mini", "tables-full", "sugarcrepe-full")}
         | {f"papers/bivlc/dvc.yaml:{stage}" for stage in ("tables-mini", "tables-full")},
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in
                                  ("aro", "bivlc", "conclip", "hard_positives", "sugarcrepe")}

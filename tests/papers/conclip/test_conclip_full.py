@@ -19,12 +19,13 @@ from PIL import Image
 from common.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import ccneg
-from papers.conclip import tables_full as full
+from papers.conclip import tables as full
 
 # The tiny release of test_ccneg.py (one module per test file: its builder is imported, not copied).
 from test_ccneg import ANNOTATIONS, EVAL_SIZE, EXPECTED_K, EXPECTED_WORDS, image_name, write_ccneg  # noqa: E402
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
+TABLE3_FIELDS = full.FILES["full"].table3_fields
 MODELS = {"clip": "openai/ViT-B-32", "negclip": "aro/negclip", "blip": "blip/itm-base-coco",
           "conclip": "conclip/conclip-vit-b32"}
 
@@ -52,6 +53,11 @@ def data(tmp_path_factory) -> ccneg.CCNegSet:
     return ccneg.load_ccneg(*write_ccneg(tmp_path_factory.mktemp("ccneg")), eval_size=EVAL_SIZE)
 
 
+def evaluate(models, data, out, config, create, skip_unavailable=False, context=None):
+    """The full profile's tables of ``models`` on the tiny release."""
+    return full.evaluate_tables(full.full_inputs(models, data, context, skip_unavailable), out, config, create=create)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     """A random mini-vit-xs (an open_clip config of this workspace) per zoo name, and the ITM stand-in for BLIP."""
@@ -65,7 +71,7 @@ def tiny():
 @pytest.fixture(scope="module")
 def tables(data, tiny, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("results") / "conclip" / "full"
-    return full.evaluate_tables(MODELS, data, out, CONFIG, create=tiny, context={"test": True})
+    return evaluate(MODELS, data, out, CONFIG, create=tiny, context={"test": True})
 
 
 def _rows(path: Path) -> list[dict]:
@@ -94,7 +100,7 @@ def brute_force_scores(model, name: str, images: Path) -> dict[int, tuple[float,
 
 def test_tables_match_a_brute_force_count_of_each_models_scores(tables, tiny, data):
     table3 = _rows(tables["table3"])
-    assert [r["row"] for r in table3] == list(MODELS) and list(table3[0]) == list(full.TABLE3_FIELDS)
+    assert [r["row"] for r in table3] == list(MODELS) and list(table3[0]) == list(TABLE3_FIELDS)
     cells = {(r["row"], r["word"], int(r["k"])): r for r in _rows(tables["by_word_k"])}
     for row in table3:
         scores = brute_force_scores(tiny(row["model"]), row["model"], data.images_dir)
@@ -166,17 +172,17 @@ def test_an_unavailable_model_stops_the_stage_or_is_left_out(data, tiny, tmp_pat
     out = tmp_path / "out"
     with pytest.raises(ModelUnavailable, match=r"CC-Neg row 'conclip': model 'conclip/conclip-vit-b32': checkpoint "
                                                r".*conclip_vit_b32.pt not found.*common fetch conclip/conclip_vit_b32"):
-        full.evaluate_tables(MODELS, data, out, CONFIG, create=create)
+        evaluate(MODELS, data, out, CONFIG, create=create)
     assert not (out / "table3.csv").exists()
-    paths = full.evaluate_tables(MODELS, data, out, CONFIG, create=create, skip_unavailable=True)
+    paths = evaluate(MODELS, data, out, CONFIG, create=create, skip_unavailable=True)
     assert [r["row"] for r in _rows(paths["table3"])] == ["clip", "negclip", "blip"]
     assert "not found" in json.loads(paths["context"].read_text())["skipped"]["conclip"]
     assert "conclip_minus_clip_ccneg" not in json.loads(paths["summary"].read_text())
-    with pytest.raises(full.ConclipFullError, match="no model of conclip.full.models could be loaded"):
-        full.evaluate_tables({"conclip": "conclip/conclip-vit-b32"}, data, out, CONFIG, create=create,
+    with pytest.raises(full.ConclipTablesError, match="no model of conclip.full.models could be loaded"):
+        evaluate({"conclip": "conclip/conclip-vit-b32"}, data, out, CONFIG, create=create,
                              skip_unavailable=True)
-    with pytest.raises(full.ConclipFullError, match="empty"):
-        full.evaluate_tables({}, data, out, CONFIG, create=create)
+    with pytest.raises(full.ConclipTablesError, match="empty"):
+        evaluate({}, data, out, CONFIG, create=create)
 
 
 def test_conclips_checkpoint_format_is_read_by_the_zoo(data, tmp_path):
@@ -190,7 +196,7 @@ def test_conclips_checkpoint_format_is_read_by_the_zoo(data, tmp_path):
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"model": {"logit_scale": torch.tensor(4.6)}, "optimizer": {"state": {}}, "epoch": 5}, path)
     with pytest.raises(ModelUnavailable, match="holds no ViT-B-32-quickgelu weights") as exc:
-        full.score_models({"conclip": "conclip/conclip-vit-b32"}, data, CONFIG, create=create_model)
+        full.score_models(full.full_inputs({"conclip": "conclip/conclip-vit-b32"}, data), CONFIG, create=create_model)
     message = str(exc.value)
     assert "\n" not in message and str(path) in message and "none of" not in message
     assert "301 of the model's 302 tensors missing" in message and "python -m common fetch conclip/" in message
@@ -198,8 +204,9 @@ def test_conclips_checkpoint_format_is_read_by_the_zoo(data, tmp_path):
 
 
 def test_a_pair_scored_model_without_a_matching_head(data, tiny):
-    with pytest.raises(full.ConclipFullError, match="no image-text matching head"):
-        full.score_models({"blip": "blip/itm-base-coco"}, data, CONFIG, create=lambda name, device="cpu": tiny("x"))
+    with pytest.raises(full.ConclipTablesError, match="no image-text matching head"):
+        full.score_models(full.full_inputs({"blip": "blip/itm-base-coco"}, data), CONFIG,
+                          create=lambda name, device="cpu": tiny("x"))
 
 
 def test_zoo_entries_of_the_released_checkpoints():
@@ -217,8 +224,8 @@ def test_zoo_entries_of_the_released_checkpoints():
 
 
 def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkeypatch):
-    """``python -m papers.conclip.tables_full``: params.yaml's conclip.full (tiny stand-ins for its models), the file and
-    the image folder given."""
+    """``python -m papers.conclip.tables --profile full``: params.yaml's conclip.full (tiny stand-ins for its models),
+    the file and the image folder given."""
     import common.params
     from common.params import load_params
 
@@ -233,8 +240,8 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:tables-full")  # as `dvc repro` sets it
     monkeypatch.setattr(full, "zoo_create", tiny)
     out = tmp_path / "results"
-    assert full.main(["--data", str(data.path), "--images", str(data.images_dir), "--out", str(out),
-                      "--device", "cpu", "--eval-size", str(EVAL_SIZE)]) == 0
+    assert full.main(["--profile", "full", "--data", str(data.path), "--images", str(data.images_dir),
+                      "--out", str(out), "--device", "cpu", "--eval-size", str(EVAL_SIZE)]) == 0
     assert asked == ["papers/conclip/dvc.yaml:tables-full"]
     assert [r["row"] for r in _rows(out / "table3.csv")] == list(params["conclip"]["full"]["models"])
     context = json.loads((out / "context.json").read_text())
@@ -254,7 +261,7 @@ def test_a_re_training_s_recipe_reaches_the_context_the_audit_reads(data, tiny, 
               "settings": {"epochs": 5}, "deviations": {"batch_size": {"authors": 128, "run": 4}}}
     (models / "conclip.json").write_text(json.dumps({"trainer": {}, "recipe": recipe, "epochs": 5}))
     out = tmp_path / "results" / "conclip" / "full"
-    paths = full.evaluate_tables({"clip": "openai/ViT-B-32", "ft-conclip": "conclip/full-conclip"}, data, out, CONFIG,
+    paths = evaluate({"clip": "openai/ViT-B-32", "ft-conclip": "conclip/full-conclip"}, data, out, CONFIG,
                                  create=tiny)
     context = json.loads(paths["context"].read_text())
     assert set(context["training"]) == {"ft-conclip"} and context["training"]["ft-conclip"]["recipe"] == recipe
@@ -268,8 +275,6 @@ def test_only_runs_trained_here_carry_a_training_record(tmp_path, monkeypatch):
     import common.zoo
     from types import SimpleNamespace
 
-    from papers.conclip import tables_full
-
     released, built = tmp_path / "released.safetensors", tmp_path / "ft-conclip.safetensors"
     for weights in (released, built):
         weights.write_bytes(b"")
@@ -278,4 +283,4 @@ def test_only_runs_trained_here_carry_a_training_record(tmp_path, monkeypatch):
              "built": SimpleNamespace(checkpoint="build:ft-conclip.safetensors", checkpoint_path=lambda: built)}
     monkeypatch.setattr(common.zoo, "get_spec", specs.__getitem__)
     scored = [SimpleNamespace(row="conclip", model="released"), SimpleNamespace(row="ft-conclip", model="built")]
-    assert list(tables_full.trained_here(scored)) == ["ft-conclip"]
+    assert list(full.trained_here(scored)) == ["ft-conclip"]

@@ -1,7 +1,7 @@
 """CoN-CLIP, mini profile: negated captions from the world (truth, distractors), the benchmark and fine-tuning set
 (``sets_mini``, read back by ``benchmark_mini`` and ``finetune_rows_mini``), the runs' jobs (``train_mini``: the same
 trainer inputs as before they were jobs, and a resume key that follows the code they run), and a tiny end-to-end
-table (``tables_mini``)."""
+table (``tables --profile mini``)."""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +28,7 @@ from common.training.rendered import pixels
 from common.zoo.trained import tokenizer_for
 from papers.conclip import benchmark_mini as b
 from papers.conclip import sets_mini as m
-from papers.conclip import tables_mini as t
+from papers.conclip import tables as t
 from papers.conclip import train_mini as tm
 from papers.conclip.finetune_rows_mini import FinetuneSet
 from papers.conclip.losses import ConClipLoss
@@ -167,8 +167,8 @@ def test_the_runs_resume_key_follows_the_batch_code():
     files = code_files("papers.conclip.train_mini")
     assert {"common/training/rendered.py", "papers/conclip/losses.py", "papers/conclip/runs.py",
             "papers/conclip/finetune_rows_mini.py", "papers/conclip/train_mini.py"} <= set(files)
-    assert "papers/conclip/sets_mini.py" not in files and "papers/conclip/tables_mini.py" not in files
-    tables = code_files("papers.conclip.tables_mini")  # the tables read the sets, they do not render them
+    assert "papers/conclip/sets_mini.py" not in files and "papers/conclip/tables.py" not in files
+    tables = code_files("papers.conclip.tables")  # the tables read the sets, they do not render them
     assert "papers/conclip/benchmark_mini.py" in tables and "papers/conclip/sets_mini.py" not in tables
 
 
@@ -261,9 +261,9 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     entries = [e if e.row not in ("clip", "negclip") else t.ModelEntry(e.row, e.name, e.label, None, e.checkpoint)
                for e in entries]
     out = tmp_path / "results"
-    paths = t.evaluate_tables(entries, {e.row: ARCH for e in entries}, test_set,
-                              _sugarcrepe(tmp_path / "sugarcrepe", test_set), out, EngineConfig(progress=False),
-                              context={"test": True})
+    inputs = t.mini_inputs(entries, {e.row: ARCH for e in entries}, test_set,
+                           _sugarcrepe(tmp_path / "sugarcrepe", test_set), context={"test": True})
+    paths = t.evaluate_tables(inputs, out, EngineConfig(progress=False))
 
     def read(name):
         with open(paths[name], newline="") as fh:
@@ -282,7 +282,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
         assert float(r["shapes_delta"]) == pytest.approx(float(r["shapes_top1"]) - float(r["shapes_negated_top1"]),
                                                          abs=0.011)
     metrics = json.loads(paths["summary"].read_text())
-    assert list(metrics) == list(t.SUMMARY_KEYS) and all(isinstance(v, (int, float)) for v in metrics.values())
+    assert list(metrics) == list(t.MINI_SUMMARY_KEYS) and all(isinstance(v, (int, float)) for v in metrics.values())
     comparisons = json.loads(paths["comparisons"].read_text())
     assert comparisons["conclip_ccneg"] == float(table3[2]["ccneg"])
     for what in ("sugarcrepe", "classification"):  # paired intervals around the tables' differences

@@ -21,7 +21,8 @@ from common.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import sugarcrepe_full as sf
 from papers.conclip import table6_full as t6
-from papers.conclip import tables_full, tables_mini, zeroshot_full
+from papers.conclip import columns, zeroshot_full
+from papers.conclip import tables as ccneg_tables
 from papers.conclip.runs import RUNS
 from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
 
@@ -106,7 +107,7 @@ def brute_force(model, manifest: Path) -> dict[str, list[tuple[float, float]]]:
 
 def test_sugarcrepe_csv_matches_a_brute_force_count_with_the_mini_columns(tables, tiny, released):
     rows = _rows(tables["sugarcrepe"])
-    assert tuple(rows[0]) == tables_mini.SUGARCREPE_FIELDS  # the audit maps both profiles with one set of columns
+    assert tuple(rows[0]) == columns.SUGARCREPE_FIELDS  # the audit maps both profiles with one set of columns
     assert [r["row"] for r in rows] == list(MODELS)
     for row in rows:
         assert row["model"] == MODELS[row["row"]]
@@ -194,7 +195,7 @@ def ccneg_correct(row_index: int, accuracy: float) -> list[int]:
 
 
 def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -> dict[str, dict]:
-    """table3.csv and classification.csv in the columns of their stages (tables_full.py, zeroshot_full.py), a number per
+    """table3.csv and classification.csv in the columns of their stages (tables.py, zeroshot_full.py), a number per
     row that says which row it is, with CC-Neg's per-item predictions/ that give table3.csv's accuracies, zero-shot's
     comparison, and the scored sugarcrepe.csv with its sugarcrepe_predictions/; ``skip``: a row left out of
     table3.csv."""
@@ -207,7 +208,7 @@ def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -
     fields = zeroshot_full.classification_fields(DATASETS)
     classification = [{"row": r, "model": m, "label": label[r], **{f: 1.0 for f in fields[3:]},
                        "classification_top1": top1[r]} for r, m in MODELS.items()]
-    _write(results / "table3.csv", tables_full.TABLE3_FIELDS, table3)
+    _write(results / "table3.csv", ccneg_tables.FILES["full"].table3_fields, table3)
     _write(results / "classification.csv", fields, classification)
     correct = {r: ccneg_correct(i, ccneg[r]) for i, r in enumerate(MODELS)}
     (results / "predictions").mkdir(exist_ok=True)
@@ -235,7 +236,7 @@ def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
     given = write_inputs(results, tables["sugarcrepe"])
     paths = t6.write_table6(results, context={"test": True})
     rows = _rows(paths["table6"])
-    assert tuple(rows[0]) == tables_mini.TABLE6_FIELDS
+    assert tuple(rows[0]) == columns.TABLE6_FIELDS
     assert [r["row"] for r in rows] == [f"ft-{run}" for run in RUNS]
     sugarcrepe = {r["row"]: r for r in _rows(tables["sugarcrepe"])}
     for row in rows:
@@ -249,7 +250,7 @@ def test_table6_is_assembled_from_the_three_tables(tables, tmp_path):
     assert rows[-1]["negatives"] == "crepe" and rows[0]["terms"] == "l1+l2+l3"
     summary = json.loads(paths["summary"].read_text())
     assert len(summary) <= t6.SUMMARY_MAX and all(isinstance(v, float) for v in summary.values())
-    means = {r["row"]: np.mean([float(r[f]) for f in tables_mini.TABLE6_FIELDS[6:]]) for r in rows}
+    means = {r["row"]: np.mean([float(r[f]) for f in columns.TABLE6_FIELDS[6:]]) for r in rows}
     assert summary["ft_l1_l2_mean"] == pytest.approx(means["ft-l1-l2"], abs=0.006)
     assert summary["ft_l2_sugarcrepe"] == pytest.approx(
         np.mean([float(rows[2][f"sugarcrepe_{f}"]) for f in ("replace", "add", "swap")]), abs=0.006)
