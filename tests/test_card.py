@@ -240,14 +240,13 @@ def test_ccneg_numbers_are_conclips_tables(carded, engine, mini_build):
 
 def test_bivlc_numbers_are_table2s(carded, engine, mini_build):
     from common.scoring import group
-    from papers.bivlc import tables_mini
+    from papers.bivlc import tables
     from papers.bivlc.sets_mini import load_test_items
 
     _, values = carded
     items, _ = load_test_items(mini_build / "mini" / "bivlc" / "test")
     result = group.evaluate(engine, items)
-    row = tables_mini.model_row(tables_mini.ModelEntry("clip", "m", "m", "pretrained"),
-                                tables_mini.ModelScores(result, result, _one_selection(), ""))
+    row = tables.table2_row(tables.Scored("clip", "m", "m", result, _one_selection(), "", "pretrained"))
     for metric in ("I2T", "T2I", "group"):
         assert values[f"bivlc/{metric}"] == pytest.approx(row[metric], abs=0.005)
 

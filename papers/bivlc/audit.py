@@ -44,7 +44,7 @@ TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
 FULL_OPTIONAL: dict[str, frozenset[str]] = {"Table 2": frozenset({"sugarcrepe"}), "Table 3": frozenset({"sugarcrepe"}),
                                             "Table 4": frozenset(TYPE_COLUMNS)}
 """Columns the full tables stage leaves empty when nothing was measured (no SugarCrepe set given; no instance of a
-type): ``papers.bivlc.tables_full``. The mini stage writes every value, so an empty one there is damage."""
+type): ``papers.bivlc.tables --profile full``. The mini stage writes every value, so an empty one there is damage."""
 
 
 HEAD_TOWERS = ("image", "text")

@@ -1,8 +1,8 @@
 """BiVLC on the report card: I2T, T2I and group accuracy, as Table 2 scores them (``common.scoring.group``, strict
 '>' in every comparison, the authors' evaluate_BiVLC).
 
-* Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables_mini.py``).
-* Full: the released test split (``tables_full.load_bivlc``: the snapshot's parquet files, every image written once to
+* Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables.py --profile mini``).
+* Full: the released test split (``tables.load_bivlc``: the snapshot's parquet files, every image written once to
   the content-named cache ``build/full/bivlc/images``), all 2,933 instances (other files, ``params.yaml
   full_inputs.published: false``, at their size).
 
@@ -17,7 +17,7 @@ import numpy as np
 from common.card.core import CardBenchmark, Measure
 from common.paths import build_root, data_root
 
-RULE = "strict '>' in every comparison, a tie is wrong (BiVLC's evaluate_BiVLC; papers/bivlc/tables_mini.py)"
+RULE = "strict '>' in every comparison, a tie is wrong (BiVLC's evaluate_BiVLC; papers/bivlc/tables.py)"
 METRICS = {"I2T": "I2T", "T2I": "T2I", "group": "group"}
 
 
@@ -28,7 +28,7 @@ def measures(result) -> list[Measure]:
     return [Measure(f"bivlc/{m}", "BiVLC", label, RULE, ids,
                     np.array([o.decisions[m] for o in result.outcomes], float),
                     ties=sum(1 for o in result.outcomes if set(o.ties) & set(tied[m])),
-                    source="papers/bivlc/tables_mini.py model_row, tables_full.py")
+                    source="papers/bivlc/tables.py table2_row")
             for m, label in METRICS.items()]
 
 
@@ -59,7 +59,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     def load_full():
         from common.inputs import full_inputs
         from common.params import load_params
-        from papers.bivlc.tables_full import N_INSTANCES, default_image_dir, load_bivlc
+        from papers.bivlc.tables import N_INSTANCES, default_image_dir, load_bivlc
 
         expected = N_INSTANCES if full_inputs(load_params()).published else None
         return list(load_bivlc(snapshot, default_image_dir(), expected).items)

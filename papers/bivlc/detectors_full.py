@@ -41,7 +41,7 @@ IMirandaM/BiVLC@84f0d175), followed here line by line:
 What differs: the rows' order per epoch is this workspace's seeded permutation (the authors': torch's global RNG
 under seed 42), and a last partial batch of an epoch (fewer than ``batch_size`` rows) is left out (the trainer's
 steps are fixed-size). A detector's head is ``build/full/bivlc/models/<name>.best.loss.safetensors``, which
-``papers.bivlc.tables_full`` reads.
+``papers.bivlc.tables`` reads.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ A linear head on a frozen tower's raw output (``DetectorLoss``), on the base (CL
 images, 10 for texts, Adam at a constant 1e-3, as the authors (``papers.bivlc.detectors_full`` has their lines). The
 mini keeps its own batch (``params.yaml bivlc.mini.detector.batch_size`` inputs per step) and the final head (no
 validation split is scored). Heads in ``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors`` (the trainer's
-file of the loss's weights), which ``papers.bivlc.tables_mini`` reads; timing logs in
+file of the loss's weights), which ``papers.bivlc.tables`` reads; timing logs in
 ``build/mini/bivlc/logs/detectors/``.
 """
 from __future__ import annotations
@@ -77,7 +77,7 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
                  tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
     decay and no warmup, the authors' optimiser and schedule (the ``[detectors]`` recipe: Adam at a constant rate; the
-    mini's own batch is recorded as its deviation), on the tower's raw output as theirs (``tables_mini`` scores the
+    mini's own batch is recorded as its deviation), on the tower's raw output as theirs (``tables`` scores the
     heads on the raw outputs too: no switch, so training and scoring cannot disagree), and the final head is kept.
     Trained from scratch every time (no resume state), as before."""
     from common.zoo.trained import tokenizer_for

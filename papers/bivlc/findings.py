@@ -1,6 +1,6 @@
 """BiVLC's findings as numbers with paired-bootstrap intervals: the ``comparisons.json`` of both profiles' tables
-stages (``papers.bivlc.tables_mini`` and ``papers.bivlc.tables_full`` call ``compare``; one code, so a key means the
-same in both).
+stages (``papers.bivlc.tables``, one module for both, calls ``compare``; one code, so a key means the same in
+both).
 
 * Finding 1 (T2I below I2T): the base row's I2T minus T2I, paired over instances, with its 95% interval, and whether
   T2I is below I2T for every pretrained row;

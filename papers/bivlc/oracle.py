@@ -11,7 +11,7 @@ What runs, as released (``IMirandaM/BiVLC@84f0d175``), once per row this workspa
   its globals, IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:156 "text_score_i0 = []") and its
   four P(synthetic) (its frame, paired as IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:153
   "positives = df[df['label'] == 0]") beside this workspace's, recomputed here by the stage's own functions
-  (``tables_full.score_detectors_rows``, which must give ``table5.csv`` again): the stage keeps no per-instance
+  (``tables.score_detectors_rows``, which must give ``table5.csv`` again): the stage keeps no per-instance
   detector output.
 * Table 5's SugarCrepe numbers: ``src/Detectors/Detector_evaluation_SugarCrepe`` per row (IMirandaM/BiVLC@84f0d175
   src/Detectors/Detector_evaluation_SugarCrepe.py:124 "print(f'Text_score_i0: {100*np.mean(text_score_i0)}')"), its
@@ -361,7 +361,7 @@ def read_inputs(ctx) -> Inputs:
     from common.benchmarks.caption_negatives import PreparedSet
     from common.inputs import full_inputs
     from common.paths import build_dir, data_root
-    from papers.bivlc.tables_full import default_image_dir, load_bivlc, load_sugarcrepe
+    from papers.bivlc.tables import default_image_dir, load_bivlc, load_sugarcrepe
 
     snapshot = data_root() / "bivlc" / "BiVLC"
     data = load_bivlc(snapshot, default_image_dir(), None)
@@ -385,7 +385,7 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
 
     from common.oracle.authors import command_line
     from papers.bivlc.detection import detector_decisions
-    from papers.bivlc.tables_full import DetectorSpec, score_detectors_rows, table5_row
+    from papers.bivlc.tables import DetectorSpec, score_detectors_rows, table5_row
 
     table5 = read_rows(results / "table5.csv", "row")
     if not table5:

@@ -177,7 +177,7 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     from common.params import read_params
     from common.rehearsal import standins
     from papers.bivlc.sets_full import HF_SOURCES
-    from papers.bivlc.tables_full import SOURCE, SPLIT
+    from papers.bivlc.tables import SOURCE, SPLIT
 
     string, image = standins.HF_STRING, standins.HF_IMAGE
     standins.hf_dataset_snapshot(

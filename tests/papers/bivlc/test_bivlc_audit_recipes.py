@@ -43,15 +43,15 @@ def test_a_damaged_recipe_is_one_error(tmp_path):
 
 
 def test_tables_stages_copy_the_recipes_of_runs_trained_here(tmp_path, monkeypatch):
-    from papers.bivlc import tables_full, tables_mini
+    from papers.bivlc import tables
 
     record = json.dumps({"loss": "x", "recipe": RECIPE, "epochs": 1})
     (tmp_path / "trohn-img.json").write_text(record)
     (tmp_path / "clip-image.json").write_text(record)
-    entries = [tables_mini.ModelEntry("clip", "mini/xs-32k", "CLIP", "pretrained"),
-               tables_mini.ModelEntry("trohn-img", "bivlc/mini-trohn-img", "T", "finetune",
-                                      tmp_path / "trohn-img.best.safetensors")]
-    training = tables_mini.training_records(entries, tmp_path)
+    entries = [tables.ModelEntry("clip", "mini/xs-32k", "CLIP", "pretrained"),
+               tables.ModelEntry("trohn-img", "bivlc/mini-trohn-img", "T", "finetune",
+                                 tmp_path / "trohn-img.best.safetensors")]
+    training = tables.training_records(entries, tables.mini_detectors(entries, tmp_path))
     assert set(training) == {"trohn-img", head_run("clipdet", "image")}
     assert training["trohn-img"]["recipe"] == RECIPE and training["trohn-img"]["epochs"] == 1
 
@@ -60,9 +60,9 @@ def test_tables_stages_copy_the_recipes_of_runs_trained_here(tmp_path, monkeypat
     models.mkdir(parents=True)
     (models / "clip-coco.json").write_text(record)
     (models / "det-clip-text.json").write_text(record)
-    spec = tables_full.DetectorSpec("openai/ViT-B-32", models / "det-clip-image.best.loss.safetensors",
-                                    models / "det-clip-text.best.loss.safetensors")
-    training = tables_full.training_records({"clip": "openai/ViT-B-32", "clip-coco": "bivlc/clip-coco",
-                                             "ft-clip-coco": "bivlc/full-clip-coco"}, {"ft-clipdet": spec})
+    spec = tables.DetectorSpec("openai/ViT-B-32", models / "det-clip-image.best.loss.safetensors",
+                               models / "det-clip-text.best.loss.safetensors")
+    rows = {"clip": "openai/ViT-B-32", "clip-coco": "bivlc/clip-coco", "ft-clip-coco": "bivlc/full-clip-coco"}
+    training = tables.training_records(tables.zoo_entries(rows), {"ft-clipdet": spec})
     assert set(training) == {"ft-clip-coco", head_run("ft-clipdet", "text")}
     assert training["ft-clip-coco"]["recipe"] == RECIPE

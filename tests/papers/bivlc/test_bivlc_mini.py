@@ -1,6 +1,6 @@
 """BiVLC, mini profile: the rendered bidirectional benchmark (``sets_mini``), the TROHN analogs
 (``finetune_sets_mini``), the runs' batches and model selection (``train_mini``), the detectors (``detectors_mini``),
-and a tiny end-to-end table (``tables_mini``)."""
+and a tiny end-to-end table (``tables --profile mini``)."""
 from __future__ import annotations
 
 import csv
@@ -292,7 +292,7 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 
 def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
     from common.engine import EngineConfig
-    from papers.bivlc import tables_mini as t
+    from papers.bivlc import tables as t
 
     params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
     models, detectors = tmp_path / "models", tmp_path / "detectors"
@@ -311,9 +311,9 @@ def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
                t.ModelEntry("negclip", "negclip", "NegCLIP", "negclip", models / "base.safetensors"),
                *t.entries_for("unused", [], "unused", models)[2:]]
     out = tmp_path / "results"
-    paths = t.evaluate_tables(entries, {e.row: ARCH for e in entries}, test_set,
-                              _sugarcrepe(tmp_path / "sugarcrepe", test_set), detectors, out,
-                              EngineConfig(progress=False), context={"test": True})
+    sugarcrepe, _ = t.load_sugarcrepe(_sugarcrepe(tmp_path / "sugarcrepe", test_set))
+    inputs = t.mini_inputs(entries, ARCH, test_set, sugarcrepe, t.mini_detectors(entries, detectors), {"test": True})
+    paths = t.evaluate_tables(inputs, out, EngineConfig(progress=False))
 
     def read(name):
         with open(paths[name], newline="") as fh:

@@ -1,4 +1,4 @@
-"""BiVLC's full profile's tables (``papers.bivlc.tables_full``) on a tiny snapshot in the Hugging Face layout (parquet
+"""BiVLC's full profile's tables (``papers.bivlc.tables --profile full``) on a tiny snapshot in the Hugging Face layout (parquet
 shards of the test split, images as {bytes, path} structs), scored by random tiny CLIPs on the CPU: the tables against
 a brute-force evaluation of each model's own embeddings (ties included), SugarCrepe's micro average, the detectors
 against hand-computed probabilities, the predictions re-scored by the released-file audit, and the input errors."""
@@ -20,7 +20,7 @@ from PIL import Image
 from common.engine import EngineConfig
 from common.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
-from papers.bivlc import tables_full as full
+from papers.bivlc import tables as full
 
 from sugarcrepe_support import write_sugarcrepe_set  # noqa: E402
 
@@ -68,6 +68,14 @@ def write_snapshot(root: Path, records=RECORDS, shards=(4,)) -> Path:
     decoy = snapshot / "data" / "validation-00000-of-00001.parquet"
     pq.write_table(pa.Table.from_pylist(rows[:1], schema=schema), decoy)
     return snapshot
+
+
+def evaluate(models, data, out, sugarcrepe=None, detectors=None, engine_config=None, create=None,
+             skip_unavailable=False, context=None, fetch=None) -> dict[str, Path]:
+    """The full profile's tables of ``models`` (row -> zoo model) on ``data`` (``tables.full_inputs``)."""
+    inputs = full.full_inputs(models, data, sugarcrepe, detectors, context, create=create,
+                              skip_unavailable=skip_unavailable)
+    return full.evaluate_tables(inputs, out, engine_config, **({"fetch": fetch} if fetch else {}))
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +136,7 @@ def detector_specs(tmp_path_factory, tiny):
 @pytest.fixture(scope="module")
 def tables(data, tiny, sugarcrepe, detector_specs, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("results") / "bivlc" / "full"
-    return full.evaluate_tables(MODELS, data, out, sugarcrepe[0], detector_specs, CONFIG, create=tiny,
+    return evaluate(MODELS, data, out, sugarcrepe[0], detector_specs, CONFIG, create=tiny,
                                 context={"test": True})
 
 
@@ -344,7 +352,7 @@ def test_comparisons_are_the_mini_keys_paired_over_the_instances(tables, tiny, d
 
 def test_comparisons_leave_out_the_rows_not_scored(data, tiny, tmp_path):
     """A run without TROHN-Img and without SugarCrepe: no TROHN-Img key, no best SugarCrepe row; CLIP's keys stay."""
-    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", engine_config=CONFIG,
+    paths = evaluate({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", engine_config=CONFIG,
                                  create=tiny)
     comp = json.loads(paths["comparisons"].read_text())
     assert not [k for k in comp if k.startswith("trohn_img")]
@@ -355,9 +363,9 @@ def test_comparisons_leave_out_the_rows_not_scored(data, tiny, tmp_path):
 def test_unavailable_model_stops_or_is_left_out(data, tiny, tmp_path):
     models = {**MODELS, "negclip": "aro/negclip"}
     with pytest.raises(ModelUnavailable, match="negclip"):
-        full.evaluate_tables(models, data, tmp_path / "a", engine_config=CONFIG, create=tiny)
+        evaluate(models, data, tmp_path / "a", engine_config=CONFIG, create=tiny)
     assert not (tmp_path / "a" / "table2.csv").exists()
-    paths = full.evaluate_tables(models, data, tmp_path / "b", engine_config=CONFIG, create=tiny,
+    paths = evaluate(models, data, tmp_path / "b", engine_config=CONFIG, create=tiny,
                                  skip_unavailable=True)
     assert [r["row"] for r in _rows(paths["table2"])] == list(MODELS)
     assert all(r["sugarcrepe"] == "" for r in _rows(paths["table2"]))
@@ -366,7 +374,7 @@ def test_unavailable_model_stops_or_is_left_out(data, tiny, tmp_path):
 
 
 def test_bad_snapshots_name_the_file_and_row(tmp_path):
-    with pytest.raises(full.BivlcFullError, match="fetch bivlc/BiVLC"):
+    with pytest.raises(full.BivlcTablesError, match="fetch bivlc/BiVLC"):
         full.load_bivlc(tmp_path / "nothing", tmp_path / "images")
     bad = list(RECORDS)
     bad[2] = (4, 5, "a cat", "a dog", "shuffle", "obj")
@@ -389,7 +397,7 @@ def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monke
     monkeypatch.setattr(full, "zoo_create", tiny)
     monkeypatch.setattr("common.evaluate.engine_config", lambda params: CONFIG)
     out = tmp_path / "out"
-    assert full.main(["--data", str(snapshot), "--images", str(tmp_path / "img"), "--no-sugarcrepe", "--any-size",
+    assert full.main(["--profile", "full", "--data", str(snapshot), "--images", str(tmp_path / "img"), "--no-sugarcrepe", "--any-size",
                       "--out", str(out), "--device", "cpu"]) == 0
     rows = _rows(out / "table2.csv")
     assert [r["row"] for r in rows] == ["clip"] and int(rows[0]["n"]) == len(RECORDS)
@@ -468,7 +476,7 @@ def test_released_heads_score_on_raw_outputs_beside_their_released_outputs(data,
     csv_path = write_released_outputs(tmp_path / "BiVLC_Classifier_CORRECT_CLIP_baseline.csv", image, text, batch=4)
     key = "bivlc/released/src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv"
     spec = full.DetectorSpec("openai/ViT-B-32", heads_["image"], heads_["text"], "CLIPDet", released_outputs=key)
-    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", None, {"clipdet": spec}, CONFIG,
+    paths = evaluate({"clip": "openai/ViT-B-32"}, data, tmp_path / "out", None, {"clipdet": spec}, CONFIG,
                                  create=tiny, fetch={key: csv_path}.__getitem__)
     (row,) = _rows(paths["table5"])
     assert row["heads"] == "released"
@@ -486,7 +494,7 @@ def test_released_heads_score_on_raw_outputs_beside_their_released_outputs(data,
     (tmp_path / "other").mkdir()
     other = released_heads(tmp_path / "other", tiny("bivlc/clip-trohn-img"), 3)
     spec = full.DetectorSpec("openai/ViT-B-32", other["image"], heads_["text"], "CLIPDet", released_outputs=key)
-    paths = full.evaluate_tables({"clip": "openai/ViT-B-32"}, data, tmp_path / "out2", None, {"clipdet": spec},
+    paths = evaluate({"clip": "openai/ViT-B-32"}, data, tmp_path / "out2", None, {"clipdet": spec},
                                  CONFIG, create=tiny, fetch={key: csv_path}.__getitem__)
     context = json.loads(paths["context"].read_text())["detectors"]["clipdet"]
     assert context["heads"]["image"]["tower_agreement"]["differing"] > 0  # saved with another encoder's tower

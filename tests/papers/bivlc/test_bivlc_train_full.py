@@ -2,7 +2,7 @@
 layouts written here (COCO's captions_train2017.json and JPEGs, TROHN-Text/Img parquet shards with train and validation
 splits, generated images as {bytes, path} structs): the sets, the batches, the validation scores against a brute-force
 count, 2-step runs of a random ``mini-vit-xs`` on the CPU through the shared trainer (fine-tunes and detectors: frozen
-tower, head saved where ``papers.bivlc.tables_full`` reads it), the jobs against what the former ``finetune_full``
+tower, head saved where ``papers.bivlc.tables`` reads it), the jobs against what the former ``finetune_full``
 handed the trainer, and the refusals."""
 from __future__ import annotations
 

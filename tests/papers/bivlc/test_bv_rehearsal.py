@@ -3,7 +3,6 @@
 refused outside a rehearsal, and the full profile's hooks keep a real run's defaults."""
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from pathlib import Path
@@ -16,7 +15,7 @@ from common.registry.sources import get_source
 from common.rehearsal import standins
 from common.rehearsal.standins import StandInError
 from common.tasks import DatasetError
-from papers.bivlc import rehearsal, sets_full, tables_full
+from papers.bivlc import rehearsal, sets_full, tables
 
 
 @pytest.fixture(scope="module")
@@ -49,47 +48,45 @@ def test_the_snapshots_are_what_the_downloader_returns_offline(prepared):
 
 def test_the_bivlc_standin_holds_the_real_text_of_every_category(prepared, tmp_path):
     root, _ = prepared
-    data = tables_full.load_bivlc(root / "bivlc" / "BiVLC", tmp_path / "images", expected=None)
-    assert data.counts() == {c: rehearsal.PER_CATEGORY for c in tables_full.CATEGORIES}
+    data = tables.load_bivlc(root / "bivlc" / "BiVLC", tmp_path / "images", expected=None)
+    assert data.counts() == {c: rehearsal.PER_CATEGORY for c in tables.CATEGORIES}
     assert len(data.files) == 2  # two shards, read in name order
     with open(fetch(rehearsal.RELEASED_RESULTS, data_root=root), newline="", encoding="utf-8") as fh:
         first = next(csv.DictReader(fh))
     assert data.items[0].captions == (first["caption"], first["negative_caption"])  # the benchmark's own text
     assert all(Path(p).is_file() for it in data.items for p in it.images)
-    assert len(data.capped(1).items) == len(tables_full.CATEGORIES)
+    assert len(data.capped(1).items) == len(tables.CATEGORIES)
 
 
 def test_a_standin_of_the_wrong_size_is_refused_as_the_published_files(prepared, tmp_path, monkeypatch):
     """The stage reads its ``full_inputs`` params: the published files (a real run), the 2,933-instance check stands;
     not (a rehearsal's stand-ins), the file's size is accepted and ``full_inputs.cap`` instances per category are
     scored."""
-    import common.params
-
     root, _ = prepared
     seen = {}
 
-    def evaluate(models, data, *args, **kwargs):
-        seen["n"] = len(data.items)
+    def evaluate(inputs, *args, **kwargs):
+        seen["n"] = len(inputs.items)
         return {"table2": tmp_path / "t2", "summary": tmp_path / "s"}
 
-    monkeypatch.setattr(tables_full, "evaluate_tables", evaluate)
-    monkeypatch.setattr(tables_full, "read_json", lambda path: {})
+    monkeypatch.setattr(tables, "evaluate_tables", evaluate)
+    monkeypatch.setattr(tables, "read_json", lambda path: {})
     (tmp_path / "t2").write_text("")
-    args = argparse.Namespace(data=str(root / "bivlc" / "BiVLC"), images=str(tmp_path / "img"), sugarcrepe=None,
-                              no_sugarcrepe=True, any_size=False, out=str(tmp_path / "out"), device="cpu")
+    args = ["--profile", "full", "--data", str(root / "bivlc" / "BiVLC"), "--images", str(tmp_path / "img"),
+            "--no-sugarcrepe", "--out", str(tmp_path / "out"), "--device", "cpu"]
     section = {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False, "detector_rows": {}}
 
     def stage_section(inputs_section):
         return lambda name, stage=None: ({"engine": {}, "bivlc": {"full": section}, "full_inputs": inputs_section},
                                          section)
 
-    monkeypatch.setattr(common.params, "own_section", stage_section({"published": True, "cap": None}))
+    monkeypatch.setattr(tables, "own_section", stage_section({"published": True, "cap": None}))
     with pytest.raises(DatasetError, match="14 instances in the test split, expected 2933"):
-        tables_full.run_tables(args)
+        tables.main(args)
     assert not seen
-    monkeypatch.setattr(common.params, "own_section", stage_section({"published": False, "cap": 1}))
-    tables_full.run_tables(args)
-    assert seen["n"] == len(tables_full.CATEGORIES)
+    monkeypatch.setattr(tables, "own_section", stage_section({"published": False, "cap": 1}))
+    tables.main(args)
+    assert seen["n"] == len(tables.CATEGORIES)
 
 
 def test_the_standins_make_every_training_set(prepared, tmp_path):
@@ -196,8 +193,8 @@ def test_correlation_leaves_out_a_cell_the_paper_did_not_measure(tmp_path):
 def test_the_tables_context_names_a_released_head_by_its_data_path(tmp_path, monkeypatch):
     """Found in the rehearsal's context.json: a released head was named by this machine's absolute path."""
     monkeypatch.setenv("VLC_DATA", str(tmp_path / "data"))
-    head = tables_full.head_path("data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt")
+    head = tables.head_path("data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt")
     assert head.is_absolute()
-    assert tables_full.shown_path(head) == "data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt"
+    assert tables.shown_path(head) == "data:weights/hf/imirandam/CLIP_Detector/best_image_VIT-B-32_0.pt"
     given = "build/full/bivlc/models/h.safetensors"
-    assert tables_full.shown_path(Path(given)) == given
+    assert tables.shown_path(Path(given)) == given
