@@ -213,7 +213,7 @@ def draw_figures(out_dir: Path, model_names: Sequence[str] | None = None) -> dic
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
+    from common.params import stage_params
 
     params = stage_params(audit_stage(PAPER))  # this module's stage, also when `python -m common audit` runs it
     models = params["sugarcrepe"]["models"]["full"]
