@@ -408,7 +408,8 @@ def own_params(stage: str | None = None, *, module: str | None = None) -> dict[s
     ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
     (``papers.aro.report``); by default the module this process runs.
     """
-    return stage_params(current_stage(stage, module))
+    read_params(ROOT / "params.yaml")  # first: the stage map resolves stages through DVC, whose errors for a bad file
+    return stage_params(current_stage(stage, module))  # name neither the line nor the key (as in stage_params)
 
 
 def own_section(dotted: str, stage: str | None = None, *, module: str | None = None) -> tuple[dict[str, Any], Any]:

@@ -43,7 +43,9 @@ def _make_repro(work: Path, env: dict, stamp: Path) -> subprocess.CompletedProce
 
 
 def _ran(output: str) -> list[str]:
-    return [stage for stage in TOY_STAGES if f"Running stage 'papers/toy/dvc.yaml:{stage}'" in output]
+    """The toy stages DVC ran (a ``foreach`` stage's item as its stage: ``finetune-mini@...``)."""
+    return [stage for stage in TOY_STAGES if any(f"Running stage 'papers/toy/dvc.yaml:{stage}{end}" in output
+                                                 for end in ("'", "@"))]
 
 
 def _git(work: Path, env: dict, *args: str) -> str:
