@@ -179,9 +179,9 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     for m in missing:
         log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
     sources = published_sources()
-    from common.card import environment
+    from common import machine
 
-    versions = environment.versions()
+    versions = machine.versions()
     config = engine_config(params)
     data: dict[str, object] | None = None
     blind: dict[str, dict[str, Measure]] = {}
@@ -252,7 +252,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                    {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint,
                     "precision": {"engine": config.precision, "authors": precisions},
                     "evaluation_seconds": seconds,
-                    "environment": {"versions": versions, "hardware": environment.hardware(device)}},
+                    "environment": {"versions": versions, "hardware": machine.hardware(device)}},
                    warnings, published_rows(sources, {m.key for m in measures}))
 
 

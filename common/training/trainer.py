@@ -43,6 +43,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from common.io import output_group
+from common.machine import training_environment
 from common.training import checkpoint as ckpt
 from common.training.data import Batch, BatchSource
 from common.training.distributed import (
@@ -505,6 +506,7 @@ def train(
         "parameters": sum(p.numel() for p in model.parameters()),
         "trainable_parameters": sum(p.numel() for g in groups for p in g["params"]),
         "samples_seen": config.steps * config.batch_size,
+        "environment": training_environment(world.device),
         "validation": None if validate is None else {
             "every": config.validate_every, "scores": [list(s) for s in scores],
             "best_step": best[0] if best else None, "best_score": best[1] if best else None},

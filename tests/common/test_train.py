@@ -46,6 +46,13 @@ def test_training_is_bit_identical_and_the_sidecar_is_portable(train_set, tmp_pa
     assert record["samples_seen"] == 4 * 32 and record["config"]["arch"] == "mini-vit-xs"
     assert record["config"]["n_images"] == 96 and record["parameters"] > 0  # what the results table reads
     assert record["loss"] == {"name": "ClipLoss"} and record["init"] == {"kind": "scratch", "arch": "mini-vit-xs"}
+    # What the bit-for-bit claim is conditioned on (docs/reproducibility.md): package versions and the CPU kind.
+    environment = record["environment"]
+    assert environment["versions"]["torch"] == torch.__version__.split("+")[0] or (
+        environment["versions"]["torch"] == torch.__version__)
+    assert {"python", "open_clip_torch", "numpy"} <= set(environment["versions"])
+    assert environment["hardware"]["device"] == "cpu" and environment["hardware"]["torch_threads"] >= 1
+    assert environment["hardware"]["cpu_vendor"] and not {"cpu", "cpu_count", "platform"} & set(environment["hardware"])
     # Wall time is still reported to the caller, with the sidecar's record.
     assert first["train_seconds"] >= 0 and second["final_loss"] == record["final_loss"]
     assert {k: v for k, v in first.items() if k != "train_seconds"} == record
