@@ -60,7 +60,8 @@ class CardPlugIn(Protocol):
         """Published trends a model's residual is measured against (``common.card.trend.Trend``); often none."""
 
     def published(self) -> list[Any]:
-        """The published tables that hold the card's numbers (``common.card.published.PublishedColumns``)."""
+        """The published tables that hold the card's numbers (``common.card.published.PublishedColumns``, or
+        ``PublishedCells`` for a table of another layout)."""
 
 
 @runtime_checkable
