@@ -147,7 +147,8 @@ def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[
         for m in _markers(text):
             where = f"{_name(doc)}:{_line(text, m)}"
             ref = _reference(m, references, where)
-            number = int(m["id"]) if m["id"] is not None else ids.setdefault(ref, max([0, *ids.values()]) + 1)
+            number = (int(m["id"]) if m["id"] is not None
+                      else ids.setdefault(ref, max([0, *references, *ids.values()]) + 1))
             used[number] = ref
             parts += [text[last:m.start()], f"<!--n{number}-->{lookup(ref, where, results)}<!--/n-->"]
             last = m.end()
