@@ -60,8 +60,7 @@ class CardPlugIn(Protocol):
         """Published trends a model's residual is measured against (``common.card.trend.Trend``); often none."""
 
     def published(self) -> list[Any]:
-        """The published tables that hold the card's numbers (``common.card.published.PublishedColumns``, or
-        ``PublishedCells`` for a table of another layout)."""
+        """The published tables that hold the card's numbers (``common.card.published.PublishedColumns``)."""
 
 
 @runtime_checkable
