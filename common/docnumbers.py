@@ -1,12 +1,19 @@
 """Numbers in the documentation that come from ``results/``, written by a command and checked by a test, never typed.
 
-In a Markdown file a number from the results is written between two HTML comments (invisible when rendered)::
+In a Markdown file a number from the results sits between two short HTML comments (invisible when rendered, short
+enough that a raw table stays readable in a terminal), ``<!--n7-->0.507<!--/n-->``, and the document ends with the
+references of its numbers, footnote-style, in one comment::
 
-    VG-Relation <!--n aro/mini/table6.csv¦task=VG-Relation¦mini-XS / 32k pairs-->0.507<!--/n-->
+    <!-- numbers (python -m common docs numbers): the results/ reference of each marked number above
+    n7 = aro/mini/table6.csv¦task=VG-Relation¦mini-XS / 32k pairs
+    -->
 
-The opening comment names a file under ``results/`` and where the number is in it, parts separated by ``¦`` (the
-broken bar: a ``|`` would split a Markdown table's row even inside a comment, so a ``|`` inside a part, as in a column
-named ``BiVLC | I2T``, is written ``\\|``, which tables leave alone):
+A number may also be written with its reference inline, ``<!--n aro/mini/table6.csv¦task=...-->0.507<!--/n-->`` (the
+quick way to add one); ``--write`` moves it to the references at the end (one ID per reference: a number shown twice
+shares it).
+
+A reference names a file under ``results/`` and where the number is in it, parts separated by ``¦`` (the broken bar; a
+``|`` inside a part, as in a column named ``BiVLC | I2T``, is written ``\\|``):
 
 * a CSV file: ``column=value`` filters (every one must hold; the first matching row is taken), then the column;
 * a JSON file: one dotted path (``models.mini/xs-32k.n.swap_obj``; a dot inside a key is written ``\\.``, a list
@@ -18,9 +25,9 @@ named ``BiVLC | I2T``, is written ``\\|``, which tables leave alone):
 block or an inline code span) is an example of the syntax and is left alone.
 
 ``python -m common docs numbers`` lists every marked number and whether the text agrees with the results;
-``--write`` rewrites the text between the markers from the results (and nothing else). The test suite fails on any
-disagreement, an unknown file, row, column or key (named with the Markdown file and line), so a number in the prose
-cannot go stale when a result moves.
+``--write`` rewrites the text between the markers from the results (and moves inline references to the end). The
+test suite fails on any disagreement, an unknown file, row, column or key, or a marker whose ID has no reference
+(named with the Markdown file and line), so a number in the prose cannot go stale when a result moves.
 """
 from __future__ import annotations
 
@@ -32,9 +39,18 @@ from typing import Iterable
 from common.paths import RESULTS, ROOT
 from common.results_ref import SEPARATOR, DocNumberError, lookup
 
-__all__ = ["DOCUMENTS", "MARKER", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup", "marked", "write"]
+__all__ = ["DOCUMENTS", "MARKER", "REFERENCES", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup",
+           "marked", "write"]
 
-MARKER = re.compile(r"<!--n (?P<ref>.*?)-->(?P<text>.*?)<!--/n-->", re.S)
+MARKER = re.compile(r"<!--n(?:(?P<id>\d+)| (?P<ref>.*?))-->(?P<text>.*?)<!--/n-->", re.S)
+"""A marked number: by ID (its reference in the document's ``REFERENCES`` block) or with its reference inline."""
+REFERENCES = re.compile(r"\n*^<!-- numbers \(python -m common docs numbers\)[^\n]*\n(?P<body>.*?)^-->\n?\Z",
+                        re.S | re.M)
+"""The document's last comment: one ``nID = reference`` per line."""
+REFERENCES_HEAD = ("<!-- numbers (python -m common docs numbers): the results/ reference of each marked number "
+                   "above")
+"""The block's first line (a marker's own syntax would close the comment)."""
+DEFINITION = re.compile(r"^n(?P<id>\d+) = (?P<ref>.+)$")
 CODE = re.compile(r"^(?P<fence>```|~~~).*?^(?P=fence)[^\n]*$|``[^\n]*?``|`[^`\n]*`", re.S | re.M)
 """Fenced code blocks and inline code spans: a marker shown there is an example of the syntax, not a number."""
 DOCUMENTS = ("README.md", "CHANGELOG.md", "papers/*/README.md", "docs/**/*.md")
@@ -73,34 +89,74 @@ def _markers(text: str) -> Iterable[re.Match]:
             yield m
 
 
+def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
+    """The document without its references block, and the block's references by ID."""
+    block = REFERENCES.search(text)
+    if block is None:
+        return text, {}
+    first = text.count("\n", 0, block.start("body")) + 1
+    references: dict[int, str] = {}
+    for offset, line in enumerate(block.group("body").splitlines()):
+        definition = DEFINITION.match(line)
+        if definition is None or int(definition["id"]) in references:
+            raise DocNumberError(f"{where}:{first + offset}: not one new 'nID = reference' line: {line!r}")
+        references[int(definition["id"])] = definition["ref"]
+    return text[:block.start()] + "\n", references
+
+
+def _line(text: str, m: re.Match) -> int:
+    return text.count("\n", 0, m.start()) + 1
+
+
+def _reference(m: re.Match, references: dict[int, str], where: str) -> str:
+    if m["ref"] is not None:
+        return m["ref"]
+    if int(m["id"]) not in references:
+        raise DocNumberError(f"{where}: n{m['id']} has no reference in the numbers comment at the document's end")
+    return references[int(m["id"])]
+
+
+def _name(doc: Path) -> str:
+    return str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
+
+
 def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Marked]:
     """Every marked number of the documentation, with the results' value beside the text's."""
     out = []
     for doc in (documents() if paths is None else paths):
-        text = doc.read_text(encoding="utf-8")
+        text, references = _split(doc.read_text(encoding="utf-8"), _name(doc))
         for m in _markers(text):
-            line = text.count("\n", 0, m.start()) + 1
-            where = f"{doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc}:{line}"
-            out.append(Marked(doc, line, m.group("ref"), m.group("text"), lookup(m.group("ref"), where, results)))
+            where = f"{_name(doc)}:{_line(text, m)}"
+            ref = _reference(m, references, where)
+            out.append(Marked(doc, _line(text, m), ref, m["text"], lookup(ref, where, results)))
     return out
 
 
 def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Path]:
-    """Rewrite every marked number from the results; returns the files that changed."""
+    """Rewrite every marked number from the results, each reference in the block at the end (an inline one moved
+    there, one ID per reference, the IDs already given kept); returns the files that changed."""
     from common.io import write_text_atomic
 
     changed = []
     for doc in (documents() if paths is None else paths):
-        text = doc.read_text(encoding="utf-8")
-
+        original = doc.read_text(encoding="utf-8")
+        text, references = _split(original, _name(doc))
+        ids = {ref: number for number, ref in reversed(references.items())}
+        used: dict[int, str] = {}
         parts, last = [], 0
         for m in _markers(text):
-            line = text.count("\n", 0, m.start()) + 1
-            value = lookup(m.group("ref"), f"{doc}:{line}", results)
-            parts += [text[last:m.start()], f"<!--n {m.group('ref')}-->{value}<!--/n-->"]
+            where = f"{_name(doc)}:{_line(text, m)}"
+            ref = _reference(m, references, where)
+            number = (int(m["id"]) if m["id"] is not None
+                      else ids.setdefault(ref, max([0, *references, *ids.values()]) + 1))
+            used[number] = ref
+            parts += [text[last:m.start()], f"<!--n{number}-->{lookup(ref, where, results)}<!--/n-->"]
             last = m.end()
         new = "".join(parts) + text[last:]
-        if new != text:
+        if used:
+            new = new.rstrip("\n") + "\n\n" + "\n".join(
+                [REFERENCES_HEAD, *(f"n{number} = {used[number]}" for number in sorted(used)), "-->"]) + "\n"
+        if new != original:
             write_text_atomic(doc, new)
             changed.append(doc)
     return changed
@@ -125,7 +181,8 @@ def register_cli(subparsers) -> None:
     docs = subparsers.add_parser("docs", help="the documentation's generated parts")
     sub = docs.add_subparsers(dest="docs_command", required=True, metavar="ACTION")
     numbers = sub.add_parser("numbers", help="check (or --write) the numbers the docs take from results/")
-    numbers.add_argument("--write", action="store_true", help="rewrite them from results/")
+    numbers.add_argument("--write", action="store_true",
+                         help="rewrite them from results/ (an inline reference moves to the document's end)")
     numbers.set_defaults(func=_cmd)
     from common import coverage, scorecard
 

@@ -2,15 +2,18 @@
 same numbers the card computes (SugarCrepe's Table 6 rows for CLIP ViT-B/32, NegCLIP, ...), labelled as published
 with their source table.
 
-A paper offers them from its card plug-in (``common.paper.CardPlugIn``) with ``published() ->
-list[PublishedColumns]``: which table, and which of its columns is which card number. Only a full-profile card (not a
+A paper offers them from its card plug-in (``common.paper.CardPlugIn``) with ``published()``: which table, and which
+of its cells is which card number, whatever the table's layout: ``PublishedColumns`` where the models are rows (a
+column per number), ``PublishedCells`` where they are not (ARO's tables: a column per model, or a row per dataset and
+model), the card always showing a row per model. Only a full-profile card (not a
 rehearsal's) is like-for-like with them: the same benchmark under the same rule; a mini card's numbers are the mini
 world's, and the card says they are not comparable.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Union
 
 from common.published import load_cells
 
@@ -28,22 +31,67 @@ class PublishedColumns:
     """The table's name in the card ("SugarCrepe Table 6")."""
     columns: Mapping[str, str]
 
+    @property
+    def cells(self) -> dict[str, tuple[str, str]]:
+        """The same places as ``PublishedCells.cells``: the model is the row."""
+        return {key: (MODEL, column) for key, column in self.columns.items()}
 
-def published_rows(sources: Sequence[PublishedColumns], keys: set[str]) -> list[dict]:
-    """Every row of each source table with at least one of ``keys`` published: {"source", "paper", "table", "row",
-    "values": {card key: percent}}, in the file's order."""
+
+MODEL = "{model}"
+"""Where a ``PublishedCells`` pattern holds the model's name."""
+
+
+@dataclass(frozen=True)
+class PublishedCells:
+    """Where card numbers sit in a table of any layout: ``cells`` maps a card number's key to its (row, column), one
+    of them holding ``{model}`` where the model's name is ("Accuracy", "{model}" for a column per model;
+    "COCO-PRC | {model}", "Accuracy" for a row per dataset and model)."""
+
+    paper: str
+    table: str
+    title: str
+    cells: Mapping[str, tuple[str, str]]
+
+
+PublishedSource = Union[PublishedColumns, PublishedCells]
+
+
+def _pattern(text: str) -> re.Pattern:
+    """A row or column pattern as a regular expression, the model's name captured."""
+    return re.compile("^" + re.escape(text).replace(re.escape(MODEL), "(?P<model>.+)") + "$")
+
+
+def _locate(source: PublishedSource, keys: set[str]):
+    """For each wanted key, (row, column) matchers: a cell's (model, key) or None."""
+    places = [(key, _pattern(row), _pattern(column)) for key, (row, column) in source.cells.items() if key in keys]
+
+    def locate(row: str, column: str) -> tuple[str, str] | None:
+        for key, row_pattern, column_pattern in places:
+            row_match, column_match = row_pattern.match(row), column_pattern.match(column)
+            if row_match and column_match:
+                return (row_match.groupdict() | column_match.groupdict())["model"], key
+        return None
+
+    return locate if places else None
+
+
+def published_rows(sources: Sequence[PublishedSource], keys: set[str]) -> list[dict]:
+    """Every model of each source table with at least one of ``keys`` published, a row per model: {"source",
+    "paper", "table", "row" (the model), "values": {card key: percent}}, in the file's order."""
     out: list[dict] = []
     for source in sources:
-        wanted = {column: key for key, column in source.columns.items() if key in keys}
-        if not wanted:
+        locate = _locate(source, keys)
+        if locate is None:
             continue
-        by_row: dict[str, dict[str, float]] = {}
+        by_model: dict[str, dict[str, float]] = {}
         for cell in load_cells(source.paper):
-            if (cell.table == source.table and cell.column in wanted and cell.value is not None
-                    and cell.unit in SCALE):
-                by_row.setdefault(cell.row, {})[wanted[cell.column]] = round(cell.value * SCALE[cell.unit], 2)
-        out += [{"source": source.title, "paper": source.paper, "table": source.table, "row": row, "values": values}
-                for row, values in by_row.items()]
+            if cell.table != source.table or cell.value is None or cell.unit not in SCALE:
+                continue
+            found = locate(cell.row, cell.column)
+            if found:
+                by_model.setdefault(found[0], {})[found[1]] = round(cell.value * SCALE[cell.unit], 2)
+        out += [{"source": source.title, "paper": source.paper, "table": source.table, "row": model,
+                 "values": values} for model, values in by_model.items()]
     return out
 
 

@@ -55,5 +55,18 @@ def trends(profile: str) -> list:
 
 
 def published() -> list:
-    """None: ARO's transcribed tables (results/published/aro.csv) are not mapped onto the card's numbers yet."""
-    return []
+    """ARO's tables put a model in each column (Tables 2 and 6) or in each row of a dataset's block (Table 5): the
+    card reads them a row per model. Table 2: VG-Relation (its Accuracy row, the macro rule) for CLIP, NegCLIP,
+    CLIP-FT, XVLM, BLIP and Flava; Table 5: COCO- and Flickr30k-Order (the PRC rows, mean over seeds) for CLIP, BLIP,
+    Flava, XVLM and chance; Table 6: VG-Relation, VG-Attribution and both Orders for CLIP, CLIP-FT and NegCLIP. ARO
+    scores BLIP and Flava by their ITM heads, a card by the contrastive cosine (the card's rule text says which)."""
+    from common.card.published import MODEL, PublishedCells
+    from papers.aro.audit import TABLE6_ROWS
+
+    orders = {"aro/order_coco": "COCO-PRC", "aro/order_flickr30k": "Flickr30k-PRC"}
+    table6 = {"aro/vg_relation": "VG-Relation", "aro/vg_attribution": "VG-Attribution", **orders}
+    return [PublishedCells("aro", "Table 2", "ARO Table 2", {"aro/vg_relation": ("Accuracy", MODEL)}),
+            PublishedCells("aro", "Table 5", "ARO Table 5",
+                           {key: (f"{dataset} | {MODEL}", "Accuracy") for key, dataset in orders.items()}),
+            PublishedCells("aro", "Table 6", "ARO Table 6",
+                           {key: (TABLE6_ROWS[task], MODEL) for key, task in table6.items()})]
