@@ -1,0 +1,17 @@
+"""BiVLC's key figure (papers/bivlc/key_figure.py, the README's first figure) is drawn from the committed mini
+results: SugarCrepe, I2T, T2I and group from table2.csv, the hatched bars from the published Tables 2-3."""
+from __future__ import annotations
+
+from key_figure_support import bar, cell, check_sources, redrawn_plot
+from papers.bivlc import key_figure as F
+
+
+def test_key_figure_is_drawn_from_the_mini_results(tmp_path):
+    plot = redrawn_plot(F, tmp_path)
+    check_sources(plot, "bivlc", {name: row for row, name in F.MODELS.items()},
+                  {("Table 3", name): row for row, name in F.PUBLISHED_MODELS.items()} | {("Table 2", "Human"): "Human"})
+    for row, name in F.MODELS.items():
+        for column, group in F.COLUMNS.items():
+            assert bar(plot, F.MINI_PANEL, group, name) == cell(F.MINI / "table2.csv", row, column)
+    assert bar(plot, F.PUBLISHED_PANEL, "T2I", "Human", published=True) == 93.00
+    assert len(plot) == len(F.COLUMNS) * (2 * len(F.MODELS) + 1)
