@@ -255,8 +255,8 @@ def print_report(paper: str, report: PaperReport, profile: str) -> None:
             _print_numbers(path, section)
     out_dir = resolve("{profile}")
     said = {resolve(relative): what for relative, what in report.files.items()}
-    inside = sorted({*(p for p in out_dir.iterdir() if not p.name.startswith(".")),
-                     *(p for p in said if p.parent == out_dir)})
+    written = [p for p in out_dir.iterdir() if not p.name.startswith(".")] if out_dir.is_dir() else []
+    inside = sorted({*written, *(p for p in said if p.parent == out_dir)})
     print(f"\nfiles in {out_dir}/:")
     for path in inside:
         name = path.name + ("/" if path.is_dir() or not path.suffix else "")
