@@ -1,4 +1,5 @@
-"""Markdown tables from rows of results: the one renderer the notebooks (``notebooks/*.ipynb``) print their tables with.
+"""Markdown tables from rows of results: the one renderer the notebooks (``notebooks/*.ipynb``) print their tables with,
+and the one cell escaper (``md_escape``, which the audit's Markdown, ``common.audit.report``, writes its cells with).
 
 A ``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row: the header would no
 longer match the delimiter row and the whole table would render as a paragraph of pipes. Every cell and every column

@@ -42,11 +42,11 @@ class AuditPlugIn(Protocol):
 
 @runtime_checkable
 class ReportPlugIn(Protocol):
-    """``papers/<paper>/report.py``: the paper's reproduced tables, printed by ``python -m common report <paper>``
-    (its aggregate stage in the root ``dvc.yaml``) before the audit's line."""
+    """``papers/<paper>/report.py``: what ``python -m common report <paper>`` (its aggregate stage in the root
+    ``dvc.yaml``) prints of the paper before the audit's line, as data that ``common.report.print_report`` prints."""
 
-    def report(self, profile: str) -> None:
-        """Print the tables of ``profile`` and where every file is."""
+    REPORT: Any
+    """Which results files it shows and what each file holds (``common.report.PaperReport``)."""
 
 
 @runtime_checkable

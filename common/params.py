@@ -346,7 +346,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
+def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
     """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns).
 
     A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
@@ -355,7 +355,9 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
     own code does not name it: it calls ``own_params``.
 
     The repository's ``params.yaml`` is validated first (``read_params``): DVC interpolates ``${...}`` from it, and
-    its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key.
+    its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key. ``checked``:
+    that file as ``read_params`` returned it to a caller that validated it before the stage was found (``own_params``),
+    so it is read and validated once.
 
     DVC resolves the stage (its ``foreach`` item, ``${...}`` interpolation), but only the stage's own dvc.yaml is
     parsed, not every pipeline of the repository as ``params_show`` does: about 1 s instead of 4 s, paid by every
@@ -366,7 +368,9 @@ def stage_params(stage: str, repo: Path = ROOT) -> dict[str, Any]:
 
     files: dict[str, dict[str, Any]] = {}
     default = Path(repo) / "params.yaml"
-    if default.is_file():
+    if checked is not None:
+        files[str(default.resolve())] = checked
+    elif default.is_file():
         files[str(default.resolve())] = read_params(default)
     dvcfile, _, name = stage.rpartition(":")
     try:
@@ -408,8 +412,10 @@ def own_params(stage: str | None = None, *, module: str | None = None) -> dict[s
     ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
     (``papers.aro.report``); by default the module this process runs.
     """
-    read_params(ROOT / "params.yaml")  # first: the stage map resolves stages through DVC, whose errors for a bad file
-    return stage_params(current_stage(stage, module))  # name neither the line nor the key (as in stage_params)
+    # validated first: the stage map resolves stages through DVC, whose errors for a bad file name neither the line
+    # nor the key (as in stage_params), which then reuses this read
+    checked = read_params(ROOT / "params.yaml")
+    return stage_params(current_stage(stage, module), checked=checked)
 
 
 def own_section(dotted: str, stage: str | None = None, *, module: str | None = None) -> tuple[dict[str, Any], Any]:

@@ -1,9 +1,11 @@
-"""``python -m common report <paper>``: a paper's reproduced tables and where its audit is; ``python -m common metrics
-<paper>``: its DVC metrics alone.
+"""``python -m common report <paper>``: a paper's reproduced tables and where its files and its audit are; ``python
+-m common metrics <paper>``: its DVC metrics alone.
 
 The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml`` runs
 ``python -m common report <paper>``). A paper with tables of its own declares a report plug-in in its ``PAPER``
-(``common.paper.ReportPlugIn``: ``report(profile)`` prints them); every paper's audit summary is printed here.
+(``common.paper.ReportPlugIn``) whose ``REPORT`` says, as data (``PaperReport``: ``Table``, ``Tally`` and ``Numbers``
+sections), which results files to show and what each file holds; one printer, ``print_report``, prints every
+paper's alike, then the audit's summary.
 
 A report reads files a stage wrote, which may since have been cut short, merge-conflicted or hand-edited: it reads
 them through ``read_table`` and ``read_summary``, which check what the report prints (columns, counts, numbers) and
@@ -13,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from common import plugins
 from common.errors import WorkspaceError
@@ -143,31 +146,124 @@ def audit_line(paper: str) -> str:
     return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
 
 
-def print_csv_table(title: str, path: Path, columns: Sequence[str]) -> None:
-    """A results CSV as a fixed-width table: one line per row (its ``label``, else its ``row``), the given columns."""
-    rows = read_table(path, any_of=("label", "row"))
-    width = max((len(r.get("label") or r.get("row", "")) for r in rows), default=5) + 2
-    print(title)
-    print(f"{'model':<{width}s}" + "".join(f"{c:>21s}" for c in columns))
-    for r in rows:
-        print(f"{(r.get('label') or r.get('row', '')):<{width}s}" + "".join(f"{r.get(c, ''):>21s}" for c in columns))
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """One part of a paper's report, read from one results file: ``path`` is relative to ``results/<paper>/``,
+    ``{profile}`` standing for the profile. Left out while its file does not exist (its stage has not run)."""
+
+    path: str
+    title: str
+    profile: str | None = None
+    """The one profile it belongs to (``None``: both)."""
 
 
-def report_tables(paper: str, title: str, profile: str, tables: dict[str, tuple[str, Sequence[str]]],
-                  required: str) -> None:
-    """A paper's report: its results CSVs of ``profile`` that exist (``tables``: file -> (title, columns)), then
-    where every file of ``results/<paper>/<profile>/`` is. ``required``: the file without which nothing ran yet."""
-    out_dir = RESULTS / paper / profile
-    if not (out_dir / required).is_file():
-        raise WorkspaceError(f"{out_dir / required} does not exist yet: run `dvc repro papers/{paper}`")
+@dataclass(frozen=True, kw_only=True)
+class Table(Section):
+    """A results CSV as a fixed-width table, one line per row: the ``labels`` columns left, the ``columns`` right."""
+
+    labels: tuple[str, ...] = ("label",)
+    columns: tuple[str, ...] = ()
+    """The numbers shown (``()``: every column of the header after the labels)."""
+    where: tuple[str, tuple[str, ...]] | None = None
+    """``(column, values)``: only the rows whose ``column`` holds one of ``values``."""
+    numbers: bool = False
+    """Check that ``columns`` hold a finite number in every row (not every table has one in every cell)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally(Section):
+    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``, ``n`` the rows holding
+    ``value``."""
+
+    column: str
+    value: str
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Numbers(Section):
+    """A results JSON object's numbers, one line each (``keys``, checked; ``()``: every key); ``grouped``: an object
+    of objects (one per metrics file), a heading per object."""
+
+    keys: tuple[str, ...] = ()
+    grouped: bool = False
+
+
+@dataclass(frozen=True)
+class PaperReport:
+    """What ``python -m common report <paper>`` prints of a paper, as data (``REPORT`` of its report plug-in,
+    ``papers/<paper>/report.py``): one printer, ``print_report``, prints every paper's."""
+
+    title: str
+    """The paper's short name: the heading is ``<title>, <profile> profile``."""
+    required: str
+    """The file (a ``Section.path``) without which nothing of the profile has run yet."""
+    sections: tuple[Section, ...]
+    files: Mapping[str, str] = field(default_factory=dict)
+    """What a file or folder (a ``Section.path``) holds, said beside it where the report lists the files."""
+
+
+def _print_table(path: Path, table: Table) -> None:
+    where = (table.where[0],) if table.where is not None else ()
+    rows = read_table(path, (*table.labels, *table.columns, *where), numbers=table.columns if table.numbers else ())
+    columns = table.columns or tuple(c for c in rows[0] if c not in table.labels)
+    if table.where is not None:
+        rows = [r for r in rows if r[table.where[0]] in table.where[1]]
+    shown = (*table.labels, *columns)
+    lines = [list(shown), *([r[c] for c in shown] for r in rows)]
+    widths = [max(len(line[i]) for line in lines) + 2 for i in range(len(shown))]
+    for line in lines:
+        print("".join(f"{cell:<{width}s}" if i < len(table.labels) else f"{cell:>{width}s}"
+                      for i, (cell, width) in enumerate(zip(line, widths))).rstrip())
+
+
+def _print_numbers(path: Path, numbers: Numbers) -> None:
+    data = read_summary(path, numbers=numbers.keys, objects=numbers.grouped)
+    for group, values in (data.items() if numbers.grouped else [(None, data)]):
+        indent = "  " if group is None else "    "
+        if group is not None:
+            print(f"  {group}")
+        names = numbers.keys or tuple(values)
+        width = max(map(len, names), default=0) + 2
+        for name in names:
+            print(f"{indent}{name:<{width}s}{values[name]}")
+
+
+def print_report(paper: str, report: PaperReport, profile: str) -> None:
+    """A paper's report of ``profile``: each section whose file exists, then where the files are (every file and
+    folder of ``results/<paper>/<profile>/``, with what ``report.files`` says of it, and the others it names)."""
+    def resolve(relative: str) -> Path:
+        return RESULTS / paper / relative.format(profile=profile)
+
+    required = resolve(report.required)
+    if not required.is_file():
+        raise WorkspaceError(f"{required} does not exist yet: run `dvc repro papers/{paper}`")
     note = " (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""
-    print(f"{title}, {profile} profile{note}\n")
-    for name, (table_title, columns) in tables.items():
-        if (out_dir / name).is_file():
-            print_csv_table(table_title, out_dir / name, columns)
-            print()
-    for path in sorted(out_dir.glob("*.csv")) + sorted(out_dir.glob("*.json")):
-        print(f"{path.name + ':':<40s} {path}")
+    print(f"{report.title}, {profile} profile{note}")
+    for section in report.sections:
+        path = resolve(section.path)
+        if section.profile not in (None, profile) or not path.is_file():
+            continue
+        if isinstance(section, Tally):
+            verdicts = [row[section.column] for row in read_table(path, (section.column,))]
+            print(f"\n{section.title}: {verdicts.count(section.value)}/{len(verdicts)} {section.what} ({path})")
+            continue
+        print(f"\n{section.title} ({path})")
+        if isinstance(section, Table):
+            _print_table(path, section)
+        elif isinstance(section, Numbers):
+            _print_numbers(path, section)
+    out_dir = resolve("{profile}")
+    said = {resolve(relative): what for relative, what in report.files.items()}
+    written = [p for p in out_dir.iterdir() if not p.name.startswith(".")] if out_dir.is_dir() else []
+    inside = sorted({*written, *(p for p in said if p.parent == out_dir)})
+    print(f"\nfiles in {out_dir}/:")
+    for path in inside:
+        name = path.name + ("/" if path.is_dir() or not path.suffix else "")
+        print(f"  {name:<32s} {said.get(path, '')}{'' if path.exists() else ' (not written yet)'}".rstrip())
+    for path, what in said.items():
+        if path.parent != out_dir:
+            print(f"{what + ':':<40s} {path}{'' if path.exists() else ' (not written yet)'}")
 
 
 def run(paper: str) -> int:
@@ -176,7 +272,8 @@ def run(paper: str) -> int:
     if report is not None:
         # the profile its aggregate stage declares: the root pipeline's stage whose command is `python -m common
         # report <paper>` (the stage map), whether DVC runs it or a researcher does
-        report.load().report(stage_params(stage_running("common", ["report", paper], files=["dvc.yaml"]))["profile"])
+        profile = stage_params(stage_running("common", ["report", paper], files=["dvc.yaml"]))["profile"]
+        print_report(paper, report.load().REPORT, profile)
     print(audit_line(paper))
     print(cross_paper_line())
     return 0
@@ -270,8 +367,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _report_command(paper: Paper) -> PlugInCommand:
-    """``report <paper>``: what the paper's aggregate stage runs; its code is the report plug-in's (which prints with
-    this module's readers), or this module's alone."""
+    """``report <paper>``: what the paper's aggregate stage runs; its code is the report plug-in's (a ``PaperReport``
+    this module prints), or this module's alone."""
     return PlugInCommand(paper.report.module if paper.report is not None else __name__, lambda args: run(paper.name))
 
 

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, REHEARSAL, VERDICTS, AuditRow, VerdictCounts
 from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.markdown_table import md_escape
 from common.oracle.core import read_record
 from common.paths import RESULTS
 
@@ -56,10 +57,6 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}f}".rstrip("0").rstrip(".")
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def shorten(text: str, limit: int) -> str:
     """``text`` on one line, cut to at most ``limit`` characters (an ellipsis marks a cut)."""
     text = " ".join(text.split())
@@ -92,17 +89,17 @@ def _what(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
     if r.table == CLAIM_TABLE:
         quote = info.get(r.row, ClaimInfo()).quote
         label = f"claim `{r.row}`"
-        return f"{label}: “{_md_escape(shorten(quote, MD_QUOTE_CHARS))}”" if quote else label
-    return _md_escape(f"{r.table} · {r.row} · {r.column}")
+        return f"{label}: “{md_escape(shorten(quote, MD_QUOTE_CHARS))}”" if quote else label
+    return md_escape(f"{r.table} · {r.row} · {r.column}")
 
 
 def _note(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
     note = r.note
     if r.table == CLAIM_TABLE and note == info.get(r.row, ClaimInfo()).quote:
         note = ""  # a claim nothing recomputes carries its quote as note; it is shown already
-    note = _md_escape(shorten(note, MD_NOTE_CHARS))
+    note = md_escape(shorten(note, MD_NOTE_CHARS))
     if r.caveat:  # in full, first: the row's verdict does not stand without it
-        return f"**{_md_escape(r.caveat)}**" + (f"; {note}" if note else "")
+        return f"**{md_escape(r.caveat)}**" + (f"; {note}" if note else "")
     return note
 
 
@@ -119,14 +116,14 @@ def oracle_lines(record: Mapping | None) -> list[str]:
              "| benchmark | agrees | models | numbers equal at the paper's precision | decisions compared | "
              "decisions differing | stated reason |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for name, b in record["benchmarks"].items():
-        reasons = _md_escape(shorten("; ".join(b["stated_reasons"]), MD_NOTE_CHARS)) or "-"
-        lines.append(f"| {_md_escape(name)} | {'yes' if b['agrees'] else '**no**'} | {b['models']} "
+        reasons = md_escape(shorten("; ".join(b["stated_reasons"]), MD_NOTE_CHARS)) or "-"
+        lines.append(f"| {md_escape(name)} | {'yes' if b['agrees'] else '**no**'} | {b['models']} "
                      f"| {b['numbers_equal']} of {b['numbers']} | {b['decisions']} | {b['decisions_differing']} "
                      f"| {reasons} |")
     lines.append("")
     if record["not_covered"]:
         lines += ["Not run:", ""]
-        lines += [f"- {_md_escape(n['benchmark'])}: {_md_escape(n['why'])}" for n in record["not_covered"]]
+        lines += [f"- {md_escape(n['benchmark'])}: {md_escape(n['why'])}" for n in record["not_covered"]]
         lines.append("")
     return lines
 
@@ -181,9 +178,9 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | 
         for r in subset:
             tol = f"{_fmt(r.tolerance)} ({r.tolerance_rule})" if r.tolerance is not None else r.tolerance_rule
             lines.append(
-                f"| {_what(r, info)} | {_md_escape(published_label(r, _comparison(r, info)))} "
+                f"| {_what(r, info)} | {md_escape(published_label(r, _comparison(r, info)))} "
                 f"| {_fmt(r.recomputed)} | {_fmt(r.difference)} | {tol} "
-                f"| {_md_escape(_source_label(r))} | {_note(r, info)} |"
+                f"| {md_escape(_source_label(r))} | {_note(r, info)} |"
             )
         lines.append("")
     pending = [r for r in rows if r.verdict == "not recomputed yet"]

@@ -11,8 +11,9 @@ A SPEC is, in this order of lookup:
 * ``hf:REPO`` or ``hf:DIR``, a transformers BLIP or FLAVA model (hub id, cached; or a ``save_pretrained`` folder).
 
 Anything else is an unknown SPEC, listed with its closest zoo names and open_clip architectures. Those names are read
-from the files that define them (``zoo_names``, ``open_clip_archs``), not through ``common.zoo`` and open_clip, which
-import torch (seconds): a misspelt name is answered at once.
+from the files that define them (``zoo_names``, ``open_clip_archs``; where those are: ``common.zoo.specs``, which
+imports no torch), not through the zoo's factory and open_clip, which import torch (seconds): a misspelt name is
+answered at once.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from common import plugins
 from common.card.core import CardError
-from common.paths import ROOT
+from common.zoo.specs import ARCH_OVERRIDES_ENV, MODEL_CONFIG_DIR, REGISTRY_FILE
 
 if TYPE_CHECKING:
     from common.zoo import ModelSpec
@@ -66,11 +67,6 @@ class CardModel:
         return out
 
 
-ZOO_FILE = ROOT / "common" / "zoo" / "models.toml"
-"""The zoo's shared registry file, ``common.zoo.specs.REGISTRY_FILE`` (its architectures: ``model_configs/`` beside
-it), named here so that checking a name imports neither the zoo nor open_clip."""
-ARCH_OVERRIDES_ENV = "VLC_ARCH_OVERRIDES"
-"""``common.zoo.specs.ARCH_OVERRIDES_ENV``: a rehearsal's replacement architectures."""
 OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 """What makes a JSON file an architecture for open_clip (``open_clip.factory._rescan_model_configs``)."""
 
@@ -78,7 +74,7 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 def mini_world_archs() -> set[str]:
     """The mini family's architectures (the workspace's own open_clip configs, ``model_configs/`` beside the zoo's
     registry): a model of one of them was trained on the mini world's rendered scenes."""
-    return {path.stem for path in (ZOO_FILE.parent / "model_configs").glob("*.json")}
+    return {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
 
 
 def is_mini_world(model: CardModel) -> bool:
@@ -91,7 +87,7 @@ def zoo_names() -> set[str]:
     """The zoo's names (``common.zoo.registry()``'s keys), read from its ``models.toml`` files alone (the registry's
     checks run when a name is looked up)."""
     names: set[str] = set()
-    for file in plugins.registry_files(ZOO_FILE.name, ZOO_FILE):
+    for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
         with open(file, "rb") as fh:
             names.update(entry["name"] for entry in tomllib.load(fh).get("model", []) if "name" in entry)
     return names
@@ -109,7 +105,7 @@ def open_clip_archs() -> set[str]:
 
         register_local_configs()
         return set(open_clip.list_models())
-    folders = (Path(installed.origin).parent / "model_configs", ZOO_FILE.parent / "model_configs")
+    folders = (Path(installed.origin).parent / "model_configs", MODEL_CONFIG_DIR)
     return {path.stem for folder in folders for path in folder.glob("*.json") if _is_arch(path)}
 
 

@@ -18,66 +18,52 @@ This package only re-exports; the code lives in:
 * ``hf`` (the transformers backend), ``available`` (a table's models one by one) and ``trained`` (checkpoints
   trained here), imported by their callers.
 
+This package imports its submodules on first use (PEP 562 ``__getattr__``): ``common.zoo.specs``' constants cost
+no torch (``common.card.models`` reads them to check a name at once). The imports under ``TYPE_CHECKING`` say which
+submodules it serves, for type checkers and for ``common.import_closure``, which counts them.
+
 Tests that stand in for a name patch it where it is used (``common.zoo.specs.get_spec``, ``common.zoo.hub``'s
-constants): this package's names are bindings made at import.
+constants): a caller's ``from common.zoo import get_spec`` is a binding made when it runs.
 """
 from __future__ import annotations
 
-from common.zoo.interface import EmbeddingModel, ModelFactory, ModelUnavailable
-from common.zoo.specs import (
-    DATA_FILES,
-    MODEL_CONFIG_DIR,
-    REGISTRY_FILE,
-    ZOO_DIR,
-    ModelSpec,
-    _known_files,
-    activation_mismatch,
-    checkpoint_metadata,
-    get_spec,
-    models_in_family,
-    read_models_file,
-    register_local_configs,
-    registry,
-    runs_quick_gelu,
-    trained_with_quick_gelu,
-    uses_quick_gelu,
-    with_variants,
-)
-from common.zoo.openclip import (
-    FP16_WHY,
-    TRAINING_DICT_KEYS,
-    OpenClipModel,
-    arch_identity,
-    _describe_transform,
-    encode_text_unpadded,
-    fingerprint_model,
-    load_state_dict,
-    padding_is_inert,
-    quiet_random_init_warning,
-    random_model,
-    unwrap_training_dict,
-)
-from common.zoo.hub import (
-    HUB_HOST,
-    HUB_PROBE_SECONDS,
-    _fail_if_weights_absent,
-    _hub_cache_dir,
-    _hub_offline_mode,
-    _offline_message,
-    _probe_hub,
-    _quiet_logger,
-    hub_offline,
-)
-from common.zoo.factory import _how_to_get, create_model
-from common.zoo.cli import _cmd_zoo, register_cli
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DATA_FILES", "EmbeddingModel", "HUB_HOST", "HUB_PROBE_SECONDS", "MODEL_CONFIG_DIR", "ModelFactory", "ModelSpec",
-    "ModelUnavailable", "OpenClipModel", "REGISTRY_FILE", "TRAINING_DICT_KEYS", "ZOO_DIR", "_cmd_zoo",
-    "_describe_transform", "_fail_if_weights_absent", "_how_to_get", "_hub_cache_dir", "_hub_offline_mode",
-    "_known_files", "_offline_message", "_probe_hub", "_quiet_logger", "activation_mismatch", "checkpoint_metadata",
-    "create_model", "encode_text_unpadded", "fingerprint_model", "get_spec", "hub_offline", "load_state_dict",
-    "models_in_family", "padding_is_inert", "quiet_random_init_warning", "random_model", "read_models_file",
-    "register_cli", "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu",
-    "unwrap_training_dict", "uses_quick_gelu", "with_variants", "FP16_WHY", "arch_identity",
-]
+if TYPE_CHECKING:  # the submodules __getattr__ serves: import_closure counts these imports (a stage may run them)
+    from common.zoo import cli, factory, hub, interface, openclip, specs
+
+    SERVED = (cli, factory, hub, interface, openclip, specs)
+
+_SUBMODULE_OF = {
+    **dict.fromkeys(("EmbeddingModel", "ModelFactory", "ModelUnavailable"), "interface"),
+    **dict.fromkeys((
+        "DATA_FILES", "MODEL_CONFIG_DIR", "REGISTRY_FILE", "ZOO_DIR", "ModelSpec", "_known_files",
+        "activation_mismatch", "checkpoint_metadata", "get_spec", "models_in_family", "read_models_file",
+        "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu",
+        "with_variants"), "specs"),
+    **dict.fromkeys((
+        "FP16_WHY", "TRAINING_DICT_KEYS", "OpenClipModel", "arch_identity", "_describe_transform",
+        "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
+        "quiet_random_init_warning", "random_model", "unwrap_training_dict"), "openclip"),
+    **dict.fromkeys((
+        "HUB_HOST", "HUB_PROBE_SECONDS", "_fail_if_weights_absent", "_hub_cache_dir", "_hub_offline_mode",
+        "_offline_message", "_probe_hub", "_quiet_logger", "hub_offline"), "hub"),
+    **dict.fromkeys(("_how_to_get", "create_model"), "factory"),
+    **dict.fromkeys(("_cmd_zoo", "register_cli"), "cli"),
+}
+"""Each name this package serves, and the submodule that defines it."""
+
+__all__ = list(_SUBMODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    """``common.zoo.<name>``: the name of the submodule that defines it, that submodule imported now (a submodule
+    not listed, ``common.zoo.trained``, is imported by the import system as usual)."""
+    if name not in _SUBMODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_SUBMODULE_OF[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

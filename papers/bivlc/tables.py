@@ -93,6 +93,7 @@ from common.io import atomic_path, output_group, sha256_file, staged_to_final, w
 from common.jsonl import read_json
 from common.params import own_section
 from common.paths import RESULTS, build_dir, data_root
+from common.profile_stage import pinned_cpu, profile_stage_parser
 from common.scoring.group import GroupResult
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, GroupItem, ImageToTextItem
@@ -107,7 +108,6 @@ from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES
 from papers.bivlc.sets_mini import load_test_items
 
-PROFILES = ("mini", "full")
 DATA_FILES = ("papers/bivlc/models.toml", "papers/bivlc/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``bivlc.full.models``' names (BiVLC's released
 fine-tunes and re-trainings; ARO's NegCLIP is in the shared ``common/zoo/models.toml``) and, for a model that cannot
@@ -843,10 +843,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
     for option in ("images", "no_sugarcrepe", "any_size"):
         if getattr(args, option):
             raise BivlcTablesError(f"--{option.replace('_', '-')}: a full-profile option")
-    if args.device not in (None, "cpu"):
-        raise BivlcTablesError(f"--device {args.device}: the mini profile scores on the pinned CPU profile")
-    reproducible.reexec_pinned()
-    reproducible.fix_threads()
+    device = pinned_cpu(args.device, BivlcTablesError)
     root = build_dir("mini", "bivlc")
     entries = entries_for(section["base"], section["family"], section["negclip"], Path(args.models or root / "models"))
     detectors = mini_detectors(entries, Path(args.detectors or root / "detectors"))
@@ -854,7 +851,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
     context = {"profile": "mini", "params": section, **reproducible.describe(),
                "training": training_records(entries, detectors)}
     return mini_inputs(entries, get_spec(section["base"]).arch, Path(args.data or root / "test"), sugarcrepe,
-                       detectors, context), "cpu"
+                       detectors, context), device
 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
@@ -887,24 +884,18 @@ STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=PROFILES, required=True)
-    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
-                                                      "running this module with this --profile)")
-    parser.add_argument("--data", default=None, help=f"the benchmark (default: build/mini/bivlc/test; full: the "
-                                                     f"{SOURCE} snapshot, <data root>/bivlc/BiVLC)")
+    parser = profile_stage_parser(
+        "bivlc", __doc__.splitlines()[0],
+        data=f"the benchmark (default: build/mini/bivlc/test; full: the {SOURCE} snapshot, <data root>/bivlc/BiVLC)",
+        models="mini: the runs' weights (default: build/mini/bivlc/models)")
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's set manifest (default: build/<profile>/sugarcrepe/manifest.json)")
-    parser.add_argument("--models", default=None, help="mini: the runs' weights (default: build/mini/bivlc/models)")
     parser.add_argument("--detectors", default=None, help="mini: the heads (default: build/mini/bivlc/detectors)")
     parser.add_argument("--images", default=None, help="full: the image cache (default: build/full/bivlc/images)")
     parser.add_argument("--no-sugarcrepe", action="store_true", help="full: leave the sugarcrepe column empty")
     parser.add_argument("--any-size", action="store_true", help=f"full: accept a split of other than {N_INSTANCES} "
                         "rows (inputs that are not the published files, params.yaml full_inputs.published: false, are "
                         "accepted at their size)")
-    parser.add_argument("--out", default=None, help="default: results/bivlc/<profile>")
-    parser.add_argument("--device", default=None, help="full: default cuda when available, else cpu (the mini "
-                                                       "profile runs on the pinned CPU profile)")
     args = parser.parse_args(argv)
     params, section = own_section(f"bivlc.{args.profile}", args.stage)
     inputs, device = STAGE_INPUTS[args.profile](args, params, section)

@@ -84,7 +84,6 @@ DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
 in the shared zoo file), and the download entries of the data and, for a model that cannot be loaded, of its
 checkpoint."""
-PROFILES = ("mini", "full")
 
 
 class ConclipTablesError(WorkspaceError):
@@ -734,12 +733,10 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
     """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
     ``common.reproducible``)."""
     from common import reproducible
+    from common.profile_stage import pinned_cpu
     from common.zoo import get_spec
 
-    if args.device not in (None, "cpu"):
-        raise ConclipTablesError(f"--device {args.device}: the mini profile scores on the pinned CPU profile")
-    reproducible.reexec_pinned()
-    reproducible.fix_threads()
+    device = pinned_cpu(args.device, ConclipTablesError)
     root = build_dir("mini", "conclip")
     test_dir = Path(args.data or root / "test")
     entries = entries_for(section["base"], section["family"], section["negclip"], Path(args.models or root / "models"))
@@ -757,7 +754,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
                "note": "mini profile: the mini family and its fine-tunes on rendered scenes; not comparable to the "
                        "paper's numbers"}
     sugarcrepe = Path(args.sugarcrepe or build_dir("mini", "sugarcrepe") / "manifest.json")
-    return mini_inputs(entries, arch_of, test_dir, sugarcrepe, context), "cpu"
+    return mini_inputs(entries, arch_of, test_dir, sugarcrepe, context), device
 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
@@ -783,27 +780,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from common.evaluate import engine_config
     from common.params import own_section
     from common.paths import RESULTS
+    from common.profile_stage import profile_stage_parser
 
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=PROFILES, required=True)
-    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
-                                                      "running this module with this --profile)")
-    parser.add_argument("--data", default=None,
-                        help="the benchmark: mini, its folder (default: build/mini/conclip/test); full, "
-                             "ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
+    parser = profile_stage_parser(
+        "conclip", __doc__.splitlines()[0],
+        data="the benchmark: mini, its folder (default: build/mini/conclip/test); full, ccneg_preprocessed.pt "
+             "(default: the download registry's, <data root>/ccneg/)",
+        models="mini: the runs' weights (default: build/mini/conclip/models)")
     parser.add_argument("--images", default=None, help="full: the folder of CC-Neg's JPEGs (default: <data root>/"
                                                        "ccneg/ccneg_images/cc3m_subset_images_extracted_final)")
     parser.add_argument("--eval-size", type=int, default=None,
                         help=f"full: the evaluation split, the file's last N entries (default: {EVAL_SIZE}, the "
                              "authors' configs.num_ccneg_eval_samples; with a cap, params.yaml full_inputs.cap)")
-    parser.add_argument("--models", default=None, help="mini: the runs' weights (default: build/mini/conclip/models)")
     parser.add_argument("--set", default=None, help="mini: the fine-tuning set, whose manifest the context records "
                                                     "(default: build/mini/conclip/finetune)")
     parser.add_argument("--sugarcrepe", default=None,
                         help="mini: SugarCrepe's mini set (default: build/mini/sugarcrepe/manifest.json)")
-    parser.add_argument("--out", default=None, help="default: results/conclip/<profile>")
-    parser.add_argument("--device", default=None, help="full: default cuda when available, else cpu (the mini "
-                                                       "profile runs on the pinned CPU profile)")
     args = parser.parse_args(argv)
     params, section = own_section(f"conclip.{args.profile}", args.stage)
     inputs, device = STAGE_INPUTS[args.profile](args, params, section)

@@ -69,6 +69,7 @@ from common.io import output_group, sha256_file, staged_to_final, write_csv_atom
 from common.jsonl import read_json
 from common.params import own_section
 from common.paths import RESULTS, build_dir
+from common.profile_stage import pinned_cpu, profile_stage_parser
 from common.results import write_predictions
 from common.scoring.selection import SelectionResult, negative_position
 from common.tasks import ImageToTextItem
@@ -327,7 +328,6 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
 # ------------------------------------------------------------------------------------------------------------------
 # Scoring (both profiles)
 # ------------------------------------------------------------------------------------------------------------------
-PROFILES = ("mini", "full")
 """One stage each (``table1-mini``, ``table1-full``), whose parameters (``hard_positives.<profile>``, ``engine``) it
 reads."""
 DATA_FILES = ("papers/hard_positives/models.toml",)
@@ -620,10 +620,7 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``table1-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
     ``common.reproducible``)."""
-    if args.device not in (None, "cpu"):
-        raise HardPositivesTablesError(f"--device {args.device}: the mini profile scores on the pinned CPU profile")
-    reproducible.reexec_pinned()
-    reproducible.fix_threads()
+    device = pinned_cpu(args.device, HardPositivesTablesError)
     root = build_dir("mini", "hard_positives")
     test_dir = Path(args.data or root / "test")
     set_dir = Path(args.set or root / "finetune")
@@ -638,7 +635,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
         "ratio": RATIO_NOTE,
         "note": "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers",
     }
-    return mini_inputs(section["base"], runs, test_dir, context), "cpu"
+    return mini_inputs(section["base"], runs, test_dir, context), device
 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
@@ -659,20 +656,12 @@ STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.tables",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=PROFILES, required=True)
-    parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
-                                                      "running this module with this --profile)")
-    parser.add_argument("--data", default=None, help="the benchmark (default: build/mini/hard_positives/test, "
-                                                     "build/full/hard_positives)")
-    parser.add_argument("--models", default=None, help="the runs' weights (default: build/mini/hard_positives/models,"
-                                                       " build/full/hard_positives_ft/models)")
+    parser = profile_stage_parser(
+        "hard_positives", __doc__.splitlines()[0],
+        data="the benchmark (default: build/mini/hard_positives/test, build/full/hard_positives)",
+        models="the runs' weights (default: build/mini/hard_positives/models, build/full/hard_positives_ft/models)")
     parser.add_argument("--set", default=None, help="mini: the fine-tuning set, whose manifest the context records "
                                                     "(default: build/mini/hard_positives/finetune)")
-    parser.add_argument("--out", default=None, help="default: results/hard_positives/<profile>")
-    parser.add_argument("--device", default=None, help="full: default cuda when available, else cpu (the mini "
-                                                       "profile runs on the pinned CPU profile)")
     args = parser.parse_args(argv)
     params, section = own_section(f"hard_positives.{args.profile}", args.stage)
     inputs, device = STAGE_INPUTS[args.profile](args, params, section)

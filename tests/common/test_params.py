@@ -28,3 +28,20 @@ def test_unknown_stage_and_undeclared_parameter_are_errors(tmp_path):
     subprocess.run([str(ROOT / ".venv" / "bin" / "dvc"), "init", "-q"], cwd=tmp_path, check=True)
     with pytest.raises(KeyError, match=r"params.yaml: missing parameter 'a.c'"):
         stage_params("s", repo=tmp_path)
+
+
+def test_own_params_reads_params_yaml_once(monkeypatch):
+    """``own_params`` validates params.yaml before the stage map resolves the stage through DVC, and
+    ``stage_params`` reuses that read instead of validating the file again."""
+    import common.params as params
+
+    reads: list[str] = []
+    read = params.read_params
+
+    def counted(path=params.PARAMS_FILE):
+        reads.append(str(path))
+        return read(path)
+
+    monkeypatch.setattr(params, "read_params", counted)
+    assert params.own_params("papers/sugarcrepe/dvc.yaml:table6") == stage_params("papers/sugarcrepe/dvc.yaml:table6")
+    assert reads == [str(ROOT / "params.yaml")] * 2  # once for own_params, once for the plain stage_params
