@@ -115,7 +115,7 @@ PARAM_RULES: tuple[Rule, ...] = (
     Rule("lr", "a positive number", _number(gt=0)),
     Rule("lrs", "a non-empty list of positive numbers", Annotated[list[_number(gt=0)], Field(min_length=1)]),
     Rule("weight_decay", "a non-negative number", _number(ge=0)),
-    Rule("warmup_steps|min_chars|vocabulary_min_count", "a non-negative integer", _NonNegativeInt),
+    Rule("warmup_steps|checkpoint_every|min_chars|vocabulary_min_count", "a non-negative integer", _NonNegativeInt),
     Rule("batch_size", "a positive integer (or a table of names to positive integers)",
          Union[_PositiveInt, Annotated[dict[str, _PositiveInt], Field(min_length=1)]]),
     Rule(r"mini_.+_per_.+|mini_.+_images|mini_.+_cases", "a positive integer", _PositiveInt, MAX_MINI_COUNT,

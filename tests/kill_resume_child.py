@@ -1,7 +1,7 @@
 """Child processes of tests/common/test_kill_resume.py, run as ``python tests/kill_resume_child.py <job> ...``.
 
-``train TRAIN_SET OUT STEPS EVERY``: trains a tiny CLIP through ``common.train.train_clip`` (resume states under
-``VLC_CACHE``), one thread. ``encode IMAGES_DIR OUT_NPZ``: embeds every PNG of the folder and a set of captions
+``train TRAIN_SET OUT STEPS EVERY``: trains a tiny CLIP through ``common.training.family.train_clip`` (resume states
+under ``VLC_CACHE``), one thread. ``encode IMAGES_DIR OUT_NPZ``: embeds every PNG of the folder and a set of captions
 with a random-weight mini-vit-xs through the engine (cache under ``VLC_CACHE``), printing what the cache lacked
 at the start as one JSON line.
 """
@@ -26,10 +26,11 @@ def captions(n: int) -> list[str]:
 
 
 def train(train_set: str, out: str, steps: str, every: str) -> None:
-    from common.training.family import FamilyRecipe, train_clip
+    from common.training.family import train_clip
+    from common.training.trainer import TrainConfig
 
-    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=int(steps), batch_size=32, lr=2e-3, warmup_steps=2)
-    record = train_clip(config, Path(train_set), Path(out), progress=False, checkpoint_steps=int(every))
+    config = TrainConfig(steps=int(steps), batch_size=32, lr=2e-3, warmup_steps=2, checkpoint_every=int(every))
+    record = train_clip("mini-vit-xs", 96, config, Path(train_set), Path(out), progress=False)
     print(json.dumps({"final_loss": record["final_loss"]}), flush=True)
 
 

@@ -60,3 +60,17 @@ class KilledAt:
 
     def describe(self):
         return self.inner.describe()
+
+
+def mini_section(**changes) -> dict:
+    """A mini profile's training section (``params.yaml <paper>.mini``'s keys) for a few-step test run: what the
+    removed ``RunParams`` defaulted, no resume states; ``changes`` replace or add keys."""
+    return {"base": "unused", "steps": 2, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1, "weight_decay": 0.1,
+            "seed": 0, "checkpoint_every": 0, **changes}
+
+
+def full_section(**changes) -> dict:
+    """A full profile's training section (epochs of a file-backed set) for a few-step test run; ``changes`` replace
+    or add keys."""
+    return {"base": "unused", "image_size": 48, "seed": 0, "lr": 1e-3, "epochs": 1, "batch_size": 4,
+            "warmup_steps": 1, "weight_decay": 0.1, "checkpoint_every": 0, **changes}

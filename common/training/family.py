@@ -9,7 +9,8 @@ trained next to it. ``python -m common train <name>`` also runs under ``torchrun
 same global batch; weights then equal the one-process ones up to float rounding).
 
 Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner.
-Kill and resume: every ``CHECKPOINT_EVERY`` steps (``VLC_CHECKPOINT_EVERY`` overrides, 0 turns it off) a resume
+Kill and resume: every ``checkpoint_every`` steps (``params.yaml train.<name>``; ``VLC_CHECKPOINT_EVERY`` overrides
+it, 0 turns it off) a resume
 state is written under ``<cache root>/training/mini-<name>/``, outside the DVC stage's outputs (DVC deletes those
 before rerunning a stage), named by a digest of everything that defines the run and of the code it runs, so a run
 with another recipe, data, world size or code never picks it up. A rerun after a kill continues from it and ends
@@ -19,7 +20,7 @@ the file enters the sidecar.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from common.io import sha256_file
@@ -29,38 +30,23 @@ from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, checkpoint_every, run_job
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
-from common.training.trainer import TrainConfig as TrainerConfig
+from common.training.trainer import REQUIRED, STATED_OR_DEFAULT, TrainConfig
 
 
-@dataclass(frozen=True)
-class FamilyRecipe:
-    """One model of the mini family as ``params.yaml train.<name>`` states it."""
-
-    arch: str
-    n_images: int
-    steps: int
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.1
-    warmup_steps: int = 100
-    seed: int = 0
-
-    def trainer_config(self) -> TrainerConfig:
-        """The shared trainer's settings for this recipe (its other settings at their defaults)."""
-        return TrainerConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                             weight_decay=self.weight_decay, warmup_steps=self.warmup_steps, seed=self.seed)
+RECORDED = ("steps", "batch_size", "lr", "weight_decay", "warmup_steps", "seed")
+"""The settings the sidecar's ``config`` lists after the model's ``arch`` and ``n_images`` (its keys, in its order)."""
 
 
-def train_clip(config: FamilyRecipe, train_dir: Path, out_path: Path, progress: bool = True, *,
-               world: DistributedContext | None = None, provenance: dict | None = None,
-               checkpoint_steps: int | None = None) -> dict:
-    """Train ``config.arch`` on the first ``n_images`` of the mini training set; save to ``out_path``.
+def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, out_path: Path,
+               progress: bool = True, *, world: DistributedContext | None = None,
+               provenance: dict | None = None) -> dict:
+    """Train ``arch`` from scratch on the first ``n_images`` of the mini training set with ``config``; save to
+    ``out_path`` (resume states every ``config.checkpoint_every`` steps; module docstring).
 
     Returns the sidecar record written beside the weights plus ``train_seconds`` (wall time, which
     the sidecar leaves out: DVC hashes it, so it must be identical on every rerun). ``world``: the
     context of a torchrun launch (``common.training.init_from_env``); default one CPU process.
     ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile).
-    ``checkpoint_steps``: steps between resume states (default ``checkpoint_every()``; module docstring).
     """
     import open_clip
 
@@ -68,20 +54,20 @@ def train_clip(config: FamilyRecipe, train_dir: Path, out_path: Path, progress: 
 
     register_local_configs()
     train_dir, out_path = Path(train_dir), Path(out_path)
-    batches = MiniWorldBatches.load(train_dir, config.n_images, open_clip.get_tokenizer(config.arch))
+    batches = MiniWorldBatches.load(train_dir, n_images, open_clip.get_tokenizer(arch))
     if world is None or world.is_main:
-        print(f"training {config.arch} from random initialization on {config.n_images} mini-world pairs "
+        print(f"training {arch} from random initialization on {n_images} mini-world pairs "
               f"({config.steps} steps of {config.batch_size})", flush=True)
     provenance = {
         "world_version": VERSION,
-        "config": asdict(config),
+        "config": {"arch": arch, "n_images": n_images, **{key: getattr(config, key) for key in RECORDED}},
         "train_set": _portable(train_dir),
         "train_images_sha256": sha256_file(train_dir / "images.npy"),
         **(provenance or {}),
     }
-    every = checkpoint_every() if checkpoint_steps is None else checkpoint_steps
-    job = FinetuneJob(f"mini-{out_path.stem}", FromScratch(config.arch), batches, ClipLoss, config.trainer_config(),
-                      __name__, provenance=provenance, checkpoint_every=every, resume=every > 0)
+    every = checkpoint_every(config.checkpoint_every)
+    job = FinetuneJob(f"mini-{out_path.stem}", FromScratch(arch), batches, ClipLoss,
+                      replace(config, checkpoint_every=every), __name__, provenance=provenance, resume=every > 0)
     result = run_job(job, out_path, world=world, progress=progress)
     return {**result.record, "train_seconds": result.train_seconds}
 
@@ -107,26 +93,29 @@ def check_name(name: str) -> None:
         raise unknown_name("mini-family model (params.yaml train.<name>)", name, known)
 
 
-def family_recipe(name: str, section: dict) -> FamilyRecipe:
-    """``params.yaml train.<name>`` as a recipe: an unknown or missing key is one line naming it (the values' types
-    are checked when the file is read, ``common.params``)."""
-    from dataclasses import MISSING, fields
+MODEL_KEYS = ("arch", "n_images")
+"""What ``params.yaml train.<name>`` states beside the training settings (``TrainConfig.from_params``)."""
 
+
+def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
+    """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``: an
+    unknown or missing key is one line naming it (the values' types are checked when the file is read,
+    ``common.params``)."""
     from common.params import PARAMS_FILE, ParamsError
 
-    names = [f.name for f in fields(FamilyRecipe)]
-    unknown = [key for key in section if key not in names]
+    known = (*MODEL_KEYS, "steps", *REQUIRED, *STATED_OR_DEFAULT)
+    unknown = [key for key in section if key not in known]
     if unknown:
-        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{unknown[0]}: unknown key; a recipe has {', '.join(names)}")
-    missing = [f.name for f in fields(FamilyRecipe) if f.default is MISSING and f.name not in section]
+        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{unknown[0]}: unknown key; a model has {', '.join(known)}")
+    needed = (*MODEL_KEYS, "steps", *REQUIRED)
+    missing = [key for key in needed if key not in section]
     if missing:
-        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{missing[0]}: missing; a recipe needs "
-                          f"{', '.join(f.name for f in fields(FamilyRecipe) if f.default is MISSING)}")
-    return FamilyRecipe(**section)
+        raise ParamsError(f"{PARAMS_FILE}: train.{name}.{missing[0]}: missing; a model needs {', '.join(needed)}")
+    return section["arch"], int(section["n_images"]), TrainConfig.from_params(section)
 
 
 def _cmd_train(args) -> int:
-    """``train <name>``: one model of the mini family, its recipe from params.yaml ``train.<name>``.
+    """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``.
 
     Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
     writes the weights, the sidecar and the log.
@@ -142,12 +131,12 @@ def _cmd_train(args) -> int:
     if args.device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
     # this module's stage (also run as `python -m common train <name>`): the one whose arguments are these
-    recipe = family_recipe(args.name, own_params(module=__spec__.name)["train"][args.name])
+    arch, n_images, config = family_config(args.name, own_params(module=__spec__.name)["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
-    if recipe.arch != spec.arch:
+    if arch != spec.arch:
         from common.params import PARAMS_FILE, ParamsError
 
-        raise ParamsError(f"{PARAMS_FILE}: train.{args.name}.arch: {recipe.arch!r}, but the zoo's mini/{args.name} is "
+        raise ParamsError(f"{PARAMS_FILE}: train.{args.name}.arch: {arch!r}, but the zoo's mini/{args.name} is "
                           f"{spec.arch!r}; make them agree (common/zoo/models.toml)")
     out = spec.checkpoint_path()
     assert out is not None
@@ -156,7 +145,7 @@ def _cmd_train(args) -> int:
     if args.device == "cpu":
         reproducible.fix_threads()
     try:
-        record = train_clip(recipe, train_set, out, world=world,
+        record = train_clip(arch, n_images, config, train_set, out, world=world,
                             provenance=reproducible.describe() if args.device == "cpu" else {})
     finally:
         shutdown(world)

@@ -31,10 +31,6 @@ from common.training.loader import LoaderConfig
 from common.training.model_init import Init
 from common.training.trainer import LossFactory, TrainConfig, TrainResult, recipe_record, train, trainer_fields
 
-CHECKPOINT_EVERY = 50
-"""Steps between resume states unless the job or ``VLC_CHECKPOINT_EVERY`` says otherwise."""
-
-
 @dataclass(frozen=True)
 class FinetuneJob:
     """Everything that defines one training run; ``run_job`` trains it."""
@@ -45,7 +41,8 @@ class FinetuneJob:
     batches: BatchSource
     loss: LossFactory
     config: TrainConfig
-    """The optimiser recipe and schedule: steps, global batch, lr, warmup, weight decay, precision, validation."""
+    """Every hyper-parameter: steps, global batch, lr, warmup, weight decay, precision, the resume states' interval,
+    validation (``TrainConfig.from_params``: the stage's ``params.yaml`` section)."""
     module: str
     """The module that builds the job (its ``__name__``, ``"__main__"`` included): its import closure keys the resume
     state."""
@@ -53,8 +50,6 @@ class FinetuneJob:
     """Higher is better; the best validated weights are kept beside the last (``<stem>.best.safetensors``)."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
     """Deterministic facts for the sidecar (data hashes, the CPU profile): never wall times or absolute paths."""
-    checkpoint_every: int = CHECKPOINT_EVERY
-    """Steps between resume states (0: never); ``VLC_CHECKPOINT_EVERY`` overrides it for every job."""
     resume: bool = True
     """Continue an interrupted run from its resume state (False: start over every time)."""
     loader: LoaderConfig | None = None
@@ -63,7 +58,11 @@ class FinetuneJob:
 
     def with_steps(self, steps: int | None) -> "FinetuneJob":
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
-        return self if steps is None else replace(self, config=replace(self.config, steps=steps))
+        return replace(self, config=self.config.with_steps(steps))
+
+    def with_config(self, **changes: Any) -> "FinetuneJob":
+        """The same job with some settings changed (tests: ``checkpoint_every=0``)."""
+        return replace(self, config=replace(self.config, **changes))
 
     def describe(self) -> dict:
         """What defines the run, JSON-able (the resume key, without the code)."""
@@ -84,11 +83,13 @@ def describe_loss(factory: LossFactory) -> dict:
     return {"class": name, "keywords": {k: keywords[k] for k in sorted(keywords)}}
 
 
-def checkpoint_every(default: int = CHECKPOINT_EVERY) -> int:
-    """``VLC_CHECKPOINT_EVERY`` when set (a number of steps, 0: never), else ``default``."""
+def checkpoint_every(stated: int) -> int:
+    """``VLC_CHECKPOINT_EVERY`` when set (a number of steps, 0: never), else ``stated`` (the run's ``params.yaml``
+    ``checkpoint_every``): the environment changes the interval of a run without changing its stage's parameters,
+    so DVC does not take the stage for changed (the interval changes no number; ``trainer.NOT_RECORDED``)."""
     value = os.environ.get("VLC_CHECKPOINT_EVERY", "").strip()
     if not value:
-        return default
+        return stated
     try:
         every = int(value)
     except ValueError:
@@ -155,14 +156,13 @@ def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | Non
     """Train ``job`` and write ``out_path`` (safetensors) with its sidecar (and ``<stem>.best.safetensors`` when the
     job validates); an interrupted run with the same definition and code continues from its resume state."""
     world = world or DistributedContext.local("cpu")
-    every = checkpoint_every(job.checkpoint_every)
+    config = replace(job.config, checkpoint_every=checkpoint_every(job.config.checkpoint_every))
     state = resume_state_path(job, world.world_size)
     if job.resume and state.is_file() and world.is_main:
         print(f"{job.name}: resuming from {state}", flush=True)
     loader = job.loader or LoaderConfig.for_source(job.batches, local_processes())
-    result = train(job.config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
-                   provenance=job.provenance, resume=job.resume, progress=progress, checkpoint_every=every,
-                   resume_path=state, loader=loader)
+    result = train(config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
+                   provenance=job.provenance, resume=job.resume, progress=progress, resume_path=state, loader=loader)
     if world.is_main:
         with contextlib.suppress(OSError):
             state.parent.rmdir()  # only when empty: the states of other runs stay

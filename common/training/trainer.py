@@ -32,7 +32,8 @@ import functools
 import json
 import operator
 import time
-from dataclasses import asdict, dataclass, field, fields
+from collections import ChainMap
+from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -44,6 +45,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from common.io import output_group
 from common.machine import training_environment
+from common.params import ParamsError
 from common.training import checkpoint as ckpt
 from common.training.data import Batch, BatchSource
 from common.training.distributed import (
@@ -59,8 +61,22 @@ LossFactory = Callable[..., nn.Module]
 """Called as ``factory(world=context)``: a loss class, or ``functools.partial`` of one."""
 
 
+REQUIRED = ("batch_size", "lr", "warmup_steps", "weight_decay", "seed", "checkpoint_every")
+"""The settings a ``params.yaml`` training section states, every one of them: a default here would be one more place
+for callers to disagree (their old defaults did: ``warmup_steps`` 100, 20 or 50)."""
+STATED_OR_DEFAULT = {"precision": "fp32", "accum": 1}
+"""The settings a section may leave out: every run trains in fp32 with one micro-batch unless it says otherwise."""
+NOT_RECORDED = {"checkpoint_every": 0}
+"""Fields the record states at a fixed value, whatever the run used: how often a resume state is saved changes no
+number (saving reads the RNG states, never draws from them), so it does not define the run, and a resume state
+written at another interval is continued; 0 is what every sidecar has always shown."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
+    """Every training hyper-parameter of one run: the one type every caller of ``train`` builds, from its
+    ``params.yaml`` section (``from_params``) and its recipe."""
+
     steps: int
     batch_size: int
     """Global: summed over ranks and micro-batches; every step's contrastive batch has this many samples."""
@@ -74,7 +90,7 @@ class TrainConfig:
     """'fp32', 'bf16' or 'fp16' (autocast of the encoders, CUDA only; the loss stays fp32; fp16 scales the loss with
     a ``GradScaler``, as the authors' ``amp``)."""
     checkpoint_every: int = 0
-    """Save a resume state every this many steps (0: never)."""
+    """Save a resume state every this many steps (0: never); not part of the record (``NOT_RECORDED``)."""
     validate_every: int = 0
     """Call ``validate`` every this many steps (0: only at the end); it is always called at the end."""
     freeze: tuple[str, ...] = ()
@@ -86,11 +102,50 @@ class TrainConfig:
     def __post_init__(self):
         if self.steps < 1 or self.batch_size < 1 or self.accum < 1:
             raise ValueError("TrainConfig: steps, batch_size and accum must be positive")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"TrainConfig: checkpoint_every must be >= 0, not {self.checkpoint_every}")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"TrainConfig: precision must be 'fp32', 'bf16' or 'fp16', not {self.precision!r}")
         unknown = set(self.freeze) - set(PARTS)
         if unknown:
             raise ValueError(f"TrainConfig: freeze names unknown parts {sorted(unknown)}; known: {', '.join(PARTS)}")
+
+    @classmethod
+    def from_params(cls, *sections: Mapping[str, Any], steps_per_epoch: int | None = None,
+                    recipe: Recipe | None = None, **decided: Any) -> "TrainConfig":
+        """A run's settings from its ``params.yaml`` section(s), the first that has a key winning (a run family's
+        schedule before what all its runs share): ``steps``, or ``epochs`` x ``steps_per_epoch``; every key of
+        ``REQUIRED``; ``precision`` and ``accum`` as ``STATED_OR_DEFAULT``. ``decided``: what the caller sets itself
+        instead of a section (a swept lr, a run's own batch size, the validation interval; ``steps=None`` leaves the
+        section's steps, a smoke run's number replaces them)."""
+        stated = ChainMap(*(dict(s) for s in sections))
+        steps = decided.pop("steps", None)
+        values: dict[str, Any] = {}
+        for key in REQUIRED + tuple(STATED_OR_DEFAULT):
+            if key in decided:
+                values[key] = decided.pop(key)
+            elif key in stated:
+                values[key] = stated[key]
+            elif key in STATED_OR_DEFAULT:
+                values[key] = STATED_OR_DEFAULT[key]
+            else:
+                raise ParamsError(f"params.yaml: a training section lacks {key!r}; it states "
+                                  f"{', '.join(REQUIRED)} (and steps or epochs)")
+        if steps is None:
+            if "steps" in stated:
+                steps = stated["steps"]
+            elif "epochs" in stated and steps_per_epoch is not None:
+                steps = int(stated["epochs"]) * steps_per_epoch
+            else:
+                raise ParamsError("params.yaml: a training section states neither steps nor epochs (with the "
+                                  "steps per epoch its caller counts)")
+        floats, ints = ("lr", "weight_decay"), ("batch_size", "warmup_steps", "seed", "checkpoint_every", "accum")
+        values = {k: float(v) if k in floats else int(v) if k in ints else v for k, v in values.items()}
+        return cls(steps=int(steps), recipe=recipe, **values, **decided)
+
+    def with_steps(self, steps: int | None) -> "TrainConfig":
+        """The same run stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
+        return self if steps is None else replace(self, steps=steps)
 
 
 @dataclass(frozen=True)
@@ -256,8 +311,9 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
 
 
 def trainer_fields(config: TrainConfig) -> dict:
-    """``config`` as the record's ``trainer`` entry: every field but the recipe (recorded on its own)."""
-    values = asdict(config)
+    """``config`` as the record's ``trainer`` entry: every field but the recipe (recorded on its own), those of
+    ``NOT_RECORDED`` at their fixed values."""
+    values = {**asdict(config), **NOT_RECORDED}
     return {f.name: values[f.name] for f in fields(config) if f.name != "recipe"}
 
 
@@ -344,7 +400,6 @@ def train(
     provenance: Mapping[str, Any] | None = None,
     resume: bool = True,
     progress: bool = False,
-    checkpoint_every: int | None = None,
     resume_path: Path | None = None,
     loader: LoaderConfig | None = None,
 ) -> TrainResult:
@@ -352,10 +407,8 @@ def train(
 
     ``provenance``: extra keys for the sidecar (data hashes, versions), which must not clash with
     the trainer's own. With ``resume`` (default) an existing ``<stem>.resume.pt`` from the same
-    setup is continued; it is removed once the final weights are written.
-    ``checkpoint_every``: overrides ``config.checkpoint_every`` without entering the record (how often a
-    resume state is saved changes no number: saving reads the RNG states, never draws from them), so a
-    caller can turn checkpoints on without changing its sidecar. ``resume_path``: where the resume state
+    setup is continued (a state saved every ``config.checkpoint_every`` steps); it is removed once the final
+    weights are written. ``resume_path``: where the resume state
     lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
     rerun). ``loader``: worker processes that prepare the batches ahead of the step (``common.training.loader``;
     None: in the loop); the batches are the same either way, so it is not part of the record.
@@ -368,9 +421,7 @@ def train(
     paths = _paths(out_path)
     if resume_path is not None:
         paths["resume"] = Path(resume_path)
-    every = config.checkpoint_every if checkpoint_every is None else checkpoint_every
-    if every < 0:
-        raise ValueError(f"checkpoint_every must be >= 0, not {every}")
+    every = config.checkpoint_every
     local_batch, rem = divmod(config.batch_size, world.world_size * config.accum)
     if rem:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by world_size {world.world_size} "

@@ -1,5 +1,14 @@
-"""The lr sweep: every job of a ``Sweep`` (``papers.aro.runs``) trained by ``run_job``, the best by validation
-retrieval kept, as the paper picks its learning rate; the ``run`` command that launches it.
+"""ARO's fine-tunes (Section 5 and Appendix C) as an lr sweep: one ``FinetuneJob`` per (method, learning rate), every
+job trained by ``run_job``, the best by validation retrieval kept, as the paper picks its learning rate; and the
+``run`` command that launches it.
+
+- NegCLIP: ``HardNegativeClipLoss`` over images [I; I_hard] and texts [T; T_hardimg; T_neg; T_neg_hardimg];
+- CLIP-FT: ``ClipLoss`` over images [I] and texts [T], on the same captions in the same order (one batch source,
+  ``papers.aro.batches``).
+
+Each run's ``TrainConfig`` is ``params.yaml aro.<profile>.finetune`` (the paper's recipe: 50 warmup steps, weight
+decay 0.2, 5 epochs) at one lr of its ``lrs``. The job builders are ``papers.aro.train_mini`` (rendered arrays) and
+``papers.aro.train_full`` (NegCLIP's TSVs and the COCO files).
 
 A sweep is several runs in one process, where ``common.training.launch.launch`` trains one job: so this module gives
 ``add_run_command`` its own launcher, ``launch_sweep``, the same process (``training_process``: pinned on the CPU, one
@@ -16,14 +25,60 @@ import hashlib
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from common.io import output_group, write_json_atomic
 from common.jsonl import read_json
+from common.training import ClipLoss, HardNegativeClipLoss, Init, TrainConfig
 from common.training.distributed import DistributedContext
-from common.training.job import code_digest, run_job
-from papers.aro.runs import METHODS, Sweep, lr_tag
+from common.training.job import FinetuneJob, code_digest, run_job
+from common.training.recipes import Recipe
+from papers.aro.batches import FinetuneBatches
+from papers.aro.validation import RetrievalValidator
+
+METHODS = {"negclip": HardNegativeClipLoss, "clip-ft": ClipLoss}
+"""Each method's loss (the ``run`` command's choices)."""
+ZOO_NAMES = {"negclip": "aro/mini-negclip", "clip-ft": "aro/mini-clip-ft"}
+"""The mini runs' zoo names: the zoo's checkpoint path of each is where its weights go."""
+
+
+def lr_tag(lr: float) -> str:
+    return f"lr{lr:.0e}".replace("e-0", "e-")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One method's jobs, one per learning rate in ``params`` order (the first of equal scores wins)."""
+
+    name: str
+    """``aro-<profile>-<method>``: the folder of the sweep's finished runs."""
+    method: str
+    jobs: tuple[FinetuneJob, ...]
+
+    @property
+    def lrs(self) -> tuple[float, ...]:
+        return tuple(job.config.lr for job in self.jobs)
+
+
+def sweep_jobs(method: str, profile: str, section: Mapping[str, Any], init: Init, batches: FinetuneBatches,
+               validator: RetrievalValidator, module: str, provenance: Mapping, steps: int | None = None,
+               recipe: Recipe | None = None) -> Sweep:
+    """The sweep of ``method``: a job per lr of ``section["lrs"]`` (``params.yaml aro.<profile>.finetune``; the
+    optimiser's rules from ``recipe``, None: the mini recipe), each recording its method, its schedule in epochs and
+    ``provenance`` (profile, data hashes, the CPU profile) in its sidecar. ``steps`` overrides the epochs (smoke runs,
+    tests), and the sidecar's ``epochs`` says so."""
+    per_epoch = batches.steps_per_epoch(int(section["batch_size"]))
+    configs = [TrainConfig.from_params(section, steps_per_epoch=per_epoch, recipe=recipe, steps=steps, lr=float(lr))
+               for lr in section["lrs"]]
+    record = {"method": method, "steps_per_epoch": per_epoch, "epochs": configs[0].steps / per_epoch, **provenance,
+              "validation_detail": None}  # the sweep fills it in each run's record (both directions' R@1)
+    jobs = tuple(FinetuneJob(f"aro-{profile}-{method}-{lr_tag(config.lr)}", init, batches, METHODS[method], config,
+                             module, validate=validator, provenance=record)
+                 for config in configs)
+    return Sweep(f"aro-{profile}-{method}", method, jobs)
+
 
 SweepBuilder = Callable[[argparse.Namespace, DistributedContext, Mapping[str, Any]], Sweep]
 """``build(args, world, cpu_profile)``: the sweep of a ``run`` command (``cpu_profile``: the reproducibility

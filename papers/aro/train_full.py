@@ -1,6 +1,6 @@
 """NegCLIP and CLIP-FT in the full profile, as jobs: the paper's recipe (Appendix C.3) from CLIP ViT-B/32 on COCO
 train 2014 with NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``neg_image`` neighbour rows,
-``papers.aro.negclip_tsv_full``), one job per lr of ``aro.full.finetune.lrs`` (``papers.aro.runs``), picked on
+``papers.aro.negclip_tsv_full``), one job per lr of ``aro.full.finetune.lrs``, picked on
 ``valid_neg_clip.tsv``'s retrieval over COCO val 2014 (``papers.aro.sweep``).
 
 ``aro.full.finetune.batch_size`` counts samples (TSV rows) per step. A NegCLIP sample brings two images (its own and a
@@ -19,7 +19,6 @@ rehearsal's is ``cpu``, gloo). With ``params.yaml full_inputs.cap`` it validates
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -29,8 +28,7 @@ from common.training.distributed import DistributedContext
 from common.training.recipes import Recipe, load_recipe
 from papers.aro.batches import FinetuneBatches, TokenCache
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
-from papers.aro.runs import FinetuneParams, Sweep, sweep_jobs
-from papers.aro.sweep import add_sweep_command
+from papers.aro.sweep import Sweep, add_sweep_command, sweep_jobs
 
 RECIPES = "papers/aro/recipes.toml"
 DATA_FILES = ("papers/aro/recipes.toml",)
@@ -55,13 +53,13 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo.trained import tokenizer_for
 
     stage_values, section = own_section("aro.full.finetune")
-    params = replace(FinetuneParams.from_params(section), recipe=recipe())
+    negclip = recipe()
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
     val_tsv = Path(args.val_tsv or data_root() / "negclip" / "valid_neg_clip.tsv")
     table, images = tsv_table(train_tsv, Path(args.train_images or data_root() / "coco" / "train2014" / "train2014"),
-                              size, params.recipe.train_crop_scale)
-    tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=False)
+                              size, negclip.train_crop_scale)
+    tokens = TokenCache(tokenizer_for(get_spec(section["base"]).arch), memo=False)
     cap = full_inputs(stage_values).cap
     validator = val_from_tsv(val_tsv, Path(args.val_images or data_root() / "coco" / "val2014" / "val2014"), size,
                              tokens, cap=cap)
@@ -69,8 +67,8 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     provenance = {"profile": "full", "train_tsv_sha256": sha256_file(train_tsv),
                   "val_tsv_sha256": sha256_file(val_tsv), **cpu_profile,
                   **({"validation_images_cap": cap} if cap is not None else {})}
-    return sweep_jobs(args.run, "full", params, FromZoo(params.base), batches, validator, __name__, provenance,
-                      steps=step_budget(section, args.steps))
+    return sweep_jobs(args.run, "full", section, FromZoo(section["base"]), batches, validator, __name__, provenance,
+                      steps=step_budget(section, args.steps), recipe=negclip)
 
 
 def weights_path(args: argparse.Namespace) -> Path:

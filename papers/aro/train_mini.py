@@ -1,7 +1,7 @@
 """NegCLIP and CLIP-FT in the mini profile, as jobs: mini/xs-32k fine-tuned on the rendered COCO-train analog
 (``build/mini/aro/finetune``, ``papers.aro.finetune_sets_mini``) with its images' nearest neighbours
 (``build/mini/aro/neighbours``, ``papers.aro.neighbours_mini``), one job per lr of ``aro.mini.finetune.lrs``
-(``papers.aro.runs``), picked on the rendered COCO-val analog's retrieval (``papers.aro.sweep``).
+picked on the rendered COCO-val analog's retrieval (``papers.aro.sweep``).
 
 One unit of an epoch is an image (one of its captions drawn per step, as the mini family pretrains). Each run is
 deterministic on the CPU (``common.reproducible``) and resumable. The weights go where the zoo keeps
@@ -23,8 +23,7 @@ from common.training.distributed import DistributedContext
 from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages
-from papers.aro.runs import ZOO_NAMES, FinetuneParams, Sweep, sweep_jobs
-from papers.aro.sweep import add_sweep_command
+from papers.aro.sweep import ZOO_NAMES, Sweep, add_sweep_command, sweep_jobs
 from papers.aro.validation import RetrievalValidator
 
 DATA_FILES = ("papers/aro/models.toml",)
@@ -68,18 +67,17 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo.trained import tokenizer_for
 
     _, section = own_section("aro.mini.finetune")
-    params = FinetuneParams.from_params(section)
     set_dir = Path(args.set or build_dir("mini", "aro") / "finetune")
     nbr_dir = Path(args.neighbours or build_dir("mini", "aro") / "neighbours")
     split = FinetuneSplit.load(set_dir, "train")
     table = mini_table(split, load_array(nbr_dir / "neighbours.npy"))
-    tokens = TokenCache(tokenizer_for(get_spec(params.base).arch), memo=True)  # the sweep tokenises alike every run
+    tokens = TokenCache(tokenizer_for(get_spec(section["base"]).arch), memo=True)  # the sweep tokenises alike every run
     val = FinetuneSplit.load(set_dir, "val")
     validator = RetrievalValidator(ArrayImages.from_nhwc(val.images), val.captions, tokens)
     batches = FinetuneBatches(table, ArrayImages.from_nhwc(split.images), tokens, hard=args.run == "negclip")
     provenance = {"profile": "mini", "finetune_manifest_sha256": sha256_file(set_dir / "manifest.json"),
                   "neighbours_sha256": sha256_file(nbr_dir / "neighbours.npy"), **cpu_profile}
-    return sweep_jobs(args.run, "mini", params, FromZoo(params.base), batches, validator, __name__, provenance,
+    return sweep_jobs(args.run, "mini", section, FromZoo(section["base"]), batches, validator, __name__, provenance,
                       steps=args.steps)
 
 

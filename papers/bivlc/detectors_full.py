@@ -46,7 +46,6 @@ steps are fixed-size). A detector's head is ``build/full/bivlc/models/<name>.bes
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -73,23 +72,6 @@ MODULE = "papers.bivlc.detectors_full"
 DATA_FILES = ("papers/bivlc/models.toml",)
 """Read at run time (``common.stage_deps``): the zoo entries of the detectors' encoders (the TROHN-Img rerun
 ``bivlc/full-trohn-img`` or the released ``bivlc/clip-trohn-img``)."""
-
-
-@dataclass(frozen=True)
-class DetectorParams:
-    """``params.yaml bivlc.full.detectors``: what every detector shares; ``encoders``: row -> zoo model.
-    ``batch_size``: TROHN-Img rows per step (the authors' DataLoader batch), each giving two inputs."""
-
-    lr: float
-    batch_size: int
-    seed: int
-    image_size: int
-    encoders: dict
-
-    @classmethod
-    def from_params(cls, section: Mapping) -> "DetectorParams":
-        return cls(float(section["lr"]), int(section["batch_size"]), int(section["seed"]), int(section["image_size"]),
-                   dict(section["encoders"]))
 
 
 def detector_name(encoder: str, tower: str) -> str:
@@ -221,11 +203,12 @@ class DetectorAccuracy:
         return float(np.mean(accuracies))
 
 
-def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: DetectorParams, init: Init,
+def detector_job(name: str, tower: str, rows: Sequence[TrainRow], section: Mapping[str, Any], init: Init,
                  coco_images: Path, set_dir: Path, *, steps: int | None = None,
                  provenance: Mapping | None = None) -> FinetuneJob:
     """A ``DetectorLoss`` head on ``init``'s frozen ``tower``'s raw output, ``DETECTOR_EPOCHS[tower]`` epochs on
-    TROHN-Img's train split (``params.batch_size`` rows, twice as many inputs, per step), Adam at a constant rate,
+    TROHN-Img's train split (``section``: ``params.yaml bivlc.full.detectors``; its ``batch_size`` rows, twice as many
+    inputs, per step), Adam at a constant rate,
     validated at the end of every epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors``
     (the module docstring has the authors' lines). Trained from scratch every time (no resume state), as before."""
     from common.training.model_init import normalizer
@@ -237,22 +220,23 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], params: Detect
                                      f"centre crop only, not {recipe.augmentation!r}; set it to center_crop")
     arch = init.describe()["arch"]
     tokenize = tokenizer_for(arch) if tower == "text" else None
-    train_batches = detector_batches(tower, split_rows(rows, "train"), params.image_size, coco_images, set_dir,
+    size, rows_per_step = int(section["image_size"]), int(section["batch_size"])
+    train_batches = detector_batches(tower, split_rows(rows, "train"), size, coco_images, set_dir,
                                      tokenize)
-    val_batches = detector_batches(tower, split_rows(rows, "validation"), params.image_size, coco_images, set_dir,
+    val_batches = detector_batches(tower, split_rows(rows, "validation"), size, coco_images, set_dir,
                                    tokenize)
-    inputs = 2 * params.batch_size
+    inputs = 2 * rows_per_step
     per_epoch = train_batches.steps_per_epoch(inputs)
     total = steps or DETECTOR_EPOCHS[tower] * per_epoch
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
-    config = TrainConfig(steps=total, batch_size=inputs, lr=params.lr, warmup_steps=0, weight_decay=0.0,
-                         seed=params.seed, validate_every=0 if steps else per_epoch, recipe=recipe)
+    config = TrainConfig.from_params(section, steps=total, batch_size=inputs, validate_every=0 if steps else per_epoch,
+                                     recipe=recipe)
     return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
-                       validate=DetectorAccuracy(val_batches, loss, params.batch_size, mean, std),
+                       validate=DetectorAccuracy(val_batches, loss, rows_per_step, mean, std),
                        provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,
                                    **(provenance or {})},
-                       checkpoint_every=0, resume=False)
+                       resume=False)
 
 
 DETECTORS: tuple[str, ...] = tuple(detector_name(e, t) for e in DETECTOR_ENCODERS for t in DETECTOR_TOWERS)
@@ -267,13 +251,13 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
     encoder, _, tower = args.run.removeprefix("det-").rpartition("-")
     _, section = own_section("bivlc.full.detectors")
-    params = DetectorParams.from_params(section)
-    encoder, tower = parse_detector(args.run, params.encoders)
+    encoders = dict(section["encoders"])
+    encoder, tower = parse_detector(args.run, encoders)
     set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / "trohn-img")
     rows = load_rows(set_dir)
-    return detector_job(args.run, tower, rows, params, FromZoo(params.encoders[encoder]),
+    return detector_job(args.run, tower, rows, section, FromZoo(encoders[encoder]),
                         Path(args.data or data_root()) / COCO_IMAGES, set_dir, steps=args.steps,
-                        provenance={"profile": "full", "encoder": params.encoders[encoder],
+                        provenance={"profile": "full", "encoder": encoders[encoder],
                                     "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 

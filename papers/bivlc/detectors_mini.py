@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -35,13 +34,6 @@ from papers.bivlc.sets_mini import BivlcMiniError
 MODULE = "papers.bivlc.detectors_mini"
 DETECTORS: tuple[str, ...] = tuple(f"{encoder}-{tower}" for encoder in DETECTOR_ENCODERS for tower in DETECTOR_TOWERS)
 """The four heads, in training order (the TROHN-Img encoder's last: it needs the TROHN-Img run's weights)."""
-
-
-@dataclass(frozen=True)
-class DetectorParams:
-    batch_size: int = 128
-    lr: float = 1e-3
-    seed: int = 0
 
 
 def detector_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatches:
@@ -73,7 +65,7 @@ def detector_init(encoder: str, base: str, models_dir: Path) -> Init:
     return FromCheckpoint(get_spec(base).arch, path)
 
 
-def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: DetectorParams, *,
+def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapping[str, Any], *,
                  tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """A linear head on ``init``'s frozen ``tower`` (``DetectorLoss``), ``DETECTOR_EPOCHS[tower]`` epochs, no weight
     decay and no warmup, the authors' optimiser and schedule (the ``[detectors]`` recipe: Adam at a constant rate; the
@@ -85,14 +77,12 @@ def detector_job(encoder: str, tower: str, init: Init, data: TrainSet, params: D
     arch = init.describe()["arch"]
     tokenize = tokenize or tokenizer_for(arch)
     batches = detector_batches(data, tower, tokenize)
-    steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(params.batch_size)
-    config = TrainConfig(steps=steps, batch_size=params.batch_size, lr=float(params.lr), warmup_steps=0,
-                         weight_decay=0.0, seed=params.seed, recipe=detector_recipe())
+    steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(int(section["batch_size"]))
+    config = TrainConfig.from_params(section, steps=steps, recipe=detector_recipe())
     loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower,
                              raw_features=True)
     return FinetuneJob(f"bivlc-mini-det-{encoder}-{tower}", init, batches, loss, config, MODULE,
-                       provenance={"tower": tower, "encoder": encoder, **(provenance or {})}, checkpoint_every=0,
-                       resume=False)
+                       provenance={"tower": tower, "encoder": encoder, **(provenance or {})}, resume=False)
 
 
 def _detector(name: str) -> tuple[str, str]:
@@ -105,7 +95,7 @@ def _jobs_from(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
     from common.params import own_section
 
     _, section = own_section("bivlc.mini")
-    params = DetectorParams(**section["detector"])
+    detector = section["detector"]
     set_dir = Path(set_dir or build_dir("mini", "bivlc") / "train")
     data = TrainSet.load(set_dir)
     set_sha256 = sha256_file(set_dir / "manifest.json")
@@ -113,7 +103,7 @@ def _jobs_from(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
     def build_one(name: str) -> FinetuneJob:
         encoder, tower = _detector(name)
         init = detector_init(encoder, section["base"], build_dir("mini", "bivlc") / "models")
-        return detector_job(encoder, tower, init, data, params, provenance={"set_manifest_sha256": set_sha256})
+        return detector_job(encoder, tower, init, data, detector, provenance={"set_manifest_sha256": set_sha256})
 
     return build_one
 

@@ -46,33 +46,27 @@ from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
 from common.training.model_init import FromZoo, Init
-from common.training.recipe import FileRunParams, Schedule
+from common.training.recipes import Recipe, load_recipe
 from common.training.rendered import Tokenize
+from common.training.trainer import TrainConfig
 from papers.bivlc.runs import RECIPES, RUNS, run_spec
 from papers.bivlc.sets_full import COCO_IMAGES, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.validation import Chunk, InBatchAccuracy
 
 MODULE = "papers.bivlc.train_full"
-CHECKPOINT_EVERY = 500
 
 
-def recipe(name: str):
+def recipe(name: str) -> Recipe:
     """The run's table of ``papers/bivlc/recipes.toml`` (one per run: the authors' AdamW, embeddings decayed, no clamp)."""
     from common.paths import ROOT
-    from common.training.recipes import load_recipe
 
     return load_recipe(ROOT / RECIPES, name)
 
 
-def run_params(section: Mapping, run: str) -> FileRunParams:
-    """``bivlc.full.finetune`` -> the run's ``FileRunParams`` (its own batch size: samples per step) with the run's
-    recipe (``papers/bivlc/recipes.toml``: the authors' decay rule, no logit-scale clamp)."""
+def run_batch_size(section: Mapping[str, Any], run: str) -> int:
+    """The run's samples per step: ``bivlc.full.finetune.batch_size``, a number or one per run."""
     batch = section["batch_size"]
-    size = int(batch[run]) if isinstance(batch, Mapping) else int(batch)
-    return FileRunParams(section["base"], int(section["image_size"]),
-                         Schedule(float(section["lr"]), int(section["epochs"]), size, int(section["warmup_steps"]),
-                                  float(section["weight_decay"])),
-                         int(section["seed"]), section.get("precision", "fp32"), True, recipe=recipe(run))
+    return int(batch[run]) if isinstance(batch, Mapping) else int(batch)
 
 
 class PairedFileBatches(FileCaptionBatches):
@@ -128,29 +122,32 @@ def validation_chunk(batches: FileCaptionBatches) -> Chunk:
     return chunk
 
 
-def finetune_job(run: str, rows: Sequence[TrainRow], params: FileRunParams, coco_images: Path, set_dir: Path, *,
-                 init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None,
-                 checkpoint_every: int = CHECKPOINT_EVERY) -> FinetuneJob:
-    """Fine-tune ``init`` (default: the zoo's ``params.base``) as ``run`` on the set's train split, validating at the
-    end of every epoch (``steps`` overrides the schedule's epochs and validates once, at the end)."""
+def finetune_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], coco_images: Path, set_dir: Path,
+                 *, recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
+                 provenance: Mapping | None = None) -> FinetuneJob:
+    """Fine-tune ``init`` (default: the zoo's ``section["base"]``) as ``run`` on the set's train split with
+    ``section``'s settings (``params.yaml bivlc.full.finetune``) and ``recipe``'s rules (None: the mini recipe; the
+    stage's: the run's table of ``papers/bivlc/recipes.toml``), validating at the end of every epoch (``steps``
+    overrides the schedule's epochs and validates once, at the end)."""
     from common.training.model_init import normalizer
     from common.zoo.trained import tokenizer_for
 
     spec = run_spec(run)
-    init = init or FromZoo(params.base)
+    init = init or FromZoo(section["base"])
     tokenize = tokenizer_for(init.describe()["arch"])
-    train_batches = batches_for(run, split_rows(rows, "train"), params.image_size, coco_images, set_dir, tokenize,
-                                params.crop_scale)
-    val_batches = batches_for(run, split_rows(rows, "validation"), params.image_size, coco_images, set_dir, tokenize)
-    per_epoch = train_batches.steps_per_epoch(params.schedule.batch_size)
-    config = params.trainer_config(per_epoch, steps, validate_every=0 if steps else per_epoch)
+    size, samples = int(section["image_size"]), run_batch_size(section, run)
+    train_batches = batches_for(run, split_rows(rows, "train"), size, coco_images, set_dir, tokenize,
+                                recipe.train_crop_scale if recipe is not None else None)
+    val_batches = batches_for(run, split_rows(rows, "validation"), size, coco_images, set_dir, tokenize)
+    per_epoch = train_batches.steps_per_epoch(samples)
+    config = TrainConfig.from_params(section, steps_per_epoch=per_epoch, steps=steps, recipe=recipe,
+                                     batch_size=samples, validate_every=0 if steps else per_epoch)
     mean, std = normalizer(init.build().transform)
     return FinetuneJob(f"bivlc-full-{run}", init, train_batches, spec.loss, config, MODULE,
                        validate=InBatchAccuracy(validation_chunk(val_batches), len(val_batches.captions),
-                                                params.schedule.batch_size, mean, std),
+                                                samples, mean, std),
                        provenance={"run": run, "dataset": spec.dataset, "steps_per_epoch": per_epoch,
-                                   "epochs": config.steps / per_epoch, **(provenance or {})},
-                       checkpoint_every=checkpoint_every)
+                                   "epochs": config.steps / per_epoch, **(provenance or {})})
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -162,8 +159,8 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     _, section = own_section("bivlc.full.finetune")
     set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / run_spec(args.run).dataset)
     rows = load_rows(set_dir)
-    return finetune_job(args.run, rows, run_params(section, args.run), Path(args.data or data_root()) / COCO_IMAGES,
-                        set_dir, steps=args.steps,
+    return finetune_job(args.run, rows, section, Path(args.data or data_root()) / COCO_IMAGES, set_dir,
+                        recipe=recipe(args.run), steps=args.steps,
                         provenance={"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
                                     **cpu_profile})
 

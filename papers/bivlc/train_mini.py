@@ -12,7 +12,6 @@ each with its negative pair): every step sees ``batch_size`` texts, as the paper
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -25,15 +24,14 @@ from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
 from common.training.model_init import FromZoo, Init
-from common.training.recipe import RunParams
 from common.training.rendered import CaptionBatches, PairedImageBatches, Tokenize, caption_tokens, pixels
+from common.training.trainer import TrainConfig
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.runs import RUNS, run_spec
 from papers.bivlc.sets_mini import BivlcMiniError
 from papers.bivlc.validation import Chunk, InBatchAccuracy
 
 MODULE = "papers.bivlc.train_mini"
-CHECKPOINT_EVERY = 50
 
 
 def _split_tensors(data: TrainSet, dataset: str, tokenize: Tokenize, scenes: slice) -> dict[str, Any]:
@@ -78,30 +76,31 @@ def validation_chunk(batches: CaptionBatches) -> Chunk:
     return chunk
 
 
-def finetune_job(run: str, data: TrainSet, params: RunParams, validations: int, *, init: Init | None = None,
-                 tokenize: Tokenize | None = None, provenance: Mapping | None = None,
-                 checkpoint_every: int = CHECKPOINT_EVERY) -> FinetuneJob:
-    """Fine-tune ``init`` (default: the zoo's ``params.base``) as ``run`` on the set's training split, validating
-    ``validations`` times; the best weights go beside the last (``<stem>.best.safetensors``)."""
+def finetune_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init | None = None,
+                 tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
+    """Fine-tune ``init`` (default: the zoo's ``section["base"]``) as ``run`` on the set's training split with
+    ``section``'s settings (``params.yaml bivlc.mini``: its ``batch_size`` counts texts, so a step has that many
+    divided by the run's texts per sample), validating ``section["validations"]`` times; the best weights go beside
+    the last (``<stem>.best.safetensors``)."""
     from common.training.model_init import normalizer
     from common.zoo.trained import tokenizer_for
 
     spec = run_spec(run)
-    init = init or FromZoo(params.base)
+    init = init or FromZoo(section["base"])
     if tokenize is None:
         tokenize = tokenizer_for(init.describe()["arch"])
-    samples = params.batch_size // spec.texts_per_sample
+    samples = int(section["batch_size"]) // spec.texts_per_sample
     train_batches = batches_for(data, run, tokenize, slice(0, data.n_train))
     val_batches = batches_for(data, run, tokenize, slice(data.n_train, None))
     if len(train_batches.images) < samples:
         raise BivlcMiniError(f"{run}: {len(train_batches.images)} training samples cannot fill a batch of {samples}")
     mean, std = normalizer(init.build().transform)
-    config = replace(params.trainer_config(), batch_size=samples, validate_every=max(1, params.steps // validations))
+    config = TrainConfig.from_params(section, batch_size=samples,
+                                     validate_every=max(1, int(section["steps"]) // int(section["validations"])))
     return FinetuneJob(f"bivlc-mini-{run}", init, train_batches, spec.loss, config, MODULE,
                        validate=InBatchAccuracy(validation_chunk(val_batches), len(val_batches.images), samples,
                                                 mean, std),
-                       provenance={"run": run, "samples_per_step": samples, **(provenance or {})},
-                       checkpoint_every=checkpoint_every)
+                       provenance={"run": run, "samples_per_step": samples, **(provenance or {})})
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -111,7 +110,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
     _, section = own_section("bivlc.mini")
     set_dir = Path(args.set or build_dir("mini", "bivlc") / "train")
-    return finetune_job(args.run, TrainSet.load(set_dir), RunParams.from_params(section), section["validations"],
+    return finetune_job(args.run, TrainSet.load(set_dir), section,
                         provenance={"set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 

@@ -41,7 +41,6 @@ Weights in ``build/full/conclip/models/<run>.safetensors`` with the trainer's si
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import functools
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -57,26 +56,23 @@ from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
-from common.training.recipe import FileRunParams
+from common.training.recipes import Recipe, load_recipe
 from common.training.rendered import Tokenize
+from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for
 from papers.conclip.data_paths import CCNEG_IMAGES, COCO_IMAGES
 from papers.conclip.finetune_rows_full import FullRow, load_rows
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import NEGATIVE_FIELDS, RUNS, run_spec
 
-CHECKPOINT_EVERY = 500
-FullFinetuneParams = FileRunParams
-"""``params.yaml conclip.full.finetune``: what every run shares."""
 RECIPE = "conclip"
 RECIPES = "papers/conclip/recipes.toml"
 DATA_FILES = ("papers/conclip/recipes.toml",)
 
 
-def recipe(name: str):
+def recipe(name: str) -> Recipe:
     """A table of ``papers/conclip/recipes.toml`` (every run trains with ``RECIPE``, the authors' AdamW)."""
     from common.paths import ROOT
-    from common.training.recipes import load_recipe
 
     return load_recipe(ROOT / RECIPES, name)
 
@@ -113,20 +109,23 @@ class NegationFileBatches(FileCaptionBatches):
         return out
 
 
-def batches_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path,
-                coco_images: Path, tokenize: Tokenize) -> NegationFileBatches:
-    """The run's batches: c' is CC-Neg's negated caption, or the CREPE-Negate negation for a ``crepe`` run."""
+def batches_for(run: str, rows: Sequence[FullRow], section: Mapping, ccneg_images: Path, coco_images: Path,
+                tokenize: Tokenize, crop_scale: tuple[float, float] | None = None) -> NegationFileBatches:
+    """The run's batches (``section``: ``params.yaml conclip.full.finetune``, its image size and row order;
+    ``crop_scale``: the recipe's training crop, None: the centre crop): c' is CC-Neg's negated caption, or the
+    CREPE-Negate negation for a ``crepe`` run."""
     field = NEGATIVE_FIELDS[run_spec(run).negatives]
     files = list(dict.fromkeys([*(Path(ccneg_images) / r.image for r in rows),
                                 *(Path(coco_images) / r.distractor for r in rows)]))
     where = {path: i for i, path in enumerate(files)}
-    images = FileImages(tuple(files), params.image_size, crop_scale=params.crop_scale)
+    images = FileImages(tuple(files), int(section["image_size"]), crop_scale=crop_scale)
     return NegationFileBatches(
         images, np.array([where[Path(ccneg_images) / r.image] for r in rows], dtype=np.int64),
         np.array([where[Path(coco_images) / r.distractor] for r in rows], dtype=np.int64),
         [r.caption for r in rows], [getattr(r, field) for r in rows], tokenize,
         name=f"conclip-full-{run_spec(run).negatives}",
-        fields={"texts": ["caption", field], "images": ["image", "distractor"]}, shuffle=params.shuffle)
+        fields={"texts": ["caption", field], "images": ["image", "distractor"]},
+        shuffle=bool(section.get("shuffle", True)))
 
 
 class NoCrepeRowsError(WorkspaceError):
@@ -146,22 +145,25 @@ def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
     return kept
 
 
-def build_job(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, ccneg_images: Path, coco_images: Path,
-              *, init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None
-              ) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``run_rows(run, rows)`` for the schedule's epochs
-    (``steps`` overrides them: smoke runs, tests), the image tower as it was (``ConClipLoss.frozen``);
-    ``provenance`` follows the run's own facts in the sidecar, then the steps per epoch and the epochs run."""
+def build_job(run: str, rows: Sequence[FullRow], section: Mapping, ccneg_images: Path, coco_images: Path,
+              *, recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
+              provenance: Mapping | None = None) -> FinetuneJob:
+    """The run ``run``: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``run_rows(run, rows)`` with
+    ``section``'s settings (``params.yaml conclip.full.finetune``) and ``recipe``'s rules (None: the mini recipe)
+    for the schedule's epochs (``steps`` overrides them: smoke runs, tests), the image tower as it was
+    (``ConClipLoss.frozen``); ``provenance`` follows the run's own facts in the sidecar, then the steps per epoch
+    and the epochs run."""
     spec = run_spec(run)
-    init = init or FromZoo(params.base)
+    init = init or FromZoo(section["base"])
     rows = run_rows(run, rows)
-    batches = batches_for(run, rows, params, ccneg_images, coco_images, tokenizer_for(init.describe()["arch"]))
-    per_epoch = batches.steps_per_epoch(params.schedule.batch_size)
-    config = params.trainer_config(per_epoch, steps)
+    batches = batches_for(run, rows, section, ccneg_images, coco_images, tokenizer_for(init.describe()["arch"]),
+                          recipe.train_crop_scale if recipe is not None else None)
+    per_epoch = batches.steps_per_epoch(int(section["batch_size"]))
+    config = TrainConfig.from_params(section, steps_per_epoch=per_epoch, steps=steps, recipe=recipe)
     provenance = {"run": run, "terms": list(spec.terms), "negatives": spec.negatives, **(provenance or {}),
                   "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch}
     return FinetuneJob(f"conclip-full-{run}", init, batches, functools.partial(ConClipLoss, terms=spec.terms),
-                       config, __name__, provenance=provenance, checkpoint_every=CHECKPOINT_EVERY)
+                       config, __name__, provenance=provenance)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -176,9 +178,8 @@ def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Map
     set_dir = Path(args.set or build_dir("full", "conclip") / "finetune")
     data = Path(args.data or data_root())
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
-    return build_job(args.run, load_rows(set_dir), params, data / CCNEG_IMAGES,
-                     data / COCO_IMAGES, steps=args.steps, provenance=provenance)
+    return build_job(args.run, load_rows(set_dir), section, data / CCNEG_IMAGES, data / COCO_IMAGES,
+                     recipe=recipe(RECIPE), steps=args.steps, provenance=provenance)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:

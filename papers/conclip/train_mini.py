@@ -22,7 +22,7 @@ from common.training import FromZoo, Init
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
-from common.training.recipe import RunParams
+from common.training.trainer import TrainConfig
 from common.training.rendered import PairedImageBatches, caption_tokens, pixels, refuse_same_tokens
 from common.zoo.trained import tokenizer_for
 from papers.conclip.finetune_rows_mini import ConclipMiniError, FinetuneSet
@@ -54,22 +54,24 @@ def batches_for(data: FinetuneSet, negatives: str, tokenize: Callable[[Sequence[
                            fields={"texts": ["caption", field], "images": ["image", "distractor"]})
 
 
-def build_job(run: str, data: FinetuneSet, params: RunParams, *, init: Init | None = None,
+def build_job(run: str, data: FinetuneSet, section: Mapping, *, init: Init | None = None,
               tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
               provenance: Mapping | None = None) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``data``, the image tower as it
-    was (``ConClipLoss.frozen``); ``provenance`` follows the run's own facts in the sidecar."""
+    """The run ``run``: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``data`` with ``section``'s
+    settings (``params.yaml conclip.mini``), the image tower as it was (``ConClipLoss.frozen``); ``provenance``
+    follows the run's own facts in the sidecar."""
     spec = run_spec(run)
-    if len(data.images) < params.batch_size:
+    config = TrainConfig.from_params(section)
+    if len(data.images) < config.batch_size:
         raise ConclipMiniError(f"{run}: {len(data.images)} training images cannot fill a batch of "
-                               f"{params.batch_size}")
-    init = init or FromZoo(params.base)
+                               f"{config.batch_size}")
+    init = init or FromZoo(section["base"])
     if tokenize is None:
         tokenize = tokenizer_for(init.describe()["arch"])
     batches = batches_for(data, spec.negatives, tokenize, f"conclip-mini-{spec.negatives}")
     provenance = {"run": run, "terms": list(spec.terms), "negatives": spec.negatives, **(provenance or {})}
     return FinetuneJob(f"conclip-mini-{run}", init, batches, functools.partial(ConClipLoss, terms=spec.terms),
-                       params.trainer_config(), __name__, provenance=provenance)
+                       config, __name__, provenance=provenance)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -86,7 +88,7 @@ def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Map
 
     _, section = own_section("conclip.mini")
     set_dir = _set_dir(args)
-    return build_job(args.run, FinetuneSet.load(set_dir), RunParams.from_params(section), provenance={
+    return build_job(args.run, FinetuneSet.load(set_dir), section, provenance={
         "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 

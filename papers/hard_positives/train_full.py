@@ -14,7 +14,6 @@ SVLC's supplementary; NegCLIP's recipe at its public lr, as SugarCrepe's re-trai
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -29,25 +28,22 @@ from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
-from common.training.recipe import FileRunParams
+from common.training.recipes import Recipe, load_recipe
+from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for as shared_tokenizer_for
 from papers.hard_positives.finetune_rows_full import IMAGES, FullRow, load_rows
 from papers.hard_positives.runs import RUNS, loss_for, run_spec
 
 MODULE = "papers.hard_positives.train_full"
 """The jobs' module: its import closure keys their resume states."""
-CHECKPOINT_EVERY = 500
-FullFinetuneParams = FileRunParams
-"""``params.yaml hard_positives.full.finetune``: what every run shares."""
 RECIPE = "finetune"
 RECIPES = "papers/hard_positives/recipes.toml"
 DATA_FILES = ("papers/hard_positives/recipes.toml",)
 
 
-def recipe(name: str):
+def recipe(name: str) -> Recipe:
     """A table of ``papers/hard_positives/recipes.toml`` (every run: ``RECIPE``, NegCLIP's, our choice)."""
     from common.paths import ROOT
-    from common.training.recipes import load_recipe
 
     return load_recipe(ROOT / RECIPES, name)
 
@@ -71,31 +67,32 @@ def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
     return lambda texts: tokenizer(list(texts))
 
 
-def job_for(run: str, rows: Sequence[FullRow], params: FullFinetuneParams, images_dir: Path, *,
-            init: Init | None = None, steps: int | None = None,
+def job_for(run: str, rows: Sequence[FullRow], section: Mapping[str, Any], images_dir: Path, *,
+            recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
             provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` as a job: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``rows`` (the whole set: the run
-    keeps its types' rows) for the schedule's epochs (``steps`` overrides them: smoke runs, tests); ``provenance`` is
-    added to the run's own facts in the sidecar, then the epochs as steps."""
+    """``run`` as a job: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``rows`` (the whole set: the
+    run keeps its types' rows) with ``section``'s settings (``params.yaml hard_positives.full.finetune``) and
+    ``recipe``'s rules (None: the mini recipe) for the schedule's epochs (``steps`` overrides them: smoke runs,
+    tests); ``provenance`` is added to the run's own facts in the sidecar, then the epochs as steps."""
     spec = run_spec(run)
     rows = run_rows(run, rows)
-    init = init or FromZoo(params.base)
+    init = init or FromZoo(section["base"])
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
-    images = FileImages(tuple(Path(images_dir) / name for name in files), params.image_size,
-                        crop_scale=params.crop_scale)
+    images = FileImages(tuple(Path(images_dir) / name for name in files), int(section["image_size"]),
+                        crop_scale=recipe.train_crop_scale if recipe is not None else None)
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
                                  [r.caption for r in rows], [[r.positive for r in rows], [r.negative for r in rows]],
                                  tokenizer_for(init.describe()["arch"]),
                                  name=f"hard-positives-full-{'-'.join(spec.types)}",
                                  fields={"texts": ["caption", "hard_positive", "hard_negative"]})
-    per_epoch = batches.steps_per_epoch(params.schedule.batch_size)
-    config = params.trainer_config(per_epoch, steps)
+    per_epoch = batches.steps_per_epoch(int(section["batch_size"]))
+    config = TrainConfig.from_params(section, steps_per_epoch=per_epoch, steps=steps, recipe=recipe)
     facts = {"run": run, "hard_positive_weight": spec.hard_positive_weight,
              "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types), **(provenance or {}),
              "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch}
     return FinetuneJob(f"hard-positives-full-{run}", init, batches, loss_for(spec), config, MODULE,
-                       provenance=facts, checkpoint_every=CHECKPOINT_EVERY)
+                       provenance=facts)
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -108,8 +105,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     set_dir = Path(args.set or build_dir("full", "hard_positives_ft") / "set")
     rows = load_rows(set_dir)
     provenance = {"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
-    params = replace(FullFinetuneParams.from_params(section), recipe=recipe(RECIPE))
-    return job_for(args.run, rows, params, Path(args.images or data_root() / IMAGES),
+    return job_for(args.run, rows, section, Path(args.images or data_root() / IMAGES), recipe=recipe(RECIPE),
                    steps=args.steps, provenance=provenance)
 
 

@@ -23,7 +23,7 @@ from common.training import FromZoo, Init
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
-from common.training.recipe import RunParams
+from common.training.trainer import TrainConfig
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
 from common.zoo.trained import tokenizer_for
 from papers.hard_positives.finetune_rows_mini import FinetuneSet, HardPositivesMiniError
@@ -31,7 +31,6 @@ from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
 MODULE = "papers.hard_positives.train_mini"
 """The jobs' module: its import closure keys their resume states."""
-CHECKPOINT_EVERY = 50
 
 
 def run_data(run: str, data: FinetuneSet) -> FinetuneSet:
@@ -52,24 +51,26 @@ def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Ten
                           fields={"texts": ["caption", "hard_positive", "hard_negative"]})
 
 
-def job_for(run: str, data: FinetuneSet, params: RunParams, *, init: Init | None = None,
+def job_for(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: Init | None = None,
             tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
             provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` as a job: ``init`` (default: the zoo's ``params.base``) fine-tuned on ``data`` (the whole set; the run
-    keeps its types' rows); ``provenance`` is added to the run's own facts in the sidecar."""
+    """``run`` as a job: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``data`` (the whole set; the
+    run keeps its types' rows) with ``section``'s settings (``params.yaml hard_positives.mini``); ``provenance`` is
+    added to the run's own facts in the sidecar."""
     spec = run_spec(run)
     data = run_data(run, data)
-    if len(data.images) < params.batch_size:
+    config = TrainConfig.from_params(section)
+    if len(data.images) < config.batch_size:
         raise HardPositivesMiniError(f"{run}: {len(data.images)} training images cannot fill a batch of "
-                                     f"{params.batch_size}")
-    init = init or FromZoo(params.base)
+                                     f"{config.batch_size}")
+    init = init or FromZoo(section["base"])
     if tokenize is None:
         tokenize = tokenizer_for(init.describe()["arch"])
     batches = batches_for(data, tokenize, f"hard-positives-mini-{'-'.join(spec.types)}")
     facts = {"run": run, "hard_positive_weight": spec.hard_positive_weight,
              "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types), **(provenance or {})}
-    return FinetuneJob(f"hard-positives-mini-{run}", init, batches, loss_for(spec), params.trainer_config(), MODULE,
-                       provenance=facts, checkpoint_every=CHECKPOINT_EVERY)
+    return FinetuneJob(f"hard-positives-mini-{run}", init, batches, loss_for(spec), config, MODULE,
+                       provenance=facts)
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -78,7 +79,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
     _, section = own_section("hard_positives.mini")
     set_dir = Path(args.set or build_dir("mini", "hard_positives") / "finetune")
-    return job_for(args.run, FinetuneSet.load(set_dir), RunParams.from_params(section), provenance={
+    return job_for(args.run, FinetuneSet.load(set_dir), section, provenance={
         "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 

@@ -17,7 +17,6 @@ cites each rule: its decay groups, betas per architecture, amp, training crop). 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -27,8 +26,8 @@ import torch
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.model_init import FromScratch, FromZoo, Init
-from common.training.recipe import FileRunParams, Schedule
 from common.training.recipes import Recipe, load_recipe
+from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for as shared_tokenizer_for
 from papers.sugarcrepe.losses import loss_for
 from papers.sugarcrepe.negclip_rows_full import TrainRow, run_negatives, run_rows
@@ -36,39 +35,10 @@ from papers.sugarcrepe.runs import FULL_RUNS, run_spec
 
 MODULE = "papers.sugarcrepe.negclip_train_full"
 """This module's name even when it runs as ``__main__``: its import closure keys the runs' resume states."""
-CHECKPOINT_EVERY = 500
 RECIPES = "papers/sugarcrepe/recipes.toml"
 DATA_FILES = ("papers/sugarcrepe/recipes.toml",)
 OUT = "sugarcrepe_negclip"
 """``build/full/<OUT>``: the set (``set/``), ``refined.json``, the weights (``models/``) and the logs (``logs/``)."""
-
-
-@dataclass(frozen=True)
-class FullRunParams:
-    """``params.yaml sugarcrepe.negclip_full``: what every run shares, with one schedule per family of runs."""
-
-    base: str
-    scratch_arch: str
-    image_size: int
-    finetune: Schedule
-    scratch: Schedule
-    seed: int = 0
-    precision: str = "fp32"
-
-    @classmethod
-    def from_params(cls, section: Mapping) -> "FullRunParams":
-        return cls(section["base"], section["scratch_arch"], int(section["image_size"]),
-                   Schedule.from_params(section["finetune"]), Schedule.from_params(section["scratch"]),
-                   int(section["seed"]), section.get("precision", "fp32"))
-
-    def schedule(self, run: str) -> Schedule:
-        return self.scratch if run_spec(FULL_RUNS, run).scratch else self.finetune
-
-    def recipe(self, run: str) -> FileRunParams:
-        """The run's recipe in the shared shape (its schedule; the seed, precision and image size of all)."""
-        scratch = run_spec(FULL_RUNS, run).scratch
-        return FileRunParams(self.scratch_arch if scratch else self.base, self.image_size, self.schedule(run),
-                             self.seed, self.precision, recipe=recipe("scratch" if scratch else "finetune"))
 
 
 def recipe(name: str) -> Recipe:
@@ -78,8 +48,14 @@ def recipe(name: str) -> Recipe:
     return load_recipe(ROOT / RECIPES, name)
 
 
-def default_init(run: str, params: FullRunParams) -> Init:
-    return FromScratch(params.scratch_arch) if run_spec(FULL_RUNS, run).scratch else FromZoo(params.base)
+def family(run: str) -> str:
+    """The run's family: ``scratch`` or ``finetune``, the name of its schedule (a subsection of
+    ``params.yaml sugarcrepe.negclip_full``) and of its recipe."""
+    return "scratch" if run_spec(FULL_RUNS, run).scratch else "finetune"
+
+
+def default_init(run: str, section: Mapping[str, Any]) -> Init:
+    return FromScratch(section["scratch_arch"]) if run_spec(FULL_RUNS, run).scratch else FromZoo(section["base"])
 
 
 def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
@@ -88,30 +64,32 @@ def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
     return lambda texts: tokenizer(list(texts))
 
 
-def build_job(run: str, rows: Sequence[TrainRow], params: FullRunParams, images_dir: Path, *,
+def build_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], images_dir: Path, *,
               init: Init | None = None, steps: int | None = None,
               provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` as a job over ``rows`` (``run_rows``), images under ``images_dir``; ``steps`` overrides the schedule's
-    epochs (smoke runs, tests) and is recorded as a fraction of an epoch; ``provenance`` follows the run's keys."""
+    """``run`` as a job over ``rows`` (``run_rows``), images under ``images_dir``, with ``section``'s settings
+    (``params.yaml sugarcrepe.negclip_full``: its family's schedule, then what every run shares); ``steps`` overrides
+    the schedule's epochs (smoke runs, tests) and is recorded as a fraction of an epoch; ``provenance`` follows the
+    run's keys."""
     spec = run_spec(FULL_RUNS, run)
-    init = init or default_init(run, params)
-    recipe = params.recipe(run)
+    init = init or default_init(run, section)
+    rules = recipe(family(run))
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
-    images = FileImages(tuple(Path(images_dir) / name for name in files), recipe.image_size,
-                        crop_scale=recipe.crop_scale)
-    negatives = run_negatives(run, rows, params.seed)
+    images = FileImages(tuple(Path(images_dir) / name for name in files), int(section["image_size"]),
+                        crop_scale=rules.train_crop_scale)
+    negatives = run_negatives(run, rows, int(section["seed"]))
     batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
                                  [r.caption for r in rows], [] if negatives is None else [negatives],
                                  tokenizer_for(init.describe()["arch"]), name=f"sugarcrepe-full-{run}",
                                  fields={"negatives": negatives is not None})
-    per_epoch = batches.steps_per_epoch(recipe.schedule.batch_size)
-    config = recipe.trainer_config(per_epoch, steps)
+    schedule = section[family(run)]
+    per_epoch = batches.steps_per_epoch(int(schedule["batch_size"]))
+    config = TrainConfig.from_params(schedule, section, steps_per_epoch=per_epoch, steps=steps, recipe=rules)
     return FinetuneJob(
         f"sugarcrepe-full-{run}", init, batches, loss_for(spec.hard_negative), config, MODULE,
         provenance={"run": run, "hard_negative": spec.hard_negative, "scratch": spec.scratch, "refined": spec.refined,
-                    "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch, **(provenance or {})},
-        checkpoint_every=CHECKPOINT_EVERY)
+                    "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch, **(provenance or {})})
 
 
 def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -123,11 +101,10 @@ def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> Fi
     from common.paths import build_dir, data_root
 
     _, section = own_section("sugarcrepe.negclip_full")
-    params = FullRunParams.from_params(section)
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))
     images = Path(args.images or data_root() / "coco" / "train2014" / "train2014")
-    return build_job(args.run, rows, params, images, steps=step_budget(section, args.steps),
+    return build_job(args.run, rows, section, images, steps=step_budget(section, args.steps),
                      provenance={"profile": "full", "set_manifest_sha256": sha256_file(set_dir / "manifest.json"),
                                  **cpu_profile})
 

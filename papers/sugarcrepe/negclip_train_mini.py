@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from common.training.job import FinetuneJob
+from common.training.trainer import TrainConfig
 from common.training.model_init import FromZoo, Init
-from common.training.recipe import RunParams
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
 from common.zoo.trained import tokenizer_for
 from papers.sugarcrepe.losses import loss_for
@@ -31,7 +31,6 @@ from papers.sugarcrepe.runs import RUNS, run_spec
 
 MODULE = "papers.sugarcrepe.negclip_train_mini"
 """This module's name even when it runs as ``__main__``: its import closure keys the runs' resume states."""
-CHECKPOINT_EVERY = 50
 OUT = "sugarcrepe_negclip"
 """``build/mini/<OUT>``: the set (``set/``), the weights (``models/``) and the wall-time logs (``logs/``)."""
 
@@ -52,22 +51,23 @@ def batches_for(data: FinetuneSet, kind: str | None, tokenize: Callable[[Sequenc
     return CaptionBatches(pixels(data.images), captions, extras, name, fields={"negatives": kind is not None})
 
 
-def build_job(run: str, data: FinetuneSet, params: RunParams, *, init: Init | None = None,
+def build_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: Init | None = None,
               tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
               provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` as a job: fine-tune ``init`` (default: the zoo's ``params.base``) on ``data`` (``run_data``);
-    ``provenance`` follows the run's own keys in its sidecar."""
+    """``run`` as a job: fine-tune ``init`` (default: the zoo's ``section["base"]``) on ``data`` (``run_data``) with
+    ``section``'s settings (``params.yaml sugarcrepe.negclip_mini``); ``provenance`` follows the run's own keys in its
+    sidecar."""
     spec = run_spec(RUNS, run)
     kind = spec.hard_negative
-    if len(data.images) < params.batch_size:
-        raise NegclipMiniError(f"{run}: {len(data.images)} training images cannot fill a batch of {params.batch_size}")
-    init = init or FromZoo(params.base)
+    config = TrainConfig.from_params(section)
+    if len(data.images) < config.batch_size:
+        raise NegclipMiniError(f"{run}: {len(data.images)} training images cannot fill a batch of {config.batch_size}")
+    init = init or FromZoo(section["base"])
     if tokenize is None:
         tokenize = tokenizer_for(init.describe()["arch"])
     return FinetuneJob(
-        f"sugarcrepe-mini-{run}", init, batches_for(data, kind, tokenize), loss_for(kind), params.trainer_config(),
-        MODULE, provenance={"run": run, "hard_negative": kind, "refined": spec.refined, **(provenance or {})},
-        checkpoint_every=CHECKPOINT_EVERY)
+        f"sugarcrepe-mini-{run}", init, batches_for(data, kind, tokenize), loss_for(kind), config, MODULE,
+        provenance={"run": run, "hard_negative": kind, "refined": spec.refined, **(provenance or {})})
 
 
 def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
@@ -79,7 +79,7 @@ def build(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> Fi
     _, section = own_section("sugarcrepe.negclip_mini")
     set_dir = Path(args.set or build_dir("mini", OUT) / "set")
     data = run_data(args.run, set_dir)
-    return build_job(args.run, data, RunParams.from_params(section),
+    return build_job(args.run, data, section,
                      provenance={"set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 

@@ -54,7 +54,7 @@ def _load(arch: str, path: Path, name: str):
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
-    from common.training.family import FamilyRecipe, train_clip
+    from common.training.family import family_config, train_clip
     from common.zoo import create_model
     from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 
@@ -67,10 +67,11 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
         for name, recipe in params["train"].items():
             per_seed = {0: _score(create_model(f"mini/{name}"), items, config)}
             for seed in seeds:
-                cfg = replace(FamilyRecipe(**recipe), seed=seed)
+                arch, n_images, train_config = family_config(name, recipe)
                 out = Path(tmp) / f"{name}-seed{seed}.safetensors"
-                train_clip(cfg, train_set, out, progress=False, provenance=reproducible.describe())
-                per_seed[seed] = _score(_load(cfg.arch, out, f"mini/{name}@seed{seed}"), items, config)
+                train_clip(arch, n_images, replace(train_config, seed=seed), train_set, out, progress=False,
+                           provenance=reproducible.describe())
+                per_seed[seed] = _score(_load(arch, out, f"mini/{name}@seed{seed}"), items, config)
             for group in [*CATEGORIES, "average"]:
                 values = [(per_seed[s][group] if group != "average" else statistics.fmean(
                     per_seed[s][c] for c in CATEGORIES)) for s in sorted(per_seed)]

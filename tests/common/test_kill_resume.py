@@ -144,7 +144,8 @@ def test_a_killed_training_resumes_from_its_last_checkpoint_with_identical_weigh
 
 
 def test_resume_states_are_keyed_by_the_run(train_set, tmp_path, monkeypatch):
-    """Another recipe, data or process count gets another file; VLC_CHECKPOINT_EVERY sets the interval."""
+    """Another recipe, data or process count gets another file, another resume interval the same one;
+    VLC_CHECKPOINT_EVERY overrides the interval the run's config states."""
     from dataclasses import replace
 
     import open_clip
@@ -161,11 +162,12 @@ def test_resume_states_are_keyed_by_the_run(train_set, tmp_path, monkeypatch):
     assert job_module.resume_state_path(job, world_size=2) != first
     assert job_module.resume_state_path(replace(job, config=TrainConfig(steps=5, batch_size=32))) != first
     assert job_module.resume_state_path(replace(job, provenance={"config": {"steps": 4}})) != first
+    assert job_module.resume_state_path(job.with_config(checkpoint_every=7)) == first
 
     monkeypatch.delenv("VLC_CHECKPOINT_EVERY", raising=False)
-    assert job_module.checkpoint_every() == job_module.CHECKPOINT_EVERY > 0
+    assert job_module.checkpoint_every(50) == 50
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "0")
-    assert job_module.checkpoint_every() == 0
+    assert job_module.checkpoint_every(50) == 0
     monkeypatch.setenv("VLC_CHECKPOINT_EVERY", "ten")
     with pytest.raises(WorkspaceError, match="VLC_CHECKPOINT_EVERY"):  # one `error:` line, exit 1
-        job_module.checkpoint_every()
+        job_module.checkpoint_every(50)

@@ -21,9 +21,10 @@ from common import reproducible
 reproducible.reexec_pinned()
 reproducible.fix_threads()
 import torch
-from common.training.family import FamilyRecipe, train_clip
+from common.training.family import train_clip
+from common.training.trainer import TrainConfig
 out = Path(sys.argv[2])
-train_clip(FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=4, batch_size=32, lr=2e-3, warmup_steps=2),
+train_clip("mini-vit-xs", 96, TrainConfig(steps=4, batch_size=32, lr=2e-3, warmup_steps=2),
            Path(sys.argv[1]), out, progress=False)
 print("capability", torch.backends.cpu.get_cpu_capability(), "threads", torch.get_num_threads())
 print("sha256", hashlib.sha256(out.read_bytes()).hexdigest())

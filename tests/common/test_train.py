@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from common.miniworld import build
-from common.training.family import FamilyRecipe, train_clip
+from common.training.family import train_clip
+from common.training.trainer import TrainConfig
 from training_support import one_thread
 
 
@@ -26,8 +27,8 @@ def train_set(tmp_path_factory) -> Path:
 
 
 def _train(train_set: Path, out: Path, steps: int) -> dict:
-    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=steps, batch_size=32, lr=2e-3, warmup_steps=2)
-    return train_clip(config, train_set, out, progress=False)
+    config = TrainConfig(steps=steps, batch_size=32, lr=2e-3, warmup_steps=2)
+    return train_clip("mini-vit-xs", 96, config, train_set, out, progress=False)
 
 
 def test_training_is_bit_identical_and_the_sidecar_is_portable(train_set, tmp_path, capsys):
@@ -62,7 +63,7 @@ def test_training_is_bit_identical_and_the_sidecar_is_portable(train_set, tmp_pa
 
 ORIGINAL_LOOP_SHA256 = "112060517ddee7e08925ad66841635045f73acc5ca5aa86a6c7cfc1a187f6e6d"
 """sha256 of the weights the mini family's own loop (``common/training/family.py``, then ``common/train.py``,
-before it called ``common.training.train``) wrote for ``FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5,
+before it called ``common.training.train``) wrote for ``mini-vit-xs`` on 96 images with ``TrainConfig(steps=5,
 batch_size=32, lr=2e-3, warmup_steps=2, seed=0)`` on the ``train_set`` fixture (images.npy sha256 c3959251...), one
 thread; its final loss was 3.526983690261841."""
 PINNED_ON = ("2.14.1+cu130", "AVX2")
@@ -76,12 +77,11 @@ def test_weights_are_the_trainers_and_those_of_the_loop_it_replaced(train_set, t
     import open_clip
 
     from common.training import ClipLoss, FromScratch, MiniWorldBatches, train
-    from common.training import TrainConfig as TrainerConfig
 
-    config = FamilyRecipe(arch="mini-vit-xs", n_images=96, steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0)
+    config = TrainConfig(steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0)
     with one_thread():
-        record = train_clip(config, train_set, tmp_path / "clip.safetensors", progress=False)
-        direct = train(TrainerConfig(steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0),
+        record = train_clip("mini-vit-xs", 96, config, train_set, tmp_path / "clip.safetensors", progress=False)
+        direct = train(config,
                        FromScratch("mini-vit-xs"), MiniWorldBatches.load(train_set, 96, open_clip.get_tokenizer(
                            "mini-vit-xs")), ClipLoss, tmp_path / "direct.safetensors")
     weights = (tmp_path / "clip.safetensors").read_bytes()

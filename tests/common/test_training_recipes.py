@@ -159,16 +159,11 @@ def test_only_random_resized_crop_has_a_training_crop_scale():
     but names the centre crop still trains on the centre crop, as its record says."""
     from dataclasses import replace
 
-    from common.training.recipe import FileRunParams, Schedule
-
     crop = parse_recipes(RULES.replace('"center_crop"', '"random_resized_crop"') + CROP, "recipes.toml")["r"]
     assert crop.train_crop_scale == (0.9, 1.0)
     assert parse_recipes(RULES, "recipes.toml")["r"].train_crop_scale is None
     centre = replace(crop, augmentation="center_crop")
     assert centre.train_crop_scale is None
-    schedule = Schedule(1e-5, 1, 4, 0, 0.1)
-    assert [FileRunParams("b", 8, schedule, recipe=r).crop_scale for r in (crop, centre, None)] == [
-        (0.9, 1.0), None, None]
 
 
 VALUES = {"optimizer": '"adamw"', "betas": "[0.9, 0.999]", "eps": "1e-8", "decay_rule": '"all"',

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from common.training import recipe, rendered as ft
+from common.training import rendered as ft
+from common.training.trainer import TrainConfig, trainer_fields
 from common.zoo import ModelUnavailable
 from common.zoo.trained import served
 from common.tasks import DatasetError
@@ -88,14 +89,32 @@ def test_pixels_are_channels_first():
     assert out.shape == (2, 3, 4, 5) and out.dtype == torch.uint8 and out[1, 2, 3, 4] == images[1, 3, 4, 2]
 
 
-def test_run_params_read_their_section():
+def test_train_config_reads_its_section():
+    """``TrainConfig.from_params``: every hyper-parameter from the section (the mini profile's shape), none defaulted
+    but precision and accum; a missing one is a ``ParamsError`` (a ``KeyError``) naming it."""
     section = {"base": "mini/xs-2k", "steps": 7, "batch_size": 4, "lr": "5e-4", "warmup_steps": 1,
-               "weight_decay": 0.0, "seed": 3, "unrelated": 1}
-    params = recipe.RunParams.from_params(section)
-    config = params.trainer_config()
+               "weight_decay": 0.0, "seed": 3, "checkpoint_every": 5, "unrelated": 1}
+    config = TrainConfig.from_params(section)
     assert (config.steps, config.batch_size, config.lr, config.seed, config.weight_decay) == (7, 4, 5e-4, 3, 0.0)
-    with pytest.raises(KeyError):
-        recipe.RunParams.from_params({k: v for k, v in section.items() if k != "lr"})
+    assert (config.warmup_steps, config.checkpoint_every, config.precision, config.accum) == (1, 5, "fp32", 1)
+    for key in ("lr", "warmup_steps", "checkpoint_every"):
+        with pytest.raises(KeyError, match=key):
+            TrainConfig.from_params({k: v for k, v in section.items() if k != key})
+
+
+def test_train_config_from_epochs_and_shared_keys():
+    """The full profile's shape: epochs x steps per epoch, a family's schedule before what every run shares, and what
+    the caller decides (a swept lr, smoke steps) over both; the record keeps ``checkpoint_every`` at 0."""
+    schedule = {"lr": 1e-4, "epochs": 3, "batch_size": 8, "warmup_steps": 2, "weight_decay": 0.1}
+    shared = {"seed": 1, "precision": "bf16", "checkpoint_every": 500, "lr": 9.0}
+    config = TrainConfig.from_params(schedule, shared, steps_per_epoch=10)
+    assert (config.steps, config.lr, config.seed, config.precision, config.checkpoint_every) == (30, 1e-4, 1, "bf16", 500)
+    assert TrainConfig.from_params(schedule, shared, steps_per_epoch=10, steps=None).steps == 30
+    smoke = TrainConfig.from_params(schedule, shared, steps_per_epoch=10, steps=2, lr=3e-4, validate_every=1)
+    assert (smoke.steps, smoke.lr, smoke.validate_every) == (2, 3e-4, 1)
+    assert trainer_fields(config)["checkpoint_every"] == 0
+    with pytest.raises(KeyError, match="neither steps nor epochs"):
+        TrainConfig.from_params(schedule, shared)
 
 
 def test_served_refuses_a_missing_checkpoint(tmp_path):

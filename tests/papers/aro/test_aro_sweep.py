@@ -13,11 +13,16 @@ from common.training import FromScratch
 from common.zoo import load_state_dict, register_local_configs
 from papers.aro.batches import FinetuneBatches, TokenCache
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
-from papers.aro.runs import FinetuneParams, sweep_jobs
-from papers.aro.sweep import run_sweep, sweep_dir
+from papers.aro.sweep import run_sweep, sweep_dir, sweep_jobs
 from tests.papers.aro.test_aro_finetune import write_tsv
 
 COLOURS = ["red", "green", "blue", "yellow", "white", "black"]
+
+
+def section(**changes) -> dict:
+    """``params.yaml aro.full.finetune`` for a tiny sweep: one epoch of batches of 4, no resume states."""
+    return {"base": "random", "lrs": (1e-3,), "epochs": 1, "batch_size": 4, "warmup_steps": 1, "weight_decay": 0.2,
+            "seed": 0, "checkpoint_every": 0, **changes}
 
 
 @pytest.fixture
@@ -44,7 +49,7 @@ def _inputs(tiny_release, hard: bool):
 def test_two_step_sweep_writes_weights_and_sidecar(tiny_release, tmp_path, monkeypatch, method):
     monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
     tsv, batches, validator = _inputs(tiny_release, hard=method == "negclip")
-    params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
+    params = section(lrs=(1e-3, 1e-4))
     out = tmp_path / "models" / f"{method}.safetensors"
     sweep = sweep_jobs(method, "full", params, FromScratch("mini-vit-xs"), batches, validator, "papers.aro.train_full",
                        {"train_tsv": tsv.name}, steps=2)
@@ -73,7 +78,7 @@ def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monke
 
     monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
     _, batches, validator = _inputs(tiny_release, hard=True)
-    params = FinetuneParams(base="random", lrs=(1e-3, 1e-4), epochs=1, batch_size=4, warmup_steps=1)
+    params = section(lrs=(1e-3, 1e-4))
     jobs = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
                       "papers.aro.train_full", {}, steps=2)
 
@@ -115,7 +120,7 @@ def test_an_interrupted_sweep_leaves_the_previous_weights_and_sidecar_whole(tiny
 
     def sweep(out, lrs, cache):
         monkeypatch.setenv("VLC_CACHE", str(tmp_path / cache))  # each run trains afresh: the same moves every time
-        params = FinetuneParams(base="random", lrs=lrs, epochs=1, batch_size=4, warmup_steps=1)
+        params = section(lrs=lrs)
         run_sweep(sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
                              "papers.aro.train_full", {}, steps=2), out, progress=False)
 

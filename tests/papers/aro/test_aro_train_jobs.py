@@ -2,7 +2,7 @@
 the same ``TrainConfig``, init, batch source, loss, validation and provenance (keys in the same order), one job per lr.
 
 The expected values restate the old code's logic (``_cmd_run`` and ``run_sweep`` of ``papers/aro/finetune.py`` at
-commit fc79156) rather than calling the new code: the config from ``FinetuneParams.trainer_config(lr, steps)`` with
+commit fc79156) rather than calling the new code: the config from the section's settings at each lr with
 ``steps = args.steps or epochs * (units // batch_size)``; the provenance ``{method, steps_per_epoch, epochs,
 profile, <data hashes>, <cpu profile>, validation_detail: None}``; ``FromZoo(base)``; ``HardNegativeClipLoss`` for
 NegCLIP, ``ClipLoss`` for CLIP-FT; resume states every 50 steps."""
@@ -21,6 +21,7 @@ import common.params
 from common.paths import build_root
 from common.training import ClipLoss, DistributedContext, FromZoo, HardNegativeClipLoss, TrainConfig
 from common.training.job import describe_loss
+from common.training.trainer import trainer_fields
 from papers.aro import train_full, train_mini
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
 from papers.aro.validation import RetrievalValidator
@@ -30,9 +31,10 @@ from tests.papers.aro.test_aro_sweep import tiny_release  # noqa: F401  (a fixtu
 CPU_PROFILE = {"cpu_profile": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
                                "threads": 2}}
 MINI = {"base": "mini/xs-32k", "train_images": 12, "val_images": 4, "epochs": 5, "batch_size": 4,
-        "lrs": [3.0e-4, 1.0e-3], "warmup_steps": 50, "weight_decay": 0.2, "nearest_images": 2, "seed": 0}
+        "lrs": [3.0e-4, 1.0e-3], "warmup_steps": 50, "weight_decay": 0.2, "nearest_images": 2, "seed": 0,
+        "checkpoint_every": 50}
 FULL = {"base": "openai/ViT-B-32", "lrs": [1.0e-5, 5.0e-6, 1.0e-6], "epochs": 5, "batch_size": 2, "warmup_steps": 50,
-        "weight_decay": 0.2, "seed": 0}
+        "weight_decay": 0.2, "seed": 0, "checkpoint_every": 50}
 LOSSES = {"negclip": HardNegativeClipLoss, "clip-ft": ClipLoss}
 LR_TAGS = {3.0e-4: "lr3e-4", 1.0e-3: "lr1e-3", 1.0e-5: "lr1e-5", 5.0e-6: "lr5e-6", 1.0e-6: "lr1e-6"}
 
@@ -112,8 +114,8 @@ def check_sweep(sweep, expected: list[dict]) -> None:
         assert job.batches.describe() == e["data"]
         assert job.init == FromZoo(e["init"]["name"]) and job.init.describe() == e["init"]
         assert job.loss is LOSSES[job.provenance["method"]] and describe_loss(job.loss) == e["loss"]
-        assert (job.module, job.checkpoint_every, job.resume) == (e["module"], 50, True)
-        config = {k: v for k, v in vars(e["config"]).items() if k != "recipe"}
+        assert (job.module, job.config.checkpoint_every, job.resume) == (e["module"], 50, True)
+        config = trainer_fields(e["config"])
         top = {k: v for k, v in e.items() if k != "recipe"}
         assert job.describe() == json.loads(json.dumps({**top, "config": {**config, "recipe": e["recipe"]}},
                                                        sort_keys=True, default=str))
@@ -143,7 +145,7 @@ def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
                   "neighbours_sha256": sha256(nbr_dir / "neighbours.npy"), **CPU_PROFILE, "validation_detail": None}
     expected = [expected_job(f"aro-mini-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=total, batch_size=4, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
-                                         precision="fp32", accum=1),
+                                         precision="fp32", accum=1, checkpoint_every=50),
                              provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train_mini",
                              recipe_entry("mini", "common/training/recipes.toml", MINI_RULES, {}))
                 for lr in MINI["lrs"]]
@@ -168,7 +170,8 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
                   "train_tsv_sha256": sha256(tsv), "val_tsv_sha256": sha256(tsv), "validation_detail": None}
     expected = [expected_job(f"aro-full-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=15, batch_size=2, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
-                                         precision="fp32", accum=1, recipe=train_full.recipe()),
+                                         precision="fp32", accum=1, checkpoint_every=50,
+                                         recipe=train_full.recipe()),
                              provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full",
                              recipe_entry("negclip", "papers/aro/recipes.toml", NEGCLIP_RULES,
                                           {"batch_size": {"authors": 256, "run": 2},
@@ -239,11 +242,13 @@ def test_weights_and_logs_where_they_were():
 
 @pytest.mark.parametrize("profile", ["mini", "full"])
 def test_the_stages_params_read_as_before(profile):
-    """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_section``."""
-    from papers.aro.runs import FinetuneParams
-
+    """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_section``: every setting
+    a run's ``TrainConfig`` reads, at the values the removed ``FinetuneParams`` gave (its defaults: fp32, one
+    micro-batch; resume states every 50 steps)."""
     _, section = common.params.stage_section(f"papers/aro/dvc.yaml:finetune-{profile}@negclip",
                                              f"aro.{profile}.finetune")
-    params = FinetuneParams.from_params(section)
-    assert params.lrs == tuple(float(x) for x in section["lrs"]) and params.epochs == section["epochs"]
-    assert params.base == ("mini/xs-32k" if profile == "mini" else "openai/ViT-B-32")
+    config = TrainConfig.from_params(section, steps_per_epoch=10, lr=float(section["lrs"][0]))
+    assert (config.steps, config.warmup_steps, config.weight_decay, config.checkpoint_every) == (50, 50, 0.2, 50)
+    assert (config.batch_size, config.precision, config.accum) == (
+        (128, "fp32", 1) if profile == "mini" else (256, "fp16", 1))
+    assert section["base"] == ("mini/xs-32k" if profile == "mini" else "openai/ViT-B-32")

@@ -17,7 +17,6 @@ from common.tasks import DatasetError
 from common.training import FromCheckpoint, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
-from common.training.recipe import RunParams
 from common.zoo.trained import tokenizer_for
 from papers.bivlc import detectors_mini as dm
 from papers.bivlc import finetune_sets_mini as fsm
@@ -25,8 +24,15 @@ from papers.bivlc import sets_mini as m
 from papers.bivlc import train_mini as tm
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, detector_recipe
 from sugarcrepe_support import write_sugarcrepe_set
+from training_support import mini_section
 
 ARCH = "mini-vit-xs"
+
+
+def detector_section(**changes) -> dict:
+    """``params.yaml bivlc.mini.detector`` for a test: batches of 8 inputs, no warmup, no decay, no resume states."""
+    return {"batch_size": 8, "lr": 1e-3, "seed": 0, "warmup_steps": 0, "weight_decay": 0.0, "checkpoint_every": 0,
+            **changes}
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +160,8 @@ def test_in_batch_accuracy_is_the_authors_rule_on_a_tiny_model(train_set):
 
 
 def test_a_run_keeps_its_best_validation(train_set, tmp_path):
-    params = RunParams(base="unused", steps=4, batch_size=8, lr=1e-3, warmup_steps=1)
-    job = tm.finetune_job("trohn-img", train_set, params, 2, init=FromScratch(ARCH), checkpoint_every=0)
+    job = tm.finetune_job("trohn-img", train_set, mini_section(steps=4, batch_size=8, validations=2),
+                          init=FromScratch(ARCH))
     result = run_job(job, tmp_path / "trohn-img.safetensors")
     assert [s for s, _ in result.validation] == [2, 4]
     assert result.best_weights.is_file() and result.best_score == max(v for _, v in result.validation)
@@ -167,8 +173,8 @@ def test_detector_heads_train_on_frozen_towers(train_set, tmp_path):
     from safetensors.torch import load_file
 
     base = FromScratch(ARCH)
-    params = dm.DetectorParams(batch_size=8, lr=1e-2)
-    result = run_job(dm.detector_job("clip", "text", base, train_set, params), tmp_path / "det.safetensors")
+    result = run_job(dm.detector_job("clip", "text", base, train_set, detector_section(lr=1e-2)),
+                     tmp_path / "det.safetensors")
     batches = dm.detector_batches(train_set, "text", tokenizer_for(ARCH))
     assert len(result.losses) == 10 * batches.steps_per_epoch(8)
     assert sorted(load_file(str(tmp_path / "det.loss.safetensors"))) == ["head.bias", "head.weight"]
@@ -194,13 +200,13 @@ def test_each_run_is_the_job_the_former_train_run_built(train_set, run, texts_pe
     from common.training.job import describe_loss
     from common.training.rendered import CaptionBatches, PairedImageBatches, caption_tokens, pixels
 
-    params = RunParams(base="unused", steps=30, batch_size=8, lr=1e-3, warmup_steps=3, weight_decay=0.1, seed=5)
+    params = mini_section(steps=30, batch_size=8, warmup_steps=3, seed=5, checkpoint_every=50, validations=4)
     init = FromScratch(ARCH)
-    job = tm.finetune_job(run, train_set, params, 4, init=init,
+    job = tm.finetune_job(run, train_set, params, init=init,
                           provenance={"set_manifest_sha256": "abc", "cpu_profile": {"threads": 1}})
     samples = 8 // texts_per_sample
     assert job.config == TrainConfig(steps=30, batch_size=samples, lr=1e-3, warmup_steps=3, weight_decay=0.1, seed=5,
-                                     validate_every=7)
+                                     checkpoint_every=50, validate_every=7)
     assert list(job.provenance.items()) == [("run", run), ("samples_per_step", samples),
                                             ("set_manifest_sha256", "abc"), ("cpu_profile", {"threads": 1})]
     data = MINI_DATA[run]
@@ -229,14 +235,14 @@ def test_each_run_is_the_job_the_former_train_run_built(train_set, run, texts_pe
         assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in got)
     assert describe_loss(job.loss) == {"class": MINI_LOSS[run], "keywords": {}}
     assert job.init is init and job.module == "papers.bivlc.train_mini" and job.name == f"bivlc-mini-{run}"
-    assert job.checkpoint_every == 50 and job.resume
+    assert job.config.checkpoint_every == 50 and job.resume
     val_rows = len([p for p in train_set.kept if p[0] >= 15]) if run == "trohn-img" else 5
     assert isinstance(job.validate, tm.InBatchAccuracy)
     assert (job.validate.rows, job.validate.samples) == (val_rows, samples)
 
 
 def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkeypatch):
-    """``run <run>``: the stage's section as ``RunParams`` and ``validations``; the set's manifest's sha256, then the
+    """``run <run>``: the stage's section (its settings and ``validations``); the set's manifest's sha256, then the
     CPU profile, in the sidecar's provenance."""
     import argparse
 
@@ -250,7 +256,7 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
     seen = {}
     monkeypatch.setattr(tm, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
     assert tm.build(argparse.Namespace(run="trohn-text", set=tmp_path), None, {"cpu_profile": "pinned"}) == "job"
-    assert seen["args"] == ("trohn-text", train_set, RunParams("mini/xs-32k", 10, 8, 1e-3, 1, 0.1, 0), 2)
+    assert seen["args"] == ("trohn-text", train_set, section)
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("set_manifest_sha256", sha256_file(tmp_path / "manifest.json")), ("cpu_profile", "pinned")]
 
@@ -266,8 +272,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
     from common.training import TrainConfig
     from common.training.job import describe_loss
 
-    params = dm.DetectorParams(batch_size=8, lr=0.1, seed=3)
-    job = dm.detector_job("trohn-img", tower, FromScratch(ARCH), train_set, params,
+    job = dm.detector_job("trohn-img", tower, FromScratch(ARCH), train_set, detector_section(lr=0.1, seed=3),
                           provenance={"set_manifest_sha256": "abc"})
     pairs = [(i, j) for i, j in train_set.kept if i < 15]
     n = len({i for i, _ in pairs}) + len(pairs) if tower == "image" else 2 * len(pairs)
@@ -279,7 +284,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
                                       "positives": len(pairs)}
     assert describe_loss(job.loss) == {"class": "papers.bivlc.losses.DetectorLoss",
                                        "keywords": {"embed_dim": 64, "tower": tower, "raw_features": True}}
-    assert job.validate is None and not job.resume and job.checkpoint_every == 0
+    assert job.validate is None and not job.resume and job.config.checkpoint_every == 0
     assert job.module == "papers.bivlc.detectors_mini" and job.name == f"bivlc-mini-det-trohn-img-{tower}"
 
 
@@ -294,18 +299,18 @@ def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
     from common.engine import EngineConfig
     from papers.bivlc import tables as t
 
-    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = mini_section(validations=2)
     models, detectors = tmp_path / "models", tmp_path / "detectors"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
     save_weights(models / "base.safetensors", portable_state(base.build().model))
     for run in RUNS:
-        run_job(tm.finetune_job(run, train_set, params, 2, init=base, checkpoint_every=0),
+        run_job(tm.finetune_job(run, train_set, params, init=base),
                 models / f"{run}.safetensors")
     for encoder in DETECTOR_ENCODERS:
         init = base if encoder == "clip" else FromCheckpoint(ARCH, models / f"{encoder}.best.safetensors")
         for tower in DETECTOR_TOWERS:
-            run_job(dm.detector_job(encoder, tower, init, train_set, dm.DetectorParams(batch_size=8)),
+            run_job(dm.detector_job(encoder, tower, init, train_set, detector_section()),
                     detectors / f"{encoder}-{tower}.safetensors")
     entries = [t.ModelEntry("clip", "base", "CLIP", "pretrained", models / "base.safetensors"),
                t.ModelEntry("negclip", "negclip", "NegCLIP", "negclip", models / "base.safetensors"),

@@ -19,7 +19,6 @@ from PIL import Image
 from safetensors.torch import load_file
 
 from common.paths import ROOT
-from common.training.recipe import FileRunParams, Schedule
 from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from common.tasks import DatasetError
@@ -100,10 +99,16 @@ def sets(data_root, tmp_path_factory) -> dict[str, Path]:
     return {d: out / d for d in sf.DATASETS}
 
 
-def params(run: str, batch: int) -> FileRunParams:
-    section = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 1, "warmup_steps": 1,
-               "weight_decay": 0.1, "batch_size": {run: batch}}
-    return tf.run_params(section, run)
+def params(run: str, batch: int) -> dict:
+    """``params.yaml bivlc.full.finetune`` for a tiny run: one epoch, ``batch`` samples a step, no resume states."""
+    return {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 1, "warmup_steps": 1,
+            "weight_decay": 0.1, "checkpoint_every": 0, "batch_size": {run: batch}}
+
+
+def detector_section(**changes) -> dict:
+    """``params.yaml bivlc.full.detectors`` for a tiny run: a constant rate, no decay, no resume states."""
+    return {"lr": 1e-2, "batch_size": 4, "seed": 42, "image_size": SIZE, "warmup_steps": 0, "weight_decay": 0.0,
+            "checkpoint_every": 0, "encoders": {"clip": "unused"}, **changes}
 
 
 def test_coco_split_is_datasets_train_test_split():
@@ -198,8 +203,8 @@ def test_a_run_trains_and_keeps_its_validated_weights(run, batch, sets, data_roo
     set_dir = sets[run_spec(run).dataset]
     rows = sf.load_rows(set_dir)
     out = tmp_path / f"{run}.safetensors"
-    job = tf.finetune_job(run, rows, params(run, batch), data_root / sf.COCO_IMAGES, set_dir, init=FromScratch(ARCH),
-                          steps=2, checkpoint_every=0)
+    job = tf.finetune_job(run, rows, params(run, batch), data_root / sf.COCO_IMAGES, set_dir, recipe=tf.recipe(run),
+                          init=FromScratch(ARCH), steps=2)
     result = run_job(job, out)
     assert len(result.losses) == 2 and all(np.isfinite(result.losses))
     assert out.is_file() and result.best_weights.is_file() and len(result.validation) == 1
@@ -218,7 +223,7 @@ def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_
 
     set_dir = sets["trohn-img"]
     rows = sf.load_rows(set_dir)
-    p = df.DetectorParams(lr=1e-2, batch_size=2, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    p = detector_section(batch_size=2)
     init = FromScratch(ARCH)
     out = tmp_path / "det-clip-text.safetensors"
     result = run_job(df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
@@ -263,7 +268,7 @@ def test_a_detector_is_the_authors_training_loop(sets, data_root, tmp_path):
 
     set_dir = sets["trohn-img"]
     rows = sf.load_rows(set_dir)
-    p = df.DetectorParams(lr=1e-2, batch_size=2, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    p = detector_section(batch_size=2)
     init = FromScratch(ARCH)
     job = df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir, steps=4)
     run_job(job, tmp_path / "det.safetensors")
@@ -320,19 +325,18 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
     from common.training.files import FileCaptionBatches
     from common.training.job import describe_loss
 
-    section = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 3, "warmup_steps": 1,
-               "weight_decay": 0.1, "batch_size": {run: batch}}
+    section = {**params(run, batch), "epochs": 3, "checkpoint_every": 500}
     set_dir = sets[run_spec(run).dataset]
     init = FromScratch(ARCH)
-    job = tf.finetune_job(run, sf.load_rows(set_dir), tf.run_params(section, run), data_root / sf.COCO_IMAGES,
-                          set_dir, init=init, steps=steps,
+    job = tf.finetune_job(run, sf.load_rows(set_dir), section, data_root / sf.COCO_IMAGES, set_dir,
+                          recipe=tf.recipe(run), init=init, steps=steps,
                           provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
     per_epoch = train_rows // batch
     total = steps or 3 * per_epoch
     recipe = load_recipe(ROOT / "papers" / "bivlc" / "recipes.toml", run)
     assert job.config == TrainConfig(steps=total, batch_size=batch, lr=1e-3, warmup_steps=1, weight_decay=0.1,
-                                     seed=42, precision="fp32", validate_every=0 if steps else per_epoch,
-                                     recipe=recipe)
+                                     seed=42, precision="fp32", checkpoint_every=500,
+                                     validate_every=0 if steps else per_epoch, recipe=recipe)
     # the run's own recipe: the authors' decay rule (embeddings decayed:
     # IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:68-79 "p.ndim < 2 or") and no clamp
     # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:136-138 "loss.backward() optimizer.step()");
@@ -352,7 +356,7 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
     assert type(job.batches) is (tf.PairedFileBatches if run == "trohn-img" else FileCaptionBatches)
     assert describe_loss(job.loss) == {"class": FULL_LOSS[run], "keywords": {}}
     assert job.init is init and job.module == "papers.bivlc.train_full" and job.name == f"bivlc-full-{run}"
-    assert job.checkpoint_every == 500 and job.resume
+    assert job.config.checkpoint_every == 500 and job.resume
     assert (job.validate.rows, job.validate.samples) == (val_rows, batch)
 
 
@@ -364,10 +368,8 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     from common.io import sha256_file
     from common.training import FromZoo
 
-    finetune = {"base": "unused", "image_size": SIZE, "seed": 42, "lr": 1e-3, "epochs": 3, "warmup_steps": 1,
-                "weight_decay": 0.1, "batch_size": {"trohn-text": 2}}
-    detectors = {"lr": 1e-2, "batch_size": 4, "seed": 42, "image_size": SIZE,
-                 "encoders": {"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"}}
+    finetune = {**params("trohn-text", 2), "epochs": 3}
+    detectors = detector_section(encoders={"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"})
     stages = []
     monkeypatch.setattr("common.params.stage_params", lambda stage: stages.append(stage) or {
         "bivlc": {"full": {"finetune": finetune, "detectors": detectors}}})
@@ -378,7 +380,8 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:finetune-full@trohn-text")  # as `dvc repro` sets it
     assert tf.build(args, None, {"cpu_profile": "pinned"}) == "job"
     assert stages[-1] == "papers/bivlc/dvc.yaml:finetune-full@trohn-text"
-    assert seen["args"][0] == "trohn-text" and seen["args"][2] == tf.run_params(finetune, "trohn-text")
+    assert seen["args"][0] == "trohn-text" and seen["args"][2] == finetune
+    assert seen["kwargs"]["recipe"] == tf.recipe("trohn-text")
     assert seen["args"][3:] == (data_root / sf.COCO_IMAGES, sets["trohn-text"]) and seen["kwargs"]["steps"] == 3
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("profile", "full"), ("set_manifest_sha256", sha256_file(sets["trohn-text"] / "manifest.json")),
@@ -387,10 +390,10 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image")
     assert df.build(args, None, {}) == "det"
     assert stages[-1] == "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image"
-    name, tower, _, params, init, coco, set_dir = seen["args"]
+    name, tower, _, section, init, coco, set_dir = seen["args"]
     assert (name, tower, init, coco, set_dir) == ("det-trohn-img-image", "image", FromZoo("zoo/trohn-img"),
                                                   data_root / sf.COCO_IMAGES, sets["trohn-img"])
-    assert params == df.DetectorParams.from_params(detectors) and seen["kwargs"]["steps"] is None
+    assert section == detectors and seen["kwargs"]["steps"] is None
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("profile", "full"), ("encoder", "zoo/trohn-img"),
         ("set_manifest_sha256", sha256_file(sets["trohn-img"] / "manifest.json"))]
@@ -406,7 +409,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
     from papers.bivlc.losses import DetectorLoss
 
     set_dir = sets["trohn-img"]
-    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    p = detector_section()
     job = df.detector_job(f"det-clip-{tower}", tower, sf.load_rows(set_dir), p, FromScratch(ARCH),
                           data_root / sf.COCO_IMAGES, set_dir,
                           provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
@@ -421,7 +424,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
     assert type(loss) is DetectorLoss and loss.describe() == {"name": "DetectorLoss", "tower": tower, "embed_dim": 64,
                                                               "features": "raw"}
     assert job.validate.held.loss is loss and job.validate.rows == 4 and len(job.validate.batches.natural) == 3
-    assert not job.resume and job.checkpoint_every == 0 and job.name == f"bivlc-full-det-clip-{tower}"
+    assert not job.resume and job.config.checkpoint_every == 0 and job.name == f"bivlc-full-det-clip-{tower}"
 
 
 def test_run_names_and_params():
@@ -430,10 +433,9 @@ def test_run_names_and_params():
         df.parse_detector("det-clip-audio", {"clip": "a"})
     with pytest.raises(KeyError, match="unknown BiVLC run 'negclip'.*clip-coco"):
         run_spec("negclip")
-    p = tf.run_params({"base": "openai/ViT-B-32", "image_size": 224, "seed": 42, "lr": 1e-6, "epochs": 10,
-                       "warmup_steps": 50, "weight_decay": 0.1,
-                       "batch_size": {"clip-coco": 400, "trohn-text": 200, "trohn-img": 200}}, "trohn-img")
-    assert p.schedule == Schedule(1e-6, 10, 200, 50, 0.1) and p.seed == 42 and p.shuffle and p.precision == "fp32"
+    section = {"batch_size": {"clip-coco": 400, "trohn-text": 200, "trohn-img": 200}}
+    assert [tf.run_batch_size(section, run) for run in ("clip-coco", "trohn-img")] == [400, 200]
+    assert tf.run_batch_size({"batch_size": 64}, "trohn-img") == 64
 
 
 def test_zoo_entries_name_the_released_and_rerun_models():
@@ -451,15 +453,16 @@ def test_zoo_entries_name_the_released_and_rerun_models():
 
 @pytest.mark.parametrize("augmentation, crop", [("center_crop", None), ("random_resized_crop", (0.9, 1.0))])
 def test_a_run_s_training_images_crop_as_its_recipe_says(augmentation, crop, sets, data_root):
-    """The training batches take the recipe's crop (``FileRunParams.crop_scale``), as the other papers' do; BiVLC's
+    """The training batches take the recipe's crop (``Recipe.train_crop_scale``), as the other papers' do; BiVLC's
     own recipes name the centre crop, so their runs are unchanged."""
     from dataclasses import replace
 
-    p = params("trohn-img", 2)
-    assert p.recipe.augmentation == "center_crop" and p.crop_scale is None
-    p = replace(p, recipe=replace(p.recipe, augmentation=augmentation, crop_scale=crop))
-    job = tf.finetune_job("trohn-img", sf.load_rows(sets["trohn-img"]), p, data_root / sf.COCO_IMAGES,
-                          sets["trohn-img"], init=FromScratch(ARCH), steps=1)
+    recipe = tf.recipe("trohn-img")
+    assert recipe.augmentation == "center_crop" and recipe.train_crop_scale is None
+    job = tf.finetune_job("trohn-img", sf.load_rows(sets["trohn-img"]), params("trohn-img", 2),
+                          data_root / sf.COCO_IMAGES, sets["trohn-img"],
+                          recipe=replace(recipe, augmentation=augmentation, crop_scale=crop), init=FromScratch(ARCH),
+                          steps=1)
     assert job.batches.images.crop_scale == crop
 
 
@@ -470,7 +473,7 @@ def test_a_detector_refuses_a_recipe_that_crops(sets, data_root, monkeypatch):
 
     monkeypatch.setattr(df, "detector_recipe", lambda: replace(detector_recipe(), augmentation="random_resized_crop",
                                                                 crop_scale=(0.9, 1.0)))
-    p = df.DetectorParams(lr=1e-2, batch_size=4, seed=42, image_size=SIZE, encoders={"clip": "unused"})
+    p = detector_section()
     with pytest.raises(sf.BivlcFinetuneFullError, match="random_resized_crop") as info:
         df.detector_job("det-clip-image", "image", sf.load_rows(sets["trohn-img"]), p, FromScratch(ARCH),
                         data_root / sf.COCO_IMAGES, sets["trohn-img"])

@@ -7,7 +7,6 @@ the refusals."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -25,7 +24,6 @@ from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
 from common.training.files import FileImages
 from common.training.job import code_files, describe_loss, run_job
-from common.training.recipe import Schedule
 from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from papers.conclip import ccneg, coco_pool
@@ -35,6 +33,7 @@ from papers.conclip.finetune_rows_full import load_rows
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS
 from tests.papers.conclip.test_ccneg import image_name, write_ccneg
+from training_support import full_section
 
 ARCH = "mini-vit-xs"
 EVAL_SIZE = 2
@@ -60,8 +59,7 @@ MAPPING = [[0, 1], [1, 0], [2, 3], [3, 2], [0, 2], [1, 3], [2, 0], [4, 0], [3, 1
 USED = [0, 1, 2, 3, 4, 5, 6, 8]
 """Every training entry but those the authors' loader would crash on (7, 9, 10): 6 (no CREPE-Negate negation) and 8
 (c' reads like c) are rows, as the authors train on them."""
-PARAMS = tf.FullFinetuneParams(base="unused", image_size=48, seed=0, shuffle=False,  # the authors' order
-                               schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
+PARAMS = full_section(batch_size=2, shuffle=False)  # the authors' order
 
 
 def write_data(root: Path) -> dict[str, Path]:
@@ -149,7 +147,7 @@ def test_a_row_without_a_negation_reaches_the_cc_neg_runs_only(data, tmp_path):
              "distractor": "000000000012.jpg", "distractor_index": 2, "crepe_negated": "a bowl and a spoon"}]
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     loaded = load_rows(tmp_path)
-    params = tf.FullFinetuneParams(**{**PARAMS.__dict__, "schedule": Schedule(1e-3, 1, 1, 1, 0.1)})
+    params = {**PARAMS, "batch_size": 1}
     for run in ("conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"):
         job = tf.build_job(run, loaded, params, data["images"], data["root"] / coco_pool.IMAGES,
                            init=FromScratch(ARCH))
@@ -200,13 +198,14 @@ def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, t
                            lambda texts: torch.tensor([[len(t), 0] for t in texts]))
     assert crepe.batch(0, 1, 2)["texts"][:, 1, 0].tolist() == [len(rows[2].crepe_negated),
                                                                len(rows[3].crepe_negated)]
-    shuffled = tf.batches_for("conclip", rows, tf.FullFinetuneParams(**{**PARAMS.__dict__, "shuffle": True}),
+    shuffled = tf.batches_for("conclip", rows, {**PARAMS, "shuffle": True},
                               data["images"], data["root"] / coco_pool.IMAGES, lambda texts: torch.zeros(len(texts), 2))
     assert sorted(shuffled.draws(0, 0, 8)) == list(range(8)) and list(shuffled.draws(0, 0, 8)) != list(range(8))
 
 
 FULL_SECTION = {"base": "mini/xs-32k", "image_size": 48, "seed": 5, "precision": "bf16", "shuffle": False,
-                "lr": 0.003, "epochs": 2, "batch_size": 2, "warmup_steps": 1, "weight_decay": 0.07, "gpus": 1}
+                "lr": 0.003, "epochs": 2, "batch_size": 2, "warmup_steps": 1, "weight_decay": 0.07, "gpus": 1,
+                "checkpoint_every": 500}
 """``params.yaml conclip.full.finetune`` as the run stages read it (other values than the pipeline's)."""
 
 
@@ -238,7 +237,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     total = steps or 2 * per_epoch
     recipe = load_recipe(ROOT / "papers" / "conclip" / "recipes.toml", "conclip")
     assert job.config == TrainConfig(steps=total, batch_size=2, lr=0.003, warmup_steps=1, weight_decay=0.07, seed=5,
-                                     precision="bf16", recipe=recipe)
+                                     precision="bf16", checkpoint_every=500, recipe=recipe)
     # every run: the authors' one AdamW group,
     # jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:116 "filter(lambda p: p.requires_grad, model"
     assert recipe.decay_rule == "all"
@@ -250,7 +249,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     assert job.init == FromZoo("mini/xs-32k")
     assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
     assert describe_loss(job.loss) == {"class": "papers.conclip.losses.ConClipLoss", "keywords": {"terms": spec.terms}}
-    assert job.validate is None and job.checkpoint_every == 500 and job.resume is True
+    assert job.validate is None and job.config.checkpoint_every == 500 and job.resume is True
     sha = hashlib.sha256((train_set / "manifest.json").read_bytes()).hexdigest()
     assert list(job.provenance.items()) == [
         ("run", run), ("terms", list(spec.terms)), ("negatives", spec.negatives), ("profile", "full"),
@@ -286,12 +285,12 @@ def test_the_runs_follow_their_code_not_the_readers_of_the_released_files():
 
 def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set, tmp_path):
     rows = load_rows(train_set)
-    seed_everything(PARAMS.seed)  # the trainer builds the model right after this seeding
+    seed_everything(PARAMS["seed"])  # the trainer builds the model right after this seeding
     before = {k: v.clone() for k, v in FromScratch(ARCH).build().model.state_dict().items()}
     out = tmp_path / "conclip.safetensors"
     job = tf.build_job("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES, init=FromScratch(ARCH),
                        steps=2)
-    result = run_job(dataclasses.replace(job, checkpoint_every=0), out)
+    result = run_job(job, out)
     assert np.isfinite(result.final_loss)
     after = load_file(out)
     visual = [k for k in before if k.startswith("visual.")]
@@ -312,7 +311,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_pat
     def run(name: str):
         job = tf.build_job("l1-l2", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
                            init=FromScratch(ARCH), steps=4)
-        return run_job(dataclasses.replace(job, checkpoint_every=2), tmp_path / name / "m.safetensors")
+        return run_job(job.with_config(checkpoint_every=2), tmp_path / name / "m.safetensors")
 
     whole = run("whole")
     original = tf.NegationFileBatches.batch
@@ -335,13 +334,10 @@ def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypat
     """``python -m papers.conclip.train_full run`` without torchrun: a local world, weights and sidecar."""
     import common.params
     import common.reproducible
-    from dataclasses import asdict
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    section = {"base": "unused", "image_size": 48, "seed": 0, "precision": "fp32", "shuffle": False,
-               **asdict(PARAMS.schedule)}
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": section}}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": PARAMS}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full@crepe-negate-l1")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"

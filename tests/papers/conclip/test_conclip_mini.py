@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import hashlib
 import json
 import random
@@ -23,7 +22,6 @@ from common.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import code_files, describe_loss, run_job
-from common.training.recipe import RunParams
 from common.training.rendered import pixels
 from common.zoo.trained import tokenizer_for
 from papers.conclip import benchmark_mini as b
@@ -34,6 +32,7 @@ from papers.conclip.finetune_rows_mini import FinetuneSet
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS
 from sugarcrepe_support import write_sugarcrepe_set
+from training_support import mini_section
 
 ARCH = "mini-vit-xs"
 
@@ -173,14 +172,14 @@ def test_the_runs_resume_key_follows_the_batch_code():
 
 
 MINI_SECTION = {"base": "mini/xs-32k", "steps": 7, "batch_size": 4, "lr": 0.002, "warmup_steps": 2,
-                "weight_decay": 0.05, "seed": 3, "family": ["mini/xs-32k"], "train_images": 12}
+                "weight_decay": 0.05, "seed": 3, "checkpoint_every": 50, "family": ["mini/xs-32k"], "train_images": 12}
 """``params.yaml conclip.mini`` as the run stages read it (other values than the pipeline's, so none is a default)."""
 
 
 @pytest.mark.parametrize("run", list(RUNS))
 def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_set, monkeypatch):
     """``run <name>``'s job against the old ``train_run``/``_cmd_run`` (papers/conclip/mini.py at fc79156), written
-    out: ``params.trainer_config()``, ``FromZoo(base)``, ``NegationBatches`` named ``conclip-mini-<negatives>`` over
+    out: the section's ``TrainConfig``, ``FromZoo(base)``, ``NegationBatches`` named ``conclip-mini-<negatives>`` over
     the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
     set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
     import common.params
@@ -193,11 +192,12 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
     field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
     data = FinetuneSet.load(finetune_set)
 
-    assert job.config == TrainConfig(steps=7, batch_size=4, lr=0.002, warmup_steps=2, weight_decay=0.05, seed=3)
+    assert job.config == TrainConfig(steps=7, batch_size=4, lr=0.002, warmup_steps=2, weight_decay=0.05, seed=3,
+                                     checkpoint_every=50)
     assert job.init == FromZoo("mini/xs-32k")
     assert job.loss.func is ConClipLoss and job.loss.args == () and job.loss.keywords == {"terms": spec.terms}
     assert describe_loss(job.loss) == {"class": "papers.conclip.losses.ConClipLoss", "keywords": {"terms": spec.terms}}
-    assert job.validate is None and job.checkpoint_every == 50 and job.resume is True
+    assert job.validate is None and job.config.checkpoint_every == 50 and job.resume is True
     sha = hashlib.sha256((finetune_set / "manifest.json").read_bytes()).hexdigest()
     assert list(job.provenance.items()) == [("run", run), ("terms", list(spec.terms)), ("negatives", spec.negatives),
                                             ("set_manifest_sha256", sha), *profile.items()]
@@ -244,7 +244,7 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     from common.engine import EngineConfig
 
-    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = mini_section()
     models = tmp_path / "models"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
@@ -252,7 +252,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     data = FinetuneSet.load(finetune_set)
     for run in RUNS:
         job = tm.build_job(run, data, params, init=base)
-        run_job(dataclasses.replace(job, checkpoint_every=0), models / f"{run}.safetensors")
+        run_job(job, models / f"{run}.safetensors")
     record = json.loads((models / "l2.json").read_text())
     assert record["loss"]["terms"] == ["l2"] and record["frozen"] == ["image"]
     entries = [t.ModelEntry("clip", "base", "CLIP", "base", models / "base.safetensors"),

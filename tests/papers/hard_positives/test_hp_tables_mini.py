@@ -3,7 +3,6 @@ deterministic files, each column the mean of its groups, the summary's compariso
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 
 import numpy as np
@@ -14,13 +13,13 @@ from common.scoring.selection import Outcome, SelectionResult
 from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
-from common.training.recipe import RunParams
 from common.zoo.trained import served
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import tables as tb
 from papers.hard_positives import train_mini as tm
 from papers.hard_positives.finetune_rows_mini import FinetuneSet
 from papers.hard_positives.runs import RUNS
+from training_support import mini_section
 
 ARCH = "mini-vit-xs"
 BASE = "mini/xs-32k"
@@ -29,7 +28,7 @@ BASE = "mini/xs-32k"
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp_path):
     from common.engine import EngineConfig
 
-    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = mini_section()
     models = tmp_path / "models"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
@@ -37,7 +36,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
     data = FinetuneSet.load(finetune_set)
     for run in RUNS:
         job = tm.job_for(run, data, params, init=base, tokenize=tokenize)
-        run_job(dataclasses.replace(job, checkpoint_every=0), models / f"{run}.safetensors")
+        run_job(job, models / f"{run}.safetensors")
     runs = tb.run_entries("hard_positives/mini", models)
     inputs = tb.mini_inputs(BASE, runs, test_set, context={"test": True})
     assert inputs.run_arch == ARCH and list(inputs.models) == ["base"]

@@ -5,7 +5,6 @@ command as a plain process, and what the jobs' code is."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
@@ -17,18 +16,17 @@ from common.paths import ROOT
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import code_files, describe_loss, run_job
-from common.training.recipe import Schedule
 from common.training.recipes import load_recipe
 from papers.hard_positives import train_full as tf
 from papers.hard_positives.finetune_rows_full import load_rows
 from papers.hard_positives.losses import HardPositiveLoss
 from papers.hard_positives.runs import RUNS
+from training_support import full_section
 
 ARCH = "mini-vit-xs"
-PARAMS = tf.FullFinetuneParams(base="unused", image_size=48, seed=0,
-                               schedule=Schedule(lr=1e-3, epochs=1, batch_size=2, warmup_steps=1, weight_decay=0.1))
+PARAMS = full_section(batch_size=2)
 SECTION = {"base": "openai/ViT-B-32", "image_size": 224, "seed": 0, "precision": "bf16", "lr": 1.0e-6, "epochs": 5,
-           "batch_size": 4, "warmup_steps": 50, "weight_decay": 0.2}
+           "batch_size": 4, "warmup_steps": 50, "weight_decay": 0.2, "checkpoint_every": 500}
 """A stand-in for ``params.yaml hard_positives.full.finetune`` (a batch the tiny set fills)."""
 BOTH = ["replace", "swap"]
 OLD_RUNS = {
@@ -54,7 +52,7 @@ def test_two_step_runs_train_on_their_types_rows(coco, train_set, tmp_path):
     init = FromScratch(ARCH)
     for run in ("hn", "hp-hn-swap"):
         job = tf.job_for(run, rows, PARAMS, coco[1], init=init, steps=2)
-        result = run_job(dataclasses.replace(job, checkpoint_every=0), tmp_path / f"{run}.safetensors")
+        result = run_job(job, tmp_path / f"{run}.safetensors")
         assert np.isfinite(result.final_loss)
         record = json.loads((tmp_path / f"{run}.json").read_text())
         assert record["hard_positive_weight"] == RUNS[run].hard_positive_weight
@@ -82,7 +80,7 @@ def test_each_runs_job_is_what_the_old_train_full_run_gave_the_trainer(run, step
     total = steps or 5 * per_epoch
     recipe = load_recipe(ROOT / "papers" / "hard_positives" / "recipes.toml", "finetune")
     assert job.config == TrainConfig(steps=total, batch_size=4, lr=1e-6, warmup_steps=50, weight_decay=0.2, seed=0,
-                                     precision="bf16", recipe=recipe)
+                                     precision="bf16", checkpoint_every=500, recipe=recipe)
     # NegCLIP's released recipe (no training code of the authors'): its decay rule and its training crop
     assert (recipe.decay_rule, recipe.augmentation) == ("open_clip_names", "random_resized_crop")
     assert job.batches.images.crop_scale == (0.9, 1.0)
@@ -98,7 +96,7 @@ def test_each_runs_job_is_what_the_old_train_full_run_gave_the_trainer(run, step
     assert job.batches.describe() == {"name": f"hard-positives-full-{'-'.join(types)}", "rows": len(picked),
                                       "images": len({r["image"] for r in picked}),
                                       "texts": ["caption", "hard_positive", "hard_negative"]}
-    assert (job.name, job.module, job.validate, job.checkpoint_every, job.resume) == (
+    assert (job.name, job.module, job.validate, job.config.checkpoint_every, job.resume) == (
         f"hard-positives-full-{run}", "papers.hard_positives.train_full", None, 500, True)
     batches = job.batches
     assert batches.captions == [r["caption"] for r in picked]

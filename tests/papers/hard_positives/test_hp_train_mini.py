@@ -4,7 +4,6 @@ command as a plain process, and what the jobs' code is."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 
 import pytest
@@ -15,17 +14,17 @@ from common.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import code_files, describe_loss, run_job
-from common.training.recipe import RunParams
 from common.training.rendered import caption_tokens, pixels
 from papers.hard_positives import train_mini as tm
 from papers.hard_positives.finetune_rows_mini import FinetuneSet, TrainingRow
 from papers.hard_positives.losses import HardPositiveLoss
 from papers.hard_positives.runs import RUNS
+from training_support import mini_section
 
 ARCH = "mini-vit-xs"
-PARAMS = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
+PARAMS = mini_section()
 SECTION = {"base": "mini/xs-32k", "steps": 3, "batch_size": 4, "lr": 1.0e-3, "warmup_steps": 1, "weight_decay": 0.1,
-           "seed": 0}
+           "seed": 0, "checkpoint_every": 50}
 """A stand-in for ``params.yaml hard_positives.mini`` (a batch the tiny set fills)."""
 BOTH = ["replace", "swap"]
 OLD_RUNS = {
@@ -92,7 +91,7 @@ def test_each_run_trains_with_its_weights(finetune_set, tokenize, tmp_path, monk
 
     monkeypatch.setattr(HardPositiveLoss, "forward", spy)
     job = tm.job_for(run, FinetuneSet.load(finetune_set), PARAMS, init=FromScratch(ARCH), tokenize=tokenize)
-    result = run_job(dataclasses.replace(job, checkpoint_every=0), tmp_path / f"{run}.safetensors")
+    result = run_job(job, tmp_path / f"{run}.safetensors")
     spec = RUNS[run]
     assert seen == [(spec.hard_positive_weight, spec.hard_negative_weight, 4, 12)] * 2
     assert result.record["loss"] == {"name": "HardPositiveLoss", "hard_positive_weight": spec.hard_positive_weight,
@@ -123,7 +122,8 @@ def test_each_runs_job_is_what_the_old_train_run_gave_the_trainer(run, finetune_
     cpu_profile = {"cpu_profile": {"MKL_CBWR": "AVX2"}, "threads": 1}
     job = tm.build(argparse.Namespace(run=run, set=finetune_set), DistributedContext.local("cpu"), cpu_profile)
     positive, negative, types = OLD_RUNS[run]
-    assert job.config == TrainConfig(steps=3, batch_size=4, lr=1e-3, warmup_steps=1, weight_decay=0.1, seed=0)
+    assert job.config == TrainConfig(steps=3, batch_size=4, lr=1e-3, warmup_steps=1, weight_decay=0.1, seed=0,
+                                     checkpoint_every=50)
     assert job.init == FromZoo("mini/xs-32k")
     assert job.loss.func is HardPositiveLoss and describe_loss(job.loss) == {
         "class": "papers.hard_positives.losses.HardPositiveLoss",
@@ -136,7 +136,7 @@ def test_each_runs_job_is_what_the_old_train_run_gave_the_trainer(run, finetune_
     kept = [i for i, image_rows in enumerate(rows) if any(r["type"] in types for r in image_rows)]
     assert job.batches.describe() == {"name": f"hard-positives-mini-{'-'.join(types)}", "n_images": len(kept),
                                       "captions_per_image": 2, "texts": ["caption", "hard_positive", "hard_negative"]}
-    assert (job.name, job.module, job.validate, job.checkpoint_every, job.resume) == (
+    assert (job.name, job.module, job.validate, job.config.checkpoint_every, job.resume) == (
         f"hard-positives-mini-{run}", "papers.hard_positives.train_mini", None, 50, True)
 
 
@@ -155,7 +155,7 @@ def test_a_runs_batches_hold_the_set_as_the_old_code_tokenized_it(finetune_set, 
 
 def test_a_set_too_small_for_a_batch_is_refused(finetune_set, tokenize):
     with pytest.raises(tm.HardPositivesMiniError, match="hp-hn-swap: .* training images cannot fill a batch of 64"):
-        tm.job_for("hp-hn-swap", FinetuneSet.load(finetune_set), dataclasses.replace(PARAMS, batch_size=64),
+        tm.job_for("hp-hn-swap", FinetuneSet.load(finetune_set), {**PARAMS, "batch_size": 64},
                    init=FromScratch(ARCH), tokenize=tokenize)
 
 

@@ -18,7 +18,6 @@ from common.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
-from common.training.recipe import Schedule
 from papers.sugarcrepe import aro_crepe_sets_full as acs
 from papers.sugarcrepe import negclip_refine_full as rf
 from papers.sugarcrepe import negclip_rows_full as rows_full
@@ -48,9 +47,11 @@ TEST_POSITIVES = [
 ]
 TEST_IDS = (3, 101, 102)
 """COCO ids of the SugarCrepe test images: id 3 is also a train2014 image (its two TSV rows must be dropped)."""
-PARAMS = tf.FullRunParams(base="unused", scratch_arch=ARCH, image_size=48,
-                          finetune=Schedule(lr=1e-3, epochs=1, batch_size=4, warmup_steps=1, weight_decay=0.1),
-                          scratch=Schedule(lr=2e-3, epochs=1, batch_size=4, warmup_steps=1, weight_decay=0.1))
+PARAMS = {"base": "unused", "scratch_arch": ARCH, "image_size": 48, "seed": 0, "precision": "fp32",
+          "checkpoint_every": 0,
+          "finetune": {"lr": 1e-3, "epochs": 1, "batch_size": 4, "warmup_steps": 1, "weight_decay": 0.1},
+          "scratch": {"lr": 2e-3, "epochs": 1, "batch_size": 4, "warmup_steps": 1, "weight_decay": 0.1}}
+"""A ``params.yaml sugarcrepe.negclip_full`` section for a few-step test run."""
 
 
 def _image(path: Path, seed: int, size=(64, 80)) -> None:
@@ -232,9 +233,7 @@ def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypat
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    section = {"base": "unused", "scratch_arch": ARCH, "image_size": 48, "seed": 0, "precision": "fp32",
-               "finetune": asdict_schedule(PARAMS.finetune), "scratch": asdict_schedule(PARAMS.scratch)}
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_full": section}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_full": PARAMS}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "default_init", lambda run, params: FromScratch(ARCH))
     out = tmp_path / "clip-ft.safetensors"
@@ -242,12 +241,6 @@ def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypat
                     "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert out.is_file() and record["run"] == "clip-ft" and record["hard_negative"] is None
-
-
-def asdict_schedule(schedule: Schedule) -> dict:
-    from dataclasses import asdict
-
-    return asdict(schedule)
 
 
 def test_an_empty_rows_file_is_refused(tmp_path):
@@ -289,7 +282,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     import common.params
 
     section = {"base": "openai/ViT-B-32", "scratch_arch": "RN50", "image_size": 224, "seed": 0, "precision": "bf16",
-               "finetune": {"lr": 1e-6, "epochs": 5, "batch_size": 2, "warmup_steps": 50, "weight_decay": 0.2},
+               "checkpoint_every": 500, "finetune": {"lr": 1e-6, "epochs": 5, "batch_size": 2, "warmup_steps": 50, "weight_decay": 0.2},
                "scratch": {"lr": 5e-4, "epochs": 20, "batch_size": 2, "warmup_steps": 500, "weight_decay": 0.1}}
     stages = []
     monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
@@ -313,7 +306,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     recipe = config.pop("recipe")
     assert config == {
         "steps": total, "batch_size": 2, "lr": 5e-4 if scratch else 1e-6, "weight_decay": 0.1 if scratch else 0.2,
-        "warmup_steps": 500 if scratch else 50, "accum": 1, "seed": 0, "precision": "bf16", "checkpoint_every": 0,
+        "warmup_steps": 500 if scratch else 50, "accum": 1, "seed": 0, "precision": "bf16", "checkpoint_every": 500,
         "validate_every": 0, "freeze": ()}
     # the run family's recipe: OpenCLIP's code with the paper's numbers (the SugarCrepe paper, Appendix A.3: "number
     # of warmup steps is 1000, batch size is 256, learning rate is 1e-4, weight decay is 0.1, number of epochs is 30");
@@ -337,7 +330,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
         ("run", run), ("hard_negative", kind), ("scratch", scratch), ("refined", refined),
         ("steps_per_epoch", per_epoch), ("epochs", total / per_epoch), ("profile", "full"),
         ("set_manifest_sha256", sha), *CPU_PROFILE.items()]
-    assert (job.checkpoint_every, job.resume, job.validate) == (500, True, None)
+    assert (job.config.checkpoint_every, job.resume, job.validate) == (500, True, None)
     assert (job.name, job.module) == (f"sugarcrepe-full-{run}", "papers.sugarcrepe.negclip_train_full")
 
 

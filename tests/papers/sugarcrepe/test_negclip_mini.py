@@ -24,7 +24,6 @@ from common.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import save_weights, portable_state
 from common.training.job import run_job
-from common.training.recipe import RunParams
 from common.zoo.trained import tokenizer_for
 from papers.sugarcrepe import negclip_rows_mini as rm
 from papers.sugarcrepe import negclip_sets_mini as sm
@@ -33,7 +32,7 @@ from papers.sugarcrepe import negclip_tables_mini as ntm
 from papers.sugarcrepe import negclip_train_mini as tm
 from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.runs import KINDS, RUNS
-from training_support import A, B_, E1, E2, S, ce, dot, mean, t
+from training_support import A, B_, E1, E2, S, ce, dot, mean, mini_section, t
 
 ARCH = "mini-vit-xs"
 
@@ -153,8 +152,7 @@ def test_negatives_reach_the_loss_only_in_negclip_runs(tiny_set, tokenize, tmp_p
             return _original(self, image_features, text_features, logit_scale, batch)
 
         monkeypatch.setattr(cls, "forward", spy)
-    params = RunParams(base="unused", steps=2, batch_size=4, lr=1e-3, warmup_steps=1)
-    job = tm.build_job(run, rm.FinetuneSet.load(tiny_set), params, init=FromScratch(ARCH), tokenize=tokenize)
+    job = tm.build_job(run, rm.FinetuneSet.load(tiny_set), mini_section(), init=FromScratch(ARCH), tokenize=tokenize)
     result = run_job(job, tmp_path / f"{run}.safetensors")
     expected = "ClipLoss" if run == "clip-ft" else "TextNegativeClipLoss"
     assert [s[0] for s in seen] == [expected, expected]
@@ -198,7 +196,7 @@ def tiny_benchmarks(tmp_path_factory) -> tuple[Path, Path]:
 def test_tiny_end_to_end_writes_table5(tiny_set, tiny_benchmarks, tokenize, tmp_path):
     from common.engine import EngineConfig
 
-    params = RunParams(base="unused", steps=3, batch_size=4, lr=1e-3, warmup_steps=1)
+    params = mini_section(steps=3)
     models = tmp_path / "models"
     base = FromScratch(ARCH)
     torch.manual_seed(0)
@@ -332,7 +330,7 @@ def _set_with_refinement(tiny_set: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, monkeypatch, run):
-    """The expected values are the old ``negclip_mini._cmd_run`` / ``train_run``'s, written out: ``RunParams``'
+    """The expected values are the old ``negclip_mini._cmd_run`` / ``train_run``'s, written out: the section's
     trainer config, ``FromZoo(base)``, the batch source named per kind, ``ClipLoss`` or ``TextNegativeClipLoss``,
     checkpoints every 50 steps with resume, no validation, and the sidecar's provenance: run, hard_negative,
     refined, the set manifest's sha256, then the CPU profile, in that order (the sidecar keeps it)."""
@@ -343,7 +341,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     import common.params
 
     section = {"base": "mini/xs-32k", "steps": 3, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1,
-               "weight_decay": 0.1, "seed": 0}
+               "weight_decay": 0.1, "seed": 0, "checkpoint_every": 50}
     stages = []
     monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
                         {"sugarcrepe": {"negclip_mini": section}})
@@ -356,7 +354,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     refined = run.startswith("negclip-refined-")
     assert stages == [f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}"]
     assert asdict(job.config) == {"steps": 3, "batch_size": 4, "lr": 0.001, "weight_decay": 0.1, "warmup_steps": 1,
-                                  "accum": 1, "seed": 0, "precision": "fp32", "checkpoint_every": 0,
+                                  "accum": 1, "seed": 0, "precision": "fp32", "checkpoint_every": 50,
                                   "validate_every": 0, "freeze": (), "recipe": None}
     assert job.init.describe() == {"kind": "zoo", "name": "mini/xs-32k", "arch": "mini-vit-xs",
                                    "weights": "build:mini/models/xs-32k.safetensors"}
@@ -368,7 +366,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     sha = hashlib.sha256((set_dir / "manifest.json").read_bytes()).hexdigest()
     assert list(job.provenance.items()) == [("run", run), ("hard_negative", kind), ("refined", refined),
                                             ("set_manifest_sha256", sha), *CPU_PROFILE.items()]
-    assert (job.checkpoint_every, job.resume, job.validate) == (50, True, None)
+    assert (job.config.checkpoint_every, job.resume, job.validate) == (50, True, None)
     assert (job.name, job.module) == (f"sugarcrepe-mini-{run}", "papers.sugarcrepe.negclip_train_mini")
 
 
@@ -394,8 +392,7 @@ def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    section = {"base": "unused", "steps": 9, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1, "weight_decay": 0.1,
-               "seed": 0}
+    section = mini_section(steps=9)
     monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
