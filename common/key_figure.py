@@ -6,6 +6,7 @@ that draw with ``common.figures`` need not rerun when this changes.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any, Mapping, Sequence
 from common.errors import WorkspaceError
 from common.figures import pyplot, save_figure
 from common.io import write_csv_atomic
-from common.paths import ROOT
+from common.params import PROFILES
+from common.paths import RESULTS, ROOT
 from common.published import CellIndex, parse_number
 
 
@@ -39,6 +41,19 @@ class PlotBar:
     @property
     def published(self) -> bool:
         return self.source.startswith(PUBLISHED_SOURCE)
+
+
+@dataclass(frozen=True)
+class ProfileView:
+    """What a paper's key figure draws from one profile's results: ``models`` maps the tables' ``row`` keys to the
+    names their bars get, ``label`` names the profile's panel(s), ``title`` is the figure's. ``absent_rows``: whether
+    a row may be missing from the tables (its bars then not drawn): not in the mini profile, whose tables are
+    committed; in the full one, which leaves out a model it could not load (and a stand-in's rehearsal may)."""
+
+    models: Mapping[str, str]
+    label: str
+    title: str
+    absent_rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,14 +84,19 @@ def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str
     return out
 
 
-def result_bars(path: Path, panel: str, groups: Mapping[str, str], series: Mapping[str, str]) -> list[PlotBar]:
+def result_bars(path: Path, panel: str, groups: Mapping[str, str], series: Mapping[str, str],
+                absent_rows: bool = False) -> list[PlotBar]:
     """Bars from a results table: ``groups`` maps its columns to group labels, ``series`` its ``row`` keys to series
-    names (one bar per pair, in that order). The source is the file's path in the repository."""
+    names (one bar per pair, in that order). The source is the file's path in the repository.
+
+    A row of ``series`` the table lacks is an error, unless ``absent_rows``: then its bars are simply not drawn (the
+    full profile leaves out a model it could not load, and a stand-in's tables may lack the paper's rows)."""
     path = Path(path)
     rows = table_rows(path, list(groups))
     absent = [r for r in series if r not in rows]
-    if absent:
+    if absent and not absent_rows:
         raise WorkspaceError(f"{path}: no row(s) {absent}; rerun the stage that writes it")
+    series = {row: name for row, name in series.items() if row in rows}
     source = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else path.name
 
     def number(row: str, column: str) -> float:
@@ -164,3 +184,28 @@ def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png
                  for b in bars]
     return {"plot": write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS),
             "figure": bar_panels(bars, lines, out_png, title, ylabel, ncols=ncols)}
+
+
+def results_dir(paper: str, profile: str) -> Path:
+    """Where a profile's tables are, and where its key figure goes: ``results/<paper>/<profile>/``."""
+    return RESULTS / paper / profile
+
+
+def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argparse.Namespace:
+    """A key figure module's command line: ``--profile`` (default: the stage's ``profile`` parameter), and the
+    results folder to read and the one to write (both ``results/<paper>/<profile>/`` by default)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--profile", choices=PROFILES, default=None,
+                        help="default: the stage's `profile` parameter (params.yaml)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help=f"the results folder to read (default: results/{paper}/<profile>)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where to write the figure (default: results/{paper}/<profile>)")
+    args = parser.parse_args(argv)
+    if args.profile is None:
+        from common.params import own_params
+
+        args.profile = own_params()["profile"]
+    args.results = args.results or results_dir(paper, args.profile)
+    args.out = args.out or results_dir(paper, args.profile)
+    return args

@@ -109,7 +109,7 @@ def test_bivlc_pipeline_per_profile(profile, tmp_path):
     """BiVLC under each profile (graph only): mini renders the benchmark and the TROHN analogs, fine-tunes the mini
     CLIP three ways and trains the detectors; full reads BiVLC, TROHN and COCO, re-trains under torchrun, trains the
     four detector heads and scores SugarCrepe's released set, with no mini stage upstream. Both end in Finding 3
-    (over every paper's tables of the profile) and the audit."""
+    (over every paper's tables of the profile), the key figure and the audit."""
     workspace = copy_workspace(tmp_path / "ws")
     path = workspace / "params.yaml"
     params = yaml.safe_load(path.read_text())
@@ -117,7 +117,7 @@ def test_bivlc_pipeline_per_profile(profile, tmp_path):
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     dag = dvc(workspace, None, "dag", "--dot", "papers/bivlc")
     assert dag.returncode == 0, dag.stderr
-    for stage in ("audit", "correlation"):
+    for stage in ("audit", "correlation", "key-figure"):
         assert f"papers/bivlc/dvc.yaml:{stage}" in dag.stdout, stage
     if profile == "mini":
         for stage in ("mini-test-set", "mini-train-set", "mini-finetune@clip-coco", "mini-finetune@trohn-img",
@@ -167,7 +167,7 @@ def test_hard_positives_pipeline_per_profile(profile, tmp_path):
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     dag = dvc(workspace, None, "dag", "--dot", "papers/hard_positives")
     assert dag.returncode == 0, dag.stderr
-    for stage in ("audit", "real-text", f"table1-{profile}"):
+    for stage in ("audit", "real-text", f"table1-{profile}", "key-figure"):
         assert f"papers/hard_positives/dvc.yaml:{stage}" in dag.stdout, stage
     if profile == "mini":
         for stage in ("mini-test-set", "mini-finetune-set", "mini-finetune@hn", "mini-finetune@hp-hn",
@@ -193,7 +193,7 @@ def test_conclip_pipeline_per_profile(profile, tmp_path):
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     dag = dvc(workspace, None, "dag", "--dot", "papers/conclip")
     assert dag.returncode == 0, dag.stderr
-    assert "papers/conclip/dvc.yaml:audit" in dag.stdout
+    assert "papers/conclip/dvc.yaml:audit" in dag.stdout and "papers/conclip/dvc.yaml:key-figure" in dag.stdout
     if profile == "mini":
         for stage in ("mini-test-set", "mini-finetune-set", "mini-finetune@conclip", "mini-finetune@crepe-negate-l1",
                       "tables-mini"):

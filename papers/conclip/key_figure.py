@@ -1,55 +1,65 @@
-"""CoN-CLIP's key result redrawn from the mini profile: CC-Neg accuracy of CLIP, NegCLIP and CoN-CLIP (Table 3) and
+"""CoN-CLIP's key result redrawn from a profile's results: CC-Neg accuracy of CLIP, NegCLIP and CoN-CLIP (Table 3) and
 their SugarCrepe accuracy per fold (the compositionality columns of Table 6), with the paper's numbers beside them.
 
 The paper's claim is a contrast: CLIP near chance on a caption against its negation, CoN-CLIP near 100%, and
-compositionality kept. The README shows it at a glance; the bars come from ``results/conclip/mini/table3.csv`` and
-``sugarcrepe.csv`` (stage ``tables-mini``), the hatched ones from ``results/published/conclip.csv``.
+compositionality kept. The README shows it at a glance; the bars come from ``results/conclip/<profile>/table3.csv``
+and ``sugarcrepe.csv`` (stages ``tables-mini``; ``tables-full`` and ``sugarcrepe-full``), the hatched ones from
+``results/published/conclip.csv``.
 
-Writes ``results/conclip/mini/key_figure.png`` and ``key_figure_plot.csv`` (every bar and its source).
+Writes ``results/conclip/<profile>/key_figure.png`` and ``key_figure_plot.csv`` (every bar and its source).
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Sequence
 
-from common.key_figure import PlotBar, PlotLine, published_bars, result_bars, write_bar_figure
-from common.paths import PUBLISHED, RESULTS
+from common.key_figure import (PlotBar, PlotLine, ProfileView, parse_args, published_bars, result_bars, results_dir,
+                               write_bar_figure)
+from common.paths import PUBLISHED
 from common.published import CellIndex, load_cells
 
-MINI = RESULTS / "conclip" / "mini"
+PAPER = "conclip"
+MINI = results_dir(PAPER, "mini")
 MODELS = {"clip": "CLIP", "negclip": "NegCLIP", "conclip": "CoN-CLIP"}
 """Rows of the mini tables (``row``) and the names the figure gives them: the mini family's CLIP (mini/xs-32k), ARO's
 mini NegCLIP of it, and CoN-CLIP fine-tuned from it on the mini CC-Neg with L_conclip."""
+FULL_MODELS = {**MODELS, "ft-conclip": "CoN-CLIP (trained here)"}
+"""Rows of the full tables (``conclip.full.models``; SugarCrepe's are ``conclip.full.sugarcrepe_rows``, without
+NegCLIP): OpenAI's ViT-B/32, ARO's NegCLIP, the authors' released CoN-CLIP and this workspace's fine-tune."""
 CCNEG = "CC-Neg (Table 3)"
 SUGARCREPE = "SugarCrepe by fold (Table 6's columns)"
 PUBLISHED_TABLE3 = {"CLIP": "CLIP", "Neg-CLIP": "NegCLIP", "CoN-CLIP": "CoN-CLIP"}
 FOLDS = {"sugarcrepe_replace": "Replace", "sugarcrepe_add": "Add", "sugarcrepe_swap": "Swap"}
 PUBLISHED_FOLDS = {f"SugarCREPE R@1 | {fold}": fold for fold in FOLDS.values()}
-TITLE = ("CoN-CLIP, mini profile: tiny CLIPs on the mini world (solid) beside the paper's ViT-B/32 numbers (hatched)\n"
-         "CC-Neg: true caption vs its negation; SugarCrepe: true caption vs hard negative; dashed: chance")
+SECOND_LINE = "CC-Neg: true caption vs its negation; SugarCrepe: true caption vs hard negative; dashed: chance"
+VIEWS = {
+    "mini": ProfileView(MODELS, "mini profile", "CoN-CLIP, mini profile: tiny CLIPs on the mini world (solid) beside "
+                        f"the paper's ViT-B/32 numbers (hatched)\n{SECOND_LINE}"),
+    "full": ProfileView(FULL_MODELS, "full profile", "CoN-CLIP, full profile: ViT-B/32 CLIPs on CC-Neg's evaluation "
+                        f"split and SugarCrepe (solid) beside the paper's numbers (hatched)\n{SECOND_LINE}",
+                        absent_rows=True)}
 
 
-def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED) -> tuple[list[PlotBar], list[PlotLine]]:
-    """The figure's bars (mini results, then the published ones of each panel) and its chance lines."""
-    cells = CellIndex(load_cells("conclip", published))
-    bars = [*result_bars(results / "table3.csv", CCNEG, {"ccneg": "CC-Neg accuracy"}, MODELS),
+def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: str = "mini"
+                    ) -> tuple[list[PlotBar], list[PlotLine]]:
+    """The figure's bars (the profile's results, then the published ones of each panel) and its chance lines."""
+    view = VIEWS[profile]
+    cells = CellIndex(load_cells(PAPER, published))
+    bars = [*result_bars(results / "table3.csv", CCNEG, {"ccneg": "CC-Neg accuracy"}, view.models,
+                         absent_rows=view.absent_rows),
             *published_bars(cells, "Table 3", CCNEG, {"CC-Neg Accuracy": "CC-Neg accuracy"}, PUBLISHED_TABLE3),
-            *result_bars(results / "sugarcrepe.csv", SUGARCREPE, FOLDS, MODELS),
+            *result_bars(results / "sugarcrepe.csv", SUGARCREPE, FOLDS, view.models, absent_rows=view.absent_rows),
             *published_bars(cells, "Table 6", SUGARCREPE, PUBLISHED_FOLDS, {"CC-Neg | L_conclip": "CoN-CLIP"})]
     lines = list(dict.fromkeys(PlotLine(bar.panel, bar.group, 50.0) for bar in bars))
     return bars, lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=MINI, help="the mini results folder to read (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=MINI, help="where to write the figure (default: %(default)s)")
-    args = parser.parse_args(argv)
-    bars, lines = key_figure_bars(args.results)
-    paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv", TITLE,
-                             "accuracy (%)")
-    print(f"CoN-CLIP key figure: {paths['figure']} ({len(bars)} bars, plot {paths['plot']})")
+    args = parse_args(argv, __doc__.splitlines()[0], PAPER)
+    bars, lines = key_figure_bars(args.results, profile=args.profile)
+    paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",
+                             VIEWS[args.profile].title, "accuracy (%)")
+    print(f"CoN-CLIP key figure ({args.profile} profile): {paths['figure']} ({len(bars)} bars, plot {paths['plot']})")
     return 0
 
 

@@ -1,5 +1,6 @@
 """common/key_figure.py: bars read from a results table name their file, published bars their table; a missing
-file, column or row is one line naming the file; the figure and its plot CSV are written together."""
+file, column or row is one line naming the file (a missing row is left out where the profile allows it); the figure
+and its plot CSV are written together; the profile picks the results folder."""
 from __future__ import annotations
 
 import csv
@@ -8,7 +9,9 @@ import re
 import pytest
 
 from common.errors import WorkspaceError
-from common.key_figure import PLOT_FIELDS, PlotBar, PlotLine, published_bars, result_bars, write_bar_figure
+from common.key_figure import (PLOT_FIELDS, PlotBar, PlotLine, parse_args, published_bars, result_bars,
+                               write_bar_figure)
+from common.paths import RESULTS
 from common.published import CellIndex, PublishedCell
 
 
@@ -67,3 +70,16 @@ def test_figure_and_plot_csv_hold_every_bar(tmp_path):
     assert tuple(rows[0]) == PLOT_FIELDS
     assert [(r["series"], float(r["value"]), r["source"]) for r in rows] == [(b.series, b.value, b.source) for b in bars]
     assert paths["figure"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_absent_rows_are_left_out_when_allowed(tmp_path):
+    table = write_table(tmp_path / "table.csv", [{"row": "a", "x": "1"}])
+    bars = result_bars(table, "panel", {"x": "X"}, {"c": "C", "a": "A"}, absent_rows=True)
+    assert [(b.series, b.value) for b in bars] == [("A", 1.0)]
+
+
+def test_the_profile_picks_the_results_folder(tmp_path):
+    args = parse_args(["--profile", "full"], "toy", "bivlc")
+    assert args.results == args.out == RESULTS / "bivlc" / "full"
+    args = parse_args(["--profile", "mini", "--results", str(tmp_path)], "toy", "bivlc")
+    assert (args.results, args.out) == (tmp_path, RESULTS / "bivlc" / "mini")

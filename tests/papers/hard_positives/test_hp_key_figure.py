@@ -3,7 +3,7 @@ the committed mini results: original and augmented accuracy per split from table
 published Table 1."""
 from __future__ import annotations
 
-from key_figure_support import bar, cell, check_sources, redrawn_plot
+from key_figure_support import bar, cell, check_full, check_sources, drawn_full, redrawn_plot, write_full_table
 from papers.hard_positives import key_figure as F
 
 
@@ -18,3 +18,20 @@ def test_key_figure_is_drawn_from_the_mini_results(tmp_path):
             assert bar(plot, panel, F.AUGMENTED, name) == cell(F.MINI / "table1.csv", row, f"{split.lower()}_aug")
     assert bar(plot, "REPLACE, published", F.AUGMENTED, "DAC-LLM", published=True) == 48.9
     assert len(plot) == len(F.SPLITS) * 2 * (len(F.MODELS) + len(F.PUBLISHED_MODELS))
+
+
+def test_full_key_figure_draws_the_rows_the_full_table_has(tmp_path):
+    from papers.hard_positives.tables import TABLE1_FIELDS
+
+    present = ["base", "base@fp32", "negclip", "negclip@quickgelu", "crepe-swap", "hn", "hp-hn"]  # no clip-ft
+    table = write_full_table(tmp_path / "full" / "table1.csv", TABLE1_FIELDS, present)
+    plot = drawn_full(F, tmp_path)
+    check_full(plot, F, {"table1.csv": table})
+    for split in F.SPLITS:
+        panel = f"{split}, full profile"
+        for row, name in F.FULL_MODELS.items():
+            for test, column in ((F.ORIGINAL, f"{split.lower()}_orig"), (F.AUGMENTED, f"{split.lower()}_aug")):
+                if row in present:
+                    assert bar(plot, panel, test, name) == cell(table, row, column)
+                else:
+                    assert not [b for b in plot if b["panel"] == panel and b["series"] == name]
