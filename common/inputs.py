@@ -1,15 +1,15 @@
-"""``params.yaml full_inputs``: what the full profile's stages read, and how much of it; a fine-tune's step budget.
+"""``params.yaml full_inputs``: how much of the full profile's inputs a stage reads; a fine-tune's step budget.
 
-Two facts about a full run's inputs decide what its numbers may be compared with, so they are parameters, not a
-mode: ``published`` (the published files, whose published checksums, sizes and counts the stages enforce; false:
-files in the same formats that are not the published ones, such as the stand-ins of ``python -m common rehearse``,
-which sets it false in its copy of the workspace) and ``cap`` (at most this many examples per benchmark group, or
-null for all). The audit compares a number with the paper's only when both hold (``FullInputs.comparable``);
-otherwise every number from these inputs is shown as not comparable.
+What the inputs must be is not a mode here: their checksums are the registry's (``common.registry``, ``md5`` and
+``sha256``) and their counts each paper's full section, so a run on other files in the same formats (the stand-ins of
+``python -m common rehearse``) states theirs in its copy of the workspace and passes the same checks. What is left is
+how much of them is read: ``cap`` (at most this many examples per benchmark group, or null for all). The audit compares
+a number with the paper's only from all of them (``FullInputs.comparable``); a capped run's numbers are shown as not
+comparable, and the rehearsal always caps.
 
-A stage that reads them declares them among its DVC params (``full_inputs`` for both keys,
-``full_inputs.published`` or ``full_inputs.cap`` for one), so ``common.params.stage_params`` hands them over and DVC
-reruns the stage when they change. A key the stage did not declare reads as its default: published, uncapped.
+A stage that reads the cap declares it among its DVC params (``full_inputs`` or ``full_inputs.cap``), so
+``common.params.stage_params`` hands it over and DVC reruns the stage when it changes. Undeclared, it reads as its
+default: uncapped.
 
 A full fine-tune's ``max_steps`` (in its own section; null: the recipe's epochs) is read by ``step_budget``: a capped
 run sets it, as the recipe's epochs over a few examples per group would prove nothing more.
@@ -28,31 +28,30 @@ SECTION = "full_inputs"
 
 @dataclass(frozen=True)
 class FullInputs:
-    published: bool = True
-    """The published files: their published checksums, sizes and counts are enforced (false: not the published
-    files; those checks give way and no number is compared with the paper's)."""
     cap: int | None = None
     """At most this many examples per benchmark group are read and scored (None: all)."""
 
     @property
     def comparable(self) -> bool:
-        """Whether numbers computed from these inputs may be compared with the paper's: the published files, all of
-        them (a capped run scores a subset, so its numbers are never audited as the paper's)."""
-        return self.published and self.cap is None
+        """Whether numbers computed from these inputs may be compared with the paper's: all of them (a capped run
+        scores a subset, so its numbers are never audited as the paper's)."""
+        return self.cap is None
 
 
 def full_inputs(params: Mapping[str, Any], path: Path = PARAMS_FILE) -> FullInputs:
-    """The ``full_inputs`` section of a stage's parameters (``stage_params``), checked: ``published`` true or false,
-    ``cap`` null or a positive integer."""
+    """The ``full_inputs`` section of a stage's parameters (``stage_params``), checked: ``cap`` null or a positive
+    integer, and no other key (``published`` is gone: checksums and counts are the registry's and the papers')."""
     node = params.get(SECTION, {})
     if not isinstance(node, dict):
-        raise ParamsError(f"{path}: {SECTION}: must be a table (published, cap), got {node!r}")
-    published, cap = node.get("published", True), node.get("cap")
-    if not isinstance(published, bool):
-        raise ParamsError(f"{path}: {SECTION}.published: must be true or false, got {published!r}")
+        raise ParamsError(f"{path}: {SECTION}: must be a table (cap), got {node!r}")
+    unknown = sorted(set(node) - {"cap"})
+    if unknown:
+        raise ParamsError(f"{path}: {SECTION}: unknown key(s) {unknown} (known: cap; what the files must be is "
+                          f"stated by the registry's checksums and each paper's full section)")
+    cap = node.get("cap")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         raise ParamsError(f"{path}: {SECTION}.cap: must be null or a positive integer, got {cap!r}")
-    return FullInputs(published, cap)
+    return FullInputs(cap)
 
 
 def step_budget(section: Mapping[str, Any], steps: int | None = None, path: Path = PARAMS_FILE) -> int | None:

@@ -375,7 +375,7 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
         mp.setenv("VLC_BUILD", str(tmp_path / "build"))
         rehearsed = make_cards([f"{ARCH}:{checkpoint}"], only=["sugarcrepe"], log=lambda line: None,
                                params={**load_params(), "profile": "full",
-                                       "full_inputs": {"published": False, "cap": 4}})[0]
+                                       "full_inputs": {"cap": 4}})[0]
     assert as_json(rehearsed)["note"].startswith("a rehearsal: ") and "never the papers' numbers" in markdown(rehearsed)
 
 

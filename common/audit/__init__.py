@@ -53,9 +53,9 @@ def collect(paper: str, profile: str, recompute: Recompute | None = None) -> lis
 
 
 def standin(rec: Recomputed) -> bool:
-    """With full-profile inputs that are not comparable (``common.inputs.FullInputs.comparable``: a rehearsal's
-    stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released file's whose
-    sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
+    """With full-profile inputs that are not comparable (``common.inputs.FullInputs.comparable``: a capped run, such as
+    a rehearsal's on stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released
+    file's whose sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
     if rec.profile == "full":
         return True
     return rec.profile == "released" and not _pinned(rec.source)
@@ -80,7 +80,7 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     released source raises ``AuditIncomplete`` and no file changes; without it, such a partial audit aimed at
     ``results/audit`` goes to ``results/audit/partial/`` instead (``partial_dir``), so the paper's audit there is
     never replaced by a degraded one. The files of one audit are replaced as a group (``write_audit``).
-    ``comparable`` false (``params.yaml full_inputs``: not the published files, or capped): every recomputation from
+    ``comparable`` false (``params.yaml full_inputs.cap``: a capped run's): every recomputation from
     those inputs (``standin``) is marked ``rehearsal: not comparable``.
     """
     from common.audit.report import write_audit
@@ -190,7 +190,7 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
                figures: DrawFigures | None = None) -> int:
     """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
     the full profile's inputs are comparable with the paper's (``full_inputs``, which the stage must declare once
-    ``params.yaml`` says they are not: other files' or a capped run's numbers are never audited as the paper's)."""
+    ``params.yaml`` says they are not: a capped run's numbers are never audited as the paper's)."""
     from common.inputs import SECTION, full_inputs
     from common.params import load_params, stage_params
 
@@ -198,7 +198,7 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
     params = stage_params(stage)
     if SECTION not in params and not full_inputs(load_params()).comparable:
         raise WorkspaceError(f"params.yaml: {SECTION} says the full profile's inputs are not comparable with the "
-                             f"paper's (not the published files, or capped) but stage {stage} does not "
+                             f"paper's (a capped run) but stage {stage} does not "
                              f"declare {SECTION} among its params: it would audit their numbers as the paper's; add it")
     return main(paper, argv, recompute, figures, params["profile"], full_inputs(params).comparable)
 

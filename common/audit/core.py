@@ -11,8 +11,8 @@ pair a verdict:
 * ``not recomputed yet``: nothing here recomputes that number (yet);
 * ``mini profile: not comparable``: only a mini-profile run covers it; a mini-world number is never
   compared with a published one;
-* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from full-profile inputs that are not the published
-  files, or not all of them (``params.yaml full_inputs``: a rehearsal's stand-in data with random-init models,
+* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from full-profile inputs of which not all were read
+  (``params.yaml full_inputs.cap``: a rehearsal's capped stand-in data with random-init models,
   ``common.rehearsal``); the value is shown, never compared. Only such an audit has this verdict (``VerdictCounts``
   counts it only there).
 
@@ -224,7 +224,7 @@ def audit_rows(
 ) -> list[AuditRow]:
     """Every published number of ``paper`` with each of its recomputations (or none), and a verdict.
 
-    ``rehearsal``: when the full profile's inputs are not comparable (``common.inputs``; a rehearsal's stand-ins),
+    ``rehearsal``: when the full profile's inputs are not comparable (``common.inputs``: capped, as a rehearsal is),
     which recomputations come from them (a run's, or a released file with no pinned sha256): their verdict is
     ``REHEARSAL``, the value kept, nothing compared."""
     entries = _published_entries(cells, claims)

@@ -211,8 +211,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
             if blind_engine is not None:
                 for b in available:
                     blind[b.key] = {m.key: m for m in b.score(blind_engine, data[b.key])}
-            # "rehearsal": the full profile's inputs are stand-ins, not the published files (full_inputs.published)
-            provenance = {"profile": profile, "rehearsal": not full_inputs(params).published, "commit": _commit(),
+            # "rehearsal": not all of the full profile's inputs were read (full_inputs.cap, as a rehearsal caps them)
+            provenance = {"profile": profile, "rehearsal": not full_inputs(params).comparable, "commit": _commit(),
                           "data_sha256": _data_hashes(available),
                           "engine": dataclasses.asdict(config), "blind_scorer": blind_note,
                           "trends": [t.label for t in trends],

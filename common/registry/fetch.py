@@ -1,7 +1,9 @@
 """``fetch`` and ``fetch_group``: a registry entry made a verified local path, from what is in place, the mirror or
-the network (``http``, ``archives``, ``hub``), recording unpinned hashes in the lock."""
+the network (``http``, ``archives``, ``hub``), recording unpinned hashes in the lock; ``check_md5``: a file against
+the md5 its entry states (its publisher's), for the modules that read it."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -21,6 +23,24 @@ from common.registry.mirror import Mirror, mirror_path
 from common.registry.sources import Source, get_source, sources_in_group
 
 log = logging.getLogger(__name__)
+
+
+def md5_file(path: str | os.PathLike[str]) -> str:
+    """A file's md5, to compare with the one its publisher states (``Source.md5``); the workspace's own checks are
+    sha256."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, lambda: hashlib.md5(usedforsecurity=False)).hexdigest()
+
+
+def check_md5(key_or_source: str | Source, path: str | os.PathLike[str]) -> None:
+    """``path`` against the md5 the registry states for the entry (``Source.md5``, its publisher's; nothing to check
+    when it states none): ``ChecksumError`` naming the file and both md5s. The registry is the one place that says
+    what the file must be, so a rehearsal's copy, which states its stand-ins' md5s there, passes the same check."""
+    source = key_or_source if isinstance(key_or_source, Source) else get_source(key_or_source)
+    if source.md5 is not None and (found := md5_file(path)) != source.md5:
+        raise ChecksumError(f"{source.key}: {path} has md5 {found}, the registry states {source.md5} (the "
+                            f"publisher's): not the published file, or a corrupt copy. Delete it and its entry in "
+                            f"<data root>/checksums.lock.json, then fetch it again")
 
 
 def fetch(

@@ -34,6 +34,7 @@ METHODS = frozenset({"http", "hf_dataset", "hf_model", "manual"})
 ARCHIVES = frozenset({"zip"})
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 """A sha256 as the registry and the checksum lock write it: 64 lowercase hex characters."""
+MD5_RE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Source:
     repo_id: str | None = None
     revision: str | None = None
     sha256: str | None = None
+    md5: str | None = None
+    """The md5 its publisher states (a dataset page, torchvision's pin), checked by the module that reads the file:
+    the registry is where a file's expected checksum is written, so a rehearsal's copy states its stand-in's."""
     size: int | None = None
     archive: str | None = None
     instructions: str | None = None
@@ -104,6 +108,8 @@ class Source:
             out.append("method 'manual' needs instructions (the exact human steps)")
         if self.sha256 is not None and not (isinstance(self.sha256, str) and SHA256_RE.fullmatch(self.sha256)):
             out.append(f"sha256 must be 64 lowercase hex characters (got {self.sha256!r})")
+        if self.md5 is not None and not (isinstance(self.md5, str) and MD5_RE.fullmatch(self.md5)):
+            out.append(f"md5 must be 32 lowercase hex characters (got {self.md5!r})")
         if self.size is not None and (isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0):
             out.append(f"size must be a non-negative integer (got {self.size!r})")
         if self.archive is not None:

@@ -3,10 +3,10 @@ workspace that never mixes with real data or committed results (``python -m comm
 ``make rehearse [PAPER=...]``).
 
 * ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
-* ``params``: its ``params.yaml`` (``profile: full``, ``full_inputs``: stand-ins with a size cap, a few steps per
-  fine-tune, CPU, fp32, two processes). The stages and the oracles read only those production parameters
-  (``common.inputs``): no module outside this package and ``papers/<paper>/rehearsal.py`` imports it (an import-linter
-  contract);
+* ``params``: its ``params.yaml`` (``profile: full``, ``full_inputs.cap``, the counts the stand-ins hold, a few steps
+  per fine-tune, CPU, fp32, two processes). The stages and the oracles read only those production parameters and the
+  copy's registry, where the stand-ins' md5s are stated (``standins.state_md5s``): no module outside this package and
+  ``papers/<paper>/rehearsal.py`` imports it (an import-linter contract);
 * ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
   stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
 * ``models``: the zoo's models as real architectures at random init, where and how each release is read;
@@ -20,6 +20,5 @@ checkpoints) and ``prepare(data_root, fetch) -> list[str]`` (writes its stand-in
 data dependencies need fetched before the pipeline runs).
 
 Every number a rehearsal makes is a stand-in's: its audits mark them ``rehearsal: not comparable``
-(``common.audit.core.REHEARSAL``), as they mark every number from inputs that are not the published files, all of them
-(``full_inputs``).
+(``common.audit.core.REHEARSAL``), as they mark every number from capped inputs (``full_inputs.cap``).
 """

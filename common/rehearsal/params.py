@@ -1,8 +1,9 @@
 """The rehearsal's ``params.yaml``: the workspace's own, under ``profile: full``, on stand-in inputs, with
 every size and place of work shrunk to what two CPU cores do in minutes. The full profile's stages do not know they are
-rehearsed: the copy's ``full_inputs`` says their inputs are not the published files (so the published checksums, sizes
-and counts give way and no number is compared with the paper's) and caps each benchmark group, and every fine-tune's
-``max_steps`` stops it after a few steps (``common.inputs``).
+rehearsed: the copy's ``full_inputs.cap`` caps each benchmark group (so no number is compared with the paper's),
+each paper's ``params`` states the counts its stand-ins hold where its full section states the published ones (the
+stand-ins' checksums are stated in the copy's registry: ``standins.state_md5s``), and every fine-tune's ``max_steps``
+stops it after a few steps (``common.inputs``).
 
 What changes is decided by key name, wherever the key sits (as ``common.params.PARAM_RULES`` checks them), so a new
 paper's full section is shrunk without an entry here (``SHRINK``); a paper adds what only it knows (a shorter model
@@ -51,15 +52,15 @@ def fine_tune_steps(cap: int, batch_size: int = BATCH) -> int:
 
 
 def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
-    """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, stand-in inputs
-    (``full_inputs.published`` false), ``cap`` examples per benchmark group, ``SHRINK`` applied, every fine-tune's
-    ``max_steps`` set (``fine_tune_steps``), then each paper's own ``rehearsal.params``."""
+    """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``cap`` examples per benchmark
+    group (``full_inputs.cap``), ``SHRINK`` applied, every fine-tune's ``max_steps`` set (``fine_tune_steps``), then
+    each paper's own ``rehearsal.params`` (its shorter lists, the counts its stand-ins hold)."""
     from common.inputs import SECTION
     from common.paper import load_paper
 
     out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
-    out[SECTION] = {"published": False, "cap": cap}
+    out[SECTION] = {"cap": cap}
     for paper in papers:
         rehearsal = load_paper(paper).rehearsal
         if rehearsal is not None:

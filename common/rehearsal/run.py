@@ -3,12 +3,13 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
 
 1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``: code, params, dvc.yaml
    and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
-2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``full_inputs``: stand-ins and a cap, a few
-   ``max_steps``, CPU, fp32, two processes, one epoch, tiny batches) and each paper's own changes.
+2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``full_inputs.cap``, a few ``max_steps``, CPU,
+   fp32, two processes, one epoch, tiny batches) and each paper's own changes (the counts its stand-ins hold).
 3. Room on the disk for what follows (``space.check_room``: the stand-in models' sizes, each paper's measured data,
    outputs and peak), else one line and nothing written.
    Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
-   ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; then the keys its DVC data dependencies
+   ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; the stand-ins' md5s stated in the copy's
+   registry where it states a publisher's (``standins.state_md5s``); then the keys its DVC data dependencies
    need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
 4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
    and ``models.write_checkpoint`` for ``data:`` checkpoints, at the shrunk sizes of ``common.rehearsal.archs`` (its
@@ -221,7 +222,7 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
     from common.registry.fetch import fetch
     from common.rehearsal import models as standin_models
     from common.rehearsal.space import check_room
-    from common.rehearsal.standins import name_seed
+    from common.rehearsal.standins import name_seed, state_md5s
     from common.zoo import get_spec
 
     data_root = workspace / "data"
@@ -246,6 +247,9 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
         started = time.perf_counter()
         keys += module.prepare(data_root, fetch_here)
         log(f"rehearsal: {paper}: stand-ins written ({time.perf_counter() - started:.0f} s)")
+    restated = state_md5s(workspace, data_root)
+    log(f"rehearsal: the copy's registry states the md5 of {len(restated)} stand-in(s) (common.rehearsal.standins."
+        "state_md5s)")
     for name in names:
         started = time.perf_counter()
         spec = get_spec(name)

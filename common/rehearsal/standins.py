@@ -2,9 +2,11 @@
 
 A stand-in is written at its registry entry's ``dest`` under the rehearsal's own data root (``place``, ``place_zip``);
 the downloader then treats it as the real thing: it records its sha256 in that data root's checksum lock (trust on
-first use) and extracts a zip with its marker, and the stages read it through their ordinary code. A source whose
-sha256 the registry pins can never have a stand-in (``StandInError``; the downloader would refuse the bytes too):
-the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in images under every name it references.
+first use) and extracts a zip with its marker, and the stages read it through their ordinary code. An entry that states
+its publisher's md5 states the stand-in's in the copy's registry (``state_md5s``), which the stages check alike. A
+source whose sha256 the registry pins can never have a stand-in (``StandInError``; the downloader would refuse the
+bytes too): the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in images under every name it
+references.
 
 Writers of sources several papers read live here (COCO 2017 captions and images, Visual Genome's image zips, ARO's
 image zip, COCO 2014's image zips, BLIP's Karpathy splits and the Flickr30k images, NegCLIP's TSVs, CIFAR's binary
@@ -96,6 +98,34 @@ def place(key: str, data_root: Path, data: bytes) -> Path:
     with atomic_path(dest) as tmp:
         tmp.write_bytes(data)
     return dest
+
+
+def state_md5s(workspace: Path, data_root: Path) -> list[str]:
+    """In the copy at ``workspace``, every registry entry that states an md5 (its publisher's) and has a stand-in under
+    ``data_root`` states the stand-in's instead: the stages check the md5 the registry states
+    (``common.registry.fetch.check_md5``), so they read the stand-ins through the same check as the real files, and
+    no production module asks whether it is rehearsed. Returns the keys restated."""
+    from common import plugins
+    from common.paths import ROOT
+    from common.registry.fetch import md5_file
+    from common.registry.sources import REGISTRY_PATH, load_registry
+
+    restated: list[str] = []
+    for reg_path in plugins.registry_files(REGISTRY_PATH.name, REGISTRY_PATH):
+        copy = Path(workspace) / reg_path.relative_to(ROOT)
+        text = copy.read_text(encoding="utf-8")
+        for source in load_registry(copy).values():
+            path = source.dest_path(Path(data_root))
+            if source.md5 is None or not path.is_file() or (found := md5_file(path)) == source.md5:
+                continue
+            line = f'md5 = "{source.md5}"'
+            if text.count(line) != 1:
+                raise StandInError(f"{copy}: {source.key}: its line {line!r} is not in the file exactly once")
+            text = text.replace(line, f'md5 = "{found}"')
+            restated.append(source.key)
+        copy.write_text(text, encoding="utf-8")
+        load_registry(copy)  # still a valid registry file
+    return restated
 
 
 def place_json(key: str, data_root: Path, value: object) -> Path:

@@ -6,8 +6,9 @@ What the full stages read, and what the rehearsal puts there:
   stand-ins in ARO's record format (``VG_RELATION_ROWS``, ``VG_ATTRIBUTION_ROWS``), with ARO's image zip holding
   their images, large enough for every box; BLIP's Karpathy COCO test split over COCO val2014 (its images and real
   captions are the first images of NegCLIP's released ``valid_neg_clip.tsv``) and Flickr30k test split with the
-  Flickr30k images folder; the CIFAR-10/100 binary tarballs in the released layout (a few classes; their md5 cannot
-  be the published one, which the stage checks outside a rehearsal only).
+  Flickr30k images folder; the CIFAR-10/100 binary tarballs in the released layout (a few classes; the copy's
+  registry states their md5, ``common.rehearsal.standins.state_md5s``, which the stage checks as it checks the
+  published one).
 * ``finetune-full@{negclip,clip-ft}``: ``valid_neg_clip.tsv`` is pinned, so real (the mirror), with a stand-in
   val2014 image for every file it names; ``train_neg_clip.tsv`` is not, so a stand-in in its format
   (``common.rehearsal.standins.negclip_train_tsv``, shared with SugarCrepe: released validation rows, their real

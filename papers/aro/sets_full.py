@@ -7,10 +7,9 @@
   (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
 * CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
   records, read with numpy: the python tarballs are pickles, which this workspace never loads), checked against the
-  md5 the dataset page publishes, written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and
-  class order as the python release that torchvision (and so ARO's code) reads. Only when the inputs are not the
-  published files (``params.yaml full_inputs.published: false``, declared by the stage: a rehearsal's stand-ins) does
-  the md5 check give way.
+  md5 their registry entries state (the one the dataset page publishes; a rehearsal's copy states its stand-ins'),
+  written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and class order as the python release
+  that torchvision (and so ARO's code) reads.
 
 Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json`` is the commit, written
 last and atomically after every record was checked through a pending copy; the files it names are never overwritten
@@ -24,7 +23,6 @@ Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_full 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import tarfile
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from common.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
-from common.registry.fetch import fetch
+from common.registry.fetch import check_md5, fetch
 from common.tasks import DatasetError
 from common.visual_genome import crop_vg, vg_image_root
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
@@ -55,8 +53,7 @@ class CifarRelease:
     """Where one CIFAR binary tarball keeps its test records and class names."""
 
     key: str
-    md5: str
-    """As published on https://www.cs.toronto.edu/~kriz/cifar.html for the binary version."""
+    """Its registry entry, which states the md5 https://www.cs.toronto.edu/~kriz/cifar.html publishes."""
     test_member: str
     names_member: str
     label_bytes: int
@@ -64,10 +61,10 @@ class CifarRelease:
 
 
 CIFAR = {
-    "cifar10": CifarRelease("aro/cifar/cifar-10-binary.tar.gz", "c32a1d4ab5d03f1284b67883e8d87530",
-                            "cifar-10-batches-bin/test_batch.bin", "cifar-10-batches-bin/batches.meta.txt", 1),
-    "cifar100": CifarRelease("aro/cifar/cifar-100-binary.tar.gz", "03b5dce01913d631647c71ecec9e9cb8",
-                             "cifar-100-binary/test.bin", "cifar-100-binary/fine_label_names.txt", 2),
+    "cifar10": CifarRelease("aro/cifar/cifar-10-binary.tar.gz", "cifar-10-batches-bin/test_batch.bin",
+                            "cifar-10-batches-bin/batches.meta.txt", 1),
+    "cifar100": CifarRelease("aro/cifar/cifar-100-binary.tar.gz", "cifar-100-binary/test.bin",
+                             "cifar-100-binary/fine_label_names.txt", 2),
 }
 CIFAR_PIXELS = 3 * 32 * 32
 CIFAR_TEMPLATES: tuple[str, ...] = (
@@ -79,14 +76,6 @@ CIFAR_TEMPLATES: tuple[str, ...] = (
 )
 """CLIP's prompt templates for CIFAR-10/100 (Radford et al., 2021, the prompt-engineering notebook)."""
 PARTS = ("vg", "coco", "flickr30k", "cifar")
-
-
-def _md5(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], "np.ndarray", list[int]]:
@@ -119,15 +108,14 @@ def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], 
     return classes, images, labels
 
 
-def prepare_cifar(name: str, out_dir: Path, check_md5: bool = True) -> dict:
-    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads."""
+def prepare_cifar(name: str, out_dir: Path) -> dict:
+    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads; the tarball
+    checked against the md5 its registry entry states."""
     from PIL import Image
 
     release = CIFAR[name]
     tarball = fetch(release.key, progress=False)
-    if check_md5 and _md5(tarball) != release.md5:
-        raise DatasetError(f"{tarball}: md5 {_md5(tarball)} differs from the published {release.md5} for {name}; "
-                           "delete the file and fetch it again")
+    check_md5(release.key, tarball)
     classes, images, labels = read_cifar_binary(tarball, release)
     image_dir = out_dir / "classification" / name
     records = []
@@ -156,17 +144,11 @@ def _remove_unnamed_indexes(out_dir: Path, manifest: dict) -> None:
             old.unlink(missing_ok=True)
 
 
-def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, published: bool = True) -> AroSet:
-    """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``.
-
-    ``published`` false (``params.yaml full_inputs.published``, ``common.inputs``): the CIFAR tarballs are not the
-    published files, so their md5 cannot be the published one; only then is that check left out (the manifest
-    records it)."""
+def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
+    """Fetch (or verify) every part asked for, crop, check every record, and write ``manifest.json``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"kind": "aro", "profile": "full", "counts": {}, "sha256": {}}
-    if not published:
-        manifest["unpublished_inputs"] = "not the published files: the CIFAR tarballs' published md5 not checked"
     # Fetch (or verify) everything first, so a missing manual download fails before hours of cropping.
     if "vg" in parts:
         annotations = {kind: fetch(VG_FILES[kind], progress=False) for kind in VG_KINDS}
@@ -188,7 +170,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS, published: bool = 
                                                       "image_root": str(split_root.resolve())}
         manifest["sha256"][name] = sha256_file(annotation_file)
     if cifar:
-        manifest["classification"] = {name: prepare_cifar(name, out_dir, check_md5=published) for name in cifar}
+        manifest["classification"] = {name: prepare_cifar(name, out_dir) for name in cifar}
     pending = out_dir / f".pending.{MANIFEST_NAME}"  # checked before it replaces the manifest
     write_json_atomic(pending, manifest)
     aro = AroSet.load(pending)
@@ -213,17 +195,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {','.join(PARTS)} (default: all)")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (full_inputs.published; default: the one running this module)")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
-    from common.inputs import full_inputs
-    from common.params import own_params
-
-    described = prepare_full(args.out, parts, full_inputs(own_params(args.stage)).published).describe()
+    described = prepare_full(args.out, parts).describe()
     print(json.dumps({k: described[k] for k in ("manifest", "counts")}, indent=2))
     return 0
 

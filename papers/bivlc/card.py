@@ -3,8 +3,8 @@
 
 * Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables.py --profile mini``).
 * Full: the released test split (``tables.load_bivlc``: the snapshot's parquet files, every image written once to
-  the content-named cache ``build/full/bivlc/images``), all 2,933 instances (other files, ``params.yaml
-  full_inputs.published: false``, at their size).
+  the content-named cache ``build/full/bivlc/images``), all of its ``params.yaml bivlc.full.n_instances`` (2,933 as
+  released; a rehearsal's copy states its stand-in's).
 
 Blind baseline: I2T is computed (a text-only scorer picks the same caption for both images of an instance, so it
 cannot win both: 0 by construction, shown as computed); T2I and group ask to rank images, which a text-only scorer
@@ -57,11 +57,10 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     snapshot = data_root() / "bivlc" / "BiVLC"
 
     def load_full():
-        from common.inputs import full_inputs
         from common.params import load_params
-        from papers.bivlc.tables import N_INSTANCES, default_image_dir, load_bivlc
+        from papers.bivlc.tables import default_image_dir, load_bivlc
 
-        expected = N_INSTANCES if full_inputs(load_params()).published else None
+        expected = load_params()["bivlc"]["full"]["n_instances"]
         return list(load_bivlc(snapshot, default_image_dir(), expected).items)
 
     return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", (snapshot,),

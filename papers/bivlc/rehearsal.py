@@ -8,7 +8,8 @@ What the full stages read, and what the rehearsal puts there:
   per-instance file ``IMirandaM/BiVLC@84f0d175 results/BiVLC_ViT-B-32.csv`` (pinned, from the mirror; it holds every
   instance's caption, negative caption, type and subtype), each image a stand-in under the COCO file name
   ``IMirandaM/BiVLC@84f0d175 src/BiVLC_Generation/BiVLC_negative_imgs.csv`` (pinned, mirrored) gives its caption.
-  The stage's size check (2,933 instances) gives way only in a rehearsal.
+  The copy's ``bivlc.full.n_instances`` states the stand-in's size (``params``), which the stage checks as it checks
+  the released 2,933.
 * ``finetune-full-set@*``: COCO 2017's captions and train images (stand-in zips, ``standins.coco_train2017``; DVC
   data deps, so fetched and extracted before the pipeline runs) and TROHN-Text / TROHN-Img (``bivlc/TROHN-Text``,
   ``bivlc/TROHN-Img``, unpinned) as stand-in snapshots whose rows name those COCO images: ``TROHN_TRAIN`` train rows
@@ -55,8 +56,12 @@ RELEASED_HEADS = "bivlc/hf/imirandam/CLIP_Detector"
 
 def params(params: dict[str, Any]) -> None:
     """The rehearsal's changes to this paper's parameters: Table 2 cut to ``KEPT_ROWS``, Table 5 to
-    ``KEPT_DETECTOR_ROWS``."""
+    ``KEPT_DETECTOR_ROWS``, the test split's size the stand-in's (``bivlc_rows``: ``PER_CATEGORY`` of each
+    category)."""
+    from papers.bivlc.tables import CATEGORIES
+
     full = params["bivlc"]["full"]
+    full["n_instances"] = PER_CATEGORY * len(CATEGORIES)
     full["models"] = {row: name for row, name in full["models"].items() if row in KEPT_ROWS}
     full["detector_rows"] = {row: spec for row, spec in full["detector_rows"].items() if row in KEPT_DETECTOR_ROWS}
 

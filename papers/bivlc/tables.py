@@ -114,8 +114,6 @@ fine-tunes and re-trainings; ARO's NegCLIP is in the shared ``common/zoo/models.
 be loaded, the note of its download entry."""
 SOURCE = "bivlc/BiVLC"
 SPLIT = "test"
-N_INSTANCES = 2933
-"""The released test split's size (the paper's and the dataset card's)."""
 COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
 TYPES = ("replace", "swap", "add")
 CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att")
@@ -270,9 +268,9 @@ def _category(where: str, kind, sub) -> str:
     return category
 
 
-def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = N_INSTANCES) -> BivlcSet:
+def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> BivlcSet:
     """Every instance of the snapshot's test split, in file order, as a ``GroupItem``; ``expected`` (None: any) is
-    the number of instances the split must have."""
+    the number of instances the split must have (``params.yaml bivlc.full.n_instances``: 2,933 as released)."""
     import pyarrow.parquet as pq
 
     files = parquet_files(snapshot)
@@ -296,7 +294,8 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = N_INSTANC
     if not items:
         raise DatasetError(f"{Path(snapshot)}: the {SPLIT} split has no rows")
     if expected is not None and len(items) != expected:
-        raise DatasetError(f"{Path(snapshot)}: {len(items)} instances in the {SPLIT} split, expected {expected}")
+        raise DatasetError(f"{Path(snapshot)}: {len(items)} instances in the {SPLIT} split, expected {expected} "
+                           f"(params.yaml bivlc.full.n_instances)")
     return BivlcSet(tuple(items), tuple(files), {p.name: sha256_file(p) for p in files}, Path(image_dir))
 
 
@@ -856,18 +855,18 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-full``'s inputs, on the GPU where there is one."""
-    from common import inputs as switches
+    from common.inputs import full_inputs as read_full_inputs
 
     for option in ("models", "detectors"):
         if getattr(args, option):
             raise BivlcTablesError(f"--{option}: a mini-profile option (the full profile's are params.yaml's)")
-    published = switches.full_inputs(params)
+    cap = read_full_inputs(params).cap
     device = args.device or best_device()
     data = load_bivlc(Path(args.data or data_root() / "bivlc" / "BiVLC"),
                       Path(args.images or default_image_dir()),
-                      None if args.any_size or not published.published else N_INSTANCES)
-    if published.cap is not None:
-        data = data.capped(published.cap)
+                      None if args.any_size else section["n_instances"])
+    if cap is not None:
+        data = data.capped(cap)
     sugarcrepe, described = None, None
     if not args.no_sugarcrepe:
         sugarcrepe, described = load_sugarcrepe(
@@ -893,9 +892,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--detectors", default=None, help="mini: the heads (default: build/mini/bivlc/detectors)")
     parser.add_argument("--images", default=None, help="full: the image cache (default: build/full/bivlc/images)")
     parser.add_argument("--no-sugarcrepe", action="store_true", help="full: leave the sugarcrepe column empty")
-    parser.add_argument("--any-size", action="store_true", help=f"full: accept a split of other than {N_INSTANCES} "
-                        "rows (inputs that are not the published files, params.yaml full_inputs.published: false, are "
-                        "accepted at their size)")
+    parser.add_argument("--any-size", action="store_true", help="full: accept a split of other than "
+                        "params.yaml bivlc.full.n_instances rows")
     args = parser.parse_args(argv)
     params, section = own_section(f"bivlc.{args.profile}", args.stage)
     inputs, device = STAGE_INPUTS[args.profile](args, params, section)

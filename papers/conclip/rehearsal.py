@@ -20,8 +20,9 @@ the downloader trusts the first copy, so each is a stand-in in the released form
   ``101_ObjectCategories.tar.gz``, Flowers-102's ``102flowers.tgz`` and two ``.mat`` files, Food-101's and Oxford
   Pets' tarballs, Stanford Cars' manual folder (devkit ``cars_meta.mat``, test annotations ``.mat``, ``cars_test/``),
   ImageNet's manual ``val/<wnid>/*.JPEG`` folder (the first three WordNet ids of ImageNet-1k, so OpenAI's first
-  three names fit). Each has a few classes and images; torchvision's md5 pins and ImageNet's 1,000 classes give way
-  only in a rehearsal (``zeroshot_full``'s ``pinned``).
+  three names fit). Each has a few classes and images; the copy's registry states the stand-ins' md5s
+  (``common.rehearsal.standins.state_md5s``) and ``params`` ImageNet's class count, which ``zeroshot_full`` checks as
+  it checks the published ones.
 * Models (``params``: ``KEPT_ROWS``): the base ``openai/ViT-B-32`` (hub cache; also the fine-tunes' base and the
   distractors' phi), the released CoN-CLIP ViT-B/32 in its release layout (``CHECKPOINT_LAYOUTS``), and the five
   fine-tunes trained in the rehearsal (Table 6 needs them all).
@@ -302,8 +303,9 @@ def write_zeroshot(data_root: Path) -> None:
 # ------------------------------------------------------------------------------------------------------------------
 def params(params: dict[str, Any]) -> None:
     """The rehearsal's changes to this paper's parameters: ``conclip.full.models`` and ``sugarcrepe_rows`` cut to
-    ``KEPT_ROWS``."""
+    ``KEPT_ROWS``; ImageNet's class count the stand-in's (``IMAGENET_WNIDS``)."""
     full = params["conclip"]["full"]
+    full["zeroshot_classes"] = {**full["zeroshot_classes"], "imagenet": len(IMAGENET_WNIDS)}
     full["models"] = {row: name for row, name in full["models"].items() if row in KEPT_ROWS}
     full["sugarcrepe_rows"] = [row for row in full["sugarcrepe_rows"] if row in KEPT_ROWS]
 

@@ -12,7 +12,8 @@ prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common
 The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (the folder of their
 registry entries, ``papers/conclip/sources.toml``, group "conclip-zeroshot"). Archives that download from their own
 host (CIFAR-10/100, Caltech-101, Flowers-102, Food-101, Oxford Pets) are fetched through the registry when their
-folder is missing (trusted on first use), checked against the md5 torchvision pins, and extracted beside the archive;
+folder is missing (trusted on first use), checked against the md5 their registry entries state (torchvision's pin),
+and extracted beside the archive;
 ImageNet (a login) and Stanford Cars (its host is gone) are manual: a missing one stops the run with the registry
 entry's steps, unless it is left out of ``conclip.full.zeroshot_datasets`` (or ``--datasets``). The paper names no
 split; each dataset uses CLIP_benchmark's default (``DATASETS``: ``split`` and ``why_split``). CIFAR's images are
@@ -33,16 +34,16 @@ counts, prompts, class-name sources, what the release does and does not show, mo
 Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot evaluation (class names, splits, templates) is not in
 the release.
 
-When the inputs are not the published files (``params.yaml full_inputs.published: false``, ``common.inputs``; the
-stage declares it: a rehearsal's stand-ins in torchvision's layouts) the pins give way, and only then
-(``pinned=False``): torchvision's md5s of the archives, of CIFAR's batch files and of Flowers' .mat files, and
-ImageNet's 1,000 class folders (a stand-in holds a few, named by the first of OpenAI's names). Otherwise each is
-enforced.
+What the files must be is data, never a mode: the md5 of each archive and of Flowers' .mat files is the one its
+registry entry states (torchvision's pin; a rehearsal's copy of the workspace states its stand-ins' there), checked
+before an archive is extracted and before a .mat file is read; torchvision's own copies of those pins (of CIFAR's batch
+files, inside the checked archive, and of the .mat files) are lifted, so the registry's are the ones that hold. A
+dataset's class count is ``params.yaml conclip.full.zeroshot_classes`` (ImageNet's 1,000 class folders; a rehearsal's
+stand-in holds a few, named by the first of OpenAI's names).
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -116,11 +117,11 @@ class ZeroshotDataError(WorkspaceError):
 class Download:
     """One registry entry a dataset needs. ``folder``: the top folder the archive holds, extracted beside the archive
     (at ``into``, relative to the archive's folder, when given); None for a plain file or a manual folder, used as
-    fetched. ``inner``: a tarball inside a zip that holds ``folder`` (Caltech-101). ``md5``: torchvision's pin of the
-    archive, checked before extraction (the registry has no sha256 for these: it trusts the first copy)."""
+    fetched. ``inner``: a tarball inside a zip that holds ``folder`` (Caltech-101). The md5 its registry entry
+    states (torchvision's pin) is checked before extraction, or before a plain file is read (the registry has no
+    sha256 for these: it trusts the first copy)."""
 
     key: str
-    md5: str | None = None
     folder: str | None = None
     inner: str | None = None
     into: str | None = None
@@ -136,9 +137,8 @@ class LoadedSet:
     class_names: tuple[str, ...]
 
 
-Loader = Callable[[str, Path, Path, bool], LoadedSet]
-"""(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images, pinned) -> its split;
-``pinned`` false (``full_inputs.published`` false only) lifts torchvision's md5 pins and ImageNet's class count."""
+Loader = Callable[[str, Path, Path], LoadedSet]
+"""(dataset name, its root ``<data root>/zeroshot/<name>``, folder for exported images) -> its split."""
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,9 @@ def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[P
 
 
 def unpinned(cls: type) -> type:
-    """A torchvision dataset class whose md5 pins are lifted (a rehearsal's stand-ins: ``check_integrity`` with no md5
-    checks that the file exists): CIFAR's batch and meta files, Flowers-102's .mat files."""
+    """A torchvision dataset class whose own md5 pins are lifted (``check_integrity`` with no md5 checks that the file
+    exists): CIFAR's batch and meta files, inside the archive whose registry md5 ``extract`` checked; Flowers-102's
+    .mat files, whose registry md5s ``prepare`` checks. The registry states what a file must be, not torchvision."""
     attrs: dict = {}
     if hasattr(cls, "train_list"):  # CIFAR10/100
         attrs = {"train_list": [[f, None] for f, _ in cls.train_list],
@@ -216,16 +217,15 @@ def unpinned(cls: type) -> type:
 
 
 def _cifar(class_name: str) -> Loader:
-    def load(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+    def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
         from torchvision import datasets
 
         from common.io import sha256_file
 
-        cls = getattr(datasets, class_name)
-        cls = cls if pinned else unpinned(cls)
+        cls = unpinned(getattr(datasets, class_name))
         try:
             ds = cls(str(root), train=False, download=False)
-        except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted" (md5 of every batch file)
+        except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted" (a batch file missing)
             raise _unreadable(name, root, exc) from exc
         batch = root / cls.base_folder / cls.test_list[0][0]
         images = export_pngs(ds.data, image_dir / f"{name}-test", sha256_file(batch))
@@ -234,7 +234,7 @@ def _cifar(class_name: str) -> Loader:
     return load
 
 
-def _caltech101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from torchvision.datasets import Caltech101
 
     try:
@@ -247,19 +247,18 @@ def _caltech101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> 
     return LoadedSet(name, images, tuple(int(y) for y in ds.y), tuple(_words(c) for c in ds.categories))
 
 
-def _flowers102(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from torchvision.datasets import Flowers102
 
     try:
-        cls = Flowers102 if pinned else unpinned(Flowers102)
-        ds = cls(str(root), split="test", download=False, loader=_path_only)
+        ds = unpinned(Flowers102)(str(root), split="test", download=False, loader=_path_only)
     except RuntimeError as exc:
         raise _unreadable(name, root, exc) from exc
     images, labels = _pairs(ds)
     return LoadedSet(name, images, labels, tuple(ds.classes))
 
 
-def _food101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from torchvision.datasets import Food101
 
     try:
@@ -270,7 +269,7 @@ def _food101(name: str, root: Path, image_dir: Path, pinned: bool = True) -> Loa
     return LoadedSet(name, images, labels, tuple(_words(c) for c in ds.classes))
 
 
-def _oxford_pets(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from torchvision.datasets import OxfordIIITPet
 
     try:
@@ -285,7 +284,7 @@ def _oxford_pets(name: str, root: Path, image_dir: Path, pinned: bool = True) ->
     return LoadedSet(name, tuple(Path(p) for p in files), tuple(int(y) for y in labels), tuple(ds.classes))
 
 
-def _stanford_cars(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from torchvision.datasets import StanfordCars
 
     try:
@@ -299,10 +298,10 @@ def _stanford_cars(name: str, root: Path, image_dir: Path, pinned: bool = True) 
 IMAGENET_WNID = re.compile(r"n\d{8}")
 
 
-def _imagenet(name: str, root: Path, image_dir: Path, pinned: bool = True) -> LoadedSet:
+def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
-    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names). Unpinned
-    (a rehearsal's stand-in), fewer folders are read, named by the first names."""
+    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names), the first
+    names for fewer folders (how many there must be is ``conclip.full.zeroshot_classes``, checked by ``_load``)."""
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
     from torchvision.datasets import ImageFolder
 
@@ -312,9 +311,7 @@ def _imagenet(name: str, root: Path, image_dir: Path, pinned: bool = True) -> Lo
     except (FileNotFoundError, RuntimeError) as exc:
         raise _unreadable(name, val, exc) from exc
     bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
-    n_classes = len(IMAGENET_CLASSNAMES)
-    counted = len(ds.classes) == n_classes or (not pinned and 0 < len(ds.classes) < n_classes)
-    if not counted or bad:
+    if not 0 < len(ds.classes) <= len(IMAGENET_CLASSNAMES) or bad:
         raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "
                                 f"ImageNet-1k's val split needs the {len(IMAGENET_CLASSNAMES)} folders n????????/")
     return LoadedSet(name, tuple(Path(p) for p, _ in ds.samples), tuple(int(y) for y in ds.targets),
@@ -338,21 +335,21 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
         "image of the 101 categories (BACKGROUND_Google excluded by torchvision)",
         "torchvision's category folders with '_' -> ' ' ('Faces_easy' -> 'Faces easy'); the authors' names are not "
         "in the release", 8_677,
-        (Download(_key("caltech101/caltech-101.zip"), "3138e1922a9193bfa496528edbbc45d0", "101_ObjectCategories",
+        (Download(_key("caltech101/caltech-101.zip"), "101_ObjectCategories",
                   inner="caltech-101/101_ObjectCategories.tar.gz", into="caltech101/101_ObjectCategories"),),
         _caltech101),
     ZeroshotDataset(
         "flowers102", "Flowers-102", "test", TEST_SPLIT, "torchvision's Flowers102.classes (CLIP's names)", 6_149,
-        (Download(_key("flowers102/flowers-102/102flowers.tgz"), "52808999861908f626f3c1f4e79d11fa", "jpg"),
+        (Download(_key("flowers102/flowers-102/102flowers.tgz"), "jpg"),
          Download(_key("flowers102/flowers-102/imagelabels.mat")),
          Download(_key("flowers102/flowers-102/setid.mat"))), _flowers102),
     ZeroshotDataset(
         "cifar100", "CIFAR-100", "test", TEST_SPLIT, "torchvision's fine label names with '_' -> ' '", 10_000,
-        (Download(_key("cifar100/cifar-100-python.tar.gz"), "eb9058c3a382ffc7106e4002c42a8d85", "cifar-100-python"),),
+        (Download(_key("cifar100/cifar-100-python.tar.gz"), "cifar-100-python"),),
         _cifar("CIFAR100")),
     ZeroshotDataset(
         "food101", "Food-101", "test", TEST_SPLIT, "torchvision's Food101.classes with '_' -> ' ' (as CLIP_benchmark)",
-        25_250, (Download(_key("food101/food-101.tar.gz"), "85eeb15f3717b99a5da872d97d918f87", "food-101"),),
+        25_250, (Download(_key("food101/food-101.tar.gz"), "food-101"),),
         _food101),
     ZeroshotDataset(
         "stanford_cars", "Stanford Cars", "test", TEST_SPLIT,
@@ -361,12 +358,12 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
     ZeroshotDataset(
         "oxford_pets", "Oxford Pets", "test", TEST_SPLIT, "torchvision's OxfordIIITPet.classes ('American Bulldog')",
         3_669,
-        (Download(_key("oxford_pets/oxford-iiit-pet/images.tar.gz"), "5c4f3ee8e5d25df40f4fd59a7f44e54c", "images"),
-         Download(_key("oxford_pets/oxford-iiit-pet/annotations.tar.gz"), "95a8c909bbe2e81eed6a22bccdf3f68f",
+        (Download(_key("oxford_pets/oxford-iiit-pet/images.tar.gz"), "images"),
+         Download(_key("oxford_pets/oxford-iiit-pet/annotations.tar.gz"),
                   "annotations")), _oxford_pets),
     ZeroshotDataset(
         "cifar10", "CIFAR-10", "test", TEST_SPLIT, "torchvision's CIFAR10.classes", 10_000,
-        (Download(_key("cifar10/cifar-10-python.tar.gz"), "c58f30108f718f92721af3b95e74349a", "cifar-10-batches-py"),),
+        (Download(_key("cifar10/cifar-10-python.tar.gz"), "cifar-10-batches-py"),),
         _cifar("CIFAR10")),
 )}
 """The paper's eight datasets, in Table 4's column order."""
@@ -384,28 +381,23 @@ def dataset_root(name: str, data_root: Path | None = None) -> Path:
     return Path(data_root if data_root is not None else default_root()) / "zeroshot" / name
 
 
-def _md5(path: Path) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _marker(target: Path) -> Path:
     return target.with_name(target.name + MARKER_SUFFIX)
 
 
-def extract(archive: Path, download: Download, target: Path, pinned: bool = True) -> None:
-    """Check ``archive`` against torchvision's md5 (unless unpinned: a rehearsal's stand-in), extract its ``folder``
+def extract(archive: Path, download: Download, target: Path) -> None:
+    """Check ``archive`` against the md5 its registry entry states (``check_md5``), extract its ``folder``
     (from ``inner`` inside a zip) into a staging folder beside ``target`` (tarfile's "data" filter refuses absolute
     names, '..', links out of it and device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
     from common.io import sha256_file
+    from common.registry.errors import ChecksumError
+    from common.registry.fetch import check_md5
+    from common.registry.sources import get_source
 
-    if pinned and download.md5 is not None and (found := _md5(archive)) != download.md5:
-        raise ZeroshotDataError(f"{download.key}: {archive} has md5 {found}, torchvision pins {download.md5}: not the "
-                                f"released archive (or a corrupt copy). Delete it and its entry in "
-                                f"<data root>/checksums.lock.json, then fetch again")
+    try:
+        check_md5(download.key, archive)
+    except ChecksumError as exc:
+        raise ZeroshotDataError(str(exc)) from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".extract", dir=target.parent))
     try:
@@ -430,16 +422,17 @@ def extract(archive: Path, download: Download, target: Path, pinned: bool = True
         shutil.rmtree(staging, ignore_errors=True)
     write_json_atomic(_marker(target), {"key": download.key, "archive": archive.name,
                                         "archive_sha256": sha256_file(archive),
-                                        "archive_md5": download.md5 if pinned else None})
+                                        "archive_md5": get_source(download.key).md5})
 
 
-def prepare(spec: ZeroshotDataset, data_root: Path | None = None, pinned: bool = True) -> dict[str, dict]:
+def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, dict]:
     """Make every file of ``spec`` present (fetching and extracting what is missing); return where each came from.
 
-    An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a manual
-    entry that is missing raises ``ZeroshotDataError`` with the registry's steps."""
+    An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a plain
+    file is checked against its registry md5 on every run (the .mat files: kilobytes); a manual entry that is missing
+    raises ``ZeroshotDataError`` with the registry's steps."""
     from common.registry.errors import FetchError
-    from common.registry.fetch import fetch
+    from common.registry.fetch import check_md5, fetch
     from common.registry.sources import get_source
 
     provenance = {}
@@ -448,11 +441,13 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None, pinned: bool =
         try:
             if download.folder is None:
                 path = fetch(source, data_root=data_root)
+                if path.is_file():
+                    check_md5(source, path)
                 provenance[download.key] = {"path": str(path)}
                 continue
             target = source.dest_path(data_root).parent / (download.into or download.folder)
             if not target.is_dir():
-                extract(fetch(source, data_root=data_root), download, target, pinned)
+                extract(fetch(source, data_root=data_root), download, target)
         except FetchError as exc:
             raise ZeroshotDataError(f"{spec.title} ({spec.name}): {exc}\nOr leave {spec.name!r} out of "
                                     f"conclip.full.zeroshot_datasets (params.yaml) or --datasets.") from exc
@@ -463,16 +458,21 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None, pinned: bool =
 
 
 def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None,
-                 pinned: bool = True) -> LoadedSet:
-    """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present."""
-    return _load(name, data_root, image_dir, pinned)[0]
+                 classes: Mapping[str, int] | None = None) -> LoadedSet:
+    """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present and its
+    class count the one ``classes`` states (``conclip.full.zeroshot_classes``) when it states one."""
+    return _load(name, data_root, image_dir, classes)[0]
 
 
 def _load(name: str, data_root: Path | None, image_dir: Path | None,
-          pinned: bool = True) -> tuple[LoadedSet, dict[str, dict]]:
+          classes: Mapping[str, int] | None = None) -> tuple[LoadedSet, dict[str, dict]]:
     spec = DATASETS[name]
-    provenance = prepare(spec, data_root, pinned)
-    loaded = spec.load(name, dataset_root(name, data_root), Path(image_dir or default_image_dir()), pinned)
+    provenance = prepare(spec, data_root)
+    root = dataset_root(name, data_root)
+    loaded = spec.load(name, root, Path(image_dir or default_image_dir()))
+    if classes and name in classes and len(loaded.class_names) != classes[name]:
+        raise ZeroshotDataError(f"{name}: {root} holds {len(loaded.class_names)} classes; params.yaml "
+                                f"conclip.full.zeroshot_classes states {classes[name]} for {spec.title}")
     missing = [p for p in loaded.images if not p.is_file()]
     if missing:
         raise ZeroshotDataError(f"{name}: {len(missing)} of {len(loaded.images)} image files listed by torchvision are "
@@ -660,15 +660,16 @@ def check_datasets(datasets: Sequence[str]) -> list[str]:
 def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_dir: Path, engine_config=None,
                       device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
                       data_root: Path | None = None, image_dir: Path | None = None,
-                      context: Mapping | None = None, pinned: bool = True) -> dict[str, Path]:
+                      context: Mapping | None = None,
+                      classes: Mapping[str, int] | None = None) -> dict[str, Path]:
     """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
-    written when a dataset is missing or a model fails). Datasets are read before any model is loaded; ``pinned``
-    false (``full_inputs.published`` false only) lifts torchvision's md5 pins and ImageNet's class count."""
+    written when a dataset is missing or a model fails). Datasets are read before any model is loaded, each with the
+    class count ``classes`` states for it (``conclip.full.zeroshot_classes``)."""
     names = check_datasets(datasets)
     if not models:
         raise ZeroshotError("conclip.full.models is empty: no model to score")
     # Hand-fetched datasets first: a missing one stops the run before any multi-GB download.
-    read = {n: _load(n, data_root, image_dir, pinned) for n in sorted(names, key=lambda n: not is_manual(n))}
+    read = {n: _load(n, data_root, image_dir, classes) for n in sorted(names, key=lambda n: not is_manual(n))}
     loaded, provenance = {n: read[n][0] for n in names}, {n: read[n][1] for n in names}
     sets = {n: prompt_sets(loaded[n]) for n in names}
     scored, skipped = score_models(models, sets, engine_config, device, create, skip_unavailable)
@@ -676,7 +677,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
         raise ZeroshotError(f"no model of conclip.full.models could be loaded: {skipped}")
     n = {name: len(loaded[name].images) for name in names}
     full_context = {
-        **dict(context or {}), "profile": "full", "pinned": pinned,
+        **dict(context or {}), "profile": "full",
         "prompts": dict(PROMPTS),
         "rule": "top-1 = argmax class over one prompt per class (the first among equals; the authors' script is "
                 "not in the release); "
@@ -720,12 +721,10 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 # ------------------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     from common.evaluate import best_device, engine_config
-    from common.inputs import full_inputs
     from common.params import own_section
     from common.paths import RESULTS
 
     params, section = own_section("conclip.full")
-    pinned = full_inputs(params).published  # other files cannot match torchvision's pins
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()
     context = {"device": device, "engine": params.get("engine", {}),
@@ -734,7 +733,8 @@ def run(args: argparse.Namespace) -> int:
                               Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
                               device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
                               data_root=Path(args.data_root) if args.data_root else None,
-                              image_dir=Path(args.images) if args.images else None, context=context, pinned=pinned)
+                              image_dir=Path(args.images) if args.images else None, context=context,
+                              classes=dict(section["zeroshot_classes"]))
     for name, path in paths.items():
         print(f"{name}: {path}")
     print(paths["classification"].read_text(encoding="utf-8"))

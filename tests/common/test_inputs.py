@@ -1,4 +1,4 @@
-"""``common.inputs``: the full profile's inputs as production parameters (``params.yaml full_inputs``) and a
+"""``common.inputs``: how much of the full profile's inputs a stage reads (``params.yaml full_inputs.cap``) and a
 fine-tune's step budget (``max_steps``), which the rehearsal sets in its copy."""
 from __future__ import annotations
 
@@ -8,22 +8,21 @@ from common.inputs import FullInputs, full_inputs, step_budget
 from common.params import ParamsError
 
 
-def test_a_stage_that_did_not_declare_the_inputs_reads_the_published_files_uncapped():
-    assert full_inputs({}) == FullInputs(published=True, cap=None) and full_inputs({}).comparable
+def test_a_stage_that_did_not_declare_the_inputs_reads_them_uncapped():
+    assert full_inputs({}) == FullInputs(cap=None) and full_inputs({}).comparable
 
 
-def test_only_the_published_files_all_of_them_are_comparable():
-    assert full_inputs({"full_inputs": {"published": True, "cap": None}}).comparable
-    assert not full_inputs({"full_inputs": {"published": False, "cap": None}}).comparable  # stand-ins
-    capped = full_inputs({"full_inputs": {"published": True, "cap": 2}})  # a cap is a production parameter too
+def test_only_all_of_the_inputs_are_comparable():
+    assert full_inputs({"full_inputs": {"cap": None}}).comparable
+    capped = full_inputs({"full_inputs": {"cap": 2}})  # a cap is a production parameter too (the rehearsal's: 4)
     assert capped.cap == 2 and not capped.comparable
 
 
 @pytest.mark.parametrize("node, message", [
-    ({"published": 1}, "full_inputs.published: must be true or false"),
     ({"cap": 0}, "full_inputs.cap: must be null or a positive integer"),
     ({"cap": True}, "full_inputs.cap: must be null or a positive integer"),
     ([1], "full_inputs: must be a table"),
+    ({"published": False, "cap": None}, r"full_inputs: unknown key\(s\) \['published'\]"),  # stated by the registry now
 ])
 def test_a_bad_section_is_one_line_naming_the_key(node, message):
     with pytest.raises(ParamsError, match=message):

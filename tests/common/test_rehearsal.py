@@ -33,10 +33,10 @@ def test_the_rehearsal_params_are_the_full_profile_shrunk_to_the_cpu_and_valid(t
     from common.paths import ROOT
 
     real = read_params(ROOT / "params.yaml")
-    assert real["full_inputs"] == {"published": True, "cap": None}  # the workspace's: the published files, all
+    assert real["full_inputs"] == {"cap": None}  # the workspace's: all of the files
     assert real["aro"]["full"]["finetune"]["max_steps"] is None  # the recipe's epochs
     params = rehearsal_params(real, ["hard_positives"], cap=3)
-    assert params["profile"] == "full" and params["full_inputs"] == {"published": False, "cap": 3}
+    assert params["profile"] == "full" and params["full_inputs"] == {"cap": 3}
     assert not full_inputs(params).comparable
     # a fine-tune trains cap rows' worth of steps (one at BATCH = 4), wherever its section is
     assert params["aro"]["full"]["finetune"]["max_steps"] == params["sugarcrepe"]["negclip_full"]["max_steps"] == 1
@@ -69,6 +69,33 @@ def test_a_standin_cannot_satisfy_a_pinned_sha256(tmp_path):
     with pytest.raises(ChecksumError, match="registry sha256"):
         fetch(PINNED, data_root=tmp_path, mirror=False, progress=False)
     assert ChecksumLock(tmp_path).get(get_source(PINNED)) is None
+
+
+def test_the_copys_registry_states_the_md5_of_each_standin_where_it_states_a_publishers(tmp_path):
+    """``state_md5s``: the copy's sources.toml gets the stand-in's md5 in place of the published one, which
+    ``check_md5`` then accepts there; the workspace's registry, and every entry without a stand-in, are untouched."""
+    from common.registry.fetch import md5_file
+    from common.paths import ROOT
+    from common.registry.fetch import check_md5
+    from common.registry.sources import load_registry
+
+    key, other = "aro/cifar/cifar-10-binary.tar.gz", "aro/cifar/cifar-100-binary.tar.gz"
+    workspace, data_root = tmp_path / "ws", tmp_path / "ws" / "data"
+    for name in ("common/registry/sources.toml", *(p.relative_to(ROOT).as_posix()
+                                                     for p in (ROOT / "papers").glob("*/sources.toml"))):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_bytes((ROOT / name).read_bytes())
+    standin = standins.place(key, data_root, b"not the published tarball")
+    with pytest.raises(ChecksumError, match=f"the registry states {get_source(key).md5}"):
+        check_md5(key, standin)  # the workspace's registry: the published md5
+    assert standins.state_md5s(workspace, data_root) == [key]
+    copy = load_registry(workspace / "papers/aro/sources.toml")
+    assert copy[key].md5 == md5_file(standin) and copy[other].md5 == get_source(other).md5
+    check_md5(copy[key], standin)
+    assert get_source(key).md5 != md5_file(standin)  # the workspace's own registry is not the copy's
+    conclip = "papers/conclip/sources.toml"  # no stand-in of its entries here
+    assert (workspace / conclip).read_bytes() == (ROOT / conclip).read_bytes()
+    assert standins.state_md5s(workspace, data_root) == []  # stated once: nothing left to restate
 
 
 def test_coco_standins_are_fetched_extracted_and_read_as_coco(tmp_path):
@@ -258,7 +285,7 @@ def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand
     import common.audit as audit
     import common.params as params
 
-    standins = {"profile": "full", "full_inputs": {"published": False, "cap": 4}}
+    standins = {"profile": "full", "full_inputs": {"cap": 4}}  # a capped run: a rehearsal's on stand-ins
     monkeypatch.setattr(params, "stage_params", lambda stage: {"profile": "full"})
     monkeypatch.setattr(params, "load_params", lambda: standins)
     with pytest.raises(WorkspaceError, match="does not declare full_inputs"):
@@ -268,9 +295,9 @@ def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand
         profile=profile, comparable=comparable) or 0)
     monkeypatch.setattr(params, "stage_params", lambda stage: standins)
     assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": False}
-    capped = {"profile": "full", "full_inputs": {"published": True, "cap": 4}}  # a capped run on the real files
-    monkeypatch.setattr(params, "stage_params", lambda stage: capped)
-    assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": False}
+    whole = {"profile": "full", "full_inputs": {"cap": None}}
+    monkeypatch.setattr(params, "stage_params", lambda stage: whole)
+    assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": True}
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -188,9 +188,10 @@ def test_write_on_the_workspace_touches_only_the_stages_the_check_flags():
 def test_a_stage_reads_only_declared_parameters():
     """Stage scripts read parameters through dvc.api.params_show(stages=...): what is not declared is not there."""
     aro = stage_params("papers/aro/dvc.yaml:audit")
-    assert set(aro) == {"profile", "full_inputs"} and set(aro["full_inputs"]) == {"published", "cap"}
-    full_set = stage_params("papers/aro/dvc.yaml:full-set")
-    assert full_set == {"full_inputs": {"published": True}}  # full_inputs.published only
+    assert set(aro) == {"profile", "full_inputs"} and set(aro["full_inputs"]) == {"cap"}
+    finetune = stage_params("papers/aro/dvc.yaml:finetune-full@negclip")
+    assert finetune["full_inputs"] == {"cap": None}  # full_inputs.cap only, beside its own section
+    assert stage_params("papers/aro/dvc.yaml:full-set") == {}  # no parameter: the registry states its md5s
     table6 = stage_params("papers/sugarcrepe/dvc.yaml:table6")
     assert set(table6) == {"profile", "engine", "sugarcrepe"} and set(table6["sugarcrepe"]["models"]) == {table6["profile"]}
     train = stage_params("mini/train@xs-2k")

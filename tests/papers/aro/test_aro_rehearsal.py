@@ -1,6 +1,7 @@
 """ARO in the rehearsal (``papers/aro/rehearsal.py``): its stand-ins are what the full stages' readers accept, around
 the real (mirrored, pinned) ``valid_neg_clip.tsv``; the full profile's hooks keep a real run's defaults; a stand-in
-CIFAR tarball is refused outside a rehearsal."""
+CIFAR tarball is refused by the published md5 the registry states, and read once the registry states its own (as the
+rehearsal's copy does)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from common.errors import WorkspaceError
-from common.registry.fetch import fetch
+from common.registry.fetch import fetch, md5_file
 from common.registry.sources import get_source
 from common.rehearsal import standins
 from papers.aro import rehearsal, sets_full
+from registry_support import state_md5
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +36,10 @@ def data_env(prepared, monkeypatch) -> Path:
     return prepared[0]
 
 
-def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
-    aro = sets_full.prepare_full(tmp_path / "set", published=False)
+def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path, monkeypatch):
+    for release in sets_full.CIFAR.values():  # as standins.state_md5s states them in the rehearsal's copy
+        state_md5(monkeypatch, release.key, md5_file(get_source(release.key).dest_path(data_env)))
+    aro = sets_full.prepare_full(tmp_path / "set")
     counts = aro.info["counts"]
     records = rehearsal.vg_records()
     assert counts["vg_relation"] == len(records["relation"]) and counts["vg_attribution"] == len(records["attribution"])
@@ -44,18 +48,17 @@ def test_the_standins_make_the_full_set_in_a_rehearsal(data_env, tmp_path):
     assert counts["retrieval"] == {"coco": {"images": 4, "captions": 20}, "flickr30k": {"images": 4, "captions": 20}}
     assert counts["classification"]["cifar100"] == {"images": len(rehearsal.CIFAR_TEST_LABELS), "classes": 4}
     assert aro.classification_sets()["cifar100"].class_names == ("apple", "aquarium fish", "baby", "bear")
-    assert "md5" in aro.info["unpublished_inputs"]
     # COCO's Karpathy test images are valid_neg_clip.tsv's first, each led by its real caption
     coco = aro.retrieval_sets()["coco"]
     assert coco.flat_captions()[0] == "A child holding a flowered umbrella and petting a yak."
 
 
-def test_a_standin_cifar_tarball_is_refused_outside_a_rehearsal(data_env, tmp_path, monkeypatch):
+def test_a_standin_cifar_tarball_is_refused_by_the_published_md5(data_env, tmp_path, monkeypatch):
     monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:full-set")  # as `dvc repro` sets it
-    with pytest.raises(WorkspaceError, match="differs from the published c32a1d4ab5d03f1284b67883e8d87530"):
+    with pytest.raises(WorkspaceError, match="the registry states c32a1d4ab5d03f1284b67883e8d87530"):
         sets_full.prepare_full(tmp_path / "set", ["cifar"])
-    with pytest.raises(WorkspaceError, match="differs from the published"):
-        sets_full.main(["--out", str(tmp_path / "main"), "--parts", "cifar"])  # the workspace: rehearsal off
+    with pytest.raises(WorkspaceError, match="the registry states"):
+        sets_full.main(["--out", str(tmp_path / "main"), "--parts", "cifar"])  # the workspace's registry
 
 
 def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
@@ -95,8 +98,8 @@ def test_the_rehearsal_keeps_the_base_negclip_and_the_two_runs():
 
 
 def test_the_full_stages_hooks_default_to_a_real_run():
-    """The fine-tunes' device is a parameter (cuda unless a rehearsal says cpu); the set, the fine-tunes and the audit
-    read the rehearsal section, off in the workspace."""
+    """The fine-tunes' device is a parameter (cuda unless a rehearsal says cpu); the fine-tunes and the audit read
+    ``full_inputs`` (uncapped in the workspace), the set reads no parameter (the registry states its md5s)."""
     import yaml
 
     from common.params import stage_params
@@ -105,8 +108,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     stages = yaml.safe_load((ROOT / "papers/aro/dvc.yaml").read_text())["stages"]
     assert " ".join(stages["finetune-full"]["do"]["cmd"].split()).endswith("--device ${aro.full.device}")
     assert yaml.safe_load((ROOT / "params.yaml").read_text())["aro"]["full"]["device"] == "cuda"
-    assert stage_params("papers/aro/dvc.yaml:full-set") == {"full_inputs": {"published": True}}
+    assert stage_params("papers/aro/dvc.yaml:full-set") == {}
     finetune = stage_params("papers/aro/dvc.yaml:finetune-full@negclip")
     assert finetune["full_inputs"] == {"cap": None} and finetune["aro"]["full"]["finetune"]["max_steps"] is None
-    assert stage_params("papers/aro/dvc.yaml:audit") == {"profile": "mini",
-                                                         "full_inputs": {"published": True, "cap": None}}
+    assert stage_params("papers/aro/dvc.yaml:audit") == {"profile": "mini", "full_inputs": {"cap": None}}

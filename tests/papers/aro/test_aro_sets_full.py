@@ -1,8 +1,6 @@
 """The full-profile preparation on tiny data in the upstream layout, written into a temporary data root."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import io
 import json
 import shutil
@@ -15,8 +13,10 @@ import pytest
 from PIL import Image
 
 from common.errors import WorkspaceError
+from common.registry.fetch import md5_file
 from papers.aro import sets_full
 from papers.aro.data import AroSet
+from registry_support import state_md5
 
 
 def image_bytes(w: int, h: int, seed: int, fmt: str = "PNG") -> bytes:
@@ -73,8 +73,7 @@ def data_root(tmp_path: Path, monkeypatch) -> Path:
     for name, release in sets_full.CIFAR.items():
         tarball = root / release.key.removeprefix("aro/")
         cifar_tarball(tarball, release, [1, 0, 1])
-        monkeypatch.setitem(sets_full.CIFAR, name, dataclasses.replace(release, md5=hashlib.md5(tarball.read_bytes())
-                                                                     .hexdigest()))
+        state_md5(monkeypatch, release.key, md5_file(tarball))  # as the registry states the published one
     return root
 
 
@@ -103,16 +102,16 @@ def test_prepare_without_flickr_images_then_with(data_root: Path, tmp_path: Path
 
     (data_root / "flickr30k/flickr30k-images").mkdir(parents=True)
     (data_root / "flickr30k/flickr30k-images/100.jpg").write_bytes(image_bytes(6, 6, 4, "JPEG"))
-    assert sets_full.main(["--out", str(out), "--parts", "vg,flickr30k",
-                           "--stage", "papers/aro/dvc.yaml:full-set"]) == 0
+    assert sets_full.main(["--out", str(out), "--parts", "vg,flickr30k"]) == 0
     again = AroSet.load(out)
     assert again.info["counts"]["vg_crops"]["already_there"] == 3  # crops are kept, not rewritten
     assert again.retrieval_sets()["flickr30k"].n_captions == 3 and not again.has("classification")
 
 
 def test_cifar_md5_mismatch_is_refused(data_root: Path, tmp_path: Path, monkeypatch):
-    monkeypatch.setitem(sets_full.CIFAR, "cifar10", dataclasses.replace(sets_full.CIFAR["cifar10"], md5="0" * 32))
-    with pytest.raises(WorkspaceError, match="differs from the published 0{32} for cifar10"):
+    state_md5(monkeypatch, sets_full.CIFAR["cifar10"].key, "0" * 32)
+    with pytest.raises(WorkspaceError, match=r"aro/cifar/cifar-10-binary.tar.gz: .* has md5 [0-9a-f]{32}, the registry "
+                                             r"states 0{32}"):
         sets_full.prepare_cifar("cifar10", tmp_path / "out")
 
 
@@ -147,7 +146,7 @@ def test_missing_vg_image_names_record(data_root: Path, tmp_path: Path):
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
-def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, tmp_path: Path):
+def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, tmp_path: Path, monkeypatch):
     """The CIFAR tarballs change (other labels), and the rebuild is interrupted at every move of a file: the set read
     through the manifest is the previous one each time (before 2026-11-29 the index ``classification/<name>.json``
     was rewritten before the manifest, so an interrupted rebuild paired the previous manifest with the new labels),
@@ -155,7 +154,7 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
     from interrupt_support import count_moves, interrupt_at_every_move, leftovers
 
     out = tmp_path / "build" / "aro"
-    sets_full.prepare_full(out, ["vg", "cifar"], published=False)
+    sets_full.prepare_full(out, ["vg", "cifar"])
     manifest = (out / "manifest.json").read_bytes()
 
     def labels() -> dict[str, tuple[int, ...]]:
@@ -165,13 +164,14 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
     lock = data_root / "checksums.lock.json"  # the downloader pinned the first tarballs: a new release, unpinned
     pins = json.loads(lock.read_text())
     for release in sets_full.CIFAR.values():
-        cifar_tarball(data_root / release.key.removeprefix("aro/"), release, [0, 1, 1])
+        tarball = data_root / release.key.removeprefix("aro/")
+        cifar_tarball(tarball, release, [0, 1, 1])
+        state_md5(monkeypatch, release.key, md5_file(tarball))
         pins["sources"].pop(release.key)
     lock.write_text(json.dumps(pins))
     for release in sets_full.CIFAR.values():  # pinned again now, so that every run below moves the same files
         sets_full.fetch(release.key, progress=False)
-    total = count_moves(lambda: sets_full.prepare_full(shutil.copytree(out, tmp_path / "count"), ["vg", "cifar"],
-                                                       published=False))
+    total = count_moves(lambda: sets_full.prepare_full(shutil.copytree(out, tmp_path / "count"), ["vg", "cifar"]))
     shutil.copytree(out, tmp_path / "previous")
 
     def from_the_previous_set() -> None:  # an interrupted run keeps the images it wrote: each run starts afresh
@@ -183,9 +183,9 @@ def test_an_interrupted_rebuild_leaves_the_previous_set_whole(data_root: Path, t
         assert labels() == {"cifar10": (1, 0, 1), "cifar100": (1, 0, 1)}, f"interrupted at move {at}: a mix"
         assert not leftovers(out)
 
-    interrupt_at_every_move(lambda: sets_full.prepare_full(out, ["vg", "cifar"], published=False), total, check,
+    interrupt_at_every_move(lambda: sets_full.prepare_full(out, ["vg", "cifar"]), total, check,
                             before_each=from_the_previous_set)
-    sets_full.prepare_full(out, ["vg", "cifar"], published=False)
+    sets_full.prepare_full(out, ["vg", "cifar"])
     assert labels() == {"cifar10": (0, 1, 1), "cifar100": (0, 1, 1)}
     named = {e["file"] for e in json.loads((out / "manifest.json").read_text())["classification"].values()}
     assert {p.relative_to(out).as_posix() for p in (out / "classification").glob("*.json")} == named

@@ -382,8 +382,9 @@ def test_bad_snapshots_name_the_file_and_row(tmp_path):
     with pytest.raises(DatasetError, match=r"test-00000-of-00002.parquet: row 2: unknown category"):
         full.load_bivlc(snapshot, tmp_path / "images", expected=None)
     snapshot = write_snapshot(tmp_path / "b")
-    with pytest.raises(DatasetError, match="6 instances in the test split, expected 2933"):
-        full.load_bivlc(snapshot, tmp_path / "images")
+    with pytest.raises(DatasetError, match=r"6 instances in the test split, expected 2933 \(params.yaml "
+                                           r"bivlc.full.n_instances\)"):
+        full.load_bivlc(snapshot, tmp_path / "images", expected=2933)
 
 
 def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monkeypatch, sugarcrepe):

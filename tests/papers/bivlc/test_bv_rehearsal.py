@@ -1,6 +1,6 @@
 """BiVLC in the rehearsal (``papers/bivlc/rehearsal.py``): its stand-ins are what the full stages' readers accept
-(BiVLC's snapshot with the real benchmark text, TROHN's snapshots, COCO 2017 train), a stand-in of the wrong size is
-refused outside a rehearsal, and the full profile's hooks keep a real run's defaults."""
+(BiVLC's snapshot with the real benchmark text, TROHN's snapshots, COCO 2017 train), the split's size is the one
+params state (the released 2,933 refuse a stand-in), and the full profile's hooks keep a real run's defaults."""
 from __future__ import annotations
 
 import csv
@@ -58,9 +58,9 @@ def test_the_bivlc_standin_holds_the_real_text_of_every_category(prepared, tmp_p
     assert len(data.capped(1).items) == len(tables.CATEGORIES)
 
 
-def test_a_standin_of_the_wrong_size_is_refused_as_the_published_files(prepared, tmp_path, monkeypatch):
-    """The stage reads its ``full_inputs`` params: the published files (a real run), the 2,933-instance check stands;
-    not (a rehearsal's stand-ins), the file's size is accepted and ``full_inputs.cap`` instances per category are
+def test_the_split_must_hold_the_instances_params_state(prepared, tmp_path, monkeypatch):
+    """The stage checks the size ``bivlc.full.n_instances`` states: the released 2,933 refuse the stand-in; the
+    stand-in's own (the rehearsal's ``params``) accept it, and ``full_inputs.cap`` instances per category are
     scored."""
     root, _ = prepared
     seen = {}
@@ -74,17 +74,21 @@ def test_a_standin_of_the_wrong_size_is_refused_as_the_published_files(prepared,
     (tmp_path / "t2").write_text("")
     args = ["--profile", "full", "--data", str(root / "bivlc" / "BiVLC"), "--images", str(tmp_path / "img"),
             "--no-sugarcrepe", "--out", str(tmp_path / "out"), "--device", "cpu"]
-    section = {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False, "detector_rows": {}}
 
-    def stage_section(inputs_section):
+    def stage_section(n_instances, inputs_section):
+        section = {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False, "detector_rows": {},
+                   "n_instances": n_instances}
         return lambda name, stage=None: ({"engine": {}, "bivlc": {"full": section}, "full_inputs": inputs_section},
                                          section)
 
-    monkeypatch.setattr(tables, "own_section", stage_section({"published": True, "cap": None}))
-    with pytest.raises(DatasetError, match="14 instances in the test split, expected 2933"):
+    monkeypatch.setattr(tables, "own_section", stage_section(2933, {"cap": None}))
+    with pytest.raises(DatasetError, match=r"14 instances in the test split, expected 2933 \(params.yaml "
+                                           r"bivlc.full.n_instances\)"):
         tables.main(args)
     assert not seen
-    monkeypatch.setattr(tables, "own_section", stage_section({"published": False, "cap": 1}))
+    stated = {"bivlc": {"full": {"models": {}, "detector_rows": {}}}}
+    rehearsal.params(stated)
+    monkeypatch.setattr(tables, "own_section", stage_section(stated["bivlc"]["full"]["n_instances"], {"cap": 1}))
     tables.main(args)
     assert seen["n"] == len(tables.CATEGORIES)
 
@@ -159,9 +163,9 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     assert "data/coco/train2017" in stages["finetune-full-set"]["do"]["deps"]
     assert stage_params("papers/bivlc/dvc.yaml:detectors-full-clip@image")["bivlc"]["full"]["finetune"] == {
         "gpus": 1, "device": "cuda"}
-    assert stage_params("papers/bivlc/dvc.yaml:audit") == {"profile": "mini",
-                                                           "full_inputs": {"published": True, "cap": None}}
-    assert stage_params("papers/bivlc/dvc.yaml:tables-full")["full_inputs"] == {"published": True, "cap": None}
+    assert stage_params("papers/bivlc/dvc.yaml:audit") == {"profile": "mini", "full_inputs": {"cap": None}}
+    assert stage_params("papers/bivlc/dvc.yaml:tables-full")["full_inputs"] == {"cap": None}
+    assert stage_params("papers/bivlc/dvc.yaml:tables-full")["bivlc"]["full"]["n_instances"] == 2933
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert params["bivlc"]["full"]["finetune"]["device"] == "cuda"
 

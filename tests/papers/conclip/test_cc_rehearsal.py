@@ -1,7 +1,8 @@
 """CoN-CLIP in the rehearsal (``papers/conclip/rehearsal.py``): its stand-ins are what the full stages' readers accept
-(CC-Neg's file and images, the distractor mapping and COCO pool, every zero-shot set through torchvision), only in a
-rehearsal (a real run refuses each: CC-Neg's 40,000-entry split, torchvision's md5 pins, ImageNet's 1,000 classes), and
-the full profile's hooks keep a real run's defaults."""
+(CC-Neg's file and images, the distractor mapping and COCO pool, every zero-shot set through torchvision) once the
+registry and params state their checksums and counts, as the rehearsal's copy does (the workspace's refuse each:
+CC-Neg's 40,000-entry split, torchvision's md5 pins, ImageNet's 1,000 classes), and the full profile's hooks keep a
+real run's defaults."""
 from __future__ import annotations
 
 import shutil
@@ -13,9 +14,10 @@ from common.registry.fetch import fetch
 from common.tasks import DatasetError
 from papers.conclip import ccneg, rehearsal, sets_full
 from papers.conclip import zeroshot_full as zf
+from registry_support import state_md5
 
-REAL_RUN = {"full_inputs": {"published": True, "cap": None}}
-REHEARSAL = {"full_inputs": {"published": False, "cap": 4}}
+REAL_RUN = {"full_inputs": {"cap": None}}
+REHEARSAL = {"full_inputs": {"cap": 4}}
 
 
 @pytest.fixture(scope="module")
@@ -71,30 +73,61 @@ def test_the_distractor_texts_are_read_from_the_standin(prepared):
     assert len(texts.texts) == rehearsal.CCNEG_ENTRIES - 4 and all(t.paper_subject for t in texts.texts)
 
 
+def _classes(params: dict) -> dict[str, int]:
+    return params["conclip"]["full"]["zeroshot_classes"]
+
+
+def _workspace_params() -> dict:
+    from common.params import read_params
+    from common.paths import ROOT
+
+    return read_params(ROOT / "params.yaml")
+
+
+@pytest.fixture
+def stated(prepared, monkeypatch) -> dict[str, int]:
+    """The stand-ins' md5s stated in the registry (``standins.state_md5s`` does it in the rehearsal's copy); the
+    class counts the rehearsal's params state."""
+    from common.registry.fetch import md5_file
+    from common.registry.sources import sources_in_group
+
+    for source in sources_in_group("conclip-zeroshot"):
+        if source.md5 is not None:
+            state_md5(monkeypatch, source.key, md5_file(source.dest_path(prepared[0])))
+    params = _workspace_params()
+    rehearsal.params(params)
+    return _classes(params)
+
+
 @pytest.mark.parametrize("name", list(zf.DATASETS))
-def test_every_zeroshot_standin_is_read_by_torchvision_in_a_rehearsal(prepared, tmp_path, name):
-    loaded = zf.load_dataset(name, prepared[0], tmp_path / "images", pinned=False)
+def test_every_zeroshot_standin_is_read_by_torchvision_in_a_rehearsal(prepared, stated, tmp_path, name):
+    loaded = zf.load_dataset(name, prepared[0], tmp_path / "images", stated)
     assert loaded.images and all(p.is_file() for p in loaded.images)
     assert max(loaded.labels) < len(loaded.class_names) and len(set(loaded.labels)) > 1
 
 
-@pytest.mark.parametrize("name,match", [("cifar10", "torchvision pins c58f30108f718f92721af3b95e74349a"),
-                                        ("imagenet", "needs the 1000 folders")])
+@pytest.mark.parametrize("name,match", [("cifar10", "the registry states c58f30108f718f92721af3b95e74349a"),
+                                        ("flowers102", "the registry states 52808999861908f626f3c1f4e79d11fa"),
+                                        ("imagenet", "holds 3 classes; params.yaml conclip.full.zeroshot_classes "
+                                                     "states 1000")])
 def test_a_real_run_refuses_the_zeroshot_standins(prepared, tmp_path, name, match):
     root = tmp_path / "data"
     shutil.copytree(prepared[0] / "zeroshot" / name, root / "zeroshot" / name)
-    for extracted in (root / "zeroshot" / name).glob("cifar-10-batches-py*"):  # as fetched, not yet extracted
+    folder = root / "zeroshot" / name
+    for extracted in [*folder.glob("cifar-10-batches-py*"), *folder.glob("flowers-102/jpg*")]:  # as fetched only
         shutil.rmtree(extracted) if extracted.is_dir() else extracted.unlink()
     with pytest.raises(zf.ZeroshotDataError, match=match):
-        zf.load_dataset(name, root, tmp_path / "images")
+        zf.load_dataset(name, root, tmp_path / "images", _classes(_workspace_params()))
 
 
-def test_torchvisions_own_md5_pins_refuse_the_standins_outside_a_rehearsal(prepared):
+def test_torchvisions_own_md5_pins_are_lifted_for_the_registrys(prepared, stated):
+    """torchvision's copies of the pins would refuse the stand-ins whatever the registry states: the loaders lift
+    them, so the registry's md5s (checked on the archive and the .mat files) are the ones that hold."""
     from torchvision.datasets import CIFAR10, Flowers102
 
     zero = prepared[0] / "zeroshot"
-    zf.load_dataset("cifar10", prepared[0], zero.parent / "images", pinned=False)  # extracted
-    zf.load_dataset("flowers102", prepared[0], zero.parent / "images", pinned=False)
+    zf.load_dataset("cifar10", prepared[0], zero.parent / "images", stated)  # extracted
+    zf.load_dataset("flowers102", prepared[0], zero.parent / "images", stated)
     with pytest.raises(RuntimeError, match="not found or corrupted"):
         CIFAR10(str(zero / "cifar10"), train=False, download=False)
     with pytest.raises(RuntimeError, match="not found or corrupted"):
@@ -120,8 +153,8 @@ def test_the_rehearsal_keeps_clip_conclip_and_the_finetunes():
 
 
 def test_the_full_stages_hooks_default_to_a_real_run():
-    """The fine-tunes' device is a parameter (cuda unless a rehearsal says cpu); the stages that split CC-Neg or read
-    the zero-shot sets, and the audit, declare the rehearsal section, off in the workspace."""
+    """The fine-tunes' device is a parameter (cuda unless a rehearsal says cpu); the stages that split CC-Neg, and the
+    audit, declare ``full_inputs`` (uncapped in the workspace); the zero-shot stage the class counts."""
     import yaml
 
     from common.params import stage_params
@@ -132,8 +165,9 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     assert yaml.safe_load((ROOT / "params.yaml").read_text())["conclip"]["full"]["finetune"]["device"] == "cuda"
     for stage in ("tables-full", "finetune-full-set", "distractors-full"):  # the evaluation split's size
         assert stage_params(f"papers/conclip/dvc.yaml:{stage}")["full_inputs"] == {"cap": None}
-    assert stage_params("papers/conclip/dvc.yaml:zeroshot-full")["full_inputs"] == {"published": True}  # the pins
-    assert stage_params("papers/conclip/dvc.yaml:audit")["full_inputs"] == {"published": True, "cap": None}
+    zeroshot = stage_params("papers/conclip/dvc.yaml:zeroshot-full")
+    assert "full_inputs" not in zeroshot and zeroshot["conclip"]["full"]["zeroshot_classes"] == {"imagenet": 1000}
+    assert stage_params("papers/conclip/dvc.yaml:audit")["full_inputs"] == {"cap": None}
 
 
 def test_the_audit_compares_each_column_in_its_published_unit():

@@ -25,6 +25,7 @@ from common.engine import EngineConfig
 from common.registry.markers import LOCK_NAME
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import zeroshot_full as zf
+from registry_support import state_md5
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 MODELS = {"clip": "openai/ViT-B-32", "negclip": "aro/negclip"}
@@ -53,14 +54,13 @@ def _pickle(path: Path, obj: dict) -> Path:
 
 
 def write_cifar(root: Path, folder: str, files: list[str], meta: tuple[str, str], label_key: str,
-                classes: list[str], labels: list[int], seed: int) -> dict[str, str]:
-    """A CIFAR folder (every batch file torchvision checks; the test batch holds ``labels``); returns the md5s."""
+                classes: list[str], labels: list[int], seed: int) -> None:
+    """A CIFAR folder (every batch file torchvision looks for; the test batch holds ``labels``)."""
     rng = np.random.default_rng(seed)
     batch = {"data": rng.integers(0, 256, (len(labels), 3072), dtype=np.uint8), label_key: labels}
     for name in files:
         _pickle(root / folder / name, batch)
     _pickle(root / folder / meta[0], {meta[1]: classes})
-    return {name: _md5(root / folder / name) for name in (*files, meta[0])}
 
 
 def write_caltech(root: Path) -> tuple[list[str], list[int]]:
@@ -130,31 +130,25 @@ class World:
 
 
 def write_world(data_root: Path, mp: pytest.MonkeyPatch) -> World:
-    """Every dataset but ImageNet, and torchvision's md5 pins of the CIFAR and Flowers files replaced by the fakes'."""
+    """Every dataset but ImageNet, the md5s of Flowers' .mat files stated in the registry (as a rehearsal's copy
+    states its stand-ins'; CIFAR's batch files are checked through their archive's md5 only)."""
     from torchvision import datasets
 
     zero = data_root / "zeroshot"
     expected = {}
     cifar10 = ["airplane", "automobile", "bird"]
     batches = [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"]
-    md5 = write_cifar(zero / "cifar10", "cifar-10-batches-py", batches, ("batches.meta", "label_names"), "labels",
-                      cifar10, [0, 1, 2, 1, 0, 2], seed=1)
-    mp.setattr(datasets.CIFAR10, "train_list", [[f"data_batch_{i}", md5[f"data_batch_{i}"]] for i in range(1, 6)])
-    mp.setattr(datasets.CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
-    mp.setattr(datasets.CIFAR10, "meta", {"filename": "batches.meta", "key": "label_names", "md5": md5["batches.meta"]})
+    write_cifar(zero / "cifar10", "cifar-10-batches-py", batches, ("batches.meta", "label_names"), "labels",
+                cifar10, [0, 1, 2, 1, 0, 2], seed=1)
     expected["cifar10"] = cifar10, [0, 1, 2, 1, 0, 2]
     cifar100 = ["aquarium_fish", "maple_tree", "apple"]
-    md5 = write_cifar(zero / "cifar100", "cifar-100-python", ["train", "test"], ("meta", "fine_label_names"),
-                      "fine_labels", cifar100, [2, 2, 0, 1, 0], seed=2)
-    mp.setattr(datasets.CIFAR100, "train_list", [["train", md5["train"]]])
-    mp.setattr(datasets.CIFAR100, "test_list", [["test", md5["test"]]])
-    mp.setattr(datasets.CIFAR100, "meta", {"filename": "meta", "key": "fine_label_names", "md5": md5["meta"]})
+    write_cifar(zero / "cifar100", "cifar-100-python", ["train", "test"], ("meta", "fine_label_names"),
+                "fine_labels", cifar100, [2, 2, 0, 1, 0], seed=2)
     expected["cifar100"] = ["aquarium fish", "maple tree", "apple"], [2, 2, 0, 1, 0]
     expected["caltech101"] = write_caltech(zero / "caltech101")
     labels, md5 = write_flowers(zero / "flowers102")
-    mp.setattr(datasets.Flowers102, "_file_dict", {"image": ("102flowers.tgz", None),
-                                                   "label": ("imagelabels.mat", md5["imagelabels.mat"]),
-                                                   "setid": ("setid.mat", md5["setid.mat"])})
+    for name, digest in md5.items():
+        state_md5(mp, f"conclip/zeroshot/flowers102/flowers-102/{name}", digest)
     expected["flowers102"] = list(datasets.Flowers102.classes), labels
     expected["food101"] = write_food(zero / "food101")
     expected["oxford_pets"] = write_pets(zero / "oxford_pets")
@@ -223,12 +217,18 @@ def test_imagenet_needs_its_thousand_class_folders(tmp_path):
     for k, wnid in enumerate(wnids):
         (val / wnid).mkdir(parents=True)
         (val / wnid / f"ILSVRC2012_val_{k + 1:08d}.JPEG").write_bytes(jpeg.getvalue())
-    loaded = zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images")
+    classes = common_params.read_params(common_params.PARAMS_FILE)["conclip"]["full"]["zeroshot_classes"]
+    loaded = zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images", classes)
     assert loaded.class_names == tuple(IMAGENET_CLASSNAMES) and loaded.labels == tuple(range(1000))
     for path in (val / wnids[-1]).iterdir():
         path.unlink()
     (val / wnids[-1]).rmdir()
-    with pytest.raises(zf.ZeroshotDataError, match="999 class folders"):
+    with pytest.raises(zf.ZeroshotDataError, match="holds 999 classes; params.yaml conclip.full.zeroshot_classes "
+                                                   "states 1000 for ImageNet-1k"):
+        zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images", classes)
+    (val / "n0000000x").mkdir()  # not a WordNet id
+    (val / "n0000000x" / "ILSVRC2012_val_00001000.JPEG").write_bytes(jpeg.getvalue())
+    with pytest.raises(zf.ZeroshotDataError, match="not WordNet ids"):
         zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images")
 
 
@@ -268,9 +268,8 @@ def _tar_gz(folder: Path, arcname: str) -> bytes:
 
 
 def _with_md5(monkeypatch, name: str, md5: str) -> None:
-    spec = zf.DATASETS[name]
-    downloads = (dataclasses.replace(spec.downloads[0], md5=md5), *spec.downloads[1:])
-    monkeypatch.setitem(zf.DATASETS, name, dataclasses.replace(spec, downloads=downloads))
+    """The registry states ``md5`` for the dataset's archive (as a rehearsal's copy states its stand-in's)."""
+    state_md5(monkeypatch, zf.DATASETS[name].downloads[0].key, md5)
 
 
 def test_cifar_archive_is_checked_then_extracted(world, tmp_path, monkeypatch):
@@ -279,7 +278,7 @@ def test_cifar_archive_is_checked_then_extracted(world, tmp_path, monkeypatch):
     folder = world.data_root / "zeroshot" / "cifar10" / "cifar-10-batches-py"
     archive.write_bytes(_tar_gz(folder, "cifar-10-batches-py"))
     target = archive.parent / "cifar-10-batches-py"
-    with pytest.raises(zf.ZeroshotDataError, match="torchvision pins c58f30108f718f92721af3b95e74349a"):
+    with pytest.raises(zf.ZeroshotDataError, match="the registry states c58f30108f718f92721af3b95e74349a"):
         zf.load_dataset("cifar10", tmp_path / "data", tmp_path / "images")  # the real pin: a fake archive is refused
     assert not target.exists() and [p.name for p in archive.parent.iterdir()] == [archive.name]
     _with_md5(monkeypatch, "cifar10", _md5(archive))
@@ -437,7 +436,8 @@ def test_an_unavailable_model_stops_the_run_or_is_skipped(world, tiny, tmp_path)
 
 def test_entry_point_reads_the_stage_parameters(world, tiny, tmp_path, monkeypatch, capsys):
     params = {"engine": {"num_workers": 0},
-              "conclip": {"full": {"models": MODELS, "skip_unavailable": False, "zeroshot_datasets": ["cifar10"]}}}
+              "conclip": {"full": {"models": MODELS, "skip_unavailable": False, "zeroshot_datasets": ["cifar10"],
+                                   "zeroshot_classes": {"cifar10": 3, "cifar100": 3}}}}
     monkeypatch.setattr(common_params, "stage_params", lambda stage: params)
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:zeroshot-full")  # as `dvc repro` sets it
     monkeypatch.setattr(zf, "zoo_create", tiny)
@@ -449,3 +449,7 @@ def test_entry_point_reads_the_stage_parameters(world, tiny, tmp_path, monkeypat
     wide = _rows(tmp_path / "b" / "classification.csv")
     assert "food101_top1" in wide[0] and "cifar100_delta" in wide[0] and "cifar10_top1" not in wide[0]
     assert "classification.csv" in capsys.readouterr().out
+    params["conclip"]["full"]["zeroshot_classes"]["cifar10"] = 10  # the class count the parameters state is checked
+    with pytest.raises(zf.ZeroshotDataError, match="holds 3 classes; params.yaml conclip.full.zeroshot_classes "
+                                                   "states 10"):
+        zf.main(["--out", str(tmp_path / "c"), *common])

@@ -77,8 +77,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     stages = yaml.safe_load((ROOT / "papers/hard_positives/dvc.yaml").read_text())["stages"]
     assert "--device ${hard_positives.full.finetune.device}" in " ".join(stages["finetune-full"]["do"]["cmd"].split())
     assert stage_params("papers/hard_positives/dvc.yaml:finetune-full@hn")  # resolves
-    assert stage_params("papers/hard_positives/dvc.yaml:audit") == {"profile": "mini",
-                                                                    "full_inputs": {"published": True, "cap": None}}
+    assert stage_params("papers/hard_positives/dvc.yaml:audit") == {"profile": "mini", "full_inputs": {"cap": None}}
     assert stage_params("papers/hard_positives/dvc.yaml:full-data") == {"full_inputs": {"cap": None}}
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert params["hard_positives"]["full"]["finetune"]["device"] == "cuda"
