@@ -293,8 +293,8 @@ def test_an_interrupted_mini_sugarcrepe_set_leaves_the_previous_set_whole(tmp_pa
 
     out = tmp_path / "set"
     params = {"mini": {"world": {"image_size": 32, "seed": 0}}, "sugarcrepe": {"mini_examples_per_category": 3}}
-    monkeypatch.setattr(sets_mini, "stage_params", lambda stage: params, raising=False)
-    monkeypatch.setattr("common.params.stage_params", lambda stage: params)
+    monkeypatch.setattr(sets_mini, "stage_params", lambda stage, **_: params, raising=False)
+    monkeypatch.setattr("common.params.stage_params", lambda stage, **_: params)
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:mini-set")  # as `dvc repro` sets it
     assert sets_mini.main(["--out", str(out)]) == 0
 

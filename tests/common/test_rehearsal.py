@@ -286,17 +286,17 @@ def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand
     import common.params as params
 
     standins = {"profile": "full", "full_inputs": {"cap": 4}}  # a capped run: a rehearsal's on stand-ins
-    monkeypatch.setattr(params, "stage_params", lambda stage: {"profile": "full"})
+    monkeypatch.setattr(params, "stage_params", lambda stage, **_: {"profile": "full"})
     monkeypatch.setattr(params, "load_params", lambda: standins)
     with pytest.raises(WorkspaceError, match="does not declare full_inputs"):
         audit.stage_main("hard_positives", [])
     seen = {}
     monkeypatch.setattr(audit, "main", lambda paper, argv, recompute, figures, profile, comparable: seen.update(
         profile=profile, comparable=comparable) or 0)
-    monkeypatch.setattr(params, "stage_params", lambda stage: standins)
+    monkeypatch.setattr(params, "stage_params", lambda stage, **_: standins)
     assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": False}
     whole = {"profile": "full", "full_inputs": {"cap": None}}
-    monkeypatch.setattr(params, "stage_params", lambda stage: whole)
+    monkeypatch.setattr(params, "stage_params", lambda stage, **_: whole)
     assert audit.stage_main("hard_positives", []) == 0 and seen == {"profile": "full", "comparable": True}
 
 

@@ -393,7 +393,7 @@ def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monke
     snapshot = write_snapshot(tmp_path / "data")
     section = {"bivlc": {"full": {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False}},
                "engine": {}}
-    monkeypatch.setattr(common_params, "stage_params", lambda stage: section)
+    monkeypatch.setattr(common_params, "stage_params", lambda stage, **_: section)
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:tables-full")  # as `dvc repro` sets it
     monkeypatch.setattr(full, "zoo_create", tiny)
     monkeypatch.setattr("common.evaluate.engine_config", lambda params: CONFIG)

@@ -220,7 +220,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     epochs} in that order, checkpoints every 500 steps, resumable; ``launch``'s ``with_steps`` changes nothing."""
     import common.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": FULL_SECTION}}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": FULL_SECTION}}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:finetune-full@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": "off"}
     args = argparse.Namespace(run=run, set=str(train_set), data=str(data["root"]), steps=steps)
@@ -337,7 +337,7 @@ def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypat
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": PARAMS}}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": PARAMS}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full@crepe-negate-l1")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"
@@ -367,7 +367,7 @@ def test_zoo_entries_name_every_run():
 def test_set_entry_point_writes_the_group(data, tmp_path, monkeypatch):
     import common.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"full": {"finetune": {"seed": 0}}}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": {"seed": 0}}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full-set")  # as `dvc repro` sets it
     out = tmp_path / "finetune"
     assert sf.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",

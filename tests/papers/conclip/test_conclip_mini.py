@@ -184,7 +184,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
     set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
     import common.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"mini": MINI_SECTION}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:mini-finetune@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": {"pins": "x", "threads": 2}}
     job = tm._build(argparse.Namespace(run=run, set=str(finetune_set)), None, profile)
@@ -223,7 +223,7 @@ def test_run_command_trains_the_job_and_writes_its_log(finetune_set, tmp_path, m
     from common.paths import build_dir
 
     monkeypatch.setenv("VLC_CPU_PROFILE", "off")  # no pinned re-exec of the test process
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"conclip": {"mini": MINI_SECTION}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:mini-finetune@l1")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "l1.safetensors"

@@ -161,7 +161,7 @@ def outputs(release, tmp_path_factory) -> Path:
     """The stage's entry point, parameters and zoo patched: every training entry (n exceeds them), top_k = 5."""
     out = tmp_path_factory.mktemp("results") / "conclip" / "full"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(common_params, "stage_params", lambda stage: params())
+        mp.setattr(common_params, "stage_params", lambda stage, **_: params())
         mp.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:distractors-full")  # as `dvc repro` sets it
         mp.setattr(df, "zoo_create", stand_in)
         mp.setattr(df, "CODE_CHUNK", CHUNK)
@@ -334,7 +334,7 @@ def test_an_unavailable_model_and_a_missing_pool(release, tmp_path, monkeypatch)
 
     with pytest.raises(ModelUnavailable, match=r"conclip.full.distractors.model: model 'stand-in/eq4': weights not"):
         _evaluate(release, tmp_path / "out", create=unavailable)
-    monkeypatch.setattr(common_params, "stage_params", lambda stage: params())
+    monkeypatch.setattr(common_params, "stage_params", lambda stage, **_: params())
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:distractors-full")  # as `dvc repro` sets it
     monkeypatch.setattr(df, "zoo_create", stand_in)
     with pytest.raises(coco_pool.CocoPoolError, match="captions_train2017.json: missing; .*fetch coco-train2017"):

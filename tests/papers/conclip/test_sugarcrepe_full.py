@@ -366,7 +366,7 @@ def test_entry_points_read_the_stage_parameters(released, tiny, tmp_path, monkey
     params = {"engine": {"num_workers": 0}, "conclip": {"full": {
         "models": MODELS, "sugarcrepe_rows": ["clip", "ft-conclip"], "skip_unavailable": False}}}
     stages = []
-    monkeypatch.setattr(common_params, "stage_params", lambda stage: stages.append(stage) or params)
+    monkeypatch.setattr(common_params, "stage_params", lambda stage, **_: stages.append(stage) or params)
     monkeypatch.setattr(sf, "zoo_create", tiny)
     out = tmp_path / "results"
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:sugarcrepe-full")  # as `dvc repro` sets it

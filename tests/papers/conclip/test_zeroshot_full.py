@@ -438,7 +438,7 @@ def test_entry_point_reads_the_stage_parameters(world, tiny, tmp_path, monkeypat
     params = {"engine": {"num_workers": 0},
               "conclip": {"full": {"models": MODELS, "skip_unavailable": False, "zeroshot_datasets": ["cifar10"],
                                    "zeroshot_classes": {"cifar10": 3, "cifar100": 3}}}}
-    monkeypatch.setattr(common_params, "stage_params", lambda stage: params)
+    monkeypatch.setattr(common_params, "stage_params", lambda stage, **_: params)
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:zeroshot-full")  # as `dvc repro` sets it
     monkeypatch.setattr(zf, "zoo_create", tiny)
     common = ["--device", "cpu", "--data-root", str(world.data_root), "--images", str(world.images)]

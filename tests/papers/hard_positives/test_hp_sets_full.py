@@ -254,7 +254,7 @@ def test_the_stage_reads_the_cap_from_its_full_inputs_params(release, tmp_path, 
     import common.params
 
     seen = {}
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: seen.setdefault(stage, {
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: seen.setdefault(stage, {
         "full_inputs": {"cap": 2}}))
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     prepare = sets_full.prepare_full
@@ -262,6 +262,6 @@ def test_the_stage_reads_the_cap_from_its_full_inputs_params(release, tmp_path, 
     assert sets_full.main(["--out", str(tmp_path / "set")]) == 0
     assert list(seen) == ["papers/hard_positives/dvc.yaml:full-data"]
     assert sets_full.FullSet.load(tmp_path / "set").cap == 2
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"full_inputs": {"cap": 0}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"full_inputs": {"cap": 0}})
     with pytest.raises(WorkspaceError, match="full_inputs.cap: must be null or a positive integer"):
         sets_full.main(["--out", str(tmp_path / "other")])

@@ -233,7 +233,7 @@ def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypat
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_full": PARAMS}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_full": PARAMS}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "default_init", lambda run, params: FromScratch(ARCH))
     out = tmp_path / "clip-ft.safetensors"
@@ -285,7 +285,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
                "checkpoint_every": 500, "finetune": {"lr": 1e-6, "epochs": 5, "batch_size": 2, "warmup_steps": 50, "weight_decay": 0.2},
                "scratch": {"lr": 5e-4, "epochs": 20, "batch_size": 2, "warmup_steps": 500, "weight_decay": 0.1}}
     stages = []
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: stages.append(stage) or
                         {"sugarcrepe": {"negclip_full": section}})
     monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-full{'-refined' if '-refined-' in run else ''}"
                                     f"@{run}")  # as `dvc repro` sets it

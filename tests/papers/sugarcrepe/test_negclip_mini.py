@@ -343,7 +343,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     section = {"base": "mini/xs-32k", "steps": 3, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1,
                "weight_decay": 0.1, "seed": 0, "checkpoint_every": 50}
     stages = []
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: stages.append(stage) or
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: stages.append(stage) or
                         {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}")  # as `dvc repro` sets it
     set_dir = _set_with_refinement(tiny_set, tmp_path)
@@ -393,7 +393,7 @@ def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
     section = mini_section(steps=9)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage: {"sugarcrepe": {"negclip_mini": section}})
+    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "negclip-swap.safetensors"

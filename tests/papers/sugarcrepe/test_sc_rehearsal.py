@@ -177,7 +177,7 @@ def test_a_standin_is_refused_for_the_pinned_json_and_a_bad_cap_before_anything_
 
     with pytest.raises(standins.StandInError, match="pins its sha256"):
         standins.place_json("sugarcrepe/data/add_att.json", tmp_path, {})
-    monkeypatch.setattr(params_module, "stage_params", lambda stage: {"full_inputs": {"cap": 0}})
+    monkeypatch.setattr(params_module, "stage_params", lambda stage, **_: {"full_inputs": {"cap": 0}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:full-set")  # as `dvc repro` sets it
     with pytest.raises(ParamsError, match="full_inputs.cap: must be null or a positive integer"):
         sets_full.main(["--out", str(tmp_path / "set")])
