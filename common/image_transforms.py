@@ -100,12 +100,13 @@ def open_rgb(file: str | os.PathLike | IO[bytes]) -> Image.Image:
         return out.copy() if out is image else out
 
 
-def decoding_identity(path: str | os.PathLike) -> str | None:
+def decoding_identity(file: str | os.PathLike | IO[bytes]) -> str | None:
     """What, beside the file's bytes, an embedding of this image depends on: None for RGB and grey files (decoded as
-    they always were), else the decoding's name and the mode. Reads only the file's header; None when Pillow cannot
-    open it (decoding it fails later, with a message naming it)."""
+    they always were), else the decoding's name and the mode. Reads only the header of ``file`` (a path, or the bytes
+    already read, in a ``BytesIO``); None when Pillow cannot open it (decoding it fails later, with a message naming
+    it)."""
     try:
-        with Image.open(Path(path)) as image:
+        with Image.open(Path(file) if isinstance(file, (str, os.PathLike)) else file) as image:
             mode = image.mode
     except Exception:  # noqa: BLE001 - not an image: its decoding reports it
         return None

@@ -44,16 +44,27 @@ class GroupOutcome:
 
 def decide(sim: np.ndarray, ties: Literal["wrong", "correct"] = "wrong") -> tuple[dict[str, bool], tuple[str, ...]]:
     """Every metric of one item from its 2x2 similarity matrix ``sim[c, i]``."""
-    decisions, tied = {}, []
-    for metric, (win, lose) in COMPARISONS.items():
-        a, b = sim[win], sim[lose]
-        decisions[metric] = bool(a > b or (ties == "correct" and a == b))
-        if a == b:
-            tied.append(metric)
-    decisions["I2T"] = decisions["Ipos2T"] and decisions["Ineg2T"]
-    decisions["T2I"] = decisions["Tpos2I"] and decisions["Tneg2I"]
-    decisions["group"] = decisions["I2T"] and decisions["T2I"]
-    return decisions, tuple(tied)
+    decisions, tied = decide_all(np.asarray(sim)[None], ties)
+    return {m: bool(d[0]) for m, d in decisions.items()}, tuple(m for m, t in tied.items() if t[0])
+
+
+def decide_all(sims: np.ndarray, ties: Literal["wrong", "correct"] = "wrong"
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``decide`` for many items at once (``sims[n, c, i]``): per metric, a boolean per item, and per comparison,
+    whether its two similarities are equal. Comparisons are exact, so each item's decisions are ``decide``'s."""
+    decisions, tied = {}, {}
+    for metric, ((win_c, win_i), (lose_c, lose_i)) in COMPARISONS.items():
+        a, b = sims[:, win_c, win_i], sims[:, lose_c, lose_i]
+        tied[metric] = a == b
+        decisions[metric] = (a > b) | tied[metric] if ties == "correct" else a > b
+    decisions["I2T"] = decisions["Ipos2T"] & decisions["Ineg2T"]
+    decisions["T2I"] = decisions["Tpos2I"] & decisions["Tneg2I"]
+    decisions["group"] = decisions["I2T"] & decisions["T2I"]
+    return decisions, tied
+
+
+SCORE_CHUNK = 1024
+"""Items scored per numpy operation (bounded memory)."""
 
 
 @dataclass
@@ -87,9 +98,17 @@ def evaluate(engine: Engine, items: Sequence[GroupItem], ties: Literal["wrong", 
     emb = engine.embed(((img, it.origin or it.item_id) for it in items for img in it.images),
                        (c for it in items for c in it.captions))
     result = GroupResult(*engine.identity, ties)
-    for it in items:
-        sim = emb.round_scores(emb.texts(list(it.captions)) @ emb.images(list(it.images)).T)
-        decisions, tied = decide(sim, ties)
-        result.outcomes.append(GroupOutcome(it.item_id, it.group, (tuple(sim[0].tolist()), tuple(sim[1].tolist())),
-                                            decisions, tied))
+    for start in range(0, len(items), SCORE_CHUNK):
+        chunk = items[start: start + SCORE_CHUNK]
+        captions = emb.texts([c for it in chunk for c in it.captions]).reshape(len(chunk), 2, -1)
+        images = emb.images([i for it in chunk for i in it.images]).reshape(len(chunk), 2, -1)
+        # Stacked matmul: per item the BLAS call of ``captions[n] @ images[n].T``, so the same bits.
+        sims = emb.round_scores(np.matmul(captions, images.transpose(0, 2, 1)))
+        decisions, tied = decide_all(sims, ties)
+        decided = {m: d.tolist() for m, d in decisions.items()}
+        equal = {m: t.tolist() for m, t in tied.items()}
+        for n, (it, sim) in enumerate(zip(chunk, sims.tolist())):
+            result.outcomes.append(GroupOutcome(it.item_id, it.group, (tuple(sim[0]), tuple(sim[1])),
+                                                {m: d[n] for m, d in decided.items()},
+                                                tuple(m for m, t in equal.items() if t[n])))
     return result

@@ -415,3 +415,19 @@ def test_fp16_needs_a_model_with_a_half_precision_path(tmp_path):
 
     with pytest.raises(WorkspaceError, match=r"'hf/stand-in' has no fp16 path.*fp32 or bf16"):
         Engine(NoHalf(), EngineConfig(precision="fp16"), cache_root=tmp_path)
+
+
+def test_an_image_file_is_read_once_for_its_hash_and_its_decoding(tmp_path):
+    """``_hash_file`` reads the bytes once; its sha256 and decoding identity are those of the file on disk."""
+    from common.engine import _hash_file
+    from common.image_transforms import decoding_identity
+    from common.io import sha256_file
+
+    rgb, wide = tmp_path / "rgb.png", tmp_path / "wide.png"
+    Image.new("RGB", (8, 8), (10, 20, 30)).save(rgb)
+    Image.fromarray(np.full((8, 8), 40000, dtype=np.uint16)).save(wide)
+    for path in (rgb, wide):
+        assert _hash_file(path) == (sha256_file(path), decoding_identity(path), None)
+    assert _hash_file(wide)[1] is not None  # 16-bit: keyed apart from an RGB decoding
+    digest, decoding, error = _hash_file(tmp_path / "absent.png")
+    assert digest is None and decoding is None and isinstance(error, FileNotFoundError)

@@ -140,6 +140,51 @@ def test_text_to_image_ties_on_identical_files(tiny_model, engine, scenes):
         selection.evaluate(engine, [items[0], ImageToTextItem("x", "g", paths[0], ("a", "b"))])
 
 
+RULES = (STRICT, ARGMAX, DecisionRule("two positives", positives=(0, 1)),
+         DecisionRule("either", positives=(0, 1), quantifier="any"),
+         DecisionRule("exactly one", positives=(0, 1), quantifier="exactly_one", ties="correct"),
+         DecisionRule("against 3", positives=(0,), negatives=(3,)))
+
+
+def test_decide_rows_is_decide_on_every_row():
+    scores = np.random.default_rng(0).integers(0, 4, (500, 4)).astype(np.float64)  # few levels: ties everywhere
+    for rule in RULES:
+        correct, tie = rule.decide_rows(scores)
+        assert [(c, t) for c, t in zip(correct.tolist(), tie.tolist())] == [rule.decide(row) for row in scores]
+
+
+def test_scores_are_the_per_item_products_bit_for_bit(engine, scenes):
+    """The vectorised scorers write the very floats a per-item ``captions @ image`` loop wrote, so committed
+    per-example scores do not move (a stacked matmul makes each item's BLAS call)."""
+    paths, captions = scenes
+    i2t = [ImageToTextItem(f"i2t/{i}", "g", p, (captions[i][0], captions[i][1], captions[i - 1][0]))
+           for i, p in enumerate(paths)] + [ImageToTextItem("two", "g", paths[0], tuple(captions[0]))]
+    emb = engine.embed(((it.image, it.item_id) for it in i2t), (c for it in i2t for c in it.captions))
+    result = selection.image_to_text(engine, i2t)
+    assert [o.scores for o in result.outcomes] == [
+        tuple((emb.texts(it.captions) @ emb.images([it.image])[0]).tolist()) for it in i2t]
+    t2i = [TextToImageItem(f"t2i/{i}", "g", captions[i][0], (p, paths[i - 1])) for i, p in enumerate(paths)]
+    emb = engine.embed(((p, it.item_id) for it in t2i for p in it.images), (it.caption for it in t2i))
+    assert [o.scores for o in selection.text_to_image(engine, t2i).outcomes] == [
+        tuple((emb.images(it.images) @ emb.texts([it.caption])[0]).tolist()) for it in t2i]
+    groups = [GroupItem(f"grp/{i}", "g", (paths[i], paths[i + 1]), (captions[i][0], captions[i + 1][1]))
+              for i in range(7)]
+    emb = engine.embed(((p, it.item_id) for it in groups for p in it.images), (c for it in groups for c in it.captions))
+    for it, outcome in zip(groups, group.evaluate(engine, groups).outcomes):
+        sim = emb.texts(list(it.captions)) @ emb.images(list(it.images)).T
+        assert outcome.similarities == (tuple(sim[0].tolist()), tuple(sim[1].tolist()))
+        assert (outcome.decisions, outcome.ties) == group.decide(sim)
+
+
+def test_candidate_scores_add_in_the_per_item_order():
+    rng = np.random.default_rng(1)
+    for dim in (1, 33, 512, 768):
+        candidates = rng.standard_normal((300, 3, dim)).astype(np.float32).astype(np.float64)
+        queries = rng.standard_normal((300, dim)).astype(np.float32).astype(np.float64)
+        per_item = np.stack([candidates[n] @ queries[n] for n in range(len(queries))])
+        assert np.array_equal(selection.candidate_scores(candidates, queries), per_item)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # group (2 x 2)
 # ----------------------------------------------------------------------------------------------------------------
