@@ -10,7 +10,7 @@ import argparse
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.figures import pyplot, save_figure
@@ -209,3 +209,16 @@ def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argp
     args.results = args.results or results_dir(paper, args.profile)
     args.out = args.out or results_dir(paper, args.profile)
     return args
+
+
+def run(argv: Sequence[str] | None, description: str, paper: str, name: str,
+        bars_of: Callable[..., tuple[list[PlotBar], list[PlotLine]]], views: Mapping[str, ProfileView],
+        ylabel: str) -> int:
+    """A key figure module's ``main``: ``parse_args``, then ``bars_of(results, profile=...)`` drawn with the profile
+    view's title into ``key_figure.png`` and ``key_figure_plot.csv``."""
+    args = parse_args(argv, description, paper)
+    bars, lines = bars_of(args.results, profile=args.profile)
+    paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",
+                             views[args.profile].title, ylabel)
+    print(f"{name} key figure ({args.profile} profile): {paths['figure']} ({len(bars)} bars, plot {paths['plot']})")
+    return 0

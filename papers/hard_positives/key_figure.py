@@ -14,8 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from common.key_figure import (PlotBar, PlotLine, ProfileView, parse_args, published_bars, result_bars, results_dir,
-                               write_bar_figure)
+from common.key_figure import (PlotBar, PlotLine, ProfileView, published_bars, result_bars, results_dir, run)
 from common.paths import PUBLISHED
 from common.published import CellIndex, load_cells
 
@@ -65,13 +64,7 @@ def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv, __doc__.splitlines()[0], PAPER)
-    bars, lines = key_figure_bars(args.results, profile=args.profile)
-    paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",
-                             VIEWS[args.profile].title, "accuracy (%)")
-    print(f"Hard positives key figure ({args.profile} profile): {paths['figure']} ({len(bars)} bars, plot "
-          f"{paths['plot']})")
-    return 0
+    return run(argv, __doc__.splitlines()[0], PAPER, "Hard positives", key_figure_bars, VIEWS, "accuracy (%)")
 
 
 if __name__ == "__main__":
