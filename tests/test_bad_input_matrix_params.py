@@ -96,7 +96,7 @@ PARAMS_CASES: list[Case] = [
          _params_key("mini.world.train_images: must be a positive integer, got 'many'"), runner="copy"),
     Case("train", "params-lr-text", _params(_replace("lr: 0.002", "lr: 2e-3"), *TRAIN),
          _params_key("train.xs-2k.lr: must be a positive number, got '2e-3'"), runner="copy"),
-    Case("train", "params-unknown-recipe-key", _params(_replace("lr: 0.002, seed: 0}", "lr: 0.002, sed: 0}"), *TRAIN),
+    Case("train", "params-unknown-recipe-key", _params(_replace("warmup_steps: 100, seed: 0,", "warmup_steps: 100, sed: 0,"), *TRAIN),
          _params_key("train.xs-2k.sed: unknown key"), runner="copy"),
     Case("train", "params-missing-recipe-key", _params(_replace("n_images: 2000,  ", ""), *TRAIN),
          _params_key("train.xs-2k.n_images: missing"), runner="copy"),

@@ -52,7 +52,7 @@ def run_as_stage(monkeypatch, stage_name: str, dotted: str, section: dict, seen:
         node = node.setdefault(part, {})
     node[last] = section
 
-    def stage_params(stage: str) -> dict:
+    def stage_params(stage: str, **_) -> dict:
         seen.append(stage)
         assert stage == stage_name
         return params

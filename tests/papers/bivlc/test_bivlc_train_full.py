@@ -371,7 +371,7 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     finetune = {**params("trohn-text", 2), "epochs": 3}
     detectors = detector_section(encoders={"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"})
     stages = []
-    monkeypatch.setattr("common.params.stage_params", lambda stage: stages.append(stage) or {
+    monkeypatch.setattr("common.params.stage_params", lambda stage, **_: stages.append(stage) or {
         "bivlc": {"full": {"finetune": finetune, "detectors": detectors}}})
     seen = {}
     monkeypatch.setattr(tf, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")

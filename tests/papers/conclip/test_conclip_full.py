@@ -232,7 +232,7 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
     params = load_params()
     asked = []
 
-    def stage_params(stage):
+    def stage_params(stage, **_):
         asked.append(stage)
         return {"conclip": {"full": params["conclip"]["full"]}, "engine": {"num_workers": 0}}
 

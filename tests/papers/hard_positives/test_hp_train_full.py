@@ -39,7 +39,7 @@ OLD_RUNS = {
 def _stage_params(monkeypatch, run: str) -> None:
     import common.params
 
-    def stage_params(stage):
+    def stage_params(stage, **_):
         assert stage == f"papers/hard_positives/dvc.yaml:finetune-full@{run}"
         return {"hard_positives": {"full": {"finetune": SECTION}}}
 

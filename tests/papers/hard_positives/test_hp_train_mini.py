@@ -37,7 +37,7 @@ OLD_RUNS = {
 def _stage_params(monkeypatch, run: str) -> None:
     import common.params
 
-    def stage_params(stage):
+    def stage_params(stage, **_):
         assert stage == f"papers/hard_positives/dvc.yaml:mini-finetune@{run}"
         return {"hard_positives": {"mini": SECTION}}
 
