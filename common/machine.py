@@ -27,15 +27,20 @@ def versions() -> dict[str, str]:
     return out
 
 
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name (Linux: ``/proc/cpuinfo``; elsewhere ``platform.processor()``), or "unknown"."""
+def cpuinfo_field(name: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The first ``name : value`` of Linux's ``/proc/cpuinfo`` (``model name``, ``vendor_id``), or None."""
     try:
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith("model name") and ":" in line:
+            if line.lower().startswith(name) and ":" in line:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return None
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux: ``/proc/cpuinfo``; elsewhere ``platform.processor()``), or "unknown"."""
+    return cpuinfo_field("model name", cpuinfo) or platform.processor() or platform.machine() or "unknown"
 
 
 def gpu_name(device: str) -> str | None:
@@ -57,13 +62,7 @@ def hardware(device: str) -> dict:
 
 def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; Linux ``/proc/cpuinfo``), or "unknown"."""
-    try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith("vendor_id") and ":" in line:
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    return cpuinfo_field("vendor_id", cpuinfo) or "unknown"
 
 
 def training_environment(device: str) -> dict:
