@@ -7,7 +7,6 @@ that draw with ``common.figures`` need not rerun when this changes.
 from __future__ import annotations
 
 import argparse
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from common.io import write_csv_atomic
 from common.params import PROFILES
 from common.paths import RESULTS, ROOT
 from common.published import CellIndex, parse_number
+from common.report import read_table
 
 
 PUBLISHED_SOURCE = "published: "
@@ -66,21 +66,21 @@ class PlotLine:
 
 
 def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str, dict[str, str]]:
-    """A results table by its ``key`` column, each holding ``columns``: a missing file, column or duplicate key is one
-    line naming the file (a figure must not quietly draw from a stale or partial table)."""
+    """A results table by its ``key`` column, each holding ``columns``, read by the one checked reader of results
+    tables (``common.report.read_table``); a missing file, column or duplicate key is one line naming the file (a
+    figure must not quietly draw from a stale or partial table)."""
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; run the stage that writes it (dvc repro)")
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in (key, *columns) if c not in (reader.fieldnames or ())]
-        if missing:
-            raise WorkspaceError(f"{path}: no column(s) {missing}; rerun the stage that writes it")
-        out: dict[str, dict[str, str]] = {}
-        for row in reader:
-            if row[key] in out:
-                raise WorkspaceError(f"{path}: {key} {row[key]!r} twice")
-            out[row[key]] = row
+    rows = read_table(path)
+    missing = [c for c in (key, *columns) if c not in rows[0]]
+    if missing:
+        raise WorkspaceError(f"{path}: no column(s) {missing}; rerun the stage that writes it")
+    out: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row[key] in out:
+            raise WorkspaceError(f"{path}: {key} {row[key]!r} twice")
+        out[row[key]] = row
     return out
 
 
