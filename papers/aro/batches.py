@@ -4,8 +4,8 @@ A ``PairTable`` holds the fine-tuning rows (a caption, its hard negative caption
 ``FinetuneBatches`` draws each step's batch from it: NegCLIP (``hard=True``) gets, per sample, a caption, one of its
 hard negative captions (swaps, ``papers.aro.negatives``), one of its image's nearest training images with that
 image's caption and one of its negatives; CLIP-FT the image and caption alone, from the very same draws. The mini
-profile fills the table from the rendered set (``papers.aro.train_mini``), the full one from NegCLIP's released TSV
-(``papers.aro.negclip_tsv_full``).
+profile fills the table from the rendered set (``papers.aro.train.mini_table``), the full one from NegCLIP's released
+TSV (``papers.aro.negclip_tsv_full``).
 """
 from __future__ import annotations
 

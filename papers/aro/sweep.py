@@ -7,8 +7,8 @@ job trained by ``run_job``, the best by validation retrieval kept, as the paper 
   ``papers.aro.batches``).
 
 Each run's ``TrainConfig`` is ``params.yaml aro.<profile>.finetune`` (the paper's recipe: 50 warmup steps, weight
-decay 0.2, 5 epochs) at one lr of its ``lrs``. The job builders are ``papers.aro.train_mini`` (rendered arrays) and
-``papers.aro.train_full`` (NegCLIP's TSVs and the COCO files).
+decay 0.2, 5 epochs) at one lr of its ``lrs``. The job builder is ``papers.aro.train`` (rendered arrays in the mini
+profile, NegCLIP's TSVs and the COCO files in the full one).
 
 A sweep is several runs in one process, where ``common.training.launch.launch`` trains one job: so this module gives
 ``add_run_command`` its own launcher, ``launch_sweep``, the same process (``training_process``: pinned on the CPU, one
@@ -40,8 +40,6 @@ from papers.aro.validation import RetrievalValidator
 
 METHODS = {"negclip": HardNegativeClipLoss, "clip-ft": ClipLoss}
 """Each method's loss (the ``run`` command's choices)."""
-ZOO_NAMES = {"negclip": "aro/mini-negclip", "clip-ft": "aro/mini-clip-ft"}
-"""The mini runs' zoo names: the zoo's checkpoint path of each is where its weights go."""
 
 
 def lr_tag(lr: float) -> str:

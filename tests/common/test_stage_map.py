@@ -42,18 +42,18 @@ def test_the_order_stage_option_then_dvc_stage_then_the_stage_map(monkeypatch):
     assert current_stage(module="papers.aro.tables") == "papers/aro/dvc.yaml:tables"
     assert current_stage(module="papers.sugarcrepe.sets_mini") == "papers/sugarcrepe/dvc.yaml:mini-set"
     monkeypatch.delenv(DVC_STAGE)
-    assert current_stage(module="papers.aro.train_mini", argv=["run", "negclip"]) == \
+    assert current_stage(module="papers.aro.train", argv=["mini", "run", "negclip"]) == \
         "papers/aro/dvc.yaml:finetune-mini@negclip"
 
 
 def test_the_stage_map_matches_arguments_and_says_what_to_do_otherwise():
     assert stage_running("papers.aro.tables", ["--anything"]) == "papers/aro/dvc.yaml:tables"  # one stage: its own
     assert stage_running("common.training.family", ["train", "xs-8k"]) == "mini/train@xs-8k"   # the same arguments
-    assert stage_running("papers.aro.train_mini", ["run", "clip-ft", "--device", "cpu"]) == \
+    assert stage_running("papers.aro.train", ["mini", "run", "clip-ft", "--device", "cpu"]) == \
         "papers/aro/dvc.yaml:finetune-mini@clip-ft"                                        # the same leading words
-    with pytest.raises(StageNotFound, match=r"2 DVC stages run papers.aro.train_mini \(papers/aro/dvc.yaml:"
+    with pytest.raises(StageNotFound, match=r"4 DVC stages run papers.aro.train \(papers/aro/dvc.yaml:"
                                             r"finetune-mini@negclip, .*@clip-ft\).*pass --stage"):
-        stage_running("papers.aro.train_mini", ["--device", "cpu"])
+        stage_running("papers.aro.train", ["--device", "cpu"])
     with pytest.raises(StageNotFound, match=r"no DVC stage runs `python -m papers.aro.nothing` \(stage files: "
                                             r".*pass --stage"):
         stage_running("papers.aro.nothing", [])

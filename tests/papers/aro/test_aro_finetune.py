@@ -16,7 +16,7 @@ from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages
 from papers.aro.negclip_tsv_full import read_negclip_tsv, tsv_table
 from papers.aro.neighbours_mini import nearest_images
-from papers.aro.train_mini import mini_table
+from papers.aro.train import mini_table
 from papers.aro.validation import recall_at_1
 
 

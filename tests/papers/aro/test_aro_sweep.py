@@ -51,7 +51,7 @@ def test_two_step_sweep_writes_weights_and_sidecar(tiny_release, tmp_path, monke
     tsv, batches, validator = _inputs(tiny_release, hard=method == "negclip")
     params = section(lrs=(1e-3, 1e-4))
     out = tmp_path / "models" / f"{method}.safetensors"
-    sweep = sweep_jobs(method, "full", params, FromScratch("mini-vit-xs"), batches, validator, "papers.aro.train_full",
+    sweep = sweep_jobs(method, "full", params, FromScratch("mini-vit-xs"), batches, validator, "papers.aro.train",
                        {"train_tsv": tsv.name}, steps=2)
     record = run_sweep(sweep, out, progress=False)
     sidecar = json.loads(out.with_suffix(".json").read_text())
@@ -80,7 +80,7 @@ def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monke
     _, batches, validator = _inputs(tiny_release, hard=True)
     params = section(lrs=(1e-3, 1e-4))
     jobs = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
-                      "papers.aro.train_full", {}, steps=2)
+                      "papers.aro.train", {}, steps=2)
 
     def sweep(out):
         return run_sweep(jobs, out, progress=False)
@@ -106,7 +106,7 @@ def test_killed_sweep_resumes_at_the_unfinished_lr(tiny_release, tmp_path, monke
     assert resumed["lr_sweep"] == whole["lr_sweep"]
     assert (tmp_path / "resumed.safetensors").read_bytes() == (tmp_path / "whole.safetensors").read_bytes()
     other = sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
-                       "papers.aro.train_full", {}, steps=3)
+                       "papers.aro.train", {}, steps=3)
     assert sweep_dir(jobs) != sweep_dir(other) and sweep_dir(jobs) != sweep_dir(jobs, world_size=2)
 
 
@@ -122,7 +122,7 @@ def test_an_interrupted_sweep_leaves_the_previous_weights_and_sidecar_whole(tiny
         monkeypatch.setenv("VLC_CACHE", str(tmp_path / cache))  # each run trains afresh: the same moves every time
         params = section(lrs=lrs)
         run_sweep(sweep_jobs("negclip", "full", params, FromScratch("mini-vit-xs"), batches, validator,
-                             "papers.aro.train_full", {}, steps=2), out, progress=False)
+                             "papers.aro.train", {}, steps=2), out, progress=False)
 
     models = tmp_path / "models"
     sweep(models / "negclip.safetensors", (1e-3,), "cache-first")

@@ -1,4 +1,4 @@
-"""The job builders (``train_mini``, ``train_full``) hand the trainer what the old ``papers/aro/finetune.py run`` did:
+"""The job builder (``papers.aro.train``, both profiles) hands the trainer what the old ``papers/aro/finetune.py run`` did:
 the same ``TrainConfig``, init, batch source, loss, validation and provenance (keys in the same order), one job per lr.
 
 The expected values restate the old code's logic (``_cmd_run`` and ``run_sweep`` of ``papers/aro/finetune.py`` at
@@ -22,7 +22,7 @@ from common.paths import build_root
 from common.training import ClipLoss, DistributedContext, FromZoo, HardNegativeClipLoss, TrainConfig
 from common.training.job import describe_loss
 from common.training.trainer import trainer_fields
-from papers.aro import train_full, train_mini
+from papers.aro import train
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
 from papers.aro.validation import RetrievalValidator
 from tests.papers.aro.test_aro_finetune import fake_negatives, write_tsv
@@ -127,8 +127,8 @@ def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
     set_dir, nbr_dir = mini_set
     seen: list = []
     run_as_stage(monkeypatch, f"papers/aro/dvc.yaml:finetune-mini@{method}", "aro.mini.finetune", MINI, seen)
-    args = argparse.Namespace(run=method, set=str(set_dir), neighbours=str(nbr_dir), steps=steps)
-    sweep = train_mini.build(args, DistributedContext.local("cpu"), CPU_PROFILE)
+    args = argparse.Namespace(profile="mini", run=method, set=str(set_dir), neighbours=str(nbr_dir), steps=steps)
+    sweep = train.build(args, DistributedContext.local("cpu"), CPU_PROFILE)
     assert seen and sweep.name == f"aro-mini-{method}" and sweep.method == method
 
     # the old mini_table, counted from the files: units = images with a caption that has a negative
@@ -146,7 +146,7 @@ def test_mini_jobs_match_the_old_run(mini_set, monkeypatch, method, steps):
     expected = [expected_job(f"aro-mini-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=total, batch_size=4, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
                                          precision="fp32", accum=1, checkpoint_every=50),
-                             provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train_mini",
+                             provenance, data, FromZoo("mini/xs-32k"), LOSSES[method], "papers.aro.train",
                              recipe_entry("mini", "common/training/recipes.toml", MINI_RULES, {}))
                 for lr in MINI["lrs"]]
     check_sweep(sweep, expected)
@@ -161,9 +161,9 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
     tsv, images_dir = tiny_release
     seen: list = []
     run_as_stage(monkeypatch, f"papers/aro/dvc.yaml:finetune-full@{method}", "aro.full.finetune", FULL, seen)
-    args = argparse.Namespace(run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
+    args = argparse.Namespace(profile="full", run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
                               val_images=str(images_dir), steps=None)
-    sweep = train_full.build(args, DistributedContext.local("cuda"), {})  # on GPUs the CPU profile is not recorded
+    sweep = train.build(args, DistributedContext.local("cuda"), {})  # on GPUs the CPU profile is not recorded
     assert seen and sweep.name == f"aro-full-{method}"
     data = {"name": f"aro-{method}", "units": 6, "rows": 6, "images": 6, "neighbours_per_unit": 3, "negatives": 12}
     provenance = {"method": method, "steps_per_epoch": 3, "epochs": 5.0, "profile": "full",
@@ -171,8 +171,8 @@ def test_full_jobs_match_the_old_run(tiny_release, monkeypatch, method):  # noqa
     expected = [expected_job(f"aro-full-{method}-{LR_TAGS[lr]}",
                              TrainConfig(steps=15, batch_size=2, lr=lr, weight_decay=0.2, warmup_steps=50, seed=0,
                                          precision="fp32", accum=1, checkpoint_every=50,
-                                         recipe=train_full.recipe()),
-                             provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train_full",
+                                         recipe=train.recipe()),
+                             provenance, data, FromZoo("openai/ViT-B-32"), LOSSES[method], "papers.aro.train",
                              recipe_entry("negclip", "papers/aro/recipes.toml", NEGCLIP_RULES,
                                           {"batch_size": {"authors": 256, "run": 2},
                                            "precision": {"authors": "fp16", "run": "fp32"}},
@@ -193,20 +193,20 @@ def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):
 
     tsv, images_dir = tiny_release
     monkeypatch.setattr(common.params, "own_section", lambda dotted, stage=None: ({"profile": "full"}, FULL))
-    args = argparse.Namespace(run="negclip", train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
+    args = argparse.Namespace(profile="full", run="negclip", train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
                               val_images=str(images_dir), steps=None)
-    negclip = train_full.recipe()
-    sweep = train_full.build(args, DistributedContext.local("cuda"), {})
+    negclip = train.recipe()
+    sweep = train.build(args, DistributedContext.local("cuda"), {})
     assert sweep.jobs[0].batches.images.crop_scale == negclip.crop_scale == (0.9, 1.0)
-    monkeypatch.setattr(train_full, "recipe", lambda: replace(negclip, augmentation="center_crop"))
-    assert train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0].batches.images.crop_scale is None
+    monkeypatch.setattr(train, "recipe", lambda: replace(negclip, augmentation="center_crop"))
+    assert train.build(args, DistributedContext.local("cuda"), {}).jobs[0].batches.images.crop_scale is None
 
 
 def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path, monkeypatch):
     """By default a full NegCLIP step is the authors' matrix, 512 images x 1,024 texts
     (``mertyg/vision-language-models-are-bows@81fdd20d README.md:85`` "would result in a matrix of size `512x1024` with
     negatives"), not the 2,048 x 4,096 of 1,024 samples: built as the stage builds it, from ``params.yaml``'s real
-    ``aro.full.finetune`` (``train_full.build``), the batch source's first batch at the job's batch size and the
+    ``aro.full.finetune`` (``train.build``), the batch source's first batch at the job's batch size and the
     trainer's layout for the loss (``_inputs``, ``flatten_segments``). CLIP-FT's step on the same rows is 256 x 256."""
     from common.training.trainer import _inputs, flatten_segments
 
@@ -222,9 +222,9 @@ def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path, mon
         for i in range(rows)])
     shapes = {}
     for method in ("negclip", "clip-ft"):
-        args = argparse.Namespace(run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(tmp_path),
+        args = argparse.Namespace(profile="full", run=method, train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(tmp_path),
                                   val_images=str(tmp_path), steps=None)
-        job = train_full.build(args, DistributedContext.local("cuda"), {}).jobs[0]
+        job = train.build(args, DistributedContext.local("cuda"), {}).jobs[0]
         assert job.config.batch_size == section["batch_size"] and job.provenance["steps_per_epoch"] == 1
         images, texts = _inputs(job.batches.batch(job.config.seed, 0, job.config.batch_size), job.loss)
         shapes[method] = (len(flatten_segments(images)), len(flatten_segments(texts)))
@@ -234,10 +234,9 @@ def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path, mon
 def test_weights_and_logs_where_they_were():
     """``--out`` defaults: the zoo's checkpoint of aro/mini-<method>, and build/full/aro/models/<method>."""
     for method in ("negclip", "clip-ft"):
-        assert train_mini.weights_path(argparse.Namespace(run=method)) == (
-            build_root() / "mini" / "aro" / "models" / f"{method}.safetensors")
-        assert train_full.weights_path(argparse.Namespace(run=method)) == (
-            build_root() / "full" / "aro" / "models" / f"{method}.safetensors")
+        for profile in ("mini", "full"):
+            assert train.weights_path(argparse.Namespace(profile=profile, run=method)) == (
+                build_root() / profile / "aro" / "models" / f"{method}.safetensors")
 
 
 @pytest.mark.parametrize("profile", ["mini", "full"])
@@ -252,3 +251,13 @@ def test_the_stages_params_read_as_before(profile):
     assert (config.batch_size, config.precision, config.accum) == (
         (128, "fp32", 1) if profile == "mini" else (256, "fp16", 1))
     assert section["base"] == ("mini/xs-32k" if profile == "mini" else "openai/ViT-B-32")
+
+
+@pytest.mark.parametrize("profile", ["mini", "full"])
+@pytest.mark.parametrize("method", ["negclip", "clip-ft"])
+def test_one_module_runs_both_profiles_stages(profile, method):
+    """Both profiles' stages run ``papers.aro.train``: the stage map tells them apart by the profile argument."""
+    from common.stage_map import stage_running
+
+    assert stage_running("papers.aro.train", [profile, "run", method, "--device", "cpu"]) == (
+        f"papers/aro/dvc.yaml:finetune-{profile}@{method}")
