@@ -28,9 +28,7 @@ from common.scoring.selection import DecisionRule
 from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, raise_problems, resolve_under
 # The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
 # imported under their names here, so ARO's code reads as before.
-from common.visual_genome import (  # noqa: F401  (re-exported)
-    BBOX_FIELDS, VG_ATTRIBUTION, VG_COMMON_FIELDS, VG_KINDS, VG_RELATION, VgRecord, crop_relpath,
-    read_vg)
+from common.visual_genome import VG_ATTRIBUTION, VG_KINDS, VG_RELATION, crop_relpath, read_vg
 from common.visual_genome import check_vg_image as _check_vg_image
 from common.visual_genome import is_text as _is_text
 
@@ -283,9 +281,6 @@ class AroSet:
     def vg_attribution_items(self, check_images: bool = True) -> list[ImageToTextItem]:
         """VG-Attribution: captions (false, true), group = ``"attr1_attr2"``; score with ``ARO_VG_RULE``."""
         return self._vg_items(VG_ATTRIBUTION, check_images)
-
-    def retrieval_names(self) -> tuple[str, ...]:
-        return tuple(self.info.get("retrieval") or ())
 
     def retrieval_sets(self, check_images: bool = True) -> dict[str, KarpathySet]:
         """Each Karpathy test split by name (``coco``, ``flickr30k``; the mini set has ``coco``)."""

@@ -34,13 +34,12 @@ from common.caption_text import (MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTU
 
 @dataclass(frozen=True)
 class OrderCase:
-    """One Order test case: the caption's five options, the original first (index ``TRUE_INDEX``)."""
+    """One Order test case: the caption's five options, the original first (index 0)."""
 
     index: int
     options: tuple[str, ...]
 
 
-TRUE_INDEX = 0
 OPTION_NAMES = ("original", *ORDER_PERTURBATIONS)
 
 
