@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -140,27 +140,14 @@ def full_inputs(args: argparse.Namespace, stage_values: Mapping[str, Any], secti
                   {"validation_images_cap": cap} if cap is not None else {})
 
 
-@dataclass(frozen=True)
-class Profile:
-    """Where a profile's runs read their inputs (its options and their reader) and how they tokenise."""
-
-    inputs: Callable[[argparse.Namespace, Mapping[str, Any], Mapping[str, Any], TokenCache, Recipe | None], Inputs]
-    options: tuple[tuple[str, str], ...]
-    """The ``run`` command's input options (flag, help)."""
-    memo_tokens: bool
-    """Memoise tokens: the mini sweep tokenises the same few captions every run."""
-
-
-PROFILES = {
-    "mini": Profile(mini_inputs, (("--set", "the fine-tuning set (default build/mini/aro/finetune)"),
-                                  ("--neighbours", "the neighbours folder (default build/mini/aro/neighbours)")),
-                    memo_tokens=True),
-    "full": Profile(full_inputs, (("--train-tsv", "default <data>/negclip/train_neg_clip.tsv"),
-                                  ("--val-tsv", "default <data>/negclip/valid_neg_clip.tsv"),
-                                  ("--train-images", "default <data>/coco/train2014/train2014"),
-                                  ("--val-images", "default <data>/coco/val2014/val2014")),
-                    memo_tokens=False),
-}
+INPUTS = {"mini": mini_inputs, "full": full_inputs}
+OPTIONS = {"mini": (("--set", "the fine-tuning set (default build/mini/aro/finetune)"),
+                    ("--neighbours", "the neighbours folder (default build/mini/aro/neighbours)")),
+           "full": (("--train-tsv", "default <data>/negclip/train_neg_clip.tsv"),
+                    ("--val-tsv", "default <data>/negclip/valid_neg_clip.tsv"),
+                    ("--train-images", "default <data>/coco/train2014/train2014"),
+                    ("--val-images", "default <data>/coco/val2014/val2014"))}
+"""Each profile's ``run`` command's input options (flag, help)."""
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
@@ -170,11 +157,11 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     from common.zoo import get_spec
     from common.zoo.trained import tokenizer_for
 
-    profile = PROFILES[args.profile]
     stage_values, section = own_section(f"aro.{args.profile}.finetune")
     negclip = recipe() if args.profile == "full" else None
-    tokens = TokenCache(tokenizer_for(get_spec(section["base"]).arch), memo=profile.memo_tokens)
-    given = profile.inputs(args, stage_values, section, tokens, negclip)
+    # the mini sweep tokenises the same few captions every run: memoised
+    tokens = TokenCache(tokenizer_for(get_spec(section["base"]).arch), memo=args.profile == "mini")
+    given = INPUTS[args.profile](args, stage_values, section, tokens, negclip)
     batches = FinetuneBatches(given.table, given.images, tokens, hard=args.run == "negclip")
     provenance = {"profile": args.profile, **given.sources, **cpu_profile, **given.notes}
     return sweep_jobs(args.run, args.profile, section, FromZoo(section["base"]), batches, given.validator, __name__,
@@ -193,8 +180,8 @@ def weights_path(args: argparse.Namespace) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.aro.train", description=__doc__.splitlines()[0])
     profiles = parser.add_subparsers(dest="profile", required=True)
-    for name, profile in PROFILES.items():
-        def configure(p: argparse.ArgumentParser, options=profile.options) -> None:
+    for name, options in OPTIONS.items():
+        def configure(p: argparse.ArgumentParser, options: tuple[tuple[str, str], ...] = options) -> None:
             for flag, text in options:
                 p.add_argument(flag, default=None, help=text)
 
