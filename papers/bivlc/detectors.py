@@ -11,8 +11,8 @@ each scene's image once; no validation split is scored and the final head is kep
 (``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors``, timing logs in
 ``build/mini/bivlc/logs/detectors/``).
 
-The full profile follows the authors' recipe (the image head's script, the text head's and their data module under ``src/Detectors/`` of
-IMirandaM/BiVLC@84f0d175), followed here line by line:
+The full profile follows the authors' recipe (the image head's script, the text head's and their data module under
+``src/Detectors/`` of IMirandaM/BiVLC@84f0d175) line by line:
 
 * every weight of the CLIP model frozen (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:81-82``
   "for param in model.parameters(): param.requires_grad = False"), a ``Linear(512, 1)`` head on the tower's raw
@@ -97,8 +97,9 @@ of the ``detectors-full-<encoder>@<tower>`` stages. The mini profile names its h
 MINI_DETECTORS: tuple[str, ...] = tuple(name.removeprefix("det-") for name in DETECTORS)
 
 
-def detector_job(profile: str, encoder: str, tower: str, init: Init, batches, loss: LossFactory,
-                 config: TrainConfig, provenance: Mapping, validate: Callable[[torch.nn.Module], float] | None = None) -> FinetuneJob:
+def detector_job(profile: str, encoder: str, tower: str, init: Init, batches: LabelledBatches | FileLabelledBatches,
+                 loss: LossFactory, config: TrainConfig, provenance: Mapping,
+                 validate: Callable[[torch.nn.Module], float] | None = None) -> FinetuneJob:
     """Both profiles' job: a head on ``init``'s frozen ``tower``, trained from scratch every time (no resume state)."""
     return FinetuneJob(f"bivlc-{profile}-{detector_name(encoder, tower)}", init, batches, loss, config, MODULE,
                        validate=validate, provenance={"tower": tower, **provenance}, resume=False)

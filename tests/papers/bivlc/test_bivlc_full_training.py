@@ -386,7 +386,8 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("profile", "full"), ("set_manifest_sha256", sha256_file(sets["trohn-text"] / "manifest.json")),
         ("cpu_profile", "pinned")]
-    args = argparse.Namespace(profile="full", run="det-trohn-img-image", set=sets["trohn-img"], data=data_root, steps=None)
+    args = argparse.Namespace(profile="full", run="det-trohn-img-image", set=sets["trohn-img"], data=data_root,
+                              steps=None)
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image")
     assert df.build(args, None, {}) == "det"
     assert stages[-1] == "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image"
