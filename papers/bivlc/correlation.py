@@ -61,7 +61,6 @@ from common.paths import PUBLISHED, RESULTS
 CONFIDENCE = 0.95
 MIN_MODELS = 4
 """Fewer models than this: no statistic (the Spearman interval needs n - 3 > 0; ranks of 3 models take 6 orders)."""
-SPEARMAN_CI_MIN_N = 4
 KENDALL_CI_MIN_N = 5
 KENDALL_VARIANCE = 0.437
 """Fieller, Hartley & Pearson (1957): var(atanh tau) ~ 0.437 / (n - 4)."""

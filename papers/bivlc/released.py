@@ -76,7 +76,6 @@ DATA_FILES = ("papers/bivlc/sources.toml",)
 """Read at run time (``common.stage_deps``): this paper's download-registry entries."""
 
 TYPES = ("replace", "swap", "add")
-SUBTYPES = ("obj", "att", "rel")
 CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att")
 """SugarCrepe's 7 subcategories (BiVLC keeps them); there is no swap-rel nor add-rel."""
 _TYPE_ALIASES = {t: t for t in TYPES}

@@ -2,7 +2,7 @@
 natural-vs-synthetic detectors (CLIPDet, CLIPTROHN-Img/Det).
 
 One catalogue, so that the mini and the full profile train the same runs with the same losses, and the tables list
-them in the same order (``train_mini``, ``train_full``, ``detectors_mini``, ``detectors_full``, ``tables``).
+them in the same order (``train``, ``detectors``, ``tables``).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """BiVLC (Miranda et al.), the full profile's training sets (stages ``finetune-full-set@<dataset>``: ``python -m
-papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes (``train_full``) and the detectors
-(``detectors_full``) share.
+papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes (``train``) and the detectors
+(``detectors``) share in the full profile.
 
 The rows of ``coco``, ``trohn-text`` or ``trohn-img`` (split, image file under COCO's train2017 folder, caption,
 negative caption, negative image file), as ``rows.jsonl`` and ``manifest.json`` in ``build/full/bivlc/sets/<dataset>/``

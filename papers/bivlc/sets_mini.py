@@ -14,7 +14,7 @@ every add_obj and add_att instance, by truth: they are kept, marked ``ambiguous`
 and left out of the main scores.
 
 The mini stages, one module each: ``mini-test-set`` (here), ``mini-train-set`` (``finetune_sets_mini``),
-``mini-finetune@<run>`` (``train_mini``), ``mini-detectors`` (``detectors_mini``), ``tables-mini`` (``tables``).
+``mini-finetune@<run>`` (``train``), ``mini-detectors`` (``detectors``), ``tables-mini`` (``tables``).
 """
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ SugarCrepe beside it, and the natural-vs-synthetic detectors.
 What differs by profile is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``; ``FILES``):
 
 * **mini** (stage ``tables-mini``): the mini family, ARO's mini NegCLIP and the three fine-tunes of
-  ``papers.bivlc.train_mini`` (``entries_for``; weights trained here are loaded by ``trained_here``) on the benchmark
+  ``papers.bivlc.train`` (``entries_for``; weights trained here are loaded by ``trained_here``) on the benchmark
   rendered from the world (``papers.bivlc.sets_mini``: the unambiguous replace and swap instances, and the add
   instances the world makes ambiguous by construction, scored only in Table 4's add columns), SugarCrepe's mini set,
-  and the heads of ``mini-detectors`` (``papers.bivlc.detectors_mini``) on the base's and the TROHN-Img run's towers.
+  and the heads of ``mini-detectors`` (``papers.bivlc.detectors``) on the base's and the TROHN-Img run's towers.
 * **full** (stage ``tables-full``): the released benchmark ``imirandam/BiVLC`` (split ``test``, 2,933 instances)
   scored by every obtainable model of ``bivlc.full.models`` (row -> zoo model), SugarCrepe's release beside it, and
   the detectors of ``bivlc.full.detector_rows``.
@@ -48,7 +48,7 @@ authors' released ones (rows ``clipdet``, ``trohn-img-det``: imirandam/CLIP_Dete
 imirandam/CLIP_TROHN-Img_Detector, compared instance by instance with their released outputs
 ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv``
 and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_TROHN-Img.csv``) or trained here
-(``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors_full``); in the mini
+(``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors``); in the mini
 profile, ``clipdet`` and ``trohn-img-det`` (``mini_detectors``).
 
 Outputs in ``results/bivlc/<profile>/``, one output group:
@@ -388,14 +388,6 @@ class ScoredDetector:
     heads: dict = field(default_factory=dict)
     released: dict | None = None
     """The comparison with the authors' per-instance outputs (``_released_comparison``), when the row names them."""
-
-
-def model_label(name: str) -> str:
-    """The zoo entry's label; a model the zoo does not register (a stand-in in tests) is labelled by its name."""
-    try:
-        return get_spec(name).label
-    except KeyError:
-        return name
 
 
 def zoo_entries(models: Mapping[str, str]) -> list[ModelEntry]:

@@ -1,5 +1,5 @@
 """BiVLC, mini profile: the rendered bidirectional benchmark (``sets_mini``), the TROHN analogs
-(``finetune_sets_mini``), the runs' batches and model selection (``train_mini``), the detectors (``detectors_mini``),
+(``finetune_sets_mini``), the runs' batches and model selection (``train``), the detectors (``detectors``),
 and a tiny end-to-end table (``tables --profile mini``)."""
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from common.training import FromCheckpoint, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from common.zoo.trained import tokenizer_for
-from papers.bivlc import detectors_mini as dm
+from papers.bivlc import detectors as dm
 from papers.bivlc import finetune_sets_mini as fsm
 from papers.bivlc import sets_mini as m
-from papers.bivlc import train_mini as tm
+from papers.bivlc import train as tm
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, detector_recipe
 from sugarcrepe_support import write_sugarcrepe_set
 from training_support import mini_section
@@ -112,9 +112,9 @@ def test_training_set_pairs_each_caption_with_a_negative_image(train_set):
 
 def test_batches_of_each_run(train_set):
     tokenize = tokenizer_for(ARCH)
-    coco = tm.batches_for(train_set, "clip-coco", tokenize, slice(0, 15))
-    text = tm.batches_for(train_set, "trohn-text", tokenize, slice(0, 15))
-    img = tm.batches_for(train_set, "trohn-img", tokenize, slice(0, 15))
+    coco = tm.mini_batches(train_set, "clip-coco", tokenize, slice(0, 15))
+    text = tm.mini_batches(train_set, "trohn-text", tokenize, slice(0, 15))
+    img = tm.mini_batches(train_set, "trohn-img", tokenize, slice(0, 15))
     b = coco.batch(0, 0, 4)
     assert b["images"].shape == (4, 1, 3, 48, 48) and b["texts"].shape[:2] == (4, 1)
     b = text.batch(0, 0, 4)
@@ -139,10 +139,10 @@ def test_in_batch_accuracy_is_the_authors_rule_on_a_tiny_model(train_set):
     tokenize = tokenizer_for(ARCH)
     built = FromScratch(ARCH).build()
     mean, std = normalizer(built.transform)
-    batches = tm.batches_for(train_set, "trohn-img", tokenize, slice(0, 20))
+    batches = tm.mini_batches(train_set, "trohn-img", tokenize, slice(0, 20))
     n = len(batches.images)
     assert n % 4  # a partial last chunk
-    score = tm.InBatchAccuracy(tm.validation_chunk(batches), n, 4, mean, std)(built.model.eval())
+    score = tm.InBatchAccuracy(tm.mini_chunk(batches), n, 4, mean, std)(built.model.eval())
     scores = []
     with torch.no_grad():
         for start in range(0, n, 4):
@@ -160,8 +160,8 @@ def test_in_batch_accuracy_is_the_authors_rule_on_a_tiny_model(train_set):
 
 
 def test_a_run_keeps_its_best_validation(train_set, tmp_path):
-    job = tm.finetune_job("trohn-img", train_set, mini_section(steps=4, batch_size=8, validations=2),
-                          init=FromScratch(ARCH))
+    job = tm.mini_job("trohn-img", train_set, mini_section(steps=4, batch_size=8, validations=2),
+                      init=FromScratch(ARCH))
     result = run_job(job, tmp_path / "trohn-img.safetensors")
     assert [s for s, _ in result.validation] == [2, 4]
     assert result.best_weights.is_file() and result.best_score == max(v for _, v in result.validation)
@@ -173,9 +173,9 @@ def test_detector_heads_train_on_frozen_towers(train_set, tmp_path):
     from safetensors.torch import load_file
 
     base = FromScratch(ARCH)
-    result = run_job(dm.detector_job("clip", "text", base, train_set, detector_section(lr=1e-2)),
+    result = run_job(dm.mini_job("clip", "text", base, train_set, detector_section(lr=1e-2)),
                      tmp_path / "det.safetensors")
-    batches = dm.detector_batches(train_set, "text", tokenizer_for(ARCH))
+    batches = dm.mini_batches(train_set, "text", tokenizer_for(ARCH))
     assert len(result.losses) == 10 * batches.steps_per_epoch(8)
     assert sorted(load_file(str(tmp_path / "det.loss.safetensors"))) == ["head.bias", "head.weight"]
     before = portable_state(base.build().model)
@@ -202,8 +202,8 @@ def test_each_run_is_the_job_the_former_train_run_built(train_set, run, texts_pe
 
     params = mini_section(steps=30, batch_size=8, warmup_steps=3, seed=5, checkpoint_every=50, validations=4)
     init = FromScratch(ARCH)
-    job = tm.finetune_job(run, train_set, params, init=init,
-                          provenance={"set_manifest_sha256": "abc", "cpu_profile": {"threads": 1}})
+    job = tm.mini_job(run, train_set, params, init=init,
+                      provenance={"set_manifest_sha256": "abc", "cpu_profile": {"threads": 1}})
     samples = 8 // texts_per_sample
     assert job.config == TrainConfig(steps=30, batch_size=samples, lr=1e-3, warmup_steps=3, weight_decay=0.1, seed=5,
                                      checkpoint_every=50, validate_every=7)
@@ -234,7 +234,7 @@ def test_each_run_is_the_job_the_former_train_run_built(train_set, run, texts_pe
         got, want = job.batches.batch(5, step, samples), expected.batch(5, step, samples)
         assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in got)
     assert describe_loss(job.loss) == {"class": MINI_LOSS[run], "keywords": {}}
-    assert job.init is init and job.module == "papers.bivlc.train_mini" and job.name == f"bivlc-mini-{run}"
+    assert job.init is init and job.module == "papers.bivlc.train" and job.name == f"bivlc-mini-{run}"
     assert job.config.checkpoint_every == 50 and job.resume
     val_rows = len([p for p in train_set.kept if p[0] >= 15]) if run == "trohn-img" else 5
     assert isinstance(job.validate, tm.InBatchAccuracy)
@@ -254,8 +254,9 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
     monkeypatch.setattr(fsm.TrainSet, "load", lambda root: train_set)
     (tmp_path / "manifest.json").write_text('{"kind": "bivlc-trohn"}')
     seen = {}
-    monkeypatch.setattr(tm, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
-    assert tm.build(argparse.Namespace(run="trohn-text", set=tmp_path), None, {"cpu_profile": "pinned"}) == "job"
+    monkeypatch.setattr(tm, "mini_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
+    args = argparse.Namespace(profile="mini", run="trohn-text", set=tmp_path)
+    assert tm.build(args, None, {"cpu_profile": "pinned"}) == "job"
     assert seen["args"] == ("trohn-text", train_set, section)
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("set_manifest_sha256", sha256_file(tmp_path / "manifest.json")), ("cpu_profile", "pinned")]
@@ -272,8 +273,8 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
     from common.training import TrainConfig
     from common.training.job import describe_loss
 
-    job = dm.detector_job("trohn-img", tower, FromScratch(ARCH), train_set, detector_section(lr=0.1, seed=3),
-                          provenance={"set_manifest_sha256": "abc"})
+    job = dm.mini_job("trohn-img", tower, FromScratch(ARCH), train_set, detector_section(lr=0.1, seed=3),
+                      provenance={"set_manifest_sha256": "abc"})
     pairs = [(i, j) for i, j in train_set.kept if i < 15]
     n = len({i for i, _ in pairs}) + len(pairs) if tower == "image" else 2 * len(pairs)
     steps = {"image": 1, "text": 10}[tower] * (n // 8)
@@ -285,7 +286,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
     assert describe_loss(job.loss) == {"class": "papers.bivlc.losses.DetectorLoss",
                                        "keywords": {"embed_dim": 64, "tower": tower, "raw_features": True}}
     assert job.validate is None and not job.resume and job.config.checkpoint_every == 0
-    assert job.module == "papers.bivlc.detectors_mini" and job.name == f"bivlc-mini-det-trohn-img-{tower}"
+    assert job.module == "papers.bivlc.detectors" and job.name == f"bivlc-mini-det-trohn-img-{tower}"
 
 
 def _sugarcrepe(root: Path, test_set: Path) -> Path:
@@ -305,12 +306,12 @@ def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
     torch.manual_seed(0)
     save_weights(models / "base.safetensors", portable_state(base.build().model))
     for run in RUNS:
-        run_job(tm.finetune_job(run, train_set, params, init=base),
+        run_job(tm.mini_job(run, train_set, params, init=base),
                 models / f"{run}.safetensors")
     for encoder in DETECTOR_ENCODERS:
         init = base if encoder == "clip" else FromCheckpoint(ARCH, models / f"{encoder}.best.safetensors")
         for tower in DETECTOR_TOWERS:
-            run_job(dm.detector_job(encoder, tower, init, train_set, detector_section()),
+            run_job(dm.mini_job(encoder, tower, init, train_set, detector_section()),
                     detectors / f"{encoder}-{tower}.safetensors")
     entries = [t.ModelEntry("clip", "base", "CLIP", "pretrained", models / "base.safetensors"),
                t.ModelEntry("negclip", "negclip", "NegCLIP", "negclip", models / "base.safetensors"),

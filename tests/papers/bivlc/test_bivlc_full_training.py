@@ -1,4 +1,4 @@
-"""BiVLC's full-profile training (``sets_full``, ``train_full``, ``detectors_full``) on tiny files in the released
+"""BiVLC's full-profile training (``sets_full``, ``train full``, ``detectors full``) on tiny files in the released
 layouts written here (COCO's captions_train2017.json and JPEGs, TROHN-Text/Img parquet shards with train and validation
 splits, generated images as {bytes, path} structs): the sets, the batches, the validation scores against a brute-force
 count, 2-step runs of a random ``mini-vit-xs`` on the CPU through the shared trainer (fine-tunes and detectors: frozen
@@ -27,9 +27,9 @@ from common.training.checkpoint import seed_everything
 from common.training.model_init import normalizer
 from common.training.files import FileImages
 from common.training.job import run_job
-from papers.bivlc import detectors_full as df
+from papers.bivlc import detectors as df
 from papers.bivlc import sets_full as sf
-from papers.bivlc import train_full as tf
+from papers.bivlc import train as tf
 from papers.bivlc.runs import RUNS, detector_recipe, embed_dim_of, run_spec
 
 ARCH = "mini-vit-xs"
@@ -159,17 +159,17 @@ def test_set_refusals_name_file_and_row(data_root, tmp_path):
 def test_batches_lay_out_segments_as_the_losses_expect(sets, data_root):
     tokenize = tokenizer_for(ARCH)
     rows = [r for r in sf.load_rows(sets["trohn-img"]) if r.split == "train"]
-    b = tf.batches_for("trohn-img", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], tokenize)
+    b = tf.full_batches("trohn-img", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], tokenize)
     batch = b.batch(42, 0, 2)
     assert batch["images"].shape == (2, 2, 3, SIZE, SIZE) and batch["texts"].shape[:2] == (2, 2)
     idx = b.draws(42, 0, 2)
     for k, i in enumerate(idx):
         assert torch.equal(batch["images"][k, 1], b.images.get(np.array([b.row_negative_image[i]]))[0])
         assert torch.equal(batch["texts"][k, 1], tokenize([rows[i].negative])[0])
-    t = tf.batches_for("trohn-text", [r for r in sf.load_rows(sets["trohn-text"]) if r.split == "train"], SIZE,
+    t = tf.full_batches("trohn-text", [r for r in sf.load_rows(sets["trohn-text"]) if r.split == "train"], SIZE,
                        data_root / sf.COCO_IMAGES, sets["trohn-text"], tokenize).batch(42, 0, 2)
     assert t["images"].shape == (2, 1, 3, SIZE, SIZE) and t["texts"].shape[:2] == (2, 2)
-    d = df.detector_batches("image", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], None)
+    d = df.full_batches("image", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], None)
     batch = d.batch(42, 0, 4)
     assert batch["images"].shape == (4, 1, 3, SIZE, SIZE) and batch["labels"].tolist() == [0, 0, 1, 1]
     assert d.steps_per_epoch(4) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
@@ -203,8 +203,8 @@ def test_a_run_trains_and_keeps_its_validated_weights(run, batch, sets, data_roo
     set_dir = sets[run_spec(run).dataset]
     rows = sf.load_rows(set_dir)
     out = tmp_path / f"{run}.safetensors"
-    job = tf.finetune_job(run, rows, params(run, batch), data_root / sf.COCO_IMAGES, set_dir, recipe=tf.recipe(run),
-                          init=FromScratch(ARCH), steps=2)
+    job = tf.full_job(run, rows, params(run, batch), data_root / sf.COCO_IMAGES, set_dir, recipe=tf.recipe(run),
+                      init=FromScratch(ARCH), steps=2)
     result = run_job(job, out)
     assert len(result.losses) == 2 and all(np.isfinite(result.losses))
     assert out.is_file() and result.best_weights.is_file() and len(result.validation) == 1
@@ -226,8 +226,8 @@ def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_
     p = detector_section(batch_size=2)
     init = FromScratch(ARCH)
     out = tmp_path / "det-clip-text.safetensors"
-    result = run_job(df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
-                                     steps=2), out)
+    result = run_job(df.full_job("clip", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
+                                 steps=2), out)
     seed_everything(42)  # the trainer builds the model right after seeding with the run's seed
     before = init.build().model.state_dict()
     after = load_file(str(out))
@@ -250,8 +250,8 @@ def test_a_detector_trains_only_its_head_and_full_reads_it(sets, data_root, tmp_
         labels = [0] * len(chunk) + [1] * len(chunk)
         batch_accuracies.append(np.mean([(q > 0.5) == bool(y) for q, y in zip(probs, labels)]))
     assert result.best_score == pytest.approx(np.mean(batch_accuracies))
-    image = run_job(df.detector_job("det-clip-image", "image", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
-                                    steps=1), tmp_path / "det-clip-image.safetensors")
+    image = run_job(df.full_job("clip", "image", rows, p, init, data_root / sf.COCO_IMAGES, set_dir,
+                                steps=1), tmp_path / "det-clip-image.safetensors")
     assert image.best_weights.is_file() and (tmp_path / "det-clip-image.best.loss.safetensors").is_file()
 
 
@@ -270,7 +270,7 @@ def test_a_detector_is_the_authors_training_loop(sets, data_root, tmp_path):
     rows = sf.load_rows(set_dir)
     p = detector_section(batch_size=2)
     init = FromScratch(ARCH)
-    job = df.detector_job("det-clip-text", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir, steps=4)
+    job = df.full_job("clip", "text", rows, p, init, data_root / sf.COCO_IMAGES, set_dir, steps=4)
     run_job(job, tmp_path / "det.safetensors")
     got = load_weights(tmp_path / "det.loss.safetensors")
 
@@ -328,9 +328,9 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
     section = {**params(run, batch), "epochs": 3, "checkpoint_every": 500}
     set_dir = sets[run_spec(run).dataset]
     init = FromScratch(ARCH)
-    job = tf.finetune_job(run, sf.load_rows(set_dir), section, data_root / sf.COCO_IMAGES, set_dir,
-                          recipe=tf.recipe(run), init=init, steps=steps,
-                          provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
+    job = tf.full_job(run, sf.load_rows(set_dir), section, data_root / sf.COCO_IMAGES, set_dir,
+                      recipe=tf.recipe(run), init=init, steps=steps,
+                      provenance={"profile": "full", "set_manifest_sha256": "abc", "cpu_profile": "pinned"})
     per_epoch = train_rows // batch
     total = steps or 3 * per_epoch
     recipe = load_recipe(ROOT / "papers" / "bivlc" / "recipes.toml", run)
@@ -355,7 +355,7 @@ def test_each_run_is_the_job_the_former_train_full_run_built(run, batch, train_r
                                                     ("images", images), ("dataset", dataset), ("texts", texts)]
     assert type(job.batches) is (tf.PairedFileBatches if run == "trohn-img" else FileCaptionBatches)
     assert describe_loss(job.loss) == {"class": FULL_LOSS[run], "keywords": {}}
-    assert job.init is init and job.module == "papers.bivlc.train_full" and job.name == f"bivlc-full-{run}"
+    assert job.init is init and job.module == "papers.bivlc.train" and job.name == f"bivlc-full-{run}"
     assert job.config.checkpoint_every == 500 and job.resume
     assert (job.validate.rows, job.validate.samples) == (val_rows, batch)
 
@@ -374,9 +374,9 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     monkeypatch.setattr("common.params.stage_params", lambda stage, **_: stages.append(stage) or {
         "bivlc": {"full": {"finetune": finetune, "detectors": detectors}}})
     seen = {}
-    monkeypatch.setattr(tf, "finetune_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
-    monkeypatch.setattr(df, "detector_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "det")
-    args = argparse.Namespace(run="trohn-text", set=sets["trohn-text"], data=data_root, steps=3)
+    monkeypatch.setattr(tf, "full_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")
+    monkeypatch.setattr(df, "full_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "det")
+    args = argparse.Namespace(profile="full", run="trohn-text", set=sets["trohn-text"], data=data_root, steps=3)
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:finetune-full@trohn-text")  # as `dvc repro` sets it
     assert tf.build(args, None, {"cpu_profile": "pinned"}) == "job"
     assert stages[-1] == "papers/bivlc/dvc.yaml:finetune-full@trohn-text"
@@ -386,12 +386,13 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     assert list(seen["kwargs"]["provenance"].items()) == [
         ("profile", "full"), ("set_manifest_sha256", sha256_file(sets["trohn-text"] / "manifest.json")),
         ("cpu_profile", "pinned")]
-    args = argparse.Namespace(run="det-trohn-img-image", set=sets["trohn-img"], data=data_root, steps=None)
+    args = argparse.Namespace(profile="full", run="det-trohn-img-image", set=sets["trohn-img"], data=data_root,
+                              steps=None)
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image")
     assert df.build(args, None, {}) == "det"
     assert stages[-1] == "papers/bivlc/dvc.yaml:detectors-full-trohn-img@image"
-    name, tower, _, section, init, coco, set_dir = seen["args"]
-    assert (name, tower, init, coco, set_dir) == ("det-trohn-img-image", "image", FromZoo("zoo/trohn-img"),
+    encoder, tower, _, section, init, coco, set_dir = seen["args"]
+    assert (encoder, tower, init, coco, set_dir) == ("trohn-img", "image", FromZoo("zoo/trohn-img"),
                                                   data_root / sf.COCO_IMAGES, sets["trohn-img"])
     assert section == detectors and seen["kwargs"]["steps"] is None
     assert list(seen["kwargs"]["provenance"].items()) == [
@@ -410,9 +411,9 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
 
     set_dir = sets["trohn-img"]
     p = detector_section()
-    job = df.detector_job(f"det-clip-{tower}", tower, sf.load_rows(set_dir), p, FromScratch(ARCH),
-                          data_root / sf.COCO_IMAGES, set_dir,
-                          provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
+    job = df.full_job("clip", tower, sf.load_rows(set_dir), p, FromScratch(ARCH),
+                      data_root / sf.COCO_IMAGES, set_dir,
+                      provenance={"profile": "full", "encoder": "unused", "set_manifest_sha256": "abc"})
     per_epoch = 5 // 4  # 4 rows (8 inputs) a step, as the authors' DataLoader(batch_size=400) of rows
     assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=8, lr=1e-2, warmup_steps=0,
                                      weight_decay=0.0, seed=42, validate_every=per_epoch,
@@ -459,10 +460,10 @@ def test_a_run_s_training_images_crop_as_its_recipe_says(augmentation, crop, set
 
     recipe = tf.recipe("trohn-img")
     assert recipe.augmentation == "center_crop" and recipe.train_crop_scale is None
-    job = tf.finetune_job("trohn-img", sf.load_rows(sets["trohn-img"]), params("trohn-img", 2),
-                          data_root / sf.COCO_IMAGES, sets["trohn-img"],
-                          recipe=replace(recipe, augmentation=augmentation, crop_scale=crop), init=FromScratch(ARCH),
-                          steps=1)
+    job = tf.full_job("trohn-img", sf.load_rows(sets["trohn-img"]), params("trohn-img", 2),
+                      data_root / sf.COCO_IMAGES, sets["trohn-img"],
+                      recipe=replace(recipe, augmentation=augmentation, crop_scale=crop), init=FromScratch(ARCH),
+                      steps=1)
     assert job.batches.images.crop_scale == crop
 
 
@@ -475,6 +476,6 @@ def test_a_detector_refuses_a_recipe_that_crops(sets, data_root, monkeypatch):
                                                                 crop_scale=(0.9, 1.0)))
     p = detector_section()
     with pytest.raises(sf.BivlcFinetuneFullError, match="random_resized_crop") as info:
-        df.detector_job("det-clip-image", "image", sf.load_rows(sets["trohn-img"]), p, FromScratch(ARCH),
-                        data_root / sf.COCO_IMAGES, sets["trohn-img"])
+        df.full_job("clip", "image", sf.load_rows(sets["trohn-img"]), p, FromScratch(ARCH),
+                    data_root / sf.COCO_IMAGES, sets["trohn-img"])
     assert "\n" not in str(info.value)

@@ -1,9 +1,18 @@
-"""BiVLC (Miranda et al.), the full profile's natural-vs-synthetic detectors as jobs: CLIPDet and CLIPTROHN-Img/Det
-(stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors_full run det-<encoder>-<tower>
---device cuda``).
+"""BiVLC (Miranda et al.): Table 5's natural-vs-synthetic detectors CLIPDet and CLIPTROHN-Img/Det as jobs, both
+profiles (stage ``mini-detectors``: ``python -m papers.bivlc.detectors mini all``, one head: ``mini run
+<encoder>-<tower>``; stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors full run
+det-<encoder>-<tower> --device cuda``).
 
-The authors' recipe (the image head's script, the text head's and their data module under ``src/Detectors/`` of
-IMirandaM/BiVLC@84f0d175), followed here line by line:
+Both profiles train a linear head (``DetectorLoss``) on a frozen tower's raw output, on the base (CLIPDet) and on
+the TROHN-Img run (CLIPTROHN-Img/Det), with TROHN-Img's natural (label 0) and synthetic (label 1) inputs, 1 epoch
+for images and 10 for texts, under the ``[detectors]`` recipe (Adam at a constant rate). The mini profile differs in
+more than its inputs, and keeps its own: its batch counts inputs (``params.yaml bivlc.mini.detector.batch_size``),
+each scene's image once; no validation split is scored and the final head is kept
+(``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors``, timing logs in
+``build/mini/bivlc/logs/detectors/``).
+
+The full profile follows the authors' recipe (the image head's script, the text head's and their data module under
+``src/Detectors/`` of IMirandaM/BiVLC@84f0d175) line by line:
 
 * every weight of the CLIP model frozen (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:81-82``
   "for param in model.parameters(): param.requires_grad = False"), a ``Linear(512, 1)`` head on the tower's raw
@@ -46,8 +55,9 @@ steps are fixed-size). A detector's head is ``build/full/bivlc/models/<name>.bes
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -58,24 +68,111 @@ from common.tasks import DatasetError
 from common.training.distributed import DistributedContext
 from common.training.files import FileImages
 from common.training.job import FinetuneJob
-from common.training.launch import add_run_command
-from common.training.model_init import FromZoo, Init
-from common.training.rendered import Tokenize
-from common.training.trainer import TrainConfig
+from common.training.launch import add_run_command, launch
+from common.training.model_init import FromCheckpoint, FromZoo, Init
+from common.training.rendered import LabelledBatches, Tokenize, pixels
+from common.training.trainer import LossFactory, TrainConfig
 from papers.bivlc.detection import is_synthetic
+from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
 from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows,
                                     split_rows)
+from papers.bivlc.sets_mini import BivlcMiniError
 
-MODULE = "papers.bivlc.detectors_full"
+MODULE = "papers.bivlc.detectors"
 DATA_FILES = ("papers/bivlc/models.toml",)
-"""Read at run time (``common.stage_deps``): the zoo entries of the detectors' encoders (the TROHN-Img rerun
+"""Read at run time (``common.stage_deps``): the zoo entries of the full detectors' encoders (the TROHN-Img rerun
 ``bivlc/full-trohn-img`` or the released ``bivlc/clip-trohn-img``)."""
 
 
 def detector_name(encoder: str, tower: str) -> str:
     return f"det-{encoder}-{tower}"
+
+
+DETECTORS: tuple[str, ...] = tuple(detector_name(e, t) for e in DETECTOR_ENCODERS for t in DETECTOR_TOWERS)
+"""The four heads, in training order (the TROHN-Img encoder's last: it needs the TROHN-Img run's weights); the runs
+of the ``detectors-full-<encoder>@<tower>`` stages. The mini profile names its heads (and their files) without the
+``det-`` prefix."""
+MINI_DETECTORS: tuple[str, ...] = tuple(name.removeprefix("det-") for name in DETECTORS)
+
+
+def detector_job(profile: str, encoder: str, tower: str, init: Init, batches: LabelledBatches | FileLabelledBatches,
+                 loss: LossFactory, config: TrainConfig, provenance: Mapping,
+                 validate: Callable[[torch.nn.Module], float] | None = None) -> FinetuneJob:
+    """Both profiles' job: a head on ``init``'s frozen ``tower``, trained from scratch every time (no resume state)."""
+    return FinetuneJob(f"bivlc-{profile}-{detector_name(encoder, tower)}", init, batches, loss, config, MODULE,
+                       validate=validate, provenance={"tower": tower, **provenance}, resume=False)
+
+
+# --- the mini profile: the rendered TROHN-Img analog, in memory
+
+
+def mini_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatches:
+    """The TROHN-Img analog's training split as natural (0) and synthetic (1) inputs: each scene's image once and
+    each kept pair's negative image, or each kept pair's caption and negative caption."""
+    pairs = [(i, j) for i, j in data.kept if i < data.n_train]
+    if tower == "image":
+        scenes = sorted({i for i, _ in pairs})
+        natural = pixels(data.images[scenes])
+        synthetic = pixels(data.negative_images[[i for i, _ in pairs], [j for _, j in pairs]])
+        inputs = torch.cat([natural, synthetic])
+        labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
+    else:
+        texts = [data.captions[i][j] for i, j in pairs] + [data.negatives[i][j] for i, j in pairs]
+        inputs = tokenize(texts)
+        labels = torch.cat([torch.zeros(len(pairs)), torch.ones(len(pairs))])
+    return LabelledBatches(inputs, labels, "images" if tower == "image" else "texts", f"bivlc-mini-{tower}-detector")
+
+
+def mini_init(encoder: str, base: str, models_dir: Path) -> Init:
+    """The frozen encoder of a mini detector: the base (CLIPDet) or the TROHN-Img run's best weights."""
+    if encoder == "clip":
+        return FromZoo(base)
+    from common.zoo import get_spec
+
+    path = Path(models_dir) / f"{encoder}.best.safetensors"
+    if not path.is_file():
+        raise BivlcMiniError(f"{path}: no weights for the {encoder} detector's encoder; run mini-finetune@{encoder}")
+    return FromCheckpoint(get_spec(base).arch, path)
+
+
+def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapping[str, Any], *,
+             tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
+    """``DETECTOR_EPOCHS[tower]`` epochs of the mini's batch (``section``: ``params.yaml bivlc.mini.detector``, its
+    ``batch_size`` inputs per step; recorded as its deviation from the recipe), no validation: the final head is
+    kept. The tower's raw output, as ``tables`` scores the heads (no switch, so training and scoring cannot
+    disagree)."""
+    from common.zoo.trained import tokenizer_for
+
+    arch = init.describe()["arch"]
+    tokenize = tokenize or tokenizer_for(arch)
+    batches = mini_batches(data, tower, tokenize)
+    steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(int(section["batch_size"]))
+    config = TrainConfig.from_params(section, steps=steps, recipe=detector_recipe())
+    loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower, raw_features=True)
+    return detector_job("mini", encoder, tower, init, batches, loss, config,
+                        {"encoder": encoder, **(provenance or {})})
+
+
+def _mini_jobs(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
+    """The stage's parameters and training set, read once: ``name -> job`` for each of the four mini heads."""
+    from common.params import own_section
+
+    _, section = own_section("bivlc.mini")
+    set_dir = Path(set_dir or build_dir("mini", "bivlc") / "train")
+    data = TrainSet.load(set_dir)
+    set_sha256 = sha256_file(set_dir / "manifest.json")
+
+    def build_one(name: str) -> FinetuneJob:
+        encoder, _, tower = name.rpartition("-")
+        init = mini_init(encoder, section["base"], build_dir("mini", "bivlc") / "models")
+        return mini_job(encoder, tower, init, data, section["detector"], provenance={"set_manifest_sha256": set_sha256})
+
+    return build_one
+
+
+# --- the full profile: TROHN-Img's rows and image files
 
 
 def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
@@ -139,8 +236,8 @@ class FileLabelledBatches:
         return {"name": self.name, "key": self.key, "rows": len(self.natural)}
 
 
-def detector_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_images: Path, set_dir: Path,
-                     tokenize: Tokenize | None) -> FileLabelledBatches:
+def full_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_images: Path, set_dir: Path,
+                 tokenize: Tokenize | None) -> FileLabelledBatches:
     """TROHN-Img rows (one split) as natural (0) and synthetic (1) inputs of ``tower``."""
     if tower == "image":
         files, image, negative = image_files(rows, coco_images, set_dir)
@@ -203,14 +300,13 @@ class DetectorAccuracy:
         return float(np.mean(accuracies))
 
 
-def detector_job(name: str, tower: str, rows: Sequence[TrainRow], section: Mapping[str, Any], init: Init,
-                 coco_images: Path, set_dir: Path, *, steps: int | None = None,
-                 provenance: Mapping | None = None) -> FinetuneJob:
-    """A ``DetectorLoss`` head on ``init``'s frozen ``tower``'s raw output, ``DETECTOR_EPOCHS[tower]`` epochs on
-    TROHN-Img's train split (``section``: ``params.yaml bivlc.full.detectors``; its ``batch_size`` rows, twice as many
-    inputs, per step), Adam at a constant rate,
-    validated at the end of every epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors``
-    (the module docstring has the authors' lines). Trained from scratch every time (no resume state), as before."""
+def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mapping[str, Any], init: Init,
+             coco_images: Path, set_dir: Path, *, steps: int | None = None,
+             provenance: Mapping | None = None) -> FinetuneJob:
+    """``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train split (``section``: ``params.yaml
+    bivlc.full.detectors``; its ``batch_size`` rows, twice as many inputs, per step), validated at the end of every
+    epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors`` (the module docstring has the
+    authors' lines). ``steps`` overrides the epochs and validates once, at the end."""
     from common.training.model_init import normalizer
     from common.zoo.trained import tokenizer_for
 
@@ -221,57 +317,77 @@ def detector_job(name: str, tower: str, rows: Sequence[TrainRow], section: Mappi
     arch = init.describe()["arch"]
     tokenize = tokenizer_for(arch) if tower == "text" else None
     size, rows_per_step = int(section["image_size"]), int(section["batch_size"])
-    train_batches = detector_batches(tower, split_rows(rows, "train"), size, coco_images, set_dir,
-                                     tokenize)
-    val_batches = detector_batches(tower, split_rows(rows, "validation"), size, coco_images, set_dir,
-                                   tokenize)
+    train = full_batches(tower, split_rows(rows, "train"), size, coco_images, set_dir, tokenize)
+    val = full_batches(tower, split_rows(rows, "validation"), size, coco_images, set_dir, tokenize)
     inputs = 2 * rows_per_step
-    per_epoch = train_batches.steps_per_epoch(inputs)
+    per_epoch = train.steps_per_epoch(inputs)
     total = steps or DETECTOR_EPOCHS[tower] * per_epoch
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
     config = TrainConfig.from_params(section, steps=total, batch_size=inputs, validate_every=0 if steps else per_epoch,
                                      recipe=recipe)
-    return FinetuneJob(f"bivlc-full-{name}", init, train_batches, loss, config, MODULE,
-                       validate=DetectorAccuracy(val_batches, loss, rows_per_step, mean, std),
-                       provenance={"tower": tower, "steps_per_epoch": per_epoch, "epochs": total / per_epoch,
-                                   **(provenance or {})},
-                       resume=False)
+    return detector_job("full", encoder, tower, init, train, loss, config,
+                        {"steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})},
+                        validate=DetectorAccuracy(val, loss, rows_per_step, mean, std))
 
 
-DETECTORS: tuple[str, ...] = tuple(detector_name(e, t) for e in DETECTOR_ENCODERS for t in DETECTOR_TOWERS)
-"""The runs of the ``detectors-full-<encoder>@<tower>`` stages."""
+# --- the stages
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
-    """The job of ``run det-<encoder>-<tower>``: the stage's parameters (the encoder's zoo model among them) and
-    TROHN-Img's set."""
+    """The job of ``<profile> run <name>``: the stage's parameters and the profile's TROHN-Img set (a mini head's
+    sidecar records no CPU profile, as before; a full one's the encoder's zoo model and, on the CPU, the profile)."""
+    if args.profile == "mini":
+        return _mini_jobs(args.set)(args.run)
     from common.params import own_section
     from common.paths import data_root
 
-    encoder, _, tower = args.run.removeprefix("det-").rpartition("-")
     _, section = own_section("bivlc.full.detectors")
     encoders = dict(section["encoders"])
     encoder, tower = parse_detector(args.run, encoders)
     set_dir = Path(args.set or build_dir("full", "bivlc") / "sets" / "trohn-img")
-    rows = load_rows(set_dir)
-    return detector_job(args.run, tower, rows, section, FromZoo(encoders[encoder]),
-                        Path(args.data or data_root()) / COCO_IMAGES, set_dir, steps=args.steps,
-                        provenance={"profile": "full", "encoder": encoders[encoder],
-                                    "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
+    return full_job(encoder, tower, load_rows(set_dir), section, FromZoo(encoders[encoder]),
+                    Path(args.data or data_root()) / COCO_IMAGES, set_dir, steps=args.steps,
+                    provenance={"profile": "full", "encoder": encoders[encoder],
+                                "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile})
 
 
-def _data_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--set", type=Path, default=None, help="default: build/full/bivlc/sets/trohn-img")
-    parser.add_argument("--data", type=Path, default=None, help=f"the data root holding {COCO_IMAGES.as_posix()}")
+def _mini_log_dir() -> Path:
+    return build_dir("mini", "bivlc") / "logs" / "detectors"
+
+
+def _cmd_all(args: argparse.Namespace) -> int:
+    """The mini stage: the four heads in one process, the set read once (after the first launch pinned the CPU)."""
+    out_dir = Path(args.out or build_dir("mini", "bivlc") / "detectors")
+    jobs = functools.cache(lambda: _mini_jobs(args.set))
+    for name in MINI_DETECTORS:
+        launch(lambda world, cpu_profile, name=name: jobs()(name), out_dir / f"{name}.safetensors",
+               _mini_log_dir() / f"{name}.json", device="cpu")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.detectors_full", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_run_command(sub, DETECTORS, build,
+    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.detectors", description=__doc__.splitlines()[0])
+    profiles = parser.add_subparsers(dest="profile", required=True)
+    mini = profiles.add_parser("mini", help="the mini profile").add_subparsers(dest="command", required=True)
+    full = profiles.add_parser("full", help="the full profile").add_subparsers(dest="command", required=True)
+
+    def mini_set(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", type=Path, default=None, help="default: build/mini/bivlc/train")
+
+    def full_data(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", type=Path, default=None, help="default: build/full/bivlc/sets/trohn-img")
+        p.add_argument("--data", type=Path, default=None, help=f"the data root holding {COCO_IMAGES.as_posix()}")
+
+    p = mini.add_parser("all", help="train the four natural-vs-synthetic heads (CLIPDet, CLIPTROHN-Img/Det)")
+    p.add_argument("--out", type=Path, default=None, help="default: build/mini/bivlc/detectors")
+    mini_set(p)
+    p.set_defaults(func=_cmd_all)
+    add_run_command(mini, MINI_DETECTORS, build, configure=mini_set, log_dir=_mini_log_dir,
+                    out_path=lambda args: build_dir("mini", "bivlc") / "detectors" / f"{args.run}.safetensors",
+                    help="train one head (<encoder>-<tower>)")
+    add_run_command(full, DETECTORS, build, configure=full_data, log_dir=lambda: build_dir("full", "bivlc") / "logs",
                     out_path=lambda args: build_dir("full", "bivlc") / "models" / f"{args.run}.safetensors",
-                    log_dir=lambda: build_dir("full", "bivlc") / "logs", configure=_data_options,
                     help="one detector (det-<encoder>-<image|text>), under torchrun or as one process")
     args = parser.parse_args(argv)
     return args.func(args)
