@@ -54,7 +54,7 @@ import argparse
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Mapping, Protocol, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -140,16 +140,6 @@ def _fields(run: str) -> tuple[str, dict]:
     return field, {"texts": ["caption", field], "images": ["image", "distractor"]}
 
 
-class Samples(Protocol):
-    """A profile's training samples: ``batches`` of a run (``section``: its params; ``crop_scale``: the recipe's
-    training crop, None: the centre crop)."""
-
-    profile: ClassVar[str]
-
-    def batches(self, run: str, section: Mapping, tokenize: Tokenize,
-                crop_scale: tuple[float, float] | None) -> NegationBatches | NegationFileBatches: ...
-
-
 @dataclass(frozen=True)
 class RenderedSamples:
     """The mini profile's samples: the rendered set's arrays (``NegationBatches``; rendered images are not
@@ -171,7 +161,7 @@ class RenderedSamples:
         refuse_same_tokens(captions, negated, [[c] for c in self.data.texts("caption")], f"negation ({field})",
                            "the fine-tuning set")
         return NegationBatches(pixels(self.data.images), pixels(self.data.distractors), captions, negated,
-                               f"conclip-mini-{run_spec(run).negatives}", fields=fields)
+                               f"conclip-{self.profile}-{run_spec(run).negatives}", fields=fields)
 
 
 def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
@@ -207,15 +197,20 @@ class FileSamples:
                 crop_scale: tuple[float, float] | None = None) -> NegationFileBatches:
         field, fields = _fields(run)
         rows = run_rows(run, self.rows)
-        files = list(dict.fromkeys([*(Path(self.ccneg_images) / r.image for r in rows),
-                                    *(Path(self.coco_images) / r.distractor for r in rows)]))
+        files = list(dict.fromkeys([*(self.ccneg_images / r.image for r in rows),
+                                    *(self.coco_images / r.distractor for r in rows)]))
         where = {path: i for i, path in enumerate(files)}
         images = FileImages(tuple(files), int(section["image_size"]), crop_scale=crop_scale)
         return NegationFileBatches(
-            images, np.array([where[Path(self.ccneg_images) / r.image] for r in rows], dtype=np.int64),
-            np.array([where[Path(self.coco_images) / r.distractor] for r in rows], dtype=np.int64),
+            images, np.array([where[self.ccneg_images / r.image] for r in rows], dtype=np.int64),
+            np.array([where[self.coco_images / r.distractor] for r in rows], dtype=np.int64),
             [r.caption for r in rows], [getattr(r, field) for r in rows], tokenize,
-            name=f"conclip-full-{run_spec(run).negatives}", fields=fields, shuffle=bool(section.get("shuffle", True)))
+            f"conclip-{self.profile}-{run_spec(run).negatives}", fields, bool(section.get("shuffle", True)))
+
+
+Samples = RenderedSamples | FileSamples
+"""A profile's training samples: ``batches(run, section, tokenize, crop_scale)`` (``section``: the run's params;
+``crop_scale``: the recipe's training crop, None: the centre crop)."""
 
 
 def build_job(run: str, samples: Samples, section: Mapping, *, recipe: Recipe | None = None,

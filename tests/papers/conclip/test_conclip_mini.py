@@ -157,6 +157,8 @@ def test_batches_carry_image_distractor_caption_and_negation(finetune_set):
     crepe = train.RenderedSamples(data).batches("crepe-negate-l1", {}, tokenize).batch(0, 0, 4)
     assert torch.equal(crepe["texts"][:, 1], tokenize([data.rows[i]["crepe_negated"] for i in idx]))
     assert torch.equal(crepe["texts"][:, 0], batch["texts"][:, 0])  # the same captions in the same order
+    with pytest.raises(train.TrainingSetError, match=r"l1: batch of 64 is larger than the \d+ training images"):
+        train.build_job("l1", train.RenderedSamples(data), mini_section(batch_size=64), init=FromScratch(ARCH))
 
 
 def test_the_runs_resume_key_follows_the_batch_code():
