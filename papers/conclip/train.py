@@ -91,21 +91,9 @@ class TrainingSetError(WorkspaceError):
     """A fine-tuning set that cannot feed a run as asked (too few samples for a batch; no CREPE-Negate row)."""
 
 
-class NegationBatches(PairedImageBatches):
-    """One caption per image, the negated caption as the extra text, the distractor image as the second image
-    segment: images [I, I'], texts [c, c'] per sample."""
-
-    def __init__(self, images: torch.Tensor, distractors: torch.Tensor, captions: torch.Tensor,
-                 negated: torch.Tensor, name: str, fields: Mapping | None = None):
-        if distractors.shape != images.shape:
-            raise ValueError("NegationBatches: one distractor image per image")
-        super().__init__(images, captions, [distractors], [negated], name, fields)
-        self.distractors = distractors
-
-
 class NegationFileBatches(FileCaptionBatches):
     """``FileCaptionBatches`` (the negated caption as the one extra text) whose samples carry the distractor image
-    as a second image segment: images [I, I'], texts [c, c'] per sample, as ``NegationBatches`` over rendered arrays.
+    as a second image segment: images [I, I'], texts [c, c'] per sample, as ``RenderedSamples``' batches over arrays.
 
     ``shuffle=False`` walks the rows in order every epoch (the authors' loader): step s of an epoch is rows
     ``[j*B, (j+1)*B)``, the tail that does not fill a batch dropped; ``shuffle=True`` keeps the parent's permutation
@@ -142,8 +130,8 @@ def _fields(run: str) -> tuple[str, dict]:
 
 @dataclass(frozen=True)
 class RenderedSamples:
-    """The mini profile's samples: the rendered set's arrays (``NegationBatches``; rendered images are not
-    cropped)."""
+    """The mini profile's samples: the rendered set's arrays, one caption per image, the negated caption as the extra
+    text, the distractor image as the second image segment (rendered images are not cropped)."""
 
     data: FinetuneSet
     profile: ClassVar[str] = "mini"
@@ -153,15 +141,15 @@ class RenderedSamples:
         return cls(FinetuneSet.load(set_dir))
 
     def batches(self, run: str, section: Mapping, tokenize: Tokenize,
-                crop_scale: tuple[float, float] | None = None) -> NegationBatches:
+                crop_scale: tuple[float, float] | None = None) -> PairedImageBatches:
         """A negation that tokenizes like its caption is refused."""
         field, fields = _fields(run)
         captions = caption_tokens(tokenize, [[c] for c in self.data.texts("caption")])
         negated = caption_tokens(tokenize, [[c] for c in self.data.texts(field)])
         refuse_same_tokens(captions, negated, [[c] for c in self.data.texts("caption")], f"negation ({field})",
                            "the fine-tuning set")
-        return NegationBatches(pixels(self.data.images), pixels(self.data.distractors), captions, negated,
-                               f"conclip-{self.profile}-{run_spec(run).negatives}", fields=fields)
+        return PairedImageBatches(pixels(self.data.images), captions, [pixels(self.data.distractors)], [negated],
+                                  f"conclip-{self.profile}-{run_spec(run).negatives}", fields)
 
 
 def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:

@@ -152,7 +152,7 @@ def test_batches_carry_image_distractor_caption_and_negation(finetune_set):
     batch = batches.batch(0, 0, 4)
     assert batch["images"].shape == (4, 2, 3, 48, 48) and batch["texts"].shape[:2] == (4, 2)
     idx = batches.draws(0, 0, 4)[0]
-    assert torch.equal(batch["images"][:, 1], batches.distractors[idx])
+    assert torch.equal(batch["images"][:, 1], pixels(data.distractors)[idx])
     assert torch.equal(batch["texts"][:, 1], tokenize([data.rows[i]["negated"] for i in idx]))
     crepe = train.RenderedSamples(data).batches("crepe-negate-l1", {}, tokenize).batch(0, 0, 4)
     assert torch.equal(crepe["texts"][:, 1], tokenize([data.rows[i]["crepe_negated"] for i in idx]))
@@ -181,8 +181,8 @@ MINI_SECTION = {"base": "mini/xs-32k", "steps": 7, "batch_size": 4, "lr": 0.002,
 @pytest.mark.parametrize("run", list(RUNS))
 def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_set, monkeypatch):
     """``run <name>``'s job against the old ``train_run``/``_cmd_run`` (papers/conclip/mini.py at fc79156), written
-    out: the section's ``TrainConfig``, ``FromZoo(base)``, ``NegationBatches`` named ``conclip-mini-<negatives>`` over
-    the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
+    out: the section's ``TrainConfig``, ``FromZoo(base)``, ``PairedImageBatches`` named ``conclip-mini-<negatives>``
+    over the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
     set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
     import common.params
 
