@@ -1,8 +1,7 @@
 """CoN-CLIP's fine-tunes (Table 6 and its breakdowns, Tables 10-12 and 14), shared by both profiles: which terms of
 ``papers.conclip.losses.ConClipLoss`` each run trains on, and whose negated captions (CC-Neg's, or the CREPE-Negate
 kind of Table 6's last row), and which field of a training row is the run's negated caption.
-``papers.conclip.train_mini`` trains them on the rendered world, ``papers.conclip.train_full`` on CC-Neg's training
-split."""
+``papers.conclip.train`` trains them on the rendered world (mini) or CC-Neg's training split (full)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

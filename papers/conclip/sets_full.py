@@ -15,13 +15,13 @@ and counted in the manifest: an entry with no mapping row, or a missing image or
 that reads like its caption after commas are removed is kept, as theirs (counted). The CREPE-Negate negation is
 this workspace's (the CREPE-Negate run of Table 6's last row, whose data the authors do not release): a row whose
 caption gets none, or one that reads like the caption, has ``crepe_negated: null`` and only that run skips it
-(``papers.conclip.train_full.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
+(``papers.conclip.train.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
 
 ``set``: ``rows.jsonl`` (per training entry: its image, caption, negated caption, distractor file and pool index, and
 the CREPE-Negate negation of the caption, ``common.crepe_style``'s NEGATE called as the mini profile calls it, not
 imported from there so that this stage does not depend on the mini world's code; the format is
-``papers.conclip.finetune_rows_full``) and ``manifest.json`` (counts, drops by reason, inputs' sha256), one output
-group under ``build/full/conclip/finetune``. The runs are ``papers.conclip.train_full``.
+``papers.conclip.finetune_rows``) and ``manifest.json`` (counts, drops by reason, inputs' sha256), one output
+group under ``build/full/conclip/finetune``. The runs are ``papers.conclip.train``.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from common.tasks import DatasetError
 from papers.conclip.ccneg import EVAL_SIZE, load_ccneg_training
 from papers.conclip.coco_pool import coco_train_images, load_distractor_mapping
 from papers.conclip.data_paths import CCNEG_IMAGES, COCO_CAPTIONS, COCO_IMAGES
-from papers.conclip.finetune_rows_full import FullRow
+from papers.conclip.finetune_rows import FullRow
 
 SET_KIND = "conclip-finetune-full-set"
 DATA_FILES = ("papers/conclip/sources.toml",)

@@ -16,9 +16,9 @@ the negated object, rendered) follow from the scene graph.
    7-9's split sizes), the image, the distractor image, c, c' and the CREPE-Negate analog of c'
    (``common.crepe_style``'s NEGATE: "There is no X." appended or "not" inserted before a noun; Table 6's last row
    trains on these). A scene whose negation the base model's tokenizer cannot see (past its 32-token context) is
-   dropped for every run, and counted. Read back by ``papers.conclip.finetune_rows_mini``.
+   dropped for every run, and counted. Read back by ``papers.conclip.finetune_rows``.
 
-The runs are ``papers.conclip.train_mini``, the tables ``papers.conclip.tables``: modules of their own, so that
+The runs are ``papers.conclip.train``, the tables ``papers.conclip.tables``: modules of their own, so that
 an edit here reruns neither.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ from common.paths import build_dir
 from common.tasks import DatasetError
 from common.zoo.trained import tokenizer_for
 from papers.conclip.benchmark_mini import KS, group_name
-from papers.conclip.finetune_rows_mini import FinetuneSet
+from papers.conclip.finetune_rows import FinetuneSet
 
 TEST_STREAM = "test-conclip"
 FINETUNE_STREAM = "conclip-finetune-train"

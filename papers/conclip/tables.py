@@ -17,7 +17,7 @@ items of one negation word and one K (``NegationSet.cells``).
 What differs in kind between the profiles is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``, and
 ``FILES``):
 
-* **mini**: the mini family, ARO's mini NegCLIP and the CoN-CLIP fine-tunes of ``papers.conclip.train_mini`` (loaded
+* **mini**: the mini family, ARO's mini NegCLIP and the CoN-CLIP fine-tunes of ``papers.conclip.train`` (loaded
   from their checkpoints) on the rendered benchmark (``papers.conclip.benchmark_mini``: 60 items per word and K), and
   on three more benchmarks with the same engine (``MiniBenchmarks``), which the full profile scores in stages of their
   own (``zeroshot_full``, ``sugarcrepe_full``, ``distractors_full``):

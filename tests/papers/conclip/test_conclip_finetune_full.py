@@ -1,7 +1,7 @@
 """CoN-CLIP's full-profile fine-tunes on tiny files in the layouts this workspace reads, written here
 (``ccneg_preprocessed.pt``, ``distractor_image_mapping.pt`` as a list of lists, a COCO captions file and JPEGs): the
-training split reader, the set (``sets_full``: rows, drops by reason; read back by ``finetune_rows_full``), each
-run's job (``train_full``: the same trainer inputs as before they were jobs), 2-4 step runs of a random
+training split reader, the set (``sets_full``: rows, drops by reason; read back by ``finetune_rows``), each
+run's job (``train full``: the same trainer inputs as before they were jobs), 2-4 step runs of a random
 ``mini-vit-xs`` on CPU through the shared trainer (text tower trained, image tower untouched, file order, resume), and
 the refusals."""
 from __future__ import annotations
@@ -28,8 +28,8 @@ from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
 from papers.conclip import ccneg, coco_pool
 from papers.conclip import sets_full as sf
-from papers.conclip import train_full as tf
-from papers.conclip.finetune_rows_full import load_rows
+from papers.conclip import train
+from papers.conclip.finetune_rows import load_rows
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS
 from tests.papers.conclip.test_ccneg import image_name, write_ccneg
@@ -149,13 +149,13 @@ def test_a_row_without_a_negation_reaches_the_cc_neg_runs_only(data, tmp_path):
     loaded = load_rows(tmp_path)
     params = {**PARAMS, "batch_size": 1}
     for run in ("conclip", "l1", "l2", "l1-l2", "crepe-negate-l1"):
-        job = tf.build_job(run, loaded, params, data["images"], data["root"] / coco_pool.IMAGES,
-                           init=FromScratch(ARCH))
+        job = train.build_job(run, train.FileSamples(loaded, data["images"], data["root"] / coco_pool.IMAGES), params,
+                              init=FromScratch(ARCH))
         crepe = run == "crepe-negate-l1"
         assert job.batches.captions == [r["caption"] for r in rows if not crepe or r["crepe_negated"]]
         assert job.provenance["steps_per_epoch"] == (2 if crepe else 3)
-    with pytest.raises(tf.NoCrepeRowsError, match="crepe-negate-l1: no row of the set has a CREPE-Negate negation"):
-        tf.run_rows("crepe-negate-l1", [loaded[1]])
+    with pytest.raises(train.TrainingSetError, match="crepe-negate-l1: no row of the set has a CREPE-Negate negation"):
+        train.run_rows("crepe-negate-l1", [loaded[1]])
 
 
 class Opaque:
@@ -185,8 +185,8 @@ def test_set_refusals_name_file_and_entry(data, tmp_path):
 
 def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, train_set):
     rows = load_rows(train_set)
-    batches = tf.batches_for("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
-                             lambda texts: torch.tensor([[len(t), 0] for t in texts]))
+    samples = train.FileSamples(rows, data["images"], data["root"] / coco_pool.IMAGES)
+    batches = samples.batches("conclip", PARAMS, lambda texts: torch.tensor([[len(t), 0] for t in texts]))
     assert batches.steps_per_epoch(3) == 2  # drop_last: 8 rows, 2 batches of 3
     assert list(batches.draws(0, 0, 2)) == [0, 1] and list(batches.draws(7, 5, 2)) == [2, 3]  # step 5: epoch 1
     out = batches.batch(0, 1, 2)
@@ -194,12 +194,10 @@ def test_batches_walk_the_file_in_order_with_distractors_as_second_image(data, t
     assert out["texts"][:, 1, 0].tolist() == [len(rows[2].negated), len(rows[3].negated)]
     assert not torch.equal(out["images"][:, 0], out["images"][:, 1])
     assert batches.describe()["order"] == "file order"
-    crepe = tf.batches_for("crepe-negate-l1", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
-                           lambda texts: torch.tensor([[len(t), 0] for t in texts]))
+    crepe = samples.batches("crepe-negate-l1", PARAMS, lambda texts: torch.tensor([[len(t), 0] for t in texts]))
     assert crepe.batch(0, 1, 2)["texts"][:, 1, 0].tolist() == [len(rows[2].crepe_negated),
                                                                len(rows[3].crepe_negated)]
-    shuffled = tf.batches_for("conclip", rows, {**PARAMS, "shuffle": True},
-                              data["images"], data["root"] / coco_pool.IMAGES, lambda texts: torch.zeros(len(texts), 2))
+    shuffled = samples.batches("conclip", {**PARAMS, "shuffle": True}, lambda texts: torch.zeros(len(texts), 2))
     assert sorted(shuffled.draws(0, 0, 8)) == list(range(8)) and list(shuffled.draws(0, 0, 8)) != list(range(8))
 
 
@@ -223,11 +221,11 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": FULL_SECTION}}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:finetune-full@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": "off"}
-    args = argparse.Namespace(run=run, set=str(train_set), data=str(data["root"]), steps=steps)
-    (data["root"] / tf.CCNEG_IMAGES).parent.mkdir(parents=True, exist_ok=True)
-    if not (data["root"] / tf.CCNEG_IMAGES).exists():
-        (data["root"] / tf.CCNEG_IMAGES).symlink_to(data["images"])
-    job = tf._build(args, None, profile)
+    args = argparse.Namespace(profile="full", run=run, set=str(train_set), data=str(data["root"]), steps=steps)
+    (data["root"] / train.CCNEG_IMAGES).parent.mkdir(parents=True, exist_ok=True)
+    if not (data["root"] / train.CCNEG_IMAGES).exists():
+        (data["root"] / train.CCNEG_IMAGES).symlink_to(data["images"])
+    job = train._build(args, None, profile)
     spec = RUNS[run]
     field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
 
@@ -257,9 +255,9 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     assert job.batches.describe() == {"name": f"conclip-full-{spec.negatives}", "rows": n_rows,
                                       "images": ["image", "distractor"], "texts": ["caption", field],
                                       "order": "file order"}
-    assert job.module == "papers.conclip.train_full" and job.name == f"conclip-full-{run}"
+    assert job.module == "papers.conclip.train" and job.name == f"conclip-full-{run}"
     # the same batches: rows [j*B, (j+1)*B) of the file every epoch, [I, I'] and [c, c'] per sample
-    rows = tf.run_rows(run, load_rows(train_set))
+    rows = train.run_rows(run, load_rows(train_set))
     tokenize = tokenizer_for("mini-vit-xs")
     for step in (0, 2, 4):
         picked = rows[2 * (step % per_epoch): 2 * (step % per_epoch) + 2]
@@ -275,10 +273,10 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
 def test_the_runs_follow_their_code_not_the_readers_of_the_released_files():
     """The GPU fine-tunes' closure (their resume key and their DVC code deps): the batches, the loss, the runs and the
     set's format, not the set's building nor CC-Neg's or the COCO pool's readers (only their folders)."""
-    files = code_files("papers.conclip.train_full")
+    files = code_files("papers.conclip.train")
     assert {"common/training/files.py", "papers/conclip/losses.py", "papers/conclip/runs.py",
-            "papers/conclip/finetune_rows_full.py", "papers/conclip/data_paths.py",
-            "papers/conclip/train_full.py"} <= set(files)
+            "papers/conclip/finetune_rows.py", "papers/conclip/data_paths.py",
+            "papers/conclip/train.py"} <= set(files)
     assert not {"papers/conclip/sets_full.py", "papers/conclip/ccneg.py", "papers/conclip/coco_pool.py",
                 "common/crepe_style.py"} & set(files)
 
@@ -288,8 +286,8 @@ def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set,
     seed_everything(PARAMS["seed"])  # the trainer builds the model right after this seeding
     before = {k: v.clone() for k, v in FromScratch(ARCH).build().model.state_dict().items()}
     out = tmp_path / "conclip.safetensors"
-    job = tf.build_job("conclip", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES, init=FromScratch(ARCH),
-                       steps=2)
+    job = train.build_job("conclip", train.FileSamples(rows, data["images"], data["root"] / coco_pool.IMAGES), PARAMS,
+                          init=FromScratch(ARCH), steps=2)
     result = run_job(job, out)
     assert np.isfinite(result.final_loss)
     after = load_file(out)
@@ -309,29 +307,29 @@ def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_pat
     rows = load_rows(train_set)
 
     def run(name: str):
-        job = tf.build_job("l1-l2", rows, PARAMS, data["images"], data["root"] / coco_pool.IMAGES,
-                           init=FromScratch(ARCH), steps=4)
+        job = train.build_job("l1-l2", train.FileSamples(rows, data["images"], data["root"] / coco_pool.IMAGES), PARAMS,
+                              init=FromScratch(ARCH), steps=4)
         return run_job(job.with_config(checkpoint_every=2), tmp_path / name / "m.safetensors")
 
     whole = run("whole")
-    original = tf.NegationFileBatches.batch
+    original = train.NegationFileBatches.batch
 
     def killed(self, seed, step, size, rows=slice(None)):
         if step == 3:
             raise _Interrupt
         return original(self, seed, step, size, rows)
 
-    monkeypatch.setattr(tf.NegationFileBatches, "batch", killed)
+    monkeypatch.setattr(train.NegationFileBatches, "batch", killed)
     with pytest.raises(_Interrupt):
         run("cut")
-    monkeypatch.setattr(tf.NegationFileBatches, "batch", original)
+    monkeypatch.setattr(train.NegationFileBatches, "batch", original)
     resumed = run("cut")
     assert resumed.resumed_from == 2 and whole.resumed_from is None and resumed.losses == whole.losses
     assert (tmp_path / "cut" / "m.safetensors").read_bytes() == (tmp_path / "whole" / "m.safetensors").read_bytes()
 
 
 def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypatch):
-    """``python -m papers.conclip.train_full run`` without torchrun: a local world, weights and sidecar."""
+    """``python -m papers.conclip.train full run`` without torchrun: a local world, weights and sidecar."""
     import common.params
     import common.reproducible
 
@@ -339,15 +337,15 @@ def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypat
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
     monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": PARAMS}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full@crepe-negate-l1")  # as `dvc repro` sets it
-    monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
+    monkeypatch.setattr(train, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"
-    (root / tf.CCNEG_IMAGES).parent.mkdir(parents=True)
-    (root / tf.CCNEG_IMAGES).symlink_to(data["images"])
+    (root / train.CCNEG_IMAGES).parent.mkdir(parents=True)
+    (root / train.CCNEG_IMAGES).symlink_to(data["images"])
     (root / coco_pool.IMAGES).parent.mkdir(parents=True)
     (root / coco_pool.IMAGES).symlink_to(data["root"] / coco_pool.IMAGES)
     out = tmp_path / "crepe-negate-l1.safetensors"
-    assert tf.main(["run", "crepe-negate-l1", "--set", str(train_set), "--data", str(root), "--out", str(out),
-                    "--steps", "2"]) == 0
+    assert train.main(["full", "run", "crepe-negate-l1", "--set", str(train_set), "--data", str(root),
+                       "--out", str(out), "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert out.is_file() and record["negatives"] == "crepe" and record["terms"] == ["l1"]
 

@@ -1,5 +1,5 @@
 """CoN-CLIP, mini profile: negated captions from the world (truth, distractors), the benchmark and fine-tuning set
-(``sets_mini``, read back by ``benchmark_mini`` and ``finetune_rows_mini``), the runs' jobs (``train_mini``: the same
+(``sets_mini``, read back by ``benchmark_mini`` and ``finetune_rows``), the runs' jobs (``train mini``: the same
 trainer inputs as before they were jobs, and a resume key that follows the code they run), and a tiny end-to-end
 table (``tables --profile mini``)."""
 from __future__ import annotations
@@ -27,8 +27,8 @@ from common.zoo.trained import tokenizer_for
 from papers.conclip import benchmark_mini as b
 from papers.conclip import sets_mini as m
 from papers.conclip import tables as t
-from papers.conclip import train_mini as tm
-from papers.conclip.finetune_rows_mini import FinetuneSet
+from papers.conclip import train
+from papers.conclip.finetune_rows import FinetuneSet
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS
 from sugarcrepe_support import write_sugarcrepe_set
@@ -148,24 +148,26 @@ def test_finetune_set_has_distractors_and_crepe_negations(finetune_set):
 def test_batches_carry_image_distractor_caption_and_negation(finetune_set):
     data = FinetuneSet.load(finetune_set)
     tokenize = tokenizer_for(ARCH)
-    batches = tm.batches_for(data, "ccneg", tokenize, "t")
+    batches = train.RenderedSamples(data).batches("conclip", {}, tokenize)
     batch = batches.batch(0, 0, 4)
     assert batch["images"].shape == (4, 2, 3, 48, 48) and batch["texts"].shape[:2] == (4, 2)
     idx = batches.draws(0, 0, 4)[0]
-    assert torch.equal(batch["images"][:, 1], batches.distractors[idx])
+    assert torch.equal(batch["images"][:, 1], pixels(data.distractors)[idx])
     assert torch.equal(batch["texts"][:, 1], tokenize([data.rows[i]["negated"] for i in idx]))
-    crepe = tm.batches_for(data, "crepe", tokenize, "t").batch(0, 0, 4)
+    crepe = train.RenderedSamples(data).batches("crepe-negate-l1", {}, tokenize).batch(0, 0, 4)
     assert torch.equal(crepe["texts"][:, 1], tokenize([data.rows[i]["crepe_negated"] for i in idx]))
     assert torch.equal(crepe["texts"][:, 0], batch["texts"][:, 0])  # the same captions in the same order
+    with pytest.raises(train.TrainingSetError, match=r"l1: batch of 64 is larger than the \d+ training images"):
+        train.build_job("l1", train.RenderedSamples(data), mini_section(batch_size=64), init=FromScratch(ARCH))
 
 
 def test_the_runs_resume_key_follows_the_batch_code():
     """The drift the jobs fixed: the old runs keyed their resume state on [mini.py, losses.py, runs.py] by hand, but
     trained through the batch module (common/segment_batches.py, now common/training/rendered.py), so an edit there
     could let a killed run continue from a state that other batch code wrote. The key now follows the import closure."""
-    files = code_files("papers.conclip.train_mini")
+    files = code_files("papers.conclip.train")
     assert {"common/training/rendered.py", "papers/conclip/losses.py", "papers/conclip/runs.py",
-            "papers/conclip/finetune_rows_mini.py", "papers/conclip/train_mini.py"} <= set(files)
+            "papers/conclip/finetune_rows.py", "papers/conclip/train.py"} <= set(files)
     assert "papers/conclip/sets_mini.py" not in files and "papers/conclip/tables.py" not in files
     tables = code_files("papers.conclip.tables")  # the tables read the sets, they do not render them
     assert "papers/conclip/benchmark_mini.py" in tables and "papers/conclip/sets_mini.py" not in tables
@@ -179,15 +181,16 @@ MINI_SECTION = {"base": "mini/xs-32k", "steps": 7, "batch_size": 4, "lr": 0.002,
 @pytest.mark.parametrize("run", list(RUNS))
 def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_set, monkeypatch):
     """``run <name>``'s job against the old ``train_run``/``_cmd_run`` (papers/conclip/mini.py at fc79156), written
-    out: the section's ``TrainConfig``, ``FromZoo(base)``, ``NegationBatches`` named ``conclip-mini-<negatives>`` over
-    the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
+    out: the section's ``TrainConfig``, ``FromZoo(base)``, ``PairedImageBatches`` named ``conclip-mini-<negatives>``
+    over the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
     set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
     import common.params
 
     monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:mini-finetune@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": {"pins": "x", "threads": 2}}
-    job = tm._build(argparse.Namespace(run=run, set=str(finetune_set)), None, profile)
+    job = train._build(argparse.Namespace(profile="mini", run=run, set=str(finetune_set), data=None, steps=None),
+                       None, profile)
     spec = RUNS[run]
     field = {"ccneg": "negated", "crepe": "crepe_negated"}[spec.negatives]
     data = FinetuneSet.load(finetune_set)
@@ -204,7 +207,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
     assert job.batches.describe() == {"name": f"conclip-mini-{spec.negatives}", "n_images": len(data.rows),
                                       "captions_per_image": 1, "texts": ["caption", field],
                                       "images": ["image", "distractor"]}
-    assert job.module == "papers.conclip.train_mini" and job.name == f"conclip-mini-{run}"
+    assert job.module == "papers.conclip.train" and job.name == f"conclip-mini-{run}"
     # the same batches: an epoch is default_rng([seed, 0, epoch])'s permutation, [I, I'] and [c, c'] per sample
     tokenize = tokenizer_for("mini-vit-xs")
     for step in (0, 1, 3):  # 3 steps of 4 per epoch of 12 images: step 3 starts the second epoch
@@ -217,7 +220,7 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
 
 
 def test_run_command_trains_the_job_and_writes_its_log(finetune_set, tmp_path, monkeypatch):
-    """``python -m papers.conclip.train_mini run <name>``: weights and sidecar where ``--out`` says, the log beside
+    """``python -m papers.conclip.train mini run <name>``: weights and sidecar where ``--out`` says, the log beside
     the pipeline's (``build/mini/conclip/logs/<run>.json``, wall time: not a DVC output)."""
     import common.params
     from common.paths import build_dir
@@ -225,9 +228,9 @@ def test_run_command_trains_the_job_and_writes_its_log(finetune_set, tmp_path, m
     monkeypatch.setenv("VLC_CPU_PROFILE", "off")  # no pinned re-exec of the test process
     monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:mini-finetune@l1")  # as `dvc repro` sets it
-    monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
+    monkeypatch.setattr(train, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "l1.safetensors"
-    assert tm.main(["run", "l1", "--set", str(finetune_set), "--out", str(out), "--steps", "2"]) == 0
+    assert train.main(["mini", "run", "l1", "--set", str(finetune_set), "--out", str(out), "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert record["run"] == "l1" and record["terms"] == ["l1"] and record["cpu_profile"] == "off"
     assert record["trainer"]["steps"] == 2 and record["frozen"] == ["image"]
@@ -251,7 +254,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
     save_weights(models / "base.safetensors", portable_state(base.build().model))
     data = FinetuneSet.load(finetune_set)
     for run in RUNS:
-        job = tm.build_job(run, data, params, init=base)
+        job = train.build_job(run, train.RenderedSamples(data), params, init=base)
         run_job(job, models / f"{run}.safetensors")
     record = json.loads((models / "l2.json").read_text())
     assert record["loss"]["terms"] == ["l2"] and record["frozen"] == ["image"]

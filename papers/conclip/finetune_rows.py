@@ -1,0 +1,87 @@
+"""The fine-tuning sets as ``papers.conclip.train`` reads them, one reader per profile's format: the mini profile's
+rendered arrays (``FinetuneSet``: ``images.npy``, ``distractors.npy``, ``rows.json``, written by
+``papers.conclip.sets_mini``, stage ``mini-finetune-set``) and the full profile's rows over image files
+(``load_rows``: ``rows.jsonl``, written by ``papers.conclip.sets_full``, stage ``finetune-full-set``). A module of
+its own, so that the fine-tunes do not depend on the code that renders or builds the sets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from common.arrays import load_array
+from common.errors import WorkspaceError
+from common.jsonl import read_json, read_rows
+from common.tasks import DatasetError
+
+ROW_FIELDS = ("caption", "negated", "crepe_negated", "word", "subject", "negated_object")
+"""Per row of the mini set, the texts every row must carry (non-empty strings)."""
+MINI_REMEDY = "run the mini-finetune-set stage (`python -m papers.conclip.sets_mini finetune-set`)"
+FULL_REMEDY = "run the finetune-full-set stage (`python -m papers.conclip.sets_full set`)"
+
+
+class ConclipMiniError(WorkspaceError):
+    """An input of the mini CoN-CLIP runs that cannot be used as given (the message names the file)."""
+
+
+@dataclass(frozen=True)
+class FinetuneSet:
+    """The mini set: images and distractor images (N, H, W, 3) uint8, and per image its caption, negated caption, the
+    CREPE-Negate analog, K, negation word, subject, negated object and every object of its scene (colour and shape:
+    what eq. 4's mining is checked against)."""
+
+    images: np.ndarray
+    distractors: np.ndarray
+    rows: list[dict]
+
+    def __post_init__(self):
+        if self.images.shape != self.distractors.shape or len(self.images) != len(self.rows):
+            raise ValueError("FinetuneSet: images, distractors and rows need one entry per example")
+
+    def texts(self, name: str) -> list[str]:
+        return [r[name] for r in self.rows]
+
+    @classmethod
+    def load(cls, root: Path) -> "FinetuneSet":
+        root = Path(root)
+        try:
+            images = load_array(root / "images.npy")
+            distractors = load_array(root / "distractors.npy")
+        except FileNotFoundError as exc:
+            raise ConclipMiniError(f"{exc.filename}: no fine-tuning set here; {MINI_REMEDY}") from None
+        path = root / "rows.json"
+        rows = read_json(path, list, MINI_REMEDY)
+        if len(rows) != len(images):
+            raise DatasetError(f"{path}: expected {len(images)} rows (one per image)")
+        for i, row in enumerate(rows):
+            bad = [f for f in ROW_FIELDS if not isinstance(row, dict) or not isinstance(row.get(f), str) or not row[f]]
+            if bad:
+                raise DatasetError(f"{path}: row {i}: no {bad[0]!r}")
+        try:
+            return cls(images, distractors, rows)
+        except ValueError as exc:
+            raise DatasetError(f"{root}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class FullRow:
+    """One training entry of the full set: image and distractor as paths under their folders (CC-Neg's, COCO's), c,
+    c' (commas removed) and the CREPE-Negate negation of c (or None)."""
+
+    index: int
+    """The entry's index in ``ccneg_preprocessed.pt`` (and its row of the mapping)."""
+    image: str
+    caption: str
+    negated: str
+    distractor: str
+    distractor_index: int
+    """The distractor's index in the COCO pool (``CocoCaptions`` order)."""
+    crepe_negated: str | None
+    """None where the caption gets no usable CREPE-Negate negation: the CREPE-Negate run skips the row."""
+
+
+def load_rows(set_dir: Path) -> list[FullRow]:
+    """The full set's rows; a bad line is a ``DatasetError`` naming the file and the line."""
+    return read_rows(Path(set_dir) / "rows.jsonl", FullRow, "a training row", FULL_REMEDY)
