@@ -49,8 +49,6 @@ FULL_RUNS: dict[str, RunSpec] = {
     **{f"scratch-negclip-refined-{k}": RunSpec(k, scratch=True, refined=True) for k in KINDS},
 }
 
-PROFILE_RUNS: dict[str, dict[str, RunSpec]] = {"mini": RUNS, "full": FULL_RUNS}
-
 
 def run_spec(runs: Mapping[str, RunSpec], run: str) -> RunSpec:
     """``runs[run]``, or an error listing the runs there are."""
