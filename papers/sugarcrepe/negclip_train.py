@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from common.inputs import step_budget
 from common.io import sha256_file
 from common.params import own_section
 from common.paths import ROOT, build_dir, data_root
@@ -147,8 +148,6 @@ def build_mini(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) 
 def build_full(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``full run <run>``: the stage's parameters, the set (``--set``), the refinement (``--refined``),
     the images (``--images``) and the set manifest's hash."""
-    from common.inputs import step_budget
-
     _, section = own_section("sugarcrepe.negclip_full")
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))
