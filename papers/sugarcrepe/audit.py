@@ -5,9 +5,9 @@ correlations, Table 2's counts), from the paper's own tables (claims, ``common.a
 (compared in the full profile, marked "not comparable" in the mini profile):
 
 - Table 6: ``results/sugarcrepe/<profile>/table6.csv``;
-- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_tables_mini`` /
-  ``negclip_tables_full``), a row per run named by how it was trained; a row of a run trained here names the recipe
-  it ran with (``table5_context.json``'s ``training``, copied from the run's sidecar);
+- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_tables``), a row per run
+  named by how it was trained; a row of a run trained here names the recipe it ran with (``table5_context.json``'s
+  ``training``, copied from the run's sidecar);
 - Table 4: ``table4.csv`` of the blind attacks (mini: the n-gram LM standing in for the grammar model; full: the
   paper's Vera and grammar model, stage ``blind-released``, on this workspace's ARO+CREPE);
 - Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released
@@ -66,7 +66,7 @@ MINI_EXPECTED: dict[str, frozenset[str]] = {
                            *(f"NEGCLIP with adversarial refined hard negatives | {k}" for k in ("REPLACE", "SWAP"))}),
     "Table 4": frozenset(f"{form} | Grammar" for form in TABLE4_TYPES.values()),
 }
-"""The published rows the mini runs write (``negclip_tables_mini``, the mini blind attacks): one missing is a
+"""The published rows the mini runs write (``negclip_tables --profile mini``, the mini blind attacks): one missing is a
 damaged table, not a smaller audit. A full run may leave out a run it could not train."""
 
 

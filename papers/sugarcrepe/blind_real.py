@@ -71,10 +71,10 @@ VL_CHECKLIST = {"attribute": "hard_positives/data/vl_checklist_attributes.json",
                 "relation": "hard_positives/data/vl_checklist_relations.json"}
 NEGCLIP_KEY = "aro/negclip/valid_neg_clip.tsv"
 ARO_CREPE = "aro-crepe"
-OFFLINE = ("ngram-lm", "text-classifier")
 RELEASED = ("grammar", "vera")
-"""The two scorer sets: fitted here (any profile), and the paper's own (full profile, ``--scorers released``). In
-each, the first two are Algorithm 1's M1 and M2, and the first one (a fluency score in (0, 1)) fills Table 4."""
+"""The paper's own scorers (full profile, ``--scorers released``), beside those fitted here (any profile: ``ngram-lm``,
+``text-classifier``). In each set the two are Algorithm 1's M1 and M2, and the first (a fluency score in (0, 1))
+fills Table 4."""
 HIST_EDGES = np.linspace(-1.0, 1.0, 41)
 
 PUBLISHED_COLUMNS = {

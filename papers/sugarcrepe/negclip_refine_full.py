@@ -4,7 +4,7 @@ the paper's blind scorers, the rows Table 10's refined runs train on.
 Per kind, Algorithm 1 (``common.blind.refine``) on the training pairs with the paper's scorers
 (``common.blind.pretrained``: Vera and the CoLA grammar model), gap = score(caption) - score(negative) per scorer;
 ``refined.json`` keeps the surviving row indices per kind, as the mini set does. Only the refined runs
-(``negclip-full-refined@<run>``) and the table read it, through ``negclip_rows_full`` and ``negclip_tables_full``.
+(``negclip-full-refined@<run>``) and the table read it, through ``negclip_rows`` and ``negclip_tables``.
 
 ``python -m papers.sugarcrepe.negclip_refine_full --device ${sugarcrepe.negclip_full.refine.device} --out build/full/sugarcrepe_negclip/refined.json``.
 """
@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from common.io import sha256_file, write_json_atomic
-from papers.sugarcrepe.negclip_rows_full import TrainRow, load_rows
+from papers.sugarcrepe.negclip_rows import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
 
 SCORERS = ("vera", "grammar")

@@ -5,7 +5,7 @@ NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO tr
 CREPE-style REPLACE, SWAP and NEGATE negatives (``common.crepe_style``, vocabulary from these captions). Rows whose
 image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped, and so are
 rows some kind does not apply to, so that every run trains on the same captions; both are counted. Writes
-``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows_full.load_rows``) and ``manifest.json``.
+``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows.load_rows``) and ``manifest.json``.
 
 ``python -m papers.sugarcrepe.negclip_sets_full --out build/full/sugarcrepe_negclip/set``.
 """

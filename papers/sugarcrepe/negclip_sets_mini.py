@@ -11,7 +11,7 @@ runs train on the same captions; the manifest counts what was set aside. ``refin
 caption) rows whose negative survives Algorithm 1 against two cross-fitted blind scorers.
 
 ``python -m papers.sugarcrepe.negclip_sets_mini --out build/mini/sugarcrepe_negclip/set``. The runs read the set
-through ``negclip_rows_mini`` (``negclip_train_mini``), the tables read ``refined.json``'s counts.
+through ``negclip_rows`` (``negclip_train``), the tables read ``refined.json``'s counts.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
-from papers.sugarcrepe.negclip_rows_mini import FinetuneSet
+from papers.sugarcrepe.negclip_rows import FinetuneSet
 from papers.sugarcrepe.runs import KINDS
 
 STREAM = "sugarcrepe-finetune-train"

@@ -1,24 +1,46 @@
-"""What the two NegCLIP table stages (``table5-mini``, ``table5-full``) share: Table 5's columns, the models'
-rows, scoring on ARO+CREPE and SugarCrepe, the gains and their summary, the CSV and context writers.
+"""SugarCrepe Tables 5 and 10, both profiles (stages ``table5-mini``, ``table5-full``): every model scored on
+ARO+CREPE and SugarCrepe.
+
+The paper (Sec. 5.2, Table 5, App. A.3) fine-tunes CLIP ViT-B/32 on COCO with hard negative captions of one type
+(REPLACE, SWAP or NEGATE, from CREPE's templates) added to the CLIP loss, against CLIP fine-tuned without them, trains
+RN50 from scratch the same way (plus one run mixing the three kinds), and scores every model on ARO+CREPE
+(SugarCrepe's positives with the old benchmarks' rule-based negatives) and on SugarCrepe: the gains are large on the
+template benchmark (largest where training and test type match) and much smaller on SugarCrepe, whose negatives lack
+the templates' artifacts. App. D.3 (Table 10) trains on the template negatives that adversarial refinement
+(Algorithm 1 with Vera and the grammar model) keeps.
 
 Every model is scored on both sets with SugarCrepe's strict rule (the positive must score strictly above the
 negative; ties are wrong); SugarCrepe's seven categories are pooled into REPLACE/SWAP/ADD by micro average as
-Table 5 groups them. The profile's own rows, tables and figure are in ``negclip_tables_mini`` and
-``negclip_tables_full``; no training stage imports this module.
+Table 5 groups them. Gains are over the matching baseline: fine-tuned rows (and the pretrained and released rows)
+over CLIP-FT, scratch rows over CLIP from scratch. The profiles differ only in their inputs and rows (``Profile``):
+
+* mini: the base (``mini/xs-32k``) and the runs of ``runs.RUNS`` (``negclip_sets_mini``, ``negclip_train``) on the
+  mini ARO+CREPE set (``build/mini/sugarcrepe_templates``: the mini SugarCrepe positives with template negatives,
+  kinds replace/swap/negate/shuffle) and the mini SugarCrepe set, scored on the pinned CPU profile;
+* full: the pretrained, fine-tuned, released (``aro/negclip``, Table 5's "Released in [49]") and scratch models
+  (``aro_crepe_sets_full``, ``negclip_sets_full``, ``negclip_refine_full``, ``negclip_train``), with an ``arch``
+  column.
+
+``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs in ``results/sugarcrepe/<profile>/``:
+``table5.csv`` (a row per model; accuracies and gains, in points), ``table5_metrics.json`` (the comparison the paper
+draws), ``table5_context.json``, ``table5.png``, ``table10.csv`` and ``table10_metrics.json`` (template vs refined
+negatives). No training stage imports this module.
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.io import write_csv_atomic
+from common.io import write_csv_atomic, write_json_atomic, write_output_group
+from common.jsonl import read_json
 from common.scoring.selection import STRICT, SelectionResult
 from common.tasks import DatasetError, ImageToTextItem
 from common.zoo.trained import served
-from papers.sugarcrepe.runs import KINDS
+from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS, REFINED_KINDS, RUNS, RunSpec
 
 TEMPLATE_GROUPS: dict[str, tuple[str, ...]] = {k: (k,) for k in ("replace", "swap", "negate", "shuffle")}
 """ARO+CREPE's columns: one template kind each."""
@@ -39,31 +61,106 @@ TABLE10_FIELDS = ("model", "label", "hard_negative", "negatives", "negatives_kep
                   *(f"aro_crepe_{k}" for k in KINDS), "ties")
 
 
+
+RELEASED_NEGCLIP = "aro/negclip"
+"""ARO's released NegCLIP in the zoo (a shared entry of ``common/zoo/models.toml``)."""
+OUT = "sugarcrepe_negclip"
+"""``build/<profile>/<OUT>``: the refinement's ``refined.json`` and the runs' weights (``models/``)."""
+TRAINING = {"finetuned": ("clip-ft", "negclip"), "scratch": ("scratch-clip", "scratch-negclip")}
+"""Each family's trainings: its baseline (gains are measured against it), then NegCLIP."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the profiles' tables differ in: their runs and inputs, the families in their rows, and how the mini
+    tables always were written (no ``arch`` column, a ``reference`` in the context, its figure's title)."""
+
+    name: str
+    runs: Mapping[str, RunSpec]
+    section: str
+    """The ``params.yaml`` section of the runs (``base``, the full profile's ``scratch_arch``)."""
+    families: tuple[str, ...]
+    """The families of ``TRAINING`` among the rows; Table 10 compares the last one's runs."""
+    refined_kinds: tuple[str, ...]
+    """The kinds Table 10 has a refined run of."""
+    refined: str
+    """``refined.json``, under ``build/<profile>/<OUT>``."""
+    aro_crepe: str
+    """The ARO+CREPE set's folder under ``build/<profile>``."""
+    zoo_family: str
+    """The zoo family the runs' specs are filed under."""
+    released: str | None
+    """The released NegCLIP's zoo name, a row beside the runs (None: no such row)."""
+    arch_column: bool
+    """The tables and the context name each row's architecture and family (the full profile mixes them)."""
+    pinned: bool
+    """Scored on the pinned CPU profile (``common.reproducible``), unless ``--device`` says otherwise."""
+    title: str
+    note: str = ""
+
+
+PROFILES = {
+    "mini": Profile("mini", RUNS, "sugarcrepe.negclip_mini", ("finetuned",), REFINED_KINDS, "set/refined.json",
+                    "sugarcrepe_templates", "mini", None, False, True,
+                    "SugarCrepe Table 5 (mini): ARO+CREPE-style templates vs SugarCrepe",
+                    "mini profile: mini/xs-32k fine-tuned on rendered scenes; not comparable to the paper's numbers"),
+    "full": Profile("full", FULL_RUNS, "sugarcrepe.negclip_full", ("finetuned", "scratch"), KINDS, "refined.json",
+                    "sugarcrepe_aro_crepe", "sugarcrepe-full", RELEASED_NEGCLIP, True, False,
+                    "SugarCrepe Table 5 (full): ARO+CREPE-style negatives vs SugarCrepe"),
+}
+
+
 @dataclass(frozen=True)
 class ModelEntry:
-    """One row of Tables 5 and 10: a model and how it was trained."""
+    """One row of Tables 5 and 10: a model and how it was trained.
+
+    ``training``: one of ``TRAINING``'s or 'pretrained'; ``hard_negative``: a kind, 'all', 'released' or 'N/A';
+    ``negatives``: 'template' (every rule-based negative), 'refined' (those adversarial refinement keeps),
+    'released' or 'N/A'.
+    """
 
     name: str
     training: str
-    """'pretrained', 'clip-ft' or 'negclip'."""
     hard_negative: str = "N/A"
-    """The kind it trained with, or 'N/A'."""
     negatives: str = "N/A"
-    """'template' (every rule-based negative), 'refined' (those adversarial refinement keeps) or 'N/A'."""
     checkpoint: Path | None = None
     """None: the zoo model ``name``."""
+    arch: str = ""
+    """What ``checkpoint`` is built as."""
+    family: str = "finetuned"
+    """A family of ``TRAINING``: the baseline its gains are over."""
 
     @property
     def label(self) -> str:
         """How the figure's legend names the row (Table 5's "Model" and "Hard Negative Used" in one)."""
         if self.training == "pretrained":
             return f"{self.name} (pretrained)"
-        if self.training == "clip-ft":
-            return "CLIP fine-tuned"
+        if self.negatives == "released":
+            return "NegCLIP, released in [49]"
+        if self.training in ("clip-ft", "scratch-clip"):
+            return "CLIP fine-tuned" if self.training == "clip-ft" else f"CLIP from scratch ({self.arch})"
+        how = "fine-tuned" if self.family == "finetuned" else f"from scratch ({self.arch})"
+        kind = "REP + SW + NEG" if self.hard_negative == ALL else self.hard_negative.upper()
         refined = " (refined)" if self.negatives == "refined" else ""
-        return f"NegCLIP fine-tuned, {self.hard_negative.upper()}{refined}"
+        return f"NegCLIP {how}, {kind}{refined}"
 
 
+def model_entries(profile: Profile, base: str, base_arch: str, models_dir: Path, scratch_arch: str = "",
+            released_arch: str = "") -> list[ModelEntry]:
+    """Every row in the paper's order: pretrained, CLIP-FT, NegCLIP per kind, the released NegCLIP, then the
+    scratch runs and the refined runs, as ``profile.runs`` lists them."""
+    rows = [ModelEntry(base, "pretrained", arch=base_arch)]
+    for run, spec in profile.runs.items():
+        family = "scratch" if spec.scratch else "finetuned"
+        kind = spec.hard_negative
+        rows.append(ModelEntry(
+            f"sugarcrepe/{profile.name}-{run}", TRAINING[family][kind is not None], kind or "N/A",
+            "N/A" if kind is None else ("refined" if spec.refined else "template"),
+            Path(models_dir) / f"{run}.safetensors", scratch_arch if spec.scratch else base_arch, family))
+        if run == f"negclip-{KINDS[-1]}" and profile.released:
+            rows.append(ModelEntry(profile.released, "negclip", "released", "released",
+                                   arch=released_arch or base_arch))
+    return rows
 @dataclass(frozen=True)
 class ModelScores:
     templates: SelectionResult
@@ -71,17 +168,16 @@ class ModelScores:
     fingerprint: str
 
 
-def score_models(entries: Sequence[ModelEntry], arch: str, template_items: Sequence[ImageToTextItem],
+def score_models(entries: Sequence[ModelEntry], template_items: Sequence[ImageToTextItem],
                  sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
                  family: str = "mini") -> dict[str, ModelScores]:
-    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong). An entry with an ``arch`` of its own
-    (the full profile's rows mix architectures) is built as that; the others as ``arch``."""
+    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong)."""
     from common.engine import Engine
     from common.scoring import selection
 
     out = {}
     for e in entries:
-        engine = Engine(served(e, getattr(e, "arch", "") or arch, device, family), engine_config)
+        engine = Engine(served(e, e.arch, device, family), engine_config)
         out[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
                                   selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
     return out
@@ -101,13 +197,14 @@ def grouped_accuracy(result: SelectionResult, groups: Mapping[str, Sequence[str]
 
 
 def table_rows(entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores], reference: str) -> list[dict]:
-    """One row per model: the 7 accuracies, then each one's gain over ``reference`` (the CLIP-FT run), in points."""
+    """One row per model: the 7 accuracies, then each one's gain over ``reference`` (its family's baseline), in
+    points."""
     accuracy = {}
     for e in entries:
         acc = {f"aro_crepe_{g}": v for g, v in grouped_accuracy(scores[e.name].templates, TEMPLATE_GROUPS,
-                                                                "the mini ARO+CREPE set").items()}
+                                                                "the ARO+CREPE set").items()}
         acc.update({f"sugarcrepe_{g}": v for g, v in grouped_accuracy(scores[e.name].sugarcrepe, SUGARCREPE_GROUPS,
-                                                                      "the mini SugarCrepe set").items()})
+                                                                      "the SugarCrepe set").items()})
         accuracy[e.name] = acc
     if reference not in accuracy:
         raise ValueError(f"reference model {reference!r} is not among the rows")
@@ -115,7 +212,7 @@ def table_rows(entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores],
     for e in entries:
         acc = accuracy[e.name]
         rows.append({"model": e.name, "label": e.label, "training": e.training, "hard_negative": e.hard_negative,
-                     "negatives": e.negatives, **{c: round(acc[c], 2) for c in COLUMNS},
+                     "negatives": e.negatives, "arch": e.arch, **{c: round(acc[c], 2) for c in COLUMNS},
                      **{f"gain_{c}": round(acc[c] - accuracy[reference][c], 2) for c in COLUMNS},
                      "ties": scores[e.name].templates.ties + scores[e.name].sugarcrepe.ties})
     return rows
@@ -158,10 +255,10 @@ def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Pat
 
 def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[ModelEntry],
                    scores: Mapping[str, ModelScores], refined: Mapping[str, Mapping] | None,
-                   model_fields: Callable[[ModelEntry], dict] = lambda e: {}) -> dict:
+                   arch_column: bool) -> dict:
     """``table5_context.json``: the caller's context, the rule, ``head`` (what the gains are measured against), the
     columns' categories, the examples per category, the refinement counts, and per model how it was trained
-    (``model_fields``: extra fields first), its fingerprint and its ties."""
+    (first its arch and family, with ``arch_column``), its fingerprint and its ties."""
     first = scores[entries[0].name]
     return {
         **dict(context or {}), "rule": STRICT.name, **head,
@@ -171,8 +268,168 @@ def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[Mod
               "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
         "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
                     for k, v in (refined or {}).items()},
-        "models": {e.name: {**model_fields(e), "training": e.training, "hard_negative": e.hard_negative,
-                            "negatives": e.negatives, "fingerprint": scores[e.name].fingerprint,
-                            "ties_aro_crepe": scores[e.name].templates.ties,
+        "models": {e.name: {**({"arch": e.arch, "family": e.family} if arch_column else {}),
+                            "training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
+                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
                             "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
     }
+
+
+def family_rows(profile: Profile, entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores]) -> list[dict]:
+    """``table_rows`` per family of ``profile``, each against its baseline's row."""
+    rows = []
+    for family in profile.families:
+        members = [e for e in entries if e.family == family]
+        if not members:
+            continue
+        reference = next((e.name for e in members if e.training == TRAINING[family][0]), None)
+        if reference is None:
+            raise ValueError(f"the {family} rows need their baseline ({TRAINING[family][0]!r}) row")
+        rows += table_rows(members, scores, reference)
+    return rows
+
+
+def table5_summary(rows: Sequence[Mapping]) -> dict[str, float]:
+    """Table 5's comparison: ``summary``'s eight numbers for the fine-tuned runs, the same prefixed ``scratch_``
+    for the runs from scratch, and the mean gains of the released NegCLIP and of the mixed-kind scratch run (each
+    where its rows are)."""
+    finetuned = [r for r in rows if r["training"] in TRAINING["finetuned"] and r["negatives"] in ("N/A", "template")]
+    scratch = [r for r in rows if r["training"] in TRAINING["scratch"] and r["negatives"] != "refined"]
+    out = dict(summary(finetuned))
+    if scratch:
+        role = dict(zip(TRAINING["scratch"], TRAINING["finetuned"]))  # summary reads the fine-tuned roles
+        out.update({f"scratch_{k}": v for k, v in summary([{**r, "training": role[r["training"]]} for r in scratch
+                                                           if r["hard_negative"] in ("N/A", *KINDS)]).items()})
+    extra = {"released": [r for r in rows if r["negatives"] == "released"],
+             "scratch_all": [r for r in scratch if r["hard_negative"] == ALL]}
+    for name, picked in extra.items():
+        if picked:
+            out[f"{name}_gain_template_all"] = mean2(picked[0][f"gain_aro_crepe_{g}"] for g in TEMPLATE_GROUPS)
+            out[f"{name}_gain_sugarcrepe_all"] = mean2(picked[0][f"gain_sugarcrepe_{g}"] for g in SUGARCREPE_GROUPS)
+    return out
+
+
+def table10_summary(profile: Profile, rows: Sequence[Mapping]) -> dict[str, float]:
+    """Table 10's comparison over ``profile.refined_kinds``: mean gain of its NegCLIP runs over their baseline on
+    SugarCrepe (its three columns) and on the matching template column, template vs refined negatives."""
+    negclip = TRAINING[profile.families[-1]][1]
+    pick = {(r["hard_negative"], r["negatives"]): r for r in rows if r["training"] == negclip}
+    missing = [(k, n) for k in profile.refined_kinds for n in ("template", "refined") if (k, n) not in pick]
+    if missing:
+        raise ValueError(f"Table 10 needs a {negclip} row for each of {missing}")
+    out = {}
+    for negatives in ("template", "refined"):
+        out[f"gain_sugarcrepe_{negatives}"] = mean2(pick[k, negatives][f"gain_sugarcrepe_{g}"]
+                                                    for k in profile.refined_kinds for g in SUGARCREPE_GROUPS)
+        out[f"gain_template_matching_{negatives}"] = mean2(pick[k, negatives][f"gain_aro_crepe_{k}"]
+                                                           for k in profile.refined_kinds)
+    return out
+
+
+def write_tables(profile: Profile, out_dir: Path, rows: Sequence[Mapping], context: Mapping,
+                 refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
+    """Table 5 (every row on template negatives: csv, metrics, figure), the context, and, when the refined runs are
+    among the rows, Table 10 (the last family's baseline and NegCLIP runs on template vs refined negatives;
+    ``refined``: ``refined.json``'s counts per kind)."""
+    from common.figures import grouped_bars
+
+    arch = ("arch",) if profile.arch_column else ()
+    table5 = [r for r in rows if r["negatives"] != "refined"]
+    paths = {"table5": table_csv(out_dir / "table5.csv", table5, (TABLE5_FIELDS[0], *arch, *TABLE5_FIELDS[1:])),
+             "metrics5": write_json_atomic(out_dir / "table5_metrics.json", table5_summary(table5)),
+             "context": write_json_atomic(out_dir / "table5_context.json", dict(context))}
+    paths["figure5"] = grouped_bars(paths["table5"], COLUMNS, out_dir / "table5.png", profile.title)
+    if any(r["negatives"] == "refined" for r in rows):
+        refined = refined or {}
+
+        def kept(r: Mapping) -> str:
+            if r["negatives"] == "N/A":
+                return ""
+            if r["negatives"] != "refined":
+                return "all"
+            counts = refined.get(r["hard_negative"], {})
+            return f"{counts.get('n_kept', '?')}/{counts.get('n_in', '?')}"
+
+        baseline, negclip = TRAINING[profile.families[-1]]
+        table10 = [{**r, "negatives_kept": kept(r)} for r in rows
+                   if r["training"] == baseline or (r["training"] == negclip and r["hard_negative"] in KINDS)]
+        paths["table10"] = table_csv(out_dir / "table10.csv", table10, (TABLE10_FIELDS[0], *arch, *TABLE10_FIELDS[1:]))
+        paths["metrics10"] = write_json_atomic(out_dir / "table10_metrics.json", table10_summary(profile, rows))
+    return paths
+
+
+def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_manifest: Path, aro_crepe_dir: Path,
+                    out_dir: Path, engine_config=None, device: str = "cpu", context: Mapping | None = None,
+                    refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
+    """Score every model on ARO+CREPE (``aro_crepe_dir``, ``papers.sugarcrepe.aro_crepe``'s layout) and SugarCrepe
+    (``sugarcrepe_manifest``: a ``PreparedSet``), write the tables, metrics, context and figure as one output
+    group."""
+    from common.benchmarks.caption_negatives import PreparedSet
+    from papers.sugarcrepe.aro_crepe import load_template_set
+
+    scores = score_models(entries, load_template_set(Path(aro_crepe_dir)).items(),
+                          PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device,
+                          profile.zoo_family)
+    rows = family_rows(profile, entries, scores)
+    if len(profile.families) > 1:
+        head = {"baselines": {f: TRAINING[f][0] for f in profile.families}}
+    else:
+        head = {"reference": next(r["model"] for r in rows if r["training"] == TRAINING[profile.families[0]][0])}
+    full_context = tables_context(context, head, entries, scores, refined, profile.arch_column)
+    return write_output_group(out_dir, lambda staging: write_tables(profile, staging, rows, full_context, refined))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import json
+
+    from common import reproducible
+    from common.evaluate import best_device, engine_config
+    from common.params import own_section
+    from common.paths import RESULTS, build_dir
+    from common.training.records import training_context
+    from common.zoo import get_spec
+
+    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_tables",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", required=True, choices=sorted(PROFILES))
+    parser.add_argument("--models", default=None, help="default: build/<profile>/sugarcrepe_negclip/models")
+    parser.add_argument("--refined", default=None, help="default: build/mini/sugarcrepe_negclip/set/refined.json, "
+                                                        "build/full/sugarcrepe_negclip/refined.json")
+    parser.add_argument("--sugarcrepe", default=None, help="default: build/<profile>/sugarcrepe/manifest.json")
+    parser.add_argument("--aro-crepe", default=None, help="default: build/mini/sugarcrepe_templates, "
+                                                          "build/full/sugarcrepe_aro_crepe")
+    parser.add_argument("--out", default=None, help="default: results/sugarcrepe/<profile>")
+    parser.add_argument("--device", default=None, help="default: cpu (mini), cuda when available (full)")
+    args = parser.parse_args(argv)
+    profile = PROFILES[args.profile]
+    if profile.pinned:
+        reproducible.reexec_pinned()
+        reproducible.fix_threads()
+    params, section = own_section(profile.section)
+    build = build_dir(profile.name, OUT)
+    scratch_arch = section.get("scratch_arch", "")
+    rows = model_entries(profile, section["base"], get_spec(section["base"]).arch,
+                         Path(args.models or build / "models"), scratch_arch, get_spec(profile.released).arch if profile.released else "")
+    refined_path = Path(args.refined or build / profile.refined)
+    refined = {k: {f: v[f] for f in v if f != "kept"}
+               for k, v in read_json(refined_path, dict, "run the stage that writes it")["kinds"].items()}
+    context = {"profile": profile.name, "base": section["base"],
+               **({"scratch_arch": scratch_arch, "released": profile.released} if profile.released else {}),
+               **reproducible.describe(), "training": training_context({e.name: e.checkpoint for e in rows}),
+               **({"note": profile.note} if profile.note else {})}
+    paths = evaluate_tables(
+        profile, rows, Path(args.sugarcrepe or build_dir(profile.name, "sugarcrepe") / "manifest.json"),
+        Path(args.aro_crepe or build_dir(profile.name, profile.aro_crepe)),
+        Path(args.out or RESULTS / "sugarcrepe" / profile.name), engine_config(params),
+        args.device or ("cpu" if profile.pinned else best_device()), context, refined)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    for name in ("metrics5", "metrics10"):
+        print(json.dumps(json.loads(paths[name].read_text()), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -77,7 +77,7 @@ def run_weights(ctx, name: str) -> str:
     from common.oracle.models import link, weights_file
     from common.paths import build_root
     from common.zoo import get_spec
-    from papers.sugarcrepe.negclip_tables_full import OUT
+    from papers.sugarcrepe.negclip_tables import OUT
 
     prefix = "sugarcrepe/full-"
     if name.startswith(prefix):  # a run of the pipeline's own (negclip-full@<run>), not a zoo entry

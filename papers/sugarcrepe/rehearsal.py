@@ -42,7 +42,7 @@ def params(params: dict[str, Any]) -> None:
 
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes."""
-    from papers.sugarcrepe.negclip_tables_full import RELEASED_NEGCLIP
+    from papers.sugarcrepe.negclip_tables import RELEASED_NEGCLIP
 
     section = params["sugarcrepe"]
     return list(dict.fromkeys([*section["models"]["full"], section["negclip_full"]["base"], RELEASED_NEGCLIP]))

@@ -10,7 +10,7 @@ other's code.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, TypeVar
+from typing import Mapping
 
 KINDS: tuple[str, ...] = ("replace", "swap", "negate")
 """The hard negative types the paper fine-tunes with (Table 5's "Hard Negative Used")."""
@@ -24,10 +24,12 @@ ALL = "all"
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A mini run."""
+    """A run of either profile."""
 
     hard_negative: str | None
-    """The kind of negative caption it trains with; None: CLIP fine-tuned without negatives."""
+    """A kind of ``KINDS``, ``ALL`` (one kind drawn per caption, full only) or None (CLIP without negatives)."""
+    scratch: bool = False
+    """Trained from a random initialisation of ``scratch_arch`` instead of fine-tuned from ``base`` (full only)."""
     refined: bool = False
     """Only the (caption, negative) pairs adversarial refinement keeps (Table 10)."""
 
@@ -39,30 +41,16 @@ RUNS: dict[str, RunSpec] = {
 }
 
 
-@dataclass(frozen=True)
-class FullRunSpec:
-    """A full-profile run."""
-
-    hard_negative: str | None
-    """A kind of ``KINDS``, ``ALL`` (one kind drawn per caption) or None (CLIP without negatives)."""
-    scratch: bool = False
-    """Trained from a random initialisation of ``scratch_arch`` instead of fine-tuned from ``base``."""
-    refined: bool = False
-    """Only the (caption, negative) rows adversarial refinement keeps (Table 10)."""
-
-
-FULL_RUNS: dict[str, FullRunSpec] = {
-    "clip-ft": FullRunSpec(None),
-    **{f"negclip-{k}": FullRunSpec(k) for k in KINDS},
-    "scratch-clip": FullRunSpec(None, scratch=True),
-    **{f"scratch-negclip-{k}": FullRunSpec(k, scratch=True) for k in (*KINDS, ALL)},
-    **{f"scratch-negclip-refined-{k}": FullRunSpec(k, scratch=True, refined=True) for k in KINDS},
+FULL_RUNS: dict[str, RunSpec] = {
+    "clip-ft": RunSpec(None),
+    **{f"negclip-{k}": RunSpec(k) for k in KINDS},
+    "scratch-clip": RunSpec(None, scratch=True),
+    **{f"scratch-negclip-{k}": RunSpec(k, scratch=True) for k in (*KINDS, ALL)},
+    **{f"scratch-negclip-refined-{k}": RunSpec(k, scratch=True, refined=True) for k in KINDS},
 }
 
-Spec = TypeVar("Spec")
 
-
-def run_spec(runs: Mapping[str, Spec], run: str) -> Spec:
+def run_spec(runs: Mapping[str, RunSpec], run: str) -> RunSpec:
     """``runs[run]``, or an error listing the runs there are."""
     if run not in runs:
         from common.errors import unknown_name

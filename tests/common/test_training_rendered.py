@@ -22,8 +22,8 @@ def _tensors(n: int = 10, per_image: int = 3, length: int = 6, seed: int = 0):
 @pytest.mark.parametrize("with_negatives", [True, False])
 def test_draws_are_the_documented_pure_function_of_seed_and_step(with_negatives):
     """The draws SugarCrepe's mini NegCLIP runs trained with (moved into ``common/training/rendered.py`` from the
-    module that is now ``papers/sugarcrepe/negclip_train_mini.py``; their committed weights are unchanged): per
-    epoch a permutation from default_rng([seed, 0, epoch]), the tail that does not fill a batch dropped, and per step
+    module that is now ``papers/sugarcrepe/negclip_train.py``'s mini profile; their committed weights are unchanged):
+    per epoch a permutation from default_rng([seed, 0, epoch]), the tail that does not fill a batch dropped, and per step
     one caption per image from default_rng([seed, 1, step])."""
     images, captions, negatives, _ = _tensors()
     ours = ft.CaptionBatches(images, captions, [negatives] if with_negatives else [], "x",

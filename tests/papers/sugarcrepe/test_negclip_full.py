@@ -1,11 +1,13 @@
 """SugarCrepe Tables 5/10, full profile, on a tiny COCO layout written here: the ARO+CREPE set
 (``aro_crepe_sets_full``), the training set (``negclip_sets_full``: test images dropped, bad rows named;
-``negclip_rows_full`` reads it back), refinement with stand-in scorers (``negclip_refine_full``), 2-step runs of a
-random ``mini-vit-xs`` on CPU (``negclip_train_full``, as a plain process), and the tables (``negclip_tables_full``)."""
+``negclip_rows`` reads it back), refinement with stand-in scorers (``negclip_refine_full``), 2-step runs of a
+random ``mini-vit-xs`` on CPU (``negclip_train full``, as a plain process), and the tables (``negclip_tables
+--profile full``)."""
 from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +22,10 @@ from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from papers.sugarcrepe import aro_crepe_sets_full as acs
 from papers.sugarcrepe import negclip_refine_full as rf
-from papers.sugarcrepe import negclip_rows_full as rows_full
+from papers.sugarcrepe import negclip_rows as rows_full
 from papers.sugarcrepe import negclip_sets_full as sf
 from papers.sugarcrepe import negclip_tables as nt
-from papers.sugarcrepe import negclip_tables_full as ntf
-from papers.sugarcrepe import negclip_train_full as tf
+from papers.sugarcrepe import negclip_train as tf
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS
@@ -172,7 +173,7 @@ def _train_all(train_set: Path, images: Path, models: Path) -> None:
     rows = rows_full.load_rows(train_set)
     init = FromScratch(ARCH)
     for run in FULL_RUNS:  # the refined runs on every row: refinement has its own test
-        run_job(tf.build_job(run, rows, PARAMS, images, init=init, steps=2), models / f"{run}.safetensors")
+        run_job(tf.full_job(run, rows, PARAMS, images, init=init, steps=2), models / f"{run}.safetensors")
     for name in ("base", "released"):
         save_weights(models / f"{name}.safetensors", portable_state(init.build().model))
 
@@ -187,14 +188,15 @@ def test_two_step_runs_and_the_tables(coco, train_set, tmp_path):
     assert json.loads((models / "scratch-negclip-all.json").read_text())["hard_negative"] == ALL
 
     acs.build_aro_crepe_set(coco["sugarcrepe"], tmp_path / "aro_crepe", seed=0)
-    entries = ntf.full_entries("base", ARCH, ARCH, models, released=None)
-    entries[0] = ntf.FullModelEntry("base", "pretrained", checkpoint=models / "base.safetensors", arch=ARCH)
-    entries.insert(5, ntf.FullModelEntry("released", "negclip", "released", "released",
-                                        models / "released.safetensors", arch=ARCH))
+    full = nt.PROFILES["full"]
+    entries = nt.model_entries(replace(full, released=None), "base", ARCH, models, ARCH)
+    entries[0] = nt.ModelEntry("base", "pretrained", checkpoint=models / "base.safetensors", arch=ARCH)
+    entries.insert(5, nt.ModelEntry("released", "negclip", "released", "released", models / "released.safetensors",
+                                    arch=ARCH))
     refined = {k: {"n_in": 8, "n_kept": 3} for k in KINDS}
     out = tmp_path / "results"
-    paths = ntf.evaluate_full_tables(entries, coco["sugarcrepe"], tmp_path / "aro_crepe", out,
-                                    EngineConfig(progress=False), context={"test": True}, refined=refined)
+    paths = nt.evaluate_tables(full, entries, coco["sugarcrepe"], tmp_path / "aro_crepe", out,
+                              EngineConfig(progress=False), context={"test": True}, refined=refined)
     with open(paths["table5"], newline="") as fh:
         rows = list(csv.DictReader(fh))
     mini_header = (Path(__file__).parents[3] / "results/sugarcrepe/mini/table5.csv").read_text().splitlines()[0]
@@ -227,7 +229,7 @@ def test_two_step_runs_and_the_tables(coco, train_set, tmp_path):
 
 
 def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypatch):
-    """``python -m papers.sugarcrepe.negclip_train_full run`` without torchrun: a local world, weights and sidecar."""
+    """``python -m papers.sugarcrepe.negclip_train full run`` without torchrun: a local world, weights and sidecar."""
     import common.params
     import common.reproducible
 
@@ -235,10 +237,10 @@ def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypat
     monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
     monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_full": PARAMS}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")  # as `dvc repro` sets it
-    monkeypatch.setattr(tf, "default_init", lambda run, params: FromScratch(ARCH))
+    monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "clip-ft.safetensors"
-    assert tf.main(["run", "clip-ft", "--set", str(train_set), "--images", str(coco["train"]), "--out", str(out),
-                    "--steps", "2"]) == 0
+    assert tf.main(["full", "run", "clip-ft", "--set", str(train_set), "--images", str(coco["train"]),
+                    "--out", str(out), "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert out.is_file() and record["run"] == "clip-ft" and record["hard_negative"] is None
 
@@ -293,7 +295,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     refined_path.write_text(json.dumps({"kinds": {k: {"n_in": 8, "n_kept": 4, "kept": KEPT} for k in KINDS}}))
     args = argparse.Namespace(run=run, set=str(train_set), refined=str(refined_path), images=str(coco["train"]),
                               steps=steps)
-    job = tf.build(args, None, CPU_PROFILE)
+    job = tf.build_full(args, None, CPU_PROFILE)
 
     scratch, refined = run.startswith("scratch-"), "-refined-" in run
     kind = None if run in ("clip-ft", "scratch-clip") else run.rsplit("-", 1)[1]
@@ -331,7 +333,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
         ("steps_per_epoch", per_epoch), ("epochs", total / per_epoch), ("profile", "full"),
         ("set_manifest_sha256", sha), *CPU_PROFILE.items()]
     assert (job.config.checkpoint_every, job.resume, job.validate) == (500, True, None)
-    assert (job.name, job.module) == (f"sugarcrepe-full-{run}", "papers.sugarcrepe.negclip_train_full")
+    assert (job.name, job.module) == (f"sugarcrepe-full-{run}", "papers.sugarcrepe.negclip_train")
 
 
 def test_the_training_module_imports_no_table_set_or_blind_code():
@@ -340,7 +342,7 @@ def test_the_training_module_imports_no_table_set_or_blind_code():
 
     assert tf.MODULE == tf.__name__
     files = set(closure([tf.MODULE]).files)
-    assert "papers/sugarcrepe/negclip_rows_full.py" in files
+    assert "papers/sugarcrepe/negclip_rows.py" in files
     assert not [f for f in files if f.startswith("common/blind/") or "tables" in f or "sets" in f or "refine" in f
                 or f.startswith(("common/engine", "common/scoring/", "common/crepe_style", "common/benchmarks/"))], \
         sorted(files)

@@ -1,6 +1,6 @@
-"""SugarCrepe Table 5 (mini): the fine-tuning set (``negclip_sets_mini``, ``negclip_rows_mini``), the loss wiring of
-CLIP-FT vs NegCLIP (``negclip_train_mini``, ``losses``), and a tiny end-to-end run through the tables
-(``negclip_tables_mini``, ``negclip_tables``).
+"""SugarCrepe Table 5 (mini): the fine-tuning set (``negclip_sets_mini``, ``negclip_rows``), the loss wiring of
+CLIP-FT vs NegCLIP (``negclip_train``, ``losses``), and a tiny end-to-end run through the tables
+(``negclip_tables --profile mini``).
 
 The rule-based negatives come from a stand-in with ``common.miniworld.templates.template_negative``'s signature, so
 these tests pin this module's logic whatever the real generator emits.
@@ -25,11 +25,10 @@ from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import save_weights, portable_state
 from common.training.job import run_job
 from common.zoo.trained import tokenizer_for
-from papers.sugarcrepe import negclip_rows_mini as rm
+from papers.sugarcrepe import negclip_rows as rm
 from papers.sugarcrepe import negclip_sets_mini as sm
 from papers.sugarcrepe import negclip_tables as nt
-from papers.sugarcrepe import negclip_tables_mini as ntm
-from papers.sugarcrepe import negclip_train_mini as tm
+from papers.sugarcrepe import negclip_train as tm
 from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.runs import KINDS, RUNS
 from training_support import A, B_, E1, E2, S, ce, dot, mean, mini_section, t
@@ -152,7 +151,7 @@ def test_negatives_reach_the_loss_only_in_negclip_runs(tiny_set, tokenize, tmp_p
             return _original(self, image_features, text_features, logit_scale, batch)
 
         monkeypatch.setattr(cls, "forward", spy)
-    job = tm.build_job(run, rm.FinetuneSet.load(tiny_set), mini_section(), init=FromScratch(ARCH), tokenize=tokenize)
+    job = tm.mini_job(run, rm.FinetuneSet.load(tiny_set), mini_section(), init=FromScratch(ARCH), tokenize=tokenize)
     result = run_job(job, tmp_path / f"{run}.safetensors")
     expected = "ClipLoss" if run == "clip-ft" else "TextNegativeClipLoss"
     assert [s[0] for s in seen] == [expected, expected]
@@ -203,16 +202,17 @@ def test_tiny_end_to_end_writes_table5(tiny_set, tiny_benchmarks, tokenize, tmp_
     save_weights(models / "base.safetensors", portable_state(base.build().model))
     data = rm.FinetuneSet.load(tiny_set)
     for run in RUNS:  # the refined runs on the whole tiny set too: refinement has its own test
-        run_job(tm.build_job(run, data, params, init=base, tokenize=tokenize), models / f"{run}.safetensors")
-    entries = [nt.ModelEntry("base", "pretrained", checkpoint=models / "base.safetensors"),
-               *ntm.entries_for("unused", models)[1:]]
+        run_job(tm.mini_job(run, data, params, init=base, tokenize=tokenize), models / f"{run}.safetensors")
+    entries = [nt.ModelEntry("base", "pretrained", checkpoint=models / "base.safetensors", arch=ARCH),
+               *nt.model_entries(nt.PROFILES["mini"], "unused", ARCH, models)[1:]]
     sugar, templates = tiny_benchmarks
     config = EngineConfig(progress=False)
     out = tmp_path / "results"
     refined = {"replace": {"n_in": 32, "n_kept": 10}, "swap": {"n_in": 32, "n_kept": 6}}
-    paths = ntm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
+    mini = nt.PROFILES["mini"]
+    paths = nt.evaluate_tables(mini, entries, sugar, templates, out, config, context={"test": True}, refined=refined)
     first = {name: p.read_bytes() for name, p in paths.items()}
-    ntm.evaluate_tables(entries, ARCH, sugar, templates, out, config, context={"test": True}, refined=refined)
+    nt.evaluate_tables(mini, entries, sugar, templates, out, config, context={"test": True}, refined=refined)
     assert {name: p.read_bytes() for name, p in paths.items()} == first  # deterministic bytes, PNG included
 
     with open(paths["table5"], newline="") as fh:
@@ -295,7 +295,7 @@ def test_subset_pads_each_image_with_its_kept_captions_and_refuses_nothing(tiny_
     sub = data.subset([(5, 1), (2, 0), (2, 1)])
     assert np.array_equal(sub.images, data.images[[2, 5]])
     assert sub.captions == [data.captions[2], [data.captions[5][1]] * 2]
-    with pytest.raises(rm.NegclipMiniError, match="empty"):
+    with pytest.raises(rm.NegclipSetError, match="empty"):
         data.subset([])
 
 
@@ -307,7 +307,7 @@ def test_a_refined_run_with_nothing_kept_refuses_to_start(tiny_set, tmp_path):
     refined = json.loads((tiny_set / "refined.json").read_text())
     refined["kinds"]["swap"]["kept"] = []
     (broken / "refined.json").write_text(json.dumps(refined))
-    with pytest.raises(rm.NegclipMiniError, match="refinement kept no swap negative"):
+    with pytest.raises(rm.NegclipSetError, match="refinement kept no swap negative"):
         rm.run_data("negclip-refined-swap", broken)
 
 
@@ -347,7 +347,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
                         {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}")  # as `dvc repro` sets it
     set_dir = _set_with_refinement(tiny_set, tmp_path)
-    job = tm.build(argparse.Namespace(run=run, set=str(set_dir)), None, CPU_PROFILE)
+    job = tm.build_mini(argparse.Namespace(run=run, set=str(set_dir)), None, CPU_PROFILE)
 
     kind = {"clip-ft": None, "negclip-replace": "replace", "negclip-swap": "swap", "negclip-negate": "negate",
             "negclip-refined-replace": "replace", "negclip-refined-swap": "swap"}[run]
@@ -367,7 +367,7 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     assert list(job.provenance.items()) == [("run", run), ("hard_negative", kind), ("refined", refined),
                                             ("set_manifest_sha256", sha), *CPU_PROFILE.items()]
     assert (job.config.checkpoint_every, job.resume, job.validate) == (50, True, None)
-    assert (job.name, job.module) == (f"sugarcrepe-mini-{run}", "papers.sugarcrepe.negclip_train_mini")
+    assert (job.name, job.module) == (f"sugarcrepe-mini-{run}", "papers.sugarcrepe.negclip_train")
 
 
 def test_the_training_module_imports_no_table_set_or_blind_code():
@@ -384,7 +384,7 @@ def test_the_training_module_imports_no_table_set_or_blind_code():
 
 
 def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
-    """``python -m papers.sugarcrepe.negclip_train_mini run <run>``: weights and sidecar where ``--out`` says, the
+    """``python -m papers.sugarcrepe.negclip_train mini run <run>``: weights and sidecar where ``--out`` says, the
     wall-time log under ``build/mini/sugarcrepe_negclip/logs/`` (its old place)."""
     import common.params
     import common.reproducible
@@ -397,7 +397,7 @@ def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "negclip-swap.safetensors"
-    assert tm.main(["run", "negclip-swap", "--set", str(tiny_set), "--out", str(out), "--steps", "2"]) == 0
+    assert tm.main(["mini", "run", "negclip-swap", "--set", str(tiny_set), "--out", str(out), "--steps", "2"]) == 0
     record = json.loads(out.with_suffix(".json").read_text())
     assert record["run"] == "negclip-swap" and record["hard_negative"] == "swap" and record["trainer"]["steps"] == 2
     assert record["loss"] == {"name": "TextNegativeClipLoss"} and "set_manifest_sha256" in record
