@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from common.io import sha256_file
-from common.paths import build_dir
+from common.params import own_section
+from common.paths import ROOT, build_dir, data_root
 from common.training import FromZoo, Init
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext
@@ -45,8 +46,8 @@ from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
 MODULE = "papers.hard_positives.train"
 """The jobs' module: its import closure keys their resume states."""
-RECIPE = "finetune"
 RECIPES = "papers/hard_positives/recipes.toml"
+"""The full runs' recipe: its table ``finetune`` (NegCLIP's, our choice)."""
 DATA_FILES = ("papers/hard_positives/recipes.toml",)
 TEXTS = {"texts": ["caption", "hard_positive", "hard_negative"]}
 """Texts per sample, the loss's layout."""
@@ -66,13 +67,6 @@ class Profile:
 
 PROFILES = {"mini": Profile("hard_positives.mini", "hard_positives", "finetune"),
             "full": Profile("hard_positives.full.finetune", "hard_positives_ft", "set")}
-
-
-def recipe(name: str) -> Recipe:
-    """A table of ``papers/hard_positives/recipes.toml`` (the full runs: ``RECIPE``, NegCLIP's, our choice)."""
-    from common.paths import ROOT
-
-    return load_recipe(ROOT / RECIPES, name)
 
 
 def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
@@ -164,9 +158,6 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     """The job of ``<profile> run <name>``: the stage's parameters, the set (and the full profile's COCO images)
     and the CPU profile (``{}`` on GPUs) for the sidecar; ``--steps`` enters the full runs' recorded epochs as it
     enters the schedule."""
-    from common.params import own_section
-    from common.paths import data_root
-
     profile = PROFILES[args.profile]
     _, section = own_section(profile.section)
     set_dir = Path(args.set or build_dir(args.profile, profile.build) / profile.set_dir)
@@ -174,7 +165,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     if args.profile == "mini":
         return mini_job(args.run, FinetuneSet.load(set_dir), section, provenance=provenance)
     return full_job(args.run, load_rows(set_dir), section, Path(args.images or data_root() / IMAGES),
-                    recipe=recipe(RECIPE), steps=args.steps, provenance={"profile": "full", **provenance})
+                    recipe=load_recipe(ROOT / RECIPES, "finetune"), steps=args.steps, provenance={"profile": "full", **provenance})
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
