@@ -15,7 +15,7 @@ LLM rewrote freely), SWAP the reordered noun phrases around "and" or a spatial r
 caption's type is drawn (``default_rng([seed, 3])``) among the types that give both a positive and a negative that
 differ from each other (a CREPE swap of the nouns of "a dog and a cat" reads like the reordered positive: such pairs
 are counted and not used). Captions with no usable type are dropped and counted; ``rows.jsonl`` (the format:
-``papers.hard_positives.finetune_rows_full``, which the runs of ``train_full`` read) and ``manifest.json`` (counts,
+``papers.hard_positives.finetune_rows``, which the runs of ``train`` read) and ``manifest.json`` (counts,
 the generators' provenance).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 from common.io import output_group, sha256_file, write_json_atomic
 from common.jsonl import read_json, write_jsonl
 from common.tasks import DatasetError
-from papers.hard_positives.finetune_rows_full import IMAGES, FullRow
+from papers.hard_positives.finetune_rows import IMAGES, FullRow
 from papers.hard_positives.runs import TYPES
 
 SET_KIND = "hard-positives-finetune-full-set"

@@ -8,7 +8,7 @@ hard positive and one hard negative of that type, drawn independently as in the 
 negatives are made apart): REPLACE negatives by ``replace_att`` / ``replace_rel`` / ``replace_obj``, SWAP negatives
 by ``swap_att`` / ``swap_obj``; REPLACE positives a synonym of any stated fact, SWAP positives a meaning-preserving
 reordering. Counts of what was set aside go to the manifest. The format (``FinetuneSet``, ``TrainingRow``) is
-``papers.hard_positives.finetune_rows_mini``, which the runs read.
+``papers.hard_positives.finetune_rows``, which the runs read.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.positives import hard_positive
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
-from papers.hard_positives.finetune_rows_mini import FinetuneSet, TrainingRow
+from papers.hard_positives.finetune_rows import FinetuneSet, TrainingRow
 from papers.hard_positives.runs import TYPES
 
 NEGATIVE_EDITS: dict[str, tuple[str, ...]] = {"replace": ("replace_att", "replace_rel", "replace_obj"),

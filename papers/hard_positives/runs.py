@@ -1,9 +1,8 @@
 """The fine-tunes of Kamath et al. (Table 1(c, d), Table 3), the same in both profiles: what each run trains on and
 with which loss weights.
 
-The mini profile (``papers.hard_positives.train_mini``) trains them on the rendered world, the full profile
-(``papers.hard_positives.train_full``) on COCO train captions; the tables of both read the runs' names and weights
-from here.
+``papers.hard_positives.train`` trains them, in the mini profile on the rendered world, in the full profile on COCO
+train captions; the tables of both read the runs' names and weights from here.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ shapes and every relation, so replace-attributes is mostly sizes (small/little, 
 PNG images and ``manifest.json``; ``load_test_items`` reads them as (c, c_p, c_n) items
 (``papers.hard_positives.evaluation.triple_item``) for ``papers.hard_positives.tables``.
 
-The fine-tuning set is ``papers.hard_positives.finetune_sets_mini``, the runs ``train_mini``: a module per stage, so
+The fine-tuning set is ``papers.hard_positives.finetune_sets_mini``, the runs ``train``: a module per stage, so
 that editing one reruns only its stage.
 """
 from __future__ import annotations

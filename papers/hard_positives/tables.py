@@ -3,9 +3,9 @@ papers.hard_positives.tables --profile mini|full``; stages ``table1-mini`` and `
 
 The two profiles differ in kind only in what they score and on what (``Inputs``, built from the stage's parameters by
 ``mini_inputs`` / ``full_inputs``): the mini profile scores the mini family's base (``mini/xs-32k``, "CLIP
-ViT-B/32") and its fine-tunes (``papers.hard_positives.train_mini``) on the benchmark rendered from the mini world
+ViT-B/32") and its fine-tunes (``papers.hard_positives.train mini``) on the benchmark rendered from the mini world
 (``papers.hard_positives.sets_mini``); the full profile scores every model of ``hard_positives.full.models`` (Table
-1's row, as the audit names it -> zoo model) and the COCO fine-tunes (``papers.hard_positives.train_full``) on the
+1's row, as the audit names it -> zoo model) and the COCO fine-tunes (``papers.hard_positives.train full``) on the
 released REPLACE and SWAP benchmarks on Visual Genome images, prepared by stage ``full-data``
 (``papers.hard_positives.sets_full``: the released files fetched or verified, SWAP's boxes cropped, every row
 checked). Scoring (``score_models``, ``score_runs``: one pass per model, as ``papers.hard_positives.evaluation``

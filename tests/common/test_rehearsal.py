@@ -99,7 +99,7 @@ def test_the_copys_registry_states_the_md5_of_each_standin_where_it_states_a_pub
 
 
 def test_coco_standins_are_fetched_extracted_and_read_as_coco(tmp_path):
-    from papers.hard_positives.finetune_rows_full import IMAGES
+    from papers.hard_positives.finetune_rows import IMAGES
     from papers.hard_positives.finetune_sets_full import CAPTIONS, read_coco_captions
 
     keys = standins.coco_train2017(tmp_path, standins.coco_captions(images=3))

@@ -1,4 +1,4 @@
-"""Hard positives, the full profile's fine-tuning set (``finetune_sets_full``, read through ``finetune_rows_full``)
+"""Hard positives, the full profile's fine-tuning set (``finetune_sets_full``, read through ``finetune_rows``)
 on a tiny COCO 2017 layout (``conftest.write_coco``): types, what was set aside, bad records and missing files named."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from common.errors import WorkspaceError
 from common.tasks import DatasetError
 from papers.hard_positives import finetune_sets_full as fs
-from papers.hard_positives.finetune_rows_full import load_rows
+from papers.hard_positives.finetune_rows import load_rows
 from papers.hard_positives.runs import TYPES
 
 

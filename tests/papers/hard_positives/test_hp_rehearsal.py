@@ -39,7 +39,7 @@ def test_the_standins_make_the_full_set_with_every_released_replace_row(prepared
 
 
 def test_the_coco_standins_make_the_finetuning_set_with_both_types(prepared, tmp_path):
-    from papers.hard_positives.finetune_rows_full import IMAGES
+    from papers.hard_positives.finetune_rows import IMAGES
     from papers.hard_positives.finetune_sets_full import CAPTIONS, build_set
 
     root, keys = prepared

@@ -1,5 +1,5 @@
 """Hard positives, mini profile: the rendered benchmark (``sets_mini``) and fine-tuning set (``finetune_sets_mini``,
-read through ``finetune_rows_mini``): deterministic, prefix-stable, every row a positive and a negative of its type,
+read through ``finetune_rows``): deterministic, prefix-stable, every row a positive and a negative of its type,
 bad records named."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from common.errors import WorkspaceError
 from common.miniworld import scene as scene_module
 from common.tasks import DatasetError
 from papers.hard_positives import evaluation as ev
-from papers.hard_positives import finetune_rows_mini as fr
+from papers.hard_positives import finetune_rows as fr
 from papers.hard_positives import finetune_sets_mini as fs
 from papers.hard_positives import sets_mini as sm
 from papers.hard_positives.runs import TYPES
@@ -145,7 +145,7 @@ def test_bad_rows_are_named(finetune_set, tmp_path):
 
 
 def test_a_missing_fine_tuning_set_says_which_stage_builds_it(finetune_set, tmp_path):
-    with pytest.raises(fr.HardPositivesMiniError, match="images.npy: no fine-tuning set here; run the mini-finetune"):
+    with pytest.raises(fr.HardPositivesRowsError, match="images.npy: no fine-tuning set here; run the mini-finetune"):
         fr.FinetuneSet.load(tmp_path)
     (tmp_path / "images.npy").write_bytes((finetune_set / "images.npy").read_bytes())
     with pytest.raises(WorkspaceError, match="rows.json: missing; run the mini-finetune-set stage"):

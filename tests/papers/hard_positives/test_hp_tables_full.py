@@ -44,7 +44,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list[tb.ModelEntry]:
-    """A random mini-vit-xs checkpoint per run (the fine-tunes' training is tested in test_hp_train_full.py)."""
+    """A random mini-vit-xs checkpoint per run (the fine-tunes' training is tested in test_hp_train.py)."""
     import torch
 
     from common.training import FromScratch

@@ -16,8 +16,8 @@ from common.training.job import run_job
 from common.zoo.trained import served
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import tables as tb
-from papers.hard_positives import train_mini as tm
-from papers.hard_positives.finetune_rows_mini import FinetuneSet
+from papers.hard_positives import train as tm
+from papers.hard_positives.finetune_rows import FinetuneSet
 from papers.hard_positives.runs import RUNS
 from training_support import mini_section
 
@@ -35,7 +35,7 @@ def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp
     save_weights(models / "base.safetensors", portable_state(base.build().model))
     data = FinetuneSet.load(finetune_set)
     for run in RUNS:
-        job = tm.job_for(run, data, params, init=base, tokenize=tokenize)
+        job = tm.mini_job(run, data, params, init=base, tokenize=tokenize)
         run_job(job, models / f"{run}.safetensors")
     runs = tb.run_entries("hard_positives/mini", models)
     inputs = tb.mini_inputs(BASE, runs, test_set, context={"test": True})

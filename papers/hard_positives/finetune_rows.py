@@ -1,9 +1,13 @@
-"""The mini fine-tuning set's format: rendered images with, per caption, one hard positive and one hard negative.
+"""The fine-tuning sets' formats, what the runs (``papers.hard_positives.train``) read: per caption one hard positive
+and one hard negative of its type.
 
-Written by stage ``mini-finetune-set`` (``papers.hard_positives.finetune_sets_mini``: ``images.npy``, ``rows.json``)
-and read by the runs (``papers.hard_positives.train_mini``). A module of its own so that the runs depend on the
-format, not on how the set is rendered: editing the renderer reruns the fine-tunes only when the set it writes
-changes.
+* mini (``FinetuneSet``): rendered images with their rows, written by stage ``mini-finetune-set``
+  (``papers.hard_positives.finetune_sets_mini``: ``images.npy``, ``rows.json``);
+* full (``FullRow``): one row per COCO caption, the image named by its file under ``IMAGES``, written by stage
+  ``finetune-full-set`` (``papers.hard_positives.finetune_sets_full``: ``rows.jsonl``).
+
+A module of its own so that the runs depend on the formats, not on the code that makes the sets (the mini world's
+renderer; spaCy, WordNet and the CREPE-style negatives): editing it reruns the fine-tunes only when the sets change.
 """
 from __future__ import annotations
 
@@ -15,13 +19,17 @@ import numpy as np
 
 from common.arrays import load_array
 from common.errors import WorkspaceError
-from common.jsonl import read_json
+from common.jsonl import read_json, read_rows
 from common.tasks import DatasetError
 from papers.hard_positives.runs import TYPES
 
 
-class HardPositivesMiniError(WorkspaceError):
-    """An input of the mini hard-positive runs that cannot be used as given (the message names the file)."""
+IMAGES = Path("coco") / "train2017" / "train2017"
+"""Under the data root: COCO 2017 train images (group ``coco-train2017``); a ``FullRow``'s ``image`` is a file here."""
+
+
+class HardPositivesRowsError(WorkspaceError):
+    """An input of the hard-positive runs that cannot be used as given (the message names the file or the run)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,7 @@ class FinetuneSet:
         kept = [(i, [r for r in rows if r.type in types]) for i, rows in enumerate(self.rows)]
         kept = [(i, rows) for i, rows in kept if rows]
         if not kept:
-            raise HardPositivesMiniError(f"the fine-tuning set has no rows of types {list(types)}")
+            raise HardPositivesRowsError(f"the fine-tuning set has no rows of types {list(types)}")
         per_image = self.captions_per_image
         return FinetuneSet(self.images[[i for i, _ in kept]],
                            [[rows[k % len(rows)] for k in range(per_image)] for _, rows in kept])
@@ -74,7 +82,7 @@ class FinetuneSet:
         try:
             images = load_array(root / "images.npy")
         except FileNotFoundError:
-            raise HardPositivesMiniError(f"{root / 'images.npy'}: no fine-tuning set here; run the mini-finetune-set "
+            raise HardPositivesRowsError(f"{root / 'images.npy'}: no fine-tuning set here; run the mini-finetune-set "
                                          "stage (`python -m papers.hard_positives.finetune_sets_mini`)") from None
         path = root / "rows.json"
         records = read_json(path, list, remedy="run the mini-finetune-set stage "
@@ -99,3 +107,25 @@ class FinetuneSet:
             return cls(images, rows)
         except ValueError as exc:
             raise DatasetError(f"{root}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class FullRow:
+    """A COCO caption with one hard positive and one hard negative of its ``type``."""
+
+    image: str
+    caption: str
+    type: str
+    positive: str
+    negative: str
+
+
+def _known_type(row: FullRow) -> None:
+    if row.type not in TYPES:
+        raise ValueError(f"unknown type {row.type!r} (one of {list(TYPES)})")
+
+
+def load_rows(set_dir: Path) -> list[FullRow]:
+    """The full set's rows; a bad line is a ``DatasetError`` naming the file and the line."""
+    return read_rows(Path(set_dir) / "rows.jsonl", FullRow, "a training row", check=_known_type,
+                     remedy="run the finetune-full-set stage (`python -m papers.hard_positives.finetune_sets_full`)")

@@ -1,0 +1,197 @@
+"""Kamath et al. (hard positives), the fine-tunes of both profiles: the base model trained as each run of
+``papers.hard_positives.runs.RUNS``, one ``FinetuneJob`` per run.
+
+Stages ``mini-finetune@<run>`` (``python -m papers.hard_positives.train mini run <run>``) and ``finetune-full@<run>``
+(``torchrun ... -m papers.hard_positives.train full run <run> --device cuda``): the shared trainer with
+``HardPositiveLoss`` (SVLC-style, Sec. 4.1; ``papers/hard_positives/losses.py``) from the zoo's ``base``, the same
+captions, order, seed and schedule for every run: ``clip-ft`` (no HP, no HN: the paper's "COCO alone" control),
+``hn`` (HN only), ``hp-hn``, ``hp-hn-swap`` and ``hp-hn-replace`` (only that type's rows; Table 1(d)), ``ratio-<w>``
+(HP weight 1, HN weight w; Table 3, the paper's Sec. 4.3 reading of "ratio"). The profiles differ only in their data:
+
+* mini: mini/xs-32k on the rendered set (``FinetuneSet``), its images in memory, for ``steps`` (``params.yaml
+  hard_positives.mini``);
+* full: CLIP ViT-B/32 on COCO train captions (``FullRow``; the batch of step s is a pure function of (seed, s)),
+  images decoded per batch from the COCO files (``common.training.files``), for the schedule's epochs
+  (``hard_positives.full.finetune``) under NegCLIP's recipe at its public lr, as SugarCrepe's re-training uses (ours:
+  the paper defers to SVLC's supplementary).
+
+The sets are read through their formats (``papers.hard_positives.finetune_rows``), not through the modules that make
+them, and the tables (``papers.hard_positives.tables``) are a module of their own, so neither reruns the runs.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from common.io import sha256_file
+from common.params import own_section
+from common.paths import ROOT, build_dir, data_root
+from common.training import FromZoo, Init
+from common.training.data import BatchSource
+from common.training.distributed import DistributedContext
+from common.training.files import FileCaptionBatches, FileImages
+from common.training.job import FinetuneJob
+from common.training.launch import add_run_command
+from common.training.recipes import Recipe, load_recipe
+from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
+from common.training.trainer import TrainConfig
+from common.zoo.trained import tokenizer_for as shared_tokenizer_for
+from papers.hard_positives.finetune_rows import IMAGES, FinetuneSet, FullRow, HardPositivesRowsError, load_rows
+from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
+
+MODULE = "papers.hard_positives.train"
+"""The jobs' module: its import closure keys their resume states."""
+RECIPES = "papers/hard_positives/recipes.toml"
+"""The full runs' recipe: its table ``finetune`` (NegCLIP's, our choice)."""
+DATA_FILES = ("papers/hard_positives/recipes.toml",)
+TEXTS = {"texts": ["caption", "hard_positive", "hard_negative"]}
+"""Texts per sample, the loss's layout."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Where a profile's runs find their parameters and set, and where their weights and logs go."""
+
+    section: str
+    """The ``params.yaml`` section of the runs."""
+    build: str
+    """Their folder under ``build/<profile>/``."""
+    set_dir: str
+    """The set's folder under it."""
+
+
+PROFILES = {"mini": Profile("hard_positives.mini", "hard_positives", "finetune"),
+            "full": Profile("hard_positives.full.finetune", "hard_positives_ft", "set")}
+
+
+def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
+    """The zoo tokenizer of ``arch``, over any sequence of texts (the batches pass lists of rows)."""
+    tokenizer = shared_tokenizer_for(arch)
+    return lambda texts: tokenizer(list(texts))
+
+
+def _job(profile: str, run: str, init: Init, batches: BatchSource, config: TrainConfig,
+         provenance: Mapping[str, Any]) -> FinetuneJob:
+    """``run``'s loss and facts (``provenance`` after them in the sidecar) around a profile's batches and schedule."""
+    spec = run_spec(run)
+    facts = {"run": run, "hard_positive_weight": spec.hard_positive_weight,
+             "hard_negative_weight": spec.hard_negative_weight, "types": list(spec.types), **provenance}
+    return FinetuneJob(f"hard-positives-{profile}-{run}", init, batches, loss_for(spec), config, MODULE,
+                       provenance=facts)
+
+
+def _batches_name(profile: str, run: str) -> str:
+    return f"hard-positives-{profile}-{'-'.join(run_spec(run).types)}"
+
+
+def run_data(run: str, data: FinetuneSet) -> FinetuneSet:
+    """What ``run`` trains on in the mini set: every row, or only its types' rows."""
+    spec = run_spec(run)
+    return data if set(spec.types) == set(TYPES) else data.of_types(spec.types)
+
+
+def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
+    """What ``run`` trains on in the full set: every row, or its types' rows."""
+    types = run_spec(run).types
+    picked = [r for r in rows if r.type in types]
+    if not picked:
+        raise HardPositivesRowsError(f"{run}: the training set has no rows of types {list(types)}")
+    return picked
+
+
+def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor], name: str,
+                where: str = "the fine-tuning set") -> CaptionBatches:
+    """The mini set's batches, its images in memory; a hard positive or negative that tokenizes like its caption is
+    refused."""
+    captions = caption_tokens(tokenize, data.texts("caption"))
+    extras = {k: caption_tokens(tokenize, data.texts(k)) for k in ("positive", "negative")}
+    for k, tokens in extras.items():
+        refuse_same_tokens(captions, tokens, data.texts("caption"), f"hard {k}", where)
+    return CaptionBatches(pixels(data.images), captions, [extras["positive"], extras["negative"]], name, fields=TEXTS)
+
+
+def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: Init | None = None,
+             tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
+             provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
+    """``run`` in the mini profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``data`` (the
+    whole set; the run keeps its types' rows) with ``section``'s settings (``params.yaml hard_positives.mini``)."""
+    data = run_data(run, data)
+    config = TrainConfig.from_params(section)
+    if len(data.images) < config.batch_size:
+        raise HardPositivesRowsError(f"{run}: {len(data.images)} training images cannot fill a batch of "
+                                     f"{config.batch_size}")
+    init = init or FromZoo(section["base"])
+    batches = batches_for(data, tokenize or tokenizer_for(init.describe()["arch"]), _batches_name("mini", run))
+    return _job("mini", run, init, batches, config, provenance or {})
+
+
+def full_job(run: str, rows: Sequence[FullRow], section: Mapping[str, Any], images_dir: Path, *,
+             recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
+             provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
+    """``run`` in the full profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``rows`` (the
+    whole set: the run keeps its types' rows), images from ``images_dir``, with ``section``'s settings
+    (``params.yaml hard_positives.full.finetune``) and ``recipe``'s rules (None: the mini recipe) for the schedule's
+    epochs (``steps`` overrides them: smoke runs, tests); the sidecar records the epochs as steps after
+    ``provenance``."""
+    rows = run_rows(run, rows)
+    init = init or FromZoo(section["base"])
+    files = list(dict.fromkeys(r.image for r in rows))
+    where = {name: i for i, name in enumerate(files)}
+    images = FileImages(tuple(Path(images_dir) / name for name in files), int(section["image_size"]),
+                        crop_scale=recipe.train_crop_scale if recipe is not None else None)
+    batches = FileCaptionBatches(images, np.array([where[r.image] for r in rows], dtype=np.int64),
+                                 [r.caption for r in rows], [[r.positive for r in rows], [r.negative for r in rows]],
+                                 tokenizer_for(init.describe()["arch"]), name=_batches_name("full", run),
+                                 fields=TEXTS)
+    per_epoch = batches.steps_per_epoch(int(section["batch_size"]))
+    config = TrainConfig.from_params(section, steps_per_epoch=per_epoch, steps=steps, recipe=recipe)
+    return _job("full", run, init, batches, config,
+                {**(provenance or {}), "steps_per_epoch": per_epoch, "epochs": config.steps / per_epoch})
+
+
+def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
+    """The job of ``<profile> run <name>``: the stage's parameters, the set (and the full profile's COCO images)
+    and the CPU profile (``{}`` on GPUs) for the sidecar; ``--steps`` enters the full runs' recorded epochs as it
+    enters the schedule."""
+    profile = PROFILES[args.profile]
+    _, section = own_section(profile.section)
+    set_dir = Path(args.set or build_dir(args.profile, profile.build) / profile.set_dir)
+    provenance = {"set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
+    if args.profile == "mini":
+        return mini_job(args.run, FinetuneSet.load(set_dir), section, provenance=provenance)
+    return full_job(args.run, load_rows(set_dir), section, Path(args.images or data_root() / IMAGES),
+                    recipe=load_recipe(ROOT / RECIPES, "finetune"), steps=args.steps, provenance={"profile": "full", **provenance})
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", type=Path, default=None,
+                        help="default: build/mini/hard_positives/finetune, build/full/hard_positives_ft/set")
+    parser.add_argument("--images", type=Path, default=None,
+                        help=f"the full profile's COCO images; default: <data>/{IMAGES.as_posix()}")
+
+
+def _build_dir(args: argparse.Namespace) -> Path:
+    return build_dir(args.profile, PROFILES[args.profile].build)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    parser.add_argument("profile", choices=list(PROFILES))
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_command(sub, RUNS, build, configure=_options,
+                    help="fine-tune the base model as one of the runs (full: under torchrun, or as one process)",
+                    out_path=lambda a: _build_dir(a) / "models" / f"{a.run}.safetensors",
+                    log_dir=lambda: _build_dir(args) / "logs")  # asked for after parsing: ``args`` below
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))
