@@ -39,7 +39,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 from common.errors import WorkspaceError
 from common.paths import ROOT, mirror_root

@@ -153,5 +153,24 @@ def test_no_paper_reads_another_papers_files():
                        "paper's own registry file):\n" + "\n".join(f"  {f}" for f in found))
 
 
+
+def _profile_twins(root: Path) -> list[str]:
+    """``papers/<paper>/<stem>`` for every ``<stem>_mini.py`` that has a ``<stem>_full.py`` beside it."""
+    return sorted(str(mini.parent.relative_to(root) / mini.name[:-len("_mini.py")])
+                  for mini in root.glob("papers/*/*_mini.py") if mini.with_name(mini.name[:-8] + "_full.py").exists())
+
+
+def test_only_set_builders_come_in_mini_and_full_twins(tmp_path):
+    """One module per stage for both profiles (docs/layout.md): a ``<stem>_mini.py`` / ``<stem>_full.py`` pair is
+    allowed only for a set builder (stem ``sets`` or ``<kind>_sets``), whose inputs differ in kind: the mini world's
+    renderer against the upstream files' reader, both writing the one format one reader reads."""
+    twins = [t for t in _profile_twins(ROOT) if not re.search(r"(^|_)sets$", t.rsplit("/", 1)[1])]
+    assert not twins, ("a stage's module is written twice, once per profile (make it one module, the profile an "
+                       "argument): " + ", ".join(twins))
+    (tmp_path / "papers" / "toy").mkdir(parents=True)
+    for name in ("train_mini.py", "train_full.py", "sets_mini.py", "sets_full.py", "rows_mini.py"):
+        (tmp_path / "papers" / "toy" / name).write_text("")
+    assert _profile_twins(tmp_path) == ["papers/toy/sets", "papers/toy/train"]
+
 if __name__ == "__main__":  # pragma: no cover - `python tests/test_layout.py`: the current list of violations
     sys.exit(pytest.main([__file__, "-q"]))

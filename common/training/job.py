@@ -3,7 +3,7 @@
 A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched: its name, where its
 weights start (``Init``), its batches (a ``BatchSource``), its loss, its optimiser recipe and schedule (the trainer's
 ``TrainConfig``), its validation, the extra facts its sidecar records, and the module that defines it. A paper's
-fine-tuning code is then its job builders (``papers/<paper>/train_mini.py``, ``train_full.py``); ``run_job`` does
+fine-tuning code is then its job builders (``papers/<paper>/train.py``, one module for both profiles); ``run_job`` does
 the rest the same way for all of them: the resume state (outside DVC's outputs, keyed by everything that defines the
 run and by the bytes of every module the job's module imports, the same import closure that makes a DVC stage
 rerun), then ``common.training.train``. ``common.training.launch`` adds the process (pinning, ``torchrun``), the
@@ -100,7 +100,7 @@ def checkpoint_every(stated: int) -> int:
 
 
 def module_name(module: str) -> str:
-    """``module``, or for ``"__main__"`` (a builder's ``__name__`` when run as ``python -m papers.x.train_mini``) the
+    """``module``, or for ``"__main__"`` (a builder's ``__name__`` when run as ``python -m papers.x.train``) the
     name it was run under, so the key is the same however the module was started."""
     if module == "__main__":
         spec = getattr(sys.modules.get("__main__"), "__spec__", None)
