@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 from common.errors import debug_enabled, run_entry_point
 from common.paper import AuditPlugIn, PlugIn, PlugInCommand, load_papers
+from common.pipeline.import_closure import PACKAGES
 
 __all__ = ["COMMANDS", "Command", "CommandGroups", "RegisterCli", "build_parser", "handler_module", "main",
            "not_installed", "run_entry_point"]
@@ -80,7 +81,8 @@ def _group(sub: Subparsers, command: Command, dest: str, metavar: str, **kwargs)
 
 
 def _data(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
-    from common import data_dvc
+    # deferred: loads yaml only when called
+    from common.pipeline import data_dvc
 
     actions = _group(sub, command, "data_command", "ACTION")
     describe = actions.add_parser("describe", help="per-category example counts as JSON")
@@ -90,6 +92,7 @@ def _data(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
 
 
 def _world(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    # deferred: loads PIL, numpy, tqdm only when called
     from common.miniworld import build
 
     sets = _group(sub, command, "world_set", "SET")
@@ -102,6 +105,7 @@ def _prepare(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
 
 
 def _bench(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+    # deferred: loads PIL, numpy, pydantic, torch, yaml only when called
     from common.training import bench
 
     what = _group(sub, command, "bench", "WHAT")
@@ -131,7 +135,8 @@ def _audit(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
 
 
 def _deps(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
-    from common import stage_deps
+    # deferred: loads yaml only when called
+    from common.pipeline import stage_deps
 
     stage_deps.register_cli(sub, resolve_common=handler_module)
     return {}
@@ -147,12 +152,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("recipes", "print a paper's training recipes as the README's markdown table",
             RegisterCli("common.training.recipes")),
     Command("zoo", "list models, or check that models load", RegisterCli("common.zoo.cli")),
-    Command("report", "print a paper's reproduced tables and where its files are", RegisterCli("common.report")),
+    Command("report", "print a paper's reproduced tables and where its files are", RegisterCli("common.reporting.report")),
     Command("metrics", "`dvc metrics show` over one paper's metrics (a short table per paper)",
-            RegisterCli("common.report")),
+            RegisterCli("common.reporting.report")),
     Command("card", "a report card: any model on every benchmark of the five papers", RegisterCli("common.card.run")),
-    Command("docs", "the documentation's generated parts", RegisterCli("common.docnumbers")),
-    Command("citations", "check every reference to the authors' code and the papers", RegisterCli("common.citations")),
+    Command("docs", "the documentation's generated parts", RegisterCli("common.docs.docnumbers")),
+    Command("citations", "check every reference to the authors' code and the papers", RegisterCli("common.docs.citations")),
     Command("audit", "published vs recomputed numbers of a paper (results/audit/)", _audit),
     Command("fetch", "download registry entries (by key or group), verified", RegisterCli("common.registry.cli")),
     Command("sources", "list registry entries", RegisterCli("common.registry.cli")),
@@ -211,7 +216,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def handler_module(argv: Sequence[str]) -> str:
     """The module of the function that runs ``python -m common ARGV`` (for a paper's plug-in, the plug-in's): where a
-    stage that runs it starts importing (``common.stage_deps`` gets it from here rather than importing this module,
+    stage that runs it starts importing (``common.pipeline.stage_deps`` gets it from here rather than importing this module,
     which registers its command)."""
     func = build_parser(argv).parse_args(list(argv)).func
     return func.module if isinstance(func, PlugInCommand) else func.__module__
@@ -221,8 +226,6 @@ def not_installed(exc: ModuleNotFoundError) -> str | None:
     """The one line for a package that this Python lacks and ``make install`` installs (torch before the install, or
     under another Python than .venv's), or None for a module of this repository or of the standard library (a bug,
     whose traceback is the report)."""
-    from common.import_closure import PACKAGES
-
     top = (exc.name or "").partition(".")[0]
     if not top or top in PACKAGES or top in sys.stdlib_module_names:
         return None

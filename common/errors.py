@@ -14,6 +14,7 @@ naming a path under a ``VLC_*`` folder variable that is not a folder is led by t
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import re
 import signal
@@ -79,8 +80,6 @@ def with_setting_hint(message: str) -> str:
 
 def unknown_name(kind: str, name: str, known: Iterable[str]) -> UnknownName:
     """``unknown <kind> 'name'; did you mean ...? (known: ...)``: the error to raise for a name nothing registers."""
-    import difflib
-
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""

@@ -10,7 +10,7 @@ A plug-in is named by its dotted module path (``PlugIn``) and imported only when
 runs before every stage of its paper and every ``python -m common`` command, so this module imports the standard
 library, ``common.errors`` and ``common.plugins`` (the packages under ``papers/``) only, and a ``PAPER`` costs nothing
 to read. For the same reason the protocols name the workspace's own types (``Recomputed``, ``CardBenchmark``, ...) in
-their docstrings, not in imports that every stage would then depend on (``common.import_closure`` counts every
+their docstrings, not in imports that every stage would then depend on (``common.pipeline.import_closure`` counts every
 import, ``TYPE_CHECKING`` ones too).
 """
 from __future__ import annotations
@@ -43,10 +43,10 @@ class AuditPlugIn(Protocol):
 @runtime_checkable
 class ReportPlugIn(Protocol):
     """``papers/<paper>/report.py``: what ``python -m common report <paper>`` (its aggregate stage in the root
-    ``dvc.yaml``) prints of the paper before the audit's line, as data that ``common.report.print_report`` prints."""
+    ``dvc.yaml``) prints of the paper before the audit's line, as data that ``common.reporting.report.print_report`` prints."""
 
     REPORT: Any
-    """Which results files it shows and what each file holds (``common.report.PaperReport``)."""
+    """Which results files it shows and what each file holds (``common.reporting.report.PaperReport``)."""
 
 
 @runtime_checkable

@@ -3,7 +3,7 @@
 A variable set to an empty string counts as unset (never the current folder). A variable naming a file or a folder
 that does not exist is named as the culprit of the error it causes (``common.errors.with_setting_hint``, at every
 entry point; the downloader checks ``VLC_MIRROR`` before using it); an unwritable ``VLC_CACHE`` is a warning
-(``common.cache``).
+(``common.evaluation.cache``).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Mapping, Sequence
 
 from common.paths import ROOT
-from common.published import PublishedCell, load_cells
+from common.reporting.published import PublishedCell, load_cells
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

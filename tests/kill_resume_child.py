@@ -37,7 +37,7 @@ def train(train_set: str, out: str, steps: str, every: str) -> None:
 def encode(images_dir: str, out: str) -> None:
     import numpy as np
 
-    from common.engine import Engine, EngineConfig
+    from common.evaluation.engine import Engine, EngineConfig
     from common.zoo import random_model
 
     engine = Engine(random_model("mini-vit-xs"), EngineConfig(
@@ -52,7 +52,7 @@ def encode(images_dir: str, out: str) -> None:
 
 
 def engine_ref(path: Path):
-    from common.tasks import as_ref
+    from common.files.tasks import as_ref
 
     return as_ref(path)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from common.paths import PUBLISHED
-from common.published import CellIndex, load_cells, load_claims
+from common.reporting.published import CellIndex, load_cells, load_claims
 from shared_files import PAPER_TEXT_DIRS
 
 

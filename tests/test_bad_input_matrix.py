@@ -100,7 +100,7 @@ class Case:
     """What the error line must name (a file, a record, a name)."""
     exit_code: int = 1
     runner: str = "cli"
-    """``cli``: ``common.cli.main(argv)``; ``published``: ``common.published.load_cells`` through the wrapper."""
+    """``cli``: ``common.cli.main(argv)``; ``published``: ``common.reporting.published.load_cells`` through the wrapper."""
 
     @property
     def id(self) -> str:
@@ -298,7 +298,7 @@ def tiny_models(monkeypatch, tiny_model):
 
 def _run_in_process(case: Case, argv: Sequence[str]) -> int:
     if case.runner == "published":
-        from common.published import load_cells
+        from common.reporting.published import load_cells
 
         return run_entry_point(lambda: load_cells("bivlc", root=Path(argv[0])))
     try:
@@ -393,9 +393,9 @@ def test_corrupt_cache_shard_is_moved_aside_and_recomputed(damage, tmp_path, cap
     data = shard.read_bytes()
     shard.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"\x00garbage" * 40)
 
-    with caplog.at_level(logging.WARNING, logger="common.cache"):
+    with caplog.at_level(logging.WARNING, logger="common.evaluation.cache"):
         assert cli_main([*argv[:-1], str(tmp_path / "second.json")]) == 0
-    warnings = [r.getMessage() for r in caplog.records if r.name == "common.cache"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "common.evaluation.cache"]
     assert len(warnings) == 1 and str(shard) in warnings[0] and "\n" not in warnings[0], warnings
     assert "Traceback" not in capsys.readouterr().err
     assert shard.with_name(shard.name + ".corrupt").is_file()

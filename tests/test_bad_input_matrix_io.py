@@ -25,7 +25,7 @@ from PIL import Image
 import common.paths
 from common.cli import main as cli_main
 from common.errors import SETTINGS, SettingError
-from common.evaluate import eval_outputs, write_eval_outputs
+from common.evaluation.evaluate import eval_outputs, write_eval_outputs
 from common.paths import ROOT
 from test_bad_input_matrix import (  # noqa: F401 - fixtures: outputs_before, tiny_models
     MODEL, Case, _run_in_process, assert_one_error_line, good_set, one_bad_example, outputs_before,
@@ -206,7 +206,7 @@ def test_eval_outputs_appear_together_or_not_at_all(tmp_path, capsys, tiny_model
 def test_eval_outputs_are_one_output_group(tmp_path):
     """``write_eval_outputs`` itself: a failure writing the summary leaves nothing new (the CLI test above runs it
     through ``python -m common eval``)."""
-    from common.scoring.selection import Outcome, SelectionResult
+    from common.evaluation.scoring.selection import Outcome, SelectionResult
 
     result = SelectionResult("m", "f" * 32, "image_to_text", "strict")
     result.outcomes.append(Outcome("a/0", "a", (0.5, 0.25), True, False))
@@ -235,9 +235,9 @@ def test_an_unwritable_vlc_cache_is_a_warning_and_eval_goes_on(tmp_path, capsys,
     not_a_folder = tmp_path / "cache"
     not_a_folder.write_text("a file\n")
     monkeypatch.setenv("VLC_CACHE", str(not_a_folder))
-    with caplog.at_level(logging.WARNING, logger="common.cache"):
+    with caplog.at_level(logging.WARNING, logger="common.evaluation.cache"):
         assert cli_main(["eval", "--model", MODEL, "--manifest", str(manifest), "--out", str(tmp_path / "r.json")]) == 0
-    warnings = [r.getMessage() for r in caplog.records if r.name == "common.cache"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "common.evaluation.cache"]
     assert len(warnings) == 1 and f"{not_a_folder} (VLC_CACHE)" in warnings[0], warnings
     assert json.loads((tmp_path / "r.json").read_text())["n"] == 2
     assert "error" not in capsys.readouterr().err

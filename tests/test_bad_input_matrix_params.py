@@ -294,10 +294,10 @@ def _run(case: Case, root: Path, argv: list[str], capsys, monkeypatch) -> tuple[
     if case.runner == "report":
         import importlib
 
-        import common.report
+        import common.reporting.report
 
         results = root / "results"
-        monkeypatch.setattr(common.report, "RESULTS", results)
+        monkeypatch.setattr(common.reporting.report, "RESULTS", results)
         module = importlib.import_module(f"papers.{argv[1]}.report")
         monkeypatch.setattr(module, "RESULTS", results, raising=False)
         code = _run_in_process(case, argv)

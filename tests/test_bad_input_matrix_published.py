@@ -144,7 +144,7 @@ NEGCLIP_TSV = ("\ttitle\tfilepath\tneg_caption\tneg_image\n"
 
 
 def _negclip_tsv(edit: Callable[[bytes], bytes]):
-    """``negclip-tsv`` runner: NegCLIP's released validation TSV (``common.released_text``), edited."""
+    """``negclip-tsv`` runner: NegCLIP's released validation TSV (``common.text.released_text``), edited."""
     def argv(root: Path):
         path = root / "valid_neg_clip.tsv"
         path.write_bytes(edit(NEGCLIP_TSV))
@@ -385,7 +385,7 @@ def _run_in_process(case: Case, argv: Sequence[str], root: Path) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
     if case.runner == "published":
-        from common.published import load_cells
+        from common.reporting.published import load_cells
 
         return run_entry_point(lambda: load_cells("bivlc", root=Path(argv[0])))
     if case.runner == "claims":
@@ -402,7 +402,7 @@ def _run_in_process(case: Case, argv: Sequence[str], root: Path) -> int:
 
         return run_entry_point(lambda: imagenet_top1(Path(argv[0])))
     if case.runner == "negclip-tsv":
-        from common.released_text import read_negclip_tsv
+        from common.text.released_text import read_negclip_tsv
 
         return run_entry_point(lambda: read_negclip_tsv(Path(argv[0])))
     if case.runner == "runs":

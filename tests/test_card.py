@@ -14,7 +14,7 @@ import pytest
 from common.card import core
 from common.card.core import CardError, Measure
 from common.card.models import resolve
-from common.engine import Engine, EngineConfig
+from common.evaluation.engine import Engine, EngineConfig
 
 ARCH = "mini-vit-xs"
 
@@ -119,7 +119,7 @@ def mini_build(tmp_path_factory):
     """A build root with every paper's mini set, tiny, and the world's training captions for the blind scorer."""
     from common.card.blind import MINI_LM_IMAGES
     from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
-    from common.params import load_params
+    from common.pipeline.params import load_params
     from papers.aro.sets_mini import MiniAroConfig, build_mini_set as build_aro
     from papers.bivlc import sets_mini as bivlc_sets
     from papers.conclip import sets_mini as conclip_sets
@@ -150,7 +150,7 @@ def mini_build(tmp_path_factory):
 @pytest.fixture(scope="module")
 def carded(mini_build, checkpoint):
     from common.card.run import make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(mini_build))
@@ -177,8 +177,8 @@ def test_the_card_scores_every_benchmark_of_the_five_papers(carded):
 
 def test_sugarcrepe_numbers_are_table6s(carded, engine, mini_build, tmp_path):
     from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
-    from common.results import ModelRow, write_accuracy_table
-    from common.scoring import selection
+    from common.evaluation.results import ModelRow, write_accuracy_table
+    from common.evaluation.scoring import selection
 
     _, values = carded
     items = PreparedSet.load(mini_build / "mini" / "sugarcrepe" / "manifest.json").items()
@@ -191,7 +191,7 @@ def test_sugarcrepe_numbers_are_table6s(carded, engine, mini_build, tmp_path):
 
 
 def test_aro_numbers_are_the_tables(carded, engine, mini_build, tmp_path):
-    from common.params import load_params
+    from common.pipeline.params import load_params
     from papers.aro import tables
     from papers.aro.data import AroSet
 
@@ -223,7 +223,7 @@ def test_hard_positive_numbers_are_table1s(carded, checkpoint, mini_build):
 
 
 def test_ccneg_numbers_are_conclips_tables(carded, engine, mini_build):
-    from common.scoring import selection
+    from common.evaluation.scoring import selection
     from papers.conclip import tables
     from papers.conclip.benchmark_mini import load_test_items
 
@@ -239,7 +239,7 @@ def test_ccneg_numbers_are_conclips_tables(carded, engine, mini_build):
 
 
 def test_bivlc_numbers_are_table2s(carded, engine, mini_build):
-    from common.scoring import group
+    from common.evaluation.scoring import group
     from papers.bivlc import tables
     from papers.bivlc.sets_mini import load_test_items
 
@@ -252,7 +252,7 @@ def test_bivlc_numbers_are_table2s(carded, engine, mini_build):
 
 
 def _one_selection():
-    from common.scoring.selection import Outcome, SelectionResult
+    from common.evaluation.scoring.selection import Outcome, SelectionResult
 
     return SelectionResult("m", "", "image_to_text", outcomes=[Outcome("x", "g", (1.0, 0.0), True, False)])
 
@@ -269,7 +269,7 @@ def test_a_benchmark_without_data_is_listed_with_how_to_get_it(mini_build, check
     import shutil
 
     from common.card.run import make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     partial = tmp_path / "build"
     shutil.copytree(mini_build, partial)
@@ -328,7 +328,7 @@ def test_the_notebook_draws_the_cards_side_by_side(mini_build, checkpoint, tmp_p
     pytest.importorskip("nbclient")
     from common.card.report import write_cards
     from common.card.run import comparisons, make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
     from test_notebooks import _execute, _text
 
     notebook = Path(__file__).resolve().parents[1] / "notebooks" / "cards.ipynb"
@@ -351,7 +351,7 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
     import shutil
 
     from common.card.run import make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     full = tmp_path / "build" / "full"
     shutil.copytree(mini_build / "mini" / "sugarcrepe", full / "sugarcrepe")
@@ -384,7 +384,7 @@ def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini
     from hf_support import save_blip
 
     from common.card.run import make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     folder = save_blip(tmp_path)
     model = resolve(f"hf:{folder}")
@@ -442,7 +442,7 @@ def test_figure5s_classification_set_is_built_when_absent(mini_build, checkpoint
     import shutil
 
     from common.card.run import make_cards
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     partial = tmp_path / "build"
     shutil.copytree(mini_build / "mini" / "world", partial / "mini" / "world")
@@ -482,7 +482,7 @@ def test_the_card_scores_at_the_authors_precision_with_the_engine_s_beside(mini_
 
     from common.card import run
     from common.card.report import as_json, markdown, rows
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     full = tmp_path / "build" / "full"
     shutil.copytree(mini_build / "mini" / "aro" / "benchmarks", full / "aro" / "benchmarks")

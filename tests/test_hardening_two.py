@@ -134,7 +134,7 @@ def test_non_finite_weights_are_refused_before_anything_is_scored(tmp_path, pois
 def test_a_non_finite_embedding_never_becomes_a_score(tmp_path, monkeypatch):
     """A model that gives NaN (weights damaged in memory, an overflow): the engine stops naming it and caches
     nothing, so no rerun reads a NaN score as a decision."""
-    from common.engine import Engine, EngineConfig, NonFiniteEmbedding
+    from common.evaluation.engine import Engine, EngineConfig, NonFiniteEmbedding
     from common.zoo import random_model
 
     monkeypatch.setenv("VLC_CACHE", str(tmp_path / "cache"))
@@ -200,7 +200,7 @@ def test_a_recipes_file_that_is_not_utf8_is_one_line(tmp_path):
 def test_a_yaml_alias_bomb_in_params_is_refused_at_once(tmp_path):
     import time
 
-    from common.params import ParamsError, read_params
+    from common.pipeline.params import ParamsError, read_params
 
     lines = ["profile: mini", "a: &a [x, x, x, x, x, x, x, x, x]"]
     lines += [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]
@@ -213,7 +213,7 @@ def test_a_yaml_alias_bomb_in_params_is_refused_at_once(tmp_path):
 
 
 def test_data_dvc_that_is_not_utf8_is_one_line(tmp_path):
-    from common.data_dvc import DataDvcError, read_data_dvc
+    from common.pipeline.data_dvc import DataDvcError, read_data_dvc
 
     path = tmp_path / "data.dvc"
     path.write_bytes(b"outs:\n- path: caf\xe9\n")
@@ -246,9 +246,9 @@ def test_torch_checkpoints_never_unpickle_code(tmp_path):
     (lambda t: t.replace("0.5", "0.\xe9", 1), "not UTF-8"),
 ])
 def test_a_damaged_results_table_is_refused_by_the_docs_scorecard_and_site_reader(tmp_path, damage, message):
-    """``common.results_ref`` (behind ``docs numbers``, ``docs claims`` and the site): a table cut mid-row, a header
+    """``common.reporting.results_ref`` (behind ``docs numbers``, ``docs claims`` and the site): a table cut mid-row, a header
     repeated as a row, a byte that is not UTF-8: one line naming the file, never a half table or a traceback."""
-    from common.results_ref import DocNumberError, lookup
+    from common.reporting.results_ref import DocNumberError, lookup
 
     text = "model,acc\n" + "".join(f"m{i},0.5{i}\n" for i in range(20))
     path = tmp_path / "t.csv"
@@ -260,7 +260,7 @@ def test_a_damaged_results_table_is_refused_by_the_docs_scorecard_and_site_reade
 
 @pytest.mark.parametrize("text", ['{"a": 1, "b": ', '{"a": 1}\xe9'])
 def test_a_damaged_results_json_is_refused(tmp_path, text):
-    from common.results_ref import DocNumberError, lookup
+    from common.reporting.results_ref import DocNumberError, lookup
 
     path = tmp_path / "c.json"
     path.write_bytes(text.encode("latin-1"))
@@ -276,7 +276,7 @@ def test_a_damaged_results_json_is_refused(tmp_path, text):
 ])
 def test_a_count_past_its_stated_maximum_is_refused(tmp_path, old, new, message):
     """A count a user can set has a stated maximum: 10**23 examples is a typo, refused in one line, not run."""
-    from common.params import PARAMS_FILE, ParamsError, read_params
+    from common.pipeline.params import PARAMS_FILE, ParamsError, read_params
 
     path = tmp_path / "params.yaml"
     path.write_text(PARAMS_FILE.read_text(encoding="utf-8").replace(old, new, 1))
@@ -294,7 +294,7 @@ def test_an_interrupted_mini_sugarcrepe_set_leaves_the_previous_set_whole(tmp_pa
     out = tmp_path / "set"
     params = {"mini": {"world": {"image_size": 32, "seed": 0}}, "sugarcrepe": {"mini_examples_per_category": 3}}
     monkeypatch.setattr(sets_mini, "stage_params", lambda stage, **_: params, raising=False)
-    monkeypatch.setattr("common.params.stage_params", lambda stage, **_: params)
+    monkeypatch.setattr("common.pipeline.params.stage_params", lambda stage, **_: params)
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:mini-set")  # as `dvc repro` sets it
     assert sets_mini.main(["--out", str(out)]) == 0
 
@@ -337,7 +337,7 @@ def test_a_rehearsal_copy_that_cannot_be_written_is_one_line_and_leaves_nothing(
         (dest / "common" / "half.py").write_text("x")
         raise OSError(error, os.strerror(error), str(dest / "common" / "more.py"))
 
-    monkeypatch.setattr(workspace, "copy_workspace", copy)
+    monkeypatch.setattr(run, "copy_workspace", copy)
     ws = tmp_path / "rehearsal" / "ws"
     with pytest.raises(run.RehearsalError, match=f"could not be copied there \\({why}") as info:
         run.prepare(ws, ["aro"], tmp_path / "mirror", 2, log=lambda line: None)
@@ -358,7 +358,7 @@ def test_a_rehearsal_copy_that_cannot_be_written_is_one_line_and_leaves_nothing(
 ])
 def test_a_recompute_expression_that_overflows_is_refused(expression, reason):
     """Expressions inside the grammar whose arithmetic overflows: one ``ExpressionError``, never a traceback."""
-    from common.published import CellIndex, ExpressionError, evaluate_expression
+    from common.reporting.published import CellIndex, ExpressionError, evaluate_expression
 
     with pytest.raises(ExpressionError, match=reason.replace("(", r"\(").replace(")", r"\)")):
         evaluate_expression(expression, CellIndex([]))
@@ -379,7 +379,7 @@ def test_data_fetch_names_a_full_disk_under_dvcs_cache_not_dvcs_footer(tmp_path,
     exit 0 and "Having any troubles?" as the cause); another failure stays a note, naming DVC's error."""
     import subprocess
 
-    from common import data_dvc
+    from common.pipeline import data_dvc
 
     record = tmp_path / "data.dvc"
     record.write_text("outs: []\n")
@@ -421,14 +421,14 @@ def test_a_booby_trapped_file_is_refused_and_runs_nothing(kind, tmp_path):
     marker = tmp_path / "ran"
     tag = f'!!python/object/apply:os.system ["touch {marker}"]'
     if kind == "params.yaml":
-        from common.params import read_params
+        from common.pipeline.params import read_params
 
         path = tmp_path / "params.yaml"
         path.write_text((ROOT / "params.yaml").read_text(encoding="utf-8") + f"trap: {tag}\n")
         with pytest.raises(WorkspaceError, match="params.yaml"):
             read_params(path)
     elif kind == "data.dvc":
-        from common.data_dvc import DataDvcError, read_data_dvc
+        from common.pipeline.data_dvc import DataDvcError, read_data_dvc
 
         path = tmp_path / "data.dvc"
         path.write_text(f"outs: {tag}\n")
@@ -441,7 +441,7 @@ def test_a_booby_trapped_file_is_refused_and_runs_nothing(kind, tmp_path):
         build_finetune_set(FinetuneSetConfig(train_images=4, val_images=2, captions_per_image=2, image_size=16),
                            tmp_path / "set", generate=lambda captions, seed: [[] for _ in captions])
         np.save(tmp_path / "set" / "train" / "images.npy", np.array([_Trap(marker)], dtype=object), allow_pickle=True)
-        from common.arrays import ArrayFileError
+        from common.files.arrays import ArrayFileError
 
         with pytest.raises(ArrayFileError, match=r"images\.npy: holds|images\.npy: not a readable array.*nothing in "
                                                  r"it was run") as caught:
@@ -472,9 +472,9 @@ NPY_DAMAGE = {
 @pytest.mark.parametrize("mmap", [False, True], ids=["read", "mmap"])
 @pytest.mark.parametrize("damage", sorted(NPY_DAMAGE))
 def test_a_damaged_npy_is_one_line_naming_the_file(damage, mmap, tmp_path):
-    """Every ``.npy`` a stage reads goes through ``common.arrays.load_array``: what numpy refuses with its own
+    """Every ``.npy`` a stage reads goes through ``common.files.arrays.load_array``: what numpy refuses with its own
     exception (shown with a traceback before 2026-11-29) is one line naming the file."""
-    from common.arrays import ArrayFileError, load_array
+    from common.files.arrays import ArrayFileError, load_array
 
     path = tmp_path / "images.npy"
     write, message = NPY_DAMAGE[damage]
@@ -489,7 +489,7 @@ def test_a_damaged_npy_is_one_line_naming_the_file(damage, mmap, tmp_path):
 def test_a_missing_npy_stays_the_callers_to_word(tmp_path):
     """A missing set keeps each reader's own remedy ("no fine-tuning set here; run the mini-finetune-set stage"):
     ``load_array`` leaves ``FileNotFoundError`` to its caller, and an entry point prints it as one line."""
-    from common.arrays import load_array
+    from common.files.arrays import load_array
     from common.errors import run_entry_point
 
     with pytest.raises(FileNotFoundError):
@@ -498,22 +498,22 @@ def test_a_missing_npy_stays_the_callers_to_word(tmp_path):
 
 
 def test_every_npy_a_stage_reads_goes_through_the_one_loader():
-    """No module calls ``np.load`` itself but ``common.arrays`` and the embedding cache (whose every failure moves
+    """No module calls ``np.load`` itself but ``common.files.arrays`` and the embedding cache (whose every failure moves
     the shard aside and recomputes it): a new reader cannot skip the rule by accident."""
     from common.paths import ROOT
 
-    allowed = {"common/arrays.py", "common/cache.py"}
+    allowed = {"common/files/arrays.py", "common/evaluation/cache.py"}
     callers = sorted(p.relative_to(ROOT).as_posix() for d in ("common", "papers") for p in (ROOT / d).rglob("*.py")
                      if "np.load(" in p.read_text(encoding="utf-8"))
     assert set(callers) <= allowed, sorted(set(callers) - allowed)
-    assert "common/arrays.py" in callers  # the check sees the files it should
+    assert "common/files/arrays.py" in callers  # the check sees the files it should
 
 
 @pytest.mark.parametrize("damage", ["data.dvc", "dvc.yaml", "none"])
 def test_data_check_on_a_pipeline_dvc_cannot_read_is_one_line(damage, tmp_path):
     """``python -m common data check`` (``make repro``'s step before DVC) asks DVC for the pipeline's inputs: a
     ``data.dvc`` with a non-UTF-8 byte, or a ``dvc.yaml`` cut short, was DVC's traceback; now one line naming it."""
-    from common.data_dvc import DataDvcError, check_inputs
+    from common.pipeline.data_dvc import DataDvcError, check_inputs
 
     (tmp_path / ".dvc").mkdir()
     (tmp_path / ".dvc" / "config").write_text("[core]\n    no_scm = true\n")

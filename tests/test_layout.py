@@ -20,7 +20,7 @@ from importlinter import api as importlinter_api
 
 from common.paths import ROOT
 from common.plugins import paper_names
-from common.stage_deps import module_file
+from common.pipeline.stage_deps import module_file
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -49,8 +49,75 @@ def test_no_production_module_imports_the_rehearsal():
     """The rehearsal sets production parameters in its copy (``params.yaml full_inputs``, ``max_steps``); only its own
     package and each paper's ``rehearsal.py`` import it."""
     kept, report = _lint("production-never-imports-rehearsal")
-    assert kept, ("a production module imports common.rehearsal (read common.inputs' parameters instead):\n"
+    assert kept, ("a production module imports common.rehearsal (read common.pipeline.inputs' parameters instead):\n"
                   + report)
+
+
+def test_common_packages_import_only_those_below_them():
+    """common/ grouped by concern: each package or top-level module imports only those below it in the layers
+    contract, the contract names every child of ``common`` (a new one must be placed), and docs/layout.md lists them
+    in the same order, lowest first."""
+    kept, report = _lint("common-layers")
+    assert kept, "a package of common/ imports one above it (move the shared piece down):\n" + report
+    contracts = importlinter_api.read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]
+    layers = next(c for c in contracts if c.get("id") == "common-layers")["layers"]
+    children = {m.removeprefix("common.") for m in grimp.build_graph("common", cache_dir=None).find_children("common")}
+    assert set(layers) == children, f"not in the layers contract: {sorted(children - set(layers))}; " \
+                                    f"gone: {sorted(set(layers) - children)}"
+    tree = (ROOT / "docs" / "layout.md").read_text().split("\ncommon/ ", 1)[1].split("\npapers/<paper>/ ")[0]
+    names_column = [line[:24] for line in tree.splitlines() if re.match(r"  \w", line)]
+    listed = [name for column in names_column for name in re.findall(r"(\w+)(?:/|\.py)", column)]
+    documented = [name for name in layers[::-1] if name != "__main__"]
+    assert [name for name in listed if name in documented] == documented, listed
+
+
+def _unexplained_deferred_imports(path: Path) -> list[int]:
+    """Lines of imports made inside a function of ``path`` with no comment saying why (on the line, on the line
+    above, or on the first of a run of such imports); one under ``try`` (an optional package) or ``TYPE_CHECKING``
+    says why itself."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found: list[ast.stmt] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Try) or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)):
+                continue
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(ast.parse(source), False)
+    explained_ends: set[int] = set()
+    bad = []
+    for node in sorted(found, key=lambda n: n.lineno):
+        above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+        if "#" in lines[node.lineno - 1] or above.startswith("#") or node.lineno - 1 in explained_ends:
+            explained_ends.add(node.end_lineno)
+        else:
+            bad.append(node.lineno)
+    return bad
+
+
+def test_imports_are_sorted_and_at_the_top_unless_a_comment_says_why():
+    """common/ and papers/: imports sorted (isort, ``[tool.isort]`` in pyproject.toml) and at the top of the module; one
+    deferred into a function (it would load torch, open_clip, ... for every importer) carries a comment saying why.
+    The scan is checked on a toy module too."""
+    done = subprocess.run([sys.executable, "-m", "isort", "--check-only", "--diff", "common", "papers"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, "imports out of order (run `isort common papers`):\n" + done.stdout[-3000:]
+    bad = {path.relative_to(ROOT).as_posix(): lines for path in sorted([*(ROOT / "common").rglob("*.py"),
+                                                                          *(ROOT / "papers").rglob("*.py")])
+           if (lines := _unexplained_deferred_imports(path))}
+    assert not bad, f"imports inside functions with no comment saying why (move them to the top): {bad}"
+
+
+def test_the_deferred_import_scan_finds_an_unexplained_one(tmp_path):
+    toy = tmp_path / "toy.py"
+    toy.write_text("def f():\n    # deferred: loads torch\n    import torch\n    import numpy\n\n"
+                   "def g():\n    x = 1\n    import json\n    try:\n        import yaml\n    except ImportError:\n"
+                   "        pass\n")
+    assert _unexplained_deferred_imports(toy) == [8]
 
 
 def test_the_independence_contract_covers_every_paper():
@@ -147,7 +214,7 @@ def test_no_paper_reads_another_papers_files():
     """A simple AST scan of papers/<paper>/**/*.py: every ``DATA_FILES`` entry and every other string literal
     (docstrings aside) that names ``papers/<other>/`` is a violation. What it cannot see: a path assembled from
     pieces (``ROOT / "papers" / name``) or a registry key another paper owns read without being declared (the
-    stage's deps check, ``common.stage_deps``, finds those when the module declares what it reads)."""
+    stage's deps check, ``common.pipeline.stage_deps``, finds those when the module declares what it reads)."""
     found = _other_papers_files()
     assert not found, ("a paper reads another paper's files (move the shared file to common/, or the entry to this "
                        "paper's own registry file):\n" + "\n".join(f"  {f}" for f in found))

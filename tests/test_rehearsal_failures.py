@@ -192,7 +192,7 @@ def test_a_pipeline_whose_manual_input_is_missing_is_stopped_before_dvc_with_the
     """CC-Neg is a DVC dep of CoN-CLIP's full stages (``data/ccneg/...``): DVC alone would stop at it naming the file
     but not how to get it; ``python -m common data check`` (``make repro``, before ``dvc repro``) says both, on one
     line; the hard-positives pipeline, whose inputs the rehearsal fetched, passes."""
-    from common.data_dvc import DataDvcError, check_inputs
+    from common.pipeline.data_dvc import DataDvcError, check_inputs
 
     assert check_inputs(["hard_positives"], ws.root).endswith("every fetched input its stages read is in data/")
     with pytest.raises(DataDvcError) as info:

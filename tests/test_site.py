@@ -13,14 +13,14 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from common import scorecard
+from common.reporting import scorecard
 from common.cli import main
 from common.errors import WorkspaceError
 from common.paths import RESULTS
 from common.plugins import paper_names
-from common.report import read_table
+from common.reporting.report import read_table
 from common.site import build
-from common.scorecard import ScorecardError
+from common.reporting.scorecard import ScorecardError
 from common.site.about import About, about
 from common.site.build import NO_CARDS, build_site
 from common.site.text import clean_quote, tone

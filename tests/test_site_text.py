@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from common import scorecard
+from common.reporting import scorecard
 from common.paths import RESULTS
 from common.site.build import headline
 from common.site.text import clean_quote, decimals, rounded, tone

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from common.io import write_json_atomic
+from common.files.io import write_json_atomic
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import render
 from common.miniworld.scene import sample_scene
-from common.params import own_section
+from common.pipeline.params import own_section
 from common.registry.fetch import fetch
 
 
@@ -59,7 +59,7 @@ import json
 import numpy as np
 
 from common.paths import build_dir
-from common.params import own_section
+from common.pipeline.params import own_section
 from common.training import ClipLoss, FromScratch, TrainConfig
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
@@ -102,11 +102,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from common.engine import Engine, EngineConfig
-from common.io import write_csv_atomic
+from common.evaluation.engine import Engine, EngineConfig
+from common.files.io import write_csv_atomic
 from common.paths import RESULTS, build_dir
-from common.scoring.selection import image_to_text
-from common.tasks import ImageToTextItem
+from common.evaluation.scoring.selection import image_to_text
+from common.files.tasks import ImageToTextItem
 from common.zoo.trained import served
 
 

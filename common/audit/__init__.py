@@ -20,10 +20,15 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from common.audit import claims
 from common.audit.core import AuditRow, Recomputed, VerdictCounts, audit_rows
+from common.audit.report import write_audit
 from common.errors import WorkspaceError
-from common.io import write_text_atomic
+from common.files.io import write_text_atomic
+from common.paper import load_paper
 from common.paths import RESULTS
+from common.registry.errors import FetchError, RegistryError
+from common.reporting.published import load_cells, load_claims
 
 Recompute = Callable[[str], list[Recomputed]]
 """profile -> recomputations (released artifacts and runs)."""
@@ -47,13 +52,11 @@ class AuditIncomplete(WorkspaceError):
 
 
 def collect(paper: str, profile: str, recompute: Recompute | None = None) -> list[Recomputed]:
-    from common.audit import claims
-
     return list(claims.recompute(paper)) + (recompute(profile) if recompute is not None else [])
 
 
 def standin(rec: Recomputed) -> bool:
-    """With full-profile inputs that are not comparable (``common.inputs.FullInputs.comparable``: a capped run, such as
+    """With full-profile inputs that are not comparable (``common.pipeline.inputs.FullInputs.comparable``: a capped run, such as
     a rehearsal's on stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released
     file's whose sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
     if rec.profile == "full":
@@ -62,7 +65,7 @@ def standin(rec: Recomputed) -> bool:
 
 
 def _pinned(source: str) -> bool:
-    from common.registry.errors import RegistryError
+    # deferred: loads tomli only when called
     from common.registry.sources import get_source
 
     try:
@@ -83,9 +86,8 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     ``comparable`` false (``params.yaml full_inputs.cap``: a capped run's): every recomputation from
     those inputs (``standin``) is marked ``rehearsal: not comparable``.
     """
-    from common.audit.report import write_audit
-    from common.params import load_params
-    from common.published import load_cells, load_claims
+    # deferred: loads pydantic, yaml only when called
+    from common.pipeline.params import load_params
 
     profile = profile or load_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
@@ -122,7 +124,7 @@ def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
 def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
     """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full (the
     file, the expected sha256 and size, what was found, the remedy); otherwise what its cells' notes recorded."""
-    from common.registry.errors import FetchError, RegistryError
+    # deferred: loads tomli only when called
     from common.registry.fetch import fetch
     from common.registry.sources import get_source
 
@@ -191,8 +193,9 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
     """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
     the full profile's inputs are comparable with the paper's (``full_inputs``, which the stage must declare once
     ``params.yaml`` says they are not: a capped run's numbers are never audited as the paper's)."""
-    from common.inputs import SECTION, full_inputs
-    from common.params import load_params, stage_params
+    # deferred: loads pydantic, yaml only when called
+    from common.pipeline.inputs import SECTION, full_inputs
+    from common.pipeline.params import load_params, stage_params
 
     stage = audit_stage(paper)
     params = stage_params(stage)
@@ -206,7 +209,7 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
 def audit_stage(paper: str) -> str:
     """The DVC address of a paper's audit stage: the stage of the paper's pipeline whose command is ``python -m common
     audit <paper>`` (the stage map), whether DVC runs it or a researcher does."""
-    from common.paper import load_paper
-    from common.stage_map import stage_running
+    # deferred: loads yaml only when called
+    from common.pipeline.stage_map import stage_running
 
     return stage_running("common", ["audit", paper], files=[load_paper(paper).dvc_file])

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from common.audit.core import CLAIM_TABLE, Recomputed
 from common.paths import PUBLISHED
-from common.published import (CellIndex, ExpressionError, PublishedDataError, evaluate_expression, load_cells,
-                              load_claims)
+from common.reporting.published import (
+    CellIndex, ExpressionError, PublishedDataError, evaluate_expression, load_cells, load_claims)
 
 
 def recompute(paper: str, root: Path = PUBLISHED) -> list[Recomputed]:

@@ -51,7 +51,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 from common.errors import WorkspaceError
-from common.published import PublishedCell, PublishedClaim
+from common.reporting.published import PublishedCell, PublishedClaim
 
 VERDICTS = ("differs", "reproduced", "not recomputed yet", "mini profile: not comparable")
 REHEARSAL = "rehearsal: not comparable"
@@ -224,7 +224,7 @@ def audit_rows(
 ) -> list[AuditRow]:
     """Every published number of ``paper`` with each of its recomputations (or none), and a verdict.
 
-    ``rehearsal``: when the full profile's inputs are not comparable (``common.inputs``: capped, as a rehearsal is),
+    ``rehearsal``: when the full profile's inputs are not comparable (``common.pipeline.inputs``: capped, as a rehearsal is),
     which recomputations come from them (a run's, or a released file with no pinned sha256): their verdict is
     ``REHEARSAL``, the value kept, nothing compared."""
     entries = _published_entries(cells, claims)

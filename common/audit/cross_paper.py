@@ -23,14 +23,19 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from common.audit import PARTIAL, STRICT_EXIT, partial_dir
-from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, ROUND, TRUNCATE,
-                                      UNEXPLAINED, VERDICTS, Breakdown, Part, Printed, Side, compare, implied_counts)
-from common.audit.identities import (CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, WitnessSpec,
-                                     breakdown_cells, load_identities, resolve, transcribed_papers)
+from common.audit.consistency import (
+    CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, ROUND, TRUNCATE, UNEXPLAINED, VERDICTS, Breakdown, Part, Printed,
+    Side, compare, implied_counts)
+from common.audit.identities import (
+    CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, WitnessSpec, breakdown_cells, load_identities,
+    resolve, transcribed_papers)
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.paths import RESULTS
-from common.published import PublishedCell, load_cells, parse_number, read_csv_rows
+from common.registry.errors import FetchError
+from common.registry.fetch import fetch
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.published import PublishedCell, load_cells, parse_number, read_csv_rows
 
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
 WITNESS_DECIMALS = 6
@@ -255,8 +260,6 @@ def _released_row(spec: ReleasedSpec, entry: Entry, ids: Identities, counts: Map
 def read_sources(specs: Sequence[SpecT], read: Callable[[Path, SpecT], DataT], fetcher: Fetcher
                  ) -> tuple[list[tuple[SpecT, DataT]], list[str]]:
     """Each source fetched and read; the ones that could not be fetched, with why (the caller decides: --strict)."""
-    from common.registry.errors import FetchError
-
     found, unreadable = [], []
     for spec in specs:
         try:
@@ -424,8 +427,6 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
 
 def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_png: Path) -> Path:
     """One panel per benchmark: each paper's number (and the released recomputation) for each shared model."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     joined = {(r.model, r.measure) for r in rows if r.kind in (PAPERS_KIND, RELEASED_KIND, WITNESS_KIND)}
     benchmarks = list(dict.fromkeys(ids.measure(m).benchmark for _, m in sorted(joined, key=lambda x: x[1])))
@@ -468,8 +469,6 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
 # ---- entry point ---------------------------------------------------------------------------------------------------
 
 def _default_fetcher(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 

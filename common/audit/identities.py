@@ -24,9 +24,9 @@ from typing import Annotated, Any, Collection, Iterable, Literal, Mapping, Optio
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StringConstraints, ValidationError
 
 from common.audit.consistency import AVERAGINGS, PER_CATEGORY, Printed
-from common.errors import WorkspaceError
+from common.errors import WorkspaceError, unknown_name
 from common.paths import PUBLISHED
-from common.published import PublishedCell, read_utf8
+from common.reporting.published import PublishedCell, read_utf8
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"
@@ -379,8 +379,6 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
 def _check_papers(spec: _IdentityFile, where: _Where, known: Sequence[str]) -> None:
     """Every ``paper`` names a transcribed paper, checked at the entry that writes it (so a typo is blamed on its own
     line, not on the entries that use the layout it breaks)."""
-    from common.errors import unknown_name
-
     def check(paper: str, at: str) -> None:
         if paper not in known:
             hint = str(unknown_name("paper", paper, known)).split(" ", 3)[-1]

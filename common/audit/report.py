@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, REHEARSAL, VERDICTS, AuditRow, VerdictCounts
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
-from common.markdown_table import md_escape
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.oracle.core import read_record
 from common.paths import RESULTS
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.markdown_table import md_escape
+from common.reporting.published import PublishedDataError, load_claims
 
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
@@ -39,8 +41,6 @@ def claim_info(paper: str, claims: Iterable | None = None) -> dict[str, ClaimInf
     without a quote.
     """
     if claims is None:
-        from common.published import PublishedDataError, load_claims
-
         try:
             claims = load_claims(paper)
         except (FileNotFoundError, PublishedDataError):
@@ -208,8 +208,6 @@ def csv_rows(rows: list[AuditRow], info: Mapping[str, ClaimInfo]) -> list[dict]:
 
 def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mapping[str, str] | None = None) -> Path:
     """Published (x) vs recomputed (y) with y = x; claims that are bounds or approximate drawn as triangles."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     comparisons = comparisons or {}
 
@@ -245,7 +243,7 @@ def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
                 figures: Callable[[Path], Mapping[str, Path]] | None = None) -> dict[str, Path]:
     """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` (DVC metrics: the count of each verdict,
     nothing else), ``<paper>.png`` and whatever ``figures(folder)`` draws into ``out_dir``, as one group
-    (``common.io.output_group``): they replace the previous ones only once every one of them was written.
+    (``common.files.io.output_group``): they replace the previous ones only once every one of them was written.
 
     ``claims`` (the paper's ``PublishedClaim`` list) gives each claim row its comparison and quote; when
     None they are read from ``results/published/<paper>_claims.csv`` if it exists.

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from common.audit.core import AuditError, Recomputed
-from common.published import csv_records, decode_utf8, parse_number
+from common.files.jsonl import read_json
+from common.reporting.published import csv_records, decode_utf8, parse_number
 
 MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
 Note = Callable[[Mapping[str, str]], str]
@@ -228,8 +229,6 @@ def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> d
     each run's sidecar, ``common.training.records.recipe_fields``, so that the audit's DVC deps stay results files,
     not ``build/``); empty when the file is not there (the run has not happened). A run without a ``recipe`` says
     so; a damaged entry is a ``RecipeRecordError`` naming the file and the run."""
-    from common.jsonl import read_json
-
     context = Path(context)
     if not context.is_file():
         return {}

@@ -10,7 +10,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
+from common.errors import unknown_name
+from common.files.io import write_json_atomic
+from common.files.jsonl import parse_json
+from common.files.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
+from common.registry.fetch import fetch
 
 CATEGORIES: tuple[str, ...] = (
     "replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att",
@@ -29,8 +33,6 @@ def released_file_key(category: str) -> str:
 
 def fetch_released(categories: tuple[str, ...] = CATEGORIES) -> dict[str, Path]:
     """The released JSON files, through the checksum-verifying (mirror-aware) downloader."""
-    from common.registry.fetch import fetch
-
     return {c: fetch(released_file_key(c), progress=False) for c in categories}
 
 
@@ -137,8 +139,6 @@ class PreparedSet:
         (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once
         each, and whose ``counts`` (optional) maps categories to example counts, which ``items`` then holds the files
         to."""
-        from common.jsonl import parse_json
-
         try:
             text = manifest.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -163,8 +163,6 @@ class PreparedSet:
             raise DatasetError(f"{manifest}: no examples: 'categories' is empty (omit it for all seven)")
         for category in categories:
             if category not in CATEGORIES:
-                from common.errors import unknown_name
-
                 raise DatasetError(f"{manifest}: 'categories': {unknown_name('category', category, CATEGORIES)}")
         repeated = sorted({c for c in categories if categories.count(c) > 1})
         if repeated:
@@ -193,8 +191,6 @@ class PreparedSet:
 
 
 def write_manifest(out_dir: Path, data_dir: Path | str, image_root: Path | str, info: dict) -> PreparedSet:
-    from common.io import write_json_atomic
-
     manifest = out_dir / "manifest.json"
     write_json_atomic(manifest, {"data_dir": str(data_dir), "image_root": str(image_root),
                                  "categories": list(CATEGORIES), **info})

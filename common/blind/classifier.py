@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from common.reproducible import logistic
+from common.pipeline.reproducible import logistic
 
 
 @dataclass
@@ -26,6 +26,7 @@ class PairwiseTextClassifier:
     _weights: np.ndarray | None = field(default=None, repr=False)
 
     def _features(self):
+        # deferred: loads sklearn only when called
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.pipeline import FeatureUnion
 
@@ -39,7 +40,9 @@ class PairwiseTextClassifier:
         ])
 
     def fit(self, positives: Sequence[str], negatives: Sequence[str]) -> "PairwiseTextClassifier":
+        # deferred: loads scipy only when called
         from scipy.sparse import vstack
+        # deferred: loads sklearn only when called
         from sklearn.linear_model import LogisticRegression
 
         if len(positives) != len(negatives) or not positives:

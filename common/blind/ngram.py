@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from common.reproducible import logistic
+from common.pipeline.reproducible import logistic
 
 TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 """Lower-cased words and single punctuation marks: a stray " ." or a missing article shows up as tokens."""
@@ -42,6 +42,7 @@ class NgramFluency:
     _unseen_logprob: float = 0.0
 
     def fit(self, texts: Iterable[str]) -> "NgramFluency":
+        # deferred: loads nltk only when called
         from nltk.lm import WittenBellInterpolated
         from nltk.lm.preprocessing import padded_everygram_pipeline
 
@@ -76,6 +77,7 @@ class NgramFluency:
         """Mean log2-probability per token (end of sentence included) of each text."""
         if self._lm is None:
             raise RuntimeError("NgramFluency: call fit() first")
+        # deferred: loads nltk only when called
         from nltk.lm.preprocessing import pad_both_ends
         from nltk.util import ngrams
 

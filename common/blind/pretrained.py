@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError, unknown_name
+from common.registry.fetch import fetch
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 SOURCES = {"vera": "hf/liujch1998/vera", "grammar": "hf/textattack/distilbert-base-uncased-CoLA"}
@@ -70,6 +71,7 @@ def _import_transformers(name: str):
 
 def _dtype_option(transformers, dtype: Any) -> dict[str, Any]:
     """``from_pretrained``'s dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype`` before."""
+    # deferred: loads packaging only when called
     from packaging.version import Version
 
     return {"dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype": dtype}
@@ -142,6 +144,7 @@ class _HFTextScorer:
     def fingerprint(self) -> str:
         """sha256 over class, dtype, token limit, every weight and the tokenizer (computed once, on first use: Vera
         holds billions of weights)."""
+        # deferred: loads PIL only when called
         from common.zoo.hf import _describe_tokenizer, _digest_weights
 
         digest = hashlib.sha256()
@@ -215,8 +218,6 @@ def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | Non
         raise unknown_name("text scorer", name, SCORER_CLASSES)
     _import_transformers(name)  # before any download
     if path is None:
-        from common.registry.fetch import fetch
-
         path = fetch(SOURCES[name], data_root=cache_dir)
     if not Path(path).is_dir():
         raise ScorerUnavailable(f"text scorer {name!r}: {path} is not a folder written by save_pretrained")

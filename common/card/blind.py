@@ -19,9 +19,9 @@ from typing import Iterable
 import numpy as np
 
 from common.blind.ngram import NgramFluency
-from common.engine import EngineConfig, Embeddings
-from common.jsonl import read_json
-from common.tasks import DatasetError, Image, as_ref
+from common.evaluation.engine import Embeddings, EngineConfig
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, Image, as_ref
 
 MINI_LM_IMAGES = 8000
 """Mini-world training images (3 captions each) whose captions fit the language model."""

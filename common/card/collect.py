@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Sequence
 
 from common.card.core import CardError
-from common.io import write_csv_atomic, write_text_atomic
-from common.markdown_table import md_table
+from common.files.io import write_csv_atomic, write_text_atomic
+from common.paths import build_root, refuse_workspace_outputs
+from common.reporting.markdown_table import md_table
 
 FIXED = ("model", "profile")
 TRAILING = ("evaluation_seconds", "hardware", "commit", "file")
@@ -128,8 +129,6 @@ def collect(folders: Sequence[Path], out_stem: Path) -> list[Path]:
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
-    from common.paths import build_root, refuse_workspace_outputs
-
     stem = Path(args.out).expanduser() if args.out else build_root() / "cards" / DEFAULT_STEM
     if stem.suffix in (".csv", ".md"):
         stem = stem.with_suffix("")

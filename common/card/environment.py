@@ -1,4 +1,4 @@
-"""A card's footer: where and with what it was computed (``common.machine``), and the wall time of its evaluation, so
+"""A card's footer: where and with what it was computed (``common.pipeline.machine``), and the wall time of its evaluation, so
 that two cards' numbers (and their cost) can be put side by side knowing what produced each.
 """
 from __future__ import annotations

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 
 from common import plugins
 from common.card.core import CardError
+from common.files.io import sha256_file
+from common.zoo import ModelSpec, get_spec, register_local_configs
 from common.zoo.specs import ARCH_OVERRIDES_ENV, MODEL_CONFIG_DIR, REGISTRY_FILE
 
 if TYPE_CHECKING:
-    from common.zoo import ModelSpec
     from common.zoo.interface import EmbeddingModel
 
 CHECKPOINT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt")
@@ -58,8 +59,6 @@ class CardModel:
         if self.kind == "zoo":
             out["zoo_entry"] = {k: v for k, v in vars(self.spec).items() if v not in (None, False, "")}
         if self.kind == "checkpoint":
-            from common.io import sha256_file
-
             path = Path(self.spec.checkpoint or "")
             out.update(checkpoint=str(path), checkpoint_sha256=sha256_file(path))
         if self.kind == "open_clip":
@@ -99,9 +98,8 @@ def open_clip_archs() -> set[str]:
     open_clip itself."""
     installed = importlib.util.find_spec("open_clip")
     if os.environ.get(ARCH_OVERRIDES_ENV, "").strip() or installed is None or not installed.origin:
+        # deferred: loads open_clip only when called
         import open_clip
-
-        from common.zoo import register_local_configs
 
         register_local_configs()
         return set(open_clip.list_models())
@@ -122,8 +120,6 @@ def resolve(spec_text: str) -> CardModel:
     if not text:
         raise CardError("--model is empty: give a zoo name, ARCH:TAG, ARCH:FILE or hf:REPO")
     if text in zoo_names():
-        from common.zoo import get_spec
-
         return CardModel(text, "zoo", get_spec(text))
     if text.startswith("hf:"):
         return _transformers(text)
@@ -131,10 +127,10 @@ def resolve(spec_text: str) -> CardModel:
     if sep and rest:
         if arch not in open_clip_archs():
             raise _unknown(text, arch)
-        from common.zoo import ModelSpec
 
         path = Path(rest).expanduser()
         if path.suffix.lower() in CHECKPOINT_SUFFIXES or path.exists():
+            # deferred: loads PIL, torch only when called
             from common.zoo.openclip import not_a_checkpoint
 
             why = not_a_checkpoint(path)
@@ -143,6 +139,7 @@ def resolve(spec_text: str) -> CardModel:
             spec = ModelSpec(name=text, arch=arch, family="card", label=f"{arch} ({path.name})",
                              checkpoint=str(path.resolve()))
             return CardModel(text, "checkpoint", spec)
+        # deferred: loads open_clip only when called
         import open_clip
 
         tags = open_clip.list_pretrained_tags_by_model(arch)
@@ -169,7 +166,9 @@ def _unknown(text: str, arch: str) -> CardError:
 def _transformers(text: str) -> CardModel:
     """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
     tower the card can score, or is not supported)."""
+    # deferred: loads torch only when called
     from common.zoo import ModelSpec, ModelUnavailable
+    # deferred: loads PIL, torch only when called
     from common.zoo.hf import ARCHS
 
     source = text[3:]
@@ -181,6 +180,7 @@ def _transformers(text: str) -> CardModel:
         raise CardError(f"--model {text}: transformers is not installed; pip install -e '.[hf]'") from exc
     local = Path(source).expanduser().is_dir()
     if local:
+        # deferred: loads PIL, torch only when called
         from common.zoo.hf import refuse_custom_code
 
         refuse_custom_code(Path(source).expanduser(), f"--model {text}")
@@ -207,11 +207,13 @@ def _transformers(text: str) -> CardModel:
 
 def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
     """The model with its weights, or ``ModelUnavailable`` (one line: how to get them)."""
+    # deferred: loads PIL, torch only when called
     from common.zoo import create_model
 
     if model.kind == "zoo":
         return create_model(model.spec_text, device=device)
     if model.kind == "transformers":
+        # deferred: loads PIL, torch only when called
         from common.zoo.hf import create_hf_model
 
         return create_hf_model(model.spec, device)
@@ -221,10 +223,13 @@ def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
 def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     """An ad-hoc open_clip model: a pretrained tag through open_clip (offline: its cache only), or the architecture
     with a checkpoint loaded strictly. The zoo's factory does the same for registered names; it takes names only."""
+    # deferred: loads open_clip only when called
     import open_clip
 
-    from common.zoo import (ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning,
-                            register_local_configs)
+    # deferred: loads PIL, torch only when called
+    from common.zoo import (
+        ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs)
+    # deferred: loads torch only when called
     from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 
     register_local_configs()

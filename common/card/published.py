@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
-from common.published import load_cells
+from common.reporting.published import load_cells
 
 SCALE = {"percent": 1.0, "fraction": 100.0}
 """A cell's value in percent, the card's unit (other units are not card numbers and are left out)."""

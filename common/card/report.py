@@ -1,17 +1,22 @@
 """A card's files: ``<model>.json`` (every number with its rule and provenance), ``<model>.csv``, ``<model>.md`` and
 ``<model>.png`` (benchmarks x accuracy with intervals, the blind baseline and the trend's expectation marked); for
 several models ``comparison.{json,csv,md}`` (paired differences). All of one call's files are written as one output
-group (``common.io.output_group``): all appear, or none do, and other files in the folder are left alone.
+group (``common.files.io.output_group``): all appear, or none do, and other files in the folder are left alone.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from common.card.environment import footer
+from common.card.published import comparability
 from common.card.result import Card
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.markdown_table import md_table
 
 CSV_FIELDS = ["key", "benchmark", "metric", "value", "low", "high", "n", "ties", "aggregate", "precision", "blind",
               "blind_low", "blind_high", "trend_residual", "residual_low", "residual_high", "trend_expected", "rule",
@@ -68,15 +73,11 @@ def as_json(card: Card) -> dict:
 
 
 def _comparability(card: Card) -> str:
-    from common.card.published import comparability
-
     return comparability(card.profile, bool(card.provenance.get("rehearsal")))
 
 
 def published_markdown(card: Card) -> list[str]:
     """Per source table, the card's numbers above the published rows for the same numbers (shared renderer)."""
-    from common.markdown_table import md_table
-
     if not card.published:
         return []
     metrics = {m.key: f"{m.benchmark}: {m.metric}" for m in card.measures}
@@ -125,7 +126,6 @@ def markdown(card: Card) -> str:
     for m in card.missing:
         lines += ["", f"Not on the card: {m['title']} ({m['benchmark']}): {m['why']}; to get it: {m['how']}"]
     lines += published_markdown(card)
-    from common.card.environment import footer
 
     done = footer(card.provenance)
     if done:
@@ -136,8 +136,6 @@ def markdown(card: Card) -> str:
 def draw(card: Card, out_png: Path) -> Path:
     """Benchmarks x accuracy: the model's numbers with intervals, the blind baseline (x) and the trend's
     expectation (o)."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     measures = card.measures
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(measures) + 1.2))
@@ -191,16 +189,12 @@ def write_cards(cards: Sequence[Card], comparison: Sequence[dict], out_dir: Path
 
 def read_cards(folder: Path) -> list[dict]:
     """Every ``<model>.json`` card in ``folder`` (``comparison.json`` aside), in name order."""
-    import json
-
     return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json")) if p.name != "comparison.json"]
 
 
 def side_by_side(cards: Sequence[dict]):
     """Several cards in one figure: per number, each model's value with its interval, and the blind baseline
     (from the first card: the same examples for every model). Returns the matplotlib figure."""
-    from common.figures import pyplot
-
     plt = pyplot()
     keys = [n["key"] for n in cards[0]["numbers"]]
     labels = {n["key"]: f"{n['benchmark']}: {n['metric']}" for n in cards[0]["numbers"]}

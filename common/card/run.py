@@ -19,13 +19,20 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from common.card import report
-from common.card.core import (CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate,
-                              paired_difference)
-from common.card.result import Card
+from common.card.collect import register_cli as register_collect
+from common.card.core import (
+    CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate, paired_difference)
 from common.card.models import CardModel, build, is_mini_world, resolve
-from common.paper import load_papers
+from common.card.published import published_rows
+from common.card.result import Card
 from common.card.trend import Residual, Trend, residual
+from common.errors import unknown_name
+from common.files.io import sha256_file
+from common.paper import load_papers
 from common.paths import ROOT, build_root, refuse_workspace_outputs
+from common.pipeline import machine, reproducible
+from common.pipeline.inputs import full_inputs
+from common.pipeline.params import load_params
 
 DEFAULT_OUT = "cards"
 """Under the build root: ``<build>/cards/<profile>/``."""
@@ -60,8 +67,6 @@ def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[Card
         known = {b.key for b in benchmarks}
         for key in only:
             if key not in known:
-                from common.errors import unknown_name
-
                 raise unknown_name("benchmark", key, known)
         benchmarks = [b for b in benchmarks if b.key in only]
     return benchmarks, trends
@@ -131,8 +136,6 @@ def _commit() -> str:
 
 def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str]]:
     """sha256 of every input file the benchmarks name (a folder: its manifest.json when it has one)."""
-    from common.io import sha256_file
-
     out: dict[str, dict[str, str]] = {}
     for b in benchmarks:
         files = {}
@@ -162,10 +165,9 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     all, stops with one line saying how to prepare it). Every SPEC is resolved first; each model is built before
     the data is loaded, so a checkpoint that does not fit fails before any scoring; the data and the blind baseline
     are loaded and scored once for all."""
-    from common.engine import Engine
-    from common.evaluate import engine_config
-    from common.inputs import full_inputs
-    from common.params import load_params
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.engine import Engine
+    from common.evaluation.evaluate import engine_config
 
     models = [resolve(s) for s in specs]
     if len({m.file_stem for m in models}) != len(models):
@@ -179,7 +181,6 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     for m in missing:
         log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
     sources = published_sources()
-    from common import machine
 
     versions = machine.versions()
     config = engine_config(params)
@@ -246,7 +247,6 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                            if m.blind is not None}
         residuals = _trend_residuals(estimates, trends, model.spec_text)
         seconds = round(time.perf_counter() - started, 2)
-        from common.card.published import published_rows
 
         yield Card(model, profile, measures, estimates, blind_estimates, residuals, missing,
                    {**provenance, "model": model.provenance(), "fingerprint": engine.model.fingerprint,
@@ -266,6 +266,7 @@ def _blind_engine(profile: str):
     if profile != "mini":
         return None, ("not computed in the full profile yet: the real-text blind stage cross-fits its language "
                       "model per benchmark (papers/sugarcrepe/blind_real.py), which the card does not do")
+    # deferred: loads PIL, torch, tqdm only when called
     from common.card.blind import mini_blind_engine
 
     world_train = build_root() / "mini" / "world" / "train"
@@ -321,15 +322,14 @@ def _cmd_card(args: argparse.Namespace) -> int:
     specs = list(dict.fromkeys(args.model))
     for spec in specs:  # every SPEC checked first, on every rank: a misspelt name is one line before torch loads
         resolve(spec)  # and before the CPU profile restarts the process (reexec_pinned)
-    from common import reproducible
-    from common.evaluate import best_device
-    from common.params import load_params
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.evaluate import best_device
 
     rank, world = _rank()
     device = args.device or best_device()
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    if device == "cpu":  # the pipeline's CPU profile: the same bits as the tables' stages (common.reproducible)
+    if device == "cpu":  # the pipeline's CPU profile: the same bits as the tables' stages (common.pipeline.reproducible)
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = load_params()
@@ -387,6 +387,5 @@ def register_cli(subparsers) -> None:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.set_defaults(func=_cmd_card, parser=p)
     actions = p.add_subparsers(dest="card_action", metavar="{collect}", required=False)
-    from common.card.collect import register_cli as register_collect
 
     register_collect(actions)

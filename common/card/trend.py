@@ -51,6 +51,7 @@ def _r(x: float | None) -> float | None:
 
 
 def _se(low: float, high: float, confidence: float = 0.95) -> float:
+    # deferred: loads scipy only when called
     import scipy.stats
 
     return (high - low) / (2.0 * float(scipy.stats.norm.ppf(0.5 + confidence / 2.0)))

@@ -6,6 +6,8 @@ by accident; training scenes never contain the held-out (colour, shape) pairs.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,11 +15,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from common.io import output_group, write_json_atomic
+from common.files.io import output_group, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
+from common.pipeline.params import own_params
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
     """Render ``n_images`` training scenes with several true captions each.
 
     Writes ``images.npy`` (N, H, W, 3) uint8, ``captions.json`` (N lists of captions) and
-    ``manifest.json``, as one output group (``common.io.output_group``): they replace the previous set together, or,
+    ``manifest.json``, as one output group (``common.files.io.output_group``): they replace the previous set together, or,
     interrupted, leave it. Smaller training sets of the model family are prefixes of this one.
     """
     rng = stream(config.seed, "train")
@@ -66,10 +69,6 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True
 
 def _cmd_train_set(args) -> int:
     """``world train --out DIR``: the training set of the mini family (stage ``mini/world``)."""
-    import json
-
-    from common.params import own_params
-
     world = own_params(module=__spec__.name)["mini"]["world"]  # also run as `python -m common world train`
     manifest = build_train_set(TrainSetConfig(
         n_images=world["train_images"], captions_per_image=world["captions_per_image"],
@@ -88,8 +87,6 @@ def register_cli(world_sets) -> None:
 def main(argv=None) -> int:
     """``python -m common.miniworld.build train --out DIR``: the ``mini/world`` stage's command, the same as ``python -m
     common world train`` without importing every command of the workspace's CLI."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m common.miniworld.build")
     register_cli(parser.add_subparsers(dest="world_set", required=True))
     args = parser.parse_args(argv)

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from common.io import atomic_path, output_group, write_json_atomic, write_text_atomic
-from common.jsonl import read_json
+from common.files.io import atomic_path, output_group, write_json_atomic, write_text_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import ClassificationSet, DatasetError, resolve_under
 from common.miniworld import VERSION, lexicon
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, place_objects, sample_background, weighted_choice
-from common.tasks import ClassificationSet, DatasetError, resolve_under
 
 CLASS_TEMPLATES: tuple[str, ...] = ("{a} {}.", "there is {a} {}.", "a photo of {a} {}.", "a drawing of {a} {}.")
 """Prompt templates; ``{a}`` is the class name's indefinite article ("an orange star")."""

@@ -26,8 +26,8 @@ from typing import Sequence
 
 from common.miniworld import lexicon
 from common.miniworld.claims import Claim, NounPhrase, satisfies
-from common.miniworld.scene import RADIUS_IN_CELLS, GRID, Scene, SceneObject, layout_is_clear, place_objects
-from common.miniworld.scene import weighted_choice
+from common.miniworld.scene import (
+    GRID, RADIUS_IN_CELLS, Scene, SceneObject, layout_is_clear, place_objects, weighted_choice)
 
 ADD_EDITS: frozenset[str] = frozenset({"add_obj", "add_att"})
 """Edits whose negative scene still shows the positive caption: the negative only adds to it."""

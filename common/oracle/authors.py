@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import shlex
 import sys
 import types
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from common.errors import WorkspaceError
+from common.registry.errors import DownloadError
+from common.registry.fetch import fetch
+from common.registry.sources import sources_in_group
 
 GROUP = "authors-code"
 
@@ -62,10 +66,6 @@ def fetch_code(repo: str, data_root: Path | None = None) -> AuthorsCode:
     """Every registered file of ``repo``'s release, fetched (verified) under ``<data root>/code/<repo>/``; a file that
     cannot be fetched (offline, and not in the mirror) is listed in ``unfetched`` rather than stopping the others, as
     long as one file was fetched."""
-    from common.registry.errors import DownloadError
-    from common.registry.fetch import fetch
-    from common.registry.sources import sources_in_group
-
     prefix = f"code/{repo}/"
     sources = [s for s in sources_in_group(GROUP) if s.key.startswith(prefix)]
     if not sources:
@@ -161,7 +161,5 @@ def run_script(code: AuthorsCode, script: str, argv: Sequence[str], cwd: Path) -
 
 def command_line(code: AuthorsCode, script: str, argv: Sequence[str]) -> str:
     """How ``run_script`` ran, for the report."""
-    import shlex
-
     relative = script_file(code, script).relative_to(code.root.resolve())
     return f"{code.pinned} python {relative} {' '.join(shlex.quote(str(a)) for a in argv)}"

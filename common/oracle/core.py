@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from common.files.io import write_json_atomic
+
 SCORE_TOLERANCE = 1e-4
 """How far two fp32 computations of the same example's score may be apart (summation order, kernels); beyond it the
 two sides computed something different even where no decision moved (e.g. attention heads split another way)."""
@@ -172,8 +174,6 @@ class PaperOracle:
                    not_covered=[NotCovered(**n) for n in data["not_covered"]])
 
     def write(self, path: Path) -> Path:
-        from common.io import write_json_atomic
-
         write_json_atomic(path, self.to_json())
         return path
 

@@ -12,13 +12,14 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from common.zoo import get_spec
+
 
 def weights_file(name: str) -> Path:
     """The file of weights this workspace scored for zoo model ``name`` (a pretrained tag: open_clip's hub cache)."""
+    # deferred: loads open_clip only when called
     import open_clip
     from open_clip.pretrained import download_pretrained
-
-    from common.zoo import get_spec
 
     spec = get_spec(name)
     if spec.pretrained is not None:
@@ -31,12 +32,15 @@ def weights_file(name: str) -> Path:
 
 def state_dict(name: str) -> dict:
     """Zoo model ``name``'s weights as open_clip names them (a training dict unwrapped, DDP's ``module.`` dropped)."""
+    # deferred: loads torch only when called
     import torch
 
+    # deferred: loads PIL, torch only when called
     from common.zoo.openclip import unwrap_training_dict
 
     source = weights_file(name)
     if source.suffix == ".safetensors":
+        # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
         return load_file(str(source))
@@ -50,7 +54,9 @@ def as_clip_archive(name: str, folder: Path) -> Path:
     (``clip.load``'s state-dict branch cannot run: the ``torch.jit.load`` it tries first has read the file to its end,
     ``openai/CLIP@d05afc43 clip/clip.py:129`` "model = torch.jit.load(opened_file, map_location=device if jit else",
     so the ``torch.load(opened_file, ...)`` after it meets EOF.)"""
+    # deferred: loads torch only when called
     import torch
+    # deferred: loads clip only when called
     from clip.model import build_model
 
     model = build_model(dict(state_dict(name))).float().eval()
@@ -68,6 +74,7 @@ def as_clip_archive(name: str, folder: Path) -> Path:
 def clip_load_from(ctx, path: Path | None, where: str) -> Iterator[None]:
     """``clip.load(<OpenAI name>, ...)`` -> ``clip.load(path, ...)`` for the block (None: left alone); ``where``: the
     authors' call it replaces, for the report."""
+    # deferred: loads clip only when called
     import clip
 
     original = clip.load
@@ -99,6 +106,7 @@ def link(target: Path, at: Path) -> None:
 def torch_checkpoint(name: str, folder: Path) -> Path:
     """Zoo model ``name``'s weights as a file ``torch.load`` reads: its own file when it is one, else (safetensors)
     the same tensors saved as a plain state dict under ``folder``."""
+    # deferred: loads torch only when called
     import torch
 
     source = weights_file(name)
@@ -115,6 +123,7 @@ def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Ite
     """``open_clip.create_model_and_transforms(...)`` with ``force_quick_gelu=True`` for the block (``enabled``): a
     row whose weights were trained with QuickGELU, loaded by a released line that builds the GELU architecture
     (its GELU reading is a row of its own, e.g. ``aro/negclip-gelu``)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     original = open_clip.create_model_and_transforms
@@ -145,6 +154,7 @@ def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
       name with ``force_quick_gelu=True``: the same architecture and weights, with QuickGELU.
 
     Each case is listed through ``ctx.replaced`` when a call takes it (once: ``replaced`` keeps one of each)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     original = open_clip.create_model_and_transforms

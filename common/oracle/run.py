@@ -17,9 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from common import plugins
+from common.errors import unknown_name
 from common.oracle.authors import AuthorsCode, OracleError, fetch_code
 from common.oracle.core import PaperOracle, Replacement, read_oracles, table_lines
-from common.paths import ROOT
+from common.paper import load_paper, load_papers
+from common.paths import ROOT, data_root
+from common.pipeline.params import read_params
 
 OUT_DIR = Path("build") / "oracle"
 """Where each paper's report goes, under the workspace root."""
@@ -36,8 +40,6 @@ class OracleContext:
     replacements: list[Replacement] = field(default_factory=list)
 
     def code(self, repo: str) -> AuthorsCode:
-        from common.paths import data_root
-
         return fetch_code(repo, data_root())
 
     def results(self, paper: str) -> Path:
@@ -55,16 +57,11 @@ class OracleContext:
 
 def oracle_papers() -> list[str]:
     """The papers that declare an oracle (``common.paper.OraclePlugIn``)."""
-    from common.paper import load_papers
-
     return [paper.name for paper in load_papers() if paper.oracle is not None]
 
 
 def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:
     """Run the paper's oracle plug-in in this process and write its report."""
-    from common.paper import load_paper
-    from common.params import read_params
-
     declared = load_paper(paper).oracle
     if declared is None:
         raise OracleError(f"papers/{paper} declares no oracle (its PAPER's oracle is None)")
@@ -101,16 +98,14 @@ def _cmd(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else ROOT / OUT_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     if args.device is None:
-        from common.evaluate import best_device
+        # deferred: loads PIL, torch, tqdm only when called
+        from common.evaluation.evaluate import best_device
 
         args.device = best_device()
     if args.one:
         oracle = run_one(args.one, out_dir, args.device)
         print("\n".join(table_lines([oracle])))
         return 0
-    from common import plugins
-    from common.errors import unknown_name
-
     papers = args.papers or oracle_papers()
     for paper in papers:
         if paper not in plugins.paper_names():

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
-from common.io import write_json_atomic
+from common.files.io import write_json_atomic
 from common.registry.errors import DownloadError, UnsafeArchiveError
 from common.registry.markers import EXTRACT_MARKER
 from common.registry.sources import Source

@@ -11,10 +11,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Mapping
 
 from common import paths
-from common.io import atomic_path, sha256_file
+from common.files.io import atomic_path, sha256_file
 from common.registry.archives import extract_zip, extraction_shortfall
-from common.registry.errors import (ChecksumError, DownloadError, FetchError, IncompleteExtractionError,
-                                   ManualDownloadRequired)
+from common.registry.errors import (
+    ChecksumError, DownloadError, FetchError, IncompleteExtractionError, ManualDownloadRequired)
 from common.registry.http import HTTP_TIMEOUT_S, http_download
 from common.registry.hub import fetch_snapshot
 from common.registry.lock import ChecksumLock

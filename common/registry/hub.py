@@ -7,7 +7,7 @@ import datetime as _dt
 import logging
 from pathlib import Path
 
-from common.io import write_json_atomic
+from common.files.io import write_json_atomic
 from common.registry.errors import DownloadError
 from common.registry.markers import SNAPSHOT_MARKER, read_marker
 from common.registry.sources import Source

@@ -13,7 +13,7 @@ try:  # POSIX: concurrent fetches serialize their writes of the lock
 except ImportError:  # pragma: no cover - non-POSIX: best effort, unserialized
     fcntl = None  # type: ignore[assignment]
 
-from common.io import write_json_atomic
+from common.files.io import write_json_atomic
 from common.registry.errors import DownloadError
 from common.registry.markers import LOCK_NAME
 from common.registry.sources import SHA256_RE, Source

@@ -27,7 +27,7 @@ REGISTRY_PATH = Path(__file__).resolve().parent / "sources.toml"
 """The shared registry file (entries naming no paper, and entries two or more papers use); each paper's other
 entries are in ``papers/<paper>/sources.toml``."""
 DATA_FILES = ("common/registry/sources.toml",)
-"""Read at run time (``common.stage_deps``); a paper module that fetches its own keys declares its sources.toml (a
+"""Read at run time (``common.pipeline.stage_deps``); a paper module that fetches its own keys declares its sources.toml (a
 key in the shared file needs no more)."""
 
 METHODS = frozenset({"http", "hf_dataset", "hf_model", "manual"})

@@ -28,6 +28,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from common.files.io import write_text_atomic
+from common.zoo import specs
+from common.zoo.specs import MODEL_CONFIG_DIR, register_local_configs
+
 VIT = {"layers": 2, "width": 64, "head_width": 64}
 RESNET = {"layers": [1, 1, 1, 1], "width": 8}
 TEXT = {"layers": 2, "width": 64, "heads": 1}
@@ -56,12 +60,8 @@ def shrunk(config: dict[str, Any]) -> dict[str, Any]:
 
 def write_shrunk(folder: Path) -> list[str]:
     """Every shrinkable architecture of open_clip's, shrunk, as ``<folder>/<name>.json``; returns the names."""
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.io import write_text_atomic
-    from common.zoo.specs import register_local_configs
-
-    from common.zoo.specs import MODEL_CONFIG_DIR
 
     local = {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}  # the mini profile's: already tiny, left alone
     with arch_overrides(None):  # open_clip's own configs, whatever this process was started with
@@ -81,9 +81,8 @@ def arch_overrides(folder: Path | None) -> Iterator[None]:
     """This process with ``folder``'s architectures (None: open_clip's own) until the block ends: the environment
     variable set (or unset) and open_clip's registry put back as it was afterwards, so a rehearsal run inside a test
     process leaves the other tests' architectures alone."""
+    # deferred: loads open_clip only when called
     import open_clip.factory as factory
-
-    from common.zoo import specs
 
     saved_env = os.environ.get(specs.ARCH_OVERRIDES_ENV)
     saved = (copy.deepcopy(factory._MODEL_CONFIGS), list(factory._MODEL_CONFIG_PATHS),

@@ -19,12 +19,19 @@
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
 from typing import Literal
 
+from common.files.io import atomic_path
+from common.registry.errors import RegistryError
+from common.registry.sources import get_source
+from common.rehearsal.space import NoRoomError, free_bytes, gb
 from common.rehearsal.standins import StandInError, mark_snapshot, snapshot_folder
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs
 
 Layout = Literal["state_dict", "model", "model_state_dict", "plain"]
 CHECKPOINT_LAYOUTS: tuple[str, ...] = ("state_dict", "model", "model_state_dict", "plain")
@@ -34,11 +41,13 @@ REVISION = hashlib.sha1(b"vlc-rehearsal stand-in").hexdigest()
 
 def random_openclip(arch: str, seed: int = 0):
     """The open_clip architecture ``arch`` (the zoo's local configs included) with open_clip's own random init."""
+    # deferred: loads open_clip only when called
     import open_clip
+    # deferred: loads torch only when called
     import torch
 
+    # deferred: loads PIL, torch only when called
     from common.zoo.openclip import quiet_random_init_warning
-    from common.zoo.specs import register_local_configs
 
     register_local_configs()
     torch.manual_seed(seed)
@@ -49,6 +58,7 @@ def random_openclip(arch: str, seed: int = 0):
 def hub_location(arch: str, tag: str) -> tuple[str, str]:
     """(hub repository, file name) open_clip reads the weights of (``arch``, ``tag``) from, offline: the safetensors
     alternative of its file first, as ``open_clip.pretrained.download_pretrained_from_hf`` tries it."""
+    # deferred: loads open_clip only when called
     import open_clip
     from open_clip.constants import HF_WEIGHTS_NAME
     from open_clip.pretrained import _get_safe_alternatives
@@ -66,9 +76,8 @@ def hub_location(arch: str, tag: str) -> tuple[str, str]:
 def write_pretrained(hf_home: Path, name: str, seed: int = 0) -> Path:
     """Random weights of zoo model ``name`` (an open_clip ``pretrained`` tag) in the hub cache under ``hf_home``;
     returns the file."""
+    # deferred: loads huggingface_hub only when called
     from huggingface_hub.file_download import repo_folder_name
-
-    from common.zoo import get_spec
 
     spec = get_spec(name)
     if spec.pretrained is None or spec.backend != "open_clip":
@@ -85,8 +94,6 @@ def write_pretrained(hf_home: Path, name: str, seed: int = 0) -> Path:
 def pretrained_state(name: str, seed: int = 0) -> dict:
     """The stand-in weights ``write_pretrained`` writes for zoo model ``name`` (an open_clip ``pretrained`` tag), for
     a stand-in that must hold the same tower (BiVLC's released heads)."""
-    from common.zoo import get_spec
-
     spec = get_spec(name)
     state = {k: v.detach().contiguous() for k, v in random_openclip(spec.arch, seed).state_dict().items()}
     return openai_release_values(state) if spec.pretrained == "openai" else state
@@ -101,10 +108,6 @@ def openai_release_values(state: dict) -> dict:
 def write_checkpoint(data_root: Path, name: str, layout: Layout = "state_dict", seed: int = 0) -> Path:
     """Random weights of zoo model ``name`` (a ``data:`` checkpoint) at its path under ``data_root``, in the
     release's ``layout``; returns the file."""
-    from common.registry.errors import RegistryError
-    from common.registry.sources import get_source
-    from common.zoo import get_spec
-
     spec = get_spec(name)
     if not (spec.checkpoint or "").startswith("data:"):
         raise StandInError(f"{name}: its checkpoint {spec.checkpoint!r} is not a data: file (build: checkpoints are "
@@ -135,10 +138,6 @@ def _save(state: dict, target: Path, layout: str) -> None:
 def _no_room(exc: BaseException, target: Path, size: int) -> None:
     """Raise ``NoRoomError`` for a write of ``size`` bytes at ``target`` that failed for want of disk (an ``OSError``
     of a full disk, or the disk now holding less than ``size`` free: the partial file is already removed)."""
-    import errno
-
-    from common.rehearsal.space import NoRoomError, free_bytes, gb
-
     free = free_bytes(target.parent)
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or free < size:
         raise NoRoomError(f"{target}: cannot write this stand-in checkpoint ({gb(size)}): {gb(free)} free on its "
@@ -146,12 +145,12 @@ def _no_room(exc: BaseException, target: Path, size: int) -> None:
 
 
 def _write(state: dict, target: Path, layout: str) -> None:
+    # deferred: loads torch only when called
     import torch
-
-    from common.io import atomic_path
 
     with atomic_path(target) as tmp:
         if target.suffix == ".safetensors":
+            # deferred: loads safetensors only when called
             from safetensors.torch import save_file
 
             if layout != "plain":
@@ -183,7 +182,9 @@ VERA_ROWS = 32128
 def _character_tokenizer(specials: dict[str, str], template: str, template_tokens: tuple[str, ...]):
     """A fast tokenizer over ``TOKEN_CHARACTERS`` (lower-cased, one token per character, whitespace dropped),
     ``specials`` (role -> token) first in its vocabulary, ``template`` its single-sequence post-processing."""
+    # deferred: loads tokenizers only when called
     import tokenizers
+    # deferred: loads transformers only when called
     import transformers
 
     vocab = {token: i for i, token in enumerate(dict.fromkeys([*specials.values(), *TOKEN_CHARACTERS]))}
@@ -200,9 +201,12 @@ def _character_tokenizer(specials: dict[str, str], template: str, template_token
 def write_vera(data_root: Path, seed: int = 0) -> Path:
     """Vera's snapshot: a tiny ``T5EncoderModel`` (T5's 32,128 embedding rows, Vera's head rows unsaturated), stored
     in bfloat16 as the release is, with a T5-style tokenizer (``</s>`` closes every statement); returns the folder."""
+    # deferred: loads torch only when called
     import torch
+    # deferred: loads transformers only when called
     import transformers
 
+    # deferred: loads torch only when called
     from common.blind.pretrained import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW
 
     folder = snapshot_folder(data_root, VERA_KEY)
@@ -224,7 +228,9 @@ def write_vera(data_root: Path, seed: int = 0) -> Path:
 def write_grammar_model(data_root: Path, seed: int = 0) -> Path:
     """The CoLA grammar model's snapshot: a tiny ``DistilBertForSequenceClassification`` (two labels, LABEL_0 and
     LABEL_1, as textattack's) with a BERT-style tokenizer (``[CLS] ... [SEP]``); returns the folder."""
+    # deferred: loads torch only when called
     import torch
+    # deferred: loads transformers only when called
     import transformers
 
     folder = snapshot_folder(data_root, GRAMMAR_KEY)

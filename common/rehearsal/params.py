@@ -3,17 +3,20 @@ every size and place of work shrunk to what two CPU cores do in minutes. The ful
 rehearsed: the copy's ``full_inputs.cap`` caps each benchmark group (so no number is compared with the paper's),
 each paper's ``params`` states the counts its stand-ins hold where its full section states the published ones (the
 stand-ins' checksums are stated in the copy's registry: ``standins.state_md5s``), and every fine-tune's ``max_steps``
-stops it after a few steps (``common.inputs``).
+stops it after a few steps (``common.pipeline.inputs``).
 
-What changes is decided by key name, wherever the key sits (as ``common.params.PARAM_RULES`` checks them), so a new
+What changes is decided by key name, wherever the key sits (as ``common.pipeline.params.PARAM_RULES`` checks them), so a new
 paper's full section is shrunk without an entry here (``SHRINK``); a paper adds what only it knows (a shorter model
 list, say) in ``papers/<paper>/rehearsal.py``'s ``params(params)``. The result is validated like any params.yaml
-(``common.params.read_params``) when the copy's stages read it.
+(``common.pipeline.params.read_params``) when the copy's stages read it.
 """
 from __future__ import annotations
 
 import copy
 from typing import Any, Callable, Iterable, Mapping
+
+from common.paper import load_paper
+from common.pipeline.inputs import SECTION
 
 PROCESSES = 2
 """torchrun processes per fine-tune (gloo on the CPU): DDP is rehearsed, not only one process."""
@@ -55,9 +58,6 @@ def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int 
     """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``cap`` examples per benchmark
     group (``full_inputs.cap``), ``SHRINK`` applied, every fine-tune's ``max_steps`` set (``fine_tune_steps``), then
     each paper's own ``rehearsal.params`` (its shorter lists, the counts its stand-ins hold)."""
-    from common.inputs import SECTION
-    from common.paper import load_paper
-
     out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
     out[SECTION] = {"cap": cap}

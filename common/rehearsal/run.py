@@ -38,14 +38,31 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from common.errors import SettingError, WorkspaceError
-from common.paths import ROOT
-from common.rehearsal.space import Footprint, gb
+import yaml
+
+from common import plugins
+from common.errors import SettingError, WorkspaceError, unknown_name
+from common.files.io import write_json_atomic
+from common.oracle.core import RECORD_DIR, STANDIN_INPUTS, read_oracles
+from common.paper import load_paper, load_papers
+from common.paths import RESULTS, ROOT, mirror_root
+from common.pipeline.params import read_params
+from common.registry.fetch import fetch
+from common.rehearsal import models as standin_models
+from common.rehearsal.archs import arch_overrides, write_shrunk
+from common.rehearsal.params import DEFAULT_CAP, rehearsal_params
+from common.rehearsal.space import (
+    MEASURED, MEASURED_REAL_SIZES, Footprint, FreeWatch, check_room, free_bytes, gb, tree_bytes)
+from common.rehearsal.standins import name_seed, state_md5s
+from common.rehearsal.workspace import copy_bytes, copy_env, copy_workspace, dvc
+from common.zoo import get_spec
+from common.zoo.specs import ARCH_OVERRIDES_ENV
 
 REHEARSAL_DIR = ROOT / "build" / "rehearsal"
 """Everything a rehearsal writes (``/build/`` is git-ignored)."""
@@ -101,8 +118,6 @@ class Outcome:
 
 def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
     """The copy's environment: no data/build/cache roots (its own), the mirror, an offline hub cache inside it."""
-    from common.rehearsal.workspace import copy_env
-
     env = copy_env()
     env.update({"VLC_MIRROR": str(mirror), "HF_HOME": str(Path(workspace) / HF_HOME), "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1", "TORCH_HOME": str(Path(workspace) / ".cache" / "torch"),
@@ -111,8 +126,6 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
 
 
 def _module(paper: str, needed_by: str | None = None):
-    from common.paper import load_paper
-
     rehearsal = load_paper(paper).rehearsal
     if rehearsal is None:
         why = f" (papers/{needed_by}'s pipeline runs its stages)" if needed_by and needed_by != paper else ""
@@ -132,9 +145,6 @@ def stage_owners(stages: Sequence[str]) -> list[str]:
 
 def _layout(name: str) -> str:
     """The release layout of a ``data:`` checkpoint: its owner paper's ``CHECKPOINT_LAYOUTS``, else open_clip's."""
-    from common import plugins
-    from common.paper import load_paper
-
     owner = plugins.owner(name)
     rehearsal = load_paper(owner).rehearsal if owner else None
     return rehearsal.load().CHECKPOINT_LAYOUTS.get(name, "state_dict") if rehearsal is not None else "state_dict"
@@ -153,17 +163,6 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             real_sizes: bool = False) -> dict[str, str]:
     """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment.
     Its architectures are open_clip's shrunk (``common.rehearsal.archs``) unless ``real_sizes``."""
-    import tempfile
-
-    import yaml
-
-    from common.params import read_params
-    from common.rehearsal.archs import arch_overrides, write_shrunk
-    from common.rehearsal.params import rehearsal_params
-    from common.rehearsal.space import MEASURED, MEASURED_REAL_SIZES, check_room
-    from common.rehearsal.workspace import copy_bytes, copy_workspace, dvc
-    from common.zoo.specs import ARCH_OVERRIDES_ENV
-
     for paper in papers:
         _module(paper)  # before anything is deleted or copied
     workspace = Path(workspace)
@@ -218,13 +217,6 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
 def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: dict, env: dict[str, str],
                   footprints: Mapping[str, Footprint], log) -> None:
     """Steps 3 and 4 of the module docstring: the stand-ins, the models, the fetched keys, data.dvc's inputs."""
-    from common.paper import load_paper
-    from common.registry.fetch import fetch
-    from common.rehearsal import models as standin_models
-    from common.rehearsal.space import check_room
-    from common.rehearsal.standins import name_seed, state_md5s
-    from common.zoo import get_spec
-
     data_root = workspace / "data"
     modules = {paper: _module(paper) for paper in papers}
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
@@ -273,8 +265,6 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
 
 def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
     """Every node of ``dvc dag papers/<paper>``: its stages and the ``.dvc`` files whose outputs they read."""
-    from common.rehearsal.workspace import dvc
-
     dag = dvc(workspace, env, "dag", "--dot", f"papers/{paper}")
     if dag.returncode != 0:
         raise RehearsalError(f"dvc dag papers/{paper} failed in {workspace}: {dag.stderr.strip()[-2000:]}")
@@ -295,8 +285,6 @@ def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
 
 def rehearsed_papers() -> list[str]:
     """The papers that take part in a rehearsal (a rehearsal plug-in in their ``PAPER``)."""
-    from common.paper import load_papers
-
     return [paper.name for paper in load_papers() if paper.rehearsal is not None]
 
 
@@ -437,10 +425,6 @@ def oracle(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: 
     for line in headlines:
         print(f"rehearsal: oracle: {line}", flush=True)
     if record:
-        from common.io import write_json_atomic
-        from common.oracle.core import RECORD_DIR, STANDIN_INPUTS, read_oracles
-        from common.paths import RESULTS
-
         for ran in read_oracles(out):  # the papers whose oracle finished (out was emptied before it ran)
             write_json_atomic(RESULTS / RECORD_DIR / f"{ran.paper}.json", ran.record(STANDIN_INPUTS))
     return OracleOutcome(done.returncode, round(time.perf_counter() - started, 1), headlines, str(log_path))
@@ -449,10 +433,6 @@ def oracle(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: 
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
              folder: Path = REHEARSAL_DIR, quiet: bool = False, real_sizes: bool = False) -> list[Outcome]:
     """Prepare the copy for ``papers`` and rehearse each; returns the outcomes (also in ``<folder>/summary.json``)."""
-    from common.paths import mirror_root
-    from common.rehearsal.params import DEFAULT_CAP
-    from common.rehearsal.space import FreeWatch, tree_bytes
-
     mirror = Path(mirror) if mirror is not None else mirror_root()
     if mirror is None or not mirror.is_dir():
         raise SettingError("a rehearsal reads the pinned released files real: set VLC_MIRROR to a mirror of them "
@@ -476,8 +456,6 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
               real_sizes: bool) -> tuple[list[Outcome], list[dict]]:
     """Prepare the copy and run each paper's pipeline in it, then the card and the claims: the outcomes and the
     summary's entries."""
-    from common.rehearsal.space import FreeWatch, free_bytes, tree_bytes
-
     started = time.perf_counter()
     env = prepare(workspace, papers, mirror, cap, real_sizes=real_sizes)
     size = tree_bytes(workspace)
@@ -506,7 +484,6 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
         summary.append({"claims": asdict(claims)})
         if not claims.complete:
             outcomes.append(Outcome("claims", 0, 1, claims.seconds, claims.returncode or 1, claims.log))
-        from common.rehearsal.params import DEFAULT_CAP
 
         checked = oracle(workspace, env, papers, folder, record=cap == DEFAULT_CAP and not real_sizes)
         summary.append({"oracle": asdict(checked)})
@@ -517,20 +494,14 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
 
 def _listed_models(workspace: Path, papers: Sequence[str]) -> set[str]:
     """The zoo models whose stand-ins the rehearsed papers wrote (``rehearsal.py``'s ``models``)."""
-    from common.params import read_params
-
     params = read_params(workspace / "params.yaml")
     return {name for paper in papers for name in _module(paper).models(params)}
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from common import plugins
-
     papers = args.papers or rehearsed_papers()
     for paper in papers:
         if paper not in plugins.paper_names():
-            from common.errors import unknown_name
-
             raise unknown_name("paper", paper, plugins.paper_names())
     outcomes = rehearse(papers, args.mirror, args.cap, Path(args.dir), quiet=args.quiet, real_sizes=args.real_sizes)
     print()

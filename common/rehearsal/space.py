@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from common.disk import free_bytes
 from common.errors import WorkspaceError
+from common.pipeline.disk import free_bytes
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs
 
 GB = 1e9
 
@@ -80,11 +82,13 @@ MARGIN = 1.2
 def model_bytes(arch: str) -> int:
     """The bytes of an open_clip architecture's fp32 state dict (a stand-in's checkpoint, less a few KB of
     framing), from the model built on the ``meta`` device: no weights allocated."""
+    # deferred: loads open_clip only when called
     import open_clip
+    # deferred: loads torch only when called
     import torch
 
+    # deferred: loads PIL, torch only when called
     from common.zoo.openclip import quiet_random_init_warning
-    from common.zoo.specs import register_local_configs
 
     register_local_configs()
     with torch.device("meta"), quiet_random_init_warning():
@@ -96,8 +100,6 @@ def needed(papers: Sequence[str], models: Iterable[str], footprints: Mapping[str
     """Bytes a rehearsal of ``papers`` (every paper whose stages their pipelines walk) needs free at its start,
     ``models`` being the stand-in models it writes (each once): the models, every paper's data and what its pipeline
     keeps, and the largest rise above that of one pipeline at its peak (they run one after another)."""
-    from common.zoo import get_spec
-
     archs = [get_spec(name).arch for name in dict.fromkeys(models)]
     sizes = {arch: model_bytes(arch) for arch in dict.fromkeys(archs)}
     footprints = [(MEASURED if footprints is None else footprints).get(p, UNMEASURED) for p in papers]

@@ -14,16 +14,30 @@ tarballs, Hugging Face dataset snapshots); a paper's own sources are written by 
 """
 from __future__ import annotations
 
+import csv
+import datetime as dt
 import io
 import json
+import math
+import shutil
+import tarfile
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
+from common import plugins
+from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
 from common.errors import WorkspaceError
-from common.io import atomic_path
+from common.files.io import atomic_path, write_json_atomic
+from common.paths import ROOT
+from common.registry.fetch import md5_file
+from common.registry.markers import SNAPSHOT_MARKER
+from common.registry.sources import REGISTRY_PATH, get_source, load_registry
+from common.text.released_text import read_negclip_tsv
 
 STANDIN_IMAGE_SIZE = (32, 24)
 """Width, height of a stand-in image unless a box needs more (every model resizes to its own input size)."""
@@ -38,7 +52,7 @@ class StandInError(WorkspaceError):
 # ------------------------------------------------------------------------------------------------------------------
 def image_bytes(seed: int, size: tuple[int, int] = STANDIN_IMAGE_SIZE, fmt: str = "JPEG") -> bytes:
     """A small image of random pixels (``seed``-determined), encoded as ``fmt``."""
-    import numpy as np
+    # deferred: loads PIL only when called
     from PIL import Image
 
     pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
@@ -65,8 +79,6 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
 
 def tar_gz(members: Mapping[str, bytes]) -> bytes:
     """A gzipped tarball of regular files (archive name -> bytes), its folders implied, fixed times, sorted."""
-    import tarfile
-
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         for name in sorted(members):
@@ -83,8 +95,6 @@ def tar_gz(members: Mapping[str, bytes]) -> bytes:
 # ------------------------------------------------------------------------------------------------------------------
 def standin_dest(key: str, data_root: Path) -> Path:
     """Where the registry entry ``key`` is fetched to under ``data_root``; ``StandInError`` for a pinned source."""
-    from common.registry.sources import get_source
-
     source = get_source(key)
     if source.sha256 is not None:
         raise StandInError(f"{key}: the registry pins its sha256 ({source.sha256}): no stand-in can satisfy it; a "
@@ -105,11 +115,6 @@ def state_md5s(workspace: Path, data_root: Path) -> list[str]:
     ``data_root`` states the stand-in's instead: the stages check the md5 the registry states
     (``common.registry.fetch.check_md5``), so they read the stand-ins through the same check as the real files, and
     no production module asks whether it is rehearsed. Returns the keys restated."""
-    from common import plugins
-    from common.paths import ROOT
-    from common.registry.fetch import md5_file
-    from common.registry.sources import REGISTRY_PATH, load_registry
-
     restated: list[str] = []
     for reg_path in plugins.registry_files(REGISTRY_PATH.name, REGISTRY_PATH):
         copy = Path(workspace) / reg_path.relative_to(ROOT)
@@ -136,8 +141,6 @@ def place_zip(key: str, data_root: Path, members: Mapping[str, bytes]) -> Path:
     """The stand-in zip of ``key`` (a source with ``archive = "zip"``) holding ``members``, and the members of the
     stand-in already there (several papers' stand-ins share an archive: ARO's images, Visual Genome's); a member
     written twice must have the same bytes."""
-    from common.registry.sources import get_source
-
     if get_source(key).archive != "zip":
         raise StandInError(f"{key}: not a zip source in the registry")
     dest = standin_dest(key, data_root)
@@ -244,7 +247,8 @@ def coco_val2017(data_root: Path, file_names: Iterable[str]) -> str:
 def visual_genome_images(data_root: Path, image_paths: Iterable[str]) -> list[str]:
     """Visual Genome's two image zips holding a stand-in for every ``[data/]VG_100K[_2]/<file>`` named (as
     VL-CheckList-based files name them); returns their registry keys."""
-    from common.visual_genome import VG_IMAGE_SOURCES
+    # deferred: loads PIL, torch only when called
+    from common.files.visual_genome import VG_IMAGE_SOURCES
 
     members: dict[str, set[str]] = {folder: set() for folder in VG_IMAGE_SOURCES}
     for image_path in image_paths:
@@ -272,8 +276,6 @@ def aro_images(data_root: Path, sizes: Mapping[str, tuple[int, int]]) -> str:
 def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
     """Per ``image_path`` of VG-Relation/Attribution-style records, the smallest image holding every box (at least
     ``STANDIN_IMAGE_SIZE``)."""
-    import math
-
     sizes: dict[str, tuple[int, int]] = {}
     for r in records:
         w, h = sizes.get(r["image_path"], STANDIN_IMAGE_SIZE)
@@ -349,8 +351,6 @@ negative captions and the nearest-image rows as Python list literals."""
 
 def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int]]]) -> bytes:
     """NegCLIP's TSV of ``rows`` (caption, filepath, negative captions, neighbour row indices), indexed 0, 1, ..."""
-    import csv
-
     out = io.StringIO()
     writer = csv.writer(out, delimiter="\t", lineterminator="\n")
     writer.writerow(NEGCLIP_COLUMNS)
@@ -367,7 +367,7 @@ on them stop after ``ceil(cap / batch)`` steps (``max_steps``, ``common.rehearsa
 
 def negclip_train_rows(valid: Sequence[Any], twin_of: str,
                        rows: int = NEGCLIP_TRAIN_ROWS) -> list[tuple[str, str, list[str], list[int]]]:
-    """The stand-in training rows: the first ``rows`` released validation rows (``common.released_text.NegClipRow``:
+    """The stand-in training rows: the first ``rows`` released validation rows (``common.text.released_text.NegClipRow``:
     real captions and negatives), each image moved to a train2014 stand-in file, then the first row again on the
     train2014 twin of ``twin_of`` (a COCO val2017 file name: the same image id, as the real TSV holds train2014
     images that are SugarCrepe test images, which ``negclip-full-set`` must drop). Each row's neighbours (``neg_image``)
@@ -391,9 +391,6 @@ def negclip_train_tsv(data_root: Path, fetch: Callable[[str], Path]) -> Path:
     """The stand-in of NegCLIP's ``train_neg_clip.tsv`` (``negclip_train_rows``), from the pinned validation TSV and
     SugarCrepe's first test image (both real, ``fetch``ed): one writer, so every paper whose rehearsal reads the file
     (ARO's fine-tunes, SugarCrepe's NegCLIP sets) writes the same bytes, whichever prepares last."""
-    from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
-    from common.released_text import read_negclip_tsv
-
     valid = read_negclip_tsv(fetch(NEGCLIP_VALID))
     first_test = next(iter(read_category(fetch(released_file_key(CATEGORIES[0]))).values()))["filename"]
     return place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(negclip_train_rows(valid, first_test)))
@@ -401,8 +398,6 @@ def negclip_train_tsv(data_root: Path, fetch: Callable[[str], Path]) -> Path:
 
 def negclip_tsv_files(path: Path) -> list[str]:
     """The ``filepath`` column of a NegCLIP TSV (``coco/<split>/<file>``), each file once, in order."""
-    import csv
-
     with open(path, newline="", encoding="utf-8") as fh:
         return list(dict.fromkeys(row["filepath"] for row in csv.DictReader(fh, delimiter="\t")))
 
@@ -452,8 +447,6 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
     batch as fixed-length records (label byte(s), then 1,024 red, green and blue bytes), ``labels`` in the test batch
     (a CIFAR-100 record's coarse byte is its fine label modulo the coarse names), two records per train batch, and
     ``names`` (one list per label-name file)."""
-    import numpy as np
-
     layout = CIFAR_BINARY[variant]
     if len(names) != len(layout.names):
         raise StandInError(f"{variant}: {len(layout.names)} label-name lists ({', '.join(layout.names)}), got "
@@ -483,8 +476,6 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
 # ------------------------------------------------------------------------------------------------------------------
 def snapshot_folder(data_root: Path, key: str) -> Path:
     """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
-    from common.registry.sources import get_source
-
     source = get_source(key)
     if source.method not in ("hf_model", "hf_dataset"):
         raise StandInError(f"{key}: not a Hugging Face snapshot in the registry (method {source.method})")
@@ -494,12 +485,6 @@ def snapshot_folder(data_root: Path, key: str) -> Path:
 def mark_snapshot(data_root: Path, key: str) -> Path:
     """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
     returns the folder offline as it returns a real snapshot."""
-    import datetime as dt
-
-    from common.io import write_json_atomic
-    from common.registry.markers import SNAPSHOT_MARKER
-    from common.registry.sources import get_source
-
     source = get_source(key)
     marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
     write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
@@ -525,12 +510,9 @@ def hf_dataset_snapshot(key: str, data_root: Path, splits: Mapping[str, Sequence
     (name -> ``HF_IMAGE`` or ``HF_STRING``) and the ``huggingface`` schema metadata ``datasets`` writes, then the
     marker ``common.registry.hub`` writes after ``snapshot_download`` (so a fetch returns the folder offline, as it
     returns a real snapshot); returns the folder. A folder already there is replaced."""
-    import shutil
-
+    # deferred: loads pyarrow only when called
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from common.registry.sources import get_source
 
     source = get_source(key)
     if source.method != "hf_dataset":

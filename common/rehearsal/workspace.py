@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+import yaml
+
 from common.paths import ROOT
+from common.pipeline.dvc_run import run_dvc
+from common.pipeline.params import PROFILES
 
 IGNORED = {".venv", ".git", "build", "data", ".cache", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
            "dvc_plots"}
@@ -70,8 +74,6 @@ def copy_bytes(keep_results: bool = False, root: Path = ROOT) -> int:
 def committed_inputs(root: Path = ROOT) -> list[str]:
     """Files under ``results/`` that a stage depends on and no stage writes (committed inputs, such as a seed-spread
     table made offline): a copy needs them as a clone has them, though it carries no result."""
-    import yaml
-
     deps: set[str] = set()
     outs: list[str] = []
     for dvc_file in [Path(root) / "dvc.yaml", *sorted(Path(root).glob("papers/*/dvc.yaml"))]:
@@ -81,8 +83,6 @@ def committed_inputs(root: Path = ROOT) -> list[str]:
             deps.update(d for d in stage.get("deps", []) if isinstance(d, str))
             outs += [next(iter(o)) if isinstance(o, dict) else o
                      for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
-    from common.params import PROFILES
-
     written = [o.replace("${profile}", profile).split("${")[0]  # another interpolation: all under its fixed prefix
                for o in outs for profile in PROFILES]
     return sorted(d for d in deps if d.startswith("results/") and not d.startswith("results/published/")
@@ -102,8 +102,6 @@ def copy_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def dvc(workspace: Path, env: Mapping[str, str] | None, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """Run this environment's ``dvc`` in ``workspace`` (``env``: default this process's, with this interpreter's folder
     first on PATH)."""
-    from common.dvc_run import run_dvc
-
     env = dict(os.environ if env is None else env)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the stages' python, torchrun
     return run_dvc(*args, cwd=workspace, env=env, timeout=timeout)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.paths import ROOT
-from common.scorecard import SPEC, ScorecardError
+from common.reporting.scorecard import SPEC, ScorecardError
 
 ARXIV = "https://arxiv.org/abs/{id}"
 

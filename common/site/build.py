@@ -12,7 +12,7 @@ rounded (``common.site.text``; the file's value as a tooltip), quotes cleaned of
 verdict and the numbers first, provenance folded into a ``<details>``.
 
 What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
-appears without an edit here. Results files are read through ``common.report.read_table``/``read_summary``: a
+appears without an edit here. Results files are read through ``common.reporting.report.read_table``/``read_summary``: a
 damaged file stops the build with one line naming it, and the previous site stays (one output group).
 
 The site shows what git tracks under ``results/``: a folder that DVC caches instead (per-example predictions, listed
@@ -35,17 +35,18 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from common import plugins, scorecard
+from common import plugins
+from common.audit.core import ORDER, AuditRow
+from common.audit.report import FIELDS as AUDIT_FIELDS, published_label
+from common.docs.coverage import DIFFERS, MINI_ONLY, REPRODUCED, WAITING, overall
+from common.errors import WorkspaceError
+from common.files.io import output_group, write_text_atomic
+from common.oracle.core import read_record
+from common.paths import RESULTS, build_root, refuse_workspace_outputs
+from common.reporting import scorecard
+from common.reporting.report import CROSS_PAPER_COUNTS, read_summary, read_table
 from common.site.about import about
 from common.site.text import clean_quote, decimals, rounded, to_float, tone
-from common.audit.core import ORDER, AuditRow
-from common.audit.report import FIELDS as AUDIT_FIELDS
-from common.audit.report import published_label
-from common.oracle.core import read_record
-from common.errors import WorkspaceError
-from common.io import output_group, write_text_atomic
-from common.paths import RESULTS, build_root, refuse_workspace_outputs
-from common.report import CROSS_PAPER_COUNTS, read_summary, read_table
 
 DATA_FILES = ("common/site/templates/", "common/site/static/")
 """What the stage names besides code: the templates and the copied CSS/JS. It reads ``results/`` too but does not
@@ -297,7 +298,7 @@ def _tolerance(d: Mapping[str, str]) -> str:
 
 def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str,
                 results: Path = RESULTS) -> Grid | None:
-    """The paper's claims scorecard (``common.scorecard.scorecard``): one row per claim, a column per kind of
+    """The paper's claims scorecard (``common.reporting.scorecard.scorecard``): one row per claim, a column per kind of
     evidence (its verdict coloured, the estimate under it, what is measured folded away); the paper's words
     cleaned of the extraction's duplicates."""
     rows = []
@@ -388,8 +389,6 @@ def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
 # ---- the site -----------------------------------------------------------------------------------------------------
 def coverage(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     """The audit's verdict counts over every paper, under the index's names: what is compared and what is not."""
-    from common.coverage import DIFFERS, MINI_ONLY, REPRODUCED, WAITING, overall
-
     names = {REPRODUCED: "reproduced", DIFFERS: "differs", WAITING: "waiting", MINI_ONLY: "mini"}
     summed = overall(counts)
     return {short: summed[verdict] for verdict, short in names.items()}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import re
 
-from common import scorecard
 from common.audit.consistency import CONSISTENT, EXPLAINED, UNEXPLAINED
 from common.audit.core import VERDICTS as AUDIT_VERDICTS
+from common.reporting import scorecard
 
 _PERCENT = re.compile(r"(?P<pre>>?)(?P<v>\d[\d.,]*)%(?:absent)?percent(?P=v)?>?(?P=v)\\%")
 """``63%percent6363\\%`` and ``>30%absentpercent30>30\\%``: a percentage, its reading, its TeX."""

@@ -27,18 +27,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from common.io import write_json_atomic
+from common.files.io import write_json_atomic
+from common.training import cost
 from common.training.data import SyntheticBatches
 from common.training.distributed import init_from_env, shutdown
 from common.training.loss_spec import SHARED_LOSSES, SmokeLoss, loss_by_path, shared_loss
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
 from common.training.trainer import PARTS, TrainConfig, train
+from common.zoo import register_local_configs
+
 
 def smoke(args: argparse.Namespace) -> int:
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.zoo import register_local_configs
 
     register_local_configs()
     cfg = open_clip.get_model_config(args.arch)
@@ -92,7 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.set_defaults(func=smoke)
-    from common.training import cost
 
     cost.register(sub)
     args = parser.parse_args(argv)

@@ -38,8 +38,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from common.files.io import write_json_atomic
 from common.training.cost import coco_sized_jpegs
+from common.training.distributed import DistributedContext
+from common.training.files import FileCaptionBatches, FileImages
 from common.training.loader import LoaderConfig, step_batches
+from common.training.loss_spec import loss_by_path
+from common.training.model_init import FromScratch
+from common.training.trainer import TrainConfig, train
+from common.zoo import register_local_configs
 
 WORDS = ("a dog on the grass", "two people riding bikes", "a red bus next to a building", "a plate of food",
          "a cat sleeping on a couch", "a man holding a surfboard", "a train at the station", "a kite in the sky")
@@ -115,14 +122,8 @@ class TrainBench:
 
 
 def run_bench(bench: TrainBench, work: Path) -> dict:
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.training.distributed import DistributedContext
-    from common.training.files import FileCaptionBatches, FileImages
-    from common.training.loss_spec import loss_by_path
-    from common.training.model_init import FromScratch
-    from common.training.trainer import TrainConfig, train
-    from common.zoo import register_local_configs
 
     register_local_configs()
     cfg = open_clip.get_model_config(bench.arch)
@@ -208,8 +209,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"in_loop_ratio={r['in_loop_ratio']:.2f} ahead_ratio={r['ahead_ratio']:.2f} "
           f"speedup={r['in_loop_seconds'] / r['ahead_seconds']:.2f}")
     if args.out:
-        from common.io import write_json_atomic
-
         write_json_atomic(args.out, r)
     return 0
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from common.io import atomic_path, write_json_atomic
+from common.files.io import atomic_path, write_json_atomic
 
 
 def portable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -26,6 +26,7 @@ def portable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_weights(path: Path, state: Mapping[str, torch.Tensor]) -> Path:
+    # deferred: loads safetensors only when called
     from safetensors.torch import save_file
 
     with atomic_path(path) as tmp:
@@ -34,6 +35,7 @@ def save_weights(path: Path, state: Mapping[str, torch.Tensor]) -> Path:
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    # deferred: loads safetensors only when called
     from safetensors.torch import load_file
 
     return load_file(str(path))

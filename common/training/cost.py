@@ -33,8 +33,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 
+from common.files.io import write_json_atomic
+from common.miniworld.render import SYNTHETIC, render
+from common.miniworld.scene import sample_scene
 from common.training.data import Batch
+from common.training.distributed import DistributedContext
+from common.training.files import FileImages
+from common.training.loss_spec import loss_by_path
+from common.training.model_init import FromScratch
+from common.training.trainer import TrainConfig, train
+from common.zoo import register_local_configs
 
 
 @dataclass
@@ -117,13 +127,8 @@ class CostJob:
 
 def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> dict:
     """Steady-state seconds per step and peak memory of ``job`` through ``common.training.train``."""
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.training.loss_spec import loss_by_path
-    from common.training.distributed import DistributedContext
-    from common.training.model_init import FromScratch
-    from common.training.trainer import TrainConfig, train
-    from common.zoo import register_local_configs
 
     register_local_configs()
     cfg = open_clip.get_model_config(job.arch)
@@ -153,11 +158,6 @@ def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> 
 
 def coco_sized_jpegs(root: Path, n: int, seed: int = 0) -> list[Path]:
     """``n`` 640x480 JPEGs (quality 90) of mini-world scenes with sensor-like noise: COCO's size and file weight."""
-    from PIL import Image
-
-    from common.miniworld.render import SYNTHETIC, render
-    from common.miniworld.scene import sample_scene
-
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -173,8 +173,6 @@ def coco_sized_jpegs(root: Path, n: int, seed: int = 0) -> list[Path]:
 
 def time_decode(paths: list[Path], batch_size: int, workers: int, image_size: int = 224, repeats: int = 2) -> dict:
     """Images per second of ``FileImages.get`` (decode, resize, crop) on batches of ``batch_size``, best of ``repeats``."""
-    from common.training.files import FileImages
-
     images = FileImages(tuple(paths), image_size, workers)
     index = np.arange(len(paths))
     best = float("inf")
@@ -197,8 +195,6 @@ def run(args: argparse.Namespace) -> int:
 
     def save() -> None:
         if args.out:
-            from common.io import write_json_atomic
-
             write_json_atomic(args.out, report)
 
     print(f"cost: device={device} ({machine}) torch={torch.__version__}; random weights and pixels, timing only",

@@ -18,8 +18,8 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
-from common.arrays import load_array
-from common.jsonl import read_json
+from common.files.arrays import load_array
+from common.files.jsonl import read_json
 
 Batch = dict[str, torch.Tensor]
 

@@ -19,19 +19,25 @@ the file enters the sidecar.
 """
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from common.io import sha256_file
+from common.errors import unknown_name
+from common.files.io import sha256_file, write_json_atomic
 from common.miniworld import VERSION
+from common.paths import build_root
+from common.pipeline import reproducible
+from common.pipeline.params import PARAMS_FILE, ParamsError, load_params, own_params
+from common.training import init_from_env, shutdown
 from common.training.data import MiniWorldBatches
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, checkpoint_every, run_job
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
 from common.training.trainer import REQUIRED, STATED_OR_DEFAULT, TrainConfig
-
+from common.zoo import get_spec, register_local_configs
 
 RECORDED = ("steps", "batch_size", "lr", "weight_decay", "warmup_steps", "seed")
 """The settings the sidecar's ``config`` lists after the model's ``arch`` and ``n_images`` (its keys, in its order)."""
@@ -48,9 +54,8 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
     context of a torchrun launch (``common.training.init_from_env``); default one CPU process.
     ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile).
     """
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.zoo import register_local_configs
 
     register_local_configs()
     train_dir, out_path = Path(train_dir), Path(out_path)
@@ -74,8 +79,6 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
 
 def _portable(path: Path) -> str:
     """``path`` relative to the build root when it lies under it, so records do not embed the clone's location."""
-    from common.paths import build_root
-
     try:
         return path.resolve().relative_to(build_root().resolve()).as_posix()
     except ValueError:
@@ -84,9 +87,6 @@ def _portable(path: Path) -> str:
 
 def check_name(name: str) -> None:
     """An ``UnknownName`` (close matches listed) unless ``params.yaml train`` has a model ``name``."""
-    from common.errors import unknown_name
-    from common.params import load_params
-
     known = load_params().get("train")
     known = known if isinstance(known, dict) else {}
     if name not in known:
@@ -100,9 +100,7 @@ MODEL_KEYS = ("arch", "n_images")
 def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
     """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``: an
     unknown or missing key is one line naming it (the values' types are checked when the file is read,
-    ``common.params``)."""
-    from common.params import PARAMS_FILE, ParamsError
-
+    ``common.pipeline.params``)."""
     known = (*MODEL_KEYS, "steps", *REQUIRED, *STATED_OR_DEFAULT)
     unknown = [key for key in section if key not in known]
     if unknown:
@@ -120,13 +118,6 @@ def _cmd_train(args) -> int:
     Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
     writes the weights, the sidecar and the log.
     """
-    from common import reproducible
-    from common.io import write_json_atomic
-    from common.params import own_params
-    from common.paths import build_root
-    from common.training import init_from_env, shutdown
-    from common.zoo import get_spec
-
     check_name(args.name)  # a typo is one line, before the re-exec below and before DVC reads a stage it lacks
     if args.device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
@@ -134,8 +125,6 @@ def _cmd_train(args) -> int:
     arch, n_images, config = family_config(args.name, own_params(module=__spec__.name)["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
     if arch != spec.arch:
-        from common.params import PARAMS_FILE, ParamsError
-
         raise ParamsError(f"{PARAMS_FILE}: train.{args.name}.arch: {arch!r}, but the zoo's mini/{args.name} is "
                           f"{spec.arch!r}; make them agree (common/zoo/models.toml)")
     out = spec.checkpoint_path()
@@ -170,8 +159,6 @@ def register_cli(subparsers) -> None:
 def main(argv=None) -> int:
     """``python -m common.training.family train <name>``: the ``mini/train`` stage's command (under ``torchrun``), the
     same as ``python -m common train <name>`` without importing every command of the workspace's CLI."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m common.training.family")
     register_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

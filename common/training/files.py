@@ -20,8 +20,10 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
+from PIL import Image
 
 from common.errors import WorkspaceError
+from common.files.image_transforms import to_rgb
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
@@ -66,8 +68,6 @@ class FileImages:
     def _random_crop(self, image, rng: np.random.Generator):
         """torchvision ``RandomResizedCrop.get_params`` (10 tries, then the centre crop of the clamped aspect),
         drawn from ``rng``; the crop resized (bicubic) to ``size`` x ``size``."""
-        from PIL import Image
-
         w, h = image.size
         area = w * h
         box = None
@@ -88,10 +88,6 @@ class FileImages:
         return np.asarray(image.crop(box).resize((self.size, self.size), Image.Resampling.BICUBIC))
 
     def _load(self, index: int, key: tuple[int, ...] | None = None) -> np.ndarray:
-        from PIL import Image
-
-        from common.image_transforms import to_rgb
-
         path = self.paths[index]
         try:
             with Image.open(path) as image:

@@ -25,11 +25,14 @@ import torch
 from torch import nn
 
 from common.errors import WorkspaceError
+from common.paths import ROOT, cache_root
+from common.pipeline.import_closure import closure
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext
 from common.training.loader import LoaderConfig
 from common.training.model_init import Init
 from common.training.trainer import LossFactory, TrainConfig, TrainResult, recipe_record, train, trainer_fields
+
 
 @dataclass(frozen=True)
 class FinetuneJob:
@@ -111,9 +114,6 @@ def module_name(module: str) -> str:
 
 def code_files(module: str, root: Path | None = None) -> list[str]:
     """The repository files ``module`` runs: its import closure, as the DVC stages' code deps are derived."""
-    from common.import_closure import closure
-    from common.paths import ROOT
-
     module = module_name(module)
     files = sorted(closure([module], root or ROOT).files)
     if not files:
@@ -124,8 +124,6 @@ def code_files(module: str, root: Path | None = None) -> list[str]:
 def code_digest(module: str, root: Path | None = None) -> str:
     """sha256 of torch's version and of the bytes of every file of ``code_files(module)``, so a resume state
     written by other code is never continued."""
-    from common.paths import ROOT
-
     digest = hashlib.sha256(torch.__version__.encode())
     for relative in code_files(module, root):
         digest.update(relative.encode() + b"\0" + ((root or ROOT) / relative).read_bytes())
@@ -135,8 +133,6 @@ def code_digest(module: str, root: Path | None = None) -> str:
 def resume_state_path(job: FinetuneJob, world_size: int = 1) -> Path:
     """``<cache root>/training/<job name>/<digest>.resume.pt``: outside the stage's outputs (DVC deletes those before
     a rerun), named by a digest of everything that defines the run, its process count and its code."""
-    from common.paths import cache_root
-
     key = {**job.describe(), "world_size": world_size, "code": code_digest(job.module)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "training" / job.name / f"{digest}.resume.pt"

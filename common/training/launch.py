@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from common.training.distributed import DistributedContext
+from common.files.io import write_json_atomic
+from common.pipeline import reproducible
+from common.training.distributed import DistributedContext, init_from_env, shutdown
 from common.training.job import FinetuneJob, run_job
 from common.training.trainer import TrainResult
 
@@ -31,9 +33,6 @@ def training_process(device: str = "cpu") -> Iterator[tuple[DistributedContext, 
     """The process a training stage runs in, around whatever it trains (one job, or a sweep of them): on the CPU the
     reproducibility profile (pinned re-exec before any tensor work, fixed threads), under ``torchrun`` the process
     group joined and left. Yields the world and the CPU profile's record for the sidecar (``{}`` on a GPU)."""
-    from common import reproducible
-    from common.training.distributed import init_from_env, shutdown
-
     if device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: bit-identical weights on any x86-64 CPU
     world = init_from_env(device)
@@ -49,9 +48,6 @@ def launch(build: Callable[[DistributedContext, Mapping[str, Any]], FinetuneJob]
            device: str = "cpu", steps: int | None = None, progress: bool = True) -> TrainResult:
     """Build the job inside the process the stage runs (``training_process``), train it to ``out_path``, and write
     rank 0's log to ``log_path``. ``steps`` stops the job early (smoke runs)."""
-    from common import reproducible
-    from common.io import write_json_atomic
-
     started = time.perf_counter()
     with training_process(device) as (world, cpu_profile):
         job = build(world, cpu_profile).with_steps(steps)

@@ -13,8 +13,9 @@ from typing import Callable, Protocol
 
 import torch
 
-from common.io import sha256_file
+from common.files.io import sha256_file
 from common.zoo import create_model, get_spec, quiet_random_init_warning, register_local_configs
+from common.zoo.trained import build_from_checkpoint
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class FromScratch:
     arch: str
 
     def build(self) -> Initialized:
+        # deferred: loads open_clip only when called
         import open_clip
 
         register_local_configs()
@@ -64,6 +66,7 @@ class FromPretrained:
     cache_dir: str | None = None
 
     def build(self) -> Initialized:
+        # deferred: loads open_clip only when called
         import open_clip
 
         model, _, transform = open_clip.create_model_and_transforms(
@@ -82,8 +85,6 @@ class FromCheckpoint:
     path: Path
 
     def build(self) -> Initialized:
-        from common.zoo.trained import build_from_checkpoint
-
         model, transform = build_from_checkpoint(self.arch, Path(self.path))
         return Initialized(model, transform, self.arch)
 

@@ -3,7 +3,7 @@ clamp, the augmentation, and the authors' numbers, each setting with the authors
 
 A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
 ``{value = ..., source = "OWNER/REPO@COMMIT path:line", quote = "the words of those lines"}`` (the citation's shape:
-``common.citations``; a setting the code does not show cites the paper, ``source = "paper, <section>"`` with the
+``common.docs.citations``; a setting the code does not show cites the paper, ``source = "paper, <section>"`` with the
 paper's sentence as ``quote``), with an optional ``note`` and, where the paper states another value than the code,
 ``paper = {value = ..., source = "paper, <section>", quote = "..."}``: the conflict, shown in the README's table and
 kept in the training record (or ``extends = "<a table above>"`` and only the settings that differ);
@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from common.errors import WorkspaceError
+from common.paths import ROOT
 from common.training.optim import exclude_from_wd
 
 DATA_FILES = ("common/training/recipes.toml",)
@@ -128,7 +129,7 @@ class Recipe:
     """Which rules the family's mini runs train with: "mini" (``mini_recipe()``, the default) or "this" (these)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     quotes: Mapping[str, str] = field(default_factory=dict, compare=False)
-    """Per setting, the verbatim words of its source (``common.citations`` checks them)."""
+    """Per setting, the verbatim words of its source (``common.docs.citations`` checks them)."""
     notes: Mapping[str, str] = field(default_factory=dict, compare=False)
     conflicts: Mapping[str, Conflict] = field(default_factory=dict, compare=False)
     """Per setting, what the paper says where it disagrees with the code (the value is the code's)."""
@@ -317,8 +318,6 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
 
 @lru_cache(maxsize=None)
 def _load(path: Path, mtime_ns: int) -> dict[str, Recipe]:
-    from common.paths import ROOT
-
     try:
         shown = path.resolve().relative_to(ROOT.resolve()).as_posix()
     except ValueError:
@@ -404,7 +403,7 @@ def markdown(path: Path) -> str:
 
 
 def quoted(text: str) -> str:
-    """A quote as prose shows it (``common.citations`` reads it back): in double quotes, or in backticks when it holds
+    """A quote as prose shows it (``common.docs.citations`` reads it back): in double quotes, or in backticks when it holds
     a double quote itself."""
     return f"`{text}`" if '"' in text else f'"{text}"'
 
@@ -414,8 +413,6 @@ def _cell(text: str) -> str:
 
 
 def _cmd_recipes(args) -> int:
-    from common.paths import ROOT
-
     print(markdown(ROOT / "papers" / args.paper / "recipes.toml"), end="")
     return 0
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from common.files.jsonl import read_json
+
 RECIPE_FIELDS = ("recipe", "epochs")
 """The keys of a training record that ``common.audit.runs.recipe_note`` reads (the recipe and the epochs the job ran)."""
 
@@ -40,8 +42,6 @@ def training_context(weights: Mapping[str, "Path | None"],
     its recipe (``recipe_fields``), for the audit to name. Rows without weights trained here (no weights, or weights
     without a sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have its record,
     and its remedy is what a missing or damaged one says."""
-    from common.jsonl import read_json
-
     out = {}
     for run, path in weights.items():
         sidecar = sidecar_of(path) if path is not None else None

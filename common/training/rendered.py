@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
 

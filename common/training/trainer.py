@@ -14,7 +14,7 @@ A run, top to bottom (``train``):
 4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
    the best weights kept apart (in memory, and in the resume state); every ``checkpoint_every`` steps a resume state;
    at the end the weights, the best weights and a provenance sidecar, written as one output group
-   (``common.io.output_group``): an interrupted run leaves the previous run's files, all of them, or the new ones.
+   (``common.files.io.output_group``): an interrupted run leaves the previous run's files, all of them, or the new ones.
 
 Under ``torchrun`` nothing changes for the caller but the context::
 
@@ -43,13 +43,12 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from common.io import output_group
-from common.machine import training_environment
-from common.params import ParamsError
+from common.files.io import output_group
+from common.pipeline.machine import training_environment
+from common.pipeline.params import ParamsError
 from common.training import checkpoint as ckpt
 from common.training.data import Batch, BatchSource
-from common.training.distributed import (
-    DistributedContext, all_gather_objects, barrier, broadcast_object)
+from common.training.distributed import DistributedContext, all_gather_objects, barrier, broadcast_object
 from common.training.loader import LoaderConfig, step_batches
 from common.training.model_init import Init, normalizer
 from common.training.optim import clamp_logit_scale, lr_at, make_optimizer, param_groups, set_lr
@@ -508,6 +507,7 @@ def train(
     started = time.perf_counter()
     bar = None
     if progress and world.is_main:
+        # deferred: loads tqdm only when called
         from tqdm import tqdm
 
         bar = tqdm(total=config.steps, initial=start, desc=f"train {out_path.stem}", mininterval=5)

@@ -20,7 +20,7 @@ This package only re-exports; the code lives in:
 
 This package imports its submodules on first use (PEP 562 ``__getattr__``): ``common.zoo.specs``' constants cost
 no torch (``common.card.models`` reads them to check a name at once). The imports under ``TYPE_CHECKING`` say which
-submodules it serves, for type checkers and for ``common.import_closure``, which counts them.
+submodules it serves, for type checkers and for ``common.pipeline.import_closure``, which counts them.
 
 Tests that stand in for a name patch it where it is used (``common.zoo.specs.get_spec``, ``common.zoo.hub``'s
 constants): a caller's ``from common.zoo import get_spec`` is a binding made when it runs.

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from common.registry.errors import RegistryError
+from common.registry.sources import get_source
 from common.zoo import EmbeddingModel, ModelFactory, ModelUnavailable, create_model, get_spec
 
 
 def why_unavailable(name: str, exc: ModelUnavailable) -> str:
     """The zoo's message, with the note of the model's download entry where it says why (manual, not released,
     LoRA weights)."""
-    from common.registry.errors import RegistryError
-    from common.registry.sources import get_source
-
     try:
         source = get_spec(name).source
         note = get_source(source).note if source else None

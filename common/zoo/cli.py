@@ -1,8 +1,11 @@
 """``python -m common zoo``: list the registered models, or check that models load (and record their fingerprints)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from common.files.io import write_json_atomic
+from common.pipeline.params import load_params, section, stage_params
 from common.zoo import factory
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import registry
@@ -10,8 +13,6 @@ from common.zoo.specs import registry
 
 def _cmd_zoo(args) -> int:
     """``zoo list`` / ``zoo check NAME... [--from-params KEY] [--manifest FILE]``."""
-    import sys
-
     if args.action == "list":
         for spec in registry().values():
             weights = spec.pretrained and f"{spec.backend}:{spec.pretrained}" or spec.checkpoint
@@ -19,8 +20,6 @@ def _cmd_zoo(args) -> int:
         return 0
     names = list(args.models)
     if args.from_params:
-        from common.params import load_params, section, stage_params
-
         params = stage_params(args.stage) if args.stage else load_params()
         names += list(section(params, args.from_params))
     status, manifest = 0, {}
@@ -38,7 +37,6 @@ def _cmd_zoo(args) -> int:
             unavailable = [name for name in names if name not in manifest]
             raise ModelUnavailable(f"not writing {args.manifest}: {len(unavailable)} of {len(names)} models are "
                                    f"unavailable ({', '.join(unavailable)}; why and how to get each above)")
-        from common.io import write_json_atomic
 
         write_json_atomic(Path(args.manifest), manifest)
     return status

@@ -3,7 +3,9 @@ backend, or raises ``ModelUnavailable`` naming the model and how to get its weig
 from __future__ import annotations
 
 from common import plugins
+from common.pipeline.params import PROFILES
 from common.zoo import specs
+from common.zoo.hf import create_hf_model, how_to_get
 from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 from common.zoo.interface import EmbeddingModel, ModelUnavailable
 from common.zoo.openclip import OpenClipModel, load_state_dict, not_a_checkpoint, quiet_random_init_warning
@@ -16,10 +18,9 @@ the mini family); a paper's checkpoints are trained by its own pipeline, ``dvc r
 
 def _how_to_get(spec: ModelSpec) -> str:
     if spec.backend != "open_clip":
-        from common.zoo.hf import how_to_get
-
         return how_to_get(spec)
     if spec.pretrained is not None:
+        # deferred: loads open_clip only when called
         import open_clip
 
         cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
@@ -47,8 +48,6 @@ def _replace_remedy(spec: ModelSpec) -> str:
 def _training_command(spec: ModelSpec) -> str:
     """The ``dvc repro`` that trains a ``build:`` checkpoint: its owner paper's pipeline, or the root pipeline's
     shared training stages; with the profile, the first folder of the checkpoint's path (``build/<profile>/...``)."""
-    from common.params import PROFILES
-
     paper = plugins.owner(spec.name)
     profile = (spec.checkpoint or "").removeprefix("build:").split("/", 1)[0]
     context = ([] if paper else ["the root dvc.yaml"]) + ([f"{profile} profile"] if profile in PROFILES else [])
@@ -58,12 +57,11 @@ def _training_command(spec: ModelSpec) -> str:
 
 def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -> EmbeddingModel:
     """Build a registered model with its weights, or raise ``ModelUnavailable``."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     spec = specs.get_spec(name)  # through its module, so that a test's stand-in registry is seen here too
     if spec.backend in ("transformers", "xvlm"):
-        from common.zoo.hf import create_hf_model
-
         return create_hf_model(spec, device, cache_dir)
     if spec.backend != "open_clip":
         raise ModelUnavailable(f"model {name!r}: backend {spec.backend!r} is not supported yet")

@@ -3,9 +3,9 @@
 Two kinds of score come out of these models:
 
 * contrastive (ITC): ``encode_images`` / ``encode_tokens`` give normalized projected embeddings of each tower's
-  first token, so ``Engine`` and every ``common.scoring`` module use them like a CLIP's (cosine similarity);
+  first token, so ``Engine`` and every ``common.evaluation.scoring`` module use them like a CLIP's (cosine similarity);
 * image-text matching (ITM): ``match_scores(pixels, texts)`` runs each (image, text) pair jointly through the
-  model's multimodal layers and returns the ITM head's match probability; ``common.scoring.matching`` scores
+  model's multimodal layers and returns the ITM head's match probability; ``common.evaluation.scoring.matching`` scores
   choose-among-K items with it.
 
 ``transformers`` is an optional extra (``pip install -e '.[hf]'``), imported only when a model is built. A model's
@@ -25,7 +25,7 @@ from typing import Sequence
 import torch
 from PIL import Image
 
-from common.image_transforms import to_rgb
+from common.files.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import ModelSpec
@@ -292,6 +292,7 @@ def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | N
 
 
 def _in_cache(repo: str, cache_dir: str | None) -> bool:
+    # deferred: loads huggingface_hub only when called
     from huggingface_hub import try_to_load_from_cache
 
     return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir), str)
@@ -306,8 +307,6 @@ def refuse_custom_code(folder: Path, who: str) -> None:
     implemented in the folder): one line naming it. transformers is also called with ``trust_remote_code=False``; this
     says why in this project's words, before transformers reads anything. A config.json that is not JSON, too large
     or nested too deeply is one line too (transformers would raise a traceback or recurse)."""
-    import json
-
     path = folder / "config.json"
     if not path.is_file():
         return

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,8 +25,6 @@ def hub_offline() -> str | None:
     huggingface.co:443 that does not open within ``HUB_PROBE_SECONDS`` (name lookup included) means offline (probed
     once per process). Behind an HTTPS proxy (``HTTPS_PROXY``) the hub is assumed reachable: the proxy decides.
     """
-    import os
-
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
             return f"{var}={os.environ[var]}"
@@ -34,9 +35,6 @@ def hub_offline() -> str | None:
 
 @lru_cache(maxsize=1)
 def _probe_hub() -> str | None:
-    import socket
-    import threading
-
     outcome: list[BaseException | None] = []
 
     def probe() -> None:
@@ -62,8 +60,6 @@ def _hub_offline_mode(offline: bool):
     if not offline:
         yield
         return
-    import os
-
     try:
         from huggingface_hub import constants
     except ImportError:  # no hub client: open_clip can only use URLs and files
@@ -96,6 +92,7 @@ def _hub_cache_dir(cache_dir: str | None) -> str:
 
 
 def _offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
+    # deferred: loads open_clip only when called
     import open_clip
 
     cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
@@ -117,8 +114,7 @@ def _fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str)
     looks for the weights. URL-only weights are fetched with urllib, which has no offline mode, so their file is
     looked up directly.
     """
-    import os
-
+    # deferred: loads open_clip only when called
     import open_clip
     from open_clip.pretrained import download_pretrained, has_hf_hub
 

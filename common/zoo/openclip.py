@@ -10,7 +10,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 from PIL import Image
 
-from common.image_transforms import to_rgb
+from common.files.image_transforms import to_rgb
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import ModelSpec, register_local_configs
 
@@ -68,6 +68,7 @@ class OpenClipModel:
         ``precision`` 'fp16': the same architecture rebuilt by open_clip at that precision and this model's weights
         loaded into it (a copy; this model is untouched). Its fingerprint stays this model's: the weights are the
         same, and the engine keys the cache by precision too."""
+        # deferred: loads open_clip only when called
         import open_clip
 
         if precision != "fp16":
@@ -131,6 +132,7 @@ def padding_is_inert(model: torch.nn.Module) -> bool:
 
 def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor, normalize: bool = True) -> torch.Tensor:
     """open_clip's ``CLIP.encode_text(tokens, normalize)`` on tokens cut after the batch's longest sequence."""
+    # deferred: loads open_clip only when called
     from open_clip.transformer import text_global_pool
 
     nonpad = (tokens != 0).to(torch.long)
@@ -275,6 +277,7 @@ def weights_mismatch(expected: Mapping[str, torch.Tensor], found: Mapping[str, t
 def random_model(arch: str, seed: int = 0, device: str = "cpu") -> OpenClipModel:
     """An open_clip architecture with random weights behind the ``EmbeddingModel`` interface: for timing and tests
     only (its name says so, and it is never registered in the zoo)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     register_local_configs()

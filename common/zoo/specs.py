@@ -17,11 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from common import plugins
-from common.jsonl import read_json
+from common.errors import SettingError, unknown_name
+from common.files.jsonl import read_json
 from common.paths import build_root, data_root
 
 DATA_FILES = ("common/zoo/models.toml", "common/zoo/model_configs/")
-"""Read at run time (``common.stage_deps``): the shared models and the architectures registered with open_clip (a
+"""Read at run time (``common.pipeline.stage_deps``): the shared models and the architectures registered with open_clip (a
 paper's own ``models.toml`` is declared by the paper module that looks its models up)."""
 ZOO_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = ZOO_DIR / "models.toml"
@@ -112,8 +113,6 @@ def registry(path: Path | None = None) -> dict[str, ModelSpec]:
 
 def get_spec(name: str) -> ModelSpec:
     """One model's entry: from the shared file, else from its owner paper's ``models.toml`` (``common.plugins``)."""
-    from common.errors import unknown_name
-
     for file in plugins.lookup_files(name, REGISTRY_FILE.name, REGISTRY_FILE):
         specs = read_models_file(file) if file.is_file() else {}
         if name in specs:
@@ -159,6 +158,7 @@ APPLIED_OVERRIDES: list[Path] = []
 def register_local_configs() -> None:
     """Make the tiny architectures in ``model_configs/`` known to open_clip (idempotent), and the architectures of
     ``VLC_ARCH_OVERRIDES`` when it is set (a rehearsal's processes)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     known = set(open_clip.list_models())
@@ -168,8 +168,6 @@ def register_local_configs() -> None:
     folder = os.environ.get(ARCH_OVERRIDES_ENV, "").strip()
     if folder and Path(folder) not in APPLIED_OVERRIDES:
         if not Path(folder).is_dir():
-            from common.errors import SettingError
-
             raise SettingError(f"{ARCH_OVERRIDES_ENV}={folder}: not a folder (unset it: only a rehearsal sets it)")
         open_clip.add_model_config(Path(folder))  # later paths win: these replace open_clip's configs of the name
         APPLIED_OVERRIDES.append(Path(folder))
@@ -178,6 +176,7 @@ def register_local_configs() -> None:
 # ---- activations: every entry loads with the activation its weights were trained with --------------------------
 def uses_quick_gelu(arch: str) -> bool:
     """Whether open_clip builds ``arch`` with QuickGELU (the OpenAI CLIPs' activation) rather than GELU."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     register_local_configs()
@@ -197,6 +196,7 @@ def trained_with_quick_gelu(spec: ModelSpec) -> bool | None:
     open_clip's pretrained table, or the fine-tuning base's (recursively). None where nothing does (tags without the
     flag were trained with their architecture config, e.g. LAION's roberta-ViT-B-32; checkpoints trained here from
     scratch): then the architecture is right by definition."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     if spec.pretrained is not None:

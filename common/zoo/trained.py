@@ -20,6 +20,7 @@ Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
 def tokenizer_for(arch: str) -> Tokenize:
     """open_clip's tokenizer of ``arch`` (the zoo's local configs registered first)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     register_local_configs()
@@ -29,6 +30,7 @@ def tokenizer_for(arch: str) -> Tokenize:
 def build_from_checkpoint(arch: str, path: Path) -> tuple[torch.nn.Module, Callable]:
     """``arch`` (open_clip, the workspace's tiny configs included) with the weights of ``path`` loaded strictly, and
     its evaluation transform."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     register_local_configs()
@@ -51,6 +53,7 @@ class ServedEntry(Protocol):
 def served(entry: ServedEntry, arch: str, device: str = "cpu", family: str = "mini"):
     """The model behind the engine's interface: the zoo's, or a checkpoint of ``arch`` trained here, loaded
     strictly (``family``: the zoo family its spec is filed under)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     if entry.checkpoint is None:

@@ -18,11 +18,14 @@ from typing import Iterator, Sequence
 from common.audit import stage_main
 from common.audit.core import Recomputed
 from common.audit.runs import MINI_NOTE, RunRow, context_recipe_notes, read_run_table, require_rows, run_value
+from common.files.jsonl import read_json
 from common.paths import RESULTS
+from common.reporting.published import load_cells
+from common.zoo import get_spec
 
 DATA_FILES = ("results/published/aro.csv", "results/published/aro_claims.csv",
               "results/oracle/aro.json", "papers/aro/models.toml")
-"""The published numbers this audit reads (``common.stage_deps``), and the zoo entries of ARO's own runs (their
+"""The published numbers this audit reads (``common.pipeline.stage_deps``), and the zoo entries of ARO's own runs (their
 labels)."""
 
 PAPER = "aro"
@@ -104,8 +107,6 @@ def _cells(run_dir: Path, labels: dict[str, str]) -> Iterator[tuple[str, str, st
 
 def published_column(name: str) -> str | None:
     """The paper's column a model's results stand for: its own, or (a variant) the model's it varies."""
-    from common.zoo import get_spec
-
     return PUBLISHED_COLUMN.get(name) or PUBLISHED_COLUMN.get(get_spec(name).variant_of or "")
 
 
@@ -124,8 +125,6 @@ def column_labels(context: dict, recipes: dict[str, str] | None = None) -> tuple
     """(our column label -> the paper's column, our column label -> its note) for every column the run scored;
     ``recipes``: zoo name -> the recipe note of a model trained here (``context_recipe_notes``), joined to the note of
     each of its columns."""
-    from common.zoo import get_spec
-
     recipes = recipes or {}
     scoring = context.get("scoring")
     if scoring is None:  # a run that scored each model one way (the mini profile)
@@ -142,9 +141,6 @@ def column_labels(context: dict, recipes: dict[str, str] | None = None) -> tuple
 
 def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
     """This profile's run mapped onto the published cells (nothing when the run has not happened yet)."""
-    from common.jsonl import read_json
-    from common.published import load_cells
-
     run_dir = results / PAPER / profile
     context = run_dir / "context.json"
     if not context.is_file():

@@ -14,10 +14,14 @@ VG-Attribution (its macro rule), COCO-Order and Flickr30k-Order, as ``tables.py`
 from __future__ import annotations
 
 from common.card.core import CardBenchmark, Measure, clip_load_fp16
-from common.params import load_params
+from common.card.published import MODEL, PublishedCells
+from common.evaluation.scoring.selection import ARGMAX, image_to_text
 from common.paths import build_root
+from common.pipeline.params import load_params
+from papers.aro.audit import TABLE6_ROWS
 from papers.aro.data import ARO_VG_RULE, AroSet
 from papers.aro.measures import order_measure, seeded, vg_measures
+from papers.aro.tables import AUTHORS_PRECISION_WHY, text_variants
 
 
 def benchmarks(profile: str) -> list[CardBenchmark]:
@@ -26,15 +30,11 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     seeds = [int(s) for s in load_params()["aro"]["seeds"]]
 
     def load():
-        from papers.aro.tables import text_variants
-
         aro = AroSet.load(root)
         orders = {name: text_variants(dataset, seeds).order for name, dataset in aro.retrieval_sets().items()}
         return aro, orders
 
     def score(engine, data) -> list[Measure]:
-        from common.scoring.selection import ARGMAX, image_to_text
-
         aro, orders = data
         out = vg_measures(image_to_text(engine, aro.vg_relation_items(), ARO_VG_RULE), "relation")
         out += vg_measures(image_to_text(engine, aro.vg_attribution_items(), ARO_VG_RULE), "attribution")
@@ -42,8 +42,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
             items = [it for seed in seeds for it in seeded(by_seed[seed], seed)]
             out.append(order_measure(name, image_to_text(engine, items, ARGMAX).outcomes, seeds))
         return out
-
-    from papers.aro.tables import AUTHORS_PRECISION_WHY
 
     return [CardBenchmark("aro", "ARO (VG-Relation, VG-Attribution, Order)", "aro", (root / "manifest.json",), how,
                           load, score, authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]
@@ -60,9 +58,6 @@ def published() -> list:
     CLIP-FT, XVLM, BLIP and Flava; Table 5: COCO- and Flickr30k-Order (the PRC rows, mean over seeds) for CLIP, BLIP,
     Flava, XVLM and chance; Table 6: VG-Relation, VG-Attribution and both Orders for CLIP, CLIP-FT and NegCLIP. ARO
     scores BLIP and Flava by their ITM heads, a card by the contrastive cosine (the card's rule text says which)."""
-    from common.card.published import MODEL, PublishedCells
-    from papers.aro.audit import TABLE6_ROWS
-
     orders = {"aro/order_coco": "COCO-PRC", "aro/order_flickr30k": "Flickr30k-PRC"}
     table6 = {"aro/vg_relation": "VG-Relation", "aro/vg_attribution": "VG-Attribution", **orders}
     return [PublishedCells("aro", "Table 2", "ARO Table 2", {"aro/vg_relation": ("Accuracy", MODEL)}),

@@ -1,4 +1,4 @@
-"""ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.tasks`` records.
+"""ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.files.tasks`` records.
 
 * VG-Relation / VG-Attribution: a JSON list of ``{image_path, bbox_x, bbox_y, bbox_w, bbox_h, true_caption,
   false_caption, relation_name | attributes}``, the fields ARO's loader reads. The upstream crops each image to its
@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.jsonl import read_json
-from common.scoring.selection import DecisionRule
-from common.tasks import ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, raise_problems, resolve_under
+from common.evaluation.scoring.selection import DecisionRule
+from common.files.jsonl import read_json
+from common.files.tasks import (
+    ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, raise_problems, resolve_under)
 # The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
 # imported under their names here, so ARO's code reads as before.
-from common.visual_genome import VG_ATTRIBUTION, VG_KINDS, VG_RELATION, crop_relpath, read_vg
-from common.visual_genome import check_vg_image as _check_vg_image
-from common.visual_genome import is_text as _is_text
+from common.files.visual_genome import (
+    VG_ATTRIBUTION, VG_KINDS, VG_RELATION, check_vg_image as _check_vg_image, crop_relpath, is_text as _is_text,
+    read_vg)
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
 """VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``

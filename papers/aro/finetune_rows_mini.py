@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from common.arrays import load_array
 from common.errors import WorkspaceError
-from common.jsonl import read_json
-from common.tasks import DatasetError
+from common.files.arrays import load_array
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError
 
 REMEDY = "rerun the stage that writes it (dvc repro papers/aro/dvc.yaml:mini-finetune-set)"
 

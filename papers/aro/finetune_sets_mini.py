@@ -29,13 +29,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.tasks import DatasetError
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
-from common.tasks import DatasetError
+from common.pipeline.params import own_params
 
 SPLITS = ("train", "val")
 NegativesFn = Callable[[list[str], int], list[list]]
@@ -103,7 +104,7 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
     """Render both splits and the training negatives into ``out_dir``; returns the manifest. The folder is one
-    output group (``common.io.output_group``): it replaces the previous set whole, or, interrupted, leaves it."""
+    output group (``common.files.io.output_group``): it replaces the previous set whole, or, interrupted, leaves it."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
         manifest = _write_finetune_set(config, staging / out_dir.name, generate)
@@ -112,6 +113,7 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: Negat
 
 def _write_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None) -> dict:
     if generate is None:
+        # deferred: `generate` is also bound locally
         from papers.aro.negatives import generate_negatives as generate
     counts: dict[str, dict] = {}
     for split in SPLITS:
@@ -151,8 +153,6 @@ def config_from_params(params: dict) -> FinetuneSetConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-
     parser = argparse.ArgumentParser(prog="python -m papers.aro.finetune_sets_mini",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)

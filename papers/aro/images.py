@@ -41,6 +41,7 @@ class ArrayImages:
 
 def pixel_normalizer(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's own mean/std (open_clip's preprocess config), so encoding here matches its evaluation."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     cfg = open_clip.get_model_preprocess_cfg(model)
@@ -61,6 +62,7 @@ def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCOD
 
 @torch.no_grad()
 def encode_texts(model: torch.nn.Module, tokens: torch.Tensor, batch: int = ENCODE_BATCH) -> torch.Tensor:
+    # deferred: loads PIL only when called
     from common.zoo import encode_text_unpadded, padding_is_inert
 
     device = next(model.parameters()).device

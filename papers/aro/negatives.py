@@ -25,7 +25,7 @@ Where this differs from the released generator (judged against its file in ``pap
 - the pair is drawn among the pairs whose swap changes the caption (upstream draws any pair and gives up on that
   kind when the swap is a no-op, e.g. two "man" tokens);
 - the model is en_core_web_sm (upstream used en_core_web_lg, not installable here), so tags and chunks differ;
-- randomness per (seed, caption text) (``common.caption_text.caption_rng``), never global state.
+- randomness per (seed, caption text) (``common.text.caption_text.caption_rng``), never global state.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import functools
 from dataclasses import dataclass
 from typing import Sequence
 
-from common.caption_text import caption_rng, load_spacy
+from common.text.caption_text import caption_rng, load_spacy
 
 NEGATIVE_KINDS = ("noun_chunk", "verb_phrase", "NN", "NNS", "ADV", "ADJ")
 TAG_KINDS = {"NN": "tag", "NNS": "tag", "ADV": "pos", "ADJ": "pos"}
@@ -68,6 +68,7 @@ class ParsedCaption:
 
 @functools.cache
 def _verb_matcher(nlp):
+    # deferred: loads spacy only when called
     from spacy.matcher import Matcher
 
     matcher = Matcher(nlp.vocab)
@@ -77,6 +78,7 @@ def _verb_matcher(nlp):
 
 
 def _parse(doc, matcher) -> ParsedCaption:
+    # deferred: loads spacy only when called
     from spacy.util import filter_spans
 
     spans: dict[str, tuple[Span, ...]] = {

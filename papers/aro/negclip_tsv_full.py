@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training.files import FileImages
 from papers.aro.batches import PairTable, TokenCache
 from papers.aro.images import ArrayImages

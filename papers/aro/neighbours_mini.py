@@ -16,7 +16,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from common.io import output_group, sha256_file, write_json_atomic
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.pipeline import reproducible
+from common.pipeline.params import own_section
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, encode_images
 
@@ -40,6 +42,7 @@ def nearest_images(features: torch.Tensor, k: int, eligible: np.ndarray | None =
 def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
     """``neighbours.npy`` (N, k): each training image's k nearest eligible training images by the base model, with
     ``neighbours.json``; the folder is one output group (both files replace the previous pair together, or neither)."""
+    # deferred: loads PIL only when called
     from common.zoo import create_model
 
     split = FinetuneSplit.load(set_dir, "train")
@@ -65,9 +68,6 @@ def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common import reproducible
-    from common.params import own_section
-
     parser = argparse.ArgumentParser(prog="python -m papers.aro.neighbours_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--set", type=Path, required=True, help="the fine-tuning set (papers.aro.finetune_sets_mini)")
     parser.add_argument("--out", type=Path, required=True)

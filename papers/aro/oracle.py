@@ -41,9 +41,17 @@ import csv
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
+import numpy as np
+
+from common.oracle.authors import command_line, importable, run_script, shimmed_modules, torch_six
 from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
 from common.oracle.models import as_clip_archive, clip_load_from, link, open_clip_quick_gelu, torch_checkpoint
+from common.oracle.observe import returns_of
+from common.paths import build_root
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs, runs_quick_gelu
 
 REPO = "mertyg/vision-language-models-are-bows"
 CLIP_REPO = "openai/CLIP"
@@ -89,8 +97,6 @@ def authors_model(name: str) -> str | None:
     """The ``--model-name`` that scores zoo model ``name`` with the authors' code, or None: OpenAI's weights as
     ``openai-clip:ViT-B/32``; any other ViT-B/32 checkpoint as ``NegCLIP``, the authors' path for a checkpoint file
     (``model_zoo.get_model``: open_clip's ``ViT-B-32`` from ``~/.cache/negclip.pth``, see the module docstring)."""
-    from common.zoo import get_spec
-
     spec = get_spec(name)
     if spec.backend != "open_clip" or spec.arch.removesuffix("-quickgelu") != "ViT-B-32":
         return None
@@ -105,6 +111,7 @@ def our_scoring(name: str, model_name: str, ctx) -> tuple[str, str]:
     (``openai/CLIP@d05afc43 clip/clip.py:140-141`` "if str(device) == "), so on a CPU the authors' run is set beside
     the row scored at ``engine.precision`` (``<name>@fp32``, ``papers.aro.tables.Scoring``), on CUDA beside the
     authors'-precision row (``aro.full.authors_precision``); a checkpoint through open_clip runs at fp32 either way."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.tables import Scoring
 
     ran_at = "fp16" if model_name.startswith("openai-clip") and str(ctx.device).startswith("cuda") else "fp32"
@@ -152,6 +159,7 @@ def retrieval_layout(scratch: Path, manifest: dict) -> list[str]:
 
 def no_shuffle_rows(path: Path, label: str) -> dict[str, dict[str, str]]:
     """Table 3's "No Shuffling" row of model ``label``, per dataset name."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.tables import NO_SHUFFLE
 
     with open(path, newline="", encoding="utf-8") as f:
@@ -173,16 +181,6 @@ def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]
 
 
 def run(ctx) -> PaperOracle:
-    import numpy as np
-
-    from unittest import mock
-
-    from common.oracle.authors import command_line, importable, run_script, shimmed_modules, torch_six
-    from common.oracle.observe import returns_of
-    from common.paths import build_root
-    from common.zoo import get_spec
-    from common.zoo.specs import register_local_configs, runs_quick_gelu
-
     results = ctx.results("aro")
     code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
     manifest_path = build_root() / "full" / "aro" / "benchmarks" / "manifest.json"
@@ -265,7 +263,7 @@ def run(ctx) -> PaperOracle:
                    "the release shuffles with numpy's, Python's and torch's global streams, seeded once per run, "
                    "caption after caption and image after image (main_retrieval; the dataset_zoo.perturbations "
                    "module); this workspace draws each caption's and image's permutation from its own seeded stream "
-                   "(common/caption_text.py, common/image_transforms.py): the shuffled inputs differ, so the scores "
+                   "(common/text/caption_text.py, common/files/image_transforms.py): the shuffled inputs differ, so the scores "
                    "cannot be compared"),
         NotCovered("CIFAR-10/100 zero-shot classification (Table 6)",
                    "the release has no zero-shot classification code (main_retrieval takes COCO_Retrieval or "

@@ -21,15 +21,15 @@ The two uses normalise in opposite orders, as the authors' code does:
   normalisation after (``mertyg/vision-language-models-are-bows@81fdd20d main_retrieval.py:45``
   "loader.dataset.text = [text_perturb_fn(t) for t in loader.dataset.text]").
 
-Perturbations come from ``common.caption_text.perturb_captions`` (one spaCy pass, per-caption seeding).
+Perturbations come from ``common.text.caption_text.perturb_captions`` (one spaCy pass, per-caption seeding).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from common.caption_text import (MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, Tagged,
-                                 perturb_captions, pre_caption)
+from common.text.caption_text import (
+    MAX_WORDS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, Tagged, perturb_captions, pre_caption)
 
 
 @dataclass(frozen=True)

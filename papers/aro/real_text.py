@@ -34,13 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.caption_text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
-from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.released_text import NegClipRow as ReleasedRow
-from common.released_text import read_negclip_tsv as read_released
-from papers.aro.negatives import (NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, candidates, parse_captions,
-                                  sample_negatives)
+from common.pipeline.params import own_params
+from common.registry.fetch import fetch
+from common.text.caption_text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
+from common.text.released_text import NegClipRow as ReleasedRow, read_negclip_tsv as read_released
+from papers.aro.negatives import (
+    NEGATIVE_KINDS, RNG_PURPOSE, ParsedCaption, candidates, parse_captions, sample_negatives)
 from papers.aro.order import OPTION_NAMES, order_cases
 
 SOURCE_KEY = "aro/negclip/valid_neg_clip.tsv"
@@ -288,12 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
     args = parser.parse_args(argv)
     if args.seeds is None:
-        from common.params import own_params
-
         args.seeds = list(own_params()["aro"]["seeds"])
     if args.tsv is None:
-        from common.registry.fetch import fetch
-
         args.tsv = fetch(SOURCE_KEY)
     start = time.perf_counter()
     summary = run(args.tsv, args.out, args.seeds)

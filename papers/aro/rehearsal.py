@@ -26,6 +26,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from common.rehearsal import standins
+from common.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
+from common.zoo import get_spec
+
 CHECKPOINT_LAYOUTS = {"aro/negclip": "state_dict"}
 """NegCLIP's release, as vinid/neg_clip's trainer saves it (``vinid/neg_clip@e680f8e4 src/training/main.py:263-268``
 "checkpoint_dict = {"; the released file's keys carry DDP's ``module.`` prefix): ``{"epoch", "name", "state_dict":
@@ -79,6 +83,7 @@ def vg_records() -> dict[str, list[dict]]:
     """The stand-in VG-Relation and VG-Attribution records: the rows above, the first of each repeated on shifted
     boxes until its group has ``vg_rules.PAPER_MIN_CASES`` cases, so that every rule keeps one group and the macro
     averages (Table 2, Table 6's VG columns, the audit's cells) are numbers, not empty."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.vg_rules import PAPER_MIN_CASES
 
     out = {}
@@ -100,8 +105,6 @@ def params(params: dict[str, Any]) -> None:
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are neither its own fine-tunes nor variants of a listed
     model (which read its file)."""
-    from common.zoo import get_spec
-
     names = [params["aro"]["full"]["finetune"]["base"], *params["aro"]["models"]["full"]]
     return [name for name in dict.fromkeys(names) if not (get_spec(name).checkpoint or "").startswith("build:")]
 
@@ -109,8 +112,6 @@ def models(params: dict[str, Any]) -> list[str]:
 def karpathy_records(images: Sequence[str], first: Sequence[str] = ()) -> dict[str, list[str]]:
     """BLIP's Karpathy test records: five captions per image (``first[k]``, a real caption of image k, then
     COCO-style ones)."""
-    from common.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
-
     return {image: [*first[k:k + 1], *(captions[(k + 3 * j) % len(captions)] for j in range(5))][:5]
             for k, image in enumerate(images)}
 
@@ -118,6 +119,7 @@ def karpathy_records(images: Sequence[str], first: Sequence[str] = ()) -> dict[s
 def karpathy_coco(valid_tsv: Path, images: int = KARPATHY_IMAGES) -> dict[str, list[str]]:
     """BLIP's COCO test records for the first ``images`` images of the validation TSV, each led by its real
     caption."""
+    # deferred: loads PIL, torch only when called
     from papers.aro.negclip_tsv_full import read_negclip_tsv
 
     _, released = read_negclip_tsv(valid_tsv)
@@ -132,7 +134,7 @@ def karpathy_coco(valid_tsv: Path, images: int = KARPATHY_IMAGES) -> dict[str, l
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
     pinned ``valid_neg_clip.tsv`` whose images are stood in for); returns the keys DVC's data deps need fetched."""
-    from common.rehearsal import standins
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.aro import sets_full
     from papers.aro.data import VG_ATTRIBUTION, VG_RELATION
 

@@ -1,9 +1,9 @@
 """ARO's report (``python -m common report aro``, the root ``dvc.yaml``'s aggregate stage ``papers/aro``): Table 6
 (the four benchmarks and the downstream tasks) as reproduced and what each file holds, as data that
-``common.report.print_report`` prints."""
+``common.reporting.report.print_report`` prints."""
 from __future__ import annotations
 
-from common.report import PaperReport, Table
+from common.reporting.report import PaperReport, Table
 
 REPORT = PaperReport(
     title="ARO",

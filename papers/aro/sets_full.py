@@ -2,7 +2,7 @@
 
 * VG-Relation / VG-Attribution: the two JSON files and the GQA image subset (``papers/aro/sources.toml``, manual:
   Google Drive). Each (image, box) is cropped once, as upstream crops before preprocessing, to a PNG under
-  ``<out>/crops`` (``common.visual_genome.crop_relpath``); crops already there are kept.
+  ``<out>/crops`` (``common.files.visual_genome.crop_relpath``); crops already there are kept.
 * COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
   (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
 * CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
+import numpy as np
+from PIL import Image
+
+from common.files.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
+from common.files.tasks import DatasetError
+from common.files.visual_genome import crop_vg, vg_image_root
 from common.registry.fetch import check_md5, fetch
-from common.tasks import DatasetError
-from common.visual_genome import crop_vg, vg_image_root
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
 
 DATA_FILES = ("papers/aro/sources.toml",)
@@ -80,8 +83,6 @@ PARTS = ("vg", "coco", "flickr30k", "cifar")
 
 def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], "np.ndarray", list[int]]:
     """(class names, HxWxC uint8 test images, labels) from a CIFAR binary tarball: fixed-length records, no pickle."""
-    import numpy as np
-
     with tarfile.open(tarball, "r:gz") as tf:
         def member(inner: str) -> bytes:
             try:
@@ -111,8 +112,6 @@ def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], 
 def prepare_cifar(name: str, out_dir: Path) -> dict:
     """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads; the tarball
     checked against the md5 its registry entry states."""
-    from PIL import Image
-
     release = CIFAR[name]
     tarball = fetch(release.key, progress=False)
     check_md5(release.key, tarball)

@@ -29,12 +29,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from common.io import output_group, write_json_atomic, write_text_atomic
+from common.files.io import output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION, lexicon
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, claim_from_objects, sample_claim, satisfies
 from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
 from common.miniworld.scene import Scene, sample_scene
+from common.pipeline.params import own_params
 from papers.aro.data import MANIFEST_NAME, AroSet
 
 RELATION_TEMPLATE = 1
@@ -218,8 +219,6 @@ def config_from_params(params: dict) -> MiniAroConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-
     parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -29,11 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from common.io import output_group, write_json_atomic
-from common.jsonl import read_json
+from common.files.io import output_group, write_json_atomic
+from common.files.jsonl import read_json
+from common.paths import build_dir, cache_root
+from common.pipeline import reproducible
 from common.training import ClipLoss, HardNegativeClipLoss, Init, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, code_digest, run_job
+from common.training.launch import add_run_command, training_process
 from common.training.recipes import Recipe
 from papers.aro.batches import FinetuneBatches
 from papers.aro.validation import RetrievalValidator
@@ -87,8 +90,6 @@ SELECTION = ("the lr with the highest validation mean R@1 (image->text, text->im
 
 def sweep_dir(sweep: Sweep, world_size: int = 1) -> Path:
     """Where the sweep's finished runs wait: named by everything that defines its runs and by their code."""
-    from common.paths import cache_root
-
     key = {"jobs": [job.describe() for job in sweep.jobs], "world_size": world_size,
            "code": code_digest(sweep.jobs[0].module)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -151,9 +152,6 @@ def launch_sweep(build: Callable[[DistributedContext, Mapping[str, Any]], Sweep]
     """The launcher of ``common.training.launch.add_run_command`` for a sweep: build it inside the process the stage
     runs (``training_process``), run it to ``out_path``, and write rank 0's log (the sweep and its wall times, not a
     DVC output) to ``log_path``. ``steps`` is applied by the builder (per lr; the sidecar records the epochs)."""
-    from common import reproducible
-    from common.training.launch import training_process
-
     with training_process(device) as (world, cpu_profile):
         record = run_sweep(build(world, cpu_profile), out_path, world=world, progress=progress)
     if world.is_main:
@@ -170,9 +168,6 @@ def add_sweep_command(subparsers: argparse._SubParsersAction, build: SweepBuilde
                       default_device: str = "cpu") -> argparse.ArgumentParser:
     """The shared ``run METHOD [--device D] [--out PATH] [--steps N]`` command, launching a sweep; the log goes to
     ``build/<profile>/aro/logs/<method>.json``."""
-    from common.paths import build_dir
-    from common.training.launch import add_run_command
-
     return add_run_command(subparsers, sorted(METHODS), build, out_path=out_path,
                            log_dir=lambda: build_dir(profile, "aro") / "logs", configure=configure,
                            default_device=default_device, launcher=launch_sweep,

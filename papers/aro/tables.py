@@ -5,7 +5,7 @@
   ``papers.aro.data.ARO_VG_RULE``), macro-averaged by the paper's rule and by the authors' notebook's
   (``papers.aro.vg_rules``);
 * COCO-Order / Flickr30k-Order (Table 5): the caption against its four word-order perturbations, ``argmax == 0``
-  (a tie counts as correct: ``common.scoring.selection.ARGMAX``), one perturbation draw per seed of ``aro.seeds``;
+  (a tie counts as correct: ``common.evaluation.scoring.selection.ARGMAX``), one perturbation draw per seed of ``aro.seeds``;
 * text-shuffled and image-shuffled retrieval (Tables 3 and 4): Recall@1/5 both ways, per seed; the images are
   encoded once for all text shuffles and the texts once for all image shuffles (the engine's cache);
 * Table 6: the four benchmarks plus downstream zero-shot classification and retrieval R@1; its VG-Relation is the
@@ -45,21 +45,23 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from common import reproducible
 from common.card.core import Measure, paired_difference
-from common.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
-from common.engine import Engine
-from common.evaluate import best_device, engine_config
-from common.image_transforms import GridShuffle
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.params import own_params
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.results import metrics_filename, write_predictions
+from common.evaluation.scoring import classification, matching, retrieval
+from common.evaluation.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
+from common.files.image_transforms import GridShuffle
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.tasks import ImageRef, ImageToTextItem, RetrievalSet
 from common.paths import RESULTS, build_root
-from common.results import metrics_filename, write_predictions
-from common.scoring import classification, retrieval
-from common.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
-from common.tasks import ImageRef, ImageToTextItem, RetrievalSet
+from common.pipeline import reproducible
+from common.pipeline.params import own_params
+from common.reporting.figures import pyplot, save_figure
+from common.text.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
 from common.training.records import training_context as _training_context
 from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
+from common.zoo.hf import create_hf_model
 from papers.aro import vg_rules
 from papers.aro.data import ARO_VG_RULE, AroSet, KarpathySet
 from papers.aro.measures import ORDER_LABELS, order_measure, seeded, vg_measures
@@ -69,13 +71,13 @@ DATA_FILES = ("papers/aro/models.toml",)
 """Read at run time: the zoo entries of ARO's own runs (aro/mini-clip-ft, aro/clip-ft, aro/negclip-rerun)."""
 IMAGE_SHUFFLES: dict[str, tuple[int, int]] = {
     "Shuffle Rows (4)": (4, 1), "Shuffle Columns (4)": (1, 4), "Shuffle Patches (9)": (3, 3)}
-"""Table 4's image shuffles as grid (rows, columns) of the preprocessed image (``common.image_transforms``)."""
+"""Table 4's image shuffles as grid (rows, columns) of the preprocessed image (``common.files.image_transforms``)."""
 NO_SHUFFLE = "No Shuffling"
 TABLE3_STRATEGIES = {
     "shuffle_nouns_and_adj": "Shuffle only nouns and adj.", "shuffle_all_words": "Shuffle all words",
     "shuffle_allbut_nouns_and_adj": "Shuffle all but nouns and adj.", "shuffle_trigrams": "Shuffle trigrams",
     "shuffle_within_trigrams": "Shuffle within Trigrams"}
-"""Table 3's row name of each text shuffle (``common.caption_text.RETRIEVAL_PERTURBATIONS``), as printed."""
+"""Table 3's row name of each text shuffle (``common.text.caption_text.RETRIEVAL_PERTURBATIONS``), as printed."""
 RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5",
            "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
 """The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""
@@ -209,9 +211,6 @@ def load_model(name: str, device: str) -> tuple[EmbeddingModel, Select, str]:
     if spec.backend == "open_clip" or spec.arch not in ARO_PAIR_SCORES:
         model = create_model(name, device=device)
         return model, None, "contrastive (cosine of image and text embeddings)"  # type: ignore[return-value]
-    from common.scoring import matching
-    from common.zoo.hf import create_hf_model
-
     protocol = ARO_PAIR_SCORES[spec.arch]
     model = create_hf_model(spec, device, **protocol.options)
     return (model, lambda items, rule: matching.image_to_text(model, items, rule, score=protocol.score),
@@ -397,8 +396,6 @@ def comparisons(scores: Sequence[ModelScores], profile: str, seeds: Sequence[int
 
 def figure1(per_model: dict[str, dict[str, float]], labels: dict[str, str], out_png: Path, title: str) -> Path:
     """Fig. 1's bars: each model on VG-Relation, VG-Attribution and the Order tasks, with chance marked."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     tasks = [t for t in next(iter(per_model.values())) if t.startswith("VG-") or t.endswith("-PRC")]
     chance = {t: 0.5 if t.startswith("VG-") else 1 / len(OPTION_NAMES) for t in tasks}
@@ -420,8 +417,6 @@ def figure1(per_model: dict[str, dict[str, float]], labels: dict[str, str], out_
 
 def retrieval_figure(text_rows: list[dict], image_rows: list[dict], out_png: Path, title: str) -> Path:
     """Fig. 2's view of Tables 3 and 4: Recall@1 both ways under each shuffle, per model."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
     for ax, rows, name in ((axes[0], text_rows, "text shuffles (Table 3)"), (axes[1], image_rows, "image shuffles (Table 4)")):
@@ -509,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.aro.tables", description=__doc__.splitlines()[0])
     parser.parse_args(argv)
     device = best_device()
-    if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.reproducible), as SugarCrepe's table
+    if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.pipeline.reproducible), as SugarCrepe's table
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = own_params()

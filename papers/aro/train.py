@@ -4,12 +4,12 @@ on validation retrieval (``papers.aro.sweep``). The profiles share everything bu
 - mini: mini/xs-32k fine-tuned on the rendered COCO-train analog (``build/mini/aro/finetune``,
   ``papers.aro.finetune_sets_mini``) with its images' nearest neighbours (``build/mini/aro/neighbours``,
   ``papers.aro.neighbours_mini``), validated on the rendered COCO-val analog. One unit of an epoch is an image (one
-  of its captions drawn per step, as the mini family pretrains); deterministic on the CPU (``common.reproducible``).
+  of its captions drawn per step, as the mini family pretrains); deterministic on the CPU (``common.pipeline.reproducible``).
 - full: the paper's recipe (Appendix C.3, ``papers/aro/recipes.toml``) from CLIP ViT-B/32 on COCO train 2014 with
   NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``neg_image`` neighbour rows,
   ``papers.aro.negclip_tsv_full``), validated on ``valid_neg_clip.tsv``'s retrieval over COCO val 2014. With
   ``params.yaml full_inputs.cap`` it validates on the first ``cap`` images, and ``aro.full.finetune.max_steps``
-  stops each run early (``common.inputs``).
+  stops each run early (``common.pipeline.inputs``).
 
 ``aro.full.finetune.batch_size`` counts samples (TSV rows) per step. A NegCLIP sample brings two images (its own and a
 hard-negative neighbour) and four texts (their captions and a negative caption of each; ``papers.aro.batches``), so
@@ -32,11 +32,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from common.arrays import load_array
-from common.io import sha256_file
+from common.files.arrays import load_array
+from common.files.io import sha256_file
+from common.paths import ROOT, build_dir, data_root
+from common.pipeline import inputs
+from common.pipeline.inputs import step_budget
+from common.pipeline.params import own_section
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
 from common.training.recipes import Recipe, load_recipe
+from common.zoo import get_spec
+from common.zoo.trained import tokenizer_for
 from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, ImageStore
@@ -58,8 +64,6 @@ keep the mini family's."""
 
 def recipe() -> Recipe:
     """``[negclip]`` of ``papers/aro/recipes.toml``."""
-    from common.paths import ROOT
-
     return load_recipe(ROOT / RECIPES, RECIPE)
 
 
@@ -107,8 +111,6 @@ def mini_table(split: FinetuneSplit, neighbours: np.ndarray) -> PairTable:
 def mini_inputs(args: argparse.Namespace, stage_values: Mapping[str, Any], section: Mapping[str, Any],
                 tokens: TokenCache, negclip: Recipe | None) -> Inputs:
     """The rendered set's train split (with its neighbours) and its val split."""
-    from common.paths import build_dir
-
     set_dir = Path(args.set or build_dir("mini", "aro") / "finetune")
     nbr_dir = Path(args.neighbours or build_dir("mini", "aro") / "neighbours")
     split = FinetuneSplit.load(set_dir, "train")
@@ -123,9 +125,6 @@ def mini_inputs(args: argparse.Namespace, stage_values: Mapping[str, Any], secti
 def full_inputs(args: argparse.Namespace, stage_values: Mapping[str, Any], section: Mapping[str, Any],
                 tokens: TokenCache, negclip: Recipe | None) -> Inputs:
     """NegCLIP's TSVs and the COCO 2014 images, at the section's image size, cropped as ``negclip`` says."""
-    from common import inputs
-    from common.paths import data_root
-
     assert negclip is not None
     size = int(section.get("image_size", 224))
     train_tsv = Path(args.train_tsv or data_root() / "negclip" / "train_neg_clip.tsv")
@@ -152,11 +151,6 @@ OPTIONS = {"mini": (("--set", "the fine-tuning set (default build/mini/aro/finet
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> Sweep:
     """The sweep of ``args.run`` (``negclip`` or ``clip-ft``) in ``args.profile``."""
-    from common.inputs import step_budget
-    from common.params import own_section
-    from common.zoo import get_spec
-    from common.zoo.trained import tokenizer_for
-
     stage_values, section = own_section(f"aro.{args.profile}.finetune")
     negclip = recipe() if args.profile == "full" else None
     # the mini sweep tokenises the same few captions every run: memoised
@@ -170,8 +164,6 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
 def weights_path(args: argparse.Namespace) -> Path:
     """Where the zoo expects the run's weights (the checkpoint of its ``ZOO_NAMES`` model)."""
-    from common.zoo import get_spec
-
     path = get_spec(ZOO_NAMES[args.profile][args.run]).checkpoint_path()
     assert path is not None
     return path

@@ -38,7 +38,7 @@ from typing import Mapping
 
 import numpy as np
 
-from common.scoring.selection import GroupScore
+from common.evaluation.scoring.selection import GroupScore
 
 TABLE2_SPATIAL: Mapping[str, int] = {
     "above": 269, "at": 75, "behind": 574, "below": 209, "beneath": 10, "in": 708, "in front of": 588,

@@ -9,6 +9,7 @@ Stage ``audit`` of ``papers/bivlc/dvc.yaml``: ``python -m common audit bivlc --s
 """
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -20,7 +21,7 @@ from papers.bivlc import released
 from papers.bivlc.detection import head_run
 
 DATA_FILES = ("results/published/bivlc.csv", "results/published/bivlc_claims.csv", "results/oracle/bivlc.json")
-"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
+"""The published numbers this audit reads and its oracle record (``common.pipeline.stage_deps``)."""
 
 MAIN_COLUMNS = {"I2T": "BiVLC | I2T", "T2I": "BiVLC | T2I", "group": "BiVLC | Group", "sugarcrepe": "SugarCrepe"}
 FINER_COLUMNS = {m: f"BiVLC (finer metrics) | {m}" for m in ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")}
@@ -94,8 +95,6 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
 def detector_notes(table5: Path) -> dict[str, str]:
     """Per row of the full profile's ``table5.csv``, what the audit says beside its cells: whose heads were scored
     and how the recomputed probabilities compare with the authors' released per-instance outputs of those heads."""
-    import csv
-
     if not table5.is_file():
         return {}
     with open(table5, newline="", encoding="utf-8") as fh:

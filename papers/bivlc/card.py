@@ -1,4 +1,4 @@
-"""BiVLC on the report card: I2T, T2I and group accuracy, as Table 2 scores them (``common.scoring.group``, strict
+"""BiVLC on the report card: I2T, T2I and group accuracy, as Table 2 scores them (``common.evaluation.scoring.group``, strict
 '>' in every comparison, the authors' evaluate_BiVLC).
 
 * Mini: the unambiguous instances of the rendered benchmark (``sets_mini``; Table 2's, ``tables.py --profile mini``).
@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from common.card.core import CardBenchmark, Measure
+from common.card.published import PublishedColumns
 from common.paths import build_root, data_root
+from common.pipeline.params import load_params
 
 RULE = "strict '>' in every comparison, a tie is wrong (BiVLC's evaluate_BiVLC; papers/bivlc/tables.py)"
 METRICS = {"I2T": "I2T", "T2I": "T2I", "group": "group"}
@@ -37,7 +39,8 @@ def _blind_applies(m: Measure) -> str | None:
 
 
 def _score(engine, items) -> list[Measure]:
-    from common.scoring import group
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.scoring import group
 
     return measures(group.evaluate(engine, items))
 
@@ -47,6 +50,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
         test_dir = build_root() / "mini" / "bivlc" / "test"
 
         def load():
+            # deferred: loads PIL, tqdm only when called
             from papers.bivlc.sets_mini import load_test_items
 
             return load_test_items(test_dir)[0]  # the unambiguous instances (Table 2's)
@@ -57,7 +61,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     snapshot = data_root() / "bivlc" / "BiVLC"
 
     def load_full():
-        from common.params import load_params
+        # deferred: loads PIL, torch, tqdm only when called
         from papers.bivlc.tables import default_image_dir, load_bivlc
 
         expected = load_params()["bivlc"]["full"]["n_instances"]
@@ -70,8 +74,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
 def published():
     """Table 2's rows (the contrastive and generative models, human, random) on BiVLC."""
-    from common.card.published import PublishedColumns
-
     return [PublishedColumns("bivlc", "Table 2", "BiVLC Table 2",
                              {f"bivlc/{m}": f"BiVLC | {m.capitalize() if m == 'group' else m}" for m in METRICS})]
 

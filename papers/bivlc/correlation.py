@@ -5,7 +5,7 @@ the cross-benchmark view: every model scored here against every benchmark of the
 SugarCrepe, last on BiVLC) and reports no statistic. Here: Spearman's rho and Kendall's tau-b between the SugarCrepe
 column and each BiVLC score (I2T, T2I, group) across models,
 
-* from the published tables (``results/published/bivlc.csv`` through ``common.published``): Table 2's seven models
+* from the published tables (``results/published/bivlc.csv`` through ``common.reporting.published``): Table 2's seven models
   (Contrastive CLIP, CLIPCOCO, NegCLIP, GNM; Generative Open CapPa, VQAScore-XL, VQAScore-XXL; Human and Random are
   references, not models), Table 3's six contrastive models (CLIP, CLIPCOCO, NegCLIP, GNM, CLIPTROHN-Text,
   CLIPTROHN-Img; Random left out), and their union (nine models; the four shared rows must print the same numbers);
@@ -25,7 +25,7 @@ the reason in ``note``.
 **Cross-benchmark view.** ``BENCHMARKS`` declares, as data, each benchmark's headline number: which paper's results
 file, which column(s) (the mean of several, e.g. SugarCrepe's seven categories in CoN-CLIP's file), its label and
 unit. Models are keyed by their zoo name (column ``model``; ARO's per-model metrics files by their file name,
-``common.results.metrics_filename``). A benchmark scored by two papers (SugarCrepe by sugarcrepe, conclip and bivlc)
+``common.evaluation.results.metrics_filename``). A benchmark scored by two papers (SugarCrepe by sugarcrepe, conclip and bivlc)
 stays one column per paper (``<paper>:<label>``). Two files of one paper feeding the same column (hard_positives'
 Tables 1 and 3) must agree on a model they share. Every pair of benchmarks gets the statistics above over the models
 both scored. Signs are raw: brittleness is lower-is-better (``correlation_context.json`` lists each benchmark's
@@ -53,10 +53,11 @@ import numpy as np
 import scipy.stats
 
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.jsonl import read_json
-from common.params import PROFILES
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
 from common.paths import PUBLISHED, RESULTS
+from common.pipeline.params import PROFILES, own_params
+from common.reporting.published import CellIndex, load_cells
 
 CONFIDENCE = 0.95
 MIN_MODELS = 4
@@ -262,8 +263,6 @@ PUBLISHED_SOURCES = {"published table2": ("Table 2",), "published table3": ("Tab
 def published_scores(published_root: Path = PUBLISHED) -> dict[str, dict[str, dict[str, float]]]:
     """source -> model -> {sugarcrepe, I2T, T2I, group} from the paper's Tables 2 and 3; a model in both tables must
     print the same numbers in both (the union takes them once)."""
-    from common.published import CellIndex, load_cells
-
     index = CellIndex(load_cells("bivlc", published_root))
     where = published_root / "bivlc.csv"
 
@@ -405,7 +404,7 @@ def _read_csv(benchmark: Benchmark, path: Path) -> dict[str, float]:
 
 
 def _read_metrics_json(benchmark: Benchmark, path: Path) -> dict[str, float]:
-    """A metrics folder: one ``<zoo name, '/' as '__'>.json`` per model (``common.results.metrics_filename``)."""
+    """A metrics folder: one ``<zoo name, '/' as '__'>.json`` per model (``common.evaluation.results.metrics_filename``)."""
     out: dict[str, float] = {}
     for file in sorted(path.glob("*.json")):
         metrics = read_json(file, dict)
@@ -604,8 +603,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n-resamples must be at least 1")
     profile = args.profile
     if profile is None:
-        from common.params import own_params
-
         profile = own_params()["profile"]
     written = run(profile, n_resamples=args.n_resamples, seed=args.seed)
     print(describe(written["finding3"]))

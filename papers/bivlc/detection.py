@@ -9,7 +9,7 @@ other way round):
 
 * Ipos2T = [I0 judged natural] and p_txt(C0) < p_txt(C1); Ineg2T = [I1 judged synthetic] and p_txt(C1) > p_txt(C0);
 * Tpos2I = [C0 judged natural] and p_img(I0) < p_img(I1); Tneg2I = [C1 judged synthetic] and p_img(I1) > p_img(I0);
-* I2T, T2I and group are the conjunctions, as for similarities (``common.scoring.group``).
+* I2T, T2I and group are the conjunctions, as for similarities (``common.evaluation.scoring.group``).
 
 "Judged synthetic" is p > 0.5: the released detector evaluation rounds with ``np.round``
 (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:172`` "if (np.round(i0) == 0) & (c0 < c1):")
@@ -28,7 +28,7 @@ import numpy as np
 
 FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 METRICS = (*FINER, "I2T", "T2I", "group")
-"""The keys of ``detector_decisions``, in ``common.scoring.group.METRICS``' order."""
+"""The keys of ``detector_decisions``, in ``common.evaluation.scoring.group.METRICS``' order."""
 THRESHOLD = 0.5
 
 

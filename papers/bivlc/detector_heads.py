@@ -34,7 +34,8 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.tasks import Image, as_ref
+from common.files.tasks import Image, as_ref
+from papers.bivlc.detection import detector_decisions, is_synthetic
 
 RELEASED_TOWER_PREFIX = {"image": ("image_encoder.", "visual."), "text": ("text_encoder.", "")}
 """A released head's tower weights: (prefix in its ``model_state_dict``, prefix of the same tensor in open_clip's CLIP)."""
@@ -65,12 +66,14 @@ def _linear(path: Path, weight: torch.Tensor, bias: torch.Tensor) -> torch.nn.Li
 
 def load_head(path: Path, tower: str) -> Head:
     """The head of ``tower`` in ``path``: a ``.safetensors`` written by the trainer, or a released torch file."""
+    # deferred: loads PIL only when called
     from common.zoo.openclip import unwrap_training_dict
 
     path = Path(path)
     if not path.is_file():
         raise DetectorHeadError(f"{path}: no detector head; train it (a detectors stage) or fetch the released one")
     if path.suffix == ".safetensors":
+        # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
         state = load_file(str(path))
@@ -186,8 +189,6 @@ def compare_with_released(image: np.ndarray, text: np.ndarray, released_image: n
                           released_text: np.ndarray) -> dict:
     """Recomputed against released per-instance probabilities: the largest |difference| of each tower, the inputs
     whose 0.5 decision differs, the instances whose retrieval decisions (any metric) differ."""
-    from papers.bivlc.detection import detector_decisions, is_synthetic
-
     if np.shape(image) != np.shape(released_image) or np.shape(text) != np.shape(released_text):
         return {"comparable": False, "why": f"{len(image)} instances here, {len(released_image)} released"}
     ours, theirs = detector_decisions(image, text), detector_decisions(released_image, released_text)

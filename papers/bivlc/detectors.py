@@ -62,27 +62,29 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.io import sha256_file
-from common.paths import build_dir
-from common.tasks import DatasetError
+from common.files.io import sha256_file
+from common.files.tasks import DatasetError
+from common.paths import build_dir, data_root
+from common.pipeline.params import own_section
 from common.training.distributed import DistributedContext
 from common.training.files import FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command, launch
-from common.training.model_init import FromCheckpoint, FromZoo, Init
+from common.training.model_init import FromCheckpoint, FromZoo, Init, normalizer
 from common.training.rendered import LabelledBatches, Tokenize, pixels
 from common.training.trainer import LossFactory, TrainConfig
+from common.zoo import encode_text_unpadded, get_spec, padding_is_inert
+from common.zoo.trained import tokenizer_for
 from papers.bivlc.detection import is_synthetic
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
-from papers.bivlc.sets_full import (COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows,
-                                    split_rows)
+from papers.bivlc.sets_full import COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.sets_mini import BivlcMiniError
 
 MODULE = "papers.bivlc.detectors"
 DATA_FILES = ("papers/bivlc/models.toml",)
-"""Read at run time (``common.stage_deps``): the zoo entries of the full detectors' encoders (the TROHN-Img rerun
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of the full detectors' encoders (the TROHN-Img rerun
 ``bivlc/full-trohn-img`` or the released ``bivlc/clip-trohn-img``)."""
 
 
@@ -129,7 +131,6 @@ def mini_init(encoder: str, base: str, models_dir: Path) -> Init:
     """The frozen encoder of a mini detector: the base (CLIPDet) or the TROHN-Img run's best weights."""
     if encoder == "clip":
         return FromZoo(base)
-    from common.zoo import get_spec
 
     path = Path(models_dir) / f"{encoder}.best.safetensors"
     if not path.is_file():
@@ -143,8 +144,6 @@ def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapp
     ``batch_size`` inputs per step; recorded as its deviation from the recipe), no validation: the final head is
     kept. The tower's raw output, as ``tables`` scores the heads (no switch, so training and scoring cannot
     disagree)."""
-    from common.zoo.trained import tokenizer_for
-
     arch = init.describe()["arch"]
     tokenize = tokenize or tokenizer_for(arch)
     batches = mini_batches(data, tower, tokenize)
@@ -157,8 +156,6 @@ def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapp
 
 def _mini_jobs(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
     """The stage's parameters and training set, read once: ``name -> job`` for each of the four mini heads."""
-    from common.params import own_section
-
     _, section = own_section("bivlc.mini")
     set_dir = Path(set_dir or build_dir("mini", "bivlc") / "train")
     data = TrainSet.load(set_dir)
@@ -279,8 +276,6 @@ class DetectorAccuracy:
         self.batches, self.held, self.rows, self.mean, self.std = batches, held, rows, mean, std
 
     def __call__(self, model) -> float:
-        from common.zoo import encode_text_unpadded, padding_is_inert
-
         b, loss = self.batches, self.held.loss
         normalize = not loss.raw_features
         device = next(model.parameters()).device
@@ -307,9 +302,6 @@ def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mappin
     bivlc.full.detectors``; its ``batch_size`` rows, twice as many inputs, per step), validated at the end of every
     epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors`` (the module docstring has the
     authors' lines). ``steps`` overrides the epochs and validates once, at the end."""
-    from common.training.model_init import normalizer
-    from common.zoo.trained import tokenizer_for
-
     recipe = detector_recipe()
     if recipe.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
         raise BivlcFinetuneFullError(f"{recipe.file}: [{recipe.name}].augmentation: the detectors' batches take the "
@@ -339,8 +331,6 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
     sidecar records no CPU profile, as before; a full one's the encoder's zoo model and, on the CPU, the profile)."""
     if args.profile == "mini":
         return _mini_jobs(args.set)(args.run)
-    from common.params import own_section
-    from common.paths import data_root
 
     _, section = own_section("bivlc.full.detectors")
     encoders = dict(section["encoders"])

@@ -13,7 +13,7 @@ both).
 * Table 5: each detector row's detection accuracies, I2T, T2I, group and SugarCrepe.
 
 Paired differences are ``mean(a - b)`` in points over the instances both rows decided (0/1 each), with a 95%
-percentile bootstrap over instances (``common.stats.bootstrap_mean_ci``, 2,000 resamples, seed 0). A row the stage
+percentile bootstrap over instances (``common.evaluation.stats.bootstrap_mean_ci``, 2,000 resamples, seed 0). A row the stage
 did not score (a full-profile model left out) leaves its keys out; a column the stage did not compute (SugarCrepe
 in a run without it) is null.
 """
@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from common.scoring.group import GroupResult
+from common.evaluation.scoring.group import GroupResult
 
 BASE = "clip"
 """The row every difference is taken against: CLIP ViT-B/32 (the mini family's stand-in in the mini profile)."""
@@ -40,7 +40,8 @@ def key_of(row: str) -> str:
 
 def paired(a: np.ndarray, b: np.ndarray, seed: int = 0):
     """mean(a - b) in points with a 95% bootstrap interval over instances (a, b: 0/1 per instance, paired)."""
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     return bootstrap_mean_ci(100.0 * (np.asarray(a, float) - np.asarray(b, float)), n_resamples=N_RESAMPLES,
                              seed=seed)

@@ -20,15 +20,20 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.arrays import load_array
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
-from common.jsonl import read_json
+from common.files.arrays import load_array
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import sample_scene
-from common.tasks import DatasetError
+from common.paths import build_dir
+from common.pipeline.params import own_section
 from common.training.rendered import caption_tokens, refuse_same_tokens
+from common.zoo import get_spec
+from common.zoo.trained import tokenizer_for
+from papers.bivlc import selection as sel
 from papers.bivlc.sets_mini import CATEGORIES, MAX_DRAWS, BivlcMiniError, draw_instance
 
 TRAIN_STREAM = "bivlc-trohn-train"
@@ -127,8 +132,6 @@ def render_train_set(config: TrainSetConfig) -> TrainSet:
 def select_trohn_img(data: TrainSet, grammar_texts: Sequence[str], seed: int, selection: Mapping) -> tuple[list, dict]:
     """The TROHN-Img analog: the pairs ``papers.bivlc.selection`` keeps, with the world's scorers (the grammar
     analog's n-gram model fitted on ``grammar_texts``); returns (kept (scene, caption) pairs, per-step counts)."""
-    from papers.bivlc import selection as sel
-
     pairs = [sel.CaptionPair(f"{i}/{j}", data.categories[i][j], data.captions[i][j], data.negatives[i][j])
              for i in range(len(data.captions)) for j in range(len(data.captions[i]))]
     result = sel.select_negatives(pairs, sel.WorldPriorPlausibility(), sel.NgramGrammar.fit(grammar_texts),
@@ -179,11 +182,6 @@ def world_captions(world_dir: Path, n_images: int) -> list[str]:
 
 
 def _cmd_train_set(args) -> int:
-    from common.params import own_section
-    from common.paths import build_dir
-    from common.zoo import get_spec
-    from common.zoo.trained import tokenizer_for
-
     params, section = own_section("bivlc.mini")
     config = TrainSetConfig(section["train_images"], section["captions_per_image"],
                             params["mini"]["world"]["image_size"], section["negative_style"], section["val_fraction"],

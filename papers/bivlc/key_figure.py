@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from common.key_figure import (PlotBar, PlotLine, ProfileView, published_bars, result_bars, results_dir, run)
 from common.paths import PUBLISHED
-from common.published import CellIndex, load_cells
+from common.reporting.key_figure import PlotBar, PlotLine, ProfileView, published_bars, result_bars, results_dir, run
+from common.reporting.published import CellIndex, load_cells
 
 PAPER = "bivlc"
 MINI = results_dir(PAPER, "mini")

@@ -59,12 +59,21 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from common.oracle.authors import module_path
+from common.benchmarks.caption_negatives import PreparedSet
+from common.files.tasks import as_ref
+from common.oracle.authors import OracleError, command_line, importable, module_path, run_script
 from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
-from common.oracle.models import open_clip_as_of_their_time
+from common.oracle.models import open_clip_as_of_their_time, state_dict, weights_file
+from common.oracle.observe import returns_of
+from common.paths import build_dir, data_root
+from common.pipeline.inputs import full_inputs
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs, runs_quick_gelu
+from papers.bivlc.detection import detector_decisions
 
 REPO = "IMirandaM/BiVLC"
 PAPER = "bivlc"
@@ -174,8 +183,6 @@ def printed_sugarcrepe_count(text: str) -> tuple[int, int]:
 def sugarcrepe_rows(items: Sequence, image_root: Path) -> list[dict[str, str]]:
     """SugarCrepe's examples (``ImageToTextItem``: captions[0] positive, [1] negative; group ``<type>_<subtype>``)
     as rows of the authors' copy (``SUGARCREPE_COLUMNS``), the image relative to ``image_root`` where it lies below."""
-    from common.tasks import as_ref
-
     rows = []
     for item in items:
         path = Path(as_ref(item.image).path)
@@ -215,6 +222,7 @@ def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
     """``datasets.load_dataset("imirandam/BiVLC", ...)`` -> ``load_dataset(<the local snapshot of that repository>,
     ...)``: the same files (the data files of a repository and of its snapshot folder are resolved alike), no
     download."""
+    # deferred: loads datasets only when called
     import datasets
 
     original = datasets.load_dataset
@@ -235,8 +243,6 @@ def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
 def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -> tuple[dict, str]:
     """``python <script> ARGV`` of the release in ``cwd`` (its own folder first on ``sys.path``, as ``python`` puts it
     there): the script's globals and what it printed."""
-    from common.oracle.authors import importable, run_script
-
     with importable(code.module_file(script).parent), printed(log) as out:
         scope = run_script(code, script, argv, cwd=cwd)
     return scope, out.getvalue()
@@ -250,13 +256,15 @@ def head_checkpoint(head: Path, tower: str, encoder: str, folder: Path) -> tuple
     ``model_state_dict`` holds the tower it was trained on and ``classifier.*``); a head trained here (the trainer's
     safetensors, ``head.weight``/``head.bias``) written in that layout with ``encoder``'s tower. Returns (file,
     whether it was written here)."""
+    # deferred: loads torch only when called
     import torch
 
     if Path(head).suffix != ".safetensors":
         return Path(head), False
+    # deferred: loads safetensors only when called
     from safetensors.torch import load_file
 
-    from common.oracle.models import state_dict
+    # deferred: loads torch only when called
     from papers.bivlc.detector_heads import RELEASED_TOWER_PREFIX
 
     ours, theirs = RELEASED_TOWER_PREFIX[tower]
@@ -274,10 +282,8 @@ def model_checkpoint(name: str, folder: Path) -> tuple[Path | None, bool]:
     """``--model-checkpoint`` for zoo model ``name``: None for OpenAI's weights (``--pretrained openai``); a torch
     training dict whose ``model_state_dict``/``state_dict`` their ``load_state_dict`` reads as it is; anything else
     (safetensors, wrapped keys) written as ``{"model_state_dict": ...}``. Returns (file, whether written here)."""
+    # deferred: loads torch only when called
     import torch
-
-    from common.oracle.models import state_dict, weights_file
-    from common.zoo import get_spec
 
     spec = get_spec(name)
     if spec.pretrained == "openai":
@@ -296,9 +302,6 @@ def model_checkpoint(name: str, folder: Path) -> tuple[Path | None, bool]:
 
 def authors_can_build(name: str) -> str | None:
     """Why ``--clip-model ViT-B-32 --pretrained openai`` (their only model) cannot be zoo model ``name``, or None."""
-    from common.zoo import get_spec
-    from common.zoo.specs import runs_quick_gelu
-
     spec = get_spec(name)
     if spec.backend != "open_clip" or spec.arch.removesuffix("-quickgelu") != AUTHORS_MODEL[0]:
         return f"{name} is {spec.backend} {spec.arch}; their load_model builds ViT-B-32 only"
@@ -310,10 +313,6 @@ def authors_can_build(name: str) -> str | None:
 def summary_package() -> None:
     """Refuse to run with another ``torchsummary`` than their requirements' ``torch-summary==1.4.5`` (PyPI's
     ``torchsummary`` 1.5.1 installs a module of the same name whose ``summary`` runs a forward pass on float inputs)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from common.oracle.authors import OracleError
-
     try:
         found = version("torch-summary")
     except PackageNotFoundError:
@@ -325,6 +324,7 @@ def summary_package() -> None:
 
 def joint_width() -> int:
     """The joint width of the ``ViT-B-32`` open_clip builds here (a rehearsal's shrunk one, or OpenAI's 512)."""
+    # deferred: loads open_clip only when called
     import open_clip
 
     return int(open_clip.get_model_config(AUTHORS_MODEL[0])["embed_dim"])
@@ -358,9 +358,7 @@ class Inputs:
 
 
 def read_inputs(ctx) -> Inputs:
-    from common.benchmarks.caption_negatives import PreparedSet
-    from common.inputs import full_inputs
-    from common.paths import build_dir, data_root
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import default_image_dir, load_bivlc, load_sugarcrepe
 
     snapshot = data_root() / "bivlc" / "BiVLC"
@@ -380,11 +378,12 @@ def read_inputs(ctx) -> Inputs:
 # ------------------------------------------------------------------------------------------------------------------
 def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """Both detector scripts per row of ``table5.csv``, beside it and beside the stage's recomputed probabilities."""
+    # deferred: loads open_clip only when called
     import open_clip
+    # deferred: loads huggingface_hub only when called
     from huggingface_hub.constants import HF_HUB_CACHE
 
-    from common.oracle.authors import command_line
-    from papers.bivlc.detection import detector_decisions
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import DetectorSpec, score_detectors_rows, table5_row
 
     table5 = read_rows(results / "table5.csv", "row")
@@ -474,12 +473,12 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
 def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """``main_evaluation_BiVLC`` and ``evaluation_SugarCrepe`` per row of ``table2.csv``. SugarCrepe is compared by
     its number only: ``tables-full`` keeps no per-example SugarCrepe decision."""
+    # deferred: loads open_clip only when called
     import open_clip
+    # deferred: loads torch only when called
     import torch
+    # deferred: loads huggingface_hub only when called
     from huggingface_hub.constants import HF_HUB_CACHE
-
-    from common.oracle.authors import command_line
-    from common.oracle.observe import returns_of
 
     gelu_why = QUICK_GELU_WHY.format(version=open_clip.__version__)
     context = json.loads((results / "context.json").read_text(encoding="utf-8"))
@@ -543,8 +542,6 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
 
 
 def run(ctx) -> PaperOracle:
-    from common.zoo.specs import register_local_configs
-
     results = ctx.results(PAPER)
     code = ctx.code(REPO)
     oracle = PaperOracle(PAPER, code=[code.pinned])

@@ -27,6 +27,15 @@ import csv
 from pathlib import Path
 from typing import Any, Callable
 
+from common.files.io import atomic_path
+from common.paths import ROOT
+from common.pipeline.params import read_params
+from common.rehearsal import standins
+from common.rehearsal.models import pretrained_state
+from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
+from common.zoo import get_spec
+from papers.bivlc.sets_full import HF_SOURCES
+
 CHECKPOINT_LAYOUTS = {"bivlc/clip-coco": "model_state_dict", "bivlc/clip-trohn-text": "model_state_dict",
                       "bivlc/clip-trohn-img": "model_state_dict"}
 """The release layout of this paper's ``data:`` checkpoints: the torch.save of the authors' fine-tuning script
@@ -58,6 +67,7 @@ def params(params: dict[str, Any]) -> None:
     """The rehearsal's changes to this paper's parameters: Table 2 cut to ``KEPT_ROWS``, Table 5 to
     ``KEPT_DETECTOR_ROWS``, the test split's size the stand-in's (``bivlc_rows``: ``PER_CATEGORY`` of each
     category)."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import CATEGORIES
 
     full = params["bivlc"]["full"]
@@ -68,8 +78,6 @@ def params(params: dict[str, Any]) -> None:
 
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
-    from common.zoo import get_spec
-
     full = params["bivlc"]["full"]
     names = [full["finetune"]["base"], *full["models"].values(), *full["detectors"]["encoders"].values(),
              *(spec["encoder"] for spec in full["detector_rows"].values())]
@@ -88,8 +96,6 @@ def bivlc_rows(released: Path, negative_images: Path, per_category: int = PER_CA
     """The first ``per_category`` instances of each category of the released per-instance file, in file order, as
     parquet rows: real captions, negative captions, type and subtype; stand-in images (the photo under the COCO file
     name ``negative_images`` gives the pair, the generated image under the first of its generated names)."""
-    from common.rehearsal.standins import hf_image, image_bytes, name_seed
-
     names = {(r["caption"], r["negative_caption"]): r for r in _read_csv(negative_images)}
     taken: dict[tuple[str, str], int] = {}
     rows = []
@@ -114,8 +120,6 @@ def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
     """TROHN rows (``image_id`` a COCO train2017 file name of the stand-in, a COCO-like caption, a negative that
     swaps its first and last words, TROHN-Img's generated image): ``TROHN_TRAIN`` train, ``TROHN_VALIDATION``
     validation."""
-    from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
-
     out: dict[str, list[dict]] = {"train": [], "validation": []}
     for k in range(TROHN_TRAIN + TROHN_VALIDATION):
         caption = COCO_LIKE_CAPTIONS[k % len(COCO_LIKE_CAPTIONS)]
@@ -140,8 +144,10 @@ def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
     model.state_dict(),"): a random
     ``classifier`` Linear(d, 1) and the frozen tower it was trained on (``image_encoder.*``: the visual tower;
     ``text_encoder.*``: the CLIP model without its visual tower), from ``clip_state`` (open_clip's names)."""
+    # deferred: loads torch only when called
     import torch
 
+    # deferred: loads torch only when called
     from papers.bivlc.detector_heads import RELEASED_TOWER_PREFIX
 
     ours, theirs = RELEASED_TOWER_PREFIX[tower]
@@ -159,10 +165,8 @@ def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
     """The row's released heads (``image_head``, ``text_head``: ``data:`` files) in the authors' torch.save layout,
     their towers the stand-in of the row's encoder (the same seed as its hub or ``data:`` stand-in, so the stage's
     tower check finds them equal); returns the files."""
+    # deferred: loads torch only when called
     import torch
-
-    from common.io import atomic_path
-    from common.rehearsal.models import pretrained_state
 
     state = pretrained_state(row["encoder"], seed)  # the hub stand-in's weights, as write_pretrained writes them
     out = []
@@ -178,10 +182,7 @@ def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
     pinned released files whose text the BiVLC stand-in takes); returns the keys DVC's data deps need fetched."""
-    from common.paths import ROOT
-    from common.params import read_params
-    from common.rehearsal import standins
-    from papers.bivlc.sets_full import HF_SOURCES
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import SOURCE, SPLIT
 
     string, image = standins.HF_STRING, standins.HF_IMAGE

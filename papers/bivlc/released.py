@@ -66,14 +66,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from common.errors import WorkspaceError
 from common.audit.core import CLAIM_TABLE, Recomputed
-from common.published import parse_number, read_csv_rows
+from common.errors import WorkspaceError
+from common.registry.errors import FetchError, RegistryError
+from common.registry.fetch import fetch
+from common.reporting.published import parse_number, read_csv_rows
 from papers.bivlc.detection import is_synthetic, score_detectors
 
 PAPER = "bivlc"
 DATA_FILES = ("papers/bivlc/sources.toml",)
-"""Read at run time (``common.stage_deps``): this paper's download-registry entries."""
+"""Read at run time (``common.pipeline.stage_deps``): this paper's download-registry entries."""
 
 TYPES = ("replace", "swap", "add")
 CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att")
@@ -145,7 +147,7 @@ class _Row:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[_Row]]:
-    """The header and rows of a released file, read strictly (``common.published.read_csv_rows``: UTF-8 with the
+    """The header and rows of a released file, read strictly (``common.reporting.published.read_csv_rows``: UTF-8 with the
     line and column of a bad byte, a byte-order mark dropped, no merge-conflict marker, every row with the header's
     fields)."""
     path = Path(path)
@@ -534,8 +536,6 @@ def _table1_cells(row: str) -> list[_Cell]:
 
 
 def _default_fetcher(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 
@@ -563,8 +563,6 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). A file that
     cannot be fetched yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note.
     """
-    from common.registry.errors import FetchError, RegistryError
-
     fetch_path = fetcher or _default_fetcher
     scored: dict[str, dict[str, Any] | str] = {}
 

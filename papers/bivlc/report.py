@@ -1,9 +1,9 @@
 """BiVLC's report (``python -m common report bivlc``, the root ``dvc.yaml``'s aggregate stage ``papers/bivlc``): the
 bidirectional scores (Tables 2-3), the scores per type (Table 4) and the detectors (Table 5) as reproduced, as data
-that ``common.report.print_report`` prints."""
+that ``common.reporting.report.print_report`` prints."""
 from __future__ import annotations
 
-from common.report import PaperReport, Table
+from common.reporting.report import PaperReport, Table
 
 REPORT = PaperReport(
     title="BiVLC",

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import WorkspaceError, unknown_name
+from common.paths import ROOT
 from common.training.losses import ClipLoss
+from common.training.recipes import load_recipe
+from common.zoo import register_local_configs
 from papers.bivlc.losses import TrohnImgLoss, TrohnTextLoss
 
 RECIPES = "papers/bivlc/recipes.toml"
@@ -65,9 +68,8 @@ DETECTOR_EPOCHS = {"image": 1, "text": 10}
 
 def embed_dim_of(arch: str) -> int:
     """The joint embedding's width: the detector head's input (512 for ViT-B/32)."""
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.zoo import register_local_configs
 
     register_local_configs()
     config = open_clip.get_model_config(arch)
@@ -79,7 +81,4 @@ def embed_dim_of(arch: str) -> int:
 def detector_recipe():
     """Table 5's detectors' recipe (the ``[detectors]`` table of ``papers/bivlc/recipes.toml``: the authors' Adam at a
     constant rate on the frozen towers' raw outputs), in both profiles."""
-    from common.paths import ROOT
-    from common.training.recipes import load_recipe
-
     return load_recipe(ROOT / RECIPES, "detectors")

@@ -59,9 +59,9 @@ from numpy.typing import ArrayLike
 
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, DEFAULT_BINS, refine, refine_report
+from common.files.tasks import DatasetError
 from common.miniworld import lexicon
-from common.reproducible import logistic
-from common.tasks import DatasetError
+from common.pipeline.reproducible import logistic
 
 DEFAULT_QUANTILE = 0.645
 """Upstream's ``treshold``: "top 35 percentile, we seek to obtain a number of image-text pairs similar to COCO"."""

@@ -27,9 +27,11 @@ from typing import Sequence
 import numpy as np
 
 from common.errors import WorkspaceError
-from common.io import output_group, sha256_file, write_json_atomic
-from common.jsonl import read_json, read_rows, write_jsonl
-from common.tasks import DatasetError
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.jsonl import read_json, read_rows, write_jsonl
+from common.files.tasks import DatasetError
+from common.paths import build_dir, data_root
+from common.pipeline.params import own_section
 
 SET_KIND = "bivlc-finetune-full-set"
 COCO_CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
@@ -103,8 +105,6 @@ def split_files(snapshot: Path, split: str) -> list[Path]:
 
 
 def _store_image(data, where: str, image_dir: Path) -> str:
-    from common.io import atomic_path
-
     raw = data.get("bytes") if isinstance(data, dict) else data
     if not isinstance(raw, (bytes, bytearray)) or not raw:
         raise DatasetError(f"{where}: column 'negative_image' holds no image bytes")
@@ -122,6 +122,7 @@ def _store_image(data, where: str, image_dir: Path) -> str:
 def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tuple[list[TrainRow], dict[str, str]]:
     """TROHN-Text's or TROHN-Img's rows, train then validation, in file order; TROHN-Img's generated images written
     under ``image_dir``. Returns the rows and each shard's sha256."""
+    # deferred: loads pyarrow only when called
     import pyarrow.parquet as pq
 
     columns = HF_COLUMNS[dataset]
@@ -221,9 +222,6 @@ def image_files(rows: Sequence[TrainRow], coco_images: Path, set_dir: Path
 
 
 def _cmd_set(args) -> int:
-    from common.params import own_section
-    from common.paths import build_dir, data_root
-
     _, section = own_section("bivlc.full.finetune")
     manifest = build_set(args.dataset, Path(args.data or data_root()),
                          Path(args.out or build_dir("full", "bivlc") / "sets" / args.dataset), int(section["seed"]),

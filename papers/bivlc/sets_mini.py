@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Sequence
 
 from common.errors import WorkspaceError
-from common.io import atomic_path, output_group, write_json_atomic
-from common.jsonl import read_json
+from common.files.io import atomic_path, output_group, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, GroupItem
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
@@ -36,7 +37,8 @@ from common.miniworld.edits import ADD_EDITS, negative_scene
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.tasks import DatasetError, GroupItem
+from common.paths import build_dir
+from common.pipeline.params import own_section
 
 TEST_STREAM = "test-bivlc"
 CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj",
@@ -172,9 +174,6 @@ def load_test_items(root: Path) -> tuple[list[GroupItem], list[GroupItem]]:
 
 
 def _cmd_set(args) -> int:
-    from common.params import own_section
-    from common.paths import build_dir
-
     params, section = own_section("bivlc.mini")
     config = TestSetConfig(section["test_instances_per_category"], params["mini"]["world"]["image_size"],
                            section["negative_style"], section["seed"])

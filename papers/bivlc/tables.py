@@ -25,12 +25,12 @@ instance becomes a ``GroupItem`` (C0/I0 the COCO caption and photo, C1/I1 the ne
 whose group is its category ``<type>-<subtype>`` (``replace-obj`` ... ``add-att``). The mini benchmark is read by
 ``papers.bivlc.sets_mini.load_test_items`` (categories ``replace_obj`` ...).
 
-Scores (``common.scoring.group``): the cosine of normalised embeddings, strict comparisons (a tie is wrong and
+Scores (``common.evaluation.scoring.group``): the cosine of normalised embeddings, strict comparisons (a tie is wrong and
 counted), as the released ``evaluate_BiVLC`` computes them
 (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:161`` "Ipos_2T = s_C0_I0 > s_C1_I0"); the engine encodes
 every distinct image and caption once. SugarCrepe is read by SugarCrepe's own loader (``common.benchmarks.caption_negatives``:
 the set ``build/<profile>/sugarcrepe``, written by SugarCrepe's set stages) and decided strictly
-(``common.scoring.selection.STRICT``); its column is the micro average over all examples pooled, which is what
+(``common.evaluation.scoring.selection.STRICT``); its column is the micro average over all examples pooled, which is what
 BiVLC's SugarCrepe column reports (CLIP 76.56 = 5,751 / 7,512, ``papers.bivlc.released``). The authors pooled the
 7,512 rows of their own copy (``IMirandaM/BiVLC@84f0d175 source_data/SugarCrepe/test_SugarCrepe.csv``, the default
 of ``IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:25`` "default='./source_data/SugarCrepe/test_SugarCrepe.csv')",
@@ -86,30 +86,36 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from common import reproducible
+from common.benchmarks.caption_negatives import PreparedSet
 from common.errors import WorkspaceError
-from common.evaluate import best_device, engine_config
-from common.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.jsonl import read_json
-from common.params import own_section
-from common.paths import RESULTS, build_dir, data_root
-from common.profile_stage import pinned_cpu, profile_stage_parser
-from common.scoring.group import GroupResult
-from common.scoring.selection import STRICT, SelectionResult
-from common.tasks import DatasetError, GroupItem, ImageToTextItem
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.scoring import group, selection
+from common.evaluation.scoring.group import GroupResult
+from common.evaluation.scoring.selection import STRICT, SelectionResult
+from common.files.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, GroupItem, ImageToTextItem
+from common.paths import RESULTS, build_dir, build_root, data_root
+from common.pipeline import reproducible
+from common.pipeline.inputs import full_inputs as read_full_inputs
+from common.pipeline.params import own_section
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
+from common.registry.errors import FetchError, RegistryError
+from common.registry.fetch import fetch
 from common.training.records import training_context
-from common.zoo import ModelFactory, get_spec
-from common.zoo import create_model as zoo_create
+from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
-from papers.bivlc.detection import score_detectors
+from papers.bivlc.detection import head_run, score_detectors
+from papers.bivlc.detector_heads import (
+    compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
-from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES
-from papers.bivlc.sets_mini import load_test_items
+from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 
 DATA_FILES = ("papers/bivlc/models.toml", "papers/bivlc/sources.toml")
-"""Read at run time (``common.stage_deps``): the zoo entries of ``bivlc.full.models``' names (BiVLC's released
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``bivlc.full.models``' names (BiVLC's released
 fine-tunes and re-trainings; ARO's NegCLIP is in the shared ``common/zoo/models.toml``) and, for a model that cannot
 be loaded, the note of its download entry."""
 SOURCE = "bivlc/BiVLC"
@@ -158,7 +164,7 @@ fine-tune and this workspace's re-training."""
 PAPER_VS_CODE: dict[str, str] = {
     "rule": ("code (evaluate_BiVLC, "
              'IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:161 "Ipos_2T = s_C0_I0 > s_C1_I0"): '
-             "s_C0_I0 > s_C1_I0 etc. on normalised embeddings, strict; the same here (common.scoring.group), ties "
+             "s_C0_I0 > s_C1_I0 etc. on normalised embeddings, strict; the same here (common.evaluation.scoring.group), ties "
              "counted in table2.csv"),
     "precision": "code: open_clip models on a GPU in fp32 (no autocast); here the engine's precision "
                  "(params.yaml engine.precision)",
@@ -271,6 +277,7 @@ def _category(where: str, kind, sub) -> str:
 def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> BivlcSet:
     """Every instance of the snapshot's test split, in file order, as a ``GroupItem``; ``expected`` (None: any) is
     the number of instances the split must have (``params.yaml bivlc.full.n_instances``: 2,933 as released)."""
+    # deferred: loads pyarrow only when called
     import pyarrow.parquet as pq
 
     files = parquet_files(snapshot)
@@ -324,8 +331,6 @@ class DetectorSpec:
 def head_path(where: str | Path) -> Path:
     """``data:<path>`` (a fetched file: the released heads) and ``build:<path>`` against the workspace roots; any
     other path as given (relative to the repository root, where the stage runs)."""
-    from common.paths import build_root, data_root
-
     scheme, sep, rel = str(where).partition(":")
     roots = {"data": data_root, "build": build_root}
     return roots[scheme]() / rel if sep and scheme in roots else Path(where)
@@ -334,8 +339,6 @@ def head_path(where: str | Path) -> Path:
 def shown_path(path: Path) -> str:
     """A head file as ``context.json`` names it: ``data:<path>`` / ``build:<path>`` under those roots, else as given
     (the context must not name this machine's folders)."""
-    from common.paths import build_root, data_root
-
     for scheme, root in (("data", data_root()), ("build", build_root())):
         if Path(path).is_absolute() and Path(path).is_relative_to(root):
             return f"{scheme}:{Path(path).relative_to(root).as_posix()}"
@@ -441,9 +444,6 @@ def score_models(entries: Sequence[ModelEntry], items: Sequence[GroupItem],
                  create: ModelFactory = zoo_create, skip_unavailable: bool = False,
                  ambiguous: Sequence[GroupItem] = ()) -> tuple[list[Scored], dict[str, str]]:
     """Every row on BiVLC (and on the ambiguous instances and SugarCrepe, when given), one model loaded at a time."""
-    from common.engine import Engine
-    from common.scoring import group, selection
-
     scored, skipped = [], {}
     by_row = {e.row: e for e in entries}
     for row, name, model in each_model({e.row: e.name for e in entries}, skipped, create=create, device=device,
@@ -466,8 +466,6 @@ def score_models(entries: Sequence[ModelEntry], items: Sequence[GroupItem],
 def detector_probabilities(model, heads: Mapping, items: Sequence[GroupItem],
                            sugarcrepe: Sequence[ImageToTextItem] | None = None) -> DetectorProbabilities:
     """Both heads on the towers' raw outputs (``detector_heads.tower_outputs``: what the authors' probes read)."""
-    from papers.bivlc.detector_heads import probabilities, tower_outputs
-
     img, txt = tower_outputs(model, [i for it in items for i in it.images], [c for it in items for c in it.captions])
     image = probabilities(heads["image"], img).reshape(len(items), 2)
     text = probabilities(heads["text"], txt).reshape(len(items), 2)
@@ -481,9 +479,6 @@ def detector_probabilities(model, heads: Mapping, items: Sequence[GroupItem],
 def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch: Callable[[str], Path]) -> dict | None:
     """The recomputed probabilities against the authors' released ones (``released_outputs``); a file that cannot be
     fetched is recorded, not fatal (the comparison is a check, the scores stand without it)."""
-    from common.registry.errors import FetchError, RegistryError
-    from papers.bivlc.detector_heads import compare_with_released, read_released_outputs
-
     if not spec.released_outputs:
         return None
     try:
@@ -497,8 +492,6 @@ def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch
 
 
 def _default_fetch(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 
@@ -510,8 +503,6 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
     """Every detector row: its heads on its encoder's raw tower outputs, the released heads' saved towers checked
     against the encoder, and the released per-instance outputs compared where the row names them. A missing head
     file is an error; an encoder that cannot be loaded follows ``skip_unavailable``."""
-    from papers.bivlc.detector_heads import load_head, tower_agreement
-
     out, skipped = [], {}
     encoders = {row: spec.encoder for row, spec in detectors.items()}
     for row, _name, model in each_model(encoders, skipped, create=create, device=device,
@@ -777,7 +768,7 @@ def full_inputs(models: Mapping[str, str], data: BivlcSet, sugarcrepe: Sequence[
         raise BivlcTablesError("bivlc.full.models is empty: no BiVLC row to score")
     known = {
         **dict(context or {}), "profile": "full",
-        "rule": "strict: s(C0,I0) > s(C1,I0) etc. on normalised embeddings, a tie is wrong (common.scoring.group)",
+        "rule": "strict: s(C0,I0) > s(C1,I0) etc. on normalised embeddings, a tie is wrong (common.evaluation.scoring.group)",
         "data": {"source": SOURCE, "split": SPLIT, "files": {p.name: data.sha256[p.name] for p in data.files},
                  "instances": len(data.items), "categories": data.counts(), "image_cache": str(data.image_dir)},
         "sugarcrepe_examples": None if sugarcrepe is None else len(sugarcrepe),
@@ -807,8 +798,6 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 # ------------------------------------------------------------------------------------------------------------------
 def load_sugarcrepe(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example, or a ``DatasetError``)."""
-    from common.benchmarks.caption_negatives import PreparedSet
-
     prepared = PreparedSet.load(Path(manifest))
     return prepared.items(), prepared.describe()
 
@@ -821,8 +810,6 @@ def training_records(entries: Sequence[ModelEntry], detectors: Mapping[str, Dete
     """The context's ``training``: each row's weights trained here (the mini runs, the full re-trainings
     ``ft-<run>``) and each detector head's (``detection.head_run``) sidecar record and recipe, for the audit's notes;
     released weights and heads have no sidecar and no entry."""
-    from papers.bivlc.detection import head_run
-
     weights = {e.row: e.checkpoint for e in entries if e.checkpoint is not None}
     weights.update({head_run(row, tower): head for row, spec in detectors.items()
                     for tower, head in (("image", spec.image_head), ("text", spec.text_head))})
@@ -830,7 +817,7 @@ def training_records(entries: Sequence[ModelEntry], detectors: Mapping[str, Dete
 
 
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
-    """Stage ``tables-mini``'s inputs, on the pinned CPU profile (``common.reproducible``)."""
+    """Stage ``tables-mini``'s inputs, on the pinned CPU profile (``common.pipeline.reproducible``)."""
     for option in ("images", "no_sugarcrepe", "any_size"):
         if getattr(args, option):
             raise BivlcTablesError(f"--{option.replace('_', '-')}: a full-profile option")
@@ -847,8 +834,6 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-full``'s inputs, on the GPU where there is one."""
-    from common.inputs import full_inputs as read_full_inputs
-
     for option in ("models", "detectors"):
         if getattr(args, option):
             raise BivlcTablesError(f"--{option}: a mini-profile option (the full profile's are params.yaml's)")

@@ -46,17 +46,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.io import sha256_file
-from common.paths import build_dir
-from common.tasks import DatasetError
+from common.files.io import sha256_file
+from common.files.tasks import DatasetError
+from common.paths import ROOT, build_dir, data_root
+from common.pipeline.params import own_section
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
-from common.training.model_init import FromZoo, Init
+from common.training.model_init import FromZoo, Init, normalizer
 from common.training.recipes import Recipe, load_recipe
 from common.training.rendered import CaptionBatches, PairedImageBatches, Tokenize, caption_tokens, pixels
 from common.training.trainer import TrainConfig
+from common.zoo.trained import tokenizer_for
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.runs import RECIPES, RUNS, run_spec
 from papers.bivlc.sets_full import COCO_IMAGES, TrainRow, image_files, load_rows, split_rows
@@ -72,8 +74,6 @@ def finetune_job(profile: str, run: str, init: Init, train: CaptionBatches | Fil
     """Both profiles' job: fine-tune ``init`` as ``run`` on ``train`` with ``config``, scored on ``val`` by the
     authors' in-batch accuracy at ``config.batch_size`` samples per batch (the best weights go beside the last,
     ``<stem>.best.safetensors``)."""
-    from common.training.model_init import normalizer
-
     mean, std = normalizer(init.build().transform)
     chunk = mini_chunk(val) if isinstance(val, CaptionBatches) else full_chunk(val)
     return FinetuneJob(f"bivlc-{profile}-{run}", init, train, run_spec(run).loss, config, MODULE,
@@ -82,8 +82,6 @@ def finetune_job(profile: str, run: str, init: Init, train: CaptionBatches | Fil
 
 
 def _tokenizer(init: Init) -> Tokenize:
-    from common.zoo.trained import tokenizer_for
-
     return tokenizer_for(init.describe()["arch"])
 
 
@@ -155,8 +153,6 @@ def mini_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init
 
 def recipe(name: str) -> Recipe:
     """The run's table of ``papers/bivlc/recipes.toml`` (one per run: the authors' AdamW, embeddings decayed, no clamp)."""
-    from common.paths import ROOT
-
     return load_recipe(ROOT / RECIPES, name)
 
 
@@ -246,9 +242,6 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], coc
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
     """The job of ``<profile> run <run>``: the stage's parameters and the profile's set (its manifest's sha256 and,
     on the CPU, the reproducibility profile in the sidecar)."""
-    from common.params import own_section
-    from common.paths import data_root
-
     if args.profile == "mini":
         _, section = own_section("bivlc.mini")
         set_dir = Path(args.set or build_dir("mini", "bivlc") / "train")

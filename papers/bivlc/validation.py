@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 
 Chunk = Callable[[np.ndarray], tuple[torch.Tensor, torch.Tensor]]
 """Validation rows -> (uint8 pixels (k * m, 3, H, W): the rows' images, then their negative images for TROHN-Img;
@@ -45,6 +45,7 @@ class InBatchAccuracy:
     std: torch.Tensor
 
     def __call__(self, model) -> float:
+        # deferred: loads PIL only when called
         from common.zoo import encode_text_unpadded, padding_is_inert
 
         if self.rows == 0:

@@ -27,15 +27,16 @@ from typing import Mapping, Sequence
 
 from common.audit import stage_main
 from common.audit.core import Recomputed
-from common.audit.runs import (REMEDY, Note, RunRow, RunTableError, context_recipe_notes, joined_notes,
-                               read_run_table, recipe_of_row, rows_recomputations, run_rows_recomputations, run_value)
+from common.audit.runs import (
+    REMEDY, Note, RunRow, RunTableError, context_recipe_notes, joined_notes, read_run_table, recipe_of_row,
+    rows_recomputations, run_rows_recomputations, run_value)
 from common.paths import RESULTS
 from papers.conclip.zeroshot_full import published_columns
 
 PAPER = "conclip"
 DATA_FILES = ("results/published/conclip.csv", "results/published/conclip_claims.csv",
               "results/oracle/conclip.json")
-"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
+"""The published numbers this audit reads and its oracle record (``common.pipeline.stage_deps``)."""
 
 SUGARCREPE_COLUMNS: dict[str, str] = {
     "replace_obj": "Replace | Object", "replace_att": "Replace | Attribute", "replace_rel": "Replace | Relation",

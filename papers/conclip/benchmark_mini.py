@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.jsonl import read_json
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, ImageToTextItem
 from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS
-from common.tasks import DatasetError, ImageToTextItem
 
 KS: tuple[int, ...] = tuple(range(1, MAX_PAIRS + 1))
 STANDARD_PROMPT = "this is a photo of {a} {}."

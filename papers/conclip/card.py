@@ -16,8 +16,13 @@ from typing import Sequence
 import numpy as np
 
 from common.card.core import CardBenchmark, Measure, MissingInput, clip_load_fp16
+from common.card.published import PublishedColumns
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import build_root, data_root
+from common.pipeline.params import load_params
+from common.registry.errors import ManualDownloadRequired
+from papers.conclip import ccneg
+from papers.conclip.benchmark_mini import load_test_items
 
 RULE = ("argmax over [c, c']: the caption at least as high as its negation, a tie counts as correct "
         "(CoN-CLIP's evaluation; papers/conclip/tables.py)")
@@ -44,7 +49,8 @@ def measures(result, ks: Sequence[int | None], words: Sequence[frozenset[str]]) 
 
 
 def _score(engine, loaded) -> list[Measure]:
-    from common.scoring import selection
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.scoring import selection
 
     items, ks, words = loaded
     return measures(selection.evaluate(engine, items, selection.ARGMAX), ks, words)
@@ -55,8 +61,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
         test_dir = build_root() / "mini" / "conclip" / "test"
 
         def load():
-            from papers.conclip.benchmark_mini import load_test_items
-
             items = load_test_items(test_dir)
             cells = [it.group.rsplit("/k", 1) for it in items]
             return items, [int(k) for _, k in cells], [frozenset([w]) for w, _ in cells]
@@ -65,10 +69,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
                               "dvc repro papers/conclip/dvc.yaml:mini-test-set", load, _score)]
 
     def load_full():
-        from common.params import load_params
-        from common.registry.errors import ManualDownloadRequired
-        from papers.conclip import ccneg
-
         try:
             pt_path, images = ccneg.default_paths()
         except ManualDownloadRequired as exc:
@@ -89,8 +89,6 @@ AUTHORS_PRECISION = ("CoN-CLIP's README snippet loads CLIP with clip.load on a G
 
 def published():
     """CC-Neg accuracy of Table 2 (CLIP, NegCLIP, FLAVA, BLIP) and Table 3 (the CoN-CLIP fine-tunes)."""
-    from common.card.published import PublishedColumns
-
     return [PublishedColumns("conclip", table, f"CoN-CLIP {table}", {"conclip/ccneg": "CC-Neg Accuracy"})
             for table in ("Table 2", "Table 3")]
 

@@ -1,5 +1,5 @@
 """CC-Neg's evaluation split (Singh et al., Sec. 3, 5.1; Tables 2-3, 7-9) read from the released
-``ccneg_preprocessed.pt`` and its image folder, as (c, c') items for ``common.scoring.selection``.
+``ccneg_preprocessed.pt`` and its image folder, as (c, c') items for ``common.evaluation.scoring.selection``.
 
 What the authors' released code reads (jaisidhsingh/CoN-CLIP's ``CCNegEvalDataset`` and the README's evaluation
 snippet), reproduced here, and what this reader adds where the release says nothing:
@@ -34,7 +34,7 @@ resolved by its file name under the extracted image folder (registry entry ``con
 ``<data root>/ccneg/ccneg_images/cc3m_subset_images_extracted_final/``). Every problem (a missing key, a bad
 record, a missing image) is a ``DatasetError`` naming the file and the entry index.
 
-With a cap (``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's, on a stand-in file of a few dozen
+With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's, on a stand-in file of a few dozen
 entries) the evaluation split is the file's last ``cap`` entries instead of 40,000 (``eval_size_for``); without one a
 file of fewer than 40,000 entries is refused.
 
@@ -48,8 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Sequence
 
-from common.io import sha256_file
-from common.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
+from common.files.io import sha256_file
+from common.files.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
+from common.pipeline.inputs import full_inputs
+from common.registry.fetch import fetch
 from papers.conclip.data_paths import CCNEG_IMAGES_SUBFOLDER
 
 EVAL_SIZE = 40_000
@@ -145,8 +147,6 @@ def eval_size_for(params: Mapping[str, Any]) -> int:
     """The evaluation split's size for a stage's parameters (its DVC ``params`` declare ``full_inputs.cap``):
     ``EVAL_SIZE``, or the cap when there is one (a capped run's numbers are never the paper's). The stages that split
     the file (tables, fine-tuning set, distractors) read it alike, so the training split is the same everywhere."""
-    from common.inputs import full_inputs
-
     cap = full_inputs(params).cap
     return EVAL_SIZE if cap is None else cap
 
@@ -161,12 +161,11 @@ def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> 
 def default_paths() -> tuple[Path, Path]:
     """(the .pt file, the image folder) where the download registry puts them, fetched or verified through it (a
     missing one raises the registry's instructions: both are manual downloads)."""
-    from common.registry.fetch import fetch
-
     return fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
 
 
 def _load(path: Path) -> Mapping[str, Any]:
+    # deferred: loads torch only when called
     import torch
 
     if not path.is_file():
@@ -190,6 +189,7 @@ def _load(path: Path) -> Mapping[str, Any]:
 
 
 def _indices(values: Any, path: Path, k: int) -> list[int]:
+    # deferred: loads torch only when called
     import torch
 
     if isinstance(values, torch.Tensor):

@@ -31,8 +31,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from common.errors import WorkspaceError
-from common.jsonl import read_json
-from common.tasks import DatasetError
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError
+from common.paths import data_root as default_root
 from papers.conclip.data_paths import COCO_CAPTIONS, COCO_IMAGES
 
 CAPTIONS = COCO_CAPTIONS
@@ -50,8 +51,6 @@ def coco_train_images(data_root: Path | None = None) -> list[Path]:
     """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id): pool
     index i is element i. Files are not opened here (decoding names a bad one); the folder must exist."""
     if data_root is None:
-        from common.paths import data_root as default_root
-
         data_root = default_root()
     captions, images_dir = Path(data_root) / CAPTIONS, Path(data_root) / IMAGES
     if not captions.is_file():
@@ -74,6 +73,7 @@ def coco_train_images(data_root: Path | None = None) -> list[Path]:
 
 
 def _load(path: Path) -> Any:
+    # deferred: loads torch only when called
     import torch
 
     if not path.is_file():
@@ -92,6 +92,7 @@ def _load(path: Path) -> Any:
 
 def _row(value: Any, path: Path, entry: int) -> list[int]:
     """One entry's pool indices as a list of ints (a tensor, list or tuple of ints, or one int)."""
+    # deferred: loads torch only when called
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -111,6 +112,7 @@ def _row(value: Any, path: Path, entry: int) -> list[int]:
 
 def _rows(data: Any, path: Path) -> list[Any]:
     """The mapping's rows in entry order, whatever container holds them."""
+    # deferred: loads torch only when called
     import torch
 
     if isinstance(data, torch.Tensor):

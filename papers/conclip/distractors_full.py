@@ -50,17 +50,18 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from common.errors import WorkspaceError
-from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.tasks import DatasetError, raise_problems
-from common.zoo import ModelUnavailable
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.tasks import DatasetError, raise_problems
+from common.paths import RESULTS
+from common.pipeline.params import own_section
+from common.registry.fetch import fetch
+from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create, get_spec
+from common.zoo.available import why_unavailable
 from papers.conclip import ccneg, coco_pool
 from papers.conclip.distractors import distractor_scores, mine_distractors
-from common.zoo import ModelFactory
-from common.zoo.available import why_unavailable
-from common.zoo import create_model as zoo_create
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
-"""Read at run time (``common.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this paper's
+"""Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this paper's
 zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
 MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
 SUBJECT_FIELD = "exclusion-prompt"
@@ -332,8 +333,8 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
                          eval_size: int = ccneg.EVAL_SIZE, context: Mapping | None = None) -> dict[str, Path]:
     """Read, check, mine and compare, then write the CSV, the metrics and the context as one output group (nothing
     is written when any step fails). The cheap checks (texts, mapping) run before the model loads."""
-    from common.engine import Engine
-    from common.zoo import get_spec
+    # deferred: loads tqdm only when called
+    from common.evaluation.engine import Engine
 
     pool = [Path(p) for p in pool]
     if not pool:
@@ -402,15 +403,12 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def _fetched(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.evaluate import best_device, engine_config
-    from common.params import own_section
-    from common.paths import RESULTS
+    # deferred: loads tqdm only when called
+    from common.evaluation.evaluate import best_device, engine_config
 
     params, section = own_section("conclip.full.distractors")
     device = args.device or best_device()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from common.arrays import load_array
 from common.errors import WorkspaceError
-from common.jsonl import read_json, read_rows
-from common.tasks import DatasetError
+from common.files.arrays import load_array
+from common.files.jsonl import read_json, read_rows
+from common.files.tasks import DatasetError
 
 ROW_FIELDS = ("caption", "negated", "crepe_negated", "word", "subject", "negated_object")
 """Per row of the mini set, the texts every row must carry (non-empty strings)."""

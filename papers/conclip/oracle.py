@@ -44,6 +44,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import csv
+import importlib
 import json
 import sys
 import types
@@ -51,8 +52,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from common.oracle.authors import module_path
+from common.oracle.authors import OracleError, importable, module_path, shimmed_modules
 from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.models import as_clip_archive, clip_load_from, state_dict, weights_file
+from common.oracle.observe import locals_at_line
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs, runs_quick_gelu
 
 REPO = "jaisidhsingh/CoN-CLIP"
 CLIP_REPO = "openai/CLIP"
@@ -155,10 +160,6 @@ def data_package(code_root: Path) -> types.ModuleType:
 @contextlib.contextmanager
 def released_imports(code_root: Path, pt_file: Path, split_size: int) -> Iterator[None]:
     """``configs`` and ``data`` importable as the snippet expects, for the block."""
-    import importlib
-
-    from common.oracle.authors import shimmed_modules
-
     package = data_package(code_root)
     with shimmed_modules({"configs": configs_module(pt_file, split_size), "data": package}):
         module = importlib.import_module("data.evaluation_datasets")
@@ -187,9 +188,6 @@ class Construction:
 
 def authors_construction(name: str) -> Construction | str:
     """How the authors' code builds zoo model ``name``, or why it cannot."""
-    from common.zoo import get_spec
-    from common.zoo.specs import runs_quick_gelu
-
     spec = get_spec(name)
     if spec.backend != "open_clip":
         return (f"{spec.backend} model: the snippet builds clip.load models only, and the authors' wrappers for BLIP "
@@ -209,9 +207,8 @@ def authors_construction(name: str) -> Construction | str:
 
 def training_dict(name: str, folder: Path) -> Path:
     """Zoo model ``name``'s weights as the authors' training dict ``{"model": state_dict}`` (README.md:35 reads it)."""
+    # deferred: loads torch only when called
     import torch
-
-    from common.oracle.models import state_dict
 
     target = Path(folder) / f"{name.replace('/', '__')}.model.pt"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +219,7 @@ def training_dict(name: str, folder: Path) -> Path:
 @contextlib.contextmanager
 def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable, why: str) -> Iterator[None]:
     """``clip.load`` followed by README's ``load_checkpoint(model, checkpoint)`` for the block (None: left alone)."""
+    # deferred: loads clip only when called
     import clip
 
     original = clip.load
@@ -308,10 +306,6 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
                 construction: Construction, archive: Path, load_checkpoint: Callable) -> list[dict[str, Any]]:
     """``evaluate_clip_on_ccneg()`` of the written snippet for one row (``archive``: its ``clip.load`` file); the
     frame's locals at each batch's end."""
-    from common.oracle.authors import OracleError, importable
-    from common.oracle.models import clip_load_from
-    from common.oracle.observe import locals_at_line
-
     with importable(clip_code.root):
         checkpoint = None
         if construction.checkpoint is not None:
@@ -346,8 +340,6 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
 
 
 def weights_file_of(name: str) -> Path:
-    from common.oracle.models import weights_file
-
     return weights_file(name)
 
 
@@ -370,10 +362,6 @@ def not_run() -> list[NotCovered]:
 
 
 def run(ctx) -> PaperOracle:
-    from common.oracle.authors import importable
-    from common.oracle.models import as_clip_archive
-    from common.zoo.specs import register_local_configs
-
     results = ctx.results("conclip")
     context = json.loads((results / "context.json").read_text(encoding="utf-8"))
     data = context["data"]

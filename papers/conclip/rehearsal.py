@@ -30,11 +30,17 @@ the downloader trusts the first copy, so each is a stand-in in the released form
 from __future__ import annotations
 
 import io
+import json
 import pickle
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from common.rehearsal.standins import tar_gz
+import numpy as np
+
+from common.rehearsal import standins
+from common.rehearsal.standins import image_bytes, name_seed, place, standin_dest, tar_gz, zip_bytes
+from common.zoo import get_spec
+from papers.conclip import ccneg
 
 CHECKPOINT_LAYOUTS = {"conclip/conclip-vit-b32": "model", "conclip/conclip-vit-b16": "model",
                       "conclip/conclip-vit-l14": "model", "conclip/laclip-laion400m-vit-b32": "state_dict"}
@@ -110,6 +116,7 @@ def ccneg_record(entries: int = CCNEG_ENTRIES) -> dict:
 
 
 def torch_bytes(value: Any) -> bytes:
+    # deferred: loads torch only when called
     import torch
 
     out = io.BytesIO()
@@ -119,9 +126,6 @@ def torch_bytes(value: Any) -> bytes:
 
 def write_ccneg(data_root: Path, entries: int = CCNEG_ENTRIES, pool: int = POOL_IMAGES) -> None:
     """CC-Neg's three registry entries as stand-ins: the .pt file, its JPEG folder, the distractor mapping."""
-    from common.rehearsal import standins
-    from papers.conclip import ccneg
-
     standins.place(ccneg.DATA_KEY, data_root, torch_bytes(ccneg_record(entries)))
     folder = standins.standin_dest(ccneg.IMAGES_KEY, data_root) / ccneg.IMAGES_SUBFOLDER
     folder.mkdir(parents=True, exist_ok=True)
@@ -134,6 +138,7 @@ def write_ccneg(data_root: Path, entries: int = CCNEG_ENTRIES, pool: int = POOL_
 # The zero-shot sets, in the files torchvision reads
 # ------------------------------------------------------------------------------------------------------------------
 def mat_bytes(value: dict) -> bytes:
+    # deferred: loads scipy only when called
     from scipy.io import savemat
 
     out = io.BytesIO()
@@ -146,14 +151,10 @@ def _pickle(value: dict) -> bytes:
 
 
 def _jpeg(name: str) -> bytes:
-    from common.rehearsal.standins import image_bytes, name_seed
-
     return image_bytes(name_seed(name))
 
 
 def _pixels(n: int, seed: int):
-    import numpy as np
-
     return np.random.default_rng(seed).integers(0, 256, (n, 3072), dtype=np.uint8)
 
 
@@ -187,8 +188,6 @@ def cifar100_members(n: int = 3) -> dict[str, bytes]:
 def caltech_zip() -> bytes:
     """caltech-101.zip: ``caltech-101/101_ObjectCategories.tar.gz`` (category folders, BACKGROUND_Google among them,
     which torchvision leaves out)."""
-    from common.rehearsal.standins import zip_bytes
-
     counts = {"BACKGROUND_Google": 1, "Faces_easy": 2, "car_side": 1, "yin_yang": 1}
     inner = tar_gz({f"101_ObjectCategories/{c}/image_{i:04d}.jpg": _jpeg(f"caltech/{c}/{i}")
                     for c, n in counts.items() for i in range(1, n + 1)})
@@ -202,8 +201,6 @@ FLOWER_LABELS = (1, 2, 3, 1, 2, 3)
 def flowers_files() -> dict[str, bytes]:
     """102flowers.tgz (``jpg/image_0000k.jpg``), imagelabels.mat (``labels``), setid.mat (``trnid``, ``valid``,
     ``tstid``)."""
-    import numpy as np
-
     n = len(FLOWER_LABELS)
     return {"102flowers.tgz": tar_gz({f"jpg/image_{k:05d}.jpg": _jpeg(f"flowers/{k}") for k in range(1, n + 1)}),
             "imagelabels.mat": mat_bytes({"labels": np.array([FLOWER_LABELS], dtype=np.uint8)}),
@@ -213,8 +210,6 @@ def flowers_files() -> dict[str, bytes]:
 
 def food_members() -> dict[str, bytes]:
     """food-101/: ``images/<class>/<id>.jpg`` and ``meta/{train,test}.json``, ``classes.txt``, ``labels.txt``."""
-    import json
-
     splits = {"train": {"apple_pie": ["apple_pie/1001"], "ramen": ["ramen/2001"]},
               "test": {"apple_pie": ["apple_pie/1002", "apple_pie/1003"], "ramen": ["ramen/2002"]}}
     members = {f"food-101/images/{rel}.jpg": _jpeg(f"food/{rel}") for split in splits.values()
@@ -247,8 +242,6 @@ CAR_CLASSES = (2, 1, 3, 3)
 def cars_files() -> dict[str, bytes]:
     """The folder the registry's steps rebuild: ``devkit/cars_meta.mat``, ``cars_test_annos_withlabels.mat``,
     ``cars_test/<5 digits>.jpg``."""
-    import numpy as np
-
     annotations = np.array([(1, 1, 20, 20, c, f"{k:05d}.jpg") for k, c in enumerate(CAR_CLASSES, 1)],
                            dtype=[("bbox_x1", object), ("bbox_y1", object), ("bbox_x2", object), ("bbox_y2", object),
                                   ("class", object), ("fname", object)])
@@ -281,8 +274,6 @@ def _write_folder(folder: Path, files: Mapping[str, bytes]) -> None:
 
 def write_zeroshot(data_root: Path) -> None:
     """Every dataset of ``zeroshot_full.DATASETS`` at its registry entries' destinations."""
-    from common.rehearsal.standins import place, standin_dest
-
     def key(path: str) -> str:
         return f"conclip/zeroshot/{path}"
 
@@ -312,8 +303,6 @@ def params(params: dict[str, Any]) -> None:
 
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
-    from common.zoo import get_spec
-
     full = params["conclip"]["full"]
     names = [full["finetune"]["base"], full["distractors"]["model"], *full["models"].values()]
     return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
@@ -322,8 +311,6 @@ def models(params: dict[str, Any]) -> list[str]:
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root``; returns the keys DVC's data deps need fetched (COCO 2017's
     zips; CC-Neg's entries are manual, so already where the stages read them)."""
-    from common.rehearsal import standins
-
     write_ccneg(Path(data_root))
     write_zeroshot(Path(data_root))
     return standins.coco_train2017(data_root, standins.coco_captions(images=POOL_IMAGES))

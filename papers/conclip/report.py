@@ -1,9 +1,9 @@
 """CoN-CLIP's report (``python -m common report conclip``, the root ``dvc.yaml``'s aggregate stage
 ``papers/conclip``): CC-Neg accuracy (Tables 2-3), the loss ablations (Table 6) and the negated-prompt Delta
-(Table 16) as reproduced, as data that ``common.report.print_report`` prints."""
+(Table 16) as reproduced, as data that ``common.reporting.report.print_report`` prints."""
 from __future__ import annotations
 
-from common.report import PaperReport, Table
+from common.reporting.report import PaperReport, Table
 
 REPORT = PaperReport(
     title="CoN-CLIP",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.errors import unknown_name
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -30,7 +32,5 @@ NEGATIVE_FIELDS: dict[str, str] = {"ccneg": "negated", "crepe": "crepe_negated"}
 
 def run_spec(run: str) -> RunSpec:
     if run not in RUNS:
-        from common.errors import unknown_name
-
         raise unknown_name("run", run, RUNS)
     return RUNS[run]

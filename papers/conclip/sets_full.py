@@ -18,7 +18,7 @@ caption gets none, or one that reads like the caption, has ``crepe_negated: null
 (``papers.conclip.train.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
 
 ``set``: ``rows.jsonl`` (per training entry: its image, caption, negated caption, distractor file and pool index, and
-the CREPE-Negate negation of the caption, ``common.crepe_style``'s NEGATE called as the mini profile calls it, not
+the CREPE-Negate negation of the caption, ``common.text.crepe_style``'s NEGATE called as the mini profile calls it, not
 imported from there so that this stage does not depend on the mini world's code; the format is
 ``papers.conclip.finetune_rows``) and ``manifest.json`` (counts, drops by reason, inputs' sha256), one output
 group under ``build/full/conclip/finetune``. The runs are ``papers.conclip.train``.
@@ -30,19 +30,21 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from common.io import output_group, sha256_file, write_json_atomic
-from common.jsonl import write_jsonl
-from common.paths import build_dir
-from common.paths import data_root as default_data_root
-from common.tasks import DatasetError
-from papers.conclip.ccneg import EVAL_SIZE, load_ccneg_training
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.files.jsonl import write_jsonl
+from common.files.tasks import DatasetError
+from common.paths import build_dir, data_root as default_data_root
+from common.pipeline.params import own_section
+from common.registry.fetch import fetch
+from common.text.crepe_style import crepe_negatives, describe as describe_crepe
+from papers.conclip.ccneg import EVAL_SIZE, default_paths, eval_size_for, load_ccneg_training
 from papers.conclip.coco_pool import coco_train_images, load_distractor_mapping
 from papers.conclip.data_paths import CCNEG_IMAGES, COCO_CAPTIONS, COCO_IMAGES
 from papers.conclip.finetune_rows import FullRow
 
 SET_KIND = "conclip-finetune-full-set"
 DATA_FILES = ("papers/conclip/sources.toml",)
-"""Read at run time (``common.stage_deps``): the download entries of CC-Neg and the distractor mapping."""
+"""Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg and the distractor mapping."""
 DROP_REASONS = ("no_mapping_row", "image_missing", "distractor_missing")
 """Why a training entry is not a row (the authors' loader would crash on it), in the order the checks run (an entry
 counts under the first that applies)."""
@@ -59,8 +61,6 @@ def reads_alike(a: str, b: str) -> bool:
 def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_root: Path, seed: int = 0,
               eval_size: int = EVAL_SIZE) -> tuple[list[FullRow], dict]:
     """The usable training entries as rows, in file order, and the counts (drops by reason, first entries of each)."""
-    from common.crepe_style import crepe_negatives
-
     split = load_ccneg_training(ccneg_path, ccneg_images, eval_size)
     pool = coco_train_images(data_root)
     mapping = load_distractor_mapping(mapping_path, len(pool))
@@ -107,8 +107,6 @@ def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_root: Path, out_dir: Path,
               seed: int = 0, eval_size: int = EVAL_SIZE) -> dict:
     """``rows.jsonl`` and ``manifest.json`` in ``out_dir`` (one output group)."""
-    from common.crepe_style import describe as describe_crepe
-
     rows, counts = make_rows(ccneg_path, ccneg_images, mapping_path, data_root, seed, eval_size)
     if not rows:
         raise DatasetError(f"{ccneg_path}: no usable training entry (dropped: {counts['dropped']})")
@@ -129,11 +127,6 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
-    from common.params import own_section
-    from common.registry.fetch import fetch
-
-    from papers.conclip.ccneg import default_paths, eval_size_for
-
     params, section = own_section("conclip.full.finetune", args.stage)
     ccneg_path = Path(args.ccneg) if args.ccneg else None
     ccneg_images = Path(args.ccneg_images) if args.ccneg_images else None

@@ -14,7 +14,7 @@ the negated object, rendered) follow from the scene graph.
 2. ``finetune-set`` (stage ``mini-finetune-set``): ``train_images`` training scenes (no held-out pairs), one example
    each, K and the negation word drawn with CC-Neg's evaluation-split frequencies (the only ones published: Tables
    7-9's split sizes), the image, the distractor image, c, c' and the CREPE-Negate analog of c'
-   (``common.crepe_style``'s NEGATE: "There is no X." appended or "not" inserted before a noun; Table 6's last row
+   (``common.text.crepe_style``'s NEGATE: "There is no X." appended or "not" inserted before a noun; Table 6's last row
    trains on these). A scene whose negation the base model's tokenizer cannot see (past its 32-token context) is
    dropped for every run, and counted. Read back by ``papers.conclip.finetune_rows``.
 
@@ -33,14 +33,18 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
+from common.files.tasks import DatasetError
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
+from common.miniworld.classification import ClassificationSetConfig, write_classification_set
 from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS, distractor_scene, sample_negation
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import contains_heldout, sample_scene
 from common.paths import build_dir
-from common.tasks import DatasetError
+from common.pipeline.params import own_section
+from common.text.crepe_style import crepe_negatives, describe as describe_crepe
+from common.zoo import get_spec
 from common.zoo.trained import tokenizer_for
 from papers.conclip.benchmark_mini import KS, group_name
 from papers.conclip.finetune_rows import FinetuneSet
@@ -66,8 +70,6 @@ class TestSetConfig:
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     """``images/*.png``, ``scenes.jsonl``, ``manifest.json`` (the examples, with counts) and ``classification/``
     (the world's classification set), written as one output group."""
-    from common.miniworld.classification import ClassificationSetConfig, write_classification_set
-
     rng = stream(config.seed, TEST_STREAM)
     records, scene_lines = [], []
     out_dir = Path(out_dir)
@@ -148,9 +150,7 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
 
 
 def crepe_negations(captions: Sequence[str], seed: int) -> list[str | None]:
-    """CREPE-Negate's analog of each caption (``common.crepe_style``'s NEGATE kind; None where it does not apply)."""
-    from common.crepe_style import crepe_negatives
-
+    """CREPE-Negate's analog of each caption (``common.text.crepe_style``'s NEGATE kind; None where it does not apply)."""
     return crepe_negatives(list(captions), ("negate",), seed)["negate"]
 
 
@@ -169,8 +169,6 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
 
     With ``tokenize`` (the base model's tokenizer), a scene whose negation (either kind) the tokenizer cannot see is
     dropped for every run, so that all runs train on the same scenes; the manifest counts the drops."""
-    from common.crepe_style import describe as describe_crepe
-
     data, counts = render_finetune_set(config)
     crepe = crepe_negations(data.texts("caption"), config.seed)
     missing = [i for i, c in enumerate(crepe) if c is None]
@@ -206,8 +204,6 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
 # Entry points
 # ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
-    from common.params import own_section
-
     params, section = own_section("conclip.mini")
     config = TestSetConfig(examples_per_cell=section["test_examples_per_cell"],
                            classification_images=section["classification_images"],
@@ -217,9 +213,6 @@ def _cmd_set(args) -> int:
 
 
 def _cmd_finetune_set(args) -> int:
-    from common.params import own_section
-    from common.zoo import get_spec
-
     params, section = own_section("conclip.mini")
     config = FinetuneSetConfig(train_images=section["train_images"],
                                image_size=params["mini"]["world"]["image_size"], seed=section["seed"])

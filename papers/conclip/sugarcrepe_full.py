@@ -4,7 +4,7 @@ Stage ``sugarcrepe-full`` (``python -m papers.conclip.sugarcrepe_full``): the ro
 (row ids of ``conclip.full.models``: CLIP, the released CoN-CLIP, this workspace's fine-tunes ``ft-<run>``) on
 SugarCrepe's released set (``build/full/sugarcrepe``, written by SugarCrepe's stage ``full-set``), read by SugarCrepe's
 own loader (``common.benchmarks.caption_negatives.PreparedSet``) and decided by the rule its full profile scores Table 6 with
-(``common.scoring.selection`` with ``STRICT``: the true caption must score strictly above the false one, a tie is
+(``common.evaluation.scoring.selection`` with ``STRICT``: the true caption must score strictly above the false one, a tie is
 wrong, as SugarCrepe's own evaluation: RAIVNLab/sugar-crepe@0047054b main_eval.py:54
 "return 1 if pos_score.item() > neg_score.item() else 0"). How the CoN-CLIP authors ran SugarCrepe is not in the
 release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use CLIP as baseline for zero-shot image-text
@@ -27,17 +27,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from common.benchmarks.caption_negatives import PreparedSet
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.scoring.selection import STRICT, SelectionResult
-from common.tasks import ImageToTextItem
-from common.zoo import ModelFactory
-from common.zoo import create_model as zoo_create
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.results import write_predictions
+from common.evaluation.scoring import selection
+from common.evaluation.scoring.selection import STRICT, SelectionResult
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.tasks import ImageToTextItem
+from common.paths import RESULTS, build_dir
+from common.pipeline.params import own_section
+from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
-"""Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP and its
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP and its
 fine-tunes; NegCLIP, should a row name it, is in the shared zoo file) and, for a model that cannot be loaded, the
 note of its download entry (``common.zoo.why_unavailable``)."""
 PREDICTIONS_DIR = "sugarcrepe_predictions"
@@ -93,8 +99,6 @@ def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, s
 def load_items(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example or a ``DatasetError``), and what describes it; all
     seven categories are needed (Table 6's folds average them)."""
-    from common.benchmarks.caption_negatives import PreparedSet
-
     prepared = PreparedSet.load(Path(manifest))
     missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]
     if missing:
@@ -105,8 +109,6 @@ def load_items(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
 
 def model_label(name: str) -> str:
     """The zoo entry's label; a model the zoo does not register (a stand-in in tests) is labelled by its name."""
-    from common.zoo import get_spec
-
     try:
         return get_spec(name).label
     except KeyError:
@@ -119,9 +121,6 @@ def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engi
     """Every (row -> zoo model) on the items, in the given order, each decided by ``STRICT`` (cosine of the
     embeddings). A model that cannot be loaded raises ``ModelUnavailable`` with the reason, or with
     ``skip_unavailable`` is returned by row with the reason."""
-    from common.engine import Engine
-    from common.scoring import selection
-
     scored, skipped = [], {}
     for row, name, model in each_model(models, skipped, create=create, device=device,
                                        skip_unavailable=skip_unavailable, what="SugarCrepe row"):
@@ -145,8 +144,6 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
                         context: Mapping | None = None) -> dict[str, Path]:
     """Score every row on SugarCrepe and write ``sugarcrepe.csv``, its context and predictions as one output group
     (nothing is written when the set is bad, a model fails, or none could be scored)."""
-    from common.results import write_predictions
-
     if not models:
         raise SugarcrepeFullError("no SugarCrepe row to score")
     items, described = load_items(manifest)
@@ -184,10 +181,6 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def run_score(args: argparse.Namespace) -> int:
-    from common.evaluate import best_device, engine_config
-    from common.params import own_section
-    from common.paths import RESULTS, build_dir
-
     params, section = own_section("conclip.full")
     device = args.device or best_device()
     manifest = Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json")

@@ -16,7 +16,7 @@ the mini profile's ``comparisons.json`` is (``papers.conclip.tables.comparisons`
 "average improvement of 4.4%" being over all of them, not REPLACE alone; the interval resampled within each
 category, ``common.card.core.paired_difference``) from ``sugarcrepe_predictions/``, and CC-Neg
 (``conclip_minus_clip_ccneg``, ``_ci_low``, ``_ci_high``: the authors' argmax rule, resampled over items,
-``common.stats.bootstrap_mean_ci``) from ``predictions/``. Each prediction file is checked against its table (a
+``common.evaluation.stats.bootstrap_mean_ci``) from ``predictions/``. Each prediction file is checked against its table (a
 stale one stops the stage). Zero-shot classification (``conclip_minus_clip_classification``, ``_ci_low``,
 ``_ci_high``: the mean standard-prompt top-1 over the datasets run, resampled within each dataset) is computed by
 ``papers.conclip.zeroshot_full``, which holds the per-image outcomes (it writes no per-example file), and copied here
@@ -37,10 +37,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from common.card.core import paired_difference, selection_measures
 from common.errors import WorkspaceError
-from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from papers.conclip.runs import RUNS
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.paths import RESULTS
+from common.pipeline.params import own_section
 from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
+from papers.conclip.runs import RUNS
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
 """Table 6's rows (row id in ``conclip.full.models`` -> run of ``RUNS``), in the paper's order."""
@@ -59,7 +62,7 @@ COMPARISON_INPUTS: dict[str, tuple[str, str]] = {
     "ccneg": ("table3.csv", "predictions"),
     "sugarcrepe": ("sugarcrepe.csv", "sugarcrepe_predictions"),
 }
-"""What is compared -> (its table, its per-example folder: ``common.results.write_predictions``'s CSV per model)."""
+"""What is compared -> (its table, its per-example folder: ``common.evaluation.results.write_predictions``'s CSV per model)."""
 ZEROSHOT_COMPARISONS = "zeroshot_comparisons.json"
 """Zero-shot classification's comparison, as ``papers.conclip.zeroshot_full`` wrote it (copied into
 ``comparisons.json``)."""
@@ -177,7 +180,7 @@ class Outcomes:
 
 
 def read_predictions(path: Path) -> Outcomes:
-    """A predictions CSV (``common.results.write_predictions``: item_id, group, correct, tie, scores); a missing
+    """A predictions CSV (``common.evaluation.results.write_predictions``: item_id, group, correct, tie, scores); a missing
     file, column or a ``correct`` that is not 0 or 1 names the file (and line)."""
     path = Path(path)
     try:
@@ -232,8 +235,8 @@ def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group:
 def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     """CoN-CLIP minus CLIP (points) with paired 95% bootstrap intervals, as the mini profile computes them, and the
     comparisons left out (what -> why)."""
-    from common.card.core import paired_difference, selection_measures
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     out: dict[str, float] = {}
     left_out: dict[str, str] = {}
@@ -328,9 +331,6 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def run_table6(args: argparse.Namespace) -> int:
-    from common.params import own_section
-    from common.paths import RESULTS
-
     _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
     for name, path in paths.items():

@@ -5,11 +5,11 @@ Every model is scored on CC-Neg (or its mini analog) once, the same way in both 
 two captions, c (candidate 0) and the negated c' (candidate 1). The authors' released evaluation (their README's
 snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first, jaisidhsingh/CoN-CLIP@503388ac README.md:131
 "preds = sim.argmax(dim=-1)" against jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)",
-so a tie counts as correct (``common.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I,
+so a tie counts as correct (``common.evaluation.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I,
 c') wrong ("signifies an incorrect prediction"), the strict rule, reported beside it with the number of ties. A model
 is scored by the cosine of its image and text embeddings, as the snippet scores CLIP
 (jaisidhsingh/CoN-CLIP@503388ac README.md:120-124 "image_features = F.normalize(image_features, dim=-1)"), or, for
-BLIP, by its image-text matching head's match probability (``PAIR_SCORES``; ``common.scoring.matching``): how the
+BLIP, by its image-text matching head's match probability (``PAIR_SCORES``; ``common.evaluation.scoring.matching``): how the
 authors scored BLIP and FLAVA is not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a
 similarity-based match score"), so the audit's BLIP and FLAVA rows say "rule unverified". Tables 7-12's cells are the
 items of one negation word and one K (``NegationSet.cells``).
@@ -59,29 +59,39 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from common.benchmarks.caption_negatives import PreparedSet
 from common.card.core import Measure, paired_difference, selection_measures
 from common.errors import WorkspaceError
-from common.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
-from common.jsonl import read_json, read_rows
-from common.paths import build_dir
-from common.scoring.classification import ClassificationResult
-from common.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
-from common.tasks import ClassificationSet, ImageToTextItem
+from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.results import write_predictions
+from common.evaluation.scoring import classification, matching, selection
+from common.evaluation.scoring.classification import ClassificationResult
+from common.evaluation.scoring.selection import ARGMAX, STRICT, SelectionResult, rescore
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
+from common.files.jsonl import read_json, read_rows
+from common.files.tasks import ClassificationSet, ImageToTextItem
+from common.miniworld.classification import class_prompts, load_classification_sets
+from common.miniworld.lexicon import indefinite_article
+from common.paths import RESULTS, build_dir
+from common.pipeline import reproducible
+from common.pipeline.params import own_section
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
-from common.zoo import ModelFactory
-from common.zoo import create_model as zoo_create
+from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
-from papers.conclip import benchmark_mini
+from papers.conclip import benchmark_mini, ccneg as data
 from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
     MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, model_cells, pct, sugarcrepe_cells,
     table6_row)
+from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
-"""Read at run time (``common.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
 in the shared zoo file), and the download entries of the data and, for a model that cannot be loaded, of its
 checkpoint."""
 
@@ -114,8 +124,6 @@ CONTRASTIVE = "contrastive (cosine of normalised image and text embeddings)"
 
 def pair_score(name: str) -> PairScore | None:
     """The pair score of a zoo model (``PAIR_SCORES``), or None for a cosine of embeddings."""
-    from common.zoo import get_spec
-
     spec = get_spec(name)
     return None if spec.backend == "open_clip" else PAIR_SCORES.get(spec.arch)
 
@@ -183,6 +191,7 @@ class NegationSet:
     @classmethod
     def rendered(cls, items: Sequence[ImageToTextItem]) -> "NegationSet":
         """The mini benchmark: an item's group names its one word and K (``benchmark_mini.group_name``)."""
+        # deferred: `NEGATION_WORDS` names something else elsewhere in this module
         from common.miniworld.negation import NEGATION_WORDS
 
         groups = np.array([it.group for it in items])
@@ -192,6 +201,7 @@ class NegationSet:
     @classmethod
     def released(cls, ccneg: CCNegSet) -> "NegationSet":
         """CC-Neg's split: an entry counts in every word its raw negated caption uses, at its K."""
+        # deferred: `NEGATION_WORDS` names something else elsewhere in this module
         from papers.conclip.ccneg import NEGATION_WORDS
 
         ks = np.array([-1 if e.k is None else e.k for e in ccneg.entries])
@@ -250,9 +260,6 @@ def mini_inputs(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], test_
     """The mini profile: ``entries`` (served from their checkpoints, each as the architecture ``arch_of`` names by
     row) on the benchmark rendered in ``test_dir``, its classification sets and mining pool, and SugarCrepe's mini
     set."""
-    from common.benchmarks.caption_negatives import PreparedSet
-    from common.miniworld.classification import load_classification_sets
-
     by_name = {e.name: e for e in entries}
     if len(by_name) != len(entries):
         raise ConclipTablesError(f"two mini rows share a model name: {[e.name for e in entries]}")
@@ -300,8 +307,6 @@ CLASSIFICATION_SETS: tuple[str, ...] = ("shapes", "colored-shapes")
 
 def prompt_sets(sets: Mapping[str, ClassificationSet]) -> dict[str, dict[str, ClassificationSet]]:
     """Each label set with one prompt per class, standard and negated."""
-    from common.miniworld.classification import class_prompts
-
     return {name: {kind: ClassificationSet(f"{name}-{kind}", s.images, s.labels, s.class_names,
                                            tuple(tuple(class_prompts(c, (template,))) for c in s.class_names))
                    for kind, template in (("standard", STANDARD_PROMPT), ("negated", NEGATED_PROMPT))}
@@ -348,8 +353,6 @@ class MiningPool:
 
     @classmethod
     def load(cls, test_dir: Path) -> "MiningPool":
-        from common.miniworld.lexicon import indefinite_article
-
         test_dir = Path(test_dir)
         images, subjects, objects, contents = [], [], [], []
         lines = read_rows(test_dir / "scenes.jsonl", SceneLine, "a negation example's scene", REMEDY,
@@ -379,8 +382,6 @@ class DistractorMining:
 
 
 def mine(engine, pool: MiningPool) -> DistractorMining:
-    from papers.conclip.distractors import mine_distractors
-
     emb = engine.embed(((p, f"mining image {i}") for i, p in enumerate(pool.images)),
                        [*pool.subjects, *pool.objects])
     picks = mine_distractors(emb.images(list(pool.images)), emb.texts(list(pool.subjects)),
@@ -413,8 +414,6 @@ class MiniBenchmarks:
     pool: MiningPool
 
     def score(self, engine) -> MiniScores:
-        from common.scoring import classification, selection
-
         return MiniScores({name: {kind: classification.evaluate(engine, s) for kind, s in kinds.items()}
                            for name, kinds in self.sets.items()},
                           selection.evaluate(engine, self.sugarcrepe, STRICT), mine(engine, self.pool))
@@ -447,10 +446,6 @@ def score_models(inputs: Inputs, engine_config=None, device: str = "cpu", create
     """Every (row -> model) of ``inputs`` on its negation benchmark, in the given order, each decided by ``ARGMAX``
     (the authors' rule), and on the profile's further benchmarks with the same engine. A model that cannot be loaded
     raises ``ModelUnavailable`` with the reason, or with ``skip_unavailable`` is returned by row with the reason."""
-    from common.engine import Engine, EngineConfig
-    from common.scoring import matching, selection
-    from common.zoo import get_spec
-
     config = engine_config or EngineConfig()
     items = inputs.negation.items
     scored, skipped = [], {}
@@ -538,7 +533,8 @@ def model_row(s: Scored) -> dict:
 
 def _paired_gain(a: SelectionResult, b: SelectionResult, n_resamples: int = 2000, seed: int = 0):
     """a - b in points on the benchmark, with a 95% paired-bootstrap interval over items."""
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     ids = [o.item_id for o in a.outcomes]
     if ids != [o.item_id for o in b.outcomes]:
@@ -570,7 +566,8 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
     the top, CREPE-Negate L1 below them, L2 lowest), accuracy falling with K, and the classification Delta; CoN-CLIP
     minus CLIP on SugarCrepe and on classification with paired intervals (``common.card.core``: resampled within each
     category or set, as the tables average them)."""
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     out: dict[str, float | bool | None] = {}
     clip = scored["clip"].result
@@ -626,8 +623,6 @@ def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
     included), which the audit names in every table's note for that row (Tables 2-3, 6, 7-12, 5/13/14, 16 all share
     the row ids); released models have no entry, even with a JSON file beside their weights (only ``build:``
     checkpoints: a released model's weights are never a run trained here)."""
-    from common.zoo import get_spec
-
     return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored
                              if (get_spec(s.model).checkpoint or "").startswith("build:")})
 
@@ -660,8 +655,6 @@ ITEM_FIELDS = ("item_id", "k", "words", "image")
 
 def full_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
     """The summary (each row's accuracy) and every model's per-item predictions with the items' K and words."""
-    from common.results import write_predictions
-
     predictions = staging / "predictions"
     for s in scored:
         write_predictions(predictions / f"{s.model.replace('/', '__')}.csv", s.result)
@@ -731,11 +724,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 # ------------------------------------------------------------------------------------------------------------------
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
-    ``common.reproducible``)."""
-    from common import reproducible
-    from common.profile_stage import pinned_cpu
-    from common.zoo import get_spec
-
+    ``common.pipeline.reproducible``)."""
     device = pinned_cpu(args.device, ConclipTablesError)
     root = build_dir("mini", "conclip")
     test_dir = Path(args.data or root / "test")
@@ -759,9 +748,6 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-full``'s inputs, on the GPU where there is one."""
-    from common.evaluate import best_device
-    from papers.conclip import ccneg as data
-
     device = args.device or best_device()
     pt_path = Path(args.data) if args.data else None
     images = Path(args.images) if args.images else None
@@ -777,11 +763,6 @@ STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.evaluate import engine_config
-    from common.params import own_section
-    from common.paths import RESULTS
-    from common.profile_stage import profile_stage_parser
-
     parser = profile_stage_parser(
         "conclip", __doc__.splitlines()[0],
         data="the benchmark: mini, its folder (default: build/mini/conclip/test); full, ccneg_preprocessed.pt "

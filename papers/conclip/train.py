@@ -60,9 +60,9 @@ import numpy as np
 import torch
 
 from common.errors import WorkspaceError
-from common.io import sha256_file
-from common.params import own_section
+from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.params import own_section
 from common.training import FromZoo, Init
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages

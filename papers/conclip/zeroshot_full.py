@@ -6,7 +6,7 @@ of a {c}" (negated), as the authors' README shows them, jaisidhsingh/CoN-CLIP@50
 "this is not a photo of a dog"; top-1 is the argmax class (the first among equals: the authors' zero-shot script is
 not in the release, the paper's Sec. 5.2.1 says only "top-1 zero-shot classification accuracy"), and
 Delta = top-1(standard) - top-1(negated): a model that reads "not" picks the true class less often with the negated
-prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common.scoring.classification``, one
+prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common.evaluation.scoring.classification``, one
 ``ClassificationSet`` per dataset and prompt kind.
 
 The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (the folder of their
@@ -56,18 +56,27 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+from PIL import Image
 
+from common.card.core import Measure, paired_difference
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.jsonl import read_json
-from common.scoring.classification import ClassificationResult
-from common.tasks import ClassificationSet
-from common.zoo import ModelFactory
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.scoring import classification
+from common.evaluation.scoring.classification import ClassificationResult
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import ClassificationSet
+from common.paths import RESULTS, build_root, data_root as default_root
+from common.pipeline.params import own_section
+from common.registry.errors import ChecksumError, FetchError
+from common.registry.fetch import check_md5, fetch
+from common.registry.sources import get_source
+from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
-from common.zoo import create_model as zoo_create
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
-"""Read at run time (``common.stage_deps``): this paper's download entries (the datasets), the zoo entries of
+"""Read at run time (``common.pipeline.stage_deps``): this paper's download entries (the datasets), the zoo entries of
 ``conclip.full.models``' names (CoN-CLIP's checkpoints; NegCLIP is in the shared zoo file) and, for a model that
 cannot be loaded, the note of its download entry (``common.zoo.why_unavailable``)."""
 STANDARD_PROMPT = "this is a photo of a {}"
@@ -179,8 +188,6 @@ def _pairs(ds) -> tuple[tuple[Path, ...], tuple[int, ...]]:
 def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[Path, ...]:
     """``arrays`` (N, H, W, 3) uint8 as ``folder/00000.png``..., written once per source file (its sha256 is kept in
     ``folder/manifest.json``); all or nothing (a staging folder renamed into place)."""
-    from PIL import Image
-
     folder = Path(folder)
     paths = tuple(folder / f"{i:05d}.png" for i in range(len(arrays)))
     wanted = {"source_sha256": source_sha256, "n": len(arrays)}
@@ -218,9 +225,8 @@ def unpinned(cls: type) -> type:
 
 def _cifar(class_name: str) -> Loader:
     def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
+        # deferred: loads torchvision only when called
         from torchvision import datasets
-
-        from common.io import sha256_file
 
         cls = unpinned(getattr(datasets, class_name))
         try:
@@ -235,6 +241,7 @@ def _cifar(class_name: str) -> Loader:
 
 
 def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    # deferred: loads torchvision only when called
     from torchvision.datasets import Caltech101
 
     try:
@@ -248,6 +255,7 @@ def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
 
 
 def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    # deferred: loads torchvision only when called
     from torchvision.datasets import Flowers102
 
     try:
@@ -259,6 +267,7 @@ def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
 
 
 def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    # deferred: loads torchvision only when called
     from torchvision.datasets import Food101
 
     try:
@@ -270,6 +279,7 @@ def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
 
 
 def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    # deferred: loads torchvision only when called
     from torchvision.datasets import OxfordIIITPet
 
     try:
@@ -285,6 +295,7 @@ def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
 
 
 def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
+    # deferred: loads torchvision only when called
     from torchvision.datasets import StanfordCars
 
     try:
@@ -302,7 +313,9 @@ def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
     archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names), the first
     names for fewer folders (how many there must be is ``conclip.full.zeroshot_classes``, checked by ``_load``)."""
+    # deferred: loads open_clip only when called
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
+    # deferred: loads torchvision only when called
     from torchvision.datasets import ImageFolder
 
     val = root / "val"
@@ -370,14 +383,10 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
 
 
 def default_image_dir() -> Path:
-    from common.paths import build_root
-
     return build_root() / "full" / "conclip" / "zeroshot"
 
 
 def dataset_root(name: str, data_root: Path | None = None) -> Path:
-    from common.paths import data_root as default_root
-
     return Path(data_root if data_root is not None else default_root()) / "zeroshot" / name
 
 
@@ -389,11 +398,6 @@ def extract(archive: Path, download: Download, target: Path) -> None:
     """Check ``archive`` against the md5 its registry entry states (``check_md5``), extract its ``folder``
     (from ``inner`` inside a zip) into a staging folder beside ``target`` (tarfile's "data" filter refuses absolute
     names, '..', links out of it and device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
-    from common.io import sha256_file
-    from common.registry.errors import ChecksumError
-    from common.registry.fetch import check_md5
-    from common.registry.sources import get_source
-
     try:
         check_md5(download.key, archive)
     except ChecksumError as exc:
@@ -431,10 +435,6 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
     An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a plain
     file is checked against its registry md5 on every run (the .mat files: kilobytes); a manual entry that is missing
     raises ``ZeroshotDataError`` with the registry's steps."""
-    from common.registry.errors import FetchError
-    from common.registry.fetch import check_md5, fetch
-    from common.registry.sources import get_source
-
     provenance = {}
     for download in spec.downloads:
         source = get_source(download.key)
@@ -494,8 +494,6 @@ def prompt_sets(loaded: LoadedSet) -> dict[str, ClassificationSet]:
 # ------------------------------------------------------------------------------------------------------------------
 def _label(name: str, model: object) -> str:
     """The zoo entry's label; a stand-in model outside the zoo (tests) gives its own."""
-    from common.zoo import get_spec
-
     try:
         return get_spec(name).label
     except (KeyError, OSError, WorkspaceError):
@@ -522,9 +520,6 @@ def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, Clas
                  skip_unavailable: bool = False) -> tuple[list[ScoredModel], dict[str, str]]:
     """Every (row -> zoo model) on every dataset and prompt kind, in the given order; a model that cannot be loaded
     raises ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` is returned by row with the reason."""
-    from common.engine import Engine
-    from common.scoring import classification
-
     scored, skipped = [], {}
     for row, name, model in each_model(models, skipped, create=create, device=device,
                                        skip_unavailable=skip_unavailable, what="zero-shot row"):
@@ -596,8 +591,6 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
     """CoN-CLIP minus CLIP on the mean standard-prompt top-1 over ``datasets`` (points), with a paired 95% bootstrap
     interval resampled within each dataset (``common.card.core.paired_difference``, as the mini profile's
     ``comparisons.json``), and None; or nothing and why, when a row of ``COMPARED_ROWS`` was not scored."""
-    from common.card.core import Measure, paired_difference
-
     by_row = {s.row: s for s in scored}
     lacking = [row for row in COMPARED_ROWS if row not in by_row]
     if lacking:
@@ -640,8 +633,6 @@ def published_columns(datasets: Sequence[str] = tuple(DATASETS)) -> dict[str, st
 
 def is_manual(name: str) -> bool:
     """Whether a person must fetch (part of) the dataset (registry method "manual")."""
-    from common.registry.sources import get_source
-
     return any(get_source(d.key).method == "manual" for d in DATASETS[name].downloads)
 
 
@@ -720,10 +711,6 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    from common.evaluate import best_device, engine_config
-    from common.params import own_section
-    from common.paths import RESULTS
-
     params, section = own_section("conclip.full")
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()

@@ -25,12 +25,13 @@ from typing import Mapping, Sequence
 from common.audit import stage_main
 from common.audit.core import Recomputed
 from common.audit.runs import context_recipe_notes, joined_notes, recipe_of_row, run_rows_recomputations
+from common.files.jsonl import read_json
 from common.paths import RESULTS
 from papers.hard_positives import released
 
 DATA_FILES = ("results/published/hard_positives.csv", "results/published/hard_positives_claims.csv",
               "results/oracle/hard_positives.json")
-"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
+"""The published numbers this audit reads and its oracle record (``common.pipeline.stage_deps``)."""
 
 TABLE1_COLUMNS: dict[str, str] = {
     "replace_orig": "REPLACE | Orig. Test Acc.", "replace_aug": "REPLACE | Aug. Test Acc.",
@@ -82,8 +83,6 @@ def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
     row); every row scored in more than one way is named with its precision, the reason (its activation where it was
     scored under both, the authors' configuration or beside it) and its ties. Empty where the run wrote no reference
     (a mini run, or a run before issue 31)."""
-    from common.jsonl import read_json
-
     if not context.is_file():
         return {}, {}
     models = read_json(context, expect=dict, remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`")

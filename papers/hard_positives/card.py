@@ -10,9 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from common.card.core import CardBenchmark, Measure, clip_load_fp16
+from common.card.published import PublishedColumns
+from common.evaluation.scoring.selection import TIE, negative_position, rescore
 from common.paths import build_root
-from common.scoring.selection import TIE, negative_position, rescore
 from papers.hard_positives import evaluation
+from papers.hard_positives.sets_full import FullSet
+from papers.hard_positives.sets_mini import load_test_items
+from papers.hard_positives.tables import AUTHORS_PRECISION_WHY
 
 RULE = ("strict comparisons; a tie is neither correct nor brittle (the authors' evaluator, "
         'amitakamath/hard_positives@33addaae run_eval.py:100 "if mod_scores[i][0][0] < mod_scores[i][0][1] and"; '
@@ -50,19 +54,13 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
         how = "dvc repro papers/hard_positives/dvc.yaml:mini-test-set"
 
         def load():
-            from papers.hard_positives.sets_mini import load_test_items
-
             return load_test_items(where)
     else:
         where = build_root() / "full" / "hard_positives"
         how = "dvc repro papers/hard_positives/dvc.yaml:full-data"
 
         def load():
-            from papers.hard_positives.sets_full import FullSet
-
             return FullSet.load(where).items()
-
-    from papers.hard_positives.tables import AUTHORS_PRECISION_WHY
 
     # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
@@ -72,8 +70,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
 def published():
     """Table 1's rows (CLIP ViT-B/32, NegCLIP, the hard-negative fine-tunes and the authors' own)."""
-    from common.card.published import PublishedColumns
-
     names = {"orig": "Orig. Test Acc.", "aug": "Aug. Test Acc.", "brittleness": "Brittleness"}
     return [PublishedColumns("hard_positives", "Table 1", "Hard positives Table 1",
                              {f"hard_positives/{c}_{m}": f"{c.upper()} | {name}"

@@ -15,7 +15,7 @@ for Orig., the counts below for the rest):
 The five counts the authors' evaluator prints (``amitakamath/hard_positives@33addaae run_eval.py:99-116`` "print(len([1
 for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
 orig_scores[i][0][1]]))", c_n below both, then c > c_n > c_p, c_p > c_n > c, c_n above both and ties) are
-``common.scoring.selection.negative_position``'s: ``0,1`` (c_n below both: Aug. correct), ``0`` (c > c_n > c_p), ``1``
+``common.evaluation.scoring.selection.negative_position``'s: ``0,1`` (c_n below both: Aug. correct), ``0`` (c > c_n > c_p), ``1``
 (c_p > c_n > c), the empty code (c_n above both) and ``tie``; Brittleness is ``0`` + ``1``.
 
 Groups are the benchmark's parts: REPLACE's attributes and relations (VL-CheckList), and SWAP (VG-Attribution).
@@ -28,9 +28,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.scoring.selection import (
+from common.evaluation.scoring.selection import (
     TIE, DecisionRule, SelectionResult, evaluate as evaluate_selection, negative_position_counts, rescore)
-from common.tasks import DatasetError, Image, ImageToTextItem
+from common.files.tasks import DatasetError, Image, ImageToTextItem
 
 ORIGINAL, POSITIVE, NEGATIVE = 0, 1, 2
 """Candidate positions of c, c_p and c_n in every item."""

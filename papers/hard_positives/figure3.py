@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from common.scoring.selection import SelectionResult, negative_position
+from common.evaluation.scoring.selection import SelectionResult, negative_position
 from papers.hard_positives import evaluation
 
 MODELS: dict[str, str] = {"clip": "base", "hn": "hn", "hp_hn": "hp-hn"}

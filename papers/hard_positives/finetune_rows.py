@@ -17,12 +17,11 @@ from typing import Sequence
 
 import numpy as np
 
-from common.arrays import load_array
 from common.errors import WorkspaceError
-from common.jsonl import read_json, read_rows
-from common.tasks import DatasetError
+from common.files.arrays import load_array
+from common.files.jsonl import read_json, read_rows
+from common.files.tasks import DatasetError
 from papers.hard_positives.runs import TYPES
-
 
 IMAGES = Path("coco") / "train2017" / "train2017"
 """Under the data root: COCO 2017 train images (group ``coco-train2017``); a ``FullRow``'s ``image`` is a file here."""

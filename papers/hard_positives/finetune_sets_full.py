@@ -7,7 +7,7 @@ LLaMA-2 70B ("word replacements, or swaps (if the caption contains the word 'and
 (Supplementary, not in the workspace). Neither the training rows nor any checkpoint is released, and no LLM runs
 here, so stage ``finetune-full-set`` (``python -m papers.hard_positives.finetune_sets_full --out
 build/full/hard_positives_ft/set``) gives every caption of ``captions_train2017.json`` (in file order, whitespace
-collapsed) its CREPE-style REPLACE and SWAP negatives (``common.crepe_style``, the vocabulary built from these
+collapsed) its CREPE-style REPLACE and SWAP negatives (``common.text.crepe_style``, the vocabulary built from these
 captions, words seen at least ``vocabulary_min_count`` times) and its rule-made hard positives
 (``papers.hard_positives.rules``): REPLACE a WordNet synonym of the word the REPLACE negative replaced (the rule the
 released REPLACE benchmark is measured against, so c_p and c_n edit the same word, as in that benchmark; the paper's
@@ -28,10 +28,14 @@ from typing import Sequence
 
 import numpy as np
 
-from common.io import output_group, sha256_file, write_json_atomic
-from common.jsonl import read_json, write_jsonl
-from common.tasks import DatasetError
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.files.jsonl import read_json, write_jsonl
+from common.files.tasks import DatasetError
+from common.paths import build_dir, data_root
+from common.pipeline.params import own_params
+from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_negatives, parse_captions
 from papers.hard_positives.finetune_rows import IMAGES, FullRow
+from papers.hard_positives.rules import describe as describe_positives, replace_positives, swap_one
 from papers.hard_positives.runs import TYPES
 
 SET_KIND = "hard-positives-finetune-full-set"
@@ -79,9 +83,6 @@ def perturbations(captions: Sequence[str], seed: int = 0, vocabulary_min_count: 
                   ) -> tuple[dict[str, list[str | None]], dict[str, list[str | None]], dict]:
     """Per distinct caption and type, its hard positive and hard negative (None where the rule gives none, or where
     the two read alike), and the counts of what was set aside and why; one spaCy pass per text."""
-    from common.crepe_style import Vocabulary, crepe_negatives, parse_captions
-    from papers.hard_positives.rules import replace_positives, swap_one
-
     parsed = parse_captions(captions)
     vocabulary = Vocabulary.from_parsed(parsed.values(), vocabulary_min_count)
     negatives = crepe_negatives(captions, TYPES, seed, vocabulary, parsed=parsed)
@@ -140,9 +141,6 @@ def make_rows(pairs: Sequence[tuple[str, str]], seed: int = 0, vocabulary_min_co
 def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 0,
               vocabulary_min_count: int = 1) -> dict:
     """``rows.jsonl`` and ``manifest.json`` in ``out_dir`` (one output group)."""
-    from common.crepe_style import describe as describe_negatives
-    from papers.hard_positives.rules import describe as describe_positives
-
     pairs = read_coco_captions(captions_path, images_dir)
     rows, counts = make_rows(pairs, seed, vocabulary_min_count)
     if not rows:
@@ -160,9 +158,6 @@ def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-    from common.paths import build_dir, data_root
-
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_full",
                                      description="COCO train captions, each with a rule-made hard positive and a "
                                                  "CREPE-style hard negative of one type")

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
@@ -30,6 +30,8 @@ from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.positives import hard_positive
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
+from common.paths import build_dir
+from common.pipeline.params import own_section
 from papers.hard_positives.finetune_rows import FinetuneSet, TrainingRow
 from papers.hard_positives.runs import TYPES
 
@@ -139,7 +141,7 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
     """Write ``images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``, as one output group
-    (``common.io.output_group``): they replace the previous set together, or, interrupted, leave it."""
+    (``common.files.io.output_group``): they replace the previous set together, or, interrupted, leave it."""
     data, counts = render_finetune_set(config)
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
@@ -160,9 +162,6 @@ def _write_finetune_set(data: FinetuneSet, counts: dict, config: FinetuneSetConf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_section
-    from common.paths import build_dir
-
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_mini",
                                      description="Render the mini fine-tuning set: captions with a hard positive and "
                                                  "a hard negative")

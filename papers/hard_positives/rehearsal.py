@@ -18,6 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from common.files.jsonl import read_json
+from common.rehearsal import standins
+
 SWAP_ROWS = (  # (image, box, attributes, c, c_p, c_n)
     ("2354786.jpg", (2, 3, 20, 15), ("white", "black"), "the white cat and the black dog",
      "the black dog and the white cat", "the black cat and the white dog"),
@@ -58,8 +61,7 @@ def models(params: dict[str, Any]) -> list[str]:
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
     pinned REPLACE files whose images are stood in for); returns the keys DVC's data deps need fetched."""
-    from common.jsonl import read_json
-    from common.rehearsal import standins
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.hard_positives import released, sets_full
 
     image_paths = [row["image_path"] for kind in sets_full.REPLACE_KINDS for key in released.file_keys(kind)

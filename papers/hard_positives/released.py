@@ -35,11 +35,14 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
-from common.jsonl import read_json
+from common.files.jsonl import read_json
+from common.registry.errors import FetchError, RegistryError
+from common.registry.fetch import fetch
+from common.registry.sources import get_source
 
 PAPER = "hard_positives"
 DATA_FILES = ("papers/hard_positives/sources.toml",)
-"""Read at run time (``common.stage_deps``): this paper's download-registry entries."""
+"""Read at run time (``common.pipeline.stage_deps``): this paper's download-registry entries."""
 PROFILE = "released"
 TYPES = ("relations", "attributes")
 CLAIM_EXAMPLES = {"relations": "replace_rel_hp", "attributes": "replace_attr_hp"}
@@ -186,9 +189,7 @@ REPO = "amitakamath/hard_positives"
 
 def _source(kind: str) -> str:
     """Where a type's counts come from: its two released files, each cited whole at the commit its registry URL
-    pins (``OWNER/REPO@COMMIT PATH``, the shape of ``common.citations``)."""
-    from common.registry.sources import get_source
-
+    pins (``OWNER/REPO@COMMIT PATH``, the shape of ``common.docs.citations``)."""
     url = get_source(file_keys(kind)[0]).url or ""
     commit = url.split("/")[5][:8] if url.count("/") > 5 else "?"
     return " + ".join(f"{REPO}@{commit} {folder}/vl_checklist_{kind}.json" for folder in ("data", "swapped_data"))
@@ -200,9 +201,6 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
     cannot be fetched, its numbers are NaN ("not recomputed yet") with the error in the note.
     """
-    from common.registry.errors import FetchError, RegistryError
-    from common.registry.fetch import fetch
-
     fetch_path = fetcher or (lambda key: fetch(key, progress=False))
     counts, recs = {}, []
     for kind in TYPES:

@@ -39,10 +39,12 @@ import numpy as np
 from common.blind.classifier import PairwiseTextClassifier
 from common.blind.crossfit import TextPair, crossfit
 from common.blind.ngram import NgramFluency
-from common.crepe_style import Parsed, parse_captions
-from common.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
+from common.evaluation.stats import bootstrap_mean_ci
+from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.stats import bootstrap_mean_ci
+from common.registry.fetch import fetch
+from common.reporting.figures import pyplot, save_figure
+from common.text.crepe_style import Parsed, parse_captions
 from papers.hard_positives import rules
 from papers.hard_positives.released import file_keys, load_aligned, replacement_rules
 
@@ -127,8 +129,6 @@ class Comparison:
 # The released files
 # ----------------------------------------------------------------------------------------------------------------
 def default_fetch() -> Callable[[str], Path]:
-    from common.registry.fetch import fetch
-
     return lambda key: fetch(key, progress=False)
 
 
@@ -445,8 +445,6 @@ def summary_metrics(versus: Sequence[dict], blind: Sequence[dict]) -> dict[str, 
 
 
 def draw_blind(rows: Sequence[dict], out_png: Path) -> None:
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     kinds = ("attributes", "relations", ALL)
     labels = {"c_above_cn": "c > c_n", "cp_above_cn": "c_p > c_n", "c_above_cp": "c > c_p", "aug": "Aug (both)",

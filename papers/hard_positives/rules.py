@@ -2,7 +2,7 @@
 
 Kamath et al. hand-wrote one replacement per frequent VL-CheckList word ("red" -> "crimson", "next to" -> "near",
 §2.4) and prompted LLaMA-2 70B for the COCO fine-tuning captions (§4.1). Neither can be rerun offline, so two
-deterministic rules stand in, both on spaCy Penn tags (``common.crepe_style.parse_captions``):
+deterministic rules stand in, both on spaCy Penn tags (``common.text.crepe_style.parse_captions``):
 
 * REPLACE (``replace_positives``): the caption c and its hard negative c_n are diffed token by token; the span of
   c that c_n replaced holds the word to replace: the span itself when it is one token, else its first verb (a
@@ -30,10 +30,13 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Iterable, Mapping, Sequence
 
-from common.crepe_style import Parsed, parse_captions
 from common.errors import WorkspaceError
+from common.text.caption_text import spacy_info
+from common.text.crepe_style import Parsed, parse_captions
+from papers.hard_positives.lexical import wordnet, wordnet_info
 
 WORDNET_POS = (("NN", "n"), ("VB", "v"), ("JJ", "a"), ("RB", "r"))
 """Penn tag prefix -> WordNet part of speech; other tags (IN, DT, CC, ...) have no WordNet entry."""
@@ -77,8 +80,6 @@ def wordnet_pos(tag: str) -> str | None:
 @functools.cache
 def lemma_of(word: str, pos: str) -> str | None:
     """WordNet's base form of ``word`` as ``pos`` (``morphy``: "walking" -> "walk"), None when not a lemma."""
-    from papers.hard_positives.lexical import wordnet
-
     return wordnet().morphy(word.lower(), pos)
 
 
@@ -86,8 +87,6 @@ def lemma_of(word: str, pos: str) -> str | None:
 def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
     """Every other lemma of ``lemma``'s ``pos`` synsets: (lemma with spaces, sense rank from 0, SemCor count), in
     WordNet's order (senses by frequency, lemmas as listed); a lemma of several senses appears once, at its first."""
-    from papers.hard_positives.lexical import wordnet
-
     seen: dict[str, tuple[str, int, int]] = {}
     for rank, synset in enumerate(wordnet().synsets(lemma, pos)):
         for candidate in synset.lemmas():
@@ -112,6 +111,7 @@ def inflect(lemma: str, tag: str) -> str:
     """``lemma`` (a WordNet lemma, maybe several words) in the form of ``tag``: its first word is inflected."""
     if tag in BASE_TAGS:
         return lemma
+    # deferred: loads lemminflect only when called
     from lemminflect import getInflection
 
     first, _, rest = lemma.partition(" ")
@@ -333,11 +333,6 @@ def swap_positive(caption: str) -> str | None:
 # ----------------------------------------------------------------------------------------------------------------
 def describe() -> dict:
     """Provenance of the rules (for a stage's context sidecar)."""
-    from importlib.metadata import version
-
-    from common.caption_text import spacy_info
-    from papers.hard_positives.lexical import wordnet_info
-
     return {
         "generator": "papers.hard_positives.rules",
         "replace": {

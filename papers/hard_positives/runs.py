@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Callable
 
+from common.errors import unknown_name
 from papers.hard_positives.losses import HardPositiveLoss
 
 TYPES: tuple[str, ...] = ("replace", "swap")
@@ -43,8 +44,6 @@ positive"): every run sees every row's HP and HN texts, the weights decide what 
 def run_spec(run: str) -> RunSpec:
     """The run's spec; an unknown name is an error listing the known ones."""
     if run not in RUNS:
-        from common.errors import unknown_name
-
         raise unknown_name("run", run, RUNS)
     return RUNS[run]
 

@@ -18,7 +18,7 @@ Each part is released as two files with the same rows in the same order:
   ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,",
   downloading ARO's zip there) and each image is cropped to its box, as ARO does
   (``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:467`` "image = image.crop((test_case[";
-  ``common.visual_genome``).
+  ``common.files.visual_genome``).
 
 How the authors' code pairs the files: each file is loaded as its own dataset and scored by a ``DataLoader`` with
 ``shuffle=False`` (``amitakamath/hard_positives@33addaae run_eval.py:72`` "data_loader = DataLoader(dataset,
@@ -44,7 +44,7 @@ Genome's images (group ``visual-genome``) and ARO's image zip (manual), everythi
 (a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
 found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
 re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). With a cap
-(``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's) the set keeps the first ``cap`` items of each group.
+(``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) the set keeps the first ``cap`` items of each group.
 
 Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.
 """
@@ -58,11 +58,16 @@ from pathlib import Path
 from typing import Callable, Literal, Mapping, Sequence
 
 from common.errors import WorkspaceError
-from common.io import sha256_file, write_json_atomic
-from common.jsonl import read_json
-from common.tasks import DatasetError, ImageToTextItem, resolve_under
-from common.visual_genome import (VG_ATTRIBUTION, VgRecord, check_vg_image, crop_relpath, crop_vg, raise_problems,
-                                  read_vg, resolve_vg_image, vg_image_folders, vg_image_root)
+from common.files.io import sha256_file, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, ImageToTextItem, resolve_under
+from common.files.visual_genome import (
+    VG_ATTRIBUTION, VgRecord, check_vg_image, crop_relpath, crop_vg, raise_problems, read_vg, resolve_vg_image,
+    vg_image_folders, vg_image_root)
+from common.paths import build_dir
+from common.pipeline.inputs import full_inputs
+from common.pipeline.params import own_params
+from common.registry.fetch import fetch
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
@@ -106,7 +111,7 @@ def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path], kinds: Se
     """REPLACE's rows of each kind as (c, c_p, c_n) items (groups replace-attributes / replace-relations).
 
     ``image_root``: the folder holding ``VG_100K/`` and ``VG_100K_2/`` (the authors' ``data/``), or each of those
-    folders by name (``common.visual_genome.vg_image_folders``: they come from two zips). ``check_images``: every
+    folders by name (``common.files.visual_genome.vg_image_folders``: they come from two zips). ``check_images``: every
     image file must exist (every missing one is reported).
     """
     _check_equal_captions(equal_captions)
@@ -158,7 +163,7 @@ def swap_pairs(fetch: Fetch) -> list[tuple[VgRecord, VgRecord]]:
 def swap_items(fetch: Fetch, image_root: Path, crop_root: Path, *, check_images: bool = True,
                equal_captions: EqualCaptions = "keep") -> list[ImageToTextItem]:
     """SWAP's rows as (c, c_p, c_n) items (group swap), each image the crop of its box under ``crop_root``
-    (``common.visual_genome.crop_vg`` writes them; ``crop_relpath`` names them). ``image_root``: the ``images/``
+    (``common.files.visual_genome.crop_vg`` writes them; ``crop_relpath`` names them). ``image_root``: the ``images/``
     folder of ARO's zip (each row's image must resolve under it)."""
     _check_equal_captions(equal_captions)
     items: list[ImageToTextItem] = []
@@ -188,8 +193,6 @@ def equal_caption_ids(items: Sequence[ImageToTextItem]) -> list[str]:
 # The full profile's prepared set (stage full-data)
 # ------------------------------------------------------------------------------------------------------------------
 def _registry_fetch(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 
@@ -300,8 +303,6 @@ class FullSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.paths import build_dir
-
     parser = argparse.ArgumentParser(
         prog="python -m papers.hard_positives.sets_full",
         description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
@@ -310,8 +311,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stage", default=None,
                         help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.inputs import full_inputs
-    from common.params import own_params
 
     cap = full_inputs(own_params(args.stage)).cap
     full = prepare_full(Path(args.out or build_dir("full", "hard_positives")), cap=cap)

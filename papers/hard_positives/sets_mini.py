@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
-from common.jsonl import read_json
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic, write_text_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, ImageToTextItem
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.claims import Claim, sample_claim
@@ -39,7 +40,8 @@ from common.miniworld.negatives import replace_att, replace_rel, swap_att
 from common.miniworld.positives import HardPositive, positive_for_negative, swap_positive
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.tasks import DatasetError, ImageToTextItem
+from common.paths import build_dir
+from common.pipeline.params import own_section
 from papers.hard_positives import evaluation
 
 TEST_STREAM = "test-hard-positives"
@@ -86,7 +88,7 @@ def _scene_examples(scene: Scene, rng: random.Random) -> dict[str, TestExample]:
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     """Render ``examples_per_group`` examples of each group into ``out_dir``: ``images/*.png``, ``manifest.json``
     (the rows, with counts) and ``scenes.jsonl`` (each image's scene graph and claims). Images are shared across
-    groups, at most one example per group each. The folder is one output group (``common.io.output_group``): it
+    groups, at most one example per group each. The folder is one output group (``common.files.io.output_group``): it
     replaces the previous set whole, or, interrupted, leaves it."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
@@ -163,9 +165,6 @@ def load_test_items(root: Path) -> list[ImageToTextItem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_section
-    from common.paths import build_dir
-
     parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.sets_mini",
                                      description="Render the hard-positive benchmark (replace-attributes, "
                                                  "replace-relations, swap) from the mini world")

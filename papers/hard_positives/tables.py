@@ -62,20 +62,20 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from common import reproducible
 from common.errors import WorkspaceError
-from common.evaluate import best_device, engine_config
-from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.jsonl import read_json
-from common.params import own_section
+from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.results import write_predictions
+from common.evaluation.scoring.selection import SelectionResult, negative_position
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import ImageToTextItem
 from common.paths import RESULTS, build_dir
-from common.profile_stage import pinned_cpu, profile_stage_parser
-from common.results import write_predictions
-from common.scoring.selection import SelectionResult, negative_position
-from common.tasks import ImageToTextItem
+from common.pipeline import reproducible
+from common.pipeline.params import own_section
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
-from common.zoo import ModelFactory, get_spec
-from common.zoo import create_model as _zoo_create
+from common.zoo import ModelFactory, create_model as _zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.hard_positives import evaluation, figure3
@@ -199,7 +199,8 @@ def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metri
     column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
     (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
     resampling items keeps each pair of scores together."""
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     return bootstrap_mean_ci(_item_values(a, b, column, metric, b_metric), n_resamples=n_resamples, seed=seed)
 
@@ -209,7 +210,8 @@ def drop_difference(a: SelectionResult, b: SelectionResult, column: str, n_resam
     paired-bootstrap interval over items, as ``paired_difference`` computes one: per item (a's Aug. minus b's Aug.)
     minus (a's Orig. minus b's Orig.), weighted by group, each item's four outcomes resampled together. Sec. 3.2:
     the hard-negative fine-tunes' drops are larger than the base CLIP's (a negative difference)."""
-    from common.stats import bootstrap_mean_ci
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
 
     values = _item_values(a, b, column, "aug") - _item_values(a, b, column, "orig")
     return bootstrap_mean_ci(values, n_resamples=n_resamples, seed=seed)
@@ -220,12 +222,14 @@ def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
     Abstract's 12.9 is the mean of Table 1's -14.9 and -10.9), in points, with a 95% percentile-bootstrap interval:
     in each of the ``n_resamples`` iterations every column's items are resampled independently (each weighted by
     group, as ``paired_difference`` weighs them) and the columns' mean drops averaged. The same bootstrap as
-    ``common.stats.bootstrap_mean_ci`` (``scipy.stats.bootstrap``, percentile, ``numpy.random.default_rng(seed)``),
+    ``common.evaluation.stats.bootstrap_mean_ci`` (``scipy.stats.bootstrap``, percentile, ``numpy.random.default_rng(seed)``),
     with one sample per column (``paired=False``: drawn in column order from the one generator); a sample with
     every value equal has the degenerate interval."""
+    # deferred: loads scipy only when called
     import scipy.stats
 
-    from common.stats import Interval
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import Interval
 
     samples = [_item_values(result, result, column, "aug", "orig") for column in evaluation.COLUMNS]
     estimate = float(np.mean([s.mean() for s in samples]))
@@ -254,6 +258,7 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     3's trend (Spearman's rho of the hard-negative weight against each metric over ratio-0 .. ratio-0.75 and
     hp-hn; None where the metric is the same for all five). Every interval: 2,000 resamples, seed 0, rounded to 2
     decimals like its point estimate. ``results``: each row id's outcomes."""
+    # deferred: loads scipy only when called
     import scipy.stats
 
     by_run = {r["run"]: r for r in rows}
@@ -331,7 +336,7 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
 """One stage each (``table1-mini``, ``table1-full``), whose parameters (``hard_positives.<profile>``, ``engine``) it
 reads."""
 DATA_FILES = ("papers/hard_positives/models.toml",)
-"""Read at run time (``common.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
 models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
 ``common/zoo/models.toml``)."""
 AUTHORS_BUILD: dict[str, str] = {
@@ -400,8 +405,6 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
     ``skip_unavailable`` are returned by row with the reason. A model of ``authors_precision`` is scored at that
     precision and, right after, at the engine's (row ``<row>@<p>``). ``labels``: row -> the table's label where it
     is not the zoo's (the mini base stands for CLIP ViT-B/32)."""
-    from common.engine import Engine, EngineConfig
-
     config = engine_config or EngineConfig()
     plan = ways(models)
     scored, skipped = [], {}
@@ -424,8 +427,6 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
 def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTextItem], engine_config=None,
                device: str = "cpu", family: str = "hard_positives") -> list[Scored]:
     """Every run's checkpoint (an ``arch`` model, its spec filed under ``family``) on the items."""
-    from common.engine import Engine, EngineConfig
-
     config = engine_config or EngineConfig()
     return [Scored(e.run or e.name, e.name, e.label,
                    evaluation.evaluate(Engine(served(e, arch, device, family=family), config), items),
@@ -619,7 +620,7 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
 # ------------------------------------------------------------------------------------------------------------------
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``table1-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
-    ``common.reproducible``)."""
+    ``common.pipeline.reproducible``)."""
     device = pinned_cpu(args.device, HardPositivesTablesError)
     root = build_dir("mini", "hard_positives")
     test_dir = Path(args.data or root / "test")

@@ -28,9 +28,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.io import sha256_file
-from common.params import own_section
+from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.params import own_section
 from common.training import FromZoo, Init
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext

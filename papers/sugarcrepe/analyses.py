@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from common.io import write_json_atomic
-from common.jsonl import read_json
+from common.files.io import write_json_atomic
+from common.files.jsonl import read_json
 
 
 def collect(metrics_files: Sequence[Path]) -> dict[str, dict]:

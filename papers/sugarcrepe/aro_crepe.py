@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.benchmarks.caption_negatives import load_sugarcrepe
-from common.jsonl import read_json
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, ImageToTextItem
 from common.miniworld.templates import TEMPLATE_KINDS
-from common.tasks import DatasetError, ImageToTextItem
 
 KIND = "sugarcrepe-templates"
 """The manifest's ``kind``: the four template kinds as categories, so ``load_template_set`` reads it, not

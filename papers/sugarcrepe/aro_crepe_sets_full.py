@@ -2,7 +2,7 @@
 negatives, the set Table 5's ARO+CREPE columns score.
 
 The full SugarCrepe positives (the ``full-set`` stage's manifest: every distinct (image, caption) over its seven
-category files) with one negative per kind (replace, swap, negate, shuffle; ``common.crepe_style``, the vocabulary
+category files) with one negative per kind (replace, swap, negate, shuffle; ``common.text.crepe_style``, the vocabulary
 built from these positives), in the layout of the mini ARO+CREPE set (``aro_crepe``: ``data/<kind>.json`` +
 ``manifest.json``, read by ``load_template_set``). The manifest counts, per kind, the positives that got no negative.
 
@@ -16,10 +16,12 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from common.crepe_style import CREPE_KINDS, Vocabulary, crepe_negatives, parse_captions
-from common.crepe_style import describe as describe_generator
-from common.io import output_group, sha256_file, write_json_atomic
-from common.tasks import DatasetError
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.files.tasks import DatasetError
+from common.paths import build_dir
+from common.pipeline.params import own_section
+from common.text.crepe_style import (
+    CREPE_KINDS, Vocabulary, crepe_negatives, describe as describe_generator, parse_captions)
 from papers.sugarcrepe.aro_crepe import KIND as TEMPLATES_KIND
 from papers.sugarcrepe.positives import sugarcrepe_positives
 
@@ -61,9 +63,6 @@ def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_section
-    from common.paths import build_dir
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.aro_crepe_sets_full",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--sugarcrepe", type=Path, default=None, help="default: build/full/sugarcrepe/manifest.json")

@@ -21,18 +21,19 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from common.audit import audit_stage
-from common.audit import main as audit_main
+from common.audit import audit_stage, main as audit_main
 from common.audit.core import Recomputed
-from common.audit.runs import (MINI_NOTE, context_recipe_notes, read_run_table, recipe_of_row, require_rows,
-                               run_rows_recomputations, run_value, table_recomputations)
+from common.audit.runs import (
+    MINI_NOTE, context_recipe_notes, read_run_table, recipe_of_row, require_rows, run_rows_recomputations, run_value,
+    table_recomputations)
 from common.paths import RESULTS
-from common.zoo import get_spec
+from common.pipeline.params import load_params, section, stage_params
+from common.zoo import get_spec, registry
 from papers.sugarcrepe import released
 
 DATA_FILES = ("results/published/sugarcrepe.csv", "results/published/sugarcrepe_claims.csv",
               "results/oracle/sugarcrepe.json")
-"""The published numbers this audit reads and its oracle record (``common.stage_deps``)."""
+"""The published numbers this audit reads and its oracle record (``common.pipeline.stage_deps``)."""
 
 PAPER = "sugarcrepe"
 TABLE6_COLUMNS = {
@@ -82,8 +83,6 @@ def table6_row(model: str) -> str:
 def table6_note(model: str) -> str:
     """How a Table 6 row was built where the table scores its published row two ways: a variant's note (the authors'
     line), and for the model it varies, that it loads as open_clip registers it."""
-    from common.zoo import registry
-
     spec = get_spec(model)
     if spec.variant_of is not None:
         return f"variant of {spec.variant_of}: {spec.variant_note}"
@@ -147,7 +146,7 @@ def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[R
                 recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, value, unit,
                                        source, "full", "default",
                                        note="ARO+CREPE regenerated here with CREPE-style rules "
-                                            "(common.crepe_style), not CREPE's own code"))
+                                            "(common.text.crepe_style), not CREPE's own code"))
     require_rows(table4_csv, found, MINI_EXPECTED["Table 4"] if profile == "mini" else ())
     return recs
 
@@ -197,8 +196,6 @@ def recompute(profile: str, model_names: Sequence[str] | None = None, results: P
     """Released-artifact recomputations and this profile's Table 6 run. ``model_names``: the full profile's 17
     models (default: params.yaml ``sugarcrepe.models.full``)."""
     if model_names is None:
-        from common.params import load_params, section
-
         model_names = section(load_params(), "sugarcrepe.models.full")
     table = results / PAPER / profile / "table6.csv"
     run = table_recomputations(PAPER, "Table 6", table, profile, TABLE6_COLUMNS, table6_row, model_names,
@@ -213,8 +210,6 @@ def draw_figures(out_dir: Path, model_names: Sequence[str] | None = None) -> dic
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import stage_params
-
     params = stage_params(audit_stage(PAPER))  # this module's stage, also when `python -m common audit` runs it
     models = params["sugarcrepe"]["models"]["full"]
     return audit_main(PAPER, argv, recompute=lambda profile: recompute(profile, models),

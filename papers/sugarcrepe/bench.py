@@ -8,7 +8,7 @@ about 1.6 distinct captions per example). Model: an open_clip architecture with 
   Image.open(image_path)" and ``RAIVNLab/sugar-crepe@0047054b main_eval.py:45-54`` "return 1 if pos_score.item() >
   neg_score.item() else 0": per example, open the image, encode it at batch 1, encode the positive and the negative
   caption at batch 1, compare.
-* engine: ``common.scoring.selection.image_to_text`` on a cold cache (hashing, caching, bookkeeping included).
+* engine: ``common.evaluation.scoring.selection.image_to_text`` on a cold cache (hashing, caching, bookkeeping included).
 * bound, on the CPU: encoding every unique image (decode + preprocess + encode) and every unique text once, at the
   best of several batch sizes, with nothing else. On a GPU, where decoding runs on the CPU cores while the GPU
   encodes, the bound is the larger of (decoding and preprocessing every image with all cores) and (encoding every
@@ -30,13 +30,13 @@ import numpy as np
 import torch
 from PIL import Image
 
-from common.engine import Engine, EngineConfig
+from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.scoring.selection import image_to_text
+from common.files.tasks import ImageToTextItem
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import SYNTHETIC, render
 from common.miniworld.scene import sample_scene
-from common.scoring.selection import image_to_text
-from common.tasks import ImageToTextItem
 from common.zoo import OpenClipModel, random_model
 
 EXAMPLES_PER_IMAGE = (1, 6, 7, 8, 5, 2, 4, 9, 3, 10, 1, 1, 1, 6, 7, 8, 5)

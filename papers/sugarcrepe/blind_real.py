@@ -21,7 +21,7 @@ Real text, all through the checksum-verifying downloader (the mirror here):
   and as COCO-Order's 5-way choice;
 * ``aro-crepe``: the paper's "ARO+CREPE" (Sec. 4.1), the older benchmarks' negatives regenerated on SugarCrepe's own
   positives: one REPLACE, SWAP, NEGATE and SHUFFLE negative per distinct (image, caption) of the refined release,
-  from this workspace's CREPE-style rules (``common.crepe_style``; CREPE's generator is not public).
+  from this workspace's CREPE-style rules (``common.text.crepe_style``; CREPE's generator is not public).
   Its positives are SugarCrepe's, so the language model does not fit on them a second time.
 
 Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
@@ -44,21 +44,24 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from common.benchmarks.caption_negatives import CATEGORIES, read_category
 from common.blind.classifier import PairwiseTextClassifier
 from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, refine
-from common.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
-from common.params import own_params
+from common.evaluation.stats import bootstrap_mean_ci
+from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError
 from common.paths import RESULTS
-from common.released_text import read_negclip_tsv
-from common.stats import bootstrap_mean_ci
-from common.tasks import DatasetError
-from common.crepe_style import CREPE_KINDS, crepe_negatives
-from common.crepe_style import describe as crepe_describe
-from common.benchmarks.caption_negatives import CATEGORIES, read_category
-from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
-from papers.sugarcrepe.table4 import by_caption, paired_table4
+from common.pipeline.inputs import full_inputs
+from common.pipeline.params import own_params
+from common.registry.fetch import fetch as download
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.published import load_cells
+from common.text.crepe_style import CREPE_KINDS, crepe_negatives, describe as crepe_describe
+from common.text.released_text import read_negclip_tsv
+from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS, by_caption, paired_table4
 
 DATA_FILES = ("papers/sugarcrepe/sources.toml", "results/published/sugarcrepe.csv")
 """Read at run time: this paper's registry entries (the VL-CheckList and NegCLIP files it reads are shared entries of
@@ -113,8 +116,6 @@ def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) 
 
 
 def vl_checklist_pairs(fetch: Callable[[str], Path]) -> list[TextPair]:
-    from common.jsonl import read_json
-
     pairs = []
     for category, key in VL_CHECKLIST.items():
         path = fetch(key)
@@ -213,6 +214,7 @@ def by_benchmark(pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
 
 def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScores]:
     """The paper's grammar model and Vera on every caption (pretrained: nothing to cross-fit)."""
+    # deferred: loads torch only when called
     from common.blind.pretrained import load_text_scorer
 
     texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
@@ -333,8 +335,6 @@ def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kep
 # Figures
 # ----------------------------------------------------------------------------------------------------------------
 def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
-    from common.figures import save_figure, pyplot
-
     plt = pyplot()
     sets = list(dict.fromkeys(r["set"] for r in rows))
     scorers = list(dict.fromkeys(r["scorer"] for r in rows))
@@ -357,8 +357,6 @@ def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
 
 
 def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
-    from common.figures import save_figure, pyplot
-
     plt = pyplot()
     shown = [r for r in rows if r["category"] != "all (micro)"]
     labels = list(dict.fromkeys(f"{r['benchmark']}\n{r['category']}" for r in shown))
@@ -381,8 +379,6 @@ def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
 
 # ----------------------------------------------------------------------------------------------------------------
 def published_blind() -> dict:
-    from common.published import load_cells
-
     values = {}
     for cell in load_cells("sugarcrepe"):
         if cell.table in ("Table 6", "Table 8") and cell.row.startswith("Text-only model |") and cell.value is not None:
@@ -395,8 +391,6 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
     and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: ``full_inputs.cap`` (``load_pairs``)."""
     if fetch is None:
-        from common.registry.fetch import fetch as download
-
         fetch = lambda key: download(key, progress=False)  # noqa: E731
     pairs = load_pairs(fetch, order_csv, config.seed, cap)
     scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
@@ -475,7 +469,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stage", default=None,
                         help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.inputs import full_inputs
 
     values = own_params(args.stage)
     result = run(config_from_params(values), args.out, scorers=args.scorers, device=args.device,

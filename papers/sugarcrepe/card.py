@@ -2,7 +2,7 @@
 them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
 
 * SugarCrepe: ``selection.evaluate(..., STRICT)`` on the prepared set, as ``table6.py`` (via
-  ``common.evaluate.evaluate_selection``); the average is the unweighted mean of the categories (Table 6's).
+  ``common.evaluation.evaluate.evaluate_selection``); the average is the unweighted mean of the categories (Table 6's).
 * Recognition (mini profile): zero-shot top-1 on the ImageNet analog (56 colour-shape classes) and on the 7 shapes,
   on Figure 5's classification set (built here from Figure 5's parameters when absent, as Figure 5 builds it), top-1
   as ``figure5.score_classification`` counts it (a tie is wrong). The full profile's ImageNet-1k needs the ImageNet
@@ -21,8 +21,12 @@ from pathlib import Path
 
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 from common.card.core import CardBenchmark, Measure, selection_measures
+from common.card.published import PublishedColumns
 from common.card.trend import Trend
 from common.paths import RESULTS, build_root
+from common.pipeline.params import load_params
+from common.registry.errors import FetchError
+from papers.sugarcrepe.audit import TABLE6_COLUMNS
 
 STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong (SugarCrepe's "
                'RAIVNLab/sugar-crepe@0047054b main_eval.py:54 "return 1 if pos_score.item() > neg_score.item() else 0"; '
@@ -37,7 +41,8 @@ def _sugarcrepe(profile: str) -> CardBenchmark:
            else "dvc repro papers/sugarcrepe/dvc.yaml:full-set (python -m common prepare sugarcrepe)")
 
     def score(engine, items) -> list[Measure]:
-        from common.scoring import selection
+        # deferred: loads PIL, torch, tqdm only when called
+        from common.evaluation.scoring import selection
 
         result = selection.evaluate(engine, items, selection.STRICT)
         return selection_measures(result, "sugarcrepe", "SugarCrepe", STRICT_RULE, "papers/sugarcrepe/table6.py",
@@ -48,6 +53,7 @@ def _sugarcrepe(profile: str) -> CardBenchmark:
 
 
 def _recognition(profile: str) -> CardBenchmark:
+    # deferred: loads PIL, tqdm only when called
     from common.miniworld.classification import COLORED_SHAPES, SHAPES
 
     set_dir = build_root() / "mini" / "classification"
@@ -61,8 +67,8 @@ def _recognition(profile: str) -> CardBenchmark:
     def load():
         """Figure 5's set, built or reused as ``figure5.run_mini`` does (it is a cache, not a stage's output: a fresh
         clone whose figure5 stage DVC skipped has none), from the same parameters."""
+        # deferred: loads PIL, tqdm only when called
         from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
-        from common.params import load_params
 
         params = load_params()
         world = params["mini"]["world"]
@@ -71,7 +77,8 @@ def _recognition(profile: str) -> CardBenchmark:
         return ensure_classification_set(config, set_dir)[0]
 
     def score(engine, sets) -> list[Measure]:
-        from common.scoring import classification
+        # deferred: loads PIL, torch, tqdm only when called
+        from common.evaluation.scoring import classification
 
         out = []
         for name, label in ((COLORED_SHAPES, "ImageNet analog (56 colour-shape classes)"),
@@ -112,7 +119,7 @@ def _checkpoint_trend() -> list[Trend]:
     """The vl_compo table's pre-trained checkpoints (the compositionality fine-tunes left out), fetched as the
     recognition stage fetches them; a zoo model the table lists gets its x from the table (ImageNet-1k is not
     measured here). The table's numbers come from its authors' evaluation of SugarCrepe (the same categories)."""
-    from common.registry.errors import FetchError
+    # deferred: loads scipy only when called
     from papers.sugarcrepe import recognition
 
     try:
@@ -133,8 +140,5 @@ def _checkpoint_trend() -> list[Trend]:
 
 def published():
     """Table 6's rows (every CLIP, the text-only and human rows), its columns as the audit maps them."""
-    from common.card.published import PublishedColumns
-    from papers.sugarcrepe.audit import TABLE6_COLUMNS
-
     return [PublishedColumns("sugarcrepe", "Table 6", "SugarCrepe Table 6",
                              {f"sugarcrepe/{c}": column for c, column in TABLE6_COLUMNS.items()})]

@@ -13,12 +13,13 @@ import json
 import sys
 from pathlib import Path
 
+from common.benchmarks.caption_negatives import PreparedSet, category_counts, fetch_released
+from common.files.tasks import DatasetError
 from common.paths import build_root
+from papers.sugarcrepe import sets_full
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from common.benchmarks.caption_negatives import PreparedSet, category_counts, fetch_released
-
     if args.source == "released":
         files = fetch_released()
         origin = "released JSON (sugarcrepe group of the download registry)"
@@ -31,14 +32,13 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _world(args: argparse.Namespace) -> int:
+    # deferred: loads PIL, tqdm only when called
     from papers.sugarcrepe import sets_mini
 
     return sets_mini.main(["--out", args.out])
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from papers.sugarcrepe import sets_full
-
     return sets_full.main(["--out", args.out])
 
 
@@ -66,12 +66,12 @@ unknown model, a bad --out) stops with one `error:` line naming the file and rec
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from common.engine import Engine
-    from common.evaluate import eval_outputs, write_eval_outputs
-    from common.scoring.selection import image_to_text
-    from common.tasks import DatasetError
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.engine import Engine
+    from common.evaluation.evaluate import eval_outputs, write_eval_outputs
+    from common.evaluation.scoring.selection import image_to_text
+    # deferred: loads PIL, torch only when called
     from common.zoo import create_model, get_spec
-    from common.benchmarks.caption_negatives import PreparedSet
 
     get_spec(args.model)  # an unknown name fails before any data is read
     summary_path, predictions_path = eval_outputs(args.out, args.model)  # so does a bad --out
@@ -90,6 +90,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe import bench
 
     return bench.run(args)

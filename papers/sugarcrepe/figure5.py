@@ -17,7 +17,7 @@ Pearson r (0.78 SWAP-Obj, 0.75 ADD-Att, > 0.8 elsewhere). The stage follows ``pr
 
 Two intervals say how much r pins down:
 
-* Fisher z over models (``common.stats.fisher_pearson_ci``): the standard error of atanh(r) is 1/sqrt(n - 3); with
+* Fisher z over models (``common.evaluation.stats.fisher_pearson_ci``): the standard error of atanh(r) is 1/sqrt(n - 3); with
   the mini family's n = 4 that is 1, so a 95% interval spans atanh(r) +- 1.96 (r = 0.9 gives about [-0.45, 1.00]);
   with the paper's n = 17 it is +- 0.52.
 * A percentile bootstrap over test examples: each category's examples (and, in the mini profile, the classification
@@ -46,22 +46,25 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import scipy.stats
 
-from common import reproducible, stats
 from common.audit.core import AuditError
-from common.engine import Engine, EngineConfig
+from common.benchmarks.caption_negatives import CATEGORIES
 from common.errors import WorkspaceError
-from common.evaluate import best_device, engine_config
-from common.figures import pyplot, save_figure
-from common.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.miniworld.classification import (COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig,
-                                             ensure_classification_set)
-from common.params import own_params
+from common.evaluation import stats
+from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.scoring import classification
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.tasks import ClassificationSet
+from common.miniworld.classification import (
+    COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig, ensure_classification_set)
 from common.paths import RESULTS, build_root
-from common.scoring import classification
-from common.tasks import ClassificationSet
+from common.pipeline import reproducible
+from common.pipeline.params import own_params
+from common.registry.fetch import fetch
+from common.registry.sources import get_source
+from common.reporting.figures import pyplot, save_figure
 from common.zoo import create_model
 from papers.sugarcrepe import released
-from common.benchmarks.caption_negatives import CATEGORIES
 
 AVERAGE = "average"
 GROUPS: tuple[str, ...] = (*CATEGORIES, AVERAGE)
@@ -188,7 +191,7 @@ FULL_VIEW = ProfileView(
 
 # ---- inputs ----------------------------------------------------------------------------------------------------
 def read_table6(path: Path, groups: Sequence[str] = GROUPS) -> dict[str, Table6Row]:
-    """model -> its row of a Table 6 CSV (``common.results.write_accuracy_table``'s wide table)."""
+    """model -> its row of a Table 6 CSV (``common.evaluation.results.write_accuracy_table``'s wide table)."""
     if not Path(path).is_file():
         raise Figure5InputError(f"{path}: not found: run the table6 stage of this profile first")
     with open(path, newline="", encoding="utf-8") as fh:
@@ -209,7 +212,7 @@ def read_table6(path: Path, groups: Sequence[str] = GROUPS) -> dict[str, Table6R
 def read_correctness(path: Path, categories: Sequence[str] = CATEGORIES
                      ) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
     """(category -> item ids, category -> per-example correctness), in file order, from a predictions CSV
-    (``common.results.write_predictions``)."""
+    (``common.evaluation.results.write_predictions``)."""
     ids: dict[str, list[str]] = {}
     by_group: dict[str, list[bool]] = {}
     with open(path, newline="", encoding="utf-8") as fh:
@@ -587,9 +590,6 @@ def fisher_width(n: int, confidence: float) -> str:
 
 def imagenet_results() -> tuple[Path, dict]:
     """open_clip's results CSV through the checksum-pinned downloader, and where it came from."""
-    from common.registry.fetch import fetch
-    from common.registry.sources import get_source
-
     source = get_source(released.OPENCLIP_RESULTS_KEY)
     path = fetch(released.OPENCLIP_RESULTS_KEY, progress=False)
     return path, {"key": source.key, "url": source.url, "sha256": sha256_file(path)}
@@ -622,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir = RESULTS / "sugarcrepe" / profile
     if profile == "mini":
         device = best_device()
-        if device == "cpu":  # the same classification scores on any x86-64 CPU (common.reproducible)
+        if device == "cpu":  # the same classification scores on any x86-64 CPU (common.pipeline.reproducible)
             reproducible.reexec_pinned()
             reproducible.fix_threads()
         world = params["mini"]["world"]

@@ -32,18 +32,19 @@ from typing import Sequence
 
 import numpy as np
 
+from common.benchmarks.caption_negatives import PreparedSet, read_category
 from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, refine
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
-from common.jsonl import read_json
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
-from common.tasks import DatasetError
+from common.pipeline.params import own_params
+from common.reporting.figures import pyplot, save_figure
 from papers.sugarcrepe import blind_real
-from common.benchmarks.caption_negatives import PreparedSet, read_category
 from papers.sugarcrepe.aro_crepe import load_template_set
-from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS
-from papers.sugarcrepe.table4 import by_image, paired_table4
+from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS, by_image, paired_table4
 
 OUT_DIR = RESULTS / "sugarcrepe" / "mini"
 TEMPLATES, SUGARCREPE = "mini-aro-crepe", "mini-sugarcrepe"
@@ -158,8 +159,6 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
 def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
     """Fig. 2's analog: each scorer's blind accuracy per category, the two benchmarks side by side, chance dashed.
     (``blind_real.draw_accuracy`` cuts off two-line tick labels at this size; this one lays the figure out tight.)"""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     shown = [r for r in rows if r["category"] != "all (micro)"]
     cells = list(dict.fromkeys((r["benchmark"], r["category"]) for r in shown))
@@ -251,8 +250,6 @@ def config_from_params(params: dict) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     parser.add_argument("--stage", default=None,

@@ -23,13 +23,14 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from common.io import output_group, write_json_atomic, write_text_atomic
+from common.benchmarks.caption_negatives import PreparedSet, read_category
+from common.files.io import output_group, write_json_atomic, write_text_atomic
+from common.files.tasks import DatasetError
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
-from common.tasks import DatasetError
-from common.benchmarks.caption_negatives import PreparedSet, read_category
+from common.pipeline.params import own_params
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
 
@@ -101,8 +102,6 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_templates",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)

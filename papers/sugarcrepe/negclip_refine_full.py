@@ -17,7 +17,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.io import sha256_file, write_json_atomic
+from common.blind.refine import DEFAULT_AXIS_BINS, refine, refine_report
+from common.files.io import sha256_file, write_json_atomic
+from common.paths import build_dir
+from common.pipeline.params import own_section
 from papers.sugarcrepe.negclip_rows import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
 
@@ -29,8 +32,6 @@ def refine_rows(rows: Sequence[TrainRow], scorers: Mapping[str, object], bins: i
 
     ``scorers``: two ``common.blind.pretrained.TextScorer`` (Vera, grammar), in that order. Every distinct text is
     scored once per scorer."""
-    from common.blind.refine import refine, refine_report
-
     if len(scorers) != 2:
         raise ValueError(f"Algorithm 1 takes two scorers, got {list(scorers)}")
     texts = list(dict.fromkeys([r.caption for r in rows] + [r.negatives[k] for r in rows for k in KINDS]))
@@ -56,8 +57,6 @@ def refine_rows(rows: Sequence[TrainRow], scorers: Mapping[str, object], bins: i
 
 
 def build_refined(set_dir: Path, out_path: Path, scorers: Mapping[str, object], bins: int = 50, seed: int = 0) -> dict:
-    from common.blind.refine import DEFAULT_AXIS_BINS
-
     rows = load_rows(set_dir)
     kinds = refine_rows(rows, scorers, bins, seed)
     record = {"config": {"bins": bins, "axis_bins": DEFAULT_AXIS_BINS, "seed": seed, "scorers": list(scorers)},
@@ -68,10 +67,10 @@ def build_refined(set_dir: Path, out_path: Path, scorers: Mapping[str, object], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # deferred: loads torch only when called
     from common.blind.pretrained import load_text_scorer
-    from common.evaluate import best_device
-    from common.params import own_section
-    from common.paths import build_dir
+    # deferred: loads PIL, torch, tqdm only when called
+    from common.evaluation.evaluate import best_device
 
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_refine_full",
                                      description=__doc__.splitlines()[0])

@@ -13,10 +13,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from common.arrays import load_array
 from common.errors import WorkspaceError
-from common.jsonl import read_json, read_rows
-from common.tasks import DatasetError
+from common.files.arrays import load_array
+from common.files.jsonl import read_json, read_rows
+from common.files.tasks import DatasetError
 from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS, RUNS, run_spec
 
 REMEDY = "rebuild the fine-tuning set (`python -m papers.sugarcrepe.negclip_sets_mini`, stage negclip-mini-set)"

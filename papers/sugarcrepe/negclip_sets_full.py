@@ -2,7 +2,7 @@
 CREPE-style negatives.
 
 NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO train2014) with each caption's
-CREPE-style REPLACE, SWAP and NEGATE negatives (``common.crepe_style``, vocabulary from these captions). Rows whose
+CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions). Rows whose
 image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped, and so are
 rows some kind does not apply to, so that every run trains on the same captions; both are counted. Writes
 ``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows.load_rows``) and ``manifest.json``.
@@ -16,10 +16,13 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from common.crepe_style import Vocabulary, crepe_negatives, parse_captions
-from common.crepe_style import describe as describe_generator
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
-from common.tasks import DatasetError
+from common.blind.crossfit import coco_group
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.tasks import DatasetError
+from common.paths import build_dir, data_root
+from common.pipeline.params import own_section
+from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_generator, parse_captions
+from common.text.released_text import read_negclip_tsv
 from papers.sugarcrepe.positives import sugarcrepe_positives
 from papers.sugarcrepe.runs import KINDS
 
@@ -28,8 +31,6 @@ SET_KIND = "sugarcrepe-negclip-full-set"
 
 def test_image_groups(sugarcrepe_manifest: Path) -> set[str]:
     """COCO ids (``coco:<id>``) of every SugarCrepe test image."""
-    from common.blind.crossfit import coco_group
-
     positives, _ = sugarcrepe_positives(sugarcrepe_manifest)
     try:
         return {coco_group(name) for name, _ in positives}
@@ -41,9 +42,6 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
                     vocabulary_min_count: int = 1) -> dict:
     """``rows.jsonl`` and ``manifest.json`` in ``out_dir``: the TSV's captions on non-test images with a negative of
     every kind; errors name the TSV row whose image is missing."""
-    from common.blind.crossfit import coco_group
-    from common.released_text import read_negclip_tsv
-
     tsv, images_dir = Path(tsv), Path(images_dir)
     rows = read_negclip_tsv(tsv)
     test_groups = test_image_groups(sugarcrepe_manifest)
@@ -91,9 +89,6 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_section
-    from common.paths import build_dir, data_root
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_full",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--tsv", type=Path, default=None, help="default: <data>/negclip/train_neg_clip.tsv")

@@ -24,12 +24,20 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from common.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.blind.classifier import PairwiseTextClassifier
+from common.blind.crossfit import TextPair, crossfit
+from common.blind.ngram import NgramFluency
+from common.blind.refine import refine, refine_report
+from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
+from common.miniworld.templates import template_negative
+from common.paths import build_dir
+from common.pipeline import reproducible
+from common.pipeline.params import own_params
 from papers.sugarcrepe.negclip_rows import FinetuneSet
 from papers.sugarcrepe.runs import KINDS
 
@@ -60,8 +68,6 @@ class RefineConfig:
 
 
 def _template_negative() -> NegativeFn:
-    from common.miniworld.templates import template_negative
-
     return template_negative
 
 
@@ -128,11 +134,6 @@ def refine_negatives(data: FinetuneSet, config: RefineConfig) -> dict[str, dict]
     language model fitted on positive captions and a pairwise text classifier, both cross-fitted with folds grouped
     by caption text, so no caption is scored by a model fitted on it (a caption shared by two images included).
     """
-    from common.blind.classifier import PairwiseTextClassifier
-    from common.blind.crossfit import TextPair, crossfit
-    from common.blind.ngram import NgramFluency
-    from common.blind.refine import refine, refine_report
-
     def fluency(fit: Sequence[TextPair]):
         return NgramFluency(seed=config.seed).fit([p.positive for p in fit])
 
@@ -160,7 +161,7 @@ def refine_negatives(data: FinetuneSet, config: RefineConfig) -> dict[str, dict]
 def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = None,
               refine_config: RefineConfig | None = RefineConfig()) -> dict:
     """Write ``images.npy``, ``captions.json``, ``negatives.json``, ``refined.json`` (unless ``refine_config`` is
-    None) and ``manifest.json`` into ``out_dir``, as one output group (``common.io.output_group``): they replace the
+    None) and ``manifest.json`` into ``out_dir``, as one output group (``common.files.io.output_group``): they replace the
     previous set together, or, interrupted, leave it."""
     data, counts = render_set(config, negative)
     out_dir = Path(out_dir)
@@ -205,10 +206,6 @@ def refine_config(params: Mapping) -> RefineConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common import reproducible
-    from common.params import own_params
-    from common.paths import build_dir
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_mini",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/sugarcrepe_negclip/set")

@@ -29,17 +29,29 @@ negatives). No training stage imports this module.
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.io import write_csv_atomic, write_json_atomic, write_output_group
-from common.jsonl import read_json
-from common.scoring.selection import STRICT, SelectionResult
-from common.tasks import DatasetError, ImageToTextItem
+from common.benchmarks.caption_negatives import PreparedSet
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.scoring import selection
+from common.evaluation.scoring.selection import STRICT, SelectionResult
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
+from common.files.jsonl import read_json
+from common.files.tasks import DatasetError, ImageToTextItem
+from common.paths import RESULTS, build_dir
+from common.pipeline import reproducible
+from common.pipeline.params import own_section
+from common.reporting.figures import grouped_bars
+from common.training.records import training_context
+from common.zoo import get_spec
 from common.zoo.trained import served
+from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS, REFINED_KINDS, RUNS, RunSpec
 
 TEMPLATE_GROUPS: dict[str, tuple[str, ...]] = {k: (k,) for k in ("replace", "swap", "negate", "shuffle")}
@@ -94,7 +106,7 @@ class Profile:
     arch_column: bool
     """The tables and the context name each row's architecture and family (the full profile mixes them)."""
     pinned: bool
-    """Scored on the pinned CPU profile (``common.reproducible``), unless ``--device`` says otherwise."""
+    """Scored on the pinned CPU profile (``common.pipeline.reproducible``), unless ``--device`` says otherwise."""
     title: str
     note: str = ""
 
@@ -172,9 +184,6 @@ def score_models(entries: Sequence[ModelEntry], template_items: Sequence[ImageTo
                  sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
                  family: str = "mini") -> dict[str, ModelScores]:
     """Every model on both sets, SugarCrepe's strict rule (a tie is wrong)."""
-    from common.engine import Engine
-    from common.scoring import selection
-
     out = {}
     for e in entries:
         engine = Engine(served(e, e.arch, device, family), engine_config)
@@ -331,8 +340,6 @@ def write_tables(profile: Profile, out_dir: Path, rows: Sequence[Mapping], conte
     """Table 5 (every row on template negatives: csv, metrics, figure), the context, and, when the refined runs are
     among the rows, Table 10 (the last family's baseline and NegCLIP runs on template vs refined negatives;
     ``refined``: ``refined.json``'s counts per kind)."""
-    from common.figures import grouped_bars
-
     arch = ("arch",) if profile.arch_column else ()
     table5 = [r for r in rows if r["negatives"] != "refined"]
     paths = {"table5": table_csv(out_dir / "table5.csv", table5, (TABLE5_FIELDS[0], *arch, *TABLE5_FIELDS[1:])),
@@ -364,9 +371,6 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
     """Score every model on ARO+CREPE (``aro_crepe_dir``, ``papers.sugarcrepe.aro_crepe``'s layout) and SugarCrepe
     (``sugarcrepe_manifest``: a ``PreparedSet``), write the tables, metrics, context and figure as one output
     group."""
-    from common.benchmarks.caption_negatives import PreparedSet
-    from papers.sugarcrepe.aro_crepe import load_template_set
-
     scores = score_models(entries, load_template_set(Path(aro_crepe_dir)).items(),
                           PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device,
                           profile.zoo_family)
@@ -380,15 +384,6 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import json
-
-    from common import reproducible
-    from common.evaluate import best_device, engine_config
-    from common.params import own_section
-    from common.paths import RESULTS, build_dir
-    from common.training.records import training_context
-    from common.zoo import get_spec
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_tables",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--profile", required=True, choices=sorted(PROFILES))

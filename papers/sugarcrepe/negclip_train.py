@@ -10,7 +10,7 @@ refinement kept. Only where the batches come from differs by profile:
 
 * mini: ``mini/xs-32k`` (the mini family's "ViT-B/32") fine-tuned on the rendered set (``negclip_rows.run_data``,
   ``common.training.rendered.CaptionBatches``) with the steps and optimiser of ``params.yaml
-  sugarcrepe.negclip_mini``; deterministic on the CPU (``common.reproducible``, through ``common.training.launch``).
+  sugarcrepe.negclip_mini``; deterministic on the CPU (``common.pipeline.reproducible``, through ``common.training.launch``).
 * full: COCO files decoded per batch (``negclip_rows.run_rows``, ``common.training.files.FileCaptionBatches``);
   fine-tuned runs start from ``base`` (``openai/ViT-B-32``) on the ``finetune`` schedule, scratch runs from a random
   ``scratch_arch`` (``RN50``) on the ``scratch`` schedule; both schedules are the paper's (the SugarCrepe paper,
@@ -36,12 +36,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from common.inputs import step_budget
-from common.io import sha256_file
-from common.params import own_section
+from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.inputs import step_budget
+from common.pipeline.params import own_section
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
+from common.training.launch import add_run_command
 from common.training.model_init import FromScratch, FromZoo, Init
 from common.training.recipes import Recipe, load_recipe
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
@@ -178,8 +179,6 @@ PROFILES = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.training.launch import add_run_command
-
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
     profiles = parser.add_subparsers(dest="profile", required=True)
     for name, profile in PROFILES.items():

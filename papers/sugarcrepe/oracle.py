@@ -26,7 +26,14 @@ import csv
 import json
 from pathlib import Path
 
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
+from common.oracle.authors import command_line, run_script
 from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.models import link, open_clip_as_of_their_time, weights_file
+from common.oracle.observe import returns_of
+from common.paths import build_root
+from common.zoo import get_spec, with_variants
+from common.zoo.specs import register_local_configs
 
 REPO = "RAIVNLab/sugar-crepe"
 SCRIPT = "main_eval"
@@ -48,8 +55,6 @@ def authors_arguments(name: str) -> tuple[str, str]:
     variant by the ``-quickgelu`` architecture (``RAIVNLab/sugar-crepe@0047054b main_eval.py:19`` "#
     ('ViT-B-32-quickgelu', 'datacomp_s_s13m_b4k'),"), every other row by its
     open_clip architecture and tag."""
-    from common.zoo import get_spec
-
     spec = get_spec(name)
     if spec.backend != "open_clip" or spec.pretrained is None:
         raise ValueError(f"{name}: the authors' script loads open_clip pretrained tags only")
@@ -74,9 +79,7 @@ def run_weights(ctx, name: str) -> str:
     """``--pretrained`` for a Table 5/10 row: ``openai`` for the pretrained base, else the row's weights file linked
     into the working directory under a plain name (the script names its output file after ``--pretrained``, so a
     path with folders in it would not be written)."""
-    from common.oracle.models import link, weights_file
-    from common.paths import build_root
-    from common.zoo import get_spec
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe.negclip_tables import OUT
 
     prefix = "sugarcrepe/full-"
@@ -97,11 +100,10 @@ def table5_runs(ctx, code, oracle: PaperOracle, results: Path, prepared, reason:
     ``--pretrained`` its weights file; the columns pool the script's per-category accuracies over their examples
     (``papers.sugarcrepe.negclip_tables.SUGARCREPE_GROUPS``, a micro average), set beside ``table5.csv`` and
     ``table10.csv``."""
+    # deferred: loads open_clip only when called
     import open_clip
 
-    from common.benchmarks.caption_negatives import read_category
-    from common.oracle.authors import command_line, run_script
-    from common.oracle.models import open_clip_as_of_their_time
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe.negclip_tables import SUGARCREPE_GROUPS
 
     rows: dict[str, dict[str, str]] = {}
@@ -128,15 +130,8 @@ def table5_runs(ctx, code, oracle: PaperOracle, results: Path, prepared, reason:
 
 
 def run(ctx) -> PaperOracle:
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
-    from common.oracle.authors import command_line, run_script
-    from common.oracle.models import open_clip_as_of_their_time
-    from common.oracle.observe import returns_of
-    from common.paths import build_root
-    from common.zoo import with_variants
-    from common.zoo.specs import register_local_configs
 
     results = ctx.results("sugarcrepe")
     code = ctx.code(REPO)

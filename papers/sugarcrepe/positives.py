@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common.benchmarks.caption_negatives import PreparedSet, read_category
+
 
 def sugarcrepe_positives(manifest: Path) -> tuple[list[tuple[str, str]], Path]:
     """Every distinct (image file name, positive caption) of a SugarCrepe set, in category then example order, and
     its image folder."""
-    from common.benchmarks.caption_negatives import PreparedSet, read_category
-
     prepared = PreparedSet.load(Path(manifest))
     positives: dict[tuple[str, str], None] = {}
     for path in prepared.files().values():

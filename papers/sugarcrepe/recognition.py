@@ -37,9 +37,13 @@ import numpy as np
 import scipy.stats
 
 from common.errors import WorkspaceError
-from common.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
+from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.stats import bootstrap_pearson_ci, pearson_r
+from common.registry.fetch import fetch
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.published import load_cells, load_claims
+from common.zoo import get_spec
 
 TABLE_KEY = "vl_compo/results.csv"
 SUBSETS_KEY = "vl_compo/individual_results.csv"
@@ -244,8 +248,6 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
                        ) -> list[dict[str, object]]:
     """Figure 5's r per SugarCrepe category over the paper's models the table holds: from the table's numbers, and
     from the published Table 6 against the table's ImageNet; beside the paper's stated r."""
-    from common.published import load_cells, load_claims
-    from common.zoo import get_spec
 
     cells = {(c.table, c.row, c.column): c.value for c in load_cells("sugarcrepe")}
     claims = {c.claim_id: c for c in load_claims("sugarcrepe")}
@@ -281,8 +283,6 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
 
 def scatter(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, object]], out_png: Path) -> Path:
     """A grid: one panel per compositionality column against ImageNet-1k, families coloured, fine-tunes marked."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     families = sorted({c.family for c in checkpoints})
     colors = {f: plt.get_cmap("tab20")(i % 20) for i, f in enumerate(families)}
@@ -337,8 +337,6 @@ def headline(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, obje
 
 
 def _default_fetcher(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 

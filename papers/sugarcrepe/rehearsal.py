@@ -20,6 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
+from common.rehearsal import models as standin_models, standins
+
 KEPT_MODELS = ("openai/RN50", "openai/ViT-B-32", "datacomp/small-ViT-B-32")
 """Table 6's rows the rehearsal scores: every loader path its 17 models take that a random stand-in can: an OpenAI
 ResNet (``RN50-quickgelu``, open_clip's ModifiedResNet tower) and ViT (``ViT-B-32-quickgelu``, also the NegCLIP base),
@@ -42,6 +45,7 @@ def params(params: dict[str, Any]) -> None:
 
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes."""
+    # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe.negclip_tables import RELEASED_NEGCLIP
 
     section = params["sugarcrepe"]
@@ -51,10 +55,6 @@ def models(params: dict[str, Any]) -> list[str]:
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
     pinned released JSON whose images are stood in for); returns the keys DVC's data deps need fetched."""
-    from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
-    from common.rehearsal import models as standin_models
-    from common.rehearsal import standins
-
     records = [record for category in CATEGORIES for record in read_category(fetch(released_file_key(category)))
                .values()]
     val_key = standins.coco_val2017(data_root, sorted({r["filename"] for r in records}))

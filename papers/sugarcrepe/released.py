@@ -37,13 +37,19 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
 from common.benchmarks.caption_negatives import CATEGORIES, category_counts, released_file_key
-from common.jsonl import parse_json
-from common.published import parse_number, read_csv_rows
-from common.tasks import DatasetError
+from common.files.jsonl import parse_json
+from common.files.tasks import DatasetError
+from common.pipeline.params import load_params, section
+from common.registry.errors import FetchError, RegistryError
+from common.registry.fetch import fetch
+from common.registry.sources import get_source
+from common.reporting.figures import pyplot, save_figure
+from common.reporting.published import load_cells, load_claims, parse_number, read_csv_rows
+from common.zoo import get_spec
 
 PAPER = "sugarcrepe"
 DATA_FILES = ("papers/sugarcrepe/sources.toml",)
-"""Read at run time (``common.stage_deps``): this paper's download-registry entries."""
+"""Read at run time (``common.pipeline.stage_deps``): this paper's download-registry entries."""
 PROFILE = "released"
 SETTINGS: tuple[str, ...] = ("positive-first", "negative-first")
 POSITIVE_OPTION = {"positive-first": 1, "negative-first": 2}
@@ -82,15 +88,11 @@ def gpt4v_key(setting: str, category: str) -> str:
 
 
 def _fetch(key: str) -> Path:
-    from common.registry.fetch import fetch
-
     return fetch(key, progress=False)
 
 
 def _source_of(key: str) -> str:
     """'<owner>/<repo>@<commit[:7]> <path>' for a registry key (falls back to the key)."""
-    from common.registry.sources import get_source
-
     url = get_source(key).url or ""
     parts = url.split("raw.githubusercontent.com/", 1)
     if len(parts) == 2:
@@ -268,7 +270,7 @@ class ModelMatch:
 
 def imagenet_top1(csv_path: Path) -> dict[tuple[str, str], float]:
     """(name, pretrained) -> ImageNet-1k top-1 from open_clip's ``openclip_results.csv``, read strictly
-    (``common.published.read_csv_rows``; a value must be a plain finite number: an error names file, line, column)."""
+    (``common.reporting.published.read_csv_rows``; a value must be a plain finite number: an error names file, line, column)."""
     _, rows = read_csv_rows(csv_path, AuditError, bom="strip", required=("name", "pretrained", IMAGENET_COLUMN))
     out: dict[tuple[str, str], float] = {}
     first: dict[tuple[str, str], int] = {}
@@ -288,11 +290,7 @@ def figure5_models(model_names: Sequence[str] | None = None) -> list[ModelRef]:
     """The paper's 17 pretrained CLIPs (Table 6 order): ``model_names`` (default: the full profile's list in
     params.yaml, ``sugarcrepe.models.full``) through the zoo, keeping those with an open_clip pretrained tag (NegCLIP
     has a checkpoint instead, so it is not included)."""
-    from common.zoo import get_spec
-
     if model_names is None:
-        from common.params import load_params, section
-
         model_names = section(load_params(), "sugarcrepe.models.full")
     specs = [get_spec(name) for name in model_names]
     return [ModelRef(f"{s.family} | {s.label}", s.arch, s.pretrained) for s in specs
@@ -336,8 +334,6 @@ def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 
 def _table6_values(cells: Iterable | None = None) -> dict[tuple[str, str], float]:
-    from common.published import load_cells
-
     cells = load_cells(PAPER) if cells is None else cells
     return {(c.row, c.column): c.value for c in cells if c.table == TABLE6 and c.value is not None}
 
@@ -411,8 +407,6 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
                  table6: Mapping[tuple[str, str], float] | None = None) -> Path:
     """Figure 5 redrawn: one panel per category, x = ImageNet zero-shot top-1 (%), y = Table 6 accuracy (%),
     one point per pretrained CLIP, Pearson r in each title. Written atomically; returns ``out_png``."""
-    from common.figures import pyplot, save_figure
-
     plt = pyplot()
     if matches is None or table6 is None:
         m2, t2, _ = figure5_inputs()
@@ -486,8 +480,6 @@ def _released_ids(paths: Mapping[str, Path]) -> dict[str, set[str]]:
 # ----------------------------------------------------------------------------------------------------------
 def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
     """Drop recomputations of cells the paper leaves empty (not_reported); a key that matches nothing is a bug."""
-    from common.published import load_cells, load_claims
-
     cells = {c.key: c for c in load_cells(PAPER)}
     claims = {(CLAIM_TABLE, c.claim_id, "value") for c in load_claims(PAPER)}
     unknown = [r.key for r in recs if r.key not in cells and r.key not in claims]
@@ -519,8 +511,6 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
     ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
     cannot be fetched, that part's numbers are NaN ("not recomputed yet") with the error in the note.
     """
-    from common.registry.errors import FetchError, RegistryError
-
     fetch_path = fetcher or _fetch
     unavailable = (FetchError, RegistryError, OSError)
     recs: list[Recomputed] = []

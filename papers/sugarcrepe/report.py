@@ -1,10 +1,10 @@
 """SugarCrepe's report (``python -m common report sugarcrepe``, the root ``dvc.yaml``'s aggregate stage
 ``papers/sugarcrepe``): Table 6 as reproduced and within the seed spread, the blind attacks on real text, the
-analyses beyond Table 6 and Figure 5 at scale, as data that ``common.report.print_report`` prints."""
+analyses beyond Table 6 and Figure 5 at scale, as data that ``common.reporting.report.print_report`` prints."""
 from __future__ import annotations
 
 from common.benchmarks.caption_negatives import CATEGORIES
-from common.report import Numbers, PaperReport, Table, Tally
+from common.reporting.report import Numbers, PaperReport, Table, Tally
 
 REPORT = PaperReport(
     title="SugarCrepe",

@@ -6,12 +6,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from common.paths import RESULTS
 from common.benchmarks.caption_negatives import CATEGORIES
+from common.paths import RESULTS
 
 SEEDS_CSV = RESULTS / "sugarcrepe" / "mini" / "table6_seeds.csv"
 DATA_FILES = ("results/sugarcrepe/mini/table6_seeds.csv",)
-"""The committed seed spread every mini Table 6 run is checked against (``common.stage_deps``)."""
+"""The committed seed spread every mini Table 6 run is checked against (``common.pipeline.stage_deps``)."""
 ONE_EXAMPLE = 0.2
 """Points one example of 500 is worth in a mini category: the floor of the reproduction band."""
 REPRODUCTION_FIELDS = ("model", "group", "value", "seed_mean", "seed_sd", "seed_min", "seed_max", "seeds", "band",

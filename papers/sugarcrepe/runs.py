@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from common.errors import unknown_name
+
 KINDS: tuple[str, ...] = ("replace", "swap", "negate")
 """The hard negative types the paper fine-tunes with (Table 5's "Hard Negative Used")."""
 REFINED_KINDS: tuple[str, ...] = ("replace", "swap")
@@ -53,7 +55,5 @@ FULL_RUNS: dict[str, RunSpec] = {
 def run_spec(runs: Mapping[str, RunSpec], run: str) -> RunSpec:
     """``runs[run]``, or an error listing the runs there are."""
     if run not in runs:
-        from common.errors import unknown_name
-
         raise unknown_name("run", run, runs)
     return runs[run]

@@ -1,7 +1,7 @@
 """How much the mini Table 6 moves when only the training seed changes: the yardstick for "reproduced" across CPUs.
 
 The mini family's weights are bit-identical wherever the CPU reproducibility profile holds (same CPU vendor, same
-torch build: ``common.reproducible``); across vendors (AMD vs Intel) MKL takes other code paths and the weights
+torch build: ``common.pipeline.reproducible``); across vendors (AMD vs Intel) MKL takes other code paths and the weights
 differ in their last bits, which training amplifies. Whether such a run still reproduces the committed table is
 then a statistical question: does each cell fall within the spread that retraining with another seed gives?
 
@@ -22,28 +22,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from common import reproducible
-from common.evaluate import engine_config
-from common.io import output_group, write_csv_atomic, write_json_atomic
-from common.params import load_params
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
+from common.evaluation.engine import Engine
+from common.evaluation.evaluate import engine_config
+from common.evaluation.scoring.selection import image_to_text
+from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.paths import ROOT, build_root
+from common.pipeline import reproducible
+from common.pipeline.params import load_params
+from common.training.family import family_config, train_clip
+from common.zoo import (
+    ModelSpec, OpenClipModel, create_model, load_state_dict, quiet_random_init_warning, register_local_configs)
 from papers.sugarcrepe.reproduction import SEEDS_CSV
 
 DEFAULT_SEEDS = (1, 2, 3, 4)
 
 
 def _score(model, items, config) -> dict[str, float]:
-    from common.engine import Engine
-    from common.scoring.selection import image_to_text
-
     result = image_to_text(Engine(model, config), items)
     return {g: 100.0 * s.accuracy for g, s in result.by_group().items()}
 
 
 def _load(arch: str, path: Path, name: str):
+    # deferred: loads open_clip only when called
     import open_clip
-
-    from common.zoo import ModelSpec, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs
 
     register_local_configs()
     with quiet_random_init_warning():
@@ -54,10 +56,6 @@ def _load(arch: str, path: Path, name: str):
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
-    from common.training.family import family_config, train_clip
-    from common.zoo import create_model
-    from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
-
     params = load_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()
     config = engine_config(params)

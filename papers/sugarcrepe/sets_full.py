@@ -3,7 +3,7 @@
 Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_full --out build/full/sugarcrepe``.
 Every example must resolve to an image under the COCO root, or the stage fails naming the file and example.
 
-With a cap (``params.yaml full_inputs.cap``, ``common.inputs``; a rehearsal's) every example is still read and
+With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) every example is still read and
 checked, but the set holds the first ``cap`` examples of each category: their JSON, in the released format, is written
 beside the manifest (``data/``), which every consumer of the set then reads; the manifest records the cap and the
 released counts. Without one the manifest points at the released files themselves.
@@ -15,10 +15,12 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from common.benchmarks.caption_negatives import (
+    CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, read_category, write_manifest)
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.pipeline.inputs import full_inputs
+from common.pipeline.params import own_params
 from common.registry.fetch import fetch
-from common.io import output_group, sha256_file, write_json_atomic
-from common.benchmarks.caption_negatives import (CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe,
-                                                 read_category, write_manifest)
 
 COCO_VAL2017 = "coco/val2017.zip"
 CAPPED_DATA = "data"
@@ -63,8 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stage", default=None, help="the DVC stage whose parameters (full_inputs.cap) to read "
                                                       "(default: the one running this module)")
     args = parser.parse_args(argv)
-    from common.inputs import full_inputs
-    from common.params import own_params
 
     cap = full_inputs(own_params(args.stage)).cap
     print(json.dumps(prepare_full(args.out, cap=cap).describe(), indent=2))

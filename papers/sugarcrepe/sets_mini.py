@@ -17,14 +17,15 @@ from typing import Iterator, Sequence
 
 from tqdm import tqdm
 
-from common.io import atomic_path, output_group, write_json_atomic, write_text_atomic
+from common.benchmarks.caption_negatives import PreparedSet, write_manifest
+from common.files.io import atomic_path, output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION
 from common.miniworld.build import scene_to_json, stream
 from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
-from common.benchmarks.caption_negatives import PreparedSet, write_manifest
+from common.pipeline.params import own_params
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,6 @@ def config_from_params(params: dict) -> MiniSetConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from common.params import own_params
-
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

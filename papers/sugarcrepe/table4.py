@@ -14,7 +14,7 @@ from typing import Callable, Hashable, Sequence
 import numpy as np
 
 from common.blind.crossfit import PairScores, TextPair
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 
 FORMS = (("REPLACE", "replace", "replace_"), ("SWAP", "swap", "swap_"), ("NEGATE / ADD", "negate", "add_"))
 """Table 4's rows: the ARO+CREPE kind and the prefix of the SugarCrepe categories the paper compares it with

@@ -14,20 +14,21 @@ Stage ``table6`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrep
 """
 from __future__ import annotations
 
-from common import reproducible
-from common.evaluate import best_device, engine_config, evaluate_selection
-from common.figures import grouped_bars
-from common.params import own_params
-from common.paths import RESULTS, build_root
-from common.io import output_group, staged_to_final, write_csv_atomic
-from common.results import write_accuracy_table
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
+from common.evaluation.evaluate import best_device, engine_config, evaluate_selection
+from common.evaluation.results import write_accuracy_table
+from common.files.io import output_group, staged_to_final, write_csv_atomic
+from common.paths import RESULTS, build_root
+from common.pipeline import reproducible
+from common.pipeline.params import own_params
+from common.reporting.figures import grouped_bars
 from common.zoo import with_variants
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
 
+
 def main() -> None:
     device = best_device()
-    if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.reproducible)
+    if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.pipeline.reproducible)
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = own_params()

@@ -3,7 +3,7 @@
 Verdicts: equality after the printed rounding, the claim comparisons (>, >=, <, <=, ~), unit conversion
 (fraction <-> percent), the std / default run tolerances, mini-profile rows (never compared), malformed
 recomputations (AuditError), the ordering of the rows (discrepancies first), and the files write_audit
-produces. Plus the ``comparison`` column of the claims schema (common/published.py).
+produces. Plus the ``comparison`` column of the claims schema (common/reporting/published.py).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from common.audit.core import (
     CLAIM_TABLE, DEFAULT_RUN_TOLERANCE, VERDICTS, AuditError, Recomputed, VerdictCounts, audit_rows,
     convert, printed_half_unit,
 )
-from common.published import CLAIM_FIELDS, COMPARISONS, PublishedCell, PublishedClaim, PublishedDataError, load_claims
+from common.reporting.published import (CLAIM_FIELDS, COMPARISONS, PublishedCell, PublishedClaim, PublishedDataError,
+                                        load_claims)
 
 PAPER = "toy"
 
@@ -402,7 +403,7 @@ def test_write_audit_reads_the_claims_file_when_not_given(tmp_path):
 def test_write_audit_on_a_real_paper(tmp_path):
     from common.audit import claims as claim_recs
     from common.audit.report import write_audit
-    from common.published import load_cells
+    from common.reporting.published import load_cells
 
     rows = audit_rows("conclip", load_cells("conclip"), load_claims("conclip"), claim_recs.recompute("conclip"))
     paths = write_audit("conclip", rows, tmp_path, "mini")
@@ -441,7 +442,7 @@ def test_load_claims_reads_and_validates_comparison(tmp_path):
 
 def test_every_published_claim_has_a_valid_comparison():
     from common.plugins import paper_names
-    from common.published import PUBLISHED
+    from common.reporting.published import PUBLISHED
 
     assert len(paper_names()) == 5
     for paper in paper_names():
@@ -481,7 +482,7 @@ def test_a_full_run_leaves_empty_only_what_its_writer_documents(tmp_path):
 def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
     """The checks refuse no table the mini pipeline wrote: each audit covers exactly the cells its committed
     results/audit/<paper>_summary.json counts as not comparable."""
-    from common.params import load_params
+    from common.pipeline.params import load_params
     from common.paths import RESULTS
     from common.paper import load_paper
 

@@ -36,7 +36,7 @@ from common.audit.identities import load_identities
 from common.cli import main as cli_main
 from common.errors import run_entry_point
 from common.paths import PUBLISHED, RESULTS
-from common.published import CellIndex, PublishedDataError, evaluate_expression, load_cells
+from common.reporting.published import CellIndex, PublishedDataError, evaluate_expression, load_cells
 from papers.bivlc import audit as bivlc_audit
 from test_bad_input_matrix import BIVLC_HEADER, tracked_outputs
 

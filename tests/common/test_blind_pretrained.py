@@ -185,7 +185,7 @@ def test_missing_transformers_names_the_install_hint(monkeypatch, vera_dir):
     def no_fetch(*args, **kwargs):
         raise AssertionError("nothing is fetched when transformers is missing")
 
-    monkeypatch.setattr("common.registry.fetch.fetch", no_fetch)
+    monkeypatch.setattr("common.blind.pretrained.fetch", no_fetch)
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
     for name, path in (("vera", vera_dir), ("grammar", None)):
         with pytest.raises(ScorerUnavailable, match=r"pip install -e '\.\[hf\]'"):
@@ -201,7 +201,7 @@ def test_weights_come_from_the_downloader(monkeypatch, grammar_dir, tmp_path):
         calls.append((key, data_root))
         return grammar_dir
 
-    monkeypatch.setattr("common.registry.fetch.fetch", fake_fetch)
+    monkeypatch.setattr("common.blind.pretrained.fetch", fake_fetch)
     scorer = load_text_scorer("grammar", cache_dir=tmp_path)
     assert calls == [("hf/textattack/distilbert-base-uncased-CoLA", tmp_path)]
     assert scorer.scores(["a dog"]).shape == (1,)
@@ -209,7 +209,7 @@ def test_weights_come_from_the_downloader(monkeypatch, grammar_dir, tmp_path):
     def failing_fetch(key, data_root=None):
         raise DownloadError(f"{key}: offline")
 
-    monkeypatch.setattr("common.registry.fetch.fetch", failing_fetch)
+    monkeypatch.setattr("common.blind.pretrained.fetch", failing_fetch)
     with pytest.raises(DownloadError, match="hf/liujch1998/vera: offline"):
         load_text_scorer("vera")
     with pytest.raises(UnknownName, match="unknown text scorer 'verra'; did you mean 'vera'"):

@@ -1,4 +1,4 @@
-"""Every citation checkable (``common.citations``): every reference to an upstream file in the project is pinned to a
+"""Every citation checkable (``common.docs.citations``): every reference to an upstream file in the project is pinned to a
 commit ``common/registry/upstream.toml`` lists, names its lines and quotes them; no machine path stands for the paper;
 no file:line of another repository stands unpinned; each paper quote is in the paper's text and each upstream quote
 whose file the mirror holds is in the cited lines. The checker's own rules are tested on files the tests write.
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from common import citations
-from common.citations import Found, check_paper_quotes, quotes, scan
+from common.docs import citations
+from common.docs.citations import Found, check_paper_quotes, quotes, scan
 from tests.shared_files import MIRROR, PAPER_TEXT_DIRS
 
 SUGAR = "RAIVNLab/sugar-crepe@0047054b"
@@ -62,8 +62,8 @@ def _write(root: Path, name: str, text: str) -> str:
     ("as main_eval.py:15 does", "neither this project's file nor pinned"),
     ("the paper (aro.txt:357) says", "a machine path"),
     ("see /work/shared/papers/aro.txt", "a machine path"),
-    ("this project's common/io.py and common/citations.py", None),
-    ("this project's common/io.py:99999", "neither this project's file"),
+    ("this project's common/files/io.py and common/docs/citations.py", None),
+    ("this project's common/files/io.py:99999", "neither this project's file"),
 ])
 def test_the_shape_rules(tmp_path, text, problem):
     name = _write(tmp_path, "docs/page.md", text + "\n")

@@ -1,4 +1,4 @@
-"""The audit's coverage in the docs (``common.coverage``): README's line and docs/audit.md's table are what
+"""The audit's coverage in the docs (``common.docs.coverage``): README's line and docs/audit.md's table are what
 ``results/audit/`` says, so the front door cannot promise more than is compared (issue 48)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from common import coverage
-from common.scorecard import ScorecardError
+from common.docs import coverage
+from common.reporting.scorecard import ScorecardError
 
 
 def test_the_committed_coverage_blocks_are_the_results():

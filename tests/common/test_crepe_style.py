@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from common import crepe_style as cs
+from common.text import crepe_style as cs
 
 CAPTIONS = [
     "A woman standing behind a fence looking at an elephant.",
@@ -87,7 +87,7 @@ def test_negate_appends_there_is_no_or_inserts_not_before_a_noun():
 
 
 def test_shuffle_is_aros_nouns_and_adjectives_shuffle(negatives):
-    from common.caption_text import perturb_captions
+    from common.text.caption_text import perturb_captions
 
     aro = perturb_captions(CAPTIONS, ["shuffle_nouns_and_adj"], 0)["shuffle_nouns_and_adj"]
     assert len(negatives["shuffle"]) == len(CAPTIONS)

@@ -13,7 +13,7 @@ from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_C
 from common.audit.cross_paper import CrossPaperIncomplete, read_released, run
 from common.audit.identities import IdentityError, load_identities, resolve
 from common.paths import PUBLISHED
-from common.published import load_cells
+from common.reporting.published import load_cells
 from common.registry.errors import FetchError
 
 

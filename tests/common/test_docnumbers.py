@@ -1,4 +1,4 @@
-"""Numbers the documentation takes from ``results/`` (``common.docnumbers``): the committed docs agree with the
+"""Numbers the documentation takes from ``results/`` (``common.docs.docnumbers``): the committed docs agree with the
 committed results; a moved result, an unknown file, row, column or key is caught and named."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from common import docnumbers as dn
+from common.docs import docnumbers as dn
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ import pytest
 import torch
 from PIL import Image
 
-from common.engine import Engine, EngineConfig
-from common.image_transforms import GridShuffle
+from common.evaluation.engine import Engine, EngineConfig
+from common.files.image_transforms import GridShuffle
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
-from common.scoring.selection import STRICT, image_to_text, text_to_image
-from common.tasks import DatasetError, ImageRef, ImageToTextItem, TextToImageItem
+from common.evaluation.scoring.selection import STRICT, image_to_text, text_to_image
+from common.files.tasks import DatasetError, ImageRef, ImageToTextItem, TextToImageItem
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def test_grid_shuffle_permutes_cells_deterministically_per_image():
 def test_decoding_workers_and_parallel_tokenising_change_nothing(tiny_model, bench_data, tmp_path, monkeypatch):
     """The GPU path (decoding workers handing over small batches regrouped into encoding batches; tokenising in
     forked processes) gives the same keys and embeddings, bit for bit, as the single-process path."""
-    import common.engine as engine_module
+    import common.evaluation.engine as engine_module
 
     monkeypatch.setattr(engine_module, "TOKENIZE_CHUNK", 8)  # several chunks even for this small set
     serial = Engine(tiny_model, EngineConfig(image_batch_size=5, num_workers=0, progress=False), cache_root=tmp_path / "a")
@@ -231,7 +231,7 @@ def test_decoding_workers_and_parallel_tokenising_change_nothing(tiny_model, ben
 
 
 def test_regroup_keeps_order_and_sizes():
-    from common.engine import _regroup
+    from common.evaluation.engine import _regroup
 
     parts = [torch.arange(i, i + n) for i, n in ((0, 3), (3, 3), (6, 1), (7, 4))]
     out = list(_regroup(iter(parts), 4))
@@ -249,7 +249,7 @@ def test_bf16_is_for_cuda_and_cached_apart(tiny_model, tmp_path):
 # an embedding cache that cannot be written: one warning naming VLC_CACHE, the run goes on uncached (issue 35)
 # ----------------------------------------------------------------------------------------------------------------
 def _cache_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "common.cache" and r.levelname == "WARNING"]
+    return [r.getMessage() for r in caplog.records if r.name == "common.evaluation.cache" and r.levelname == "WARNING"]
 
 
 def test_a_cache_folder_that_is_a_file_is_one_warning_naming_vlc_cache(tiny_model, bench_data, tmp_path, monkeypatch,
@@ -259,7 +259,7 @@ def test_a_cache_folder_that_is_a_file_is_one_warning_naming_vlc_cache(tiny_mode
     not_a_folder = tmp_path / "cache-file"
     not_a_folder.write_text("a file where the cache folder should be\n")
     monkeypatch.setenv("VLC_CACHE", str(not_a_folder))
-    with caplog.at_level(logging.WARNING, logger="common.cache"):
+    with caplog.at_level(logging.WARNING, logger="common.evaluation.cache"):
         result = image_to_text(Engine(tiny_model, EngineConfig(progress=False, shard_size=4)), bench_data.items)
     assert [o.scores for o in result.outcomes] == [o.scores for o in reference.outcomes]
     warnings = _cache_warnings(caplog)
@@ -270,7 +270,7 @@ def test_a_cache_folder_that_is_a_file_is_one_warning_naming_vlc_cache(tiny_mode
 
 def test_a_full_disk_under_the_cache_is_one_warning_and_the_run_goes_on(tiny_model, bench_data, tmp_path,
                                                                        monkeypatch, caplog):
-    import common.cache
+    import common.evaluation.cache
 
     reference = image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "good"),
                               bench_data.items)
@@ -278,8 +278,8 @@ def test_a_full_disk_under_the_cache_is_one_warning_and_the_run_goes_on(tiny_mod
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(common.cache.np, "savez", full)
-    with caplog.at_level(logging.WARNING, logger="common.cache"):
+    monkeypatch.setattr(common.evaluation.cache.np, "savez", full)
+    with caplog.at_level(logging.WARNING, logger="common.evaluation.cache"):
         result = image_to_text(Engine(tiny_model, EngineConfig(progress=False, shard_size=4),
                                       cache_root=tmp_path / "full"), bench_data.items)
     assert [o.scores for o in result.outcomes] == [o.scores for o in reference.outcomes]
@@ -370,7 +370,7 @@ class _FixedModel:
 
 def test_fp16_scores_tie_where_fp32_does_not_and_each_rule_decides(tmp_path):
     """Independent reference: the cosines by hand (fp32: 1 > 0.99995; fp16: both round to 1.0)."""
-    from common.scoring.selection import ARGMAX
+    from common.evaluation.scoring.selection import ARGMAX
 
     img = _image(tmp_path / "a.png", (10, 10, 10))
     items = [ImageToTextItem("x/0", "x", img, ("b", "a")),   # the true caption second: a tie is wrong under ARGMAX
@@ -392,8 +392,8 @@ def test_fp16_scores_tie_where_fp32_does_not_and_each_rule_decides(tmp_path):
 
 def test_fp16_retrieval_counts_half_precision_ties(tmp_path):
     """Retrieval's similarities are rounded too: a wrong caption 0.01 rad away ties the right one in fp16."""
-    from common.scoring import retrieval
-    from common.tasks import RetrievalSet
+    from common.evaluation.scoring import retrieval
+    from common.files.tasks import RetrievalSet
 
     img = _image(tmp_path / "a.png", (10, 10, 10))
     img2 = _image(tmp_path / "b.png", (20, 10, 10))
@@ -419,9 +419,9 @@ def test_fp16_needs_a_model_with_a_half_precision_path(tmp_path):
 
 def test_an_image_file_is_read_once_for_its_hash_and_its_decoding(tmp_path):
     """``_hash_file`` reads the bytes once; its sha256 and decoding identity are those of the file on disk."""
-    from common.engine import _hash_file
-    from common.image_transforms import decoding_identity
-    from common.io import sha256_file
+    from common.evaluation.engine import _hash_file
+    from common.files.image_transforms import decoding_identity
+    from common.files.io import sha256_file
 
     rgb, wide = tmp_path / "rgb.png", tmp_path / "wide.png"
     Image.new("RGB", (8, 8), (10, 20, 30)).save(rgb)

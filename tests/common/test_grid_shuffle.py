@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as nnf
 
-from common.image_transforms import GridShuffle
+from common.files.image_transforms import GridShuffle
 
 
 def aro_shuffle(x: torch.Tensor, kind: str, n: int, perm: torch.Tensor) -> torch.Tensor:

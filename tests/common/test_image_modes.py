@@ -1,6 +1,6 @@
 """Every image mode Pillow can open becomes the right RGB image, or is refused by name (issue 35, item 3).
 
-``common.image_transforms.to_rgb`` is the one conversion every image reader goes through, before the model's own
+``common.files.image_transforms.to_rgb`` is the one conversion every image reader goes through, before the model's own
 preprocessing: 16-bit images are scaled to 8 bits (never clipped to white), float images in [0, 1] are scaled,
 colour spaces go through Pillow's conversion, alpha is dropped as the papers' loaders (``.convert("RGB")``) drop it,
 and what has no faithful 8-bit RGB form is refused in one line naming the file and the mode.
@@ -20,11 +20,11 @@ from PIL import Image
 from test_bad_input_matrix import MODEL, good_set, tiny_models  # noqa: F401 - tiny_models: a fixture
 
 from common.cli import main as cli_main
-from common.engine import Engine, EngineConfig
+from common.evaluation.engine import Engine, EngineConfig
 from common.errors import WorkspaceError
-from common.image_transforms import SIXTEEN_BIT_MODES, ImageModeError, open_rgb, to_rgb
-from common.io import sha256_file
-from common.tasks import DatasetError, ImageToTextItem, as_ref
+from common.files.image_transforms import SIXTEEN_BIT_MODES, ImageModeError, open_rgb, to_rgb
+from common.files.io import sha256_file
+from common.files.tasks import DatasetError, ImageToTextItem, as_ref
 
 RAMP16 = np.array([[0, 1, 128, 257, 32767, 32768, 65278, 65535]], dtype=np.uint16)
 """16-bit samples whose 8-bit values are known: round(v * 255 / 65535)."""
@@ -222,7 +222,7 @@ def test_the_engine_refuses_a_float_image_out_of_range_by_file_mode_and_example(
     path = tmp_path / "depth.tif"
     Image.fromarray(np.array([[0.0, 3.0], [1.0, 2.0]], dtype=np.float32), "F").save(path)
     item = ImageToTextItem("ex/9", "g", path, ("a", "b"), origin="set.json#9")
-    from common.scoring.selection import image_to_text
+    from common.evaluation.scoring.selection import image_to_text
 
     with pytest.raises(DatasetError) as info:
         image_to_text(Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c"), [item])

@@ -1,11 +1,11 @@
-"""``common.inputs``: how much of the full profile's inputs a stage reads (``params.yaml full_inputs.cap``) and a
+"""``common.pipeline.inputs``: how much of the full profile's inputs a stage reads (``params.yaml full_inputs.cap``) and a
 fine-tune's step budget (``max_steps``), which the rehearsal sets in its copy."""
 from __future__ import annotations
 
 import pytest
 
-from common.inputs import FullInputs, full_inputs, step_budget
-from common.params import ParamsError
+from common.pipeline.inputs import FullInputs, full_inputs, step_budget
+from common.pipeline.params import ParamsError
 
 
 def test_a_stage_that_did_not_declare_the_inputs_reads_them_uncapped():

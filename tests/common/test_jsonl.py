@@ -1,10 +1,10 @@
-"""``common.jsonl.read_jsonl``: records parsed in order; every bad line an error naming the file and the line."""
+"""``common.files.jsonl.read_jsonl``: records parsed in order; every bad line an error naming the file and the line."""
 import json
 
 import pytest
 
-from common.jsonl import read_jsonl
-from common.tasks import DatasetError
+from common.files.jsonl import read_jsonl
+from common.files.tasks import DatasetError
 
 
 def _write(tmp_path, lines):
@@ -40,7 +40,7 @@ def test_the_parsers_own_dataset_error_gets_the_line(tmp_path):
 def test_write_jsonl_round_trips_dataclasses_and_dicts(tmp_path):
     from dataclasses import dataclass
 
-    from common.jsonl import write_jsonl
+    from common.files.jsonl import write_jsonl
 
     @dataclass
     class Row:
@@ -57,7 +57,7 @@ def test_write_jsonl_round_trips_dataclasses_and_dicts(tmp_path):
 
 def test_read_json_names_line_column_and_top_level_type(tmp_path):
     from common.errors import WorkspaceError
-    from common.jsonl import read_json
+    from common.files.jsonl import read_json
 
     good = tmp_path / "m.json"
     good.write_text('{"a": 1}')
@@ -75,7 +75,7 @@ def test_read_json_names_line_column_and_top_level_type(tmp_path):
 def test_read_rows_checks_every_field_and_the_row(tmp_path):
     from dataclasses import dataclass
 
-    from common.jsonl import read_rows
+    from common.files.jsonl import read_rows
 
     @dataclass(frozen=True)
     class Row:
@@ -111,7 +111,7 @@ def test_read_rows_accepts_a_fields_declared_default(tmp_path):
     """A COCO row has no negative: written as the field's default ``""``, which a non-empty check must not refuse."""
     from dataclasses import dataclass
 
-    from common.jsonl import read_rows
+    from common.files.jsonl import read_rows
 
     @dataclass(frozen=True)
     class Row:
@@ -131,7 +131,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 
 def test_json_nested_too_deep_is_one_line(tmp_path):
-    from common.jsonl import read_json
+    from common.files.jsonl import read_json
 
     path = tmp_path / "deep.json"
     path.write_text('{"a": ' + DEEP + "}")
@@ -144,7 +144,7 @@ def test_json_nested_too_deep_is_one_line(tmp_path):
 
 
 def test_parse_json_names_a_duplicate_key_when_asked(tmp_path):
-    from common.jsonl import parse_json
+    from common.files.jsonl import parse_json
 
     path = tmp_path / "m.json"
     text = '{"a": 1,\n "b": {"c": 1, "c": 2}}'

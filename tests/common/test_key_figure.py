@@ -1,4 +1,4 @@
-"""common/key_figure.py: bars read from a results table name their file, published bars their table; a missing
+"""common/reporting/key_figure.py: bars read from a results table name their file, published bars their table; a missing
 file, column or row is one line naming the file (a missing row is left out where the profile allows it); the figure
 and its plot CSV are written together; the profile picks the results folder."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import re
 import pytest
 
 from common.errors import WorkspaceError
-from common.key_figure import (PLOT_FIELDS, PlotBar, PlotLine, parse_args, published_bars, result_bars,
+from common.reporting.key_figure import (PLOT_FIELDS, PlotBar, PlotLine, parse_args, published_bars, result_bars,
                                write_bar_figure)
 from common.paths import RESULTS
-from common.published import CellIndex, PublishedCell
+from common.reporting.published import CellIndex, PublishedCell
 
 
 def write_table(path, rows):

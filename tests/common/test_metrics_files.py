@@ -7,7 +7,7 @@ import pytest
 
 from common import plugins
 from common.paths import ROOT
-from common.report import metric_files
+from common.reporting.report import metric_files
 
 MAX_METRICS_PER_FILE = 12
 
@@ -37,7 +37,7 @@ def test_metrics_are_shown_without_dvc_on_path(monkeypatch, capfd):
     """``python -m common metrics`` from an unactivated venv: DVC runs as this interpreter's module."""
     import sys
 
-    from common.report import CROSS_PAPER_METRICS, dvc_metrics_show
+    from common.reporting.report import CROSS_PAPER_METRICS, dvc_metrics_show
 
     monkeypatch.setenv("PATH", "/nonexistent")
     assert dvc_metrics_show([CROSS_PAPER_METRICS]) == 0, sys.executable

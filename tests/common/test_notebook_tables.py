@@ -2,7 +2,7 @@
 
 A cell or a column name holding ``|`` (ARO's ``Text Recall@1 | std``) splits a Markdown row unless it is written
 ``\\|``: the header then no longer matches the delimiter row and the whole table renders as a paragraph of pipes, or a
-body row silently loses its last cells. The notebooks render their tables through ``common.markdown_table``, which
+body row silently loses its last cells. The notebooks render their tables through ``common.reporting.markdown_table``, which
 escapes; this test runs each notebook on the committed results (``tests/test_notebooks.py``'s ``_execute``) and reads
 every ``text/markdown`` output with markdown-it-py (the parser of the site, ``common/site``): a line that starts with
 ``|`` outside any parsed table, or a row whose cell count (markdown-it's own split) differs from its header's, fails.
@@ -109,11 +109,11 @@ def test_the_notebook_renders_tables_with_the_shared_renderer(name):
     if "md_table(" not in code:
         return
     assert "def md_table" not in code and "def md_escape" not in code
-    assert "from common.markdown_table import" in code
+    assert "from common.reporting.markdown_table import" in code
 
 
 def test_a_bar_in_a_column_name_or_a_cell_is_escaped():
-    from common.markdown_table import md_table
+    from common.reporting.markdown_table import md_table
 
     rows = [{"dataset": "COCO", "Text Recall@1 | std": "0.01", "note": "a | b\nc"}, ["Flickr30k", "", "x"]]
     text = md_table(rows, ["dataset", "Text Recall@1 | std", "note"])

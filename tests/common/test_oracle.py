@@ -138,9 +138,9 @@ def test_main_eval_agrees_with_the_engine_and_catches_a_changed_tie_rule(mirror,
     import torch
 
     from common.benchmarks.caption_negatives import load_sugarcrepe
-    from common.engine import Engine, EngineConfig
-    from common.scoring import selection
-    from common.scoring.selection import STRICT, DecisionRule
+    from common.evaluation.engine import Engine, EngineConfig
+    from common.evaluation.scoring import selection
+    from common.evaluation.scoring.selection import STRICT, DecisionRule
     from common.zoo import random_model
 
     monkeypatch.setenv("VLC_DATA", str(tmp_path / "data_root"))
@@ -226,16 +226,15 @@ def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fet
     ``unfetched`` (the plug-in then says what it did not run); nothing fetched at all is an error."""
     import pytest
 
+    from common.oracle import authors
     from common.oracle.authors import OracleError, fetch_code
-    from common.registry import fetch as fetching
-    from common.registry import sources as registry_sources
     from common.registry.errors import DownloadError
     from common.registry.sources import Source
 
     url = "https://raw.githubusercontent.com/o/r/0123456789abcdef0123456789abcdef01234567/"
     sources = [Source(key=f"code/o/r/{path}", group="authors-code", method="http", url=url + path,
                       dest=f"code/o/r/{path}") for path in ("main.py", "pkg/utils.py")]
-    monkeypatch.setattr(registry_sources, "sources_in_group", lambda group: sources)
+    monkeypatch.setattr(authors, "sources_in_group", lambda group: sources)
 
     def fetch(key, data_root=None, progress=False):
         if key.endswith("utils.py"):
@@ -244,10 +243,10 @@ def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fet
         (tmp_path / key).write_text("", encoding="utf-8")
         return tmp_path / key
 
-    monkeypatch.setattr(fetching, "fetch", fetch)
+    monkeypatch.setattr(authors, "fetch", fetch)
     code = fetch_code("o/r")
     assert code.root == tmp_path / "code" / "o" / "r" and code.unfetched == ("pkg/utils.py",)
     assert code.commit.startswith("01234567")
-    monkeypatch.setattr(fetching, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
+    monkeypatch.setattr(authors, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
     with pytest.raises(OracleError, match="none of its registered files could be fetched"):
         fetch_code("o/r")

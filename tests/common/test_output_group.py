@@ -1,4 +1,4 @@
-"""``common.io.output_group``: a stage's outputs replace the previous ones as a group, or not at all.
+"""``common.files.io.output_group``: a stage's outputs replace the previous ones as a group, or not at all.
 
 Group semantics (files and folders, stale files of a folder removed, untouched neighbours), an exception or a
 KeyboardInterrupt in the block, a move failing half-way (rolled back), permissions (those of ``atomic_path``),
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from common import io as cio
+from common.files import io as cio
 from common.errors import OutputError, WorkspaceError
-from common.io import output_group, staged_to_final, write_json_atomic, write_text_atomic
+from common.files.io import output_group, staged_to_final, write_json_atomic, write_text_atomic
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -12,7 +12,7 @@ import typing
 import pytest
 
 from common.cli import handler_module
-from common.import_closure import closure
+from common.pipeline.import_closure import closure
 from common.paper import Paper, PlugIn, load_paper, load_papers
 from common.paths import ROOT
 from common.plugins import paper_dir, paper_names
@@ -74,9 +74,9 @@ def test_the_audit_stage_starts_at_the_audit_plug_in(paper):
 
 @pytest.mark.parametrize("paper", paper_names())
 def test_the_report_stage_starts_at_the_report_plug_in(paper):
-    """``report <paper>`` runs ``common.report.run``: the plug-in it starts at must import it, or the aggregate
+    """``report <paper>`` runs ``common.reporting.report.run``: the plug-in it starts at must import it, or the aggregate
     stage would not depend on the printer."""
     report = load_paper(paper).report
     module = handler_module(["report", paper])
-    assert module == (report.module if report is not None else "common.report")
-    assert "common.report" in closure([module]).modules
+    assert module == (report.module if report is not None else "common.reporting.report")
+    assert "common.reporting.report" in closure([module]).modules

@@ -1,11 +1,11 @@
-"""``common.params.stage_params`` returns exactly what DVC's own ``params_show`` returns for a stage, faster."""
+"""``common.pipeline.params.stage_params`` returns exactly what DVC's own ``params_show`` returns for a stage, faster."""
 from __future__ import annotations
 
 import dvc.api
 import pytest
 
 from common.paths import ROOT
-from common.params import stage_params
+from common.pipeline.params import stage_params
 
 
 @pytest.mark.parametrize("stage", [
@@ -33,7 +33,7 @@ def test_unknown_stage_and_undeclared_parameter_are_errors(tmp_path):
 def test_own_params_reads_params_yaml_once(monkeypatch):
     """``own_params`` validates params.yaml before the stage map resolves the stage through DVC, and
     ``stage_params`` reuses that read instead of validating the file again."""
-    import common.params as params
+    import common.pipeline.params as params
 
     reads: list[str] = []
     read = params.read_params

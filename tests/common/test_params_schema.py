@@ -1,4 +1,4 @@
-"""``params.yaml`` is validated once, when read (``common.params.read_params``): a bad value, a missing profile or a
+"""``params.yaml`` is validated once, when read (``common.pipeline.params.read_params``): a bad value, a missing profile or a
 file that is not YAML is one ``ParamsError`` line naming the file, the key and what the value must be, never a
 traceback deep inside a stage (issue 35, items 4 and 7)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ REAL = yaml.safe_load(PARAMS.read_text(encoding="utf-8"))
 
 
 def _load(path: Path):
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     return load_params(path)
 
@@ -146,7 +146,7 @@ def test_an_unreadable_file_is_one_line(tmp_path, name, text, expected):
 
 
 def test_a_lookup_of_a_missing_section_is_a_workspace_error():
-    from common.params import section
+    from common.pipeline.params import section
 
     with pytest.raises(WorkspaceError, match=r"params\.yaml: missing parameter 'sugarcrepe\.nothing'"):
         section(REAL, "sugarcrepe.nothing")
@@ -180,7 +180,7 @@ def workspace(tmp_path_factory):
      "sugarcrepe.mini_examples_per_category: must be a positive integer, got 0"),
 ])
 def test_stage_params_validate_the_file_first(workspace, name, edit, expected):
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
 
     path = workspace / "params.yaml"
     path.write_text(edit(PARAMS.read_text(encoding="utf-8")), encoding="utf-8")
@@ -194,7 +194,7 @@ def test_stage_params_validate_the_file_first(workspace, name, edit, expected):
 
 
 def test_an_unknown_stage_is_a_workspace_error(workspace):
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
 
     with pytest.raises(WorkspaceError, match="no-such-stage") as info:
         stage_params("papers/sugarcrepe/dvc.yaml:no-such-stage", repo=workspace)

@@ -1,10 +1,10 @@
-"""``common.profile_stage``: the options and the pinned-CPU check every ``papers/<paper>/tables.py`` opens with."""
+"""``common.pipeline.profile_stage``: the options and the pinned-CPU check every ``papers/<paper>/tables.py`` opens with."""
 from __future__ import annotations
 
 import pytest
 
 from common.errors import WorkspaceError
-from common.profile_stage import pinned_cpu, profile_stage_parser
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 
 
 class ToyTablesError(WorkspaceError):
@@ -25,6 +25,6 @@ def test_the_shared_options_and_the_paper_s_own():
 
 
 def test_the_mini_profile_refuses_another_device_before_pinning(monkeypatch):
-    monkeypatch.setattr("common.reproducible.reexec_pinned", lambda: pytest.fail("pinned before the check"))
+    monkeypatch.setattr("common.pipeline.reproducible.reexec_pinned", lambda: pytest.fail("pinned before the check"))
     with pytest.raises(ToyTablesError, match=r"^--device cuda: the mini profile scores on the pinned CPU profile$"):
         pinned_cpu("cuda", ToyTablesError)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from common.plugins import paper_names
-from common.published import COMPARISONS, evaluate_expression, load_claims
+from common.reporting.published import COMPARISONS, evaluate_expression, load_claims
 from published_support import flatten_whitespace
 
 # Test folders are on sys.path (no __init__.py; pytest's prepend import mode): the same module objects pytest

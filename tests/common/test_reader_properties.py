@@ -4,7 +4,7 @@ traceback), and no tracked file changes.
 
 * SugarCrepe-format manifests and category files, through ``python -m common eval`` (in-process, a random tiny
   CLIP): a valid set scores every example;
-* ``params.yaml``, through ``common.params.load_params`` and, in a copy of the workspace, through
+* ``params.yaml``, through ``common.pipeline.params.load_params`` and, in a copy of the workspace, through
   ``stage_params`` (DVC reads the file too): a count key is accepted exactly when its value is a positive integer.
 """
 from __future__ import annotations
@@ -266,7 +266,7 @@ def _positive_int(value) -> bool:
 @settings(max_examples=PARAMS_EXAMPLES, **PROPERTY)
 @given(case=params_files())
 def test_any_params_file_is_read_or_refused_in_one_line(case, outputs_before, monkeypatch):
-    from common.params import PROFILES, load_params
+    from common.pipeline.params import PROFILES, load_params
 
     monkeypatch.delenv("VLC_DEBUG", raising=False)
     text, key, value = case
@@ -303,7 +303,7 @@ def workspace(tmp_path_factory):
 def test_a_stage_reads_any_params_file_or_refuses_it_in_one_line(case, workspace, outputs_before, monkeypatch):
     """The same through ``stage_params`` in a workspace copy: DVC parses the file too (``${...}``), and what it
     refuses must be one line as well."""
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
 
     monkeypatch.delenv("VLC_DEBUG", raising=False)
     text, _, _ = case
@@ -326,7 +326,7 @@ def test_a_stage_reads_any_params_file_or_refuses_it_in_one_line(case, workspace
 
 def test_a_nul_in_an_image_root_is_a_dataset_error():
     """``resolve_under`` with a root that cannot be resolved: one ``DatasetError``, not a ValueError traceback."""
-    from common.tasks import DatasetError, resolve_under
+    from common.files.tasks import DatasetError, resolve_under
 
     with pytest.raises(DatasetError, match=r"x\.json#ex-0: image root 'ima\\x00ges' cannot be resolved"):
         resolve_under(Path("ima\0ges"), "a.png", "x.json#ex-0")

@@ -4,11 +4,11 @@ holds only finite numbers. Damage as in ``test_audit_inputs_properties`` (cut sh
 dropped, repeated or moved, fields replaced), plus a number of a TOML or YAML file replaced by a non-finite, huge or
 wrongly typed value.
 
-* results tables (``common.report.read_table``: the report, the site, the documentation's numbers, the scorecards);
-* results JSON through ``common.results_ref.lookup`` (the documentation's and the scorecards' numbers);
+* results tables (``common.reporting.report.read_table``: the report, the site, the documentation's numbers, the scorecards);
+* results JSON through ``common.reporting.results_ref.lookup`` (the documentation's and the scorecards' numbers);
 * ``recipes.toml`` (``common.training.recipes.load_recipes``);
-* ``scorecard.toml`` (``common.scorecard.load``);
-* ``data.dvc`` (``common.data_dvc.read_data_dvc``);
+* ``scorecard.toml`` (``common.reporting.scorecard.load``);
+* ``data.dvc`` (``common.pipeline.data_dvc.read_data_dvc``);
 * a model folder's ``config.json`` (``common.zoo.hf.refuse_custom_code``).
 
 Derandomized (the ``gate`` profile of tests/conftest.py); nothing is written into the workspace.
@@ -113,7 +113,7 @@ def read_or_one_line(read, culprit: str):
 @given(data=damaged(TABLE))
 @example(data=b'"' + TABLE)  # a quote opening the header: the header then holds a line break
 def test_a_damaged_results_table_reads_whole_or_is_one_error_line(data):
-    from common.report import read_table
+    from common.reporting.report import read_table
 
     header = TABLE.splitlines()[0].decode().split(",")
     numbers = header[4:]  # row, model, label, kind, then the scores and n
@@ -135,7 +135,7 @@ def test_a_damaged_results_table_reads_whole_or_is_one_error_line(data):
 def test_a_damaged_results_json_gives_its_number_or_one_error_line(data):
     import json
 
-    from common import results_ref
+    from common.reporting import results_ref
 
     key = next(iter(json.loads(SUMMARY)))
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,7 +167,7 @@ def test_a_damaged_recipes_file_loads_finite_or_is_one_error_line(data):
 @example(data=b"[[claim]]\nid = 'x'\nclaim = 'y'\nsource = 'z'\ndirection = '>'\nquote = 'eight chars'\n"
               b"published = 'x'\nmini = 5\n")
 def test_a_damaged_scorecard_loads_finite_or_is_one_error_line(data):
-    from common import scorecard
+    from common.reporting import scorecard
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _written(Path(tmp) / "papers" / "bivlc", "scorecard.toml", data)
@@ -179,7 +179,7 @@ def test_a_damaged_scorecard_loads_finite_or_is_one_error_line(data):
 @settings(max_examples=DVC_EXAMPLES, **PROPERTY)
 @given(data=any_damage(DATA_DVC))
 def test_a_damaged_data_dvc_reads_or_is_one_error_line(data):
-    from common.data_dvc import read_data_dvc
+    from common.pipeline.data_dvc import read_data_dvc
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _written(Path(tmp), "data.dvc", data)
@@ -190,8 +190,8 @@ def test_a_damaged_data_dvc_reads_or_is_one_error_line(data):
 
 def test_a_yaml_alias_bomb_in_data_dvc_is_refused_at_once(tmp_path):
     """Nine nested aliases of nine (a "billion laughs" file) would take for ever to expand."""
-    from common.data_dvc import read_data_dvc
-    from common.params import MAX_ALIASES
+    from common.pipeline.data_dvc import read_data_dvc
+    from common.pipeline.params import MAX_ALIASES
 
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]

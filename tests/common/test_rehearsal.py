@@ -13,14 +13,14 @@ import yaml
 
 from common.audit.core import REHEARSAL, VERDICTS, Recomputed, VerdictCounts, audit_rows
 from common.errors import WorkspaceError
-from common.params import ParamsError, read_params
-from common.published import PublishedCell
+from common.pipeline.params import ParamsError, read_params
+from common.reporting.published import PublishedCell
 from common.registry.errors import ChecksumError
 from common.registry.fetch import fetch
 from common.registry.lock import ChecksumLock
 from common.registry.sources import get_source
 from common.rehearsal import standins
-from common.inputs import full_inputs, step_budget
+from common.pipeline.inputs import full_inputs, step_budget
 from common.rehearsal.params import BATCH, PROCESSES, rehearsal_params
 
 PINNED = "hard_positives/data/vl_checklist_attributes.json"
@@ -112,7 +112,7 @@ def test_coco_standins_are_fetched_extracted_and_read_as_coco(tmp_path):
 
 
 def test_visual_genome_and_aro_image_zips_in_upstream_layout(tmp_path):
-    from common.visual_genome import VG_IMAGE_SOURCES, resolve_vg_image, vg_image_folders, vg_image_root
+    from common.files.visual_genome import VG_IMAGE_SOURCES, resolve_vg_image, vg_image_folders, vg_image_root
 
     standins.visual_genome_images(tmp_path, ["data/VG_100K/1.jpg", "data/VG_100K_2/2.jpg", "VG_100K/3.jpg"])
     fetched = lambda key: fetch(key, data_root=tmp_path, mirror=False, progress=False)  # noqa: E731
@@ -167,13 +167,12 @@ def test_a_zip_member_may_not_escape_its_archive():
 def test_a_data_checkpoint_in_each_release_layout_loads_strictly(layout, tmp_path, monkeypatch):
     import torch
 
-    import common.zoo
     from common.rehearsal import models
     from common.zoo.openclip import load_state_dict, random_model
     from common.zoo.specs import ModelSpec
 
     spec = ModelSpec(name="test/release", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/test/release.pt")
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: spec)
+    monkeypatch.setattr(models, "get_spec", lambda name: spec)
     path = models.write_checkpoint(tmp_path, "test/release", layout, seed=3)
     assert path == tmp_path / "weights/test/release.pt"
     saved = torch.load(path, map_location="cpu", weights_only=True)
@@ -188,15 +187,14 @@ def test_a_data_checkpoint_in_each_release_layout_loads_strictly(layout, tmp_pat
 
 
 def test_a_checkpoint_standin_refuses_a_pinned_source_and_a_build_checkpoint(monkeypatch, tmp_path):
-    import common.zoo
     from common.rehearsal import models
     from common.zoo.specs import ModelSpec
 
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+    monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt", source=PINNED))
     with pytest.raises(standins.StandInError, match="pins sha256"):
         models.write_checkpoint(tmp_path, "x/y")
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+    monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="build:full/x.safetensors"))
     with pytest.raises(standins.StandInError, match="not a data: file"):
         models.write_checkpoint(tmp_path, "x/y")
@@ -283,7 +281,7 @@ def test_a_rehearsal_audit_report_says_so(tmp_path):
 
 def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand_ins(monkeypatch):
     import common.audit as audit
-    import common.params as params
+    import common.pipeline.params as params
 
     standins = {"profile": "full", "full_inputs": {"cap": 4}}  # a capped run: a rehearsal's on stand-ins
     monkeypatch.setattr(params, "stage_params", lambda stage, **_: {"profile": "full"})
@@ -337,12 +335,12 @@ def test_the_copy_env_has_its_own_roots_and_an_offline_hub(tmp_path, monkeypatch
 def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
     import subprocess
 
-    from common.rehearsal import run, workspace
+    from common.rehearsal import run
 
     dot = ('strict digraph  {\n"data.dvc";\n"papers/p/dvc.yaml:a";\n"papers/p/dvc.yaml:b@x";\n"papers/p";\n'
            '"data.dvc" -> "papers/p/dvc.yaml:a";\n'
            '"papers/p/dvc.yaml:a" -> "papers/p/dvc.yaml:b@x";\n"papers/p/dvc.yaml:b@x" -> "papers/p";\n}\n')
-    monkeypatch.setattr(workspace, "dvc", lambda ws, env, *args: subprocess.CompletedProcess(args, 0, dot, ""))
+    monkeypatch.setattr(run, "dvc", lambda ws, env, *args: subprocess.CompletedProcess(args, 0, dot, ""))
     assert run.stage_count(tmp_path, {}, "p") == 3  # data.dvc's outputs are verified, not run: no stage
     assert "data.dvc" in run.dag_nodes(tmp_path, {}, "p")
     outcome = run.Outcome("p", 2, 3, 10.0, 0, "log", {"papers/p/dvc.yaml:a": 2.0, "papers/p/dvc.yaml:b@x": 8.0})
@@ -435,13 +433,12 @@ def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):
 def test_a_standins_size_is_known_without_building_its_weights(tmp_path, monkeypatch):
     """``space.model_bytes`` (the architecture on the meta device) is the size of the state dict a stand-in
     checkpoint holds, and the file written is that plus a little framing."""
-    import common.zoo
     from common.rehearsal import models, space
     from common.zoo.specs import ModelSpec
 
     state = models.random_openclip("mini-vit-xs").state_dict()
     assert space.model_bytes("mini-vit-xs") == sum(v.numel() * v.element_size() for v in state.values())
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+    monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt"))
     written = models.write_checkpoint(tmp_path, "x/y", "plain").stat().st_size
     assert space.model_bytes("mini-vit-xs") <= written < 1.05 * space.model_bytes("mini-vit-xs") + 100_000
@@ -498,22 +495,21 @@ def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
 def test_a_full_disk_while_a_standin_is_written_is_one_line_and_any_other_failure_is_not(tmp_path, monkeypatch):
     """torch reports a full disk as ``RuntimeError: basic_ios::clear: iostream error`` (CI, 2026-11-26): with less free
     than the checkpoint's size it becomes ``NoRoomError`` naming the file; with room, the error is a bug and stays."""
-    import common.zoo
     from common.rehearsal import models, space
     from common.zoo.specs import ModelSpec
 
-    monkeypatch.setattr(common.zoo, "get_spec", lambda name: ModelSpec(
+    monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt"))
 
     def full(state, target, layout):
         raise RuntimeError("basic_ios::clear: iostream error")
 
     monkeypatch.setattr(models, "_write", full)
-    monkeypatch.setattr(space, "free_bytes", lambda folder: 1000)
+    monkeypatch.setattr(models, "free_bytes", lambda folder: 1000)
     with pytest.raises(space.NoRoomError, match=r"weights/x\.pt: cannot write this stand-in checkpoint \(\d+\.\d MB\): "
                                                 r"0\.0 MB free"):
         models.write_checkpoint(tmp_path, "x/y")
-    monkeypatch.setattr(space, "free_bytes", lambda folder: int(1e12))
+    monkeypatch.setattr(models, "free_bytes", lambda folder: int(1e12))
     with pytest.raises(RuntimeError, match="iostream"):
         models.write_checkpoint(tmp_path, "x/y")
 

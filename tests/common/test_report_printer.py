@@ -1,13 +1,13 @@
-"""``common.report.print_report``: a paper's report as data (``PaperReport``), printed by the one printer."""
+"""``common.reporting.report.print_report``: a paper's report as data (``PaperReport``), printed by the one printer."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-import common.report as report
+import common.reporting.report as report
 from common.errors import WorkspaceError
-from common.report import Numbers, PaperReport, Table, Tally
+from common.reporting.report import Numbers, PaperReport, Table, Tally
 
 TOY = PaperReport(
     title="Toy",

@@ -1,4 +1,4 @@
-"""The CPU reproducibility profile (common/reproducible.py): training gives the same bits whatever the instruction
+"""The CPU reproducibility profile (common/pipeline/reproducible.py): training gives the same bits whatever the instruction
 set the process would otherwise dispatch to and whatever thread count it would otherwise use; without the profile
 the same two settings give different bits (so the test can fail)."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from common.paths import ROOT
 SNIPPET = """
 import hashlib, sys
 from pathlib import Path
-from common import reproducible
+from common.pipeline import reproducible
 reproducible.reexec_pinned()
 reproducible.fix_threads()
 import torch
@@ -63,7 +63,7 @@ def test_training_is_bit_identical_across_instruction_sets_and_thread_counts(wor
 
 
 def test_reexec_is_a_no_op_when_pinned_or_off(monkeypatch):
-    from common import reproducible
+    from common.pipeline import reproducible
 
     called = []
     monkeypatch.setattr(os, "execve", lambda *a: called.append(a))
@@ -84,7 +84,7 @@ def test_reexec_is_a_no_op_when_pinned_or_off(monkeypatch):
 LOGISTIC = """
 import hashlib
 import numpy as np
-from common.reproducible import logistic
+from common.pipeline.reproducible import logistic
 z = np.random.default_rng(0).normal(0.0, 4.0, 200_000)
 print(hashlib.sha256(logistic(z).tobytes()).hexdigest(), hashlib.sha256((1 / (1 + np.exp(-z))).tobytes()).hexdigest())
 """

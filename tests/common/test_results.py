@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from common.scoring.selection import Outcome, SelectionResult
-from common.results import ModelRow, write_accuracy_table, write_predictions
+from common.evaluation.scoring.selection import Outcome, SelectionResult
+from common.evaluation.results import ModelRow, write_accuracy_table, write_predictions
 
 
 def _result(name: str, outcomes: dict[str, list[tuple[bool, bool]]]) -> SelectionResult:
@@ -64,7 +64,7 @@ def test_written_files_respect_the_umask(tmp_path):
     """Atomic writes go through mkstemp (0600); the file that lands must have the usual permissions."""
     import os
 
-    from common.io import write_text_atomic
+    from common.files.io import write_text_atomic
 
     old = os.umask(0o022)
     try:

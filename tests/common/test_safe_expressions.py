@@ -1,7 +1,7 @@
 """A transcription is data: a claim's ``recompute`` expression is read by a closed grammar, never run as Python.
 
 Issue 35, item 1: the old check looked only at the outer code object's names, so a lambda or a comprehension hid
-``__import__("os").system`` from it and the ordinary audit stage ran it. The grammar (``common.published``) allows
+``__import__("os").system`` from it and the ordinary audit stage ran it. The grammar (``common.reporting.published``) allows
 numbers, + - * /, unary minus, comparisons, lists, an integer index, ``cell``/``cells`` with literal strings and a
 short list of named functions; anything else is refused when the claims file is read, naming file, line and column.
 Every expression of ``results/published/*_claims.csv`` still evaluates to exactly what Python's ``eval`` gave.
@@ -20,7 +20,7 @@ from common.audit import claims as audit_claims
 from common.errors import WorkspaceError, run_entry_point
 from common.paths import PUBLISHED, ROOT
 from common.plugins import paper_names
-from common.published import (CLAIM_FIELDS, CellIndex, PublishedCell, PublishedDataError, evaluate_expression,
+from common.reporting.published import (CLAIM_FIELDS, CellIndex, PublishedCell, PublishedDataError, evaluate_expression,
                               load_cells, load_claims)
 
 
@@ -143,7 +143,7 @@ def test_an_escape_is_refused_and_runs_nothing(name, tmp_path):
 def test_a_huge_power_is_refused_at_once(tmp_path):
     """``9**9**9`` makes Python compute for hours: the grammar refuses ``**`` before anything is evaluated (run in
     a child process so that a regression is a timeout, not a hung suite)."""
-    code = ("from common.published import CellIndex, evaluate_expression, PublishedDataError\n"
+    code = ("from common.reporting.published import CellIndex, evaluate_expression, PublishedDataError\n"
             "try:\n    evaluate_expression('9**9**9', CellIndex([]))\n"
             "except PublishedDataError as exc:\n    print('refused:', exc)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)

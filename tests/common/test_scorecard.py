@@ -1,4 +1,4 @@
-"""The claims scorecard (``common.scorecard``): each paper's README block is what ``results/`` say; the verdict
+"""The claims scorecard (``common.reporting.scorecard``): each paper's README block is what ``results/`` say; the verdict
 rules; a bad scorecard file or a reference that names nothing is one error naming the file and the claim."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from common import scorecard as sc
+from common.reporting import scorecard as sc
 from common.plugins import paper_names
 
 

@@ -20,10 +20,10 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from common import scorecard
+from common.reporting import scorecard
 from common.card.core import Measure, estimate, paired_difference
 from common.paths import RESULTS, ROOT
-from common.results_ref import SEPARATOR
+from common.reporting.results_ref import SEPARATOR
 
 N = 3000
 """Examples per simulated benchmark: enough that an effect of a few points has an interval that excludes 0."""

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from common.engine import Engine, EngineConfig
+from common.evaluation.engine import Engine, EngineConfig
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
-from common.scoring import classification, group, retrieval, selection
-from common.scoring.selection import ARGMAX, STRICT, DecisionRule, negative_position, negative_position_counts
-from common.tasks import ClassificationSet, DatasetError, GroupItem, ImageToTextItem, RetrievalSet, TextToImageItem
+from common.evaluation.scoring import classification, group, retrieval, selection
+from common.evaluation.scoring.selection import (ARGMAX, STRICT, DecisionRule, negative_position,
+                                                 negative_position_counts)
+from common.files.tasks import ClassificationSet, DatasetError, GroupItem, ImageToTextItem, RetrievalSet, TextToImageItem
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +293,7 @@ def test_classification_ties_between_identical_classifiers(engine, scenes):
 
 def test_equal_gallery_rows_tie_wherever_they_sit():
     """A gallery row repeated at the end (a BLAS tail column) scores exactly as its first copy: a tie, not a win."""
-    from common.scoring.retrieval import _first_copies, _ranks
+    from common.evaluation.scoring.retrieval import _first_copies, _ranks
 
     rng = np.random.default_rng(0)
     gallery = rng.standard_normal((37, 512)).astype(np.float32)

@@ -1,7 +1,7 @@
 """SIGTERM (what ``timeout``, CI and schedulers send) is handled like Ctrl-C, and a killed run's staging folder is
 ignored by git and cleaned by the next run (issue 35, item 6).
 
-Real child processes: each opens an output group (``common.io.output_group``) over previous outputs, writes into it,
+Real child processes: each opens an output group (``common.files.io.output_group``) over previous outputs, writes into it,
 says so, and waits to be signalled.
 """
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from common.io import output_group, write_text_atomic
+from common.files.io import output_group, write_text_atomic
 from common.paths import ROOT
 
 CHILD = """
 import sys, time
 from pathlib import Path
 from common.errors import run_entry_point
-from common.io import output_group, write_text_atomic
+from common.files.io import output_group, write_text_atomic
 
 def main():
     out, ready = Path(sys.argv[1]), Path(sys.argv[2])

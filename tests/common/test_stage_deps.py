@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from common.cli import handler_module
-from common.params import stage_params
+from common.pipeline.params import stage_params
 from common.paths import ROOT
-from common.stage_map import all_stages
-from common.stage_deps import (FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure, dvc_files,
-                               entry_modules, plan_file, write_deps)
+from common.pipeline.stage_map import all_stages
+from common.pipeline.stage_deps import (FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure,
+                                        dvc_files, entry_modules, plan_file, write_deps)
 from workspace_copy import copy_workspace, dvc
 
 
@@ -32,8 +32,8 @@ def test_the_check_fails_on_a_missing_or_an_extra_dependency():
     assert check_stage("s", "f", cmd, deps, handler_module).ok
     missing = check_stage("s", "f", cmd, [d for d in deps if d != "common/audit/core.py"], handler_module)
     assert missing.missing == ("common/audit/core.py",) and not missing.ok
-    extra = check_stage("s", "f", cmd, deps + ["common/engine.py", "results/elsewhere.csv"], handler_module)
-    assert extra.extra == ("common/engine.py",)  # data outside common/ and papers/ is the stage's own business
+    extra = check_stage("s", "f", cmd, deps + ["common/evaluation/engine.py", "results/elsewhere.csv"], handler_module)
+    assert extra.extra == ("common/evaluation/engine.py",)  # data outside common/ and papers/ is the stage's own business
     no_published = check_stage("s", "f", cmd, [d for d in deps if not d.startswith("results/published/")],
                                handler_module)
     assert "results/published/bivlc.csv" in no_published.missing
@@ -41,7 +41,7 @@ def test_the_check_fails_on_a_missing_or_an_extra_dependency():
 
 def test_the_import_graph_follows_function_level_imports_and_packages():
     found = closure(["papers.sugarcrepe.table6"])
-    assert {"papers/__init__.py", "papers/sugarcrepe/__init__.py", "common/scoring/selection.py",
+    assert {"papers/__init__.py", "papers/sugarcrepe/__init__.py", "common/evaluation/scoring/selection.py",
             "common/zoo/__init__.py"} <= found.files
     assert "common/zoo/models.toml" in found.data
     assert "papers/sugarcrepe/released.py" not in found.files  # table6 never imports the audit's code
@@ -112,7 +112,7 @@ def test_write_adds_what_is_missing_removes_what_is_extra_and_keeps_every_other_
                 "        - build/x-${item}\n")
 
     wrong = ("      # why the code is listed: kept above its entry\n"
-             + _entries([d for d in cross if d != dropped]) + _entries(["common/engine.py"]))
+             + _entries([d for d in cross if d != dropped]) + _entries(["common/evaluation/engine.py"]))
     (root / "dvc.yaml").write_text(text(wrong))
     other = root / "papers" / "aro" / "dvc.yaml"  # a second stage file, wrong too, not named below
     other.write_text("stages:\n" + cross_stage(_entries([dropped])))
@@ -163,7 +163,7 @@ def test_write_refuses_foreach_items_that_need_different_deps(tmp_path):
     root = _tiny_workspace(tmp_path / "ws")
     (root / "dvc.yaml").write_text("stages:\n"
                                    "  two:\n"
-                                   "    foreach: [common.audit.cross_paper, common.report]\n"
+                                   "    foreach: [common.audit.cross_paper, common.reporting.report]\n"
                                    "    do:\n"
                                    "      cmd: python -m ${item}\n"
                                    "      deps:\n"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from common.params import own_params, own_section, stage_params
+from common.pipeline.params import own_params, own_section, stage_params
 from common.paths import ROOT
-from common.stage_map import DVC_STAGE, StageNotFound, current_stage, from_dvc_stage, stage_running
+from common.pipeline.stage_map import DVC_STAGE, StageNotFound, current_stage, from_dvc_stage, stage_running
 
 
 @pytest.mark.parametrize("written, address", [
@@ -72,7 +72,7 @@ def test_dvc_sets_dvc_stage_as_read_here(tmp_path: Path):
     """A throwaway DVC project: a sub-pipeline's stage and a foreach item, run from the root and from the
     sub-pipeline's folder; each command prints what ``from_dvc_stage`` makes of the DVC_STAGE it was given."""
     show = ("import os, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-            "from common.stage_map import from_dvc_stage; "
+            "from common.pipeline.stage_map import from_dvc_stage; "
             "print('STAGE', os.environ['DVC_STAGE'], from_dvc_stage(os.environ['DVC_STAGE'], Path.cwd()))")
     (tmp_path / "show.py").write_text(show + "\n")
     (tmp_path / "papers" / "x").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The zoo's Hugging Face backend (common/zoo/hf.py) and ITM selection (common/scoring/matching.py).
+"""The zoo's Hugging Face backend (common/zoo/hf.py) and ITM selection (common/evaluation/scoring/matching.py).
 
 No download: tiny BLIP and FLAVA models (hidden size 32, one layer, 32x32 images in 16x16 patches) are randomly
 initialised here with a WordPiece vocabulary written by the test, and saved with ``save_pretrained``; the zoo loads
@@ -19,10 +19,10 @@ from PIL import Image
 transformers = pytest.importorskip("transformers")
 
 from common import zoo  # noqa: E402
-from common.engine import Engine, EngineConfig  # noqa: E402
-from common.scoring import matching, selection  # noqa: E402
-from common.scoring.selection import ARGMAX, STRICT  # noqa: E402
-from common.tasks import DatasetError, ImageRef, ImageToTextItem  # noqa: E402
+from common.evaluation.engine import Engine, EngineConfig  # noqa: E402
+from common.evaluation.scoring import matching, selection  # noqa: E402
+from common.evaluation.scoring.selection import ARGMAX, STRICT  # noqa: E402
+from common.files.tasks import DatasetError, ImageRef, ImageToTextItem  # noqa: E402
 from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec  # noqa: E402
 from common.zoo import specs as zoo_specs  # noqa: E402
 from common.zoo.hf import HFModel, create_hf_model  # noqa: E402
@@ -257,7 +257,7 @@ def test_matching_applies_image_transforms_and_names_bad_images(tmp_path):
     item = ImageToTextItem("t", "g", ImageRef(path, reverse), ("red circle", "blue square"))
     result = matching.image_to_text(_WordMatcher(), [item])
     assert result.outcomes[0].scores == (0.0, 0.0)  # the reversed name matches no word
-    from common.io import sha256_file
+    from common.files.io import sha256_file
 
     assert reverse.keys == [sha256_file(path)]  # seeded like the engine: the file's sha256
 

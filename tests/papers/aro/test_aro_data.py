@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.aro.data import (ARO_VG_RULE, VG_ATTRIBUTION, VG_RELATION, AroSet, KarpathySet, crop_relpath,
                              read_classification, read_vg, vg_items)
 

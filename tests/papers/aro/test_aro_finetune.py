@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set, negatives_for
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from common.errors import run_entry_point
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.aro import real_text
 from papers.aro.negatives import parse_captions
 from papers.aro.real_text import WordView, infer_kind, read_released

@@ -83,7 +83,7 @@ def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
 
 
 def test_the_rehearsal_keeps_the_base_negclip_and_the_two_runs():
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.paths import ROOT
     from common.rehearsal.params import rehearsal_params
     from common.zoo import get_spec, with_variants
@@ -102,7 +102,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     ``full_inputs`` (uncapped in the workspace), the set reads no parameter (the registry states its md5s)."""
     import yaml
 
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
     from common.paths import ROOT
 
     stages = yaml.safe_load((ROOT / "papers/aro/dvc.yaml").read_text())["stages"]

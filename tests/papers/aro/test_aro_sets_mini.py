@@ -105,14 +105,14 @@ def test_deterministic(built: Path, tmp_path: Path):
 
 
 def test_main_reads_its_stage_params(tmp_path: Path, monkeypatch, capsys):
-    import common.params
+    import common.pipeline.params
     from papers.aro import sets_mini
 
     params = {"aro": {"mini": {"vg_relation_cases": 4, "vg_attribution_cases": 28, "test_images": 2,
                                "captions_per_image": 2, "classification_images": 7}},
               "mini": {"world": {"image_size": 48, "seed": 1}}}
     seen = []
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: seen.append(stage) or params)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: seen.append(stage) or params)
     monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:mini-set")  # as `dvc repro` sets it
     assert sets_mini.main(["--out", str(tmp_path)]) == 0
     assert seen == ["papers/aro/dvc.yaml:mini-set"]

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from common.audit.runs import RecipeRecordError
-from common.engine import Engine, EngineConfig
-from common.scoring.selection import ARGMAX, image_to_text
+from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.scoring.selection import ARGMAX, image_to_text
 from papers.aro import audit, tables
 from papers.aro.data import ARO_VG_RULE, AroSet
 from papers.aro.sets_mini import MiniAroConfig, build_mini_set
@@ -138,7 +138,7 @@ def test_blip_and_flava_choose_captions_by_aros_pair_scores(arch, scored, tmp_pa
     import dataclasses
 
     import hf_support
-    from common.scoring import matching
+    from common.evaluation.scoring import matching
     from common.zoo import get_spec
 
     aro, _, variants, _, _, _ = scored

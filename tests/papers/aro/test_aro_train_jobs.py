@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import common.params
+import common.pipeline.params
 from common.paths import build_root
 from common.training import ClipLoss, DistributedContext, FromZoo, HardNegativeClipLoss, TrainConfig
 from common.training.job import describe_loss
@@ -58,7 +58,7 @@ def run_as_stage(monkeypatch, stage_name: str, dotted: str, section: dict, seen:
         return params
 
     monkeypatch.setenv("DVC_STAGE", stage_name)
-    monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", stage_params)
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_full_jobs_crop_only_when_the_recipe_says_so(tiny_release, monkeypatch):
     from dataclasses import replace
 
     tsv, images_dir = tiny_release
-    monkeypatch.setattr(common.params, "own_section", lambda dotted, stage=None: ({"profile": "full"}, FULL))
+    monkeypatch.setattr(train, "own_section", lambda dotted, stage=None: ({"profile": "full"}, FULL))
     args = argparse.Namespace(profile="full", run="negclip", train_tsv=str(tsv), val_tsv=str(tsv), train_images=str(images_dir),
                               val_images=str(images_dir), steps=None)
     negclip = train.recipe()
@@ -211,7 +211,7 @@ def test_full_negclip_step_is_the_authors_512_images_by_1024_texts(tmp_path, mon
     from common.training.trainer import _inputs, flatten_segments
 
     monkeypatch.setenv("DVC_STAGE", "papers/aro/dvc.yaml:finetune-full@negclip")  # as `dvc repro` sets it
-    _, section = common.params.own_section("aro.full.finetune")
+    _, section = common.pipeline.params.own_section("aro.full.finetune")
     rows = int(section["batch_size"])  # a release of exactly one step's rows
     colours = ["red", "green", "blue", "yellow", "white", "black"]
     for k, colour in enumerate(colours):
@@ -244,7 +244,7 @@ def test_the_stages_params_read_as_before(profile):
     """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_section``: every setting
     a run's ``TrainConfig`` reads, at the values the removed ``FinetuneParams`` gave (its defaults: fp32, one
     micro-batch; resume states every 50 steps)."""
-    _, section = common.params.stage_section(f"papers/aro/dvc.yaml:finetune-{profile}@negclip",
+    _, section = common.pipeline.params.stage_section(f"papers/aro/dvc.yaml:finetune-{profile}@negclip",
                                              f"aro.{profile}.finetune")
     config = TrainConfig.from_params(section, steps_per_epoch=10, lr=float(section["lrs"][0]))
     assert (config.steps, config.warmup_steps, config.weight_decay, config.checkpoint_every) == (50, 50, 0.2, 50)
@@ -257,7 +257,7 @@ def test_the_stages_params_read_as_before(profile):
 @pytest.mark.parametrize("method", ["negclip", "clip-ft"])
 def test_one_module_runs_both_profiles_stages(profile, method):
     """Both profiles' stages run ``papers.aro.train``: the stage map tells them apart by the profile argument."""
-    from common.stage_map import stage_running
+    from common.pipeline.stage_map import stage_running
 
     assert stage_running("papers.aro.train", [profile, "run", method, "--device", "cpu"]) == (
         f"papers/aro/dvc.yaml:finetune-{profile}@{method}")

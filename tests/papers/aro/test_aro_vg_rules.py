@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.scoring.selection import GroupScore
+from common.evaluation.scoring.selection import GroupScore
 from papers.aro.vg_rules import (NOTEBOOK_EXTRA, NOTEBOOK_RULE, NOTEBOOK_SYMMETRIC, PAPER_RULE, TABLE2_RELATIONS,
                                  TABLE2_RULE, TABLE2_SPATIAL, TABLE2_VERBS, attribution_macro, relation_kind,
                                  relation_macro, relation_rules, rule_difference)

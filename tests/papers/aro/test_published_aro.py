@@ -16,7 +16,7 @@ import statistics
 
 import pytest
 
-from common.published import evaluate_expression
+from common.reporting.published import evaluate_expression
 from published_support import by_key, rounding_tolerance
 
 PAPER = "aro"

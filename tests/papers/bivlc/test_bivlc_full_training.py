@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from common.paths import ROOT
 from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import FromScratch
 from common.training.checkpoint import seed_everything
 from common.training.model_init import normalizer
@@ -365,13 +365,13 @@ def test_the_run_commands_read_the_stage_and_the_set(sets, data_root, monkeypatc
     images under ``--data``, ``--steps``; the provenance keys in the former order, the CPU profile last."""
     import argparse
 
-    from common.io import sha256_file
+    from common.files.io import sha256_file
     from common.training import FromZoo
 
     finetune = {**params("trohn-text", 2), "epochs": 3}
     detectors = detector_section(encoders={"clip": "zoo/clip", "trohn-img": "zoo/trohn-img"})
     stages = []
-    monkeypatch.setattr("common.params.stage_params", lambda stage, **_: stages.append(stage) or {
+    monkeypatch.setattr("common.pipeline.params.stage_params", lambda stage, **_: stages.append(stage) or {
         "bivlc": {"full": {"finetune": finetune, "detectors": detectors}}})
     seen = {}
     monkeypatch.setattr(tf, "full_job", lambda *args, **kwargs: seen.update(args=args, kwargs=kwargs) or "job")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from common.miniworld.claims import satisfies
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import FromCheckpoint, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
@@ -246,11 +246,11 @@ def test_the_run_command_reads_the_stage_and_the_set(train_set, tmp_path, monkey
     CPU profile, in the sidecar's provenance."""
     import argparse
 
-    from common.io import sha256_file
+    from common.files.io import sha256_file
 
     section = {"base": "mini/xs-32k", "steps": 10, "batch_size": 8, "lr": 1e-3, "warmup_steps": 1,
                "weight_decay": 0.1, "seed": 0, "validations": 2}
-    monkeypatch.setattr("common.params.own_section", lambda dotted, stage=None: ({}, section))
+    monkeypatch.setattr(tm, "own_section", lambda dotted, stage=None: ({}, section))
     monkeypatch.setattr(fsm.TrainSet, "load", lambda root: train_set)
     (tmp_path / "manifest.json").write_text('{"kind": "bivlc-trohn"}')
     seen = {}
@@ -297,7 +297,7 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 
 
 def test_tiny_end_to_end_writes_the_tables(test_set, train_set, tmp_path):
-    from common.engine import EngineConfig
+    from common.evaluation.engine import EngineConfig
     from papers.bivlc import tables as t
 
     params = mini_section(validations=2)

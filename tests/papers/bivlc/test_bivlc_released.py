@@ -17,7 +17,7 @@ from papers.bivlc import released as rb
 from common.audit.core import audit_rows
 from common.cli import main as cli_main
 from papers.bivlc.released import ReleasedFileError, score_released_file
-from common.published import load_cells, load_claims
+from common.reporting.published import load_cells, load_claims
 
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 

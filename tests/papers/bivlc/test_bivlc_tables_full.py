@@ -17,8 +17,8 @@ import pytest
 import torch
 from PIL import Image
 
-from common.engine import EngineConfig
-from common.tasks import DatasetError
+from common.evaluation.engine import EngineConfig
+from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
 from papers.bivlc import tables as full
 
@@ -311,7 +311,7 @@ def test_comparisons_are_the_mini_keys_paired_over_the_instances(tables, tiny, d
     """``comparisons.json`` of the full profile: the mini profile's keys (the same code, ``papers.bivlc.findings``),
     each paired difference the mean of the per-instance differences of the written predictions (and of a brute-force
     evaluation), with the 95% bootstrap interval over those instances around it."""
-    from common.stats import bootstrap_mean_ci
+    from common.evaluation.stats import bootstrap_mean_ci
 
     comp = json.loads(tables["comparisons"].read_text())
     table2 = {r["row"]: r for r in _rows(tables["table2"])}
@@ -388,7 +388,7 @@ def test_bad_snapshots_name_the_file_and_row(tmp_path):
 
 
 def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monkeypatch, sugarcrepe):
-    from common import params as common_params
+    from common.pipeline import params as common_params
 
     snapshot = write_snapshot(tmp_path / "data")
     section = {"bivlc": {"full": {"models": {"clip": "openai/ViT-B-32"}, "skip_unavailable": False}},
@@ -396,7 +396,7 @@ def test_entry_point_reads_params_and_writes_results(data, tiny, tmp_path, monke
     monkeypatch.setattr(common_params, "stage_params", lambda stage, **_: section)
     monkeypatch.setenv("DVC_STAGE", "papers/bivlc/dvc.yaml:tables-full")  # as `dvc repro` sets it
     monkeypatch.setattr(full, "zoo_create", tiny)
-    monkeypatch.setattr("common.evaluate.engine_config", lambda params: CONFIG)
+    monkeypatch.setattr(full, "engine_config", lambda params: CONFIG)
     out = tmp_path / "out"
     assert full.main(["--profile", "full", "--data", str(snapshot), "--images", str(tmp_path / "img"), "--no-sugarcrepe", "--any-size",
                       "--out", str(out), "--device", "cpu"]) == 0
@@ -537,7 +537,7 @@ def test_audit_compares_released_and_retrained_heads_with_the_paper(tmp_path):
              "released_max_abs_diff": 2.5e-06, "released_instances_differing": 1},
             {**base, **metrics, "row": "ft-clipdet", "encoder": "openai/ViT-B-32", "label": "x",
              "heads": "trained here"}]
-    from common.io import write_csv_atomic
+    from common.files.io import write_csv_atomic
 
     write_csv_atomic(out / "table5.csv", rows, full.TABLE5_FIELDS)
     recs = [r for r in audit.run_recomputations("full", tmp_path / "results") if r.table == "Table 5"]

@@ -74,7 +74,7 @@ def test_trohn_text_retrieves_images_with_the_positive_captions_only():
 
 
 def test_an_empty_validation_split_is_refused():
-    from common.tasks import DatasetError
+    from common.files.tasks import DatasetError
 
     with pytest.raises(DatasetError, match="validation split is empty"):
         accuracy(Lookup(IMAGES, TEXTS), rows=0, samples=3)

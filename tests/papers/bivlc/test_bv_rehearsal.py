@@ -14,7 +14,7 @@ from common.registry.markers import SNAPSHOT_MARKER
 from common.registry.sources import get_source
 from common.rehearsal import standins
 from common.rehearsal.standins import StandInError
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.bivlc import rehearsal, sets_full, tables
 
 
@@ -132,7 +132,7 @@ def test_the_released_heads_standin_is_read_as_released_with_its_tower(tmp_path)
 
 
 def test_the_rehearsal_keeps_one_row_per_loader_path():
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.paths import ROOT
     from common.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
@@ -153,7 +153,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     audit read the rehearsal section, off in the workspace; finetune-full-set depends on the COCO images it checks."""
     import yaml
 
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
     from common.paths import ROOT
 
     stages = yaml.safe_load((ROOT / "papers/bivlc/dvc.yaml").read_text())["stages"]

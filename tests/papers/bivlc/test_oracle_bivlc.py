@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.tasks import ImageToTextItem
+from common.files.tasks import ImageToTextItem
 from papers.bivlc import oracle
 
 

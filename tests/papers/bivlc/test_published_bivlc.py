@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from common.published import CellIndex, evaluate_expression, load_cells
+from common.reporting.published import CellIndex, evaluate_expression, load_cells
 from published_support import values
 
 PAPER = "bivlc"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from common.registry.fetch import fetch
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.conclip import ccneg, rehearsal, sets_full
 from papers.conclip import zeroshot_full as zf
 from registry_support import state_md5
@@ -78,7 +78,7 @@ def _classes(params: dict) -> dict[str, int]:
 
 
 def _workspace_params() -> dict:
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.paths import ROOT
 
     return read_params(ROOT / "params.yaml")
@@ -136,7 +136,7 @@ def test_torchvisions_own_md5_pins_are_lifted_for_the_registrys(prepared, stated
 
 
 def test_the_rehearsal_keeps_clip_conclip_and_the_finetunes():
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.paths import ROOT
     from common.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
@@ -157,7 +157,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     audit, declare ``full_inputs`` (uncapped in the workspace); the zero-shot stage the class counts."""
     import yaml
 
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
     from common.paths import ROOT
 
     stages = yaml.safe_load((ROOT / "papers/conclip/dvc.yaml").read_text())["stages"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.conclip import ccneg
 
 AUTHORS_ROOT = "/workspace/datasets/ccneg/cc3m_subset_images_extracted_final"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.conclip import coco_pool
 
 

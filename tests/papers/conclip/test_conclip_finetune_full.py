@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 
 from common.errors import WorkspaceError
 from common.paths import ROOT
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
 from common.training.files import FileImages
@@ -216,9 +216,9 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, steps, da
     ``NegationFileBatches`` named ``conclip-full-<negatives>`` in file order, ``partial(ConClipLoss, terms=...)``, no
     validation, provenance {run, terms, negatives, profile, set_manifest_sha256, **the CPU profile, steps_per_epoch,
     epochs} in that order, checkpoints every 500 steps, resumable; ``launch``'s ``with_steps`` changes nothing."""
-    import common.params
+    import common.pipeline.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": FULL_SECTION}}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": FULL_SECTION}}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:finetune-full@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": "off"}
     args = argparse.Namespace(profile="full", run=run, set=str(train_set), data=str(data["root"]), steps=steps)
@@ -278,7 +278,7 @@ def test_the_runs_follow_their_code_not_the_readers_of_the_released_files():
             "papers/conclip/finetune_rows.py", "papers/conclip/data_paths.py",
             "papers/conclip/train.py"} <= set(files)
     assert not {"papers/conclip/sets_full.py", "papers/conclip/ccneg.py", "papers/conclip/coco_pool.py",
-                "common/crepe_style.py"} & set(files)
+                "common/text/crepe_style.py"} & set(files)
 
 
 def test_a_run_trains_the_text_tower_and_leaves_the_image_tower(data, train_set, tmp_path):
@@ -330,12 +330,12 @@ def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_pat
 
 def test_run_entry_works_as_a_plain_process(data, train_set, tmp_path, monkeypatch):
     """``python -m papers.conclip.train full run`` without torchrun: a local world, weights and sidecar."""
-    import common.params
-    import common.reproducible
+    import common.pipeline.params
+    import common.pipeline.reproducible
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": PARAMS}}})
+    monkeypatch.setattr(common.pipeline.reproducible, "reexec_pinned", lambda: None)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": PARAMS}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full@crepe-negate-l1")  # as `dvc repro` sets it
     monkeypatch.setattr(train, "FromZoo", lambda name: FromScratch(ARCH))
     root = tmp_path / "root"
@@ -363,9 +363,9 @@ def test_zoo_entries_name_every_run():
 
 
 def test_set_entry_point_writes_the_group(data, tmp_path, monkeypatch):
-    import common.params
+    import common.pipeline.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": {"seed": 0}}}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"conclip": {"full": {"finetune": {"seed": 0}}}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:finetune-full-set")  # as `dvc repro` sets it
     out = tmp_path / "finetune"
     assert sf.main(["set", "--ccneg", str(data["pt"]), "--ccneg-images", str(data["images"]), "--mapping",

@@ -16,7 +16,7 @@ import pytest
 import torch
 from PIL import Image
 
-from common.engine import EngineConfig
+from common.evaluation.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import ccneg
 from papers.conclip import tables as full
@@ -226,8 +226,8 @@ def test_zoo_entries_of_the_released_checkpoints():
 def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkeypatch):
     """``python -m papers.conclip.tables --profile full``: params.yaml's conclip.full (tiny stand-ins for its models),
     the file and the image folder given."""
-    import common.params
-    from common.params import load_params
+    import common.pipeline.params
+    from common.pipeline.params import load_params
 
     params = load_params()
     asked = []
@@ -236,7 +236,7 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
         asked.append(stage)
         return {"conclip": {"full": params["conclip"]["full"]}, "engine": {"num_workers": 0}}
 
-    monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", stage_params)
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:tables-full")  # as `dvc repro` sets it
     monkeypatch.setattr(full, "zoo_create", tiny)
     out = tmp_path / "results"
@@ -272,7 +272,6 @@ def test_a_re_training_s_recipe_reaches_the_context_the_audit_reads(data, tiny, 
 def test_only_runs_trained_here_carry_a_training_record(tmp_path, monkeypatch):
     """A released checkpoint (``data:``) with a JSON file beside it is not a run trained here; a ``build:`` one with
     its sidecar is (the audit names its recipe)."""
-    import common.zoo
     from types import SimpleNamespace
 
     released, built = tmp_path / "released.safetensors", tmp_path / "ft-conclip.safetensors"
@@ -281,6 +280,6 @@ def test_only_runs_trained_here_carry_a_training_record(tmp_path, monkeypatch):
         weights.with_suffix(".json").write_text(json.dumps({"trainer": {}, "recipe": {"name": "conclip"}}))
     specs = {"released": SimpleNamespace(checkpoint="data:released.safetensors", checkpoint_path=lambda: released),
              "built": SimpleNamespace(checkpoint="build:ft-conclip.safetensors", checkpoint_path=lambda: built)}
-    monkeypatch.setattr(common.zoo, "get_spec", specs.__getitem__)
+    monkeypatch.setattr(full, "get_spec", specs.__getitem__)
     scored = [SimpleNamespace(row="conclip", model="released"), SimpleNamespace(row="ft-conclip", model="built")]
     assert list(full.trained_here(scored)) == ["ft-conclip"]

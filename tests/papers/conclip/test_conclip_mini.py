@@ -18,7 +18,7 @@ import torch
 from common.miniworld.negation import (
     NEGATION_WORDS, NegationClaim, PredicateObject, distractor_scene, name_object, sample_negation)
 from common.miniworld.scene import Scene, SceneObject, sample_scene
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import code_files, describe_loss, run_job
@@ -184,9 +184,9 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
     out: the section's ``TrainConfig``, ``FromZoo(base)``, ``PairedImageBatches`` named ``conclip-mini-<negatives>``
     over the set, ``partial(ConClipLoss, terms=...)``, no validation, provenance {run, terms, negatives,
     set_manifest_sha256, **the CPU profile} in that order, checkpoints every 50 steps, resumable."""
-    import common.params
+    import common.pipeline.params
 
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", f"papers/conclip/dvc.yaml:mini-finetune@{run}")  # as `dvc repro` sets it
     profile = {"cpu_profile": {"pins": "x", "threads": 2}}
     job = train._build(argparse.Namespace(profile="mini", run=run, set=str(finetune_set), data=None, steps=None),
@@ -222,11 +222,11 @@ def test_each_runs_job_gives_the_trainer_what_the_old_run_gave_it(run, finetune_
 def test_run_command_trains_the_job_and_writes_its_log(finetune_set, tmp_path, monkeypatch):
     """``python -m papers.conclip.train mini run <name>``: weights and sidecar where ``--out`` says, the log beside
     the pipeline's (``build/mini/conclip/logs/<run>.json``, wall time: not a DVC output)."""
-    import common.params
+    import common.pipeline.params
     from common.paths import build_dir
 
     monkeypatch.setenv("VLC_CPU_PROFILE", "off")  # no pinned re-exec of the test process
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"conclip": {"mini": MINI_SECTION}})
     monkeypatch.setenv("DVC_STAGE", "papers/conclip/dvc.yaml:mini-finetune@l1")  # as `dvc repro` sets it
     monkeypatch.setattr(train, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "l1.safetensors"
@@ -245,7 +245,7 @@ def _sugarcrepe(root: Path, test_set: Path) -> Path:
 
 
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tmp_path):
-    from common.engine import EngineConfig
+    from common.evaluation.engine import EngineConfig
 
     params = mini_section()
     models = tmp_path / "models"

@@ -14,8 +14,8 @@ import pytest
 import torch
 from PIL import Image
 
-import common.params as common_params
-from common.tasks import DatasetError
+import common.pipeline.params as common_params
+from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable
 from papers.conclip import coco_pool
 from papers.conclip import distractors_full as df

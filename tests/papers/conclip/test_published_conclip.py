@@ -10,7 +10,7 @@ use the paper's own redundancy to catch transcription errors:
   mixes truncation and rounding);
 * Tables 7-12 accuracies are k/n for the printed split size n, and pooled over the no/not/without
   splits they reproduce the Table 3 / Table 6 CC-Neg accuracies on the 40,000 held-out samples;
-* the text claims, recomputed from the tables with common.published.evaluate_expression.
+* the text claims, recomputed from the tables with common.reporting.published.evaluate_expression.
 
 Where the paper disagrees with itself the disagreement is asserted explicitly (KNOWN_* below), so the
 tolerances stay tight everywhere else. The generic checks (files load, cell counts, full grids, recompute
@@ -25,7 +25,7 @@ import statistics
 
 import pytest
 
-from common.published import CellIndex, evaluate_expression, load_cells, load_claims
+from common.reporting.published import CellIndex, evaluate_expression, load_cells, load_claims
 from published_support import read_raw_rows
 
 PAPER = "conclip"

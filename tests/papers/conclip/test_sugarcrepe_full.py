@@ -15,9 +15,9 @@ import pytest
 import torch
 from PIL import Image
 
-import common.params as common_params
-from common.engine import EngineConfig
-from common.tasks import DatasetError
+import common.pipeline.params as common_params
+from common.evaluation.engine import EngineConfig
+from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import sugarcrepe_full as sf
 from papers.conclip import table6_full as t6
@@ -389,5 +389,5 @@ def test_table6_and_sugarcrepe_are_stages_of_their_own():
     from common.training.job import code_files
 
     table6, score = code_files("papers.conclip.table6_full"), code_files("papers.conclip.sugarcrepe_full")
-    assert "papers/conclip/sugarcrepe_full.py" not in table6 and "common/engine.py" not in table6
+    assert "papers/conclip/sugarcrepe_full.py" not in table6 and "common/evaluation/engine.py" not in table6
     assert "papers/conclip/table6_full.py" not in score

@@ -20,8 +20,8 @@ import pytest
 import torch
 from PIL import Image
 
-import common.params as common_params
-from common.engine import EngineConfig
+import common.pipeline.params as common_params
+from common.evaluation.engine import EngineConfig
 from common.registry.markers import LOCK_NAME
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import zeroshot_full as zf

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from common.scoring.selection import Outcome, SelectionResult
-from common.tasks import DatasetError
+from common.evaluation.scoring.selection import Outcome, SelectionResult
+from common.files.tasks import DatasetError
 from papers.hard_positives import evaluation as ev
 
 

@@ -1,7 +1,7 @@
 """Figure 3's examples are chosen by rule from three models' scores, with how many items of each kind there are."""
 import numpy as np
 
-from common.scoring.selection import Outcome, SelectionResult
+from common.evaluation.scoring.selection import Outcome, SelectionResult
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import figure3
 

@@ -98,7 +98,7 @@ def test_released_replace_counts(released):
 
 
 def test_released_recomputations_join_the_published_numbers(released):
-    from common.published import load_cells, load_claims
+    from common.reporting.published import load_cells, load_claims
 
     rows = audit_rows("hard_positives", load_cells("hard_positives"), load_claims("hard_positives"),
                       list(released.values()))

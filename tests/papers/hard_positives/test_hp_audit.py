@@ -13,7 +13,7 @@ import pytest
 from common.audit.core import audit_rows
 from common.audit.report import write_audit
 from common.paths import RESULTS
-from common.published import load_cells, load_claims
+from common.reporting.published import load_cells, load_claims
 from papers.hard_positives import audit
 from papers.hard_positives.runs import RUNS
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from common.errors import WorkspaceError
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.hard_positives import finetune_sets_full as fs
 from papers.hard_positives.finetune_rows import load_rows
 from papers.hard_positives.runs import TYPES

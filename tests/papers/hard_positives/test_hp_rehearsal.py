@@ -55,7 +55,7 @@ def test_the_coco_standins_make_the_finetuning_set_with_both_types(prepared, tmp
 
 def test_the_rehearsal_keeps_the_base_and_one_released_checkpoint():
     from common.paths import ROOT
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
@@ -71,7 +71,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     the rehearsal section, off in the workspace."""
     import yaml
 
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
     from common.paths import ROOT
 
     stages = yaml.safe_load((ROOT / "papers/hard_positives/dvc.yaml").read_text())["stages"]

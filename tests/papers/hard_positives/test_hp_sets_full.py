@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from common.errors import WorkspaceError
-from common.tasks import DatasetError
-from common.visual_genome import VG_ATTRIBUTION, crop_relpath, crop_vg, read_vg
+from common.files.tasks import DatasetError
+from common.files.visual_genome import VG_ATTRIBUTION, crop_relpath, crop_vg, read_vg
 from papers.hard_positives import evaluation, released, sets_full
 
 
@@ -227,9 +227,7 @@ def test_prepare_full_fetches_everything_before_cropping(release, tmp_path):
 def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatch):
     """``python -m papers.hard_positives.sets_full``: keys fetched through ``common.registry.fetch.fetch`` (a stand-in
     here)."""
-    from common.registry import fetch as fetching
-
-    monkeypatch.setattr(fetching, "fetch", lambda key, progress=True: release[key])
+    monkeypatch.setattr(sets_full, "fetch", lambda key, progress=True: release[key])
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3
@@ -251,10 +249,10 @@ def test_a_rehearsals_cap_keeps_the_first_items_of_each_group_after_checking_eve
 
 
 def test_the_stage_reads_the_cap_from_its_full_inputs_params(release, tmp_path, monkeypatch, capsys):
-    import common.params
+    import common.pipeline.params
 
     seen = {}
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: seen.setdefault(stage, {
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: seen.setdefault(stage, {
         "full_inputs": {"cap": 2}}))
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     prepare = sets_full.prepare_full
@@ -262,6 +260,6 @@ def test_the_stage_reads_the_cap_from_its_full_inputs_params(release, tmp_path, 
     assert sets_full.main(["--out", str(tmp_path / "set")]) == 0
     assert list(seen) == ["papers/hard_positives/dvc.yaml:full-data"]
     assert sets_full.FullSet.load(tmp_path / "set").cap == 2
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"full_inputs": {"cap": 0}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"full_inputs": {"cap": 0}})
     with pytest.raises(WorkspaceError, match="full_inputs.cap: must be null or a positive integer"):
         sets_full.main(["--out", str(tmp_path / "other")])

@@ -9,7 +9,7 @@ import pytest
 
 from common.errors import WorkspaceError
 from common.miniworld import scene as scene_module
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.hard_positives import evaluation as ev
 from papers.hard_positives import finetune_rows as fr
 from papers.hard_positives import finetune_sets_mini as fs

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.engine import EngineConfig
+from common.evaluation.engine import EngineConfig
 from common.errors import WorkspaceError
 from common.zoo import ModelUnavailable, random_model
 from papers.hard_positives import audit, evaluation, sets_full, tables as tb
@@ -175,7 +175,7 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
     and the runs' weights given."""
     from types import SimpleNamespace
 
-    from common.params import load_params
+    from common.pipeline.params import load_params
 
     monkeypatch.setattr(tb, "_zoo_create", tiny)
     monkeypatch.setattr(tb, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
@@ -230,7 +230,7 @@ def test_the_comparisons_use_the_base_at_the_fine_tunes_precision(prepared, tiny
     they set the fine-tunes against the base scored at their own precision (the ``base@fp32`` reference)."""
     import dataclasses
 
-    from common.scoring.selection import Outcome
+    from common.evaluation.scoring.selection import Outcome
 
     items = prepared.items()
     scored, _ = tb.score_models(MODELS, items, CONFIG, create=tiny,
@@ -254,7 +254,7 @@ def test_the_authors_gelu_builds_are_registered_variants_of_the_models_as_traine
     and amitakamath/hard_positives@33addaae model_zoo/__init__.py:101 "open_clip.create_model_and_transforms('ViT-B-32',");
     each GELU build is a declared zoo variant of the model as trained (QuickGELU), reading the same weights, and the
     full profile lists all three."""
-    from common.params import load_params
+    from common.pipeline.params import load_params
     from common.zoo import get_spec, runs_quick_gelu
 
     assert set(tb.AUTHORS_BUILD) == {"aro/negclip", "hard_positives/crepe-swap", "hard_positives/crepe-replace"}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from common.scoring.selection import Outcome, SelectionResult
+from common.evaluation.scoring.selection import Outcome, SelectionResult
 from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
@@ -26,7 +26,7 @@ BASE = "mini/xs-32k"
 
 
 def test_tiny_end_to_end_writes_the_tables(test_set, finetune_set, tokenize, tmp_path):
-    from common.engine import EngineConfig
+    from common.evaluation.engine import EngineConfig
 
     params = mini_section()
     models = tmp_path / "models"
@@ -142,7 +142,7 @@ def test_the_drop_comparisons_are_computed_from_the_items():
     swap [brittle, calm x4]: drops -50, -25 (REPLACE -37.5) and -20, mean -28.75 (the Abstract's 12.9 is the same
     mean of Table 1's two drops). hn: attributes [brittle x2], relations [brittle x2, calm x2], swap [brittle x5]:
     REPLACE -75, SWAP -100, so hn's drop minus the base's is -37.5 (REPLACE) and -80 (SWAP)."""
-    from common.stats import bootstrap_mean_ci
+    from common.evaluation.stats import bootstrap_mean_ci
 
     calm, brittle = (0.3, 0.3, 0.1), (0.3, 0.1, 0.2)
 

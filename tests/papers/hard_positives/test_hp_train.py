@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from common.io import sha256_file
+from common.files.io import sha256_file
 from common.paths import ROOT
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import code_files, describe_loss, run_job
@@ -44,13 +44,13 @@ OLD_RUNS = {
 
 
 def _stage_params(monkeypatch, stage: str, params: dict) -> None:
-    import common.params
+    import common.pipeline.params
 
     def stage_params(address, **_):
         assert address == f"papers/hard_positives/dvc.yaml:{stage}"
         return params
 
-    monkeypatch.setattr(common.params, "stage_params", stage_params)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", stage_params)
     monkeypatch.setenv("DVC_STAGE", f"papers/hard_positives/dvc.yaml:{stage}")  # as `dvc repro` sets it
 
 
@@ -179,12 +179,12 @@ def test_a_set_too_small_for_a_batch_is_refused(finetune_set, tokenize):
 
 def test_the_mini_run_command_works_as_a_plain_process(finetune_set, tmp_path, monkeypatch):
     """``python -m papers.hard_positives.train mini run`` (the stage's command): weights, sidecar and the log."""
-    import common.reproducible
+    import common.pipeline.reproducible
     from common.paths import build_dir
 
     _mini_stage(monkeypatch, "hp-hn")
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
+    monkeypatch.setattr(common.pipeline.reproducible, "reexec_pinned", lambda: None)
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "hp-hn.safetensors"
     assert tm.main(["mini", "run", "hp-hn", "--set", str(finetune_set), "--out", str(out), "--steps", "2"]) == 0
@@ -257,12 +257,12 @@ def test_each_full_runs_job_is_what_the_old_train_full_run_gave_the_trainer(run,
 
 def test_the_full_run_command_works_as_a_plain_process(coco, train_set, tmp_path, monkeypatch):
     """``python -m papers.hard_positives.train full run`` without torchrun: a local world, weights, sidecar, log."""
-    import common.reproducible
+    import common.pipeline.reproducible
     from common.paths import build_dir
 
     _full_stage(monkeypatch, "hp-hn")
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
+    monkeypatch.setattr(common.pipeline.reproducible, "reexec_pinned", lambda: None)
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     monkeypatch.setitem(FULL_SECTION, "image_size", 48)
     monkeypatch.setitem(FULL_SECTION, "precision", "fp32")
@@ -286,7 +286,7 @@ def test_the_jobs_code_is_the_runs_and_not_the_sets_or_tables():
         assert path in files, path
     for path in ("papers/hard_positives/finetune_sets_mini.py", "papers/hard_positives/sets_mini.py",
                  "papers/hard_positives/finetune_sets_full.py", "papers/hard_positives/rules.py",
-                 "papers/hard_positives/lexical.py", "common/crepe_style.py", "common/caption_text.py",
+                 "papers/hard_positives/lexical.py", "common/text/crepe_style.py", "common/text/caption_text.py",
                  "papers/hard_positives/evaluation.py", "papers/hard_positives/tables.py",
                  "common/miniworld/render.py"):
         assert path not in files, path
@@ -295,7 +295,7 @@ def test_the_jobs_code_is_the_runs_and_not_the_sets_or_tables():
 @pytest.mark.parametrize("profile, stage", [("mini", "mini-finetune"), ("full", "finetune-full")])
 def test_each_profiles_command_finds_its_own_stage(profile, stage):
     """One module behind both stages: the profile argument tells them apart (the stage map, without DVC_STAGE)."""
-    from common.stage_map import stage_running
+    from common.pipeline.stage_map import stage_running
 
     for run in ("clip-ft", "ratio-0.5"):
         assert stage_running(tm.MODULE, [profile, "run", run, "--steps", "2"]) == \

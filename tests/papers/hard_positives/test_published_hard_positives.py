@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from common.published import evaluate_expression, load_claims
+from common.reporting.published import evaluate_expression, load_claims
 from published_support import by_key, rounding_tolerance
 
 PAPER = "hard_positives"

@@ -198,7 +198,7 @@ def test_command_line_flags_and_a_misaligned_release(tmp_path, monkeypatch, caps
 @needs_lexicon
 def test_real_release_rules_per_authors_word(released_env):
     """Five examples of each of the authors' rules, through the WordNet rule: where WordNet agrees with them."""
-    from common.crepe_style import parse_captions
+    from common.text.crepe_style import parse_captions
 
     examples, authors, files = rt.load_examples(rt.default_fetch())
     assert [sum(e.kind == k for e in examples) for k in ("attributes", "relations")] == [10575, 16868]

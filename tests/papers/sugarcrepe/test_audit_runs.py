@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.paths import RESULTS
-from common.published import load_cells
+from common.reporting.published import load_cells
 from papers.sugarcrepe import audit
 
 PUBLISHED = {(c.table, c.row, c.column) for c in load_cells("sugarcrepe")}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.sugarcrepe import blind_real
 from common.benchmarks.caption_negatives import CATEGORIES
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import stats
-from common.engine import EngineConfig
-from common.io import write_bytes_atomic
+from common.evaluation import stats
+from common.evaluation.engine import EngineConfig
+from common.files.io import write_bytes_atomic
 from common.miniworld import lexicon
 from common.miniworld.classification import (COLORED_SHAPES, SHAPES, ClassificationSetConfig,
                                              ensure_classification_set, load_classification_sets,
                                              write_classification_set)
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.sugarcrepe import figure5 as F
 from common.benchmarks.caption_negatives import CATEGORIES
 

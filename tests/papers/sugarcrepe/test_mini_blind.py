@@ -16,7 +16,7 @@ from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
 from common.miniworld.scene import sample_scene
 from common.miniworld.templates import TEMPLATE_KINDS
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from papers.sugarcrepe import mini_blind
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
 from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set

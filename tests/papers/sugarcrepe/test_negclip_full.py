@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from common.benchmarks.caption_negatives import CATEGORIES
-from common.crepe_style import CREPE_KINDS
-from common.tasks import DatasetError
+from common.text.crepe_style import CREPE_KINDS
+from common.files.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
@@ -179,7 +179,7 @@ def _train_all(train_set: Path, images: Path, models: Path) -> None:
 
 
 def test_two_step_runs_and_the_tables(coco, train_set, tmp_path):
-    from common.engine import EngineConfig
+    from common.evaluation.engine import EngineConfig
 
     models = tmp_path / "models"
     _train_all(train_set, coco["train"], models)
@@ -230,12 +230,12 @@ def test_two_step_runs_and_the_tables(coco, train_set, tmp_path):
 
 def test_run_entry_works_as_a_plain_process(coco, train_set, tmp_path, monkeypatch):
     """``python -m papers.sugarcrepe.negclip_train full run`` without torchrun: a local world, weights and sidecar."""
-    import common.params
-    import common.reproducible
+    import common.pipeline.params
+    import common.pipeline.reproducible
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_full": PARAMS}})
+    monkeypatch.setattr(common.pipeline.reproducible, "reexec_pinned", lambda: None)
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_full": PARAMS}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-full@clip-ft")  # as `dvc repro` sets it
     monkeypatch.setattr(tf, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "clip-ft.safetensors"
@@ -264,7 +264,7 @@ def test_a_row_without_every_kind_names_its_line(train_set, tmp_path):
 
 
 CPU_PROFILE = {"cpu_profile": "stand-in", "threads": 1}
-"""Stands in for ``common.reproducible.describe()`` (the launcher passes it to the builder on the CPU; {} on GPUs)."""
+"""Stands in for ``common.pipeline.reproducible.describe()`` (the launcher passes it to the builder on the CPU; {} on GPUs)."""
 KEPT = [0, 2, 3, 5]
 """The rows the test's ``refined.json`` keeps, every kind alike."""
 
@@ -281,13 +281,13 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
     import hashlib
     from dataclasses import asdict
 
-    import common.params
+    import common.pipeline.params
 
     section = {"base": "openai/ViT-B-32", "scratch_arch": "RN50", "image_size": 224, "seed": 0, "precision": "bf16",
                "checkpoint_every": 500, "finetune": {"lr": 1e-6, "epochs": 5, "batch_size": 2, "warmup_steps": 50, "weight_decay": 0.2},
                "scratch": {"lr": 5e-4, "epochs": 20, "batch_size": 2, "warmup_steps": 500, "weight_decay": 0.1}}
     stages = []
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: stages.append(stage) or
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: stages.append(stage) or
                         {"sugarcrepe": {"negclip_full": section}})
     monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-full{'-refined' if '-refined-' in run else ''}"
                                     f"@{run}")  # as `dvc repro` sets it
@@ -338,11 +338,11 @@ def test_each_run_is_the_job_the_old_entry_point_trained(coco, train_set, tmp_pa
 
 def test_the_training_module_imports_no_table_set_or_blind_code():
     """The GPU runs must not rerun when the tables, the set builders or the blind scorers (refinement) change."""
-    from common.import_closure import closure
+    from common.pipeline.import_closure import closure
 
     assert tf.MODULE == tf.__name__
     files = set(closure([tf.MODULE]).files)
     assert "papers/sugarcrepe/negclip_rows.py" in files
     assert not [f for f in files if f.startswith("common/blind/") or "tables" in f or "sets" in f or "refine" in f
-                or f.startswith(("common/engine", "common/scoring/", "common/crepe_style", "common/benchmarks/"))], \
+                or f.startswith(("common/evaluation/engine", "common/evaluation/scoring/", "common/text/crepe_style", "common/benchmarks/"))], \
         sorted(files)

@@ -20,7 +20,7 @@ from common.miniworld.claims import Claim
 from common.miniworld.negatives import replace_obj
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
-from common.tasks import DatasetError
+from common.files.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import save_weights, portable_state
 from common.training.job import run_job
@@ -193,7 +193,7 @@ def tiny_benchmarks(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_tiny_end_to_end_writes_table5(tiny_set, tiny_benchmarks, tokenize, tmp_path):
-    from common.engine import EngineConfig
+    from common.evaluation.engine import EngineConfig
 
     params = mini_section(steps=3)
     models = tmp_path / "models"
@@ -243,7 +243,7 @@ def test_tiny_end_to_end_writes_table5(tiny_set, tiny_benchmarks, tokenize, tmp_
 
 def test_sugarcrepe_columns_pool_their_categories():
     """Micro average: 3 of 4 replace_obj right and 0 of 1 replace_att right is 60%, not the macro 37.5%."""
-    from common.scoring.selection import GroupScore, SelectionResult
+    from common.evaluation.scoring.selection import GroupScore, SelectionResult
 
     class Result(SelectionResult):
         def by_group(self):
@@ -313,7 +313,7 @@ def test_a_refined_run_with_nothing_kept_refuses_to_start(tiny_set, tmp_path):
 
 # ---- the runs as jobs: what the trainer receives is what the old entry point gave it ----------------------------
 CPU_PROFILE = {"cpu_profile": "stand-in", "threads": 1}
-"""Stands in for ``common.reproducible.describe()``, which the launcher passes to the builder on the CPU."""
+"""Stands in for ``common.pipeline.reproducible.describe()``, which the launcher passes to the builder on the CPU."""
 
 
 def _set_with_refinement(tiny_set: Path, tmp_path: Path) -> Path:
@@ -338,12 +338,12 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
     import hashlib
     from dataclasses import asdict
 
-    import common.params
+    import common.pipeline.params
 
     section = {"base": "mini/xs-32k", "steps": 3, "batch_size": 4, "lr": 1e-3, "warmup_steps": 1,
                "weight_decay": 0.1, "seed": 0, "checkpoint_every": 50}
     stages = []
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: stages.append(stage) or
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: stages.append(stage) or
                         {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", f"papers/sugarcrepe/dvc.yaml:negclip-mini@{run}")  # as `dvc repro` sets it
     set_dir = _set_with_refinement(tiny_set, tmp_path)
@@ -373,27 +373,27 @@ def test_each_run_is_the_job_the_old_entry_point_trained(tiny_set, tmp_path, mon
 def test_the_training_module_imports_no_table_set_or_blind_code():
     """A module boundary is a rerun boundary: the runs' stage must not rerun when the tables, the set's rendering or
     the blind scorers change (``common.training.job`` keys the resume state by the same closure)."""
-    from common.import_closure import closure
+    from common.pipeline.import_closure import closure
     from common.training.job import code_files
 
     assert tm.MODULE == tm.__name__
     files = set(closure([tm.MODULE]).files)
     assert files == set(code_files(tm.MODULE))
     assert not [f for f in files if f.startswith("common/blind/") or "tables" in f or "sets" in f
-                or f.startswith(("common/engine", "common/scoring/", "common/miniworld/"))], sorted(files)
+                or f.startswith(("common/evaluation/engine", "common/evaluation/scoring/", "common/miniworld/"))], sorted(files)
 
 
 def test_run_entry_trains_and_logs(tiny_set, tmp_path, monkeypatch):
     """``python -m papers.sugarcrepe.negclip_train mini run <run>``: weights and sidecar where ``--out`` says, the
     wall-time log under ``build/mini/sugarcrepe_negclip/logs/`` (its old place)."""
-    import common.params
-    import common.reproducible
+    import common.pipeline.params
+    import common.pipeline.reproducible
     from common.paths import build_dir
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setattr(common.reproducible, "reexec_pinned", lambda: None)
+    monkeypatch.setattr(common.pipeline.reproducible, "reexec_pinned", lambda: None)
     section = mini_section(steps=9)
-    monkeypatch.setattr(common.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_mini": section}})
+    monkeypatch.setattr(common.pipeline.params, "stage_params", lambda stage, **_: {"sugarcrepe": {"negclip_mini": section}})
     monkeypatch.setenv("DVC_STAGE", "papers/sugarcrepe/dvc.yaml:negclip-mini@negclip-swap")  # as `dvc repro` sets it
     monkeypatch.setattr(tm, "FromZoo", lambda name: FromScratch(ARCH))
     out = tmp_path / "negclip-swap.safetensors"

@@ -1,6 +1,6 @@
 """Transcription checks for SugarCrepe's published numbers (results/published/sugarcrepe*.csv).
 
-The tests load the files through ``common.published`` (schema validation), pin the coverage of every
+The tests load the files through ``common.reporting.published`` (schema validation), pin the coverage of every
 transcribed table, and use the paper's own redundancy to catch transcription errors: Table 6's Average
 column, Table 2's counts, Table 5 vs Tables 6 and 10, Table 9's row totals, and the GPT-4V readme vs
 Tables 2 and 6.  Known disagreements inside the paper are asserted explicitly, not tolerated silently.
@@ -15,7 +15,7 @@ from statistics import fmean
 
 import pytest
 
-from common.published import evaluate_expression
+from common.reporting.published import evaluate_expression
 from published_support import values
 
 PAPER = "sugarcrepe"
@@ -325,5 +325,5 @@ def test_claim_values_appear_in_their_quotes(claims):
 
 
 def test_cells_function_is_callable_in_expressions(index):
-    """The recompute expressions use cells(); an earlier common.published shadowed that method."""
+    """The recompute expressions use cells(); an earlier common.reporting.published shadowed that method."""
     assert evaluate_expression('sum(cells("Table 2", "*", "*"))', index) == 7512

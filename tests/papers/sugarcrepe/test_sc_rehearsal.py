@@ -86,7 +86,7 @@ def test_algorithm_1_with_the_standin_scorers_keeps_a_batch_of_every_kind(prepar
     """The refined runs train on what Algorithm 1 keeps of the stand-in TSV's rows (with the stand-in Vera and grammar
     model, as ``negclip-full-refine`` runs them): every kind keeps at least the rehearsal's global batch."""
     from common.blind.pretrained import load_text_scorer
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.rehearsal.params import BATCH
     from papers.sugarcrepe.negclip_refine_full import SCORERS, build_refined
     from papers.sugarcrepe.negclip_sets_full import build_train_set
@@ -121,7 +121,7 @@ def test_the_blind_scorer_standins_load_as_the_released_ones(prepared):
 
 def test_the_rehearsal_keeps_one_model_per_loader_path():
     from common.paths import ROOT
-    from common.params import read_params
+    from common.pipeline.params import read_params
     from common.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
@@ -141,7 +141,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     and the fine-tunes ``max_steps``, null here (the recipe's epochs)."""
     import yaml
 
-    from common.params import stage_params
+    from common.pipeline.params import stage_params
     from common.paths import ROOT
 
     stages = yaml.safe_load((ROOT / "papers/sugarcrepe/dvc.yaml").read_text())["stages"]
@@ -171,8 +171,8 @@ def test_the_copy_carries_the_committed_inputs_stages_read():
 
 
 def test_a_standin_is_refused_for_the_pinned_json_and_a_bad_cap_before_anything_is_written(monkeypatch, tmp_path):
-    from common import params as params_module
-    from common.params import ParamsError
+    from common.pipeline import params as params_module
+    from common.pipeline.params import ParamsError
     from common.rehearsal import standins
 
     with pytest.raises(standins.StandInError, match="pins its sha256"):

@@ -6,9 +6,9 @@ import re
 import subprocess
 import sys
 
-from common.engine import Engine, EngineConfig
+from common.evaluation.engine import Engine, EngineConfig
 from common.paths import ROOT
-from common.scoring.selection import image_to_text
+from common.evaluation.scoring.selection import image_to_text
 from papers.sugarcrepe.bench import make_data, reference_loop
 
 

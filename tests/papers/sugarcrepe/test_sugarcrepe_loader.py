@@ -24,7 +24,7 @@ from common.benchmarks.caption_negatives import (
     read_category,
     write_manifest,
 )
-from common.tasks import MAX_LISTED_PROBLEMS, DatasetError, ImageToTextItem
+from common.files.tasks import MAX_LISTED_PROBLEMS, DatasetError, ImageToTextItem
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402

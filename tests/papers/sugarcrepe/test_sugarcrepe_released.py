@@ -292,14 +292,14 @@ def test_released_table2(released):
 
 
 def test_released_recomputations_join_the_published_numbers(released):
-    from common.published import load_cells, load_claims
+    from common.reporting.published import load_cells, load_claims
 
     rows = audit_rows("sugarcrepe", load_cells("sugarcrepe"), load_claims("sugarcrepe"), list(released[0].values()))
     assert sum(r.source != "" for r in rows) == len(released[0])
 
 
 def test_unfetchable_files_give_not_recomputed_rows():
-    from common.published import load_cells, load_claims
+    from common.reporting.published import load_cells, load_claims
     from common.registry.errors import DownloadError
 
     def no_files(key: str) -> Path:

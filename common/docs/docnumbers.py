@@ -1,0 +1,190 @@
+"""Numbers in the documentation that come from ``results/``, written by a command and checked by a test, never typed.
+
+In a Markdown file a number from the results sits between two short HTML comments (invisible when rendered, short
+enough that a raw table stays readable in a terminal), ``<!--n7-->0.507<!--/n-->``, and the document ends with the
+references of its numbers, footnote-style, in one comment::
+
+    <!-- numbers (python -m common docs numbers): the results/ reference of each marked number above
+    n7 = aro/mini/table6.csv¦task=VG-Relation¦mini-XS / 32k pairs
+    -->
+
+A number may also be written with its reference inline, ``<!--n aro/mini/table6.csv¦task=...-->0.507<!--/n-->`` (the
+quick way to add one); ``--write`` moves it to the references at the end (one ID per reference: a number shown twice
+shares it).
+
+A reference names a file under ``results/`` and where the number is in it, parts separated by ``¦`` (the broken bar; a
+``|`` inside a part, as in a column named ``BiVLC | I2T``, is written ``\\|``):
+
+* a CSV file: ``column=value`` filters (every one must hold; the first matching row is taken), then the column;
+* a JSON file: one dotted path (``models.mini/xs-32k.n.swap_obj``; a dot inside a key is written ``\\.``, a list
+  item by its index);
+* optionally last, a format: ``%.1f`` (Python's format of the float), ``%pct.1f`` (a fraction shown in percent), or
+  ``%int`` (an integer with a thousands comma); without one the file's text is kept as it is.
+
+(``common.reporting.results_ref`` reads a reference; the claims scorecards use the same syntax.) A marker inside code (a fenced
+block or an inline code span) is an example of the syntax and is left alone.
+
+``python -m common docs numbers`` lists every marked number and whether the text agrees with the results;
+``--write`` rewrites the text between the markers from the results (and moves inline references to the end). The
+test suite fails on any disagreement, an unknown file, row, column or key, or a marker whose ID has no reference
+(named with the Markdown file and line), so a number in the prose cannot go stale when a result moves.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from common.docs import coverage
+from common.files.io import write_text_atomic
+from common.paths import RESULTS, ROOT
+from common.reporting import scorecard
+from common.reporting.results_ref import SEPARATOR, DocNumberError, lookup
+
+__all__ = ["DOCUMENTS", "MARKER", "REFERENCES", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup",
+           "marked", "write"]
+
+MARKER = re.compile(r"<!--n(?:(?P<id>\d+)| (?P<ref>.*?))-->(?P<text>.*?)<!--/n-->", re.S)
+"""A marked number: by ID (its reference in the document's ``REFERENCES`` block) or with its reference inline."""
+REFERENCES = re.compile(r"\n*^<!-- numbers \(python -m common docs numbers\)[^\n]*\n(?P<body>.*?)^-->\n?\Z",
+                        re.S | re.M)
+"""The document's last comment: one ``nID = reference`` per line."""
+REFERENCES_HEAD = ("<!-- numbers (python -m common docs numbers): the results/ reference of each marked number "
+                   "above")
+"""The block's first line (a marker's own syntax would close the comment)."""
+DEFINITION = re.compile(r"^n(?P<id>\d+) = (?P<ref>.+)$")
+CODE = re.compile(r"^(?P<fence>```|~~~).*?^(?P=fence)[^\n]*$|``[^\n]*?``|`[^`\n]*`", re.S | re.M)
+"""Fenced code blocks and inline code spans: a marker shown there is an example of the syntax, not a number."""
+DOCUMENTS = ("README.md", "CHANGELOG.md", "papers/*/README.md", "docs/**/*.md")
+"""The Markdown files whose marked numbers are checked (globs under the repository root)."""
+
+
+@dataclass(frozen=True)
+class Marked:
+    """One marked number: where it is, what it refers to, what the text says and what the results say."""
+
+    document: Path
+    line: int
+    ref: str
+    text: str
+    value: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.text == self.value
+
+
+def documents(root: Path = ROOT) -> list[Path]:
+    found: dict[Path, None] = {}
+    for pattern in DOCUMENTS:
+        for path in sorted(root.glob(pattern)):
+            if path.is_file() and ".venv" not in path.parts and "build" not in path.relative_to(root).parts[:1]:
+                found[path] = None
+    return list(found)
+
+
+def _markers(text: str) -> Iterable[re.Match]:
+    """The markers of ``text`` outside code (fenced blocks and inline spans)."""
+    code = [m.span() for m in CODE.finditer(text)]
+    for m in MARKER.finditer(text):
+        if not any(start <= m.start() < end for start, end in code):
+            yield m
+
+
+def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
+    """The document without its references block, and the block's references by ID."""
+    block = REFERENCES.search(text)
+    if block is None:
+        return text, {}
+    first = text.count("\n", 0, block.start("body")) + 1
+    references: dict[int, str] = {}
+    for offset, line in enumerate(block.group("body").splitlines()):
+        definition = DEFINITION.match(line)
+        if definition is None or int(definition["id"]) in references:
+            raise DocNumberError(f"{where}:{first + offset}: not one new 'nID = reference' line: {line!r}")
+        references[int(definition["id"])] = definition["ref"]
+    return text[:block.start()] + "\n", references
+
+
+def _line(text: str, m: re.Match) -> int:
+    return text.count("\n", 0, m.start()) + 1
+
+
+def _reference(m: re.Match, references: dict[int, str], where: str) -> str:
+    if m["ref"] is not None:
+        return m["ref"]
+    if int(m["id"]) not in references:
+        raise DocNumberError(f"{where}: n{m['id']} has no reference in the numbers comment at the document's end")
+    return references[int(m["id"])]
+
+
+def _name(doc: Path) -> str:
+    return str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
+
+
+def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Marked]:
+    """Every marked number of the documentation, with the results' value beside the text's."""
+    out = []
+    for doc in (documents() if paths is None else paths):
+        text, references = _split(doc.read_text(encoding="utf-8"), _name(doc))
+        for m in _markers(text):
+            where = f"{_name(doc)}:{_line(text, m)}"
+            ref = _reference(m, references, where)
+            out.append(Marked(doc, _line(text, m), ref, m["text"], lookup(ref, where, results)))
+    return out
+
+
+def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Path]:
+    """Rewrite every marked number from the results, each reference in the block at the end (an inline one moved
+    there, one ID per reference, the IDs already given kept); returns the files that changed."""
+    changed = []
+    for doc in (documents() if paths is None else paths):
+        original = doc.read_text(encoding="utf-8")
+        text, references = _split(original, _name(doc))
+        ids = {ref: number for number, ref in reversed(references.items())}
+        used: dict[int, str] = {}
+        parts, last = [], 0
+        for m in _markers(text):
+            where = f"{_name(doc)}:{_line(text, m)}"
+            ref = _reference(m, references, where)
+            number = (int(m["id"]) if m["id"] is not None
+                      else ids.setdefault(ref, max([0, *references, *ids.values()]) + 1))
+            used[number] = ref
+            parts += [text[last:m.start()], f"<!--n{number}-->{lookup(ref, where, results)}<!--/n-->"]
+            last = m.end()
+        new = "".join(parts) + text[last:]
+        if used:
+            new = new.rstrip("\n") + "\n\n" + "\n".join(
+                [REFERENCES_HEAD, *(f"n{number} = {used[number]}" for number in sorted(used)), "-->"]) + "\n"
+        if new != original:
+            write_text_atomic(doc, new)
+            changed.append(doc)
+    return changed
+
+
+def _cmd(args) -> int:
+    if args.write:
+        for path in write():
+            print(f"rewritten: {path.relative_to(ROOT)}")
+        return 0
+    numbers = marked()
+    wrong = [n for n in numbers if not n.agrees]
+    for n in wrong:
+        print(f"{n.document.relative_to(ROOT)}:{n.line}: says {n.text!r}, results/{n.ref.split(SEPARATOR)[0]} says "
+              f"{n.value!r}")
+    print(f"{len(numbers)} marked numbers in {len({n.document for n in numbers})} files; {len(wrong)} disagree with "
+          f"results/{' (python -m common docs numbers --write rewrites them)' if wrong else ''}")
+    return 1 if wrong else 0
+
+
+def register_cli(subparsers) -> None:
+    docs = subparsers.add_parser("docs", help="the documentation's generated parts")
+    sub = docs.add_subparsers(dest="docs_command", required=True, metavar="ACTION")
+    numbers = sub.add_parser("numbers", help="check (or --write) the numbers the docs take from results/")
+    numbers.add_argument("--write", action="store_true",
+                         help="rewrite them from results/ (an inline reference moves to the document's end)")
+    numbers.set_defaults(func=_cmd)
+
+    scorecard.register_cli(sub)
+    coverage.register_cli(sub)

@@ -1,0 +1,425 @@
+"""The workspace's DVC parameters (``params.yaml`` at the root): one file, read by every stage, validated once when
+read (``read_params``).
+
+What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``): the workspace's names
+carry their unit and direction (``seed``, ``*_images``, ``lr``, ``warmup_steps``), so every paper's section, a new
+paper's included, is checked without a schema per paper here (``common`` names no paper). A bad value is one
+``ParamsError`` line naming the file, the key, what the value must be and its line, e.g.
+``params.yaml: mini.world.train_images: must be a positive integer, got 0 (line 14)``; it is raised before any stage
+does work, so a stage that meets it writes nothing.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import Field, StrictBool, TypeAdapter, ValidationError
+
+from common.errors import WorkspaceError
+from common.paths import ROOT
+from common.pipeline.stage_map import current_stage
+
+PARAMS_FILE = ROOT / "params.yaml"
+PROFILES = ("mini", "full")
+
+
+class ParamsError(WorkspaceError, KeyError):
+    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind.
+
+    Also a ``KeyError``, so the callers of a section lookup that expect one keep working; ``str()`` is the message
+    itself (a bare ``KeyError`` would print it quoted).
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What each key must hold
+# ----------------------------------------------------------------------------------------------------------------
+MAX_COUNT = 10 ** 9
+"""The largest count any key may hold (examples, images, steps, resamples): more than any real data set here, and a
+bound, so that a typo of a few digits is refused rather than run for years."""
+MAX_MINI_COUNT = 100_000
+"""The largest count of a mini-world set rendered here on a CPU (``mini_*`` keys): the world's largest is 32,000."""
+_PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+_NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+_Name = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]
+
+
+def _number(**bounds: float) -> Any:
+    """A finite number (an integer too: ``lr: 1`` means 1.0) within ``bounds`` (pydantic's gt/ge/lt/le)."""
+    return Annotated[float, Field(strict=True, allow_inf_nan=False, **bounds)]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Every key whose name matches ``pattern`` (the whole name), anywhere in the file, holds a ``must_be``."""
+
+    pattern: str
+    must_be: str
+    """How the message completes "must be ...": ``a positive integer``."""
+    kind: Any
+    """The type (pydantic) a value must validate as; validation only checks, the value is kept as written."""
+    at_most: int | None = MAX_COUNT
+    """The largest integer the value (or each integer in it) may be: a count has a stated maximum; None: none."""
+    why_at_most: str = "larger than any data set here: a typo?"
+
+    @cached_property
+    def _regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @cached_property
+    def _adapter(self) -> TypeAdapter:
+        return TypeAdapter(self.kind)
+
+    def matches(self, key: str) -> bool:
+        return self._regex.fullmatch(key) is not None
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            self._adapter.validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
+    def within(self, value: Any) -> bool:
+        """Every integer in ``value`` at most ``at_most`` (a value of the right type can still be too large)."""
+        if self.at_most is None:
+            return True
+        if isinstance(value, bool) or not isinstance(value, (int, list, dict)):
+            return True
+        if isinstance(value, int):
+            return value <= self.at_most
+        return all(self.within(v) for v in (value.values() if isinstance(value, dict) else value))
+
+    def message(self, value: Any) -> str:
+        """What follows "key: " for a value this rule refuses."""
+        if self.accepts(value) and not self.within(value):
+            return f"must be at most {self.at_most:,} ({self.why_at_most}), got {_short(value)}"
+        return f"must be {self.must_be}, got {_short(value)}"
+
+
+PROFILE_RULE = Rule("profile", "one of " + ", ".join(map(repr, PROFILES)), Literal[PROFILES])
+"""The one switch, at the top level only (``profile: mini``)."""
+
+PARAM_RULES: tuple[Rule, ...] = (
+    Rule("seed", "a non-negative integer", _NonNegativeInt, 2 ** 63 - 1, "torch's seeds are below 2**64"),
+    Rule("seeds", "a non-empty list of non-negative integers", Annotated[list[_NonNegativeInt], Field(min_length=1)],
+         2 ** 63 - 1, "torch's seeds are below 2**64"),
+    Rule("lr", "a positive number", _number(gt=0)),
+    Rule("lrs", "a non-empty list of positive numbers", Annotated[list[_number(gt=0)], Field(min_length=1)]),
+    Rule("weight_decay", "a non-negative number", _number(ge=0)),
+    Rule("warmup_steps|checkpoint_every|min_chars|vocabulary_min_count", "a non-negative integer", _NonNegativeInt),
+    Rule("batch_size", "a positive integer (or a table of names to positive integers)",
+         Union[_PositiveInt, Annotated[dict[str, _PositiveInt], Field(min_length=1)]]),
+    Rule(r"mini_.+_per_.+|mini_.+_images|mini_.+_cases", "a positive integer", _PositiveInt, MAX_MINI_COUNT,
+         "a mini-world set, rendered here on a CPU"),
+    Rule(r"steps|epochs|accum|gpus|nproc_per_node|image_size|n|top_k|folds|bins|validations|images"
+         r"|.+_images|.+_per_.+|.+_cases|.+_bins|.+_batch_size|.+_resamples|n_.+",
+         "a positive integer", _PositiveInt),
+    Rule("quantile", "a number from 0 to 1", _number(ge=0, le=1)),
+    Rule(".+_fraction", "a number between 0 and 1 (exclusive)", _number(gt=0, lt=1)),
+    Rule("precision", "one of 'fp32', 'bf16', 'fp16'", Literal["fp32", "bf16", "fp16"]),
+    Rule("authors_precision", "a table of model names to 'fp16' or 'fp32' (the precision the authors scored each in)",
+         dict[_Name, Literal["fp16", "fp32"]]),
+    Rule("num_workers", "'auto' or a non-negative integer", Union[Literal["auto"], _NonNegativeInt]),
+    Rule("shuffle|skip_.+", "true or false", StrictBool),
+    Rule("base|arch|scratch_arch|model", "a non-empty string (a model or architecture name)", _Name),
+    Rule("models|family", "a list of model names, or a table of them",
+         Union[list[_Name], dict[str, Union[_Name, list[_Name]]]]),
+)
+"""First match wins; a key no rule names is free (its section's stage checks it), and a mapping under such a key is
+walked for keys that a rule names."""
+
+
+def rule_for(key: str) -> Rule | None:
+    return next((rule for rule in PARAM_RULES if rule.matches(key)), None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------------------------------------------
+class _Duplicate(Exception):
+    def __init__(self, key: Any, line: int, first: int, node: yaml.Node) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first, self.node = key, line, first, node
+
+
+MAX_ALIASES = 64
+"""YAML aliases (``*name``) a parameters file may use: params.yaml uses none; an alias is a reference, and a few
+nested ones (a "billion laughs" file) make every reader that walks the values run for ever."""
+
+
+class _TooManyAliases(yaml.YAMLError):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"more than {MAX_ALIASES} aliases (*name): refused before anything expands them")
+        self.line = line
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key that appears twice in one mapping (PyYAML keeps the last silently) and
+    more than ``MAX_ALIASES`` aliases."""
+
+    aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise _TooManyAliases(self.peek_event().start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node.start_mark.line + 1)
+        except TypeError:  # an unhashable key: the constructor below says so, with its line
+            continue
+        if first != key_node.start_mark.line + 1:
+            raise _Duplicate(key, key_node.start_mark.line + 1, first, node)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _hint(value: Any) -> str:
+    """How to write a number that YAML read as text (``1e-3`` has no dot: YAML 1.1 reads a string)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return ""
+    if re.fullmatch(r"\s*[-+]?\d+\s*", value):
+        return f"; a quoted number is text: write {value.strip()} without quotes"
+    mantissa, _, exponent = value.strip().lower().partition("e")
+    written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}" if exponent else value.strip()
+    return f"; YAML reads {value.strip()} as text: write {written}"
+
+
+def _line_of(text: str, parts: list[str]) -> int | None:
+    """The line of the key ``parts`` (a dotted path) in the YAML ``text``, for the message; None if not found."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    line = None
+    for part in parts:
+        if not isinstance(node, yaml.MappingNode):
+            return line
+        match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
+        if match is None:
+            return line
+        line, node = match[0].start_mark.line + 1, match[1]
+    return line
+
+
+def _problems(params: dict[str, Any]) -> list[tuple[list[str], Rule, Any]]:
+    """(key path, rule, value) of every value that breaks its rule, in file order."""
+    found: list[tuple[list[str], Rule, Any]] = []
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                rule = rule_for(str(key))
+                if rule is not None:
+                    if not rule.accepts(value) or not rule.within(value):
+                        found.append(([*path, str(key)], rule, value))
+                else:
+                    walk(value, [*path, str(key)])
+        elif isinstance(node, list):
+            for item in node:
+                if isinstance(item, dict):
+                    walk(item, path)
+
+    if "profile" in params and not PROFILE_RULE.accepts(params["profile"]):
+        found.append((["profile"], PROFILE_RULE, params["profile"]))
+    walk({k: v for k, v in params.items() if k != "profile"}, [])
+    return found
+
+
+def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
+    """The parameters in ``path``, checked: valid UTF-8 and YAML, a mapping with a ``profile`` of ``PROFILES``, no key
+    twice in a mapping, and every value its key's ``PARAM_RULES`` entry accepts. Otherwise a one-line ``ParamsError``
+    naming the file, the key (and its line) and what the value must be. Values are returned as written."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: missing; every stage reads its parameters there (restore it: "
+                          "`git checkout params.yaml`)") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParamsError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") \
+            from None
+    try:
+        params = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except _Duplicate as dup:
+        where = _path_of(text, dup.node)
+        key = ".".join([*where, str(dup.key)]) if where is not None else str(dup.key)
+        raise ParamsError(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first}); keep one") \
+            from None
+    except _TooManyAliases as exc:
+        raise ParamsError(f"{path}: line {exc.line}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ParamsError(f"{path}: {where}not valid YAML ({reason})") from None
+    except RecursionError:
+        raise ParamsError(f"{path}: nested too deeply to be parameters (a damaged file?)") from None
+    if params is None:
+        raise ParamsError(f"{path}: empty; it needs at least `profile: mini` (or full)")
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a YAML mapping at the top level (`profile: mini`, sections), "
+                          f"found {type(params).__name__}")
+    if "profile" not in params:
+        raise ParamsError(f"{path}: profile: missing; add `profile: mini` (or full) at the top level")
+    problems = _problems(params)
+    if problems:
+        parts, rule, value = problems[0]
+        line = _line_of(text, parts)
+        more = f"; {len(problems) - 1} more bad value(s) after it" if len(problems) > 1 else ""
+        raise ParamsError(f"{path}: {'.'.join(parts)}: {rule.message(value)}"
+                          + (f" (line {line})" if line is not None else "") + _hint(value) + more)
+    return params
+
+
+def _path_of(text: str, target: yaml.Node) -> list[str] | None:
+    """The key path of the mapping ``target`` (a node of a composition of ``text``), by its position."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    mark = (target.start_mark.line, target.start_mark.column)
+
+    def find(node: yaml.Node, path: list[str]) -> list[str] | None:
+        if (node.start_mark.line, node.start_mark.column) == mark and isinstance(node, yaml.MappingNode):
+            return path
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                found = find(v, [*path, str(getattr(k, "value", k))])
+                if found is not None:
+                    return found
+        return None
+
+    return find(root, []) if root is not None else None
+
+
+def load_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
+    """The whole file, validated (``read_params``)."""
+    return read_params(path)
+
+
+def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> Any:
+    """``params['a']['b']`` for ``'a.b'``, with an error naming the file and the missing key."""
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ParamsError(f"{path}: missing parameter {dotted!r}; add it (see the comments in params.yaml)")
+        node = node[part]
+    return node
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns).
+
+    A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
+    fails with a ``ParamsError``, a KeyError), and DVC re-runs the stage whenever any parameter it reads changes.
+    ``stage`` is a DVC address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``. A stage's
+    own code does not name it: it calls ``own_params``.
+
+    The repository's ``params.yaml`` is validated first (``read_params``): DVC interpolates ``${...}`` from it, and
+    its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key. ``checked``:
+    that file as ``read_params`` returned it to a caller that validated it before the stage was found (``own_params``),
+    so it is read and validated once.
+
+    DVC resolves the stage (its ``foreach`` item, ``${...}`` interpolation), but only the stage's own dvc.yaml is
+    parsed, not every pipeline of the repository as ``params_show`` does: about 1 s instead of 4 s, paid by every
+    stage of every pipeline.
+    """
+    # deferred: loads dvc only when called
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+
+    files: dict[str, dict[str, Any]] = {}
+    default = Path(repo) / "params.yaml"
+    if checked is not None:
+        files[str(default.resolve())] = checked
+    elif default.is_file():
+        files[str(default.resolve())] = read_params(default)
+    dvcfile, _, name = stage.rpartition(":")
+    try:
+        with Repo(str(repo)) as dvc_repo:  # the path given: DVC would read a bare target relative to the cwd
+            stages = [dvc_repo.stage.load_one(path=str(Path(repo) / (dvcfile or "dvc.yaml")), name=name)]
+    except Exception as exc:  # dvc raises its own exception types for unknown stages and unreadable files
+        raise ParamsError(f"{repo}: cannot read the parameters of DVC stage {stage!r}: {_one_line(exc)} (the stages: "
+                          "`dvc stage list`)") from exc
+    params: dict[str, Any] = {}
+    for dep in (d for s in stages for d in s.deps if isinstance(d, ParamsDependency)):
+        path = str(Path(dep.fs_path).resolve())
+        if path not in files:
+            files[path] = read_params(Path(path))
+        values = files[path]
+        for key in dep.params or list(values):
+            node, target, parts = values, params, key.split(".")
+            for part in parts[:-1]:
+                if not isinstance(node, dict) or part not in node:
+                    raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); "
+                                      "add it")
+                node, target = node[part], target.setdefault(part, {})
+            if not isinstance(node, dict) or parts[-1] not in node:
+                raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); add it")
+            target[parts[-1]] = node[parts[-1]]
+    return params
+
+
+def stage_section(stage: str, dotted: str) -> tuple[dict[str, Any], Any]:
+    """A stage's parameters and the section ``dotted`` of them (``conclip.mini``)."""
+    params = stage_params(stage)
+    return params, section(params, dotted)
+
+
+def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:
+    """The parameters of the stage running this code (``stage_params``), found without naming it: ``stage`` (a
+    ``--stage`` option) if given, else ``DVC_STAGE`` (set by ``dvc repro``), else the one stage whose command runs
+    this module with these arguments (``common.pipeline.stage_map.current_stage``: the order and its rules).
+
+    ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
+    (``papers.aro.report``); by default the module this process runs.
+    """
+    # validated first: the stage map resolves stages through DVC, whose errors for a bad file name neither the line
+    # nor the key (as in stage_params), which then reuses this read
+    checked = read_params(ROOT / "params.yaml")
+    return stage_params(current_stage(stage, module), checked=checked)
+
+
+def own_section(dotted: str, stage: str | None = None, *, module: str | None = None) -> tuple[dict[str, Any], Any]:
+    """``own_params`` and the section ``dotted`` of them (``conclip.mini``): what a stage's command reads."""
+    params = own_params(stage, module=module)
+    return params, section(params, dotted)

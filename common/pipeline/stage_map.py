@@ -1,0 +1,241 @@
+"""The stage map: the workspace's DVC stages with the command each runs, and which of them is running now.
+
+``dvc.yaml`` names each stage's module (``cmd: python -m papers.aro.tables``); the module does not name its stage
+back. It reads its parameters through ``common.pipeline.params.own_params``, which finds the stage here
+(``current_stage``), in this order:
+
+1. an explicit ``--stage ADDRESS`` (a researcher running a module by hand, a test), used as given;
+2. ``DVC_STAGE``, which DVC (>= 3.48) sets for every command ``dvc repro`` runs: the stage's address relative to the
+   folder ``dvc`` was started in (from the workspace root ``papers/aro/dvc.yaml:tables``,
+   ``papers/aro/dvc.yaml:finetune-mini@negclip``, ``mini/train@xs-2k``; from ``papers/aro/`` just ``tables``), mapped
+   back to the one stage file of the workspace that defines it (``from_dvc_stage``);
+3. otherwise the one stage whose command runs this module (``python -m M``, ``torchrun ... -m M``) and, where
+   several do (a ``foreach`` stage, one module behind several stages), the one with this process's arguments: the
+   same arguments, else the same leading words before the first option (``run negclip`` of ``run negclip --out x``).
+   No match, or more than one, is a ``StageNotFound`` that lists the candidates and says to pass ``--stage``.
+
+The map is cheap to consult: only the stage files whose text names the module are resolved by DVC, and ``DVC_STAGE``
+costs one YAML parse of a file's stage names. ``common.pipeline.stage_deps`` checks each stage's code deps on the same map.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import posixpath
+import shlex
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+import yaml
+
+from common.errors import WorkspaceError
+from common.paths import ROOT
+
+DISPATCHER = ("common/__main__.py", "common/cli.py")
+"""The files of ``python -m common``'s dispatch: a stage that runs it depends on them, not on all they import."""
+DVC_STAGE = "DVC_STAGE"
+"""The variable DVC sets to the address of the stage whose command it runs."""
+
+CommandResolver = Callable[[Sequence[str]], str]
+"""Maps the arguments of ``python -m common ARGS`` to the module of the function that runs them
+(``common.cli.handler_module``)."""
+
+
+class StageNotFound(WorkspaceError, KeyError):
+    """No stage, or more than one, fits what is running: pass ``--stage``. Also a ``KeyError``, like the
+    ``ParamsError`` of an unknown stage address."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a stage's command runs: the module after ``-m`` and the words after it."""
+
+    module: str
+    args: tuple[str, ...]
+
+    @classmethod
+    def of(cls, cmd: str) -> Command | None:
+        """The command's module and arguments; None when it runs no module (``VAR=value`` prefixes skipped)."""
+        words = shlex.split(cmd)
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            words = words[1:]
+        if "-m" not in words:
+            return None
+        at = words.index("-m")
+        return cls(words[at + 1], tuple(words[at + 2:]))
+
+
+def entry_modules(cmd: str, resolve_common: CommandResolver) -> tuple[list[str], list[str]]:
+    """(entry modules, dispatcher files) of a stage command; empty when it runs no repository module."""
+    command = Command.of(cmd)
+    if command is None:
+        return [], []
+    if command.module != "common":
+        return [command.module], []
+    return [resolve_common(command.args)], list(DISPATCHER)
+
+
+@dataclass(frozen=True)
+class ResolvedStage:
+    """One stage as DVC resolves it (each item of a ``foreach`` is one), with what its check needs."""
+
+    address: str
+    """How ``dvc`` names it from the workspace root: ``papers/aro/dvc.yaml:audit``, ``mini/train@xs-2k``."""
+    dvc_file: str
+    """Repository-relative path of its ``dvc.yaml``."""
+    name: str
+    """Its name within that file: the key under ``stages:``, plus ``@<item>`` for a ``foreach`` item."""
+    cmd: str
+    deps: tuple[str, ...]
+    """Its non-parameter deps, interpolated, in the order of the file's list."""
+
+    @property
+    def definition(self) -> str:
+        """The key under ``stages:`` that defines it (a ``foreach`` stage defines one stage per item)."""
+        return self.name.split("@", 1)[0]
+
+
+def address(dvc_file: str, name: str) -> str:
+    """A stage's DVC address from the workspace root (a root ``dvc.yaml`` stage is named alone)."""
+    return name if dvc_file == "dvc.yaml" else f"{dvc_file}:{name}"
+
+
+def _resolved(stage) -> ResolvedStage:
+    # deferred: loads dvc only when called
+    from dvc.dependency.param import ParamsDependency
+
+    deps = tuple(str(d.def_path) for d in stage.deps if not isinstance(d, ParamsDependency))
+    cmd = stage.cmd if isinstance(stage.cmd, str) else " && ".join(stage.cmd)
+    return ResolvedStage(address(stage.path_in_repo, stage.name), stage.path_in_repo, stage.name, cmd, deps)
+
+
+@lru_cache(maxsize=4)
+def all_stages(root: Path = ROOT) -> tuple[ResolvedStage, ...]:
+    """Every stage with a command, as DVC resolves them (parameters interpolated, ``foreach`` expanded)."""
+    # deferred: loads dvc only when called
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return tuple(_resolved(stage) for stage in repo.index.stages if stage.cmd)
+
+
+@lru_cache(maxsize=16)
+def stages_in(dvc_file: str, root: Path = ROOT) -> tuple[ResolvedStage, ...]:
+    """The stages with a command of one stage file (repository-relative), resolved by DVC: one file parsed."""
+    # deferred: loads dvc only when called
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:  # the path given: DVC would read a bare target relative to the cwd
+        return tuple(_resolved(stage) for stage in repo.stage.load_all(path=str(Path(root) / dvc_file)) if stage.cmd)
+
+
+def dvc_files(root: Path = ROOT) -> list[str]:
+    """The workspace's stage files: the root ``dvc.yaml`` and every ``papers/<paper>/dvc.yaml``."""
+    found = [root / "dvc.yaml", *sorted((root / "papers").glob("*/dvc.yaml"))]
+    return [p.relative_to(root).as_posix() for p in found if p.is_file()]
+
+
+def _definitions(dvc_file: str, root: Path) -> set[str]:
+    """The keys under ``stages:`` of a stage file (YAML only: no interpolation needed to know the names)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    node = yaml.compose((root / dvc_file).read_text(encoding="utf-8"), Loader=loader)
+    top = {k.value: v for k, v in node.value} if isinstance(node, yaml.MappingNode) else {}
+    stages = top.get("stages")
+    return {k.value for k, _ in stages.value} if isinstance(stages, yaml.MappingNode) else set()
+
+
+def from_dvc_stage(value: str, root: Path = ROOT, module: str | None = None) -> str:
+    """The workspace address of the stage ``DVC_STAGE`` names.
+
+    DVC writes the stage file relative to the folder ``dvc`` ran in (``dvc.yaml`` itself is left out): the one stage
+    file whose path ends with that path, with ``..`` dropped, and that defines the stage, is the one; a path that
+    names a stage file from the root wins outright. Where several fit (``audit``, from a paper's folder), the one
+    whose stage runs ``module``.
+    """
+    file, _, name = value.rpartition(":")
+    written = posixpath.normpath(file or "dvc.yaml")
+    tail = [part for part in written.split("/") if part not in ("..", ".")]
+    definition = name.split("@", 1)[0]
+    defining = [f for f in dvc_files(root) if f.split("/")[-len(tail):] == tail and definition in _definitions(f, root)]
+    if written in defining:
+        return address(written, name)
+    if len(defining) > 1 and module is not None:
+        defining = [f for f in defining if any(s.name == name and _runs(s, module) for s in stages_in(f, root))]
+    if len(defining) == 1:
+        return address(defining[0], name)
+    raise StageNotFound(f"{DVC_STAGE}={value}: " + (f"stage files {', '.join(defining)} all define {definition!r}"
+                                                    if defining else f"no stage file here defines {definition!r}")
+                        + "; pass --stage ADDRESS")
+
+
+def _runs(stage: ResolvedStage, module: str) -> bool:
+    command = Command.of(stage.cmd)
+    return command is not None and command.module == module
+
+
+def _leading(words: Sequence[str]) -> tuple[str, ...]:
+    """The words before the first option: the subcommand and positional arguments that pick a ``foreach`` item."""
+    return tuple(itertools.takewhile(lambda word: not word.startswith("-"), words))
+
+
+def stage_running(module: str, argv: Sequence[str], root: Path = ROOT, files: Sequence[str] | None = None) -> str:
+    """The address of the one stage whose command runs ``module`` with ``argv`` (step 3 of ``current_stage``);
+    ``files``: only these stage files (default: every one whose text names the module)."""
+    named = [f for f in (dvc_files(root) if files is None else files) if module in (root / f).read_text(encoding="utf-8")]
+    runs = [(s, Command.of(s.cmd)) for f in named for s in stages_in(f, root) if _runs(s, module)]
+    if len(runs) == 1:
+        return runs[0][0].address
+    for fits in (lambda c: c.args == tuple(argv), lambda c: _leading(c.args) == _leading(argv)):
+        chosen = [s for s, c in runs if fits(c)]
+        if len(chosen) == 1:
+            return chosen[0].address
+    shown = " ".join(map(shlex.quote, [module, *argv]))
+    if not runs:
+        raise StageNotFound(f"no DVC stage runs `python -m {module}` (stage files: {', '.join(dvc_files(root))});"
+                            " pass --stage ADDRESS")
+    raise StageNotFound(f"`python -m {shown}`: {len(runs)} DVC stages run {module} ("
+                        + ", ".join(s.address for s, _ in runs) + "), none with these arguments alone; pass --stage "
+                        "ADDRESS")
+
+
+def running_module() -> str | None:
+    """The module this process runs (``python -m M``: ``M``; ``python -m common``: ``common``), or None."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", None)
+    return name.removesuffix(".__main__") if name else None
+
+
+def current_stage(stage: str | None = None, module: str | None = None, argv: Sequence[str] | None = None,
+                  root: Path = ROOT) -> str:
+    """The address of the stage whose parameters the running code reads: ``stage`` (``--stage``), else
+    ``DVC_STAGE``, else the stage map (the module docstring gives the order and the rules).
+
+    ``module``: the module whose stage is meant, where it is not the one this process runs (``python -m common
+    report aro`` reads the stage that runs ``papers.aro.report``); ``DVC_STAGE`` is then used only if its stage
+    runs that module. ``argv``: default this process's arguments.
+    """
+    if stage:
+        return stage
+    words = sys.argv[1:] if argv is None else list(argv)
+    running = os.environ.get(DVC_STAGE)
+    if running and module is None:
+        return from_dvc_stage(running, root, running_module())
+    if running:  # another module's stage: DVC's only if DVC runs that module
+        try:
+            found = from_dvc_stage(running, root, module)
+        except StageNotFound:
+            found = None
+        dvc_file, _, name = (found or "").rpartition(":")
+        if found and any(s.name == name and _runs(s, module) for s in stages_in(dvc_file or "dvc.yaml", root)):
+            return found
+    module = module or running_module()
+    if module is None:
+        raise StageNotFound("cannot tell which DVC stage is running (no DVC_STAGE, no `python -m` module); "
+                            "pass --stage ADDRESS")
+    return stage_running(module, words, root)

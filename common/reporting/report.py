@@ -1,0 +1,374 @@
+"""``python -m common report <paper>``: a paper's reproduced tables and where its files and its audit are; ``python
+-m common metrics <paper>``: its DVC metrics alone.
+
+The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml`` runs
+``python -m common report <paper>``). A paper with tables of its own declares a report plug-in in its ``PAPER``
+(``common.paper.ReportPlugIn``) whose ``REPORT`` says, as data (``PaperReport``: ``Table``, ``Tally`` and ``Numbers``
+sections), which results files to show and what each file holds; one printer, ``print_report``, prints every
+paper's alike, then the audit's summary.
+
+A report reads files a stage wrote, which may since have been cut short, merge-conflicted or hand-edited: it reads
+them through ``read_table`` and ``read_summary``, which check what the report prints (columns, counts, numbers) and
+refuse a damaged file with one line naming the file, the line and the column (``ReportInputError``).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from common import plugins
+from common.errors import WorkspaceError
+from common.files.jsonl import read_json
+from common.paper import Paper, PlugInCommand, load_paper, load_papers
+from common.paths import RESULTS, ROOT
+from common.pipeline.dvc_run import run_dvc
+from common.pipeline.params import stage_params
+from common.pipeline.stage_map import stage_running
+
+REMEDY = "rerun the stage that writes it (`dvc repro`) or restore it (`git checkout -- <file>`)"
+
+
+class ReportInputError(WorkspaceError, ValueError):
+    """A results file a report reads is damaged; the message names the file, the line and the column."""
+
+
+def _remedy(path: Path) -> str:
+    return REMEDY.replace("<file>", str(path))
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str] = (), counts: bool = False,
+                 objects: bool = False) -> dict:
+    """A JSON object a stage wrote (a summary, metrics), checked for what the report prints: ``keys`` present,
+    ``numbers`` present and finite numbers, with ``counts`` every value a count, with ``objects`` every value an
+    object. A truncated or hand-edited file is a ``ReportInputError`` (``DatasetError`` for bad JSON)."""
+    data = read_json(Path(path), dict, remedy=_remedy(path))
+    for key in (*keys, *numbers):
+        if key not in data:
+            raise ReportInputError(f"{path}: no {key!r}; {_remedy(path)}")
+    for key in numbers:
+        if not _is_number(data[key]):
+            raise ReportInputError(f"{path}: {key!r} is {data[key]!r:.40}, not a number; {_remedy(path)}")
+    for key, value in data.items():
+        if counts and not _is_count(value):
+            raise ReportInputError(f"{path}: {key!r} is {value!r:.40}, not a count; {_remedy(path)}")
+        if objects and not isinstance(value, dict):
+            raise ReportInputError(f"{path}: {key!r} is a {type(value).__name__}, not an object of values; "
+                                   f"{_remedy(path)}")
+    return data
+
+
+def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str] = (),
+               any_of: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, its last line ended (a file cut short
+    is not), a header holding ``columns`` (and one of ``any_of``), no row repeating the header, every row exactly as
+    many fields as the header (a merge-conflict marker or a row cut short has fewer), at least one row, and the
+    ``numbers`` columns finite numbers in every row. Errors name the file, the line and the column. The one reader of
+    results tables: the report, the site and the documentation's numbers (``common.reporting.results_ref``) read through it."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ReportInputError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); "
+                               f"{_remedy(path)}") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise ReportInputError(f"{path}: line {line}: a NUL byte (a damaged file); {_remedy(path)}")
+    if text and not text.endswith("\n"):  # every writer ends its last line: this one was cut short
+        raise ReportInputError(f"{path}: line {text.count(chr(10)) + 1}: ends mid-line (a table cut short?); "
+                               f"{_remedy(path)}")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[dict[str, str]] = []
+    try:
+        header = next(reader, None)
+        if not header:
+            raise ReportInputError(f"{path}: empty (no header); {_remedy(path)}")
+        missing = [repr(c) for c in columns if c not in header]
+        if any_of and not any(c in header for c in any_of):
+            missing.append(" or ".join(map(repr, any_of)))
+        if missing:
+            shown = ", ".join(header).encode("unicode_escape").decode("ascii")  # one line, whatever the header holds
+            raise ReportInputError(f"{path}: line 1: no column {missing[0]} (the header: {shown:.200}); "
+                                   f"{_remedy(path)}")
+        for fields in reader:
+            if not fields:
+                continue  # a blank line, as csv.DictReader skips it
+            if fields == header:
+                raise ReportInputError(f"{path}: line {reader.line_num}: repeats the header (two tables run "
+                                       f"together?); {_remedy(path)}")
+            if len(fields) != len(header):
+                raise ReportInputError(f"{path}: line {reader.line_num}: {len(fields)} field(s) where the header has "
+                                       f"{len(header)} (a merge-conflict marker, or a row cut short?); "
+                                       f"{_remedy(path)}")
+            row = dict(zip(header, fields))
+            for column in numbers:
+                try:
+                    ok = math.isfinite(float(row[column]))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise ReportInputError(f"{path}: line {reader.line_num}: column {column!r}: {row[column]!r:.40} is "
+                                           f"not a number; {_remedy(path)}")
+            rows.append(row)
+    except csv.Error as exc:
+        raise ReportInputError(f"{path}: line {reader.line_num}: not CSV ({exc}); {_remedy(path)}") from None
+    if not rows:
+        raise ReportInputError(f"{path}: no rows (only a header); {_remedy(path)}")
+    return rows
+
+
+def audit_line(paper: str) -> str:
+    """Where the paper's audit report is, with its verdict counts."""
+    summary = RESULTS / "audit" / f"{paper}_summary.json"
+    if not summary.is_file() and load_paper(paper).audit is None:
+        return f"audit:   none (papers/{paper} has no audit.py)"
+    if not summary.is_file():
+        raise WorkspaceError(f"{summary} does not exist yet: run `dvc repro papers/{paper}`")
+    verdicts = read_summary(summary, counts=True)
+    return f"audit:   {RESULTS / 'audit' / (paper + '.md')}  (" + ", ".join(f"{v}: {n}" for v, n in verdicts.items()) + ")"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """One part of a paper's report, read from one results file: ``path`` is relative to ``results/<paper>/``,
+    ``{profile}`` standing for the profile. Left out while its file does not exist (its stage has not run)."""
+
+    path: str
+    title: str
+    profile: str | None = None
+    """The one profile it belongs to (``None``: both)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table(Section):
+    """A results CSV as a fixed-width table, one line per row: the ``labels`` columns left, the ``columns`` right."""
+
+    labels: tuple[str, ...] = ("label",)
+    columns: tuple[str, ...] = ()
+    """The numbers shown (``()``: every column of the header after the labels)."""
+    where: tuple[str, tuple[str, ...]] | None = None
+    """``(column, values)``: only the rows whose ``column`` holds one of ``values``."""
+    numbers: bool = False
+    """Check that ``columns`` hold a finite number in every row (not every table has one in every cell)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally(Section):
+    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``, ``n`` the rows holding
+    ``value``."""
+
+    column: str
+    value: str
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Numbers(Section):
+    """A results JSON object's numbers, one line each (``keys``, checked; ``()``: every key); ``grouped``: an object
+    of objects (one per metrics file), a heading per object."""
+
+    keys: tuple[str, ...] = ()
+    grouped: bool = False
+
+
+@dataclass(frozen=True)
+class PaperReport:
+    """What ``python -m common report <paper>`` prints of a paper, as data (``REPORT`` of its report plug-in,
+    ``papers/<paper>/report.py``): one printer, ``print_report``, prints every paper's."""
+
+    title: str
+    """The paper's short name: the heading is ``<title>, <profile> profile``."""
+    required: str
+    """The file (a ``Section.path``) without which nothing of the profile has run yet."""
+    sections: tuple[Section, ...]
+    files: Mapping[str, str] = field(default_factory=dict)
+    """What a file or folder (a ``Section.path``) holds, said beside it where the report lists the files."""
+
+
+def _print_table(path: Path, table: Table) -> None:
+    where = (table.where[0],) if table.where is not None else ()
+    rows = read_table(path, (*table.labels, *table.columns, *where), numbers=table.columns if table.numbers else ())
+    columns = table.columns or tuple(c for c in rows[0] if c not in table.labels)
+    if table.where is not None:
+        rows = [r for r in rows if r[table.where[0]] in table.where[1]]
+    shown = (*table.labels, *columns)
+    lines = [list(shown), *([r[c] for c in shown] for r in rows)]
+    widths = [max(len(line[i]) for line in lines) + 2 for i in range(len(shown))]
+    for line in lines:
+        print("".join(f"{cell:<{width}s}" if i < len(table.labels) else f"{cell:>{width}s}"
+                      for i, (cell, width) in enumerate(zip(line, widths))).rstrip())
+
+
+def _print_numbers(path: Path, numbers: Numbers) -> None:
+    data = read_summary(path, numbers=numbers.keys, objects=numbers.grouped)
+    for group, values in (data.items() if numbers.grouped else [(None, data)]):
+        indent = "  " if group is None else "    "
+        if group is not None:
+            print(f"  {group}")
+        names = numbers.keys or tuple(values)
+        width = max(map(len, names), default=0) + 2
+        for name in names:
+            print(f"{indent}{name:<{width}s}{values[name]}")
+
+
+def print_report(paper: str, report: PaperReport, profile: str) -> None:
+    """A paper's report of ``profile``: each section whose file exists, then where the files are (every file and
+    folder of ``results/<paper>/<profile>/``, with what ``report.files`` says of it, and the others it names)."""
+    def resolve(relative: str) -> Path:
+        return RESULTS / paper / relative.format(profile=profile)
+
+    required = resolve(report.required)
+    if not required.is_file():
+        raise WorkspaceError(f"{required} does not exist yet: run `dvc repro papers/{paper}`")
+    note = " (mini world and tiny CLIPs: not the paper's numbers)" if profile == "mini" else ""
+    print(f"{report.title}, {profile} profile{note}")
+    for section in report.sections:
+        path = resolve(section.path)
+        if section.profile not in (None, profile) or not path.is_file():
+            continue
+        if isinstance(section, Tally):
+            verdicts = [row[section.column] for row in read_table(path, (section.column,))]
+            print(f"\n{section.title}: {verdicts.count(section.value)}/{len(verdicts)} {section.what} ({path})")
+            continue
+        print(f"\n{section.title} ({path})")
+        if isinstance(section, Table):
+            _print_table(path, section)
+        elif isinstance(section, Numbers):
+            _print_numbers(path, section)
+    out_dir = resolve("{profile}")
+    said = {resolve(relative): what for relative, what in report.files.items()}
+    written = [p for p in out_dir.iterdir() if not p.name.startswith(".")] if out_dir.is_dir() else []
+    inside = sorted({*written, *(p for p in said if p.parent == out_dir)})
+    print(f"\nfiles in {out_dir}/:")
+    for path in inside:
+        name = path.name + ("/" if path.is_dir() or not path.suffix else "")
+        print(f"  {name:<32s} {said.get(path, '')}{'' if path.exists() else ' (not written yet)'}".rstrip())
+    for path, what in said.items():
+        if path.parent != out_dir:
+            print(f"{what + ':':<40s} {path}{'' if path.exists() else ' (not written yet)'}")
+
+
+def run(paper: str) -> int:
+    """``report <paper>``: its tables (its report plug-in, if any), its audit's line and the cross-paper one."""
+    report = load_paper(paper).report
+    if report is not None:
+        # the profile its aggregate stage declares: the root pipeline's stage whose command is `python -m common
+        # report <paper>` (the stage map), whether DVC runs it or a researcher does
+        profile = stage_params(stage_running("common", ["report", paper], files=["dvc.yaml"]))["profile"]
+        print_report(paper, report.load().REPORT, profile)
+    print(audit_line(paper))
+    print(cross_paper_line())
+    return 0
+
+
+CROSS_PAPER_COUNTS = ("pairs", "pairs_unexplained", "pairs_explained", "pairs_consistent", "released_checked",
+                      "witness_checked")
+"""What ``cross_paper_line`` prints of the cross-paper summary."""
+
+
+def cross_paper_line() -> str:
+    """Where the cross-paper comparison is, with its verdict counts (every paper's pipeline keeps it current)."""
+    summary = RESULTS / "audit" / "cross_paper_summary.json"
+    if not summary.is_file():
+        return f"cross-paper: {summary} does not exist yet: run `dvc repro audit/cross_paper`"
+    counts = read_summary(summary, counts=True, keys=CROSS_PAPER_COUNTS)
+    return (f"cross-paper: {RESULTS / 'audit' / 'cross_paper.md'}  (paper pairs: {counts['pairs']}, unexplained: "
+            f"{counts['pairs_unexplained']}, explained: {counts['pairs_explained']}, consistent: "
+            f"{counts['pairs_consistent']}; released recomputations: {counts['released_checked']}; third witness: "
+            f"{counts['witness_checked']})")
+
+
+def metric_files(paper: str) -> list[str]:
+    """The metrics files (or folders) of the stages in ``papers/<paper>/dvc.yaml`` that exist, as DVC resolves them
+    under the current profile.
+
+    A bare ``dvc metrics show`` puts every paper's metrics in one table whose columns are the union of all their
+    names; one paper's alone are a table of a few columns (``make metrics PAPER=<paper>``).
+    """
+    # deferred: loads dvc only when called
+    from dvc.repo import Repo
+
+    dvc_file = f"papers/{paper}/dvc.yaml"
+    with Repo(str(ROOT)) as repo:
+        paths = [str(out.def_path) for stage in repo.index.stages if stage.path_in_repo == dvc_file
+                 for out in stage.metrics]
+    return [p for p in dict.fromkeys(paths) if (ROOT / p).exists()]
+
+
+def _metric_names(path: Path) -> tuple[str, ...]:
+    """What a metrics file's columns will be: its keys (a folder of per-model files: the folder itself)."""
+    if path.is_dir():
+        return ("<folder>", str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ("<unreadable>", str(path))
+    return tuple(sorted(data)) if isinstance(data, dict) else ("<not an object>", str(path))
+
+
+def show_metrics(paper: str) -> int:
+    """``dvc metrics show`` over one paper's metrics files, one table per set of metric names (files that share their
+    names share a table; a table whose columns were the union of unrelated files would be mostly empty cells)."""
+    files = metric_files(paper)
+    if not files:
+        raise WorkspaceError(f"papers/{paper}: no metrics written yet: run `dvc repro papers/{paper}`")
+    tables: dict[tuple[str, ...], list[str]] = {}
+    for name in files:
+        tables.setdefault(_metric_names(ROOT / name), []).append(name)
+    status = 0
+    for group in tables.values():
+        status |= dvc_metrics_show(group)
+    return status
+
+
+def dvc_metrics_show(files: Sequence[str]) -> int:
+    """``dvc metrics show`` of ``files``, shown as DVC prints it."""
+    return run_dvc("metrics", "show", *files, capture=False).returncode
+
+
+CROSS_PAPER_METRICS = "results/audit/cross_paper_summary.json"
+"""The cross-paper comparison's metrics (root stage ``audit/cross_paper``), shown after the papers'."""
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    status = 0
+    for paper in args.paper:
+        print(f"papers/{paper}")
+        status |= show_metrics(paper)
+    if (ROOT / CROSS_PAPER_METRICS).is_file():
+        print("audit/cross_paper (every paper's pipeline keeps it current)")
+        status |= dvc_metrics_show([CROSS_PAPER_METRICS])
+    return status
+
+
+def _report_command(paper: Paper) -> PlugInCommand:
+    """``report <paper>``: what the paper's aggregate stage runs; its code is the report plug-in's (a ``PaperReport``
+    this module prints), or this module's alone."""
+    return PlugInCommand(paper.report.module if paper.report is not None else __name__, lambda args: run(paper.name))
+
+
+def register_cli(subparsers) -> None:
+    p = subparsers.add_parser("report", help="print a paper's reproduced tables and where its files are")
+    papers = p.add_subparsers(dest="paper", required=True, metavar="PAPER")
+    for paper in load_papers():
+        papers.add_parser(paper.name, help=f"{paper.name}'s tables, files and audit").set_defaults(
+            func=_report_command(paper))
+    m = subparsers.add_parser("metrics", help="`dvc metrics show` over one paper's metrics (a short table per paper)")
+    m.add_argument("paper", nargs="+", choices=plugins.paper_names())
+    m.set_defaults(func=_cmd_metrics)
+

@@ -1,0 +1,112 @@
+"""A number in ``results/`` named by a reference: the syntax the documentation's markers (``common.docs.docnumbers``) and
+the claims scorecards (``common.reporting.scorecard``) share.
+
+A reference is parts separated by ``¦`` (the broken bar; a ``|`` inside a part is written ``\\|``): a file under
+``results/``, then where the number is in it: for a CSV file ``column=value`` filters (every one must hold; the first
+matching row is taken) and the column; for a JSON file one dotted path (a dot inside a key written ``\\.``, a list
+item by its index); optionally last, a format (``%.1f``, ``%pct.1f``: a fraction in percent, ``%int``).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from common.errors import WorkspaceError
+from common.paths import RESULTS
+from common.reporting.report import ReportInputError, read_table
+
+SEPARATOR = "\u00a6"
+"""Between a reference's parts: the broken bar, since a ``|`` splits a Markdown table row even inside a comment."""
+
+
+class DocNumberError(WorkspaceError, ValueError):
+    """A reference that names no number in the results; the message names where the reference is written."""
+
+
+def _format(raw: str, fmt: str | None, where: str) -> str:
+    if fmt is None:
+        return raw
+    try:
+        number = float(raw)
+    except ValueError as exc:
+        raise DocNumberError(f"{where}: {raw!r} is not a number, so it cannot be formatted {fmt!r}") from exc
+    if fmt == "%int":
+        return f"{int(round(number)):,}"
+    if fmt.startswith("%pct"):
+        return format(100.0 * number, fmt[4:])
+    return format(number, fmt[1:])
+
+
+def _split_path(path: str) -> list[str]:
+    return [p.replace("\0", ".") for p in path.replace("\\.", "\0").split(".")]
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, stamp: tuple[int, int]):
+    """A results file's content (JSON: its object; CSV: its rows), read once per version (``stamp``: mtime, size):
+    the documentation names the same file hundreds of times. Strict: a file that is not UTF-8 or JSON cut short is one
+    ``DocNumberError`` naming the file; a CSV table is read by ``common.reporting.report.read_table``, the one strict reader of
+    results tables (a row cut short, a repeated header, a file that ends mid-line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocNumberError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                             f"rerun the stage that writes it") from None
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise DocNumberError(f"{path}: not valid JSON ({exc}); rerun the stage that writes it") from None
+    try:
+        return read_table(path)
+    except ReportInputError as exc:
+        raise DocNumberError(str(exc)) from None
+
+
+def _content(path: Path):
+    stat = path.stat()
+    return _parsed(path, (stat.st_mtime_ns, stat.st_size))
+
+
+def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
+    """The number ``ref`` names, as the documentation shows it."""
+    parts = [p.strip() for p in ref.replace("\\|", "|").split(SEPARATOR)]
+    fmt = parts.pop() if len(parts) > 2 and parts[-1].startswith("%") else None
+    if len(parts) < 2:
+        raise DocNumberError(f"{where}: marker {ref!r} needs a file and where the number is in it "
+                             f"(FILE{SEPARATOR}...)")
+    path = results / parts[0]
+    if not path.is_file():
+        raise DocNumberError(f"{where}: results/{parts[0]} does not exist")
+    if path.suffix == ".json":
+        node = _content(path)
+        for key in _split_path(parts[1]):
+            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            elif isinstance(node, dict) and key in node:
+                node = node[key]
+            else:
+                raise DocNumberError(f"{where}: results/{parts[0]} has no {parts[1]!r} (no {key!r})")
+        if isinstance(node, (dict, list)):
+            raise DocNumberError(f"{where}: results/{parts[0]} {parts[1]!r} is not a number")
+        return _format(str(node), fmt, where)
+    if path.suffix != ".csv":
+        raise DocNumberError(f"{where}: results/{parts[0]}: only CSV and JSON files hold marked numbers")
+    *filters, column = parts[1:]
+    conditions = []
+    for f in filters:
+        key, sep, value = f.partition("=")
+        if not sep:
+            raise DocNumberError(f"{where}: {f!r} is not a column=value filter")
+        conditions.append((key, value))
+    rows = _content(path)
+    if rows and column not in rows[0]:
+        raise DocNumberError(f"{where}: results/{parts[0]} has no column {column!r}")
+    for key, _ in conditions:
+        if rows and key not in rows[0]:
+            raise DocNumberError(f"{where}: results/{parts[0]} has no column {key!r}")
+    for row in rows:
+        if all(row[k] == v for k, v in conditions):
+            return _format(row[column], fmt, where)
+    raise DocNumberError(f"{where}: results/{parts[0]} has no row where {', '.join(filters)}")

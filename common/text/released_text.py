@@ -1,0 +1,71 @@
+"""Readers for released caption files that two or more papers read (so no paper imports another).
+
+NegCLIP's validation file (``valid_neg_clip.tsv``, Yuksekgonul et al.'s release): ARO compares its own negative
+generator with it, and SugarCrepe's blind attacks score its swap negatives.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.files.tasks import DatasetError
+
+NEGCLIP_TSV_HEADER = ("", "title", "filepath", "neg_caption", "neg_image")
+
+
+@dataclass(frozen=True)
+class NegClipRow:
+    """One caption of NegCLIP's validation TSV with its released hard negatives."""
+
+    index: int
+    title: str
+    filepath: str
+    negatives: tuple[str, ...]
+
+
+def read_negclip_tsv(path: Path) -> list[NegClipRow]:
+    """Every row of the released TSV; one error naming the file and the row for anything malformed (a byte that is
+    not UTF-8, a ragged row, an unreadable list, an index twice)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(f"{path}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8; fetch the file "
+                           "again") from None
+    rows: list[NegClipRow] = []
+    seen: dict[int, int] = {}
+    number = 0
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
+    try:
+        header = next(reader, None)
+        if header is None or tuple(header) != NEGCLIP_TSV_HEADER:
+            raise DatasetError(f"{path}: header {header!r} is not NegCLIP's {list(NEGCLIP_TSV_HEADER)!r}")
+        for number, fields in enumerate(reader, start=1):
+            rows.append(_negclip_row(path, number, fields))
+            if rows[-1].index in seen:
+                raise DatasetError(f"{path}: row {number}: index {rows[-1].index} again (first in row "
+                                   f"{seen[rows[-1].index]}); fetch the file again")
+            seen[rows[-1].index] = number
+    except csv.Error as exc:
+        raise DatasetError(f"{path}: row {number + 1} (line {reader.line_num}): not a valid TSV row ({exc})") from None
+    return rows
+
+
+def _negclip_row(path: Path, number: int, fields: list[str]) -> NegClipRow:
+    where = f"{path}: row {number}"
+    if len(fields) != len(NEGCLIP_TSV_HEADER):
+        raise DatasetError(f"{where}: {len(fields)} tab-separated fields, expected {len(NEGCLIP_TSV_HEADER)}")
+    index, title, filepath, neg_caption, _ = fields
+    try:
+        parsed_index = int(index)
+        negatives = ast.literal_eval(neg_caption)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise DatasetError(f"{where} (index {index!r}): unreadable index or neg_caption "
+                           f"{neg_caption[:80]!r}: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+        raise DatasetError(f"{where} (index {index}): neg_caption is not a list of strings: {neg_caption[:80]!r}")
+    return NegClipRow(parsed_index, title, filepath, tuple(negatives))
