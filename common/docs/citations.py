@@ -45,8 +45,9 @@ from typing import Iterable, Sequence
 from common.errors import WorkspaceError
 from common.paths import ROOT, mirror_root
 from common.registry.mirror import mirror_path
+from common.registry.sources import REGISTRY_PATH
 
-UPSTREAM_FILE = Path(__file__).parents[1] / "registry" / "upstream.toml"
+UPSTREAM_FILE = REGISTRY_PATH.with_name("upstream.toml")
 WRONG_REPOS = {"mertyg/neg_clip": "vinid/neg_clip"}
 """Repository names that have been cited by mistake, and the right one."""
 PAPERS = ("aro", "hard_positives", "conclip", "bivlc", "sugarcrepe")
