@@ -40,7 +40,7 @@ from common.training.launch import add_run_command
 from common.training.recipes import Recipe, load_recipe
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
 from common.training.trainer import TrainConfig
-from common.zoo.trained import tokenizer_for as shared_tokenizer_for
+from common.zoo.trained import tokenizer_for
 from papers.hard_positives.finetune_rows import IMAGES, FinetuneSet, FullRow, HardPositivesRowsError, load_rows
 from papers.hard_positives.runs import RUNS, TYPES, loss_for, run_spec
 
@@ -67,12 +67,6 @@ class Profile:
 
 PROFILES = {"mini": Profile("hard_positives.mini", "hard_positives", "finetune"),
             "full": Profile("hard_positives.full.finetune", "hard_positives_ft", "set")}
-
-
-def tokenizer_for(arch: str) -> Callable[[Sequence[str]], torch.Tensor]:
-    """The zoo tokenizer of ``arch``, over any sequence of texts (the batches pass lists of rows)."""
-    tokenizer = shared_tokenizer_for(arch)
-    return lambda texts: tokenizer(list(texts))
 
 
 def _job(profile: str, run: str, init: Init, batches: BatchSource, config: TrainConfig,
