@@ -9,7 +9,7 @@ module it imported from the folder.
 from __future__ import annotations
 
 import contextlib
-import os
+import io
 import runpy
 import shlex
 import sys
@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
+from unittest import mock
 
 from common.errors import WorkspaceError
 from common.registry.errors import DownloadError
@@ -115,8 +116,8 @@ def torch_six() -> types.ModuleType:
 
 @contextlib.contextmanager
 def importable(root: Path) -> Iterator[None]:
-    """``root`` first on ``sys.path`` (as ``python`` running a script there has it); afterwards, every module imported from it
-    forgotten, so two releases with packages of the same name (``dataset_zoo``) never meet."""
+    """``root`` first on ``sys.path`` (as ``python`` running a script there has it); afterwards, every module imported
+    from it forgotten, so two releases with packages of the same name (``dataset_zoo``) never meet."""
     root = Path(root).resolve()
     sys.path.insert(0, str(root))
     try:
@@ -131,32 +132,30 @@ def importable(root: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def working_directory(folder: Path) -> Iterator[None]:
-    before = Path.cwd()
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    os.chdir(folder)
+def printed(log: Path) -> Iterator[io.StringIO]:
+    """The block's standard output, kept (the released scripts report by printing) and written to ``log``."""
+    buffer = io.StringIO()
     try:
-        yield
+        with contextlib.redirect_stdout(buffer):
+            yield buffer
     finally:
-        os.chdir(before)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(buffer.getvalue(), encoding="utf-8")
 
 
 def script_file(code: AuthorsCode, script: str) -> Path:
     """``script``: a module of the release (``main_eval``) or its path relative to the release's root."""
-    return (code.module_file(script) if "/" not in script and not script.endswith(".py") else code.path(script)).resolve()
+    plain_module = "/" not in script and not script.endswith(".py")
+    return (code.module_file(script) if plain_module else code.path(script)).resolve()
 
 
 def run_script(code: AuthorsCode, script: str, argv: Sequence[str], cwd: Path) -> dict:
     """``python <the script's file> ARGV`` of the release (``script``: see ``script_file``), in ``cwd``, in this
     process; returns the script's globals."""
     path = script_file(code, script)
-    saved_argv = sys.argv
-    sys.argv = [str(path), *map(str, argv)]
-    try:
-        with importable(code.root), working_directory(cwd):
-            return runpy.run_path(str(path), run_name="__main__")
-    finally:
-        sys.argv = saved_argv
+    Path(cwd).mkdir(parents=True, exist_ok=True)
+    with mock.patch.object(sys, "argv", [str(path), *map(str, argv)]), importable(code.root), contextlib.chdir(cwd):
+        return runpy.run_path(str(path), run_name="__main__")
 
 
 def command_line(code: AuthorsCode, script: str, argv: Sequence[str]) -> str:

@@ -11,6 +11,7 @@ import contextlib
 import os
 from pathlib import Path
 from typing import Iterator
+from unittest import mock
 
 from common.zoo import get_spec
 
@@ -88,34 +89,34 @@ def clip_load_from(ctx, path: Path | None, where: str) -> Iterator[None]:
     ctx.replaced(where, "clip.load(<the row's weights as a TorchScript archive>, ...)",
                  "the row's own weights in OpenAI's release format, through the authors' loader (it rebuilds the "
                  "model with clip.model.build_model from the archive's state dict)")
-    clip.load = load
-    try:
+    with mock.patch.object(clip, "load", load):
         yield
-    finally:
-        clip.load = original
 
 
 def link(target: Path, at: Path) -> None:
     """A symbolic link at ``at`` to ``target`` (replacing one): inputs placed where released constants look."""
     at.parent.mkdir(parents=True, exist_ok=True)
-    if at.is_symlink() or at.exists():
-        at.unlink()
+    at.unlink(missing_ok=True)
     os.symlink(Path(target).resolve(), at)
+
+
+def save(obj, target: Path) -> Path:
+    """``torch.save(obj, target)``, its folder made first: weights written in the layout a released loader reads."""
+    # deferred: loads torch only when called
+    import torch
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(obj, target)
+    return target
 
 
 def torch_checkpoint(name: str, folder: Path) -> Path:
     """Zoo model ``name``'s weights as a file ``torch.load`` reads: its own file when it is one, else (safetensors)
     the same tensors saved as a plain state dict under ``folder``."""
-    # deferred: loads torch only when called
-    import torch
-
     source = weights_file(name)
     if source.suffix != ".safetensors":
         return source
-    target = Path(folder) / f"{name.replace('/', '__')}.pth"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(state_dict(name), target)
-    return target
+    return save(state_dict(name), folder / f"{name.replace('/', '__')}.pth")
 
 
 @contextlib.contextmanager
@@ -135,11 +136,8 @@ def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Ite
         return original(*args, **{**kwargs, "force_quick_gelu": True})
 
     ctx.replaced(where, "the same call with force_quick_gelu=True", why)
-    open_clip.create_model_and_transforms = create
-    try:
+    with mock.patch.object(open_clip, "create_model_and_transforms", create):
         yield
-    finally:
-        open_clip.create_model_and_transforms = original
 
 
 @contextlib.contextmanager
@@ -149,7 +147,7 @@ def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
 
     * the ``openai`` tag with ``force_quick_gelu=True``: those releases built OpenAI's weights with QuickGELU, as
       they were trained; today's build GELU there and warn. ``why``: the caller's reason, naming the open_clip its
-      authors' code pins;
+      authors' code pins (``{version}`` in it: today's);
     * a ``-quickgelu`` architecture with a tag today's open_clip lists only under the GELU name (DataComp's) as that
       name with ``force_quick_gelu=True``: the same architecture and weights, with QuickGELU.
 
@@ -158,6 +156,7 @@ def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
     import open_clip
 
     original = open_clip.create_model_and_transforms
+    why = why.format(version=open_clip.__version__)
 
     def create(model_name, pretrained=None, *args, **kwargs):
         if isinstance(pretrained, str) and pretrained.lower() == "openai":
@@ -176,8 +175,5 @@ def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
             model_name, kwargs["force_quick_gelu"] = gelu_name, True
         return original(model_name, pretrained, *args, **kwargs)
 
-    open_clip.create_model_and_transforms = create
-    try:
+    with mock.patch.object(open_clip, "create_model_and_transforms", create):
         yield
-    finally:
-        open_clip.create_model_and_transforms = original

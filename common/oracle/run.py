@@ -85,8 +85,8 @@ def run_all(papers: Sequence[str], out_dir: Path, device: str = "cpu") -> tuple[
                                "--device", device], cwd=ROOT, capture_output=True, text=True)
         log = out_dir / f"{paper}.log"
         log.write_text(done.stdout + done.stderr, encoding="utf-8")
-        print(f"oracle: {paper}: {'ran' if done.returncode == 0 else 'FAILED'} in {time.perf_counter() - started:.0f} s "
-              f"(log: {log})", flush=True)
+        status = "ran" if done.returncode == 0 else "FAILED"
+        print(f"oracle: {paper}: {status} in {time.perf_counter() - started:.0f} s (log: {log})", flush=True)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
             failed.append(f"{paper}: {tail[0]}")
@@ -126,7 +126,10 @@ def _cmd(args: argparse.Namespace) -> int:
     return 0 if not failed and all(o.ok for o in oracles) and len(oracles) == len(papers) else 1
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def register_cli(subparsers) -> None:
+    """``python -m common oracle``."""
+    parser = subparsers.add_parser("oracle", help="each paper's released evaluation code run beside this workspace's "
+                                                  "on the full profile's inputs: numbers and decisions compared")
     parser.add_argument("papers", nargs="*", metavar="PAPER",
                         help="papers to check (default: every paper with a papers/<paper>/oracle.py)")
     parser.add_argument("--out", default=None, help=f"where the reports go (default {OUT_DIR}/ in the workspace)")
@@ -135,10 +138,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "profile's stages choose)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a paper, in this process (run_all's child)
     parser.set_defaults(func=_cmd)
-
-
-def register_cli(subparsers) -> None:
-    """``python -m common oracle``."""
-    p = subparsers.add_parser("oracle", help="each paper's released evaluation code run beside this workspace's on "
-                                             "the full profile's inputs: numbers and decisions compared")
-    add_arguments(p)

@@ -37,7 +37,6 @@ scores, differ), the shuffled retrieval rows for the same reason, and zero-shot 
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 from pathlib import Path
@@ -46,9 +45,10 @@ from unittest import mock
 import numpy as np
 
 from common.oracle.authors import command_line, importable, run_script, shimmed_modules, torch_six
-from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import as_clip_archive, clip_load_from, link, open_clip_quick_gelu, torch_checkpoint
 from common.oracle.observe import returns_of
+from common.oracle.ours import number, our_predictions, read_csv, rows_by
 from common.paths import build_root
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
@@ -144,15 +144,15 @@ def retrieval_layout(scratch: Path, manifest: dict) -> list[str]:
     ``scratch``): the annotation file, and beside it every entry of the image folder the full profile read (BLIP's
     image paths start with ``val2014/`` or ``flickr30k-images/``). The splits the manifest holds."""
     present = []
-    for split, (root, annotations) in RETRIEVAL_ROOTS.items():
+    for split, (root, annotation_file) in RETRIEVAL_ROOTS.items():
         entry = manifest.get("retrieval", {}).get(split)
         if entry is None:
             continue
         image_root = Path(entry["image_root"])
         for child in image_root.iterdir():
-            if child.name != annotations:
+            if child.name != annotation_file:
                 link(child, scratch / root / child.name)
-        link(Path(entry["annotations"]), scratch / root / annotations)
+        link(Path(entry["annotations"]), scratch / root / annotation_file)
         present.append(split)
     return present
 
@@ -162,22 +162,7 @@ def no_shuffle_rows(path: Path, label: str) -> dict[str, dict[str, str]]:
     # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.tables import NO_SHUFFLE
 
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row["dataset"]: row for row in csv.DictReader(f)
-                if row["strategy"] == NO_SHUFFLE and row["model"] == label}
-
-
-def read_table(path: Path) -> dict[str, dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row["group"]: row for row in csv.DictReader(f)}
-
-
-def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]]:
-    """This workspace's decision and (false, true) caption scores per example."""
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return ({r["item_id"]: r["correct"] == "1" for r in rows},
-            {r["item_id"]: [float(r["score_0"]), float(r["score_1"])] for r in rows})
+    return {row["dataset"]: row for row in read_csv(path) if row["strategy"] == NO_SHUFFLE and row["model"] == label}
 
 
 def run(ctx) -> PaperOracle:
@@ -225,18 +210,16 @@ def run(ctx) -> PaperOracle:
                     open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu):
                 run_script(code, script, argv, cwd=ctx.scratch)
             oracle.ran.append(command_line(code, script, argv) + f"  [{key}]")
-            with open(out / f"{dataset}.csv", newline="", encoding="utf-8") as f:
-                return list(csv.DictReader(f))
+            return read_csv(out / f"{dataset}.csv")
 
         for dataset, (benchmark, table, predictions, key_column) in DATASETS.items():
             with returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as seen:
                 records = released(SCRIPT, dataset)
-            ours = read_table(results / table)
+            ours = rows_by(results / table, "group")
             for record in records:
                 group = record[key_column]
-                value = ours.get(group, {}).get(label)
-                oracle.numbers.append(Number(benchmark, key, group, float(record["Accuracy"]),
-                                             None if value in (None, "") else float(value), DECIMALS))
+                oracle.numbers.append(number(benchmark, key, group, record["Accuracy"],
+                                             ours.get(group, {}).get(label), DECIMALS))
             scores = seen.values[-1]
             right = np.argmax(np.squeeze(scores, axis=1), axis=-1) == 1
             kind = predictions.removesuffix(".csv")
@@ -252,9 +235,8 @@ def run(ctx) -> PaperOracle:
                 (record,) = released(RETRIEVAL_SCRIPT, dataset)
             ours = no_shuffle_rows(results / NO_SHUFFLE_TABLE, label).get(table_name, {})
             for field, column in RETRIEVAL_COLUMNS.items():
-                value = ours.get(column)
-                oracle.numbers.append(Number(benchmark, key, column, float(record[field]),
-                                             None if value in (None, "") else float(value), RETRIEVAL_DECIMALS))
+                oracle.numbers.append(number(benchmark, key, column, record[field], ours.get(column),
+                                             RETRIEVAL_DECIMALS))
     oracle.not_covered += [
         NotCovered("COCO-Order, Flickr30k-Order", "the authors' dataset_zoo draws each example's four perturbed "
                    "captions at load time (TextShuffler, spaCy and numpy's global stream); this workspace draws them "

@@ -55,20 +55,21 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import io
 import json
 import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
+from unittest import mock
 
 from common.benchmarks.caption_negatives import PreparedSet
 from common.files.tasks import as_ref
-from common.oracle.authors import OracleError, command_line, importable, module_path, run_script
-from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
-from common.oracle.models import open_clip_as_of_their_time, state_dict, weights_file
+from common.oracle.authors import OracleError, command_line, importable, module_path, printed, run_script
+from common.oracle.core import NotCovered, PaperOracle, compare_decisions
+from common.oracle.models import open_clip_as_of_their_time, save, state_dict, weights_file
 from common.oracle.observe import returns_of
+from common.oracle.ours import number, rows_by
 from common.paths import build_dir, data_root
 from common.pipeline.inputs import full_inputs
 from common.zoo import get_spec
@@ -206,18 +207,6 @@ def write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[
 # Running their scripts
 # ------------------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def printed(log: Path) -> Iterator[io.StringIO]:
-    """The block's standard output, kept (their scripts report by printing) and written to ``log``."""
-    buffer = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buffer):
-            yield buffer
-    finally:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(buffer.getvalue(), encoding="utf-8")
-
-
-@contextlib.contextmanager
 def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
     """``datasets.load_dataset("imirandam/BiVLC", ...)`` -> ``load_dataset(<the local snapshot of that repository>,
     ...)``: the same files (the data files of a repository and of its snapshot folder are resolved alike), no
@@ -233,11 +222,8 @@ def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
     ctx.replaced(where, f"load_dataset(<the snapshot of {HUB_DATASET} this workspace read>, split='test')",
                  "a hub download of data: the files this workspace's tables-full read (data/bivlc/BiVLC), through "
                  "the same call")
-    datasets.load_dataset = load
-    try:
+    with mock.patch.object(datasets, "load_dataset", load):
         yield
-    finally:
-        datasets.load_dataset = original
 
 
 def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -> tuple[dict, str]:
@@ -256,9 +242,6 @@ def head_checkpoint(head: Path, tower: str, encoder: str, folder: Path) -> tuple
     ``model_state_dict`` holds the tower it was trained on and ``classifier.*``); a head trained here (the trainer's
     safetensors, ``head.weight``/``head.bias``) written in that layout with ``encoder``'s tower. Returns (file,
     whether it was written here)."""
-    # deferred: loads torch only when called
-    import torch
-
     if Path(head).suffix != ".safetensors":
         return Path(head), False
     # deferred: loads safetensors only when called
@@ -273,9 +256,7 @@ def head_checkpoint(head: Path, tower: str, encoder: str, folder: Path) -> tuple
              if (k.startswith(theirs) if theirs else not k.startswith("visual."))}
     state.update({"classifier.weight": weights["head.weight"].float(), "classifier.bias": weights["head.bias"].float()})
     target = folder / f"{encoder.replace('/', '__')}.{Path(head).stem}.{tower}.pt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_state_dict": state}, target)
-    return target, True
+    return save({"model_state_dict": state}, target), True
 
 
 def model_checkpoint(name: str, folder: Path) -> tuple[Path | None, bool]:
@@ -294,10 +275,7 @@ def model_checkpoint(name: str, folder: Path) -> tuple[Path | None, bool]:
         inner = saved.get("state_dict", saved.get("model_state_dict")) if isinstance(saved, dict) else None
         if isinstance(inner, dict) and not any(k.startswith("module.") for k in inner):
             return source, False
-    target = folder / f"{name.replace('/', '__')}.pt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_state_dict": state_dict(name)}, target)
-    return target, True
+    return save({"model_state_dict": state_dict(name)}, folder / f"{name.replace('/', '__')}.pt"), True
 
 
 def authors_can_build(name: str) -> str | None:
@@ -333,17 +311,8 @@ def joint_width() -> int:
 # ------------------------------------------------------------------------------------------------------------------
 # This workspace's side
 # ------------------------------------------------------------------------------------------------------------------
-def read_rows(path: Path, key: str) -> dict[str, dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row[key]: row for row in csv.DictReader(f)}
-
-
 def _value(cell) -> float | None:
     return None if cell in (None, "") else round(float(cell), DECIMALS)
-
-
-def number(benchmark: str, model: str, key: str, authors: float, ours: str | None, reason: str | None = None) -> Number:
-    return Number(benchmark, model, key, float(authors), None if ours in (None, "") else float(ours), DECIMALS, reason)
 
 
 @dataclass(frozen=True)
@@ -378,15 +347,13 @@ def read_inputs(ctx) -> Inputs:
 # ------------------------------------------------------------------------------------------------------------------
 def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """Both detector scripts per row of ``table5.csv``, beside it and beside the stage's recomputed probabilities."""
-    # deferred: loads open_clip only when called
-    import open_clip
     # deferred: loads huggingface_hub only when called
     from huggingface_hub.constants import HF_HUB_CACHE
 
     # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import DetectorSpec, score_detectors_rows, table5_row
 
-    table5 = read_rows(results / "table5.csv", "row")
+    table5 = rows_by(results / "table5.csv", "row")
     if not table5:
         oracle.not_covered.append(NotCovered(DET_BIVLC, "table5.csv has no row: no detector was scored here"))
         return
@@ -399,7 +366,6 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
         oracle.not_covered += [NotCovered(DET_BIVLC, why), NotCovered(DET_SUGARCREPE, why)]
         return
     summary_package()
-    gelu_why = QUICK_GELU_WHY.format(version=open_clip.__version__)
     rows = ctx.params[PAPER]["full"]["detector_rows"]
     specs = {row: DetectorSpec.from_params(rows[row]) for row in table5}
     ours_scored = {d.row: d for d in score_detectors_rows(specs, inputs.items, inputs.sugarcrepe, ctx.device)[0]}
@@ -425,12 +391,13 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
         out.mkdir(parents=True, exist_ok=True)
         common = ["--device", ctx.device, "--model_cache_dir", HF_HUB_CACHE, "--save-path", str(out), "--run_name", row]
         argv = [*common, "--image-checkpoint", str(heads["image"]), "--text-checkpoint", str(heads["text"])]
-        with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", gelu_why), \
+        with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", QUICK_GELU_WHY), \
                 hub_dataset_from(ctx, inputs.snapshot, f"{DETECTOR_UTILS} dataset('classifiers_eval'): {LOAD_DATA}"):
             scope, text = run_released(code, DETECTOR_BIVLC, argv, ctx.scratch, out / "bivlc.log")
         oracle.ran.append(command_line(code, DETECTOR_BIVLC, argv) + f"  [{row}]")
         for column, value in printed_detector_scores(text).items():
-            oracle.numbers.append(number(DET_BIVLC, spec.encoder, f"{row} {column}", value, table5[row][column]))
+            oracle.numbers.append(number(DET_BIVLC, spec.encoder, f"{row} {column}", value, table5[row][column],
+                                         DECIMALS))
         frame = scope["df"]
         natural, synthetic = frame[frame["label"] == 0], frame[frame["label"] == 1]
         if len(natural) != len(inputs.all_ids):
@@ -451,11 +418,11 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
                                                   authors_scores=a_scores, our_scores=o_scores))
 
         argv = [*common, "--text-checkpoint", str(heads["text"]), "--data-path", str(sc_csv)]
-        with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", gelu_why):
+        with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", QUICK_GELU_WHY):
             scope, text = run_released(code, DETECTOR_SUGARCREPE, argv, ctx.scratch, out / "sugarcrepe.log")
         oracle.ran.append(command_line(code, DETECTOR_SUGARCREPE, argv) + f"  [{row}]")
         oracle.numbers.append(number(DET_SUGARCREPE, spec.encoder, f"{row} sugarcrepe",
-                                     printed_sugarcrepe_detector(text), table5[row]["sugarcrepe"]))
+                                     printed_sugarcrepe_detector(text), table5[row]["sugarcrepe"], DECIMALS))
         frame = scope["df"]
         pos, neg = frame[frame["label"] == 0]["text_pred"].tolist(), frame[frame["label"] == 1]["text_pred"].tolist()
         sc = p.sugarcrepe_text
@@ -473,18 +440,15 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
 def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """``main_evaluation_BiVLC`` and ``evaluation_SugarCrepe`` per row of ``table2.csv``. SugarCrepe is compared by
     its number only: ``tables-full`` keeps no per-example SugarCrepe decision."""
-    # deferred: loads open_clip only when called
-    import open_clip
     # deferred: loads torch only when called
     import torch
     # deferred: loads huggingface_hub only when called
     from huggingface_hub.constants import HF_HUB_CACHE
 
-    gelu_why = QUICK_GELU_WHY.format(version=open_clip.__version__)
     context = json.loads((results / "context.json").read_text(encoding="utf-8"))
     precision = (context.get("engine") or {}).get("precision", "fp32")
     reason = None if precision == "fp32" else f"this workspace scored at {precision} (params.yaml engine); theirs fp32"
-    table2, table4 = read_rows(results / "table2.csv", "row"), read_rows(results / "table4.csv", "row")
+    table2, table4 = rows_by(results / "table2.csv", "row"), rows_by(results / "table4.csv", "row")
     sc_csv = write_rows(ctx.scratch / "inputs" / "test_SugarCrepe.csv",
                         sugarcrepe_rows(inputs.sugarcrepe, inputs.sugarcrepe_root), SUGARCREPE_COLUMNS)
     for row, ours in table2.items():
@@ -502,21 +466,21 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
         common = ["--device", ctx.device, "--model_cache_dir", HF_HUB_CACHE, "--save-path", str(out), "--run_name", row,
                   *(["--model-checkpoint", str(checkpoint)] if checkpoint else [])]
         load_model = f"{CLIP_UTILS} load_model"
-        with open_clip_as_of_their_time(ctx, load_model, gelu_why), \
+        with open_clip_as_of_their_time(ctx, load_model, QUICK_GELU_WHY), \
                 hub_dataset_from(ctx, inputs.snapshot, f"{CLIP_UTILS} dataset('evaluation'): {LOAD_DATA}"), \
                 returns_of(code.module_file(CLIP_UTILS), "evaluate_BiVLC", own_locals=SIMILARITIES) as seen:
             scope, text = run_released(code, MAIN_SCRIPT, common, ctx.scratch, out / "bivlc.log")
         oracle.ran.append(command_line(code, MAIN_SCRIPT, common) + f"  [{name}]")
         scores = printed_main_scores(text)
         for column, value in scores["overall"].items():
-            oracle.numbers.append(number(BIVLC, name, column, value, ours[column], reason))
+            oracle.numbers.append(number(BIVLC, name, column, value, ours[column], DECIMALS, reason))
         for kind in TYPES:
             for column in MAIN:
                 if kind in scores and column in scores[kind]:
                     oracle.numbers.append(number(BIVLC, name, f"{kind} {column}", scores[kind][column],
-                                                 table4.get(row, {}).get(f"{kind}_{column}"), reason))
+                                                 table4.get(row, {}).get(f"{kind}_{column}"), DECIMALS, reason))
         sims = {s: torch.cat([f[s].reshape(-1) for f in seen.locals]).tolist() for s in SIMILARITIES}
-        predictions = read_rows(results / "predictions" / f"{name.replace('/', '__')}.csv", "item_id")
+        predictions = rows_by(results / "predictions" / f"{name.replace('/', '__')}.csv", "item_id")
         authors, mine, a_scores, o_scores = {}, {}, {}, {}
         for k, item in enumerate(inputs.all_ids):
             if item not in predictions:
@@ -533,12 +497,12 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
         oracle.decisions.append(compare_decisions(BIVLC, name, authors, mine, reason, a_scores, o_scores))
 
         argv = [*common, "--data-path", str(sc_csv), "--img-path", str(inputs.sugarcrepe_root)]
-        with open_clip_as_of_their_time(ctx, load_model, gelu_why):
+        with open_clip_as_of_their_time(ctx, load_model, QUICK_GELU_WHY):
             scope, text = run_released(code, SUGARCREPE_SCRIPT, argv, ctx.scratch, out / "sugarcrepe.log")
         oracle.ran.append(command_line(code, SUGARCREPE_SCRIPT, argv) + f"  [{name}]")
         correct, total = printed_sugarcrepe_count(text)
         oracle.numbers.append(number(SUGARCREPE, name, "micro average", 100.0 * correct / total, ours["sugarcrepe"],
-                                     reason))
+                                     DECIMALS, reason))
 
 
 def run(ctx) -> PaperOracle:

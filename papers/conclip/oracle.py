@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import csv
 import importlib
 import json
 import sys
@@ -51,11 +50,13 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
+from unittest import mock
 
 from common.oracle.authors import OracleError, importable, module_path, shimmed_modules
-from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
-from common.oracle.models import as_clip_archive, clip_load_from, state_dict, weights_file
+from common.oracle.core import NotCovered, PaperOracle, compare_decisions
+from common.oracle.models import as_clip_archive, clip_load_from, save, state_dict, weights_file
 from common.oracle.observe import locals_at_line
+from common.oracle.ours import number, our_predictions, read_csv, rows_by
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
 
@@ -103,12 +104,12 @@ class Block:
 def python_blocks(readme: str) -> list[Block]:
     """Every fenced ```python block of a markdown text, in order."""
     blocks, start, lines = [], None, readme.splitlines(keepends=True)
-    for number, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, 1):
         fence = line.strip()
         if start is None and fence == "```python":
-            start = number + 1
+            start = lineno + 1
         elif start is not None and fence == "```":
-            blocks.append(Block(start, "".join(lines[start - 1:number - 1])))
+            blocks.append(Block(start, "".join(lines[start - 1:lineno - 1])))
             start = None
     return blocks
 
@@ -207,13 +208,7 @@ def authors_construction(name: str) -> Construction | str:
 
 def training_dict(name: str, folder: Path) -> Path:
     """Zoo model ``name``'s weights as the authors' training dict ``{"model": state_dict}`` (README.md:35 reads it)."""
-    # deferred: loads torch only when called
-    import torch
-
-    target = Path(folder) / f"{name.replace('/', '__')}.model.pt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model": dict(state_dict(name))}, target)
-    return target
+    return save({"model": dict(state_dict(name))}, folder / f"{name.replace('/', '__')}.model.pt")
 
 
 @contextlib.contextmanager
@@ -233,27 +228,13 @@ def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable
 
     ctx.replaced(CLIP_LOAD_CALL + " (a CoN-CLIP-style row)",
                  "the same, then README.md:32-36 load_checkpoint(model, <the row's checkpoint>)", why)
-    clip.load = load
-    try:
+    with mock.patch.object(clip, "load", load):
         yield
-    finally:
-        clip.load = original
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # This workspace's side
 # ------------------------------------------------------------------------------------------------------------------
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def our_predictions(results: Path, name: str) -> tuple[dict[str, bool], dict[str, list[float]]]:
-    rows = read_csv(results / "predictions" / f"{name.replace('/', '__')}.csv")
-    return ({r["item_id"]: r["correct"] == "1" for r in rows},
-            {r["item_id"]: [float(r["score_0"]), float(r["score_1"])] for r in rows})
-
-
 def cell_accuracies(decisions: dict[str, bool], items: Sequence[dict[str, str]]) -> dict[tuple[str, int], float]:
     """Tables 7-9's cells from per-example decisions, grouped as ``predictions/items.csv`` groups the split."""
     cells: dict[tuple[str, int], list[bool]] = {}
@@ -263,10 +244,6 @@ def cell_accuracies(decisions: dict[str, bool], items: Sequence[dict[str, str]])
         for word in item["words"].split():
             cells.setdefault((word, int(item["k"])), []).append(decisions[item["item_id"]])
     return {cell: round(100 * sum(v) / len(v), 2) for cell, v in cells.items()}
-
-
-def _number(value: str | None) -> float | None:
-    return None if value in (None, "") else float(value)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -310,7 +287,7 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
         checkpoint = None
         if construction.checkpoint is not None:
             checkpoint = (training_dict(construction.checkpoint, ctx.scratch / "weights") if construction.converted
-                          else weights_file_of(construction.checkpoint))
+                          else weights_file(construction.checkpoint))
         namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(snippet)}
         with importable(code.root / "src"), released_imports(code.root, pt_file, split_size):
             exec(compile(snippet.read_text(encoding="utf-8"), str(snippet), "exec"), namespace)  # noqa: S102
@@ -337,10 +314,6 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
                         "released layout (a stand-in: "
                         "papers/conclip/rehearsal.py AUTHORS_IMAGES)") from None
     return seen
-
-
-def weights_file_of(name: str) -> Path:
-    return weights_file(name)
 
 
 def not_run() -> list[NotCovered]:
@@ -391,7 +364,7 @@ def run(ctx) -> PaperOracle:
     precision = context.get("engine", {}).get("precision", "fp32")
     items = read_csv(results / "predictions" / "items.csv")
     our_images = {i["item_id"]: i["image"] for i in items}
-    ours_table = {r["model"]: r for r in read_csv(results / "table3.csv")}
+    ours_table = rows_by(results / "table3.csv", "model")
     ours_cells = {(r["model"], r["word"], int(r["k"])): r["accuracy"] for r in read_csv(results / "by_word_k.csv")}
     register_local_configs()  # a rehearsal's shrunk architectures; nothing otherwise
     archives: dict[str, Path] = {}
@@ -417,13 +390,13 @@ def run(ctx) -> PaperOracle:
         if ("fp16" if authors_fp16 else "fp32") != precision:
             reason = (f"the snippet scores at {'fp16' if authors_fp16 else 'fp32'} (clip.load on "
                       f"{ctx.device}), this workspace at {precision} (params.yaml engine)")
-        oracle.numbers.append(Number(BENCHMARK, name, "accuracy", authors.accuracy,
-                                     _number(ours_table.get(name, {}).get("ccneg")), DECIMALS, reason))
-        decided, our_scores = our_predictions(results, name)
+        oracle.numbers.append(number(BENCHMARK, name, "accuracy", authors.accuracy,
+                                     ours_table.get(name, {}).get("ccneg"), DECIMALS, reason))
+        decided, our_scores = our_predictions(results / "predictions" / f"{name.replace('/', '__')}.csv")
         oracle.decisions.append(compare_decisions(BENCHMARK, name, authors.decisions, decided, reason,
                                                   authors_scores=authors.scores, our_scores=our_scores))
         for (word, k), value in sorted(cell_accuracies(authors.decisions, items).items()):
-            oracle.numbers.append(Number(CELLS, name, f"{word} K={k}", value,
-                                         _number(ours_cells.get((name, word, k))), DECIMALS, reason))
+            oracle.numbers.append(number(CELLS, name, f"{word} K={k}", value, ours_cells.get((name, word, k)),
+                                         DECIMALS, reason))
     oracle.not_covered += not_run()
     return oracle

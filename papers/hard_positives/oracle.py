@@ -60,20 +60,20 @@ oracle's device (a listed replacement), everything else unchanged. Not covered: 
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
+from unittest import mock
 
 import numpy as np
 
 from common.files.io import sha256_file, write_json_atomic
-from common.oracle.authors import OracleError, command_line, importable, module_path, run_script
-from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
-from common.oracle.models import as_clip_archive, clip_load_from, link
+from common.oracle.authors import OracleError, command_line, importable, module_path, printed, run_script
+from common.oracle.core import NotCovered, PaperOracle, compare_decisions
+from common.oracle.models import as_clip_archive, clip_load_from, link, save
 from common.oracle.observe import returns_of
+from common.oracle.ours import number, our_predictions, rows_by
 from common.paths import build_root
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs
@@ -208,31 +208,8 @@ def get_model_on(ctx, target: str) -> Iterator[None]:
     ctx.replaced(GET_MODEL_CALL, f'get_model(model_name=model_name, device="{target}", root_dir=root_dir)',
                  "the script hard-codes CUDA; this run has none (clip.load then builds fp32: it casts to float on the "
                  "CPU)")
-    model_zoo.get_model = get_model
-    try:
+    with mock.patch.object(model_zoo, "get_model", get_model):
         yield
-    finally:
-        model_zoo.get_model = original
-
-
-def read_rows(path: Path, key: str = "row") -> dict[str, dict[str, str]]:
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row[key]: row for row in csv.DictReader(f)}
-
-
-def read_groups(path: Path) -> dict[tuple[str, str], dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return {(row["row"], row["group"]): row for row in csv.DictReader(f)}
-
-
-def our_predictions(path: Path) -> tuple[dict[str, bool], dict[str, list[float]]]:
-    """This workspace's Aug. decision and (c, c_p, c_n) scores per item."""
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return ({r["item_id"]: r["correct"] == "1" for r in rows},
-            {r["item_id"]: [float(r["score_0"]), float(r["score_1"]), float(r["score_2"])] for r in rows})
 
 
 def prediction_stem(model: str, reference: str | None, precision: str) -> str:
@@ -363,8 +340,6 @@ class Weights:
 
     @staticmethod
     def _as_state_dict(ctx, source: Path, target: Path) -> None:
-        # deferred: loads torch only when called
-        import torch
         # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
@@ -372,8 +347,7 @@ class Weights:
                      "this workspace's run of the same name: its safetensors written there as a torch.save state dict",
                      "the row's own weights, in the format the authors' loader reads (open_clip load_checkpoint: "
                      "torch.load on a .pt path)")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(load_file(str(source)), target)
+        save(load_file(str(source)), target)
 
 
 def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
@@ -385,23 +359,20 @@ def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
     write_json_atomic(path, scores)
 
 
-def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path | None, log: Callable[[str], None]
-             ) -> PartResult:
-    """The script run with ``<part> <model>`` in the scratch folder, as ``python`` runs it; its printout and arrays
-    recorded."""
+def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path | None, log: Path) -> PartResult:
+    """The script run with ``<part> <model>`` in the scratch folder, as ``python`` runs it; its printout (kept in
+    ``log``) and arrays recorded."""
     argv = [part.dataset, entry.authors_name]
-    printed = io.StringIO()
     with importable(clip_code.root), clip_load_from(ctx, archive, CLIP_LOAD_CALL), importable(code.root), \
             get_model_on(ctx, ctx.device), \
             returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as scores, \
             returns_of(code.module_file(SCRIPT), "main", own_locals=("orig_acc",)) as main, \
-            contextlib.redirect_stdout(printed):
+            printed(log) as output:
         run_script(code, SCRIPT, argv, cwd=ctx.scratch)
-    log(printed.getvalue())
     if len(scores.values) != 2 or len(main.locals) != 1:
         raise RuntimeError(f"{SCRIPT} {' '.join(argv)}: expected two scorings and one return of main, saw "
                            f"{len(scores.values)} and {len(main.locals)}")
-    return PartResult(printed_counts(printed.getvalue(), entry.authors_name, part.dataset),
+    return PartResult(printed_counts(output.getvalue(), entry.authors_name, part.dataset),
                       float(main.locals[0]["orig_acc"]), scores.values[0], scores.values[1])
 
 
@@ -410,11 +381,8 @@ def compare_row(oracle: PaperOracle, entry: AuthorsRow, parts: Mapping[str, Part
     """The row's numbers and decisions, the authors' beside this workspace's."""
     cells = {p.group: parts[p.dataset].cells() for p in PARTS}
 
-    def ours(value: str | None) -> float | None:
-        return None if value in (None, "", "N/A") else float(value)
-
     def add(benchmark: str, key: str, authors: float, here: str | None, decimals: int = DECIMALS) -> None:
-        oracle.numbers.append(Number(benchmark, entry.model, key, authors, ours(here), decimals, reason))
+        oracle.numbers.append(number(benchmark, entry.model, key, authors, here, decimals, reason))
 
     for part in PARTS:
         if part.key_prefix:
@@ -461,12 +429,12 @@ def run(ctx) -> PaperOracle:
                      f"(sets_full.FullSet.capped); {SCRIPT} scores every row")
     entries, skipped = plan(context, ctx.device)
     oracle.not_covered += skipped
-    groups = read_groups(results / "groups.csv")
-    columns = {**read_rows(results / "table3.csv"), **read_rows(results / "table1.csv")}
-    table2 = read_rows(results / "table2.csv")
+    groups = rows_by(results / "groups.csv", "row", "group")
+    columns = {**rows_by(results / "table3.csv", "row", optional=True),
+               **rows_by(results / "table1.csv", "row", optional=True)}
+    table2 = rows_by(results / "table2.csv", "row", optional=True)
     weights = Weights(ctx.scratch, clip_code)
     logs = ctx.scratch / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
     for entry in entries:
         archive = weights.place(ctx, entry, context.get("checkpoints", {}))
         wanted = authors_precision(entry.authors_name, ctx.device)
@@ -477,9 +445,8 @@ def run(ctx) -> PaperOracle:
         reason = "; ".join(reasons) or None
         parts = {}
         for part in PARTS:
-            log = logs / f"{entry.row}-{part.dataset}.log"
             parts[part.dataset] = run_part(ctx, code, clip_code, entry, part, archive,
-                                           lambda text, log=log: log.write_text(text, encoding="utf-8"))
+                                           logs / f"{entry.row}-{part.dataset}.log")
             oracle.ran.append(command_line(code, SCRIPT, [part.dataset, entry.authors_name]) + f"  [{entry.row}]")
         compare_row(oracle, entry, parts, results, groups, columns, table2, reason)
         write_scores(ctx.scratch / "scores" / f"{entry.stem}.json", parts)

@@ -22,15 +22,15 @@ hub cache, which the authors' call finds on its own.
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
 from common.oracle.authors import command_line, run_script
-from common.oracle.core import NotCovered, Number, PaperOracle, compare_decisions
+from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import link, open_clip_as_of_their_time, weights_file
 from common.oracle.observe import returns_of
+from common.oracle.ours import number, our_predictions, rows_by
 from common.paths import build_root
 from common.zoo import get_spec, with_variants
 from common.zoo.specs import register_local_configs
@@ -65,16 +65,6 @@ def authors_arguments(name: str) -> tuple[str, str]:
     return spec.arch, spec.pretrained
 
 
-def our_rows(results: Path) -> dict[str, dict[str, str]]:
-    with open(results / "table6.csv", newline="", encoding="utf-8") as f:
-        return {row["model"]: row for row in csv.DictReader(f)}
-
-
-def our_decisions(results: Path, name: str) -> dict[str, bool]:
-    with open(results / "predictions" / f"{name.replace('/', '__')}.csv", newline="", encoding="utf-8") as f:
-        return {row["item_id"]: row["correct"] == "1" for row in csv.DictReader(f)}
-
-
 def run_weights(ctx, name: str) -> str:
     """``--pretrained`` for a Table 5/10 row: ``openai`` for the pretrained base, else the row's weights file linked
     into the working directory under a plain name (the script names its output file after ``--pretrained``, so a
@@ -100,17 +90,12 @@ def table5_runs(ctx, code, oracle: PaperOracle, results: Path, prepared, reason:
     ``--pretrained`` its weights file; the columns pool the script's per-category accuracies over their examples
     (``papers.sugarcrepe.negclip_tables.SUGARCREPE_GROUPS``, a micro average), set beside ``table5.csv`` and
     ``table10.csv``."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
     # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe.negclip_tables import SUGARCREPE_GROUPS
 
-    rows: dict[str, dict[str, str]] = {}
-    for table in ("table5.csv", "table10.csv"):
-        if (results / table).is_file():
-            with open(results / table, newline="", encoding="utf-8") as f:
-                rows.update({row["model"]: row for row in csv.DictReader(f) if row["model"] not in rows})
+    rows = rows_by(results / "table5.csv", "model", optional=True)
+    for name, row in rows_by(results / "table10.csv", "model", optional=True).items():
+        rows.setdefault(name, row)
     counts = {c: len(read_category(prepared.data_dir / f"{c}.json")) for g in SUGARCREPE_GROUPS.values() for c in g}
     for name, row in rows.items():
         arch, pretrained = row["arch"], run_weights(ctx, name)
@@ -118,21 +103,17 @@ def table5_runs(ctx, code, oracle: PaperOracle, results: Path, prepared, reason:
         argv = ["--model", arch.removesuffix("-quickgelu") if pretrained == "openai" else arch, "--pretrained",
                 pretrained, "--data_root", str(prepared.data_dir), "--coco_image_root", str(prepared.image_root),
                 "--output", str(out)]
-        with open_clip_as_of_their_time(ctx, LOAD_MODEL, QUICK_GELU_WHY.format(version=open_clip.__version__)):
+        with open_clip_as_of_their_time(ctx, LOAD_MODEL, QUICK_GELU_WHY):
             run_script(code, SCRIPT, argv, cwd=ctx.scratch)
         oracle.ran.append(command_line(code, SCRIPT, argv) + f"  [{name}]")
         metrics = json.loads((out / f"{argv[1]}-{Path(pretrained).name}.json").read_text(encoding="utf-8"))
         for group, members in SUGARCREPE_GROUPS.items():
             pooled = sum(metrics[c] * counts[c] for c in members) / sum(counts[c] for c in members)
-            value = row.get(f"sugarcrepe_{group}")
-            oracle.numbers.append(Number(TABLE5, name, group, 100 * pooled,
-                                         None if value in (None, "") else float(value), DECIMALS, reason))
+            oracle.numbers.append(number(TABLE5, name, group, 100 * pooled, row.get(f"sugarcrepe_{group}"), DECIMALS,
+                                         reason))
 
 
 def run(ctx) -> PaperOracle:
-    # deferred: loads open_clip only when called
-    import open_clip
-
     results = ctx.results("sugarcrepe")
     code = ctx.code(REPO)
     prepared = PreparedSet.load(build_root() / "full" / "sugarcrepe" / "manifest.json")
@@ -140,7 +121,7 @@ def run(ctx) -> PaperOracle:
     precision = context.get("engine", {}).get("precision", "fp32")
     reason = None if precision == "fp32" else (f"this workspace scored at {precision} (params.yaml engine); "
                                                "the authors' script at fp32")
-    rows = our_rows(results)
+    rows = rows_by(results / "table6.csv", "model")
     oracle = PaperOracle("sugarcrepe", code=[code.pinned])
     register_local_configs()  # a rehearsal's shrunk architectures (VLC_ARCH_OVERRIDES); nothing otherwise
     for name in with_variants(ctx.params["sugarcrepe"]["models"]["full"]):
@@ -148,18 +129,18 @@ def run(ctx) -> PaperOracle:
         out = ctx.scratch / name.replace("/", "__")
         argv = ["--model", arch, "--pretrained", tag, "--data_root", str(prepared.data_dir),
                 "--coco_image_root", str(prepared.image_root), "--output", str(out)]
-        with open_clip_as_of_their_time(ctx, LOAD_MODEL, QUICK_GELU_WHY.format(version=open_clip.__version__)), \
+        with open_clip_as_of_their_time(ctx, LOAD_MODEL, QUICK_GELU_WHY), \
                 returns_of(code.module_file(SCRIPT), "text_retrieval", ("c", "i")) as seen:
             run_script(code, SCRIPT, argv, cwd=ctx.scratch)
         oracle.ran.append(command_line(code, SCRIPT, argv))
         metrics = json.loads((out / f"{arch}-{tag}.json").read_text(encoding="utf-8"))
         ours = rows.get(name, {})
         for category in CATEGORIES:
-            value = ours.get(category)
-            oracle.numbers.append(Number(BENCHMARK, name, category, 100 * metrics[category],
-                                         None if value in (None, "") else float(value), DECIMALS, reason))
+            oracle.numbers.append(number(BENCHMARK, name, category, 100 * metrics[category], ours.get(category),
+                                         DECIMALS, reason))
         authors = {f"{c['c']}/{c['i']}": value == 1 for c, value in zip(seen.callers, seen.values)}
-        oracle.decisions.append(compare_decisions(BENCHMARK, name, authors, our_decisions(results, name), reason))
+        decided, _ = our_predictions(results / "predictions" / f"{name.replace('/', '__')}.csv")
+        oracle.decisions.append(compare_decisions(BENCHMARK, name, authors, decided, reason))
     table5_runs(ctx, code, oracle, results, prepared, reason)
     oracle.not_covered += [
         NotCovered("Table 4 and Table 6's Vera/Grammar rows (blind attacks), the adversarial refinement",
