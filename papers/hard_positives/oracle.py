@@ -61,14 +61,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 from unittest import mock
 
 import numpy as np
 
-from common.files.io import sha256_file, write_json_atomic
+from common.files.io import sha256_file, write_json_atomic, write_text_atomic
 from common.oracle.authors import OracleError, command_line, importable, module_path, printed, run_script
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import as_clip_archive, clip_load_from, link, save
@@ -265,11 +265,7 @@ def released_layout(scratch: Path, manifest: Path) -> int | None:
         if full.cap is None:
             link(source, target)
         else:
-            rows = json.loads(source.read_text(encoding="utf-8"))[: full.cap]
-            if target.is_symlink() or target.exists():
-                target.unlink()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(rows), encoding="utf-8")
+            write_text_atomic(target, json.dumps(json.loads(source.read_text(encoding="utf-8"))[: full.cap]))
     for name, folder in full.info["vg_image_folders"].items():
         link(base / folder, scratch / ROOT_DIR / name)
     for root in (ROOT_DIR, SWAPPED_DIR):
@@ -310,44 +306,34 @@ class PartResult:
         return right, scores
 
 
-@dataclass
-class Weights:
-    """Where each model's weights go so that the authors' loader finds them."""
-
-    scratch: Path
-    clip_code: Any
-    archives: dict[str, Path] = field(default_factory=dict)
-
-    def place(self, ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping]) -> Path | None:
-        """Link or write the row's weights; returns the archive ``clip.load`` gets (OpenAI's CLIP only)."""
-        model = entry.model.split("@")[0]
-        if entry.authors_name.startswith("openai-clip:"):
-            if model not in self.archives:
-                with importable(self.clip_code.root):
-                    self.archives[model] = as_clip_archive(model, self.scratch / "weights")
-            return self.archives[model]
-        if entry.authors_name == "NegCLIP":
-            link(get_spec(model).checkpoint_path(), self.scratch / ROOT_DIR / "negclip.pth")
-        elif entry.row in checkpoints:
-            source = Path(checkpoints[entry.row]["path"])
-            if sha256_file(source) != checkpoints[entry.row].get("sha256"):
-                raise OracleError(f"{source}: not the weights results/hard_positives/full scored (sha256 differs "
-                                  "from context.json's): run the table1-full stage again")
-            self._as_state_dict(ctx, source, self.scratch / MODELS_DIR / f"{entry.authors_name}.pt")
-        else:
-            link(get_spec(model).checkpoint_path(), self.scratch / MODELS_DIR / f"{entry.authors_name}.pt")
-        return None
-
-    @staticmethod
-    def _as_state_dict(ctx, source: Path, target: Path) -> None:
+def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], clip_code,
+                  archives: dict[str, Path]) -> Path | None:
+    """Link or write the row's weights where the authors' loader finds them; returns the archive ``clip.load`` gets
+    (OpenAI's CLIP only: written once per model, kept in ``archives``)."""
+    model, target = entry.model.split("@")[0], ctx.scratch / MODELS_DIR / f"{entry.authors_name}.pt"
+    if entry.authors_name.startswith("openai-clip:"):
+        if model not in archives:
+            with importable(clip_code.root):
+                archives[model] = as_clip_archive(model, ctx.scratch / "weights")
+        return archives[model]
+    if entry.authors_name == "NegCLIP":
+        link(get_spec(model).checkpoint_path(), ctx.scratch / ROOT_DIR / "negclip.pth")
+    elif entry.row in checkpoints:
         # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
+        source = Path(checkpoints[entry.row]["path"])
+        if sha256_file(source) != checkpoints[entry.row].get("sha256"):
+            raise OracleError(f"{source}: not the weights results/hard_positives/full scored (sha256 differs "
+                              "from context.json's): run the table1-full stage again")
         ctx.replaced("model_zoo get_model: replace/models/<coco_* name>.pt (the authors' fine-tune, not released)",
                      "this workspace's run of the same name: its safetensors written there as a torch.save state dict",
                      "the row's own weights, in the format the authors' loader reads (open_clip load_checkpoint: "
                      "torch.load on a .pt path)")
         save(load_file(str(source)), target)
+    else:
+        link(get_spec(model).checkpoint_path(), target)
+    return None
 
 
 def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
@@ -355,7 +341,6 @@ def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
     scores = {}
     for part in PARTS:
         scores.update(parts[part.dataset].decisions(part.group)[1])
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, scores)
 
 
@@ -433,10 +418,10 @@ def run(ctx) -> PaperOracle:
     columns = {**rows_by(results / "table3.csv", "row", optional=True),
                **rows_by(results / "table1.csv", "row", optional=True)}
     table2 = rows_by(results / "table2.csv", "row", optional=True)
-    weights = Weights(ctx.scratch, clip_code)
+    archives: dict[str, Path] = {}
     logs = ctx.scratch / "logs"
     for entry in entries:
-        archive = weights.place(ctx, entry, context.get("checkpoints", {}))
+        archive = place_weights(ctx, entry, context.get("checkpoints", {}), clip_code, archives)
         wanted = authors_precision(entry.authors_name, ctx.device)
         reasons = [] if entry.precision == wanted else [f"this workspace scored the row at {entry.precision}; "
                                                         f"the authors' script on {ctx.device} at {wanted}"]
