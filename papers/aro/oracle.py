@@ -245,8 +245,8 @@ def run(ctx) -> PaperOracle:
                    "the release shuffles with numpy's, Python's and torch's global streams, seeded once per run, "
                    "caption after caption and image after image (main_retrieval; the dataset_zoo.perturbations "
                    "module); this workspace draws each caption's and image's permutation from its own seeded stream "
-                   "(common/text/caption_text.py, common/files/image_transforms.py): the shuffled inputs differ, so the scores "
-                   "cannot be compared"),
+                   "(common/text/caption_text.py, common/files/image_transforms.py): the shuffled inputs differ, so "
+                   "the scores cannot be compared"),
         NotCovered("CIFAR-10/100 zero-shot classification (Table 6)",
                    "the release has no zero-shot classification code (main_retrieval takes COCO_Retrieval or "
                    "Flickr30k_Retrieval only)")]

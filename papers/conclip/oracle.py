@@ -149,24 +149,17 @@ def configs_module(pt_file: Path, split_size: int) -> types.ModuleType:
     return module
 
 
-def data_package(code_root: Path) -> types.ModuleType:
-    """``data``: the released ``src/data`` folder as a package whose ``__init__`` (not registered) re-exports the
-    dataset module, as the upstream one's ``from .evaluation_datasets import *`` does; the caller imports it."""
+@contextlib.contextmanager
+def released_imports(code_root: Path, pt_file: Path, split_size: int) -> Iterator[None]:
+    """``configs`` and ``data`` importable as the snippet expects, for the block: ``data`` the released ``src/data``
+    folder as a package whose ``__init__`` (not registered) re-exports the dataset module, as the upstream one's
+    ``from .evaluation_datasets import *`` does."""
     package = types.ModuleType("data")
     package.__path__ = [str(Path(code_root) / "src" / "data")]  # type: ignore[attr-defined]
     package.__package__ = "data"
-    return package
-
-
-@contextlib.contextmanager
-def released_imports(code_root: Path, pt_file: Path, split_size: int) -> Iterator[None]:
-    """``configs`` and ``data`` importable as the snippet expects, for the block."""
-    package = data_package(code_root)
     with shimmed_modules({"configs": configs_module(pt_file, split_size), "data": package}):
         module = importlib.import_module("data.evaluation_datasets")
-        for name in dir(module):
-            if not name.startswith("_"):
-                setattr(package, name, getattr(module, name))
+        vars(package).update({name: getattr(module, name) for name in dir(module) if not name.startswith("_")})
         try:
             yield
         finally:
