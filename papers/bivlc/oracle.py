@@ -139,23 +139,23 @@ SUGARCREPE_COLUMNS = ("filename", "caption", "negative_caption", "type", "subtyp
 # ------------------------------------------------------------------------------------------------------------------
 # Reading what the authors' scripts print
 # ------------------------------------------------------------------------------------------------------------------
+def printed_once(script: str, pattern: str, text: str, flags: int = 0):
+    """The one match of ``pattern`` in what ``script`` printed (none or several: a ValueError)."""
+    found = re.findall(pattern, text, flags)
+    if len(found) != 1:
+        raise ValueError(f"{script}: {len(found)} printed match(es) of {pattern!r}, expected one")
+    return found[0]
+
+
 def printed_detector_scores(text: str) -> dict[str, float]:
     """``Detector_evaluation_BiVLC``'s printed numbers, in points, by table5.csv column."""
-    out = {}
-    for column, (pattern, scale) in DETECTOR_PRINTS.items():
-        found = re.findall(pattern, text)
-        if len(found) != 1:
-            raise ValueError(f"{DETECTOR_BIVLC}: {len(found)} printed match(es) of {pattern!r}, expected one")
-        out[column] = scale * float(found[0])
-    return out
+    return {column: scale * float(printed_once(DETECTOR_BIVLC, pattern, text))
+            for column, (pattern, scale) in DETECTOR_PRINTS.items()}
 
 
 def printed_sugarcrepe_detector(text: str) -> float:
     """What ``Detector_evaluation_SugarCrepe`` prints as "Text_score_i0: ...", in points."""
-    found = re.findall(r"^Text_score_i0: (\S+)$", text, flags=re.M)
-    if len(found) != 1:
-        raise ValueError(f"{DETECTOR_SUGARCREPE}: {len(found)} 'Text_score_i0:' lines printed, expected one")
-    return float(found[0])
+    return float(printed_once(DETECTOR_SUGARCREPE, r"^Text_score_i0: (\S+)$", text, re.M))
 
 
 def printed_main_scores(text: str) -> dict[str, dict[str, float]]:
@@ -175,10 +175,8 @@ def printed_main_scores(text: str) -> dict[str, dict[str, float]]:
 def printed_sugarcrepe_count(text: str) -> tuple[int, int]:
     """The count ``evaluation_SugarCrepe`` prints after "SUGARCREPE OVERALL:", (correct, n): exact, where the
     mean beside it has four significant digits only."""
-    found = re.findall(r"SUGARCREPE OVERALL:\s+\S+ \((\d+)/(\d+)\)", text)
-    if len(found) != 1:
-        raise ValueError(f"{SUGARCREPE_SCRIPT}: {len(found)} 'SUGARCREPE OVERALL' lines printed, expected one")
-    return int(found[0][0]), int(found[0][1])
+    correct, n = printed_once(SUGARCREPE_SCRIPT, r"SUGARCREPE OVERALL:\s+\S+ \((\d+)/(\d+)\)", text)
+    return int(correct), int(n)
 
 
 def sugarcrepe_rows(items: Sequence, image_root: Path) -> list[dict[str, str]]:
