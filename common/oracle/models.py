@@ -8,11 +8,13 @@ weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
+from common.oracle.authors import AuthorsCode, importable
 from common.zoo import get_spec
 
 
@@ -49,25 +51,28 @@ def state_dict(name: str) -> dict:
     return {k.removeprefix("module."): v for k, v in state.items()}
 
 
-def as_clip_archive(name: str, folder: Path) -> Path:
+@functools.cache
+def as_clip_archive(name: str, folder: Path, clip_code: AuthorsCode) -> Path:
     """Zoo model ``name``'s weights as a TorchScript archive, the format OpenAI releases and ``clip.load(path)`` reads:
-    OpenAI's ``build_model`` on the state dict, traced. The fetched ``openai/CLIP`` must be importable as ``clip``.
+    OpenAI's ``build_model`` (the fetched ``openai/CLIP``, ``clip_code``) on the state dict, traced; once per model.
     (``clip.load``'s state-dict branch cannot run: the ``torch.jit.load`` it tries first has read the file to its end,
     ``openai/CLIP@d05afc43 clip/clip.py:129`` "model = torch.jit.load(opened_file, map_location=device if jit else",
     so the ``torch.load(opened_file, ...)`` after it meets EOF.)"""
     # deferred: loads torch only when called
     import torch
-    # deferred: loads clip only when called
-    from clip.model import build_model
 
-    model = build_model(dict(state_dict(name))).float().eval()
-    size = model.visual.input_resolution
-    example = (torch.zeros(1, 3, size, size), torch.zeros(1, model.context_length, dtype=torch.long))
-    with torch.no_grad():
-        traced = torch.jit.trace(model, example, check_trace=False)
-    target = Path(folder) / f"{name.replace('/', '__')}.pt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    traced.save(str(target))
+    with importable(clip_code.root):
+        # deferred: loads clip only when called
+        from clip.model import build_model
+
+        model = build_model(dict(state_dict(name))).float().eval()
+        size = model.visual.input_resolution
+        example = (torch.zeros(1, 3, size, size), torch.zeros(1, model.context_length, dtype=torch.long))
+        with torch.no_grad():
+            traced = torch.jit.trace(model, example, check_trace=False)
+        target = Path(folder) / f"{name.replace('/', '__')}.pt"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        traced.save(str(target))
     return target
 
 

@@ -1,39 +1,29 @@
 """ARO's own evaluation as the oracle (``python -m common oracle aro``; ``common.oracle``).
 
 ARO's evaluation script (``SCRIPT``, at the pinned commit of ``REPO``) runs as released, once per model row and
-dataset (``--dataset VG_Relation`` / ``VG_Attribution``), on the annotations and images this workspace's ``full-set``
-read (``build/full/aro/benchmarks/manifest.json``). Its dataset package reads them from the released constants, a
-literal relative path, ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:1`` "ARO_ROOT =" and
-the path ``~/.cache/prerelease_bow``, never expanded, so the oracle runs it in a scratch folder where that path links to
-them. Its per-relation / per-attribute-pair records (the CSV it saves) are set beside ``table2_vg_relation.csv`` and
-``vg_attribution.csv`` at the paper's two decimals, and each example's decision and scores beside
-``predictions/<model>/``: the scores ``get_retrieval_scores_batched`` returns (recorded by ``common.oracle.observe``)
-under the authors' own rule, ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:87-88``
-"preds = np.argmax(np.squeeze(scores_i2t, axis=1), axis=-1) correct_mask = (preds == 1)".
+dataset (``DATASETS``), on the annotations and images this workspace's ``full-set`` read
+(``build/full/aro/benchmarks/manifest.json``). Its dataset package reads them from a literal relative path,
+``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:1`` "ARO_ROOT =" and the path
+``~/.cache/prerelease_bow``, never expanded, so the oracle runs it in a scratch folder where that path links to them
+(``released_layout``). Its per-group records (the CSV it saves) are set beside ``DATASETS``' tables at the paper's two
+decimals, and each example's decision and scores beside ``predictions/<model>/``: the scores
+``get_retrieval_scores_batched`` returns (recorded by ``common.oracle.observe``) under the authors' own rule,
+``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:87-88`` "preds =
+np.argmax(np.squeeze(scores_i2t, axis=1), axis=-1) correct_mask = (preds == 1)".
 
-Models: OpenAI's weights (``openai/ViT-B-32``) as ``openai-clip:ViT-B/32``, whose ``clip.load`` would download OpenAI's
+Models (``authors_model``): OpenAI's weights as ``openai-clip:ViT-B/32``, whose ``clip.load`` would download OpenAI's
 file (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:15`` "model, image_preprocess =
 clip.load(variant, device=device, download_root=root_dir)"): it is given the row's weights instead, as the TorchScript
-archive OpenAI releases and ``clip.load(path)`` reads (a listed replacement). Every other ViT-B/32 row (NegCLIP's
-release, the fine-tunes run here) through the authors' own path for a checkpoint, ``get_model("NegCLIP")``, its file
-linked where that looks (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:66`` "path =
-os.path.join(root_dir," with the name ``negclip.pth``, under ``CACHE_DIR``; a safetensors file saved as a state dict first). That
-line builds GELU (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71`` "model, _,
-image_preprocess = open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), which is the
-row ``aro/negclip-gelu`` as released; a row trained with QuickGELU gets ``force_quick_gelu=True`` on it (listed).
-Shim: ``torch._six`` (``common.oracle.authors.torch_six``: torch 2 removed it, and the release's ``misc`` package
-imports it).
+archive ``clip.load(path)`` reads (a listed replacement). Every other ViT-B/32 row through the authors' own path for a
+checkpoint, ``get_model("NegCLIP")``, its file linked where that looks (``CACHE_DIR``). That line builds GELU
+(``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71`` "model, _, image_preprocess =
+open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), which is the row
+``aro/negclip-gelu`` as released; a row trained with QuickGELU gets ``force_quick_gelu=True`` on it (listed). Shim:
+``torch._six`` (``common.oracle.authors.torch_six``).
 
-COCO and Flickr30k retrieval: the release's ``RETRIEVAL_SCRIPT`` (``--dataset COCO_Retrieval`` /
-``Flickr30k_Retrieval``), unshuffled, on the Karpathy test splits the full profile read, linked where the released
-constants look (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:2`` "COCO_ROOT =",
-``~/.cache/coco/2014``, and ``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/constants.py:3``
-"FLICKR_ROOT =", ``~/.cache/flickr30k/images``; torchvision's ``download_url`` finds the annotation file there and
-downloads nothing). Its four precisions are set beside Table 3's "No Shuffling" row at the paper's three decimals.
-
-Not run here: COCO/Flickr30k-Order (each example's perturbed captions are drawn at load time by the release's
-``TextShuffler``, spaCy and numpy's global stream; this workspace draws them once per seed, so the options, and the
-scores, differ), the shuffled retrieval rows for the same reason, and zero-shot classification (no released code).
+COCO and Flickr30k retrieval: ``RETRIEVAL_SCRIPT``, unshuffled, on the Karpathy test splits the full profile read,
+linked where the released constants look (``RETRIEVAL_ROOTS``), its four precisions beside Table 3's "No Shuffling"
+row at the paper's three decimals. What is not run, and why, closes ``run`` (``NotCovered``).
 """
 from __future__ import annotations
 
@@ -59,10 +49,9 @@ SCRIPT = "main_aro"
 """The release's evaluation script (a module of its root)."""
 DECIMALS = 2
 """The paper prints VG-Relation and VG-Attribution accuracies with two decimals."""
-DATASETS = {  # the authors' --dataset -> (benchmark, this workspace's per-group table, its predictions file, key column)
-    "VG_Relation": ("VG-Relation", "table2_vg_relation.csv", "vg_relation.csv", "Relation"),
-    "VG_Attribution": ("VG-Attribution", "vg_attribution.csv", "vg_attribution.csv", "Attributes"),
-}
+DATASETS = {"VG_Relation": ("VG-Relation", "table2_vg_relation.csv", "vg_relation.csv", "Relation"),
+            "VG_Attribution": ("VG-Attribution", "vg_attribution.csv", "vg_attribution.csv", "Attributes")}
+"""The authors' --dataset -> (benchmark, this workspace's per-group table, its predictions file, key column)."""
 NEGCLIP_CALL = ("model_zoo get_model('NegCLIP'): open_clip.create_model_and_transforms('ViT-B-32', "
                 "pretrained=path, device=device), for a row trained with QuickGELU")
 QUICK_GELU_WHY = ("the row's weights were trained with QuickGELU (OpenAI's ViT-B/32 and its fine-tunes); the released "
@@ -193,8 +182,7 @@ def run(ctx) -> PaperOracle:
         if model_name == "NegCLIP":  # where its get_model looks, relative to the working directory
             link(torch_checkpoint(name, ctx.scratch / "weights"), ctx.scratch / CACHE_DIR / "negclip.pth")
         else:
-            with importable(clip_code.root):
-                archive = as_clip_archive(name, ctx.scratch / "weights")
+            archive = as_clip_archive(name, ctx.scratch / "weights", clip_code)
         quick_gelu = model_name == "NegCLIP" and runs_quick_gelu(get_spec(name))
         key, label = our_scoring(name, model_name, ctx)
         out = ctx.scratch / "outputs" / name.replace("/", "__")

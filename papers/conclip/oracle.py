@@ -360,18 +360,14 @@ def run(ctx) -> PaperOracle:
     ours_table = rows_by(results / "table3.csv", "model")
     ours_cells = {(r["model"], r["word"], int(r["k"])): r["accuracy"] for r in read_csv(results / "by_word_k.csv")}
     register_local_configs()  # a rehearsal's shrunk architectures; nothing otherwise
-    archives: dict[str, Path] = {}
     for row, entry in context["models"].items():
         name = entry["model"]
         construction = authors_construction(name)
         if isinstance(construction, str):
             oracle.not_covered.append(NotCovered(f"{BENCHMARK} ({row}: {name})", construction))
             continue
-        if construction.archive not in archives:
-            with importable(clip_code.root):
-                archives[construction.archive] = as_clip_archive(construction.archive, ctx.scratch / "weights")
         seen = run_snippet(ctx, code, clip_code, snippet, line, pt_file, split_size, construction,
-                           archives[construction.archive], load_checkpoint)
+                           as_clip_archive(construction.archive, ctx.scratch / "weights", clip_code), load_checkpoint)
         oracle.ran.append(f"{code.pinned} README.md:94 {EVALUATE}()  [{row}: {name}]")
         authors = read_run(seen, first_index)
         wrong_images = [k for k, image in authors.images.items() if our_images.get(k, image) != image]

@@ -306,16 +306,12 @@ class PartResult:
         return right, scores
 
 
-def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], clip_code,
-                  archives: dict[str, Path]) -> Path | None:
+def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], clip_code) -> Path | None:
     """Link or write the row's weights where the authors' loader finds them; returns the archive ``clip.load`` gets
-    (OpenAI's CLIP only: written once per model, kept in ``archives``)."""
+    (OpenAI's CLIP only)."""
     model, target = entry.model.split("@")[0], ctx.scratch / MODELS_DIR / f"{entry.authors_name}.pt"
     if entry.authors_name.startswith("openai-clip:"):
-        if model not in archives:
-            with importable(clip_code.root):
-                archives[model] = as_clip_archive(model, ctx.scratch / "weights")
-        return archives[model]
+        return as_clip_archive(model, ctx.scratch / "weights", clip_code)
     if entry.authors_name == "NegCLIP":
         link(get_spec(model).checkpoint_path(), ctx.scratch / ROOT_DIR / "negclip.pth")
     elif entry.row in checkpoints:
@@ -418,10 +414,9 @@ def run(ctx) -> PaperOracle:
     columns = {**rows_by(results / "table3.csv", "row", optional=True),
                **rows_by(results / "table1.csv", "row", optional=True)}
     table2 = rows_by(results / "table2.csv", "row", optional=True)
-    archives: dict[str, Path] = {}
     logs = ctx.scratch / "logs"
     for entry in entries:
-        archive = place_weights(ctx, entry, context.get("checkpoints", {}), clip_code, archives)
+        archive = place_weights(ctx, entry, context.get("checkpoints", {}), clip_code)
         wanted = authors_precision(entry.authors_name, ctx.device)
         reasons = [] if entry.precision == wanted else [f"this workspace scored the row at {entry.precision}; "
                                                         f"the authors' script on {ctx.device} at {wanted}"]
