@@ -2,54 +2,35 @@
 
 What runs, as released (``IMirandaM/BiVLC@84f0d175``), once per row this workspace's ``tables-full`` scored:
 
-* Table 5 on BiVLC: ``src/Detectors/Detector_evaluation_BiVLC`` per detector row of ``results/bivlc/full/table5.csv``,
-  with the row's heads (``--image-checkpoint``/``--text-checkpoint``), ``--model_cache_dir`` the hub cache this
-  workspace read and its defaults otherwise (``--dataset classifiers_eval``, seed 42, batch 1000). What it prints
-  (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:150 "checkpoint text accuracy:",
-  IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:208-209 "Text_score: {100*np.mean(text_score)}")
-  is set beside ``table5.csv`` at the paper's two decimals; each instance's seven decisions (the 1/0 lists it leaves in
-  its globals, IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:156 "text_score_i0 = []") and its
-  four P(synthetic) (its frame, paired as IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:153
-  "positives = df[df['label'] == 0]") beside this workspace's, recomputed here by the stage's own functions
-  (``tables.score_detectors_rows``, which must give ``table5.csv`` again): the stage keeps no per-instance
-  detector output.
-* Table 5's SugarCrepe numbers: ``src/Detectors/Detector_evaluation_SugarCrepe`` per row (IMirandaM/BiVLC@84f0d175
-  src/Detectors/Detector_evaluation_SugarCrepe.py:124 "print(f'Text_score_i0: {100*np.mean(text_score_i0)}')"), its
-  ``--data-path`` a CSV in the columns of its default file (the authors' 7,512-row copy,
-  ``source_data/SugarCrepe/test_SugarCrepe.csv``) holding the examples this workspace read (``build/full/sugarcrepe``),
-  in their order.
+* Table 5 (``run_detectors``): ``src/Detectors/Detector_evaluation_BiVLC`` per detector row of ``table5.csv``, with
+  the row's heads, ``--model_cache_dir`` the hub cache this workspace read and its defaults otherwise. What it prints
+  (``DETECTOR_PRINTS``) is set beside ``table5.csv`` at the paper's two decimals; each instance's seven decisions
+  (``DETECTOR_GLOBALS``) and its four P(synthetic) (its frame, paired as IMirandaM/BiVLC@84f0d175
+  src/Detectors/Detector_evaluation_BiVLC.py:153 "positives = df[df['label'] == 0]") beside this workspace's,
+  recomputed here by the stage's own functions (``tables.score_detectors_rows``, which must give ``table5.csv``
+  again): the stage keeps no per-instance detector output. Then ``src/Detectors/Detector_evaluation_SugarCrepe``, its
+  ``--data-path`` a CSV in the columns of its default file (``SUGARCREPE_COLUMNS``) holding the examples this
+  workspace read, in their order.
+* Tables 2-4 and their SugarCrepe column (``run_contrastive``): ``main_evaluation_BiVLC`` and
+  ``evaluation_SugarCrepe``, wherever ``src.CLIP_fine_tuning.CLIP_utils``, which both import, can be fetched: it is
+  registered (group ``authors-code``) but not in the shared mirror, and ``run`` says what did not run without it. Run
+  on the rehearsal's stand-ins with the file at hand (2026-11-29): 4 of 4 benchmarks agree.
 
 Replaced, each listed in the output: the data download (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_utils.py:92
-`dataset = load_dataset("imirandam/BiVLC", split = "test")`) reads the snapshot of that repository this workspace read
-(``data/bivlc/BiVLC``, registry ``bivlc/BiVLC``) through the same call; ``load_model``'s call
-(IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_utils.py:24 "model, _, transform =
-open_clip.create_model_and_transforms(") gets ``force_quick_gelu=True`` for the ``openai`` tag, what open_clip 2.24
-built (IMirandaM/BiVLC@84f0d175 requirements.txt:37 "open-clip-torch==2.24.0"); heads trained here (the trainer's
-safetensors) are written in the released heads' layout with their row's encoder as the tower, which is all their
-loader reads (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:96
-"image_classifier.load_state_dict(checkpoint['model_state_dict'])"). The scripts import ``Detector_utils`` from their
-own folder, which ``python src/Detectors/<script>.py`` puts first on ``sys.path``. ``torchsummary`` is the package
-their requirements name (IMirandaM/BiVLC@84f0d175 requirements.txt:57 "torch-summary==1.4.5"): its ``summary`` has no
-``input_size`` argument, so (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:89
-"summary(text_classifier, input_size=(args.batch_size, 77))") prints the layers and runs no forward pass, where the
-``torchsummary`` 1.5.1 of PyPI would feed the text tower float tokens and stop the script.
+`dataset = load_dataset("imirandam/BiVLC", split = "test")`) reads the snapshot this workspace read
+(``hub_dataset_from``); ``load_model``'s call (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_utils.py:24 "model, _,
+transform = open_clip.create_model_and_transforms(") gets ``force_quick_gelu=True`` for the ``openai`` tag, what
+open_clip 2.24 built (IMirandaM/BiVLC@84f0d175 requirements.txt:37 "open-clip-torch==2.24.0"); heads and models
+trained here are written in the layout their loaders read (``head_checkpoint``, ``model_checkpoint``).
+``torchsummary`` must be the package their requirements name (``summary_package``; IMirandaM/BiVLC@84f0d175
+requirements.txt:57 "torch-summary==1.4.5"): its ``summary`` has no ``input_size`` argument, so
+(IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:89 "summary(text_classifier,
+input_size=(args.batch_size, 77))") prints the layers and runs no forward pass.
 
-Not run, and exactly why (``NotCovered``): Tables 2-4 (``main_evaluation_BiVLC``) and their SugarCrepe column
-(``evaluation_SugarCrepe``) import ``src.CLIP_fine_tuning.CLIP_utils`` (IMirandaM/BiVLC@84f0d175
-main_evaluation_BiVLC.py:16 "from src.CLIP_fine_tuning.CLIP_utils import load_model, random_seed, dataset,
-evaluate_BiVLC"; IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:14 "from src.CLIP_fine_tuning.CLIP_utils import
-load_model, random_seed, evaluate_SugarCrepe"), registered (group ``authors-code``) but not in the shared mirror: where
-it can be fetched (with internet, or a mirror that holds it), this plug-in runs both (``run_contrastive``), else says
-it did not. Run on the rehearsal's stand-ins with the file at hand (2026-11-29): 4 of 4 benchmarks agree. The printed overall and per-type scores
-(IMirandaM/BiVLC@84f0d175 main_evaluation_BiVLC.py:87 "checkpoint OVERALL scores:") beside ``table2.csv``/
-``table4.csv``, the exact SugarCrepe count (IMirandaM/BiVLC@84f0d175 evaluation_SugarCrepe.py:69
-"({correct.count(1)}/{len(df)})") beside its column, and each instance's decisions and similarities
-(``evaluate_BiVLC``'s locals at its return) beside ``predictions/<model>.csv``. Heads that are not ``Linear(512, 1)``
-on a 512-wide tower cannot be built by the authors' classes (IMirandaM/BiVLC@84f0d175
-src/Detectors/Detector_evaluation_BiVLC.py:28 "self.classifier = torch.nn.Linear(in_features=512,"): a rehearsal
-whose shrunk ViT-B-32 has another joint width is reported as a wrong stand-in, not run. Their ``torch.load`` has no
-``map_location`` (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:92 "checkpoint =
-torch.load(args.image_checkpoint)"): heads saved from a GPU load only where one is (``--device cuda``).
+Limits: heads that are not ``Linear(512, 1)`` on a 512-wide tower cannot be built by the authors' classes
+(``HEAD_WIDTH``: a rehearsal whose shrunk ViT-B-32 has another joint width is reported as a wrong stand-in). Their
+``torch.load`` has no ``map_location`` (IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:92
+"checkpoint = torch.load(args.image_checkpoint)"): heads saved from a GPU load only where one is (``--device cuda``).
 """
 from __future__ import annotations
 

@@ -5,39 +5,26 @@ What runs: the released CC-Neg evaluation, which is a README snippet, jaisidhsin
 whose line numbers are the README's, then ``evaluate_clip_on_ccneg()`` called: the snippet defines it and never calls
 it), with its dataset from the release's ``src.data.evaluation_datasets``, jaisidhsingh/CoN-CLIP@503388ac
 src/data/evaluation_datasets.py:8 "class CCNegEvalDataset(Dataset):" (registered, unmodified), once per row of
-``results/conclip/full/context.json`` that OpenAI's ``clip.load`` can build. It reads the ``.pt`` file and the image
-folder the full profile read (``context.json`` ``data``), takes the file's last ``eval_size`` entries
-(jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:21 "self.image_paths =
-self.image_paths[-self.split_size:]") and decides each by jaisidhsingh/CoN-CLIP@503388ac README.md:131
-"preds = sim.argmax(dim=-1)" against jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels =
+``results/conclip/full/context.json`` that OpenAI's ``clip.load`` can build (``authors_construction`` says why
+another cannot). It reads the ``.pt`` file and the image folder the full profile read (``context.json`` ``data``),
+takes the file's last ``eval_size`` entries (jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:21
+"self.image_paths = self.image_paths[-self.split_size:]") and decides each by jaisidhsingh/CoN-CLIP@503388ac
+README.md:131 "preds = sim.argmax(dim=-1)" against jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels =
 torch.zeros(batch_size).to(device)" (a tie is correct). Compared: its accuracy (README.md:137 "accuracy =
 round(correct/total * 100, 2)", the value after the last batch) with ``table3.csv``'s ``ccneg`` at Table 3's two
-decimals; each example's decision and its two similarities (``sim`` and ``preds`` of every batch, read from the
-running function's frame by ``common.oracle.observe.locals_at_line``: the snippet keeps only counts) with
+decimals; each example's decision and its two similarities (``read_run``: the snippet keeps only counts) with
 ``predictions/<model>.csv``; and Tables 7-9's cells (``by_word_k.csv``) recounted from the authors' decisions. The
 cells' grouping is this workspace's (``predictions/items.csv``): no released file groups the split by negation word
 or K, so those numbers check only this workspace's counting.
 
-Not registered, so replaced (each listed in the output): the snippet's ``from data import CCNegEvalDataset`` and the
-dataset module's ``from configs import configs`` need the release's ``src/data`` and ``src/configs`` packages, whose
-``__init__`` files are not among the registered files (registry group ``authors-code``): ``data`` is the released
-``src/data`` folder with an ``__init__`` that re-exports the dataset module only (the upstream one also star-imports
-the fine-tuning datasets, jaisidhsingh/CoN-CLIP@503388ac src/data/__init__.py:1 "from .finetuning_datasets import *"),
-and ``configs`` holds the three names the dataset module reads, set as upstream derives them:
-jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:8 "configs.ccneg_root_folder =" (a folder of the authors'
-machine, "change this accordingly"), jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:9
-"{configs.ccneg_root_folder}/ccneg_preprocessed.pt" and jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:11
-"configs.num_ccneg_eval_samples = 40000", with the root the folder of the ``.pt`` file and the split the full
-profile's (40,000; full_inputs.cap when capped). Model construction: README.md:95 "model, preprocess = clip.load(model_name,
-device=device)" gets the row's weights (``clip.load(<archive>)``, ``common.oracle.models``); CoN-CLIP and the
-fine-tunes are then loaded as the README loads CoN-CLIP, by its own ``load_checkpoint`` (README.md:32-36, taken from
-the first block), i.e. what the snippet's commented-out lines 98-99 do. On a machine without a GPU the snippet's
-``device = "cuda"`` (README.md:83) becomes the oracle's device (clip.load then keeps fp32 weights: with CUDA they
-stay fp16, openai/CLIP@d05afc43 clip/clip.py:140-141 "model.float()" runs on the CPU only).
-
-Not run: BLIP and FLAVA rows (the authors' wrappers for them are not among the registered files, nor in the release at
-the pinned commit), GELU rows such as LaCLIP (clip.model builds QuickGELU only, openai/CLIP@d05afc43 clip/model.py:179
-"QuickGELU()),"), and the benchmarks whose code is not registered (``not_run``).
+Not registered, so replaced (each listed in the output): the release's ``src/data`` and ``src/configs`` packages'
+``__init__`` files, which the snippet's ``from data import CCNegEvalDataset`` and the dataset module's ``from configs
+import configs`` need (``released_imports``, ``configs_module``). Model construction: README.md:95 "model, preprocess
+= clip.load(model_name, device=device)" gets the row's weights (``clip.load(<archive>)``, ``common.oracle.models``);
+CoN-CLIP and the fine-tunes are then loaded as the README loads CoN-CLIP, by its own ``load_checkpoint``
+(README.md:32-36, taken from the first block), i.e. what the snippet's commented-out lines 98-99 do. On a machine
+without a GPU the snippet's ``device = "cuda"`` (README.md:83) becomes the oracle's device (``run_snippet``). The
+benchmarks whose code is not registered: ``not_run``.
 """
 from __future__ import annotations
 
@@ -137,8 +124,10 @@ def defined_function(block: Block, function: str, filename: str) -> Callable:
 # ------------------------------------------------------------------------------------------------------------------
 def configs_module(pt_file: Path, split_size: int) -> types.ModuleType:
     """``configs`` (the release's ``src/configs`` package, not registered) with the names ``CCNegEvalDataset`` reads,
-    derived as upstream derives them from ``ccneg_root_folder`` (the folder its "change this accordingly" asks
-    for)."""
+    derived as upstream derives them from ``ccneg_root_folder`` (the folder its "change this accordingly" asks for):
+    jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:9 "{configs.ccneg_root_folder}/ccneg_preprocessed.pt",
+    jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:11 "configs.num_ccneg_eval_samples = 40000" (here the
+    split the full profile read)."""
     root = str(Path(pt_file).parent)
     module = types.ModuleType("configs")
     module.configs = types.SimpleNamespace(  # type: ignore[attr-defined]

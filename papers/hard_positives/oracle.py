@@ -2,60 +2,34 @@
 
 The release's ``run_eval`` script (``amitakamath/hard_positives@33addaae run_eval.py:14`` "def main():", with its fork
 of ARO's ``dataset_zoo``/``model_zoo`` and OpenAI's ``clip``, ``openai/CLIP@d05afc43``) runs as released, once per
-Table 1 / Table 3 row this workspace scored and per part of the benchmark (its positional ``dataset_name``:
-``replace_att``, ``replace_rel``, ``swap``), as ``python`` runs it with ``DATASET MODEL`` in a scratch folder laid out
-as the release: it reads the literal relative paths ``data`` and ``swapped_data``
-(``amitakamath/hard_positives@33addaae run_eval.py:43-44`` "root_dir =", then ``swapped_dir``), REPLACE's images at
-the rows' own ``image_path`` (``data/VG_100K[_2]/<id>.jpg``) and SWAP's at ``<root>/images``
-(``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,"), so
-those names link to the files and folders this workspace's ``full-data`` stage read
-(``build/full/hard_positives/manifest.json``). In a rehearsal that set keeps the first ``cap`` rows of each part
-(``sets_full.FullSet.capped``); the authors' code scores every row of a file, so it is given those rows as a copy in
-the released format (the same JSON list, cut), the files themselves otherwise.
+Table 1 / Table 3 row this workspace scored and per part of the benchmark (``PARTS``: its positional
+``dataset_name``), as ``python`` runs it with ``DATASET MODEL`` in a scratch folder laid out as the release
+(``released_layout``): its literal relative paths (``ROOT_DIR``, ``SWAPPED_DIR``; SWAP's images at ``<root>/images``,
+``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,") link to
+what this workspace's ``full-data`` stage read. A rehearsal's capped set is given as a copy of its rows in the
+released format: the authors' code scores every row of a file.
 
-What is compared (``results/hard_positives/full``): per part (REPLACE's attributes and relations, SWAP) Orig. Test
-Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79`` "orig_acc = sum([1 for v in orig_scores if
-v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints, read at ``main``'s return), Aug. Test Acc.
-and Brittleness from the five counts it prints (``amitakamath/hard_positives@33addaae run_eval.py:100`` "print(len([1
-for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
-orig_scores[i][0][1]]))": c_n below both; then c > c_n > c_p, c_p > c_n > c, c_n above both, ties), as percentages
-of ``len(orig_scores)``, beside ``groups.csv`` at the paper's one decimal; Table 1's REPLACE columns as the mean of
-the two parts (its caption: "REPLACE averages performance on Attributes and Relations") beside
-``table1.csv``/``table3.csv``; Table 2's mean scores of c, c_n, c_p on REPLACE (three decimals; the script computes
-no mean: they are taken here over its ``orig_scores_list``, ``amitakamath/hard_positives@33addaae run_eval.py:82``
-"orig_scores_list = [v[0][1] for v in orig_scores]", its ``mod_scores_list``,
-``amitakamath/hard_positives@33addaae run_eval.py:93`` "mod_scores_list = [v[0][1] for v in mod_scores]", and its
-c_n, ``mod_scores[i][0][0]``) beside ``table2.csv``; and each example's Aug. decision (line 100's condition) and
-scores (c, c_p, c_n) from the two arrays ``get_retrieval_scores_batched`` returns (recorded by
-``common.oracle.observe``) beside ``predictions/``.
+What is compared (``compare_row``): per part Orig. Test Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79``
+"orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints,
+read at ``main``'s return), Aug. Test Acc. and Brittleness from the five counts it prints (``printed_counts``), beside
+``groups.csv``; Table 1's columns as the mean of their parts (its caption: "REPLACE averages performance on Attributes
+and Relations") beside ``table1.csv``/``table3.csv``; Table 2's mean scores, which the script does not compute, over
+its own score lists (``PartResult.cells``) beside ``table2.csv``; and each example's Aug. decision and scores from the
+two arrays ``get_retrieval_scores_batched`` returns (``common.oracle.observe``) beside ``predictions/``.
 
-Models (``context.json``'s rows -> the script's ``model_name``, ``authors_model``):
-* OpenAI's CLIP as ``openai-clip:ViT-B/32``: ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "model,
-  image_preprocess = clip.load(variant, device=device, download_root=root_dir)" would download OpenAI's file; it gets
-  the row's weights as the TorchScript archive ``clip.load(path)`` reads (a listed replacement). ``clip.load`` rounds
-  the convolution, linear and attention weights to fp16 on every device (``openai/CLIP@d05afc43 clip/model.py:434``
-  "convert_weights(model)", then ``model.float()`` on the CPU): exact on OpenAI's release, whose values are fp16, so a
-  stand-in of those weights must hold fp16 values too, or the two sides' scores part by about 1e-4.
-* NegCLIP and the CREPE models (the rows' GELU builds, ``tables.AUTHORS_BUILD``) as ``NegCLIP``,
-  ``crepe_ft_swap``, ``crepe_ft_replace``, through the authors' loader unreplaced: the checkpoint linked where it looks
-  (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:76`` "path = os.path.join(root_dir," with ``root_dir``
-  ``data`` and the file ``negclip.pth``; ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:99``
-  "replace/models/{}.pt").
-* The fine-tunes run here as the ``coco_*`` names of ``amitakamath/hard_positives@33addaae run_eval.py:32-36``
-  "coco_crepe_negs_hard_pos_swap_only" (``RUN_NAMES``; the name only picks the file, every one goes through
-  ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101`` "model, _, image_preprocess =
-  open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), their safetensors written as
-  the ``torch.save`` state dict that path holds (a listed replacement: the authors' fine-tunes are not released).
-  That loader builds them GELU; this workspace scores its runs as trained (QuickGELU), which the comparison shows.
-* Not run: the ``<row>@quickgelu`` references (the authors' code builds these models GELU only) and the row at the
-  precision the authors' code cannot produce on this device (``clip.load`` builds fp16 and casts it to fp32 on the
-  CPU only: ``openai/CLIP@d05afc43 clip/clip.py:139-141`` "model = build_model(state_dict or
-  model.state_dict()).to(device)", then ``model.float()`` when the device is the CPU).
-
-Run instead of as released: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "model, preprocess =
-get_model(model_name=model_name, device=" hard-codes ``"cuda"``; on another device ``get_model`` is called with the
-oracle's device (a listed replacement), everything else unchanged. Not covered: the standard benchmarks of Sec. 4.2
-(no released code).
+Models (``authors_model``, ``place_weights``): OpenAI's CLIP as ``openai-clip:ViT-B/32``,
+``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "model, image_preprocess = clip.load(variant,
+device=device, download_root=root_dir)" would download OpenAI's file; it gets the row's weights as the TorchScript
+archive ``clip.load(path)`` reads (a listed replacement). ``clip.load`` rounds the convolution, linear and attention
+weights to fp16 on every device (``openai/CLIP@d05afc43 clip/model.py:434`` "convert_weights(model)", then
+``model.float()`` on the CPU): exact on OpenAI's release, whose values are fp16, so a stand-in of those weights must
+hold fp16 values too, or the two sides' scores part by about 1e-4. NegCLIP, the CREPE models (``GELU_BUILDS``) and
+the fine-tunes run here (``RUN_NAMES``) go through the authors' loader, their files where it looks; it builds every
+fine-tune GELU (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101`` "model, _, image_preprocess =
+open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), where this workspace scores its
+runs as trained (QuickGELU, ``RUNS_ACTIVATION``). Not run (``plan``): the ``<row>@quickgelu`` references and a row at
+a precision the authors' code cannot produce on this device. Replaced: the ``"cuda"`` the script hard-codes
+(``get_model_on``). Not covered: the standard benchmarks of Sec. 4.2 (no released code).
 """
 from __future__ import annotations
 
