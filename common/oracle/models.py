@@ -11,7 +11,7 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator
 from unittest import mock
 
 from common.oracle.authors import AuthorsCode, importable
@@ -76,26 +76,21 @@ def as_clip_archive(name: str, folder: Path, clip_code: AuthorsCode) -> Path:
     return target
 
 
-@contextlib.contextmanager
-def clip_load_from(ctx, path: Path | None, where: str) -> Iterator[None]:
+def clip_load_from(ctx, path: Path | None, where: str) -> ContextManager[None]:
     """``clip.load(<OpenAI name>, ...)`` -> ``clip.load(path, ...)`` for the block (None: left alone); ``where``: the
     authors' call it replaces, for the report."""
     # deferred: loads clip only when called
     import clip
 
     original = clip.load
-    if path is None:
-        yield
-        return
 
     def load(name, device="cpu", jit=False, download_root=None):
         return original(str(path), device=device, jit=jit, download_root=download_root)
 
-    ctx.replaced(where, "clip.load(<the row's weights as a TorchScript archive>, ...)",
-                 "the row's own weights in OpenAI's release format, through the authors' loader (it rebuilds the "
-                 "model with clip.model.build_model from the archive's state dict)")
-    with mock.patch.object(clip, "load", load):
-        yield
+    return ctx.replacing(clip, "load", None if path is None else load, where,
+                         "clip.load(<the row's weights as a TorchScript archive>, ...)",
+                         "the row's own weights in OpenAI's release format, through the authors' loader (it rebuilds "
+                         "the model with clip.model.build_model from the archive's state dict)")
 
 
 def link(target: Path, at: Path) -> None:
@@ -124,8 +119,7 @@ def torch_checkpoint(name: str, folder: Path) -> Path:
     return save(state_dict(name), folder / f"{name.replace('/', '__')}.pth")
 
 
-@contextlib.contextmanager
-def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Iterator[None]:
+def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> ContextManager[None]:
     """``open_clip.create_model_and_transforms(...)`` with ``force_quick_gelu=True`` for the block (``enabled``): a
     row whose weights were trained with QuickGELU, loaded by a released line that builds the GELU architecture
     (its GELU reading is a row of its own, e.g. ``aro/negclip-gelu``)."""
@@ -133,16 +127,12 @@ def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Ite
     import open_clip
 
     original = open_clip.create_model_and_transforms
-    if not enabled:
-        yield
-        return
 
     def create(*args, **kwargs):
         return original(*args, **{**kwargs, "force_quick_gelu": True})
 
-    ctx.replaced(where, "the same call with force_quick_gelu=True", why)
-    with mock.patch.object(open_clip, "create_model_and_transforms", create):
-        yield
+    return ctx.replacing(open_clip, "create_model_and_transforms", create if enabled else None, where,
+                         "the same call with force_quick_gelu=True", why)
 
 
 @contextlib.contextmanager

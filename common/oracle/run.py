@@ -9,13 +9,15 @@ every paper asked for agrees (or differs for a stated reason).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
+from unittest import mock
 
 from common import plugins
 from common.errors import unknown_name
@@ -53,6 +55,16 @@ class OracleContext:
     def replaced(self, what: str, by: str, why: str) -> None:
         if not any(r.what == what and r.by == by for r in self.replacements):
             self.replacements.append(Replacement(what, by, why))
+
+    @contextlib.contextmanager
+    def replacing(self, owner: Any, attribute: str, replacement: Any, what: str, by: str, why: str) -> Iterator[None]:
+        """``owner.attribute`` is ``replacement`` for the block, listed as ``replaced``; None: left as released."""
+        if replacement is None:
+            yield
+            return
+        self.replaced(what, by, why)
+        with mock.patch.object(owner, attribute, replacement):
+            yield
 
 
 def oracle_papers() -> list[str]:

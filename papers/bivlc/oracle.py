@@ -34,15 +34,13 @@ Limits: heads that are not ``Linear(512, 1)`` on a 512-wide tower cannot be buil
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
-from unittest import mock
+from typing import Any, ContextManager, Mapping, Sequence
 
 from common.benchmarks.caption_negatives import PreparedSet
 from common.files.tasks import as_ref
@@ -185,8 +183,7 @@ def write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[
 # ------------------------------------------------------------------------------------------------------------------
 # Running their scripts
 # ------------------------------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
+def hub_dataset_from(ctx, snapshot: Path, where: str) -> ContextManager[None]:
     """``datasets.load_dataset("imirandam/BiVLC", ...)`` -> ``load_dataset(<the local snapshot of that repository>,
     ...)``: the same files (the data files of a repository and of its snapshot folder are resolved alike), no
     download."""
@@ -198,11 +195,10 @@ def hub_dataset_from(ctx, snapshot: Path, where: str) -> Iterator[None]:
     def load(path, *args, **kwargs):
         return original(str(snapshot) if path == HUB_DATASET else path, *args, **kwargs)
 
-    ctx.replaced(where, f"load_dataset(<the snapshot of {HUB_DATASET} this workspace read>, split='test')",
-                 "a hub download of data: the files this workspace's tables-full read (data/bivlc/BiVLC), through "
-                 "the same call")
-    with mock.patch.object(datasets, "load_dataset", load):
-        yield
+    return ctx.replacing(datasets, "load_dataset", load, where,
+                         f"load_dataset(<the snapshot of {HUB_DATASET} this workspace read>, split='test')",
+                         "a hub download of data: the files this workspace's tables-full read (data/bivlc/BiVLC), "
+                         "through the same call")
 
 
 def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -> tuple[dict, str]:

@@ -36,8 +36,7 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
-from unittest import mock
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from common.oracle.authors import OracleError, importable, module_path, shimmed_modules
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
@@ -193,25 +192,19 @@ def training_dict(name: str, folder: Path) -> Path:
     return save({"model": dict(state_dict(name))}, folder / f"{name.replace('/', '__')}.model.pt")
 
 
-@contextlib.contextmanager
-def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable, why: str) -> Iterator[None]:
+def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable, why: str) -> ContextManager[None]:
     """``clip.load`` followed by README's ``load_checkpoint(model, checkpoint)`` for the block (None: left alone)."""
     # deferred: loads clip only when called
     import clip
 
     original = clip.load
-    if checkpoint is None:
-        yield
-        return
 
     def load(*args, **kwargs):
         model, preprocess = original(*args, **kwargs)
         return load_checkpoint(model, str(checkpoint)), preprocess
 
-    ctx.replaced(CLIP_LOAD_CALL + " (a CoN-CLIP-style row)",
-                 "the same, then README.md:32-36 load_checkpoint(model, <the row's checkpoint>)", why)
-    with mock.patch.object(clip, "load", load):
-        yield
+    return ctx.replacing(clip, "load", None if checkpoint is None else load, CLIP_LOAD_CALL + " (a CoN-CLIP-style row)",
+                         "the same, then README.md:32-36 load_checkpoint(model, <the row's checkpoint>)", why)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -33,12 +33,10 @@ a precision the authors' code cannot produce on this device. Replaced: the ``"cu
 """
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
-from unittest import mock
+from typing import Any, ContextManager, Mapping
 
 import numpy as np
 
@@ -162,8 +160,7 @@ def printed_counts(text: str, model_name: str, dataset_name: str) -> tuple[int, 
     return tuple(int(line) for line in lines[starts[-1] + 1: starts[-1] + 6])
 
 
-@contextlib.contextmanager
-def get_model_on(ctx, target: str) -> Iterator[None]:
+def get_model_on(ctx, target: str) -> ContextManager[None]:
     """``model_zoo.get_model`` called with ``target`` instead of the ``"cuda"`` the script hard-codes (nothing changes
     on CUDA). The script imports the name from the module (``amitakamath/hard_positives@33addaae run_eval.py:9`` "from
     model_zoo import get_model"), so the module is imported first and its attribute wrapped; the fetched release must
@@ -172,18 +169,14 @@ def get_model_on(ctx, target: str) -> Iterator[None]:
     import model_zoo
 
     original = model_zoo.get_model
-    if str(target).startswith("cuda"):
-        yield
-        return
 
     def get_model(model_name, device=None, **kwargs):  # noqa: ARG001 - the released keyword, overridden
         return original(model_name, target, **kwargs)
 
-    ctx.replaced(GET_MODEL_CALL, f'get_model(model_name=model_name, device="{target}", root_dir=root_dir)',
-                 "the script hard-codes CUDA; this run has none (clip.load then builds fp32: it casts to float on the "
-                 "CPU)")
-    with mock.patch.object(model_zoo, "get_model", get_model):
-        yield
+    return ctx.replacing(model_zoo, "get_model", None if str(target).startswith("cuda") else get_model, GET_MODEL_CALL,
+                         f'get_model(model_name=model_name, device="{target}", root_dir=root_dir)',
+                         "the script hard-codes CUDA; this run has none (clip.load then builds fp32: it casts to float "
+                         "on the CPU)")
 
 
 def prediction_stem(model: str, reference: str | None, precision: str) -> str:
