@@ -2,12 +2,8 @@
 
 Their scripts print aggregates; the per-example decisions live in a function's return value (SugarCrepe's
 ``text_retrieval`` returns 1 or 0 per example, ARO's ``get_retrieval_scores_batched`` the score array) or in its
-locals. ``returns_of``: a profile hook (``sys.setprofile``) sees each return of the named function defined in the
-named file, with the local variables of its caller (which example it was: the nearest calling frame that has them)
-and, where asked, the function's own locals at that moment (a value it computes and never returns: the similarities
-BiVLC's ``evaluate_BiVLC`` keeps, the accuracy hard positives' ``main`` never prints). ``locals_at_line``: a trace
-hook (``sys.settrace``) sees a function's locals each time it is about to run one line, for values that live only
-while a loop runs. Neither changes anything.
+locals: ``returns_of`` (a profile hook) records each return of a function, with its caller's and its own locals;
+``locals_at_line`` (a trace hook) a function's locals each time it reaches one line. Neither changes anything.
 """
 from __future__ import annotations
 

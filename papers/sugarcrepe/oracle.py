@@ -3,22 +3,17 @@
 SugarCrepe's evaluation script (``SCRIPT``, at the pinned commit of ``REPO``) runs as released, once per Table 6 row
 this workspace scored, with ``--data_root`` and ``--coco_image_root`` the full set's
 (``build/full/sugarcrepe/manifest.json``: the released JSON or, in a rehearsal, its capped copy in the released
-format) and ``--model``/``--pretrained`` as its own model list spells the row. Its per-category accuracies (the JSON
-it dumps) are set beside ``results/sugarcrepe/full/table6.csv`` at the paper's printed precision (one decimal of a
-percent), and each example's decision beside ``predictions/<model>.csv``: ``text_retrieval``'s return value, recorded
-by ``common.oracle.observe``, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:54`` "return 1 if pos_score.item() >
-neg_score.item() else 0" (a tie is wrong). Then every row of Tables 5 and 10 (the pretrained base, the fine-tunes and
-the from-scratch runs of this workspace's pipeline, the released NegCLIP) through the same script with ``--pretrained``
-its weights file, its SugarCrepe columns pooled from the script's per-category accuracies (``table5_runs``).
+format) and ``--model``/``--pretrained`` as its own model list spells the row (``authors_arguments``). Its
+per-category accuracies (the JSON it dumps) are set beside ``results/sugarcrepe/full/table6.csv`` at the paper's
+printed precision (one decimal of a percent), and each example's decision beside ``predictions/<model>.csv``:
+``text_retrieval``'s return value, recorded by ``common.oracle.observe``, ``RAIVNLab/sugar-crepe@0047054b
+main_eval.py:54`` "return 1 if pos_score.item() > neg_score.item() else 0" (a tie is wrong). Then every row of Tables
+5 and 10 through the same script with ``--pretrained`` its weights file (``table5_runs``).
 
-Replacements (``common.oracle.models.open_clip_as_of_their_time``), the script's
-``RAIVNLab/sugar-crepe@0047054b main_eval.py:33`` "model, _, transform = open_clip.create_model_and_transforms("
-building what it built under the open_clip of its time (v2.20): for the ``openai`` tag the call gets
-``force_quick_gelu=True`` (``common.zoo.specs.activation_mismatch`` cites the code; today's open_clip builds GELU
-there, with a warning); the commented-out DataComp QuickGELU rows name a ``-quickgelu`` architecture today's open_clip
-no longer lists their tags under, so they are built as the GELU name with ``force_quick_gelu``, the same model. In a
-rehearsal the architectures are the copy's shrunk ones (``VLC_ARCH_OVERRIDES``) and the weights the stand-ins in its
-hub cache, which the authors' call finds on its own.
+Replaced: the script's ``RAIVNLab/sugar-crepe@0047054b main_eval.py:33`` "model, _, transform =
+open_clip.create_model_and_transforms(" builds what it built under the open_clip of its time, v2.20
+(``common.oracle.models.open_clip_as_of_their_time``). In a rehearsal the architectures are the copy's shrunk ones
+(``VLC_ARCH_OVERRIDES``) and the weights the stand-ins in its hub cache, which the authors' call finds on its own.
 """
 from __future__ import annotations
 
