@@ -179,11 +179,6 @@ def get_model_on(ctx, target: str) -> ContextManager[None]:
                          "on the CPU)")
 
 
-def prediction_stem(model: str, reference: str | None, precision: str) -> str:
-    """As ``tables.prediction_stem`` names a scoring's file."""
-    return model.replace("/", "__") + (f"@{precision}" if reference == "precision" else "")
-
-
 def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCovered]]:
     """Which rows the script runs for (one per model it builds: the row at the precision it scores at on
     ``device``), and which it cannot run, with why."""
@@ -199,8 +194,8 @@ def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCover
                                              "NegCLIP and the CREPE models GELU only: open_clip."
                                              "create_model_and_transforms('ViT-B-32', pretrained=path, ...))"))
             continue
-        entry = AuthorsRow(row, model + (f"@{precision}" if info.get("reference") == "precision" else ""), name,
-                           precision, prediction_stem(model, info.get("reference"), precision))
+        scoring = model + (f"@{precision}" if info.get("reference") == "precision" else "")
+        entry = AuthorsRow(row, scoring, name, precision, scoring.replace("/", "__"))  # as tables.prediction_stem
         wanted = authors_precision(name, device)
         previous = chosen.get(name)
         if previous is None or (precision == wanted and previous.precision != wanted):
@@ -251,15 +246,12 @@ class PartResult:
     mod: Any
     """N x 1 x 2: (c_n, c_p) per example, from ``swapped_data/``."""
 
-    @property
-    def n(self) -> int:
-        return len(self.orig)
-
     def cells(self) -> dict[str, float]:
         """Percentages as the paper prints them, and Table 2's means (over the same lists of scores)."""
         below, original_only, positive_only = self.counts[:3]
-        return {"orig": 100.0 * self.orig_acc, "aug": 100.0 * below / self.n,
-                "brittleness": 100.0 * (original_only + positive_only) / self.n,
+        n = len(self.orig)
+        return {"orig": 100.0 * self.orig_acc, "aug": 100.0 * below / n,
+                "brittleness": 100.0 * (original_only + positive_only) / n,
                 "mean_original": float(np.mean(np.asarray([v[0][1] for v in self.orig], dtype=np.float64))),
                 "mean_positive": float(np.mean(np.asarray([v[0][1] for v in self.mod], dtype=np.float64))),
                 "mean_negative": float(np.mean(np.asarray([v[0][0] for v in self.mod], dtype=np.float64)))}
@@ -297,14 +289,6 @@ def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], cl
     else:
         link(get_spec(model).checkpoint_path(), target)
     return None
-
-
-def write_scores(path: Path, parts: Mapping[str, PartResult]) -> None:
-    """The authors' (c, c_p, c_n) scores per item, kept in the scratch folder to look into a difference."""
-    scores = {}
-    for part in PARTS:
-        scores.update(parts[part.dataset].decisions(part.group)[1])
-    write_json_atomic(path, scores)
 
 
 def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path | None, log: Path) -> PartResult:
@@ -396,7 +380,9 @@ def run(ctx) -> PaperOracle:
                                            logs / f"{entry.row}-{part.dataset}.log")
             oracle.ran.append(command_line(code, SCRIPT, [part.dataset, entry.authors_name]) + f"  [{entry.row}]")
         compare_row(oracle, entry, parts, results, groups, columns, table2, reason)
-        write_scores(ctx.scratch / "scores" / f"{entry.stem}.json", parts)
+        # the authors' (c, c_p, c_n) scores per item, kept in the scratch folder to look into a difference
+        write_json_atomic(ctx.scratch / "scores" / f"{entry.stem}.json",
+                          {k: v for p in PARTS for k, v in parts[p.dataset].decisions(p.group)[1].items()})
     oracle.not_covered.append(NotCovered(
         "ImageNet-1K, CIFAR-10/100, COCO and Flickr30K retrieval (Sec. 4.2, supplementary)",
         f"{code.pinned} releases no evaluation for them: its only script's datasets are {module_path(SCRIPT)}:17 "
