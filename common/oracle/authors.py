@@ -1,10 +1,5 @@
-"""The authors' code: fetched byte-exact into its upstream layout, and run as released.
-
-``fetch_code(repo)`` fetches every registry entry of group ``authors-code`` under ``code/<owner>/<repo>/`` (sha256
-checked; the mirror or the pinned URL) and returns the folder, laid out as the repository, and its commit.
-``run_script`` runs one of its scripts as ``__main__`` with a command line, as ``python`` would run the file, in this
-process (so an ``observe`` hook and a model-construction replacement can be in place), then forgets every
-module it imported from the folder.
+"""The authors' code: fetched byte-exact into its upstream layout (``fetch_code``), and run as released
+(``run_script``: in this process, so that an ``observe`` hook and a model-construction replacement can be in place).
 """
 from __future__ import annotations
 

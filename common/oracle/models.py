@@ -7,11 +7,10 @@ weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import ContextManager, Iterator
+from typing import ContextManager
 from unittest import mock
 
 from common.oracle.authors import AuthorsCode, importable
@@ -135,8 +134,7 @@ def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Con
                          "the same call with force_quick_gelu=True", why)
 
 
-@contextlib.contextmanager
-def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
+def open_clip_as_of_their_time(ctx, where: str, why: str) -> ContextManager:
     """``open_clip.create_model_and_transforms(model, pretrained, ...)`` building, for the block, what it built under
     open_clip <= 2.28, the releases the authors ran (``where``: their function that makes the call, for the report):
 
@@ -170,5 +168,4 @@ def open_clip_as_of_their_time(ctx, where: str, why: str) -> Iterator[None]:
             model_name, kwargs["force_quick_gelu"] = gelu_name, True
         return original(model_name, pretrained, *args, **kwargs)
 
-    with mock.patch.object(open_clip, "create_model_and_transforms", create):
-        yield
+    return mock.patch.object(open_clip, "create_model_and_transforms", create)
