@@ -208,7 +208,7 @@ def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# This workspace's side
+# The run
 # ------------------------------------------------------------------------------------------------------------------
 def cell_accuracies(decisions: dict[str, bool], items: Sequence[dict[str, str]]) -> dict[tuple[str, int], float]:
     """Tables 7-9's cells from per-example decisions, grouped as ``predictions/items.csv`` groups the split."""
@@ -221,9 +221,6 @@ def cell_accuracies(decisions: dict[str, bool], items: Sequence[dict[str, str]])
     return {cell: round(100 * sum(v) / len(v), 2) for cell, v in cells.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The run
-# ------------------------------------------------------------------------------------------------------------------
 @dataclass
 class AuthorsRun:
     """What one ``evaluate_clip_on_ccneg()`` produced: the accuracy it showed, and per example (file index as this
