@@ -77,10 +77,8 @@ def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:
     declared = load_paper(paper).oracle
     if declared is None:
         raise OracleError(f"papers/{paper} declares no oracle (its PAPER's oracle is None)")
-    module = declared.load()
-    params = read_params(ROOT / "params.yaml")
-    ctx = OracleContext(ROOT, params, (ROOT / "build" / "oracle" / "scratch" / paper), device)
-    oracle: PaperOracle = module.run(ctx)
+    ctx = OracleContext(ROOT, read_params(ROOT / "params.yaml"), ROOT / "build" / "oracle" / "scratch" / paper, device)
+    oracle: PaperOracle = declared.load().run(ctx)
     oracle.replacements = [*ctx.replacements, *oracle.replacements]
     oracle.ran = [line.replace(f"{ROOT}/", "") for line in oracle.ran]  # paths relative to the workspace
     oracle.write(out_dir / f"{paper}.json")
@@ -102,8 +100,7 @@ def run_all(papers: Sequence[str], out_dir: Path, device: str = "cpu") -> tuple[
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
             failed.append(f"{paper}: {tail[0]}")
-    oracles = [o for o in read_oracles(out_dir) if o.paper in papers]
-    return oracles, failed
+    return [o for o in read_oracles(out_dir) if o.paper in papers], failed
 
 
 def _cmd(args: argparse.Namespace) -> int:
