@@ -146,15 +146,10 @@ def retrieval_layout(scratch: Path, manifest: dict) -> list[str]:
     return present
 
 
-def no_shuffle_rows(path: Path, label: str) -> dict[str, dict[str, str]]:
-    """Table 3's "No Shuffling" row of model ``label``, per dataset name."""
+def run(ctx) -> PaperOracle:
     # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.tables import NO_SHUFFLE
 
-    return {row["dataset"]: row for row in read_csv(path) if row["strategy"] == NO_SHUFFLE and row["model"] == label}
-
-
-def run(ctx) -> PaperOracle:
     results = ctx.results("aro")
     code, clip_code = ctx.code(REPO), ctx.code(CLIP_REPO)
     manifest_path = build_root() / "full" / "aro" / "benchmarks" / "manifest.json"
@@ -221,7 +216,8 @@ def run(ctx) -> PaperOracle:
                 continue
             with mock.patch.dict(os.environ, HOME=str(ctx.scratch / "~")):  # see HOME_WHY
                 (record,) = released(RETRIEVAL_SCRIPT, dataset)
-            ours = no_shuffle_rows(results / NO_SHUFFLE_TABLE, label).get(table_name, {})
+            ours = next((row for row in read_csv(results / NO_SHUFFLE_TABLE) if row["strategy"] == NO_SHUFFLE
+                         and row["model"] == label and row["dataset"] == table_name), {})  # Table 3's row
             for field, column in RETRIEVAL_COLUMNS.items():
                 oracle.numbers.append(number(benchmark, key, column, record[field], ours.get(column),
                                              RETRIEVAL_DECIMALS))

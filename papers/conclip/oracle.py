@@ -187,11 +187,6 @@ def authors_construction(name: str) -> Construction | str:
     return Construction(name)
 
 
-def training_dict(name: str, folder: Path) -> Path:
-    """Zoo model ``name``'s weights as the authors' training dict ``{"model": state_dict}`` (README.md:35 reads it)."""
-    return save({"model": dict(state_dict(name))}, folder / f"{name.replace('/', '__')}.model.pt")
-
-
 def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable, why: str) -> ContextManager[None]:
     """``clip.load`` followed by README's ``load_checkpoint(model, checkpoint)`` for the block (None: left alone)."""
     # deferred: loads clip only when called
@@ -257,9 +252,11 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
     frame's locals at each batch's end."""
     with importable(clip_code.root):
         checkpoint = None
-        if construction.checkpoint is not None:
-            checkpoint = (training_dict(construction.checkpoint, ctx.scratch / "weights") if construction.converted
-                          else weights_file(construction.checkpoint))
+        if construction.converted:  # as the authors' training dict {"model": state_dict}, which README.md:35 reads
+            checkpoint = save({"model": dict(state_dict(construction.checkpoint))},
+                              ctx.scratch / "weights" / f"{construction.checkpoint.replace('/', '__')}.model.pt")
+        elif construction.checkpoint is not None:
+            checkpoint = weights_file(construction.checkpoint)
         namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(snippet)}
         with importable(code.root / "src"), released_imports(code.root, pt_file, split_size):
             exec(compile(snippet.read_text(encoding="utf-8"), str(snippet), "exec"), namespace)  # noqa: S102
