@@ -489,17 +489,14 @@ def run(ctx) -> PaperOracle:
     if (code.root / module_path(CLIP_UTILS)).is_file():
         run_contrastive(ctx, code, oracle, inputs, results)
     else:
-        missing = (f"{module_path(CLIP_UTILS)}, registered (group authors-code), could not be fetched here: it is "
-                   "not in the mirror and there is no network; {script} imports it ({where}), so it runs wherever "
-                   "the file can be fetched")
         imports = "from src.CLIP_fine_tuning.CLIP_utils import load_model, random_seed,"
-        oracle.not_covered += [
-            NotCovered(f"{BIVLC} (Tables 2-4)", missing.format(
-                script=module_path(MAIN_SCRIPT),
-                where=f"{code.pinned} {module_path(MAIN_SCRIPT)}:16 \"{imports} dataset, evaluate_BiVLC\"")),
-            NotCovered(SUGARCREPE, missing.format(
-                script=module_path(SUGARCREPE_SCRIPT),
-                where=f"{code.pinned} {module_path(SUGARCREPE_SCRIPT)}:14 \"{imports} evaluate_SugarCrepe\""))]
+        oracle.not_covered += [NotCovered(benchmark, (
+            f"{module_path(CLIP_UTILS)}, registered (group authors-code), could not be fetched here: it is not in the "
+            f"mirror and there is no network; {module_path(script)} imports it ({code.pinned} {module_path(script)}:"
+            f"{line} \"{imports} {names}\"), so it runs wherever the file can be fetched"))
+            for benchmark, script, line, names in ((f"{BIVLC} (Tables 2-4)", MAIN_SCRIPT, 16,
+                                                    "dataset, evaluate_BiVLC"),
+                                                   (SUGARCREPE, SUGARCREPE_SCRIPT, 14, "evaluate_SugarCrepe"))]
     run_detectors(ctx, code, oracle, inputs, results)
     oracle.not_covered.append(NotCovered(
         "Tables 2-3's generative rows (Open CapPa, VQAScore)", "their evaluation scripts (OSCapPa_*.py, "

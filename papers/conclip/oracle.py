@@ -235,14 +235,12 @@ def read_run(seen: Sequence[dict[str, Any]], first_index: int) -> AuthorsRun:
     scale = float(seen[-1]["model"].logit_scale.detach())
     dataset = seen[-1]["ccneg_dataset"]
     decisions, scores, images = {}, {}, {}
-    j = 0
-    for batch in seen:
-        for row, pred in zip(batch["sim"].tolist(), batch["preds"].tolist(), strict=True):
-            key = str(first_index + j)
-            decisions[key] = pred == 0
-            scores[key] = [v / scale for v in row]
-            images[key] = Path(dataset.image_paths[j]).name
-            j += 1
+    batches = [pair for batch in seen for pair in zip(batch["sim"].tolist(), batch["preds"].tolist(), strict=True)]
+    for j, (row, pred) in enumerate(batches):
+        key = str(first_index + j)
+        decisions[key] = pred == 0
+        scores[key] = [v / scale for v in row]
+        images[key] = Path(dataset.image_paths[j]).name
     return AuthorsRun(float(seen[-1]["accuracy"]), decisions, scores, images)
 
 
