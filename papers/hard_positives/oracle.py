@@ -6,8 +6,7 @@ Table 1 / Table 3 row this workspace scored and per part of the benchmark (``PAR
 ``dataset_name``), as ``python`` runs it with ``DATASET MODEL`` in a scratch folder laid out as the release
 (``released_layout``): its literal relative paths (``ROOT_DIR``, ``SWAPPED_DIR``; SWAP's images at ``<root>/images``,
 ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,") link to
-what this workspace's ``full-data`` stage read. A rehearsal's capped set is given as a copy of its rows in the
-released format: the authors' code scores every row of a file.
+what this workspace's ``full-data`` stage read.
 
 What is compared (``compare_row``): per part Orig. Test Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79``
 "orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints,
