@@ -275,14 +275,6 @@ def summary_package() -> None:
                           f"requirements.txt); installed: {found or 'none'}: pip install 'torch-summary==1.4.5'")
 
 
-def joint_width() -> int:
-    """The joint width of the ``ViT-B-32`` open_clip builds here (a rehearsal's shrunk one, or OpenAI's 512)."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    return int(open_clip.get_model_config(AUTHORS_MODEL[0])["embed_dim"])
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # This workspace's side
 # ------------------------------------------------------------------------------------------------------------------
@@ -322,6 +314,8 @@ def read_inputs(ctx) -> Inputs:
 # ------------------------------------------------------------------------------------------------------------------
 def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """Both detector scripts per row of ``table5.csv``, beside it and beside the stage's recomputed probabilities."""
+    # deferred: loads open_clip only when called
+    import open_clip
     # deferred: loads huggingface_hub only when called
     from huggingface_hub.constants import HF_HUB_CACHE
 
@@ -332,7 +326,7 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
     if not table5:
         oracle.not_covered.append(NotCovered(DET_BIVLC, "table5.csv has no row: no detector was scored here"))
         return
-    width = joint_width()
+    width = int(open_clip.get_model_config(AUTHORS_MODEL[0])["embed_dim"])  # a rehearsal's shrunk one, or 512
     if width != HEAD_WIDTH:
         why = (f"STAND-IN WRONG: the ViT-B-32 open_clip builds here has a joint width of {width}; the authors' heads "
                f"are Linear({HEAD_WIDTH}, 1) ({code.pinned} {module_path(DETECTOR_BIVLC)}:28 \"self.classifier = "

@@ -24,7 +24,7 @@ import configs`` need (``released_imports``, ``configs_module``). Model construc
 CoN-CLIP and the fine-tunes are then loaded as the README loads CoN-CLIP, by its own ``load_checkpoint``
 (README.md:32-36, taken from the first block), i.e. what the snippet's commented-out lines 98-99 do. On a machine
 without a GPU the snippet's ``device = "cuda"`` (README.md:83) becomes the oracle's device (``run_snippet``). The
-benchmarks whose code is not registered: ``not_run``.
+benchmarks whose code is not registered: the end of ``run``.
 """
 from __future__ import annotations
 
@@ -283,24 +283,6 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
     return seen
 
 
-def not_run() -> list[NotCovered]:
-    """The paper's other benchmarks: their code is not among the registered files (and, but for the fine-tuning
-    script, not in the release at the pinned commit either), or not released at all."""
-    unregistered = (f"is not among the registered files (registry group authors-code: only the {DATASET_MODULE} "
-                    f"module and README.md of {REPO})")
-    return [
-        NotCovered("Zero-shot classification (Tables 4, 15, 16)", f"the authors' zero-shot classification code "
-                   f"{unregistered}; the README gives no snippet for it"),
-        NotCovered("SugarCrepe (Tables 5, 13, 14; Table 6's columns)", f"the authors' copy of SugarCrepe's main_eval "
-                   f"script {unregistered} (SugarCrepe's own main_eval script is run by papers/sugarcrepe's oracle, "
-                   "on its Table 6 rows)"),
-        NotCovered("Fine-tuning (Table 6's runs)", f"the release's src.conclip_fine_tuning script {unregistered}; this "
-                   "oracle scores the runs trained here on CC-Neg only"),
-        NotCovered("Distractor mining (Supplementary 0.B)", "the authors' mining code is not in the release "
-                   "(only its output, distractor_image_mapping.pt)"),
-    ]
-
-
 def run(ctx) -> PaperOracle:
     results = ctx.results("conclip")
     context = json.loads((results / "context.json").read_text(encoding="utf-8"))
@@ -361,5 +343,19 @@ def run(ctx) -> PaperOracle:
         for (word, k), value in sorted(cell_accuracies(authors.decisions, items).items()):
             oracle.numbers.append(number(CELLS, name, f"{word} K={k}", value, ours_cells.get((name, word, k)),
                                          DECIMALS, reason))
-    oracle.not_covered += not_run()
+    # the paper's other benchmarks: their code is not among the registered files (and, but for the fine-tuning
+    # script, not in the release at the pinned commit either), or not released at all
+    unregistered = (f"is not among the registered files (registry group authors-code: only the {DATASET_MODULE} "
+                    f"module and README.md of {REPO})")
+    oracle.not_covered += [
+        NotCovered("Zero-shot classification (Tables 4, 15, 16)", f"the authors' zero-shot classification code "
+                   f"{unregistered}; the README gives no snippet for it"),
+        NotCovered("SugarCrepe (Tables 5, 13, 14; Table 6's columns)", f"the authors' copy of SugarCrepe's main_eval "
+                   f"script {unregistered} (SugarCrepe's own main_eval script is run by papers/sugarcrepe's oracle, "
+                   "on its Table 6 rows)"),
+        NotCovered("Fine-tuning (Table 6's runs)", f"the release's src.conclip_fine_tuning script {unregistered}; this "
+                   "oracle scores the runs trained here on CC-Neg only"),
+        NotCovered("Distractor mining (Supplementary 0.B)", "the authors' mining code is not in the release "
+                   "(only its output, distractor_image_mapping.pt)"),
+    ]
     return oracle
