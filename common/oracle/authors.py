@@ -100,15 +100,6 @@ def shimmed_modules(modules: dict[str, types.ModuleType]) -> Iterator[None]:
                 sys.modules[name] = module
 
 
-def torch_six() -> types.ModuleType:
-    """``torch._six`` as torch 1.x defined the one name ARO's ``misc`` package imports (``string_classes``,
-    ``mertyg/vision-language-models-are-bows@81fdd20d misc/__init__.py:9`` "from torch._six import string_classes");
-    removed in torch 2.0, so the package cannot be imported as released."""
-    module = types.ModuleType("torch._six")
-    module.string_classes = (str, bytes)  # type: ignore[attr-defined]
-    return module
-
-
 @contextlib.contextmanager
 def importable(root: Path) -> Iterator[None]:
     """``root`` first on ``sys.path`` (as ``python`` running a script there has it); afterwards, every module imported

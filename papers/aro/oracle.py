@@ -19,7 +19,7 @@ checkpoint, ``get_model("NegCLIP")``, its file linked where that looks (``CACHE_
 (``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71`` "model, _, image_preprocess =
 open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), which is the row
 ``aro/negclip-gelu`` as released; a row trained with QuickGELU gets ``force_quick_gelu=True`` on it (listed). Shim:
-``torch._six`` (``common.oracle.authors.torch_six``).
+``torch._six`` (``run``: torch 2.0 removed it; the release's ``misc`` package imports it).
 
 COCO and Flickr30k retrieval: ``RETRIEVAL_SCRIPT``, unshuffled, on the Karpathy test splits the full profile read,
 linked where the released constants look (``RETRIEVAL_ROOTS``), its four precisions beside Table 3's "No Shuffling"
@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 
-from common.oracle.authors import command_line, importable, run_script, shimmed_modules, torch_six
+from common.oracle.authors import command_line, importable, run_script, shimmed_modules
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import as_clip_archive, clip_load_from, link, open_clip_quick_gelu, torch_checkpoint
 from common.oracle.observe import returns_of
@@ -159,6 +160,9 @@ def run(ctx) -> PaperOracle:
             entry[key] = str(manifest_path.parent / entry[key])
     scored = list(json.loads((results / "context.json").read_text(encoding="utf-8"))["models"])
     oracle = PaperOracle("aro", code=[code.pinned, clip_code.pinned])
+    # mertyg/vision-language-models-are-bows@81fdd20d misc/__init__.py:9 "from torch._six import string_classes"
+    torch_six = types.ModuleType("torch._six")
+    torch_six.string_classes = (str, bytes)  # type: ignore[attr-defined]
     ctx.replaced("torch._six (the misc package: from torch._six import string_classes)",
                  "a module holding string_classes = (str, bytes), as torch 1.x defined it",
                  "torch 2.0 removed torch._six, so the script cannot start as released")
@@ -188,7 +192,7 @@ def run(ctx) -> PaperOracle:
             (out / f"{dataset}.csv").unlink(missing_ok=True)  # the script appends to an existing file
             argv = ["--device", ctx.device, "--num_workers", "0", "--model-name", model_name, "--dataset", dataset,
                     "--output-dir", str(out)]
-            with shimmed_modules({"torch._six": torch_six()}), importable(clip_code.root), \
+            with shimmed_modules({"torch._six": torch_six}), importable(clip_code.root), \
                     clip_load_from(ctx, archive, GET_MODEL_CALL), \
                     open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu):
                 run_script(code, script, argv, cwd=ctx.scratch)
