@@ -109,15 +109,6 @@ def save(obj, target: Path) -> Path:
     return target
 
 
-def torch_checkpoint(name: str, folder: Path) -> Path:
-    """Zoo model ``name``'s weights as a file ``torch.load`` reads: its own file when it is one, else (safetensors)
-    the same tensors saved as a plain state dict under ``folder``."""
-    source = weights_file(name)
-    if source.suffix != ".safetensors":
-        return source
-    return save(state_dict(name), folder / f"{name.replace('/', '__')}.pth")
-
-
 def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> ContextManager[None]:
     """``open_clip.create_model_and_transforms(...)`` with ``force_quick_gelu=True`` for the block (``enabled``): a
     row whose weights were trained with QuickGELU, loaded by a released line that builds the GELU architecture

@@ -37,7 +37,8 @@ import numpy as np
 
 from common.oracle.authors import command_line, importable, run_script, shimmed_modules
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
-from common.oracle.models import as_clip_archive, clip_load_from, link, open_clip_quick_gelu, torch_checkpoint
+from common.oracle.models import (
+    as_clip_archive, clip_load_from, link, open_clip_quick_gelu, save, state_dict, weights_file)
 from common.oracle.observe import returns_of
 from common.oracle.ours import number, our_predictions, read_csv, rows_by
 from common.paths import build_root
@@ -179,7 +180,10 @@ def run(ctx) -> PaperOracle:
             continue
         archive = None
         if model_name == "NegCLIP":  # where its get_model looks, relative to the working directory
-            link(torch_checkpoint(name, ctx.scratch / "weights"), ctx.scratch / CACHE_DIR / "negclip.pth")
+            source = weights_file(name)
+            if source.suffix == ".safetensors":  # as a plain state dict, which its torch.load reads
+                source = save(state_dict(name), ctx.scratch / "weights" / f"{name.replace('/', '__')}.pth")
+            link(source, ctx.scratch / CACHE_DIR / "negclip.pth")
         else:
             archive = as_clip_archive(name, ctx.scratch / "weights", clip_code)
         quick_gelu = model_name == "NegCLIP" and runs_quick_gelu(get_spec(name))
