@@ -85,9 +85,8 @@ NO_SHUFFLE_TABLE = "table3_text_shuffle.csv"
 
 
 def authors_model(name: str) -> str | None:
-    """The ``--model-name`` that scores zoo model ``name`` with the authors' code, or None: OpenAI's weights as
-    ``openai-clip:ViT-B/32``; any other ViT-B/32 checkpoint as ``NegCLIP``, the authors' path for a checkpoint file
-    (``model_zoo.get_model``: open_clip's ``ViT-B-32`` from ``~/.cache/negclip.pth``, see the module docstring)."""
+    """The ``--model-name`` that scores zoo model ``name`` with the authors' code (the module docstring's Models), or
+    None."""
     spec = get_spec(name)
     if spec.backend != "open_clip" or spec.arch.removesuffix("-quickgelu") != "ViT-B-32":
         return None

@@ -364,7 +364,6 @@ def run(ctx) -> PaperOracle:
     columns = {**rows_by(results / "table3.csv", "row", optional=True),
                **rows_by(results / "table1.csv", "row", optional=True)}
     table2 = rows_by(results / "table2.csv", "row", optional=True)
-    logs = ctx.scratch / "logs"
     for entry in entries:
         archive = place_weights(ctx, entry, context.get("checkpoints", {}), clip_code)
         wanted = authors_precision(entry.authors_name, ctx.device)
@@ -376,7 +375,7 @@ def run(ctx) -> PaperOracle:
         parts = {}
         for part in PARTS:
             parts[part.dataset] = run_part(ctx, code, clip_code, entry, part, archive,
-                                           logs / f"{entry.row}-{part.dataset}.log")
+                                           ctx.scratch / "logs" / f"{entry.row}-{part.dataset}.log")
             oracle.ran.append(command_line(code, SCRIPT, [part.dataset, entry.authors_name]) + f"  [{entry.row}]")
         compare_row(oracle, entry, parts, results, groups, columns, table2, reason)
         # the authors' (c, c_p, c_n) scores per item, kept in the scratch folder to look into a difference
