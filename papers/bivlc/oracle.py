@@ -106,8 +106,10 @@ MAIN_PRINT_KEYS = {"I2T": "I2T", "T2I": "T2I", "Group score": "group", "Ipos_2T"
                    "Tpos_2I": "Tpos2I", "Tneg_2I": "Tneg2I"}
 """The labels of what ``main_evaluation_BiVLC`` prints (IMirandaM/BiVLC@84f0d175 main_evaluation_BiVLC.py:87 "I2T:
 {100*(sum(I2T)/len(data))}, T2I:") -> table2.csv's columns."""
-MAIN_GLOBALS = {"I2T": "I2T", "T2I": "T2I", "group": "group_score", "Ipos2T": "Ipos_2T", "Ineg2T": "Ineg_2T",
-                "Tpos2I": "Tpos_2I", "Tneg2I": "Tneg_2I"}
+MAIN_GLOBALS = {"I2T": ("I2T", "text_score"), "T2I": ("T2I", "image_score"), "group": ("group_score", "group_score"),
+                "Ipos2T": ("Ipos_2T", "text_score_i0"), "Ineg2T": ("Ineg_2T", "text_score_i1"),
+                "Tpos2I": ("Tpos_2I", "image_score_c0"), "Tneg2I": ("Tneg_2I", "image_score_c1")}
+"""table2.csv's column -> (the 1/0 list ``main_evaluation_BiVLC`` leaves in its globals, the predictions' column)."""
 SIMILARITIES = ("sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1")
 """``evaluate_BiVLC``'s per-instance similarities (its locals) and this workspace's predictions' columns."""
 SUGARCREPE_COLUMNS = ("filename", "caption", "negative_caption", "type", "subtype")
@@ -454,12 +456,9 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
         for k, item in enumerate(inputs.all_ids):
             if item not in predictions:
                 continue
-            for metric, glob in MAIN_GLOBALS.items():
+            for metric, (glob, column) in MAIN_GLOBALS.items():
                 key = f"{item}/{metric}"
                 authors[key] = bool(scope[glob][k])
-                column = {"I2T": "text_score", "T2I": "image_score", "group": "group_score",
-                          "Ipos2T": "text_score_i0", "Ineg2T": "text_score_i1", "Tpos2I": "image_score_c0",
-                          "Tneg2I": "image_score_c1"}[metric]
                 mine[key] = predictions[item][column] in ("1", "True", "true")
                 a_scores[key] = [sims[s][k] for s in SIMILARITIES]
                 o_scores[key] = [float(predictions[item][s]) for s in SIMILARITIES]

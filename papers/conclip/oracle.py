@@ -330,11 +330,9 @@ def run(ctx) -> PaperOracle:
         if wrong_images:
             raise ValueError(f"examples {wrong_images[:5]}: the authors' image is not this workspace's (the split's "
                              "order differs)")
-        authors_fp16 = str(ctx.device).startswith("cuda") and construction.checkpoint is None
-        reason = None
-        if ("fp16" if authors_fp16 else "fp32") != precision:
-            reason = (f"the snippet scores at {'fp16' if authors_fp16 else 'fp32'} (clip.load on "
-                      f"{ctx.device}), this workspace at {precision} (params.yaml engine)")
+        theirs = "fp16" if str(ctx.device).startswith("cuda") and construction.checkpoint is None else "fp32"
+        reason = None if theirs == precision else (f"the snippet scores at {theirs} (clip.load on {ctx.device}), "
+                                                   f"this workspace at {precision} (params.yaml engine)")
         oracle.numbers.append(number(BENCHMARK, name, "accuracy", authors.accuracy,
                                      ours_table.get(name, {}).get("ccneg"), DECIMALS, reason))
         decided, our_scores = our_predictions(results / "predictions" / f"{name.replace('/', '__')}.csv")
