@@ -120,10 +120,7 @@ class AuthorsRow:
 def openai_variant(arch: str) -> str:
     """open_clip's architecture name -> ``clip.load``'s (``ViT-B-32-quickgelu`` -> ``ViT-B/32``, ``RN101`` as is)."""
     arch = arch.removesuffix("-quickgelu")
-    if arch.startswith("ViT-"):
-        family, size = arch.rsplit("-", 1)
-        return f"{family}/{size}"
-    return arch
+    return "/".join(arch.rsplit("-", 1)) if arch.startswith("ViT-") else arch
 
 
 def authors_model(model: str, run: str | None = None) -> str | None:
@@ -134,18 +131,15 @@ def authors_model(model: str, run: str | None = None) -> str | None:
     if model in GELU_BUILDS:
         return GELU_BUILDS[model]
     spec = get_spec(model)
-    if spec.backend == "open_clip" and spec.pretrained == "openai":
-        return f"openai-clip:{openai_variant(spec.arch)}"
-    return None
+    openai = spec.backend == "open_clip" and spec.pretrained == "openai"
+    return f"openai-clip:{openai_variant(spec.arch)}" if openai else None
 
 
 def authors_precision(authors_name: str, device: str) -> str:
     """The precision the script scores at on ``device``: ``clip.load`` builds fp16 weights and casts them to fp32 on
     the CPU only (``openai/CLIP@d05afc43 clip/clip.py:141`` "model.float()"); ``open_clip.create_model_and_transforms``
     without a precision, fp32."""
-    if authors_name.startswith("openai-clip:") and not str(device).startswith("cpu"):
-        return "fp16"
-    return "fp32"
+    return "fp16" if authors_name.startswith("openai-clip:") and not str(device).startswith("cpu") else "fp32"
 
 
 def printed_counts(text: str, model_name: str, dataset_name: str) -> tuple[int, ...]:
