@@ -23,7 +23,7 @@ import errno
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Iterable, Literal
 
 from common.files.io import atomic_path
 from common.registry.errors import RegistryError
@@ -37,6 +37,11 @@ Layout = Literal["state_dict", "model", "model_state_dict", "plain"]
 CHECKPOINT_LAYOUTS: tuple[str, ...] = ("state_dict", "model", "model_state_dict", "plain")
 REVISION = hashlib.sha1(b"vlc-rehearsal stand-in").hexdigest()
 """The commit a stand-in hub snapshot claims (any 40 hex digits: offline, ``refs/main`` is all the hub reads)."""
+
+
+def needing_standins(names: Iterable[str]) -> list[str]:
+    """``names`` once each, less the pipeline's own fine-tunes (``build:`` checkpoints: nothing to write)."""
+    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
 
 
 def random_openclip(arch: str, seed: int = 0):

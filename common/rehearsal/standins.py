@@ -273,6 +273,19 @@ def aro_images(data_root: Path, sizes: Mapping[str, tuple[int, int]]) -> str:
     return ARO_IMAGES
 
 
+def vg_record(image: str, box: Sequence[float], caption: str, negative: str, **fields: Any) -> dict:
+    """A record of ARO's VG-Relation or VG-Attribution file; ``fields``: the relation's, or the attribute pair."""
+    return {"image_id": PurePosixPath(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
+            "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative, **fields}
+
+
+def vg_files(data_root: Path, files: Mapping[str, Sequence[Mapping]]) -> None:
+    """Files of ``vg_record``s at their registry keys, and ARO's image zip holding their images."""
+    for key, records in files.items():
+        place_json(key, data_root, records)
+    aro_images(data_root, box_sizes(record for records in files.values() for record in records))
+
+
 def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
     """Per ``image_path`` of VG-Relation/Attribution-style records, the smallest image holding every box (at least
     ``STANDIN_IMAGE_SIZE``)."""

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from common.rehearsal import standins
+from common.rehearsal.models import needing_standins
 from common.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
-from common.zoo import get_spec
 
 CHECKPOINT_LAYOUTS = {"aro/negclip": "state_dict"}
 """NegCLIP's release, as vinid/neg_clip's trainer saves it (``vinid/neg_clip@e680f8e4 src/training/main.py:263-268``
@@ -66,17 +66,13 @@ FLICKR30K_IMAGES = ("1000092795.jpg", "10002456.jpg", "1000268201.jpg", "1000344
 CIFAR_TEST_LABELS = (0, 1, 2, 3, 1, 0)
 
 
-def vg_record(kind: str, index: int, image: str, box: tuple, group: Any, caption: str, negative: str) -> dict:
+def vg_record(kind: str, image: str, box: tuple, group: Any, caption: str, negative: str) -> dict:
     """One of ARO's VG-Relation (``group``: the relation) or VG-Attribution (``group``: the attribute pair)
     records."""
-    record = {"image_id": Path(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
-              "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative}
     if kind == "relation":
         words = caption.removeprefix("the ").split(f" is {group} the ")
-        record.update({"relation_name": group, "subj": words[0], "obj": words[-1]})
-    else:
-        record["attributes"] = list(group)
-    return record
+        return standins.vg_record(image, box, caption, negative, relation_name=group, subj=words[0], obj=words[-1])
+    return standins.vg_record(image, box, caption, negative, attributes=list(group))
 
 
 def vg_records() -> dict[str, list[dict]]:
@@ -92,7 +88,7 @@ def vg_records() -> dict[str, list[dict]]:
         more = PAPER_MIN_CASES - sum(row[2] == group for row in rows)
         shifted = [(image, (x + k % 3, y + k // 3 % 3, w - k % 5, h - k % 4), group, caption, negative)
                    for k in range(1, more + 1)]
-        out[kind] = [vg_record(kind, n, *row) for n, row in enumerate([*rows, *shifted])]
+        out[kind] = [vg_record(kind, *row) for row in [*rows, *shifted]]
     return out
 
 
@@ -105,8 +101,7 @@ def params(params: dict[str, Any]) -> None:
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are neither its own fine-tunes nor variants of a listed
     model (which read its file)."""
-    names = [params["aro"]["full"]["finetune"]["base"], *params["aro"]["models"]["full"]]
-    return [name for name in dict.fromkeys(names) if not (get_spec(name).checkpoint or "").startswith("build:")]
+    return needing_standins([params["aro"]["full"]["finetune"]["base"], *params["aro"]["models"]["full"]])
 
 
 def karpathy_records(images: Sequence[str], first: Sequence[str] = ()) -> dict[str, list[str]]:
@@ -144,9 +139,8 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     keys += [standins.NEGCLIP_TRAIN, *standins.negclip_tsv_images(data_root, train)]
 
     records = vg_records()
-    for kind, key in (("relation", sets_full.VG_FILES[VG_RELATION]), ("attribution", sets_full.VG_FILES[VG_ATTRIBUTION])):
-        standins.place_json(key, data_root, records[kind])
-    standins.aro_images(data_root, standins.box_sizes([*records["relation"], *records["attribution"]]))
+    standins.vg_files(data_root, {sets_full.VG_FILES[VG_RELATION]: records["relation"],
+                                  sets_full.VG_FILES[VG_ATTRIBUTION]: records["attribution"]})
 
     coco_key, _ = sets_full.KARPATHY["coco"]
     standins.karpathy_split(coco_key, data_root, karpathy_coco(valid))  # its images: valid's, written above

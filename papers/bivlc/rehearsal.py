@@ -31,9 +31,8 @@ from common.files.io import atomic_path
 from common.paths import ROOT
 from common.pipeline.params import read_params
 from common.rehearsal import standins
-from common.rehearsal.models import pretrained_state
+from common.rehearsal.models import needing_standins, pretrained_state
 from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
-from common.zoo import get_spec
 from papers.bivlc.sets_full import HF_SOURCES
 
 CHECKPOINT_LAYOUTS = {"bivlc/clip-coco": "model_state_dict", "bivlc/clip-trohn-text": "model_state_dict",
@@ -79,9 +78,9 @@ def params(params: dict[str, Any]) -> None:
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
     full = params["bivlc"]["full"]
-    names = [full["finetune"]["base"], *full["models"].values(), *full["detectors"]["encoders"].values(),
-             *(spec["encoder"] for spec in full["detector_rows"].values())]
-    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
+    return needing_standins([full["finetune"]["base"], *full["models"].values(),
+                             *full["detectors"]["encoders"].values(),
+                             *(spec["encoder"] for spec in full["detector_rows"].values())])
 
 
 # ------------------------------------------------------------------------------------------------------------------

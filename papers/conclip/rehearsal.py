@@ -38,8 +38,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from common.rehearsal import standins
+from common.rehearsal.models import needing_standins
 from common.rehearsal.standins import image_bytes, name_seed, place, standin_dest, tar_gz, zip_bytes
-from common.zoo import get_spec
 from papers.conclip import ccneg
 
 CHECKPOINT_LAYOUTS = {"conclip/conclip-vit-b32": "model", "conclip/conclip-vit-b16": "model",
@@ -304,8 +304,7 @@ def params(params: dict[str, Any]) -> None:
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
     full = params["conclip"]["full"]
-    names = [full["finetune"]["base"], full["distractors"]["model"], *full["models"].values()]
-    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
+    return needing_standins([full["finetune"]["base"], full["distractors"]["model"], *full["models"].values()])
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:

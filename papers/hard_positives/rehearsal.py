@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from common.files.jsonl import read_json
 from common.rehearsal import standins
+from common.rehearsal.models import needing_standins
 
 SWAP_ROWS = (  # (image, box, attributes, c, c_p, c_n)
     ("2354786.jpg", (2, 3, 20, 15), ("white", "black"), "the white cat and the black dog",
@@ -40,12 +41,6 @@ KEPT_ROWS = ("base", "crepe-swap")
 """The Table 1 rows the rehearsal scores: the base (the comparisons' reference) and one released checkpoint."""
 
 
-def swap_record(image: str, box: tuple, attributes: tuple, caption: str, negative: str) -> dict:
-    return {"image_id": Path(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
-            "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative,
-            "attributes": list(attributes)}
-
-
 def params(params: dict[str, Any]) -> None:
     """The rehearsal's changes to this paper's parameters: Table 1's rows cut to ``KEPT_ROWS``."""
     full = params["hard_positives"]["full"]
@@ -55,7 +50,7 @@ def params(params: dict[str, Any]) -> None:
 def models(params: dict[str, Any]) -> list[str]:
     """The zoo models this paper's full stages load that are not its own fine-tunes."""
     full = params["hard_positives"]["full"]
-    return list(dict.fromkeys([full["finetune"]["base"], *full["models"].values()]))
+    return needing_standins([full["finetune"]["base"], *full["models"].values()])
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
@@ -68,7 +63,7 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
                    for row in read_json(fetch(key), list)]
     standins.visual_genome_images(data_root, image_paths)
     original, swapped = sets_full.SWAP_FILES
-    standins.place_json(original, data_root, [swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS])
-    standins.place_json(swapped, data_root, [swap_record(i, b, a, p, n) for i, b, a, _, p, n in SWAP_ROWS])
-    standins.aro_images(data_root, standins.box_sizes(swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS))
+    standins.vg_files(data_root, {
+        original: [standins.vg_record(i, b, c, n, attributes=list(a)) for i, b, a, c, _, n in SWAP_ROWS],
+        swapped: [standins.vg_record(i, b, p, n, attributes=list(a)) for i, b, a, _, p, n in SWAP_ROWS]})
     return standins.coco_train2017(data_root, standins.coco_captions(images=12))

@@ -49,7 +49,8 @@ def models(params: dict[str, Any]) -> list[str]:
     from papers.sugarcrepe.negclip_tables import RELEASED_NEGCLIP
 
     section = params["sugarcrepe"]
-    return list(dict.fromkeys([*section["models"]["full"], section["negclip_full"]["base"], RELEASED_NEGCLIP]))
+    return standin_models.needing_standins([*section["models"]["full"], section["negclip_full"]["base"],
+                                            RELEASED_NEGCLIP])
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
