@@ -1,22 +1,16 @@
 """``python -m common rehearse [PAPER...]`` (``make rehearse [PAPER=...]``): each paper's full pipeline run by DVC on
 stand-ins, in a copy of the workspace, reported as the stages that ran out of how many and the wall time per paper.
 
-1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``: code, params, dvc.yaml
-   and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
-2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``full_inputs.cap``, a few ``max_steps``, CPU,
-   fp32, two processes, one epoch, tiny batches) and each paper's own changes (the counts its stand-ins hold).
-3. Room on the disk for what follows (``space.check_room``: the stand-in models' sizes, each paper's measured data,
-   outputs and peak), else one line and nothing written.
-   Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
-   ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; the stand-ins' md5s stated in the copy's
-   registry where it states a publisher's (``standins.state_md5s``); then the keys its DVC data dependencies
-   need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
-4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
-   and ``models.write_checkpoint`` for ``data:`` checkpoints, at the shrunk sizes of ``common.rehearsal.archs`` (its
-   folder named to every process of the copy by ``VLC_ARCH_OVERRIDES``) unless ``--real-sizes``.
-5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
-   ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk
-   and its peak measured (``Outcome.grew``, ``Outcome.peak``).
+1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``), its own git repository
+   and DVC cache.
+2. Its ``params.yaml``: ``params.rehearsal_params`` and each paper's own changes (the counts its stand-ins hold).
+3. Room on the disk for what follows (``space.check_room``), else one line and nothing written. Its data root: each
+   paper's stand-ins, the pinned files they name fetched real from ``VLC_MIRROR``, the stand-ins' md5s stated in the
+   copy's registry; then the keys its DVC data dependencies need, fetched as a real run fetches them.
+4. Its models, at the shrunk sizes of ``common.rehearsal.archs`` unless ``--real-sizes``: into its own hub cache
+   (``HF_HOME`` inside the copy, offline) and at their ``data:`` checkpoints.
+5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses, with no ``VLC_DATA``/``VLC_BUILD``/
+   ``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk and its peak measured.
 6. When every pipeline ran, in the copy: the report card of ``CARD_MODEL`` (``card``), the claims scorecard read
    against the full stages' files (``scorecard_lines``) and the authors' released evaluation code on the same stand-ins
    (``oracle``); any of them failing fails the rehearsal.
@@ -272,9 +266,8 @@ def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
 
 
 def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
-    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it). A ``.dvc`` file
-    (``data.dvc``: a stage reads one of its outputs, such as ARO's fine-tunes ``valid_neg_clip.tsv``) is no stage:
-    DVC verifies its outputs, runs nothing (``prepare`` fetches them as ``make repro`` does)."""
+    """The stages ``dvc repro papers/<paper>`` walks. A ``.dvc`` file is no stage: DVC verifies its outputs, runs
+    nothing (``prepare`` fetches them as ``make repro`` does)."""
     return [node for node in dag_nodes(workspace, env, paper) if not node.endswith(".dvc")]
 
 
