@@ -41,9 +41,8 @@ def needing_standins(names: Iterable[str]) -> list[str]:
 
 def random_openclip(arch: str, seed: int = 0):
     """The open_clip architecture ``arch`` (the zoo's local configs included) with open_clip's own random init."""
-    # deferred: loads open_clip only when called
+    # deferred: loads open_clip, torch only when called
     import open_clip
-    # deferred: loads torch only when called
     import torch
 
     # deferred: loads PIL, torch only when called
@@ -175,9 +174,8 @@ VERA_ROWS = 32128
 def _character_tokenizer(specials: dict[str, str], template: str, template_tokens: tuple[str, ...]):
     """A fast tokenizer over ``TOKEN_CHARACTERS`` (lower-cased, one token per character, whitespace dropped),
     ``specials`` (role -> token) first in its vocabulary, ``template`` its single-sequence post-processing."""
-    # deferred: loads tokenizers only when called
+    # deferred: loads tokenizers, transformers only when called
     import tokenizers
-    # deferred: loads transformers only when called
     import transformers
 
     vocab = {token: i for i, token in enumerate(dict.fromkeys([*specials.values(), *TOKEN_CHARACTERS]))}
@@ -194,9 +192,8 @@ def _character_tokenizer(specials: dict[str, str], template: str, template_token
 def write_vera(data_root: Path, seed: int = 0) -> Path:
     """Vera's snapshot: a tiny ``T5EncoderModel`` (T5's 32,128 embedding rows, Vera's head rows unsaturated), stored
     in bfloat16 as the release is, with a T5-style tokenizer (``</s>`` closes every statement); returns the folder."""
-    # deferred: loads torch only when called
+    # deferred: loads torch, transformers only when called
     import torch
-    # deferred: loads transformers only when called
     import transformers
 
     # deferred: loads torch only when called
@@ -217,9 +214,8 @@ def write_vera(data_root: Path, seed: int = 0) -> Path:
 def write_grammar_model(data_root: Path, seed: int = 0) -> Path:
     """The CoLA grammar model's snapshot: a tiny ``DistilBertForSequenceClassification`` (two labels, LABEL_0 and
     LABEL_1, as textattack's) with a BERT-style tokenizer (``[CLS] ... [SEP]``); returns the folder."""
-    # deferred: loads torch only when called
+    # deferred: loads torch, transformers only when called
     import torch
-    # deferred: loads transformers only when called
     import transformers
 
     specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",

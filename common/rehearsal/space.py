@@ -78,9 +78,8 @@ MARGIN = 1.2
 
 def model_bytes(arch: str) -> int:
     """The bytes of an open_clip architecture's fp32 state dict, built on the ``meta`` device: no memory."""
-    # deferred: loads open_clip only when called
+    # deferred: loads open_clip, torch only when called
     import open_clip
-    # deferred: loads torch only when called
     import torch
 
     # deferred: loads PIL, torch only when called

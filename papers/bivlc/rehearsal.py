@@ -70,9 +70,6 @@ def models(params: dict[str, Any]) -> list[str]:
                              *(spec["encoder"] for spec in full["detector_rows"].values())])
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# BiVLC's test split: the real text, stand-in images
-# ------------------------------------------------------------------------------------------------------------------
 def _read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
@@ -98,9 +95,6 @@ def bivlc_rows(released: Path, negative_images: Path, per_category: int = PER_CA
     return rows
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# TROHN-Text / TROHN-Img: rows on the COCO train2017 stand-ins
-# ------------------------------------------------------------------------------------------------------------------
 def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
     """TROHN rows on the COCO train2017 stand-ins, each negative swapping its caption's first and last words."""
     out: dict[str, list[dict]] = {"train": [], "validation": []}
@@ -117,9 +111,6 @@ def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The released CLIPDet heads
-# ------------------------------------------------------------------------------------------------------------------
 def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
     """A released head's ``model_state_dict`` (the torch.save of
     ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:157-164`` "'model_state_dict': model.state_dict(),"

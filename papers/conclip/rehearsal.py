@@ -72,9 +72,6 @@ POOL_IMAGES = 12
 """COCO train 2017 stand-in images (the distractor pool; the shared writer's default, as hard positives')."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# CC-Neg
-# ------------------------------------------------------------------------------------------------------------------
 def ccneg_annotation(index: int) -> dict:
     """Entry ``index``'s annotation as released: the caption, its negation and the parse eq. 4 mines with."""
     caption, subject, pairs, negated_object, word = CCNEG_ROWS[index % len(CCNEG_ROWS)]
@@ -267,9 +264,6 @@ def write_zeroshot(data_root: Path) -> None:
     standins.place_folder(key("imagenet/val"), data_root, imagenet_files())
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The rehearsal's hooks
-# ------------------------------------------------------------------------------------------------------------------
 def params(params: dict[str, Any]) -> None:
     """The models and SugarCrepe rows cut to ``KEPT_ROWS``; ImageNet's class count the stand-in's."""
     full = params["conclip"]["full"]

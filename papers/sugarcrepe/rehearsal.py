@@ -19,15 +19,10 @@ from common.benchmarks.caption_negatives import CATEGORIES, read_category, relea
 from common.rehearsal import models as standin_models, standins
 
 KEPT_MODELS = ("openai/RN50", "openai/ViT-B-32", "datacomp/small-ViT-B-32")
-"""Table 6's rows the rehearsal scores: every loader path its 17 models take that a random stand-in can: an OpenAI
-ResNet (``RN50-quickgelu``, open_clip's ModifiedResNet tower) and ViT (``ViT-B-32-quickgelu``, also the NegCLIP base),
-both QuickGELU under the ``openai`` tag, and a GELU ViT under another tag and hub repository (DataComp). Three rows
-keep Figure 5's correlations defined. Left out: the HF-text-tower models (``laion/roberta-ViT-B-32``, the XLM-R pair:
-open_clip reads their text tower's config and tokenizer from the hub's ``roberta-base``/``xlm-roberta-*``, which
-the rehearsal does not write) and the large ViTs (the same code as ViT-B-32 at 1-10 GB each). Table 6 has no other
-backend (no BLIP, FLAVA or X-VLM)."""
-
-
+"""Table 6's rows the rehearsal scores: every loader path its 17 models take that a random stand-in can (an OpenAI
+ResNet and ViT, QuickGELU under the ``openai`` tag; a GELU ViT under another tag and hub repository); three rows keep
+Figure 5's correlations defined. Left out: the HF-text-tower models (open_clip reads their text tower's config and
+tokenizer from the hub, which the rehearsal does not write) and the large ViTs (the same code at 1-10 GB each)."""
 CHECKPOINT_LAYOUTS: dict[str, str] = {}
 """No ``data:`` checkpoint of its own: every model it loads is a hub release or another paper's."""
 
