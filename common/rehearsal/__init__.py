@@ -1,6 +1,6 @@
 """The full profile, rehearsed end to end: every paper's full pipeline run by DVC on stand-ins, in a copy of the
 workspace that never mixes with real data or committed results (``python -m common rehearse [PAPER...]``,
-``make rehearse [PAPER=...]``).
+``make rehearse [PAPER=...]``; ``run`` says how, step by step).
 
 * ``workspace``: the copy (``build/rehearsal/ws``, git-ignored; own data root, checksum lock, caches and results);
 * ``params``: its ``params.yaml`` (``profile: full``, ``full_inputs.cap``, the counts the stand-ins hold, a few steps
@@ -8,16 +8,10 @@ workspace that never mixes with real data or committed results (``python -m comm
   copy's registry, where the stand-ins' md5s are stated (``standins.state_md5s``): no module outside this package and
   ``papers/<paper>/rehearsal.py`` imports it (an import-linter contract);
 * ``standins``: the inputs in their upstream formats where the downloader puts them (pinned files are never
-  stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``;
-* ``models``: the zoo's models as real architectures at random init, where and how each release is read;
-* ``run``: prepare the copy, ``dvc repro papers/<paper>`` through the same stage commands a real run uses, report
-  the stages that ran out of how many and the wall time per paper.
-
-A paper takes part through the rehearsal plug-in of its ``PAPER`` (``papers/<paper>/rehearsal.py``,
-``common.paper.RehearsalPlugIn``): ``params(params)`` (its own shrinking), ``models(params) -> list[str]`` (the zoo
-models its stages load that need a stand-in), ``CHECKPOINT_LAYOUTS`` (the release layout of its ``data:``
-checkpoints) and ``prepare(data_root, fetch) -> list[str]`` (writes its stand-ins; returns the registry keys its DVC
-data dependencies need fetched before the pipeline runs).
+  stood in for: they come real from ``VLC_MIRROR``); a paper's own sources in ``papers/<paper>/rehearsal.py``, its
+  rehearsal plug-in (``common.paper.RehearsalPlugIn``);
+* ``models`` and ``archs``: the zoo's models as real, shrunk architectures at random init, where and how each release
+  is read.
 
 Every number a rehearsal makes is a stand-in's: its audits mark them ``rehearsal: not comparable``
 (``common.audit.core.REHEARSAL``), as they mark every number from capped inputs (``full_inputs.cap``).

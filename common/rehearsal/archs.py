@@ -1,23 +1,16 @@
 """The rehearsal's architectures: open_clip's own, shrunk, so a stand-in or a fine-tune is megabytes, not 605 MB.
 
-A rehearsal checks that every full-profile stage runs, on stand-ins in the real formats; what it writes is never a
-result. At the real sizes its ~40 checkpoints took 25 GB and most of its 40 minutes (random init, writing, hashing,
-loading, training and scoring ViT-B/32s and RN50s on two CPU cores). ``shrunk`` keeps an architecture's family, its
-weights' key scheme (``visual.transformer.resblocks.<i>...``, ``visual.layer<k>.<i>...``: fewer blocks, the same
-names), the image size, the tokenizer's vocabulary and context length and the activation (QuickGELU or not), and
-makes it small: a ViT of 2 blocks of width 64, a ModifiedResNet of one block per stage at width 8, a text tower of 2
-blocks of width 64 (about 14 MB, most of it the token embedding). The joint space keeps its real width (512 for
-ViT-B-32): BiVLC's released detector heads are ``Linear(512, 1)`` on it
-(``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:28`` "self.classifier =
+A rehearsal checks that every full-profile stage runs; what it writes is never a result. At the real sizes its ~40
+checkpoints took 25 GB and most of its 40 minutes on two CPU cores. ``shrunk`` keeps an architecture's family, its
+weights' key scheme (fewer blocks, the same names), the image size, the tokenizer and the activation, and makes it
+small (about 14 MB). The joint space keeps its real width (512 for ViT-B-32): BiVLC's released detector heads are
+``Linear(512, 1)`` on it (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:28`` "self.classifier =
 torch.nn.Linear(in_features=512,"), and the oracle runs that code on these stand-ins. Attention heads are one per
 64 channels, as OpenAI's loader infers them from a checkpoint's shapes (``openai/CLIP@d05afc43 clip/model.py:421``
-"transformer_heads = transformer_width // 64", ``:272`` "vision_heads = vision_width // 64"): the oracle
-(``common.oracle``) runs ARO's and hard positives' code on these stand-ins through ``clip.load``, and with heads of
-32 channels it rebuilt other models from the same weights (scores 0.07 apart). The stand-ins are written with
-these and every stage of the copy builds them through the same calls (``open_clip.create_model`` by name,
-``pretrained`` tags from the hub cache, strict ``load_state_dict``): the copy's processes get
-``common.zoo.specs.ARCH_OVERRIDES_ENV`` naming the folder ``write_shrunk`` filled, which ``register_local_configs``
-hands to open_clip. ``python -m common rehearse --real-sizes`` rehearses at the real sizes.
+"transformer_heads = transformer_width // 64", ``:272`` "vision_heads = vision_width // 64"): with heads of 32
+channels the oracle's ``clip.load`` rebuilt other models from the same weights (scores 0.07 apart). The copy's
+processes get ``common.zoo.specs.ARCH_OVERRIDES_ENV`` naming the folder ``write_shrunk`` filled, so every stage
+builds these through its usual calls.
 """
 from __future__ import annotations
 
@@ -78,9 +71,8 @@ def write_shrunk(folder: Path) -> list[str]:
 
 @contextlib.contextmanager
 def arch_overrides(folder: Path | None) -> Iterator[None]:
-    """This process with ``folder``'s architectures (None: open_clip's own) until the block ends: the environment
-    variable set (or unset) and open_clip's registry put back as it was afterwards, so a rehearsal run inside a test
-    process leaves the other tests' architectures alone."""
+    """This process with ``folder``'s architectures (None: open_clip's own) until the block ends, then as it was, so
+    a rehearsal run inside a test process leaves the other tests' architectures alone."""
     # deferred: loads open_clip only when called
     import open_clip.factory as factory
 

@@ -1,19 +1,14 @@
 """Stand-ins for the zoo's models: the real architectures at random init, saved where and how each release is read.
 
-* A model with an open_clip ``pretrained`` tag (``openai/ViT-B-32``: ``ViT-B-32-quickgelu``, tag ``openai``) loads
-  its weights from the Hugging Face hub through open_clip; offline (``HF_HUB_OFFLINE=1``) only from the hub cache.
-  ``write_pretrained`` writes random weights of the architecture into that cache's layout (``<HF_HOME>/hub/
-  models--<org>--<name>/snapshots/<revision>/<file>`` with ``refs/main``), under the repository and file name
-  open_clip's pretrained table gives the tag (``open_clip.pretrained``: ``hf_hub``, safetensors first), so the zoo
-  loads it exactly as it would load the real weights. OpenAI released its CLIPs in half precision, so the stand-ins
-  of the ``openai`` tag hold half-precision values (``openai_release_values``): OpenAI's own loader, which the oracle
-  runs for ARO and hard positives, rounds every weight to fp16 (``openai/CLIP@d05afc43 clip/model.py:434``
+* A model with an open_clip ``pretrained`` tag loads its weights from the Hugging Face hub, offline only from the
+  hub cache: ``write_pretrained`` writes random weights into that cache's layout, under the repository and file name
+  open_clip's pretrained table gives the tag, so the zoo loads it exactly as it would load the real weights. OpenAI
+  released its CLIPs in half precision, so the ``openai`` tag's stand-ins hold half-precision values: OpenAI's own
+  loader, which the oracle runs, rounds every weight to fp16 (``openai/CLIP@d05afc43 clip/model.py:434``
   "convert_weights(model)") before ``.float()`` on a CPU, a no-op on the real weights and on these.
-* A model whose ``checkpoint`` is ``data:<path>`` (a released fine-tune such as ``hard_positives/crepe-swap``) is a
-  file under the data root; ``write_checkpoint`` saves random weights there in the release's layout
-  (``CHECKPOINT_LAYOUTS``: open_clip's ``{"state_dict": {"module.<key>": ...}}``, the OpenAI-``clip`` scripts'
-  ``{"model": ...}``, PyTorch's ``{"model_state_dict": ...}``, a plain state dict), which
-  ``common.zoo.openclip.load_state_dict`` reads strictly. A model whose registry source pins a sha256 gets none.
+* A model whose ``checkpoint`` is ``data:<path>`` (a released fine-tune) is a file under the data root;
+  ``write_checkpoint`` saves random weights there in the release's layout, which the zoo reads strictly. A model
+  whose registry source pins a sha256 gets none.
 
 ``build:`` checkpoints are the pipeline's own outputs (its fine-tunes): nothing to write.
 """
@@ -23,7 +18,7 @@ import errno
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Iterable, Literal, get_args
 
 from common.files.io import atomic_path
 from common.registry.errors import RegistryError
@@ -34,16 +29,20 @@ from common.zoo import get_spec
 from common.zoo.specs import register_local_configs
 
 Layout = Literal["state_dict", "model", "model_state_dict", "plain"]
-CHECKPOINT_LAYOUTS: tuple[str, ...] = ("state_dict", "model", "model_state_dict", "plain")
+CHECKPOINT_LAYOUTS: tuple[str, ...] = get_args(Layout)
 REVISION = hashlib.sha1(b"vlc-rehearsal stand-in").hexdigest()
 """The commit a stand-in hub snapshot claims (any 40 hex digits: offline, ``refs/main`` is all the hub reads)."""
 
 
+def needing_standins(names: Iterable[str]) -> list[str]:
+    """``names`` once each, less the pipeline's own fine-tunes (``build:`` checkpoints: nothing to write)."""
+    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
+
+
 def random_openclip(arch: str, seed: int = 0):
     """The open_clip architecture ``arch`` (the zoo's local configs included) with open_clip's own random init."""
-    # deferred: loads open_clip only when called
+    # deferred: loads open_clip, torch only when called
     import open_clip
-    # deferred: loads torch only when called
     import torch
 
     # deferred: loads PIL, torch only when called
@@ -131,17 +130,12 @@ def _save(state: dict, target: Path, layout: str) -> None:
     try:
         _write(state, target, layout)
     except (RuntimeError, OSError) as exc:  # torch's writer reports a full disk as "basic_ios::clear: iostream error"
-        _no_room(exc, target, sum(v.numel() * v.element_size() for v in state.values()))
+        # for want of disk: a full disk's OSError, or less than the state free (the partial file is already removed)
+        size, free = sum(v.numel() * v.element_size() for v in state.values()), free_bytes(target.parent)
+        if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or free < size:
+            raise NoRoomError(f"{target}: cannot write this stand-in checkpoint ({gb(size)}): {gb(free)} free on its "
+                              "disk. Free some space or give --dir on a disk with room") from exc
         raise
-
-
-def _no_room(exc: BaseException, target: Path, size: int) -> None:
-    """Raise ``NoRoomError`` for a write of ``size`` bytes at ``target`` that failed for want of disk (an ``OSError``
-    of a full disk, or the disk now holding less than ``size`` free: the partial file is already removed)."""
-    free = free_bytes(target.parent)
-    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or free < size:
-        raise NoRoomError(f"{target}: cannot write this stand-in checkpoint ({gb(size)}): {gb(free)} free on its "
-                          "disk. Free some space or give --dir on a disk with room") from exc
 
 
 def _write(state: dict, target: Path, layout: str) -> None:
@@ -166,9 +160,7 @@ def _write(state: dict, target: Path, layout: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Hugging Face model snapshots the downloader fetches (method hf_model: <data root>/<dest>/ with its snapshot marker):
-# the released blind scorers hf/liujch1998/vera (Vera, a T5 encoder) and hf/textattack/distilbert-base-uncased-CoLA
-# (the CoLA grammar model), as tiny configs of their real classes with tokenizers built offline
+# The released blind scorers' Hugging Face snapshots (Vera, the CoLA grammar model): tiny configs of their real classes
 # ------------------------------------------------------------------------------------------------------------------
 VERA_KEY = "hf/liujch1998/vera"
 GRAMMAR_KEY = "hf/textattack/distilbert-base-uncased-CoLA"
@@ -182,9 +174,8 @@ VERA_ROWS = 32128
 def _character_tokenizer(specials: dict[str, str], template: str, template_tokens: tuple[str, ...]):
     """A fast tokenizer over ``TOKEN_CHARACTERS`` (lower-cased, one token per character, whitespace dropped),
     ``specials`` (role -> token) first in its vocabulary, ``template`` its single-sequence post-processing."""
-    # deferred: loads tokenizers only when called
+    # deferred: loads tokenizers, transformers only when called
     import tokenizers
-    # deferred: loads transformers only when called
     import transformers
 
     vocab = {token: i for i, token in enumerate(dict.fromkeys([*specials.values(), *TOKEN_CHARACTERS]))}
@@ -201,15 +192,13 @@ def _character_tokenizer(specials: dict[str, str], template: str, template_token
 def write_vera(data_root: Path, seed: int = 0) -> Path:
     """Vera's snapshot: a tiny ``T5EncoderModel`` (T5's 32,128 embedding rows, Vera's head rows unsaturated), stored
     in bfloat16 as the release is, with a T5-style tokenizer (``</s>`` closes every statement); returns the folder."""
-    # deferred: loads torch only when called
+    # deferred: loads torch, transformers only when called
     import torch
-    # deferred: loads transformers only when called
     import transformers
 
     # deferred: loads torch only when called
     from common.blind.pretrained import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW
 
-    folder = snapshot_folder(data_root, VERA_KEY)
     tokenizer, _ = _character_tokenizer({"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"},
                                         "$A </s>", ("</s>",))
     config = transformers.T5Config(vocab_size=VERA_ROWS, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=2,
@@ -219,21 +208,16 @@ def write_vera(data_root: Path, seed: int = 0) -> Path:
     with torch.no_grad():
         model.shared.weight[VERA_WEIGHT_ROW] *= 0.2
         model.shared.weight[VERA_TEMPERATURE_ROW, 0] = 1.7
-    model.to(torch.bfloat16).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    mark_snapshot(data_root, VERA_KEY)
-    return folder
+    return _snapshot(data_root, VERA_KEY, model.to(torch.bfloat16), tokenizer)
 
 
 def write_grammar_model(data_root: Path, seed: int = 0) -> Path:
     """The CoLA grammar model's snapshot: a tiny ``DistilBertForSequenceClassification`` (two labels, LABEL_0 and
     LABEL_1, as textattack's) with a BERT-style tokenizer (``[CLS] ... [SEP]``); returns the folder."""
-    # deferred: loads torch only when called
+    # deferred: loads torch, transformers only when called
     import torch
-    # deferred: loads transformers only when called
     import transformers
 
-    folder = snapshot_folder(data_root, GRAMMAR_KEY)
     specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",
                 "mask_token": "[MASK]"}
     tokenizer, rows = _character_tokenizer(specials, "[CLS] $A [SEP]", ("[CLS]", "[SEP]"))
@@ -241,7 +225,12 @@ def write_grammar_model(data_root: Path, seed: int = 0) -> Path:
                                            initializer_range=0.5, num_labels=2, pad_token_id=1,
                                            id2label={0: "LABEL_0", 1: "LABEL_1"}, label2id={"LABEL_0": 0, "LABEL_1": 1})
     torch.manual_seed(seed)
-    transformers.DistilBertForSequenceClassification(config).eval().save_pretrained(folder)
+    return _snapshot(data_root, GRAMMAR_KEY, transformers.DistilBertForSequenceClassification(config).eval(), tokenizer)
+
+
+def _snapshot(data_root: Path, key: str, model, tokenizer) -> Path:
+    folder = snapshot_folder(data_root, key)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    mark_snapshot(data_root, GRAMMAR_KEY)
+    mark_snapshot(data_root, key)
     return folder

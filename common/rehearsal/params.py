@@ -1,14 +1,10 @@
-"""The rehearsal's ``params.yaml``: the workspace's own, under ``profile: full``, on stand-in inputs, with
-every size and place of work shrunk to what two CPU cores do in minutes. The full profile's stages do not know they are
-rehearsed: the copy's ``full_inputs.cap`` caps each benchmark group (so no number is compared with the paper's),
-each paper's ``params`` states the counts its stand-ins hold where its full section states the published ones (the
-stand-ins' checksums are stated in the copy's registry: ``standins.state_md5s``), and every fine-tune's ``max_steps``
-stops it after a few steps (``common.pipeline.inputs``).
+"""The rehearsal's ``params.yaml``: the workspace's own, under ``profile: full``, with every size and place of work
+shrunk to what two CPU cores do in minutes. The full profile's stages do not know they are rehearsed: the copy's
+``full_inputs.cap`` caps each benchmark group (so no number is compared with the paper's), and each paper's ``params``
+states the counts its stand-ins hold where its full section states the published ones.
 
-What changes is decided by key name, wherever the key sits (as ``common.pipeline.params.PARAM_RULES`` checks them), so a new
-paper's full section is shrunk without an entry here (``SHRINK``); a paper adds what only it knows (a shorter model
-list, say) in ``papers/<paper>/rehearsal.py``'s ``params(params)``. The result is validated like any params.yaml
-(``common.pipeline.params.read_params``) when the copy's stages read it.
+What changes is decided by key name, wherever the key sits (``SHRINK``), so a new paper's full section is shrunk
+without an entry here; a paper adds what only it knows in ``papers/<paper>/rehearsal.py``'s ``params(params)``.
 """
 from __future__ import annotations
 
@@ -49,15 +45,13 @@ def _shrink(node: Any, shrink: Mapping[str, Callable[[Any], Any]]) -> Any:
 
 def fine_tune_steps(cap: int, batch_size: int = BATCH) -> int:
     """A rehearsal's fine-tune: ``cap`` rows' worth of steps, not the recipe's epochs. It proves that a fine-tune runs
-    and hands its checkpoint on, not what it learns; its stand-in sets are sized for the stages that filter them
-    (SugarCrepe's Algorithm 1 keeps a batch of every kind only from a few dozen rows)."""
+    and hands its checkpoint on, not what it learns."""
     return -(-cap // batch_size)
 
 
 def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
     """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``cap`` examples per benchmark
-    group (``full_inputs.cap``), ``SHRINK`` applied, every fine-tune's ``max_steps`` set (``fine_tune_steps``), then
-    each paper's own ``rehearsal.params`` (its shorter lists, the counts its stand-ins hold)."""
+    group, ``SHRINK`` and ``fine_tune_steps`` applied, then each paper's own ``rehearsal.params``."""
     out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
     out[SECTION] = {"cap": cap}

@@ -1,33 +1,21 @@
 """``python -m common rehearse [PAPER...]`` (``make rehearse [PAPER=...]``): each paper's full pipeline run by DVC on
 stand-ins, in a copy of the workspace, reported as the stages that ran out of how many and the wall time per paper.
 
-1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``: code, params, dvc.yaml
-   and dvc.lock files, published numbers; no data, build, cache or result), its own git repository and DVC cache.
-2. Its ``params.yaml``: ``params.rehearsal_params`` (full profile, ``full_inputs.cap``, a few ``max_steps``, CPU,
-   fp32, two processes, one epoch, tiny batches) and each paper's own changes (the counts its stand-ins hold).
-3. Room on the disk for what follows (``space.check_room``: the stand-in models' sizes, each paper's measured data,
-   outputs and peak), else one line and nothing written.
-   Its data root (``data/``, with its own checksum lock): each paper's stand-ins (``papers/<paper>/rehearsal.py``
-   ``prepare``), the pinned files it names fetched real from ``VLC_MIRROR``; the stand-ins' md5s stated in the copy's
-   registry where it states a publisher's (``standins.state_md5s``); then the keys its DVC data dependencies
-   need, fetched (verified, extracted) as a real run fetches them before ``dvc repro``.
-4. Its models: ``models.write_pretrained`` into its own hub cache (``HF_HOME`` inside the copy, ``HF_HUB_OFFLINE=1``)
-   and ``models.write_checkpoint`` for ``data:`` checkpoints, at the shrunk sizes of ``common.rehearsal.archs`` (its
-   folder named to every process of the copy by ``VLC_ARCH_OVERRIDES``) unless ``--real-sizes``.
-5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses; the copy's environment has no
-   ``VLC_DATA``/``VLC_BUILD``/``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk
-   and its peak measured (``Outcome.grew``, ``Outcome.peak``).
-6. When every pipeline ran: ``python -m common card --model openai/ViT-B-32`` in the copy (``card``), the report
-   card's full-profile path on the stand-ins the pipelines prepared, its files in ``build/rehearsal/cards/``.
-7. Then ``python -m common docs claims --line`` in the copy (``scorecard_lines``): each paper's claims scorecard read
-   against the full stages' files, so a full-profile reference that names nothing fails the rehearsal.
-8. Then ``python -m common oracle`` in the copy (``oracle``): each paper's released evaluation code run on the same
-   stand-ins and weights as its full stages, numbers and decisions compared (``common.oracle``); a difference without
-   a stated reason fails the rehearsal. Its reports in ``build/rehearsal/oracle/``; at the default settings each
-   paper's outcome (counts and verdicts only) also rewrites the committed ``results/oracle/<paper>.json``, which the
-   audit and the site show; CI fails when that leaves git's tree dirty (the committed record was stale).
+1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``), its own git repository
+   and DVC cache.
+2. Its ``params.yaml``: ``params.rehearsal_params`` and each paper's own changes (the counts its stand-ins hold).
+3. Room on the disk for what follows (``space.check_room``), else one line and nothing written. Its data root: each
+   paper's stand-ins, the pinned files they name fetched real from ``VLC_MIRROR``, the stand-ins' md5s stated in the
+   copy's registry; then the keys its DVC data dependencies need, fetched as a real run fetches them.
+4. Its models, at the shrunk sizes of ``common.rehearsal.archs`` unless ``--real-sizes``: into its own hub cache
+   (``HF_HOME`` inside the copy, offline) and at their ``data:`` checkpoints.
+5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses, with no ``VLC_DATA``/``VLC_BUILD``/
+   ``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk and its peak measured.
+6. When every pipeline ran, in the copy: the report card of ``CARD_MODEL`` (``card``), the claims scorecard read
+   against the full stages' files (``scorecard_lines``) and the authors' released evaluation code on the same stand-ins
+   (``oracle``); any of them failing fails the rehearsal.
 
-Nothing else here writes outside ``build/rehearsal/``.
+Nothing but the oracle's committed record (``results/oracle/<paper>.json``) is written outside ``build/rehearsal/``.
 """
 from __future__ import annotations
 
@@ -125,11 +113,10 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
     return env
 
 
-def _module(paper: str, needed_by: str | None = None):
+def _module(paper: str):
     rehearsal = load_paper(paper).rehearsal
     if rehearsal is None:
-        why = f" (papers/{needed_by}'s pipeline runs its stages)" if needed_by and needed_by != paper else ""
-        raise RehearsalError(f"papers/{paper} declares no rehearsal plug-in (its stand-ins, models and params){why}: "
+        raise RehearsalError(f"papers/{paper} declares no rehearsal plug-in (its stand-ins, models and params): "
                              "it cannot be rehearsed yet (common.paper.RehearsalPlugIn says what it holds)")
     return rehearsal.load()
 
@@ -163,19 +150,17 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
             real_sizes: bool = False) -> dict[str, str]:
     """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment.
     Its architectures are open_clip's shrunk (``common.rehearsal.archs``) unless ``real_sizes``."""
-    for paper in papers:
-        _module(paper)  # before anything is deleted or copied
+    early = {paper: _module(paper) for paper in papers}  # before anything is deleted; their pipelines may walk more
     workspace = Path(workspace)
     remove_previous(workspace)
-    early = {paper: _module(paper) for paper in papers}  # the papers asked for (their pipelines may walk more)
-    early_params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
+    params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
     footprints = MEASURED_REAL_SIZES if real_sizes else MEASURED
     with tempfile.TemporaryDirectory(prefix="vlc-archs-") as early_archs:
         if not real_sizes:
             write_shrunk(Path(early_archs))
         with arch_overrides(None if real_sizes else Path(early_archs)):
             # before the copy: a disk without room is one line and nothing written
-            check_room(workspace, list(early), dict.fromkeys(n for m in early.values() for n in m.models(early_params)),
+            check_room(workspace, list(early), dict.fromkeys(n for m in early.values() for n in m.models(params)),
                        copy=copy_bytes(), footprints=footprints)
     try:
         # the marker first: a copy cut short (no room, a signal) is still known as the rehearsal's, and the next
@@ -192,7 +177,6 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         raise RehearsalError(f"{workspace}: the workspace could not be copied there ({why}: "
                              f"{getattr(exc, 'filename', None) or workspace}); the partial copy was removed. Give "
                              f"--dir on a writable disk with room (common/rehearsal/space.py says how much)") from None
-    params = rehearsal_params(read_params(ROOT / "params.yaml"), rehearsed_papers(), cap)
     (workspace / "params.yaml").write_text(
         "# A rehearsal's params.yaml (common.rehearsal.params): the full profile on stand-ins. Not the papers' "
         "numbers.\n" + yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
@@ -254,13 +238,23 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
             f"({time.perf_counter() - started:.0f} s)")
     for key in dict.fromkeys(keys):
         fetch_here(key)
-    started = time.perf_counter()  # data.dvc's pinned inputs, real from the mirror, fetched as make repro fetches them
-    fetched = subprocess.run([sys.executable, "-m", "common", "data", "fetch"], cwd=workspace, env=env,
-                             capture_output=True, text=True)
+    # data.dvc's pinned inputs, real from the mirror, fetched as make repro fetches them
+    fetched, seconds = _common(workspace, env, None, "data", "fetch")
     if fetched.returncode != 0:
         raise RehearsalError(f"python -m common data fetch in {workspace} failed: "
                              f"{(fetched.stderr or fetched.stdout).strip()[-2000:]}")
-    log(f"rehearsal: data.dvc's inputs fetched ({time.perf_counter() - started:.0f} s)")
+    log(f"rehearsal: data.dvc's inputs fetched ({seconds:.0f} s)")
+
+
+def _common(workspace: Path, env: dict[str, str], log_path: Path | None,
+            *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m common <args>`` in the copy, its output kept in ``log_path``; with its wall seconds."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "common", *args], cwd=workspace, env=env, capture_output=True,
+                          text=True)
+    if log_path is not None:
+        log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    return done, round(time.perf_counter() - started, 1)
 
 
 def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
@@ -272,9 +266,8 @@ def dag_nodes(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
 
 
 def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
-    """The stages ``dvc repro papers/<paper>`` walks (the aggregate and everything upstream of it). A ``.dvc`` file
-    (``data.dvc``: a stage reads one of its outputs, such as ARO's fine-tunes ``valid_neg_clip.tsv``) is no stage:
-    DVC verifies its outputs, runs nothing (``prepare`` fetches them as ``make repro`` does)."""
+    """The stages ``dvc repro papers/<paper>`` walks. A ``.dvc`` file is no stage: DVC verifies its outputs, runs
+    nothing (``prepare`` fetches them as ``make repro`` does)."""
     return [node for node in dag_nodes(workspace, env, paper) if not node.endswith(".dvc")]
 
 
@@ -351,18 +344,14 @@ def card(workspace: Path, env: dict[str, str], folder: Path, model: str = CARD_M
     """The report card of ``model`` in the copy (full profile, stand-ins): the card's full-profile path run for real,
     its files in ``<folder>/cards/``."""
     out = folder / "cards"
-    log_path = folder / "card.log"
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "common", "card", "--model", model, "--device", "cpu", "--out",
-                           str(out)], cwd=workspace, env=env, capture_output=True, text=True)
-    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    done, seconds = _common(workspace, env, folder / "card.log", "card", "--model", model, "--device", "cpu", "--out",
+                            str(out))
     numbers, missing = 0, []
     card_file = out / (model.replace("/", "__") + ".json")
     if done.returncode == 0 and card_file.is_file():
         written = json.loads(card_file.read_text(encoding="utf-8"))
         numbers, missing = len(written["numbers"]), [m["benchmark"] for m in written["not_on_card"]]
-    return CardOutcome(model, done.returncode, round(time.perf_counter() - started, 1), numbers, missing,
-                       str(log_path))
+    return CardOutcome(model, done.returncode, seconds, numbers, missing, str(folder / "card.log"))
 
 
 @dataclass(frozen=True)
@@ -382,14 +371,10 @@ class ClaimsOutcome:
 def scorecard_lines(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: Path) -> ClaimsOutcome:
     """``python -m common docs claims --line`` in the copy: every reference of ``papers/*/scorecard.toml`` to a
     full-profile file the rehearsal wrote must name a number there."""
-    log_path = folder / "claims.log"
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "common", "docs", "claims", "--line", *papers], cwd=workspace,
-                          env=env, capture_output=True, text=True)
-    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    done, seconds = _common(workspace, env, folder / "claims.log", "docs", "claims", "--line", *papers)
     for text in (done.stdout + done.stderr).splitlines():
         print(f"rehearsal (stand-ins, never the papers' numbers): {text}", flush=True)
-    return ClaimsOutcome(done.returncode, round(time.perf_counter() - started, 1), str(log_path))
+    return ClaimsOutcome(done.returncode, seconds, str(folder / "claims.log"))
 
 
 @dataclass(frozen=True)
@@ -415,19 +400,16 @@ def oracle(workspace: Path, env: dict[str, str], papers: Sequence[str], folder: 
     rehearsal at the default settings records, as its counts depend on them."""
     out = folder / "oracle"
     shutil.rmtree(out, ignore_errors=True)
-    log_path = folder / "oracle.log"
     checked = [p for p in papers if (workspace / "papers" / p / "oracle.py").is_file()]
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "common", "oracle", "--device", "cpu", "--out", str(out), *checked],
-                          cwd=workspace, env=env, capture_output=True, text=True)
-    log_path.write_text(done.stdout + done.stderr, encoding="utf-8")
+    done, seconds = _common(workspace, env, folder / "oracle.log", "oracle", "--device", "cpu", "--out", str(out),
+                            *checked)
     headlines = [line for line in done.stdout.splitlines() if line.startswith(("ok    ", "FAIL  ", "oracle FAILED"))]
     for line in headlines:
         print(f"rehearsal: oracle: {line}", flush=True)
     if record:
         for ran in read_oracles(out):  # the papers whose oracle finished (out was emptied before it ran)
             write_json_atomic(RESULTS / RECORD_DIR / f"{ran.paper}.json", ran.record(STANDIN_INPUTS))
-    return OracleOutcome(done.returncode, round(time.perf_counter() - started, 1), headlines, str(log_path))
+    return OracleOutcome(done.returncode, seconds, headlines, str(folder / "oracle.log"))
 
 
 def rehearse(papers: Sequence[str], mirror: Path | None = None, cap: int | None = None,
@@ -473,22 +455,18 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
         outcomes.append(outcome)
         print(f"rehearsal: {outcome.line()}", flush=True)
     summary: list[dict] = [asdict(o) for o in outcomes]
+    steps: list[tuple[str, CardOutcome | ClaimsOutcome | OracleOutcome]] = []
     if all(o.complete for o in outcomes) and CARD_MODEL in _listed_models(workspace, papers):
         carded = card(workspace, env, folder)
         print(f"rehearsal: {carded.line()}", flush=True)
-        summary.append({"card": asdict(carded)})
-        if not carded.complete:
-            outcomes.append(Outcome("card", 0, 1, carded.seconds, carded.returncode or 1, carded.log))
-    if all(o.complete for o in outcomes[:len(papers)]):
-        claims = scorecard_lines(workspace, env, papers, folder)
-        summary.append({"claims": asdict(claims)})
-        if not claims.complete:
-            outcomes.append(Outcome("claims", 0, 1, claims.seconds, claims.returncode or 1, claims.log))
-
-        checked = oracle(workspace, env, papers, folder, record=cap == DEFAULT_CAP and not real_sizes)
-        summary.append({"oracle": asdict(checked)})
-        if not checked.complete:
-            outcomes.append(Outcome("oracle", 0, 1, checked.seconds, checked.returncode or 1, checked.log))
+        steps.append(("card", carded))
+    if all(o.complete for o in outcomes):
+        steps += [("claims", scorecard_lines(workspace, env, papers, folder)),
+                  ("oracle", oracle(workspace, env, papers, folder, record=cap == DEFAULT_CAP and not real_sizes))]
+    for name, step in steps:  # a step that failed counts as a pipeline that did
+        summary.append({name: asdict(step)})
+        if not step.complete:
+            outcomes.append(Outcome(name, 0, 1, step.seconds, step.returncode or 1, step.log))
     return outcomes, summary
 
 

@@ -1,12 +1,9 @@
 """Disk room for a rehearsal: what it will take, checked before any checkpoint is written; what it took, reported.
 
-A rehearsal writes checkpoints: the stand-in releases, then every fine-tune its pipelines train; a few MB each with the
-shrunk architectures it uses by default (``common.rehearsal.archs``), 605 MB per ViT-B/32 and 408 MB per RN50 at the
-real sizes (``--real-sizes``). Run on a disk without room, it used to stop at the first checkpoint that did not
-fit, with torch's ``basic_ios::clear: iostream error`` and a traceback (CI, 2026-11-26, at the third stand-in). So
-``prepare`` first asks ``check_room``: the stand-in models' exact sizes (their architectures built on the ``meta``
-device, no memory) plus what each paper's stand-in data and pipeline took when ``MEASURED``; too little free, and the
-rehearsal stops with one line before writing a model, naming what it needs, what is free and what to do.
+A rehearsal writes checkpoints (a few MB each shrunk, 605 MB per ViT-B/32 at the real sizes). On a disk without
+room it used to stop at the first checkpoint that did not fit, with torch's ``basic_ios::clear: iostream error`` and a
+traceback (CI, 2026-11-26). So ``prepare`` first asks ``check_room``: the stand-in models' exact sizes plus what each
+paper's stand-in data and pipeline took when ``MEASURED``; too little free, and it stops with one line.
 """
 from __future__ import annotations
 
@@ -80,11 +77,9 @@ MARGIN = 1.2
 
 
 def model_bytes(arch: str) -> int:
-    """The bytes of an open_clip architecture's fp32 state dict (a stand-in's checkpoint, less a few KB of
-    framing), from the model built on the ``meta`` device: no weights allocated."""
-    # deferred: loads open_clip only when called
+    """The bytes of an open_clip architecture's fp32 state dict, built on the ``meta`` device: no memory."""
+    # deferred: loads open_clip, torch only when called
     import open_clip
-    # deferred: loads torch only when called
     import torch
 
     # deferred: loads PIL, torch only when called
@@ -97,9 +92,8 @@ def model_bytes(arch: str) -> int:
 
 
 def needed(papers: Sequence[str], models: Iterable[str], footprints: Mapping[str, Footprint] | None = None) -> int:
-    """Bytes a rehearsal of ``papers`` (every paper whose stages their pipelines walk) needs free at its start,
-    ``models`` being the stand-in models it writes (each once): the models, every paper's data and what its pipeline
-    keeps, and the largest rise above that of one pipeline at its peak (they run one after another)."""
+    """Bytes a rehearsal of ``papers`` writing stand-ins of ``models`` needs free at its start: the models, every
+    paper's data and kept outputs, and the largest peak above that of one pipeline (they run one after another)."""
     archs = [get_spec(name).arch for name in dict.fromkeys(models)]
     sizes = {arch: model_bytes(arch) for arch in dict.fromkeys(archs)}
     footprints = [(MEASURED if footprints is None else footprints).get(p, UNMEASURED) for p in papers]
@@ -127,8 +121,7 @@ def tree_bytes(folder: Path) -> int:
 def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy: int = 0,
                footprints: Mapping[str, Footprint] | None = None) -> int:
     """Raise ``NoRoomError`` (one line) when the disk under ``folder`` has less free than ``MARGIN`` times what a
-    rehearsal of ``papers`` needs, plus ``copy``, the workspace copy not yet written (asked before copying);
-    returns the bytes needed."""
+    rehearsal of ``papers`` needs, ``copy`` (the workspace copy's bytes) included; returns the bytes needed."""
     need = needed(papers, models, footprints) + copy
     free = free_bytes(folder)
     if free < MARGIN * need:

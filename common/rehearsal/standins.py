@@ -1,16 +1,12 @@
 """Stand-ins for the full profile's inputs, in their upstream formats, written where the downloader puts the real ones.
 
 A stand-in is written at its registry entry's ``dest`` under the rehearsal's own data root (``place``, ``place_zip``);
-the downloader then treats it as the real thing: it records its sha256 in that data root's checksum lock (trust on
-first use) and extracts a zip with its marker, and the stages read it through their ordinary code. An entry that states
-its publisher's md5 states the stand-in's in the copy's registry (``state_md5s``), which the stages check alike. A
-source whose sha256 the registry pins can never have a stand-in (``StandInError``; the downloader would refuse the
-bytes too): the rehearsal reads the real file, from ``VLC_MIRROR``, and renders stand-in images under every name it
-references.
+the downloader then treats it as the real thing (trust on first use of its sha256, a zip extracted), and the stages
+read it through their ordinary code. A source whose sha256 the registry pins can never have a stand-in
+(``StandInError``): the rehearsal reads the real file, from ``VLC_MIRROR``, and stands in for the images it names.
 
-Writers of sources several papers read live here (COCO 2017 captions and images, Visual Genome's image zips, ARO's
-image zip, COCO 2014's image zips, BLIP's Karpathy splits and the Flickr30k images, NegCLIP's TSVs, CIFAR's binary
-tarballs, Hugging Face dataset snapshots); a paper's own sources are written by its ``papers/<paper>/rehearsal.py``.
+Writers of sources several papers read live here; a paper's own sources are written by its
+``papers/<paper>/rehearsal.py``.
 """
 from __future__ import annotations
 
@@ -111,10 +107,9 @@ def place(key: str, data_root: Path, data: bytes) -> Path:
 
 
 def state_md5s(workspace: Path, data_root: Path) -> list[str]:
-    """In the copy at ``workspace``, every registry entry that states an md5 (its publisher's) and has a stand-in under
-    ``data_root`` states the stand-in's instead: the stages check the md5 the registry states
-    (``common.registry.fetch.check_md5``), so they read the stand-ins through the same check as the real files, and
-    no production module asks whether it is rehearsed. Returns the keys restated."""
+    """In the copy at ``workspace``, every registry entry that states its publisher's md5 states its stand-in's
+    instead, so the stages check stand-ins as they check real files, never asking whether they are rehearsed.
+    Returns the keys restated."""
     restated: list[str] = []
     for reg_path in plugins.registry_files(REGISTRY_PATH.name, REGISTRY_PATH):
         copy = Path(workspace) / reg_path.relative_to(ROOT)
@@ -133,14 +128,23 @@ def state_md5s(workspace: Path, data_root: Path) -> list[str]:
     return restated
 
 
+def place_folder(key: str, data_root: Path, files: Mapping[str, bytes]) -> Path:
+    """The stand-in of ``key``, a folder (a manual source), holding ``files`` (path in it -> bytes)."""
+    folder = standin_dest(key, data_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
 def place_json(key: str, data_root: Path, value: object) -> Path:
     return place(key, data_root, json.dumps(value, ensure_ascii=False).encode("utf-8"))
 
 
 def place_zip(key: str, data_root: Path, members: Mapping[str, bytes]) -> Path:
-    """The stand-in zip of ``key`` (a source with ``archive = "zip"``) holding ``members``, and the members of the
-    stand-in already there (several papers' stand-ins share an archive: ARO's images, Visual Genome's); a member
-    written twice must have the same bytes."""
+    """The stand-in zip of ``key`` holding ``members`` and those of the stand-in already there (several papers share
+    an archive: ARO's images, Visual Genome's); a member written twice must have the same bytes."""
     if get_source(key).archive != "zip":
         raise StandInError(f"{key}: not a zip source in the registry")
     dest = standin_dest(key, data_root)
@@ -201,8 +205,7 @@ def coco_image_bytes(image_id: int) -> bytes:
 
 
 def write_coco_folder(root: Path, record: dict) -> tuple[Path, Path]:
-    """A captions file and its images as extracted folders (``root/captions_train2017.json``, ``root/train2017/``);
-    returns (captions file, image folder)."""
+    """A captions file and its images as extracted folders; returns (captions file, image folder)."""
     image_dir = Path(root) / COCO_TRAIN_IMAGES
     image_dir.mkdir(parents=True, exist_ok=True)
     for image in record["images"]:
@@ -213,8 +216,7 @@ def write_coco_folder(root: Path, record: dict) -> tuple[Path, Path]:
 
 
 def coco_train2017(data_root: Path, record: dict) -> list[str]:
-    """COCO 2017's annotation zip (``annotations/captions_train2017.json`` = ``record``) and train image zip
-    (``train2017/<id:012d>.jpg`` for every image of the record) as stand-ins; returns their registry keys."""
+    """COCO 2017's annotation and train image zips holding ``record`` and its images; returns their keys."""
     keys = ["coco/annotations_trainval2017.zip", "coco/train2017.zip"]
     place_zip(keys[0], data_root, {COCO_CAPTIONS_FILE: json.dumps(record).encode("utf-8")})
     place_zip(keys[1], data_root, {f"{COCO_TRAIN_IMAGES}/{image['file_name']}": coco_image_bytes(image["id"])
@@ -223,22 +225,42 @@ def coco_train2017(data_root: Path, record: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# COCO val2017 images (coco/val2017.zip, group coco-val2017): SugarCrepe's JSON (and BiVLC's captions) name them
+# COCO's image zips, as images.cocodataset.org/zips/<split>.zip (val2017: SugarCrepe's JSON names them; train2014 and
+# val2014: NegCLIP's TSVs)
 # ------------------------------------------------------------------------------------------------------------------
-COCO_VAL2017 = "coco/val2017.zip"
-COCO_VAL_IMAGES = "val2017"
+COCO_2014_SPLITS = ("train2014", "val2014")
 
 
 def coco_val2017(data_root: Path, file_names: Iterable[str]) -> str:
-    """COCO val2017's image zip (``val2017/<file>``, as ``images.cocodataset.org/zips/val2017.zip``) holding a
-    stand-in for every file named (``000000397133.jpg``; and those of earlier calls); returns its registry key."""
+    """COCO val2017's image zip holding a stand-in for every file named (and those of earlier calls); returns its
+    registry key."""
+    return _coco_zip(data_root, "val2017", file_names, "", ".jpg", STANDIN_IMAGE_SIZE)
+
+
+def coco2014_file_name(split: str, image_id: int) -> str:
+    """COCO 2014's file name of an image (``COCO_val2014_000000391895.jpg``)."""
+    if split not in COCO_2014_SPLITS:
+        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
+    return f"COCO_{split}_{image_id:012d}.jpg"
+
+
+def coco2014_images(data_root: Path, split: str, file_names: Iterable[str]) -> str:
+    """COCO 2014's image zip of ``split`` holding a stand-in for every file named (and those of earlier calls);
+    returns its registry key."""
+    if split not in COCO_2014_SPLITS:
+        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
+    return _coco_zip(data_root, split, file_names, f"COCO_{split}_", "", (40, 32))
+
+
+def _coco_zip(data_root: Path, split: str, file_names: Iterable[str], prefix: str, suffix: str,
+              size: tuple[int, int]) -> str:
     members = {}
     for name in file_names:
-        if PurePosixPath(name).name != name or not name.endswith(".jpg"):
-            raise StandInError(f"{name!r} is not a COCO val2017 file name (<id:012d>.jpg)")
-        members[f"{COCO_VAL_IMAGES}/{name}"] = image_bytes(name_seed(name))
-    place_zip(COCO_VAL2017, data_root, members)
-    return COCO_VAL2017
+        if PurePosixPath(name).name != name or not (name.startswith(prefix) and name.endswith(suffix)):
+            raise StandInError(f"{name!r} is not a COCO {split} file name ({prefix}<id:012d>.jpg)")
+        members[f"{split}/{name}"] = image_bytes(name_seed(name), size)
+    place_zip(f"coco/{split}.zip", data_root, members)
+    return f"coco/{split}.zip"
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -273,6 +295,19 @@ def aro_images(data_root: Path, sizes: Mapping[str, tuple[int, int]]) -> str:
     return ARO_IMAGES
 
 
+def vg_record(image: str, box: Sequence[float], caption: str, negative: str, **fields: Any) -> dict:
+    """A record of ARO's VG-Relation or VG-Attribution file; ``fields``: the relation's, or the attribute pair."""
+    return {"image_id": PurePosixPath(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
+            "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative, **fields}
+
+
+def vg_files(data_root: Path, files: Mapping[str, Sequence[Mapping]]) -> None:
+    """Files of ``vg_record``s at their registry keys, and ARO's image zip holding their images."""
+    for key, records in files.items():
+        place_json(key, data_root, records)
+    aro_images(data_root, box_sizes(record for records in files.values() for record in records))
+
+
 def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
     """Per ``image_path`` of VG-Relation/Attribution-style records, the smallest image holding every box (at least
     ``STANDIN_IMAGE_SIZE``)."""
@@ -285,62 +320,29 @@ def box_sizes(records: Iterable[Mapping]) -> dict[str, tuple[int, int]]:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# COCO 2014 (coco/val2014.zip, group coco-2014; coco/train2014.zip, group coco-train2014)
-# ------------------------------------------------------------------------------------------------------------------
-COCO_2014_SPLITS = ("train2014", "val2014")
-
-
-def coco2014_file_name(split: str, image_id: int) -> str:
-    """COCO 2014's file name of an image (``COCO_val2014_000000391895.jpg``)."""
-    if split not in COCO_2014_SPLITS:
-        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
-    return f"COCO_{split}_{image_id:012d}.jpg"
-
-
-def coco2014_images(data_root: Path, split: str, file_names: Iterable[str]) -> str:
-    """COCO 2014's image zip of ``split`` (``<split>/<file>``, as ``images.cocodataset.org/zips/<split>.zip``)
-    holding a stand-in for every file named (and those of earlier calls); returns its registry key."""
-    if split not in COCO_2014_SPLITS:
-        raise StandInError(f"COCO 2014 split {split!r}: one of {COCO_2014_SPLITS}")
-    members = {}
-    for name in file_names:
-        if PurePosixPath(name).name != name or not name.startswith(f"COCO_{split}_"):
-            raise StandInError(f"{name!r} is not a COCO {split} file name (COCO_{split}_<id:012d>.jpg)")
-        members[f"{split}/{name}"] = image_bytes(name_seed(name), (40, 32))
-    key = f"coco/{split}.zip"
-    place_zip(key, data_root, members)
-    return key
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Karpathy splits as BLIP releases them (coco/karpathy/coco_karpathy_{val,test}.json, group coco-karpathy;
-# flickr30k/karpathy/flickr30k_{val,test}.json, group flickr30k) and the Flickr30k images (flickr30k/flickr30k-images,
-# manual: a folder)
+# Karpathy splits as BLIP releases them and the Flickr30k images (a manual source: a folder)
 # ------------------------------------------------------------------------------------------------------------------
 FLICKR30K_IMAGES = "flickr30k/flickr30k-images"
 
 
 def karpathy_split(key: str, data_root: Path, records: Mapping[str, Sequence[str]]) -> Path:
-    """BLIP's Karpathy test/val file: a JSON list of ``{"image": <path>, "caption": [captions]}`` (paths
-    ``val2014/<file>`` for COCO, ``flickr30k-images/<file>`` for Flickr30k), one record per image."""
+    """BLIP's Karpathy test/val file: one ``{"image": <path>, "caption": [captions]}`` per image."""
     return place_json(key, data_root, [{"image": image, "caption": list(captions)}
                                        for image, captions in records.items()])
 
 
 def flickr30k_images(data_root: Path, file_names: Iterable[str]) -> Path:
     """The Flickr30k images folder (a manual source: the images lie directly in it) with a stand-in per name."""
-    folder = standin_dest(FLICKR30K_IMAGES, data_root)
-    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
     for name in file_names:
         if PurePosixPath(name).name != name:
             raise StandInError(f"{name!r}: Flickr30k's images lie directly in {FLICKR30K_IMAGES}")
-        (folder / name).write_bytes(image_bytes(name_seed(name), (40, 32)))
-    return folder
+        files[name] = image_bytes(name_seed(name), (40, 32))
+    return place_folder(FLICKR30K_IMAGES, data_root, files)
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# NegCLIP's TSVs (aro/negclip/{train,valid}_neg_clip.tsv, group negclip): valid is pinned (real, from the mirror),
-# train is not (a stand-in in the same format)
+# NegCLIP's TSVs: valid is pinned (real, from the mirror), train is not (a stand-in in the same format)
 # ------------------------------------------------------------------------------------------------------------------
 NEGCLIP_TRAIN = "aro/negclip/train_neg_clip.tsv"
 NEGCLIP_VALID = "aro/negclip/valid_neg_clip.tsv"
@@ -367,11 +369,9 @@ on them stop after ``ceil(cap / batch)`` steps (``max_steps``, ``common.rehearsa
 
 def negclip_train_rows(valid: Sequence[Any], twin_of: str,
                        rows: int = NEGCLIP_TRAIN_ROWS) -> list[tuple[str, str, list[str], list[int]]]:
-    """The stand-in training rows: the first ``rows`` released validation rows (``common.text.released_text.NegClipRow``:
-    real captions and negatives), each image moved to a train2014 stand-in file, then the first row again on the
-    train2014 twin of ``twin_of`` (a COCO val2017 file name: the same image id, as the real TSV holds train2014
-    images that are SugarCrepe test images, which ``negclip-full-set`` must drop). Each row's neighbours (``neg_image``)
-    are the next three rows."""
+    """The first ``rows`` released validation rows (real captions and negatives) moved to train2014 stand-in files,
+    then the first row again on the train2014 twin of ``twin_of`` (a COCO val2017 file name: the real TSV holds
+    SugarCrepe test images, which ``negclip-full-set`` must drop). Each row's neighbours are the next three rows."""
     files: dict[str, str] = {}
     chosen: list[tuple[str, str, list[str]]] = []
     for row in valid:
@@ -387,13 +387,14 @@ def negclip_train_rows(valid: Sequence[Any], twin_of: str,
             for i, (caption, file, negatives) in enumerate(chosen)]
 
 
-def negclip_train_tsv(data_root: Path, fetch: Callable[[str], Path]) -> Path:
-    """The stand-in of NegCLIP's ``train_neg_clip.tsv`` (``negclip_train_rows``), from the pinned validation TSV and
-    SugarCrepe's first test image (both real, ``fetch``ed): one writer, so every paper whose rehearsal reads the file
-    (ARO's fine-tunes, SugarCrepe's NegCLIP sets) writes the same bytes, whichever prepares last."""
+def negclip_train_tsv(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
+    """The stand-in of NegCLIP's ``train_neg_clip.tsv`` and its images, from the pinned validation TSV and
+    SugarCrepe's first test image (both real, ``fetch``ed): one writer, so ARO and SugarCrepe write the same bytes,
+    whichever prepares last. Returns the registry keys."""
     valid = read_negclip_tsv(fetch(NEGCLIP_VALID))
     first_test = next(iter(read_category(fetch(released_file_key(CATEGORIES[0]))).values()))["filename"]
-    return place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(negclip_train_rows(valid, first_test)))
+    train = place(NEGCLIP_TRAIN, data_root, negclip_tsv_bytes(negclip_train_rows(valid, first_test)))
+    return [NEGCLIP_TRAIN, *negclip_tsv_images(data_root, train)]
 
 
 def negclip_tsv_files(path: Path) -> list[str]:
@@ -443,10 +444,8 @@ prompt set each model encodes)."""
 
 def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequence[int],
                          names: Sequence[Sequence[str]], seed: int = 0) -> Path:
-    """A CIFAR binary tarball (``variant`` ``cifar-10`` or ``cifar-100``) in the released layout: every train and test
-    batch as fixed-length records (label byte(s), then 1,024 red, green and blue bytes), ``labels`` in the test batch
-    (a CIFAR-100 record's coarse byte is its fine label modulo the coarse names), two records per train batch, and
-    ``names`` (one list per label-name file)."""
+    """A CIFAR binary tarball in the released layout: fixed-length records (label byte(s), then 3 x 1,024 pixel
+    bytes), ``labels`` in the test batch, two records per train batch, ``names`` one list per label-name file."""
     layout = CIFAR_BINARY[variant]
     if len(names) != len(layout.names):
         raise StandInError(f"{variant}: {len(layout.names)} label-name lists ({', '.join(layout.names)}), got "
@@ -471,8 +470,7 @@ def cifar_binary_tarball(key: str, data_root: Path, variant: str, labels: Sequen
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Hugging Face snapshots (methods hf_dataset, hf_model: <data root>/<dest>/) and the downloader's snapshot marker;
-# dataset snapshots (e.g. bivlc/BiVLC, bivlc/TROHN-Text, bivlc/TROHN-Img) as parquet shards, as the hub holds them
+# Hugging Face snapshots (methods hf_dataset, hf_model) and the downloader's snapshot marker
 # ------------------------------------------------------------------------------------------------------------------
 def snapshot_folder(data_root: Path, key: str) -> Path:
     """Where the downloader keeps the Hugging Face snapshot of registry entry ``key`` under ``data_root``."""
@@ -483,8 +481,7 @@ def snapshot_folder(data_root: Path, key: str) -> Path:
 
 
 def mark_snapshot(data_root: Path, key: str) -> Path:
-    """The downloader's snapshot marker in ``key``'s folder (what it writes after ``snapshot_download``), so a fetch
-    returns the folder offline as it returns a real snapshot."""
+    """The downloader's snapshot marker in ``key``'s folder, so a fetch returns it offline as a real snapshot."""
     source = get_source(key)
     marker = snapshot_folder(data_root, key) / SNAPSHOT_MARKER
     write_json_atomic(marker, {"repo_id": source.repo_id, "repo_type": source.repo_type, "revision": source.revision,
@@ -505,11 +502,9 @@ def hf_image(data: bytes, path: str | None = None) -> dict:
 
 def hf_dataset_snapshot(key: str, data_root: Path, splits: Mapping[str, Sequence[Mapping]],
                         columns: Mapping[str, str], shards: int = 1) -> Path:
-    """The Hugging Face dataset snapshot of registry entry ``key`` (method ``hf_dataset``) under ``data_root``:
-    per split, ``data/<split>-<k:05d>-of-<n:05d>.parquet`` (``shards`` files, rows in order) with ``columns``
-    (name -> ``HF_IMAGE`` or ``HF_STRING``) and the ``huggingface`` schema metadata ``datasets`` writes, then the
-    marker ``common.registry.hub`` writes after ``snapshot_download`` (so a fetch returns the folder offline, as it
-    returns a real snapshot); returns the folder. A folder already there is replaced."""
+    """The Hugging Face dataset snapshot of ``key`` under ``data_root``, replacing one already there: per split,
+    ``shards`` parquet files as the hub holds them, ``columns`` (name -> ``HF_IMAGE`` or ``HF_STRING``) with the
+    schema metadata ``datasets`` writes, then the downloader's marker; returns the folder."""
     # deferred: loads pyarrow only when called
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -24,9 +24,8 @@ ENV_ROOTS = ("VLC_DATA", "VLC_BUILD", "VLC_CACHE")
 
 
 def copy_workspace(dest: Path, keep_results: bool = False, root: Path = ROOT) -> Path:
-    """Code, params, dvc.yaml/dvc.lock files and published numbers (and, with ``keep_results``, every result) of the
-    workspace at ``root`` into ``dest`` (which may exist, empty but for the rehearsal's marker), made a git
-    repository of its own."""
+    """The workspace at ``root`` (with ``keep_results``, every result too) into ``dest`` (which may exist, empty but for
+    the rehearsal's marker), made a git repository of its own."""
     root = Path(root).resolve()
     shutil.copytree(root, dest, ignore=_ignored(root, keep_results), dirs_exist_ok=True)
     if not keep_results:
@@ -52,8 +51,7 @@ def _ignored(root: Path, keep_results: bool):
 
 
 def copy_bytes(keep_results: bool = False, root: Path = ROOT) -> int:
-    """Bytes ``copy_workspace`` would write (the files it copies), counted before it copies anything: the room
-    check (``space.check_room``) asks for them first."""
+    """Bytes ``copy_workspace`` would write, counted before it copies anything (``space.check_room`` asks first)."""
     root = Path(root).resolve()
     ignore = _ignored(root, keep_results)
     total = 0
@@ -93,7 +91,7 @@ def committed_inputs(root: Path = ROOT) -> list[str]:
 
 def copy_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) without the data/build/cache roots, this interpreter's folder
-    first on PATH (``python``, ``dvc``, ``torchrun`` of this environment)."""
+    first on PATH."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in ENV_ROOTS}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env

@@ -2,24 +2,16 @@
 
 What the full stages read, and what the rehearsal puts there:
 
-* ``full-set``: VG-Relation / VG-Attribution (``aro/visual_genome_{relation,attribution}.json``, manual, unpinned):
-  stand-ins in ARO's record format (``VG_RELATION_ROWS``, ``VG_ATTRIBUTION_ROWS``), with ARO's image zip holding
-  their images, large enough for every box; BLIP's Karpathy COCO test split over COCO val2014 (its images and real
-  captions are the first images of NegCLIP's released ``valid_neg_clip.tsv``) and Flickr30k test split with the
-  Flickr30k images folder; the CIFAR-10/100 binary tarballs in the released layout (a few classes; the copy's
-  registry states their md5, ``common.rehearsal.standins.state_md5s``, which the stage checks as it checks the
-  published one).
-* ``finetune-full@{negclip,clip-ft}``: ``valid_neg_clip.tsv`` is pinned, so real (the mirror), with a stand-in
-  val2014 image for every file it names; ``train_neg_clip.tsv`` is not, so a stand-in in its format
-  (``common.rehearsal.standins.negclip_train_tsv``, shared with SugarCrepe: released validation rows, their real
-  captions and negatives, pointed at train2014 files); COCO 2014's two image zips hold them. A rehearsal's fine-tune
-  stops after ``ceil(cap / batch)`` steps (``aro.full.finetune.max_steps``, ``common.rehearsal.params``). All four
-  are DVC data deps, so fetched (extracted) before the pipeline runs.
+* ``full-set``: VG-Relation / VG-Attribution (manual, unpinned): stand-ins in ARO's record format, with ARO's image
+  zip holding their images; BLIP's Karpathy COCO test split over the first images of NegCLIP's released
+  ``valid_neg_clip.tsv`` (their real captions) and Flickr30k test split with its images folder; the CIFAR-10/100
+  binary tarballs in the released layout (a few classes; the copy's registry states their md5).
+* ``finetune-full@{negclip,clip-ft}``: ``valid_neg_clip.tsv`` is pinned, so real (the mirror);
+  ``train_neg_clip.tsv`` is not, so a stand-in in its format (``standins.negclip_train_tsv``, shared with
+  SugarCrepe); COCO 2014's two image zips hold the images both name. All four are DVC data deps, so fetched
+  (extracted) before the pipeline runs.
 * ``real-text``: ``valid_neg_clip.tsv``, real.
-* Models (``params``): the fine-tunes' base ``openai/ViT-B-32`` (hub cache) and the tables' rows the rehearsal keeps
-  (``KEPT_MODELS``): the base, NegCLIP's released checkpoint in its release layout (``CHECKPOINT_LAYOUTS``; its GELU
-  variant ``aro/negclip-gelu`` reads the same file, so it is scored too at no extra file), and the two fine-tunes
-  the pipeline trains itself (``build:``, nothing to write).
+* Models: the fine-tunes' base and the tables' rows the rehearsal keeps (``KEPT_MODELS``).
 """
 from __future__ import annotations
 
@@ -27,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from common.rehearsal import standins
+from common.rehearsal.models import needing_standins
 from common.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
-from common.zoo import get_spec
+from common.text.released_text import read_negclip_tsv
 
 CHECKPOINT_LAYOUTS = {"aro/negclip": "state_dict"}
 """NegCLIP's release, as vinid/neg_clip's trainer saves it (``vinid/neg_clip@e680f8e4 src/training/main.py:263-268``
@@ -66,23 +59,18 @@ FLICKR30K_IMAGES = ("1000092795.jpg", "10002456.jpg", "1000268201.jpg", "1000344
 CIFAR_TEST_LABELS = (0, 1, 2, 3, 1, 0)
 
 
-def vg_record(kind: str, index: int, image: str, box: tuple, group: Any, caption: str, negative: str) -> dict:
+def vg_record(kind: str, image: str, box: tuple, group: Any, caption: str, negative: str) -> dict:
     """One of ARO's VG-Relation (``group``: the relation) or VG-Attribution (``group``: the attribute pair)
     records."""
-    record = {"image_id": Path(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
-              "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative}
     if kind == "relation":
         words = caption.removeprefix("the ").split(f" is {group} the ")
-        record.update({"relation_name": group, "subj": words[0], "obj": words[-1]})
-    else:
-        record["attributes"] = list(group)
-    return record
+        return standins.vg_record(image, box, caption, negative, relation_name=group, subj=words[0], obj=words[-1])
+    return standins.vg_record(image, box, caption, negative, attributes=list(group))
 
 
 def vg_records() -> dict[str, list[dict]]:
-    """The stand-in VG-Relation and VG-Attribution records: the rows above, the first of each repeated on shifted
-    boxes until its group has ``vg_rules.PAPER_MIN_CASES`` cases, so that every rule keeps one group and the macro
-    averages (Table 2, Table 6's VG columns, the audit's cells) are numbers, not empty."""
+    """The rows above, the first of each repeated on shifted boxes until its group has ``PAPER_MIN_CASES`` cases, so
+    that every rule keeps one group and the macro averages are numbers, not empty."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.aro.vg_rules import PAPER_MIN_CASES
 
@@ -92,61 +80,50 @@ def vg_records() -> dict[str, list[dict]]:
         more = PAPER_MIN_CASES - sum(row[2] == group for row in rows)
         shifted = [(image, (x + k % 3, y + k // 3 % 3, w - k % 5, h - k % 4), group, caption, negative)
                    for k in range(1, more + 1)]
-        out[kind] = [vg_record(kind, n, *row) for n, row in enumerate([*rows, *shifted])]
+        out[kind] = [vg_record(kind, *row) for row in [*rows, *shifted]]
     return out
 
 
 def params(params: dict[str, Any]) -> None:
-    """The rehearsal's changes to this paper's parameters: the tables' full rows cut to ``KEPT_MODELS``."""
+    """The tables' full rows cut to ``KEPT_MODELS``."""
     models = params["aro"]["models"]
     models["full"] = [name for name in models["full"] if name in KEPT_MODELS]
 
 
 def models(params: dict[str, Any]) -> list[str]:
-    """The zoo models this paper's full stages load that are neither its own fine-tunes nor variants of a listed
-    model (which read its file)."""
-    names = [params["aro"]["full"]["finetune"]["base"], *params["aro"]["models"]["full"]]
-    return [name for name in dict.fromkeys(names) if not (get_spec(name).checkpoint or "").startswith("build:")]
+    """Its variants (``aro/negclip-gelu``) read a listed model's file: no stand-in of their own."""
+    return needing_standins([params["aro"]["full"]["finetune"]["base"], *params["aro"]["models"]["full"]])
 
 
 def karpathy_records(images: Sequence[str], first: Sequence[str] = ()) -> dict[str, list[str]]:
-    """BLIP's Karpathy test records: five captions per image (``first[k]``, a real caption of image k, then
-    COCO-style ones)."""
+    """BLIP's Karpathy test records: five captions per image (``first[k]``, then COCO-style ones)."""
     return {image: [*first[k:k + 1], *(captions[(k + 3 * j) % len(captions)] for j in range(5))][:5]
             for k, image in enumerate(images)}
 
 
 def karpathy_coco(valid_tsv: Path, images: int = KARPATHY_IMAGES) -> dict[str, list[str]]:
-    """BLIP's COCO test records for the first ``images`` images of the validation TSV, each led by its real
-    caption."""
-    # deferred: loads PIL, torch only when called
-    from papers.aro.negclip_tsv_full import read_negclip_tsv
-
-    _, released = read_negclip_tsv(valid_tsv)
+    """BLIP's COCO test records for the validation TSV's first ``images`` images, each led by its real caption."""
     first: dict[str, str] = {}
-    for row in released:
+    for row in read_negclip_tsv(valid_tsv):
         if len(first) == images:
             break
-        first.setdefault(row.filepath, row.caption)
+        first.setdefault(row.filepath, row.title)
     return karpathy_records([f"val2014/{Path(path).name}" for path in first], list(first.values()))
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
-    """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
-    pinned ``valid_neg_clip.tsv`` whose images are stood in for); returns the keys DVC's data deps need fetched."""
+    """``fetch``: the downloader with the mirror, for the pinned ``valid_neg_clip.tsv``."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.aro import sets_full
     from papers.aro.data import VG_ATTRIBUTION, VG_RELATION
 
     valid = fetch(standins.NEGCLIP_VALID)
     keys = [standins.NEGCLIP_VALID, *standins.negclip_tsv_images(data_root, valid)]
-    train = standins.negclip_train_tsv(data_root, fetch)  # the one writer SugarCrepe's rehearsal calls too
-    keys += [standins.NEGCLIP_TRAIN, *standins.negclip_tsv_images(data_root, train)]
+    keys += standins.negclip_train_tsv(data_root, fetch)  # the one writer SugarCrepe's rehearsal calls too
 
     records = vg_records()
-    for kind, key in (("relation", sets_full.VG_FILES[VG_RELATION]), ("attribution", sets_full.VG_FILES[VG_ATTRIBUTION])):
-        standins.place_json(key, data_root, records[kind])
-    standins.aro_images(data_root, standins.box_sizes([*records["relation"], *records["attribution"]]))
+    standins.vg_files(data_root, {sets_full.VG_FILES[VG_RELATION]: records["relation"],
+                                  sets_full.VG_FILES[VG_ATTRIBUTION]: records["attribution"]})
 
     coco_key, _ = sets_full.KARPATHY["coco"]
     standins.karpathy_split(coco_key, data_root, karpathy_coco(valid))  # its images: valid's, written above

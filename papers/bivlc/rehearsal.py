@@ -2,24 +2,14 @@
 
 What the full stages read, and what the rehearsal puts there:
 
-* ``tables-full``: the Hugging Face snapshot of ``imirandam/BiVLC`` (registry ``bivlc/BiVLC``, unpinned): a stand-in
-  snapshot (``data/test-*.parquet`` + the downloader's marker, ``common.rehearsal.standins.hf_dataset_snapshot``)
-  whose text is the real benchmark's: the first ``PER_CATEGORY`` instances of each category of the authors' released
-  per-instance file ``IMirandaM/BiVLC@84f0d175 results/BiVLC_ViT-B-32.csv`` (pinned, from the mirror; it holds every
-  instance's caption, negative caption, type and subtype), each image a stand-in under the COCO file name
-  ``IMirandaM/BiVLC@84f0d175 src/BiVLC_Generation/BiVLC_negative_imgs.csv`` (pinned, mirrored) gives its caption.
-  The copy's ``bivlc.full.n_instances`` states the stand-in's size (``params``), which the stage checks as it checks
-  the released 2,933.
-* ``finetune-full-set@*``: COCO 2017's captions and train images (stand-in zips, ``standins.coco_train2017``; DVC
-  data deps, so fetched and extracted before the pipeline runs) and TROHN-Text / TROHN-Img (``bivlc/TROHN-Text``,
-  ``bivlc/TROHN-Img``, unpinned) as stand-in snapshots whose rows name those COCO images: ``TROHN_TRAIN`` train rows
-  (two steps of the rehearsal's batch of 4) and ``TROHN_VALIDATION`` validation rows, TROHN-Img's generated images
-  in the parquet.
-* Models: the base ``openai/ViT-B-32`` (hub cache) and the released fine-tune ``bivlc/clip-trohn-img`` in its
-  release layout (``CHECKPOINT_LAYOUTS``: PyTorch's ``model_state_dict`` training dict); the released CLIPDet heads
-  (imirandam/CLIP_Detector's ``best_{image,text}_VIT-B-32_*.pt``) in the authors' layout, their saved towers those of
-  the base's stand-in (``released_heads``). Table 2's and Table 5's rows are cut to ``KEPT_ROWS`` /
-  ``KEPT_DETECTOR_ROWS`` (``params``).
+* ``tables-full``: a stand-in Hugging Face snapshot of ``imirandam/BiVLC`` (unpinned) whose text is the real
+  benchmark's: the first ``PER_CATEGORY`` instances of each category of the authors' released per-instance results
+  (pinned, from the mirror), each image a stand-in under the COCO file name the released negative-image list gives
+  its caption. ``params`` states the stand-in's size, which the stage checks as it checks the released 2,933.
+* ``finetune-full-set@*``: COCO 2017's captions and train images (stand-in zips; DVC data deps) and TROHN-Text /
+  TROHN-Img (unpinned) as stand-in snapshots whose rows name those COCO images.
+* Models: the base and the released fine-tune ``bivlc/clip-trohn-img`` (``CHECKPOINT_LAYOUTS``); the released CLIPDet
+  heads in the authors' layout, their saved towers those of the base's stand-in (``released_heads``).
 """
 from __future__ import annotations
 
@@ -31,9 +21,8 @@ from common.files.io import atomic_path
 from common.paths import ROOT
 from common.pipeline.params import read_params
 from common.rehearsal import standins
-from common.rehearsal.models import pretrained_state
+from common.rehearsal.models import needing_standins, pretrained_state
 from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
-from common.zoo import get_spec
 from papers.bivlc.sets_full import HF_SOURCES
 
 CHECKPOINT_LAYOUTS = {"bivlc/clip-coco": "model_state_dict", "bivlc/clip-trohn-text": "model_state_dict",
@@ -55,7 +44,7 @@ PER_CATEGORY = 2
 TROHN_TRAIN = 8
 TROHN_VALIDATION = 4
 COCO_IMAGES = 12
-"""COCO 2017 train stand-in images (``standins.coco_captions``: two captions each), which TROHN's rows name."""
+"""COCO 2017 train stand-in images, which TROHN's rows name."""
 RELEASED_RESULTS = "bivlc/released/results/BiVLC_ViT-B-32.csv"
 NEGATIVE_IMAGES = "bivlc/released/src/BiVLC_Generation/BiVLC_negative_imgs.csv"
 BIVLC_COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
@@ -64,9 +53,7 @@ RELEASED_HEADS = "bivlc/hf/imirandam/CLIP_Detector"
 
 
 def params(params: dict[str, Any]) -> None:
-    """The rehearsal's changes to this paper's parameters: Table 2 cut to ``KEPT_ROWS``, Table 5 to
-    ``KEPT_DETECTOR_ROWS``, the test split's size the stand-in's (``bivlc_rows``: ``PER_CATEGORY`` of each
-    category)."""
+    """Table 2 cut to ``KEPT_ROWS``, Table 5 to ``KEPT_DETECTOR_ROWS``, the test split's size the stand-in's."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import CATEGORIES
 
@@ -77,25 +64,20 @@ def params(params: dict[str, Any]) -> None:
 
 
 def models(params: dict[str, Any]) -> list[str]:
-    """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
     full = params["bivlc"]["full"]
-    names = [full["finetune"]["base"], *full["models"].values(), *full["detectors"]["encoders"].values(),
-             *(spec["encoder"] for spec in full["detector_rows"].values())]
-    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
+    return needing_standins([full["finetune"]["base"], *full["models"].values(),
+                             *full["detectors"]["encoders"].values(),
+                             *(spec["encoder"] for spec in full["detector_rows"].values())])
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# BiVLC's test split: the real text, stand-in images
-# ------------------------------------------------------------------------------------------------------------------
 def _read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
 
 
 def bivlc_rows(released: Path, negative_images: Path, per_category: int = PER_CATEGORY) -> list[dict]:
-    """The first ``per_category`` instances of each category of the released per-instance file, in file order, as
-    parquet rows: real captions, negative captions, type and subtype; stand-in images (the photo under the COCO file
-    name ``negative_images`` gives the pair, the generated image under the first of its generated names)."""
+    """The first ``per_category`` instances of each category of the released per-instance file as parquet rows: real
+    text, stand-in images under the names ``negative_images`` gives the pair (photo, first generated image)."""
     names = {(r["caption"], r["negative_caption"]): r for r in _read_csv(negative_images)}
     taken: dict[tuple[str, str], int] = {}
     rows = []
@@ -113,13 +95,8 @@ def bivlc_rows(released: Path, negative_images: Path, per_category: int = PER_CA
     return rows
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# TROHN-Text / TROHN-Img: rows on the COCO train2017 stand-ins
-# ------------------------------------------------------------------------------------------------------------------
 def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
-    """TROHN rows (``image_id`` a COCO train2017 file name of the stand-in, a COCO-like caption, a negative that
-    swaps its first and last words, TROHN-Img's generated image): ``TROHN_TRAIN`` train, ``TROHN_VALIDATION``
-    validation."""
+    """TROHN rows on the COCO train2017 stand-ins, each negative swapping its caption's first and last words."""
     out: dict[str, list[dict]] = {"train": [], "validation": []}
     for k in range(TROHN_TRAIN + TROHN_VALIDATION):
         caption = COCO_LIKE_CAPTIONS[k % len(COCO_LIKE_CAPTIONS)]
@@ -134,9 +111,6 @@ def trohn_rows(with_images: bool) -> dict[str, list[dict]]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The released CLIPDet heads
-# ------------------------------------------------------------------------------------------------------------------
 def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
     """A released head's ``model_state_dict`` (the torch.save of
     ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_img_classifier.py:157-164`` "'model_state_dict': model.state_dict(),"
@@ -162,9 +136,8 @@ def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
 
 
 def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
-    """The row's released heads (``image_head``, ``text_head``: ``data:`` files) in the authors' torch.save layout,
-    their towers the stand-in of the row's encoder (the same seed as its hub or ``data:`` stand-in, so the stage's
-    tower check finds them equal); returns the files."""
+    """The row's released heads in the authors' torch.save layout, their towers the stand-in of the row's encoder
+    (the same seed, so the stage's tower check finds them equal); returns the files."""
     # deferred: loads torch only when called
     import torch
 
@@ -180,8 +153,7 @@ def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
-    """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
-    pinned released files whose text the BiVLC stand-in takes); returns the keys DVC's data deps need fetched."""
+    """``fetch``: the downloader with the mirror, for the pinned released files whose text the stand-in takes."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.bivlc.tables import SOURCE, SPLIT
 

@@ -3,29 +3,16 @@
 What the full stages read, and what the rehearsal puts there (every source here is unpinned: no sha256 is published,
 the downloader trusts the first copy, so each is a stand-in in the released format at the registry's destination):
 
-* CC-Neg (group ``ccneg``, manual): ``ccneg_preprocessed.pt`` in the layout this workspace reads
-  (``papers.conclip.ccneg``: ``image_paths`` on the authors' machine and ``annotations`` with ``json.caption`` and
-  ``sop_data``, as the authors' loaders read them, jaisidhsingh/CoN-CLIP@503388ac
-  src/data/evaluation_datasets.py:18-19 "self.annotations = data["; the ``sop_data`` fields the fine-tuning set and
-  eq. 4 read and ``num_ops`` K -> ascending indices are not in the release), its JPEG folder
-  (``ccneg_images/cc3m_subset_images_extracted_final/``) and ``distractor_image_mapping.pt`` (a list of top-k lists of
-  COCO train 2017 pool indices, one row per entry; one column, as a 12-image pool has one chunk of
-  ``distractors_full.CODE_CHUNK`` images). In a
-  rehearsal the evaluation split is the file's last ``full_inputs.cap`` entries
-  (``papers.conclip.ccneg.eval_size_for``).
-* COCO 2017's captions and train images (the distractor pool): the shared stand-in zips
-  (``common.rehearsal.standins.coco_train2017``), DVC's data deps, so fetched (extracted) before the pipeline runs.
-* The zero-shot sets (group ``conclip-zeroshot``, ``papers.conclip.zeroshot_full.DATASETS``), each in the files
-  torchvision reads, at its registry destination: CIFAR-10/100's python-pickle tarballs, Caltech-101's zip holding
-  ``101_ObjectCategories.tar.gz``, Flowers-102's ``102flowers.tgz`` and two ``.mat`` files, Food-101's and Oxford
-  Pets' tarballs, Stanford Cars' manual folder (devkit ``cars_meta.mat``, test annotations ``.mat``, ``cars_test/``),
-  ImageNet's manual ``val/<wnid>/*.JPEG`` folder (the first three WordNet ids of ImageNet-1k, so OpenAI's first
-  three names fit). Each has a few classes and images; the copy's registry states the stand-ins' md5s
-  (``common.rehearsal.standins.state_md5s``) and ``params`` ImageNet's class count, which ``zeroshot_full`` checks as
-  it checks the published ones.
-* Models (``params``: ``KEPT_ROWS``): the base ``openai/ViT-B-32`` (hub cache; also the fine-tunes' base and the
-  distractors' phi), the released CoN-CLIP ViT-B/32 in its release layout (``CHECKPOINT_LAYOUTS``), and the five
-  fine-tunes trained in the rehearsal (Table 6 needs them all).
+* CC-Neg (manual): ``ccneg_preprocessed.pt`` in the layout this workspace reads (``papers.conclip.ccneg``:
+  ``image_paths`` on the authors' machine and ``annotations`` with ``json.caption`` and ``sop_data``, as the authors'
+  loaders read them, jaisidhsingh/CoN-CLIP@503388ac src/data/evaluation_datasets.py:18-19 "self.annotations = data["),
+  its JPEG folder and ``distractor_image_mapping.pt`` (top-k lists of COCO train 2017 pool indices, one per entry). In
+  a rehearsal the evaluation split is the file's last ``full_inputs.cap`` entries.
+* COCO 2017's captions and train images (the distractor pool): the shared stand-in zips, DVC's data deps.
+* The zero-shot sets (``papers.conclip.zeroshot_full.DATASETS``), each in the files torchvision reads, at its
+  registry destination, with a few classes and images; the copy's registry states the stand-ins' md5s and ``params``
+  ImageNet's class count, which ``zeroshot_full`` checks as it checks the published ones.
+* Models: ``KEPT_ROWS``, the released CoN-CLIP ViT-B/32 in its release layout (``CHECKPOINT_LAYOUTS``).
 """
 from __future__ import annotations
 
@@ -33,13 +20,13 @@ import io
 import json
 import pickle
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
 from common.rehearsal import standins
-from common.rehearsal.standins import image_bytes, name_seed, place, standin_dest, tar_gz, zip_bytes
-from common.zoo import get_spec
+from common.rehearsal.models import needing_standins
+from common.rehearsal.standins import image_bytes, name_seed, place, tar_gz, zip_bytes
 from papers.conclip import ccneg
 
 CHECKPOINT_LAYOUTS = {"conclip/conclip-vit-b32": "model", "conclip/conclip-vit-b16": "model",
@@ -85,9 +72,6 @@ POOL_IMAGES = 12
 """COCO train 2017 stand-in images (the distractor pool; the shared writer's default, as hard positives')."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# CC-Neg
-# ------------------------------------------------------------------------------------------------------------------
 def ccneg_annotation(index: int) -> dict:
     """Entry ``index``'s annotation as released: the caption, its negation and the parse eq. 4 mines with."""
     caption, subject, pairs, negated_object, word = CCNEG_ROWS[index % len(CCNEG_ROWS)]
@@ -106,7 +90,7 @@ def ccneg_image_name(index: int) -> str:
 
 
 def ccneg_record(entries: int = CCNEG_ENTRIES) -> dict:
-    """``ccneg_preprocessed.pt``'s dict: ``image_paths``, ``annotations`` and ``num_ops`` (K -> ascending indices)."""
+    """``ccneg_preprocessed.pt``'s dict (``num_ops``: K -> ascending indices)."""
     annotations = [ccneg_annotation(i) for i in range(entries)]
     num_ops: dict[int, list[int]] = {}
     for i, a in enumerate(annotations):
@@ -127,10 +111,8 @@ def torch_bytes(value: Any) -> bytes:
 def write_ccneg(data_root: Path, entries: int = CCNEG_ENTRIES, pool: int = POOL_IMAGES) -> None:
     """CC-Neg's three registry entries as stand-ins: the .pt file, its JPEG folder, the distractor mapping."""
     standins.place(ccneg.DATA_KEY, data_root, torch_bytes(ccneg_record(entries)))
-    folder = standins.standin_dest(ccneg.IMAGES_KEY, data_root) / ccneg.IMAGES_SUBFOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(entries):
-        (folder / ccneg_image_name(i)).write_bytes(standins.image_bytes(standins.name_seed(ccneg_image_name(i))))
+    standins.place_folder(ccneg.IMAGES_KEY, data_root, {f"{ccneg.IMAGES_SUBFOLDER}/{ccneg_image_name(i)}":
+                                                        _jpeg(ccneg_image_name(i)) for i in range(entries)})
     standins.place(MAPPING_KEY, data_root, torch_bytes([[(7 * i + 3) % pool] for i in range(entries)]))
 
 
@@ -265,13 +247,6 @@ def imagenet_files(per_class: int = 2) -> dict[str, bytes]:
     return files
 
 
-def _write_folder(folder: Path, files: Mapping[str, bytes]) -> None:
-    for name, data in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
 def write_zeroshot(data_root: Path) -> None:
     """Every dataset of ``zeroshot_full.DATASETS`` at its registry entries' destinations."""
     def key(path: str) -> str:
@@ -285,16 +260,12 @@ def write_zeroshot(data_root: Path) -> None:
     place(key("food101/food-101.tar.gz"), data_root, tar_gz(food_members()))
     for name, data in pets_archives().items():
         place(key(f"oxford_pets/oxford-iiit-pet/{name}"), data_root, data)
-    _write_folder(standin_dest(key("stanford_cars/stanford_cars"), data_root), cars_files())
-    _write_folder(standin_dest(key("imagenet/val"), data_root), imagenet_files())
+    standins.place_folder(key("stanford_cars/stanford_cars"), data_root, cars_files())
+    standins.place_folder(key("imagenet/val"), data_root, imagenet_files())
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The rehearsal's hooks
-# ------------------------------------------------------------------------------------------------------------------
 def params(params: dict[str, Any]) -> None:
-    """The rehearsal's changes to this paper's parameters: ``conclip.full.models`` and ``sugarcrepe_rows`` cut to
-    ``KEPT_ROWS``; ImageNet's class count the stand-in's (``IMAGENET_WNIDS``)."""
+    """The models and SugarCrepe rows cut to ``KEPT_ROWS``; ImageNet's class count the stand-in's."""
     full = params["conclip"]["full"]
     full["zeroshot_classes"] = {**full["zeroshot_classes"], "imagenet": len(IMAGENET_WNIDS)}
     full["models"] = {row: name for row, name in full["models"].items() if row in KEPT_ROWS}
@@ -302,15 +273,12 @@ def params(params: dict[str, Any]) -> None:
 
 
 def models(params: dict[str, Any]) -> list[str]:
-    """The zoo models this paper's full stages load that are not its own fine-tunes (``build:`` checkpoints)."""
     full = params["conclip"]["full"]
-    names = [full["finetune"]["base"], full["distractors"]["model"], *full["models"].values()]
-    return [n for n in dict.fromkeys(names) if not (get_spec(n).checkpoint or "").startswith("build:")]
+    return needing_standins([full["finetune"]["base"], full["distractors"]["model"], *full["models"].values()])
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
-    """Write this paper's stand-ins under ``data_root``; returns the keys DVC's data deps need fetched (COCO 2017's
-    zips; CC-Neg's entries are manual, so already where the stages read them)."""
+    """CC-Neg's entries are manual, so already where the stages read them: only COCO 2017's zips to fetch."""
     write_ccneg(Path(data_root))
     write_zeroshot(Path(data_root))
     return standins.coco_train2017(data_root, standins.coco_captions(images=POOL_IMAGES))

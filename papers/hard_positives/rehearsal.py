@@ -2,16 +2,13 @@
 
 What the full stages read, and what the rehearsal puts there:
 
-* REPLACE, ``hard_positives/{data,swapped_data}/vl_checklist_{attributes,relations}.json``: pinned, so real (the
-  mirror); Visual Genome's two image zips get a stand-in for every image they name (``common.rehearsal.standins``).
-* SWAP, ``hard_positives/{data,swapped_data}/visual_genome_attribution.json``: unpinned, so stand-ins in ARO's
-  VG-Attribution format, row-aligned as released (same image, box, attributes and c_n; c vs c_p), with ARO's image
-  zip (``aro/vgr_vga_images.zip``) holding their images, large enough for every box.
-* COCO 2017's captions and train images (``finetune-full-set``, the fine-tunes): stand-in zips; DVC's data deps,
-  so fetched (extracted) before the pipeline runs.
-* Models: the base ``openai/ViT-B-32`` (hub cache) and the Table 1 rows the rehearsal keeps (``params``), the
-  released ``data:`` checkpoints in their release layout (``CHECKPOINT_LAYOUTS``); the GELU build of a kept model
-  (``papers.hard_positives.tables.AUTHORS_BUILD``, scored beside it) reads the same file, so it needs none.
+* REPLACE's VL-CheckList files: pinned, so real (the mirror); Visual Genome's two image zips get a stand-in for every
+  image they name.
+* SWAP's VG-Attribution files: unpinned, so stand-ins in ARO's format, row-aligned as released (same image, box,
+  attributes and c_n; c vs c_p), with ARO's image zip holding their images.
+* COCO 2017's captions and train images (``finetune-full-set``): stand-in zips; DVC's data deps.
+* Models: the base and the Table 1 rows the rehearsal keeps (``KEPT_ROWS``); the GELU build of a kept model
+  (``papers.hard_positives.tables.AUTHORS_BUILD``) reads the same file, so it needs none.
 """
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ from typing import Any, Callable
 
 from common.files.jsonl import read_json
 from common.rehearsal import standins
+from common.rehearsal.models import needing_standins
 
 SWAP_ROWS = (  # (image, box, attributes, c, c_p, c_n)
     ("2354786.jpg", (2, 3, 20, 15), ("white", "black"), "the white cat and the black dog",
@@ -40,27 +38,19 @@ KEPT_ROWS = ("base", "crepe-swap")
 """The Table 1 rows the rehearsal scores: the base (the comparisons' reference) and one released checkpoint."""
 
 
-def swap_record(image: str, box: tuple, attributes: tuple, caption: str, negative: str) -> dict:
-    return {"image_id": Path(image).stem, "image_path": image, "bbox_x": box[0], "bbox_y": box[1],
-            "bbox_w": box[2], "bbox_h": box[3], "true_caption": caption, "false_caption": negative,
-            "attributes": list(attributes)}
-
-
 def params(params: dict[str, Any]) -> None:
-    """The rehearsal's changes to this paper's parameters: Table 1's rows cut to ``KEPT_ROWS``."""
+    """Table 1's rows cut to ``KEPT_ROWS``."""
     full = params["hard_positives"]["full"]
     full["models"] = {row: name for row, name in full["models"].items() if row in KEPT_ROWS}
 
 
 def models(params: dict[str, Any]) -> list[str]:
-    """The zoo models this paper's full stages load that are not its own fine-tunes."""
     full = params["hard_positives"]["full"]
-    return list(dict.fromkeys([full["finetune"]["base"], *full["models"].values()]))
+    return needing_standins([full["finetune"]["base"], *full["models"].values()])
 
 
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
-    """Write this paper's stand-ins under ``data_root`` (``fetch``: the downloader on it, with the mirror, for the
-    pinned REPLACE files whose images are stood in for); returns the keys DVC's data deps need fetched."""
+    """``fetch``: the downloader with the mirror, for the pinned REPLACE files whose images are stood in for."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.hard_positives import released, sets_full
 
@@ -68,7 +58,7 @@ def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
                    for row in read_json(fetch(key), list)]
     standins.visual_genome_images(data_root, image_paths)
     original, swapped = sets_full.SWAP_FILES
-    standins.place_json(original, data_root, [swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS])
-    standins.place_json(swapped, data_root, [swap_record(i, b, a, p, n) for i, b, a, _, p, n in SWAP_ROWS])
-    standins.aro_images(data_root, standins.box_sizes(swap_record(i, b, a, c, n) for i, b, a, c, _, n in SWAP_ROWS))
+    standins.vg_files(data_root, {
+        original: [standins.vg_record(i, b, c, n, attributes=list(a)) for i, b, a, c, _, n in SWAP_ROWS],
+        swapped: [standins.vg_record(i, b, p, n, attributes=list(a)) for i, b, a, _, p, n in SWAP_ROWS]})
     return standins.coco_train2017(data_root, standins.coco_captions(images=12))
