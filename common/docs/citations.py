@@ -64,7 +64,6 @@ FIXTURES = ("tests/", "CHANGELOG.md")
 there need not be this project's now; pinned references, wrong repositories and machine paths are still checked."""
 DATA_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt", ".parquet", ".gz", ".zip", ".tar", ".npy", ".pt",
                  ".pth", ".safetensors", ".png", ".jpg")
-CODE_SUFFIXES = (".py", ".sh", ".ipynb", ".md", ".yaml", ".yml", ".toml", ".cfg", ".js", ".c", ".cpp", ".h")
 MIN_QUOTE = 4
 """Characters (white space folded) a quote needs: enough that it could be wrong."""
 
@@ -156,10 +155,6 @@ def fold(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\\|", "|")).strip()
 
 
-def _line_of(raw: str, offset: int) -> int:
-    return raw.count("\n", 0, offset) + 1
-
-
 def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence[str] | None = None) -> None:
     """References in code, comments and Markdown: each with its quote right after it (or from ``quotes``)."""
     # line numbers: fold a copy with the same length, newline by newline, so offsets map back
@@ -223,29 +218,26 @@ def _fold_keep_lines(raw: str, suffix: str):
 
 
 def _check_shape(found: Found, ref: Reference) -> None:
-    suffix = Path(ref.path).suffix.lower()
+    def bad(message: str) -> None:
+        found.add(ref.file, ref.line, f"{ref.text}: {message}")
+
     if not ref.path:
         if ref.quote is not None:
-            found.add(ref.file, ref.line, f"{ref.text}: a quote needs the file and lines it comes from")
-        return
-    if ref.lines and ref.span is None:
-        found.add(ref.file, ref.line, f"{ref.text}: one line or one range (LINE or LINE-LINE) per reference")
-        return
-    if ref.span and ref.span[0] > ref.span[1]:
-        found.add(ref.file, ref.line, f"{ref.text}: the range runs backwards")
-        return
-    if suffix in DATA_SUFFIXES and not ref.lines:
-        return  # a released data file, cited whole
-    if not ref.lines:
-        found.add(ref.file, ref.line, f"{ref.text}: name the lines (PATH:LINE or PATH:LINE-LINE)")
-        return
-    if ref.quote is None:
-        found.add(ref.file, ref.line, f"{ref.text}: no quote: follow it with \"the words of those lines\"")
-        return
-    if len(fold(ref.quote)) < MIN_QUOTE:
-        found.add(ref.file, ref.line, f"{ref.text}: the quote {ref.quote!r} is too short to be checked")
-    if _MACHINE.search(ref.quote):
-        found.add(ref.file, ref.line, f"{ref.text}: the quote names a machine path")
+            bad("a quote needs the file and lines it comes from")
+    elif ref.lines and ref.span is None:
+        bad("one line or one range (LINE or LINE-LINE) per reference")
+    elif ref.span and ref.span[0] > ref.span[1]:
+        bad("the range runs backwards")
+    elif not ref.lines:
+        if Path(ref.path).suffix.lower() not in DATA_SUFFIXES:  # a released data file may be cited whole
+            bad("name the lines (PATH:LINE or PATH:LINE-LINE)")
+    elif ref.quote is None:
+        bad("no quote: follow it with \"the words of those lines\"")
+    else:
+        if len(fold(ref.quote)) < MIN_QUOTE:
+            bad(f"the quote {ref.quote!r} is too short to be checked")
+        if _MACHINE.search(ref.quote):
+            bad("the quote names a machine path")
 
 
 def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
@@ -266,7 +258,8 @@ def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
                                               f"{m.group('repo')}@COMMIT PATH:LINES \"quote\")")
     pinned_spans = [(r.start(), r.end() + 200) for r in _PIN.finditer(text)]
     for m in _FILE_LINE.finditer(text) if not file.startswith(FIXTURES) else ():
-        if _project_line_ok(m.group("path"), m.group("lines") or ""):
+        count = _project_lines(m.group("path"))
+        if count is not None and all(int(n) <= count for n in re.findall(r"\d+", m.group("lines") or "")):
             continue
         if _inside_pinned(m.start(), text, pinned_spans):
             continue
@@ -287,15 +280,20 @@ def _inside_pinned(offset: int, text: str, spans: list[tuple[int, int]]) -> bool
     return False
 
 
+def _git_files(root: Path) -> list[str] | None:
+    """Git's tracked and unignored files under ``root`` (None: not a git work tree, or no git)."""
+    try:
+        return subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 @lru_cache(maxsize=None)
 def _tracked() -> dict[str, str]:
     """This project's files: path -> itself, and each path's trailing parts (``io.py``, ``training/files.py``) -> the
     path, where only one file ends so."""
-    try:
-        names = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
-        names = []
+    names = _git_files(ROOT) or []
     out: dict[str, str] = {}
     ambiguous = set()
     for name in names:
@@ -316,24 +314,12 @@ def _tracked() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def _project_lines(path: str) -> int | None:
     name = _tracked().get(path)
-    if name is None:
-        return None
     if name == "":
         return 10 ** 9
-    target = ROOT / name
-    if not target.is_file():
-        return None
     try:
-        return target.read_bytes().count(b"\n") + 1
-    except OSError:
+        return None if name is None else (ROOT / name).read_bytes().count(b"\n") + 1
+    except OSError:  # a folder, or a file gone
         return None
-
-
-def _project_line_ok(path: str, lines: str) -> bool:
-    count = _project_lines(path)
-    if count is None:
-        return False
-    return all(int(n) <= count for n in re.findall(r"\d+", lines))
 
 
 def _scan_toml(found: Found, file: str, raw: str) -> None:
@@ -369,17 +355,14 @@ def _scan_toml(found: Found, file: str, raw: str) -> None:
                 for r in sub.references:
                     found.references.append(Reference(file, line, r.repo, r.commit, r.path, r.lines, r.quote))
                 found.problems += [f"{file}:{line}: " + p.split(": ", 1)[1] for p in sub.problems]
-                if quotes is not None and given is not None:
-                    quotes = given
         took = len(found.references) - refs_before
         source = node.get("source")
-        texts = [quote] if isinstance(quote, str) else [q for q in quote if isinstance(q, str)] \
-            if isinstance(quote, list) else []
+        texts = [q for q in quotes or [] if isinstance(q, str)]
         if isinstance(source, str) and took == 0 and texts and paper:
             found.paper_quotes += [PaperQuote(file, line, paper, source, q) for q in texts]
         elif isinstance(source, str) and took == 0 and texts and not paper:
             found.add(file, line, f"{key_path}: a quote of a paper outside papers/<paper>/: name the paper's folder")
-        if quotes and took and len(quotes) > 0 and isinstance(quote, list):
+        if quotes and took and isinstance(quote, list):
             found.add(file, line, f"{key_path}: {len(quotes)} quotes more than references")
         for k, v in node.items():
             if isinstance(v, (dict, list)):
@@ -399,7 +382,7 @@ def _toml_line(raw: str, key_path: str) -> int:
     if not last:
         return 1
     m = re.search(rf"(?m)^\s*(?:\[+[^\]]*\b{re.escape(last)}\b[^\]]*\]+|\"?{re.escape(last)}\"?\s*=)", raw)
-    return _line_of(raw, m.start()) if m else 1
+    return raw.count("\n", 0, m.start()) + 1 if m else 1
 
 
 def _paper_of(file: str) -> str | None:
@@ -422,10 +405,8 @@ def _scan_notebook(found: Found, file: str, raw: str) -> None:
 def scanned_files(root: Path = ROOT) -> list[str]:
     """The files whose references are checked: git's tracked and unignored files of the kinds above, generated
     results left out (their writers are scanned)."""
-    try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
+    out = _git_files(root)
+    if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
     keep = []
     for name in sorted(set(out)):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import subprocess
@@ -45,7 +44,7 @@ from common.files.io import write_text_atomic
 from common.pipeline.disk import free_bytes
 from common.pipeline.dvc_run import run_dvc
 from common.pipeline.params import MAX_ALIASES, _Duplicate, _Loader, _TooManyAliases
-from common.registry.fetch import fetch
+from common.registry.fetch import fetch, md5_file  # DVC 3's hash of a file (``hash: md5``)
 from common.registry.sources import default_registry, get_source, groups, sources_in_group
 
 DATA_DVC = paths.ROOT / "data.dvc"
@@ -74,15 +73,6 @@ class TrackedInput:
     def dest(self) -> str:
         """The registry ``dest`` (the path under the data root)."""
         return PurePosixPath(self.path).relative_to("data").as_posix()
-
-
-def md5_file(path: Path) -> str:
-    """DVC 3's hash of a file (``hash: md5``): the md5 of its bytes."""
-    digest = hashlib.md5()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
@@ -121,11 +111,9 @@ def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise DataDvcError(f"{where} ({rel}): size {size!r} is not a byte count")
         tracked.append(TrackedInput(rel, md5, size))
-    seen: set[str] = set()
-    for item in tracked:
-        if item.path in seen:
-            raise DataDvcError(f"{path}: {item.path} is listed twice")
-        seen.add(item.path)
+    listed = [item.path for item in tracked]
+    for twice in (rel for i, rel in enumerate(listed) if rel in listed[:i]):
+        raise DataDvcError(f"{path}: {twice} is listed twice")
     return tracked
 
 
@@ -336,9 +324,9 @@ def _probe(remote: str) -> tuple[bool, str]:
             try:
                 return bool(odb.fs.exists(odb.path)), str(where)
             except Exception as exc:  # noqa: BLE001 - any backend's connection error means "unreachable"
-                return False, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                return False, f"{where}: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
     except Exception as exc:  # noqa: BLE001 - a remote DVC cannot even configure (missing plugin, bad URL)
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
 
 
 def pull(papers: Sequence[str]) -> str:
@@ -379,7 +367,6 @@ MAX_LISTED_INPUTS = 4
 def pipeline_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> list[str]:
     """The ``data/...`` paths (relative to ``root``) that the stages ``dvc repro papers/<paper>`` walks list as deps
     (under the profile ``params.yaml`` picks), in order."""
-    # deferred: loads dvc only when called
     # deferred: loads dvc only when called
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
@@ -511,7 +498,3 @@ def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[
     check.add_argument("papers", nargs="*", metavar="PAPER")
     check.set_defaults(func=_cmd_check)
 
-
-__all__ = ["DATA_DVC", "FULL_DVC", "DataDvcError", "InputSource", "TrackedInput", "add_sources", "check_inputs", "fetch_tracked",
-           "md5_file", "pipeline_inputs", "problems", "pull", "read_data_dvc", "register_cli", "source_for_input",
-           "status_line", "track_full", "write_data_dvc"]

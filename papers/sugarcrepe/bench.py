@@ -35,8 +35,8 @@ from common.evaluation.scoring.selection import image_to_text
 from common.files.tasks import ImageToTextItem
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
-from common.miniworld.render import SYNTHETIC, render
 from common.miniworld.scene import sample_scene
+from common.training.cost import noisy_jpeg
 from common.zoo import OpenClipModel, random_model
 
 EXAMPLES_PER_IMAGE = (1, 6, 7, 8, 5, 2, 4, 9, 3, 10, 1, 1, 1, 6, 7, 8, 5)
@@ -61,12 +61,7 @@ def make_data(root: Path, n_images: int, seed: int = 0, width: int = 640, height
     categories = list(EDIT_TYPES)
     for i in range(n_images):
         scene = sample_scene(rng)
-        side = max(width, height)
-        image = render(scene, side, SYNTHETIC, seed=i).crop(((side - width) // 2, (side - height) // 2,
-                                                             (side + width) // 2, (side + height) // 2))
-        pixels = np.asarray(image, dtype=np.int16) + np.random.default_rng(i).integers(-12, 13, (height, width, 3))
-        path = root / f"{i:012d}.jpg"
-        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(path, quality=90)
+        path = noisy_jpeg(scene, root / f"{i:012d}.jpg", i, i, width, height)
         images.append(path)
         wanted = EXAMPLES_PER_IMAGE[i % len(EXAMPLES_PER_IMAGE)]
         # SugarCrepe: 0.58 distinct positive captions per example, a distinct negative for each.
