@@ -11,18 +11,9 @@ anywhere. Three full-profile stages do list some of these files (SugarCrepe's re
 TSV): ``make repro`` verifies every file against the registry's sha256 before DVC runs, so what DVC sees there is
 always the pinned bytes.
 
-Commands (``python -m common data ...``; the Makefile calls them):
-
-* ``fetch``: every input of ``data.dvc`` through the downloader (mirror or internet, sha256 checked), then its md5
-  against ``data.dvc``; ``make fetch``, and the first step of ``make repro``.
-* ``status``: one line: up to date, or what is missing or changed and the command that fixes it (``make status``).
-* ``add KEY...``: track more registry entries (when a mini stage starts reading a new file).
-* ``track KEY_OR_GROUP...``: the full profile's fetched data, in its own ``data/full.dvc`` (in git, hashed and
-  cached by ``dvc commit``), so the default's ``data.dvc`` never changes when the full profile runs.
-* ``pull [PAPER...]``: with a default DVC remote configured, pull ``data.dvc`` and the papers' stage outputs; a
-  remote that is unreachable or lacks objects is one line, and ``dvc repro`` then rebuilds what is missing.
-* ``check [PAPER...]``: every ``data/`` input the stages of ``dvc repro papers/<paper>`` list is in place, else one
-  line naming the missing ones and the ``python -m common fetch`` that gets them (``make repro``, before DVC).
+Commands: ``python -m common data fetch|status|add|track|pull|check`` (the Makefile's ``fetch``, ``status`` and
+``repro`` call them), each the CLI of one function below: ``fetch_tracked``, ``status_line``, ``add_sources``,
+``track_full``, ``pull``, ``check_inputs``.
 """
 from __future__ import annotations
 

@@ -210,8 +210,11 @@ def _overheads(phases: dict[str, float], text_bound: float, image_bound: float |
     parts["texts beyond the bound"] = phases.get("encode texts", 0.0) - text_bound
     if image_bound is not None:
         parts["images beyond the bound"] = phases.get("decode and encode images", 0.0) - image_bound
-    return (f"{sum(parts.values()):.2f}s (" + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in parts.items())
-            + ")")
+    return f"{sum(parts.values()):.2f}s ({_seconds(parts)})"
+
+
+def _seconds(phases: dict[str, float]) -> str:
+    return ", ".join(f"{name} {seconds:.2f}s" for name, seconds in phases.items())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -242,16 +245,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"bound: max(decode {decode:.2f}s on {max(1, workers + 1)} processes, GPU encode images "
                   f"{image_enc:.2f}s + texts {text_enc:.2f}s) = {bound:.2f}s")
         else:
-            bounds = {}
-            for ib, tb in zip(args.image_batches, args.text_batches):
-                bounds[(ib, tb)] = encode_once(model, data.images, data.texts, ib, tb)
-            best_image = min(bounds.items(), key=lambda kv: kv[1][0])
-            best_text = min(bounds.items(), key=lambda kv: kv[1][1])
-            bound = best_image[1][0] + best_text[1][1]
-            image_batch, text_batch = best_image[0][0], best_text[0][1]
-            text_bound, image_bound = best_text[1][1], best_image[1][0]
-            print(f"bound: images {best_image[1][0]:.2f}s (batch {image_batch}) + texts "
-                  f"{best_text[1][1]:.2f}s (batch {text_batch}) = {bound:.2f}s")
+            timed = [(ib, tb, *encode_once(model, data.images, data.texts, ib, tb))
+                     for ib, tb in zip(args.image_batches, args.text_batches)]
+            image_batch, _, image_bound, _ = min(timed, key=lambda t: t[2])
+            _, text_batch, _, text_bound = min(timed, key=lambda t: t[3])
+            bound = image_bound + text_bound
+            print(f"bound: images {image_bound:.2f}s (batch {image_batch}) + texts "
+                  f"{text_bound:.2f}s (batch {text_batch}) = {bound:.2f}s")
 
         config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False)
         engine = Engine(model, config, cache_root=tmp_path / "cache")
@@ -259,15 +259,14 @@ def run(args: argparse.Namespace) -> int:
         result = image_to_text(engine, data.items)
         engine_seconds = time.perf_counter() - start
         phases = {**engine.phase_seconds, "score": engine_seconds - sum(engine.phase_seconds.values())}
-        print(f"engine (cold cache): {engine_seconds:.2f}s ("
-              + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in phases.items()) + ")")
+        print(f"engine (cold cache): {engine_seconds:.2f}s ({_seconds(phases)})")
         print(f"overheads: {_overheads(phases, text_bound, image_bound)}")
         start = time.perf_counter()
         image_to_text(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
         print(f"engine (warm cache, new process state): {time.perf_counter() - start:.2f}s")
         alone = overheads_alone(model, data.items, config, tmp_path)
-        print(f"engine with the model's work removed (overheads alone, best of 3): {alone.pop('total'):.2f}s ("
-              + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in alone.items()) + ")")
+        total = alone.pop("total")
+        print(f"engine with the model's work removed (overheads alone, best of 3): {total:.2f}s ({_seconds(alone)})")
         ours = [int(o.correct) for o in result.outcomes]
         if cuda:
             bf16_config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False,
