@@ -38,7 +38,7 @@ import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -199,22 +199,12 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
 def _fold_keep_lines(raw: str, suffix: str):
     """The text with every line break (and a comment's ``#`` after it) turned into one space, and offset -> line."""
     text = raw.replace("\r", "")
-    starts = [0]
-    parts = []
-    pos = 0
     pattern = r"\n[ \t]*(?:#[ \t]?)?" if suffix == ".py" else r"\n[ \t]*"
-    for m in re.finditer(pattern, text):
-        parts.append(text[pos:m.start()])
-        parts.append(" ")
-        pos = m.end()
-        starts.append(sum(len(p) for p in parts))
-    parts.append(text[pos:])
-    folded = "".join(parts)
-
-    def line(offset: int) -> int:
-        return bisect.bisect_right(starts, offset)
-
-    return folded, line
+    starts, removed = [0], 0
+    for m in re.finditer(pattern, text):  # where each line starts in the folded text
+        removed += len(m.group()) - 1
+        starts.append(m.end() - removed)
+    return re.sub(pattern, " ", text), partial(bisect.bisect_right, starts)
 
 
 def _check_shape(found: Found, ref: Reference) -> None:
@@ -256,28 +246,18 @@ def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
         if p:
             found.add(file, lines(m.start()), f"{m.group('repo')} {p.group('path')}: unpinned (cite "
                                               f"{m.group('repo')}@COMMIT PATH:LINES \"quote\")")
-    pinned_spans = [(r.start(), r.end() + 200) for r in _PIN.finditer(text)]
+    pins = list(_PIN.finditer(text))
     for m in _FILE_LINE.finditer(text) if not file.startswith(FIXTURES) else ():
         count = _project_lines(m.group("path"))
         if count is not None and all(int(n) <= count for n in re.findall(r"\d+", m.group("lines") or "")):
             continue
-        if _inside_pinned(m.start(), text, pinned_spans):
-            continue
+        if any(p.end() < m.start() and re.fullmatch(r":?\s?", text[p.end():m.start()]) for p in pins):
+            continue  # the path of a pinned reference
         found.add(file, lines(m.start()), f"{m.group(0)}: neither this project's file nor pinned to a repository "
                                           f"(OWNER/REPO@COMMIT PATH:LINES \"quote\")")
     for m in _MACHINE.finditer(text):
         found.add(file, lines(m.start()), f"{m.group('hit')}: a machine path; cite the paper (section, page, table) "
                                           f"or the repository")
-
-
-def _inside_pinned(offset: int, text: str, spans: list[tuple[int, int]]) -> bool:
-    """Whether ``offset`` is the path of a pinned reference (right after ``@COMMIT``)."""
-    for start, _ in spans:
-        if start < offset:
-            m = _PIN.match(text, start)
-            if m and m.end() < offset and re.fullmatch(r":?\s?", text[m.end():offset]):
-                return True
-    return False
 
 
 def _git_files(root: Path) -> list[str] | None:
