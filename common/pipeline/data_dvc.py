@@ -116,10 +116,6 @@ def write_data_dvc(tracked: Iterable[TrackedInput], path: Path | None = None) ->
     write_text_atomic(path, HEADER + yaml.safe_dump({"outs": outs}, sort_keys=False))
 
 
-def _sources_by_dest() -> dict[str, Any]:
-    return {source.dest: source for source in default_registry().values()}
-
-
 def source_of(item: TrackedInput, by_dest: Mapping[str, Any]) -> Any:
     """The registry entry whose dest is this output's file; it must pin a sha256."""
     source = by_dest.get(item.dest)
@@ -157,7 +153,7 @@ def problems(tracked: Sequence[TrackedInput], workspace: Path | None = None) -> 
 def fetch_tracked(*, force: bool = False, progress: bool = False) -> list[TrackedInput]:
     """Fetch every data.dvc input (sha256 against the registry) and check its md5 against data.dvc."""
     tracked = read_data_dvc()
-    by_dest = _sources_by_dest()
+    by_dest = {source.dest: source for source in default_registry().values()}
     root = _tracked_root()
     for item in tracked:
         fetched = fetch(source_of(item, by_dest), data_root=root, force=force, progress=progress)

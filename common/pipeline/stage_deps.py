@@ -395,13 +395,12 @@ def write_deps(resolve_common: CommandResolver, files: Iterable[str | Path] | No
     """
     chosen = dvc_files(root) if files is None else [_relative_dvc_file(f, root) for f in files]
     _forget_stages()  # a write reads the files as they are now
-    plans = [plan_file(f, resolve_common, root) for f in chosen]
-    for plan in plans:
-        if plan.changed:
-            write_bytes_atomic(root / plan.dvc_file, plan.text.encode("utf-8"))
-    if any(plan.changed for plan in plans):
+    changed = [plan for plan in [plan_file(f, resolve_common, root) for f in chosen] if plan.changed]
+    for plan in changed:  # every file planned before any is written
+        write_bytes_atomic(root / plan.dvc_file, plan.text.encode("utf-8"))
+    if changed:
         _forget_stages()
-    return [plan for plan in plans if plan.changed]
+    return changed
 
 
 def _forget_stages() -> None:

@@ -122,11 +122,8 @@ class Published:
 
     def text(self) -> str:
         """Where the published effect comes from, in words ("Table 6, VG-Relation: NegCLIP minus CLIP-FT")."""
-        cells = []
-        for ref in self.refs:
-            parts = [p.strip().replace("\\|", "|") for p in ref.split("\u00a6")]
-            filters = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-            cells.append(filters)
+        cells = [dict(p.strip().replace("\\|", "|").split("=", 1) for p in ref.split("\u00a6")[1:] if "=" in p)
+                 for ref in self.refs]
         words = ""
         if cells:
             first = cells[0]

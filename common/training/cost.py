@@ -76,9 +76,8 @@ class FixedBatches:
         pos = np.arange(length)
         tokens = np.where(pos == 0, self.vocab_size - 2,
                           np.where(pos <= n, ids, np.where(pos == n + 1, self.vocab_size - 1, 0)))
-        cached = {"images": torch.from_numpy(images), "texts": torch.from_numpy(tokens).long(),
-                  "labels": torch.from_numpy(rng.integers(0, 2, b)).float()}
-        self._cached = cached
+        self._cached = {"images": torch.from_numpy(images), "texts": torch.from_numpy(tokens).long(),
+                        "labels": torch.from_numpy(rng.integers(0, 2, b)).float()}
         self.asked: list[float] = []
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:

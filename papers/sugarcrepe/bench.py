@@ -170,17 +170,14 @@ class WorklessModel:
     def load_image(self, path: Path) -> torch.Tensor:
         return self.zeros.new_zeros(3, 1, 1)
 
-    def _rows(self, n: int) -> torch.Tensor:
-        """``n`` zero rows, views of one matrix: allocating them would be work the engine does not do."""
-        if len(self.zeros) < n:
-            self.zeros = torch.zeros(n, self.zeros.shape[1])
-        return self.zeros[:n]
+    def encode_images(self, batch: torch.Tensor) -> torch.Tensor:
+        """One zero row per row of ``batch``, views of one matrix: allocating them would be work the engine does not
+        do."""
+        if len(self.zeros) < len(batch):
+            self.zeros = torch.zeros(len(batch), self.zeros.shape[1])
+        return self.zeros[:len(batch)]
 
-    def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        return self._rows(len(pixels))
-
-    def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self._rows(len(tokens))
+    encode_tokens = encode_images
 
 
 def overheads_alone(model: OpenClipModel, items: list[ImageToTextItem], config: EngineConfig, cache_root: Path,
