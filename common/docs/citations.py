@@ -177,14 +177,10 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
         if not any(c.startswith(commit) for c in upstream()[repo]):
             found.add(file, line, f"{repo}@{commit}: not a commit common/registry/upstream.toml pins for {repo}")
             continue
-        rest = text[m.end():]
-        p = _PATH.match(rest)
-        path = lines_ = ""
-        quote = None
-        end = m.end()
+        p = _PATH.match(text, m.end())
+        path, lines_, end = "", "", m.end()
         if p and ("." in p.group("path") or p.group("lines")):
-            path, lines_ = p.group("path").rstrip("/"), p.group("lines") or ""
-            end += p.end()
+            path, lines_, end = p.group("path").rstrip("/"), p.group("lines") or "", p.end()
         if given is not None:
             quote = given.pop(0) if given else None
         else:

@@ -46,10 +46,8 @@ def _split_path(path: str) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _parsed(path: Path, stamp: tuple[int, int]):
-    """A results file's content (JSON: its object; CSV: its rows), read once per version (``stamp``: mtime, size):
-    the documentation names the same file hundreds of times. Strict: a file that is not UTF-8 or JSON cut short is one
-    ``DocNumberError`` naming the file; a CSV table is read by ``common.reporting.report.read_table``, the one strict reader of
-    results tables (a row cut short, a repeated header, a file that ends mid-line)."""
+    """A results file's content (JSON: its object; CSV: its rows, by ``read_table``, the one strict reader of results
+    tables), read once per version (``stamp``: mtime, size): the documentation names the same file hundreds of times."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

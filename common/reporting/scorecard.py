@@ -37,9 +37,8 @@ A claim no rerun could contradict (an estimate that is on the paper's side by co
 needs another to hold) is not a claim: ``tests/common/test_scorecard_claims.py`` builds, for every claim, results from
 consistent per-example data on both sides of its threshold and checks that the verdict flips.
 
-``python -m common docs claims`` prints every paper's scorecard and checks the generated block of each paper's README
-(between ``<!--claims-->`` and ``<!--/claims-->``); ``--write`` rewrites those blocks; ``--line PAPER`` prints the one
-line ``make repro`` shows. The site shows the same rows.
+``python -m common docs claims`` checks (``--write``: rewrites) the generated blocks (``BLOCK``, ``SUMMARY_BLOCK``);
+the site shows the same rows.
 """
 from __future__ import annotations
 
