@@ -37,7 +37,7 @@ import json
 import re
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -328,8 +328,7 @@ def _scan_toml(found: Found, file: str, raw: str) -> None:
                 sub = Found()
                 given = quotes if quotes is not None and _PIN.search(v) else None
                 _scan_prose(sub, file, v, ".md", given)
-                for r in sub.references:
-                    found.references.append(Reference(file, line, r.repo, r.commit, r.path, r.lines, r.quote))
+                found.references += [replace(r, line=line) for r in sub.references]
                 found.problems += [f"{file}:{line}: " + p.split(": ", 1)[1] for p in sub.problems]
         took = len(found.references) - refs_before
         source = node.get("source")
