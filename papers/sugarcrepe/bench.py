@@ -23,7 +23,7 @@ import argparse
 import random
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -266,8 +266,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"engine with the model's work removed (overheads alone, best of 3): {total:.2f}s ({_seconds(alone)})")
         ours = [int(o.correct) for o in result.outcomes]
         if cuda:
-            bf16_config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False,
-                                       precision="bf16")
+            bf16_config = replace(config, precision="bf16")
             image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "warmup"), data.items[:8])  # bf16 kernels
             start = time.perf_counter()
             half = image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "cache"), data.items)
