@@ -395,12 +395,11 @@ def source_for_input(rel: str, registry: Mapping[str, Any] | None = None) -> Inp
         if any(path == own or own in path.parents for own in owned):
             return InputSource(source.key, source.method == "manual")
     inside = [source for source in entries if path in PurePosixPath(source.dest).parents]
+    if not inside:
+        return None
     groups = {source.group for source in inside}
-    if len(groups) == 1:
-        return InputSource(groups.pop(), any(source.method == "manual" for source in inside))
-    if inside:
-        return InputSource(" ".join(source.key for source in inside), any(s.method == "manual" for s in inside))
-    return None
+    target = groups.pop() if len(groups) == 1 else " ".join(source.key for source in inside)
+    return InputSource(target, any(source.method == "manual" for source in inside))
 
 
 def check_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> str:
