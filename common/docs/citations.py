@@ -37,8 +37,8 @@ import json
 import re
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -64,7 +64,6 @@ FIXTURES = ("tests/", "CHANGELOG.md")
 there need not be this project's now; pinned references, wrong repositories and machine paths are still checked."""
 DATA_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt", ".parquet", ".gz", ".zip", ".tar", ".npy", ".pt",
                  ".pth", ".safetensors", ".png", ".jpg")
-CODE_SUFFIXES = (".py", ".sh", ".ipynb", ".md", ".yaml", ".yml", ".toml", ".cfg", ".js", ".c", ".cpp", ".h")
 MIN_QUOTE = 4
 """Characters (white space folded) a quote needs: enough that it could be wrong."""
 
@@ -156,10 +155,6 @@ def fold(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\\|", "|")).strip()
 
 
-def _line_of(raw: str, offset: int) -> int:
-    return raw.count("\n", 0, offset) + 1
-
-
 def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence[str] | None = None) -> None:
     """References in code, comments and Markdown: each with its quote right after it (or from ``quotes``)."""
     # line numbers: fold a copy with the same length, newline by newline, so offsets map back
@@ -182,14 +177,10 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
         if not any(c.startswith(commit) for c in upstream()[repo]):
             found.add(file, line, f"{repo}@{commit}: not a commit common/registry/upstream.toml pins for {repo}")
             continue
-        rest = text[m.end():]
-        p = _PATH.match(rest)
-        path = lines_ = ""
-        quote = None
-        end = m.end()
+        p = _PATH.match(text, m.end())
+        path, lines_, end = "", "", m.end()
         if p and ("." in p.group("path") or p.group("lines")):
-            path, lines_ = p.group("path").rstrip("/"), p.group("lines") or ""
-            end += p.end()
+            path, lines_, end = p.group("path").rstrip("/"), p.group("lines") or "", p.end()
         if given is not None:
             quote = given.pop(0) if given else None
         else:
@@ -204,48 +195,35 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
 def _fold_keep_lines(raw: str, suffix: str):
     """The text with every line break (and a comment's ``#`` after it) turned into one space, and offset -> line."""
     text = raw.replace("\r", "")
-    starts = [0]
-    parts = []
-    pos = 0
     pattern = r"\n[ \t]*(?:#[ \t]?)?" if suffix == ".py" else r"\n[ \t]*"
-    for m in re.finditer(pattern, text):
-        parts.append(text[pos:m.start()])
-        parts.append(" ")
-        pos = m.end()
-        starts.append(sum(len(p) for p in parts))
-    parts.append(text[pos:])
-    folded = "".join(parts)
-
-    def line(offset: int) -> int:
-        return bisect.bisect_right(starts, offset)
-
-    return folded, line
+    starts, removed = [0], 0
+    for m in re.finditer(pattern, text):  # where each line starts in the folded text
+        removed += len(m.group()) - 1
+        starts.append(m.end() - removed)
+    return re.sub(pattern, " ", text), partial(bisect.bisect_right, starts)
 
 
 def _check_shape(found: Found, ref: Reference) -> None:
-    suffix = Path(ref.path).suffix.lower()
+    def bad(message: str) -> None:
+        found.add(ref.file, ref.line, f"{ref.text}: {message}")
+
     if not ref.path:
         if ref.quote is not None:
-            found.add(ref.file, ref.line, f"{ref.text}: a quote needs the file and lines it comes from")
-        return
-    if ref.lines and ref.span is None:
-        found.add(ref.file, ref.line, f"{ref.text}: one line or one range (LINE or LINE-LINE) per reference")
-        return
-    if ref.span and ref.span[0] > ref.span[1]:
-        found.add(ref.file, ref.line, f"{ref.text}: the range runs backwards")
-        return
-    if suffix in DATA_SUFFIXES and not ref.lines:
-        return  # a released data file, cited whole
-    if not ref.lines:
-        found.add(ref.file, ref.line, f"{ref.text}: name the lines (PATH:LINE or PATH:LINE-LINE)")
-        return
-    if ref.quote is None:
-        found.add(ref.file, ref.line, f"{ref.text}: no quote: follow it with \"the words of those lines\"")
-        return
-    if len(fold(ref.quote)) < MIN_QUOTE:
-        found.add(ref.file, ref.line, f"{ref.text}: the quote {ref.quote!r} is too short to be checked")
-    if _MACHINE.search(ref.quote):
-        found.add(ref.file, ref.line, f"{ref.text}: the quote names a machine path")
+            bad("a quote needs the file and lines it comes from")
+    elif ref.lines and ref.span is None:
+        bad("one line or one range (LINE or LINE-LINE) per reference")
+    elif ref.span and ref.span[0] > ref.span[1]:
+        bad("the range runs backwards")
+    elif not ref.lines:
+        if Path(ref.path).suffix.lower() not in DATA_SUFFIXES:  # a released data file may be cited whole
+            bad("name the lines (PATH:LINE or PATH:LINE-LINE)")
+    elif ref.quote is None:
+        bad("no quote: follow it with \"the words of those lines\"")
+    else:
+        if len(fold(ref.quote)) < MIN_QUOTE:
+            bad(f"the quote {ref.quote!r} is too short to be checked")
+        if _MACHINE.search(ref.quote):
+            bad("the quote names a machine path")
 
 
 def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
@@ -264,12 +242,13 @@ def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
         if p:
             found.add(file, lines(m.start()), f"{m.group('repo')} {p.group('path')}: unpinned (cite "
                                               f"{m.group('repo')}@COMMIT PATH:LINES \"quote\")")
-    pinned_spans = [(r.start(), r.end() + 200) for r in _PIN.finditer(text)]
+    pins = list(_PIN.finditer(text))
     for m in _FILE_LINE.finditer(text) if not file.startswith(FIXTURES) else ():
-        if _project_line_ok(m.group("path"), m.group("lines") or ""):
+        count = _project_lines(m.group("path"))
+        if count is not None and all(int(n) <= count for n in re.findall(r"\d+", m.group("lines") or "")):
             continue
-        if _inside_pinned(m.start(), text, pinned_spans):
-            continue
+        if any(p.end() < m.start() and re.fullmatch(r":?\s?", text[p.end():m.start()]) for p in pins):
+            continue  # the path of a pinned reference
         found.add(file, lines(m.start()), f"{m.group(0)}: neither this project's file nor pinned to a repository "
                                           f"(OWNER/REPO@COMMIT PATH:LINES \"quote\")")
     for m in _MACHINE.finditer(text):
@@ -277,25 +256,20 @@ def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
                                           f"or the repository")
 
 
-def _inside_pinned(offset: int, text: str, spans: list[tuple[int, int]]) -> bool:
-    """Whether ``offset`` is the path of a pinned reference (right after ``@COMMIT``)."""
-    for start, _ in spans:
-        if start < offset:
-            m = _PIN.match(text, start)
-            if m and m.end() < offset and re.fullmatch(r":?\s?", text[m.end():offset]):
-                return True
-    return False
+def _git_files(root: Path) -> list[str] | None:
+    """Git's tracked and unignored files under ``root`` (None: not a git work tree, or no git)."""
+    try:
+        return subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 @lru_cache(maxsize=None)
 def _tracked() -> dict[str, str]:
     """This project's files: path -> itself, and each path's trailing parts (``io.py``, ``training/files.py``) -> the
     path, where only one file ends so."""
-    try:
-        names = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
-        names = []
+    names = _git_files(ROOT) or []
     out: dict[str, str] = {}
     ambiguous = set()
     for name in names:
@@ -316,24 +290,12 @@ def _tracked() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def _project_lines(path: str) -> int | None:
     name = _tracked().get(path)
-    if name is None:
-        return None
     if name == "":
         return 10 ** 9
-    target = ROOT / name
-    if not target.is_file():
-        return None
     try:
-        return target.read_bytes().count(b"\n") + 1
-    except OSError:
+        return None if name is None else (ROOT / name).read_bytes().count(b"\n") + 1
+    except OSError:  # a folder, or a file gone
         return None
-
-
-def _project_line_ok(path: str, lines: str) -> bool:
-    count = _project_lines(path)
-    if count is None:
-        return False
-    return all(int(n) <= count for n in re.findall(r"\d+", lines))
 
 
 def _scan_toml(found: Found, file: str, raw: str) -> None:
@@ -366,20 +328,16 @@ def _scan_toml(found: Found, file: str, raw: str) -> None:
                 sub = Found()
                 given = quotes if quotes is not None and _PIN.search(v) else None
                 _scan_prose(sub, file, v, ".md", given)
-                for r in sub.references:
-                    found.references.append(Reference(file, line, r.repo, r.commit, r.path, r.lines, r.quote))
+                found.references += [replace(r, line=line) for r in sub.references]
                 found.problems += [f"{file}:{line}: " + p.split(": ", 1)[1] for p in sub.problems]
-                if quotes is not None and given is not None:
-                    quotes = given
         took = len(found.references) - refs_before
         source = node.get("source")
-        texts = [quote] if isinstance(quote, str) else [q for q in quote if isinstance(q, str)] \
-            if isinstance(quote, list) else []
+        texts = [q for q in quotes or [] if isinstance(q, str)]
         if isinstance(source, str) and took == 0 and texts and paper:
             found.paper_quotes += [PaperQuote(file, line, paper, source, q) for q in texts]
         elif isinstance(source, str) and took == 0 and texts and not paper:
             found.add(file, line, f"{key_path}: a quote of a paper outside papers/<paper>/: name the paper's folder")
-        if quotes and took and len(quotes) > 0 and isinstance(quote, list):
+        if quotes and took and isinstance(quote, list):
             found.add(file, line, f"{key_path}: {len(quotes)} quotes more than references")
         for k, v in node.items():
             if isinstance(v, (dict, list)):
@@ -399,7 +357,7 @@ def _toml_line(raw: str, key_path: str) -> int:
     if not last:
         return 1
     m = re.search(rf"(?m)^\s*(?:\[+[^\]]*\b{re.escape(last)}\b[^\]]*\]+|\"?{re.escape(last)}\"?\s*=)", raw)
-    return _line_of(raw, m.start()) if m else 1
+    return raw.count("\n", 0, m.start()) + 1 if m else 1
 
 
 def _paper_of(file: str) -> str | None:
@@ -422,10 +380,8 @@ def _scan_notebook(found: Found, file: str, raw: str) -> None:
 def scanned_files(root: Path = ROOT) -> list[str]:
     """The files whose references are checked: git's tracked and unignored files of the kinds above, generated
     results left out (their writers are scanned)."""
-    try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
+    out = _git_files(root)
+    if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
     keep = []
     for name in sorted(set(out)):

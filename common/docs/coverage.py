@@ -41,10 +41,6 @@ def overall(by_paper: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     return {v: sum(p.get(v, 0) for p in by_paper.values()) for v in VERDICTS}
 
 
-def _total(c: dict[str, int]) -> int:
-    return sum(c.values())
-
-
 def _share(n: int, total: int) -> str:
     return f"{n:,} ({100 * n / total:.1f}%)" if total else "0"
 
@@ -52,7 +48,7 @@ def _share(n: int, total: int) -> str:
 def sentence(by_paper: dict[str, dict[str, int]]) -> str:
     """The front door's line: compared, waiting on the full profile, mini analog only, over every paper."""
     c = overall(by_paper)
-    total = _total(c)
+    total = sum(c.values())
     text = (f"**What is audited:** of the {total:,} numbers the papers publish (table cells and numeric claims, "
             f"transcribed in `results/published/`), {_share(c[REPRODUCED] + c[DIFFERS], total)} are compared with a "
             f"number recomputed here: {c[REPRODUCED]:,} reproduced, {c[DIFFERS]:,} differ. "
@@ -74,7 +70,7 @@ def table(by_paper: dict[str, dict[str, int]]) -> str:
     rows = ["| paper | published numbers | compared | reproduced | differ | waiting on the full profile | "
             "mini analog only |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, c in [*by_paper.items(), ("all", overall(by_paper))]:
-        total = _total(c)
+        total = sum(c.values())
         rows.append(f"| {name} | {total:,} | {_share(c[REPRODUCED] + c[DIFFERS], total)} | {c[REPRODUCED]:,} | "
                     f"{c[DIFFERS]:,} | {_share(c[WAITING], total)} | {_share(c[MINI_ONLY], total)} |")
     return "\n".join(rows) + "\n"

@@ -12,17 +12,9 @@ A number may also be written with its reference inline, ``<!--n aro/mini/table6.
 quick way to add one); ``--write`` moves it to the references at the end (one ID per reference: a number shown twice
 shares it).
 
-A reference names a file under ``results/`` and where the number is in it, parts separated by ``¦`` (the broken bar; a
-``|`` inside a part, as in a column named ``BiVLC | I2T``, is written ``\\|``):
-
-* a CSV file: ``column=value`` filters (every one must hold; the first matching row is taken), then the column;
-* a JSON file: one dotted path (``models.mini/xs-32k.n.swap_obj``; a dot inside a key is written ``\\.``, a list
-  item by its index);
-* optionally last, a format: ``%.1f`` (Python's format of the float), ``%pct.1f`` (a fraction shown in percent), or
-  ``%int`` (an integer with a thousands comma); without one the file's text is kept as it is.
-
-(``common.reporting.results_ref`` reads a reference; the claims scorecards use the same syntax.) A marker inside code (a fenced
-block or an inline code span) is an example of the syntax and is left alone.
+A reference's syntax (a file under ``results/``, then where the number is in it) is ``common.reporting.results_ref``'s,
+which the claims scorecards share. A marker inside code (a fenced block or an inline code span) is an example of the
+syntax and is left alone.
 
 ``python -m common docs numbers`` lists every marked number and whether the text agrees with the results;
 ``--write`` rewrites the text between the markers from the results (and moves inline references to the end). The

@@ -11,24 +11,14 @@ anywhere. Three full-profile stages do list some of these files (SugarCrepe's re
 TSV): ``make repro`` verifies every file against the registry's sha256 before DVC runs, so what DVC sees there is
 always the pinned bytes.
 
-Commands (``python -m common data ...``; the Makefile calls them):
-
-* ``fetch``: every input of ``data.dvc`` through the downloader (mirror or internet, sha256 checked), then its md5
-  against ``data.dvc``; ``make fetch``, and the first step of ``make repro``.
-* ``status``: one line: up to date, or what is missing or changed and the command that fixes it (``make status``).
-* ``add KEY...``: track more registry entries (when a mini stage starts reading a new file).
-* ``track KEY_OR_GROUP...``: the full profile's fetched data, in its own ``data/full.dvc`` (in git, hashed and
-  cached by ``dvc commit``), so the default's ``data.dvc`` never changes when the full profile runs.
-* ``pull [PAPER...]``: with a default DVC remote configured, pull ``data.dvc`` and the papers' stage outputs; a
-  remote that is unreachable or lacks objects is one line, and ``dvc repro`` then rebuilds what is missing.
-* ``check [PAPER...]``: every ``data/`` input the stages of ``dvc repro papers/<paper>`` list is in place, else one
-  line naming the missing ones and the ``python -m common fetch`` that gets them (``make repro``, before DVC).
+Commands: ``python -m common data fetch|status|add|track|pull|check`` (the Makefile's ``fetch``, ``status`` and
+``repro`` call them), each the CLI of one function below: ``fetch_tracked``, ``status_line``, ``add_sources``,
+``track_full``, ``pull``, ``check_inputs``.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import subprocess
@@ -45,7 +35,7 @@ from common.files.io import write_text_atomic
 from common.pipeline.disk import free_bytes
 from common.pipeline.dvc_run import run_dvc
 from common.pipeline.params import MAX_ALIASES, _Duplicate, _Loader, _TooManyAliases
-from common.registry.fetch import fetch
+from common.registry.fetch import fetch, md5_file  # DVC 3's hash of a file (``hash: md5``)
 from common.registry.sources import default_registry, get_source, groups, sources_in_group
 
 DATA_DVC = paths.ROOT / "data.dvc"
@@ -74,15 +64,6 @@ class TrackedInput:
     def dest(self) -> str:
         """The registry ``dest`` (the path under the data root)."""
         return PurePosixPath(self.path).relative_to("data").as_posix()
-
-
-def md5_file(path: Path) -> str:
-    """DVC 3's hash of a file (``hash: md5``): the md5 of its bytes."""
-    digest = hashlib.md5()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
@@ -121,11 +102,9 @@ def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise DataDvcError(f"{where} ({rel}): size {size!r} is not a byte count")
         tracked.append(TrackedInput(rel, md5, size))
-    seen: set[str] = set()
-    for item in tracked:
-        if item.path in seen:
-            raise DataDvcError(f"{path}: {item.path} is listed twice")
-        seen.add(item.path)
+    listed = [item.path for item in tracked]
+    for twice in (rel for i, rel in enumerate(listed) if rel in listed[:i]):
+        raise DataDvcError(f"{path}: {twice} is listed twice")
     return tracked
 
 
@@ -135,10 +114,6 @@ def write_data_dvc(tracked: Iterable[TrackedInput], path: Path | None = None) ->
     outs = [{"md5": t.md5, "size": t.size, "hash": "md5", "path": t.path}
             for t in sorted(tracked, key=lambda t: t.path)]
     write_text_atomic(path, HEADER + yaml.safe_dump({"outs": outs}, sort_keys=False))
-
-
-def _sources_by_dest() -> dict[str, Any]:
-    return {source.dest: source for source in default_registry().values()}
 
 
 def source_of(item: TrackedInput, by_dest: Mapping[str, Any]) -> Any:
@@ -178,7 +153,7 @@ def problems(tracked: Sequence[TrackedInput], workspace: Path | None = None) -> 
 def fetch_tracked(*, force: bool = False, progress: bool = False) -> list[TrackedInput]:
     """Fetch every data.dvc input (sha256 against the registry) and check its md5 against data.dvc."""
     tracked = read_data_dvc()
-    by_dest = _sources_by_dest()
+    by_dest = {source.dest: source for source in default_registry().values()}
     root = _tracked_root()
     for item in tracked:
         fetched = fetch(source_of(item, by_dest), data_root=root, force=force, progress=progress)
@@ -336,9 +311,9 @@ def _probe(remote: str) -> tuple[bool, str]:
             try:
                 return bool(odb.fs.exists(odb.path)), str(where)
             except Exception as exc:  # noqa: BLE001 - any backend's connection error means "unreachable"
-                return False, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                return False, f"{where}: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
     except Exception as exc:  # noqa: BLE001 - a remote DVC cannot even configure (missing plugin, bad URL)
-        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
 
 
 def pull(papers: Sequence[str]) -> str:
@@ -380,7 +355,6 @@ def pipeline_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> list[str]
     """The ``data/...`` paths (relative to ``root``) that the stages ``dvc repro papers/<paper>`` walks list as deps
     (under the profile ``params.yaml`` picks), in order."""
     # deferred: loads dvc only when called
-    # deferred: loads dvc only when called
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
@@ -421,12 +395,11 @@ def source_for_input(rel: str, registry: Mapping[str, Any] | None = None) -> Inp
         if any(path == own or own in path.parents for own in owned):
             return InputSource(source.key, source.method == "manual")
     inside = [source for source in entries if path in PurePosixPath(source.dest).parents]
+    if not inside:
+        return None
     groups = {source.group for source in inside}
-    if len(groups) == 1:
-        return InputSource(groups.pop(), any(source.method == "manual" for source in inside))
-    if inside:
-        return InputSource(" ".join(source.key for source in inside), any(s.method == "manual" for s in inside))
-    return None
+    target = groups.pop() if len(groups) == 1 else " ".join(source.key for source in inside)
+    return InputSource(target, any(source.method == "manual" for source in inside))
 
 
 def check_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> str:
@@ -511,7 +484,3 @@ def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[
     check.add_argument("papers", nargs="*", metavar="PAPER")
     check.set_defaults(func=_cmd_check)
 
-
-__all__ = ["DATA_DVC", "FULL_DVC", "DataDvcError", "InputSource", "TrackedInput", "add_sources", "check_inputs", "fetch_tracked",
-           "md5_file", "pipeline_inputs", "problems", "pull", "read_data_dvc", "register_cli", "source_for_input",
-           "status_line", "track_full", "write_data_dvc"]

@@ -1,14 +1,12 @@
 """What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write).
 
 A stage's command names an entry module (``python -m papers.sugarcrepe.table6``, ``python -m common train xs-2k``,
-``torchrun ... -m common train ...``). Its code dependencies are every module of this repository that the entry
-module imports, directly or through other modules (imports inside functions included: they run when the stage
-does), with the ``__init__.py`` of every package on the way, plus the data files those modules declare they read
-(a module-level ``DATA_FILES`` tuple of repository-relative paths; a path ending in "/" is a folder, of which a
-stage may list only the files it uses): ``common.pipeline.import_closure``. ``python -m common <command>`` resolves the
-command to the module of its handler; the dispatcher files (``common/__main__.py``, ``common/cli.py``) count
-themselves but not their imports. The resolution is the command line's own parser, handed in by ``common.cli``
-(``CommandResolver``), so that this module never imports the command line that registers it.
+``torchrun ... -m common train ...``); its code dependencies are the module's import closure and the data files
+those modules declare (``common.pipeline.import_closure``; of a declared folder a stage may list only the files it
+uses). ``python -m common <command>`` resolves the command to the module of its handler; the dispatcher files
+(``common/__main__.py``, ``common/cli.py``) count themselves but not their imports. The resolution is the command
+line's own parser, handed in by ``common.cli`` (``CommandResolver``), so that this module never imports the command
+line that registers it.
 
 ``python -m common deps`` prints, per stage, what its ``dvc.yaml`` lacks or lists in excess; the test suite fails
 on either, so a stage can neither miss an edit that changes its result nor re-run for an edit that cannot.
@@ -395,13 +393,12 @@ def write_deps(resolve_common: CommandResolver, files: Iterable[str | Path] | No
     """
     chosen = dvc_files(root) if files is None else [_relative_dvc_file(f, root) for f in files]
     _forget_stages()  # a write reads the files as they are now
-    plans = [plan_file(f, resolve_common, root) for f in chosen]
-    for plan in plans:
-        if plan.changed:
-            write_bytes_atomic(root / plan.dvc_file, plan.text.encode("utf-8"))
-    if any(plan.changed for plan in plans):
+    changed = [plan for plan in [plan_file(f, resolve_common, root) for f in chosen] if plan.changed]
+    for plan in changed:  # every file planned before any is written
+        write_bytes_atomic(root / plan.dvc_file, plan.text.encode("utf-8"))
+    if changed:
         _forget_stages()
-    return [plan for plan in plans if plan.changed]
+    return changed
 
 
 def _forget_stages() -> None:

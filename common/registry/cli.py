@@ -44,13 +44,8 @@ def run_fetch(args: argparse.Namespace) -> int:
     """``fetch KEY_OR_GROUP...``: print each fetched path; raise one error listing every failure."""
     registry = default_registry()
     known_groups = groups(registry)
-    kw: dict[str, Any] = {
-        "data_root": getattr(args, "data_root", None),
-        "mirror": getattr(args, "mirror", None),
-        "force": bool(getattr(args, "force", False)),
-        "progress": not getattr(args, "no_progress", False),
-        "registry": registry,
-    }
+    kw: dict[str, Any] = dict(data_root=args.data_root, mirror=args.mirror, force=args.force,
+                              progress=not args.no_progress, registry=registry)
     for target in args.targets:  # every name checked before anything is fetched
         if target not in registry and target not in known_groups:
             raise unknown_target(target, registry, known_groups)
@@ -89,16 +84,13 @@ def unknown_target(target: str, registry: Mapping[str, Source], known_groups: Ma
 def run_sources(args: argparse.Namespace) -> int:
     """``sources [--group G] [--json]``: list entries with pinning and local presence."""
     registry = default_registry()
-    group = getattr(args, "group", None)
-    chosen = sources_in_group(group, registry) if group else list(registry.values())
-    data_root = getattr(args, "data_root", None)
-    lock = ChecksumLock(Path(data_root) if data_root is not None else paths.data_root())
-    rows = [describe(s, data_root) for s in chosen]
+    chosen = sources_in_group(args.group, registry) if args.group else list(registry.values())
+    lock = ChecksumLock(args.data_root or paths.data_root())
+    rows = [describe(s, args.data_root) for s in chosen]
     for row, source in zip(rows, chosen):
         row["sha256_recorded"] = None if source.sha256 or source.repo_id else lock.get(source)
-    if getattr(args, "json", False):
-        json.dump(rows, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    if args.json:
+        print(json.dumps(rows, indent=2))
         return 0
     header = ("key", "group", "method", "size", "sha256", "present", "license")
     table = [header] + [

@@ -23,9 +23,5 @@ def is_present(source: Source, data_root: str | os.PathLike[str] | None = None) 
 
 def describe(source: Source, data_root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """A JSON-ready row for ``sources``: every field plus pinning and presence."""
-    row = asdict(source)
-    row["allow_patterns"] = list(source.allow_patterns)
-    row["sha256_pinned"] = source.sha256 is not None
-    row["present"] = is_present(source, data_root)
-    row["path"] = str(source.target_path(data_root))
-    return row
+    return {**asdict(source), "allow_patterns": list(source.allow_patterns), "sha256_pinned": source.sha256 is not None,
+            "present": is_present(source, data_root), "path": str(source.target_path(data_root))}

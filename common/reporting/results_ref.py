@@ -1,10 +1,12 @@
 """A number in ``results/`` named by a reference: the syntax the documentation's markers (``common.docs.docnumbers``) and
 the claims scorecards (``common.reporting.scorecard``) share.
 
-A reference is parts separated by ``¦`` (the broken bar; a ``|`` inside a part is written ``\\|``): a file under
-``results/``, then where the number is in it: for a CSV file ``column=value`` filters (every one must hold; the first
-matching row is taken) and the column; for a JSON file one dotted path (a dot inside a key written ``\\.``, a list
-item by its index); optionally last, a format (``%.1f``, ``%pct.1f``: a fraction in percent, ``%int``).
+A reference is parts separated by ``¦`` (the broken bar; a ``|`` inside a part, as in a column named ``BiVLC | I2T``,
+is written ``\\|``): a file under ``results/``, then where the number is in it: for a CSV file ``column=value`` filters
+(every one must hold; the first matching row is taken) and the column; for a JSON file one dotted path
+(``models.mini/xs-32k.n.swap_obj``; a dot inside a key written ``\\.``, a list item by its index); optionally last, a
+format: ``%.1f`` (Python's format of the float), ``%pct.1f`` (a fraction in percent), ``%int`` (an integer with a
+thousands comma); without one the file's text is kept as it is.
 """
 from __future__ import annotations
 
@@ -44,10 +46,8 @@ def _split_path(path: str) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _parsed(path: Path, stamp: tuple[int, int]):
-    """A results file's content (JSON: its object; CSV: its rows), read once per version (``stamp``: mtime, size):
-    the documentation names the same file hundreds of times. Strict: a file that is not UTF-8 or JSON cut short is one
-    ``DocNumberError`` naming the file; a CSV table is read by ``common.reporting.report.read_table``, the one strict reader of
-    results tables (a row cut short, a repeated header, a file that ends mid-line)."""
+    """A results file's content (JSON: its object; CSV: its rows, by ``read_table``, the one strict reader of results
+    tables), read once per version (``stamp``: mtime, size): the documentation names the same file hundreds of times."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -101,9 +101,7 @@ def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
             raise DocNumberError(f"{where}: {f!r} is not a column=value filter")
         conditions.append((key, value))
     rows = _content(path)
-    if rows and column not in rows[0]:
-        raise DocNumberError(f"{where}: results/{parts[0]} has no column {column!r}")
-    for key, _ in conditions:
+    for key in [column, *(key for key, _ in conditions)]:
         if rows and key not in rows[0]:
             raise DocNumberError(f"{where}: results/{parts[0]} has no column {key!r}")
     for row in rows:

@@ -37,9 +37,8 @@ A claim no rerun could contradict (an estimate that is on the paper's side by co
 needs another to hold) is not a claim: ``tests/common/test_scorecard_claims.py`` builds, for every claim, results from
 consistent per-example data on both sides of its threshold and checks that the verdict flips.
 
-``python -m common docs claims`` prints every paper's scorecard and checks the generated block of each paper's README
-(between ``<!--claims-->`` and ``<!--/claims-->``); ``--write`` rewrites those blocks; ``--line PAPER`` prints the one
-line ``make repro`` shows. The site shows the same rows.
+``python -m common docs claims`` checks (``--write``: rewrites) the generated blocks (``BLOCK``, ``SUMMARY_BLOCK``);
+the site shows the same rows.
 """
 from __future__ import annotations
 
@@ -122,11 +121,8 @@ class Published:
 
     def text(self) -> str:
         """Where the published effect comes from, in words ("Table 6, VG-Relation: NegCLIP minus CLIP-FT")."""
-        cells = []
-        for ref in self.refs:
-            parts = [p.strip().replace("\\|", "|") for p in ref.split("\u00a6")]
-            filters = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-            cells.append(filters)
+        cells = [dict(p.strip().replace("\\|", "|").split("=", 1) for p in ref.split("\u00a6")[1:] if "=" in p)
+                 for ref in self.refs]
         words = ""
         if cells:
             first = cells[0]
@@ -192,23 +188,13 @@ class Finding:
     """The published effect (None: the claim states none that this evidence could be compared with)."""
 
     @property
-    def published_text(self) -> str:
-        if self.published is None:
-            return ""
-        signed = self.claim.threshold == 0 and self.claim.direction != "="
-        digits = self.claim.digits if self.claim.digits is not None else 2 if abs(self.published) < 1 else 1
-        return _fmt(self.published, signed, digits)
-
-    @property
     def number(self) -> str:
         """The estimate and its interval as one table cell (an open bound: the stage wrote one side only)."""
         if self.estimate is None:
             return ""
-        signed = self.claim.threshold == 0 and self.claim.direction != "="
-        digits = self.claim.digits if self.claim.digits is not None else 2 if abs(self.estimate) < 1 else 1
 
         def show(v: float | None) -> str:
-            return "…" if v is None else _fmt(v, signed, digits)
+            return "…" if v is None else _fmt(self.claim, v, self.estimate)
 
         text = show(self.estimate)
         if self.low is not None or self.high is not None:
@@ -216,9 +202,11 @@ class Finding:
         return text
 
 
-def _fmt(value: float, signed: bool, digits: int) -> str:
-    """A number of the scorecard: signed when it is a difference, ``digits`` decimals."""
-    return f"{value:{'+' if signed else ''},.{digits}f}"
+def _fmt(c: Claim, value: float, size: float) -> str:
+    """A number of the claim: signed when it is a difference (threshold 0), with the claim's decimals (default: 1,
+    or 2 when ``size`` is below 1 in size)."""
+    digits = c.digits if c.digits is not None else 2 if abs(size) < 1 else 1
+    return f"{value:{'+' if c.threshold == 0 and c.direction != '=' else ''},.{digits}f}"
 
 
 def _number(ref: str, where: str, results: Path) -> float:
@@ -486,11 +474,9 @@ def published_words(c: Claim, results: Path = RESULTS) -> str:
         value = c.published.value(f"papers/{c.paper}/{SPEC}: claim {c.id!r} (published)", results)
     except DocNumberError as exc:
         raise ScorecardError(str(exc)) from None
-    digits = c.digits if c.digits is not None else 2 if abs(value) < 1 else 1
-    shown = _fmt(value, c.threshold == 0 and c.direction != "=", digits)
     unit = f" {c.unit}" if c.unit else ""
     where = c.published.text()
-    return f"{shown}{unit}" + (f" ({where})" if where else "")
+    return f"{_fmt(c, value, value)}{unit}" + (f" ({where})" if where else "")
 
 
 def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
@@ -542,14 +528,10 @@ def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path 
     return wrong
 
 
-def _block(text: str, name: str) -> re.Match | None:
-    return re.search(rf"<!--{name}-->\n(.*?)<!--/{name}-->", text, re.S)
-
-
 def _check_block(path: Path, name: str, generated: str, write: bool, what: str) -> bool:
     """Whether the generated block ``name`` of ``path`` disagrees with ``generated`` (rewritten when ``write``)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    m = _block(text, name)
+    m = re.search(rf"<!--{name}-->\n(.*?)<!--/{name}-->", text, re.S)
     if m is None:
         raise ScorecardError(f"{path}: has no <!--{name}--> ... <!--/{name}--> block for {what}")
     if m.group(1) == generated:
@@ -571,14 +553,11 @@ def _cmd(args: argparse.Namespace) -> int:
     for paper in plugins.paper_names():
         if load(paper):
             print(line(paper))
-    if args.write:
-        for paper in wrong:
-            print(f"rewritten: {paper if paper == README else f'papers/{paper}/{README}'}")
-        return 0
     for paper in wrong:
         where = paper if paper == README else f"papers/{paper}/{README}"
-        print(f"{where}: its claims block disagrees with results/ (python -m common docs claims --write rewrites it)")
-    return 1 if wrong else 0
+        print(f"rewritten: {where}" if args.write else
+              f"{where}: its claims block disagrees with results/ (python -m common docs claims --write rewrites it)")
+    return 1 if wrong and not args.write else 0
 
 
 def register_cli(docs_subparsers) -> None:

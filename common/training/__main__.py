@@ -31,8 +31,7 @@ from common.files.io import write_json_atomic
 from common.training import cost
 from common.training.data import SyntheticBatches
 from common.training.distributed import init_from_env, shutdown
-from common.training.loss_spec import SHARED_LOSSES, SmokeLoss, loss_by_path, shared_loss
-from common.training.losses import ClipLoss
+from common.training.loss_spec import SHARED_LOSSES, loss_by_path, shared_loss
 from common.training.model_init import FromScratch
 from common.training.trainer import PARTS, TrainConfig, train
 from common.zoo import register_local_configs
@@ -47,7 +46,7 @@ def smoke(args: argparse.Namespace) -> int:
     if cfg is None:
         print(f"unknown architecture {args.arch!r}", file=sys.stderr)
         return 2
-    losses = args.losses or [SmokeLoss("clip", ClipLoss)]
+    losses = args.losses or [shared_loss("clip")]
     names = [x.name for x in losses]
     if len(set(names)) != len(names):
         print(f"two losses would write the same files: {names}", file=sys.stderr)

@@ -75,12 +75,6 @@ class _Timed(nn.Module):
         return self.inner(*args)
 
 
-def _timed_factory(factory, stamps: list[float], wait: float):
-    def make(world):
-        return _Timed(factory(world=world), stamps, wait)
-    return make
-
-
 @dataclass(frozen=True)
 class Decoded:
     """Batches already made, one per step: the step's cost without the data's, on the very tensors the file
@@ -162,9 +156,9 @@ def run_bench(bench: TrainBench, work: Path) -> dict:
 
     def trained(source, name: str, workers: LoaderConfig) -> float:
         stamps: list[float] = []
-        factory = _timed_factory(spec.factory(cfg["embed_dim"]), stamps, wait)
-        train(config, FromScratch(bench.arch), source, factory, work / f"{name}.safetensors", world=world,
-              resume=False, loader=workers)
+        loss = spec.factory(cfg["embed_dim"])
+        train(config, FromScratch(bench.arch), source, lambda world: _Timed(loss(world=world), stamps, wait),
+              work / f"{name}.safetensors", world=world, resume=False, loader=workers)
         for f in work.glob(f"{name}.*"):
             f.unlink()
         return per_step(stamps, bench.warmup)

@@ -76,9 +76,8 @@ class FixedBatches:
         pos = np.arange(length)
         tokens = np.where(pos == 0, self.vocab_size - 2,
                           np.where(pos <= n, ids, np.where(pos == n + 1, self.vocab_size - 1, 0)))
-        cached = {"images": torch.from_numpy(images), "texts": torch.from_numpy(tokens).long(),
-                  "labels": torch.from_numpy(rng.integers(0, 2, b)).float()}
-        self._cached = cached
+        self._cached = {"images": torch.from_numpy(images), "texts": torch.from_numpy(tokens).long(),
+                        "labels": torch.from_numpy(rng.integers(0, 2, b)).float()}
         self.asked: list[float] = []
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:
@@ -156,19 +155,22 @@ def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> 
             "peak_memory_gib": None if peak is None else round(peak, 2)}
 
 
+def noisy_jpeg(scene, path: Path, seed: int, noise_seed, width: int = 640, height: int = 480) -> Path:
+    """``scene`` rendered (the centre of a square) as a JPEG (quality 90) with sensor-like noise: at the default size,
+    COCO's size and file weight."""
+    side = max(width, height)
+    image = render(scene, side, SYNTHETIC, seed=seed).crop(((side - width) // 2, (side - height) // 2,
+                                                           (side + width) // 2, (side + height) // 2))
+    noise = np.random.default_rng(noise_seed).integers(-12, 13, (height, width, 3))
+    Image.fromarray(np.clip(np.asarray(image, dtype=np.int16) + noise, 0, 255).astype(np.uint8)).save(path, quality=90)
+    return path
+
+
 def coco_sized_jpegs(root: Path, n: int, seed: int = 0) -> list[Path]:
-    """``n`` 640x480 JPEGs (quality 90) of mini-world scenes with sensor-like noise: COCO's size and file weight."""
+    """``n`` 640x480 ``noisy_jpeg`` files of mini-world scenes."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(n):
-        image = render(sample_scene(rng), 640, SYNTHETIC, seed=i).crop((0, 80, 640, 560))
-        noise = np.random.default_rng([seed, i]).integers(-12, 13, (480, 640, 3))
-        pixels = np.clip(np.asarray(image, dtype=np.int16) + noise, 0, 255).astype(np.uint8)
-        path = root / f"{i:012d}.jpg"
-        Image.fromarray(pixels).save(path, quality=90)
-        paths.append(path)
-    return paths
+    return [noisy_jpeg(sample_scene(rng), root / f"{i:012d}.jpg", i, [seed, i]) for i in range(n)]
 
 
 def time_decode(paths: list[Path], batch_size: int, workers: int, image_size: int = 224, repeats: int = 2) -> dict:

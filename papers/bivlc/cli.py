@@ -1,36 +1,27 @@
-"""BiVLC's subcommand of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``).
-
-``audit released bivlc FILE.csv [FILE.csv ...] [--format F]``: score files in the authors' released formats
-(per-instance BiVLC predictions, SugarCrepe per-example predictions, detector outputs) and print the scores as
-JSON. Exit status 0; 1 for malformed input (the message names the file and the line); 2 for bad usage.
-"""
+"""BiVLC's subcommand of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``): ``audit
+released bivlc FILE.csv...``, described by ``register``. Exit status 0; 1 for malformed input (the message names the
+file and the line); 2 for bad usage."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from papers.bivlc.released import FORMATS, ReleasedFileError, score_released_file
 
 
-def score_files(paths: Sequence[Path], fmt: str = "auto") -> int:
+def _released(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {}
-    for path in paths:
+    for path in args.files:
         try:
-            out[str(path)] = score_released_file(path, fmt)
+            out[str(path)] = score_released_file(path, args.fmt)
         except ReleasedFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    doc = next(iter(out.values())) if len(out) == 1 else out
-    json.dump(doc, sys.stdout, indent=2, allow_nan=True)
-    sys.stdout.write("\n")
+    print(json.dumps(next(iter(out.values())) if len(out) == 1 else out, indent=2, allow_nan=True))
     return 0
-
-
-def _released(args: argparse.Namespace) -> int:
-    return score_files(args.files, args.fmt)
 
 
 def register(groups) -> None:

@@ -23,7 +23,7 @@ import argparse
 import random
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +35,8 @@ from common.evaluation.scoring.selection import image_to_text
 from common.files.tasks import ImageToTextItem
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
-from common.miniworld.render import SYNTHETIC, render
 from common.miniworld.scene import sample_scene
+from common.training.cost import noisy_jpeg
 from common.zoo import OpenClipModel, random_model
 
 EXAMPLES_PER_IMAGE = (1, 6, 7, 8, 5, 2, 4, 9, 3, 10, 1, 1, 1, 6, 7, 8, 5)
@@ -61,12 +61,7 @@ def make_data(root: Path, n_images: int, seed: int = 0, width: int = 640, height
     categories = list(EDIT_TYPES)
     for i in range(n_images):
         scene = sample_scene(rng)
-        side = max(width, height)
-        image = render(scene, side, SYNTHETIC, seed=i).crop(((side - width) // 2, (side - height) // 2,
-                                                             (side + width) // 2, (side + height) // 2))
-        pixels = np.asarray(image, dtype=np.int16) + np.random.default_rng(i).integers(-12, 13, (height, width, 3))
-        path = root / f"{i:012d}.jpg"
-        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(path, quality=90)
+        path = noisy_jpeg(scene, root / f"{i:012d}.jpg", i, i, width, height)
         images.append(path)
         wanted = EXAMPLES_PER_IMAGE[i % len(EXAMPLES_PER_IMAGE)]
         # SugarCrepe: 0.58 distinct positive captions per example, a distinct negative for each.
@@ -175,17 +170,14 @@ class WorklessModel:
     def load_image(self, path: Path) -> torch.Tensor:
         return self.zeros.new_zeros(3, 1, 1)
 
-    def _rows(self, n: int) -> torch.Tensor:
-        """``n`` zero rows, views of one matrix: allocating them would be work the engine does not do."""
-        if len(self.zeros) < n:
-            self.zeros = torch.zeros(n, self.zeros.shape[1])
-        return self.zeros[:n]
+    def encode_images(self, batch: torch.Tensor) -> torch.Tensor:
+        """One zero row per row of ``batch``, views of one matrix: allocating them would be work the engine does not
+        do."""
+        if len(self.zeros) < len(batch):
+            self.zeros = torch.zeros(len(batch), self.zeros.shape[1])
+        return self.zeros[:len(batch)]
 
-    def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        return self._rows(len(pixels))
-
-    def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self._rows(len(tokens))
+    encode_tokens = encode_images
 
 
 def overheads_alone(model: OpenClipModel, items: list[ImageToTextItem], config: EngineConfig, cache_root: Path,
@@ -215,8 +207,11 @@ def _overheads(phases: dict[str, float], text_bound: float, image_bound: float |
     parts["texts beyond the bound"] = phases.get("encode texts", 0.0) - text_bound
     if image_bound is not None:
         parts["images beyond the bound"] = phases.get("decode and encode images", 0.0) - image_bound
-    return (f"{sum(parts.values()):.2f}s (" + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in parts.items())
-            + ")")
+    return f"{sum(parts.values()):.2f}s ({_seconds(parts)})"
+
+
+def _seconds(phases: dict[str, float]) -> str:
+    return ", ".join(f"{name} {seconds:.2f}s" for name, seconds in phases.items())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -247,16 +242,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"bound: max(decode {decode:.2f}s on {max(1, workers + 1)} processes, GPU encode images "
                   f"{image_enc:.2f}s + texts {text_enc:.2f}s) = {bound:.2f}s")
         else:
-            bounds = {}
-            for ib, tb in zip(args.image_batches, args.text_batches):
-                bounds[(ib, tb)] = encode_once(model, data.images, data.texts, ib, tb)
-            best_image = min(bounds.items(), key=lambda kv: kv[1][0])
-            best_text = min(bounds.items(), key=lambda kv: kv[1][1])
-            bound = best_image[1][0] + best_text[1][1]
-            image_batch, text_batch = best_image[0][0], best_text[0][1]
-            text_bound, image_bound = best_text[1][1], best_image[1][0]
-            print(f"bound: images {best_image[1][0]:.2f}s (batch {image_batch}) + texts "
-                  f"{best_text[1][1]:.2f}s (batch {text_batch}) = {bound:.2f}s")
+            timed = [(ib, tb, *encode_once(model, data.images, data.texts, ib, tb))
+                     for ib, tb in zip(args.image_batches, args.text_batches)]
+            image_batch, _, image_bound, _ = min(timed, key=lambda t: t[2])
+            _, text_batch, _, text_bound = min(timed, key=lambda t: t[3])
+            bound = image_bound + text_bound
+            print(f"bound: images {image_bound:.2f}s (batch {image_batch}) + texts "
+                  f"{text_bound:.2f}s (batch {text_batch}) = {bound:.2f}s")
 
         config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False)
         engine = Engine(model, config, cache_root=tmp_path / "cache")
@@ -264,19 +256,17 @@ def run(args: argparse.Namespace) -> int:
         result = image_to_text(engine, data.items)
         engine_seconds = time.perf_counter() - start
         phases = {**engine.phase_seconds, "score": engine_seconds - sum(engine.phase_seconds.values())}
-        print(f"engine (cold cache): {engine_seconds:.2f}s ("
-              + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in phases.items()) + ")")
+        print(f"engine (cold cache): {engine_seconds:.2f}s ({_seconds(phases)})")
         print(f"overheads: {_overheads(phases, text_bound, image_bound)}")
         start = time.perf_counter()
         image_to_text(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
         print(f"engine (warm cache, new process state): {time.perf_counter() - start:.2f}s")
         alone = overheads_alone(model, data.items, config, tmp_path)
-        print(f"engine with the model's work removed (overheads alone, best of 3): {alone.pop('total'):.2f}s ("
-              + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in alone.items()) + ")")
+        total = alone.pop("total")
+        print(f"engine with the model's work removed (overheads alone, best of 3): {total:.2f}s ({_seconds(alone)})")
         ours = [int(o.correct) for o in result.outcomes]
         if cuda:
-            bf16_config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False,
-                                       precision="bf16")
+            bf16_config = replace(config, precision="bf16")
             image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "warmup"), data.items[:8])  # bf16 kernels
             start = time.perf_counter()
             half = image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "cache"), data.items)

@@ -1,11 +1,6 @@
-"""SugarCrepe's subcommands of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``).
-
-* ``data describe sugarcrepe [--source released|mini|full]``: per-category example counts;
-* ``world sugarcrepe --out DIR`` and ``prepare sugarcrepe --out DIR``: the mini and full test sets;
-* ``eval --model NAME [--manifest FILE] [--out DIR|FILE.json]``: one zoo model on a prepared SugarCrepe-format set,
-  printed and written (summary JSON, per-example CSV);
-* ``bench eval``: the engine against SugarCrepe's official per-example loop.
-"""
+"""SugarCrepe's subcommands of ``python -m common`` (its ``PAPER``'s cli plug-in, ``common.paper.CliPlugIn``): ``data
+describe sugarcrepe``, ``world sugarcrepe``, ``prepare sugarcrepe``, ``eval`` and ``bench eval``, each with its help in
+``register``."""
 from __future__ import annotations
 
 import argparse
