@@ -19,9 +19,6 @@ What the authors' released code does with it (jaisidhsingh/CoN-CLIP's ``FineTuni
   (N,) integer tensor, or as a dict {entry index: row} with keys 0..N-1. Rows are in CC-Neg entry order (row i for
   entry i, as the training loader reads them); an index outside the pool, a ragged or non-integer row is an error
   naming the file and the entry.
-
-Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the destinations of the registry group
-``coco-train2017``), ``coco_train_images``, ``load_distractor_mapping``, ``CocoPoolError``.
 """
 from __future__ import annotations
 
@@ -34,13 +31,10 @@ from common.errors import WorkspaceError
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import data_root as default_root
-from papers.conclip.data_paths import COCO_CAPTIONS, COCO_IMAGES
+from papers.conclip.data_paths import COCO_CAPTIONS as CAPTIONS, COCO_IMAGES as IMAGES
 
-CAPTIONS = COCO_CAPTIONS
-"""Under the data root: COCO 2017 train captions (``papers.conclip.data_paths``)."""
-IMAGES = COCO_IMAGES
-"""Under the data root: COCO 2017 train images (``papers.conclip.data_paths``)."""
 FETCH = "python -m common fetch coco-train2017"
+MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
 
 
 class CocoPoolError(WorkspaceError):
@@ -50,9 +44,8 @@ class CocoPoolError(WorkspaceError):
 def coco_train_images(data_root: Path | None = None) -> list[Path]:
     """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id): pool
     index i is element i. Files are not opened here (decoding names a bad one); the folder must exist."""
-    if data_root is None:
-        data_root = default_root()
-    captions, images_dir = Path(data_root) / CAPTIONS, Path(data_root) / IMAGES
+    data_root = Path(data_root if data_root is not None else default_root())
+    captions, images_dir = data_root / CAPTIONS, data_root / IMAGES
     if not captions.is_file():
         raise CocoPoolError(f"{captions}: missing; fetch it: {FETCH}")
     images = read_json(captions, dict, f"fetch it: {FETCH}").get("images")
@@ -77,9 +70,8 @@ def _load(path: Path) -> Any:
     import torch
 
     if not path.is_file():
-        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch "
-                            "conclip/ccneg/distractor_image_mapping.pt` (a manual download: its instructions say "
-                            "where to get it)")
+        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch {MAPPING_KEY}` (a manual "
+                            "download: its instructions say where to get it)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch's UnpicklingError for a refused type, a zip or EOF error for a broken file
@@ -121,12 +113,11 @@ def _rows(data: Any, path: Path) -> list[Any]:
                                "(entries, k) pool indices")
         return list(data.unsqueeze(1) if data.ndim == 1 else data)
     if isinstance(data, Mapping):
-        keys = []
-        for key in data:
-            if isinstance(key, bool) or not isinstance(key, int):
-                raise DatasetError(f"{path}: a dict with key {key!r}; expected entry indices 0..N-1 as keys "
-                                   f"(keys seen: {sorted(map(str, data))[:5]})")
-            keys.append(key)
+        keys = list(data)
+        bad = [key for key in keys if isinstance(key, bool) or not isinstance(key, int)]
+        if bad:
+            raise DatasetError(f"{path}: a dict with key {bad[0]!r}; expected entry indices 0..N-1 as keys "
+                               f"(keys seen: {sorted(map(str, data))[:5]})")
         if sorted(keys) != list(range(len(keys))):
             missing = sorted(set(range(len(keys))) - set(keys))
             raise DatasetError(f"{path}: dict keys are not the entry indices 0..{len(keys) - 1} (entry "
