@@ -17,8 +17,7 @@ last and atomically after every record was checked through a pending copy; the f
 its content's sha256, ``classification/<name>.<sha256:16>.json``), and indexes no manifest names any more are removed
 once the new manifest is in place.
 
-Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_full --out build/full/aro/benchmarks``;
-``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
+Stage ``full-set`` of ``papers/aro/dvc.yaml``; ``--parts`` leaves some out (Flickr30k while its images are not at hand).
 """
 from __future__ import annotations
 

@@ -44,15 +44,13 @@ DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this
 paper's zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
 SUBJECT_FIELD = "exclusion-prompt"
-"""``sop_data`` field encoded as s: the "concept present" (the authors' mining code is not in the release: a reading
-of the file's fields, unverified)."""
+"""``sop_data`` field encoded as s: the "concept present" (a reading of the file's fields: ``PAPER_VS_CODE``)."""
 OBJECT_FIELD = "sop_chosen_object"
 """``sop_data`` field encoded as o_n: the "concept absent" (not in the release, as ``SUBJECT_FIELD``)."""
 PAPER_SUBJECT_PATH = ("sop_data", "sop_decomposition", "subject")
 """The parse's bare subject: the paper's s (Supplementary 0.B)."""
 CODE_CHUNK = 5000
-"""Images per chunk of the hypothetical chunked rule (``code_rule_rows``; not in the release), each chunk contributing
-its best image."""
+"""Images per chunk of the hypothetical chunked rule (``code_rule_rows``), each chunk contributing its best image."""
 WITHIN_KS: tuple[int, ...] = (1, 5, 10)
 """``released_in_top_<k>``: the released top-1 within our k best (k = 1 is top-1 agreement)."""
 ENTRY_BATCH = 256
