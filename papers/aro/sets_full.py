@@ -84,10 +84,7 @@ def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], 
     """(class names, HxWxC uint8 test images, labels) from a CIFAR binary tarball: fixed-length records, no pickle."""
     with tarfile.open(tarball, "r:gz") as tf:
         def member(inner: str) -> bytes:
-            try:
-                fh = tf.extractfile(inner)
-            except KeyError:
-                fh = None
+            fh = tf.extractfile(inner) if inner in tf.getnames() else None
             if fh is None:
                 raise DatasetError(f"{tarball}: no member {inner!r} (not a CIFAR binary tarball?)")
             return fh.read()
