@@ -125,20 +125,6 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def _cmd_set(args) -> int:
-    params, section = own_section("conclip.full.finetune", args.stage)
-    ccneg_path, ccneg_images = (Path(p) if p else None for p in (args.ccneg, args.ccneg_images))
-    if ccneg_path is None or ccneg_images is None:
-        default_pt, default_images = default_paths()
-        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
-    mapping = Path(args.mapping) if args.mapping else fetch(MAPPING_KEY, progress=False)
-    manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
-                         Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
-                         args.eval_size or eval_size_for(params))
-    print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,7 +141,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
     p.add_argument("--stage", default=None,
                    help="the DVC stage whose parameters to read (default: the one running this module)")
-    return _cmd_set(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    params, section = own_section("conclip.full.finetune", args.stage)
+    ccneg_path, ccneg_images = (Path(arg) if arg else None for arg in (args.ccneg, args.ccneg_images))
+    if ccneg_path is None or ccneg_images is None:
+        default_pt, default_images = default_paths()
+        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
+    mapping = Path(args.mapping) if args.mapping else fetch(MAPPING_KEY, progress=False)
+    manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
+                         Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
+                         args.eval_size or eval_size_for(params))
+    print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
