@@ -284,8 +284,7 @@ def summary(rows: Sequence[Mapping], pool_size: int) -> dict[str, float]:
     out = {
         "n_entries": float(len(rows)), "pool_size": float(pool_size),
         "top1_agreement": _pct([r["released_in_top_1"] for r in rows]),
-        "released_in_top_5": _pct([r["released_in_top_5"] for r in rows]),
-        "released_in_top_10": _pct([r["released_in_top_10"] for r in rows]),
+        **{f"released_in_top_{k}": _pct([r[f"released_in_top_{k}"] for r in rows]) for k in WITHIN_KS[1:]},
         "released_rank_median": float(np.median([r["released_rank"] for r in rows])),
         "score_gap_mean": round(float(np.mean(gaps)), 6), "score_gap_median": round(float(np.median(gaps)), 6),
         "code_rule_top1_agreement": _pct([r["code_rule_agrees"] for r in rows]),

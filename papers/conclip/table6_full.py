@@ -1,13 +1,10 @@
 """CoN-CLIP (Singh et al.), the ablation table (Table 6) in the full profile (stage ``table6-full``, ``python -m
 papers.conclip.table6_full``).
 
-Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from three tables of
-``results/conclip/full/``: ``table3.csv`` (CC-Neg accuracy, ``papers.conclip.tables``), ``sugarcrepe.csv``
-(``papers.conclip.sugarcrepe_full``) and ``classification.csv`` (the mean standard-prompt top-1,
-``papers.conclip.zeroshot_full``). Writes ``table6.csv`` (the mini profile's columns,
-``papers.conclip.columns.TABLE6_FIELDS``), ``table6_summary.json`` (DVC metrics, at most twelve numbers) and
-``table6_context.json`` (the inputs' sha256, rows left out). A module of its own: it reads CSV files only, so that
-an edit here does not rescore SugarCrepe on a GPU, nor an edit there rebuild this table.
+Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from the three tables of
+``TABLE6_INPUTS`` into ``table6.csv`` (the mini profile's columns), ``table6_summary.json`` (DVC metrics) and
+``table6_context.json``. A module of its own: it reads CSV files only, so that an edit here does not rescore
+SugarCrepe on a GPU, nor an edit there rebuild this table.
 
 It also writes ``comparisons.json``: the released CoN-CLIP ViT-B/32 (row ``conclip``) minus OpenAI's ViT-B/32 (row
 ``clip``) with paired 95% bootstrap intervals, as the mini profile computes them (``papers.conclip.tables``), from the
