@@ -1,11 +1,9 @@
 """The full NegCLIP training set (stage ``negclip-full-set``): NegCLIP's COCO train TSV with each caption's
-CREPE-style negatives.
+CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions).
 
-NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO train2014) with each caption's
-CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions). Rows whose
-image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped, and so are
-rows some kind does not apply to, so that every run trains on the same captions; both are counted. Writes
-``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows.load_rows``) and ``manifest.json``.
+Rows whose image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped,
+and so are rows some kind does not apply to, so that every run trains on the same captions; both are counted.
+``rows.jsonl`` holds one row per kept caption (read back by ``negclip_rows.load_rows``).
 """
 from __future__ import annotations
 
