@@ -17,8 +17,7 @@ last and atomically after every record was checked through a pending copy; the f
 its content's sha256, ``classification/<name>.<sha256:16>.json``), and indexes no manifest names any more are removed
 once the new manifest is in place.
 
-Stage ``full-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_full --out build/full/aro/benchmarks``;
-``--parts`` prepares some of them only (e.g. without Flickr30k while its images are not at hand).
+Stage ``full-set`` of ``papers/aro/dvc.yaml``; ``--parts`` leaves some out (Flickr30k while its images are not at hand).
 """
 from __future__ import annotations
 
@@ -85,10 +84,7 @@ def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], 
     """(class names, HxWxC uint8 test images, labels) from a CIFAR binary tarball: fixed-length records, no pickle."""
     with tarfile.open(tarball, "r:gz") as tf:
         def member(inner: str) -> bytes:
-            try:
-                fh = tf.extractfile(inner)
-            except KeyError:
-                fh = None
+            fh = tf.extractfile(inner) if inner in tf.getnames() else None
             if fh is None:
                 raise DatasetError(f"{tarball}: no member {inner!r} (not a CIFAR binary tarball?)")
             return fh.read()
@@ -116,7 +112,6 @@ def prepare_cifar(name: str, out_dir: Path) -> dict:
     tarball = fetch(release.key, progress=False)
     check_md5(release.key, tarball)
     classes, images, labels = read_cifar_binary(tarball, release)
-    image_dir = out_dir / "classification" / name
     records = []
     for index, (pixels, label) in enumerate(zip(images, labels)):
         relpath = f"{name}/{index:05d}.png"
@@ -130,17 +125,8 @@ def prepare_cifar(name: str, out_dir: Path) -> dict:
     relpath = f"classification/{name}.{sha256_bytes(data)[:16]}.json"  # never the file a previous manifest names
     if not (out_dir / relpath).is_file():
         write_bytes_atomic(out_dir / relpath, data)
-    read_classification(name, out_dir / relpath, image_dir.parent)  # every record resolves
+    read_classification(name, out_dir / relpath, out_dir / "classification")  # every record resolves
     return {"file": relpath, "image_root": "classification"}
-
-
-def _remove_unnamed_indexes(out_dir: Path, manifest: dict) -> None:
-    """Remove the CIFAR indexes of earlier runs (``classification/<name>[.<digest>].json``) that the manifest just
-    committed does not name."""
-    named = {entry["file"] for entry in (manifest.get("classification") or {}).values()}
-    for old in (out_dir / "classification").glob("*.json"):
-        if old.name.split(".")[0] in CIFAR and old.relative_to(out_dir).as_posix() not in named:
-            old.unlink(missing_ok=True)
 
 
 def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
@@ -185,7 +171,10 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
                                     for n, s in aro.classification_sets().items()}
     write_json_atomic(out_dir / MANIFEST_NAME, manifest)
     pending.unlink()
-    _remove_unnamed_indexes(out_dir, manifest)
+    named = {entry["file"] for entry in (manifest.get("classification") or {}).values()}
+    for old in (out_dir / "classification").glob("*.json"):  # earlier runs' CIFAR indexes the manifest no longer names
+        if old.name.split(".")[0] in CIFAR and old.relative_to(out_dir).as_posix() not in named:
+            old.unlink(missing_ok=True)
     return AroSet.load(out_dir / MANIFEST_NAME)
 
 

@@ -14,14 +14,8 @@ What the authors' released code does with it (jaisidhsingh/CoN-CLIP's ``FineTuni
   the file's ``images`` list, captioned or not); ``coco_train_images`` lists the files in that order.
 * How the mapping was written is not in the release (the mining code is not released; the paper's Supplementary
   0.B gives only eq. 4). The released ``distractor_image_mapping.pt`` (jaisidhsingh/CoN-CLIP@503388ac
-  ccneg_dataset/README.md:18 "distractor_image_mapping.pt") is read here with ``torch.load(weights_only=True)`` and
-  accepted as a Python list (one row per entry) of lists of Python ints (global pool indices), as an (N, k) or
-  (N,) integer tensor, or as a dict {entry index: row} with keys 0..N-1. Rows are in CC-Neg entry order (row i for
-  entry i, as the training loader reads them); an index outside the pool, a ragged or non-integer row is an error
-  naming the file and the entry.
-
-Public: ``CAPTIONS``, ``IMAGES`` (relative to ``common.paths.data_root()``: the destinations of the registry group
-``coco-train2017``), ``coco_train_images``, ``load_distractor_mapping``, ``CocoPoolError``.
+  ccneg_dataset/README.md:18 "distractor_image_mapping.pt") is read here with ``torch.load(weights_only=True)``
+  (``load_distractor_mapping``).
 """
 from __future__ import annotations
 
@@ -34,13 +28,10 @@ from common.errors import WorkspaceError
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import data_root as default_root
-from papers.conclip.data_paths import COCO_CAPTIONS, COCO_IMAGES
+from papers.conclip.data_paths import COCO_CAPTIONS as CAPTIONS, COCO_IMAGES as IMAGES
 
-CAPTIONS = COCO_CAPTIONS
-"""Under the data root: COCO 2017 train captions (``papers.conclip.data_paths``)."""
-IMAGES = COCO_IMAGES
-"""Under the data root: COCO 2017 train images (``papers.conclip.data_paths``)."""
 FETCH = "python -m common fetch coco-train2017"
+MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
 
 
 class CocoPoolError(WorkspaceError):
@@ -50,9 +41,8 @@ class CocoPoolError(WorkspaceError):
 def coco_train_images(data_root: Path | None = None) -> list[Path]:
     """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id): pool
     index i is element i. Files are not opened here (decoding names a bad one); the folder must exist."""
-    if data_root is None:
-        data_root = default_root()
-    captions, images_dir = Path(data_root) / CAPTIONS, Path(data_root) / IMAGES
+    data_root = Path(data_root if data_root is not None else default_root())
+    captions, images_dir = data_root / CAPTIONS, data_root / IMAGES
     if not captions.is_file():
         raise CocoPoolError(f"{captions}: missing; fetch it: {FETCH}")
     images = read_json(captions, dict, f"fetch it: {FETCH}").get("images")
@@ -77,9 +67,8 @@ def _load(path: Path) -> Any:
     import torch
 
     if not path.is_file():
-        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch "
-                            "conclip/ccneg/distractor_image_mapping.pt` (a manual download: its instructions say "
-                            "where to get it)")
+        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch {MAPPING_KEY}` (a manual "
+                            "download: its instructions say where to get it)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch's UnpicklingError for a refused type, a zip or EOF error for a broken file
@@ -90,28 +79,9 @@ def _load(path: Path) -> Any:
             "here") from None
 
 
-def _row(value: Any, path: Path, entry: int) -> list[int]:
-    """One entry's pool indices as a list of ints (a tensor, list or tuple of ints, or one int)."""
-    # deferred: loads torch only when called
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
-            raise DatasetError(f"{path}: entry {entry}: a {value.dtype} tensor, not integer pool indices")
-        value = value.reshape(-1).tolist()
-    elif isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not value:
-        raise DatasetError(f"{path}: entry {entry}: {type(value).__name__} {value!r:.60}, not a non-empty list of "
-                           "pool indices")
-    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
-    if bad:
-        raise DatasetError(f"{path}: entry {entry}: {bad[0]!r} is not an integer pool index")
-    return list(value)
-
-
-def _rows(data: Any, path: Path) -> list[Any]:
-    """The mapping's rows in entry order, whatever container holds them."""
+def _rows(data: Any, path: Path) -> list[list[int]]:
+    """The mapping's rows in entry order, whatever container holds them, each a list of ints (from a tensor, a list
+    or tuple of ints, or one int)."""
     # deferred: loads torch only when called
     import torch
 
@@ -119,31 +89,46 @@ def _rows(data: Any, path: Path) -> list[Any]:
         if data.ndim not in (1, 2) or len(data) == 0:
             raise DatasetError(f"{path}: a tensor of shape {tuple(data.shape)}; expected (entries,) or "
                                "(entries, k) pool indices")
-        return list(data.unsqueeze(1) if data.ndim == 1 else data)
-    if isinstance(data, Mapping):
-        keys = []
-        for key in data:
-            if isinstance(key, bool) or not isinstance(key, int):
-                raise DatasetError(f"{path}: a dict with key {key!r}; expected entry indices 0..N-1 as keys "
-                                   f"(keys seen: {sorted(map(str, data))[:5]})")
-            keys.append(key)
-        if sorted(keys) != list(range(len(keys))):
-            missing = sorted(set(range(len(keys))) - set(keys))
+        data = list(data.unsqueeze(1) if data.ndim == 1 else data)
+    elif isinstance(data, Mapping):
+        keys = list(data)
+        bad = [key for key in keys if isinstance(key, bool) or not isinstance(key, int)]
+        if bad:
+            raise DatasetError(f"{path}: a dict with key {bad[0]!r}; expected entry indices 0..N-1 as keys "
+                               f"(keys seen: {sorted(map(str, data))[:5]})")
+        missing = sorted(set(range(len(keys))) - set(keys))
+        if missing:
             raise DatasetError(f"{path}: dict keys are not the entry indices 0..{len(keys) - 1} (entry "
-                               f"{missing[0] if missing else max(keys)} is missing or out of order)")
-        return [data[k] for k in range(len(keys))]
-    if isinstance(data, (list, tuple)):
-        return list(data)
-    raise DatasetError(f"{path}: a {type(data).__name__}; expected a list of per-entry pool indices, a dict "
-                       "{entry: indices} or an integer tensor")
+                               f"{missing[0]} is missing or out of order)")
+        data = [data[k] for k in range(len(keys))]
+    elif not isinstance(data, (list, tuple)):
+        raise DatasetError(f"{path}: a {type(data).__name__}; expected a list of per-entry pool indices, a dict "
+                           "{entry: indices} or an integer tensor")
+    rows = []
+    for entry, value in enumerate(data):
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+                raise DatasetError(f"{path}: entry {entry}: a {value.dtype} tensor, not integer pool indices")
+            value = value.reshape(-1).tolist()
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not value:
+            raise DatasetError(f"{path}: entry {entry}: {type(value).__name__} {value!r:.60}, not a non-empty list "
+                               "of pool indices")
+        bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise DatasetError(f"{path}: entry {entry}: {bad[0]!r} is not an integer pool index")
+        rows.append(list(value))
+    return rows
 
 
 def load_distractor_mapping(path: Path, pool_size: int | None = None) -> np.ndarray:
     """The released mapping as an (N, k) int64 array, row i the pool indices of CC-Neg entry i in the file's order
-    (the training loader takes the first); with ``pool_size`` every index must lie in [0, pool_size). Every failure
-    names the file (and the entry)."""
+    (the training loader takes the first); with ``pool_size`` every index must lie in [0, pool_size). The file may
+    hold a list of per-entry lists of ints, an (N, k) or (N,) integer tensor, or a dict {entry: row} with keys
+    0..N-1. Every failure (an index outside the pool, a ragged or non-integer row) names the file (and the entry)."""
     path = Path(path)
-    rows = [_row(value, path, entry) for entry, value in enumerate(_rows(_load(path), path))]
+    rows = _rows(_load(path), path)
     if not rows:
         raise DatasetError(f"{path}: no entries")
     width = len(rows[0])

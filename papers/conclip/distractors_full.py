@@ -2,11 +2,8 @@
 2017 for a seeded sample of CC-Neg's training entries, against the released ``distractor_image_mapping.pt``.
 
 Eq. 4 picks I' = argmax_{x in X} phi(x, s) - phi(x, o_n) over the pool X (COCO train 2017) for an entry's subject
-s and negated object o_n; the authors released only its result, ``distractor_image_mapping.pt``
-(jaisidhsingh/CoN-CLIP@503388ac ccneg_dataset/README.md:18 "The helper for using distractor images during
-fine-tuning is provided"; k pool indices per training entry, into torchvision's ``CocoCaptions`` order:
-``papers.conclip.coco_pool``), and CoN-CLIP trains on each row's first index, jaisidhsingh/CoN-CLIP@503388ac
-src/data/finetuning_datasets.py:77 "top1_index = topk_indices[0]". The mining code is not in the release: the
+s and negated object o_n; the authors released only its result, k pool indices per training entry of which CoN-CLIP
+trains on the first (``papers.conclip.coco_pool`` cites both). The mining code is not in the release: the
 paper's Supplementary 0.B is all there is ("we take the subject s and the negated object o_n from the relation
 parsing output of PaLM-2", then eq. 4 with "the CLIP similarity function"). This stage encodes the pool with a zoo
 model (``conclip.full.distractors.model``; the paper's CLIP by default) through the shared engine (embeddings cached),
@@ -14,30 +11,13 @@ mines each sampled entry's top-k by ``papers.conclip.distractors.mine_distractor
 asks how the release compares: is its top-1 our top-1, within our top 5 or 10, at what rank of our scores, with how
 much less eq. 4 score.
 
-The texts (rule unverified: not in the release). The paper takes s and o_n from PaLM-2's parse. This stage encodes
-``sop_data["exclusion-prompt"]`` as s (the caption with the chosen predicate-object pair removed, "A woman in the
-dining area") and ``sop_data["sop_chosen_object"]`` as o_n (raw strings), a reading of the file's fields that no
-released file confirms (no released file reads either field); the parse's bare subject
-(``sop_data["sop_decomposition"]["subject"]``) is mined beside them as the paper's reading (``paper_*`` columns; an
-entry without one is left blank there and counted in the context), so the data say which reading the release
-follows.
+Which texts stand for s and o_n (with the parse's bare subject mined beside them, the ``paper_*`` columns) and the
+chunked selection rule that the ``code_rule_*`` columns test are this workspace's readings, not in the release (rules
+unverified): ``PAPER_VS_CODE`` says what each is, and the data say which the release follows.
 
-The selection (rule unverified: not in the release). Besides eq. 4's argmax, ``code_rule_rows`` applies a second,
-hypothetical rule to our scores (``code_rule_*`` columns): the pool cut into chunks of 5,000 images, each chunk's
-best image kept per entry, the chunk winners sorted by score ASCENDING and the first k kept, under which a row's
-first index would be the chunk winner with the LOWEST score. No released file holds this rule (an earlier reading of
-the authors' code described it; the code read is not in any commit of the repository); the columns only say whether
-the released rows happen to follow it.
-
-Stage ``distractors-full`` (``python -m papers.conclip.distractors_full``) writes, in ``results/conclip/full/`` beside
-the other full-profile tables, as one output group:
-
-* ``distractors.csv``: one row per sampled entry (``DISTRACTOR_FIELDS``); the mini profile's columns
-  (``eq4_precision``, ``eq4_chance``) need scene graphs, which COCO lacks, so agreement with the release takes
-  their place;
-* ``distractors_summary.json``: DVC metrics, at most twelve numbers (``SUMMARY_KEYS``);
-* ``distractors_context.json``: model, pool, sample, data files and their sha256, texts used, the paper against the
-  code.
+Stage ``distractors-full`` writes ``distractors.csv``, ``distractors_summary.json`` (DVC metrics) and
+``distractors_context.json`` in ``results/conclip/full/``, as one output group. The mini profile's columns
+(``eq4_precision``, ``eq4_chance``) need scene graphs, which COCO lacks: agreement with the release takes their place.
 """
 from __future__ import annotations
 
@@ -50,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from common.errors import WorkspaceError
-from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import DatasetError, raise_problems
 from common.paths import RESULTS
 from common.pipeline.params import own_section
@@ -61,19 +41,16 @@ from papers.conclip import ccneg, coco_pool
 from papers.conclip.distractors import distractor_scores, mine_distractors
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
-"""Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this paper's
-zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
-MAPPING_KEY = "conclip/ccneg/distractor_image_mapping.pt"
+"""Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this
+paper's zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
 SUBJECT_FIELD = "exclusion-prompt"
-"""``sop_data`` field encoded as s: the "concept present" (the authors' mining code is not in the release: a reading
-of the file's fields, unverified)."""
+"""``sop_data`` field encoded as s: the "concept present" (a reading of the file's fields: ``PAPER_VS_CODE``)."""
 OBJECT_FIELD = "sop_chosen_object"
 """``sop_data`` field encoded as o_n: the "concept absent" (not in the release, as ``SUBJECT_FIELD``)."""
 PAPER_SUBJECT_PATH = ("sop_data", "sop_decomposition", "subject")
 """The parse's bare subject: the paper's s (Supplementary 0.B)."""
 CODE_CHUNK = 5000
-"""Images per chunk of the hypothetical chunked rule (``code_rule_rows``; not in the release), each chunk contributing
-its best image."""
+"""Images per chunk of the hypothetical chunked rule (``code_rule_rows``), each chunk contributing its best image."""
 WITHIN_KS: tuple[int, ...] = (1, 5, 10)
 """``released_in_top_<k>``: the released top-1 within our k best (k = 1 is top-1 agreement)."""
 ENTRY_BATCH = 256
@@ -211,9 +188,11 @@ def rank_of(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def code_rule_rows(scores: np.ndarray, k: int, chunk_size: int = CODE_CHUNK) -> np.ndarray:
-    """(M, k) pool indices by the hypothetical chunked rule (not in the release; the module docstring): each chunk of
-    ``chunk_size`` images (pool order) contributes its best image (the lower index among equals), and the winners
-    are sorted by score ascending (a stable sort: equal scores keep chunk order); the first ``k`` are kept."""
+    """(M, k) pool indices by the hypothetical chunked rule: each chunk of ``chunk_size`` images (pool order)
+    contributes its best image (the lower index among equals), and the winners are sorted by score ascending (a
+    stable sort: equal scores keep chunk order); the first ``k`` are kept, so that a row's first index is the chunk
+    winner with the LOWEST score. Not in the release: an earlier reading of the authors' code described it, but the
+    code read is not in any commit of the repository."""
     n_images = scores.shape[1]
     starts = np.arange(0, n_images, chunk_size)
     if not 1 <= k <= len(starts):
@@ -232,15 +211,6 @@ def _ids(indices: np.ndarray) -> str:
     return " ".join(str(int(i)) for i in indices)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """The per-entry rows, and how many released top-1s tie our top-1's score exactly (a different image that eq. 4
-    ranks below ours only by pool index)."""
-
-    rows: list[dict]
-    released_ties_ours: int
-
-
 def check_sizes(pool_size: int, top_k: int, released_k: int, chunk_size: int = CODE_CHUNK) -> None:
     """Refuse a ``top_k`` the pool cannot fill, or a release wider than the code's rule can rebuild (one image per
     chunk)."""
@@ -252,11 +222,11 @@ def check_sizes(pool_size: int, top_k: int, released_k: int, chunk_size: int = C
                                    f"per chunk and a pool of {pool_size} has {chunks} chunks of {chunk_size}")
 
 
-def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], mapping: np.ndarray, engine,
-                         top_k: int, chunk_size: int = CODE_CHUNK, batch: int = ENTRY_BATCH) -> Comparison:
+def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], mapping: np.ndarray, engine, top_k: int,
+                         chunk_size: int = CODE_CHUNK, batch: int = ENTRY_BATCH) -> tuple[list[dict], int]:
     """One row per entry (``DISTRACTOR_FIELDS``): our eq. 4 picks from the engine's embeddings of the pool and the
-    texts, against the release's row ``mapping[entry]``."""
-    check_sizes(len(pool), top_k, mapping.shape[1], chunk_size)
+    texts, against the release's row ``mapping[entry]``; and how many released top-1s tie our top-1's score exactly
+    (a different image that eq. 4 ranks below ours only by pool index)."""
     strings = [t for m in texts for t in (m.subject, m.negated_object, m.paper_subject) if t is not None]
     emb = engine.embed(((p, f"COCO train 2017 pool image {i}") for i, p in enumerate(pool)), strings)
     images = emb.images(list(pool))
@@ -300,7 +270,7 @@ def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], map
                 "paper_agrees": int(paper_top1[i] == rel) if i in paper_top1 else "",
                 "paper_released_rank": paper_rank.get(i, ""),
             })
-    return Comparison(rows, int(ties))
+    return rows, int(ties)
 
 
 def _pct(values: Sequence[float]) -> float:
@@ -314,8 +284,7 @@ def summary(rows: Sequence[Mapping], pool_size: int) -> dict[str, float]:
     out = {
         "n_entries": float(len(rows)), "pool_size": float(pool_size),
         "top1_agreement": _pct([r["released_in_top_1"] for r in rows]),
-        "released_in_top_5": _pct([r["released_in_top_5"] for r in rows]),
-        "released_in_top_10": _pct([r["released_in_top_10"] for r in rows]),
+        **{f"released_in_top_{k}": _pct([r[f"released_in_top_{k}"] for r in rows]) for k in WITHIN_KS[1:]},
         "released_rank_median": float(np.median([r["released_rank"] for r in rows])),
         "score_gap_mean": round(float(np.mean(gaps)), 6), "score_gap_median": round(float(np.median(gaps)), 6),
         "code_rule_top1_agreement": _pct([r["code_rule_agrees"] for r in rows]),
@@ -353,8 +322,7 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
     except ModelUnavailable as exc:
         raise ModelUnavailable(f"conclip.full.distractors.model: {why_unavailable(model, exc)}") from exc
     engine = Engine(embedder, engine_config)
-    compared = compare_with_release(texts.texts, pool, mapping, engine, top_k, chunk_size)
-    rows = compared.rows
+    rows, released_ties_ours = compare_with_release(texts.texts, pool, mapping, engine, top_k, chunk_size)
     try:
         label = get_spec(model).label
     except KeyError:
@@ -382,52 +350,27 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
                   "code_rule": f"a hypothetical chunked rule on our scores (not in the release: rule unverified): "
                                f"one winner per chunk of {chunk_size} images, sorted ascending, the first k kept",
                   "top_k": top_k, "within_ks": list(WITHIN_KS)},
-        "released_ties_ours": compared.released_ties_ours,
+        "released_ties_ours": released_ties_ours,
         "paper_vs_code": PAPER_VS_CODE,
         "provenance": {
             "mining_code": "not in the release (the paper's Supplementary 0.B, eq. 4)",
             "mapping": 'jaisidhsingh/CoN-CLIP@503388ac ccneg_dataset/README.md:18 "distractor_image_mapping.pt"',
             "mapping_use": 'jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:77 "topk_indices[0]"'},
     }
-    out_dir = Path(out_dir)
-    with output_group(out_dir) as staging:
-        paths = {
-            "distractors": write_csv_atomic(staging / "distractors.csv", rows, DISTRACTOR_FIELDS),
-            "summary": write_json_atomic(staging / "distractors_summary.json", summary(rows, len(pool))),
-            "context": write_json_atomic(staging / "distractors_context.json", full_context),
-        }
-    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "distractors": write_csv_atomic(staging / "distractors.csv", rows, DISTRACTOR_FIELDS),
+        "summary": write_json_atomic(staging / "distractors_summary.json", summary(rows, len(pool))),
+        "context": write_json_atomic(staging / "distractors_context.json", full_context),
+    })
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def _fetched(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
-def run(args: argparse.Namespace) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads tqdm only when called
     from common.evaluation.evaluate import best_device, engine_config
 
-    params, section = own_section("conclip.full.distractors")
-    device = args.device or best_device()
-    pool = coco_pool.coco_train_images(Path(args.data_root) if args.data_root else None)
-    paths = evaluate_distractors(
-        Path(args.data) if args.data else _fetched(ccneg.DATA_KEY),
-        Path(args.mapping) if args.mapping else _fetched(MAPPING_KEY), pool,
-        Path(args.out or RESULTS / "conclip" / "full"), n=int(section["n"]), seed=int(section["seed"]),
-        model=str(section["model"]), top_k=int(section["top_k"]), engine_config=engine_config(params),
-        device=device, create=zoo_create, chunk_size=CODE_CHUNK,
-        eval_size=args.eval_size or ccneg.eval_size_for(params),
-        context={"device": device, "engine": params.get("engine", {})})
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.distractors_full",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None,
@@ -442,7 +385,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "params.yaml full_inputs.cap)")
     parser.add_argument("--out", default=None, help="default: results/conclip/full")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    params, section = own_section("conclip.full.distractors")
+    device = args.device or best_device()
+    pool = coco_pool.coco_train_images(Path(args.data_root) if args.data_root else None)
+    paths = evaluate_distractors(
+        Path(args.data) if args.data else fetch(ccneg.DATA_KEY, progress=False),
+        Path(args.mapping) if args.mapping else fetch(coco_pool.MAPPING_KEY, progress=False), pool,
+        Path(args.out or RESULTS / "conclip" / "full"), n=int(section["n"]), seed=int(section["seed"]),
+        model=str(section["model"]), top_k=int(section["top_k"]), engine_config=engine_config(params),
+        device=device, create=zoo_create, chunk_size=CODE_CHUNK,
+        eval_size=args.eval_size or ccneg.eval_size_for(params),
+        context={"device": device, "engine": params.get("engine", {})})
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
+    return 0
 
 
 if __name__ == "__main__":

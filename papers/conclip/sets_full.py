@@ -5,9 +5,8 @@ The authors' data (jaisidhsingh/CoN-CLIP's ``FineTuningDatasetWithNegatives``): 
 40,000 (188,246), jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:50
 "- configs.num_ccneg_eval_samples", each the image I, its caption c, its negated caption c' (commas removed,
 jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:88 "negative_prompt = negative_prompt.replace(") and
-the distractor I' = COCO train image ``mapping[idx][0]`` of the released ``distractor_image_mapping.pt``,
-jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:76-78 "top1_index = topk_indices[0]"
-(``papers.conclip.coco_pool``). The authors filter nothing: every entry of the training split is an item,
+the distractor I' = COCO train image ``mapping[idx][0]`` of the released mapping (``papers.conclip.coco_pool``).
+The authors filter nothing: every entry of the training split is an item,
 jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:55 "self.image_paths[:self.split_size]"
 and jaisidhsingh/CoN-CLIP@503388ac src/data/finetuning_datasets.py:68-69 "return len(self.annotations)", so every
 entry is a row but those their loader would crash on, which are dropped
@@ -38,7 +37,7 @@ from common.pipeline.params import own_section
 from common.registry.fetch import fetch
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
 from papers.conclip.ccneg import EVAL_SIZE, default_paths, eval_size_for, load_ccneg_training
-from papers.conclip.coco_pool import coco_train_images, load_distractor_mapping
+from papers.conclip.coco_pool import MAPPING_KEY, coco_train_images, load_distractor_mapping
 from papers.conclip.data_paths import CCNEG_IMAGES, COCO_CAPTIONS, COCO_IMAGES
 from papers.conclip.finetune_rows import FullRow
 
@@ -126,22 +125,6 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def _cmd_set(args) -> int:
-    params, section = own_section("conclip.full.finetune", args.stage)
-    ccneg_path = Path(args.ccneg) if args.ccneg else None
-    ccneg_images = Path(args.ccneg_images) if args.ccneg_images else None
-    if ccneg_path is None or ccneg_images is None:
-        default_pt, default_images = default_paths()
-        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
-    mapping = Path(args.mapping) if args.mapping else fetch("conclip/ccneg/distractor_image_mapping.pt",
-                                                            progress=False)
-    manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
-                         Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
-                         args.eval_size or eval_size_for(params))
-    print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -157,10 +140,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                "full_inputs.cap)")
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
     p.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
-    p.set_defaults(func=_cmd_set)
+                   help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
-    return args.func(args)
+    params, section = own_section("conclip.full.finetune", args.stage)
+    ccneg_path, ccneg_images = (Path(arg) if arg else None for arg in (args.ccneg, args.ccneg_images))
+    if ccneg_path is None or ccneg_images is None:
+        default_pt, default_images = default_paths()
+        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
+    mapping = Path(args.mapping) if args.mapping else fetch(MAPPING_KEY, progress=False)
+    manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
+                         Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),
+                         args.eval_size or eval_size_for(params))
+    print(json.dumps({k: v for k, v in manifest["counts"].items() if k != "dropped_examples"}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,21 +1,14 @@
 """CoN-CLIP (Singh et al.), SugarCrepe (Tables 5, 13, 14 and Table 6's SugarCrepe columns) in the full profile.
 
 Stage ``sugarcrepe-full`` (``python -m papers.conclip.sugarcrepe_full``): the rows of ``conclip.full.sugarcrepe_rows``
-(row ids of ``conclip.full.models``: CLIP, the released CoN-CLIP, this workspace's fine-tunes ``ft-<run>``) on
-SugarCrepe's released set (``build/full/sugarcrepe``, written by SugarCrepe's stage ``full-set``), read by SugarCrepe's
-own loader (``common.benchmarks.caption_negatives.PreparedSet``) and decided by the rule its full profile scores Table 6 with
-(``common.evaluation.scoring.selection`` with ``STRICT``: the true caption must score strictly above the false one, a tie is
-wrong, as SugarCrepe's own evaluation: RAIVNLab/sugar-crepe@0047054b main_eval.py:54
-"return 1 if pos_score.item() > neg_score.item() else 0"). How the CoN-CLIP authors ran SugarCrepe is not in the
-release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use CLIP as baseline for zero-shot image-text
-matching"). The paper's "R@1" over one image and two captions is this accuracy. Writes, in
-``results/conclip/full/`` as one output group: ``sugarcrepe.csv`` (the mini profile's columns,
-``papers.conclip.columns.SUGARCREPE_FIELDS``: the seven categories and Table 6's three folds, in points),
-``sugarcrepe_context.json`` (the set, the rule, each row's fingerprint and ties per category, rows left out and why,
-what the release does and does not show) and ``sugarcrepe_predictions/`` (per model, every example's two scores,
-decision and tie: every cell can be recounted from them). Table 6 itself is ``papers.conclip.table6_full``, which
-also writes ``comparisons.json`` (CoN-CLIP minus CLIP over the seven categories, with a paired interval) from these
-predictions.
+(row ids of ``conclip.full.models``) on SugarCrepe's released set (``build/full/sugarcrepe``, SugarCrepe's stage
+``full-set``), read by SugarCrepe's own loader and decided by SugarCrepe's own rule (``STRICT``, a tie is wrong:
+RAIVNLab/sugar-crepe@0047054b main_eval.py:54 "return 1 if pos_score.item() > neg_score.item() else 0"); how the
+CoN-CLIP authors ran it is not in the release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use
+CLIP as baseline for zero-shot image-text matching"). Writes, in ``results/conclip/full/`` as one output group:
+``sugarcrepe.csv`` (the mini profile's columns, in points), ``sugarcrepe_context.json`` and
+``sugarcrepe_predictions/`` (per model, every example's scores, decision and tie), from which
+``papers.conclip.table6_full`` computes CoN-CLIP minus CLIP.
 
 A model that cannot be loaded stops the stage naming the model (and its download entry's note); with
 ``conclip.full.skip_unavailable`` it is left out and named in the context file.
@@ -34,7 +27,7 @@ from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.results import write_predictions
 from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import ImageToTextItem
 from common.paths import RESULTS, build_dir
 from common.pipeline.params import own_section
@@ -43,9 +36,8 @@ from common.zoo.available import each_model
 from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
-"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP and its
-fine-tunes; NegCLIP, should a row name it, is in the shared zoo file) and, for a model that cannot be loaded, the
-note of its download entry (``common.zoo.why_unavailable``)."""
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names and, for a
+model that cannot be loaded, the note of its download entry (``common.zoo.available.why_unavailable``)."""
 PREDICTIONS_DIR = "sugarcrepe_predictions"
 """Not ``predictions/``: that folder of the same results folder is ``tables-full``'s (CC-Neg)."""
 PAPER_VS_CODE: dict[str, str] = {
@@ -163,38 +155,20 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
         "skipped": skipped,
         "paper_vs_code": dict(PAPER_VS_CODE),
     }
-    out_dir = Path(out_dir)
-    with output_group(out_dir) as staging:
-        paths = {
-            "sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", [sugarcrepe_row(s) for s in scored],
-                                           SUGARCREPE_FIELDS),
-            "context": write_json_atomic(staging / "sugarcrepe_context.json", full_context),
-        }
-        predictions = staging / PREDICTIONS_DIR
+
+    def write(staging: Path) -> dict[str, Path]:
         for s in scored:
-            write_predictions(predictions / f"{s.model.replace('/', '__')}.csv", s.result)
-        paths["predictions"] = predictions
-    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+            write_predictions(staging / PREDICTIONS_DIR / f"{s.model.replace('/', '__')}.csv", s.result)
+        return {"sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", [sugarcrepe_row(s) for s in scored],
+                                               SUGARCREPE_FIELDS),
+                "context": write_json_atomic(staging / "sugarcrepe_context.json", full_context),
+                "predictions": staging / PREDICTIONS_DIR}
+    return write_output_group(out_dir, write)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def run_score(args: argparse.Namespace) -> int:
-    params, section = own_section("conclip.full")
-    device = args.device or best_device()
-    manifest = Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json")
-    models = rows_to_score(dict(section["models"]), list(section["sugarcrepe_rows"]))
-    context = {"device": device, "engine": params.get("engine", {}), "rows_from": "conclip.full.sugarcrepe_rows"}
-    paths = evaluate_sugarcrepe(models, manifest, Path(args.out or RESULTS / "conclip" / "full"),
-                                engine_config(params), device, create=zoo_create,
-                                skip_unavailable=bool(section["skip_unavailable"]), context=context)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["sugarcrepe"].read_text(encoding="utf-8"))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sugarcrepe_full",
                                      description=__doc__.splitlines()[0])
@@ -202,7 +176,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's prepared set (default: build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    return run_score(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    params, section = own_section("conclip.full")
+    device = args.device or best_device()
+    manifest = Path(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json")
+    models = rows_to_score(dict(section["models"]), list(section["sugarcrepe_rows"]))
+    context = {"device": device, "engine": params.get("engine", {}), "rows_from": "conclip.full.sugarcrepe_rows"}
+    paths = evaluate_sugarcrepe(models, manifest, Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
+                                device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
+                                context=context)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    print(paths["sugarcrepe"].read_text(encoding="utf-8"))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,27 +1,18 @@
 """CoN-CLIP (Singh et al.), the ablation table (Table 6) in the full profile (stage ``table6-full``, ``python -m
 papers.conclip.table6_full``).
 
-Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from three tables of
-``results/conclip/full/``: ``table3.csv`` (CC-Neg accuracy, ``papers.conclip.tables``), ``sugarcrepe.csv``
-(``papers.conclip.sugarcrepe_full``) and ``classification.csv`` (the mean standard-prompt top-1,
-``papers.conclip.zeroshot_full``). Writes ``table6.csv`` (the mini profile's columns,
-``papers.conclip.columns.TABLE6_FIELDS``), ``table6_summary.json`` (DVC metrics, at most twelve numbers) and
-``table6_context.json`` (the inputs' sha256, rows left out). A module of its own: it reads CSV files only, so that
-an edit here does not rescore SugarCrepe on a GPU, nor an edit there rebuild this table.
+Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from the three tables of
+``TABLE6_INPUTS`` into ``table6.csv`` (the mini profile's columns), ``table6_summary.json`` (DVC metrics) and
+``table6_context.json``. A module of its own: it reads CSV files only, so that an edit here does not rescore
+SugarCrepe on a GPU, nor an edit there rebuild this table.
 
 It also writes ``comparisons.json``: the released CoN-CLIP ViT-B/32 (row ``conclip``) minus OpenAI's ViT-B/32 (row
-``clip``) with paired 95% bootstrap intervals, computed from the per-example predictions of the two scoring stages as
-the mini profile's ``comparisons.json`` is (``papers.conclip.tables.comparisons``): SugarCrepe
-(``conclip_minus_clip_sugarcrepe``, ``_ci_low``, ``_ci_high``: the mean over the seven categories, the paper's
-"average improvement of 4.4%" being over all of them, not REPLACE alone; the interval resampled within each
-category, ``common.card.core.paired_difference``) from ``sugarcrepe_predictions/``, and CC-Neg
-(``conclip_minus_clip_ccneg``, ``_ci_low``, ``_ci_high``: the authors' argmax rule, resampled over items,
-``common.evaluation.stats.bootstrap_mean_ci``) from ``predictions/``. Each prediction file is checked against its table (a
-stale one stops the stage). Zero-shot classification (``conclip_minus_clip_classification``, ``_ci_low``,
-``_ci_high``: the mean standard-prompt top-1 over the datasets run, resampled within each dataset) is computed by
-``papers.conclip.zeroshot_full``, which holds the per-image outcomes (it writes no per-example file), and copied here
-from its ``zeroshot_comparisons.json``. A comparison whose rows a table lacks (``conclip.full.sugarcrepe_rows``
-without ``clip`` or ``conclip``, say) is left out and named in the context.
+``clip``) with paired 95% bootstrap intervals, as the mini profile computes them (``papers.conclip.tables``), from the
+two scoring stages' per-example predictions, each checked against its table (a stale one stops the stage): SugarCrepe
+(the mean over the seven categories: the paper's "average improvement of 4.4%" is over all of them, not REPLACE
+alone) and CC-Neg (the authors' argmax rule). Zero-shot classification's is copied from ``zeroshot_comparisons.json``
+(``papers.conclip.zeroshot_full`` alone holds the per-image outcomes). A comparison whose rows a table lacks
+(``conclip.full.sugarcrepe_rows`` without ``clip`` or ``conclip``, say) is left out and named in the context.
 
 A Table 6 row missing from an input table stops the stage naming the file; with ``conclip.full.skip_unavailable`` it
 is left out and named in the context file.
@@ -39,7 +30,7 @@ import numpy as np
 
 from common.card.core import paired_difference, selection_measures
 from common.errors import WorkspaceError
-from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
@@ -62,7 +53,8 @@ COMPARISON_INPUTS: dict[str, tuple[str, str]] = {
     "ccneg": ("table3.csv", "predictions"),
     "sugarcrepe": ("sugarcrepe.csv", "sugarcrepe_predictions"),
 }
-"""What is compared -> (its table, its per-example folder: ``common.evaluation.results.write_predictions``'s CSV per model)."""
+"""What is compared -> (its table, its per-example folder: ``common.evaluation.results.write_predictions``'s CSV per
+model)."""
 ZEROSHOT_COMPARISONS = "zeroshot_comparisons.json"
 """Zero-shot classification's comparison, as ``papers.conclip.zeroshot_full`` wrote it (copied into
 ``comparisons.json``)."""
@@ -76,19 +68,24 @@ class Table6InputError(WorkspaceError):
     """An input table of Table 6 is missing, lacks a row or column, or holds a value that is not a number."""
 
 
-def read_table(path: Path, columns: Sequence[str]) -> dict[str, dict]:
-    """An input table by row id: row, model, label and ``columns`` (numbers); an error names the file and row."""
+def _read_csv(path: Path, required: Sequence[str], remedy: str) -> list[dict]:
+    """The records of a CSV file that has the ``required`` columns; a missing file says ``remedy``."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
-            missing = [c for c in ("row", "model", "label", *columns) if c not in header]
+            missing = [c for c in required if c not in header]
             if missing:
                 raise Table6InputError(f"{path}: no column {missing} (its columns: {header})")
-            records = list(reader)
+            return list(reader)
     except FileNotFoundError:
-        raise Table6InputError(f"{path}: not found; Table 6 is assembled from its stage's output (run that stage "
-                               f"first)") from None
+        raise Table6InputError(f"{path}: not found; {remedy}") from None
+
+
+def read_table(path: Path, columns: Sequence[str]) -> dict[str, dict]:
+    """An input table by row id: row, model, label and ``columns`` (numbers); an error names the file and row."""
+    records = _read_csv(path, ("row", "model", "label", *columns),
+                        "Table 6 is assembled from its stage's output (run that stage first)")
     out: dict[str, dict] = {}
     for record in records:
         row = record["row"]
@@ -180,45 +177,21 @@ class Outcomes:
 
 
 def read_predictions(path: Path) -> Outcomes:
-    """A predictions CSV (``common.evaluation.results.write_predictions``: item_id, group, correct, tie, scores); a missing
-    file, column or a ``correct`` that is not 0 or 1 names the file (and line)."""
+    """A predictions CSV (``common.evaluation.results.write_predictions``); a missing file, column or a ``correct`` or
+    ``tie`` that is not 0 or 1 names the file (and line)."""
     path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in ("item_id", "group", "correct", "tie") if c not in (reader.fieldnames or [])]
-            if missing:
-                raise Table6InputError(f"{path}: no column {missing} (its columns: {reader.fieldnames})")
-            outcomes = []
-            for line, record in enumerate(reader, start=2):
-                for flag in ("correct", "tie"):
-                    if record[flag] not in ("0", "1"):
-                        raise Table6InputError(f"{path}:{line}: {flag} is {record[flag]!r}, not 0 or 1")
-                outcomes.append(Outcome(record["item_id"], record["group"] or "", record["correct"] == "1",
-                                        record["tie"] == "1"))
-    except FileNotFoundError:
-        raise Table6InputError(f"{path}: not found; the per-example predictions are written with their table by "
-                               f"its stage (run it again)") from None
+    records = _read_csv(path, ("item_id", "group", "correct", "tie"),
+                        "the per-example predictions are written with their table by its stage (run it again)")
+    outcomes = []
+    for line, record in enumerate(records, start=2):
+        for flag in ("correct", "tie"):
+            if record[flag] not in ("0", "1"):
+                raise Table6InputError(f"{path}:{line}: {flag} is {record[flag]!r}, not 0 or 1")
+        outcomes.append(Outcome(record["item_id"], record["group"] or "", record["correct"] == "1",
+                                record["tie"] == "1"))
     if not outcomes:
         raise Table6InputError(f"{path}: no examples")
     return Outcomes(path, tuple(outcomes))
-
-
-def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outcomes]] | str:
-    """The table's rows and the predictions of ``COMPARED_ROWS`` for ``what``, or why they cannot be compared."""
-    table_name, folder = COMPARISON_INPUTS[what]
-    columns = ("ccneg",) if what == "ccneg" else SUGARCREPE_CATEGORIES
-    table = read_table(results_dir / table_name, columns)
-    lacking = [row for row in COMPARED_ROWS if row not in table]
-    if lacking:
-        return f"{table_name} has no row {lacking}"
-    outcomes = {row: read_predictions(results_dir / folder / f"{table[row]['model'].replace('/', '__')}.csv")
-                for row in COMPARED_ROWS}
-    ids = {row: [o.item_id for o in out.outcomes] for row, out in outcomes.items()}
-    if ids["conclip"] != ids["clip"]:
-        raise Table6InputError(f"{outcomes['conclip'].path} and {outcomes['clip'].path} hold different examples (or "
-                               f"in another order): a paired comparison needs the same ones; re-run the stage")
-    return table, outcomes
 
 
 def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group: bool) -> None:
@@ -232,6 +205,27 @@ def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group:
                                    f"(a stale file: re-run the stage that writes both)")
 
 
+def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outcomes]] | str:
+    """The table's rows and the predictions of ``COMPARED_ROWS`` for ``what``, checked against the table, or why they
+    cannot be compared."""
+    table_name, folder = COMPARISON_INPUTS[what]
+    by_group = what == "sugarcrepe"
+    columns = SUGARCREPE_CATEGORIES if by_group else ("ccneg",)
+    table = read_table(results_dir / table_name, columns)
+    lacking = [row for row in COMPARED_ROWS if row not in table]
+    if lacking:
+        return f"{table_name} has no row {lacking}"
+    outcomes = {row: read_predictions(results_dir / folder / f"{table[row]['model'].replace('/', '__')}.csv")
+                for row in COMPARED_ROWS}
+    ids = {row: [o.item_id for o in out.outcomes] for row, out in outcomes.items()}
+    if ids["conclip"] != ids["clip"]:
+        raise Table6InputError(f"{outcomes['conclip'].path} and {outcomes['clip'].path} hold different examples (or "
+                               f"in another order): a paired comparison needs the same ones; re-run the stage")
+    for row in COMPARED_ROWS:
+        _check_against_table(outcomes[row], {c if by_group else "": table[row][c] for c in columns}, by_group)
+    return table, outcomes
+
+
 def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     """CoN-CLIP minus CLIP (points) with paired 95% bootstrap intervals, as the mini profile computes them, and the
     comparisons left out (what -> why)."""
@@ -240,31 +234,22 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
 
     out: dict[str, float] = {}
     left_out: dict[str, str] = {}
-    pair = _pair(results_dir, "sugarcrepe")
-    if isinstance(pair, str):
-        left_out["sugarcrepe"] = pair
-    else:
+    for what in ("sugarcrepe", "ccneg"):
+        pair = _pair(results_dir, what)
+        if isinstance(pair, str):
+            left_out[what] = pair
+            continue
         table, outcomes = pair
-        for row in COMPARED_ROWS:
-            _check_against_table(outcomes[row], {c: table[row][c] for c in SUGARCREPE_CATEGORIES}, True)
-        a, b = (selection_measures(outcomes[row], "sugarcrepe", "CoN-CLIP", "", "")[-1] for row in COMPARED_ROWS)
-        d = paired_difference(a, b, n_resamples=N_RESAMPLES, seed=SEED)
-        out.update({"conclip_minus_clip_sugarcrepe": round(float(np.mean(
-                        [table["conclip"][c] - table["clip"][c] for c in SUGARCREPE_CATEGORIES])), 2),
-                    "conclip_minus_clip_sugarcrepe_ci_low": round(d.low, 2),
-                    "conclip_minus_clip_sugarcrepe_ci_high": round(d.high, 2)})
-    pair = _pair(results_dir, "ccneg")
-    if isinstance(pair, str):
-        left_out["ccneg"] = pair
-    else:
-        table, outcomes = pair
-        for row in COMPARED_ROWS:
-            _check_against_table(outcomes[row], {"": table[row]["ccneg"]}, False)
-        correct = {row: np.array([o.correct for o in outcomes[row].outcomes], float) for row in COMPARED_ROWS}
-        gain = bootstrap_mean_ci(100.0 * (correct["conclip"] - correct["clip"]), n_resamples=N_RESAMPLES, seed=SEED)
-        out.update({"conclip_minus_clip_ccneg": round(gain.estimate, 2),
-                    "conclip_minus_clip_ccneg_ci_low": round(gain.low, 2),
-                    "conclip_minus_clip_ccneg_ci_high": round(gain.high, 2)})
+        if what == "sugarcrepe":
+            a, b = (selection_measures(outcomes[row], "sugarcrepe", "CoN-CLIP", "", "")[-1] for row in COMPARED_ROWS)
+            d = paired_difference(a, b, n_resamples=N_RESAMPLES, seed=SEED)
+            estimate = float(np.mean([table["conclip"][c] - table["clip"][c] for c in SUGARCREPE_CATEGORIES]))
+        else:
+            correct = {row: np.array([o.correct for o in outcomes[row].outcomes], float) for row in COMPARED_ROWS}
+            d = bootstrap_mean_ci(100.0 * (correct["conclip"] - correct["clip"]), n_resamples=N_RESAMPLES, seed=SEED)
+            estimate = d.estimate
+        key = f"conclip_minus_clip_{what}"
+        out.update({key: round(estimate, 2), f"{key}_ci_low": round(d.low, 2), f"{key}_ci_high": round(d.high, 2)})
     path = results_dir / ZEROSHOT_COMPARISONS
     try:
         zeroshot = json.loads(path.read_text(encoding="utf-8"))
@@ -317,20 +302,22 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
                    "authors' argmax rule (table3.csv); classification_top1: mean standard-prompt top-1 over "
                    "conclip.full.zeroshot_datasets (classification.csv); all in points",
     }
-    with output_group(results_dir) as staging:
-        paths = {
-            "table6": write_csv_atomic(staging / "table6.csv", rows, TABLE6_FIELDS),
-            "summary": write_json_atomic(staging / "table6_summary.json", table6_summary(rows)),
-            "context": write_json_atomic(staging / "table6_context.json", full_context),
-            "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
-        }
-    return {k: staged_to_final(p, staging, results_dir) for k, p in paths.items()}
+    return write_output_group(results_dir, lambda staging: {
+        "table6": write_csv_atomic(staging / "table6.csv", rows, TABLE6_FIELDS),
+        "summary": write_json_atomic(staging / "table6_summary.json", table6_summary(rows)),
+        "context": write_json_atomic(staging / "table6_context.json", full_context),
+        "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
+    })
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------------------
-def run_table6(args: argparse.Namespace) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.table6_full", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None,
+                        help="the results folder, read and written (default: results/conclip/full)")
+    args = parser.parse_args(argv)
     _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
     for name, path in paths.items():
@@ -338,13 +325,6 @@ def run_table6(args: argparse.Namespace) -> int:
     print(paths["table6"].read_text(encoding="utf-8"))
     print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.table6_full", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None,
-                        help="the results folder, read and written (default: results/conclip/full)")
-    return run_table6(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
                 or not isinstance(image.get("file_name"), str):
             raise DatasetError(f"{path}: images[{k}]: needs an integer 'id' and a 'file_name'")
         files[image["id"]] = image["file_name"]
-    out, used = [], set()
+    out = []
     for k, ann in enumerate(record["annotations"]):
         if not isinstance(ann, dict) or not isinstance(ann.get("caption"), str):
             raise DatasetError(f"{path}: annotations[{k}]: needs an 'image_id' and a 'caption'")
@@ -69,10 +69,9 @@ def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
         if not caption:
             raise DatasetError(f"{path}: annotations[{k}] (id {ann.get('id')}): empty caption")
         out.append((files[ann["image_id"]], caption))
-        used.add(files[ann["image_id"]])
     if not out:
         raise DatasetError(f"{path}: no annotations")
-    missing = sorted(name for name in used if not (images_dir / name).is_file())
+    missing = sorted({name for name, _ in out if not (images_dir / name).is_file()})
     if missing:
         raise DatasetError(f"{path}: {len(missing)} captioned image(s) not found under {images_dir}, first "
                            f"{missing[0]!r} (fetch group coco-train2017)")

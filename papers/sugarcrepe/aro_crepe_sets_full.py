@@ -5,8 +5,6 @@ The full SugarCrepe positives (the ``full-set`` stage's manifest: every distinct
 category files) with one negative per kind (replace, swap, negate, shuffle; ``common.text.crepe_style``, the vocabulary
 built from these positives), in the layout of the mini ARO+CREPE set (``aro_crepe``: ``data/<kind>.json`` +
 ``manifest.json``, read by ``load_template_set``). The manifest counts, per kind, the positives that got no negative.
-
-``python -m papers.sugarcrepe.aro_crepe_sets_full --out build/full/sugarcrepe_aro_crepe``.
 """
 from __future__ import annotations
 
@@ -36,11 +34,8 @@ def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
     negatives = crepe_negatives(captions, CREPE_KINDS, seed, vocabulary, parsed=parsed)
     data: dict[str, dict[str, dict]] = {}
     for kind in CREPE_KINDS:
-        data[kind] = {}
-        for (filename, caption), negative in zip(positives, negatives[kind]):
-            if negative is not None:
-                data[kind][str(len(data[kind]))] = {"filename": filename, "caption": caption,
-                                                    "negative_caption": negative}
+        kept = [(f, c, n) for (f, c), n in zip(positives, negatives[kind]) if n is not None]
+        data[kind] = {str(i): {"filename": f, "caption": c, "negative_caption": n} for i, (f, c, n) in enumerate(kept)}
     empty = [k for k, v in data.items() if not v]
     if empty:
         raise DatasetError(f"{sugarcrepe_manifest}: no positive gets a {empty} negative")

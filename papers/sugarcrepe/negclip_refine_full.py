@@ -5,8 +5,6 @@ Per kind, Algorithm 1 (``common.blind.refine``) on the training pairs with the p
 (``common.blind.pretrained``: Vera and the CoLA grammar model), gap = score(caption) - score(negative) per scorer;
 ``refined.json`` keeps the surviving row indices per kind, as the mini set does. Only the refined runs
 (``negclip-full-refined@<run>``) and the table read it, through ``negclip_rows`` and ``negclip_tables``.
-
-``python -m papers.sugarcrepe.negclip_refine_full --device ${sugarcrepe.negclip_full.refine.device} --out build/full/sugarcrepe_negclip/refined.json``.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """The full NegCLIP training set (stage ``negclip-full-set``): NegCLIP's COCO train TSV with each caption's
-CREPE-style negatives.
+CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions).
 
-NegCLIP's COCO train TSV (``data/negclip/train_neg_clip.tsv``, images in COCO train2014) with each caption's
-CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions). Rows whose
-image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped, and so are
-rows some kind does not apply to, so that every run trains on the same captions; both are counted. Writes
-``rows.jsonl`` (one row per kept caption, read back by ``negclip_rows.load_rows``) and ``manifest.json``.
-
-``python -m papers.sugarcrepe.negclip_sets_full --out build/full/sugarcrepe_negclip/set``.
+Rows whose image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped,
+and so are rows some kind does not apply to, so that every run trains on the same captions; both are counted.
+``rows.jsonl`` holds one row per kept caption (read back by ``negclip_rows.load_rows``).
 """
 from __future__ import annotations
 
@@ -17,7 +13,8 @@ from pathlib import Path
 from typing import Sequence
 
 from common.blind.crossfit import coco_group
-from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.io import output_group, sha256_file, write_json_atomic
+from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
@@ -29,22 +26,16 @@ from papers.sugarcrepe.runs import KINDS
 SET_KIND = "sugarcrepe-negclip-full-set"
 
 
-def test_image_groups(sugarcrepe_manifest: Path) -> set[str]:
-    """COCO ids (``coco:<id>``) of every SugarCrepe test image."""
-    positives, _ = sugarcrepe_positives(sugarcrepe_manifest)
-    try:
-        return {coco_group(name) for name, _ in positives}
-    except ValueError as exc:
-        raise DatasetError(f"{sugarcrepe_manifest}: {exc}") from None
-
-
 def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
                     vocabulary_min_count: int = 1) -> dict:
     """``rows.jsonl`` and ``manifest.json`` in ``out_dir``: the TSV's captions on non-test images with a negative of
     every kind; errors name the TSV row whose image is missing."""
     tsv, images_dir = Path(tsv), Path(images_dir)
     rows = read_negclip_tsv(tsv)
-    test_groups = test_image_groups(sugarcrepe_manifest)
+    try:  # COCO ids (coco:<id>) of every SugarCrepe test image
+        test_groups = {coco_group(name) for name, _ in sugarcrepe_positives(sugarcrepe_manifest)[0]}
+    except ValueError as exc:
+        raise DatasetError(f"{sugarcrepe_manifest}: {exc}") from None
     kept, dropped_images = [], set()
     for number, row in enumerate(rows, start=1):
         name = Path(row.filepath).name
@@ -63,27 +54,26 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
     parsed = parse_captions(captions)
     vocabulary = Vocabulary.from_parsed(parsed.values(), vocabulary_min_count)
     negatives = crepe_negatives(captions, KINDS, seed, vocabulary, parsed=parsed)
-    lines, without = [], {k: 0 for k in KINDS}
+    records, without = [], {k: 0 for k in KINDS}
     for i, (name, caption) in enumerate(kept):
         per_kind = {k: negatives[k][i] for k in KINDS}
         for k, v in per_kind.items():
             without[k] += v is None
         if all(v is not None for v in per_kind.values()):
-            lines.append(json.dumps({"image": name, "caption": caption, "negatives": per_kind}, ensure_ascii=False))
-    if not lines:
+            records.append({"image": name, "caption": caption, "negatives": per_kind})
+    if not records:
         raise DatasetError(f"{tsv}: no caption outside the SugarCrepe test images gets a negative of every kind")
     out_dir = Path(out_dir)
     manifest = {
         "kind": SET_KIND, "profile": "full", "seed": seed, "kinds": list(KINDS),
         "counts": {"tsv_rows": len(rows), "rows_on_test_images": len(rows) - len(kept),
                    "test_images_dropped": len(dropped_images), "rows_without_negative": without,
-                   "rows": len(lines), "images": len({json.loads(x)["image"] for x in lines})},
+                   "rows": len(records), "images": len({x["image"] for x in records})},
         "generator": describe_generator(vocabulary), "train_tsv_sha256": sha256_file(tsv),
         "sugarcrepe_manifest_sha256": sha256_file(sugarcrepe_manifest),
     }
     with output_group(out_dir) as staging:
-        with atomic_path(staging / "rows.jsonl") as tmp:
-            Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_jsonl(staging / "rows.jsonl", records)
         write_json_atomic(staging / "manifest.json", manifest)
     return manifest
 

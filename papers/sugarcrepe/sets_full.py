@@ -1,7 +1,7 @@
 """The full profile's SugarCrepe: the released JSON and COCO val2017, fetched (or verified) and checked.
 
-Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_full --out build/full/sugarcrepe``.
-Every example must resolve to an image under the COCO root, or the stage fails naming the file and example.
+Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: every example must resolve to an image under the COCO root, or
+the stage fails naming the file and example.
 
 With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) every example is still read and
 checked, but the set holds the first ``cap`` examples of each category: their JSON, in the released format, is written
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -36,9 +37,7 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
     coco_dir = fetch(COCO_VAL2017)
     image_root = coco_dir / "val2017" if (coco_dir / "val2017").is_dir() else coco_dir
     items = load_sugarcrepe(files, image_root)  # every example, every image, capped or not
-    counts: dict[str, int] = {}
-    for it in items:
-        counts[it.group] = counts.get(it.group, 0) + 1
+    counts = dict(Counter(it.group for it in items))
     info: dict = {"kind": "sugarcrepe", "profile": "full", "counts": counts,
                   "n_images": len({it.image for it in items}),
                   "sha256": {c: sha256_file(p) for c, p in files.items()}}
@@ -48,7 +47,7 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
     with output_group(out_dir) as staging:
         if cap is not None:
             capped = staging / CAPPED_DATA
-            for category, path in files.items():
+            for path in files.values():
                 kept = dict(list(read_category(path).items())[:cap])
                 write_json_atomic(capped / path.name, kept)
             info.update(cap=cap, released_counts=counts, counts={c: min(n, cap) for c, n in counts.items()},
