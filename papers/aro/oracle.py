@@ -62,10 +62,14 @@ GET_MODEL_CALL = ("model_zoo get_model('openai-clip:ViT-B/32'): clip.load('ViT-B
                   "downloads OpenAI's file")
 ARO_ROOT = Path("~") / ".cache" / "prerelease_bow"
 CACHE_DIR = Path("~") / ".cache"
+"""Where ``get_model("NegCLIP")`` looks for ``negclip.pth`` (``mertyg/vision-language-models-are-bows@81fdd20d
+model_zoo/__init__.py:66`` "path = os.path.join(root_dir,")."""
 RETRIEVAL_ROOTS = {"coco": (Path("~") / ".cache" / "coco" / "2014", "coco_karpathy_test.json"),
                    "flickr30k": (Path("~") / ".cache" / "flickr30k" / "images", "flickr30k_test.json")}
-"""The release's ``dataset_zoo.constants`` and ``model_zoo.constants``, relative to the working directory as released,
-and the annotation file its retrieval datasets read there (the ``dataset_zoo.retrieval`` module)."""
+"""The release's ``dataset_zoo.constants`` (``mertyg/vision-language-models-are-bows@81fdd20d
+dataset_zoo/constants.py:2`` "COCO_ROOT =", ``mertyg/vision-language-models-are-bows@81fdd20d
+dataset_zoo/constants.py:3`` "FLICKR_ROOT =") and ``model_zoo.constants``, relative to the working directory as
+released, and the annotation file its retrieval datasets read there (the ``dataset_zoo.retrieval`` module)."""
 HOME_WHY = ("the release opens the annotation file at the unexpanded relative path (the dataset_zoo.retrieval "
             "module: json.load(open(os.path.join(root_dir,filenames[split]),'r'))) but first has torchvision's "
             "download_url look for it, which expands ~ to the home folder: as released the two agree only when the "

@@ -97,7 +97,8 @@ DETECTOR_PRINTS = {
 }
 """What ``Detector_evaluation_BiVLC`` prints, by the table5.csv column it is, and the factor to points (the
 accuracies are fractions: IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:150
-"print(f'{args.run_name} checkpoint text accuracy:  {np.mean(text_acc)}')")."""
+"print(f'{args.run_name} checkpoint text accuracy:  {np.mean(text_acc)}')"; the scores in percent:
+IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:208-209 "Text_score: {100*np.mean(text_score)}")."""
 DETECTOR_GLOBALS = {"Ipos2T": "text_score_i0", "Ineg2T": "text_score_i1", "Tpos2I": "img_score_c0",
                     "Tneg2I": "img_score_c1", "I2T": "text_score", "T2I": "img_score", "group": "group_score"}
 """The per-instance 1/0 lists ``Detector_evaluation_BiVLC`` leaves in its globals, by table5.csv column
@@ -352,7 +353,9 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
         if drifted:
             raise RuntimeError(f"{row}: the stage's functions recomputed here do not give table5.csv's {drifted}")
         heads = {}
-        for tower, head in (("image", spec.image_head), ("text", spec.text_head)):
+        # IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:96
+    # "image_classifier.load_state_dict(checkpoint['model_state_dict'])": the layout head_checkpoint writes
+    for tower, head in (("image", spec.image_head), ("text", spec.text_head)):
             heads[tower], written = head_checkpoint(head, tower, spec.encoder, ctx.scratch / "heads")
             if written:
                 ctx.replaced(f"--{tower}-checkpoint (row {row}: a head trained here, {head.name})",

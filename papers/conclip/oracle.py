@@ -123,7 +123,8 @@ def defined_function(block: Block, function: str, filename: str) -> Callable:
 # ------------------------------------------------------------------------------------------------------------------
 def configs_module(pt_file: Path, split_size: int) -> types.ModuleType:
     """``configs`` (the release's ``src/configs`` package, not registered) with the names ``CCNegEvalDataset`` reads,
-    derived as upstream derives them from ``ccneg_root_folder`` (the folder its "change this accordingly" asks for):
+    derived as upstream derives them from ``ccneg_root_folder`` (jaisidhsingh/CoN-CLIP@503388ac
+    src/configs/__init__.py:8 "configs.ccneg_root_folder =", the folder its "change this accordingly" asks for):
     jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:9 "{configs.ccneg_root_folder}/ccneg_preprocessed.pt",
     jaisidhsingh/CoN-CLIP@503388ac src/configs/__init__.py:11 "configs.num_ccneg_eval_samples = 40000" (here the
     split the full profile read)."""
@@ -141,7 +142,8 @@ def configs_module(pt_file: Path, split_size: int) -> types.ModuleType:
 def released_imports(code_root: Path, pt_file: Path, split_size: int) -> Iterator[None]:
     """``configs`` and ``data`` importable as the snippet expects, for the block: ``data`` the released ``src/data``
     folder as a package whose ``__init__`` (not registered) re-exports the dataset module, as the upstream one's
-    ``from .evaluation_datasets import *`` does."""
+    ``from .evaluation_datasets import *`` does (the upstream one also has jaisidhsingh/CoN-CLIP@503388ac
+    src/data/__init__.py:1 "from .finetuning_datasets import *", whose module is not registered)."""
     package = types.ModuleType("data")
     package.__path__ = [str(Path(code_root) / "src" / "data")]  # type: ignore[attr-defined]
     package.__package__ = "data"

@@ -13,8 +13,10 @@ What is compared (``compare_row``): per part Orig. Test Acc. (``amitakamath/hard
 read at ``main``'s return), Aug. Test Acc. and Brittleness from the five counts it prints (``printed_counts``), beside
 ``groups.csv``; Table 1's columns as the mean of their parts (its caption: "REPLACE averages performance on Attributes
 and Relations") beside ``table1.csv``/``table3.csv``; Table 2's mean scores, which the script does not compute, over
-its own score lists (``PartResult.cells``) beside ``table2.csv``; and each example's Aug. decision and scores from the
-two arrays ``get_retrieval_scores_batched`` returns (``common.oracle.observe``) beside ``predictions/``.
+its own score lists (``PartResult.cells``: ``amitakamath/hard_positives@33addaae run_eval.py:82``
+"orig_scores_list = [v[0][1] for v in orig_scores]", ``amitakamath/hard_positives@33addaae run_eval.py:93``
+"mod_scores_list = [v[0][1] for v in mod_scores]") beside ``table2.csv``; and each example's Aug. decision and
+scores from the two arrays ``get_retrieval_scores_batched`` returns (``common.oracle.observe``) beside ``predictions/``.
 
 Models (``authors_model``, ``place_weights``): OpenAI's CLIP as ``openai-clip:ViT-B/32``,
 ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "model, image_preprocess = clip.load(variant,
