@@ -46,6 +46,11 @@ class Residual:
                 "in_fit": self.in_fit}
 
 
+def no_trends(profile: str) -> list[Trend]:
+    """A paper's ``trends`` when it publishes no trend to measure a model's residual against."""
+    return []
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
