@@ -22,7 +22,7 @@ from common.card import report
 from common.card.collect import register_cli as register_collect
 from common.card.core import (
     CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate, paired_difference)
-from common.card.models import CardModel, build, is_mini_world, resolve
+from common.card.models import build, is_mini_world, resolve
 from common.card.published import published_rows
 from common.card.result import Card
 from common.card.trend import Residual, Trend, residual
@@ -41,49 +41,32 @@ BENCHMARKS_DOC = "docs/benchmarks.md"
 """What each full-profile benchmark needs on disk, its size and the command that prepares it."""
 
 
-def mini_world_warning(model: CardModel) -> str:
-    """The warning of a real model carded on the mini world."""
-    return (f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes (48-pixel "
-            f"images), not comparable with any published number; use --profile full (the real benchmarks: "
-            f"{BENCHMARKS_DOC})")
-
-
-def published_sources() -> list:
-    """Every paper's published tables for the card's numbers (its card plug-in's ``published()``)."""
-    return [table for paper in load_papers() if paper.card is not None for table in paper.card.load().published()]
+def _plug_ins() -> list:
+    """Every paper's card plug-in (``common.paper.CardPlugIn``), in paper order."""
+    return [paper.card.load() for paper in load_papers() if paper.card is not None]
 
 
 def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[CardBenchmark], list[Trend]]:
-    """Every paper's card benchmarks and trends (its card plug-in), in paper order; ``only``: those keys."""
-    benchmarks: list[CardBenchmark] = []
-    trends: list[Trend] = []
-    for paper in load_papers():
-        if paper.card is None:
-            continue
-        card = paper.card.load()
-        benchmarks += card.benchmarks(profile)
-        trends += card.trends(profile)
-    if only:
-        known = {b.key for b in benchmarks}
-        for key in only:
-            if key not in known:
-                raise unknown_name("benchmark", key, known)
-        benchmarks = [b for b in benchmarks if b.key in only]
-    return benchmarks, trends
+    """Every paper's card benchmarks and trends, in paper order; ``only``: those keys."""
+    cards = _plug_ins()
+    benchmarks = [b for card in cards for b in card.benchmarks(profile)]
+    known = {b.key for b in benchmarks}
+    for key in only or ():
+        if key not in known:
+            raise unknown_name("benchmark", key, known)
+    return [b for b in benchmarks if not only or b.key in only], [t for card in cards for t in card.trends(profile)]
+
+
+def _left_out(b: CardBenchmark, why: str) -> dict:
+    return {"benchmark": b.key, "title": b.title, "why": why, "how": b.how_to_get}
 
 
 def split_available(benchmarks: Sequence[CardBenchmark]) -> tuple[list[CardBenchmark], list[dict]]:
     """(benchmarks to score, one record per benchmark left out: why, and how to get its data)."""
-    available, missing = [], []
-    for b in benchmarks:
-        if b.not_on_card:
-            missing.append({"benchmark": b.key, "title": b.title, "why": b.not_on_card, "how": b.how_to_get})
-        elif b.missing():
-            missing.append({"benchmark": b.key, "title": b.title,
-                            "why": "missing: " + ", ".join(str(p) for p in b.missing()), "how": b.how_to_get})
-        else:
-            available.append(b)
-    return available, missing
+    missing = [_left_out(b, b.not_on_card or "missing: " + ", ".join(str(p) for p in b.missing()))
+               for b in benchmarks if b.not_on_card or b.missing()]
+    left = {m["benchmark"] for m in missing}
+    return [b for b in benchmarks if b.key not in left], missing
 
 
 def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardBenchmark,
@@ -136,15 +119,8 @@ def _commit() -> str:
 
 def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str]]:
     """sha256 of every input file the benchmarks name (a folder: its manifest.json when it has one)."""
-    out: dict[str, dict[str, str]] = {}
-    for b in benchmarks:
-        files = {}
-        for p in b.inputs:
-            f = p / "manifest.json" if p.is_dir() else p
-            if f.is_file():
-                files[str(f)] = sha256_file(f)
-        out[b.key] = files
-    return out
+    files = {b.key: [p / "manifest.json" if p.is_dir() else p for p in b.inputs] for b in benchmarks}
+    return {key: {str(f): sha256_file(f) for f in paths if f.is_file()} for key, paths in files.items()}
 
 
 def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchmark], missing: Sequence[dict],
@@ -180,7 +156,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
         _refuse_missing(only, available, missing, profile)
     for m in missing:
         log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
-    sources = published_sources()
+    sources = [table for card in _plug_ins() for table in card.published()]
 
     versions = machine.versions()
     config = engine_config(params)
@@ -188,7 +164,9 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     blind: dict[str, dict[str, Measure]] = {}
     blind_note, provenance = "", {}
     for model in models:
-        warnings = [mini_world_warning(model)] if profile == "mini" and not is_mini_world(model) else []
+        warnings = [f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes "
+                    f"(48-pixel images), not comparable with any published number; use --profile full (the real "
+                    f"benchmarks: {BENCHMARKS_DOC})"] if profile == "mini" and not is_mini_world(model) else []
         for line in warnings:
             log(f"warning: {line}")
         log(f"building {model.spec_text}")
@@ -203,8 +181,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                     data[b.key] = b.load()
                 except MissingInput as exc:  # e.g. a manual download not in place: listed, the rest carded
                     available.remove(b)
-                    missing.append({"benchmark": b.key, "title": b.title, "why": f"missing: {exc}",
-                                    "how": b.how_to_get})
+                    missing.append(_left_out(b, f"missing: {exc}"))
                     log(f"not on the card: {b.key}: {exc}")
             if strict:
                 _refuse_missing(only, available, missing, profile)
@@ -325,11 +302,11 @@ def _cmd_card(args: argparse.Namespace) -> int:
     # deferred: loads PIL, torch, tqdm only when called
     from common.evaluation.evaluate import best_device
 
-    rank, world = _rank()
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))  # under torchrun, else 0, 1
     device = args.device or best_device()
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    if device == "cpu":  # the pipeline's CPU profile: the same bits as the tables' stages (common.pipeline.reproducible)
+    if device == "cpu":  # the pipeline's CPU profile: the tables' stages' bits (common.pipeline.reproducible)
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = load_params()
@@ -354,11 +331,6 @@ def _cmd_card(args: argparse.Namespace) -> int:
         for path in report.write_cards([], comparisons(cards), out_dir):
             print(f"written: {path}", file=sys.stderr)
     return 0
-
-
-def _rank() -> tuple[int, int]:
-    """(rank, world size) under torchrun (one process per GPU, on one node or several), else (0, 1)."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
 def register_cli(subparsers) -> None:
