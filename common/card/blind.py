@@ -14,6 +14,7 @@ cross-fits its language model on each benchmark's own positives, which this engi
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterable
 
 import numpy as np
@@ -28,21 +29,12 @@ MINI_LM_IMAGES = 8000
 SCORER = "ngram-lm"
 
 
-class _TextOnly:
-    """What callers read off ``engine.model``: a name and a fingerprint."""
-
-    def __init__(self, corpus: str):
-        self.name = f"blind/{SCORER}"
-        self.fingerprint = f"{SCORER}:{corpus}"
-        self.device = "cpu"
-
-
 class BlindEngine:
     """``Engine.embed`` with a text-only scorer: s(caption, image) = fluency(caption) for every image."""
 
     def __init__(self, lm: NgramFluency, corpus: str):
         self.lm = lm
-        self.model = _TextOnly(corpus)
+        self.model = SimpleNamespace(name=f"blind/{SCORER}", fingerprint=f"{SCORER}:{corpus}", device="cpu")
         self.config = EngineConfig()
 
     @property
