@@ -42,11 +42,6 @@ class Entry:
     commit: str
 
 
-def _profile(card: dict) -> str:
-    rehearsal = card.get("provenance", {}).get("rehearsal")
-    return f"{card['profile']} (rehearsal)" if rehearsal else str(card["profile"])
-
-
 def read_card(path: Path) -> Entry:
     """One card's JSON, checked: a damaged one is one line naming the file."""
     try:
@@ -63,7 +58,8 @@ def read_card(path: Path) -> Entry:
         raise CardError(f"{path}: damaged card: every number needs a key and a numeric value")
     provenance = card.get("provenance") if isinstance(card.get("provenance"), dict) else {}
     hw = (provenance.get("environment") or {}).get("hardware") or {}
-    return Entry(path, str(card["model"]), _profile(card), {n["key"]: float(n["value"]) for n in numbers},
+    profile = f"{card['profile']} (rehearsal)" if provenance.get("rehearsal") else str(card["profile"])
+    return Entry(path, str(card["model"]), profile, {n["key"]: float(n["value"]) for n in numbers},
                  {n["key"]: f"{n.get('benchmark', '')}: {n.get('metric', n['key'])}" for n in numbers},
                  provenance.get("evaluation_seconds"), hw.get("gpu") or hw.get("cpu", ""),
                  str(provenance.get("commit", "")))
@@ -90,18 +86,14 @@ def leaderboard(entries: Sequence[Entry]) -> tuple[list[str], list[dict], dict[s
             raise CardError(f"{e.path} and {seen[e.model, e.profile]} are both the {e.profile} card of {e.model}; "
                             f"collect one of them")
         seen[e.model, e.profile] = e.path
-    keys: list[str] = []
-    labels: dict[str, str] = {}
+    labels: dict[str, str] = {}  # in the order first read
     for e in entries:
-        for k in e.values:
-            if k not in labels:
-                keys.append(k)
-                labels[k] = e.labels[k]
+        labels |= {k: e.labels[k] for k in e.values if k not in labels}
     ordered = sorted(entries, key=lambda e: e.profile.startswith("mini"))
     rows = [{"model": e.model, "profile": e.profile, **{k: round(v, 2) for k, v in e.values.items()},
              "evaluation_seconds": "" if e.seconds is None else e.seconds, "hardware": e.hardware,
              "commit": e.commit, "file": str(e.path)} for e in ordered]
-    return [*FIXED, *keys, *TRAILING], rows, labels
+    return [*FIXED, *labels, *TRAILING], rows, labels
 
 
 def markdown(columns: Sequence[str], rows: Sequence[dict], labels: dict[str, str]) -> str:

@@ -70,16 +70,11 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 """What makes a JSON file an architecture for open_clip (``open_clip.factory._rescan_model_configs``)."""
 
 
-def mini_world_archs() -> set[str]:
-    """The mini family's architectures (the workspace's own open_clip configs, ``model_configs/`` beside the zoo's
-    registry): a model of one of them was trained on the mini world's rendered scenes."""
-    return {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
-
-
 def is_mini_world(model: CardModel) -> bool:
-    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture), which the
-    mini profile's numbers are meant for; any other model is a real checkpoint."""
-    return model.spec.family == "mini" or model.spec.arch in mini_world_archs()
+    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture: the workspace's
+    own open_clip configs, ``model_configs/``), which the mini profile's numbers are meant for; any other model is a
+    real checkpoint."""
+    return model.spec.family == "mini" or model.spec.arch in {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
 
 
 def zoo_names() -> set[str]:
@@ -108,14 +103,12 @@ def open_clip_archs() -> set[str]:
 
 
 def _is_arch(path: Path) -> bool:
-    with open(path, encoding="utf-8") as fh:
-        config = json.load(fh)
+    config = json.loads(path.read_text(encoding="utf-8"))
     return isinstance(config, dict) and all(key in config for key in OPEN_CLIP_CONFIG_KEYS)
 
 
 def resolve(spec_text: str) -> CardModel:
-    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches (from
-    the names alone: ``zoo_names``, ``open_clip_archs``)."""
+    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches."""
     text = spec_text.strip()
     if not text:
         raise CardError("--model is empty: give a zoo name, ARCH:TAG, ARCH:FILE or hf:REPO")
@@ -166,9 +159,8 @@ def _unknown(text: str, arch: str) -> CardError:
 def _transformers(text: str) -> CardModel:
     """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
     tower the card can score, or is not supported)."""
-    # deferred: loads torch only when called
-    from common.zoo import ModelSpec, ModelUnavailable
     # deferred: loads PIL, torch only when called
+    from common.zoo import ModelUnavailable
     from common.zoo.hf import ARCHS
 
     source = text[3:]
