@@ -90,17 +90,12 @@ def _trend_residuals(estimates: dict[str, Estimate], trends: Sequence[Trend], mo
     out: dict[str, Residual] = {}
     for trend in trends:
         measured = estimates.get(trend.x_key)
-        if measured is not None:
-            x = (measured.value, measured.low, measured.high)
-        elif model in trend.x_published:
-            x = (trend.x_published[model],) * 3
-        else:
+        if measured is None and model not in trend.x_published:
             continue
+        x = (trend.x_published[model],) * 3 if measured is None else (measured.value, measured.low, measured.high)
         for key, points in trend.points.items():
             y = estimates.get(key)
-            if y is None:
-                continue
-            r = residual(points, x, (y.value, y.low, y.high), model, trend.label)
+            r = None if y is None else residual(points, x, (y.value, y.low, y.high), model, trend.label)
             if r is not None:
                 out[key] = r
     return out
@@ -142,6 +137,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     the data is loaded, so a checkpoint that does not fit fails before any scoring; the data and the blind baseline
     are loaded and scored once for all."""
     # deferred: loads PIL, torch, tqdm only when called
+    from common.card.blind import blind_engine
     from common.evaluation.engine import Engine
     from common.evaluation.evaluate import engine_config
 
@@ -160,9 +156,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
 
     versions = machine.versions()
     config = engine_config(params)
-    data: dict[str, object] | None = None
-    blind: dict[str, dict[str, Measure]] = {}
-    blind_note, provenance = "", {}
+    data: dict[str, object] | None = None  # loaded with the first model, and the blind baseline scored
     for model in models:
         warnings = [f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes "
                     f"(48-pixel images), not comparable with any published number; use --profile full (the real "
@@ -185,10 +179,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                     log(f"not on the card: {b.key}: {exc}")
             if strict:
                 _refuse_missing(only, available, missing, profile)
-            blind_engine, blind_note = _blind_engine(profile)
-            if blind_engine is not None:
-                for b in available:
-                    blind[b.key] = {m.key: m for m in b.score(blind_engine, data[b.key])}
+            text_only, blind_note = blind_engine(profile)
+            blind = {b.key: {m.key: m for m in b.score(text_only, data[b.key])} for b in available} if text_only else {}
             # "rehearsal": not all of the full profile's inputs were read (full_inputs.cap, as a rehearsal caps them)
             provenance = {"profile": profile, "rehearsal": not full_inputs(params).comparable, "commit": _commit(),
                           "data_sha256": _data_hashes(available),
@@ -239,35 +231,17 @@ def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     return list(iter_cards(specs, only, device, params, log, strict))
 
 
-def _blind_engine(profile: str):
-    if profile != "mini":
-        return None, ("not computed in the full profile yet: the real-text blind stage cross-fits its language "
-                      "model per benchmark (papers/sugarcrepe/blind_real.py), which the card does not do")
-    # deferred: loads PIL, torch, tqdm only when called
-    from common.card.blind import mini_blind_engine
-
-    world_train = build_root() / "mini" / "world" / "train"
-    engine = mini_blind_engine(world_train)
-    return engine, f"{engine.model.name}: n-gram fluency fitted on {engine.model.fingerprint.split(':', 1)[1]}"
-
-
 def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:
     """The two cards' numbers under ``key`` scored at one precision: the authors' fp16 of one model is paired with
     the other's fp16, else both at the engine's (the ``key@<precision>`` number beside the fp16 one), since fp16's
     extra ties would favour the model scored at fp32."""
-    mine = {m.key: m for m in a.measures}
-    theirs = {m.key: m for m in b.measures}
-    if key not in theirs:
+    def options(card: Card) -> list[Measure]:  # the number itself first, then those beside it
+        return [m for m in card.measures if m.key == key] + [m for m in card.measures if m.key.startswith(key + "@")]
+
+    pairs = [(x, y) for x in options(a) for y in options(b) if x.precision == y.precision]
+    if not pairs or all(m.key != key for m in b.measures):
         return None
-
-    def options(by_key: dict[str, Measure]) -> list[Measure]:
-        return [m for m in (by_key.get(key), *(v for k, v in by_key.items() if k.startswith(key + "@"))) if m]
-
-    for x in options(mine):
-        for y in options(theirs):
-            if x.precision == y.precision:
-                return dataclasses.replace(x, key=key), dataclasses.replace(y, key=key)
-    return None
+    return dataclasses.replace(pairs[0][0], key=key), dataclasses.replace(pairs[0][1], key=key)
 
 
 def comparisons(cards: Sequence[Card]) -> list[dict]:
