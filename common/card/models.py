@@ -51,8 +51,7 @@ class CardModel:
     @property
     def file_stem(self) -> str:
         """The card's file name: the SPEC with every character outside ``[A-Za-z0-9._-]`` written ``_``."""
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec_text.replace("/", "__")).strip("._") or "model"
-        return stem[:120]
+        return (re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec_text.replace("/", "__")).strip("._") or "model")[:120]
 
     def provenance(self) -> dict:
         out = {"spec": self.spec_text, "kind": self.kind, "arch": self.spec.arch, "backend": self.spec.backend}
