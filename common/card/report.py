@@ -130,11 +130,10 @@ def markdown(card: Card) -> str:
     blind_notes = sorted({m.blind_note for m in card.measures if m.blind is not None})
     if blind_notes:
         lines += ["", "Blind baseline: " + "; ".join(blind_notes)]
-    trends = card.provenance.get("trends") or []
     if card.residuals:
         lines += ["", "Beyond the recognition trend: the score minus what the model's recognition accuracy predicts "
-                      "from " + "; ".join(trends) + " (least-squares line; 95% interval with the fit's and the "
-                      "model's own uncertainty)."]
+                      "from " + "; ".join(card.provenance.get("trends") or []) + " (least-squares line; 95% interval "
+                      "with the fit's and the model's own uncertainty)."]
     for m in card.missing:
         lines += ["", f"Not on the card: {m['title']} ({m['benchmark']}): {m['why']}; to get it: {m['how']}"]
     lines += published_markdown(card)
