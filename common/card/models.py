@@ -160,7 +160,7 @@ def _transformers(text: str) -> CardModel:
     tower the card can score, or is not supported)."""
     # deferred: loads PIL, torch only when called
     from common.zoo import ModelUnavailable
-    from common.zoo.hf import ARCHS
+    from common.zoo.hf import ARCHS, refuse_custom_code
 
     source = text[3:]
     if not source:
@@ -171,9 +171,6 @@ def _transformers(text: str) -> CardModel:
         raise CardError(f"--model {text}: transformers is not installed; pip install -e '.[hf]'") from exc
     local = Path(source).expanduser().is_dir()
     if local:
-        # deferred: loads PIL, torch only when called
-        from common.zoo.hf import refuse_custom_code
-
         refuse_custom_code(Path(source).expanduser(), f"--model {text}")
     try:
         # never the model's own code: transformers then refuses a config that needs it, and asks nothing
@@ -200,13 +197,11 @@ def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
     """The model with its weights, or ``ModelUnavailable`` (one line: how to get them)."""
     # deferred: loads PIL, torch only when called
     from common.zoo import create_model
+    from common.zoo.hf import create_hf_model
 
     if model.kind == "zoo":
         return create_model(model.spec_text, device=device)
     if model.kind == "transformers":
-        # deferred: loads PIL, torch only when called
-        from common.zoo.hf import create_hf_model
-
         return create_hf_model(model.spec, device)
     return _build_open_clip(model.spec, device)
 
@@ -220,7 +215,6 @@ def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     # deferred: loads PIL, torch only when called
     from common.zoo import (
         ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs)
-    # deferred: loads torch only when called
     from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 
     register_local_configs()

@@ -53,7 +53,8 @@ def _sugarcrepe(profile: str) -> CardBenchmark:
 
 def _recognition(profile: str) -> CardBenchmark:
     # deferred: loads PIL, tqdm only when called
-    from common.miniworld.classification import COLORED_SHAPES, SHAPES
+    from common.miniworld.classification import (
+        COLORED_SHAPES, SHAPES, ClassificationSetConfig, ensure_classification_set)
 
     set_dir = build_root() / "mini" / "classification"
     if profile != "mini":
@@ -66,9 +67,6 @@ def _recognition(profile: str) -> CardBenchmark:
     def load():
         """Figure 5's set, built or reused as ``figure5.run_mini`` does (it is a cache, not a stage's output: a fresh
         clone whose figure5 stage DVC skipped has none), from the same parameters."""
-        # deferred: loads PIL, tqdm only when called
-        from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
-
         params = load_params()
         world = params["mini"]["world"]
         config = ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
