@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -27,28 +26,9 @@ NOT_CARDS = ("comparison.json",)
 DEFAULT_STEM = "leaderboard"
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One card as the leaderboard reads it."""
-
-    path: Path
-    model: str
-    profile: str
-    values: dict[str, float]
-    labels: dict[str, str]
-    """Number key -> "Benchmark: metric"."""
-    seconds: float | None
-    hardware: str
-    commit: str
-
-
-def _profile(card: dict) -> str:
-    rehearsal = card.get("provenance", {}).get("rehearsal")
-    return f"{card['profile']} (rehearsal)" if rehearsal else str(card["profile"])
-
-
-def read_card(path: Path) -> Entry:
-    """One card's JSON, checked: a damaged one is one line naming the file."""
+def read_card(path: Path) -> tuple[dict, dict[str, str]]:
+    """One card's JSON, checked (a damaged one is one line naming the file): its leaderboard row, and its numbers'
+    labels (key -> "Benchmark: metric")."""
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -63,10 +43,12 @@ def read_card(path: Path) -> Entry:
         raise CardError(f"{path}: damaged card: every number needs a key and a numeric value")
     provenance = card.get("provenance") if isinstance(card.get("provenance"), dict) else {}
     hw = (provenance.get("environment") or {}).get("hardware") or {}
-    return Entry(path, str(card["model"]), _profile(card), {n["key"]: float(n["value"]) for n in numbers},
-                 {n["key"]: f"{n.get('benchmark', '')}: {n.get('metric', n['key'])}" for n in numbers},
-                 provenance.get("evaluation_seconds"), hw.get("gpu") or hw.get("cpu", ""),
-                 str(provenance.get("commit", "")))
+    profile = f"{card['profile']} (rehearsal)" if provenance.get("rehearsal") else str(card["profile"])
+    seconds = provenance.get("evaluation_seconds")
+    row = {"model": str(card["model"]), "profile": profile, **{n["key"]: round(float(n["value"]), 2) for n in numbers}}
+    row |= {"evaluation_seconds": "" if seconds is None else seconds, "hardware": hw.get("gpu") or hw.get("cpu", ""),
+            "commit": str(provenance.get("commit", "")), "file": str(path)}
+    return row, {n["key"]: f"{n.get('benchmark', '')}: {n.get('metric', n['key'])}" for n in numbers}
 
 
 def find_cards(folders: Sequence[Path]) -> list[Path]:
@@ -82,26 +64,20 @@ def find_cards(folders: Sequence[Path]) -> list[Path]:
     return paths
 
 
-def leaderboard(entries: Sequence[Entry]) -> tuple[list[str], list[dict], dict[str, str]]:
-    """(columns, rows, column labels): one row per card, mini rows last, each profile's rows in the order read."""
-    seen: dict[tuple[str, str], Path] = {}
-    for e in entries:
-        if (e.model, e.profile) in seen:
-            raise CardError(f"{e.path} and {seen[e.model, e.profile]} are both the {e.profile} card of {e.model}; "
+def leaderboard(cards: Sequence[tuple[dict, dict[str, str]]]) -> tuple[list[str], list[dict], dict[str, str]]:
+    """(columns, rows, column labels): one row per card (``read_card``), mini rows last, each profile's rows in the
+    order read."""
+    seen: dict[tuple[str, str], str] = {}
+    labels: dict[str, str] = {}  # in the order first read
+    for row, numbers in cards:
+        model, profile = row["model"], row["profile"]
+        if (model, profile) in seen:
+            raise CardError(f"{row['file']} and {seen[model, profile]} are both the {profile} card of {model}; "
                             f"collect one of them")
-        seen[e.model, e.profile] = e.path
-    keys: list[str] = []
-    labels: dict[str, str] = {}
-    for e in entries:
-        for k in e.values:
-            if k not in labels:
-                keys.append(k)
-                labels[k] = e.labels[k]
-    ordered = sorted(entries, key=lambda e: e.profile.startswith("mini"))
-    rows = [{"model": e.model, "profile": e.profile, **{k: round(v, 2) for k, v in e.values.items()},
-             "evaluation_seconds": "" if e.seconds is None else e.seconds, "hardware": e.hardware,
-             "commit": e.commit, "file": str(e.path)} for e in ordered]
-    return [*FIXED, *keys, *TRAILING], rows, labels
+        seen[model, profile] = row["file"]
+        labels |= {k: label for k, label in numbers.items() if k not in labels}
+    rows = sorted((row for row, _ in cards), key=lambda r: r["profile"].startswith("mini"))
+    return [*FIXED, *labels, *TRAILING], rows, labels
 
 
 def markdown(columns: Sequence[str], rows: Sequence[dict], labels: dict[str, str]) -> str:
@@ -122,8 +98,7 @@ def markdown(columns: Sequence[str], rows: Sequence[dict], labels: dict[str, str
 
 def collect(folders: Sequence[Path], out_stem: Path) -> list[Path]:
     """Read the cards, write ``<stem>.csv`` and ``<stem>.md``; the paths written."""
-    entries = [read_card(p) for p in find_cards(folders)]
-    columns, rows, labels = leaderboard(entries)
+    columns, rows, labels = leaderboard([read_card(p) for p in find_cards(folders)])
     return [write_csv_atomic(out_stem.with_suffix(".csv"), rows, columns),
             write_text_atomic(out_stem.with_suffix(".md"), markdown(columns, rows, labels))]
 

@@ -51,8 +51,7 @@ class CardModel:
     @property
     def file_stem(self) -> str:
         """The card's file name: the SPEC with every character outside ``[A-Za-z0-9._-]`` written ``_``."""
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec_text.replace("/", "__")).strip("._") or "model"
-        return stem[:120]
+        return (re.sub(r"[^A-Za-z0-9._-]+", "_", self.spec_text.replace("/", "__")).strip("._") or "model")[:120]
 
     def provenance(self) -> dict:
         out = {"spec": self.spec_text, "kind": self.kind, "arch": self.spec.arch, "backend": self.spec.backend}
@@ -70,16 +69,11 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 """What makes a JSON file an architecture for open_clip (``open_clip.factory._rescan_model_configs``)."""
 
 
-def mini_world_archs() -> set[str]:
-    """The mini family's architectures (the workspace's own open_clip configs, ``model_configs/`` beside the zoo's
-    registry): a model of one of them was trained on the mini world's rendered scenes."""
-    return {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
-
-
 def is_mini_world(model: CardModel) -> bool:
-    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture), which the
-    mini profile's numbers are meant for; any other model is a real checkpoint."""
-    return model.spec.family == "mini" or model.spec.arch in mini_world_archs()
+    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture: the workspace's
+    own open_clip configs, ``model_configs/``), which the mini profile's numbers are meant for; any other model is a
+    real checkpoint."""
+    return model.spec.family == "mini" or model.spec.arch in {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
 
 
 def zoo_names() -> set[str]:
@@ -108,14 +102,12 @@ def open_clip_archs() -> set[str]:
 
 
 def _is_arch(path: Path) -> bool:
-    with open(path, encoding="utf-8") as fh:
-        config = json.load(fh)
+    config = json.loads(path.read_text(encoding="utf-8"))
     return isinstance(config, dict) and all(key in config for key in OPEN_CLIP_CONFIG_KEYS)
 
 
 def resolve(spec_text: str) -> CardModel:
-    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches (from
-    the names alone: ``zoo_names``, ``open_clip_archs``)."""
+    """The model a SPEC names, checked before any data is read; an unknown SPEC is one line with close matches."""
     text = spec_text.strip()
     if not text:
         raise CardError("--model is empty: give a zoo name, ARCH:TAG, ARCH:FILE or hf:REPO")
@@ -166,10 +158,9 @@ def _unknown(text: str, arch: str) -> CardError:
 def _transformers(text: str) -> CardModel:
     """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
     tower the card can score, or is not supported)."""
-    # deferred: loads torch only when called
-    from common.zoo import ModelSpec, ModelUnavailable
     # deferred: loads PIL, torch only when called
-    from common.zoo.hf import ARCHS
+    from common.zoo import ModelUnavailable
+    from common.zoo.hf import ARCHS, refuse_custom_code
 
     source = text[3:]
     if not source:
@@ -180,9 +171,6 @@ def _transformers(text: str) -> CardModel:
         raise CardError(f"--model {text}: transformers is not installed; pip install -e '.[hf]'") from exc
     local = Path(source).expanduser().is_dir()
     if local:
-        # deferred: loads PIL, torch only when called
-        from common.zoo.hf import refuse_custom_code
-
         refuse_custom_code(Path(source).expanduser(), f"--model {text}")
     try:
         # never the model's own code: transformers then refuses a config that needs it, and asks nothing
@@ -209,13 +197,11 @@ def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
     """The model with its weights, or ``ModelUnavailable`` (one line: how to get them)."""
     # deferred: loads PIL, torch only when called
     from common.zoo import create_model
+    from common.zoo.hf import create_hf_model
 
     if model.kind == "zoo":
         return create_model(model.spec_text, device=device)
     if model.kind == "transformers":
-        # deferred: loads PIL, torch only when called
-        from common.zoo.hf import create_hf_model
-
         return create_hf_model(model.spec, device)
     return _build_open_clip(model.spec, device)
 
@@ -229,7 +215,6 @@ def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     # deferred: loads PIL, torch only when called
     from common.zoo import (
         ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs)
-    # deferred: loads torch only when called
     from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
 
     register_local_configs()

@@ -13,28 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Sequence
 
 from common.reporting.published import load_cells
 
 SCALE = {"percent": 1.0, "fraction": 100.0}
 """A cell's value in percent, the card's unit (other units are not card numbers and are left out)."""
-
-
-@dataclass(frozen=True)
-class PublishedColumns:
-    """Where a paper's published table holds card numbers: ``columns`` maps a card number's key to the column."""
-
-    paper: str
-    table: str
-    title: str
-    """The table's name in the card ("SugarCrepe Table 6")."""
-    columns: Mapping[str, str]
-
-    @property
-    def cells(self) -> dict[str, tuple[str, str]]:
-        """The same places as ``PublishedCells.cells``: the model is the row."""
-        return {key: (MODEL, column) for key, column in self.columns.items()}
 
 
 MODEL = "{model}"
@@ -50,10 +34,13 @@ class PublishedCells:
     paper: str
     table: str
     title: str
+    """The table's name in the card ("SugarCrepe Table 6")."""
     cells: Mapping[str, tuple[str, str]]
 
 
-PublishedSource = Union[PublishedColumns, PublishedCells]
+def PublishedColumns(paper: str, table: str, title: str, columns: Mapping[str, str]) -> PublishedCells:
+    """A table with a row per model: ``columns`` maps a card number's key to its column."""
+    return PublishedCells(paper, table, title, {key: (MODEL, column) for key, column in columns.items()})
 
 
 def _pattern(text: str) -> re.Pattern:
@@ -61,35 +48,22 @@ def _pattern(text: str) -> re.Pattern:
     return re.compile("^" + re.escape(text).replace(re.escape(MODEL), "(?P<model>.+)") + "$")
 
 
-def _locate(source: PublishedSource, keys: set[str]):
-    """For each wanted key, (row, column) matchers: a cell's (model, key) or None."""
-    places = [(key, _pattern(row), _pattern(column)) for key, (row, column) in source.cells.items() if key in keys]
-
-    def locate(row: str, column: str) -> tuple[str, str] | None:
-        for key, row_pattern, column_pattern in places:
-            row_match, column_match = row_pattern.match(row), column_pattern.match(column)
-            if row_match and column_match:
-                return (row_match.groupdict() | column_match.groupdict())["model"], key
-        return None
-
-    return locate if places else None
-
-
-def published_rows(sources: Sequence[PublishedSource], keys: set[str]) -> list[dict]:
+def published_rows(sources: Sequence[PublishedCells], keys: set[str]) -> list[dict]:
     """Every model of each source table with at least one of ``keys`` published, a row per model: {"source",
     "paper", "table", "row" (the model), "values": {card key: percent}}, in the file's order."""
     out: list[dict] = []
     for source in sources:
-        locate = _locate(source, keys)
-        if locate is None:
-            continue
+        places = [(key, _pattern(row), _pattern(column)) for key, (row, column) in source.cells.items() if key in keys]
         by_model: dict[str, dict[str, float]] = {}
-        for cell in load_cells(source.paper):
+        for cell in load_cells(source.paper) if places else ():
             if cell.table != source.table or cell.value is None or cell.unit not in SCALE:
                 continue
-            found = locate(cell.row, cell.column)
-            if found:
-                by_model.setdefault(found[0], {})[found[1]] = round(cell.value * SCALE[cell.unit], 2)
+            for key, row_pattern, column_pattern in places:  # the first place that matches the cell
+                row_match, column_match = row_pattern.match(cell.row), column_pattern.match(cell.column)
+                if row_match and column_match:
+                    model = (row_match.groupdict() | column_match.groupdict())["model"]
+                    by_model.setdefault(model, {})[key] = round(cell.value * SCALE[cell.unit], 2)
+                    break
         out += [{"source": source.title, "paper": source.paper, "table": source.table, "row": model,
                  "values": values} for model, values in by_model.items()]
     return out

@@ -11,7 +11,6 @@ from typing import Sequence
 
 import numpy as np
 
-from common.card.environment import footer
 from common.card.published import comparability
 from common.card.result import Card
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
@@ -27,6 +26,22 @@ COMPARISON_FIELDS = ["a", "b", "key", "benchmark", "metric", "n", "precision", "
 
 def _r(x: float | None) -> float | str:
     return "" if x is None else round(x, 2)
+
+
+def footer(provenance: dict) -> str:
+    """The Markdown footer line of a card: wall time, versions, hardware, commit (what produced its numbers)."""
+    env = provenance.get("environment") or {}
+    seconds = provenance.get("evaluation_seconds")
+    parts = [] if seconds is None else [f"evaluated in {seconds:.1f} s"]
+    hw = env.get("hardware") or {}
+    if hw:
+        where = f"{hw.get('cpu', 'unknown CPU')} ({hw.get('cpu_count')} cores)"
+        parts.append(f"on {hw.get('gpu') or hw.get('device', 'cpu')}, {where}")
+    if env.get("versions"):
+        parts.append(", ".join(f"{k} {v}" for k, v in env["versions"].items()))
+    if provenance.get("commit"):
+        parts.append(f"workspace commit {provenance['commit']}")
+    return "; ".join(parts)
 
 
 def rows(card: Card) -> list[dict]:
@@ -68,12 +83,9 @@ def as_json(card: Card) -> dict:
     return {"model": card.model.spec_text, "profile": card.profile,
             "note": note(card), "warnings": list(card.warnings),
             "numbers": numbers, "not_on_card": card.missing,
-            "published": {"comparability": _comparability(card), "rows": card.published},
+            "published": {"comparability": comparability(card.profile, bool(card.provenance.get("rehearsal"))),
+                          "rows": card.published},
             "provenance": card.provenance}
-
-
-def _comparability(card: Card) -> str:
-    return comparability(card.profile, bool(card.provenance.get("rehearsal")))
 
 
 def published_markdown(card: Card) -> list[str]:
@@ -81,7 +93,7 @@ def published_markdown(card: Card) -> list[str]:
     if not card.published:
         return []
     metrics = {m.key: f"{m.benchmark}: {m.metric}" for m in card.measures}
-    comparable = _comparability(card)
+    comparable = comparability(card.profile, bool(card.provenance.get("rehearsal")))
     lines = ["", "## Beside the published numbers", "", comparable[0].upper() + comparable[1:] + "."]
     for source in dict.fromkeys(r["source"] for r in card.published):
         rows = [r for r in card.published if r["source"] == source]
@@ -118,11 +130,10 @@ def markdown(card: Card) -> str:
     blind_notes = sorted({m.blind_note for m in card.measures if m.blind is not None})
     if blind_notes:
         lines += ["", "Blind baseline: " + "; ".join(blind_notes)]
-    trends = card.provenance.get("trends") or []
     if card.residuals:
         lines += ["", "Beyond the recognition trend: the score minus what the model's recognition accuracy predicts "
-                      "from " + "; ".join(trends) + " (least-squares line; 95% interval with the fit's and the "
-                      "model's own uncertainty)."]
+                      "from " + "; ".join(card.provenance.get("trends") or []) + " (least-squares line; 95% interval "
+                      "with the fit's and the model's own uncertainty)."]
     for m in card.missing:
         lines += ["", f"Not on the card: {m['title']} ({m['benchmark']}): {m['why']}; to get it: {m['how']}"]
     lines += published_markdown(card)
@@ -151,15 +162,21 @@ def draw(card: Card, out_png: Path) -> Path:
             ax.plot(card.residuals[m.key].expected, y, "o", mfc="none", color="tab:green",
                     label="trend expectation" if "trend expectation" not in ax.get_legend_handles_labels()[1]
                     else None)
+    _finish(fig, ax, ys, [f"{m.benchmark}: {m.metric}" for m in measures],
+            f"{card.model.spec_text} ({card.profile} profile)")
+    return save_figure(fig, out_png)
+
+
+def _finish(fig, ax, ys, labels: Sequence[str], title: str) -> None:
+    """The axes of a card's figure: a row per number, accuracy 0-100 across."""
     ax.set_yticks(ys)
-    ax.set_yticklabels([f"{m.benchmark}: {m.metric}" for m in measures], fontsize=7)
+    ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlim(0, 100)
     ax.set_xlabel("accuracy (%)")
-    ax.set_title(f"{card.model.spec_text} ({card.profile} profile)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return save_figure(fig, out_png)
 
 
 def comparison_markdown(comparison: Sequence[dict]) -> str:
@@ -202,26 +219,15 @@ def side_by_side(cards: Sequence[dict]):
     offsets = np.linspace(-0.3, 0.3, len(cards)) if len(cards) > 1 else [0.0]
     for offset, card in zip(offsets, cards):
         numbers = {n["key"]: n for n in card["numbers"]}
-        ys, xs, lows, highs = [], [], [], []
-        for y, key in enumerate(reversed(keys)):
-            if key in numbers:
-                n = numbers[key]
-                ys.append(y + offset)
-                xs.append(n["value"])
-                lows.append(n["value"] - n["low"])
-                highs.append(n["high"] - n["value"])
-        ax.errorbar(xs, ys, xerr=[lows, highs], fmt="s", markersize=3, capsize=1.5, label=card["model"])
+        shown = [(y + offset, numbers[key]) for y, key in enumerate(reversed(keys)) if key in numbers]
+        ax.errorbar([n["value"] for _, n in shown], [y for y, _ in shown],
+                    xerr=[[n["value"] - n["low"] for _, n in shown], [n["high"] - n["value"] for _, n in shown]],
+                    fmt="s", markersize=3, capsize=1.5, label=card["model"])
     first = {n["key"]: n for n in cards[0]["numbers"]}
     blind = [(y, first[k]["blind"]["value"]) for y, k in enumerate(reversed(keys))
              if first[k]["blind"].get("value") not in (None, "")]
     if blind:
         ax.plot([b for _, b in blind], [y for y, _ in blind], "x", color="black", label="blind text-only")
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([labels[k] for k in reversed(keys)], fontsize=7)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("accuracy (%)")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"Report cards ({cards[0]['profile']} profile)", fontsize=9)
-    fig.tight_layout()
+    _finish(fig, ax, range(len(keys)), [labels[k] for k in reversed(keys)],
+            f"Report cards ({cards[0]['profile']} profile)")
     return fig

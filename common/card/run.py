@@ -22,7 +22,7 @@ from common.card import report
 from common.card.collect import register_cli as register_collect
 from common.card.core import (
     CardBenchmark, CardError, Estimate, Measure, MissingInput, close_ids, estimate, paired_difference)
-from common.card.models import CardModel, build, is_mini_world, resolve
+from common.card.models import build, is_mini_world, resolve
 from common.card.published import published_rows
 from common.card.result import Card
 from common.card.trend import Residual, Trend, residual
@@ -41,49 +41,32 @@ BENCHMARKS_DOC = "docs/benchmarks.md"
 """What each full-profile benchmark needs on disk, its size and the command that prepares it."""
 
 
-def mini_world_warning(model: CardModel) -> str:
-    """The warning of a real model carded on the mini world."""
-    return (f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes (48-pixel "
-            f"images), not comparable with any published number; use --profile full (the real benchmarks: "
-            f"{BENCHMARKS_DOC})")
-
-
-def published_sources() -> list:
-    """Every paper's published tables for the card's numbers (its card plug-in's ``published()``)."""
-    return [table for paper in load_papers() if paper.card is not None for table in paper.card.load().published()]
+def _plug_ins() -> list:
+    """Every paper's card plug-in (``common.paper.CardPlugIn``), in paper order."""
+    return [paper.card.load() for paper in load_papers() if paper.card is not None]
 
 
 def discover(profile: str, only: Sequence[str] | None = None) -> tuple[list[CardBenchmark], list[Trend]]:
-    """Every paper's card benchmarks and trends (its card plug-in), in paper order; ``only``: those keys."""
-    benchmarks: list[CardBenchmark] = []
-    trends: list[Trend] = []
-    for paper in load_papers():
-        if paper.card is None:
-            continue
-        card = paper.card.load()
-        benchmarks += card.benchmarks(profile)
-        trends += card.trends(profile)
-    if only:
-        known = {b.key for b in benchmarks}
-        for key in only:
-            if key not in known:
-                raise unknown_name("benchmark", key, known)
-        benchmarks = [b for b in benchmarks if b.key in only]
-    return benchmarks, trends
+    """Every paper's card benchmarks and trends, in paper order; ``only``: those keys."""
+    cards = _plug_ins()
+    benchmarks = [b for card in cards for b in card.benchmarks(profile)]
+    known = {b.key for b in benchmarks}
+    for key in only or ():
+        if key not in known:
+            raise unknown_name("benchmark", key, known)
+    return [b for b in benchmarks if not only or b.key in only], [t for card in cards for t in card.trends(profile)]
+
+
+def _left_out(b: CardBenchmark, why: str) -> dict:
+    return {"benchmark": b.key, "title": b.title, "why": why, "how": b.how_to_get}
 
 
 def split_available(benchmarks: Sequence[CardBenchmark]) -> tuple[list[CardBenchmark], list[dict]]:
     """(benchmarks to score, one record per benchmark left out: why, and how to get its data)."""
-    available, missing = [], []
-    for b in benchmarks:
-        if b.not_on_card:
-            missing.append({"benchmark": b.key, "title": b.title, "why": b.not_on_card, "how": b.how_to_get})
-        elif b.missing():
-            missing.append({"benchmark": b.key, "title": b.title,
-                            "why": "missing: " + ", ".join(str(p) for p in b.missing()), "how": b.how_to_get})
-        else:
-            available.append(b)
-    return available, missing
+    missing = [_left_out(b, b.not_on_card or "missing: " + ", ".join(str(p) for p in b.missing()))
+               for b in benchmarks if b.not_on_card or b.missing()]
+    left = {m["benchmark"] for m in missing}
+    return [b for b in benchmarks if b.key not in left], missing
 
 
 def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardBenchmark,
@@ -107,17 +90,12 @@ def _trend_residuals(estimates: dict[str, Estimate], trends: Sequence[Trend], mo
     out: dict[str, Residual] = {}
     for trend in trends:
         measured = estimates.get(trend.x_key)
-        if measured is not None:
-            x = (measured.value, measured.low, measured.high)
-        elif model in trend.x_published:
-            x = (trend.x_published[model],) * 3
-        else:
+        if measured is None and model not in trend.x_published:
             continue
+        x = (trend.x_published[model],) * 3 if measured is None else (measured.value, measured.low, measured.high)
         for key, points in trend.points.items():
             y = estimates.get(key)
-            if y is None:
-                continue
-            r = residual(points, x, (y.value, y.low, y.high), model, trend.label)
+            r = None if y is None else residual(points, x, (y.value, y.low, y.high), model, trend.label)
             if r is not None:
                 out[key] = r
     return out
@@ -136,15 +114,8 @@ def _commit() -> str:
 
 def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str]]:
     """sha256 of every input file the benchmarks name (a folder: its manifest.json when it has one)."""
-    out: dict[str, dict[str, str]] = {}
-    for b in benchmarks:
-        files = {}
-        for p in b.inputs:
-            f = p / "manifest.json" if p.is_dir() else p
-            if f.is_file():
-                files[str(f)] = sha256_file(f)
-        out[b.key] = files
-    return out
+    files = {b.key: [p / "manifest.json" if p.is_dir() else p for p in b.inputs] for b in benchmarks}
+    return {key: {str(f): sha256_file(f) for f in paths if f.is_file()} for key, paths in files.items()}
 
 
 def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchmark], missing: Sequence[dict],
@@ -166,6 +137,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     the data is loaded, so a checkpoint that does not fit fails before any scoring; the data and the blind baseline
     are loaded and scored once for all."""
     # deferred: loads PIL, torch, tqdm only when called
+    from common.card.blind import blind_engine
     from common.evaluation.engine import Engine
     from common.evaluation.evaluate import engine_config
 
@@ -180,15 +152,15 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
         _refuse_missing(only, available, missing, profile)
     for m in missing:
         log(f"not on the card: {m['benchmark']}: {m['why']} ({m['how']})")
-    sources = published_sources()
+    sources = [table for card in _plug_ins() for table in card.published()]
 
     versions = machine.versions()
     config = engine_config(params)
-    data: dict[str, object] | None = None
-    blind: dict[str, dict[str, Measure]] = {}
-    blind_note, provenance = "", {}
+    data: dict[str, object] | None = None  # loaded with the first model, and the blind baseline scored
     for model in models:
-        warnings = [mini_world_warning(model)] if profile == "mini" and not is_mini_world(model) else []
+        warnings = [f"{model.spec_text} is not a mini-world model: scored on the mini world's rendered scenes "
+                    f"(48-pixel images), not comparable with any published number; use --profile full (the real "
+                    f"benchmarks: {BENCHMARKS_DOC})"] if profile == "mini" and not is_mini_world(model) else []
         for line in warnings:
             log(f"warning: {line}")
         log(f"building {model.spec_text}")
@@ -203,15 +175,12 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                     data[b.key] = b.load()
                 except MissingInput as exc:  # e.g. a manual download not in place: listed, the rest carded
                     available.remove(b)
-                    missing.append({"benchmark": b.key, "title": b.title, "why": f"missing: {exc}",
-                                    "how": b.how_to_get})
+                    missing.append(_left_out(b, f"missing: {exc}"))
                     log(f"not on the card: {b.key}: {exc}")
             if strict:
                 _refuse_missing(only, available, missing, profile)
-            blind_engine, blind_note = _blind_engine(profile)
-            if blind_engine is not None:
-                for b in available:
-                    blind[b.key] = {m.key: m for m in b.score(blind_engine, data[b.key])}
+            text_only, blind_note = blind_engine(profile)
+            blind = {b.key: {m.key: m for m in b.score(text_only, data[b.key])} for b in available} if text_only else {}
             # "rehearsal": not all of the full profile's inputs were read (full_inputs.cap, as a rehearsal caps them)
             provenance = {"profile": profile, "rehearsal": not full_inputs(params).comparable, "commit": _commit(),
                           "data_sha256": _data_hashes(available),
@@ -262,35 +231,17 @@ def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     return list(iter_cards(specs, only, device, params, log, strict))
 
 
-def _blind_engine(profile: str):
-    if profile != "mini":
-        return None, ("not computed in the full profile yet: the real-text blind stage cross-fits its language "
-                      "model per benchmark (papers/sugarcrepe/blind_real.py), which the card does not do")
-    # deferred: loads PIL, torch, tqdm only when called
-    from common.card.blind import mini_blind_engine
-
-    world_train = build_root() / "mini" / "world" / "train"
-    engine = mini_blind_engine(world_train)
-    return engine, f"{engine.model.name}: n-gram fluency fitted on {engine.model.fingerprint.split(':', 1)[1]}"
-
-
 def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:
     """The two cards' numbers under ``key`` scored at one precision: the authors' fp16 of one model is paired with
     the other's fp16, else both at the engine's (the ``key@<precision>`` number beside the fp16 one), since fp16's
     extra ties would favour the model scored at fp32."""
-    mine = {m.key: m for m in a.measures}
-    theirs = {m.key: m for m in b.measures}
-    if key not in theirs:
+    def options(card: Card) -> list[Measure]:  # the number itself first, then those beside it
+        return [m for m in card.measures if m.key == key] + [m for m in card.measures if m.key.startswith(key + "@")]
+
+    pairs = [(x, y) for x in options(a) for y in options(b) if x.precision == y.precision]
+    if not pairs or all(m.key != key for m in b.measures):
         return None
-
-    def options(by_key: dict[str, Measure]) -> list[Measure]:
-        return [m for m in (by_key.get(key), *(v for k, v in by_key.items() if k.startswith(key + "@"))) if m]
-
-    for x in options(mine):
-        for y in options(theirs):
-            if x.precision == y.precision:
-                return dataclasses.replace(x, key=key), dataclasses.replace(y, key=key)
-    return None
+    return dataclasses.replace(pairs[0][0], key=key), dataclasses.replace(pairs[0][1], key=key)
 
 
 def comparisons(cards: Sequence[Card]) -> list[dict]:
@@ -325,11 +276,11 @@ def _cmd_card(args: argparse.Namespace) -> int:
     # deferred: loads PIL, torch, tqdm only when called
     from common.evaluation.evaluate import best_device
 
-    rank, world = _rank()
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))  # under torchrun, else 0, 1
     device = args.device or best_device()
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    if device == "cpu":  # the pipeline's CPU profile: the same bits as the tables' stages (common.pipeline.reproducible)
+    if device == "cpu":  # the pipeline's CPU profile: the tables' stages' bits (common.pipeline.reproducible)
         reproducible.reexec_pinned()
         reproducible.fix_threads()
     params = load_params()
@@ -354,11 +305,6 @@ def _cmd_card(args: argparse.Namespace) -> int:
         for path in report.write_cards([], comparisons(cards), out_dir):
             print(f"written: {path}", file=sys.stderr)
     return 0
-
-
-def _rank() -> tuple[int, int]:
-    """(rank, world size) under torchrun (one process per GPU, on one node or several), else (0, 1)."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
 def register_cli(subparsers) -> None:

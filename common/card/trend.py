@@ -46,15 +46,13 @@ class Residual:
                 "in_fit": self.in_fit}
 
 
+def no_trends(profile: str) -> list[Trend]:
+    """A paper's ``trends`` when it publishes no trend to measure a model's residual against."""
+    return []
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
-
-
-def _se(low: float, high: float, confidence: float = 0.95) -> float:
-    # deferred: loads scipy only when called
-    import scipy.stats
-
-    return (high - low) / (2.0 * float(scipy.stats.norm.ppf(0.5 + confidence / 2.0)))
 
 
 def residual(points: list[tuple[str, float, float]], x: tuple[float, float, float], y: tuple[float, float, float],
@@ -74,9 +72,10 @@ def residual(points: list[tuple[str, float, float]], x: tuple[float, float, floa
     fitted = intercept + slope * xs
     s2 = float(np.sum((ys - fitted) ** 2) / (n - 2))
     sxx = float(np.sum((xs - xs.mean()) ** 2))
-    variance = (s2 * (1.0 / n + (x[0] - xs.mean()) ** 2 / sxx) + _se(y[1], y[2], confidence) ** 2
-                + (slope * _se(x[1], x[2], confidence)) ** 2)
     import scipy.stats  # here, not at the top: scipy takes half a second that `card --help` need not wait for
 
+    z = float(scipy.stats.norm.ppf(0.5 + confidence / 2.0))  # an interval read as a normal's: se = (high - low) / 2z
+    variance = (s2 * (1.0 / n + (x[0] - xs.mean()) ** 2 / sxx) + ((y[2] - y[1]) / (2.0 * z)) ** 2
+                + (slope * ((x[2] - x[1]) / (2.0 * z))) ** 2)
     half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, n - 2)) * math.sqrt(variance)
     return Residual(value, value - half, value + half, expected, n, label, in_fit)

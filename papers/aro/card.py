@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from common.card.core import CardBenchmark, Measure, clip_load_fp16
 from common.card.published import MODEL, PublishedCells
+from common.card.trend import no_trends
 from common.evaluation.scoring.selection import ARGMAX, image_to_text
 from common.paths import build_root
 from common.pipeline.params import load_params
@@ -22,6 +23,8 @@ from papers.aro.audit import TABLE6_ROWS
 from papers.aro.data import ARO_VG_RULE, AroSet
 from papers.aro.measures import order_measure, seeded, vg_measures
 from papers.aro.tables import AUTHORS_PRECISION_WHY, text_variants
+
+trends = no_trends
 
 
 def benchmarks(profile: str) -> list[CardBenchmark]:
@@ -45,11 +48,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
     return [CardBenchmark("aro", "ARO (VG-Relation, VG-Attribution, Order)", "aro", (root / "manifest.json",), how,
                           load, score, authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]
-
-
-def trends(profile: str) -> list:
-    """No published trend to measure a model's residual against (``common.card.trend``)."""
-    return []
 
 
 def published() -> list:

@@ -17,6 +17,7 @@ import numpy as np
 
 from common.card.core import CardBenchmark, Measure, MissingInput, clip_load_fp16
 from common.card.published import PublishedColumns
+from common.card.trend import no_trends
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import build_root, data_root
 from common.pipeline.params import load_params
@@ -27,6 +28,10 @@ from papers.conclip.benchmark_mini import load_test_items
 RULE = ("argmax over [c, c']: the caption at least as high as its negation, a tie counts as correct "
         "(CoN-CLIP's evaluation; papers/conclip/tables.py)")
 SOURCE = "papers/conclip/tables.py: ccneg_row / word_k_rows"
+AUTHORS_PRECISION = ("CoN-CLIP's README snippet loads CLIP with clip.load on a GPU, fp16 weights there "
+                     '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"); it casts CoN-CLIP\'s '
+                     "fine-tuned weights to fp32 first, which the card's checkpoint models are")
+trends = no_trends
 
 
 def measures(result, ks: Sequence[int | None], words: Sequence[frozenset[str]]) -> list[Measure]:
@@ -59,40 +64,30 @@ def _score(engine, loaded) -> list[Measure]:
 def benchmarks(profile: str) -> list[CardBenchmark]:
     if profile == "mini":
         test_dir = build_root() / "mini" / "conclip" / "test"
+        inputs, how = (test_dir / "manifest.json",), "dvc repro papers/conclip/dvc.yaml:mini-test-set"
 
         def load():
             items = load_test_items(test_dir)
             cells = [it.group.rsplit("/k", 1) for it in items]
             return items, [int(k) for _, k in cells], [frozenset([w]) for w, _ in cells]
+    else:
+        inputs = (data_root() / "ccneg",)
+        how = ("python -m common fetch conclip/ccneg/ccneg_preprocessed.pt and conclip/ccneg/ccneg_images (manual "
+               "downloads: the command prints the steps)")
 
-        return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (test_dir / "manifest.json",),
-                              "dvc repro papers/conclip/dvc.yaml:mini-test-set", load, _score)]
+        def load():
+            try:
+                pt_path, images = ccneg.default_paths()
+            except ManualDownloadRequired as exc:
+                raise MissingInput(str(exc).splitlines()[0]) from exc
+            data = ccneg.load_ccneg(pt_path, images, ccneg.eval_size_for(load_params()))
+            return data.items, [e.k for e in data.entries], [e.words for e in data.entries]
 
-    def load_full():
-        try:
-            pt_path, images = ccneg.default_paths()
-        except ManualDownloadRequired as exc:
-            raise MissingInput(str(exc).splitlines()[0]) from exc
-        data = ccneg.load_ccneg(pt_path, images, ccneg.eval_size_for(load_params()))
-        return data.items, [e.k for e in data.entries], [e.words for e in data.entries]
-
-    return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", (data_root() / "ccneg",),
-                          "python -m common fetch conclip/ccneg/ccneg_preprocessed.pt and "
-                          "conclip/ccneg/ccneg_images (manual downloads: the command prints the steps)",
-                          load_full, _score, authors_precision=clip_load_fp16(AUTHORS_PRECISION))]
-
-
-AUTHORS_PRECISION = ("CoN-CLIP's README snippet loads CLIP with clip.load on a GPU, fp16 weights there "
-                     '(openai/CLIP@d05afc43 clip/model.py:434 "convert_weights(model)"); it casts CoN-CLIP\'s '
-                     "fine-tuned weights to fp32 first, which the card's checkpoint models are")
+    return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", inputs, how, load, _score,
+                          authors_precision=clip_load_fp16(AUTHORS_PRECISION))]
 
 
 def published():
     """CC-Neg accuracy of Table 2 (CLIP, NegCLIP, FLAVA, BLIP) and Table 3 (the CoN-CLIP fine-tunes)."""
     return [PublishedColumns("conclip", table, f"CoN-CLIP {table}", {"conclip/ccneg": "CC-Neg Accuracy"})
             for table in ("Table 2", "Table 3")]
-
-
-def trends(profile: str) -> list:
-    """No published trend to measure a model's residual against (``common.card.trend``)."""
-    return []

@@ -11,6 +11,7 @@ import numpy as np
 
 from common.card.core import CardBenchmark, Measure, clip_load_fp16
 from common.card.published import PublishedColumns
+from common.card.trend import no_trends
 from common.evaluation.scoring.selection import TIE, negative_position, rescore
 from common.paths import build_root
 from papers.hard_positives import evaluation
@@ -22,6 +23,7 @@ RULE = ("strict comparisons; a tie is neither correct nor brittle (the authors' 
         'amitakamath/hard_positives@33addaae run_eval.py:100 "if mod_scores[i][0][0] < mod_scores[i][0][1] and"; '
         "evaluation.py)")
 METRICS = {"orig": "Orig. accuracy", "aug": "Aug. accuracy", "brittleness": "Brittleness"}
+trends = no_trends
 
 
 def measures(result) -> list[Measure]:
@@ -49,18 +51,12 @@ def measures(result) -> list[Measure]:
 def benchmarks(profile: str) -> list[CardBenchmark]:
     """Mini: the rendered benchmark (``sets_mini``). Full: the prepared set (``sets_full.FullSet``: VL-CheckList's
     REPLACE rows and the SWAP rows on Visual Genome, as ``tables.py`` reads them)."""
-    if profile == "mini":
-        where = build_root() / "mini" / "hard_positives" / "test"
-        how = "dvc repro papers/hard_positives/dvc.yaml:mini-test-set"
+    mini = profile == "mini"
+    where = build_root() / "mini" / "hard_positives" / "test" if mini else build_root() / "full" / "hard_positives"
+    how = f"dvc repro papers/hard_positives/dvc.yaml:{'mini-test-set' if mini else 'full-data'}"
 
-        def load():
-            return load_test_items(where)
-    else:
-        where = build_root() / "full" / "hard_positives"
-        how = "dvc repro papers/hard_positives/dvc.yaml:full-data"
-
-        def load():
-            return FullSet.load(where).items()
+    def load():
+        return load_test_items(where) if mini else FullSet.load(where).items()
 
     # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
@@ -74,8 +70,3 @@ def published():
     return [PublishedColumns("hard_positives", "Table 1", "Hard positives Table 1",
                              {f"hard_positives/{c}_{m}": f"{c.upper()} | {name}"
                               for c in evaluation.COLUMNS for m, name in names.items()})]
-
-
-def trends(profile: str) -> list:
-    """No published trend to measure a model's residual against (``common.card.trend``)."""
-    return []

@@ -17,7 +17,6 @@ them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 from common.card.core import CardBenchmark, Measure, selection_measures
@@ -54,7 +53,8 @@ def _sugarcrepe(profile: str) -> CardBenchmark:
 
 def _recognition(profile: str) -> CardBenchmark:
     # deferred: loads PIL, tqdm only when called
-    from common.miniworld.classification import COLORED_SHAPES, SHAPES
+    from common.miniworld.classification import (
+        COLORED_SHAPES, SHAPES, ClassificationSetConfig, ensure_classification_set)
 
     set_dir = build_root() / "mini" / "classification"
     if profile != "mini":
@@ -67,9 +67,6 @@ def _recognition(profile: str) -> CardBenchmark:
     def load():
         """Figure 5's set, built or reused as ``figure5.run_mini`` does (it is a cache, not a stage's output: a fresh
         clone whose figure5 stage DVC skipped has none), from the same parameters."""
-        # deferred: loads PIL, tqdm only when called
-        from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
-
         params = load_params()
         world = params["mini"]["world"]
         config = ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
@@ -100,8 +97,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
 
 def trends(profile: str) -> list[Trend]:
-    """Mini: Figure 5's points, x the ImageNet-analog top-1, y each category and the average. Full: the
-    200-checkpoint table's pre-trained checkpoints (``recognition.py``), x ImageNet-1k top-1, y each category."""
+    """Mini: Figure 5's points, y each category and the average. Full: the 200-checkpoint table's."""
     if profile != "mini":
         return _checkpoint_trend()
     path = RESULTS / "sugarcrepe" / "mini" / "figure5_points.csv"
@@ -111,14 +107,12 @@ def trends(profile: str) -> list[Trend]:
         rows = list(csv.DictReader(f))
     points = {f"sugarcrepe/{c}": [(r["model"], float(r["imagenet_analog_top1"]), float(r[c])) for r in rows]
               for c in (*CATEGORIES, "average")}
-    return [Trend(RECOGNITION_X, f"the mini family ({len(rows)} models: {Path(path).relative_to(RESULTS.parent)})",
-                  points)]
+    return [Trend(RECOGNITION_X, f"the mini family ({len(rows)} models: {path.relative_to(RESULTS.parent)})", points)]
 
 
 def _checkpoint_trend() -> list[Trend]:
     """The vl_compo table's pre-trained checkpoints (the compositionality fine-tunes left out), fetched as the
-    recognition stage fetches them; a zoo model the table lists gets its x from the table (ImageNet-1k is not
-    measured here). The table's numbers come from its authors' evaluation of SugarCrepe (the same categories)."""
+    recognition stage fetches them; its numbers are its authors' evaluation of SugarCrepe (the same categories)."""
     # deferred: loads scipy only when called
     from papers.sugarcrepe import recognition
 
@@ -130,12 +124,11 @@ def _checkpoint_trend() -> list[Trend]:
         return [Trend(IMAGENET_X, f"no trend: the vl_compo tables could not be fetched ({exc})", {})]
     pretrained = [c for c in checkpoints if not c.finetuned]
     imagenet = {c.name: c.value(recognition.TABLE_KEY, "imagenet") for c in checkpoints}
-    points = {f"sugarcrepe/{cat}": [(c.zoo or c.name, imagenet[c.name], c.value(recognition.SUBSETS_KEY,
-                                                                             f"sugarcrepe::{cat}"))
+    subsets = recognition.SUBSETS_KEY
+    points = {f"sugarcrepe/{cat}": [(c.zoo or c.name, imagenet[c.name], c.value(subsets, f"sugarcrepe::{cat}"))
                                     for c in pretrained] for cat in CATEGORIES}
-    published = {c.zoo: imagenet[c.name] for c in checkpoints if c.zoo}
-    return [Trend(IMAGENET_X, f"{len(pretrained)} pre-trained checkpoints of the vl_compo table (Oh et al. 2024; "
-                              "x: its ImageNet-1k top-1)", points, published)]
+    return [Trend(IMAGENET_X, f"{len(pretrained)} pre-trained checkpoints of the vl_compo table (Oh et al. 2024; x: "
+                  "its ImageNet-1k top-1)", points, {c.zoo: imagenet[c.name] for c in checkpoints if c.zoo})]
 
 
 def published():
