@@ -354,8 +354,8 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
             raise RuntimeError(f"{row}: the stage's functions recomputed here do not give table5.csv's {drifted}")
         heads = {}
         # IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:96
-    # "image_classifier.load_state_dict(checkpoint['model_state_dict'])": the layout head_checkpoint writes
-    for tower, head in (("image", spec.image_head), ("text", spec.text_head)):
+        # "image_classifier.load_state_dict(checkpoint['model_state_dict'])": the layout head_checkpoint writes
+        for tower, head in (("image", spec.image_head), ("text", spec.text_head)):
             heads[tower], written = head_checkpoint(head, tower, spec.encoder, ctx.scratch / "heads")
             if written:
                 ctx.replaced(f"--{tower}-checkpoint (row {row}: a head trained here, {head.name})",
