@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import runpy
 import shlex
@@ -142,6 +143,12 @@ def run_script(code: AuthorsCode, script: str, argv: Sequence[str], cwd: Path) -
     Path(cwd).mkdir(parents=True, exist_ok=True)
     with mock.patch.object(sys, "argv", [str(path), *map(str, argv)]), importable(code.root), contextlib.chdir(cwd):
         return runpy.run_path(str(path), run_name="__main__")
+
+
+def output_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV the authors' script wrote."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
 
 
 def command_line(code: AuthorsCode, script: str, argv: Sequence[str]) -> str:

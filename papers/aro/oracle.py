@@ -35,13 +35,14 @@ from unittest import mock
 
 import numpy as np
 
-from common.oracle.authors import command_line, importable, run_script, shimmed_modules
+from common.oracle.authors import command_line, importable, output_rows, run_script, shimmed_modules
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import (
     as_clip_archive, clip_load_from, link, open_clip_quick_gelu, save, state_dict, weights_file)
 from common.oracle.observe import returns_of
-from common.oracle.ours import number, our_predictions, read_csv, rows_by
+from common.oracle.ours import number, our_predictions, rows_by
 from common.paths import build_root
+from common.reporting.report import read_table
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
 
@@ -204,7 +205,7 @@ def run(ctx) -> PaperOracle:
                     open_clip_quick_gelu(ctx, NEGCLIP_CALL, QUICK_GELU_WHY, enabled=quick_gelu):
                 run_script(code, script, argv, cwd=ctx.scratch)
             oracle.ran.append(command_line(code, script, argv) + f"  [{key}]")
-            return read_csv(out / f"{dataset}.csv")
+            return output_rows(out / f"{dataset}.csv")
 
         for dataset, (benchmark, table, predictions, key_column) in DATASETS.items():
             with returns_of(code.module_file("model_zoo.clip_models"), "get_retrieval_scores_batched") as seen:
@@ -227,7 +228,7 @@ def run(ctx) -> PaperOracle:
                 continue
             with mock.patch.dict(os.environ, HOME=str(ctx.scratch / "~")):  # see HOME_WHY
                 (record,) = released(RETRIEVAL_SCRIPT, dataset)
-            ours = next((row for row in read_csv(results / NO_SHUFFLE_TABLE) if row["strategy"] == NO_SHUFFLE
+            ours = next((row for row in read_table(results / NO_SHUFFLE_TABLE) if row["strategy"] == NO_SHUFFLE
                          and row["model"] == label and row["dataset"] == table_name), {})  # Table 3's row
             for field, column in RETRIEVAL_COLUMNS.items():
                 oracle.numbers.append(number(benchmark, key, column, record[field], ours.get(column),

@@ -42,7 +42,8 @@ from common.oracle.authors import OracleError, importable, module_path, shimmed_
 from common.oracle.core import NotCovered, PaperOracle, compare_decisions
 from common.oracle.models import as_clip_archive, clip_load_from, save, state_dict, weights_file
 from common.oracle.observe import locals_at_line
-from common.oracle.ours import number, our_predictions, read_csv, rows_by
+from common.oracle.ours import number, our_predictions, rows_by
+from common.reporting.report import read_table
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
 
@@ -313,10 +314,10 @@ def run(ctx) -> PaperOracle:
                  f"the block written byte-exact to a file at its README line numbers, then {EVALUATE}() called",
                  "the README's CC-Neg evaluation is not released as a script")
     precision = context.get("engine", {}).get("precision", "fp32")
-    items = read_csv(results / "predictions" / "items.csv")
+    items = read_table(results / "predictions" / "items.csv")
     our_images = {i["item_id"]: i["image"] for i in items}
     ours_table = rows_by(results / "table3.csv", "model")
-    ours_cells = {(r["model"], r["word"], int(r["k"])): r["accuracy"] for r in read_csv(results / "by_word_k.csv")}
+    ours_cells = {(r["model"], r["word"], int(r["k"])): r["accuracy"] for r in read_table(results / "by_word_k.csv")}
     register_local_configs()  # a rehearsal's shrunk architectures; nothing otherwise
     for row, entry in context["models"].items():
         name = entry["model"]
