@@ -341,16 +341,20 @@ def _published(where: str, c: dict) -> Published:
     return Published(refs=refs, **common)
 
 
+def read_spec(path: Path) -> dict:
+    """A paper's ``scorecard.toml`` as a table (its claims, and the ``[paper]`` table ``common.site.about`` reads)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+
+
 def load(paper: str, root: Path = ROOT) -> list[Claim]:
     """The claims of ``papers/<paper>/scorecard.toml`` ([] when the paper has none)."""
     path = root / "papers" / paper / SPEC
     if not path.is_file():
         return []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
-    tables = data.get("claim", [])
+    tables = read_spec(path).get("claim", [])
     if not isinstance(tables, list):
         raise ScorecardError(f"{path}: 'claim' is a {type(tables).__name__}; each claim is a [[claim]] table")
     claims, seen = [], set()
