@@ -301,11 +301,8 @@ def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper:
         cells: list[str | Cell] = [claim, scorecard.published_words(c, results), c.direction_text]
         for f in findings:
             e = c.evidence.get(f.kind)
-            threshold, margin = c.test(f.kind)
-            tested = scorecard.direction_words(c.direction, threshold, margin, c.unit)
             cells.append(Cell(f.verdict, tone(f.verdict), note=f.number, more=(
-                ("measured", e.what if e else ""), ("detail", f.detail),
-                ("tested here", tested if e and tested != c.direction_text else ""))))
+                ("measured", e.what if e else ""), ("detail", f.detail), ("tested here", c.tested_here(f.kind)))))
         rows.append(Row(tuple(cells), {}))
     if not rows:
         return None
