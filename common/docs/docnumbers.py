@@ -34,9 +34,6 @@ from common.paths import RESULTS, ROOT
 from common.reporting import scorecard
 from common.reporting.results_ref import SEPARATOR, DocNumberError, lookup
 
-__all__ = ["DOCUMENTS", "MARKER", "REFERENCES", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup",
-           "marked", "write"]
-
 MARKER = re.compile(r"<!--n(?:(?P<id>\d+)| (?P<ref>.*?))-->(?P<text>.*?)<!--/n-->", re.S)
 """A marked number: by ID (its reference in the document's ``REFERENCES`` block) or with its reference inline."""
 REFERENCES = re.compile(r"\n*^<!-- numbers \(python -m common docs numbers\)[^\n]*\n(?P<body>.*?)^-->\n?\Z",
