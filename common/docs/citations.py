@@ -167,7 +167,7 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
             found.add(file, line, f"{repo} is not the repository: {WRONG_REPOS[repo]} is")
             continue
         if repo not in upstream():
-            if "/" in repo and not re.fullmatch(_SHA, commit):
+            if not re.fullmatch(_SHA, commit):
                 continue  # not a citation (an e-mail, a package spec)
             found.add(file, line, f"{repo}@{commit}: not a repository of common/registry/upstream.toml")
             continue
