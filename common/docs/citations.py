@@ -167,7 +167,7 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
             found.add(file, line, f"{repo} is not the repository: {WRONG_REPOS[repo]} is")
             continue
         if repo not in upstream():
-            if "/" in repo and not re.fullmatch(_SHA, commit):
+            if not re.fullmatch(_SHA, commit):
                 continue  # not a citation (an e-mail, a package spec)
             found.add(file, line, f"{repo}@{commit}: not a repository of common/registry/upstream.toml")
             continue
@@ -383,16 +383,9 @@ def scanned_files(root: Path = ROOT) -> list[str]:
     out = _git_files(root)
     if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
-    keep = []
-    for name in sorted(set(out)):
-        if not name.endswith(SCANNED_SUFFIXES) or not (root / name).is_file():
-            continue
-        if (name.startswith(SKIPPED) and not name.startswith(KEPT)) or name in SELF:
-            continue
-        if name.startswith("results/published/") and name.endswith(".csv"):
-            continue
-        keep.append(name)
-    return keep
+    return [name for name in sorted(set(out)) if name.endswith(SCANNED_SUFFIXES) and (root / name).is_file()
+            and not (name.startswith(SKIPPED) and not name.startswith(KEPT)) and name not in SELF
+            and not (name.startswith("results/published/") and name.endswith(".csv"))]
 
 
 def scan(root: Path = ROOT, files: Iterable[str] | None = None) -> Found:
@@ -440,12 +433,10 @@ def _extracted(text: str) -> str:
 def check_paper_quotes(found: Found, dirs: Sequence[Path]) -> tuple[int, list[str]]:
     """How many paper quotes were checked, and the problems: each must be in its paper's text."""
     checked, problems = 0, []
-    texts: dict[str, str | None] = {}
+    raw = {paper: paper_text(paper, dirs) for paper in {q.paper for q in found.paper_quotes}}
+    texts = {paper: _loose(_extracted(t)) for paper, t in raw.items() if t is not None}
     for q in found.paper_quotes:
-        if q.paper not in texts:
-            t = paper_text(q.paper, dirs)
-            texts[q.paper] = _loose(_extracted(t)) if t is not None else None
-        text = texts[q.paper]
+        text = texts.get(q.paper)
         if text is None:
             continue
         checked += 1

@@ -34,9 +34,6 @@ from common.paths import RESULTS, ROOT
 from common.reporting import scorecard
 from common.reporting.results_ref import SEPARATOR, DocNumberError, lookup
 
-__all__ = ["DOCUMENTS", "MARKER", "REFERENCES", "SEPARATOR", "DocNumberError", "Marked", "documents", "lookup",
-           "marked", "write"]
-
 MARKER = re.compile(r"<!--n(?:(?P<id>\d+)| (?P<ref>.*?))-->(?P<text>.*?)<!--/n-->", re.S)
 """A marked number: by ID (its reference in the document's ``REFERENCES`` block) or with its reference inline."""
 REFERENCES = re.compile(r"\n*^<!-- numbers \(python -m common docs numbers\)[^\n]*\n(?P<body>.*?)^-->\n?\Z",
@@ -68,12 +65,9 @@ class Marked:
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    found: dict[Path, None] = {}
-    for pattern in DOCUMENTS:
-        for path in sorted(root.glob(pattern)):
-            if path.is_file() and ".venv" not in path.parts and "build" not in path.relative_to(root).parts[:1]:
-                found[path] = None
-    return list(found)
+    return list(dict.fromkeys(
+        path for pattern in DOCUMENTS for path in sorted(root.glob(pattern))
+        if path.is_file() and ".venv" not in path.parts and "build" not in path.relative_to(root).parts[:1]))
 
 
 def _markers(text: str) -> Iterable[re.Match]:
@@ -99,32 +93,26 @@ def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
     return text[:block.start()] + "\n", references
 
 
-def _line(text: str, m: re.Match) -> int:
-    return text.count("\n", 0, m.start()) + 1
-
-
-def _reference(m: re.Match, references: dict[int, str], where: str) -> str:
-    if m["ref"] is not None:
-        return m["ref"]
-    if int(m["id"]) not in references:
-        raise DocNumberError(f"{where}: n{m['id']} has no reference in the numbers comment at the document's end")
-    return references[int(m["id"])]
-
-
-def _name(doc: Path) -> str:
-    return str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
+def _read(doc: Path, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
+    """The document without its references block, the block's references by ID, and per marker: the match, its
+    line, its reference and the number the results hold."""
+    name = str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
+    text, references = _split(doc.read_text(encoding="utf-8"), name)
+    found = []
+    for m in _markers(text):
+        line = text.count("\n", 0, m.start()) + 1
+        ref = m["ref"] if m["ref"] is not None else references.get(int(m["id"]))
+        if ref is None:
+            raise DocNumberError(f"{name}:{line}: n{m['id']} has no reference in the numbers comment at the "
+                                 f"document's end")
+        found.append((m, line, ref, lookup(ref, f"{name}:{line}", results)))
+    return text, references, found
 
 
 def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Marked]:
     """Every marked number of the documentation, with the results' value beside the text's."""
-    out = []
-    for doc in (documents() if paths is None else paths):
-        text, references = _split(doc.read_text(encoding="utf-8"), _name(doc))
-        for m in _markers(text):
-            where = f"{_name(doc)}:{_line(text, m)}"
-            ref = _reference(m, references, where)
-            out.append(Marked(doc, _line(text, m), ref, m["text"], lookup(ref, where, results)))
-    return out
+    return [Marked(doc, line, ref, m["text"], value) for doc in (documents() if paths is None else paths)
+            for m, line, ref, value in _read(doc, results)[2]]
 
 
 def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Path]:
@@ -132,24 +120,21 @@ def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[
     there, one ID per reference, the IDs already given kept); returns the files that changed."""
     changed = []
     for doc in (documents() if paths is None else paths):
-        original = doc.read_text(encoding="utf-8")
-        text, references = _split(original, _name(doc))
+        text, references, found = _read(doc, results)
         ids = {ref: number for number, ref in reversed(references.items())}
         used: dict[int, str] = {}
         parts, last = [], 0
-        for m in _markers(text):
-            where = f"{_name(doc)}:{_line(text, m)}"
-            ref = _reference(m, references, where)
+        for m, _, ref, value in found:
             number = (int(m["id"]) if m["id"] is not None
                       else ids.setdefault(ref, max([0, *references, *ids.values()]) + 1))
             used[number] = ref
-            parts += [text[last:m.start()], f"<!--n{number}-->{lookup(ref, where, results)}<!--/n-->"]
+            parts += [text[last:m.start()], f"<!--n{number}-->{value}<!--/n-->"]
             last = m.end()
         new = "".join(parts) + text[last:]
         if used:
             new = new.rstrip("\n") + "\n\n" + "\n".join(
                 [REFERENCES_HEAD, *(f"n{number} = {used[number]}" for number in sorted(used)), "-->"]) + "\n"
-        if new != original:
+        if new != doc.read_text(encoding="utf-8"):
             write_text_atomic(doc, new)
             changed.append(doc)
     return changed

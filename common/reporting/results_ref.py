@@ -94,12 +94,10 @@ def lookup(ref: str, where: str, results: Path = RESULTS) -> str:
     if path.suffix != ".csv":
         raise DocNumberError(f"{where}: results/{parts[0]}: only CSV and JSON files hold marked numbers")
     *filters, column = parts[1:]
-    conditions = []
     for f in filters:
-        key, sep, value = f.partition("=")
-        if not sep:
+        if "=" not in f:
             raise DocNumberError(f"{where}: {f!r} is not a column=value filter")
-        conditions.append((key, value))
+    conditions = [f.split("=", 1) for f in filters]
     rows = _content(path)
     for key in [column, *(key for key, _ in conditions)]:
         if rows and key not in rows[0]:

@@ -164,6 +164,11 @@ class Claim:
         """The paper's direction in words ("above 0 points", "50 % within 2")."""
         return direction_words(self.direction, self.threshold, self.margin, self.unit)
 
+    def tested_here(self, kind: str) -> str:
+        """The test of evidence ``kind`` in words where it is not the paper's ("" where it is, or none measures)."""
+        tested = direction_words(self.direction, *self.test(kind), self.unit)
+        return tested if kind in self.evidence and tested != self.direction_text else ""
+
 
 def direction_words(direction: str, threshold: float, margin: float | None, unit: str) -> str:
     """A test in words: "above 0 points", "50 % within 2"."""
@@ -341,16 +346,20 @@ def _published(where: str, c: dict) -> Published:
     return Published(refs=refs, **common)
 
 
+def read_spec(path: Path) -> dict:
+    """A paper's ``scorecard.toml`` as a table (its claims, and the ``[paper]`` table ``common.site.about`` reads)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+
+
 def load(paper: str, root: Path = ROOT) -> list[Claim]:
     """The claims of ``papers/<paper>/scorecard.toml`` ([] when the paper has none)."""
     path = root / "papers" / paper / SPEC
     if not path.is_file():
         return []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
-    tables = data.get("claim", [])
+    tables = read_spec(path).get("claim", [])
     if not isinstance(tables, list):
         raise ScorecardError(f"{path}: 'claim' is a {type(tables).__name__}; each claim is a [[claim]] table")
     claims, seen = [], set()
@@ -386,14 +395,14 @@ def load(paper: str, root: Path = ROOT) -> list[Claim]:
     return claims
 
 
-def evaluate(claim: Claim, kind: str, results: Path = RESULTS, spec: str = "") -> Finding:
+def evaluate(claim: Claim, kind: str, results: Path = RESULTS) -> Finding:
     """What ``results`` say about ``claim`` from evidence ``kind``."""
     e = claim.evidence.get(kind)
     if e is None:
         return Finding(claim, kind, NOT_MEASURED, "")
     if not (results / e.file).is_file():
         return Finding(claim, kind, NOT_RUN, f"no results/{e.file}")
-    where = f"{spec or f'papers/{claim.paper}/{SPEC}'}: claim {claim.id!r} [{kind}]"
+    where = f"papers/{claim.paper}/{SPEC}: claim {claim.id!r} [{kind}]"
     try:
         values = [_number(r, where, results) for r in e.estimate]
         estimate = (values[0] - values[1] if len(values) == 2 else values[0]) * e.scale
@@ -492,9 +501,8 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
         for i, f in enumerate(findings):
             e = c.evidence.get(f.kind)
             verdict = f"**{f.verdict}**" if f.verdict == REPRODUCED else f.verdict
-            threshold, margin = c.test(f.kind)
-            if e is not None and (threshold, margin) != (c.threshold, c.margin):
-                verdict += f" (tested here: {direction_words(c.direction, threshold, margin, c.unit)})"
+            if c.tested_here(f.kind):
+                verdict += f" (tested here: {c.tested_here(f.kind)})"
             out.append("| " + " | ".join(_cell(x) for x in (
                 head if i == 0 else "", EVIDENCE_TITLES[f.kind], e.what if e else "",
                 f.number, verdict + (f" ({f.detail})" if f.detail else ""))) + " |")

@@ -3,12 +3,11 @@
 README.md, section "Paper and code", which is prose for people and not parsed)."""
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from common.paths import ROOT
-from common.reporting.scorecard import SPEC, ScorecardError
+from common.reporting.scorecard import SPEC, ScorecardError, read_spec
 
 ARXIV = "https://arxiv.org/abs/{id}"
 
@@ -37,10 +36,7 @@ def about(paper: str, root: Path = ROOT) -> About:
     path = root / "papers" / paper / SPEC
     if not path.is_file():
         return About(paper, paper)
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("paper", {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+    table = read_spec(path).get("paper", {})
     fields = set(About.__dataclass_fields__) - {"paper"}
     wrong = sorted(k for k, v in table.items() if k not in fields or not isinstance(v, str))
     if wrong:

@@ -1,15 +1,10 @@
 """Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
 
-Pages: ``index.html`` (each paper's title, venue and links from the ``[paper]`` table of its ``scorecard.toml``
-(``common.site.about``), its headline claims' verdicts, the oracle record's and audit's counts, the other pages),
-``<paper>.html`` (the paper's claims scorecard, every CSV and PNG under ``results/<paper>/``, folder by folder, the
-authors' code beside this workspace's (``results/oracle/<paper>.json``), then the paper's audit as a filterable
-table), ``cross_paper.html``,
-``correlations.html`` (every results CSV with a Pearson, Spearman or Kendall column, with the figures of its folder)
-and ``cards.html`` (the report cards ``python -m common card`` wrote). One base template holds the layout; each page
-template fills its block. Jinja's autoescape is on: a CSV cell is text, never markup. Tables are for reading: numbers
-rounded (``common.site.text``; the file's value as a tooltip), quotes cleaned of the PDF extraction's duplicates, the
-verdict and the numbers first, provenance folded into a ``<details>``.
+Pages: ``index.html`` (per paper: its ``[paper]`` table, its claims' verdicts, the oracle's and audit's counts),
+``<paper>.html`` (its claims scorecard, ``results/<paper>/`` folder by folder, the oracle record, the filterable
+audit), ``cross_paper.html``, ``correlations.html`` and ``cards.html``; each page template fills the base template's
+block. Jinja's autoescape is on: a CSV cell is text, never markup. Tables are for reading: numbers rounded and quotes
+cleaned (``common.site.text``), the verdict and the numbers first, provenance folded into a ``<details>``.
 
 What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
 appears without an edit here. Results files are read through ``common.reporting.report.read_table``/``read_summary``: a
@@ -245,9 +240,6 @@ def paper_sections(w: _Writer, paper: str) -> list[Section]:
     return sections
 
 
-_float = to_float
-
-
 def _shown_number(text: str, digits: int | None = None) -> str | Cell:
     """A number cell rounded (``common.site.text.rounded``), the file's value as its tooltip when rounding changed
     it; other text as it is."""
@@ -260,9 +252,8 @@ def _audit_row(d: Mapping[str, str]) -> AuditRow:
     "<verdict>; <caveat>")."""
     verdict, _, caveat = d["verdict"].partition("; ")
     texts = ("paper", "table", "row", "column", "published_text", "unit", "tolerance_rule", "profile", "source", "note")
-    return AuditRow(**{k: d[k] for k in texts}, published=_float(d["published"]), recomputed=_float(d["recomputed"]),
-                    difference=_float(d["difference"]), tolerance=_float(d["tolerance"]), verdict=verdict,
-                    caveat=caveat)
+    numbers = {k: to_float(d[k]) for k in ("published", "recomputed", "difference", "tolerance")}
+    return AuditRow(**{k: d[k] for k in texts}, **numbers, verdict=verdict, caveat=caveat)
 
 
 AUDIT_HEADER = ("verdict", "published", "recomputed here", "difference", "table", "row", "column", "the paper's words",
@@ -310,11 +301,8 @@ def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper:
         cells: list[str | Cell] = [claim, scorecard.published_words(c, results), c.direction_text]
         for f in findings:
             e = c.evidence.get(f.kind)
-            threshold, margin = c.test(f.kind)
-            tested = scorecard.direction_words(c.direction, threshold, margin, c.unit)
             cells.append(Cell(f.verdict, tone(f.verdict), note=f.number, more=(
-                ("measured", e.what if e else ""), ("detail", f.detail),
-                ("tested here", tested if e and tested != c.direction_text else ""))))
+                ("measured", e.what if e else ""), ("detail", f.detail), ("tested here", c.tested_here(f.kind)))))
         rows.append(Row(tuple(cells), {}))
     if not rows:
         return None

@@ -43,14 +43,10 @@ def _once(run: str) -> str:
 
 def clean_quote(text: str) -> str:
     """``text`` with the extraction's triplicated formulas and numbers printed once (``63%``, ``23,937``)."""
-    text = _PERCENT.sub(lambda m: f"{m['pre']}{m['v']}%", text)
-    text = _PLUS_MINUS.sub(lambda m: f"{m['a']}±{m['b']}", text)
-    text = _EQUATION.sub(lambda m: m["v"], text)
-    text = _LETTER.sub(lambda m: m["v"], text)
-    text = _FRACTION.sub(lambda m: f"{m['n']}/{m['d']}", text)
-    text = _SUBSCRIPT.sub(lambda m: f"{m['s']}{m['i']}", text)
-    text = _SYMBOL.sub(lambda m: m["r"], text)
-    text = _SET.sub(lambda m: "{" + m["t"] + "}", text)
+    for pattern, shown in ((_PERCENT, r"\g<pre>\g<v>%"), (_PLUS_MINUS, r"\g<a>±\g<b>"), (_EQUATION, r"\g<v>"),
+                           (_LETTER, r"\g<v>"), (_FRACTION, r"\g<n>/\g<d>"), (_SUBSCRIPT, r"\g<s>\g<i>"),
+                           (_SYMBOL, r"\g<r>"), (_SET, r"{\g<t>}")):
+        text = pattern.sub(shown, text)
     return _NUMBER_RUN.sub(lambda m: _once(m.group()), text)
 
 
