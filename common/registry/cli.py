@@ -86,9 +86,8 @@ def run_sources(args: argparse.Namespace) -> int:
     registry = default_registry()
     chosen = sources_in_group(args.group, registry) if args.group else list(registry.values())
     lock = ChecksumLock(args.data_root or paths.data_root())
-    rows = [describe(s, args.data_root) for s in chosen]
-    for row, source in zip(rows, chosen):
-        row["sha256_recorded"] = None if source.sha256 or source.repo_id else lock.get(source)
+    rows = [{**describe(s, args.data_root), "sha256_recorded": None if s.sha256 or s.repo_id else lock.get(s)}
+            for s in chosen]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
