@@ -108,9 +108,7 @@ def run_sources(args: argparse.Namespace) -> int:
 def _human_size(size: int | None) -> str:
     if size is None:
         return "?"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(size)  # pragma: no cover
+    value, units = float(size), ["B", "KiB", "MiB", "GiB", "TiB"]
+    while value >= 1024 and len(units) > 1:
+        value, units = value / 1024, units[1:]
+    return f"{value:.0f} B" if units[0] == "B" else f"{value:.1f} {units[0]}"
