@@ -11,9 +11,8 @@ anywhere. Three full-profile stages do list some of these files (SugarCrepe's re
 TSV): ``make repro`` verifies every file against the registry's sha256 before DVC runs, so what DVC sees there is
 always the pinned bytes.
 
-Commands: ``python -m common data fetch|status|add|track|pull|check`` (the Makefile's ``fetch``, ``status`` and
-``repro`` call them), each the CLI of one function below: ``fetch_tracked``, ``status_line``, ``add_sources``,
-``track_full``, ``pull``, ``check_inputs``.
+Commands: ``python -m common data fetch|status|add|track|pull|check``, which the Makefile's ``fetch``, ``status`` and
+``repro`` call.
 """
 from __future__ import annotations
 
@@ -138,7 +137,7 @@ def _tracked_root() -> Path:
 
 
 def problems(tracked: Sequence[TrackedInput], workspace: Path | None = None) -> dict[str, list[str]]:
-    """Tracked files that are missing, or whose size or md5 differs from data.dvc: {"missing": [...], "changed": [...]}."""
+    """Tracked files missing, or whose size or md5 differs from data.dvc: {"missing": [...], "changed": [...]}."""
     workspace = paths.ROOT if workspace is None else workspace
     found: dict[str, list[str]] = {"missing": [], "changed": []}
     for item in tracked:
@@ -179,9 +178,9 @@ def _commit_to_cache() -> None:
     if any(mark in done.stderr + done.stdout for mark in NO_ROOM):
         cache = _cache_dir()
         raise DataDvcError(
-            f"DVC's cache {cache}: no room left on its disk ({free_bytes(cache) / 1e6:,.1f} MB free): data/ is fetched "
-            f"and verified, but not added to the cache (what `dvc push` sends). Free some space there, or move the cache "
-            f"(`dvc cache dir PATH`), then rerun `python -m common data fetch`")
+            f"DVC's cache {cache}: no room left on its disk ({free_bytes(cache) / 1e6:,.1f} MB free): data/ is "
+            f"fetched and verified, but not added to the cache (what `dvc push` sends). Free some space there, or move "
+            f"the cache (`dvc cache dir PATH`), then rerun `python -m common data fetch`")
     print(f"note: data/ verified but not added to DVC's cache ({_last_error(done)})", file=sys.stderr)
 
 
@@ -256,9 +255,8 @@ def track_full(targets: Sequence[str]) -> list[str]:
     registry = default_registry()
     root = _tracked_root()
     in_data_dvc = {t.path for t in read_data_dvc()}
-    chosen = []
-    for target in targets:
-        chosen.extend(sources_in_group(target, registry) if target in groups(registry) else [get_source(target)])
+    chosen = [source for target in targets for source in
+              (sources_in_group(target, registry) if target in groups(registry) else [get_source(target)])]
     outs: dict[str, dict] = {}
     if FULL_DVC.exists():
         doc = yaml.safe_load(FULL_DVC.read_text(encoding="utf-8")) or {}
@@ -366,9 +364,8 @@ def pipeline_inputs(papers: Sequence[str], root: Path = paths.ROOT) -> list[str]
                 for stage in repo.stage.collect(f"papers/{paper}", with_deps=True):
                     for dep in stage.deps:
                         path = Path(os.path.abspath(dep.fs_path))
-                        rel = path.relative_to(top) if path.is_relative_to(top) else None
-                        if rel is not None and rel.parts[:1] == ("data",) and len(rel.parts) > 1:
-                            found.setdefault(rel.as_posix())
+                        if path.is_relative_to(top / "data") and path != top / "data":
+                            found.setdefault(path.relative_to(top).as_posix())
     except DvcException as exc:  # a damaged data.dvc, dvc.yaml or dvc.lock: DVC's words, on one line
         said = " ".join(f"{exc}: {exc.__cause__}".split()) if exc.__cause__ else " ".join(str(exc).split())
         raise DataDvcError(f"DVC cannot read the pipeline of {', '.join(f'papers/{p}' for p in papers)} in {top}: "
@@ -461,7 +458,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def register_cli(data_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``python -m common data {fetch,status,add,track,pull}``."""
+    """``python -m common data {fetch,status,add,track,pull,check}``."""
     fetch = data_sub.add_parser("fetch", help="fetch and verify every input data.dvc tracks (make fetch)")
     fetch.add_argument("--force", action="store_true", help="fetch again even where a verified copy is present")
     fetch.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -86,9 +86,8 @@ def run_sources(args: argparse.Namespace) -> int:
     registry = default_registry()
     chosen = sources_in_group(args.group, registry) if args.group else list(registry.values())
     lock = ChecksumLock(args.data_root or paths.data_root())
-    rows = [describe(s, args.data_root) for s in chosen]
-    for row, source in zip(rows, chosen):
-        row["sha256_recorded"] = None if source.sha256 or source.repo_id else lock.get(source)
+    rows = [{**describe(s, args.data_root), "sha256_recorded": None if s.sha256 or s.repo_id else lock.get(s)}
+            for s in chosen]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -109,9 +108,7 @@ def run_sources(args: argparse.Namespace) -> int:
 def _human_size(size: int | None) -> str:
     if size is None:
         return "?"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(size)  # pragma: no cover
+    value, units = float(size), ["B", "KiB", "MiB", "GiB", "TiB"]
+    while value >= 1024 and len(units) > 1:
+        value, units = value / 1024, units[1:]
+    return f"{value:.0f} B" if units[0] == "B" else f"{value:.1f} {units[0]}"
