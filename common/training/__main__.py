@@ -34,15 +34,10 @@ from common.training.distributed import init_from_env, shutdown
 from common.training.loss_spec import SHARED_LOSSES, loss_by_path, shared_loss
 from common.training.model_init import FromScratch
 from common.training.trainer import PARTS, TrainConfig, train
-from common.zoo import register_local_configs
 
 
 def smoke(args: argparse.Namespace) -> int:
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
-    cfg = open_clip.get_model_config(args.arch)
+    cfg = cost.arch_config(args.arch)
     if cfg is None:
         print(f"unknown architecture {args.arch!r}", file=sys.stderr)
         return 2

@@ -39,14 +39,14 @@ import torch
 from torch import nn
 
 from common.files.io import write_json_atomic
-from common.training.cost import coco_sized_jpegs
+from common.training.cost import arch_config, coco_sized_jpegs, per_step
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.loader import LoaderConfig, step_batches
 from common.training.loss_spec import loss_by_path
 from common.training.model_init import FromScratch
 from common.training.trainer import TrainConfig, train
-from common.zoo import register_local_configs
+from common.zoo.trained import tokenizer_for
 
 WORDS = ("a dog on the grass", "two people riding bikes", "a red bus next to a building", "a plate of food",
          "a cat sleeping on a couch", "a man holding a surfboard", "a train at the station", "a kite in the sky")
@@ -90,13 +90,6 @@ class Decoded:
         return {**self.about, "name": "decoded in advance (timing only)"}
 
 
-def per_step(stamps: list[float], warmup: int) -> float:
-    """Mean interval between the calls after the first ``warmup``."""
-    if len(stamps) < warmup + 2:
-        raise ValueError(f"need at least {warmup + 2} timestamps, have {len(stamps)}")
-    return (stamps[-1] - stamps[warmup]) / (len(stamps) - 1 - warmup)
-
-
 @dataclass(frozen=True)
 class TrainBench:
     """One benchmark's settings (the command line's)."""
@@ -116,11 +109,7 @@ class TrainBench:
 
 
 def run_bench(bench: TrainBench, work: Path) -> dict:
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
-    cfg = open_clip.get_model_config(bench.arch)
+    cfg = arch_config(bench.arch)
     if cfg is None:
         raise SystemExit(f"bench train: unknown architecture {bench.arch!r}")
     spec = loss_by_path(bench.loss)
@@ -135,7 +124,7 @@ def run_bench(bench: TrainBench, work: Path) -> dict:
     captions = [str(rng.choice(WORDS)) for _ in paths]
     extras = [[str(rng.choice(WORDS)) for _ in paths] for _ in range(texts - 1)]
     files = FileCaptionBatches(FileImages(tuple(paths), size, crop_scale=(0.9, 1.0)), np.arange(len(paths)),
-                               captions, extras, open_clip.get_tokenizer(bench.arch), name="bench")
+                               captions, extras, tokenizer_for(bench.arch), name="bench")
     n_steps = bench.warmup + bench.steps + 1
     loader = LoaderConfig(workers=bench.workers, prefetch=bench.prefetch)
     cuda = bench.device.startswith("cuda")

@@ -124,17 +124,28 @@ class CostJob:
             raise argparse.ArgumentTypeError(f"--job {text!r}: {exc}") from None
 
 
-def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> dict:
-    """Steady-state seconds per step and peak memory of ``job`` through ``common.training.train``."""
+def arch_config(arch: str) -> dict | None:
+    """open_clip's config of ``arch`` (the zoo's local configs registered first); None when it has none."""
     # deferred: loads open_clip only when called
     import open_clip
 
     register_local_configs()
-    cfg = open_clip.get_model_config(job.arch)
+    return open_clip.get_model_config(arch)
+
+
+def per_step(stamps: list[float], warmup: int) -> float:
+    """Mean interval between the calls after the first ``warmup``."""
+    if len(stamps) < warmup + 2:
+        raise ValueError(f"need at least {warmup + 2} timestamps, have {len(stamps)}")
+    return (stamps[-1] - stamps[warmup]) / (len(stamps) - 1 - warmup)
+
+
+def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> dict:
+    """Steady-state seconds per step and peak memory of ``job`` through ``common.training.train``."""
+    cfg = arch_config(job.arch)
     if cfg is None:
         raise ValueError(f"job {job.name}: unknown architecture {job.arch!r}")
     spec = loss_by_path(job.loss)
-    factory = spec.factory(cfg["embed_dim"])
     batches = FixedBatches(job.batch_size, cfg["vision_cfg"]["image_size"], getattr(spec.cls, "image_segments", 1),
                            getattr(spec.cls, "text_segments", 1), cfg["text_cfg"].get("context_length", 77))
     world = DistributedContext.local(device)
@@ -144,14 +155,14 @@ def time_job(job: CostJob, device: str, warmup: int, steps: int, work: Path) -> 
         torch.cuda.reset_peak_memory_stats()
     config = TrainConfig(steps=warmup + steps + 1, batch_size=job.batch_size, lr=1e-6, warmup_steps=1, seed=0,
                          precision=job.precision, accum=job.accum)
-    out = work / f"{job.name}.safetensors"
-    train(config, FromScratch(job.arch), batches, factory, out, world=world, resume=False)
+    train(config, FromScratch(job.arch), batches, spec.factory(cfg["embed_dim"]), work / f"{job.name}.safetensors",
+          world=world, resume=False)
     peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
     for f in work.glob(f"{job.name}.*"):
         f.unlink()
-    per_step = (batches.asked[-1] - batches.asked[warmup]) / steps
+    seconds = per_step(batches.asked, warmup)
     return {**asdict(job), "device": device, "warmup_steps": warmup, "timed_steps": steps,
-            "seconds_per_step": round(per_step, 4), "samples_per_second": round(job.batch_size / per_step, 1),
+            "seconds_per_step": round(seconds, 4), "samples_per_second": round(job.batch_size / seconds, 1),
             "peak_memory_gib": None if peak is None else round(peak, 2)}
 
 

@@ -181,29 +181,30 @@ class WorklessModel:
 
 
 def overheads_alone(model: OpenClipModel, items: list[ImageToTextItem], config: EngineConfig, cache_root: Path,
-                    repeats: int = 3) -> dict[str, float]:
-    """Each phase's seconds for the engine on ``WorklessModel(model)``, cold cache, the fastest of ``repeats`` runs
-    (each in a fresh cache folder): the overheads measured as their own times."""
+                    repeats: int = 3) -> tuple[float, dict[str, float]]:
+    """The seconds and each phase's seconds for the engine on ``WorklessModel(model)``, cold cache, the fastest of
+    ``repeats`` runs (each in a fresh cache folder): the overheads measured as their own times."""
     width = int(model.encode_tokens(model.tokenize(["a"])).shape[1])
     runs = []
     for repeat in range(repeats):
         engine = Engine(WorklessModel(model, width), config, cache_root=cache_root / f"workless-{repeat}")
-        start = time.perf_counter()
-        image_to_text(engine, items)
-        total = time.perf_counter() - start
-        runs.append({**engine.phase_seconds, "score": total - sum(engine.phase_seconds.values()), "total": total})
-    return min(runs, key=lambda run: run["total"])
+        runs.append(_timed(engine, items)[1:])
+    return min(runs, key=lambda run: run[0])
 
 
-OVERHEAD_PHASES = ("hash and look up", "start workers", "tokenise", "score")
-"""The engine's phases that do none of the bound's work: all of their time is overhead."""
+def _timed(engine: Engine, items: list[ImageToTextItem]):
+    """``image_to_text(engine, items)``, its seconds, and the engine's phases' (the rest counted as "score")."""
+    start = time.perf_counter()
+    result = image_to_text(engine, items)
+    seconds = time.perf_counter() - start
+    return result, seconds, {**engine.phase_seconds, "score": seconds - sum(engine.phase_seconds.values())}
 
 
 def _overheads(phases: dict[str, float], text_bound: float, image_bound: float | None) -> str:
     """The engine's time beyond the bound's work, phase by phase: the phases that do none of it whole, the text
     (and, on the CPU, the image) encoding beyond the bound's own (hashing rows, batching, cache writes). On a GPU the
     images' phase overlaps decoding with encoding, so its excess over the bound is not split out."""
-    parts = {name: phases.get(name, 0.0) for name in OVERHEAD_PHASES}
+    parts = {name: phases.get(name, 0.0) for name in ("hash and look up", "start workers", "tokenise", "score")}
     parts["texts beyond the bound"] = phases.get("encode texts", 0.0) - text_bound
     if image_bound is not None:
         parts["images beyond the bound"] = phases.get("decode and encode images", 0.0) - image_bound
@@ -251,26 +252,18 @@ def run(args: argparse.Namespace) -> int:
                   f"{text_bound:.2f}s (batch {text_batch}) = {bound:.2f}s")
 
         config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False)
-        engine = Engine(model, config, cache_root=tmp_path / "cache")
-        start = time.perf_counter()
-        result = image_to_text(engine, data.items)
-        engine_seconds = time.perf_counter() - start
-        phases = {**engine.phase_seconds, "score": engine_seconds - sum(engine.phase_seconds.values())}
+        result, engine_seconds, phases = _timed(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
         print(f"engine (cold cache): {engine_seconds:.2f}s ({_seconds(phases)})")
         print(f"overheads: {_overheads(phases, text_bound, image_bound)}")
-        start = time.perf_counter()
-        image_to_text(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
-        print(f"engine (warm cache, new process state): {time.perf_counter() - start:.2f}s")
-        alone = overheads_alone(model, data.items, config, tmp_path)
-        total = alone.pop("total")
+        warm = _timed(Engine(model, config, cache_root=tmp_path / "cache"), data.items)[1]
+        print(f"engine (warm cache, new process state): {warm:.2f}s")
+        total, alone = overheads_alone(model, data.items, config, tmp_path)
         print(f"engine with the model's work removed (overheads alone, best of 3): {total:.2f}s ({_seconds(alone)})")
         ours = [int(o.correct) for o in result.outcomes]
         if cuda:
             bf16_config = replace(config, precision="bf16")
             image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "warmup"), data.items[:8])  # bf16 kernels
-            start = time.perf_counter()
-            half = image_to_text(Engine(model, bf16_config, cache_root=tmp_path / "cache"), data.items)
-            bf16_seconds = time.perf_counter() - start
+            half, bf16_seconds, _ = _timed(Engine(model, bf16_config, cache_root=tmp_path / "cache"), data.items)
             flips = sum(int(o.correct) != d for o, d in zip(half.outcomes, ours))
             print(f"engine bf16 (cold cache): {bf16_seconds:.2f}s; decisions equal to fp32 on {n - flips}/{n} "
                   f"({100 * (n - flips) / n:.2f}%), accuracy bf16={np.mean([o.correct for o in half.outcomes]):.4f}")

@@ -33,10 +33,6 @@ def _world(args: argparse.Namespace) -> int:
     return sets_mini.main(["--out", args.out])
 
 
-def _prepare(args: argparse.Namespace) -> int:
-    return sets_full.main(["--out", args.out])
-
-
 EVAL_EPILOG = """\
 manifest format (JSON; written by `world sugarcrepe` and `prepare sugarcrepe`):
   {
@@ -103,7 +99,7 @@ def register(groups) -> None:
 
     prepare = groups.prepare.add_parser("sugarcrepe", help="released JSON + COCO val2017, fetched and checked")
     prepare.add_argument("--out", default=str(build_root() / "full" / "sugarcrepe"))
-    prepare.set_defaults(func=_prepare)
+    prepare.set_defaults(func=lambda args: sets_full.main(["--out", args.out]))
 
     ev = groups.root.add_parser("eval", help="score one model on a prepared SugarCrepe-format set",
                                 description="Score one zoo model on a prepared SugarCrepe-format set (a manifest and its\n"

@@ -31,28 +31,24 @@ from common.paths import ROOT, build_root
 from common.pipeline import reproducible
 from common.pipeline.params import load_params
 from common.training.family import family_config, train_clip
-from common.zoo import (
-    ModelSpec, OpenClipModel, create_model, load_state_dict, quiet_random_init_warning, register_local_configs)
+from common.zoo import ModelSpec, OpenClipModel, create_model
+from common.zoo.trained import build_from_checkpoint, tokenizer_for
 from papers.sugarcrepe.reproduction import SEEDS_CSV
 
 DEFAULT_SEEDS = (1, 2, 3, 4)
 
 
 def _score(model, items, config) -> dict[str, float]:
+    """Accuracy (percent) per category, and their mean as "average"."""
     result = image_to_text(Engine(model, config), items)
-    return {g: 100.0 * s.accuracy for g, s in result.by_group().items()}
+    scores = {g: 100.0 * s.accuracy for g, s in result.by_group().items()}
+    return {**scores, "average": statistics.fmean(scores[c] for c in CATEGORIES)}
 
 
 def _load(arch: str, path: Path, name: str):
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
-    with quiet_random_init_warning():
-        net, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None, load_weights=False)
-    load_state_dict(net, path, name)
+    net, transform = build_from_checkpoint(arch, path)
     spec = ModelSpec(name=name, arch=arch, family="mini", label=name, checkpoint=f"build:{path.name}")
-    return OpenClipModel(spec, net, transform, open_clip.get_tokenizer(arch), "cpu")
+    return OpenClipModel(spec, net, transform, tokenizer_for(arch), "cpu")
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
@@ -71,8 +67,7 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
                            provenance=reproducible.describe())
                 per_seed[seed] = _score(_load(arch, out, f"mini/{name}@seed{seed}"), items, config)
             for group in [*CATEGORIES, "average"]:
-                values = [(per_seed[s][group] if group != "average" else statistics.fmean(
-                    per_seed[s][c] for c in CATEGORIES)) for s in sorted(per_seed)]
+                values = [per_seed[s][group] for s in sorted(per_seed)]
                 rows.append({"model": f"mini/{name}", "group": group,
                              **{f"seed_{s}": f"{v:.2f}" for s, v in zip(sorted(per_seed), values)},
                              "mean": f"{statistics.fmean(values):.2f}", "sd": f"{statistics.stdev(values):.2f}",
