@@ -93,11 +93,11 @@ def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
     return text[:block.start()] + "\n", references
 
 
-def _read(doc: Path, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
-    """The document without its references block, the block's references by ID, and per marker: the match, its
-    line, its reference and the number the results hold."""
+def _read(doc: Path, original: str, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
+    """``doc``'s text ``original`` without its references block, the block's references by ID, and per marker: the
+    match, its line, its reference and the number the results hold."""
     name = str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
-    text, references = _split(doc.read_text(encoding="utf-8"), name)
+    text, references = _split(original, name)
     found = []
     for m in _markers(text):
         line = text.count("\n", 0, m.start()) + 1
@@ -112,7 +112,7 @@ def _read(doc: Path, results: Path) -> tuple[str, dict[int, str], list[tuple[re.
 def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Marked]:
     """Every marked number of the documentation, with the results' value beside the text's."""
     return [Marked(doc, line, ref, m["text"], value) for doc in (documents() if paths is None else paths)
-            for m, line, ref, value in _read(doc, results)[2]]
+            for m, line, ref, value in _read(doc, doc.read_text(encoding="utf-8"), results)[2]]
 
 
 def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Path]:
@@ -120,7 +120,8 @@ def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[
     there, one ID per reference, the IDs already given kept); returns the files that changed."""
     changed = []
     for doc in (documents() if paths is None else paths):
-        text, references, found = _read(doc, results)
+        original = doc.read_text(encoding="utf-8")
+        text, references, found = _read(doc, original, results)
         ids = {ref: number for number, ref in reversed(references.items())}
         used: dict[int, str] = {}
         parts, last = [], 0
@@ -134,7 +135,7 @@ def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[
         if used:
             new = new.rstrip("\n") + "\n\n" + "\n".join(
                 [REFERENCES_HEAD, *(f"n{number} = {used[number]}" for number in sorted(used)), "-->"]) + "\n"
-        if new != doc.read_text(encoding="utf-8"):
+        if new != original:
             write_text_atomic(doc, new)
             changed.append(doc)
     return changed

@@ -501,8 +501,8 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
         for i, f in enumerate(findings):
             e = c.evidence.get(f.kind)
             verdict = f"**{f.verdict}**" if f.verdict == REPRODUCED else f.verdict
-            if c.tested_here(f.kind):
-                verdict += f" (tested here: {c.tested_here(f.kind)})"
+            if tested := c.tested_here(f.kind):
+                verdict += f" (tested here: {tested})"
             out.append("| " + " | ".join(_cell(x) for x in (
                 head if i == 0 else "", EVIDENCE_TITLES[f.kind], e.what if e else "",
                 f.number, verdict + (f" ({f.detail})" if f.detail else ""))) + " |")
