@@ -1,12 +1,13 @@
 """The encoding engine: every unique image and every unique text of a task encoded once per model, fast, cached.
 
 Each distinct image and text is encoded once across all items and categories (SugarCrepe's 7,511 examples share
-1,560 images), in batches, through the on-disk embedding cache (``common.evaluation.cache``). Images are keyed by the sha256
-of the file's bytes (plus the identity of a tensor transform, ``common.files.tasks.ImageRef``, and, for files neither RGB
-nor grey, of their decoding, ``common.files.image_transforms.to_rgb``); texts by the sha256 of
-their token ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they
-do in a per-example loop. Scoring (decision rules, recall, accuracy) is the business of ``common.evaluation.scoring``, one
-module per task shape, all on top of ``Engine.embed``.
+1,560 images), in batches, through the on-disk embedding cache (``common.evaluation.cache``). Images are keyed by the
+sha256 of the file's bytes (plus the identity of a tensor transform, ``common.files.tasks.ImageRef``, and, for files
+neither RGB nor grey, of their decoding, ``common.files.image_transforms.to_rgb``); texts by the sha256 of their token
+ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they do in a
+per-example loop. An embedding is the same bits whatever else shares its batch (``MIN_BATCH_ROWS``; a text batch
+holds one token length), so what the cache serves is what a cold run computes. Scoring (decision rules, recall,
+accuracy) is the business of ``common.evaluation.scoring``, one module per task shape, all on top of ``Engine.embed``.
 """
 from __future__ import annotations
 
@@ -88,6 +89,33 @@ class _ImageFiles(torch.utils.data.Dataset):
 
 
 TOKENIZE_CHUNK = 512
+
+MIN_BATCH_ROWS = 8
+"""The fewest rows a batch is encoded with (a shorter one is padded with copies of its last row): with fewer than
+four, the CPU's matrix products take another path and a row's last bits change (measured on the mini CLIPs on the
+pinned CPU profile, images and texts alike: batches of 1-3 rows differ, any batch of 4 to 256 rows gives the same bits
+in any order). Without the floor an embedding depended on what else its batch held, and through the cache on which
+stage had encoded it first: a from-scratch ``make repro`` then wrote other last digits into ARO's mini predictions
+than the relocked workspace had."""
+
+ENCODING = "e2"
+"""In the cache key: an embedding cached by an engine that encoded rows differently is never served as this one's
+("e2", 2026-12: the batch-invariant encoding above; older embeddings carried their batch's shape in their last bits)."""
+
+
+def _padded(batch: torch.Tensor) -> torch.Tensor:
+    """``batch`` with copies of its last row up to ``MIN_BATCH_ROWS`` (the caller keeps the first ``len(batch)``)."""
+    short = MIN_BATCH_ROWS - len(batch)
+    return batch if short <= 0 else torch.cat([batch, batch[-1:].expand(short, *batch.shape[1:])])
+
+
+def _length_batches(sorted_lengths: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """(start, stop) of batches of at most ``size`` rows, each of one length (``sorted_lengths`` ascending): a model
+    that drops trailing padding runs a batch at its longest text's length, and a text's last bits depend on that
+    length (measured: the mini CLIP's embeddings of 64 ten-token captions all change between lengths 11 and 12)."""
+    cuts = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), len(sorted_lengths)]
+    return [(start, min(start + size, stop))
+            for begin, stop in zip(cuts, cuts[1:]) for start in range(begin, stop, size)]
 
 
 class _Work(torch.utils.data.Dataset):
@@ -246,7 +274,8 @@ class Engine:
             raise ValueError("precision bf16 is for CUDA; on the CPU the engine encodes in fp32")
         if self.config.precision == "fp16":
             self.model = _half_precision(model)
-        key = model.fingerprint if self.config.precision == "fp32" else f"{model.fingerprint}-{self.config.precision}"
+        precision = "" if self.config.precision == "fp32" else f"-{self.config.precision}"
+        key = f"{model.fingerprint}-{ENCODING}{precision}"
         self.image_cache = EmbeddingCache(key, "images", cache_root)
         self.text_cache = EmbeddingCache(key, "texts", cache_root)
         self._file_keys: dict[Path, str] = {}
@@ -337,8 +366,8 @@ class Engine:
                 batches = (batch.to(self.device, non_blocking=True) for batch in batches)
             for pixels in _regroup(batches, cfg.image_batch_size):
                 with self._autocast():
-                    pending.append(_finite(self.model.encode_images(pixels).float().numpy(), self.model.name,
-                                           "image"))
+                    pending.append(_finite(self.model.encode_images(_padded(pixels))[: len(pixels)].float().numpy(),
+                                           self.model.name, "image"))
                 pending_keys.extend(todo_keys[done: done + len(pixels)])
                 done += len(pixels)
                 if len(pending_keys) >= cfg.shard_size:
@@ -359,10 +388,11 @@ class Engine:
     def _embed_tokens(self, texts: Sequence[str], unique: list[str], tokens: torch.Tensor) -> np.ndarray:
         """``text_embeddings`` once the distinct texts ``unique`` are tokenised (``tokens``, one row each).
 
-        Each token row is hashed once; the rows the cache lacks are encoded shortest first (similar lengths share a
-        batch, so little padding is encoded: models that drop trailing padding then run on short sequences), each
-        batch gathered out of the token matrix in one operation (no tensor per row, no ``torch.stack``). On CUDA the
-        matrix goes to the GPU once, from pinned memory and without waiting, so a batch costs no host copy."""
+        Each token row is hashed once; the rows the cache lacks are encoded shortest first, a batch per length
+        (``_length_batches``: no text is padded past its own length, so models that drop trailing padding run on short
+        sequences), each batch gathered out of the token matrix in one operation (no tensor per row, no
+        ``torch.stack``). On CUDA the matrix goes to the GPU once, from pinned memory and without waiting, so a batch
+        costs no host copy."""
         token_rows = np.ascontiguousarray(tokens.numpy())
         keys = [hashlib.sha256(row.tobytes()).hexdigest() for row in token_rows]
         missing = set(self.text_cache.missing(keys))
@@ -373,7 +403,9 @@ class Engine:
         if first_row:
             cfg = self.config
             rows = np.fromiter(first_row.values(), dtype=np.int64, count=len(first_row))
-            order = rows[np.argsort((token_rows[rows] != 0).sum(axis=1), kind="stable")]
+            lengths = (token_rows[rows] != 0).sum(axis=1)
+            by_length = np.argsort(lengths, kind="stable")
+            order = rows[by_length]
             todo_keys = [keys[row] for row in order]
             on_gpu = index = None
             if self.device.startswith("cuda"):
@@ -390,10 +422,10 @@ class Engine:
             pending_keys: list[str] = []
             pending: list[np.ndarray] = []
             try:  # closed on an error too, so that an error line starts on a line of its own
-                for start in range(0, len(todo_keys), cfg.text_batch_size):
-                    chunk = todo_keys[start: start + cfg.text_batch_size]
+                for start, stop in _length_batches(lengths[by_length], cfg.text_batch_size):
+                    chunk = todo_keys[start: stop]
                     with self._autocast():
-                        pending.append(_finite(self.model.encode_tokens(batch_of(start, start + len(chunk)))
+                        pending.append(_finite(self.model.encode_tokens(_padded(batch_of(start, stop)))[: len(chunk)]
                                                .float().numpy(), self.model.name, "text"))
                     pending_keys.extend(chunk)
                     if len(pending_keys) >= cfg.shard_size:

@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.engine import ENCODING, MIN_BATCH_ROWS, Engine, EngineConfig
 from common.files.image_transforms import GridShuffle
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
@@ -81,12 +81,17 @@ class CountingModel:
         if self.fail_after is not None and self.image_batches >= self.fail_after:
             raise KeyboardInterrupt("simulated interruption")
         self.image_batches += 1
-        self.images_encoded += len(pixels)
+        self.images_encoded += _distinct_rows(pixels)
         return self.inner.encode_images(pixels)
 
     def encode_tokens(self, tokens):
-        self.texts_encoded += len(tokens)
+        self.texts_encoded += _distinct_rows(tokens)
         return self.inner.encode_tokens(tokens)
+
+
+def _distinct_rows(batch: torch.Tensor) -> int:
+    """The rows a batch encodes, less the copies that pad a short batch (``MIN_BATCH_ROWS``)."""
+    return len(torch.unique(batch.flatten(1), dim=0))
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +122,31 @@ def test_cache_is_reused_and_bit_identical(tiny_model, bench_data, tmp_path):
     second = image_to_text(Engine(model, EngineConfig(progress=False), cache_root=tmp_path), bench_data.items)
     assert model.images_encoded == 0 and model.texts_encoded == 0
     assert [o.scores for o in first.outcomes] == [o.scores for o in second.outcomes]
+
+
+def test_an_embedding_is_the_same_bits_in_any_batch_and_after_any_cache_history(tiny_model, bench_data, tmp_path):
+    """What the cache serves must be what a cold run computes: each text and image encoded alone, or in small batches
+    of mixed lengths, first (the cache's history) gives the bits the whole task's batches give. Before
+    ``MIN_BATCH_ROWS`` and one length per text batch, a from-scratch ``make repro`` wrote other last digits into ARO's
+    mini predictions than a workspace whose cache other stages had filled."""
+    texts, images = bench_data.texts, bench_data.images
+    lengths = {int((row != 0).sum()) for row in tiny_model.tokenize(texts)}
+    assert len(lengths) > 1 and len(texts) > MIN_BATCH_ROWS  # mixed lengths and more than one padded batch's worth
+    cold = Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "cold")
+    cold_texts, cold_images = cold.text_embeddings(texts), cold.image_embeddings(images)
+
+    warmed = Engine(tiny_model, EngineConfig(image_batch_size=3, text_batch_size=3, progress=False),
+                    cache_root=tmp_path / "warm")
+    for text in texts[:3]:
+        warmed.text_embeddings([text])
+    warmed.text_embeddings(texts[::-2])
+    warmed.image_embeddings(images[:1])
+    warmed.image_embeddings(images[::-3])
+    model = CountingModel(tiny_model)
+    warm = Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "warm")
+    warm_texts, warm_images = warm.text_embeddings(texts), warm.image_embeddings(images)
+    assert 0 < model.texts_encoded < len(texts) and 0 < model.images_encoded < len(images)  # both from the cache, in part
+    assert np.array_equal(warm_texts, cold_texts) and np.array_equal(warm_images, cold_images)
 
 
 def test_interrupted_run_resumes_from_cache(tiny_model, bench_data, tmp_path):
@@ -191,7 +221,8 @@ def test_transformed_images_are_encoded_from_the_transformed_tensor_and_keyed_ap
     plain, shuffled, again = engine.image_embeddings([path, ImageRef(path, shuffle), ImageRef(path, shuffle)])
     assert set(path.parent.iterdir()) == before
     key = engine.image_keys([ImageRef(path)], {})[0]
-    direct = tiny_model.encode_images(shuffle(tiny_model.load_image(path), key).unsqueeze(0))[0].numpy()
+    pixels = shuffle(tiny_model.load_image(path), key)
+    direct = tiny_model.encode_images(pixels.expand(MIN_BATCH_ROWS, *pixels.shape))[0].numpy()  # the engine's floor
     assert np.array_equal(shuffled, direct) and np.array_equal(shuffled, again)
     assert not np.allclose(plain, shuffled)
     keys = engine.image_keys([ImageRef(path), ImageRef(path, shuffle), ImageRef(path, GridShuffle(3, 3, seed=2))], {})
@@ -326,7 +357,7 @@ def test_fp16_casts_weights_as_clip_load_does_and_is_cached_apart(tiny_model, be
     assert tiny_model.model.visual.conv1.weight.dtype == torch.float32  # the fp32 model is not cast in place
     assert fp16.identity == fp32.identity  # the same weights: one fingerprint, results attributed alike
     assert fp16.image_cache.directory != fp32.image_cache.directory
-    assert fp16.image_cache.directory.parent.name == f"{tiny_model.fingerprint}-fp16"
+    assert fp16.image_cache.directory.parent.name == f"{tiny_model.fingerprint}-{ENCODING}-fp16"
     items = bench_data.items[:12]
     r32, r16 = image_to_text(fp32, items), image_to_text(fp16, items)
     s32 = np.array([o.scores for o in r32.outcomes])
