@@ -1,11 +1,27 @@
-"""Helpers shared by the training tests: the arithmetic of hand-computed losses, and a one-thread context."""
+"""Helpers shared by the training tests: the arithmetic of hand-computed losses, a one-thread context, and a run
+under the CPU reproducibility profile."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
+import pytest
 import torch
+
+from common.paths import ROOT
+from common.pipeline.machine import cpu_vendor
+from common.pipeline.reproducible import CPU_PINS, OPT_OUT
+
+PINNED_ON = ("2.14.1+cu130", "AuthenticAMD")
+"""torch build and CPU vendor the pinned weights of the original training loop were taken with, under the CPU
+profile's kernels (AVX2: docs/reproducibility.md, measured the same on AVX2 and AVX-512 AMD EPYCs); another torch
+rounds otherwise, and on Intel MKL does not honour its pin."""
 
 
 def dot(u, v) -> float:
@@ -74,3 +90,18 @@ def full_section(**changes) -> dict:
     or add keys."""
     return {"base": "unused", "image_size": 48, "seed": 0, "lr": 1e-3, "epochs": 1, "batch_size": 4,
             "warmup_steps": 1, "weight_decay": 0.1, "checkpoint_every": 0, **changes}
+
+
+def pinned_run(code: str, *args: Path) -> tuple[str, float]:
+    """The sha256 of the weights ``code`` writes to its last argument, and the final loss it prints (its last word),
+    run in a fresh interpreter under the CPU profile (``common.pipeline.reproducible.CPU_PINS``), as the pipeline's
+    training runs. The pins are read when torch starts, so this process's own kernels cannot be changed: on an
+    AVX-512 machine an in-process run rounds otherwise and could only be skipped. Skips off ``PINNED_ON``."""
+    here = (torch.__version__, cpu_vendor())
+    if here != PINNED_ON:
+        pytest.skip(f"weights pinned with torch {PINNED_ON[0]} on {PINNED_ON[1]} CPUs; this is {here}")
+    env = {**{k: v for k, v in os.environ.items() if k != OPT_OUT}, **CPU_PINS}
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return hashlib.sha256(Path(args[-1]).read_bytes()).hexdigest(), float(done.stdout.split()[-1])

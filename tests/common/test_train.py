@@ -5,7 +5,6 @@ The pipeline's "second run is a no-op" and "fresh clone gives the same table" bo
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -16,7 +15,7 @@ import torch
 from common.miniworld import build
 from common.training.family import train_clip
 from common.training.trainer import TrainConfig
-from training_support import one_thread
+from training_support import one_thread, pinned_run
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +65,22 @@ ORIGINAL_LOOP_SHA256 = "112060517ddee7e08925ad66841635045f73acc5ca5aa86a6c7cfc1a
 before it called ``common.training.train``) wrote for ``mini-vit-xs`` on 96 images with ``TrainConfig(steps=5,
 batch_size=32, lr=2e-3, warmup_steps=2, seed=0)`` on the ``train_set`` fixture (images.npy sha256 c3959251...), one
 thread; its final loss was 3.526983690261841."""
-PINNED_ON = ("2.14.1+cu130", "AVX2")
-"""torch version and CPU kernel family the pin was taken with; other kernels round differently."""
+PINNED_LOOP = """
+import sys, torch
+from pathlib import Path
+from common.training.family import train_clip
+from common.training.trainer import TrainConfig
+torch.set_num_threads(1)
+config = TrainConfig(steps=5, batch_size=32, lr=2e-3, warmup_steps=2, seed=0)
+print(repr(train_clip("mini-vit-xs", 96, config, Path(sys.argv[1]), Path(sys.argv[2]), progress=False)["final_loss"]))
+"""
+"""The run pinned above, as ``training_support.pinned_run`` runs it under the CPU profile."""
 
 
 def test_weights_are_the_trainers_and_those_of_the_loop_it_replaced(train_set, tmp_path):
     """``train_clip`` is ``common.training.train`` with FromScratch + MiniWorldBatches + ClipLoss (same
-    bytes as calling it directly), and those bytes are the pre-trainer loop's (pinned above): 96 images
-    in batches of 32, so step 4 starts a second epoch."""
+    bytes as calling it directly), and under the CPU profile those bytes are the pre-trainer loop's (pinned above):
+    96 images in batches of 32, so step 4 starts a second epoch."""
     import open_clip
 
     from common.training import ClipLoss, FromScratch, MiniWorldBatches, train
@@ -84,15 +91,10 @@ def test_weights_are_the_trainers_and_those_of_the_loop_it_replaced(train_set, t
         direct = train(config,
                        FromScratch("mini-vit-xs"), MiniWorldBatches.load(train_set, 96, open_clip.get_tokenizer(
                            "mini-vit-xs")), ClipLoss, tmp_path / "direct.safetensors")
-    weights = (tmp_path / "clip.safetensors").read_bytes()
-    assert weights == (tmp_path / "direct.safetensors").read_bytes()
+    assert (tmp_path / "clip.safetensors").read_bytes() == (tmp_path / "direct.safetensors").read_bytes()
     assert record["final_loss"] == direct.final_loss
-    digest = hashlib.sha256(weights).hexdigest()
-    here = (torch.__version__, torch.backends.cpu.get_cpu_capability())
-    if digest != ORIGINAL_LOOP_SHA256 and here != PINNED_ON:
-        pytest.skip(f"weights pinned with torch {PINNED_ON[0]} on {PINNED_ON[1]} kernels; this is {here}")
-    assert digest == ORIGINAL_LOOP_SHA256 and record["final_loss"] == 3.526983690261841, (
-        digest, record["final_loss"])
+    pinned = pinned_run(PINNED_LOOP, train_set, tmp_path / "pinned.safetensors")
+    assert pinned == (ORIGINAL_LOOP_SHA256, 3.526983690261841), pinned
 
 
 def test_training_lowers_the_contrastive_loss(train_set, tmp_path):

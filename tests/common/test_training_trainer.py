@@ -6,7 +6,6 @@ data made here, the repo's ``mini-vit-xs``, a few steps each, CPU.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from common.training.model_init import normalizer
 from common.zoo import register_local_configs
 from papers.bivlc.losses import DetectorLoss
 from papers.conclip.losses import ConClipLoss
-from training_support import Interrupted, KilledAt, one_thread
+from training_support import Interrupted, KilledAt, pinned_run
 
 ARCH = "mini-vit-xs"
 WORDS = "red blue green small large cube ball cone left right of on under the a".split()
@@ -57,22 +56,26 @@ ORIGINAL_LOOP_SHA256 = "1025ab2bbe464c2fb9e8ec7dbfc46b0a9b96739059a9dc427326abf8
 before it called this trainer) wrote for the run below: ``train_clip(TrainConfig(arch="mini-vit-xs", n_images=20,
 steps=5, batch_size=8, lr=2e-3, warmup_steps=2, seed=3), <train_dir fixture>, ...)``, one thread, final loss
 2.2709240436553957."""
-PINNED_ON = ("2.14.1+cu130", "AVX2")
-"""torch version and CPU kernel family the pin was taken with; other kernels round differently."""
+PINNED_LOOP = """
+import sys, open_clip, torch
+from pathlib import Path
+from common.training import ClipLoss, FromScratch, MiniWorldBatches, TrainConfig, train
+from common.zoo import register_local_configs
+torch.set_num_threads(1)
+register_local_configs()
+pairs = MiniWorldBatches.load(Path(sys.argv[1]), 20, open_clip.get_tokenizer("mini-vit-xs"))
+config = TrainConfig(steps=5, batch_size=8, lr=2e-3, warmup_steps=2, seed=3)
+print(repr(train(config, FromScratch("mini-vit-xs"), pairs, ClipLoss, Path(sys.argv[2])).final_loss))
+"""
+"""The run pinned above, as ``training_support.pinned_run`` runs it under the CPU profile."""
 
 
-def test_reproduces_the_original_training_loop_bit_for_bit(pairs, tmp_path):
-    """Same weights, byte for byte, as the loop ``common/training/family.py`` (then ``common/train.py``) ran before
-    the trainer existed: batch 8 of 20 images drops a tail of 4 and draws a new permutation every 2 steps, so 5 steps
-    cross two epoch boundaries (``MiniWorldBatches`` replays that stream)."""
-    with one_thread():
-        got = train(TrainConfig(steps=5, batch_size=8, lr=2e-3, warmup_steps=2, seed=3),
-                    FromScratch(ARCH), pairs, ClipLoss, tmp_path / "new.safetensors")
-    digest = hashlib.sha256((tmp_path / "new.safetensors").read_bytes()).hexdigest()
-    here = (torch.__version__, torch.backends.cpu.get_cpu_capability())
-    if digest != ORIGINAL_LOOP_SHA256 and here != PINNED_ON:
-        pytest.skip(f"weights pinned with torch {PINNED_ON[0]} on {PINNED_ON[1]} kernels; this is {here}")
-    assert digest == ORIGINAL_LOOP_SHA256 and got.final_loss == 2.2709240436553957, (digest, got.final_loss)
+def test_reproduces_the_original_training_loop_bit_for_bit(train_dir, tmp_path):
+    """Same weights, byte for byte, under the CPU profile, as the loop ``common/training/family.py`` (then
+    ``common/train.py``) ran before the trainer existed: batch 8 of 20 images drops a tail of 4 and draws a new
+    permutation every 2 steps, so 5 steps cross two epoch boundaries (``MiniWorldBatches`` replays that stream)."""
+    pinned = pinned_run(PINNED_LOOP, train_dir, tmp_path / "new.safetensors")
+    assert pinned == (ORIGINAL_LOOP_SHA256, 2.2709240436553957), pinned
 
 
 def _scores(model: torch.nn.Module) -> float:
