@@ -21,7 +21,7 @@ from common.pipeline.reproducible import CPU_PINS, OPT_OUT
 PINNED_ON = ("2.14.1+cu130", "AuthenticAMD")
 """torch build and CPU vendor the pinned weights of the original training loop were taken with, under the CPU
 profile's kernels (AVX2: docs/reproducibility.md, measured the same on AVX2 and AVX-512 AMD EPYCs); another torch
-rounds otherwise, and on Intel MKL does not honour its pin."""
+rounds otherwise, and an Intel CPU too (MKL does not honour its pin on AMD, so the two vendors' products differ)."""
 
 
 def dot(u, v) -> float:
