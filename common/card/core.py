@@ -81,9 +81,6 @@ class Measure:
         """The number in percent."""
         return statistic(self.correct, self._strata_index())
 
-    def blind_value(self) -> float | None:
-        return None if self.blind is None else statistic(self.blind, self._strata_index())
-
     def _strata_index(self) -> list[np.ndarray] | None:
         if self.strata is None:
             return None

@@ -163,8 +163,7 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
     for m in _PIN.finditer(text):
         line = lines(m.start())
         repo, commit = m.group("repo"), m.group("commit")
-        if repo in WRONG_REPOS:
-            found.add(file, line, f"{repo} is not the repository: {WRONG_REPOS[repo]} is")
+        if _is_wrong_repo(found, file, line, repo):
             continue
         if repo not in upstream():
             if not re.fullmatch(_SHA, commit):
@@ -190,6 +189,13 @@ def _scan_prose(found: Found, file: str, raw: str, suffix: str, quotes: Sequence
         found.references.append(ref)
         _check_shape(found, ref)
     _scan_unpinned(found, file, text, lines)
+
+
+def _is_wrong_repo(found: Found, file: str, line: int, repo: str) -> bool:
+    """A repository cited by mistake (``WRONG_REPOS``): reported with the right one, and True."""
+    if repo in WRONG_REPOS:
+        found.add(file, line, f"{repo} is not the repository: {WRONG_REPOS[repo]} is")
+    return repo in WRONG_REPOS
 
 
 def _fold_keep_lines(raw: str, suffix: str):
@@ -232,9 +238,7 @@ def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
     names = sorted(set(upstream()) | set(WRONG_REPOS), key=len, reverse=True)
     repo_names = re.compile(r"(?<![\w./-])(?P<repo>" + "|".join(re.escape(n) for n in names) + r")(?!@|[\w-])")
     for m in repo_names.finditer(text):
-        if m.group("repo") in WRONG_REPOS:
-            found.add(file, lines(m.start()), f"{m.group('repo')} is not the repository: "
-                                              f"{WRONG_REPOS[m.group('repo')]} is")
+        if _is_wrong_repo(found, file, lines(m.start()), m.group("repo")):
             continue
         after = text[m.end():m.end() + 60]
         p = re.match(r"(?:'s)?[`'\s:,(]*(?:the |file |files )?`*(?P<path>[\w.+-]+(?:/[\w.+-]+)*\.(?:py|sh|ipynb)"

@@ -1,19 +1,21 @@
-"""CoN-CLIP's table columns and row pieces that both profiles build the same way, so the audit maps a mini and a full
-run with one table of columns: a model's identity cells (which run, which loss terms, whose negatives), SugarCrepe's
-seven categories with Table 6's three folds, and Table 6's row.
+"""CoN-CLIP's table columns, row pieces and comparisons that both profiles build the same way, so the audit maps a
+mini and a full run with one table of columns and the mini profile runs the full profile's arithmetic: a model's
+identity cells (which run, which loss terms, whose negatives), SugarCrepe's seven categories with Table 6's three
+folds, Table 6's row, the zero-shot cells (Tables 4, 15, 16) and the per-example measures behind CoN-CLIP minus CLIP.
 
 ``papers.conclip.tables`` builds these rows from the scores it computes (its mini profile);
-``papers.conclip.sugarcrepe_full`` from SugarCrepe's full set, ``papers.conclip.table6_full`` from the full-profile
-CSVs of ``papers.conclip.tables``, ``papers.conclip.sugarcrepe_full`` and ``papers.conclip.zeroshot_full``.
-A module of its own (no scoring, no mini world) so that the full profile's SugarCrepe and Table 6 stages do not depend
-on the tables stage's code.
+``papers.conclip.sugarcrepe_full`` from SugarCrepe's full set, ``papers.conclip.zeroshot_full`` from the eight
+zero-shot datasets, ``papers.conclip.table6_full`` from the full-profile CSVs and predictions of the three.
+A module of its own (no scoring, no mini world) so that the full profile's stages do not depend on the tables stage's
+code.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from common.card.core import Measure, selection_measures
 from papers.conclip.runs import RUNS
 
 SUGARCREPE_CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "add_obj", "add_att",
@@ -59,3 +61,57 @@ def table6_row(model: Mapping, sugarcrepe: Mapping, ccneg: float, classification
     folds = {f"sugarcrepe_{fold}": sugarcrepe[f"sugarcrepe_{fold}"] for fold in SUGARCREPE_FOLDS}
     row = {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
     return {k: row[k] for k in TABLE6_FIELDS}
+
+
+def top1(result: Any) -> float:
+    """Top-1 of a ``ClassificationResult``: the argmax class (the first among equals) is the true one (the authors'
+    zero-shot count is not in the release)."""
+    return float((result.predictions == result.labels).mean())
+
+
+def classification_fields(sets: Sequence[str]) -> tuple[str, ...]:
+    """``classification.csv``'s columns over these label sets (mini) or datasets (full)."""
+    return ("row", "model", "label", *(f"{n}_{m}" for n in sets for m in ("top1", "negated_top1", "delta")),
+            "classification_top1", "delta")
+
+
+def classification_cells(results: Mapping[str, Mapping[str, Any]], sets: Sequence[str]) -> dict:
+    """One model's zero-shot cells from its results per set and prompt kind ('standard', 'negated'): per set top-1
+    with each prompt and Delta = top-1(standard) - top-1(negated) (Tables 4, 15), then their means over the sets,
+    ``classification_top1`` and ``delta`` (Table 16's mean Delta), all in points (means of the unrounded shares)."""
+    standard = [top1(results[n]["standard"]) for n in sets]
+    negated = [top1(results[n]["negated"]) for n in sets]
+    cells: dict = {}
+    for n, a, b in zip(sets, standard, negated):
+        cells.update({f"{n}_top1": pct(a), f"{n}_negated_top1": pct(b), f"{n}_delta": pct(a - b)})
+    cells["classification_top1"] = pct(float(np.mean(standard)))
+    cells["delta"] = pct(float(np.mean(standard)) - float(np.mean(negated)))
+    return cells
+
+
+def classification_measure(results: Mapping[str, Mapping[str, Any]], sets: Sequence[str]) -> Measure:
+    """One model's standard-prompt outcomes over the sets, each set a stratum (``classification_top1`` averages the
+    sets), for ``common.card.core.paired_difference``."""
+    standard = {n: results[n]["standard"] for n in sets}
+    return Measure("classification", "CoN-CLIP", "classification", "",
+                   tuple(f"{n}/{i}" for n, r in standard.items() for i in range(len(r.labels))),
+                   np.array([c for r in standard.values() for c in (r.predictions == r.labels)], float),
+                   tuple(n for n, r in standard.items() for _ in range(len(r.labels))))
+
+
+def sugarcrepe_measure(result: Any) -> Measure:
+    """One model's SugarCrepe outcomes (a ``SelectionResult`` or predictions read back), its categories the strata:
+    the macro average over the categories, as the card measures it."""
+    return selection_measures(result, "sugarcrepe", "CoN-CLIP", "", "")[-1]
+
+
+def ccneg_difference(conclip: Sequence[Any], clip: Sequence[Any], n_resamples: int = 2000, seed: int = 0):
+    """CoN-CLIP minus CLIP on CC-Neg's items (outcomes with ``item_id`` and ``correct``, in the same order), in points,
+    with a 95% paired-bootstrap interval over items (``common.evaluation.stats.Interval``)."""
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import bootstrap_mean_ci
+
+    if [o.item_id for o in conclip] != [o.item_id for o in clip]:
+        raise ValueError("CoN-CLIP minus CLIP: the two hold different items (or in another order)")
+    diff = 100.0 * (np.array([o.correct for o in conclip], float) - np.array([o.correct for o in clip], float))
+    return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)

@@ -28,12 +28,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.card.core import paired_difference, selection_measures
+from common.card.core import paired_difference
 from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
 from common.pipeline.params import own_section
-from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, model_cells, table6_row
+from papers.conclip.columns import (
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, sugarcrepe_measure,
+    table6_row)
 from papers.conclip.runs import RUNS
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
@@ -229,9 +231,6 @@ def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outc
 def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     """CoN-CLIP minus CLIP (points) with paired 95% bootstrap intervals, as the mini profile computes them, and the
     comparisons left out (what -> why)."""
-    # deferred: loads scipy only when called
-    from common.evaluation.stats import bootstrap_mean_ci
-
     out: dict[str, float] = {}
     left_out: dict[str, str] = {}
     for what in ("sugarcrepe", "ccneg"):
@@ -241,12 +240,12 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
             continue
         table, outcomes = pair
         if what == "sugarcrepe":
-            a, b = (selection_measures(outcomes[row], "sugarcrepe", "CoN-CLIP", "", "")[-1] for row in COMPARED_ROWS)
-            d = paired_difference(a, b, n_resamples=N_RESAMPLES, seed=SEED)
+            d = paired_difference(*(sugarcrepe_measure(outcomes[row]) for row in COMPARED_ROWS),
+                                  n_resamples=N_RESAMPLES, seed=SEED)
             estimate = float(np.mean([table["conclip"][c] - table["clip"][c] for c in SUGARCREPE_CATEGORIES]))
         else:
-            correct = {row: np.array([o.correct for o in outcomes[row].outcomes], float) for row in COMPARED_ROWS}
-            d = bootstrap_mean_ci(100.0 * (correct["conclip"] - correct["clip"]), n_resamples=N_RESAMPLES, seed=SEED)
+            d = ccneg_difference(*(outcomes[row].outcomes for row in COMPARED_ROWS), n_resamples=N_RESAMPLES,
+                                 seed=SEED)
             estimate = d.estimate
         key = f"conclip_minus_clip_{what}"
         out.update({key: round(estimate, 2), f"{key}_ci_low": round(d.low, 2), f"{key}_ci_high": round(d.high, 2)})

@@ -60,7 +60,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from common.benchmarks.caption_negatives import PreparedSet
-from common.card.core import Measure, paired_difference, selection_measures
+from common.card.core import paired_difference
 from common.errors import WorkspaceError
 from common.evaluation.engine import Engine, EngineConfig
 from common.evaluation.evaluate import best_device, engine_config
@@ -85,8 +85,8 @@ from papers.conclip import benchmark_mini, ccneg as data
 from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
-    MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, model_cells, pct, sugarcrepe_cells,
-    table6_row)
+    MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells,
+    classification_fields, classification_measure, model_cells, pct, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
@@ -506,58 +506,16 @@ MINI_SUMMARY_KEYS: tuple[str, ...] = (
 """The mini profile's DVC metrics (flat numbers, in points): CC-Neg accuracy of every row of Table 6 and of CLIP and
 NegCLIP, the lower end of CoN-CLIP's gain over CLIP, the classification Delta of CLIP and CoN-CLIP, and CoN-CLIP's
 mean gain on SugarCrepe and on standard-prompt classification; the rest is in ``comparisons.json`` and the CSVs."""
-CLASSIFICATION_FIELDS = ("row", "model", "label", *(f"{n}_{m}" for n in CLASSIFICATION_SETS
-                                                    for m in ("top1", "negated_top1", "delta")),
-                         "classification_top1", "delta")
+CLASSIFICATION_FIELDS = classification_fields(CLASSIFICATION_SETS)
 DISTRACTOR_FIELDS = ("row", "model", "label", "eq4_precision", "eq4_chance")
-
-
-def _top1(result: ClassificationResult) -> float:
-    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
-    return float((result.predictions == result.labels).mean())
 
 
 def model_row(s: Scored) -> dict:
     """A mini row: CC-Neg's cells (``ccneg_row``), then classification, eq. 4's mining and SugarCrepe."""
-    row = ccneg_row(s)
-    for name in CLASSIFICATION_SETS:
-        standard, negated = (_top1(s.more.classification[name][k]) for k in ("standard", "negated"))
-        row.update({f"{name}_top1": pct(standard), f"{name}_negated_top1": pct(negated),
-                    f"{name}_delta": pct(standard - negated)})
-    row["classification_top1"] = round(float(np.mean([row[f"{n}_top1"] for n in CLASSIFICATION_SETS])), 2)
-    row["delta"] = round(float(np.mean([row[f"{n}_delta"] for n in CLASSIFICATION_SETS])), 2)
+    row = {**ccneg_row(s), **classification_cells(s.more.classification, CLASSIFICATION_SETS)}
     row.update({"eq4_precision": pct(s.more.distractors.precision), "eq4_chance": pct(s.more.distractors.chance)})
     row.update(sugarcrepe_cells({g: v.accuracy for g, v in s.more.sugarcrepe.by_group().items()}))
     return row
-
-
-def _paired_gain(a: SelectionResult, b: SelectionResult, n_resamples: int = 2000, seed: int = 0):
-    """a - b in points on the benchmark, with a 95% paired-bootstrap interval over items."""
-    # deferred: loads scipy only when called
-    from common.evaluation.stats import bootstrap_mean_ci
-
-    ids = [o.item_id for o in a.outcomes]
-    if ids != [o.item_id for o in b.outcomes]:
-        raise ValueError("paired gain: the two results hold different items")
-    diff = 100.0 * (np.array([o.correct for o in a.outcomes], float) - np.array([o.correct for o in b.outcomes], float))
-    return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)
-
-
-def _macro_measures(scored: Mapping[str, Scored], what: str) -> tuple[Measure, Measure]:
-    """CoN-CLIP's and CLIP's per-example outcomes on SugarCrepe (its categories the strata: the table's number is
-    their unweighted mean) or on the classification sets (standard prompts; the sets the strata)."""
-    out = []
-    for row in ("conclip", "clip"):
-        s = scored[row].more
-        if what == "sugarcrepe":  # the macro average over the categories, as the card measures it
-            out.append(selection_measures(s.sugarcrepe, what, "CoN-CLIP", "", "")[-1])
-            continue
-        results = {n: s.classification[n]["standard"] for n in CLASSIFICATION_SETS}
-        ids = [f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))]
-        correct = [c for r in results.values() for c in (r.predictions == r.labels)]
-        strata = [n for n, r in results.items() for _ in range(len(r.labels))]
-        out.append(Measure(what, "CoN-CLIP", what, "", tuple(ids), np.array(correct, float), tuple(strata)))
-    return out[0], out[1]
 
 
 def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negation: NegationSet) -> dict:
@@ -576,7 +534,7 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
                 "clip_ccneg_ci_high": round(ci.high, 2), "clip_near_or_below_chance": bool(ci.low <= 55.0)})
     for row in ("negclip", *RUNS):
         out[f"{row.replace('-', '_')}_ccneg"] = rows[row]["ccneg"]
-    gain = _paired_gain(scored["conclip"].result, clip)
+    gain = ccneg_difference(scored["conclip"].result.outcomes, clip.outcomes)
     out.update({"conclip_minus_clip_ccneg": round(gain.estimate, 2),
                 "conclip_minus_clip_ccneg_ci_low": round(gain.low, 2), "conclip_clearly_above_clip": bool(gain.low > 0)})
     top = min(rows[r]["ccneg"] for r in ("conclip", "l1", "l1-l2"))
@@ -585,8 +543,11 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
         cells = word_k_rows(scored[row], negation)
         by_k = [np.mean([c["accuracy"] for c in cells if c["k"] == k]) for k in benchmark_mini.KS]
         out[f"{row}_k1_minus_k5"] = round(float(by_k[0] - by_k[-1]), 2)
-    for what, (a, b) in {"sugarcrepe": _macro_measures(scored, "sugarcrepe"),
-                         "classification": _macro_measures(scored, "classification")}.items():
+    conclip, clip_more = scored["conclip"].more, scored["clip"].more
+    for what, (a, b) in {
+            "sugarcrepe": (sugarcrepe_measure(conclip.sugarcrepe), sugarcrepe_measure(clip_more.sugarcrepe)),
+            "classification": (classification_measure(conclip.classification, CLASSIFICATION_SETS),
+                               classification_measure(clip_more.classification, CLASSIFICATION_SETS))}.items():
         d = paired_difference(a, b)
         out.update({f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
                     f"conclip_minus_clip_{what}_ci_high": round(d.high, 2)})

@@ -58,7 +58,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from common.card.core import Measure, paired_difference
+from common.card.core import paired_difference
 from common.errors import WorkspaceError
 from common.evaluation.engine import Engine
 from common.evaluation.evaluate import best_device, engine_config
@@ -74,6 +74,7 @@ from common.registry.fetch import check_md5, fetch
 from common.registry.sources import get_source
 from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
+from papers.conclip.columns import classification_cells, classification_fields, classification_measure, pct, top1
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): this paper's download entries (the datasets), the zoo entries of
@@ -510,11 +511,6 @@ class ScoredModel:
     """Per dataset, per prompt kind ('standard', 'negated')."""
 
 
-def top1(result: ClassificationResult) -> float:
-    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
-    return float((result.predictions == result.labels).mean())
-
-
 def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, ClassificationSet]],
                  engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create,
                  skip_unavailable: bool = False) -> tuple[list[ScoredModel], dict[str, str]]:
@@ -534,10 +530,6 @@ def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, Clas
 # ------------------------------------------------------------------------------------------------------------------
 # Tables
 # ------------------------------------------------------------------------------------------------------------------
-def _pct(x: float) -> float:
-    return round(100.0 * x, 2)
-
-
 BY_DATASET_FIELDS = ("row", "model", "label", "dataset", "split", "n", "n_classes", "standard", "negated", "delta",
                      "standard_ties", "negated_ties")
 
@@ -552,31 +544,17 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
             rows.append({"row": s.row, "model": s.model, "label": s.label, "dataset": name,
                          "split": DATASETS[name].split, "n": len(standard.labels),
                          "n_classes": len(standard.class_names),
-                         "standard": _pct(top1(standard)), "negated": _pct(top1(negated)),
-                         "delta": _pct(top1(standard) - top1(negated)), "standard_ties": standard.ties,
+                         "standard": pct(top1(standard)), "negated": pct(top1(negated)),
+                         "delta": pct(top1(standard) - top1(negated)), "standard_ties": standard.ties,
                          "negated_ties": negated.ties})
     return rows
 
 
-def classification_fields(datasets: Sequence[str]) -> tuple[str, ...]:
-    """The mini profile's ``classification.csv`` columns (``papers.conclip.tables``, mini profile), over these datasets."""
-    return ("row", "model", "label", *(f"{n}_{m}" for n in datasets for m in ("top1", "negated_top1", "delta")),
-            "classification_top1", "delta")
-
-
 def classification_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> list[dict]:
-    """One row per model (Tables 4, 15: ``<d>_top1``; Table 16: ``delta``, the mean Delta over the datasets)."""
-    rows = []
-    for s in scored:
-        row: dict = {"row": s.row, "model": s.model, "label": s.label}
-        standard = [top1(s.results[n]["standard"]) for n in datasets]
-        negated = [top1(s.results[n]["negated"]) for n in datasets]
-        for n, a, b in zip(datasets, standard, negated):
-            row.update({f"{n}_top1": _pct(a), f"{n}_negated_top1": _pct(b), f"{n}_delta": _pct(a - b)})
-        row["classification_top1"] = _pct(float(np.mean(standard)))
-        row["delta"] = _pct(float(np.mean(standard)) - float(np.mean(negated)))
-        rows.append(row)
-    return rows
+    """One row per model (Tables 4, 15: ``<d>_top1``; Table 16: ``delta``, the mean Delta over the datasets), the
+    cells the mini profile's ``classification.csv`` holds (``papers.conclip.columns.classification_cells``)."""
+    return [{"row": s.row, "model": s.model, "label": s.label, **classification_cells(s.results, datasets)}
+            for s in scored]
 
 
 SUMMARY_LIMIT = 12
@@ -595,15 +573,8 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
     lacking = [row for row in COMPARED_ROWS if row not in by_row]
     if lacking:
         return {}, f"row(s) {lacking} not scored"
-    measures = []
-    for row in COMPARED_ROWS:
-        results = {n: by_row[row].results[n]["standard"] for n in datasets}
-        measures.append(Measure(
-            "classification", "CoN-CLIP", "classification", "",
-            tuple(f"{n}/{i}" for n, r in results.items() for i in range(len(r.labels))),
-            np.array([c for r in results.values() for c in (r.predictions == r.labels)], float),
-            tuple(n for n, r in results.items() for _ in range(len(r.labels)))))
-    d = paired_difference(*measures, n_resamples=N_RESAMPLES, seed=SEED)
+    d = paired_difference(*(classification_measure(by_row[row].results, datasets) for row in COMPARED_ROWS),
+                          n_resamples=N_RESAMPLES, seed=SEED)
     rows = {r["row"]: r for r in classification_rows([by_row[row] for row in COMPARED_ROWS], datasets)}
     return {"conclip_minus_clip_classification": round(
                 rows["conclip"]["classification_top1"] - rows["clip"]["classification_top1"], 2),
