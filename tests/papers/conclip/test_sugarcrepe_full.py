@@ -21,7 +21,7 @@ from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
 from papers.conclip import sugarcrepe_full as sf
 from papers.conclip import table6_full as t6
-from papers.conclip import columns, zeroshot_full
+from papers.conclip import columns
 from papers.conclip import tables as ccneg_tables
 from papers.conclip.runs import RUNS
 from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
@@ -205,7 +205,7 @@ def write_inputs(results: Path, sugarcrepe_csv: Path, skip: str | None = None) -
     label = {row: f"label of {row}" for row in MODELS}
     table3 = [{"row": r, "model": m, "label": label[r], "ccneg": ccneg[r], "ccneg_strict": ccneg[r] - 1,
                "ccneg_ties": 3, "n": 40000} for r, m in MODELS.items() if r != skip]
-    fields = zeroshot_full.classification_fields(DATASETS)
+    fields = columns.classification_fields(DATASETS)
     classification = [{"row": r, "model": m, "label": label[r], **{f: 1.0 for f in fields[3:]},
                        "classification_top1": top1[r]} for r, m in MODELS.items()]
     _write(results / "table3.csv", ccneg_tables.FILES["full"].table3_fields, table3)

@@ -12,6 +12,7 @@ import io
 import json
 import pickle
 import tarfile
+import types
 import zipfile
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import common.pipeline.params as common_params
 from common.evaluation.engine import EngineConfig
 from common.registry.markers import LOCK_NAME
 from common.zoo import ModelUnavailable, random_model
-from papers.conclip import zeroshot_full as zf
+from papers.conclip import columns, tables as ccneg_tables, zeroshot_full as zf
 from registry_support import state_md5
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
@@ -357,7 +358,7 @@ def test_tables_match_a_brute_force_argmax_with_each_prompt(world, tiny, tables)
 def test_classification_csv_has_the_mini_columns_and_means(tables):
     wide = _rows(tables["classification"])
     assert [r["row"] for r in wide] == list(MODELS)
-    assert tuple(wide[0]) == zf.classification_fields(SCORED)
+    assert tuple(wide[0]) == columns.classification_fields(SCORED)
     assert {"row", "model", "label", "classification_top1", "delta"} <= set(wide[0])
     long = _rows(tables["by_dataset"])
     for r in wide:
@@ -368,6 +369,18 @@ def test_classification_csv_has_the_mini_columns_and_means(tables):
         assert float(r["delta"]) == pytest.approx(np.mean([float(c["delta"]) for c in cells]), abs=0.01)
         assert float(r["classification_top1"]) == pytest.approx(np.mean([float(c["standard"]) for c in cells]),
                                                                 abs=0.01)
+
+
+def test_both_profiles_average_the_unrounded_shares():
+    """The mini tables and zeroshot-full build a model's zero-shot cells with one function, whose means are of the
+    unrounded shares: 0.006% and 0% average to 0.00 points (a mean of the rounded cells, 0.01 and 0.00, gives 0.01)."""
+    def result(correct: int, n: int = 100_000):  # what columns.top1 reads of a ClassificationResult
+        return types.SimpleNamespace(predictions=np.where(np.arange(n) < correct, 0, 1), labels=np.zeros(n, int))
+
+    results = {"a": {"standard": result(6), "negated": result(0)}, "b": {"standard": result(0), "negated": result(0)}}
+    cells = columns.classification_cells(results, ("a", "b"))
+    assert (cells["a_top1"], cells["b_top1"], cells["classification_top1"], cells["delta"]) == (0.01, 0.0, 0.0, 0.0)
+    assert ccneg_tables.CLASSIFICATION_FIELDS == columns.classification_fields(ccneg_tables.CLASSIFICATION_SETS)
 
 
 def test_summary_and_context(tables):
