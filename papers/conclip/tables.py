@@ -543,12 +543,10 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
         cells = word_k_rows(scored[row], negation)
         by_k = [np.mean([c["accuracy"] for c in cells if c["k"] == k]) for k in benchmark_mini.KS]
         out[f"{row}_k1_minus_k5"] = round(float(by_k[0] - by_k[-1]), 2)
-    conclip, clip_more = scored["conclip"].more, scored["clip"].more
-    for what, (a, b) in {
-            "sugarcrepe": (sugarcrepe_measure(conclip.sugarcrepe), sugarcrepe_measure(clip_more.sugarcrepe)),
-            "classification": (classification_measure(conclip.classification, CLASSIFICATION_SETS),
-                               classification_measure(clip_more.classification, CLASSIFICATION_SETS))}.items():
-        d = paired_difference(a, b)
+    measures = {"sugarcrepe": lambda more: sugarcrepe_measure(more.sugarcrepe),
+                "classification": lambda more: classification_measure(more.classification, CLASSIFICATION_SETS)}
+    for what, measure in measures.items():
+        d = paired_difference(measure(scored["conclip"].more), measure(scored["clip"].more))
         out.update({f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
                     f"conclip_minus_clip_{what}_ci_high": round(d.high, 2)})
     out.update({"clip_delta": rows["clip"]["delta"], "conclip_delta": rows["conclip"]["delta"],
