@@ -81,13 +81,13 @@ repro: $(STAMP)
 	@. $(BIN)/activate && for p in $(PAPER); do echo; python -m common report $$p && python -m common docs claims --line $$p \
 	  || exit 1; done
 
-# rehearse: every paper with a papers/<paper>/rehearsal.py unless PAPER names some; the pinned released files come
+# rehearse: every paper with stand-ins (tests/rehearsal/papers/<paper>.py) unless PAPER names some; the pinned released files come
 # from VLC_MIRROR (default: ../shared/mirror when it exists).
 REHEARSE_FLAGS ?=
 REHEARSE_PAPERS := $(if $(filter command line environment,$(origin PAPER)),$(PAPER),)
 rehearse: $(STAMP)
 	@. $(BIN)/activate && VLC_MIRROR=$${VLC_MIRROR:-$$(test -d ../shared/mirror && cd ../shared/mirror && pwd)} \
-	  python -m common rehearse $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
+	  python -m tests.rehearsal $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
 
 test: $(STAMP) browser
 	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \

@@ -162,8 +162,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("fetch", "download registry entries (by key or group), verified", RegisterCli("common.registry.cli")),
     Command("sources", "list registry entries", RegisterCli("common.registry.cli")),
     Command("deps", "check every DVC stage's code deps against its imports (--write: fix them)", _deps),
-    Command("rehearse", "the full profile end to end on stand-ins, in a copy of the workspace (build/rehearsal/): "
-                        "stages ran and wall time per paper", RegisterCli("common.rehearsal.run")),
     Command("oracle", "each paper's released evaluation code run beside this workspace's on the full profile's "
                       "inputs: numbers and decisions compared", RegisterCli("common.oracle.run")),
     Command("site", "a static HTML site of results/: papers, audits, correlations, cards",

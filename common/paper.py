@@ -2,7 +2,8 @@
 
 ``common`` never imports a paper by name (the import contracts forbid it); it reads each paper package's ``PAPER``
 (``load_paper``) and, through it, the paper's plug-ins: its audit, its report, its report-card
-benchmarks, its rehearsal stand-ins, its oracle and its subcommands. A paper without one of them says so (``None``).
+benchmarks, its oracle and its subcommands. A paper without one of them says so (``None``). Its rehearsal
+stand-ins are test code, not a plug-in: ``tests/rehearsal/papers/<paper>.py`` (``make rehearse``).
 Each plug-in is a module whose functions satisfy one ``Protocol`` below; ``tests/common/test_paper.py`` loads every
 declared module and checks it against its protocol.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, cast, runtime_checkable
 
 from common.errors import WorkspaceError, unknown_name
@@ -64,23 +64,6 @@ class CardPlugIn(Protocol):
 
 
 @runtime_checkable
-class RehearsalPlugIn(Protocol):
-    """``papers/<paper>/rehearsal.py``: the paper's part of the rehearsal (``python -m common rehearse``)."""
-
-    CHECKPOINT_LAYOUTS: dict[str, str]
-    """The release layout of each of its ``data:`` checkpoints (zoo name -> layout; ``state_dict`` when absent)."""
-
-    def params(self, params: dict[str, Any]) -> None:
-        """Shrink the paper's own section of the rehearsal's ``params.yaml``, in place."""
-
-    def models(self, params: dict[str, Any]) -> list[str]:
-        """The zoo models its stages load that need a stand-in."""
-
-    def prepare(self, data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
-        """Write its stand-ins under ``data_root``; the registry keys its DVC data deps need fetched."""
-
-
-@runtime_checkable
 class OraclePlugIn(Protocol):
     """``papers/<paper>/oracle.py``: the authors' evaluation code run beside this workspace's
     (``python -m common oracle``)."""
@@ -120,7 +103,6 @@ class Paper:
     audit: PlugIn[AuditPlugIn] | None = None
     report: PlugIn[ReportPlugIn] | None = None
     card: PlugIn[CardPlugIn] | None = None
-    rehearsal: PlugIn[RehearsalPlugIn] | None = None
     oracle: PlugIn[OraclePlugIn] | None = None
     cli: PlugIn[CliPlugIn] | None = None
 

@@ -1,7 +1,7 @@
 """How ``common`` finds the papers without naming any: the packages under ``papers/`` and what each declares.
 
 A paper is a package ``papers/<paper>/`` (a folder with ``__init__.py``, ``paper_names``) that exports ``PAPER``, a
-``common.paper.Paper``: its audit, report, card benchmarks, rehearsal stand-ins, oracle and subcommands, each a
+``common.paper.Paper``: its audit, report, card benchmarks, oracle and subcommands, each a
 plug-in module with a stated protocol, or None (``common.paper.load_paper``). Besides it, two files by name:
 
 * ``papers/<paper>/sources.toml`` and ``papers/<paper>/models.toml``: the paper's entries of the download

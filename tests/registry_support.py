@@ -1,5 +1,5 @@
 """The md5 a registry entry states, replaced for one test: as a rehearsal's copy states its stand-ins' md5s
-(``common.rehearsal.standins.state_md5s``), so a test's own files pass the stages' ``check_md5`` with no switch."""
+(``tests.rehearsal.standins.state_md5s``), so a test's own files pass the stages' ``check_md5`` with no switch."""
 from __future__ import annotations
 
 import dataclasses

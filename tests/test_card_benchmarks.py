@@ -23,8 +23,8 @@ def standins(tmp_path_factory):
     format the full preparer writes), the shrunk architectures, and two random checkpoints: a real architecture's
     and a mini one's."""
     from common.card.blind import MINI_LM_IMAGES
-    from common.rehearsal.archs import arch_overrides, write_shrunk
-    from common.rehearsal.models import _save, random_openclip
+    from tests.rehearsal.archs import arch_overrides, write_shrunk
+    from tests.rehearsal.models import _save, random_openclip
     from common.training.checkpoint import portable_state, save_weights
     from common.zoo import random_model
     from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
@@ -50,7 +50,7 @@ def standins(tmp_path_factory):
 def _card(standins, argv, out: Path):
     """``python -m common card ARGV --out OUT`` in-process, the shrunk architectures active; (exit code, card)."""
     from common.card.models import resolve
-    from common.rehearsal.archs import arch_overrides
+    from tests.rehearsal.archs import arch_overrides
 
     with pytest.MonkeyPatch.context() as mp, arch_overrides(standins["archs"]):
         mp.setenv("VLC_BUILD", str(standins["build"]))

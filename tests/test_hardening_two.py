@@ -326,7 +326,7 @@ def test_a_rehearsal_copy_that_cannot_be_written_is_one_line_and_leaves_nothing(
     import errno
     import os
 
-    from common.rehearsal import run, workspace
+    from tests.rehearsal import run, workspace
 
     assert errno.errorcode[error] in ("ENOSPC", "EROFS")
     seen = []

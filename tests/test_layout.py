@@ -46,11 +46,11 @@ def test_no_paper_imports_another_paper():
 
 
 def test_no_production_module_imports_the_rehearsal():
-    """The rehearsal sets production parameters in its copy (``params.yaml full_inputs``, ``max_steps``); only its own
-    package and each paper's ``rehearsal.py`` import it."""
+    """The rehearsal (``tests/rehearsal``) sets production parameters in its copy (``params.yaml full_inputs``,
+    ``max_steps``); production code never imports it, nor anything else under ``tests/``."""
     kept, report = _lint("production-never-imports-rehearsal")
-    assert kept, ("a production module imports common.rehearsal (read common.pipeline.inputs' parameters instead):\n"
-                  + report)
+    assert kept, ("a production module imports tests/ (the rehearsal: read common.pipeline.inputs' parameters "
+                  "instead):\n" + report)
 
 
 def test_common_packages_import_only_those_below_them():

@@ -4,7 +4,7 @@ checkpoint of another architecture each stop the stage that meets it with ONE ``
 the fix (no traceback), and nothing runs on it: DVC stops, the stage's outputs are gone (DVC deletes them before it
 runs a stage; the stage writes none), the stage stays "changed" in ``dvc status`` and a stage downstream cannot start.
 
-Hard positives is the vehicle (its rehearsal prepares the copy: ``common.rehearsal.run.prepare``), each case on its
+Hard positives is the vehicle (its rehearsal prepares the copy: ``tests.rehearsal.run.prepare``), each case on its
 cheapest stage: ``full-data`` fetches (verifies, extracts) SWAP's stand-in JSONs, Visual Genome's image zips and
 ARO's manual image zip before any work; ``table1-full`` loads the ``data:`` checkpoint ``hard_positives/crepe-swap``
 through the zoo. The manual sources a user fetches by hand before ``dvc repro`` (Flickr30k, CC-Neg, ImageNet; ARO's
@@ -77,8 +77,8 @@ class Copy:
 def ws(tmp_path_factory) -> Copy:
     """One rehearsal copy for hard positives (stand-ins, the REPLACE files real from the mirror, COCO fetched); the
     model writers left out (no case loads the stand-in models)."""
-    from common.rehearsal import models as standin_models
-    from common.rehearsal import run, space
+    from tests.rehearsal import models as standin_models
+    from tests.rehearsal import run, space
 
     if not (MIRROR / "MANIFEST.tsv").is_file():
         pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
@@ -253,7 +253,7 @@ def test_a_checkpoint_of_another_architecture_stops_the_tables(ws):
     (every case above restored what it broke)."""
     import torch
 
-    from common.rehearsal.models import random_openclip
+    from tests.rehearsal.models import random_openclip
     from common.zoo import get_spec
 
     done = ws.dvc("repro", "-s", FULL_DATA)

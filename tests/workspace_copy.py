@@ -1,7 +1,7 @@
 """A throwaway copy of the workspace for tests that run DVC on it (nothing they do touches the real one): the
-rehearsal's copy (``common.rehearsal.workspace``)."""
+rehearsal's copy (``tests.rehearsal.workspace``)."""
 from __future__ import annotations
 
-from common.rehearsal.workspace import IGNORED, copy_workspace, dvc
+from tests.rehearsal.workspace import IGNORED, copy_workspace, dvc
 
 __all__ = ["IGNORED", "copy_workspace", "dvc"]

@@ -13,7 +13,7 @@ pair a verdict:
   compared with a published one;
 * ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from full-profile inputs of which not all were read
   (``params.yaml full_inputs.cap``: a rehearsal's capped stand-in data with random-init models,
-  ``common.rehearsal``); the value is shown, never compared. Only such an audit has this verdict (``VerdictCounts``
+  ``tests/rehearsal``); the value is shown, never compared. Only such an audit has this verdict (``VerdictCounts``
   counts it only there).
 
 A recomputation may carry a ``caveat``: what its verdict cannot vouch for (a training method this workspace had to

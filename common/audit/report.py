@@ -135,7 +135,7 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | 
     info = claim_info(paper, claims) if info is None else info
     counts = VerdictCounts.of(rows).counts
     shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
-    banner = ([f"**REHEARSAL** (`common.rehearsal`): this audit was written in a rehearsal's copy of the workspace. "
+    banner = ([f"**REHEARSAL** (`make rehearse`): this audit was written in a rehearsal's copy of the workspace. "
                f"Its runs scored stand-in data with random-init models: the {counts[REHEARSAL]} cells marked "
                f"`{REHEARSAL}` show what the pipeline computed, never the paper's numbers.", ""]
               if REHEARSAL in counts else [])

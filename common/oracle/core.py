@@ -204,7 +204,7 @@ class PaperOracle:
 RECORD_DIR = "oracle"
 """Where ``<paper>.json`` records the last oracle run on the rehearsal's stand-ins (``PaperOracle.record``), under
 ``results/``: committed, rewritten by every default rehearsal, so CI fails when the committed one is stale."""
-STANDIN_INPUTS = ("the rehearsal's stand-ins (python -m common rehearse: the full profile's inputs in their upstream "
+STANDIN_INPUTS = ("the rehearsal's stand-ins (make rehearse: the full profile's inputs in their upstream "
                   "formats, a few examples per group, random-weight checkpoints in the released formats)")
 
 

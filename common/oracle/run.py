@@ -2,7 +2,7 @@
 
 Reads what the full profile wrote (``results/<paper>/full``, the sets under ``build/full``) in the workspace it runs
 in: a user's after ``make repro`` with ``profile: full``, or a rehearsal's copy, where the rehearsal runs it after the
-pipelines (``common.rehearsal.run``). Each paper runs in its own process (``--one``), writes
+pipelines (``tests/rehearsal/run.py``). Each paper runs in its own process (``--one``), writes
 ``build/oracle/<paper>.json``, and the parent prints every paper's table. Exit status 0 only when every benchmark of
 every paper asked for agrees (or differs for a stated reason).
 """

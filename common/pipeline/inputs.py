@@ -2,7 +2,7 @@
 
 What the inputs must be is not a mode here: their checksums are the registry's (``common.registry``, ``md5`` and
 ``sha256``) and their counts each paper's full section, so a run on other files in the same formats (the stand-ins of
-``python -m common rehearse``) states theirs in its copy of the workspace and passes the same checks. What is left is
+``make rehearse``) states theirs in its copy of the workspace and passes the same checks. What is left is
 how much of them is read: ``cap`` (at most this many examples per benchmark group, or null for all). The audit compares
 a number with the paper's only from all of them (``FullInputs.comparable``); a capped run's numbers are shown as not
 comparable, and the rehearsal always caps.

@@ -149,7 +149,7 @@ def checkpoint_metadata(name: str) -> dict:
 
 ARCH_OVERRIDES_ENV = "VLC_ARCH_OVERRIDES"
 """A folder of open_clip configs (``<architecture>.json``) that replace open_clip's own of those names in every process
-started with it. Only a rehearsal sets it (``common.rehearsal.archs``: the full profile's architectures shrunk, so its
+started with it. Only a rehearsal sets it (``tests/rehearsal/archs.py``: the full profile's architectures shrunk, so its
 stand-in checkpoints are megabytes); nothing built with it is the papers' architecture."""
 APPLIED_OVERRIDES: list[Path] = []
 """The override folders handed to open_clip in this process (once each)."""

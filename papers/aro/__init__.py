@@ -12,6 +12,5 @@ PAPER = Paper(
     audit=PlugIn("papers.aro.audit"),
     report=PlugIn("papers.aro.report"),
     card=PlugIn("papers.aro.card"),
-    rehearsal=PlugIn("papers.aro.rehearsal"),
     oracle=PlugIn("papers.aro.oracle"),
 )

@@ -12,7 +12,6 @@ PAPER = Paper(
     audit=PlugIn("papers.bivlc.audit"),
     report=PlugIn("papers.bivlc.report"),
     card=PlugIn("papers.bivlc.card"),
-    rehearsal=PlugIn("papers.bivlc.rehearsal"),
     oracle=PlugIn("papers.bivlc.oracle"),
     cli=PlugIn("papers.bivlc.cli"),
 )

@@ -11,6 +11,5 @@ PAPER = Paper(
     audit=PlugIn("papers.conclip.audit"),
     report=PlugIn("papers.conclip.report"),
     card=PlugIn("papers.conclip.card"),
-    rehearsal=PlugIn("papers.conclip.rehearsal"),
     oracle=PlugIn("papers.conclip.oracle"),
 )

@@ -282,7 +282,7 @@ def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, s
                         f"({code.pinned} {module_path(DATASET_MODULE)}:18): the paths must read "
                         "/workspace/datasets/cc3m/ccneg_images/cc3m_subset_images_extracted_final/<name>.jpg for the "
                         "released layout (a stand-in: "
-                        "papers/conclip/rehearsal.py AUTHORS_IMAGES)") from None
+                        "tests/rehearsal/papers/conclip.py AUTHORS_IMAGES)") from None
     return seen
 
 

@@ -12,6 +12,5 @@ PAPER = Paper(
     audit=PlugIn("papers.hard_positives.audit"),
     report=PlugIn("papers.hard_positives.report"),
     card=PlugIn("papers.hard_positives.card"),
-    rehearsal=PlugIn("papers.hard_positives.rehearsal"),
     oracle=PlugIn("papers.hard_positives.oracle"),
 )

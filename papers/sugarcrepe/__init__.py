@@ -12,7 +12,6 @@ PAPER = Paper(
     audit=PlugIn("papers.sugarcrepe.audit"),
     report=PlugIn("papers.sugarcrepe.report"),
     card=PlugIn("papers.sugarcrepe.card"),
-    rehearsal=PlugIn("papers.sugarcrepe.rehearsal"),
     oracle=PlugIn("papers.sugarcrepe.oracle"),
     cli=PlugIn("papers.sugarcrepe.cli"),
 )

@@ -33,7 +33,7 @@ PLUG_INS = _plug_in_fields()
 
 
 def test_the_plug_in_fields_are_read():
-    assert set(PLUG_INS) == {"audit", "report", "card", "rehearsal", "oracle", "cli"}
+    assert set(PLUG_INS) == {"audit", "report", "card", "oracle", "cli"}
 
 
 @pytest.mark.parametrize("paper", paper_names())

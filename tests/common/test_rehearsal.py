@@ -1,4 +1,4 @@
-"""The rehearsal's pieces (``common.rehearsal``): its params, stand-ins the real readers accept, model stand-ins in
+"""The rehearsal's pieces (``tests.rehearsal``): its params, stand-ins the real readers accept, model stand-ins in
 each release's layout, the refusal of stand-ins for pinned sources, and the audit's marker."""
 from __future__ import annotations
 
@@ -13,17 +13,39 @@ import yaml
 
 from common.audit.core import REHEARSAL, VERDICTS, Recomputed, VerdictCounts, audit_rows
 from common.errors import WorkspaceError
+from common.pipeline.inputs import full_inputs, step_budget
 from common.pipeline.params import ParamsError, read_params
-from common.reporting.published import PublishedCell
+from common.plugins import paper_dir, paper_names
 from common.registry.errors import ChecksumError
 from common.registry.fetch import fetch
 from common.registry.lock import ChecksumLock
 from common.registry.sources import get_source
-from common.rehearsal import standins
-from common.pipeline.inputs import full_inputs, step_budget
-from common.rehearsal.params import BATCH, PROCESSES, rehearsal_params
+from common.reporting.published import PublishedCell
+from tests.rehearsal import standins
+from tests.rehearsal.papers import StandIns, has_standins, rehearsed_papers, standins as standins_of
+from tests.rehearsal.params import BATCH, PROCESSES, rehearsal_params
 
 PINNED = "hard_positives/data/vl_checklist_attributes.json"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# each paper's stand-ins
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("paper", paper_names())
+def test_every_paper_has_stand_ins_beside_the_tests_that_satisfy_the_protocol(paper):
+    """A paper's stand-ins are test code: ``tests/rehearsal/papers/<paper>.py``, never ``papers/<paper>/``."""
+    assert not (paper_dir(paper) / "rehearsal.py").exists(), f"papers/{paper}/rehearsal.py: move it beside the tests"
+    assert has_standins(paper), f"no tests/rehearsal/papers/{paper}.py: the rehearsal would skip {paper}"
+    module = standins_of(paper)
+    lacking = [m for m in dir(StandIns) if not m.startswith("_") and not hasattr(module, m)]
+    assert isinstance(module, StandIns), f"tests/rehearsal/papers/{paper}.py lacks {lacking}"
+
+
+def test_a_paper_without_stand_ins_is_not_rehearsed(monkeypatch):
+    import tests.rehearsal.papers as registry
+
+    monkeypatch.setattr(registry.plugins, "paper_names", lambda: ["aro", "no_such_paper"])
+    assert rehearsed_papers() == ["aro"] and not has_standins("no_such_paper")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -74,9 +96,8 @@ def test_a_standin_cannot_satisfy_a_pinned_sha256(tmp_path):
 def test_the_copys_registry_states_the_md5_of_each_standin_where_it_states_a_publishers(tmp_path):
     """``state_md5s``: the copy's sources.toml gets the stand-in's md5 in place of the published one, which
     ``check_md5`` then accepts there; the workspace's registry, and every entry without a stand-in, are untouched."""
-    from common.registry.fetch import md5_file
     from common.paths import ROOT
-    from common.registry.fetch import check_md5
+    from common.registry.fetch import check_md5, md5_file
     from common.registry.sources import load_registry
 
     key, other = "aro/cifar/cifar-10-binary.tar.gz", "aro/cifar/cifar-100-binary.tar.gz"
@@ -167,9 +188,9 @@ def test_a_zip_member_may_not_escape_its_archive():
 def test_a_data_checkpoint_in_each_release_layout_loads_strictly(layout, tmp_path, monkeypatch):
     import torch
 
-    from common.rehearsal import models
     from common.zoo.openclip import load_state_dict, random_model
     from common.zoo.specs import ModelSpec
+    from tests.rehearsal import models
 
     spec = ModelSpec(name="test/release", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/test/release.pt")
     monkeypatch.setattr(models, "get_spec", lambda name: spec)
@@ -187,8 +208,8 @@ def test_a_data_checkpoint_in_each_release_layout_loads_strictly(layout, tmp_pat
 
 
 def test_a_checkpoint_standin_refuses_a_pinned_source_and_a_build_checkpoint(monkeypatch, tmp_path):
-    from common.rehearsal import models
     from common.zoo.specs import ModelSpec
+    from tests.rehearsal import models
 
     monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt", source=PINNED))
@@ -203,8 +224,8 @@ def test_a_checkpoint_standin_refuses_a_pinned_source_and_a_build_checkpoint(mon
 def test_the_base_model_loads_offline_from_a_standin_hub_cache(tmp_path, monkeypatch):
     """``openai/ViT-B-32`` (open_clip tag 'openai'): random ViT-B-32-quickgelu where open_clip's pretrained table
     sends the hub (timm/vit_base_patch32_clip_224.openai), loaded by the zoo offline as the real weights are."""
-    from common.rehearsal import models
     from common.zoo import create_model
+    from tests.rehearsal import models
 
     assert models.hub_location("ViT-B-32-quickgelu", "openai") == ("timm/vit_base_patch32_clip_224.openai",
                                                                    "open_clip_model.safetensors")
@@ -302,7 +323,7 @@ def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand
 # the runner's own pieces
 # ------------------------------------------------------------------------------------------------------------------
 def test_the_copy_is_never_made_over_a_folder_that_is_not_a_rehearsals(tmp_path):
-    from common.rehearsal.run import RehearsalError, prepare
+    from tests.rehearsal.run import RehearsalError, prepare
 
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "keep.txt").write_text("mine")
@@ -312,18 +333,15 @@ def test_the_copy_is_never_made_over_a_folder_that_is_not_a_rehearsals(tmp_path)
 
 
 def test_a_paper_without_rehearsal_module_is_named(monkeypatch):
-    import dataclasses
+    from tests.rehearsal import run
 
-    import papers.aro
-    from common.rehearsal.run import RehearsalError, _module
-
-    monkeypatch.setattr(papers.aro, "PAPER", dataclasses.replace(papers.aro.PAPER, rehearsal=None))
-    with pytest.raises(RehearsalError, match="papers/aro declares no rehearsal plug-in"):
-        _module("aro")
+    monkeypatch.setattr(run, "has_standins", lambda paper: False)
+    with pytest.raises(run.RehearsalError, match="papers/aro has no tests/rehearsal/papers/aro.py"):
+        run._module("aro")
 
 
 def test_the_copy_env_has_its_own_roots_and_an_offline_hub(tmp_path, monkeypatch):
-    from common.rehearsal.run import rehearsal_env
+    from tests.rehearsal.run import rehearsal_env
 
     monkeypatch.setenv("VLC_DATA", "/somewhere/real")
     env = rehearsal_env(tmp_path / "ws", tmp_path / "mirror")
@@ -335,7 +353,7 @@ def test_the_copy_env_has_its_own_roots_and_an_offline_hub(tmp_path, monkeypatch
 def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
     import subprocess
 
-    from common.rehearsal import run
+    from tests.rehearsal import run
 
     dot = ('strict digraph  {\n"data.dvc";\n"papers/p/dvc.yaml:a";\n"papers/p/dvc.yaml:b@x";\n"papers/p";\n'
            '"data.dvc" -> "papers/p/dvc.yaml:a";\n'
@@ -353,7 +371,7 @@ def test_the_stage_count_is_the_nodes_of_the_papers_dag(monkeypatch, tmp_path):
 
 
 def test_the_papers_a_pipeline_walks_are_its_stages_owners():
-    from common.rehearsal.run import stage_owners
+    from tests.rehearsal.run import stage_owners
 
     stages = ["audit/cross_paper", "papers/sugarcrepe/dvc.yaml:full-set", "papers/conclip/dvc.yaml:tables-full",
               "papers/conclip/dvc.yaml:audit", "papers/conclip"]
@@ -367,9 +385,8 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
     import hashlib
 
     from common.paths import mirror_root
-    from common.rehearsal import models as standin_models
-    from common.rehearsal import run, space
     from papers.hard_positives import sets_full
+    from tests.rehearsal import models as standin_models, run, space
 
     mirror = mirror_root() or (Path(__file__).resolve().parents[3] / "shared" / "mirror")
     if not mirror.is_dir():
@@ -406,7 +423,7 @@ def test_real_data_is_never_touched_and_never_read_by_a_rehearsal(tmp_path, monk
 
 
 def test_a_rehearsals_finetune_trains_cap_rows_worth_of_steps():
-    from common.rehearsal.params import fine_tune_steps
+    from tests.rehearsal.params import fine_tune_steps
 
     assert fine_tune_steps(4, batch_size=4) == 1 and fine_tune_steps(4, batch_size=3) == 2
     assert rehearsal_params({"x": {"max_steps": None}}, [], cap=9)["x"]["max_steps"] == 3  # BATCH = 4
@@ -417,7 +434,7 @@ def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):
     import os
 
     from common.paths import ROOT
-    from common.rehearsal import run
+    from tests.rehearsal import run
 
     outcome = run.scorecard_lines(ROOT, dict(os.environ), ["bivlc", "conclip"], tmp_path)
     log = (tmp_path / "claims.log").read_text(encoding="utf-8")
@@ -433,8 +450,8 @@ def test_the_rehearsal_reads_the_claims_scorecards_in_its_copy(tmp_path):
 def test_a_standins_size_is_known_without_building_its_weights(tmp_path, monkeypatch):
     """``space.model_bytes`` (the architecture on the meta device) is the size of the state dict a stand-in
     checkpoint holds, and the file written is that plus a little framing."""
-    from common.rehearsal import models, space
     from common.zoo.specs import ModelSpec
+    from tests.rehearsal import models, space
 
     state = models.random_openclip("mini-vit-xs").state_dict()
     assert space.model_bytes("mini-vit-xs") == sum(v.numel() * v.element_size() for v in state.values())
@@ -446,8 +463,7 @@ def test_a_standins_size_is_known_without_building_its_weights(tmp_path, monkeyp
 
 def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(tmp_path, monkeypatch):
     from common.errors import expected_message
-    from common.rehearsal import models as standin_models
-    from common.rehearsal import run, space
+    from tests.rehearsal import models as standin_models, run, space
 
     written = []
     monkeypatch.setattr(standin_models, "write_pretrained", lambda *a, **k: written.append(a))
@@ -459,11 +475,11 @@ def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(t
     message = expected_message(caught.value)
     assert message is not None and "\n" not in message
     from common.paths import ROOT
-    from common.rehearsal.params import rehearsal_params
-    from common.rehearsal.workspace import copy_bytes
+    from tests.rehearsal.params import rehearsal_params
+    from tests.rehearsal.workspace import copy_bytes
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), run.rehearsed_papers(), 2)  # what the copy would get
-    from common.rehearsal.archs import arch_overrides, write_shrunk
+    from tests.rehearsal.archs import arch_overrides, write_shrunk
 
     copy = copy_bytes()
     write_shrunk(tmp_path / "archs")
@@ -476,7 +492,7 @@ def test_a_rehearsal_without_room_stops_with_one_line_before_writing_a_standin(t
 
 
 def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
-    from common.rehearsal import space
+    from tests.rehearsal import space
 
     vit = space.model_bytes("ViT-B-32-quickgelu")
     assert 600e6 < vit < 610e6  # 151 M parameters in fp32: the 605 MB the rehearsal's files take
@@ -495,8 +511,8 @@ def test_the_room_asked_for_is_the_stand_ins_plus_what_each_paper_measured():
 def test_a_full_disk_while_a_standin_is_written_is_one_line_and_any_other_failure_is_not(tmp_path, monkeypatch):
     """torch reports a full disk as ``RuntimeError: basic_ios::clear: iostream error`` (CI, 2026-11-26): with less free
     than the checkpoint's size it becomes ``NoRoomError`` naming the file; with room, the error is a bug and stays."""
-    from common.rehearsal import models, space
     from common.zoo.specs import ModelSpec
+    from tests.rehearsal import models, space
 
     monkeypatch.setattr(models, "get_spec", lambda name: ModelSpec(
         name="x/y", arch="mini-vit-xs", family="test", label="test", checkpoint="data:weights/x.pt"))
@@ -515,7 +531,7 @@ def test_a_full_disk_while_a_standin_is_written_is_one_line_and_any_other_failur
 
 
 def test_the_copys_size_counts_a_hard_linked_file_once(tmp_path):
-    from common.rehearsal import space
+    from tests.rehearsal import space
 
     (tmp_path / "a").write_bytes(b"x" * 100_000)
     alone = space.tree_bytes(tmp_path)
@@ -524,8 +540,8 @@ def test_the_copys_size_counts_a_hard_linked_file_once(tmp_path):
 
 
 def test_a_pipelines_line_says_what_it_added_on_disk_and_its_peak(tmp_path, monkeypatch):
-    from common.rehearsal import space
-    from common.rehearsal.run import Outcome
+    from tests.rehearsal import space
+    from tests.rehearsal.run import Outcome
 
     line = Outcome("aro", 8, 8, 673.0, 0, "aro.log", grew=int(1.23e9), peak=int(3.04e9)).line()
     assert line == "papers/aro: 8 of 8 stages ran, 673 s, +1.2 GB on disk (at most +3.0 GB while it ran): ok"
@@ -546,7 +562,7 @@ def test_a_pipelines_line_says_what_it_added_on_disk_and_its_peak(tmp_path, monk
 
 def test_the_room_check_counts_the_copy_as_copy_workspace_writes_it(tmp_path):
     """``copy_bytes`` (asked before copying) is what ``copy_workspace`` then writes, byte for byte."""
-    from common.rehearsal.workspace import copy_bytes, copy_workspace
+    from tests.rehearsal.workspace import copy_bytes, copy_workspace
 
     dest = copy_workspace(tmp_path / "ws")
     written = sum(p.stat().st_size for p in dest.rglob("*")

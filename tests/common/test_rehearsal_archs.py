@@ -1,4 +1,4 @@
-"""The rehearsal's shrunk architectures (``common.rehearsal.archs``): open_clip's ViT-B-32 and RN50 keep their
+"""The rehearsal's shrunk architectures (``tests.rehearsal.archs``): open_clip's ViT-B-32 and RN50 keep their
 families, key scheme, image size, tokenizer and activation and become megabytes; a process started with
 ``VLC_ARCH_OVERRIDES`` builds them by the usual names (a stand-in written with them loads strictly there), the block
 that applies them in a process puts open_clip's registry back, and a bad folder is one line."""
@@ -14,8 +14,8 @@ import pytest
 
 from common.errors import SettingError
 from common.paths import ROOT
-from common.rehearsal.archs import arch_overrides, shrinkable, write_shrunk
-from common.rehearsal.space import model_bytes
+from tests.rehearsal.archs import arch_overrides, shrinkable, write_shrunk
+from tests.rehearsal.space import model_bytes
 from common.zoo.specs import ARCH_OVERRIDES_ENV, register_local_configs
 
 open_clip = pytest.importorskip("open_clip")
@@ -60,7 +60,7 @@ def test_a_shrunk_architecture_keeps_its_scheme_and_becomes_megabytes(archs, arc
 
 
 def test_a_process_started_with_the_overrides_loads_a_shrunk_stand_in_strictly(archs, tmp_path):
-    from common.rehearsal.models import _save, random_openclip
+    from tests.rehearsal.models import _save, random_openclip
 
     with arch_overrides(archs):
         _save(random_openclip("ViT-B-32-quickgelu", seed=3).state_dict(), tmp_path / "standin.pt", "state_dict")

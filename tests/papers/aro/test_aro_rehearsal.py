@@ -1,4 +1,4 @@
-"""ARO in the rehearsal (``papers/aro/rehearsal.py``): its stand-ins are what the full stages' readers accept, around
+"""ARO in the rehearsal (``tests/rehearsal/papers/aro.py``): its stand-ins are what the full stages' readers accept, around
 the real (mirrored, pinned) ``valid_neg_clip.tsv``; the full profile's hooks keep a real run's defaults; a stand-in
 CIFAR tarball is refused by the published md5 the registry states, and read once the registry states its own (as the
 rehearsal's copy does)."""
@@ -11,8 +11,9 @@ import pytest
 from common.errors import WorkspaceError
 from common.registry.fetch import fetch, md5_file
 from common.registry.sources import get_source
-from common.rehearsal import standins
-from papers.aro import rehearsal, sets_full
+from tests.rehearsal import standins
+from papers.aro import sets_full
+from tests.rehearsal.papers import aro as rehearsal
 from registry_support import state_md5
 
 
@@ -85,7 +86,7 @@ def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
 def test_the_rehearsal_keeps_the_base_negclip_and_the_two_runs():
     from common.pipeline.params import read_params
     from common.paths import ROOT
-    from common.rehearsal.params import rehearsal_params
+    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec, with_variants
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["aro"])

@@ -1,4 +1,4 @@
-"""BiVLC in the rehearsal (``papers/bivlc/rehearsal.py``): its stand-ins are what the full stages' readers accept
+"""BiVLC in the rehearsal (``tests/rehearsal/papers/bivlc.py``): its stand-ins are what the full stages' readers accept
 (BiVLC's snapshot with the real benchmark text, TROHN's snapshots, COCO 2017 train), the split's size is the one
 params state (the released 2,933 refuse a stand-in), and the full profile's hooks keep a real run's defaults."""
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pytest
 from common.registry.fetch import fetch
 from common.registry.markers import SNAPSHOT_MARKER
 from common.registry.sources import get_source
-from common.rehearsal import standins
-from common.rehearsal.standins import StandInError
+from tests.rehearsal import standins
+from tests.rehearsal.standins import StandInError
 from common.files.tasks import DatasetError
-from papers.bivlc import rehearsal, sets_full, tables
+from papers.bivlc import sets_full, tables
+from tests.rehearsal.papers import bivlc as rehearsal
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_the_released_heads_standin_is_read_as_released_with_its_tower(tmp_path)
     the head and a tower equal to the encoder it was written from."""
     import torch
 
-    from common.rehearsal.models import random_openclip
+    from tests.rehearsal.models import random_openclip
     from papers.bivlc.detector_heads import load_head, tower_agreement
 
     net = random_openclip("mini-vit-xs", seed=3)
@@ -134,7 +135,7 @@ def test_the_released_heads_standin_is_read_as_released_with_its_tower(tmp_path)
 def test_the_rehearsal_keeps_one_row_per_loader_path():
     from common.pipeline.params import read_params
     from common.paths import ROOT
-    from common.rehearsal.params import rehearsal_params
+    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["bivlc"])

@@ -1,4 +1,4 @@
-"""CoN-CLIP in the rehearsal (``papers/conclip/rehearsal.py``): its stand-ins are what the full stages' readers accept
+"""CoN-CLIP in the rehearsal (``tests/rehearsal/papers/conclip.py``): its stand-ins are what the full stages' readers accept
 (CC-Neg's file and images, the distractor mapping and COCO pool, every zero-shot set through torchvision) once the
 registry and params state their checksums and counts, as the rehearsal's copy does (the workspace's refuse each:
 CC-Neg's 40,000-entry split, torchvision's md5 pins, ImageNet's 1,000 classes), and the full profile's hooks keep a
@@ -12,7 +12,8 @@ import pytest
 
 from common.registry.fetch import fetch
 from common.files.tasks import DatasetError
-from papers.conclip import ccneg, rehearsal, sets_full
+from papers.conclip import ccneg, sets_full
+from tests.rehearsal.papers import conclip as rehearsal
 from papers.conclip import zeroshot_full as zf
 from registry_support import state_md5
 
@@ -61,7 +62,7 @@ def test_the_standins_make_the_finetuning_set_every_entry_a_row(prepared, tmp_pa
     counts = manifest["counts"]
     assert counts["rows"] == counts["training_entries"] == rehearsal.CCNEG_ENTRIES - 4
     assert counts["pool_images"] == rehearsal.POOL_IMAGES and counts["crepe_negate_rows"] == counts["rows"]
-    from common.rehearsal.params import BATCH
+    from tests.rehearsal.params import BATCH
 
     assert counts["rows"] >= BATCH
 
@@ -138,7 +139,7 @@ def test_torchvisions_own_md5_pins_are_lifted_for_the_registrys(prepared, stated
 def test_the_rehearsal_keeps_clip_conclip_and_the_finetunes():
     from common.pipeline.params import read_params
     from common.paths import ROOT
-    from common.rehearsal.params import rehearsal_params
+    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["conclip"])

@@ -8,11 +8,11 @@ from typing import Callable
 
 import pytest
 
-from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_captions, coco_images, write_coco_folder
+from tests.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_captions, coco_images, write_coco_folder
 
 ARCH = "mini-vit-xs"
 COCO_CAPTIONS = list(COCO_LIKE_CAPTIONS)
-"""Image k (COCO id k + 1) has captions k and (k + 5) mod 12 (``common.rehearsal.standins.coco_captions``)."""
+"""Image k (COCO id k + 1) has captions k and (k + 5) mod 12 (``tests.rehearsal.standins.coco_captions``)."""
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Hard positives in the rehearsal (``papers/hard_positives/rehearsal.py``): its stand-ins are what the full stages'
+"""Hard positives in the rehearsal (``tests/rehearsal/papers/hard_positives.py``): its stand-ins are what the full stages'
 readers accept, around the real (mirrored, pinned) REPLACE files, and the full profile's hooks keep a real run's
 defaults."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
-from papers.hard_positives import rehearsal, released, sets_full
+from papers.hard_positives import released, sets_full
+from tests.rehearsal.papers import hard_positives as rehearsal
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_the_coco_standins_make_the_finetuning_set_with_both_types(prepared, tmp
         fetch(key, data_root=root, progress=False)
     manifest = build_set(root / CAPTIONS, root / IMAGES, tmp_path / "ft", seed=0, vocabulary_min_count=2)
     by_type = manifest["counts"]["rows_by_type"]
-    from common.rehearsal.params import BATCH
+    from tests.rehearsal.params import BATCH
 
     assert min(by_type.values()) >= BATCH  # every run, the type-only ones too, has a batch
 
@@ -56,7 +57,7 @@ def test_the_coco_standins_make_the_finetuning_set_with_both_types(prepared, tmp
 def test_the_rehearsal_keeps_the_base_and_one_released_checkpoint():
     from common.paths import ROOT
     from common.pipeline.params import read_params
-    from common.rehearsal.params import rehearsal_params
+    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["hard_positives"])

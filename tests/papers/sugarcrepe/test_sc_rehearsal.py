@@ -1,4 +1,4 @@
-"""SugarCrepe in the rehearsal (``papers/sugarcrepe/rehearsal.py``): its stand-ins are what the full stages' readers
+"""SugarCrepe in the rehearsal (``tests/rehearsal/papers/sugarcrepe.py``): its stand-ins are what the full stages' readers
 accept, around the real (mirrored, pinned) released JSON; the full profile's hooks keep a real run's defaults; a
 capped set exists only in a rehearsal."""
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
-from common.rehearsal import standins
-from papers.sugarcrepe import rehearsal, sets_full
+from tests.rehearsal import standins
+from papers.sugarcrepe import sets_full
+from tests.rehearsal.papers import sugarcrepe as rehearsal
 
 pytest.importorskip("transformers")
 
@@ -87,7 +88,7 @@ def test_algorithm_1_with_the_standin_scorers_keeps_a_batch_of_every_kind(prepar
     model, as ``negclip-full-refine`` runs them): every kind keeps at least the rehearsal's global batch."""
     from common.blind.pretrained import load_text_scorer
     from common.pipeline.params import read_params
-    from common.rehearsal.params import BATCH
+    from tests.rehearsal.params import BATCH
     from papers.sugarcrepe.negclip_refine_full import SCORERS, build_refined
     from papers.sugarcrepe.negclip_sets_full import build_train_set
 
@@ -122,7 +123,7 @@ def test_the_blind_scorer_standins_load_as_the_released_ones(prepared):
 def test_the_rehearsal_keeps_one_model_per_loader_path():
     from common.paths import ROOT
     from common.pipeline.params import read_params
-    from common.rehearsal.params import rehearsal_params
+    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["sugarcrepe"])
@@ -163,7 +164,7 @@ def test_the_full_stages_hooks_default_to_a_real_run():
 def test_the_copy_carries_the_committed_inputs_stages_read():
     """table6 depends on the committed seed-spread table (no stage writes it); the copy has it, as a clone does,
     and no stage output."""
-    from common.rehearsal.workspace import committed_inputs
+    from tests.rehearsal.workspace import committed_inputs
 
     inputs = committed_inputs()
     assert "results/sugarcrepe/mini/table6_seeds.csv" in inputs
@@ -173,7 +174,7 @@ def test_the_copy_carries_the_committed_inputs_stages_read():
 def test_a_standin_is_refused_for_the_pinned_json_and_a_bad_cap_before_anything_is_written(monkeypatch, tmp_path):
     from common.pipeline import params as params_module
     from common.pipeline.params import ParamsError
-    from common.rehearsal import standins
+    from tests.rehearsal import standins
 
     with pytest.raises(standins.StandInError, match="pins its sha256"):
         standins.place_json("sugarcrepe/data/add_att.json", tmp_path, {})

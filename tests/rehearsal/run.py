@@ -1,4 +1,4 @@
-"""``python -m common rehearse [PAPER...]`` (``make rehearse [PAPER=...]``): each paper's full pipeline run by DVC on
+"""``python -m tests.rehearsal [PAPER...]`` (``make rehearse [PAPER=...]``): each paper's full pipeline run by DVC on
 stand-ins, in a copy of the workspace, reported as the stages that ran out of how many and the wall time per paper.
 
 1. The copy: ``build/rehearsal/ws`` (git-ignored), made afresh (``workspace.copy_workspace``), its own git repository
@@ -7,7 +7,7 @@ stand-ins, in a copy of the workspace, reported as the stages that ran out of ho
 3. Room on the disk for what follows (``space.check_room``), else one line and nothing written. Its data root: each
    paper's stand-ins, the pinned files they name fetched real from ``VLC_MIRROR``, the stand-ins' md5s stated in the
    copy's registry; then the keys its DVC data dependencies need, fetched as a real run fetches them.
-4. Its models, at the shrunk sizes of ``common.rehearsal.archs`` unless ``--real-sizes``: into its own hub cache
+4. Its models, at the shrunk sizes of ``tests.rehearsal.archs`` unless ``--real-sizes``: into its own hub cache
    (``HF_HOME`` inside the copy, offline) and at their ``data:`` checkpoints.
 5. ``dvc repro papers/<paper>`` in the copy (the stage commands a real run uses, with no ``VLC_DATA``/``VLC_BUILD``/
    ``VLC_CACHE``), its output kept in ``build/rehearsal/<paper>.log``, what it left on disk and its peak measured.
@@ -38,19 +38,19 @@ from common import plugins
 from common.errors import SettingError, WorkspaceError, unknown_name
 from common.files.io import write_json_atomic
 from common.oracle.core import RECORD_DIR, STANDIN_INPUTS, read_oracles
-from common.paper import load_paper, load_papers
 from common.paths import RESULTS, ROOT, mirror_root
 from common.pipeline.params import read_params
 from common.registry.fetch import fetch
-from common.rehearsal import models as standin_models
-from common.rehearsal.archs import arch_overrides, write_shrunk
-from common.rehearsal.params import DEFAULT_CAP, rehearsal_params
-from common.rehearsal.space import (
-    MEASURED, MEASURED_REAL_SIZES, Footprint, FreeWatch, check_room, free_bytes, gb, tree_bytes)
-from common.rehearsal.standins import name_seed, state_md5s
-from common.rehearsal.workspace import copy_bytes, copy_env, copy_workspace, dvc
 from common.zoo import get_spec
 from common.zoo.specs import ARCH_OVERRIDES_ENV
+from tests.rehearsal import models as standin_models
+from tests.rehearsal.archs import arch_overrides, write_shrunk
+from tests.rehearsal.papers import has_standins, rehearsed_papers, standins as standins_of
+from tests.rehearsal.params import DEFAULT_CAP, rehearsal_params
+from tests.rehearsal.space import (
+    MEASURED, MEASURED_REAL_SIZES, Footprint, FreeWatch, check_room, free_bytes, gb, tree_bytes)
+from tests.rehearsal.standins import name_seed, state_md5s
+from tests.rehearsal.workspace import copy_bytes, copy_env, copy_workspace, dvc
 
 REHEARSAL_DIR = ROOT / "build" / "rehearsal"
 """Everything a rehearsal writes (``/build/`` is git-ignored)."""
@@ -58,14 +58,14 @@ WORKSPACE = "ws"
 HF_HOME = Path(".cache") / "huggingface"
 """The copy's hub cache (under its git-ignored ``.cache/``)."""
 ARCH_DIR = Path(".cache") / "archs"
-"""The copy's shrunk architectures (``common.rehearsal.archs``), named to its processes by ``VLC_ARCH_OVERRIDES``."""
+"""The copy's shrunk architectures (``tests.rehearsal.archs``), named to its processes by ``VLC_ARCH_OVERRIDES``."""
 MARKER = ".vlc-rehearsal"
 """In the copy's root: the folder is a rehearsal's, which the next rehearsal may delete."""
 RUNNING = re.compile(r"^Running stage '([^']+)'")
 
 
 class RehearsalError(WorkspaceError):
-    """A rehearsal that cannot be prepared (a paper without ``rehearsal.py``, no mirror)."""
+    """A rehearsal that cannot be prepared (a paper without ``papers/<paper>.py`` here, no mirror)."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +114,10 @@ def rehearsal_env(workspace: Path, mirror: Path) -> dict[str, str]:
 
 
 def _module(paper: str):
-    rehearsal = load_paper(paper).rehearsal
-    if rehearsal is None:
-        raise RehearsalError(f"papers/{paper} declares no rehearsal plug-in (its stand-ins, models and params): "
-                             "it cannot be rehearsed yet (common.paper.RehearsalPlugIn says what it holds)")
-    return rehearsal.load()
+    if not has_standins(paper):
+        raise RehearsalError(f"papers/{paper} has no tests/rehearsal/papers/{paper}.py (its stand-ins, models and "
+                             "params): it cannot be rehearsed yet (tests.rehearsal.papers.StandIns says what it holds)")
+    return standins_of(paper)
 
 
 STAGE_OWNER = re.compile(r"^papers/([^/]+)(?:/dvc\.yaml:|$)")
@@ -133,8 +132,8 @@ def stage_owners(stages: Sequence[str]) -> list[str]:
 def _layout(name: str) -> str:
     """The release layout of a ``data:`` checkpoint: its owner paper's ``CHECKPOINT_LAYOUTS``, else open_clip's."""
     owner = plugins.owner(name)
-    rehearsal = load_paper(owner).rehearsal if owner else None
-    return rehearsal.load().CHECKPOINT_LAYOUTS.get(name, "state_dict") if rehearsal is not None else "state_dict"
+    return standins_of(owner).CHECKPOINT_LAYOUTS.get(name, "state_dict") if owner and has_standins(owner) \
+        else "state_dict"
 
 
 def remove_previous(workspace: Path) -> None:
@@ -149,7 +148,7 @@ def remove_previous(workspace: Path) -> None:
 def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=print,
             real_sizes: bool = False) -> dict[str, str]:
     """Make the copy at ``workspace`` (replacing an earlier one) ready for ``dvc repro``; returns its environment.
-    Its architectures are open_clip's shrunk (``common.rehearsal.archs``) unless ``real_sizes``."""
+    Its architectures are open_clip's shrunk (``tests.rehearsal.archs``) unless ``real_sizes``."""
     early = {paper: _module(paper) for paper in papers}  # before anything is deleted; their pipelines may walk more
     workspace = Path(workspace)
     remove_previous(workspace)
@@ -166,7 +165,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         # the marker first: a copy cut short (no room, a signal) is still known as the rehearsal's, and the next
         # run removes it
         workspace.mkdir(parents=True)
-        (workspace / MARKER).write_text("a rehearsal's copy of the workspace (common.rehearsal); replaced by the "
+        (workspace / MARKER).write_text("a rehearsal's copy of the workspace (tests.rehearsal); replaced by the "
                                         "next\n")
         copy_workspace(workspace)
     except OSError as exc:
@@ -176,9 +175,9 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
                errno.EPERM: "not permitted"}.get(exc.errno, exc.strerror or type(exc).__name__)
         raise RehearsalError(f"{workspace}: the workspace could not be copied there ({why}: "
                              f"{getattr(exc, 'filename', None) or workspace}); the partial copy was removed. Give "
-                             f"--dir on a writable disk with room (common/rehearsal/space.py says how much)") from None
+                             f"--dir on a writable disk with room (tests/rehearsal/space.py says how much)") from None
     (workspace / "params.yaml").write_text(
-        "# A rehearsal's params.yaml (common.rehearsal.params): the full profile on stand-ins. Not the papers' "
+        "# A rehearsal's params.yaml (tests.rehearsal.params): the full profile on stand-ins. Not the papers' "
         "numbers.\n" + yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     read_params(workspace / "params.yaml")  # as every stage will
     env = rehearsal_env(workspace, mirror)
@@ -189,7 +188,7 @@ def prepare(workspace: Path, papers: Sequence[str], mirror: Path, cap: int, log=
         env[ARCH_OVERRIDES_ENV] = str(archs)
         log(f"rehearsal: {len(shrunk)} open_clip architectures shrunk for the copy ({ARCH_DIR}: ViT-B-32 and RN50 "
             "among them, the same key scheme with fewer and narrower blocks, megabytes each; "
-            "common/rehearsal/archs.py; --real-sizes rehearses without)")
+            "tests/rehearsal/archs.py; --real-sizes rehearses without)")
     with arch_overrides(archs):
         _prepare_data(workspace, papers, mirror, params, env, footprints, log)
     configured = dvc(workspace, env, "config", "--local", "cache.type", "hardlink,copy")  # outputs: one copy on disk
@@ -206,12 +205,11 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
     for paper in papers:  # every paper whose stages the pipelines walk prepares its stand-ins (conclip: sugarcrepe's set)
         nodes = dag_nodes(workspace, env, paper)
         for owner in stage_owners(nodes):
-            rehearsal = load_paper(owner).rehearsal
-            if rehearsal is None:
-                log(f"rehearsal: papers/{owner} declares no rehearsal plug-in: its stages in papers/{paper}'s "
-                    "pipeline get no stand-ins (they fail if they read any)")
+            if not has_standins(owner):
+                log(f"rehearsal: papers/{owner} has no tests/rehearsal/papers/{owner}.py: its stages in "
+                    f"papers/{paper}'s pipeline get no stand-ins (they fail if they read any)")
             else:
-                modules.setdefault(owner, rehearsal.load())
+                modules.setdefault(owner, standins_of(owner))
 
     def fetch_here(key: str) -> Path:
         return fetch(key, data_root=data_root, mirror=mirror, progress=False)
@@ -224,7 +222,7 @@ def _prepare_data(workspace: Path, papers: Sequence[str], mirror: Path, params: 
         keys += module.prepare(data_root, fetch_here)
         log(f"rehearsal: {paper}: stand-ins written ({time.perf_counter() - started:.0f} s)")
     restated = state_md5s(workspace, data_root)
-    log(f"rehearsal: the copy's registry states the md5 of {len(restated)} stand-in(s) (common.rehearsal.standins."
+    log(f"rehearsal: the copy's registry states the md5 of {len(restated)} stand-in(s) (tests.rehearsal.standins."
         "state_md5s)")
     for name in names:
         started = time.perf_counter()
@@ -274,11 +272,6 @@ def dag_stages(workspace: Path, env: dict[str, str], paper: str) -> list[str]:
 def stage_count(workspace: Path, env: dict[str, str], paper: str) -> int:
     """How many stages ``dvc repro papers/<paper>`` walks."""
     return len(dag_stages(workspace, env, paper))
-
-
-def rehearsed_papers() -> list[str]:
-    """The papers that take part in a rehearsal (a rehearsal plug-in in their ``PAPER``)."""
-    return [paper.name for paper in load_papers() if paper.rehearsal is not None]
 
 
 def repro(workspace: Path, env: dict[str, str], paper: str, log_path: Path, echo=sys.stdout,
@@ -471,7 +464,7 @@ def _rehearse(workspace: Path, folder: Path, papers: Sequence[str], mirror: Path
 
 
 def _listed_models(workspace: Path, papers: Sequence[str]) -> set[str]:
-    """The zoo models whose stand-ins the rehearsed papers wrote (``rehearsal.py``'s ``models``)."""
+    """The zoo models whose stand-ins the rehearsed papers wrote (``papers/<paper>.py``'s ``models``)."""
     params = read_params(workspace / "params.yaml")
     return {name for paper in papers for name in _module(paper).models(params)}
 
@@ -497,7 +490,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("papers", nargs="*", metavar="PAPER",
-                        help="papers to rehearse (default: every paper whose PAPER declares a rehearsal plug-in)")
+                        help="papers to rehearse (default: every paper with tests/rehearsal/papers/<paper>.py)")
     parser.add_argument("--cap", type=int, default=None, help="examples scored per benchmark group (default 4)")
     parser.add_argument("--mirror", type=Path, default=None,
                         help="mirror of the pinned released files (default: VLC_MIRROR)")
@@ -505,19 +498,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="DVC's output only to <dir>/<paper>.log")
     parser.add_argument("--real-sizes", action="store_true",
                         help="the stand-ins at the architectures' real sizes (605 MB per ViT-B/32; about 25 GB and an "
-                             "hour on two cores) rather than shrunk (common/rehearsal/archs.py)")
+                             "hour on two cores) rather than shrunk (tests/rehearsal/archs.py)")
     parser.set_defaults(func=_cmd)
 
 
-def register_cli(subparsers) -> None:
-    """``python -m common rehearse``."""
-    p = subparsers.add_parser("rehearse", help="the full profile end to end on stand-ins, in a copy of the workspace "
-                                               "(build/rehearsal/): stages ran and wall time per paper")
-    add_arguments(p)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m common.rehearsal", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.rehearsal", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     return _cmd(args)

@@ -6,7 +6,7 @@ read it through their ordinary code. A source whose sha256 the registry pins can
 (``StandInError``): the rehearsal reads the real file, from ``VLC_MIRROR``, and stands in for the images it names.
 
 Writers of sources several papers read live here; a paper's own sources are written by its
-``papers/<paper>/rehearsal.py``.
+``tests/rehearsal/papers/<paper>.py``.
 """
 from __future__ import annotations
 
@@ -364,7 +364,7 @@ def negclip_tsv_bytes(rows: Sequence[tuple[str, str, Sequence[str], Sequence[int
 NEGCLIP_TRAIN_ROWS = 24
 """Released validation rows (one image each) that become the stand-in training TSV's rows: enough that SugarCrepe's
 Algorithm 1 keeps a batch of every negative kind it generates from them (``negclip-full-refine``), while the fine-tunes
-on them stop after ``ceil(cap / batch)`` steps (``max_steps``, ``common.rehearsal.params.fine_tune_steps``)."""
+on them stop after ``ceil(cap / batch)`` steps (``max_steps``, ``tests.rehearsal.params.fine_tune_steps``)."""
 
 
 def negclip_train_rows(valid: Sequence[Any], twin_of: str,

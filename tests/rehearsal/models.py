@@ -23,10 +23,10 @@ from typing import Iterable, Literal, get_args
 from common.files.io import atomic_path
 from common.registry.errors import RegistryError
 from common.registry.sources import get_source
-from common.rehearsal.space import NoRoomError, free_bytes, gb
-from common.rehearsal.standins import StandInError, mark_snapshot, snapshot_folder
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs
+from tests.rehearsal.space import NoRoomError, free_bytes, gb
+from tests.rehearsal.standins import StandInError, mark_snapshot, snapshot_folder
 
 Layout = Literal["state_dict", "model", "model_state_dict", "plain"]
 CHECKPOINT_LAYOUTS: tuple[str, ...] = get_args(Layout)

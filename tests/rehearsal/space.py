@@ -49,7 +49,7 @@ MEASURED_REAL_SIZES: dict[str, Footprint] = {
 """Per paper, measured on the build machine (2 cores, AMD EPYC) on 2026-11-27. ``data``: the copy's ``data/`` and hub
 cache after ``prepare`` of that paper alone with the model writers stubbed (a paper whose pipeline walks another's
 stages less that one's). ``kept`` and ``peak``: the largest of three rehearsals of all five (run order aro, conclip,
-hard_positives, sugarcrepe, bivlc; 25.0 GB in all): ``python -m common rehearse --quiet`` at fcb21db, the copy's size
+hard_positives, sugarcrepe, bivlc; 25.0 GB in all): ``python -m tests.rehearsal --quiet`` at fcb21db, the copy's size
 sampled every 15 s, and ``bash .ci/run`` at 5ba8020 and at f7a29b2 in fresh clones, the pipelines' own lines
 (``Outcome.grew``, ``Outcome.peak``: free space sampled every 5 s; ARO's peak was 3.0, 3.6 and 4.2 GB). Refresh them
 from those lines. These are the rehearsal at the architectures' real sizes (``--real-sizes``)."""
@@ -64,14 +64,14 @@ MEASURED: dict[str, Footprint] = {
         "bivlc": (118_468_608, 118_706_176),
     }.items()
 }
-"""The same with the shrunk architectures (``common.rehearsal.archs``), the default: ``kept`` and ``peak`` from the
+"""The same with the shrunk architectures (``tests.rehearsal.archs``), the default: ``kept`` and ``peak`` from the
 pipelines' own lines of ``make rehearse REHEARSE_FLAGS=--quiet`` on the build machine on 2026-11-29 (the whole
 rehearsal: 0.8 GB at its end, the disk's free space 0.9 GB lower at most); ``data`` as measured at the real sizes
 (the stand-in data do not depend on the architectures; an over-estimate: the whole copy was 0.2 GB once prepared)."""
 
 
 UNMEASURED = Footprint(data=GB, kept=6 * GB, peak=9 * GB)
-"""A paper with no measurement yet (a new ``rehearsal.py``): above the largest measured."""
+"""A paper with no measurement yet (new stand-ins, ``papers/<paper>.py``): above the largest measured."""
 MARGIN = 1.2
 """Room asked for, over the estimate."""
 
@@ -131,7 +131,7 @@ def check_room(folder: Path, papers: Sequence[str], models: Iterable[str], copy:
         raise NoRoomError(
             f"{folder}: {gb(free)} free on its disk; a rehearsal of {', '.join(papers)} writes about {gb(need)} "
             f"({f'the workspace copy, {gb(copy)}; ' if copy else ''}the stand-in checkpoints and each "
-            f"fine-tune's; measured per paper in common/rehearsal/space.py){guess}, and asks for "
+            f"fine-tune's; measured per paper in tests/rehearsal/space.py){guess}, and asks for "
             f"{gb(MARGIN * need)}. Free some space, give --dir on a "
             "disk with room, or rehearse fewer papers (make rehearse PAPER=...)")
     return need

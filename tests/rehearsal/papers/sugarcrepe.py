@@ -1,4 +1,4 @@
-"""SugarCrepe in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+"""SugarCrepe in the rehearsal (``tests.rehearsal``): this paper's stand-ins, models and shrinking.
 
 What the full stages read, and what the rehearsal puts there:
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common.benchmarks.caption_negatives import CATEGORIES, read_category, released_file_key
-from common.rehearsal import models as standin_models, standins
+from tests.rehearsal import models as standin_models, standins
 
 KEPT_MODELS = ("openai/RN50", "openai/ViT-B-32", "datacomp/small-ViT-B-32")
 """Table 6's rows the rehearsal scores: every loader path its 17 models take that a random stand-in can (an OpenAI

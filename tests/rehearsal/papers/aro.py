@@ -1,4 +1,4 @@
-"""ARO in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+"""ARO in the rehearsal (``tests.rehearsal``): this paper's stand-ins, models and shrinking.
 
 What the full stages read, and what the rehearsal puts there:
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from common.rehearsal import standins
-from common.rehearsal.models import needing_standins
-from common.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
 from common.text.released_text import read_negclip_tsv
+from tests.rehearsal import standins
+from tests.rehearsal.models import needing_standins
+from tests.rehearsal.standins import COCO_LIKE_CAPTIONS as captions
 
 CHECKPOINT_LAYOUTS = {"aro/negclip": "state_dict"}
 """NegCLIP's release, as vinid/neg_clip's trainer saves it (``vinid/neg_clip@e680f8e4 src/training/main.py:263-268``

@@ -1,5 +1,5 @@
 """A throwaway copy of the workspace (code, params, dvc.yaml/dvc.lock files, published numbers) where DVC runs without
-touching the real one: the rehearsal's (``common.rehearsal``, under the git-ignored ``build/rehearsal/``) and the
+touching the real one: the rehearsal's (``tests.rehearsal``, under the git-ignored ``build/rehearsal/``) and the
 tests' (``tests/workspace_copy.py``)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CoN-CLIP in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+"""CoN-CLIP in the rehearsal (``tests.rehearsal``): this paper's stand-ins, models and shrinking.
 
 What the full stages read, and what the rehearsal puts there (every source here is unpinned: no sha256 is published,
 the downloader trusts the first copy, so each is a stand-in in the released format at the registry's destination):
@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from common.rehearsal import standins
-from common.rehearsal.models import needing_standins
-from common.rehearsal.standins import image_bytes, name_seed, place, tar_gz, zip_bytes
 from papers.conclip import ccneg
+from tests.rehearsal import standins
+from tests.rehearsal.models import needing_standins
+from tests.rehearsal.standins import image_bytes, name_seed, place, tar_gz, zip_bytes
 
 CHECKPOINT_LAYOUTS = {"conclip/conclip-vit-b32": "model", "conclip/conclip-vit-b16": "model",
                       "conclip/conclip-vit-l14": "model", "conclip/laclip-laion400m-vit-b32": "state_dict"}

@@ -1,4 +1,4 @@
-"""BiVLC in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+"""BiVLC in the rehearsal (``tests.rehearsal``): this paper's stand-ins, models and shrinking.
 
 What the full stages read, and what the rehearsal puts there:
 
@@ -20,10 +20,10 @@ from typing import Any, Callable
 from common.files.io import atomic_path
 from common.paths import ROOT
 from common.pipeline.params import read_params
-from common.rehearsal import standins
-from common.rehearsal.models import needing_standins, pretrained_state
-from common.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
 from papers.bivlc.sets_full import HF_SOURCES
+from tests.rehearsal import standins
+from tests.rehearsal.models import needing_standins, pretrained_state
+from tests.rehearsal.standins import COCO_LIKE_CAPTIONS, coco_file_name, hf_image, image_bytes, name_seed
 
 CHECKPOINT_LAYOUTS = {"bivlc/clip-coco": "model_state_dict", "bivlc/clip-trohn-text": "model_state_dict",
                       "bivlc/clip-trohn-img": "model_state_dict"}

@@ -1,4 +1,4 @@
 from common.errors import run_entry_point
-from common.rehearsal.run import main
+from tests.rehearsal.run import main
 
 raise SystemExit(run_entry_point(main))

@@ -1,4 +1,4 @@
-"""Hard positives in the rehearsal (``common.rehearsal``): this paper's stand-ins, models and shrinking.
+"""Hard positives in the rehearsal (``tests.rehearsal``): this paper's stand-ins, models and shrinking.
 
 What the full stages read, and what the rehearsal puts there:
 
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common.files.jsonl import read_json
-from common.rehearsal import standins
-from common.rehearsal.models import needing_standins
+from tests.rehearsal import standins
+from tests.rehearsal.models import needing_standins
 
 SWAP_ROWS = (  # (image, box, attributes, c, c_p, c_n)
     ("2354786.jpg", (2, 3, 20, 15), ("white", "black"), "the white cat and the black dog",

@@ -4,15 +4,15 @@ shrunk to what two CPU cores do in minutes. The full profile's stages do not kno
 states the counts its stand-ins hold where its full section states the published ones.
 
 What changes is decided by key name, wherever the key sits (``SHRINK``), so a new paper's full section is shrunk
-without an entry here; a paper adds what only it knows in ``papers/<paper>/rehearsal.py``'s ``params(params)``.
+without an entry here; a paper adds what only it knows in ``tests/rehearsal/papers/<paper>.py``'s ``params(params)``.
 """
 from __future__ import annotations
 
 import copy
 from typing import Any, Callable, Iterable, Mapping
 
-from common.paper import load_paper
 from common.pipeline.inputs import SECTION
+from tests.rehearsal.papers import has_standins, standins
 
 PROCESSES = 2
 """torchrun processes per fine-tune (gloo on the CPU): DDP is rehearsed, not only one process."""
@@ -51,12 +51,11 @@ def fine_tune_steps(cap: int, batch_size: int = BATCH) -> int:
 
 def rehearsal_params(params: Mapping[str, Any], papers: Iterable[str], cap: int = DEFAULT_CAP) -> dict[str, Any]:
     """``params`` (the workspace's params.yaml) made the rehearsal's: full profile, ``cap`` examples per benchmark
-    group, ``SHRINK`` and ``fine_tune_steps`` applied, then each paper's own ``rehearsal.params``."""
+    group, ``SHRINK`` and ``fine_tune_steps`` applied, then each paper's own ``params`` (``papers/<paper>.py``)."""
     out = _shrink(copy.deepcopy(dict(params)), {**SHRINK, "max_steps": lambda v: fine_tune_steps(cap)})
     out["profile"] = "full"
     out[SECTION] = {"cap": cap}
     for paper in papers:
-        rehearsal = load_paper(paper).rehearsal
-        if rehearsal is not None:
-            rehearsal.load().params(out)
+        if has_standins(paper):
+            standins(paper).params(out)
     return out
