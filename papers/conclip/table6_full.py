@@ -207,9 +207,8 @@ def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group:
                                    f"(a stale file: re-run the stage that writes both)")
 
 
-def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outcomes]] | str:
-    """The table's rows and the predictions of ``COMPARED_ROWS`` for ``what``, checked against the table, or why they
-    cannot be compared."""
+def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
+    """The predictions of ``COMPARED_ROWS`` for ``what``, checked against the table, or why they cannot be compared."""
     table_name, folder = COMPARISON_INPUTS[what]
     by_group = what == "sugarcrepe"
     columns = SUGARCREPE_CATEGORIES if by_group else ("ccneg",)
@@ -225,7 +224,7 @@ def _pair(results_dir: Path, what: str) -> tuple[dict[str, dict], dict[str, Outc
                                f"in another order): a paired comparison needs the same ones; re-run the stage")
     for row in COMPARED_ROWS:
         _check_against_table(outcomes[row], {c if by_group else "": table[row][c] for c in columns}, by_group)
-    return table, outcomes
+    return outcomes
 
 
 def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
@@ -234,15 +233,14 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     out: dict[str, float] = {}
     left_out: dict[str, str] = {}
     for what in ("sugarcrepe", "ccneg"):
-        pair = _pair(results_dir, what)
-        if isinstance(pair, str):
-            left_out[what] = pair
+        outcomes = _pair(results_dir, what)
+        if isinstance(outcomes, str):
+            left_out[what] = outcomes
             continue
-        table, outcomes = pair
         if what == "sugarcrepe":
             d = paired_difference(*(sugarcrepe_measure(outcomes[row]) for row in COMPARED_ROWS),
                                   n_resamples=N_RESAMPLES, seed=SEED)
-            estimate = float(np.mean([table["conclip"][c] - table["clip"][c] for c in SUGARCREPE_CATEGORIES]))
+            estimate = d.value
         else:
             d = ccneg_difference(*(outcomes[row].outcomes for row in COMPARED_ROWS), n_resamples=N_RESAMPLES,
                                  seed=SEED)

@@ -85,8 +85,8 @@ from papers.conclip import benchmark_mini, ccneg as data
 from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMPT, group_name, load_test_items
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
-    MODEL_FIELDS, SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells,
-    classification_fields, classification_measure, model_cells, pct, sugarcrepe_cells, sugarcrepe_measure, table6_row)
+    MODEL_FIELDS, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells, classification_fields,
+    classification_measure, model_cells, pct, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
@@ -547,13 +547,10 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
                 "classification": lambda more: classification_measure(more.classification, CLASSIFICATION_SETS)}
     for what, measure in measures.items():
         d = paired_difference(measure(scored["conclip"].more), measure(scored["clip"].more))
-        out.update({f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
+        out.update({f"conclip_minus_clip_{what}": round(d.value, 2),
+                    f"conclip_minus_clip_{what}_ci_low": round(d.low, 2),
                     f"conclip_minus_clip_{what}_ci_high": round(d.high, 2)})
     out.update({"clip_delta": rows["clip"]["delta"], "conclip_delta": rows["conclip"]["delta"],
-                "conclip_minus_clip_sugarcrepe": round(float(np.mean(
-                    [rows["conclip"][c] - rows["clip"][c] for c in SUGARCREPE_CATEGORIES])), 2),
-                "conclip_minus_clip_classification": round(
-                    rows["conclip"]["classification_top1"] - rows["clip"]["classification_top1"], 2),
                 "clip_eq4_precision": rows["clip"]["eq4_precision"], "eq4_chance": rows["clip"]["eq4_chance"]})
     return out
 
