@@ -1,7 +1,7 @@
 """The released blind scorers of SugarCrepe's text-only evaluation: Vera and the CoLA grammar model.
 
 Both map a caption alone to a plausibility in [0, 1]; an example is solved blind when its positive scores strictly
-higher than its negative (``blind_correct``). The arithmetic follows the released code
+higher than its negative (``common.blind.crossfit.PairScores.correct``). The arithmetic follows the released code
 (``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:80`` "return 1 if pos_score > neg_score else 0"):
 
 * Vera (``liujch1998/vera``, a T5 encoder) reads the hidden state of a statement's last token (its EOS) through a
@@ -11,7 +11,7 @@ higher than its negative (``blind_correct``). The arithmetic follows the release
   "logit_calibrated = logit / self.t"). The weights load in their stored dtype (``"auto"``, bfloat16 for Vera:
   ``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:19`` "torch_dtype='auto'") and the head runs in that dtype, as
   upstream's does: the released scores are bfloat16-rounded, so ties between a positive and its negative are frequent
-  and ``blind_correct`` counts them wrong, as upstream's ``>`` did.
+  and ``PairScores.correct`` counts them wrong, as upstream's ``>`` did.
 * The grammar model (``textattack/distilbert-base-uncased-CoLA``) gives P(acceptable) = softmax(logits)[1], the
   value upstream takes from ``pipeline("text-classification")`` (``score`` of ``LABEL_1``, else ``1 - score``:
   ``RAIVNLab/sugar-crepe@0047054b text_model_eval.py:64``
@@ -30,7 +30,7 @@ import itertools
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -222,19 +222,3 @@ def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | Non
     if not Path(path).is_dir():
         raise ScorerUnavailable(f"text scorer {name!r}: {path} is not a folder written by save_pretrained")
     return SCORER_CLASSES[name].from_pretrained(path, name=name, device=device, batch_size=batch_size)
-
-
-def blind_correct(scorer: TextScorer, positives: Sequence[str], negatives: Sequence[str]) -> np.ndarray:
-    """Whether each positive scores strictly higher than its negative (a tie is wrong): bool array."""
-    if len(positives) != len(negatives):
-        raise ValueError(f"{len(positives)} positives but {len(negatives)} negatives: examples are pairs")
-    scores = scorer.scores([*positives, *negatives])  # one call, so captions shared by both sides are scored once
-    return scores[:len(positives)] > scores[len(positives):]
-
-
-def micro_average(correct_by_category: Mapping[str, np.ndarray]) -> float:
-    """Total correct over total examples across categories (the released overall figure), not a mean of means."""
-    total = sum(len(correct) for correct in correct_by_category.values())
-    if total == 0:
-        raise ValueError("micro_average: no examples in any category")
-    return float(sum(int(np.count_nonzero(correct)) for correct in correct_by_category.values()) / total)

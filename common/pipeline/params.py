@@ -399,12 +399,6 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
     return params
 
 
-def stage_section(stage: str, dotted: str) -> tuple[dict[str, Any], Any]:
-    """A stage's parameters and the section ``dotted`` of them (``conclip.mini``)."""
-    params = stage_params(stage)
-    return params, section(params, dotted)
-
-
 def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:
     """The parameters of the stage running this code (``stage_params``), found without naming it: ``stage`` (a
     ``--stage`` option) if given, else ``DVC_STAGE`` (set by ``dvc repro``), else the one stage whose command runs

@@ -63,10 +63,6 @@ class FinetuneJob:
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
         return replace(self, config=self.config.with_steps(steps))
 
-    def with_config(self, **changes: Any) -> "FinetuneJob":
-        """The same job with some settings changed (tests: ``checkpoint_every=0``)."""
-        return replace(self, config=replace(self.config, **changes))
-
     def describe(self) -> dict:
         """What defines the run, JSON-able (the resume key, without the code)."""
         return json.loads(json.dumps({

@@ -39,7 +39,7 @@ _SUBMODULE_OF = {
     **dict.fromkeys(("EmbeddingModel", "ModelFactory", "ModelUnavailable"), "interface"),
     **dict.fromkeys((
         "DATA_FILES", "MODEL_CONFIG_DIR", "REGISTRY_FILE", "ZOO_DIR", "ModelSpec", "_known_files",
-        "activation_mismatch", "checkpoint_metadata", "get_spec", "models_in_family", "read_models_file",
+        "activation_mismatch", "checkpoint_metadata", "get_spec", "read_models_file",
         "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu",
         "with_variants"), "specs"),
     **dict.fromkeys((

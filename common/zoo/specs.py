@@ -121,10 +121,6 @@ def get_spec(name: str) -> ModelSpec:
     raise unknown_name("model", name, registry())
 
 
-def models_in_family(family: str) -> list[ModelSpec]:
-    return [s for s in registry().values() if s.family == family]
-
-
 def with_variants(names: list[str] | tuple[str, ...]) -> list[str]:
     """``names``, each followed by its registered variants (``ModelSpec.variant_of``, in registry order): what a
     table scores when it shows how each published cell was computed (a name already listed is not repeated)."""

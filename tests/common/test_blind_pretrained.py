@@ -18,7 +18,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from common.blind import pretrained  # noqa: E402
 from common.blind.pretrained import (  # noqa: E402
-    GrammarScorer, ScorerUnavailable, VeraScorer, blind_correct, load_text_scorer, micro_average)
+    GrammarScorer, ScorerUnavailable, VeraScorer, load_text_scorer)
 from common.errors import UnknownName  # noqa: E402
 
 WORDS = "a the red blue green cat dog sits on is left of right mat big small and".split()
@@ -153,32 +153,6 @@ def test_fingerprint_follows_the_weights(vera_dir, grammar_dir, tmp_path):
     model.save_pretrained(tmp_path / "other")
     _t5_tokenizer().save_pretrained(tmp_path / "other")
     assert load_text_scorer("vera", path=tmp_path / "other").fingerprint != vera.fingerprint
-
-
-class _TableScorer:
-    name = "table"
-    fingerprint = "table"
-
-    def __init__(self, table: dict[str, float]):
-        self.table = table
-
-    def scores(self, texts):
-        return np.array([self.table[text] for text in texts], dtype=np.float64)
-
-
-def test_blind_correct_counts_ties_wrong():
-    scorer = _TableScorer({"p1": 0.9, "n1": 0.1, "p2": 0.5, "n2": 0.5, "p3": 0.2, "n3": 0.7})
-    correct = blind_correct(scorer, ["p1", "p2", "p3"], ["n1", "n2", "n3"])
-    assert correct.dtype == bool and correct.tolist() == [True, False, False]
-    with pytest.raises(ValueError, match="2 positives but 1 negatives"):
-        blind_correct(scorer, ["p1", "p2"], ["n1"])
-
-
-def test_micro_average_weights_categories_by_size():
-    correct = {"swap": np.array([True, False, False]), "add": np.array([True])}
-    assert micro_average(correct) == pytest.approx(2 / 4)  # the macro mean would be (1/3 + 1) / 2
-    with pytest.raises(ValueError, match="no examples"):
-        micro_average({"swap": np.array([], dtype=bool)})
 
 
 def test_missing_transformers_names_the_install_hint(monkeypatch, vera_dir):

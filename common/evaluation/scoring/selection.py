@@ -224,11 +224,3 @@ def negative_position_counts(result: SelectionResult, positives: Sequence[int], 
     for o in result.outcomes:
         counts[o.group][negative_position(o.scores, positives, negative)] += 1
     return dict(counts)
-
-
-def mean_scores(result: SelectionResult) -> dict[str, tuple[float, ...]]:
-    """Per group, the mean score of each candidate position (e.g. the mean similarity of c, c_p and c_n)."""
-    by_group: dict[str, list[tuple[float, ...]]] = defaultdict(list)
-    for o in result.outcomes:
-        by_group[o.group].append(o.scores)
-    return {g: tuple(np.mean(np.asarray(rows), axis=0).tolist()) for g, rows in by_group.items()}

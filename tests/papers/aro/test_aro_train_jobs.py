@@ -241,11 +241,11 @@ def test_weights_and_logs_where_they_were():
 
 @pytest.mark.parametrize("profile", ["mini", "full"])
 def test_the_stages_params_read_as_before(profile):
-    """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_section``: every setting
+    """The real stage's parameters (``params.yaml aro.<profile>.finetune``) through ``stage_params``: every setting
     a run's ``TrainConfig`` reads, at the values the removed ``FinetuneParams`` gave (its defaults: fp32, one
     micro-batch; resume states every 50 steps)."""
-    _, section = common.pipeline.params.stage_section(f"papers/aro/dvc.yaml:finetune-{profile}@negclip",
-                                             f"aro.{profile}.finetune")
+    params = common.pipeline.params.stage_params(f"papers/aro/dvc.yaml:finetune-{profile}@negclip")
+    section = common.pipeline.params.section(params, f"aro.{profile}.finetune")
     config = TrainConfig.from_params(section, steps_per_epoch=10, lr=float(section["lrs"][0]))
     assert (config.steps, config.warmup_steps, config.weight_decay, config.checkpoint_every) == (50, 50, 0.2, 50)
     assert (config.batch_size, config.precision, config.accum) == (

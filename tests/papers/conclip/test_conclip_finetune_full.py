@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -309,7 +310,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(data, train_set, tmp_pat
     def run(name: str):
         job = train.build_job("l1-l2", train.FileSamples(rows, data["images"], data["root"] / coco_pool.IMAGES), PARAMS,
                               init=FromScratch(ARCH), steps=4)
-        return run_job(job.with_config(checkpoint_every=2), tmp_path / name / "m.safetensors")
+        return run_job(replace(job, config=replace(job.config, checkpoint_every=2)), tmp_path / name / "m.safetensors")
 
     whole = run("whole")
     original = train.NegationFileBatches.batch
