@@ -64,15 +64,10 @@ def detector_decisions(image, text) -> dict[str, np.ndarray]:
     return d
 
 
-def detection_correct(p) -> np.ndarray:
-    """(n, 2) bool: whether each input is classified as its column says (column 0 natural, column 1 synthetic)."""
-    a = _pairs("p", p)
-    return np.stack([~is_synthetic(a[:, 0]), is_synthetic(a[:, 1])], axis=1)
-
-
 def detection_accuracy(p) -> float:
     """Share of the 2n inputs classified correctly at 0.5 (NaN when there are none)."""
-    correct = detection_correct(p)
+    a = _pairs("p", p)
+    correct = np.stack([~is_synthetic(a[:, 0]), is_synthetic(a[:, 1])], axis=1)  # column 0 natural, 1 synthetic
     return float(correct.mean()) if correct.size else float("nan")
 
 

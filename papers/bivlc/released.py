@@ -180,16 +180,12 @@ def _require(path: Path, header: list[str], needed: tuple[str, ...] | list[str],
         raise ReleasedFileError(f"{path}:1: missing column(s) {missing} for the {fmt} format (header: {header})")
 
 
-_TRUE = {"true", "1", "1.0"}
-_FALSE = {"false", "0", "0.0"}
-
-
 def _bool(path: Path, row: _Row, column: str) -> bool:
     text = row.values[column].strip()
     low = text.lower()
-    if low in _TRUE:
+    if low in ("true", "1", "1.0"):
         return True
-    if low in _FALSE:
+    if low in ("false", "0", "0.0"):
         return False
     raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {text!r} is not a boolean score "
                             "(expected True/False or 1/0)")
@@ -231,12 +227,6 @@ def _category(path: Path, row: _Row) -> str:
 
 def _pct(k: int, n: int) -> float:
     return 100.0 * k / n if n else math.nan
-
-
-def _synthetic(p: float) -> bool:
-    """``round(p) == 1`` with round-half-to-even, as ``np.round``/``torch.round`` do: 0.5 -> natural
-    (``papers.bivlc.detection.is_synthetic``, the rule every profile decides with)."""
-    return bool(is_synthetic(p))
 
 
 # -- format detection ---------------------------------------------------------------------------------------------
@@ -379,8 +369,9 @@ def _split_pairs(path: Path, rows: list[_Row], columns: tuple[str, ...]) -> tupl
 
 def _detection(rows_by_label: tuple[list, list], index: int) -> dict[str, Any]:
     natural, synthetic = rows_by_label
-    ok_nat = [not _synthetic(p[index]) for _, p in natural]
-    ok_syn = [_synthetic(p[index]) for _, p in synthetic]
+    # round(p) == 1 with round-half-to-even, as np.round/torch.round do (0.5 -> natural): every profile's rule
+    ok_nat = [not bool(is_synthetic(p[index])) for _, p in natural]
+    ok_syn = [bool(is_synthetic(p[index])) for _, p in synthetic]
     wrong = [{"line": line, "label": lab, "p_synthetic": p[index]}
              for lab, group, oks in ((0, natural, ok_nat), (1, synthetic, ok_syn))
              for (line, p), ok in zip(group, oks) if not ok]
@@ -456,15 +447,10 @@ _SCORERS = {
 
 
 def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
-    """Scores of one file in a released BiVLC format, as a JSON-able dict (percentages unrounded).
-
-    The format is detected from the header (``fmt="auto"``): ``bivlc-instances`` (results/BiVLC_*.csv),
-    ``sugarcrepe-examples`` (results/SUGARCREPE_CORRECT_*.csv), ``bivlc-detector`` / ``sugarcrepe-detector``
-    (src/Detectors/results/*.csv) or ``sugarcrepe-benchmark`` (a SugarCrepe CSV without scores: counts only).
-    Malformed input raises ``ReleasedFileError`` naming the file and the line (and the column where there is one): a
-    byte that is not UTF-8, a merge-conflict marker, a ragged row, a number that is not plain (``1_652``, ``nan``)
-    and, in a file of instances or examples, a row repeated field for field (an example counted twice).
-    """
+    """Scores of one file in a released BiVLC format (``FORMATS``; ``auto``: ``detect_format`` of the header), as a
+    JSON-able dict (percentages unrounded). Malformed input (a byte that is not UTF-8, a merge-conflict marker, a
+    ragged row, a number that is not plain, in a file of examples an example twice) raises ``ReleasedFileError``
+    naming the file and the line (and the column where there is one)."""
     path = Path(path)
     header, rows = _read_csv(path)
     if fmt == "auto":
