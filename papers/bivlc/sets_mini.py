@@ -51,11 +51,6 @@ class BivlcMiniError(WorkspaceError):
     """An input of the mini BiVLC runs that cannot be used as given (the message names the file)."""
 
 
-def type_of(category: str) -> str:
-    """BiVLC's type of a category: replace, swap or add."""
-    return category.split("_")[0]
-
-
 @dataclass(frozen=True)
 class Instance:
     """One BiVLC-style instance: the scene, its caption, the negative caption and the scene that shows it."""
@@ -121,7 +116,7 @@ def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
                 for name, scene, how in zip(names, (found.scene, found.negative_scene), (NATURAL, style)):
                     with atomic_path(staging / "images" / name) as tmp:
                         render(scene, config.image_size, how, seed=index).save(tmp, format="PNG")
-                records.append({"id": f"{category}/{round_}", "category": category, "type": type_of(category),
+                records.append({"id": f"{category}/{round_}", "category": category, "type": category.split("_")[0],
                                 "caption": found.caption, "negative_caption": found.negative,
                                 "image": names[0], "negative_image": names[1],
                                 "ambiguous": category in ADD_EDITS,

@@ -88,34 +88,27 @@ def _tokenizer(init: Init) -> Tokenize:
 # --- the mini profile's inputs: the rendered set, in memory
 
 
-def _split_tensors(data: TrainSet, dataset: str, tokenize: Tokenize, scenes: slice) -> dict[str, Any]:
-    """images (M, 3, H, W), caption tokens (M, P or 1, L), the extra text and image segments of one split."""
+def mini_batches(data: TrainSet, run: str, tokenize: Tokenize, scenes: slice = slice(None)) -> CaptionBatches:
+    """The run's batch source over ``scenes`` (default all: the caller slices the training split): images (M, 3, H,
+    W), caption tokens (M, P or 1, L) and the run's extra text and image segments."""
+    dataset = run_spec(run).dataset
     index = np.arange(len(data.captions))[scenes]
     if dataset in ("coco", "trohn-text"):
         captions = caption_tokens(tokenize, [data.captions[i] for i in index])
         images = pixels(data.images[index])
         extras = [caption_tokens(tokenize, [data.negatives[i] for i in index])] if dataset == "trohn-text" else []
-        return {"images": images, "captions": captions, "extras": extras, "extra_images": []}
+        fields = {"data": dataset, "texts": ["caption", "negative"][:1 + len(extras)], "images": ["image"]}
+        return CaptionBatches(images, captions, extras, f"bivlc-mini-{dataset}", fields)
     pairs = [(i, j) for i, j in data.kept if index[0] <= i <= index[-1]]
     if not pairs:
         raise BivlcMiniError(f"no TROHN-Img pair among scenes {index[0]}..{index[-1]}")
     rows, cols = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    return {"images": pixels(data.images[rows]),
-            "captions": caption_tokens(tokenize, [[data.captions[i][j]] for i, j in pairs]),
-            "extras": [caption_tokens(tokenize, [[data.negatives[i][j]] for i, j in pairs])],
-            "extra_images": [pixels(data.negative_images[rows, cols])]}
-
-
-def mini_batches(data: TrainSet, run: str, tokenize: Tokenize, scenes: slice = slice(None)) -> CaptionBatches:
-    """The run's batch source over ``scenes`` (default all: the caller slices the training split)."""
-    dataset = run_spec(run).dataset
-    parts = _split_tensors(data, dataset, tokenize, scenes)
-    fields = {"data": dataset, "texts": ["caption", "negative"][:1 + len(parts["extras"])],
-              "images": ["image", "negative image"][:1 + len(parts["extra_images"])]}
-    if parts["extra_images"]:
-        return PairedImageBatches(parts["images"], parts["captions"], parts["extra_images"], parts["extras"],
-                                  f"bivlc-mini-{dataset}", fields)
-    return CaptionBatches(parts["images"], parts["captions"], parts["extras"], f"bivlc-mini-{dataset}", fields)
+    fields = {"data": dataset, "texts": ["caption", "negative"], "images": ["image", "negative image"]}
+    return PairedImageBatches(pixels(data.images[rows]),
+                              caption_tokens(tokenize, [[data.captions[i][j]] for i, j in pairs]),
+                              [pixels(data.negative_images[rows, cols])],
+                              [caption_tokens(tokenize, [[data.negatives[i][j]] for i, j in pairs])],
+                              f"bivlc-mini-{dataset}", fields)
 
 
 def mini_chunk(batches: CaptionBatches) -> Chunk:
