@@ -33,10 +33,7 @@ direction). A results file that does not exist (e.g. a paper's full profile not 
 error; so is a cell the paper did not measure (a NaN metric, an empty cell: ``unmeasured``), whose model is left out
 of that column.
 
-Outputs: ``results/bivlc/<profile>/cross_benchmark.csv`` (model rows x benchmark columns),
-``benchmark_correlations.csv``, ``correlation_summary.json`` (DVC metrics, 12 numbers), ``correlation_context.json``
-(as a group), and ``results/bivlc/finding3.csv``. Stage ``correlation`` of ``papers/bivlc/dvc.yaml``:
-``python -m papers.bivlc.correlation``.
+Outputs (stage ``correlation``): the README's "Outputs and notebooks".
 """
 from __future__ import annotations
 
@@ -114,8 +111,6 @@ def fisher_interval(estimate: float, n: int, variance_numerator: float, dof_offs
 
 def spearman_interval(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Bonett & Wright (2000): SE(atanh rho) = sqrt((1 + rho^2 / 2) / (n - 3))."""
-    if math.isnan(rho):
-        return math.nan, math.nan
     return fisher_interval(rho, n, 1.0 + rho * rho / 2.0, 3, confidence)
 
 
@@ -300,9 +295,6 @@ def finding3_rows(sources: Mapping[str, Mapping[str, Mapping[str, float]]], conf
             rows.append({"source": source, "score": score, "n": result.n, **stat_cells(result),
                          "models": "; ".join(names)})
     return rows
-
-
-FINDING3_FIELDS = ("source", "score", "n", *STAT_FIELDS, "models")
 
 
 def read_run_table2(path: Path) -> dict[str, dict[str, float]]:
@@ -496,9 +488,6 @@ def benchmark_correlation_rows(view: CrossBenchmark, confidence: float = CONFIDE
     return rows
 
 
-CORRELATION_FIELDS = ("benchmark_a", "benchmark_b", "n_models", *STAT_FIELDS, "models")
-
-
 # ---- outputs ------------------------------------------------------------------------------------------------------
 def _metric(value: object) -> float | None:
     return None if value == "" else float(value)  # type: ignore[arg-type]
@@ -570,13 +559,14 @@ def run(profile: str, results_root: Path | None = None, published_root: Path | N
     with output_group(out_dir) as staging:
         staged = {
             "cross_benchmark": write_csv_atomic(staging / "cross_benchmark.csv", cross_rows, cross_fields),
-            "benchmark_correlations": write_csv_atomic(staging / "benchmark_correlations.csv", pairs,
-                                                       CORRELATION_FIELDS),
+            "benchmark_correlations": write_csv_atomic(staging / "benchmark_correlations.csv", pairs, (
+                "benchmark_a", "benchmark_b", "n_models", *STAT_FIELDS, "models")),
             "summary": write_json_atomic(staging / "correlation_summary.json", metrics),
             "context": write_json_atomic(staging / "correlation_context.json", context),
         }
     written = {name: staged_to_final(path, staging, out_dir) for name, path in staged.items()}
-    written["finding3"] = write_csv_atomic(results_root / "bivlc" / "finding3.csv", f3, FINDING3_FIELDS)
+    written["finding3"] = write_csv_atomic(results_root / "bivlc" / "finding3.csv", f3,
+                                         ("source", "score", "n", *STAT_FIELDS, "models"))
     return written
 
 
