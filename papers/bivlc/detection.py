@@ -29,12 +29,11 @@ import numpy as np
 FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 METRICS = (*FINER, "I2T", "T2I", "group")
 """The keys of ``detector_decisions``, in ``common.evaluation.scoring.group.METRICS``' order."""
-THRESHOLD = 0.5
 
 
 def is_synthetic(p) -> np.ndarray:
     """P(synthetic) -> judged synthetic: ``round(p) == 1`` with round half to even, i.e. p > 0.5 (0.5 is natural)."""
-    return np.asarray(p, dtype=np.float64) > THRESHOLD
+    return np.asarray(p, dtype=np.float64) > 0.5
 
 
 def _pairs(name: str, p) -> np.ndarray:

@@ -53,7 +53,7 @@ from common.paths import build_dir, data_root
 from common.pipeline.inputs import full_inputs
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
-from papers.bivlc.detection import detector_decisions
+from papers.bivlc.detection import FINER, detector_decisions
 
 REPO = "IMirandaM/BiVLC"
 PAPER = "bivlc"
@@ -79,7 +79,6 @@ HEAD_WIDTH = 512
 """The authors' heads are ``Linear(in_features=512, out_features=1)`` (a ViT-B/32's joint width)."""
 TYPES = ("replace", "swap", "add")
 MAIN = ("I2T", "T2I", "group")
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 
 BIVLC, SUGARCREPE = "BiVLC", "SugarCrepe (BiVLC's column)"
 DET_BIVLC, DET_SUGARCREPE = "BiVLC detectors (Table 5)", "SugarCrepe detectors (Table 5)"

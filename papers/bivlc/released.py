@@ -71,7 +71,7 @@ from common.errors import WorkspaceError
 from common.registry.errors import FetchError, RegistryError
 from common.registry.fetch import fetch
 from common.reporting.published import parse_number, read_csv_rows
-from papers.bivlc.detection import is_synthetic, score_detectors
+from papers.bivlc.detection import FINER, is_synthetic, score_detectors
 
 PAPER = "bivlc"
 DATA_FILES = ("papers/bivlc/sources.toml",)
@@ -83,7 +83,6 @@ CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att
 _TYPE_ALIASES = {t: t for t in TYPES}
 _SUBTYPE_ALIASES = {"obj": "obj", "object": "obj", "att": "att", "attribute": "att", "rel": "rel", "relation": "rel"}
 
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 MAIN = ("I2T", "T2I", "Group")
 BOOL_COLUMNS = {"Ipos2T": "text_score_i0", "Ineg2T": "text_score_i1", "Tpos2I": "image_score_c0",
                 "Tneg2I": "image_score_c1"}
@@ -197,21 +196,6 @@ def _number(path: Path, row: _Row, column: str) -> float:
         return parse_number(text)
     except ValueError as exc:
         raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {exc}") from None
-
-
-def _probability(path: Path, row: _Row, column: str) -> float:
-    value = _number(path, row, column)
-    if not 0.0 <= value <= 1.0:
-        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {value!r} is not a probability in [0, 1]")
-    return value
-
-
-def _label(path: Path, row: _Row) -> int:
-    value = _number(path, row, "label")
-    if value not in (0.0, 1.0):
-        raise ReleasedFileError(f"{path}:{row.line}: column 'label': {row.values['label']!r} is not 0 (natural) "
-                                "or 1 (synthetic)")
-    return int(value)
 
 
 def _category(path: Path, row: _Row) -> str:
@@ -358,9 +342,17 @@ def _score_sugarcrepe_benchmark(path: Path, header: list[str], rows: list[_Row])
 def _split_pairs(path: Path, rows: list[_Row], columns: tuple[str, ...]) -> tuple[list, list]:
     natural, synthetic = [], []
     for row in rows:
-        label = _label(path, row)
-        probs = tuple(_probability(path, row, c) for c in columns)
-        (synthetic if label else natural).append((row.line, probs))
+        label = _number(path, row, "label")
+        if label not in (0.0, 1.0):
+            raise ReleasedFileError(f"{path}:{row.line}: column 'label': {row.values['label']!r} is not 0 (natural) "
+                                    "or 1 (synthetic)")
+        probs = []
+        for column in columns:
+            probs.append(_number(path, row, column))
+            if not 0.0 <= probs[-1] <= 1.0:
+                raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {probs[-1]!r} is not a probability in "
+                                        "[0, 1]")
+        (synthetic if label else natural).append((row.line, tuple(probs)))
     if len(natural) != len(synthetic):
         raise ReleasedFileError(f"{path}:{rows[-1].line}: {len(natural)} natural (label 0) rows but {len(synthetic)} "
                                 "synthetic (label 1) rows; the k-th natural row is paired with the k-th synthetic one")
@@ -525,24 +517,6 @@ def _default_fetcher(key: str) -> Path:
     return fetch(key, progress=False)
 
 
-def _plan() -> list[tuple[str, list[_Cell], str]]:
-    """(registry key, cells it fills, unit) for every released file the audit reads."""
-    plan: list[tuple[str, list[_Cell], str]] = []
-    for key, (row2, row3) in BIVLC_FILES.items():
-        plan.append((key, _bivlc_cells(row2, row3), "percent"))
-    for key, (row2, row3) in SUGARCREPE_FILES.items():
-        plan.append((key, _sugarcrepe_cells(row2, row3), "percent"))
-    for key, row in DETECTOR_FILES.items():
-        plan.append((key, _detector_cells(row), "percent"))
-    for key, claim in SUGARCREPE_DETECTOR_FILES.items():
-        plan.append((key, [(CLAIM_TABLE, claim, "value", lambda r: r["accuracy"],
-                            lambda r: f"{r['correct']} / {r['n_examples']} SugarCrepe examples with p(C0) < p(C1)")],
-                     "percent"))
-    plan.append((TABLE1_BIVLC_FILE, _table1_cells("BiVLC (ours)"), "count"))
-    plan.append((TABLE1_SUGARCREPE_FILE, _table1_cells("SugarCrepe"), "count"))
-    return plan
-
-
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """Every published BiVLC number recomputable from the released files (profile ``released``).
 
@@ -564,7 +538,17 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
         return scored[key]
 
     recs: list[Recomputed] = []
-    for key, cells, unit in _plan():
+    # (registry key, cells it fills, unit) for every released file the audit reads
+    plan: list[tuple[str, list[_Cell], str]] = [
+        *((key, _bivlc_cells(row2, row3), "percent") for key, (row2, row3) in BIVLC_FILES.items()),
+        *((key, _sugarcrepe_cells(row2, row3), "percent") for key, (row2, row3) in SUGARCREPE_FILES.items()),
+        *((key, _detector_cells(row), "percent") for key, row in DETECTOR_FILES.items()),
+        *((key, [(CLAIM_TABLE, claim, "value", lambda r: r["accuracy"],
+                  lambda r: f"{r['correct']} / {r['n_examples']} SugarCrepe examples with p(C0) < p(C1)")], "percent")
+          for key, claim in SUGARCREPE_DETECTOR_FILES.items()),
+        (TABLE1_BIVLC_FILE, _table1_cells("BiVLC (ours)"), "count"),
+        (TABLE1_SUGARCREPE_FILE, _table1_cells("SugarCrepe"), "count")]
+    for key, cells, unit in plan:
         result = score(key)
         extra = ""
         if key == TABLE1_BIVLC_FILE and isinstance(result, dict):

@@ -84,7 +84,7 @@ from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
-from papers.bivlc.detection import head_run, score_detectors
+from papers.bivlc.detection import FINER, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
@@ -102,7 +102,6 @@ CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att
 """As ``papers.bivlc.released.CATEGORIES`` (a test checks they agree; not imported, so that this stage does not
 depend on the audit's code)."""
 MAIN = ("I2T", "T2I", "group")
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 TABLE2_FIELDS = ("row", "model", "label", *MAIN, *FINER, "sugarcrepe", "n", "ties")
 TABLE4_KEYS = (*TYPES, *CATEGORIES)
 TABLE4_FIELDS = ("row", "model", "label", *(f"{k}_{m}" for k in TABLE4_KEYS for m in (*MAIN, "n")))
@@ -196,33 +195,11 @@ class BivlcSet:
         return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
 
 
-def parquet_files(snapshot: Path) -> list[Path]:
-    """The split's parquet shards of a Hugging Face dataset snapshot (``data/test-00000-of-0000N.parquet``, or any
-    ``*test*.parquet`` below it), in name order."""
-    snapshot = Path(snapshot)
-    if not snapshot.is_dir():
-        raise BivlcTablesError(f"{snapshot}: no BiVLC snapshot here; fetch it with `python -m common fetch {SOURCE}`")
-    files = sorted(p for p in snapshot.rglob("*.parquet")
-                   if p.name.split("-")[0] == SPLIT or SPLIT in p.relative_to(snapshot).parts[:-1])
-    if not files:
-        raise BivlcTablesError(f"{snapshot}: no parquet file of split {SPLIT!r} (expected data/{SPLIT}-*.parquet)")
-    return files
-
-
-def _extension(data: bytes) -> str:
-    if data.startswith(b"\x89PNG"):
-        return ".png"
-    if data.startswith(b"\xff\xd8"):
-        return ".jpg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return ".webp"
-    return ".img"
-
-
 def cache_image(data: bytes, image_dir: Path) -> Path:
     """The image's file in the content-addressed cache, written (atomically) when it is not there yet."""
-    digest = hashlib.sha256(data).hexdigest()
-    path = Path(image_dir) / f"{digest}{_extension(data)}"
+    ext = (".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8")
+           else ".webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else ".img")
+    path = Path(image_dir) / f"{hashlib.sha256(data).hexdigest()}{ext}"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
@@ -243,20 +220,20 @@ def _text(where: str, column: str, value) -> str:
     return value
 
 
-def _category(where: str, kind, sub) -> str:
-    category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
-    if category not in CATEGORIES:
-        raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: {', '.join(CATEGORIES)})")
-    return category
-
-
 def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> BivlcSet:
     """Every instance of the snapshot's test split, in file order, as a ``GroupItem``; ``expected`` (None: any) is
     the number of instances the split must have (``params.yaml bivlc.full.n_instances``: 2,933 as released)."""
     # deferred: loads pyarrow only when called
     import pyarrow.parquet as pq
 
-    files = parquet_files(snapshot)
+    # the split's parquet shards (``data/test-00000-of-0000N.parquet``, or any ``*test*.parquet`` below), by name
+    snapshot = Path(snapshot)
+    if not snapshot.is_dir():
+        raise BivlcTablesError(f"{snapshot}: no BiVLC snapshot here; fetch it with `python -m common fetch {SOURCE}`")
+    files = sorted(p for p in snapshot.rglob("*.parquet")
+                   if p.name.split("-")[0] == SPLIT or SPLIT in p.relative_to(snapshot).parts[:-1])
+    if not files:
+        raise BivlcTablesError(f"{snapshot}: no parquet file of split {SPLIT!r} (expected data/{SPLIT}-*.parquet)")
     items: list[GroupItem] = []
     for path in files:
         handle = pq.ParquetFile(path)
@@ -271,8 +248,12 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
                           cache_image(_image_bytes(where, "negative_image", record["negative_image"]), image_dir))
                 captions = (_text(where, "caption", record["caption"]),
                             _text(where, "negative_caption", record["negative_caption"]))
-                items.append(GroupItem(f"bivlc-{len(items):04d}", _category(where, record["type"], record["subtype"]),
-                                       images, captions, origin=where))
+                kind, sub = record["type"], record["subtype"]
+                category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
+                if category not in CATEGORIES:
+                    raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: "
+                                       f"{', '.join(CATEGORIES)})")
+                items.append(GroupItem(f"bivlc-{len(items):04d}", category, images, captions, origin=where))
                 row += 1
     if not items:
         raise DatasetError(f"{Path(snapshot)}: the {SPLIT} split has no rows")
@@ -556,18 +537,6 @@ def summary(rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict[str
     return out
 
 
-def prediction_rows(result: GroupResult) -> list[dict]:
-    rows = []
-    for o in result.outcomes:
-        kind, sub = o.group.split("-")
-        (c0i0, c0i1), (c1i0, c1i1) = o.similarities
-        rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
-                     "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
-                     **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
-    return rows
-
-
-
 def comparisons(scored: Sequence[Scored], rows2: Sequence[Mapping], rows5: Sequence[Mapping] = (),
                 compared: Sequence[str] | None = None) -> dict:
     """``comparisons.json`` (``papers.bivlc.findings.compare``): the scores of each row of ``compared`` (default:
@@ -666,8 +635,14 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
         if files.predictions:
             predictions = staging / "predictions"
             for s in scored:
-                write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", prediction_rows(s.bivlc),
-                                 PREDICTION_FIELDS)
+                rows = []
+                for o in s.bivlc.outcomes:
+                    kind, sub = o.group.split("-")
+                    (c0i0, c0i1), (c1i0, c1i1) = o.similarities
+                    rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
+                                 "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
+                                 **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
+                write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", rows, PREDICTION_FIELDS)
             paths["predictions"] = predictions
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
@@ -816,9 +791,6 @@ def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
                        skip_unavailable=bool(section["skip_unavailable"])), device
 
 
-STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = profile_stage_parser(
         "bivlc", __doc__.splitlines()[0],
@@ -833,7 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "params.yaml bivlc.full.n_instances rows")
     args = parser.parse_args(argv)
     params, section = own_section(f"bivlc.{args.profile}", args.stage)
-    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "bivlc" / args.profile), engine_config(params), device)
     for name, path in paths.items():
         print(f"{name}: {path}")
