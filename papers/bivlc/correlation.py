@@ -432,9 +432,6 @@ class CrossBenchmark:
     unmeasured: tuple[str, ...] = ()
     """``<file>: <model> (<column>)`` for each model a file lists without a number for the column (left out of it)."""
 
-    def models(self) -> list[str]:
-        return list(dict.fromkeys(m for column in self.scores.values() for m in column))
-
 
 def collect(benchmarks: Sequence[Benchmark], profile: str, results_root: Path = RESULTS) -> CrossBenchmark:
     """Read every benchmark's files that exist; two files feeding one column must agree on shared models."""
@@ -469,7 +466,7 @@ def cross_table_rows(view: CrossBenchmark) -> tuple[list[dict[str, object]], lis
     """Model rows x benchmark columns (empty where a benchmark did not score the model)."""
     columns = list(view.scores)
     rows = []
-    for model in view.models():
+    for model in dict.fromkeys(m for column in view.scores.values() for m in column):
         cells = {c: round(view.scores[c][model], DIGITS) for c in columns if model in view.scores[c]}
         rows.append({"model": model, "n_benchmarks": len(cells), **cells})
     return rows, ["model", "n_benchmarks", *columns]

@@ -242,10 +242,6 @@ def full_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_ima
                                "bivlc-full-text-detector", tokenize=tokenize)
 
 
-def _pixels(images: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, device) -> torch.Tensor:
-    return ((images.to(device).float() / 255.0) - mean.to(device)) / std.to(device)
-
-
 class _HeldLoss:
     """The detector's loss factory, keeping the instance the trainer optimises so that validation reads its head."""
 
@@ -280,7 +276,8 @@ class DetectorAccuracy:
             idx = np.arange(start, min(len(b.natural), start + max(1, self.rows)))
             x = b._inputs(idx)
             if b.key == "images":
-                feats = model.encode_image(_pixels(x, self.mean, self.std, device), normalize=normalize)
+                pixels = ((x.to(device).float() / 255.0) - self.mean.to(device)) / self.std.to(device)
+                feats = model.encode_image(pixels, normalize=normalize)
             else:
                 x = x.to(device)
                 feats = (encode_text_unpadded(model, x, normalize=normalize) if padding_is_inert(model)

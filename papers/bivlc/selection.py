@@ -197,17 +197,13 @@ def form_filter(negatives: Sequence[str], min_chars: int = DEFAULT_MIN_CHARS) ->
     return np.array([text.endswith(".") and len(text) > min_chars for text in negatives], dtype=bool)
 
 
-def dedup_key(negative: str) -> str:
-    """Two negatives are duplicates when equal without their periods (upstream deduplicates prompts built so)."""
-    return negative.replace(".", "")
-
-
 def deduplicate(negatives: Sequence[str]) -> np.ndarray:
-    """Step 3: True for the first occurrence (input order) of each negative caption, by ``dedup_key``."""
+    """Step 3: True for the first occurrence (input order) of each negative caption; two negatives are duplicates
+    when equal without their periods (upstream deduplicates prompts built so)."""
     seen: set[str] = set()
     keep = np.zeros(len(negatives), dtype=bool)
     for i, text in enumerate(negatives):
-        key = dedup_key(text)
+        key = text.replace(".", "")
         if key not in seen:
             seen.add(key)
             keep[i] = True
@@ -371,17 +367,12 @@ class WorldPriorPlausibility:
 
     name: str = "world-prior"
 
-    @staticmethod
-    def combination_score(kind: str, value: str, shape: str) -> float:
-        prior = lexicon.attribute_prior(kind, shape)
-        return prior[value] / max(prior.values())
-
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         out = np.ones(len(texts), dtype=np.float64)
         for i, text in enumerate(texts):
-            combos = stated_combinations(text)
-            if combos:
-                out[i] = sum(self.combination_score(*c) for c in combos) / len(combos)
+            priors = [(lexicon.attribute_prior(kind, shape), value) for kind, value, shape in stated_combinations(text)]
+            if priors:
+                out[i] = sum(prior[value] / max(prior.values()) for prior, value in priors) / len(priors)
         return out
 
 

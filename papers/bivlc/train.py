@@ -81,10 +81,6 @@ def finetune_job(profile: str, run: str, init: Init, train: CaptionBatches | Fil
                        provenance=provenance)
 
 
-def _tokenizer(init: Init) -> Tokenize:
-    return tokenizer_for(init.describe()["arch"])
-
-
 # --- the mini profile's inputs: the rendered set, in memory
 
 
@@ -129,8 +125,8 @@ def mini_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init
     ``batch_size`` counts texts, a step holds that many divided by the run's texts per sample), from ``init``
     (default: the zoo's ``section["base"]``), validating ``section["validations"]`` times."""
     init = init or FromZoo(section["base"])
-    tokenize = _tokenizer(init) if tokenize is None else tokenize
-    samples = int(section["batch_size"]) // run_spec(run).texts_per_sample
+    tokenize = tokenizer_for(init.describe()["arch"]) if tokenize is None else tokenize
+    samples = int(section["batch_size"]) // len(run_spec(run).texts)  # every step sees batch_size texts (paper: 400)
     train = mini_batches(data, run, tokenize, slice(0, data.n_train))
     val = mini_batches(data, run, tokenize, slice(data.n_train, None))
     if len(train.images) < samples:
@@ -216,7 +212,7 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], coc
     ``init`` (default: the zoo's ``section["base"]``), validating at the end of every epoch (``steps`` overrides the
     schedule's epochs and validates once, at the end)."""
     init = init or FromZoo(section["base"])
-    tokenize = _tokenizer(init)
+    tokenize = tokenizer_for(init.describe()["arch"])
     size, samples = int(section["image_size"]), run_batch_size(section, run)
     train = full_batches(run, split_rows(rows, "train"), size, coco_images, set_dir, tokenize,
                          recipe.train_crop_scale if recipe is not None else None)
