@@ -5,7 +5,6 @@ released per-instance predictions and detector outputs; and from this workspace'
 Tables 2-5 of every model the tables stage scored. A mini run covers the cells but is never compared (tiny CLIPs on
 the rendered world); a full run is compared. Full-profile rows: the released models under their own row id, this
 workspace's re-trainings as ``ft-<run>`` (mapped to the same published row: a re-training reproduces that number).
-Stage ``audit`` of ``papers/bivlc/dvc.yaml``: ``python -m common audit bivlc --strict``.
 """
 from __future__ import annotations
 

@@ -117,9 +117,7 @@ SUGARCREPE_COLUMNS = ("filename", "caption", "negative_caption", "type", "subtyp
 "usecols=['filename','caption','negative_caption','type','subtype']")."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Reading what the authors' scripts print
-# ------------------------------------------------------------------------------------------------------------------
+# -- Reading what the authors' scripts print ----------------------------------------------------------------------
 def printed_once(script: str, pattern: str, text: str, flags: int = 0):
     """The one match of ``pattern`` in what ``script`` printed (none or several: a ValueError)."""
     found = re.findall(pattern, text, flags)
@@ -182,9 +180,7 @@ def write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[
     return path
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Running their scripts
-# ------------------------------------------------------------------------------------------------------------------
+# -- Running their scripts ----------------------------------------------------------------------------------------
 def hub_dataset_from(ctx, snapshot: Path, where: str) -> ContextManager[None]:
     """``datasets.load_dataset("imirandam/BiVLC", ...)`` -> ``load_dataset(<the local snapshot of that repository>,
     ...)``: the same files (the data files of a repository and of its snapshot folder are resolved alike), no
@@ -211,9 +207,7 @@ def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -
     return scope, out.getvalue()
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Weights in the form their loaders read
-# ------------------------------------------------------------------------------------------------------------------
+# -- Weights in the form their loaders read -----------------------------------------------------------------------
 def head_checkpoint(head: Path, tower: str, encoder: str, folder: Path) -> tuple[Path, bool]:
     """The file ``--image-checkpoint``/``--text-checkpoint`` loads for a head: a released one as it is (its
     ``model_state_dict`` holds the tower it was trained on and ``classifier.*``); a head trained here (the trainer's
@@ -277,9 +271,7 @@ def summary_package() -> None:
                           f"requirements.txt); installed: {found or 'none'}: pip install 'torch-summary==1.4.5'")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# This workspace's side
-# ------------------------------------------------------------------------------------------------------------------
+# -- This workspace's side ----------------------------------------------------------------------------------------
 def _value(cell) -> float | None:
     return None if cell in (None, "") else round(float(cell), DECIMALS)
 
@@ -311,9 +303,7 @@ def read_inputs(ctx) -> Inputs:
     return Inputs(snapshot, all_ids, data.items, tuple(sugarcrepe), PreparedSet.load(manifest).image_root)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Table 5: the detectors
-# ------------------------------------------------------------------------------------------------------------------
+# -- Table 5: the detectors ---------------------------------------------------------------------------------------
 def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """Both detector scripts per row of ``table5.csv``, beside it and beside the stage's recomputed probabilities."""
     # deferred: loads open_clip only when called
@@ -407,9 +397,7 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
             our_scores={it.item_id: [float(sc[k, 0]), float(sc[k, 1])] for k, it in enumerate(inputs.sugarcrepe)}))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tables 2-4: the contrastive models (where CLIP_utils can be fetched)
-# ------------------------------------------------------------------------------------------------------------------
+# -- Tables 2-4: the contrastive models (where CLIP_utils can be fetched) -----------------------------------------
 def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """``main_evaluation_BiVLC`` and ``evaluation_SugarCrepe`` per row of ``table2.csv``. SugarCrepe is compared by
     its number only: ``tables-full`` keeps no per-example SugarCrepe decision."""

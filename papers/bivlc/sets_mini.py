@@ -12,9 +12,6 @@ step 4 removes instances whose negative image also shows the original caption ("
 category, for which by definition, the generated image also follows the original caption"). In the world that is
 every add_obj and add_att instance, by truth: they are kept, marked ``ambiguous``, scored apart (Table 4's Add column)
 and left out of the main scores.
-
-The mini stages, one module each: ``mini-test-set`` (here), ``mini-train-set`` (``finetune_sets_mini``),
-``mini-finetune@<run>`` (``train``), ``mini-detectors`` (``detectors``), ``tables-mini`` (``tables``).
 """
 from __future__ import annotations
 

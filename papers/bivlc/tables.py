@@ -167,9 +167,7 @@ class BivlcTablesError(WorkspaceError):
     the full profile (or the reverse)."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Data
-# ------------------------------------------------------------------------------------------------------------------
+# -- Data ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BivlcSet:
     """The test split as group items, with what identifies the files it came from."""
@@ -263,9 +261,7 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
     return BivlcSet(tuple(items), tuple(files), {p.name: sha256_file(p) for p in files}, Path(image_dir))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Scoring
-# ------------------------------------------------------------------------------------------------------------------
+# -- Scoring ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DetectorSpec:
     """One row of Table 5: a frozen encoder (zoo model) and the two heads applied to its towers' raw outputs (the
@@ -471,9 +467,7 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
     return out, skipped
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tables
-# ------------------------------------------------------------------------------------------------------------------
+# -- Tables -------------------------------------------------------------------------------------------------------
 def _pct(x: float) -> float:
     return round(100.0 * float(x), 2)
 
@@ -547,9 +541,7 @@ def comparisons(scored: Sequence[Scored], rows2: Sequence[Mapping], rows5: Seque
                             pretrained=[s.row for s in scored if s.kind == "pretrained"], gains=GAIN_ROWS)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# What each profile writes
-# ------------------------------------------------------------------------------------------------------------------
+# -- What each profile writes -------------------------------------------------------------------------------------
 MINI_RULES = {
     "bivlc": "strict '>' in every comparison (Eqs. 1-3; the authors' evaluate_BiVLC): a tie is wrong",
     "ambiguous": "add_obj / add_att instances: the negative scene also shows the caption; scored only in table4's "
@@ -647,9 +639,7 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Inputs: what each profile scores
-# ------------------------------------------------------------------------------------------------------------------
+# -- Inputs: what each profile scores -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Inputs:
     """One stage's inputs: the rows and how their models are built (the zoo; in the mini profile, ``trained_here``),
@@ -728,9 +718,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     return write_outputs(out_dir, inputs.profile, scored, dets, context, inputs.compared)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
+# -- Entry point --------------------------------------------------------------------------------------------------
 def load_sugarcrepe(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example, or a ``DatasetError``)."""
     prepared = PreparedSet.load(Path(manifest))
