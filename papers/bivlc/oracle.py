@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, ContextManager, Mapping, Sequence
+from typing import ContextManager, Sequence
 
 from common.benchmarks.caption_negatives import PreparedSet
 from common.files.tasks import as_ref
@@ -158,23 +158,20 @@ def printed_sugarcrepe_count(text: str) -> tuple[int, int]:
     return int(correct), int(n)
 
 
-def sugarcrepe_rows(items: Sequence, image_root: Path) -> list[dict[str, str]]:
+def write_sugarcrepe_csv(path: Path, items: Sequence, image_root: Path) -> Path:
     """SugarCrepe's examples (``ImageToTextItem``: captions[0] positive, [1] negative; group ``<type>_<subtype>``)
-    as rows of the authors' copy (``SUGARCREPE_COLUMNS``), the image relative to ``image_root`` where it lies below."""
+    as the authors' copy (``SUGARCREPE_COLUMNS``, every field quoted), the image relative to ``image_root`` where it
+    lies below."""
     rows = []
     for item in items:
-        path = Path(as_ref(item.image).path)
+        image = Path(as_ref(item.image).path)
         kind, _, sub = item.group.partition("_")
-        rows.append({"filename": path.relative_to(image_root).as_posix() if path.is_relative_to(image_root)
-                     else str(path), "caption": item.captions[0], "negative_caption": item.captions[1],
+        rows.append({"filename": image.relative_to(image_root).as_posix() if image.is_relative_to(image_root)
+                     else str(image), "caption": item.captions[0], "negative_caption": item.captions[1],
                      "type": kind, "subtype": sub})
-    return rows
-
-
-def write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), quoting=csv.QUOTE_ALL)
+        writer = csv.DictWriter(f, fieldnames=list(SUGARCREPE_COLUMNS), quoting=csv.QUOTE_ALL)
         writer.writeheader()
         writer.writerows(rows)
     return path
@@ -330,8 +327,8 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
     rows = ctx.params[PAPER]["full"]["detector_rows"]
     specs = {row: DetectorSpec.from_params(rows[row]) for row in table5}
     ours_scored = {d.row: d for d in score_detectors_rows(specs, inputs.items, inputs.sugarcrepe, ctx.device)[0]}
-    sc_csv = write_rows(ctx.scratch / "inputs" / "test_SugarCrepe.csv",
-                        sugarcrepe_rows(inputs.sugarcrepe, inputs.sugarcrepe_root), SUGARCREPE_COLUMNS)
+    sc_csv = write_sugarcrepe_csv(ctx.scratch / "inputs" / "test_SugarCrepe.csv", inputs.sugarcrepe,
+                                  inputs.sugarcrepe_root)
     ids = [it.item_id for it in inputs.items]
     position = {item: k for k, item in enumerate(inputs.all_ids)}
     for row, spec in specs.items():
@@ -410,8 +407,8 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
     precision = (context.get("engine") or {}).get("precision", "fp32")
     reason = None if precision == "fp32" else f"this workspace scored at {precision} (params.yaml engine); theirs fp32"
     table2, table4 = rows_by(results / "table2.csv", "row"), rows_by(results / "table4.csv", "row")
-    sc_csv = write_rows(ctx.scratch / "inputs" / "test_SugarCrepe.csv",
-                        sugarcrepe_rows(inputs.sugarcrepe, inputs.sugarcrepe_root), SUGARCREPE_COLUMNS)
+    sc_csv = write_sugarcrepe_csv(ctx.scratch / "inputs" / "test_SugarCrepe.csv", inputs.sugarcrepe,
+                                  inputs.sugarcrepe_root)
     for row, ours in table2.items():
         name = ours["model"]
         why = authors_can_build(name)
