@@ -182,13 +182,10 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], confidence: float =
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise CorrelationInputError("paired scores hold a NaN or infinite value")
     n = int(xs.size)
-    nan = math.nan
-    if n < MIN_MODELS:
-        return RankCorrelation(n, nan, nan, nan, nan, nan, nan, nan, nan, "",
-                               f"n = {n} < {MIN_MODELS} models: no statistic")
-    if np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return RankCorrelation(n, nan, nan, nan, nan, nan, nan, nan, nan, "",
-                               "one side is constant over the models: ranks undefined")
+    undefined = (f"n = {n} < {MIN_MODELS} models: no statistic" if n < MIN_MODELS else
+                 "one side is constant over the models: ranks undefined" if np.ptp(xs) == 0 or np.ptp(ys) == 0 else "")
+    if undefined:
+        return RankCorrelation(n, *[math.nan] * 8, "", undefined)
     rho = _snap(float(scipy.stats.spearmanr(xs, ys).statistic))
     tau = _snap(float(scipy.stats.kendalltau(xs, ys, variant="b").statistic))
     notes = []

@@ -282,7 +282,7 @@ def _score_bivlc_instances(path: Path, header: list[str], rows: list[_Row]) -> d
     decisions = [d for _, d in items]
     by_type, by_sub = _by_category(items, _group_scores)
     n = len(items)
-    out: dict[str, Any] = {
+    return {
         "format": "bivlc-instances",
         "file": str(path),
         "n_instances": n,
@@ -298,7 +298,6 @@ def _score_bivlc_instances(path: Path, header: list[str], rows: list[_Row]) -> d
         "retrieval_examples": {**{c: 4 * v["n"] for c, v in by_sub.items()}, "total": 4 * n},
         "retrieval_examples_note": "Table 1 counts: 4 retrieval examples per instance (2 I2T + 2 T2I)",
     }
-    return out
 
 
 def _accuracy(values: list[bool]) -> dict[str, Any]:
