@@ -468,17 +468,13 @@ def _no_note(_: dict[str, Any]) -> str:
 
 
 def _bivlc_cells(row2: str | None, row3: str) -> list[_Cell]:
-    cells: list[_Cell] = []
-    if row2 is not None:
-        for m in MAIN:
-            cells.append(("Table 2", row2, f"BiVLC | {m}", lambda r, m=m: r["overall"][m], _no_note))
-    for m, column in TABLE3_COLUMNS.items():
-        cells.append(("Table 3", row3, column, lambda r, m=m: r["overall"][m], _no_note))
-    for t in TYPES:
-        for m in MAIN:
-            cells.append(("Table 4", row3, f"{t.capitalize()} | {m}", lambda r, t=t, m=m: r["by_type"][t][m],
-                          lambda r, t=t, m=m: f"{r['by_type'][t]['correct'][m]} / {r['by_type'][t]['n']} instances"))
-    return cells
+    cells: list[_Cell] = [("Table 2", row2, f"BiVLC | {m}", lambda r, m=m: r["overall"][m], _no_note)
+                          for m in MAIN if row2 is not None]
+    cells += [("Table 3", row3, column, lambda r, m=m: r["overall"][m], _no_note)
+              for m, column in TABLE3_COLUMNS.items()]
+    return cells + [("Table 4", row3, f"{t.capitalize()} | {m}", lambda r, t=t, m=m: r["by_type"][t][m],
+                     lambda r, t=t, m=m: f"{r['by_type'][t]['correct'][m]} / {r['by_type'][t]['n']} instances")
+                    for t in TYPES for m in MAIN]
 
 
 def _sugarcrepe_cells(row2: str | None, row3: str) -> list[_Cell]:

@@ -228,7 +228,14 @@ def _score_texts(scorer: TextScorer, role: str, pairs: Sequence[CaptionPair]) ->
             np.array([by_text[p.negative] for p in pairs], dtype=np.float64))
 
 
-def _validated_pairs(pairs: Sequence[CaptionPair]) -> list[CaptionPair]:
+def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
+                     quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
+                     bins: int = DEFAULT_BINS, seed: int = 0) -> Selection:
+    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs; the same ``seed`` keeps the same pairs.
+
+    ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs); the
+    categories are those the pairs name.
+    """
     pairs = list(pairs)
     if not pairs:
         raise SelectionError("selection: no pairs to select from")
@@ -239,18 +246,6 @@ def _validated_pairs(pairs: Sequence[CaptionPair]) -> list[CaptionPair]:
         if p.id in seen:
             raise SelectionError(f"selection: pair id {p.id!r} appears more than once")
         seen.add(p.id)
-    return pairs
-
-
-def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
-                     quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
-                     bins: int = DEFAULT_BINS, seed: int = 0) -> Selection:
-    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs; the same ``seed`` keeps the same pairs.
-
-    ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs); the
-    categories are those the pairs name.
-    """
-    pairs = _validated_pairs(pairs)
     q = _check_quantile(quantile)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise SelectionError(f"selection: seed must be an integer, got {seed!r}")
