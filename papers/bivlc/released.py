@@ -513,11 +513,9 @@ def _default_fetcher(key: str) -> Path:
 
 
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
-    """Every published BiVLC number recomputable from the released files (profile ``released``).
-
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). A file that
-    cannot be fetched yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note.
-    """
+    """Every published BiVLC number recomputable from the released files (profile ``released``). ``fetcher`` maps a
+    registry key to a verified local path (default: ``common.registry.fetch.fetch``); a file that cannot be fetched
+    yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note."""
     fetch_path = fetcher or _default_fetcher
     scored: dict[str, dict[str, Any] | str] = {}
 

@@ -231,11 +231,9 @@ def _score_texts(scorer: TextScorer, role: str, pairs: Sequence[CaptionPair]) ->
 def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
                      quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
                      bins: int = DEFAULT_BINS, seed: int = 0) -> Selection:
-    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs; the same ``seed`` keeps the same pairs.
-
+    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs, per category the pairs name;
     ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs); the
-    categories are those the pairs name.
-    """
+    same ``seed`` keeps the same pairs."""
     pairs = list(pairs)
     if not pairs:
         raise SelectionError("selection: no pairs to select from")
