@@ -5,7 +5,6 @@ released per-instance predictions and detector outputs; and from this workspace'
 Tables 2-5 of every model the tables stage scored. A mini run covers the cells but is never compared (tiny CLIPs on
 the rendered world); a full run is compared. Full-profile rows: the released models under their own row id, this
 workspace's re-trainings as ``ft-<run>`` (mapped to the same published row: a re-training reproduces that number).
-Stage ``audit`` of ``papers/bivlc/dvc.yaml``: ``python -m common audit bivlc --strict``.
 """
 from __future__ import annotations
 
@@ -48,9 +47,6 @@ FULL_OPTIONAL: dict[str, frozenset[str]] = {"Table 2": frozenset({"sugarcrepe"})
 type): ``papers.bivlc.tables --profile full``. The mini stage writes every value, so an empty one there is damage."""
 
 
-HEAD_TOWERS = ("image", "text")
-
-
 def recipe_notes(context: Path, profile: str):
     """A results row -> the recipe note of the runs that made it (``context.json``'s ``training``, copied from the
     sidecars by the tables stage): a fine-tune's own, a detector row's per head; "" for a model not trained here."""
@@ -58,18 +54,10 @@ def recipe_notes(context: Path, profile: str):
 
     def note(row: Mapping[str, str]) -> str:
         rid = row.get("row", "")
-        heads = [f"{tower} head: {notes[head_run(rid, tower)]}" for tower in HEAD_TOWERS
+        heads = [f"{tower} head: {notes[head_run(rid, tower)]}" for tower in ("image", "text")
                  if head_run(rid, tower) in notes]
         return "; ".join(([notes[rid]] if rid in notes else []) + heads)
     return note
-
-
-def row_ids(rows: Mapping[str, str], profile: str) -> dict[str, str]:
-    """Our row id -> published row label; in the full profile the re-trainings ``ft-<run>`` map there too."""
-    ids = dict(rows)
-    if profile == "full":
-        ids.update({f"ft-{row}": label for row, label in rows.items() if row in RETRAINED})
-    return ids
 
 
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
@@ -81,7 +69,9 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     recs: list[Recomputed] = []
     for table, (name, columns, rows) in TABLES.items():
         path = out / name
-        ids = row_ids(rows, profile)
+        ids = dict(rows)  # our row id -> published row label; in the full profile the re-trainings' too
+        if profile == "full":
+            ids.update({f"ft-{row}": label for row, label in rows.items() if row in RETRAINED})
         notes = detector_notes(path) if table == "Table 5" and profile == "full" else {}
         recs += run_rows_recomputations(
             released.PAPER, table, path, profile, columns, lambda row, ids=ids: ids.get(row.get("row", "")),

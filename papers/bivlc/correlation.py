@@ -33,10 +33,7 @@ direction). A results file that does not exist (e.g. a paper's full profile not 
 error; so is a cell the paper did not measure (a NaN metric, an empty cell: ``unmeasured``), whose model is left out
 of that column.
 
-Outputs: ``results/bivlc/<profile>/cross_benchmark.csv`` (model rows x benchmark columns),
-``benchmark_correlations.csv``, ``correlation_summary.json`` (DVC metrics, 12 numbers), ``correlation_context.json``
-(as a group), and ``results/bivlc/finding3.csv``. Stage ``correlation`` of ``papers/bivlc/dvc.yaml``:
-``python -m papers.bivlc.correlation``.
+Outputs (stage ``correlation``): the README's "Outputs and notebooks".
 """
 from __future__ import annotations
 
@@ -114,8 +111,6 @@ def fisher_interval(estimate: float, n: int, variance_numerator: float, dof_offs
 
 def spearman_interval(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Bonett & Wright (2000): SE(atanh rho) = sqrt((1 + rho^2 / 2) / (n - 3))."""
-    if math.isnan(rho):
-        return math.nan, math.nan
     return fisher_interval(rho, n, 1.0 + rho * rho / 2.0, 3, confidence)
 
 
@@ -187,13 +182,10 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], confidence: float =
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise CorrelationInputError("paired scores hold a NaN or infinite value")
     n = int(xs.size)
-    nan = math.nan
-    if n < MIN_MODELS:
-        return RankCorrelation(n, nan, nan, nan, nan, nan, nan, nan, nan, "",
-                               f"n = {n} < {MIN_MODELS} models: no statistic")
-    if np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return RankCorrelation(n, nan, nan, nan, nan, nan, nan, nan, nan, "",
-                               "one side is constant over the models: ranks undefined")
+    undefined = (f"n = {n} < {MIN_MODELS} models: no statistic" if n < MIN_MODELS else
+                 "one side is constant over the models: ranks undefined" if np.ptp(xs) == 0 or np.ptp(ys) == 0 else "")
+    if undefined:
+        return RankCorrelation(n, *[math.nan] * 8, "", undefined)
     rho = _snap(float(scipy.stats.spearmanr(xs, ys).statistic))
     tau = _snap(float(scipy.stats.kendalltau(xs, ys, variant="b").statistic))
     notes = []
@@ -300,9 +292,6 @@ def finding3_rows(sources: Mapping[str, Mapping[str, Mapping[str, float]]], conf
             rows.append({"source": source, "score": score, "n": result.n, **stat_cells(result),
                          "models": "; ".join(names)})
     return rows
-
-
-FINDING3_FIELDS = ("source", "score", "n", *STAT_FIELDS, "models")
 
 
 def read_run_table2(path: Path) -> dict[str, dict[str, float]]:
@@ -440,9 +429,6 @@ class CrossBenchmark:
     unmeasured: tuple[str, ...] = ()
     """``<file>: <model> (<column>)`` for each model a file lists without a number for the column (left out of it)."""
 
-    def models(self) -> list[str]:
-        return list(dict.fromkeys(m for column in self.scores.values() for m in column))
-
 
 def collect(benchmarks: Sequence[Benchmark], profile: str, results_root: Path = RESULTS) -> CrossBenchmark:
     """Read every benchmark's files that exist; two files feeding one column must agree on shared models."""
@@ -477,7 +463,7 @@ def cross_table_rows(view: CrossBenchmark) -> tuple[list[dict[str, object]], lis
     """Model rows x benchmark columns (empty where a benchmark did not score the model)."""
     columns = list(view.scores)
     rows = []
-    for model in view.models():
+    for model in dict.fromkeys(m for column in view.scores.values() for m in column):
         cells = {c: round(view.scores[c][model], DIGITS) for c in columns if model in view.scores[c]}
         rows.append({"model": model, "n_benchmarks": len(cells), **cells})
     return rows, ["model", "n_benchmarks", *columns]
@@ -494,9 +480,6 @@ def benchmark_correlation_rows(view: CrossBenchmark, confidence: float = CONFIDE
         rows.append({"benchmark_a": a, "benchmark_b": b, "n_models": result.n, **stat_cells(result),
                      "models": "; ".join(shared)})
     return rows
-
-
-CORRELATION_FIELDS = ("benchmark_a", "benchmark_b", "n_models", *STAT_FIELDS, "models")
 
 
 # ---- outputs ------------------------------------------------------------------------------------------------------
@@ -570,13 +553,14 @@ def run(profile: str, results_root: Path | None = None, published_root: Path | N
     with output_group(out_dir) as staging:
         staged = {
             "cross_benchmark": write_csv_atomic(staging / "cross_benchmark.csv", cross_rows, cross_fields),
-            "benchmark_correlations": write_csv_atomic(staging / "benchmark_correlations.csv", pairs,
-                                                       CORRELATION_FIELDS),
+            "benchmark_correlations": write_csv_atomic(staging / "benchmark_correlations.csv", pairs, (
+                "benchmark_a", "benchmark_b", "n_models", *STAT_FIELDS, "models")),
             "summary": write_json_atomic(staging / "correlation_summary.json", metrics),
             "context": write_json_atomic(staging / "correlation_context.json", context),
         }
     written = {name: staged_to_final(path, staging, out_dir) for name, path in staged.items()}
-    written["finding3"] = write_csv_atomic(results_root / "bivlc" / "finding3.csv", f3, FINDING3_FIELDS)
+    written["finding3"] = write_csv_atomic(results_root / "bivlc" / "finding3.csv", f3,
+                                         ("source", "score", "n", *STAT_FIELDS, "models"))
     return written
 
 

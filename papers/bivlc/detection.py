@@ -29,12 +29,11 @@ import numpy as np
 FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 METRICS = (*FINER, "I2T", "T2I", "group")
 """The keys of ``detector_decisions``, in ``common.evaluation.scoring.group.METRICS``' order."""
-THRESHOLD = 0.5
 
 
 def is_synthetic(p) -> np.ndarray:
     """P(synthetic) -> judged synthetic: ``round(p) == 1`` with round half to even, i.e. p > 0.5 (0.5 is natural)."""
-    return np.asarray(p, dtype=np.float64) > THRESHOLD
+    return np.asarray(p, dtype=np.float64) > 0.5
 
 
 def _pairs(name: str, p) -> np.ndarray:
@@ -64,15 +63,10 @@ def detector_decisions(image, text) -> dict[str, np.ndarray]:
     return d
 
 
-def detection_correct(p) -> np.ndarray:
-    """(n, 2) bool: whether each input is classified as its column says (column 0 natural, column 1 synthetic)."""
-    a = _pairs("p", p)
-    return np.stack([~is_synthetic(a[:, 0]), is_synthetic(a[:, 1])], axis=1)
-
-
 def detection_accuracy(p) -> float:
     """Share of the 2n inputs classified correctly at 0.5 (NaN when there are none)."""
-    correct = detection_correct(p)
+    a = _pairs("p", p)
+    correct = np.stack([~is_synthetic(a[:, 0]), is_synthetic(a[:, 1])], axis=1)  # column 0 natural, 1 synthetic
     return float(correct.mean()) if correct.size else float("nan")
 
 

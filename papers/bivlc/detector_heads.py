@@ -112,21 +112,16 @@ def tower_agreement(head: Head, net: torch.nn.Module) -> dict | None:
             "max_abs_diff": largest, "first_differing": (missing + differing)[:3]}
 
 
-def _network(model) -> torch.nn.Module:
-    net = getattr(model, "model", None)
-    if not (isinstance(net, torch.nn.Module) and hasattr(net, "encode_image") and hasattr(net, "encode_text")):
-        raise DetectorHeadError(f"{getattr(model, 'name', model)}: not an open_clip model; the detectors read the "
-                                "towers' raw outputs (encode_image / encode_text)")
-    return net
-
-
 @torch.no_grad()
 def tower_outputs(model, images: Sequence[Image], texts: Sequence[str], batch: int = BATCH
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The towers' raw outputs (rows in order of ``images`` and ``texts``; each distinct file or text encoded once),
     fp32 without autocast, full-length tokens (as the authors' evaluation): ``model`` is a zoo model whose ``model``
     is open_clip's CLIP."""
-    net = _network(model)
+    net = getattr(model, "model", None)
+    if not (isinstance(net, torch.nn.Module) and hasattr(net, "encode_image") and hasattr(net, "encode_text")):
+        raise DetectorHeadError(f"{getattr(model, 'name', model)}: not an open_clip model; the detectors read the "
+                                "towers' raw outputs (encode_image / encode_text)")
     device = next(net.parameters()).device
     refs = [as_ref(i) for i in images]
     if any(r.transform is not None for r in refs):

@@ -127,17 +127,6 @@ def mini_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatc
     return LabelledBatches(inputs, labels, "images" if tower == "image" else "texts", f"bivlc-mini-{tower}-detector")
 
 
-def mini_init(encoder: str, base: str, models_dir: Path) -> Init:
-    """The frozen encoder of a mini detector: the base (CLIPDet) or the TROHN-Img run's best weights."""
-    if encoder == "clip":
-        return FromZoo(base)
-
-    path = Path(models_dir) / f"{encoder}.best.safetensors"
-    if not path.is_file():
-        raise BivlcMiniError(f"{path}: no weights for the {encoder} detector's encoder; run mini-finetune@{encoder}")
-    return FromCheckpoint(get_spec(base).arch, path)
-
-
 def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapping[str, Any], *,
              tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
     """``DETECTOR_EPOCHS[tower]`` epochs of the mini's batch (``section``: ``params.yaml bivlc.mini.detector``, its
@@ -163,7 +152,14 @@ def _mini_jobs(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
 
     def build_one(name: str) -> FinetuneJob:
         encoder, _, tower = name.rpartition("-")
-        init = mini_init(encoder, section["base"], build_dir("mini", "bivlc") / "models")
+        # the frozen encoder: the base (CLIPDet) or the TROHN-Img run's best weights
+        init: Init = FromZoo(section["base"])
+        if encoder != "clip":
+            path = build_dir("mini", "bivlc") / "models" / f"{encoder}.best.safetensors"
+            if not path.is_file():
+                raise BivlcMiniError(f"{path}: no weights for the {encoder} detector's encoder; run "
+                                     f"mini-finetune@{encoder}")
+            init = FromCheckpoint(get_spec(section["base"]).arch, path)
         return mini_job(encoder, tower, init, data, section["detector"], provenance={"set_manifest_sha256": set_sha256})
 
     return build_one
@@ -246,10 +242,6 @@ def full_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_ima
                                "bivlc-full-text-detector", tokenize=tokenize)
 
 
-def _pixels(images: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, device) -> torch.Tensor:
-    return ((images.to(device).float() / 255.0) - mean.to(device)) / std.to(device)
-
-
 class _HeldLoss:
     """The detector's loss factory, keeping the instance the trainer optimises so that validation reads its head."""
 
@@ -284,7 +276,8 @@ class DetectorAccuracy:
             idx = np.arange(start, min(len(b.natural), start + max(1, self.rows)))
             x = b._inputs(idx)
             if b.key == "images":
-                feats = model.encode_image(_pixels(x, self.mean, self.std, device), normalize=normalize)
+                pixels = ((x.to(device).float() / 255.0) - self.mean.to(device)) / self.std.to(device)
+                feats = model.encode_image(pixels, normalize=normalize)
             else:
                 x = x.to(device)
                 feats = (encode_text_unpadded(model, x, normalize=normalize) if padding_is_inert(model)

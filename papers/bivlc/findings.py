@@ -57,11 +57,6 @@ def _number(value: Any) -> float | None:
     return None if value is None or value == "" else value
 
 
-def _same_instances(a: GroupResult, b: GroupResult) -> None:
-    if [o.item_id for o in a.outcomes] != [o.item_id for o in b.outcomes]:
-        raise ValueError("paired comparison of two rows scored on different instances")
-
-
 def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
             detectors: Mapping[str, Mapping] | None = None, *, runs: Sequence[str], pretrained: Sequence[str],
             gains: Sequence[str] = ("trohn-img",), base: str = BASE) -> dict[str, Any]:
@@ -93,7 +88,8 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
                     f"{key}_sugarcrepe": _number(rows[run]["sugarcrepe"])})
     scored_gains = [g for g in gains if have_base and g in rows and g in results]
     for run in scored_gains:
-        _same_instances(results[run], results[base])
+        if [o.item_id for o in results[run].outcomes] != [o.item_id for o in results[base].outcomes]:
+            raise ValueError("paired comparison of two rows scored on different instances")
         for metric in GAIN_METRICS:
             gain = paired(decisions(results[run], metric), decisions(results[base], metric))
             name = f"{key_of(run)}_minus_{b}_{metric.lower()}"

@@ -129,18 +129,6 @@ def render_train_set(config: TrainSetConfig) -> TrainSet:
     return TrainSet(images, negative_images, captions, negatives, categories, [], config.n_train)
 
 
-def select_trohn_img(data: TrainSet, grammar_texts: Sequence[str], seed: int, selection: Mapping) -> tuple[list, dict]:
-    """The TROHN-Img analog: the pairs ``papers.bivlc.selection`` keeps, with the world's scorers (the grammar
-    analog's n-gram model fitted on ``grammar_texts``); returns (kept (scene, caption) pairs, per-step counts)."""
-    pairs = [sel.CaptionPair(f"{i}/{j}", data.categories[i][j], data.captions[i][j], data.negatives[i][j])
-             for i in range(len(data.captions)) for j in range(len(data.captions[i]))]
-    result = sel.select_negatives(pairs, sel.WorldPriorPlausibility(), sel.NgramGrammar.fit(grammar_texts),
-                                  quantile=selection["quantile"], min_chars=selection["min_chars"],
-                                  bins=selection["bins"], seed=seed)
-    kept = sorted(tuple(int(x) for x in pid.split("/")) for pid in result.kept_ids)
-    return kept, result.describe()
-
-
 def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequence[str], selection: Mapping,
                     tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None) -> dict:
     """Write ``images.npy``, ``negative_images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``."""
@@ -148,7 +136,14 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequen
     if tokenize is not None:  # a negative the tokenizer cannot tell from its caption would push a text from itself
         refuse_same_tokens(caption_tokens(tokenize, data.captions), caption_tokens(tokenize, data.negatives),
                            data.captions, "negative caption", "the mini TROHN training set")
-    kept, selection_counts = select_trohn_img(data, grammar_texts, config.seed, selection)
+    # the TROHN-Img analog: the pairs ``papers.bivlc.selection`` keeps, with the world's scorers (the grammar
+    # analog's n-gram model fitted on ``grammar_texts``)
+    pairs = [sel.CaptionPair(f"{i}/{j}", data.categories[i][j], data.captions[i][j], data.negatives[i][j])
+             for i in range(len(data.captions)) for j in range(len(data.captions[i]))]
+    result = sel.select_negatives(pairs, sel.WorldPriorPlausibility(), sel.NgramGrammar.fit(grammar_texts),
+                                  quantile=selection["quantile"], min_chars=selection["min_chars"],
+                                  bins=selection["bins"], seed=config.seed)
+    kept = sorted(tuple(int(x) for x in pid.split("/")) for pid in result.kept_ids)
     if not kept:
         raise BivlcMiniError("the selection kept no pair: nothing to train TROHN-Img on")
     rows = {"captions": data.captions, "negatives": data.negatives, "categories": data.categories,
@@ -166,7 +161,7 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequen
                   "by_category": dict(Counter(c for row in data.categories for c in row)),
                   "kept_by_category": dict(Counter(data.categories[i][j] for i, j in kept))}
         manifest = {"kind": "bivlc-trohn", "profile": "mini", "world_version": VERSION, "stream": TRAIN_STREAM,
-                    "config": asdict(config), "selection": {"params": dict(selection), "steps": selection_counts},
+                    "config": asdict(config), "selection": {"params": dict(selection), "steps": result.describe()},
                     "counts": counts,
                     "sha256": {f: sha256_file(staging / f) for f in ("images.npy", "negative_images.npy",
                                                                       "rows.json")}}
@@ -174,20 +169,15 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequen
     return manifest
 
 
-def world_captions(world_dir: Path, n_images: int) -> list[str]:
-    """The first ``n_images`` images' captions of the world's training set: the grammar analog's corpus."""
-    captions = read_json(Path(world_dir) / "captions.json", list,
-                         remedy="run the mini/world stage (`python -m common world train`)")
-    return [c for row in captions[:n_images] for c in row]
-
-
 def _cmd_train_set(args) -> int:
     params, section = own_section("bivlc.mini")
     config = TrainSetConfig(section["train_images"], section["captions_per_image"],
                             params["mini"]["world"]["image_size"], section["negative_style"], section["val_fraction"],
                             section["seed"])
-    corpus = world_captions(Path(args.world or build_dir("mini", "world") / "train"),
-                            section["selection"]["grammar_corpus_images"])
+    # the grammar analog's corpus: the captions of the world training set's first grammar_corpus_images images
+    captions = read_json(Path(args.world or build_dir("mini", "world") / "train") / "captions.json", list,
+                         remedy="run the mini/world stage (`python -m common world train`)")
+    corpus = [c for row in captions[:section["selection"]["grammar_corpus_images"]] for c in row]
     manifest = build_train_set(config, Path(args.out or build_dir("mini", "bivlc") / "train"), corpus,
                                section["selection"], tokenizer_for(get_spec(section["base"]).arch))
     print(json.dumps({"counts": manifest["counts"], "selection": manifest["selection"]["steps"]}, indent=2))

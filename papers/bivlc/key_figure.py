@@ -5,8 +5,6 @@ The paper is about a gap: models are much worse at T2I than at I2T, humans are n
 score leaves models far below humans. The README shows it at a glance; the solid bars come from
 ``results/bivlc/<profile>/table2.csv`` (stage ``tables-mini`` or ``tables-full``), the hatched ones from
 ``results/published/bivlc.csv``.
-
-Writes ``results/bivlc/<profile>/key_figure.png`` and ``key_figure_plot.csv`` (every bar and its source).
 """
 from __future__ import annotations
 
@@ -38,7 +36,6 @@ VIEWS = {
     "full": ProfileView(FULL_MODELS, "full profile: ViT-B/32 CLIPs on BiVLC's test split",
                         "BiVLC, full profile (left) beside the paper (right, hatched): image-to-text (I2T) vs "
                         f"text-to-image (T2I) retrieval\n{SECOND_LINE}", absent_rows=True)}
-MINI_PANEL = VIEWS["mini"].label
 
 
 def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: str = "mini"

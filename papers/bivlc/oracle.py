@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, ContextManager, Mapping, Sequence
+from typing import ContextManager, Sequence
 
 from common.benchmarks.caption_negatives import PreparedSet
 from common.files.tasks import as_ref
@@ -53,7 +53,7 @@ from common.paths import build_dir, data_root
 from common.pipeline.inputs import full_inputs
 from common.zoo import get_spec
 from common.zoo.specs import register_local_configs, runs_quick_gelu
-from papers.bivlc.detection import detector_decisions
+from papers.bivlc.detection import FINER, detector_decisions
 
 REPO = "IMirandaM/BiVLC"
 PAPER = "bivlc"
@@ -79,7 +79,6 @@ HEAD_WIDTH = 512
 """The authors' heads are ``Linear(in_features=512, out_features=1)`` (a ViT-B/32's joint width)."""
 TYPES = ("replace", "swap", "add")
 MAIN = ("I2T", "T2I", "group")
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 
 BIVLC, SUGARCREPE = "BiVLC", "SugarCrepe (BiVLC's column)"
 DET_BIVLC, DET_SUGARCREPE = "BiVLC detectors (Table 5)", "SugarCrepe detectors (Table 5)"
@@ -118,9 +117,7 @@ SUGARCREPE_COLUMNS = ("filename", "caption", "negative_caption", "type", "subtyp
 "usecols=['filename','caption','negative_caption','type','subtype']")."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Reading what the authors' scripts print
-# ------------------------------------------------------------------------------------------------------------------
+# -- Reading what the authors' scripts print ----------------------------------------------------------------------
 def printed_once(script: str, pattern: str, text: str, flags: int = 0):
     """The one match of ``pattern`` in what ``script`` printed (none or several: a ValueError)."""
     found = re.findall(pattern, text, flags)
@@ -161,31 +158,26 @@ def printed_sugarcrepe_count(text: str) -> tuple[int, int]:
     return int(correct), int(n)
 
 
-def sugarcrepe_rows(items: Sequence, image_root: Path) -> list[dict[str, str]]:
+def write_sugarcrepe_csv(path: Path, items: Sequence, image_root: Path) -> Path:
     """SugarCrepe's examples (``ImageToTextItem``: captions[0] positive, [1] negative; group ``<type>_<subtype>``)
-    as rows of the authors' copy (``SUGARCREPE_COLUMNS``), the image relative to ``image_root`` where it lies below."""
+    as the authors' copy (``SUGARCREPE_COLUMNS``, every field quoted), the image relative to ``image_root`` where it
+    lies below."""
     rows = []
     for item in items:
-        path = Path(as_ref(item.image).path)
+        image = Path(as_ref(item.image).path)
         kind, _, sub = item.group.partition("_")
-        rows.append({"filename": path.relative_to(image_root).as_posix() if path.is_relative_to(image_root)
-                     else str(path), "caption": item.captions[0], "negative_caption": item.captions[1],
+        rows.append({"filename": image.relative_to(image_root).as_posix() if image.is_relative_to(image_root)
+                     else str(image), "caption": item.captions[0], "negative_caption": item.captions[1],
                      "type": kind, "subtype": sub})
-    return rows
-
-
-def write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), quoting=csv.QUOTE_ALL)
+        writer = csv.DictWriter(f, fieldnames=list(SUGARCREPE_COLUMNS), quoting=csv.QUOTE_ALL)
         writer.writeheader()
         writer.writerows(rows)
     return path
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Running their scripts
-# ------------------------------------------------------------------------------------------------------------------
+# -- Running their scripts ----------------------------------------------------------------------------------------
 def hub_dataset_from(ctx, snapshot: Path, where: str) -> ContextManager[None]:
     """``datasets.load_dataset("imirandam/BiVLC", ...)`` -> ``load_dataset(<the local snapshot of that repository>,
     ...)``: the same files (the data files of a repository and of its snapshot folder are resolved alike), no
@@ -212,9 +204,7 @@ def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -
     return scope, out.getvalue()
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Weights in the form their loaders read
-# ------------------------------------------------------------------------------------------------------------------
+# -- Weights in the form their loaders read -----------------------------------------------------------------------
 def head_checkpoint(head: Path, tower: str, encoder: str, folder: Path) -> tuple[Path, bool]:
     """The file ``--image-checkpoint``/``--text-checkpoint`` loads for a head: a released one as it is (its
     ``model_state_dict`` holds the tower it was trained on and ``classifier.*``); a head trained here (the trainer's
@@ -278,9 +268,7 @@ def summary_package() -> None:
                           f"requirements.txt); installed: {found or 'none'}: pip install 'torch-summary==1.4.5'")
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# This workspace's side
-# ------------------------------------------------------------------------------------------------------------------
+# -- This workspace's side ----------------------------------------------------------------------------------------
 def _value(cell) -> float | None:
     return None if cell in (None, "") else round(float(cell), DECIMALS)
 
@@ -312,9 +300,7 @@ def read_inputs(ctx) -> Inputs:
     return Inputs(snapshot, all_ids, data.items, tuple(sugarcrepe), PreparedSet.load(manifest).image_root)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Table 5: the detectors
-# ------------------------------------------------------------------------------------------------------------------
+# -- Table 5: the detectors ---------------------------------------------------------------------------------------
 def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """Both detector scripts per row of ``table5.csv``, beside it and beside the stage's recomputed probabilities."""
     # deferred: loads open_clip only when called
@@ -341,8 +327,8 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
     rows = ctx.params[PAPER]["full"]["detector_rows"]
     specs = {row: DetectorSpec.from_params(rows[row]) for row in table5}
     ours_scored = {d.row: d for d in score_detectors_rows(specs, inputs.items, inputs.sugarcrepe, ctx.device)[0]}
-    sc_csv = write_rows(ctx.scratch / "inputs" / "test_SugarCrepe.csv",
-                        sugarcrepe_rows(inputs.sugarcrepe, inputs.sugarcrepe_root), SUGARCREPE_COLUMNS)
+    sc_csv = write_sugarcrepe_csv(ctx.scratch / "inputs" / "test_SugarCrepe.csv", inputs.sugarcrepe,
+                                  inputs.sugarcrepe_root)
     ids = [it.item_id for it in inputs.items]
     position = {item: k for k, item in enumerate(inputs.all_ids)}
     for row, spec in specs.items():
@@ -408,9 +394,7 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
             our_scores={it.item_id: [float(sc[k, 0]), float(sc[k, 1])] for k, it in enumerate(inputs.sugarcrepe)}))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tables 2-4: the contrastive models (where CLIP_utils can be fetched)
-# ------------------------------------------------------------------------------------------------------------------
+# -- Tables 2-4: the contrastive models (where CLIP_utils can be fetched) -----------------------------------------
 def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path) -> None:
     """``main_evaluation_BiVLC`` and ``evaluation_SugarCrepe`` per row of ``table2.csv``. SugarCrepe is compared by
     its number only: ``tables-full`` keeps no per-example SugarCrepe decision."""
@@ -423,8 +407,8 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
     precision = (context.get("engine") or {}).get("precision", "fp32")
     reason = None if precision == "fp32" else f"this workspace scored at {precision} (params.yaml engine); theirs fp32"
     table2, table4 = rows_by(results / "table2.csv", "row"), rows_by(results / "table4.csv", "row")
-    sc_csv = write_rows(ctx.scratch / "inputs" / "test_SugarCrepe.csv",
-                        sugarcrepe_rows(inputs.sugarcrepe, inputs.sugarcrepe_root), SUGARCREPE_COLUMNS)
+    sc_csv = write_sugarcrepe_csv(ctx.scratch / "inputs" / "test_SugarCrepe.csv", inputs.sugarcrepe,
+                                  inputs.sugarcrepe_root)
     for row, ours in table2.items():
         name = ours["model"]
         why = authors_can_build(name)

@@ -71,7 +71,7 @@ from common.errors import WorkspaceError
 from common.registry.errors import FetchError, RegistryError
 from common.registry.fetch import fetch
 from common.reporting.published import parse_number, read_csv_rows
-from papers.bivlc.detection import is_synthetic, score_detectors
+from papers.bivlc.detection import FINER, is_synthetic, score_detectors
 
 PAPER = "bivlc"
 DATA_FILES = ("papers/bivlc/sources.toml",)
@@ -83,7 +83,6 @@ CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att
 _TYPE_ALIASES = {t: t for t in TYPES}
 _SUBTYPE_ALIASES = {"obj": "obj", "object": "obj", "att": "att", "attribute": "att", "rel": "rel", "relation": "rel"}
 
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 MAIN = ("I2T", "T2I", "Group")
 BOOL_COLUMNS = {"Ipos2T": "text_score_i0", "Ineg2T": "text_score_i1", "Tpos2I": "image_score_c0",
                 "Tneg2I": "image_score_c1"}
@@ -180,16 +179,12 @@ def _require(path: Path, header: list[str], needed: tuple[str, ...] | list[str],
         raise ReleasedFileError(f"{path}:1: missing column(s) {missing} for the {fmt} format (header: {header})")
 
 
-_TRUE = {"true", "1", "1.0"}
-_FALSE = {"false", "0", "0.0"}
-
-
 def _bool(path: Path, row: _Row, column: str) -> bool:
     text = row.values[column].strip()
     low = text.lower()
-    if low in _TRUE:
+    if low in ("true", "1", "1.0"):
         return True
-    if low in _FALSE:
+    if low in ("false", "0", "0.0"):
         return False
     raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {text!r} is not a boolean score "
                             "(expected True/False or 1/0)")
@@ -201,21 +196,6 @@ def _number(path: Path, row: _Row, column: str) -> float:
         return parse_number(text)
     except ValueError as exc:
         raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {exc}") from None
-
-
-def _probability(path: Path, row: _Row, column: str) -> float:
-    value = _number(path, row, column)
-    if not 0.0 <= value <= 1.0:
-        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {value!r} is not a probability in [0, 1]")
-    return value
-
-
-def _label(path: Path, row: _Row) -> int:
-    value = _number(path, row, "label")
-    if value not in (0.0, 1.0):
-        raise ReleasedFileError(f"{path}:{row.line}: column 'label': {row.values['label']!r} is not 0 (natural) "
-                                "or 1 (synthetic)")
-    return int(value)
 
 
 def _category(path: Path, row: _Row) -> str:
@@ -231,12 +211,6 @@ def _category(path: Path, row: _Row) -> str:
 
 def _pct(k: int, n: int) -> float:
     return 100.0 * k / n if n else math.nan
-
-
-def _synthetic(p: float) -> bool:
-    """``round(p) == 1`` with round-half-to-even, as ``np.round``/``torch.round`` do: 0.5 -> natural
-    (``papers.bivlc.detection.is_synthetic``, the rule every profile decides with)."""
-    return bool(is_synthetic(p))
 
 
 # -- format detection ---------------------------------------------------------------------------------------------
@@ -308,7 +282,7 @@ def _score_bivlc_instances(path: Path, header: list[str], rows: list[_Row]) -> d
     decisions = [d for _, d in items]
     by_type, by_sub = _by_category(items, _group_scores)
     n = len(items)
-    out: dict[str, Any] = {
+    return {
         "format": "bivlc-instances",
         "file": str(path),
         "n_instances": n,
@@ -324,7 +298,6 @@ def _score_bivlc_instances(path: Path, header: list[str], rows: list[_Row]) -> d
         "retrieval_examples": {**{c: 4 * v["n"] for c, v in by_sub.items()}, "total": 4 * n},
         "retrieval_examples_note": "Table 1 counts: 4 retrieval examples per instance (2 I2T + 2 T2I)",
     }
-    return out
 
 
 def _accuracy(values: list[bool]) -> dict[str, Any]:
@@ -368,9 +341,17 @@ def _score_sugarcrepe_benchmark(path: Path, header: list[str], rows: list[_Row])
 def _split_pairs(path: Path, rows: list[_Row], columns: tuple[str, ...]) -> tuple[list, list]:
     natural, synthetic = [], []
     for row in rows:
-        label = _label(path, row)
-        probs = tuple(_probability(path, row, c) for c in columns)
-        (synthetic if label else natural).append((row.line, probs))
+        label = _number(path, row, "label")
+        if label not in (0.0, 1.0):
+            raise ReleasedFileError(f"{path}:{row.line}: column 'label': {row.values['label']!r} is not 0 (natural) "
+                                    "or 1 (synthetic)")
+        probs = []
+        for column in columns:
+            probs.append(_number(path, row, column))
+            if not 0.0 <= probs[-1] <= 1.0:
+                raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {probs[-1]!r} is not a probability in "
+                                        "[0, 1]")
+        (synthetic if label else natural).append((row.line, tuple(probs)))
     if len(natural) != len(synthetic):
         raise ReleasedFileError(f"{path}:{rows[-1].line}: {len(natural)} natural (label 0) rows but {len(synthetic)} "
                                 "synthetic (label 1) rows; the k-th natural row is paired with the k-th synthetic one")
@@ -379,8 +360,9 @@ def _split_pairs(path: Path, rows: list[_Row], columns: tuple[str, ...]) -> tupl
 
 def _detection(rows_by_label: tuple[list, list], index: int) -> dict[str, Any]:
     natural, synthetic = rows_by_label
-    ok_nat = [not _synthetic(p[index]) for _, p in natural]
-    ok_syn = [_synthetic(p[index]) for _, p in synthetic]
+    # round(p) == 1 with round-half-to-even, as np.round/torch.round do (0.5 -> natural): every profile's rule
+    ok_nat = [not bool(is_synthetic(p[index])) for _, p in natural]
+    ok_syn = [bool(is_synthetic(p[index])) for _, p in synthetic]
     wrong = [{"line": line, "label": lab, "p_synthetic": p[index]}
              for lab, group, oks in ((0, natural, ok_nat), (1, synthetic, ok_syn))
              for (line, p), ok in zip(group, oks) if not ok]
@@ -456,15 +438,10 @@ _SCORERS = {
 
 
 def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
-    """Scores of one file in a released BiVLC format, as a JSON-able dict (percentages unrounded).
-
-    The format is detected from the header (``fmt="auto"``): ``bivlc-instances`` (results/BiVLC_*.csv),
-    ``sugarcrepe-examples`` (results/SUGARCREPE_CORRECT_*.csv), ``bivlc-detector`` / ``sugarcrepe-detector``
-    (src/Detectors/results/*.csv) or ``sugarcrepe-benchmark`` (a SugarCrepe CSV without scores: counts only).
-    Malformed input raises ``ReleasedFileError`` naming the file and the line (and the column where there is one): a
-    byte that is not UTF-8, a merge-conflict marker, a ragged row, a number that is not plain (``1_652``, ``nan``)
-    and, in a file of instances or examples, a row repeated field for field (an example counted twice).
-    """
+    """Scores of one file in a released BiVLC format (``FORMATS``; ``auto``: ``detect_format`` of the header), as a
+    JSON-able dict (percentages unrounded). Malformed input (a byte that is not UTF-8, a merge-conflict marker, a
+    ragged row, a number that is not plain, in a file of examples an example twice) raises ``ReleasedFileError``
+    naming the file and the line (and the column where there is one)."""
     path = Path(path)
     header, rows = _read_csv(path)
     if fmt == "auto":
@@ -491,17 +468,13 @@ def _no_note(_: dict[str, Any]) -> str:
 
 
 def _bivlc_cells(row2: str | None, row3: str) -> list[_Cell]:
-    cells: list[_Cell] = []
-    if row2 is not None:
-        for m in MAIN:
-            cells.append(("Table 2", row2, f"BiVLC | {m}", lambda r, m=m: r["overall"][m], _no_note))
-    for m, column in TABLE3_COLUMNS.items():
-        cells.append(("Table 3", row3, column, lambda r, m=m: r["overall"][m], _no_note))
-    for t in TYPES:
-        for m in MAIN:
-            cells.append(("Table 4", row3, f"{t.capitalize()} | {m}", lambda r, t=t, m=m: r["by_type"][t][m],
-                          lambda r, t=t, m=m: f"{r['by_type'][t]['correct'][m]} / {r['by_type'][t]['n']} instances"))
-    return cells
+    cells: list[_Cell] = [("Table 2", row2, f"BiVLC | {m}", lambda r, m=m: r["overall"][m], _no_note)
+                          for m in MAIN if row2 is not None]
+    cells += [("Table 3", row3, column, lambda r, m=m: r["overall"][m], _no_note)
+              for m, column in TABLE3_COLUMNS.items()]
+    return cells + [("Table 4", row3, f"{t.capitalize()} | {m}", lambda r, t=t, m=m: r["by_type"][t][m],
+                     lambda r, t=t, m=m: f"{r['by_type'][t]['correct'][m]} / {r['by_type'][t]['n']} instances")
+                    for t in TYPES for m in MAIN]
 
 
 def _sugarcrepe_cells(row2: str | None, row3: str) -> list[_Cell]:
@@ -539,30 +512,10 @@ def _default_fetcher(key: str) -> Path:
     return fetch(key, progress=False)
 
 
-def _plan() -> list[tuple[str, list[_Cell], str]]:
-    """(registry key, cells it fills, unit) for every released file the audit reads."""
-    plan: list[tuple[str, list[_Cell], str]] = []
-    for key, (row2, row3) in BIVLC_FILES.items():
-        plan.append((key, _bivlc_cells(row2, row3), "percent"))
-    for key, (row2, row3) in SUGARCREPE_FILES.items():
-        plan.append((key, _sugarcrepe_cells(row2, row3), "percent"))
-    for key, row in DETECTOR_FILES.items():
-        plan.append((key, _detector_cells(row), "percent"))
-    for key, claim in SUGARCREPE_DETECTOR_FILES.items():
-        plan.append((key, [(CLAIM_TABLE, claim, "value", lambda r: r["accuracy"],
-                            lambda r: f"{r['correct']} / {r['n_examples']} SugarCrepe examples with p(C0) < p(C1)")],
-                     "percent"))
-    plan.append((TABLE1_BIVLC_FILE, _table1_cells("BiVLC (ours)"), "count"))
-    plan.append((TABLE1_SUGARCREPE_FILE, _table1_cells("SugarCrepe"), "count"))
-    return plan
-
-
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
-    """Every published BiVLC number recomputable from the released files (profile ``released``).
-
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). A file that
-    cannot be fetched yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note.
-    """
+    """Every published BiVLC number recomputable from the released files (profile ``released``). ``fetcher`` maps a
+    registry key to a verified local path (default: ``common.registry.fetch.fetch``); a file that cannot be fetched
+    yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note."""
     fetch_path = fetcher or _default_fetcher
     scored: dict[str, dict[str, Any] | str] = {}
 
@@ -578,7 +531,17 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
         return scored[key]
 
     recs: list[Recomputed] = []
-    for key, cells, unit in _plan():
+    # (registry key, cells it fills, unit) for every released file the audit reads
+    plan: list[tuple[str, list[_Cell], str]] = [
+        *((key, _bivlc_cells(row2, row3), "percent") for key, (row2, row3) in BIVLC_FILES.items()),
+        *((key, _sugarcrepe_cells(row2, row3), "percent") for key, (row2, row3) in SUGARCREPE_FILES.items()),
+        *((key, _detector_cells(row), "percent") for key, row in DETECTOR_FILES.items()),
+        *((key, [(CLAIM_TABLE, claim, "value", lambda r: r["accuracy"],
+                  lambda r: f"{r['correct']} / {r['n_examples']} SugarCrepe examples with p(C0) < p(C1)")], "percent")
+          for key, claim in SUGARCREPE_DETECTOR_FILES.items()),
+        (TABLE1_BIVLC_FILE, _table1_cells("BiVLC (ours)"), "count"),
+        (TABLE1_SUGARCREPE_FILE, _table1_cells("SugarCrepe"), "count")]
+    for key, cells, unit in plan:
         result = score(key)
         extra = ""
         if key == TABLE1_BIVLC_FILE and isinstance(result, dict):

@@ -35,12 +35,6 @@ class RunSpec:
     images: tuple[str, ...]
     texts: tuple[str, ...]
 
-    @property
-    def texts_per_sample(self) -> int:
-        """A mini step holds ``batch_size // texts_per_sample`` samples, so every step sees ``batch_size`` texts (the
-        paper's 400)."""
-        return len(self.texts)
-
 
 RUNS: dict[str, RunSpec] = {
     "clip-coco": RunSpec("CLIP_COCO (in-batch negatives only)", ClipLoss, "coco", ("image",), ("caption",)),

@@ -46,10 +46,8 @@ Scorers are anything with ``scores(texts) -> array in [0, 1]`` (``TextScorer``):
 """
 from __future__ import annotations
 
-import math
 import random
 import re
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Protocol, Sequence
@@ -157,9 +155,7 @@ class Selection:
         }
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The steps
-# ----------------------------------------------------------------------------------------------------------------
+# -- The steps ----------------------------------------------------------------------------------------------------
 def _check_quantile(quantile: float) -> float:
     if isinstance(quantile, bool) or not isinstance(quantile, (int, float, np.floating)) or not 0 <= quantile <= 1:
         raise SelectionError(f"selection: quantile must be a number in [0, 1], got {quantile!r}")
@@ -197,26 +193,20 @@ def form_filter(negatives: Sequence[str], min_chars: int = DEFAULT_MIN_CHARS) ->
     return np.array([text.endswith(".") and len(text) > min_chars for text in negatives], dtype=bool)
 
 
-def dedup_key(negative: str) -> str:
-    """Two negatives are duplicates when equal without their periods (upstream deduplicates prompts built so)."""
-    return negative.replace(".", "")
-
-
 def deduplicate(negatives: Sequence[str]) -> np.ndarray:
-    """Step 3: True for the first occurrence (input order) of each negative caption, by ``dedup_key``."""
+    """Step 3: True for the first occurrence (input order) of each negative caption; two negatives are duplicates
+    when equal without their periods (upstream deduplicates prompts built so)."""
     seen: set[str] = set()
     keep = np.zeros(len(negatives), dtype=bool)
     for i, text in enumerate(negatives):
-        key = dedup_key(text)
+        key = text.replace(".", "")
         if key not in seen:
             seen.add(key)
             keep[i] = True
     return keep
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The pipeline
-# ----------------------------------------------------------------------------------------------------------------
+# -- The pipeline -------------------------------------------------------------------------------------------------
 def _score_texts(scorer: TextScorer, role: str, pairs: Sequence[CaptionPair]) -> tuple[np.ndarray, np.ndarray]:
     """The scorer on every distinct caption once (sorted, so the call does not depend on input order)."""
     texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
@@ -238,7 +228,12 @@ def _score_texts(scorer: TextScorer, role: str, pairs: Sequence[CaptionPair]) ->
             np.array([by_text[p.negative] for p in pairs], dtype=np.float64))
 
 
-def _validated_pairs(pairs: Sequence[CaptionPair], categories: Sequence[str] | None) -> list[CaptionPair]:
+def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
+                     quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
+                     bins: int = DEFAULT_BINS, seed: int = 0) -> Selection:
+    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs, per category the pairs name;
+    ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs); the
+    same ``seed`` keeps the same pairs."""
     pairs = list(pairs)
     if not pairs:
         raise SelectionError("selection: no pairs to select from")
@@ -249,30 +244,6 @@ def _validated_pairs(pairs: Sequence[CaptionPair], categories: Sequence[str] | N
         if p.id in seen:
             raise SelectionError(f"selection: pair id {p.id!r} appears more than once")
         seen.add(p.id)
-    if categories is not None:
-        present = Counter(p.category for p in pairs)
-        missing = [c for c in categories if not present[c]]
-        if missing:
-            raise SelectionError(f"selection: category {missing[0]!r} has no pairs"
-                                 + (f" (nor {', '.join(map(repr, missing[1:]))})" if len(missing) > 1 else ""))
-        unknown = next((p for p in pairs if p.category not in set(categories)), None)
-        if unknown is not None:
-            raise SelectionError(f"selection: pair {unknown.id!r} has category {unknown.category!r}, not one of "
-                                 f"{', '.join(categories)}")
-    return pairs
-
-
-def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, grammar: TextScorer, *,
-                     quantile: float = DEFAULT_QUANTILE, min_chars: int = DEFAULT_MIN_CHARS,
-                     bins: int = DEFAULT_BINS, seed: int = 0,
-                     categories: Sequence[str] | None = None) -> Selection:
-    """TROHN-Img's steps 1-3 (module docstring) on TROHN-Text-style pairs; the same ``seed`` keeps the same pairs.
-
-    ``plausibility`` and ``grammar`` score captions in [0, 1] (Vera and the CoLA model, or the world's analogs).
-    ``categories``: when given, every one must have pairs and no pair may name another (upstream reads one file per
-    subtype); when None, the categories are those the pairs name.
-    """
-    pairs = _validated_pairs(pairs, categories)
     q = _check_quantile(quantile)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise SelectionError(f"selection: seed must be an integer, got {seed!r}")
@@ -303,9 +274,7 @@ def select_negatives(pairs: Sequence[CaptionPair], plausibility: TextScorer, gra
                      quantile=q, min_chars=int(min_chars), bins=int(bins), seed=int(seed))
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The world's analogs of the two scorers
-# ----------------------------------------------------------------------------------------------------------------
+# -- The world's analogs of the two scorers -----------------------------------------------------------------------
 _WORD = re.compile(r"[a-z]+")
 _ADJECTIVE_KINDS = {**{c: "color" for c in lexicon.COLORS}, **{s: "size" for s in lexicon.SIZES}}
 
@@ -371,17 +340,12 @@ class WorldPriorPlausibility:
 
     name: str = "world-prior"
 
-    @staticmethod
-    def combination_score(kind: str, value: str, shape: str) -> float:
-        prior = lexicon.attribute_prior(kind, shape)
-        return prior[value] / max(prior.values())
-
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         out = np.ones(len(texts), dtype=np.float64)
         for i, text in enumerate(texts):
-            combos = stated_combinations(text)
-            if combos:
-                out[i] = sum(self.combination_score(*c) for c in combos) / len(combos)
+            priors = [(lexicon.attribute_prior(kind, shape), value) for kind, value, shape in stated_combinations(text)]
+            if priors:
+                out[i] = sum(prior[value] / max(prior.values()) for prior, value in priors) / len(priors)
         return out
 
 
@@ -406,16 +370,14 @@ class NgramGrammar:
     name: str = "ngram-grammar"
 
     @classmethod
-    def fit(cls, texts: Sequence[str], *, order: int = 3, scale_bits: float = 1.0, seed: int = 0) -> "NgramGrammar":
-        """Fit on well-formed captions (the world's training captions); deterministic given ``texts`` and ``seed``."""
+    def fit(cls, texts: Sequence[str]) -> "NgramGrammar":
+        """A trigram model fitted on well-formed captions (the world's training captions), seed 0; deterministic."""
         distinct = sorted(set(texts))
         if len(distinct) < 2:
             raise SelectionError(f"NgramGrammar.fit: {len(distinct)} distinct caption(s) to fit on, need at least 2")
-        if not (isinstance(scale_bits, (int, float)) and math.isfinite(scale_bits) and scale_bits > 0):
-            raise SelectionError(f"NgramGrammar.fit: scale_bits must be a positive number, got {scale_bits!r}")
-        fluency = NgramFluency(order=order, seed=seed).fit(distinct)
-        sample = random.Random(seed).sample(distinct, min(CENTER_SAMPLE, len(distinct)))
-        return cls(fluency, float(np.median(fluency.mean_logprob(sorted(sample)))), float(scale_bits))
+        fluency = NgramFluency(order=3, seed=0).fit(distinct)
+        sample = random.Random(0).sample(distinct, min(CENTER_SAMPLE, len(distinct)))
+        return cls(fluency, float(np.median(fluency.mean_logprob(sorted(sample)))))
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         z = (self.fluency.mean_logprob(list(texts)) - self.center) / self.scale_bits

@@ -62,12 +62,6 @@ class TrainRow:
     negative_image: str = ""
 
 
-def clean_caption(text: str) -> str:
-    """As the authors' COCO loader: stripped, newlines replaced by spaces
-    (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50`` "captions['caption'].str.strip()")."""
-    return text.strip().replace("\n", " ")
-
-
 def coco_split(n: int, seed: int, test_fraction: float = VALIDATION_FRACTION) -> tuple[np.ndarray, np.ndarray]:
     """(train, validation) indices of n rows as ``datasets.Dataset.train_test_split(test_size=test_fraction,
     seed=seed)`` draws them: one ``default_rng(seed)`` permutation, the first ceil(fraction * n) for the test side."""
@@ -86,7 +80,9 @@ def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
     for k, a in enumerate(annotations):
         if not isinstance(a, dict) or not isinstance(a.get("image_id"), int) or not isinstance(a.get("caption"), str):
             raise DatasetError(f"{captions_file}: annotation {k}: no integer 'image_id' or string 'caption'")
-        rows.append(("%012d.jpg" % a["image_id"], clean_caption(a["caption"])))
+        # the caption as the authors' COCO loader cleans it: stripped, newlines replaced by spaces
+        # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50 "captions['caption'].str.strip()")
+        rows.append(("%012d.jpg" % a["image_id"], a["caption"].strip().replace("\n", " ")))
     _, validation = coco_split(len(rows), seed)
     is_val = np.zeros(len(rows), dtype=bool)
     is_val[validation] = True

@@ -12,9 +12,6 @@ step 4 removes instances whose negative image also shows the original caption ("
 category, for which by definition, the generated image also follows the original caption"). In the world that is
 every add_obj and add_att instance, by truth: they are kept, marked ``ambiguous``, scored apart (Table 4's Add column)
 and left out of the main scores.
-
-The mini stages, one module each: ``mini-test-set`` (here), ``mini-train-set`` (``finetune_sets_mini``),
-``mini-finetune@<run>`` (``train``), ``mini-detectors`` (``detectors``), ``tables-mini`` (``tables``).
 """
 from __future__ import annotations
 
@@ -49,11 +46,6 @@ MAX_DRAWS = 200
 
 class BivlcMiniError(WorkspaceError):
     """An input of the mini BiVLC runs that cannot be used as given (the message names the file)."""
-
-
-def type_of(category: str) -> str:
-    """BiVLC's type of a category: replace, swap or add."""
-    return category.split("_")[0]
 
 
 @dataclass(frozen=True)
@@ -121,7 +113,7 @@ def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
                 for name, scene, how in zip(names, (found.scene, found.negative_scene), (NATURAL, style)):
                     with atomic_path(staging / "images" / name) as tmp:
                         render(scene, config.image_size, how, seed=index).save(tmp, format="PNG")
-                records.append({"id": f"{category}/{round_}", "category": category, "type": type_of(category),
+                records.append({"id": f"{category}/{round_}", "category": category, "type": category.split("_")[0],
                                 "caption": found.caption, "negative_caption": found.negative,
                                 "image": names[0], "negative_image": names[1],
                                 "ambiguous": category in ADD_EDITS,

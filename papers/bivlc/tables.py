@@ -2,20 +2,10 @@
 (``python -m papers.bivlc.tables --profile mini|full``): every model scored on the bidirectional benchmark with
 SugarCrepe beside it, and the natural-vs-synthetic detectors.
 
-What differs by profile is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``; ``FILES``):
-
-* **mini** (stage ``tables-mini``): the mini family, ARO's mini NegCLIP and the three fine-tunes of
-  ``papers.bivlc.train`` (``entries_for``; weights trained here are loaded by ``trained_here``) on the benchmark
-  rendered from the world (``papers.bivlc.sets_mini``: the unambiguous replace and swap instances, and the add
-  instances the world makes ambiguous by construction, scored only in Table 4's add columns), SugarCrepe's mini set,
-  and the heads of ``mini-detectors`` (``papers.bivlc.detectors``) on the base's and the TROHN-Img run's towers.
-* **full** (stage ``tables-full``): the released benchmark ``imirandam/BiVLC`` (split ``test``, 2,933 instances)
-  scored by every obtainable model of ``bivlc.full.models`` (row -> zoo model), SugarCrepe's release beside it, and
-  the detectors of ``bivlc.full.detector_rows``.
-
-Scoring, rows, comparisons and writing are one path (``evaluate_tables``, ``write_outputs``), so the mini stage runs
-the full profile's code every day; what each profile's files hold (their columns, the summary's keys, the context's
-records, the full profile's ``predictions/``) is ``FILES``.
+What differs by profile is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``; which models, benchmark
+and detectors each scores: the README's stage table) and what its files hold (``FILES``). Scoring, rows, comparisons
+and writing are one path (``evaluate_tables``, ``write_outputs``), so the mini stage runs the full profile's code
+every day.
 
 Data (full): the Hugging Face snapshot of registry entry ``bivlc/BiVLC`` (``python -m common fetch bivlc/BiVLC``):
 parquet files of the ``test`` split with columns image, caption, negative_caption, negative_image, type, subtype, each
@@ -51,25 +41,11 @@ and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CL
 (``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors``); in the mini
 profile, ``clipdet`` and ``trohn-img-det`` (``mini_detectors``).
 
-Outputs in ``results/bivlc/<profile>/``, one output group:
-
-* ``table2.csv``: per model row, model, label, I2T, T2I, group, Ipos2T, Ineg2T, Tpos2I, Tneg2I (points), sugarcrepe
-  (points, micro average), n; mini: the row's kind; full: ties (comparisons whose two similarities are equal).
-  ``table2_plot.csv`` (mini): the DVC plot;
-* ``table4.csv``: per model and per type (replace, swap, add; full: and per category, ``replace-obj`` ..., with n):
-  I2T, T2I, group (points), as columns ``<type or category>_<metric>``;
-* ``table5.csv`` (a header only when no detector row is scored): per detector row text and image detection accuracy,
-  I2T, T2I, group (points) and SugarCrepe (the positive caption judged strictly more natural); full: the heads'
-  origin, the finer four, n, ties and the agreement with the released per-instance outputs (``TABLE5_FIELDS``);
-* ``comparisons.json``: the paper's findings with paired-bootstrap 95% intervals over the instances
-  (``papers.bivlc.findings``): ``clip_i2t_minus_t2i`` (Finding 1), ``clip_i2t_minus_group`` (Finding 2),
-  ``trohn_img_minus_clip_t2i`` / ``_group`` (full: also the re-training's ``ft_trohn_img_minus_clip_*``), each with
-  ``_ci_low`` / ``_ci_high``, the compared rows' scores, Finding 3's best rows and the detector rows;
-* ``summary.json``: DVC metrics, at most twelve flat numbers (mini: ``SUMMARY_KEYS``; full: ``summary``);
-  ``context.json``: what was scored and how (full: the data files and their sha256, the category counts, each
-  model's fingerprint and ties, rows left out and why, where the authors' code and this differ);
-* ``predictions/<model>.csv`` (full): every instance's four similarities and decisions under the released files'
-  column names (``papers.bivlc.released`` rescores them), so every cell can be recounted.
+Outputs in ``results/bivlc/<profile>/``, one output group (what each holds: the README's "Outputs and
+notebooks"; their columns: ``FILES`` and the ``*_FIELDS`` below): ``table2.csv``, ``table4.csv``, ``table5.csv`` (a
+header only when no detector row is scored), ``comparisons.json`` (``papers.bivlc.findings``), ``summary.json``,
+``context.json`` and, full only, ``predictions/<model>.csv`` (every instance's similarities and decisions under the
+released files' column names, which ``papers.bivlc.released`` rescores), mini only, ``table2_plot.csv``.
 
 A model that cannot be loaded stops the stage with the zoo's message; with ``skip_unavailable`` (full) it is left out
 and named in ``context.json``.
@@ -108,7 +84,7 @@ from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
-from papers.bivlc.detection import head_run, score_detectors
+from papers.bivlc.detection import FINER, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
@@ -126,7 +102,6 @@ CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att
 """As ``papers.bivlc.released.CATEGORIES`` (a test checks they agree; not imported, so that this stage does not
 depend on the audit's code)."""
 MAIN = ("I2T", "T2I", "group")
-FINER = ("Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I")
 TABLE2_FIELDS = ("row", "model", "label", *MAIN, *FINER, "sugarcrepe", "n", "ties")
 TABLE4_KEYS = (*TYPES, *CATEGORIES)
 TABLE4_FIELDS = ("row", "model", "label", *(f"{k}_{m}" for k in TABLE4_KEYS for m in (*MAIN, "n")))
@@ -192,9 +167,7 @@ class BivlcTablesError(WorkspaceError):
     the full profile (or the reverse)."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Data
-# ------------------------------------------------------------------------------------------------------------------
+# -- Data ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BivlcSet:
     """The test split as group items, with what identifies the files it came from."""
@@ -220,33 +193,11 @@ class BivlcSet:
         return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
 
 
-def parquet_files(snapshot: Path) -> list[Path]:
-    """The split's parquet shards of a Hugging Face dataset snapshot (``data/test-00000-of-0000N.parquet``, or any
-    ``*test*.parquet`` below it), in name order."""
-    snapshot = Path(snapshot)
-    if not snapshot.is_dir():
-        raise BivlcTablesError(f"{snapshot}: no BiVLC snapshot here; fetch it with `python -m common fetch {SOURCE}`")
-    files = sorted(p for p in snapshot.rglob("*.parquet")
-                   if p.name.split("-")[0] == SPLIT or SPLIT in p.relative_to(snapshot).parts[:-1])
-    if not files:
-        raise BivlcTablesError(f"{snapshot}: no parquet file of split {SPLIT!r} (expected data/{SPLIT}-*.parquet)")
-    return files
-
-
-def _extension(data: bytes) -> str:
-    if data.startswith(b"\x89PNG"):
-        return ".png"
-    if data.startswith(b"\xff\xd8"):
-        return ".jpg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return ".webp"
-    return ".img"
-
-
 def cache_image(data: bytes, image_dir: Path) -> Path:
     """The image's file in the content-addressed cache, written (atomically) when it is not there yet."""
-    digest = hashlib.sha256(data).hexdigest()
-    path = Path(image_dir) / f"{digest}{_extension(data)}"
+    ext = (".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8")
+           else ".webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else ".img")
+    path = Path(image_dir) / f"{hashlib.sha256(data).hexdigest()}{ext}"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
@@ -267,20 +218,20 @@ def _text(where: str, column: str, value) -> str:
     return value
 
 
-def _category(where: str, kind, sub) -> str:
-    category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
-    if category not in CATEGORIES:
-        raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: {', '.join(CATEGORIES)})")
-    return category
-
-
 def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> BivlcSet:
     """Every instance of the snapshot's test split, in file order, as a ``GroupItem``; ``expected`` (None: any) is
     the number of instances the split must have (``params.yaml bivlc.full.n_instances``: 2,933 as released)."""
     # deferred: loads pyarrow only when called
     import pyarrow.parquet as pq
 
-    files = parquet_files(snapshot)
+    # the split's parquet shards (``data/test-00000-of-0000N.parquet``, or any ``*test*.parquet`` below), by name
+    snapshot = Path(snapshot)
+    if not snapshot.is_dir():
+        raise BivlcTablesError(f"{snapshot}: no BiVLC snapshot here; fetch it with `python -m common fetch {SOURCE}`")
+    files = sorted(p for p in snapshot.rglob("*.parquet")
+                   if p.name.split("-")[0] == SPLIT or SPLIT in p.relative_to(snapshot).parts[:-1])
+    if not files:
+        raise BivlcTablesError(f"{snapshot}: no parquet file of split {SPLIT!r} (expected data/{SPLIT}-*.parquet)")
     items: list[GroupItem] = []
     for path in files:
         handle = pq.ParquetFile(path)
@@ -295,8 +246,12 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
                           cache_image(_image_bytes(where, "negative_image", record["negative_image"]), image_dir))
                 captions = (_text(where, "caption", record["caption"]),
                             _text(where, "negative_caption", record["negative_caption"]))
-                items.append(GroupItem(f"bivlc-{len(items):04d}", _category(where, record["type"], record["subtype"]),
-                                       images, captions, origin=where))
+                kind, sub = record["type"], record["subtype"]
+                category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
+                if category not in CATEGORIES:
+                    raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: "
+                                       f"{', '.join(CATEGORIES)})")
+                items.append(GroupItem(f"bivlc-{len(items):04d}", category, images, captions, origin=where))
                 row += 1
     if not items:
         raise DatasetError(f"{Path(snapshot)}: the {SPLIT} split has no rows")
@@ -306,9 +261,7 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
     return BivlcSet(tuple(items), tuple(files), {p.name: sha256_file(p) for p in files}, Path(image_dir))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Scoring
-# ------------------------------------------------------------------------------------------------------------------
+# -- Scoring ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DetectorSpec:
     """One row of Table 5: a frozen encoder (zoo model) and the two heads applied to its towers' raw outputs (the
@@ -463,19 +416,6 @@ def score_models(entries: Sequence[ModelEntry], items: Sequence[GroupItem],
     return scored, skipped
 
 
-def detector_probabilities(model, heads: Mapping, items: Sequence[GroupItem],
-                           sugarcrepe: Sequence[ImageToTextItem] | None = None) -> DetectorProbabilities:
-    """Both heads on the towers' raw outputs (``detector_heads.tower_outputs``: what the authors' probes read)."""
-    img, txt = tower_outputs(model, [i for it in items for i in it.images], [c for it in items for c in it.captions])
-    image = probabilities(heads["image"], img).reshape(len(items), 2)
-    text = probabilities(heads["text"], txt).reshape(len(items), 2)
-    sc = None
-    if sugarcrepe is not None:
-        _, feats = tower_outputs(model, (), [c for it in sugarcrepe for c in it.captions[:2]])
-        sc = probabilities(heads["text"], feats).reshape(len(sugarcrepe), 2)
-    return DetectorProbabilities(image, text, sc)
-
-
 def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch: Callable[[str], Path]) -> dict | None:
     """The recomputed probabilities against the authors' released ones (``released_outputs``); a file that cannot be
     fetched is recorded, not fatal (the comparison is a check, the scores stand without it)."""
@@ -509,7 +449,15 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
                                         skip_unavailable=skip_unavailable, what="BiVLC detector row"):
         spec = detectors[row]
         heads = {"image": load_head(spec.image_head, "image"), "text": load_head(spec.text_head, "text")}
-        probs = detector_probabilities(model, heads, items, sugarcrepe)
+        # both heads on the towers' raw outputs (``detector_heads.tower_outputs``: what the authors' probes read)
+        img, txt = tower_outputs(model, [i for it in items for i in it.images],
+                                 [c for it in items for c in it.captions])
+        sc = None
+        if sugarcrepe is not None:
+            _, feats = tower_outputs(model, (), [c for it in sugarcrepe for c in it.captions[:2]])
+            sc = probabilities(heads["text"], feats).reshape(len(sugarcrepe), 2)
+        probs = DetectorProbabilities(probabilities(heads["image"], img).reshape(len(items), 2),
+                                      probabilities(heads["text"], txt).reshape(len(items), 2), sc)
         described = {k: {"file": shown_path(p), "sha256": sha256_file(p), "kind": "released" if heads[k].tower_state
                          else "trained here", "tower_agreement": tower_agreement(heads[k], model.model)}
                      for k, p in (("image", spec.image_head), ("text", spec.text_head))}
@@ -519,31 +467,20 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
     return out, skipped
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tables
-# ------------------------------------------------------------------------------------------------------------------
+# -- Tables -------------------------------------------------------------------------------------------------------
 def _pct(x: float) -> float:
     return round(100.0 * float(x), 2)
 
 
-def sugarcrepe_micro(result: SelectionResult) -> float:
-    """Accuracy over all examples pooled (BiVLC's SugarCrepe column), a fraction."""
-    if not result.outcomes:
-        raise BivlcTablesError("SugarCrepe: no examples scored")
-    return float(np.mean([o.correct for o in result.outcomes]))
-
-
 def table2_row(s: Scored) -> dict:
     acc = s.bivlc.accuracy()
+    if s.sugarcrepe is not None and not s.sugarcrepe.outcomes:
+        raise BivlcTablesError("SugarCrepe: no examples scored")
     return {"row": s.row, "model": s.model, "label": s.label, "kind": s.kind,
             **{m: _pct(acc[m]) for m in (*MAIN, *FINER)},
-            "sugarcrepe": "" if s.sugarcrepe is None else _pct(sugarcrepe_micro(s.sugarcrepe)),
+            # the accuracy over all examples pooled (micro average): BiVLC's SugarCrepe column
+            "sugarcrepe": "" if s.sugarcrepe is None else _pct(np.mean([o.correct for o in s.sugarcrepe.outcomes])),
             "n": len(s.bivlc.outcomes), "ties": sum(s.bivlc.tie_counts().values())}
-
-
-def type_of(category: str) -> str:
-    """A category's type: ``replace-obj`` (full) and ``replace_obj`` (mini) are both ``replace``."""
-    return re.split(r"[-_]", category)[0]
 
 
 def table4_row(s: Scored, keys: Sequence[str] = TABLE4_KEYS) -> dict:
@@ -552,7 +489,8 @@ def table4_row(s: Scored, keys: Sequence[str] = TABLE4_KEYS) -> dict:
     outcomes = [*s.bivlc.outcomes, *(s.ambiguous.outcomes if s.ambiguous is not None else ())]
     row = {"row": s.row, "model": s.model, "label": s.label}
     for key in keys:
-        chosen = [o for o in outcomes if key in (o.group, type_of(o.group))]
+        # a category's type: ``replace-obj`` (full) and ``replace_obj`` (mini) are both ``replace``
+        chosen = [o for o in outcomes if key in (o.group, re.split(r"[-_]", o.group)[0])]
         acc = s.bivlc.accuracy(chosen) if chosen else {}
         row.update({f"{key}_{m}": _pct(acc[m]) if chosen else "" for m in MAIN})
         row[f"{key}_n"] = len(chosen) if chosen else ""
@@ -593,34 +531,17 @@ def summary(rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict[str
     return out
 
 
-def prediction_rows(result: GroupResult) -> list[dict]:
-    rows = []
-    for o in result.outcomes:
-        kind, sub = o.group.split("-")
-        (c0i0, c0i1), (c1i0, c1i1) = o.similarities
-        rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
-                     "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
-                     **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
-    return rows
-
-
-
 def comparisons(scored: Sequence[Scored], rows2: Sequence[Mapping], rows5: Sequence[Mapping] = (),
                 compared: Sequence[str] | None = None) -> dict:
-    """``comparisons.json``: the paper's findings with paired-bootstrap intervals over the instances
-    (``papers.bivlc.findings.compare``): CLIP's I2T minus T2I and I2T minus group, the scores of each row of
-    ``compared`` (default: every row but CLIP), each TROHN-Img row (``GAIN_ROWS``) minus CLIP on T2I and group,
-    Finding 3's best rows and the detector rows. Finding 1's "every pretrained model" ranges over the rows of kind
-    ``pretrained``. A row left out of the run leaves its keys out."""
+    """``comparisons.json`` (``papers.bivlc.findings.compare``): the scores of each row of ``compared`` (default:
+    every row but CLIP); Finding 1's "every pretrained model" ranges over the rows of kind ``pretrained``."""
     runs = [s.row for s in scored if s.row != findings.BASE] if compared is None else compared
     return findings.compare({r["row"]: r for r in rows2}, {s.row: s.bivlc for s in scored},
                             {r["row"]: r for r in rows5}, runs=runs,
                             pretrained=[s.row for s in scored if s.kind == "pretrained"], gains=GAIN_ROWS)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# What each profile writes
-# ------------------------------------------------------------------------------------------------------------------
+# -- What each profile writes -------------------------------------------------------------------------------------
 MINI_RULES = {
     "bivlc": "strict '>' in every comparison (Eqs. 1-3; the authors' evaluate_BiVLC): a tie is wrong",
     "ambiguous": "add_obj / add_att instances: the negative scene also shows the caption; scored only in table4's "
@@ -706,15 +627,19 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
         if files.predictions:
             predictions = staging / "predictions"
             for s in scored:
-                write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", prediction_rows(s.bivlc),
-                                 PREDICTION_FIELDS)
+                rows = []
+                for o in s.bivlc.outcomes:
+                    kind, sub = o.group.split("-")
+                    (c0i0, c0i1), (c1i0, c1i1) = o.similarities
+                    rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
+                                 "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
+                                 **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
+                write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", rows, PREDICTION_FIELDS)
             paths["predictions"] = predictions
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Inputs: what each profile scores
-# ------------------------------------------------------------------------------------------------------------------
+# -- Inputs: what each profile scores -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Inputs:
     """One stage's inputs: the rows and how their models are built (the zoo; in the mini profile, ``trained_here``),
@@ -793,9 +718,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     return write_outputs(out_dir, inputs.profile, scored, dets, context, inputs.compared)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
+# -- Entry point --------------------------------------------------------------------------------------------------
 def load_sugarcrepe(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
     """SugarCrepe's set through its own loader (every example, or a ``DatasetError``)."""
     prepared = PreparedSet.load(Path(manifest))
@@ -856,9 +779,6 @@ def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
                        skip_unavailable=bool(section["skip_unavailable"])), device
 
 
-STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = profile_stage_parser(
         "bivlc", __doc__.splitlines()[0],
@@ -873,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "params.yaml bivlc.full.n_instances rows")
     args = parser.parse_args(argv)
     params, section = own_section(f"bivlc.{args.profile}", args.stage)
-    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "bivlc" / args.profile), engine_config(params), device)
     for name, path in paths.items():
         print(f"{name}: {path}")

@@ -81,41 +81,30 @@ def finetune_job(profile: str, run: str, init: Init, train: CaptionBatches | Fil
                        provenance=provenance)
 
 
-def _tokenizer(init: Init) -> Tokenize:
-    return tokenizer_for(init.describe()["arch"])
-
-
 # --- the mini profile's inputs: the rendered set, in memory
 
 
-def _split_tensors(data: TrainSet, dataset: str, tokenize: Tokenize, scenes: slice) -> dict[str, Any]:
-    """images (M, 3, H, W), caption tokens (M, P or 1, L), the extra text and image segments of one split."""
+def mini_batches(data: TrainSet, run: str, tokenize: Tokenize, scenes: slice = slice(None)) -> CaptionBatches:
+    """The run's batch source over ``scenes`` (default all: the caller slices the training split): images (M, 3, H,
+    W), caption tokens (M, P or 1, L) and the run's extra text and image segments."""
+    dataset = run_spec(run).dataset
     index = np.arange(len(data.captions))[scenes]
     if dataset in ("coco", "trohn-text"):
         captions = caption_tokens(tokenize, [data.captions[i] for i in index])
         images = pixels(data.images[index])
         extras = [caption_tokens(tokenize, [data.negatives[i] for i in index])] if dataset == "trohn-text" else []
-        return {"images": images, "captions": captions, "extras": extras, "extra_images": []}
+        fields = {"data": dataset, "texts": ["caption", "negative"][:1 + len(extras)], "images": ["image"]}
+        return CaptionBatches(images, captions, extras, f"bivlc-mini-{dataset}", fields)
     pairs = [(i, j) for i, j in data.kept if index[0] <= i <= index[-1]]
     if not pairs:
         raise BivlcMiniError(f"no TROHN-Img pair among scenes {index[0]}..{index[-1]}")
     rows, cols = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    return {"images": pixels(data.images[rows]),
-            "captions": caption_tokens(tokenize, [[data.captions[i][j]] for i, j in pairs]),
-            "extras": [caption_tokens(tokenize, [[data.negatives[i][j]] for i, j in pairs])],
-            "extra_images": [pixels(data.negative_images[rows, cols])]}
-
-
-def mini_batches(data: TrainSet, run: str, tokenize: Tokenize, scenes: slice = slice(None)) -> CaptionBatches:
-    """The run's batch source over ``scenes`` (default all: the caller slices the training split)."""
-    dataset = run_spec(run).dataset
-    parts = _split_tensors(data, dataset, tokenize, scenes)
-    fields = {"data": dataset, "texts": ["caption", "negative"][:1 + len(parts["extras"])],
-              "images": ["image", "negative image"][:1 + len(parts["extra_images"])]}
-    if parts["extra_images"]:
-        return PairedImageBatches(parts["images"], parts["captions"], parts["extra_images"], parts["extras"],
-                                  f"bivlc-mini-{dataset}", fields)
-    return CaptionBatches(parts["images"], parts["captions"], parts["extras"], f"bivlc-mini-{dataset}", fields)
+    fields = {"data": dataset, "texts": ["caption", "negative"], "images": ["image", "negative image"]}
+    return PairedImageBatches(pixels(data.images[rows]),
+                              caption_tokens(tokenize, [[data.captions[i][j]] for i, j in pairs]),
+                              [pixels(data.negative_images[rows, cols])],
+                              [caption_tokens(tokenize, [[data.negatives[i][j]] for i, j in pairs])],
+                              f"bivlc-mini-{dataset}", fields)
 
 
 def mini_chunk(batches: CaptionBatches) -> Chunk:
@@ -136,8 +125,8 @@ def mini_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init
     ``batch_size`` counts texts, a step holds that many divided by the run's texts per sample), from ``init``
     (default: the zoo's ``section["base"]``), validating ``section["validations"]`` times."""
     init = init or FromZoo(section["base"])
-    tokenize = _tokenizer(init) if tokenize is None else tokenize
-    samples = int(section["batch_size"]) // run_spec(run).texts_per_sample
+    tokenize = tokenizer_for(init.describe()["arch"]) if tokenize is None else tokenize
+    samples = int(section["batch_size"]) // len(run_spec(run).texts)  # every step sees batch_size texts (paper: 400)
     train = mini_batches(data, run, tokenize, slice(0, data.n_train))
     val = mini_batches(data, run, tokenize, slice(data.n_train, None))
     if len(train.images) < samples:
@@ -223,7 +212,7 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], coc
     ``init`` (default: the zoo's ``section["base"]``), validating at the end of every epoch (``steps`` overrides the
     schedule's epochs and validates once, at the end)."""
     init = init or FromZoo(section["base"])
-    tokenize = _tokenizer(init)
+    tokenize = tokenizer_for(init.describe()["arch"])
     size, samples = int(section["image_size"]), run_batch_size(section, run)
     train = full_batches(run, split_rows(rows, "train"), size, coco_images, set_dir, tokenize,
                          recipe.train_crop_scale if recipe is not None else None)

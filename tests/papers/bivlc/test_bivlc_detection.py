@@ -63,7 +63,7 @@ def test_detection_accuracy_and_threshold():
     assert detection.is_synthetic([0.5, 0.5000001, 0.4999]).tolist() == [False, True, False]
     assert detection.detection_accuracy([[0.5, 0.51]]) == 1.0
     assert detection.detection_accuracy([[0.51, 0.5]]) == 0.0
-    assert detection.detection_correct([[0.2, 0.3]]).tolist() == [[True, False]]
+    assert detection.detection_accuracy([[0.2, 0.3]]) == 0.5  # the natural input right, the synthetic one wrong
     assert np.isnan(detection.detection_accuracy(np.zeros((0, 2))))
 
 

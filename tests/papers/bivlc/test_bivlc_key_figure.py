@@ -12,7 +12,7 @@ def test_key_figure_is_drawn_from_the_mini_results(tmp_path):
                   {("Table 3", name): row for row, name in F.PUBLISHED_MODELS.items()} | {("Table 2", "Human"): "Human"})
     for row, name in F.MODELS.items():
         for column, group in F.COLUMNS.items():
-            assert bar(plot, F.MINI_PANEL, group, name) == cell(F.MINI / "table2.csv", row, column)
+            assert bar(plot, F.VIEWS["mini"].label, group, name) == cell(F.MINI / "table2.csv", row, column)
     assert bar(plot, F.PUBLISHED_PANEL, "T2I", "Human", published=True) == 93.00
     assert len(plot) == len(F.COLUMNS) * (2 * len(F.MODELS) + 1)
 

@@ -61,8 +61,7 @@ def test_sugarcrepe_rows_in_the_authors_columns(tmp_path: Path):
     root = tmp_path / "val2017"
     items = [ImageToTextItem("replace_obj/0", "replace_obj", root / "a.jpg", ("a dog", "a cat")),
              ImageToTextItem("swap_att/3", "swap_att", tmp_path / "elsewhere.jpg", ("red box, blue", "blue box, red"))]
-    path = oracle.write_rows(tmp_path / "test_SugarCrepe.csv", oracle.sugarcrepe_rows(items, root),
-                             oracle.SUGARCREPE_COLUMNS)
+    path = oracle.write_sugarcrepe_csv(tmp_path / "test_SugarCrepe.csv", items, root)
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert rows[0] == {"filename": "a.jpg", "caption": "a dog", "negative_caption": "a cat", "type": "replace",
