@@ -705,11 +705,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-full``'s inputs, on the GPU where there is one."""
     device = args.device or best_device()
-    pt_path = Path(args.data) if args.data else None
-    images = Path(args.images) if args.images else None
-    if pt_path is None or images is None:
-        default_pt, default_images = data.default_paths()
-        pt_path, images = pt_path or default_pt, images or default_images
+    pt_path, images = data.default_paths(args.data, args.images)
     ccneg = load_ccneg(pt_path, images, args.eval_size or data.eval_size_for(params))
     context = {"device": device, "engine": params.get("engine", {})}
     return full_inputs(dict(section["models"]), ccneg, context, bool(section["skip_unavailable"])), device
