@@ -364,9 +364,6 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
     })
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads tqdm only when called
     from common.evaluation.evaluate import best_device, engine_config

@@ -122,9 +122,6 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
     return manifest
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

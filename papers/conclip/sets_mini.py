@@ -200,9 +200,6 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
     return manifest
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry points
-# ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
     params, section = own_section("conclip.mini")
     config = TestSetConfig(examples_per_cell=section["test_examples_per_cell"],

@@ -62,9 +62,6 @@ class SugarcrepeFullError(WorkspaceError):
     categories."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# SugarCrepe (Tables 5, 13, 14)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScoredRow:
     """One row's outcomes on SugarCrepe (decided by ``STRICT``)."""
@@ -166,9 +163,6 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
     return write_output_group(out_dir, write)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sugarcrepe_full",
                                      description=__doc__.splitlines()[0])

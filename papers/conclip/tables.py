@@ -675,9 +675,6 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     return write_output_group(out_dir, write)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
     ``common.pipeline.reproducible``)."""

@@ -239,9 +239,6 @@ PROFILES = {"mini": Profile("conclip.mini", RenderedSamples, None, {}),
             "full": Profile("conclip.full.finetune", FileSamples, "conclip", {"profile": "full"})}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
     """``run``'s job: this stage's parameters, the set of ``--set`` (its manifest's hash and the CPU profile in the
     sidecar), the full profile's images under ``--data``."""
