@@ -188,23 +188,12 @@ def _load(path: Path) -> Mapping[str, Any]:
     return data
 
 
-def _indices(values: Any, path: Path, k: int) -> list[int]:
-    # deferred: loads torch only when called
-    import torch
-
-    if isinstance(values, torch.Tensor):
-        values = values.reshape(-1).tolist()
-    if not isinstance(values, (list, tuple)):
-        raise DatasetError(f"{path}: num_ops[{k}] is a {type(values).__name__}, not a list or tensor of indices")
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
-    if bad:
-        raise DatasetError(f"{path}: num_ops[{k}] holds non-integer indices, e.g. {bad[0]!r}")
-    return list(values)
-
-
 def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dict[int, int], dict[int, int], list[int]]:
     """(split index -> K, K -> indices cut by the ``[-M:]``, the Ks), by the rule of the module docstring
     (not in the release)."""
+    # deferred: loads torch only when called
+    import torch
+
     if not isinstance(num_ops, Mapping):
         raise DatasetError(f"{path}: num_ops is a {type(num_ops).__name__}, not a dict K -> indices")
     first = n_entries - eval_size
@@ -216,7 +205,14 @@ def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dic
             k = int(key)
         except (TypeError, ValueError):
             raise DatasetError(f"{path}: num_ops key {key!r} is not a number of predicate-object pairs") from None
-        indices = _indices(values, path, k)
+        if isinstance(values, torch.Tensor):
+            values = values.reshape(-1).tolist()
+        if not isinstance(values, (list, tuple)):
+            raise DatasetError(f"{path}: num_ops[{k}] is a {type(values).__name__}, not a list or tensor of indices")
+        indices = list(values)
+        bad = [v for v in indices if isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise DatasetError(f"{path}: num_ops[{k}] holds non-integer indices, e.g. {bad[0]!r}")
         outside = [i for i in indices if not 0 <= i < n_entries]
         if outside:
             raise DatasetError(f"{path}: num_ops[{k}] lists entry {outside[0]}, outside the file's {n_entries} "
