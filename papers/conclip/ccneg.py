@@ -298,9 +298,6 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> C
     return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries), tuple(ks), k_cut)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The training split (CoN-CLIP's fine-tuning data: every entry but the last ``eval_size``)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CCNegTrainingEntry:
     """One training entry as the authors' ``FineTuningDatasetWithNegatives`` reads it: its image (resolved by file
