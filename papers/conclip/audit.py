@@ -1,11 +1,10 @@
 """The audit of this paper: every published number against what was recomputed here.
 
 Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's runs
-(``results/conclip/<profile>/``): Tables 2 and 3 (``table3.csv``), 6 (``table6.csv``), 7-12 (``by_word_k.csv``, one
-row per model, negation word and K), 5, 13 and 14 (``sugarcrepe.csv``) and 16 (``classification.csv``); in the full
-profile also Tables 4 and 15 (``classification.csv``, per dataset: the mini world has no analog of the eight
-datasets). A mini run covers the cells of the rows it has an analog of and is never compared (tiny CLIPs on the
-rendered world); a full run is compared within ``common.audit.core``'s run tolerance.
+(``results/conclip/<profile>/``: ``TABLES``, ``BY_WORD_K``; Tables 4 and 15, ``FULL_ONLY``, in the full profile only:
+the mini world has no analog of the eight datasets). A mini run covers the cells of the rows it has an analog of and
+is never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
+tolerance.
 
 Rows: the mini profile's fine-tunes are ``conclip``, ``l1``, ... (its only CoN-CLIP is the L_conclip run); the full
 profile has the released CoN-CLIP as ``conclip`` and its own re-trainings as ``ft-<run>`` (Table 6 and the ablation

@@ -37,9 +37,6 @@ record, a missing image) is a ``DatasetError`` naming the file and the entry ind
 With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's, on a stand-in file of a few dozen
 entries) the evaluation split is the file's last ``cap`` entries instead of 40,000 (``eval_size_for``); without one a
 file of fewer than 40,000 entries is refused.
-
-Public: ``load_ccneg``, ``CCNegSet``, ``CCNegEntry``, ``default_paths``, ``entry_words``, ``eval_size_for``,
-``PAPER_SPLIT_SIZES``.
 """
 from __future__ import annotations
 
@@ -52,15 +49,13 @@ from common.files.io import sha256_file
 from common.files.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
 from common.pipeline.inputs import full_inputs
 from common.registry.fetch import fetch
-from papers.conclip.data_paths import CCNEG_IMAGES_SUBFOLDER
+from papers.conclip.data_paths import CCNEG_IMAGES_SUBFOLDER as IMAGES_SUBFOLDER
 
 EVAL_SIZE = 40_000
 """``configs.num_ccneg_eval_samples``: the evaluation split is the file's last 40,000 entries (Sec. 4: 188,246
 fine-tuning triplets, 40,000 held out)."""
 DATA_KEY = "conclip/ccneg/ccneg_preprocessed.pt"
 IMAGES_KEY = "conclip/ccneg/ccneg_images"
-IMAGES_SUBFOLDER = CCNEG_IMAGES_SUBFOLDER
-"""The folder of the JPEGs inside the extracted image archive (``papers.conclip.data_paths``)."""
 NEGATION_WORDS: tuple[str, ...] = ("no", "not", "without")
 """The negation words of Tables 7-9 (Sec. 3.1: {not, no, without}), in the tables' order."""
 KS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -115,18 +110,14 @@ class CCNegSet:
         """Tables 7-9's Ks and any other K the file lists."""
         return tuple(sorted(set(KS) | set(self.ks)))
 
-    def cell_sizes(self) -> dict[tuple[str, int], int]:
-        """(negation word, K) -> entries in that cell (Tables 7-9's split sizes), every word x K, zeros included."""
-        counts = Counter((w, e.k) for e in self.entries if e.k is not None for w in e.words)
-        return {(w, k): counts.get((w, k), 0) for w in NEGATION_WORDS for k in self.table_ks}
-
     def split_sizes(self) -> dict[str, dict[str, dict[str, int | None]]]:
-        """Per word and K: the size here beside Tables 7-9's (JSON-ready: K as a string)."""
-        out: dict[str, dict[str, dict[str, int | None]]] = {w: {} for w in NEGATION_WORDS}
-        for (word, k), n in self.cell_sizes().items():
-            paper = PAPER_SPLIT_SIZES[word].get(k)
-            out[word][str(k)] = {"n": n, "paper": paper, "difference": None if paper is None else n - paper}
-        return out
+        """Per word and K, zeros included: the entries in that cell here beside Tables 7-9's split size (JSON-ready:
+        K as a string)."""
+        n = Counter((w, e.k) for e in self.entries if e.k is not None for w in e.words)
+        paper = PAPER_SPLIT_SIZES
+        return {w: {str(k): {"n": n[w, k], "paper": paper[w].get(k),
+                             "difference": None if k not in paper[w] else n[w, k] - paper[w][k]}
+                    for k in self.table_ks} for w in NEGATION_WORDS}
 
     def counts(self) -> dict[str, Any]:
         """How the split divides (for ``context.json``)."""
@@ -151,34 +142,43 @@ def eval_size_for(params: Mapping[str, Any]) -> int:
     return EVAL_SIZE if cap is None else cap
 
 
-def entry_words(negative_prompt: str, words: Sequence[str] = NEGATION_WORDS) -> frozenset[str]:
+def entry_words(negative_prompt: str) -> frozenset[str]:
     """The negation words of a raw negated caption, by the rule of the module docstring (space-delimited,
     case-sensitive; not in the release)."""
     padded = f" {negative_prompt} "
-    return frozenset(w for w in words if f" {w} " in padded)
+    return frozenset(w for w in NEGATION_WORDS if f" {w} " in padded)
 
 
-def default_paths() -> tuple[Path, Path]:
-    """(the .pt file, the image folder) where the download registry puts them, fetched or verified through it (a
-    missing one raises the registry's instructions: both are manual downloads)."""
-    return fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
+def default_paths(pt_path: str | None = None, images: str | None = None) -> tuple[Path, Path]:
+    """(the .pt file, the image folder): the ones given, else where the download registry puts them, both fetched or
+    verified through it when either is not given (a missing one raises the registry's instructions: both are manual
+    downloads)."""
+    if pt_path and images:
+        return Path(pt_path), Path(images)
+    found = fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
+    return Path(pt_path) if pt_path else found[0], Path(images) if images else found[1]
 
 
-def _load(path: Path) -> Mapping[str, Any]:
+def load_pickle(path: Path, key: str, holds: str, what: str, missing: type[Exception] = DatasetError) -> Any:
+    """A released pickle read with ``torch.load(weights_only=True)`` only; a missing file says how to fetch ``key``
+    (also the COCO pool's distractor mapping, ``papers.conclip.coco_pool``)."""
     # deferred: loads torch only when called
     import torch
 
     if not path.is_file():
-        raise DatasetError(f"{path}: no such file; fetch it with `python -m common fetch {DATA_KEY}` (a manual "
-                           "download: its instructions say where to get it)")
+        raise missing(f"{path}: no such file; fetch it with `python -m common fetch {key}` (a manual "
+                      "download: its instructions say where to get it)")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch's UnpicklingError for a refused type, a zip or EOF error for a broken file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatasetError(
-            f"{path}: refused by torch.load(weights_only=True): the file holds more than containers, strings, "
-            f"numbers and tensors, or is not a torch file ({first}); CC-Neg's file is a pickle and is never "
-            "unpickled in full here") from None
+            f"{path}: refused by torch.load(weights_only=True): the file holds more than {holds}, or is not a torch "
+            f"file ({first}); {what} is a pickle and is never unpickled in full here") from None
+
+
+def _load(path: Path) -> Mapping[str, Any]:
+    data = load_pickle(path, DATA_KEY, "containers, strings, numbers and tensors", "CC-Neg's file")
     if not isinstance(data, Mapping):
         raise DatasetError(f"{path}: expected a dict with image_paths, annotations and num_ops, got "
                            f"{type(data).__name__}")
@@ -188,23 +188,12 @@ def _load(path: Path) -> Mapping[str, Any]:
     return data
 
 
-def _indices(values: Any, path: Path, k: int) -> list[int]:
-    # deferred: loads torch only when called
-    import torch
-
-    if isinstance(values, torch.Tensor):
-        values = values.reshape(-1).tolist()
-    if not isinstance(values, (list, tuple)):
-        raise DatasetError(f"{path}: num_ops[{k}] is a {type(values).__name__}, not a list or tensor of indices")
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
-    if bad:
-        raise DatasetError(f"{path}: num_ops[{k}] holds non-integer indices, e.g. {bad[0]!r}")
-    return list(values)
-
-
 def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dict[int, int], dict[int, int], list[int]]:
     """(split index -> K, K -> indices cut by the ``[-M:]``, the Ks), by the rule of the module docstring
     (not in the release)."""
+    # deferred: loads torch only when called
+    import torch
+
     if not isinstance(num_ops, Mapping):
         raise DatasetError(f"{path}: num_ops is a {type(num_ops).__name__}, not a dict K -> indices")
     first = n_entries - eval_size
@@ -216,7 +205,14 @@ def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dic
             k = int(key)
         except (TypeError, ValueError):
             raise DatasetError(f"{path}: num_ops key {key!r} is not a number of predicate-object pairs") from None
-        indices = _indices(values, path, k)
+        if isinstance(values, torch.Tensor):
+            values = values.reshape(-1).tolist()
+        if not isinstance(values, (list, tuple)):
+            raise DatasetError(f"{path}: num_ops[{k}] is a {type(values).__name__}, not a list or tensor of indices")
+        indices = list(values)
+        bad = [v for v in indices if isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise DatasetError(f"{path}: num_ops[{k}] holds non-integer indices, e.g. {bad[0]!r}")
         outside = [i for i in indices if not 0 <= i < n_entries]
         if outside:
             raise DatasetError(f"{path}: num_ops[{k}] lists entry {outside[0]}, outside the file's {n_entries} "
@@ -268,12 +264,11 @@ def _entry(image_paths: Sequence, annotations: Sequence, index: int, images_dir:
     return resolve_under(images_dir, PurePosixPath(raw_path.replace("\\", "/")).name, origin), caption, negative
 
 
-def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
-               check_images: bool = True) -> CCNegSet:
+def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> CCNegSet:
     """The last ``eval_size`` entries of ``pt_path`` as items (group "all"), with K and negation words per entry.
 
     ``images_dir``: the folder holding the JPEGs (``cc3m_subset_images_extracted_final``); each entry's image is its
-    file name there, and must exist when ``check_images``. Every bad entry is reported, not only the first.
+    file name there, and must exist. Every bad entry is reported, not only the first.
     """
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 1:
@@ -283,7 +278,7 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
     if n < eval_size:
         raise DatasetError(f"{pt_path}: {n} entries, fewer than the evaluation split's {eval_size} (the file's last "
                            f"{eval_size} entries); is this the full ccneg_preprocessed.pt?")
-    if check_images and not images_dir.is_dir():
+    if not images_dir.is_dir():
         raise DatasetError(f"{images_dir}: no image folder here; fetch `python -m common fetch {IMAGES_KEY}` (a "
                            f"manual download) and extract it so that {IMAGES_SUBFOLDER}/ holds the JPEGs")
     k_of, k_cut, ks = _k_of(data["num_ops"], pt_path, n, eval_size)
@@ -293,7 +288,7 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
         origin = f"{pt_path}: entry {index}"
         try:
             image, caption, negative = _entry(image_paths, annotations, index, images_dir, origin)
-            if check_images and not image.is_file():
+            if not image.is_file():
                 raise DatasetError(f"{origin}: image {image_paths[index]!r} not found as {image}")
             item = ImageToTextItem(str(index), "all", image, (caption, negative.replace(",", "")), origin)
             entries.append(CCNegEntry(index, item, k_of.get(index), entry_words(negative)))
@@ -303,9 +298,6 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE, *,
     return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries), tuple(ks), k_cut)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The training split (CoN-CLIP's fine-tuning data: every entry but the last ``eval_size``)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CCNegTrainingEntry:
     """One training entry as the authors' ``FineTuningDatasetWithNegatives`` reads it: its image (resolved by file
@@ -323,11 +315,8 @@ class CCNegTrainingEntry:
 
 @dataclass(frozen=True)
 class CCNegTrainingSplit:
-    path: Path
-    sha256: str
-    images_dir: Path
     n_entries: int
-    eval_size: int
+    """Entries in the file, the evaluation split's included."""
     entries: tuple[CCNegTrainingEntry, ...]
 
 
@@ -354,4 +343,4 @@ def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_S
         except DatasetError as exc:
             problems.append(str(exc))
     raise_problems(problems, "entries", where=str(pt_path))
-    return CCNegTrainingSplit(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries))
+    return CCNegTrainingSplit(n, tuple(entries))

@@ -28,6 +28,7 @@ from common.errors import WorkspaceError
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import data_root as default_root
+from papers.conclip.ccneg import load_pickle
 from papers.conclip.data_paths import COCO_CAPTIONS as CAPTIONS, COCO_IMAGES as IMAGES
 
 FETCH = "python -m common fetch coco-train2017"
@@ -60,23 +61,6 @@ def coco_train_images(data_root: Path | None = None) -> list[Path]:
     if not images_dir.is_dir():
         raise CocoPoolError(f"{images_dir}: no COCO train 2017 images here; fetch them: {FETCH}")
     return [images_dir / by_id[i] for i in sorted(by_id)]
-
-
-def _load(path: Path) -> Any:
-    # deferred: loads torch only when called
-    import torch
-
-    if not path.is_file():
-        raise CocoPoolError(f"{path}: no such file; fetch it with `python -m common fetch {MAPPING_KEY}` (a manual "
-                            "download: its instructions say where to get it)")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch's UnpicklingError for a refused type, a zip or EOF error for a broken file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatasetError(
-            f"{path}: refused by torch.load(weights_only=True): the file holds more than containers, numbers and "
-            f"tensors, or is not a torch file ({first}); the mapping is a pickle and is never unpickled in full "
-            "here") from None
 
 
 def _rows(data: Any, path: Path) -> list[list[int]]:
@@ -128,7 +112,8 @@ def load_distractor_mapping(path: Path, pool_size: int | None = None) -> np.ndar
     hold a list of per-entry lists of ints, an (N, k) or (N,) integer tensor, or a dict {entry: row} with keys
     0..N-1. Every failure (an index outside the pool, a ragged or non-integer row) names the file (and the entry)."""
     path = Path(path)
-    rows = _rows(_load(path), path)
+    rows = _rows(load_pickle(path, MAPPING_KEY, "containers, numbers and tensors", "the mapping", CocoPoolError),
+                 path)
     if not rows:
         raise DatasetError(f"{path}: no entries")
     width = len(rows[0])

@@ -211,17 +211,6 @@ def _ids(indices: np.ndarray) -> str:
     return " ".join(str(int(i)) for i in indices)
 
 
-def check_sizes(pool_size: int, top_k: int, released_k: int, chunk_size: int = CODE_CHUNK) -> None:
-    """Refuse a ``top_k`` the pool cannot fill, or a release wider than the code's rule can rebuild (one image per
-    chunk)."""
-    if not 1 <= top_k <= pool_size:
-        raise DistractorsFullError(f"conclip.full.distractors.top_k={top_k} with a pool of {pool_size} images")
-    chunks = -(-pool_size // chunk_size)
-    if released_k > chunks:
-        raise DistractorsFullError(f"the release keeps {released_k} images per entry, but the code's rule keeps one "
-                                   f"per chunk and a pool of {pool_size} has {chunks} chunks of {chunk_size}")
-
-
 def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], mapping: np.ndarray, engine, top_k: int,
                          chunk_size: int = CODE_CHUNK, batch: int = ENTRY_BATCH) -> tuple[list[dict], int]:
     """One row per entry (``DISTRACTOR_FIELDS``): our eq. 4 picks from the engine's embeddings of the pool and the
@@ -316,7 +305,12 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
             f"{mapping_path}: {len(mapping)} rows for the {texts.n_training} training entries of {texts.path} (the "
             f"authors' loader reads mapping[idx] for every training entry idx: entry {len(mapping)} has no row); is "
             "this the mapping released with this ccneg_preprocessed.pt?")
-    check_sizes(len(pool), top_k, mapping.shape[1], chunk_size)
+    if not 1 <= top_k <= len(pool):
+        raise DistractorsFullError(f"conclip.full.distractors.top_k={top_k} with a pool of {len(pool)} images")
+    chunks = -(-len(pool) // chunk_size)
+    if mapping.shape[1] > chunks:  # a release wider than the code's rule (one image per chunk) can rebuild
+        raise DistractorsFullError(f"the release keeps {mapping.shape[1]} images per entry, but the code's rule keeps "
+                                   f"one per chunk and a pool of {len(pool)} has {chunks} chunks of {chunk_size}")
     try:
         embedder = create(model, device=device)
     except ModelUnavailable as exc:
@@ -364,9 +358,6 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
     })
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads tqdm only when called
     from common.evaluation.evaluate import best_device, engine_config

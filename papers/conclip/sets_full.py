@@ -122,9 +122,6 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
     return manifest
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,10 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the DVC stage whose parameters to read (default: the one running this module)")
     args = parser.parse_args(argv)
     params, section = own_section("conclip.full.finetune", args.stage)
-    ccneg_path, ccneg_images = (Path(arg) if arg else None for arg in (args.ccneg, args.ccneg_images))
-    if ccneg_path is None or ccneg_images is None:
-        default_pt, default_images = default_paths()
-        ccneg_path, ccneg_images = ccneg_path or default_pt, ccneg_images or default_images
+    ccneg_path, ccneg_images = default_paths(args.ccneg, args.ccneg_images)
     mapping = Path(args.mapping) if args.mapping else fetch(MAPPING_KEY, progress=False)
     manifest = build_set(ccneg_path, ccneg_images, mapping, Path(args.data or default_data_root()),
                          Path(args.out or build_dir("full", "conclip") / "finetune"), int(section["seed"]),

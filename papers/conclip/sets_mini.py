@@ -1,10 +1,7 @@
 """CoN-CLIP (Singh et al.) in the mini profile: CC-Neg's analog and the fine-tuning set, rendered from the world.
 
-CC-Neg pairs an image with its caption c and a negated caption c' (one of the caption's K predicate-object pairs
-negated with "no", "not" or "without"); CoN-CLIP fine-tunes CLIP's text tower on (I, c, c', I') with a distractor
-image I' (subject present, negated object absent). The world makes all of it true by construction
-(``common.miniworld.negation``): a caption's truth, its negation's falsity and the distractor (the scene without
-the negated object, rendered) follow from the scene graph.
+The world makes c, c' and the distractor image I' true or false by construction (``common.miniworld.negation``; the
+README's "Mini profile"): they follow from the scene graph.
 
 1. ``set`` (stage ``mini-test-set``): the benchmark, ``examples_per_cell`` examples per (K = 1..5, negation word)
    cell on scenes of K + 1 or K + 2 objects (own random stream; held-out colour-shape pairs may appear), PNG images
@@ -114,11 +111,6 @@ class FinetuneSetConfig:
     seed: int = 0
 
 
-def _weights() -> tuple[list[tuple[str, int]], list[int]]:
-    cells = [(w, k) for w in NEGATION_WORDS for k in KS]
-    return cells, [CCNEG_SPLIT_SIZES[w][k - 1] for w, k in cells]
-
-
 def _name(scene, index: int) -> str:
     """An object's colour and shape ("red circle"): unique within a scene (eq. 4's subject and object texts)."""
     obj = scene.objects[index]
@@ -128,7 +120,8 @@ def _name(scene, index: int) -> str:
 def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
     """The fine-tuning set (CREPE-Negate analogs filled in by ``build_finetune_set``) and its counts."""
     rng = stream(config.seed, FINETUNE_STREAM)
-    cells, weights = _weights()
+    cells = [(w, k) for w in NEGATION_WORDS for k in KS]
+    weights = [CCNEG_SPLIT_SIZES[w][k - 1] for w, k in cells]
     shape = (config.train_images, config.image_size, config.image_size, 3)
     images, distractors = np.empty(shape, dtype=np.uint8), np.empty(shape, dtype=np.uint8)
     rows = []
@@ -149,11 +142,6 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
     return FinetuneSet(images, distractors, rows), counts
 
 
-def crepe_negations(captions: Sequence[str], seed: int) -> list[str | None]:
-    """CREPE-Negate's analog of each caption (``common.text.crepe_style``'s NEGATE kind; None where it does not apply)."""
-    return crepe_negatives(list(captions), ("negate",), seed)["negate"]
-
-
 def unreadable_negations(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor]) -> dict[str, list[int]]:
     """Per negation field, the rows whose negation tokenizes exactly like the caption: the change falls past the
     text tower's context length (CREPE-Negate's "There is no X." appended to a long caption), so the loss would
@@ -170,7 +158,8 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
     With ``tokenize`` (the base model's tokenizer), a scene whose negation (either kind) the tokenizer cannot see is
     dropped for every run, so that all runs train on the same scenes; the manifest counts the drops."""
     data, counts = render_finetune_set(config)
-    crepe = crepe_negations(data.texts("caption"), config.seed)
+    # CREPE-Negate's analog of each caption (common.text.crepe_style's NEGATE kind; None where it does not apply)
+    crepe = crepe_negatives(data.texts("caption"), ("negate",), config.seed)["negate"]
     missing = [i for i, c in enumerate(crepe) if c is None]
     if missing:
         raise DatasetError(f"caption {missing[0]} ({data.rows[missing[0]]['caption']!r}) gets no CREPE-Negate "
@@ -200,9 +189,6 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
     return manifest
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry points
-# ------------------------------------------------------------------------------------------------------------------
 def _cmd_set(args) -> int:
     params, section = own_section("conclip.mini")
     config = TestSetConfig(examples_per_cell=section["test_examples_per_cell"],

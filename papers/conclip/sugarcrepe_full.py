@@ -62,9 +62,6 @@ class SugarcrepeFullError(WorkspaceError):
     categories."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# SugarCrepe (Tables 5, 13, 14)
-# ------------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScoredRow:
     """One row's outcomes on SugarCrepe (decided by ``STRICT``)."""
@@ -88,25 +85,6 @@ def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, s
     return {r: models[r] for r in rows}
 
 
-def load_items(manifest: Path) -> tuple[list[ImageToTextItem], dict]:
-    """SugarCrepe's set through its own loader (every example or a ``DatasetError``), and what describes it; all
-    seven categories are needed (Table 6's folds average them)."""
-    prepared = PreparedSet.load(Path(manifest))
-    missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]
-    if missing:
-        raise SugarcrepeFullError(f"{prepared.path}: categories {missing} are not in this set; sugarcrepe.csv needs "
-                                  f"all seven ({list(SUGARCREPE_CATEGORIES)})")
-    return prepared.items(), prepared.describe()
-
-
-def model_label(name: str) -> str:
-    """The zoo entry's label; a model the zoo does not register (a stand-in in tests) is labelled by its name."""
-    try:
-        return get_spec(name).label
-    except KeyError:
-        return name
-
-
 def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False
                ) -> tuple[list[ScoredRow], dict[str, str]]:
@@ -119,16 +97,13 @@ def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engi
         result = selection.evaluate(Engine(model, engine_config), items, STRICT)
         if [o.item_id for o in result.outcomes] != [it.item_id for it in items]:
             raise SugarcrepeFullError(f"SugarCrepe row {row!r}: the outcomes of {name!r} are not in the items' order")
-        scored.append(ScoredRow(row, name, model_label(name), result))
+        try:
+            label = get_spec(name).label
+        except KeyError:  # a model the zoo does not register (a stand-in in tests) is labelled by its name
+            label = name
+        scored.append(ScoredRow(row, name, label, result))
         del model
     return scored, skipped
-
-
-def sugarcrepe_row(s: ScoredRow) -> dict:
-    """The row of ``sugarcrepe.csv``: the seven categories and Table 6's folds, in points (``papers.conclip.columns``,
-    as the mini profile builds it)."""
-    accuracy = {g: v.accuracy for g, v in s.result.by_group().items()}
-    return {"row": s.row, "model": s.model, "label": s.label, **sugarcrepe_cells(accuracy)}
 
 
 def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path, engine_config=None,
@@ -138,7 +113,13 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
     (nothing is written when the set is bad, a model fails, or none could be scored)."""
     if not models:
         raise SugarcrepeFullError("no SugarCrepe row to score")
-    items, described = load_items(manifest)
+    # SugarCrepe's own loader (every example or a DatasetError); Table 6's folds average all seven categories
+    prepared = PreparedSet.load(Path(manifest))
+    missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]
+    if missing:
+        raise SugarcrepeFullError(f"{prepared.path}: categories {missing} are not in this set; sugarcrepe.csv needs "
+                                  f"all seven ({list(SUGARCREPE_CATEGORIES)})")
+    items, described = prepared.items(), prepared.describe()
     scored, skipped = score_rows(models, items, engine_config, device, create, skip_unavailable)
     if not scored:
         raise SugarcrepeFullError(f"no row of conclip.full.sugarcrepe_rows could be loaded: {skipped}")
@@ -159,16 +140,15 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
     def write(staging: Path) -> dict[str, Path]:
         for s in scored:
             write_predictions(staging / PREDICTIONS_DIR / f"{s.model.replace('/', '__')}.csv", s.result)
-        return {"sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", [sugarcrepe_row(s) for s in scored],
-                                               SUGARCREPE_FIELDS),
+        # the seven categories and Table 6's folds, in points, as the mini profile builds them
+        rows = [{"row": s.row, "model": s.model, "label": s.label,
+                 **sugarcrepe_cells({g: v.accuracy for g, v in s.result.by_group().items()})} for s in scored]
+        return {"sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", rows, SUGARCREPE_FIELDS),
                 "context": write_json_atomic(staging / "sugarcrepe_context.json", full_context),
                 "predictions": staging / PREDICTIONS_DIR}
     return write_output_group(out_dir, write)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.sugarcrepe_full",
                                      description=__doc__.splitlines()[0])

@@ -307,9 +307,6 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
     })
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.conclip.table6_full", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None,

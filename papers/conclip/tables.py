@@ -37,14 +37,9 @@ What differs in kind between the profiles is data (``Inputs``, built by ``mini_i
   evaluation split (the released ``ccneg_preprocessed.pt``'s last 40,000 entries, ``papers.conclip.ccneg``; the
   negated captions with commas removed, as the authors' loader removes them).
 
-Outputs in ``results/conclip/<profile>/``, as one output group: ``table3.csv`` (one row per model: both rules'
-accuracy in points and the ties; Table 2's rows are its rows other than CoN-CLIP), ``by_word_k.csv`` (Tables 7-12's
-cells: row, model, word, k, n, accuracy, strict_accuracy; empty cells left out), ``summary.json`` (DVC metrics, at
-most twelve flat numbers), ``context.json`` (inputs, rules, the models: fingerprints, how each was scored, ties), and
-per profile (``FILES``): mini ``classification.csv``, ``sugarcrepe.csv``, ``table6.csv`` (the ablations),
-``distractors.csv`` and ``comparisons.json`` (the paper's findings with paired-bootstrap intervals); full
-``predictions/`` (per model, every item's two scores, decision and tie; ``predictions/items.csv`` gives each item's
-K and negation words, so every cell can be recounted from the files).
+Outputs in ``results/conclip/<profile>/``, as one output group: the README's "Outputs and notebooks" (per profile:
+``FILES``; Table 2's rows are ``table3.csv``'s other than CoN-CLIP; the full profile's ``predictions/items.csv`` gives
+each item's K and negation words, so every cell of ``by_word_k.csv`` can be recounted from the files).
 
 A model that cannot be loaded stops the stage with the zoo's message and the note of its download entry; with
 ``conclip.full.skip_unavailable`` it is left out of the tables and named in ``context.json``.
@@ -73,6 +68,7 @@ from common.files.jsonl import read_json, read_rows
 from common.files.tasks import ClassificationSet, ImageToTextItem
 from common.miniworld.classification import class_prompts, load_classification_sets
 from common.miniworld.lexicon import indefinite_article
+from common.miniworld.negation import NEGATION_WORDS
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
 from common.pipeline.params import own_section
@@ -126,11 +122,6 @@ def pair_score(name: str) -> PairScore | None:
     """The pair score of a zoo model (``PAIR_SCORES``), or None for a cosine of embeddings."""
     spec = get_spec(name)
     return None if spec.backend == "open_clip" else PAIR_SCORES.get(spec.arch)
-
-
-def contrastive_only(name: str) -> None:
-    """The mini profile's pair score: every model is an open_clip model of the mini family, or trained from one."""
-    return None
 
 
 PAPER_VS_CODE: dict[str, str] = {
@@ -191,9 +182,6 @@ class NegationSet:
     @classmethod
     def rendered(cls, items: Sequence[ImageToTextItem]) -> "NegationSet":
         """The mini benchmark: an item's group names its one word and K (``benchmark_mini.group_name``)."""
-        # deferred: `NEGATION_WORDS` names something else elsewhere in this module
-        from common.miniworld.negation import NEGATION_WORDS
-
         groups = np.array([it.group for it in items])
         cells = ((w, k, groups == group_name(w, k)) for w in NEGATION_WORDS for k in benchmark_mini.KS)
         return cls(tuple(items), tuple(c for c in cells if c[2].any()))
@@ -201,12 +189,10 @@ class NegationSet:
     @classmethod
     def released(cls, ccneg: CCNegSet) -> "NegationSet":
         """CC-Neg's split: an entry counts in every word its raw negated caption uses, at its K."""
-        # deferred: `NEGATION_WORDS` names something else elsewhere in this module
-        from papers.conclip.ccneg import NEGATION_WORDS
-
         ks = np.array([-1 if e.k is None else e.k for e in ccneg.entries])
-        words = [np.array([w in e.words for e in ccneg.entries], dtype=bool) for w in NEGATION_WORDS]
-        cells = ((w, k, has_word & (ks == k)) for w, has_word in zip(NEGATION_WORDS, words) for k in ccneg.table_ks)
+        words = [np.array([w in e.words for e in ccneg.entries], dtype=bool) for w in data.NEGATION_WORDS]
+        cells = ((w, k, has_word & (ks == k)) for w, has_word in zip(data.NEGATION_WORDS, words)
+                 for k in ccneg.table_ks)
         item_rows = ({"item_id": e.item.item_id, "k": "" if e.k is None else e.k, "words": " ".join(sorted(e.words)),
                       "image": Path(getattr(e.item.image, "path", e.item.image)).name} for e in ccneg.entries)
         return cls(tuple(ccneg.items), tuple(c for c in cells if c[2].any()), tuple(item_rows))
@@ -282,7 +268,8 @@ def mini_inputs(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], test_
         "prompts": {"standard": STANDARD_PROMPT, "negated": NEGATED_PROMPT},
         "n": {"ccneg": len(items), "sugarcrepe": len(more.sugarcrepe),
               **{name: len(kinds["standard"].images) for name, kinds in more.sets.items()}}},
-        entries={e.row: e for e in entries}, create=create, pair_score=contrastive_only, more=more)
+        # every mini model is an open_clip model of the mini family, or trained from one: scored by its embeddings
+        entries={e.row: e for e in entries}, create=create, pair_score=lambda name: None, more=more)
 
 
 def full_inputs(models: Mapping[str, str], ccneg: CCNegSet, context: Mapping | None = None,
@@ -606,15 +593,12 @@ def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -
     }
 
 
-ITEM_FIELDS = ("item_id", "k", "words", "image")
-
-
 def full_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
     """The summary (each row's accuracy) and every model's per-item predictions with the items' K and words."""
     predictions = staging / "predictions"
     for s in scored:
         write_predictions(predictions / f"{s.model.replace('/', '__')}.csv", s.result)
-    write_csv_atomic(predictions / "items.csv", negation.item_rows, ITEM_FIELDS)
+    write_csv_atomic(predictions / "items.csv", negation.item_rows, ("item_id", "k", "words", "image"))
     return {"summary": write_json_atomic(staging / "summary.json", summary([ccneg_row(s) for s in scored])),
             "predictions": predictions}
 
@@ -675,9 +659,6 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     return write_output_group(out_dir, write)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
     ``common.pipeline.reproducible``)."""
@@ -705,11 +686,7 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
     """Stage ``tables-full``'s inputs, on the GPU where there is one."""
     device = args.device or best_device()
-    pt_path = Path(args.data) if args.data else None
-    images = Path(args.images) if args.images else None
-    if pt_path is None or images is None:
-        default_pt, default_images = data.default_paths()
-        pt_path, images = pt_path or default_pt, images or default_images
+    pt_path, images = data.default_paths(args.data, args.images)
     ccneg = load_ccneg(pt_path, images, args.eval_size or data.eval_size_for(params))
     context = {"device": device, "engine": params.get("engine", {})}
     return full_inputs(dict(section["models"]), ccneg, context, bool(section["skip_unavailable"])), device

@@ -78,13 +78,6 @@ from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import NEGATIVE_FIELDS, RUNS, run_spec
 
 DATA_FILES = ("papers/conclip/recipes.toml",)
-RECIPES = DATA_FILES[0]
-
-
-def recipe(name: str) -> Recipe:
-    """A table of ``papers/conclip/recipes.toml`` (the full profile's runs train with ``conclip``, the authors'
-    AdamW)."""
-    return load_recipe(ROOT / RECIPES, name)
 
 
 class TrainingSetError(WorkspaceError):
@@ -239,9 +232,6 @@ PROFILES = {"mini": Profile("conclip.mini", RenderedSamples, None, {}),
             "full": Profile("conclip.full.finetune", FileSamples, "conclip", {"profile": "full"})}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
     """``run``'s job: this stage's parameters, the set of ``--set`` (its manifest's hash and the CPU profile in the
     sidecar), the full profile's images under ``--data``."""
@@ -250,7 +240,8 @@ def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Map
     set_dir = Path(args.set or build_dir(args.profile, "conclip") / "finetune")
     provenance = {**profile.facts, "set_manifest_sha256": sha256_file(set_dir / "manifest.json"), **cpu_profile}
     return build_job(args.run, profile.samples.load(set_dir, args.data), section, steps=args.steps,
-                     recipe=recipe(profile.recipe) if profile.recipe else None, provenance=provenance)
+                     recipe=load_recipe(ROOT / DATA_FILES[0], profile.recipe) if profile.recipe else None,
+                     provenance=provenance)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:

@@ -20,19 +20,11 @@ split; each dataset uses CLIP_benchmark's default (``DATASETS``: ``split`` and `
 arrays in pickles: they are written once as PNG files (lossless) under ``build/full/conclip/zeroshot/``, because the
 encoding engine keys images by file content.
 
-Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes, in ``results/conclip/full/`` beside the
-CC-Neg tables (``papers.conclip.tables``), as one output group: ``classification.csv`` (one row per model, the mini
-profile's columns: per dataset ``<d>_top1``, ``<d>_negated_top1``, ``<d>_delta``, then the means
-``classification_top1`` and ``delta``; in points),
-``by_dataset.csv`` (one row per model and dataset: ``standard``, ``negated``, ``delta``, ``n``, ties),
-``zeroshot_summary.json`` (DVC metrics, at most twelve numbers), ``zeroshot_comparisons.json`` (the released CoN-CLIP,
-row ``conclip``, minus CLIP, row ``clip``: the mean standard-prompt top-1 over the datasets with a paired 95% bootstrap
-interval resampled within each dataset, as the mini profile's ``comparisons.json``; ``papers.conclip.table6_full``
-copies it into the full profile's ``comparisons.json``; empty when either row was not scored) and
-``zeroshot_context.json`` (datasets, splits,
-counts, prompts, class-name sources, what the release does and does not show, models left out). The audit's rows of
-Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot evaluation (class names, splits, templates) is not in
-the release.
+Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes its files (the README's "Outputs and
+notebooks") in ``results/conclip/full/`` as one output group; ``zeroshot_comparisons.json`` (the released CoN-CLIP
+minus CLIP, empty when either row was not scored) is copied by ``papers.conclip.table6_full`` into
+``comparisons.json``. The audit's rows of Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot
+evaluation (class names, splits, templates) is not in the release.
 
 What the files must be is data, never a mode: the md5 of each archive and of Flowers' .mat files is the one its
 registry entry states (torchvision's pin; a rehearsal's copy of the workspace states its stand-ins' there), checked
@@ -181,11 +173,6 @@ def _unreadable(name: str, root: Path, exc: Exception) -> ZeroshotDataError:
                              f"papers/conclip/sources.toml")
 
 
-def _pairs(ds) -> tuple[tuple[Path, ...], tuple[int, ...]]:
-    pairs = [ds[i] for i in range(len(ds))]
-    return tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs)
-
-
 def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[Path, ...]:
     """``arrays`` (N, H, W, 3) uint8 as ``folder/00000.png``..., written once per source file (its sha256 is kept in
     ``folder/manifest.json``); all or nothing (a staging folder renamed into place)."""
@@ -255,30 +242,6 @@ def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, images, tuple(int(y) for y in ds.y), tuple(_words(c) for c in ds.categories))
 
 
-def _flowers102(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import Flowers102
-
-    try:
-        ds = unpinned(Flowers102)(str(root), split="test", download=False, loader=_path_only)
-    except RuntimeError as exc:
-        raise _unreadable(name, root, exc) from exc
-    images, labels = _pairs(ds)
-    return LoadedSet(name, images, labels, tuple(ds.classes))
-
-
-def _food101(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import Food101
-
-    try:
-        ds = Food101(str(root), split="test", download=False, loader=_path_only)
-    except RuntimeError as exc:
-        raise _unreadable(name, root, exc) from exc
-    images, labels = _pairs(ds)
-    return LoadedSet(name, images, labels, tuple(_words(c) for c in ds.classes))
-
-
 def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     # deferred: loads torchvision only when called
     from torchvision.datasets import OxfordIIITPet
@@ -295,16 +258,22 @@ def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, tuple(Path(p) for p in files), tuple(int(y) for y in labels), tuple(ds.classes))
 
 
-def _stanford_cars(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import StanfordCars
+def _test_split(class_name: str, class_name_of: Callable[[str], str], pinned: bool = True) -> Loader:
+    """A torchvision dataset whose ``loader`` lists its test split's files (Flowers-102 with its md5 pins lifted)."""
+    def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
+        # deferred: loads torchvision only when called
+        from torchvision import datasets
 
-    try:
-        ds = StanfordCars(str(root), split="test", download=False, loader=_path_only)
-    except RuntimeError as exc:
-        raise _unreadable(name, root, exc) from exc
-    images, labels = _pairs(ds)
-    return LoadedSet(name, images, labels, tuple(str(c) for c in ds.classes))
+        cls = getattr(datasets, class_name)
+        try:
+            ds = (cls if pinned else unpinned(cls))(str(root), split="test", download=False, loader=_path_only)
+        except RuntimeError as exc:
+            raise _unreadable(name, root, exc) from exc
+        pairs = [ds[i] for i in range(len(ds))]
+        return LoadedSet(name, tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs),
+                         tuple(class_name_of(c) for c in ds.classes))
+
+    return load
 
 
 IMAGENET_WNID = re.compile(r"n\d{8}")
@@ -312,8 +281,8 @@ IMAGENET_WNID = re.compile(r"n\d{8}")
 
 def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
-    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names), the first
-    names for fewer folders (how many there must be is ``conclip.full.zeroshot_classes``, checked by ``_load``)."""
+    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names), the
+    first names for fewer folders (how many: ``conclip.full.zeroshot_classes``, checked by ``load_dataset``)."""
     # deferred: loads open_clip only when called
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
     # deferred: loads torchvision only when called
@@ -356,7 +325,7 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
         "flowers102", "Flowers-102", "test", TEST_SPLIT, "torchvision's Flowers102.classes (CLIP's names)", 6_149,
         (Download(_key("flowers102/flowers-102/102flowers.tgz"), "jpg"),
          Download(_key("flowers102/flowers-102/imagelabels.mat")),
-         Download(_key("flowers102/flowers-102/setid.mat"))), _flowers102),
+         Download(_key("flowers102/flowers-102/setid.mat"))), _test_split("Flowers102", str, pinned=False)),
     ZeroshotDataset(
         "cifar100", "CIFAR-100", "test", TEST_SPLIT, "torchvision's fine label names with '_' -> ' '", 10_000,
         (Download(_key("cifar100/cifar-100-python.tar.gz"), "cifar-100-python"),),
@@ -364,11 +333,11 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
     ZeroshotDataset(
         "food101", "Food-101", "test", TEST_SPLIT, "torchvision's Food101.classes with '_' -> ' ' (as CLIP_benchmark)",
         25_250, (Download(_key("food101/food-101.tar.gz"), "food-101"),),
-        _food101),
+        _test_split("Food101", _words)),
     ZeroshotDataset(
         "stanford_cars", "Stanford Cars", "test", TEST_SPLIT,
         "torchvision's StanfordCars.classes (devkit cars_meta.mat)",
-        8_041, (Download(_key("stanford_cars/stanford_cars")),), _stanford_cars),
+        8_041, (Download(_key("stanford_cars/stanford_cars")),), _test_split("StanfordCars", str)),
     ZeroshotDataset(
         "oxford_pets", "Oxford Pets", "test", TEST_SPLIT, "torchvision's OxfordIIITPet.classes ('American Bulldog')",
         3_669,
@@ -381,10 +350,6 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
         _cifar("CIFAR10")),
 )}
 """The paper's eight datasets, in Table 4's column order."""
-
-
-def default_image_dir() -> Path:
-    return build_root() / "full" / "conclip" / "zeroshot"
 
 
 def dataset_root(name: str, data_root: Path | None = None) -> Path:
@@ -459,18 +424,14 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
 
 
 def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None,
-                 classes: Mapping[str, int] | None = None) -> LoadedSet:
+                 classes: Mapping[str, int] | None = None) -> tuple[LoadedSet, dict[str, dict]]:
     """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present and its
-    class count the one ``classes`` states (``conclip.full.zeroshot_classes``) when it states one."""
-    return _load(name, data_root, image_dir, classes)[0]
-
-
-def _load(name: str, data_root: Path | None, image_dir: Path | None,
-          classes: Mapping[str, int] | None = None) -> tuple[LoadedSet, dict[str, dict]]:
+    class count the one ``classes`` states (``conclip.full.zeroshot_classes``) when it states one; and where each of
+    its files came from (``prepare``)."""
     spec = DATASETS[name]
     provenance = prepare(spec, data_root)
     root = dataset_root(name, data_root)
-    loaded = spec.load(name, root, Path(image_dir or default_image_dir()))
+    loaded = spec.load(name, root, Path(image_dir or build_root() / "full" / "conclip" / "zeroshot"))
     if classes and name in classes and len(loaded.class_names) != classes[name]:
         raise ZeroshotDataError(f"{name}: {root} holds {len(loaded.class_names)} classes; params.yaml "
                                 f"conclip.full.zeroshot_classes states {classes[name]} for {spec.title}")
@@ -550,13 +511,6 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
     return rows
 
 
-def classification_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> list[dict]:
-    """One row per model (Tables 4, 15: ``<d>_top1``; Table 16: ``delta``, the mean Delta over the datasets), the
-    cells the mini profile's ``classification.csv`` holds (``papers.conclip.columns.classification_cells``)."""
-    return [{"row": s.row, "model": s.model, "label": s.label, **classification_cells(s.results, datasets)}
-            for s in scored]
-
-
 SUMMARY_LIMIT = 12
 COMPARISONS_FILE = "zeroshot_comparisons.json"
 COMPARED_ROWS = ("conclip", "clip")
@@ -583,38 +537,14 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
 def summary(rows: Sequence[Mapping], n_datasets: int) -> dict[str, float]:
     """The DVC metrics, at most twelve flat numbers: each row's mean Delta (Table 16), the number of datasets the
     means are over, then each row's mean standard top-1 while there is room."""
-    out: dict[str, float] = {}
-    for r in rows:
-        if len(out) < SUMMARY_LIMIT:
-            out[f"{r['row'].replace('-', '_')}_delta"] = r["delta"]
-    if len(out) < SUMMARY_LIMIT:
-        out["n_datasets"] = n_datasets
-    for r in rows:
-        if len(out) < SUMMARY_LIMIT:
-            out[f"{r['row'].replace('-', '_')}_top1"] = r["classification_top1"]
-    return out
+    keys = [r["row"].replace("-", "_") for r in rows]
+    return dict([*((f"{k}_delta", r["delta"]) for k, r in zip(keys, rows)), ("n_datasets", n_datasets),
+                 *((f"{k}_top1", r["classification_top1"]) for k, r in zip(keys, rows))][:SUMMARY_LIMIT])
 
 
 def published_columns(datasets: Sequence[str] = tuple(DATASETS)) -> dict[str, str]:
     """``classification.csv`` column -> the paper's column in ``results/published/conclip.csv`` (Tables 4, 15)."""
     return {f"{n}_top1": DATASETS[n].title for n in datasets}
-
-
-def is_manual(name: str) -> bool:
-    """Whether a person must fetch (part of) the dataset (registry method "manual")."""
-    return any(get_source(d.key).method == "manual" for d in DATASETS[name].downloads)
-
-
-def check_datasets(datasets: Sequence[str]) -> list[str]:
-    names = list(datasets)
-    if not names:
-        raise ZeroshotError("no dataset to score (conclip.full.zeroshot_datasets or --datasets is empty)")
-    unknown = [n for n in names if n not in DATASETS]
-    if unknown:
-        raise ZeroshotError(f"unknown zero-shot dataset(s) {unknown}; known: {list(DATASETS)}")
-    if len(set(names)) != len(names):
-        raise ZeroshotError(f"a dataset is listed twice in {names}")
-    return names
 
 
 def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_dir: Path, engine_config=None,
@@ -625,11 +555,19 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
     written when a dataset is missing or a model fails). Datasets are read before any model is loaded, each with the
     class count ``classes`` states for it (``conclip.full.zeroshot_classes``)."""
-    names = check_datasets(datasets)
+    names = list(datasets)
+    if not names:
+        raise ZeroshotError("no dataset to score (conclip.full.zeroshot_datasets or --datasets is empty)")
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        raise ZeroshotError(f"unknown zero-shot dataset(s) {unknown}; known: {list(DATASETS)}")
+    if len(set(names)) != len(names):
+        raise ZeroshotError(f"a dataset is listed twice in {names}")
     if not models:
         raise ZeroshotError("conclip.full.models is empty: no model to score")
-    # Hand-fetched datasets first: a missing one stops the run before any multi-GB download.
-    read = {n: _load(n, data_root, image_dir, classes) for n in sorted(names, key=lambda n: not is_manual(n))}
+    # Hand-fetched datasets (registry method "manual") first: a missing one stops the run before any multi-GB download.
+    manual = {n for n in names if any(get_source(d.key).method == "manual" for d in DATASETS[n].downloads)}
+    read = {n: load_dataset(n, data_root, image_dir, classes) for n in sorted(names, key=lambda n: n not in manual)}
     loaded, provenance = {n: read[n][0] for n in names}, {n: read[n][1] for n in names}
     sets = {n: prompt_sets(loaded[n]) for n in names}
     scored, skipped = score_models(models, sets, engine_config, device, create, skip_unavailable)
@@ -662,7 +600,9 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     off = {name: (n[name], DATASETS[name].expected_n) for name in names if n[name] != DATASETS[name].expected_n}
     if off:
         print(f"note: split sizes differ from the released ones (found, expected): {off}", file=sys.stderr)
-    wide = classification_rows(scored, names)
+    # one row per model (Tables 4, 15: <d>_top1; Table 16: delta), the cells of the mini profile's classification.csv
+    wide = [{"row": s.row, "model": s.model, "label": s.label, **classification_cells(s.results, names)}
+            for s in scored]
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         paths = {
@@ -676,9 +616,6 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     params, section = own_section("conclip.full")
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])

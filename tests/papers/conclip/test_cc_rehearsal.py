@@ -102,7 +102,7 @@ def stated(prepared, monkeypatch) -> dict[str, int]:
 
 @pytest.mark.parametrize("name", list(zf.DATASETS))
 def test_every_zeroshot_standin_is_read_by_torchvision_in_a_rehearsal(prepared, stated, tmp_path, name):
-    loaded = zf.load_dataset(name, prepared[0], tmp_path / "images", stated)
+    loaded = zf.load_dataset(name, prepared[0], tmp_path / "images", stated)[0]
     assert loaded.images and all(p.is_file() for p in loaded.images)
     assert max(loaded.labels) < len(loaded.class_names) and len(set(loaded.labels)) > 1
 

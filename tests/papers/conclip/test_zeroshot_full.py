@@ -191,7 +191,7 @@ def _rows(path: Path) -> list[dict]:
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", SCORED)
 def test_loaders_read_what_was_written(world, name):
-    loaded = zf.load_dataset(name, world.data_root, world.images)
+    loaded = zf.load_dataset(name, world.data_root, world.images)[0]
     names, labels = world.expected[name]
     assert list(loaded.class_names) == names and list(loaded.labels) == labels
     assert len(loaded.images) == len(labels) and all(p.is_file() for p in loaded.images)
@@ -199,12 +199,12 @@ def test_loaders_read_what_was_written(world, name):
 
 
 def test_cifar_images_are_the_pickled_pixels_written_once(world):
-    loaded = zf.load_dataset("cifar10", world.data_root, world.images)
+    loaded = zf.load_dataset("cifar10", world.data_root, world.images)[0]
     batch = pickle.loads((world.data_root / "zeroshot" / "cifar10" / "cifar-10-batches-py" / "test_batch").read_bytes())
     pixels = batch["data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     assert all(np.array_equal(np.asarray(Image.open(p)), pixels[k]) for k, p in enumerate(loaded.images))
     before = [p.stat().st_mtime_ns for p in loaded.images]
-    again = zf.load_dataset("cifar10", world.data_root, world.images)
+    again = zf.load_dataset("cifar10", world.data_root, world.images)[0]
     assert again == loaded and [p.stat().st_mtime_ns for p in again.images] == before
 
 
@@ -219,7 +219,7 @@ def test_imagenet_needs_its_thousand_class_folders(tmp_path):
         (val / wnid).mkdir(parents=True)
         (val / wnid / f"ILSVRC2012_val_{k + 1:08d}.JPEG").write_bytes(jpeg.getvalue())
     classes = common_params.read_params(common_params.PARAMS_FILE)["conclip"]["full"]["zeroshot_classes"]
-    loaded = zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images", classes)
+    loaded = zf.load_dataset("imagenet", tmp_path / "data", tmp_path / "images", classes)[0]
     assert loaded.class_names == tuple(IMAGENET_CLASSNAMES) and loaded.labels == tuple(range(1000))
     for path in (val / wnids[-1]).iterdir():
         path.unlink()
@@ -283,7 +283,7 @@ def test_cifar_archive_is_checked_then_extracted(world, tmp_path, monkeypatch):
         zf.load_dataset("cifar10", tmp_path / "data", tmp_path / "images")  # the real pin: a fake archive is refused
     assert not target.exists() and [p.name for p in archive.parent.iterdir()] == [archive.name]
     _with_md5(monkeypatch, "cifar10", _md5(archive))
-    loaded = zf.load_dataset("cifar10", tmp_path / "data", tmp_path / "images")
+    loaded = zf.load_dataset("cifar10", tmp_path / "data", tmp_path / "images")[0]
     assert list(loaded.labels) == world.expected["cifar10"][1] and target.is_dir()
     marker = json.loads((archive.parent / f"cifar-10-batches-py{zf.MARKER_SUFFIX}").read_text())
     lock = json.loads((tmp_path / "data" / LOCK_NAME).read_text())
@@ -300,7 +300,7 @@ def test_caltech_tarball_inside_the_zip_is_extracted(world, tmp_path, monkeypatc
         zf_out.writestr("caltech-101/101_ObjectCategories.tar.gz", inner)
         zf_out.writestr("caltech-101/Annotations.tar", b"not read")
     _with_md5(monkeypatch, "caltech101", _md5(archive))
-    loaded = zf.load_dataset("caltech101", tmp_path / "data", tmp_path / "images")
+    loaded = zf.load_dataset("caltech101", tmp_path / "data", tmp_path / "images")[0]
     assert (list(loaded.class_names), list(loaded.labels)) == world.expected["caltech101"]
     assert not list((archive.parent / "caltech101" / "101_ObjectCategories").glob("*.json"))
 
@@ -328,7 +328,7 @@ def _brute_force_top1(model, loaded, template: str) -> tuple[float, np.ndarray]:
 
 
 def test_negated_prompts_are_the_papers(world):
-    sets = zf.prompt_sets(zf.load_dataset("food101", world.data_root, world.images))
+    sets = zf.prompt_sets(zf.load_dataset("food101", world.data_root, world.images)[0])
     assert sets["standard"].class_prompts == (("this is a photo of a apple pie",), ("this is a photo of a ramen",))
     assert sets["negated"].class_prompts == (("this is not a photo of a apple pie",),
                                              ("this is not a photo of a ramen",))
@@ -342,7 +342,7 @@ def test_tables_match_a_brute_force_argmax_with_each_prompt(world, tiny, tables)
     differ = 0
     for row, name in MODELS.items():
         for dataset in SCORED:
-            loaded = zf.load_dataset(dataset, world.data_root, world.images)
+            loaded = zf.load_dataset(dataset, world.data_root, world.images)[0]
             standard, p_standard = _brute_force_top1(tiny(name), loaded, zf.STANDARD_PROMPT)
             negated, p_negated = _brute_force_top1(tiny(name), loaded, zf.NEGATED_PROMPT)
             differ += int((p_standard != p_negated).sum())
@@ -430,7 +430,7 @@ def test_conclip_minus_clip_is_compared_with_a_paired_interval(world, tiny, tabl
     correct, top1 = {}, {}
     for row, name in models.items():
         for dataset in SCORED:
-            loaded = zf.load_dataset(dataset, world.data_root, world.images)
+            loaded = zf.load_dataset(dataset, world.data_root, world.images)[0]
             _, predictions = _brute_force_top1(tiny(name), loaded, zf.STANDARD_PROMPT)
             correct[(row, dataset)] = (predictions == np.array(loaded.labels)).astype(float)
         top1[row] = np.mean([100 * correct[(row, d)].mean() for d in SCORED])
