@@ -21,8 +21,6 @@ phrases that the c -> c_p edits replace: a token-level diff of each (c, c_p) giv
 spans explained by another span applied as a substring or whole-word substitution (e.g. "covered" ->
 "covecrimson" from red -> crimson, "in building in" -> "within building within") are folded into it; inflections
 of one word ("wears"/"wearing") count once.
-
-Public functions: ``recompute``, ``load_aligned``, ``count_replace``, ``replacement_rules``, ``replace_recomputed``.
 """
 from __future__ import annotations
 

@@ -14,14 +14,8 @@ scores, strict comparisons, ties reported), rows, the paper's comparisons and th
 ``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
 (``papers.hard_positives.audit.PUBLISHED_ROWS``).
 
-Outputs in ``results/hard_positives/<profile>/``: ``table1.csv`` (Table 1's cells: the zoo rows, then the runs),
-``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``table3.csv`` (the hard-negative weight sweep),
-``groups.csv`` (every cell and count per group), ``comparisons.json`` (the paper's comparisons with paired-bootstrap
-95% intervals and whether each shows), ``summary.json`` (DVC metrics: twelve of them), ``context.json`` (inputs,
-fingerprints, ties, training records), and per profile (``FILES``): Figure 3's examples in the mini profile
-(``figure3.csv``, ``figure3_counts.csv``; ``papers.hard_positives.figure3``), per-item scores in the full one
-(``predictions/``, which the oracle compares). A module of its own, so that the runs are not retrained when the
-tables change.
+Outputs in ``results/hard_positives/<profile>/``: the README's "Outputs and notebooks"; ``FILES`` says which are
+one profile's own. A module of its own, so that the runs are not retrained when the tables change.
 
 A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
 released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
@@ -195,10 +189,8 @@ def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: st
 def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
                       seed: int = 0, b_metric: str | None = None):
     """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
-    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items. A
-    column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
-    (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
-    resampling items keeps each pair of scores together."""
+    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items
+    (weighted by group as ``_item_values`` says; resampling items keeps each pair of scores together)."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 
@@ -443,12 +435,6 @@ def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
             if s.row in references else s for s in scored if not s.stands_for]
 
 
-def prediction_stem(s: Scored) -> str:
-    """A scoring's file name in ``predictions/`` (without ``.csv``): the zoo name, and the precision for a reference
-    beside the authors' precision (the same model twice)."""
-    return s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
-
-
 def why(s: Scored) -> str:
     """How a row was scored, for ``context.json`` and the audit's notes: its precision's reason, its activation's
     where it was scored under both."""
@@ -609,8 +595,9 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
             paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
             paths["figure3_counts"] = write_csv_atomic(staging / "figure3_counts.csv", counts, figure3.COUNT_FIELDS)
         if files.predictions:
-            for s in scored:
-                write_predictions(staging / "predictions" / f"{prediction_stem(s)}.csv", s.result)
+            for s in scored:  # named by the zoo name, and the precision for a reference beside the authors' (twice)
+                stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
+                write_predictions(staging / "predictions" / f"{stem}.csv", s.result)
             paths["predictions"] = staging / "predictions"
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
