@@ -266,13 +266,11 @@ class AroSet:
         return key in self.info
 
     # -- benchmarks ----------------------------------------------------------------------------------------------
-    def vg_file(self, kind: str) -> Path:
-        return self._path(self._section(kind).get("annotations"), f"{kind}.annotations")
-
     def _vg_items(self, kind: str, check_images: bool) -> list[ImageToTextItem]:
         section = self._section(kind)
         crop = section.get("crop_root")
-        return vg_items(self.vg_file(kind), kind, self._path(section.get("image_root"), f"{kind}.image_root"),
+        return vg_items(self._path(section.get("annotations"), f"{kind}.annotations"), kind,
+                        self._path(section.get("image_root"), f"{kind}.image_root"),
                         None if crop is None else self._path(crop, f"{kind}.crop_root"), check_images)
 
     def vg_relation_items(self, check_images: bool = True) -> list[ImageToTextItem]:
@@ -297,9 +295,3 @@ class AroSet:
 
     def describe(self) -> dict:
         return {"manifest": str(self.path), **self.info}
-
-
-def relative_to(path: Path, base: Path) -> str:
-    """``path`` relative to ``base`` when inside it (so a set can be moved), else absolute."""
-    path, base = Path(path).resolve(), Path(base).resolve()
-    return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
