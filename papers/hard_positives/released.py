@@ -119,13 +119,6 @@ def replacement_rules(pairs: list[tuple[dict, dict]]) -> Counter:
     return rules
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ing", "s"):
-        if word.endswith(suffix) and len(word) > len(suffix) + 2:
-            return word[: -len(suffix)]
-    return word
-
-
 @dataclass(frozen=True)
 class ReplaceCount:
     kind: str
@@ -140,7 +133,9 @@ class ReplaceCount:
 
     @property
     def word_stems(self) -> list[str]:
-        return sorted({_stem(w) for w in self.words})
+        """``words`` with inflections merged: a word's first of "ing", "s" that ends it dropped (3+ letters left)."""
+        return sorted({next((w[:-len(s)] for s in ("ing", "s") if w.endswith(s) and len(w) > len(s) + 2), w)
+                       for w in self.words})
 
 
 def count_replace(kind: str, pairs: list[tuple[dict, dict]]) -> ReplaceCount:
