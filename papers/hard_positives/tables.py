@@ -325,8 +325,6 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
 # ------------------------------------------------------------------------------------------------------------------
 # Scoring (both profiles)
 # ------------------------------------------------------------------------------------------------------------------
-"""One stage each (``table1-mini``, ``table1-full``), whose parameters (``hard_positives.<profile>``, ``engine``) it
-reads."""
 DATA_FILES = ("papers/hard_positives/models.toml",)
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
 models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
