@@ -154,7 +154,7 @@ def model_rows(scored: Sequence[Scored]) -> list[dict]:
 
 
 def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
-    """Per group, 0/1 per item (in item order) for orig, aug and brittleness."""
+    """Per group, 0/1 per item (in item order) for orig, aug and brittleness, and the drop (aug minus orig)."""
     out: dict[str, dict[str, list]] = {}
     for o in result.outcomes:
         scores = np.asarray(o.scores)
@@ -164,8 +164,9 @@ def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
         cells["aug"].append(o.correct)
         cells["brittleness"].append(negative_position(o.scores, (evaluation.ORIGINAL, evaluation.POSITIVE),
                                                       evaluation.NEGATIVE) in ("0", "1"))
-    return {g: {k: (np.asarray(v) if k == "ids" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
-            for g, c in out.items()}
+    arrays = {g: {k: (np.asarray(v) if k == "ids" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
+              for g, c in out.items()}
+    return {g: {**c, "drop": c["aug"] - c["orig"]} for g, c in arrays.items()}
 
 
 def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: str,
@@ -189,24 +190,13 @@ def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: st
 def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
                       seed: int = 0, b_metric: str | None = None):
     """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
-    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items
-    (weighted by group as ``_item_values`` says; resampling items keeps each pair of scores together)."""
+    minus its own Orig.; ``drop``, Aug. minus Orig., compares two models' drops) in points on one of Table 1's
+    columns, with a 95% paired-bootstrap interval over items (weighted by group as ``_item_values`` says; resampling
+    items keeps each item's outcomes of both models together)."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 
     return bootstrap_mean_ci(_item_values(a, b, column, metric, b_metric), n_resamples=n_resamples, seed=seed)
-
-
-def drop_difference(a: SelectionResult, b: SelectionResult, column: str, n_resamples: int = 2000, seed: int = 0):
-    """Model a's drop (Aug. minus Orig.) minus model b's drop, in points on one of Table 1's columns, with a 95%
-    paired-bootstrap interval over items, as ``paired_difference`` computes one: per item (a's Aug. minus b's Aug.)
-    minus (a's Orig. minus b's Orig.), weighted by group, each item's four outcomes resampled together. Sec. 3.2:
-    the hard-negative fine-tunes' drops are larger than the base CLIP's (a negative difference)."""
-    # deferred: loads scipy only when called
-    from common.evaluation.stats import bootstrap_mean_ci
-
-    values = _item_values(a, b, column, "aug") - _item_values(a, b, column, "orig")
-    return bootstrap_mean_ci(values, n_resamples=n_resamples, seed=seed)
 
 
 def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
@@ -289,7 +279,7 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     base = by_run["base"]
     for column in evaluation.COLUMNS:
         # Sec. 3.2: the hard-negative fine-tunes' drops (Aug. minus Orig.) are larger than the base CLIP's
-        drop = drop_difference(results["hn"], results["base"], column)
+        drop = paired_difference(results["hn"], results["base"], column, "drop")
         out[f"hn_minus_clip_drop_{column}"] = round(by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"], 2)
         out[f"hn_minus_clip_drop_{column}_ci_low"] = round(drop.low, 2)
         out[f"hn_minus_clip_drop_{column}_ci_high"] = round(drop.high, 2)
