@@ -227,7 +227,21 @@ class AroSet:
             raise DatasetError(f"{manifest}: no prepared ARO set here; run `dvc repro papers/aro` (stage mini-set "
                                "or full-set)")
         aro = cls(manifest, read_json(manifest, expect=dict, remedy=REMEDY))
-        aro._check()
+        # a malformed manifest fails here, before any benchmark is read
+        for kind in VG_KINDS:
+            if kind in aro.info:
+                section = aro._section(kind)
+                aro._path(section.get("annotations"), f"{kind}.annotations")
+                aro._path(section.get("image_root"), f"{kind}.image_root")
+                if section.get("crop_root") is not None:
+                    aro._path(section["crop_root"], f"{kind}.crop_root")
+        for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
+            if key in aro.info:
+                for name, entry in aro._section(key).items():
+                    if not isinstance(entry, dict):
+                        raise DatasetError(f"{aro.path}: {key}.{name} must be an object")
+                    for f in fields:
+                        aro._path(entry.get(f), f"{key}.{name}.{f}")
         return aro
 
     # -- reading the manifest -----------------------------------------------------------------------------------
@@ -244,23 +258,6 @@ class AroSet:
         if not isinstance(section, dict):
             raise DatasetError(f"{self.path}: {key!r} must be an object, got {type(section).__name__}")
         return section
-
-    def _check(self) -> None:
-        """Fail at load on a malformed manifest, before any benchmark is read."""
-        for kind in VG_KINDS:
-            if kind in self.info:
-                section = self._section(kind)
-                self._path(section.get("annotations"), f"{kind}.annotations")
-                self._path(section.get("image_root"), f"{kind}.image_root")
-                if section.get("crop_root") is not None:
-                    self._path(section["crop_root"], f"{kind}.crop_root")
-        for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
-            if key in self.info:
-                for name, entry in self._section(key).items():
-                    if not isinstance(entry, dict):
-                        raise DatasetError(f"{self.path}: {key}.{name} must be an object")
-                    for f in fields:
-                        self._path(entry.get(f), f"{key}.{name}.{f}")
 
     def has(self, key: str) -> bool:
         return key in self.info
