@@ -227,7 +227,21 @@ class AroSet:
             raise DatasetError(f"{manifest}: no prepared ARO set here; run `dvc repro papers/aro` (stage mini-set "
                                "or full-set)")
         aro = cls(manifest, read_json(manifest, expect=dict, remedy=REMEDY))
-        aro._check()
+        # a malformed manifest fails here, before any benchmark is read
+        for kind in VG_KINDS:
+            if kind in aro.info:
+                section = aro._section(kind)
+                aro._path(section.get("annotations"), f"{kind}.annotations")
+                aro._path(section.get("image_root"), f"{kind}.image_root")
+                if section.get("crop_root") is not None:
+                    aro._path(section["crop_root"], f"{kind}.crop_root")
+        for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
+            if key in aro.info:
+                for name, entry in aro._section(key).items():
+                    if not isinstance(entry, dict):
+                        raise DatasetError(f"{aro.path}: {key}.{name} must be an object")
+                    for f in fields:
+                        aro._path(entry.get(f), f"{key}.{name}.{f}")
         return aro
 
     # -- reading the manifest -----------------------------------------------------------------------------------
@@ -245,34 +259,15 @@ class AroSet:
             raise DatasetError(f"{self.path}: {key!r} must be an object, got {type(section).__name__}")
         return section
 
-    def _check(self) -> None:
-        """Fail at load on a malformed manifest, before any benchmark is read."""
-        for kind in VG_KINDS:
-            if kind in self.info:
-                section = self._section(kind)
-                self._path(section.get("annotations"), f"{kind}.annotations")
-                self._path(section.get("image_root"), f"{kind}.image_root")
-                if section.get("crop_root") is not None:
-                    self._path(section["crop_root"], f"{kind}.crop_root")
-        for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
-            if key in self.info:
-                for name, entry in self._section(key).items():
-                    if not isinstance(entry, dict):
-                        raise DatasetError(f"{self.path}: {key}.{name} must be an object")
-                    for f in fields:
-                        self._path(entry.get(f), f"{key}.{name}.{f}")
-
     def has(self, key: str) -> bool:
         return key in self.info
 
     # -- benchmarks ----------------------------------------------------------------------------------------------
-    def vg_file(self, kind: str) -> Path:
-        return self._path(self._section(kind).get("annotations"), f"{kind}.annotations")
-
     def _vg_items(self, kind: str, check_images: bool) -> list[ImageToTextItem]:
         section = self._section(kind)
         crop = section.get("crop_root")
-        return vg_items(self.vg_file(kind), kind, self._path(section.get("image_root"), f"{kind}.image_root"),
+        return vg_items(self._path(section.get("annotations"), f"{kind}.annotations"), kind,
+                        self._path(section.get("image_root"), f"{kind}.image_root"),
                         None if crop is None else self._path(crop, f"{kind}.crop_root"), check_images)
 
     def vg_relation_items(self, check_images: bool = True) -> list[ImageToTextItem]:
@@ -297,9 +292,3 @@ class AroSet:
 
     def describe(self) -> dict:
         return {"manifest": str(self.path), **self.info}
-
-
-def relative_to(path: Path, base: Path) -> str:
-    """``path`` relative to ``base`` when inside it (so a set can be moved), else absolute."""
-    path, base = Path(path).resolve(), Path(base).resolve()
-    return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)

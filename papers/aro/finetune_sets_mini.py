@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -51,35 +50,28 @@ class FinetuneSetConfig:
     image_size: int = 48
     seed: int = 0
 
-    def n_images(self, split: str) -> int:
-        return {"train": self.train_images, "val": self.val_images}[split]
-
 
 def render_split(config: FinetuneSetConfig, split: str) -> tuple[np.ndarray, list[list[str]]]:
     """``n`` scenes of the split's own stream, rendered, with ``captions_per_image`` true captions each."""
     rng = stream(config.seed, f"aro-finetune-{split}")
-    n = config.n_images(split)
+    n = {"train": config.train_images, "val": config.val_images}[split]
     images = np.empty((n, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []
     for i in range(n):
         scene = sample_scene(rng, allow_heldout=False)
         images[i] = np.asarray(render(scene, config.image_size, NATURAL, seed=rng.randrange(2**31)))
-        captions.append(_distinct_captions(rng, scene, config.captions_per_image))
+        k = config.captions_per_image
+        out: list[str] = []  # k true captions, distinct where the scene allows (one object has few), as COCO's five are
+        for _ in range(50):
+            text = sample_claim(rng, scene).text()
+            if text not in out:
+                out.append(text)
+            if len(out) == k:
+                break
+        while len(out) < k:  # a scene with few true sentences repeats one: the layout needs k per image
+            out.append(sample_claim(rng, scene).text())
+        captions.append(out)
     return images, captions
-
-
-def _distinct_captions(rng: random.Random, scene, k: int, tries: int = 50) -> list[str]:
-    """``k`` true captions, distinct where the scene allows it (a one-object scene has few), as COCO's five are."""
-    out: list[str] = []
-    for _ in range(tries):
-        text = sample_claim(rng, scene).text()
-        if text not in out:
-            out.append(text)
-        if len(out) == k:
-            return out
-    while len(out) < k:  # a scene with few true sentences repeats one: the layout needs k per image
-        out.append(sample_claim(rng, scene).text())
-    return out
 
 
 def negatives_for(captions: list[list[str]], seed: int, generate: NegativesFn) -> list[list[list[dict]]]:
@@ -96,60 +88,45 @@ def negatives_for(captions: list[list[str]], seed: int, generate: NegativesFn) -
     return out
 
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, array)
-
-
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
     """Render both splits and the training negatives into ``out_dir``; returns the manifest. The folder is one
     output group (``common.files.io.output_group``): it replaces the previous set whole, or, interrupted, leaves it."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
-        manifest = _write_finetune_set(config, staging / out_dir.name, generate)
+        target = staging / out_dir.name
+        if generate is None:
+            # deferred: `generate` is also bound locally
+            from papers.aro.negatives import generate_negatives as generate
+        counts: dict[str, dict] = {}
+        for split in SPLITS:
+            images, captions = render_split(config, split)
+            with atomic_path(target / split / "images.npy") as tmp:
+                with open(tmp, "wb") as fh:
+                    np.save(fh, images)
+            write_json_atomic(target / split / "captions.json", captions, indent=None)
+            counts[split] = {"images": len(images), "captions": sum(map(len, captions))}
+            if split == "train":
+                negatives = negatives_for(captions, config.seed, generate)
+                write_json_atomic(target / split / "negatives.json", negatives, indent=None)
+                per_caption = [len(n) for image in negatives for n in image]
+                kinds: dict[str, int] = {}
+                for image in negatives:
+                    for negs in image:
+                        for n in negs:
+                            kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
+                counts[split].update({
+                    "captions_with_negatives": sum(1 for k in per_caption if k),
+                    "images_with_negatives": sum(1 for image in negatives if any(image)),
+                    "negatives": sum(per_caption), "negatives_by_kind": dict(sorted(kinds.items())),
+                })
+        manifest = {
+            "kind": "aro-finetune", "profile": "mini", "world_version": VERSION, "config": asdict(config),
+            "counts": counts,
+            "sha256": {f"{s}/{f}": sha256_file(target / s / f) for s in SPLITS
+                       for f in ("images.npy", "captions.json", "negatives.json") if (target / s / f).is_file()},
+        }
+        write_json_atomic(target / "manifest.json", manifest)
     return manifest
-
-
-def _write_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None) -> dict:
-    if generate is None:
-        # deferred: `generate` is also bound locally
-        from papers.aro.negatives import generate_negatives as generate
-    counts: dict[str, dict] = {}
-    for split in SPLITS:
-        images, captions = render_split(config, split)
-        _save_npy(out_dir / split / "images.npy", images)
-        write_json_atomic(out_dir / split / "captions.json", captions, indent=None)
-        counts[split] = {"images": len(images), "captions": sum(map(len, captions))}
-        if split == "train":
-            negatives = negatives_for(captions, config.seed, generate)
-            write_json_atomic(out_dir / split / "negatives.json", negatives, indent=None)
-            per_caption = [len(n) for image in negatives for n in image]
-            kinds: dict[str, int] = {}
-            for image in negatives:
-                for negs in image:
-                    for n in negs:
-                        kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
-            counts[split].update({
-                "captions_with_negatives": sum(1 for k in per_caption if k),
-                "images_with_negatives": sum(1 for image in negatives if any(image)),
-                "negatives": sum(per_caption), "negatives_by_kind": dict(sorted(kinds.items())),
-            })
-    manifest = {
-        "kind": "aro-finetune", "profile": "mini", "world_version": VERSION, "config": asdict(config),
-        "counts": counts,
-        "sha256": {f"{s}/{f}": sha256_file(out_dir / s / f) for s in SPLITS
-                   for f in ("images.npy", "captions.json", "negatives.json") if (out_dir / s / f).is_file()},
-    }
-    write_json_atomic(out_dir / "manifest.json", manifest)
-    return manifest
-
-
-def config_from_params(params: dict) -> FinetuneSetConfig:
-    finetune = params["aro"]["mini"]["finetune"]
-    return FinetuneSetConfig(train_images=finetune["train_images"], val_images=finetune["val_images"],
-                             captions_per_image=params["aro"]["mini"]["captions_per_image"],
-                             image_size=params["mini"]["world"]["image_size"], seed=finetune["seed"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,7 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    manifest = build_finetune_set(config_from_params(own_params()), args.out)
+    params = own_params()
+    finetune = params["aro"]["mini"]["finetune"]
+    config = FinetuneSetConfig(train_images=finetune["train_images"], val_images=finetune["val_images"],
+                               captions_per_image=params["aro"]["mini"]["captions_per_image"],
+                               image_size=params["mini"]["world"]["image_size"], seed=finetune["seed"])
+    manifest = build_finetune_set(config, args.out)
     print(json.dumps(manifest["counts"], indent=2))
     return 0
 

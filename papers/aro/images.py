@@ -39,20 +39,16 @@ class ArrayImages:
         return self.pixels[torch.from_numpy(np.asarray(indices, dtype=np.int64))]
 
 
-def pixel_normalizer(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-    """The model's own mean/std (open_clip's preprocess config), so encoding here matches its evaluation."""
+@torch.no_grad()
+def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCODE_BATCH) -> torch.Tensor:
+    """L2-normalised image embeddings (N, D) on the CPU, in batches, normalised by the model's own mean/std
+    (open_clip's preprocess config), so encoding here matches its evaluation."""
     # deferred: loads open_clip only when called
     import open_clip
 
-    cfg = open_clip.get_model_preprocess_cfg(model)
-    return torch.tensor(cfg["mean"]).view(1, 3, 1, 1), torch.tensor(cfg["std"]).view(1, 3, 1, 1)
-
-
-@torch.no_grad()
-def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCODE_BATCH) -> torch.Tensor:
-    """L2-normalised image embeddings (N, D) on the CPU, in batches."""
     device = next(model.parameters()).device
-    mean, std = (x.to(device) for x in pixel_normalizer(model))
+    cfg = open_clip.get_model_preprocess_cfg(model)
+    mean, std = (torch.tensor(cfg[k]).view(1, 3, 1, 1).to(device) for k in ("mean", "std"))
     out = []
     for start in range(0, len(images), batch):
         pixels = images.get(np.arange(start, min(start + batch, len(images)))).to(device)

@@ -114,11 +114,6 @@ def _key(tokens: Sequence[str]) -> tuple[str, ...]:
     return tuple(t.lower() for t in tokens if t not in IGNORED)
 
 
-def _render(tokens: Sequence[str], kind: str) -> str:
-    text = " ".join(tokens)
-    return text.lower() if kind in PHRASE_KINDS else text
-
-
 def candidates(parsed: ParsedCaption, kind: str) -> list[str]:
     """Every negative of ``kind`` (one per pair of elements whose swap changes the caption), in pair order."""
     spans = parsed.spans[kind]
@@ -128,7 +123,8 @@ def candidates(parsed: ParsedCaption, kind: str) -> list[str]:
         for j in range(i + 1, len(spans)):
             swapped = swap(parsed.tokens, spans[i], spans[j])
             if _key(swapped) != original:
-                out.append(_render(swapped, kind))
+                text = " ".join(swapped)
+                out.append(text.lower() if kind in PHRASE_KINDS else text)
     return out
 
 

@@ -264,7 +264,18 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
     return summary
 
 
-def _print(summary: dict) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.aro.real_text", description=__doc__.splitlines()[0])
+    parser.add_argument("--tsv", type=Path, help=f"the released TSV (default: fetch {SOURCE_KEY})")
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
+    args = parser.parse_args(argv)
+    if args.seeds is None:
+        args.seeds = list(own_params()["aro"]["seeds"])
+    if args.tsv is None:
+        args.tsv = fetch(SOURCE_KEY)
+    start = time.perf_counter()
+    summary = run(args.tsv, args.out, args.seeds)
     print(f"{summary['n_captions']} captions, {summary['n_released_negatives']} released negatives; the generator "
           f"draws {summary['n_generated_negatives']} ({summary['n_captions_without_generated_negative']} captions "
           f"without any)")
@@ -280,21 +291,6 @@ def _print(summary: dict) -> None:
             print(f"  missed {m['released_kind']}: {m['original']!r} -> {m['released_negative']!r}")
     for name, path in summary["paths"].items():
         print(f"{name}: {path}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.real_text", description=__doc__.splitlines()[0])
-    parser.add_argument("--tsv", type=Path, help=f"the released TSV (default: fetch {SOURCE_KEY})")
-    parser.add_argument("--out", type=Path, default=OUT_DIR)
-    parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
-    args = parser.parse_args(argv)
-    if args.seeds is None:
-        args.seeds = list(own_params()["aro"]["seeds"])
-    if args.tsv is None:
-        args.tsv = fetch(SOURCE_KEY)
-    start = time.perf_counter()
-    summary = run(args.tsv, args.out, args.seeds)
-    _print(summary)
     print(f"wall time: {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -32,9 +31,9 @@ from typing import Sequence
 from common.files.io import output_group, write_json_atomic, write_text_atomic
 from common.miniworld import VERSION, lexicon
 from common.miniworld.build import stream
-from common.miniworld.claims import Claim, claim_from_objects, sample_claim, satisfies
+from common.miniworld.claims import claim_from_objects, sample_claim, satisfies
 from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
-from common.miniworld.scene import Scene, sample_scene
+from common.miniworld.scene import sample_scene
 from common.pipeline.params import own_params
 from papers.aro.data import MANIFEST_NAME, AroSet
 
@@ -57,95 +56,57 @@ class MiniAroConfig:
     seed: int = 0
 
 
-def relation_name(predicate: str) -> str:
-    """The canonical surface of a relation concept ("left_of" -> "to the left of"), as ARO names relations."""
-    return lexicon.SURFACE[predicate][0]
-
-
-def swap_phrases(claim: Claim) -> Claim:
-    """The two noun phrases exchanged, every word kept (the same lexical seed): ARO's relation/attribute swap."""
-    return replace(claim, phrases=(claim.phrases[1], claim.phrases[0]))
-
-
-def swap_colors(claim: Claim) -> Claim:
-    """The colours of the two noun phrases exchanged (VG-Attribution's "A2 X and A1 Y")."""
-    a, b = claim.phrases
-    return replace(claim, phrases=(replace(a, color=b.color), replace(b, color=a.color)))
-
-
 def _quota(total: int, keys: Sequence[str]) -> dict[str, int]:
     """``total`` split over ``keys`` as evenly as possible (the first ones get the remainder)."""
     base, extra = divmod(total, len(keys))
     return {k: base + (i < extra) for i, k in enumerate(keys)}
 
 
-def build_vg_relation(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
-    rng = stream(config.seed, "test-aro-vg-relation")
-    left = _quota(config.vg_relation_cases, lexicon.RELATIONS)
+def build_vg(config: MiniAroConfig, writer: PngSceneWriter, kind: str) -> list[dict]:
+    """VG-Relation's cases (``kind`` "relation": quotas over the world's relations) or VG-Attribution's
+    ("attribution": over the colour pairs), each kind from its own stream."""
+    relation = kind == "relation"
+    rng = stream(config.seed, f"test-aro-vg-{kind}")
+    colors = sorted(lexicon.COLORS)
+    n_cases = config.vg_relation_cases if relation else config.vg_attribution_cases
+    left = _quota(n_cases, lexicon.RELATIONS if relation else [f"{a}_{b}" for a in colors for b in colors if a < b])
     records: list[dict] = []
-    while len(records) < config.vg_relation_cases:
-        scene = sample_scene(rng, n_objects=rng.choice((2, 2, 3)))
-        pairs = [(i, j) for i in range(len(scene.objects)) for j in range(len(scene.objects))
-                 if i != j and left[scene.relation(i, j)] > 0]
-        rng.shuffle(pairs)
-        for i, j in pairs:
-            true = claim_from_objects(scene, [i, j], "relation", RELATION_TEMPLATE, rng.randrange(2**31), ("color",))
-            false = swap_phrases(true)
-            if satisfies(scene, false):  # another object makes the swap true: not a valid case
-                continue
-            predicate = true.relations[0].predicate
-            left[predicate] -= 1
-            index = len(records)
-            image = writer.add(f"rel_{index:06d}", scene, rng.randrange(2**31), set="vg_relation",
-                               true=asdict(true), false=asdict(false))
-            records.append({"image_path": image.split("/", 1)[1], "bbox_x": 0, "bbox_y": 0,
-                            "bbox_w": config.image_size, "bbox_h": config.image_size,
-                            "relation_name": relation_name(predicate), "true_caption": true.text(),
-                            "false_caption": false.text()})
-            break
-    return records
-
-
-def build_vg_attribution(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
-    rng = stream(config.seed, "test-aro-vg-attribution")
-    pair_keys = [f"{a}_{b}" for a in sorted(lexicon.COLORS) for b in sorted(lexicon.COLORS) if a < b]
-    left = _quota(config.vg_attribution_cases, pair_keys)
-    records: list[dict] = []
-    while len(records) < config.vg_attribution_cases:
+    while len(records) < n_cases:
         scene = sample_scene(rng, n_objects=rng.choice((2, 2, 3)))
         objects = scene.objects
+
+        def key(i: int, j: int) -> str:
+            return scene.relation(i, j) if relation else f"{objects[i].color}_{objects[j].color}"
+
         pairs = [(i, j) for i in range(len(objects)) for j in range(len(objects))
-                 if objects[i].color < objects[j].color and objects[i].shape != objects[j].shape
-                 and left[f"{objects[i].color}_{objects[j].color}"] > 0]
+                 if (i != j if relation
+                     else objects[i].color < objects[j].color and objects[i].shape != objects[j].shape)
+                 and left[key(i, j)] > 0]
         rng.shuffle(pairs)
         for i, j in pairs:
-            true = claim_from_objects(scene, [i, j], "pair", 0, rng.randrange(2**31), ("color",))
-            false = swap_colors(true)
-            if satisfies(scene, false):
+            if relation:
+                true = claim_from_objects(scene, [i, j], "relation", RELATION_TEMPLATE, rng.randrange(2**31),
+                                          ("color",))
+                # the two noun phrases exchanged, every word kept (the same lexical seed): ARO's relation swap
+                false = replace(true, phrases=(true.phrases[1], true.phrases[0]))
+            else:
+                true = claim_from_objects(scene, [i, j], "pair", 0, rng.randrange(2**31), ("color",))
+                a, b = true.phrases  # the colours exchanged: VG-Attribution's "A2 X and A1 Y"
+                false = replace(true, phrases=(replace(a, color=b.color), replace(b, color=a.color)))
+            if satisfies(scene, false):  # another object makes the swap true: not a valid case
                 continue
-            key = f"{objects[i].color}_{objects[j].color}"
-            left[key] -= 1
-            index = len(records)
-            image = writer.add(f"attr_{index:06d}", scene, rng.randrange(2**31), set="vg_attribution",
-                               true=asdict(true), false=asdict(false))
+            group = true.relations[0].predicate if relation else key(i, j)
+            left[group] -= 1
+            image = writer.add(f"{'rel' if relation else 'attr'}_{len(records):06d}", scene, rng.randrange(2**31),
+                               set=f"vg_{kind}", true=asdict(true), false=asdict(false))
             records.append({"image_path": image.split("/", 1)[1], "bbox_x": 0, "bbox_y": 0,
                             "bbox_w": config.image_size, "bbox_h": config.image_size,
-                            "attributes": [objects[i].color, objects[j].color], "true_caption": true.text(),
-                            "false_caption": false.text()})
+                            # a relation by its canonical surface ("left_of" -> "to the left of"), as ARO names it
+                            **({"relation_name": lexicon.SURFACE[group][0]} if relation
+                               else {"attributes": [objects[i].color, objects[j].color]}),
+                            "true_caption": true.text(), "false_caption": false.text()})
             break
     return records
-
-
-def distinct_captions(rng: random.Random, scene: Scene, n: int) -> list[str]:
-    """``n`` true captions of ``scene``, distinct unless ``MAX_CAPTION_TRIES`` draws per caption find none new."""
-    captions: list[str] = []
-    tries = 0
-    while len(captions) < n:
-        text = sample_claim(rng, scene).text()
-        tries += 1
-        if text not in captions or tries > MAX_CAPTION_TRIES * n:
-            captions.append(text)
-    return captions
 
 
 def build_karpathy(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
@@ -153,7 +114,13 @@ def build_karpathy(config: MiniAroConfig, writer: PngSceneWriter) -> list[dict]:
     records = []
     for index in range(config.test_images):
         scene = sample_scene(rng, allow_heldout=True)
-        captions = distinct_captions(rng, scene, config.captions_per_image)
+        captions: list[str] = []  # distinct unless MAX_CAPTION_TRIES draws per caption find none new
+        tries = 0
+        while len(captions) < config.captions_per_image:
+            text = sample_claim(rng, scene).text()
+            tries += 1
+            if text not in captions or tries > MAX_CAPTION_TRIES * config.captions_per_image:
+                captions.append(text)
         image = writer.add(f"test_{index:06d}", scene, rng.randrange(2**31), set="coco", captions=captions)
         records.append({"image": image, "caption": captions})
     return records
@@ -165,8 +132,8 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         vg_writer = PngSceneWriter(staging / "vg", "images", config.image_size)
-        relation = build_vg_relation(config, vg_writer)
-        attribution = build_vg_attribution(config, vg_writer)
+        relation = build_vg(config, vg_writer, "relation")
+        attribution = build_vg(config, vg_writer, "attribution")
         coco_writer = PngSceneWriter(staging / "coco", "images", config.image_size)
         karpathy = build_karpathy(config, coco_writer)
         cls_writer = PngSceneWriter(staging / "classification", "images", config.image_size)
@@ -195,7 +162,8 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
                 "vg_relation": dict(sorted(Counter(r["relation_name"] for r in relation).items())),
                 "vg_attribution": dict(sorted(Counter("_".join(r["attributes"]) for r in attribution).items())),
                 "coco_images": len(karpathy), "coco_captions": sum(len(r["caption"]) for r in karpathy),
-                "coco_distinct_captions_per_image": _distinct_rate(karpathy),
+                "coco_distinct_captions_per_image": round(
+                    sum(len(set(r["caption"])) == len(r["caption"]) for r in karpathy) / len(karpathy), 4),
                 "classification": {name: {"images": len(d["images"]), "classes": len(d["classes"])}
                                    for name, d in classification.items()},
             },
@@ -204,25 +172,17 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
     return {**AroSet.load(out_dir / MANIFEST_NAME).describe(), "seconds": round(time.perf_counter() - started, 2)}
 
 
-def _distinct_rate(records: list[dict]) -> float:
-    """Share of images whose captions are all distinct."""
-    return round(sum(len(set(r["caption"])) == len(r["caption"]) for r in records) / len(records), 4)
-
-
-def config_from_params(params: dict) -> MiniAroConfig:
-    mini, world = params["aro"]["mini"], params["mini"]["world"]
-    return MiniAroConfig(
-        vg_relation_cases=mini["vg_relation_cases"], vg_attribution_cases=mini["vg_attribution_cases"],
-        test_images=mini["test_images"], captions_per_image=mini["captions_per_image"],
-        classification_images=mini["classification_images"], image_size=world["image_size"], seed=world["seed"],
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_mini", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    described = build_mini_set(config_from_params(own_params()), args.out)
+    params = own_params()
+    mini, world = params["aro"]["mini"], params["mini"]["world"]
+    described = build_mini_set(MiniAroConfig(
+        vg_relation_cases=mini["vg_relation_cases"], vg_attribution_cases=mini["vg_attribution_cases"],
+        test_images=mini["test_images"], captions_per_image=mini["captions_per_image"],
+        classification_images=mini["classification_images"], image_size=world["image_size"], seed=world["seed"],
+    ), args.out)
     print(json.dumps({k: described[k] for k in ("manifest", "counts", "seconds")}, indent=2))
     return 0
 

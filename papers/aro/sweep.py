@@ -58,10 +58,6 @@ class Sweep:
     method: str
     jobs: tuple[FinetuneJob, ...]
 
-    @property
-    def lrs(self) -> tuple[float, ...]:
-        return tuple(job.config.lr for job in self.jobs)
-
 
 def sweep_jobs(method: str, profile: str, section: Mapping[str, Any], init: Init, batches: FinetuneBatches,
                validator: RetrievalValidator, module: str, provenance: Mapping, steps: int | None = None,
@@ -133,7 +129,7 @@ def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None 
             print(f"{method} lr={lr:g}: validation mean R@1 {score:.4f}, final loss {record['final_loss']:.4f}",
                   flush=True)
     best = max(range(len(swept)), key=lambda i: (swept[i]["validation_mean_recall_at_1"], -i))  # first of equals
-    chosen = sweep.lrs[best]
+    chosen = sweep.jobs[best].config.lr
     chosen_out = folder / f"{method}-{lr_tag(chosen)}.safetensors"
     record = read_json(chosen_out.with_suffix(".json"), expect=dict) if world.is_main else {}
     record.pop("validation_detail", None)

@@ -81,7 +81,6 @@ TABLE3_STRATEGIES = {
 RECALLS = {"Text Recall@1": "i2t_recall_at_1", "Text Recall@5": "i2t_recall_at_5",
            "Image Recall@1": "t2i_recall_at_1", "Image Recall@5": "t2i_recall_at_5"}
 """The paper's column names: "Text" recall retrieves captions for an image (image to text), "Image" the reverse."""
-ORDER_NAMES = ORDER_LABELS
 COMPARED = {"mini": ("aro/mini-negclip", "aro/mini-clip-ft"), "full": ("aro/negclip-rerun", "aro/clip-ft")}
 """Per profile, the (NegCLIP, CLIP-FT) pair ``comparisons.json`` compares: fine-tuned here from the same base with
 the same recipe, hard negatives the only difference (Table 6's claim)."""
@@ -103,17 +102,14 @@ class ModelScores:
     image_shuffle: dict[str, dict[str, list[dict[str, float]]]]
     classification: dict[str, float]
     fingerprint: str
-    key: str = ""
+    key: str
     """What the run's files name this scoring by: the model's name, ``<name>@<precision>`` for a reference beside the
     authors' precision (``Scoring.key``)."""
-    precision: str = "fp32"
-    ties: dict[str, int] = dataclasses.field(default_factory=dict)
+    precision: str
+    ties: dict[str, int]
     """Exact ties per task: VG-Relation, VG-Attribution, each Order set and seed, unshuffled retrieval both ways."""
-    order_results: dict[str, list[SelectionResult]] = dataclasses.field(default_factory=dict)
+    order_results: dict[str, list[SelectionResult]]
     """Per retrieval set, each seed's Order outcomes (for the paired comparisons)."""
-
-    def __post_init__(self) -> None:
-        self.key = self.key or self.name
 
 
 @dataclass(frozen=True)
@@ -243,7 +239,7 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
             write_predictions(folder / f"{set_name}_order_seed{seed}.csv", result)
             order[set_name].append(result.by_group()[set_name].accuracy)
             order_results.setdefault(set_name, []).append(result)
-            ties[f"{ORDER_NAMES.get(set_name, set_name)} seed {seed}"] = result.ties
+            ties[f"{ORDER_LABELS.get(set_name, set_name)} seed {seed}"] = result.ties
             texts = variants[set_name].shuffled[seed]
             if seed == seeds[0]:  # the unshuffled gallery does not depend on the seed
                 plain = dataset.retrieval_set(captions=texts["none"])
@@ -309,10 +305,10 @@ def order_table(scores: Sequence[ModelScores], seeds: Sequence[int]) -> list[dic
     for s in scores:
         for set_name, accs in s.order.items():
             mean, std = mean_std(accs)
-            rows.append({"dataset": ORDER_NAMES.get(set_name, set_name), "model": s.label, "accuracy": fraction(mean),
+            rows.append({"dataset": ORDER_LABELS.get(set_name, set_name), "model": s.label, "accuracy": fraction(mean),
                          "std": fraction(std), **{f"seed{k}": fraction(a) for k, a in zip(seeds, accs)}})
     for set_name in scores[0].order:
-        rows.append({"dataset": ORDER_NAMES.get(set_name, set_name), "model": "Chance-level",
+        rows.append({"dataset": ORDER_LABELS.get(set_name, set_name), "model": "Chance-level",
                      "accuracy": fraction(1 / len(OPTION_NAMES)), "std": ""})
     return rows
 
@@ -341,7 +337,7 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
         m = {"VG-Relation": vg_rules.relation_macro(s.vg_relation.by_group(), vg_rules.TABLE2_RULE).accuracy,
              "VG-Attribution": vg_rules.attribution_macro(s.vg_attribution.by_group()).accuracy}
         for set_name, accs in s.order.items():
-            m[ORDER_NAMES.get(set_name, set_name).replace("-Order", "-PRC")] = mean_std(accs)[0]
+            m[ORDER_LABELS.get(set_name, set_name).replace("-Order", "-PRC")] = mean_std(accs)[0]
         for set_name, acc in s.classification.items():
             m[f"zero-shot {set_name}"] = acc
         for set_name, strategies in s.text_shuffle.items():
@@ -365,7 +361,7 @@ def task_measures(s: ModelScores, seeds: Sequence[int]) -> dict[str, Measure]:
         if macro:
             out[task] = macro[0]
     for set_name, results in s.order_results.items():
-        task = ORDER_NAMES.get(set_name, set_name).lower().replace("-", "_")
+        task = ORDER_LABELS.get(set_name, set_name).lower().replace("-", "_")
         out[task] = order_measure(set_name, [o for seed, r in zip(seeds, results) for o in seeded(r.outcomes, seed)],
                                   seeds)
     return out

@@ -54,7 +54,6 @@ TABLE2_VERBS: Mapping[str, int] = {
     "watching": 22, "wearing": 949,
 }
 """Table 2's verb relations with their ``# Samples``."""
-TABLE2_RELATIONS: frozenset[str] = frozenset(TABLE2_SPATIAL) | frozenset(TABLE2_VERBS)
 
 NOTEBOOK_SYMMETRIC: frozenset[str] = frozenset((
     "adjusting", "attached to", "between", "bigger than", "biting", "boarding", "brushing", "chewing", "cleaning",
@@ -100,13 +99,6 @@ class GroupRule:
     min_cases: int = 0
     description: str = ""
 
-    def drop_reason(self, group: str, n: int) -> str | None:
-        if group in self.exclude:
-            return SYMMETRIC
-        if n < self.min_cases:
-            return f"{TOO_FEW} ({n} < {self.min_cases})"
-        return None
-
 
 PAPER_MIN_CASES = 25
 TABLE2_MIN_CASES = 10
@@ -138,15 +130,6 @@ class MacroResult:
     n_correct: int
     by_kind: dict[str, float] = field(default_factory=dict)
     """Macro average per relation kind (spatial / verb) over the kept relations; empty for attribution."""
-    kept_by_kind: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def as_row(self) -> dict:
-        """Flat record for a CSV or metrics file (numbers and counts only)."""
-        row = {"rule": self.rule, "accuracy": self.accuracy, "n_groups": len(self.kept),
-               "n_dropped": len(self.dropped), "n_cases": self.n_cases}
-        row.update({f"{kind}_accuracy": acc for kind, acc in self.by_kind.items()})
-        row.update({f"n_{kind}": len(groups) for kind, groups in self.kept_by_kind.items()})
-        return row
 
 
 def _macro(groups: Mapping[str, GroupScore], names: list[str]) -> float:
@@ -158,20 +141,19 @@ def macro(groups: Mapping[str, GroupScore], rule: GroupRule, kinds: bool = False
     kept: list[str] = []
     dropped: dict[str, str] = {}
     for name in sorted(groups):
-        reason = rule.drop_reason(name, groups[name].n)
-        if reason is None:
-            kept.append(name)
+        n = groups[name].n
+        if name in rule.exclude:
+            dropped[name] = SYMMETRIC
+        elif n < rule.min_cases:
+            dropped[name] = f"{TOO_FEW} ({n} < {rule.min_cases})"
         else:
-            dropped[name] = reason
+            kept.append(name)
     by_kind: dict[str, float] = {}
-    kept_by_kind: dict[str, tuple[str, ...]] = {}
     if kinds:
         for kind in (SPATIAL, VERB):
-            members = [g for g in kept if relation_kind(g) == kind]
-            kept_by_kind[kind] = tuple(members)
-            by_kind[kind] = _macro(groups, members)
+            by_kind[kind] = _macro(groups, [g for g in kept if relation_kind(g) == kind])
     return MacroResult(rule.name, _macro(groups, kept), tuple(kept), dropped,
-                       sum(groups[g].n for g in kept), sum(groups[g].correct for g in kept), by_kind, kept_by_kind)
+                       sum(groups[g].n for g in kept), sum(groups[g].correct for g in kept), by_kind)
 
 
 def relation_macro(groups: Mapping[str, GroupScore], rule: GroupRule = PAPER_RULE) -> MacroResult:
@@ -187,9 +169,3 @@ def relation_rules(groups: Mapping[str, GroupScore]) -> dict[str, MacroResult]:
 def attribution_macro(groups: Mapping[str, GroupScore], rule: GroupRule = ATTRIBUTION_RULE) -> MacroResult:
     """VG-Attribution: attribute pairs with at least 25 cases."""
     return macro(groups, rule)
-
-
-def rule_difference(a: MacroResult, b: MacroResult) -> dict:
-    """What separates two rules' results: groups kept by one only, and the change in accuracy (for the audit)."""
-    return {"rules": [a.rule, b.rule], "only_in_" + a.rule: sorted(set(a.kept) - set(b.kept)),
-            "only_in_" + b.rule: sorted(set(b.kept) - set(a.kept)), "accuracy_difference": a.accuracy - b.accuracy}

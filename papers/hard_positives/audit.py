@@ -72,11 +72,6 @@ TABLE_FILES: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 3": ("table3.csv", TABLE1_COLUMNS)}
 
 
-def unverified_method(row: Mapping[str, str]) -> str:
-    """``UNVERIFIED_METHOD`` for a run trained here with ``HardPositiveLoss``, else nothing."""
-    return UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else ""
-
-
 def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
     """(row -> the published row it stands for, row -> its note) from a full run's ``context.json``: a reference row
     stands for the row it was scored beside (followed to the end: a reference of a reference stands for the first
@@ -124,7 +119,8 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
             released.PAPER, table, path, profile, columns,
             lambda row, rows=rows: rows.get(stands_for.get(row.get("row", ""), row.get("row", ""))),
             f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
-            note=joined_notes(lambda row: notes.get(row.get("row", ""), ""), recipe), caveat=unverified_method)
+            note=joined_notes(lambda row: notes.get(row.get("row", ""), ""), recipe),
+            caveat=lambda row: UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else "")
     return recs
 
 

@@ -56,10 +56,6 @@ class FinetuneSet:
         if len({len(r) for r in self.rows}) != 1 or not self.rows[0]:
             raise ValueError("FinetuneSet: every image needs the same number of rows, at least one")
 
-    @property
-    def captions_per_image(self) -> int:
-        return len(self.rows[0])
-
     def of_types(self, types: Sequence[str]) -> "FinetuneSet":
         """Only the rows of ``types``: the images that keep one, each padded to the same number of rows by repeating
         its kept rows in order (the batches need as many per image)."""
@@ -67,7 +63,7 @@ class FinetuneSet:
         kept = [(i, rows) for i, rows in kept if rows]
         if not kept:
             raise HardPositivesRowsError(f"the fine-tuning set has no rows of types {list(types)}")
-        per_image = self.captions_per_image
+        per_image = len(self.rows[0])
         return FinetuneSet(self.images[[i for i, _ in kept]],
                            [[rows[k % len(rows)] for k in range(per_image)] for _, rows in kept])
 

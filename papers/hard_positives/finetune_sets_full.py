@@ -113,9 +113,11 @@ def perturbations(captions: Sequence[str], seed: int = 0, vocabulary_min_count: 
     return positives, negatives, counts
 
 
-def make_rows(pairs: Sequence[tuple[str, str]], seed: int = 0, vocabulary_min_count: int = 1
-              ) -> tuple[list[FullRow], dict]:
-    """One row per (image, caption) that has a usable type (drawn among them), and the counts."""
+def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 0,
+              vocabulary_min_count: int = 1) -> dict:
+    """``rows.jsonl`` (one row per (image, caption) that has a usable type, drawn among them) and ``manifest.json``
+    in ``out_dir`` (one output group)."""
+    pairs = read_coco_captions(captions_path, images_dir)
     distinct = list(dict.fromkeys(c for _, c in pairs))
     at = {c: i for i, c in enumerate(distinct)}
     positives, negatives, counts = perturbations(distinct, seed, vocabulary_min_count)
@@ -129,23 +131,15 @@ def make_rows(pairs: Sequence[tuple[str, str]], seed: int = 0, vocabulary_min_co
             continue
         t = options[int(u * len(options))]
         rows.append(FullRow(image, caption, t, positives[t][i], negatives[t][i]))  # type: ignore[arg-type]
+    if not rows:
+        raise DatasetError(f"{captions_path}: no caption gets both a hard positive and a hard negative of one type")
     summary = {"captions": len(pairs), "distinct_captions": len(distinct), "rows": len(rows),
                "rows_by_type": {t: sum(r.type == t for r in rows) for t in TYPES},
                "captions_without_a_type": without, "images": len({r.image for r in rows}),
                "by_distinct_caption": {k: v for k, v in counts.items() if k != "vocabulary"},
                "vocabulary": counts["vocabulary"]}
-    return rows, summary
-
-
-def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 0,
-              vocabulary_min_count: int = 1) -> dict:
-    """``rows.jsonl`` and ``manifest.json`` in ``out_dir`` (one output group)."""
-    pairs = read_coco_captions(captions_path, images_dir)
-    rows, counts = make_rows(pairs, seed, vocabulary_min_count)
-    if not rows:
-        raise DatasetError(f"{captions_path}: no caption gets both a hard positive and a hard negative of one type")
     manifest = {"kind": SET_KIND, "profile": "full", "seed": seed, "types": list(TYPES),
-                "vocabulary_min_count": vocabulary_min_count, "counts": counts,
+                "vocabulary_min_count": vocabulary_min_count, "counts": summary,
                 "captions": "every annotation of the file, in file order, whitespace collapsed",
                 "negatives": describe_negatives(), "positives": describe_positives(),
                 "captions_sha256": sha256_file(captions_path)}

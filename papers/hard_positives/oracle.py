@@ -190,7 +190,7 @@ def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCover
                                              "create_model_and_transforms('ViT-B-32', pretrained=path, ...))"))
             continue
         scoring = model + (f"@{precision}" if info.get("reference") == "precision" else "")
-        entry = AuthorsRow(row, scoring, name, precision, scoring.replace("/", "__"))  # as tables.prediction_stem
+        entry = AuthorsRow(row, scoring, name, precision, scoring.replace("/", "__"))  # as tables.write_outputs
         wanted = authors_precision(name, device)
         previous = chosen.get(name)
         if previous is None or (precision == wanted and previous.precision != wanted):

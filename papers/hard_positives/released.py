@@ -21,8 +21,6 @@ phrases that the c -> c_p edits replace: a token-level diff of each (c, c_p) giv
 spans explained by another span applied as a substring or whole-word substitution (e.g. "covered" ->
 "covecrimson" from red -> crimson, "in building in" -> "within building within") are folded into it; inflections
 of one word ("wears"/"wearing") count once.
-
-Public functions: ``recompute``, ``load_aligned``, ``count_replace``, ``replacement_rules``, ``replace_recomputed``.
 """
 from __future__ import annotations
 
@@ -121,13 +119,6 @@ def replacement_rules(pairs: list[tuple[dict, dict]]) -> Counter:
     return rules
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ing", "s"):
-        if word.endswith(suffix) and len(word) > len(suffix) + 2:
-            return word[: -len(suffix)]
-    return word
-
-
 @dataclass(frozen=True)
 class ReplaceCount:
     kind: str
@@ -142,7 +133,9 @@ class ReplaceCount:
 
     @property
     def word_stems(self) -> list[str]:
-        return sorted({_stem(w) for w in self.words})
+        """``words`` with inflections merged: a word's first of "ing", "s" that ends it dropped (3+ letters left)."""
+        return sorted({next((w[:-len(s)] for s in ("ing", "s") if w.endswith(s) and len(w) > len(s) + 2), w)
+                       for w in self.words})
 
 
 def count_replace(kind: str, pairs: list[tuple[dict, dict]]) -> ReplaceCount:

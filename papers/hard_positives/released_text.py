@@ -19,11 +19,7 @@ b) Blind (text only, no image), cross-fitted by image (``common.blind.crossfit``
    LM's mean fluency of c, c_p and c_n. A benchmark whose hard positives are less fluent than their originals
    rewards a model for fluency, not for composition: a blind model then ranks c_p below c_n more often than c.
 
-Outputs (``results/hard_positives/real_text/``): ``rule_vs_released.csv``, ``rule_by_word.csv``,
-``rule_failures.csv``, ``blind.csv`` (bootstrap 95% intervals), ``summary.json`` (flat DVC metrics),
-``context.json`` (files and sha256, the rules, scorer settings) and ``blind.png``.
-
-Run: ``python -m papers.hard_positives.released_text [--folds 5 --seed 0 --n-resamples 2000]``.
+Outputs (``results/hard_positives/real_text/``, stage ``real-text``): the README's "Outputs and notebooks".
 """
 from __future__ import annotations
 
@@ -203,12 +199,8 @@ def _contains_words(span: str, phrase: str) -> bool:
     return re.search(rf"(?<!\S){re.escape(phrase.lower())}(?!\S)", span.lower()) is not None
 
 
-def categorise(example: Example, rule: rules.Replacement, authors: tuple[str, str] | None) -> str:
-    """The first of ``FAILURE_CATEGORIES`` that applies to the rule's c_p for this example."""
-    return CATEGORIES[_category_key(example, rule, authors)]
-
-
 def _category_key(example: Example, rule: rules.Replacement, authors: tuple[str, str] | None) -> str:
+    """The key in ``CATEGORIES`` of the first of ``FAILURE_CATEGORIES`` that applies to the rule's c_p."""
     if rule.positive == example.positive:
         return "exact"
     if authors is None:
@@ -250,7 +242,7 @@ def compare(examples: Sequence[Example], authors: Mapping[str, Counter],
     for example, rule in zip(examples, made):
         edit = authors_rule(example.caption, example.positive, ordered[example.kind])
         out.append(Comparison(example, rule, edit[0] if edit else "", edit[1] if edit else "",
-                              categorise(example, rule, edit)))
+                              CATEGORIES[_category_key(example, rule, edit)]))
     return out
 
 

@@ -31,7 +31,7 @@ import functools
 import re
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.text.caption_text import spacy_info
@@ -224,26 +224,16 @@ def replace_positives(captions: Sequence[str], negatives: Sequence[str], *,
     return out
 
 
-def replace_positive(caption: str, negative: str) -> str | None:
-    """REPLACE's hard positive for one (c, c_n), or None."""
-    return replace_positives([caption], [negative])[0].positive
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # SWAP
 # ----------------------------------------------------------------------------------------------------------------
-def _tag_string(tags: Iterable[str]) -> tuple[str, list[int]]:
-    """``<DT><NN>...`` and where each token's tag starts in it (to map a regex match back to tokens)."""
+def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
+    """Every (start, end) token range that is a noun phrase (``NP_PATTERN``), matched on the tag string
+    ``<DT><NN>...``; ``starts``: where each token's tag starts in it (to map a match back to tokens)."""
     starts, text = [], ""
-    for tag in tags:
+    for tag in p.tags:
         starts.append(len(text))
         text += f"<{tag}>"
-    return text, starts
-
-
-def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
-    """Every (start, end) token range that is a noun phrase (``NP_PATTERN``)."""
-    text, starts = _tag_string(p.tags)
     ends = {s + len(f"<{t}>"): i + 1 for i, (s, t) in enumerate(zip(starts, p.tags))}
     return [(i, ends[match.end()]) for i, s in enumerate(starts) for match in _matches_at(text, s)]
 
@@ -326,10 +316,6 @@ def swap_positives(captions: Sequence[str]) -> list[str | None]:
     return out
 
 
-def swap_positive(caption: str) -> str | None:
-    return swap_positives([caption])[0]
-
-
 # ----------------------------------------------------------------------------------------------------------------
 def describe() -> dict:
     """Provenance of the rules (for a stage's context sidecar)."""
@@ -356,6 +342,6 @@ def describe() -> dict:
     }
 
 
-__all__ = ["Replacement", "replace_positives", "replace_positive", "replace_one", "replaced_span", "swap_positives",
-           "swap_positive", "swap_one", "noun_phrases", "wordnet_pos", "lemma_of", "wordnet_synonyms",
-           "choose_synonym", "inflect", "describe", "REASONS", "RuleError"]
+__all__ = ["Replacement", "replace_positives", "replace_one", "replaced_span", "swap_positives", "swap_one",
+           "noun_phrases", "wordnet_pos", "lemma_of", "wordnet_synonyms", "choose_synonym", "inflect", "describe",
+           "REASONS", "RuleError"]

@@ -45,8 +45,6 @@ Genome's images (group ``visual-genome``) and ARO's image zip (manual), everythi
 found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
 re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). With a cap
 (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) the set keeps the first ``cap`` items of each group.
-
-Public: ``replace_items``, ``swap_items``, ``swap_pairs``, ``equal_caption_ids``, ``prepare_full``, ``FullSet``.
 """
 from __future__ import annotations
 

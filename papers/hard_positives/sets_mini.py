@@ -1,24 +1,15 @@
 """Kamath et al. (hard positives), the mini profile's benchmark: (image; c, c_p, c_n) rendered from the mini world.
 
-The paper (Sec. 2.4, 3, 4) adds a hard positive c_p (same meaning as the caption c) to each (image, c, c_n) of
-VL-CheckList (REPLACE: attributes, relations) and VG-Attribution (SWAP), shows that hard-negative fine-tuning raises
-Orig. Test Acc. (s(c) > s(c_n)) more than Aug. Test Acc. (c and c_p both above c_n) and makes models brittle (exactly
-one of c, c_p above c_n), and that fine-tuning with hard positives as well reduces the brittleness. The world makes
-hard positives true by construction (``common.miniworld.positives``: synonyms of ``lexicon.SURFACE``, converse
-relations of ``lexicon.CONVERSE``).
-
 Stage ``mini-test-set`` (``python -m papers.hard_positives.sets_mini --out build/mini/hard_positives/test``): the
 benchmark (``TEST_STREAM``; held-out colour-shape pairs may appear, as unseen combinations), three groups of
 ``examples_per_group``: replace-attributes (c_n: one stated attribute replaced by a false value drawn from the world
 prior, ``negatives.replace_att``; c_p: the same attribute said with a synonym), replace-relations
 (``negatives.replace_rel``; c_p: the same relation's synonym) and swap (VG-Attribution: "A1 X and A2 Y", c_n
-"A2 X and A1 Y" by ``negatives.swap_att``, c_p "A2 Y and A1 X"). The world has synonyms for sizes, purple, three
-shapes and every relation, so replace-attributes is mostly sizes (small/little, large/big) and purple/violet.
-PNG images and ``manifest.json``; ``load_test_items`` reads them as (c, c_p, c_n) items
-(``papers.hard_positives.evaluation.triple_item``) for ``papers.hard_positives.tables``.
-
-The fine-tuning set is ``papers.hard_positives.finetune_sets_mini``, the runs ``train``: a module per stage, so
-that editing one reruns only its stage.
+"A2 X and A1 Y" by ``negatives.swap_att``, c_p "A2 Y and A1 X"). Hard positives are true by construction
+(``common.miniworld.positives``); what the world's synonyms make of the groups, and the paper's claims they test: the
+README's mini profile section. ``load_test_items`` reads the PNG images and ``manifest.json`` back as (c, c_p, c_n)
+items (``evaluation.triple_item``) for ``papers.hard_positives.tables``; the fine-tuning set is
+``finetune_sets_mini``, the runs ``train``: a module per stage, so that editing one reruns only its stage.
 """
 from __future__ import annotations
 
@@ -92,48 +83,44 @@ def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     replaces the previous set whole, or, interrupted, leaves it."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
-        described = _write_test_set(config, staging / out_dir.name)
-    return described
-
-
-def _write_test_set(config: TestSetConfig, out_dir: Path) -> dict:
-    rng = stream(config.seed, TEST_STREAM)
-    quota = config.examples_per_group
-    counts = {g: 0 for g in evaluation.GROUPS}
-    records: list[dict] = []
-    scene_lines: list[str] = []
-    images_dir = Path(out_dir) / "images"
-    images_dir.mkdir(parents=True, exist_ok=True)
-    scenes_drawn = 0
-    while min(counts.values()) < quota:
-        index, scenes_drawn = scenes_drawn, scenes_drawn + 1
-        scene = sample_scene(rng, allow_heldout=True)
-        wanted = {g: e for g, e in _scene_examples(scene, rng).items() if counts[g] < quota}
-        if not wanted:
-            continue
-        filename = f"hp_{index:06d}.png"
-        with atomic_path(images_dir / filename) as tmp:
-            render(scene, config.image_size, NATURAL, seed=index).save(tmp, format="PNG")
-        heldout = contains_heldout(scene)
-        for group, e in wanted.items():
-            records.append({
-                "id": f"{group}/{counts[group]}", "group": group, "filename": filename, "caption": e.claim.text(),
-                "positive": e.positive.text, "negative": e.negative.text(), "negative_edit": e.negative_edit,
-                "positive_variant": e.positive.variant, "heldout_combination": heldout})
-            counts[group] += 1
-        scene_lines.append(json.dumps({
-            "filename": filename, "scene": scene_to_json(scene),
-            "examples": {g: {"claim": asdict(e.claim), "positive_claim": asdict(e.positive.claim),
-                             "negative_claim": asdict(e.negative)} for g, e in wanted.items()}}))
-    scenes = write_text_atomic(Path(out_dir) / "scenes.jsonl", "\n".join(scene_lines) + "\n")
-    manifest = {
-        "kind": "hard-positives-test", "profile": "mini", "world_version": VERSION, "stream": TEST_STREAM,
-        "config": asdict(config), "counts": counts, "n_images": len(scene_lines), "scenes_drawn": scenes_drawn,
-        "positive_variants": dict(sorted(Counter(r["positive_variant"] for r in records).items())),
-        "heldout_examples": sum(r["heldout_combination"] for r in records),
-        "scenes_sha256": sha256_file(scenes), "examples": records,
-    }
-    write_json_atomic(Path(out_dir) / "manifest.json", manifest, indent=1)
+        target = staging / out_dir.name
+        rng = stream(config.seed, TEST_STREAM)
+        quota = config.examples_per_group
+        counts = {g: 0 for g in evaluation.GROUPS}
+        records: list[dict] = []
+        scene_lines: list[str] = []
+        images_dir = target / "images"
+        images_dir.mkdir(parents=True, exist_ok=True)
+        scenes_drawn = 0
+        while min(counts.values()) < quota:
+            index, scenes_drawn = scenes_drawn, scenes_drawn + 1
+            scene = sample_scene(rng, allow_heldout=True)
+            wanted = {g: e for g, e in _scene_examples(scene, rng).items() if counts[g] < quota}
+            if not wanted:
+                continue
+            filename = f"hp_{index:06d}.png"
+            with atomic_path(images_dir / filename) as tmp:
+                render(scene, config.image_size, NATURAL, seed=index).save(tmp, format="PNG")
+            heldout = contains_heldout(scene)
+            for group, e in wanted.items():
+                records.append({
+                    "id": f"{group}/{counts[group]}", "group": group, "filename": filename, "caption": e.claim.text(),
+                    "positive": e.positive.text, "negative": e.negative.text(), "negative_edit": e.negative_edit,
+                    "positive_variant": e.positive.variant, "heldout_combination": heldout})
+                counts[group] += 1
+            scene_lines.append(json.dumps({
+                "filename": filename, "scene": scene_to_json(scene),
+                "examples": {g: {"claim": asdict(e.claim), "positive_claim": asdict(e.positive.claim),
+                                 "negative_claim": asdict(e.negative)} for g, e in wanted.items()}}))
+        scenes = write_text_atomic(target / "scenes.jsonl", "\n".join(scene_lines) + "\n")
+        manifest = {
+            "kind": "hard-positives-test", "profile": "mini", "world_version": VERSION, "stream": TEST_STREAM,
+            "config": asdict(config), "counts": counts, "n_images": len(scene_lines), "scenes_drawn": scenes_drawn,
+            "positive_variants": dict(sorted(Counter(r["positive_variant"] for r in records).items())),
+            "heldout_examples": sum(r["heldout_combination"] for r in records),
+            "scenes_sha256": sha256_file(scenes), "examples": records,
+        }
+        write_json_atomic(target / "manifest.json", manifest, indent=1)
     return {k: v for k, v in manifest.items() if k != "examples"}
 
 

@@ -14,14 +14,8 @@ scores, strict comparisons, ties reported), rows, the paper's comparisons and th
 ``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
 (``papers.hard_positives.audit.PUBLISHED_ROWS``).
 
-Outputs in ``results/hard_positives/<profile>/``: ``table1.csv`` (Table 1's cells: the zoo rows, then the runs),
-``table2.csv`` (the mean scores of c, c_n, c_p on REPLACE), ``table3.csv`` (the hard-negative weight sweep),
-``groups.csv`` (every cell and count per group), ``comparisons.json`` (the paper's comparisons with paired-bootstrap
-95% intervals and whether each shows), ``summary.json`` (DVC metrics: twelve of them), ``context.json`` (inputs,
-fingerprints, ties, training records), and per profile (``FILES``): Figure 3's examples in the mini profile
-(``figure3.csv``, ``figure3_counts.csv``; ``papers.hard_positives.figure3``), per-item scores in the full one
-(``predictions/``, which the oracle compares). A module of its own, so that the runs are not retrained when the
-tables change.
+Outputs in ``results/hard_positives/<profile>/``: the README's "Outputs and notebooks"; ``FILES`` says which are
+one profile's own. A module of its own, so that the runs are not retrained when the tables change.
 
 A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
 released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
@@ -160,7 +154,7 @@ def model_rows(scored: Sequence[Scored]) -> list[dict]:
 
 
 def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
-    """Per group, 0/1 per item (in item order) for orig, aug and brittleness."""
+    """Per group, 0/1 per item (in item order) for orig, aug and brittleness, and the drop (aug minus orig)."""
     out: dict[str, dict[str, list]] = {}
     for o in result.outcomes:
         scores = np.asarray(o.scores)
@@ -170,8 +164,9 @@ def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
         cells["aug"].append(o.correct)
         cells["brittleness"].append(negative_position(o.scores, (evaluation.ORIGINAL, evaluation.POSITIVE),
                                                       evaluation.NEGATIVE) in ("0", "1"))
-    return {g: {k: (np.asarray(v) if k == "ids" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
-            for g, c in out.items()}
+    arrays = {g: {k: (np.asarray(v) if k == "ids" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
+              for g, c in out.items()}
+    return {g: {**c, "drop": c["aug"] - c["orig"]} for g, c in arrays.items()}
 
 
 def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: str,
@@ -195,26 +190,13 @@ def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: st
 def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
                       seed: int = 0, b_metric: str | None = None):
     """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
-    minus its own Orig.) in points on one of Table 1's columns, with a 95% paired-bootstrap interval over items. A
-    column is the unweighted mean of its groups, so each item's difference is weighted by (items in the column) /
-    (groups x items in its group): the plain mean of the weighted differences is that column's difference, and
-    resampling items keeps each pair of scores together."""
+    minus its own Orig.; ``drop``, Aug. minus Orig., compares two models' drops) in points on one of Table 1's
+    columns, with a 95% paired-bootstrap interval over items (weighted by group as ``_item_values`` says; resampling
+    items keeps each item's outcomes of both models together)."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 
     return bootstrap_mean_ci(_item_values(a, b, column, metric, b_metric), n_resamples=n_resamples, seed=seed)
-
-
-def drop_difference(a: SelectionResult, b: SelectionResult, column: str, n_resamples: int = 2000, seed: int = 0):
-    """Model a's drop (Aug. minus Orig.) minus model b's drop, in points on one of Table 1's columns, with a 95%
-    paired-bootstrap interval over items, as ``paired_difference`` computes one: per item (a's Aug. minus b's Aug.)
-    minus (a's Orig. minus b's Orig.), weighted by group, each item's four outcomes resampled together. Sec. 3.2:
-    the hard-negative fine-tunes' drops are larger than the base CLIP's (a negative difference)."""
-    # deferred: loads scipy only when called
-    from common.evaluation.stats import bootstrap_mean_ci
-
-    values = _item_values(a, b, column, "aug") - _item_values(a, b, column, "orig")
-    return bootstrap_mean_ci(values, n_resamples=n_resamples, seed=seed)
 
 
 def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
@@ -297,7 +279,7 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     base = by_run["base"]
     for column in evaluation.COLUMNS:
         # Sec. 3.2: the hard-negative fine-tunes' drops (Aug. minus Orig.) are larger than the base CLIP's
-        drop = drop_difference(results["hn"], results["base"], column)
+        drop = paired_difference(results["hn"], results["base"], column, "drop")
         out[f"hn_minus_clip_drop_{column}"] = round(by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"], 2)
         out[f"hn_minus_clip_drop_{column}_ci_low"] = round(drop.low, 2)
         out[f"hn_minus_clip_drop_{column}_ci_high"] = round(drop.high, 2)
@@ -333,8 +315,6 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
 # ------------------------------------------------------------------------------------------------------------------
 # Scoring (both profiles)
 # ------------------------------------------------------------------------------------------------------------------
-"""One stage each (``table1-mini``, ``table1-full``), whose parameters (``hard_positives.<profile>``, ``engine``) it
-reads."""
 DATA_FILES = ("papers/hard_positives/models.toml",)
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
 models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
@@ -441,12 +421,6 @@ def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
     references = {s.stands_for: s for s in scored if s.reference == "precision"}
     return [dataclasses.replace(references[s.row], row=s.row, stands_for=None, reference=None)
             if s.row in references else s for s in scored if not s.stands_for]
-
-
-def prediction_stem(s: Scored) -> str:
-    """A scoring's file name in ``predictions/`` (without ``.csv``): the zoo name, and the precision for a reference
-    beside the authors' precision (the same model twice)."""
-    return s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
 
 
 def why(s: Scored) -> str:
@@ -609,8 +583,9 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
             paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
             paths["figure3_counts"] = write_csv_atomic(staging / "figure3_counts.csv", counts, figure3.COUNT_FIELDS)
         if files.predictions:
-            for s in scored:
-                write_predictions(staging / "predictions" / f"{prediction_stem(s)}.csv", s.result)
+            for s in scored:  # named by the zoo name, and the precision for a reference beside the authors' (twice)
+                stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
+                write_predictions(staging / "predictions" / f"{stem}.csv", s.result)
             paths["predictions"] = staging / "predictions"
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 

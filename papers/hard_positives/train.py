@@ -4,9 +4,9 @@
 Stages ``mini-finetune@<run>`` (``python -m papers.hard_positives.train mini run <run>``) and ``finetune-full@<run>``
 (``torchrun ... -m papers.hard_positives.train full run <run> --device cuda``): the shared trainer with
 ``HardPositiveLoss`` (SVLC-style, Sec. 4.1; ``papers/hard_positives/losses.py``) from the zoo's ``base``, the same
-captions, order, seed and schedule for every run: ``clip-ft`` (no HP, no HN: the paper's "COCO alone" control),
-``hn`` (HN only), ``hp-hn``, ``hp-hn-swap`` and ``hp-hn-replace`` (only that type's rows; Table 1(d)), ``ratio-<w>``
-(HP weight 1, HN weight w; Table 3, the paper's Sec. 4.3 reading of "ratio"). The profiles differ only in their data:
+captions, order, seed and schedule for every run (``runs.RUNS``: ``clip-ft`` is the paper's "COCO alone" control; a
+one-type run keeps only that type's rows, Table 1(d); ``ratio-<w>`` is HN weight w, the paper's Sec. 4.3 reading of
+"ratio"). The profiles differ only in their data:
 
 * mini: mini/xs-32k on the rendered set (``FinetuneSet``), its images in memory, for ``steps`` (``params.yaml
   hard_positives.mini``);

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from common.miniworld import lexicon
 from common.miniworld.claims import Claim, NounPhrase, RelationClaim, satisfies
 from common.miniworld.scene import Scene, SceneObject
 from papers.aro.data import AroSet
-from papers.aro.sets_mini import MiniAroConfig, build_mini_set, relation_name
+from papers.aro.sets_mini import MiniAroConfig, build_mini_set
 
 CONFIG = MiniAroConfig(vg_relation_cases=40, vg_attribution_cases=56, test_images=12, captions_per_image=3,
                        classification_images=60, image_size=48, seed=0)
@@ -54,7 +55,7 @@ def test_vg_captions_true_and_false_for_their_scene(built: Path):
 def test_relations_balanced_and_named_canonically(built: Path):
     records = json.loads((built / "vg" / "visual_genome_relation.json").read_text())
     counts = Counter(r["relation_name"] for r in records)
-    assert counts == {relation_name(p): 10 for p in ("left_of", "right_of", "above", "below")}
+    assert counts == {lexicon.SURFACE[p][0]: 10 for p in ("left_of", "right_of", "above", "below")}
     assert " is " in records[0]["true_caption"]
 
 

@@ -186,4 +186,4 @@ def test_the_drop_comparisons_are_computed_from_the_items():
     constant = tb.mean_drop(model("calm", [calm] * 2, [calm] * 4, [calm] * 5))  # nothing drops: no resampling
     assert (constant.estimate, constant.low, constant.high) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="different items"):
-        tb.drop_difference(hn, model("other", [calm], [calm] * 4, [calm] * 5), "replace")
+        tb.paired_difference(hn, model("other", [calm], [calm] * 4, [calm] * 5), "replace", "drop")

@@ -180,13 +180,14 @@ def test_replace_on_hand_written_captions():
         assert (result.positive, result.reason) == (expected, reason), caption
         assert result.positive != caption
     assert (made[2].span, made[2].word, made[2].tag, made[2].synonym) == ("sitting on", "sitting", "VBG", "sit down")
-    assert rules.replace_positive("red car", "blue car") == "crimson car"
+    assert rules.replace_positives(["red car"], ["blue car"])[0].positive == "crimson car"
 
 
 @needs_lexicon
 def test_replace_keeps_the_rest_of_the_caption_byte_for_byte():
     # a double space and a capitalised word elsewhere stay as they are
-    assert rules.replace_positive("The red car  parked.", "The blue car  parked.") == "The crimson car  parked."
+    made = rules.replace_positives(["The red car  parked."], ["The blue car  parked."])
+    assert made[0].positive == "The crimson car  parked."
 
 
 def test_replace_refuses_lists_of_different_lengths():
@@ -214,7 +215,7 @@ SWAP_CASES = [
 
 def test_swap_on_hand_written_captions():
     assert rules.swap_positives([c for c, _ in SWAP_CASES]) == [expected for _, expected in SWAP_CASES]
-    assert rules.swap_positive("Cars and trucks") == "Trucks and cars"
+    assert rules.swap_positives(["Cars and trucks"]) == ["Trucks and cars"]
 
 
 @needs_lexicon
