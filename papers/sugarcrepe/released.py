@@ -22,9 +22,6 @@ Three recomputations, every file fetched through the checksum-verifying download
 * **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json`` of
   RAIVNLab/sugar-crepe@0047054b, e.g. ``RAIVNLab/sugar-crepe@0047054b data/swap_obj.json``).
 
-Public functions: ``recompute``, ``draw_figure5``, ``parse_choice``, ``score_gpt4v_file``,
-``gpt4v_scores``, ``gpt4v_recomputed``, ``imagenet_top1``, ``figure5_models``, ``match_models``,
-``pearson_r``, ``figure5_points``, ``figure5_correlations``, ``figure5_recomputed``, ``table2_recomputed``.
 When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") with the error in the note.
 """
 from __future__ import annotations
@@ -76,7 +73,9 @@ SHORT = {"replace_obj": "REPLACE-Obj", "replace_att": "REPLACE-Att", "replace_re
 
 IMAGENET_COLUMN = "ImageNet 1k"
 OPENCLIP_RESULTS_KEY = "openclip/docs/openclip_results.csv"
-FIGURE5_FAMILIES = ("OpenAI", "LAION", "DataComp")
+FAMILY_COLORS = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
+"""Figure 5's pretraining sources, coloured alike in the audit's redrawn figure and the full profile's."""
+FIGURE5_FAMILIES = tuple(FAMILY_COLORS)
 CLAIM_R = {"swap_obj": "sec5.3_r_swap_obj", "add_att": "sec5.3_r_add_att"}
 CLAIM_R_OTHERS = "sec5.3_r_others_gt_0.8"
 CLAIM_TOTAL = "sec4.2_total_examples"
@@ -413,11 +412,10 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
         matches = m2 if matches is None else matches
         table6 = t2 if table6 is None else table6
     points = figure5_points(matches, table6)
-    colors = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
     fig, axes = plt.subplots(2, 4, figsize=(14, 6.6))
     flat = list(axes.flat)
     for ax, (category, (rows, xs, ys)) in zip(flat, points.items()):
-        for family, color in colors.items():
+        for family, color in FAMILY_COLORS.items():
             pts = [(x, y) for r, x, y in zip(rows, xs, ys) if r.startswith(family + " |")]
             if pts:
                 ax.scatter(*zip(*pts), s=22, color=color, label=family, alpha=0.85)
@@ -564,11 +562,3 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
         commit_source = _source_of(released_file_key(CATEGORIES[0])).rsplit(" ", 1)[0] + " data/<category>.json"
         recs += table2_recomputed(counts, commit_source, notes)
     return _keep_published(recs)
-
-
-__all__ = [
-    "recompute", "draw_figure5", "parse_choice", "score_gpt4v_file", "gpt4v_scores", "gpt4v_recomputed",
-    "imagenet_top1", "figure5_models", "match_models", "pearson_r", "figure5_correlations", "figure5_points",
-    "figure5_recomputed", "table2_recomputed", "GPT4VScore", "ModelRef", "ModelMatch", "COLUMNS", "SETTINGS",
-]
-
