@@ -67,10 +67,6 @@ class RefineConfig:
     seed: int = 0
 
 
-def _template_negative() -> NegativeFn:
-    return template_negative
-
-
 def _captions_for(rng: random.Random, scene: Scene, config: SetConfig, negative: NegativeFn,
                   rejected: dict[str, int]) -> tuple[list[str], list[dict[str, str]]]:
     """Up to ``captions_per_image`` distinct true captions that every kind gives a negative for (padded by repeating
@@ -102,7 +98,7 @@ def _captions_for(rng: random.Random, scene: Scene, config: SetConfig, negative:
 def render_set(config: SetConfig, negative: NegativeFn | None = None) -> tuple[FinetuneSet, dict]:
     """The fine-tuning set and the counts of what was set aside (scenes without a qualifying caption, captions by
     the kind that did not apply, padded images)."""
-    negative = negative or _template_negative()
+    negative = negative or template_negative
     rng = stream(config.seed, STREAM)
     images = np.empty((config.train_images, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []
@@ -164,33 +160,27 @@ def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = No
     None) and ``manifest.json`` into ``out_dir``, as one output group (``common.files.io.output_group``): they replace the
     previous set together, or, interrupted, leave it."""
     data, counts = render_set(config, negative)
-    out_dir = Path(out_dir)
-    with output_group(out_dir.parent) as staging:
-        manifest = _write_set(data, counts, config, staging / out_dir.name, refine_config)
-    return manifest
-
-
-def _write_set(data: FinetuneSet, counts: dict, config: SetConfig, out_dir: Path,
-               refine_config: RefineConfig | None) -> dict:
-    with atomic_path(out_dir / "images.npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, data.images)
-    write_json_atomic(out_dir / "captions.json", data.captions, indent=None)
-    write_json_atomic(out_dir / "negatives.json", data.negatives, indent=None)
-    files = ["images.npy", "captions.json", "negatives.json"]
-    refined_counts = None
-    if refine_config is not None:
-        refined = refine_negatives(data, refine_config)
-        write_json_atomic(out_dir / "refined.json", {"config": asdict(refine_config), "kinds": refined}, indent=None)
-        files.append("refined.json")
-        refined_counts = {k: {"n_kept": v["n_kept"], "blind_accuracy_before": v["blind_accuracy_before"],
-                              "blind_accuracy_after": v["blind_accuracy_after"]} for k, v in refined.items()}
-    manifest = {
-        "kind": "sugarcrepe-negclip-finetune", "profile": "mini", "world_version": VERSION, "stream": STREAM,
-        "config": {**asdict(config), "kinds": list(config.kinds)}, "counts": counts,
-        "refined": refined_counts, "sha256": {f: sha256_file(out_dir / f) for f in files},
-    }
-    write_json_atomic(out_dir / "manifest.json", manifest)
+    with output_group(Path(out_dir).parent) as staging:
+        out = staging / Path(out_dir).name
+        with atomic_path(out / "images.npy") as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, data.images)
+        write_json_atomic(out / "captions.json", data.captions, indent=None)
+        write_json_atomic(out / "negatives.json", data.negatives, indent=None)
+        files = ["images.npy", "captions.json", "negatives.json"]
+        refined_counts = None
+        if refine_config is not None:
+            refined = refine_negatives(data, refine_config)
+            write_json_atomic(out / "refined.json", {"config": asdict(refine_config), "kinds": refined}, indent=None)
+            files.append("refined.json")
+            refined_counts = {k: {"n_kept": v["n_kept"], "blind_accuracy_before": v["blind_accuracy_before"],
+                                  "blind_accuracy_after": v["blind_accuracy_after"]} for k, v in refined.items()}
+        manifest = {
+            "kind": "sugarcrepe-negclip-finetune", "profile": "mini", "world_version": VERSION, "stream": STREAM,
+            "config": {**asdict(config), "kinds": list(config.kinds)}, "counts": counts,
+            "refined": refined_counts, "sha256": {f: sha256_file(out / f) for f in files},
+        }
+        write_json_atomic(out / "manifest.json", manifest)
     return manifest
 
 

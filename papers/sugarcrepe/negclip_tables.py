@@ -72,8 +72,6 @@ TABLE10_FIELDS = ("model", "label", "hard_negative", "negatives", "negatives_kep
                   *(f"sugarcrepe_{g}" for g in SUGARCREPE_GROUPS), *(f"gain_sugarcrepe_{g}" for g in SUGARCREPE_GROUPS),
                   *(f"aro_crepe_{k}" for k in KINDS), "ties")
 
-
-
 RELEASED_NEGCLIP = "aro/negclip"
 """ARO's released NegCLIP in the zoo (a shared entry of ``common/zoo/models.toml``)."""
 OUT = "sugarcrepe_negclip"
@@ -253,13 +251,10 @@ def summary(rows: Sequence[Mapping]) -> dict[str, float]:
     }
 
 
-def _cell(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
 def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Path:
     """A results table, floats to 2 decimals."""
-    return write_csv_atomic(path, [{k: _cell(v) for k, v in r.items()} for r in rows], fields)
+    return write_csv_atomic(path, [{k: f"{v:.2f}" if isinstance(v, float) else str(v) for k, v in r.items()}
+                                   for r in rows], fields)
 
 
 def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[ModelEntry],

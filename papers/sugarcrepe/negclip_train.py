@@ -44,7 +44,7 @@ from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
 from common.training.model_init import FromScratch, FromZoo, Init
-from common.training.recipes import Recipe, load_recipe
+from common.training.recipes import load_recipe
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
 from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for
@@ -99,11 +99,6 @@ def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: I
                {"hard_negative": spec.hard_negative, "refined": spec.refined, **(provenance or {})})
 
 
-def recipe(name: str) -> Recipe:
-    """A table of ``papers/sugarcrepe/recipes.toml``: ``finetune`` (ViT-B/32) or ``scratch`` (RN50)."""
-    return load_recipe(ROOT / RECIPES, name)
-
-
 def family(run: str) -> str:
     """A full run's family: ``scratch`` or ``finetune``, the name of its schedule (a subsection of
     ``params.yaml sugarcrepe.negclip_full``) and of its recipe."""
@@ -119,7 +114,7 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], ima
     run's keys."""
     spec = run_spec(FULL_RUNS, run)
     init = init or (FromScratch(section["scratch_arch"]) if spec.scratch else FromZoo(section["base"]))
-    rules = recipe(family(run))
+    rules = load_recipe(ROOT / RECIPES, family(run))  # recipes.toml's finetune (ViT-B/32) or scratch (RN50)
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
     images = FileImages(tuple(Path(images_dir) / name for name in files), int(section["image_size"]),
