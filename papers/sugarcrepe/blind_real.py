@@ -24,14 +24,9 @@ Real text, all through the checksum-verifying downloader (the mirror here):
   from this workspace's CREPE-style rules (``common.text.crepe_style``; CREPE's generator is not public).
   Its positives are SugarCrepe's, so the language model does not fit on them a second time.
 
-Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
-intervals, the paper's Vera / Grammar number where Table 6 or 8 has the same column), ``refinement.csv``
-(Algorithm 1 applied here to the unrefined release with the two offline scorers, per category: kept against the
-released refined count, blind accuracy before and after, and of a classifier retrained on the kept set),
-``table4.csv`` (Table 4: each scorer's mean score of ARO+CREPE's and SugarCrepe's negatives and the
-pairwise better ratio, paired by positive, ``papers.sugarcrepe.table4``), ``gap_histograms.csv`` and
-``blind_gaps.png`` (Figs. 1 and 4), ``blind_accuracy.png`` (Fig. 2), ``summary.json`` (DVC metrics),
-``context.json``. Stage ``blind-real-text`` of ``papers/sugarcrepe/dvc.yaml``.
+Outputs (``results/sugarcrepe/real_text/``, one group): those the README's "Blind attacks on real benchmark text"
+section reads, ``summary.json`` (DVC metrics) and ``context.json``. Stage ``blind-real-text`` of
+``papers/sugarcrepe/dvc.yaml``.
 """
 from __future__ import annotations
 

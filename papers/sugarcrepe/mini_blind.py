@@ -13,14 +13,8 @@ Blind scorers (``papers.sugarcrepe.blind_real`` has the same two on real text; i
 * ``text-classifier``: a pairwise TF-IDF logistic regression (``common.blind.classifier``) trained to rank the
   positive above the negative, cross-fitted per benchmark with folds grouped by image (``common.blind.crossfit``).
 
-Outputs (``results/sugarcrepe/mini/``, as a group): ``blind_accuracy.csv`` (benchmark x category x scorer, 95%
-percentile-bootstrap intervals), ``table4.csv`` (Table 4's analog with the language model as the grammar scorer: mean
-fluency x100 of the negatives of each form and the share of pairs where mini SugarCrepe's negative is the more
-fluent, paired by positive as the paper pairs them: REPLACE with replace_*, SWAP with swap_*, NEGATE with add_*),
-``blind_refinement.csv`` (Algorithm 1, ``common.blind.refine``, applied per category to both benchmarks with the two
-scorers as M1 and M2: kept share, blind accuracy before and after, and a classifier retrained on the kept set only),
-``blind_metrics.json`` (8 numbers), ``blind_context.json`` and ``blind_accuracy.png``.
-Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
+Outputs (``results/sugarcrepe/mini/blind_*`` and ``table4.csv``, as a group): see the README's "Blind attacks in the
+mini world". Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
 """
 from __future__ import annotations
 
@@ -116,12 +110,6 @@ def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[s
     return out
 
 
-def table4(pairs: Sequence[TextPair], fluency: PairScores) -> list[dict]:
-    """Table 4 with the language model: template negatives against mini SugarCrepe's of the same image's positive
-    (``papers.sugarcrepe.table4``; the positives are shared, so the paper's paired ratio needs no stand-in)."""
-    return paired_table4(pairs, fluency, TEMPLATES, SUGARCREPE, by_image)
-
-
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
     """Algorithm 1 per (benchmark, category) with the language model as M1 and the classifier as M2; then a
     classifier cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a
@@ -210,7 +198,9 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
     scores = score(pairs, lm, config)
     accuracy = blind_real.accuracy_table(pairs, scores, config, published={})
-    fluency = table4(pairs, scores["ngram-lm"])
+    # Table 4 with the language model, template negatives against mini SugarCrepe's of the same image's positive: the
+    # positives are shared, so the paper's paired ratio needs no stand-in
+    fluency = paired_table4(pairs, scores["ngram-lm"], TEMPLATES, SUGARCREPE, by_image)
     refinement = refinement_table(pairs, scores, config)
     metrics = summary_metrics(accuracy, fluency, refinement)
     context = {

@@ -9,19 +9,10 @@ the 21-task average, Pearson and Spearman r with seeded percentile-bootstrap 95%
 over all distinct checkpoints, over the pre-trained ones only and over the pre-trained ones with ImageNet >= 50%;
 and how far the compositionality fine-tunes sit above the pre-trained trend.
 
-* A row is a **compositionality fine-tune** when its ``pretrained`` tag ends in ``-ft`` (the table's own marking:
-  NegCLIP, CE-CLIP and GNM-CLIP on ``coco-ft``, DAC-LLM/SAM and the two TSVLC on ``cc3m-ft``, CLoVe on
-  ``laioncoco600m-ft``; exactly the table's StructuredCLIP family).
-* Rows whose every number is equal are one checkpoint listed twice (RN101 and RN101-quickgelu of OpenAI; DataComp
-  small and CommonPool-S image): kept once, the duplicate named in ``checkpoints.csv``.
-* Zoo names come from ``papers/sugarcrepe/vl_compo.toml`` (explicit; no fuzzy matching). For the paper's own 17
-  models that the table holds (14), Figure 5's r is recomputed from the table's numbers, beside the r from the
-  published Table 6 with the table's ImageNet, and the paper's published r.
-
-Writes ``results/sugarcrepe/recognition/``: ``correlations.csv``, ``checkpoints.csv``, ``figure5_table.csv``,
-``metrics.json`` (DVC metrics) and ``scatter.png`` as one group; a missing column, a non-numeric cell or an empty
-selection is an error naming the file, the row and the column, and nothing is written.
-Stage ``recognition`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.recognition``.
+What it decides (fine-tunes: a ``pretrained`` tag ending in ``-ft``; a row whose every number equals another's: one
+checkpoint listed twice, kept once; zoo names: ``vl_compo.toml``, explicit) and its outputs
+(``results/sugarcrepe/recognition/``, one group) are in the README's "Figure 5 at scale" section. A missing column,
+a non-numeric cell or an empty selection is an error naming the file, the row and the column, and nothing is written.
 """
 from __future__ import annotations
 
