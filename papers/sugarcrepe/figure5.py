@@ -396,13 +396,6 @@ def points_rows(points: Sequence[ModelPoints], view: ProfileView = MINI_VIEW) ->
     return rows, fields
 
 
-def metrics(rows: Sequence[CategoryCorrelation]) -> dict[str, float]:
-    """r per group, keyed by the group as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table
-    whose columns are the union of every file's keys, so this file adds a row (r under each category), not 8 columns.
-    The intervals are in figure5.csv."""
-    return {c.category: round(c.r, 4) for c in rows}
-
-
 def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out_png: Path,
          view: ProfileView = MINI_VIEW) -> Path:
     """The paper's grid of panels, one per category (and the average): x = the view's top-1, y = accuracy."""
@@ -447,7 +440,9 @@ def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[C
             "figure5": write_csv_atomic(staging / "figure5.csv", figure5_rows(rows),
                                         [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
             "points": write_csv_atomic(staging / "figure5_points.csv", point_rows, point_fields),
-            "metrics": write_json_atomic(staging / "figure5_metrics.json", metrics(rows)),
+            # r per group, keyed as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table whose
+            # columns are the union of every file's keys, so this adds a row (r per category), not 8 columns
+            "metrics": write_json_atomic(staging / "figure5_metrics.json", {c.category: round(c.r, 4) for c in rows}),
             "context": write_json_atomic(staging / "figure5_context.json", context),
             "figure": draw(points, rows, staging / "figure5.png", view),
         }

@@ -100,9 +100,7 @@ def _source_of(key: str) -> str:
     return key
 
 
-# ----------------------------------------------------------------------------------------------------------
-# GPT-4V
-# ----------------------------------------------------------------------------------------------------------
+# ---- GPT-4V ----------------------------------------------------------------------------------------------
 def parse_choice(answer: str) -> int | None:
     """GPT-4V's option: 1 or 2 when exactly one of "(1)" / "(2)" occurs in the answer, else None (unparseable)."""
     has1, has2 = "(1)" in answer, "(2)" in answer
@@ -241,9 +239,7 @@ def gpt4v_recomputed(
     return recs
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Figure 5
-# ----------------------------------------------------------------------------------------------------------
+# ---- Figure 5 --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelRef:
     """One Table 6 model: its row key and open_clip (arch, pretrained tag)."""
@@ -332,11 +328,6 @@ def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sxy / math.sqrt(sxx * syy)
 
 
-def _table6_values(cells: Iterable | None = None) -> dict[tuple[str, str], float]:
-    cells = load_cells(PAPER) if cells is None else cells
-    return {(c.row, c.column): c.value for c in cells if c.table == TABLE6 and c.value is not None}
-
-
 def figure5_points(
     matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
 ) -> dict[str, tuple[list[str], list[float], list[float]]]:
@@ -399,7 +390,8 @@ def figure5_recomputed(
 def figure5_inputs(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None):
     csv_path = (fetcher or _fetch)(OPENCLIP_RESULTS_KEY)
     matches = match_models(imagenet_top1(csv_path), figure5_models(model_names))
-    return matches, _table6_values(), _source_of(OPENCLIP_RESULTS_KEY)
+    table6 = {(c.row, c.column): c.value for c in load_cells(PAPER) if c.table == TABLE6 and c.value is not None}
+    return matches, table6, _source_of(OPENCLIP_RESULTS_KEY)
 
 
 def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
@@ -434,9 +426,7 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
     return save_figure(fig, out_png)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Table 2
-# ----------------------------------------------------------------------------------------------------------
+# ---- Table 2 ---------------------------------------------------------------------------------------------
 def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str, str] | None = None) -> list[Recomputed]:
     """Table 2's per-category counts and the "7,512 examples" claim (when all seven categories are counted)."""
     notes = notes or {}
@@ -462,20 +452,7 @@ def _read_released_json(path: Path, what: str) -> Any:
         raise AuditError(f"{exc} (in the {what})") from None
 
 
-def _released_ids(paths: Mapping[str, Path]) -> dict[str, set[str]]:
-    """The example ids of each released category file (an object keyed by id)."""
-    ids: dict[str, set[str]] = {}
-    for category, path in paths.items():
-        data = _read_released_json(Path(path), "released SugarCrepe file")
-        if not isinstance(data, dict):
-            raise AuditError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
-        ids[category] = set(data)
-    return ids
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Entry point
-# ----------------------------------------------------------------------------------------------------------
+# ---- Entry point -----------------------------------------------------------------------------------------
 def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
     """Drop recomputations of cells the paper leaves empty (not_reported); a key that matches nothing is a bug."""
     cells = {c.key: c for c in load_cells(PAPER)}
@@ -519,7 +496,12 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
     try:
         released = {c: fetch_path(released_file_key(c)) for c in CATEGORIES}
         counts = category_counts(released)
-        released_ids = _released_ids(released)
+        for category, path in released.items():  # each file an object keyed by example id
+            data = _read_released_json(Path(path), "released SugarCrepe file")
+            if not isinstance(data, dict):
+                raise AuditError(f"{path}: expected an object mapping example ids to examples, got "
+                                 f"{type(data).__name__}")
+            released_ids[category] = set(data)
     except unavailable as exc:
         recs += _unavailable([(TABLE2, TABLE2_ROW, col, "count") for col in COLUMNS.values()]
                              + [(CLAIM_TABLE, CLAIM_TOTAL, "value", "count")], "sugarcrepe/data/*.json", exc)
