@@ -94,9 +94,7 @@ class Config:
     bootstrap: int = 1000
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The real text
-# ----------------------------------------------------------------------------------------------------------------
+# ---- The real text ---------------------------------------------------------------------------------------------
 def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) -> list[TextPair]:
     pairs = []
     for category in CATEGORIES:
@@ -188,9 +186,7 @@ def capped(pairs: Sequence[TextPair], cap: int | None) -> list[TextPair]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Scoring
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Scoring ---------------------------------------------------------------------------------------------------
 def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
     """ARO+CREPE's positives are SugarCrepe's: fitted once, with SugarCrepe."""
     return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train if p.benchmark != ARO_CREPE)
@@ -231,9 +227,7 @@ def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores
     return {"ngram-lm": lm, "text-classifier": PairScores("text-classifier", positive, negative)}
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Tables
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Tables ----------------------------------------------------------------------------------------------------
 def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
                   published: dict) -> dict:
     ci = bootstrap_mean_ci(correct.astype(np.float64), n_resamples=config.bootstrap, seed=config.seed)
@@ -326,9 +320,7 @@ def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kep
     return rows
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Figures
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Figures ---------------------------------------------------------------------------------------------------
 def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
     plt = pyplot()
     sets = list(dict.fromkeys(r["set"] for r in rows))

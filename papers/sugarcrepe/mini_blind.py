@@ -57,9 +57,7 @@ class Config(blind_real.Config):
     give it every word and most trigrams of the world's grammar; all 32000 take four times as long."""
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Inputs
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Inputs ----------------------------------------------------------------------------------------------------
 def read_pairs(benchmark: str, files: dict[str, Path]) -> list[TextPair]:
     """Every example of SugarCrepe-format category files as a text pair; the group is the image (cross-fitting)."""
     return [TextPair(benchmark, category, record["filename"], record["caption"], record["negative_caption"], key)
@@ -93,9 +91,7 @@ def read_train_captions(path: Path, n_images: int) -> list[str]:
     return captions
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Scoring and tables
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Scoring and tables ----------------------------------------------------------------------------------------
 def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
     """The language model on every caption; the classifier cross-fitted within each benchmark (its own artifacts)."""
     texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
@@ -233,9 +229,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
 
 
 def config_from_params(params: dict) -> Config:
-    blind = params["sugarcrepe"]["blind"]
-    return Config(folds=blind["folds"], seed=blind["seed"], refine_bins=blind["refine_bins"],
-                  bootstrap=blind["bootstrap_resamples"],
+    return Config(**asdict(blind_real.config_from_params(params)),
                   lm_train_images=params["sugarcrepe"]["mini_blind"]["lm_train_images"])
 
 
