@@ -43,7 +43,7 @@ from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
-from common.files.tasks import DatasetError, ImageToTextItem
+from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
 from common.pipeline.params import own_section
@@ -178,18 +178,6 @@ class ModelScores:
     fingerprint: str
 
 
-def score_models(entries: Sequence[ModelEntry], template_items: Sequence[ImageToTextItem],
-                 sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
-                 family: str = "mini") -> dict[str, ModelScores]:
-    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong)."""
-    out = {}
-    for e in entries:
-        engine = Engine(served(e, e.arch, device, family), engine_config)
-        out[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
-                                  selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
-    return out
-
-
 def grouped_accuracy(result: SelectionResult, groups: Mapping[str, Sequence[str]], where: str) -> dict[str, float]:
     """Accuracy (%) of each group of categories, pooled over their examples (micro average)."""
     by = result.by_group()
@@ -279,20 +267,6 @@ def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[Mod
     }
 
 
-def family_rows(profile: Profile, entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores]) -> list[dict]:
-    """``table_rows`` per family of ``profile``, each against its baseline's row."""
-    rows = []
-    for family in profile.families:
-        members = [e for e in entries if e.family == family]
-        if not members:
-            continue
-        reference = next((e.name for e in members if e.training == TRAINING[family][0]), None)
-        if reference is None:
-            raise ValueError(f"the {family} rows need their baseline ({TRAINING[family][0]!r}) row")
-        rows += table_rows(members, scores, reference)
-    return rows
-
-
 def table5_summary(rows: Sequence[Mapping]) -> dict[str, float]:
     """Table 5's comparison: ``summary``'s eight numbers for the fine-tuned runs, the same prefixed ``scratch_``
     for the runs from scratch, and the mean gains of the released NegCLIP and of the mixed-kind scratch run (each
@@ -366,10 +340,22 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
     """Score every model on ARO+CREPE (``aro_crepe_dir``, ``papers.sugarcrepe.aro_crepe``'s layout) and SugarCrepe
     (``sugarcrepe_manifest``: a ``PreparedSet``), write the tables, metrics, context and figure as one output
     group."""
-    scores = score_models(entries, load_template_set(Path(aro_crepe_dir)).items(),
-                          PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device,
-                          profile.zoo_family)
-    rows = family_rows(profile, entries, scores)
+    template_items = load_template_set(Path(aro_crepe_dir)).items()
+    sugarcrepe_items = PreparedSet.load(Path(sugarcrepe_manifest)).items()
+    scores = {}
+    for e in entries:  # SugarCrepe's strict rule (a tie is wrong)
+        engine = Engine(served(e, e.arch, device, profile.zoo_family), engine_config)
+        scores[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
+                                     selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
+    rows = []
+    for family in profile.families:  # ``table_rows`` per family, each against its baseline's row
+        members = [e for e in entries if e.family == family]
+        if not members:
+            continue
+        reference = next((e.name for e in members if e.training == TRAINING[family][0]), None)
+        if reference is None:
+            raise ValueError(f"the {family} rows need their baseline ({TRAINING[family][0]!r}) row")
+        rows += table_rows(members, scores, reference)
     if len(profile.families) > 1:
         head = {"baselines": {f: TRAINING[f][0] for f in profile.families}}
     else:
