@@ -53,7 +53,7 @@ from common.evaluation import stats
 from common.evaluation.engine import Engine, EngineConfig
 from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.scoring import classification
-from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import ClassificationSet
 from common.miniworld.classification import (
     COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig, ensure_classification_set)
@@ -435,18 +435,16 @@ def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[C
                   context: dict, view: ProfileView = MINI_VIEW) -> dict[str, Path]:
     """Every output into a staging folder, then into ``out_dir`` as a group."""
     point_rows, point_fields = points_rows(points, view)
-    with output_group(out_dir) as staging:
-        staged = {
-            "figure5": write_csv_atomic(staging / "figure5.csv", figure5_rows(rows),
-                                        [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
-            "points": write_csv_atomic(staging / "figure5_points.csv", point_rows, point_fields),
-            # r per group, keyed as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table whose
-            # columns are the union of every file's keys, so this adds a row (r per category), not 8 columns
-            "metrics": write_json_atomic(staging / "figure5_metrics.json", {c.category: round(c.r, 4) for c in rows}),
-            "context": write_json_atomic(staging / "figure5_context.json", context),
-            "figure": draw(points, rows, staging / "figure5.png", view),
-        }
-    return {name: staged_to_final(path, staging, out_dir) for name, path in staged.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "figure5": write_csv_atomic(staging / "figure5.csv", figure5_rows(rows),
+                                    [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
+        "points": write_csv_atomic(staging / "figure5_points.csv", point_rows, point_fields),
+        # r per group, keyed as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table whose
+        # columns are the union of every file's keys, so this adds a row (r per category), not 8 columns
+        "metrics": write_json_atomic(staging / "figure5_metrics.json", {c.category: round(c.r, 4) for c in rows}),
+        "context": write_json_atomic(staging / "figure5_context.json", context),
+        "figure": draw(points, rows, staging / "figure5.png", view),
+    })
 
 
 def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], view: ProfileView = MINI_VIEW) -> str:

@@ -29,7 +29,7 @@ import scipy.stats
 
 from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
 from common.registry.fetch import fetch
 from common.reporting.figures import pyplot, save_figure
@@ -337,21 +337,19 @@ def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -
     checkpoints = load_checkpoints(fetch(TABLE_KEY), fetch(SUBSETS_KEY), zoo)
     corr = correlations(checkpoints)
     fig5 = figure5_from_table(checkpoints, figure5_models)
-    with output_group(out_dir) as staging:
-        written = {
-            "correlations": write_csv_atomic(staging / "correlations.csv", corr, list(corr[0])),
-            "checkpoints": write_csv_atomic(staging / "checkpoints.csv", (
-                {"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned,
-                 "zoo": c.zoo, "same_numbers_as": "; ".join(c.duplicates),
-                 "imagenet": c.value(TABLE_KEY, "imagenet"), "21_tasks_avg": c.value(TABLE_KEY, "21_tasks_avg"),
-                 "sugarcrepe": c.value(TABLE_KEY, "sugarcrepe"), "comp_avg": c.value(TABLE_KEY, "comp_avg")}
-                for c in checkpoints), ("arch", "pretrained", "family", "finetuned", "zoo", "same_numbers_as",
-                                        "imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")),
-            "figure5_table": write_csv_atomic(staging / "figure5_table.csv", fig5, list(fig5[0])),
-            "metrics": write_json_atomic(staging / "metrics.json", headline(checkpoints, corr, fig5)),
-            "figure": scatter(checkpoints, corr, staging / "scatter.png"),
-        }
-        return {k: staged_to_final(v, staging, out_dir) for k, v in written.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "correlations": write_csv_atomic(staging / "correlations.csv", corr, list(corr[0])),
+        "checkpoints": write_csv_atomic(staging / "checkpoints.csv", (
+            {"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned,
+             "zoo": c.zoo, "same_numbers_as": "; ".join(c.duplicates),
+             "imagenet": c.value(TABLE_KEY, "imagenet"), "21_tasks_avg": c.value(TABLE_KEY, "21_tasks_avg"),
+             "sugarcrepe": c.value(TABLE_KEY, "sugarcrepe"), "comp_avg": c.value(TABLE_KEY, "comp_avg")}
+            for c in checkpoints), ("arch", "pretrained", "family", "finetuned", "zoo", "same_numbers_as",
+                                    "imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")),
+        "figure5_table": write_csv_atomic(staging / "figure5_table.csv", fig5, list(fig5[0])),
+        "metrics": write_json_atomic(staging / "metrics.json", headline(checkpoints, corr, fig5)),
+        "figure": scatter(checkpoints, corr, staging / "scatter.png"),
+    })
 
 
 def main(argv: Sequence[str] | None = None) -> int:
