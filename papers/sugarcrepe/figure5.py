@@ -377,25 +377,6 @@ def _num(value: float, digits: int = 4) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def figure5_rows(rows: Sequence[CategoryCorrelation]) -> list[dict]:
-    """Every column of ``FIGURE5_FIELDS``; a profile's writer keeps those of its view."""
-    return [{"category": c.category, "label": SHORT[c.category], "n_models": c.n_models, "r": _num(c.r),
-             "fisher_low": _num(c.fisher.low), "fisher_high": _num(c.fisher.high),
-             "bootstrap_low": _num(c.bootstrap.low), "bootstrap_high": _num(c.bootstrap.high),
-             "bootstrap_dropped": c.bootstrap.dropped, "r_shapes": _num(c.r_shapes),
-             "published_r": _num(c.published_r), "published_n_models": c.published_n_models} for c in rows]
-
-
-def points_rows(points: Sequence[ModelPoints], view: ProfileView = MINI_VIEW) -> tuple[list[dict], list[str]]:
-    columns = {view.column: view.label_set}
-    if view.second_set is not None and view.second_column is not None:
-        columns[view.second_column] = view.second_set
-    fields = ["model", "label", *columns, *GROUPS]
-    rows = [{"model": p.model, "label": p.label, **{k: f"{p.top1(s):.2f}" for k, s in columns.items()},
-             **{g: f"{p.table6[g]:.2f}" for g in GROUPS}} for p in points]
-    return rows, fields
-
-
 def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out_png: Path,
          view: ProfileView = MINI_VIEW) -> Path:
     """The paper's grid of panels, one per category (and the average): x = the view's top-1, y = accuracy."""
@@ -434,11 +415,20 @@ def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out
 def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation],
                   context: dict, view: ProfileView = MINI_VIEW) -> dict[str, Path]:
     """Every output into a staging folder, then into ``out_dir`` as a group."""
-    point_rows, point_fields = points_rows(points, view)
+    figure5 = [{"category": c.category, "label": SHORT[c.category], "n_models": c.n_models, "r": _num(c.r),
+                "fisher_low": _num(c.fisher.low), "fisher_high": _num(c.fisher.high),
+                "bootstrap_low": _num(c.bootstrap.low), "bootstrap_high": _num(c.bootstrap.high),
+                "bootstrap_dropped": c.bootstrap.dropped, "r_shapes": _num(c.r_shapes),
+                "published_r": _num(c.published_r), "published_n_models": c.published_n_models} for c in rows]
+    columns = {view.column: view.label_set}  # figure5_points.csv's x columns
+    if view.second_set is not None and view.second_column is not None:
+        columns[view.second_column] = view.second_set
+    points_rows = [{"model": p.model, "label": p.label, **{k: f"{p.top1(s):.2f}" for k, s in columns.items()},
+                    **{g: f"{p.table6[g]:.2f}" for g in GROUPS}} for p in points]
     return write_output_group(out_dir, lambda staging: {
-        "figure5": write_csv_atomic(staging / "figure5.csv", figure5_rows(rows),
+        "figure5": write_csv_atomic(staging / "figure5.csv", figure5,
                                     [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
-        "points": write_csv_atomic(staging / "figure5_points.csv", point_rows, point_fields),
+        "points": write_csv_atomic(staging / "figure5_points.csv", points_rows, ["model", "label", *columns, *GROUPS]),
         # r per group, keyed as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table whose
         # columns are the union of every file's keys, so this adds a row (r per category), not 8 columns
         "metrics": write_json_atomic(staging / "figure5_metrics.json", {c.category: round(c.r, 4) for c in rows}),
