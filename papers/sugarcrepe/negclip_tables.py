@@ -245,28 +245,6 @@ def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Pat
                                    for r in rows], fields)
 
 
-def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[ModelEntry],
-                   scores: Mapping[str, ModelScores], refined: Mapping[str, Mapping] | None,
-                   arch_column: bool) -> dict:
-    """``table5_context.json``: the caller's context, the rule, ``head`` (what the gains are measured against), the
-    columns' categories, the examples per category, the refinement counts, and per model how it was trained
-    (first its arch and family, with ``arch_column``), its fingerprint and its ties."""
-    first = scores[entries[0].name]
-    return {
-        **dict(context or {}), "rule": STRICT.name, **head,
-        "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
-                    **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
-        "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
-              "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
-        "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
-                    for k, v in (refined or {}).items()},
-        "models": {e.name: {**({"arch": e.arch, "family": e.family} if arch_column else {}),
-                            "training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
-                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
-                            "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
-    }
-
-
 def table5_summary(rows: Sequence[Mapping]) -> dict[str, float]:
     """Table 5's comparison: ``summary``'s eight numbers for the fine-tuned runs, the same prefixed ``scratch_``
     for the runs from scratch, and the mean gains of the released NegCLIP and of the mixed-kind scratch run (each
@@ -360,7 +338,20 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
         head = {"baselines": {f: TRAINING[f][0] for f in profile.families}}
     else:
         head = {"reference": next(r["model"] for r in rows if r["training"] == TRAINING[profile.families[0]][0])}
-    full_context = tables_context(context, head, entries, scores, refined, profile.arch_column)
+    first = scores[entries[0].name]
+    full_context = {  # table5_context.json; head: what the gains are measured against
+        **dict(context or {}), "rule": STRICT.name, **head,
+        "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
+                    **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
+        "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
+              "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
+        "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
+                    for k, v in (refined or {}).items()},
+        "models": {e.name: {**({"arch": e.arch, "family": e.family} if profile.arch_column else {}),
+                            "training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
+                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
+                            "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
+    }
     return write_output_group(out_dir, lambda staging: write_tables(profile, staging, rows, full_context, refined))
 
 
