@@ -188,11 +188,8 @@ def gpt4v_recomputed(
     source: Callable[[str, str], str] | None = None,
     extra_notes: Mapping[str, str] | None = None,
 ) -> list[Recomputed]:
-    """Table 6 GPT-4V cells (mean of the two settings, x100) and the readme's per-setting cells.
-
-    A Table 6 category needs both settings; its Average needs all seven categories. ``extra_notes``
-    (category -> text) is appended to that category's notes.
-    """
+    """Table 6 GPT-4V cells (mean of the two settings, x100; a category needs both, the Average all seven) and the
+    readme's per-setting cells; ``extra_notes`` (category -> text) is appended to that category's notes."""
     source = source or (lambda setting, category: f"released GPT-4V answers {setting}/gpt4v-{category}.json")
     extra_notes = extra_notes or {}
     recs: list[Recomputed] = []
@@ -471,21 +468,9 @@ def _unavailable(keys: Iterable[tuple[str, str, str, str]], source: str, exc: Ex
             for t, r, c, u in keys]
 
 
-def _gpt4v_keys() -> list[tuple[str, str, str, str]]:
-    keys = [(TABLE6, GPT4V_ROW, col, "percent") for col in (*COLUMNS.values(), "Average")]
-    for s in SETTINGS:
-        for c in CATEGORIES:
-            keys += [(README_TABLE, s, c, "fraction"), (README_TABLE, s, f"{c} | correct", "count"),
-                     (README_TABLE, s, f"{c} | total", "count")]
-    return keys
-
-
 def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
-    """Every SugarCrepe number recomputed here from released files (see the module docstring).
-
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
-    cannot be fetched, that part's numbers are NaN ("not recomputed yet") with the error in the note.
-    """
+    """Every SugarCrepe number recomputed here from released files (see the module docstring); ``fetcher`` maps a
+    registry key to a verified local path (default: ``common.registry.fetch.fetch``)."""
     fetch_path = fetcher or _fetch
     unavailable = (FetchError, RegistryError, OSError)
     recs: list[Recomputed] = []
@@ -511,7 +496,10 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
     try:
         scores = gpt4v_scores(fetcher=fetch_path)
     except unavailable as exc:
-        recs += _unavailable(_gpt4v_keys(), "sugarcrepe/gpt-4v-results/*", exc)
+        keys = [(TABLE6, GPT4V_ROW, col, "percent") for col in (*COLUMNS.values(), "Average")]
+        keys += [(README_TABLE, s, column, unit) for s in SETTINGS for c in CATEGORIES
+                 for column, unit in ((c, "fraction"), (f"{c} | correct", "count"), (f"{c} | total", "count"))]
+        recs += _unavailable(keys, "sugarcrepe/gpt-4v-results/*", exc)
         scores = None
     if scores is not None:
         # Where GPT-4V answered examples that the released benchmark does not hold (or vice versa), say so.
