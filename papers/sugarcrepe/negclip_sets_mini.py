@@ -20,7 +20,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -184,17 +184,6 @@ def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = No
     return manifest
 
 
-def set_config(params: Mapping) -> SetConfig:
-    section = params["sugarcrepe"]["negclip_mini"]
-    return SetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],
-                     image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
-
-
-def refine_config(params: Mapping) -> RefineConfig:
-    blind = params["sugarcrepe"]["blind"]
-    return RefineConfig(folds=blind["folds"], bins=blind["refine_bins"], seed=blind["seed"])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_mini",
                                      description=__doc__.splitlines()[0])
@@ -203,8 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     reproducible.reexec_pinned()  # the blind scorers' gaps decide refinement: the same floats on every machine
     reproducible.fix_threads()
     params = own_params()
-    out = args.out or build_dir("mini", "sugarcrepe_negclip") / "set"
-    manifest = build_set(set_config(params), out, refine_config=refine_config(params))
+    section, blind = params["sugarcrepe"]["negclip_mini"], params["sugarcrepe"]["blind"]
+    config = SetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],
+                       image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
+    refine = RefineConfig(folds=blind["folds"], bins=blind["refine_bins"], seed=blind["seed"])
+    manifest = build_set(config, args.out or build_dir("mini", "sugarcrepe_negclip") / "set", refine_config=refine)
     print(json.dumps({"counts": manifest["counts"], "refined": manifest["refined"]}, indent=2))
     return 0
 
