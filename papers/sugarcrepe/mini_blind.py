@@ -30,7 +30,7 @@ from common.benchmarks.caption_negatives import PreparedSet, read_category
 from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, refine
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
@@ -217,15 +217,13 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
                                 if k in ("world_version", "config", "counts", "n_images")}},
     }
     with output_group(out_dir) as staging:
-        paths = [write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS),
-                 write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS),
-                 write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS),
-                 write_json_atomic(staging / "blind_metrics.json", metrics),
-                 write_json_atomic(staging / "blind_context.json", context)]
+        write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS)
+        write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS)
+        write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS)
+        write_json_atomic(staging / "blind_metrics.json", metrics)
+        write_json_atomic(staging / "blind_context.json", context)
         draw_accuracy(accuracy, staging / "blind_accuracy.png")
-        paths.append(staging / "blind_accuracy.png")
-    return {"accuracy": accuracy, "table4": fluency, "refinement": refinement, "metrics": metrics,
-            "paths": [staged_to_final(p, staging, out_dir) for p in paths]}
+    return {"accuracy": accuracy, "table4": fluency, "refinement": refinement, "metrics": metrics}
 
 
 def config_from_params(params: dict) -> Config:
