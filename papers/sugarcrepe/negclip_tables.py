@@ -21,10 +21,8 @@ over CLIP-FT, scratch rows over CLIP from scratch. The profiles differ only in t
   (``aro_crepe_sets_full``, ``negclip_sets_full``, ``negclip_refine_full``, ``negclip_train``), with an ``arch``
   column.
 
-``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs in ``results/sugarcrepe/<profile>/``:
-``table5.csv`` (a row per model; accuracies and gains, in points), ``table5_metrics.json`` (the comparison the paper
-draws), ``table5_context.json``, ``table5.png``, ``table10.csv`` and ``table10_metrics.json`` (template vs refined
-negatives). No training stage imports this module.
+``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs (``results/sugarcrepe/<profile>/table5*``,
+``table10*``): the README's stage table and its "Tables 5 and 10" section. No training stage imports this module.
 """
 from __future__ import annotations
 
