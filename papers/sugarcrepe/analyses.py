@@ -17,18 +17,13 @@ from common.files.io import write_json_atomic
 from common.files.jsonl import read_json
 
 
-def collect(metrics_files: Sequence[Path]) -> dict[str, dict]:
-    """Each metrics file (a JSON object) under its path, in the order given."""
-    return {str(path): read_json(Path(path), dict, "rerun the stage that writes this analysis's metrics")
-            for path in metrics_files}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("metrics", nargs="+", type=Path, help="the analyses' metrics files")
     args = parser.parse_args(argv)
-    collected = collect(args.metrics)
+    collected = {str(path): read_json(path, dict, "rerun the stage that writes this analysis's metrics")
+                 for path in args.metrics}
     write_json_atomic(args.out, collected)
     for path, metrics in collected.items():
         print(f"{path}: {len(metrics)} metrics")

@@ -36,11 +36,7 @@ DATA_FILES = ("results/published/sugarcrepe.csv", "results/published/sugarcrepe_
 """The published numbers this audit reads and its oracle record (``common.pipeline.stage_deps``)."""
 
 PAPER = "sugarcrepe"
-TABLE6_COLUMNS = {
-    "replace_obj": "REPLACE | Object", "replace_att": "REPLACE | Attribute", "replace_rel": "REPLACE | Relation",
-    "swap_obj": "SWAP | Object", "swap_att": "SWAP | Attribute", "add_obj": "ADD | Object",
-    "add_att": "ADD | Attribute", "average": "Average",
-}
+TABLE6_COLUMNS = {**released.COLUMNS, "average": "Average"}
 """Table 6 column of each column of the run's table6.csv."""
 
 
@@ -58,7 +54,6 @@ TABLE4_TYPES = {"REPLACE": "Replace", "SWAP": "SWAP", "NEGATE / ADD": "NEGATE / 
 TABLE4_SCORERS = {"vera": "Commonsense", "grammar": "Grammar", "ngram-lm": "Grammar"}
 """Table 4's metric rows: Vera is its commonsense score, the grammar model its grammar score; the mini run's n-gram
 LM stands in for the grammar model (never compared)."""
-SUGARCREPE_COLUMNS = {category: column for category, column in TABLE6_COLUMNS.items() if category != "average"}
 MINI_EXPECTED: dict[str, frozenset[str]] = {
     "Table 5": frozenset({"ViT-B/32 | Pretrained | N/A", "ViT-B/32 | CLIP finetuned | N/A",
                           *(f"ViT-B/32 | NEGCLIP finetuned | {k}" for k in ("REPLACE", "SWAP", "NEGATE"))}),
@@ -162,13 +157,13 @@ def text_only_recomputations(accuracy_csv: Path, source: str) -> list[Recomputed
     recs = []
     for scorer, label in (("vera", "Vera"), ("grammar", "Grammar")):
         mine = {r["category"]: run_value(r, "accuracy", accuracy_csv) for r in rows if r.get("scorer") == scorer}
-        if not all(c in mine for c in SUGARCREPE_COLUMNS):
+        if not all(c in mine for c in released.COLUMNS):
             continue
         row = f"Text-only model | {label}"
         recs += [Recomputed(PAPER, "Table 6", row, column, mine[c], "percent", source, "full", "default")
-                 for c, column in SUGARCREPE_COLUMNS.items()]
+                 for c, column in released.COLUMNS.items()]
         recs.append(Recomputed(PAPER, "Table 6", row, TABLE6_COLUMNS["average"],
-                               round(sum(mine[c] for c in SUGARCREPE_COLUMNS) / len(SUGARCREPE_COLUMNS), 2),
+                               round(sum(mine[c] for c in released.COLUMNS) / len(released.COLUMNS), 2),
                                "percent", source, "full", "default", note="mean of the seven categories"))
     return recs
 

@@ -180,35 +180,12 @@ class WorklessModel:
     encode_tokens = encode_images
 
 
-def overheads_alone(model: OpenClipModel, items: list[ImageToTextItem], config: EngineConfig, cache_root: Path,
-                    repeats: int = 3) -> tuple[float, dict[str, float]]:
-    """The seconds and each phase's seconds for the engine on ``WorklessModel(model)``, cold cache, the fastest of
-    ``repeats`` runs (each in a fresh cache folder): the overheads measured as their own times."""
-    width = int(model.encode_tokens(model.tokenize(["a"])).shape[1])
-    runs = []
-    for repeat in range(repeats):
-        engine = Engine(WorklessModel(model, width), config, cache_root=cache_root / f"workless-{repeat}")
-        runs.append(_timed(engine, items)[1:])
-    return min(runs, key=lambda run: run[0])
-
-
 def _timed(engine: Engine, items: list[ImageToTextItem]):
     """``image_to_text(engine, items)``, its seconds, and the engine's phases' (the rest counted as "score")."""
     start = time.perf_counter()
     result = image_to_text(engine, items)
     seconds = time.perf_counter() - start
     return result, seconds, {**engine.phase_seconds, "score": seconds - sum(engine.phase_seconds.values())}
-
-
-def _overheads(phases: dict[str, float], text_bound: float, image_bound: float | None) -> str:
-    """The engine's time beyond the bound's work, phase by phase: the phases that do none of it whole, the text
-    (and, on the CPU, the image) encoding beyond the bound's own (hashing rows, batching, cache writes). On a GPU the
-    images' phase overlaps decoding with encoding, so its excess over the bound is not split out."""
-    parts = {name: phases.get(name, 0.0) for name in ("hash and look up", "start workers", "tokenise", "score")}
-    parts["texts beyond the bound"] = phases.get("encode texts", 0.0) - text_bound
-    if image_bound is not None:
-        parts["images beyond the bound"] = phases.get("decode and encode images", 0.0) - image_bound
-    return f"{sum(parts.values()):.2f}s ({_seconds(parts)})"
 
 
 def _seconds(phases: dict[str, float]) -> str:
@@ -254,10 +231,21 @@ def run(args: argparse.Namespace) -> int:
         config = EngineConfig(image_batch_size=image_batch, text_batch_size=text_batch, progress=False)
         result, engine_seconds, phases = _timed(Engine(model, config, cache_root=tmp_path / "cache"), data.items)
         print(f"engine (cold cache): {engine_seconds:.2f}s ({_seconds(phases)})")
-        print(f"overheads: {_overheads(phases, text_bound, image_bound)}")
+        # the engine's time beyond the bound's work, phase by phase: the phases that do none of it whole, the text
+        # (and, on the CPU, the image) encoding beyond the bound's own (hashing rows, batching, cache writes); on a GPU
+        # the images' phase overlaps decoding with encoding, so its excess over the bound is not split out
+        parts = {name: phases.get(name, 0.0) for name in ("hash and look up", "start workers", "tokenise", "score")}
+        parts["texts beyond the bound"] = phases.get("encode texts", 0.0) - text_bound
+        if image_bound is not None:
+            parts["images beyond the bound"] = phases.get("decode and encode images", 0.0) - image_bound
+        print(f"overheads: {sum(parts.values()):.2f}s ({_seconds(parts)})")
         warm = _timed(Engine(model, config, cache_root=tmp_path / "cache"), data.items)[1]
         print(f"engine (warm cache, new process state): {warm:.2f}s")
-        total, alone = overheads_alone(model, data.items, config, tmp_path)
+        # the engine on WorklessModel(model), cold cache, the fastest of 3 runs (each in a fresh cache folder): the
+        # overheads measured as their own times
+        width = int(model.encode_tokens(model.tokenize(["a"])).shape[1])
+        total, alone = min((_timed(Engine(WorklessModel(model, width), config, cache_root=tmp_path / f"workless-{r}"),
+                                   data.items)[1:] for r in range(3)), key=lambda run: run[0])
         print(f"engine with the model's work removed (overheads alone, best of 3): {total:.2f}s ({_seconds(alone)})")
         ours = [int(o.correct) for o in result.outcomes]
         if cuda:

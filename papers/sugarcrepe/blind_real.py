@@ -24,14 +24,9 @@ Real text, all through the checksum-verifying downloader (the mirror here):
   from this workspace's CREPE-style rules (``common.text.crepe_style``; CREPE's generator is not public).
   Its positives are SugarCrepe's, so the language model does not fit on them a second time.
 
-Outputs (``results/sugarcrepe/real_text/``): ``blind_accuracy.csv`` (benchmark x category x scorer, bootstrap 95%
-intervals, the paper's Vera / Grammar number where Table 6 or 8 has the same column), ``refinement.csv``
-(Algorithm 1 applied here to the unrefined release with the two offline scorers, per category: kept against the
-released refined count, blind accuracy before and after, and of a classifier retrained on the kept set),
-``table4.csv`` (Table 4: each scorer's mean score of ARO+CREPE's and SugarCrepe's negatives and the
-pairwise better ratio, paired by positive, ``papers.sugarcrepe.table4``), ``gap_histograms.csv`` and
-``blind_gaps.png`` (Figs. 1 and 4), ``blind_accuracy.png`` (Fig. 2), ``summary.json`` (DVC metrics),
-``context.json``. Stage ``blind-real-text`` of ``papers/sugarcrepe/dvc.yaml``.
+Outputs (``results/sugarcrepe/real_text/``, one group): those the README's "Blind attacks on real benchmark text"
+section reads, ``summary.json`` (DVC metrics) and ``context.json``. Stage ``blind-real-text`` of
+``papers/sugarcrepe/dvc.yaml``.
 """
 from __future__ import annotations
 
@@ -99,9 +94,7 @@ class Config:
     bootstrap: int = 1000
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The real text
-# ----------------------------------------------------------------------------------------------------------------
+# ---- The real text ---------------------------------------------------------------------------------------------
 def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) -> list[TextPair]:
     pairs = []
     for category in CATEGORIES:
@@ -193,9 +186,7 @@ def capped(pairs: Sequence[TextPair], cap: int | None) -> list[TextPair]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Scoring
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Scoring ---------------------------------------------------------------------------------------------------
 def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
     """ARO+CREPE's positives are SugarCrepe's: fitted once, with SugarCrepe."""
     return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train if p.benchmark != ARO_CREPE)
@@ -236,9 +227,7 @@ def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores
     return {"ngram-lm": lm, "text-classifier": PairScores("text-classifier", positive, negative)}
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Tables
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Tables ----------------------------------------------------------------------------------------------------
 def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
                   published: dict) -> dict:
     ci = bootstrap_mean_ci(correct.astype(np.float64), n_resamples=config.bootstrap, seed=config.seed)
@@ -331,9 +320,7 @@ def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kep
     return rows
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Figures
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Figures ---------------------------------------------------------------------------------------------------
 def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
     plt = pyplot()
     sets = list(dict.fromkeys(r["set"] for r in rows))

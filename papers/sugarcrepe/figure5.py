@@ -53,7 +53,7 @@ from common.evaluation import stats
 from common.evaluation.engine import Engine, EngineConfig
 from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.scoring import classification
-from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import ClassificationSet
 from common.miniworld.classification import (
     COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig, ensure_classification_set)
@@ -80,16 +80,6 @@ CONFIDENCE = 0.95
 SEED = 0
 FIGURE5_FIELDS = ["category", "label", "n_models", "r", "fisher_low", "fisher_high", "bootstrap_low", "bootstrap_high",
                   "bootstrap_dropped", "r_shapes", "published_r", "published_n_models"]
-FAMILY_COLORS = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
-"""The full profile's points, coloured by pretraining source as the audit's redrawn Figure 5 colours them."""
-
-
-def table6_csv(profile: str) -> Path:
-    return RESULTS / "sugarcrepe" / profile / "table6.csv"
-
-
-def predictions_dir(profile: str) -> Path:
-    return RESULTS / "sugarcrepe" / profile / "predictions"
 
 
 class Figure5InputError(WorkspaceError):
@@ -172,10 +162,6 @@ class ProfileView:
     second_column: str | None = None
     color_by_family: bool = False
     """One colour per pretraining source (many models) rather than one per model (the mini family's four)."""
-
-    @property
-    def figure5_fields(self) -> list[str]:
-        return [f for f in FIGURE5_FIELDS if f != "r_shapes" or self.second_set is not None]
 
 
 MINI_VIEW = ProfileView(
@@ -278,22 +264,6 @@ def score_classification(model: str, sets: Mapping[str, ClassificationSet], conf
     return engine.identity[1], {name: r.ranks < 1 for name, r in results.items()}
 
 
-def model_points(models: Sequence[str], sets: Mapping[str, ClassificationSet], table6: Mapping[str, Table6Row],
-                 predictions_dir: Path, table6_path: Path, config: EngineConfig, device: str) -> list[ModelPoints]:
-    """The mini profile's points: each model scored on the classification set here, its weights checked against
-    the ones Table 6 scored (the predictions are read first: they are cheap and the scoring is not)."""
-    outcomes = category_outcomes(models, table6, table6_path, predictions_dir)
-    points = []
-    for model in models:
-        row = table6[model]
-        fingerprint, correct = score_classification(model, sets, config, device)
-        if fingerprint != row.fingerprint:
-            raise Figure5InputError(f"{table6_path}: {model} was scored with weights {row.fingerprint}, these are "
-                                    f"{fingerprint}: rerun the table6 stage")
-        points.append(ModelPoints(model, row.label, correct, outcomes[model], row.accuracy))
-    return points
-
-
 # ---- full: open_clip's published ImageNet-1k top-1 -------------------------------------------------------------
 @dataclass(frozen=True)
 class ImagenetPick:
@@ -328,16 +298,6 @@ def read_imagenet(path: Path) -> dict[tuple[str, str], float]:
         return released.imagenet_top1(path)
     except (ValueError, AuditError) as exc:
         raise Figure5InputError(f"{path}: cannot read ImageNet-1k top-1: {exc}") from exc
-
-
-def full_model_points(pick: ImagenetPick, table6: Mapping[str, Table6Row], predictions_dir: Path,
-                      table6_path: Path) -> list[ModelPoints]:
-    models = list(pick.matches)
-    outcomes = category_outcomes(models, table6, table6_path, predictions_dir)
-    return [ModelPoints(model, table6[model].label, {}, outcomes[model], table6[model].accuracy,
-                        {IMAGENET_1K: 100.0 * pick.matches[model].imagenet},
-                        pick.matches[model].model.row.split(" | ", 1)[0])
-            for model in models]
 
 
 # ---- statistics ------------------------------------------------------------------------------------------------
@@ -417,39 +377,13 @@ def _num(value: float, digits: int = 4) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def figure5_rows(rows: Sequence[CategoryCorrelation]) -> list[dict]:
-    """Every column of ``FIGURE5_FIELDS``; a profile's writer keeps those of its view."""
-    return [{"category": c.category, "label": SHORT[c.category], "n_models": c.n_models, "r": _num(c.r),
-             "fisher_low": _num(c.fisher.low), "fisher_high": _num(c.fisher.high),
-             "bootstrap_low": _num(c.bootstrap.low), "bootstrap_high": _num(c.bootstrap.high),
-             "bootstrap_dropped": c.bootstrap.dropped, "r_shapes": _num(c.r_shapes),
-             "published_r": _num(c.published_r), "published_n_models": c.published_n_models} for c in rows]
-
-
-def points_rows(points: Sequence[ModelPoints], view: ProfileView = MINI_VIEW) -> tuple[list[dict], list[str]]:
-    columns = {view.column: view.label_set}
-    if view.second_set is not None and view.second_column is not None:
-        columns[view.second_column] = view.second_set
-    fields = ["model", "label", *columns, *GROUPS]
-    rows = [{"model": p.model, "label": p.label, **{k: f"{p.top1(s):.2f}" for k, s in columns.items()},
-             **{g: f"{p.table6[g]:.2f}" for g in GROUPS}} for p in points]
-    return rows, fields
-
-
-def metrics(rows: Sequence[CategoryCorrelation]) -> dict[str, float]:
-    """r per group, keyed by the group as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table
-    whose columns are the union of every file's keys, so this file adds a row (r under each category), not 8 columns.
-    The intervals are in figure5.csv."""
-    return {c.category: round(c.r, 4) for c in rows}
-
-
 def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out_png: Path,
          view: ProfileView = MINI_VIEW) -> Path:
     """The paper's grid of panels, one per category (and the average): x = the view's top-1, y = accuracy."""
     plt = pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(14, 6.6))
     if view.color_by_family:
-        colors = [FAMILY_COLORS.get(p.family, "tab:grey") for p in points]
+        colors = [released.FAMILY_COLORS.get(p.family, "tab:grey") for p in points]
         labels = [p.family or "other" for p in points]
     else:
         colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(points)))
@@ -481,16 +415,26 @@ def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out
 def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation],
                   context: dict, view: ProfileView = MINI_VIEW) -> dict[str, Path]:
     """Every output into a staging folder, then into ``out_dir`` as a group."""
-    point_rows, point_fields = points_rows(points, view)
-    with output_group(out_dir) as staging:
-        staged = {
-            "figure5": write_csv_atomic(staging / "figure5.csv", figure5_rows(rows), view.figure5_fields),
-            "points": write_csv_atomic(staging / "figure5_points.csv", point_rows, point_fields),
-            "metrics": write_json_atomic(staging / "figure5_metrics.json", metrics(rows)),
-            "context": write_json_atomic(staging / "figure5_context.json", context),
-            "figure": draw(points, rows, staging / "figure5.png", view),
-        }
-    return {name: staged_to_final(path, staging, out_dir) for name, path in staged.items()}
+    figure5 = [{"category": c.category, "label": SHORT[c.category], "n_models": c.n_models, "r": _num(c.r),
+                "fisher_low": _num(c.fisher.low), "fisher_high": _num(c.fisher.high),
+                "bootstrap_low": _num(c.bootstrap.low), "bootstrap_high": _num(c.bootstrap.high),
+                "bootstrap_dropped": c.bootstrap.dropped, "r_shapes": _num(c.r_shapes),
+                "published_r": _num(c.published_r), "published_n_models": c.published_n_models} for c in rows]
+    columns = {view.column: view.label_set}  # figure5_points.csv's x columns
+    if view.second_set is not None and view.second_column is not None:
+        columns[view.second_column] = view.second_set
+    points_rows = [{"model": p.model, "label": p.label, **{k: f"{p.top1(s):.2f}" for k, s in columns.items()},
+                    **{g: f"{p.table6[g]:.2f}" for g in GROUPS}} for p in points]
+    return write_output_group(out_dir, lambda staging: {
+        "figure5": write_csv_atomic(staging / "figure5.csv", figure5,
+                                    [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
+        "points": write_csv_atomic(staging / "figure5_points.csv", points_rows, ["model", "label", *columns, *GROUPS]),
+        # r per group, keyed as Table 6's metrics are: ``make metrics PAPER=sugarcrepe`` shows one table whose
+        # columns are the union of every file's keys, so this adds a row (r per category), not 8 columns
+        "metrics": write_json_atomic(staging / "figure5_metrics.json", {c.category: round(c.r, 4) for c in rows}),
+        "context": write_json_atomic(staging / "figure5_context.json", context),
+        "figure": draw(points, rows, staging / "figure5.png", view),
+    })
 
 
 def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], view: ProfileView = MINI_VIEW) -> str:
@@ -511,7 +455,8 @@ def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], 
 
 # ---- entry points ----------------------------------------------------------------------------------------------
 def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig, set_dir: Path, out_dir: Path,
-             table6_path: Path = table6_csv("mini"), predictions: Path = predictions_dir("mini"),
+             table6_path: Path = RESULTS / "sugarcrepe" / "mini" / "table6.csv",
+             predictions: Path = RESULTS / "sugarcrepe" / "mini" / "predictions",
              device: str = "cpu", published: tuple[dict[str, tuple[float, int]], str] | None = None
              ) -> dict[str, Path]:
     """Build or reuse the classification set, score the models, correlate, write; returns the written files."""
@@ -519,7 +464,15 @@ def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig,
     sets, reused = ensure_classification_set(set_config, set_dir)
     print(f"classification set: {'reused' if reused else 'built'} ({config.classification_images} images)")
     table6 = read_table6(table6_path)
-    points = model_points(models, sets, table6, predictions, table6_path, engine, device)
+    outcomes = category_outcomes(models, table6, table6_path, predictions)  # read first: cheap, the scoring is not
+    points = []
+    for model in models:
+        row = table6[model]
+        fingerprint, correct = score_classification(model, sets, engine, device)
+        if fingerprint != row.fingerprint:  # the weights scored here must be the ones Table 6 scored
+            raise Figure5InputError(f"{table6_path}: {model} was scored with weights {row.fingerprint}, these are "
+                                    f"{fingerprint}: rerun the table6 stage")
+        points.append(ModelPoints(model, row.label, correct, outcomes[model], row.accuracy))
     published_r, published_source = published if published is not None else published_correlations()
     rows = correlations(points, published_r, config.n_resamples, config.confidence, config.bootstrap_seed)
     context = {
@@ -540,7 +493,8 @@ def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig,
 
 
 def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagenet_csv: Path, imagenet_source: dict,
-             table6_path: Path = table6_csv("full"), predictions: Path = predictions_dir("full"),
+             table6_path: Path = RESULTS / "sugarcrepe" / "full" / "table6.csv",
+             predictions: Path = RESULTS / "sugarcrepe" / "full" / "predictions",
              published: tuple[dict[str, tuple[float, int]], str] | None = None) -> dict[str, Path]:
     """Match the models to open_clip's ImageNet-1k results, read this run's Table 6 and predictions, correlate,
     write; returns the written files. ``imagenet_source`` (where the CSV came from: key, url, sha256) goes to the
@@ -552,7 +506,10 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
         raise Figure5InputError(f"{imagenet_csv}: only {len(pick.matches)} of the models have an ImageNet-1k top-1 "
                                 f"({sorted(pick.matches)}): r needs 3 at least")
     table6 = read_table6(table6_path)
-    points = full_model_points(pick, table6, predictions, table6_path)
+    outcomes = category_outcomes(list(pick.matches), table6, table6_path, predictions)
+    points = [ModelPoints(model, table6[model].label, {}, outcomes[model], table6[model].accuracy,
+                          {IMAGENET_1K: 100.0 * match.imagenet}, match.model.row.split(" | ", 1)[0])
+              for model, match in pick.matches.items()]
     published_r, published_source = published if published is not None else published_correlations(models)
     rows = correlations(points, published_r, config.n_resamples, config.confidence, config.bootstrap_seed,
                         FULL_VIEW)

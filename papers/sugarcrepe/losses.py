@@ -5,11 +5,11 @@ NegCLIP proper also feeds a hard negative image per sample (``vinid/neg_clip@e68
 ``vinid/neg_clip@e680f8e4 src/training/train.py:84`` "images = torch.cat([images, new_images])"); the paper's
 re-training adds hard negative captions only (the SugarCrepe paper, Appendix A.3: "We augment the original CLIP loss
 with hard negative captions following NEGCLIP"), so its loss is the shared ``ExtraTextNegativesLoss`` with one image
-segment and two text segments. A run without negatives trains with plain ``ClipLoss``.
+segment and two text segments. A run without negatives trains with plain ``ClipLoss`` (``negclip_train.job``).
 """
 from __future__ import annotations
 
-from common.training.losses import ClipLoss, ExtraTextNegativesLoss
+from common.training.losses import ExtraTextNegativesLoss
 
 
 class TextNegativeClipLoss(ExtraTextNegativesLoss):
@@ -21,8 +21,3 @@ class TextNegativeClipLoss(ExtraTextNegativesLoss):
 
     image_segments = 1
     text_segments = 2
-
-
-def loss_for(hard_negative: str | None) -> type:
-    """The loss of a run: ``ClipLoss`` without negatives, ``TextNegativeClipLoss`` with them."""
-    return ClipLoss if hard_negative is None else TextNegativeClipLoss

@@ -13,14 +13,8 @@ Blind scorers (``papers.sugarcrepe.blind_real`` has the same two on real text; i
 * ``text-classifier``: a pairwise TF-IDF logistic regression (``common.blind.classifier``) trained to rank the
   positive above the negative, cross-fitted per benchmark with folds grouped by image (``common.blind.crossfit``).
 
-Outputs (``results/sugarcrepe/mini/``, as a group): ``blind_accuracy.csv`` (benchmark x category x scorer, 95%
-percentile-bootstrap intervals), ``table4.csv`` (Table 4's analog with the language model as the grammar scorer: mean
-fluency x100 of the negatives of each form and the share of pairs where mini SugarCrepe's negative is the more
-fluent, paired by positive as the paper pairs them: REPLACE with replace_*, SWAP with swap_*, NEGATE with add_*),
-``blind_refinement.csv`` (Algorithm 1, ``common.blind.refine``, applied per category to both benchmarks with the two
-scorers as M1 and M2: kept share, blind accuracy before and after, and a classifier retrained on the kept set only),
-``blind_metrics.json`` (8 numbers), ``blind_context.json`` and ``blind_accuracy.png``.
-Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
+Outputs (``results/sugarcrepe/mini/blind_*`` and ``table4.csv``, as a group): see the README's "Blind attacks in the
+mini world". Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
 """
 from __future__ import annotations
 
@@ -36,7 +30,7 @@ from common.benchmarks.caption_negatives import PreparedSet, read_category
 from common.blind.crossfit import PairScores, TextPair, crossfit, fold_of
 from common.blind.ngram import NgramFluency
 from common.blind.refine import DEFAULT_AXIS_BINS, refine
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
@@ -63,9 +57,7 @@ class Config(blind_real.Config):
     give it every word and most trigrams of the world's grammar; all 32000 take four times as long."""
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Inputs
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Inputs ----------------------------------------------------------------------------------------------------
 def read_pairs(benchmark: str, files: dict[str, Path]) -> list[TextPair]:
     """Every example of SugarCrepe-format category files as a text pair; the group is the image (cross-fitting)."""
     return [TextPair(benchmark, category, record["filename"], record["caption"], record["negative_caption"], key)
@@ -99,9 +91,7 @@ def read_train_captions(path: Path, n_images: int) -> list[str]:
     return captions
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Scoring and tables
-# ----------------------------------------------------------------------------------------------------------------
+# ---- Scoring and tables ----------------------------------------------------------------------------------------
 def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
     """The language model on every caption; the classifier cross-fitted within each benchmark (its own artifacts)."""
     texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
@@ -114,12 +104,6 @@ def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[s
         positive[ix], negative[ix] = part.positive, part.negative
     out["text-classifier"] = PairScores("text-classifier", positive, negative)
     return out
-
-
-def table4(pairs: Sequence[TextPair], fluency: PairScores) -> list[dict]:
-    """Table 4 with the language model: template negatives against mini SugarCrepe's of the same image's positive
-    (``papers.sugarcrepe.table4``; the positives are shared, so the paper's paired ratio needs no stand-in)."""
-    return paired_table4(pairs, fluency, TEMPLATES, SUGARCREPE, by_image)
 
 
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
@@ -210,7 +194,9 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
     scores = score(pairs, lm, config)
     accuracy = blind_real.accuracy_table(pairs, scores, config, published={})
-    fluency = table4(pairs, scores["ngram-lm"])
+    # Table 4 with the language model, template negatives against mini SugarCrepe's of the same image's positive: the
+    # positives are shared, so the paper's paired ratio needs no stand-in
+    fluency = paired_table4(pairs, scores["ngram-lm"], TEMPLATES, SUGARCREPE, by_image)
     refinement = refinement_table(pairs, scores, config)
     metrics = summary_metrics(accuracy, fluency, refinement)
     context = {
@@ -231,21 +217,17 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
                                 if k in ("world_version", "config", "counts", "n_images")}},
     }
     with output_group(out_dir) as staging:
-        paths = [write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS),
-                 write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS),
-                 write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS),
-                 write_json_atomic(staging / "blind_metrics.json", metrics),
-                 write_json_atomic(staging / "blind_context.json", context)]
+        write_csv_atomic(staging / "blind_accuracy.csv", accuracy, ACCURACY_FIELDS)
+        write_csv_atomic(staging / "table4.csv", fluency, TABLE4_COLUMNS)
+        write_csv_atomic(staging / "blind_refinement.csv", refinement, REFINEMENT_FIELDS)
+        write_json_atomic(staging / "blind_metrics.json", metrics)
+        write_json_atomic(staging / "blind_context.json", context)
         draw_accuracy(accuracy, staging / "blind_accuracy.png")
-        paths.append(staging / "blind_accuracy.png")
-    return {"accuracy": accuracy, "table4": fluency, "refinement": refinement, "metrics": metrics,
-            "paths": [staged_to_final(p, staging, out_dir) for p in paths]}
+    return {"accuracy": accuracy, "table4": fluency, "refinement": refinement, "metrics": metrics}
 
 
 def config_from_params(params: dict) -> Config:
-    blind = params["sugarcrepe"]["blind"]
-    return Config(folds=blind["folds"], seed=blind["seed"], refine_bins=blind["refine_bins"],
-                  bootstrap=blind["bootstrap_resamples"],
+    return Config(**asdict(blind_real.config_from_params(params)),
                   lm_train_images=params["sugarcrepe"]["mini_blind"]["lm_train_images"])
 
 

@@ -34,27 +34,17 @@ from common.pipeline.params import own_params
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
 
-IMAGE_NAME = "mini_{index:06d}.png"
-"""How ``papers.sugarcrepe.sets_mini`` names example ``index``'s image (checked: each name must be in the built set with
-the caption regenerated here)."""
-
-
-def positives_of(mini_set: PreparedSet) -> dict[str, str]:
-    """Image file name -> its positive caption, over every category file of the built mini SugarCrepe set."""
-    captions: dict[str, str] = {}
-    for category, path in mini_set.files().items():
-        for key, record in read_category(path).items():
-            known = captions.setdefault(record["filename"], record["caption"])
-            if known != record["caption"]:
-                raise DatasetError(f"{path}: example {key!r}: image {record['filename']!r} has caption "
-                                   f"{record['caption']!r} here and {known!r} in another category")
-    return captions
-
 
 def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> dict:
     """Up to ``config.examples_per_category`` negatives of each kind for the mini set's positives (its order)."""
     mini_set = PreparedSet.load(mini_dir / "manifest.json")
-    positives = positives_of(mini_set)
+    positives: dict[str, str] = {}  # image file name -> its positive caption, over every category file
+    for path in mini_set.files().values():
+        for key, record in read_category(path).items():
+            known = positives.setdefault(record["filename"], record["caption"])
+            if known != record["caption"]:
+                raise DatasetError(f"{path}: example {key!r}: image {record['filename']!r} has caption "
+                                   f"{record['caption']!r} here and {known!r} in another category")
     last = max(int(name.removeprefix("mini_").removesuffix(".png")) for name in positives)
     quota = config.examples_per_category
     data: dict[str, dict[str, dict]] = {kind: {} for kind in TEMPLATE_KINDS}
@@ -63,7 +53,7 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
     for index, scene, positive, _ in _examples(config):
         if index > last or all(len(v) >= quota for v in data.values()):
             break
-        filename = IMAGE_NAME.format(index=index)
+        filename = f"mini_{index:06d}.png"  # as sets_mini names it (checked: in the built set, same caption)
         if filename not in positives:  # the mini set needed no negative of this image: it rendered none
             continue
         caption = positive.text()

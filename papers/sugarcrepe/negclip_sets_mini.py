@@ -20,7 +20,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -67,10 +67,6 @@ class RefineConfig:
     seed: int = 0
 
 
-def _template_negative() -> NegativeFn:
-    return template_negative
-
-
 def _captions_for(rng: random.Random, scene: Scene, config: SetConfig, negative: NegativeFn,
                   rejected: dict[str, int]) -> tuple[list[str], list[dict[str, str]]]:
     """Up to ``captions_per_image`` distinct true captions that every kind gives a negative for (padded by repeating
@@ -102,7 +98,7 @@ def _captions_for(rng: random.Random, scene: Scene, config: SetConfig, negative:
 def render_set(config: SetConfig, negative: NegativeFn | None = None) -> tuple[FinetuneSet, dict]:
     """The fine-tuning set and the counts of what was set aside (scenes without a qualifying caption, captions by
     the kind that did not apply, padded images)."""
-    negative = negative or _template_negative()
+    negative = negative or template_negative
     rng = stream(config.seed, STREAM)
     images = np.empty((config.train_images, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []
@@ -164,45 +160,28 @@ def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = No
     None) and ``manifest.json`` into ``out_dir``, as one output group (``common.files.io.output_group``): they replace the
     previous set together, or, interrupted, leave it."""
     data, counts = render_set(config, negative)
-    out_dir = Path(out_dir)
-    with output_group(out_dir.parent) as staging:
-        manifest = _write_set(data, counts, config, staging / out_dir.name, refine_config)
+    with output_group(Path(out_dir).parent) as staging:
+        out = staging / Path(out_dir).name
+        with atomic_path(out / "images.npy") as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, data.images)
+        write_json_atomic(out / "captions.json", data.captions, indent=None)
+        write_json_atomic(out / "negatives.json", data.negatives, indent=None)
+        files = ["images.npy", "captions.json", "negatives.json"]
+        refined_counts = None
+        if refine_config is not None:
+            refined = refine_negatives(data, refine_config)
+            write_json_atomic(out / "refined.json", {"config": asdict(refine_config), "kinds": refined}, indent=None)
+            files.append("refined.json")
+            refined_counts = {k: {"n_kept": v["n_kept"], "blind_accuracy_before": v["blind_accuracy_before"],
+                                  "blind_accuracy_after": v["blind_accuracy_after"]} for k, v in refined.items()}
+        manifest = {
+            "kind": "sugarcrepe-negclip-finetune", "profile": "mini", "world_version": VERSION, "stream": STREAM,
+            "config": {**asdict(config), "kinds": list(config.kinds)}, "counts": counts,
+            "refined": refined_counts, "sha256": {f: sha256_file(out / f) for f in files},
+        }
+        write_json_atomic(out / "manifest.json", manifest)
     return manifest
-
-
-def _write_set(data: FinetuneSet, counts: dict, config: SetConfig, out_dir: Path,
-               refine_config: RefineConfig | None) -> dict:
-    with atomic_path(out_dir / "images.npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, data.images)
-    write_json_atomic(out_dir / "captions.json", data.captions, indent=None)
-    write_json_atomic(out_dir / "negatives.json", data.negatives, indent=None)
-    files = ["images.npy", "captions.json", "negatives.json"]
-    refined_counts = None
-    if refine_config is not None:
-        refined = refine_negatives(data, refine_config)
-        write_json_atomic(out_dir / "refined.json", {"config": asdict(refine_config), "kinds": refined}, indent=None)
-        files.append("refined.json")
-        refined_counts = {k: {"n_kept": v["n_kept"], "blind_accuracy_before": v["blind_accuracy_before"],
-                              "blind_accuracy_after": v["blind_accuracy_after"]} for k, v in refined.items()}
-    manifest = {
-        "kind": "sugarcrepe-negclip-finetune", "profile": "mini", "world_version": VERSION, "stream": STREAM,
-        "config": {**asdict(config), "kinds": list(config.kinds)}, "counts": counts,
-        "refined": refined_counts, "sha256": {f: sha256_file(out_dir / f) for f in files},
-    }
-    write_json_atomic(out_dir / "manifest.json", manifest)
-    return manifest
-
-
-def set_config(params: Mapping) -> SetConfig:
-    section = params["sugarcrepe"]["negclip_mini"]
-    return SetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],
-                     image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
-
-
-def refine_config(params: Mapping) -> RefineConfig:
-    blind = params["sugarcrepe"]["blind"]
-    return RefineConfig(folds=blind["folds"], bins=blind["refine_bins"], seed=blind["seed"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,8 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     reproducible.reexec_pinned()  # the blind scorers' gaps decide refinement: the same floats on every machine
     reproducible.fix_threads()
     params = own_params()
-    out = args.out or build_dir("mini", "sugarcrepe_negclip") / "set"
-    manifest = build_set(set_config(params), out, refine_config=refine_config(params))
+    section, blind = params["sugarcrepe"]["negclip_mini"], params["sugarcrepe"]["blind"]
+    config = SetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],
+                       image_size=params["mini"]["world"]["image_size"], seed=section["seed"])
+    refine = RefineConfig(folds=blind["folds"], bins=blind["refine_bins"], seed=blind["seed"])
+    manifest = build_set(config, args.out or build_dir("mini", "sugarcrepe_negclip") / "set", refine_config=refine)
     print(json.dumps({"counts": manifest["counts"], "refined": manifest["refined"]}, indent=2))
     return 0
 

@@ -21,10 +21,8 @@ over CLIP-FT, scratch rows over CLIP from scratch. The profiles differ only in t
   (``aro_crepe_sets_full``, ``negclip_sets_full``, ``negclip_refine_full``, ``negclip_train``), with an ``arch``
   column.
 
-``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs in ``results/sugarcrepe/<profile>/``:
-``table5.csv`` (a row per model; accuracies and gains, in points), ``table5_metrics.json`` (the comparison the paper
-draws), ``table5_context.json``, ``table5.png``, ``table10.csv`` and ``table10_metrics.json`` (template vs refined
-negatives). No training stage imports this module.
+``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs (``results/sugarcrepe/<profile>/table5*``,
+``table10*``): the README's stage table and its "Tables 5 and 10" section. No training stage imports this module.
 """
 from __future__ import annotations
 
@@ -43,7 +41,7 @@ from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
-from common.files.tasks import DatasetError, ImageToTextItem
+from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
 from common.pipeline.params import own_section
@@ -71,8 +69,6 @@ TABLE5_FIELDS = ("model", "label", "training", "hard_negative", *COLUMNS, *(f"ga
 TABLE10_FIELDS = ("model", "label", "hard_negative", "negatives", "negatives_kept",
                   *(f"sugarcrepe_{g}" for g in SUGARCREPE_GROUPS), *(f"gain_sugarcrepe_{g}" for g in SUGARCREPE_GROUPS),
                   *(f"aro_crepe_{k}" for k in KINDS), "ties")
-
-
 
 RELEASED_NEGCLIP = "aro/negclip"
 """ARO's released NegCLIP in the zoo (a shared entry of ``common/zoo/models.toml``)."""
@@ -180,18 +176,6 @@ class ModelScores:
     fingerprint: str
 
 
-def score_models(entries: Sequence[ModelEntry], template_items: Sequence[ImageToTextItem],
-                 sugarcrepe_items: Sequence[ImageToTextItem], engine_config=None, device: str = "cpu",
-                 family: str = "mini") -> dict[str, ModelScores]:
-    """Every model on both sets, SugarCrepe's strict rule (a tie is wrong)."""
-    out = {}
-    for e in entries:
-        engine = Engine(served(e, e.arch, device, family), engine_config)
-        out[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
-                                  selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
-    return out
-
-
 def grouped_accuracy(result: SelectionResult, groups: Mapping[str, Sequence[str]], where: str) -> dict[str, float]:
     """Accuracy (%) of each group of categories, pooled over their examples (micro average)."""
     by = result.by_group()
@@ -253,49 +237,10 @@ def summary(rows: Sequence[Mapping]) -> dict[str, float]:
     }
 
 
-def _cell(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
 def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Path:
     """A results table, floats to 2 decimals."""
-    return write_csv_atomic(path, [{k: _cell(v) for k, v in r.items()} for r in rows], fields)
-
-
-def tables_context(context: Mapping | None, head: Mapping, entries: Sequence[ModelEntry],
-                   scores: Mapping[str, ModelScores], refined: Mapping[str, Mapping] | None,
-                   arch_column: bool) -> dict:
-    """``table5_context.json``: the caller's context, the rule, ``head`` (what the gains are measured against), the
-    columns' categories, the examples per category, the refinement counts, and per model how it was trained
-    (first its arch and family, with ``arch_column``), its fingerprint and its ties."""
-    first = scores[entries[0].name]
-    return {
-        **dict(context or {}), "rule": STRICT.name, **head,
-        "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
-                    **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
-        "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
-              "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
-        "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
-                    for k, v in (refined or {}).items()},
-        "models": {e.name: {**({"arch": e.arch, "family": e.family} if arch_column else {}),
-                            "training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
-                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
-                            "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
-    }
-
-
-def family_rows(profile: Profile, entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores]) -> list[dict]:
-    """``table_rows`` per family of ``profile``, each against its baseline's row."""
-    rows = []
-    for family in profile.families:
-        members = [e for e in entries if e.family == family]
-        if not members:
-            continue
-        reference = next((e.name for e in members if e.training == TRAINING[family][0]), None)
-        if reference is None:
-            raise ValueError(f"the {family} rows need their baseline ({TRAINING[family][0]!r}) row")
-        rows += table_rows(members, scores, reference)
-    return rows
+    return write_csv_atomic(path, [{k: f"{v:.2f}" if isinstance(v, float) else str(v) for k, v in r.items()}
+                                   for r in rows], fields)
 
 
 def table5_summary(rows: Sequence[Mapping]) -> dict[str, float]:
@@ -371,15 +316,40 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
     """Score every model on ARO+CREPE (``aro_crepe_dir``, ``papers.sugarcrepe.aro_crepe``'s layout) and SugarCrepe
     (``sugarcrepe_manifest``: a ``PreparedSet``), write the tables, metrics, context and figure as one output
     group."""
-    scores = score_models(entries, load_template_set(Path(aro_crepe_dir)).items(),
-                          PreparedSet.load(Path(sugarcrepe_manifest)).items(), engine_config, device,
-                          profile.zoo_family)
-    rows = family_rows(profile, entries, scores)
+    template_items = load_template_set(Path(aro_crepe_dir)).items()
+    sugarcrepe_items = PreparedSet.load(Path(sugarcrepe_manifest)).items()
+    scores = {}
+    for e in entries:  # SugarCrepe's strict rule (a tie is wrong)
+        engine = Engine(served(e, e.arch, device, profile.zoo_family), engine_config)
+        scores[e.name] = ModelScores(selection.evaluate(engine, template_items, STRICT),
+                                     selection.evaluate(engine, sugarcrepe_items, STRICT), engine.model.fingerprint)
+    rows = []
+    for family in profile.families:  # ``table_rows`` per family, each against its baseline's row
+        members = [e for e in entries if e.family == family]
+        if not members:
+            continue
+        reference = next((e.name for e in members if e.training == TRAINING[family][0]), None)
+        if reference is None:
+            raise ValueError(f"the {family} rows need their baseline ({TRAINING[family][0]!r}) row")
+        rows += table_rows(members, scores, reference)
     if len(profile.families) > 1:
         head = {"baselines": {f: TRAINING[f][0] for f in profile.families}}
     else:
         head = {"reference": next(r["model"] for r in rows if r["training"] == TRAINING[profile.families[0]][0])}
-    full_context = tables_context(context, head, entries, scores, refined, profile.arch_column)
+    first = scores[entries[0].name]
+    full_context = {  # table5_context.json; head: what the gains are measured against
+        **dict(context or {}), "rule": STRICT.name, **head,
+        "columns": {**{f"aro_crepe_{g}": list(m) for g, m in TEMPLATE_GROUPS.items()},
+                    **{f"sugarcrepe_{g}": list(m) for g, m in SUGARCREPE_GROUPS.items()}},
+        "n": {"aro_crepe": {g: s.n for g, s in first.templates.by_group().items()},
+              "sugarcrepe": {g: s.n for g, s in first.sugarcrepe.by_group().items()}},
+        "refined": {k: {f: v[f] for f in ("n_in", "n_kept", "blind_accuracy_before", "blind_accuracy_after") if f in v}
+                    for k, v in (refined or {}).items()},
+        "models": {e.name: {**({"arch": e.arch, "family": e.family} if profile.arch_column else {}),
+                            "training": e.training, "hard_negative": e.hard_negative, "negatives": e.negatives,
+                            "fingerprint": scores[e.name].fingerprint, "ties_aro_crepe": scores[e.name].templates.ties,
+                            "ties_sugarcrepe": scores[e.name].sugarcrepe.ties} for e in entries},
+    }
     return write_output_group(out_dir, lambda staging: write_tables(profile, staging, rows, full_context, refined))
 
 

@@ -43,12 +43,13 @@ from common.pipeline.params import own_section
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
+from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch, FromZoo, Init
-from common.training.recipes import Recipe, load_recipe
+from common.training.recipes import load_recipe
 from common.training.rendered import CaptionBatches, caption_tokens, pixels, refuse_same_tokens
 from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for
-from papers.sugarcrepe.losses import loss_for
+from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.negclip_rows import FinetuneSet, NegclipSetError, TrainRow, run_data, run_negatives, run_rows
 from papers.sugarcrepe.runs import FULL_RUNS, RUNS, RunSpec, run_spec
 
@@ -63,7 +64,8 @@ OUT = "sugarcrepe_negclip"
 def job(profile: str, run: str, spec: RunSpec, init: Init, batches, config: TrainConfig,
         provenance: Mapping[str, Any]) -> FinetuneJob:
     """The run's job: its loss from its kind of negative, named by profile and run (the resume state's folder)."""
-    return FinetuneJob(f"sugarcrepe-{profile}-{run}", init, batches, loss_for(spec.hard_negative), config, MODULE,
+    loss = ClipLoss if spec.hard_negative is None else TextNegativeClipLoss
+    return FinetuneJob(f"sugarcrepe-{profile}-{run}", init, batches, loss, config, MODULE,
                        provenance={"run": run, **provenance})
 
 
@@ -99,17 +101,6 @@ def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: I
                {"hard_negative": spec.hard_negative, "refined": spec.refined, **(provenance or {})})
 
 
-def recipe(name: str) -> Recipe:
-    """A table of ``papers/sugarcrepe/recipes.toml``: ``finetune`` (ViT-B/32) or ``scratch`` (RN50)."""
-    return load_recipe(ROOT / RECIPES, name)
-
-
-def family(run: str) -> str:
-    """A full run's family: ``scratch`` or ``finetune``, the name of its schedule (a subsection of
-    ``params.yaml sugarcrepe.negclip_full``) and of its recipe."""
-    return "scratch" if run_spec(FULL_RUNS, run).scratch else "finetune"
-
-
 def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], images_dir: Path, *,
              init: Init | None = None, steps: int | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
@@ -119,7 +110,8 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], ima
     run's keys."""
     spec = run_spec(FULL_RUNS, run)
     init = init or (FromScratch(section["scratch_arch"]) if spec.scratch else FromZoo(section["base"]))
-    rules = recipe(family(run))
+    family = "scratch" if spec.scratch else "finetune"  # names its schedule in section and its recipe (RN50, ViT-B/32)
+    rules = load_recipe(ROOT / RECIPES, family)
     files = list(dict.fromkeys(r.image for r in rows))
     where = {name: i for i, name in enumerate(files)}
     images = FileImages(tuple(Path(images_dir) / name for name in files), int(section["image_size"]),
@@ -130,7 +122,7 @@ def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], ima
                                  [r.caption for r in rows], [] if negatives is None else [negatives],
                                  lambda texts: tokenizer(list(texts)), name=f"sugarcrepe-full-{run}",
                                  fields={"negatives": negatives is not None})
-    schedule = section[family(run)]
+    schedule = section[family]
     per_epoch = batches.steps_per_epoch(int(schedule["batch_size"]))
     config = TrainConfig.from_params(schedule, section, steps_per_epoch=per_epoch, steps=steps, recipe=rules)
     return job("full", run, spec, init, batches, config,

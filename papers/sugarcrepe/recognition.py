@@ -9,19 +9,10 @@ the 21-task average, Pearson and Spearman r with seeded percentile-bootstrap 95%
 over all distinct checkpoints, over the pre-trained ones only and over the pre-trained ones with ImageNet >= 50%;
 and how far the compositionality fine-tunes sit above the pre-trained trend.
 
-* A row is a **compositionality fine-tune** when its ``pretrained`` tag ends in ``-ft`` (the table's own marking:
-  NegCLIP, CE-CLIP and GNM-CLIP on ``coco-ft``, DAC-LLM/SAM and the two TSVLC on ``cc3m-ft``, CLoVe on
-  ``laioncoco600m-ft``; exactly the table's StructuredCLIP family).
-* Rows whose every number is equal are one checkpoint listed twice (RN101 and RN101-quickgelu of OpenAI; DataComp
-  small and CommonPool-S image): kept once, the duplicate named in ``checkpoints.csv``.
-* Zoo names come from ``papers/sugarcrepe/vl_compo.toml`` (explicit; no fuzzy matching). For the paper's own 17
-  models that the table holds (14), Figure 5's r is recomputed from the table's numbers, beside the r from the
-  published Table 6 with the table's ImageNet, and the paper's published r.
-
-Writes ``results/sugarcrepe/recognition/``: ``correlations.csv``, ``checkpoints.csv``, ``figure5_table.csv``,
-``metrics.json`` (DVC metrics) and ``scatter.png`` as one group; a missing column, a non-numeric cell or an empty
-selection is an error naming the file, the row and the column, and nothing is written.
-Stage ``recognition`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.recognition``.
+What it decides (fine-tunes: a ``pretrained`` tag ending in ``-ft``; a row whose every number equals another's: one
+checkpoint listed twice, kept once; zoo names: ``vl_compo.toml``, explicit) and its outputs
+(``results/sugarcrepe/recognition/``, one group) are in the README's "Figure 5 at scale" section. A missing column,
+a non-numeric cell or an empty selection is an error naming the file, the row and the column, and nothing is written.
 """
 from __future__ import annotations
 
@@ -38,7 +29,7 @@ import scipy.stats
 
 from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
 from common.registry.fetch import fetch
 from common.reporting.figures import pyplot, save_figure
@@ -346,21 +337,19 @@ def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -
     checkpoints = load_checkpoints(fetch(TABLE_KEY), fetch(SUBSETS_KEY), zoo)
     corr = correlations(checkpoints)
     fig5 = figure5_from_table(checkpoints, figure5_models)
-    with output_group(out_dir) as staging:
-        written = {
-            "correlations": write_csv_atomic(staging / "correlations.csv", corr, list(corr[0])),
-            "checkpoints": write_csv_atomic(staging / "checkpoints.csv", (
-                {"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned,
-                 "zoo": c.zoo, "same_numbers_as": "; ".join(c.duplicates),
-                 "imagenet": c.value(TABLE_KEY, "imagenet"), "21_tasks_avg": c.value(TABLE_KEY, "21_tasks_avg"),
-                 "sugarcrepe": c.value(TABLE_KEY, "sugarcrepe"), "comp_avg": c.value(TABLE_KEY, "comp_avg")}
-                for c in checkpoints), ("arch", "pretrained", "family", "finetuned", "zoo", "same_numbers_as",
-                                        "imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")),
-            "figure5_table": write_csv_atomic(staging / "figure5_table.csv", fig5, list(fig5[0])),
-            "metrics": write_json_atomic(staging / "metrics.json", headline(checkpoints, corr, fig5)),
-            "figure": scatter(checkpoints, corr, staging / "scatter.png"),
-        }
-        return {k: staged_to_final(v, staging, out_dir) for k, v in written.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "correlations": write_csv_atomic(staging / "correlations.csv", corr, list(corr[0])),
+        "checkpoints": write_csv_atomic(staging / "checkpoints.csv", (
+            {"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned,
+             "zoo": c.zoo, "same_numbers_as": "; ".join(c.duplicates),
+             "imagenet": c.value(TABLE_KEY, "imagenet"), "21_tasks_avg": c.value(TABLE_KEY, "21_tasks_avg"),
+             "sugarcrepe": c.value(TABLE_KEY, "sugarcrepe"), "comp_avg": c.value(TABLE_KEY, "comp_avg")}
+            for c in checkpoints), ("arch", "pretrained", "family", "finetuned", "zoo", "same_numbers_as",
+                                    "imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")),
+        "figure5_table": write_csv_atomic(staging / "figure5_table.csv", fig5, list(fig5[0])),
+        "metrics": write_json_atomic(staging / "metrics.json", headline(checkpoints, corr, fig5)),
+        "figure": scatter(checkpoints, corr, staging / "scatter.png"),
+    })
 
 
 def main(argv: Sequence[str] | None = None) -> int:

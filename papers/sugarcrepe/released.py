@@ -22,9 +22,6 @@ Three recomputations, every file fetched through the checksum-verifying download
 * **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json`` of
   RAIVNLab/sugar-crepe@0047054b, e.g. ``RAIVNLab/sugar-crepe@0047054b data/swap_obj.json``).
 
-Public functions: ``recompute``, ``draw_figure5``, ``parse_choice``, ``score_gpt4v_file``,
-``gpt4v_scores``, ``gpt4v_recomputed``, ``imagenet_top1``, ``figure5_models``, ``match_models``,
-``pearson_r``, ``figure5_points``, ``figure5_correlations``, ``figure5_recomputed``, ``table2_recomputed``.
 When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") with the error in the note.
 """
 from __future__ import annotations
@@ -76,7 +73,9 @@ SHORT = {"replace_obj": "REPLACE-Obj", "replace_att": "REPLACE-Att", "replace_re
 
 IMAGENET_COLUMN = "ImageNet 1k"
 OPENCLIP_RESULTS_KEY = "openclip/docs/openclip_results.csv"
-FIGURE5_FAMILIES = ("OpenAI", "LAION", "DataComp")
+FAMILY_COLORS = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
+"""Figure 5's pretraining sources, coloured alike in the audit's redrawn figure and the full profile's."""
+FIGURE5_FAMILIES = tuple(FAMILY_COLORS)
 CLAIM_R = {"swap_obj": "sec5.3_r_swap_obj", "add_att": "sec5.3_r_add_att"}
 CLAIM_R_OTHERS = "sec5.3_r_others_gt_0.8"
 CLAIM_TOTAL = "sec4.2_total_examples"
@@ -101,9 +100,7 @@ def _source_of(key: str) -> str:
     return key
 
 
-# ----------------------------------------------------------------------------------------------------------
-# GPT-4V
-# ----------------------------------------------------------------------------------------------------------
+# ---- GPT-4V ----------------------------------------------------------------------------------------------
 def parse_choice(answer: str) -> int | None:
     """GPT-4V's option: 1 or 2 when exactly one of "(1)" / "(2)" occurs in the answer, else None (unparseable)."""
     has1, has2 = "(1)" in answer, "(2)" in answer
@@ -191,11 +188,8 @@ def gpt4v_recomputed(
     source: Callable[[str, str], str] | None = None,
     extra_notes: Mapping[str, str] | None = None,
 ) -> list[Recomputed]:
-    """Table 6 GPT-4V cells (mean of the two settings, x100) and the readme's per-setting cells.
-
-    A Table 6 category needs both settings; its Average needs all seven categories. ``extra_notes``
-    (category -> text) is appended to that category's notes.
-    """
+    """Table 6 GPT-4V cells (mean of the two settings, x100; a category needs both, the Average all seven) and the
+    readme's per-setting cells; ``extra_notes`` (category -> text) is appended to that category's notes."""
     source = source or (lambda setting, category: f"released GPT-4V answers {setting}/gpt4v-{category}.json")
     extra_notes = extra_notes or {}
     recs: list[Recomputed] = []
@@ -242,9 +236,7 @@ def gpt4v_recomputed(
     return recs
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Figure 5
-# ----------------------------------------------------------------------------------------------------------
+# ---- Figure 5 --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelRef:
     """One Table 6 model: its row key and open_clip (arch, pretrained tag)."""
@@ -333,11 +325,6 @@ def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sxy / math.sqrt(sxx * syy)
 
 
-def _table6_values(cells: Iterable | None = None) -> dict[tuple[str, str], float]:
-    cells = load_cells(PAPER) if cells is None else cells
-    return {(c.row, c.column): c.value for c in cells if c.table == TABLE6 and c.value is not None}
-
-
 def figure5_points(
     matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
 ) -> dict[str, tuple[list[str], list[float], list[float]]]:
@@ -400,7 +387,8 @@ def figure5_recomputed(
 def figure5_inputs(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None):
     csv_path = (fetcher or _fetch)(OPENCLIP_RESULTS_KEY)
     matches = match_models(imagenet_top1(csv_path), figure5_models(model_names))
-    return matches, _table6_values(), _source_of(OPENCLIP_RESULTS_KEY)
+    table6 = {(c.row, c.column): c.value for c in load_cells(PAPER) if c.table == TABLE6 and c.value is not None}
+    return matches, table6, _source_of(OPENCLIP_RESULTS_KEY)
 
 
 def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
@@ -413,11 +401,10 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
         matches = m2 if matches is None else matches
         table6 = t2 if table6 is None else table6
     points = figure5_points(matches, table6)
-    colors = {"OpenAI": "tab:blue", "LAION": "tab:orange", "DataComp": "tab:green"}
     fig, axes = plt.subplots(2, 4, figsize=(14, 6.6))
     flat = list(axes.flat)
     for ax, (category, (rows, xs, ys)) in zip(flat, points.items()):
-        for family, color in colors.items():
+        for family, color in FAMILY_COLORS.items():
             pts = [(x, y) for r, x, y in zip(rows, xs, ys) if r.startswith(family + " |")]
             if pts:
                 ax.scatter(*zip(*pts), s=22, color=color, label=family, alpha=0.85)
@@ -436,9 +423,7 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
     return save_figure(fig, out_png)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Table 2
-# ----------------------------------------------------------------------------------------------------------
+# ---- Table 2 ---------------------------------------------------------------------------------------------
 def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str, str] | None = None) -> list[Recomputed]:
     """Table 2's per-category counts and the "7,512 examples" claim (when all seven categories are counted)."""
     notes = notes or {}
@@ -464,20 +449,7 @@ def _read_released_json(path: Path, what: str) -> Any:
         raise AuditError(f"{exc} (in the {what})") from None
 
 
-def _released_ids(paths: Mapping[str, Path]) -> dict[str, set[str]]:
-    """The example ids of each released category file (an object keyed by id)."""
-    ids: dict[str, set[str]] = {}
-    for category, path in paths.items():
-        data = _read_released_json(Path(path), "released SugarCrepe file")
-        if not isinstance(data, dict):
-            raise AuditError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
-        ids[category] = set(data)
-    return ids
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Entry point
-# ----------------------------------------------------------------------------------------------------------
+# ---- Entry point -----------------------------------------------------------------------------------------
 def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
     """Drop recomputations of cells the paper leaves empty (not_reported); a key that matches nothing is a bug."""
     cells = {c.key: c for c in load_cells(PAPER)}
@@ -496,21 +468,9 @@ def _unavailable(keys: Iterable[tuple[str, str, str, str]], source: str, exc: Ex
             for t, r, c, u in keys]
 
 
-def _gpt4v_keys() -> list[tuple[str, str, str, str]]:
-    keys = [(TABLE6, GPT4V_ROW, col, "percent") for col in (*COLUMNS.values(), "Average")]
-    for s in SETTINGS:
-        for c in CATEGORIES:
-            keys += [(README_TABLE, s, c, "fraction"), (README_TABLE, s, f"{c} | correct", "count"),
-                     (README_TABLE, s, f"{c} | total", "count")]
-    return keys
-
-
 def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
-    """Every SugarCrepe number recomputed here from released files (see the module docstring).
-
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
-    cannot be fetched, that part's numbers are NaN ("not recomputed yet") with the error in the note.
-    """
+    """Every SugarCrepe number recomputed here from released files (see the module docstring); ``fetcher`` maps a
+    registry key to a verified local path (default: ``common.registry.fetch.fetch``)."""
     fetch_path = fetcher or _fetch
     unavailable = (FetchError, RegistryError, OSError)
     recs: list[Recomputed] = []
@@ -521,7 +481,12 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
     try:
         released = {c: fetch_path(released_file_key(c)) for c in CATEGORIES}
         counts = category_counts(released)
-        released_ids = _released_ids(released)
+        for category, path in released.items():  # each file an object keyed by example id
+            data = _read_released_json(Path(path), "released SugarCrepe file")
+            if not isinstance(data, dict):
+                raise AuditError(f"{path}: expected an object mapping example ids to examples, got "
+                                 f"{type(data).__name__}")
+            released_ids[category] = set(data)
     except unavailable as exc:
         recs += _unavailable([(TABLE2, TABLE2_ROW, col, "count") for col in COLUMNS.values()]
                              + [(CLAIM_TABLE, CLAIM_TOTAL, "value", "count")], "sugarcrepe/data/*.json", exc)
@@ -531,7 +496,10 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
     try:
         scores = gpt4v_scores(fetcher=fetch_path)
     except unavailable as exc:
-        recs += _unavailable(_gpt4v_keys(), "sugarcrepe/gpt-4v-results/*", exc)
+        keys = [(TABLE6, GPT4V_ROW, col, "percent") for col in (*COLUMNS.values(), "Average")]
+        keys += [(README_TABLE, s, column, unit) for s in SETTINGS for c in CATEGORIES
+                 for column, unit in ((c, "fraction"), (f"{c} | correct", "count"), (f"{c} | total", "count"))]
+        recs += _unavailable(keys, "sugarcrepe/gpt-4v-results/*", exc)
         scores = None
     if scores is not None:
         # Where GPT-4V answered examples that the released benchmark does not hold (or vice versa), say so.
@@ -564,11 +532,3 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
         commit_source = _source_of(released_file_key(CATEGORIES[0])).rsplit(" ", 1)[0] + " data/<category>.json"
         recs += table2_recomputed(counts, commit_source, notes)
     return _keep_published(recs)
-
-
-__all__ = [
-    "recompute", "draw_figure5", "parse_choice", "score_gpt4v_file", "gpt4v_scores", "gpt4v_recomputed",
-    "imagenet_top1", "figure5_models", "match_models", "pearson_r", "figure5_correlations", "figure5_points",
-    "figure5_recomputed", "table2_recomputed", "GPT4VScore", "ModelRef", "ModelMatch", "COLUMNS", "SETTINGS",
-]
-

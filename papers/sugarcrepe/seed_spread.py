@@ -45,12 +45,6 @@ def _score(model, items, config) -> dict[str, float]:
     return {**scores, "average": statistics.fmean(scores[c] for c in CATEGORIES)}
 
 
-def _load(arch: str, path: Path, name: str):
-    net, transform = build_from_checkpoint(arch, path)
-    spec = ModelSpec(name=name, arch=arch, family="mini", label=name, checkpoint=f"build:{path.name}")
-    return OpenClipModel(spec, net, transform, tokenizer_for(arch), "cpu")
-
-
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
     params = load_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()
@@ -65,7 +59,10 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
                 out = Path(tmp) / f"{name}-seed{seed}.safetensors"
                 train_clip(arch, n_images, replace(train_config, seed=seed), train_set, out, progress=False,
                            provenance=reproducible.describe())
-                per_seed[seed] = _score(_load(arch, out, f"mini/{name}@seed{seed}"), items, config)
+                net, transform = build_from_checkpoint(arch, out)
+                spec = ModelSpec(name=f"mini/{name}@seed{seed}", arch=arch, family="mini",
+                                 label=f"mini/{name}@seed{seed}", checkpoint=f"build:{out.name}")
+                per_seed[seed] = _score(OpenClipModel(spec, net, transform, tokenizer_for(arch), "cpu"), items, config)
             for group in [*CATEGORIES, "average"]:
                 values = [per_seed[s][group] for s in sorted(per_seed)]
                 rows.append({"model": f"mini/{name}", "group": group,

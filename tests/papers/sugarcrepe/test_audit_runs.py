@@ -57,7 +57,7 @@ def test_full_runs_are_compared_cell_by_cell(tmp_path):
          "sugarcrepe_more_fluent_share": "78.0"}])
     write_csv(out / "blind_accuracy.csv", [
         {"benchmark": "sugarcrepe", "category": c, "scorer": s, "accuracy": str(49.0 + k)}
-        for s in ("vera", "grammar") for k, c in enumerate(audit.SUGARCREPE_COLUMNS)])
+        for s in ("vera", "grammar") for k, c in enumerate(audit.released.COLUMNS)])
     recs = audit.run_recomputations("full", tmp_path / "results")
     assert all(r.profile == "full" for r in recs) and {r.key for r in recs} <= PUBLISHED
     value = {r.key: r.value for r in recs}

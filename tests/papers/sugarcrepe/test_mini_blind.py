@@ -146,7 +146,8 @@ def test_table4_pairs_negatives_of_the_same_positive():
              pair(S, "replace_obj", "c"),  # no template negative of image c: in the means, in no pair
              pair(S, "swap_att", "a"), pair(S, "add_obj", "a")]
     negative = np.array([0.2, 0.6, 0.1, 0.0, 0.5, 0.2, 0.6, 0.9, 0.3, 0.4])
-    rows = {r["aro_crepe_kind"]: r for r in mini_blind.table4(pairs, PairScores("lm", np.full(10, 0.5), negative))}
+    scores = PairScores("lm", np.full(10, 0.5), negative)
+    rows = {r["aro_crepe_kind"]: r for r in mini_blind.paired_table4(pairs, scores, T, S, mini_blind.by_image)}
     replace_row = rows["replace"]
     # pairs: (0.5 vs 0.2) win, (0.2 vs 0.2) tie, (0.6 vs 0.6) tie -> (1 + 0.5 + 0.5) / 3
     assert replace_row["n_pairs"] == 3 and replace_row["n_ties"] == 2
