@@ -149,9 +149,9 @@ def test_a_non_finite_embedding_never_becomes_a_score(tmp_path, monkeypatch):
     monkeypatch.setattr(model, "encode_tokens", broken)
     engine = Engine(model, EngineConfig(progress=False))
     with pytest.raises(NonFiniteEmbedding, match=r"1 of 2 text embeddings are NaN or infinite"):
-        engine.text_embeddings(["a red circle", "a blue square"])
+        engine.embed([], ["a red circle", "a blue square"])
     monkeypatch.setattr(model, "encode_tokens", real)
-    assert np.isfinite(Engine(model, EngineConfig(progress=False)).text_embeddings(["a red circle"])).all()
+    assert np.isfinite(Engine(model, EngineConfig(progress=False)).embed([], ["a red circle"]).text_matrix).all()
 
 
 @pytest.mark.parametrize("target, why", [

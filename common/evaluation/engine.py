@@ -254,15 +254,6 @@ class PrecisionUnsupported(WorkspaceError, ValueError):
     """A model asked to run at a precision its backend has no path for."""
 
 
-def _half_precision(model: EmbeddingModel) -> EmbeddingModel:
-    """``model`` with half-precision weights (its ``at_precision("fp16")``), or one line saying it has none."""
-    cast = getattr(model, "at_precision", None)
-    if cast is None:
-        raise PrecisionUnsupported(f"model {model.name!r} has no fp16 path (only open_clip models do); score it with "
-                                   f"precision fp32 or bf16")
-    return cast("fp16")
-
-
 class Engine:
     def __init__(self, model: EmbeddingModel, config: EngineConfig | None = None, cache_root: Path | None = None):
         self.model = model
@@ -272,8 +263,12 @@ class Engine:
             raise ValueError(f"unknown precision {self.config.precision!r} (fp32, bf16 or fp16)")
         if self.config.precision == "bf16" and not self.device.startswith("cuda"):
             raise ValueError("precision bf16 is for CUDA; on the CPU the engine encodes in fp32")
-        if self.config.precision == "fp16":
-            self.model = _half_precision(model)
+        if self.config.precision == "fp16":  # half-precision weights: the model's at_precision("fp16")
+            cast = getattr(model, "at_precision", None)
+            if cast is None:
+                raise PrecisionUnsupported(f"model {model.name!r} has no fp16 path (only open_clip models do); score "
+                                           f"it with precision fp32 or bf16")
+            self.model = cast("fp16")
         precision = "" if self.config.precision == "fp32" else f"-{self.config.precision}"
         key = f"{model.fingerprint}-{ENCODING}{precision}"
         self.image_cache = EmbeddingCache(key, "images", cache_root)
@@ -312,15 +307,6 @@ class Engine:
                 key = hashlib.sha256(f"{key}|{ref.transform.identity}".encode()).hexdigest()
             keys.append(key)
         return keys
-
-    def image_embeddings(self, images: Sequence[Image], owners: dict[ImageRef, list[str]] | None = None) -> np.ndarray:
-        """Embeddings of ``images`` (rows in order), encoding only images the cache lacks."""
-        owners = owners or {}
-        refs = [as_ref(i) for i in images]
-        keys = self.image_keys(refs, owners)
-        todo_refs, todo_keys = self._missing_images(refs, keys)
-        self._encode_images(self._work(todo_refs, owners), todo_keys)
-        return self.image_cache.get(keys)
 
     def _missing_images(self, refs: Sequence[ImageRef], keys: Sequence[str]) -> tuple[list[ImageRef], list[str]]:
         """The distinct images the cache lacks, in order of first use, with their keys."""
@@ -380,13 +366,9 @@ class Engine:
             bar.close()
 
     # -- texts ----------------------------------------------------------------------------------
-    def text_embeddings(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` (rows in order); one encoding per distinct token sequence."""
-        unique = list(dict.fromkeys(texts))
-        return self._embed_tokens(texts, unique, self._tokenize(unique))
-
-    def _embed_tokens(self, texts: Sequence[str], unique: list[str], tokens: torch.Tensor) -> np.ndarray:
-        """``text_embeddings`` once the distinct texts ``unique`` are tokenised (``tokens``, one row each).
+    def _embed_tokens(self, texts: list[str], tokens: torch.Tensor) -> np.ndarray:
+        """Embeddings of the distinct ``texts`` (rows in order), tokenised (``tokens``, one row each); one encoding
+        per distinct token sequence.
 
         Each token row is hashed once; the rows the cache lacks are encoded shortest first, a batch per length
         (``_length_batches``: no text is padded past its own length, so models that drop trailing padding run on short
@@ -436,8 +418,7 @@ class Engine:
                     self.text_cache.put(pending_keys, np.concatenate(pending))
             finally:
                 bar.close()
-        key_of = dict(zip(unique, keys))
-        return self.text_cache.get([key_of[t] for t in texts])
+        return self.text_cache.get(keys)
 
     def _tokenize(self, texts: list[str]) -> torch.Tensor:
         """Token ids of ``texts``; spread over DataLoader worker processes when the engine decodes with workers
@@ -471,7 +452,7 @@ class Engine:
         clock.lap("start workers")
         tokens = torch.cat([next(work) for _ in chunks]) if chunks else self._tokenize(unique_texts)
         clock.lap("tokenise")
-        text_matrix = self._embed_tokens(unique_texts, unique_texts, tokens).astype(np.float64)
+        text_matrix = self._embed_tokens(unique_texts, tokens).astype(np.float64)
         clock.lap("encode texts")
         self._encode_images(work, todo_keys)
         image_matrix = self.image_cache.get(keys).astype(np.float64)

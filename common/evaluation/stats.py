@@ -36,9 +36,6 @@ class Interval:
     method: str
     dropped: int = 0
 
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
 
 def _sample(name: str, values: ArrayLike, min_size: int = 1) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)

@@ -1,13 +1,6 @@
 """One trainer for CLIP-style models, with three plug points: where the weights start (``Init``),
-the data (``BatchSource``), and the loss (a module returning named ``*_loss`` terms).
-
-Distributed under torchrun (DDP, each loss gathering its own global batch), resumable bit-exactly.
-``common/training/family.py`` (the mini family's tiny CLIPs) is ``FromScratch`` + ``MiniWorldBatches`` +
-``ClipLoss``; its weights are those of the loop it replaced, bit for bit.
-
-The losses here are the shared ones (``ClipLoss``, ``HardNegativeClipLoss``, and the bases
-``ContrastiveLoss``, ``ExtraTextNegativesLoss``); a paper's own loss lives in its package
-(``papers/bivlc/losses.py``, ``papers/conclip/losses.py``) and plugs in the same way.
+the data (``BatchSource``), and the loss (a module returning named ``*_loss`` terms); docs/training.md describes
+them, the shared losses and a paper's own, the loop, and distributed, resumable runs.
 
 A paper plugs in without touching this package, e.g. hard-negative fine-tuning of a pretrained
 model (its batch source yields ``images`` (B, 2, 3, H, W) = [image, hard image] and ``texts``

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from common.files.io import atomic_path, write_json_atomic
+from common.files.io import atomic_path
 
 
 def portable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -39,10 +39,6 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     return load_file(str(path))
-
-
-def write_sidecar(path: Path, record: Mapping[str, Any]) -> Path:
-    return write_json_atomic(path, dict(record))
 
 
 def save_resume(path: Path, state: Mapping[str, Any]) -> Path:

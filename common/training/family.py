@@ -8,14 +8,8 @@ weights). The checkpoint is a plain state dict (safetensors) with a JSON record 
 trained next to it. ``python -m common train <name>`` also runs under ``torchrun`` (DDP over the
 same global batch; weights then equal the one-process ones up to float rounding).
 
-Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner.
-Kill and resume: every ``checkpoint_every`` steps (``params.yaml train.<name>``; ``VLC_CHECKPOINT_EVERY`` overrides
-it, 0 turns it off) a resume
-state is written under ``<cache root>/training/mini-<name>/``, outside the DVC stage's outputs (DVC deletes those
-before rerunning a stage), named by a digest of everything that defines the run and of the code it runs, so a run
-with another recipe, data, world size or code never picks it up. A rerun after a kill continues from it and ends
-with the same bytes as an uninterrupted run; it is deleted once the weights are written. Neither the setting nor
-the file enters the sidecar.
+Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner: a
+run killed and rerun resumes to the same bytes (docs/training.md, "Kill and resume in the pipeline").
 """
 from __future__ import annotations
 

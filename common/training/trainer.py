@@ -43,7 +43,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from common.files.io import output_group
+from common.files.io import output_group, write_json_atomic
 from common.pipeline.machine import training_environment
 from common.pipeline.params import ParamsError
 from common.training import checkpoint as ckpt
@@ -579,7 +579,7 @@ def train(
                 ckpt.save_weights(staged("best"), best_states["model"])
             if "loss" in best_states:
                 ckpt.save_weights(staged("best_loss"), best_states["loss"])
-            ckpt.write_sidecar(staged("sidecar"), record)
+            write_json_atomic(staged("sidecar"), dict(record))
         paths["resume"].unlink(missing_ok=True)
     barrier(world)
     return TrainResult(

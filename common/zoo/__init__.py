@@ -43,7 +43,7 @@ _SUBMODULE_OF = {
         "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu",
         "with_variants"), "specs"),
     **dict.fromkeys((
-        "FP16_WHY", "TRAINING_DICT_KEYS", "OpenClipModel", "arch_identity", "_describe_transform",
+        "FP16_WHY", "TRAINING_DICT_KEYS", "OpenClipModel", "arch_identity",
         "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
         "quiet_random_init_warning", "random_model", "unwrap_training_dict"), "openclip"),
     **dict.fromkeys((

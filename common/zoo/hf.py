@@ -27,7 +27,7 @@ from PIL import Image
 
 from common.files.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
-from common.zoo.interface import ModelUnavailable
+from common.zoo.interface import ModelUnavailable, _digest_weights
 from common.zoo.specs import ModelSpec
 
 INSTALL_HINT = "pip install -e '.[hf]'"
@@ -70,13 +70,6 @@ def _import_transformers(spec: ModelSpec):
             f"model {spec.name!r} needs the Hugging Face transformers package, which is not installed here; "
             f"install the optional extra: {INSTALL_HINT}") from exc
     return transformers
-
-
-def _digest_weights(digest, model: torch.nn.Module) -> None:
-    for key, tensor in sorted(model.state_dict().items()):
-        t = tensor.detach().cpu().contiguous()
-        digest.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
 
 
 def _describe_tokenizer(tokenizer) -> str:

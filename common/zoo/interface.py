@@ -28,3 +28,11 @@ class EmbeddingModel(Protocol):
 
 ModelFactory = Callable[..., EmbeddingModel]
 """``create_model(name, device=...)``: the zoo's, or a stand-in in tests."""
+
+
+def _digest_weights(digest, model: torch.nn.Module) -> None:
+    """Every weight tensor (name, dtype, shape, bytes) into ``digest``: the backends' fingerprints share it."""
+    for key, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        digest.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())

@@ -11,23 +11,16 @@ import torch
 from PIL import Image
 
 from common.files.image_transforms import to_rgb
-from common.zoo.interface import ModelUnavailable
+from common.zoo.interface import ModelUnavailable, _digest_weights
 from common.zoo.specs import ModelSpec, register_local_configs
-
-
-def _describe_transform(transform: Callable) -> str:
-    return repr(transform)
 
 
 def fingerprint_model(arch: str, model: torch.nn.Module, transform: Callable, tokenizer: object) -> str:
     """sha256 over architecture, every weight tensor, the image transform and the tokenizer setup."""
     digest = hashlib.sha256()
     digest.update(arch.encode())
-    for key, tensor in sorted(model.state_dict().items()):
-        t = tensor.detach().cpu().contiguous()
-        digest.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    digest.update(_describe_transform(transform).encode())
+    _digest_weights(digest, model)
+    digest.update(repr(transform).encode())
     context_length = getattr(tokenizer, "context_length", None)
     digest.update(f"{type(tokenizer).__name__}:{context_length}".encode())
     return digest.hexdigest()[:32]

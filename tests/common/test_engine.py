@@ -124,6 +124,16 @@ def test_cache_is_reused_and_bit_identical(tiny_model, bench_data, tmp_path):
     assert [o.scores for o in first.outcomes] == [o.scores for o in second.outcomes]
 
 
+def image_embeddings(engine: Engine, images: list) -> np.ndarray:
+    """Embeddings of ``images``, rows in order, as ``Engine.embed`` serves a task (encoding only what is uncached)."""
+    return engine.embed(((image, "test") for image in images), []).images(images)
+
+
+def text_embeddings(engine: Engine, texts: list[str]) -> np.ndarray:
+    """Embeddings of ``texts``, rows in order, as ``Engine.embed`` serves a task."""
+    return engine.embed([], texts).texts(texts)
+
+
 def test_an_embedding_is_the_same_bits_in_any_batch_and_after_any_cache_history(tiny_model, bench_data, tmp_path):
     """What the cache serves must be what a cold run computes: each text and image encoded alone, or in small batches
     of mixed lengths, first (the cache's history) gives the bits the whole task's batches give. Before
@@ -133,18 +143,18 @@ def test_an_embedding_is_the_same_bits_in_any_batch_and_after_any_cache_history(
     lengths = {int((row != 0).sum()) for row in tiny_model.tokenize(texts)}
     assert len(lengths) > 1 and len(texts) > MIN_BATCH_ROWS  # mixed lengths and more than one padded batch's worth
     cold = Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "cold")
-    cold_texts, cold_images = cold.text_embeddings(texts), cold.image_embeddings(images)
+    cold_texts, cold_images = text_embeddings(cold, texts), image_embeddings(cold, images)
 
     warmed = Engine(tiny_model, EngineConfig(image_batch_size=3, text_batch_size=3, progress=False),
                     cache_root=tmp_path / "warm")
     for text in texts[:3]:
-        warmed.text_embeddings([text])
-    warmed.text_embeddings(texts[::-2])
-    warmed.image_embeddings(images[:1])
-    warmed.image_embeddings(images[::-3])
+        text_embeddings(warmed, [text])
+    text_embeddings(warmed, texts[::-2])
+    image_embeddings(warmed, images[:1])
+    image_embeddings(warmed, images[::-3])
     model = CountingModel(tiny_model)
     warm = Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "warm")
-    warm_texts, warm_images = warm.text_embeddings(texts), warm.image_embeddings(images)
+    warm_texts, warm_images = text_embeddings(warm, texts), image_embeddings(warm, images)
     assert 0 < model.texts_encoded < len(texts) and 0 < model.images_encoded < len(images)  # the cache served some
     assert np.array_equal(warm_texts, cold_texts) and np.array_equal(warm_images, cold_images)
 
@@ -218,7 +228,7 @@ def test_transformed_images_are_encoded_from_the_transformed_tensor_and_keyed_ap
     shuffle = GridShuffle(3, 3, seed=1)
     engine = Engine(tiny_model, EngineConfig(progress=False), cache_root=tmp_path / "c")
     before = set(path.parent.iterdir())
-    plain, shuffled, again = engine.image_embeddings([path, ImageRef(path, shuffle), ImageRef(path, shuffle)])
+    plain, shuffled, again = image_embeddings(engine, [path, ImageRef(path, shuffle), ImageRef(path, shuffle)])
     assert set(path.parent.iterdir()) == before
     key = engine.image_keys([ImageRef(path)], {})[0]
     pixels = shuffle(tiny_model.load_image(path), key)
@@ -228,7 +238,7 @@ def test_transformed_images_are_encoded_from_the_transformed_tensor_and_keyed_ap
     keys = engine.image_keys([ImageRef(path), ImageRef(path, shuffle), ImageRef(path, GridShuffle(3, 3, seed=2))], {})
     assert len(set(keys)) == 3
     model = CountingModel(tiny_model)
-    Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "c").image_embeddings([ImageRef(path, shuffle)])
+    image_embeddings(Engine(model, EngineConfig(progress=False), cache_root=tmp_path / "c"), [ImageRef(path, shuffle)])
     assert model.images_encoded == 0  # cached under (content, transform)
 
 

@@ -210,10 +210,10 @@ def test_the_engine_does_not_reuse_an_embedding_cached_from_a_clipped_decoding(t
     Image.fromarray(grey(as_8bit(gradient16()))).save(twin)
     cache = tmp_path / "cache"
     engine = Engine(tiny_model, EngineConfig(progress=False), cache_root=cache)
-    dim = engine.image_embeddings([twin]).shape[1]
+    dim = engine.embed([(twin, "t")], []).images([twin]).shape[1]
     engine.image_cache.put([sha256_file(deep)], np.full((1, dim), 7.0, dtype=np.float32))  # the old key
     fresh = Engine(tiny_model, EngineConfig(progress=False), cache_root=cache)
-    got, expected = fresh.image_embeddings([deep, twin])
+    got, expected = fresh.embed([(deep, "d"), (twin, "t")], []).images([deep, twin])
     assert np.array_equal(got, expected)
     assert fresh.image_keys([as_ref(twin)], {})[0] == sha256_file(twin)  # RGB and L keys are unchanged
 

@@ -275,9 +275,6 @@ def test_classification_matches_per_class_loops(tiny_model, engine, scenes):
         assert r.ranks.tolist() == expected
     top = result.top_k((1, 5))
     assert top["top5"] == 1.0 and top["top1"] == float(np.mean(logits.argmax(1) == np.asarray(data.labels)))
-    per_class = result.per_class_accuracy()
-    assert set(per_class) == set(names)
-    assert result.balanced_accuracy() == pytest.approx(np.mean(list(per_class.values())))
     assert result.predictions.tolist() == logits.argmax(1).tolist()
 
 

@@ -2,9 +2,7 @@
 (renormalised), each image goes to the class of highest cosine similarity.
 
 Top-k follows the ranking rule of ``common.evaluation.scoring.retrieval``: an image is right at k when fewer than k other
-classes score above its true class (``ties="wrong"``: a class scoring exactly as high counts against it). Per-class
-accuracy is top-1 recall per class; balanced accuracy is their mean over the classes that have images (scikit-learn's
-``balanced_accuracy_score``).
+classes score above its true class (``ties="wrong"``: a class scoring exactly as high counts against it).
 """
 from __future__ import annotations
 
@@ -29,17 +27,9 @@ class ClassificationResult:
     predictions: np.ndarray
     """Per image: the highest-scoring class (the first one among equals)."""
     ties: int
-    ties_rule: str = "wrong"
 
     def top_k(self, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
         return {f"top{k}": float((self.ranks < k).mean()) for k in ks}
-
-    def per_class_accuracy(self) -> dict[str, float]:
-        return {self.class_names[c]: float((self.ranks[self.labels == c] < 1).mean())
-                for c in range(len(self.class_names)) if (self.labels == c).any()}
-
-    def balanced_accuracy(self) -> float:
-        return float(np.mean(list(self.per_class_accuracy().values())))
 
 
 def classifier_weights(text_embeddings: np.ndarray, prompts_per_class: Sequence[int]) -> np.ndarray:
@@ -72,5 +62,4 @@ def evaluate(engine: Engine, dataset: ClassificationSet, ties: Literal["wrong", 
         ranks[start: start + chunk_size] = ((logits > true) & others).sum(axis=1) + (level if ties == "wrong" else 0)
         predictions[start: start + chunk_size] = logits.argmax(axis=1)
         n_ties += int((level > 0).sum())
-    return ClassificationResult(*engine.identity, dataset.name, dataset.class_names, labels, ranks, predictions,
-                                n_ties, ties)
+    return ClassificationResult(*engine.identity, dataset.name, dataset.class_names, labels, ranks, predictions, n_ties)

@@ -71,7 +71,6 @@ SCORE_CHUNK = 1024
 class GroupResult:
     model: str
     fingerprint: str
-    ties_rule: str = "wrong"
     outcomes: list[GroupOutcome] = field(default_factory=list)
 
     def accuracy(self, outcomes: Sequence[GroupOutcome] | None = None) -> dict[str, float]:
@@ -97,7 +96,7 @@ def evaluate(engine: Engine, items: Sequence[GroupItem], ties: Literal["wrong", 
         raise DatasetError("no group items to score")
     emb = engine.embed(((img, it.origin or it.item_id) for it in items for img in it.images),
                        (c for it in items for c in it.captions))
-    result = GroupResult(*engine.identity, ties)
+    result = GroupResult(*engine.identity)
     for start in range(0, len(items), SCORE_CHUNK):
         chunk = items[start: start + SCORE_CHUNK]
         captions = emb.texts([c for it in chunk for c in it.captions]).reshape(len(chunk), 2, -1)

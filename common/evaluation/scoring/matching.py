@@ -32,9 +32,6 @@ class MatchingModel(Protocol):
     def match_scores(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor: ...
 
 
-TASK = "image_to_text_itm"
-
-
 def _score_fn(model: MatchingModel, score: str):
     if score == "itm":
         return model.match_scores
@@ -110,8 +107,7 @@ def image_to_text(model: MatchingModel, items: Sequence[ImageToTextItem], rule: 
         flush()
     finally:
         bar.close()
-    result = SelectionResult(model.name, model.fingerprint, TASK if score == "itm" else f"image_to_text_{score}",
-                             rule.name)
+    result = SelectionResult(model.name, model.fingerprint, f"image_to_text_{score}", rule.name)
     start = 0
     for it in items:
         item_scores = np.asarray(scores[start: start + len(it.captions)])

@@ -31,7 +31,6 @@ class RetrievalResult:
     """Per image: wrong captions ranked at or above its best caption."""
     t2i_ties: int
     i2t_ties: int
-    ties_rule: str = "wrong"
 
     def recall(self, ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
         """``t2i_recall_at_<k>`` and ``i2t_recall_at_<k>`` as fractions."""
@@ -85,4 +84,4 @@ def evaluate(engine: Engine, dataset: RetrievalSet, ties: Literal["wrong", "corr
     image_ids = np.arange(len(dataset.images))
     t2i, t2i_ties = _ranks(texts, images, caption_image, image_ids, ties, chunk_size, emb.round_scores)
     i2t, i2t_ties = _ranks(images, texts, image_ids, caption_image, ties, chunk_size, emb.round_scores)
-    return RetrievalResult(*engine.identity, dataset.name, t2i, i2t, t2i_ties, i2t_ties, ties)
+    return RetrievalResult(*engine.identity, dataset.name, t2i, i2t, t2i_ties, i2t_ties)
