@@ -225,12 +225,6 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                    warnings, published_rows(sources, {m.key for m in measures}))
 
 
-def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
-               params: dict | None = None, log=print, strict: bool = False) -> list[Card]:
-    """Every model's card (``iter_cards``), as a list."""
-    return list(iter_cards(specs, only, device, params, log, strict))
-
-
 def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:
     """The two cards' numbers under ``key`` scored at one precision: the authors' fp16 of one model is paired with
     the other's fp16, else both at the engine's (the ``key@<precision>`` number beside the fp16 one), since fp16's
