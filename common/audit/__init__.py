@@ -51,10 +51,6 @@ class AuditIncomplete(WorkspaceError):
         self.paper, self.rows, self.pinned = paper, list(rows), list(pinned)
 
 
-def collect(paper: str, profile: str, recompute: Recompute | None = None) -> list[Recomputed]:
-    return list(claims.recompute(paper)) + (recompute(profile) if recompute is not None else [])
-
-
 def standin(rec: Recomputed) -> bool:
     """With full-profile inputs that are not comparable (``common.pipeline.inputs.FullInputs.comparable``: a capped run, such as
     a rehearsal's on stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released
@@ -91,7 +87,8 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
 
     profile = profile or load_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
-    rows = audit_rows(paper, load_cells(paper), load_claims(paper), collect(paper, profile, recompute),
+    recomputed = list(claims.recompute(paper)) + (recompute(profile) if recompute is not None else [])
+    rows = audit_rows(paper, load_cells(paper), load_claims(paper), recomputed,
                       rehearsal=None if comparable else standin)
     _, pinned = unreadable_sources(rows)
     if pinned and strict:
@@ -113,12 +110,10 @@ def partial_dir(audit_dir: Path) -> Path:
 
 def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
     """(every released source that could not be read, those of them whose sha256 is pinned in the registry)."""
-
-    pinned = _pinned
     unavailable = sorted({r.source for r in rows if r.profile == "released" and r.recomputed is None})
     # A checksum-pinned source that could not be read makes the audit incomplete; a source with no pinned hash
     # (not mirrored, not verifiable here) stays "not recomputed yet" without failing.
-    return unavailable, [s for s in unavailable if pinned(s)]
+    return unavailable, [s for s in unavailable if _pinned(s)]
 
 
 def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:

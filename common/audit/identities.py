@@ -30,7 +30,6 @@ from common.reporting.published import PublishedCell, read_utf8
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"
-AXES = ("row", "column")
 SCALES = {"percent": 1, "fraction": 100}
 """Published units a measure may be printed in, and the factor to percent."""
 

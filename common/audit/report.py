@@ -80,8 +80,7 @@ def _source_label(r: AuditRow) -> str:
         return ""
     if r.table == CLAIM_TABLE and r.source.startswith(PAPER_TABLES_SOURCE):
         return "paper tables (`recompute` in the claims CSV)"
-    else:
-        source = shorten(r.source, MD_SOURCE_CHARS)
+    source = shorten(r.source, MD_SOURCE_CHARS)
     return f"{r.profile}: {source}" if r.profile else source
 
 
@@ -128,11 +127,10 @@ def oracle_lines(record: Mapping | None) -> list[str]:
     return lines
 
 
-def markdown(paper: str, rows: list[AuditRow], profile: str, claims: Iterable | None = None,
-             info: Mapping[str, ClaimInfo] | None = None, oracle: Mapping | None = None) -> str:
-    """The readable report; ``info`` (from ``claim_info``) wins over ``claims`` when given; ``oracle``: the paper's
-    oracle record (``common.oracle.core.read_record``)."""
-    info = claim_info(paper, claims) if info is None else info
+def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, ClaimInfo],
+             oracle: Mapping | None = None) -> str:
+    """The readable report; ``info``: from ``claim_info``; ``oracle``: the paper's oracle record
+    (``common.oracle.core.read_record``)."""
     counts = VerdictCounts.of(rows).counts
     shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
     banner = ([f"**REHEARSAL** (`make rehearse`): this audit was written in a rehearsal's copy of the workspace. "

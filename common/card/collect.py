@@ -19,10 +19,6 @@ from common.files.io import write_csv_atomic, write_text_atomic
 from common.paths import build_root, refuse_workspace_outputs
 from common.reporting.markdown_table import md_table
 
-FIXED = ("model", "profile")
-TRAILING = ("evaluation_seconds", "hardware", "commit", "file")
-NOT_CARDS = ("comparison.json",)
-"""JSON files the card command writes beside the cards that are not cards."""
 DEFAULT_STEM = "leaderboard"
 
 
@@ -57,7 +53,7 @@ def find_cards(folders: Sequence[Path]) -> list[Path]:
     for folder in folders:
         if not folder.is_dir():
             raise CardError(f"{folder}: no such folder of cards")
-        paths += [p for p in sorted(folder.glob("*.json")) if p.name not in NOT_CARDS]
+        paths += [p for p in sorted(folder.glob("*.json")) if p.name != "comparison.json"]  # written beside the cards
     if not paths:
         raise CardError(f"no card (<model>.json) in {', '.join(map(str, folders))}; write them with "
                         f"`python -m common card --model SPEC --out DIR`")
@@ -77,7 +73,7 @@ def leaderboard(cards: Sequence[tuple[dict, dict[str, str]]]) -> tuple[list[str]
         seen[model, profile] = row["file"]
         labels |= {k: label for k, label in numbers.items() if k not in labels}
     rows = sorted((row for row, _ in cards), key=lambda r: r["profile"].startswith("mini"))
-    return [*FIXED, *labels, *TRAILING], rows, labels
+    return ["model", "profile", *labels, "evaluation_seconds", "hardware", "commit", "file"], rows, labels
 
 
 def markdown(columns: Sequence[str], rows: Sequence[dict], labels: dict[str, str]) -> str:

@@ -121,9 +121,6 @@ class Estimate:
     high: float
     method: str = f"percentile bootstrap over examples ({N_RESAMPLES} resamples, seed {SEED})"
 
-    def excludes_zero(self) -> bool:
-        return self.low > 0 or self.high < 0
-
 
 def _interval(value: float, samples: np.ndarray, confidence: float) -> Estimate:
     tail = 100.0 * (1.0 - confidence) / 2.0

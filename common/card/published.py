@@ -20,7 +20,6 @@ from common.reporting.published import load_cells
 SCALE = {"percent": 1.0, "fraction": 100.0}
 """A cell's value in percent, the card's unit (other units are not card numbers and are left out)."""
 
-
 MODEL = "{model}"
 """Where a ``PublishedCells`` pattern holds the model's name."""
 

@@ -61,14 +61,6 @@ def _left_out(b: CardBenchmark, why: str) -> dict:
     return {"benchmark": b.key, "title": b.title, "why": why, "how": b.how_to_get}
 
 
-def split_available(benchmarks: Sequence[CardBenchmark]) -> tuple[list[CardBenchmark], list[dict]]:
-    """(benchmarks to score, one record per benchmark left out: why, and how to get its data)."""
-    missing = [_left_out(b, b.not_on_card or "missing: " + ", ".join(str(p) for p in b.missing()))
-               for b in benchmarks if b.not_on_card or b.missing()]
-    left = {m["benchmark"] for m in missing}
-    return [b for b in benchmarks if b.key not in left], missing
-
-
 def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardBenchmark,
                 blind_note: str) -> list[Measure]:
     out = []
@@ -147,7 +139,10 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     params = params if params is not None else load_params()
     profile = params["profile"]
     benchmarks, trends = discover(profile, only)
-    available, missing = split_available(benchmarks)
+    # one record per benchmark left out: why, and how to get its data
+    missing = [_left_out(b, b.not_on_card or "missing: " + ", ".join(str(p) for p in b.missing()))
+               for b in benchmarks if b.not_on_card or b.missing()]
+    available = [b for b in benchmarks if b.key not in {m["benchmark"] for m in missing}]
     if strict:
         _refuse_missing(only, available, missing, profile)
     for m in missing:
@@ -223,12 +218,6 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                     "evaluation_seconds": seconds,
                     "environment": {"versions": versions, "hardware": machine.hardware(device)}},
                    warnings, published_rows(sources, {m.key for m in measures}))
-
-
-def make_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
-               params: dict | None = None, log=print, strict: bool = False) -> list[Card]:
-    """Every model's card (``iter_cards``), as a list."""
-    return list(iter_cards(specs, only, device, params, log, strict))
 
 
 def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:

@@ -71,8 +71,7 @@ def locals_at_line(path: Path, function: str, line: int, names: Sequence[str]) -
 
     def in_function(frame, event, arg):  # noqa: ANN001 - sys.settrace's signature
         if event == "line" and frame.f_lineno == line:
-            values = frame.f_locals
-            seen.append({name: values.get(name) for name in names})
+            seen.append({name: frame.f_locals.get(name) for name in names})
         return in_function
 
     def calls(frame, event, arg):  # noqa: ANN001

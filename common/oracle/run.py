@@ -72,19 +72,6 @@ def oracle_papers() -> list[str]:
     return [paper.name for paper in load_papers() if paper.oracle is not None]
 
 
-def run_one(paper: str, out_dir: Path, device: str = "cpu") -> PaperOracle:
-    """Run the paper's oracle plug-in in this process and write its report."""
-    declared = load_paper(paper).oracle
-    if declared is None:
-        raise OracleError(f"papers/{paper} declares no oracle (its PAPER's oracle is None)")
-    ctx = OracleContext(ROOT, read_params(ROOT / "params.yaml"), ROOT / "build" / "oracle" / "scratch" / paper, device)
-    oracle: PaperOracle = declared.load().run(ctx)
-    oracle.replacements = [*ctx.replacements, *oracle.replacements]
-    oracle.ran = [line.replace(f"{ROOT}/", "") for line in oracle.ran]  # paths relative to the workspace
-    oracle.write(out_dir / f"{paper}.json")
-    return oracle
-
-
 def run_all(papers: Sequence[str], out_dir: Path, device: str = "cpu") -> tuple[list[PaperOracle], list[str]]:
     """Each paper in its own process; returns the reports and the papers whose process failed (with its error)."""
     failed: list[str] = []
@@ -111,8 +98,17 @@ def _cmd(args: argparse.Namespace) -> int:
         from common.evaluation.evaluate import best_device
 
         args.device = best_device()
-    if args.one:
-        oracle = run_one(args.one, out_dir, args.device)
+    if args.one:  # the paper's oracle plug-in run in this process (run_all's child), its report written
+        paper = args.one
+        declared = load_paper(paper).oracle
+        if declared is None:
+            raise OracleError(f"papers/{paper} declares no oracle (its PAPER's oracle is None)")
+        ctx = OracleContext(ROOT, read_params(ROOT / "params.yaml"), ROOT / "build" / "oracle" / "scratch" / paper,
+                            args.device)
+        oracle: PaperOracle = declared.load().run(ctx)
+        oracle.replacements = [*ctx.replacements, *oracle.replacements]
+        oracle.ran = [line.replace(f"{ROOT}/", "") for line in oracle.ran]  # paths relative to the workspace
+        oracle.write(out_dir / f"{paper}.json")
         print("\n".join(table_lines([oracle])))
         return 0
     papers = args.papers or oracle_papers()

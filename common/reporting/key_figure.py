@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -125,26 +125,25 @@ def published_bars(cells: CellIndex, table: str, panel: str, groups: Mapping[str
             for column, group in groups.items() for row, name in series.items()]
 
 
-def series_colours(bars: Sequence[PlotBar]) -> dict[str, Any]:
-    """One colour per series name across all panels (a model keeps its colour, measured or published)."""
-    plt = pyplot()
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    names = list(dict.fromkeys(b.series for b in bars))
-    return {name: cycle[k % len(cycle)] for k, name in enumerate(names)}
+def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, out_csv: Path, title: str,
+                     ylabel: str) -> dict[str, Path]:
+    """The figure and its plot CSV (every bar's panel, group, series, value and source), side by side.
 
-
-def bar_panels(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, title: str, ylabel: str,
-               ncols: int = 2, ylim: tuple[float, float] = (0, 100)) -> Path:
-    """Panels of grouped bars, in the order the bars come: one bar group per ``group``, one bar per ``series``
+    Panels of grouped bars, in the order the bars come: one bar group per ``group``, one bar per ``series``
     (published ones hatched, "(published)" in the legend), each bar's value printed on it, reference lines dashed.
     Panels in one row are as wide as their groups need; each legend sits under its panel, clear of the bars."""
+    plot_rows = [{"panel": b.panel, "group": b.group, "series": b.series, "value": b.value, "source": b.source}
+                 for b in bars]
+    plot = write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS)
     plt = pyplot()
     panels = list(dict.fromkeys(b.panel for b in bars))
     groups_of = {p: list(dict.fromkeys(b.group for b in bars if b.panel == p)) for p in panels}
-    ncols = min(ncols, len(panels))
+    ncols = min(2, len(panels))
     nrows = -(-len(panels) // ncols)
     widths = [max(1.5, len(groups_of[p])) for p in panels] if nrows == 1 else [1] * ncols
-    colours = series_colours(bars)
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # one colour per series name across all panels: a model keeps its colour, measured or published
+    colours = {name: cycle[k % len(cycle)] for k, name in enumerate(dict.fromkeys(b.series for b in bars))}
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.8 * ncols, 4.6 * nrows + 0.6), squeeze=False,
                              gridspec_kw={"width_ratios": widths})
     for ax, panel in zip(axes.flat, panels):
@@ -163,8 +162,8 @@ def bar_panels(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path
             i = groups.index(line.group)
             ax.hlines(line.value, i - 0.46, i + 0.46, colors="grey", linestyles="--", lw=0.9)
         ax.set_xticks(np.arange(len(groups)), groups, fontsize=8)
-        ax.set_ylim(ylim[0], ylim[1] + 0.08 * (ylim[1] - ylim[0]))  # room for a full bar's label
-        ax.set_yticks(np.linspace(*ylim, 6))
+        ax.set_ylim(0, 100 + 0.08 * 100)  # room for a full bar's label
+        ax.set_yticks(np.linspace(0, 100, 6))
         ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(panel, fontsize=9)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3 if len(series) > 4 else len(series),
@@ -173,16 +172,7 @@ def bar_panels(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path
         ax.axis("off")
     fig.suptitle(title, fontsize=9.5)
     fig.tight_layout()
-    return save_figure(fig, out_png)
-
-
-def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, out_csv: Path, title: str,
-                     ylabel: str, ncols: int = 2) -> dict[str, Path]:
-    """The figure and its plot CSV (every bar's panel, group, series, value and source), side by side."""
-    plot_rows = [{"panel": b.panel, "group": b.group, "series": b.series, "value": b.value, "source": b.source}
-                 for b in bars]
-    return {"plot": write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS),
-            "figure": bar_panels(bars, lines, out_png, title, ylabel, ncols=ncols)}
+    return {"plot": plot, "figure": save_figure(fig, out_png)}
 
 
 def results_dir(paper: str, profile: str) -> Path:

@@ -70,7 +70,6 @@ UNITS = frozenset(
     {"percent", "fraction", "count", "points", "ratio", "score", "millions", "billions", "other"}
 )
 STATUSES = frozenset({"ok", "unreadable", "not_reported"})
-KEY_SEPARATOR = " | "
 
 
 class PublishedDataError(WorkspaceError, ValueError):

@@ -282,9 +282,7 @@ def _is_number(value: object) -> bool:
 def _refs(value: object) -> tuple[str, ...] | None:
     """One reference or two (a difference), or None when ``value`` is neither."""
     refs = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else ()
-    if not 1 <= len(refs) <= 2 or not all(isinstance(r, str) and r.strip() for r in refs):
-        return None
-    return refs
+    return refs if 1 <= len(refs) <= 2 and all(isinstance(r, str) and r.strip() for r in refs) else None
 
 
 def _margin(where: str, direction: str, margin: object, required: bool) -> float | None:

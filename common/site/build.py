@@ -396,8 +396,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
     cross_counts = read_summary(cross_summary, counts=True, keys=CROSS_PAPER_COUNTS) if cross_summary.is_file() else {}
     claims = {p: scorecard.scorecard(p, w.results) for p in papers}
     oracles = {p: read_record(p, w.results) for p in papers}
-    abouts = {p: about(p) for p in papers}
-    w.env.globals.update(abouts=abouts)
+    w.env.globals.update(abouts={p: about(p) for p in papers})
     w.page("index.html", "index.html.j2", counts=counts, verdicts=verdicts, cross_counts=cross_counts, oracles=oracles,
            claims={p: scorecard.reproduced_counts(rows) for p, rows in claims.items() if rows},
            headlines={p: [headline(f) for f in rows] for p, rows in claims.items()},

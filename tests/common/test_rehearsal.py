@@ -292,9 +292,9 @@ def test_a_rehearsal_audit_report_says_so(tmp_path):
     cells = [_cell("run")]
     recs = [Recomputed("p", "T", "run", "c", 40.0, "percent", "results/p/full/t.csv", "full", "default")]
     rows = audit_rows("p", cells, [], recs, rehearsal=lambda rec: True)
-    text = markdown("p", rows, "full", claims=[])
+    text = markdown("p", rows, "full", info={})
     assert "**REHEARSAL**" in text and f"| {REHEARSAL} | 1 |" in text and "## Rehearsal (not comparable) (1)" in text
-    assert "REHEARSAL" not in markdown("p", audit_rows("p", cells, [], recs), "full", claims=[])
+    assert "REHEARSAL" not in markdown("p", audit_rows("p", cells, [], recs), "full", info={})
     paths = write_audit("p", rows, tmp_path, "full", claims=[])
     assert json.loads(Path(paths["metrics"]).read_text())[REHEARSAL] == 1
     assert "rehearsal: not comparable" in Path(paths["csv"]).read_text()
