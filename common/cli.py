@@ -183,12 +183,6 @@ def _unused() -> Subparsers:
     return argparse.ArgumentParser(add_help=False).add_subparsers()
 
 
-def _register_papers(groups: CommandGroups) -> None:
-    for paper in load_papers():
-        if paper.cli is not None:
-            paper.cli.load().register(groups)
-
-
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``python -m common``: every command's, or with ``argv`` only that of the command it names, the
     others listed from ``COMMANDS`` by name and help line (their modules are not imported)."""
@@ -207,8 +201,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             added.append(command.add)
         else:
             sub.add_parser(command.name, help=command.help)
-    _register_papers(CommandGroups(root=sub, **{f.name: made[f.name] if f.name in made else _unused()
-                                                for f in fields(CommandGroups) if f.name != "root"}))
+    groups = CommandGroups(root=sub, **{f.name: made[f.name] if f.name in made else _unused()
+                                        for f in fields(CommandGroups) if f.name != "root"})
+    for paper in load_papers():
+        if paper.cli is not None:
+            paper.cli.load().register(groups)
     return parser
 
 

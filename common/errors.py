@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 import threading
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence
 
 
 class WorkspaceError(Exception):
@@ -49,16 +49,6 @@ SETTINGS = ("VLC_BUILD", "VLC_DATA", "VLC_CACHE", "VLC_MIRROR")
 """The variables that move the workspace's folders (``common.paths``)."""
 
 
-def setting_problem(var: str) -> str | None:
-    """What is wrong with the folder the variable ``var`` names (``VLC_BUILD=/x is a file, not a folder: ...``), or
-    None when it is unset, empty or an existing folder."""
-    value = os.environ.get(var, "")
-    if not value or os.path.isdir(os.path.expanduser(value)):
-        return None
-    what = "is a file, not a folder" if os.path.lexists(os.path.expanduser(value)) else "does not exist"
-    return f"{var}={value} {what}: set {var} to the folder meant, or unset it for the default"
-
-
 def _mentions(message: str, path: str) -> bool:
     """Whether ``message`` names ``path`` or something under it (not merely a longer name that starts alike)."""
     path = path.rstrip("/") or "/"
@@ -70,11 +60,11 @@ def with_setting_hint(message: str) -> str:
     a file "not found" under ``VLC_BUILD=/typo`` is first of all a wrong variable."""
     for var in SETTINGS:
         value = os.environ.get(var, "")
-        if not value or f"{var}=" in message:
+        if not value or f"{var}=" in message or os.path.isdir(os.path.expanduser(value)):
             continue
-        problem = setting_problem(var)
-        if problem and (_mentions(message, value) or _mentions(message, os.path.abspath(os.path.expanduser(value)))):
-            return f"{problem}; {message}"
+        if _mentions(message, value) or _mentions(message, os.path.abspath(os.path.expanduser(value))):
+            what = "is a file, not a folder" if os.path.lexists(os.path.expanduser(value)) else "does not exist"
+            return f"{var}={value} {what}: set {var} to the folder meant, or unset it for the default; {message}"
     return message
 
 
@@ -117,14 +107,6 @@ def expected_message(exc: BaseException) -> str | None:
         target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
         return with_setting_hint(f"{exc.filename}{target}: {exc.strerror or exc}")
     return None
-
-
-def report_error(exc: BaseException, stream: TextIO | None = None) -> int:
-    """Print an expected error as ``error: <message>`` on stderr; its exit status."""
-    message = expected_message(exc)
-    assert message is not None
-    print(f"error: {message}", file=stream or sys.stderr)
-    return int(getattr(exc, "exit_code", 1))
 
 
 class Terminated(KeyboardInterrupt):
@@ -181,9 +163,11 @@ def run_entry_point(main: Callable[..., int | None], argv: Sequence[str] | None 
         with sigterm_as_interrupt():
             result = main() if argv is None else main(argv)
     except (WorkspaceError, OSError) as exc:
-        if debug or expected_message(exc) is None:
+        message = expected_message(exc)
+        if debug or message is None:
             raise
-        return report_error(exc)
+        print(f"error: {message}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", 1))
     except Terminated:
         if debug:
             raise

@@ -69,14 +69,6 @@ def _import_transformers(name: str):
     return transformers
 
 
-def _dtype_option(transformers, dtype: Any) -> dict[str, Any]:
-    """``from_pretrained``'s dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype`` before."""
-    # deferred: loads packaging only when called
-    from packaging.version import Version
-
-    return {"dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype": dtype}
-
-
 @dataclass(eq=False)
 class _HFTextScorer:
     """A text-only ``transformers`` model behind ``TextScorer``; subclasses define ``score_batch``."""
@@ -104,7 +96,12 @@ class _HFTextScorer:
         """Load a ``save_pretrained`` folder (a fetched snapshot, or a tiny model in tests); never downloads."""
         name = name or cls.default_name
         transformers = _import_transformers(name)
-        options = dict(local_files_only=True, trust_remote_code=False, **_dtype_option(transformers, cls.load_dtype))
+        # deferred: loads packaging only when called
+        from packaging.version import Version
+
+        # from_pretrained's dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype`` before
+        dtype = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+        options = dict(local_files_only=True, trust_remote_code=False, **{dtype: cls.load_dtype})
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
                                                                trust_remote_code=False)
         model, info = getattr(transformers, cls.model_class).from_pretrained(str(path), output_loading_info=True,

@@ -309,7 +309,8 @@ def _scan_toml(found: Found, file: str, raw: str) -> None:
     except tomllib.TOMLDecodeError as exc:
         found.add(file, 1, f"not TOML ({exc})")
         return
-    paper = _paper_of(file)
+    parts = Path(file).parts
+    paper = parts[1] if len(parts) > 2 and parts[0] == "papers" and parts[1] in PAPERS else None
     # comments are prose: references in them need their quotes inline
     comments = "\n".join(line.split("#", 1)[1] if "#" in line and not _in_string(line) else "" for line in
                          raw.splitlines())
@@ -362,11 +363,6 @@ def _toml_line(raw: str, key_path: str) -> int:
         return 1
     m = re.search(rf"(?m)^\s*(?:\[+[^\]]*\b{re.escape(last)}\b[^\]]*\]+|\"?{re.escape(last)}\"?\s*=)", raw)
     return raw.count("\n", 0, m.start()) + 1 if m else 1
-
-
-def _paper_of(file: str) -> str | None:
-    parts = Path(file).parts
-    return parts[1] if len(parts) > 2 and parts[0] == "papers" and parts[1] in PAPERS else None
 
 
 def _scan_notebook(found: Found, file: str, raw: str) -> None:

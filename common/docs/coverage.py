@@ -55,14 +55,9 @@ def sentence(by_paper: dict[str, dict[str, int]]) -> str:
             f"{_share(c[WAITING], total)} wait on the full profile (real data and checkpoints on a GPU; not run "
             f"here) and {_share(c[MINI_ONLY], total)} have only a mini-world analog, which is never compared with "
             f"the paper. Generated from `results/audit/` (`python -m common docs coverage`).")
-    return _wrap(text)
-
-
-def _wrap(text: str, width: int = 117) -> str:
-    """``text`` filled to ``width`` columns (readable raw in a terminal), never breaking inside a code span."""
-    spans = text.split("`")
-    kept = "`".join(part.replace(" ", "\0") if i % 2 else part for i, part in enumerate(spans))
-    return textwrap.fill(kept, width=width, break_on_hyphens=False).replace("\0", " ") + "\n"
+    # filled to 117 columns (readable raw in a terminal), never breaking inside a code span
+    kept = "`".join(part.replace(" ", "\0") if i % 2 else part for i, part in enumerate(text.split("`")))
+    return textwrap.fill(kept, width=117, break_on_hyphens=False).replace("\0", " ") + "\n"
 
 
 def table(by_paper: dict[str, dict[str, int]]) -> str:

@@ -34,7 +34,9 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result file gets the permissions of any other file
+    mask = os.umask(0)  # read by setting it: restored at once
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; a result file gets the permissions of any other file
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -43,12 +45,6 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
@@ -264,9 +260,6 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
+def sha256_file(path: str | os.PathLike) -> str:
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(chunk_size), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -1,14 +1,6 @@
 """JSON and JSON-lines files the pipeline writes and reads back (manifests, training rows, scenes): typed readers,
 so every bad file, line or field is an error naming the file, the line and what was expected, whatever the paper, and
 one atomic writer.
-
-* ``read_json(path, expect, remedy)``: a JSON document whose top level is ``expect`` (an object or an array);
-* ``read_rows(path, Row, what, remedy)``: JSON lines into the dataclass ``Row``, each field checked against its type
-  (strings non-empty, integers non-negative, numbers finite), an optional per-row check, at least one row;
-* ``read_jsonl(path, parse, what)``: the line loop under both, for a parser of one's own;
-* ``parse_json(text, path, unique_keys)``: the parse under all three, for a reader that checks more (every failure a
-  one-line ``DatasetError``: bad JSON with its line and column, nesting too deep for the parser, and on request a key
-  twice in one object).
 """
 from __future__ import annotations
 

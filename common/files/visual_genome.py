@@ -29,7 +29,6 @@ VG_RELATION = "vg_relation"
 VG_ATTRIBUTION = "vg_attribution"
 VG_KINDS = (VG_RELATION, VG_ATTRIBUTION)
 BBOX_FIELDS = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
-VG_COMMON_FIELDS = ("image_path", *BBOX_FIELDS, "true_caption", "false_caption")
 VG_IMAGE_SOURCES: dict[str, str] = {"VG_100K": "visual_genome/images.zip", "VG_100K_2": "visual_genome/images2.zip"}
 """Visual Genome's image folders -> the download-registry key of the zip that holds each (group "visual-genome")."""
 

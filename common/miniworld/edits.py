@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from common.miniworld import lexicon
-from common.miniworld.claims import Claim, NounPhrase, satisfies
+from common.miniworld.claims import Claim, satisfies
 from common.miniworld.scene import (
     GRID, RADIUS_IN_CELLS, Scene, SceneObject, layout_is_clear, place_objects, weighted_choice)
 
@@ -60,19 +60,6 @@ def _permutation(positive: Claim, negative: Claim) -> tuple[int, ...] | None:
     return tuple(perm)
 
 
-def _identity(base: SceneObject, phrase: NounPhrase) -> SceneObject:
-    """``base`` with what ``phrase`` states (shape always; colour and size where stated)."""
-    return replace(base, shape=phrase.shape, color=phrase.color or base.color, size=phrase.size or base.size,
-                   radius=RADIUS_IN_CELLS[phrase.size or base.size] / GRID)
-
-
-def _new_object(rng: random.Random, phrase: NounPhrase) -> SceneObject:
-    color = phrase.color or weighted_choice(rng, lexicon.color_prior(phrase.shape))
-    size = phrase.size or weighted_choice(rng, lexicon.size_prior(phrase.shape))
-    return SceneObject(shape=phrase.shape, color=color, size=size, x=0.5, y=0.5,
-                       radius=RADIUS_IN_CELLS[size] / GRID, rotation=rng.uniform(-10.0, 10.0))
-
-
 def edited_objects(scene: Scene, positive: Claim, negative: Claim, rng: random.Random) -> list[SceneObject] | None:
     """The scene's objects with the negative's identities applied (positions not yet checked); None when the
     positive does not hold of the scene."""
@@ -87,11 +74,17 @@ def edited_objects(scene: Scene, positive: Claim, negative: Claim, rng: random.R
             here = originals[i]
             objects[matched[i]] = replace(originals[j], x=here.x, y=here.y, rotation=here.rotation)
         return objects
-    for i, phrase in enumerate(negative.phrases):
+    for i, phrase in enumerate(negative.phrases):  # what the phrase states (shape always; colour and size if stated)
         if i < len(matched):
-            objects[matched[i]] = _identity(objects[matched[i]], phrase)
+            base = objects[matched[i]]
+            color, size = phrase.color or base.color, phrase.size or base.size
+            objects[matched[i]] = replace(base, shape=phrase.shape, color=color, size=size,
+                                          radius=RADIUS_IN_CELLS[size] / GRID)
         else:
-            objects.append(_new_object(rng, phrase))
+            color = phrase.color or weighted_choice(rng, lexicon.color_prior(phrase.shape))
+            size = phrase.size or weighted_choice(rng, lexicon.size_prior(phrase.shape))
+            objects.append(SceneObject(shape=phrase.shape, color=color, size=size, x=0.5, y=0.5,
+                                       radius=RADIUS_IN_CELLS[size] / GRID, rotation=rng.uniform(-10.0, 10.0)))
     return objects
 
 

@@ -23,8 +23,6 @@ RELATIONS: tuple[str, ...] = ("left_of", "right_of", "above", "below")
 ATTRIBUTE_KINDS: tuple[str, ...] = ("size", "color")
 """Attribute kinds in English adjective order (size before color: "a small red circle")."""
 
-ATTRIBUTE_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({"size": SIZES, "color": COLORS})
-
 CONVERSE: Mapping[str, str] = MappingProxyType(
     {"left_of": "right_of", "right_of": "left_of", "above": "below", "below": "above"}
 )

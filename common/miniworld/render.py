@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from common.miniworld import lexicon
-from common.miniworld.scene import Scene, SceneObject
+from common.miniworld.scene import Scene
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,6 @@ class RenderStyle:
 NATURAL = RenderStyle("natural")
 SYNTHETIC = RenderStyle("synthetic", supersample=1, color_jitter=0, noise_std=0.0)
 STYLES = {s.name: s for s in (NATURAL, SYNTHETIC)}
-
-
-def _rotate(points: list[tuple[float, float]], degrees: float) -> list[tuple[float, float]]:
-    t = math.radians(degrees)
-    c, s = math.cos(t), math.sin(t)
-    return [(x * c - y * s, x * s + y * c) for x, y in points]
 
 
 def shape_outline(shape: str) -> list[tuple[float, float]] | None:
@@ -70,12 +64,6 @@ def shape_outline(shape: str) -> list[tuple[float, float]] | None:
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def _object_color(obj: SceneObject, style: RenderStyle, rng: random.Random) -> tuple[int, int, int]:
-    r, g, b = lexicon.COLOR_RGB[obj.color]
-    j = style.color_jitter
-    return tuple(max(0, min(255, v + rng.randint(-j, j))) for v in (r, g, b))  # type: ignore[return-value]
-
-
 def render(scene: Scene, size: int = 48, style: RenderStyle = NATURAL, seed: int = 0) -> Image.Image:
     """Draw ``scene`` at ``size``x``size`` pixels; deterministic for a given seed."""
     rng = random.Random(seed)
@@ -84,12 +72,15 @@ def render(scene: Scene, size: int = 48, style: RenderStyle = NATURAL, seed: int
     draw = ImageDraw.Draw(image)
     for obj in scene.objects:
         cx, cy, radius = obj.x * scale, obj.y * scale, obj.radius * scale
-        fill = _object_color(obj, style, rng)
+        jitter = style.color_jitter
+        fill = tuple(max(0, min(255, v + rng.randint(-jitter, jitter))) for v in lexicon.COLOR_RGB[obj.color])
         outline = shape_outline(obj.shape)
         if outline is None:
             draw.ellipse([cx - radius, cy - radius, cx + radius, cy + radius], fill=fill)
         else:
-            points = [(cx + x * radius, cy + y * radius) for x, y in _rotate(outline, obj.rotation)]
+            t = math.radians(obj.rotation)
+            c, s = math.cos(t), math.sin(t)
+            points = [(cx + (x * c - y * s) * radius, cy + (x * s + y * c) * radius) for x, y in outline]
             draw.polygon(points, fill=fill)
     if style.supersample > 1:
         image = image.resize((size, size), Image.Resampling.BOX)

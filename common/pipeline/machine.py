@@ -27,20 +27,15 @@ def versions() -> dict[str, str]:
     return out
 
 
-def cpuinfo_field(name: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+def cpuinfo_field(name: str) -> str | None:
     """The first ``name : value`` of Linux's ``/proc/cpuinfo`` (``model name``, ``vendor_id``), or None."""
     try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.lower().startswith(name) and ":" in line:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return None
-
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name (Linux: ``/proc/cpuinfo``; elsewhere ``platform.processor()``), or "unknown"."""
-    return cpuinfo_field("model name", cpuinfo) or platform.processor() or platform.machine() or "unknown"
 
 
 def gpu_name(device: str) -> str | None:
@@ -53,16 +48,17 @@ def gpu_name(device: str) -> str | None:
 
 def hardware(device: str) -> dict:
     """The machine a card ran on: CPU model and core count, the device the model ran on and, on CUDA, its name."""
-    out = {"cpu": cpu_model(), "cpu_count": os.cpu_count(), "platform": platform.platform(), "device": device}
+    cpu = cpuinfo_field("model name") or platform.processor() or platform.machine() or "unknown"
+    out = {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(), "device": device}
     gpu = gpu_name(device)
     if gpu is not None:
         out["gpu"] = gpu
     return out
 
 
-def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+def cpu_vendor() -> str:
     """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; Linux ``/proc/cpuinfo``), or "unknown"."""
-    return cpuinfo_field("vendor_id", cpuinfo) or "unknown"
+    return cpuinfo_field("vendor_id") or "unknown"
 
 
 def training_environment(device: str) -> dict:

@@ -71,15 +71,11 @@ class Rule:
     why_at_most: str = "larger than any data set here: a typo?"
 
     @cached_property
-    def _regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern)
-
-    @cached_property
     def _adapter(self) -> TypeAdapter:
         return TypeAdapter(self.kind)
 
     def matches(self, key: str) -> bool:
-        return self._regex.fullmatch(key) is not None
+        return re.fullmatch(self.pattern, key) is not None
 
     def accepts(self, value: Any) -> bool:
         try:
@@ -136,10 +132,6 @@ PARAM_RULES: tuple[Rule, ...] = (
 )
 """First match wins; a key no rule names is free (its section's stage checks it), and a mapping under such a key is
 walked for keys that a rule names."""
-
-
-def rule_for(key: str) -> Rule | None:
-    return next((rule for rule in PARAM_RULES if rule.matches(key)), None)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -240,7 +232,7 @@ def _problems(params: dict[str, Any]) -> list[tuple[list[str], Rule, Any]]:
     def walk(node: Any, path: list[str]) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                rule = rule_for(str(key))
+                rule = next((rule for rule in PARAM_RULES if rule.matches(str(key))), None)
                 if rule is not None:
                     if not rule.accepts(value) or not rule.within(value):
                         found.append(([*path, str(key)], rule, value))

@@ -23,19 +23,7 @@ Errors are exceptions whose messages name the entry, the source tried and what t
 on the command line checks every name first (an unknown one lists the close keys and groups), prints each failure's
 details (a manual source's steps) and ends with one ``error:`` line naming every failed target.
 
-One module per concern, and this file imports none of them: a DVC stage's code deps are its import closure
-(``python -m common deps``), so a stage that only looks a key up depends on ``sources`` and ``errors``, not on the
-HTTP, archive or hub code.
-
-* ``errors``: what the registry and ``fetch`` raise (``RegistryError``, ``FetchError`` and its kinds);
-* ``sources``: the ``Source`` entry and the registry files (``load_registry``, ``default_registry``, ``get_source``,
-  ``groups``, ``sources_in_group``);
-* ``markers``: the files this code keeps in the data root (the checksum lock's name, the extraction and snapshot
-  markers);
-* ``lock``: ``ChecksumLock``, the trust-on-first-use hashes;
-* ``mirror``: ``mirror_path`` (a URL's place in a mirror) and ``Mirror``;
-* ``http``, ``archives``, ``hub``: a URL streamed to a file, a zip extracted safely, a Hugging Face snapshot;
-* ``fetch``: ``fetch`` and ``fetch_group``, which put those together;
-* ``status``: ``is_present`` and ``describe`` (presence only, nothing fetched);
-* ``cli``: ``python -m common fetch`` and ``python -m common sources``.
+One module per concern (docs/layout.md lists them), and this file imports none of them: a DVC stage's code deps are
+its import closure (``python -m common deps``), so a stage that only looks a key up depends on ``sources`` and
+``errors``, not on the HTTP, archive or hub code.
 """

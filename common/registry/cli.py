@@ -6,14 +6,14 @@ import difflib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from common import paths
 from common.errors import UnknownName
 from common.registry.errors import DownloadError, FetchError, RegistryError
 from common.registry.fetch import fetch, fetch_group
 from common.registry.lock import ChecksumLock
-from common.registry.sources import Source, default_registry, groups, sources_in_group
+from common.registry.sources import default_registry, groups, sources_in_group
 from common.registry.status import describe
 
 
@@ -47,8 +47,11 @@ def run_fetch(args: argparse.Namespace) -> int:
     kw: dict[str, Any] = dict(data_root=args.data_root, mirror=args.mirror, force=args.force,
                               progress=not args.no_progress, registry=registry)
     for target in args.targets:  # every name checked before anything is fetched
-        if target not in registry and target not in known_groups:
-            raise unknown_target(target, registry, known_groups)
+        if target not in registry and target not in known_groups:  # the close matches among keys and groups
+            close = difflib.get_close_matches(target, [*known_groups, *registry], n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise UnknownName(f"unknown source key or group {target!r}{hint} (groups: "
+                              f"{', '.join(sorted(known_groups))}; `python -m common sources` lists every key)")
     failures: list[str] = []
     for target in args.targets:
         try:
@@ -71,14 +74,6 @@ def _gist(exc: BaseException, target: str, limit: int = 160) -> str:
     line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
     gist = line.removeprefix(f"{target}: ").split("; ")[0].rstrip(":.")
     return gist if len(gist) <= limit else gist[: limit - 3] + "..."
-
-
-def unknown_target(target: str, registry: Mapping[str, Source], known_groups: Mapping[str, int]) -> UnknownName:
-    """``fetch``'s error for a name that is neither a key nor a group: the close matches among both, the groups."""
-    close = difflib.get_close_matches(target, [*known_groups, *registry], n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    return UnknownName(f"unknown source key or group {target!r}{hint} (groups: {', '.join(sorted(known_groups))}; "
-                       f"`python -m common sources` lists every key)")
 
 
 def run_sources(args: argparse.Namespace) -> int:

@@ -96,21 +96,15 @@ def _holds_a_file(folder: Path) -> bool:
     return False
 
 
-def fetch_group(group: str, *, keep_going: bool = True, registry: Mapping[str, Source] | None = None,
-                **kw: Any) -> list[Path]:
-    """Fetch every entry of a group (same keyword arguments as ``fetch``).
-
-    With ``keep_going`` (default) every entry is attempted and one ``DownloadError`` listing all failures
-    (manual steps included) is raised at the end; otherwise the first failure propagates.
-    """
+def fetch_group(group: str, *, registry: Mapping[str, Source] | None = None, **kw: Any) -> list[Path]:
+    """Fetch every entry of a group (same keyword arguments as ``fetch``): every entry is attempted and one
+    ``DownloadError`` listing all failures (manual steps included) is raised at the end."""
     results: list[Path] = []
     failures: list[tuple[str, FetchError]] = []
     for source in sources_in_group(group, registry):
         try:
             results.append(fetch(source, **kw))
         except FetchError as exc:
-            if not keep_going:
-                raise
             failures.append((source.key, exc))
     if failures:
         detail = "\n\n".join(f"- {key}: {type(exc).__name__}: {exc}" for key, exc in failures)
@@ -281,11 +275,7 @@ def _manual_message(source: Source, dest: Path, lead: bool = True) -> str:
         f"{source.key if lead else 'it'} must be downloaded by hand (method 'manual') to {dest}, then {verify} with "
         f"`python -m common fetch {source.key}`, as its steps say; license: {source.license or 'see upstream'}.\n"
         f"Destination (exact path):\n    {dest}\n"
-        f"Steps:\n{_indent(steps)}\n"
+        "Steps:\n" + "\n".join("    " + line if line else line for line in steps.splitlines()) + "\n"
         f"Then run `python -m common fetch {source.key}` again to verify it"
         + (" and extract it." if source.archive else ".")
     )
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line if line else line for line in text.splitlines())

@@ -9,15 +9,11 @@ import difflib
 import functools
 import os
 import re
+import tomllib
 import urllib.parse
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping
-
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 from common import paths, plugins
 from common.registry.errors import RegistryError
@@ -242,13 +238,9 @@ def _file_registry(path: Path) -> dict[str, Source]:
     return registry
 
 
+@functools.lru_cache(maxsize=1)
 def default_registry() -> dict[str, Source]:
     """Every registered source: the shared file and every paper's ``sources.toml`` (loaded once per process)."""
-    return _merged_registry()
-
-
-@functools.lru_cache(maxsize=1)
-def _merged_registry() -> dict[str, Source]:
     files = plugins.registry_files(REGISTRY_PATH.name, REGISTRY_PATH)
     _check_owners(files)
     return load_registry(*files)

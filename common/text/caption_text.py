@@ -164,17 +164,12 @@ def shuffle_allbut_nouns_and_adj(tagged: Tagged, rng: np.random.Generator) -> st
     return " ".join(words)
 
 
-@functools.cache
-def _word_tokenizer():
+def word_tokens(text: str) -> list[str]:
+    """``nltk.word_tokenize`` without Punkt: the whole caption as one sentence (see the module docstring)."""
     # deferred: loads nltk only when called
     from nltk.tokenize import NLTKWordTokenizer
 
-    return NLTKWordTokenizer()
-
-
-def word_tokens(text: str) -> list[str]:
-    """``nltk.word_tokenize`` without Punkt: the whole caption as one sentence (see the module docstring)."""
-    return _word_tokenizer().tokenize(text)
+    return NLTKWordTokenizer().tokenize(text)
 
 
 def trigrams(tokens: Sequence[str]) -> list[list[str]]:

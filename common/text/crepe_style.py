@@ -25,8 +25,8 @@ adjectives to swap, no noun to negate, a shuffle that leaves the words in place,
 None, as does an edit equal to the caption up to case (CLIP's tokenizer lowercases).
 
 Randomness: each (seed, kind, caption text) has its own generator (``common.text.caption_text.caption_rng``), so a caption
-gets the same negative in any list. REPLACE also depends on the vocabulary: pass one (``build_vocabulary``) to make
-it independent of the list; by default it is built from the captions given, in the same single ``nlp.pipe`` pass.
+gets the same negative in any list. REPLACE also depends on the vocabulary: pass one (``Vocabulary.from_parsed``) to
+make it independent of the list; by default it is built from the captions given, in the same single ``nlp.pipe`` pass.
 """
 from __future__ import annotations
 
@@ -117,11 +117,6 @@ class Vocabulary:
     def describe(self) -> dict:
         return {"min_count": self.min_count, "words_per_tag": {t: len(w) for t, w in self.words.items()},
                 "distinct_words_per_tag": dict(self.counts)}
-
-
-def build_vocabulary(captions: Iterable[str], min_count: int = 1) -> Vocabulary:
-    """REPLACE's vocabulary from a caption corpus (one ``nlp.pipe`` pass)."""
-    return Vocabulary.from_parsed(parse_captions(captions).values(), min_count)
 
 
 def _cased_like(word: str, model: str) -> str:

@@ -13,8 +13,8 @@ CAPTIONS = [
     "A teddy bear next to a stuffed fish.",
     "A large brown dog and a small white cat on the green grass.",
 ]
-VOCABULARY = cs.build_vocabulary(CAPTIONS + ["A soda on a table.", "Birds flying around the old tower.",
-                                             "A cat sleeping under a blue blanket."])
+VOCABULARY = cs.Vocabulary.from_parsed(cs.parse_captions(CAPTIONS + [
+    "A soda on a table.", "Birds flying around the old tower.", "A cat sleeping under a blue blanket."]).values())
 
 
 @pytest.fixture(scope="module")

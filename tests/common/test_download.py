@@ -769,7 +769,7 @@ def two_papers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     shared.parent.mkdir()
     monkeypatch.setattr(plugins, "PAPERS_DIR", papers)
     monkeypatch.setattr(registry_sources, "REGISTRY_PATH", shared)
-    caches = (plugins.paper_names, registry_sources._merged_registry, registry_sources._file_registry)
+    caches = (plugins.paper_names, registry_sources.default_registry, registry_sources._file_registry)
     for cache in caches:
         cache.cache_clear()
     yield shared, papers / "alpha" / "sources.toml", papers / "beta" / "sources.toml"

@@ -236,7 +236,7 @@ def check_replace_att(pos: Claim, neg: Claim) -> None:
     (kind,) = phrase_fields_changed(pos.phrases[i], neg.phrases[i])
     assert kind in lexicon.ATTRIBUTE_KINDS
     old, new = pos.phrases[i].attribute(kind), neg.phrases[i].attribute(kind)
-    assert old is not None and new is not None and new in lexicon.ATTRIBUTE_VALUES[kind]
+    assert old is not None and new is not None and new in {"size": lexicon.SIZES, "color": lexicon.COLORS}[kind]
 
 
 def check_replace_rel(pos: Claim, neg: Claim) -> None:
