@@ -11,6 +11,7 @@ import os
 import re
 import tomllib
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping
@@ -265,10 +266,7 @@ def get_source(key: str, registry: Mapping[str, Source] | None = None) -> Source
 def groups(registry: Mapping[str, Source] | None = None) -> dict[str, int]:
     """Group name -> number of entries, in registry order."""
     reg = registry if registry is not None else default_registry()
-    counts: dict[str, int] = {}
-    for source in reg.values():
-        counts[source.group] = counts.get(source.group, 0) + 1
-    return counts
+    return dict(Counter(source.group for source in reg.values()))
 
 
 def sources_in_group(group: str, registry: Mapping[str, Source] | None = None) -> list[Source]:
