@@ -1,8 +1,5 @@
-"""Assemble the mini world's training set: rendered scenes with several true captions each.
-
-Every data set built from the world (this training set here; a paper's test sets in its own package) draws its
-scenes from an independent random stream derived from one seed (``stream``), so train and test never share scenes
-by accident; training scenes never contain the held-out (colour, shape) pairs.
+"""Assemble the mini world's training set: rendered scenes with several true captions each; every set draws its
+scenes from an independent random stream (``stream``; docs/mini-world.md, "Building sets").
 """
 from __future__ import annotations
 

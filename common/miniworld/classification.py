@@ -1,16 +1,4 @@
-"""The mini world's zero-shot classification set: its "ImageNet analog", for any paper that needs a model's general
-recognition beside its compositional scores (ARO's Table 6 downstream column, SugarCrepe's Figure 5).
-
-One-object scenes cycle through every (colour, shape) pair in a fixed order, so every class holds the same number of
-images (to within one); the pairs held out of training (``lexicon.HELDOUT_COLOR_SHAPE``) are included, as ImageNet
-holds classes a model saw rarely. Two label sets share the images: ``shapes`` (7 classes, the CIFAR-10 analog) and
-``colored-shapes`` (56 fine-grained classes: the ImageNet analog, ``IMAGENET_ANALOG``). Each set
-is ``{"classes", "templates", "prompts", "images": [{"image", "label"}]}``: ``prompts`` spells each class with its
-article ("an orange star"), which a plain ``template.format`` cannot.
-
-The scenes come from their own random stream (``build.stream(seed, stream_name)``): a paper that must keep its own
-bytes keeps its own stream name (ARO: ``"test-aro-classification"``); new users share ``DEFAULT_STREAM``.
-"""
+"""The mini world's zero-shot classification set: its "ImageNet analog" (docs/mini-world.md, "Classification")."""
 from __future__ import annotations
 
 import json

@@ -1,21 +1,5 @@
-"""Hard positives: captions that differ from a true caption in a word or in word order but keep its meaning.
-
-The world makes them true by construction (Kamath et al., Sec. 2.4; ``lexicon`` declares what makes them so):
-
-* ``replace``: one stated fact (an attribute, a shape or a relation) said with another of its concept's surface
-  forms (``lexicon.SURFACE``: "small" / "little", "purple" / "violet", "left of" / "to the left of", "below" /
-  "under" / "beneath"). The claim, hence its truth, is unchanged; only that one word (or phrase) of the sentence
-  differs, the other words keep the forms the caption used. ``positive_for_negative`` picks the fact a given
-  replace negative changed, as the benchmark does ("walking elephant": c_n "jumping elephant", c_p "strolling
-  elephant").
-* ``swap``: the noun phrases said in another order with every fact kept: "a red circle and a blue square" -> "a blue
-  square and a red circle" (pairs and triples: phrases permuted), "a red circle left of a blue square" -> "a blue
-  square right of a red circle" (relations: subject and object exchanged, the predicate turned into its converse,
-  ``lexicon.CONVERSE``), likewise for the chain and fork sentences.
-
-Every positive is checked with ``claims.satisfies`` against the scene and differs from the caption (ignoring case:
-CLIP's tokenizer lowercases). Generators draw only from the ``rng`` they are given and return None when the caption
-offers no such rewrite ("A red square." has no synonym and one phrase).
+"""Hard positives: captions that differ from a true caption in a word or in word order but keep its meaning
+(docs/mini-world.md, "Hard positives").
 """
 from __future__ import annotations
 

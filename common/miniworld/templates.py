@@ -1,27 +1,5 @@
-"""Rule-based hard negatives in the style of ARO, CREPE and VL-CheckList: the artifacts SugarCrepe removes.
-
-``negatives.EDIT_TYPES`` edits a claim and lets the grammar realize it, with replacement values drawn from the world
-prior: fluent and plausible, the analog of SugarCrepe's ChatGPT negatives. The generators here are the analog of the
-older benchmarks' templates (SugarCrepe Sec. 3, Tables 1 and 3): they edit the *realized sentence* word by word, so
-their negatives carry the two artifacts a blind text model exploits, implausible text and non-fluent text.
-
-* ``replace`` (CREPE / VL-CheckList): one atom (a shape, a stated colour or size, a relation) becomes another value
-  drawn uniformly from the lexicon, ignoring the world prior (rare colour-shape pairs become common), written with a
-  surface form drawn uniformly too (the rare synonyms become as common as the usual words) and substituted in the
-  string: the article is left as it was ("a orange circle"). Checked false of the scene with ``claims.satisfies``.
-* ``swap`` (ARO / CREPE): half the time, when the caption has two phrases with different shapes whose exchange is
-  false of the scene, the two shape nouns trade places ("a red square left of a blue circle", fluent but against
-  the prior); otherwise two content words of different roles trade places ("a circle red left of ...").
-* ``negate`` (CREPE): half the time, "There is no X." appended, X a noun phrase of the caption (so false: the true
-  caption says an X is there); otherwise "not" inserted before one atom ("a red circle is not above ...", "a red
-  not circle"), the atom chosen among those whose negated reading is false of the scene (``negated_atom_holds``;
-  if none is, the appended form). Either way a keyword ("no", "not") the world's captions never use.
-* ``shuffle`` (ARO's Order perturbations, with the grammar's roles for its part-of-speech tags: shapes are the
-  nouns, colours and sizes the adjectives): one of shuffling nouns and adjectives, everything but nouns and
-  adjectives, words within trigrams, or trigrams; the final period stays last, so only word order differs.
-
-Every generator draws only from the ``rng`` it is given (deterministic), returns text that differs from the positive,
-and returns ``None`` when the kind does not apply to the claim (e.g. ``swap`` on "A circle.").
+"""Rule-based hard negatives in the style of ARO, CREPE and VL-CheckList: the artifacts SugarCrepe removes
+(docs/mini-world.md, "Rule-based negatives").
 """
 from __future__ import annotations
 
