@@ -29,11 +29,8 @@ PROFILES = ("mini", "full")
 
 
 class ParamsError(WorkspaceError, KeyError):
-    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind.
-
-    Also a ``KeyError``, so the callers of a section lookup that expect one keep working; ``str()`` is the message
-    itself (a bare ``KeyError`` would print it quoted).
-    """
+    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind (a ``KeyError``
+    too, for the callers of a section lookup; ``str()`` unquoted)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -339,21 +336,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns).
+    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns), so
+    a stage cannot read one its ``params:`` does not list and DVC re-runs it whenever one it reads changes. ``stage``:
+    a DVC address (``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``).
 
-    A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
-    fails with a ``ParamsError``, a KeyError), and DVC re-runs the stage whenever any parameter it reads changes.
-    ``stage`` is a DVC address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``. A stage's
-    own code does not name it: it calls ``own_params``.
-
-    The repository's ``params.yaml`` is validated first (``read_params``): DVC interpolates ``${...}`` from it, and
-    its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key. ``checked``:
-    that file as ``read_params`` returned it to a caller that validated it before the stage was found (``own_params``),
-    so it is read and validated once.
-
-    DVC resolves the stage (its ``foreach`` item, ``${...}`` interpolation), but only the stage's own dvc.yaml is
-    parsed, not every pipeline of the repository as ``params_show`` does: about 1 s instead of 4 s, paid by every
-    stage of every pipeline.
+    ``params.yaml`` is validated first (``read_params``; ``checked``: as a caller already validated it), as DVC's own
+    errors for a bad file name neither the line nor the key. Only the stage's own dvc.yaml is parsed, not every
+    pipeline as ``params_show`` does: about 1 s instead of 4 s, paid by every stage.
     """
     # deferred: loads dvc only when called
     from dvc.dependency.param import ParamsDependency
@@ -392,13 +381,9 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
 
 
 def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:
-    """The parameters of the stage running this code (``stage_params``), found without naming it: ``stage`` (a
-    ``--stage`` option) if given, else ``DVC_STAGE`` (set by ``dvc repro``), else the one stage whose command runs
-    this module with these arguments (``common.pipeline.stage_map.current_stage``: the order and its rules).
-
-    ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
-    (``papers.aro.report``); by default the module this process runs.
-    """
+    """The parameters of the stage running this code (``stage_params``), found without naming it
+    (``common.pipeline.stage_map.current_stage``). ``module``: for code that ``python -m common`` also runs
+    (``common report aro``), the module whose stage is meant (``papers.aro.report``); by default this process's."""
     # validated first: the stage map resolves stages through DVC, whose errors for a bad file name neither the line
     # nor the key (as in stage_params), which then reuses this read
     checked = read_params(ROOT / "params.yaml")

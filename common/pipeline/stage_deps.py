@@ -1,20 +1,13 @@
-"""What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write).
+"""What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write:
+``python -m common deps [--write]``, the fence between ``FENCE_BEGIN`` and ``FENCE_END``: docs/layout.md, "Exact
+dependencies").
 
-A stage's command names an entry module (``python -m papers.sugarcrepe.table6``, ``python -m common train xs-2k``,
-``torchrun ... -m common train ...``); its code dependencies are the module's import closure and the data files
-those modules declare (``common.pipeline.import_closure``; of a declared folder a stage may list only the files it
-uses). ``python -m common <command>`` resolves the command to the module of its handler; the dispatcher files
-(``common/__main__.py``, ``common/cli.py``) count themselves but not their imports. The resolution is the command
-line's own parser, handed in by ``common.cli`` (``CommandResolver``), so that this module never imports the command
-line that registers it.
-
-``python -m common deps`` prints, per stage, what its ``dvc.yaml`` lacks or lists in excess; the test suite fails
-on either, so a stage can neither miss an edit that changes its result nor re-run for an edit that cannot.
-``python -m common deps --write`` rewrites the lists of the stages that are wrong (``write_deps``), line by line:
-every other byte of the file stays as it is. The entries it writes sit between two comment lines, each alone on its
-line and indented as the entries, ``FENCE_BEGIN`` (which names this command) and ``FENCE_END``; the hand-written ones
-(data, upstream outputs) sit outside, and the check fails on an entry on the wrong side. Comments change no stage's
-definition, so ``dvc.lock`` is unaffected. The stages and their commands come from ``common.pipeline.stage_map``.
+A stage's code dependencies are its entry module's import closure and the data files those modules declare
+(``common.pipeline.import_closure``; of a declared folder a stage may list only the files it uses). ``python -m
+common <command>`` resolves to the module of its handler; the dispatcher files (``common/__main__.py``,
+``common/cli.py``) count themselves but not their imports. The resolution is the command line's own parser, handed
+in by ``common.cli`` (``CommandResolver``), so that this module never imports the command line that registers it.
+``--write`` rewrites only the lines of the wrong stages' lists: every other byte of the file stays as it is.
 """
 from __future__ import annotations
 
