@@ -9,12 +9,9 @@
 * ``RetrievalSet``: a gallery of images and captions, many captions per image (COCO, Flickr30k).
 * ``ClassificationSet``: images with labels, and per class the prompts whose mean embedding is its classifier.
 
-An image is a file, optionally with a deterministic tensor transform applied after the model's preprocessing
-(``ImageRef``): ARO's row/column/patch shuffles need no shuffled files on disk, and the embedding cache keys such
-an image by the file's content hash plus the transform's identity.
-
-Records carry where they came from (``origin``: file and record id), so any error downstream can name the input
-that caused it.
+An image is a file, optionally with a deterministic tensor transform applied after preprocessing (``ImageRef``: ARO's
+shuffles need no shuffled files on disk). Records carry where they came from (``origin``), so any error downstream
+can name the input that caused it.
 """
 from __future__ import annotations
 
