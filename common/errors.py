@@ -22,15 +22,16 @@ class WorkspaceError(Exception):
     exit_code: int = 1
 
 
-class UnknownName(WorkspaceError, KeyError):
-    """A name (model, paper, benchmark) that nothing registers; the message lists the close matches.
-
-    Also a ``KeyError``, so a lookup's callers that expect one keep working; ``str()`` is the message itself
-    (a bare ``KeyError`` would print it quoted).
-    """
+class LookupFailed(WorkspaceError, KeyError):
+    """Also a ``KeyError``, so a lookup's callers that expect one keep working; ``str()`` is the message itself (a
+    bare ``KeyError`` would print it quoted)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class UnknownName(LookupFailed):
+    """A name (model, paper, benchmark) that nothing registers; the message lists the close matches."""
 
 
 class SettingError(WorkspaceError):

@@ -1,12 +1,10 @@
 """The workspace's DVC parameters (``params.yaml`` at the root): one file, read by every stage, validated once when
 read (``read_params``).
 
-What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``): the workspace's names
-carry their unit and direction (``seed``, ``*_images``, ``lr``, ``warmup_steps``), so every paper's section, a new
-paper's included, is checked without a schema per paper here (``common`` names no paper). A bad value is one
-``ParamsError`` line naming the file, the key, what the value must be and its line, e.g.
-``params.yaml: mini.world.train_images: must be a positive integer, got 0 (line 14)``; it is raised before any stage
-does work, so a stage that meets it writes nothing.
+What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``: ``seed``, ``*_images``,
+``lr``), so every paper's section, a new paper's included, is checked without a schema per paper here. A bad value
+is one ``ParamsError`` line naming the file, the key, what the value must be and its line, raised before any stage
+does work.
 """
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import Field, StrictBool, TypeAdapter, ValidationError
 
-from common.errors import WorkspaceError
+from common.errors import LookupFailed
 from common.paths import ROOT
 from common.pipeline.stage_map import current_stage
 
@@ -28,12 +26,8 @@ PARAMS_FILE = ROOT / "params.yaml"
 PROFILES = ("mini", "full")
 
 
-class ParamsError(WorkspaceError, KeyError):
-    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind (a ``KeyError``
-    too, for the callers of a section lookup; ``str()`` unquoted)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class ParamsError(LookupFailed):
+    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind."""
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import yaml
 
-from common.errors import WorkspaceError
+from common.errors import LookupFailed
 from common.paths import ROOT
 
 DISPATCHER = ("common/__main__.py", "common/cli.py")
@@ -32,12 +32,9 @@ CommandResolver = Callable[[Sequence[str]], str]
 (``common.cli.handler_module``)."""
 
 
-class StageNotFound(WorkspaceError, KeyError):
-    """No stage, or more than one, fits what is running: pass ``--stage``. Also a ``KeyError``, like the
-    ``ParamsError`` of an unknown stage address."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class StageNotFound(LookupFailed):
+    """No stage, or more than one, fits what is running: pass ``--stage`` (a ``KeyError``, like the ``ParamsError``
+    of an unknown stage address)."""
 
 
 @dataclass(frozen=True)
