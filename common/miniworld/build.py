@@ -38,12 +38,9 @@ def scene_to_json(scene: Scene) -> dict:
 
 
 def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True) -> dict:
-    """Render ``n_images`` training scenes with several true captions each.
-
-    Writes ``images.npy`` (N, H, W, 3) uint8, ``captions.json`` (N lists of captions) and
-    ``manifest.json``, as one output group (``common.files.io.output_group``): they replace the previous set together, or,
-    interrupted, leave it. Smaller training sets of the model family are prefixes of this one.
-    """
+    """Render ``n_images`` training scenes with several true captions each: ``images.npy`` (N, H, W, 3) uint8,
+    ``captions.json`` (N lists of captions) and ``manifest.json``, one output group. Smaller training sets of the
+    model family are prefixes of this one."""
     rng = stream(config.seed, "train")
     images = np.empty((config.n_images, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []

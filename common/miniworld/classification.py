@@ -95,9 +95,8 @@ def build_classification(config: ClassificationSetConfig, writer: SceneWriter) -
 
 
 def write_classification_set(config: ClassificationSetConfig, out_dir: Path) -> dict:
-    """Images, one JSON per label set, ``scenes.jsonl`` and ``manifest.json`` under ``out_dir``, replaced as a group.
-
-    The manifest holds no time or path, so the folder is the same bytes on every run (a DVC output)."""
+    """Images, one JSON per label set, ``scenes.jsonl`` and ``manifest.json`` under ``out_dir``, replaced as a group
+    (the manifest holds no time or path: the same bytes on every run)."""
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         writer = PngSceneWriter(staging, "images", config.image_size)
@@ -149,9 +148,8 @@ def load_classification_sets(set_dir: Path) -> dict[str, ClassificationSet]:
 def ensure_classification_set(
     config: ClassificationSetConfig, set_dir: Path
 ) -> tuple[dict[str, ClassificationSet], bool]:
-    """The sets in ``set_dir`` when its manifest records this very config and world version, else built there.
-
-    Returns the sets and whether they were reused."""
+    """The sets in ``set_dir`` when its manifest records this very config and world version, else built there; and
+    whether they were reused."""
     set_dir = Path(set_dir)
     if (set_dir / MANIFEST_NAME).is_file():
         manifest = read_manifest(set_dir)

@@ -13,7 +13,7 @@ from common.errors import unknown_name
 from common.miniworld import lexicon
 from common.miniworld.claims import Claim, RelationClaim, satisfies, surface_form
 from common.miniworld.scene import Scene
-from common.miniworld.templates import Atom, Unit, atom_value, atoms, render, sentence_units
+from common.miniworld.templates import Atom, Unit, atom_value, atoms, differs, render, sentence_units
 
 POSITIVE_KINDS: tuple[str, ...] = ("replace", "swap")
 """The two perturbations of the paper's benchmark and fine-tuning data (REPLACE and SWAP)."""
@@ -32,10 +32,6 @@ class HardPositive:
     kind: str
     variant: str
     atom: Atom | None = None
-
-
-def _differs(text: str, caption: str) -> bool:
-    return text.lower() != caption.lower()
 
 
 def synonym_atoms(claim: Claim) -> list[Atom]:
@@ -62,7 +58,7 @@ def synonym_positive(scene: Scene, claim: Claim, atom: Atom, rng: random.Random)
         raise AssertionError(f"atom {atom} is not written exactly once in {claim}")
     word = rng.choice(others)
     text = render(_with_articles([Unit(word, u.role, u.atom) if u.atom == atom else u for u in units]))
-    if not _differs(text, claim.text()):  # pragma: no cover - another form is another word
+    if not differs(text, claim.text()):  # pragma: no cover - another form is another word
         return None
     return HardPositive(text, claim, "replace", f"synonym_{atom.kind}", atom)
 
@@ -139,11 +135,8 @@ def same_meaning(a: Claim, b: Claim) -> bool:
     if len(a.phrases) != len(b.phrases) or len(a.relations) != len(b.relations):
         return False
     target = _facts(b, range(len(b.phrases)))
-    for mapping in itertools.permutations(range(len(b.phrases))):
-        if all(a.phrases[i] == b.phrases[mapping[i]] for i in range(len(a.phrases))) \
-                and _facts(a, mapping) == target:
-            return True
-    return False
+    return any(all(a.phrases[i] == b.phrases[mapping[i]] for i in range(len(a.phrases)))
+               and _facts(a, mapping) == target for mapping in itertools.permutations(range(len(b.phrases))))
 
 
 SHAPE_OF_RELATIONS = {((0, 1),): "relation", ((0, 1), (0, 2)): "fork", ((0, 1), (1, 2)): "chain"}
@@ -167,7 +160,7 @@ def swap_positive(scene: Scene, claim: Claim, rng: random.Random) -> HardPositiv
     caption = claim.text()
     for order in orders:
         edited = reordered(claim, order)
-        if edited is None or not _differs(edited.text(), caption):
+        if edited is None or not differs(edited.text(), caption):
             continue
         if not same_meaning(claim, edited) or not satisfies(scene, edited):  # pragma: no cover - by construction
             raise AssertionError(f"reordering {claim} as {order} changed its meaning")

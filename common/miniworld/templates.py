@@ -140,7 +140,8 @@ class TemplateEdit:
     reading: Claim | None = None
 
 
-def _differs(text: str, positive: str) -> bool:
+def differs(text: str, positive: str) -> bool:
+    """Whether ``text`` reads differently from ``positive`` (ignoring case: CLIP's tokenizer lowercases)."""
     return text.lower() != positive.lower()
 
 
@@ -157,7 +158,7 @@ def replace_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit
             continue
         word = rng.choice(lexicon.SURFACE[value])
         text = render([Unit(word, u.role, u.atom) if u.atom == atom else u for u in units])
-        if _differs(text, positive):
+        if differs(text, positive):
             return TemplateEdit(text, "replace", f"replace_{atom.kind}", edited)
     return None
 
@@ -188,7 +189,7 @@ def swap_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit | 
         return None
     a, b = rng.choice(mixed)
     text = swapped(a, b)
-    return TemplateEdit(text, "swap", "swap_roles") if _differs(text, positive) else None
+    return TemplateEdit(text, "swap", "swap_roles") if differs(text, positive) else None
 
 
 def negate_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit | None:
@@ -248,7 +249,7 @@ def shuffle_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit
         for _ in range(MAX_TRIES):
             shuffled = _shuffled(words, how, rng)
             text = render([Unit(w, "punct" if w == "," else r) for w, r in shuffled] + [units[-1]])
-            if _differs(text, positive):
+            if differs(text, positive):
                 return TemplateEdit(text, "shuffle", how)
     return None
 
