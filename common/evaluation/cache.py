@@ -87,8 +87,7 @@ class EmbeddingCache:
             return
         embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         index = self._load()
-        for key, row in zip(keys, embeddings):  # in memory first: the run goes on whether the shard is written or not
-            index[key] = row
+        index.update(zip(keys, embeddings))  # in memory first: the run goes on whether the shard is written or not
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:20]
         try:
             with atomic_path(self.directory / f"shard-{name}.npz") as tmp:

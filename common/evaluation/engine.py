@@ -1,13 +1,9 @@
 """The encoding engine: every unique image and every unique text of a task encoded once per model, fast, cached.
 
-Each distinct image and text is encoded once across all items and categories (SugarCrepe's 7,511 examples share
-1,560 images), in batches, through the on-disk embedding cache (``common.evaluation.cache``). Images are keyed by the
-sha256 of the file's bytes (plus the identity of a tensor transform, ``common.files.tasks.ImageRef``, and, for files
-neither RGB nor grey, of their decoding, ``common.files.image_transforms.to_rgb``); texts by the sha256 of their token
-ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they do in a
-per-example loop. An embedding is the same bits whatever else shares its batch (``MIN_BATCH_ROWS``; a text batch
-holds one token length), so what the cache serves is what a cold run computes. Scoring (decision rules, recall,
-accuracy) is the business of ``common.evaluation.scoring``, one module per task shape, all on top of ``Engine.embed``.
+Images are keyed by the sha256 of the file's bytes (plus a transform's and a non-RGB decoding's identity); texts by
+the sha256 of their token ids, so two strings the tokenizer maps to the same tokens share one embedding and tie
+exactly, as they do in a per-example loop. An embedding is the same bits whatever else shares its batch
+(``MIN_BATCH_ROWS``; a text batch holds one token length), so what the cache serves is what a cold run computes.
 """
 from __future__ import annotations
 
@@ -40,19 +36,16 @@ class EngineConfig:
     """Image decoding processes. None: all cores but one when the model runs on a GPU (decoding is then the
     bottleneck), none on the CPU (the encoder needs the cores; best on two); 0 decodes in the main process."""
     decode_batch_size: int = 16
-    """Images a decoding worker hands over at a time: small, so that all workers stay busy (a DataLoader gives each
-    worker whole batches: 1,560 images in batches of 256 would keep only 7 of 15 busy). The main process regroups them
-    into encoding batches of ``image_batch_size``."""
+    """Images a decoding worker hands over at a time (regrouped into ``image_batch_size``): small, so that all workers
+    stay busy (1,560 images in batches of 256 would keep only 7 of 15 busy)."""
     shard_size: int = 1024
     """Embeddings per cache shard: the most work an interruption can lose."""
     progress: bool = True
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins (the bench reports how many), so fp32
-    stays the default for published comparisons. fp16: the model's weights cast to half precision the way OpenAI's
-    ``clip.load`` casts them on CUDA (the model's ``at_precision``; ``common.zoo.FP16_WHY``) and every similarity
-    rounded to half precision (``Embeddings.round_scores``), as the evaluators of papers that load CLIP with
-    ``clip.load`` computed them: exact ties are then common, and a paper's tie rule decides them. The CPU runs fp16
-    too (slowly); CUDA is what the authors used. Embeddings of each precision are cached apart."""
+    """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins, so fp32 stays the default. fp16: the
+    weights cast to half precision as OpenAI's ``clip.load`` casts them on CUDA (``common.zoo.FP16_WHY``) and every
+    similarity rounded to half precision (``Embeddings.round_scores``), as the evaluators of papers that load CLIP
+    with ``clip.load`` computed them: exact ties are then common, and a paper's tie rule decides them."""
 
     def workers_for(self, device: str) -> int:
         if self.num_workers is not None:

@@ -101,11 +101,8 @@ def _alive(pid: int) -> bool:
 
 
 def clean_leftovers(dest_dir: Path) -> list[Path]:
-    """Remove the staging and set-aside folders a killed writer left in ``dest_dir``; return them.
-
-    A folder whose writer (its pid, on this host) no longer runs is removed; one from another host, or whose writer
-    still runs, is kept; one without a writer's id only once untouched for ``UNOWNED_LEFTOVER_AGE_S``.
-    """
+    """Remove the staging and set-aside folders a killed writer left in ``dest_dir`` (its pid, on this host, no longer
+    runs; without a writer's id: untouched for ``UNOWNED_LEFTOVER_AGE_S``); return them."""
     removed = []
     try:
         entries = list(os.scandir(dest_dir))

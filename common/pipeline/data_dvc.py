@@ -305,9 +305,8 @@ def _probe(remote: str) -> tuple[bool, str]:
 
 
 def pull(papers: Sequence[str]) -> str:
-    """Pull data.dvc and the papers' stage outputs from the default remote; one line saying what happened.
-
-    Never fails the build: an unreachable remote or missing objects leave the stages to ``dvc repro``."""
+    """Pull data.dvc and the papers' stage outputs from the default remote; one line saying what happened (never a
+    failure: an unreachable remote or missing objects leave the stages to ``dvc repro``)."""
     remote = default_remote()
     if remote is None:
         return "no DVC remote configured: every stage not in the local cache is built here (README: a team remote)"

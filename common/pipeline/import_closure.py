@@ -25,11 +25,7 @@ def module_file(name: str, root: Path = ROOT) -> Path | None:
     if parts[0] not in PACKAGES:
         return None
     base = root.joinpath(*parts)
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    return None
+    return next((path for path in (base / "__init__.py", base.with_suffix(".py")) if path.is_file()), None)
 
 
 def imported_names(path: Path) -> tuple[set[str], tuple[str, ...]]:
