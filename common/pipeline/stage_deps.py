@@ -309,11 +309,8 @@ class DepsRewrite:
 
 
 def plan_file(dvc_file: str, resolve_common: CommandResolver, root: Path = ROOT) -> DepsRewrite:
-    """The new text of ``dvc_file`` (repository-relative) with every wrong stage's deps derived afresh, fenced.
-
-    A stage whose check passes is left exactly as it is, even where its list is in another order than the one
-    written here, so that writing a correct tree changes nothing and writing twice is writing once.
-    """
+    """The new text of ``dvc_file`` (repository-relative) with every wrong stage's deps derived afresh, fenced; a
+    stage whose check passes is left as it is, so that writing a correct tree changes nothing."""
     text = (root / dvc_file).read_bytes().decode("utf-8")
     lines = text.splitlines(keepends=True)
     blocks = _deps_blocks(text, dvc_file)
@@ -358,10 +355,8 @@ def _relative_dvc_file(path: str | Path, root: Path) -> str:
 
 def write_deps(resolve_common: CommandResolver, files: Iterable[str | Path] | None = None,
                root: Path = ROOT) -> list[DepsRewrite]:
-    """Rewrite the wrong stages' deps in ``files`` (paths; default every stage file); the files that changed.
-
-    Each file is replaced atomically, and only when its text changes.
-    """
+    """Rewrite the wrong stages' deps in ``files`` (paths; default every stage file), atomically; the files that
+    changed."""
     chosen = dvc_files(root) if files is None else [_relative_dvc_file(f, root) for f in files]
     _forget_stages()  # a write reads the files as they are now
     changed = [plan for plan in [plan_file(f, resolve_common, root) for f in chosen] if plan.stages]

@@ -183,10 +183,8 @@ def _read_registry_file(reg_path: Path) -> list[Source]:
 
 
 def load_registry(*paths_: str | os.PathLike[str]) -> dict[str, Source]:
-    """Read and validate registry files together; keys are unique and dests don't collide across all of them.
-
-    With no argument: the shared file alone (``REGISTRY_PATH``); ``default_registry`` adds every paper's file.
-    """
+    """Read and validate registry files together (none: the shared file alone); keys are unique and dests don't
+    collide across all of them."""
     registry: dict[str, Source] = {}
     claimed: list[tuple[PurePosixPath, bool, str]] = []  # (path, is a folder we create, key)
     for reg_path in [Path(p) for p in paths_] or [REGISTRY_PATH]:
