@@ -21,11 +21,8 @@ POSITIVE_KINDS: tuple[str, ...] = ("replace", "swap")
 
 @dataclass(frozen=True)
 class HardPositive:
-    """A hard positive caption and what it states.
-
-    ``claim`` is the meaning (the caption's own claim for a replacement; the reordered claim for a swap), true of the
-    scene. ``variant`` names the rule ("synonym_size", "synonym_relation", ..., "reorder_pair", "reorder_relation",
-    ...); ``atom`` is the fact whose wording a replacement changed (None for a swap)."""
+    """A hard positive caption and its meaning (``claim``, true of the scene); ``variant`` names the rule
+    ("synonym_size", ..., "reorder_pair", ...), ``atom`` the fact whose wording a replacement changed."""
 
     text: str
     claim: Claim
@@ -93,11 +90,8 @@ def positive_for_negative(scene: Scene, claim: Claim, negative: Claim, rng: rand
 
 def reordered(claim: Claim, order: Sequence[int]) -> Claim | None:
     """The claim with its phrases in ``order`` (new position p says old phrase ``order[p]``) and the same facts, or
-    None when the sentence cannot say them in that order.
-
-    The template is kept, so each relation slot (s, o) of the sentence now joins old phrases (order[s], order[o]);
-    it must be a relation the claim states, in either direction (the converse predicate when reversed), and each
-    stated relation must be said exactly once."""
+    None when the kept template cannot say them in that order (each relation slot must join two phrases the claim
+    relates, either way round, and say each stated relation once)."""
     if sorted(order) != list(range(len(claim.phrases))):
         raise ValueError(f"reordered: {list(order)} is not a permutation of the claim's {len(claim.phrases)} phrases")
     stated = {(r.subject, r.object): k for k, r in enumerate(claim.relations)}

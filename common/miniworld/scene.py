@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -64,10 +65,7 @@ def pair_is_clear(a: SceneObject, b: SceneObject) -> bool:
 
 
 def layout_is_clear(objects: Sequence[SceneObject]) -> bool:
-    return all(
-        pair_is_clear(objects[i], objects[j])
-        for i in range(len(objects)) for j in range(i + 1, len(objects))
-    )
+    return all(pair_is_clear(a, b) for a, b in itertools.combinations(objects, 2))
 
 
 def weighted_choice(rng: random.Random, probs: dict[str, float], exclude: Iterable[str] = ()) -> str:

@@ -114,11 +114,8 @@ def with_atom(claim: Claim, atom: Atom, value: str) -> Claim:
 
 
 def negated_atom_holds(scene: Scene, claim: Claim, negated: Atom) -> bool:
-    """Whether the claim with one fact negated ("a red circle *not* above a square") is true of the scene.
-
-    "Not red" is "some other colour" and "not above" is "in some other relation" (every pair of objects stands in
-    exactly one), so the negation holds when the claim holds with some other value of the atom.
-    """
+    """Whether the claim with one fact negated ("a red circle *not* above a square") is true of the scene: whether
+    it holds with some other value of the atom (every pair of objects stands in exactly one relation)."""
     value = atom_value(claim, negated)
     return any(satisfies(scene, with_atom(claim, negated, other))
                for other in VOCABULARY[negated.kind] if other != value)
@@ -129,10 +126,8 @@ def negated_atom_holds(scene: Scene, claim: Claim, negated: Atom) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TemplateEdit:
-    """A rule-based negative and how it was made (``variant``: which rule of the kind, for per-variant analyses).
-
-    ``reading`` is the claim the negative states where it reads as one of the grammar's claims (a replacement, a swap
-    of two nouns), false of the scene; None for word salad and negations, which the grammar cannot state."""
+    """A rule-based negative and how it was made (``variant``: which rule of the kind). ``reading``: the claim the
+    negative states, false of the scene, where the grammar can state it (None for word salad and negations)."""
 
     text: str
     kind: str
