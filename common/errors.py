@@ -119,11 +119,9 @@ def _raise_terminated(signum: int, frame: object, owner: int) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` in the main thread instead of ending the process at once.
-
-    Installed only where SIGTERM still has its default action (a handler someone else installed is kept) and only
-    from the main thread (the only one Python delivers signals to); restored afterwards. Nested uses are no-ops.
-    """
+    """Within the block, SIGTERM raises ``Terminated`` in the main thread instead of ending the process at once;
+    only where SIGTERM still has its default action (a handler someone else installed is kept; nested uses are
+    no-ops) and only from the main thread (the only one Python delivers signals to)."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
