@@ -1,17 +1,10 @@
 """``python -m common``: the workspace's command line (some pipeline stages call it too).
 
-Shared commands are registered by the modules that implement them (``register_cli``); a paper adds its own
-subcommands through the ``cli`` plug-in its ``PAPER`` declares (``register(groups)``, ``common.paper.CliPlugIn``),
-under the shared groups of ``CommandGroups`` or at the top level. ``main(argv)`` takes a list, so tests call it.
-
-Many of those modules import torch, open_clip or transformers at their top, which takes seconds; so ``main`` builds
-the parser of the command it is given only, and lists the others from ``COMMANDS`` (name and help line): ``--help``
-and a misspelt command answer at once, and a command imports what it runs.
-
-Every mistake of the user's (a bad file, an unknown name, malformed input) ends as one ``error: <message>`` line
-on stderr and exit status 1 (``run_entry_point``, ``common.errors``), and so does a package this Python lacks (before
-``make install``, or outside .venv); argparse's usage errors exit 2; ``--debug`` (or ``VLC_DEBUG=1``) shows the
-traceback instead. Anything else is a bug and shows its traceback.
+Shared commands are registered by the modules that implement them (``register_cli``), a paper's through its ``cli``
+plug-in (``common.paper.CliPlugIn``). Many of those modules import torch at their top, which takes seconds; so
+``main`` builds the parser of the command it is given only, and lists the others from ``COMMANDS``: ``--help`` and a
+misspelt command answer at once. A user's mistake, or a package this Python lacks, is one ``error:`` line and exit
+status 1 (``common.errors``).
 """
 from __future__ import annotations
 
@@ -64,8 +57,7 @@ class Command:
 
 @dataclass(frozen=True)
 class RegisterCli:
-    """A module's ``register_cli(subparsers)``, which adds its top-level commands: imported only when one of them runs
-    (or for the whole tree, ``build_parser()``)."""
+    """A module's ``register_cli(subparsers)``, imported only when one of its commands runs."""
 
     module: str
 
@@ -211,16 +203,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def handler_module(argv: Sequence[str]) -> str:
     """The module of the function that runs ``python -m common ARGV`` (for a paper's plug-in, the plug-in's): where a
-    stage that runs it starts importing (``common.pipeline.stage_deps`` gets it from here rather than importing this module,
-    which registers its command)."""
+    stage that runs it starts importing (``common.pipeline.stage_deps``)."""
     func = build_parser(argv).parse_args(list(argv)).func
     return func.module if isinstance(func, PlugInCommand) else func.__module__
 
 
 def not_installed(exc: ModuleNotFoundError) -> str | None:
-    """The one line for a package that this Python lacks and ``make install`` installs (torch before the install, or
-    under another Python than .venv's), or None for a module of this repository or of the standard library (a bug,
-    whose traceback is the report)."""
+    """The one line for a package that this Python lacks and ``make install`` installs, or None for a module of this
+    repository or of the standard library (a bug, whose traceback is the report)."""
     top = (exc.name or "").partition(".")[0]
     if not top or top in PACKAGES or top in sys.stdlib_module_names:
         return None

@@ -1,15 +1,8 @@
 """The one base class of every error the workspace expects (bad input, missing data, unreadable release).
 
-An expected error is the user's to fix: its message names the file, the record and the remedy, and the command
-line prints it as one ``error: ...`` line (``run_entry_point`` below, also exported as
-``common.cli.run_entry_point``; it lives here, with no imports beyond the standard library, so that a paper's
-script can use it without its DVC stage depending on the whole command line). Anything else is a bug in this
-workspace and keeps its traceback; ``--debug`` (``python -m common``) or ``VLC_DEBUG=1`` (every entry point) shows
-the traceback of an expected error too.
-
-Two more things every entry point gets here: SIGTERM is handled as Ctrl-C is (``sigterm_as_interrupt``), and an error
-naming a path under a ``VLC_*`` folder variable that is not a folder is led by that variable
-(``with_setting_hint``): the variable, not the file, is what to fix.
+An expected error is the user's to fix: its message names the file, the record and the remedy, and every entry
+point prints it as one ``error: ...`` line (``run_entry_point``; docs/robustness.md). This module imports the
+standard library only, so that a paper's script can use it without its DVC stage depending on the whole command line.
 """
 from __future__ import annotations
 
@@ -29,15 +22,16 @@ class WorkspaceError(Exception):
     exit_code: int = 1
 
 
-class UnknownName(WorkspaceError, KeyError):
-    """A name (model, paper, benchmark) that nothing registers; the message lists the close matches.
-
-    Also a ``KeyError``, so a lookup's callers that expect one keep working; ``str()`` is the message itself
-    (a bare ``KeyError`` would print it quoted).
-    """
+class LookupFailed(WorkspaceError, KeyError):
+    """Also a ``KeyError``, so a lookup's callers that expect one keep working; ``str()`` is the message itself (a
+    bare ``KeyError`` would print it quoted)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class UnknownName(LookupFailed):
+    """A name (model, paper, benchmark) that nothing registers; the message lists the close matches."""
 
 
 class SettingError(WorkspaceError):
@@ -84,12 +78,9 @@ def unknown_name(kind: str, name: str, known: Iterable[str]) -> UnknownName:
 EXPECTED_OS_ERRORS: tuple[type[OSError], ...] = (
     FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError,
 )
-"""The stdlib errors that are the user's to fix when they name a file (``exc.filename`` set): a path given on the
-command line or in an input file that is missing, unreadable or of the wrong kind. Converted at the boundary into
-``error: <file>: <reason>``. Every other stdlib exception (``ValueError``, ``KeyError``, ``TypeError``, an
-``OSError`` without a file name such as a full disk or a broken pipe) is *not* expected there: bad input must be
-turned into a ``WorkspaceError`` with a precise message where it is read (file, record, remedy), so whatever still
-reaches the boundary as a bare stdlib exception is a bug and keeps its traceback."""
+"""The stdlib errors that are the user's to fix when they name a file (``exc.filename`` set), printed as
+``error: <file>: <reason>``. Every other stdlib exception is a bug and keeps its traceback: bad input must become a
+``WorkspaceError`` with a precise message where it is read."""
 
 DEBUG_ENV = "VLC_DEBUG"
 """``VLC_DEBUG=1``: expected errors show their traceback too (``python -m common --debug`` does the same)."""
@@ -128,11 +119,9 @@ def _raise_terminated(signum: int, frame: object, owner: int) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` in the main thread instead of ending the process at once.
-
-    Installed only where SIGTERM still has its default action (a handler someone else installed is kept) and only
-    from the main thread (the only one Python delivers signals to); restored afterwards. Nested uses are no-ops.
-    """
+    """Within the block, SIGTERM raises ``Terminated`` in the main thread instead of ending the process at once;
+    only where SIGTERM still has its default action (a handler someone else installed is kept; nested uses are
+    no-ops) and only from the main thread (the only one Python delivers signals to)."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
@@ -147,16 +136,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def run_entry_point(main: Callable[..., int | None], argv: Sequence[str] | None = None, *,
                     debug: bool | None = None) -> int:
-    """Run a command's ``main`` (``main()`` when ``argv`` is None, else ``main(argv)``) and return its exit status.
-
-    An expected error (``WorkspaceError``, or a file-naming ``OSError`` of ``EXPECTED_OS_ERRORS``) prints one
-    ``error: <message>`` line on stderr and returns its ``exit_code`` (1); with ``debug`` (default: ``VLC_DEBUG``
-    set) it is re-raised, traceback and all. Anything else propagates (a bug: its traceback is the report).
-    ``SystemExit`` passes through untouched (argparse's usage errors exit 2, ``--help`` 0). Ctrl-C and SIGTERM end
-    the run the same way (``sigterm_as_interrupt``): the clean-up of whatever was being written runs, then one
-    ``error:`` line and exit status 130 (SIGINT) or 143 (SIGTERM). Use it as the whole ``__main__`` block:
-    ``raise SystemExit(run_entry_point(main))``.
-    """
+    """Run a command's ``main`` (``main()`` when ``argv`` is None, else ``main(argv)``) and return its exit status:
+    an expected error (``expected_message``) is one ``error:`` line and its ``exit_code`` (re-raised with ``debug``,
+    default ``VLC_DEBUG``); Ctrl-C and SIGTERM run the clean-up, then exit 130 or 143. Use it as the whole
+    ``__main__`` block: ``raise SystemExit(run_entry_point(main))``."""
     if debug is None:
         debug = debug_enabled()
     try:

@@ -1,18 +1,10 @@
 """A paper as ``common`` sees it: one typed ``Paper``, exported as ``PAPER`` by ``papers/<paper>/__init__.py``.
 
-``common`` never imports a paper by name (the import contracts forbid it); it reads each paper package's ``PAPER``
-(``load_paper``) and, through it, the paper's plug-ins: its audit, its report, its report-card
-benchmarks, its oracle and its subcommands. A paper without one of them says so (``None``). Its rehearsal
-stand-ins are test code, not a plug-in: ``tests/rehearsal/papers/<paper>.py`` (``make rehearse``).
-Each plug-in is a module whose functions satisfy one ``Protocol`` below; ``tests/common/test_paper.py`` loads every
-declared module and checks it against its protocol.
-
-A plug-in is named by its dotted module path (``PlugIn``) and imported only when used: ``papers/<paper>/__init__.py``
-runs before every stage of its paper and every ``python -m common`` command, so this module imports the standard
-library, ``common.errors`` and ``common.plugins`` (the packages under ``papers/``) only, and a ``PAPER`` costs nothing
-to read. For the same reason the protocols name the workspace's own types (``Recomputed``, ``CardBenchmark``, ...) in
-their docstrings, not in imports that every stage would then depend on (``common.pipeline.import_closure`` counts every
-import, ``TYPE_CHECKING`` ones too).
+``common`` never imports a paper by name; it reads each paper's ``PAPER`` (``load_paper``) and, through it, the
+paper's plug-ins, each a module satisfying one ``Protocol`` below (or ``None``), named by its dotted path and imported
+only when used. ``papers/<paper>/__init__.py`` runs before every stage of its paper, so this module imports only the
+standard library, ``common.errors`` and ``common.plugins``, and the protocols name the workspace's own types in their
+docstrings, not in imports every stage would then depend on (``TYPE_CHECKING`` ones count too).
 """
 from __future__ import annotations
 
@@ -88,14 +80,12 @@ class PlugIn(Generic[P]):
     module: str
 
     def load(self) -> P:
-        """The module (an import error inside it raises)."""
         return cast(P, importlib.import_module(self.module))
 
 
 @dataclass(frozen=True)
 class Paper:
-    """One paper package's plug-ins: everything of a paper that ``common`` runs (the rest are its stages, which
-    its ``dvc.yaml`` runs)."""
+    """One paper package's plug-ins: everything of a paper that ``common`` runs (its ``dvc.yaml`` runs the rest)."""
 
     name: str
     """The package's name under ``papers/`` (the first segment of its registry keys and zoo names). Its title,
@@ -130,14 +120,11 @@ def load_papers() -> list[Paper]:
 
 @dataclass(frozen=True)
 class PlugInCommand:
-    """A ``python -m common`` command that runs a paper's plug-in (``audit <paper>``, ``report <paper>``): the parser
-    holds it without importing the plug-in, and ``module`` is where the command's code starts, so a DVC stage that
-    runs the command depends on the plug-in's imports (``common.cli.handler_module``)."""
+    """A ``python -m common`` command that runs a paper's plug-in without importing it; ``module`` is where the
+    command's code starts, so a stage that runs it depends on the plug-in's imports (``common.cli.handler_module``)."""
 
     module: str
-    """The module whose import closure the command runs."""
     run: Callable[[Any], int]
-    """Runs the command with its parsed arguments."""
 
     def __call__(self, args: Any) -> int:
         return self.run(args)

@@ -1,21 +1,11 @@
-"""How ``common`` finds the papers without naming any: the packages under ``papers/`` and what each declares.
+"""How ``common`` finds the papers without naming any: the packages under ``papers/`` (``paper_names``; each exports
+``PAPER``, ``common.paper``) and their ``sources.toml`` and ``models.toml``.
 
-A paper is a package ``papers/<paper>/`` (a folder with ``__init__.py``, ``paper_names``) that exports ``PAPER``, a
-``common.paper.Paper``: its audit, report, card benchmarks, oracle and subcommands, each a
-plug-in module with a stated protocol, or None (``common.paper.load_paper``). Besides it, two files by name:
-
-* ``papers/<paper>/sources.toml`` and ``papers/<paper>/models.toml``: the paper's entries of the download
-  registry and of the model zoo. A key (or model name) belongs to the paper whose name is its first segment
-  (``bivlc/released/...``, ``aro/negclip``); a key naming no paper is shared.
-
-Where an entry lives, and how a lookup finds it: an entry that two or more papers use sits in the shared file
-(``common/registry/sources.toml``, ``common/zoo/models.toml``) under the name the releasing paper gave it
-(``aro/negclip``); a paper's other entries sit in its own file. A lookup by key reads the shared file first and the
-owner's file only when the shared file lacks the key (``lookup_files``), so no paper's stage reads another paper's
-registry, and an edit in one paper's registry re-runs only that paper's stages. The merged registries refuse a key
-in another paper's file (``may_hold``), or in both its owner's file and the shared one.
-
-Adding a paper therefore edits no file in ``common/``.
+A registry key (or model name) belongs to the paper whose name is its first segment (``bivlc/released/...``); an
+entry that several papers use sits in the shared file (``common/registry/sources.toml``, ``common/zoo/models.toml``)
+under the releasing paper's name. A lookup reads the shared file first and the owner's file only when the shared file
+lacks the key (``lookup_files``), so no paper's stage reads another paper's registry, and an edit in one paper's
+registry re-runs only that paper's stages. A key in another paper's file is refused (``may_hold``).
 """
 from __future__ import annotations
 

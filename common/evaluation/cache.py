@@ -1,14 +1,10 @@
 """On-disk embedding cache, keyed by model fingerprint and content hash.
 
-Layout: ``<cache root>/embeddings/<model fingerprint>/<modality>/shard-*.npz``; each shard holds the
-content keys (sha256 of the image file's bytes, or of the caption text) and their float32 embeddings.
-Shards are written atomically as soon as a chunk is encoded, so an interrupted run keeps everything
-it finished, and a rerun, or another benchmark sharing images or captions, encodes only what is new.
-Embeddings are stored exactly as computed, so cached and fresh results are bit-identical. A shard that cannot be
-read (truncated, garbage) is named in one warning, renamed to ``<name>.corrupt`` (kept for inspection, never read
-again) and its entries are recomputed: the run goes on and ends with the same results. A cache that cannot be written
-(``VLC_CACHE`` a file or read-only, the disk full) is named in one warning too, and the run goes on uncached: a cache
-is never worth a failed run.
+Layout: ``<cache root>/embeddings/<model fingerprint>/<modality>/shard-*.npz``, each shard the content keys and their
+float32 embeddings, written atomically as soon as a chunk is encoded, so an interrupted run keeps what it finished.
+Embeddings are stored exactly as computed: cached and fresh results are bit-identical. An unreadable shard is named in
+one warning and renamed to ``<name>.corrupt``, its entries recomputed; an unwritable cache is a warning too, and the
+run goes on uncached: a cache is never worth a failed run.
 """
 from __future__ import annotations
 
@@ -91,8 +87,7 @@ class EmbeddingCache:
             return
         embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         index = self._load()
-        for key, row in zip(keys, embeddings):  # in memory first: the run goes on whether the shard is written or not
-            index[key] = row
+        index.update(zip(keys, embeddings))  # in memory first: the run goes on whether the shard is written or not
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:20]
         try:
             with atomic_path(self.directory / f"shard-{name}.npz") as tmp:

@@ -1,13 +1,9 @@
 """The encoding engine: every unique image and every unique text of a task encoded once per model, fast, cached.
 
-Each distinct image and text is encoded once across all items and categories (SugarCrepe's 7,511 examples share
-1,560 images), in batches, through the on-disk embedding cache (``common.evaluation.cache``). Images are keyed by the
-sha256 of the file's bytes (plus the identity of a tensor transform, ``common.files.tasks.ImageRef``, and, for files
-neither RGB nor grey, of their decoding, ``common.files.image_transforms.to_rgb``); texts by the sha256 of their token
-ids, so two strings the tokenizer maps to the same tokens share one embedding and tie exactly, as they do in a
-per-example loop. An embedding is the same bits whatever else shares its batch (``MIN_BATCH_ROWS``; a text batch
-holds one token length), so what the cache serves is what a cold run computes. Scoring (decision rules, recall,
-accuracy) is the business of ``common.evaluation.scoring``, one module per task shape, all on top of ``Engine.embed``.
+Images are keyed by the sha256 of the file's bytes (plus a transform's and a non-RGB decoding's identity); texts by
+the sha256 of their token ids, so two strings the tokenizer maps to the same tokens share one embedding and tie
+exactly, as they do in a per-example loop. An embedding is the same bits whatever else shares its batch
+(``MIN_BATCH_ROWS``; a text batch holds one token length), so what the cache serves is what a cold run computes.
 """
 from __future__ import annotations
 
@@ -40,19 +36,16 @@ class EngineConfig:
     """Image decoding processes. None: all cores but one when the model runs on a GPU (decoding is then the
     bottleneck), none on the CPU (the encoder needs the cores; best on two); 0 decodes in the main process."""
     decode_batch_size: int = 16
-    """Images a decoding worker hands over at a time: small, so that all workers stay busy (a DataLoader gives each
-    worker whole batches: 1,560 images in batches of 256 would keep only 7 of 15 busy). The main process regroups them
-    into encoding batches of ``image_batch_size``."""
+    """Images a decoding worker hands over at a time (regrouped into ``image_batch_size``): small, so that all workers
+    stay busy (1,560 images in batches of 256 would keep only 7 of 15 busy)."""
     shard_size: int = 1024
     """Embeddings per cache shard: the most work an interruption can lose."""
     progress: bool = True
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins (the bench reports how many), so fp32
-    stays the default for published comparisons. fp16: the model's weights cast to half precision the way OpenAI's
-    ``clip.load`` casts them on CUDA (the model's ``at_precision``; ``common.zoo.FP16_WHY``) and every similarity
-    rounded to half precision (``Embeddings.round_scores``), as the evaluators of papers that load CLIP with
-    ``clip.load`` computed them: exact ties are then common, and a paper's tie rule decides them. The CPU runs fp16
-    too (slowly); CUDA is what the authors used. Embeddings of each precision are cached apart."""
+    """bf16 autocast on CUDA: faster, but decisions can flip at tiny margins, so fp32 stays the default. fp16: the
+    weights cast to half precision as OpenAI's ``clip.load`` casts them on CUDA (``common.zoo.FP16_WHY``) and every
+    similarity rounded to half precision (``Embeddings.round_scores``), as the evaluators of papers that load CLIP
+    with ``clip.load`` computed them: exact ties are then common, and a paper's tie rule decides them."""
 
     def workers_for(self, device: str) -> int:
         if self.num_workers is not None:
@@ -119,12 +112,9 @@ def _length_batches(sorted_lengths: np.ndarray, size: int) -> list[tuple[int, in
 
 
 class _Work(torch.utils.data.Dataset):
-    """A task's CPU work for one pool of worker processes: its token chunks first, then its images in batches.
-
-    One pool rather than one for tokenising and one for decoding: starting a worker forks the whole process (tens of
-    milliseconds each with a CUDA context), so a second pool of 15 cost as much as a third of the decoding. The token
-    chunks come first in the loader's order, so the GPU encodes the texts while the workers decode the images.
-    """
+    """A task's CPU work for one pool of worker processes: its token chunks first (the GPU encodes them while the
+    workers decode the images), then its images in batches. One pool: a second of 15 workers cost as much as a third
+    of the decoding (each start forks the whole process)."""
 
     def __init__(self, text_chunks: list[list[str]], tokenize, images: "_ImageFiles", decode_batch: int):
         self.text_chunks, self.tokenize, self.images, self.decode_batch = text_chunks, tokenize, images, decode_batch
@@ -177,9 +167,8 @@ def _regroup(batches: Iterator[torch.Tensor], size: int) -> Iterator[torch.Tenso
 
 
 def _hash_file(path: Path) -> tuple[str | None, str | None, OSError | None]:
-    """An image file's sha256 and its decoding's identity (``common.files.image_transforms.decoding_identity``: None for
-    the RGB and grey files embeddings were always computed from), or the error reading it. The file is read once
-    for both (an image file is a few hundred kilobytes at most; reading it twice cost a third of the hashing)."""
+    """An image file's sha256 and its decoding's identity (``decoding_identity``: None for RGB and grey files), or the
+    error reading it; the file is read once for both (reading it twice cost a third of the hashing)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -217,12 +206,10 @@ class Embeddings:
     """Half precision (``np.float16``) for an fp16 engine: what ``round_scores`` rounds similarities to."""
 
     def round_scores(self, scores: np.ndarray) -> np.ndarray:
-        """Similarities as the engine's precision computes them: an fp16 model's scores come out of a half-precision
-        matrix product (fp32 accumulation, one rounding to fp16), which the float64 product of its fp16 embeddings
-        rounded once to fp16 approximates: not exactly, since the embeddings are normalised inside the model
-        (``F.normalize``) while an evaluator such as ARO's normalises in numpy float16 after encoding, so an
-        embedding, and with it a score, can differ by one fp16 ulp and a tie set by one member; fp32 and bf16 scores
-        are returned as they are."""
+        """Similarities as the engine's precision computes them: for fp16, the float64 product of the fp16 embeddings
+        rounded once to fp16, approximating the model's half-precision product: an evaluator such as ARO's normalises
+        in numpy float16 after encoding (here ``F.normalize`` inside the model), so a score can differ by one fp16
+        ulp and a tie set by one member; fp32 and bf16 scores are returned as they are."""
         if self.score_dtype is None:
             return scores
         return np.asarray(scores).astype(self.score_dtype).astype(np.float64)
@@ -324,7 +311,7 @@ class Engine:
     def _work(self, todo_refs: list[ImageRef], owners: dict[ImageRef, list[str]],
               text_chunks: list[list[str]] = ()) -> Iterator[torch.Tensor]:
         """The token chunks, then the decoded images in batches, from one pool of ``workers_for(device)`` processes
-        (started here, decoding ahead up to their prefetch limit) or, without workers, in this process as consumed."""
+        or, without workers, in this process as consumed."""
         cfg = self.config
         workers = cfg.workers_for(self.device)
         decode_batch = min(cfg.decode_batch_size, cfg.image_batch_size) if workers else cfg.image_batch_size
@@ -337,44 +324,44 @@ class Engine:
             work, batch_size=None, num_workers=workers, shuffle=False, pin_memory=self.device.startswith("cuda"),
             prefetch_factor=max(2, -(-cfg.image_batch_size // decode_batch)) if workers else None)))
 
+    def _encode(self, cache: EmbeddingCache, what: str, total: int,
+                batches: Iterator[tuple[Sequence[str], torch.Tensor]]) -> None:
+        """Encode ``batches`` of (cache keys, model inputs), shard by shard into ``cache``."""
+        encode = self.model.encode_images if what == "image" else self.model.encode_tokens
+        bar = tqdm(total=total, desc=f"encode {what}s [{self.model.name}]", disable=not self.config.progress,
+                   mininterval=2)
+        pending_keys: list[str] = []
+        pending: list[np.ndarray] = []
+        try:  # closed on an error too, so that an error line starts on a line of its own
+            for keys, inputs in batches:
+                with self._autocast():
+                    pending.append(_finite(encode(_padded(inputs))[: len(keys)].float().numpy(), self.model.name,
+                                           what))
+                pending_keys.extend(keys)
+                if len(pending_keys) >= self.config.shard_size:
+                    cache.put(pending_keys, np.concatenate(pending))
+                    pending_keys, pending = [], []
+                bar.update(len(keys))
+            if pending_keys:
+                cache.put(pending_keys, np.concatenate(pending))
+        finally:
+            bar.close()
+
     def _encode_images(self, batches: Iterator[torch.Tensor], todo_keys: Sequence[str]) -> None:
         """Encode decoded image batches (regrouped into encoding batches), shard by shard into the cache."""
         if not todo_keys:
             return
-        cfg = self.config
-        bar = tqdm(total=len(todo_keys), desc=f"encode images [{self.model.name}]", disable=not cfg.progress,
-                   mininterval=2)
-        pending_keys: list[str] = []
-        pending: list[np.ndarray] = []
-        done = 0
-        try:  # closed on an error too, so that an error line starts on a line of its own
-            if self.device.startswith("cuda"):  # each pinned batch to the GPU as it comes, without waiting
-                batches = (batch.to(self.device, non_blocking=True) for batch in batches)
-            for pixels in _regroup(batches, cfg.image_batch_size):
-                with self._autocast():
-                    pending.append(_finite(self.model.encode_images(_padded(pixels))[: len(pixels)].float().numpy(),
-                                           self.model.name, "image"))
-                pending_keys.extend(todo_keys[done: done + len(pixels)])
-                done += len(pixels)
-                if len(pending_keys) >= cfg.shard_size:
-                    self.image_cache.put(pending_keys, np.concatenate(pending))
-                    pending_keys, pending = [], []
-                bar.update(len(pixels))
-            if pending_keys:
-                self.image_cache.put(pending_keys, np.concatenate(pending))
-        finally:
-            bar.close()
+        size = self.config.image_batch_size
+        if self.device.startswith("cuda"):  # each pinned batch to the GPU as it comes, without waiting
+            batches = (batch.to(self.device, non_blocking=True) for batch in batches)
+        self._encode(self.image_cache, "image", len(todo_keys),
+                     ((todo_keys[i * size: i * size + len(pixels)], pixels)
+                      for i, pixels in enumerate(_regroup(batches, size))))
 
     # -- texts ----------------------------------------------------------------------------------
     def _embed_tokens(self, texts: list[str], tokens: torch.Tensor) -> np.ndarray:
-        """Embeddings of the distinct ``texts`` (rows in order), tokenised (``tokens``, one row each); one encoding
-        per distinct token sequence.
-
-        Each token row is hashed once; the rows the cache lacks are encoded shortest first, a batch per length
-        (``_length_batches``: no text is padded past its own length, so models that drop trailing padding run on short
-        sequences), each batch gathered out of the token matrix in one operation (no tensor per row, no
-        ``torch.stack``). On CUDA the matrix goes to the GPU once, from pinned memory and without waiting, so a batch
-        costs no host copy."""
+        """Embeddings of the distinct ``texts`` (rows in order), one encoding per distinct token sequence, shortest
+        first, a batch per length (``_length_batches``); on CUDA the token matrix goes to the GPU once, pinned."""
         token_rows = np.ascontiguousarray(tokens.numpy())
         keys = [hashlib.sha256(row.tobytes()).hexdigest() for row in token_rows]
         missing = set(self.text_cache.missing(keys))
@@ -400,31 +387,14 @@ class Engine:
                 # numpy's gather: torch's indexing on the CPU took 15 ms a batch of 1,024 on two busy cores
                 return torch.from_numpy(token_rows[order[start: stop]])
 
-            bar = tqdm(total=len(todo_keys), desc=f"encode texts [{self.model.name}]", disable=not cfg.progress, mininterval=2)
-            pending_keys: list[str] = []
-            pending: list[np.ndarray] = []
-            try:  # closed on an error too, so that an error line starts on a line of its own
-                for start, stop in _length_batches(lengths[by_length], cfg.text_batch_size):
-                    chunk = todo_keys[start: stop]
-                    with self._autocast():
-                        pending.append(_finite(self.model.encode_tokens(_padded(batch_of(start, stop)))[: len(chunk)]
-                                               .float().numpy(), self.model.name, "text"))
-                    pending_keys.extend(chunk)
-                    if len(pending_keys) >= cfg.shard_size:
-                        self.text_cache.put(pending_keys, np.concatenate(pending))
-                        pending_keys, pending = [], []
-                    bar.update(len(chunk))
-                if pending_keys:
-                    self.text_cache.put(pending_keys, np.concatenate(pending))
-            finally:
-                bar.close()
+            self._encode(self.text_cache, "text", len(todo_keys),
+                         ((todo_keys[start: stop], batch_of(start, stop))
+                          for start, stop in _length_batches(lengths[by_length], cfg.text_batch_size)))
         return self.text_cache.get(keys)
 
     def _tokenize(self, texts: list[str]) -> torch.Tensor:
-        """Token ids of ``texts``; spread over DataLoader worker processes when the engine decodes with workers
-        (tokenising is pure Python: 10k captions take a second in one process, on the critical path of a GPU run).
-        DataLoader workers, the same machinery that decodes images, are safe to start from a process that holds a
-        CUDA context and a thread pool (one torch thread each)."""
+        """Token ids of ``texts``; spread over the decoding workers when there are any (tokenising is pure Python:
+        10k captions take a second in one process, on the critical path of a GPU run)."""
         if not texts:
             return torch.zeros((0, 0), dtype=torch.long)
         chunks = self._token_chunks(texts, decoding=False)
@@ -433,11 +403,8 @@ class Engine:
     # -- a task's images and texts --------------------------------------------------------------
     def embed(self, image_owners: Iterable[tuple[Image, str]], texts: Iterable[str]) -> Embeddings:
         """Embeddings of every distinct image and text of a task. ``image_owners`` pairs each image with the item
-        that uses it, so an unreadable image is reported with the items it breaks.
-
-        With decoding workers (GPU), the texts are tokenised and encoded while the workers decode images ahead,
-        then the decoded images are encoded: decoding on the CPU overlaps encoding on the GPU.
-        """
+        that uses it, so an unreadable image is reported with the items it breaks. Texts are encoded while the
+        workers decode images ahead (CPU decoding overlaps GPU encoding)."""
         clock = _Phases(self.phase_seconds)
         owners: dict[ImageRef, list[str]] = {}
         for image, owner in image_owners:

@@ -63,14 +63,9 @@ def best_device() -> str:
 
 
 def eval_outputs(out: str | os.PathLike, model: str, option: str = "--out") -> tuple[Path, Path]:
-    """(summary JSON, per-example CSV) that ``eval --out`` names, checked before any work is done.
-
-    A value ending in ``.json`` (in any case: ``R.JSON``) is the summary file, its predictions ``<stem>.predictions.csv``
-    beside it; anything else is a folder holding ``<model>.json`` and ``<model>.predictions.csv`` ("/" in the model
-    name written "__"). Refused, naming ``option``: an empty value (it would mean the current folder), a folder
-    value that is a file, a summary or predictions path that is a folder, a path in the workspace's ``results/`` or
-    over a file git tracks (``common.paths.refuse_workspace_outputs``).
-    """
+    """(summary JSON, per-example CSV) that ``eval --out`` names, checked before any work is done: a value ending in
+    ``.json`` (any case) is the summary file, its predictions ``<stem>.predictions.csv`` beside it; anything else is a
+    folder holding ``<model>.json`` and ``<model>.predictions.csv``."""
     text = os.fspath(out)
     if not text.strip():
         raise SettingError(f"{option} is empty: give a folder (for <model>.json and <model>.predictions.csv) or a "
@@ -93,9 +88,7 @@ def eval_outputs(out: str | os.PathLike, model: str, option: str = "--out") -> t
 
 def write_eval_outputs(summary_path: Path, predictions_path: Path, summary: dict,
                        result: SelectionResult) -> tuple[Path, Path]:
-    """Write an ``eval``'s summary (with the predictions' path) and per-example predictions as one output group
-    (``common.files.io.write_output_group``): both appear together or, when a write fails (a full disk), neither does and
-    the previous pair stays as it was."""
+    """Write an ``eval``'s summary (with the predictions' path) and per-example predictions as one output group."""
     if summary_path.parent != predictions_path.parent:
         raise ValueError(f"{summary_path} and {predictions_path} are not in one folder")
 

@@ -1,10 +1,8 @@
-"""Writing results: per-example predictions, per-group accuracy tables, DVC metrics and plots.
+"""Writing results: per-example predictions, per-group accuracy tables, DVC metrics and plots, atomically.
 
-Everything is written atomically. Tables are tidy enough for ``dvc plots show`` (long CSV) and
-readable as the paper's table (wide CSV, one row per model, one column per group, plus the
-macro average the papers call "Average"). DVC metrics hold only the numbers a reader compares, one
-small file per model in a folder (``dvc metrics show`` prints a row per file); what describes the run
-(data set, counts, ties, fingerprints) goes to a ``<stem>_context.json`` sidecar that is not a metric.
+DVC metrics hold only the numbers a reader compares, one small file per model in a folder (``dvc metrics show``
+prints a row per file); what describes the run (data set, counts, ties, fingerprints) goes to a
+``<stem>_context.json`` sidecar that is not a metric.
 """
 from __future__ import annotations
 
@@ -36,11 +34,8 @@ def write_predictions(path: Path, result: SelectionResult) -> Path:
     """One row per item: its scores, the decision and whether it was a tie (auditable per example)."""
     k = max((len(o.scores) for o in result.outcomes), default=0)
     fields = ["item_id", "group", "correct", "tie"] + [f"score_{i}" for i in range(k)]
-    rows = []
-    for o in result.outcomes:
-        row = {"item_id": o.item_id, "group": o.group, "correct": int(o.correct), "tie": int(o.tie)}
-        row.update({f"score_{i}": f"{s:.9g}" for i, s in enumerate(o.scores)})
-        rows.append(row)
+    rows = [{"item_id": o.item_id, "group": o.group, "correct": int(o.correct), "tie": int(o.tie),
+             **{f"score_{i}": f"{s:.9g}" for i, s in enumerate(o.scores)}} for o in result.outcomes]
     return write_csv_atomic(path, rows, fields)
 
 

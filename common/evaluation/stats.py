@@ -22,11 +22,8 @@ class StatsInputError(WorkspaceError, ValueError):
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its two-sided confidence interval, with how it was computed.
-
-    ``n_resamples`` is 0 for a closed form; ``dropped`` counts bootstrap resamples on which the statistic was
-    undefined and which were left out of the percentiles.
-    """
+    """A point estimate and its two-sided confidence interval, with how it was computed (``n_resamples`` 0 for a
+    closed form; ``dropped``: bootstrap resamples on which the statistic was undefined, left out)."""
 
     estimate: float
     low: float
@@ -68,11 +65,8 @@ def _is_constant(values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def bootstrap_mean_ci(values: ArrayLike, n_resamples: int = 2000, confidence: float = 0.95,
                       seed: int = 0) -> Interval:
-    """Percentile-bootstrap interval of a mean (e.g. accuracy from 0/1 correctness), via ``scipy.stats.bootstrap``.
-
-    An all-equal sample (every answer right, or a single value) has the degenerate interval [mean, mean]: every
-    resample has the same mean, so no resampling is done.
-    """
+    """Percentile-bootstrap interval of a mean (e.g. accuracy from 0/1 correctness), via ``scipy.stats.bootstrap``;
+    [mean, mean] for an all-equal sample, without resampling."""
     sample = _sample("values", values)
     _check_settings(confidence, n_resamples)
     estimate = float(np.mean(sample))
@@ -85,10 +79,7 @@ def bootstrap_mean_ci(values: ArrayLike, n_resamples: int = 2000, confidence: fl
 
 
 def pearson_r(x: ArrayLike, y: ArrayLike) -> float:
-    """Pearson's r by ``scipy.stats.pearsonr``; NaN (no warning) when either side is constant, where r is undefined.
-
-    Needs at least two pairs (two points always give +-1).
-    """
+    """Pearson's r by ``scipy.stats.pearsonr`` (at least two pairs); NaN, without a warning, when a side is constant."""
     xs, ys = _pair(x, y)
     if _is_constant(xs) or _is_constant(ys):
         return math.nan
@@ -97,14 +88,9 @@ def pearson_r(x: ArrayLike, y: ArrayLike) -> float:
 
 def bootstrap_pearson_ci(x: ArrayLike, y: ArrayLike, n_resamples: int = 2000, confidence: float = 0.95,
                          seed: int = 0) -> Interval:
-    """Percentile-bootstrap interval of Pearson's r, resampling (x, y) pairs together.
-
-    A resample whose x or y is constant has no r; it is dropped and counted in ``dropped`` (likely only for a few
-    points or many ties), and the percentiles come from the rest. A constant input, or every resample dropped,
-    gives a NaN interval (for a constant input, with no resampling done). Done with numpy, not
-    ``scipy.stats.bootstrap``, which has no way to drop a resample; it holds ``n_resamples x len(x)`` indices at
-    once, meant for the tens to thousands of points a correlation between benchmarks or models has.
-    """
+    """Percentile-bootstrap interval of Pearson's r, resampling (x, y) pairs together. A resample whose x or y is
+    constant has no r: it is dropped (``dropped``), and the percentiles come from the rest; a constant input, or every
+    resample dropped, gives a NaN interval. Done with numpy, as ``scipy.stats.bootstrap`` cannot drop a resample."""
     xs, ys = _pair(x, y)
     _check_settings(confidence, n_resamples)
     estimate = pearson_r(xs, ys)
@@ -125,11 +111,8 @@ def bootstrap_pearson_ci(x: ArrayLike, y: ArrayLike, n_resamples: int = 2000, co
 
 
 def fisher_pearson_ci(r: float, n: int, confidence: float = 0.95) -> Interval:
-    """Closed-form interval of Pearson's r: ``tanh(atanh(r) +- z_{(1+c)/2} / sqrt(n - 3))`` (Fisher's z).
-
-    Undefined for n <= 3 (zero or negative degrees of freedom): the interval is then all of [-1, 1]. ``|r| == 1``
-    gives [r, r]; a NaN r gives a NaN interval.
-    """
+    """Closed-form interval of Pearson's r: ``tanh(atanh(r) +- z_{(1+c)/2} / sqrt(n - 3))`` (Fisher's z); all of
+    [-1, 1] for n <= 3, [r, r] for ``|r| == 1``, NaN for a NaN r."""
     _check_settings(confidence)
     if not (math.isnan(r) or -1.0 <= r <= 1.0):
         raise StatsInputError(f"r = {r!r} is not a correlation in [-1, 1]")

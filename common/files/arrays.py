@@ -1,9 +1,7 @@
 """Reading a saved numpy array: numbers only, never code, and one line naming the file when it is not one.
 
-Every ``.npy`` a stage reads (a set's images, distractors, neighbours) goes through ``load_array``: ``np.load`` with
-``allow_pickle=False`` (a pickled object array is refused before anything in it is unpickled), and numpy's own
-complaints (an object array, a pickle, a header cut short, a body shorter than its header says) become an
-``ArrayFileError``, which every entry point prints as one ``error:`` line (``common.errors.run_entry_point``).
+Every ``.npy`` a stage reads goes through ``load_array``: ``np.load`` with ``allow_pickle=False`` (a pickled object
+array is refused before anything in it is unpickled), numpy's own complaints an ``ArrayFileError``.
 """
 from __future__ import annotations
 

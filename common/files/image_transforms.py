@@ -50,17 +50,10 @@ def _sixteen_to_8(values: np.ndarray) -> np.ndarray:
 
 
 def to_rgb(image: Image.Image, path: str | os.PathLike | None = None) -> Image.Image:
-    """``image`` as 8-bit RGB, the conversion every image reader uses before a model's preprocessing.
-
-    * RGB is returned as it is; 1, L, P, CMYK, YCbCr, LAB, HSV through Pillow's conversion;
-    * alpha (RGBA, LA, PA, P with transparency, premultiplied RGBa/La) is dropped, as the papers' own loaders
-      (``Image.open(p).convert("RGB")``) drop it, so scores stay comparable with theirs;
-    * 16-bit grey (I;16*, and I: what 16-bit PNG, TIFF and PGM files open as) is scaled to 8 bits, never clipped;
-    * float grey (F) in [0, 1] is scaled to [0, 255].
-
-    Anything else (F outside [0, 1] or NaN, I outside [0, 65535], a mode Pillow cannot convert) raises
-    ``ImageModeError`` naming ``path`` and the mode, rather than scoring a silently wrong image.
-    """
+    """``image`` as 8-bit RGB, the conversion every image reader uses before a model's preprocessing. Alpha is
+    dropped, as the papers' own loaders (``Image.open(p).convert("RGB")``) drop it, so scores stay comparable with
+    theirs; 16-bit grey (what 16-bit PNG, TIFF and PGM files open as) is scaled to 8 bits and float grey in [0, 1] to
+    [0, 255], never clipped. Anything else raises ``ImageModeError`` rather than scoring a silently wrong image."""
     mode = image.mode
     if mode == "RGB":
         return image
@@ -102,9 +95,7 @@ def open_rgb(file: str | os.PathLike | IO[bytes]) -> Image.Image:
 
 def decoding_identity(file: str | os.PathLike | IO[bytes]) -> str | None:
     """What, beside the file's bytes, an embedding of this image depends on: None for RGB and grey files (decoded as
-    they always were), else the decoding's name and the mode. Reads only the header of ``file`` (a path, or the bytes
-    already read, in a ``BytesIO``); None when Pillow cannot open it (decoding it fails later, with a message naming
-    it)."""
+    they always were) and for what Pillow cannot open (its decoding reports it), else the decoding's name and mode."""
     try:
         with Image.open(Path(file) if isinstance(file, (str, os.PathLike)) else file) as image:
             mode = image.mode

@@ -1,12 +1,6 @@
-"""Atomic file writes, output groups and content hashing.
-
-Every result the workspace produces goes through these helpers so that an interrupted run never
-leaves a half-written file behind: data is written to a temporary file in the destination folder
-and moved into place with ``os.replace`` (atomic on POSIX). A stage with several outputs writes them
-all into a staging folder (``output_group``) and they replace the previous ones only once every one
-of them was written: a failing, interrupted (Ctrl-C, SIGTERM) or degraded run leaves the previous outputs as they
-were. Only SIGKILL (or a power cut) can leave a staging folder behind: git ignores it (``.staging.*``,
-``.previous.*`` in .gitignore) and the next output group written into the same folder removes it.
+"""Atomic file writes, output groups and content hashing: an interrupted run never leaves a half-written file or a
+mix of old and new outputs behind (docs/robustness.md, "Writers: all or nothing"). Only SIGKILL (or a power cut) can
+leave a staging folder behind: git ignores it and the next output group written into the same folder removes it.
 """
 from __future__ import annotations
 
@@ -55,21 +49,11 @@ WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 def output_group(dest_dir: str | os.PathLike) -> Iterator[Path]:
     """Yield an empty staging folder beside ``dest_dir``'s contents; write a stage's outputs there.
 
-    When the block succeeds, every entry of the staging folder (file or folder) replaces its namesake in
-    ``dest_dir``, one ``os.replace`` each, after everything was written; a folder replaces the previous folder
-    as a whole (files it no longer holds disappear with it). When the block raises (KeyboardInterrupt included)
-    nothing in ``dest_dir`` changes and the staging folder is removed. Should a move fail half-way, the entries
-    already moved are put back, so the previous outputs stay a consistent group. Entries of ``dest_dir`` the
-    block did not write are never touched. Files keep the permissions they were written with (``atomic_path``:
-    ``0o666 & ~umask``).
-
-    A write that fails for lack of space or permission (in the block or while moving) raises ``OutputError``
-    naming ``dest_dir``.
-
-    SIGTERM in the block is handled as Ctrl-C is (``common.errors.sigterm_as_interrupt``: ``Terminated``, a
-    ``KeyboardInterrupt``). The staging folder's name holds this process's id and host
-    (``.staging.<pid>-<host>.<random>``), so that the next group written here removes the leftovers of a killed run
-    (``clean_leftovers``) and never the folder of a writer still at work.
+    When the block succeeds, every entry of the staging folder (file or folder, a folder as a whole) replaces its
+    namesake in ``dest_dir``; when it raises (Ctrl-C and SIGTERM included), or a move fails half-way, ``dest_dir``
+    keeps its previous entries; entries the block did not write are never touched. A write that fails for lack of
+    space or permission raises ``OutputError`` naming ``dest_dir``. The staging folder's name holds this process's
+    id and host, so that ``clean_leftovers`` removes a killed run's and never that of a writer still at work.
     """
     dest_dir = Path(dest_dir)
     with sigterm_as_interrupt():
@@ -117,11 +101,8 @@ def _alive(pid: int) -> bool:
 
 
 def clean_leftovers(dest_dir: Path) -> list[Path]:
-    """Remove the staging and set-aside folders a killed writer left in ``dest_dir``; return them.
-
-    A folder whose writer (its pid, on this host) no longer runs is removed; one from another host, or whose writer
-    still runs, is kept; one without a writer's id only once untouched for ``UNOWNED_LEFTOVER_AGE_S``.
-    """
+    """Remove the staging and set-aside folders a killed writer left in ``dest_dir`` (its pid, on this host, no longer
+    runs; without a writer's id: untouched for ``UNOWNED_LEFTOVER_AGE_S``); return them."""
     removed = []
     try:
         entries = list(os.scandir(dest_dir))
@@ -184,12 +165,10 @@ def _commit(staging: Path, dest_dir: Path) -> None:
     try:
         for entry in entries:
             dest = dest_dir / entry.name
-            saved: Path | None = None
-            if dest.is_dir() and not dest.is_symlink():
-                saved = backup / entry.name
+            saved = backup / entry.name if dest.exists() or dest.is_symlink() else None
+            if saved is not None and dest.is_dir() and not dest.is_symlink():
                 os.replace(dest, saved)  # a folder cannot be replaced in one step: set it aside first
-            elif dest.exists() or dest.is_symlink():
-                saved = backup / entry.name
+            elif saved is not None:
                 try:
                     os.link(dest, saved, follow_symlinks=False)  # the file stays in place until replaced
                 except OSError:

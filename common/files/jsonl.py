@@ -43,12 +43,8 @@ def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that
 
 
 def parse_json(text: str, path: Path, *, unique_keys: bool = False) -> Any:
-    """``json.loads(text)``, every failure a one-line ``DatasetError`` naming ``path``.
-
-    Python's parser recurses once per nesting level: a document nested some thousand levels deep (a damaged or hostile
-    file) raises ``RecursionError``, reported here as such. ``unique_keys``: a key twice in one object is an error (JSON
-    keeps the last silently; where ids are keys, a repeated id would drop a record).
-    """
+    """``json.loads(text)``, every failure (a ``RecursionError`` too) a one-line ``DatasetError`` naming ``path``.
+    ``unique_keys``: a key twice in one object is an error (where ids are keys, a repeated id would drop a record)."""
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
         seen: dict = {}
         for key, value in pairs:

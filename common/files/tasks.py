@@ -1,20 +1,14 @@
 """Task shapes: every benchmark of the five papers reduces to a few records, each scored by one module of
 ``common.evaluation.scoring``.
 
-* ``ImageToTextItem``: one image, K candidate captions (SugarCrepe, ARO's VG-Relation/Attribution/Order,
-  hard positives, CC-Neg, BiVLC's I2T). ``TextToImageItem``: one caption, K candidate images. Which candidates
-  are positives, and how ties count, is the scorer's ``DecisionRule`` (``common.evaluation.scoring.selection``); by
-  convention candidate 0 is the positive.
-* ``GroupItem``: 2 images x 2 captions (BiVLC; Winoground's text/image/group scores are the same shape).
-* ``RetrievalSet``: a gallery of images and captions, many captions per image (COCO, Flickr30k).
-* ``ClassificationSet``: images with labels, and per class the prompts whose mean embedding is its classifier.
+``ImageToTextItem`` (one image, K candidate captions: SugarCrepe, ARO, hard positives, CC-Neg, BiVLC's I2T) and
+``TextToImageItem`` (one caption, K images): by convention candidate 0 is the positive; which candidates must win,
+and how ties count, is the scorer's ``DecisionRule``. ``GroupItem``, ``RetrievalSet`` and ``ClassificationSet`` say
+what they hold.
 
-An image is a file, optionally with a deterministic tensor transform applied after the model's preprocessing
-(``ImageRef``): ARO's row/column/patch shuffles need no shuffled files on disk, and the embedding cache keys such
-an image by the file's content hash plus the transform's identity.
-
-Records carry where they came from (``origin``: file and record id), so any error downstream can name the input
-that caused it.
+An image is a file, optionally with a deterministic tensor transform applied after preprocessing (``ImageRef``: ARO's
+shuffles need no shuffled files on disk). Records carry where they came from (``origin``), so any error downstream
+can name the input that caused it.
 """
 from __future__ import annotations
 

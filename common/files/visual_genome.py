@@ -1,15 +1,11 @@
 """Visual Genome test cases and images as the compositionality benchmarks release them: read, checked, cropped.
 
 * VG-Relation / VG-Attribution (ARO, Yuksekgonul et al.; the hard-positives SWAP set is VG-Attribution with the true
-  caption replaced): a JSON list of ``{image_path, bbox_x, bbox_y, bbox_w, bbox_h, true_caption, false_caption,
-  relation_name | attributes}``, ``image_path`` relative to the ``images/`` folder of ARO's image zip
-  (``vg_image_root``). The upstream loaders crop each image to its box before preprocessing; the engine only
-  transforms the preprocessed tensor, so each crop is written once as a PNG named by image and box (``crop_relpath``,
-  ``crop_vg``) and items point at it.
-* Visual Genome's own image release (``VG_IMAGE_SOURCES``: ``images.zip`` holds ``VG_100K/``, ``images2.zip``
-  ``VG_100K_2/``), which VL-CheckList-based files name as ``data/VG_100K_2/<id>.jpg`` (``resolve_vg_image``).
-
-Every record is checked; every bad one is reported (``raise_problems``), naming the file and the record index.
+  caption replaced), ``image_path`` relative to the ``images/`` folder of ARO's image zip (``vg_image_root``). The
+  upstream loaders crop each image to its box before preprocessing; the engine only transforms the preprocessed
+  tensor, so each crop is written once as a PNG named by image and box (``crop_relpath``) and items point at it.
+* Visual Genome's own image release (``VG_IMAGE_SOURCES``), which VL-CheckList-based files name as
+  ``data/VG_100K_2/<id>.jpg`` (``resolve_vg_image``).
 """
 from __future__ import annotations
 
@@ -78,10 +74,8 @@ def _number_text(value: float) -> str:
 
 
 def crop_relpath(record: VgRecord) -> str:
-    """Where the crop of ``record`` lives under a crop root: the image path without suffix, then the box.
-
-    Keyed by image and box, so the relation and attribution files share crops and a prepared crop is reused.
-    """
+    """Where the crop of ``record`` lives under a crop root: the image path without suffix, then the box (so the
+    relation and attribution files share crops)."""
     stem = Path(record.image_path).with_suffix("")
     return f"{stem.as_posix()}__{'_'.join(_number_text(v) for v in record.bbox)}.png"
 

@@ -1,8 +1,5 @@
-"""Assemble the mini world's training set: rendered scenes with several true captions each.
-
-Every data set built from the world (this training set here; a paper's test sets in its own package) draws its
-scenes from an independent random stream derived from one seed (``stream``), so train and test never share scenes
-by accident; training scenes never contain the held-out (colour, shape) pairs.
+"""Assemble the mini world's training set: rendered scenes with several true captions each; every set draws its
+scenes from an independent random stream (``stream``; docs/mini-world.md, "Building sets").
 """
 from __future__ import annotations
 
@@ -41,12 +38,9 @@ def scene_to_json(scene: Scene) -> dict:
 
 
 def build_train_set(config: TrainSetConfig, out_dir: Path, progress: bool = True) -> dict:
-    """Render ``n_images`` training scenes with several true captions each.
-
-    Writes ``images.npy`` (N, H, W, 3) uint8, ``captions.json`` (N lists of captions) and
-    ``manifest.json``, as one output group (``common.files.io.output_group``): they replace the previous set together, or,
-    interrupted, leave it. Smaller training sets of the model family are prefixes of this one.
-    """
+    """Render ``n_images`` training scenes with several true captions each: ``images.npy`` (N, H, W, 3) uint8,
+    ``captions.json`` (N lists of captions) and ``manifest.json``, one output group. Smaller training sets of the
+    model family are prefixes of this one."""
     rng = stream(config.seed, "train")
     images = np.empty((config.n_images, config.image_size, config.image_size, 3), dtype=np.uint8)
     captions: list[list[str]] = []

@@ -1,10 +1,5 @@
-"""Captions as claims about a scene graph, their truth, and their realization in English.
-
-A ``Claim`` is a small graph pattern: noun phrases (a shape, optionally a colour and a size) and
-spatial relations between them, plus the sentence template that realizes it. A claim is true of a
-scene when its noun phrases can be matched to *distinct* objects of the scene so that every stated
-attribute and relation holds (``satisfies``). Hard negatives are edits of a claim; hard positives
-are other realizations of the same claim; both are checked with the same ``satisfies``.
+"""Captions as claims about a scene graph, their truth (``satisfies``), and their realization in English
+(docs/mini-world.md, "Claims").
 """
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""The mini world's zero-shot classification set: its "ImageNet analog", for any paper that needs a model's general
-recognition beside its compositional scores (ARO's Table 6 downstream column, SugarCrepe's Figure 5).
-
-One-object scenes cycle through every (colour, shape) pair in a fixed order, so every class holds the same number of
-images (to within one); the pairs held out of training (``lexicon.HELDOUT_COLOR_SHAPE``) are included, as ImageNet
-holds classes a model saw rarely. Two label sets share the images: ``shapes`` (7 classes, the CIFAR-10 analog) and
-``colored-shapes`` (56 fine-grained classes: the ImageNet analog, ``IMAGENET_ANALOG``). Each set
-is ``{"classes", "templates", "prompts", "images": [{"image", "label"}]}``: ``prompts`` spells each class with its
-article ("an orange star"), which a plain ``template.format`` cannot.
-
-The scenes come from their own random stream (``build.stream(seed, stream_name)``): a paper that must keep its own
-bytes keeps its own stream name (ARO: ``"test-aro-classification"``); new users share ``DEFAULT_STREAM``.
-"""
+"""The mini world's zero-shot classification set: its "ImageNet analog" (docs/mini-world.md, "Classification")."""
 from __future__ import annotations
 
 import json
@@ -107,9 +95,8 @@ def build_classification(config: ClassificationSetConfig, writer: SceneWriter) -
 
 
 def write_classification_set(config: ClassificationSetConfig, out_dir: Path) -> dict:
-    """Images, one JSON per label set, ``scenes.jsonl`` and ``manifest.json`` under ``out_dir``, replaced as a group.
-
-    The manifest holds no time or path, so the folder is the same bytes on every run (a DVC output)."""
+    """Images, one JSON per label set, ``scenes.jsonl`` and ``manifest.json`` under ``out_dir``, replaced as a group
+    (the manifest holds no time or path: the same bytes on every run)."""
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         writer = PngSceneWriter(staging, "images", config.image_size)
@@ -161,9 +148,8 @@ def load_classification_sets(set_dir: Path) -> dict[str, ClassificationSet]:
 def ensure_classification_set(
     config: ClassificationSetConfig, set_dir: Path
 ) -> tuple[dict[str, ClassificationSet], bool]:
-    """The sets in ``set_dir`` when its manifest records this very config and world version, else built there.
-
-    Returns the sets and whether they were reused."""
+    """The sets in ``set_dir`` when its manifest records this very config and world version, else built there; and
+    whether they were reused."""
     set_dir = Path(set_dir)
     if (set_dir / MANIFEST_NAME).is_file():
         manifest = read_manifest(set_dir)

@@ -1,20 +1,5 @@
-"""The scene a hard negative caption describes: the negative's edit applied to the scene graph, ready to render.
-
-A negative (``common.miniworld.negatives``) edits a true claim into a false one. BiVLC's negative *image* is the
-picture of that negative caption; here it is the same edit made to the scene instead of the sentence, so it is true by
-construction, not by a text-to-image model's judgement:
-
-* the positive claim is matched to the scene (one assignment of its phrases to distinct objects);
-* each matched object takes the identity the negative states for its phrase: a replaced shape, colour or size
-  (replace, add_att), the other phrase's identity when the negative permutes the phrases (swap_obj), the exchanged
-  attribute (swap_att); a phrase the negative adds (add_obj) becomes a new object (unstated colour and size drawn from
-  the world prior); objects the claim does not mention keep theirs;
-* objects keep their positions where the layout stays clear; otherwise (a size changed, an object was added, a
-  relation must change: replace_rel) positions are redrawn until the negative holds.
-
-The edited scene must make the negative true and, unless ``allow_positive`` (the add edits: a scene with one more
-object or one more stated attribute still shows the positive), the positive false; when no try gives that, the
-result is None and the caller draws another example.
+"""The scene a hard negative caption describes: the negative's edit applied to the scene graph, ready to render
+(docs/mini-world.md, "Negative scenes").
 """
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""The mini world's concepts, their surface forms and its world priors.
-
-Everything the grammar can say and the renderer can draw is declared here, once. Papers extend the
-world by adding concepts or surface forms to this module, never by forking it.
-
-* Concepts are canonical ids ("circle", "red", "large", "left_of").
-* Each concept has one or more surface forms; the first is canonical, the others are synonyms the
-  world treats as the same meaning (hard positives need them: "big" = "large", "violet" = "purple").
-* Relations come in converse pairs ("left_of" <-> "right_of"), again for hard positives.
-* Priors make some combinations common and others rare, so a text-only plausibility scorer (the
-  mini analog of Vera) has something real to learn, as in natural captions.
-"""
+"""The mini world's concepts, their surface forms and its world priors, declared once (docs/mini-world.md)."""
 from __future__ import annotations
 
 from types import MappingProxyType

@@ -1,20 +1,5 @@
-"""Negated captions whose truth follows from the scene graph: the mini world's analog of CC-Neg (CoN-CLIP).
-
-CC-Neg decomposes a caption into a subject and K predicate-object pairs, then negates one pair with "no", "not" or
-"without" ("A woman walks her dog on the beach" -> "A woman walks on the beach without her dog"), so that the
-negated caption is false of the image. Here a ``NegationClaim`` is exactly that structure over a scene: a subject
-(an object named by its colour and shape, unique in a scene), K pairs of a predicate (a spatial relation of the
-subject to the object, or "with": the object is in the scene) and an object, and optionally one pair negated:
-
-* "not": "... not above a blue square ..." is true when the subject is not above any blue square (for "with":
-  when there is no blue square);
-* "without" / "no" ("with no"): "... without a blue square ..." is true when there is no blue square.
-
-The negated pair stays in place, so a caption and its negation differ only by the negation (the sharpest test of
-whether a model reads it). A negated caption of a pair that holds is false by construction; ``distractor_scene``
-removes the negated object, which makes the negated caption true and the caption false: CoN-CLIP's distractor
-image (subject present, negated object absent), rendered instead of mined. ``holds`` checks every claim against
-its scene, as ``claims.satisfies`` does for the other captions.
+"""Negated captions whose truth follows from the scene graph: the mini world's analog of CC-Neg (CoN-CLIP;
+docs/mini-world.md, "Negation").
 """
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Hard negatives as edits of a claim: seven types (replace, swap, add), fluent and false by construction.
-
-Each generator takes a scene, a true claim about it and a random generator, and returns an edited
-claim that the same grammar realizes (so it is fluent) and that ``satisfies`` proves false for the
-scene (so it is a true negative), or ``None`` when the claim offers no such edit. Replacement values
-are drawn from the world prior, the analog of SugarCrepe asking ChatGPT for *plausible* concepts.
+"""Hard negatives as edits of a claim: seven types (replace, swap, add), fluent and false by construction
+(docs/mini-world.md, "Hard negatives").
 """
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""Hard positives: captions that differ from a true caption in a word or in word order but keep its meaning.
-
-The world makes them true by construction (Kamath et al., Sec. 2.4; ``lexicon`` declares what makes them so):
-
-* ``replace``: one stated fact (an attribute, a shape or a relation) said with another of its concept's surface
-  forms (``lexicon.SURFACE``: "small" / "little", "purple" / "violet", "left of" / "to the left of", "below" /
-  "under" / "beneath"). The claim, hence its truth, is unchanged; only that one word (or phrase) of the sentence
-  differs, the other words keep the forms the caption used. ``positive_for_negative`` picks the fact a given
-  replace negative changed, as the benchmark does ("walking elephant": c_n "jumping elephant", c_p "strolling
-  elephant").
-* ``swap``: the noun phrases said in another order with every fact kept: "a red circle and a blue square" -> "a blue
-  square and a red circle" (pairs and triples: phrases permuted), "a red circle left of a blue square" -> "a blue
-  square right of a red circle" (relations: subject and object exchanged, the predicate turned into its converse,
-  ``lexicon.CONVERSE``), likewise for the chain and fork sentences.
-
-Every positive is checked with ``claims.satisfies`` against the scene and differs from the caption (ignoring case:
-CLIP's tokenizer lowercases). Generators draw only from the ``rng`` they are given and return None when the caption
-offers no such rewrite ("A red square." has no synonym and one phrase).
+"""Hard positives: captions that differ from a true caption in a word or in word order but keep its meaning
+(docs/mini-world.md, "Hard positives").
 """
 from __future__ import annotations
 
@@ -29,7 +13,7 @@ from common.errors import unknown_name
 from common.miniworld import lexicon
 from common.miniworld.claims import Claim, RelationClaim, satisfies, surface_form
 from common.miniworld.scene import Scene
-from common.miniworld.templates import Atom, Unit, atom_value, atoms, render, sentence_units
+from common.miniworld.templates import Atom, Unit, atom_value, atoms, differs, render, sentence_units
 
 POSITIVE_KINDS: tuple[str, ...] = ("replace", "swap")
 """The two perturbations of the paper's benchmark and fine-tuning data (REPLACE and SWAP)."""
@@ -37,21 +21,14 @@ POSITIVE_KINDS: tuple[str, ...] = ("replace", "swap")
 
 @dataclass(frozen=True)
 class HardPositive:
-    """A hard positive caption and what it states.
-
-    ``claim`` is the meaning (the caption's own claim for a replacement; the reordered claim for a swap), true of the
-    scene. ``variant`` names the rule ("synonym_size", "synonym_relation", ..., "reorder_pair", "reorder_relation",
-    ...); ``atom`` is the fact whose wording a replacement changed (None for a swap)."""
+    """A hard positive caption and its meaning (``claim``, true of the scene); ``variant`` names the rule
+    ("synonym_size", ..., "reorder_pair", ...), ``atom`` the fact whose wording a replacement changed."""
 
     text: str
     claim: Claim
     kind: str
     variant: str
     atom: Atom | None = None
-
-
-def _differs(text: str, caption: str) -> bool:
-    return text.lower() != caption.lower()
 
 
 def synonym_atoms(claim: Claim) -> list[Atom]:
@@ -78,7 +55,7 @@ def synonym_positive(scene: Scene, claim: Claim, atom: Atom, rng: random.Random)
         raise AssertionError(f"atom {atom} is not written exactly once in {claim}")
     word = rng.choice(others)
     text = render(_with_articles([Unit(word, u.role, u.atom) if u.atom == atom else u for u in units]))
-    if not _differs(text, claim.text()):  # pragma: no cover - another form is another word
+    if not differs(text, claim.text()):  # pragma: no cover - another form is another word
         return None
     return HardPositive(text, claim, "replace", f"synonym_{atom.kind}", atom)
 
@@ -113,11 +90,8 @@ def positive_for_negative(scene: Scene, claim: Claim, negative: Claim, rng: rand
 
 def reordered(claim: Claim, order: Sequence[int]) -> Claim | None:
     """The claim with its phrases in ``order`` (new position p says old phrase ``order[p]``) and the same facts, or
-    None when the sentence cannot say them in that order.
-
-    The template is kept, so each relation slot (s, o) of the sentence now joins old phrases (order[s], order[o]);
-    it must be a relation the claim states, in either direction (the converse predicate when reversed), and each
-    stated relation must be said exactly once."""
+    None when the kept template cannot say them in that order (each relation slot must join two phrases the claim
+    relates, either way round, and say each stated relation once)."""
     if sorted(order) != list(range(len(claim.phrases))):
         raise ValueError(f"reordered: {list(order)} is not a permutation of the claim's {len(claim.phrases)} phrases")
     stated = {(r.subject, r.object): k for k, r in enumerate(claim.relations)}
@@ -155,11 +129,8 @@ def same_meaning(a: Claim, b: Claim) -> bool:
     if len(a.phrases) != len(b.phrases) or len(a.relations) != len(b.relations):
         return False
     target = _facts(b, range(len(b.phrases)))
-    for mapping in itertools.permutations(range(len(b.phrases))):
-        if all(a.phrases[i] == b.phrases[mapping[i]] for i in range(len(a.phrases))) \
-                and _facts(a, mapping) == target:
-            return True
-    return False
+    return any(all(a.phrases[i] == b.phrases[mapping[i]] for i in range(len(a.phrases)))
+               and _facts(a, mapping) == target for mapping in itertools.permutations(range(len(b.phrases))))
 
 
 SHAPE_OF_RELATIONS = {((0, 1),): "relation", ((0, 1), (0, 2)): "fork", ((0, 1), (1, 2)): "chain"}
@@ -183,7 +154,7 @@ def swap_positive(scene: Scene, claim: Claim, rng: random.Random) -> HardPositiv
     caption = claim.text()
     for order in orders:
         edited = reordered(claim, order)
-        if edited is None or not _differs(edited.text(), caption):
+        if edited is None or not differs(edited.text(), caption):
             continue
         if not same_meaning(claim, edited) or not satisfies(scene, edited):  # pragma: no cover - by construction
             raise AssertionError(f"reordering {claim} as {order} changed its meaning")

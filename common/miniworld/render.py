@@ -1,9 +1,5 @@
-"""Render a scene graph to pixels with PIL.
-
-One renderer for every paper. ``RenderStyle`` controls how an image looks without changing what it
-shows: the default "natural" style antialiases, jitters colours and adds sensor-like noise; a
-"synthetic" style (flat colours, hard edges, no noise) exists so that BiVLC's natural-vs-synthetic
-detectors have something real to detect in rendered negative images.
+"""Render a scene graph to pixels with PIL; ``RenderStyle`` changes how an image looks, never what it shows
+(docs/mini-world.md).
 """
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""Scenes as small scene graphs: objects with attributes and positions; relations follow from geometry.
-
-Coordinates are normalized to the unit square (x to the right, y downwards), so a scene renders at any
-resolution. Objects sit on a ``GRID`` x ``GRID`` board: a small object fills one cell, a large one a
-2x2 block of cells. At the mini profile's 48 px the cells are exactly the 8 px patches of the tiny
-ViTs, so each shape is seen whole (or in fixed quarters) by the patch embedding; that is what lets a
-two-layer ViT learn shapes in a minute of CPU (with free positions it needs many times longer).
-
-Layouts are sampled so that every pair of objects stands in exactly one clear spatial relation: one
-axis dominates the offset between their centres by a factor of at least ``DOMINANCE``. That makes
-every relation statement either clearly true or clearly false, which is what lets hard negatives be
-false *by construction*.
+"""Scenes as small scene graphs: objects with attributes and positions on a grid; relations follow from geometry
+(docs/mini-world.md, "Scenes").
 """
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -74,10 +65,7 @@ def pair_is_clear(a: SceneObject, b: SceneObject) -> bool:
 
 
 def layout_is_clear(objects: Sequence[SceneObject]) -> bool:
-    return all(
-        pair_is_clear(objects[i], objects[j])
-        for i in range(len(objects)) for j in range(i + 1, len(objects))
-    )
+    return all(pair_is_clear(a, b) for a, b in itertools.combinations(objects, 2))
 
 
 def weighted_choice(rng: random.Random, probs: dict[str, float], exclude: Iterable[str] = ()) -> str:

@@ -1,27 +1,5 @@
-"""Rule-based hard negatives in the style of ARO, CREPE and VL-CheckList: the artifacts SugarCrepe removes.
-
-``negatives.EDIT_TYPES`` edits a claim and lets the grammar realize it, with replacement values drawn from the world
-prior: fluent and plausible, the analog of SugarCrepe's ChatGPT negatives. The generators here are the analog of the
-older benchmarks' templates (SugarCrepe Sec. 3, Tables 1 and 3): they edit the *realized sentence* word by word, so
-their negatives carry the two artifacts a blind text model exploits, implausible text and non-fluent text.
-
-* ``replace`` (CREPE / VL-CheckList): one atom (a shape, a stated colour or size, a relation) becomes another value
-  drawn uniformly from the lexicon, ignoring the world prior (rare colour-shape pairs become common), written with a
-  surface form drawn uniformly too (the rare synonyms become as common as the usual words) and substituted in the
-  string: the article is left as it was ("a orange circle"). Checked false of the scene with ``claims.satisfies``.
-* ``swap`` (ARO / CREPE): half the time, when the caption has two phrases with different shapes whose exchange is
-  false of the scene, the two shape nouns trade places ("a red square left of a blue circle", fluent but against
-  the prior); otherwise two content words of different roles trade places ("a circle red left of ...").
-* ``negate`` (CREPE): half the time, "There is no X." appended, X a noun phrase of the caption (so false: the true
-  caption says an X is there); otherwise "not" inserted before one atom ("a red circle is not above ...", "a red
-  not circle"), the atom chosen among those whose negated reading is false of the scene (``negated_atom_holds``;
-  if none is, the appended form). Either way a keyword ("no", "not") the world's captions never use.
-* ``shuffle`` (ARO's Order perturbations, with the grammar's roles for its part-of-speech tags: shapes are the
-  nouns, colours and sizes the adjectives): one of shuffling nouns and adjectives, everything but nouns and
-  adjectives, words within trigrams, or trigrams; the final period stays last, so only word order differs.
-
-Every generator draws only from the ``rng`` it is given (deterministic), returns text that differs from the positive,
-and returns ``None`` when the kind does not apply to the claim (e.g. ``swap`` on "A circle.").
+"""Rule-based hard negatives in the style of ARO, CREPE and VL-CheckList: the artifacts SugarCrepe removes
+(docs/mini-world.md, "Rule-based negatives").
 """
 from __future__ import annotations
 
@@ -136,11 +114,8 @@ def with_atom(claim: Claim, atom: Atom, value: str) -> Claim:
 
 
 def negated_atom_holds(scene: Scene, claim: Claim, negated: Atom) -> bool:
-    """Whether the claim with one fact negated ("a red circle *not* above a square") is true of the scene.
-
-    "Not red" is "some other colour" and "not above" is "in some other relation" (every pair of objects stands in
-    exactly one), so the negation holds when the claim holds with some other value of the atom.
-    """
+    """Whether the claim with one fact negated ("a red circle *not* above a square") is true of the scene: whether
+    it holds with some other value of the atom (every pair of objects stands in exactly one relation)."""
     value = atom_value(claim, negated)
     return any(satisfies(scene, with_atom(claim, negated, other))
                for other in VOCABULARY[negated.kind] if other != value)
@@ -151,10 +126,8 @@ def negated_atom_holds(scene: Scene, claim: Claim, negated: Atom) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TemplateEdit:
-    """A rule-based negative and how it was made (``variant``: which rule of the kind, for per-variant analyses).
-
-    ``reading`` is the claim the negative states where it reads as one of the grammar's claims (a replacement, a swap
-    of two nouns), false of the scene; None for word salad and negations, which the grammar cannot state."""
+    """A rule-based negative and how it was made (``variant``: which rule of the kind). ``reading``: the claim the
+    negative states, false of the scene, where the grammar can state it (None for word salad and negations)."""
 
     text: str
     kind: str
@@ -162,7 +135,8 @@ class TemplateEdit:
     reading: Claim | None = None
 
 
-def _differs(text: str, positive: str) -> bool:
+def differs(text: str, positive: str) -> bool:
+    """Whether ``text`` reads differently from ``positive`` (ignoring case: CLIP's tokenizer lowercases)."""
     return text.lower() != positive.lower()
 
 
@@ -179,7 +153,7 @@ def replace_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit
             continue
         word = rng.choice(lexicon.SURFACE[value])
         text = render([Unit(word, u.role, u.atom) if u.atom == atom else u for u in units])
-        if _differs(text, positive):
+        if differs(text, positive):
             return TemplateEdit(text, "replace", f"replace_{atom.kind}", edited)
     return None
 
@@ -210,7 +184,7 @@ def swap_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit | 
         return None
     a, b = rng.choice(mixed)
     text = swapped(a, b)
-    return TemplateEdit(text, "swap", "swap_roles") if _differs(text, positive) else None
+    return TemplateEdit(text, "swap", "swap_roles") if differs(text, positive) else None
 
 
 def negate_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit | None:
@@ -270,7 +244,7 @@ def shuffle_edit(scene: Scene, claim: Claim, rng: random.Random) -> TemplateEdit
         for _ in range(MAX_TRIES):
             shuffled = _shuffled(words, how, rng)
             text = render([Unit(w, "punct" if w == "," else r) for w, r in shuffled] + [units[-1]])
-            if _differs(text, positive):
+            if differs(text, positive):
                 return TemplateEdit(text, "shuffle", how)
     return None
 

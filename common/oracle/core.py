@@ -179,8 +179,7 @@ class PaperOracle:
 
     def record(self, inputs: str) -> dict:
         """What the committed record keeps of a run on ``inputs``: per benchmark the counts and the verdict, never
-        the scores, whose last bits differ across CPU kinds, so that a rerun anywhere writes the same file unless
-        an outcome changed (``RECORD_DIR``; the audit and the site show it)."""
+        the scores, whose last bits differ across CPU kinds (a rerun anywhere writes the same file)."""
         agreeing = set(self.agreeing())
         benchmarks = {}
         for benchmark in self.benchmarks():

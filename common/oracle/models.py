@@ -1,9 +1,8 @@
 """Model construction for the authors' code: the weights this workspace scored, in the form their loader reads.
 
-The one thing the oracle may replace (``common.oracle``): where released code would download a checkpoint, it gets
-the local file of the same row instead, through its own loader where it has one. ``clip.load`` (OpenAI's package,
-which ARO's and hard positives' ``model_zoo`` call) reads OpenAI's release format, a TorchScript archive, so a row's
-weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it over.
+Where released code would download a checkpoint, it gets the local file of the same row instead, through its own
+loader where it has one: ``clip.load`` (which ARO's and hard positives' ``model_zoo`` call) reads a TorchScript
+archive, so a row's weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it over.
 """
 from __future__ import annotations
 
@@ -128,14 +127,10 @@ def open_clip_quick_gelu(ctx, where: str, why: str, enabled: bool = True) -> Con
 def open_clip_as_of_their_time(ctx, where: str, why: str) -> ContextManager:
     """``open_clip.create_model_and_transforms(model, pretrained, ...)`` building, for the block, what it built under
     open_clip <= 2.28, the releases the authors ran (``where``: their function that makes the call, for the report):
-
-    * the ``openai`` tag with ``force_quick_gelu=True``: those releases built OpenAI's weights with QuickGELU, as
-      they were trained; today's build GELU there and warn. ``why``: the caller's reason, naming the open_clip its
-      authors' code pins (``{version}`` in it: today's);
-    * a ``-quickgelu`` architecture with a tag today's open_clip lists only under the GELU name (DataComp's) as that
-      name with ``force_quick_gelu=True``: the same architecture and weights, with QuickGELU.
-
-    Each case is listed through ``ctx.replaced`` when a call takes it (once: ``replaced`` keeps one of each)."""
+    the ``openai`` tag with QuickGELU, as OpenAI's weights were trained (today's build GELU; ``why``: the caller's
+    reason, ``{version}`` in it today's open_clip), and a ``-quickgelu`` architecture with a tag today's open_clip
+    lists only under the GELU name (DataComp's) as that name with ``force_quick_gelu=True``. Each case taken is
+    listed through ``ctx.replaced``."""
     # deferred: loads open_clip only when called
     import open_clip
 

@@ -61,10 +61,9 @@ def returns_of(path: Path, function: str, caller_locals: Sequence[str] = (),
 @contextlib.contextmanager
 def locals_at_line(path: Path, function: str, line: int, names: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
     """Each time ``function`` (defined in file ``path``) is about to run line ``line``, the chosen locals of its frame
-    (None for a name not bound yet), while the block runs. Why not ``returns_of``: a function that keeps per-example
-    values only in locals it overwrites batch after batch (CoN-CLIP's README snippet accumulates counts, its ``sim``
-    and ``preds`` are the last batch's at its return) shows them only while its loop runs, so a line of the loop is
-    watched (``sys.settrace``, the trace hook in place before the block restored after it)."""
+    (None for a name not bound yet), while the block runs. Why not ``returns_of``: a function that overwrites its
+    per-example locals batch after batch (CoN-CLIP's README snippet: ``sim`` and ``preds``) shows them only while
+    its loop runs."""
     target = str(Path(path).resolve())
     seen: list[dict[str, Any]] = []
     previous = sys.gettrace()

@@ -1,10 +1,8 @@
 """``python -m common oracle [PAPER...]`` (``make oracle``): each paper's authors' evaluation beside this workspace's.
 
-Reads what the full profile wrote (``results/<paper>/full``, the sets under ``build/full``) in the workspace it runs
-in: a user's after ``make repro`` with ``profile: full``, or a rehearsal's copy, where the rehearsal runs it after the
-pipelines (``tests/rehearsal/run.py``). Each paper runs in its own process (``--one``), writes
-``build/oracle/<paper>.json``, and the parent prints every paper's table. Exit status 0 only when every benchmark of
-every paper asked for agrees (or differs for a stated reason).
+Reads what the full profile wrote in the workspace it runs in (docs/audit.md). Each paper runs in its own process
+(``--one``) and writes ``build/oracle/<paper>.json``; the parent prints every paper's table and exits 0 only when
+every benchmark of every paper asked for agrees (or differs for a stated reason).
 """
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""``data.dvc``: the fetched inputs the default (mini) profile reads, tracked by DVC, and the team remote.
-
-``data.dvc`` (top level, in git) lists one DVC output per fetched file the mini profile reads: the authors' released
-files, the real benchmark text and the third-party result tables, each a registry entry with a pinned sha256 whose
-``dest`` is the output's path under ``data/``. DVC records each file's md5 and size, so ``dvc status`` says when a
-byte under ``data/`` changed and ``dvc push`` / ``dvc pull`` share the files through a remote.
-
-It is a standalone data source: no stage of the mini graph lists these paths as deps (the mini stages fetch through
-the downloader at run time and depend on the registry file), so ``dvc repro`` never rewrites it, on a fresh clone or
-anywhere. Three full-profile stages do list some of these files (SugarCrepe's released JSON, NegCLIP's validation
-TSV): ``make repro`` verifies every file against the registry's sha256 before DVC runs, so what DVC sees there is
-always the pinned bytes.
+"""``data.dvc``: the fetched inputs the default (mini) profile reads, tracked by DVC, and the team remote
+(docs/data.md).
 
 Commands: ``python -m common data fetch|status|add|track|pull|check``, which the Makefile's ``fetch``, ``status`` and
 ``repro`` call.
@@ -315,9 +305,8 @@ def _probe(remote: str) -> tuple[bool, str]:
 
 
 def pull(papers: Sequence[str]) -> str:
-    """Pull data.dvc and the papers' stage outputs from the default remote; one line saying what happened.
-
-    Never fails the build: an unreachable remote or missing objects leave the stages to ``dvc repro``."""
+    """Pull data.dvc and the papers' stage outputs from the default remote; one line saying what happened (never a
+    failure: an unreachable remote or missing objects leave the stages to ``dvc repro``)."""
     remote = default_remote()
     if remote is None:
         return "no DVC remote configured: every stage not in the local cache is built here (README: a team remote)"

@@ -1,11 +1,8 @@
 """Which files of this repository a module runs: its import closure, read from the source (nothing is imported).
 
-Two things are keyed by it, so that they agree: a DVC stage's code dependencies (``common.pipeline.stage_deps``) and a
-training run's resume key (``common.training.job``), so an edit of any module a run executes (and only such an
-edit) makes the stage rerun and the interrupted run start over rather than continue from state other code wrote.
-
-Every import counts, inside functions too (they run when the stage does); a package's ``__init__.py`` counts for
-every module under it (importing a submodule runs it). A module-level ``DATA_FILES`` tuple declares the
+A DVC stage's code dependencies (``common.pipeline.stage_deps``) and a training run's resume key
+(``common.training.job``) are both keyed by it, so that they agree. Every import counts, inside functions too; a
+package's ``__init__.py`` counts for every module under it. A module-level ``DATA_FILES`` tuple declares the
 repository-relative data files a module reads (a path ending in "/" is a folder).
 """
 from __future__ import annotations
@@ -28,11 +25,7 @@ def module_file(name: str, root: Path = ROOT) -> Path | None:
     if parts[0] not in PACKAGES:
         return None
     base = root.joinpath(*parts)
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    return None
+    return next((path for path in (base / "__init__.py", base.with_suffix(".py")) if path.is_file()), None)
 
 
 def imported_names(path: Path) -> tuple[set[str], tuple[str, ...]]:

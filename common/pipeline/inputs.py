@@ -1,18 +1,10 @@
 """``params.yaml full_inputs``: how much of the full profile's inputs a stage reads; a fine-tune's step budget.
 
-What the inputs must be is not a mode here: their checksums are the registry's (``common.registry``, ``md5`` and
-``sha256``) and their counts each paper's full section, so a run on other files in the same formats (the stand-ins of
-``make rehearse``) states theirs in its copy of the workspace and passes the same checks. What is left is
-how much of them is read: ``cap`` (at most this many examples per benchmark group, or null for all). The audit compares
-a number with the paper's only from all of them (``FullInputs.comparable``); a capped run's numbers are shown as not
-comparable, and the rehearsal always caps.
-
-A stage that reads the cap declares it among its DVC params (``full_inputs`` or ``full_inputs.cap``), so
-``common.pipeline.params.stage_params`` hands it over and DVC reruns the stage when it changes. Undeclared, it reads as its
-default: uncapped.
-
-A full fine-tune's ``max_steps`` (in its own section; null: the recipe's epochs) is read by ``step_budget``: a capped
-run sets it, as the recipe's epochs over a few examples per group would prove nothing more.
+What the inputs must be is not a mode here: their checksums are the registry's and their counts each paper's full
+section, so the stand-ins of ``make rehearse`` state theirs in its copy and pass the same checks. What is left is how
+much of them is read: ``cap`` (at most this many examples per benchmark group, or null for all). The audit compares a
+number with the paper's only from all of them (``FullInputs.comparable``); the rehearsal always caps. A stage that
+reads the cap declares it among its DVC params; undeclared, it reads as uncapped.
 """
 from __future__ import annotations
 
@@ -56,8 +48,7 @@ def full_inputs(params: Mapping[str, Any], path: Path = PARAMS_FILE) -> FullInpu
 
 def step_budget(section: Mapping[str, Any], steps: int | None = None, path: Path = PARAMS_FILE) -> int | None:
     """A full fine-tune's steps: ``steps`` when given (a smoke run's ``--steps``), else its section's ``max_steps``
-    (None: the recipe's epochs). A run on a few examples per group (``full_inputs.cap``) sets ``max_steps``, so that
-    it proves the training runs and hands its checkpoint on without the recipe's epochs over them."""
+    (None: the recipe's epochs; a capped run sets it, as the recipe's epochs over a few examples prove nothing more)."""
     if steps is not None:
         return steps
     budget = section.get("max_steps")

@@ -1,12 +1,10 @@
 """The workspace's DVC parameters (``params.yaml`` at the root): one file, read by every stage, validated once when
 read (``read_params``).
 
-What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``): the workspace's names
-carry their unit and direction (``seed``, ``*_images``, ``lr``, ``warmup_steps``), so every paper's section, a new
-paper's included, is checked without a schema per paper here (``common`` names no paper). A bad value is one
-``ParamsError`` line naming the file, the key, what the value must be and its line, e.g.
-``params.yaml: mini.world.train_images: must be a positive integer, got 0 (line 14)``; it is raised before any stage
-does work, so a stage that meets it writes nothing.
+What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``: ``seed``, ``*_images``,
+``lr``), so every paper's section, a new paper's included, is checked without a schema per paper here. A bad value
+is one ``ParamsError`` line naming the file, the key, what the value must be and its line, raised before any stage
+does work.
 """
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import Field, StrictBool, TypeAdapter, ValidationError
 
-from common.errors import WorkspaceError
+from common.errors import LookupFailed
 from common.paths import ROOT
 from common.pipeline.stage_map import current_stage
 
@@ -28,15 +26,8 @@ PARAMS_FILE = ROOT / "params.yaml"
 PROFILES = ("mini", "full")
 
 
-class ParamsError(WorkspaceError, KeyError):
-    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind.
-
-    Also a ``KeyError``, so the callers of a section lookup that expect one keep working; ``str()`` is the message
-    itself (a bare ``KeyError`` would print it quoted).
-    """
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class ParamsError(LookupFailed):
+    """``params.yaml`` cannot be read, lacks a key a stage declares, or holds a value of the wrong kind."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -339,21 +330,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns).
+    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns), so
+    a stage cannot read one its ``params:`` does not list and DVC re-runs it whenever one it reads changes. ``stage``:
+    a DVC address (``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``).
 
-    A stage script reads its parameters here, so it cannot read one that its ``params:`` does not list (the read
-    fails with a ``ParamsError``, a KeyError), and DVC re-runs the stage whenever any parameter it reads changes.
-    ``stage`` is a DVC address: ``mini/world``, ``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``. A stage's
-    own code does not name it: it calls ``own_params``.
-
-    The repository's ``params.yaml`` is validated first (``read_params``): DVC interpolates ``${...}`` from it, and
-    its own errors for a bad file (a YAML syntax error, no profile) name neither the line nor the key. ``checked``:
-    that file as ``read_params`` returned it to a caller that validated it before the stage was found (``own_params``),
-    so it is read and validated once.
-
-    DVC resolves the stage (its ``foreach`` item, ``${...}`` interpolation), but only the stage's own dvc.yaml is
-    parsed, not every pipeline of the repository as ``params_show`` does: about 1 s instead of 4 s, paid by every
-    stage of every pipeline.
+    ``params.yaml`` is validated first (``read_params``; ``checked``: as a caller already validated it), as DVC's own
+    errors for a bad file name neither the line nor the key. Only the stage's own dvc.yaml is parsed, not every
+    pipeline as ``params_show`` does: about 1 s instead of 4 s, paid by every stage.
     """
     # deferred: loads dvc only when called
     from dvc.dependency.param import ParamsDependency
@@ -392,13 +375,9 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
 
 
 def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:
-    """The parameters of the stage running this code (``stage_params``), found without naming it: ``stage`` (a
-    ``--stage`` option) if given, else ``DVC_STAGE`` (set by ``dvc repro``), else the one stage whose command runs
-    this module with these arguments (``common.pipeline.stage_map.current_stage``: the order and its rules).
-
-    ``module``: for code that ``python -m common`` also runs (``common report aro``), the module whose stage is meant
-    (``papers.aro.report``); by default the module this process runs.
-    """
+    """The parameters of the stage running this code (``stage_params``), found without naming it
+    (``common.pipeline.stage_map.current_stage``). ``module``: for code that ``python -m common`` also runs
+    (``common report aro``), the module whose stage is meant (``papers.aro.report``); by default this process's."""
     # validated first: the stage map resolves stages through DVC, whose errors for a bad file name neither the line
     # nor the key (as in stage_params), which then reuses this read
     checked = read_params(ROOT / "params.yaml")

@@ -1,8 +1,5 @@
 """The opening that every tables stage run for either profile shares (``python -m papers.<paper>.tables --profile
 mini|full``): its common options and the mini profile's pinned CPU.
-
-Each paper's ``tables.main`` builds its parser here, adds the options only it has, and reads its parameters with
-``common.pipeline.params.own_section(f"<paper>.{args.profile}", args.stage)``; its mini inputs start with ``pinned_cpu``.
 """
 from __future__ import annotations
 

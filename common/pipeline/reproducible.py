@@ -1,20 +1,10 @@
 """The CPU reproducibility profile: the settings under which the mini profile's training and evaluation give the
-same bits whatever the machine's instruction set and core count (measured; see the README's "Reproducibility").
+same bits whatever the machine's instruction set and core count (measured: docs/reproducibility.md, "Another
+instruction set" and "NumPy's exp and log"): the three libraries' instruction sets pinned to AVX2 (``CPU_PINS``),
+torch's threads fixed (``CPU_THREADS``), and ``logistic`` on the C library's ``exp``.
 
-Three libraries each pick their CPU code by instruction set, and each choice changes the bits: PyTorch's own kernels
-(``ATEN_CPU_CAPABILITY``), MKL's matrix products (``MKL_CBWR``) and oneDNN's convolutions and GELUs
-(``ONEDNN_MAX_CPU_ISA``); all three are pinned to AVX2, which every x86-64 server of the last decade has. The thread
-count changes how reductions split (LayerNorm's backward, and on Intel MKL's products), so it is fixed too
-(``CPU_THREADS``, the count the committed checkpoints were trained with).
-
-The three variables are read when each library first runs, not at import, and setting them later has no effect and
-no warning; so ``reexec_pinned`` restarts the process with them before any tensor work, unless they are already set.
-``VLC_CPU_PROFILE=off`` opts out (the machine's fastest kernels, results no longer portable).
-
-NumPy picks its transcendental functions by instruction set too: on a CPU with AVX-512 its float64 ``np.exp`` and
-``np.log`` are SIMD code whose last bits differ from the C library's, which it uses elsewhere (measured: BiVLC's mini
-TROHN-Img selection thresholds). Functions whose values land in a DVC-tracked output therefore compute them with
-``math`` (the C library, the same bits on every x86-64 CPU with FMA): ``logistic``.
+The pins are read when each library first runs, not at import, and setting them later has no effect and no warning;
+so ``reexec_pinned`` restarts the process with them before any tensor work. ``VLC_CPU_PROFILE=off`` opts out.
 """
 from __future__ import annotations
 
@@ -41,11 +31,8 @@ def pinned() -> bool:
 
 
 def reexec_pinned() -> None:
-    """Restart this very command with the pins in its environment, unless they are set (or the profile is off).
-
-    Call it first thing in a command that trains or evaluates on the CPU: ``os.execve`` replaces the process (same
-    PID, so ``torchrun`` and ``dvc`` keep track of it) and runs the same interpreter with the same arguments.
-    """
+    """Restart this very command with the pins in its environment, unless they are set (or the profile is off);
+    first thing in a command that trains or evaluates on the CPU (``os.execve``: same PID, so ``dvc`` keeps track)."""
     if not enabled() or pinned():
         return
     sys.stdout.flush()

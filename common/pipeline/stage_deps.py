@@ -1,20 +1,13 @@
-"""What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write).
+"""What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write:
+``python -m common deps [--write]``, the fence between ``FENCE_BEGIN`` and ``FENCE_END``: docs/layout.md, "Exact
+dependencies").
 
-A stage's command names an entry module (``python -m papers.sugarcrepe.table6``, ``python -m common train xs-2k``,
-``torchrun ... -m common train ...``); its code dependencies are the module's import closure and the data files
-those modules declare (``common.pipeline.import_closure``; of a declared folder a stage may list only the files it
-uses). ``python -m common <command>`` resolves the command to the module of its handler; the dispatcher files
-(``common/__main__.py``, ``common/cli.py``) count themselves but not their imports. The resolution is the command
-line's own parser, handed in by ``common.cli`` (``CommandResolver``), so that this module never imports the command
-line that registers it.
-
-``python -m common deps`` prints, per stage, what its ``dvc.yaml`` lacks or lists in excess; the test suite fails
-on either, so a stage can neither miss an edit that changes its result nor re-run for an edit that cannot.
-``python -m common deps --write`` rewrites the lists of the stages that are wrong (``write_deps``), line by line:
-every other byte of the file stays as it is. The entries it writes sit between two comment lines, each alone on its
-line and indented as the entries, ``FENCE_BEGIN`` (which names this command) and ``FENCE_END``; the hand-written ones
-(data, upstream outputs) sit outside, and the check fails on an entry on the wrong side. Comments change no stage's
-definition, so ``dvc.lock`` is unaffected. The stages and their commands come from ``common.pipeline.stage_map``.
+A stage's code dependencies are its entry module's import closure and the data files those modules declare
+(``common.pipeline.import_closure``; of a declared folder a stage may list only the files it uses). ``python -m
+common <command>`` resolves to the module of its handler; the dispatcher files (``common/__main__.py``,
+``common/cli.py``) count themselves but not their imports. The resolution is the command line's own parser, handed
+in by ``common.cli`` (``CommandResolver``), so that this module never imports the command line that registers it.
+``--write`` rewrites only the lines of the wrong stages' lists: every other byte of the file stays as it is.
 """
 from __future__ import annotations
 
@@ -316,11 +309,8 @@ class DepsRewrite:
 
 
 def plan_file(dvc_file: str, resolve_common: CommandResolver, root: Path = ROOT) -> DepsRewrite:
-    """The new text of ``dvc_file`` (repository-relative) with every wrong stage's deps derived afresh, fenced.
-
-    A stage whose check passes is left exactly as it is, even where its list is in another order than the one
-    written here, so that writing a correct tree changes nothing and writing twice is writing once.
-    """
+    """The new text of ``dvc_file`` (repository-relative) with every wrong stage's deps derived afresh, fenced; a
+    stage whose check passes is left as it is, so that writing a correct tree changes nothing."""
     text = (root / dvc_file).read_bytes().decode("utf-8")
     lines = text.splitlines(keepends=True)
     blocks = _deps_blocks(text, dvc_file)
@@ -365,10 +355,8 @@ def _relative_dvc_file(path: str | Path, root: Path) -> str:
 
 def write_deps(resolve_common: CommandResolver, files: Iterable[str | Path] | None = None,
                root: Path = ROOT) -> list[DepsRewrite]:
-    """Rewrite the wrong stages' deps in ``files`` (paths; default every stage file); the files that changed.
-
-    Each file is replaced atomically, and only when its text changes.
-    """
+    """Rewrite the wrong stages' deps in ``files`` (paths; default every stage file), atomically; the files that
+    changed."""
     chosen = dvc_files(root) if files is None else [_relative_dvc_file(f, root) for f in files]
     _forget_stages()  # a write reads the files as they are now
     changed = [plan for plan in [plan_file(f, resolve_common, root) for f in chosen] if plan.stages]

@@ -1,21 +1,9 @@
-"""The stage map: the workspace's DVC stages with the command each runs, and which of them is running now.
-
-``dvc.yaml`` names each stage's module (``cmd: python -m papers.aro.tables``); the module does not name its stage
-back. It reads its parameters through ``common.pipeline.params.own_params``, which finds the stage here
-(``current_stage``), in this order:
-
-1. an explicit ``--stage ADDRESS`` (a researcher running a module by hand, a test), used as given;
-2. ``DVC_STAGE``, which DVC (>= 3.48) sets for every command ``dvc repro`` runs: the stage's address relative to the
-   folder ``dvc`` was started in (from the workspace root ``papers/aro/dvc.yaml:tables``,
-   ``papers/aro/dvc.yaml:finetune-mini@negclip``, ``mini/train@xs-2k``; from ``papers/aro/`` just ``tables``), mapped
-   back to the one stage file of the workspace that defines it (``from_dvc_stage``);
-3. otherwise the one stage whose command runs this module (``python -m M``, ``torchrun ... -m M``) and, where
-   several do (a ``foreach`` stage, one module behind several stages), the one with this process's arguments: the
-   same arguments, else the same leading words before the first option (``run negclip`` of ``run negclip --out x``).
-   No match, or more than one, is a ``StageNotFound`` that lists the candidates and says to pass ``--stage``.
+"""The stage map: the workspace's DVC stages with the command each runs, and which of them is running now
+(``current_stage``: ``--stage``, else ``DVC_STAGE``, else the one stage whose command runs this module with these
+arguments; docs/layout.md, "No module names its stage").
 
 The map is cheap to consult: only the stage files whose text names the module are resolved by DVC, and ``DVC_STAGE``
-costs one YAML parse of a file's stage names. ``common.pipeline.stage_deps`` checks each stage's code deps on the same map.
+costs one YAML parse of a file's stage names.
 """
 from __future__ import annotations
 
@@ -31,7 +19,7 @@ from typing import Callable, Sequence
 
 import yaml
 
-from common.errors import WorkspaceError
+from common.errors import LookupFailed
 from common.paths import ROOT
 
 DISPATCHER = ("common/__main__.py", "common/cli.py")
@@ -44,12 +32,9 @@ CommandResolver = Callable[[Sequence[str]], str]
 (``common.cli.handler_module``)."""
 
 
-class StageNotFound(WorkspaceError, KeyError):
-    """No stage, or more than one, fits what is running: pass ``--stage``. Also a ``KeyError``, like the
-    ``ParamsError`` of an unknown stage address."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class StageNotFound(LookupFailed):
+    """No stage, or more than one, fits what is running: pass ``--stage`` (a ``KeyError``, like the ``ParamsError``
+    of an unknown stage address)."""
 
 
 @dataclass(frozen=True)
@@ -151,13 +136,9 @@ def _definitions(dvc_file: str, root: Path) -> set[str]:
 
 
 def from_dvc_stage(value: str, root: Path = ROOT, module: str | None = None) -> str:
-    """The workspace address of the stage ``DVC_STAGE`` names.
-
-    DVC writes the stage file relative to the folder ``dvc`` ran in (``dvc.yaml`` itself is left out): the one stage
-    file whose path ends with that path, with ``..`` dropped, and that defines the stage, is the one; a path that
-    names a stage file from the root wins outright. Where several fit (``audit``, from a paper's folder), the one
-    whose stage runs ``module``.
-    """
+    """The workspace address of the stage ``DVC_STAGE`` names: DVC writes the stage file relative to the folder
+    ``dvc`` ran in, so the one stage file whose path ends with that path (``..`` dropped) and that defines the stage
+    (where several do, the one whose stage runs ``module``); a path naming a stage file from the root wins outright."""
     file, _, name = value.rpartition(":")
     written = posixpath.normpath(file or "dvc.yaml")
     tail = [part for part in written.split("/") if part not in ("..", ".")]
@@ -185,8 +166,8 @@ def _leading(words: Sequence[str]) -> tuple[str, ...]:
 
 
 def stage_running(module: str, argv: Sequence[str], root: Path = ROOT, files: Sequence[str] | None = None) -> str:
-    """The address of the one stage whose command runs ``module`` with ``argv`` (step 3 of ``current_stage``);
-    ``files``: only these stage files (default: every one whose text names the module)."""
+    """The address of the one stage whose command runs ``module`` with ``argv`` (the same arguments, else the same
+    leading words before the first option); ``files``: only these stage files (default: those naming the module)."""
     named = [f for f in (dvc_files(root) if files is None else files) if module in (root / f).read_text(encoding="utf-8")]
     runs = [(s, Command.of(s.cmd)) for f in named for s in stages_in(f, root) if _runs(s, module)]
     if len(runs) == 1:
@@ -214,12 +195,8 @@ def running_module() -> str | None:
 def current_stage(stage: str | None = None, module: str | None = None, argv: Sequence[str] | None = None,
                   root: Path = ROOT) -> str:
     """The address of the stage whose parameters the running code reads: ``stage`` (``--stage``), else
-    ``DVC_STAGE``, else the stage map (the module docstring gives the order and the rules).
-
-    ``module``: the module whose stage is meant, where it is not the one this process runs (``python -m common
-    report aro`` reads the stage that runs ``papers.aro.report``); ``DVC_STAGE`` is then used only if its stage
-    runs that module. ``argv``: default this process's arguments.
-    """
+    ``DVC_STAGE``, else the stage map. ``module``: the module whose stage is meant, where it is not the one this
+    process runs (``DVC_STAGE`` is then used only if its stage runs that module). ``argv``: default this process's."""
     if stage:
         return stage
     words = sys.argv[1:] if argv is None else list(argv)

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,8 @@ from common.errors import UnknownName
 from common.registry.errors import DownloadError, FetchError, RegistryError
 from common.registry.fetch import fetch, fetch_group
 from common.registry.lock import ChecksumLock
-from common.registry.sources import default_registry, groups, sources_in_group
-from common.registry.status import describe
+from common.registry.markers import EXTRACT_MARKER, SNAPSHOT_MARKER
+from common.registry.sources import Source, default_registry, groups, sources_in_group
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -98,6 +100,22 @@ def run_sources(args: argparse.Namespace) -> int:
     for row in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[-1]))
     return 0
+
+
+def is_present(source: Source, data_root: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the source's result is on disk (presence only; ``fetch`` does the verification)."""
+    root = Path(data_root) if data_root is not None else paths.data_root()
+    if source.method in ("hf_dataset", "hf_model"):
+        return (source.dest_path(root) / SNAPSHOT_MARKER).is_file()
+    if source.archive:
+        return (source.target_path(root) / EXTRACT_MARKER).is_file()
+    return source.dest_path(root).exists()
+
+
+def describe(source: Source, data_root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """A JSON-ready row for ``sources``: every field plus pinning and presence."""
+    return {**asdict(source), "allow_patterns": list(source.allow_patterns), "sha256_pinned": source.sha256 is not None,
+            "present": is_present(source, data_root), "path": str(source.target_path(data_root))}
 
 
 def _human_size(size: int | None) -> str:

@@ -54,12 +54,8 @@ def fetch(
     registry: Mapping[str, Source] | None = None,
     timeout: float = HTTP_TIMEOUT_S,
 ) -> Path:
-    """Return the local path of a verified file, extracted folder or snapshot, fetching it if needed.
-
-    ``mirror``: a mirror root; None means ``paths.mirror_root()`` (``VLC_MIRROR``), False disables the mirror.
-    ``force``: fetch again even if a verified copy is present (manual sources are only re-verified).
-    ``keep_archive``: keep the ``.zip`` beside its extracted folder (default) or delete it once extracted.
-    """
+    """Return the local path of a verified file, extracted folder or snapshot, fetching it if needed. ``mirror``:
+    None means ``VLC_MIRROR``, False none; ``force``: fetch again (a manual source is only re-verified)."""
     source = key_or_source if isinstance(key_or_source, Source) else get_source(key_or_source, registry)
     source.validate()
     root = Path(data_root) if data_root is not None else paths.data_root()

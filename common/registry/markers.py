@@ -1,5 +1,5 @@
 """The files this code keeps in the data root beside what it fetched, named in one place: the registry refuses a
-dest that would overwrite one, the fetchers write them and ``status`` reads them."""
+dest that would overwrite one, the fetchers write them and ``python -m common sources`` reads them."""
 from __future__ import annotations
 
 import json

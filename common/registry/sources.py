@@ -11,6 +11,7 @@ import os
 import re
 import tomllib
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping
@@ -182,10 +183,8 @@ def _read_registry_file(reg_path: Path) -> list[Source]:
 
 
 def load_registry(*paths_: str | os.PathLike[str]) -> dict[str, Source]:
-    """Read and validate registry files together; keys are unique and dests don't collide across all of them.
-
-    With no argument: the shared file alone (``REGISTRY_PATH``); ``default_registry`` adds every paper's file.
-    """
+    """Read and validate registry files together (none: the shared file alone); keys are unique and dests don't
+    collide across all of them."""
     registry: dict[str, Source] = {}
     claimed: list[tuple[PurePosixPath, bool, str]] = []  # (path, is a folder we create, key)
     for reg_path in [Path(p) for p in paths_] or [REGISTRY_PATH]:
@@ -265,10 +264,7 @@ def get_source(key: str, registry: Mapping[str, Source] | None = None) -> Source
 def groups(registry: Mapping[str, Source] | None = None) -> dict[str, int]:
     """Group name -> number of entries, in registry order."""
     reg = registry if registry is not None else default_registry()
-    counts: dict[str, int] = {}
-    for source in reg.values():
-        counts[source.group] = counts.get(source.group, 0) + 1
-    return counts
+    return dict(Counter(source.group for source in reg.values()))
 
 
 def sources_in_group(group: str, registry: Mapping[str, Source] | None = None) -> list[Source]:

@@ -1,12 +1,9 @@
 """Selection by image-text matching (ITM): one image and K captions, each pair scored by a cross-encoder.
 
-Why a module apart from ``selection``: an ITM head (BLIP's, FLAVA's) reads an image and a caption *together*,
-through cross-attention or a joint encoder, so a pair's score is not a function of one embedding per image and
-one per text. Nothing is cached per image or per text (``Engine`` and its embedding cache do not apply), and the
-cost is one forward pass per (image, caption) pair: K per item, where a contrastive score costs one image and K
-text encodings shared by every item that uses them. Models serve pairs through ``match_scores(pixels, texts)``
-(``common.zoo.hf.HFModel``); the vision tower still runs once per image of a batch. The decision is the same
-``DecisionRule`` as for contrastive scores, so a paper's rule (strict, argmax) applies unchanged.
+Why a module apart from ``selection``: an ITM head (BLIP's, FLAVA's) reads an image and a caption *together*, so a
+pair's score is not a function of one embedding per image and one per text: nothing is cached (``Engine`` does not
+apply), and each (image, caption) pair costs a forward pass. The decision is the same ``DecisionRule`` as for
+contrastive scores, so a paper's rule (strict, argmax) applies unchanged.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Retrieval: N images and M captions (several per image), Recall@k in both directions, in bounded memory.
 
-The similarity matrix is never held whole: queries are scored a chunk at a time against the full gallery
-(COCO's 5k images x 25k captions is 1 GB in float64; a chunk of 256 queries is 50 MB). A query's *rank* is the
-number of wrong candidates scoring strictly above its best right one; under the default ``ties="wrong"`` a wrong
-candidate scoring exactly as high also counts against it (a tie is a miss), under ``ties="correct"`` it does not.
-Recall@k is the share of queries ranked below k:
-
-* text to image: each caption retrieves its one image among the N images;
-* image to text: each image retrieves any of its captions among the M captions.
+The similarity matrix is never held whole: queries are scored a chunk at a time against the full gallery (COCO's is
+1 GB in float64). A query's *rank* is the number of wrong candidates scoring strictly above its best right one (also
+those scoring exactly as high under the default ``ties="wrong"``); Recall@k is the share of queries ranked below k.
 """
 from __future__ import annotations
 

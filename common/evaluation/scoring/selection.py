@@ -54,8 +54,7 @@ class DecisionRule:
 
     def decide_rows(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(correct, tie), boolean arrays, for each row of ``scores`` (items x K candidates): ``decide`` for a whole
-        task in a few numpy operations, where a Python call per item cost tens of microseconds (a quarter of a
-        second at SugarCrepe's size). Maxima and comparisons are exact, so each row's decision is ``decide``'s."""
+        task in a few numpy operations (exact, so each row's decision is ``decide``'s)."""
         best_negative = scores[:, self.negative_indices(scores.shape[1])].max(axis=1, keepdims=True)
         positive = scores[:, list(self.positives)]
         wins = positive >= best_negative if self.ties == "correct" else positive > best_negative
