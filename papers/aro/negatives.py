@@ -146,15 +146,8 @@ def sample_negatives(parsed: ParsedCaption, rng, max_per_caption: int = len(NEGA
 
 def generate_negatives(captions: Sequence[str], seed: int = 0,
                        max_per_caption: int = len(NEGATIVE_KINDS)) -> list[list[NegativeCaption]]:
-    """Hard negatives of each caption (possibly none), in ``NEGATIVE_KINDS`` order.
-
-    One spaCy pass over the distinct captions; caption ``i``'s negatives depend only on (``seed``, its text).
-    """
-    parsed = parse_captions(captions)
-    memo: dict[str, list[NegativeCaption]] = {}
-    out = []
-    for caption in captions:
-        if caption not in memo:
-            memo[caption] = sample_negatives(parsed[caption], caption_rng(seed, RNG_PURPOSE, caption), max_per_caption)
-        out.append(list(memo[caption]))
-    return out
+    """Hard negatives of each caption (possibly none), in ``NEGATIVE_KINDS`` order: one spaCy pass over the distinct
+    captions, each caption's negatives depending only on (``seed``, its text)."""
+    drawn = {caption: sample_negatives(p, caption_rng(seed, RNG_PURPOSE, caption), max_per_caption)
+             for caption, p in parse_captions(captions).items()}
+    return [list(drawn[caption]) for caption in captions]
