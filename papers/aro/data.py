@@ -55,11 +55,10 @@ def _image_or_problem(image_root: Path, relative: str, origin: str, problems: li
     return path
 
 
-def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None,
-             check_images: bool = True) -> list[ImageToTextItem]:
+def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None) -> list[ImageToTextItem]:
     """The test cases of a VG file as items with captions ``(false, true)``; with ``crop_root`` each item's image is
     the prepared crop (``crop_relpath``), without it the whole image, right only when the box covers it (checked from
-    the image header when ``check_images``)."""
+    the image header)."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for r in read_vg(path, kind):
@@ -69,11 +68,10 @@ def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = N
         except DatasetError as exc:
             problems.append(str(exc))
             continue
-        if check_images:
-            problem = _check_vg_image(r, image, crop_root is not None)
-            if problem:
-                problems.append(problem)
-                continue
+        problem = _check_vg_image(r, image, crop_root is not None)
+        if problem:
+            problems.append(problem)
+            continue
         items.append(ImageToTextItem(item_id=f"{kind}/{r.index}", group=r.group, image=image,
                                      captions=(r.false_caption, r.true_caption), origin=r.origin))
     raise_problems(problems, f"{kind} record(s)")
@@ -177,18 +175,11 @@ def read_classification(name: str, path: Path, image_root: Path) -> Classificati
 
 @dataclass(frozen=True)
 class AroSet:
-    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``.
-
-    Manifest keys (paths relative to the manifest's folder, or absolute)::
-
-        {"vg_relation":    {"annotations": ..., "image_root": ..., "crop_root": ... | null},
-         "vg_attribution": {...same...},
-         "retrieval":      {"coco": {"annotations": ..., "image_root": ...}, "flickr30k": {...}},
-         "classification": {"shapes": {"file": ..., "image_root": ...}, ...},
-         ... (profile, counts, config: context only)}
-
-    Every benchmark key is optional (a set may hold only some); asking for a missing one raises.
-    """
+    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``: ``vg_relation`` and
+    ``vg_attribution`` as ``{annotations, image_root, crop_root | null}``, ``retrieval`` (``coco``, ``flickr30k``) as
+    ``{annotations, image_root}``, ``classification`` (per set) as ``{file, image_root}``; paths relative to the
+    manifest's folder, or absolute. Every benchmark key is optional (asking for a missing one raises); the others
+    (profile, counts, config) are context."""
 
     path: Path
     info: dict
@@ -219,7 +210,6 @@ class AroSet:
                         aro._path(entry.get(f), f"{key}.{name}.{f}")
         return aro
 
-    # -- reading the manifest -----------------------------------------------------------------------------------
     def _path(self, value: object, where: str) -> Path:
         if not _is_text(value):
             raise DatasetError(f"{self.path}: {where} must be a path (a non-empty string)")
@@ -237,7 +227,6 @@ class AroSet:
     def has(self, key: str) -> bool:
         return key in self.info
 
-    # -- benchmarks ----------------------------------------------------------------------------------------------
     def _vg_items(self, kind: str) -> list[ImageToTextItem]:
         section = self._section(kind)
         crop = section.get("crop_root")

@@ -52,9 +52,6 @@ made with en_core_web_lg, which tagged them alike); ``unchanged``: the caption's
 one swap of the caption's words (upstream's ``str.replace`` also rewrites repeated phrases and substrings)."""
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Comparing negatives
-# --------------------------------------------------------------------------------------------------------------
 _WORD = re.compile(r"[a-z0-9]+")
 
 

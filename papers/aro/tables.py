@@ -246,7 +246,6 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
                        vgr.fingerprint, scoring.key, scoring.precision, ties, order_results)
 
 
-# ---- tables ---------------------------------------------------------------------------------------------------
 def fraction(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.3f}"
 
