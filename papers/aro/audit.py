@@ -1,13 +1,11 @@
 """ARO's audit: every published number against what was recomputed here.
 
 Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's run of its experiments
-(``results/aro/<profile>/``, written by ``papers.aro.tables``): Table 2 (per relation, its macro rows and
-``# Samples``), Tables 3-5 and Table 6, for the models the run scored. A full-profile run is compared cell by cell;
-a mini-profile run marks the cells it covers (its CLIP, CLIP-FT and NegCLIP analogs) as not comparable. Where the
-run scored a published column more than one way (``context.json``'s ``scoring``: OpenAI's CLIP at the authors' fp16
-and at fp32 beside it; NegCLIP as trained, QuickGELU, and as ARO's evaluator built it, GELU), every way is a
-recomputation of the same cell, its note naming the way, so the audit shows which way reproduces each cell. Stage
-``audit`` of ``papers/aro/dvc.yaml``: ``python -m common audit aro --strict``.
+(``results/aro/<profile>/``, written by ``papers.aro.tables``): Tables 2-6 for the models the run scored; a
+mini-profile run marks the cells it covers as not comparable. A published column scored more than one way
+(``context.json``'s ``scoring``: OpenAI's CLIP at the authors' fp16 and at fp32; NegCLIP as trained, QuickGELU, and as
+ARO's evaluator built it, GELU) is recomputed once per way, its note naming the way, so the audit shows which way
+reproduces each cell. Stage ``audit``: ``python -m common audit aro --strict``.
 """
 from __future__ import annotations
 
@@ -58,9 +56,8 @@ TABLE_COLUMNS = {"table2_vg_relation": ("kind", "n"), "table5_order": ("accuracy
 
 
 def _rows(path: Path, labels: dict[str, str]) -> list[RunRow]:
-    """The checked rows of one of the run's tables (``common.audit.runs.read_run_table``): every model the run
-    scored (``context.json``) has its column (Tables 2 and 6) or its rows (Tables 3-5); Table 2 has its macro rows
-    (the last the writer writes: a table cut short loses them first)."""
+    """The checked rows of one of the run's tables: every model the run scored has its column or its rows; Table 2
+    has its macro rows (the last the writer writes: a table cut short loses them first)."""
     stem = path.stem
     wide = stem in ("table2_vg_relation", "table6")
     rows = read_run_table(path, [*TABLE_KEYS[stem], *TABLE_COLUMNS[stem], *(labels if wide else ())],
@@ -121,11 +118,9 @@ def scoring_note(entry: dict) -> str:
     return "; ".join(parts)
 
 
-def column_labels(context: dict, recipes: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """(our column label -> the paper's column, our column label -> its note) for every column the run scored;
-    ``recipes``: zoo name -> the recipe note of a model trained here (``context_recipe_notes``), joined to the note of
-    each of its columns."""
-    recipes = recipes or {}
+def column_labels(context: dict, recipes: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(our column label -> the paper's column, our column label -> its note, with the recipe note of a model trained
+    here) for every column the run scored."""
     scoring = context.get("scoring")
     if scoring is None:  # a run that scored each model one way (the mini profile)
         models = {get_spec(name).label: name for name in context["models"]}

@@ -1,11 +1,9 @@
 """NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), the same source for both profiles.
 
-A ``PairTable`` holds the fine-tuning rows (a caption, its hard negative captions, its image) grouped in units;
-``FinetuneBatches`` draws each step's batch from it: NegCLIP (``hard=True``) gets, per sample, a caption, one of its
-hard negative captions (swaps, ``papers.aro.negatives``), one of its image's nearest training images with that
-image's caption and one of its negatives; CLIP-FT the image and caption alone, from the very same draws. The mini
-profile fills the table from the rendered set (``papers.aro.train.mini_table``), the full one from NegCLIP's released
-TSV (``papers.aro.negclip_tsv_full``).
+NegCLIP (``hard=True``) gets, per sample, a caption, one of its hard negative captions (swaps,
+``papers.aro.negatives``), one of its image's nearest training images with that image's caption and one of its
+negatives; CLIP-FT the image and caption alone, from the very same draws. The table comes from the rendered set
+(``papers.aro.train.mini_table``) or NegCLIP's released TSV (``papers.aro.negclip_tsv_full``).
 """
 from __future__ import annotations
 
@@ -32,19 +30,6 @@ class PairTable:
     unit_offsets: np.ndarray
     hard_units: np.ndarray
 
-    def __post_init__(self):
-        n_rows, n_units = len(self.captions), len(self.unit_offsets) - 1
-        if len(self.row_image) != n_rows or len(self.negatives) != n_rows:
-            raise ValueError("PairTable: row_image, captions and negatives need one entry per row")
-        if self.unit_offsets[0] != 0 or self.unit_offsets[-1] != n_rows or np.any(np.diff(self.unit_offsets) < 1):
-            raise ValueError("PairTable: unit_offsets must cover the rows, every unit with at least one row")
-        if self.hard_units.shape[0] != n_units or self.hard_units.ndim != 2:
-            raise ValueError("PairTable: hard_units needs one row of neighbour units per unit")
-        if n_units and (self.hard_units.min() < 0 or self.hard_units.max() >= n_units):
-            raise ValueError("PairTable: hard_units holds a unit index out of range")
-        if any(not n for n in self.negatives):
-            raise ValueError("PairTable: every row needs at least one negative caption")
-
     @property
     def n_units(self) -> int:
         return len(self.unit_offsets) - 1
@@ -67,8 +52,7 @@ class TokenCache:
             return self.tokenizer(list(texts))
         missing = sorted({t for t in texts if t not in self._cache})
         if missing:
-            for text, tokens in zip(missing, self.tokenizer(missing)):
-                self._cache[text] = tokens
+            self._cache.update(zip(missing, self.tokenizer(missing)))
         return torch.stack([self._cache[t] for t in texts])
 
 
@@ -84,13 +68,9 @@ class Draws:
 
 class FinetuneBatches:
     """NegCLIP's (``hard=True``) or CLIP-FT's batches over one ``PairTable``: the batch of step s is a pure
-    function of (seed, s).
-
-    An epoch is a permutation of the units (``default_rng([seed, 0, epoch])``; the tail that does not fill a batch
-    is dropped); per step, ``default_rng([seed, 1, step])`` draws for every sample a row of its unit, one of the
-    row's negatives, a neighbour unit, a row of it and one of that row's negatives. Both modes draw the same
-    numbers, so CLIP-FT trains on exactly NegCLIP's captions.
-    """
+    function of (seed, s). An epoch is a permutation of the units (``default_rng([seed, 0, epoch])``, the tail that
+    does not fill a batch dropped); per step, ``default_rng([seed, 1, step])`` draws every sample's row, negative,
+    neighbour unit, its row and negative. Both modes draw the same numbers: CLIP-FT trains on NegCLIP's captions."""
 
     def __init__(self, table: PairTable, images: ImageStore, tokens: Callable[[Sequence[str]], torch.Tensor],
                  hard: bool):

@@ -1,10 +1,7 @@
 """ARO on the report card: VG-Relation (Table 2's macro rule, and the micro average over the same relations),
-VG-Attribution (its macro rule), COCO-Order and Flickr30k-Order, as ``tables.py`` scores them.
+VG-Attribution (its macro rule), COCO-Order and Flickr30k-Order, as ``tables.py`` scores them (the rules:
+``papers.aro.measures``).
 
-* VG: the captions (false, true), ``argmax == 1`` (a tie is wrong: ``data.ARO_VG_RULE``); the relations and attribute
-  pairs each rule keeps are ``vg_rules``' (VG-Relation: ``TABLE2_RULE``, the rule Table 2 and Table 6 apply).
-* Order: the caption against its four word-order perturbations, ``argmax == 0`` (a tie is correct), one draw per seed
-  of ``aro.seeds``; the number is the mean over seeds (each seed's cases pooled, as every seed has the same count).
 * Every model is scored by its contrastive cosine. ARO scores BLIP and FLAVA by their ITM heads
   (``tables.ARO_PAIR_SCORES``): the card's numbers for those are the contrastive ones, labelled by the rule text.
 * Precision (full profile): ARO's evaluator loads OpenAI's CLIPs with ``clip.load`` on CUDA, fp16 weights and scores
@@ -52,10 +49,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
 
 def published() -> list:
     """ARO's tables put a model in each column (Tables 2 and 6) or in each row of a dataset's block (Table 5): the
-    card reads them a row per model. Table 2: VG-Relation (its Accuracy row, the macro rule) for CLIP, NegCLIP,
-    CLIP-FT, XVLM, BLIP and Flava; Table 5: COCO- and Flickr30k-Order (the PRC rows, mean over seeds) for CLIP, BLIP,
-    Flava, XVLM and chance; Table 6: VG-Relation, VG-Attribution and both Orders for CLIP, CLIP-FT and NegCLIP. ARO
-    scores BLIP and Flava by their ITM heads, a card by the contrastive cosine (the card's rule text says which)."""
+    card reads them a row per model (Table 2's Accuracy row, Table 5's PRC rows, Table 6's benchmark rows)."""
     orders = {"aro/order_coco": "COCO-PRC", "aro/order_flickr30k": "Flickr30k-PRC"}
     table6 = {"aro/vg_relation": "VG-Relation", "aro/vg_attribution": "VG-Attribution", **orders}
     return [PublishedCells("aro", "Table 2", "ARO Table 2", {"aro/vg_relation": ("Accuracy", MODEL)}),

@@ -14,8 +14,7 @@
 * Zero-shot classification (Table 6's downstream): a small JSON of class names, prompt templates and labelled
   images (``read_classification``); no upstream format exists for these, so mini and full write this one.
 
-The mini world writes the same files (``papers.aro.sets_mini``), so one loader reads both profiles. A prepared set is
-described by one ``manifest.json`` (``AroSet``); paths in it are relative to its folder, or absolute.
+The mini world writes the same files (``papers.aro.sets_mini``), so one loader reads both profiles (``AroSet``).
 """
 from __future__ import annotations
 
@@ -43,30 +42,23 @@ MANIFEST_NAME = "manifest.json"
 REMEDY = "run the stage that prepares the set (`dvc repro papers/aro`, stage mini-set or full-set)"
 
 
-def _image_or_problem(image_root: Path, relative: str, origin: str, check_images: bool,
-                      problems: list[str]) -> Path | None:
+def _image_or_problem(image_root: Path, relative: str, origin: str, problems: list[str]) -> Path | None:
     """The image a record names, or None with the reason added to ``problems`` (so every bad record is reported)."""
     try:
         path = resolve_under(image_root, relative, origin)
     except DatasetError as exc:
         problems.append(str(exc))
         return None
-    if check_images and not path.is_file():
+    if not path.is_file():
         problems.append(f"{origin}: image {relative!r} not found under {image_root}")
         return None
     return path
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# VG-Relation / VG-Attribution
-# ----------------------------------------------------------------------------------------------------------------
-def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None,
-             check_images: bool = True) -> list[ImageToTextItem]:
-    """The test cases of a VG file as items with captions ``(false, true)``; score them with ``ARO_VG_RULE``.
-
-    With ``crop_root`` each item's image is the prepared crop (``crop_relpath``); without it the image is used
-    whole, which is right only when the box covers it: checked from the image header when ``check_images``.
-    """
+def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None) -> list[ImageToTextItem]:
+    """The test cases of a VG file as items with captions ``(false, true)``; with ``crop_root`` each item's image is
+    the prepared crop (``crop_relpath``), without it the whole image, right only when the box covers it (checked from
+    the image header)."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for r in read_vg(path, kind):
@@ -76,20 +68,16 @@ def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = N
         except DatasetError as exc:
             problems.append(str(exc))
             continue
-        if check_images:
-            problem = _check_vg_image(r, image, crop_root is not None)
-            if problem:
-                problems.append(problem)
-                continue
+        problem = _check_vg_image(r, image, crop_root is not None)
+        if problem:
+            problems.append(problem)
+            continue
         items.append(ImageToTextItem(item_id=f"{kind}/{r.index}", group=r.group, image=image,
                                      captions=(r.false_caption, r.true_caption), origin=r.origin))
     raise_problems(problems, f"{kind} record(s)")
     return items
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Karpathy test splits (BLIP's JSON)
-# ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KarpathySet:
     """A Karpathy test split: image files and, per image, its captions in file order."""
@@ -99,13 +87,8 @@ class KarpathySet:
     captions: tuple[tuple[str, ...], ...]
     origin: str = ""
 
-    def __post_init__(self) -> None:
-        if len(self.images) != len(self.captions):
-            raise DatasetError(f"{self.origin or self.name}: {len(self.images)} images but captions for "
-                               f"{len(self.captions)}")
-
     @classmethod
-    def load(cls, name: str, annotations: Path, image_root: Path, check_images: bool = True) -> "KarpathySet":
+    def load(cls, name: str, annotations: Path, image_root: Path) -> "KarpathySet":
         data = read_json(annotations, expect=list, remedy=REMEDY)
         if not data:
             raise DatasetError(f"{annotations}: expected a non-empty JSON list of {{'image', 'caption'}} records")
@@ -124,11 +107,10 @@ class KarpathySet:
                 problems.append(f"{origin}: 'image' must be a non-empty string and 'caption' a non-empty list of "
                                 "non-empty strings")
                 continue
-            path = _image_or_problem(image_root, record["image"], origin, check_images, problems)
-            if path is None:
-                continue
-            images.append(path)
-            captions.append(tuple(caps))
+            path = _image_or_problem(image_root, record["image"], origin, problems)
+            if path is not None:
+                images.append(path)
+                captions.append(tuple(caps))
         raise_problems(problems, f"{name} Karpathy record(s)")
         return cls(name, tuple(images), tuple(captions), str(annotations))
 
@@ -154,15 +136,10 @@ class KarpathySet:
         return sum(len(c) for c in self.captions)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Zero-shot classification
-# ----------------------------------------------------------------------------------------------------------------
-def read_classification(name: str, path: Path, image_root: Path, check_images: bool = True) -> ClassificationSet:
-    """``{"classes": [names], "templates": ["a photo of a {}.", ...], "images": [{"image", "label"}]}``.
-
-    An optional ``"prompts"`` (per class, its prompts) overrides the templates where a plain ``format`` cannot
-    write them (the article of "an orange star").
-    """
+def read_classification(name: str, path: Path, image_root: Path) -> ClassificationSet:
+    """``{"classes": [names], "templates": ["a photo of a {}.", ...], "images": [{"image", "label"}]}``; an optional
+    ``"prompts"`` (per class, its prompts) overrides the templates where a plain ``format`` cannot write them (the
+    article of "an orange star")."""
     data = read_json(path, expect=dict, remedy=REMEDY)
     classes, templates, records = data.get("classes"), data.get("templates"), data.get("images")
     if not (isinstance(classes, list) and classes and all(map(_is_text, classes))):
@@ -181,11 +158,10 @@ def read_classification(name: str, path: Path, image_root: Path, check_images: b
                 and not isinstance(label, bool) and 0 <= label < len(classes)):
             problems.append(f"{origin}: needs 'image' (a string) and 'label' (an int in 0..{len(classes) - 1})")
             continue
-        image = _image_or_problem(image_root, record["image"], origin, check_images, problems)
-        if image is None:
-            continue
-        images.append(image)
-        labels.append(label)
+        image = _image_or_problem(image_root, record["image"], origin, problems)
+        if image is not None:
+            images.append(image)
+            labels.append(label)
     raise_problems(problems, f"{name} classification record(s)")
     prompts = data.get("prompts")
     if prompts is None:
@@ -197,23 +173,13 @@ def read_classification(name: str, path: Path, image_root: Path, check_images: b
     return ClassificationSet(name, tuple(images), tuple(labels), tuple(classes), tuple(map(tuple, prompts)))
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The manifest of a prepared set
-# ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AroSet:
-    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``.
-
-    Manifest keys (paths relative to the manifest's folder, or absolute)::
-
-        {"vg_relation":    {"annotations": ..., "image_root": ..., "crop_root": ... | null},
-         "vg_attribution": {...same...},
-         "retrieval":      {"coco": {"annotations": ..., "image_root": ...}, "flickr30k": {...}},
-         "classification": {"shapes": {"file": ..., "image_root": ...}, ...},
-         ... (profile, counts, config: context only)}
-
-    Every benchmark key is optional (a set may hold only some); asking for a missing one raises.
-    """
+    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``: ``vg_relation`` and
+    ``vg_attribution`` as ``{annotations, image_root, crop_root | null}``, ``retrieval`` (``coco``, ``flickr30k``) as
+    ``{annotations, image_root}``, ``classification`` (per set) as ``{file, image_root}``; paths relative to the
+    manifest's folder, or absolute. Every benchmark key is optional (asking for a missing one raises); the others
+    (profile, counts, config) are context."""
 
     path: Path
     info: dict
@@ -244,7 +210,6 @@ class AroSet:
                         aro._path(entry.get(f), f"{key}.{name}.{f}")
         return aro
 
-    # -- reading the manifest -----------------------------------------------------------------------------------
     def _path(self, value: object, where: str) -> Path:
         if not _is_text(value):
             raise DatasetError(f"{self.path}: {where} must be a path (a non-empty string)")
@@ -262,32 +227,30 @@ class AroSet:
     def has(self, key: str) -> bool:
         return key in self.info
 
-    # -- benchmarks ----------------------------------------------------------------------------------------------
-    def _vg_items(self, kind: str, check_images: bool) -> list[ImageToTextItem]:
+    def _vg_items(self, kind: str) -> list[ImageToTextItem]:
         section = self._section(kind)
         crop = section.get("crop_root")
         return vg_items(self._path(section.get("annotations"), f"{kind}.annotations"), kind,
                         self._path(section.get("image_root"), f"{kind}.image_root"),
-                        None if crop is None else self._path(crop, f"{kind}.crop_root"), check_images)
+                        None if crop is None else self._path(crop, f"{kind}.crop_root"))
 
-    def vg_relation_items(self, check_images: bool = True) -> list[ImageToTextItem]:
+    def vg_relation_items(self) -> list[ImageToTextItem]:
         """VG-Relation: captions (false, true), group = relation name; score with ``ARO_VG_RULE``."""
-        return self._vg_items(VG_RELATION, check_images)
+        return self._vg_items(VG_RELATION)
 
-    def vg_attribution_items(self, check_images: bool = True) -> list[ImageToTextItem]:
+    def vg_attribution_items(self) -> list[ImageToTextItem]:
         """VG-Attribution: captions (false, true), group = ``"attr1_attr2"``; score with ``ARO_VG_RULE``."""
-        return self._vg_items(VG_ATTRIBUTION, check_images)
+        return self._vg_items(VG_ATTRIBUTION)
 
-    def retrieval_sets(self, check_images: bool = True) -> dict[str, KarpathySet]:
+    def retrieval_sets(self) -> dict[str, KarpathySet]:
         """Each Karpathy test split by name (``coco``, ``flickr30k``; the mini set has ``coco``)."""
         return {name: KarpathySet.load(name, self._path(e["annotations"], f"retrieval.{name}.annotations"),
-                                       self._path(e["image_root"], f"retrieval.{name}.image_root"), check_images)
+                                       self._path(e["image_root"], f"retrieval.{name}.image_root"))
                 for name, e in self._section("retrieval").items()}
 
-    def classification_sets(self, check_images: bool = True) -> dict[str, ClassificationSet]:
+    def classification_sets(self) -> dict[str, ClassificationSet]:
         return {name: read_classification(name, self._path(e["file"], f"classification.{name}.file"),
-                                          self._path(e["image_root"], f"classification.{name}.image_root"),
-                                          check_images)
+                                          self._path(e["image_root"], f"classification.{name}.image_root"))
                 for name, e in self._section("classification").items()}
 
     def describe(self) -> dict:

@@ -1,11 +1,9 @@
 """The mini profile's COCO-train analog for NegCLIP / CLIP-FT: rendered scenes, 5 captions each, hard negatives.
 
-ARO fine-tunes on COCO train 2014 with, for every caption, spaCy-made swaps (``papers.aro.negatives``) and picks the
-learning rate on COCO val retrieval. Here both splits are rendered from the mini world, each from its own random
-stream (``common.miniworld.build.stream``: "aro-finetune-train", "aro-finetune-val"), so they share no scene with each
-other, with the mini family's pretraining set or with any test set; no scene holds a held-out (colour, shape) pair.
-Every training caption gets its negatives from the same generator that runs on real captions, and a caption with
-none is dropped from fine-tuning (the paper, Appendix C.1): ``negatives.json`` keeps an empty list for it.
+Both splits are rendered from the mini world, each from its own random stream (``common.miniworld.build.stream``:
+"aro-finetune-train", "aro-finetune-val"), so they share no scene with each other, with the mini family's pretraining
+set or with any test set; no scene holds a held-out (colour, shape) pair. A caption without negatives is dropped from
+fine-tuning (the paper, Appendix C.1): ``negatives.json`` keeps an empty list for it.
 
 Layout (the mini world's training layout, ``common/miniworld/build.py``)::
 
@@ -16,12 +14,14 @@ Layout (the mini world's training layout, ``common/miniworld/build.py``)::
     <out>/manifest.json
 
 Stage ``mini-finetune-set``: ``python -m papers.aro.finetune_sets_mini --out build/mini/aro/finetune``. Read back by
-``papers.aro.finetune_rows_mini`` (a module of its own, so the stages that read the set do not rerun for this one).
+``papers.aro.finetune_rows_mini``.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -80,12 +80,8 @@ def negatives_for(captions: list[list[str]], seed: int, generate: NegativesFn) -
     produced = generate(flat, seed)
     if len(produced) != len(flat):
         raise DatasetError(f"negative generator returned {len(produced)} lists for {len(flat)} captions")
-    records = [[{"text": n.text, "kind": n.kind} for n in negs] for negs in produced]
-    out, at = [], 0
-    for caps in captions:
-        out.append(records[at: at + len(caps)])
-        at += len(caps)
-    return out
+    records = iter([{"text": n.text, "kind": n.kind} for n in negs] for negs in produced)
+    return [list(itertools.islice(records, len(caps))) for caps in captions]
 
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
@@ -109,11 +105,7 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: Negat
                 negatives = negatives_for(captions, config.seed, generate)
                 write_json_atomic(target / split / "negatives.json", negatives, indent=None)
                 per_caption = [len(n) for image in negatives for n in image]
-                kinds: dict[str, int] = {}
-                for image in negatives:
-                    for negs in image:
-                        for n in negs:
-                            kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
+                kinds = Counter(n["kind"] for image in negatives for negs in image for n in negs)
                 counts[split].update({
                     "captions_with_negatives": sum(1 for k in per_caption if k),
                     "images_with_negatives": sum(1 for image in negatives if any(image)),

@@ -16,7 +16,7 @@ comparatives and superlatives (JJR, JJS), which ``pos_ == "ADJ"`` covers and ``t
 equal to the original once "." and "," and case are ignored is dropped (upstream ignored "." and "," only, so it
 kept case-only swaps such as "Large elephant ... a large tree" -> "large elephant ... a Large tree", which CLIP's
 lowercasing tokenizer cannot tell from the original). One swap is drawn per kind, so a caption has up to
-six negatives (``max_per_caption`` keeps a random subset when lower).
+six negatives.
 
 Where this differs from the released generator (judged against its file in ``papers.aro.real_text``):
 - swaps are done on tokens, not by ``str.replace`` on the caption text, so a phrase that occurs twice or inside a
@@ -128,33 +128,20 @@ def candidates(parsed: ParsedCaption, kind: str) -> list[str]:
     return out
 
 
-def sample_negatives(parsed: ParsedCaption, rng, max_per_caption: int = len(NEGATIVE_KINDS)) -> list[NegativeCaption]:
-    """One negative per kind that has one (drawn with ``rng``), duplicates across kinds dropped, at most
-    ``max_per_caption`` (a random subset, kept in kind order)."""
+def sample_negatives(parsed: ParsedCaption, rng) -> list[NegativeCaption]:
+    """One negative per kind that has one (drawn with ``rng``), duplicates across kinds dropped."""
     found: dict[str, NegativeCaption] = {}
     for kind in NEGATIVE_KINDS:
         options = candidates(parsed, kind)
         if options:
             text = options[int(rng.integers(len(options)))]
             found.setdefault(text, NegativeCaption(text, kind))  # two kinds can give the same string: keep one
-    negatives = list(found.values())
-    if len(negatives) > max_per_caption:
-        keep = sorted(rng.choice(len(negatives), size=max_per_caption, replace=False).tolist())
-        negatives = [negatives[i] for i in keep]
-    return negatives
+    return list(found.values())
 
 
-def generate_negatives(captions: Sequence[str], seed: int = 0,
-                       max_per_caption: int = len(NEGATIVE_KINDS)) -> list[list[NegativeCaption]]:
-    """Hard negatives of each caption (possibly none), in ``NEGATIVE_KINDS`` order.
-
-    One spaCy pass over the distinct captions; caption ``i``'s negatives depend only on (``seed``, its text).
-    """
-    parsed = parse_captions(captions)
-    memo: dict[str, list[NegativeCaption]] = {}
-    out = []
-    for caption in captions:
-        if caption not in memo:
-            memo[caption] = sample_negatives(parsed[caption], caption_rng(seed, RNG_PURPOSE, caption), max_per_caption)
-        out.append(list(memo[caption]))
-    return out
+def generate_negatives(captions: Sequence[str], seed: int = 0) -> list[list[NegativeCaption]]:
+    """Hard negatives of each caption (possibly none), in ``NEGATIVE_KINDS`` order: one spaCy pass over the distinct
+    captions, each caption's negatives depending only on (``seed``, its text)."""
+    drawn = {caption: sample_negatives(p, caption_rng(seed, RNG_PURPOSE, caption))
+             for caption, p in parse_captions(captions).items()}
+    return [list(drawn[caption]) for caption in captions]

@@ -2,9 +2,7 @@
 model's image embeddings (the full profile reads them from the released TSV's ``neg_image`` column).
 
 Only images with at least one caption that has a negative are eligible (the others never enter fine-tuning), and an
-image is never its own neighbour. Stage ``mini-finetune-neighbours`` of ``papers/aro/dvc.yaml``::
-
-    python -m papers.aro.neighbours_mini --set build/mini/aro/finetune --out build/mini/aro/neighbours
+image is never its own neighbour. Stage ``mini-finetune-neighbours`` of ``papers/aro/dvc.yaml``.
 """
 from __future__ import annotations
 
@@ -57,8 +55,7 @@ def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
     with output_group(out_dir.parent) as staging:
         staged = staging / out_dir.name
         staged.mkdir()
-        with open(staged / "neighbours.npy", "wb") as fh:
-            np.save(fh, neighbours)
+        np.save(staged / "neighbours.npy", neighbours)
         info = {"base": base, "k": k, "images": len(neighbours), "eligible_images": int(eligible.sum()),
                 "train_images_sha256": sha256_file(Path(set_dir) / "train" / "images.npy"),
                 "neighbours_sha256": sha256_file(staged / "neighbours.npy"),

@@ -13,15 +13,12 @@ The two uses normalise in opposite orders, as the authors' code does:
   "perturb_functions = [shuffler.shuffle_nouns_and_adj, shuffler.shuffle_allbut_nouns_and_adj,
   shuffler.shuffle_within_trigrams, shuffler.shuffle_trigrams]"); upstream scores ``argmax == 0``
   (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:279`` "correct_mask = (preds == 0)":
-  a tie with the original counts as correct) and keeps options that happen to equal the original. The lead picks the decision
-  rule; this module only builds the options.
+  a tie with the original counts as correct) and keeps options that happen to equal the original.
 - Text-shuffled retrieval: the dataset's captions are ``pre_caption``-ed first, lowercase, no periods
   (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/retrieval.py:79``
   "self.text.append(pre_caption(caption,max_words))"), and the perturbation is applied to those, with no
   normalisation after (``mertyg/vision-language-models-are-bows@81fdd20d main_retrieval.py:45``
   "loader.dataset.text = [text_perturb_fn(t) for t in loader.dataset.text]").
-
-Perturbations come from ``common.text.caption_text.perturb_captions`` (one spaCy pass, per-caption seeding).
 """
 from __future__ import annotations
 
@@ -43,29 +40,23 @@ class OrderCase:
 OPTION_NAMES = ("original", *ORDER_PERTURBATIONS)
 
 
-def order_cases(captions: Sequence[str], seed: int, max_words: int = MAX_WORDS,
-                tagged: Mapping[str, Tagged] | None = None) -> list[OrderCase]:
-    """One case per caption: ``pre_caption(original)`` and ``pre_caption(perturbation(original))`` for the 4
-    perturbations of Table 1, in upstream order. ``index`` is the caption's position in ``captions``.
-    ``tagged``: ``tag_captions(captions)``, to tag once for several seeds."""
+def order_cases(captions: Sequence[str], seed: int, tagged: Mapping[str, Tagged] | None = None) -> list[OrderCase]:
+    """One case per caption (``index``: its position): the original and Table 1's 4 perturbations in upstream order,
+    each ``pre_caption``-ed; ``tagged``: ``tag_captions(captions)``, to tag once for several seeds."""
     perturbed = perturb_captions(captions, ORDER_PERTURBATIONS, seed, tagged)
-    return [
-        OrderCase(i, (pre_caption(caption, max_words),
-                      *(pre_caption(perturbed[kind][i], max_words) for kind in ORDER_PERTURBATIONS)))
-        for i, caption in enumerate(captions)
-    ]
+    return [OrderCase(i, (pre_caption(caption, MAX_WORDS),
+                          *(pre_caption(perturbed[kind][i], MAX_WORDS) for kind in ORDER_PERTURBATIONS)))
+            for i, caption in enumerate(captions)]
 
 
-def normalised_captions(captions: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
+def normalised_captions(captions: Sequence[str]) -> list[str]:
     """The retrieval sets' captions (``pre_caption``), which Table 3's shuffles start from."""
-    return [pre_caption(c, max_words) for c in captions]
+    return [pre_caption(c, MAX_WORDS) for c in captions]
 
 
-def shuffled_retrieval_texts(captions: Sequence[str], seed: int, max_words: int = MAX_WORDS,
-                             kinds: Sequence[str] = RETRIEVAL_PERTURBATIONS,
+def shuffled_retrieval_texts(captions: Sequence[str], seed: int,
                              tagged: Mapping[str, Tagged] | None = None) -> dict[str, list[str]]:
-    """``{"none": normalised captions, kind: shuffled captions, ...}`` for Table 3: every caption is
-    ``pre_caption``-ed, then shuffled (the shuffled lists keep the caption order, so image/caption links hold).
-    ``tagged``: ``tag_captions(normalised_captions(captions))``, to tag once for several seeds."""
-    normalised = normalised_captions(captions, max_words)
-    return {"none": normalised, **perturb_captions(normalised, kinds, seed, tagged)}
+    """``{"none": normalised captions, kind: shuffled captions, ...}`` for Table 3, in caption order (so image/caption
+    links hold). ``tagged``: ``tag_captions(normalised_captions(captions))``, to tag once for several seeds."""
+    normalised = normalised_captions(captions)
+    return {"none": normalised, **perturb_captions(normalised, RETRIEVAL_PERTURBATIONS, seed, tagged)}

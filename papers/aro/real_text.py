@@ -2,8 +2,8 @@
 
 Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``, the release's
 ``mertyg/vision-language-models-are-bows@81fdd20d temp_data/valid_neg_clip.tsv``: unnamed index, ``title``,
-``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives). The generator that made it is
-not in the release (see ``papers.aro.negatives``): what it did is read off this file.
+``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives).
+The generator that made it is not in the release (see ``papers.aro.negatives``): what it did is read off this file.
 
 1. ``papers.aro.negatives`` runs on every title. Each released negative gets a kind inferred from the words alone
    (``infer_kind``: which words moved and what en_core_web_sm says they are), and counts as
@@ -16,13 +16,8 @@ not in the release (see ``papers.aro.negatives``): what it did is read off this 
 2. The 4 Order perturbations (``papers.aro.order.order_cases``) for every seed of ``aro.seeds``: the perturbed set
    that SugarCrepe's blind-attack issue reads as real-text ARO negatives (options normalised as COCO-Order's are).
 
-Outputs (``results/aro/real_text/``, one group): ``generator_vs_released.csv`` (per released kind),
-``summary.json`` (DVC metrics: counts and the two recalls), ``breakdown.json`` (per kind, the Order perturbations'
-share equal to the original), ``examples_missed.csv`` (every released negative the generator cannot produce),
-``generated_negatives.csv`` (the generator's draw), ``order_perturbed.csv``, ``context.json`` (spaCy model,
-source file, seeds).
-
-Stage ``real-text`` of ``papers/aro/dvc.yaml`` (profile-independent): ``python -m papers.aro.real_text``.
+Outputs: README.md's Outputs. Stage ``real-text`` of ``papers/aro/dvc.yaml`` (profile-independent):
+``python -m papers.aro.real_text``.
 """
 from __future__ import annotations
 
@@ -57,9 +52,6 @@ made with en_core_web_lg, which tagged them alike); ``unchanged``: the caption's
 one swap of the caption's words (upstream's ``str.replace`` also rewrites repeated phrases and substrings)."""
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Comparing negatives
-# --------------------------------------------------------------------------------------------------------------
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -178,19 +170,13 @@ def comparison_rows(matches: Sequence[Match]) -> list[dict]:
     rows = []
     for kind in (*INFERRED_KINDS, "all"):
         group = [m for m in matches if kind in (m.kind, "all")]
-        n = len(group)
-        rows.append({
-            "released_kind": kind, "n_released": n,
-            "n_generated": sum(m.generated for m in group), "n_reachable": sum(m.reachable for m in group),
-            "n_reachable_same_kind": sum(m.reachable_same_kind for m in group),
-            "recall_generated": _ratio(sum(m.generated for m in group), n),
-            "recall_reachable": _ratio(sum(m.reachable for m in group), n),
-        })
+        n, generated, reachable = len(group), sum(m.generated for m in group), sum(m.reachable for m in group)
+        rows.append({"released_kind": kind, "n_released": n, "n_generated": generated, "n_reachable": reachable,
+                     "n_reachable_same_kind": sum(m.reachable_same_kind for m in group),
+                     "recall_generated": _ratio(generated, n), "recall_reachable": _ratio(reachable, n)})
     return rows
 
 
-COMPARISON_FIELDS = ("released_kind", "n_released", "n_generated", "n_reachable", "n_reachable_same_kind",
-                     "recall_generated", "recall_reachable")
 MISSED_FIELDS = ("index", "released_kind", "original", "released_negative", "generator_same_kind")
 ORDER_FIELDS = ("index", "seed", "original", "original_normalised", *ORDER_PERTURBATIONS)
 
@@ -249,7 +235,7 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
     }
     with output_group(out_dir) as staging:
         paths = {
-            "comparison": write_csv_atomic(staging / "generator_vs_released.csv", table, COMPARISON_FIELDS),
+            "comparison": write_csv_atomic(staging / "generator_vs_released.csv", table, list(table[0])),
             "summary": write_json_atomic(staging / "summary.json", metrics),
             "breakdown": write_json_atomic(staging / "breakdown.json", breakdown),
             "missed": write_csv_atomic(staging / "examples_missed.csv", missed, MISSED_FIELDS),
@@ -258,10 +244,8 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
             "order": write_csv_atomic(staging / "order_perturbed.csv", perturbed, ORDER_FIELDS),
             "context": write_json_atomic(staging / "context.json", context),
         }
-    summary = {**metrics, **breakdown}
-    summary["paths"] = {name: str(staged_to_final(p, staging, out_dir)) for name, p in paths.items()}
-    summary["missed_examples"] = missed
-    return summary
+    final = {name: str(staged_to_final(p, staging, out_dir)) for name, p in paths.items()}
+    return {**metrics, **breakdown, "paths": final, "missed_examples": missed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -270,12 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
     args = parser.parse_args(argv)
-    if args.seeds is None:
-        args.seeds = list(own_params()["aro"]["seeds"])
-    if args.tsv is None:
-        args.tsv = fetch(SOURCE_KEY)
+    seeds = args.seeds or list(own_params()["aro"]["seeds"])
+    tsv = args.tsv or fetch(SOURCE_KEY)
     start = time.perf_counter()
-    summary = run(args.tsv, args.out, args.seeds)
+    summary = run(tsv, args.out, seeds)
     print(f"{summary['n_captions']} captions, {summary['n_released_negatives']} released negatives; the generator "
           f"draws {summary['n_generated_negatives']} ({summary['n_captions_without_generated_negative']} captions "
           f"without any)")

@@ -5,17 +5,14 @@
   ``<out>/crops`` (``common.files.visual_genome.crop_relpath``); crops already there are kept.
 * COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
   (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
-* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6), from the authors' *binary* tarballs (fixed-length
-  records, read with numpy: the python tarballs are pickles, which this workspace never loads), checked against the
-  md5 their registry entries state (the one the dataset page publishes; a rehearsal's copy states its stand-ins'),
-  written as PNG files with CLIP's CIFAR prompt templates. Same images, labels and class order as the python release
+* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6) from the authors' *binary* tarballs (the python
+  tarballs are pickles, which this workspace never loads), checked against the md5 their registry entries state and
+  written as PNG files with CLIP's CIFAR prompt templates: the images, labels and class order of the python release
   that torchvision (and so ARO's code) reads.
 
-Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json`` is the commit, written
-last and atomically after every record was checked through a pending copy; the files it names are never overwritten
-(crops and CIFAR images are kept once written, being fixed by the checksummed releases; each CIFAR index is named by
-its content's sha256, ``classification/<name>.<sha256:16>.json``), and indexes no manifest names any more are removed
-once the new manifest is in place.
+Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json``, written last, is the
+commit; the files it names are never overwritten (each CIFAR index is named by its content's sha256) and the indexes
+no manifest names any more are removed after it.
 
 Stage ``full-set`` of ``papers/aro/dvc.yaml``; ``--parts`` leaves some out (Flickr30k while its images are not at hand).
 """

@@ -15,8 +15,7 @@
   and ``colored-shapes`` (56: the CIFAR-100 analog).
 
 Each part draws from its own stream (``stream(seed, "test-aro-<part>")``), independent of the training scenes and
-of SugarCrepe's test set. Stage ``mini-set`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.sets_mini --out
-build/mini/aro/benchmarks``.
+of SugarCrepe's test set. Stage ``mini-set`` of ``papers/aro/dvc.yaml``.
 """
 from __future__ import annotations
 
@@ -132,8 +131,7 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         vg_writer = PngSceneWriter(staging / "vg", "images", config.image_size)
-        relation = build_vg(config, vg_writer, "relation")
-        attribution = build_vg(config, vg_writer, "attribution")
+        vg = {kind: build_vg(config, vg_writer, kind) for kind in ("relation", "attribution")}
         coco_writer = PngSceneWriter(staging / "coco", "images", config.image_size)
         karpathy = build_karpathy(config, coco_writer)
         cls_writer = PngSceneWriter(staging / "classification", "images", config.image_size)
@@ -141,8 +139,8 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
                                              CLASSIFICATION_STREAM)
         classification = build_classification(cls_config, cls_writer)
 
-        write_json_atomic(staging / "vg" / "visual_genome_relation.json", relation, indent=1)
-        write_json_atomic(staging / "vg" / "visual_genome_attribution.json", attribution, indent=1)
+        for kind, records in vg.items():
+            write_json_atomic(staging / "vg" / f"visual_genome_{kind}.json", records, indent=1)
         write_json_atomic(staging / "coco" / "coco_karpathy_test.json", karpathy, indent=1)
         for name, data in classification.items():
             write_json_atomic(staging / "classification" / f"{name}.json", data, indent=1)
@@ -150,17 +148,16 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
                           "\n".join(vg_writer.scenes + coco_writer.scenes + cls_writer.scenes) + "\n")
         manifest = {
             "kind": "aro", "profile": "mini", "world_version": VERSION, "config": asdict(config),
-            "vg_relation": {"annotations": "vg/visual_genome_relation.json", "image_root": "vg/images",
-                            "crop_root": None},
-            "vg_attribution": {"annotations": "vg/visual_genome_attribution.json", "image_root": "vg/images",
-                               "crop_root": None},
+            **{f"vg_{kind}": {"annotations": f"vg/visual_genome_{kind}.json", "image_root": "vg/images",
+                              "crop_root": None} for kind in vg},
             "retrieval": {"coco": {"annotations": "coco/coco_karpathy_test.json", "image_root": "coco"}},
             "classification": {name: {"file": f"classification/{name}.json", "image_root": "classification"}
                                for name in classification},
             "scenes": "scenes.jsonl",
             "counts": {
-                "vg_relation": dict(sorted(Counter(r["relation_name"] for r in relation).items())),
-                "vg_attribution": dict(sorted(Counter("_".join(r["attributes"]) for r in attribution).items())),
+                "vg_relation": dict(sorted(Counter(r["relation_name"] for r in vg["relation"]).items())),
+                "vg_attribution": dict(sorted(Counter("_".join(r["attributes"])
+                                                      for r in vg["attribution"]).items())),
                 "coco_images": len(karpathy), "coco_captions": sum(len(r["caption"]) for r in karpathy),
                 "coco_distinct_captions_per_image": round(
                     sum(len(set(r["caption"])) == len(r["caption"]) for r in karpathy) / len(karpathy), 4),

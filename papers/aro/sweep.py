@@ -1,26 +1,15 @@
 """ARO's fine-tunes (Section 5 and Appendix C) as an lr sweep: one ``FinetuneJob`` per (method, learning rate), every
 job trained by ``run_job``, the best by validation retrieval kept, as the paper picks its learning rate; and the
-``run`` command that launches it.
+``run`` command that launches it. NegCLIP's loss is ``HardNegativeClipLoss``, CLIP-FT's ``ClipLoss`` over the same
+captions in the same order (one batch source, ``papers.aro.batches``).
 
-- NegCLIP: ``HardNegativeClipLoss`` over images [I; I_hard] and texts [T; T_hardimg; T_neg; T_neg_hardimg];
-- CLIP-FT: ``ClipLoss`` over images [I] and texts [T], on the same captions in the same order (one batch source,
-  ``papers.aro.batches``).
-
-Each run's ``TrainConfig`` is ``params.yaml aro.<profile>.finetune`` (the paper's recipe: 50 warmup steps, weight
-decay 0.2, 5 epochs) at one lr of its ``lrs``. The job builder is ``papers.aro.train`` (rendered arrays in the mini
-profile, NegCLIP's TSVs and the COCO files in the full one).
-
-A sweep is several runs in one process, where ``common.training.launch.launch`` trains one job: so this module gives
-``add_run_command`` its own launcher, ``launch_sweep``, the same process (``training_process``: pinned on the CPU, one
-rank of ``torchrun`` on GPUs) around ``run_sweep`` instead of ``run_job``. Each
-finished run (weights and sidecar) waits under ``<cache root>/training/<sweep name>/<digest>/`` (outside the stage's
-outputs, which DVC deletes before a rerun; the digest covers every job's definition, the process count and the code
-of the jobs' module) until the chosen one is copied out, so a killed sweep resumes at the lr it was training, and
-that run from its own resume state (``run_job``).
+A sweep is several runs in one process, so it has its own launcher (``launch_sweep``; ``common.training.launch``
+trains one job). Each finished run waits under ``<cache root>/training/<sweep name>/<digest>/`` (outside the stage's
+outputs, which DVC deletes before a rerun) until the chosen one is copied out, so a killed sweep resumes at the lr it
+was training.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -31,12 +20,12 @@ from typing import Any, Callable, Mapping
 
 from common.files.io import output_group, write_json_atomic
 from common.files.jsonl import read_json
-from common.paths import build_dir, cache_root
+from common.paths import cache_root
 from common.pipeline import reproducible
 from common.training import ClipLoss, HardNegativeClipLoss, Init, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, code_digest, run_job
-from common.training.launch import add_run_command, training_process
+from common.training.launch import training_process
 from common.training.recipes import Recipe
 from papers.aro.batches import FinetuneBatches
 from papers.aro.validation import RetrievalValidator
@@ -62,10 +51,8 @@ class Sweep:
 def sweep_jobs(method: str, profile: str, section: Mapping[str, Any], init: Init, batches: FinetuneBatches,
                validator: RetrievalValidator, module: str, provenance: Mapping, steps: int | None = None,
                recipe: Recipe | None = None) -> Sweep:
-    """The sweep of ``method``: a job per lr of ``section["lrs"]`` (``params.yaml aro.<profile>.finetune``; the
-    optimiser's rules from ``recipe``, None: the mini recipe), each recording its method, its schedule in epochs and
-    ``provenance`` (profile, data hashes, the CPU profile) in its sidecar. ``steps`` overrides the epochs (smoke runs,
-    tests), and the sidecar's ``epochs`` says so."""
+    """A job per lr of ``section["lrs"]`` (``recipe`` None: the mini recipe's optimiser), each recording its method,
+    its schedule in epochs and ``provenance`` in its sidecar; ``steps`` overrides the epochs, as the sidecar says."""
     per_epoch = batches.steps_per_epoch(int(section["batch_size"]))
     configs = [TrainConfig.from_params(section, steps_per_epoch=per_epoch, recipe=recipe, steps=steps, lr=float(lr))
                for lr in section["lrs"]]
@@ -77,9 +64,6 @@ def sweep_jobs(method: str, profile: str, section: Mapping[str, Any], init: Init
     return Sweep(f"aro-{profile}-{method}", method, jobs)
 
 
-SweepBuilder = Callable[[argparse.Namespace, DistributedContext, Mapping[str, Any]], Sweep]
-"""``build(args, world, cpu_profile)``: the sweep of a ``run`` command (``cpu_profile``: the reproducibility
-profile's record on the CPU, for the sidecars; ``{}`` on a GPU), as ``common.training.launch.JobBuilder``."""
 SELECTION = ("the lr with the highest validation mean R@1 (image->text, text->image); the first in params order on a "
              "tie")
 
@@ -95,10 +79,8 @@ def sweep_dir(sweep: Sweep, world_size: int = 1) -> Path:
 def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None = None,
               progress: bool = True) -> dict:
     """Train every job of ``sweep`` (reusing those finished earlier); keep the best by validation retrieval in
-    ``out_path``, its sidecar extended by the sweep (``chosen_lr``, ``lr_sweep``, ``selection``).
-
-    Returns that sidecar record plus ``seconds_per_lr`` (wall time, left out of the sidecar: DVC hashes it).
-    """
+    ``out_path``, its sidecar extended by the sweep. Returns that record plus ``seconds_per_lr`` (wall time, left out
+    of the sidecar: DVC hashes it)."""
     world = world or DistributedContext.local("cpu")
     method = sweep.method
     folder = sweep_dir(sweep, world.world_size)
@@ -145,9 +127,8 @@ def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None 
 
 def launch_sweep(build: Callable[[DistributedContext, Mapping[str, Any]], Sweep], out_path: Path, log_path: Path, *,
                  device: str = "cpu", steps: int | None = None, progress: bool = True) -> dict:
-    """The launcher of ``common.training.launch.add_run_command`` for a sweep: build it inside the process the stage
-    runs (``training_process``), run it to ``out_path``, and write rank 0's log (the sweep and its wall times, not a
-    DVC output) to ``log_path``. ``steps`` is applied by the builder (per lr; the sidecar records the epochs)."""
+    """``add_run_command``'s launcher for a sweep: build and run it in the stage's process (``training_process``);
+    rank 0's log (wall times: not a DVC output) goes to ``log_path``. The builder applies ``steps``."""
     with training_process(device) as (world, cpu_profile):
         record = run_sweep(build(world, cpu_profile), out_path, world=world, progress=progress)
     if world.is_main:
@@ -157,14 +138,3 @@ def launch_sweep(build: Callable[[DistributedContext, Mapping[str, Any]], Sweep]
         print(f"weights: {out_path}; log (wall times, not a DVC output): {log_path}")
     return record
 
-
-def add_sweep_command(subparsers: argparse._SubParsersAction, build: SweepBuilder, *,  # type: ignore[type-arg]
-                      out_path: Callable[[argparse.Namespace], Path], profile: str,
-                      configure: Callable[[argparse.ArgumentParser], None] | None = None,
-                      default_device: str = "cpu") -> argparse.ArgumentParser:
-    """The shared ``run METHOD [--device D] [--out PATH] [--steps N]`` command, launching a sweep; the log goes to
-    ``build/<profile>/aro/logs/<method>.json``."""
-    return add_run_command(subparsers, sorted(METHODS), build, out_path=out_path,
-                           log_dir=lambda: build_dir(profile, "aro") / "logs", configure=configure,
-                           default_device=default_device, launcher=launch_sweep,
-                           help="fine-tune the base model: NegCLIP or CLIP-FT, with the lr sweep")

@@ -1,43 +1,28 @@
 """ARO's experiments, scored: Fig. 1 and Tables 2-6 of the paper for every model of ``aro.models.<profile>``.
 
-* VG-Relation (Table 2: per relation, the spatial and verb macro averages) and VG-Attribution: one image, the
-  captions (false, true), scored as the authors' code scores them (``argmax == 1``, a tie is wrong:
-  ``papers.aro.data.ARO_VG_RULE``), macro-averaged by the paper's rule and by the authors' notebook's
-  (``papers.aro.vg_rules``);
-* COCO-Order / Flickr30k-Order (Table 5): the caption against its four word-order perturbations, ``argmax == 0``
-  (a tie counts as correct: ``common.evaluation.scoring.selection.ARGMAX``), one perturbation draw per seed of ``aro.seeds``;
-* text-shuffled and image-shuffled retrieval (Tables 3 and 4): Recall@1/5 both ways, per seed; the images are
-  encoded once for all text shuffles and the texts once for all image shuffles (the engine's cache);
-* Table 6: the four benchmarks plus downstream zero-shot classification and retrieval R@1; its VG-Relation is the
-  macro average as Table 2 computes it (``vg_rules.TABLE2_RULE``: the paper's stated 25-case threshold does not
-  reproduce Table 2; table2_vg_relation.csv shows every rule);
+* VG-Relation (Table 2) and VG-Attribution: scored as the authors' code scores them (``data.ARO_VG_RULE``: a tie is
+  wrong), macro-averaged by every rule of ``vg_rules``; Table 6's VG-Relation is Table 2's (``vg_rules.TABLE2_RULE``:
+  the paper's stated 25-case threshold does not reproduce Table 2);
+* COCO-Order / Flickr30k-Order (Table 5, ``argmax == 0``: a tie is correct) and shuffled retrieval (Tables 3 and 4),
+  one draw per seed of ``aro.seeds``;
 * precision and activation as the authors' evaluator ran each model (full profile): a model of
   ``aro.full.authors_precision`` (OpenAI's CLIP, loaded by ``clip.load`` on CUDA: fp16 weights and scores) is scored
   at that precision, the column the audit compares, and at ``engine.precision`` beside it (label ``<label> [fp32]``);
   every registered variant of a listed model (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as
   ARO's code builds it: ``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
-  "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path") is scored after it. ``context.json``'s
-  ``scoring`` names each column's model, precision and exact ties per task (fp16 makes ties common; VG counts them
-  wrong, Order right);
-* BLIP and FLAVA (``common.zoo.hf``) choose among captions (VG-Relation, VG-Attribution, Order) by the scores
-  ARO's wrappers rank with (``ARO_PAIR_SCORES``: BLIP the ITM match logit plus the contrastive cosine with the
-  original ``[ENC]`` ITM token, FLAVA the ITM match probability with padding attended, as transformers < 4.39
-  did); retrieval and zero-shot classification use their contrastive embeddings. ``context.json`` names each
-  model's selection score.
+  "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path") is scored after it;
+* BLIP and FLAVA choose among captions by the scores ARO's wrappers rank with (``ARO_PAIR_SCORES``); retrieval and
+  zero-shot classification use their contrastive embeddings;
+* ``comparisons.json``: NegCLIP minus CLIP-FT (``COMPARED``) per task, in points, with a 95% paired-bootstrap interval.
 
-* ``comparisons.json``: NegCLIP against CLIP-FT (``COMPARED``: the two fine-tunes of one base, the paper's Table 6
-  comparison) on VG-Relation, VG-Attribution and each Order set, in points, with a 95% paired-bootstrap interval over
-  the same examples (``common.card.core.paired_difference``: resampled within each kept group for the macro averages,
-  the seeds' Order cases pooled), as the report card computes them.
-
-Fractions as the paper prints them (0.59, not 59). Mean and std over seeds use the sample std (ddof=1), as numpy's
-``std`` would not; the paper does not say which it used. Mini profile: tiny CLIPs on the rendered mini world, never
-the paper's numbers. Stage ``tables`` of ``papers/aro/dvc.yaml``: ``python -m papers.aro.tables``.
+Fractions as the paper prints them (0.59, not 59). The std over seeds is the sample std (ddof=1); the paper does not
+say which it used. What each file holds: README.md's Outputs. Stage ``tables``: ``python -m papers.aro.tables``.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,8 +200,8 @@ def load_model(name: str, device: str) -> tuple[EmbeddingModel, Select, str]:
 
 def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engine: Engine,
                 predictions: Path, select: Select | None = None, scoring: Scoring | None = None) -> ModelScores:
-    """Every table's numbers for one model; ``select`` chooses among captions (default: the engine's cosines);
-    ``scoring``: which of the model's scorings this is (default: the model at the engine's precision)."""
+    """Every table's numbers for one model; ``select`` chooses among captions (default: the engine's cosines),
+    ``scoring`` defaults to the model at the engine's precision."""
     scoring = scoring or Scoring(name, engine.config.precision)
     select = select or (lambda items, rule: image_to_text(engine, items, rule))
     folder = predictions / scoring.key.replace("/", "__")
@@ -261,7 +246,6 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
                        vgr.fingerprint, scoring.key, scoring.precision, ties, order_results)
 
 
-# ---- tables ---------------------------------------------------------------------------------------------------
 def fraction(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.3f}"
 
@@ -351,9 +335,8 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
 
 
 def task_measures(s: ModelScores, seeds: Sequence[int]) -> dict[str, Measure]:
-    """A model's numbers as per-example outcomes (``measures``, as the report card builds them): VG-Relation
-    (Table 2's rule) and VG-Attribution as macro averages over the groups their rules keep (none when a rule keeps
-    no group), each Order set's seeds pooled."""
+    """A model's numbers as per-example outcomes, as the report card builds them (``measures``); a VG task whose
+    rule keeps no group has none."""
     out = {}
     for task, result, kind in (("vg_relation", s.vg_relation, "relation"),
                                ("vg_attribution", s.vg_attribution, "attribution")):
@@ -420,14 +403,12 @@ def retrieval_figure(text_rows: list[dict], image_rows: list[dict], out_png: Pat
         models = list(dict.fromkeys(r["model"] for r in rows))
         datasets = list(dict.fromkeys(r["dataset"] for r in rows))
         x = np.arange(len(strategies))
-        width = 0.8 / (len(models) * len(datasets))
-        k = 0
-        for d in datasets:
-            for m in models:
-                vals = {r["strategy"]: float(r["Text Recall@1"]) for r in rows if r["model"] == m and r["dataset"] == d}
-                ax.bar(x + k * width - 0.4 + width / 2, [vals.get(s, np.nan) for s in strategies], width,
-                       label=f"{m} ({d})" if len(datasets) > 1 else m)
-                k += 1
+        bars = list(itertools.product(datasets, models))
+        width = 0.8 / len(bars)
+        for k, (d, m) in enumerate(bars):
+            vals = {r["strategy"]: float(r["Text Recall@1"]) for r in rows if r["model"] == m and r["dataset"] == d}
+            ax.bar(x + k * width - 0.4 + width / 2, [vals.get(s, np.nan) for s in strategies], width,
+                   label=f"{m} ({d})" if len(datasets) > 1 else m)
         ax.set_xticks(x, [s.replace("Shuffle ", "").replace(" and ", " & ") for s in strategies], rotation=25,
                       ha="right", fontsize=7)
         ax.set_title(name, fontsize=9)
@@ -474,8 +455,8 @@ AUTHORS_PRECISION_WHY = {
 
 
 def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> dict[str, dict]:
-    """Per column label: the model, its precision, whether it is the reference beside the authors' precision or a
-    variant (and why), and its exact ties per task: what the audit reads to name each recomputation."""
+    """Per column label, how it was scored and its exact ties per task: what the audit reads to name each
+    recomputation."""
     by_key = {s.key: s for s in plan}
     out = {}
     for s in scores:
@@ -488,9 +469,8 @@ def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> d
 
 
 def training_context(models: Sequence[str]) -> dict[str, dict]:
-    """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model: the mini CLIP-FT and
-    NegCLIP analogs, the full re-trainings), what its sidecar says of the run and its recipe, for the audit's notes
-    (keyed by zoo name); the base models and released weights have no entry."""
+    """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model), what its sidecar says of
+    the run and its recipe, for the audit's notes (keyed by zoo name)."""
     specs = {name: get_spec(name) for name in with_variants(list(models))}
     return _training_context({name: spec.checkpoint_path() for name, spec in specs.items()
                               if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})

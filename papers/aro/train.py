@@ -1,15 +1,9 @@
 """NegCLIP and CLIP-FT, as jobs, in either profile: one job per lr of ``aro.<profile>.finetune.lrs``, the best picked
-on validation retrieval (``papers.aro.sweep``). The profiles share everything but where the pairs come from:
-
-- mini: mini/xs-32k fine-tuned on the rendered COCO-train analog (``build/mini/aro/finetune``,
-  ``papers.aro.finetune_sets_mini``) with its images' nearest neighbours (``build/mini/aro/neighbours``,
-  ``papers.aro.neighbours_mini``), validated on the rendered COCO-val analog. One unit of an epoch is an image (one
-  of its captions drawn per step, as the mini family pretrains); deterministic on the CPU (``common.pipeline.reproducible``).
-- full: the paper's recipe (Appendix C.3, ``papers/aro/recipes.toml``) from CLIP ViT-B/32 on COCO train 2014 with
-  NegCLIP's released ``train_neg_clip.tsv`` (its negatives and ``neg_image`` neighbour rows,
-  ``papers.aro.negclip_tsv_full``), validated on ``valid_neg_clip.tsv``'s retrieval over COCO val 2014. With
-  ``params.yaml full_inputs.cap`` it validates on the first ``cap`` images, and ``aro.full.finetune.max_steps``
-  stops each run early (``common.pipeline.inputs``).
+on validation retrieval (``papers.aro.sweep``). The profiles differ only in where the pairs come from (``INPUTS``):
+the rendered set and its neighbours in the mini profile (one unit of an epoch is an image), NegCLIP's released TSVs
+over COCO 2014 in the full one (``papers.aro.negclip_tsv_full``), with the paper's recipe (``papers/aro/recipes.toml``;
+``params.yaml full_inputs.cap`` validates on the first ``cap`` images, ``aro.full.finetune.max_steps`` stops each run
+early: ``common.pipeline.inputs``).
 
 ``aro.full.finetune.batch_size`` counts samples (TSV rows) per step. A NegCLIP sample brings two images (its own and a
 hard-negative neighbour) and four texts (their captions and a negative caption of each; ``papers.aro.batches``), so
@@ -17,11 +11,8 @@ hard-negative neighbour) and four texts (their captions and a negative caption o
 (``mertyg/vision-language-models-are-bows@81fdd20d README.md:85`` "would result in a matrix of size `512x1024` with
 negatives"; the ARO paper's "N=1024 batch size", Appendix C.3, counts the texts). A CLIP-FT step is B x B.
 
-Every run is resumable; the weights go where the zoo keeps the profile's model (``ZOO_NAMES``). Stages of
-``papers/aro/dvc.yaml``: ``finetune-mini@negclip|clip-ft``, ``python -m papers.aro.train mini run negclip|clip-ft``
-(CPU, one process), and ``finetune-full@negclip|clip-ft``, ``torchrun --standalone --nproc_per_node N -m
-papers.aro.train full run negclip|clip-ft --device <aro.full.device>`` (one GPU per rank; a rehearsal's is ``cpu``,
-gloo).
+The stages (``finetune-mini@...`` on the CPU, ``finetune-full@...`` under torchrun): README.md's "From params.yaml to
+the loop".
 """
 from __future__ import annotations
 
@@ -40,6 +31,7 @@ from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
+from common.training.launch import add_run_command
 from common.training.recipes import Recipe, load_recipe
 from common.zoo import get_spec
 from common.zoo.trained import tokenizer_for
@@ -47,7 +39,7 @@ from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, ImageStore
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
-from papers.aro.sweep import Sweep, add_sweep_command, sweep_jobs
+from papers.aro.sweep import METHODS, Sweep, launch_sweep, sweep_jobs
 from papers.aro.validation import RetrievalValidator
 
 DATA_FILES = ("papers/aro/models.toml", "papers/aro/recipes.toml")
@@ -178,7 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 p.add_argument(flag, default=None, help=text)
 
         sub = profiles.add_parser(name, help=f"the {name} profile's runs").add_subparsers(dest="command", required=True)
-        add_sweep_command(sub, build, out_path=weights_path, profile=name, configure=configure)
+        add_run_command(sub, sorted(METHODS), build, out_path=weights_path,
+                        log_dir=lambda name=name: build_dir(name, "aro") / "logs", configure=configure,
+                        launcher=launch_sweep, help="fine-tune the base model: NegCLIP or CLIP-FT, with the lr sweep")
     args = parser.parse_args(argv)
     return args.func(args)
 

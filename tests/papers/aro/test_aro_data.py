@@ -81,7 +81,7 @@ def test_bad_vg_record_names_file_and_record(tmp_path: Path, bad: dict, needle: 
 def test_vg_image_escaping_root_is_refused(tmp_path: Path):
     file = write(tmp_path / "vgr.json", [relation_record(image_path="../../etc/passwd")])
     with pytest.raises(DatasetError, match=r"vgr.json:0: filename .* escapes"):
-        vg_items(file, VG_RELATION, tmp_path / "images", check_images=False)
+        vg_items(file, VG_RELATION, tmp_path / "images")
 
 
 def test_attribution_needs_two_attributes(tmp_path: Path):

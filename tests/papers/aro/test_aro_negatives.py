@@ -74,9 +74,7 @@ def test_deterministic_batch_independent_and_seeded():
     assert generate_negatives(captions, seed=1) != a
 
 
-def test_cap_and_case_only_swaps():
-    capped = generate_negatives([PAPER, MINI], max_per_caption=1)
-    assert [len(n) for n in capped] == [1, 1]
+def test_case_only_swaps():
     caption = "Large elephant rubbing itself up against a large tree."
     for n in generate_negatives([caption], seed=0)[0]:
         assert _norm(n.text) != _norm(caption)

@@ -7,33 +7,18 @@ import json
 import numpy as np
 import open_clip
 import pytest
-from PIL import Image
 
 from common.training import FromScratch
 from common.zoo import load_state_dict, register_local_configs
 from papers.aro.batches import FinetuneBatches, TokenCache
 from papers.aro.negclip_tsv_full import tsv_table, val_from_tsv
 from papers.aro.sweep import run_sweep, sweep_dir, sweep_jobs
-from tests.papers.aro.test_aro_finetune import write_tsv
-
-COLOURS = ["red", "green", "blue", "yellow", "white", "black"]
 
 
 def section(**changes) -> dict:
     """``params.yaml aro.full.finetune`` for a tiny sweep: one epoch of batches of 4, no resume states."""
     return {"base": "random", "lrs": (1e-3,), "epochs": 1, "batch_size": 4, "warmup_steps": 1, "weight_decay": 0.2,
             "seed": 0, "checkpoint_every": 0, **changes}
-
-
-@pytest.fixture
-def tiny_release(tmp_path):
-    for k, colour in enumerate(COLOURS):
-        Image.new("RGB", (60, 50), colour).save(tmp_path / f"COCO_train2014_{k}.jpg")
-    rows = [(f"a {c} square left of a {d} circle.", f"coco/train2014/COCO_train2014_{k}.jpg",
-             [f"a {d} circle left of a {c} square .", f"a {c} circle left of a {d} square ."],
-             [(k + 1) % 6, (k + 2) % 6, (k + 3) % 6])
-            for k, (c, d) in enumerate(zip(COLOURS, COLOURS[1:] + COLOURS[:1]))]
-    return write_tsv(tmp_path / "train_neg_clip.tsv", rows), tmp_path
 
 
 def _inputs(tiny_release, hard: bool):

@@ -26,7 +26,6 @@ from papers.aro import train
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set
 from papers.aro.validation import RetrievalValidator
 from tests.papers.aro.test_aro_finetune import fake_negatives, write_tsv
-from tests.papers.aro.test_aro_sweep import tiny_release  # noqa: F401  (a fixture)
 
 CPU_PROFILE = {"cpu_profile": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
                                "threads": 2}}
