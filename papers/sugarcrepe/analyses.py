@@ -1,11 +1,8 @@
 """One file per profile listing the analyses beyond Table 6 and their headline numbers, for the aggregate stage.
 
-DVC cannot make a stage's dependency list depend on a parameter, and the analyses differ by profile: the mini
-profile's run on the mini world (blind attacks on the rule-based "ARO+CREPE" analog, Tables 5/10 by fine-tuning a
-tiny CLIP), the full profile's on real models (the paper's Vera and grammar model). So each profile has a stage
-``analyses-<profile>`` that depends on that profile's analyses and collects their DVC metrics into
-``results/sugarcrepe/<profile>/analyses.json``, and the aggregate stage ``papers/sugarcrepe`` depends on
-``results/sugarcrepe/${profile}/analyses.json``: ``dvc repro papers/sugarcrepe`` runs exactly the profile's analyses.
+DVC cannot make a stage's dependency list depend on a parameter, and the analyses differ by profile: so each profile
+has a stage ``analyses-<profile>`` collecting its analyses' DVC metrics into ``results/sugarcrepe/<profile>/
+analyses.json``, which the aggregate stage depends on, and ``dvc repro papers/sugarcrepe`` runs exactly those.
 """
 from __future__ import annotations
 

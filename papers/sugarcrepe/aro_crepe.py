@@ -1,9 +1,6 @@
 """The paper's "ARO+CREPE" (Sec. 4.1) as the stages read it: SugarCrepe's positives with the older benchmarks'
-rule-based negatives (REPLACE, SWAP, NEGATE, SHUFFLE), in SugarCrepe's released layout with its own ``kind``.
-
-Two stages write such a set (``mini-templates-set``: ``mini_templates``; ``aro-crepe-full-set``:
-``aro_crepe_sets_full``), three read it (``mini-blind``, ``table5-mini``, ``table5-full``): the reader is its own
-module so that the readers do not rerun when a builder changes.
+rule-based negatives (REPLACE, SWAP, NEGATE, SHUFFLE), in SugarCrepe's released layout with its own ``kind``. Its own
+module so that the readers do not rerun when a builder (``mini_templates``, ``aro_crepe_sets_full``) changes.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The full profile's ARO+CREPE test set (stage ``aro-crepe-full-set``): SugarCrepe's positives with CREPE-style
 negatives, the set Table 5's ARO+CREPE columns score.
 
-The full SugarCrepe positives (the ``full-set`` stage's manifest: every distinct (image, caption) over its seven
-category files) with one negative per kind (replace, swap, negate, shuffle; ``common.text.crepe_style``, the vocabulary
-built from these positives), in the layout of the mini ARO+CREPE set (``aro_crepe``: ``data/<kind>.json`` +
-``manifest.json``, read by ``load_template_set``). The manifest counts, per kind, the positives that got no negative.
+Every distinct (image, caption) of the full set with one negative per kind (``common.text.crepe_style``, vocabulary
+from these positives), in the mini ARO+CREPE set's layout (``aro_crepe``); the manifest counts, per kind, the
+positives that got no negative.
 """
 from __future__ import annotations
 

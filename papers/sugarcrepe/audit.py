@@ -1,19 +1,7 @@
-"""SugarCrepe's audit: every published number against what was recomputed here.
-
-Recomputed from the authors' released files (``papers.sugarcrepe.released``: the GPT-4V row of Table 6, Figure 5's
-correlations, Table 2's counts), from the paper's own tables (claims, ``common.audit``), and from this profile's runs
-(compared in the full profile, marked "not comparable" in the mini profile):
-
-- Table 6: ``results/sugarcrepe/<profile>/table6.csv``;
-- Tables 5 and 10: ``table5.csv`` / ``table10.csv`` of the NegCLIP re-training (``negclip_tables``), a row per run
-  named by how it was trained; a row of a run trained here names the recipe it ran with (``table5_context.json``'s
-  ``training``, copied from the run's sidecar);
-- Table 4: ``table4.csv`` of the blind attacks (mini: the n-gram LM standing in for the grammar model; full: the
-  paper's Vera and grammar model, stage ``blind-released``, on this workspace's ARO+CREPE);
-- Table 6's text-only rows (Vera, Grammar): ``blind-released``'s ``blind_accuracy.csv`` (full only: the released
-  SugarCrepe, the paper's own models).
-
-Stage ``audit`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m common audit sugarcrepe --strict``.
+"""SugarCrepe's audit: every published number against what was recomputed here (stage ``audit``: ``python -m
+common audit sugarcrepe --strict``), from the authors' released files (``released``), the paper's own tables (claims)
+and this profile's runs, compared in the full profile and marked "not comparable" in the mini one: what each covers
+is in the README's stage table. A row of a run trained here names the recipe it ran with.
 """
 from __future__ import annotations
 
@@ -40,12 +28,9 @@ TABLE6_COLUMNS = {**released.COLUMNS, "average": "Average"}
 """Table 6 column of each column of the run's table6.csv."""
 
 
-TABLE5_COLUMNS = {
-    "aro_crepe_replace": "ARO+CREPE | REPLACE", "aro_crepe_swap": "ARO+CREPE | SWAP",
-    "aro_crepe_negate": "ARO+CREPE | NEGATE", "aro_crepe_shuffle": "ARO+CREPE | SHUFFLE",
-    "sugarcrepe_replace": "SUGARCREPE | REPLACE", "sugarcrepe_swap": "SUGARCREPE | SWAP",
-    "sugarcrepe_add": "SUGARCREPE | ADD",
-}
+TABLE5_COLUMNS = {f"{ours}_{kind}": f"{theirs} | {kind.upper()}" for ours, theirs, kinds in (
+    ("aro_crepe", "ARO+CREPE", ("replace", "swap", "negate", "shuffle")),
+    ("sugarcrepe", "SUGARCREPE", ("replace", "swap", "add"))) for kind in kinds}
 TABLE10_COLUMNS = {k: v for k, v in TABLE5_COLUMNS.items() if k.startswith("sugarcrepe_")}
 FINETUNED_KIND = {"replace": "REPLACE", "swap": "SWAP", "negate": "NEGATE"}
 SCRATCH_KIND = {"replace": "REPLACE", "swap": "Swap", "negate": "Negate", "all": "Rep + Sw + Neg"}
@@ -125,6 +110,8 @@ def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[R
     cells = (("mean_aro_crepe", "Average | ARO+CREPE", "score"), ("mean_sugarcrepe", "Average | SUGARCREPE", "score"),
              ("sugarcrepe_more_fluent_share", "Pairwise Better Ratio", "percent"))
     rows = read_run_table(table4_csv, ("type", "scorer", *(ours for ours, _, _ in cells)), key=("type", "scorer"))
+    note = (f"{MINI_NOTE}; an n-gram LM stands in for the grammar model" if profile == "mini" else
+            "ARO+CREPE regenerated here with CREPE-style rules (common.text.crepe_style), not CREPE's own code")
     recs, found = [], []
     for row in rows:
         form, metric = TABLE4_TYPES.get(row.get("type", "")), TABLE4_SCORERS.get(row.get("scorer", ""))
@@ -133,15 +120,10 @@ def table4_recomputations(profile: str, table4_csv: Path, source: str) -> list[R
         found.append(f"{form} | {metric}")
         for ours, column, unit in cells:
             value = run_value(row, ours, table4_csv, optional=profile == "full")
-            if profile == "mini":
-                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, math.nan, unit, source,
-                                       "mini", "default", note=f"{MINI_NOTE}; an n-gram LM stands in for the "
-                                                               "grammar model"))
-            elif value is not None:
-                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column, value, unit,
-                                       source, "full", "default",
-                                       note="ARO+CREPE regenerated here with CREPE-style rules "
-                                            "(common.text.crepe_style), not CREPE's own code"))
+            if profile == "mini" or value is not None:
+                recs.append(Recomputed(PAPER, "Table 4", f"{form} | {metric}", column,
+                                       math.nan if profile == "mini" else value, unit, source, profile, "default",
+                                       note=note))
     require_rows(table4_csv, found, MINI_EXPECTED["Table 4"] if profile == "mini" else ())
     return recs
 
@@ -188,8 +170,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
 
 
 def recompute(profile: str, model_names: Sequence[str] | None = None, results: Path = RESULTS) -> list[Recomputed]:
-    """Released-artifact recomputations and this profile's Table 6 run. ``model_names``: the full profile's 17
-    models (default: params.yaml ``sugarcrepe.models.full``)."""
+    """Released-artifact recomputations and this profile's Table 6 run (default models: ``sugarcrepe.models.full``)."""
     if model_names is None:
         model_names = section(load_params(), "sugarcrepe.models.full")
     table = results / PAPER / profile / "table6.csv"

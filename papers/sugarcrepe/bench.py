@@ -1,21 +1,17 @@
 """Benchmark: the engine against SugarCrepe's official per-example loop, side by side in one run.
 
-Data: synthetic COCO-sized JPEGs (640x480) arranged like SugarCrepe (about 4.8 examples per image,
-about 1.6 distinct captions per example). Model: an open_clip architecture with random weights
-(timing only; nothing here is a result). Three timings, same process, same threads:
+Data: synthetic COCO-sized JPEGs arranged like SugarCrepe (about 4.8 examples per image, 1.6 distinct captions per
+example); model: an open_clip architecture with random weights (timing only). Three timings, same process and threads:
 
 * reference: the released evaluation's loop, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:57-68`` "image =
   Image.open(image_path)" and ``RAIVNLab/sugar-crepe@0047054b main_eval.py:45-54`` "return 1 if pos_score.item() >
-  neg_score.item() else 0": per example, open the image, encode it at batch 1, encode the positive and the negative
-  caption at batch 1, compare.
-* engine: ``common.evaluation.scoring.selection.image_to_text`` on a cold cache (hashing, caching, bookkeeping included).
-* bound, on the CPU: encoding every unique image (decode + preprocess + encode) and every unique text once, at the
-  best of several batch sizes, with nothing else. On a GPU, where decoding runs on the CPU cores while the GPU
-  encodes, the bound is the larger of (decoding and preprocessing every image with all cores) and (encoding every
-  image, already decoded and on the GPU, and every text, already tokenised).
+  neg_score.item() else 0": per example, open the image, encode it and both captions at batch 1, compare.
+* engine: ``common.evaluation.scoring.selection.image_to_text`` on a cold cache, bookkeeping included.
+* bound: on the CPU, encoding every unique image and text once at the best batch size, nothing else; on a GPU, the
+  larger of decoding every image with all cores and encoding everything already decoded and tokenised.
 
-It asserts the engine's decisions equal the reference's, on a GPU also reports how many decisions bf16 autocast
-changes, and ends with ``speedup=<reference/engine> bound_ratio=<engine/bound> identical=<true|false>``.
+It asserts the engine's decisions equal the reference's (on a GPU also counts those bf16 autocast changes) and ends
+with ``speedup=<reference/engine> bound_ratio=<engine/bound> identical=<true|false>``.
 """
 from __future__ import annotations
 
@@ -171,8 +167,7 @@ class WorklessModel:
         return self.zeros.new_zeros(3, 1, 1)
 
     def encode_images(self, batch: torch.Tensor) -> torch.Tensor:
-        """One zero row per row of ``batch``, views of one matrix: allocating them would be work the engine does not
-        do."""
+        """One zero row per row of ``batch``, views of one matrix (allocating is work the engine does not do)."""
         if len(self.zeros) < len(batch):
             self.zeros = torch.zeros(len(batch), self.zeros.shape[1])
         return self.zeros[:len(batch)]

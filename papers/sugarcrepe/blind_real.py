@@ -1,32 +1,12 @@
 """Blind attacks on real benchmark text, offline: SugarCrepe's Table 8 / Fig. 2, Algorithm 1 and Table 4, analogs.
 
-SugarCrepe's point is that a model which never sees the image solves the older benchmarks. The paper's blind
-models (Vera, a T5-11B plausibility model; a CoLA grammar classifier) are not available offline, so two scorers
-are fitted here, both cross-fitted by image (``common.blind.crossfit``: no text is scored by a model that saw its
-image's captions):
-
-* ``ngram-lm``: a word trigram language model of positive captions (fluency, the grammar model's stand-in), fitted
-  on the positives of all benchmarks together;
-* ``text-classifier``: a pairwise TF-IDF logistic regression trained, per benchmark, to rank the positive above
-  the negative: the strongest blind attack we can field, and one that SugarCrepe's refinement never saw.
-
-Real text, all through the checksum-verifying downloader (the mirror here):
-
-* ``sugarcrepe`` and ``sugarcrepe-unrefined``: the released refined set (``data/``) and the candidates before
-  adversarial refinement (``data_unrefined/``), 7 categories each;
-* ``vl-checklist``: the REPLACE attribute and relation pairs of VL-CheckList as the hard-positives release ships
-  them (``data/vl_checklist_*.json``; Visual Genome images);
-* ``negclip-swap``: NegCLIP's released validation negatives (ARO's swaps of COCO captions);
-* ``aro-order``: ARO's 4 Order perturbations of the same COCO captions (ARO's ``real-text`` stage, seed 0), pairwise
-  and as COCO-Order's 5-way choice;
-* ``aro-crepe``: the paper's "ARO+CREPE" (Sec. 4.1), the older benchmarks' negatives regenerated on SugarCrepe's own
-  positives: one REPLACE, SWAP, NEGATE and SHUFFLE negative per distinct (image, caption) of the refined release,
-  from this workspace's CREPE-style rules (``common.text.crepe_style``; CREPE's generator is not public).
-  Its positives are SugarCrepe's, so the language model does not fit on them a second time.
-
-Outputs (``results/sugarcrepe/real_text/``, one group): those the README's "Blind attacks on real benchmark text"
-section reads, ``summary.json`` (DVC metrics) and ``context.json``. Stage ``blind-real-text`` of
-``papers/sugarcrepe/dvc.yaml``.
+The paper's blind models (Vera, a plausibility model; a CoLA grammar classifier) are not available offline, so two
+scorers are fitted here (``ngram-lm``, ``text-classifier``), both cross-fitted by image (``common.blind.crossfit``: no
+text is scored by a model that saw its image's captions), on real text through the checksum-verifying downloader:
+SugarCrepe refined (``data/``) and unrefined (``data_unrefined/``), VL-CheckList REPLACE as the hard-positives release
+ships it, NegCLIP's validation swaps, ARO's Order perturbations of the same captions (ARO's ``real-text`` stage, seed
+0) and ARO+CREPE regenerated on SugarCrepe's own positives with CREPE-style rules (``common.text.crepe_style``; CREPE's
+generator is not public). The scorers, the sets and the outputs: the README's "Blind attacks on real benchmark text".
 """
 from __future__ import annotations
 
@@ -34,8 +14,9 @@ import argparse
 import csv
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -59,8 +40,7 @@ from common.text.released_text import read_negclip_tsv
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS, by_caption, paired_table4
 
 DATA_FILES = ("papers/sugarcrepe/sources.toml", "results/published/sugarcrepe.csv")
-"""Read at run time: this paper's registry entries (the VL-CheckList and NegCLIP files it reads are shared entries of
-``common/registry/sources.toml``) and the paper's published numbers."""
+"""Read at run time: this paper's registry entries and published numbers (VL-CheckList's and NegCLIP's are shared)."""
 OUT_DIR = RESULTS / "sugarcrepe" / "real_text"
 ORDER_CSV = RESULTS / "aro" / "real_text" / "order_perturbed.csv"
 ORDER_COLUMNS = ("shuffle_nouns_and_adj", "shuffle_allbut_nouns_and_adj", "shuffle_within_trigrams",
@@ -94,7 +74,6 @@ class Config:
     bootstrap: int = 1000
 
 
-# ---- The real text ---------------------------------------------------------------------------------------------
 def sugarcrepe_pairs(benchmark: str, folder: str, fetch: Callable[[str], Path]) -> list[TextPair]:
     pairs = []
     for category in CATEGORIES:
@@ -186,7 +165,6 @@ def capped(pairs: Sequence[TextPair], cap: int | None) -> list[TextPair]:
     return out
 
 
-# ---- Scoring ---------------------------------------------------------------------------------------------------
 def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
     """ARO+CREPE's positives are SugarCrepe's: fitted once, with SugarCrepe."""
     return lambda train: NgramFluency(seed=seed).fit(p.positive for p in train if p.benchmark != ARO_CREPE)
@@ -196,38 +174,45 @@ def fit_classifier(train: Sequence[TextPair]) -> PairwiseTextClassifier:
     return PairwiseTextClassifier().fit([p.positive for p in train], [p.negative for p in train])
 
 
-def by_benchmark(pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
-    index: dict[str, list[int]] = defaultdict(list)
+def by_benchmark(pairs: Sequence[TextPair], key: Callable[[TextPair], Hashable] = attrgetter("benchmark")
+                 ) -> dict[Hashable, np.ndarray]:
+    """``key`` (default: the benchmark) -> the indices of its pairs, in order of first appearance."""
+    index: dict[Hashable, list[int]] = defaultdict(list)
     for i, p in enumerate(pairs):
-        index[p.benchmark].append(i)
+        index[key(p)].append(i)
     return {b: np.asarray(ix) for b, ix in index.items()}
 
 
-def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScores]:
-    """The paper's grammar model and Vera on every caption (pretrained: nothing to cross-fit)."""
-    # deferred: loads torch only when called
-    from common.blind.pretrained import load_text_scorer
-
+def text_scores(name: str, score: Callable[[list[str]], Sequence[float]], pairs: Sequence[TextPair]) -> PairScores:
+    """A scorer of single texts on every distinct caption once (nothing to cross-fit)."""
     texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
-    out = {}
-    for name in RELEASED:
-        value = dict(zip(texts, load_text_scorer(name, device=device).scores(texts)))
-        out[name] = PairScores(name, np.array([value[p.positive] for p in pairs]),
-                               np.array([value[p.negative] for p in pairs]))
-    return out
+    value = dict(zip(texts, score(texts)))
+    return PairScores(name, np.array([value[p.positive] for p in pairs]), np.array([value[p.negative] for p in pairs]))
 
 
-def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores]:
-    """The language model over every pair at once; the classifier per benchmark (its own artifacts)."""
-    lm = crossfit(pairs, fit_lm(config.seed), config.folds, config.seed)
+def classifier_scores(pairs: Sequence[TextPair], config: Config) -> PairScores:
+    """The classifier cross-fitted within each benchmark (its own artifacts)."""
     positive, negative = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
     for ix in by_benchmark(pairs).values():
         part = crossfit([pairs[i] for i in ix], fit_classifier, config.folds, config.seed)
         positive[ix], negative[ix] = part.positive, part.negative
-    return {"ngram-lm": lm, "text-classifier": PairScores("text-classifier", positive, negative)}
+    return PairScores("text-classifier", positive, negative)
 
 
-# ---- Tables ----------------------------------------------------------------------------------------------------
+def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScores]:
+    """The paper's grammar model and Vera on every caption."""
+    # deferred: loads torch only when called
+    from common.blind.pretrained import load_text_scorer
+
+    return {name: text_scores(name, load_text_scorer(name, device=device).scores, pairs) for name in RELEASED}
+
+
+def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores]:
+    """The language model over every pair at once; the classifier per benchmark."""
+    return {"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),
+            "text-classifier": classifier_scores(pairs, config)}
+
+
 def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
                   published: dict) -> dict:
     ci = bootstrap_mean_ci(correct.astype(np.float64), n_resamples=config.bootstrap, seed=config.seed)
@@ -241,11 +226,8 @@ def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarra
 
 def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config,
                    published: dict) -> list[dict]:
-    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, p in enumerate(pairs):
-        cells[(p.benchmark, p.category)].append(i)
     rows = []
-    for (benchmark, category), ix in cells.items():
+    for (benchmark, category), ix in by_benchmark(pairs, attrgetter("benchmark", "category")).items():
         for scorer in scores:
             rows.append(_accuracy_row(benchmark, category, scorer, scores[scorer].correct[ix], config, published))
     for benchmark, ix in by_benchmark(pairs).items():
@@ -320,7 +302,6 @@ def gap_histograms(pairs: Sequence[TextPair], scores: dict[str, PairScores], kep
     return rows
 
 
-# ---- Figures ---------------------------------------------------------------------------------------------------
 def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
     plt = pyplot()
     sets = list(dict.fromkeys(r["set"] for r in rows))
@@ -364,13 +345,9 @@ def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
     save_figure(fig, out_png)
 
 
-# ----------------------------------------------------------------------------------------------------------------
 def published_blind() -> dict:
-    values = {}
-    for cell in load_cells("sugarcrepe"):
-        if cell.table in ("Table 6", "Table 8") and cell.row.startswith("Text-only model |") and cell.value is not None:
-            values[((cell.table, cell.column), cell.row.split("| ", 1)[1])] = cell.value
-    return values
+    return {((c.table, c.column), c.row.split("| ", 1)[1]): c.value for c in load_cells("sugarcrepe")
+            if c.table in ("Table 6", "Table 8") and c.row.startswith("Text-only model |") and c.value is not None}
 
 
 def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None,
@@ -419,8 +396,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
 
 
 def summary_metrics(accuracy: Sequence[dict], refinement: Sequence[dict], scorers: Sequence[str]) -> dict:
-    """At most 12 flat numbers for `dvc metrics show`: each scorer's micro accuracy on each benchmark family, and
-    what Algorithm 1 kept here."""
+    """At most 12 numbers for `dvc metrics show`: micro accuracies per scorer and benchmark, what Algorithm 1 kept."""
     cell = {(r["benchmark"], r["category"], r["scorer"]): r["accuracy"] for r in accuracy}
     kept = sum(r["n_kept"] for r in refinement)
     n = sum(r["n_unrefined"] for r in refinement)

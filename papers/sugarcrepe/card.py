@@ -1,18 +1,7 @@
 """SugarCrepe on the report card (``python -m common card``): the 7 categories and their average as Table 6 scores
-them, the recognition numbers of Figure 5, and Figure 5's recognition trend.
-
-* SugarCrepe: ``selection.evaluate(..., STRICT)`` on the prepared set, as ``table6.py`` (via
-  ``common.evaluation.evaluate.evaluate_selection``); the average is the unweighted mean of the categories (Table 6's).
-* Recognition (mini profile): zero-shot top-1 on the ImageNet analog (56 colour-shape classes) and on the 7 shapes,
-  on Figure 5's classification set (built here from Figure 5's parameters when absent, as Figure 5 builds it), top-1
-  as ``figure5.score_classification`` counts it (a tie is wrong). The full profile's ImageNet-1k needs the ImageNet
-  validation set, which no stage here prepares (Figure 5 uses open_clip's published top-1): the card lists it as not
-  on the card.
-* The trend. Mini: Figure 5's points, the mini family's ImageNet-analog top-1 against each category
-  (``results/sugarcrepe/mini/figure5_points.csv``), labelled as the mini family's. Full: the 200-checkpoint table of
-  ``recognition.py`` (vl_compo), its pre-trained checkpoints' ImageNet-1k top-1 against each category; a model gets a
-  residual when its x is known: a zoo model the table lists takes the table's ImageNet-1k top-1 (ImageNet is not
-  measured here).
+them, the recognition numbers of Figure 5 (mini profile; the full profile's ImageNet-1k needs a validation set no
+stage prepares, so the card lists it as not on the card), and Figure 5's recognition trend (mini: the mini family's
+points; full: the 200-checkpoint table's pre-trained checkpoints, a zoo model it lists taking its ImageNet-1k top-1).
 """
 from __future__ import annotations
 
@@ -111,8 +100,7 @@ def trends(profile: str) -> list[Trend]:
 
 
 def _checkpoint_trend() -> list[Trend]:
-    """The vl_compo table's pre-trained checkpoints (the compositionality fine-tunes left out), fetched as the
-    recognition stage fetches them; its numbers are its authors' evaluation of SugarCrepe (the same categories)."""
+    """The vl_compo table's pre-trained checkpoints, fetched as the recognition stage fetches them."""
     # deferred: loads scipy only when called
     from papers.sugarcrepe import recognition
 

@@ -1,38 +1,19 @@
 """SugarCrepe Figure 5: zero-shot classification accuracy against each SugarCrepe category, under either profile.
 
 The paper (Sec. 5.3) plots 17 CLIPs' ImageNet zero-shot top-1 against their Table 6 accuracy per category and reports
-Pearson r (0.78 SWAP-Obj, 0.75 ADD-Att, > 0.8 elsewhere). The stage follows ``profile`` (params.yaml):
+Pearson r (0.78 SWAP-Obj, 0.75 ADD-Att, > 0.8 elsewhere). mini: the mini family is scored here on the mini world's
+"ImageNet analog" (``common.miniworld.classification``; the 7-shape set beside it, r_shapes) against its mini Table 6,
+whose fingerprints must match the weights scored here. full: each model Figure 5 plots (``released.figure5_models``)
+takes its x from open_clip's published ImageNet-1k zero-shot top-1 (``mlfoundations/open_clip@89fb801f
+docs/openclip_results.csv``, matched as the audit matches it, ``released.match_models``): ImageNet-1k is not among the
+workspace's data, and the published top-1 is what the paper plotted. A model with none is named in
+figure5_context.json.
 
-* **mini**: the mini family (``sugarcrepe.models.mini``) is scored here on the mini world's "ImageNet analog"
-  (``common.miniworld.classification``: 56 colour-shape classes; the 7-shape set is reported beside it, r_shapes)
-  and correlated with its mini Table 6 (``results/sugarcrepe/mini/table6.csv``, whose model fingerprints must match
-  the weights scored here).
-* **full**: each model of ``sugarcrepe.models.full`` that Figure 5 plots (an open_clip pretrained CLIP of OpenAI,
-  LAION or DataComp, as ``released.figure5_models`` picks them) takes its x from open_clip's published ImageNet-1k
-  zero-shot top-1 (``mlfoundations/open_clip@89fb801f docs/openclip_results.csv``, fetched through the checksum-pinned downloader and matched as the
-  audit matches it, ``released.match_models``) and its y from this run's Table 6 (``results/sugarcrepe/full/
-  table6.csv`` and its per-example predictions). ImageNet zero-shot is not run here: ImageNet-1k is not among the
-  workspace's data, and the published top-1 is what the paper plotted. A model with no published top-1 is left
-  out and named in figure5_context.json. The mini classification set is not built.
-
-Two intervals say how much r pins down:
-
-* Fisher z over models (``common.evaluation.stats.fisher_pearson_ci``): the standard error of atanh(r) is 1/sqrt(n - 3); with
-  the mini family's n = 4 that is 1, so a 95% interval spans atanh(r) +- 1.96 (r = 0.9 gives about [-0.45, 1.00]);
-  with the paper's n = 17 it is +- 0.52.
-* A percentile bootstrap over test examples: each category's examples (and, in the mini profile, the classification
-  images) are resampled, the same draw for every model, which saw the same examples; the accuracies are recomputed
-  from the per-example predictions and r recomputed. It shows how much of r is test-set noise; the spread over
-  models, which the Fisher interval covers, it cannot show. In the full profile ImageNet top-1 is held fixed:
-  open_clip publishes no per-image outcomes.
-
-The published r beside each category is the audit's recomputation (``papers.sugarcrepe.released``: open_clip's
-ImageNet-1k top-1 against the published Table 6, the full profile's 17 models); the paper reports no r for the
-average, so its "published" r is the same recomputation on Table 6's Average column. In the full profile both r use
-the same x, so they differ only by this run's Table 6 against the published one.
-
-Writes results/sugarcrepe/<profile>/figure5.csv, figure5_points.csv, figure5_metrics.json, figure5_context.json and
-figure5.png, as a group. Stage ``figure5`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.figure5``.
+Two intervals: Fisher z over models (the standard error of atanh(r) is 1/sqrt(n - 3): +- 1.96 with the mini family's
+n = 4, +- 0.52 with the paper's 17), and a percentile bootstrap over test examples, the same draw for every model,
+which shows test-set noise only (full: ImageNet top-1 held fixed, open_clip publishes no per-image outcomes). The
+published r is the audit's recomputation (``papers.sugarcrepe.released``); the paper reports no r for the average,
+so its "published" r is the same recomputation on Table 6's Average column. Outputs: the README's stage table.
 """
 from __future__ import annotations
 
@@ -70,8 +51,7 @@ AVERAGE = "average"
 GROUPS: tuple[str, ...] = (*CATEGORIES, AVERAGE)
 SHORT = {**released.SHORT, AVERAGE: "Average"}
 IMAGENET_1K = "imagenet-1k"
-"""The full profile's x: open_clip's published ImageNet-1k zero-shot top-1 (a number per model, no per-image
-outcomes)."""
+"""The full profile's x: open_clip's published ImageNet-1k zero-shot top-1 (no per-image outcomes)."""
 CLASSIFICATION_IMAGES = 1120
 """20 images per colour-shape class (160 per shape): each model's top-1 is then known to within about 3 points
 (95%, binomial), and the set renders and scores in seconds."""
@@ -83,8 +63,7 @@ FIGURE5_FIELDS = ["category", "label", "n_models", "r", "fisher_low", "fisher_hi
 
 
 class Figure5InputError(WorkspaceError):
-    """A Table 6 file, a predictions file or an ImageNet results file that cannot be read, or that disagrees with
-    the models plotted here."""
+    """A Table 6, predictions or ImageNet results file that cannot be read or disagrees with the models plotted."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +154,6 @@ FULL_VIEW = ProfileView(
     color_by_family=True)
 
 
-# ---- inputs ----------------------------------------------------------------------------------------------------
 def read_table6(path: Path, groups: Sequence[str] = GROUPS) -> dict[str, Table6Row]:
     """model -> its row of a Table 6 CSV (``common.evaluation.results.write_accuracy_table``'s wide table)."""
     if not Path(path).is_file():
@@ -232,10 +210,8 @@ def check_against_table(row: Table6Row, correct: Mapping[str, np.ndarray], sourc
 
 def category_outcomes(models: Sequence[str], table6: Mapping[str, Table6Row], table6_path: Path,
                       predictions_dir: Path) -> dict[str, dict[str, np.ndarray]]:
-    """model -> category -> per-example correctness, each file checked against its Table 6 row.
-
-    Every file must list the same examples in the same order: the bootstrap resamples example k of every model
-    together."""
+    """model -> category -> per-example correctness, each file checked against its Table 6 row and listing the same
+    examples in the same order (the bootstrap resamples example k of every model together)."""
     out = {}
     first_ids: tuple[Path, dict[str, tuple[str, ...]]] | None = None
     for model in models:
@@ -255,7 +231,6 @@ def category_outcomes(models: Sequence[str], table6: Mapping[str, Table6Row], ta
     return out
 
 
-# ---- mini: scoring the classification set ----------------------------------------------------------------------
 def score_classification(model: str, sets: Mapping[str, ClassificationSet], config: EngineConfig,
                          device: str) -> tuple[str, dict[str, np.ndarray]]:
     """(weights fingerprint, label set -> per-image top-1 correctness) of one model."""
@@ -264,18 +239,10 @@ def score_classification(model: str, sets: Mapping[str, ClassificationSet], conf
     return engine.identity[1], {name: r.ranks < 1 for name, r in results.items()}
 
 
-# ---- full: open_clip's published ImageNet-1k top-1 -------------------------------------------------------------
-@dataclass(frozen=True)
-class ImagenetPick:
-    """Which models the full profile plots, with the open_clip row each one's x comes from, and why the rest are
-    left out."""
-
-    matches: dict[str, released.ModelMatch]
-    left_out: dict[str, str]
-
-
-def pick_imagenet(models: Sequence[str], imagenet: Mapping[tuple[str, str], float]) -> ImagenetPick:
-    """Match each model to open_clip's results as the audit does (``released.figure5_models``, ``match_models``)."""
+def pick_imagenet(models: Sequence[str], imagenet: Mapping[tuple[str, str], float]
+                  ) -> tuple[dict[str, released.ModelMatch], dict[str, str]]:
+    """(model -> the open_clip row its x comes from, left-out model -> why), matched as the audit matches them
+    (``released.figure5_models``, ``match_models``)."""
     matches, left_out = {}, {}
     for model in models:
         refs = released.figure5_models([model])
@@ -289,7 +256,7 @@ def pick_imagenet(models: Sequence[str], imagenet: Mapping[tuple[str, str], floa
                                "(nor its -quickgelu twin)")
             continue
         matches[model] = match
-    return ImagenetPick(matches, left_out)
+    return matches, left_out
 
 
 def read_imagenet(path: Path) -> dict[tuple[str, str], float]:
@@ -300,7 +267,6 @@ def read_imagenet(path: Path) -> dict[tuple[str, str], float]:
         raise Figure5InputError(f"{path}: cannot read ImageNet-1k top-1: {exc}") from exc
 
 
-# ---- statistics ------------------------------------------------------------------------------------------------
 def _resampled_accuracy(rng: np.random.Generator, correct: np.ndarray, n_resamples: int) -> np.ndarray:
     """(n_resamples, n_models) accuracies in percent, every model on the same resampled examples."""
     picks = rng.integers(0, correct.shape[1], size=(n_resamples, correct.shape[1]))
@@ -310,12 +276,9 @@ def _resampled_accuracy(rng: np.random.Generator, correct: np.ndarray, n_resampl
 def example_bootstrap(points: Sequence[ModelPoints], estimates: Mapping[str, float], label_set: str = IMAGENET_ANALOG,
                       n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
                       seed: int = SEED) -> dict[str, stats.Interval]:
-    """Per group, a percentile interval of r over resampled test examples (see the module docstring).
-
-    One generator draws the classification images first (when the points have per-image outcomes; a published
-    top-1 is held fixed), then each category in Table 6's order; the average is the mean of the seven resampled
-    category accuracies, as Table 6 averages them. A resample where every model scores the same has no r and is
-    dropped (counted in ``dropped``)."""
+    """Per group, a percentile interval of r over resampled test examples. One generator draws the classification
+    images first (a published top-1 is held fixed), then each category in Table 6's order; the average is the mean of
+    the seven, as Table 6 averages them. A resample where every model scores the same has no r and is dropped."""
     with_images = [label_set in p.classification_correct for p in points]
     if any(with_images) and not all(with_images):
         raise ValueError(f"example_bootstrap: some models have per-image outcomes for {label_set}, others not")
@@ -361,8 +324,7 @@ def correlations(points: Sequence[ModelPoints], published: Mapping[str, tuple[fl
 
 def published_correlations(model_names: Sequence[str] | None = None, fetcher: Callable[[str], Path] | None = None
                            ) -> tuple[dict[str, tuple[float, int]], str]:
-    """group -> (r, models) from the audit's recomputation of Figure 5 over ``model_names`` (the full profile's
-    list), and its source; ``fetcher`` maps a registry key to a verified path (default: the downloader)."""
+    """group -> (r, models) from the audit's recomputation of Figure 5 over ``model_names``, and its source."""
     matches, table6, source = released.figure5_inputs(fetcher, model_names=model_names)
     points = released.figure5_points(matches, table6)
     out = {c: (r, len(points[c][1])) for c, r in released.figure5_correlations(matches, table6).items()}
@@ -372,7 +334,6 @@ def published_correlations(model_names: Sequence[str] | None = None, fetcher: Ca
     return out, f"{source} + published Table 6"
 
 
-# ---- outputs ---------------------------------------------------------------------------------------------------
 def _num(value: float, digits: int = 4) -> str:
     return "" if math.isnan(value) else f"{value:.{digits}f}"
 
@@ -453,7 +414,6 @@ def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], 
     return "\n".join(lines)
 
 
-# ---- entry points ----------------------------------------------------------------------------------------------
 def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig, set_dir: Path, out_dir: Path,
              table6_path: Path = RESULTS / "sugarcrepe" / "mini" / "table6.csv",
              predictions: Path = RESULTS / "sugarcrepe" / "mini" / "predictions",
@@ -497,19 +457,18 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
              predictions: Path = RESULTS / "sugarcrepe" / "full" / "predictions",
              published: tuple[dict[str, tuple[float, int]], str] | None = None) -> dict[str, Path]:
     """Match the models to open_clip's ImageNet-1k results, read this run's Table 6 and predictions, correlate,
-    write; returns the written files. ``imagenet_source`` (where the CSV came from: key, url, sha256) goes to the
-    context as given."""
-    pick = pick_imagenet(models, read_imagenet(imagenet_csv))
-    for model, why in pick.left_out.items():
+    write; ``imagenet_source`` (where the CSV came from: key, url, sha256) goes to the context as given."""
+    matches, left_out = pick_imagenet(models, read_imagenet(imagenet_csv))
+    for model, why in left_out.items():
         print(f"left out of Figure 5: {model}: {why}")
-    if len(pick.matches) < 3:
-        raise Figure5InputError(f"{imagenet_csv}: only {len(pick.matches)} of the models have an ImageNet-1k top-1 "
-                                f"({sorted(pick.matches)}): r needs 3 at least")
+    if len(matches) < 3:
+        raise Figure5InputError(f"{imagenet_csv}: only {len(matches)} of the models have an ImageNet-1k top-1 "
+                                f"({sorted(matches)}): r needs 3 at least")
     table6 = read_table6(table6_path)
-    outcomes = category_outcomes(list(pick.matches), table6, table6_path, predictions)
+    outcomes = category_outcomes(list(matches), table6, table6_path, predictions)
     points = [ModelPoints(model, table6[model].label, {}, outcomes[model], table6[model].accuracy,
                           {IMAGENET_1K: 100.0 * match.imagenet}, match.model.row.split(" | ", 1)[0])
-              for model, match in pick.matches.items()]
+              for model, match in matches.items()]
     published_r, published_source = published if published is not None else published_correlations(models)
     rows = correlations(points, published_r, config.n_resamples, config.confidence, config.bootstrap_seed,
                         FULL_VIEW)
@@ -522,10 +481,10 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
                      "note": "open_clip's published zero-shot top-1, not run here (ImageNet-1k is not among this "
                              "workspace's data); matched on (arch, pretrained tag) as the audit matches it"},
         "models": {p.model: {"fingerprint": table6[p.model].fingerprint,
-                             "openclip": f"{pick.matches[p.model].csv_name}/{pick.matches[p.model].csv_pretrained}",
-                             "match": pick.matches[p.model].how,
+                             "openclip": f"{matches[p.model].csv_name}/{matches[p.model].csv_pretrained}",
+                             "match": matches[p.model].how,
                              "imagenet_top1": round(p.top1(IMAGENET_1K), 2)} for p in points},
-        "left_out": pick.left_out,
+        "left_out": left_out,
         "published_source": published_source,
         "intervals": {"fisher": f"Fisher z over the models ({fisher_width(n, config.confidence)})",
                       "bootstrap": "percentile bootstrap over SugarCrepe examples (each category's examples "
@@ -554,8 +513,7 @@ def imagenet_results() -> tuple[Path, dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Settings: a command-line value, else the stage's ``sugarcrepe.figure5`` parameters, else this module's
-    constants; the profile, the models (the profile's, and the full list for the published r) and, in the mini
-    profile, the world's seed and image size come from the stage's parameters."""
+    constants; the profile, the models and the mini world's seed and image size: the stage's parameters."""
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.figure5", description=__doc__.splitlines()[0])
     parser.add_argument("--set-dir", type=Path, default=None,
                         help="mini profile: the classification set's folder, reused when built with the same config, "

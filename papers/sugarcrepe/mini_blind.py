@@ -1,26 +1,18 @@
 """Blind attacks in the mini world: SugarCrepe's Table 8 / Fig. 2, Table 4 and Algorithm 1 on rendered benchmarks.
 
-Two mini benchmarks share their positives (the same images and captions): ``mini-aro-crepe``, the world's rule-based
-negatives (``papers.sugarcrepe.mini_templates``: REPLACE, SWAP, NEGATE, SHUFFLE, as ARO and CREPE make them), and
-``mini-sugarcrepe``, the world's fluent, prior-drawn negatives (``papers.sugarcrepe.sets_mini``: the 7 categories). The
-paper's claim to check: a model that never sees the image solves the first far above chance and the second not.
-
-Blind scorers (``papers.sugarcrepe.blind_real`` has the same two on real text; its helpers are reused here):
-
-* ``ngram-lm``: a word trigram model (``common.blind.ngram``) fitted on the mini world's *training* captions (the
-  first ``lm_train_images`` images of ``build/mini/world/train``; their scenes come from another random stream than
-  the test sets', so nothing needs cross-fitting); a caption's fluency is its mean log-probability per token;
-* ``text-classifier``: a pairwise TF-IDF logistic regression (``common.blind.classifier``) trained to rank the
-  positive above the negative, cross-fitted per benchmark with folds grouped by image (``common.blind.crossfit``).
-
-Outputs (``results/sugarcrepe/mini/blind_*`` and ``table4.csv``, as a group): see the README's "Blind attacks in the
-mini world". Stage ``mini-blind`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.mini_blind``.
+Two mini benchmarks share their positives: ``mini-aro-crepe`` (the world's rule-based negatives, ``mini_templates``)
+and ``mini-sugarcrepe`` (its fluent, prior-drawn negatives, ``sets_mini``); the claim to check is that a model which
+never sees the image solves the first far above chance and the second not. The language model is fitted on the
+world's *training* captions (their scenes come from another random stream, so nothing needs cross-fitting); the
+classifier is cross-fitted as in ``blind_real``, whose helpers are reused. Scorers and outputs: the README's "Blind
+attacks in the mini world".
 """
 from __future__ import annotations
 
 import argparse
 import json
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -57,7 +49,6 @@ class Config(blind_real.Config):
     give it every word and most trigrams of the world's grammar; all 32000 take four times as long."""
 
 
-# ---- Inputs ----------------------------------------------------------------------------------------------------
 def read_pairs(benchmark: str, files: dict[str, Path]) -> list[TextPair]:
     """Every example of SugarCrepe-format category files as a text pair; the group is the image (cross-fitting)."""
     return [TextPair(benchmark, category, record["filename"], record["caption"], record["negative_caption"], key)
@@ -91,33 +82,20 @@ def read_train_captions(path: Path, n_images: int) -> list[str]:
     return captions
 
 
-# ---- Scoring and tables ----------------------------------------------------------------------------------------
 def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
-    """The language model on every caption; the classifier cross-fitted within each benchmark (its own artifacts)."""
-    texts = sorted({p.positive for p in pairs} | {p.negative for p in pairs})
-    fluency = dict(zip(texts, lm.scores(texts)))
-    out = {"ngram-lm": PairScores("ngram-lm", np.array([fluency[p.positive] for p in pairs]),
-                                  np.array([fluency[p.negative] for p in pairs]))}
-    positive, negative = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
-    for ix in blind_real.by_benchmark(pairs).values():
-        part = crossfit([pairs[i] for i in ix], blind_real.fit_classifier, config.folds, config.seed)
-        positive[ix], negative[ix] = part.positive, part.negative
-    out["text-classifier"] = PairScores("text-classifier", positive, negative)
-    return out
+    """The language model on every caption; the classifier cross-fitted within each benchmark."""
+    return {"ngram-lm": blind_real.text_scores("ngram-lm", lm.scores, pairs),
+            "text-classifier": blind_real.classifier_scores(pairs, config)}
 
 
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
-    """Algorithm 1 per (benchmark, category) with the language model as M1 and the classifier as M2; then a
-    classifier cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a
-    new one's)."""
+    """Algorithm 1 per (benchmark, category), the language model as M1 and the classifier as M2; then a classifier
+    cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a new one's)."""
     lm, classifier = scores["ngram-lm"], scores["text-classifier"]
-    cells: dict[tuple[str, str], list[int]] = {}
-    for i, p in enumerate(pairs):
-        cells.setdefault((p.benchmark, p.category), []).append(i)
+    cells = blind_real.by_benchmark(pairs, attrgetter("benchmark", "category"))
     kept_mask = np.zeros(len(pairs), dtype=bool)
     rows = []
     for (benchmark, category), ix in cells.items():
-        ix = np.asarray(ix)
         kept = ix[refine(lm.gap[ix], classifier.gap[ix], bins=config.refine_bins, seed=config.seed)]
         kept_mask[kept] = True
         rows.append({"benchmark": benchmark, "category": category, "n": int(ix.size), "n_kept": int(kept.size),
@@ -170,8 +148,7 @@ def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
 
 
 def summary_metrics(accuracy: Sequence[dict], fluency: Sequence[dict], refinement: Sequence[dict]) -> dict:
-    """Eight numbers for `dvc metrics show`: each scorer on each benchmark (micro), Table 4's three paired shares,
-    and the share of mini SugarCrepe that Algorithm 1 keeps."""
+    """Eight numbers for `dvc metrics show`: micro accuracies, Table 4's three shares, Algorithm 1's kept share."""
     cell = {(r["benchmark"], r["category"], r["scorer"]): r["accuracy"] for r in accuracy}
     metrics = {f"{b.removeprefix('mini-').replace('-', '_')}_{s.split('-')[-1]}": cell[(b, "all (micro)", s)]
                for b in (TEMPLATES, SUGARCREPE) for s in SCORERS}
@@ -183,7 +160,6 @@ def summary_metrics(accuracy: Sequence[dict], fluency: Sequence[dict], refinemen
     return metrics
 
 
-# ----------------------------------------------------------------------------------------------------------------
 def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, templates_dir: Path | None = None,
         train_captions: Path | None = None) -> dict:
     mini = build_root() / "mini"

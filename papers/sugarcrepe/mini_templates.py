@@ -1,19 +1,11 @@
 """The mini profile's "ARO+CREPE": the mini SugarCrepe positives with rule-based negatives, in the released format.
 
-SugarCrepe (Sec. 5) normalises the older benchmarks by fixing the positives: it regenerates ARO's and CREPE's
-REPLACE, SWAP, NEGATE and SHUFFLE negatives for the same COCO captions that SugarCrepe uses, so the two benchmarks
-differ only in how their negatives were made. Here the positives are exactly the mini SugarCrepe set's
-(``papers.sugarcrepe.sets_mini._examples`` regenerates its scenes and claims from the same stream, and every caption is
-checked against the built set), and the negatives come from the world's rule-based generator
-(``common.miniworld.templates``), up to ``examples_per_category`` per kind, images taken in the mini set's order.
-
-Writes ``data/<kind>.json`` (``{id: {filename, caption, negative_caption}}``, the mini set's image file names),
-``edits.jsonl`` (which rule made each negative) and ``manifest.json`` (``image_root`` points at the mini set's
-image folder; ``categories`` are the four kinds, so load it with ``aro_crepe.load_template_set``, not
-``PreparedSet``, which knows SugarCrepe's seven categories only). The same bytes on every run.
-
-Stage ``mini-templates-set`` of ``papers/sugarcrepe/dvc.yaml``:
-``python -m papers.sugarcrepe.mini_templates --out build/mini/sugarcrepe_templates``.
+SugarCrepe (Sec. 5) regenerates ARO's and CREPE's REPLACE, SWAP, NEGATE and SHUFFLE negatives for its own positives,
+so the two benchmarks differ only in how their negatives were made. Here the positives are exactly the mini set's
+(``sets_mini._examples`` regenerates its scenes and claims from the same stream; every caption is checked against the
+built set), the negatives the world's rule-based ones (``common.miniworld.templates``), up to
+``examples_per_category`` per kind. ``edits.jsonl`` records which rule made each negative; the manifest's four kinds
+make it a set for ``aro_crepe.load_template_set``, not ``PreparedSet``. The same bytes on every run.
 """
 from __future__ import annotations
 

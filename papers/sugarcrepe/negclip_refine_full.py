@@ -1,10 +1,8 @@
 """Adversarial refinement of the full NegCLIP training pairs (stage ``negclip-full-refine``, GPU): Algorithm 1 with
-the paper's blind scorers, the rows Table 10's refined runs train on.
+the paper's blind scorers (Vera and the CoLA grammar model), the rows Table 10's refined runs train on.
 
-Per kind, Algorithm 1 (``common.blind.refine``) on the training pairs with the paper's scorers
-(``common.blind.pretrained``: Vera and the CoLA grammar model), gap = score(caption) - score(negative) per scorer;
-``refined.json`` keeps the surviving row indices per kind, as the mini set does. Only the refined runs
-(``negclip-full-refined@<run>``) and the table read it, through ``negclip_rows`` and ``negclip_tables``.
+``refined.json`` keeps the surviving row indices per kind, as the mini set does; only the refined runs and the table
+read it (``negclip_rows``, ``negclip_tables``).
 """
 from __future__ import annotations
 
@@ -26,10 +24,7 @@ SCORERS = ("vera", "grammar")
 
 
 def refine_rows(rows: Sequence[TrainRow], scorers: Mapping[str, object], bins: int = 50, seed: int = 0) -> dict:
-    """Per kind, the row indices Algorithm 1 keeps given each scorer's gaps (score(caption) - score(negative)).
-
-    ``scorers``: two ``common.blind.pretrained.TextScorer`` (Vera, grammar), in that order. Every distinct text is
-    scored once per scorer."""
+    """Per kind, the row indices Algorithm 1 keeps given the two scorers' caption-minus-negative gaps."""
     if len(scorers) != 2:
         raise ValueError(f"Algorithm 1 takes two scorers, got {list(scorers)}")
     texts = list(dict.fromkeys([r.caption for r in rows] + [r.negatives[k] for r in rows for k in KINDS]))

@@ -1,9 +1,7 @@
-"""The NegCLIP training sets as refinement and the runs read them, both profiles: mini, ``FinetuneSet`` (the
-``negclip-mini-set`` stage's rendered images, captions and negatives) and ``run_data``; full, ``TrainRow`` (a line of
-the ``negclip-full-set`` stage's ``rows.jsonl``), ``run_rows`` and ``run_negatives``. A refined run of either keeps
-the rows its ``refined.json`` lists for its kind (``kept_rows``). Its own module so that the runs read the sets
-without importing the code that builds them (the mini world's generators, the CREPE-style generator) or refines them
-(the blind scorers).
+"""The NegCLIP training sets as refinement and the runs read them, both profiles: mini ``FinetuneSet`` and
+``run_data``; full ``TrainRow``, ``run_rows`` and ``run_negatives``; a refined run keeps the rows its ``refined.json``
+lists for its kind (``kept_rows``). Its own module so that the runs import neither the sets' builders nor the
+refinement's blind scorers.
 """
 from __future__ import annotations
 

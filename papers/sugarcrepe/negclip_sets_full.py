@@ -1,9 +1,8 @@
 """The full NegCLIP training set (stage ``negclip-full-set``): NegCLIP's COCO train TSV with each caption's
 CREPE-style REPLACE, SWAP and NEGATE negatives (``common.text.crepe_style``, vocabulary from these captions).
 
-Rows whose image is a SugarCrepe test image (same COCO id; val2017 images come from train2014/val2014) are dropped,
-and so are rows some kind does not apply to, so that every run trains on the same captions; both are counted.
-``rows.jsonl`` holds one row per kept caption (read back by ``negclip_rows.load_rows``).
+Rows on a SugarCrepe test image (same COCO id) are dropped, and so are rows some kind does not apply to, so that every
+run trains on the same captions; both are counted.
 """
 from __future__ import annotations
 

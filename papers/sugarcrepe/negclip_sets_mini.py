@@ -1,17 +1,10 @@
 """The mini NegCLIP fine-tuning set (stage ``negclip-mini-set``): rendered scenes, true captions, one rule-based
 negative of each kind per caption, and per kind the rows adversarial refinement keeps.
 
-SugarCrepe's Tables 5 and 10 (Sec. 5.2, App. D.3) fine-tune CLIP on COCO with one type of rule-based hard negative
-(REPLACE, SWAP or NEGATE, CREPE's templates), and (Table 10) on the template negatives that adversarial refinement
-kept. The mini analog's set is its own (``STREAM``, a random stream no test set draws from; training scenes never
-hold the held-out colour-shape pairs): ``captions_per_image`` distinct true captions per scene
-(``common.miniworld.claims.sample_claim``), and for every caption one rule-based negative of each kind
-(``common.miniworld.templates.template_negative``). Only captions that every kind applies to are kept, so that the
-runs train on the same captions; the manifest counts what was set aside. ``refined.json``: per kind, the (image,
-caption) rows whose negative survives Algorithm 1 against two cross-fitted blind scorers.
-
-``python -m papers.sugarcrepe.negclip_sets_mini --out build/mini/sugarcrepe_negclip/set``. The runs read the set
-through ``negclip_rows`` (``negclip_train``), the tables read ``refined.json``'s counts.
+The mini analog of Tables 5 and 10's training data (Sec. 5.2, App. D.3), from its own random stream (``STREAM``;
+training scenes never hold the held-out colour-shape pairs). Only captions that every kind applies to are kept, so
+that the runs train on the same captions; the manifest counts what was set aside. ``refined.json``: per kind, the
+(image, caption) rows whose negative survives Algorithm 1 against two cross-fitted blind scorers.
 """
 from __future__ import annotations
 
@@ -123,13 +116,9 @@ def render_set(config: SetConfig, negative: NegativeFn | None = None) -> tuple[F
 
 
 def refine_negatives(data: FinetuneSet, config: RefineConfig) -> dict[str, dict]:
-    """Per kind, the (image, caption) rows whose negative survives adversarial refinement (SugarCrepe Algorithm 1,
-    ``common.blind.refine``), the paper's proxy in App. D.3 for training negatives free of blind-detectable artifacts.
-
-    The two blind scorers stand in for the paper's Vera and grammar model as in the mini blind analysis: an n-gram
-    language model fitted on positive captions and a pairwise text classifier, both cross-fitted with folds grouped
-    by caption text, so no caption is scored by a model fitted on it (a caption shared by two images included).
-    """
+    """Per kind, the (image, caption) rows whose negative survives Algorithm 1 (App. D.3), with ``mini_blind``'s two
+    scorers standing in for Vera and the grammar model, cross-fitted with folds grouped by caption text (a caption
+    shared by two images is never scored by a model fitted on it)."""
     def fluency(fit: Sequence[TextPair]):
         return NgramFluency(seed=config.seed).fit([p.positive for p in fit])
 
@@ -157,14 +146,12 @@ def refine_negatives(data: FinetuneSet, config: RefineConfig) -> dict[str, dict]
 def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = None,
               refine_config: RefineConfig | None = RefineConfig()) -> dict:
     """Write ``images.npy``, ``captions.json``, ``negatives.json``, ``refined.json`` (unless ``refine_config`` is
-    None) and ``manifest.json`` into ``out_dir``, as one output group (``common.files.io.output_group``): they replace the
-    previous set together, or, interrupted, leave it."""
+    None) and ``manifest.json`` into ``out_dir`` as one output group."""
     data, counts = render_set(config, negative)
     with output_group(Path(out_dir).parent) as staging:
         out = staging / Path(out_dir).name
-        with atomic_path(out / "images.npy") as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, data.images)
+        with atomic_path(out / "images.npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, data.images)
         write_json_atomic(out / "captions.json", data.captions, indent=None)
         write_json_atomic(out / "negatives.json", data.negatives, indent=None)
         files = ["images.npy", "captions.json", "negatives.json"]

@@ -1,28 +1,11 @@
 """SugarCrepe Tables 5 and 10, both profiles (stages ``table5-mini``, ``table5-full``): every model scored on
 ARO+CREPE and SugarCrepe.
 
-The paper (Sec. 5.2, Table 5, App. A.3) fine-tunes CLIP ViT-B/32 on COCO with hard negative captions of one type
-(REPLACE, SWAP or NEGATE, from CREPE's templates) added to the CLIP loss, against CLIP fine-tuned without them, trains
-RN50 from scratch the same way (plus one run mixing the three kinds), and scores every model on ARO+CREPE
-(SugarCrepe's positives with the old benchmarks' rule-based negatives) and on SugarCrepe: the gains are large on the
-template benchmark (largest where training and test type match) and much smaller on SugarCrepe, whose negatives lack
-the templates' artifacts. App. D.3 (Table 10) trains on the template negatives that adversarial refinement
-(Algorithm 1 with Vera and the grammar model) keeps.
-
-Every model is scored on both sets with SugarCrepe's strict rule (the positive must score strictly above the
-negative; ties are wrong); SugarCrepe's seven categories are pooled into REPLACE/SWAP/ADD by micro average as
-Table 5 groups them. Gains are over the matching baseline: fine-tuned rows (and the pretrained and released rows)
-over CLIP-FT, scratch rows over CLIP from scratch. The profiles differ only in their inputs and rows (``Profile``):
-
-* mini: the base (``mini/xs-32k``) and the runs of ``runs.RUNS`` (``negclip_sets_mini``, ``negclip_train``) on the
-  mini ARO+CREPE set (``build/mini/sugarcrepe_templates``: the mini SugarCrepe positives with template negatives,
-  kinds replace/swap/negate/shuffle) and the mini SugarCrepe set, scored on the pinned CPU profile;
-* full: the pretrained, fine-tuned, released (``aro/negclip``, Table 5's "Released in [49]") and scratch models
-  (``aro_crepe_sets_full``, ``negclip_sets_full``, ``negclip_refine_full``, ``negclip_train``), with an ``arch``
-  column.
-
-``python -m papers.sugarcrepe.negclip_tables --profile mini|full``; outputs (``results/sugarcrepe/<profile>/table5*``,
-``table10*``): the README's stage table and its "Tables 5 and 10" section. No training stage imports this module.
+Scored with SugarCrepe's strict rule (a tie is wrong); SugarCrepe's seven categories pooled into REPLACE/SWAP/ADD by
+micro average as Table 5 groups them. Gains are over the matching baseline: fine-tuned rows (and the pretrained and
+released rows) over CLIP-FT, scratch rows over CLIP from scratch. The profiles differ only in their inputs and rows
+(``Profile``). The paper's setup and the outputs: the README's stage table and its "Tables 5 and 10" sections. No
+training stage imports this module.
 """
 from __future__ import annotations
 
@@ -90,13 +73,11 @@ class Profile:
     families: tuple[str, ...]
     """The families of ``TRAINING`` among the rows; Table 10 compares the last one's runs."""
     refined_kinds: tuple[str, ...]
-    """The kinds Table 10 has a refined run of."""
     refined: str
     """``refined.json``, under ``build/<profile>/<OUT>``."""
     aro_crepe: str
     """The ARO+CREPE set's folder under ``build/<profile>``."""
     zoo_family: str
-    """The zoo family the runs' specs are filed under."""
     released: str | None
     """The released NegCLIP's zoo name, a row beside the runs (None: no such row)."""
     arch_column: bool
@@ -120,12 +101,8 @@ PROFILES = {
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One row of Tables 5 and 10: a model and how it was trained.
-
-    ``training``: one of ``TRAINING``'s or 'pretrained'; ``hard_negative``: a kind, 'all', 'released' or 'N/A';
-    ``negatives``: 'template' (every rule-based negative), 'refined' (those adversarial refinement keeps),
-    'released' or 'N/A'.
-    """
+    """One row of Tables 5 and 10: ``training`` one of ``TRAINING``'s or 'pretrained'; ``hard_negative`` a kind,
+    'all', 'released' or 'N/A'; ``negatives`` 'template', 'refined' (those refinement keeps), 'released' or 'N/A'."""
 
     name: str
     training: str
@@ -155,8 +132,7 @@ class ModelEntry:
 
 def model_entries(profile: Profile, base: str, base_arch: str, models_dir: Path, scratch_arch: str = "",
             released_arch: str = "") -> list[ModelEntry]:
-    """Every row in the paper's order: pretrained, CLIP-FT, NegCLIP per kind, the released NegCLIP, then the
-    scratch runs and the refined runs, as ``profile.runs`` lists them."""
+    """Every row in the paper's order: pretrained, CLIP-FT, NegCLIP per kind, the released NegCLIP, then the rest."""
     rows = [ModelEntry(base, "pretrained", arch=base_arch)]
     for run, spec in profile.runs.items():
         family = "scratch" if spec.scratch else "finetuned"
@@ -190,8 +166,7 @@ def grouped_accuracy(result: SelectionResult, groups: Mapping[str, Sequence[str]
 
 
 def table_rows(entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores], reference: str) -> list[dict]:
-    """One row per model: the 7 accuracies, then each one's gain over ``reference`` (its family's baseline), in
-    points."""
+    """One row per model: the 7 accuracies, then each one's gain in points over ``reference``, its family's baseline."""
     accuracy = {}
     for e in entries:
         acc = {f"aro_crepe_{g}": v for g, v in grouped_accuracy(scores[e.name].templates, TEMPLATE_GROUPS,
@@ -217,8 +192,7 @@ def mean2(values) -> float:
 
 
 def summary(rows: Sequence[Mapping]) -> dict[str, float]:
-    """Table 5's comparison in eight numbers (points over CLIP-FT; means over the three NegCLIP runs on template
-    negatives)."""
+    """Table 5's comparison in eight numbers: points over CLIP-FT, means over the NegCLIP runs on templates."""
     by_kind = {r["hard_negative"]: r for r in rows if r["training"] == "negclip" and r["negatives"] == "template"}
     if set(by_kind) != set(KINDS):
         raise ValueError(f"summary needs one NegCLIP row per kind {KINDS}, has {sorted(by_kind)}")
@@ -244,9 +218,8 @@ def table_csv(path: Path, rows: Sequence[Mapping], fields: Sequence[str]) -> Pat
 
 
 def table5_summary(rows: Sequence[Mapping]) -> dict[str, float]:
-    """Table 5's comparison: ``summary``'s eight numbers for the fine-tuned runs, the same prefixed ``scratch_``
-    for the runs from scratch, and the mean gains of the released NegCLIP and of the mixed-kind scratch run (each
-    where its rows are)."""
+    """``summary``'s eight numbers for the fine-tuned runs, the same prefixed ``scratch_`` for the runs from scratch,
+    and the mean gains of the released NegCLIP and of the mixed-kind scratch run (each where its rows are)."""
     finetuned = [r for r in rows if r["training"] in TRAINING["finetuned"] and r["negatives"] in ("N/A", "template")]
     scratch = [r for r in rows if r["training"] in TRAINING["scratch"] and r["negatives"] != "refined"]
     out = dict(summary(finetuned))
@@ -283,8 +256,7 @@ def table10_summary(profile: Profile, rows: Sequence[Mapping]) -> dict[str, floa
 def write_tables(profile: Profile, out_dir: Path, rows: Sequence[Mapping], context: Mapping,
                  refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
     """Table 5 (every row on template negatives: csv, metrics, figure), the context, and, when the refined runs are
-    among the rows, Table 10 (the last family's baseline and NegCLIP runs on template vs refined negatives;
-    ``refined``: ``refined.json``'s counts per kind)."""
+    among the rows, Table 10 (``refined``: ``refined.json``'s counts per kind)."""
     arch = ("arch",) if profile.arch_column else ()
     table5 = [r for r in rows if r["negatives"] != "refined"]
     paths = {"table5": table_csv(out_dir / "table5.csv", table5, (TABLE5_FIELDS[0], *arch, *TABLE5_FIELDS[1:])),
@@ -313,9 +285,7 @@ def write_tables(profile: Profile, out_dir: Path, rows: Sequence[Mapping], conte
 def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_manifest: Path, aro_crepe_dir: Path,
                     out_dir: Path, engine_config=None, device: str = "cpu", context: Mapping | None = None,
                     refined: Mapping[str, Mapping] | None = None) -> dict[str, Path]:
-    """Score every model on ARO+CREPE (``aro_crepe_dir``, ``papers.sugarcrepe.aro_crepe``'s layout) and SugarCrepe
-    (``sugarcrepe_manifest``: a ``PreparedSet``), write the tables, metrics, context and figure as one output
-    group."""
+    """Score every model on ARO+CREPE and SugarCrepe; write the tables, metrics, context and figure as one group."""
     template_items = load_template_set(Path(aro_crepe_dir)).items()
     sugarcrepe_items = PreparedSet.load(Path(sugarcrepe_manifest)).items()
     scores = {}

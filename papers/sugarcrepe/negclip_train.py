@@ -2,29 +2,15 @@
 ``negclip-mini@<run>``) or ``runs.FULL_RUNS`` (stages ``negclip-full@<run>``, ``negclip-full-refined@<run>``; GPU,
 ``torchrun``).
 
-Every run of a profile goes over the same captions in the same order with the same seed (the batch of step s is a
-pure function of (seed, s)): ``ClipLoss`` over images [I] and texts [T] without negatives (``clip-ft``,
-``scratch-clip``); ``TextNegativeClipLoss`` over [I] and [T; T_neg] with them (the hard negative captions are extra
-image->text negatives, as in NegCLIP without its hard negative images); the refined runs (Table 10) on the rows
-refinement kept. Only where the batches come from differs by profile:
-
-* mini: ``mini/xs-32k`` (the mini family's "ViT-B/32") fine-tuned on the rendered set (``negclip_rows.run_data``,
-  ``common.training.rendered.CaptionBatches``) with the steps and optimiser of ``params.yaml
-  sugarcrepe.negclip_mini``; deterministic on the CPU (``common.pipeline.reproducible``, through ``common.training.launch``).
-* full: COCO files decoded per batch (``negclip_rows.run_rows``, ``common.training.files.FileCaptionBatches``);
-  fine-tuned runs start from ``base`` (``openai/ViT-B-32``) on the ``finetune`` schedule, scratch runs from a random
-  ``scratch_arch`` (``RN50``) on the ``scratch`` schedule; both schedules are the paper's (the SugarCrepe paper,
-  Appendix A.3: "number of warmup steps is 1000, batch size is 256, learning rate is 1e-4, weight decay is 0.1,
-  number of epochs is 30") and both recipes OpenCLIP's training code of the time, mlfoundations/open_clip@a09d519f
-  (``papers/sugarcrepe/recipes.toml`` cites each rule: its decay groups, betas per architecture, amp, training crop).
-  The refined runs are a stage group of their own: only they wait for the refinement (Vera, GPU), whose rows they
-  read through ``negclip_rows`` without importing the refinement's code.
-
-Resumable (``common.training.job``: the resume state lives under ``<cache root>/training/``, outside the stage's
-outputs). ``python -m papers.sugarcrepe.negclip_train mini run <run>``, ``torchrun ... -m
-papers.sugarcrepe.negclip_train full run <run> --device ${sugarcrepe.negclip_full.device}``: weights in
-``build/<profile>/sugarcrepe_negclip/models/``, (rank 0's) wall-time log in
-``build/<profile>/sugarcrepe_negclip/logs/``.
+Every run of a profile goes over the same captions in the same order with the same seed: ``ClipLoss`` without
+negatives, ``TextNegativeClipLoss`` with them (``losses``), the refined runs (Table 10) on the rows refinement kept.
+Only where the batches come from differs by profile: mini, the rendered set (``negclip_rows.run_data``); full, COCO
+files decoded per batch (``negclip_rows.run_rows``), fine-tuned runs from ``base`` on the ``finetune`` schedule,
+scratch runs from a random ``scratch_arch`` on the ``scratch`` schedule; both schedules are the paper's (the
+SugarCrepe paper, Appendix A.3: "number of warmup steps is 1000, batch size is 256, learning rate is 1e-4, weight
+decay is 0.1, number of epochs is 30") and both recipes OpenCLIP's training code of the time,
+mlfoundations/open_clip@a09d519f (``papers/sugarcrepe/recipes.toml`` cites each rule: its decay groups, betas per
+architecture, amp, training crop). Resumable (``common.training.job``); the commands: the README's "Commands".
 """
 from __future__ import annotations
 
@@ -88,9 +74,8 @@ def batches_for(data: FinetuneSet, kind: str | None, tokenize: Callable[[Sequenc
 def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: Init | None = None,
              tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """Mini ``run`` as a job: fine-tune ``init`` (default: the zoo's ``section["base"]``) on ``data`` (``run_data``)
-    with ``section``'s settings (``params.yaml sugarcrepe.negclip_mini``); ``provenance`` follows the run's own keys
-    in its sidecar."""
+    """Mini ``run`` as a job: fine-tune ``init`` (default: the zoo's ``section["base"]``) on ``data`` with
+    ``section``'s settings; ``provenance`` follows the run's own keys in its sidecar."""
     spec = run_spec(RUNS, run)
     config = TrainConfig.from_params(section)
     if len(data.images) < config.batch_size:
@@ -104,10 +89,8 @@ def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: I
 def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], images_dir: Path, *,
              init: Init | None = None, steps: int | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """Full ``run`` as a job over ``rows`` (``run_rows``), images under ``images_dir``, with ``section``'s settings
-    (``params.yaml sugarcrepe.negclip_full``: its family's schedule, then what every run shares); ``steps`` overrides
-    the schedule's epochs (smoke runs, tests) and is recorded as a fraction of an epoch; ``provenance`` follows the
-    run's keys."""
+    """Full ``run`` as a job over ``rows``, images under ``images_dir``, with ``section``'s settings (its family's
+    schedule, then what every run shares); ``steps`` overrides the schedule's epochs (smoke runs, tests)."""
     spec = run_spec(FULL_RUNS, run)
     init = init or (FromScratch(section["scratch_arch"]) if spec.scratch else FromZoo(section["base"]))
     family = "scratch" if spec.scratch else "finetune"  # names its schedule in section and its recipe (RN50, ViT-B/32)
@@ -139,8 +122,7 @@ def build_mini(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) 
 
 
 def build_full(args: argparse.Namespace, world, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
-    """The job of ``full run <run>``: the stage's parameters, the set (``--set``), the refinement (``--refined``),
-    the images (``--images``) and the set manifest's hash."""
+    """The job of ``full run <run>``: the stage's parameters, the set, the refinement, the images."""
     _, section = own_section("sugarcrepe.negclip_full")
     set_dir = Path(args.set or build_dir("full", OUT) / "set")
     rows = run_rows(args.run, set_dir, Path(args.refined or build_dir("full", OUT) / "refined.json"))

@@ -1,14 +1,11 @@
 """SugarCrepe's own evaluation as the oracle (``python -m common oracle sugarcrepe``; ``common.oracle``).
 
-SugarCrepe's evaluation script (``SCRIPT``, at the pinned commit of ``REPO``) runs as released, once per Table 6 row
-this workspace scored, with ``--data_root`` and ``--coco_image_root`` the full set's
-(``build/full/sugarcrepe/manifest.json``: the released JSON or, in a rehearsal, its capped copy in the released
-format) and ``--model``/``--pretrained`` as its own model list spells the row (``authors_arguments``). Its
-per-category accuracies (the JSON it dumps) are set beside ``results/sugarcrepe/full/table6.csv`` at the paper's
-printed precision (one decimal of a percent), and each example's decision beside ``predictions/<model>.csv``:
-``text_retrieval``'s return value, recorded by ``common.oracle.observe``, ``RAIVNLab/sugar-crepe@0047054b
-main_eval.py:54`` "return 1 if pos_score.item() > neg_score.item() else 0" (a tie is wrong). Then every row of Tables
-5 and 10 through the same script with ``--pretrained`` its weights file (``table5_runs``).
+SugarCrepe's evaluation script (``SCRIPT`` at the pinned commit of ``REPO``) runs as released, once per Table 6 row
+scored here, on the full set's files and with ``--model``/``--pretrained`` as its own model list spells the row
+(``authors_arguments``). Its per-category accuracies are set beside ``table6.csv`` at the paper's printed precision,
+and each example's decision beside ``predictions/<model>.csv``: ``text_retrieval``'s return value
+(``common.oracle.observe``), ``RAIVNLab/sugar-crepe@0047054b main_eval.py:54`` "return 1 if pos_score.item() >
+neg_score.item() else 0" (a tie is wrong). Then every row of Tables 5 and 10 through the same script (``table5_runs``).
 
 Replaced: the script's ``RAIVNLab/sugar-crepe@0047054b main_eval.py:33`` "model, _, transform =
 open_clip.create_model_and_transforms(" builds what it built under the open_clip of its time, v2.20
@@ -80,11 +77,8 @@ def run_weights(ctx, name: str) -> str:
 
 
 def table5_runs(ctx, code, oracle: PaperOracle, results: Path, prepared, reason: str | None) -> None:
-    """Tables 5 and 10's SugarCrepe columns: every row through the same script, ``--model`` the row's architecture
-    (``-quickgelu`` for the fine-tunes of OpenAI's CLIP, as the script's model list spells QuickGELU rows) and
-    ``--pretrained`` its weights file; the columns pool the script's per-category accuracies over their examples
-    (``papers.sugarcrepe.negclip_tables.SUGARCREPE_GROUPS``, a micro average), set beside ``table5.csv`` and
-    ``table10.csv``."""
+    """Tables 5 and 10's SugarCrepe columns: every row through the same script with its weights file, the
+    per-category accuracies pooled as ``negclip_tables.SUGARCREPE_GROUPS`` pools them (micro average)."""
     # deferred: loads PIL, torch, tqdm only when called
     from papers.sugarcrepe.negclip_tables import SUGARCREPE_GROUPS
 

@@ -1,6 +1,5 @@
-"""Every distinct (image, positive caption) of a prepared SugarCrepe set: the positives the full profile's ARO+CREPE
-set is built on (``aro_crepe_sets_full``) and the test images its NegCLIP training set leaves out
-(``negclip_sets_full``). Its own module so that neither set stage reruns when the other's builder changes.
+"""Every distinct (image, positive caption) of a prepared SugarCrepe set, for ``aro_crepe_sets_full`` and
+``negclip_sets_full``: its own module so that neither set stage reruns when the other's builder changes.
 """
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from common.benchmarks.caption_negatives import PreparedSet, read_category
 
 
 def sugarcrepe_positives(manifest: Path) -> tuple[list[tuple[str, str]], Path]:
-    """Every distinct (image file name, positive caption) of a SugarCrepe set, in category then example order, and
-    its image folder."""
+    """Every distinct (image file name, positive caption), in category then example order, and the image folder."""
     prepared = PreparedSet.load(Path(manifest))
     positives: dict[tuple[str, str], None] = {}
     for path in prepared.files().values():

@@ -1,18 +1,10 @@
 """Recognition vs compositionality at scale: SugarCrepe's Figure 5 over 202 checkpoints and 12 benchmarks.
 
-SugarCrepe's Figure 5 correlates ImageNet zero-shot accuracy with each SugarCrepe category over 17 models. Oh et
-al. (CVPR 2024 workshop, ytaek-oh/vl_compo) published per-checkpoint results of 202 CLIPs in 16 families on 12
-compositionality benchmarks (per subset), ImageNet-1k and a 21-task zero-shot average. This stage asks the
-question at that scale: for every compositionality column (SugarCrepe's 7 categories, ARO's 4 subsets,
-VL-CheckList's 13, Winoground's text/image/group, and every benchmark's average) against ImageNet-1k and against
-the 21-task average, Pearson and Spearman r with seeded percentile-bootstrap 95% intervals (pairs resampled),
-over all distinct checkpoints, over the pre-trained ones only and over the pre-trained ones with ImageNet >= 50%;
-and how far the compositionality fine-tunes sit above the pre-trained trend.
-
-What it decides (fine-tunes: a ``pretrained`` tag ending in ``-ft``; a row whose every number equals another's: one
-checkpoint listed twice, kept once; zoo names: ``vl_compo.toml``, explicit) and its outputs
-(``results/sugarcrepe/recognition/``, one group) are in the README's "Figure 5 at scale" section. A missing column,
-a non-numeric cell or an empty selection is an error naming the file, the row and the column, and nothing is written.
+Oh et al.'s per-checkpoint table (ytaek-oh/vl_compo) asks Figure 5's question at scale: every compositionality column
+against ImageNet-1k and the 21-task average, Pearson and Spearman r with bootstrap intervals, over three populations,
+and how far the compositionality fine-tunes sit above the pre-trained trend. What it decides and its outputs are in
+the README's "Figure 5 at scale" section. A missing column, a non-numeric cell or an empty selection is an error
+naming the file, the row and the column, and nothing is written.
 """
 from __future__ import annotations
 
@@ -102,8 +94,6 @@ class Checkpoint:
         return self.values[f"{source}:{column}"]
 
 
-# ---- input -----------------------------------------------------------------------------------------------------
-
 def _read(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str], dict[str, float]]]:
     """Every row as (line, its key columns, {column: value}); errors name the file, the line and the column."""
     with open(path, newline="", encoding="utf-8") as fh:
@@ -151,10 +141,8 @@ def load_checkpoints(table: Path, subsets: Path, zoo: Mapping[tuple[str, str], s
     """Both files joined on (arch, pretrained), equal rows merged; every key must be in both files."""
     zoo = zoo if zoo is not None else load_zoo_table()[0]
     wanted: dict[str, list[str]] = {TABLE_KEY: [], SUBSETS_KEY: []}
-    for _, (source, column) in X_COLUMNS.items():
+    for source, column in [*X_COLUMNS.values(), *((y.source, y.column) for y in Y_COLUMNS)]:
         wanted[source].append(column)
-    for y in Y_COLUMNS:
-        wanted[y.source].append(y.column)
     main, per_subset = _read(table, wanted[TABLE_KEY]), _read(subsets, wanted[SUBSETS_KEY])
     if len(main) != len(per_subset):
         raise RecognitionInputError(f"{table} has {len(main)} rows, {subsets} {len(per_subset)}")
@@ -184,8 +172,6 @@ def load_checkpoints(table: Path, subsets: Path, zoo: Mapping[tuple[str, str], s
         raise RecognitionInputError(f"{ZOO_TABLE}: zoo rows not in {table}: {unknown}")
     return checkpoints
 
-
-# ---- statistics ------------------------------------------------------------------------------------------------
 
 def bootstrap_spearman_ci(x: Sequence[float], y: Sequence[float], n_resamples: int = RESAMPLES,
                           confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float, float]:
@@ -239,7 +225,6 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
                        ) -> list[dict[str, object]]:
     """Figure 5's r per SugarCrepe category over the paper's models the table holds: from the table's numbers, and
     from the published Table 6 against the table's ImageNet; beside the paper's stated r."""
-
     cells = {(c.table, c.row, c.column): c.value for c in load_cells("sugarcrepe")}
     claims = {c.claim_id: c for c in load_claims("sugarcrepe")}
     stated = {"swap_obj": claims["sec5.3_r_swap_obj"], "add_att": claims["sec5.3_r_add_att"]}
@@ -250,14 +235,12 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
     models = [c for c in checkpoints if figure5_models.get(c.zoo)]
     if len(models) < 3:
         raise RecognitionInputError(f"only {len(models)} of Figure 5's models found in the table")
+    xs = [c.value(TABLE_KEY, "imagenet") for c in models]
+    table6_rows = [f"{spec.family} | {spec.label}" for spec in (get_spec(c.zoo) for c in models)]
     rows = []
     for category in SUGARCREPE:
-        xs = [c.value(TABLE_KEY, "imagenet") for c in models]
         ys_table = [c.value(SUBSETS_KEY, f"sugarcrepe::{category}") for c in models]
-        ys_paper = []
-        for c in models:
-            spec = get_spec(c.zoo)
-            ys_paper.append(cells[("Table 6", f"{spec.family} | {spec.label}", table6_column[category])])
+        ys_paper = [cells[("Table 6", row, table6_column[category])] for row in table6_rows]
         claim = stated.get(category, others)
         r_table, r_paper_y = pearson_r(xs, ys_table), pearson_r(xs, ys_paper)
         bound = f"{claim.comparison} {claim.text}".replace("= ", "")
@@ -269,8 +252,6 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
                      "max_abs_y_difference": round(max(abs(a - b) for a, b in zip(ys_table, ys_paper)), 2)})
     return rows
 
-
-# ---- outputs ---------------------------------------------------------------------------------------------------
 
 def scatter(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, object]], out_png: Path) -> Path:
     """A grid: one panel per compositionality column against ImageNet-1k, families coloured, fine-tunes marked."""
@@ -337,15 +318,13 @@ def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -
     checkpoints = load_checkpoints(fetch(TABLE_KEY), fetch(SUBSETS_KEY), zoo)
     corr = correlations(checkpoints)
     fig5 = figure5_from_table(checkpoints, figure5_models)
+    listed = [{"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned, "zoo": c.zoo,
+               "same_numbers_as": "; ".join(c.duplicates),
+               **{k: c.value(TABLE_KEY, k) for k in ("imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")}}
+              for c in checkpoints]
     return write_output_group(out_dir, lambda staging: {
         "correlations": write_csv_atomic(staging / "correlations.csv", corr, list(corr[0])),
-        "checkpoints": write_csv_atomic(staging / "checkpoints.csv", (
-            {"arch": c.arch, "pretrained": c.pretrained, "family": c.family, "finetuned": c.finetuned,
-             "zoo": c.zoo, "same_numbers_as": "; ".join(c.duplicates),
-             "imagenet": c.value(TABLE_KEY, "imagenet"), "21_tasks_avg": c.value(TABLE_KEY, "21_tasks_avg"),
-             "sugarcrepe": c.value(TABLE_KEY, "sugarcrepe"), "comp_avg": c.value(TABLE_KEY, "comp_avg")}
-            for c in checkpoints), ("arch", "pretrained", "family", "finetuned", "zoo", "same_numbers_as",
-                                    "imagenet", "21_tasks_avg", "sugarcrepe", "comp_avg")),
+        "checkpoints": write_csv_atomic(staging / "checkpoints.csv", listed, list(listed[0])),
         "figure5_table": write_csv_atomic(staging / "figure5_table.csv", fig5, list(fig5[0])),
         "metrics": write_json_atomic(staging / "metrics.json", headline(checkpoints, corr, fig5)),
         "figure": scatter(checkpoints, corr, staging / "scatter.png"),

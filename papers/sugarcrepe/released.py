@@ -1,28 +1,16 @@
-"""SugarCrepe numbers recomputed from released artifacts (Hsieh et al., NeurIPS 2023 D&B).
+"""SugarCrepe numbers recomputed from released artifacts (Hsieh et al., NeurIPS 2023 D&B), every file fetched
+through the checksum-verifying downloader; one that cannot be fetched files its part as NaN with the error.
 
-Three recomputations, every file fetched through the checksum-verifying downloader (``common.registry``):
-
-* **GPT-4V (Table 6 row "OpenAI | GPT-4V" and the "GPT-4V readme" cells).** The authors released GPT-4V's
-  answer to every example, in two settings: ``gpt-4v-results/positive-first/gpt4v-<category>.json`` (the
-  positive caption is option (1)) and ``negative-first/...`` (the negative caption is option (1)). Each file
-  is a JSON object mapping an example id to ``{"answer": {"free_form_answer", "multiple_choice_answer"},
-  "caption", "negative_caption", "filename", "correct"}``; one file (positive-first swap_obj) also holds a
-  top-level ``"accuracy": 0.8577`` entry, which is metadata, not an example, and is skipped (and counted).
-  The prompt ends "Output (1) or (2).", so an answer is read as option 1 when it mentions "(1)" and not
-  "(2)", option 2 when it mentions "(2)" and not "(1)"; anything else ("Neither (1) nor (2)", a refusal,
-  a description with no option) is *unparseable* and counted as wrong. An example is correct when the
-  parsed option is the positive caption's (1 in positive-first, 2 in negative-first). The per-example
-  decisions are cross-checked against the released ``correct`` flags. Table 6 reports, per category, the
-  mean of the two settings' accuracies (x 100), and its Average is the mean of the seven categories.
+* **GPT-4V (Table 6 row "OpenAI | GPT-4V" and the "GPT-4V readme" cells)** from GPT-4V's released answers, in two
+  settings (``positive-first``: the positive caption is option (1); ``negative-first``). The prompt ends "Output (1)
+  or (2).", so an answer is option 1 when it mentions "(1)" and not "(2)", option 2 the other way round; anything else
+  is *unparseable* and counted wrong. One file's top-level ``"accuracy": 0.8577`` is metadata, skipped and counted.
+  Table 6 reports per category the mean of the two settings (x 100), and its Average the mean of the seven.
 * **Figure 5 (claims sec5.3_r_*)**: Pearson r between open_clip's published ImageNet-1k zero-shot top-1
-  (``mlfoundations/open_clip@89fb801f docs/openclip_results.csv``, column "ImageNet 1k", a fraction) and each Table 6 category column
-  (published values) over the paper's 17 pretrained CLIPs (params.yaml ``sugarcrepe.models.full`` through the zoo:
-  OpenAI, LAION and DataComp models with an open_clip pretrained tag; not NegCLIP, not GPT-4V). A model is matched on
-  (arch, pretrained tag) exactly, else on (arch + "-quickgelu", tag); every match is recorded.
+  (``mlfoundations/open_clip@89fb801f docs/openclip_results.csv``, column "ImageNet 1k", a fraction) and each published
+  Table 6 column over the paper's 17 pretrained CLIPs, each matched on (arch, tag), else (arch + "-quickgelu", tag).
 * **Table 2 counts and the "7,512 examples" claim** from the released benchmark JSON (``data/<category>.json`` of
   RAIVNLab/sugar-crepe@0047054b, e.g. ``RAIVNLab/sugar-crepe@0047054b data/swap_obj.json``).
-
-When a file cannot be fetched, that part is filed as NaN ("not recomputed yet") with the error in the note.
 """
 from __future__ import annotations
 
@@ -50,8 +38,7 @@ DATA_FILES = ("papers/sugarcrepe/sources.toml",)
 PROFILE = "released"
 SETTINGS: tuple[str, ...] = ("positive-first", "negative-first")
 POSITIVE_OPTION = {"positive-first": 1, "negative-first": 2}
-"""Which option number is the positive caption in each setting (readme: caption1 is the positive caption
-in positive-first, the negative caption in negative-first)."""
+"""Which option number is the positive caption in each setting (the readme's caption1 in positive-first)."""
 
 TABLE6 = "Table 6"
 TABLE2 = "Table 2"
@@ -100,7 +87,6 @@ def _source_of(key: str) -> str:
     return key
 
 
-# ---- GPT-4V ----------------------------------------------------------------------------------------------
 def parse_choice(answer: str) -> int | None:
     """GPT-4V's option: 1 or 2 when exactly one of "(1)" / "(2)" occurs in the answer, else None (unparseable)."""
     has1, has2 = "(1)" in answer, "(2)" in answer
@@ -168,8 +154,7 @@ def score_gpt4v_file(path: Path, setting: str, category: str) -> GPT4VScore:
 def gpt4v_scores(
     paths: Mapping[tuple[str, str], Path] | None = None, fetcher: Callable[[str], Path] | None = None,
 ) -> dict[tuple[str, str], GPT4VScore]:
-    """(setting, category) -> score; ``paths`` defaults to all 14 released files through ``fetcher``
-    (default: the downloader)."""
+    """(setting, category) -> score; ``paths`` defaults to all 14 released files through ``fetcher``."""
     if paths is None:
         fetch_path = fetcher or _fetch
         paths = {(s, c): fetch_path(gpt4v_key(s, c)) for s in SETTINGS for c in CATEGORIES}
@@ -191,7 +176,7 @@ def gpt4v_recomputed(
     """Table 6 GPT-4V cells (mean of the two settings, x100; a category needs both, the Average all seven) and the
     readme's per-setting cells; ``extra_notes`` (category -> text) is appended to that category's notes."""
     source = source or (lambda setting, category: f"released GPT-4V answers {setting}/gpt4v-{category}.json")
-    extra_notes = extra_notes or {}
+    extra = {category: f"; {note}" for category, note in (extra_notes or {}).items()}
     recs: list[Recomputed] = []
     parse_rule = ("answer read as option 1/2 when exactly one of '(1)'/'(2)' occurs; otherwise unparseable and "
                   "counted wrong")
@@ -199,9 +184,7 @@ def gpt4v_recomputed(
         agree = (f"; agrees with the file's own `correct` flag on {sc.flags_checked - sc.flag_disagreements}/"
                  f"{sc.flags_checked} examples" if sc.flags_checked else "")
         skipped = f"; skipped non-example entries {list(sc.skipped)}" if sc.skipped else ""
-        note = f"{_score_text(sc)}; {parse_rule}{agree}{skipped}"
-        if category in extra_notes:
-            note += f"; {extra_notes[category]}"
+        note = f"{_score_text(sc)}; {parse_rule}{agree}{skipped}{extra.get(category, '')}"
         src = source(setting, category)
         for column, value, unit in (
             (category, float(sc.accuracy), "fraction"),
@@ -218,9 +201,7 @@ def gpt4v_recomputed(
         mean = (pair[0].accuracy + pair[1].accuracy) / 2
         averaged[category] = mean
         note = (f"mean of positive-first and negative-first accuracy: ({_score_text(pair[0])}, "
-                f"{_score_text(pair[1])}); {parse_rule}")
-        if category in extra_notes:
-            note += f"; {extra_notes[category]}"
+                f"{_score_text(pair[1])}); {parse_rule}{extra.get(category, '')}")
         recs.append(Recomputed(
             PAPER, TABLE6, GPT4V_ROW, COLUMNS[category], float(100 * mean), "percent",
             f"{source('positive-first', category)} + {source('negative-first', category)}", PROFILE, "exact",
@@ -236,7 +217,6 @@ def gpt4v_recomputed(
     return recs
 
 
-# ---- Figure 5 --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelRef:
     """One Table 6 model: its row key and open_clip (arch, pretrained tag)."""
@@ -279,9 +259,8 @@ def imagenet_top1(csv_path: Path) -> dict[tuple[str, str], float]:
 
 
 def figure5_models(model_names: Sequence[str] | None = None) -> list[ModelRef]:
-    """The paper's 17 pretrained CLIPs (Table 6 order): ``model_names`` (default: the full profile's list in
-    params.yaml, ``sugarcrepe.models.full``) through the zoo, keeping those with an open_clip pretrained tag (NegCLIP
-    has a checkpoint instead, so it is not included)."""
+    """The paper's 17 pretrained CLIPs (Table 6 order): ``model_names`` (default ``sugarcrepe.models.full``) with an
+    open_clip pretrained tag (not NegCLIP, which has a checkpoint instead)."""
     if model_names is None:
         model_names = section(load_params(), "sugarcrepe.models.full")
     specs = [get_spec(name) for name in model_names]
@@ -393,8 +372,7 @@ def figure5_inputs(fetcher: Callable[[str], Path] | None = None, model_names: Se
 
 def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
                  table6: Mapping[tuple[str, str], float] | None = None) -> Path:
-    """Figure 5 redrawn: one panel per category, x = ImageNet zero-shot top-1 (%), y = Table 6 accuracy (%),
-    one point per pretrained CLIP, Pearson r in each title. Written atomically; returns ``out_png``."""
+    """Figure 5 redrawn: one panel per category, one point per pretrained CLIP, Pearson r in each title."""
     plt = pyplot()
     if matches is None or table6 is None:
         m2, t2, _ = figure5_inputs()
@@ -423,7 +401,6 @@ def draw_figure5(out_png: Path, matches: Sequence[ModelMatch] | None = None,
     return save_figure(fig, out_png)
 
 
-# ---- Table 2 ---------------------------------------------------------------------------------------------
 def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str, str] | None = None) -> list[Recomputed]:
     """Table 2's per-category counts and the "7,512 examples" claim (when all seven categories are counted)."""
     notes = notes or {}
@@ -449,7 +426,6 @@ def _read_released_json(path: Path, what: str) -> Any:
         raise AuditError(f"{exc} (in the {what})") from None
 
 
-# ---- Entry point -----------------------------------------------------------------------------------------
 def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
     """Drop recomputations of cells the paper leaves empty (not_reported); a key that matches nothing is a bug."""
     cells = {c.key: c for c in load_cells(PAPER)}
@@ -469,8 +445,7 @@ def _unavailable(keys: Iterable[tuple[str, str, str, str]], source: str, exc: Ex
 
 
 def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
-    """Every SugarCrepe number recomputed here from released files (see the module docstring); ``fetcher`` maps a
-    registry key to a verified local path (default: ``common.registry.fetch.fetch``)."""
+    """Every SugarCrepe number recomputed here from released files; ``fetcher``: registry key -> verified path."""
     fetch_path = fetcher or _fetch
     unavailable = (FetchError, RegistryError, OSError)
     recs: list[Recomputed] = []

@@ -1,11 +1,6 @@
 """The NegCLIP re-training runs of Tables 5 and 10, both profiles: names, the negatives each trains with, where its
 weights start. Data only (no torch), so the set, training and table stages can all read it without importing each
 other's code.
-
-* mini (``RUNS``): ``mini/xs-32k`` fine-tuned as CLIP-FT, NegCLIP per kind, and NegCLIP on the refined pairs of the
-  kinds refinement keeps some of (``REFINED_KINDS``);
-* full (``FULL_RUNS``): ViT-B/32 fine-tuned (CLIP-FT, NegCLIP per kind) and RN50 from scratch (CLIP, NegCLIP per
-  kind, ``ALL`` kinds mixed, and per kind on the refined rows).
 """
 from __future__ import annotations
 

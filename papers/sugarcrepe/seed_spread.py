@@ -1,16 +1,12 @@
 """How much the mini Table 6 moves when only the training seed changes: the yardstick for "reproduced" across CPUs.
 
-The mini family's weights are bit-identical wherever the CPU reproducibility profile holds (same CPU vendor, same
-torch build: ``common.pipeline.reproducible``); across vendors (AMD vs Intel) MKL takes other code paths and the weights
-differ in their last bits, which training amplifies. Whether such a run still reproduces the committed table is
-then a statistical question: does each cell fall within the spread that retraining with another seed gives?
-
-``python -m papers.sugarcrepe.seed_spread [--seeds 1 2 3 4]`` trains every model of params.yaml ``train`` once more
-per seed (the recipe unchanged but its seed), scores each on the mini SugarCrepe set, and writes
-``results/sugarcrepe/mini/table6_seeds.csv`` (per model and category: the accuracy for each seed, seed 0 being the
-pipeline's own checkpoints, their mean, sample sd, min and max) with ``table6_seeds.json`` (how it was made).
-It is a reference measurement, committed like the published numbers, not a pipeline stage: it trains the family
-again per seed (about 4.5 minutes per seed on 2 cores). The ``table6`` stage compares each new mini run with it.
+Across CPU vendors MKL takes other code paths and the mini family's weights differ in their last bits, which training
+amplifies (``common.pipeline.reproducible``); whether such a run still reproduces the committed table is then a
+statistical question. ``python -m papers.sugarcrepe.seed_spread [--seeds 1 2 3 4]`` retrains every model of
+params.yaml ``train`` once per seed (about 4.5 minutes per seed on 2 cores) and writes
+``results/sugarcrepe/mini/table6_seeds.csv`` (per model and category: each seed's accuracy, seed 0 being the
+pipeline's own checkpoints, their mean, sample sd, min and max) with ``table6_seeds.json``: a reference measurement,
+committed like the published numbers, not a stage.
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """The full profile's SugarCrepe: the released JSON and COCO val2017, fetched (or verified) and checked.
 
-Stage ``full-set`` of ``papers/sugarcrepe/dvc.yaml``: every example must resolve to an image under the COCO root, or
-the stage fails naming the file and example.
-
-With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) every example is still read and
-checked, but the set holds the first ``cap`` examples of each category: their JSON, in the released format, is written
-beside the manifest (``data/``), which every consumer of the set then reads; the manifest records the cap and the
-released counts. Without one the manifest points at the released files themselves.
+Stage ``full-set``: every example must resolve to an image under the COCO root, or the stage fails naming the file
+and example. With a cap (``params.yaml full_inputs.cap``; a rehearsal's) every example is still checked, but the set
+holds the first ``cap`` of each category, written in the released format beside the manifest.
 """
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ CAPPED_DATA = "data"
 
 
 def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
-    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest (``cap``: at
-    most this many examples per category, ``full_inputs.cap``; None: all)."""
+    """Fetch (or verify) the released JSON and COCO val2017, check every example, write the manifest."""
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of examples per category or None, got {cap}")
     files = fetch_released()

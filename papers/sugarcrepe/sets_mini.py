@@ -1,15 +1,13 @@
 """The mini profile's SugarCrepe: a test set rendered from the mini world, in the released format.
 
-``<category>.json`` files with filename / caption / negative_caption and an image folder, plus ``scenes.jsonl``
-(each image's scene graph, positive claim and negatives), so the loader and engine that score the real benchmark
-score this one. Scenes come from the world's own random stream for this set (``common.miniworld.build.stream``),
-independent of the training scenes; held-out (colour, shape) pairs may appear, as unseen combinations.
-
-Stage ``mini-set`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.sets_mini --out build/mini/sugarcrepe``.
+``<category>.json`` files and an image folder, so the loader and engine that score the real benchmark score this
+one, plus ``scenes.jsonl`` (each image's scene graph, positive claim and negatives). Scenes come from the world's own
+random stream for this set, independent of the training scenes; held-out (colour, shape) pairs may appear.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,25 +35,16 @@ class MiniSetConfig:
 
 def _examples(config: MiniSetConfig) -> Iterator[tuple[int, Scene, Claim, dict[str, Claim]]]:
     rng = stream(config.seed, "test-sugarcrepe")
-    index = 0
-    while True:
+    for index in itertools.count():
         scene = sample_scene(rng, allow_heldout=True)
         positive = sample_claim(rng, scene)
-        negatives = {}
-        for category, generator in EDIT_TYPES.items():
-            negative = generator(scene, positive, rng)
-            if negative is not None:
-                negatives[category] = negative
+        negatives = {c: n for c, generate in EDIT_TYPES.items() if (n := generate(scene, positive, rng)) is not None}
         yield index, scene, positive, negatives
-        index += 1
 
 
 def build_mini_set(config: MiniSetConfig, out_dir: Path, progress: bool = True) -> dict:
-    """``examples_per_category`` examples of each of the 7 types.
-
-    Images are shared across categories as in SugarCrepe (one positive caption per image, one hard negative per
-    applicable type until each category's quota is filled).
-    """
+    """``examples_per_category`` examples of each of the 7 types, images shared across categories as in SugarCrepe
+    (one positive caption per image, one hard negative per applicable type until each quota is filled)."""
     quota = config.examples_per_category
     data: dict[str, dict[str, dict]] = {c: {} for c in EDIT_TYPES}
     images_dir = out_dir / "images"
@@ -88,8 +77,7 @@ def build_mini_set(config: MiniSetConfig, out_dir: Path, progress: bool = True) 
     write_text_atomic(out_dir / "scenes.jsonl", "\n".join(scenes_lines) + "\n")
     info = {
         "kind": "sugarcrepe", "profile": "mini", "world_version": VERSION,
-        "config": {"examples_per_category": config.examples_per_category, "image_size": config.image_size,
-                   "seed": config.seed},
+        "config": asdict(config),
         "counts": {c: len(v) for c, v in data.items()}, "n_images": len(scenes_lines),
     }
     return write_manifest(out_dir, "data", "images", info).describe()

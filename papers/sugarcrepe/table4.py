@@ -1,11 +1,7 @@
 """SugarCrepe's Table 4 on paired negatives: how fluent (or plausible) ARO+CREPE's and SugarCrepe's negatives are.
 
-The paper scores the hard negatives of both benchmarks, built on the same positive captions, with its blind models,
-and reports each benchmark's mean score and the "pairwise better ratio": how often SugarCrepe's negative scores
-higher than ARO+CREPE's negative of the same positive. ARO+CREPE has one negative per (positive, kind); SugarCrepe's
-categories of a type (REPLACE-Object/Attribute/Relation, ...) each pair with it. Used by the mini world's blind
-attacks (``mini_blind``: rule-based templates) and by the real-text ones (``blind_real``: CREPE-style negatives of
-the released positives, ``crepe_style``).
+Each benchmark's mean score of its negatives, and the paper's "pairwise better ratio": how often SugarCrepe's
+negative scores higher than ARO+CREPE's negative of the same positive. Shared by ``mini_blind`` and ``blind_real``.
 """
 from __future__ import annotations
 
@@ -36,9 +32,8 @@ def by_caption(pair: TextPair) -> Hashable:
 
 def paired_table4(pairs: Sequence[TextPair], scores: PairScores, aro_crepe: str, sugarcrepe: str,
                   positive_of: Callable[[TextPair], Hashable] = by_caption) -> list[dict]:
-    """Mean score (x100) of each form's negatives, and how often SugarCrepe's negative is the higher-scoring of two
-    negatives of the same positive (every SugarCrepe negative of the form's categories against the ARO+CREPE
-    negative of its positive; ties count half)."""
+    """Mean score (x100) of each form's negatives, and how often SugarCrepe's negative outscores the ARO+CREPE
+    negative of the same positive (every SugarCrepe negative of the form's categories; ties count half)."""
     rows = []
     for form, kind, prefix in FORMS:
         old = {positive_of(p): i for i, p in enumerate(pairs) if p.benchmark == aro_crepe and p.category == kind}

@@ -1,16 +1,11 @@
 """SugarCrepe Table 6: pretrained CLIPs on the seven hard-negative categories, plus the average.
 
-mini profile: the tiny-CLIP family on the mini world's SugarCrepe-format set.
-full profile: the paper's 17 open_clip models on the released benchmark with COCO val2017 images, each followed by
-its registered variants (``common.zoo.with_variants``: DataComp small and medium with QuickGELU, as SugarCrepe's
-model list pairs them, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:19-20`` "# ('ViT-B-32-quickgelu',
-'datacomp_s_s13m_b4k'), # ('ViT-B-32-quickgelu', 'datacomp_m_s128m_b4k'),", beside open_clip's GELU); the audit
-compares both with the published row.
-Writes results/sugarcrepe/<profile>/table6.{csv,png}, table6_metrics/ (DVC metrics, one file per model),
-table6_context.json, table6_plot.csv, per-example predictions (one CSV per model) and table6_reproduction.csv: in
-the mini profile, each cell against the committed seed spread (``papers.sugarcrepe.seed_spread``), which is what
-"reproduced" means for a run on a CPU where the weights cannot be bit-identical.
-Stage ``table6`` of ``papers/sugarcrepe/dvc.yaml``: ``python -m papers.sugarcrepe.table6``.
+mini profile: the tiny-CLIP family on the mini world's set. full profile: the paper's 17 open_clip models on the
+released benchmark, each followed by its registered variants (``common.zoo.with_variants``: DataComp small and medium
+with QuickGELU, as SugarCrepe's model list pairs them, ``RAIVNLab/sugar-crepe@0047054b main_eval.py:19-20`` "#
+('ViT-B-32-quickgelu', 'datacomp_s_s13m_b4k'), # ('ViT-B-32-quickgelu', 'datacomp_m_s128m_b4k'),", beside open_clip's
+GELU); the audit compares both with the published row. Outputs: the README's stage table; in the mini profile each
+cell is checked against the committed seed spread (``reproduction``).
 """
 from __future__ import annotations
 

@@ -326,13 +326,13 @@ def full_inputs(tmp_path) -> tuple[list[str], Path, Path, Path, list[F.ModelPoin
 
 def test_models_are_matched_as_the_audit_matches_them(full_inputs):
     models, _, _, imagenet, _ = full_inputs
-    pick = F.pick_imagenet(models, F.read_imagenet(imagenet))
-    assert list(pick.matches) == list(FULL_MODELS)  # in the models' order
-    assert {m: (x.csv_name, x.csv_pretrained) for m, x in pick.matches.items()} == FULL_MODELS
-    assert pick.matches["openai/RN50"].how == "exact" and pick.matches["openai/RN50x4"].how == "without -quickgelu"
-    assert pick.matches["laion/ViT-H-14"].imagenet == pytest.approx(0.6)
-    assert set(pick.left_out) == {NOT_IN_CSV, NOT_PLOTTED}
-    assert "datacomp_m_s128m_b4k" in pick.left_out[NOT_IN_CSV] and "pretrained" in pick.left_out[NOT_PLOTTED]
+    matches, left_out = F.pick_imagenet(models, F.read_imagenet(imagenet))
+    assert list(matches) == list(FULL_MODELS)  # in the models' order
+    assert {m: (x.csv_name, x.csv_pretrained) for m, x in matches.items()} == FULL_MODELS
+    assert matches["openai/RN50"].how == "exact" and matches["openai/RN50x4"].how == "without -quickgelu"
+    assert matches["laion/ViT-H-14"].imagenet == pytest.approx(0.6)
+    assert set(left_out) == {NOT_IN_CSV, NOT_PLOTTED}
+    assert "datacomp_m_s128m_b4k" in left_out[NOT_IN_CSV] and "pretrained" in left_out[NOT_PLOTTED]
 
 
 def test_full_bootstrap_holds_imagenet_fixed():
