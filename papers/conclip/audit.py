@@ -1,22 +1,14 @@
 """The audit of this paper: every published number against what was recomputed here.
 
-Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's runs
-(``results/conclip/<profile>/``: ``TABLES``, ``BY_WORD_K``; Tables 4 and 15, ``FULL_ONLY``, in the full profile only:
-the mini world has no analog of the eight datasets). A mini run covers the cells of the rows it has an analog of and
-is never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
-tolerance.
+Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's runs (``TABLES``,
+``BY_WORD_K``; ``FULL_ONLY`` in the full profile only: the mini world has no analog of the eight datasets). A mini run
+is never compared (tiny CLIPs on the rendered world). The full profile's released CoN-CLIP is row ``conclip``, its
+re-trainings ``ft-<run>`` (``RETRAINED_TABLES``).
 
-Rows: the mini profile's fine-tunes are ``conclip``, ``l1``, ... (its only CoN-CLIP is the L_conclip run); the full
-profile has the released CoN-CLIP as ``conclip`` and its own re-trainings as ``ft-<run>`` (Table 6 and the ablation
-rows of Tables 10-12 and 14 are the re-trainings; Tables 3-5, 7-9, 13, 15, 16 the released checkpoint). Stage
-``audit`` of ``papers/conclip/dvc.yaml``: ``python -m common audit conclip --strict``.
-
-Rules the authors did not release: where a recomputed cell depends on a rule that no file of the authors' release
-(jaisidhsingh/CoN-CLIP@503388ac) holds, taken here from the paper's words, its note starts with "rule unverified"
-and says which (``rule_note``): Tables 7-12 (grouping by negation word and by K), the BLIP and FLAVA rows of Tables
-2-3 and 7-9 (how the authors scored them), Tables 4, 15, 16 and Table 6's classification column (the authors'
-zero-shot evaluation). CC-Neg's accuracy itself (Tables 2-3, Table 6's CC-Neg column) follows the README's released
-evaluation snippet, and SugarCrepe (Tables 5, 13, 14, Table 6's folds) SugarCrepe's own released evaluation.
+Where a recomputed cell depends on a rule that no file of the authors' release (jaisidhsingh/CoN-CLIP@503388ac)
+holds, taken here from the paper's words, its note starts with "rule unverified" and says which (``rule_note``:
+``TABLE_RULES``, ``PAIR_SCORE_RULES``, ``COLUMN_RULES``). CC-Neg's accuracy itself follows the README's released
+evaluation snippet, and SugarCrepe SugarCrepe's own released evaluation.
 """
 from __future__ import annotations
 
@@ -40,9 +32,9 @@ DATA_FILES = ("results/published/conclip.csv", "results/published/conclip_claims
 SUGARCREPE_COLUMNS: dict[str, str] = {
     "replace_obj": "Replace | Object", "replace_att": "Replace | Attribute", "replace_rel": "Replace | Relation",
     "add_obj": "Add | Object", "add_att": "Add | Attribute", "swap_obj": "Swap | Object", "swap_att": "Swap | Attribute"}
-OTHER_BACKBONES: dict[str, str] = {"clip-l14": "CLIP | ViT-L/14", "conclip-b16": "CoN-CLIP | ViT-B/16",
-                                   "conclip-l14": "CoN-CLIP | ViT-L/14"}
-"""Rows of Tables 4, 5, 13 and 15 beyond ViT-B/32 (full profile; CLIP ViT-B/16 is not in the zoo)."""
+BACKBONES: dict[str, str] = {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32", "clip-l14": "CLIP | ViT-L/14",
+                             "conclip-b16": "CoN-CLIP | ViT-B/16", "conclip-l14": "CoN-CLIP | ViT-L/14"}
+"""Rows of Tables 4, 5, 13 and 15 (those beyond ViT-B/32 in the full profile only; CLIP ViT-B/16 is not in the zoo)."""
 TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
     "Table 2": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA",
                                                               "blip": "BLIP"}),
@@ -53,10 +45,8 @@ TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
                                "classification_top1": "Image classification | Top-1 accuracy"},
                 {"l1": "CC-Neg | L_1", "l2": "CC-Neg | L_2", "l1-l2": "CC-Neg | L_1+L_2",
                  "conclip": "CC-Neg | L_conclip", "crepe-negate-l1": "CREPE-Negate | L_1"}),
-    "Table 5": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32",
-                                                       **OTHER_BACKBONES}),
-    "Table 13": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32",
-                                                        **OTHER_BACKBONES}),
+    "Table 5": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, BACKBONES),
+    "Table 13": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, BACKBONES),
     "Table 14": ("sugarcrepe.csv", SUGARCREPE_COLUMNS, {"l1": "CoN-CLIP | L_1", "l2": "CoN-CLIP | L_2",
                                                         "l1-l2": "CoN-CLIP | L_12", "conclip": "CoN-CLIP | L_conclip"}),
     "Table 16": ("classification.csv", {"delta": "Mean Δ"}, {"clip": "CLIP", "negclip": "NegCLIP",
@@ -68,10 +58,8 @@ UNITS: dict[str, str] = {"delta": "points"}
 published (compared as percent, a full run's audit raised "cannot compare a percent with a points")."""
 BY_WORD_K: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 7": ("no", {"clip": "CLIP", "negclip": "NegCLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"}),
-    "Table 8": ("not", {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA",
-                        "conclip": "CoN-CLIP"}),
-    "Table 9": ("without", {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA",
-                            "conclip": "CoN-CLIP"}),
+    **{table: (word, {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"})
+       for table, word in (("Table 8", "not"), ("Table 9", "without"))},
     **{table: (word, {"conclip": "CoN-CLIP | ViT-B/32 | L_conclip", "l1": "CoNCLIP | ViT-B/32 | L_1",
                       "l1-l2": "CoNCLIP | ViT-B/32 | L_12", "l2": "CoNCLIP | ViT-B/32 | L_2"})
        for table, word in (("Table 10", "no"), ("Table 11", "not"), ("Table 12", "without"))},
@@ -82,9 +70,7 @@ K_COLUMNS = {f"k{k}": f"#{k}" for k in range(1, 6)}
 
 
 def by_word_k_rows(path: Path, word: str) -> list[dict[str, str]]:
-    """``by_word_k.csv``'s cells of one negation word, one row per model with columns k1..k5 (accuracy) and, per K,
-    the cell size (``n_k1``..). The file is checked as every run table is (``common.audit.runs.read_run_table``:
-    one cell per row, word and K), and each cell's K must be one of the tables' columns."""
+    """``by_word_k.csv``'s cells of one word, one row per model: k1..k5 (accuracy) and n_k1..n_k5 (cell sizes)."""
     if not path.is_file():
         return []
     pivot: dict[str, RunRow] = defaultdict(RunRow)
@@ -104,8 +90,7 @@ RETRAINED_TABLES = ("Table 6", "Table 10", "Table 11", "Table 12", "Table 14")
 """Tables whose rows are the fine-tunes (``papers.conclip.runs``), not released checkpoints."""
 FULL_ONLY: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
     table: ("classification.csv", published_columns(),
-            {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32", **OTHER_BACKBONES,
-             **({"laclip": "LaCLIP | ViT-B/32"} if table == "Table 15" else {})})
+            {**BACKBONES, **({"laclip": "LaCLIP | ViT-B/32"} if table == "Table 15" else {})})
     for table in ("Table 4", "Table 15")}
 """Tables 4 and 15 (full profile): per dataset top-1 with the standard prompt; a dataset the zero-shot stage could
 not read has no column (``papers.conclip.zeroshot_full``: its context.json lists it)."""
@@ -162,7 +147,7 @@ def row_ids(table: str, rows: Mapping[str, str], profile: str) -> dict[str, str]
 
 
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
-    """Every mapped cell of this profile's runs (nothing where a table has not been produced yet)."""
+    """Every mapped cell of this profile's runs (the paper releases no per-example predictions to recompute from)."""
     out = results / PAPER / profile
     recs: list[Recomputed] = []
     tables = {**TABLES, **(FULL_ONLY if profile == "full" else {})}
@@ -202,9 +187,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     return recs
 
 
-def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
-    """This profile's runs (the paper releases no per-example predictions to recompute from)."""
-    return run_recomputations(profile, results)
+recompute = run_recomputations
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,5 @@
-"""The mini profile's CC-Neg analog as files: its cells (negation word x K), its prompts, and its reader.
-
-``papers.conclip.sets_mini`` writes it (stage ``mini-test-set``), ``papers.conclip.tables`` reads it (stage
-``tables-mini``). A module of its own, so that the table stage does not depend on the code that renders the sets.
+"""The mini profile's CC-Neg analog as files: its cells (negation word x K), its prompts, and its reader; a module of
+its own, so that the table stage does not depend on the code that renders the sets (``papers.conclip.sets_mini``).
 """
 from __future__ import annotations
 
@@ -22,13 +20,11 @@ REMEDY = "rebuild the test set: the mini-test-set stage (`python -m papers.concl
 
 
 def group_name(word: str, k: int) -> str:
-    """An item's group: its negation word and K ("not/k2")."""
     return f"{word}/k{k}"
 
 
 def load_test_items(root: Path) -> list[ImageToTextItem]:
-    """The benchmark as (c, c') items grouped by word and K; a bad record is a ``DatasetError`` naming the file and
-    the record."""
+    """The benchmark as (c, c') items grouped by word and K; a bad record names the file and the record."""
     root = Path(root)
     path = root / "manifest.json"
     manifest = read_json(path, dict, REMEDY)

@@ -1,13 +1,8 @@
 """CC-Neg on the report card: overall accuracy, by K (the number of object pairs the caption's image holds) and by
 negation word, as CoN-CLIP's tables score it (``argmax`` over [c, c'], a tie counts as correct, the authors' rule:
 jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)"; ties are counted beside it). The grouping
-by K and by word is not in the authors' release (``papers.conclip.ccneg``).
-
-* Mini: the rendered benchmark (``benchmark_mini``); an item's group is its word and K (``not/k2``), as
-  ``tables.py`` reads them.
-* Full: the released ``ccneg_preprocessed.pt``'s evaluation split (``ccneg.load_ccneg``, a manual download: listed
-  as missing when it is not in place), each entry's K and negation words as ``tables.py`` counts Tables 7-9
-  (an entry counts in every word its negated caption uses).
+by K and by word is not in the authors' release (``papers.conclip.ccneg``). Mini: the rendered benchmark; full: the
+released evaluation split (a manual download: listed as missing when it is not in place).
 """
 from __future__ import annotations
 

@@ -28,22 +28,16 @@ snippet), reproduced here, and what this reader adds where the release says noth
   the paper's rule is Table 7's caption, "Model Accuracies over CC-Neg evaluation subset samples that use", then the
   word (the audit's rows of Tables 7-12 say "rule unverified").
 
-The file is a pickle: it is read only with ``torch.load(path, weights_only=True)`` (containers, strings, numbers and
-tensors), and a file that needs more is refused. ``image_paths`` are absolute paths on the authors' machine; each is
-resolved by its file name under the extracted image folder (registry entry ``conclip/ccneg/ccneg_images``:
-``<data root>/ccneg/ccneg_images/cc3m_subset_images_extracted_final/``). Every problem (a missing key, a bad
-record, a missing image) is a ``DatasetError`` naming the file and the entry index.
-
-With a cap (``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's, on a stand-in file of a few dozen
-entries) the evaluation split is the file's last ``cap`` entries instead of 40,000 (``eval_size_for``); without one a
-file of fewer than 40,000 entries is refused.
+The file is a pickle, read only with ``torch.load(path, weights_only=True)`` (``load_pickle``). ``image_paths`` are
+absolute paths on the authors' machine; each is resolved by its file name under the extracted image folder. With a
+cap (``params.yaml full_inputs.cap``) the evaluation split is the file's last ``cap`` entries (``eval_size_for``).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError, ImageToTextItem, raise_problems, resolve_under
@@ -65,8 +59,7 @@ PAPER_SPLIT_SIZES: dict[str, dict[int, int]] = {
     "not": {1: 11910, 2: 10081, 3: 3047, 4: 722, 5: 188},
     "without": {1: 4850, 2: 5466, 3: 2328, 4: 680, 5: 203},
 }
-"""Tables 7-9's split sizes (in parentheses over each column), by negation word and K (written out here rather than
-imported from the mini profile, so that this stage does not depend on its code)."""
+"""Tables 7-9's split sizes, by negation word and K (not imported from the mini profile: its code is no dependency)."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +104,7 @@ class CCNegSet:
         return tuple(sorted(set(KS) | set(self.ks)))
 
     def split_sizes(self) -> dict[str, dict[str, dict[str, int | None]]]:
-        """Per word and K, zeros included: the entries in that cell here beside Tables 7-9's split size (JSON-ready:
-        K as a string)."""
+        """Per word and K, zeros included: the entries in that cell beside Tables 7-9's split size."""
         n = Counter((w, e.k) for e in self.entries if e.k is not None for w in e.words)
         paper = PAPER_SPLIT_SIZES
         return {w: {str(k): {"n": n[w, k], "paper": paper[w].get(k),
@@ -120,7 +112,6 @@ class CCNegSet:
                     for k in self.table_ks} for w in NEGATION_WORDS}
 
     def counts(self) -> dict[str, Any]:
-        """How the split divides (for ``context.json``)."""
         return {
             "entries_in_file": self.n_entries, "eval_size": self.eval_size,
             "eval_indices": [self.first_index, self.n_entries - 1],
@@ -135,24 +126,20 @@ class CCNegSet:
 
 
 def eval_size_for(params: Mapping[str, Any]) -> int:
-    """The evaluation split's size for a stage's parameters (its DVC ``params`` declare ``full_inputs.cap``):
-    ``EVAL_SIZE``, or the cap when there is one (a capped run's numbers are never the paper's). The stages that split
-    the file (tables, fine-tuning set, distractors) read it alike, so the training split is the same everywhere."""
+    """``EVAL_SIZE``, or ``full_inputs.cap`` when there is one: every stage that splits the file reads it alike, so the
+    training split is the same everywhere."""
     cap = full_inputs(params).cap
     return EVAL_SIZE if cap is None else cap
 
 
 def entry_words(negative_prompt: str) -> frozenset[str]:
-    """The negation words of a raw negated caption, by the rule of the module docstring (space-delimited,
-    case-sensitive; not in the release)."""
+    """The negation words of a raw negated caption, by the rule of the module docstring (not in the release)."""
     padded = f" {negative_prompt} "
     return frozenset(w for w in NEGATION_WORDS if f" {w} " in padded)
 
 
 def default_paths(pt_path: str | None = None, images: str | None = None) -> tuple[Path, Path]:
-    """(the .pt file, the image folder): the ones given, else where the download registry puts them, both fetched or
-    verified through it when either is not given (a missing one raises the registry's instructions: both are manual
-    downloads)."""
+    """(the .pt file, the image folder): the ones given, else the download registry's (manual downloads)."""
     if pt_path and images:
         return Path(pt_path), Path(images)
     found = fetch(DATA_KEY, progress=False), fetch(IMAGES_KEY, progress=False) / IMAGES_SUBFOLDER
@@ -160,8 +147,7 @@ def default_paths(pt_path: str | None = None, images: str | None = None) -> tupl
 
 
 def load_pickle(path: Path, key: str, holds: str, what: str, missing: type[Exception] = DatasetError) -> Any:
-    """A released pickle read with ``torch.load(weights_only=True)`` only; a missing file says how to fetch ``key``
-    (also the COCO pool's distractor mapping, ``papers.conclip.coco_pool``)."""
+    """A released pickle read with ``torch.load(weights_only=True)`` only (CC-Neg's file, the distractor mapping)."""
     # deferred: loads torch only when called
     import torch
 
@@ -189,8 +175,7 @@ def _load(path: Path) -> Mapping[str, Any]:
 
 
 def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dict[int, int], dict[int, int], list[int]]:
-    """(split index -> K, K -> indices cut by the ``[-M:]``, the Ks), by the rule of the module docstring
-    (not in the release)."""
+    """(split index -> K, K -> indices cut by the ``[-M:]``, the Ks), by the module docstring's rule."""
     # deferred: loads torch only when called
     import torch
 
@@ -253,23 +238,29 @@ def _entry_lists(data: Mapping[str, Any], pt_path: Path) -> tuple[Sequence, Sequ
     return image_paths, annotations, n
 
 
-def _entry(image_paths: Sequence, annotations: Sequence, index: int, images_dir: Path,
-           origin: str) -> tuple[Path, str, str]:
-    """Entry ``index``'s image (by file name under ``images_dir``), caption and negated caption (as released)."""
-    raw_path, annotation = image_paths[index], annotations[index]
-    if not isinstance(raw_path, str) or not raw_path.strip():
-        raise DatasetError(f"{origin}: image_paths[{index}] is {raw_path!r}, not a path")
-    caption = _text(annotation, "json", "caption", index, origin)
-    negative = _text(annotation, "sop_data", "negative-prompt", index, origin)
-    return resolve_under(images_dir, PurePosixPath(raw_path.replace("\\", "/")).name, origin), caption, negative
+def _entries(image_paths: Sequence, annotations: Sequence, indices: range, images_dir: Path, pt_path: Path,
+             make: Callable[[int, Path, str, str, str], Any]) -> tuple:
+    """``make(index, image, caption, negated caption as released, origin)`` of each entry of ``indices``, its image
+    by file name under ``images_dir``; every bad entry is reported, not only the first."""
+    entries, problems = [], []
+    for index in indices:
+        origin = f"{pt_path}: entry {index}"
+        raw_path, annotation = image_paths[index], annotations[index]
+        try:
+            if not isinstance(raw_path, str) or not raw_path.strip():
+                raise DatasetError(f"{origin}: image_paths[{index}] is {raw_path!r}, not a path")
+            caption = _text(annotation, "json", "caption", index, origin)
+            negative = _text(annotation, "sop_data", "negative-prompt", index, origin)
+            image = resolve_under(images_dir, PurePosixPath(raw_path.replace("\\", "/")).name, origin)
+            entries.append(make(index, image, caption, negative, origin))
+        except DatasetError as exc:
+            problems.append(str(exc))
+    raise_problems(problems, "entries", where=str(pt_path))
+    return tuple(entries)
 
 
 def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> CCNegSet:
-    """The last ``eval_size`` entries of ``pt_path`` as items (group "all"), with K and negation words per entry.
-
-    ``images_dir``: the folder holding the JPEGs (``cc3m_subset_images_extracted_final``); each entry's image is its
-    file name there, and must exist. Every bad entry is reported, not only the first.
-    """
+    """The last ``eval_size`` entries of ``pt_path`` as items, with K and negation words per entry."""
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 1:
         raise ValueError(f"eval_size must be positive, got {eval_size}")
@@ -282,20 +273,15 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> C
         raise DatasetError(f"{images_dir}: no image folder here; fetch `python -m common fetch {IMAGES_KEY}` (a "
                            f"manual download) and extract it so that {IMAGES_SUBFOLDER}/ holds the JPEGs")
     k_of, k_cut, ks = _k_of(data["num_ops"], pt_path, n, eval_size)
-    entries: list[CCNegEntry] = []
-    problems: list[str] = []
-    for index in range(n - eval_size, n):
-        origin = f"{pt_path}: entry {index}"
-        try:
-            image, caption, negative = _entry(image_paths, annotations, index, images_dir, origin)
-            if not image.is_file():
-                raise DatasetError(f"{origin}: image {image_paths[index]!r} not found as {image}")
-            item = ImageToTextItem(str(index), "all", image, (caption, negative.replace(",", "")), origin)
-            entries.append(CCNegEntry(index, item, k_of.get(index), entry_words(negative)))
-        except DatasetError as exc:
-            problems.append(str(exc))
-    raise_problems(problems, "entries", where=str(pt_path))
-    return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, tuple(entries), tuple(ks), k_cut)
+
+    def entry(index: int, image: Path, caption: str, negative: str, origin: str) -> CCNegEntry:
+        if not image.is_file():
+            raise DatasetError(f"{origin}: image {image_paths[index]!r} not found as {image}")
+        item = ImageToTextItem(str(index), "all", image, (caption, negative.replace(",", "")), origin)
+        return CCNegEntry(index, item, k_of.get(index), entry_words(negative))
+
+    entries = _entries(image_paths, annotations, range(n - eval_size, n), images_dir, pt_path, entry)
+    return CCNegSet(pt_path, sha256_file(pt_path), images_dir, n, eval_size, entries, tuple(ks), k_cut)
 
 
 @dataclass(frozen=True)
@@ -321,10 +307,8 @@ class CCNegTrainingSplit:
 
 
 def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> CCNegTrainingSplit:
-    """Entries ``0 .. N - eval_size - 1`` of ``pt_path`` (``FineTuningDataset``'s ``[:split_size]``), in file order.
-
-    A bad record is a ``DatasetError`` naming the file and the entry (every one reported, as ``load_ccneg`` does);
-    images are not opened or checked here (the fine-tuning set counts the missing ones)."""
+    """Entries ``0 .. N - eval_size - 1`` of ``pt_path`` (``FineTuningDataset``'s ``[:split_size]``), in file order;
+    images are not checked here (the fine-tuning set counts the missing ones)."""
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 0:
         raise ValueError(f"eval_size must be >= 0, got {eval_size}")
@@ -333,14 +317,6 @@ def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_S
     if n <= eval_size:
         raise DatasetError(f"{pt_path}: {n} entries leave no training entries before the evaluation split's "
                            f"{eval_size} (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
-    entries: list[CCNegTrainingEntry] = []
-    problems: list[str] = []
-    for index in range(n - eval_size):
-        origin = f"{pt_path}: entry {index}"
-        try:
-            image, caption, negative = _entry(image_paths, annotations, index, images_dir, origin)
-            entries.append(CCNegTrainingEntry(index, image, caption, negative.replace(",", "")))
-        except DatasetError as exc:
-            problems.append(str(exc))
-    raise_problems(problems, "entries", where=str(pt_path))
-    return CCNegTrainingSplit(n, tuple(entries))
+    return CCNegTrainingSplit(n, _entries(image_paths, annotations, range(n - eval_size), images_dir, pt_path,
+                                          lambda index, image, caption, negative, origin:
+                                          CCNegTrainingEntry(index, image, caption, negative.replace(",", ""))))

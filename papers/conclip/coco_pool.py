@@ -40,8 +40,7 @@ class CocoPoolError(WorkspaceError):
 
 
 def coco_train_images(data_root: Path | None = None) -> list[Path]:
-    """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id): pool
-    index i is element i. Files are not opened here (decoding names a bad one); the folder must exist."""
+    """The COCO train 2017 image files in ``torchvision.datasets.CocoCaptions`` order (ascending image id)."""
     data_root = Path(data_root if data_root is not None else default_root())
     captions, images_dir = data_root / CAPTIONS, data_root / IMAGES
     if not captions.is_file():
@@ -64,8 +63,7 @@ def coco_train_images(data_root: Path | None = None) -> list[Path]:
 
 
 def _rows(data: Any, path: Path) -> list[list[int]]:
-    """The mapping's rows in entry order, whatever container holds them, each a list of ints (from a tensor, a list
-    or tuple of ints, or one int)."""
+    """The mapping's rows in entry order, each a list of ints, from a list, a dict {entry: row} or a tensor."""
     # deferred: loads torch only when called
     import torch
 
@@ -107,10 +105,8 @@ def _rows(data: Any, path: Path) -> list[list[int]]:
 
 
 def load_distractor_mapping(path: Path, pool_size: int | None = None) -> np.ndarray:
-    """The released mapping as an (N, k) int64 array, row i the pool indices of CC-Neg entry i in the file's order
-    (the training loader takes the first); with ``pool_size`` every index must lie in [0, pool_size). The file may
-    hold a list of per-entry lists of ints, an (N, k) or (N,) integer tensor, or a dict {entry: row} with keys
-    0..N-1. Every failure (an index outside the pool, a ragged or non-integer row) names the file (and the entry)."""
+    """The released mapping as an (N, k) int64 array, row i the pool indices of CC-Neg entry i (the training loader
+    takes the first), each in [0, pool_size) when given; every failure names the file (and the entry)."""
     path = Path(path)
     rows = _rows(load_pickle(path, MAPPING_KEY, "containers, numbers and tensors", "the mapping", CocoPoolError),
                  path)

@@ -1,13 +1,6 @@
 """CoN-CLIP's table columns, row pieces and comparisons that both profiles build the same way, so the audit maps a
-mini and a full run with one table of columns and the mini profile runs the full profile's arithmetic: a model's
-identity cells (which run, which loss terms, whose negatives), SugarCrepe's seven categories with Table 6's three
-folds, Table 6's row, the zero-shot cells (Tables 4, 15, 16) and the per-example measures behind CoN-CLIP minus CLIP.
-
-``papers.conclip.tables`` builds these rows from the scores it computes (its mini profile);
-``papers.conclip.sugarcrepe_full`` from SugarCrepe's full set, ``papers.conclip.zeroshot_full`` from the eight
-zero-shot datasets, ``papers.conclip.table6_full`` from the full-profile CSVs and predictions of the three.
-A module of its own (no scoring, no mini world) so that the full profile's stages do not depend on the tables stage's
-code.
+mini and a full run with one table of columns and the mini profile runs the full profile's arithmetic. A module of its
+own (no scoring, no mini world) so that the full profile's stages do not depend on the tables stage's code.
 """
 from __future__ import annotations
 
@@ -15,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from common.card.core import Measure, selection_measures
+from common.card.core import N_RESAMPLES, SEED, Measure, selection_measures
 from papers.conclip.runs import RUNS
 
 SUGARCREPE_CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "add_obj", "add_att",
@@ -40,8 +33,7 @@ def pct(x: float) -> float:
 
 
 def model_cells(row: str, model: str, label: str, run: str | None) -> dict:
-    """A row's identity: its id (the audit's key), zoo name, label and, for a fine-tune, its run's loss terms and
-    whose negated captions it trained on."""
+    """A row's identity: its id (the audit's key), zoo name, label and, for a fine-tune, its terms and negatives."""
     spec = RUNS[run] if run else None
     return {"row": row, "model": model, "label": label, "run": run or NOT_A_RUN,
             "terms": "+".join(spec.terms) if spec else NOT_A_RUN, "negatives": spec.negatives if spec else NOT_A_RUN}
@@ -56,16 +48,14 @@ def sugarcrepe_cells(accuracy_by_category: Mapping[str, float]) -> dict:
 
 
 def table6_row(model: Mapping, sugarcrepe: Mapping, ccneg: float, classification_top1: float) -> dict:
-    """Table 6's row of one run: its identity (``model_cells``), its SugarCrepe folds (``sugarcrepe_cells``), its
-    CC-Neg accuracy and its mean standard-prompt top-1, all in points."""
+    """Table 6's row of one run, in points."""
     folds = {f"sugarcrepe_{fold}": sugarcrepe[f"sugarcrepe_{fold}"] for fold in SUGARCREPE_FOLDS}
     row = {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
     return {k: row[k] for k in TABLE6_FIELDS}
 
 
 def top1(result: Any) -> float:
-    """Top-1 of a ``ClassificationResult``: the argmax class (the first among equals) is the true one (the authors'
-    zero-shot count is not in the release)."""
+    """Top-1: the argmax class (the first among equals) is the true one (the authors' count is not in the release)."""
     return float((result.predictions == result.labels).mean())
 
 
@@ -76,9 +66,7 @@ def classification_fields(sets: Sequence[str]) -> tuple[str, ...]:
 
 
 def classification_cells(results: Mapping[str, Mapping[str, Any]], sets: Sequence[str]) -> dict:
-    """One model's zero-shot cells from its results per set and prompt kind ('standard', 'negated'): per set top-1
-    with each prompt and Delta = top-1(standard) - top-1(negated) (Tables 4, 15), then their means over the sets,
-    ``classification_top1`` and ``delta`` (Table 16's mean Delta), all in points (means of the unrounded shares)."""
+    """One model's zero-shot cells (the README's ``classification.csv``), in points (means of the unrounded shares)."""
     standard = [top1(results[n]["standard"]) for n in sets]
     negated = [top1(results[n]["negated"]) for n in sets]
     cells: dict = {}
@@ -90,8 +78,7 @@ def classification_cells(results: Mapping[str, Mapping[str, Any]], sets: Sequenc
 
 
 def classification_measure(results: Mapping[str, Mapping[str, Any]], sets: Sequence[str]) -> Measure:
-    """One model's standard-prompt outcomes over the sets, each set a stratum (``classification_top1`` averages the
-    sets), for ``common.card.core.paired_difference``."""
+    """One model's standard-prompt outcomes over the sets, each a stratum (``classification_top1`` averages them)."""
     standard = {n: results[n]["standard"] for n in sets}
     return Measure("classification", "CoN-CLIP", "classification", "",
                    tuple(f"{n}/{i}" for n, r in standard.items() for i in range(len(r.labels))),
@@ -100,14 +87,12 @@ def classification_measure(results: Mapping[str, Mapping[str, Any]], sets: Seque
 
 
 def sugarcrepe_measure(result: Any) -> Measure:
-    """One model's SugarCrepe outcomes (a ``SelectionResult`` or predictions read back), its categories the strata:
-    the macro average over the categories, as the card measures it."""
+    """One model's SugarCrepe outcomes, its categories the strata (the macro average, as the card measures it)."""
     return selection_measures(result, "sugarcrepe", "CoN-CLIP", "", "")[-1]
 
 
-def ccneg_difference(conclip: Sequence[Any], clip: Sequence[Any], n_resamples: int = 2000, seed: int = 0):
-    """CoN-CLIP minus CLIP on CC-Neg's items (outcomes with ``item_id`` and ``correct``, in the same order), in points,
-    with a 95% paired-bootstrap interval over items (``common.evaluation.stats.Interval``)."""
+def ccneg_difference(conclip: Sequence[Any], clip: Sequence[Any], n_resamples: int = N_RESAMPLES, seed: int = SEED):
+    """CoN-CLIP minus CLIP on CC-Neg's items (in the same order), in points, with a 95% paired-bootstrap interval."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 

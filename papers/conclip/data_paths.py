@@ -1,9 +1,5 @@
-"""Where the full profile's inputs lie under the data root (``common.paths.data_root``): CC-Neg's JPEGs and COCO train
-2017's images and captions, as their registry entries extract them.
-
-A module of its own: the fine-tunes (``papers.conclip.train``) need only these folders, so they depend neither on
-CC-Neg's reader (``papers.conclip.ccneg``) nor on the COCO pool's (``papers.conclip.coco_pool``), which import them
-from here.
+"""Where the full profile's inputs lie under the data root, as their registry entries extract them: a module of its
+own, so that the fine-tunes depend neither on CC-Neg's reader nor on the COCO pool's.
 """
 from __future__ import annotations
 

@@ -1,22 +1,15 @@
 """CoN-CLIP's distractor images (Supplementary 0.B, eq. 4) in the full profile: eq. 4 mined again over COCO train
 2017 for a seeded sample of CC-Neg's training entries, against the released ``distractor_image_mapping.pt``.
 
-Eq. 4 picks I' = argmax_{x in X} phi(x, s) - phi(x, o_n) over the pool X (COCO train 2017) for an entry's subject
-s and negated object o_n; the authors released only its result, k pool indices per training entry of which CoN-CLIP
-trains on the first (``papers.conclip.coco_pool`` cites both). The mining code is not in the release: the
-paper's Supplementary 0.B is all there is ("we take the subject s and the negated object o_n from the relation
-parsing output of PaLM-2", then eq. 4 with "the CLIP similarity function"). This stage encodes the pool with a zoo
-model (``conclip.full.distractors.model``; the paper's CLIP by default) through the shared engine (embeddings cached),
-mines each sampled entry's top-k by ``papers.conclip.distractors.mine_distractors`` (ties to the lower pool index) and
-asks how the release compares: is its top-1 our top-1, within our top 5 or 10, at what rank of our scores, with how
-much less eq. 4 score.
-
-Which texts stand for s and o_n (with the parse's bare subject mined beside them, the ``paper_*`` columns) and the
-chunked selection rule that the ``code_rule_*`` columns test are this workspace's readings, not in the release (rules
-unverified): ``PAPER_VS_CODE`` says what each is, and the data say which the release follows.
-
-Stage ``distractors-full`` writes ``distractors.csv``, ``distractors_summary.json`` (DVC metrics) and
-``distractors_context.json`` in ``results/conclip/full/``, as one output group. The mini profile's columns
+The authors released only eq. 4's result, k pool indices per training entry of which CoN-CLIP trains on the first
+(``papers.conclip.coco_pool`` cites both). The mining code is not in the release: the paper's Supplementary 0.B is
+all there is ("we take the subject s and the negated object o_n from the relation parsing output of PaLM-2", then
+eq. 4 with "the CLIP similarity function"). This stage encodes the pool with ``conclip.full.distractors.model``
+through the shared engine, mines each sampled entry's top-k by ``papers.conclip.distractors.mine_distractors`` and
+asks how the release compares: is its top-1 ours, within our top 5 or 10, at what rank of our scores, with how much
+less eq. 4 score. Which texts stand for s and o_n (the parse's bare subject mined beside them, the ``paper_*``
+columns) and the chunked rule of the ``code_rule_*`` columns are this workspace's readings, not in the release
+(rules unverified, ``PAPER_VS_CODE``): the data say which the release follows. The mini profile's columns
 (``eq4_precision``, ``eq4_chance``) need scene graphs, which COCO lacks: agreement with the release takes their place.
 """
 from __future__ import annotations
@@ -41,8 +34,7 @@ from papers.conclip import ccneg, coco_pool
 from papers.conclip.distractors import distractor_scores, mine_distractors
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
-"""Read at run time (``common.pipeline.stage_deps``): the download entries of CC-Neg's .pt and the mapping, and this
-paper's zoo entries (``conclip.full.distractors.model`` may name one, e.g. CoN-CLIP itself)."""
+"""Read at run time (``common.pipeline.stage_deps``): CC-Neg's and the mapping's download entries, the zoo's."""
 SUBJECT_FIELD = "exclusion-prompt"
 """``sop_data`` field encoded as s: the "concept present" (a reading of the file's fields: ``PAPER_VS_CODE``)."""
 OBJECT_FIELD = "sop_chosen_object"
@@ -65,9 +57,8 @@ SUMMARY_KEYS = (
     "n_entries", "pool_size", "top1_agreement", "released_in_top_5", "released_in_top_10", "released_rank_median",
     "score_gap_mean", "score_gap_median", "code_rule_top1_agreement", "code_rule_row_agreement",
     "paper_subject_top1_agreement", "paper_vs_code_texts_top1_agreement")
-"""DVC metrics (rates in points): how often the release agrees with eq. 4 (ours) and with the chunked rule
-(``code_rule_rows``, not in the release) on our scores, how far down our ranking its top-1 lies, and how much the
-paper's bare subject changes the picks."""
+"""DVC metrics (rates in points): how often the release agrees with eq. 4 and with the chunked rule on our scores,
+how far down our ranking its top-1 lies, and how much the paper's bare subject changes the picks."""
 PAPER_VS_CODE: dict[str, str] = {
     "texts": "paper (Supplementary 0.B): s = the subject, o_n = the negated object, 'from the relation parsing output "
              "of PaLM-2'. Not in the release: the authors' mining code (no released file reads the texts it encoded). "
@@ -99,13 +90,10 @@ class DistractorsFullError(WorkspaceError):
     """Parameters that cannot be honoured, or a mapping that cannot be lined up with CC-Neg's training entries."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The texts of the sampled entries
-# ------------------------------------------------------------------------------------------------------------------
+# --- The texts of the sampled entries ---
 @dataclass(frozen=True)
 class MiningTexts:
-    """One training entry's eq. 4 texts: s and o_n as this stage reads them (``SUBJECT_FIELD``, ``OBJECT_FIELD``; the
-    authors' mining code is not in the release), and the parse's bare subject (None when the entry has none)."""
+    """One training entry's eq. 4 texts (``SUBJECT_FIELD``, ``OBJECT_FIELD``) and the parse's bare subject, if any."""
 
     entry: int
     subject: str
@@ -115,7 +103,6 @@ class MiningTexts:
 
 @dataclass(frozen=True)
 class TrainingTexts:
-    """The sampled entries' texts and what the context says about the file."""
 
     path: Path
     sha256: str
@@ -129,8 +116,7 @@ class TrainingTexts:
 
 
 def sample_entries(n_training: int, n: int, seed: int) -> np.ndarray:
-    """``n`` training-entry indices drawn without replacement by ``default_rng(seed)``, ascending; every entry when
-    ``n >= n_training``."""
+    """``n`` training-entry indices drawn without replacement, ascending; every entry when ``n >= n_training``."""
     if n < 1:
         raise DistractorsFullError(f"conclip.full.distractors.n must be positive, got {n}")
     if n >= n_training:
@@ -148,8 +134,7 @@ def _paper_subject(annotation: Any) -> str | None:
 
 
 def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg.EVAL_SIZE) -> TrainingTexts:
-    """The eq. 4 texts of ``n`` seeded training entries (every entry but the file's last ``eval_size``), read with
-    ``torch.load(weights_only=True)``; every sampled entry without the code's two texts is reported (file, entry)."""
+    """The eq. 4 texts of ``n`` seeded training entries; every sampled entry without the two texts is reported."""
     pt_path = Path(pt_path)
     data = ccneg._load(pt_path)
     annotations = data["annotations"]
@@ -175,9 +160,7 @@ def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg
     return TrainingTexts(pt_path, sha256_file(pt_path), len(annotations), eval_size, tuple(texts))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Rules on a score matrix
-# ------------------------------------------------------------------------------------------------------------------
+# --- Rules on a score matrix ---
 def rank_of(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
     """(M,) 1-based rank of pool image ``index[m]`` in row m of ``scores`` (M, N), in ``mine_distractors``' order:
     higher scores first, ties to the lower pool index."""
@@ -204,26 +187,23 @@ def code_rule_rows(scores: np.ndarray, k: int, chunk_size: int = CODE_CHUNK) -> 
     return np.take_along_axis(winners, order, axis=1)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The comparison
-# ------------------------------------------------------------------------------------------------------------------
+# --- The comparison ---
 def _ids(indices: np.ndarray) -> str:
     return " ".join(str(int(i)) for i in indices)
 
 
 def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], mapping: np.ndarray, engine, top_k: int,
-                         chunk_size: int = CODE_CHUNK, batch: int = ENTRY_BATCH) -> tuple[list[dict], int]:
-    """One row per entry (``DISTRACTOR_FIELDS``): our eq. 4 picks from the engine's embeddings of the pool and the
-    texts, against the release's row ``mapping[entry]``; and how many released top-1s tie our top-1's score exactly
-    (a different image that eq. 4 ranks below ours only by pool index)."""
+                         chunk_size: int) -> tuple[list[dict], int]:
+    """One row per entry (``DISTRACTOR_FIELDS``) against the release's row ``mapping[entry]``, and how many released
+    top-1s tie our top-1's score exactly (a different image that eq. 4 ranks below ours only by pool index)."""
     strings = [t for m in texts for t in (m.subject, m.negated_object, m.paper_subject) if t is not None]
     emb = engine.embed(((p, f"COCO train 2017 pool image {i}") for i, p in enumerate(pool)), strings)
     images = emb.images(list(pool))
     model = engine.model.name
     rows: list[dict] = []
     ties = 0
-    for start in range(0, len(texts), batch):
-        part = texts[start:start + batch]
+    for start in range(0, len(texts), ENTRY_BATCH):
+        part = texts[start:start + ENTRY_BATCH]
         subjects, objects = emb.texts([m.subject for m in part]), emb.texts([m.negated_object for m in part])
         scores = distractor_scores(images, subjects, objects)
         ours = mine_distractors(images, subjects, objects, top_k=top_k)
@@ -289,8 +269,7 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
                          seed: int, model: str, top_k: int, engine_config=None, device: str = "cpu",
                          create: ModelFactory = zoo_create, chunk_size: int = CODE_CHUNK,
                          eval_size: int = ccneg.EVAL_SIZE, context: Mapping | None = None) -> dict[str, Path]:
-    """Read, check, mine and compare, then write the CSV, the metrics and the context as one output group (nothing
-    is written when any step fails). The cheap checks (texts, mapping) run before the model loads."""
+    """Read, check, mine and compare (the cheap checks first), then write the files as one output group."""
     # deferred: loads tqdm only when called
     from common.evaluation.engine import Engine
 

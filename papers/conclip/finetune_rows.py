@@ -1,8 +1,6 @@
-"""The fine-tuning sets as ``papers.conclip.train`` reads them, one reader per profile's format: the mini profile's
-rendered arrays (``FinetuneSet``: ``images.npy``, ``distractors.npy``, ``rows.json``, written by
-``papers.conclip.sets_mini``, stage ``mini-finetune-set``) and the full profile's rows over image files
-(``load_rows``: ``rows.jsonl``, written by ``papers.conclip.sets_full``, stage ``finetune-full-set``). A module of
-its own, so that the fine-tunes do not depend on the code that renders or builds the sets.
+"""The fine-tuning sets as ``papers.conclip.train`` reads them: the mini profile's rendered arrays (``FinetuneSet``,
+written by ``papers.conclip.sets_mini``) and the full profile's rows over image files (``load_rows``, written by
+``papers.conclip.sets_full``); a module of its own, so that the fine-tunes do not depend on the code that builds them.
 """
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ from common.files.jsonl import read_json, read_rows
 from common.files.tasks import DatasetError
 
 ROW_FIELDS = ("caption", "negated", "crepe_negated", "word", "subject", "negated_object")
-"""Per row of the mini set, the texts every row must carry (non-empty strings)."""
 MINI_REMEDY = "run the mini-finetune-set stage (`python -m papers.conclip.sets_mini finetune-set`)"
 FULL_REMEDY = "run the finetune-full-set stage (`python -m papers.conclip.sets_full set`)"
 
@@ -28,9 +25,7 @@ class ConclipMiniError(WorkspaceError):
 
 @dataclass(frozen=True)
 class FinetuneSet:
-    """The mini set: images and distractor images (N, H, W, 3) uint8, and per image its caption, negated caption, the
-    CREPE-Negate analog, K, negation word, subject, negated object and every object of its scene (colour and shape:
-    what eq. 4's mining is checked against)."""
+    """The mini set: images and distractor images (N, H, W, 3) uint8, and per image its texts, K and scene objects."""
 
     images: np.ndarray
     distractors: np.ndarray
@@ -67,8 +62,7 @@ class FinetuneSet:
 
 @dataclass(frozen=True)
 class FullRow:
-    """One training entry of the full set: image and distractor as paths under their folders (CC-Neg's, COCO's), c,
-    c' (commas removed) and the CREPE-Negate negation of c (or None)."""
+    """One training entry of the full set: image and distractor as paths under their folders (CC-Neg's, COCO's)."""
 
     index: int
     """The entry's index in ``ccneg_preprocessed.pt`` (and its row of the mapping)."""
@@ -83,5 +77,4 @@ class FullRow:
 
 
 def load_rows(set_dir: Path) -> list[FullRow]:
-    """The full set's rows; a bad line is a ``DatasetError`` naming the file and the line."""
     return read_rows(Path(set_dir) / "rows.jsonl", FullRow, "a training row", FULL_REMEDY)

@@ -2,11 +2,7 @@
 their SugarCrepe accuracy per fold (the compositionality columns of Table 6), with the paper's numbers beside them.
 
 The paper's claim is a contrast: CLIP near chance on a caption against its negation, CoN-CLIP near 100%, and
-compositionality kept. The README shows it at a glance; the bars come from ``results/conclip/<profile>/table3.csv``
-and ``sugarcrepe.csv`` (stages ``tables-mini``; ``tables-full`` and ``sugarcrepe-full``), the hatched ones from
-``results/published/conclip.csv``.
-
-Writes ``results/conclip/<profile>/key_figure.png`` and ``key_figure_plot.csv`` (every bar and its source).
+compositionality kept. Stage ``key-figure`` (the README's stage table).
 """
 from __future__ import annotations
 
@@ -20,11 +16,9 @@ from common.reporting.published import CellIndex, load_cells
 PAPER = "conclip"
 MINI = results_dir(PAPER, "mini")
 MODELS = {"clip": "CLIP", "negclip": "NegCLIP", "conclip": "CoN-CLIP"}
-"""Rows of the mini tables (``row``) and the names the figure gives them: the mini family's CLIP (mini/xs-32k), ARO's
-mini NegCLIP of it, and CoN-CLIP fine-tuned from it on the mini CC-Neg with L_conclip."""
+"""Rows of the mini tables and the figure's names: mini/xs-32k, ARO's mini NegCLIP of it, its L_conclip fine-tune."""
 FULL_MODELS = {**MODELS, "ft-conclip": "CoN-CLIP (trained here)"}
-"""Rows of the full tables (``conclip.full.models``; SugarCrepe's are ``conclip.full.sugarcrepe_rows``, without
-NegCLIP): OpenAI's ViT-B/32, ARO's NegCLIP, the authors' released CoN-CLIP and this workspace's fine-tune."""
+"""Rows of the full tables (``conclip.full.models``; SugarCrepe's: ``conclip.full.sugarcrepe_rows``, no NegCLIP)."""
 CCNEG = "CC-Neg (Table 3)"
 SUGARCREPE = "SugarCrepe by fold (Table 6's columns)"
 PUBLISHED_TABLE3 = {"CLIP": "CLIP", "Neg-CLIP": "NegCLIP", "CoN-CLIP": "CoN-CLIP"}

@@ -1,8 +1,7 @@
 """CoN-CLIP's fine-tuning loss (negated captions and distractor images), with the paper's ablations.
 
-It follows the conventions of ``common.training.losses`` (segment-major normalised features, the logit scale as a
-multiplier, named ``*_loss`` terms, distributed gather owned by the loss) and plugs into ``common.training.train``
-like the shared losses, as ``functools.partial(ConClipLoss, terms=...)``.
+It follows ``common.training.losses``' conventions and plugs into the shared trainer as
+``functools.partial(ConClipLoss, terms=...)``.
 
 How the paper's notation (Sec. 4.2, eqs. 1-3) is read against the released code (jaisidhsingh/CoN-CLIP's
 ``CustomLossWithNegatives``): the paper builds P, Q, R as M x 2M matrices and applies "a column-wise softmax

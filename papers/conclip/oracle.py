@@ -18,13 +18,11 @@ cells' grouping is this workspace's (``predictions/items.csv``): no released fil
 or K, so those numbers check only this workspace's counting.
 
 Not registered, so replaced (each listed in the output): the release's ``src/data`` and ``src/configs`` packages'
-``__init__`` files, which the snippet's ``from data import CCNegEvalDataset`` and the dataset module's ``from configs
-import configs`` need (``released_imports``, ``configs_module``). Model construction: README.md:95 "model, preprocess
-= clip.load(model_name, device=device)" gets the row's weights (``clip.load(<archive>)``, ``common.oracle.models``);
-CoN-CLIP and the fine-tunes are then loaded as the README loads CoN-CLIP, by its own ``load_checkpoint``
-(README.md:32-36, taken from the first block), i.e. what the snippet's commented-out lines 98-99 do. On a machine
-without a GPU the snippet's ``device = "cuda"`` (README.md:83) becomes the oracle's device (``run_snippet``). The
-benchmarks whose code is not registered: the end of ``run``.
+``__init__`` files (``released_imports``, ``configs_module``). Model construction: README.md:95 "model, preprocess
+= clip.load(model_name, device=device)" gets the row's weights (``common.oracle.models``); CoN-CLIP and the
+fine-tunes are then loaded by the README's own ``load_checkpoint`` (README.md:32-36), i.e. what the snippet's
+commented-out lines 98-99 do. On a machine without a GPU the snippet's ``device = "cuda"`` (README.md:83) becomes
+the oracle's device (``run_snippet``).
 """
 from __future__ import annotations
 
@@ -67,9 +65,7 @@ which README.md:35 "model.load_state_dict(ckpt[\"model\"])" reads as released.""
 CLIP_LOAD_CALL = "README.md:95 clip.load(model_name, device=device), which downloads OpenAI's file"
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The README's code blocks
-# ------------------------------------------------------------------------------------------------------------------
+# --- The README's code blocks ---
 @dataclass(frozen=True)
 class Block:
     """A fenced ``python`` block of the README: its first line's number (1-based) and its text."""
@@ -78,7 +74,7 @@ class Block:
     text: str
 
     def padded(self) -> str:
-        """The block preceded by blank lines, so that a line of the written file has its README line number."""
+        """The block at its README line numbers."""
         return "\n" * (self.first_line - 1) + self.text
 
     def line_of(self, statement: str) -> int:
@@ -89,7 +85,6 @@ class Block:
 
 
 def python_blocks(readme: str) -> list[Block]:
-    """Every fenced ```python block of a markdown text, in order."""
     blocks, start, lines = [], None, readme.splitlines(keepends=True)
     for lineno, line in enumerate(lines, 1):
         fence = line.strip()
@@ -119,9 +114,7 @@ def defined_function(block: Block, function: str, filename: str) -> Callable:
     return namespace[function]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# What the unreleased modules would have provided
-# ------------------------------------------------------------------------------------------------------------------
+# --- What the unreleased modules would have provided ---
 def configs_module(pt_file: Path, split_size: int) -> types.ModuleType:
     """``configs`` (the release's ``src/configs`` package, not registered) with the names ``CCNegEvalDataset`` reads,
     derived as upstream derives them from ``ccneg_root_folder`` (jaisidhsingh/CoN-CLIP@503388ac
@@ -157,14 +150,12 @@ def released_imports(code_root: Path, pt_file: Path, split_size: int) -> Iterato
             sys.modules.pop("data.evaluation_datasets", None)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Model construction
-# ------------------------------------------------------------------------------------------------------------------
+# --- Model construction ---
 @dataclass(frozen=True)
 class Construction:
-    """How the snippet's ``clip.load`` gets a row: ``archive`` names the zoo model whose weights it loads (as the
-    TorchScript archive OpenAI releases); with ``checkpoint``, README's ``load_checkpoint`` then loads that file's
-    ``"model"`` entry (``converted``: written here in that layout from the row's own file)."""
+    """How the snippet's ``clip.load`` gets a row: ``archive`` the zoo model whose weights it loads; with
+    ``checkpoint``, README's ``load_checkpoint`` then loads that file's ``"model"`` entry (``converted``: written here
+    in that layout)."""
 
     archive: str
     checkpoint: str | None = None
@@ -205,11 +196,9 @@ def then_load_checkpoint(ctx, checkpoint: Path | None, load_checkpoint: Callable
                          "the same, then README.md:32-36 load_checkpoint(model, <the row's checkpoint>)", why)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The run
-# ------------------------------------------------------------------------------------------------------------------
+# --- The run ---
 def cell_accuracies(decisions: dict[str, bool], items: Sequence[dict[str, str]]) -> dict[tuple[str, int], float]:
-    """Tables 7-9's cells from per-example decisions, grouped as ``predictions/items.csv`` groups the split."""
+    """Tables 7-9's cells from per-example decisions, grouped as ``predictions/items.csv`` groups them."""
     cells: dict[tuple[str, int], list[bool]] = {}
     for item in items:
         if item["k"] == "" or item["item_id"] not in decisions:
@@ -249,8 +238,7 @@ def read_run(seen: Sequence[dict[str, Any]], first_index: int) -> AuthorsRun:
 
 def run_snippet(ctx, code, clip_code, snippet: Path, line: int, pt_file: Path, split_size: int,
                 construction: Construction, archive: Path, load_checkpoint: Callable) -> list[dict[str, Any]]:
-    """``evaluate_clip_on_ccneg()`` of the written snippet for one row (``archive``: its ``clip.load`` file); the
-    frame's locals at each batch's end."""
+    """``evaluate_clip_on_ccneg()`` of the written snippet for one row; the frame's locals at each batch's end."""
     with importable(clip_code.root):
         checkpoint = None
         if construction.converted:  # as the authors' training dict {"model": state_dict}, which README.md:35 reads

@@ -1,7 +1,5 @@
-"""CoN-CLIP's fine-tunes (Table 6 and its breakdowns, Tables 10-12 and 14), shared by both profiles: which terms of
-``papers.conclip.losses.ConClipLoss`` each run trains on, and whose negated captions (CC-Neg's, or the CREPE-Negate
-kind of Table 6's last row), and which field of a training row is the run's negated caption.
-``papers.conclip.train`` trains them on the rendered world (mini) or CC-Neg's training split (full)."""
+"""CoN-CLIP's fine-tunes (Table 6 and its breakdowns, Tables 10-12 and 14), shared by both profiles and trained by
+``papers.conclip.train``."""
 from __future__ import annotations
 
 from dataclasses import dataclass

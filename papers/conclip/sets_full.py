@@ -16,11 +16,9 @@ this workspace's (the CREPE-Negate run of Table 6's last row, whose data the aut
 caption gets none, or one that reads like the caption, has ``crepe_negated: null`` and only that run skips it
 (``papers.conclip.train.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
 
-``set``: ``rows.jsonl`` (per training entry: its image, caption, negated caption, distractor file and pool index, and
-the CREPE-Negate negation of the caption, ``common.text.crepe_style``'s NEGATE called as the mini profile calls it, not
-imported from there so that this stage does not depend on the mini world's code; the format is
-``papers.conclip.finetune_rows``) and ``manifest.json`` (counts, drops by reason, inputs' sha256), one output
-group under ``build/full/conclip/finetune``. The runs are ``papers.conclip.train``.
+``set``: ``rows.jsonl`` (``papers.conclip.finetune_rows.FullRow``; the CREPE-Negate negation is
+``common.text.crepe_style``'s NEGATE called as the mini profile calls it, not imported from there, so that this stage
+does not depend on the mini world's code) and ``manifest.json``, one output group under ``build/full/conclip/finetune``.
 """
 from __future__ import annotations
 
@@ -59,7 +57,7 @@ def reads_alike(a: str, b: str) -> bool:
 
 def make_rows(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_root: Path, seed: int = 0,
               eval_size: int = EVAL_SIZE) -> tuple[list[FullRow], dict]:
-    """The usable training entries as rows, in file order, and the counts (drops by reason, first entries of each)."""
+    """The usable training entries as rows, in file order, and the counts."""
     split = load_ccneg_training(ccneg_path, ccneg_images, eval_size)
     pool = coco_train_images(data_root)
     mapping = load_distractor_mapping(mapping_path, len(pool))

@@ -1,22 +1,12 @@
 """CoN-CLIP (Singh et al.) in the mini profile: CC-Neg's analog and the fine-tuning set, rendered from the world.
 
 The world makes c, c' and the distractor image I' true or false by construction (``common.miniworld.negation``; the
-README's "Mini profile"): they follow from the scene graph.
-
-1. ``set`` (stage ``mini-test-set``): the benchmark, ``examples_per_cell`` examples per (K = 1..5, negation word)
-   cell on scenes of K + 1 or K + 2 objects (own random stream; held-out colour-shape pairs may appear), PNG images
-   and ``manifest.json`` (read back by ``papers.conclip.benchmark_mini``); beside it the world's zero-shot
-   classification set (``classification/``), whose prompts are asked standard ("this is a photo of a red circle.")
-   and negated ("this is not a photo of a red circle.").
-2. ``finetune-set`` (stage ``mini-finetune-set``): ``train_images`` training scenes (no held-out pairs), one example
-   each, K and the negation word drawn with CC-Neg's evaluation-split frequencies (the only ones published: Tables
-   7-9's split sizes), the image, the distractor image, c, c' and the CREPE-Negate analog of c'
-   (``common.text.crepe_style``'s NEGATE: "There is no X." appended or "not" inserted before a noun; Table 6's last row
-   trains on these). A scene whose negation the base model's tokenizer cannot see (past its 32-token context) is
-   dropped for every run, and counted. Read back by ``papers.conclip.finetune_rows``.
-
-The runs are ``papers.conclip.train``, the tables ``papers.conclip.tables``: modules of their own, so that
-an edit here reruns neither.
+README's "Mini profile"). ``set`` (stage ``mini-test-set``) renders the benchmark and the world's classification set
+(read back by ``papers.conclip.benchmark_mini``); ``finetune-set`` (stage ``mini-finetune-set``) the fine-tuning set,
+K and the negation word drawn with CC-Neg's evaluation-split frequencies (the only ones published: Tables 7-9's split
+sizes), with the CREPE-Negate analog of c' (``common.text.crepe_style``'s NEGATE; Table 6's last row trains on these;
+read back by ``papers.conclip.finetune_rows``). The runs and the tables are modules of their own, so that an edit here
+reruns neither.
 """
 from __future__ import annotations
 
@@ -53,9 +43,7 @@ CCNEG_SPLIT_SIZES: dict[str, tuple[int, ...]] = {
 """CC-Neg's evaluation split by negation word and K = 1..5 (Tables 7-9's split sizes): the training draws' weights."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# 1. The benchmark
-# ------------------------------------------------------------------------------------------------------------------
+# --- 1. The benchmark ---
 @dataclass(frozen=True)
 class TestSetConfig:
     examples_per_cell: int = 60
@@ -65,8 +53,7 @@ class TestSetConfig:
 
 
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
-    """``images/*.png``, ``scenes.jsonl``, ``manifest.json`` (the examples, with counts) and ``classification/``
-    (the world's classification set), written as one output group."""
+    """The benchmark's images, ``scenes.jsonl``, ``manifest.json`` and classification set, as one output group."""
     rng = stream(config.seed, TEST_STREAM)
     records, scene_lines = [], []
     out_dir = Path(out_dir)
@@ -101,9 +88,7 @@ def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
     return {k: v for k, v in manifest.items() if k != "examples"}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# 2. The fine-tuning set
-# ------------------------------------------------------------------------------------------------------------------
+# --- 2. The fine-tuning set ---
 @dataclass(frozen=True)
 class FinetuneSetConfig:
     train_images: int = 3000
@@ -112,7 +97,7 @@ class FinetuneSetConfig:
 
 
 def _name(scene, index: int) -> str:
-    """An object's colour and shape ("red circle"): unique within a scene (eq. 4's subject and object texts)."""
+    """An object's colour and shape: unique within a scene (eq. 4's subject and object texts)."""
     obj = scene.objects[index]
     return f"{obj.color} {obj.shape}"
 
@@ -142,21 +127,12 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
     return FinetuneSet(images, distractors, rows), counts
 
 
-def unreadable_negations(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor]) -> dict[str, list[int]]:
-    """Per negation field, the rows whose negation tokenizes exactly like the caption: the change falls past the
-    text tower's context length (CREPE-Negate's "There is no X." appended to a long caption), so the loss would
-    push a text away from itself."""
-    captions = tokenize(data.texts("caption"))
-    return {field: (tokenize(data.texts(field)) == captions).all(-1).nonzero().flatten().tolist()
-            for field in ("negated", "crepe_negated")}
-
-
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
                        tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None) -> dict:
-    """Write ``images.npy``, ``distractors.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``.
-
-    With ``tokenize`` (the base model's tokenizer), a scene whose negation (either kind) the tokenizer cannot see is
-    dropped for every run, so that all runs train on the same scenes; the manifest counts the drops."""
+    """Write ``images.npy``, ``distractors.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``. With
+    ``tokenize`` (the base model's), a scene whose negation (either kind) tokenizes exactly like its caption (the
+    change falls past the context length, so the loss would push a text away from itself) is dropped for every run,
+    so that all runs train on the same scenes; the manifest counts the drops."""
     data, counts = render_finetune_set(config)
     # CREPE-Negate's analog of each caption (common.text.crepe_style's NEGATE kind; None where it does not apply)
     crepe = crepe_negatives(data.texts("caption"), ("negate",), config.seed)["negate"]
@@ -166,7 +142,11 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
                            f"analog ({len(missing)} such captions)")
     for row, negated in zip(data.rows, crepe):
         row["crepe_negated"] = negated
-    dropped = unreadable_negations(data, tokenize) if tokenize is not None else {}
+    dropped = {}
+    if tokenize is not None:
+        captions = tokenize(data.texts("caption"))
+        dropped = {field: (tokenize(data.texts(field)) == captions).all(-1).nonzero().flatten().tolist()
+                   for field in ("negated", "crepe_negated")}
     drop = sorted({i for rows in dropped.values() for i in rows})
     if drop:
         keep = np.setdiff1d(np.arange(len(data.rows)), drop)

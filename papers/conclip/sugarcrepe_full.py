@@ -1,17 +1,12 @@
 """CoN-CLIP (Singh et al.), SugarCrepe (Tables 5, 13, 14 and Table 6's SugarCrepe columns) in the full profile.
 
 Stage ``sugarcrepe-full`` (``python -m papers.conclip.sugarcrepe_full``): the rows of ``conclip.full.sugarcrepe_rows``
-(row ids of ``conclip.full.models``) on SugarCrepe's released set (``build/full/sugarcrepe``, SugarCrepe's stage
-``full-set``), read by SugarCrepe's own loader and decided by SugarCrepe's own rule (``STRICT``, a tie is wrong:
+on SugarCrepe's released set (SugarCrepe's stage ``full-set``), read by SugarCrepe's own loader and decided by
+SugarCrepe's own rule (``STRICT``, a tie is wrong:
 RAIVNLab/sugar-crepe@0047054b main_eval.py:54 "return 1 if pos_score.item() > neg_score.item() else 0"); how the
 CoN-CLIP authors ran it is not in the release (the paper, Sec. 5.3.1: "We evaluate CoN-CLIP on SugarCREPE and use
-CLIP as baseline for zero-shot image-text matching"). Writes, in ``results/conclip/full/`` as one output group:
-``sugarcrepe.csv`` (the mini profile's columns, in points), ``sugarcrepe_context.json`` and
-``sugarcrepe_predictions/`` (per model, every example's scores, decision and tie), from which
-``papers.conclip.table6_full`` computes CoN-CLIP minus CLIP.
-
-A model that cannot be loaded stops the stage naming the model (and its download entry's note); with
-``conclip.full.skip_unavailable`` it is left out and named in the context file.
+CLIP as baseline for zero-shot image-text matching"). Its files: the README's "Outputs and notebooks"
+(``papers.conclip.table6_full`` computes CoN-CLIP minus CLIP from its predictions).
 """
 from __future__ import annotations
 
@@ -28,7 +23,6 @@ from common.evaluation.results import write_predictions
 from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
-from common.files.tasks import ImageToTextItem
 from common.paths import RESULTS, build_dir
 from common.pipeline.params import own_section
 from common.zoo import ModelFactory, create_model as zoo_create, get_spec
@@ -36,8 +30,7 @@ from common.zoo.available import each_model
 from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
-"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names and, for a
-model that cannot be loaded, the note of its download entry (``common.zoo.available.why_unavailable``)."""
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries and their download entries' notes."""
 PREDICTIONS_DIR = "sugarcrepe_predictions"
 """Not ``predictions/``: that folder of the same results folder is ``tables-full``'s (CC-Neg)."""
 PAPER_VS_CODE: dict[str, str] = {
@@ -58,14 +51,11 @@ PAPER_VS_CODE: dict[str, str] = {
 
 
 class SugarcrepeFullError(WorkspaceError):
-    """Nothing to score, a row that is not a model of ``conclip.full.models``, or a set without all seven
-    categories."""
+    """Nothing to score, a row not in ``conclip.full.models``, or a set without all seven categories."""
 
 
 @dataclass(frozen=True)
 class ScoredRow:
-    """One row's outcomes on SugarCrepe (decided by ``STRICT``)."""
-
     row: str
     model: str
     label: str
@@ -73,7 +63,6 @@ class ScoredRow:
 
 
 def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, str]:
-    """``rows`` (ids of ``conclip.full.models``) -> their zoo models, in the given order."""
     if not rows:
         raise SugarcrepeFullError("conclip.full.sugarcrepe_rows is empty: no SugarCrepe row to score")
     unknown = [r for r in rows if r not in models]
@@ -85,12 +74,20 @@ def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, s
     return {r: models[r] for r in rows}
 
 
-def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
-               device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False
-               ) -> tuple[list[ScoredRow], dict[str, str]]:
-    """Every (row -> zoo model) on the items, in the given order, each decided by ``STRICT`` (cosine of the
-    embeddings). A model that cannot be loaded raises ``ModelUnavailable`` with the reason, or with
-    ``skip_unavailable`` is returned by row with the reason."""
+def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path, engine_config=None,
+                        device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
+                        context: Mapping | None = None) -> dict[str, Path]:
+    """Score every row on SugarCrepe and write its files as one output group (all or nothing); a model that cannot
+    be loaded raises ``ModelUnavailable``, or with ``skip_unavailable`` is left out with the reason."""
+    if not models:
+        raise SugarcrepeFullError("no SugarCrepe row to score")
+    # SugarCrepe's own loader (every example or a DatasetError); Table 6's folds average all seven categories
+    prepared = PreparedSet.load(Path(manifest))
+    missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]
+    if missing:
+        raise SugarcrepeFullError(f"{prepared.path}: categories {missing} are not in this set; sugarcrepe.csv needs "
+                                  f"all seven ({list(SUGARCREPE_CATEGORIES)})")
+    items, described = prepared.items(), prepared.describe()
     scored, skipped = [], {}
     for row, name, model in each_model(models, skipped, create=create, device=device,
                                        skip_unavailable=skip_unavailable, what="SugarCrepe row"):
@@ -103,24 +100,6 @@ def score_rows(models: Mapping[str, str], items: Sequence[ImageToTextItem], engi
             label = name
         scored.append(ScoredRow(row, name, label, result))
         del model
-    return scored, skipped
-
-
-def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path, engine_config=None,
-                        device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
-                        context: Mapping | None = None) -> dict[str, Path]:
-    """Score every row on SugarCrepe and write ``sugarcrepe.csv``, its context and predictions as one output group
-    (nothing is written when the set is bad, a model fails, or none could be scored)."""
-    if not models:
-        raise SugarcrepeFullError("no SugarCrepe row to score")
-    # SugarCrepe's own loader (every example or a DatasetError); Table 6's folds average all seven categories
-    prepared = PreparedSet.load(Path(manifest))
-    missing = [c for c in SUGARCREPE_CATEGORIES if c not in prepared.categories]
-    if missing:
-        raise SugarcrepeFullError(f"{prepared.path}: categories {missing} are not in this set; sugarcrepe.csv needs "
-                                  f"all seven ({list(SUGARCREPE_CATEGORIES)})")
-    items, described = prepared.items(), prepared.describe()
-    scored, skipped = score_rows(models, items, engine_config, device, create, skip_unavailable)
     if not scored:
         raise SugarcrepeFullError(f"no row of conclip.full.sugarcrepe_rows could be loaded: {skipped}")
     n = {c: sum(it.group == c for it in items) for c in SUGARCREPE_CATEGORIES}

@@ -2,20 +2,14 @@
 papers.conclip.table6_full``).
 
 Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from the three tables of
-``TABLE6_INPUTS`` into ``table6.csv`` (the mini profile's columns), ``table6_summary.json`` (DVC metrics) and
-``table6_context.json``. A module of its own: it reads CSV files only, so that an edit here does not rescore
-SugarCrepe on a GPU, nor an edit there rebuild this table.
+``TABLE6_INPUTS``. A module of its own: it reads CSV files only, so that an edit here does not rescore SugarCrepe on a
+GPU, nor an edit there rebuild this table.
 
-It also writes ``comparisons.json``: the released CoN-CLIP ViT-B/32 (row ``conclip``) minus OpenAI's ViT-B/32 (row
-``clip``) with paired 95% bootstrap intervals, as the mini profile computes them (``papers.conclip.tables``), from the
-two scoring stages' per-example predictions, each checked against its table (a stale one stops the stage): SugarCrepe
-(the mean over the seven categories: the paper's "average improvement of 4.4%" is over all of them, not REPLACE
-alone) and CC-Neg (the authors' argmax rule). Zero-shot classification's is copied from ``zeroshot_comparisons.json``
-(``papers.conclip.zeroshot_full`` alone holds the per-image outcomes). A comparison whose rows a table lacks
-(``conclip.full.sugarcrepe_rows`` without ``clip`` or ``conclip``, say) is left out and named in the context.
-
-A Table 6 row missing from an input table stops the stage naming the file; with ``conclip.full.skip_unavailable`` it
-is left out and named in the context file.
+``comparisons.json``: the released CoN-CLIP ViT-B/32 minus OpenAI's ViT-B/32 with paired 95% bootstrap intervals, as
+the mini profile computes them, from the two scoring stages' per-example predictions, each checked against its table:
+SugarCrepe (the mean over the seven categories: the paper's "average improvement of 4.4%" is over all of them, not
+REPLACE alone) and CC-Neg; zero-shot classification's is copied from ``zeroshot_comparisons.json``. A comparison, or
+(with ``conclip.full.skip_unavailable``) a Table 6 row, that an input lacks is left out and named in the context.
 """
 from __future__ import annotations
 
@@ -28,7 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from common.card.core import paired_difference
+from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
@@ -45,8 +39,7 @@ TABLE6_INPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sugarcrepe": ("sugarcrepe.csv", tuple(f"sugarcrepe_{fold}" for fold in SUGARCREPE_FOLDS)),
     "classification": ("classification.csv", ("classification_top1",)),
 }
-"""Table 6's input tables in ``results/conclip/full/`` (their stages: tables-full, sugarcrepe-full, zeroshot-full)
-and the columns read from each beside row, model and label."""
+"""Table 6's input tables (stages tables-full, sugarcrepe-full, zeroshot-full) and the columns read from each."""
 SUMMARY_MAX = 12
 COMPARISONS_FILE = "comparisons.json"
 COMPARED_ROWS = ("conclip", "clip")
@@ -55,15 +48,10 @@ COMPARISON_INPUTS: dict[str, tuple[str, str]] = {
     "ccneg": ("table3.csv", "predictions"),
     "sugarcrepe": ("sugarcrepe.csv", "sugarcrepe_predictions"),
 }
-"""What is compared -> (its table, its per-example folder: ``common.evaluation.results.write_predictions``'s CSV per
-model)."""
+"""What is compared -> (its table, its folder of per-example predictions, one CSV per model)."""
 ZEROSHOT_COMPARISONS = "zeroshot_comparisons.json"
-"""Zero-shot classification's comparison, as ``papers.conclip.zeroshot_full`` wrote it (copied into
-``comparisons.json``)."""
+"""Zero-shot classification's comparison (``papers.conclip.zeroshot_full``), copied into ``comparisons.json``."""
 CLASSIFICATION_KEYS = tuple(f"conclip_minus_clip_classification{end}" for end in ("", "_ci_low", "_ci_high"))
-N_RESAMPLES = 2000
-SEED = 0
-"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables``, mini profile)."""
 
 
 class Table6InputError(WorkspaceError):
@@ -106,10 +94,8 @@ def read_table(path: Path, columns: Sequence[str]) -> dict[str, dict]:
 
 
 def assemble_table6(results_dir: Path, skip_unavailable: bool = False) -> tuple[list[dict], dict[str, str]]:
-    """Table 6's rows (``TABLE6_ROWS``, in order) from the three input tables of ``results_dir``, each row's cells
-    built as the mini profile builds them (``papers.conclip.columns.table6_row``). A row missing from an input table
-    raises ``Table6InputError`` naming the file, or with ``skip_unavailable`` is left out (returned by row with the
-    files that lack it); the same row must name the same model in every table."""
+    """Table 6's rows (``TABLE6_ROWS``, in order) built as the mini profile builds them; a row an input table lacks
+    raises, or with ``skip_unavailable`` is returned by row with the files that lack it."""
     tables = {key: (results_dir / name, read_table(results_dir / name, columns))
               for key, (name, columns) in TABLE6_INPUTS.items()}
     rows, skipped = [], {}
@@ -156,13 +142,10 @@ def table6_summary(rows: Sequence[Mapping]) -> dict[str, float]:
     return dict(list(out.items())[:SUMMARY_MAX])
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# comparisons.json: CoN-CLIP minus CLIP with paired intervals, from the per-example predictions
-# ------------------------------------------------------------------------------------------------------------------
+# --- comparisons.json: CoN-CLIP minus CLIP with paired intervals, from the per-example predictions ---
 @dataclass(frozen=True)
 class Outcome:
-    """One example of a predictions file: its id, its group (SugarCrepe's category), whether it was correct and
-    whether its scores tied."""
+    """One example of a predictions file (``group``: SugarCrepe's category)."""
 
     item_id: str
     group: str
@@ -179,8 +162,7 @@ class Outcomes:
 
 
 def read_predictions(path: Path) -> Outcomes:
-    """A predictions CSV (``common.evaluation.results.write_predictions``); a missing file, column or a ``correct`` or
-    ``tie`` that is not 0 or 1 names the file (and line)."""
+    """A predictions CSV (``common.evaluation.results.write_predictions``); a bad one names the file (and line)."""
     path = Path(path)
     records = _read_csv(path, ("item_id", "group", "correct", "tie"),
                         "the per-example predictions are written with their table by its stage (run it again)")
@@ -197,8 +179,7 @@ def read_predictions(path: Path) -> Outcomes:
 
 
 def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group: bool) -> None:
-    """The accuracy (points) the predictions give per group (``by_group``; else over all examples) must be the
-    table's, to its two decimals."""
+    """The accuracy the predictions give (per group, or over all) must be the table's, to its two decimals."""
     for group, value in expected.items():
         picked = [o.correct for o in out.outcomes if not by_group or o.group == group]
         recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
@@ -228,8 +209,7 @@ def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
 
 
 def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
-    """CoN-CLIP minus CLIP (points) with paired 95% bootstrap intervals, as the mini profile computes them, and the
-    comparisons left out (what -> why)."""
+    """CoN-CLIP minus CLIP (points) with paired 95% intervals, and the comparisons left out (what -> why)."""
     out: dict[str, float] = {}
     left_out: dict[str, str] = {}
     for what in ("sugarcrepe", "ccneg"):
@@ -237,13 +217,11 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
         if isinstance(outcomes, str):
             left_out[what] = outcomes
             continue
-        if what == "sugarcrepe":
-            d = paired_difference(*(sugarcrepe_measure(outcomes[row]) for row in COMPARED_ROWS),
-                                  n_resamples=N_RESAMPLES, seed=SEED)
+        if what == "sugarcrepe":  # both at common.card.core's N_RESAMPLES and SEED, which the context names
+            d = paired_difference(*(sugarcrepe_measure(outcomes[row]) for row in COMPARED_ROWS))
             estimate = d.value
         else:
-            d = ccneg_difference(*(outcomes[row].outcomes for row in COMPARED_ROWS), n_resamples=N_RESAMPLES,
-                                 seed=SEED)
+            d = ccneg_difference(*(outcomes[row].outcomes for row in COMPARED_ROWS))
             estimate = d.estimate
         key = f"conclip_minus_clip_{what}"
         out.update({key: round(estimate, 2), f"{key}_ci_low": round(d.low, 2), f"{key}_ci_high": round(d.high, 2)})
@@ -273,8 +251,7 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
 
 def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Mapping | None = None
                  ) -> dict[str, Path]:
-    """``table6.csv``, ``table6_summary.json`` and ``table6_context.json`` in ``results_dir`` as one output group
-    (nothing is written when an input is bad, or when no row could be assembled)."""
+    """Table 6's files in ``results_dir`` as one output group (all or nothing)."""
     results_dir = Path(results_dir)
     rows, skipped = assemble_table6(results_dir, skip_unavailable)
     if not rows:

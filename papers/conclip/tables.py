@@ -1,48 +1,23 @@
 """CoN-CLIP (Singh et al.), the CC-Neg tables: one stage module for both profiles (``python -m papers.conclip.tables
---profile mini|full``; stages ``tables-mini`` and ``tables-full``).
+--profile mini|full``; stages ``tables-mini`` and ``tables-full``). What each profile scores and writes, and why one
+module: the README's "What is reproduced, and how" and "Outputs and notebooks" (``Inputs``, ``FILES``).
 
-Every model is scored on CC-Neg (or its mini analog) once, the same way in both profiles: each item is one image and
-two captions, c (candidate 0) and the negated c' (candidate 1). The authors' released evaluation (their README's
-snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first, jaisidhsingh/CoN-CLIP@503388ac README.md:131
-"preds = sim.argmax(dim=-1)" against jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)",
-so a tie counts as correct (``common.evaluation.scoring.selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I,
-c') wrong ("signifies an incorrect prediction"), the strict rule, reported beside it with the number of ties. A model
-is scored by the cosine of its image and text embeddings, as the snippet scores CLIP
+Each item is one image and two captions, c (candidate 0) and the negated c' (candidate 1). The authors' released
+evaluation (their README's snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first,
+jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)" against
+jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)", so a tie counts as correct
+(``selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I, c') wrong ("signifies an incorrect
+prediction"), the strict rule, reported beside it with the number of ties. A model is scored by the cosine of its
+image and text embeddings, as the snippet scores CLIP
 (jaisidhsingh/CoN-CLIP@503388ac README.md:120-124 "image_features = F.normalize(image_features, dim=-1)"), or, for
-BLIP, by its image-text matching head's match probability (``PAIR_SCORES``; ``common.evaluation.scoring.matching``): how the
-authors scored BLIP and FLAVA is not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a
-similarity-based match score"), so the audit's BLIP and FLAVA rows say "rule unverified". Tables 7-12's cells are the
-items of one negation word and one K (``NegationSet.cells``).
-
-What differs in kind between the profiles is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``, and
-``FILES``):
-
-* **mini**: the mini family, ARO's mini NegCLIP and the CoN-CLIP fine-tunes of ``papers.conclip.train`` (loaded
-  from their checkpoints) on the rendered benchmark (``papers.conclip.benchmark_mini``: 60 items per word and K), and
-  on three more benchmarks with the same engine (``MiniBenchmarks``), which the full profile scores in stages of their
-  own (``zeroshot_full``, ``sugarcrepe_full``, ``distractors_full``):
-
-  - zero-shot classification (Tables 4, 15, 16): the world's two label sets (``shapes``: 7 classes, the CIFAR-10
-    analog; ``colored-shapes``: 56, the ImageNet analog) with one prompt per class, standard ("this is a photo of a
-    red circle.") and negated ("this is not a photo of a red circle."); top-1 is the argmax class (the authors'
-    zero-shot script is not in the release), and Delta = top-1(standard) - top-1(negated);
-  - distractor mining (Supplementary 0.B, eq. 4): each model picks, for each example's subject and negated object,
-    the benchmark image maximising phi(x, s) - phi(x, o_n); the world knows whether the pick shows the subject and
-    not the object, so the rule's precision is measured, not assumed;
-  - SugarCrepe (Tables 5, 13, 14, 6): SugarCrepe's mini set through SugarCrepe's own loader
-    (``common.benchmarks.caption_negatives``), its strict rule, per category; Table 6's Replace / Add / Swap are the
-    plain means of their categories (``papers.conclip.columns``, shared with the full profile).
-
-* **full**: every obtainable model of ``conclip.full.models`` (row, as the audit names it -> zoo model) on CC-Neg's
-  evaluation split (the released ``ccneg_preprocessed.pt``'s last 40,000 entries, ``papers.conclip.ccneg``; the
-  negated captions with commas removed, as the authors' loader removes them).
-
-Outputs in ``results/conclip/<profile>/``, as one output group: the README's "Outputs and notebooks" (per profile:
-``FILES``; Table 2's rows are ``table3.csv``'s other than CoN-CLIP; the full profile's ``predictions/items.csv`` gives
-each item's K and negation words, so every cell of ``by_word_k.csv`` can be recounted from the files).
-
-A model that cannot be loaded stops the stage with the zoo's message and the note of its download entry; with
-``conclip.full.skip_unavailable`` it is left out of the tables and named in ``context.json``.
+BLIP, by its image-text matching head's match probability (``PAIR_SCORES``): how the authors scored BLIP and FLAVA is
+not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a similarity-based match score"), so the audit's
+BLIP and FLAVA rows say "rule unverified".
+The mini profile also scores, with the same engine (``MiniBenchmarks``), what the full profile scores in stages of
+its own (``zeroshot_full``, ``sugarcrepe_full``, ``distractors_full``): zero-shot classification with standard and
+negated prompts, eq. 4's distractor mining (the world knows whether a pick shows the subject and not the negated
+object, so the rule's precision is measured) and SugarCrepe's mini set. A model that cannot be loaded stops the
+stage; with ``conclip.full.skip_unavailable`` it is left out and named in ``context.json``.
 """
 from __future__ import annotations
 
@@ -87,24 +62,19 @@ from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
-"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of ``conclip.full.models``' names (CoN-CLIP; NegCLIP is
-in the shared zoo file), and the download entries of the data and, for a model that cannot be loaded, of its
-checkpoint."""
+"""Read at run time (``common.pipeline.stage_deps``): the zoo entries and the data's and checkpoints' downloads."""
 
 
 class ConclipTablesError(WorkspaceError):
     """Nothing to score, or the scores do not line up with the items."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# How a model scores a pair
-# ------------------------------------------------------------------------------------------------------------------
+# --- How a model scores a pair ---
 @dataclass(frozen=True)
 class PairScore:
-    """How a model with an image-text matching head scores an (image, caption) pair here."""
+    """How a model with an image-text matching head scores a pair: ``score`` one of ``common.zoo.hf.SCORES``."""
 
     score: str
-    """``common.zoo.hf.SCORES``: ``itm`` = the ITM head's match probability."""
     why: str
 
 
@@ -119,7 +89,6 @@ CONTRASTIVE = "contrastive (cosine of normalised image and text embeddings)"
 
 
 def pair_score(name: str) -> PairScore | None:
-    """The pair score of a zoo model (``PAIR_SCORES``), or None for a cosine of embeddings."""
     spec = get_spec(name)
     return None if spec.backend == "open_clip" else PAIR_SCORES.get(spec.arch)
 
@@ -165,9 +134,7 @@ PAPER_VS_CODE: dict[str, str] = {
 """Where the authors' code and the paper differ, and what this workspace does (the full profile's ``context.json``)."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The benchmark and the models: what differs between the profiles
-# ------------------------------------------------------------------------------------------------------------------
+# --- The benchmark and the models: what differs between the profiles ---
 @dataclass(frozen=True)
 class NegationSet:
     """CC-Neg or its mini analog: the items (c first, c' second) and Tables 7-12's cells, in the tables' order, each
@@ -211,28 +178,22 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What one profile scores and on what: the one part of the tables that differs in kind between the profiles
-    (``mini_inputs``, ``full_inputs``); ``evaluate_tables`` is the same for both."""
+    """What one profile scores and on what (``mini_inputs``, ``full_inputs``): ``models`` row -> model name in the
+    tables' order; ``entries`` the mini rows' runs and weights (else the zoo's label); ``create`` None: the caller's
+    factory; ``more`` the mini profile's further benchmarks."""
 
     profile: str
     models: Mapping[str, str]
-    """row -> model name, in the tables' order."""
     negation: NegationSet
     context: Mapping[str, Any]
-    """What ``context.json`` records of the inputs, before the models."""
     entries: Mapping[str, ModelEntry] = field(default_factory=dict)
-    """row -> its label, run and weights where the profile knows them (mini); else the zoo's label."""
     create: ModelFactory | None = None
-    """How a model name is loaded (mini: from the entries' checkpoints); None: the caller's factory (the zoo)."""
     pair_score: Callable[[str], PairScore | None] = pair_score
     more: "MiniBenchmarks | None" = None
-    """The mini profile's further benchmarks, scored with the same engine."""
     skip_unavailable: bool = False
 
 
 def entries_for(base: str, family: Sequence[str], negclip: str, models_dir: Path) -> list[ModelEntry]:
-    """The mini profile's rows: the base model ("CLIP"), ARO's mini NegCLIP, the rest of the mini family, then every
-    run."""
     rows = [ModelEntry("clip", base, f"CLIP ({base}, the mini family's ViT-B/32)"),
             ModelEntry("negclip", negclip, f"NegCLIP ({negclip}: ARO's mini NegCLIP of {base})")]
     rows += [ModelEntry(name.replace("/", "-"), name, f"{name} (the mini family)") for name in family if name != base]
@@ -243,9 +204,7 @@ def entries_for(base: str, family: Sequence[str], negclip: str, models_dir: Path
 
 def mini_inputs(entries: Sequence[ModelEntry], arch_of: Mapping[str, str], test_dir: Path, sugarcrepe_manifest: Path,
                 context: Mapping | None = None) -> Inputs:
-    """The mini profile: ``entries`` (served from their checkpoints, each as the architecture ``arch_of`` names by
-    row) on the benchmark rendered in ``test_dir``, its classification sets and mining pool, and SugarCrepe's mini
-    set."""
+    """``entries`` served from their checkpoints (as the architecture ``arch_of`` names by row)."""
     by_name = {e.name: e for e in entries}
     if len(by_name) != len(entries):
         raise ConclipTablesError(f"two mini rows share a model name: {[e.name for e in entries]}")
@@ -286,14 +245,11 @@ def full_inputs(models: Mapping[str, str], ccneg: CCNegSet, context: Mapping | N
         "split_sizes": ccneg.split_sizes()}, skip_unavailable=skip_unavailable)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The mini profile's further benchmarks
-# ------------------------------------------------------------------------------------------------------------------
+# --- The mini profile's further benchmarks ---
 CLASSIFICATION_SETS: tuple[str, ...] = ("shapes", "colored-shapes")
 
 
 def prompt_sets(sets: Mapping[str, ClassificationSet]) -> dict[str, dict[str, ClassificationSet]]:
-    """Each label set with one prompt per class, standard and negated."""
     return {name: {kind: ClassificationSet(f"{name}-{kind}", s.images, s.labels, s.class_names,
                                            tuple(tuple(class_prompts(c, (template,))) for c in s.class_names))
                    for kind, template in (("standard", STANDARD_PROMPT), ("negated", NEGATED_PROMPT))}
@@ -302,8 +258,7 @@ def prompt_sets(sets: Mapping[str, ClassificationSet]) -> dict[str, dict[str, Cl
 
 @dataclass(frozen=True)
 class SceneLine:
-    """A line of the benchmark's ``scenes.jsonl``: an example's image, its scene graph, its subject's index, the
-    indices of its caption's objects and which of them is negated."""
+    """A line of the benchmark's ``scenes.jsonl`` (``papers.conclip.sets_mini``)."""
 
     filename: str
     scene: dict
@@ -311,13 +266,8 @@ class SceneLine:
     objects: list[int]
     negated_pair: int
 
-    def names(self) -> list[str]:
-        """The scene's objects as colour and shape ("red circle")."""
-        return [f"{o['color']} {o['shape']}" for o in self.scene["objects"]]
-
 
 def _check_scene_line(line: SceneLine) -> None:
-    """Every index names an object of the scene, and every object has a colour and a shape."""
     objects = line.scene.get("objects") if isinstance(line.scene, dict) else None
     if not isinstance(objects, list) or not all(isinstance(o, dict) and {"color", "shape"} <= set(o) for o in objects):
         raise ValueError("'scene' needs 'objects', each with a 'color' and a 'shape'")
@@ -330,8 +280,7 @@ def _check_scene_line(line: SceneLine) -> None:
 
 @dataclass(frozen=True)
 class MiningPool:
-    """Eq. 4 on the benchmark's own images: per example its subject and negated object ("a red circle"), and per
-    image the colour-shape names of its objects (from ``scenes.jsonl``)."""
+    """Eq. 4 on the benchmark's own images: per example its subject and negated object, per image its objects."""
 
     images: tuple[Path, ...]
     subjects: tuple[str, ...]
@@ -345,7 +294,7 @@ class MiningPool:
         lines = read_rows(test_dir / "scenes.jsonl", SceneLine, "a negation example's scene", REMEDY,
                           check=_check_scene_line)
         for line in lines:
-            names = line.names()
+            names = [f"{o['color']} {o['shape']}" for o in line.scene["objects"]]
             subject, obj = names[line.subject], names[line.objects[line.negated_pair]]
             images.append(test_dir / "images" / line.filename)
             subjects.append(f"{indefinite_article(subject)} {subject}")
@@ -383,18 +332,16 @@ def mine(engine, pool: MiningPool) -> DistractorMining:
 
 @dataclass(frozen=True)
 class MiniScores:
-    """One model on the mini profile's further benchmarks."""
+    """One model on the mini profile's further benchmarks (classification per label set and prompt kind)."""
 
     classification: dict[str, dict[str, ClassificationResult]]
-    """Per label set, per prompt kind ('standard', 'negated')."""
     sugarcrepe: SelectionResult
     distractors: DistractorMining
 
 
 @dataclass(frozen=True)
 class MiniBenchmarks:
-    """The mini profile's benchmarks beyond CC-Neg's analog: the classification sets with standard and negated
-    prompts, SugarCrepe's mini set and eq. 4's mining pool."""
+    """The mini profile's benchmarks beyond CC-Neg's analog."""
 
     sets: Mapping[str, Mapping[str, ClassificationSet]]
     sugarcrepe: tuple[ImageToTextItem, ...]
@@ -406,13 +353,10 @@ class MiniBenchmarks:
                           selection.evaluate(engine, self.sugarcrepe, STRICT), mine(engine, self.pool))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Scoring: both profiles
-# ------------------------------------------------------------------------------------------------------------------
+# --- Scoring: both profiles ---
 @dataclass(frozen=True)
 class Scored:
-    """One model's outcomes on the negation benchmark (decided by ``ARGMAX``), how its pair scores were computed,
-    and (mini) its further benchmarks."""
+    """One model's outcomes on the negation benchmark (``ARGMAX``) and (mini) its further benchmarks."""
 
     entry: ModelEntry
     result: SelectionResult
@@ -430,9 +374,7 @@ class Scored:
 
 def score_models(inputs: Inputs, engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create
                  ) -> tuple[list[Scored], dict[str, str]]:
-    """Every (row -> model) of ``inputs`` on its negation benchmark, in the given order, each decided by ``ARGMAX``
-    (the authors' rule), and on the profile's further benchmarks with the same engine. A model that cannot be loaded
-    raises ``ModelUnavailable`` with the reason, or with ``skip_unavailable`` is returned by row with the reason."""
+    """Every (row -> model) of ``inputs``, in order (with ``skip_unavailable``, a model that cannot load skipped)."""
     config = engine_config or EngineConfig()
     items = inputs.negation.items
     scored, skipped = [], {}
@@ -456,9 +398,7 @@ def score_models(inputs: Inputs, engine_config=None, device: str = "cpu", create
     return scored, skipped
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Rows: both profiles
-# ------------------------------------------------------------------------------------------------------------------
+# --- Rows: both profiles ---
 BY_WORD_K_FIELDS = ("row", "model", "word", "k", "n", "accuracy", "strict_accuracy")
 
 
@@ -467,15 +407,12 @@ def _correct(result: SelectionResult) -> np.ndarray:
 
 
 def ccneg_row(s: Scored) -> dict:
-    """Table 3's row of one model: its identity (``columns.model_cells``), both rules' accuracy (points), the ties,
-    the benchmark's size."""
     argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
     return {**model_cells(s.row, s.model, s.entry.label, s.entry.run), "ccneg": pct(float(argmax.mean())),
             "ccneg_strict": pct(float(strict.mean())), "ccneg_ties": s.result.ties, "n": len(argmax)}
 
 
 def word_k_rows(s: Scored, negation: NegationSet) -> list[dict]:
-    """Tables 7-12's cells of one model: per negation word and K, the cell's size and both rules' accuracy."""
     argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
     return [{"row": s.row, "model": s.model, "word": word, "k": k, "n": int(cell.sum()),
              "accuracy": pct(float(argmax[cell].mean())),
@@ -483,22 +420,17 @@ def word_k_rows(s: Scored, negation: NegationSet) -> list[dict]:
             for word, k, cell in negation.cells]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The mini profile's further rows and the paper's comparisons
-# ------------------------------------------------------------------------------------------------------------------
+# --- The mini profile's further rows and the paper's comparisons ---
 MINI_SUMMARY_KEYS: tuple[str, ...] = (
     "clip_ccneg", "negclip_ccneg", "conclip_ccneg", "conclip_minus_clip_ccneg_ci_low", "l1_ccneg", "l2_ccneg",
     "l1_l2_ccneg", "crepe_negate_l1_ccneg", "clip_delta", "conclip_delta", "conclip_minus_clip_sugarcrepe",
     "conclip_minus_clip_classification")
-"""The mini profile's DVC metrics (flat numbers, in points): CC-Neg accuracy of every row of Table 6 and of CLIP and
-NegCLIP, the lower end of CoN-CLIP's gain over CLIP, the classification Delta of CLIP and CoN-CLIP, and CoN-CLIP's
-mean gain on SugarCrepe and on standard-prompt classification; the rest is in ``comparisons.json`` and the CSVs."""
+"""The mini profile's DVC metrics (flat numbers, in points); the rest is in ``comparisons.json`` and the CSVs."""
 CLASSIFICATION_FIELDS = classification_fields(CLASSIFICATION_SETS)
 DISTRACTOR_FIELDS = ("row", "model", "label", "eq4_precision", "eq4_chance")
 
 
 def model_row(s: Scored) -> dict:
-    """A mini row: CC-Neg's cells (``ccneg_row``), then classification, eq. 4's mining and SugarCrepe."""
     row = {**ccneg_row(s), **classification_cells(s.more.classification, CLASSIFICATION_SETS)}
     row.update({"eq4_precision": pct(s.more.distractors.precision), "eq4_chance": pct(s.more.distractors.chance)})
     row.update(sugarcrepe_cells({g: v.accuracy for g, v in s.more.sugarcrepe.by_group().items()}))
@@ -506,11 +438,8 @@ def model_row(s: Scored) -> dict:
 
 
 def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negation: NegationSet) -> dict:
-    """The paper's findings against the mini runs (flat): CLIP near or below chance on negations (its interval),
-    CoN-CLIP clearly above CLIP, the ablation ordering on the benchmark (Table 6: L1, L1+L2, L_conclip near
-    the top, CREPE-Negate L1 below them, L2 lowest), accuracy falling with K, and the classification Delta; CoN-CLIP
-    minus CLIP on SugarCrepe and on classification with paired intervals (``common.card.core``: resampled within each
-    category or set, as the tables average them)."""
+    """The paper's findings against the mini runs (flat; the README's "What the mini run shows"); the paired
+    intervals are resampled within each category or set, as the tables average them."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 
@@ -542,16 +471,13 @@ def comparisons(rows: Mapping[str, Mapping], scored: Mapping[str, Scored], negat
     return out
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The full profile's summary and record
-# ------------------------------------------------------------------------------------------------------------------
+# --- The full profile's summary and record ---
 SUMMARY_MAX = 12
 """DVC metrics: at most this many numbers; the rest is in the CSVs."""
 
 
 def summary(rows: Sequence[Mapping]) -> dict[str, float]:
-    """The full profile's DVC metrics: each row's accuracy (the authors' rule) and, when both are scored, CoN-CLIP
-    minus CLIP; at most ``SUMMARY_MAX`` numbers (rows past that are in table3.csv only)."""
+    """The full profile's DVC metrics: each row's accuracy and, when both are scored, CoN-CLIP minus CLIP."""
     by_row = {r["row"]: r for r in rows}
     gain = {}
     if "clip" in by_row and "conclip" in by_row:
@@ -562,23 +488,18 @@ def summary(rows: Sequence[Mapping]) -> dict[str, float]:
 
 
 def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
-    """Row -> the training record of each model trained here (the ``ft-<run>`` re-trainings: their sidecars, recipe
-    included), which the audit names in every table's note for that row (Tables 2-3, 6, 7-12, 5/13/14, 16 all share
-    the row ids); released models have no entry, even with a JSON file beside their weights (only ``build:``
-    checkpoints: a released model's weights are never a run trained here)."""
+    """Row -> the sidecar of each ``build:`` checkpoint (the ``ft-<run>`` re-trainings), which the audit names in
+    every table's note for that row; a released model's weights are never a run trained here."""
     return training_context({s.row: get_spec(s.model).checkpoint_path() for s in scored
                              if (get_spec(s.model).checkpoint or "").startswith("build:")})
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Files: what each profile writes beside table3.csv, by_word_k.csv and context.json
-# ------------------------------------------------------------------------------------------------------------------
+# --- Files: what each profile writes beside table3.csv, by_word_k.csv and context.json ---
 def _csv(path: Path, fields: Sequence[str], rows: Sequence[Mapping]) -> Path:
     return write_csv_atomic(path, [{k: r[k] for k in fields} for r in rows], fields)
 
 
 def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
-    """Classification, SugarCrepe, Table 6, eq. 4's mining, the comparisons and the summary drawn from them."""
     rows = {s.row: model_row(s) for s in scored}
     ordered = list(rows.values())
     metrics = comparisons(rows, {s.row: s for s in scored}, negation)
@@ -594,7 +515,6 @@ def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -
 
 
 def full_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
-    """The summary (each row's accuracy) and every model's per-item predictions with the items' K and words."""
     predictions = staging / "predictions"
     for s in scored:
         write_predictions(predictions / f"{s.model.replace('/', '__')}.csv", s.result)
@@ -604,7 +524,6 @@ def full_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -
 
 
 def models_by_run(scored: Sequence[Scored], skipped: Mapping[str, str]) -> dict:
-    """The mini profile's record of its models: zoo name, label, run, fingerprint, the checkpoint's digest."""
     return {"models": {s.row: {"model": s.model, "label": s.entry.label, "run": s.entry.run,
                                "fingerprint": s.result.fingerprint,
                                "checkpoint_sha256": sha256_file(s.entry.checkpoint) if s.entry.checkpoint else None}
@@ -612,8 +531,6 @@ def models_by_run(scored: Sequence[Scored], skipped: Mapping[str, str]) -> dict:
 
 
 def models_by_scoring(scored: Sequence[Scored], skipped: Mapping[str, str]) -> dict:
-    """The full profile's record of its models (fingerprint, how each was scored, ties), the models left out and
-    why, where the authors' code and the paper differ, and the training records of the rows trained here."""
     return {"models": {s.row: {"model": s.model, "label": s.entry.label, "fingerprint": s.result.fingerprint,
                                "scoring": s.scoring, "rule": s.result.rule, "n": len(s.result.outcomes),
                                "ties": s.result.ties} for s in scored},
@@ -622,15 +539,11 @@ def models_by_scoring(scored: Sequence[Scored], skipped: Mapping[str, str]) -> d
 
 @dataclass(frozen=True)
 class ProfileFiles:
-    """What a profile's stage writes beside the shared files (its DVC outs) and how its context records models."""
+    """What a profile's stage writes beside the shared files and how its context records models."""
 
     table3_fields: tuple[str, ...]
-    """The mini rows carry their run, loss terms and negatives (``columns.MODEL_FIELDS``); the full ones the split's
-    size (a row ``ft-<run>`` names its run)."""
     write: Callable[[Path, Sequence[Scored], NegationSet], dict[str, Path]]
-    """The profile's own files, ``summary.json`` among them (``mini_files``, ``full_files``)."""
     record: Callable[[Sequence[Scored], Mapping[str, str]], dict]
-    """``context.json``'s record of the scorings (``models_by_run``, ``models_by_scoring``)."""
 
 
 FILES = {"mini": ProfileFiles((*MODEL_FIELDS, "ccneg", "ccneg_strict", "ccneg_ties"), mini_files, models_by_run),
@@ -640,8 +553,7 @@ FILES = {"mini": ProfileFiles((*MODEL_FIELDS, "ccneg", "ccneg_strict", "ccneg_ti
 
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
                     create: ModelFactory = zoo_create) -> dict[str, Path]:
-    """Score every model of ``inputs`` and write the tables as one output group (nothing is written when a model
-    fails, or when none could be scored)."""
+    """Score every model of ``inputs`` and write the tables as one output group (all or nothing)."""
     scored, skipped = score_models(inputs, engine_config, device, create)
     if not scored:
         raise ConclipTablesError(f"no model of conclip.{inputs.profile}.models could be loaded: {skipped}")
@@ -660,8 +572,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 
 
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
-    """Stage ``tables-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
-    ``common.pipeline.reproducible``)."""
+    """Stage ``tables-mini``'s inputs, on the pinned CPU profile (``common.pipeline.reproducible``)."""
     device = pinned_cpu(args.device, ConclipTablesError)
     root = build_dir("mini", "conclip")
     test_dir = Path(args.data or root / "test")
@@ -684,15 +595,11 @@ def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
 
 
 def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
-    """Stage ``tables-full``'s inputs, on the GPU where there is one."""
     device = args.device or best_device()
     pt_path, images = data.default_paths(args.data, args.images)
     ccneg = load_ccneg(pt_path, images, args.eval_size or data.eval_size_for(params))
     context = {"device": device, "engine": params.get("engine", {})}
     return full_inputs(dict(section["models"]), ccneg, context, bool(section["skip_unavailable"])), device
-
-
-STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -712,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="mini: SugarCrepe's mini set (default: build/mini/sugarcrepe/manifest.json)")
     args = parser.parse_args(argv)
     params, section = own_section(f"conclip.{args.profile}", args.stage)
-    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    inputs, device = (_mini_stage if args.profile == "mini" else _full_stage)(args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "conclip" / args.profile), engine_config(params),
                             device, create=zoo_create)
     for name, path in paths.items():

@@ -1,21 +1,9 @@
 """CoN-CLIP (Singh et al.): the base model's text tower fine-tuned with CoN-CLIP's loss, one run per row of Table 6, in
 either profile (``python -m papers.conclip.train <profile> run <name>``).
 
-Both profiles build a run the same way (``build_job``): a ``FinetuneJob`` through the shared trainer with
-``papers.conclip.losses.ConClipLoss`` (the run's terms, ``papers.conclip.runs.RUNS``: L_conclip, L1, L2, L1 + L2 on
-CC-Neg, L1 on the CREPE-Negate negatives), image tower frozen, from the zoo's ``base``, images [I, I'] and texts
-[c, c'] per sample (c' the CREPE-Negate negation for a ``crepe`` run); launched by ``common.training.launch`` (on
-the CPU pinned) and resumable after a kill (``common.training.job.run_job``). Weights in
-``build/<profile>/conclip/models/<run>.safetensors`` with the trainer's sidecar, rank 0's timing log in
-``build/<profile>/conclip/logs/<run>.json``. What differs is where the samples come from (``PROFILES``):
-
-* mini (stages ``mini-finetune@<run>``, ``params.yaml conclip.mini``): mini/xs-32k on the rendered set
-  (``RenderedSamples``: the arrays ``papers.conclip.finetune_rows.FinetuneSet`` reads), for a number of steps with
-  the trainer's default recipe; the same examples, order, seed, steps and optimiser for every run.
-* full (stages ``finetune-full@<run>``, under ``torchrun``; ``conclip.full.finetune``): OpenAI CLIP ViT-B/32 on
-  CC-Neg's training split with distractor images from COCO train 2017 (``FileSamples``: the rows of
-  ``papers.conclip.sets_full``, decoded per batch from the files), for epochs with the authors' recipe; zoo
-  entries ``conclip/full-<run>``.
+Both profiles build a run the same way (``build_job``: ``papers.conclip.losses.ConClipLoss`` with the run's terms of
+``papers.conclip.runs.RUNS``, image tower frozen, images [I, I'] and texts [c, c'] per sample, resumable after a
+kill); what differs is where the samples come from and the recipe (``PROFILES``; the README's stage table).
 
 The full profile's recipe is the authors' (Sec. 4.2 and jaisidhsingh/CoN-CLIP's fine-tuning script, its argument
 defaults and its ``FineTuningDatasetWithNegatives``; every setting is cited in ``papers/conclip/recipes.toml``):
@@ -31,20 +19,18 @@ a TypeError; so nothing here runs their code. What differs, and why:
 
 * Order: their ``DataLoader`` has no ``shuffle``,
   jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:107 "pin_memory=True, drop_last=True)": every epoch
-  walks the file in order, the same 200 entries in
-  every batch. We follow it by default (``shuffle: false``): the in-batch negatives of a contrastive loss depend on
-  which entries share a batch, and file order is the only order their runs can have seen. ``shuffle: true`` draws a
-  permutation per epoch instead (``common.training.files``' ``default_rng([seed, 0, epoch])``). Either way the batch
-  of step s is a pure function of (seed, s), which resume and DDP sharding need.
-* Optimiser: theirs (``papers/conclip/recipes.toml``), jaisidhsingh/CoN-CLIP@503388ac
+  walks the file in order. We follow it by default (``shuffle: false``): the in-batch negatives of a contrastive loss
+  depend on which entries share a batch, and file order is the only order their runs can have seen. ``shuffle:
+  true`` draws a permutation per epoch instead; either way the batch of step s is a pure function of (seed, s).
+* Optimiser: theirs, jaisidhsingh/CoN-CLIP@503388ac
   src/conclip_fine_tuning.py:115-118 "filter(lambda p: p.requires_grad, model.parameters())": AdamW with torch's
-  default betas (0.9, 0.999) and eps 1e-8, weight decay on every trainable tensor, the logit scale included.
+  default betas and eps, weight decay on every trainable tensor, the logit scale included.
 * Precision: their default amp is fp16 autocast,
   jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:16 "autocast = torch.cuda.amp.autocast if args.precision"
   with a GradScaler, jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:120 "torch.cuda.amp.GradScaler()":
-  ``precision: fp16`` (the trainer's GradScaler); ``bf16`` is the switch (no scaler).
-* Images: resized (shorter side, bicubic) and centre-cropped as open_clip's evaluation transform, which is what
-  ``clip.load``'s ``preprocess`` (their training transform,
+  ``precision: fp16``; ``bf16`` is the switch (no scaler).
+* Images: resized and centre-cropped as open_clip's evaluation transform, which is what ``clip.load``'s
+  ``preprocess`` (their training transform,
   jaisidhsingh/CoN-CLIP@503388ac src/conclip_fine_tuning.py:106 "dataset = get_finetuning_dataset(args, preprocess)")
   does.
 """
@@ -85,12 +71,9 @@ class TrainingSetError(WorkspaceError):
 
 
 class NegationFileBatches(FileCaptionBatches):
-    """``FileCaptionBatches`` (the negated caption as the one extra text) whose samples carry the distractor image
-    as a second image segment: images [I, I'], texts [c, c'] per sample, as ``RenderedSamples``' batches over arrays.
-
-    ``shuffle=False`` walks the rows in order every epoch (the authors' loader): step s of an epoch is rows
-    ``[j*B, (j+1)*B)``, the tail that does not fill a batch dropped; ``shuffle=True`` keeps the parent's permutation
-    per epoch."""
+    """``FileCaptionBatches`` with the distractor image as a second image segment: images [I, I'], texts [c, c'].
+    ``shuffle=False`` walks the rows in order every epoch (the authors' loader), the tail that does not fill a batch
+    dropped; ``shuffle=True`` keeps the parent's permutation per epoch."""
 
     def __init__(self, images: FileImages, row_image: np.ndarray, row_distractor: np.ndarray,
                  captions: Sequence[str], negated: Sequence[str], tokenize: Tokenize, name: str,
@@ -116,15 +99,13 @@ class NegationFileBatches(FileCaptionBatches):
 
 
 def _fields(run: str) -> tuple[str, dict]:
-    """The run's c' field of a training row, and what its batches' ``describe`` names."""
     field = NEGATIVE_FIELDS[run_spec(run).negatives]
     return field, {"texts": ["caption", field], "images": ["image", "distractor"]}
 
 
 @dataclass(frozen=True)
 class RenderedSamples:
-    """The mini profile's samples: the rendered set's arrays, one caption per image, the negated caption as the extra
-    text, the distractor image as the second image segment (rendered images are not cropped)."""
+    """The mini profile's samples: the rendered set's arrays (rendered images are not cropped)."""
 
     data: FinetuneSet
     profile: ClassVar[str] = "mini"
@@ -160,8 +141,7 @@ def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
 
 @dataclass(frozen=True)
 class FileSamples:
-    """The full profile's samples: the set's rows over CC-Neg's and COCO's image folders (``NegationFileBatches``
-    over ``run_rows``, in the order of ``section["shuffle"]``, images at ``section["image_size"]``)."""
+    """The full profile's samples: the set's rows over CC-Neg's and COCO's image folders."""
 
     rows: Sequence[FullRow]
     ccneg_images: Path
@@ -170,7 +150,6 @@ class FileSamples:
 
     @classmethod
     def load(cls, set_dir: Path, data: str | None = None) -> "FileSamples":
-        """The rows of ``set_dir``, the images under ``data`` (default: the data root)."""
         root = Path(data or data_root())
         return cls(load_rows(set_dir), root / CCNEG_IMAGES, root / COCO_IMAGES)
 
@@ -196,11 +175,8 @@ Samples = RenderedSamples | FileSamples
 
 def build_job(run: str, samples: Samples, section: Mapping, *, recipe: Recipe | None = None,
               init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``samples`` with
-    ``section``'s settings (``params.yaml conclip.mini`` or ``conclip.full.finetune``) and ``recipe``'s rules (None:
-    the mini recipe) for the section's steps, or its epochs (``steps`` overrides either: smoke runs, tests), the image
-    tower as it was (``ConClipLoss.frozen``). The sidecar records the run's own facts, then ``provenance``, then for
-    a schedule in epochs the steps per epoch and the epochs run."""
+    """The run ``run``: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``samples`` with ``section``'s
+    settings and ``recipe``'s rules (None: the mini recipe); ``steps`` overrides the section's (smoke runs, tests)."""
     spec = run_spec(run)
     init = init or FromZoo(section["base"])
     batches = samples.batches(run, section, tokenizer_for(init.describe()["arch"]),
@@ -218,9 +194,7 @@ def build_job(run: str, samples: Samples, section: Mapping, *, recipe: Recipe | 
 
 @dataclass(frozen=True)
 class Profile:
-    """What a profile's runs read: their ``params.yaml`` section, their samples, the recipe of
-    ``papers/conclip/recipes.toml`` (None: the trainer's default, the mini recipe) and what their sidecars record
-    first."""
+    """What a profile's runs read: their params section, samples, recipe (None: the mini recipe), sidecar facts."""
 
     section: str
     samples: type[RenderedSamples] | type[FileSamples]
@@ -233,8 +207,6 @@ PROFILES = {"mini": Profile("conclip.mini", RenderedSamples, None, {}),
 
 
 def _build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping) -> FinetuneJob:
-    """``run``'s job: this stage's parameters, the set of ``--set`` (its manifest's hash and the CPU profile in the
-    sidecar), the full profile's images under ``--data``."""
     profile = PROFILES[args.profile]
     _, section = own_section(profile.section)
     set_dir = Path(args.set or build_dir(args.profile, "conclip") / "finetune")

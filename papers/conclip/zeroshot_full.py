@@ -5,33 +5,16 @@ Each class gets one prompt of each kind, the paper's: "this is a photo of a {c}"
 of a {c}" (negated), as the authors' README shows them, jaisidhsingh/CoN-CLIP@503388ac README.md:49
 "this is not a photo of a dog"; top-1 is the argmax class (the first among equals: the authors' zero-shot script is
 not in the release, the paper's Sec. 5.2.1 says only "top-1 zero-shot classification accuracy"), and
-Delta = top-1(standard) - top-1(negated): a model that reads "not" picks the true class less often with the negated
-prompt (Table 16 averages Delta over the eight datasets). The scorer is ``common.evaluation.scoring.classification``, one
-``ClassificationSet`` per dataset and prompt kind.
+Delta = top-1(standard) - top-1(negated) (Table 16 averages Delta over the eight datasets).
 
-The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (the folder of their
-registry entries, ``papers/conclip/sources.toml``, group "conclip-zeroshot"). Archives that download from their own
-host (CIFAR-10/100, Caltech-101, Flowers-102, Food-101, Oxford Pets) are fetched through the registry when their
-folder is missing (trusted on first use), checked against the md5 their registry entries state (torchvision's pin),
-and extracted beside the archive;
-ImageNet (a login) and Stanford Cars (its host is gone) are manual: a missing one stops the run with the registry
-entry's steps, unless it is left out of ``conclip.full.zeroshot_datasets`` (or ``--datasets``). The paper names no
-split; each dataset uses CLIP_benchmark's default (``DATASETS``: ``split`` and ``why_split``). CIFAR's images are
-arrays in pickles: they are written once as PNG files (lossless) under ``build/full/conclip/zeroshot/``, because the
-encoding engine keys images by file content.
-
-Stage ``zeroshot-full`` (``python -m papers.conclip.zeroshot_full``) writes its files (the README's "Outputs and
-notebooks") in ``results/conclip/full/`` as one output group; ``zeroshot_comparisons.json`` (the released CoN-CLIP
-minus CLIP, empty when either row was not scored) is copied by ``papers.conclip.table6_full`` into
-``comparisons.json``. The audit's rows of Tables 4, 15 and 16 say "rule unverified": the authors' zero-shot
-evaluation (class names, splits, templates) is not in the release.
-
-What the files must be is data, never a mode: the md5 of each archive and of Flowers' .mat files is the one its
-registry entry states (torchvision's pin; a rehearsal's copy of the workspace states its stand-ins' there), checked
-before an archive is extracted and before a .mat file is read; torchvision's own copies of those pins (of CIFAR's batch
-files, inside the checked archive, and of the .mat files) are lifted, so the registry's are the ones that hold. A
-dataset's class count is ``params.yaml conclip.full.zeroshot_classes`` (ImageNet's 1,000 class folders; a rehearsal's
-stand-in holds a few, named by the first of OpenAI's names).
+The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (registry group
+"conclip-zeroshot", ``papers/conclip/sources.toml``). An archive is fetched when its folder is missing and checked
+against the md5 its registry entry states before it is extracted; torchvision's own copies of those pins are lifted
+(``unpinned``), so the registry's are the ones that hold. ImageNet and Stanford Cars are manual: a missing one stops
+the run with the registry entry's steps, unless it is left out of ``conclip.full.zeroshot_datasets``. The paper names
+no split; each dataset uses CLIP_benchmark's default (``DATASETS``). CIFAR's arrays are written once as PNG files
+under ``build/full/conclip/zeroshot/``, because the encoding engine keys images by file content. Stage
+``zeroshot-full``'s files: the README's "Outputs and notebooks".
 """
 from __future__ import annotations
 
@@ -45,12 +28,12 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
 
-from common.card.core import paired_difference
+from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
 from common.evaluation.engine import Engine
 from common.evaluation.evaluate import best_device, engine_config
@@ -69,12 +52,8 @@ from common.zoo.available import each_model
 from papers.conclip.columns import classification_cells, classification_fields, classification_measure, pct, top1
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
-"""Read at run time (``common.pipeline.stage_deps``): this paper's download entries (the datasets), the zoo entries of
-``conclip.full.models``' names (CoN-CLIP's checkpoints; NegCLIP is in the shared zoo file) and, for a model that
-cannot be loaded, the note of its download entry (``common.zoo.why_unavailable``)."""
-STANDARD_PROMPT = "this is a photo of a {}"
-NEGATED_PROMPT = "this is not a photo of a {}"
-PROMPTS: dict[str, str] = {"standard": STANDARD_PROMPT, "negated": NEGATED_PROMPT}
+"""Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
+PROMPTS: dict[str, str] = {"standard": "this is a photo of a {}", "negated": "this is not a photo of a {}"}
 """The paper's two prompts (Sec. 5.1), verbatim: no article agreement ("a apple pie"), no full stop."""
 MARKER_SUFFIX = ".vlc-extracted.json"
 """Written beside (never inside) a folder extracted here: torchvision lists Caltech-101's category folders, so a file
@@ -112,16 +91,12 @@ class ZeroshotDataError(WorkspaceError):
     """A dataset is not on disk, or not as torchvision reads it; the message names the folder and the fix."""
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The datasets
-# ------------------------------------------------------------------------------------------------------------------
+# --- The datasets ---
 @dataclass(frozen=True)
 class Download:
     """One registry entry a dataset needs. ``folder``: the top folder the archive holds, extracted beside the archive
     (at ``into``, relative to the archive's folder, when given); None for a plain file or a manual folder, used as
-    fetched. ``inner``: a tarball inside a zip that holds ``folder`` (Caltech-101). The md5 its registry entry
-    states (torchvision's pin) is checked before extraction, or before a plain file is read (the registry has no
-    sha256 for these: it trusts the first copy)."""
+    fetched. ``inner``: a tarball inside a zip that holds ``folder`` (Caltech-101)."""
 
     key: str
     folder: str | None = None
@@ -131,7 +106,7 @@ class Download:
 
 @dataclass(frozen=True)
 class LoadedSet:
-    """A dataset's split as files: every image, its class index, the class names (prompt-ready)."""
+    """A dataset's split as files."""
 
     name: str
     images: tuple[Path, ...]
@@ -151,9 +126,8 @@ class ZeroshotDataset:
     split: str
     why_split: str
     class_names: str
-    """Where the class names come from."""
     expected_n: int
-    """Images in the split as released (a different count is reported in zeroshot_context.json, not refused)."""
+    """Images in the split as released (a different count is reported, not refused)."""
     downloads: tuple[Download, ...]
     load: Loader
 
@@ -167,15 +141,18 @@ def _path_only(path) -> Path:
     return Path(path)
 
 
-def _unreadable(name: str, root: Path, exc: Exception) -> ZeroshotDataError:
-    return ZeroshotDataError(f"{name}: torchvision cannot read the dataset under {root}: {exc}. Remove the folder and "
-                             f"run again to fetch it (python -m common fetch conclip-zeroshot), or see its entry in "
-                             f"papers/conclip/sources.toml")
+def _read(name: str, root: Path, make: Callable[[], Any], errors: tuple[type[Exception], ...] = (RuntimeError,)):
+    """``make()``, a torchvision dataset under ``root``; its error (a file missing) names the folder and the fix."""
+    try:
+        return make()
+    except errors as exc:
+        raise ZeroshotDataError(f"{name}: torchvision cannot read the dataset under {root}: {exc}. Remove the folder "
+                                f"and run again to fetch it (python -m common fetch conclip-zeroshot), or see its "
+                                f"entry in papers/conclip/sources.toml") from exc
 
 
 def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[Path, ...]:
-    """``arrays`` (N, H, W, 3) uint8 as ``folder/00000.png``..., written once per source file (its sha256 is kept in
-    ``folder/manifest.json``); all or nothing (a staging folder renamed into place)."""
+    """``arrays`` (N, H, W, 3) uint8 as ``folder/00000.png``..., once per source file; all or nothing."""
     folder = Path(folder)
     paths = tuple(folder / f"{i:05d}.png" for i in range(len(arrays)))
     wanted = {"source_sha256": source_sha256, "n": len(arrays)}
@@ -197,9 +174,8 @@ def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[P
 
 
 def unpinned(cls: type) -> type:
-    """A torchvision dataset class whose own md5 pins are lifted (``check_integrity`` with no md5 checks that the file
-    exists): CIFAR's batch and meta files, inside the archive whose registry md5 ``extract`` checked; Flowers-102's
-    .mat files, whose registry md5s ``prepare`` checks. The registry states what a file must be, not torchvision."""
+    """A torchvision dataset class whose own md5 pins are lifted (``check_integrity`` then checks that the file
+    exists): CIFAR's files are inside the archive ``extract`` checked, Flowers-102's .mat files ``prepare`` checks."""
     attrs: dict = {}
     if hasattr(cls, "train_list"):  # CIFAR10/100
         attrs = {"train_list": [[f, None] for f, _ in cls.train_list],
@@ -217,10 +193,7 @@ def _cifar(class_name: str) -> Loader:
         from torchvision import datasets
 
         cls = unpinned(getattr(datasets, class_name))
-        try:
-            ds = cls(str(root), train=False, download=False)
-        except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted" (a batch file missing)
-            raise _unreadable(name, root, exc) from exc
+        ds = _read(name, root, lambda: cls(str(root), train=False, download=False))
         batch = root / cls.base_folder / cls.test_list[0][0]
         images = export_pngs(ds.data, image_dir / f"{name}-test", sha256_file(batch))
         return LoadedSet(name, images, tuple(int(y) for y in ds.targets), tuple(_words(c) for c in ds.classes))
@@ -232,10 +205,7 @@ def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
     # deferred: loads torchvision only when called
     from torchvision.datasets import Caltech101
 
-    try:
-        ds = Caltech101(str(root), target_type="category", download=False)
-    except RuntimeError as exc:
-        raise _unreadable(name, root, exc) from exc
+    ds = _read(name, root, lambda: Caltech101(str(root), target_type="category", download=False))
     # The file of item k, as Caltech101.__getitem__ builds it (categories, index and y are public attributes).
     images = tuple(Path(ds.root) / "101_ObjectCategories" / ds.categories[y] / f"image_{i:04d}.jpg"
                    for i, y in zip(ds.index, ds.y))
@@ -246,10 +216,7 @@ def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     # deferred: loads torchvision only when called
     from torchvision.datasets import OxfordIIITPet
 
-    try:
-        ds = OxfordIIITPet(str(root), split="test", target_types="category", download=False)
-    except RuntimeError as exc:
-        raise _unreadable(name, root, exc) from exc
+    ds = _read(name, root, lambda: OxfordIIITPet(str(root), split="test", target_types="category", download=False))
     # OxfordIIITPet takes no loader and decodes in __getitem__; its file list is kept as _images/_labels.
     files, labels = getattr(ds, "_images", None), getattr(ds, "_labels", None)
     if files is None or labels is None or len(files) != len(ds):
@@ -265,10 +232,8 @@ def _test_split(class_name: str, class_name_of: Callable[[str], str], pinned: bo
         from torchvision import datasets
 
         cls = getattr(datasets, class_name)
-        try:
-            ds = (cls if pinned else unpinned(cls))(str(root), split="test", download=False, loader=_path_only)
-        except RuntimeError as exc:
-            raise _unreadable(name, root, exc) from exc
+        ds = _read(name, root, lambda: (cls if pinned else unpinned(cls))(str(root), split="test", download=False,
+                                                                          loader=_path_only))
         pairs = [ds[i] for i in range(len(ds))]
         return LoadedSet(name, tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs),
                          tuple(class_name_of(c) for c in ds.classes))
@@ -280,19 +245,15 @@ IMAGENET_WNID = re.compile(r"n\d{8}")
 
 
 def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    """``root/val/<wnid>/*.JPEG`` (what torchvision's ImageNet(split="val") lays out from the devkit and the val
-    archive); classes in sorted-wnid order, the order of open_clip's IMAGENET_CLASSNAMES (OpenAI's names), the
-    first names for fewer folders (how many: ``conclip.full.zeroshot_classes``, checked by ``load_dataset``)."""
+    """``root/val/<wnid>/*.JPEG`` (torchvision's ImageNet(split="val") layout); classes in sorted-wnid order, the order
+    of open_clip's IMAGENET_CLASSNAMES, the first names for fewer folders (a rehearsal's stand-in)."""
     # deferred: loads open_clip only when called
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
     # deferred: loads torchvision only when called
     from torchvision.datasets import ImageFolder
 
     val = root / "val"
-    try:
-        ds = ImageFolder(str(val), loader=_path_only)
-    except (FileNotFoundError, RuntimeError) as exc:
-        raise _unreadable(name, val, exc) from exc
+    ds = _read(name, val, lambda: ImageFolder(str(val), loader=_path_only), (FileNotFoundError, RuntimeError))
     bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
     if not 0 < len(ds.classes) <= len(IMAGENET_CLASSNAMES) or bad:
         raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "
@@ -361,9 +322,8 @@ def _marker(target: Path) -> Path:
 
 
 def extract(archive: Path, download: Download, target: Path) -> None:
-    """Check ``archive`` against the md5 its registry entry states (``check_md5``), extract its ``folder``
-    (from ``inner`` inside a zip) into a staging folder beside ``target`` (tarfile's "data" filter refuses absolute
-    names, '..', links out of it and device files), rename it to ``target``, and record the archive beside it. Nothing appears on failure."""
+    """``archive``'s ``folder`` at ``target``, once its registry md5 holds (tarfile's "data" filter refuses absolute
+    names, '..', links out of it and device files), the archive recorded beside it; nothing appears on failure."""
     try:
         check_md5(download.key, archive)
     except ChecksumError as exc:
@@ -396,11 +356,8 @@ def extract(archive: Path, download: Download, target: Path) -> None:
 
 
 def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, dict]:
-    """Make every file of ``spec`` present (fetching and extracting what is missing); return where each came from.
-
-    An extracted folder already in place is used as it is (no re-hash of a multi-GB archive on every run); a plain
-    file is checked against its registry md5 on every run (the .mat files: kilobytes); a manual entry that is missing
-    raises ``ZeroshotDataError`` with the registry's steps."""
+    """Make every file of ``spec`` present and return where each came from. An extracted folder in place is used as it
+    is (no re-hash of a multi-GB archive per run); a plain file is checked against its registry md5 every run."""
     provenance = {}
     for download in spec.downloads:
         source = get_source(download.key)
@@ -425,9 +382,7 @@ def prepare(spec: ZeroshotDataset, data_root: Path | None = None) -> dict[str, d
 
 def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | None = None,
                  classes: Mapping[str, int] | None = None) -> tuple[LoadedSet, dict[str, dict]]:
-    """The split of one of ``DATASETS``, fetched and extracted as needed, every image file checked present and its
-    class count the one ``classes`` states (``conclip.full.zeroshot_classes``) when it states one; and where each of
-    its files came from (``prepare``)."""
+    """The split of one of ``DATASETS``, checked (images present, ``classes``' count), and its files' sources."""
     spec = DATASETS[name]
     provenance = prepare(spec, data_root)
     root = dataset_root(name, data_root)
@@ -445,15 +400,12 @@ def load_dataset(name: str, data_root: Path | None = None, image_dir: Path | Non
 
 
 def prompt_sets(loaded: LoadedSet) -> dict[str, ClassificationSet]:
-    """The dataset with one prompt per class, standard and negated (no ensemble)."""
     return {kind: ClassificationSet.from_templates(f"{loaded.name}-{kind}", loaded.images, loaded.labels,
                                                    loaded.class_names, (template,))
             for kind, template in PROMPTS.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Scoring
-# ------------------------------------------------------------------------------------------------------------------
+# --- Scoring ---
 def _label(name: str, model: object) -> str:
     """The zoo entry's label; a stand-in model outside the zoo (tests) gives its own."""
     try:
@@ -475,8 +427,6 @@ class ScoredModel:
 def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, ClassificationSet]],
                  engine_config=None, device: str = "cpu", create: ModelFactory = zoo_create,
                  skip_unavailable: bool = False) -> tuple[list[ScoredModel], dict[str, str]]:
-    """Every (row -> zoo model) on every dataset and prompt kind, in the given order; a model that cannot be loaded
-    raises ``ModelUnavailable`` (with the reason), or with ``skip_unavailable`` is returned by row with the reason."""
     scored, skipped = [], {}
     for row, name, model in each_model(models, skipped, create=create, device=device,
                                        skip_unavailable=skip_unavailable, what="zero-shot row"):
@@ -488,16 +438,13 @@ def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, Clas
     return scored, skipped
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Tables
-# ------------------------------------------------------------------------------------------------------------------
+# --- Tables ---
 BY_DATASET_FIELDS = ("row", "model", "label", "dataset", "split", "n", "n_classes", "standard", "negated", "delta",
                      "standard_ties", "negated_ties")
 
 
 def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> list[dict]:
-    """One row per model and dataset: top-1 with each prompt and Delta, in points; ties: images whose true class
-    ties another class (top-1 counts the first of them)."""
+    """One row per model and dataset, in points; ties: images whose true class ties another (top-1 takes the first)."""
     rows = []
     for s in scored:
         for name in datasets:
@@ -514,15 +461,11 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
 SUMMARY_LIMIT = 12
 COMPARISONS_FILE = "zeroshot_comparisons.json"
 COMPARED_ROWS = ("conclip", "clip")
-N_RESAMPLES = 2000
-SEED = 0
-"""The bootstrap of the mini profile's comparisons (``papers.conclip.tables``, mini profile)."""
 
 
 def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple[dict[str, float], str | None]:
-    """CoN-CLIP minus CLIP on the mean standard-prompt top-1 over ``datasets`` (points), with a paired 95% bootstrap
-    interval resampled within each dataset (``common.card.core.paired_difference``, as the mini profile's
-    ``comparisons.json``), and None; or nothing and why, when a row of ``COMPARED_ROWS`` was not scored."""
+    """CoN-CLIP minus CLIP on the mean standard-prompt top-1 (points) with a paired 95% interval resampled within
+    each dataset, as the mini profile's, and None; or nothing and why, when a row was not scored."""
     by_row = {s.row: s for s in scored}
     lacking = [row for row in COMPARED_ROWS if row not in by_row]
     if lacking:
@@ -535,8 +478,7 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
 
 
 def summary(rows: Sequence[Mapping], n_datasets: int) -> dict[str, float]:
-    """The DVC metrics, at most twelve flat numbers: each row's mean Delta (Table 16), the number of datasets the
-    means are over, then each row's mean standard top-1 while there is room."""
+    """The DVC metrics: each row's mean Delta (Table 16), the number of datasets, then mean top-1s while room."""
     keys = [r["row"].replace("-", "_") for r in rows]
     return dict([*((f"{k}_delta", r["delta"]) for k, r in zip(keys, rows)), ("n_datasets", n_datasets),
                  *((f"{k}_top1", r["classification_top1"]) for k, r in zip(keys, rows))][:SUMMARY_LIMIT])
@@ -552,9 +494,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
                       data_root: Path | None = None, image_dir: Path | None = None,
                       context: Mapping | None = None,
                       classes: Mapping[str, int] | None = None) -> dict[str, Path]:
-    """Score every model on every dataset with both prompts and write the tables as one output group (nothing is
-    written when a dataset is missing or a model fails). Datasets are read before any model is loaded, each with the
-    class count ``classes`` states for it (``conclip.full.zeroshot_classes``)."""
+    """Every model on every dataset with both prompts (datasets read first), written as one output group."""
     names = list(datasets)
     if not names:
         raise ZeroshotError("no dataset to score (conclip.full.zeroshot_datasets or --datasets is empty)")
@@ -616,7 +556,17 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-def run(args: argparse.Namespace) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m papers.conclip.zeroshot_full",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
+                        help="default: conclip.full.zeroshot_datasets")
+    parser.add_argument("--out", default=None, help="default: results/conclip/full")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")
+    parser.add_argument("--images", default=None,
+                        help="where CIFAR's images are written as PNG (default: build/full/conclip/zeroshot)")
+    args = parser.parse_args(argv)
     params, section = own_section("conclip.full")
     datasets = list(args.datasets) if args.datasets else list(section["zeroshot_datasets"])
     device = args.device or best_device()
@@ -632,19 +582,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {path}")
     print(paths["classification"].read_text(encoding="utf-8"))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.zeroshot_full",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
-                        help="default: conclip.full.zeroshot_datasets")
-    parser.add_argument("--out", default=None, help="default: results/conclip/full")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")
-    parser.add_argument("--images", default=None,
-                        help="where CIFAR's images are written as PNG (default: build/full/conclip/zeroshot)")
-    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -343,8 +343,8 @@ def test_tables_match_a_brute_force_argmax_with_each_prompt(world, tiny, tables)
     for row, name in MODELS.items():
         for dataset in SCORED:
             loaded = zf.load_dataset(dataset, world.data_root, world.images)[0]
-            standard, p_standard = _brute_force_top1(tiny(name), loaded, zf.STANDARD_PROMPT)
-            negated, p_negated = _brute_force_top1(tiny(name), loaded, zf.NEGATED_PROMPT)
+            standard, p_standard = _brute_force_top1(tiny(name), loaded, zf.PROMPTS["standard"])
+            negated, p_negated = _brute_force_top1(tiny(name), loaded, zf.PROMPTS["negated"])
             differ += int((p_standard != p_negated).sum())
             cell = by_dataset[(row, dataset)]
             assert float(cell["standard"]) == pytest.approx(100 * standard, abs=0.005), (row, dataset)
@@ -431,7 +431,7 @@ def test_conclip_minus_clip_is_compared_with_a_paired_interval(world, tiny, tabl
     for row, name in models.items():
         for dataset in SCORED:
             loaded = zf.load_dataset(dataset, world.data_root, world.images)[0]
-            _, predictions = _brute_force_top1(tiny(name), loaded, zf.STANDARD_PROMPT)
+            _, predictions = _brute_force_top1(tiny(name), loaded, zf.PROMPTS["standard"])
             correct[(row, dataset)] = (predictions == np.array(loaded.labels)).astype(float)
         top1[row] = np.mean([100 * correct[(row, d)].mean() for d in SCORED])
     assert compared["conclip_minus_clip_classification"] == round(top1["conclip"] - top1["clip"], 2)
