@@ -1,10 +1,5 @@
 """``python -m common card collect DIR... [--out STEM]``: many cards' JSON files merged into one leaderboard, one row
-per card (model and profile), one column per number, as CSV and Markdown (CLIP_benchmark's ``build`` does the same
-for its result files).
-
-Cards of different profiles may share a table: each row says its profile (a rehearsal's as "full (rehearsal)"), and
-the Markdown puts the mini profile's rows under their own heading, so that no one reads a mini number against a full
-one. A file that is not a card (damaged, or another JSON) stops the command with one line naming it.
+per card, one column per number, as CSV and Markdown (a table per profile: docs/card.md).
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A card's files: ``<model>.json`` (every number with its rule and provenance), ``<model>.csv``, ``<model>.md`` and
-``<model>.png`` (benchmarks x accuracy with intervals, the blind baseline and the trend's expectation marked); for
-several models ``comparison.{json,csv,md}`` (paired differences). All of one call's files are written as one output
-group (``common.files.io.output_group``): all appear, or none do, and other files in the folder are left alone.
+"""A card's files (``<model>.{json,csv,md,png}``; for several models ``comparison.{json,csv,md}``), written as one
+output group: all appear, or none do.
 """
 from __future__ import annotations
 
