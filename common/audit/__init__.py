@@ -62,9 +62,8 @@ def _pinned(source: str) -> bool:
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
               profile: str | None = None, out_dir: Path | None = None,
               strict: bool = False, comparable: bool = True) -> tuple[list[AuditRow], dict[str, Path]]:
-    """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``, decided complete
-    first: with ``strict`` an unreadable pinned source raises ``AuditIncomplete``, without it the audit goes to
-    ``partial_dir``. ``comparable`` false (a capped run): recomputations from those inputs are not compared."""
+    """Join ``paper``'s published numbers with its recomputations and write the report, decided complete first
+    (``strict``: ``AuditIncomplete``; otherwise ``partial_dir``); ``comparable`` false: a capped run's."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.params import load_params
 

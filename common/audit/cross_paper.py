@@ -49,8 +49,7 @@ class CrossPaperIncomplete(WorkspaceError):
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the comparison: two papers' numbers, a released recomputation and a paper's number, or cells
-    not joined."""
+    """One line of the comparison: two numbers for one model and measure, or cells not joined."""
 
     verdict: str
     kind: str
@@ -457,8 +456,8 @@ def _default_fetcher(key: str) -> Path:
 
 def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
-    """Load, join, compare, write. With ``strict`` an unreadable released source raises before anything is
-    written; without it the comparison goes to ``<out_dir>/partial/`` when ``out_dir`` is ``results/audit``."""
+    """Load, join, compare, write (``strict``: an unreadable released source raises first; otherwise
+    ``partial_dir``)."""
     known = transcribed_papers(published_root) if published_root else None
     ids = load_identities(identities, known) if identities else load_identities(papers=known)
     cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))

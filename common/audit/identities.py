@@ -88,8 +88,7 @@ class ReleasedSpec:
 
 @dataclass(frozen=True)
 class WitnessSpec:
-    """A third party's per-model table (fetched through the registry by ``key``) that reports some of the same
-    (model, measure) numbers: each is set beside every paper's number for it."""
+    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
 
     key: str
     name: str

@@ -32,8 +32,7 @@ class ClaimInfo(NamedTuple):
 
 
 def claim_info(paper: str, claims: Iterable | None = None) -> dict[str, ClaimInfo]:
-    """claim_id -> (comparison, quote), from ``claims`` or, when None, the paper's claims file (none, or an invalid
-    one: empty)."""
+    """claim_id -> (comparison, quote), from ``claims`` or, when None, the paper's claims file (if valid)."""
     if claims is None:
         try:
             claims = load_claims(paper)
@@ -123,8 +122,7 @@ def oracle_lines(record: Mapping | None) -> list[str]:
 
 def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, ClaimInfo],
              oracle: Mapping | None = None) -> str:
-    """The readable report; ``info``: from ``claim_info``; ``oracle``: the paper's oracle record
-    (``common.oracle.core.read_record``)."""
+    """The readable report; ``info``: from ``claim_info``; ``oracle``: the paper's oracle record."""
     counts = VerdictCounts.of(rows).counts
     shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
     banner = ([f"**REHEARSAL** (`make rehearse`): this audit was written in a rehearsal's copy of the workspace. "

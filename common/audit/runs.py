@@ -21,8 +21,7 @@ REMEDY = "restore the file (git checkout / dvc checkout) or rerun the stage that
 
 
 class RunTableError(AuditError):
-    """A run's results table is damaged (cut short, merge-conflicted, a value missing or not a number, a row twice or
-    missing); the message names the file, the line and the column."""
+    """A run's results table is damaged; the message names the file, the line and the column."""
 
 
 class RunRow(dict):
@@ -103,8 +102,7 @@ def table_recomputations(
     note: Callable[[str], str] = lambda model: "",
 ) -> list[Recomputed]:
     """Published cells of ``table`` recomputed by a run's results table with one row per model (``columns``: results
-    column -> published column; ``published_row``: zoo name -> published row); in the mini profile the cells of
-    ``covered_models`` are marked covered, once the table was read. Nothing when the run has not happened yet."""
+    column -> published column); in the mini profile the cells of ``covered_models`` are marked covered."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, ["model", *columns], key=("model",))
@@ -125,9 +123,8 @@ def run_rows_recomputations(
     key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
     """Published cells recomputed by a results table whose rows are runs described by their own columns rather than a
-    zoo name (``published_row``: a row -> its published row, or None). ``units``: a column's unit where not
-    "percent"; ``expected``: the published rows the run writes; ``optional``: columns the writer may leave empty or
-    out; ``note`` (text, or a row -> text) and ``caveat`` (a row -> text): the recomputations'."""
+    zoo name (``published_row``: a row -> its published row, or None; ``units``: a column's unit where not
+    "percent"; ``expected``: the rows the run writes; ``optional``: columns the writer may leave empty or out)."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)

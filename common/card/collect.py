@@ -18,8 +18,7 @@ DEFAULT_STEM = "leaderboard"
 
 
 def read_card(path: Path) -> tuple[dict, dict[str, str]]:
-    """One card's JSON, checked (a damaged one is one line naming the file): its leaderboard row, and its numbers'
-    labels (key -> "Benchmark: metric")."""
+    """One card's JSON, checked: its leaderboard row, and its numbers' labels (key -> "Benchmark: metric")."""
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -56,8 +55,7 @@ def find_cards(folders: Sequence[Path]) -> list[Path]:
 
 
 def leaderboard(cards: Sequence[tuple[dict, dict[str, str]]]) -> tuple[list[str], list[dict], dict[str, str]]:
-    """(columns, rows, column labels): one row per card (``read_card``), mini rows last, each profile's rows in the
-    order read."""
+    """(columns, rows, column labels): one row per card (``read_card``), mini rows last."""
     seen: dict[tuple[str, str], str] = {}
     labels: dict[str, str] = {}  # in the order first read
     for row, numbers in cards:

@@ -25,8 +25,7 @@ class CardError(WorkspaceError, ValueError):
 
 
 class MissingInput(CardError):
-    """A benchmark's data is not here (a manual download not in place): the card is written without it and names
-    it, with the message saying how to get it."""
+    """A benchmark's data is not here: the card is written without it and names it, saying how to get it."""
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,7 @@ def is_mini_world(model: CardModel) -> bool:
 
 
 def zoo_names() -> set[str]:
-    """The zoo's names (``common.zoo.registry()``'s keys), read from its ``models.toml`` files alone (the registry's
-    checks run when a name is looked up)."""
+    """The zoo's names, read from its ``models.toml`` files alone (the registry's checks run at look-up)."""
     names: set[str] = set()
     for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
         with open(file, "rb") as fh:
@@ -141,8 +140,7 @@ def _unknown(text: str, arch: str) -> CardError:
 
 
 def _transformers(text: str) -> CardModel:
-    """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
-    tower the card can score, or is not supported)."""
+    """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA)."""
     # deferred: loads PIL, torch only when called
     from common.zoo import ModelUnavailable
     from common.zoo.hf import ARCHS, refuse_custom_code

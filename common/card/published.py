@@ -41,8 +41,7 @@ def _pattern(text: str) -> re.Pattern:
 
 
 def published_rows(sources: Sequence[PublishedCells], keys: set[str]) -> list[dict]:
-    """Every model of each source table with at least one of ``keys`` published, a row per model: {"source",
-    "paper", "table", "row" (the model), "values": {card key: percent}}, in the file's order."""
+    """A row per model of each source table with at least one of ``keys`` published, in the file's order."""
     out: list[dict] = []
     for source in sources:
         places = [(key, _pattern(row), _pattern(column)) for key, (row, column) in source.cells.items() if key in keys]

@@ -71,8 +71,7 @@ def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardB
 
 
 def _trend_residuals(estimates: dict[str, Estimate], trends: Sequence[Trend], model: str) -> dict[str, Residual]:
-    """Per number a trend covers, the model's residual; x is the model's measured recognition number, else the
-    trend's published one for it (a zoo model the trend's table lists), else there is none."""
+    """Per number a trend covers, the model's residual (x: its measured recognition number, else the trend's)."""
     out: dict[str, Residual] = {}
     for trend in trends:
         measured = estimates.get(trend.x_key)
@@ -100,8 +99,7 @@ def _commit() -> str:
 
 def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchmark], missing: Sequence[dict],
                     profile: str) -> None:
-    """One line naming what prepares each benchmark the user named that is not here, or every benchmark when none
-    is (a card with no number)."""
+    """One line naming what prepares each named benchmark that is not here, or every one when none is."""
     absent = [m for m in missing if named and m["benchmark"] in named] or ([] if available else list(missing))
     if absent:
         raise CardError(f"{profile} profile: " + "; ".join(f"{m['benchmark']} is not here ({m['why']}): {m['how']}"
@@ -221,8 +219,7 @@ def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | N
 
 
 def comparisons(cards: Sequence[Card]) -> list[dict]:
-    """Every pair of models (in the order given): per shared number, a - b with its paired interval (both at one
-    precision: ``_at_one_precision``)."""
+    """Every pair of models (in the order given): per shared number, a - b with its paired interval."""
     rows = []
     for i, a in enumerate(cards):
         for b in cards[i + 1:]:

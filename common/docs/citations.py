@@ -358,8 +358,7 @@ def _scan_notebook(found: Found, file: str, raw: str) -> None:
 
 
 def scanned_files(root: Path = ROOT) -> list[str]:
-    """The files whose references are checked: git's tracked and unignored files of the kinds above, generated
-    results left out (their writers are scanned)."""
+    """Git's tracked and unignored files of the kinds above, generated results left out (their writers are scanned)."""
     out = _git_files(root)
     if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
@@ -441,8 +440,7 @@ def _lines_hold(content: str, ref: Reference) -> str | None:
 
 
 def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[str]]:
-    """The quotes whose file the mirror holds at the pinned commit (``raw.githubusercontent.com/OWNER/REPO/COMMIT/
-    PATH``), checked offline."""
+    """The quotes whose file the mirror holds at the pinned commit, checked offline."""
     if mirror is None or not mirror.is_dir():
         return 0, []
     checked, problems = 0, []

@@ -75,8 +75,8 @@ def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
 
 
 def _read(doc: Path, original: str, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
-    """``doc``'s text ``original`` without its references block, the block's references by ID, and per marker: the
-    match, its line, its reference and the number the results hold."""
+    """``original`` without its references block, the references by ID, and per marker (match, line, reference,
+    the results' number)."""
     name = str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
     text, references = _split(original, name)
     found = []

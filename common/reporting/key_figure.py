@@ -61,8 +61,7 @@ class PlotLine:
 
 
 def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str, dict[str, str]]:
-    """A results table by its ``key`` column, each holding ``columns`` (``read_table``); a missing file, column or
-    duplicate key is one line naming the file."""
+    """A results table by its ``key`` column, each row holding ``columns``, checked (``read_table``)."""
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; run the stage that writes it (dvc repro)")
@@ -116,8 +115,7 @@ def published_bars(cells: CellIndex, table: str, panel: str, groups: Mapping[str
 
 def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, out_csv: Path, title: str,
                      ylabel: str) -> dict[str, Path]:
-    """The figure (panels of grouped bars in the order the bars come, published ones hatched, reference lines dashed)
-    and its plot CSV (every bar's panel, group, series, value and source)."""
+    """The figure (panels of grouped bars, published ones hatched) and its plot CSV (every bar's source)."""
     plot_rows = [{"panel": b.panel, "group": b.group, "series": b.series, "value": b.value, "source": b.source}
                  for b in bars]
     plot = write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS)
@@ -186,8 +184,7 @@ def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argp
 def run(argv: Sequence[str] | None, description: str, paper: str, name: str,
         bars_of: Callable[..., tuple[list[PlotBar], list[PlotLine]]], views: Mapping[str, ProfileView],
         ylabel: str) -> int:
-    """A key figure module's ``main``: ``bars_of(results, profile=...)`` drawn into ``key_figure.png`` and
-    ``key_figure_plot.csv``."""
+    """A key figure module's ``main``: ``bars_of(results, profile=...)`` drawn (``write_bar_figure``)."""
     args = parse_args(argv, description, paper)
     bars, lines = bars_of(args.results, profile=args.profile)
     paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",

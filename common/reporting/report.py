@@ -156,8 +156,7 @@ class Table(Section):
 
 @dataclass(frozen=True, kw_only=True)
 class Tally(Section):
-    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``, ``n`` the rows holding
-    ``value``."""
+    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``."""
 
     column: str
     value: str
@@ -264,7 +263,6 @@ def run(paper: str) -> int:
 
 CROSS_PAPER_COUNTS = ("pairs", "pairs_unexplained", "pairs_explained", "pairs_consistent", "released_checked",
                       "witness_checked")
-"""What ``cross_paper_line`` prints of the cross-paper summary."""
 
 
 def cross_paper_line() -> str:
@@ -280,8 +278,7 @@ def cross_paper_line() -> str:
 
 
 def metric_files(paper: str) -> list[str]:
-    """The metrics files (or folders) of the stages in ``papers/<paper>/dvc.yaml`` that exist, as DVC resolves them
-    under the current profile."""
+    """The metrics files (or folders) of ``papers/<paper>/dvc.yaml``'s stages that exist, as DVC resolves them."""
     # deferred: loads dvc only when called
     from dvc.repo import Repo
 

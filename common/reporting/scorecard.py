@@ -445,8 +445,7 @@ def published_words(c: Claim, results: Path = RESULTS) -> str:
 
 
 def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
-    """The README's generated block: per claim, the paper's words and published effect, then one row per kind of
-    evidence."""
+    """The README's generated block: per claim, the paper's words and effect, then a row per kind of evidence."""
     out = ["| claim: the paper's words and published effect | evidence | what is measured here | estimate [95% CI] "
            "| verdict |", "|---|---|---|---|---|"]
     for findings in scorecard(paper, results, root):
@@ -476,7 +475,7 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
 def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path = RESULTS,
           write: bool = False) -> list[str]:
     """The papers whose README block disagrees with ``results`` (rewritten when ``write``), and ``README.md`` when the
-    front door's summary block does (all papers only). A README with claims but no block is an error."""
+    front door's summary block does (all papers only)."""
     wrong = []
     names = list(papers if papers is not None else plugins.paper_names())
     for paper in names:

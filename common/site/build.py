@@ -210,8 +210,7 @@ def _header(path: Path) -> list[str]:
 
 # ---- what each page shows -----------------------------------------------------------------------------------------
 def paper_sections(w: _Writer, paper: str) -> list[Section]:
-    """One section per folder of ``results/<paper>/`` (its top level, then each sub-folder): every CSV as a table,
-    every PNG as a figure."""
+    """One section per folder of ``results/<paper>/``: every CSV as a table, every PNG as a figure."""
     top = w.results / paper
     if not top.is_dir():
         return []
@@ -272,8 +271,7 @@ def _tolerance(d: Mapping[str, str]) -> str:
 
 def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str,
                 results: Path = RESULTS) -> Grid | None:
-    """The paper's claims scorecard: one row per claim, a column per kind of evidence (its verdict coloured, the
-    estimate under it)."""
+    """The paper's claims scorecard: one row per claim, a column per kind of evidence."""
     rows = []
     for findings in findings_by_claim:
         c = findings[0].claim
@@ -400,8 +398,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
 
 
 def build_site(out: str | os.PathLike, results: Path = RESULTS, cards_dir: Path | None = None) -> Path:
-    """Build the site into ``out`` as one output group (the previous site replaced once fully written); its
-    ``index.html``."""
+    """Build the site into ``out`` as one output group; its ``index.html``."""
     out = Path(os.path.abspath(out))
     refuse_workspace_outputs([out], "--out")
     if out.exists() and not out.is_dir():
