@@ -1,17 +1,8 @@
-"""The audit of published numbers against recomputed ones (see ``core`` for verdicts and tolerances).
+"""The audit of published numbers against recomputed ones (docs/audit.md; verdicts and tolerances: ``core``).
 
-Sources of recomputations, per paper:
-
-* ``claims``: every numeric claim of the text whose ``recompute`` expression derives it from the paper's own
-  tables (done here, for every paper);
-* the audit plug-in of the paper's ``PAPER`` (``papers/<paper>/audit.py``, ``common.paper.AuditPlugIn``):
-  ``recompute(profile)`` returns what it recomputes from the authors' released artifacts (fetched through the
-  checksum-verifying downloader) and from this workspace's runs (full profile compared; mini profile never
-  compared), and may draw figures.
-
-A paper's audit stage, ``python -m common audit <paper> --strict``, runs its plug-in's ``main``, which calls ``main``
-below (or ``stage_main``) with its recomputers; the stage's code dependencies start at the plug-in, so they are
-exactly what it imports.
+Recomputations come from the claims' ``recompute`` expressions (``claims``, every paper) and from the paper's audit
+plug-in (``papers/<paper>/audit.py``, ``common.paper.AuditPlugIn``: released artifacts and runs), whose ``main`` calls
+``main`` or ``stage_main`` below; the stage's code dependencies start at the plug-in.
 """
 from __future__ import annotations
 
@@ -36,8 +27,7 @@ DrawFigures = Callable[[Path], dict[str, Path]]
 
 STRICT_EXIT = 3
 PARTIAL = "partial"
-"""Sub-folder of ``results/audit`` where a deliberately partial audit (pinned sources unreadable, no --strict)
-goes: never tracked (it holds a ``.gitignore`` of ``*``), never mistaken for the paper's audit."""
+"""Sub-folder of ``results/audit`` for a partial audit (pinned sources unreadable, no --strict), never tracked."""
 
 
 class AuditIncomplete(WorkspaceError):
@@ -52,9 +42,8 @@ class AuditIncomplete(WorkspaceError):
 
 
 def standin(rec: Recomputed) -> bool:
-    """With full-profile inputs that are not comparable (``common.pipeline.inputs.FullInputs.comparable``: a capped run, such as
-    a rehearsal's on stand-ins), whether ``rec`` comes from them: every run's number (profile ``full``), and a released
-    file's whose sha256 the registry does not pin (a stand-in wrote it; a pinned file is the authors' own)."""
+    """Whether ``rec`` comes from capped full-profile inputs (a rehearsal's): a run's number, or a released file's
+    whose sha256 the registry does not pin (a stand-in wrote it)."""
     if rec.profile == "full":
         return True
     return rec.profile == "released" and not _pinned(rec.source)
@@ -73,15 +62,8 @@ def _pinned(source: str) -> bool:
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
               profile: str | None = None, out_dir: Path | None = None,
               strict: bool = False, comparable: bool = True) -> tuple[list[AuditRow], dict[str, Path]]:
-    """Join ``paper``'s published numbers with its recomputations; write the report into ``out_dir``.
-
-    Whether the audit is complete is decided before anything is written: with ``strict``, an unreadable pinned
-    released source raises ``AuditIncomplete`` and no file changes; without it, such a partial audit aimed at
-    ``results/audit`` goes to ``results/audit/partial/`` instead (``partial_dir``), so the paper's audit there is
-    never replaced by a degraded one. The files of one audit are replaced as a group (``write_audit``).
-    ``comparable`` false (``params.yaml full_inputs.cap``: a capped run's): every recomputation from
-    those inputs (``standin``) is marked ``rehearsal: not comparable``.
-    """
+    """Join ``paper``'s published numbers with its recomputations and write the report, decided complete first
+    (``strict``: ``AuditIncomplete``; otherwise ``partial_dir``); ``comparable`` false: a capped run's."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.params import load_params
 
@@ -93,14 +75,15 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     _, pinned = unreadable_sources(rows)
     if pinned and strict:
         raise AuditIncomplete(paper, rows, pinned)
-    if pinned and Path(out_dir).resolve() == (RESULTS / "audit").resolve():
-        out_dir = partial_dir(out_dir)
-    return rows, write_audit(paper, rows, out_dir, profile, figures=figures)
+    return rows, write_audit(paper, rows, partial_dir(out_dir, bool(pinned)), profile, figures=figures)
 
 
-def partial_dir(audit_dir: Path) -> Path:
-    """``<audit_dir>/partial``, created with a ``.gitignore`` that keeps everything in it out of git."""
-    folder = Path(audit_dir) / PARTIAL
+def partial_dir(out_dir: Path, partial: bool) -> Path:
+    """``out_dir``, or for a ``partial`` audit aimed at ``results/audit`` its ``partial/``, created with a
+    ``.gitignore`` that keeps everything in it out of git (never mistaken for the paper's audit)."""
+    if not partial or Path(out_dir).resolve() != (RESULTS / "audit").resolve():
+        return Path(out_dir)
+    folder = Path(out_dir) / PARTIAL
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.is_file():
@@ -117,8 +100,8 @@ def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
 
 
 def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
-    """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full (the
-    file, the expected sha256 and size, what was found, the remedy); otherwise what its cells' notes recorded."""
+    """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full; otherwise
+    what its cells' notes recorded."""
     # deferred: loads tomli only when called
     from common.registry.fetch import fetch
     from common.registry.sources import get_source
@@ -185,9 +168,8 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
 
 def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
                figures: DrawFigures | None = None) -> int:
-    """``main`` as the ``audit`` stage of ``papers/<paper>/dvc.yaml``, with the profile the stage declares and whether
-    the full profile's inputs are comparable with the paper's (``full_inputs``, which the stage must declare once
-    ``params.yaml`` says they are not: a capped run's numbers are never audited as the paper's)."""
+    """``main`` with the profile the paper's ``audit`` stage declares and whether its full-profile inputs are comparable
+    (``full_inputs``, which the stage must declare once ``params.yaml`` caps them)."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.inputs import SECTION, full_inputs
     from common.pipeline.params import load_params, stage_params
@@ -202,8 +184,7 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
 
 
 def audit_stage(paper: str) -> str:
-    """The DVC address of a paper's audit stage: the stage of the paper's pipeline whose command is ``python -m common
-    audit <paper>`` (the stage map), whether DVC runs it or a researcher does."""
+    """The DVC address of the stage of the paper's pipeline whose command is ``python -m common audit <paper>``."""
     # deferred: loads yaml only when called
     from common.pipeline.stage_map import stage_running
 

@@ -1,19 +1,9 @@
 """Is one printed number consistent with another, and if not, what explains the difference?
 
-Two papers print one model's score on one benchmark. The verdict on the pair is, in this order:
-
-* **consistent**: the two printed intervals overlap (each number stands for every value that rounds to it);
-* **explained**, with the cause and the computation that shows it:
-  - *rounding rule*: one whole count of examples ``k / n`` gives both numbers, one paper rounding and the other
-    truncating its last digit (numbers one unit apart are already consistent: the rule is then named as the cause);
-  - *data version*: the numbers fit ``k / n`` and ``k' / n'`` with one example fewer or more (or a known other
-    size of the set), ``k'`` differing from ``k`` by at most the example removed or added;
-  - *averaging*: a breakdown into parts with counts (per-category numbers, per-relation accuracies) gives each
-    number under a different averaging (micro over examples, macro over parts);
-* **unexplained**, with what the numbers imply (the counts each fits, their difference).
-
-Exact arithmetic throughout (``fractions.Fraction`` from the printed decimal text), so a verdict never hinges on
-binary floating point.
+Two papers print one model's score on one benchmark; the verdict on the pair is, in this order, consistent (the
+printed intervals overlap), explained (a rounding rule, a data version or an averaging, with the computation that
+shows it) or unexplained (with what the numbers imply): docs/audit.md, "Cross-paper consistency". Exact arithmetic
+throughout (``fractions.Fraction`` from the printed decimal text), so a verdict never hinges on binary floating point.
 """
 from __future__ import annotations
 
@@ -152,10 +142,6 @@ def _fmt(x: Fraction | float) -> str:
     return f"{float(x):.4f}".rstrip("0").rstrip(".")
 
 
-def _count_range(counts: range, n: int) -> str:
-    return f"{counts[0]}/{n}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}/{n}"
-
-
 def implied_counts(p: Printed, n: int, other_sizes: Sequence[int] = ()) -> str:
     """What ``p`` says about a count out of ``n`` (or of a nearby size): "151/246 (rounds, truncates)"."""
     for m in (n, *other_sizes, n - 1, n + 1):
@@ -163,7 +149,8 @@ def implied_counts(p: Printed, n: int, other_sizes: Sequence[int] = ()) -> str:
         for rule in RULES:
             counts = p.counts(m, rule)
             if counts:
-                by_range.setdefault(_count_range(counts, m), []).append(rule)
+                shown = f"{counts[0]}/{m}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}/{m}"
+                by_range.setdefault(shown, []).append(rule)
         if by_range:
             found = "; ".join(f"{text} ({', '.join(rules)})" for text, rules in by_range.items())
             return found if m == n else f"no count out of {n}; {found}"
@@ -243,11 +230,8 @@ def _averaging(a: Side, b: Side, breakdowns: Sequence[Breakdown]) -> Verdict | N
 
 def compare(a: Side, b: Side, n: int | None = None, breakdowns: Sequence[Breakdown] = (),
             other_sizes: dict[int, str] | None = None) -> Verdict:
-    """The verdict on two papers' numbers for one model and measure (see the module docstring).
-
-    ``n``: examples of the measure when it is one category; ``breakdowns``: the measure broken into parts, as the
-    papers print them; ``other_sizes``: other known sizes of the set (size -> evidence).
-    """
+    """The verdict on two papers' numbers for one model and measure; ``n``: its examples when it is one category;
+    ``breakdowns``: it broken into parts as the papers print them; ``other_sizes``: size -> evidence."""
     other_sizes = dict(other_sizes or {})
     difference = b.printed.exact - a.printed.exact
     implied = {}
@@ -295,7 +279,3 @@ def reproduces(printed: Printed, correct: int, n: int) -> tuple[bool, str]:
             return True, rule
     return False, ""
 
-
-__all__ = ["AVERAGINGS", "Breakdown", "CONSISTENT", "EXPLAINED", "MACRO", "MICRO", "PER_CATEGORY", "Part", "Printed",
-           "ROUND", "RULES", "Side", "TRUNCATE", "UNEXPLAINED", "UNSTATED", "VERDICTS", "Verdict", "closest_counts",
-           "compare", "implied_counts", "overlap", "reproduces"]

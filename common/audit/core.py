@@ -1,51 +1,12 @@
-"""The audit's core: join published numbers with recomputed ones, cell by cell, and report.
+"""The audit's core: join published numbers with recomputed ones, cell by cell, and give each pair a verdict.
 
-A *recomputation* (``Recomputed``) is one number produced here for one published cell or claim,
-with where it came from (``source``), under which profile (``profile``) and with what tolerance.
-``audit_rows`` pairs every published cell and claim of a paper with its recomputations and gives each
-pair a verdict:
-
-* ``reproduced``: |published - recomputed| <= tolerance, or, for a claim that is a bound, the
-  recomputed number satisfies the bound (see ``comparison`` below);
-* ``differs``: otherwise (the report lists these first, with the evidence);
-* ``not recomputed yet``: nothing here recomputes that number (yet);
-* ``mini profile: not comparable``: only a mini-profile run covers it; a mini-world number is never
-  compared with a published one;
-* ``rehearsal: not comparable`` (``REHEARSAL``): the number comes from full-profile inputs of which not all were read
-  (``params.yaml full_inputs.cap``: a rehearsal's capped stand-in data with random-init models,
-  ``tests/rehearsal``); the value is shown, never compared. Only such an audit has this verdict (``VerdictCounts``
-  counts it only there).
-
-A recomputation may carry a ``caveat``: what its verdict cannot vouch for (a training method this workspace had to
-reconstruct because the authors released none, a deliberate deviation from their recipe). The row keeps its verdict
-(counted and sorted as above) and its verdict text (``AuditRow.verdict_text``, the report's ``verdict`` column) reads
-"<verdict>; <caveat>", so nobody reads "reproduced" without it.
-
-Tolerances are explicit and per source:
-* ``exact``: recomputation from released per-example predictions or counts: half a unit of the
-  paper's last printed digit (91.77 -> 0.005), i.e. equal after the paper's rounding;
-* ``std``: a run compared with a cell for which the paper reports a standard deviation;
-* ``default``: a run otherwise: ``DEFAULT_RUN_TOLERANCE`` in the cell's unit;
-* ``claim``: a claim recomputed from the paper's own tables: half a unit of the claim's printed
-  precision, like ``exact``.
-
-A claim's ``comparison`` (``results/published/<paper>_claims.csv``; table cells are always "=") says
-how the published number relates to the recomputed quantity:
-* ``=``: |recomputed - published| <= tolerance (above);
-* ``>``, ``>=``, ``<``, ``<=``: the claim is a bound, checked as "recomputed OP published". Under the
-  ``exact`` and ``claim`` rules a bound has no slack (tolerance 0; ``>=``/``<=`` absorb float noise
-  only): "r > 0.8" is not reproduced by r = 0.78. Under ``std``/``default`` (runs) and with an explicit
-  tolerance the slack is applied in the claim's favour (``>``: recomputed > published - tolerance);
-* ``~`` (the text says about / around / approximately / roughly / nearly / almost): like "=", with the
-  tolerance widened to at least 10 % of the published value (``tolerance_for(..., approx_relative=0.10)``):
-  tolerance = max(the rule's tolerance, 0.10 * |published|). "around 9 points" accepts 8.1..9.9,
-  "almost 3,000" accepts 2,700..3,300, "around 61%" accepts 54.9..67.1.
-
-Fractions and percents are converted to the published unit before comparing (0.9177 -> 91.77).
+The verdicts, the tolerances per source, a claim's comparison and a recomputation's caveat: docs/audit.md, "Verdicts,
+tolerances and comparisons".
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Callable
@@ -55,11 +16,10 @@ from common.reporting.published import PublishedCell, PublishedClaim
 
 VERDICTS = ("differs", "reproduced", "not recomputed yet", "mini profile: not comparable")
 REHEARSAL = "rehearsal: not comparable"
-"""The verdict of a rehearsal's recomputations (module docstring); not in ``VERDICTS``, which a real audit counts."""
+"""A rehearsal's verdict; not in ``VERDICTS``, which a real audit counts."""
 ORDER = (*VERDICTS, REHEARSAL)
 PROFILES = ("released", "paper", "full", "mini")
-"""Where a recomputed number comes from: authors' released artifacts, the paper's own tables (claims),
-a full-profile run, or a mini-profile run."""
+"""Where a recomputed number comes from: released artifacts, the paper's own tables (claims), or a run."""
 DEFAULT_RUN_TOLERANCE = {"percent": 1.0, "fraction": 0.01, "points": 1.0, "score": 0.005, "count": 0.0}
 CLAIM_TABLE = "claims"
 """Recomputations of a claim use table ``claims``, row ``<claim_id>``, column ``value``."""
@@ -84,7 +44,7 @@ class Recomputed:
     """Explicit tolerance in ``unit``; None derives it from ``tolerance_rule``."""
     note: str = ""
     caveat: str = ""
-    """What the verdict cannot vouch for (module docstring); empty for none."""
+    """What the verdict cannot vouch for; empty for none."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -175,11 +135,8 @@ _FLOAT_NOISE = 1e-9
 
 
 def tolerance_for(rec: Recomputed, pub: _Published, approx_relative: float = 0.10) -> float:
-    """The tolerance of comparing ``rec`` with ``pub``, in ``pub``'s unit (see the module docstring).
-
-    ``approx_relative`` is the relative slack of an approximate ("~") claim: its tolerance is at least
-    ``approx_relative * |published|``.
-    """
+    """The tolerance of comparing ``rec`` with ``pub``, in ``pub``'s unit; at least ``approx_relative * |published|``
+    for an approximate ("~") claim."""
     if rec.tolerance is not None:
         base = rec.tolerance
     elif rec.tolerance_rule in ("exact", "claim"):
@@ -222,11 +179,8 @@ def audit_rows(
     paper: str, cells: list[PublishedCell], claims: list[PublishedClaim], recomputed: list[Recomputed],
     rehearsal: Callable[[Recomputed], bool] | None = None,
 ) -> list[AuditRow]:
-    """Every published number of ``paper`` with each of its recomputations (or none), and a verdict.
-
-    ``rehearsal``: when the full profile's inputs are not comparable (``common.pipeline.inputs``: capped, as a rehearsal is),
-    which recomputations come from them (a run's, or a released file with no pinned sha256): their verdict is
-    ``REHEARSAL``, the value kept, nothing compared."""
+    """Every published number of ``paper`` with each of its recomputations (or none), and a verdict; ``rehearsal``
+    picks the recomputations from capped inputs (``common.audit.standin``), whose verdict is ``REHEARSAL``."""
     entries = _published_entries(cells, claims)
     by_key: dict[tuple[str, str, str], list[Recomputed]] = {}
     unknown = []
@@ -278,7 +232,4 @@ class VerdictCounts:
     @classmethod
     def of(cls, rows: list[AuditRow]) -> "VerdictCounts":
         """Each verdict of ``VERDICTS`` (zero included) and, in a rehearsal's audit only, ``REHEARSAL``."""
-        out = cls()
-        for r in rows:
-            out.counts[r.verdict] = out.counts.get(r.verdict, 0) + 1
-        return out
+        return cls({v: 0 for v in VERDICTS} | Counter(r.verdict for r in rows))

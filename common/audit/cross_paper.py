@@ -1,16 +1,7 @@
-"""Cross-paper consistency: one model on one benchmark, as each paper printed it.
+"""Cross-paper consistency: one model on one benchmark, as each paper printed it (docs/audit.md, "Cross-paper
+consistency": the identity table, the verdicts, the released predictions, the third witness and the outputs).
 
-The per-paper audits compare each paper with itself and with its released files; this compares the papers with
-each other. ``results/published/cross_paper.toml`` (``identities``) says which cells name the same model and
-measure; every pair of papers' numbers for one (model, measure) gets a verdict (``consistency.compare``:
-consistent within printed precision, explained by a rounding rule / data version / averaging with the computation
-shown, or unexplained), and every number mapped to a model whose per-example predictions were released is
-recomputed from them under that paper's own averaging and rounding.
-
-Outputs (one group, replaced together): ``results/audit/cross_paper.md`` (discrepancies first), ``.csv``,
-``_summary.json`` (DVC metrics) and ``.png`` (one panel per benchmark: each paper's number for each shared model).
-``python -m common.audit.cross_paper [--strict]``; the root ``dvc.yaml`` stage ``audit/cross_paper`` runs it with
-``--strict`` and every ``papers/<paper>`` aggregate stage depends on it.
+``python -m common.audit.cross_paper [--strict]``: the root ``dvc.yaml`` stage ``audit/cross_paper``.
 """
 from __future__ import annotations
 
@@ -58,8 +49,7 @@ class CrossPaperIncomplete(WorkspaceError):
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the comparison: two papers' numbers, a released recomputation and a paper's number, or a group
-    of cells looked at and not joined."""
+    """One line of the comparison: two numbers for one model and measure, or cells not joined."""
 
     verdict: str
     kind: str
@@ -158,26 +148,26 @@ def compare_papers(ids: Identities, grouped: Mapping[tuple[str, str], list[Entry
     """A row for every pair of different papers' numbers for one model and measure."""
     rows: list[Row] = []
     for (model_id, measure_id), group in grouped.items():
-        measure = ids.measure(measure_id)
         breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells)
         for i, a in enumerate(group):
             for b in group[i + 1:]:
-                if a.first.paper == b.first.paper:
-                    continue
-                verdict = compare(a.side(), b.side(), measure.n if not measure.parts else None, breakdowns,
-                                  dict(measure.other_sizes))
-                mapping = UNCERTAIN if UNCERTAIN in (a.certainty, b.certainty) else CERTAIN
-                evidence = verdict.evidence
-                if mapping == UNCERTAIN:
-                    why = "; ".join(dict.fromkeys(m.why_uncertain for e in (a, b) for m in e.members
-                                                  if m.certainty == UNCERTAIN))
-                    evidence = f"{evidence} | uncertain mapping: {why}"
-                rows.append(Row(verdict.verdict, PAPERS_KIND, measure.benchmark, measure_id, measure.category,
-                                model_id, a.first.paper, a.location, a.first.printed.text, a.first.averaging,
-                                b.first.paper, b.location, b.first.printed.text, b.first.averaging,
-                                round(float(b.first.printed.exact - a.first.printed.exact), 4), verdict.cause,
-                                mapping, evidence))
+                if a.first.paper != b.first.paper:
+                    rows.append(_pair_row(PAPERS_KIND, ids, model_id, measure_id, a.side(), a.location, b, breakdowns,
+                                          [m.why_uncertain for e in (a, b) for m in e.members
+                                           if m.certainty == UNCERTAIN]))
     return rows
+
+
+def _pair_row(kind: str, ids: Identities, model_id: str, measure_id: str, a: Side, location_a: str, b: Entry,
+              breakdowns: Sequence[Breakdown], uncertain: Sequence[str]) -> Row:
+    """``a`` against paper ``b``'s number; ``uncertain``: why the mappings are uncertain (none: certain)."""
+    measure = ids.measure(measure_id)
+    verdict = compare(a, b.side(), measure.n if not measure.parts else None, breakdowns, dict(measure.other_sizes))
+    evidence = verdict.evidence + (f" | uncertain mapping: {'; '.join(dict.fromkeys(uncertain))}" if uncertain else "")
+    return Row(verdict.verdict, kind, measure.benchmark, measure_id, measure.category, model_id, a.source, location_a,
+               a.printed.text, a.averaging, b.first.paper, b.location, b.first.printed.text, b.first.averaging,
+               round(float(b.first.printed.exact - a.printed.exact), 4), verdict.cause,
+               UNCERTAIN if uncertain else CERTAIN, evidence)
 
 
 # ---- released per-example predictions ----------------------------------------------------------------------------
@@ -315,21 +305,13 @@ def compare_witnesses(ids: Identities, grouped: Mapping[tuple[str, str], list[En
     sources, unreadable = read_sources(ids.witnesses, read_witness, fetcher)
     for spec, values in sources:
         for (model_id, measure_id), text in sorted(values.items()):
-            measure = ids.measure(measure_id)
             witness = Side(spec.name, Printed(text), spec.averaging.get(measure_id, PER_CATEGORY))
             breakdowns = breakdowns_for(ids, model_id, measure_id, grouped, cells)
             for entry in grouped.get((model_id, measure_id), []):
-                verdict = compare(witness, entry.side(), measure.n if not measure.parts else None, breakdowns,
-                                  dict(measure.other_sizes))
                 uncertain = [spec.uncertain[model_id]] if model_id in spec.uncertain else []
                 uncertain += [m.why_uncertain for m in entry.members if m.certainty == UNCERTAIN]
-                evidence = verdict.evidence + (f" | uncertain mapping: {'; '.join(dict.fromkeys(uncertain))}"
-                                               if uncertain else "")
-                rows.append(Row(verdict.verdict, WITNESS_KIND, measure.benchmark, measure_id, measure.category,
-                                model_id, spec.name, spec.key, text, witness.averaging, entry.first.paper,
-                                entry.location, entry.first.printed.text, entry.first.averaging,
-                                round(float(entry.first.printed.exact - witness.printed.exact), 4), verdict.cause,
-                                UNCERTAIN if uncertain else CERTAIN, evidence))
+                rows.append(_pair_row(WITNESS_KIND, ids, model_id, measure_id, witness, spec.key, entry, breakdowns,
+                                      uncertain))
     return rows, unreadable
 
 
@@ -474,8 +456,8 @@ def _default_fetcher(key: str) -> Path:
 
 def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
-    """Load, join, compare, write. With ``strict`` an unreadable released source raises before anything is
-    written; without it the comparison goes to ``<out_dir>/partial/`` when ``out_dir`` is ``results/audit``."""
+    """Load, join, compare, write (``strict``: an unreadable released source raises first; otherwise
+    ``partial_dir``)."""
     known = transcribed_papers(published_root) if published_root else None
     ids = load_identities(identities, known) if identities else load_identities(papers=known)
     cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))
@@ -490,9 +472,7 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
         raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "
                                    "nothing was written:\n  " + "\n  ".join(unreadable))
     rows = sort_rows(rows + released_rows + witness_rows + not_joined_rows(ids, cells))
-    out_dir = Path(out_dir or RESULTS / "audit")
-    if unreadable and out_dir.resolve() == (RESULTS / "audit").resolve():
-        out_dir = partial_dir(out_dir)
+    out_dir = partial_dir(out_dir or RESULTS / "audit", bool(unreadable))
     with output_group(out_dir) as staging:
         written = {
             "markdown": write_text_atomic(staging / f"{NAME}.md", markdown(rows, ids, unreadable)),

@@ -1,15 +1,9 @@
-"""Which published cells of different papers measure the same thing: the identity table, as data.
+"""Which published cells of different papers measure the same thing: ``results/published/cross_paper.toml`` (its
+header documents each section), loaded, checked against ``results/published/<paper>.csv`` and resolved into
+``Member`` cells: one model's number for one measure as one paper prints it.
 
-``results/published/cross_paper.toml`` says which row label in which paper's table names one model, which
-column names one benchmark, category and metric (with the paper's averaging), with the evidence for each
-mapping and whether it is certain. This module loads it, checks it against ``results/published/<paper>.csv``
-(every mapped label must exist) and resolves it into ``Member`` cells: one model's number for one measure as
-one paper prints it. The file's own header documents each section.
-
-The file is read as data someone may get wrong: UTF-8 (a cp1252 byte or a byte-order mark is named with its line),
-then a schema of every section, key and type (pydantic models, ``_IdentityFile``: an unknown key, a count that is
-not a positive integer, an enum value outside its list), then every ``paper`` against the transcriptions present,
-at the entry that names it. Each violation is one line: the file, the line of the entry, the key.
+The file is read as data someone may get wrong (``load_identities``): each violation is one line naming the file, the
+line of the entry and the key.
 """
 from __future__ import annotations
 
@@ -94,8 +88,7 @@ class ReleasedSpec:
 
 @dataclass(frozen=True)
 class WitnessSpec:
-    """A third party's per-model table (fetched through the registry by ``key``) that reports some of the same
-    (model, measure) numbers: each is set beside every paper's number for it."""
+    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
 
     key: str
     name: str
@@ -332,10 +325,8 @@ def _label(entry: _LabelEntry, where: str, measure: bool) -> Label:
 
 
 def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = None) -> Identities:
-    """Parse and check the identity table: UTF-8, valid TOML, every section and key of the schema above, every
-    ``paper`` one that ``papers`` holds (default: the transcriptions beside ``IDENTITIES``) and its own consistency
-    (``_check_references``; not yet against the published cells: ``resolve``). Each violation is one line naming the
-    file, the line of the entry and the key."""
+    """Parse and check the identity table: UTF-8, valid TOML, the schema above, every ``paper`` one that ``papers``
+    holds (default: the transcriptions beside ``IDENTITIES``) and its own consistency (the cells: ``resolve``)."""
     path = Path(path)
     text = read_utf8(path, IdentityError)
     try:
@@ -376,8 +367,7 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
 
 
 def _check_papers(spec: _IdentityFile, where: _Where, known: Sequence[str]) -> None:
-    """Every ``paper`` names a transcribed paper, checked at the entry that writes it (so a typo is blamed on its own
-    line, not on the entries that use the layout it breaks)."""
+    """Every ``paper`` names a transcribed paper, checked at the entry that writes it (a typo blamed on its line)."""
     def check(paper: str, at: str) -> None:
         if paper not in known:
             hint = str(unknown_name("paper", paper, known)).split(" ", 3)[-1]
@@ -432,16 +422,9 @@ def _check_references(ids: Identities) -> None:
             raise IdentityError(f"{where}: released {r.key}: unknown measures {unknown}")
 
 
-def cell_key(model_axis: str, table: str, model_label: str, measure_label: str) -> tuple[str, str, str]:
-    return (table, model_label, measure_label) if model_axis == "row" else (table, measure_label, model_label)
-
-
 def resolve(ids: Identities, cells: Mapping[str, Iterable[PublishedCell]]) -> list[Member]:
-    """Every (model, measure) cell the identity table maps, checked against the published cells.
-
-    Raises ``IdentityError`` listing every mapped label that no published cell carries (a typo or a transcription
-    change), every ``not_joined`` cell that does not exist, and every mapped cell that is not a number.
-    """
+    """Every (model, measure) cell the identity table maps; ``IdentityError`` listing every mapped label no published
+    cell carries, every ``not_joined`` cell that does not exist and every mapped cell that is not a number."""
     by_paper = {paper: {c.key: c for c in paper_cells} for paper, paper_cells in cells.items()}
     problems: list[str] = []
     for item in (*ids.models, *ids.measures):
@@ -467,7 +450,8 @@ def resolve(ids: Identities, cells: Mapping[str, Iterable[PublishedCell]]) -> li
                 for sl in measure.labels:
                     if (ml.paper, ml.table) != (sl.paper, sl.table):
                         continue
-                    key = cell_key(ids.model_axis[(ml.paper, ml.table)], ml.table, ml.label, sl.label)
+                    key = ((ml.table, ml.label, sl.label) if ids.model_axis[(ml.paper, ml.table)] == "row"
+                           else (ml.table, sl.label, ml.label))
                     cell = by_paper.get(ml.paper, {}).get(key)
                     if cell is None:
                         continue
@@ -511,7 +495,3 @@ def breakdown_cells(spec: BreakdownSpec, model_label: str, cells: Iterable[Publi
         parts.append((value, count))
     return parts
 
-
-__all__ = ["CERTAIN", "IDENTITIES", "UNCERTAIN", "BreakdownSpec", "CellRef", "Identities", "IdentityError", "Label",
-           "Measure", "Member", "Model", "NotJoined", "ReleasedSpec", "WitnessSpec", "breakdown_cells", "cell_key",
-           "load_identities", "resolve", "transcribed_papers"]

@@ -1,11 +1,9 @@
-"""Write one paper's audit: Markdown (discrepancies first), CSV, DVC metrics and a y = x figure.
-
-The Markdown is for reading: a claim is shown by its id and (shortened) quote, its published number
-with the claim's comparison ("> 0.8", "~ 7000"), and long sources and notes are cut. The CSV keeps
-every field in full (recompute expressions included), plus the claim's ``comparison`` and ``quote``.
+"""Write one paper's audit: Markdown (discrepancies first), CSV, DVC metrics and a y = x figure (what each shows:
+docs/audit.md, "Verdicts, tolerances and comparisons").
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
@@ -20,8 +18,7 @@ from common.reporting.published import PublishedDataError, load_claims
 FIELDS = ("paper", "table", "row", "column", "published", "published_text", "unit", "recomputed",
           "difference", "tolerance", "tolerance_rule", "verdict", "profile", "source", "note",
           "comparison", "quote")
-"""Audit CSV columns: ``AuditRow`` fields (``verdict`` holds the verdict text, caveat included), then the claim's
-comparison ("=" for table cells) and quote."""
+"""``AuditRow``'s fields (``verdict``: the verdict text), then the claim's comparison and quote."""
 MD_QUOTE_CHARS = 90
 MD_SOURCE_CHARS = 70
 MD_NOTE_CHARS = 140
@@ -35,11 +32,7 @@ class ClaimInfo(NamedTuple):
 
 
 def claim_info(paper: str, claims: Iterable | None = None) -> dict[str, ClaimInfo]:
-    """claim_id -> (comparison, quote), from ``claims`` or, when None, the paper's claims file.
-
-    A paper without a (valid) claims file gives an empty mapping: its claim rows are then shown as "=",
-    without a quote.
-    """
+    """claim_id -> (comparison, quote), from ``claims`` or, when None, the paper's claims file (if valid)."""
     if claims is None:
         try:
             claims = load_claims(paper)
@@ -129,8 +122,7 @@ def oracle_lines(record: Mapping | None) -> list[str]:
 
 def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, ClaimInfo],
              oracle: Mapping | None = None) -> str:
-    """The readable report; ``info``: from ``claim_info``; ``oracle``: the paper's oracle record
-    (``common.oracle.core.read_record``)."""
+    """The readable report; ``info``: from ``claim_info``; ``oracle``: the paper's oracle record."""
     counts = VerdictCounts.of(rows).counts
     shown = [v for v in (*VERDICTS, REHEARSAL) if v in counts]
     banner = ([f"**REHEARSAL** (`make rehearse`): this audit was written in a rehearsal's copy of the workspace. "
@@ -182,10 +174,7 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, 
             )
         lines.append("")
     pending = [r for r in rows if r.verdict == "not recomputed yet"]
-    by_table: dict[str, int] = {}
-    for r in pending:
-        name = "claims" if r.table == CLAIM_TABLE else r.table
-        by_table[name] = by_table.get(name, 0) + 1
+    by_table = Counter(r.table for r in pending)
     lines += [f"## Not recomputed yet ({len(pending)})", "",
               "Per table (every cell is listed in the CSV):", "",
               *[f"- {t}: {n}" for t, n in sorted(by_table.items())], ""]
@@ -193,15 +182,8 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, 
 
 
 def csv_rows(rows: list[AuditRow], info: Mapping[str, ClaimInfo]) -> list[dict]:
-    out = []
-    for r in rows:
-        d = r.as_dict()
-        d["verdict"] = r.verdict_text
-        del d["caveat"]
-        d["comparison"] = _comparison(r, info)
-        d["quote"] = info.get(r.row, ClaimInfo()).quote if r.table == CLAIM_TABLE else ""
-        out.append(d)
-    return out
+    return [{**r.as_dict(), "verdict": r.verdict_text, "comparison": _comparison(r, info),
+             "quote": info.get(r.row, ClaimInfo()).quote if r.table == CLAIM_TABLE else ""} for r in rows]
 
 
 def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mapping[str, str] | None = None) -> Path:
@@ -239,13 +221,8 @@ def scatter(rows: list[AuditRow], out_png: Path, title: str, comparisons: Mappin
 def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
                 claims: Iterable | None = None,
                 figures: Callable[[Path], Mapping[str, Path]] | None = None) -> dict[str, Path]:
-    """Write ``<paper>.md``, ``<paper>.csv``, ``<paper>_summary.json`` (DVC metrics: the count of each verdict,
-    nothing else), ``<paper>.png`` and whatever ``figures(folder)`` draws into ``out_dir``, as one group
-    (``common.files.io.output_group``): they replace the previous ones only once every one of them was written.
-
-    ``claims`` (the paper's ``PublishedClaim`` list) gives each claim row its comparison and quote; when
-    None they are read from ``results/published/<paper>_claims.csv`` if it exists.
-    """
+    """Write ``<paper>.md``, ``.csv``, ``_summary.json`` (DVC metrics: the count of each verdict), ``.png`` and
+    whatever ``figures(folder)`` draws into ``out_dir``, as one output group; ``claims``: as ``claim_info``."""
     out_dir = Path(out_dir)
     info = claim_info(paper, claims)
     counts = VerdictCounts.of(rows).counts

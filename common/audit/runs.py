@@ -1,15 +1,8 @@
-"""Recomputations from this workspace's own pipeline runs: a results table mapped onto published cells.
+"""Recomputations from this workspace's own pipeline runs: a results table mapped onto published cells (full
+profile: compared, tolerance ``default``; mini profile: marked covered, never compared).
 
-A full-profile run of a paper's table maps onto the published cells it reproduces (tolerance ``default``). A
-mini-profile run covers the same cells but is never compared: each covered cell gets a ``mini`` recomputation
-without a value, so the report says a run exists and why it is not comparable.
-
-A run table is read as an input the audit did not write (``read_run_table``): it must be UTF-8, end with a newline
-(a file cut short does not), hold no merge-conflict marker, have the header's number of fields on every line and no
-row twice; every value the audit maps must be a plain finite number (``parse_number``; empty only in a column the
-paper's writer documents as possibly empty, ``optional``), in the mini profile too, where no value is compared; and
-the rows the paper says its run writes (``expected``) must all be there. Anything else is a ``RunTableError`` naming
-the file, the line and the column: the audit then writes nothing, instead of a report with fewer cells.
+A run table is read strictly (``read_run_table``): a damaged one is a ``RunTableError`` naming the file, the line and
+the column, and the audit then writes nothing, instead of a report with fewer cells.
 """
 from __future__ import annotations
 
@@ -28,12 +21,11 @@ REMEDY = "restore the file (git checkout / dvc checkout) or rerun the stage that
 
 
 class RunTableError(AuditError):
-    """A run's results table is damaged (cut short, merge-conflicted, a value missing or not a number, a row twice or
-    missing); the message names the file, the line and the column."""
+    """A run's results table is damaged; the message names the file, the line and the column."""
 
 
 class RunRow(dict):
-    """One row of a run table (column -> text as written) and the line it ends on."""
+    """One row of a run table (column -> text) and the line it ends on."""
 
     def __init__(self, values: Mapping[str, str] | None = None, line: int | None = None) -> None:
         super().__init__(values or {})
@@ -41,8 +33,8 @@ class RunRow(dict):
 
 
 def read_run_table(path: Path, columns: Iterable[str] = (), key: Sequence[str] | None = None) -> list[RunRow]:
-    """Every row of a run's results table, checked as the module docstring says (``columns``: those the audit reads,
-    which the header must hold; ``key``: the columns that identify a row, default ``row`` when the header has it)."""
+    """Every row of a run's results table: UTF-8, its last line ended, no merge-conflict marker, the header's number of
+    fields on every line, the ``columns`` the audit reads and no row twice by ``key`` (default ``row`` if present)."""
     path = Path(path)
     text = decode_utf8(path.read_bytes(), path, RunTableError, csv_file=True)
     if not text.strip():
@@ -82,8 +74,7 @@ def read_run_table(path: Path, columns: Iterable[str] = (), key: Sequence[str] |
 
 
 def run_value(row: Mapping[str, str], column: str, path: Path, optional: bool = False) -> float | None:
-    """The number in ``row``'s ``column``; None when it is empty (or absent) and ``optional``, else a
-    ``RunTableError`` naming the file, the line and the column."""
+    """The number in ``row``'s ``column`` (``parse_number``); None when it is empty or absent and ``optional``."""
     text = row.get(column)
     if text in (None, "") and optional:
         return None
@@ -110,14 +101,8 @@ def table_recomputations(
     published_row: Callable[[str], str], covered_models: Sequence[str], source: str,
     note: Callable[[str], str] = lambda model: "",
 ) -> list[Recomputed]:
-    """Published cells of ``table`` recomputed by a run's wide results table (one row per model).
-
-    ``columns`` maps a results column to the published column; ``published_row`` a zoo model name to the published
-    row. Full profile: every row of ``results_csv`` becomes recomputations. Mini profile: the cells of
-    ``covered_models`` (the models the full profile would run) are marked covered but not comparable, once the table
-    was read and checked. Nothing when the run has not happened yet. ``note``: a zoo model's note (how it was built,
-    where two rows of the table stand for one published row).
-    """
+    """Published cells of ``table`` recomputed by a run's results table with one row per model (``columns``: results
+    column -> published column); in the mini profile the cells of ``covered_models`` are marked covered."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, ["model", *columns], key=("model",))
@@ -137,15 +122,9 @@ def run_rows_recomputations(
     units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
     key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
-    """Published cells recomputed by a results table whose rows are runs described by their own columns (how a
-    model was trained, with which negatives) rather than by a zoo name: ``published_row`` maps a row to its
-    published row label, or None where the paper has no such row. Full profile: compared (tolerance ``default``);
-    mini profile: the same cells marked covered but not comparable. Nothing when the run has not happened yet.
-    ``units``: a results column's unit where it is not "percent" (a difference in points, a mean score).
-    ``expected``: the published rows the run writes (a missing one is an error); ``optional``: results columns the
-    writer may leave empty or out (not measured); ``key``: the columns that identify a row (``read_run_table``);
-    ``note``: every recomputation's note, or a function of the row (how that row's run was scored);
-    ``caveat``: a row -> what its verdicts cannot vouch for (``common.audit.core``), "" for nothing."""
+    """Published cells recomputed by a results table whose rows are runs described by their own columns rather than a
+    zoo name (``published_row``: a row -> its published row, or None; ``units``: a column's unit where not
+    "percent"; ``expected``: the rows the run writes; ``optional``: columns the writer may leave empty or out)."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)
@@ -159,8 +138,7 @@ def rows_recomputations(
     units: Mapping[str, str] | None = None, *, expected: Collection[str] = (), optional: Collection[str] = (),
     path: Path | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
-    """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first): every
-    mapped value is checked (a number, or empty in an ``optional`` column) in both profiles."""
+    """``run_rows_recomputations`` over rows already read (a paper that reshapes a long results file first)."""
     where = Path(path) if path is not None else Path(source)
     recs, found = [], []
     for row in rows:
@@ -191,11 +169,10 @@ class RecipeRecordError(AuditError):
 
 
 def recipe_note(record: Mapping, where: str = "the training record") -> str:
-    """What an audit row recomputed from a trained model says about its training: the recipe's name and digest
-    (``common.training.recipes``: the trainer's record, ``recipe``), every number of the run that is not the
-    authors' (its ``deviations``), e.g. ``recipe negclip (3f2a...): batch_size 1024 (authors 256)``, and every setting
-    where the paper states another value than the authors' code (``paper_differs``), e.g. ``; the paper differs from
-    the code: batch_size 1024 in the paper (paper, Appendix C.3), 256 in the code``."""
+    """What an audit row recomputed from a trained model says about its training: the recipe's name and digest, every
+    number of the run that is not the authors' (``recipe negclip (3f2a...): batch_size 1024 (authors 256)``), and
+    every setting where the paper states another value than the authors' code (``; the paper differs from the code:
+    batch_size 1024 in the paper (paper, Appendix C.3), 256 in the code``)."""
     recipe = record.get("recipe")
     if recipe is None:
         return "recipe not recorded (trained before recipes existed: retrain to name it)"
@@ -225,10 +202,8 @@ def recipe_note(record: Mapping, where: str = "the training record") -> str:
 
 
 def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:
-    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (what the tables stage copied from
-    each run's sidecar, ``common.training.records.recipe_fields``, so that the audit's DVC deps stay results files,
-    not ``build/``); empty when the file is not there (the run has not happened). A run without a ``recipe`` says
-    so; a damaged entry is a ``RecipeRecordError`` naming the file and the run."""
+    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (the tables stage's copy of each run's
+    sidecar, so that the audit's DVC deps stay results files); empty when the file is not there."""
     context = Path(context)
     if not context.is_file():
         return {}
@@ -244,9 +219,8 @@ def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> d
 
 
 def recipe_of_row(notes: Mapping[str, str], *columns: str) -> Note:
-    """A results row -> the recipe note of the run it was scored from: the first of ``columns`` (those naming the
-    run in the paper's results: its row id, zoo name or run) whose value is a run of ``notes``; "" for a model not
-    trained here."""
+    """A results row -> the recipe note of the run named by the first of its ``columns`` that ``notes`` holds ("" for a
+    model not trained here)."""
     return lambda row: next((notes[row[c]] for c in columns if row.get(c) in notes), "")
 
 

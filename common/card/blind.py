@@ -1,15 +1,6 @@
-"""The blind baseline: each benchmark's own scoring code run with a text-only scorer in place of the model.
-
-``BlindEngine`` answers ``embed`` as the scoring engine does, but every image embeds to the same 1-vector and every
-caption to its fluency under an n-gram language model (``common.blind.ngram``, the blind-attack stages' scorer), so
-an image-caption score is the caption's fluency whatever the image. A paper's rules then decide as they decide for a
-model (the tie rule included): the number is what a scorer that never looks at the image gets on the same examples.
-A text-only scorer cannot rank images, so text-to-image numbers have no blind baseline (the benchmarks say so).
-
-Mini profile: the language model is fitted on the captions of the first ``MINI_LM_IMAGES`` mini-world training
-images, the corpus and size of SugarCrepe's ``mini-blind`` stage (``sugarcrepe.mini_blind.lm_train_images``), so
-the card's blind SugarCrepe numbers are that stage's ``ngram-lm`` row. Full profile: not yet (the real-text stage
-cross-fits its language model on each benchmark's own positives, which this engine does not do); the card says so.
+"""The blind baseline (docs/card.md): each benchmark's own scoring code run with a text-only scorer in place of the
+model, ``BlindEngine``, whose image-caption score is the caption's fluency under an n-gram language model whatever
+the image; in the mini profile fitted as SugarCrepe's ``mini-blind`` stage fits it (``lm_train_images``).
 """
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """``python -m common card collect DIR... [--out STEM]``: many cards' JSON files merged into one leaderboard, one row
-per card (model and profile), one column per number, as CSV and Markdown (CLIP_benchmark's ``build`` does the same
-for its result files).
-
-Cards of different profiles may share a table: each row says its profile (a rehearsal's as "full (rehearsal)"), and
-the Markdown puts the mini profile's rows under their own heading, so that no one reads a mini number against a full
-one. A file that is not a card (damaged, or another JSON) stops the command with one line naming it.
+per card, one column per number, as CSV and Markdown (a table per profile: docs/card.md).
 """
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ DEFAULT_STEM = "leaderboard"
 
 
 def read_card(path: Path) -> tuple[dict, dict[str, str]]:
-    """One card's JSON, checked (a damaged one is one line naming the file): its leaderboard row, and its numbers'
-    labels (key -> "Benchmark: metric")."""
+    """One card's JSON, checked: its leaderboard row, and its numbers' labels (key -> "Benchmark: metric")."""
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -61,8 +55,7 @@ def find_cards(folders: Sequence[Path]) -> list[Path]:
 
 
 def leaderboard(cards: Sequence[tuple[dict, dict[str, str]]]) -> tuple[list[str], list[dict], dict[str, str]]:
-    """(columns, rows, column labels): one row per card (``read_card``), mini rows last, each profile's rows in the
-    order read."""
+    """(columns, rows, column labels): one row per card (``read_card``), mini rows last."""
     seen: dict[tuple[str, str], str] = {}
     labels: dict[str, str] = {}  # in the order first read
     for row, numbers in cards:

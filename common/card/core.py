@@ -1,10 +1,9 @@
 """A card's numbers: ``Measure`` (one number with its examples, rule and aggregation), its 95% interval, the paired
 difference of two models, and ``CardBenchmark``, what a paper's ``card.py`` contributes.
 
-Every number is a statistic of per-example 0/1 outcomes, so one bootstrap serves them all: examples are resampled
-(within each stratum for a macro average, so that every stratum stays in every resample) and the statistic is
-recomputed on each resample. Two models' numbers on the same examples are resampled with the same indices, which
-makes their difference a paired statistic: "A beats B" when its interval excludes 0.
+Every number is a statistic of per-example 0/1 outcomes, so one bootstrap serves them all (resampled within each
+stratum for a macro average); two models' numbers on the same examples share the resampled indices, which makes their
+difference a paired statistic.
 """
 from __future__ import annotations
 
@@ -26,18 +25,13 @@ class CardError(WorkspaceError, ValueError):
 
 
 class MissingInput(CardError):
-    """A benchmark's data is not here (a manual download not in place): the card is written without it and names
-    it, with the message saying how to get it."""
+    """A benchmark's data is not here: the card is written without it and names it, saying how to get it."""
 
 
 @dataclass(frozen=True)
 class Measure:
-    """One number of a card: which examples, what counted as correct on each, and how they aggregate.
-
-    ``strata`` (one label per example) makes the number a macro average, the unweighted mean of the strata's
-    accuracies (ARO's VG-Relation by relation, hard positives' REPLACE by part); without it, the plain share.
-    ``blind`` is what a text-only scorer gets on the same examples under the same rule (None: not applicable, with
-    ``blind_note`` saying why)."""
+    """One number of a card: which examples, what counted as correct on each, and how they aggregate (``strata``: a
+    macro average over them; ``blind``: a text-only scorer's outcomes, None with ``blind_note`` saying why)."""
 
     key: str
     """Stable across models: what pairs two models' numbers and finds the recognition trend (``paper/metric``)."""
@@ -54,8 +48,7 @@ class Measure:
     source: str = ""
     """The paper's code that computes the same number (the card's tests compare the two)."""
     precision: str = ""
-    """The precision the model was scored at, where the card states it (the authors' fp16 and the engine's fp32
-    beside it); "" for the engine's."""
+    """The precision the model was scored at where the card states it; "" for the engine's."""
 
     def __post_init__(self) -> None:
         n = len(self.example_ids)
@@ -148,11 +141,8 @@ def paired_difference(a: Measure, b: Measure, n_resamples: int = N_RESAMPLES, co
 
 @dataclass(frozen=True)
 class CardBenchmark:
-    """One benchmark as a paper's ``card.py`` offers it: what it needs on disk, how to load it, how to score it.
-
-    ``score(engine, data)`` returns the benchmark's measures for the engine's model; it is called a second time with
-    a text-only engine (``common.card.blind.BlindEngine``) for the blind baseline, whose outcomes become each
-    measure's ``blind`` (``blind_applies`` lists the measures where a text-only scorer can choose at all)."""
+    """One benchmark as a paper's ``card.py`` offers it: what it needs on disk, how to load it, how to score it
+    (``score`` is called a second time with ``common.card.blind.BlindEngine`` for the blind baseline)."""
 
     key: str
     title: str
@@ -166,19 +156,16 @@ class CardBenchmark:
     not_on_card: str | None = None
     """Why this profile's benchmark is not scored by the card yet (listed as such, never silently left out)."""
     authors_precision: Callable[[Any], tuple[str, str] | None] = field(default=lambda spec: None)
-    """Given the card's model (its ``common.zoo.ModelSpec``): the precision the paper's own evaluation ran that model
-    at and why (``clip_load_fp16``), or None (the engine's). Where it differs from the engine's, the card scores the
-    benchmark at the authors' precision (its numbers, keyed as usual, are the ones compared) and at the engine's
-    beside it (keys ``<key>@<precision>``). The full profile only: the mini world's CLIPs are no author's."""
+    """The card's model spec -> the precision the paper's own evaluation ran it at and why, or None (the engine's).
+    Where it differs, the benchmark is scored at both (the engine's keyed ``<key>@<precision>``); full profile only."""
 
     def missing(self) -> list[Path]:
         return [p for p in self.inputs if not p.exists()]
 
 
 def clip_load_fp16(why: str) -> Callable[[Any], tuple[str, str] | None]:
-    """The authors' precision of a paper whose evaluator loads OpenAI's CLIP with ``clip.load`` on CUDA (fp16 weights
-    and scores, ``common.zoo.FP16_WHY``): fp16 for OpenAI's weights (an open_clip ``openai`` tag, a zoo entry of
-    them), None for every other model (the authors' code loads those at fp32). ``why`` cites the paper's code."""
+    """The authors' precision of a paper whose evaluator loads OpenAI's CLIP with ``clip.load`` on CUDA
+    (``common.zoo.FP16_WHY``): fp16 for OpenAI's weights, None for every other model; ``why`` cites the paper's code."""
 
     def precision(spec) -> tuple[str, str] | None:
         return ("fp16", why) if getattr(spec, "pretrained", None) == "openai" and not getattr(
@@ -199,9 +186,8 @@ def close_ids(measures: Sequence[Measure]) -> None:
 def selection_measures(result, prefix: str, benchmark: str, rule: str, source: str, groups: Sequence[str] | None = None,
                        overall: str | None = "macro", overall_name: str = "average",
                        names: dict[str, str] | None = None) -> list[Measure]:
-    """A choose-among-K result as measures: one per group (``groups``: which and in what order; default all, in
-    order of appearance), then the overall number over those groups (``overall``: "macro", the unweighted mean of
-    the groups' accuracies, or "micro", the share of all examples; None: none)."""
+    """A choose-among-K result as measures: one per group (``groups``: which, in order; default all), then the
+    ``overall`` number over those groups ("macro", "micro" or None)."""
     by_group: dict[str, list] = {}
     for o in result.outcomes:
         by_group.setdefault(o.group, []).append(o)

@@ -1,19 +1,6 @@
-"""What ``card --model SPEC`` accepts, and the model it builds.
-
-A SPEC is, in this order of lookup:
-
-* a zoo name (``python -m common zoo list``): the registered model, built by ``common.zoo.create_model``;
-* ``ARCH:TAG``, an open_clip architecture and one of its pretrained tags (``ViT-B-32:laion2b_s34b_b79k``), or
-  ``ARCH:FILE``, that architecture with a local checkpoint (every format the zoo reads: safetensors, a torch state
-  dict or a training dict holding one, ``module.`` prefixes dropped; loaded strictly), as open_clip's own
-  ``--model ARCH --pretrained TAG|FILE`` takes them. OpenAI's CLIPs and their fine-tunes need the ``-quickgelu``
-  architecture (``ViT-B-32-quickgelu``), as the zoo's entries say;
-* ``hf:REPO`` or ``hf:DIR``, a transformers BLIP or FLAVA model (hub id, cached; or a ``save_pretrained`` folder).
-
-Anything else is an unknown SPEC, listed with its closest zoo names and open_clip architectures. Those names are read
-from the files that define them (``zoo_names``, ``open_clip_archs``; where those are: ``common.zoo.specs``, which
-imports no torch), not through the zoo's factory and open_clip, which import torch (seconds): a misspelt name is
-answered at once.
+"""What ``card --model SPEC`` accepts (docs/card.md), and the model it builds. The zoo's names and open_clip's
+architectures are read from the files that define them (``zoo_names``, ``open_clip_archs``), not through modules that
+import torch (seconds): a misspelt name is answered at once.
 """
 from __future__ import annotations
 
@@ -70,15 +57,13 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 
 
 def is_mini_world(model: CardModel) -> bool:
-    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of a mini architecture: the workspace's
-    own open_clip configs, ``model_configs/``), which the mini profile's numbers are meant for; any other model is a
-    real checkpoint."""
+    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of the workspace's own open_clip
+    configs), which the mini profile's numbers are meant for."""
     return model.spec.family == "mini" or model.spec.arch in {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
 
 
 def zoo_names() -> set[str]:
-    """The zoo's names (``common.zoo.registry()``'s keys), read from its ``models.toml`` files alone (the registry's
-    checks run when a name is looked up)."""
+    """The zoo's names, read from its ``models.toml`` files alone (the registry's checks run at look-up)."""
     names: set[str] = set()
     for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
         with open(file, "rb") as fh:
@@ -87,9 +72,8 @@ def zoo_names() -> set[str]:
 
 
 def open_clip_archs() -> set[str]:
-    """open_clip's architectures, this workspace's registered (``open_clip.list_models()`` after
-    ``common.zoo.register_local_configs()``), read from their JSON files; a rehearsal's ``VLC_ARCH_OVERRIDES`` asks
-    open_clip itself."""
+    """open_clip's architectures and this workspace's, read from their JSON files (a rehearsal's
+    ``VLC_ARCH_OVERRIDES``: from open_clip itself)."""
     installed = importlib.util.find_spec("open_clip")
     if os.environ.get(ARCH_OVERRIDES_ENV, "").strip() or installed is None or not installed.origin:
         # deferred: loads open_clip only when called
@@ -156,8 +140,7 @@ def _unknown(text: str, arch: str) -> CardError:
 
 
 def _transformers(text: str) -> CardModel:
-    """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA; anything else has no text
-    tower the card can score, or is not supported)."""
+    """``hf:REPO|DIR``: its architecture read from the model's config (BLIP or FLAVA)."""
     # deferred: loads PIL, torch only when called
     from common.zoo import ModelUnavailable
     from common.zoo.hf import ARCHS, refuse_custom_code

@@ -1,13 +1,7 @@
-"""The published rows beside a card: each paper's transcribed table (``results/published/<paper>.csv``) rows for the
-same numbers the card computes (SugarCrepe's Table 6 rows for CLIP ViT-B/32, NegCLIP, ...), labelled as published
-with their source table.
-
-A paper offers them from its card plug-in (``common.paper.CardPlugIn``) with ``published()``: which table, and which
-of its cells is which card number, whatever the table's layout: ``PublishedColumns`` where the models are rows (a
-column per number), ``PublishedCells`` where they are not (ARO's tables: a column per model, or a row per dataset and
-model), the card always showing a row per model. Only a full-profile card (not a
-rehearsal's) is like-for-like with them: the same benchmark under the same rule; a mini card's numbers are the mini
-world's, and the card says they are not comparable.
+"""The published rows beside a card: each paper's transcribed table rows (``results/published/<paper>.csv``) for the
+numbers the card computes, labelled as published with their source table. A paper offers them from its card plug-in
+(``published()``): ``PublishedColumns`` where the models are rows, ``PublishedCells`` where they are not; the card
+always shows a row per model, like-for-like in the full profile only.
 """
 from __future__ import annotations
 
@@ -26,9 +20,8 @@ MODEL = "{model}"
 
 @dataclass(frozen=True)
 class PublishedCells:
-    """Where card numbers sit in a table of any layout: ``cells`` maps a card number's key to its (row, column), one
-    of them holding ``{model}`` where the model's name is ("Accuracy", "{model}" for a column per model;
-    "COCO-PRC | {model}", "Accuracy" for a row per dataset and model)."""
+    """Where card numbers sit in a table of any layout: card key -> (row, column), one of them holding ``{model}``
+    ("Accuracy", "{model}" for a column per model; "COCO-PRC | {model}", "Accuracy" for a row per dataset and model)."""
 
     paper: str
     table: str
@@ -48,8 +41,7 @@ def _pattern(text: str) -> re.Pattern:
 
 
 def published_rows(sources: Sequence[PublishedCells], keys: set[str]) -> list[dict]:
-    """Every model of each source table with at least one of ``keys`` published, a row per model: {"source",
-    "paper", "table", "row" (the model), "values": {card key: percent}}, in the file's order."""
+    """A row per model of each source table with at least one of ``keys`` published, in the file's order."""
     out: list[dict] = []
     for source in sources:
         places = [(key, _pattern(row), _pattern(column)) for key, (row, column) in source.cells.items() if key in keys]

@@ -1,7 +1,5 @@
-"""A card's files: ``<model>.json`` (every number with its rule and provenance), ``<model>.csv``, ``<model>.md`` and
-``<model>.png`` (benchmarks x accuracy with intervals, the blind baseline and the trend's expectation marked); for
-several models ``comparison.{json,csv,md}`` (paired differences). All of one call's files are written as one output
-group (``common.files.io.output_group``): all appear, or none do, and other files in the folder are left alone.
+"""A card's files (``<model>.{json,csv,md,png}``; for several models ``comparison.{json,csv,md}``), written as one
+output group: all appear, or none do.
 """
 from __future__ import annotations
 
@@ -145,8 +143,7 @@ def markdown(card: Card) -> str:
 
 
 def draw(card: Card, out_png: Path) -> Path:
-    """Benchmarks x accuracy: the model's numbers with intervals, the blind baseline (x) and the trend's
-    expectation (o)."""
+    """Benchmarks x accuracy: the numbers with intervals, the blind baseline (x), the trend's expectation (o)."""
     plt = pyplot()
     measures = card.measures
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(measures) + 1.2))
@@ -210,8 +207,7 @@ def read_cards(folder: Path) -> list[dict]:
 
 
 def side_by_side(cards: Sequence[dict]):
-    """Several cards in one figure: per number, each model's value with its interval, and the blind baseline
-    (from the first card: the same examples for every model). Returns the matplotlib figure."""
+    """Several cards in one figure (the blind baseline from the first: the same examples for every model)."""
     plt = pyplot()
     keys = [n["key"] for n in cards[0]["numbers"]]
     labels = {n["key"]: f"{n['benchmark']}: {n['metric']}" for n in cards[0]["numbers"]}

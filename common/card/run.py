@@ -1,11 +1,5 @@
-"""``python -m common card --model SPEC [--model SPEC ...]``: one report card per model, and the paired differences
-when several are carded together.
-
-What a card holds is described in ``common.card`` (the package docstring); this module finds the benchmarks (each
-paper's card plug-in, ``common.paper.CardPlugIn``: ``benchmarks(profile)``, ``trends(profile)``), loads each
-benchmark's data once, scores every model through the engine (whose cache is keyed by content: an image or caption
-that several benchmarks share is encoded once, and a model the pipeline already scored is not encoded again), adds the
-blind baseline and the trend residuals, and writes each model's files as one output group (all of them or none).
+"""``python -m common card --model SPEC [--model SPEC ...]``: one report card per model (``common.card``), and the
+paired differences when several are carded together; each benchmark's data is loaded once for all models.
 """
 from __future__ import annotations
 
@@ -77,8 +71,7 @@ def _with_blind(measures: list[Measure], blind: dict[str, Measure], bench: CardB
 
 
 def _trend_residuals(estimates: dict[str, Estimate], trends: Sequence[Trend], model: str) -> dict[str, Residual]:
-    """Per number a trend covers, the model's residual; x is the model's measured recognition number, else the
-    trend's published one for it (a zoo model the trend's table lists), else there is none."""
+    """Per number a trend covers, the model's residual (x: its measured recognition number, else the trend's)."""
     out: dict[str, Residual] = {}
     for trend in trends:
         measured = estimates.get(trend.x_key)
@@ -104,16 +97,9 @@ def _commit() -> str:
         if head.returncode == 0 else "unknown (not a git checkout)"
 
 
-def _data_hashes(benchmarks: Sequence[CardBenchmark]) -> dict[str, dict[str, str]]:
-    """sha256 of every input file the benchmarks name (a folder: its manifest.json when it has one)."""
-    files = {b.key: [p / "manifest.json" if p.is_dir() else p for p in b.inputs] for b in benchmarks}
-    return {key: {str(f): sha256_file(f) for f in paths if f.is_file()} for key, paths in files.items()}
-
-
 def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchmark], missing: Sequence[dict],
                     profile: str) -> None:
-    """One line naming what prepares each benchmark the user named that is not here, or every benchmark when none
-    is (a card with no number)."""
+    """One line naming what prepares each named benchmark that is not here, or every one when none is."""
     absent = [m for m in missing if named and m["benchmark"] in named] or ([] if available else list(missing))
     if absent:
         raise CardError(f"{profile} profile: " + "; ".join(f"{m['benchmark']} is not here ({m['why']}): {m['how']}"
@@ -123,11 +109,8 @@ def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchma
 
 def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
                params: dict | None = None, log=print, strict: bool = False) -> Iterator[Card]:
-    """Each model's card in turn, scored on every benchmark whose data is here (the others are listed in each card
-    as missing; ``strict``, the command's way: a benchmark named in ``only`` that is not here, or no benchmark at
-    all, stops with one line saying how to prepare it). Every SPEC is resolved first; each model is built before
-    the data is loaded, so a checkpoint that does not fit fails before any scoring; the data and the blind baseline
-    are loaded and scored once for all."""
+    """Each model's card in turn, on every benchmark whose data is here (``strict``: a named one that is not, or none
+    at all, stops); each model is built before the data is loaded, so a checkpoint that does not fit fails first."""
     # deferred: loads PIL, torch, tqdm only when called
     from common.card.blind import blind_engine
     from common.evaluation.engine import Engine
@@ -176,9 +159,12 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
                 _refuse_missing(only, available, missing, profile)
             text_only, blind_note = blind_engine(profile)
             blind = {b.key: {m.key: m for m in b.score(text_only, data[b.key])} for b in available} if text_only else {}
-            # "rehearsal": not all of the full profile's inputs were read (full_inputs.cap, as a rehearsal caps them)
+            # the sha256 of every input file (a folder: its manifest.json when it has one); "rehearsal": not all of
+            # the full profile's inputs were read (full_inputs.cap, as a rehearsal caps them)
+            inputs = {b.key: [p / "manifest.json" if p.is_dir() else p for p in b.inputs] for b in available}
             provenance = {"profile": profile, "rehearsal": not full_inputs(params).comparable, "commit": _commit(),
-                          "data_sha256": _data_hashes(available),
+                          "data_sha256": {key: {str(f): sha256_file(f) for f in paths if f.is_file()}
+                                          for key, paths in inputs.items()},
                           "engine": dataclasses.asdict(config), "blind_scorer": blind_note,
                           "trends": [t.label for t in trends],
                           "data_load_seconds": round(time.perf_counter() - load_started, 2)}
@@ -221,9 +207,8 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
 
 
 def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | None:
-    """The two cards' numbers under ``key`` scored at one precision: the authors' fp16 of one model is paired with
-    the other's fp16, else both at the engine's (the ``key@<precision>`` number beside the fp16 one), since fp16's
-    extra ties would favour the model scored at fp32."""
+    """The two cards' numbers under ``key`` scored at one precision (the authors' fp16 of both, else both at the
+    engine's), since fp16's extra ties would favour the model scored at fp32."""
     def options(card: Card) -> list[Measure]:  # the number itself first, then those beside it
         return [m for m in card.measures if m.key == key] + [m for m in card.measures if m.key.startswith(key + "@")]
 
@@ -234,8 +219,7 @@ def _at_one_precision(a: Card, b: Card, key: str) -> tuple[Measure, Measure] | N
 
 
 def comparisons(cards: Sequence[Card]) -> list[dict]:
-    """Every pair of models (in the order given): per shared number, a - b with its paired interval (both at one
-    precision: ``_at_one_precision``)."""
+    """Every pair of models (in the order given): per shared number, a - b with its paired interval."""
     rows = []
     for i, a in enumerate(cards):
         for b in cards[i + 1:]:

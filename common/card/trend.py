@@ -1,12 +1,5 @@
-"""Compositional beyond what recognition buys: a model's residual from the recognition trend.
-
-A ``Trend`` is a set of reference checkpoints with a recognition accuracy (x, e.g. ImageNet top-1) and a score on each
-compositionality number (y), offered by a paper's ``card.py`` (SugarCrepe's Figure 5 points in the mini profile).
-For each number it covers, the card fits y = a + b x by least squares over the references and reports the model's
-score minus the fit at the model's own x, with a 95% interval that adds three variances: the fitted line's at x
-(s^2 (1/n + (x - mean x)^2 / Sxx)), the model's own y and, through the slope, its own x (each from the card's
-bootstrap interval, as a normal's standard error); the quantile is Student's t with n - 2 degrees of freedom. Fewer
-than three references give the residual without an interval.
+"""Compositional beyond what recognition buys: a model's residual from the recognition trend (``Trend``: reference
+checkpoints' recognition accuracy x and score y, from a paper's ``card.py``), with the interval docs/card.md states.
 """
 from __future__ import annotations
 

@@ -1,3 +1,1 @@
-"""The documentation's checked content: numbers written from ``results/`` (``docnumbers``), the audit's coverage
-(``coverage``) and every citation of the authors' code and papers (``citations``).
-"""
+"""The documentation's checked content: numbers from ``results/``, the audit's coverage and every citation."""

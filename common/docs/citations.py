@@ -1,33 +1,13 @@
 """Every citation checkable: the workspace's references to the authors' code and to the papers, found and checked.
 
-An audit is only as good as its provenance, so a reference to an upstream file has one shape everywhere (code,
-TOML, Markdown)::
+A reference to an upstream file has one shape everywhere (code, TOML, Markdown)::
 
     OWNER/REPO@COMMIT PATH:LINE[-LINE] "a verbatim fragment of those lines"
 
-``OWNER/REPO`` is one of the repositories of ``common/registry/upstream.toml`` and ``COMMIT`` a prefix (7 hex digits
-or more) of a commit pinned there. The quote follows the reference (after an optional closing backtick or
-parenthesis and ``:``), in double quotes, or, when it holds a double quote itself, in single backticks; in a TOML
-table it may instead be the table's ``quote`` key (one string, or a list with one quote per reference of the table's
-strings, in order). A data file (``.csv``, ``.json``, ...) may be
-cited whole, without lines or quote. A rule the authors released no code for cites the paper instead: in TOML a
-``source`` that names the paper's section, page or table (no upstream reference) with the paper's sentence as
-``quote``; in prose, "not in the release" and the paper's words.
-
-Two checks:
-
-* ``shape(root)`` (offline; ``tests/common/test_citations.py``): every reference is pinned to a listed commit, has
-  lines when it cites code and a quote; no file:line of another repository stands without its pin; no reference names
-  a repository that is not listed (``WRONG_REPOS`` names known mistakes); no machine path (a build machine's
-  folders, a line of the papers' text files) stands where the paper should be cited; a file:line of this project
-  names a file that exists and a line it has; a paper quote in TOML is in the paper's text, and an upstream quote is
-  in the cited lines of the file where ``VLC_MIRROR`` holds it (when those are at hand).
-* ``quotes(root, repos)`` (``python -m common citations check --repos DIR``, a maintainer's command: CI has no
-  network): every quote against local clones of the upstream repositories (``DIR/OWNER+REPO``, ``DIR/OWNER/REPO``
-  or ``DIR/REPO``, each a git clone or bare repository holding the pinned commits).
-
-Quotes compare with runs of white space folded to one space (a quote may wrap where a line of prose wraps), and
-``\\|`` read as ``|`` in Markdown.
+with ``OWNER/REPO`` and ``COMMIT`` (a prefix, 7 hex digits or more) pinned in ``common/registry/upstream.toml``; where
+the quote may stand and what else is refused: docs/audit.md, "Citations". Two checks: ``shape(root)`` (offline;
+``tests/common/test_citations.py``) and ``quotes(root, repos)`` (``python -m common citations check --repos DIR``, a
+maintainer's command: every quote against local clones of the upstream repositories).
 """
 from __future__ import annotations
 
@@ -378,8 +358,7 @@ def _scan_notebook(found: Found, file: str, raw: str) -> None:
 
 
 def scanned_files(root: Path = ROOT) -> list[str]:
-    """The files whose references are checked: git's tracked and unignored files of the kinds above, generated
-    results left out (their writers are scanned)."""
+    """Git's tracked and unignored files of the kinds above, generated results left out (their writers are scanned)."""
     out = _git_files(root)
     if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
@@ -461,8 +440,7 @@ def _lines_hold(content: str, ref: Reference) -> str | None:
 
 
 def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[str]]:
-    """The quotes whose file the mirror holds at the pinned commit (``raw.githubusercontent.com/OWNER/REPO/COMMIT/
-    PATH``), checked offline."""
+    """The quotes whose file the mirror holds at the pinned commit, checked offline."""
     if mirror is None or not mirror.is_dir():
         return 0, []
     checked, problems = 0, []

@@ -1,12 +1,7 @@
 """How much of the papers' published numbers the audit compares, written into the docs from ``results/audit/`` so
-the front door never promises more than it checks (issue 48).
-
-Each paper's ``results/audit/<paper>_summary.json`` counts its published cells by verdict; compared means reproduced
-or differs, the rest wait on the full profile (``not recomputed yet``) or have only a mini-world analog (``mini
-profile: not comparable``, never compared). Two generated blocks hold the counts: ``<!--audit-coverage-->`` in
-``README.md`` (one sentence over the five papers) and ``<!--audit-coverage-table-->`` in ``docs/audit.md`` (one row
-per paper). ``python -m common docs coverage`` checks them (``--write`` rewrites them); a test fails when either
-disagrees with ``results/``.
+the front door never promises more than it checks (issue 48): ``<!--audit-coverage-->`` in ``README.md`` and
+``<!--audit-coverage-table-->`` in ``docs/audit.md``, checked by ``python -m common docs coverage`` (``--write``
+rewrites them) and a test.
 """
 from __future__ import annotations
 

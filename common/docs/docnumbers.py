@@ -1,25 +1,6 @@
-"""Numbers in the documentation that come from ``results/``, written by a command and checked by a test, never typed.
-
-In a Markdown file a number from the results sits between two short HTML comments (invisible when rendered, short
-enough that a raw table stays readable in a terminal), ``<!--n7-->0.507<!--/n-->``, and the document ends with the
-references of its numbers, footnote-style, in one comment::
-
-    <!-- numbers (python -m common docs numbers): the results/ reference of each marked number above
-    n7 = aro/mini/table6.csv¦task=VG-Relation¦mini-XS / 32k pairs
-    -->
-
-A number may also be written with its reference inline, ``<!--n aro/mini/table6.csv¦task=...-->0.507<!--/n-->`` (the
-quick way to add one); ``--write`` moves it to the references at the end (one ID per reference: a number shown twice
-shares it).
-
-A reference's syntax (a file under ``results/``, then where the number is in it) is ``common.reporting.results_ref``'s,
-which the claims scorecards share. A marker inside code (a fenced block or an inline code span) is an example of the
-syntax and is left alone.
-
-``python -m common docs numbers`` lists every marked number and whether the text agrees with the results;
-``--write`` rewrites the text between the markers from the results (and moves inline references to the end). The
-test suite fails on any disagreement, an unknown file, row, column or key, or a marker whose ID has no reference
-(named with the Markdown file and line), so a number in the prose cannot go stale when a result moves.
+"""Numbers in the documentation that come from ``results/``, written by a command and checked by a test, never typed:
+``<!--n7-->0.507<!--/n-->`` with ``n7``'s reference in the document's closing comment (docs/layout.md, "Numbers in
+the documentation"). ``python -m common docs numbers`` checks them; ``--write`` rewrites them from the results.
 """
 from __future__ import annotations
 
@@ -94,8 +75,8 @@ def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
 
 
 def _read(doc: Path, original: str, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
-    """``doc``'s text ``original`` without its references block, the block's references by ID, and per marker: the
-    match, its line, its reference and the number the results hold."""
+    """``original`` without its references block, the references by ID, and per marker (match, line, reference,
+    the results' number)."""
     name = str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
     text, references = _split(original, name)
     found = []

@@ -1,8 +1,6 @@
 """A paper's key figure redrawn from this workspace's results: panels of grouped bars, each bar read from a results
-table (or, hatched and labelled, from the paper's published table), with a plot CSV naming every bar's source.
-
-Its own module, not ``common/reporting/figures.py``: a module boundary is a rerun boundary (docs/layout.md), and the stages
-that draw with ``common.reporting.figures`` need not rerun when this changes.
+table (or, hatched and labelled, from the paper's published table), with a plot CSV naming every bar's source. Its
+own module, not ``figures``: a module boundary is a rerun boundary (docs/layout.md).
 """
 from __future__ import annotations
 
@@ -29,9 +27,7 @@ PLOT_FIELDS = ("panel", "group", "series", "value", "source")
 
 @dataclass(frozen=True)
 class PlotBar:
-    """One bar of a key figure and where its number was read: a results file (its row in ``series``, its column in
-    ``group``) or a published table. Published bars are drawn hatched so nobody takes a paper's number for one
-    measured here."""
+    """One bar of a key figure and where its number was read: a results file or a published table (drawn hatched)."""
 
     panel: str
     group: str
@@ -46,10 +42,8 @@ class PlotBar:
 
 @dataclass(frozen=True)
 class ProfileView:
-    """What a paper's key figure draws from one profile's results: ``models`` maps the tables' ``row`` keys to the
-    names their bars get, ``label`` names the profile's panel(s), ``title`` is the figure's. ``absent_rows``: whether
-    a row may be missing from the tables (its bars then not drawn): not in the mini profile, whose tables are
-    committed; in the full one, which leaves out a model it could not load (and a stand-in's rehearsal may)."""
+    """What a paper's key figure draws from one profile's results (``models``: the tables' ``row`` keys -> bar names;
+    ``absent_rows``: whether a row may be missing, as the full profile leaves out a model it could not load)."""
 
     models: Mapping[str, str]
     label: str
@@ -67,9 +61,7 @@ class PlotLine:
 
 
 def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str, dict[str, str]]:
-    """A results table by its ``key`` column, each holding ``columns``, read by the one checked reader of results
-    tables (``common.reporting.report.read_table``); a missing file, column or duplicate key is one line naming the file (a
-    figure must not quietly draw from a stale or partial table)."""
+    """A results table by its ``key`` column, each row holding ``columns``, checked (``read_table``)."""
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; run the stage that writes it (dvc repro)")
@@ -88,10 +80,7 @@ def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str
 def result_bars(path: Path, panel: str, groups: Mapping[str, str], series: Mapping[str, str],
                 absent_rows: bool = False) -> list[PlotBar]:
     """Bars from a results table: ``groups`` maps its columns to group labels, ``series`` its ``row`` keys to series
-    names (one bar per pair, in that order). The source is the file's path in the repository.
-
-    A row of ``series`` the table lacks is an error, unless ``absent_rows``: then its bars are simply not drawn (the
-    full profile leaves out a model it could not load, and a stand-in's tables may lack the paper's rows)."""
+    names (one bar per pair, in that order); a row the table lacks is an error unless ``absent_rows``."""
     path = Path(path)
     rows = table_rows(path, list(groups))
     absent = [r for r in series if r not in rows]
@@ -113,8 +102,7 @@ def result_bars(path: Path, panel: str, groups: Mapping[str, str], series: Mappi
 
 def published_bars(cells: CellIndex, table: str, panel: str, groups: Mapping[str, str], series: Mapping[str, str]
                    ) -> list[PlotBar]:
-    """Bars from a paper's published ``table`` (``results/published/``): ``groups`` maps its columns to group labels,
-    ``series`` its rows to series names, as ``result_bars`` does for a results table."""
+    """Bars from a paper's published ``table``, as ``result_bars`` reads a results table."""
     def number(row: str, column: str) -> float:
         try:
             return cells.cell(table, row, column)
@@ -127,11 +115,7 @@ def published_bars(cells: CellIndex, table: str, panel: str, groups: Mapping[str
 
 def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, out_csv: Path, title: str,
                      ylabel: str) -> dict[str, Path]:
-    """The figure and its plot CSV (every bar's panel, group, series, value and source), side by side.
-
-    Panels of grouped bars, in the order the bars come: one bar group per ``group``, one bar per ``series``
-    (published ones hatched, "(published)" in the legend), each bar's value printed on it, reference lines dashed.
-    Panels in one row are as wide as their groups need; each legend sits under its panel, clear of the bars."""
+    """The figure (panels of grouped bars, published ones hatched) and its plot CSV (every bar's source)."""
     plot_rows = [{"panel": b.panel, "group": b.group, "series": b.series, "value": b.value, "source": b.source}
                  for b in bars]
     plot = write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS)
@@ -181,8 +165,7 @@ def results_dir(paper: str, profile: str) -> Path:
 
 
 def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argparse.Namespace:
-    """A key figure module's command line: ``--profile`` (default: the stage's ``profile`` parameter), and the
-    results folder to read and the one to write (both ``results/<paper>/<profile>/`` by default)."""
+    """A key figure module's command line: ``--profile`` (default: the stage's), ``--results`` and ``--out``."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--profile", choices=PROFILES, default=None,
                         help="default: the stage's `profile` parameter (params.yaml)")
@@ -201,8 +184,7 @@ def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argp
 def run(argv: Sequence[str] | None, description: str, paper: str, name: str,
         bars_of: Callable[..., tuple[list[PlotBar], list[PlotLine]]], views: Mapping[str, ProfileView],
         ylabel: str) -> int:
-    """A key figure module's ``main``: ``parse_args``, then ``bars_of(results, profile=...)`` drawn with the profile
-    view's title into ``key_figure.png`` and ``key_figure_plot.csv``."""
+    """A key figure module's ``main``: ``bars_of(results, profile=...)`` drawn (``write_bar_figure``)."""
     args = parse_args(argv, description, paper)
     bars, lines = bars_of(args.results, profile=args.profile)
     paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",

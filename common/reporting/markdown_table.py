@@ -1,17 +1,10 @@
-"""Markdown tables from rows of results: the one renderer the notebooks (``notebooks/*.ipynb``) print their tables with,
-and the one cell escaper (``md_escape``, which the audit's Markdown, ``common.audit.report``, writes its cells with).
-
-A ``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row: the header would no
-longer match the delimiter row and the whole table would render as a paragraph of pipes. Every cell and every column
-name is written through ``md_escape``: ``|`` as ``\\|`` (GFM's escape, which markdown-it and Jupyter read back as
-``|``) and a line break as a space (a row is one line). ``tests/common/test_notebook_tables.py`` runs the notebooks
-and parses every table they print.
+"""Markdown tables from rows of results (the notebooks' one renderer) and the one cell escaper (``md_escape``): a
+``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row, so each is written ``\\|``
+(GFM's escape) and a line break as a space. ``tests/common/test_notebook_tables.py`` parses every table printed.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
-
-__all__ = ["md_escape", "md_table"]
 
 
 def md_escape(value: Any) -> str:

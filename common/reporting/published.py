@@ -1,47 +1,7 @@
-"""The papers' published numbers, as data.
-
-``results/published/<paper>.csv`` holds one row per table cell (tidy form) and
-``results/published/<paper>_claims.csv`` one row per numeric claim made in the text. This module
-loads and validates both, and evaluates a claim's ``recompute`` expression against the paper's own
-tables, so the audit can check every stated average, delta and ratio.
-
-Cell file columns
-    paper, table, row, column, value, unit, status, raw, note
-    * ``table``: "Table 6", "Figure 3", ... as the paper names it.
-    * ``row`` / ``column``: keys; composite keys join their parts with " | " (outer to inner).
-    * ``value``: the number as printed (no % sign, no thousands separator); empty unless status is ok.
-    * ``status``: ok | unreadable (garbled beyond recovery) | not_reported (the paper prints "-" or
-      leaves the cell empty).
-    * ``raw``: the cell text exactly as extracted when it differs from ``value`` (garbling, ±, %).
-
-Claim file columns
-    paper, claim_id, location, quote, value, unit, comparison, recompute, note
-    * ``comparison``: how the claim's ``value`` relates to the quantity it is about (the quantity
-      ``recompute`` derives), read from the quote's wording:
-
-      - ``=`` (the default when the field is empty): the claim is that quantity, rounded to the
-        claim's printed precision ("91.77" holds for 91.765 <= x < 91.775);
-      - ``>``, ``>=``, ``<``, ``<=``: the claim is a bound on that quantity, read as
-        "quantity OP value" ("more than 50,000" -> ``>``, "at least 1" -> ``>=``, "none larger than
-        10%" -> ``<=``, "drop samples with greater than 9" -> ``<=``);
-      - ``~``: the text qualifies the number as approximate ("about", "around", "approximately",
-        "roughly", "nearly", "almost", "estimated", "~"); the audit accepts max(the printed rounding, 10% of
-        ``value``) (``common.audit.core.tolerance_for``).
-
-      A bound whose ``value`` is empty (a comparison with no number printed, e.g. "CLIP has the
-      highest accuracy") cannot be audited until a threshold is written in ``value``.
-    * ``recompute``: an expression over the paper's own tables, or empty when the claim cannot
-      be derived from them. Written in Python's syntax but read by a closed grammar (``parse_expression``)
-      and interpreted here, never run: numbers, ``+ - * /``, unary minus, parentheses, comparisons
-      (``True`` counts 1), ``[lists]`` (``+`` joins two), an integer index (``sorted(...)[1]``),
-      ``cell(table, row, column)``, ``cells(table, row_pattern, column_pattern)`` (fnmatch patterns, file
-      order; literal strings only), ``mean``, ``median``, ``stdev``, ``pstdev``, ``min``, ``max``, ``abs``,
-      ``round``, ``sum``, ``len``, ``sorted``. Anything else (a name, an attribute, a lambda, a
-      comprehension, ``**``) is refused when the file is read, naming its line: a transcription is data.
-
-Both files are read strictly (UTF-8 without a byte-order mark, exactly these columns, numbers as printed:
-``parse_number`` refuses "1_652", "nan" and " 7"); any violation is one error naming the file, the line and
-the column.
+"""The papers' published numbers, as data: ``results/published/<paper>.csv`` (one row per table cell) and
+``<paper>_claims.csv`` (one row per numeric claim), loaded and validated strictly, and a claim's ``recompute``
+expression evaluated over the paper's own tables by a closed grammar, so the audit can check every stated average,
+delta and ratio. The files' columns, the comparisons and the grammar: docs/audit.md, "The transcriptions' columns".
 """
 from __future__ import annotations
 
@@ -65,7 +25,7 @@ from common.paths import PUBLISHED
 CELL_FIELDS = ("paper", "table", "row", "column", "value", "unit", "status", "raw", "note")
 CLAIM_FIELDS = ("paper", "claim_id", "location", "quote", "value", "unit", "comparison", "recompute", "note")
 COMPARISONS = ("=", ">", ">=", "<", "<=", "~")
-"""Allowed values of a claim's ``comparison`` (see the module docstring); empty reads as "="."""
+"""Allowed values of a claim's ``comparison``; empty reads as "="."""
 UNITS = frozenset(
     {"percent", "fraction", "count", "points", "ratio", "score", "millions", "billions", "other"}
 )
@@ -493,12 +453,6 @@ def _is_number(x: object) -> bool:
     return isinstance(x, (int, float))
 
 
-def _numbers(x: object, what: str) -> list:
-    if not isinstance(x, list):
-        raise ExpressionError(f"{what} takes a list of numbers, got a number")
-    return x
-
-
 def _call(name: str, args: list, index: CellIndex, node: ast.Call) -> Any:
     if name in CELL_FUNCTIONS:
         strings = [a.value for a in node.args]  # checked by the grammar: literal strings
@@ -509,7 +463,9 @@ def _call(name: str, args: list, index: CellIndex, node: ast.Call) -> Any:
     if name in _OF_ONE_LIST:
         if len(args) != 1:
             raise ExpressionError(f"{name}() takes one list, got {len(args)} arguments")
-        values = _numbers(args[0], f"{name}()")
+        if not isinstance(args[0], list):
+            raise ExpressionError(f"{name}() takes a list of numbers, got a number")
+        values = args[0]
     elif name in ("min", "max"):
         values = args[0] if len(args) == 1 and isinstance(args[0], list) else args
         if not values or not all(_is_number(v) for v in values):
@@ -598,13 +554,9 @@ def _evaluate(node: ast.AST, index: CellIndex) -> Any:
 
 
 def evaluate_expression(expression: str, index: CellIndex) -> float:
-    """Evaluate a claim's ``recompute`` expression over the paper's cells.
-
-    The expression is parsed into a syntax tree that must lie in the grammar (``parse_expression``) and that tree is
-    interpreted here, node by node, with the same arithmetic Python would do: no code object is ever built or run, so
-    no lambda, comprehension, attribute or dunder can reach the interpreter. ``ExpressionError`` (a
-    ``PublishedDataError``) for anything outside the grammar or a failing evaluation (unknown cell, division by zero).
-    """
+    """A claim's ``recompute`` expression over the paper's cells: its syntax tree (``parse_expression``) interpreted
+    node by node with Python's arithmetic, no code ever built or run; ``ExpressionError`` for anything outside the
+    grammar or a failing evaluation (unknown cell, division by zero)."""
     try:
         tree = parse_expression(expression)
         value = _evaluate(tree, index)

@@ -1,15 +1,9 @@
-"""``python -m common report <paper>``: a paper's reproduced tables and where its files and its audit are; ``python
--m common metrics <paper>``: its DVC metrics alone.
+"""``python -m common report <paper>`` (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``): a paper's
+reproduced tables, as its report plug-in's ``REPORT`` says (``PaperReport``), and where its files and its audit are;
+``python -m common metrics <paper>``: its DVC metrics alone.
 
-The last stage of every paper's pipeline (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml`` runs
-``python -m common report <paper>``). A paper with tables of its own declares a report plug-in in its ``PAPER``
-(``common.paper.ReportPlugIn``) whose ``REPORT`` says, as data (``PaperReport``: ``Table``, ``Tally`` and ``Numbers``
-sections), which results files to show and what each file holds; one printer, ``print_report``, prints every
-paper's alike, then the audit's summary.
-
-A report reads files a stage wrote, which may since have been cut short, merge-conflicted or hand-edited: it reads
-them through ``read_table`` and ``read_summary``, which check what the report prints (columns, counts, numbers) and
-refuse a damaged file with one line naming the file, the line and the column (``ReportInputError``).
+Results files are read through ``read_table`` and ``read_summary``, which refuse a damaged file (cut short,
+merge-conflicted, hand-edited) with one line naming the file, the line and the column (``ReportInputError``).
 """
 from __future__ import annotations
 
@@ -42,28 +36,23 @@ def _remedy(path: Path) -> str:
     return REMEDY.replace("<file>", str(path))
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str] = (), counts: bool = False,
                  objects: bool = False) -> dict:
-    """A JSON object a stage wrote (a summary, metrics), checked for what the report prints: ``keys`` present,
-    ``numbers`` present and finite numbers, with ``counts`` every value a count, with ``objects`` every value an
-    object. A truncated or hand-edited file is a ``ReportInputError`` (``DatasetError`` for bad JSON)."""
+    """A JSON object a stage wrote, checked for what the report prints: ``keys`` present, ``numbers`` present and
+    finite, with ``counts`` every value a count, with ``objects`` every value an object."""
     data = read_json(Path(path), dict, remedy=_remedy(path))
     for key in (*keys, *numbers):
         if key not in data:
             raise ReportInputError(f"{path}: no {key!r}; {_remedy(path)}")
     for key in numbers:
-        if not _is_number(data[key]):
+        if not is_number(data[key]):
             raise ReportInputError(f"{path}: {key!r} is {data[key]!r:.40}, not a number; {_remedy(path)}")
     for key, value in data.items():
-        if counts and not _is_count(value):
+        if counts and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
             raise ReportInputError(f"{path}: {key!r} is {value!r:.40}, not a count; {_remedy(path)}")
         if objects and not isinstance(value, dict):
             raise ReportInputError(f"{path}: {key!r} is a {type(value).__name__}, not an object of values; "
@@ -73,11 +62,9 @@ def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str]
 
 def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str] = (),
                any_of: Sequence[str] = ()) -> list[dict[str, str]]:
-    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, its last line ended (a file cut short
-    is not), a header holding ``columns`` (and one of ``any_of``), no row repeating the header, every row exactly as
-    many fields as the header (a merge-conflict marker or a row cut short has fewer), at least one row, and the
-    ``numbers`` columns finite numbers in every row. Errors name the file, the line and the column. The one reader of
-    results tables: the report, the site and the documentation's numbers (``common.reporting.results_ref``) read through it."""
+    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, its last line ended, a header holding
+    ``columns`` (and one of ``any_of``), no row repeating the header, every row the header's number of fields, at least
+    one row, and the ``numbers`` columns finite numbers. The one reader of results tables (report, site, docs)."""
     path = Path(path)
     data = path.read_bytes()
     try:
@@ -145,8 +132,8 @@ def audit_line(paper: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Section:
-    """One part of a paper's report, read from one results file: ``path`` is relative to ``results/<paper>/``,
-    ``{profile}`` standing for the profile. Left out while its file does not exist (its stage has not run)."""
+    """One part of a paper's report, read from ``results/<paper>/<path>`` (``{profile}``: the profile); left out
+    while the file does not exist."""
 
     path: str
     title: str
@@ -169,8 +156,7 @@ class Table(Section):
 
 @dataclass(frozen=True, kw_only=True)
 class Tally(Section):
-    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``, ``n`` the rows holding
-    ``value``."""
+    """A verdict column of a results CSV, counted: ``<title>: n/N <what> (<path>)``."""
 
     column: str
     value: str
@@ -188,8 +174,7 @@ class Numbers(Section):
 
 @dataclass(frozen=True)
 class PaperReport:
-    """What ``python -m common report <paper>`` prints of a paper, as data (``REPORT`` of its report plug-in,
-    ``papers/<paper>/report.py``): one printer, ``print_report``, prints every paper's."""
+    """What ``python -m common report <paper>`` prints of a paper (``REPORT`` of ``papers/<paper>/report.py``)."""
 
     title: str
     """The paper's short name: the heading is ``<title>, <profile> profile``."""
@@ -227,8 +212,8 @@ def _print_numbers(path: Path, numbers: Numbers) -> None:
 
 
 def print_report(paper: str, report: PaperReport, profile: str) -> None:
-    """A paper's report of ``profile``: each section whose file exists, then where the files are (every file and
-    folder of ``results/<paper>/<profile>/``, with what ``report.files`` says of it, and the others it names)."""
+    """A paper's report of ``profile``: each section whose file exists, then every file of
+    ``results/<paper>/<profile>/`` with what ``report.files`` says of it, and the others it names."""
     def resolve(relative: str) -> Path:
         return RESULTS / paper / relative.format(profile=profile)
 
@@ -278,7 +263,6 @@ def run(paper: str) -> int:
 
 CROSS_PAPER_COUNTS = ("pairs", "pairs_unexplained", "pairs_explained", "pairs_consistent", "released_checked",
                       "witness_checked")
-"""What ``cross_paper_line`` prints of the cross-paper summary."""
 
 
 def cross_paper_line() -> str:
@@ -294,12 +278,7 @@ def cross_paper_line() -> str:
 
 
 def metric_files(paper: str) -> list[str]:
-    """The metrics files (or folders) of the stages in ``papers/<paper>/dvc.yaml`` that exist, as DVC resolves them
-    under the current profile.
-
-    A bare ``dvc metrics show`` puts every paper's metrics in one table whose columns are the union of all their
-    names; one paper's alone are a table of a few columns (``make metrics PAPER=<paper>``).
-    """
+    """The metrics files (or folders) of ``papers/<paper>/dvc.yaml``'s stages that exist, as DVC resolves them."""
     # deferred: loads dvc only when called
     from dvc.repo import Repo
 
@@ -321,21 +300,6 @@ def _metric_names(path: Path) -> tuple[str, ...]:
     return tuple(sorted(data)) if isinstance(data, dict) else ("<not an object>", str(path))
 
 
-def show_metrics(paper: str) -> int:
-    """``dvc metrics show`` over one paper's metrics files, one table per set of metric names (files that share their
-    names share a table; a table whose columns were the union of unrelated files would be mostly empty cells)."""
-    files = metric_files(paper)
-    if not files:
-        raise WorkspaceError(f"papers/{paper}: no metrics written yet: run `dvc repro papers/{paper}`")
-    tables: dict[tuple[str, ...], list[str]] = {}
-    for name in files:
-        tables.setdefault(_metric_names(ROOT / name), []).append(name)
-    status = 0
-    for group in tables.values():
-        status |= dvc_metrics_show(group)
-    return status
-
-
 def dvc_metrics_show(files: Sequence[str]) -> int:
     """``dvc metrics show`` of ``files``, shown as DVC prints it."""
     return run_dvc("metrics", "show", *files, capture=False).returncode
@@ -349,7 +313,15 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     status = 0
     for paper in args.paper:
         print(f"papers/{paper}")
-        status |= show_metrics(paper)
+        files = metric_files(paper)
+        if not files:
+            raise WorkspaceError(f"papers/{paper}: no metrics written yet: run `dvc repro papers/{paper}`")
+        # one table per set of metric names: the union of unrelated files' would be mostly empty cells
+        tables: dict[tuple[str, ...], list[str]] = {}
+        for name in files:
+            tables.setdefault(_metric_names(ROOT / name), []).append(name)
+        for group in tables.values():
+            status |= dvc_metrics_show(group)
     if (ROOT / CROSS_PAPER_METRICS).is_file():
         print("audit/cross_paper (every paper's pipeline keeps it current)")
         status |= dvc_metrics_show([CROSS_PAPER_METRICS])
@@ -357,8 +329,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _report_command(paper: Paper) -> PlugInCommand:
-    """``report <paper>``: what the paper's aggregate stage runs; its code is the report plug-in's (a ``PaperReport``
-    this module prints), or this module's alone."""
+    """``report <paper>``: its code is the report plug-in's, or this module's alone."""
     return PlugInCommand(paper.report.module if paper.report is not None else __name__, lambda args: run(paper.name))
 
 

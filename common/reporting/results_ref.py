@@ -1,12 +1,6 @@
-"""A number in ``results/`` named by a reference: the syntax the documentation's markers (``common.docs.docnumbers``) and
-the claims scorecards (``common.reporting.scorecard``) share.
-
-A reference is parts separated by ``¦`` (the broken bar; a ``|`` inside a part, as in a column named ``BiVLC | I2T``,
-is written ``\\|``): a file under ``results/``, then where the number is in it: for a CSV file ``column=value`` filters
-(every one must hold; the first matching row is taken) and the column; for a JSON file one dotted path
-(``models.mini/xs-32k.n.swap_obj``; a dot inside a key written ``\\.``, a list item by its index); optionally last, a
-format: ``%.1f`` (Python's format of the float), ``%pct.1f`` (a fraction in percent), ``%int`` (an integer with a
-thousands comma); without one the file's text is kept as it is.
+"""A number in ``results/`` named by a reference, ``FILE¦column=value¦column[¦%.1f]`` or ``FILE¦dotted.path``
+(docs/layout.md, "Numbers in the documentation"): the syntax the documentation's markers (``common.docs.docnumbers``)
+and the claims scorecards (``common.reporting.scorecard``) share.
 """
 from __future__ import annotations
 

@@ -1,44 +1,7 @@
-"""The claims scorecard: each paper's headline claims, in the paper's own words, and what this workspace found.
+"""The claims scorecard: each paper's headline claims (``papers/<paper>/scorecard.toml``), in the paper's own words,
+and what this workspace found. The file's fields and the verdicts: docs/layout.md, "A paper's scorecard.toml".
 
-A paper lists its headline claims in ``papers/<paper>/scorecard.toml`` (found by convention, so ``common`` names no
-paper). A claim carries what makes it checkable and able to fail:
-
-* ``quote``: the paper's sentence it tests (or a table's row), verbatim (``python -m common citations check`` finds it
-  in the paper's text), with ``source``: where (section, page or table);
-* ``published``: the effect the paper states, in ``unit``: a number, or a reference to the transcribed cell (two: their
-  difference) in ``results/published/``, times ``published_scale``; ``published_note`` says how it was read where
-  that takes a step (an average of cells, one backbone of several); ``published_tolerance``: the printed precision
-  (a difference of two cells printed to 0.01 is known to about one point);
-* the test: ``direction`` ``>`` or ``<`` a ``threshold`` (the effect's sign, or a size the paper states), or ``=``
-  the threshold within ``margin`` (an equivalence: "no better than chance" needs the margin it is stated to);
-* per kind of evidence, where the number is in ``results/``: ``mini`` (the mini profile's runs), ``offline`` (the
-  analyses of real data that run offline: the released benchmark text, the authors' released files) and ``full``
-  (the full profile's runs, when run). ``same_as_published`` (default: true for ``full``, false otherwise) says the
-  evidence measures the very quantity the paper published (same benchmark, same kind of model), so its size is
-  compared with the published effect; the mini world's sizes are never the paper's. An evidence table may restate
-  ``threshold`` and ``margin`` (the mini world tests the direction where the paper states a size).
-
-Each number is a reference in the documentation's marker syntax (``common.reporting.results_ref``: ``FILE¦filters¦column`` or
-``FILE¦dotted.path``). ``estimate`` is one reference or two (their difference, first minus second); ``low``/``high``
-are the interval's bounds when the stage wrote one (a bootstrap over examples, or over checkpoints). The verdict:
-
-* **reproduced**: the interval lies wholly on the paper's side of the threshold (``=``: wholly within the margin),
-  and, where ``same_as_published``, it holds the published effect (widened by its tolerance);
-* **in direction, not in size**: on the paper's side, but the published effect lies outside the interval (a rerun
-  of the paper's own quantity that finds a smaller or larger effect). Never counted as reproduced;
-* **not reproduced**: the interval is not on the paper's side (the detail says whether it lies on the other side or
-  reaches the threshold);
-* **in direction, no interval**: the stage wrote no interval and the point estimate is on the paper's side (a point
-  estimate on the other side is **not reproduced**). Never counted as reproduced;
-* **not run**: the results file does not exist (the full profile before its run);
-* **no such analysis**: no stage of this kind measures the claim.
-
-A claim no rerun could contradict (an estimate that is on the paper's side by construction, such as a score that
-needs another to hold) is not a claim: ``tests/common/test_scorecard_claims.py`` builds, for every claim, results from
-consistent per-example data on both sides of its threshold and checks that the verdict flips.
-
-``python -m common docs claims`` checks (``--write``: rewrites) the generated blocks (``BLOCK``, ``SUMMARY_BLOCK``);
-the site shows the same rows.
+``python -m common docs claims`` checks (``--write``: rewrites) the generated blocks (``BLOCK``, ``SUMMARY_BLOCK``).
 """
 from __future__ import annotations
 
@@ -46,6 +9,7 @@ import argparse
 import math
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -54,6 +18,7 @@ from common import plugins
 from common.errors import WorkspaceError, unknown_name
 from common.files.io import write_text_atomic
 from common.paths import RESULTS, ROOT
+from common.reporting.report import is_number
 from common.reporting.results_ref import DocNumberError, lookup
 
 SPEC = "scorecard.toml"
@@ -275,10 +240,6 @@ _EVIDENCE_KEYS = {"what", "estimate", "low", "high", "scale", "interval_of", "sa
                   "margin"}
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _refs(value: object) -> tuple[str, ...] | None:
     """One reference or two (a difference), or None when ``value`` is neither."""
     refs = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else ()
@@ -291,7 +252,7 @@ def _margin(where: str, direction: str, margin: object, required: bool) -> float
             raise ScorecardError(f"{where}: an '=' claim states its margin (margin = a number > 0): equality within "
                                  f"what?")
         return None
-    if not _is_number(margin) or margin <= 0:
+    if not is_number(margin) or margin <= 0:
         raise ScorecardError(f"{where}: margin is a finite number > 0")
     if direction != "=":
         raise ScorecardError(f"{where}: margin goes with direction '=' only")
@@ -305,7 +266,7 @@ def _evidence(where: str, kind: str, e: object, direction: str) -> Evidence:
     if unknown:
         raise ScorecardError(f"{where}: [{kind}] has unknown keys {sorted(unknown)}")
     for key in ("scale", "threshold"):
-        if key in e and not _is_number(e[key]):
+        if key in e and not is_number(e[key]):
             raise ScorecardError(f"{where}: [{kind}] {key} is not a finite number")
     if "same_as_published" in e and not isinstance(e["same_as_published"], bool):
         raise ScorecardError(f"{where}: [{kind}] same_as_published is true or false")
@@ -329,13 +290,13 @@ def _evidence(where: str, kind: str, e: object, direction: str) -> Evidence:
 def _published(where: str, c: dict) -> Published:
     value = c.get("published")
     for key in ("published_scale", "published_tolerance"):
-        if key in c and (not _is_number(c[key]) or c[key] < 0):
+        if key in c and (not is_number(c[key]) or c[key] < 0):
             raise ScorecardError(f"{where}: {key} is a finite number >= 0")
     if "published_note" in c and not isinstance(c["published_note"], str):
         raise ScorecardError(f"{where}: published_note is text")
     common = dict(scale=float(c.get("published_scale", 1.0)), tolerance=float(c.get("published_tolerance", 0.0)),
                   note=c.get("published_note", ""))
-    if _is_number(value):
+    if is_number(value):
         return Published(number=float(value), **common)
     refs = _refs(value)
     if refs is None:
@@ -380,7 +341,7 @@ def load(paper: str, root: Path = ROOT) -> list[Claim]:
         quotes = (quote,) if isinstance(quote, str) else tuple(quote) if isinstance(quote, list) else ()
         if not quotes or not all(isinstance(q, str) and len(q.strip()) >= 8 for q in quotes):
             raise ScorecardError(f"{where}: needs quote: the paper's words it tests (text, or a list of texts)")
-        if not _is_number(c.get("threshold", 0)) or (
+        if not is_number(c.get("threshold", 0)) or (
                 "digits" in c and (isinstance(c["digits"], bool) or not isinstance(c["digits"], int)
                                    or not 0 <= c["digits"] <= 6)):
             raise ScorecardError(f"{where}: threshold is a finite number and digits an integer from 0 to 6")
@@ -422,10 +383,7 @@ def scorecard(paper: str, results: Path = RESULTS, root: Path = ROOT) -> list[li
 
 
 def counts(rows: list[list[Finding]], kind: str) -> dict[str, int]:
-    out = {v: 0 for v in VERDICTS}
-    for findings in rows:
-        out[next(f for f in findings if f.kind == kind).verdict] += 1
-    return out
+    return {v: 0 for v in VERDICTS} | Counter(next(f for f in findings if f.kind == kind).verdict for findings in rows)
 
 
 def line(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
@@ -487,8 +445,7 @@ def published_words(c: Claim, results: Path = RESULTS) -> str:
 
 
 def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
-    """The README's generated block: per claim, the paper's words and published effect, then one row per kind of
-    evidence."""
+    """The README's generated block: per claim, the paper's words and effect, then a row per kind of evidence."""
     out = ["| claim: the paper's words and published effect | evidence | what is measured here | estimate [95% CI] "
            "| verdict |", "|---|---|---|---|---|"]
     for findings in scorecard(paper, results, root):
@@ -518,7 +475,7 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
 def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path = RESULTS,
           write: bool = False) -> list[str]:
     """The papers whose README block disagrees with ``results`` (rewritten when ``write``), and ``README.md`` when the
-    front door's summary block does (all papers only). A README with claims but no block is an error."""
+    front door's summary block does (all papers only)."""
     wrong = []
     names = list(papers if papers is not None else plugins.paper_names())
     for paper in names:

@@ -1,6 +1,5 @@
-"""What the site says about each paper: its title, authors, venue and links, read from the ``[paper]`` table of
-``papers/<paper>/scorecard.toml`` (by convention, so ``common`` names no paper; the same facts as the paper's
-README.md, section "Paper and code", which is prose for people and not parsed)."""
+"""What the site says about each paper: the ``[paper]`` table of ``papers/<paper>/scorecard.toml`` (the facts of
+the README's "Paper and code", which is prose and not parsed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

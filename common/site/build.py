@@ -1,18 +1,9 @@
-"""Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``.
+"""Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``: an index,
+a page per paper, ``cross_paper.html``, ``correlations.html`` and ``cards.html``, Jinja-autoescaped (a CSV cell is
+text, never markup). What it reads is found by convention, so a new paper appears without an edit here.
 
-Pages: ``index.html`` (per paper: its ``[paper]`` table, its claims' verdicts, the oracle's and audit's counts),
-``<paper>.html`` (its claims scorecard, ``results/<paper>/`` folder by folder, the oracle record, the filterable
-audit), ``cross_paper.html``, ``correlations.html`` and ``cards.html``; each page template fills the base template's
-block. Jinja's autoescape is on: a CSV cell is text, never markup. Tables are for reading: numbers rounded and quotes
-cleaned (``common.site.text``), the verdict and the numbers first, provenance folded into a ``<details>``.
-
-What it reads is found by convention (``common.plugins.paper_names``, file kinds, column names), so a new paper
-appears without an edit here. Results files are read through ``common.reporting.report.read_table``/``read_summary``: a
-damaged file stops the build with one line naming it, and the previous site stays (one output group).
-
-The site shows what git tracks under ``results/``: a folder that DVC caches instead (per-example predictions, listed
-in the ``.gitignore`` DVC writes beside it) is left out, so the site is the same before and after ``make repro``
-fetched or rebuilt those folders.
+It shows what git tracks under ``results/``: a folder that DVC caches instead is left out, so the site is the same
+before and after ``make repro`` fetched or rebuilt those folders.
 """
 from __future__ import annotations
 
@@ -44,9 +35,8 @@ from common.site.about import about
 from common.site.text import clean_quote, decimals, rounded, to_float, tone
 
 DATA_FILES = ("common/site/templates/", "common/site/static/")
-"""What the stage names besides code: the templates and the copied CSS/JS. It reads ``results/`` too but does not
-name it (the stage always runs): ``results/`` also holds the DVC-cached folders, which a fresh clone lacks and
-``make repro`` fills, so a dependency on it would change ``dvc.lock`` with no change to the site."""
+"""What the stage names besides code. Not ``results/`` (the stage always runs): its DVC-cached folders, which
+``make repro`` fills, would change ``dvc.lock`` with no change to the site."""
 HERE = Path(__file__).resolve().parent
 STATIC = ("site.css", "filter.js")
 DEFAULT_OUT = "site"
@@ -56,8 +46,7 @@ CARDS = "cards"
 MARKER = ".common-site"
 """A file every site holds: an existing ``--out`` folder without it is someone else's and is never replaced."""
 MAX_ROWS = 300
-"""Rows of a results CSV shown on a page: a longer file (hundreds of thousands of generated captions) is cut, and the
-page names the file."""
+"""Rows of a results CSV shown on a page: a longer file is cut, and the page names the file."""
 AUDIT_COMMAND = "python -m common audit {paper}"
 CORRELATION_COLUMNS = frozenset({"pearson", "spearman", "kendall"})
 """A results CSV with one of these columns is a correlation table (``correlations.html``)."""
@@ -72,8 +61,7 @@ class SiteError(WorkspaceError):
 
 @dataclass(frozen=True)
 class Cell:
-    """A table cell with more than text: a verdict's colour, the exact value as a tooltip, provenance folded into a
-    ``<details>`` (label, text) so that the row stays a line or two tall."""
+    """A table cell with more than text: a verdict's colour, the exact value as a tooltip, provenance folded away."""
 
     text: str
     tone: str = ""
@@ -158,8 +146,7 @@ class _Writer:
     """What is already copied or read: a folder's figures and correlation tables appear on two pages."""
 
     def image(self, path: Path, under: Path, prefix: str) -> Figure:
-        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept), once, and return how a page shows
-        it."""
+        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept), once; how a page shows it."""
         key = (path, under, prefix)
         if key not in self._figures:
             rel = Path("img", prefix, path.relative_to(under))
@@ -206,8 +193,7 @@ def _visible(path: Path) -> bool:
 
 
 def _dvc_cached(path: Path, results: Path) -> bool:
-    """Whether ``path`` lies in a folder DVC caches rather than git tracks: DVC lists each cached output as ``/name``
-    in the ``.gitignore`` of the folder that holds it."""
+    """Whether ``path`` lies in a folder DVC caches (listed as ``/name`` in its parent's ``.gitignore``)."""
     folder = results
     for part in path.relative_to(results).parts:
         ignore = folder / ".gitignore"
@@ -224,8 +210,7 @@ def _header(path: Path) -> list[str]:
 
 # ---- what each page shows -----------------------------------------------------------------------------------------
 def paper_sections(w: _Writer, paper: str) -> list[Section]:
-    """One section per folder of ``results/<paper>/`` (its top level, then each sub-folder: a profile, real_text,
-    ...): every CSV as a table, every PNG as a figure."""
+    """One section per folder of ``results/<paper>/``: every CSV as a table, every PNG as a figure."""
     top = w.results / paper
     if not top.is_dir():
         return []
@@ -241,15 +226,13 @@ def paper_sections(w: _Writer, paper: str) -> list[Section]:
 
 
 def _shown_number(text: str, digits: int | None = None) -> str | Cell:
-    """A number cell rounded (``common.site.text.rounded``), the file's value as its tooltip when rounding changed
-    it; other text as it is."""
+    """A number cell rounded, the file's value as its tooltip when rounding changed it; other text as it is."""
     shown = rounded(text, digits)
     return text if shown == text else Cell(shown, title=text)
 
 
 def _audit_row(d: Mapping[str, str]) -> AuditRow:
-    """A row of ``results/audit/<paper>.csv`` back as the ``AuditRow`` it was written from (the verdict column holds
-    "<verdict>; <caveat>")."""
+    """A row of ``results/audit/<paper>.csv`` back as the ``AuditRow`` it was written from."""
     verdict, _, caveat = d["verdict"].partition("; ")
     texts = ("paper", "table", "row", "column", "published_text", "unit", "tolerance_rule", "profile", "source", "note")
     numbers = {k: to_float(d[k]) for k in ("published", "recomputed", "difference", "tolerance")}
@@ -261,8 +244,7 @@ AUDIT_HEADER = ("verdict", "published", "recomputed here", "difference", "table"
 
 
 def audit_grid(w: _Writer, paper: str) -> Grid | None:
-    """The paper's audit, one row per published cell, filterable by table and verdict: the verdict and the two
-    numbers first (rounded to the printed precision), the quote cleaned, source, note and command folded away."""
+    """The paper's audit, one row per published cell, filterable by table and verdict, provenance folded away."""
     path = w.results / "audit" / f"{paper}.csv"
     if not path.is_file():
         return None
@@ -289,9 +271,7 @@ def _tolerance(d: Mapping[str, str]) -> str:
 
 def claims_grid(findings_by_claim: Sequence[Sequence[scorecard.Finding]], paper: str,
                 results: Path = RESULTS) -> Grid | None:
-    """The paper's claims scorecard (``common.reporting.scorecard.scorecard``): one row per claim, a column per kind of
-    evidence (its verdict coloured, the estimate under it, what is measured folded away); the paper's words
-    cleaned of the extraction's duplicates."""
+    """The paper's claims scorecard: one row per claim, a column per kind of evidence."""
     rows = []
     for findings in findings_by_claim:
         c = findings[0].claim
@@ -353,8 +333,7 @@ def _side(r: Mapping[str, str], side: str) -> Cell:
 
 
 def cross_paper_grid(w: _Writer, path: Path) -> Grid:
-    """The cross-paper CSV, filterable by verdict, kind and benchmark: one short row per pair (the difference and
-    its cause in view), the mapping and the evidence folded away."""
+    """The cross-paper CSV, filterable by verdict, kind and benchmark, the mapping and the evidence folded away."""
     rows = []
     for r in read_table(path, CROSS_PAPER_FILTERS):
         summary, _, rest = r["evidence"].partition(" | ")
@@ -367,8 +346,8 @@ def cross_paper_grid(w: _Writer, path: Path) -> Grid:
 
 
 def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
-    """The finding the index shows for a claim: the full profile's when it ran, else the offline analysis', else the
-    mini profile's (the evidence closest to the paper's own quantity)."""
+    """The finding the index shows for a claim: the evidence closest to the paper's own quantity that ran (full, then
+    offline, then mini)."""
     shown = [f for f in findings if f.verdict not in (scorecard.NOT_RUN, scorecard.NOT_MEASURED)]
     order = ("full", "offline", "mini")
     return min(shown or findings, key=lambda f: order.index(f.kind) if f.kind in order else len(order))
@@ -419,8 +398,7 @@ def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = Non
 
 
 def build_site(out: str | os.PathLike, results: Path = RESULTS, cards_dir: Path | None = None) -> Path:
-    """Build the site into ``out`` as one output group: it replaces the previous site only once fully written.
-    Returns its ``index.html``."""
+    """Build the site into ``out`` as one output group; its ``index.html``."""
     out = Path(os.path.abspath(out))
     refuse_workspace_outputs([out], "--out")
     if out.exists() and not out.is_dir():

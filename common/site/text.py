@@ -1,11 +1,9 @@
 """Text as the site shows it: quotes without the PDF extraction's duplicates, numbers rounded, verdicts toned.
 
-The papers' text was extracted from LaTeX-rendered HTML, where each formula appears three times over: as rendered,
-as its accessible reading, and as its TeX source ("63%percent6363\\%", "23,9372393723,937"). The committed CSVs keep
-the extracted text verbatim (``python -m common citations check`` finds it in the paper's text); the site shows it
-once, as a reader of the PDF sees it. A number is taken as triplicated when it reads as shown, without separators,
-as shown ("484848"): a quote that printed "666" in plain text would read "6", so the cleaner is for quotes only,
-never for a results table's cells.
+The papers' text, extracted from LaTeX-rendered HTML, prints each formula three times (as rendered, its accessible
+reading, its TeX source: "63%percent6363\\%", "23,9372393723,937"); the committed CSVs keep it verbatim (``python -m
+common citations check`` finds it), the site shows it once. A number reading as shown, without separators, as shown
+("484848") is taken as triplicated, so the cleaner is for quotes only, never for a results table's cells.
 """
 from __future__ import annotations
 
@@ -68,9 +66,8 @@ def decimals(printed: str) -> int | None:
 
 
 def rounded(text: str, digits: int | None = None) -> str:
-    """A number cell rounded for reading: ``digits`` decimals (the paper's printed precision) or, unknown, at most
-    3 (3 significant figures below 0.001), without thousands separators (as the audit's published column prints
-    them); integers and text unchanged."""
+    """A number cell rounded for reading: ``digits`` decimals or, unknown, at most 3 (3 significant figures below
+    0.001), without thousands separators; integers and text unchanged."""
     value = to_float(text)
     if value is None:
         return text
