@@ -1,21 +1,15 @@
 """The audit of this paper: every published number against what was recomputed here.
 
 Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE counts from the released benchmark
-(``released``), and this profile's runs (``results/hard_positives/<profile>/``): Table 1 (``table1.csv``), Table 2
-(``table2.csv``) and Table 3 (``table3.csv``). A mini run covers the cells of the rows it has an analog of and is
-never compared (tiny CLIPs on the rendered world); a full run is compared within ``common.audit.core``'s run
-tolerance. A full run's row scored beside the authors' configuration (``context.json``'s ``stands_for``: ``<row>@fp32``
-beside the authors' fp16 CLIP, ``<row>@quickgelu`` beside the authors' GELU build of NegCLIP and the CREPE models,
-``papers.hard_positives.tables``) is compared with its row's published cells too, as ARO's audit compares each way
-it scored NegCLIP: every such recomputation's note names the way it was scored (precision, activation: "the authors'
-configuration" for the row, "beside the authors' configuration" for the reference) and its ties, so the audit shows
-which way reproduces each cell. Stage ``audit`` of ``papers/hard_positives/dvc.yaml``: ``python -m common audit
-hard_positives --strict``.
+(``released``), and this profile's Tables 1-3 (``results/hard_positives/<profile>/``). A mini run covers the cells of
+the rows it has an analog of and is never compared (tiny CLIPs on the rendered world); a full run is compared within
+``common.audit.core``'s run tolerance. A row scored beside the authors' configuration (``<row>@fp32``,
+``<row>@quickgelu``: ``context.json``'s ``stands_for``) is compared with its row's published cells too, its note
+naming how it was scored and its ties, so the audit shows which way reproduces each cell.
 
 The authors released no training code (``amitakamath/hard_positives@33addaae`` holds evaluation, data and the
-hard-positive generator only), so the fine-tunes here are trained with ``papers.hard_positives.losses.
-HardPositiveLoss``, this workspace's reading of Sec. 4.1; every cell of such a run carries ``UNVERIFIED_METHOD`` in
-its verdict text (``common.audit.core``: a caveat), whatever the verdict.
+hard-positive generator only), so every cell of a run trained here with ``HardPositiveLoss`` carries
+``UNVERIFIED_METHOD`` in its verdict text (a caveat), whatever the verdict.
 """
 from __future__ import annotations
 
@@ -39,7 +33,6 @@ TABLE1_COLUMNS: dict[str, str] = {
     "swap_aug": "SWAP | Aug. Test Acc.", "swap_drop": "SWAP | Aug. Test Acc. | delta",
     "replace_brittleness": "REPLACE | Brittleness", "swap_brittleness": "SWAP | Brittleness",
 }
-"""Our table columns -> the published column of Tables 1 and 3."""
 TABLE2_COLUMNS: dict[str, str] = {"replace_mean_original": "Mean score | c", "replace_mean_negative": "Mean score | c_n",
                                   "replace_mean_positive": "Mean score | c_p"}
 UNITS: dict[str, str] = {"replace_drop": "points", "swap_drop": "points", **{k: "score" for k in TABLE2_COLUMNS}}
@@ -56,28 +49,22 @@ PUBLISHED_ROWS: dict[str, dict[str, str]] = {
 """A results row's ``row`` (what the model is, the same name in both profiles) -> the paper's row label."""
 TRAINED_ROWS = frozenset({"clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
                           "ratio-0.5", "ratio-0.75"})
-"""The rows fine-tuned here with ``HardPositiveLoss`` (``papers.hard_positives.runs.RUNS``, named here so that the
-audit does not import the loss and torch with it)."""
+"""``runs.RUNS``' rows, named here so that the audit does not import the loss and torch with it."""
 UNVERIFIED_METHOD = ("method unverified: no released training code (amitakamath/hard_positives@33addaae); "
                      "HardPositiveLoss is this workspace's reading of Sec. 4.1 (\"follows the procedure outlined in "
                      "SVLC\"), papers/hard_positives/losses.py")
 """The caveat of every cell recomputed from a run in ``TRAINED_ROWS``."""
-MINI_ROWS = frozenset({"base", "clip-ft", "hn", "hp-hn", "hp-hn-swap", "hp-hn-replace", "ratio-0", "ratio-0.25",
-                       "ratio-0.5", "ratio-0.75"})
-"""The rows the mini run writes (its CLIP and fine-tunes; the other methods of Table 1 have no mini analog): a mapped
-one missing from a mini table is a damaged table, not a smaller audit. A full run may leave out a model it could not
-load."""
+MINI_ROWS = TRAINED_ROWS | {"base"}
+"""The rows the mini run writes (its CLIP and fine-tunes): one missing from a mini table is a damaged table, not a
+smaller audit (a full run may leave out a model it could not load)."""
 TABLE_FILES: dict[str, tuple[str, Mapping[str, str]]] = {
     "Table 1": ("table1.csv", TABLE1_COLUMNS), "Table 2": ("table2.csv", TABLE2_COLUMNS),
     "Table 3": ("table3.csv", TABLE1_COLUMNS)}
 
 
 def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(row -> the published row it stands for, row -> its note) from a full run's ``context.json``: a reference row
-    stands for the row it was scored beside (followed to the end: a reference of a reference stands for the first
-    row); every row scored in more than one way is named with its precision, the reason (its activation where it was
-    scored under both, the authors' configuration or beside it) and its ties. Empty where the run wrote no reference
-    (a mini run, or a run before issue 31)."""
+    """(row -> the published row it stands for, followed to the end; row -> its note: precision, why and ties, for
+    every row scored in more than one way) from a full run's ``context.json``; empty where it wrote no reference."""
     if not context.is_file():
         return {}, {}
     models = read_json(context, expect=dict, remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`")

@@ -1,9 +1,8 @@
 """Hard positives on the report card: REPLACE and SWAP, each with the original accuracy, the augmented accuracy and
 brittleness, scored once per example as ``evaluation.py`` scores Tables 1-3 (strict comparisons).
 
-Per example (c, c_p, c_n): Orig. is s(c) > s(c_n); Aug. is s(c) > s(c_n) and s(c_p) > s(c_n); Brittleness is exactly
-one of c, c_p strictly above c_n and the other strictly below it. REPLACE is the unweighted mean of its attribute and
-relation parts (Table 1's caption), so its numbers are macro averages over the two parts; SWAP has one part.
+REPLACE is the unweighted mean of its attribute and relation parts (Table 1's caption), so its numbers are macro
+averages over the two parts; SWAP has one part.
 """
 from __future__ import annotations
 
@@ -49,17 +48,13 @@ def measures(result) -> list[Measure]:
 
 
 def benchmarks(profile: str) -> list[CardBenchmark]:
-    """Mini: the rendered benchmark (``sets_mini``). Full: the prepared set (``sets_full.FullSet``: VL-CheckList's
-    REPLACE rows and the SWAP rows on Visual Genome, as ``tables.py`` reads them)."""
+    """Mini: the rendered benchmark (``sets_mini``). Full: the prepared set (``sets_full.FullSet``), as the tables."""
     mini = profile == "mini"
     where = build_root() / "mini" / "hard_positives" / "test" if mini else build_root() / "full" / "hard_positives"
     how = f"dvc repro papers/hard_positives/dvc.yaml:{'mini-test-set' if mini else 'full-data'}"
-
-    def load():
-        return load_test_items(where) if mini else FullSet.load(where).items()
-
     # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
-    return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how, load,
+    return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how,
+                          lambda: load_test_items(where) if mini else FullSet.load(where).items(),
                           lambda engine, items: measures(evaluation.evaluate(engine, items)),
                           authors_precision=clip_load_fp16(AUTHORS_PRECISION_WHY["fp16"]))]
 

@@ -4,13 +4,8 @@ An example is one image and three captions in a fixed order: the original c (can
 (candidate 1) and the hard negative c_n (candidate 2). A model scores all three once (``evaluate``); every metric is
 a rule over those scores, as in the authors' evaluator (strict comparisons, ties reported;
 ``amitakamath/hard_positives@33addaae run_eval.py:79`` "orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])"
-for Orig., the counts below for the rest):
-
-* Orig. Test Acc.: s(c) > s(c_n) (the older benchmark's question, c_p ignored);
-* Aug. Test Acc.: s(c) > s(c_n) and s(c_p) > s(c_n);
-* Brittleness: s(c) > s(c_n) > s(c_p) or s(c_p) > s(c_n) > s(c), i.e. exactly one of c, c_p above c_n and the other
-  strictly below it. A tie of c_n with c or c_p is neither (the code counts ties apart; they are reported);
-* Table 2: the mean score of c, c_p and c_n.
+for Orig., the counts below for the rest): Orig. Test Acc., Aug. Test Acc. and Brittleness as the README's "What is
+reproduced, and how" defines them (a tie of c_n with c or c_p is neither), Table 2 the mean score of c, c_p and c_n.
 
 The five counts the authors' evaluator prints (``amitakamath/hard_positives@33addaae run_eval.py:99-116`` "print(len([1
 for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
@@ -19,7 +14,6 @@ orig_scores[i][0][1]]))", c_n below both, then c > c_n > c_p, c_p > c_n > c, c_n
 (c_p > c_n > c), the empty code (c_n above both) and ``tie``; Brittleness is ``0`` + ``1``.
 
 Groups are the benchmark's parts: REPLACE's attributes and relations (VL-CheckList), and SWAP (VG-Attribution).
-Table 1's REPLACE column is the mean of the attribute and relation numbers (its caption says so), not a pooled rate.
 """
 from __future__ import annotations
 
@@ -36,7 +30,7 @@ ORIGINAL, POSITIVE, NEGATIVE = 0, 1, 2
 """Candidate positions of c, c_p and c_n in every item."""
 GROUPS: tuple[str, ...] = ("replace-attributes", "replace-relations", "swap")
 COLUMNS: dict[str, tuple[str, ...]] = {"replace": ("replace-attributes", "replace-relations"), "swap": ("swap",)}
-"""Table 1's columns: each the unweighted mean of its groups (REPLACE = mean of attributes and relations)."""
+"""Table 1's columns: each the unweighted mean of its groups (its caption says so for REPLACE), not a pooled rate."""
 
 ORIG = DecisionRule("orig", positives=(ORIGINAL,), negatives=(NEGATIVE,))
 AUG = DecisionRule("aug", positives=(ORIGINAL, POSITIVE), negatives=(NEGATIVE,))
@@ -103,8 +97,7 @@ def group_cells(result: SelectionResult) -> dict[str, GroupCells]:
 
 
 def table_row(cells: Mapping[str, GroupCells]) -> dict[str, float]:
-    """Table 1's (and 3's) numbers for one model: per column orig, aug, aug - orig and brittleness; Table 2's
-    mean scores of REPLACE. A column whose groups were not scored is left out."""
+    """Tables 1-3's numbers for one model (a column whose groups were not scored left out)."""
     row: dict[str, float] = {}
     for column, groups in COLUMNS.items():
         if not all(g in cells for g in groups):

@@ -3,16 +3,13 @@
 The paper's Figure 3 shows real examples of two kinds, scored by CLIP, a hard-negative-finetuned model (DAC-LLM) and
 theirs: (top) the HN model ranks c above c_n, as the older benchmarks ask, but puts c_p below c_n, while the HP+HN
 model ranks all three correctly; (bottom) CLIP ranked the three correctly and HN fine-tuning broke it. Here the
-three models are the mini base (``mini/xs-32k``) and the ``hn`` and ``hp-hn`` runs, and the examples are chosen by
-rule, not by hand: per group, the first benchmark item (in file order) of each kind. How many items of each kind
-there are is written beside them, so the examples are not the whole story.
-
-``table1-mini`` (``papers.hard_positives.tables --profile mini``) selects them from the scores it computed for the tables and writes
-``results/hard_positives/mini/figure3.csv`` (three rows per example: c, c_p, c_n with each model's score) and
-``figure3_counts.csv``.
+examples are chosen by rule, not by hand: per group, the first benchmark item (in file order) of each kind, with how
+many items of each kind there are beside them, so the examples are not the whole story. ``table1-mini`` writes them
+(``figure3.csv``: three rows per example, c, c_p, c_n with each model's score; ``figure3_counts.csv``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
@@ -47,12 +44,11 @@ def select(results: Mapping[str, SelectionResult], items) -> tuple[list[dict], l
     """(example rows, counts): per group and kind, the first item of the kind, and how many there are."""
     by_id = {m: {o.item_id: o.scores for o in r.outcomes} for m, r in results.items()}
     first: dict[tuple[str, str], object] = {}
-    counts: dict[tuple[str, str], int] = {}
-    totals: dict[str, int] = {}
+    counts, totals = Counter(), Counter()
     for item in items:
-        totals[item.group] = totals.get(item.group, 0) + 1
+        totals[item.group] += 1
         for kind in _kind_of({m: by_id[m][item.item_id] for m in MODELS}):
-            counts[(item.group, kind)] = counts.get((item.group, kind), 0) + 1
+            counts[(item.group, kind)] += 1
             first.setdefault((item.group, kind), item)
     rows = []
     for (group, kind), item in sorted(first.items(), key=lambda kv: (evaluation.GROUPS.index(kv[0][0]), kv[0][1])):

@@ -1,13 +1,9 @@
 """The fine-tuning sets' formats, what the runs (``papers.hard_positives.train``) read: per caption one hard positive
 and one hard negative of its type.
 
-* mini (``FinetuneSet``): rendered images with their rows, written by stage ``mini-finetune-set``
-  (``papers.hard_positives.finetune_sets_mini``: ``images.npy``, ``rows.json``);
-* full (``FullRow``): one row per COCO caption, the image named by its file under ``IMAGES``, written by stage
-  ``finetune-full-set`` (``papers.hard_positives.finetune_sets_full``: ``rows.jsonl``).
-
-A module of its own so that the runs depend on the formats, not on the code that makes the sets (the mini world's
-renderer; spaCy, WordNet and the CREPE-style negatives): editing it reruns the fine-tunes only when the sets change.
+mini, ``FinetuneSet`` (``finetune_sets_mini``); full, ``FullRow`` (``finetune_sets_full``). A module of its own so
+that the runs depend on the formats, not on the code that makes the sets: editing that reruns the fine-tunes only
+when the sets change.
 """
 from __future__ import annotations
 
@@ -57,8 +53,8 @@ class FinetuneSet:
             raise ValueError("FinetuneSet: every image needs the same number of rows, at least one")
 
     def of_types(self, types: Sequence[str]) -> "FinetuneSet":
-        """Only the rows of ``types``: the images that keep one, each padded to the same number of rows by repeating
-        its kept rows in order (the batches need as many per image)."""
+        """Only the rows of ``types``, on the images that keep one, each padded by repeating its kept rows in order
+        (the batches need as many per image)."""
         kept = [(i, [r for r in rows if r.type in types]) for i, rows in enumerate(self.rows)]
         kept = [(i, rows) for i, rows in kept if rows]
         if not kept:

@@ -1,14 +1,10 @@
 """Kamath et al. (hard positives), the mini profile's fine-tuning set: rendered scenes, captions each with one hard
 positive and one hard negative of one type.
 
-Stage ``mini-finetune-set`` (``python -m papers.hard_positives.finetune_sets_mini --out
-build/mini/hard_positives/finetune``): rendered training scenes (``FINETUNE_STREAM``, no held-out colour-shape pairs),
-captions per image, and per caption one perturbation type (REPLACE or SWAP, drawn among those that give both), one
-hard positive and one hard negative of that type, drawn independently as in the paper (LLM rewrites and CREPE-style
-negatives are made apart): REPLACE negatives by ``replace_att`` / ``replace_rel`` / ``replace_obj``, SWAP negatives
-by ``swap_att`` / ``swap_obj``; REPLACE positives a synonym of any stated fact, SWAP positives a meaning-preserving
-reordering. Counts of what was set aside go to the manifest. The format (``FinetuneSet``, ``TrainingRow``) is
-``papers.hard_positives.finetune_rows``, which the runs read.
+Stage ``mini-finetune-set``: rendered training scenes (no held-out colour-shape pairs) and per caption one type
+(drawn among those that give both) with one hard positive and one hard negative of it, drawn independently as in the
+paper (LLM rewrites and CREPE-style negatives are made apart); what was set aside is counted in the manifest. The
+format is ``papers.hard_positives.finetune_rows``, which the runs read.
 """
 from __future__ import annotations
 
@@ -37,8 +33,7 @@ from papers.hard_positives.runs import TYPES
 
 NEGATIVE_EDITS: dict[str, tuple[str, ...]] = {"replace": ("replace_att", "replace_rel", "replace_obj"),
                                               "swap": ("swap_att", "swap_obj")}
-"""The fluent hard negatives (``common.miniworld.negatives``) of each type in the fine-tuning set: SugarCrepe's
-REPLACE and SWAP categories, the analog of the CREPE-process negatives the paper trains with."""
+"""Each type's fluent hard negatives (SugarCrepe's categories), the analog of the paper's CREPE-process ones."""
 FINETUNE_STREAM = "hard-positives-finetune-train"
 
 
@@ -88,8 +83,8 @@ def _perturbations(scene: Scene, claim: Claim, rng: random.Random, aside: SetAsi
 
 
 def _rows_for(rng: random.Random, scene: Scene, config: FinetuneSetConfig, aside: SetAside) -> list[TrainingRow]:
-    """Up to ``captions_per_image`` rows with distinct captions (padded by repeating the first ones, as a scene with
-    few such sentences allows), or nothing when no claim of the scene qualifies."""
+    """Up to ``captions_per_image`` rows with distinct captions, padded by repeating the first ones (a scene may have
+    few such sentences); nothing when no claim of the scene qualifies."""
     rows: list[TrainingRow] = []
     for _ in range(config.tries_per_image):
         claim = sample_claim(rng, scene)
@@ -140,8 +135,7 @@ def render_finetune_set(config: FinetuneSetConfig) -> tuple[FinetuneSet, dict]:
 
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
-    """Write ``images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``, as one output group
-    (``common.files.io.output_group``): they replace the previous set together, or, interrupted, leave it."""
+    """Write ``images.npy``, ``rows.json`` and ``manifest.json`` into ``out_dir``, as one output group."""
     data, counts = render_finetune_set(config)
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:

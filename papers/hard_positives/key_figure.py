@@ -3,9 +3,8 @@ against its hard negative c_n) and the augmented one (c and its hard positive c_
 SWAP, for CLIP before and after fine-tuning (Table 1), beside the paper's numbers.
 
 The paper's claim: adding hard positives lowers every model's accuracy, hard-negative fine-tuning (the paper's HN,
-NegCLIP, DAC-LLM) loses more, and fine-tuning with hard positives too (HP+HN) loses less. The README shows it at a
-glance; the solid bars come from ``results/hard_positives/<profile>/table1.csv`` (stage ``table1-mini`` or
-``table1-full``), the hatched ones from ``results/published/hard_positives.csv`` (outputs: the README's Outputs).
+NegCLIP, DAC-LLM) loses more, and fine-tuning with hard positives too (HP+HN) loses less. The solid bars come from
+the profile's ``table1.csv``, the hatched ones from ``results/published/hard_positives.csv``.
 """
 from __future__ import annotations
 
@@ -19,13 +18,9 @@ from common.reporting.published import CellIndex, load_cells
 PAPER = "hard_positives"
 MINI = results_dir(PAPER, "mini")
 MODELS = {"base": "CLIP", "clip-ft": "CLIP fine-tuned", "hn": "Our HN", "hp-hn": "Our HP+HN"}
-"""Rows of the mini Table 1 (``row``) and the names the figure gives them: the mini family's CLIP (mini/xs-32k) and
-its fine-tunes on the mini COCO (no hard captions; hard negatives; hard positives and hard negatives)."""
 FULL_MODELS = {"base": "CLIP", "negclip": "NegCLIP", "clip-ft": "CLIP fine-tuned", "hn": "Our HN",
                "hp-hn": "Our HP+HN"}
-"""Rows of the full Table 1, each in the authors' configuration: OpenAI's ViT-B/32 and ARO's NegCLIP
-(``hard_positives.full.models``), and this workspace's fine-tunes of the ViT-B/32 on COCO (``papers/hard_positives/
-runs.py``)."""
+"""Rows of the full Table 1, each in the authors' configuration: ``hard_positives.full.models``' and the runs."""
 PUBLISHED_MODELS = {"CLIP ViT-B/32": "CLIP", "NegCLIP": "NegCLIP", "DAC-LLM": "DAC-LLM", "Our HN": "Our HN",
                     "Our HP+HN": "Our HP+HN"}
 ORIGINAL, AUGMENTED = "original test: c vs c_n", "augmented: c and c_p vs c_n"

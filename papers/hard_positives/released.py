@@ -1,7 +1,6 @@
 """Hard positives (Kamath et al., ECCV 2024): REPLACE benchmark counts recomputed from the released files.
 
-The REPLACE benchmark is released as two aligned lists per type (fetched through the checksum-verifying
-downloader):
+The REPLACE benchmark is released as two aligned lists per type:
 
 * ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json`` and
   ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``: the VL-CheckList examples kept, each
@@ -12,15 +11,13 @@ downloader):
 
 One benchmark example is one list entry, i.e. one (image, c, c_n, c_p) instance scored by the augmented test
 accuracy; that is how §2.4 counts "16,868 hard positives targeting relations, and 10,575 hard positives targeting
-attributes, for a total of 27,443". The two files of a type are checked to be aligned (same length, same image and
-c_n at every index, c_p != c). Entries are counted as released: a few are exact repeats of another entry (same
-image, c and c_n); the number of distinct images and distinct (image, c, c_n) triples is given in the notes.
+attributes, for a total of 27,443". Entries are counted as released, exact repeats included (the notes give the
+distinct images and (image, c, c_n) triples).
 
 The number of replaced words ("we replace 14 relations and 24 attributes") is recomputed as the distinct original
-phrases that the c -> c_p edits replace: a token-level diff of each (c, c_p) gives (original, replacement) spans;
-spans explained by another span applied as a substring or whole-word substitution (e.g. "covered" ->
-"covecrimson" from red -> crimson, "in building in" -> "within building within") are folded into it; inflections
-of one word ("wears"/"wearing") count once.
+phrases the c -> c_p edits replace (``replacement_rules``): a span that another one explains as a substring or
+whole-word substitution ("covered" -> "covecrimson" from red -> crimson) is folded into it, and inflections of one
+word ("wears"/"wearing") count once.
 """
 from __future__ import annotations
 
@@ -46,6 +43,11 @@ TYPES = ("relations", "attributes")
 CLAIM_EXAMPLES = {"relations": "replace_rel_hp", "attributes": "replace_attr_hp"}
 CLAIM_TOTALS = ("replace_total", "intro_replace_hp")
 CLAIM_WORDS = {"relations": "replaced_relations", "attributes": "replaced_attributes"}
+
+
+def registry_fetch(key: str) -> Path:
+    """The stages' fetcher: a registry key -> its verified local file, without a progress bar."""
+    return fetch(key, progress=False)
 
 
 def file_keys(kind: str) -> tuple[str, str]:
@@ -75,12 +77,9 @@ def load_aligned(original: Path, swapped: Path) -> list[tuple[dict, dict]]:
 
 
 def _spans(orig: str, new: str) -> list[tuple[str, str]]:
-    """(original, replacement) token spans of one c -> c_p edit.
-
-    A pure deletion/insertion is widened by the token before it ("on top of" -> "on", not "top of" -> "");
-    an edit that the diff splits into an insertion plus a deletion is taken as one span between the common
-    prefix and suffix ("trees behind behind" -> "trees to the rear of behind": behind -> to the rear of).
-    """
+    """(original, replacement) token spans of one c -> c_p edit: a pure deletion or insertion widened by the token
+    before it ("on top of" -> "on", not "top of" -> ""), an insertion plus a deletion taken as one span between the
+    common prefix and suffix ("trees behind behind" -> "trees to the rear of behind")."""
     ta, tb = orig.split(), new.split()
     ops = [op for op in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) > 1 and any(op[0] in ("insert", "delete") for op in ops):
@@ -108,10 +107,7 @@ def _explains(rule: tuple[str, str], span: tuple[str, str]) -> bool:
 
 def replacement_rules(pairs: list[tuple[dict, dict]]) -> Counter:
     """(original phrase, replacement) -> number of c -> c_p edits (token spans) it explains."""
-    spans: Counter = Counter()
-    for a, b in pairs:
-        for span in _spans(a["true_caption"], b["true_caption"]):
-            spans[span] += 1
+    spans = Counter(span for a, b in pairs for span in _spans(a["true_caption"], b["true_caption"]))
     rules: Counter = Counter()
     for span, n in spans.items():
         parent = next((rule for rule in spans if _explains(rule, span)), None)
@@ -189,12 +185,9 @@ def _source(kind: str) -> str:
 
 
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
-    """REPLACE example counts (relations, attributes, total) and replaced-word counts from the released files.
-
-    ``fetcher`` maps a registry key to a verified local path (default: ``common.registry.fetch.fetch``). When a file
-    cannot be fetched, its numbers are NaN ("not recomputed yet") with the error in the note.
-    """
-    fetch_path = fetcher or (lambda key: fetch(key, progress=False))
+    """REPLACE example counts (relations, attributes, total) and replaced-word counts from the released files; NaN
+    ("not recomputed yet", the error in the note) where a file cannot be fetched."""
+    fetch_path = fetcher or registry_fetch
     counts, recs = {}, []
     for kind in TYPES:
         try:
@@ -213,7 +206,3 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
                             note="not recomputed yet: a released REPLACE file could not be fetched")
                  for cid in CLAIM_TOTALS]
     return recs
-
-
-__all__ = ["recompute", "load_aligned", "count_replace", "replacement_rules", "replace_recomputed", "ReplaceCount",
-           "file_keys", "TYPES"]

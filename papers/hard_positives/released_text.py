@@ -1,25 +1,17 @@
 """The released REPLACE text, offline: WordNet rules against the authors' hard positives, and a blind look at it.
 
 Kamath et al. (§2.4) hand-wrote one fixed replacement per frequent VL-CheckList word ("red" -> "crimson", "next to"
--> "near") to turn a caption c into its hard positive c_p. Two analyses of the released files (``released.py``
-reads them), per type (attributes, relations) and over both:
+-> "near") to turn a caption c into its hard positive c_p. Two analyses of the released files, per type and over both:
 
-a) Rule vs released. ``rules.replace_positives`` makes a c_p from (c, c_n) with a WordNet synonym of the word c_n
-   replaced; it is set against the released c_p row by row (exact match, the same word replaced by the same text,
-   coverage) and per rule of the authors (``released.replacement_rules``: does WordNet pick the same replacement,
-   and is the authors' replacement a WordNet synonym of the word at all). Each row the rule does not reproduce is
-   put in one category of what the rule cannot do, computed from the data (first that applies, in
-   ``FAILURE_CATEGORIES`` order).
-b) Blind (text only, no image), cross-fitted by image (``common.blind.crossfit``; no text is scored by a model
-   fitted on its image's captions): the word trigram LM (``ngram-lm``, fitted on the training folds' positives, c
-   and c_p; a text's score is its mean log2-probability per token) and the pairwise TF-IDF classifier
-   (``text-classifier``, trained to rank c above c_n on the training folds, then applied to c, c_p and c_n of the
-   held-out fold). Reported: how often c ranks above c_n, c_p above c_n, c above c_p; the blind augmented accuracy
-   (c and c_p both above c_n) and brittleness (the paper's definition: c > c_n > c_p or c_p > c_n > c); and the
-   LM's mean fluency of c, c_p and c_n. A benchmark whose hard positives are less fluent than their originals
-   rewards a model for fluency, not for composition: a blind model then ranks c_p below c_n more often than c.
+a) Rule vs released: ``rules.replace_positives``' c_p against the released one, row by row and per rule of the
+   authors (``released.replacement_rules``), each row it does not reproduce put in the first of
+   ``FAILURE_CATEGORIES`` that applies.
+b) Blind (text only), cross-fitted by image (``common.blind.crossfit``): a word trigram LM fitted on c and c_p, and
+   a pairwise TF-IDF classifier trained to rank c above c_n. A benchmark whose hard positives are less fluent than
+   their originals rewards a model for fluency, not for composition: a blind model then ranks c_p below c_n more
+   often than c.
 
-Outputs (``results/hard_positives/real_text/``, stage ``real-text``): the README's "Outputs and notebooks".
+Results and outputs (stage ``real-text``): the README's "The released REPLACE text, offline", "Outputs and notebooks".
 """
 from __future__ import annotations
 
@@ -38,11 +30,10 @@ from common.blind.ngram import NgramFluency
 from common.evaluation.stats import bootstrap_mean_ci
 from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
-from common.registry.fetch import fetch
 from common.reporting.figures import pyplot, save_figure
 from common.text.crepe_style import Parsed, parse_captions
 from papers.hard_positives import rules
-from papers.hard_positives.released import file_keys, load_aligned, replacement_rules
+from papers.hard_positives.released import file_keys, load_aligned, registry_fetch, replacement_rules
 
 OUT_DIR = RESULTS / "hard_positives" / "real_text"
 ALL = "all"
@@ -121,13 +112,6 @@ class Comparison:
         return self.rule.positive == self.example.positive
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The released files
-# ----------------------------------------------------------------------------------------------------------------
-def default_fetch() -> Callable[[str], Path]:
-    return lambda key: fetch(key, progress=False)
-
-
 def load_examples(fetch: Callable[[str], Path]) -> tuple[list[Example], dict[str, Counter], dict[str, Path]]:
     """Every example of both types (attributes first), the authors' rules per type, and the files read."""
     examples, authors, files = [], {}, {}
@@ -155,17 +139,14 @@ def authors_rule(caption: str, positive: str, ordered_rules: Sequence[tuple[str,
     return None
 
 
-# ----------------------------------------------------------------------------------------------------------------
 # a) Rule vs released
-# ----------------------------------------------------------------------------------------------------------------
 def _lemma_or_text(text: str, pos: str) -> str:
     return (rules.lemma_of(text.replace(" ", "_"), pos) or text).replace("_", " ").lower()
 
 
 def wordnet_standing(word: str, replacement: str, tag: str) -> tuple[str, int | None, int]:
-    """Where the authors' ``replacement`` stands among WordNet's synonyms of ``word``: ("same-pos" | "other-pos:<p>"
-    | "no" | "word-not-in-wordnet" | "no-wordnet-pos", sense rank in the same part of speech or None, number of
-    same-part-of-speech synonyms)."""
+    """Where the authors' ``replacement`` stands among WordNet's synonyms of ``word`` (a ``rule_by_word.csv``
+    column), its sense rank in the same part of speech (or None) and the number of synonyms there."""
     pos = rules.wordnet_pos(tag)
     ranks: dict[str, dict[str, int]] = {}
     for p in ("n", "v", "a", "r"):
@@ -314,9 +295,7 @@ def rule_failures(comparisons: Sequence[Comparison]) -> list[dict]:
     rows = []
     for kind, group in _by_kind(comparisons).items():
         counts = Counter(c.category for c in group)
-        first = {}
-        for c in group:
-            first.setdefault(c.category, c)
+        first = {c.category: c for c in reversed(group)}
         for category in FAILURE_CATEGORIES:
             if counts[category]:
                 c = first[category]
@@ -328,13 +307,11 @@ def rule_failures(comparisons: Sequence[Comparison]) -> list[dict]:
     return rows
 
 
-# ----------------------------------------------------------------------------------------------------------------
 # b) Blind
-# ----------------------------------------------------------------------------------------------------------------
 @dataclass
 class LogProbScorer:
-    """The n-gram LM scoring a text by its mean log2-probability per token (the logistic of ``NgramFluency.scores``
-    ranks alike within a fold, but its calibration differs between folds, so its mean over folds says less)."""
+    """The n-gram LM scoring a text by its mean log2-probability per token (``NgramFluency.scores``' calibration
+    differs between folds)."""
 
     lm: NgramFluency
     name: str = "ngram-lm"
@@ -376,8 +353,7 @@ class TripleScores:
 
 
 def score_blind(examples: Sequence[Example], config: Config) -> dict[str, TripleScores]:
-    """Both scorers, cross-fitted by Visual Genome image: the (c, c_n) and (c_p, c_n) pairs of an image share a
-    fold, so each fold's model scores the three captions of its held-out examples."""
+    """Both scorers, cross-fitted by Visual Genome image (an image's (c, c_n) and (c_p, c_n) pairs share a fold)."""
     pairs = ([TextPair(ORIGINAL, e.kind, f"vg:{e.image_id}", e.caption, e.negative, str(e.index)) for e in examples]
              + [TextPair(HARD_POSITIVE, e.kind, f"vg:{e.image_id}", e.positive, e.negative, str(e.index))
                 for e in examples])
@@ -418,13 +394,8 @@ def blind_table(examples: Sequence[Example], scores: Mapping[str, TripleScores],
     return rows
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Outputs
-# ----------------------------------------------------------------------------------------------------------------
 def summary_metrics(versus: Sequence[dict], blind: Sequence[dict]) -> dict[str, float]:
-    """Twelve flat numbers for ``dvc metrics show``: the rule over both types (and on attributes, where it matches
-    at all), each blind scorer's rankings over both types, and the LM's fluency gap c_p - c. The rest (per type, Aug.,
-    the same-replacement rate) is in the CSVs."""
+    """Twelve flat numbers for ``dvc metrics show`` (the rest is in the CSVs)."""
     rule = {r["type"]: r for r in versus}
     metrics = {"rule_coverage_pct": rule[ALL]["coverage_pct"], "rule_exact_match_pct": rule[ALL]["exact_match_pct"],
                "rule_exact_match_attributes_pct": rule["attributes"]["exact_match_pct"]}
@@ -461,9 +432,16 @@ def draw_blind(rows: Sequence[dict], out_png: Path) -> None:
     save_figure(fig, out_png)
 
 
-def context_record(config: Config, files: Mapping[str, Path], examples: Sequence[Example],
-                   authors: Mapping[str, Counter]) -> dict:
-    return {
+def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None) -> dict:
+    examples, authors, files = load_examples(fetch or registry_fetch)
+    parsed = parse_captions([e.caption for e in examples] + [e.negative for e in examples])
+    comparisons = compare(examples, authors, parsed)
+    versus = rule_vs_released(comparisons)
+    by_word = rule_by_word(comparisons, authors, parsed)
+    failures = rule_failures(comparisons)
+    blind = blind_table(examples, score_blind(examples, config), config)
+    summary = summary_metrics(versus, blind)
+    context = {
         "files": {key: {"name": Path(path).name, "sha256": sha256_file(path)} for key, path in files.items()},
         "examples": dict(Counter(e.kind for e in examples)),
         "folds": config.folds, "seed": config.seed, "bootstrap_resamples": config.n_resamples,
@@ -483,23 +461,10 @@ def context_record(config: Config, files: Mapping[str, Path], examples: Sequence
                     "brittleness": "s(c) > s(c_n) > s(c_p) or s(c_p) > s(c_n) > s(c) (the paper's, §3.1)",
                     "c_ties_cp": "s(c) == s(c_p) (counted as not above in c_above_cp)"},
     }
-
-
-def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None) -> dict:
-    examples, authors, files = load_examples(fetch or default_fetch())
-    parsed = parse_captions([e.caption for e in examples] + [e.negative for e in examples])
-    comparisons = compare(examples, authors, parsed)
-    versus = rule_vs_released(comparisons)
-    by_word = rule_by_word(comparisons, authors, parsed)
-    failures = rule_failures(comparisons)
-    blind = blind_table(examples, score_blind(examples, config), config)
-    summary = summary_metrics(versus, blind)
-    context = context_record(config, files, examples, authors)
     with output_group(out_dir) as staging:
-        write_csv_atomic(staging / "rule_vs_released.csv", versus, list(versus[0]))
-        write_csv_atomic(staging / "rule_by_word.csv", by_word, list(by_word[0]))
-        write_csv_atomic(staging / "rule_failures.csv", failures, list(failures[0]))
-        write_csv_atomic(staging / "blind.csv", blind, list(blind[0]))
+        for name, table in (("rule_vs_released", versus), ("rule_by_word", by_word), ("rule_failures", failures),
+                            ("blind", blind)):
+            write_csv_atomic(staging / f"{name}.csv", table, list(table[0]))
         write_json_atomic(staging / "summary.json", summary)
         write_json_atomic(staging / "context.json", context)
         draw_blind(blind, staging / "blind.png")

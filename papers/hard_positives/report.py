@@ -1,6 +1,5 @@
-"""Hard positives' report (``python -m common report hard_positives``, the root ``dvc.yaml``'s aggregate stage
-``papers/hard_positives``): Tables 1 and 3 as reproduced and the released REPLACE text's rule and blind numbers, as
-data that ``common.reporting.report.print_report`` prints."""
+"""Hard positives' report (``python -m common report hard_positives``): Tables 1 and 3 as reproduced and the
+released REPLACE text's rule and blind numbers, as data that ``common.reporting.report.print_report`` prints."""
 from __future__ import annotations
 
 from common.reporting.report import Numbers, PaperReport, Table

@@ -4,22 +4,13 @@ Kamath et al. hand-wrote one replacement per frequent VL-CheckList word ("red" -
 §2.4) and prompted LLaMA-2 70B for the COCO fine-tuning captions (§4.1). Neither can be rerun offline, so two
 deterministic rules stand in, both on spaCy Penn tags (``common.text.crepe_style.parse_captions``):
 
-* REPLACE (``replace_positives``): the caption c and its hard negative c_n are diffed token by token; the span of
-  c that c_n replaced holds the word to replace: the span itself when it is one token, else its first verb (a
-  relation such as "sitting on"), else its first adjective ("silver blender"); the nouns and prepositions of a
-  multi-word span ("in front of", "on top of") are left alone, they are part of a fixed phrase. The word is
-  lemmatised by WordNet's ``morphy`` for the part of speech of its tag (NN* noun, VB* verb, JJ* adjective, RB*
-  adverb; prepositions, determiners and the like have none in WordNet) and replaced by a synonym chosen as
-  WordNet orders senses, by frequency: the first synset that holds a lemma other than the word, and in it the lemma
-  with the highest SemCor count (``Lemma.count()``), ties by WordNet's order. The synonym is inflected to the
-  word's tag (``lemminflect``: "stroll" + VBG -> "strolling"; the first word of a multi-word lemma: "have on" ->
-  "having on") and takes the word's casing; the rest of the caption is kept byte for byte.
+* REPLACE (``replace_positives``): in the one span of c that c_n replaced, the word (the span's one token, else its
+  first verb, else its first adjective: the nouns and prepositions of "in front of" are a fixed phrase) becomes
+  WordNet's most frequent synonym of it (``choose_synonym``), inflected to its tag and cased like it; the rest of the
+  caption is kept byte for byte.
 * SWAP (``swap_positives``): two noun phrases joined by "and" exchange places ("the crouched cat and the open door"
-  -> "the open door and the crouched cat"), or two noun phrases around a spatial relation swap with the converse
-  relation ("a lamp to the left of a table" -> "a table to the right of a lamp"; "above" <-> "below", "in front of"
-  <-> "behind"). A noun phrase is a run of tags ``(DT|PRP$|CD|PDT)? (JJ*|VBN|VBG|NN*|HYPH)* NN*``; each position
-  keeps its casing (a sentence-initial capital stays at the start; the word moved away from it is lower-cased
-  unless written in capitals, so a proper name there loses its capital).
+  -> "the open door and the crouched cat"), or two around a spatial relation swap with its converse ("a lamp to the
+  left of a table" -> "a table to the right of a lamp").
 
 Both return None where no rule applies (and never the caption itself, up to case); ``Replacement.reason`` says
 why a REPLACE gave none. ``describe()`` is the provenance record of the rules.
@@ -44,15 +35,12 @@ BASE_TAGS = frozenset({"NN", "NNP", "VB", "VBP", "JJ", "RB"})
 """Tags whose surface form is the lemma itself: no inflection."""
 REASONS = ("ok", "no-edit", "several-edits", "insertion", "no-wordnet-pos", "not-in-wordnet", "no-synonym",
            "same-as-caption")
-"""Why a REPLACE gave what it gave: a positive ("ok"), or none because the negative does not differ from the
-caption, differs in more than one place, only adds words, replaced no word with a WordNet part of speech, the
-word is not a WordNet lemma of its part of speech, none of its senses has another lemma, or the edit left the
-caption unchanged up to case."""
+"""Why a REPLACE gave what it gave: a positive ("ok"), or why none."""
 
 NP_PATTERN = re.compile(r"(?:<(?:DT|PRP\$|CD|PDT)>(?:<(?:JJ|JJR|JJS|VBN|VBG|NN|NNS|NNP|NNPS|HYPH)>)*"
                         r"|(?:<(?:JJ|JJR|JJS|NN|NNS|NNP|NNPS|HYPH)>)*)<(?:NN|NNS|NNP|NNPS)>")
-"""A noun phrase over the tag string ``<DT><JJ><NN>...``: modifiers and a head noun, after a determiner or not;
-participles count as modifiers only after a determiner ("the crouched cat", not "holding cat")."""
+"""A noun phrase over the tag string ``<DT><JJ><NN>...``; participles are modifiers only after a determiner ("the
+crouched cat", not "holding cat")."""
 ATTACHES_BEFORE = frozenset({"HYPH", "POS", "RB", "RBR", "RBS", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "DT",
                              "PRP$", "CD", "PDT", "VBN"})
 """A tag that, just before the first noun phrase, would belong to it ("a well-dressed man", "the man's dog", "a
@@ -69,9 +57,7 @@ class RuleError(WorkspaceError):
     """Input the rules cannot take (a caption and negative lists of different lengths)."""
 
 
-# ----------------------------------------------------------------------------------------------------------------
 # WordNet look-ups (cached: the benchmark repeats a few dozen words thousands of times)
-# ----------------------------------------------------------------------------------------------------------------
 def wordnet_pos(tag: str) -> str | None:
     """WordNet part of speech of a Penn tag (None for prepositions, determiners, ...)."""
     return next((pos for prefix, pos in WORDNET_POS if tag.startswith(prefix)), None)
@@ -85,8 +71,8 @@ def lemma_of(word: str, pos: str) -> str | None:
 
 @functools.cache
 def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
-    """Every other lemma of ``lemma``'s ``pos`` synsets: (lemma with spaces, sense rank from 0, SemCor count), in
-    WordNet's order (senses by frequency, lemmas as listed); a lemma of several senses appears once, at its first."""
+    """Every other lemma of ``lemma``'s ``pos`` synsets, once each: (lemma with spaces, first sense rank, SemCor
+    count), in WordNet's order (senses by frequency)."""
     seen: dict[str, tuple[str, int, int]] = {}
     for rank, synset in enumerate(wordnet().synsets(lemma, pos)):
         for candidate in synset.lemmas():
@@ -98,7 +84,7 @@ def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
 
 @functools.cache
 def choose_synonym(lemma: str, pos: str) -> str | None:
-    """The first sense that has another lemma; in it the lemma with the highest count (ties: WordNet's order)."""
+    """The first sense that has another lemma; in it the lemma with the highest SemCor count (ties: WordNet's order)."""
     candidates = wordnet_synonyms(lemma, pos)
     if not candidates:
         return None
@@ -125,9 +111,6 @@ def _cased_like(word: str, model: str) -> str:
     return word[:1].upper() + word[1:] if model[:1].isupper() else word
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# REPLACE
-# ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Replacement:
     """What REPLACE did with one (caption, negative): the positive, or None with the reason."""
@@ -224,12 +207,8 @@ def replace_positives(captions: Sequence[str], negatives: Sequence[str], *,
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# SWAP
-# ----------------------------------------------------------------------------------------------------------------
 def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
-    """Every (start, end) token range that is a noun phrase (``NP_PATTERN``), matched on the tag string
-    ``<DT><NN>...``; ``starts``: where each token's tag starts in it (to map a match back to tokens)."""
+    """Every (start, end) token range that is a noun phrase (``NP_PATTERN``, matched on the tag string)."""
     starts, text = [], ""
     for tag in p.tags:
         starts.append(len(text))
@@ -266,8 +245,8 @@ def _starting_at(p: Parsed, spans: list[tuple[int, int]], start: int) -> tuple[i
 
 
 def _swap(p: Parsed, left: tuple[int, int], middle: Sequence[str], right: tuple[int, int]) -> str | None:
-    """``p`` with noun phrases ``left`` and ``right`` exchanged and ``middle`` between them; the caption's first
-    position keeps its capital (a common noun moved away from it is lower-cased); other text is kept as written."""
+    """``p`` with noun phrases ``left`` and ``right`` exchanged and ``middle`` between them; the first position keeps
+    its capital (a word moved away from it is lower-cased unless all capitals)."""
     a = [[t, s] for t, s in zip(p.tokens[left[0]:left[1]], p.spaces[left[0]:left[1]])]
     b = [[t, s] for t, s in zip(p.tokens[right[0]:right[1]], p.spaces[right[0]:right[1]])]
     if [t.lower() for t, _ in a] == [t.lower() for t, _ in b]:
@@ -306,9 +285,11 @@ def swap_one(p: Parsed) -> str | None:
     return None
 
 
-def swap_positives(captions: Sequence[str]) -> list[str | None]:
-    """SWAP for each caption (None where no rule applies); one spaCy pass over the distinct captions."""
-    parsed = parse_captions(captions)
+def swap_positives(captions: Sequence[str], *, parsed: Mapping[str, Parsed] | None = None) -> list[str | None]:
+    """SWAP for each caption (None where no rule applies); one spaCy pass over the distinct captions (``parsed``: as
+    ``replace_positives``)."""
+    if parsed is None:
+        parsed = parse_captions(captions)
     out = []
     for caption in captions:
         swapped = swap_one(parsed[caption])
@@ -316,7 +297,6 @@ def swap_positives(captions: Sequence[str]) -> list[str | None]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
 def describe() -> dict:
     """Provenance of the rules (for a stage's context sidecar)."""
     return {
@@ -341,7 +321,3 @@ def describe() -> dict:
         "spacy": spacy_info().as_dict(),
     }
 
-
-__all__ = ["Replacement", "replace_positives", "replace_one", "replaced_span", "swap_positives", "swap_one",
-           "noun_phrases", "wordnet_pos", "lemma_of", "wordnet_synonyms", "choose_synonym", "inflect", "describe",
-           "REASONS", "RuleError"]

@@ -1,8 +1,5 @@
 """The fine-tunes of Kamath et al. (Table 1(c, d), Table 3), the same in both profiles: what each run trains on and
-with which loss weights.
-
-``papers.hard_positives.train`` trains them, in the mini profile on the rendered world, in the full profile on COCO
-train captions; the tables of both read the runs' names and weights from here.
+with which loss weights (``train`` trains them; the tables read their names and weights from here).
 """
 from __future__ import annotations
 

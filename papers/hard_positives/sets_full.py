@@ -28,23 +28,13 @@ the other, so rows are paired by position alone, with no check. s(c) is the true
 s(c_n) and s(c_p) are the false and true captions' scores in ``swapped_data/``. Here the files are paired the same way and checked: same
 length, and at every index the same image (and box) and the same c_n; an error names the files and the indices.
 
-Repeats: the authors score every row as released, so do these loaders. REPLACE holds exact repeats (186 attribute
-and 1,403 relation rows repeat another row's image, c, c_n and c_p); each is its own item (``<group>/<index>``).
+Every row is scored as released, as the authors do: an exact repeat is an item of its own (``<group>/<index>``), and a
+row with two equal captions (16 in REPLACE, e.g. c == c_n "man holding beer") is kept, a tie, wrong for Orig. and
+Aug. and in neither brittleness pattern, so the denominators are the paper's; ``evaluation.triple_item`` refuses
+such a triple, so ``_triple`` builds it directly and ``equal_caption_ids`` lists them.
 
-Rows whose c_n equals c or c_p (16 in REPLACE: 15 relation rows with c == c_n, e.g. "man holding beer", and one
-attribute row with c_p == c_n): the authors score them too, and with the same text twice the two scores are equal,
-so the row counts as wrong for Orig. and Aug. Test Acc. and falls in neither brittleness pattern (a tie).
-``equal_captions="keep"`` (the default) keeps them so (and any row with two equal captions, c_p == c included),
-with the same denominators as the paper; ``evaluation.triple_item`` refuses such a triple, so these rows are built as
-``ImageToTextItem`` directly and ``equal_caption_ids`` lists them. ``"error"`` refuses them instead.
-
-The full profile's set (stage ``full-data``: ``python -m papers.hard_positives.sets_full --out
-build/full/hard_positives``, ``prepare_full``): the six files fetched or verified by the download registry, Visual
-Genome's images (group ``visual-genome``) and ARO's image zip (manual), everything fetched before anything is cropped
-(a missing manual download fails at once); SWAP's boxes cropped once under ``crops/``; every row read and every image
-found; a ``manifest.json`` with the files, their sha256, the image folders and the counts (``FullSet``, which
-re-checks each file's sha256 when it is read; ``papers.hard_positives.tables`` scores it). With a cap
-(``params.yaml full_inputs.cap``, ``common.pipeline.inputs``; a rehearsal's) the set keeps the first ``cap`` items of each group.
+Stage ``full-data`` (``prepare_full``) fetches everything before it crops anything, so that a missing manual download
+fails at once; ``FullSet`` reads the prepared set back, re-checking each file's sha256.
 """
 from __future__ import annotations
 
@@ -53,7 +43,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_json_atomic
@@ -65,7 +55,6 @@ from common.files.visual_genome import (
 from common.paths import build_dir
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import own_params
-from common.registry.fetch import fetch
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
@@ -77,9 +66,7 @@ SWAP_FILES = ("hard_positives/data/visual_genome_attribution.json",
               "hard_positives/swapped_data/visual_genome_attribution.json")
 """Registry keys of SWAP's (original captions, hard positives)."""
 SWAP_IMAGES = "aro/vgr_vga_images.zip"
-"""The image zip the authors' ``VG_Attribution`` downloads (ARO's), in the shared registry
-(``common/registry/sources.toml``)."""
-EqualCaptions = Literal["keep", "error"]
+"""The image zip the authors' ``VG_Attribution`` downloads (ARO's, in the shared registry)."""
 MANIFEST_NAME = "manifest.json"
 CROPS = "crops"
 ANNOTATION_KEYS: tuple[str, ...] = (*(k for kind in REPLACE_KINDS for k in released.file_keys(kind)), *SWAP_FILES)
@@ -90,47 +77,32 @@ class HardPositivesDataError(WorkspaceError):
     """The prepared full-profile set is missing or does not match its manifest."""
 
 
-def _triple(item_id: str, group: str, image: Path, original: str, positive: str, negative: str, origin: str,
-            equal_captions: EqualCaptions) -> ImageToTextItem:
-    """``evaluation.triple_item``, except that a row with two equal captions is kept as released when asked to (see
-    the module docstring)."""
-    if equal_captions == "keep" and len({original, positive, negative}) < 3:
+def _triple(item_id: str, group: str, image: Path, original: str, positive: str, negative: str,
+            origin: str) -> ImageToTextItem:
+    """``evaluation.triple_item``, except that a row with two equal captions is kept as released (module docstring)."""
+    if len({original, positive, negative}) < 3:
         return ImageToTextItem(item_id, group, image, (original, positive, negative), origin)
     return evaluation.triple_item(item_id, group, image, original, positive, negative, origin)
 
 
-def _check_equal_captions(equal_captions: str) -> None:
-    if equal_captions not in ("keep", "error"):
-        raise ValueError(f"equal_captions must be 'keep' or 'error', got {equal_captions!r}")
-
-
-def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path], kinds: Sequence[str] = REPLACE_KINDS, *,
-                  check_images: bool = True, equal_captions: EqualCaptions = "keep") -> list[ImageToTextItem]:
-    """REPLACE's rows of each kind as (c, c_p, c_n) items (groups replace-attributes / replace-relations).
-
-    ``image_root``: the folder holding ``VG_100K/`` and ``VG_100K_2/`` (the authors' ``data/``), or each of those
-    folders by name (``common.files.visual_genome.vg_image_folders``: they come from two zips). ``check_images``: every
-    image file must exist (every missing one is reported).
-    """
-    _check_equal_captions(equal_captions)
-    unknown = [k for k in kinds if k not in REPLACE_KINDS]
-    if unknown or not kinds:
-        raise ValueError(f"kinds must be a non-empty subset of {REPLACE_KINDS}, got {list(kinds)}")
+def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path]) -> list[ImageToTextItem]:
+    """REPLACE's rows as (c, c_p, c_n) items (groups replace-attributes, replace-relations), every missing image
+    reported. ``image_root``: the authors' ``data/`` (holding ``VG_100K/`` and ``VG_100K_2/``), or those folders by
+    name (``common.files.visual_genome.vg_image_folders``: they come from two zips)."""
     folders = dict(image_root) if isinstance(image_root, Mapping) else {
         name: Path(image_root) / name for name in ("VG_100K", "VG_100K_2")}
     items: list[ImageToTextItem] = []
     problems: list[str] = []
-    for kind in kinds:
+    for kind in REPLACE_KINDS:
         original, swapped = (Path(fetch(key)) for key in released.file_keys(kind))
         for index, (row, hard) in enumerate(released.load_aligned(original, swapped)):
             origin = f"{original}:{index}"
             try:
                 image = resolve_vg_image(folders, str(row.get("image_path", "")), origin)
-                if check_images and not image.is_file():
+                if not image.is_file():
                     raise DatasetError(f"{origin}: image {row['image_path']!r} not found at {image}")
                 items.append(_triple(f"{REPLACE_GROUPS[kind]}/{index}", REPLACE_GROUPS[kind], image,
-                                     row["true_caption"], hard["true_caption"], row["false_caption"], origin,
-                                     equal_captions))
+                                     row["true_caption"], hard["true_caption"], row["false_caption"], origin))
             except DatasetError as exc:
                 problems.append(str(exc))
     raise_problems(problems, "REPLACE record(s)")
@@ -158,24 +130,21 @@ def swap_pairs(fetch: Fetch) -> list[tuple[VgRecord, VgRecord]]:
     return list(zip(a, b))
 
 
-def swap_items(fetch: Fetch, image_root: Path, crop_root: Path, *, check_images: bool = True,
-               equal_captions: EqualCaptions = "keep") -> list[ImageToTextItem]:
+def swap_items(fetch: Fetch, image_root: Path, crop_root: Path) -> list[ImageToTextItem]:
     """SWAP's rows as (c, c_p, c_n) items (group swap), each image the crop of its box under ``crop_root``
-    (``common.files.visual_genome.crop_vg`` writes them; ``crop_relpath`` names them). ``image_root``: the ``images/``
-    folder of ARO's zip (each row's image must resolve under it)."""
-    _check_equal_captions(equal_captions)
+    (``crop_vg`` writes them). ``image_root``: the ``images/`` folder of ARO's zip (each row's image must resolve
+    under it)."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for row, hard in swap_pairs(fetch):
         try:
             resolve_under(Path(image_root), row.image_path, row.origin)
             image = resolve_under(Path(crop_root), crop_relpath(row), row.origin)
-            problem = check_vg_image(row, image, cropped=True, prepare_hint="run the full-data stage") \
-                if check_images else None
+            problem = check_vg_image(row, image, cropped=True, prepare_hint="run the full-data stage")
             if problem:
                 raise DatasetError(problem)
             items.append(_triple(f"{SWAP_GROUP}/{row.index}", SWAP_GROUP, image, row.true_caption, hard.true_caption,
-                                 row.false_caption, row.origin, equal_captions))
+                                 row.false_caption, row.origin))
         except DatasetError as exc:
             problems.append(str(exc))
     raise_problems(problems, "SWAP record(s)")
@@ -187,18 +156,9 @@ def equal_caption_ids(items: Sequence[ImageToTextItem]) -> list[str]:
     return [it.item_id for it in items if len(set(it.captions)) < len(it.captions)]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The full profile's prepared set (stage full-data)
-# ------------------------------------------------------------------------------------------------------------------
-def _registry_fetch(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
-def prepare_full(out_dir: Path, fetch: Fetch = _registry_fetch, cap: int | None = None) -> "FullSet":
-    """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``.
-
-    ``cap`` (``params.yaml full_inputs.cap``): every row is still read and every image checked, but the
-    set scores only the first ``cap`` items of each group (``FullSet.items``); the manifest records it."""
+def prepare_full(out_dir: Path, fetch: Fetch = released.registry_fetch, cap: int | None = None) -> "FullSet":
+    """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``
+    (with ``cap``, every row is still read and checked but the set scores the first ``cap`` of each group)."""
     out_dir = Path(out_dir)
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of items per group or None, got {cap}")
@@ -278,13 +238,12 @@ class FullSet:
                 kept.append(it)
         return kept
 
-    def items(self, check_images: bool = True, capped: bool = True) -> list[ImageToTextItem]:
-        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, rows kept as released (every row is
-        read and checked; with ``capped``, a capped set keeps the first ``cap`` of each group)."""
+    def items(self, capped: bool = True) -> list[ImageToTextItem]:
+        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, every row read and checked (with
+        ``capped``, a capped set keeps the first ``cap`` of each group)."""
         folders = {name: self._path(p) for name, p in self.info["vg_image_folders"].items()}
-        items = [*replace_items(self.fetch, folders, check_images=check_images),
-                 *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]),
-                             check_images=check_images)]
+        items = [*replace_items(self.fetch, folders),
+                 *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]))]
         return self.capped(items) if capped else items
 
     @staticmethod
@@ -315,10 +274,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps({"manifest": str(full.path), "counts": full.info["counts"], "crops": full.info["crops"]},
                      indent=2))
     return 0
-
-
-__all__ = ["replace_items", "swap_items", "swap_pairs", "equal_caption_ids", "prepare_full", "FullSet",
-           "REPLACE_KINDS", "REPLACE_GROUPS", "SWAP_FILES", "SWAP_IMAGES", "SWAP_GROUP"]
 
 
 if __name__ == "__main__":

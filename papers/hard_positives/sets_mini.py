@@ -1,15 +1,9 @@
 """Kamath et al. (hard positives), the mini profile's benchmark: (image; c, c_p, c_n) rendered from the mini world.
 
-Stage ``mini-test-set`` (``python -m papers.hard_positives.sets_mini --out build/mini/hard_positives/test``): the
-benchmark (``TEST_STREAM``; held-out colour-shape pairs may appear, as unseen combinations), three groups of
-``examples_per_group``: replace-attributes (c_n: one stated attribute replaced by a false value drawn from the world
-prior, ``negatives.replace_att``; c_p: the same attribute said with a synonym), replace-relations
-(``negatives.replace_rel``; c_p: the same relation's synonym) and swap (VG-Attribution: "A1 X and A2 Y", c_n
-"A2 X and A1 Y" by ``negatives.swap_att``, c_p "A2 Y and A1 X"). Hard positives are true by construction
-(``common.miniworld.positives``); what the world's synonyms make of the groups, and the paper's claims they test: the
-README's mini profile section. ``load_test_items`` reads the PNG images and ``manifest.json`` back as (c, c_p, c_n)
-items (``evaluation.triple_item``) for ``papers.hard_positives.tables``; the fine-tuning set is
-``finetune_sets_mini``, the runs ``train``: a module per stage, so that editing one reruns only its stage.
+Stage ``mini-test-set``: three groups of ``examples_per_group`` (held-out colour-shape pairs may appear, as unseen
+combinations): replace-attributes, replace-relations and swap (VG-Attribution: "A1 X and A2 Y", c_n "A2 X and A1 Y",
+c_p "A2 Y and A1 X"), hard positives true by construction (``common.miniworld.positives``; the README's mini profile
+section). ``load_test_items`` reads them back for the tables. A module per stage, so that editing one reruns only it.
 """
 from __future__ import annotations
 
@@ -77,10 +71,8 @@ def _scene_examples(scene: Scene, rng: random.Random) -> dict[str, TestExample]:
 
 
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
-    """Render ``examples_per_group`` examples of each group into ``out_dir``: ``images/*.png``, ``manifest.json``
-    (the rows, with counts) and ``scenes.jsonl`` (each image's scene graph and claims). Images are shared across
-    groups, at most one example per group each. The folder is one output group (``common.files.io.output_group``): it
-    replaces the previous set whole, or, interrupted, leaves it."""
+    """Render ``examples_per_group`` examples of each group into ``out_dir`` (one output group): ``images/*.png``
+    (shared across groups, one example per group each), ``manifest.json`` and ``scenes.jsonl``."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
         target = staging / out_dir.name

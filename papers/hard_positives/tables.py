@@ -1,27 +1,12 @@
 """Kamath et al. (hard positives), Tables 1-3: one stage module for both profiles (``python -m
 papers.hard_positives.tables --profile mini|full``; stages ``table1-mini`` and ``table1-full``).
 
-The two profiles differ in kind only in what they score and on what (``Inputs``, built from the stage's parameters by
-``mini_inputs`` / ``full_inputs``): the mini profile scores the mini family's base (``mini/xs-32k``, "CLIP
-ViT-B/32") and its fine-tunes (``papers.hard_positives.train mini``) on the benchmark rendered from the mini world
-(``papers.hard_positives.sets_mini``); the full profile scores every model of ``hard_positives.full.models`` (Table
-1's row, as the audit names it -> zoo model) and the COCO fine-tunes (``papers.hard_positives.train full``) on the
-released REPLACE and SWAP benchmarks on Visual Genome images, prepared by stage ``full-data``
-(``papers.hard_positives.sets_full``: the released files fetched or verified, SWAP's boxes cropped, every row
-checked). Scoring (``score_models``, ``score_runs``: one pass per model, as ``papers.hard_positives.evaluation``
-scores, strict comparisons, ties reported), rows, the paper's comparisons and the files are one path
-(``evaluate_tables``). A row's ``row`` names what the model is, the same in both profiles (``base``, a run of
-``papers.hard_positives.runs.RUNS``, or a zoo row such as ``negclip``): the audit's key
-(``papers.hard_positives.audit.PUBLISHED_ROWS``).
-
-Outputs in ``results/hard_positives/<profile>/``: the README's "Outputs and notebooks"; ``FILES`` says which are
-one profile's own. A module of its own, so that the runs are not retrained when the tables change.
-
-A model that cannot be loaded stops the stage with the zoo's message and its download entry's note (why: not
-released, or released in a format the zoo cannot load; ``papers/hard_positives/models.toml``); with
-``skip_unavailable`` it is left out of the tables and named in ``context.json`` (the base model cannot be: the
-comparisons are against it). The paper's numbers are in ``results/published/hard_positives.csv``; the audit
-(``papers/hard_positives/audit.py``) compares Tables 1-3's rows by the ``row`` column.
+The profiles differ only in what they score and on what (``Inputs``: ``mini_inputs``, ``full_inputs``); scoring,
+rows, comparisons and files are one path (``evaluate_tables``), and a row's ``row`` names the model alike in both,
+the audit's key. What each profile scores and writes: the README's stage table and "Outputs and notebooks". A module
+of its own, so that the runs are not retrained when the tables change. A model that cannot be loaded stops the
+stage, or with ``skip_unavailable`` is left out and named in ``context.json`` (never the base: the comparisons are
+against it).
 
 Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' evaluator loads
 with ``clip.load`` on CUDA: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "get_model(model_name=model_name,
@@ -31,18 +16,16 @@ download_root=root_dir)": fp16 weights and scores, since ``openai/CLIP@d05afc43 
 it back to fp32 only on the CPU) is scored at that precision, its row the one Table 1 and the audit use, and at
 ``engine.precision`` beside it (row ``<row>@fp32``, audited against the same published cells). The comparisons
 (``summary.json``: the fine-tunes against the base) use the base at ``engine.precision``, the precision the
-fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes. ``context.json``
-gives each row's precision and its ties per group.
+fine-tunes are scored at: fp16's extra ties (never correct) would otherwise favour the fine-tunes.
 
 Activation: the authors' evaluator builds NegCLIP and the CREPE models as open_clip ``'ViT-B-32'``, i.e. GELU
 (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:81`` "open_clip.create_model_and_transforms('ViT-B-32',
 pretrained=path, device=device)" for NegCLIP, ``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101``
 "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)" for the CREPE models), although
 their weights were fine-tuned from OpenAI's QuickGELU CLIP. A listed model of ``AUTHORS_BUILD`` is therefore scored
-both ways: its GELU build (a zoo variant) is the row (the authors' configuration: Table 1's row, the one the audit
-names so), and the model as trained, QuickGELU, is reported beside it (row ``<row>@quickgelu``, audited against the
-same published cells, as ``papers.aro.tables`` scores ARO's NegCLIP), so the audit shows which activation reproduces
-the paper's numbers.
+both ways: its GELU build (a zoo variant) is Table 1's row, and the model as trained, QuickGELU, is reported beside it
+(``<row>@quickgelu``, audited against the same published cells), so the audit shows which activation reproduces the
+paper's numbers.
 """
 from __future__ import annotations
 
@@ -52,7 +35,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -113,23 +96,19 @@ def run_entries(prefix: str, models_dir: Path) -> list[ModelEntry]:
 
 @dataclass(frozen=True)
 class Scored:
-    """One model on the benchmark: its row id, zoo name, label and outcomes (Aug.'s rule)."""
+    """One model on the benchmark: its row id, zoo name, label, outcomes (Aug.'s rule) and precision."""
 
     row: str
     model: str
     label: str
     result: SelectionResult
     precision: str = "fp32"
-    """The engine precision it was scored at (the authors' for a Table 1 row of ``authors_precision``)."""
     stands_for: str | None = None
-    """For a reference scoring beside the authors' configuration (row ``<row>@<precision>`` beside the authors'
-    precision, ``<row>@quickgelu`` beside the authors' GELU build): the row it is a reference of, whose published
-    cells the audit compares it with too."""
+    """A reference scoring beside the authors' configuration (``<row>@fp32``, ``<row>@quickgelu``): its row, whose
+    published cells the audit compares it with too; ``reference`` says what it differs in (precision, activation)."""
     reference: str | None = None
-    """What a reference scoring differs in from its row: ``"precision"`` or ``"activation"`` (None for a row)."""
     activation: str | None = None
-    """For a model scored under both activations (``AUTHORS_BUILD``): the one this
-    scoring ran, ``"GELU"`` (the authors' build, the row) or ``"QuickGELU"`` (as trained, the reference)."""
+    """``"GELU"`` or ``"QuickGELU"`` for a model of ``AUTHORS_BUILD`` (scored under both), else None."""
 
 
 def cell(key: str, value) -> str:
@@ -140,8 +119,7 @@ def cell(key: str, value) -> str:
 
 
 def model_rows(scored: Sequence[Scored]) -> list[dict]:
-    """One row per model: what it is, how it was trained (a run's weights and types, else N/A) and
-    ``evaluation.table_row``'s numbers."""
+    """One row per model: what it is, a run's weights and types (else N/A) and ``evaluation.table_row``'s numbers."""
     rows = []
     for s in scored:
         spec = RUNS.get(s.row)
@@ -171,10 +149,8 @@ def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
 
 def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: str,
                  b_metric: str | None = None) -> np.ndarray:
-    """Per item of one of Table 1's columns (its groups in ``evaluation.COLUMNS`` order, items in result order), in
-    points: ``metric`` of model a minus ``b_metric`` (default ``metric``) of model b, weighted by (items in the
-    column) / (groups x items in its group), so that the plain mean is the column's difference (a column is the
-    unweighted mean of its groups). The two results must hold the same items in each group."""
+    """Per item of a Table 1 column, in points: ``metric`` of a minus ``b_metric`` (default ``metric``) of b,
+    weighted so that the plain mean is the column's difference (a column is the unweighted mean of its groups)."""
     ia, ib = _indicators(a), _indicators(b)
     groups = evaluation.COLUMNS[column]
     total = sum(len(ia[g]["ids"]) for g in groups)
@@ -189,10 +165,8 @@ def _item_values(a: SelectionResult, b: SelectionResult, column: str, metric: st
 
 def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metric: str, n_resamples: int = 2000,
                       seed: int = 0, b_metric: str | None = None):
-    """``metric`` of model a minus model b (``b_metric`` of b when given: a minus b can then be one model's Aug.
-    minus its own Orig.; ``drop``, Aug. minus Orig., compares two models' drops) in points on one of Table 1's
-    columns, with a 95% paired-bootstrap interval over items (weighted by group as ``_item_values`` says; resampling
-    items keeps each item's outcomes of both models together)."""
+    """``metric`` of model a minus ``b_metric`` (default ``metric``) of model b in points on a Table 1 column, with a
+    95% paired-bootstrap interval over items (resampling an item keeps both models' outcomes together)."""
     # deferred: loads scipy only when called
     from common.evaluation.stats import bootstrap_mean_ci
 
@@ -200,13 +174,9 @@ def paired_difference(a: SelectionResult, b: SelectionResult, column: str, metri
 
 
 def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
-    """One model's drop (Aug. minus Orig.) averaged over Table 1's columns (REPLACE and SWAP, equal weights: the
-    Abstract's 12.9 is the mean of Table 1's -14.9 and -10.9), in points, with a 95% percentile-bootstrap interval:
-    in each of the ``n_resamples`` iterations every column's items are resampled independently (each weighted by
-    group, as ``paired_difference`` weighs them) and the columns' mean drops averaged. The same bootstrap as
-    ``common.evaluation.stats.bootstrap_mean_ci`` (``scipy.stats.bootstrap``, percentile, ``numpy.random.default_rng(seed)``),
-    with one sample per column (``paired=False``: drawn in column order from the one generator); a sample with
-    every value equal has the degenerate interval."""
+    """One model's drop (Aug. minus Orig.) averaged over REPLACE and SWAP with equal weights (the Abstract's 12.9 is
+    the mean of Table 1's -14.9 and -10.9), in points, with ``bootstrap_mean_ci``'s percentile bootstrap over one
+    independently resampled sample per column."""
     # deferred: loads scipy only when called
     import scipy.stats
 
@@ -231,39 +201,34 @@ RATIO_RUNS = ("ratio-0", "ratio-0.25", "ratio-0.5", "ratio-0.75", "hp-hn")
 
 
 def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> dict:
-    """The paper's comparisons, flat: differences in points (hn vs the base and vs clip-ft; hp-hn vs hn; the base's
-    Aug. minus its Orig. per column, the abstract's drop; hn's drop minus the base's, ``hn_minus_clip_drop_<column>``,
-    Sec. 3.2; the base's drop averaged over REPLACE and SWAP, ``clip_drop_mean``, the Abstract's 12.9) with 95%
-    bootstrap intervals over items (paired where two models are compared; ``mean_drop`` for the average), whether
-    each of the paper's effects shows (an interval, not a point estimate,
-    decides: "higher" means its lower end is above 0, "lower or flat" means its lower end is at most 0), and Table
-    3's trend (Spearman's rho of the hard-negative weight against each metric over ratio-0 .. ratio-0.75 and
-    hp-hn; None where the metric is the same for all five). Every interval: 2,000 resamples, seed 0, rounded to 2
-    decimals like its point estimate. ``results``: each row id's outcomes."""
+    """The paper's comparisons, flat, in points with 95% bootstrap intervals (2,000 resamples, seed 0); whether each
+    effect shows is decided by an interval, not a point estimate ("higher": its lower end above 0, "lower or flat":
+    at most 0); Table 3's trend is Spearman's rho of the HN weight against each metric (None where all five agree)."""
     # deferred: loads scipy only when called
     import scipy.stats
 
     by_run = {r["run"]: r for r in rows}
+    base = by_run["base"]
     out: dict[str, float | bool | None] = {}
+
+    def interval(key: str, ci, value: float | None = None) -> None:
+        if value is not None:
+            out[key] = round(value, 2)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = round(ci.low, 2), round(ci.high, 2)
+
     for column in evaluation.COLUMNS:
         effect = {}
         for metric in METRICS:
             key = f"{column}_{metric}"
-            out[f"hn_minus_clip_{key}"] = round(by_run["hn"][key] - by_run["base"][key], 2)
-            ci = paired_difference(results["hn"], results["base"], column, metric)
-            out[f"hn_minus_clip_{key}_ci_low"] = round(ci.low, 2)
-            out[f"hn_minus_clip_{key}_ci_high"] = round(ci.high, 2)
-            effect[metric] = ci
+            effect[metric] = paired_difference(results["hn"], results["base"], column, metric)
+            interval(f"hn_minus_clip_{key}", effect[metric], by_run["hn"][key] - base[key])
             out[f"hn_minus_clip_ft_{key}"] = round(by_run["hn"][key] - by_run["clip-ft"][key], 2)
             out[f"hp_hn_minus_hn_{key}"] = round(by_run["hp-hn"][key] - by_run["hn"][key], 2)
-        drop = paired_difference(results["base"], results["base"], column, "aug", b_metric="orig")
-        base = by_run["base"]
-        out[f"clip_aug_minus_orig_{column}"] = round(base[f"{column}_aug"] - base[f"{column}_orig"], 2)
-        out[f"clip_aug_minus_orig_{column}_ci_low"] = round(drop.low, 2)
-        out[f"clip_aug_minus_orig_{column}_ci_high"] = round(drop.high, 2)
+        interval(f"clip_aug_minus_orig_{column}",
+                 paired_difference(results["base"], results["base"], column, "aug", b_metric="orig"),
+                 base[f"{column}_aug"] - base[f"{column}_orig"])
         hp_ci = paired_difference(results["hp-hn"], results["hn"], column, "brittleness")
-        out[f"hp_hn_minus_hn_{column}_brittleness_ci_low"] = round(hp_ci.low, 2)
-        out[f"hp_hn_minus_hn_{column}_brittleness_ci_high"] = round(hp_ci.high, 2)
+        interval(f"hp_hn_minus_hn_{column}_brittleness", hp_ci)
         out[f"hn_orig_higher_{column}"] = bool(effect["orig"].low > 0)
         out[f"hn_aug_lower_or_flat_{column}"] = bool(effect["aug"].low <= 0)
         out[f"hn_brittleness_higher_{column}"] = bool(effect["brittleness"].low > 0)
@@ -276,18 +241,13 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
             values = [by_run[r][f"{column}_{metric}"] for r in RATIO_RUNS]
             rho = scipy.stats.spearmanr(weights, values).statistic if len(set(values)) > 1 else None
             out[f"ratio_spearman_{column}_{metric}"] = None if rho is None else round(float(rho), 3)
-    base = by_run["base"]
     for column in evaluation.COLUMNS:
         # Sec. 3.2: the hard-negative fine-tunes' drops (Aug. minus Orig.) are larger than the base CLIP's
-        drop = paired_difference(results["hn"], results["base"], column, "drop")
-        out[f"hn_minus_clip_drop_{column}"] = round(by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"], 2)
-        out[f"hn_minus_clip_drop_{column}_ci_low"] = round(drop.low, 2)
-        out[f"hn_minus_clip_drop_{column}_ci_high"] = round(drop.high, 2)
+        interval(f"hn_minus_clip_drop_{column}", paired_difference(results["hn"], results["base"], column, "drop"),
+                 by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"])
     # the Abstract's CLIP drop: the mean of Table 1's REPLACE and SWAP drops
-    mean = mean_drop(results["base"])
-    out["clip_drop_mean"] = round(float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS])), 2)
-    out["clip_drop_mean_ci_low"] = round(mean.low, 2)
-    out["clip_drop_mean_ci_high"] = round(mean.high, 2)
+    interval("clip_drop_mean", mean_drop(results["base"]),
+             float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS])))
     return out
 
 
@@ -312,21 +272,15 @@ def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Ma
     }
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Scoring (both profiles)
-# ------------------------------------------------------------------------------------------------------------------
 DATA_FILES = ("papers/hard_positives/models.toml",)
-"""Read at run time (``common.pipeline.stage_deps``): the zoo entries of hard_positives.full.models' names (this paper's
-models; ARO's NegCLIP and its GELU build, ``aro/negclip-gelu`` of ``AUTHORS_BUILD``, are in the shared zoo file,
-``common/zoo/models.toml``)."""
+"""Read at run time (``common.pipeline.stage_deps``): this paper's zoo entries (ARO's NegCLIP is in the shared one)."""
 AUTHORS_BUILD: dict[str, str] = {
     "aro/negclip": "aro/negclip-gelu",
     "hard_positives/crepe-swap": "hard_positives/crepe-swap-gelu",
     "hard_positives/crepe-replace": "hard_positives/crepe-replace-gelu",
 }
-"""A listed zoo model (as trained: QuickGELU) -> the zoo variant that builds the same weights as the authors'
-evaluator does, open_clip 'ViT-B-32' (GELU; module docstring). NegCLIP's is ARO's entry (ARO's evaluator builds it
-the same way); the CREPE ones are this paper's (``papers/hard_positives/models.toml``)."""
+"""A listed zoo model (as trained: QuickGELU) -> the variant that builds its weights as the authors' evaluator does,
+open_clip 'ViT-B-32' (GELU; module docstring)."""
 AUTHORS_ACTIVATION = ("the authors' evaluator builds NegCLIP and the CREPE models as open_clip 'ViT-B-32' (GELU) "
                       "although they are fine-tunes of OpenAI's QuickGELU CLIP: each is scored both ways, its row "
                       "(Table 1's, the authors' configuration) with GELU and <row>@quickgelu, as trained, beside it "
@@ -354,8 +308,7 @@ class HardPositivesTablesError(WorkspaceError):
 
 @dataclass(frozen=True)
 class Way:
-    """One scoring of a listed model: the zoo name loaded, the row it stands for when it is a reference beside the
-    authors' configuration, and its activation when the model is scored under both."""
+    """One scoring of a listed model: the zoo name loaded, and ``Scored``'s ``stands_for`` and ``activation``."""
 
     name: str
     stands_for: str | None = None
@@ -363,9 +316,8 @@ class Way:
 
 
 def ways(models: Mapping[str, str]) -> dict[str, Way]:
-    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as two rows, its GELU build under its
-    own row (the authors' configuration) and itself, QuickGELU, as ``<row>@quickgelu`` right after; any other model
-    as itself."""
+    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as its GELU build under its own row and
+    as itself (QuickGELU) under ``<row>@quickgelu`` right after; any other model as itself."""
     out: dict[str, Way] = {}
     for row, name in models.items():
         if name in AUTHORS_BUILD:
@@ -380,11 +332,8 @@ def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], en
                  device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
                  authors_precision: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
                  ) -> tuple[list[Scored], dict[str, str]]:
-    """Every (row -> zoo model) on the items, in the given order, each model of ``AUTHORS_BUILD`` under both
-    activations (``ways``); models that cannot be loaded raise ``ModelUnavailable`` (with the reason), or with
-    ``skip_unavailable`` are returned by row with the reason. A model of ``authors_precision`` is scored at that
-    precision and, right after, at the engine's (row ``<row>@<p>``). ``labels``: row -> the table's label where it
-    is not the zoo's (the mini base stands for CLIP ViT-B/32)."""
+    """Every (row -> zoo model) on the items, in order, as ``ways`` plans, with the rows skipped (``skip_unavailable``)
+    and why; a model of ``authors_precision`` at that precision and, right after, at the engine's (``<row>@<p>``)."""
     config = engine_config or EngineConfig()
     plan = ways(models)
     scored, skipped = [], {}
@@ -415,17 +364,15 @@ def score_runs(runs: Sequence[ModelEntry], arch: str, items: Sequence[ImageToTex
 
 
 def at_one_precision(scored: Sequence[Scored]) -> list[Scored]:
-    """The scorings the comparisons use: every row at the engine's precision. A row scored at the authors' precision
-    is replaced by its reference scoring (``<row>@<precision>``, renamed back to the row), so that a fine-tune is
-    compared with the base as both were scored; the other references (``<row>@quickgelu``) are left out."""
+    """Every row at the engine's precision (a row at the authors' replaced by its ``<row>@<p>`` reference, renamed),
+    so that a fine-tune is compared with the base as both were scored; ``<row>@quickgelu`` left out."""
     references = {s.stands_for: s for s in scored if s.reference == "precision"}
     return [dataclasses.replace(references[s.row], row=s.row, stands_for=None, reference=None)
             if s.row in references else s for s in scored if not s.stands_for]
 
 
 def why(s: Scored) -> str:
-    """How a row was scored, for ``context.json`` and the audit's notes: its precision's reason, its activation's
-    where it was scored under both."""
+    """How a row was scored (``context.json``, the audit's notes): its precision's reason, and its activation's."""
     parts = ["reference beside the authors' precision" if s.reference == "precision"
              else AUTHORS_PRECISION_WHY.get(s.precision, "the engine's precision")]
     if s.activation is not None:
@@ -434,38 +381,31 @@ def why(s: Scored) -> str:
     return "; ".join(parts)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# What differs between the profiles
-# ------------------------------------------------------------------------------------------------------------------
 RUN_FAMILY = "hard_positives/{profile}"
 """The runs' zoo family and name prefix: ``hard_positives/<profile>-<run>``."""
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """What one profile scores and on what: the one part of the tables that differs in kind between the profiles
-    (``mini_inputs``: the mini family's base and its runs on the rendered benchmark; ``full_inputs``: Table 1's zoo
-    models and the COCO runs on the released benchmark). ``evaluate_tables`` is the same for both."""
+    """What one profile scores and on what (``mini_inputs``, ``full_inputs``): all that differs between them."""
 
     profile: str
     models: Mapping[str, str]
     """Table 1's rows before the runs: row -> zoo model; ``base`` among them (every comparison is against it)."""
     runs: Sequence[ModelEntry]
     run_arch: str
-    """The runs' architecture (their base model's)."""
     items: Sequence[ImageToTextItem]
     context: Mapping[str, Any]
     """What ``context.json`` records of the inputs (the sets' manifests, the training records, the rule)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Row -> the table's label, where it is not the zoo's."""
     authors_precision: Mapping[str, str] = field(default_factory=dict)
-    """Zoo model -> the precision the authors' evaluator scores it at (scored there, and at the engine's beside)."""
+    """Zoo model -> the precision the authors' evaluator scores it at."""
     skip_unavailable: bool = False
 
 
 def mini_inputs(base: str, runs: Sequence[ModelEntry], test_dir: Path, context: Mapping | None = None) -> Inputs:
-    """The mini profile: the mini family's ``base`` (it stands for CLIP ViT-B/32) and ``runs`` on the benchmark
-    rendered from the mini world (``sets_mini``, in ``test_dir``)."""
+    """The mini family's ``base`` (it stands for CLIP ViT-B/32) and ``runs`` on the benchmark in ``test_dir``."""
     items = load_test_items(Path(test_dir))
     return Inputs("mini", {"base": base}, tuple(runs), get_spec(base).arch, tuple(items), {
         **dict(context or {}), "rule": "strict comparisons (evaluation.py); ties are neither correct nor brittle",
@@ -476,8 +416,7 @@ def mini_inputs(base: str, runs: Sequence[ModelEntry], test_dir: Path, context: 
 def full_inputs(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch: str, full: FullSet,
                 context: Mapping | None = None, skip_unavailable: bool = False,
                 authors_precision: Mapping[str, str] | None = None) -> Inputs:
-    """The full profile: Table 1's zoo ``models`` (row -> zoo model) and ``runs`` (``run_arch`` checkpoints) on the
-    released benchmark as stage ``full-data`` prepared it (``full``)."""
+    """Table 1's zoo ``models`` (row -> zoo model) and ``runs`` on the benchmark stage ``full-data`` prepared."""
     if not models:
         raise HardPositivesTablesError("hard_positives.full.models is empty: no Table 1 row to score")
     items = full.items()
@@ -493,9 +432,8 @@ def full_inputs(models: Mapping[str, str], runs: Sequence[ModelEntry], run_arch:
         skip_unavailable=skip_unavailable, authors_precision=dict(authors_precision or {}))
 
 
-def models_by_name(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped: Mapping[str, str]) -> dict:
-    """The mini profile's record of its models, keyed by zoo name (one scoring per model there): run, label,
-    fingerprint, checkpoint digest, ties and a run's loss weights and types."""
+def models_by_name(scored: Sequence[Scored], runs: Sequence[ModelEntry]) -> dict:
+    """The mini profile's ``context.json`` record of its models, keyed by zoo name (one scoring per model there)."""
     checkpoints = {e.run: e.checkpoint for e in runs}
     return {"models": {s.model: {
         "run": s.row if s.row in checkpoints else None, "label": s.label, "fingerprint": s.result.fingerprint,
@@ -507,9 +445,8 @@ def models_by_name(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped
 
 
 def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped: Mapping[str, str]) -> dict:
-    """The full profile's record of its models, keyed by row (a model may be scored more than one way: precision,
-    activation): model, label, fingerprint, how it was scored and why, counts and ties per group; the runs'
-    checkpoints; the rows left out and why."""
+    """The full profile's ``context.json`` record of its models, keyed by row (a model may be scored more than one
+    way), the runs' checkpoints and the rows left out and why."""
     cells = {s.row: evaluation.group_cells(s.result) for s in scored}
     return {
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
@@ -523,28 +460,6 @@ def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped:
     }
 
 
-@dataclass(frozen=True)
-class ProfileFiles:
-    """What a profile's stage writes beside the shared tables (its DVC outs) and how its context names models."""
-
-    figure3: bool
-    """Figure 3's examples (``figure3.csv``, ``figure3_counts.csv``): the mini profile's analog of the figure."""
-    predictions: bool
-    """Per-item scores (``predictions/``), which the oracle compares with the authors' code's (full)."""
-    groups_row: bool
-    """``groups.csv`` leads with the row: the full profile scores a model more than one way (precision,
-    activation), so the model does not name the row; the mini profile's committed files have no such column."""
-    record: Callable[[Sequence[Scored], Sequence[ModelEntry], Mapping[str, str]], dict]
-    """``context.json``'s record of the scorings (``models_by_name`` or ``models_by_row``)."""
-
-
-FILES = {"mini": ProfileFiles(figure3=True, predictions=False, groups_row=False, record=models_by_name),
-         "full": ProfileFiles(figure3=False, predictions=True, groups_row=True, record=models_by_row)}
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Both profiles
-# ------------------------------------------------------------------------------------------------------------------
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
                     create: ModelFactory = _zoo_create) -> dict[str, Path]:
     """Score every zoo model and every run of ``inputs`` on its items and write the tables (``write_outputs``;
@@ -557,32 +472,35 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     zoo_rows = [s.row for s in scored]
     scored += score_runs(inputs.runs, inputs.run_arch, inputs.items, engine_config, device,
                          family=RUN_FAMILY.format(profile=inputs.profile))
-    context = {**inputs.context, **FILES[inputs.profile].record(scored, inputs.runs, skipped)}
+    mini = inputs.profile == "mini"
+    record = models_by_name(scored, inputs.runs) if mini else models_by_row(scored, inputs.runs, skipped)
+    context = {**inputs.context, **record}
     return write_outputs(out_dir, inputs.profile, scored, zoo_rows, context, inputs.items)
 
 
 def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping,
                   items: Sequence[ImageToTextItem] = ()) -> dict[str, Path]:
-    """Tables 1-3 (Table 1: ``zoo_rows``, then the runs), groups, comparisons (every row at one precision:
-    ``at_one_precision``), summary, context and the profile's own files (``FILES``; Figure 3 reads the ``items``),
-    as one output group."""
-    files = FILES[profile]
+    """Tables 1-3 (Table 1: ``zoo_rows``, then the runs), groups, comparisons (``at_one_precision``), summary,
+    context and the profile's own files, as one output group: the mini profile's Figure 3 (from ``items``), the full
+    profile's ``predictions/`` (the oracle compares them with the authors' code's)."""
+    mini = profile == "mini"
     compared = at_one_precision(scored)
     results = {s.row: s.result for s in compared}
     missing = [r for r in ("base", *RUNS) if r not in results]
     if missing:
         raise HardPositivesTablesError(f"the comparisons need the base model and every run; missing {missing}")
-    groups = [({"row": s.row} if files.groups_row else {}) | g for s in scored
+    # the full profile scores a model more than one way, so its groups.csv leads with the row (the mini one has none)
+    groups = [({} if mini else {"row": s.row}) | g for s in scored
               for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         paths = write_tables(staging, model_rows(scored), groups, summary(model_rows(compared), results), context,
                              (*zoo_rows, *TABLE1_RUNS))
-        if files.figure3:
+        if mini:
             examples, counts = figure3.select({m: results[row] for m, row in figure3.MODELS.items()}, items)
             paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
             paths["figure3_counts"] = write_csv_atomic(staging / "figure3_counts.csv", counts, figure3.COUNT_FIELDS)
-        if files.predictions:
+        else:
             for s in scored:  # named by the zoo name, and the precision for a reference beside the authors' (twice)
                 stem = s.model.replace('/', '__') + (f"@{s.precision}" if s.reference == "precision" else "")
                 write_predictions(staging / "predictions" / f"{stem}.csv", s.result)
@@ -590,12 +508,8 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Entry point
-# ------------------------------------------------------------------------------------------------------------------
 def _mini_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> tuple[Inputs, str]:
-    """Stage ``table1-mini``'s inputs, on the pinned CPU profile (the same bits on any x86-64 CPU of one vendor:
-    ``common.pipeline.reproducible``)."""
+    """Stage ``table1-mini``'s inputs, on the pinned CPU profile (``common.pipeline.reproducible``)."""
     device = pinned_cpu(args.device, HardPositivesTablesError)
     root = build_dir("mini", "hard_positives")
     test_dir = Path(args.data or root / "test")
@@ -628,9 +542,6 @@ def _full_stage(args: argparse.Namespace, params: Mapping, section: Mapping) -> 
                        authors_precision=dict(section["authors_precision"])), device
 
 
-STAGE_INPUTS = {"mini": _mini_stage, "full": _full_stage}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = profile_stage_parser(
         "hard_positives", __doc__.splitlines()[0],
@@ -640,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                     "(default: build/mini/hard_positives/finetune)")
     args = parser.parse_args(argv)
     params, section = own_section(f"hard_positives.{args.profile}", args.stage)
-    inputs, device = STAGE_INPUTS[args.profile](args, params, section)
+    inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "hard_positives" / args.profile),
                             engine_config(params), device, create=_zoo_create)
     for name, path in paths.items():

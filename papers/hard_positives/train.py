@@ -1,22 +1,13 @@
 """Kamath et al. (hard positives), the fine-tunes of both profiles: the base model trained as each run of
 ``papers.hard_positives.runs.RUNS``, one ``FinetuneJob`` per run.
 
-Stages ``mini-finetune@<run>`` (``python -m papers.hard_positives.train mini run <run>``) and ``finetune-full@<run>``
-(``torchrun ... -m papers.hard_positives.train full run <run> --device cuda``): the shared trainer with
-``HardPositiveLoss`` (SVLC-style, Sec. 4.1; ``papers/hard_positives/losses.py``) from the zoo's ``base``, the same
-captions, order, seed and schedule for every run (``runs.RUNS``: ``clip-ft`` is the paper's "COCO alone" control; a
-one-type run keeps only that type's rows, Table 1(d); ``ratio-<w>`` is HN weight w, the paper's Sec. 4.3 reading of
-"ratio"). The profiles differ only in their data:
-
-* mini: mini/xs-32k on the rendered set (``FinetuneSet``), its images in memory, for ``steps`` (``params.yaml
-  hard_positives.mini``);
-* full: CLIP ViT-B/32 on COCO train captions (``FullRow``; the batch of step s is a pure function of (seed, s)),
-  images decoded per batch from the COCO files (``common.training.files``), for the schedule's epochs
-  (``hard_positives.full.finetune``) under NegCLIP's recipe at its public lr, as SugarCrepe's re-training uses (ours:
-  the paper defers to SVLC's supplementary).
-
-The sets are read through their formats (``papers.hard_positives.finetune_rows``), not through the modules that make
-them, and the tables (``papers.hard_positives.tables``) are a module of their own, so neither reruns the runs.
+Stages ``mini-finetune@<run>`` and ``finetune-full@<run>`` (the README's stage table): the shared trainer with
+``HardPositiveLoss`` from the zoo's ``base``, the same captions, order, seed and schedule for every run (``clip-ft``
+is the paper's "COCO alone" control; a one-type run keeps only that type's rows, Table 1(d)). The profiles differ
+only in their data: mini, the rendered set with its images in memory; full, COCO train captions with images decoded
+per batch, under NegCLIP's recipe at its public lr (ours: the paper defers to SVLC's supplementary). The sets are
+read through their formats (``papers.hard_positives.finetune_rows``), not through the modules that make them, and
+the tables are a module of their own, so neither reruns the runs.
 """
 from __future__ import annotations
 
@@ -55,14 +46,11 @@ TEXTS = {"texts": ["caption", "hard_positive", "hard_negative"]}
 
 @dataclass(frozen=True)
 class Profile:
-    """Where a profile's runs find their parameters and set, and where their weights and logs go."""
+    """A profile's ``params.yaml`` section, its folder under ``build/<profile>/`` and the set's folder under that."""
 
     section: str
-    """The ``params.yaml`` section of the runs."""
     build: str
-    """Their folder under ``build/<profile>/``."""
     set_dir: str
-    """The set's folder under it."""
 
 
 PROFILES = {"mini": Profile("hard_positives.mini", "hard_positives", "finetune"),
@@ -100,8 +88,7 @@ def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
 
 def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor], name: str,
                 where: str = "the fine-tuning set") -> CaptionBatches:
-    """The mini set's batches, its images in memory; a hard positive or negative that tokenizes like its caption is
-    refused."""
+    """The mini set's batches, refusing a hard positive or negative that tokenizes like its caption."""
     captions = caption_tokens(tokenize, data.texts("caption"))
     extras = {k: caption_tokens(tokenize, data.texts(k)) for k in ("positive", "negative")}
     for k, tokens in extras.items():
@@ -113,7 +100,7 @@ def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: I
              tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
     """``run`` in the mini profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``data`` (the
-    whole set; the run keeps its types' rows) with ``section``'s settings (``params.yaml hard_positives.mini``)."""
+    whole set; the run keeps its types' rows)."""
     data = run_data(run, data)
     config = TrainConfig.from_params(section)
     if len(data.images) < config.batch_size:
@@ -128,10 +115,8 @@ def full_job(run: str, rows: Sequence[FullRow], section: Mapping[str, Any], imag
              recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
     """``run`` in the full profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``rows`` (the
-    whole set: the run keeps its types' rows), images from ``images_dir``, with ``section``'s settings
-    (``params.yaml hard_positives.full.finetune``) and ``recipe``'s rules (None: the mini recipe) for the schedule's
-    epochs (``steps`` overrides them: smoke runs, tests); the sidecar records the epochs as steps after
-    ``provenance``."""
+    whole set: the run keeps its types' rows) with ``recipe``'s rules for the schedule's epochs (``steps`` overrides
+    them: smoke runs, tests)."""
     rows = run_rows(run, rows)
     init = init or FromZoo(section["base"])
     files = list(dict.fromkeys(r.image for r in rows))
@@ -149,9 +134,7 @@ def full_job(run: str, rows: Sequence[FullRow], section: Mapping[str, Any], imag
 
 
 def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapping[str, Any]) -> FinetuneJob:
-    """The job of ``<profile> run <name>``: the stage's parameters, the set (and the full profile's COCO images)
-    and the CPU profile (``{}`` on GPUs) for the sidecar; ``--steps`` enters the full runs' recorded epochs as it
-    enters the schedule."""
+    """The job of ``<profile> run <name>``, the CPU profile (``{}`` on GPUs) in its sidecar."""
     profile = PROFILES[args.profile]
     _, section = own_section(profile.section)
     set_dir = Path(args.set or build_dir(args.profile, profile.build) / profile.set_dir)

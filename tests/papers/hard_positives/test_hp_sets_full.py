@@ -98,8 +98,6 @@ def test_replace_items_pair_rows_by_position_as_c_cp_cn(release):
     assert items[0].image == folders(release)["VG_100K"] / "1.jpg"
     assert items[1].image == folders(release)["VG_100K_2"] / "2.jpg"
     assert items[2].origin.endswith("vl_checklist_relations.json:0")
-    only = sets_full.replace_items(release.__getitem__, folders(release), kinds=("relations",))
-    assert [it.captions for it in only] == [it.captions for it in items[2:]]
 
 
 def test_replace_image_root_may_be_the_authors_data_folder(release, tmp_path):
@@ -110,16 +108,12 @@ def test_replace_image_root_may_be_the_authors_data_folder(release, tmp_path):
     assert items[0].image == root / "VG_100K/1.jpg" and len(items) == 6
 
 
-def test_repeats_are_kept_and_equal_captions_kept_as_released_or_refused(release):
+def test_repeats_and_equal_captions_are_kept_as_released(release):
     items = sets_full.replace_items(release.__getitem__, folders(release))
     relations = [it for it in items if it.group == "replace-relations"]
     assert relations[0].captions == relations[2].captions and relations[0].item_id != relations[2].item_id
     assert sets_full.equal_caption_ids(items) == ["replace-relations/3"]
     assert relations[3].captions[evaluation.ORIGINAL] == relations[3].captions[evaluation.NEGATIVE]
-    with pytest.raises(DatasetError, match=r"vl_checklist_relations\.json:3: c, c_p and c_n must differ"):
-        sets_full.replace_items(release.__getitem__, folders(release), equal_captions="error")
-    with pytest.raises(ValueError, match="equal_captions"):
-        sets_full.replace_items(release.__getitem__, folders(release), equal_captions="drop")
 
 
 def test_replace_files_out_of_step_are_refused_naming_both_files(release):
@@ -150,7 +144,6 @@ def test_replace_missing_images_and_bad_paths_are_each_named(release):
     assert "vl_checklist_attributes.json:0: image path 'images/1.jpg' is not [data/]<folder>/<file>" in message
     assert "vl_checklist_attributes.json:1: image 'data/VG_100K_2/2.jpg' not found" in message
     assert "vl_checklist_relations.json:1:" in message and "vl_checklist_relations.json:3:" in message
-    assert sets_full.replace_items(release.__getitem__, folders(release), kinds=("relations",), check_images=False)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -227,7 +220,7 @@ def test_prepare_full_fetches_everything_before_cropping(release, tmp_path):
 def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatch):
     """``python -m papers.hard_positives.sets_full``: keys fetched through ``common.registry.fetch.fetch`` (a stand-in
     here)."""
-    monkeypatch.setattr(sets_full, "fetch", lambda key, progress=True: release[key])
+    monkeypatch.setattr(released, "fetch", lambda key, progress=True: release[key])
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3
