@@ -37,6 +37,7 @@ import torch
 
 from common.errors import WorkspaceError, unknown_name
 from common.registry.fetch import fetch
+from common.zoo.interface import digest_weights
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 SOURCES = {"vera": "hf/liujch1998/vera", "grammar": "hf/textattack/distilbert-base-uncased-CoLA"}
@@ -142,12 +143,12 @@ class _HFTextScorer:
         """sha256 over class, dtype, token limit, every weight and the tokenizer (computed once, on first use: Vera
         holds billions of weights)."""
         # deferred: loads PIL only when called
-        from common.zoo.hf import _describe_tokenizer, _digest_weights
+        from common.zoo.hf import _describe_tokenizer
 
         digest = hashlib.sha256()
         dtype = next(self.model.parameters()).dtype
         digest.update(f"blind:{type(self).__name__}:{type(self.model).__name__}:{dtype}:{self.max_tokens}".encode())
-        _digest_weights(digest, self.model)
+        digest_weights(digest, self.model)
         digest.update(f"{type(self.tokenizer).__name__}:{_describe_tokenizer(self.tokenizer)}".encode())
         return digest.hexdigest()[:32]
 

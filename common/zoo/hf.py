@@ -27,7 +27,7 @@ from PIL import Image
 
 from common.files.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
-from common.zoo.interface import ModelUnavailable, _digest_weights
+from common.zoo.interface import ModelUnavailable, digest_weights
 from common.zoo.specs import ModelSpec
 
 INSTALL_HINT = "pip install -e '.[hf]'"
@@ -88,7 +88,7 @@ def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_token
     result names one fingerprint): ``fingerprint_model``'s recipe for ``transformers`` models."""
     digest = hashlib.sha256()
     digest.update(f"transformers:{arch}:{type(model).__name__}".encode())
-    _digest_weights(digest, model)
+    digest_weights(digest, model)
     digest.update(processor.image_processor.to_json_string().encode())
     tokenizer = processor.tokenizer
     digest.update(f"{type(tokenizer).__name__}:{max_tokens}:{itm}".encode())

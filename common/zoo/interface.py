@@ -30,7 +30,7 @@ ModelFactory = Callable[..., EmbeddingModel]
 """``create_model(name, device=...)``: the zoo's, or a stand-in in tests."""
 
 
-def _digest_weights(digest, model: torch.nn.Module) -> None:
+def digest_weights(digest, model: torch.nn.Module) -> None:
     """Every weight tensor (name, dtype, shape, bytes) into ``digest``: the backends' fingerprints share it."""
     for key, tensor in sorted(model.state_dict().items()):
         t = tensor.detach().cpu().contiguous()

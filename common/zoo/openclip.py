@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from common.files.image_transforms import to_rgb
-from common.zoo.interface import ModelUnavailable, _digest_weights
+from common.zoo.interface import ModelUnavailable, digest_weights
 from common.zoo.specs import ModelSpec, register_local_configs
 
 
@@ -19,7 +19,7 @@ def fingerprint_model(arch: str, model: torch.nn.Module, transform: Callable, to
     """sha256 over architecture, every weight tensor, the image transform and the tokenizer setup."""
     digest = hashlib.sha256()
     digest.update(arch.encode())
-    _digest_weights(digest, model)
+    digest_weights(digest, model)
     digest.update(repr(transform).encode())
     context_length = getattr(tokenizer, "context_length", None)
     digest.update(f"{type(tokenizer).__name__}:{context_length}".encode())
