@@ -1,14 +1,9 @@
-"""Batch sources: the global batch of step s is a pure function of (seed, s).
+"""Batch sources: the global batch of step s is a pure function of (seed, s), which makes resuming and DDP sharding
+exact (rank r takes rows [r*b, (r+1)*b) of the same global batch).
 
-That one property makes resuming exact (step k's batch does not depend on how we got to step k)
-and makes DDP sharding exact (rank r takes rows [r*b, (r+1)*b) of the same global batch, so N ranks
-of b see what one process of N*b sees).
-
-A batch is a dict of tensors whose first dimension is the sample: ``images`` uint8 of shape
-(B, k_img, 3, H, W), ``texts`` token ids (B, k_txt, L), optionally ``labels`` (B,). The second
-dimension holds a sample's segments (e.g. an image and its hard-negative image); the trainer lays
-them out segment-major for the loss.
-"""
+A batch is a dict of tensors whose first dimension is the sample: ``images`` uint8 (B, k_img, 3, H, W), ``texts``
+token ids (B, k_txt, L), optionally ``labels`` (B,); the second dimension holds a sample's segments (e.g. an image
+and its hard-negative image), which the trainer lays out segment-major for the loss."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,13 +32,10 @@ class BatchSource(Protocol):
 class MiniWorldBatches:
     """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists).
 
-    Reproduces the draws of the mini family's original training loop (the one of ``common/training/family.py``
-    before it called this trainer) exactly: one ``np.random.default_rng(seed)`` stream gives a permutation per
-    epoch (the tail is dropped when the next batch does not fit) and, per step, one random caption
-    index per image. That stream is sequential, so the batch of step s is computed by
-    replaying the index draws of steps < s (no pixels touched, memoised: consecutive steps cost one
-    step's draws; a resume at step k replays k steps of integers once).
-    """
+    Reproduces the draws of the mini family's original training loop exactly: one ``np.random.default_rng(seed)``
+    stream gives a permutation per epoch (the tail dropped) and, per step, one random caption index per image. That
+    stream is sequential, so step s's batch replays the index draws of the steps before it (memoised; no pixels
+    touched)."""
 
     def __init__(self, images: torch.Tensor, tokens: torch.Tensor):
         if images.ndim != 4 or tokens.ndim != 3 or len(images) != len(tokens):

@@ -1,10 +1,5 @@
-"""Distributed setup in one place, and the one gather every loss uses.
-
-Launched by ``torchrun`` (which sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-``MASTER_PORT``), ``init_from_env`` joins the process group; launched plainly it returns a local
-context and nothing else changes. A loss that holds a ``DistributedContext`` with ``distributed``
-set gathers its features across ranks (also with one rank, so that path is testable alone).
-"""
+"""Distributed setup in one place, and the one gather every loss uses: launched by ``torchrun``, ``init_from_env``
+joins the process group; launched plainly it returns a local context and nothing else changes."""
 from __future__ import annotations
 
 import os

@@ -1,16 +1,7 @@
-"""Contrastive pretraining of the mini profile's tiny CLIPs on mini-world image-caption pairs.
-
-The standard CLIP objective (symmetric InfoNCE over the batch, learned temperature), AdamW with
-warmup and cosine decay, on CPU: ``common.training.train`` with ``FromScratch`` + ``MiniWorldBatches``
-+ ``ClipLoss``. Deterministic for a given seed and thread count, and bit-identical to the loop this
-module ran before the shared trainer existed (``tests/common/test_train.py`` pins a short run's
-weights). The checkpoint is a plain state dict (safetensors) with a JSON record of how it was
-trained next to it. ``python -m common train <name>`` also runs under ``torchrun`` (DDP over the
-same global batch; weights then equal the one-process ones up to float rounding).
-
-Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner: a
-run killed and rerun resumes to the same bytes (docs/training.md, "Kill and resume in the pipeline").
-"""
+"""Contrastive pretraining of the mini profile's tiny CLIPs on mini-world image-caption pairs: ``common.training.train``
+with ``FromScratch`` + ``MiniWorldBatches`` + ``ClipLoss`` on CPU, bit-identical to the loop this module ran before the
+shared trainer existed (``tests/common/test_train.py`` pins a short run's weights). Each model is a ``FinetuneJob``
+run like every paper's fine-tune, so a run killed and rerun resumes to the same bytes (docs/training.md)."""
 from __future__ import annotations
 
 import argparse
@@ -41,13 +32,8 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
                progress: bool = True, *, world: DistributedContext | None = None,
                provenance: dict | None = None) -> dict:
     """Train ``arch`` from scratch on the first ``n_images`` of the mini training set with ``config``; save to
-    ``out_path`` (resume states every ``config.checkpoint_every`` steps; module docstring).
-
-    Returns the sidecar record written beside the weights plus ``train_seconds`` (wall time, which
-    the sidecar leaves out: DVC hashes it, so it must be identical on every rerun). ``world``: the
-    context of a torchrun launch (``common.training.init_from_env``); default one CPU process.
-    ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile).
-    """
+    ``out_path``. Returns the sidecar record plus ``train_seconds`` (wall time, which the sidecar leaves out: DVC hashes
+    it). ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile)."""
     # deferred: loads open_clip only when called
     import open_clip
 

@@ -1,14 +1,9 @@
 """One fine-tuning job shape for every paper and both profiles, and the runner that trains it.
 
-A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched: its name, where its
-weights start (``Init``), its batches (a ``BatchSource``), its loss, its optimiser recipe and schedule (the trainer's
-``TrainConfig``), its validation, the extra facts its sidecar records, and the module that defines it. A paper's
-fine-tuning code is then its job builders (``papers/<paper>/train.py``, one module for both profiles); ``run_job`` does
-the rest the same way for all of them: the resume state (outside DVC's outputs, keyed by everything that defines the
-run and by the bytes of every module the job's module imports, the same import closure that makes a DVC stage
-rerun), then ``common.training.train``. ``common.training.launch`` adds the process (pinning, ``torchrun``), the
-timing log and the ``run`` subcommand.
-"""
+A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched, so a paper's fine-tuning
+code is its job builders (``papers/<paper>/train.py``). ``run_job`` keeps the resume state outside DVC's outputs,
+keyed by the run's definition and by the bytes of the job module's import closure (what makes a DVC stage rerun),
+then calls ``common.training.train``; ``common.training.launch`` adds the process and the ``run`` subcommand."""
 from __future__ import annotations
 
 import contextlib

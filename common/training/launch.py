@@ -1,14 +1,8 @@
-"""A job run as a pipeline stage runs it, and the ``run`` subcommand every paper's fine-tuning module adds.
-
-``training_process`` is the process a training stage runs in: on the CPU the reproducibility profile (pinned re-exec
-before any tensor work, fixed threads; its record goes to the job builder for the sidecar), under ``torchrun`` the
-process group joined and left. ``launch`` runs one job in it and writes rank 0's wall time to a log beside the weights
-(not a DVC output: seconds differ between reruns). ``add_run_command`` gives a paper's module its ``run <name>`` subcommand with ``--device``,
-``--out`` and ``--steps``, so a paper's fine-tuning module is its job builders and one call::
+"""A job run as a pipeline stage runs it (``training_process``, ``launch``), and the ``run`` subcommand every paper's
+fine-tuning module adds, so that such a module is its job builders and one call::
 
     def build(args, world, cpu_profile) -> FinetuneJob: ...
-    add_run_command(sub, RUNS, build, out_path=lambda args: models / f"{args.run}.safetensors", log_dir=logs)
-"""
+    add_run_command(sub, RUNS, build, out_path=lambda args: models / f"{args.run}.safetensors", log_dir=logs)"""
 from __future__ import annotations
 
 import argparse

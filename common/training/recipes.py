@@ -1,25 +1,6 @@
 """A family of runs' training recipe as data: the optimiser, its weight-decay rule, the schedule, the logit-scale
-clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from.
-
-A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
-``{value = ..., source = "OWNER/REPO@COMMIT path:line", quote = "the words of those lines"}`` (the citation's shape:
-``common.docs.citations``; a setting the code does not show cites the paper, ``source = "paper, <section>"`` with the
-paper's sentence as ``quote``), with an optional ``note`` and, where the paper states another value than the code,
-``paper = {value = ..., source = "paper, <section>", quote = "..."}``: the conflict, shown in the README's table and
-kept in the training record (or ``extends = "<a table above>"`` and only the settings that differ);
-``load_recipes`` reads and checks it (an unknown key, a wrong type or a missing source is one line naming the file and
-the key). The mini profile's runs use ``mini_recipe()``
-(``common/training/recipes.toml``): the settings this workspace trained with before recipes existed.
-
-Two kinds of setting:
-
-* rules, which the trainer builds from (``optimizer``, ``betas``, ``eps``, ``decay_rule``, ``schedule``,
-  ``clamp_logit_scale``) and the batch source applies (``augmentation``, ``crop_scale``);
-* the authors' numbers (``lr``, ``weight_decay``, ``warmup_steps``, ``epochs``, ``batch_size``, ``precision``), which
-  the run takes from ``params.yaml`` (sweeps, smoke runs and tests change them); ``Recipe.deviations`` names every
-  one that differs, and the training record keeps them beside the recipe's name and digest, so a result says what
-  it ran with.
-"""
+clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from. The
+file format, and which settings the trainer builds from or takes from ``params.yaml``: docs/training.md, "Recipes"."""
 from __future__ import annotations
 
 import hashlib

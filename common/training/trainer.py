@@ -1,30 +1,10 @@
-"""One trainer for CLIP-style models: plug in where the weights start, the data, and the loss.
+"""One trainer for CLIP-style models: plug in where the weights start, the data, and the loss; docs/training.md
+describes the loop, its recipe, and distributed and resumable runs.
 
-A run, top to bottom (``train``):
-1. seed python/numpy/torch with ``config.seed`` on every rank, build the model (``Init``) and the
-   loss (so both start identical everywhere), then reseed with ``seed + rank``;
-2. freeze what the config and the loss ask for; the recipe's optimiser over the rest (``config.recipe``, a
-   ``common.training.recipes.Recipe``; default the mini recipe: AdamW, decay only on >= 2-D weights that are not
-   embeddings or the logit scale, linear warmup then cosine to 0, the clamp);
-3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)`` (made in the loop, or
-   ahead of it by the loader's worker processes: ``common.training.loader``, the same tensors either way), encode,
-   loss (which gathers the global batch itself), backward (scaled under fp16), step, clamp the logit scale to
-   [0, ln 100] when the recipe does; the encoders' outputs reach the loss L2-normalised, or raw where the loss says
-   ``raw_features = True``;
-4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
-   the best weights kept apart (in memory, and in the resume state); every ``checkpoint_every`` steps a resume state;
-   at the end the weights, the best weights and a provenance sidecar, written as one output group
-   (``common.files.io.output_group``): an interrupted run leaves the previous run's files, all of them, or the new ones.
-
-Under ``torchrun`` nothing changes for the caller but the context::
-
-    world = init_from_env()
-    result = train(config, FromScratch("mini-vit-xs"), batches, ClipLoss, out, world=world)
-    shutdown(world)
-
-(``python -m common.training smoke`` is such a caller, see ``__main__.py``; so is ``common/training/family.py``'s
-``train_clip``, whose weights are those of the loop it replaced, bit for bit).
-"""
+Every rank seeds python/numpy/torch with ``config.seed`` before it builds the model and the loss (so both start
+identical everywhere), then reseeds with ``seed + rank``. The weights, the best weights and the provenance sidecar are
+written at the end as one output group (``common.files.io.output_group``): an interrupted run leaves the previous
+run's files, all of them, or the new ones."""
 from __future__ import annotations
 
 import contextlib
@@ -251,14 +231,10 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
                scale_loss: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> dict[str, torch.Tensor]:
     """Forward and backward of one step's local batch; returns the loss terms (not yet stepped).
 
-    With ``accum`` micro-batches (open_clip's ``_train_step_eager``): all micro-batches are encoded
-    under ``no_grad``, then each is re-encoded with grad and spliced into the cached features, so the
-    loss always sees the whole batch as negatives and its gradient reaches each micro-batch once.
-    Parameters the loss uses directly (the logit scale, a loss's own head) are detached in all but
-    the last micro-batch, so their gradient is counted once rather than ``accum`` times (open_clip
-    counts it ``accum`` times). Under DDP, ``no_sync`` on all but the last micro-batch. ``scale_loss``: applied to
-    the loss before ``backward`` (fp16's ``GradScaler.scale``).
-    """
+    With ``accum`` micro-batches (open_clip's ``_train_step_eager``) every micro-batch is encoded under ``no_grad``,
+    then each is re-encoded with grad and spliced into the cached features, so the loss always sees the whole batch.
+    Parameters the loss uses directly are detached in all but the last micro-batch, so their gradient counts once
+    (open_clip counts it ``accum`` times). ``scale_loss``: fp16's ``GradScaler.scale``."""
     images, texts = _inputs(batch, core.loss)
     if accum == 1:
         image_features, text_features, scale = net(
@@ -402,19 +378,13 @@ def train(
     resume_path: Path | None = None,
     loader: LoaderConfig | None = None,
 ) -> TrainResult:
-    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar; see the module docstring.
+    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar.
 
-    ``provenance``: extra keys for the sidecar (data hashes, versions), which must not clash with
-    the trainer's own. With ``resume`` (default) an existing ``<stem>.resume.pt`` from the same
-    setup is continued (a state saved every ``config.checkpoint_every`` steps); it is removed once the final
-    weights are written. ``resume_path``: where the resume state
-    lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
-    rerun). ``loader``: worker processes that prepare the batches ahead of the step (``common.training.loader``;
-    None: in the loop); the batches are the same either way, so it is not part of the record.
-    Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
-    ``<stem>.best.safetensors`` when ``validate`` is given. All of them and the sidecar are written together at the
-    end (one output group); until then the best weights are held in memory and in the resume state.
-    """
+    ``provenance``: extra sidecar keys (data hashes, versions), which must not clash with the trainer's own. With
+    ``resume`` an existing resume state of the same setup (``<stem>.resume.pt``, or ``resume_path``: e.g. outside a DVC
+    stage's outputs, which DVC deletes before a rerun) is continued, and removed once the weights are written.
+    ``loader``: worker processes preparing the batches (None: in the loop; not part of the record). Beside ``out_path``:
+    ``<stem>.loss.safetensors`` when the loss has parameters, ``<stem>.best.safetensors`` when ``validate`` is given."""
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
     paths = _paths(out_path)

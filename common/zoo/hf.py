@@ -1,19 +1,8 @@
-"""The zoo's Hugging Face backend: BLIP and FLAVA from ``transformers``, behind ``EmbeddingModel``.
-
-Two kinds of score come out of these models:
-
-* contrastive (ITC): ``encode_images`` / ``encode_tokens`` give normalized projected embeddings of each tower's
-  first token, so ``Engine`` and every ``common.evaluation.scoring`` module use them like a CLIP's (cosine similarity);
-* image-text matching (ITM): ``match_scores(pixels, texts)`` runs each (image, text) pair jointly through the
-  model's multimodal layers and returns the ITM head's match probability; ``common.evaluation.scoring.matching`` scores
-  choose-among-K items with it.
-
-``transformers`` is an optional extra (``pip install -e '.[hf]'``), imported only when a model is built. A model's
-weights come from the Hugging Face hub (``spec.pretrained`` a repository id) or a local directory written by
-``save_pretrained``; as everywhere in the zoo, a model whose weights cannot be obtained raises ``ModelUnavailable``
-and nothing falls back to random weights. X-VLM, which ARO also evaluates, is not in ``transformers``: creating it
-raises ``ModelUnavailable`` saying so.
-"""
+"""The zoo's Hugging Face backend: BLIP and FLAVA from ``transformers`` (an optional extra, imported only when a model
+is built), behind ``EmbeddingModel``: ``encode_images`` / ``encode_tokens`` give the contrastive (ITC) embeddings,
+used like a CLIP's, and ``match_scores`` the image-text matching (ITM) head's match probability of each pair
+(``common.evaluation.scoring.matching``). Weights come from the hub or a ``save_pretrained`` folder; X-VLM, which ARO
+also evaluates, is not in ``transformers`` and raises ``ModelUnavailable`` saying so."""
 from __future__ import annotations
 
 import hashlib
