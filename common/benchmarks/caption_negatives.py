@@ -1,9 +1,6 @@
-"""Caption-negative sets in SugarCrepe's released format (Hsieh et al., NeurIPS 2023 D&B): JSON plus an image root.
-
-Each category file maps an example id to ``{"filename", "caption", "negative_caption"}``; an example
-becomes one ``ImageToTextItem`` with the positive caption first. The mini world writes the same
-format, so one loader serves both profiles.
-"""
+"""Caption-negative sets in SugarCrepe's released format (Hsieh et al., NeurIPS 2023 D&B): one JSON file per category
+mapping an example id to ``{"filename", "caption", "negative_caption"}``, plus an image root. The mini world writes
+the same format, so one loader serves both profiles."""
 from __future__ import annotations
 
 import json
@@ -81,13 +78,9 @@ def load_sugarcrepe(
     files: dict[str, Path], image_root: Path, check_images: bool = True, expected: dict[str, int] | None = None,
     manifest: Path | None = None,
 ) -> list[ImageToTextItem]:
-    """All examples of the given category files as image-to-text items (positive caption first).
-
-    Every example is kept or the load fails: a missing image, a filename escaping ``image_root`` or a
-    malformed record raises ``DatasetError`` listing each offending file and example id. ``expected``: the example
-    count of a category where it is known (a manifest's ``counts``): a file holding another count (cut short,
-    hand-edited) is refused rather than scored.
-    """
+    """All examples of the given category files as image-to-text items (positive caption first); every example is kept
+    or the load fails, one ``DatasetError`` listing each offending file and example id. ``expected``: a category's known
+    example count (a manifest's ``counts``): a file holding another (cut short, hand-edited) is refused."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for category, path in files.items():

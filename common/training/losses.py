@@ -77,14 +77,8 @@ class ExtraTextNegativesLoss(ContrastiveLoss):
 
 
 class HardNegativeClipLoss(ExtraTextNegativesLoss):
-    """Images [I; I_hard] (2B) against texts [T; T_hardimg; T_neg; T_neg_hardimg] (4B), labels arange(2B).
-
-    loss = 1/2 [CE(image->text over the 2B x 4B logits) + CE(text->image over the first 2B texts, 2B x 2B)].
-
-    Each sample brings a hard-negative image (with its own caption) and a hard-negative caption for
-    each of the two images. This is the loss NegCLIP (ARO) trains with; SugarCrepe's Table 5
-    re-training and the hard-positive fine-tuning use it too.
-    """
+    """Images [I; I_hard] (2B) against texts [T; T_hardimg; T_neg; T_neg_hardimg] (4B), labels arange(2B): NegCLIP's
+    (ARO) loss, which SugarCrepe's Table 5 re-training and the hard-positive fine-tuning use too."""
 
     image_segments = 2
     text_segments = 4

@@ -1,8 +1,6 @@
-"""What a tables stage copies from the training records (each checkpoint's sidecar JSON, written by
-``common.training.trainer``) into its results context, so that the audit names each trained run's recipe from the
-results alone: the audit's DVC deps stay results files, not ``build/``. A module apart from the trainer, so that
-these readers are not a dependency of every training stage.
-"""
+"""What a tables stage copies from the training records (each checkpoint's sidecar) into its results context, so that
+the audit names each trained run's recipe from the results alone (its DVC deps stay results files, not ``build/``);
+apart from the trainer, so that these readers are no dependency of every training stage."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +13,7 @@ RECIPE_FIELDS = ("recipe", "epochs")
 
 
 def recipe_fields(record: Mapping) -> dict:
-    """What a tables stage copies from a run's sidecar into its results context (``training.<run>``) so that the
-    audit names the run's recipe from the results alone: its DVC deps stay the results files, not ``build/``."""
+    """The recipe keys of a run's sidecar (``RECIPE_FIELDS``) that a tables stage copies (``training.<run>``)."""
     return {key: record[key] for key in RECIPE_FIELDS if key in record}
 
 

@@ -1,8 +1,5 @@
-"""Loading a table's models one by one, with the reason a model cannot be had.
-
-A module of its own, apart from ``common.zoo``: the reason reads the download registry (the note of the model's
-download entry), and stages that only build or load a model should not re-run when the registry changes.
-"""
+"""Loading a table's models one by one, with the reason a model cannot be had: apart from ``common.zoo`` because the
+reason reads the download registry, and stages that only build a model should not rerun when the registry changes."""
 from __future__ import annotations
 
 from typing import Iterator, Mapping
