@@ -37,9 +37,8 @@ import torch
 
 from common.errors import WorkspaceError, unknown_name
 from common.registry.fetch import fetch
-from common.zoo.interface import digest_weights
+from common.zoo.interface import digest_weights, import_transformers
 
-INSTALL_HINT = "pip install -e '.[hf]'"
 SOURCES = {"vera": "hf/liujch1998/vera", "grammar": "hf/textattack/distilbert-base-uncased-CoLA"}
 """Scorer name -> download registry key (common/registry/sources.toml)."""
 VERA_WEIGHT_ROW, VERA_BIAS_ROW, VERA_TEMPERATURE_ROW = 32099, 32098, 32097
@@ -59,15 +58,6 @@ class TextScorer(Protocol):
     def fingerprint(self) -> str: ...
 
     def scores(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _import_transformers(name: str):
-    try:
-        import transformers
-    except ImportError as exc:
-        raise ScorerUnavailable(f"text scorer {name!r} needs the Hugging Face transformers package, which is not "
-                                f"installed here; install the optional extra: {INSTALL_HINT}") from exc
-    return transformers
 
 
 @dataclass(eq=False)
@@ -96,7 +86,7 @@ class _HFTextScorer:
                         batch_size: int = 32) -> "_HFTextScorer":
         """Load a ``save_pretrained`` folder (a fetched snapshot, or a tiny model in tests); never downloads."""
         name = name or cls.default_name
-        transformers = _import_transformers(name)
+        transformers = import_transformers(f"text scorer {name!r}", ScorerUnavailable)
         # deferred: loads packaging only when called
         from packaging.version import Version
 
@@ -214,7 +204,7 @@ def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | Non
     """
     if name not in SCORER_CLASSES:
         raise unknown_name("text scorer", name, SCORER_CLASSES)
-    _import_transformers(name)  # before any download
+    import_transformers(f"text scorer {name!r}", ScorerUnavailable)  # before any download
     if path is None:
         path = fetch(SOURCES[name], data_root=cache_dir)
     if not Path(path).is_dir():

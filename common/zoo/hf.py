@@ -16,10 +16,9 @@ from PIL import Image
 
 from common.files.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
-from common.zoo.interface import ModelUnavailable, digest_weights
+from common.zoo.interface import ModelUnavailable, digest_weights, import_transformers
 from common.zoo.specs import ModelSpec
 
-INSTALL_HINT = "pip install -e '.[hf]'"
 XVLM_MESSAGE = (
     "X-VLM is not part of Hugging Face transformers: it needs the authors' repository code (zengyan-97/X-VLM: its "
     "Swin/BERT model classes and tokenizer) and their retrieval checkpoint (Google Drive, as ARO's model zoo "
@@ -49,16 +48,6 @@ ARCHS = {
 SCORES = ("itm", "itm_logit+itc")
 """``pair_scores`` kinds: the ITM match probability (``match_scores``), or the ITM head's raw match logit plus the
 contrastive cosine (what ARO's BLIP and X-VLM wrappers rank captions by)."""
-
-
-def _import_transformers(spec: ModelSpec):
-    try:
-        import transformers
-    except ImportError as exc:
-        raise ModelUnavailable(
-            f"model {spec.name!r} needs the Hugging Face transformers package, which is not installed here; "
-            f"install the optional extra: {INSTALL_HINT}") from exc
-    return transformers
 
 
 def _describe_tokenizer(tokenizer) -> str:
@@ -99,8 +88,7 @@ class HFModel:
     """
 
     def __init__(self, spec: ModelSpec, model: torch.nn.Module, processor, device: str = "cpu",
-                 max_tokens: int | None = None, itm_start_token: str | None = None,
-                 itm_attends_padding: bool = False):
+                 itm_start_token: str | None = None, itm_attends_padding: bool = False):
         if spec.arch not in ARCHS:
             raise ValueError(f"model {spec.name!r}: arch {spec.arch!r} is not one of {sorted(ARCHS)}")
         self.spec = spec
@@ -111,7 +99,7 @@ class HFModel:
         self.image_processor = processor.image_processor
         self.tokenizer = processor.tokenizer
         self.device = device
-        self.max_tokens = max_tokens or ARCHS[spec.arch].max_tokens
+        self.max_tokens = ARCHS[spec.arch].max_tokens
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             raise ValueError(f"model {spec.name!r}: its tokenizer has no padding token")
@@ -144,37 +132,31 @@ class HFModel:
                              "mask cannot be recovered from the ids")
         return ids
 
-    def _mask(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids, attention mask), cut after the batch's longest text when padding is on the right (masked
-        positions change nothing, as in ``padding_is_inert``)."""
-        mask = (ids != self.pad_id).long()
-        if self.tokenizer.padding_side == "right" and ids.shape[1]:
-            length = int(mask.sum(dim=1).max())
-            ids, mask = ids[:, :max(length, 1)], mask[:, :max(length, 1)]
-        return ids, mask
-
-    # -- contrastive embeddings ---------------------------------------------------------------------------
-    def _image_cls(self, pixels: torch.Tensor) -> torch.Tensor:
-        if self.arch == "blip":
-            return self.model.vision_proj(self.model.vision_model(pixel_values=pixels)[0][:, 0])
-        flava = self.model.flava
-        return flava.image_projection(flava.image_model(pixel_values=pixels)[0][:, 0])
-
-    def _text_cls(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.arch == "blip":
-            return self.model.text_proj(self.model.text_encoder(input_ids=ids, attention_mask=mask)[0][:, 0])
-        flava = self.model.flava
-        return flava.text_projection(flava.text_model(input_ids=ids, attention_mask=mask)[0][:, 0])
-
+    # -- contrastive embeddings: each tower's first token, projected ---------------------------------------
     @torch.no_grad()
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        features = self._image_cls(pixels.to(self.device, non_blocking=True))
+        pixels = pixels.to(self.device, non_blocking=True)
+        if self.arch == "blip":
+            features = self.model.vision_proj(self.model.vision_model(pixel_values=pixels)[0][:, 0])
+        else:
+            flava = self.model.flava
+            features = flava.image_projection(flava.image_model(pixel_values=pixels)[0][:, 0])
         return torch.nn.functional.normalize(features, dim=-1).float().cpu()
 
     @torch.no_grad()
     def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        ids, mask = self._mask(tokens.to(self.device))
-        return torch.nn.functional.normalize(self._text_cls(ids, mask), dim=-1).float().cpu()
+        ids = tokens.to(self.device)
+        mask = (ids != self.pad_id).long()
+        # cut after the batch's longest text when padding is on the right: masked positions change nothing
+        if self.tokenizer.padding_side == "right" and ids.shape[1]:
+            length = int(mask.sum(dim=1).max())
+            ids, mask = ids[:, :max(length, 1)], mask[:, :max(length, 1)]
+        if self.arch == "blip":
+            features = self.model.text_proj(self.model.text_encoder(input_ids=ids, attention_mask=mask)[0][:, 0])
+        else:
+            flava = self.model.flava
+            features = flava.text_projection(flava.text_model(input_ids=ids, attention_mask=mask)[0][:, 0])
+        return torch.nn.functional.normalize(features, dim=-1).float().cpu()
 
     def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
         return self.encode_tokens(self.tokenize(texts))
@@ -273,13 +255,6 @@ def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | N
         "place, HF_HUB_OFFLINE=1 skips the connectivity check")
 
 
-def _in_cache(repo: str, cache_dir: str | None) -> bool:
-    # deferred: loads huggingface_hub only when called
-    from huggingface_hub import try_to_load_from_cache
-
-    return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir), str)
-
-
 CONFIG_LIMIT = 1 << 20
 """Bytes of a model folder's ``config.json`` read before transformers: a config is a few KB."""
 
@@ -319,7 +294,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     if spec.arch not in ARCHS:
         raise ModelUnavailable(f"model {spec.name!r}: the transformers backend knows arch {sorted(ARCHS)}, "
                                f"not {spec.arch!r}")
-    transformers = _import_transformers(spec)
+    transformers = import_transformers(f"model {spec.name!r}")
     arch = ARCHS[spec.arch]
     model_class = getattr(transformers, arch.model_class)
     processor_class = getattr(transformers, arch.processor_class)
@@ -327,8 +302,12 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     offline = None if local else hub_offline()
     if local and not Path(source).is_dir():
         raise ModelUnavailable(f"model {spec.name!r}: directory {source} not found; {how_to_get(spec)}")
-    if offline and not _in_cache(source, cache_dir):  # fail before anything is built or retried
-        raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
+    if offline:  # fail before anything is built or retried
+        # deferred: loads huggingface_hub only when called
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(source, "config.json", cache_dir=cache_dir), str):
+            raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
     if local:
         refuse_custom_code(Path(source), f"model {spec.name!r}")
     # trust_remote_code=False: a model's folder or hub repository never runs code here, asked or not

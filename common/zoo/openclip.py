@@ -187,17 +187,6 @@ def not_a_checkpoint(path: Path) -> str | None:
     return None
 
 
-def non_finite(state: dict[str, torch.Tensor]) -> str | None:
-    """The first floating-point tensor of a state dict holding a NaN or an infinity, as 'name (n of m values)', or
-    None: weights that would make every score NaN, and every decision a silent 0."""
-    for key, value in state.items():
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            bad = int((~torch.isfinite(value)).sum())
-            if bad:
-                return f"{key} ({bad} of {value.numel()} values NaN or infinite)"
-    return None
-
-
 def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
                     remedy: str | None = None) -> None:
     """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
@@ -226,10 +215,12 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | N
     except Exception as exc:
         raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {one_line(exc)}{fix}") \
             from exc
-    bad = non_finite(state)
-    if bad is not None:
-        raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds non-finite weights: {bad}; its scores would "
-                               f"be NaN{fix or '; replace it with an intact file'}")
+    for key, value in state.items():  # NaN or infinite weights: every score NaN, every decision a silent 0
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and not torch.isfinite(value).all():
+            bad = int((~torch.isfinite(value)).sum())
+            raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds non-finite weights: {key} ({bad} of "
+                                   f"{value.numel()} values NaN or infinite); its scores would be NaN"
+                                   f"{fix or '; replace it with an intact file'}")
     mismatch = weights_mismatch(model.state_dict(), state)
     if mismatch:
         expected = f"{arch} " if arch else ""
