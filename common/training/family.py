@@ -15,10 +15,10 @@ from common.miniworld import VERSION
 from common.paths import build_root
 from common.pipeline import reproducible
 from common.pipeline.params import PARAMS_FILE, ParamsError, load_params, own_params
-from common.training import init_from_env, shutdown
 from common.training.data import MiniWorldBatches
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, checkpoint_every, run_job
+from common.training.launch import training_process
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
 from common.training.trainer import REQUIRED, STATED_OR_DEFAULT, TrainConfig
@@ -43,10 +43,14 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
     if world is None or world.is_main:
         print(f"training {arch} from random initialization on {n_images} mini-world pairs "
               f"({config.steps} steps of {config.batch_size})", flush=True)
+    try:  # relative to the build root when it lies under it, so records do not embed the clone's location
+        train_set = train_dir.resolve().relative_to(build_root().resolve()).as_posix()
+    except ValueError:
+        train_set = train_dir.name
     provenance = {
         "world_version": VERSION,
         "config": {"arch": arch, "n_images": n_images, **{key: getattr(config, key) for key in RECORDED}},
-        "train_set": _portable(train_dir),
+        "train_set": train_set,
         "train_images_sha256": sha256_file(train_dir / "images.npy"),
         **(provenance or {}),
     }
@@ -55,22 +59,6 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
                       replace(config, checkpoint_every=every), __name__, provenance=provenance, resume=every > 0)
     result = run_job(job, out_path, world=world, progress=progress)
     return {**result.record, "train_seconds": result.train_seconds}
-
-
-def _portable(path: Path) -> str:
-    """``path`` relative to the build root when it lies under it, so records do not embed the clone's location."""
-    try:
-        return path.resolve().relative_to(build_root().resolve()).as_posix()
-    except ValueError:
-        return path.name
-
-
-def check_name(name: str) -> None:
-    """An ``UnknownName`` (close matches listed) unless ``params.yaml train`` has a model ``name``."""
-    known = load_params().get("train")
-    known = known if isinstance(known, dict) else {}
-    if name not in known:
-        raise unknown_name("mini-family model (params.yaml train.<name>)", name, known)
 
 
 MODEL_KEYS = ("arch", "n_images")
@@ -98,9 +86,10 @@ def _cmd_train(args) -> int:
     Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
     writes the weights, the sidecar and the log.
     """
-    check_name(args.name)  # a typo is one line, before the re-exec below and before DVC reads a stage it lacks
-    if args.device == "cpu":
-        reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
+    known = load_params().get("train")  # a typo is one line, before DVC reads a stage it lacks
+    known = known if isinstance(known, dict) else {}
+    if args.name not in known:
+        raise unknown_name("mini-family model (params.yaml train.<name>)", args.name, known)
     # this module's stage (also run as `python -m common train <name>`): the one whose arguments are these
     arch, n_images, config = family_config(args.name, own_params(module=__spec__.name)["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
@@ -110,14 +99,8 @@ def _cmd_train(args) -> int:
     out = spec.checkpoint_path()
     assert out is not None
     train_set = Path(args.train_set) if args.train_set else build_root() / "mini" / "world" / "train"
-    world = init_from_env(args.device)
-    if args.device == "cpu":
-        reproducible.fix_threads()
-    try:
-        record = train_clip(arch, n_images, config, train_set, out, world=world,
-                            provenance=reproducible.describe() if args.device == "cpu" else {})
-    finally:
-        shutdown(world)
+    with training_process(args.device) as (world, cpu_profile):
+        record = train_clip(arch, n_images, config, train_set, out, world=world, provenance=cpu_profile)
     if world.is_main:
         log = out.parent.parent / "logs" / f"train-{args.name}.json"
         write_json_atomic(log, {**record, "machine": reproducible.machine()})

@@ -129,15 +129,6 @@ def resume_state_path(job: FinetuneJob, world_size: int = 1) -> Path:
     return cache_root() / "training" / job.name / f"{digest}.resume.pt"
 
 
-def local_processes() -> int:
-    """Training processes on this machine (torchrun's ``LOCAL_WORLD_SIZE``; 1 without torchrun): they share its
-    cores between their loaders."""
-    try:
-        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
-
-
 def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | None = None,
             progress: bool = False) -> TrainResult:
     """Train ``job`` and write ``out_path`` (safetensors) with its sidecar (and ``<stem>.best.safetensors`` when the
@@ -147,7 +138,11 @@ def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | Non
     state = resume_state_path(job, world.world_size)
     if job.resume and state.is_file() and world.is_main:
         print(f"{job.name}: resuming from {state}", flush=True)
-    loader = job.loader or LoaderConfig.for_source(job.batches, local_processes())
+    try:  # the training processes on this machine (torchrun's LOCAL_WORLD_SIZE) share its cores between their loaders
+        local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        local = 1
+    loader = job.loader or LoaderConfig.for_source(job.batches, local)
     result = train(config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
                    provenance=job.provenance, resume=job.resume, progress=progress, resume_path=state, loader=loader)
     if world.is_main:

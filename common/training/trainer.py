@@ -146,18 +146,12 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
-def part_of(name: str) -> str:
-    """Which part of an open_clip model a parameter belongs to: 'image', 'text' or 'logit_scale'."""
-    if name.startswith("visual."):
-        return "image"
-    if name in ("logit_scale", "logit_bias"):
-        return "logit_scale"
-    return "text"
-
-
 def freeze_parts(model: nn.Module, parts: set[str]) -> None:
+    """Freeze ``parts`` of an open_clip model: 'image' (``visual.*``), 'logit_scale' (and bias), 'text' (the rest)."""
     for name, p in model.named_parameters():
-        if part_of(name) in parts:
+        part = ("image" if name.startswith("visual.") else "logit_scale" if name in ("logit_scale", "logit_bias")
+                else "text")
+        if part in parts:
             p.requires_grad_(False)
 
 
@@ -292,18 +286,12 @@ def trainer_fields(config: TrainConfig) -> dict:
     return {f.name: values[f.name] for f in fields(config) if f.name != "recipe"}
 
 
-def has_grads(optimizer: torch.optim.Optimizer) -> bool:
-    """Whether any parameter the optimiser steps has a gradient (``train_step`` runs no backward for a loss that
-    needs none)."""
-    return any(p.grad is not None for group in optimizer.param_groups for p in group["params"])
-
-
 def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None) -> None:
     """One step: fp32/bf16 (no scaler) always steps, as before; fp16's ``GradScaler`` steps and updates only when
     some parameter has a gradient, since with none it records no inf check and ``scaler.step`` raises."""
     if scaler is None:
         optimizer.step()
-    elif has_grads(optimizer):
+    elif any(p.grad is not None for group in optimizer.param_groups for p in group["params"]):
         scaler.step(optimizer)
         scaler.update()
 
@@ -320,35 +308,9 @@ def recipe_record(config: TrainConfig) -> dict:
     return recipe_of(config).describe(run)
 
 
-def _setup_record(config: TrainConfig, init: Init, batches: BatchSource, loss: nn.Module,
-                  world: DistributedContext, frozen: set[str]) -> dict:
-    """What defines the run; a resume state written by another setup is refused."""
-    return json.loads(json.dumps({
-        "trainer": trainer_fields(config),
-        "recipe": recipe_record(config),
-        "init": init.describe(),
-        "data": batches.describe(),
-        "loss": loss.describe() if hasattr(loss, "describe") else {"name": type(loss).__name__},
-        "world_size": world.world_size,
-        "frozen": sorted(frozen),
-    }))
-
-
 def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
     """A copy of the module's portable state (on CPU ``portable_state`` shares the live parameters' storage)."""
     return {k: v.clone() for k, v in ckpt.portable_state(module).items()}
-
-
-def _resumed_best(state: Mapping[str, Any], best: tuple[int, float] | None,
-                  paths: Mapping[str, Path]) -> dict[str, dict[str, torch.Tensor]]:
-    """The best weights a resume state carries; a format-1 state (written before 2026-11-29, when the best weights
-    went to disk at once) left them in ``<stem>.best[.loss].safetensors``."""
-    if "best_states" in state:
-        return {k: dict(v) for k, v in state["best_states"].items()}
-    if best is None:
-        return {}
-    found = {"model": paths["best"], "loss": paths["best_loss"]}
-    return {k: ckpt.load_weights(p) for k, p in found.items() if p.is_file()}
 
 
 def _paths(out_path: Path) -> dict[str, Path]:
@@ -429,7 +391,15 @@ def train(
     if not any(g["params"] for g in groups):
         raise ValueError(f"nothing to train: {sorted(frozen)} frozen and the loss has no parameters")
     optimizer = make_optimizer(groups, config.lr, recipe)
-    setup = _setup_record(config, init, batches, loss_fn, world, frozen)
+    setup = json.loads(json.dumps({  # what defines the run: a resume state written by another setup is refused
+        "trainer": trainer_fields(config),
+        "recipe": recipe_record(config),
+        "init": init.describe(),
+        "data": batches.describe(),
+        "loss": loss_fn.describe() if hasattr(loss_fn, "describe") else {"name": type(loss_fn).__name__},
+        "world_size": world.world_size,
+        "frozen": sorted(frozen),
+    }))
 
     start, losses, terms_log = 0, [], {}
     scores: list[tuple[int, float]] = []
@@ -452,7 +422,11 @@ def train(
         losses, terms_log = list(state["losses"]), {k: list(v) for k, v in state["terms"].items()}
         scores = [(int(s), float(v)) for s, v in state["scores"]]
         best = None if state["best"] is None else (int(state["best"][0]), float(state["best"][1]))
-        best_states = _resumed_best(state, best, paths)
+        if "best_states" in state:
+            best_states = {k: dict(v) for k, v in state["best_states"].items()}
+        elif best is not None:  # a format-1 state (before 2026-11-29) left them in <stem>.best[.loss].safetensors
+            found = {"model": paths["best"], "loss": paths["best_loss"]}
+            best_states = {k: ckpt.load_weights(p) for k, p in found.items() if p.is_file()}
 
     net: nn.Module = core
     if world.distributed:
