@@ -78,9 +78,6 @@ class Parsed:
     def text(self, tokens: Sequence[str] | None = None) -> str:
         return "".join(t + s for t, s in zip(tokens or self.tokens, self.spaces))
 
-    def lower_words(self) -> frozenset[str]:
-        return frozenset(t.lower() for t in self.tokens)
-
 
 def parse_captions(captions: Iterable[str], batch_size: int = 256) -> dict[str, Parsed]:
     """Each distinct caption through one ``nlp.pipe`` pass (``PIPES`` only)."""
@@ -130,7 +127,7 @@ def _positions(p: Parsed, word_class: str) -> list[int]:
 
 def replace_negative(p: Parsed, vocabulary: Vocabulary, rng: np.random.Generator) -> str | None:
     """One object, attribute or relation word replaced by another of its tag (class, position, word drawn)."""
-    present = p.lower_words()
+    present = frozenset(t.lower() for t in p.tokens)
     options: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
     for word_class in WORD_CLASSES:
         for i in _positions(p, word_class):
@@ -223,14 +220,9 @@ def crepe_negatives(captions: Sequence[str], kinds: Sequence[str] = CREPE_KINDS,
         for caption in captions:
             p, rng = parsed[caption], caption_rng(seed, f"crepe-{kind}", caption)
             if kind == "replace":
-                assert vocabulary is not None
                 negative = replace_negative(p, vocabulary, rng)
-            elif kind == "swap":
-                negative = swap_negative(p, rng)
-            elif kind == "negate":
-                negative = negate_negative(p, rng)
             else:
-                negative = shuffle_negative(p, rng)
+                negative = {"swap": swap_negative, "negate": negate_negative, "shuffle": shuffle_negative}[kind](p, rng)
             negatives.append(None if negative is None or negative.lower() == caption.lower() else negative)
         out[kind] = negatives
     return out
