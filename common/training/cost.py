@@ -40,13 +40,9 @@ from common.zoo import register_local_configs
 
 @dataclass
 class FixedBatches:
-    """One global batch generated once and returned at every step: the step's cost without the data's.
-
-    ``texts`` are SOT, ``n`` random ids, EOT, padding, with ``n`` uniform in [``min_tokens``, ``max_tokens``]
-    (COCO captions are 8-30 BPE tokens; the text tower's cost follows the longest in the batch). ``labels`` are
-    0/1 for losses that read them (a detector head); the others ignore them. ``asked`` holds the
-    ``time.perf_counter()`` of every ``batch`` call.
-    """
+    """One global batch generated once and returned at every step: the step's cost without the data's. ``texts`` hold
+    ``n`` random ids uniform in [``min_tokens``, ``max_tokens``] (COCO captions are 8-30 BPE tokens; the text tower's
+    cost follows the longest); ``asked`` holds the ``time.perf_counter()`` of every ``batch`` call."""
 
     batch_size: int
     image_size: int

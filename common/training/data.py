@@ -30,12 +30,9 @@ class BatchSource(Protocol):
 
 
 class MiniWorldBatches:
-    """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists).
-
-    Reproduces the draws of the mini family's original training loop exactly: one ``np.random.default_rng(seed)``
-    stream gives a permutation per epoch (the tail dropped) and, per step, one random caption index per image. That
-    stream is sequential, so step s's batch replays the index draws of the steps before it (memoised; no pixels
-    touched)."""
+    """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists), drawn
+    exactly as the mini family's original loop drew them: one sequential ``default_rng(seed)`` stream (a permutation
+    per epoch, the tail dropped; per step one caption per image), replayed up to the asked step (memoised)."""
 
     def __init__(self, images: torch.Tensor, tokens: torch.Tensor):
         if images.ndim != 4 or tokens.ndim != 3 or len(images) != len(tokens):
@@ -62,7 +59,7 @@ class MiniWorldBatches:
         tokens = tokenizer([c for caps in captions for c in caps]).view(n_images, per_image, -1)
         return cls(pixels, tokens)
 
-    def _draws(self, seed: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:
         n, per_image = len(self.images), self.tokens.shape[1]
         if size > n:
             raise ValueError(f"batch of {size} is larger than the {n} training images")
@@ -80,10 +77,7 @@ class MiniWorldBatches:
             r["last"] = (idx, pick)
             r["next_step"] += 1
         self._replay = r
-        return r["last"]
-
-    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:
-        idx, pick = self._draws(seed, step, size)
+        idx, pick = r["last"]
         idx, pick = torch.from_numpy(idx[rows]), torch.from_numpy(pick[rows])
         return {"images": self.images[idx].unsqueeze(1), "texts": self.tokens[idx, pick].unsqueeze(1)}
 
@@ -94,11 +88,9 @@ class MiniWorldBatches:
 
 @dataclass(frozen=True)
 class SyntheticBatches:
-    """Random images and token sequences (SOT, ids, EOT, padding), any number of segments per sample.
-
-    For tests and the smoke run: a fresh ``default_rng([seed, step])`` per step, so nothing is cached.
-    The EOT id is the largest, as argmax-pooled CLIP text towers expect.
-    """
+    """Random images and token sequences (SOT, ids, EOT, padding), any number of segments per sample, for tests and the
+    smoke run: a fresh ``default_rng([seed, step])`` per step; the EOT id is the largest, as argmax-pooled CLIP text
+    towers expect."""
 
     image_size: int = 48
     context_length: int = 32

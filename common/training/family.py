@@ -66,9 +66,8 @@ MODEL_KEYS = ("arch", "n_images")
 
 
 def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
-    """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``: an
-    unknown or missing key is one line naming it (the values' types are checked when the file is read,
-    ``common.pipeline.params``)."""
+    """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``; an
+    unknown or missing key is one line naming it (the types are checked when the file is read)."""
     known = (*MODEL_KEYS, "steps", *REQUIRED, *STATED_OR_DEFAULT)
     unknown = [key for key in section if key not in known]
     if unknown:
@@ -81,11 +80,8 @@ def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
 
 
 def _cmd_train(args) -> int:
-    """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``.
-
-    Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
-    writes the weights, the sidecar and the log.
-    """
+    """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``; under
+    ``torchrun`` rank 0 alone prints and writes the weights, the sidecar and the log."""
     known = load_params().get("train")  # a typo is one line, before DVC reads a stage it lacks
     known = known if isinstance(known, dict) else {}
     if args.name not in known:

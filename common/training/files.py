@@ -91,9 +91,9 @@ class FileImages:
             raise ImageFileError(f"{path}: cannot read image ({exc})") from None
 
     def get(self, indices: np.ndarray, draw: tuple[int, ...] | None = None) -> torch.Tensor:
-        """uint8 pixels (n, 3, size, size) of the given images. ``draw`` (a training batch's (seed, step, segment)):
-        with ``crop_scale``, each image's random crop is drawn from ``default_rng([*draw, image index])``, so a
-        batch is a pure function of (seed, step) whatever the number of ranks."""
+        """uint8 pixels (n, 3, size, size) of the given images; with ``crop_scale``, each image's random crop comes from
+        ``default_rng([*draw, image index])`` (``draw``: a training batch's (seed, step, segment)), whatever the
+        number of ranks."""
         key = None if draw is None else tuple(int(k) for k in draw)
         with ThreadPoolExecutor(self.workers) as pool:
             arrays = list(pool.map(lambda i: self._load(int(i), key), indices))

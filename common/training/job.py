@@ -39,11 +39,9 @@ class FinetuneJob:
     batches: BatchSource
     loss: LossFactory
     config: TrainConfig
-    """Every hyper-parameter: steps, global batch, lr, warmup, weight decay, precision, the resume states' interval,
-    validation (``TrainConfig.from_params``: the stage's ``params.yaml`` section)."""
+    """Every hyper-parameter (``TrainConfig.from_params``: the stage's ``params.yaml`` section)."""
     module: str
-    """The module that builds the job (its ``__name__``, ``"__main__"`` included): its import closure keys the resume
-    state."""
+    """The module that builds the job (its ``__name__``): its import closure keys the resume state."""
     validate: Callable[[nn.Module], float] | None = None
     """Higher is better; the best validated weights are kept beside the last (``<stem>.best.safetensors``)."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
@@ -51,8 +49,7 @@ class FinetuneJob:
     resume: bool = True
     """Continue an interrupted run from its resume state (False: start over every time)."""
     loader: LoaderConfig | None = None
-    """How the batches are prepared (None: ``LoaderConfig.for_source``, worker processes for a source that reads
-    files); not part of ``describe``, since the batches are the same tensors either way."""
+    """How the batches are prepared (None: ``LoaderConfig.for_source``); not part of ``describe`` (same tensors)."""
 
     def with_steps(self, steps: int | None) -> "FinetuneJob":
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
@@ -78,9 +75,8 @@ def describe_loss(factory: LossFactory) -> dict:
 
 
 def checkpoint_every(stated: int) -> int:
-    """``VLC_CHECKPOINT_EVERY`` when set (a number of steps, 0: never), else ``stated`` (the run's ``params.yaml``
-    ``checkpoint_every``): the environment changes the interval of a run without changing its stage's parameters,
-    so DVC does not take the stage for changed (the interval changes no number; ``trainer.NOT_RECORDED``)."""
+    """``VLC_CHECKPOINT_EVERY`` when set (0: never), else ``stated``: the environment changes a run's interval without
+    changing its stage's parameters, so DVC does not rerun it (the interval changes no number)."""
     value = os.environ.get("VLC_CHECKPOINT_EVERY", "").strip()
     if not value:
         return stated

@@ -24,9 +24,8 @@ record on the CPU, for the sidecar; ``{}`` on a GPU)."""
 
 @contextlib.contextmanager
 def training_process(device: str = "cpu") -> Iterator[tuple[DistributedContext, dict[str, Any]]]:
-    """The process a training stage runs in, around whatever it trains (one job, or a sweep of them): on the CPU the
-    reproducibility profile (pinned re-exec before any tensor work, fixed threads), under ``torchrun`` the process
-    group joined and left. Yields the world and the CPU profile's record for the sidecar (``{}`` on a GPU)."""
+    """The process a training stage runs in (one job, or a sweep): on the CPU the reproducibility profile (pinned
+    re-exec, fixed threads), under ``torchrun`` the process group; yields the world and the CPU profile's record."""
     if device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: bit-identical weights on any x86-64 CPU
     world = init_from_env(device)

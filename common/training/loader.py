@@ -35,9 +35,8 @@ class LoaderConfig:
 
     @classmethod
     def for_source(cls, source: BatchSource, processes_per_node: int = 1) -> "LoaderConfig":
-        """The default for ``source``: workers only for a source that reads files (``reads_files`` on it or on its
-        ``images``, as ``FileImages`` has), one per CPU core this rank may use beyond its own, at most 8;
-        ``VLC_LOADER_WORKERS`` overrides it for every source."""
+        """Workers for a source that reads files (``reads_files`` on it or its ``images``): one per CPU core this rank
+        may use beyond its own, at most 8; none for others; ``VLC_LOADER_WORKERS`` overrides it for every source."""
         value = os.environ.get(WORKERS_ENV, "").strip()
         if value:
             try:
@@ -61,13 +60,6 @@ class _Failed:
 
     kind: type
     message: str
-
-    def raise_again(self):
-        try:
-            error = self.kind(self.message)
-        except TypeError:  # an exception class with another signature: the message stays the same
-            error = WorkspaceError(self.message)
-        raise error from None
 
 
 class _Steps(torch.utils.data.Dataset):
@@ -97,5 +89,9 @@ def step_batches(source: BatchSource, seed: int, size: int, rows: slice, steps: 
         persistent_workers=False)
     for item in loader:
         if isinstance(item, _Failed):
-            item.raise_again()
+            try:
+                error = item.kind(item.message)
+            except TypeError:  # an exception class with another signature: the message stays the same
+                error = WorkspaceError(item.message)
+            raise error from None
         yield item

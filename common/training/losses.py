@@ -59,12 +59,8 @@ class ClipLoss(ContrastiveLoss):
 
 
 class ExtraTextNegativesLoss(ContrastiveLoss):
-    """M images against M + extra texts, the first M texts being the images' captions.
-
-    loss = 1/2 [CE(s X Y^T, arange M) + CE(s Y[:M] X^T, arange M)]: texts beyond the first M are
-    negatives for the image->text direction only (they have no image to be retrieved for).
-    A subclass fixes the layout through ``image_segments``/``text_segments`` (M = image_segments * B).
-    """
+    """M images against M + extra texts, the first M being the images' captions: 1/2 [CE(s X Y^T, arange M) +
+    CE(s Y[:M] X^T, arange M)], texts beyond the first M negatives for image->text only (no image to retrieve them)."""
 
     def forward(self, image_features, text_features, logit_scale, batch: Batch | None = None):
         image, text = self.gather(image_features, text_features)

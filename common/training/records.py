@@ -18,27 +18,24 @@ def recipe_fields(record: Mapping) -> dict:
 
 
 WEIGHT_SUFFIXES = (".best.loss", ".best", ".loss")
-"""What ``_paths`` puts between a run's stem and ``.safetensors`` for the weights it writes beside the main ones."""
+"""What ``common.training.trainer.train`` puts between a run's stem and ``.safetensors`` for the weights it writes
+beside the main ones."""
 
 
 def sidecar_of(weights: Path) -> Path:
     """The training record of any weights file a run wrote (``<stem>[.best][.loss].safetensors`` -> ``<stem>.json``,
-    ``common.training.trainer._paths``)."""
+    ``common.training.trainer.train``)."""
     name = Path(weights).name.removesuffix(".safetensors")
-    for suffix in WEIGHT_SUFFIXES:
-        if name.endswith(suffix):
-            name = name.removesuffix(suffix)
-            break
+    name = next((name.removesuffix(suffix) for suffix in WEIGHT_SUFFIXES if name.endswith(suffix)), name)
     return Path(weights).with_name(name + ".json")
 
 
 def training_context(weights: Mapping[str, "Path | None"],
                      keys: tuple[str, ...] = ("trainer", "loss", "data", "final_loss"),
                      remedies: Mapping[str, str] | None = None) -> dict[str, dict]:
-    """Run -> what a tables stage records of it in its results context (``training``): ``keys`` of its sidecar and
-    its recipe (``recipe_fields``), for the audit to name. Rows without weights trained here (no weights, or weights
-    without a sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have its record,
-    and its remedy is what a missing or damaged one says."""
+    """Run -> its sidecar's ``keys`` and its recipe (``recipe_fields``), for the audit to name. Rows without weights
+    trained here (none, or no sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have
+    its record, and its remedy is what a missing or damaged one says."""
     out = {}
     for run, path in weights.items():
         sidecar = sidecar_of(path) if path is not None else None

@@ -47,8 +47,7 @@ STATED_OR_DEFAULT = {"precision": "fp32", "accum": 1}
 """The settings a section may leave out: every run trains in fp32 with one micro-batch unless it says otherwise."""
 NOT_RECORDED = {"checkpoint_every": 0}
 """Fields the record states at a fixed value, whatever the run used: how often a resume state is saved changes no
-number (saving reads the RNG states, never draws from them), so it does not define the run, and a resume state
-written at another interval is continued; 0 is what every sidecar has always shown."""
+number (saving draws no random number), so a state written at another interval is continued; sidecars show 0."""
 
 
 @dataclass(frozen=True)
@@ -92,11 +91,9 @@ class TrainConfig:
     @classmethod
     def from_params(cls, *sections: Mapping[str, Any], steps_per_epoch: int | None = None,
                     recipe: Recipe | None = None, **decided: Any) -> "TrainConfig":
-        """A run's settings from its ``params.yaml`` section(s), the first that has a key winning (a run family's
-        schedule before what all its runs share): ``steps``, or ``epochs`` x ``steps_per_epoch``; every key of
-        ``REQUIRED``; ``precision`` and ``accum`` as ``STATED_OR_DEFAULT``. ``decided``: what the caller sets itself
-        instead of a section (a swept lr, a run's own batch size, the validation interval; ``steps=None`` leaves the
-        section's steps, a smoke run's number replaces them)."""
+        """A run's settings from its ``params.yaml`` section(s), the first that has a key winning: ``steps``, or
+        ``epochs`` x ``steps_per_epoch``; ``REQUIRED``; ``STATED_OR_DEFAULT``. ``decided``: what the caller sets itself
+        (a swept lr, the validation interval; ``steps=None`` leaves the section's steps, a number replaces them)."""
         stated = ChainMap(*(dict(s) for s in sections))
         steps = decided.pop("steps", None)
         values: dict[str, Any] = {}
@@ -168,13 +165,9 @@ def _unflatten(features: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class Towers(nn.Module):
-    """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too.
-
-    ``forward`` runs the encoders the loss needs and returns normalised features (segment-major)
-    and the logit scale; the loss itself runs outside, on gathered features. A loss with ``raw_features = True``
-    gets the towers' raw outputs instead (``encode_*(normalize=False)``: the visual tower's output and the
-    projected text), as a probe trained on them expects.
-    """
+    """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too. ``forward`` runs
+    the encoders the loss needs (normalised features, segment-major; raw ones, ``encode_*(normalize=False)``, for a loss
+    with ``raw_features = True``, as a probe trained on them expects); the loss runs outside, on gathered features."""
 
     def __init__(self, model: nn.Module, loss: nn.Module, mean: torch.Tensor, std: torch.Tensor,
                  autocast: Callable = contextlib.nullcontext):
@@ -313,18 +306,6 @@ def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in ckpt.portable_state(module).items()}
 
 
-def _paths(out_path: Path) -> dict[str, Path]:
-    stem = out_path.with_suffix("")
-    return {
-        "weights": out_path,
-        "sidecar": out_path.with_suffix(".json"),
-        "loss_weights": Path(f"{stem}.loss.safetensors"),
-        "best": Path(f"{stem}.best.safetensors"),
-        "best_loss": Path(f"{stem}.best.loss.safetensors"),
-        "resume": Path(f"{stem}.resume.pt"),
-    }
-
-
 def train(
     config: TrainConfig,
     init: Init,
@@ -349,9 +330,15 @@ def train(
     ``<stem>.loss.safetensors`` when the loss has parameters, ``<stem>.best.safetensors`` when ``validate`` is given."""
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
-    paths = _paths(out_path)
-    if resume_path is not None:
-        paths["resume"] = Path(resume_path)
+    stem = out_path.with_suffix("")
+    paths = {
+        "weights": out_path,
+        "sidecar": out_path.with_suffix(".json"),
+        "loss_weights": Path(f"{stem}.loss.safetensors"),
+        "best": Path(f"{stem}.best.safetensors"),
+        "best_loss": Path(f"{stem}.best.loss.safetensors"),
+        "resume": Path(f"{stem}.resume.pt") if resume_path is None else Path(resume_path),
+    }
     every = config.checkpoint_every
     local_batch, rem = divmod(config.batch_size, world.world_size * config.accum)
     if rem:
