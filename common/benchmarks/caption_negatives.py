@@ -114,11 +114,8 @@ def category_counts(files: dict[str, Path]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class PreparedSet:
-    """A SugarCrepe-format set ready to score: category files, an image root, and where they came from.
-
-    ``manifest.json`` is written by a paper's set stage (the rendered mini set, or the released JSON + COCO val2017);
-    relative paths in it are relative to the manifest's folder.
-    """
+    """A SugarCrepe-format set ready to score, from the ``manifest.json`` a paper's set stage writes (paths relative to
+    the manifest's folder)."""
 
     path: Path
     data_dir: Path
@@ -128,10 +125,7 @@ class PreparedSet:
 
     @classmethod
     def load(cls, manifest: Path) -> "PreparedSet":
-        """The manifest, checked: a JSON object (no key twice) whose ``data_dir`` and ``image_root`` are folder names
-        (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once
-        each, and whose ``counts`` (optional) maps categories to example counts, which ``items`` then holds the files
-        to."""
+        """The manifest, checked (``counts``, optional: each category's example count, which ``items`` then checks)."""
         try:
             text = manifest.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Protocol, Sequence
 import numpy as np
 import torch
 
+from common.blind import crossfit
 from common.errors import WorkspaceError, unknown_name
 from common.registry.fetch import fetch
 from common.zoo.interface import digest_weights, import_transformers
@@ -48,16 +49,12 @@ class ScorerUnavailable(WorkspaceError, RuntimeError):
     """A blind scorer cannot be built here (transformers missing, weights incomplete); the message says why."""
 
 
-class TextScorer(Protocol):
-    """Anything that scores captions without their image: higher means more plausible. (Not runtime-checkable:
-    ``isinstance`` would read ``fingerprint``, which hashes every weight.)"""
-
-    name: str
+class TextScorer(crossfit.TextScorer, Protocol):
+    """A cross-fitting scorer with a fingerprint (not runtime-checkable: ``isinstance`` would read ``fingerprint``,
+    which hashes every weight)."""
 
     @property
     def fingerprint(self) -> str: ...
-
-    def scores(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(eq=False)
@@ -106,9 +103,6 @@ class _HFTextScorer:
     def _encode(self, texts: Sequence[str]):
         return self.tokenizer(list(texts), padding="longest", truncation=True, max_length=self.max_tokens,
                               return_tensors="pt").to(self.device)
-
-    def score_batch(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """One float64 score per text, in order; each distinct text is scored once, in batches of one length."""
@@ -197,11 +191,8 @@ SCORER_CLASSES: dict[str, type[_HFTextScorer]] = {"vera": VeraScorer, "grammar":
 
 def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | None = None, *,
                      path: str | Path | None = None, batch_size: int = 32) -> TextScorer:
-    """The released scorer ``name`` ("vera" or "grammar") from ``path``, else from its fetched snapshot.
-
-    ``cache_dir`` is the data root the downloader keeps snapshots under (default ``VLC_DATA``); a snapshot that
-    cannot be fetched raises the downloader's error, which says how to obtain it.
-    """
+    """The released scorer ``name`` ("vera" or "grammar") from ``path``, else from its fetched snapshot under
+    ``cache_dir`` (default ``VLC_DATA``), whose downloader's error says how to obtain it."""
     if name not in SCORER_CLASSES:
         raise unknown_name("text scorer", name, SCORER_CLASSES)
     import_transformers(f"text scorer {name!r}", ScorerUnavailable)  # before any download

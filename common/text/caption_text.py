@@ -231,11 +231,8 @@ def tag_captions(texts: Iterable[str], batch_size: int = 256) -> dict[str, Tagge
 
 def perturb_captions(captions: Sequence[str], kinds: Sequence[str], seed: int,
                      tagged: Mapping[str, Tagged] | None = None) -> dict[str, list[str]]:
-    """Each perturbation in ``kinds`` applied to every caption: ``{kind: [perturbed caption, ...]}``.
-
-    Caption ``i`` of kind ``k`` depends only on (``seed``, ``k``, ``captions[i]``), not on the other captions.
-    ``tagged``: ``tag_captions(captions)`` when the caller perturbs the same captions for several seeds.
-    """
+    """``{kind: [perturbed caption, ...]}``: caption i of kind k depends only on (``seed``, k, ``captions[i]``).
+    ``tagged``: ``tag_captions(captions)`` when the caller perturbs the same captions for several seeds."""
     unknown = [k for k in kinds if k not in PERTURBATIONS]
     if unknown:
         raise UnknownPerturbation(f"unknown perturbation(s) {unknown}; known: {sorted(PERTURBATIONS)}")

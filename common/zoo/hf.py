@@ -61,9 +61,8 @@ def _describe_tokenizer(tokenizer) -> str:
 
 
 def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_tokens: int, itm: str | None) -> str:
-    """sha256 over backend and architecture, every weight tensor, the image processor's settings, the tokenizer
-    (its whole pipeline and padding length) and the ITM input settings (``itm``; they change ITM scores only, but a
-    result names one fingerprint): ``fingerprint_model``'s recipe for ``transformers`` models."""
+    """``fingerprint_model``'s recipe for ``transformers`` models: sha256 over architecture, weights, image processor,
+    tokenizer (whole pipeline, padding length) and the ITM input settings (``itm``: a result names one fingerprint)."""
     digest = hashlib.sha256()
     digest.update(f"transformers:{arch}:{type(model).__name__}".encode())
     digest_weights(digest, model)
@@ -77,15 +76,13 @@ def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_token
 class HFModel:
     """A BLIP or FLAVA model from ``transformers`` behind the ``EmbeddingModel`` interface, with ITM scores.
 
-    ``tokenize`` returns input ids padded to ``max_tokens`` (one fixed width, so that the engine can stack token
-    rows tokenised apart); the attention mask is ``ids != pad_token_id`` (checked when tokenising), so BERT-style
-    towers see exactly the mask the tokenizer made. ``itm_start_token`` (e.g. ``"[ENC]"``) replaces the first token
-    of ITM inputs: the original BLIP code does so, transformers' ``BlipForImageTextRetrieval`` keeps ``[CLS]``;
-    None (the default) is transformers' behaviour. ``itm_attends_padding`` (FLAVA only) pads ITM texts to
-    ``max_tokens`` and lets FLAVA's multimodal encoder attend to the padding, as FLAVA's own code
-    (torchmultimodal) and transformers before 4.39 (huggingface/transformers#29446) did: ARO's FLAVA numbers were
-    computed that way. The default masks padding, as transformers does now.
-    """
+    ``tokenize`` pads to ``max_tokens`` (one width, so the engine can stack rows tokenised apart); the attention mask is
+    ``ids != pad_token_id`` (checked when tokenising). ``itm_start_token`` (e.g. ``"[ENC]"``) replaces the first token
+    of ITM inputs: the original BLIP code does so, transformers' ``BlipForImageTextRetrieval`` keeps ``[CLS]`` (None,
+    the default). ``itm_attends_padding`` (FLAVA only) pads ITM texts to ``max_tokens`` and lets FLAVA's multimodal
+    encoder attend to the padding, as FLAVA's own code (torchmultimodal) and transformers before 4.39
+    (huggingface/transformers#29446) did: ARO's FLAVA numbers were computed that way. The default masks padding, as
+    transformers does now."""
 
     def __init__(self, spec: ModelSpec, model: torch.nn.Module, processor, device: str = "cpu",
                  itm_start_token: str | None = None, itm_attends_padding: bool = False):
@@ -164,10 +161,8 @@ class HFModel:
     # -- image-text matching ------------------------------------------------------------------------------
     @torch.no_grad()
     def itm_logits(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
-        """The ITM head's (no match, match) logits for each pair (image i, text i): float CPU tensor [N, 2].
-
-        Consecutive identical images (one image against its K captions) go through the vision tower once.
-        """
+        """The ITM head's (no match, match) logits of each pair (image i, text i), float CPU [N, 2]; consecutive
+        identical images (one image against its K captions) go through the vision tower once."""
         if len(pixels) != len(texts):
             raise ValueError(f"{len(pixels)} images but {len(texts)} texts: ITM scores pairs")
         ids, mask = self._tokens(texts, "max_length" if self.itm_attends_padding else "longest")
@@ -260,10 +255,9 @@ CONFIG_LIMIT = 1 << 20
 
 
 def refuse_custom_code(folder: Path, who: str) -> None:
-    """Refuse a model folder whose ``config.json`` asks for code of its own (``auto_map``, a custom ``model_type``
-    implemented in the folder): one line naming it. transformers is also called with ``trust_remote_code=False``; this
-    says why in this project's words, before transformers reads anything. A config.json that is not JSON, too large
-    or nested too deeply is one line too (transformers would raise a traceback or recurse)."""
+    """Refuse, in one line naming it, a model folder whose ``config.json`` asks for code of its own (``auto_map``), or
+    is not JSON, too large or nested too deeply: before transformers reads anything (it also gets
+    ``trust_remote_code=False``)."""
     path = folder / "config.json"
     if not path.is_file():
         return

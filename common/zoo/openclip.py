@@ -57,10 +57,9 @@ class OpenClipModel:
         ``image.type(self.dtype)``)."""
 
     def at_precision(self, precision: str) -> "OpenClipModel":
-        """This model with its weights cast the way OpenAI's ``clip.load`` casts them on CUDA (``FP16_WHY``), for
-        ``precision`` 'fp16': the same architecture rebuilt by open_clip at that precision and this model's weights
-        loaded into it (a copy; this model is untouched). Its fingerprint stays this model's: the weights are the
-        same, and the engine keys the cache by precision too."""
+        """This model rebuilt by open_clip at ``precision`` 'fp16' (``FP16_WHY``: as OpenAI's ``clip.load`` casts on
+        CUDA) with its weights loaded (a copy); the fingerprint stays this model's, as the engine keys the cache by
+        precision too."""
         # deferred: loads open_clip only when called
         import open_clip
 
@@ -104,13 +103,10 @@ class OpenClipModel:
 
 
 def padding_is_inert(model: torch.nn.Module) -> bool:
-    """True for CLIP text towers where trailing padding cannot change the pooled output.
-
-    With a causal attention mask, position i attends only to positions <= i, and pooling at the
-    end-of-text token (``argmax``/``eos``) or the first token reads a position before any padding.
-    Dropping the padding columns therefore gives the same embedding (up to float rounding of
-    smaller matrix products) at a fraction of the cost: SugarCrepe captions use ~16 of 77 positions.
-    """
+    """True for CLIP text towers where trailing padding cannot change the pooled output: with a causal mask, pooling at
+    the end-of-text token or the first token reads a position before any padding, so dropping the padding columns
+    gives the same embedding (up to float rounding) at a fraction of the cost (SugarCrepe captions use ~16 of 77
+    positions)."""
     mask = getattr(model, "attn_mask", None)
     if not (hasattr(model, "token_embedding") and isinstance(mask, torch.Tensor) and mask.ndim == 2):
         return False
@@ -189,16 +185,12 @@ def not_a_checkpoint(path: Path) -> str | None:
 
 def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
                     remedy: str | None = None) -> None:
-    """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
+    """Load weights strictly: safetensors, or a weights-only torch file holding a state dict or a training dict
+    (``TRAINING_DICT_KEYS``: CoN-CLIP's and BiVLC's releases), ``module.`` prefixes (DistributedDataParallel) dropped.
 
-    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}``, the
-    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release) or PyTorch's
-    recipe ``{"model_state_dict": ..., "optimizer_state_dict": ...}`` (BiVLC's release); ``module.`` prefixes
-    (DistributedDataParallel) are dropped.
-
-    Any failure is one ``ModelUnavailable`` line naming the file: weights of another architecture (``arch``: the one
-    expected) are summed up by ``weights_mismatch`` (torch's own report lists every key, thousands of them, over
-    several lines); ``remedy`` (how to get the right file) ends it."""
+    Any failure is one ``ModelUnavailable`` line naming the file (``weights_mismatch`` sums up weights of another
+    architecture than ``arch``, where torch lists thousands of keys), ended by ``remedy`` (how to get the right
+    file)."""
     fix = f"; {remedy}" if remedy else ""
     why = not_a_checkpoint(Path(path))
     if why is not None:
@@ -240,9 +232,8 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def weights_mismatch(expected: Mapping[str, torch.Tensor], found: Mapping[str, torch.Tensor]) -> str:
-    """What keeps ``found`` (a checkpoint's tensors) from loading strictly into a model whose state dict is
-    ``expected``, in a few words with one example of each (the keys missing, those the model lacks, the tensors of
-    another shape); "" when the keys and shapes agree."""
+    """Why ``found`` (a checkpoint's tensors) cannot load strictly into a model whose state dict is ``expected``, in a
+    few words with one example of each kind; "" when the keys and shapes agree."""
     missing = [k for k in expected if k not in found]
     unexpected = [k for k in found if k not in expected]
     shaped = [k for k in expected if k in found and tuple(found[k].shape) != tuple(expected[k].shape)]
