@@ -1,9 +1,6 @@
-"""Caption-negative sets in SugarCrepe's released format (Hsieh et al., NeurIPS 2023 D&B): JSON plus an image root.
-
-Each category file maps an example id to ``{"filename", "caption", "negative_caption"}``; an example
-becomes one ``ImageToTextItem`` with the positive caption first. The mini world writes the same
-format, so one loader serves both profiles.
-"""
+"""Caption-negative sets in SugarCrepe's released format (Hsieh et al., NeurIPS 2023 D&B): one JSON file per category
+mapping an example id to ``{"filename", "caption", "negative_caption"}``, plus an image root. The mini world writes
+the same format, so one loader serves both profiles."""
 from __future__ import annotations
 
 import json
@@ -81,13 +78,9 @@ def load_sugarcrepe(
     files: dict[str, Path], image_root: Path, check_images: bool = True, expected: dict[str, int] | None = None,
     manifest: Path | None = None,
 ) -> list[ImageToTextItem]:
-    """All examples of the given category files as image-to-text items (positive caption first).
-
-    Every example is kept or the load fails: a missing image, a filename escaping ``image_root`` or a
-    malformed record raises ``DatasetError`` listing each offending file and example id. ``expected``: the example
-    count of a category where it is known (a manifest's ``counts``): a file holding another count (cut short,
-    hand-edited) is refused rather than scored.
-    """
+    """All examples of the given category files as image-to-text items (positive caption first); every example is kept
+    or the load fails, one ``DatasetError`` listing each offending file and example id. ``expected``: a category's known
+    example count (a manifest's ``counts``): a file holding another (cut short, hand-edited) is refused."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for category, path in files.items():
@@ -121,11 +114,8 @@ def category_counts(files: dict[str, Path]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class PreparedSet:
-    """A SugarCrepe-format set ready to score: category files, an image root, and where they came from.
-
-    ``manifest.json`` is written by a paper's set stage (the rendered mini set, or the released JSON + COCO val2017);
-    relative paths in it are relative to the manifest's folder.
-    """
+    """A SugarCrepe-format set ready to score, from the ``manifest.json`` a paper's set stage writes (paths relative to
+    the manifest's folder)."""
 
     path: Path
     data_dir: Path
@@ -135,10 +125,7 @@ class PreparedSet:
 
     @classmethod
     def load(cls, manifest: Path) -> "PreparedSet":
-        """The manifest, checked: a JSON object (no key twice) whose ``data_dir`` and ``image_root`` are folder names
-        (non-empty, no NUL or other control character), whose ``categories`` (optional) names known categories once
-        each, and whose ``counts`` (optional) maps categories to example counts, which ``items`` then holds the files
-        to."""
+        """The manifest, checked (``counts``, optional: each category's example count, which ``items`` then checks)."""
         try:
             text = manifest.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -25,29 +25,24 @@ class PairwiseTextClassifier:
     _vectorizer: object = field(default=None, repr=False)
     _weights: np.ndarray | None = field(default=None, repr=False)
 
-    def _features(self):
+    def fit(self, positives: Sequence[str], negatives: Sequence[str]) -> "PairwiseTextClassifier":
+        # deferred: loads scipy only when called
+        from scipy.sparse import vstack
         # deferred: loads sklearn only when called
         from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import FeatureUnion
 
-        return FeatureUnion([
+        if len(positives) != len(negatives) or not positives:
+            raise ValueError(f"PairwiseTextClassifier.fit: {len(positives)} positives, {len(negatives)} negatives")
+        self._vectorizer = FeatureUnion([
             # words, punctuation marks apart: what a caption says
             ("words", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True,
                                       token_pattern=r"(?u)\b\w+\b|[^\w\s]")),
             # whitespace-separated tokens as written: how it is written ("yak ." against "yak.", a casing slip)
             ("tokens", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, lowercase=False,
                                        token_pattern=r"\S+")),
-        ])
-
-    def fit(self, positives: Sequence[str], negatives: Sequence[str]) -> "PairwiseTextClassifier":
-        # deferred: loads scipy only when called
-        from scipy.sparse import vstack
-        # deferred: loads sklearn only when called
-        from sklearn.linear_model import LogisticRegression
-
-        if len(positives) != len(negatives) or not positives:
-            raise ValueError(f"PairwiseTextClassifier.fit: {len(positives)} positives, {len(negatives)} negatives")
-        self._vectorizer = self._features().fit(list(positives) + list(negatives))
+        ]).fit(list(positives) + list(negatives))
         diff = self._vectorizer.transform(positives) - self._vectorizer.transform(negatives)
         x = vstack([diff, -diff]).tocsr()
         y = np.r_[np.ones(diff.shape[0]), np.zeros(diff.shape[0])]

@@ -1,11 +1,7 @@
-"""Cross-fitting: every text is scored by a blind model that never saw its image's captions.
-
-Examples are grouped by the image they describe (a COCO image id is the same group across COCO 2014 and 2017 file
-names and across benchmarks; other sources name their own groups), groups are dealt into ``k`` folds by a hash of
-the group and a seed, and the texts of fold f are scored by a model fitted on the other folds only. A positive
-caption that two benchmarks share (SugarCrepe's refined and unrefined sets, NegCLIP's captions and their Order
-perturbations) therefore sits in the same fold everywhere.
-"""
+"""Cross-fitting: every text is scored by a blind model that never saw its image's captions. Examples are grouped by
+their image (a COCO image id is one group across COCO 2014 and 2017 file names and across benchmarks), groups are
+dealt into ``k`` folds by a hash of the group and a seed, and fold f is scored by a model fitted on the other folds:
+a positive caption two benchmarks share (SugarCrepe's refined and unrefined sets) sits in the same fold everywhere."""
 from __future__ import annotations
 
 import hashlib
@@ -32,6 +28,8 @@ class TextPair:
 
 
 class TextScorer(Protocol):
+    """Anything that scores captions without their image: higher means more plausible."""
+
     name: str
 
     def scores(self, texts: Sequence[str]) -> np.ndarray: ...

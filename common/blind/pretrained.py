@@ -35,10 +35,11 @@ from typing import Any, ClassVar, Protocol, Sequence
 import numpy as np
 import torch
 
+from common.blind import crossfit
 from common.errors import WorkspaceError, unknown_name
 from common.registry.fetch import fetch
+from common.zoo.interface import digest_weights, import_transformers
 
-INSTALL_HINT = "pip install -e '.[hf]'"
 SOURCES = {"vera": "hf/liujch1998/vera", "grammar": "hf/textattack/distilbert-base-uncased-CoLA"}
 """Scorer name -> download registry key (common/registry/sources.toml)."""
 VERA_WEIGHT_ROW, VERA_BIAS_ROW, VERA_TEMPERATURE_ROW = 32099, 32098, 32097
@@ -48,25 +49,12 @@ class ScorerUnavailable(WorkspaceError, RuntimeError):
     """A blind scorer cannot be built here (transformers missing, weights incomplete); the message says why."""
 
 
-class TextScorer(Protocol):
-    """Anything that scores captions without their image: higher means more plausible. (Not runtime-checkable:
-    ``isinstance`` would read ``fingerprint``, which hashes every weight.)"""
-
-    name: str
+class TextScorer(crossfit.TextScorer, Protocol):
+    """A cross-fitting scorer with a fingerprint (not runtime-checkable: ``isinstance`` would read ``fingerprint``,
+    which hashes every weight)."""
 
     @property
     def fingerprint(self) -> str: ...
-
-    def scores(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _import_transformers(name: str):
-    try:
-        import transformers
-    except ImportError as exc:
-        raise ScorerUnavailable(f"text scorer {name!r} needs the Hugging Face transformers package, which is not "
-                                f"installed here; install the optional extra: {INSTALL_HINT}") from exc
-    return transformers
 
 
 @dataclass(eq=False)
@@ -95,7 +83,7 @@ class _HFTextScorer:
                         batch_size: int = 32) -> "_HFTextScorer":
         """Load a ``save_pretrained`` folder (a fetched snapshot, or a tiny model in tests); never downloads."""
         name = name or cls.default_name
-        transformers = _import_transformers(name)
+        transformers = import_transformers(f"text scorer {name!r}", ScorerUnavailable)
         # deferred: loads packaging only when called
         from packaging.version import Version
 
@@ -115,9 +103,6 @@ class _HFTextScorer:
     def _encode(self, texts: Sequence[str]):
         return self.tokenizer(list(texts), padding="longest", truncation=True, max_length=self.max_tokens,
                               return_tensors="pt").to(self.device)
-
-    def score_batch(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """One float64 score per text, in order; each distinct text is scored once, in batches of one length."""
@@ -142,12 +127,12 @@ class _HFTextScorer:
         """sha256 over class, dtype, token limit, every weight and the tokenizer (computed once, on first use: Vera
         holds billions of weights)."""
         # deferred: loads PIL only when called
-        from common.zoo.hf import _describe_tokenizer, _digest_weights
+        from common.zoo.hf import _describe_tokenizer
 
         digest = hashlib.sha256()
         dtype = next(self.model.parameters()).dtype
         digest.update(f"blind:{type(self).__name__}:{type(self.model).__name__}:{dtype}:{self.max_tokens}".encode())
-        _digest_weights(digest, self.model)
+        digest_weights(digest, self.model)
         digest.update(f"{type(self.tokenizer).__name__}:{_describe_tokenizer(self.tokenizer)}".encode())
         return digest.hexdigest()[:32]
 
@@ -206,14 +191,11 @@ SCORER_CLASSES: dict[str, type[_HFTextScorer]] = {"vera": VeraScorer, "grammar":
 
 def load_text_scorer(name: str, device: str = "cpu", cache_dir: str | Path | None = None, *,
                      path: str | Path | None = None, batch_size: int = 32) -> TextScorer:
-    """The released scorer ``name`` ("vera" or "grammar") from ``path``, else from its fetched snapshot.
-
-    ``cache_dir`` is the data root the downloader keeps snapshots under (default ``VLC_DATA``); a snapshot that
-    cannot be fetched raises the downloader's error, which says how to obtain it.
-    """
+    """The released scorer ``name`` ("vera" or "grammar") from ``path``, else from its fetched snapshot under
+    ``cache_dir`` (default ``VLC_DATA``), whose downloader's error says how to obtain it."""
     if name not in SCORER_CLASSES:
         raise unknown_name("text scorer", name, SCORER_CLASSES)
-    _import_transformers(name)  # before any download
+    import_transformers(f"text scorer {name!r}", ScorerUnavailable)  # before any download
     if path is None:
         path = fetch(SOURCES[name], data_root=cache_dir)
     if not Path(path).is_dir():

@@ -88,12 +88,8 @@ def _gap_bins(gap: np.ndarray, bins: int) -> np.ndarray:
 
 def refine(gap1: ArrayLike, gap2: ArrayLike, bins: int = DEFAULT_BINS, seed: int = 0,
            axis_bins: int = DEFAULT_AXIS_BINS) -> np.ndarray:
-    """Sorted indices (int64) of the examples Algorithm 1 keeps, given each example's two score gaps.
-
-    ``gap1[i]``, ``gap2[i]``: ``M(positive) - M(negative)`` of scorers M1, M2 on example i, in [-1, 1].
-    ``bins``: bins per half-axis on the plane; ``axis_bins``: on a zero-gap axis (module docstring; both default to
-    the authors'). The same ``seed`` gives the same kept set.
-    """
+    """Sorted indices (int64) of the examples Algorithm 1 keeps, given each example's two score gaps ``M(positive) -
+    M(negative)`` in [-1, 1] (``bins``, ``axis_bins``: the module docstring); the same ``seed``, the same set."""
     g1, g2 = _validated_gaps(gap1, gap2)
     for name, value in (("bins", bins), ("axis_bins", axis_bins)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

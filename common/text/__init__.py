@@ -1,4 +1,2 @@
-"""Caption text that two or more papers use: spaCy and BLIP's normalisation with ARO's perturbations
-(``caption_text``), CREPE-style rule-based hard negatives (``crepe_style``) and readers for released caption files
-(``released_text``).
-"""
+"""Caption text that two or more papers use: ARO's spaCy tags and perturbations and BLIP's normalisation
+(``caption_text``), CREPE-style hard negatives (``crepe_style``), released caption files (``released_text``)."""

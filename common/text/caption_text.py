@@ -29,7 +29,7 @@ import hashlib
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -63,8 +63,7 @@ class SpacyInfo:
     spacy_version: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"package": self.package, "model": self.model, "version": self.version,
-                "spacy_version": self.spacy_version}
+        return asdict(self)
 
 
 @functools.cache
@@ -100,9 +99,6 @@ def spacy_info() -> SpacyInfo:
                      version=str(meta.get("version", "?")), spacy_version=spacy.__version__)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# BLIP's caption normalisation
-# --------------------------------------------------------------------------------------------------------------
 _PUNCT = re.compile(r"([.!\"()*#:;~])")
 _SPACES = re.compile(r"\s{2,}")
 
@@ -119,9 +115,6 @@ def pre_caption(caption: str, max_words: int = MAX_WORDS) -> str:
     return caption
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Randomness
-# --------------------------------------------------------------------------------------------------------------
 def caption_rng(seed: int, purpose: str, text: str) -> np.random.Generator:
     """A generator for one caption and one purpose: the same (seed, purpose, text) always draws the same numbers,
     independent of what else is perturbed and in which order (unlike upstream's global state)."""
@@ -130,9 +123,6 @@ def caption_rng(seed: int, purpose: str, text: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Perturbations
-# --------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Tagged:
     """A caption's spaCy tokens and Penn tags."""
@@ -241,11 +231,8 @@ def tag_captions(texts: Iterable[str], batch_size: int = 256) -> dict[str, Tagge
 
 def perturb_captions(captions: Sequence[str], kinds: Sequence[str], seed: int,
                      tagged: Mapping[str, Tagged] | None = None) -> dict[str, list[str]]:
-    """Each perturbation in ``kinds`` applied to every caption: ``{kind: [perturbed caption, ...]}``.
-
-    Caption ``i`` of kind ``k`` depends only on (``seed``, ``k``, ``captions[i]``), not on the other captions.
-    ``tagged``: ``tag_captions(captions)`` when the caller perturbs the same captions for several seeds.
-    """
+    """``{kind: [perturbed caption, ...]}``: caption i of kind k depends only on (``seed``, k, ``captions[i]``).
+    ``tagged``: ``tag_captions(captions)`` when the caller perturbs the same captions for several seeds."""
     unknown = [k for k in kinds if k not in PERTURBATIONS]
     if unknown:
         raise UnknownPerturbation(f"unknown perturbation(s) {unknown}; known: {sorted(PERTURBATIONS)}")

@@ -22,11 +22,9 @@ code is not in it), so the rules below are reconstructed from the paper's Table 
 Every edit keeps the rest of the caption byte for byte (spaCy tokens with their trailing whitespace), except
 SHUFFLE, whose output is ARO's: tokens joined by single spaces. A kind that does not apply (no two distinct nouns or
 adjectives to swap, no noun to negate, a shuffle that leaves the words in place, no replacement word left) gives
-None, as does an edit equal to the caption up to case (CLIP's tokenizer lowercases).
-
-Randomness: each (seed, kind, caption text) has its own generator (``common.text.caption_text.caption_rng``), so a caption
-gets the same negative in any list. REPLACE also depends on the vocabulary: pass one (``Vocabulary.from_parsed``) to
-make it independent of the list; by default it is built from the captions given, in the same single ``nlp.pipe`` pass.
+None, as does an edit equal to the caption up to case (CLIP's tokenizer lowercases). Each (seed, kind, caption)
+has its own generator (``caption_rng``), so a caption gets the same negative in any list (REPLACE's, given one
+vocabulary).
 """
 from __future__ import annotations
 
@@ -78,9 +76,6 @@ class Parsed:
     def text(self, tokens: Sequence[str] | None = None) -> str:
         return "".join(t + s for t, s in zip(tokens or self.tokens, self.spaces))
 
-    def lower_words(self) -> frozenset[str]:
-        return frozenset(t.lower() for t in self.tokens)
-
 
 def parse_captions(captions: Iterable[str], batch_size: int = 256) -> dict[str, Parsed]:
     """Each distinct caption through one ``nlp.pipe`` pass (``PIPES`` only)."""
@@ -130,7 +125,7 @@ def _positions(p: Parsed, word_class: str) -> list[int]:
 
 def replace_negative(p: Parsed, vocabulary: Vocabulary, rng: np.random.Generator) -> str | None:
     """One object, attribute or relation word replaced by another of its tag (class, position, word drawn)."""
-    present = p.lower_words()
+    present = frozenset(t.lower() for t in p.tokens)
     options: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
     for word_class in WORD_CLASSES:
         for i in _positions(p, word_class):
@@ -165,16 +160,6 @@ def swap_negative(p: Parsed, rng: np.random.Generator) -> str | None:
     return p.text(tokens)
 
 
-def _noun_run(p: Parsed, i: int) -> tuple[int, int]:
-    """The consecutive nouns around position ``i`` ("teddy bear", "fire hydrant"): [start, end)."""
-    start, end = i, i + 1
-    while start > 0 and p.tags[start - 1] in NOUN_TAGS:
-        start -= 1
-    while end < len(p.tokens) and p.tags[end] in NOUN_TAGS:
-        end += 1
-    return start, end
-
-
 def negate_negative(p: Parsed, rng: np.random.Generator) -> str | None:
     """"There is no <noun phrase>." appended, or "not" inserted before a noun (equal odds)."""
     nouns = _positions(p, "object")
@@ -186,7 +171,11 @@ def negate_negative(p: Parsed, rng: np.random.Generator) -> str | None:
         tokens = list(p.tokens)
         tokens[i] = f"Not {p.tokens[i].lower()}" if i == 0 else f"not {p.tokens[i]}"
         return p.text(tokens)
-    start, end = _noun_run(p, i)
+    start, end = i, i + 1  # the consecutive nouns around it ("teddy bear", "fire hydrant")
+    while start > 0 and p.tags[start - 1] in NOUN_TAGS:
+        start -= 1
+    while end < len(p.tokens) and p.tags[end] in NOUN_TAGS:
+        end += 1
     phrase = " ".join(t.lower() for t in p.tokens[start:end])
     sentence = p.text().rstrip()
     if not sentence.endswith((".", "!", "?")):
@@ -203,13 +192,9 @@ def shuffle_negative(p: Parsed, rng: np.random.Generator) -> str | None:
 def crepe_negatives(captions: Sequence[str], kinds: Sequence[str] = CREPE_KINDS, seed: int = 0,
                     vocabulary: Vocabulary | None = None, *,
                     parsed: Mapping[str, Parsed] | None = None) -> dict[str, list[str | None]]:
-    """For every caption one negative of each kind in ``kinds`` (None where the kind does not apply):
-    ``{kind: [negative or None, ...]}`` in the captions' order.
-
-    Caption ``i`` of kind ``k`` depends only on (``seed``, ``k``, ``captions[i]``) and, for REPLACE, on
-    ``vocabulary`` (default: ``Vocabulary.from_parsed`` of these captions, from the same spaCy pass).
-    ``parsed``: ``parse_captions(captions)`` when the caller has it already (to build a vocabulary from it).
-    """
+    """For every caption one negative of each kind in ``kinds`` (None where the kind does not apply), in the captions'
+    order; caption i of kind k depends only on (``seed``, k, ``captions[i]``) and, for REPLACE, ``vocabulary`` (default:
+    built from these captions). ``parsed``: ``parse_captions(captions)`` when the caller has it already."""
     unknown = [k for k in kinds if k not in CREPE_KINDS]
     if unknown:
         raise CrepeStyleError(f"unknown CREPE-style kind(s) {unknown}; known: {list(CREPE_KINDS)}")
@@ -223,14 +208,9 @@ def crepe_negatives(captions: Sequence[str], kinds: Sequence[str] = CREPE_KINDS,
         for caption in captions:
             p, rng = parsed[caption], caption_rng(seed, f"crepe-{kind}", caption)
             if kind == "replace":
-                assert vocabulary is not None
                 negative = replace_negative(p, vocabulary, rng)
-            elif kind == "swap":
-                negative = swap_negative(p, rng)
-            elif kind == "negate":
-                negative = negate_negative(p, rng)
             else:
-                negative = shuffle_negative(p, rng)
+                negative = {"swap": swap_negative, "negate": negate_negative, "shuffle": shuffle_negative}[kind](p, rng)
             negatives.append(None if negative is None or negative.lower() == caption.lower() else negative)
         out[kind] = negatives
     return out

@@ -45,7 +45,20 @@ def read_negclip_tsv(path: Path) -> list[NegClipRow]:
         if header is None or tuple(header) != NEGCLIP_TSV_HEADER:
             raise DatasetError(f"{path}: header {header!r} is not NegCLIP's {list(NEGCLIP_TSV_HEADER)!r}")
         for number, fields in enumerate(reader, start=1):
-            rows.append(_negclip_row(path, number, fields))
+            where = f"{path}: row {number}"
+            if len(fields) != len(NEGCLIP_TSV_HEADER):
+                raise DatasetError(f"{where}: {len(fields)} tab-separated fields, expected {len(NEGCLIP_TSV_HEADER)}")
+            index, title, filepath, neg_caption, _ = fields
+            try:
+                parsed_index = int(index)
+                negatives = ast.literal_eval(neg_caption)
+            except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+                raise DatasetError(f"{where} (index {index!r}): unreadable index or neg_caption "
+                                   f"{neg_caption[:80]!r}: {type(exc).__name__}: {exc}") from exc
+            if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
+                raise DatasetError(f"{where} (index {index}): neg_caption is not a list of strings: "
+                                   f"{neg_caption[:80]!r}")
+            rows.append(NegClipRow(parsed_index, title, filepath, tuple(negatives)))
             if rows[-1].index in seen:
                 raise DatasetError(f"{path}: row {number}: index {rows[-1].index} again (first in row "
                                    f"{seen[rows[-1].index]}); fetch the file again")
@@ -53,19 +66,3 @@ def read_negclip_tsv(path: Path) -> list[NegClipRow]:
     except csv.Error as exc:
         raise DatasetError(f"{path}: row {number + 1} (line {reader.line_num}): not a valid TSV row ({exc})") from None
     return rows
-
-
-def _negclip_row(path: Path, number: int, fields: list[str]) -> NegClipRow:
-    where = f"{path}: row {number}"
-    if len(fields) != len(NEGCLIP_TSV_HEADER):
-        raise DatasetError(f"{where}: {len(fields)} tab-separated fields, expected {len(NEGCLIP_TSV_HEADER)}")
-    index, title, filepath, neg_caption, _ = fields
-    try:
-        parsed_index = int(index)
-        negatives = ast.literal_eval(neg_caption)
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise DatasetError(f"{where} (index {index!r}): unreadable index or neg_caption "
-                           f"{neg_caption[:80]!r}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
-        raise DatasetError(f"{where} (index {index}): neg_caption is not a list of strings: {neg_caption[:80]!r}")
-    return NegClipRow(parsed_index, title, filepath, tuple(negatives))

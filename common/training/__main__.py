@@ -1,25 +1,11 @@
-"""Smoke run of the trainer on synthetic data, one process or many::
+"""Smoke run of the trainer on synthetic data, one process or many (docs/training.md, "The smoke run": how losses are
+named and what each writes)::
 
     python -m common.training smoke --out /tmp/smoke --loss clip --loss hard-negative-clip
     torchrun --standalone --nproc_per_node 2 -m common.training smoke --out /tmp/smoke --loss clip
     python -m common.training smoke --out /tmp/smoke --loss-class papers.bivlc.losses:TrohnImgLoss
     python -m common.training smoke --out /tmp/smoke --freeze image --loss-class papers.conclip.losses:ConClipLoss
     python -m common.training smoke --out /tmp/smoke --labels --loss-class papers.bivlc.losses:DetectorLoss,tower=image
-
-Losses, in the order given (default: ``--loss clip``):
-- ``--loss NAME``: a shared loss of ``common.training.losses`` by short name (``SHARED_LOSSES``);
-- ``--loss-class MODULE:CLASS[,KEY=VALUE...]``: any loss class by import path, so a paper's loss runs
-  without this file naming it. ``KEY=VALUE`` pairs are constructor keywords (a value is read as JSON
-  when it parses, else as a string); a constructor that takes ``embed_dim`` and is not given one gets
-  the embedding width of ``--arch``. The class's ``image_segments``/``text_segments`` shape the batches.
-``--freeze PART`` and ``--labels`` (batches carry 0/1 ``labels``, for a loss that reads them) apply
-to every loss of the run; run once per setup when losses need different ones.
-
-Each loss trains a tiny model from scratch for a few steps and writes ``<out>/<name>.safetensors``
-(+ sidecar) and ``<out>/<name>.losses.json`` (loss per step), where ``<name>`` is the short name, or
-the class name followed by ``-VALUE`` for each keyword given (``DetectorLoss-image``). Same seed and
-global batch give the same losses whatever the number of processes (up to float rounding; see the
-tests).
 """
 from __future__ import annotations
 

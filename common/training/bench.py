@@ -1,30 +1,12 @@
 """Benchmark: training steps over image files, with the batches made in the loop (the reader as it was) and made
-ahead of the step by the loader's worker processes (``common.training.loader``), side by side in one run.
-
-Data: COCO-sized JPEGs (640x480, ``cost.coco_sized_jpegs``) written here, one random caption each, read by the
-full profile's batch source (``FileCaptionBatches`` over ``FileImages``: decode, resize, random crop, tokenise).
-Model: an open_clip architecture with random weights (timing only; nothing here is a result), trained by
-``common.training.train`` itself. Four timings, same process:
-
-* **decode**: the loader alone on N workers, no model: seconds per batch once its queue is full;
-* **step**: the trainer alone on those same batches, decoded beforehand and held in memory;
-* **in the loop**: the trainer over the files, each step's batch decoded before the step (``workers=0``, the
-  reader's thread pool), as every run was before the loader;
-* **ahead**: the trainer over the files with the loader's N workers.
-
-The bound is ``max(decode, step)``: with perfect overlap a step waits for neither more than the slower of the two.
-Both readers are reported against it (``ratio``), and a step is timed as the interval between two calls of the loss
-(the trainer reads each step's loss back, a synchronisation), averaged after ``--warmup`` steps.
-
-On a GPU the step is the real model's. On the CPU the cores are shared out as on a GPU machine, where the training
-process keeps one core to drive the GPU and the loader's workers have the rest: the model runs on one thread
-(``--threads``) and the workers on the other cores; and the step is the model's plus ``--step-seconds`` of waiting (a
-fixed cost that uses no core, as a GPU's step uses none of the CPU's). ``auto`` makes that wait as long as the measured
-decoding, where overlap matters most: decoding in the loop then costs about one more decode than the bound.
+ahead of the step by the loader's worker processes (``common.training.loader``), side by side in one run, against
+the bound ``max(decode, step)`` (``ratio``); docs/performance.md, "Training input, measured", describes the four
+timings and shows runs. A step is the interval between two calls of the loss, averaged after ``--warmup`` steps. On
+the CPU the model runs on ``--threads`` and the workers on the other cores, and each step adds ``--step-seconds``
+of waiting (a GPU's step uses no CPU core; ``auto``: as long as the measured decoding).
 
     python -m common bench train                                 # CPU: mini-vit-xs, fixed-cost step
-    python -m common bench train --device cuda --arch ViT-B-32 --batch 256 --precision fp16 --workers 15
-"""
+    python -m common bench train --device cuda --arch ViT-B-32 --batch 256 --precision fp16 --workers 15"""
 from __future__ import annotations
 
 import argparse

@@ -1,13 +1,6 @@
-"""Weights, their provenance sidecar, and the resume state, all written atomically.
-
-- Weights: a safetensors file of the contiguous state dict (loadable by ``common.zoo``).
-- Sidecar: JSON next to the weights, identical across reruns (no wall time, no absolute paths:
-  DVC hashes it).
-- Resume state: everything a killed run needs to continue bit-identically (weights, optimiser
-  state, step, every rank's RNG states, the loss history, the best validation so far), saved with
-  ``torch.save`` and read back with ``weights_only=True`` (plain containers and tensors only, so
-  loading a file cannot run code).
-"""
+"""Weights (safetensors), their provenance sidecar and the resume state, all written atomically. The sidecar is
+identical across reruns (DVC hashes it); the resume state is read back with ``weights_only=True`` (plain containers
+and tensors only, so loading a file cannot run code)."""
 from __future__ import annotations
 
 import random

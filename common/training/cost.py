@@ -1,25 +1,16 @@
-"""What a fine-tune costs on this machine, measured through the shared trainer itself.
+"""What a fine-tune costs on this machine, measured through the shared trainer itself (docs/performance.md, "What a
+full run costs"), side by side in one process:
 
-Two numbers decide a full-profile run's GPU time: the seconds of one optimiser step at the recipe's real global
-batch (encoders, loss, backward, AdamW, on the real architecture), and how fast the file batch source decodes the
-step's images (``common.training.files.FileImages``: JPEG decode, resize, crop on a thread pool, in the training loop
-itself, not overlapped with the step). This module measures both, side by side in one process:
+* **step**: ``train`` on one fixed in-memory batch (``FixedBatches``) at the recipe's real global batch: the mean
+  time between two asks for a batch (the trainer reads each step's loss back, a synchronisation) over the ``steps``
+  after the warm-up, with the peak accelerator memory;
+* **decode**: ``FileImages.get`` over COCO-sized (640x480) JPEGs rendered from the mini world, at each thread count.
 
-* **step**: ``train`` runs ``warmup + steps + 1`` steps on one fixed in-memory batch (``FixedBatches``: no decoding,
-  no tokenising), which notes the time whenever the trainer asks for a step's batch. The trainer reads each step's
-  loss back (a synchronisation), so the time between two asks is one whole step; the mean over the ``steps`` after
-  the warm-up (kernels chosen, allocator warm) is reported, with the peak accelerator memory of the run
-  (``torch.cuda.max_memory_allocated``).
-* **decode**: ``FileImages.get`` over a batch of COCO-sized (640x480) JPEGs rendered from the mini world, at each
-  thread count asked for.
-
-Random weights and random pixels: timings only, never a result. Captions are random token ids with COCO-like
-lengths (``FixedBatches.max_tokens``), because the CLIP text tower runs on the batch's longest caption only.
+Random weights and random pixels: timings only, never a result.
 
     python -m common.training cost --device cuda \\
         --job "name=negclip batch=256 precision=fp32 loss=common.training.losses:HardNegativeClipLoss" \\
-        --decode-workers 8 16 --out cost.json
-"""
+        --decode-workers 8 16 --out cost.json"""
 from __future__ import annotations
 
 import argparse
@@ -49,13 +40,9 @@ from common.zoo import register_local_configs
 
 @dataclass
 class FixedBatches:
-    """One global batch generated once and returned at every step: the step's cost without the data's.
-
-    ``texts`` are SOT, ``n`` random ids, EOT, padding, with ``n`` uniform in [``min_tokens``, ``max_tokens``]
-    (COCO captions are 8-30 BPE tokens; the text tower's cost follows the longest in the batch). ``labels`` are
-    0/1 for losses that read them (a detector head); the others ignore them. ``asked`` holds the
-    ``time.perf_counter()`` of every ``batch`` call.
-    """
+    """One global batch generated once and returned at every step: the step's cost without the data's. ``texts`` hold
+    ``n`` random ids uniform in [``min_tokens``, ``max_tokens``] (COCO captions are 8-30 BPE tokens; the text tower's
+    cost follows the longest); ``asked`` holds the ``time.perf_counter()`` of every ``batch`` call."""
 
     batch_size: int
     image_size: int

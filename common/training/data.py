@@ -1,14 +1,9 @@
-"""Batch sources: the global batch of step s is a pure function of (seed, s).
+"""Batch sources: the global batch of step s is a pure function of (seed, s), which makes resuming and DDP sharding
+exact (rank r takes rows [r*b, (r+1)*b) of the same global batch).
 
-That one property makes resuming exact (step k's batch does not depend on how we got to step k)
-and makes DDP sharding exact (rank r takes rows [r*b, (r+1)*b) of the same global batch, so N ranks
-of b see what one process of N*b sees).
-
-A batch is a dict of tensors whose first dimension is the sample: ``images`` uint8 of shape
-(B, k_img, 3, H, W), ``texts`` token ids (B, k_txt, L), optionally ``labels`` (B,). The second
-dimension holds a sample's segments (e.g. an image and its hard-negative image); the trainer lays
-them out segment-major for the loss.
-"""
+A batch is a dict of tensors whose first dimension is the sample: ``images`` uint8 (B, k_img, 3, H, W), ``texts``
+token ids (B, k_txt, L), optionally ``labels`` (B,); the second dimension holds a sample's segments (e.g. an image
+and its hard-negative image), which the trainer lays out segment-major for the loss."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,15 +30,9 @@ class BatchSource(Protocol):
 
 
 class MiniWorldBatches:
-    """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists).
-
-    Reproduces the draws of the mini family's original training loop (the one of ``common/training/family.py``
-    before it called this trainer) exactly: one ``np.random.default_rng(seed)`` stream gives a permutation per
-    epoch (the tail is dropped when the next batch does not fit) and, per step, one random caption
-    index per image. That stream is sequential, so the batch of step s is computed by
-    replaying the index draws of steps < s (no pixels touched, memoised: consecutive steps cost one
-    step's draws; a resume at step k replays k steps of integers once).
-    """
+    """Image-caption pairs in the mini world's layout (``images.npy`` uint8 NHWC, ``captions.json`` lists), drawn
+    exactly as the mini family's original loop drew them: one sequential ``default_rng(seed)`` stream (a permutation
+    per epoch, the tail dropped; per step one caption per image), replayed up to the asked step (memoised)."""
 
     def __init__(self, images: torch.Tensor, tokens: torch.Tensor):
         if images.ndim != 4 or tokens.ndim != 3 or len(images) != len(tokens):
@@ -70,7 +59,7 @@ class MiniWorldBatches:
         tokens = tokenizer([c for caps in captions for c in caps]).view(n_images, per_image, -1)
         return cls(pixels, tokens)
 
-    def _draws(self, seed: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:
         n, per_image = len(self.images), self.tokens.shape[1]
         if size > n:
             raise ValueError(f"batch of {size} is larger than the {n} training images")
@@ -88,10 +77,7 @@ class MiniWorldBatches:
             r["last"] = (idx, pick)
             r["next_step"] += 1
         self._replay = r
-        return r["last"]
-
-    def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> Batch:
-        idx, pick = self._draws(seed, step, size)
+        idx, pick = r["last"]
         idx, pick = torch.from_numpy(idx[rows]), torch.from_numpy(pick[rows])
         return {"images": self.images[idx].unsqueeze(1), "texts": self.tokens[idx, pick].unsqueeze(1)}
 
@@ -102,11 +88,9 @@ class MiniWorldBatches:
 
 @dataclass(frozen=True)
 class SyntheticBatches:
-    """Random images and token sequences (SOT, ids, EOT, padding), any number of segments per sample.
-
-    For tests and the smoke run: a fresh ``default_rng([seed, step])`` per step, so nothing is cached.
-    The EOT id is the largest, as argmax-pooled CLIP text towers expect.
-    """
+    """Random images and token sequences (SOT, ids, EOT, padding), any number of segments per sample, for tests and the
+    smoke run: a fresh ``default_rng([seed, step])`` per step; the EOT id is the largest, as argmax-pooled CLIP text
+    towers expect."""
 
     image_size: int = 48
     context_length: int = 32

@@ -1,10 +1,5 @@
-"""Distributed setup in one place, and the one gather every loss uses.
-
-Launched by ``torchrun`` (which sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
-``MASTER_PORT``), ``init_from_env`` joins the process group; launched plainly it returns a local
-context and nothing else changes. A loss that holds a ``DistributedContext`` with ``distributed``
-set gathers its features across ranks (also with one rank, so that path is testable alone).
-"""
+"""Distributed setup in one place, and the one gather every loss uses: launched by ``torchrun``, ``init_from_env``
+joins the process group; launched plainly it returns a local context and nothing else changes."""
 from __future__ import annotations
 
 import os
@@ -34,13 +29,9 @@ class DistributedContext:
 
 
 def init_from_env(device: str | None = None) -> DistributedContext:
-    """Join the process group torchrun describes (gloo on CPU, nccl on CUDA), else a local context.
-
-    A world of one (``torchrun --nproc_per_node 1``, the pipeline's default) is run as a plain process, as
-    open_clip does: a one-rank group would only add collectives (15% of a mini training step) to the same
-    arithmetic, and the weights are bit-identical either way. The tests check the distributed path with a
-    one-rank group of their own.
-    """
+    """Join the process group torchrun describes (gloo on CPU, nccl on CUDA), else a local context. A world of one is
+    run as a plain process, as open_clip does: a one-rank group would only add collectives (15% of a mini training
+    step) to bit-identical arithmetic (the tests check the distributed path with a one-rank group of their own)."""
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return DistributedContext.local(device)
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # RANK and the rest are read by init_method="env://"

@@ -1,16 +1,7 @@
-"""Contrastive pretraining of the mini profile's tiny CLIPs on mini-world image-caption pairs.
-
-The standard CLIP objective (symmetric InfoNCE over the batch, learned temperature), AdamW with
-warmup and cosine decay, on CPU: ``common.training.train`` with ``FromScratch`` + ``MiniWorldBatches``
-+ ``ClipLoss``. Deterministic for a given seed and thread count, and bit-identical to the loop this
-module ran before the shared trainer existed (``tests/common/test_train.py`` pins a short run's
-weights). The checkpoint is a plain state dict (safetensors) with a JSON record of how it was
-trained next to it. ``python -m common train <name>`` also runs under ``torchrun`` (DDP over the
-same global batch; weights then equal the one-process ones up to float rounding).
-
-Each model is a ``FinetuneJob`` (``common.training.job``) like every paper's fine-tune, run by the same runner: a
-run killed and rerun resumes to the same bytes (docs/training.md, "Kill and resume in the pipeline").
-"""
+"""Contrastive pretraining of the mini profile's tiny CLIPs on mini-world image-caption pairs: ``common.training.train``
+with ``FromScratch`` + ``MiniWorldBatches`` + ``ClipLoss`` on CPU, bit-identical to the loop this module ran before the
+shared trainer existed (``tests/common/test_train.py`` pins a short run's weights). Each model is a ``FinetuneJob``
+run like every paper's fine-tune, so a run killed and rerun resumes to the same bytes (docs/training.md)."""
 from __future__ import annotations
 
 import argparse
@@ -24,10 +15,10 @@ from common.miniworld import VERSION
 from common.paths import build_root
 from common.pipeline import reproducible
 from common.pipeline.params import PARAMS_FILE, ParamsError, load_params, own_params
-from common.training import init_from_env, shutdown
 from common.training.data import MiniWorldBatches
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, checkpoint_every, run_job
+from common.training.launch import training_process
 from common.training.losses import ClipLoss
 from common.training.model_init import FromScratch
 from common.training.trainer import REQUIRED, STATED_OR_DEFAULT, TrainConfig
@@ -41,13 +32,8 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
                progress: bool = True, *, world: DistributedContext | None = None,
                provenance: dict | None = None) -> dict:
     """Train ``arch`` from scratch on the first ``n_images`` of the mini training set with ``config``; save to
-    ``out_path`` (resume states every ``config.checkpoint_every`` steps; module docstring).
-
-    Returns the sidecar record written beside the weights plus ``train_seconds`` (wall time, which
-    the sidecar leaves out: DVC hashes it, so it must be identical on every rerun). ``world``: the
-    context of a torchrun launch (``common.training.init_from_env``); default one CPU process.
-    ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile).
-    """
+    ``out_path``. Returns the sidecar record plus ``train_seconds`` (wall time, which the sidecar leaves out: DVC hashes
+    it). ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile)."""
     # deferred: loads open_clip only when called
     import open_clip
 
@@ -57,10 +43,14 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
     if world is None or world.is_main:
         print(f"training {arch} from random initialization on {n_images} mini-world pairs "
               f"({config.steps} steps of {config.batch_size})", flush=True)
+    try:  # relative to the build root when it lies under it, so records do not embed the clone's location
+        train_set = train_dir.resolve().relative_to(build_root().resolve()).as_posix()
+    except ValueError:
+        train_set = train_dir.name
     provenance = {
         "world_version": VERSION,
         "config": {"arch": arch, "n_images": n_images, **{key: getattr(config, key) for key in RECORDED}},
-        "train_set": _portable(train_dir),
+        "train_set": train_set,
         "train_images_sha256": sha256_file(train_dir / "images.npy"),
         **(provenance or {}),
     }
@@ -71,30 +61,13 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
     return {**result.record, "train_seconds": result.train_seconds}
 
 
-def _portable(path: Path) -> str:
-    """``path`` relative to the build root when it lies under it, so records do not embed the clone's location."""
-    try:
-        return path.resolve().relative_to(build_root().resolve()).as_posix()
-    except ValueError:
-        return path.name
-
-
-def check_name(name: str) -> None:
-    """An ``UnknownName`` (close matches listed) unless ``params.yaml train`` has a model ``name``."""
-    known = load_params().get("train")
-    known = known if isinstance(known, dict) else {}
-    if name not in known:
-        raise unknown_name("mini-family model (params.yaml train.<name>)", name, known)
-
-
 MODEL_KEYS = ("arch", "n_images")
 """What ``params.yaml train.<name>`` states beside the training settings (``TrainConfig.from_params``)."""
 
 
 def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
-    """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``: an
-    unknown or missing key is one line naming it (the values' types are checked when the file is read,
-    ``common.pipeline.params``)."""
+    """``params.yaml train.<name>`` as the model's arch, its number of training images and its ``TrainConfig``; an
+    unknown or missing key is one line naming it (the types are checked when the file is read)."""
     known = (*MODEL_KEYS, "steps", *REQUIRED, *STATED_OR_DEFAULT)
     unknown = [key for key in section if key not in known]
     if unknown:
@@ -107,14 +80,12 @@ def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
 
 
 def _cmd_train(args) -> int:
-    """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``.
-
-    Under ``torchrun`` every rank trains its share of each global batch; rank 0 alone prints and
-    writes the weights, the sidecar and the log.
-    """
-    check_name(args.name)  # a typo is one line, before the re-exec below and before DVC reads a stage it lacks
-    if args.device == "cpu":
-        reproducible.reexec_pinned()  # before any tensor work: the pins are read once, at first use
+    """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``; under
+    ``torchrun`` rank 0 alone prints and writes the weights, the sidecar and the log."""
+    known = load_params().get("train")  # a typo is one line, before DVC reads a stage it lacks
+    known = known if isinstance(known, dict) else {}
+    if args.name not in known:
+        raise unknown_name("mini-family model (params.yaml train.<name>)", args.name, known)
     # this module's stage (also run as `python -m common train <name>`): the one whose arguments are these
     arch, n_images, config = family_config(args.name, own_params(module=__spec__.name)["train"][args.name])
     spec = get_spec(f"mini/{args.name}")
@@ -124,14 +95,8 @@ def _cmd_train(args) -> int:
     out = spec.checkpoint_path()
     assert out is not None
     train_set = Path(args.train_set) if args.train_set else build_root() / "mini" / "world" / "train"
-    world = init_from_env(args.device)
-    if args.device == "cpu":
-        reproducible.fix_threads()
-    try:
-        record = train_clip(arch, n_images, config, train_set, out, world=world,
-                            provenance=reproducible.describe() if args.device == "cpu" else {})
-    finally:
-        shutdown(world)
+    with training_process(args.device) as (world, cpu_profile):
+        record = train_clip(arch, n_images, config, train_set, out, world=world, provenance=cpu_profile)
     if world.is_main:
         log = out.parent.parent / "logs" / f"train-{args.name}.json"
         write_json_atomic(log, {**record, "machine": reproducible.machine()})

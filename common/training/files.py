@@ -1,15 +1,5 @@
-"""Batch sources over image files (the full profile's COCO, CC-Neg and TROHN images): decoded per batch.
-
-* ``FileImages``: image files decoded per batch on a thread pool, resized (shorter side, bicubic) and centre-cropped,
-  as open_clip's evaluation transform does before normalising (the trainer normalises); with ``crop_scale`` (a
-  recipe's ``random_resized_crop``) a training batch is cropped as open_clip's training transform does instead;
-* ``FileCaptionBatches``: (image file, caption) rows, each caption with aligned extra texts (a hard negative; a
-  hard positive and a hard negative) as further text segments. A paper's batch shape with extra image segments
-  subclasses it.
-
-The batch of step s is a pure function of (seed, s), as the trainer's resume and DDP sharding need; each rank
-decodes and tokenises only its own rows.
-"""
+"""Batch sources over image files (the full profile's COCO, CC-Neg and TROHN images), decoded per batch: each rank
+decodes and tokenises only its own rows, and a batch is a pure function of (seed, step) as the trainer needs."""
 from __future__ import annotations
 
 import math
@@ -101,9 +91,9 @@ class FileImages:
             raise ImageFileError(f"{path}: cannot read image ({exc})") from None
 
     def get(self, indices: np.ndarray, draw: tuple[int, ...] | None = None) -> torch.Tensor:
-        """uint8 pixels (n, 3, size, size) of the given images. ``draw`` (a training batch's (seed, step, segment)):
-        with ``crop_scale``, each image's random crop is drawn from ``default_rng([*draw, image index])``, so a
-        batch is a pure function of (seed, step) whatever the number of ranks."""
+        """uint8 pixels (n, 3, size, size) of the given images; with ``crop_scale``, each image's random crop comes from
+        ``default_rng([*draw, image index])`` (``draw``: a training batch's (seed, step, segment)), whatever the
+        number of ranks."""
         key = None if draw is None else tuple(int(k) for k in draw)
         with ThreadPoolExecutor(self.workers) as pool:
             arrays = list(pool.map(lambda i: self._load(int(i), key), indices))
@@ -111,18 +101,13 @@ class FileImages:
 
 
 class FileCaptionBatches:
-    """Caption rows over image files, each row's texts of ``extras`` as further text segments.
+    """Caption rows over image files, each row's texts of ``extras`` as further text segments (a paper's batch shape
+    with extra image segments subclasses it).
 
-    ``row_image[i]`` is the index in ``images`` of row i's image; ``captions[i]`` its caption; each extra a sequence
-    of one text per row. A batch holds ``images`` (B, 1, 3, H, W) uint8 and ``texts`` (B, 1 + len(extras), L):
-    [caption, *extras] per sample.
-
-    The batch of step s is a pure function of (seed, s): an epoch is a permutation of the rows
-    (``default_rng([seed, 0, epoch])``; the tail that does not fill a batch is dropped). The draws ignore the
-    extras, so every run over the same rows sees the same captions in the same order. Images are decoded and texts
-    tokenised per batch, only the rows of this rank. ``fields`` are what ``describe`` reports beyond the name and
-    sizes (default: the number of extra segments); they enter the trainer's record and resume key.
-    """
+    ``row_image[i]`` is the index in ``images`` of row i's image, ``captions[i]`` its caption, each extra one text per
+    row; a batch holds ``images`` (B, 1, 3, H, W) uint8 and ``texts`` (B, 1 + len(extras), L). An epoch is
+    ``default_rng([seed, 0, epoch])``'s permutation of the rows (the tail that does not fill a batch dropped); the draws
+    ignore the extras. ``fields`` as ``CaptionBatches``'."""
 
     def __init__(self, images: FileImages, row_image: np.ndarray, captions: Sequence[str],
                  extras: Sequence[Sequence[str]], tokenize: Tokenize, name: str = "captions",

@@ -1,14 +1,9 @@
 """One fine-tuning job shape for every paper and both profiles, and the runner that trains it.
 
-A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched: its name, where its
-weights start (``Init``), its batches (a ``BatchSource``), its loss, its optimiser recipe and schedule (the trainer's
-``TrainConfig``), its validation, the extra facts its sidecar records, and the module that defines it. A paper's
-fine-tuning code is then its job builders (``papers/<paper>/train.py``, one module for both profiles); ``run_job`` does
-the rest the same way for all of them: the resume state (outside DVC's outputs, keyed by everything that defines the
-run and by the bytes of every module the job's module imports, the same import closure that makes a DVC stage
-rerun), then ``common.training.train``. ``common.training.launch`` adds the process (pinning, ``torchrun``), the
-timing log and the ``run`` subcommand.
-"""
+A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched, so a paper's fine-tuning
+code is its job builders (``papers/<paper>/train.py``). ``run_job`` keeps the resume state outside DVC's outputs,
+keyed by the run's definition and by the bytes of the job module's import closure (what makes a DVC stage rerun),
+then calls ``common.training.train``; ``common.training.launch`` adds the process and the ``run`` subcommand."""
 from __future__ import annotations
 
 import contextlib
@@ -44,11 +39,9 @@ class FinetuneJob:
     batches: BatchSource
     loss: LossFactory
     config: TrainConfig
-    """Every hyper-parameter: steps, global batch, lr, warmup, weight decay, precision, the resume states' interval,
-    validation (``TrainConfig.from_params``: the stage's ``params.yaml`` section)."""
+    """Every hyper-parameter (``TrainConfig.from_params``: the stage's ``params.yaml`` section)."""
     module: str
-    """The module that builds the job (its ``__name__``, ``"__main__"`` included): its import closure keys the resume
-    state."""
+    """The module that builds the job (its ``__name__``): its import closure keys the resume state."""
     validate: Callable[[nn.Module], float] | None = None
     """Higher is better; the best validated weights are kept beside the last (``<stem>.best.safetensors``)."""
     provenance: Mapping[str, Any] = field(default_factory=dict)
@@ -56,8 +49,7 @@ class FinetuneJob:
     resume: bool = True
     """Continue an interrupted run from its resume state (False: start over every time)."""
     loader: LoaderConfig | None = None
-    """How the batches are prepared (None: ``LoaderConfig.for_source``, worker processes for a source that reads
-    files); not part of ``describe``, since the batches are the same tensors either way."""
+    """How the batches are prepared (None: ``LoaderConfig.for_source``); not part of ``describe`` (same tensors)."""
 
     def with_steps(self, steps: int | None) -> "FinetuneJob":
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
@@ -83,9 +75,8 @@ def describe_loss(factory: LossFactory) -> dict:
 
 
 def checkpoint_every(stated: int) -> int:
-    """``VLC_CHECKPOINT_EVERY`` when set (a number of steps, 0: never), else ``stated`` (the run's ``params.yaml``
-    ``checkpoint_every``): the environment changes the interval of a run without changing its stage's parameters,
-    so DVC does not take the stage for changed (the interval changes no number; ``trainer.NOT_RECORDED``)."""
+    """``VLC_CHECKPOINT_EVERY`` when set (0: never), else ``stated``: the environment changes a run's interval without
+    changing its stage's parameters, so DVC does not rerun it (the interval changes no number)."""
     value = os.environ.get("VLC_CHECKPOINT_EVERY", "").strip()
     if not value:
         return stated
@@ -134,15 +125,6 @@ def resume_state_path(job: FinetuneJob, world_size: int = 1) -> Path:
     return cache_root() / "training" / job.name / f"{digest}.resume.pt"
 
 
-def local_processes() -> int:
-    """Training processes on this machine (torchrun's ``LOCAL_WORLD_SIZE``; 1 without torchrun): they share its
-    cores between their loaders."""
-    try:
-        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
-
-
 def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | None = None,
             progress: bool = False) -> TrainResult:
     """Train ``job`` and write ``out_path`` (safetensors) with its sidecar (and ``<stem>.best.safetensors`` when the
@@ -152,7 +134,11 @@ def run_job(job: FinetuneJob, out_path: Path, *, world: DistributedContext | Non
     state = resume_state_path(job, world.world_size)
     if job.resume and state.is_file() and world.is_main:
         print(f"{job.name}: resuming from {state}", flush=True)
-    loader = job.loader or LoaderConfig.for_source(job.batches, local_processes())
+    try:  # the training processes on this machine (torchrun's LOCAL_WORLD_SIZE) share its cores between their loaders
+        local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        local = 1
+    loader = job.loader or LoaderConfig.for_source(job.batches, local)
     result = train(config, job.init, job.batches, job.loss, Path(out_path), world=world, validate=job.validate,
                    provenance=job.provenance, resume=job.resume, progress=progress, resume_path=state, loader=loader)
     if world.is_main:

@@ -1,14 +1,8 @@
-"""A job run as a pipeline stage runs it, and the ``run`` subcommand every paper's fine-tuning module adds.
-
-``training_process`` is the process a training stage runs in: on the CPU the reproducibility profile (pinned re-exec
-before any tensor work, fixed threads; its record goes to the job builder for the sidecar), under ``torchrun`` the
-process group joined and left. ``launch`` runs one job in it and writes rank 0's wall time to a log beside the weights
-(not a DVC output: seconds differ between reruns). ``add_run_command`` gives a paper's module its ``run <name>`` subcommand with ``--device``,
-``--out`` and ``--steps``, so a paper's fine-tuning module is its job builders and one call::
+"""A job run as a pipeline stage runs it (``training_process``, ``launch``), and the ``run`` subcommand every paper's
+fine-tuning module adds, so that such a module is its job builders and one call::
 
     def build(args, world, cpu_profile) -> FinetuneJob: ...
-    add_run_command(sub, RUNS, build, out_path=lambda args: models / f"{args.run}.safetensors", log_dir=logs)
-"""
+    add_run_command(sub, RUNS, build, out_path=lambda args: models / f"{args.run}.safetensors", log_dir=logs)"""
 from __future__ import annotations
 
 import argparse
@@ -30,9 +24,8 @@ record on the CPU, for the sidecar; ``{}`` on a GPU)."""
 
 @contextlib.contextmanager
 def training_process(device: str = "cpu") -> Iterator[tuple[DistributedContext, dict[str, Any]]]:
-    """The process a training stage runs in, around whatever it trains (one job, or a sweep of them): on the CPU the
-    reproducibility profile (pinned re-exec before any tensor work, fixed threads), under ``torchrun`` the process
-    group joined and left. Yields the world and the CPU profile's record for the sidecar (``{}`` on a GPU)."""
+    """The process a training stage runs in (one job, or a sweep): on the CPU the reproducibility profile (pinned
+    re-exec, fixed threads), under ``torchrun`` the process group; yields the world and the CPU profile's record."""
     if device == "cpu":
         reproducible.reexec_pinned()  # before any tensor work: bit-identical weights on any x86-64 CPU
     world = init_from_env(device)

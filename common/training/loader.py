@@ -1,21 +1,9 @@
-"""The trainer's input pipeline: each step's batch prepared in worker processes ahead of the step.
-
-A batch source's global batch of step s is a pure function of (seed, s) (``common.training.data``), so the batches
-can be made anywhere, in any order, by any number of processes, and still be the ones the loop would have made
-itself. ``step_batches`` yields them in step order:
-
-* ``workers == 0``: in the training loop, one after the other (the mini profile's in-memory sources, where there is
-  nothing to overlap);
-* ``workers > 0``: torch's ``DataLoader`` over the steps (``batch_size=None``: one item is one step's local batch),
-  each worker decoding whole batches while the model trains on an earlier one, ``prefetch`` batches ahead per
-  worker, into pinned memory on a GPU. Items come back in step order (the DataLoader's ``in_order``), so the batches
-  are the same tensors whatever the number of workers, and a resumed run asks for steps ``[k, steps)``, starting at
-  the same sample.
-
-The DataLoader draws its workers' base seed from a generator of its own, never from torch's global one, so turning
-workers on changes no random draw of the training (dropout, the trainer's RNG states in the resume file). A worker's
-error (an unreadable image) comes back as the same exception with its one-line message, not a worker traceback.
-"""
+"""The trainer's input pipeline: each step's batch made in the loop (``workers == 0``, the mini profile's in-memory
+sources) or ahead of it by torch's ``DataLoader`` workers, one item per step's local batch, in step order
+(docs/training.md, "The input pipeline"). The batches are the same tensors either way, since a batch is a pure
+function of (seed, step). The DataLoader's workers take their base seed from a generator of their own, never from
+torch's global one, so turning them on changes no random draw of the training; a worker's error comes back as the
+same exception with its one-line message, not a worker traceback."""
 from __future__ import annotations
 
 import os
@@ -47,9 +35,8 @@ class LoaderConfig:
 
     @classmethod
     def for_source(cls, source: BatchSource, processes_per_node: int = 1) -> "LoaderConfig":
-        """The default for ``source``: workers only for a source that reads files (``reads_files`` on it or on its
-        ``images``, as ``FileImages`` has), one per CPU core this rank may use beyond its own, at most 8;
-        ``VLC_LOADER_WORKERS`` overrides it for every source."""
+        """Workers for a source that reads files (``reads_files`` on it or its ``images``): one per CPU core this rank
+        may use beyond its own, at most 8; none for others; ``VLC_LOADER_WORKERS`` overrides it for every source."""
         value = os.environ.get(WORKERS_ENV, "").strip()
         if value:
             try:
@@ -73,13 +60,6 @@ class _Failed:
 
     kind: type
     message: str
-
-    def raise_again(self):
-        try:
-            error = self.kind(self.message)
-        except TypeError:  # an exception class with another signature: the message stays the same
-            error = WorkspaceError(self.message)
-        raise error from None
 
 
 class _Steps(torch.utils.data.Dataset):
@@ -109,5 +89,9 @@ def step_batches(source: BatchSource, seed: int, size: int, rows: slice, steps: 
         persistent_workers=False)
     for item in loader:
         if isinstance(item, _Failed):
-            item.raise_again()
+            try:
+                error = item.kind(item.message)
+            except TypeError:  # an exception class with another signature: the message stays the same
+                error = WorkspaceError(item.message)
+            raise error from None
         yield item

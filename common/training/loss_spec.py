@@ -1,8 +1,5 @@
-"""Losses named on a command line: a shared loss by short name, or any loss class by import path with keywords.
-
-Read by the smoke run and the cost measurement (``python -m common.training smoke|cost``), so a paper's loss runs
-without this package naming it.
-"""
+"""Losses named on a command line (``python -m common.training smoke|cost``): a shared loss by short name, or any loss
+class by import path with keywords, so a paper's loss runs without this package naming it."""
 from __future__ import annotations
 
 import argparse

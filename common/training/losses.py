@@ -1,20 +1,12 @@
-"""Training losses shared by several papers: each a module whose
-``forward(image_features, text_features, logit_scale, batch)`` returns named ``*_loss`` terms that
-the trainer sums. A paper's own loss lives in its package (``papers/<paper>/losses.py``) and builds
-on the bases here.
-
-Conventions every loss shares:
-- features arrive L2-normalised and *segment-major*: a batch of B samples with k images each gives
-  ``image_features`` of shape (k*B, D) laid out ``[segment 0 of all samples; segment 1; ...]``;
-- ``logit_scale`` is the multiplier itself (``model.logit_scale.exp()``), not its log;
-- a loss built with a distributed ``world`` gathers each segment from every rank
-  (``gather_segments``), so every rank computes the loss of the *global* batch, laid out as one
-  process holding that whole batch would lay it out; gradient scaling is explained in
-  ``distributed.gather_with_grad_slot``;
-- class attributes tell the trainer what a loss needs: ``image_segments``/``text_segments`` (the k
-  above, checked against the batch), ``towers`` (which encoders to run) and ``frozen`` (parts the
-  loss must not train: the trainer freezes them whatever the config says).
-"""
+"""Training losses shared by several papers (a paper's own live in ``papers/<paper>/losses.py``, built on these bases):
+each a module whose ``forward(image_features, text_features, logit_scale, batch)`` returns named ``*_loss`` terms
+that the trainer sums. Conventions:
+- features arrive L2-normalised and *segment-major*: B samples with k images each give ``image_features`` (k*B, D)
+  laid out ``[segment 0 of all samples; segment 1; ...]``; ``logit_scale`` is the multiplier, not its log;
+- with a distributed ``world`` each segment is gathered from every rank (``gather_segments``), so every rank computes
+  the loss of the global batch as one process would lay it out;
+- class attributes tell the trainer what a loss needs: ``image_segments``/``text_segments`` (k), ``towers`` (the
+  encoders to run) and ``frozen`` (parts the trainer freezes whatever the config says)."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -56,11 +48,8 @@ def arange_labels(n: int, device: torch.device) -> torch.Tensor:
 class ClipLoss(ContrastiveLoss):
     """Symmetric InfoNCE: 1/2 [CE(s I T^T, arange N) + CE(s T I^T, arange N)].
 
-    The text direction is the transpose of the image logits (one matrix product), and the scale
-    multiplies the image features before the product: exactly the arithmetic of the mini family's
-    original training loop, so moving it (now ``common/training/family.py``) onto the trainer left its weights
-    bit-identical (pinned in ``tests/common/test_train.py``).
-    """
+    The text direction is the transpose of the image logits and the scale multiplies the image features first: the
+    mini family's original loop's arithmetic, so its weights stayed bit-identical on the trainer (``test_train.py``)."""
 
     def forward(self, image_features, text_features, logit_scale, batch: Batch | None = None):
         image, text = self.gather(image_features, text_features)
@@ -70,12 +59,8 @@ class ClipLoss(ContrastiveLoss):
 
 
 class ExtraTextNegativesLoss(ContrastiveLoss):
-    """M images against M + extra texts, the first M texts being the images' captions.
-
-    loss = 1/2 [CE(s X Y^T, arange M) + CE(s Y[:M] X^T, arange M)]: texts beyond the first M are
-    negatives for the image->text direction only (they have no image to be retrieved for).
-    A subclass fixes the layout through ``image_segments``/``text_segments`` (M = image_segments * B).
-    """
+    """M images against M + extra texts, the first M being the images' captions: 1/2 [CE(s X Y^T, arange M) +
+    CE(s Y[:M] X^T, arange M)], texts beyond the first M negatives for image->text only (no image to retrieve them)."""
 
     def forward(self, image_features, text_features, logit_scale, batch: Batch | None = None):
         image, text = self.gather(image_features, text_features)
@@ -88,14 +73,8 @@ class ExtraTextNegativesLoss(ContrastiveLoss):
 
 
 class HardNegativeClipLoss(ExtraTextNegativesLoss):
-    """Images [I; I_hard] (2B) against texts [T; T_hardimg; T_neg; T_neg_hardimg] (4B), labels arange(2B).
-
-    loss = 1/2 [CE(image->text over the 2B x 4B logits) + CE(text->image over the first 2B texts, 2B x 2B)].
-
-    Each sample brings a hard-negative image (with its own caption) and a hard-negative caption for
-    each of the two images. This is the loss NegCLIP (ARO) trains with; SugarCrepe's Table 5
-    re-training and the hard-positive fine-tuning use it too.
-    """
+    """Images [I; I_hard] (2B) against texts [T; T_hardimg; T_neg; T_neg_hardimg] (4B), labels arange(2B): NegCLIP's
+    (ARO) loss, which SugarCrepe's Table 5 re-training and the hard-positive fine-tuning use too."""
 
     image_segments = 2
     text_segments = 4

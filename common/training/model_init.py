@@ -1,10 +1,6 @@
-"""Where a run's weights start: from scratch, an open_clip pretrained tag, a local file, or the zoo.
-
-Each is a frozen dataclass with ``build()`` (the model on CPU, with its evaluation transform, whose
-mean/std the trainer normalises pixels with) and ``describe()`` (portable provenance: names and
-hashes, never absolute paths). The trainer seeds every RNG with the run's seed before ``build()``,
-so a from-scratch model is the same on every rank and every rerun.
-"""
+"""Where a run's weights start: from scratch, an open_clip pretrained tag, a local file, or the zoo. Each ``describe``
+is portable provenance (names and hashes, never absolute paths); the trainer seeds every RNG before ``build``, so a
+from-scratch model is the same on every rank and every rerun."""
 from __future__ import annotations
 
 from dataclasses import dataclass

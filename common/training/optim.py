@@ -13,12 +13,8 @@ LOGIT_SCALE_MAX = math.log(100)
 
 
 def exclude_from_wd(name: str, p: torch.Tensor) -> bool:
-    """Biases, norms' gains, embeddings and the logit scale are not decayed.
-
-    Dimension catches every bias and norm gain whatever a model names them; the names add the
-    embedding tables (decay would pull rare tokens' rows to zero) and the temperature, which are
-    >= 2-D or deliberately learned scalars.
-    """
+    """Biases, norms' gains, embeddings and the logit scale are not decayed: the dimension catches every bias and gain
+    whatever a model names them; the names add the embedding tables (decay would pull rare tokens' rows to zero)."""
     return p.ndim < 2 or "embedding" in name or "logit_scale" in name
 
 
@@ -43,9 +39,8 @@ class OptimizerRules(Protocol):
 
 
 def make_optimizer(groups: list[dict], lr: float, recipe: OptimizerRules) -> torch.optim.Optimizer:
-    """The recipe's optimiser (AdamW or Adam) with its betas and eps, fused where this torch has a kernel for the
-    device (the mini recipe: CLIP's AdamW, betas 0.9/0.98, eps 1e-6). Only a missing fused kernel (torch's
-    RuntimeError naming ``fused``) is retried without it; a setting torch refuses (a ValueError) is raised once."""
+    """The recipe's optimiser with its betas and eps, fused where this torch has a kernel for the device; only a missing
+    fused kernel (torch's RuntimeError naming ``fused``) is retried without it."""
     cls = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[recipe.optimizer]
     kwargs = {"lr": lr, "betas": tuple(recipe.betas), "eps": recipe.eps}
     try:
@@ -65,11 +60,8 @@ def lr_at(schedule: str, step: int, lr: float, warmup_steps: int, total_steps: i
 
 
 def cosine_with_warmup(step: int, lr: float, warmup_steps: int, total_steps: int) -> float:
-    """Learning rate for 0-based ``step``: linear warmup to ``lr`` (reached at step warmup-1), then cosine to 0.
-
-    The warmup counts ``step + 1`` so the first step already moves; the cosine runs over the
-    remaining steps and would reach 0 at ``total_steps`` (one past the last step).
-    """
+    """Learning rate for 0-based ``step``: linear warmup to ``lr`` counting ``step + 1`` (so the first step already
+    moves), then cosine over the remaining steps, reaching 0 at ``total_steps`` (one past the last step)."""
     if step < warmup_steps:
         return lr * (step + 1) / warmup_steps
     progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)

@@ -1,25 +1,6 @@
 """A family of runs' training recipe as data: the optimiser, its weight-decay rule, the schedule, the logit-scale
-clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from.
-
-A paper keeps its recipes in ``papers/<paper>/recipes.toml``, one table per run family, every setting an inline table
-``{value = ..., source = "OWNER/REPO@COMMIT path:line", quote = "the words of those lines"}`` (the citation's shape:
-``common.docs.citations``; a setting the code does not show cites the paper, ``source = "paper, <section>"`` with the
-paper's sentence as ``quote``), with an optional ``note`` and, where the paper states another value than the code,
-``paper = {value = ..., source = "paper, <section>", quote = "..."}``: the conflict, shown in the README's table and
-kept in the training record (or ``extends = "<a table above>"`` and only the settings that differ);
-``load_recipes`` reads and checks it (an unknown key, a wrong type or a missing source is one line naming the file and
-the key). The mini profile's runs use ``mini_recipe()``
-(``common/training/recipes.toml``): the settings this workspace trained with before recipes existed.
-
-Two kinds of setting:
-
-* rules, which the trainer builds from (``optimizer``, ``betas``, ``eps``, ``decay_rule``, ``schedule``,
-  ``clamp_logit_scale``) and the batch source applies (``augmentation``, ``crop_scale``);
-* the authors' numbers (``lr``, ``weight_decay``, ``warmup_steps``, ``epochs``, ``batch_size``, ``precision``), which
-  the run takes from ``params.yaml`` (sweeps, smoke runs and tests change them); ``Recipe.deviations`` names every
-  one that differs, and the training record keeps them beside the recipe's name and digest, so a result says what
-  it ran with.
-"""
+clamp, the augmentation, and the authors' numbers, each setting with the authors' ``file:line`` it comes from. The
+file format, and which settings the trainer builds from or takes from ``params.yaml``: docs/training.md, "Recipes"."""
 from __future__ import annotations
 
 import hashlib
@@ -263,22 +244,6 @@ def _value(where: str, key: str, value: Any) -> Any:
     return value
 
 
-def _extended(path: str, table: str, entries: Mapping[str, Any],
-              above: Mapping[str, Recipe]) -> tuple[dict[str, Any], dict[str, dict]]:
-    """The settings and sources a table starts from: none, or with ``extends = "<table above>"`` every setting of
-    that table (the table's own settings then replace them), so runs that differ in one number state only it."""
-    if "extends" not in entries:
-        return {}, {"sources": {}, "quotes": {}, "notes": {}, "conflicts": {}}
-    base = entries["extends"]
-    if not isinstance(base, str) or base not in above:
-        raise RecipeError(f"{path}: [{table}].extends: {base!r} is not a table above it (a table extends one of "
-                          f"{', '.join(above) or 'none'})")
-    recipe = above[base]
-    values = {key: getattr(recipe, key) for key in _RULES if getattr(recipe, key) is not None}
-    return values, {"sources": dict(recipe.sources), "quotes": dict(recipe.quotes), "notes": dict(recipe.notes),
-                    "conflicts": dict(recipe.conflicts)}
-
-
 def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     """Every table of a recipes file, checked (``RecipeError`` on the first problem)."""
     try:
@@ -289,7 +254,15 @@ def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     for table, entries in doc.items():
         if not isinstance(entries, dict):
             raise RecipeError(f"{path}: {table}: expected a table of settings ([{table}])")
-        values, cited = _extended(path, table, entries, recipes)
+        values: dict[str, Any] = {}
+        cited: dict[str, dict] = {"sources": {}, "quotes": {}, "notes": {}, "conflicts": {}}
+        if "extends" in entries:  # every setting of a table above: runs that differ in one number state only it
+            base = entries["extends"]
+            if not isinstance(base, str) or base not in recipes:
+                raise RecipeError(f"{path}: [{table}].extends: {base!r} is not a table above it (a table extends one "
+                                  f"of {', '.join(recipes) or 'none'})")
+            values = {key: getattr(recipes[base], key) for key in _RULES if getattr(recipes[base], key) is not None}
+            cited = {name: dict(getattr(recipes[base], name)) for name in cited}
         for key, entry in entries.items():
             if key == "extends":
                 continue
@@ -365,11 +338,10 @@ def _shown(value: Any) -> str:
 
 
 def markdown(path: Path) -> str:
-    """The README's "Recipe" table of a recipes file: one row per setting of each table, the authors' value and its
-    source, the full profile's (the trainer builds the rules from the table; the numbers are the stage's
-    ``params.yaml`` section, and a run's training record lists each that differs as a deviation) and the mini
-    profile's (``mini_recipe()``, or the table's own rules where its ``mini_profile`` is "this"; its numbers are
-    ``params.yaml``'s mini sections)."""
+    """The README's "Recipe" table of a recipes file: per setting of each table, the authors' value and its source, the
+    full profile's (the trainer's rules; numbers from the stage's ``params.yaml`` section, each that differs a
+    deviation in the run's record) and the mini profile's (``mini_recipe()``, or the table's own rules where its
+    ``mini_profile`` is "this")."""
     lines = []
     for name, recipe in load_recipes(Path(path)).items():
         mini = recipe if recipe.mini_profile == "this" else mini_recipe()

@@ -1,8 +1,6 @@
-"""What a tables stage copies from the training records (each checkpoint's sidecar JSON, written by
-``common.training.trainer``) into its results context, so that the audit names each trained run's recipe from the
-results alone: the audit's DVC deps stay results files, not ``build/``. A module apart from the trainer, so that
-these readers are not a dependency of every training stage.
-"""
+"""What a tables stage copies from the training records (each checkpoint's sidecar) into its results context, so that
+the audit names each trained run's recipe from the results alone (its DVC deps stay results files, not ``build/``);
+apart from the trainer, so that these readers are no dependency of every training stage."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,33 +13,29 @@ RECIPE_FIELDS = ("recipe", "epochs")
 
 
 def recipe_fields(record: Mapping) -> dict:
-    """What a tables stage copies from a run's sidecar into its results context (``training.<run>``) so that the
-    audit names the run's recipe from the results alone: its DVC deps stay the results files, not ``build/``."""
+    """The recipe keys of a run's sidecar (``RECIPE_FIELDS``) that a tables stage copies (``training.<run>``)."""
     return {key: record[key] for key in RECIPE_FIELDS if key in record}
 
 
 WEIGHT_SUFFIXES = (".best.loss", ".best", ".loss")
-"""What ``_paths`` puts between a run's stem and ``.safetensors`` for the weights it writes beside the main ones."""
+"""What ``common.training.trainer.train`` puts between a run's stem and ``.safetensors`` for the weights it writes
+beside the main ones."""
 
 
 def sidecar_of(weights: Path) -> Path:
     """The training record of any weights file a run wrote (``<stem>[.best][.loss].safetensors`` -> ``<stem>.json``,
-    ``common.training.trainer._paths``)."""
+    ``common.training.trainer.train``)."""
     name = Path(weights).name.removesuffix(".safetensors")
-    for suffix in WEIGHT_SUFFIXES:
-        if name.endswith(suffix):
-            name = name.removesuffix(suffix)
-            break
+    name = next((name.removesuffix(suffix) for suffix in WEIGHT_SUFFIXES if name.endswith(suffix)), name)
     return Path(weights).with_name(name + ".json")
 
 
 def training_context(weights: Mapping[str, "Path | None"],
                      keys: tuple[str, ...] = ("trainer", "loss", "data", "final_loss"),
                      remedies: Mapping[str, str] | None = None) -> dict[str, dict]:
-    """Run -> what a tables stage records of it in its results context (``training``): ``keys`` of its sidecar and
-    its recipe (``recipe_fields``), for the audit to name. Rows without weights trained here (no weights, or weights
-    without a sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have its record,
-    and its remedy is what a missing or damaged one says."""
+    """Run -> its sidecar's ``keys`` and its recipe (``recipe_fields``), for the audit to name. Rows without weights
+    trained here (none, or no sidecar: released ones) are left out; a run of ``remedies`` (run -> what to do) must have
+    its record, and its remedy is what a missing or damaged one says."""
     out = {}
     for run, path in weights.items():
         sidecar = sidecar_of(path) if path is not None else None

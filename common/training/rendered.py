@@ -1,18 +1,5 @@
-"""Batch sources over sets held in memory (the mini profile's rendered sets): what every mini fine-tune trains on.
-
-* ``CaptionBatches``: images with several captions each, plus any number of aligned extra text segments (a hard
-  negative, a hard positive, ...) per caption; the draws ignore the extras, so runs that leave an extra out still
-  see the same images and captions in the same order;
-* ``PairedImageBatches``: a caption batch whose samples also carry aligned extra images (a hard negative image, a
-  distractor) as further image segments;
-* ``LabelledBatches``: one input per sample (an image, or a text's tokens) with a 0/1 label, for a linear probe;
-* ``pixels``, ``caption_tokens``, ``refuse_same_tokens``: rendered arrays and texts into the tensors the batches
-  hold, and the check that an extra text never tokenizes like its caption (a loss would push a text away from
-  itself).
-
-Every source keeps the trainer's contract: the batch of step s is a pure function of (seed, s) (an epoch is
-``default_rng([seed, 0, epoch])``'s permutation, the tail that does not fill a batch dropped).
-"""
+"""Batch sources over sets held in memory (the mini profile's rendered sets): what every mini fine-tune trains on, each
+a pure function of (seed, step) as the trainer needs."""
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
@@ -28,16 +15,12 @@ Tokenize = Callable[[Sequence[str]], torch.Tensor]
 class CaptionBatches:
     """Image-caption pairs, each caption with the aligned texts of ``extras`` as further text segments.
 
-    ``images`` (N, 3, H, W) uint8, ``captions`` (N, P, L) tokens (P captions per image), each extra (N, P, L) with
-    extra[i, j] belonging to caption j of image i. A batch holds ``images`` (B, 1, 3, H, W) and ``texts``
-    (B, 1 + len(extras), L): [caption, *extras] per sample.
-
-    The batch of step s is a pure function of (seed, s): an epoch is a permutation of the images
-    (``default_rng([seed, 0, epoch])``, the tail that does not fill a batch dropped) and ``default_rng([seed, 1, s])``
-    picks one caption per image. The draws ignore ``extras``, so runs with different extras see the same captions
-    in the same order. ``fields`` are what ``describe`` reports beyond the name and sizes (default: the number of
-    extra segments); they enter the trainer's record and resume key.
-    """
+    ``images`` (N, 3, H, W) uint8, ``captions`` (N, P, L) tokens, each extra (N, P, L) with extra[i, j] belonging to
+    caption j of image i; a batch holds ``images`` (B, 1, 3, H, W) and ``texts`` (B, 1 + len(extras), L). An epoch is
+    ``default_rng([seed, 0, epoch])``'s permutation of the images (the tail that does not fill a batch dropped) and
+    ``default_rng([seed, 1, s])`` picks one caption per image; the draws ignore ``extras``, so runs with different
+    extras see the same captions in the same order. ``fields``: what ``describe`` reports beyond the name and sizes
+    (default: the number of extra segments), part of the trainer's record and resume key."""
 
     def __init__(self, images: torch.Tensor, captions: torch.Tensor, extras: Sequence[torch.Tensor] = (),
                  name: str = "captions", fields: Mapping | None = None):

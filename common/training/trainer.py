@@ -1,30 +1,10 @@
-"""One trainer for CLIP-style models: plug in where the weights start, the data, and the loss.
+"""One trainer for CLIP-style models: plug in where the weights start, the data, and the loss; docs/training.md
+describes the loop, its recipe, and distributed and resumable runs.
 
-A run, top to bottom (``train``):
-1. seed python/numpy/torch with ``config.seed`` on every rank, build the model (``Init``) and the
-   loss (so both start identical everywhere), then reseed with ``seed + rank``;
-2. freeze what the config and the loss ask for; the recipe's optimiser over the rest (``config.recipe``, a
-   ``common.training.recipes.Recipe``; default the mini recipe: AdamW, decay only on >= 2-D weights that are not
-   embeddings or the logit scale, linear warmup then cosine to 0, the clamp);
-3. each step: rows ``[r*b, (r+1)*b)`` of the global batch ``batches.batch(seed, step, B)`` (made in the loop, or
-   ahead of it by the loader's worker processes: ``common.training.loader``, the same tensors either way), encode,
-   loss (which gathers the global batch itself), backward (scaled under fp16), step, clamp the logit scale to
-   [0, ln 100] when the recipe does; the encoders' outputs reach the loss L2-normalised, or raw where the loss says
-   ``raw_features = True``;
-4. every ``validate_every`` steps and at the end, ``validate(model)`` on rank 0 (higher is better),
-   the best weights kept apart (in memory, and in the resume state); every ``checkpoint_every`` steps a resume state;
-   at the end the weights, the best weights and a provenance sidecar, written as one output group
-   (``common.files.io.output_group``): an interrupted run leaves the previous run's files, all of them, or the new ones.
-
-Under ``torchrun`` nothing changes for the caller but the context::
-
-    world = init_from_env()
-    result = train(config, FromScratch("mini-vit-xs"), batches, ClipLoss, out, world=world)
-    shutdown(world)
-
-(``python -m common.training smoke`` is such a caller, see ``__main__.py``; so is ``common/training/family.py``'s
-``train_clip``, whose weights are those of the loop it replaced, bit for bit).
-"""
+Every rank seeds python/numpy/torch with ``config.seed`` before it builds the model and the loss (so both start
+identical everywhere), then reseeds with ``seed + rank``. The weights, the best weights and the provenance sidecar are
+written at the end as one output group (``common.files.io.output_group``): an interrupted run leaves the previous
+run's files, all of them, or the new ones."""
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +47,7 @@ STATED_OR_DEFAULT = {"precision": "fp32", "accum": 1}
 """The settings a section may leave out: every run trains in fp32 with one micro-batch unless it says otherwise."""
 NOT_RECORDED = {"checkpoint_every": 0}
 """Fields the record states at a fixed value, whatever the run used: how often a resume state is saved changes no
-number (saving reads the RNG states, never draws from them), so it does not define the run, and a resume state
-written at another interval is continued; 0 is what every sidecar has always shown."""
+number (saving draws no random number), so a state written at another interval is continued; sidecars show 0."""
 
 
 @dataclass(frozen=True)
@@ -112,11 +91,9 @@ class TrainConfig:
     @classmethod
     def from_params(cls, *sections: Mapping[str, Any], steps_per_epoch: int | None = None,
                     recipe: Recipe | None = None, **decided: Any) -> "TrainConfig":
-        """A run's settings from its ``params.yaml`` section(s), the first that has a key winning (a run family's
-        schedule before what all its runs share): ``steps``, or ``epochs`` x ``steps_per_epoch``; every key of
-        ``REQUIRED``; ``precision`` and ``accum`` as ``STATED_OR_DEFAULT``. ``decided``: what the caller sets itself
-        instead of a section (a swept lr, a run's own batch size, the validation interval; ``steps=None`` leaves the
-        section's steps, a smoke run's number replaces them)."""
+        """A run's settings from its ``params.yaml`` section(s), the first that has a key winning: ``steps``, or
+        ``epochs`` x ``steps_per_epoch``; ``REQUIRED``; ``STATED_OR_DEFAULT``. ``decided``: what the caller sets itself
+        (a swept lr, the validation interval; ``steps=None`` leaves the section's steps, a number replaces them)."""
         stated = ChainMap(*(dict(s) for s in sections))
         steps = decided.pop("steps", None)
         values: dict[str, Any] = {}
@@ -166,18 +143,12 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
-def part_of(name: str) -> str:
-    """Which part of an open_clip model a parameter belongs to: 'image', 'text' or 'logit_scale'."""
-    if name.startswith("visual."):
-        return "image"
-    if name in ("logit_scale", "logit_bias"):
-        return "logit_scale"
-    return "text"
-
-
 def freeze_parts(model: nn.Module, parts: set[str]) -> None:
+    """Freeze ``parts`` of an open_clip model: 'image' (``visual.*``), 'logit_scale' (and bias), 'text' (the rest)."""
     for name, p in model.named_parameters():
-        if part_of(name) in parts:
+        part = ("image" if name.startswith("visual.") else "logit_scale" if name in ("logit_scale", "logit_bias")
+                else "text")
+        if part in parts:
             p.requires_grad_(False)
 
 
@@ -194,13 +165,9 @@ def _unflatten(features: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class Towers(nn.Module):
-    """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too.
-
-    ``forward`` runs the encoders the loss needs and returns normalised features (segment-major)
-    and the logit scale; the loss itself runs outside, on gathered features. A loss with ``raw_features = True``
-    gets the towers' raw outputs instead (``encode_*(normalize=False)``: the visual tower's output and the
-    projected text), as a probe trained on them expects.
-    """
+    """The model and the loss as one module, so DDP registers (and syncs) the loss's parameters too. ``forward`` runs
+    the encoders the loss needs (normalised features, segment-major; raw ones, ``encode_*(normalize=False)``, for a loss
+    with ``raw_features = True``, as a probe trained on them expects); the loss runs outside, on gathered features."""
 
     def __init__(self, model: nn.Module, loss: nn.Module, mean: torch.Tensor, std: torch.Tensor,
                  autocast: Callable = contextlib.nullcontext):
@@ -251,14 +218,10 @@ def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
                scale_loss: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> dict[str, torch.Tensor]:
     """Forward and backward of one step's local batch; returns the loss terms (not yet stepped).
 
-    With ``accum`` micro-batches (open_clip's ``_train_step_eager``): all micro-batches are encoded
-    under ``no_grad``, then each is re-encoded with grad and spliced into the cached features, so the
-    loss always sees the whole batch as negatives and its gradient reaches each micro-batch once.
-    Parameters the loss uses directly (the logit scale, a loss's own head) are detached in all but
-    the last micro-batch, so their gradient is counted once rather than ``accum`` times (open_clip
-    counts it ``accum`` times). Under DDP, ``no_sync`` on all but the last micro-batch. ``scale_loss``: applied to
-    the loss before ``backward`` (fp16's ``GradScaler.scale``).
-    """
+    With ``accum`` micro-batches (open_clip's ``_train_step_eager``) every micro-batch is encoded under ``no_grad``,
+    then each is re-encoded with grad and spliced into the cached features, so the loss always sees the whole batch.
+    Parameters the loss uses directly are detached in all but the last micro-batch, so their gradient counts once
+    (open_clip counts it ``accum`` times). ``scale_loss``: fp16's ``GradScaler.scale``."""
     images, texts = _inputs(batch, core.loss)
     if accum == 1:
         image_features, text_features, scale = net(
@@ -316,18 +279,12 @@ def trainer_fields(config: TrainConfig) -> dict:
     return {f.name: values[f.name] for f in fields(config) if f.name != "recipe"}
 
 
-def has_grads(optimizer: torch.optim.Optimizer) -> bool:
-    """Whether any parameter the optimiser steps has a gradient (``train_step`` runs no backward for a loss that
-    needs none)."""
-    return any(p.grad is not None for group in optimizer.param_groups for p in group["params"])
-
-
 def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None) -> None:
     """One step: fp32/bf16 (no scaler) always steps, as before; fp16's ``GradScaler`` steps and updates only when
     some parameter has a gradient, since with none it records no inf check and ``scaler.step`` raises."""
     if scaler is None:
         optimizer.step()
-    elif has_grads(optimizer):
+    elif any(p.grad is not None for group in optimizer.param_groups for p in group["params"]):
         scaler.step(optimizer)
         scaler.update()
 
@@ -344,47 +301,9 @@ def recipe_record(config: TrainConfig) -> dict:
     return recipe_of(config).describe(run)
 
 
-def _setup_record(config: TrainConfig, init: Init, batches: BatchSource, loss: nn.Module,
-                  world: DistributedContext, frozen: set[str]) -> dict:
-    """What defines the run; a resume state written by another setup is refused."""
-    return json.loads(json.dumps({
-        "trainer": trainer_fields(config),
-        "recipe": recipe_record(config),
-        "init": init.describe(),
-        "data": batches.describe(),
-        "loss": loss.describe() if hasattr(loss, "describe") else {"name": type(loss).__name__},
-        "world_size": world.world_size,
-        "frozen": sorted(frozen),
-    }))
-
-
 def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
     """A copy of the module's portable state (on CPU ``portable_state`` shares the live parameters' storage)."""
     return {k: v.clone() for k, v in ckpt.portable_state(module).items()}
-
-
-def _resumed_best(state: Mapping[str, Any], best: tuple[int, float] | None,
-                  paths: Mapping[str, Path]) -> dict[str, dict[str, torch.Tensor]]:
-    """The best weights a resume state carries; a format-1 state (written before 2026-11-29, when the best weights
-    went to disk at once) left them in ``<stem>.best[.loss].safetensors``."""
-    if "best_states" in state:
-        return {k: dict(v) for k, v in state["best_states"].items()}
-    if best is None:
-        return {}
-    found = {"model": paths["best"], "loss": paths["best_loss"]}
-    return {k: ckpt.load_weights(p) for k, p in found.items() if p.is_file()}
-
-
-def _paths(out_path: Path) -> dict[str, Path]:
-    stem = out_path.with_suffix("")
-    return {
-        "weights": out_path,
-        "sidecar": out_path.with_suffix(".json"),
-        "loss_weights": Path(f"{stem}.loss.safetensors"),
-        "best": Path(f"{stem}.best.safetensors"),
-        "best_loss": Path(f"{stem}.best.loss.safetensors"),
-        "resume": Path(f"{stem}.resume.pt"),
-    }
 
 
 def train(
@@ -402,24 +321,24 @@ def train(
     resume_path: Path | None = None,
     loader: LoaderConfig | None = None,
 ) -> TrainResult:
-    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar; see the module docstring.
+    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar.
 
-    ``provenance``: extra keys for the sidecar (data hashes, versions), which must not clash with
-    the trainer's own. With ``resume`` (default) an existing ``<stem>.resume.pt`` from the same
-    setup is continued (a state saved every ``config.checkpoint_every`` steps); it is removed once the final
-    weights are written. ``resume_path``: where the resume state
-    lives instead of ``<stem>.resume.pt`` (e.g. outside a DVC stage's outputs, which DVC deletes before a
-    rerun). ``loader``: worker processes that prepare the batches ahead of the step (``common.training.loader``;
-    None: in the loop); the batches are the same either way, so it is not part of the record.
-    Files beside ``out_path``: ``<stem>.loss.safetensors`` when the loss has parameters,
-    ``<stem>.best.safetensors`` when ``validate`` is given. All of them and the sidecar are written together at the
-    end (one output group); until then the best weights are held in memory and in the resume state.
-    """
+    ``provenance``: extra sidecar keys (data hashes, versions), which must not clash with the trainer's own. With
+    ``resume`` an existing resume state of the same setup (``<stem>.resume.pt``, or ``resume_path``: e.g. outside a DVC
+    stage's outputs, which DVC deletes before a rerun) is continued, and removed once the weights are written.
+    ``loader``: worker processes preparing the batches (None: in the loop; not part of the record). Beside ``out_path``:
+    ``<stem>.loss.safetensors`` when the loss has parameters, ``<stem>.best.safetensors`` when ``validate`` is given."""
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
-    paths = _paths(out_path)
-    if resume_path is not None:
-        paths["resume"] = Path(resume_path)
+    stem = out_path.with_suffix("")
+    paths = {
+        "weights": out_path,
+        "sidecar": out_path.with_suffix(".json"),
+        "loss_weights": Path(f"{stem}.loss.safetensors"),
+        "best": Path(f"{stem}.best.safetensors"),
+        "best_loss": Path(f"{stem}.best.loss.safetensors"),
+        "resume": Path(f"{stem}.resume.pt") if resume_path is None else Path(resume_path),
+    }
     every = config.checkpoint_every
     local_batch, rem = divmod(config.batch_size, world.world_size * config.accum)
     if rem:
@@ -459,7 +378,15 @@ def train(
     if not any(g["params"] for g in groups):
         raise ValueError(f"nothing to train: {sorted(frozen)} frozen and the loss has no parameters")
     optimizer = make_optimizer(groups, config.lr, recipe)
-    setup = _setup_record(config, init, batches, loss_fn, world, frozen)
+    setup = json.loads(json.dumps({  # what defines the run: a resume state written by another setup is refused
+        "trainer": trainer_fields(config),
+        "recipe": recipe_record(config),
+        "init": init.describe(),
+        "data": batches.describe(),
+        "loss": loss_fn.describe() if hasattr(loss_fn, "describe") else {"name": type(loss_fn).__name__},
+        "world_size": world.world_size,
+        "frozen": sorted(frozen),
+    }))
 
     start, losses, terms_log = 0, [], {}
     scores: list[tuple[int, float]] = []
@@ -482,7 +409,11 @@ def train(
         losses, terms_log = list(state["losses"]), {k: list(v) for k, v in state["terms"].items()}
         scores = [(int(s), float(v)) for s, v in state["scores"]]
         best = None if state["best"] is None else (int(state["best"][0]), float(state["best"][1]))
-        best_states = _resumed_best(state, best, paths)
+        if "best_states" in state:
+            best_states = {k: dict(v) for k, v in state["best_states"].items()}
+        elif best is not None:  # a format-1 state (before 2026-11-29) left them in <stem>.best[.loss].safetensors
+            found = {"model": paths["best"], "loss": paths["best_loss"]}
+            best_states = {k: ckpt.load_weights(p) for k, p in found.items() if p.is_file()}
 
     net: nn.Module = core
     if world.distributed:

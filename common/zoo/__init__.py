@@ -1,30 +1,11 @@
-"""The model zoo: one factory over a registry of models kept as data (``models.toml``).
+"""The model zoo: one factory (``create_model``) over a registry of models kept as data (``models.toml``), each served
+through ``EmbeddingModel`` (normalized embeddings plus a fingerprint of weights and preprocessing that keys the
+embedding cache); a model whose weights cannot be had raises ``ModelUnavailable`` saying how to get them, never a
+fallback to random weights.
 
-Every model, whatever its origin (open_clip pretrained tag, a downloaded checkpoint, or a tiny CLIP
-trained here), is served through one interface, ``EmbeddingModel``: normalized image and text
-embeddings plus a fingerprint of its weights and preprocessing that keys the embedding cache.
-A model whose weights cannot be obtained raises ``ModelUnavailable`` naming the model and how to get
-it; nothing ever falls back to random weights.
-
-This package only re-exports; the code lives in:
-
-* ``specs``: the registry as data (``ModelSpec``, ``get_spec``: shared ``models.toml`` first, then the owner
-  paper's; ``model_configs/``, ``register_local_configs``) and the activation checks (QuickGELU or GELU);
-* ``interface``: ``EmbeddingModel``, ``ModelFactory``, ``ModelUnavailable``;
-* ``openclip``: the open_clip backend (``OpenClipModel``, fingerprints, strict checkpoint loading, ``random_model``);
-* ``hub``: whether the model hub is reachable, and failing fast offline;
-* ``factory``: ``create_model``, the one entry point, and how to get a model's weights;
-* ``cli``: ``python -m common zoo``;
-* ``hf`` (the transformers backend), ``available`` (a table's models one by one) and ``trained`` (checkpoints
-  trained here), imported by their callers.
-
-This package imports its submodules on first use (PEP 562 ``__getattr__``): ``common.zoo.specs``' constants cost
-no torch (``common.card.models`` reads them to check a name at once). The imports under ``TYPE_CHECKING`` say which
-submodules it serves, for type checkers and for ``common.pipeline.import_closure``, which counts them.
-
-Tests that stand in for a name patch it where it is used (``common.zoo.specs.get_spec``, ``common.zoo.hub``'s
-constants): a caller's ``from common.zoo import get_spec`` is a binding made when it runs.
-"""
+This package only re-exports (``_SUBMODULE_OF`` says from where), importing a submodule on first use (PEP 562), so
+that ``common.zoo.specs``' constants cost no torch; ``hf``, ``available`` and ``trained`` are imported by their
+callers. Tests that stand in for a name patch it where it is used (``common.zoo.specs.get_spec``)."""
 from __future__ import annotations
 
 import importlib

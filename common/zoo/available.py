@@ -1,8 +1,5 @@
-"""Loading a table's models one by one, with the reason a model cannot be had.
-
-A module of its own, apart from ``common.zoo``: the reason reads the download registry (the note of the model's
-download entry), and stages that only build or load a model should not re-run when the registry changes.
-"""
+"""Loading a table's models one by one, with the reason a model cannot be had: apart from ``common.zoo`` because the
+reason reads the download registry, and stages that only build a model should not rerun when the registry changes."""
 from __future__ import annotations
 
 from typing import Iterator, Mapping
@@ -26,9 +23,8 @@ def why_unavailable(name: str, exc: ModelUnavailable) -> str:
 def each_model(models: Mapping[str, str], skipped: dict[str, str], *, create: ModelFactory | None = None,
                device: str = "cpu", skip_unavailable: bool = False,
                what: str = "row") -> Iterator[tuple[str, str, EmbeddingModel]]:
-    """(row, zoo name, loaded model) for each row of a table's ``row -> zoo model`` map, one at a time (only one
-    model is held). A model that cannot be loaded raises ``ModelUnavailable`` naming ``what`` and the row, with
-    ``why_unavailable``'s reason; with ``skip_unavailable`` it is recorded in ``skipped`` (row -> reason) instead."""
+    """(row, zoo name, loaded model) for each row of a ``row -> zoo model`` map, one model held at a time; one that
+    cannot be loaded raises, naming ``what`` and the row (``skip_unavailable``: recorded in ``skipped`` instead)."""
     create = create or create_model
     for row, name in models.items():
         try:

@@ -1,19 +1,8 @@
-"""The zoo's Hugging Face backend: BLIP and FLAVA from ``transformers``, behind ``EmbeddingModel``.
-
-Two kinds of score come out of these models:
-
-* contrastive (ITC): ``encode_images`` / ``encode_tokens`` give normalized projected embeddings of each tower's
-  first token, so ``Engine`` and every ``common.evaluation.scoring`` module use them like a CLIP's (cosine similarity);
-* image-text matching (ITM): ``match_scores(pixels, texts)`` runs each (image, text) pair jointly through the
-  model's multimodal layers and returns the ITM head's match probability; ``common.evaluation.scoring.matching`` scores
-  choose-among-K items with it.
-
-``transformers`` is an optional extra (``pip install -e '.[hf]'``), imported only when a model is built. A model's
-weights come from the Hugging Face hub (``spec.pretrained`` a repository id) or a local directory written by
-``save_pretrained``; as everywhere in the zoo, a model whose weights cannot be obtained raises ``ModelUnavailable``
-and nothing falls back to random weights. X-VLM, which ARO also evaluates, is not in ``transformers``: creating it
-raises ``ModelUnavailable`` saying so.
-"""
+"""The zoo's Hugging Face backend: BLIP and FLAVA from ``transformers`` (an optional extra, imported only when a model
+is built), behind ``EmbeddingModel``: ``encode_images`` / ``encode_tokens`` give the contrastive (ITC) embeddings,
+used like a CLIP's, and ``match_scores`` the image-text matching (ITM) head's match probability of each pair
+(``common.evaluation.scoring.matching``). Weights come from the hub or a ``save_pretrained`` folder; X-VLM, which ARO
+also evaluates, is not in ``transformers`` and raises ``ModelUnavailable`` saying so."""
 from __future__ import annotations
 
 import hashlib
@@ -27,10 +16,9 @@ from PIL import Image
 
 from common.files.image_transforms import to_rgb
 from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
-from common.zoo.interface import ModelUnavailable, _digest_weights
+from common.zoo.interface import ModelUnavailable, digest_weights, import_transformers
 from common.zoo.specs import ModelSpec
 
-INSTALL_HINT = "pip install -e '.[hf]'"
 XVLM_MESSAGE = (
     "X-VLM is not part of Hugging Face transformers: it needs the authors' repository code (zengyan-97/X-VLM: its "
     "Swin/BERT model classes and tokenizer) and their retrieval checkpoint (Google Drive, as ARO's model zoo "
@@ -62,16 +50,6 @@ SCORES = ("itm", "itm_logit+itc")
 contrastive cosine (what ARO's BLIP and X-VLM wrappers rank captions by)."""
 
 
-def _import_transformers(spec: ModelSpec):
-    try:
-        import transformers
-    except ImportError as exc:
-        raise ModelUnavailable(
-            f"model {spec.name!r} needs the Hugging Face transformers package, which is not installed here; "
-            f"install the optional extra: {INSTALL_HINT}") from exc
-    return transformers
-
-
 def _describe_tokenizer(tokenizer) -> str:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # the whole pipeline: normalizer (lower-casing, accents), vocabulary, post-processor
@@ -83,12 +61,11 @@ def _describe_tokenizer(tokenizer) -> str:
 
 
 def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_tokens: int, itm: str | None) -> str:
-    """sha256 over backend and architecture, every weight tensor, the image processor's settings, the tokenizer
-    (its whole pipeline and padding length) and the ITM input settings (``itm``; they change ITM scores only, but a
-    result names one fingerprint): ``fingerprint_model``'s recipe for ``transformers`` models."""
+    """``fingerprint_model``'s recipe for ``transformers`` models: sha256 over architecture, weights, image processor,
+    tokenizer (whole pipeline, padding length) and the ITM input settings (``itm``: a result names one fingerprint)."""
     digest = hashlib.sha256()
     digest.update(f"transformers:{arch}:{type(model).__name__}".encode())
-    _digest_weights(digest, model)
+    digest_weights(digest, model)
     digest.update(processor.image_processor.to_json_string().encode())
     tokenizer = processor.tokenizer
     digest.update(f"{type(tokenizer).__name__}:{max_tokens}:{itm}".encode())
@@ -99,19 +76,16 @@ def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_token
 class HFModel:
     """A BLIP or FLAVA model from ``transformers`` behind the ``EmbeddingModel`` interface, with ITM scores.
 
-    ``tokenize`` returns input ids padded to ``max_tokens`` (one fixed width, so that the engine can stack token
-    rows tokenised apart); the attention mask is ``ids != pad_token_id`` (checked when tokenising), so BERT-style
-    towers see exactly the mask the tokenizer made. ``itm_start_token`` (e.g. ``"[ENC]"``) replaces the first token
-    of ITM inputs: the original BLIP code does so, transformers' ``BlipForImageTextRetrieval`` keeps ``[CLS]``;
-    None (the default) is transformers' behaviour. ``itm_attends_padding`` (FLAVA only) pads ITM texts to
-    ``max_tokens`` and lets FLAVA's multimodal encoder attend to the padding, as FLAVA's own code
-    (torchmultimodal) and transformers before 4.39 (huggingface/transformers#29446) did: ARO's FLAVA numbers were
-    computed that way. The default masks padding, as transformers does now.
-    """
+    ``tokenize`` pads to ``max_tokens`` (one width, so the engine can stack rows tokenised apart); the attention mask is
+    ``ids != pad_token_id`` (checked when tokenising). ``itm_start_token`` (e.g. ``"[ENC]"``) replaces the first token
+    of ITM inputs: the original BLIP code does so, transformers' ``BlipForImageTextRetrieval`` keeps ``[CLS]`` (None,
+    the default). ``itm_attends_padding`` (FLAVA only) pads ITM texts to ``max_tokens`` and lets FLAVA's multimodal
+    encoder attend to the padding, as FLAVA's own code (torchmultimodal) and transformers before 4.39
+    (huggingface/transformers#29446) did: ARO's FLAVA numbers were computed that way. The default masks padding, as
+    transformers does now."""
 
     def __init__(self, spec: ModelSpec, model: torch.nn.Module, processor, device: str = "cpu",
-                 max_tokens: int | None = None, itm_start_token: str | None = None,
-                 itm_attends_padding: bool = False):
+                 itm_start_token: str | None = None, itm_attends_padding: bool = False):
         if spec.arch not in ARCHS:
             raise ValueError(f"model {spec.name!r}: arch {spec.arch!r} is not one of {sorted(ARCHS)}")
         self.spec = spec
@@ -122,7 +96,7 @@ class HFModel:
         self.image_processor = processor.image_processor
         self.tokenizer = processor.tokenizer
         self.device = device
-        self.max_tokens = max_tokens or ARCHS[spec.arch].max_tokens
+        self.max_tokens = ARCHS[spec.arch].max_tokens
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             raise ValueError(f"model {spec.name!r}: its tokenizer has no padding token")
@@ -155,37 +129,31 @@ class HFModel:
                              "mask cannot be recovered from the ids")
         return ids
 
-    def _mask(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids, attention mask), cut after the batch's longest text when padding is on the right (masked
-        positions change nothing, as in ``padding_is_inert``)."""
-        mask = (ids != self.pad_id).long()
-        if self.tokenizer.padding_side == "right" and ids.shape[1]:
-            length = int(mask.sum(dim=1).max())
-            ids, mask = ids[:, :max(length, 1)], mask[:, :max(length, 1)]
-        return ids, mask
-
-    # -- contrastive embeddings ---------------------------------------------------------------------------
-    def _image_cls(self, pixels: torch.Tensor) -> torch.Tensor:
-        if self.arch == "blip":
-            return self.model.vision_proj(self.model.vision_model(pixel_values=pixels)[0][:, 0])
-        flava = self.model.flava
-        return flava.image_projection(flava.image_model(pixel_values=pixels)[0][:, 0])
-
-    def _text_cls(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.arch == "blip":
-            return self.model.text_proj(self.model.text_encoder(input_ids=ids, attention_mask=mask)[0][:, 0])
-        flava = self.model.flava
-        return flava.text_projection(flava.text_model(input_ids=ids, attention_mask=mask)[0][:, 0])
-
+    # -- contrastive embeddings: each tower's first token, projected ---------------------------------------
     @torch.no_grad()
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
-        features = self._image_cls(pixels.to(self.device, non_blocking=True))
+        pixels = pixels.to(self.device, non_blocking=True)
+        if self.arch == "blip":
+            features = self.model.vision_proj(self.model.vision_model(pixel_values=pixels)[0][:, 0])
+        else:
+            flava = self.model.flava
+            features = flava.image_projection(flava.image_model(pixel_values=pixels)[0][:, 0])
         return torch.nn.functional.normalize(features, dim=-1).float().cpu()
 
     @torch.no_grad()
     def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        ids, mask = self._mask(tokens.to(self.device))
-        return torch.nn.functional.normalize(self._text_cls(ids, mask), dim=-1).float().cpu()
+        ids = tokens.to(self.device)
+        mask = (ids != self.pad_id).long()
+        # cut after the batch's longest text when padding is on the right: masked positions change nothing
+        if self.tokenizer.padding_side == "right" and ids.shape[1]:
+            length = int(mask.sum(dim=1).max())
+            ids, mask = ids[:, :max(length, 1)], mask[:, :max(length, 1)]
+        if self.arch == "blip":
+            features = self.model.text_proj(self.model.text_encoder(input_ids=ids, attention_mask=mask)[0][:, 0])
+        else:
+            flava = self.model.flava
+            features = flava.text_projection(flava.text_model(input_ids=ids, attention_mask=mask)[0][:, 0])
+        return torch.nn.functional.normalize(features, dim=-1).float().cpu()
 
     def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
         return self.encode_tokens(self.tokenize(texts))
@@ -193,10 +161,8 @@ class HFModel:
     # -- image-text matching ------------------------------------------------------------------------------
     @torch.no_grad()
     def itm_logits(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
-        """The ITM head's (no match, match) logits for each pair (image i, text i): float CPU tensor [N, 2].
-
-        Consecutive identical images (one image against its K captions) go through the vision tower once.
-        """
+        """The ITM head's (no match, match) logits of each pair (image i, text i), float CPU [N, 2]; consecutive
+        identical images (one image against its K captions) go through the vision tower once."""
         if len(pixels) != len(texts):
             raise ValueError(f"{len(pixels)} images but {len(texts)} texts: ITM scores pairs")
         ids, mask = self._tokens(texts, "max_length" if self.itm_attends_padding else "longest")
@@ -284,22 +250,14 @@ def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | N
         "place, HF_HUB_OFFLINE=1 skips the connectivity check")
 
 
-def _in_cache(repo: str, cache_dir: str | None) -> bool:
-    # deferred: loads huggingface_hub only when called
-    from huggingface_hub import try_to_load_from_cache
-
-    return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir), str)
-
-
 CONFIG_LIMIT = 1 << 20
 """Bytes of a model folder's ``config.json`` read before transformers: a config is a few KB."""
 
 
 def refuse_custom_code(folder: Path, who: str) -> None:
-    """Refuse a model folder whose ``config.json`` asks for code of its own (``auto_map``, a custom ``model_type``
-    implemented in the folder): one line naming it. transformers is also called with ``trust_remote_code=False``; this
-    says why in this project's words, before transformers reads anything. A config.json that is not JSON, too large
-    or nested too deeply is one line too (transformers would raise a traceback or recurse)."""
+    """Refuse, in one line naming it, a model folder whose ``config.json`` asks for code of its own (``auto_map``), or
+    is not JSON, too large or nested too deeply: before transformers reads anything (it also gets
+    ``trust_remote_code=False``)."""
     path = folder / "config.json"
     if not path.is_file():
         return
@@ -330,7 +288,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     if spec.arch not in ARCHS:
         raise ModelUnavailable(f"model {spec.name!r}: the transformers backend knows arch {sorted(ARCHS)}, "
                                f"not {spec.arch!r}")
-    transformers = _import_transformers(spec)
+    transformers = import_transformers(f"model {spec.name!r}")
     arch = ARCHS[spec.arch]
     model_class = getattr(transformers, arch.model_class)
     processor_class = getattr(transformers, arch.processor_class)
@@ -338,8 +296,12 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     offline = None if local else hub_offline()
     if local and not Path(source).is_dir():
         raise ModelUnavailable(f"model {spec.name!r}: directory {source} not found; {how_to_get(spec)}")
-    if offline and not _in_cache(source, cache_dir):  # fail before anything is built or retried
-        raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
+    if offline:  # fail before anything is built or retried
+        # deferred: loads huggingface_hub only when called
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(source, "config.json", cache_dir=cache_dir), str):
+            raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
     if local:
         refuse_custom_code(Path(source), f"model {spec.name!r}")
     # trust_remote_code=False: a model's folder or hub repository never runs code here, asked or not

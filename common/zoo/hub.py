@@ -19,12 +19,9 @@ HUB_PROBE_SECONDS = 3.0
 
 
 def hub_offline() -> str | None:
-    """Why the model hub cannot be reached from here, or None when it can.
-
-    ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``) says so without asking; otherwise a TCP connection to
-    huggingface.co:443 that does not open within ``HUB_PROBE_SECONDS`` (name lookup included) means offline (probed
-    once per process). Behind an HTTPS proxy (``HTTPS_PROXY``) the hub is assumed reachable: the proxy decides.
-    """
+    """Why the model hub cannot be reached from here, or None when it can: ``HF_HUB_OFFLINE=1`` (or
+    ``TRANSFORMERS_OFFLINE=1``), else a TCP connection to huggingface.co:443 that does not open within
+    ``HUB_PROBE_SECONDS`` (probed once per process); behind an HTTPS proxy the hub is assumed reachable."""
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
             return f"{var}={os.environ[var]}"
@@ -108,12 +105,9 @@ def _offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: B
 
 
 def _fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str) -> None:
-    """Offline: raise ``ModelUnavailable`` now unless the weights file is already in the local cache.
-
-    Before the model is built (seconds to minutes for the large towers): open_clip builds it first and only then
-    looks for the weights. URL-only weights are fetched with urllib, which has no offline mode, so their file is
-    looked up directly.
-    """
+    """Offline: raise ``ModelUnavailable`` now unless the weights file is in the local cache, before open_clip builds
+    the model (minutes for the large towers) and only then looks; URL-only weights (urllib, no offline mode) are
+    looked up directly."""
     # deferred: loads open_clip only when called
     import open_clip
     from open_clip.pretrained import download_pretrained, has_hf_hub

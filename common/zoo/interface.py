@@ -28,9 +28,20 @@ class EmbeddingModel(Protocol):
 
 ModelFactory = Callable[..., EmbeddingModel]
 """``create_model(name, device=...)``: the zoo's, or a stand-in in tests."""
+INSTALL_HINT = "pip install -e '.[hf]'"
 
 
-def _digest_weights(digest, model: torch.nn.Module) -> None:
+def import_transformers(who: str, error: type[WorkspaceError] = ModelUnavailable):
+    """The optional ``transformers`` package, or ``error`` saying that ``who`` needs it and how to install it."""
+    try:
+        import transformers
+    except ImportError as exc:
+        raise error(f"{who} needs the Hugging Face transformers package, which is not installed here; install the "
+                    f"optional extra: {INSTALL_HINT}") from exc
+    return transformers
+
+
+def digest_weights(digest, model: torch.nn.Module) -> None:
     """Every weight tensor (name, dtype, shape, bytes) into ``digest``: the backends' fingerprints share it."""
     for key, tensor in sorted(model.state_dict().items()):
         t = tensor.detach().cpu().contiguous()

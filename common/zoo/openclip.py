@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from common.files.image_transforms import to_rgb
-from common.zoo.interface import ModelUnavailable, _digest_weights
+from common.zoo.interface import ModelUnavailable, digest_weights
 from common.zoo.specs import ModelSpec, register_local_configs
 
 
@@ -19,7 +19,7 @@ def fingerprint_model(arch: str, model: torch.nn.Module, transform: Callable, to
     """sha256 over architecture, every weight tensor, the image transform and the tokenizer setup."""
     digest = hashlib.sha256()
     digest.update(arch.encode())
-    _digest_weights(digest, model)
+    digest_weights(digest, model)
     digest.update(repr(transform).encode())
     context_length = getattr(tokenizer, "context_length", None)
     digest.update(f"{type(tokenizer).__name__}:{context_length}".encode())
@@ -57,10 +57,9 @@ class OpenClipModel:
         ``image.type(self.dtype)``)."""
 
     def at_precision(self, precision: str) -> "OpenClipModel":
-        """This model with its weights cast the way OpenAI's ``clip.load`` casts them on CUDA (``FP16_WHY``), for
-        ``precision`` 'fp16': the same architecture rebuilt by open_clip at that precision and this model's weights
-        loaded into it (a copy; this model is untouched). Its fingerprint stays this model's: the weights are the
-        same, and the engine keys the cache by precision too."""
+        """This model rebuilt by open_clip at ``precision`` 'fp16' (``FP16_WHY``: as OpenAI's ``clip.load`` casts on
+        CUDA) with its weights loaded (a copy); the fingerprint stays this model's, as the engine keys the cache by
+        precision too."""
         # deferred: loads open_clip only when called
         import open_clip
 
@@ -104,13 +103,10 @@ class OpenClipModel:
 
 
 def padding_is_inert(model: torch.nn.Module) -> bool:
-    """True for CLIP text towers where trailing padding cannot change the pooled output.
-
-    With a causal attention mask, position i attends only to positions <= i, and pooling at the
-    end-of-text token (``argmax``/``eos``) or the first token reads a position before any padding.
-    Dropping the padding columns therefore gives the same embedding (up to float rounding of
-    smaller matrix products) at a fraction of the cost: SugarCrepe captions use ~16 of 77 positions.
-    """
+    """True for CLIP text towers where trailing padding cannot change the pooled output: with a causal mask, pooling at
+    the end-of-text token or the first token reads a position before any padding, so dropping the padding columns
+    gives the same embedding (up to float rounding) at a fraction of the cost (SugarCrepe captions use ~16 of 77
+    positions)."""
     mask = getattr(model, "attn_mask", None)
     if not (hasattr(model, "token_embedding") and isinstance(mask, torch.Tensor) and mask.ndim == 2):
         return False
@@ -187,29 +183,14 @@ def not_a_checkpoint(path: Path) -> str | None:
     return None
 
 
-def non_finite(state: dict[str, torch.Tensor]) -> str | None:
-    """The first floating-point tensor of a state dict holding a NaN or an infinity, as 'name (n of m values)', or
-    None: weights that would make every score NaN, and every decision a silent 0."""
-    for key, value in state.items():
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            bad = int((~torch.isfinite(value)).sum())
-            if bad:
-                return f"{key} ({bad} of {value.numel()} values NaN or infinite)"
-    return None
-
-
 def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
                     remedy: str | None = None) -> None:
-    """Load weights strictly (every tensor must be present): safetensors or a weights-only torch file.
+    """Load weights strictly: safetensors, or a weights-only torch file holding a state dict or a training dict
+    (``TRAINING_DICT_KEYS``: CoN-CLIP's and BiVLC's releases), ``module.`` prefixes (DistributedDataParallel) dropped.
 
-    A torch file is a state dict, or a training dict holding it: open_clip's ``{"state_dict": ...}``, the
-    OpenAI-``clip`` fine-tuning scripts' ``{"model": ..., "optimizer": ...}`` (CoN-CLIP's release) or PyTorch's
-    recipe ``{"model_state_dict": ..., "optimizer_state_dict": ...}`` (BiVLC's release); ``module.`` prefixes
-    (DistributedDataParallel) are dropped.
-
-    Any failure is one ``ModelUnavailable`` line naming the file: weights of another architecture (``arch``: the one
-    expected) are summed up by ``weights_mismatch`` (torch's own report lists every key, thousands of them, over
-    several lines); ``remedy`` (how to get the right file) ends it."""
+    Any failure is one ``ModelUnavailable`` line naming the file (``weights_mismatch`` sums up weights of another
+    architecture than ``arch``, where torch lists thousands of keys), ended by ``remedy`` (how to get the right
+    file)."""
     fix = f"; {remedy}" if remedy else ""
     why = not_a_checkpoint(Path(path))
     if why is not None:
@@ -226,10 +207,12 @@ def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | N
     except Exception as exc:
         raise ModelUnavailable(f"model {name!r}: checkpoint {path} could not be loaded: {one_line(exc)}{fix}") \
             from exc
-    bad = non_finite(state)
-    if bad is not None:
-        raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds non-finite weights: {bad}; its scores would "
-                               f"be NaN{fix or '; replace it with an intact file'}")
+    for key, value in state.items():  # NaN or infinite weights: every score NaN, every decision a silent 0
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and not torch.isfinite(value).all():
+            bad = int((~torch.isfinite(value)).sum())
+            raise ModelUnavailable(f"model {name!r}: checkpoint {path} holds non-finite weights: {key} ({bad} of "
+                                   f"{value.numel()} values NaN or infinite); its scores would be NaN"
+                                   f"{fix or '; replace it with an intact file'}")
     mismatch = weights_mismatch(model.state_dict(), state)
     if mismatch:
         expected = f"{arch} " if arch else ""
@@ -249,9 +232,8 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def weights_mismatch(expected: Mapping[str, torch.Tensor], found: Mapping[str, torch.Tensor]) -> str:
-    """What keeps ``found`` (a checkpoint's tensors) from loading strictly into a model whose state dict is
-    ``expected``, in a few words with one example of each (the keys missing, those the model lacks, the tensors of
-    another shape); "" when the keys and shapes agree."""
+    """Why ``found`` (a checkpoint's tensors) cannot load strictly into a model whose state dict is ``expected``, in a
+    few words with one example of each kind; "" when the keys and shapes agree."""
     missing = [k for k in expected if k not in found]
     unexpected = [k for k in found if k not in expected]
     shaped = [k for k in expected if k in found and tuple(found[k].shape) != tuple(expected[k].shape)]

@@ -1,13 +1,9 @@
-"""The zoo's registry as data: one ``ModelSpec`` per ``[[model]]`` entry of ``models.toml``, looked up by name, and
-the tiny architectures of ``model_configs/*.json`` (one file per architecture), registered with open_clip.
+"""The zoo's registry as data: one ``ModelSpec`` per ``[[model]]`` entry of ``models.toml``, the tiny architectures of
+``model_configs/*.json`` registered with open_clip, and the activation checks (QuickGELU or GELU) of each entry.
 
-Where an entry lives (``common.plugins``): the shared ``common/zoo/models.toml`` holds the models no paper owns and
-the models two or more papers use (named after the paper that released them, e.g. ``aro/negclip``);
-``papers/<paper>/models.toml`` holds the rest of a paper's models. ``get_spec`` reads the shared file first and the
-owner paper's file only when the shared file lacks the name, so a stage that uses another paper's released model
-reads the shared file, never that paper's. The activation checks (QuickGELU or GELU) live here too: they are a
-property of an entry, checked for every entry by the tests.
-"""
+The shared ``common/zoo/models.toml`` holds the models no paper owns and those two or more papers use;
+``papers/<paper>/models.toml`` the rest of a paper's (``common.plugins``). ``get_spec`` reads the shared file first,
+so a stage that uses another paper's released model never reads that paper's file."""
 from __future__ import annotations
 
 import os

@@ -1,9 +1,5 @@
-"""Weights this workspace trained (a paper's fine-tunes), served like the zoo's: the engine scores them the same way.
-
-A paper's table rows name either a zoo model or a checkpoint its pipeline wrote; ``served`` gives both behind the
-engine's ``EmbeddingModel`` interface, and ``build_from_checkpoint`` is the one strict loader of a checkpoint into
-an open_clip architecture (the trainer's ``FromCheckpoint`` uses it too).
-"""
+"""Weights this workspace trained (a paper's fine-tunes), served like the zoo's behind ``EmbeddingModel``, and
+``build_from_checkpoint``, the one strict loader of a checkpoint into an open_clip architecture."""
 from __future__ import annotations
 
 from pathlib import Path
