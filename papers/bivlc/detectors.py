@@ -170,11 +170,9 @@ def _mini_jobs(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
 
 def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
     """``det-<encoder>-<tower>`` -> (encoder row, tower)."""
-    for encoder in encoders:
-        for tower in DETECTOR_TOWERS:
-            if name == detector_name(encoder, tower):
-                return encoder, tower
-    known = [detector_name(e, t) for e in encoders for t in DETECTOR_TOWERS]
+    known = {detector_name(e, t): (e, t) for e in encoders for t in DETECTOR_TOWERS}
+    if name in known:
+        return known[name]
     raise BivlcFinetuneFullError(f"unknown detector run {name!r}; known: {', '.join(known)}")
 
 
