@@ -2,11 +2,6 @@
 papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes (``train``) and the detectors
 (``detectors``) share in the full profile.
 
-The rows of ``coco``, ``trohn-text`` or ``trohn-img`` (split, image file under COCO's train2017 folder, caption,
-negative caption, negative image file), as ``rows.jsonl`` and ``manifest.json`` in ``build/full/bivlc/sets/<dataset>/``
-(one output group); TROHN-Img's generated images are written from the parquet bytes to ``images/<sha256>.<ext>`` in
-the same group.
-
 * CLIP_COCO's set: COCO 2017 train captions (each caption with its image); the validation split is a random 20% of
   the captions, drawn as ``datasets``' ``train_test_split(test_size=0.2, seed=42)`` draws it (``coco_split``), the
   authors' split (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:84``
@@ -144,8 +139,6 @@ def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tupl
                         raise DatasetError(f"{where}: column {c!r} is {record[c]!r:.40}")
                 negative_image = ""
                 if "negative_image" in columns:
-                    if image_dir is None:
-                        raise ValueError("hf_rows: TROHN-Img needs an image folder")
                     negative_image = _store_image(image_bytes(where, "negative_image", record["negative_image"]),
                                                   image_dir)
                 rows.append(TrainRow(split, record["image_id"], record["caption"], record["negative_caption"],

@@ -149,8 +149,6 @@ class PairedFileBatches(FileCaptionBatches):
                  captions: Sequence[str], negatives: Sequence[str], tokenize: Tokenize, name: str,
                  fields: Mapping | None = None):
         super().__init__(images, row_image, captions, [negatives], tokenize, name, fields)
-        if len(row_negative_image) != len(captions):
-            raise ValueError("PairedFileBatches: one negative image per row")
         self.row_negative_image = np.asarray(row_negative_image)
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
