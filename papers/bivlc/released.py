@@ -53,9 +53,6 @@ image, s the similarity):
   (``c0 < c1``: ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_SugarCrepe.py:119-120``
   "for c0, c1 in zip(positives['text_pred'], negatives['text_pred']): if (c0 < c1):").
 * Table 1 counts retrieval examples: 4 per BiVLC instance (2 I2T + 2 T2I), 1 per SugarCrepe example.
-
-``recompute()`` maps every number onto the published keys (profile ``released``, tolerance ``exact``); a file
-that cannot be fetched (not in the mirror, no network) leaves its cells "not recomputed yet" with the reason.
 """
 from __future__ import annotations
 
