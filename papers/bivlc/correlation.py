@@ -3,13 +3,9 @@ the cross-benchmark view: every model scored here against every benchmark of the
 
 **Finding 3.** The paper argues from rankings (NegCLIP best on SugarCrepe, CLIPCOCO best on BiVLC; Open CapPa ahead on
 SugarCrepe, last on BiVLC) and reports no statistic. Here: Spearman's rho and Kendall's tau-b between the SugarCrepe
-column and each BiVLC score (I2T, T2I, group) across models,
-
-* from the published tables (``results/published/bivlc.csv`` through ``common.reporting.published``): Table 2's seven models
-  (Contrastive CLIP, CLIPCOCO, NegCLIP, GNM; Generative Open CapPa, VQAScore-XL, VQAScore-XXL; Human and Random are
-  references, not models), Table 3's six contrastive models (CLIP, CLIPCOCO, NegCLIP, GNM, CLIPTROHN-Text,
-  CLIPTROHN-Img; Random left out), and their union (nine models; the four shared rows must print the same numbers);
-* from runs: every ``results/bivlc/<profile>/table2.csv`` that exists (all its rows).
+column and each BiVLC score (I2T, T2I, group) across models, from the published Tables 2 and 3 and their union
+(``PUBLISHED_MODELS``: a model in both tables must print the same numbers) and from every
+``results/bivlc/<profile>/table2.csv`` that exists.
 
 **Why these statistics.** With 4-9 models a bootstrap over models is meaningless (a resample of 5 models has a
 handful of distinct values), so the intervals are closed-form Fisher-z intervals with the rank statistics' own
@@ -22,16 +18,11 @@ two-sided permutation test of no association, exact over all n! orderings of one
 drawn with ``--seed`` (``p_method`` says which). Fewer than ``MIN_MODELS`` (4) models: every statistic is NaN with
 the reason in ``note``.
 
-**Cross-benchmark view.** ``BENCHMARKS`` declares, as data, each benchmark's headline number: which paper's results
-file, which column(s) (the mean of several, e.g. SugarCrepe's seven categories in CoN-CLIP's file), its label and
-unit. Models are keyed by their zoo name (column ``model``; ARO's per-model metrics files by their file name,
-``common.evaluation.results.metrics_filename``). A benchmark scored by two papers (SugarCrepe by sugarcrepe, conclip and bivlc)
-stays one column per paper (``<paper>:<label>``). Two files of one paper feeding the same column (hard_positives'
-Tables 1 and 3) must agree on a model they share. Every pair of benchmarks gets the statistics above over the models
-both scored. Signs are raw: brittleness is lower-is-better (``correlation_context.json`` lists each benchmark's
-direction). A results file that does not exist (e.g. a paper's full profile not run) is listed in the context, not an
-error; so is a cell the paper did not measure (a NaN metric, an empty cell: ``unmeasured``), whose model is left out
-of that column.
+**Cross-benchmark view.** ``BENCHMARKS`` declares each benchmark's headline number as data; models are keyed by
+their zoo name. A benchmark scored by two papers stays one column per paper; two files of one paper feeding one
+column must agree on a model they share. Every pair of benchmarks gets the statistics above over the models both
+scored; signs are raw (``correlation_context.json`` lists each benchmark's direction). A results file that does not
+exist, or a cell the paper did not measure (``unmeasured``), is listed in the context, not an error.
 
 Outputs (stage ``correlation``): the README's "Outputs and notebooks".
 """
@@ -585,10 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n_resamples < 1:
         parser.error("--n-resamples must be at least 1")
-    profile = args.profile
-    if profile is None:
-        profile = own_params()["profile"]
-    written = run(profile, n_resamples=args.n_resamples, seed=args.seed)
+    written = run(args.profile or own_params()["profile"], n_resamples=args.n_resamples, seed=args.seed)
     print(describe(written["finding3"]))
     for name, path in written.items():
         print(f"{name}: {path}")

@@ -126,19 +126,17 @@ def tower_outputs(model, images: Sequence[Image], texts: Sequence[str], batch: i
     refs = [as_ref(i) for i in images]
     if any(r.transform is not None for r in refs):
         raise DetectorHeadError("detector heads read plain images; a transformed image has no released counterpart")
-    paths = list(dict.fromkeys(r.path for r in refs))
-    unique_texts = list(dict.fromkeys(texts))
-    img_rows, txt_rows = {}, {}
-    for start in range(0, len(paths), batch):
-        chunk = paths[start: start + batch]
-        pixels = torch.stack([model.load_image(p) for p in chunk]).to(device)
-        for p, f in zip(chunk, net.encode_image(pixels, normalize=False).float().cpu().numpy()):
-            img_rows[p] = f
-    for start in range(0, len(unique_texts), batch):
-        chunk = unique_texts[start: start + batch]
-        tokens = model.tokenize(chunk).to(device)
-        for t, f in zip(chunk, net.encode_text(tokens, normalize=False).float().cpu().numpy()):
-            txt_rows[t] = f
+
+    def encoded(keys: list, inputs, encode) -> dict:
+        rows = {}
+        for start in range(0, len(keys), batch):
+            chunk = keys[start: start + batch]
+            rows.update(zip(chunk, encode(inputs(chunk).to(device), normalize=False).float().cpu().numpy()))
+        return rows
+
+    img_rows = encoded(list(dict.fromkeys(r.path for r in refs)),
+                       lambda chunk: torch.stack([model.load_image(p) for p in chunk]), net.encode_image)
+    txt_rows = encoded(list(dict.fromkeys(texts)), model.tokenize, net.encode_text)
     dim = int(net.visual.output_dim)  # the joint width, whatever the text tower's projection is (empty inputs)
     image = np.stack([img_rows[r.path] for r in refs]) if refs else np.zeros((0, dim), np.float32)
     text = np.stack([txt_rows[t] for t in texts]) if texts else np.zeros((0, dim), np.float32)

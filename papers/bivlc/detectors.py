@@ -3,13 +3,10 @@ profiles (stage ``mini-detectors``: ``python -m papers.bivlc.detectors mini all`
 <encoder>-<tower>``; stages ``detectors-full-<encoder>@<tower>``: ``torchrun ... -m papers.bivlc.detectors full run
 det-<encoder>-<tower> --device cuda``).
 
-Both profiles train a linear head (``DetectorLoss``) on a frozen tower's raw output, on the base (CLIPDet) and on
-the TROHN-Img run (CLIPTROHN-Img/Det), with TROHN-Img's natural (label 0) and synthetic (label 1) inputs, 1 epoch
-for images and 10 for texts, under the ``[detectors]`` recipe (Adam at a constant rate). The mini profile differs in
-more than its inputs, and keeps its own: its batch counts inputs (``params.yaml bivlc.mini.detector.batch_size``),
-each scene's image once; no validation split is scored and the final head is kept
-(``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors``, timing logs in
-``build/mini/bivlc/logs/detectors/``).
+Both profiles train ``DetectorLoss``'s head on a frozen tower (what, on which encoders, for how many epochs: the
+README's stage table) under the ``[detectors]`` recipe. The mini profile keeps its own batch (``params.yaml
+bivlc.mini.detector.batch_size`` inputs, each scene's image once), scores no validation split and keeps the final
+head (``build/mini/bivlc/detectors/<encoder>-<tower>.loss.safetensors``).
 
 The full profile follows the authors' recipe (the image head's script, the text head's and their data module under
 ``src/Detectors/`` of IMirandaM/BiVLC@84f0d175) line by line:
@@ -170,11 +167,9 @@ def _mini_jobs(set_dir: Path | None) -> Callable[[str], FinetuneJob]:
 
 def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
     """``det-<encoder>-<tower>`` -> (encoder row, tower)."""
-    for encoder in encoders:
-        for tower in DETECTOR_TOWERS:
-            if name == detector_name(encoder, tower):
-                return encoder, tower
-    known = [detector_name(e, t) for e in encoders for t in DETECTOR_TOWERS]
+    known = {detector_name(e, t): (e, t) for e in encoders for t in DETECTOR_TOWERS}
+    if name in known:
+        return known[name]
     raise BivlcFinetuneFullError(f"unknown detector run {name!r}; known: {', '.join(known)}")
 
 
@@ -186,12 +181,6 @@ class FileLabelledBatches:
 
     def __init__(self, key: str, natural: Sequence, synthetic: Sequence, name: str, *,
                  images: FileImages | None = None, tokenize: Tokenize | None = None):
-        if key not in ("images", "texts"):
-            raise ValueError(f"FileLabelledBatches: key must be 'images' or 'texts', not {key!r}")
-        if len(natural) != len(synthetic):
-            raise ValueError("FileLabelledBatches: one synthetic input per natural one")
-        if (key == "images") != (images is not None) or (key == "texts") != (tokenize is not None):
-            raise ValueError("FileLabelledBatches: images need a FileImages, texts a tokenizer")
         self.key, self.natural, self.synthetic, self.name = key, natural, synthetic, name
         self.images, self.tokenize = images, tokenize
         self._perm: tuple[tuple[int, int], np.ndarray] | None = None

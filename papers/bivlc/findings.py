@@ -52,6 +52,11 @@ def decisions(result: GroupResult, metric: str) -> np.ndarray:
     return np.array([o.decisions[metric] for o in result.outcomes], float)
 
 
+def _with_interval(name: str, difference) -> dict[str, float]:
+    return {name: round(difference.estimate, 2), f"{name}_ci_low": round(difference.low, 2),
+            f"{name}_ci_high": round(difference.high, 2)}
+
+
 def _number(value: Any) -> float | None:
     """A table cell as a number; an empty cell (a column the stage did not compute) is None."""
     return None if value is None or value == "" else value
@@ -69,17 +74,13 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
     have_base = base in rows and base in results
     if have_base:
         clip = results[base]
-        gap = paired(decisions(clip, "I2T"), decisions(clip, "T2I"))
-        harder = paired(decisions(clip, "I2T"), decisions(clip, "group"))  # Finding 2: the group score is harder
         ranged = [rows[r] for r in pretrained if r in rows]
         out.update({f"{b}_i2t": rows[base]["I2T"], f"{b}_t2i": rows[base]["T2I"], f"{b}_group": rows[base]["group"],
-                    f"{b}_i2t_minus_t2i": round(gap.estimate, 2), f"{b}_i2t_minus_t2i_ci_low": round(gap.low, 2),
-                    f"{b}_i2t_minus_t2i_ci_high": round(gap.high, 2),
+                    **_with_interval(f"{b}_i2t_minus_t2i", paired(decisions(clip, "I2T"), decisions(clip, "T2I"))),
                     "t2i_below_i2t_for_every_pretrained": all(r["T2I"] < r["I2T"] for r in ranged) if ranged
                     else None})
-        out.update({f"{b}_i2t_minus_group": round(harder.estimate, 2),
-                    f"{b}_i2t_minus_group_ci_low": round(harder.low, 2),
-                    f"{b}_i2t_minus_group_ci_high": round(harder.high, 2)})
+        # Finding 2: the group score is harder
+        out.update(_with_interval(f"{b}_i2t_minus_group", paired(decisions(clip, "I2T"), decisions(clip, "group"))))
     for run in runs:
         if run not in rows:
             continue
@@ -91,11 +92,8 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
         if [o.item_id for o in results[run].outcomes] != [o.item_id for o in results[base].outcomes]:
             raise ValueError("paired comparison of two rows scored on different instances")
         for metric in GAIN_METRICS:
-            gain = paired(decisions(results[run], metric), decisions(results[base], metric))
-            name = f"{key_of(run)}_minus_{b}_{metric.lower()}"
-            out[name] = round(gain.estimate, 2)
-            out[f"{name}_ci_low"] = round(gain.low, 2)
-            out[f"{name}_ci_high"] = round(gain.high, 2)
+            out.update(_with_interval(f"{key_of(run)}_minus_{b}_{metric.lower()}",
+                                      paired(decisions(results[run], metric), decisions(results[base], metric))))
     for run in scored_gains:
         base_gap = rows[base]["I2T"] - rows[base]["T2I"]
         run_gap = rows[run]["I2T"] - rows[run]["T2I"]

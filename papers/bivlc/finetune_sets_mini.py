@@ -111,7 +111,7 @@ def render_train_set(config: TrainSetConfig) -> TrainSet:
         scene = sample_scene(rng, allow_heldout=False)
         seed = rng.randrange(2**31)
         images[i] = np.asarray(render(scene, s, NATURAL, seed=seed))
-        row_c, row_n, row_k = [], [], []
+        row = []
         for j in range(p):
             for _ in range(MAX_DRAWS):
                 found = draw_instance(rng, rng.choice(CATEGORIES), scene=scene)
@@ -120,12 +120,10 @@ def render_train_set(config: TrainSetConfig) -> TrainSet:
             else:  # pragma: no cover
                 raise BivlcMiniError(f"training scene {i}: no negative in {MAX_DRAWS} draws")
             negative_images[i, j] = np.asarray(render(found.negative_scene, s, style, seed=seed + 1 + j))
-            row_c.append(found.caption)
-            row_n.append(found.negative)
-            row_k.append(found.category)
-        captions.append(row_c)
-        negatives.append(row_n)
-        categories.append(row_k)
+            row.append(found)
+        captions.append([f.caption for f in row])
+        negatives.append([f.negative for f in row])
+        categories.append([f.category for f in row])
     return TrainSet(images, negative_images, captions, negatives, categories, [], config.n_train)
 
 

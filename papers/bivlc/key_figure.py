@@ -28,14 +28,12 @@ PUBLISHED_COLUMNS = {"SugarCrepe": "SugarCrepe", "BiVLC | I2T": "I2T", "BiVLC | 
 PUBLISHED_MODELS = {"CLIP": "CLIP", "NegCLIP": "NegCLIP", "CLIPCOCO": "CLIP_COCO", "CLIPTROHN-Img": "CLIP_TROHN-Img"}
 """Table 3's rows (the fine-tunes are there; its CLIP, NegCLIP and CLIP_COCO rows repeat Table 2's)."""
 PUBLISHED_PANEL = "published: ViT-B/32 CLIPs on BiVLC (Tables 2-3), humans (Table 2)"
-SECOND_LINE = "group: both directions right for an instance; dashed: chance (the paper's Random row)"
+TITLE = ("BiVLC, {} profile (left) beside the paper (right, hatched): image-to-text (I2T) vs text-to-image (T2I) "
+         "retrieval\ngroup: both directions right for an instance; dashed: chance (the paper's Random row)")
 VIEWS = {
-    "mini": ProfileView(MODELS, "mini profile: tiny CLIPs on the mini world's BiVLC",
-                        "BiVLC, mini profile (left) beside the paper (right, hatched): image-to-text (I2T) vs "
-                        f"text-to-image (T2I) retrieval\n{SECOND_LINE}"),
-    "full": ProfileView(FULL_MODELS, "full profile: ViT-B/32 CLIPs on BiVLC's test split",
-                        "BiVLC, full profile (left) beside the paper (right, hatched): image-to-text (I2T) vs "
-                        f"text-to-image (T2I) retrieval\n{SECOND_LINE}", absent_rows=True)}
+    "mini": ProfileView(MODELS, "mini profile: tiny CLIPs on the mini world's BiVLC", TITLE.format("mini")),
+    "full": ProfileView(FULL_MODELS, "full profile: ViT-B/32 CLIPs on BiVLC's test split", TITLE.format("full"),
+                        absent_rows=True)}
 
 
 def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: str = "mini"

@@ -53,14 +53,12 @@ image, s the similarity):
   (``c0 < c1``: ``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_SugarCrepe.py:119-120``
   "for c0, c1 in zip(positives['text_pred'], negatives['text_pred']): if (c0 < c1):").
 * Table 1 counts retrieval examples: 4 per BiVLC instance (2 I2T + 2 T2I), 1 per SugarCrepe example.
-
-``recompute()`` maps every number onto the published keys (profile ``released``, tolerance ``exact``); a file
-that cannot be fetched (not in the mirror, no network) leaves its cells "not recomputed yet" with the reason.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -99,19 +97,12 @@ STRICT_RULE = ("strict '>' (Eqs. 1-3 of the paper and the released evaluate_BiVL
 
 # -- the released files and the published cells they fill -------------------------------------------------------
 _R = "bivlc/released/"
-BIVLC_FILES: dict[str, tuple[str | None, str]] = {
-    _R + "results/BiVLC_ViT-B-32.csv": ("Contrastive | CLIP", "CLIP"),
-    _R + "results/BiVLC_CLIP_COCO.csv": ("Contrastive | CLIPCOCO", "CLIPCOCO"),
-    _R + "results/BiVLC_CLIP_TROHN-Text.csv": (None, "CLIPTROHN-Text"),
-    _R + "results/BiVLC_CLIP_TROHN-Img.csv": (None, "CLIPTROHN-Img"),
-}
-"""Registry key -> (Table 2 row or None, Table 3/4 row)."""
-SUGARCREPE_FILES: dict[str, tuple[str | None, str]] = {
-    _R + "results/SUGARCREPE_CORRECT_ViT-B-32.csv": ("Contrastive | CLIP", "CLIP"),
-    _R + "results/SUGARCREPE_CORRECT_CLIP_COCO.csv": ("Contrastive | CLIPCOCO", "CLIPCOCO"),
-    _R + "results/SUGARCREPE_CORRECT_CLIP_TROHN-Text.csv": (None, "CLIPTROHN-Text"),
-    _R + "results/SUGARCREPE_CORRECT_CLIP_TROHN-Img.csv": (None, "CLIPTROHN-Img"),
-}
+_MODEL_ROWS: dict[str, tuple[str | None, str]] = {
+    "ViT-B-32": ("Contrastive | CLIP", "CLIP"), "CLIP_COCO": ("Contrastive | CLIPCOCO", "CLIPCOCO"),
+    "CLIP_TROHN-Text": (None, "CLIPTROHN-Text"), "CLIP_TROHN-Img": (None, "CLIPTROHN-Img")}
+"""A released model's file suffix -> (Table 2 row or None, Table 3/4 row)."""
+BIVLC_FILES = {f"{_R}results/BiVLC_{m}.csv": rows for m, rows in _MODEL_ROWS.items()}
+SUGARCREPE_FILES = {f"{_R}results/SUGARCREPE_CORRECT_{m}.csv": rows for m, rows in _MODEL_ROWS.items()}
 DETECTOR_FILES: dict[str, str] = {
     _R + "src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv": "CLIPDet",
     _R + "src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_TROHN-Img.csv": "CLIPTROHN-Img/Det",
@@ -508,15 +499,11 @@ def _table1_cells(row: str) -> list[_Cell]:
     return cells
 
 
-def _default_fetcher(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """Every published BiVLC number recomputable from the released files (profile ``released``). ``fetcher`` maps a
     registry key to a verified local path (default: ``common.registry.fetch.fetch``); a file that cannot be fetched
     yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note."""
-    fetch_path = fetcher or _default_fetcher
+    fetch_path = fetcher or partial(fetch, progress=False)
     scored: dict[str, dict[str, Any] | str] = {}
 
     def score(key: str) -> dict[str, Any] | str:

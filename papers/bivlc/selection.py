@@ -164,13 +164,9 @@ def _check_quantile(quantile: float) -> float:
 
 def quantile_filter(categories: Sequence[str], plausibility: ArrayLike, grammar: ArrayLike,
                     quantile: float = DEFAULT_QUANTILE) -> tuple[np.ndarray, dict[str, tuple[float, float]]]:
-    """Step 1: which negatives score ``>=`` their category's ``quantile`` under both scorers, and the thresholds.
-
-    ``plausibility[i]``, ``grammar[i]``: the two scores of negative i, of category ``categories[i]``. Thresholds are
-    ``np.quantile(values, quantile)`` (linear interpolation) over the category's negatives; ``>=`` is inclusive, so
-    ties at the threshold are all kept and a category can keep more than ``1 - quantile`` of its pairs.
-    Returns (boolean keep mask, {category: (plausibility threshold, grammar threshold)}).
-    """
+    """Step 1 (module docstring): the keep mask of the negatives (of ``categories[i]``) at or above their category's
+    ``quantile`` under both scorers, and {category: (plausibility threshold, grammar threshold)}; ``>=`` keeps every
+    tie, so a category can keep more than ``1 - quantile`` of its pairs."""
     q = _check_quantile(quantile)
     p, g = np.asarray(plausibility, dtype=np.float64), np.asarray(grammar, dtype=np.float64)
     if not (p.shape == g.shape == (len(categories),)):
@@ -196,13 +192,11 @@ def form_filter(negatives: Sequence[str], min_chars: int = DEFAULT_MIN_CHARS) ->
 def deduplicate(negatives: Sequence[str]) -> np.ndarray:
     """Step 3: True for the first occurrence (input order) of each negative caption; two negatives are duplicates
     when equal without their periods (upstream deduplicates prompts built so)."""
-    seen: set[str] = set()
-    keep = np.zeros(len(negatives), dtype=bool)
+    first: dict[str, int] = {}
     for i, text in enumerate(negatives):
-        key = text.replace(".", "")
-        if key not in seen:
-            seen.add(key)
-            keep[i] = True
+        first.setdefault(text.replace(".", ""), i)
+    keep = np.zeros(len(negatives), dtype=bool)
+    keep[list(first.values())] = True
     return keep
 
 

@@ -2,11 +2,6 @@
 papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes (``train``) and the detectors
 (``detectors``) share in the full profile.
 
-The rows of ``coco``, ``trohn-text`` or ``trohn-img`` (split, image file under COCO's train2017 folder, caption,
-negative caption, negative image file), as ``rows.jsonl`` and ``manifest.json`` in ``build/full/bivlc/sets/<dataset>/``
-(one output group); TROHN-Img's generated images are written from the parquet bytes to ``images/<sha256>.<ext>`` in
-the same group.
-
 * CLIP_COCO's set: COCO 2017 train captions (each caption with its image); the validation split is a random 20% of
   the captions, drawn as ``datasets``' ``train_test_split(test_size=0.2, seed=42)`` draws it (``coco_split``), the
   authors' split (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:84``
@@ -22,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -83,28 +78,43 @@ def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
         # the caption as the authors' COCO loader cleans it: stripped, newlines replaced by spaces
         # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50 "captions['caption'].str.strip()")
         rows.append(("%012d.jpg" % a["image_id"], a["caption"].strip().replace("\n", " ")))
-    _, validation = coco_split(len(rows), seed)
-    is_val = np.zeros(len(rows), dtype=bool)
-    is_val[validation] = True
-    return [TrainRow("validation" if v else "train", image, caption) for (image, caption), v in zip(rows, is_val)]
+    validation = set(coco_split(len(rows), seed)[1].tolist())
+    return [TrainRow("validation" if k in validation else "train", image, caption)
+            for k, (image, caption) in enumerate(rows)]
 
 
-def split_files(snapshot: Path, split: str) -> list[Path]:
+def split_files(snapshot: Path, split: str, error: type[Exception] = BivlcFinetuneFullError) -> list[Path]:
     """A Hugging Face dataset snapshot's parquet shards of one split (``data/<split>-*.parquet``), in name order."""
     snapshot = Path(snapshot)
     files = sorted(p for p in snapshot.rglob("*.parquet")
                    if p.name.split("-")[0] == split or split in p.relative_to(snapshot).parts[:-1])
     if not files:
-        raise BivlcFinetuneFullError(f"{snapshot}: no parquet file of split {split!r} "
-                                     f"(expected data/{split}-*.parquet)")
+        raise error(f"{snapshot}: no parquet file of split {split!r} (expected data/{split}-*.parquet)")
     return files
 
 
-def _store_image(data, where: str, image_dir: Path) -> str:
-    raw = data.get("bytes") if isinstance(data, dict) else data
-    if not isinstance(raw, (bytes, bytearray)) or not raw:
-        raise DatasetError(f"{where}: column 'negative_image' holds no image bytes")
-    raw = bytes(raw)
+def parquet_records(path: Path, columns: Sequence[str]) -> Iterator[tuple[str, dict]]:
+    """A shard's ``columns`` row by row, each with where it is (``<file>: row <k>``)."""
+    # deferred: loads pyarrow only when called
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    missing = [c for c in columns if c not in handle.schema_arrow.names]
+    if missing:
+        raise DatasetError(f"{path}: no column(s) {missing} (found {handle.schema_arrow.names})")
+    batches = handle.iter_batches(batch_size=64, columns=list(columns))
+    for k, record in enumerate(r for batch in batches for r in batch.to_pylist()):
+        yield f"{path.name}: row {k}", record
+
+
+def image_bytes(where: str, column: str, value) -> bytes:
+    data = value.get("bytes") if isinstance(value, dict) else value
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise DatasetError(f"{where}: column {column!r} holds no image bytes")
+    return bytes(data)
+
+
+def _store_image(raw: bytes, image_dir: Path) -> str:
     ext = ".png" if raw.startswith(b"\x89PNG") else ".jpg" if raw.startswith(b"\xff\xd8") else ".img"
     name = hashlib.sha256(raw).hexdigest() + ext
     path = Path(image_dir) / name
@@ -118,33 +128,21 @@ def _store_image(data, where: str, image_dir: Path) -> str:
 def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tuple[list[TrainRow], dict[str, str]]:
     """TROHN-Text's or TROHN-Img's rows, train then validation, in file order; TROHN-Img's generated images written
     under ``image_dir``. Returns the rows and each shard's sha256."""
-    # deferred: loads pyarrow only when called
-    import pyarrow.parquet as pq
-
     columns = HF_COLUMNS[dataset]
     rows, hashes = [], {}
     for split in SPLITS:
         for path in split_files(snapshot, split):
-            handle = pq.ParquetFile(path)
-            missing = [c for c in columns if c not in handle.schema_arrow.names]
-            if missing:
-                raise DatasetError(f"{path}: no column(s) {missing} (found {handle.schema_arrow.names})")
             hashes[path.relative_to(snapshot).as_posix()] = sha256_file(path)
-            k = 0
-            for batch in handle.iter_batches(batch_size=256, columns=list(columns)):
-                for record in batch.to_pylist():
-                    where = f"{path.name}: row {k}"
-                    for c in ("image_id", "caption", "negative_caption"):
-                        if not isinstance(record[c], str) or not record[c].strip():
-                            raise DatasetError(f"{where}: column {c!r} is {record[c]!r:.40}")
-                    negative_image = ""
-                    if "negative_image" in columns:
-                        if image_dir is None:
-                            raise ValueError("hf_rows: TROHN-Img needs an image folder")
-                        negative_image = _store_image(record["negative_image"], where, image_dir)
-                    rows.append(TrainRow(split, record["image_id"], record["caption"], record["negative_caption"],
-                                         negative_image))
-                    k += 1
+            for where, record in parquet_records(path, columns):
+                for c in ("image_id", "caption", "negative_caption"):
+                    if not isinstance(record[c], str) or not record[c].strip():
+                        raise DatasetError(f"{where}: column {c!r} is {record[c]!r:.40}")
+                negative_image = ""
+                if "negative_image" in columns:
+                    negative_image = _store_image(image_bytes(where, "negative_image", record["negative_image"]),
+                                                  image_dir)
+                rows.append(TrainRow(split, record["image_id"], record["caption"], record["negative_caption"],
+                                     negative_image))
     return rows, hashes
 
 

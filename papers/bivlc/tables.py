@@ -1,19 +1,11 @@
 """BiVLC (Miranda et al., NeurIPS 2024 D&B), Tables 2-4 (and Table 5's detectors), one module for both profiles
-(``python -m papers.bivlc.tables --profile mini|full``): every model scored on the bidirectional benchmark with
-SugarCrepe beside it, and the natural-vs-synthetic detectors.
+(``python -m papers.bivlc.tables --profile mini|full``; what differs by profile: the README's stage table, ``Inputs``
+and ``FILES``).
 
-What differs by profile is data (``Inputs``, built by ``mini_inputs`` / ``full_inputs``; which models, benchmark
-and detectors each scores: the README's stage table) and what its files hold (``FILES``). Scoring, rows, comparisons
-and writing are one path (``evaluate_tables``, ``write_outputs``), so the mini stage runs the full profile's code
-every day.
-
-Data (full): the Hugging Face snapshot of registry entry ``bivlc/BiVLC`` (``python -m common fetch bivlc/BiVLC``):
-parquet files of the ``test`` split with columns image, caption, negative_caption, negative_image, type, subtype, each
-image a struct {bytes, path}. The image bytes are written once to a content-addressed cache
-(``build/full/bivlc/images/<sha256>.<ext>``: a file's name is its content, so the cache cannot go stale) and each
-instance becomes a ``GroupItem`` (C0/I0 the COCO caption and photo, C1/I1 the negative caption and generated image)
-whose group is its category ``<type>-<subtype>`` (``replace-obj`` ... ``add-att``). The mini benchmark is read by
-``papers.bivlc.sets_mini.load_test_items`` (categories ``replace_obj`` ...).
+Data (full): the snapshot of registry entry ``bivlc/BiVLC``, the ``test`` split's parquet files (``COLUMNS``, each
+image a struct {bytes, path}); each image is written once to ``build/full/bivlc/images/<sha256>.<ext>`` (named by
+its content, so the cache cannot go stale) and each instance is a ``GroupItem`` (C0/I0 the COCO caption and photo,
+C1/I1 the negative caption and generated image) of category ``<type>-<subtype>``.
 
 Scores (``common.evaluation.scoring.group``): the cosine of normalised embeddings, strict comparisons (a tie is wrong and
 counted), as the released ``evaluate_BiVLC`` computes them
@@ -41,11 +33,8 @@ and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CL
 (``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors``); in the mini
 profile, ``clipdet`` and ``trohn-img-det`` (``mini_detectors``).
 
-Outputs in ``results/bivlc/<profile>/``, one output group (what each holds: the README's "Outputs and
-notebooks"; their columns: ``FILES`` and the ``*_FIELDS`` below): ``table2.csv``, ``table4.csv``, ``table5.csv`` (a
-header only when no detector row is scored), ``comparisons.json`` (``papers.bivlc.findings``), ``summary.json``,
-``context.json`` and, full only, ``predictions/<model>.csv`` (every instance's similarities and decisions under the
-released files' column names, which ``papers.bivlc.released`` rescores), mini only, ``table2_plot.csv``.
+Outputs in ``results/bivlc/<profile>/``, one output group: the README's "Outputs and notebooks"; their columns:
+``FILES`` and the ``*_FIELDS`` below.
 
 A model that cannot be loaded stops the stage with the zoo's message; with ``skip_unavailable`` (full) it is left out
 and named in ``context.json``.
@@ -57,6 +46,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -88,6 +78,7 @@ from papers.bivlc.detection import FINER, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
+from papers.bivlc.sets_full import image_bytes, parquet_records, split_files
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 
 DATA_FILES = ("papers/bivlc/models.toml", "papers/bivlc/sources.toml")
@@ -205,13 +196,6 @@ def cache_image(data: bytes, image_dir: Path) -> Path:
     return path
 
 
-def _image_bytes(where: str, column: str, value) -> bytes:
-    data = value.get("bytes") if isinstance(value, dict) else value
-    if not isinstance(data, (bytes, bytearray)) or not data:
-        raise DatasetError(f"{where}: column {column!r} holds no image bytes")
-    return bytes(data)
-
-
 def _text(where: str, column: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DatasetError(f"{where}: column {column!r} is {value!r:.40}, not a caption")
@@ -221,38 +205,23 @@ def _text(where: str, column: str, value) -> str:
 def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> BivlcSet:
     """Every instance of the snapshot's test split, in file order, as a ``GroupItem``; ``expected`` (None: any) is
     the number of instances the split must have (``params.yaml bivlc.full.n_instances``: 2,933 as released)."""
-    # deferred: loads pyarrow only when called
-    import pyarrow.parquet as pq
-
-    # the split's parquet shards (``data/test-00000-of-0000N.parquet``, or any ``*test*.parquet`` below), by name
     snapshot = Path(snapshot)
     if not snapshot.is_dir():
         raise BivlcTablesError(f"{snapshot}: no BiVLC snapshot here; fetch it with `python -m common fetch {SOURCE}`")
-    files = sorted(p for p in snapshot.rglob("*.parquet")
-                   if p.name.split("-")[0] == SPLIT or SPLIT in p.relative_to(snapshot).parts[:-1])
-    if not files:
-        raise BivlcTablesError(f"{snapshot}: no parquet file of split {SPLIT!r} (expected data/{SPLIT}-*.parquet)")
+    files = split_files(snapshot, SPLIT, BivlcTablesError)
     items: list[GroupItem] = []
     for path in files:
-        handle = pq.ParquetFile(path)
-        missing = [c for c in COLUMNS if c not in handle.schema_arrow.names]
-        if missing:
-            raise DatasetError(f"{path}: no column(s) {missing} (found {handle.schema_arrow.names})")
-        row = 0
-        for batch in handle.iter_batches(batch_size=64, columns=list(COLUMNS)):
-            for record in batch.to_pylist():
-                where = f"{path.name}: row {row}"
-                images = (cache_image(_image_bytes(where, "image", record["image"]), image_dir),
-                          cache_image(_image_bytes(where, "negative_image", record["negative_image"]), image_dir))
-                captions = (_text(where, "caption", record["caption"]),
-                            _text(where, "negative_caption", record["negative_caption"]))
-                kind, sub = record["type"], record["subtype"]
-                category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
-                if category not in CATEGORIES:
-                    raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: "
-                                       f"{', '.join(CATEGORIES)})")
-                items.append(GroupItem(f"bivlc-{len(items):04d}", category, images, captions, origin=where))
-                row += 1
+        for where, record in parquet_records(path, COLUMNS):
+            images = (cache_image(image_bytes(where, "image", record["image"]), image_dir),
+                      cache_image(image_bytes(where, "negative_image", record["negative_image"]), image_dir))
+            captions = (_text(where, "caption", record["caption"]),
+                        _text(where, "negative_caption", record["negative_caption"]))
+            kind, sub = record["type"], record["subtype"]
+            category = f"{str(kind).strip().lower()}-{str(sub).strip().lower()}"
+            if category not in CATEGORIES:
+                raise DatasetError(f"{where}: unknown category type={kind!r} subtype={sub!r} (known: "
+                                   f"{', '.join(CATEGORIES)})")
+            items.append(GroupItem(f"bivlc-{len(items):04d}", category, images, captions, origin=where))
     if not items:
         raise DatasetError(f"{Path(snapshot)}: the {SPLIT} split has no rows")
     if expected is not None and len(items) != expected:
@@ -431,8 +400,7 @@ def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch
             **compare_with_released(probs.image, probs.text, image, text)}
 
 
-def _default_fetch(key: str) -> Path:
-    return fetch(key, progress=False)
+_default_fetch = partial(fetch, progress=False)
 
 
 def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[GroupItem],

@@ -14,17 +14,9 @@ decay 0.1 on all but tensors of <= 1 dim and names holding "bn", "ln", "bias" or
 (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:68-79`` "exclude = lambda n, p: p.ndim < 2 or":
 the token and positional embeddings ARE decayed), no logit-scale clamp
 (``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:136-138`` "optimizer.zero_grad()
-loss.backward() optimizer.step()"): the run's recipe in ``papers/bivlc/recipes.toml``,
-which the shared trainer builds from; cosine with 50 warmup steps, 10
-epochs, seed 42, batches shuffled per epoch; validation after each epoch:
-
-* CLIP_COCO: COCO 2017 train captions (each caption with its image), ``ClipLoss``, 400 images x 400 captions;
-* CLIP_TROHN-Text: ``imirandam/TROHN-Text``, ``TrohnTextLoss``, 200 images x 400 captions (caption and negative
-  caption of each row);
-* CLIP_TROHN-Img: ``imirandam/TROHN-Img``, ``TrohnImgLoss``, 200 positive pairs and their 200 negative pairs (400
-  images x 400 captions);
-
-(batch sizes from the paper's Appendix E.3. The released script's ``--batch-size`` default is 400 rows,
+loss.backward() optimizer.step()"): the run's recipe in ``papers/bivlc/recipes.toml``, which the shared trainer
+builds from; cosine with 50 warmup steps, 10 epochs, seed 42, batches shuffled per epoch; validation after each epoch;
+each run's data, loss and batch: the README's "Full profile" and ``papers.bivlc.runs`` (batch sizes from the paper's Appendix E.3. The released script's ``--batch-size`` default is 400 rows,
 ``IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_fine_tuning.py:36`` "'--batch-size', type=int, default=400)",
 and the release's instructions change only the dataset for TROHN-Text and TROHN-Img,
 ``IMirandaM/BiVLC@84f0d175 README.md:352`` "we fine-tuned CLIP with the COCO 2017 training dataset, change
@@ -32,10 +24,8 @@ and the release's instructions change only the dataset for TROHN-Text and TROHN-
 here; see the README's Deviations.) Weights in ``build/full/bivlc/models/<run>.safetensors``; zoo entries
 ``bivlc/full-<run>``.
 
-The mini profile fine-tunes ``bivlc.mini.base`` with the same steps, optimiser and seed for every run, validating
-``validations`` times; its ``batch_size`` counts texts, so every step sees that many (the paper's 400): CLIP_COCO
-``batch_size`` pairs, TROHN-Text and TROHN-Img half as many samples. Weights in
-``build/mini/bivlc/models/<run>.safetensors``. Each profile's timing logs go to ``build/<profile>/bivlc/logs/``.
+The mini profile fine-tunes ``bivlc.mini.base`` with the same steps, optimiser and seed for every run; its
+``batch_size`` counts texts, so every step sees that many (the paper's 400).
 """
 from __future__ import annotations
 
@@ -159,8 +149,6 @@ class PairedFileBatches(FileCaptionBatches):
                  captions: Sequence[str], negatives: Sequence[str], tokenize: Tokenize, name: str,
                  fields: Mapping | None = None):
         super().__init__(images, row_image, captions, [negatives], tokenize, name, fields)
-        if len(row_negative_image) != len(captions):
-            raise ValueError("PairedFileBatches: one negative image per row")
         self.row_negative_image = np.asarray(row_negative_image)
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:

@@ -47,7 +47,6 @@ COCO_IMAGES = 12
 """COCO 2017 train stand-in images, which TROHN's rows name."""
 RELEASED_RESULTS = "bivlc/released/results/BiVLC_ViT-B-32.csv"
 NEGATIVE_IMAGES = "bivlc/released/src/BiVLC_Generation/BiVLC_negative_imgs.csv"
-BIVLC_COLUMNS = ("image", "caption", "negative_caption", "negative_image", "type", "subtype")
 RELEASED_HEADS = "bivlc/hf/imirandam/CLIP_Detector"
 """The released CLIPDet heads' snapshot (the files ``params.yaml bivlc.full.detector_rows.clipdet`` names)."""
 
@@ -125,10 +124,8 @@ def released_head_state(tower: str, clip_state: dict, seed: int) -> dict:
     from papers.bivlc.detector_heads import RELEASED_TOWER_PREFIX
 
     ours, theirs = RELEASED_TOWER_PREFIX[tower]
-    if tower == "image":
-        tower_state = {ours + k[len(theirs):]: v for k, v in clip_state.items() if k.startswith(theirs)}
-    else:
-        tower_state = {ours + k: v for k, v in clip_state.items() if not k.startswith("visual.")}
+    tower_state = {ours + k[len(theirs):]: v for k, v in clip_state.items()
+                   if (k.startswith(theirs) if theirs else not k.startswith("visual."))}
     dim = int(clip_state["text_projection"].shape[1])
     generator = torch.Generator().manual_seed(seed)
     return {**tower_state, "classifier.weight": torch.randn(1, dim, generator=generator) * 0.05,
@@ -155,12 +152,12 @@ def released_heads(data_root: Path, row: dict, seed: int) -> list[Path]:
 def prepare(data_root: Path, fetch: Callable[[str], Path]) -> list[str]:
     """``fetch``: the downloader with the mirror, for the pinned released files whose text the stand-in takes."""
     # deferred: loads PIL, torch, tqdm only when called
-    from papers.bivlc.tables import SOURCE, SPLIT
+    from papers.bivlc.tables import COLUMNS, SOURCE, SPLIT
 
     string, image = standins.HF_STRING, standins.HF_IMAGE
     standins.hf_dataset_snapshot(
         SOURCE, data_root, {SPLIT: bivlc_rows(fetch(RELEASED_RESULTS), fetch(NEGATIVE_IMAGES))},
-        {c: image if c in ("image", "negative_image") else string for c in BIVLC_COLUMNS}, shards=2)
+        {c: image if c in ("image", "negative_image") else string for c in COLUMNS}, shards=2)
     for dataset, key in HF_SOURCES.items():
         with_images = dataset == "trohn-img"
         columns = {"image_id": string, "caption": string, "negative_caption": string,
