@@ -482,16 +482,16 @@ def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path 
         if not load(paper, root):
             continue
         path = root / "papers" / paper / README
-        if _check_block(path, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}"):
+        if check_block(path, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}"):
             wrong.append(paper)
     front = root / README
-    if papers is None and _check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
+    if papers is None and check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
                                        "the papers' claims"):
         wrong.append(README)
     return wrong
 
 
-def _check_block(path: Path, name: str, generated: str, write: bool, what: str) -> bool:
+def check_block(path: Path, name: str, generated: str, write: bool, what: str) -> bool:
     """Whether the generated block ``name`` of ``path`` disagrees with ``generated`` (rewritten when ``write``)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     m = re.search(rf"<!--{name}-->\n(.*?)<!--/{name}-->", text, re.S)

@@ -2,8 +2,8 @@
 
 SugarCrepe (Sec. 5) regenerates ARO's and CREPE's REPLACE, SWAP, NEGATE and SHUFFLE negatives for its own positives,
 so the two benchmarks differ only in how their negatives were made. Here the positives are exactly the mini set's
-(``sets_mini._examples`` regenerates its scenes and claims from the same stream; every caption is checked against the
-built set), the negatives the world's rule-based ones (``common.miniworld.templates``), up to
+(``sets_mini.iter_examples`` regenerates its scenes and claims from the same stream; every caption is checked against
+the built set), the negatives the world's rule-based ones (``common.miniworld.templates``), up to
 ``examples_per_category`` per kind. ``edits.jsonl`` records which rule made each negative; the manifest's four kinds
 make it a set for ``aro_crepe.load_template_set``, not ``PreparedSet``. The same bytes on every run.
 """
@@ -24,7 +24,7 @@ from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
 from common.pipeline.params import own_params
 from papers.sugarcrepe.aro_crepe import KIND
-from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
+from papers.sugarcrepe.sets_mini import MiniSetConfig, config_from_params, iter_examples
 
 
 def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> dict:
@@ -42,7 +42,7 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
     data: dict[str, dict[str, dict]] = {kind: {} for kind in TEMPLATE_KINDS}
     edits: list[str] = []
     used: set[str] = set()
-    for index, scene, positive, _ in _examples(config):
+    for index, scene, positive, _ in iter_examples(config):
         if index > last or all(len(v) >= quota for v in data.values()):
             break
         filename = f"mini_{index:06d}.png"  # as sets_mini names it (checked: in the built set, same caption)
