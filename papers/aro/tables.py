@@ -481,8 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.parse_args(argv)
     device = best_device()
     if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.pipeline.reproducible), as SugarCrepe's table
-        reproducible.reexec_pinned()
-        reproducible.fix_threads()
+        reproducible.pin()
     params = own_params()
     profile = params["profile"]
     seeds = [int(s) for s in params["aro"]["seeds"]]
