@@ -31,7 +31,7 @@ from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS
 from common.pipeline.inputs import full_inputs
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from common.registry.fetch import fetch as download
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells
@@ -429,8 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scorers", choices=("offline", "released"), default="offline",
                         help="offline: fitted here (default); released: the paper's Vera and grammar model (full)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
 
     values = own_params(args.stage)

@@ -26,7 +26,7 @@ from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from common.reporting.figures import pyplot, save_figure
 from papers.sugarcrepe import blind_real
 from papers.sugarcrepe.aro_crepe import load_template_set
@@ -210,8 +210,7 @@ def config_from_params(params: dict) -> Config:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR)
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     result = run(config_from_params(own_params(args.stage)), args.out)
     for row in result["accuracy"]:

@@ -22,7 +22,7 @@ from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, config_from_params, iter_examples
 
@@ -89,8 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--mini-set", type=Path, default=build_dir("mini", "sugarcrepe"),
                         help="the built mini SugarCrepe set whose positives and images are used")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     manifest = build_template_set(config_from_params(own_params(args.stage)), args.mini_set, args.out)
     print(json.dumps(manifest, indent=2))
