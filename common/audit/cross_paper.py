@@ -26,6 +26,7 @@ from common.paths import RESULTS
 from common.registry.errors import FetchError
 from common.registry.fetch import fetch
 from common.reporting.figures import pyplot, save_figure
+from common.reporting.markdown_table import md_cell
 from common.reporting.published import PublishedCell, load_cells, parse_number, read_csv_rows
 
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
@@ -354,10 +355,6 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
 
 # ---- report ----------------------------------------------------------------------------------------------------
 
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) -> str:
     s = summary(rows)
     lines = [
@@ -389,21 +386,22 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
         for r in chosen:
             flag = " (uncertain mapping)" if r.mapping == UNCERTAIN else ""
             lines.append(
-                f"| {r.verdict}{flag} | {_md(r.model)} | {_md(r.measure)} | {_md(r.source_a)}: {_md(r.location_a)} "
-                f"({r.averaging_a}) | {r.value_a} | {_md(r.source_b)}: {_md(r.location_b)} ({r.averaging_b}) | "
-                f"{r.value_b} | {'' if r.difference is None else f'{r.difference:+.2f}'} | {_md(r.cause)} | "
-                f"{_md(r.evidence)} |")
+                f"| {r.verdict}{flag} | {md_cell(r.model)} | {md_cell(r.measure)} | {md_cell(r.source_a)}: "
+                f"{md_cell(r.location_a)} ({r.averaging_a}) | {r.value_a} | {md_cell(r.source_b)}: "
+                f"{md_cell(r.location_b)} ({r.averaging_b}) | {r.value_b} | "
+                f"{'' if r.difference is None else f'{r.difference:+.2f}'} | "
+                f"{md_cell(r.cause)} | {md_cell(r.evidence)} |")
         lines.append("")
     lines += ["## Looked at, not joined", ""]
     for r in rows:
         if r.kind == NOT_JOINED_KIND:
-            lines.append(f"- {_md(r.location_a)}: {_md(r.evidence)}")
+            lines.append(f"- {md_cell(r.location_a)}: {md_cell(r.evidence)}")
     lines += ["", "## Identities", "", "| model | paper | table | label | certainty | evidence |",
               "| --- | --- | --- | --- | --- | --- |"]
     for model in ids.models:
         for lab in model.labels:
-            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {_md(lab.label)} | {lab.certainty} | "
-                         f"{_md(lab.evidence)} |")
+            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {md_cell(lab.label)} | {lab.certainty} | "
+                         f"{md_cell(lab.evidence)} |")
     return "\n".join(lines) + "\n"
 
 
