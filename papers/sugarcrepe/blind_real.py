@@ -20,7 +20,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from common.benchmarks.caption_negatives import CATEGORIES, read_category
+from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS, read_category
 from common.blind.classifier import PairwiseTextClassifier
 from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
 from common.blind.ngram import NgramFluency
@@ -59,9 +59,7 @@ PUBLISHED_COLUMNS = {
     ("vl-checklist", "attribute"): ("Table 8", "VL-CheckList | Attribute"),
     ("vl-checklist", "relation"): ("Table 8", "VL-CheckList | Relation"),
     ("aro-order", "5-way"): ("Table 8", "ARO | COCO-Order"),
-    **{("sugarcrepe", c): ("Table 6", f"{c.split('_')[0].upper()} | "
-                                      f"{ {'obj': 'Object', 'att': 'Attribute', 'rel': 'Relation'}[c.split('_')[1]]}")
-       for c in CATEGORIES},
+    **{("sugarcrepe", c): ("Table 6", column) for c, column in COLUMNS.items()},
 }
 """Where the paper printed Vera's and the grammar model's accuracy on the same benchmark column."""
 
