@@ -24,7 +24,7 @@ from common.errors import WorkspaceError
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.paths import RESULTS
 from common.registry.errors import FetchError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.markdown_table import md_cell
 from common.reporting.published import PublishedCell, load_cells, parse_number, read_csv_rows
@@ -448,10 +448,6 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
 
 # ---- entry point ---------------------------------------------------------------------------------------------------
 
-def _default_fetcher(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
 def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
     """Load, join, compare, write (``strict``: an unreadable released source raises first; otherwise
@@ -463,8 +459,8 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
     members = resolve(ids, cells)
     grouped = entries(members, ids)  # (model, measure) -> each paper's number, shared by the three comparisons
     rows = compare_papers(ids, grouped, cells)
-    released_rows, unreadable = compare_released(ids, grouped, fetcher or _default_fetcher)
-    witness_rows, unreadable_witnesses = compare_witnesses(ids, grouped, cells, fetcher or _default_fetcher)
+    released_rows, unreadable = compare_released(ids, grouped, fetcher or quiet_fetch)
+    witness_rows, unreadable_witnesses = compare_witnesses(ids, grouped, cells, fetcher or quiet_fetch)
     unreadable += unreadable_witnesses
     if unreadable and strict:
         raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "

@@ -24,7 +24,7 @@ from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells, load_claims
 from common.zoo import get_spec
@@ -305,12 +305,8 @@ def headline(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, obje
     }
 
 
-def _default_fetcher(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
 def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -> dict[str, Path]:
-    fetch = fetcher or _default_fetcher
+    fetch = fetcher or quiet_fetch
     zoo, figure5_models, _ = load_zoo_table()
     checkpoints = load_checkpoints(fetch(TABLE_KEY), fetch(SUBSETS_KEY), zoo)
     corr = correlations(checkpoints)
