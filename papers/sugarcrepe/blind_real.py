@@ -238,7 +238,7 @@ def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], con
     return rows
 
 
-def _percent(correct: np.ndarray) -> float | str:
+def percent(correct: np.ndarray) -> float | str:
     """Accuracy in percent, or "" where there is nothing to count (a category refinement emptied)."""
     return round(100 * float(correct.mean()), 2) if correct.size else ""
 
@@ -268,14 +268,14 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
             "category": category, "n_unrefined": int(ix.size), "n_kept": int(kept.size),
             "n_released_refined": len(released[category]),
             "kept_also_in_released": len(kept_ids & released[category]),
-            "m1": m1.scorer, "m1_before": _percent(m1.correct[ix]), "m1_after": _percent(m1.correct[kept]),
-            "m2": m2.scorer, "m2_before": _percent(m2.correct[ix]), "m2_after": _percent(m2.correct[kept]),
+            "m1": m1.scorer, "m1_before": percent(m1.correct[ix]), "m1_after": percent(m1.correct[kept]),
+            "m2": m2.scorer, "m2_before": percent(m2.correct[ix]), "m2_after": percent(m2.correct[kept]),
         })
     kept_pairs = [pairs[i] for i in np.flatnonzero(kept_mask)]
     fresh = crossfit(kept_pairs, fit_classifier, config.folds, config.seed).correct if kept_pairs else np.zeros(0, bool)
     categories = np.asarray([p.category for p in kept_pairs])
     for row in rows:
-        row["retrained_classifier_after"] = _percent(fresh[categories == row["category"]])
+        row["retrained_classifier_after"] = percent(fresh[categories == row["category"]])
     return rows, kept_mask
 
 

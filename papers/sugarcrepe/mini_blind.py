@@ -100,10 +100,10 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
         kept_mask[kept] = True
         rows.append({"benchmark": benchmark, "category": category, "n": int(ix.size), "n_kept": int(kept.size),
                      "kept_share": round(100 * kept.size / ix.size, 2),
-                     "lm_before": blind_real._percent(lm.correct[ix]),
-                     "lm_after": blind_real._percent(lm.correct[kept]),
-                     "classifier_before": blind_real._percent(classifier.correct[ix]),
-                     "classifier_after": blind_real._percent(classifier.correct[kept])})
+                     "lm_before": blind_real.percent(lm.correct[ix]),
+                     "lm_after": blind_real.percent(lm.correct[kept]),
+                     "classifier_before": blind_real.percent(classifier.correct[ix]),
+                     "classifier_after": blind_real.percent(classifier.correct[kept])})
     retrained = np.zeros(len(pairs), dtype=bool)
     fitted = np.zeros(len(pairs), dtype=bool)
     for ix in blind_real.by_benchmark(pairs).values():
@@ -114,7 +114,7 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
             fitted[kept] = True
     for row in rows:
         kept = [i for i in cells[(row["benchmark"], row["category"])] if kept_mask[i] and fitted[i]]
-        row["retrained_classifier_after"] = blind_real._percent(retrained[kept])
+        row["retrained_classifier_after"] = blind_real.percent(retrained[kept])
     return rows
 
 
