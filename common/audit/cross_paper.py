@@ -24,8 +24,9 @@ from common.errors import WorkspaceError
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
 from common.paths import RESULTS
 from common.registry.errors import FetchError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
+from common.reporting.markdown_table import md_cell
 from common.reporting.published import PublishedCell, load_cells, parse_number, read_csv_rows
 
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
@@ -354,10 +355,6 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
 
 # ---- report ----------------------------------------------------------------------------------------------------
 
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) -> str:
     s = summary(rows)
     lines = [
@@ -389,21 +386,22 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
         for r in chosen:
             flag = " (uncertain mapping)" if r.mapping == UNCERTAIN else ""
             lines.append(
-                f"| {r.verdict}{flag} | {_md(r.model)} | {_md(r.measure)} | {_md(r.source_a)}: {_md(r.location_a)} "
-                f"({r.averaging_a}) | {r.value_a} | {_md(r.source_b)}: {_md(r.location_b)} ({r.averaging_b}) | "
-                f"{r.value_b} | {'' if r.difference is None else f'{r.difference:+.2f}'} | {_md(r.cause)} | "
-                f"{_md(r.evidence)} |")
+                f"| {r.verdict}{flag} | {md_cell(r.model)} | {md_cell(r.measure)} | {md_cell(r.source_a)}: "
+                f"{md_cell(r.location_a)} ({r.averaging_a}) | {r.value_a} | {md_cell(r.source_b)}: "
+                f"{md_cell(r.location_b)} ({r.averaging_b}) | {r.value_b} | "
+                f"{'' if r.difference is None else f'{r.difference:+.2f}'} | "
+                f"{md_cell(r.cause)} | {md_cell(r.evidence)} |")
         lines.append("")
     lines += ["## Looked at, not joined", ""]
     for r in rows:
         if r.kind == NOT_JOINED_KIND:
-            lines.append(f"- {_md(r.location_a)}: {_md(r.evidence)}")
+            lines.append(f"- {md_cell(r.location_a)}: {md_cell(r.evidence)}")
     lines += ["", "## Identities", "", "| model | paper | table | label | certainty | evidence |",
               "| --- | --- | --- | --- | --- | --- |"]
     for model in ids.models:
         for lab in model.labels:
-            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {_md(lab.label)} | {lab.certainty} | "
-                         f"{_md(lab.evidence)} |")
+            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {md_cell(lab.label)} | {lab.certainty} | "
+                         f"{md_cell(lab.evidence)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -450,10 +448,6 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
 
 # ---- entry point ---------------------------------------------------------------------------------------------------
 
-def _default_fetcher(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
 def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
     """Load, join, compare, write (``strict``: an unreadable released source raises first; otherwise
@@ -465,8 +459,8 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
     members = resolve(ids, cells)
     grouped = entries(members, ids)  # (model, measure) -> each paper's number, shared by the three comparisons
     rows = compare_papers(ids, grouped, cells)
-    released_rows, unreadable = compare_released(ids, grouped, fetcher or _default_fetcher)
-    witness_rows, unreadable_witnesses = compare_witnesses(ids, grouped, cells, fetcher or _default_fetcher)
+    released_rows, unreadable = compare_released(ids, grouped, fetcher or quiet_fetch)
+    witness_rows, unreadable_witnesses = compare_witnesses(ids, grouped, cells, fetcher or quiet_fetch)
     unreadable += unreadable_witnesses
     if unreadable and strict:
         raise CrossPaperIncomplete("cross-paper comparison incomplete (--strict): released source(s) unreadable; "

@@ -18,6 +18,17 @@ CATEGORIES: tuple[str, ...] = (
 )
 """In Table 6's column order."""
 
+COLUMNS: dict[str, str] = {
+    "replace_obj": "REPLACE | Object",
+    "replace_att": "REPLACE | Attribute",
+    "replace_rel": "REPLACE | Relation",
+    "swap_obj": "SWAP | Object",
+    "swap_att": "SWAP | Attribute",
+    "add_obj": "ADD | Object",
+    "add_att": "ADD | Attribute",
+}
+"""Category -> the column the SugarCrepe paper prints it under (Table 2 / Table 6)."""
+
 REQUIRED_FIELDS = ("filename", "caption", "negative_caption")
 MANIFEST_REQUIRED = ("data_dir", "image_root")
 """Keys every ``manifest.json`` has (``PreparedSet``); ``categories`` is optional (default: all seven)."""

@@ -127,13 +127,13 @@ class _HFTextScorer:
         """sha256 over class, dtype, token limit, every weight and the tokenizer (computed once, on first use: Vera
         holds billions of weights)."""
         # deferred: loads PIL only when called
-        from common.zoo.hf import _describe_tokenizer
+        from common.zoo.hf import describe_tokenizer
 
         digest = hashlib.sha256()
         dtype = next(self.model.parameters()).dtype
         digest.update(f"blind:{type(self).__name__}:{type(self.model).__name__}:{dtype}:{self.max_tokens}".encode())
         digest_weights(digest, self.model)
-        digest.update(f"{type(self.tokenizer).__name__}:{_describe_tokenizer(self.tokenizer)}".encode())
+        digest.update(f"{type(self.tokenizer).__name__}:{describe_tokenizer(self.tokenizer)}".encode())
         return digest.hexdigest()[:32]
 
 

@@ -198,21 +198,21 @@ def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     # deferred: loads PIL, torch only when called
     from common.zoo import (
         ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs)
-    from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
+    from common.zoo.hub import fail_if_weights_absent, hub_offline, hub_offline_mode, offline_message
 
     register_local_configs()
     if spec.pretrained is not None:
         offline = hub_offline()
         if offline:
-            _fail_if_weights_absent(spec, None, offline)
+            fail_if_weights_absent(spec, None, offline)
         try:
-            with _hub_offline_mode(bool(offline)):
+            with hub_offline_mode(bool(offline)):
                 net, _, transform = open_clip.create_model_and_transforms(spec.arch, pretrained=spec.pretrained,
                                                                           device=device)
                 tokenizer = open_clip.get_tokenizer(spec.arch)
         except Exception as exc:  # network, hub or file errors: weights not obtainable here
             if offline:
-                raise ModelUnavailable(_offline_message(spec, offline, None, exc)) from exc
+                raise ModelUnavailable(offline_message(spec, offline, None, exc)) from exc
             raise ModelUnavailable(f"model {spec.name!r}: weights could not be loaded ({exc})") from exc
         return OpenClipModel(spec, net, transform, tokenizer, device)
     with quiet_random_init_warning():  # the weights are loaded (strictly) right below

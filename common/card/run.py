@@ -254,8 +254,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
     if device == "cpu":  # the pipeline's CPU profile: the tables' stages' bits (common.pipeline.reproducible)
-        reproducible.reexec_pinned()
-        reproducible.fix_threads()
+        reproducible.pin()
     params = load_params()
     if args.profile:  # the card's own: params.yaml, and so every stage, keep theirs
         params = {**params, "profile": args.profile}

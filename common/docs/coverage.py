@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 from common import plugins
 from common.audit.core import VERDICTS
 from common.paths import RESULTS, ROOT
-from common.reporting.scorecard import _check_block
+from common.reporting.scorecard import check_block
 
 DIFFERS, REPRODUCED, WAITING, MINI_ONLY = "differs", "reproduced", "not recomputed yet", "mini profile: not comparable"
 assert set(VERDICTS) == {DIFFERS, REPRODUCED, WAITING, MINI_ONLY}, "common.audit.core.VERDICTS changed: update these"
@@ -72,7 +72,7 @@ def check(root: Path = ROOT, results: Path = RESULTS, write: bool = False,
     by_paper = counts(papers, results)
     generated = {"README.md": sentence(by_paper), "docs/audit.md": table(by_paper)}
     return [doc for doc, name in BLOCKS.items()
-            if _check_block(root / doc, name, generated[doc], write, "the audit's coverage")]
+            if check_block(root / doc, name, generated[doc], write, "the audit's coverage")]
 
 
 def _cmd(args: argparse.Namespace) -> int:

@@ -22,6 +22,11 @@ Row = TypeVar("Row")
 _JSON_TYPE_NAMES = {dict: "an object", list: "an array"}
 
 
+def is_number(value: object) -> bool:
+    """A finite JSON number (``true`` and ``false`` are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that writes it") -> Any:
     """The JSON document at ``path``, whose top level must be ``expect`` (``dict`` or ``list``). A missing file is a
     ``WorkspaceError`` ending in ``remedy``; bad JSON a ``DatasetError`` with the line and column (and ``remedy``)."""

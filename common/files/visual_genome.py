@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping
@@ -18,7 +17,7 @@ from PIL import Image
 
 from common.files.image_transforms import to_rgb
 from common.files.io import atomic_path
-from common.files.jsonl import parse_json
+from common.files.jsonl import is_number, parse_json
 from common.files.tasks import DatasetError, raise_problems, resolve_under
 
 VG_RELATION = "vg_relation"
@@ -42,10 +41,6 @@ def read_json(path: Path, what: str) -> Any:
 
 def is_text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
-
-
-def is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # ----------------------------------------------------------------------------------------------------------------

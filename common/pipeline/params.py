@@ -8,6 +8,7 @@ does work.
 """
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from dataclasses import dataclass
@@ -372,6 +373,12 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
                 raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); add it")
             target[parts[-1]] = node[parts[-1]]
     return params
+
+
+def add_stage_option(parser: argparse.ArgumentParser) -> None:
+    """``--stage``, the stage whose parameters ``own_params`` and ``own_section`` read (default: the running one)."""
+    parser.add_argument("--stage", default=None,
+                        help="the DVC stage whose parameters to read (default: the one running this module)")
 
 
 def own_params(stage: str | None = None, *, module: str | None = None) -> dict[str, Any]:

@@ -32,6 +32,5 @@ def pinned_cpu(device: str | None, error: type[WorkspaceError]) -> str:
     ``error`` (the paper's own), raised before the re-execution."""
     if device not in (None, "cpu"):
         raise error(f"--device {device}: the mini profile scores on the pinned CPU profile")
-    reproducible.reexec_pinned()
-    reproducible.fix_threads()
+    reproducible.pin()
     return "cpu"

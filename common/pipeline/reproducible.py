@@ -49,6 +49,12 @@ def fix_threads() -> None:
         torch.set_num_threads(CPU_THREADS)
 
 
+def pin() -> None:
+    """``reexec_pinned`` then ``fix_threads``: the whole CPU profile, first thing in a command that runs on the CPU."""
+    reexec_pinned()
+    fix_threads()
+
+
 def describe() -> dict:
     """The profile as a run's provenance records it (identical on every machine that honours it)."""
     if not enabled():

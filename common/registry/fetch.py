@@ -82,6 +82,11 @@ def fetch(
     return _ensure_file(source, root, mirror_root, lock, force=force, progress=progress, timeout=timeout)[0]
 
 
+def quiet_fetch(key: str) -> Path:
+    """``fetch`` without a progress bar: the default fetcher of the stages that take one (a test passes its own)."""
+    return fetch(key, progress=False)
+
+
 def _holds_a_file(folder: Path) -> bool:
     """Whether ``folder`` holds at least one file whose name does not start with a dot, at any depth (stops at the
     first: an image folder holds tens of thousands)."""

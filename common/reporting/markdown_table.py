@@ -1,6 +1,7 @@
-"""Markdown tables from rows of results (the notebooks' one renderer) and the one cell escaper (``md_escape``): a
-``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row, so each is written ``\\|``
-(GFM's escape) and a line break as a space. ``tests/common/test_notebook_tables.py`` parses every table printed.
+"""Markdown tables from rows of results (the notebooks' one renderer) and the cell escapers (``md_escape``,
+``md_cell``): a ``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row, so each is
+written ``\\|`` (GFM's escape) and a line break as a space. ``tests/common/test_notebook_tables.py`` parses every
+table printed.
 """
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from typing import Any, Iterable, Mapping, Sequence
 def md_escape(value: Any) -> str:
     """``value`` as the text of one table cell: ``str(value)``, ``|`` escaped, line breaks as spaces."""
     return " ".join(str(value).replace("|", "\\|").splitlines())
+
+
+def md_cell(value: object) -> str:
+    """``str(value)`` with ``|`` escaped and each ``\\n`` a space (``md_escape`` also drops a trailing line break)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def md_table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 from common import plugins
 from common.errors import WorkspaceError
-from common.files.jsonl import read_json
+from common.files.jsonl import is_number, read_json
 from common.paper import Paper, PlugInCommand, load_paper, load_papers
 from common.paths import RESULTS, ROOT
 from common.pipeline.dvc_run import run_dvc
@@ -34,10 +34,6 @@ class ReportInputError(WorkspaceError, ValueError):
 
 def _remedy(path: Path) -> str:
     return REMEDY.replace("<file>", str(path))
-
-
-def is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str] = (), counts: bool = False,

@@ -18,6 +18,7 @@ from common import plugins
 from common.errors import WorkspaceError, unknown_name
 from common.files.io import write_text_atomic
 from common.paths import RESULTS, ROOT
+from common.reporting.markdown_table import md_cell
 from common.reporting.report import is_number
 from common.reporting.results_ref import DocNumberError, lookup
 
@@ -429,10 +430,6 @@ def summary_markdown(papers: Sequence[str], results: Path = RESULTS, root: Path 
     return "\n".join(out) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def published_words(c: Claim, results: Path = RESULTS) -> str:
     """The published effect as the README states it: the number and where it is read."""
     try:
@@ -458,7 +455,7 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
             verdict = f"**{f.verdict}**" if f.verdict == REPRODUCED else f.verdict
             if tested := c.tested_here(f.kind):
                 verdict += f" (tested here: {tested})"
-            out.append("| " + " | ".join(_cell(x) for x in (
+            out.append("| " + " | ".join(md_cell(x) for x in (
                 head if i == 0 else "", EVIDENCE_TITLES[f.kind], e.what if e else "",
                 f.number, verdict + (f" ({f.detail})" if f.detail else ""))) + " |")
     out.append("")
@@ -482,16 +479,16 @@ def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path 
         if not load(paper, root):
             continue
         path = root / "papers" / paper / README
-        if _check_block(path, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}"):
+        if check_block(path, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}"):
             wrong.append(paper)
     front = root / README
-    if papers is None and _check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
+    if papers is None and check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
                                        "the papers' claims"):
         wrong.append(README)
     return wrong
 
 
-def _check_block(path: Path, name: str, generated: str, write: bool, what: str) -> bool:
+def check_block(path: Path, name: str, generated: str, write: bool, what: str) -> bool:
     """Whether the generated block ``name`` of ``path`` disagrees with ``generated`` (rewritten when ``write``)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     m = re.search(rf"<!--{name}-->\n(.*?)<!--/{name}-->", text, re.S)

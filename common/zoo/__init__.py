@@ -28,8 +28,8 @@ _SUBMODULE_OF = {
         "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
         "quiet_random_init_warning", "random_model", "unwrap_training_dict"), "openclip"),
     **dict.fromkeys((
-        "HUB_HOST", "HUB_PROBE_SECONDS", "_fail_if_weights_absent", "_hub_cache_dir", "_hub_offline_mode",
-        "_offline_message", "_probe_hub", "_quiet_logger", "hub_offline"), "hub"),
+        "HUB_HOST", "HUB_PROBE_SECONDS", "fail_if_weights_absent", "hub_cache_dir", "hub_offline_mode",
+        "offline_message", "_probe_hub", "_quiet_logger", "hub_offline"), "hub"),
     **dict.fromkeys(("_how_to_get", "create_model"), "factory"),
     **dict.fromkeys(("_cmd_zoo", "register_cli"), "cli"),
 }

@@ -6,7 +6,7 @@ from common import plugins
 from common.pipeline.params import PROFILES
 from common.zoo import specs
 from common.zoo.hf import create_hf_model, how_to_get
-from common.zoo.hub import _fail_if_weights_absent, _hub_offline_mode, _offline_message, hub_offline
+from common.zoo.hub import fail_if_weights_absent, hub_offline, hub_offline_mode, offline_message
 from common.zoo.interface import EmbeddingModel, ModelUnavailable
 from common.zoo.openclip import OpenClipModel, load_state_dict, not_a_checkpoint, quiet_random_init_warning
 from common.zoo.specs import REGISTRY_FILE, ModelSpec, activation_mismatch, register_local_configs
@@ -77,16 +77,16 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
             )
         offline = hub_offline()
         if offline:
-            _fail_if_weights_absent(spec, cache_dir, offline)
+            fail_if_weights_absent(spec, cache_dir, offline)
         try:
-            with _hub_offline_mode(bool(offline)):  # offline: only the local cache is read, no retries
+            with hub_offline_mode(bool(offline)):  # offline: only the local cache is read, no retries
                 model, _, transform = open_clip.create_model_and_transforms(
                     spec.arch, pretrained=spec.pretrained, device=device, cache_dir=cache_dir,
                     force_quick_gelu=spec.force_quick_gelu)
                 tokenizer = open_clip.get_tokenizer(spec.arch)  # hf tokenizers are fetched from the hub too
         except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here
             if offline:
-                raise ModelUnavailable(_offline_message(spec, offline, cache_dir, exc)) from exc
+                raise ModelUnavailable(offline_message(spec, offline, cache_dir, exc)) from exc
             raise ModelUnavailable(f"model {name!r}: weights could not be loaded ({exc}); {_how_to_get(spec)}") from exc
         return OpenClipModel(spec, model, transform, tokenizer, device)
     else:

@@ -15,7 +15,7 @@ import torch
 from PIL import Image
 
 from common.files.image_transforms import to_rgb
-from common.zoo.hub import _hub_cache_dir, _hub_offline_mode, hub_offline
+from common.zoo.hub import hub_cache_dir, hub_offline, hub_offline_mode
 from common.zoo.interface import ModelUnavailable, digest_weights, import_transformers
 from common.zoo.specs import ModelSpec
 
@@ -50,7 +50,7 @@ SCORES = ("itm", "itm_logit+itc")
 contrastive cosine (what ARO's BLIP and X-VLM wrappers rank captions by)."""
 
 
-def _describe_tokenizer(tokenizer) -> str:
+def describe_tokenizer(tokenizer) -> str:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # the whole pipeline: normalizer (lower-casing, accents), vocabulary, post-processor
         pipeline = json.loads(backend.to_str())
@@ -69,7 +69,7 @@ def fingerprint_hf_model(arch: str, model: torch.nn.Module, processor, max_token
     digest.update(processor.image_processor.to_json_string().encode())
     tokenizer = processor.tokenizer
     digest.update(f"{type(tokenizer).__name__}:{max_tokens}:{itm}".encode())
-    digest.update(_describe_tokenizer(tokenizer).encode())
+    digest.update(describe_tokenizer(tokenizer).encode())
     return digest.hexdigest()[:32]
 
 
@@ -245,7 +245,7 @@ def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | N
     detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None and str(exc) else ""
     return (
         f"model {spec.name!r}: offline ({reason}) and its Hugging Face repository {repo!r} is not in the local cache "
-        f"{_hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` once on a machine with "
+        f"{hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` once on a machine with "
         "internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface) here; with the weights in "
         "place, HF_HUB_OFFLINE=1 skips the connectivity check")
 
@@ -307,7 +307,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     # trust_remote_code=False: a model's folder or hub repository never runs code here, asked or not
     options = {"cache_dir": cache_dir, "local_files_only": bool(local or offline), "trust_remote_code": False}
     try:
-        with _hub_offline_mode(bool(offline)):
+        with hub_offline_mode(bool(offline)):
             model, info = model_class.from_pretrained(source, output_loading_info=True, **options)
             processor = processor_class.from_pretrained(source, **options)
     except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here

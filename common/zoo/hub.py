@@ -52,7 +52,7 @@ def _probe_hub() -> str | None:
 
 
 @contextlib.contextmanager
-def _hub_offline_mode(offline: bool):
+def hub_offline_mode(offline: bool):
     """huggingface_hub in offline mode for the block (its flag is read at import, so it is set on the module too)."""
     if not offline:
         yield
@@ -77,7 +77,7 @@ def _hub_offline_mode(offline: bool):
             constants.HF_HUB_OFFLINE = before
 
 
-def _hub_cache_dir(cache_dir: str | None) -> str:
+def hub_cache_dir(cache_dir: str | None) -> str:
     if cache_dir:
         return cache_dir
     try:
@@ -88,7 +88,7 @@ def _hub_cache_dir(cache_dir: str | None) -> str:
         return "~/.cache/huggingface/hub"
 
 
-def _offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
+def offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
     # deferred: loads open_clip only when called
     import open_clip
 
@@ -97,14 +97,14 @@ def _offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: B
     detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None else ""
     return (
         f"model {spec.name!r}: offline ({reason}) and its weights ({spec.arch!r}, {spec.pretrained!r}, from {where}) "
-        f"are not in the local cache {_hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` "
+        f"are not in the local cache {hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` "
         "once on a machine with internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface; "
         "open_clip URL downloads: ~/.cache/clip) here; with the weights in place, HF_HUB_OFFLINE=1 skips the "
         "connectivity check"
     )
 
 
-def _fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str) -> None:
+def fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str) -> None:
     """Offline: raise ``ModelUnavailable`` now unless the weights file is in the local cache, before open_clip builds
     the model (minutes for the large towers) and only then looks; URL-only weights (urllib, no offline mode) are
     looked up directly."""
@@ -118,13 +118,13 @@ def _fail_if_weights_absent(spec: ModelSpec, cache_dir: str | None, reason: str)
     if cfg.get("url") and not (cfg.get("hf_hub") and has_hf_hub()):
         target = Path(cache_dir or os.path.expanduser("~/.cache/clip")) / os.path.basename(cfg["url"])
         if not target.is_file():
-            raise ModelUnavailable(_offline_message(spec, reason, cache_dir, None))
+            raise ModelUnavailable(offline_message(spec, reason, cache_dir, None))
         return
     try:
-        with _hub_offline_mode(True), _quiet_logger("root"):
+        with hub_offline_mode(True), _quiet_logger("root"):
             download_pretrained(cfg, cache_dir=cache_dir)  # offline: the cached file's path, or an error at once
     except Exception as exc:
-        raise ModelUnavailable(_offline_message(spec, reason, cache_dir, exc)) from exc
+        raise ModelUnavailable(offline_message(spec, reason, cache_dir, exc)) from exc
 
 
 @contextlib.contextmanager

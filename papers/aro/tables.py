@@ -44,7 +44,7 @@ from common.pipeline import reproducible
 from common.pipeline.params import own_params
 from common.reporting.figures import pyplot, save_figure
 from common.text.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
-from common.training.records import training_context as _training_context
+from common.training import records
 from common.zoo import FP16_WHY, EmbeddingModel, create_model, get_spec, with_variants
 from common.zoo.hf import create_hf_model
 from papers.aro import vg_rules
@@ -472,7 +472,7 @@ def training_context(models: Sequence[str]) -> dict[str, dict]:
     """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model), what its sidecar says of
     the run and its recipe, for the audit's notes (keyed by zoo name)."""
     specs = {name: get_spec(name) for name in with_variants(list(models))}
-    return _training_context({name: spec.checkpoint_path() for name, spec in specs.items()
+    return records.training_context({name: spec.checkpoint_path() for name, spec in specs.items()
                               if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})
 
 
@@ -481,8 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.parse_args(argv)
     device = best_device()
     if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.pipeline.reproducible), as SugarCrepe's table
-        reproducible.reexec_pinned()
-        reproducible.fix_threads()
+        reproducible.pin()
     params = own_params()
     profile = params["profile"]
     seeds = [int(s) for s in params["aro"]["seeds"]]

@@ -163,7 +163,7 @@ def load_pickle(path: Path, key: str, holds: str, what: str, missing: type[Excep
             f"file ({first}); {what} is a pickle and is never unpickled in full here") from None
 
 
-def _load(path: Path) -> Mapping[str, Any]:
+def load_pt(path: Path) -> Mapping[str, Any]:
     data = load_pickle(path, DATA_KEY, "containers, strings, numbers and tensors", "CC-Neg's file")
     if not isinstance(data, Mapping):
         raise DatasetError(f"{path}: expected a dict with image_paths, annotations and num_ops, got "
@@ -214,7 +214,7 @@ def _k_of(num_ops: Any, path: Path, n_entries: int, eval_size: int) -> tuple[dic
     return k_of, dict(sorted(cut.items())), sorted(ks)
 
 
-def _text(annotation: Any, outer: str, inner: str, index: int, origin: str) -> str:
+def annotation_text(annotation: Any, outer: str, inner: str, index: int, origin: str) -> str:
     where = f"annotations[{index}][{outer!r}][{inner!r}]"
     part = annotation.get(outer) if isinstance(annotation, Mapping) else None
     value = part.get(inner) if isinstance(part, Mapping) else None
@@ -249,8 +249,8 @@ def _entries(image_paths: Sequence, annotations: Sequence, indices: range, image
         try:
             if not isinstance(raw_path, str) or not raw_path.strip():
                 raise DatasetError(f"{origin}: image_paths[{index}] is {raw_path!r}, not a path")
-            caption = _text(annotation, "json", "caption", index, origin)
-            negative = _text(annotation, "sop_data", "negative-prompt", index, origin)
+            caption = annotation_text(annotation, "json", "caption", index, origin)
+            negative = annotation_text(annotation, "sop_data", "negative-prompt", index, origin)
             image = resolve_under(images_dir, PurePosixPath(raw_path.replace("\\", "/")).name, origin)
             entries.append(make(index, image, caption, negative, origin))
         except DatasetError as exc:
@@ -264,7 +264,7 @@ def load_ccneg(pt_path: Path, images_dir: Path, eval_size: int = EVAL_SIZE) -> C
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 1:
         raise ValueError(f"eval_size must be positive, got {eval_size}")
-    data = _load(pt_path)
+    data = load_pt(pt_path)
     image_paths, annotations, n = _entry_lists(data, pt_path)
     if n < eval_size:
         raise DatasetError(f"{pt_path}: {n} entries, fewer than the evaluation split's {eval_size} (the file's last "
@@ -312,7 +312,7 @@ def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_S
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 0:
         raise ValueError(f"eval_size must be >= 0, got {eval_size}")
-    data = _load(pt_path)
+    data = load_pt(pt_path)
     image_paths, annotations, n = _entry_lists(data, pt_path)
     if n <= eval_size:
         raise DatasetError(f"{pt_path}: {n} entries leave no training entries before the evaluation split's "

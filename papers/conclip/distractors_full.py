@@ -136,7 +136,7 @@ def _paper_subject(annotation: Any) -> str | None:
 def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg.EVAL_SIZE) -> TrainingTexts:
     """The eq. 4 texts of ``n`` seeded training entries; every sampled entry without the two texts is reported."""
     pt_path = Path(pt_path)
-    data = ccneg._load(pt_path)
+    data = ccneg.load_pt(pt_path)
     annotations = data["annotations"]
     if not isinstance(annotations, (list, tuple)):
         raise DatasetError(f"{pt_path}: annotations is a {type(annotations).__name__}, not a list")
@@ -150,8 +150,8 @@ def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg
         origin = f"{pt_path}: entry {entry}"
         annotation = annotations[entry]
         try:
-            subject = ccneg._text(annotation, "sop_data", SUBJECT_FIELD, entry, origin)
-            negated = ccneg._text(annotation, "sop_data", OBJECT_FIELD, entry, origin)
+            subject = ccneg.annotation_text(annotation, "sop_data", SUBJECT_FIELD, entry, origin)
+            negated = ccneg.annotation_text(annotation, "sop_data", OBJECT_FIELD, entry, origin)
         except DatasetError as exc:
             problems.append(f"{exc} (eq. 4's texts, as this stage reads them: SUBJECT_FIELD, OBJECT_FIELD)")
             continue

@@ -31,7 +31,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root as default_data_root
-from common.pipeline.params import own_section
+from common.pipeline.params import add_stage_option, own_section
 from common.registry.fetch import fetch
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
 from papers.conclip.ccneg import EVAL_SIZE, default_paths, eval_size_for, load_ccneg_training
@@ -134,8 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                f"(default: {EVAL_SIZE}; with a cap, params.yaml "
                                                                "full_inputs.cap)")
     p.add_argument("--out", default=None, help="default: build/full/conclip/finetune")
-    p.add_argument("--stage", default=None,
-                   help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(p)
     args = parser.parse_args(argv)
     params, section = own_section("conclip.full.finetune", args.stage)
     ccneg_path, ccneg_images = default_paths(args.ccneg, args.ccneg_images)

@@ -25,7 +25,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import read_json, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_negatives, parse_captions
 from papers.hard_positives.finetune_rows import IMAGES, FullRow
 from papers.hard_positives.rules import describe as describe_positives, replace_positives, swap_positives
@@ -148,8 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--captions", type=Path, default=None, help=f"default: <data>/{CAPTIONS.as_posix()}")
     parser.add_argument("--images", type=Path, default=None, help=f"default: <data>/{IMAGES.as_posix()}")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/hard_positives_ft/set")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     section = own_params(args.stage)["hard_positives"]["full"]["finetune"]
     manifest = build_set(args.captions or data_root() / CAPTIONS, args.images or data_root() / IMAGES,

@@ -54,7 +54,7 @@ from common.files.visual_genome import (
     vg_image_folders, vg_image_root)
 from common.paths import build_dir
 from common.pipeline.inputs import full_inputs
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
@@ -265,8 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
                     "every row, write manifest.json")
     parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
 
     cap = full_inputs(own_params(args.stage)).cap

@@ -52,7 +52,7 @@ from common.pipeline import reproducible
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
-from common.zoo import ModelFactory, create_model as _zoo_create, get_spec
+from common.zoo import ModelFactory, create_model, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.hard_positives import evaluation, figure3
@@ -329,7 +329,7 @@ def ways(models: Mapping[str, str]) -> dict[str, Way]:
 
 
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
-                 device: str = "cpu", create: ModelFactory = _zoo_create, skip_unavailable: bool = False,
+                 device: str = "cpu", create: ModelFactory = create_model, skip_unavailable: bool = False,
                  authors_precision: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
                  ) -> tuple[list[Scored], dict[str, str]]:
     """Every (row -> zoo model) on the items, in order, as ``ways`` plans, with the rows skipped (``skip_unavailable``)
@@ -461,7 +461,7 @@ def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped:
 
 
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
-                    create: ModelFactory = _zoo_create) -> dict[str, Path]:
+                    create: ModelFactory = create_model) -> dict[str, Path]:
     """Score every zoo model and every run of ``inputs`` on its items and write the tables (``write_outputs``;
     nothing is written when a model fails)."""
     scored, skipped = score_models(inputs.models, inputs.items, engine_config, device, create,
@@ -553,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     params, section = own_section(f"hard_positives.{args.profile}", args.stage)
     inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "hard_positives" / args.profile),
-                            engine_config(params), device, create=_zoo_create)
+                            engine_config(params), device, create=create_model)
     for name, path in paths.items():
         print(f"{name}: {path}")
     print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")

@@ -16,7 +16,7 @@ from typing import Sequence
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.tasks import DatasetError
 from common.paths import build_dir
-from common.pipeline.params import own_section
+from common.pipeline.params import add_stage_option, own_section
 from common.text.crepe_style import (
     CREPE_KINDS, Vocabulary, crepe_negatives, describe as describe_generator, parse_captions)
 from papers.sugarcrepe.aro_crepe import KIND as TEMPLATES_KIND
@@ -61,8 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--sugarcrepe", type=Path, default=None, help="default: build/full/sugarcrepe/manifest.json")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_aro_crepe")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     _, section = own_section("sugarcrepe.negclip_full", args.stage)
     manifest = build_aro_crepe_set(args.sugarcrepe or build_dir("full", "sugarcrepe") / "manifest.json",

@@ -20,7 +20,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from common.benchmarks.caption_negatives import CATEGORIES, read_category
+from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS, read_category
 from common.blind.classifier import PairwiseTextClassifier
 from common.blind.crossfit import PairScores, TextPair, coco_group, crossfit
 from common.blind.ngram import NgramFluency
@@ -31,7 +31,7 @@ from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS
 from common.pipeline.inputs import full_inputs
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from common.registry.fetch import fetch as download
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells
@@ -59,9 +59,7 @@ PUBLISHED_COLUMNS = {
     ("vl-checklist", "attribute"): ("Table 8", "VL-CheckList | Attribute"),
     ("vl-checklist", "relation"): ("Table 8", "VL-CheckList | Relation"),
     ("aro-order", "5-way"): ("Table 8", "ARO | COCO-Order"),
-    **{("sugarcrepe", c): ("Table 6", f"{c.split('_')[0].upper()} | "
-                                      f"{ {'obj': 'Object', 'att': 'Attribute', 'rel': 'Relation'}[c.split('_')[1]]}")
-       for c in CATEGORIES},
+    **{("sugarcrepe", c): ("Table 6", column) for c, column in COLUMNS.items()},
 }
 """Where the paper printed Vera's and the grammar model's accuracy on the same benchmark column."""
 
@@ -240,7 +238,7 @@ def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], con
     return rows
 
 
-def _percent(correct: np.ndarray) -> float | str:
+def percent(correct: np.ndarray) -> float | str:
     """Accuracy in percent, or "" where there is nothing to count (a category refinement emptied)."""
     return round(100 * float(correct.mean()), 2) if correct.size else ""
 
@@ -270,14 +268,14 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
             "category": category, "n_unrefined": int(ix.size), "n_kept": int(kept.size),
             "n_released_refined": len(released[category]),
             "kept_also_in_released": len(kept_ids & released[category]),
-            "m1": m1.scorer, "m1_before": _percent(m1.correct[ix]), "m1_after": _percent(m1.correct[kept]),
-            "m2": m2.scorer, "m2_before": _percent(m2.correct[ix]), "m2_after": _percent(m2.correct[kept]),
+            "m1": m1.scorer, "m1_before": percent(m1.correct[ix]), "m1_after": percent(m1.correct[kept]),
+            "m2": m2.scorer, "m2_before": percent(m2.correct[ix]), "m2_after": percent(m2.correct[kept]),
         })
     kept_pairs = [pairs[i] for i in np.flatnonzero(kept_mask)]
     fresh = crossfit(kept_pairs, fit_classifier, config.folds, config.seed).correct if kept_pairs else np.zeros(0, bool)
     categories = np.asarray([p.category for p in kept_pairs])
     for row in rows:
-        row["retrained_classifier_after"] = _percent(fresh[categories == row["category"]])
+        row["retrained_classifier_after"] = percent(fresh[categories == row["category"]])
     return rows, kept_mask
 
 
@@ -429,8 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scorers", choices=("offline", "released"), default="offline",
                         help="offline: fitted here (default); released: the paper's Vera and grammar model (full)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
 
     values = own_params(args.stage)

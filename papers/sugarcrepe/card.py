@@ -14,6 +14,7 @@ from common.card.trend import Trend
 from common.paths import RESULTS, build_root
 from common.pipeline.params import load_params
 from common.registry.errors import FetchError
+from common.registry.fetch import quiet_fetch
 from papers.sugarcrepe.audit import TABLE6_COLUMNS
 
 STRICT_RULE = ("strict: the positive caption strictly above the negative, a tie is wrong (SugarCrepe's "
@@ -105,9 +106,9 @@ def _checkpoint_trend() -> list[Trend]:
     from papers.sugarcrepe import recognition
 
     try:
-        fetch = recognition._default_fetcher
         zoo, _, _ = recognition.load_zoo_table()
-        checkpoints = recognition.load_checkpoints(fetch(recognition.TABLE_KEY), fetch(recognition.SUBSETS_KEY), zoo)
+        checkpoints = recognition.load_checkpoints(quiet_fetch(recognition.TABLE_KEY),
+                                                   quiet_fetch(recognition.SUBSETS_KEY), zoo)
     except (FetchError, OSError) as exc:  # offline without the mirror: the card says why there is no trend
         return [Trend(IMAGENET_X, f"no trend: the vl_compo tables could not be fetched ({exc})", {})]
     pretrained = [c for c in checkpoints if not c.finetuned]

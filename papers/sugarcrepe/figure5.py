@@ -538,8 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if profile == "mini":
         device = best_device()
         if device == "cpu":  # the same classification scores on any x86-64 CPU (common.pipeline.reproducible)
-            reproducible.reexec_pinned()
-            reproducible.fix_threads()
+            reproducible.pin()
         world = params["mini"]["world"]
         config = Figure5Config(setting(args.classification_images, "classification_images", CLASSIFICATION_IMAGES),
                                world["image_size"], world["seed"], n_resamples, CONFIDENCE, seed)

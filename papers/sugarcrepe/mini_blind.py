@@ -26,7 +26,7 @@ from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from common.reporting.figures import pyplot, save_figure
 from papers.sugarcrepe import blind_real
 from papers.sugarcrepe.aro_crepe import load_template_set
@@ -100,10 +100,10 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
         kept_mask[kept] = True
         rows.append({"benchmark": benchmark, "category": category, "n": int(ix.size), "n_kept": int(kept.size),
                      "kept_share": round(100 * kept.size / ix.size, 2),
-                     "lm_before": blind_real._percent(lm.correct[ix]),
-                     "lm_after": blind_real._percent(lm.correct[kept]),
-                     "classifier_before": blind_real._percent(classifier.correct[ix]),
-                     "classifier_after": blind_real._percent(classifier.correct[kept])})
+                     "lm_before": blind_real.percent(lm.correct[ix]),
+                     "lm_after": blind_real.percent(lm.correct[kept]),
+                     "classifier_before": blind_real.percent(classifier.correct[ix]),
+                     "classifier_after": blind_real.percent(classifier.correct[kept])})
     retrained = np.zeros(len(pairs), dtype=bool)
     fitted = np.zeros(len(pairs), dtype=bool)
     for ix in blind_real.by_benchmark(pairs).values():
@@ -114,7 +114,7 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
             fitted[kept] = True
     for row in rows:
         kept = [i for i in cells[(row["benchmark"], row["category"])] if kept_mask[i] and fitted[i]]
-        row["retrained_classifier_after"] = blind_real._percent(retrained[kept])
+        row["retrained_classifier_after"] = blind_real.percent(retrained[kept])
     return rows
 
 
@@ -210,8 +210,7 @@ def config_from_params(params: dict) -> Config:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR)
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     result = run(config_from_params(own_params(args.stage)), args.out)
     for row in result["accuracy"]:

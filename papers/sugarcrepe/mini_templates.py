@@ -2,8 +2,8 @@
 
 SugarCrepe (Sec. 5) regenerates ARO's and CREPE's REPLACE, SWAP, NEGATE and SHUFFLE negatives for its own positives,
 so the two benchmarks differ only in how their negatives were made. Here the positives are exactly the mini set's
-(``sets_mini._examples`` regenerates its scenes and claims from the same stream; every caption is checked against the
-built set), the negatives the world's rule-based ones (``common.miniworld.templates``), up to
+(``sets_mini.iter_examples`` regenerates its scenes and claims from the same stream; every caption is checked against
+the built set), the negatives the world's rule-based ones (``common.miniworld.templates``), up to
 ``examples_per_category`` per kind. ``edits.jsonl`` records which rule made each negative; the manifest's four kinds
 make it a set for ``aro_crepe.load_template_set``, not ``PreparedSet``. The same bytes on every run.
 """
@@ -22,9 +22,9 @@ from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
-from common.pipeline.params import own_params
+from common.pipeline.params import add_stage_option, own_params
 from papers.sugarcrepe.aro_crepe import KIND
-from papers.sugarcrepe.sets_mini import MiniSetConfig, _examples, config_from_params
+from papers.sugarcrepe.sets_mini import MiniSetConfig, config_from_params, iter_examples
 
 
 def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> dict:
@@ -42,7 +42,7 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
     data: dict[str, dict[str, dict]] = {kind: {} for kind in TEMPLATE_KINDS}
     edits: list[str] = []
     used: set[str] = set()
-    for index, scene, positive, _ in _examples(config):
+    for index, scene, positive, _ in iter_examples(config):
         if index > last or all(len(v) >= quota for v in data.values()):
             break
         filename = f"mini_{index:06d}.png"  # as sets_mini names it (checked: in the built set, same caption)
@@ -89,8 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--mini-set", type=Path, default=build_dir("mini", "sugarcrepe"),
                         help="the built mini SugarCrepe set whose positives and images are used")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     manifest = build_template_set(config_from_params(own_params(args.stage)), args.mini_set, args.out)
     print(json.dumps(manifest, indent=2))

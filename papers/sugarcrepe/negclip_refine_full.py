@@ -16,7 +16,7 @@ import numpy as np
 from common.blind.refine import DEFAULT_AXIS_BINS, refine, refine_report
 from common.files.io import sha256_file, write_json_atomic
 from common.paths import build_dir
-from common.pipeline.params import own_section
+from common.pipeline.params import add_stage_option, own_section
 from papers.sugarcrepe.negclip_rows import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
 
@@ -70,8 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/refined.json")
     parser.add_argument("--device", default=None, help="default: cuda when available")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     _, refine = own_section("sugarcrepe.negclip_full.refine", args.stage)
     device = args.device or best_device()

@@ -16,7 +16,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
-from common.pipeline.params import own_section
+from common.pipeline.params import add_stage_option, own_section
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_generator, parse_captions
 from common.text.released_text import read_negclip_tsv
 from papers.sugarcrepe.positives import sugarcrepe_positives
@@ -86,8 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the test set whose images are dropped from training (default: "
                              "build/full/sugarcrepe/manifest.json)")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
-    parser.add_argument("--stage", default=None,
-                        help="the DVC stage whose parameters to read (default: the one running this module)")
+    add_stage_option(parser)
     args = parser.parse_args(argv)
     _, section = own_section("sugarcrepe.negclip_full", args.stage)
     manifest = build_train_set(args.tsv or data_root() / "negclip" / "train_neg_clip.tsv",

@@ -176,8 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/sugarcrepe_negclip/set")
     args = parser.parse_args(argv)
-    reproducible.reexec_pinned()  # the blind scorers' gaps decide refinement: the same floats on every machine
-    reproducible.fix_threads()
+    reproducible.pin()  # the blind scorers' gaps decide refinement: the same floats on every machine
     params = own_params()
     section, blind = params["sugarcrepe"]["negclip_mini"], params["sugarcrepe"]["blind"]
     config = SetConfig(train_images=section["train_images"], captions_per_image=section["captions_per_image"],

@@ -338,8 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
     if profile.pinned:
-        reproducible.reexec_pinned()
-        reproducible.fix_threads()
+        reproducible.pin()
     params, section = own_section(profile.section)
     build = build_dir(profile.name, OUT)
     scratch_arch = section.get("scratch_arch", "")

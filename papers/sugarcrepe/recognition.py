@@ -19,11 +19,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import scipy.stats
 
+from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS
 from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells, load_claims
 from common.zoo import get_spec
@@ -38,7 +39,6 @@ KEY_COLUMNS = ("arch", "pretrained", "family")
 FINETUNE_SUFFIX = "-ft"
 SEED, RESAMPLES, CONFIDENCE = 0, 2000, 0.95
 X_COLUMNS = {"ImageNet-1k": (TABLE_KEY, "imagenet"), "21-task average": (TABLE_KEY, "21_tasks_avg")}
-SUGARCREPE = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 VL_CHECKLIST = ("Object_Location_center", "Object_Location_margin", "Object_Location_mid", "Object_Size_large",
                 "Object_Size_medium", "Object_Size_small", "Attribute_action", "Attribute_color", "Attribute_material",
                 "Attribute_size", "Attribute_state", "Relation_action", "Relation_spatial")
@@ -55,7 +55,7 @@ class YColumn:
 
 
 Y_COLUMNS: tuple[YColumn, ...] = (
-    *(YColumn("SugarCrepe", c.upper().replace("_", "-"), SUBSETS_KEY, f"sugarcrepe::{c}") for c in SUGARCREPE),
+    *(YColumn("SugarCrepe", c.upper().replace("_", "-"), SUBSETS_KEY, f"sugarcrepe::{c}") for c in CATEGORIES),
     *(YColumn("ARO", c, SUBSETS_KEY, f"aro::{c}") for c in ("VG_Relation", "VG_Attribute", "Flickr30k_Order",
                                                              "COCO_Order")),
     *(YColumn("VL-CheckList", c, SUBSETS_KEY, f"vl_checklist::{c}") for c in VL_CHECKLIST),
@@ -229,18 +229,15 @@ def figure5_from_table(checkpoints: Sequence[Checkpoint], figure5_models: Mappin
     claims = {c.claim_id: c for c in load_claims("sugarcrepe")}
     stated = {"swap_obj": claims["sec5.3_r_swap_obj"], "add_att": claims["sec5.3_r_add_att"]}
     others = claims["sec5.3_r_others_gt_0.8"]
-    table6_column = {"replace_obj": "REPLACE | Object", "replace_att": "REPLACE | Attribute",
-                     "replace_rel": "REPLACE | Relation", "swap_obj": "SWAP | Object", "swap_att": "SWAP | Attribute",
-                     "add_obj": "ADD | Object", "add_att": "ADD | Attribute"}
     models = [c for c in checkpoints if figure5_models.get(c.zoo)]
     if len(models) < 3:
         raise RecognitionInputError(f"only {len(models)} of Figure 5's models found in the table")
     xs = [c.value(TABLE_KEY, "imagenet") for c in models]
     table6_rows = [f"{spec.family} | {spec.label}" for spec in (get_spec(c.zoo) for c in models)]
     rows = []
-    for category in SUGARCREPE:
+    for category in CATEGORIES:
         ys_table = [c.value(SUBSETS_KEY, f"sugarcrepe::{category}") for c in models]
-        ys_paper = [cells[("Table 6", row, table6_column[category])] for row in table6_rows]
+        ys_paper = [cells[("Table 6", row, COLUMNS[category])] for row in table6_rows]
         claim = stated.get(category, others)
         r_table, r_paper_y = pearson_r(xs, ys_table), pearson_r(xs, ys_paper)
         bound = f"{claim.comparison} {claim.text}".replace("= ", "")
@@ -308,12 +305,8 @@ def headline(checkpoints: Sequence[Checkpoint], corr: Sequence[Mapping[str, obje
     }
 
 
-def _default_fetcher(key: str) -> Path:
-    return fetch(key, progress=False)
-
-
 def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -> dict[str, Path]:
-    fetch = fetcher or _default_fetcher
+    fetch = fetcher or quiet_fetch
     zoo, figure5_models, _ = load_zoo_table()
     checkpoints = load_checkpoints(fetch(TABLE_KEY), fetch(SUBSETS_KEY), zoo)
     corr = correlations(checkpoints)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
-from common.benchmarks.caption_negatives import CATEGORIES, category_counts, released_file_key
+from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS, category_counts, released_file_key
 from common.files.jsonl import parse_json
 from common.files.tasks import DatasetError
 from common.pipeline.params import load_params, section
@@ -45,16 +45,6 @@ TABLE2 = "Table 2"
 README_TABLE = "GPT-4V readme"
 GPT4V_ROW = "OpenAI | GPT-4V"
 TABLE2_ROW = "# negative captions"
-COLUMNS: dict[str, str] = {
-    "replace_obj": "REPLACE | Object",
-    "replace_att": "REPLACE | Attribute",
-    "replace_rel": "REPLACE | Relation",
-    "swap_obj": "SWAP | Object",
-    "swap_att": "SWAP | Attribute",
-    "add_obj": "ADD | Object",
-    "add_att": "ADD | Attribute",
-}
-"""Released category name -> Table 2 / Table 6 column."""
 SHORT = {"replace_obj": "REPLACE-Obj", "replace_att": "REPLACE-Att", "replace_rel": "REPLACE-Rel",
          "swap_obj": "SWAP-Obj", "swap_att": "SWAP-Att", "add_obj": "ADD-Obj", "add_att": "ADD-Att"}
 

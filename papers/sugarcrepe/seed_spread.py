@@ -84,8 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS),
                         help="training seeds besides the pipeline's own seed 0")
     args = parser.parse_args(argv)
-    reproducible.reexec_pinned()
-    reproducible.fix_threads()
+    reproducible.pin()
     print(f"wrote {measure(args.seeds)}")
     return 0
 

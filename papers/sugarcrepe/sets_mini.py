@@ -33,7 +33,7 @@ class MiniSetConfig:
     seed: int = 0
 
 
-def _examples(config: MiniSetConfig) -> Iterator[tuple[int, Scene, Claim, dict[str, Claim]]]:
+def iter_examples(config: MiniSetConfig) -> Iterator[tuple[int, Scene, Claim, dict[str, Claim]]]:
     rng = stream(config.seed, "test-sugarcrepe")
     for index in itertools.count():
         scene = sample_scene(rng, allow_heldout=True)
@@ -51,7 +51,7 @@ def build_mini_set(config: MiniSetConfig, out_dir: Path, progress: bool = True) 
     images_dir.mkdir(parents=True, exist_ok=True)
     scenes_lines = []
     bar = tqdm(total=quota * len(data), desc="build mini SugarCrepe", disable=not progress, mininterval=2)
-    for index, scene, positive, negatives in _examples(config):
+    for index, scene, positive, negatives in iter_examples(config):
         wanted = {c: n for c, n in negatives.items() if len(data[c]) < quota}
         if not wanted:
             if all(len(v) >= quota for v in data.values()):

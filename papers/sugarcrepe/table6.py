@@ -24,8 +24,7 @@ from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEE
 def main() -> None:
     device = best_device()
     if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.pipeline.reproducible)
-        reproducible.reexec_pinned()
-        reproducible.fix_threads()
+        reproducible.pin()
     params = own_params()
     profile = params["profile"]
     models = params["sugarcrepe"]["models"][profile]

@@ -235,13 +235,13 @@ def test_an_edit_in_one_paper_reruns_only_that_papers_stages(tmp_path):
                                                "papers/hard_positives/dvc.yaml:table1-mini"},
         "results/published/aro_claims.csv": {"papers/aro/dvc.yaml:audit"},
         # every SugarCrepe stage that reads the released format (the mini sets are written in it) and the report
-        # stage, which prints Table 6's columns; not the fine-tunes or the refinement, which read their own rows; of
-        # the other papers, only the stages that score SugarCrepe (CoN-CLIP's after fine-tuning, BiVLC's column)
+        # and recognition stages, which read Table 6's columns; not the fine-tunes or the refinement, which read their
+        # own rows; of the other papers, only the stages that score SugarCrepe (CoN-CLIP's after fine-tuning, BiVLC's)
         "common/benchmarks/caption_negatives.py": {"papers/sugarcrepe"} | {
             f"papers/sugarcrepe/dvc.yaml:{stage}" for stage in (
                 "mini-set", "full-set", "table6", "audit", "blind-real-text", "blind-released", "figure5",
                 "mini-templates-set", "mini-blind", "table5-mini", "aro-crepe-full-set", "negclip-full-set",
-                "table5-full")}
+                "table5-full", "recognition")}
         | {f"papers/conclip/dvc.yaml:{stage}" for stage in ("tables-mini", "tables-full", "sugarcrepe-full")}
         | {f"papers/bivlc/dvc.yaml:{stage}" for stage in ("tables-mini", "tables-full")},
         "common/audit/core.py": {f"papers/{p}/dvc.yaml:audit" for p in

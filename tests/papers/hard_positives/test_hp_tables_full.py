@@ -177,7 +177,7 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
 
     from common.pipeline.params import load_params
 
-    monkeypatch.setattr(tb, "_zoo_create", tiny)
+    monkeypatch.setattr(tb, "create_model", tiny)
     monkeypatch.setattr(tb, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
     out = tmp_path / "results"
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:table1-full")  # as `dvc repro` sets it
