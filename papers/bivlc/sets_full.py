@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from common.files.jsonl import read_json, read_rows, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
+from papers.bivlc.parquet_shards import image_bytes, parquet_records, split_files
 
 SET_KIND = "bivlc-finetune-full-set"
 COCO_CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
@@ -83,37 +84,6 @@ def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
             for k, (image, caption) in enumerate(rows)]
 
 
-def split_files(snapshot: Path, split: str, error: type[Exception] = BivlcFinetuneFullError) -> list[Path]:
-    """A Hugging Face dataset snapshot's parquet shards of one split (``data/<split>-*.parquet``), in name order."""
-    snapshot = Path(snapshot)
-    files = sorted(p for p in snapshot.rglob("*.parquet")
-                   if p.name.split("-")[0] == split or split in p.relative_to(snapshot).parts[:-1])
-    if not files:
-        raise error(f"{snapshot}: no parquet file of split {split!r} (expected data/{split}-*.parquet)")
-    return files
-
-
-def parquet_records(path: Path, columns: Sequence[str]) -> Iterator[tuple[str, dict]]:
-    """A shard's ``columns`` row by row, each with where it is (``<file>: row <k>``)."""
-    # deferred: loads pyarrow only when called
-    import pyarrow.parquet as pq
-
-    handle = pq.ParquetFile(path)
-    missing = [c for c in columns if c not in handle.schema_arrow.names]
-    if missing:
-        raise DatasetError(f"{path}: no column(s) {missing} (found {handle.schema_arrow.names})")
-    batches = handle.iter_batches(batch_size=64, columns=list(columns))
-    for k, record in enumerate(r for batch in batches for r in batch.to_pylist()):
-        yield f"{path.name}: row {k}", record
-
-
-def image_bytes(where: str, column: str, value) -> bytes:
-    data = value.get("bytes") if isinstance(value, dict) else value
-    if not isinstance(data, (bytes, bytearray)) or not data:
-        raise DatasetError(f"{where}: column {column!r} holds no image bytes")
-    return bytes(data)
-
-
 def _store_image(raw: bytes, image_dir: Path) -> str:
     ext = ".png" if raw.startswith(b"\x89PNG") else ".jpg" if raw.startswith(b"\xff\xd8") else ".img"
     name = hashlib.sha256(raw).hexdigest() + ext
@@ -131,7 +101,7 @@ def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tupl
     columns = HF_COLUMNS[dataset]
     rows, hashes = [], {}
     for split in SPLITS:
-        for path in split_files(snapshot, split):
+        for path in split_files(snapshot, split, BivlcFinetuneFullError):
             hashes[path.relative_to(snapshot).as_posix()] = sha256_file(path)
             for where, record in parquet_records(path, columns):
                 for c in ("image_id", "caption", "negative_caption"):

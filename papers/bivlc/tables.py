@@ -77,8 +77,8 @@ from papers.bivlc import findings
 from papers.bivlc.detection import FINER, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
+from papers.bivlc.parquet_shards import image_bytes, parquet_records, split_files
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
-from papers.bivlc.sets_full import image_bytes, parquet_records, split_files
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 
 DATA_FILES = ("papers/bivlc/models.toml", "papers/bivlc/sources.toml")
