@@ -19,21 +19,20 @@ if TYPE_CHECKING:  # the submodules __getattr__ serves: import_closure counts th
 _SUBMODULE_OF = {
     **dict.fromkeys(("EmbeddingModel", "ModelFactory", "ModelUnavailable"), "interface"),
     **dict.fromkeys((
-        "DATA_FILES", "MODEL_CONFIG_DIR", "REGISTRY_FILE", "ZOO_DIR", "ModelSpec", "_known_files",
-        "activation_mismatch", "checkpoint_metadata", "get_spec", "read_models_file",
-        "register_local_configs", "registry", "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu",
-        "with_variants"), "specs"),
+        "DATA_FILES", "MODEL_CONFIG_DIR", "REGISTRY_FILE", "ZOO_DIR", "ModelSpec", "activation_mismatch",
+        "checkpoint_metadata", "get_spec", "read_models_file", "register_local_configs", "registry",
+        "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu", "with_variants"), "specs"),
     **dict.fromkeys((
         "FP16_WHY", "TRAINING_DICT_KEYS", "OpenClipModel", "arch_identity",
         "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
         "quiet_random_init_warning", "random_model", "unwrap_training_dict"), "openclip"),
     **dict.fromkeys((
         "HUB_HOST", "HUB_PROBE_SECONDS", "fail_if_weights_absent", "hub_cache_dir", "hub_offline_mode",
-        "offline_message", "_probe_hub", "_quiet_logger", "hub_offline"), "hub"),
-    **dict.fromkeys(("_how_to_get", "create_model"), "factory"),
-    **dict.fromkeys(("_cmd_zoo", "register_cli"), "cli"),
+        "offline_message", "hub_offline"), "hub"),
+    "create_model": "factory",
+    "register_cli": "cli",
 }
-"""Each name this package serves, and the submodule that defines it."""
+"""Each public name this package serves, and the submodule that defines it."""
 
 __all__ = list(_SUBMODULE_OF)
 

@@ -301,7 +301,7 @@ def test_registry_entries_and_dispatch(saved, monkeypatch, capsys):
     assert xvlm_spec.backend == "xvlm"
     for spec in (blip_spec, flava_spec, xvlm_spec):
         assert zoo.activation_mismatch(spec) is None  # open_clip's activation check does not apply
-    assert "huggingface.co/Salesforce/blip-itm-base-coco" in zoo._how_to_get(blip_spec)
+    assert "huggingface.co/Salesforce/blip-itm-base-coco" in zoo.factory._how_to_get(blip_spec)
     local = dataclasses.replace(blip_spec, pretrained=str(saved["blip"]))
     monkeypatch.setattr(zoo_specs, "get_spec", lambda name: local if name == blip_spec.name else get_spec(name))
     model = create_model(blip_spec.name)

@@ -16,9 +16,9 @@ from common.zoo import ModelUnavailable, hub
 def _fresh_probe(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    zoo._probe_hub.cache_clear()
+    hub._probe_hub.cache_clear()
     yield
-    zoo._probe_hub.cache_clear()
+    hub._probe_hub.cache_clear()
 
 
 def _no_socket(*args, **kwargs):
