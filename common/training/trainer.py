@@ -33,7 +33,7 @@ from common.training.loader import LoaderConfig, step_batches
 from common.training.model_init import Init, normalizer
 from common.training.optim import clamp_logit_scale, lr_at, make_optimizer, param_groups, set_lr
 from common.training.recipes import Recipe, mini_recipe
-from common.zoo import encode_text_unpadded, padding_is_inert
+from common.zoo import encode_text, padding_is_inert
 
 PARTS = ("image", "text", "logit_scale")
 LossFactory = Callable[..., nn.Module]
@@ -52,8 +52,7 @@ number (saving draws no random number), so a state written at another interval i
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every training hyper-parameter of one run: the one type every caller of ``train`` builds, from its
-    ``params.yaml`` section (``from_params``) and its recipe."""
+    """Every training hyper-parameter of one run, from its ``params.yaml`` section (``from_params``) and recipe."""
 
     steps: int
     batch_size: int
@@ -185,11 +184,7 @@ class Towers(nn.Module):
                 pixels = (images.float() / 255.0 - self.mean) / self.std
                 image_features = self.model.encode_image(pixels, normalize=self.normalize).float()
             if texts is not None:
-                if self.unpadded:
-                    text_features = encode_text_unpadded(self.model, texts, normalize=self.normalize)
-                else:
-                    text_features = self.model.encode_text(texts, normalize=self.normalize)
-                text_features = text_features.float()
+                text_features = encode_text(self.model, texts, self.unpadded, self.normalize).float()
         return image_features, text_features, self.model.logit_scale.exp()
 
 
@@ -216,12 +211,9 @@ def _inputs(batch: Batch, loss: nn.Module) -> tuple[torch.Tensor | None, torch.T
 
 def train_step(net: nn.Module, core: Towers, batch: Batch, accum: int,
                scale_loss: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> dict[str, torch.Tensor]:
-    """Forward and backward of one step's local batch; returns the loss terms (not yet stepped).
-
-    With ``accum`` micro-batches (open_clip's ``_train_step_eager``) every micro-batch is encoded under ``no_grad``,
-    then each is re-encoded with grad and spliced into the cached features, so the loss always sees the whole batch.
-    Parameters the loss uses directly are detached in all but the last micro-batch, so their gradient counts once
-    (open_clip counts it ``accum`` times). ``scale_loss``: fp16's ``GradScaler.scale``."""
+    """Forward and backward of one step's local batch (micro-batches as open_clip's ``_train_step_eager``, except
+    that the loss's own parameters are detached in all but the last, so their gradient counts once, not ``accum``
+    times); returns the loss terms. ``scale_loss``: fp16's ``GradScaler.scale``."""
     images, texts = _inputs(batch, core.loss)
     if accum == 1:
         image_features, text_features, scale = net(
@@ -321,13 +313,9 @@ def train(
     resume_path: Path | None = None,
     loader: LoaderConfig | None = None,
 ) -> TrainResult:
-    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar.
-
-    ``provenance``: extra sidecar keys (data hashes, versions), which must not clash with the trainer's own. With
-    ``resume`` an existing resume state of the same setup (``<stem>.resume.pt``, or ``resume_path``: e.g. outside a DVC
-    stage's outputs, which DVC deletes before a rerun) is continued, and removed once the weights are written.
-    ``loader``: worker processes preparing the batches (None: in the loop; not part of the record). Beside ``out_path``:
-    ``<stem>.loss.safetensors`` when the loss has parameters, ``<stem>.best.safetensors`` when ``validate`` is given."""
+    """Train and write ``out_path`` (safetensors) with its ``.json`` sidecar (``provenance``: extra keys), beside it
+    ``<stem>.loss.safetensors`` when the loss has parameters and ``<stem>.best.safetensors`` when ``validate`` is
+    given. ``resume``: continue a resume state of the same setup (``resume_path``, default ``<stem>.resume.pt``)."""
     world = world or DistributedContext.local("cpu")
     out_path = Path(out_path)
     stem = out_path.with_suffix("")

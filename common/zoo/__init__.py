@@ -24,7 +24,7 @@ _SUBMODULE_OF = {
         "runs_quick_gelu", "trained_with_quick_gelu", "uses_quick_gelu", "with_variants"), "specs"),
     **dict.fromkeys((
         "FP16_WHY", "TRAINING_DICT_KEYS", "OpenClipModel", "arch_identity",
-        "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
+        "encode_text", "encode_text_unpadded", "fingerprint_model", "load_state_dict", "padding_is_inert",
         "quiet_random_init_warning", "random_model", "unwrap_training_dict"), "openclip"),
     **dict.fromkeys((
         "HUB_HOST", "HUB_PROBE_SECONDS", "fail_if_weights_absent", "hub_cache_dir", "hub_offline_mode",

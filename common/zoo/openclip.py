@@ -91,12 +91,7 @@ class OpenClipModel:
     @torch.no_grad()
     def encode_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         """Text embeddings; trailing padding is dropped first when that is exact (see below)."""
-        tokens = tokens.to(self.device)
-        if self.truncates_padding:
-            features = encode_text_unpadded(self.model, tokens)
-        else:
-            features = self.model.encode_text(tokens, normalize=True)
-        return features.float().cpu()
+        return encode_text(self.model, tokens.to(self.device), self.truncates_padding).float().cpu()
 
     def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
         return self.encode_tokens(self.tokenize(texts))
@@ -117,6 +112,13 @@ def padding_is_inert(model: torch.nn.Module) -> bool:
         and getattr(model, "text_pool_type", None) in ("argmax", "eos", "first")
         and getattr(model, "cls_emb", None) is None
     )
+
+
+def encode_text(model: torch.nn.Module, tokens: torch.Tensor, unpadded: bool, normalize: bool = True) -> torch.Tensor:
+    """``model.encode_text``, or ``encode_text_unpadded`` where ``padding_is_inert(model)`` (``unpadded``)."""
+    if unpadded:
+        return encode_text_unpadded(model, tokens, normalize)
+    return model.encode_text(tokens, normalize=normalize)
 
 
 def encode_text_unpadded(model: torch.nn.Module, tokens: torch.Tensor, normalize: bool = True) -> torch.Tensor:
@@ -186,11 +188,8 @@ def not_a_checkpoint(path: Path) -> str | None:
 def load_state_dict(model: torch.nn.Module, path: Path, name: str, arch: str | None = None,
                     remedy: str | None = None) -> None:
     """Load weights strictly: safetensors, or a weights-only torch file holding a state dict or a training dict
-    (``TRAINING_DICT_KEYS``: CoN-CLIP's and BiVLC's releases), ``module.`` prefixes (DistributedDataParallel) dropped.
-
-    Any failure is one ``ModelUnavailable`` line naming the file (``weights_mismatch`` sums up weights of another
-    architecture than ``arch``, where torch lists thousands of keys), ended by ``remedy`` (how to get the right
-    file)."""
+    (``TRAINING_DICT_KEYS``: CoN-CLIP's and BiVLC's releases), ``module.`` prefixes (DDP) dropped. Any failure is one
+    ``ModelUnavailable`` line naming the file, ended by ``remedy`` (how to get the right file)."""
     fix = f"; {remedy}" if remedy else ""
     why = not_a_checkpoint(Path(path))
     if why is not None:
