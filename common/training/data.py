@@ -1,9 +1,5 @@
 """Batch sources: the global batch of step s is a pure function of (seed, s), which makes resuming and DDP sharding
-exact (rank r takes rows [r*b, (r+1)*b) of the same global batch).
-
-A batch is a dict of tensors whose first dimension is the sample: ``images`` uint8 (B, k_img, 3, H, W), ``texts``
-token ids (B, k_txt, L), optionally ``labels`` (B,); the second dimension holds a sample's segments (e.g. an image
-and its hard-negative image), which the trainer lays out segment-major for the loss."""
+exact; a batch's layout: docs/training.md, "Three plug points"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +23,28 @@ class BatchSource(Protocol):
     def describe(self) -> dict:
         """What the data is, for the provenance sidecar: JSON-able, no absolute paths."""
         ...
+
+
+class EpochShuffled:
+    """A batch source whose epoch is ``default_rng([seed, 0, epoch])``'s permutation of its ``n`` rows (the tail that
+    does not fill a batch dropped), kept for the epoch."""
+
+    n_rows: int
+    unit = "training rows"
+    """What an error calls the rows."""
+    _perm: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def steps_per_epoch(self, size: int) -> int:
+        if size > self.n_rows:
+            raise ValueError(f"batch of {size} is larger than the {self.n_rows} {self.unit}")
+        return self.n_rows // size
+
+    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
+        """The rows of one step's global batch."""
+        epoch, j = divmod(step, self.steps_per_epoch(size))
+        if self._perm is None or self._perm[0] != (seed, epoch):
+            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(self.n_rows))
+        return self._perm[1][j * size: (j + 1) * size]
 
 
 class MiniWorldBatches:

@@ -14,6 +14,7 @@ from PIL import Image
 
 from common.errors import WorkspaceError
 from common.files.image_transforms import to_rgb
+from common.training.data import EpochShuffled
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
@@ -100,14 +101,9 @@ class FileImages:
         return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
 
 
-class FileCaptionBatches:
-    """Caption rows over image files, each row's texts of ``extras`` as further text segments (a paper's batch shape
-    with extra image segments subclasses it).
-
-    ``row_image[i]`` is the index in ``images`` of row i's image, ``captions[i]`` its caption, each extra one text per
-    row; a batch holds ``images`` (B, 1, 3, H, W) uint8 and ``texts`` (B, 1 + len(extras), L). An epoch is
-    ``default_rng([seed, 0, epoch])``'s permutation of the rows (the tail that does not fill a batch dropped); the draws
-    ignore the extras. ``fields`` as ``CaptionBatches``'."""
+class FileCaptionBatches(EpochShuffled):
+    """Caption rows over image files (``row_image[i]``: the index in ``images`` of row i's image), each row's texts
+    of ``extras`` as further text segments; the draws ignore the extras. ``fields`` as ``CaptionBatches``'."""
 
     def __init__(self, images: FileImages, row_image: np.ndarray, captions: Sequence[str],
                  extras: Sequence[Sequence[str]], tokenize: Tokenize, name: str = "captions",
@@ -117,19 +113,7 @@ class FileCaptionBatches:
         self.images, self.row_image, self.captions = images, np.asarray(row_image), captions
         self.extras, self.tokenize, self.name = tuple(extras), tokenize, name
         self.fields = dict(fields) if fields is not None else {"extra_text_segments": len(self.extras)}
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
-
-    def steps_per_epoch(self, size: int) -> int:
-        if size > len(self.captions):
-            raise ValueError(f"batch of {size} is larger than the {len(self.captions)} training rows")
-        return len(self.captions) // size
-
-    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
-        """The rows of one step's global batch."""
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.captions)))
-        return self._perm[1][j * size: (j + 1) * size]
+        self.n_rows = len(captions)
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
         idx = self.draws(seed, step, size)[rows]

@@ -1,12 +1,5 @@
-"""Training losses shared by several papers (a paper's own live in ``papers/<paper>/losses.py``, built on these bases):
-each a module whose ``forward(image_features, text_features, logit_scale, batch)`` returns named ``*_loss`` terms
-that the trainer sums. Conventions:
-- features arrive L2-normalised and *segment-major*: B samples with k images each give ``image_features`` (k*B, D)
-  laid out ``[segment 0 of all samples; segment 1; ...]``; ``logit_scale`` is the multiplier, not its log;
-- with a distributed ``world`` each segment is gathered from every rank (``gather_segments``), so every rank computes
-  the loss of the global batch as one process would lay it out;
-- class attributes tell the trainer what a loss needs: ``image_segments``/``text_segments`` (k), ``towers`` (the
-  encoders to run) and ``frozen`` (parts the trainer freezes whatever the config says)."""
+"""Training losses shared by several papers (a paper's own live in ``papers/<paper>/losses.py``, built on these
+bases); what a loss receives and declares: docs/training.md, "Three plug points"."""
 from __future__ import annotations
 
 from typing import Mapping

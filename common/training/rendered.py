@@ -8,19 +8,18 @@ import numpy as np
 import torch
 
 from common.files.tasks import DatasetError
+from common.training.data import EpochShuffled
 
 Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
 
-class CaptionBatches:
-    """Image-caption pairs, each caption with the aligned texts of ``extras`` as further text segments.
+class CaptionBatches(EpochShuffled):
+    """Image-caption pairs, ``images`` (N, 3, H, W) uint8 and ``captions`` (N, P, L) tokens, each caption with the
+    aligned texts of ``extras`` (each (N, P, L)) as further text segments; ``default_rng([seed, 1, s])`` picks one
+    caption per image. The draws ignore ``extras``, so runs with different extras see the same captions in the same
+    order. ``fields``: what ``describe`` reports beyond the name and sizes (part of the record and resume key)."""
 
-    ``images`` (N, 3, H, W) uint8, ``captions`` (N, P, L) tokens, each extra (N, P, L) with extra[i, j] belonging to
-    caption j of image i; a batch holds ``images`` (B, 1, 3, H, W) and ``texts`` (B, 1 + len(extras), L). An epoch is
-    ``default_rng([seed, 0, epoch])``'s permutation of the images (the tail that does not fill a batch dropped) and
-    ``default_rng([seed, 1, s])`` picks one caption per image; the draws ignore ``extras``, so runs with different
-    extras see the same captions in the same order. ``fields``: what ``describe`` reports beyond the name and sizes
-    (default: the number of extra segments), part of the trainer's record and resume key."""
+    unit = "training images"
 
     def __init__(self, images: torch.Tensor, captions: torch.Tensor, extras: Sequence[torch.Tensor] = (),
                  name: str = "captions", fields: Mapping | None = None):
@@ -32,19 +31,11 @@ class CaptionBatches:
                                  f"{tuple(captions.shape)}")
         self.images, self.captions, self.extras, self.name = images, captions, tuple(extras), name
         self.fields = dict(fields) if fields is not None else {"extra_text_segments": len(self.extras)}
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
+        self.n_rows = len(images)
 
-    def steps_per_epoch(self, size: int) -> int:
-        if size > len(self.images):
-            raise ValueError(f"batch of {size} is larger than the {len(self.images)} training images")
-        return len(self.images) // size
-
-    def draws(self, seed: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    def draws(self, seed: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[override]
         """(image indices, caption index per image) of one step's global batch."""
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.images)))
-        idx = self._perm[1][j * size: (j + 1) * size]
+        idx = super().draws(seed, step, size)
         pick = np.random.default_rng([seed, 1, step]).integers(0, self.captions.shape[1], size)
         return idx, pick
 
@@ -104,9 +95,11 @@ class PairedImageBatches(CaptionBatches):
         return out
 
 
-class LabelledBatches:
+class LabelledBatches(EpochShuffled):
     """Inputs with 0/1 labels, one segment per sample: ``key`` is "images" ((N, 3, H, W) uint8) or "texts" ((N, L)
     tokens). A batch holds ``key`` (B, 1, ...) and ``labels`` (B,) float."""
+
+    unit = "labelled inputs"
 
     def __init__(self, inputs: torch.Tensor, labels: torch.Tensor, key: str, name: str = "labelled"):
         if key not in ("images", "texts"):
@@ -116,18 +109,10 @@ class LabelledBatches:
         if not bool(((labels == 0) | (labels == 1)).all()):
             raise ValueError("LabelledBatches: labels must be 0 or 1")
         self.inputs, self.labels, self.key, self.name = inputs, labels.float(), key, name
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
-
-    def steps_per_epoch(self, size: int) -> int:
-        if size > len(self.inputs):
-            raise ValueError(f"batch of {size} is larger than the {len(self.inputs)} labelled inputs")
-        return len(self.inputs) // size
+        self.n_rows = len(inputs)
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.inputs)))
-        idx = torch.from_numpy(self._perm[1][j * size: (j + 1) * size][rows])
+        idx = torch.from_numpy(self.draws(seed, step, size)[rows])
         return {self.key: self.inputs[idx].unsqueeze(1), "labels": self.labels[idx]}
 
     def describe(self) -> dict:
