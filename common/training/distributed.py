@@ -73,16 +73,9 @@ class _ScaleGrad(torch.autograd.Function):
 
 
 def gather_with_grad_slot(t: torch.Tensor, world: DistributedContext | None) -> torch.Tensor:
-    """All ranks' ``t`` concatenated in rank order; only the local slot carries gradient.
-
-    Every rank then computes the *same* global loss L, and each rank's backward reaches only its own
-    features: rank r gets dL/df_r, not dL/df. DDP averages gradients over the N ranks, which would
-    leave the towers with (1/N) * sum_r dL/df_r * df_r/dtheta = dL/dtheta / N. So the local slot
-    multiplies its gradient by N on the way back: the average becomes exactly dL/dtheta, the
-    single-process gradient of the whole global batch. Parameters the loss uses directly
-    (logit_scale, a loss's own head) see the full dL/dp on every rank and average to it unscaled.
-    Cheaper than all_gather with autograd (no second collective in backward), same gradient.
-    """
+    """All ranks' ``t`` in rank order; only the local slot carries gradient, scaled by N so that DDP's average over
+    the N ranks is the single-process gradient of the global batch (the loss's own parameters see the full gradient
+    on every rank, unscaled). Cheaper than all_gather with autograd: no second collective in backward."""
     if world is None or not world.distributed:
         return t
     parts = [torch.empty_like(t) for _ in range(world.world_size)]
@@ -92,12 +85,8 @@ def gather_with_grad_slot(t: torch.Tensor, world: DistributedContext | None) -> 
 
 
 def gather_segments(t: torch.Tensor, n_segments: int, world: DistributedContext | None) -> torch.Tensor:
-    """Gather a segment-major tensor ``[S_0; S_1; ...]`` (each of the local batch size) segment by segment.
-
-    Gathering the whole tensor would interleave ranks and segments ([S_0^r0; S_1^r0; S_0^r1; ...]);
-    gathering each segment gives the layout one process with the global batch would see
-    ([S_0^r0; S_0^r1; S_1^r0; S_1^r1]), so a loss can index segments alike in both.
-    """
+    """A segment-major tensor ``[S_0; S_1; ...]`` gathered segment by segment, so that it is laid out as one process
+    with the global batch would lay it out ([S_0^r0; S_0^r1; S_1^r0; ...]), not rank by rank."""
     if world is None or not world.distributed:
         return t
     if n_segments == 1:

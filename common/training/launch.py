@@ -68,15 +68,14 @@ in one stage (ARO's lr sweep), built on ``training_process`` and ``run_job``."""
 
 def add_run_command(subparsers: argparse._SubParsersAction, runs: Sequence[str], build: JobBuilder, *,  # type: ignore[type-arg]
                     out_path: Callable[[argparse.Namespace], Path], log_dir: Callable[[], Path],
-                    configure: Callable[[argparse.ArgumentParser], None] | None = None, default_device: str = "cpu",
+                    configure: Callable[[argparse.ArgumentParser], None] | None = None,
                     help: str = "fine-tune one of the runs", launcher: Launcher = launch) -> argparse.ArgumentParser:
     """Add ``run RUN [--device D] [--out PATH] [--steps N]`` (plus what ``configure`` adds) to a module's CLI:
     ``build(args, world, cpu_profile)`` makes the job (or what ``launcher`` trains); ``out_path(args)`` is where the
     weights go unless ``--out`` says; the log is ``<log_dir()>/<run>.json``."""
     p = subparsers.add_parser("run", help=help)
     p.add_argument("run", choices=list(runs))
-    p.add_argument("--device", default=default_device,
-                   help=f"cpu or cuda (one GPU per torchrun rank); default {default_device}")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (one GPU per torchrun rank); default cpu")
     p.add_argument("--out", type=Path, default=None, help="where the weights go (default: where the pipeline reads them)")
     p.add_argument("--steps", type=int, default=None, help="stop after this many steps (smoke runs, tests)")
     if configure is not None:

@@ -338,10 +338,8 @@ def _shown(value: Any) -> str:
 
 
 def markdown(path: Path) -> str:
-    """The README's "Recipe" table of a recipes file: per setting of each table, the authors' value and its source, the
-    full profile's (the trainer's rules; numbers from the stage's ``params.yaml`` section, each that differs a
-    deviation in the run's record) and the mini profile's (``mini_recipe()``, or the table's own rules where its
-    ``mini_profile`` is "this")."""
+    """The README's "Recipe" table of a recipes file: per setting of each table, the authors' value and its source,
+    and what the full and the mini profile (``mini_recipe()``, or the table's own where ``mini_profile`` is "this") use."""
     lines = []
     for name, recipe in load_recipes(Path(path)).items():
         mini = recipe if recipe.mini_profile == "this" else mini_recipe()

@@ -6,7 +6,7 @@ from common import plugins
 from common.pipeline.params import PROFILES
 from common.zoo import specs
 from common.zoo.hf import create_hf_model, how_to_get
-from common.zoo.hub import fail_if_weights_absent, hub_offline, hub_offline_mode, offline_message
+from common.zoo.hub import fail_if_weights_absent, hub_offline, hub_offline_mode, offline_message, weights_origin
 from common.zoo.interface import EmbeddingModel, ModelUnavailable
 from common.zoo.openclip import OpenClipModel, load_state_dict, not_a_checkpoint, quiet_random_init_warning
 from common.zoo.specs import REGISTRY_FILE, ModelSpec, activation_mismatch, register_local_configs
@@ -20,13 +20,8 @@ def _how_to_get(spec: ModelSpec) -> str:
     if spec.backend != "open_clip":
         return how_to_get(spec)
     if spec.pretrained is not None:
-        # deferred: loads open_clip only when called
-        import open_clip
-
-        cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
-        where = cfg.get("hf_hub") or cfg.get("url") or "open_clip's pretrained registry"
         return (
-            f"open_clip downloads ({spec.arch!r}, {spec.pretrained!r}) from {where}; run on a machine "
+            f"open_clip downloads ({spec.arch!r}, {spec.pretrained!r}) from {weights_origin(spec)}; run on a machine "
             "with internet once (weights are cached under ~/.cache/huggingface or open_clip's cache_dir), "
             "or copy that cache here"
         )

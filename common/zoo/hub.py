@@ -88,15 +88,20 @@ def hub_cache_dir(cache_dir: str | None) -> str:
         return "~/.cache/huggingface/hub"
 
 
-def offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
+def weights_origin(spec: ModelSpec) -> str:
+    """Where open_clip downloads the pretrained weights of ``spec`` from."""
     # deferred: loads open_clip only when called
     import open_clip
 
     cfg = open_clip.get_pretrained_cfg(spec.arch, spec.pretrained) or {}
-    where = cfg.get("hf_hub") or cfg.get("url") or "open_clip's pretrained registry"
+    return cfg.get("hf_hub") or cfg.get("url") or "open_clip's pretrained registry"
+
+
+def offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
     detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None else ""
     return (
-        f"model {spec.name!r}: offline ({reason}) and its weights ({spec.arch!r}, {spec.pretrained!r}, from {where}) "
+        f"model {spec.name!r}: offline ({reason}) and its weights ({spec.arch!r}, {spec.pretrained!r}, from "
+        f"{weights_origin(spec)}) "
         f"are not in the local cache {hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` "
         "once on a machine with internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface; "
         "open_clip URL downloads: ~/.cache/clip) here; with the weights in place, HF_HUB_OFFLINE=1 skips the "

@@ -66,7 +66,8 @@ def read_models_file(path: Path) -> dict[str, ModelSpec]:
     with open(path, "rb") as fh:
         raw = tomllib.load(fh)
     specs: dict[str, ModelSpec] = {}
-    placed = Path(path).resolve() in _known_files()  # a registry file of this workspace (not a test's own file)
+    # a registry file of this workspace (not a test's own file)
+    placed = Path(path).resolve() in {p.resolve() for p in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)}
     for entry in raw.get("model", []):
         try:
             spec = ModelSpec(**entry)
@@ -84,10 +85,6 @@ def read_models_file(path: Path) -> dict[str, ModelSpec]:
                              f"{plugins.where_it_belongs(spec.name, REGISTRY_FILE.name, REGISTRY_FILE)}")
         specs[spec.name] = spec
     return specs
-
-
-def _known_files() -> set[Path]:
-    return {p.resolve() for p in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)}
 
 
 def registry(path: Path | None = None) -> dict[str, ModelSpec]:
