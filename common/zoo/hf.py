@@ -112,7 +112,6 @@ class HFModel:
         itm = f"{itm_start_token}:{'attends-padding' if itm_attends_padding else 'masks-padding'}"
         self.fingerprint = fingerprint_hf_model(spec.arch, self.model, processor, self.max_tokens, itm)
 
-    # -- preprocessing ----------------------------------------------------------------------------------
     def load_image(self, path: Path) -> torch.Tensor:
         with Image.open(path) as image:
             return self.image_processor(images=to_rgb(image, path), return_tensors="pt")["pixel_values"][0]
@@ -129,7 +128,7 @@ class HFModel:
                              "mask cannot be recovered from the ids")
         return ids
 
-    # -- contrastive embeddings: each tower's first token, projected ---------------------------------------
+    # contrastive embeddings: each tower's first token, projected
     @torch.no_grad()
     def encode_images(self, pixels: torch.Tensor) -> torch.Tensor:
         pixels = pixels.to(self.device, non_blocking=True)
@@ -158,7 +157,6 @@ class HFModel:
     def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
         return self.encode_tokens(self.tokenize(texts))
 
-    # -- image-text matching ------------------------------------------------------------------------------
     @torch.no_grad()
     def itm_logits(self, pixels: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
         """The ITM head's (no match, match) logits of each pair (image i, text i), float CPU [N, 2]; consecutive
@@ -217,7 +215,6 @@ def _distinct_runs(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return pixels[keep], torch.tensor(inverse, dtype=torch.long)
 
 
-# -- building ---------------------------------------------------------------------------------------------
 def _weights_source(spec: ModelSpec) -> tuple[str, bool]:
     """(hub repository id or directory, whether it is a local directory)."""
     if spec.checkpoint is not None:

@@ -27,6 +27,8 @@ MODEL_CONFIG_DIR = ZOO_DIR / "model_configs"
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """One ``[[model]]`` entry; what each field means: the header of ``common/zoo/models.toml``."""
+
     name: str
     arch: str
     family: str
@@ -38,16 +40,9 @@ class ModelSpec:
     data_size: str | None = None
     params_m: float | None = None
     finetuned_from: str | None = None
-    """The zoo name of the model this checkpoint was fine-tuned from: it must load with that model's activation."""
     force_quick_gelu: bool = False
-    """open_clip's own switch (``create_model(..., force_quick_gelu=True)``): QuickGELU on an architecture whose config
-    is GELU, so that a pretrained tag open_clip lists only under the GELU architecture loads with QuickGELU."""
     variant_of: str | None = None
-    """The zoo name of the model whose weights this entry loads another way (another activation), as an author's
-    evaluator built it: scored beside that model and audited against the same published cells, so the audit shows
-    which way reproduces each cell. The only entries allowed an activation their weights were not trained with."""
     variant_note: str | None = None
-    """Why the variant exists: what the authors' code did, with its file:line (required with ``variant_of``)."""
 
     def checkpoint_path(self) -> Path | None:
         """Resolve ``build:``/``data:`` checkpoint references against the workspace roots."""
