@@ -1,9 +1,6 @@
-"""One fine-tuning job shape for every paper and both profiles, and the runner that trains it.
-
-A ``FinetuneJob`` says everything that defines a run and nothing about how it is launched, so a paper's fine-tuning
-code is its job builders (``papers/<paper>/train.py``). ``run_job`` keeps the resume state outside DVC's outputs,
-keyed by the run's definition and by the bytes of the job module's import closure (what makes a DVC stage rerun),
-then calls ``common.training.train``; ``common.training.launch`` adds the process and the ``run`` subcommand."""
+"""One fine-tuning job shape for every paper and both profiles (everything that defines a run, nothing about how it
+is launched: ``common.training.launch``), and ``run_job``, which trains it with its resume state outside DVC's outputs
+(docs/training.md, "Kill and resume in the pipeline")."""
 from __future__ import annotations
 
 import contextlib
@@ -53,7 +50,7 @@ class FinetuneJob:
 
     def with_steps(self, steps: int | None) -> "FinetuneJob":
         """The same job stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
-        return replace(self, config=self.config.with_steps(steps))
+        return self if steps is None else replace(self, config=replace(self.config, steps=steps))
 
     def describe(self) -> dict:
         """What defines the run, JSON-able (the resume key, without the code)."""

@@ -1,10 +1,6 @@
 """One trainer for CLIP-style models: plug in where the weights start, the data, and the loss; docs/training.md
-describes the loop, its recipe, and distributed and resumable runs.
-
-Every rank seeds python/numpy/torch with ``config.seed`` before it builds the model and the loss (so both start
-identical everywhere), then reseeds with ``seed + rank``. The weights, the best weights and the provenance sidecar are
-written at the end as one output group (``common.files.io.output_group``): an interrupted run leaves the previous
-run's files, all of them, or the new ones."""
+describes the loop, its recipe, and distributed and resumable runs. The weights, the best weights and the sidecar are
+written as one output group: an interrupted run leaves the previous run's files, all of them, or the new ones."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +9,7 @@ import json
 import operator
 import time
 from collections import ChainMap
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -117,10 +113,6 @@ class TrainConfig:
         floats, ints = ("lr", "weight_decay"), ("batch_size", "warmup_steps", "seed", "checkpoint_every", "accum")
         values = {k: float(v) if k in floats else int(v) if k in ints else v for k, v in values.items()}
         return cls(steps=int(steps), recipe=recipe, **values, **decided)
-
-    def with_steps(self, steps: int | None) -> "TrainConfig":
-        """The same run stopped after ``steps`` (smoke runs, tests); None leaves it as it is."""
-        return self if steps is None else replace(self, steps=steps)
 
 
 @dataclass(frozen=True)
