@@ -1,9 +1,5 @@
 """Which published cells of different papers measure the same thing: ``results/published/cross_paper.toml`` (its
-header documents each section), loaded, checked against ``results/published/<paper>.csv`` and resolved into
-``Member`` cells: one model's number for one measure as one paper prints it.
-
-The file is read as data someone may get wrong (``load_identities``): each violation is one line naming the file, the
-line of the entry and the key.
+header documents each section), checked strictly and resolved into ``Member`` cells.
 """
 from __future__ import annotations
 
@@ -325,8 +321,8 @@ def _label(entry: _LabelEntry, where: str, measure: bool) -> Label:
 
 
 def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = None) -> Identities:
-    """Parse and check the identity table: UTF-8, valid TOML, the schema above, every ``paper`` one that ``papers``
-    holds (default: the transcriptions beside ``IDENTITIES``) and its own consistency (the cells: ``resolve``)."""
+    """The identity table, checked: UTF-8, TOML, the schema above, every ``paper`` in ``papers`` (default: those
+    transcribed) and its own consistency; each violation one line naming the entry's line and key."""
     path = Path(path)
     text = read_utf8(path, IdentityError)
     try:
@@ -423,8 +419,8 @@ def _check_references(ids: Identities) -> None:
 
 
 def resolve(ids: Identities, cells: Mapping[str, Iterable[PublishedCell]]) -> list[Member]:
-    """Every (model, measure) cell the identity table maps; ``IdentityError`` listing every mapped label no published
-    cell carries, every ``not_joined`` cell that does not exist and every mapped cell that is not a number."""
+    """Every (model, measure) cell the identity table maps; ``IdentityError`` listing every label, ``not_joined`` cell
+    or mapped number that ``cells`` lack."""
     by_paper = {paper: {c.key: c for c in paper_cells} for paper, paper_cells in cells.items()}
     problems: list[str] = []
     for item in (*ids.models, *ids.measures):
