@@ -60,63 +60,6 @@ class Measure:
 
 
 @dataclass(frozen=True)
-class BreakdownSpec:
-    measure: str
-    paper: str
-    table: str
-    model_axis: str
-    rows: tuple[str, ...]
-    exclude_rows: tuple[str, ...]
-    count_column: str
-    evidence: str
-
-
-@dataclass(frozen=True)
-class ReleasedSpec:
-    key: str
-    model: str
-    benchmark: str
-    category_columns: tuple[str, ...]
-    correct_column: str
-    categories: Mapping[str, str]
-    evidence: str
-
-
-@dataclass(frozen=True)
-class WitnessSpec:
-    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
-
-    key: str
-    name: str
-    key_columns: tuple[str, ...]
-    models: Mapping[str, str]
-    """model id -> the row's key columns joined by "/" ("ViT-B-32/openai")."""
-    columns: Mapping[str, str]
-    """measure id -> column."""
-    averaging: Mapping[str, str]
-    uncertain: Mapping[str, str]
-    """model id -> why its row may not be the papers' model."""
-    evidence: str
-
-
-@dataclass(frozen=True)
-class CellRef:
-    paper: str
-    table: str
-    row: str
-    column: str
-
-    def __str__(self) -> str:
-        return f"{self.paper} {self.table} [{self.row}] [{self.column}]"
-
-
-@dataclass(frozen=True)
-class NotJoined:
-    cells: tuple[CellRef, ...]
-    reason: str
-
-
-@dataclass(frozen=True)
 class Identities:
     path: Path
     model_axis: Mapping[tuple[str, str], str]
@@ -124,7 +67,7 @@ class Identities:
     measures: tuple[Measure, ...]
     breakdowns: tuple[BreakdownSpec, ...]
     released: tuple[ReleasedSpec, ...]
-    not_joined: tuple[NotJoined, ...]
+    not_joined: tuple[_NotJoinedEntry, ...]
     witnesses: tuple[WitnessSpec, ...] = ()
 
     def measure(self, measure_id: str) -> Measure:
@@ -237,6 +180,9 @@ class _CellEntry(_Schema):
     row: Text
     column: Text
 
+    def __str__(self) -> str:
+        return f"{self.paper} {self.table} [{self.row}] [{self.column}]"
+
 
 class _NotJoinedEntry(_Schema):
     cells: list[_CellEntry]
@@ -244,14 +190,23 @@ class _NotJoinedEntry(_Schema):
 
 
 class _WitnessEntry(_Schema):
+    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
+
     key: Text
     name: Text
     key_columns: list[Text]
     models: dict[str, Text]
+    """model id -> the row's key columns joined by "/" ("ViT-B-32/openai")."""
     columns: dict[str, Text]
+    """measure id -> column."""
     averaging: dict[str, Averaging] = {}
     uncertain: dict[str, Text] = {}
+    """model id -> why its row may not be the papers' model."""
     evidence: str = ""
+
+
+BreakdownSpec, ReleasedSpec, WitnessSpec = _BreakdownEntry, _ReleasedEntry, _WitnessEntry
+"""The file's entries as the comparison reads them."""
 
 
 class _IdentityFile(_Schema):
@@ -348,16 +303,8 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
                         tuple(_label(x, f"{where('measure', i)} label {j + 1}", True) for j, x in enumerate(m.labels)),
                         m.n, tuple(m.parts), {o.n: o.evidence for o in m.other_sizes})
                 for i, m in enumerate(spec.measure)]
-    breakdowns = [BreakdownSpec(b.measure, b.paper, b.table, b.model_axis, tuple(b.rows), tuple(b.exclude_rows),
-                                b.count_column, b.evidence) for b in spec.breakdown]
-    released = [ReleasedSpec(r.key, r.model, r.benchmark, tuple(r.category_columns), r.correct_column,
-                             dict(r.categories), r.evidence) for r in spec.released]
-    not_joined = [NotJoined(tuple(CellRef(c.paper, c.table, c.row, c.column) for c in nj.cells), nj.reason)
-                  for nj in spec.not_joined]
-    witnesses = [WitnessSpec(w.key, w.name, tuple(w.key_columns), dict(w.models), dict(w.columns), dict(w.averaging),
-                             dict(w.uncertain), w.evidence) for w in spec.witness]
-    found = Identities(path, axis, tuple(models), tuple(measures), tuple(breakdowns), tuple(released),
-                       tuple(not_joined), tuple(witnesses))
+    found = Identities(path, axis, tuple(models), tuple(measures), tuple(spec.breakdown), tuple(spec.released),
+                       tuple(spec.not_joined), tuple(spec.witness))
     _check_references(found)
     return found
 
