@@ -132,8 +132,7 @@ _FLOAT_NOISE = 1e-9
 
 
 def tolerance_for(rec: Recomputed, pub: _Published, approx_relative: float = 0.10) -> float:
-    """The tolerance of comparing ``rec`` with ``pub``, in ``pub``'s unit; at least ``approx_relative * |published|``
-    for an approximate ("~") claim."""
+    """The tolerance of comparing ``rec`` with ``pub`` (in ``pub``'s unit), widened for a "~" claim."""
     if rec.tolerance is not None:
         base = rec.tolerance
     elif rec.tolerance_rule in ("exact", "claim"):

@@ -181,8 +181,7 @@ def close_ids(measures: Sequence[Measure]) -> None:
 def selection_measures(result, prefix: str, benchmark: str, rule: str, source: str, groups: Sequence[str] | None = None,
                        overall: str | None = "macro", overall_name: str = "average",
                        names: dict[str, str] | None = None) -> list[Measure]:
-    """A choose-among-K result as measures: one per group (``groups``: which, in order; default all), then the
-    ``overall`` number over those groups ("macro", "micro" or None)."""
+    """A choose-among-K result as a measure per group, then the ``overall`` one ("macro", "micro" or None)."""
     by_group: dict[str, list] = {}
     for o in result.outcomes:
         by_group.setdefault(o.group, []).append(o)

@@ -387,8 +387,7 @@ def paper_text(paper: str, dirs: Sequence[Path]) -> str | None:
 
 
 def _loose(text: str) -> str:
-    """Letters and digits only, lower case: a paper's extracted text against a quote typed from the PDF (ligatures,
-    quotes, dashes and line breaks differ; the words do not)."""
+    """Letters and digits only, lower case: where a PDF quote and the extracted text differ, the words do not."""
     return re.sub(r"[^0-9a-z]+", "", text.lower())
 
 
@@ -478,8 +477,7 @@ def _git_show(clone: Path, commit: str, path: str) -> str | None:
 
 
 def quotes(found: Found, repos: Path) -> tuple[dict[str, int], list[str]]:
-    """Every reference against the clones under ``repos`` (commit, file, lines, quote): per repository the count
-    checked, and the problems."""
+    """Every reference against the clones under ``repos``: per repository the count checked, and the problems."""
     checked: dict[str, int] = {}
     problems = []
     cache: dict[tuple[str, str, str], str | None] = {}

@@ -546,8 +546,7 @@ def _evaluate(node: ast.AST, index: CellIndex) -> Any:
 
 
 def evaluate_expression(expression: str, index: CellIndex) -> float:
-    """A claim's ``recompute`` expression over the paper's cells, its syntax tree interpreted (no code ever built or
-    run); ``ExpressionError`` outside the grammar or when evaluation fails."""
+    """A claim's ``recompute`` expression interpreted over the paper's cells (no code ever built or run)."""
     try:
         tree = parse_expression(expression)
         value = _evaluate(tree, index)

@@ -217,8 +217,7 @@ def judge(direction: str, threshold: float, estimate: float, low: float | None, 
 
 def size(verdict: str, detail: str, published: float | None, low: float | None, high: float | None,
          tolerance: float = 0.0) -> tuple[str, str]:
-    """A reproduced direction stays reproduced when the interval (widened by ``tolerance``) holds the published
-    effect, else in direction only."""
+    """A reproduced direction stays reproduced when the (widened) interval holds the published effect."""
     if verdict != REPRODUCED or published is None or low is None or high is None:
         return verdict, detail
     shown = f"{published:+g}" if published else "0"
