@@ -1,8 +1,6 @@
-"""The audit of published numbers against recomputed ones (docs/audit.md; verdicts and tolerances: ``core``).
-
-Recomputations come from the claims' ``recompute`` expressions (``claims``, every paper) and from the paper's audit
-plug-in (``papers/<paper>/audit.py``, ``common.paper.AuditPlugIn``: released artifacts and runs), whose ``main`` calls
-``main`` or ``stage_main`` below; the stage's code dependencies start at the plug-in.
+"""The audit of published numbers against recomputed ones (docs/audit.md), from the claims' ``recompute``
+expressions and the paper's audit plug-in (``papers/<paper>/audit.py``), whose ``main`` calls ``main`` or
+``stage_main`` below.
 """
 from __future__ import annotations
 
@@ -42,8 +40,7 @@ class AuditIncomplete(WorkspaceError):
 
 
 def standin(rec: Recomputed) -> bool:
-    """Whether ``rec`` comes from capped full-profile inputs (a rehearsal's): a run's number, or a released file's
-    whose sha256 the registry does not pin (a stand-in wrote it)."""
+    """Whether ``rec`` comes from a rehearsal's capped inputs: a run's, or a released file's with no pinned sha256."""
     if rec.profile == "full":
         return True
     return rec.profile == "released" and not _pinned(rec.source)
@@ -62,8 +59,8 @@ def _pinned(source: str) -> bool:
 def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigures | None = None,
               profile: str | None = None, out_dir: Path | None = None,
               strict: bool = False, comparable: bool = True) -> tuple[list[AuditRow], dict[str, Path]]:
-    """Join ``paper``'s published numbers with its recomputations and write the report, decided complete first
-    (``strict``: ``AuditIncomplete``; otherwise ``partial_dir``); ``comparable`` false: a capped run's."""
+    """Join ``paper``'s published and recomputed numbers and write the report (``strict``: ``AuditIncomplete`` when
+    incomplete, else ``partial_dir``); ``comparable`` false: a capped run's."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.params import load_params
 
@@ -79,8 +76,7 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
 
 
 def partial_dir(out_dir: Path, partial: bool) -> Path:
-    """``out_dir``, or for a ``partial`` audit aimed at ``results/audit`` its ``partial/``, created with a
-    ``.gitignore`` that keeps everything in it out of git (never mistaken for the paper's audit)."""
+    """``out_dir``, or for a ``partial`` audit aimed at ``results/audit`` its git-ignored ``partial/``."""
     if not partial or Path(out_dir).resolve() != (RESULTS / "audit").resolve():
         return Path(out_dir)
     folder = Path(out_dir) / PARTIAL
@@ -100,8 +96,7 @@ def unreadable_sources(rows: Sequence[AuditRow]) -> tuple[list[str], list[str]]:
 
 
 def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
-    """Why ``source`` could not be read: for a pinned registry entry, the downloader's own message in full; otherwise
-    what its cells' notes recorded."""
+    """Why ``source`` could not be read: a pinned entry's downloader message in full, else its cells' notes."""
     # deferred: loads tomli only when called
     from common.registry.fetch import fetch
     from common.registry.sources import get_source
@@ -121,19 +116,18 @@ def why_unreadable(source: str, rows: Sequence[AuditRow], pinned: bool) -> str:
     return "; ".join(n for n in notes if n) or "unreadable (no reason recorded)"
 
 
-def print_unreadable(rows: Sequence[AuditRow], file=None) -> None:
+def print_unreadable(rows: Sequence[AuditRow]) -> None:
     """Each released source that could not be read, with why (stderr)."""
-    file = file or sys.stderr
     unavailable, pinned = unreadable_sources(rows)
     if not unavailable:
         return
     print(f"{len(unavailable)} released source(s) could not be read ({len(pinned)} of them checksum-pinned):",
-          file=file)
+          file=sys.stderr)
     for source in unavailable:
         reason = why_unreadable(source, rows, source in pinned)
-        print(f"  {source}{' (pinned)' if source in pinned else ''}:", file=file)
+        print(f"  {source}{' (pinned)' if source in pinned else ''}:", file=sys.stderr)
         for line in reason.splitlines():
-            print(f"      {line}" if line.strip() else "", file=file)
+            print(f"      {line}" if line.strip() else "", file=sys.stderr)
 
 
 def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
@@ -168,8 +162,7 @@ def main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | N
 
 def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompute | None = None,
                figures: DrawFigures | None = None) -> int:
-    """``main`` with the profile the paper's ``audit`` stage declares and whether its full-profile inputs are comparable
-    (``full_inputs``, which the stage must declare once ``params.yaml`` caps them)."""
+    """``main`` with the profile and input comparability (``full_inputs``) the paper's ``audit`` stage declares."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.inputs import SECTION, full_inputs
     from common.pipeline.params import load_params, stage_params

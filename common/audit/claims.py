@@ -10,8 +10,8 @@ from common.reporting.published import (
 
 
 def recompute(paper: str, root: Path = PUBLISHED) -> list[Recomputed]:
-    """Every claim of ``paper`` with a ``recompute`` expression, evaluated over its cells; a failing evaluation names
-    the claims file, the line, the column and the claim (the audit writes nothing)."""
+    """Every claim of ``paper`` with a ``recompute`` expression, evaluated over its cells (a failure stops the
+    audit)."""
     index = CellIndex(load_cells(paper, root))
     path = root / f"{paper}_claims.csv"
     recs = []

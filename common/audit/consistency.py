@@ -1,9 +1,6 @@
-"""Is one printed number consistent with another, and if not, what explains the difference?
-
-Two papers print one model's score on one benchmark; the verdict on the pair is, in this order, consistent (the
-printed intervals overlap), explained (a rounding rule, a data version or an averaging, with the computation that
-shows it) or unexplained (with what the numbers imply): docs/audit.md, "Cross-paper consistency". Exact arithmetic
-throughout (``fractions.Fraction`` from the printed decimal text), so a verdict never hinges on binary floating point.
+"""Is one printed number consistent with another, and if not, what explains the difference (the verdicts:
+docs/audit.md, "Cross-paper consistency")? Exact arithmetic throughout (``Fraction`` of the printed text), so a
+verdict never hinges on binary floating point.
 """
 from __future__ import annotations
 
@@ -104,8 +101,7 @@ class Breakdown:
         return max(0, (self.total or self.listed) - self.listed)
 
     def interval(self, averaging: str) -> tuple[Fraction, Fraction]:
-        """[low, high] of the aggregate under ``averaging`` given each part's printed precision (micro: unlisted
-        examples may be anything from 0 to 100%; macro: over the listed parts)."""
+        """[low, high] of the aggregate under ``averaging`` (micro: unlisted examples anywhere in 0-100%)."""
         if averaging == MICRO:
             n = self.listed + self.unlisted
             low = sum((p.printed.exact - p.printed.half) * p.count for p in self.parts) / n

@@ -1,7 +1,5 @@
-"""The audit's core: join published numbers with recomputed ones, cell by cell, and give each pair a verdict.
-
-The verdicts, the tolerances per source, a claim's comparison and a recomputation's caveat: docs/audit.md, "Verdicts,
-tolerances and comparisons".
+"""The audit's core: published numbers joined with recomputed ones, cell by cell, each pair with a verdict
+(docs/audit.md, "Verdicts, tolerances and comparisons").
 """
 from __future__ import annotations
 
@@ -119,8 +117,7 @@ def _published_entries(cells: list[PublishedCell], claims: list[PublishedClaim])
     entries: dict[tuple[str, str, str], _Published] = {}
     std_of = {(c.table, c.row, c.column.removesuffix(" | std")): c.value for c in cells if c.column.endswith(" | std")}
     for c in cells:
-        text = c.text
-        entries[c.key] = _Published(c.table, c.row, c.column, c.value, text, c.unit, std_of.get(c.key))
+        entries[c.key] = _Published(c.table, c.row, c.column, c.value, c.text, c.unit, std_of.get(c.key))
     for claim in claims:
         entries[(CLAIM_TABLE, claim.claim_id, "value")] = _Published(
             CLAIM_TABLE, claim.claim_id, "value", claim.value, claim.text, claim.unit,
@@ -135,8 +132,7 @@ _FLOAT_NOISE = 1e-9
 
 
 def tolerance_for(rec: Recomputed, pub: _Published, approx_relative: float = 0.10) -> float:
-    """The tolerance of comparing ``rec`` with ``pub``, in ``pub``'s unit; at least ``approx_relative * |published|``
-    for an approximate ("~") claim."""
+    """The tolerance of comparing ``rec`` with ``pub`` (in ``pub``'s unit), widened for a "~" claim."""
     if rec.tolerance is not None:
         base = rec.tolerance
     elif rec.tolerance_rule in ("exact", "claim"):

@@ -1,7 +1,5 @@
 """Cross-paper consistency: one model on one benchmark, as each paper printed it (docs/audit.md, "Cross-paper
-consistency": the identity table, the verdicts, the released predictions, the third witness and the outputs).
-
-``python -m common.audit.cross_paper [--strict]``: the root ``dvc.yaml`` stage ``audit/cross_paper``.
+consistency"); the root ``dvc.yaml`` stage ``audit/cross_paper``.
 """
 from __future__ import annotations
 
@@ -37,7 +35,7 @@ FIELDS = ("verdict", "kind", "benchmark", "measure", "category", "model", "sourc
           "evidence")
 NAME = "cross_paper"
 DATA_FILES = ("results/published/",)
-"""The transcriptions of every paper and the identity table (``stage_deps``: the stage's data dependency)."""
+"""The stage's data dependency: every paper's transcriptions and the identity table."""
 Fetcher = Callable[[str], Path]
 SpecT, DataT = TypeVar("SpecT"), TypeVar("DataT")
 
@@ -178,8 +176,7 @@ class ReleasedInputError(WorkspaceError):
 
 
 def read_released(path: Path, spec: ReleasedSpec) -> dict[str, tuple[int, int]]:
-    """measure id -> (correct, examples) from a per-example file, read strictly (``read_csv_rows``: an example twice
-    is an error too); a bad row is an error naming file, line and column."""
+    """measure id -> (correct, examples) from a per-example file, read strictly (no example twice)."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     _, rows = read_csv_rows(path, ReleasedInputError, bom="strip", identical_rows=False,
                             required=(*spec.category_columns, spec.correct_column))
@@ -274,8 +271,7 @@ def compare_released(ids: Identities, grouped: Mapping[tuple[str, str], list[Ent
 
 
 def read_witness(path: Path, spec: WitnessSpec) -> dict[tuple[str, str], str]:
-    """(model id, measure id) -> the witness's number as text (6 decimals); a missing row, column or a non-number
-    is an error naming the file, the line and the column."""
+    """(model id, measure id) -> the witness's number as text (6 decimals), read strictly."""
     wanted = {row: model for model, row in spec.models.items()}
     found: dict[tuple[str, str], str] = {}
     _, rows = read_csv_rows(path, ReleasedInputError, bom="strip",
@@ -338,8 +334,7 @@ def sort_rows(rows: Iterable[Row]) -> list[Row]:
 
 
 def summary(rows: Sequence[Row]) -> dict[str, int]:
-    """The DVC metrics (12 numbers): verdict counts of paper pairs, of released recomputations and of the third
-    witness's comparisons (an explained count is the rest of its kind), and the groups not joined."""
+    """The DVC metrics: verdict counts per kind of comparison (explained: the rest of its kind), groups not joined."""
     out: dict[str, int] = {}
     for kind, prefix, verdicts in ((PAPERS_KIND, "pairs", (CONSISTENT, EXPLAINED, UNEXPLAINED)),
                                    (RELEASED_KIND, "released", (CONSISTENT, UNEXPLAINED)),
@@ -450,8 +445,7 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
 
 def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fetcher | None = None,
         strict: bool = False, published_root: Path | None = None) -> tuple[list[Row], dict[str, Path]]:
-    """Load, join, compare, write (``strict``: an unreadable released source raises first; otherwise
-    ``partial_dir``)."""
+    """Load, join, compare, write (``strict``: an unreadable source raises first; else ``partial_dir``)."""
     known = transcribed_papers(published_root) if published_root else None
     ids = load_identities(identities, known) if identities else load_identities(papers=known)
     cells = {paper: (load_cells(paper, published_root) if published_root else load_cells(paper))

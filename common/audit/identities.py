@@ -1,9 +1,5 @@
 """Which published cells of different papers measure the same thing: ``results/published/cross_paper.toml`` (its
-header documents each section), loaded, checked against ``results/published/<paper>.csv`` and resolved into
-``Member`` cells: one model's number for one measure as one paper prints it.
-
-The file is read as data someone may get wrong (``load_identities``): each violation is one line naming the file, the
-line of the entry and the key.
+header documents each section), checked strictly and resolved into ``Member`` cells.
 """
 from __future__ import annotations
 
@@ -64,63 +60,6 @@ class Measure:
 
 
 @dataclass(frozen=True)
-class BreakdownSpec:
-    measure: str
-    paper: str
-    table: str
-    model_axis: str
-    rows: tuple[str, ...]
-    exclude_rows: tuple[str, ...]
-    count_column: str
-    evidence: str
-
-
-@dataclass(frozen=True)
-class ReleasedSpec:
-    key: str
-    model: str
-    benchmark: str
-    category_columns: tuple[str, ...]
-    correct_column: str
-    categories: Mapping[str, str]
-    evidence: str
-
-
-@dataclass(frozen=True)
-class WitnessSpec:
-    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
-
-    key: str
-    name: str
-    key_columns: tuple[str, ...]
-    models: Mapping[str, str]
-    """model id -> the row's key columns joined by "/" ("ViT-B-32/openai")."""
-    columns: Mapping[str, str]
-    """measure id -> column."""
-    averaging: Mapping[str, str]
-    uncertain: Mapping[str, str]
-    """model id -> why its row may not be the papers' model."""
-    evidence: str
-
-
-@dataclass(frozen=True)
-class CellRef:
-    paper: str
-    table: str
-    row: str
-    column: str
-
-    def __str__(self) -> str:
-        return f"{self.paper} {self.table} [{self.row}] [{self.column}]"
-
-
-@dataclass(frozen=True)
-class NotJoined:
-    cells: tuple[CellRef, ...]
-    reason: str
-
-
-@dataclass(frozen=True)
 class Identities:
     path: Path
     model_axis: Mapping[tuple[str, str], str]
@@ -128,7 +67,7 @@ class Identities:
     measures: tuple[Measure, ...]
     breakdowns: tuple[BreakdownSpec, ...]
     released: tuple[ReleasedSpec, ...]
-    not_joined: tuple[NotJoined, ...]
+    not_joined: tuple[_NotJoinedEntry, ...]
     witnesses: tuple[WitnessSpec, ...] = ()
 
     def measure(self, measure_id: str) -> Measure:
@@ -241,6 +180,9 @@ class _CellEntry(_Schema):
     row: Text
     column: Text
 
+    def __str__(self) -> str:
+        return f"{self.paper} {self.table} [{self.row}] [{self.column}]"
+
 
 class _NotJoinedEntry(_Schema):
     cells: list[_CellEntry]
@@ -248,14 +190,23 @@ class _NotJoinedEntry(_Schema):
 
 
 class _WitnessEntry(_Schema):
+    """A third party's per-model table (registry ``key``) reporting some of the same (model, measure) numbers."""
+
     key: Text
     name: Text
     key_columns: list[Text]
     models: dict[str, Text]
+    """model id -> the row's key columns joined by "/" ("ViT-B-32/openai")."""
     columns: dict[str, Text]
+    """measure id -> column."""
     averaging: dict[str, Averaging] = {}
     uncertain: dict[str, Text] = {}
+    """model id -> why its row may not be the papers' model."""
     evidence: str = ""
+
+
+BreakdownSpec, ReleasedSpec, WitnessSpec = _BreakdownEntry, _ReleasedEntry, _WitnessEntry
+"""The file's entries as the comparison reads them."""
 
 
 class _IdentityFile(_Schema):
@@ -325,8 +276,8 @@ def _label(entry: _LabelEntry, where: str, measure: bool) -> Label:
 
 
 def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = None) -> Identities:
-    """Parse and check the identity table: UTF-8, valid TOML, the schema above, every ``paper`` one that ``papers``
-    holds (default: the transcriptions beside ``IDENTITIES``) and its own consistency (the cells: ``resolve``)."""
+    """The identity table, checked: UTF-8, TOML, the schema above, every ``paper`` in ``papers`` (default: those
+    transcribed) and its own consistency; each violation one line naming the entry's line and key."""
     path = Path(path)
     text = read_utf8(path, IdentityError)
     try:
@@ -352,16 +303,8 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
                         tuple(_label(x, f"{where('measure', i)} label {j + 1}", True) for j, x in enumerate(m.labels)),
                         m.n, tuple(m.parts), {o.n: o.evidence for o in m.other_sizes})
                 for i, m in enumerate(spec.measure)]
-    breakdowns = [BreakdownSpec(b.measure, b.paper, b.table, b.model_axis, tuple(b.rows), tuple(b.exclude_rows),
-                                b.count_column, b.evidence) for b in spec.breakdown]
-    released = [ReleasedSpec(r.key, r.model, r.benchmark, tuple(r.category_columns), r.correct_column,
-                             dict(r.categories), r.evidence) for r in spec.released]
-    not_joined = [NotJoined(tuple(CellRef(c.paper, c.table, c.row, c.column) for c in nj.cells), nj.reason)
-                  for nj in spec.not_joined]
-    witnesses = [WitnessSpec(w.key, w.name, tuple(w.key_columns), dict(w.models), dict(w.columns), dict(w.averaging),
-                             dict(w.uncertain), w.evidence) for w in spec.witness]
-    found = Identities(path, axis, tuple(models), tuple(measures), tuple(breakdowns), tuple(released),
-                       tuple(not_joined), tuple(witnesses))
+    found = Identities(path, axis, tuple(models), tuple(measures), tuple(spec.breakdown), tuple(spec.released),
+                       tuple(spec.not_joined), tuple(spec.witness))
     _check_references(found)
     return found
 
@@ -423,8 +366,8 @@ def _check_references(ids: Identities) -> None:
 
 
 def resolve(ids: Identities, cells: Mapping[str, Iterable[PublishedCell]]) -> list[Member]:
-    """Every (model, measure) cell the identity table maps; ``IdentityError`` listing every mapped label no published
-    cell carries, every ``not_joined`` cell that does not exist and every mapped cell that is not a number."""
+    """Every (model, measure) cell the identity table maps; ``IdentityError`` listing every label, ``not_joined`` cell
+    or mapped number that ``cells`` lack."""
     by_paper = {paper: {c.key: c for c in paper_cells} for paper, paper_cells in cells.items()}
     problems: list[str] = []
     for item in (*ids.models, *ids.measures):

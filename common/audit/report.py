@@ -151,14 +151,11 @@ def markdown(paper: str, rows: list[AuditRow], profile: str, info: Mapping[str, 
         "",
         *oracle_lines(oracle),
     ]
-    sections = [
-        ("Discrepancies", [r for r in rows if r.verdict == "differs"]),
-        ("Reproduced", [r for r in rows if r.verdict == "reproduced"]),
-        ("Mini profile only (not comparable)", [r for r in rows if r.verdict == "mini profile: not comparable"]),
-        *([("Rehearsal (not comparable)", [r for r in rows if r.verdict == REHEARSAL])] if REHEARSAL in counts
-          else []),
-    ]
-    for title, subset in sections:
+    titles = {"differs": "Discrepancies", "reproduced": "Reproduced",
+              "mini profile: not comparable": "Mini profile only (not comparable)",
+              **({REHEARSAL: "Rehearsal (not comparable)"} if REHEARSAL in counts else {})}
+    for verdict, title in titles.items():
+        subset = [r for r in rows if r.verdict == verdict]
         lines += [f"## {title} ({len(subset)})", ""]
         if not subset:
             lines += ["None.", ""]

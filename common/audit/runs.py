@@ -1,8 +1,5 @@
-"""Recomputations from this workspace's own pipeline runs: a results table mapped onto published cells (full
-profile: compared, tolerance ``default``; mini profile: marked covered, never compared).
-
-A run table is read strictly (``read_run_table``): a damaged one is a ``RunTableError`` naming the file, the line and
-the column, and the audit then writes nothing, instead of a report with fewer cells.
+"""Recomputations from this workspace's own runs: a results table mapped onto published cells (full profile:
+compared; mini: marked covered). A damaged run table stops the audit (``RunTableError``) rather than drop cells.
 """
 from __future__ import annotations
 
@@ -33,8 +30,8 @@ class RunRow(dict):
 
 
 def read_run_table(path: Path, columns: Iterable[str] = (), key: Sequence[str] | None = None) -> list[RunRow]:
-    """Every row of a run's results table: UTF-8, its last line ended, no merge-conflict marker, the header's number of
-    fields on every line, the ``columns`` the audit reads and no row twice by ``key`` (default ``row`` if present)."""
+    """Every row of a run's results table, read strictly: whole, ``columns`` present, no row twice by ``key``
+    (default ``row`` if present)."""
     path = Path(path)
     text = decode_utf8(path.read_bytes(), path, RunTableError, csv_file=True)
     if not text.strip():
@@ -122,9 +119,8 @@ def run_rows_recomputations(
     units: Mapping[str, str] | None = None, expected: Collection[str] = (), optional: Collection[str] = (),
     key: Sequence[str] | None = None, caveat: Callable[[Mapping[str, str]], str] | None = None,
 ) -> list[Recomputed]:
-    """Published cells recomputed by a results table whose rows are runs described by their own columns rather than a
-    zoo name (``published_row``: a row -> its published row, or None; ``units``: a column's unit where not
-    "percent"; ``expected``: the rows the run writes; ``optional``: columns the writer may leave empty or out)."""
+    """Published cells recomputed by a table whose rows are runs (``published_row``: a row -> its published row or
+    None; ``expected``: the rows the run writes; ``optional``: columns that may be empty or absent)."""
     if not results_csv.is_file():
         return []
     rows = read_run_table(results_csv, [c for c in columns if c not in optional], key)
@@ -169,10 +165,9 @@ class RecipeRecordError(AuditError):
 
 
 def recipe_note(record: Mapping, where: str = "the training record") -> str:
-    """What an audit row recomputed from a trained model says about its training: the recipe's name and digest, every
-    number of the run that is not the authors' (``recipe negclip (3f2a...): batch_size 1024 (authors 256)``), and
-    every setting where the paper states another value than the authors' code (``; the paper differs from the code:
-    batch_size 1024 in the paper (paper, Appendix C.3), 256 in the code``)."""
+    """A trained model's recipe as an audit note: name, digest, the run's numbers that are not the authors' and the
+    settings where the paper and the authors' code differ (``recipe negclip (3f2a...): batch_size 1024 (authors
+    256); the paper differs from the code: ...``)."""
     recipe = record.get("recipe")
     if recipe is None:
         return "recipe not recorded (trained before recipes existed: retrain to name it)"
@@ -202,8 +197,8 @@ def recipe_note(record: Mapping, where: str = "the training record") -> str:
 
 
 def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> dict[str, str]:
-    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (the tables stage's copy of each run's
-    sidecar, so that the audit's DVC deps stay results files); empty when the file is not there."""
+    """Run -> ``recipe_note`` of every run in a results context's ``key`` entry (a copy of each sidecar, so the
+    audit's DVC deps stay results files); empty when the file is not there."""
     context = Path(context)
     if not context.is_file():
         return {}
@@ -219,8 +214,7 @@ def context_recipe_notes(context: Path, remedy: str, key: str = "training") -> d
 
 
 def recipe_of_row(notes: Mapping[str, str], *columns: str) -> Note:
-    """A results row -> the recipe note of the run named by the first of its ``columns`` that ``notes`` holds ("" for a
-    model not trained here)."""
+    """A results row -> the note of the run named by the first of its ``columns`` in ``notes``, else ""."""
     return lambda row: next((notes[row[c]] for c in columns if row.get(c) in notes), "")
 
 

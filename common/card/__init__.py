@@ -1,6 +1,3 @@
-"""The report card: any CLIP-like model on every benchmark of the five papers, in one command
-(``python -m common card --model SPEC``; what a card holds: docs/card.md).
-
-A paper puts its benchmarks on the card with ``papers/<paper>/card.py``: ``benchmarks(profile) ->
-list[CardBenchmark]`` and, optionally, ``trends(profile) -> list[Trend]``; nothing in ``common`` names a paper.
+"""The report card: any CLIP-like model on every benchmark of the five papers (``python -m common card --model
+SPEC``; docs/card.md), which a paper offers through ``papers/<paper>/card.py``: nothing in ``common`` names a paper.
 """

@@ -1,6 +1,5 @@
-"""The blind baseline (docs/card.md): each benchmark's own scoring code run with a text-only scorer in place of the
-model, ``BlindEngine``, whose image-caption score is the caption's fluency under an n-gram language model whatever
-the image; in the mini profile fitted as SugarCrepe's ``mini-blind`` stage fits it (``lm_train_images``).
+"""The blind baseline (docs/card.md): each benchmark's own scoring code run with ``BlindEngine``, a text-only scorer
+(the caption's n-gram fluency whatever the image), fitted as SugarCrepe's ``mini-blind`` stage fits it.
 """
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ def mini_world_captions(path: Path, n_images: int = MINI_LM_IMAGES) -> list[str]
 
 
 def blind_engine(profile: str) -> tuple[BlindEngine | None, str]:
-    """The profile's blind engine (the mini profile's: the n-gram model of SugarCrepe's mini-blind stage) and what
-    it is, or None and why there is none."""
+    """The profile's blind engine and what it is, or None and why there is none."""
     if profile != "mini":
         return None, ("not computed in the full profile yet: the real-text blind stage cross-fits its language "
                       "model per benchmark (papers/sugarcrepe/blind_real.py), which the card does not do")

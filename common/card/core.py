@@ -1,9 +1,6 @@
-"""A card's numbers: ``Measure`` (one number with its examples, rule and aggregation), its 95% interval, the paired
-difference of two models, and ``CardBenchmark``, what a paper's ``card.py`` contributes.
-
-Every number is a statistic of per-example 0/1 outcomes, so one bootstrap serves them all (resampled within each
-stratum for a macro average); two models' numbers on the same examples share the resampled indices, which makes their
-difference a paired statistic.
+"""A card's numbers (``Measure``), their 95% intervals, two models' paired difference, and ``CardBenchmark`` (a
+paper's ``card.py``). Every number is a statistic of per-example 0/1 outcomes, so one bootstrap serves them all; two
+models on the same examples share the resampled indices, which makes their difference paired.
 """
 from __future__ import annotations
 
@@ -115,34 +112,32 @@ class Estimate:
     method: str = f"percentile bootstrap over examples ({N_RESAMPLES} resamples, seed {SEED})"
 
 
-def _interval(value: float, samples: np.ndarray, confidence: float) -> Estimate:
-    tail = 100.0 * (1.0 - confidence) / 2.0
+def _interval(value: float, samples: np.ndarray) -> Estimate:
+    tail = 100.0 * (1.0 - CONFIDENCE) / 2.0
     low, high = np.percentile(samples, [tail, 100.0 - tail])
     return Estimate(value, float(low), float(high))
 
 
-def estimate(measure: Measure, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
-             seed: int = SEED) -> Estimate:
+def estimate(measure: Measure, n_resamples: int = N_RESAMPLES) -> Estimate:
     """The measure's value with its interval; a stratified resample for a macro average."""
-    indices = resample_indices(measure, n_resamples, seed)
-    return _interval(measure.value(), _resampled(measure.correct, measure, indices), confidence)
+    indices = resample_indices(measure, n_resamples)
+    return _interval(measure.value(), _resampled(measure.correct, measure, indices))
 
 
-def paired_difference(a: Measure, b: Measure, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
-                      seed: int = SEED) -> Estimate:
+def paired_difference(a: Measure, b: Measure, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> Estimate:
     """a - b in points on the same examples (paired: one set of resampled indices for both)."""
     if a.key != b.key or a.example_ids != b.example_ids or a.strata != b.strata:
         raise CardError(f"{a.key} vs {b.key}: the two numbers were not computed on the same examples; a paired "
                         f"difference needs the same benchmark data for both models")
     indices = resample_indices(a, n_resamples, seed)
     samples = _resampled(a.correct, a, indices) - _resampled(b.correct, b, indices)
-    return _interval(a.value() - b.value(), samples, confidence)
+    return _interval(a.value() - b.value(), samples)
 
 
 @dataclass(frozen=True)
 class CardBenchmark:
-    """One benchmark as a paper's ``card.py`` offers it: what it needs on disk, how to load it, how to score it
-    (``score`` is called a second time with ``common.card.blind.BlindEngine`` for the blind baseline)."""
+    """One benchmark as a paper's ``card.py`` offers it (``score`` is called again with ``common.card.blind``'s
+    ``BlindEngine`` for the blind baseline)."""
 
     key: str
     title: str
@@ -186,8 +181,7 @@ def close_ids(measures: Sequence[Measure]) -> None:
 def selection_measures(result, prefix: str, benchmark: str, rule: str, source: str, groups: Sequence[str] | None = None,
                        overall: str | None = "macro", overall_name: str = "average",
                        names: dict[str, str] | None = None) -> list[Measure]:
-    """A choose-among-K result as measures: one per group (``groups``: which, in order; default all), then the
-    ``overall`` number over those groups ("macro", "micro" or None)."""
+    """A choose-among-K result as a measure per group, then the ``overall`` one ("macro", "micro" or None)."""
     by_group: dict[str, list] = {}
     for o in result.outcomes:
         by_group.setdefault(o.group, []).append(o)

@@ -57,8 +57,7 @@ OPEN_CLIP_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")
 
 
 def is_mini_world(model: CardModel) -> bool:
-    """A model of the mini world (the zoo's ``mini`` family, or any checkpoint of the workspace's own open_clip
-    configs), which the mini profile's numbers are meant for."""
+    """A model of the mini world (the zoo's ``mini`` family or the workspace's own open_clip configs)."""
     return model.spec.family == "mini" or model.spec.arch in {path.stem for path in MODEL_CONFIG_DIR.glob("*.json")}
 
 
@@ -72,8 +71,7 @@ def zoo_names() -> set[str]:
 
 
 def open_clip_archs() -> set[str]:
-    """open_clip's architectures and this workspace's, read from their JSON files (a rehearsal's
-    ``VLC_ARCH_OVERRIDES``: from open_clip itself)."""
+    """open_clip's architectures and this workspace's, from their JSON files (``VLC_ARCH_OVERRIDES``: open_clip's)."""
     installed = importlib.util.find_spec("open_clip")
     if os.environ.get(ARCH_OVERRIDES_ENV, "").strip() or installed is None or not installed.origin:
         # deferred: loads open_clip only when called
@@ -190,8 +188,7 @@ def build(model: CardModel, device: str = "cpu") -> EmbeddingModel:
 
 
 def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
-    """An ad-hoc open_clip model: a pretrained tag through open_clip (offline: its cache only), or the architecture
-    with a checkpoint loaded strictly. The zoo's factory does the same for registered names; it takes names only."""
+    """An ad-hoc open_clip model (a pretrained tag, or a checkpoint loaded strictly): the zoo's factory takes names."""
     # deferred: loads open_clip only when called
     import open_clip
 

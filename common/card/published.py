@@ -1,7 +1,5 @@
-"""The published rows beside a card: each paper's transcribed table rows (``results/published/<paper>.csv``) for the
-numbers the card computes, labelled as published with their source table. A paper offers them from its card plug-in
-(``published()``): ``PublishedColumns`` where the models are rows, ``PublishedCells`` where they are not; the card
-always shows a row per model, like-for-like in the full profile only.
+"""The published rows beside a card: each paper's transcribed rows for the numbers the card computes, which its card
+plug-in's ``published()`` locates (``PublishedColumns``: a row per model; ``PublishedCells``: any layout).
 """
 from __future__ import annotations
 

@@ -109,8 +109,8 @@ def _refuse_missing(named: Sequence[str] | None, available: Sequence[CardBenchma
 
 def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: str = "cpu",
                params: dict | None = None, log=print, strict: bool = False) -> Iterator[Card]:
-    """Each model's card in turn, on every benchmark whose data is here (``strict``: a named one that is not, or none
-    at all, stops); each model is built before the data is loaded, so a checkpoint that does not fit fails first."""
+    """Each model's card in turn, on every benchmark whose data is here (``strict``: else stop); each model is built
+    before the data is loaded, so a checkpoint that does not fit fails first."""
     # deferred: loads PIL, torch, tqdm only when called
     from common.card.blind import blind_engine
     from common.evaluation.engine import Engine

@@ -18,8 +18,7 @@ class Trend:
     points: dict[str, list[tuple[str, float, float]]]
     """Measure key -> (reference model, x, y) for each reference checkpoint."""
     x_published: dict[str, float] = field(default_factory=dict)
-    """Zoo name -> x reported for it by the trend's source: the model's x when the card cannot measure it (no
-    ImageNet here), taken as exact (no interval of its own)."""
+    """Zoo name -> the source's x, taken as exact where the card cannot measure x (no ImageNet here)."""
 
 
 @dataclass(frozen=True)

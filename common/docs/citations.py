@@ -1,13 +1,6 @@
-"""Every citation checkable: the workspace's references to the authors' code and to the papers, found and checked.
-
-A reference to an upstream file has one shape everywhere (code, TOML, Markdown)::
-
-    OWNER/REPO@COMMIT PATH:LINE[-LINE] "a verbatim fragment of those lines"
-
-with ``OWNER/REPO`` and ``COMMIT`` (a prefix, 7 hex digits or more) pinned in ``common/registry/upstream.toml``; where
-the quote may stand and what else is refused: docs/audit.md, "Citations". Two checks: ``shape(root)`` (offline;
-``tests/common/test_citations.py``) and ``quotes(root, repos)`` (``python -m common citations check --repos DIR``, a
-maintainer's command: every quote against local clones of the upstream repositories).
+"""Every citation checkable: the workspace's references to the authors' code and to the papers, found and checked
+(the shape, where the quote may stand and what is refused: docs/audit.md, "Citations"). ``shape`` checks offline,
+``quotes`` (``--repos DIR``) every quote against local clones of the upstream repositories.
 """
 from __future__ import annotations
 
@@ -40,8 +33,7 @@ KEPT = ("results/published/",)
 SELF = ("common/docs/citations.py", "tests/common/test_citations.py")
 """The checker and its tests: they spell out the mistakes they look for."""
 FIXTURES = ("tests/", "CHANGELOG.md")
-"""Tests name files they make (``a.py:1`` in a test recipe), and the changelog names files as they were: a file
-there need not be this project's now; pinned references, wrong repositories and machine paths are still checked."""
+"""Where a named file need not be this project's now (tests make files, the changelog names old ones)."""
 DATA_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt", ".parquet", ".gz", ".zip", ".tar", ".npy", ".pt",
                  ".pth", ".safetensors", ".png", ".jpg")
 MIN_QUOTE = 4
@@ -55,7 +47,7 @@ _QUOTE = re.compile(r"[`)\]]*(?:\s?[:,]|\s[-\u2014])?\s?(?:\"(?P<quote>[^\"]*)\"
 _FILE_LINE = re.compile(r"(?<![\w./@<{*-])(?P<path>[\w.+-]+(?:/[\w.+-]+)*\.(?:py|sh|ipynb))"
                         r"(?::(?P<lines>\d+(?:-\d+)?(?:,\s?\d+(?:-\d+)?)*))?(?![\w/])")
 MACHINE_ROOTS = ("work", "root", "home", "Users")
-"""Top-level folders of an absolute path that only a build machine (or one person's) has: a clone has none of them."""
+"""Top-level folders of an absolute path that a clone never has."""
 _MACHINE = re.compile(r"(?P<hit>(?<![\w.-])/(?:" + "|".join(MACHINE_ROOTS) + r")/|shared/papers/\w+\.txt|(?<![\w/.-])(?:"
                       + "|".join(PAPERS) + r")\.txt:\d+)")
 
@@ -213,8 +205,7 @@ def _check_shape(found: Found, ref: Reference) -> None:
 
 
 def _scan_unpinned(found: Found, file: str, text: str, lines) -> None:
-    """An upstream repository named beside a file without its pin; a file:line that is neither pinned nor this
-    project's; a machine path."""
+    """Unpinned upstream files, file:line references that are not this project's, machine paths."""
     names = sorted(set(upstream()) | set(WRONG_REPOS), key=len, reverse=True)
     repo_names = re.compile(r"(?<![\w./-])(?P<repo>" + "|".join(re.escape(n) for n in names) + r")(?!@|[\w-])")
     for m in repo_names.finditer(text):
@@ -251,8 +242,7 @@ def _git_files(root: Path) -> list[str] | None:
 
 @lru_cache(maxsize=None)
 def _tracked() -> dict[str, str]:
-    """This project's files: path -> itself, and each path's trailing parts (``io.py``, ``training/files.py``) -> the
-    path, where only one file ends so."""
+    """This project's files by path and by every unambiguous trailing part (``training/files.py``)."""
     names = _git_files(ROOT) or []
     out: dict[str, str] = {}
     ambiguous = set()
@@ -358,7 +348,7 @@ def _scan_notebook(found: Found, file: str, raw: str) -> None:
 
 
 def scanned_files(root: Path = ROOT) -> list[str]:
-    """Git's tracked and unignored files of the kinds above, generated results left out (their writers are scanned)."""
+    """Git's tracked and unignored files of the kinds above, generated results left out."""
     out = _git_files(root)
     if out is None:
         out = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
@@ -397,14 +387,12 @@ def paper_text(paper: str, dirs: Sequence[Path]) -> str | None:
 
 
 def _loose(text: str) -> str:
-    """Letters and digits only, lower case: a paper's extracted text against a quote typed from the PDF (ligatures,
-    quotes, dashes and line breaks differ; the words do not)."""
+    """Letters and digits only, lower case: where a PDF quote and the extracted text differ, the words do not."""
     return re.sub(r"[^0-9a-z]+", "", text.lower())
 
 
 def _extracted(text: str) -> str:
-    """A paper's extracted text with the extraction's echoes undone: ``63%percent6363\\%`` is ``63%`` and a table cell
-    printed three times (``0.590.590.59``) is printed once."""
+    """A paper's extracted text with the extraction's echoes (``63%percent6363\\%``, ``0.590.590.59``) undone."""
     text = re.sub(r"(\d+(?:\.\d+)?)%percent\1\1\\%", r"\1%", text)
     return re.sub(r"(\d+\.\d+)\1\1", r"\1", text)
 
@@ -489,8 +477,7 @@ def _git_show(clone: Path, commit: str, path: str) -> str | None:
 
 
 def quotes(found: Found, repos: Path) -> tuple[dict[str, int], list[str]]:
-    """Every upstream reference against the clones under ``repos``: the commit exists, the file at that commit, the
-    lines in the file, the quote in the lines. Returns per repository the references checked, and the problems."""
+    """Every reference against the clones under ``repos``: per repository the count checked, and the problems."""
     checked: dict[str, int] = {}
     problems = []
     cache: dict[tuple[str, str, str], str | None] = {}

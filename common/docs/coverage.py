@@ -1,7 +1,5 @@
-"""How much of the papers' published numbers the audit compares, written into the docs from ``results/audit/`` so
-the front door never promises more than it checks (issue 48): ``<!--audit-coverage-->`` in ``README.md`` and
-``<!--audit-coverage-table-->`` in ``docs/audit.md``, checked by ``python -m common docs coverage`` (``--write``
-rewrites them) and a test.
+"""How much of the papers' published numbers the audit compares, generated into ``README.md`` and ``docs/audit.md``
+from ``results/audit/`` so the front door never promises more than it checks (issue 48).
 """
 from __future__ import annotations
 

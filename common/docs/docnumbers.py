@@ -1,6 +1,5 @@
-"""Numbers in the documentation that come from ``results/``, written by a command and checked by a test, never typed:
-``<!--n7-->0.507<!--/n-->`` with ``n7``'s reference in the document's closing comment (docs/layout.md, "Numbers in
-the documentation"). ``python -m common docs numbers`` checks them; ``--write`` rewrites them from the results.
+"""Numbers in the documentation that come from ``results/``, written by ``python -m common docs numbers --write``
+and checked, never typed (docs/layout.md, "Numbers in the documentation").
 """
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def _split(text: str, where: str) -> tuple[str, dict[int, str]]:
 
 
 def _read(doc: Path, original: str, results: Path) -> tuple[str, dict[int, str], list[tuple[re.Match, int, str, str]]]:
-    """``original`` without its references block, the references by ID, and per marker (match, line, reference,
-    the results' number)."""
+    """``original`` without its references, the references by ID, and (match, line, reference, value) per marker."""
     name = str(doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc)
     text, references = _split(original, name)
     found = []
@@ -97,8 +95,7 @@ def marked(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list
 
 
 def write(paths: Iterable[Path] | None = None, results: Path = RESULTS) -> list[Path]:
-    """Rewrite every marked number from the results, each reference in the block at the end (an inline one moved
-    there, one ID per reference, the IDs already given kept); returns the files that changed."""
+    """Rewrite every marked number from the results, every reference moved to the end block; the files changed."""
     changed = []
     for doc in (documents() if paths is None else paths):
         original = doc.read_text(encoding="utf-8")

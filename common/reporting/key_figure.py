@@ -1,6 +1,5 @@
-"""A paper's key figure redrawn from this workspace's results: panels of grouped bars, each bar read from a results
-table (or, hatched and labelled, from the paper's published table), with a plot CSV naming every bar's source. Its
-own module, not ``figures``: a module boundary is a rerun boundary (docs/layout.md).
+"""A paper's key figure redrawn from results (published bars hatched), with a plot CSV naming every bar's source; not
+in ``figures``, since a module boundary is a rerun boundary (docs/layout.md).
 """
 from __future__ import annotations
 
@@ -42,8 +41,8 @@ class PlotBar:
 
 @dataclass(frozen=True)
 class ProfileView:
-    """What a paper's key figure draws from one profile's results (``models``: the tables' ``row`` keys -> bar names;
-    ``absent_rows``: whether a row may be missing, as the full profile leaves out a model it could not load)."""
+    """What a key figure draws from one profile (``absent_rows``: the full profile may lack a model it could not
+    load)."""
 
     models: Mapping[str, str]
     label: str
@@ -79,8 +78,8 @@ def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str
 
 def result_bars(path: Path, panel: str, groups: Mapping[str, str], series: Mapping[str, str],
                 absent_rows: bool = False) -> list[PlotBar]:
-    """Bars from a results table: ``groups`` maps its columns to group labels, ``series`` its ``row`` keys to series
-    names (one bar per pair, in that order); a row the table lacks is an error unless ``absent_rows``."""
+    """A bar per (column in ``groups``, row in ``series``) of a results table; a missing row is an error unless
+    ``absent_rows``."""
     path = Path(path)
     rows = table_rows(path, list(groups))
     absent = [r for r in series if r not in rows]

@@ -1,7 +1,5 @@
-"""Markdown tables from rows of results (the notebooks' one renderer) and the cell escapers (``md_escape``,
-``md_cell``): a ``|`` inside a cell or a column name (ARO's ``Text Recall@1 | std``) would split the row, so each is
-written ``\\|`` (GFM's escape) and a line break as a space. ``tests/common/test_notebook_tables.py`` parses every
-table printed.
+"""Markdown tables from rows of results (the notebooks' one renderer) and the cell escapers: a ``|`` in a cell or a
+column name (ARO's ``Text Recall@1 | std``) would split the row, so it is written ``\\|`` and a line break a space.
 """
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ def md_cell(value: object) -> str:
 
 
 def md_table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:
-    """A Markdown table of ``columns``: one line per row, a mapping's cells taken by column name (a missing one
-    empty), a sequence's in column order."""
+    """A Markdown table of ``columns``, a mapping row's cells by name (missing: empty), a sequence's in order."""
     lines = ["| " + " | ".join(md_escape(c) for c in columns) + " |", "|" + "|".join(" --- " for _ in columns) + "|"]
     for row in rows:
         cells = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else list(row)

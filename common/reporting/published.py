@@ -1,7 +1,6 @@
-"""The papers' published numbers, as data: ``results/published/<paper>.csv`` (one row per table cell) and
-``<paper>_claims.csv`` (one row per numeric claim), loaded and validated strictly, and a claim's ``recompute``
-expression evaluated over the paper's own tables by a closed grammar, so the audit can check every stated average,
-delta and ratio. The files' columns, the comparisons and the grammar: docs/audit.md, "The transcriptions' columns".
+"""The papers' published numbers (``results/published/<paper>.csv`` and ``<paper>_claims.csv``) loaded strictly, and
+a claim's ``recompute`` expression evaluated by a closed grammar, so the audit checks every stated average, delta and
+ratio (columns, comparisons, grammar: docs/audit.md, "The transcriptions' columns").
 """
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ class PublishedClaim:
 
 # ---- reading a data file the workspace did not write: strict text, strict numbers ---------------------------------
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-"""A number as a table prints it: digits with at most one ".", an optional sign and exponent. Stricter than
-``float()``, which also takes "1_652", "nan", "inf", " 7 " and "١٢" (Arabic-Indic digits)."""
+"""A number as a table prints it; ``float()`` also takes "1_652", "nan", "inf", " 7 " and "١٢"."""
 MERGE_MARKERS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")
 """Lines git leaves in a file whose merge conflicted."""
 
@@ -97,9 +95,8 @@ def parse_number(text: str) -> float:
 
 def decode_utf8(data: bytes, path: str | Path, error: type[WorkspaceError] = WorkspaceError, *,
                 bom: str = "refuse", csv_file: bool = False) -> str:
-    """``data`` (the bytes of ``path``) as UTF-8 text. A byte that is not UTF-8 is an ``error`` naming the line, the
-    column (``csv_file``: the CSV column it falls in, by the file's header) and the remedy; a leading byte-order mark
-    is named too (``bom="refuse"``) or dropped (``"strip"``: a third party's file that Excel saved)."""
+    """``data`` (the bytes of ``path``) as UTF-8, else an ``error`` naming the line and column (``csv_file``: by the
+    header); a byte-order mark is refused or (``bom="strip"``: a third party's Excel file) dropped."""
     if data.startswith(codecs.BOM_UTF8):
         if bom == "strip":
             data = data[len(codecs.BOM_UTF8):]
@@ -130,8 +127,7 @@ def read_utf8(path: str | Path, error: type[WorkspaceError] = WorkspaceError, *,
 
 def csv_records(text: str, path: str | Path, error: type[WorkspaceError] = WorkspaceError
                 ) -> Iterator[tuple[int, list[str]]]:
-    """(line, fields) of every record of a CSV text; a merge-conflict marker or unparsable CSV is an ``error``
-    naming the line. Blank lines are skipped; ``line`` is where the record ends (``csv.reader.line_num``)."""
+    """(line where it ends, fields) of every non-blank record; a merge-conflict marker or bad CSV is an ``error``."""
     reader = csv.reader(io.StringIO(text, newline=""))
     while True:
         try:
@@ -151,10 +147,8 @@ def csv_records(text: str, path: str | Path, error: type[WorkspaceError] = Works
 def read_csv_rows(path: str | Path, error: type[WorkspaceError] = WorkspaceError, *, bom: str = "refuse",
                   required: Iterable[str] = (), identical_rows: bool = True
                   ) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """(header, [(line, row)]) of a CSV file someone else wrote (a release, a third party's table), read strictly:
-    UTF-8 (``decode_utf8``), no merge-conflict marker, a header with the ``required`` columns and no column twice,
-    every record with the header's number of fields, and (``identical_rows=False``) no record that repeats an earlier
-    one field for field. Each violation is an ``error`` naming the file and the line."""
+    """(header, [(line, row)]) of a CSV file someone else wrote, read strictly (``required`` columns, none twice,
+    whole records, ``identical_rows=False``: no row twice); each violation an ``error`` naming file and line."""
     text = read_utf8(path, error, bom=bom, csv_file=True)
     records = csv_records(text, path, error)
     first = next(records, None)
@@ -247,8 +241,7 @@ def load_cells(paper: str, root: Path = PUBLISHED) -> list[PublishedCell]:
 
 
 def load_claims(paper: str, root: Path = PUBLISHED) -> list[PublishedClaim]:
-    """The claims of ``paper``; each ``recompute`` expression is checked against the grammar here, so a claims file
-    that does not parse is refused before anything is evaluated."""
+    """The claims of ``paper``, every ``recompute`` expression parsed before anything is evaluated."""
     path = root / f"{paper}_claims.csv"
     claims: list[PublishedClaim] = []
     seen: dict[str, int] = {}
@@ -343,8 +336,7 @@ GRAMMAR = ("numbers, + - * /, unary minus, parentheses, comparisons, [lists], an
 
 
 class ExpressionError(PublishedDataError):
-    """A ``recompute`` expression outside the grammar, or one whose evaluation fails; ``reason`` is the message
-    without the expression (the claims reader puts the file, line and column in front of it)."""
+    """A ``recompute`` expression outside the grammar or failing; ``reason``: the message without the expression."""
 
     def __init__(self, reason: str, expression: str = "") -> None:
         shown = expression if len(expression) <= 80 else expression[:79] + "…"
@@ -358,8 +350,8 @@ def _refuse(node: ast.AST, what: str) -> ExpressionError:
 
 
 def parse_expression(text: str) -> ast.expr:
-    """The syntax tree of ``text`` when every node is in the grammar (``GRAMMAR``); ``ExpressionError`` naming the
-    first node that is not. Nothing is evaluated: a transcription is data and must never run code."""
+    """The syntax tree of ``text`` when every node is in ``GRAMMAR``, else ``ExpressionError``. Nothing is evaluated:
+    a transcription is data and must never run code."""
     if len(text) > MAX_EXPRESSION_CHARS:
         raise ExpressionError(f"{len(text)} characters, more than {MAX_EXPRESSION_CHARS}")
     if "\x00" in text:
@@ -554,9 +546,7 @@ def _evaluate(node: ast.AST, index: CellIndex) -> Any:
 
 
 def evaluate_expression(expression: str, index: CellIndex) -> float:
-    """A claim's ``recompute`` expression over the paper's cells: its syntax tree (``parse_expression``) interpreted
-    node by node with Python's arithmetic, no code ever built or run; ``ExpressionError`` for anything outside the
-    grammar or a failing evaluation (unknown cell, division by zero)."""
+    """A claim's ``recompute`` expression interpreted over the paper's cells (no code ever built or run)."""
     try:
         tree = parse_expression(expression)
         value = _evaluate(tree, index)

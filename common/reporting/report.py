@@ -1,9 +1,6 @@
-"""``python -m common report <paper>`` (the aggregate ``papers/<paper>`` stage of the root ``dvc.yaml``): a paper's
-reproduced tables, as its report plug-in's ``REPORT`` says (``PaperReport``), and where its files and its audit are;
-``python -m common metrics <paper>``: its DVC metrics alone.
-
-Results files are read through ``read_table`` and ``read_summary``, which refuse a damaged file (cut short,
-merge-conflicted, hand-edited) with one line naming the file, the line and the column (``ReportInputError``).
+"""``python -m common report <paper>`` (the root ``dvc.yaml``'s ``papers/<paper>`` stage): a paper's reproduced
+tables (its plug-in's ``REPORT``), its files and its audit; ``python -m common metrics <paper>``: its DVC metrics.
+``read_table`` and ``read_summary`` refuse a damaged results file in one line naming the file, line and column.
 """
 from __future__ import annotations
 
@@ -38,8 +35,8 @@ def _remedy(path: Path) -> str:
 
 def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str] = (), counts: bool = False,
                  objects: bool = False) -> dict:
-    """A JSON object a stage wrote, checked for what the report prints: ``keys`` present, ``numbers`` present and
-    finite, with ``counts`` every value a count, with ``objects`` every value an object."""
+    """A JSON object a stage wrote, checked for what the report prints (``numbers``: finite; ``counts``, ``objects``:
+    every value one)."""
     data = read_json(Path(path), dict, remedy=_remedy(path))
     for key in (*keys, *numbers):
         if key not in data:
@@ -58,9 +55,8 @@ def read_summary(path: Path, *, keys: Sequence[str] = (), numbers: Sequence[str]
 
 def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str] = (),
                any_of: Sequence[str] = ()) -> list[dict[str, str]]:
-    """The rows of a results CSV as dicts, checked: UTF-8 without NUL bytes, its last line ended, a header holding
-    ``columns`` (and one of ``any_of``), no row repeating the header, every row the header's number of fields, at least
-    one row, and the ``numbers`` columns finite numbers. The one reader of results tables (report, site, docs)."""
+    """The rows of a results CSV as dicts, checked (UTF-8, whole, ``columns`` and one of ``any_of`` present, rows
+    whole, ``numbers`` finite): the one reader of results tables (report, site, docs)."""
     path = Path(path)
     data = path.read_bytes()
     try:
@@ -128,8 +124,7 @@ def audit_line(paper: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Section:
-    """One part of a paper's report, read from ``results/<paper>/<path>`` (``{profile}``: the profile); left out
-    while the file does not exist."""
+    """One part of a paper's report, read from ``results/<paper>/<path>`` (``{profile}``) when it exists."""
 
     path: str
     title: str
@@ -161,8 +156,7 @@ class Tally(Section):
 
 @dataclass(frozen=True, kw_only=True)
 class Numbers(Section):
-    """A results JSON object's numbers, one line each (``keys``, checked; ``()``: every key); ``grouped``: an object
-    of objects (one per metrics file), a heading per object."""
+    """A results JSON object's numbers, one line each (``keys``; ``()``: all); ``grouped``: a heading per object."""
 
     keys: tuple[str, ...] = ()
     grouped: bool = False
@@ -178,7 +172,7 @@ class PaperReport:
     """The file (a ``Section.path``) without which nothing of the profile has run yet."""
     sections: tuple[Section, ...]
     files: Mapping[str, str] = field(default_factory=dict)
-    """What a file or folder (a ``Section.path``) holds, said beside it where the report lists the files."""
+    """What a file or folder (a ``Section.path``) holds, said beside it in the list of files."""
 
 
 def _print_table(path: Path, table: Table) -> None:
@@ -208,8 +202,7 @@ def _print_numbers(path: Path, numbers: Numbers) -> None:
 
 
 def print_report(paper: str, report: PaperReport, profile: str) -> None:
-    """A paper's report of ``profile``: each section whose file exists, then every file of
-    ``results/<paper>/<profile>/`` with what ``report.files`` says of it, and the others it names."""
+    """A paper's report of ``profile``: its sections whose files exist, then its files with what they hold."""
     def resolve(relative: str) -> Path:
         return RESULTS / paper / relative.format(profile=profile)
 
@@ -286,7 +279,7 @@ def metric_files(paper: str) -> list[str]:
 
 
 def _metric_names(path: Path) -> tuple[str, ...]:
-    """What a metrics file's columns will be: its keys (a folder of per-model files: the folder itself)."""
+    """A metrics file's keys (a folder: the folder itself): what its table's columns will be."""
     if path.is_dir():
         return ("<folder>", str(path))
     try:

@@ -1,6 +1,5 @@
-"""A number in ``results/`` named by a reference, ``FILE¦column=value¦column[¦%.1f]`` or ``FILE¦dotted.path``
-(docs/layout.md, "Numbers in the documentation"): the syntax the documentation's markers (``common.docs.docnumbers``)
-and the claims scorecards (``common.reporting.scorecard``) share.
+"""A number in ``results/`` named by a reference (docs/layout.md, "Numbers in the documentation"), as the docs'
+markers and the claims scorecards name it.
 """
 from __future__ import annotations
 
@@ -40,8 +39,8 @@ def _split_path(path: str) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _parsed(path: Path, stamp: tuple[int, int]):
-    """A results file's content (JSON: its object; CSV: its rows, by ``read_table``, the one strict reader of results
-    tables), read once per version (``stamp``: mtime, size): the documentation names the same file hundreds of times."""
+    """A results file's JSON object or CSV rows, read once per version (``stamp``): the docs name it hundreds of
+    times."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

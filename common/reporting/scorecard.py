@@ -1,7 +1,5 @@
-"""The claims scorecard: each paper's headline claims (``papers/<paper>/scorecard.toml``), in the paper's own words,
-and what this workspace found. The file's fields and the verdicts: docs/layout.md, "A paper's scorecard.toml".
-
-``python -m common docs claims`` checks (``--write``: rewrites) the generated blocks (``BLOCK``, ``SUMMARY_BLOCK``).
+"""The claims scorecard: each paper's headline claims (``papers/<paper>/scorecard.toml``) against what this workspace
+found (fields and verdicts: docs/layout.md, "A paper's scorecard.toml"); ``python -m common docs claims``.
 """
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ from common.reporting.results_ref import DocNumberError, lookup
 SPEC = "scorecard.toml"
 """Under ``papers/<paper>/``: the paper's headline claims."""
 DATA_FILES = ("papers/",)
-"""What a stage that imports this module reads besides code: each paper's ``scorecard.toml`` (a stage lists them one
-by one; ``common`` names no paper)."""
+"""Each paper's ``scorecard.toml``, which a stage importing this module reads (listed one by one)."""
 EVIDENCE = ("mini", "offline", "full")
 EVIDENCE_TITLES = {"mini": "mini profile", "offline": "offline, real data", "full": "full profile"}
 DIRECTIONS = (">", "<", "=")
@@ -35,8 +32,7 @@ REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, NO_INTERVAL, NOT_RUN, NOT_MEASURED =
     "no such analysis")
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, NO_INTERVAL, NOT_RUN, NOT_MEASURED)
 BLOCK, SUMMARY_BLOCK = "claims", "claims-summary"
-"""The generated blocks: ``<!--claims-->`` ... ``<!--/claims-->`` in a paper's README, ``<!--claims-summary-->`` ...
-in the front door."""
+"""The generated blocks' markers: in a paper's README, and in the front door."""
 README = "README.md"
 
 
@@ -56,8 +52,7 @@ class Evidence:
     scale: float = 1.0
     """Multiplies every number (a fraction shown in points: 100)."""
     interval_of_first: bool = False
-    """With two estimates: ``low``/``high`` bound the first number, and the second (another model's point, a
-    published number) is subtracted from them as a fixed number; otherwise they bound the estimate itself."""
+    """With two estimates: ``low``/``high`` bound the first, the second subtracted as a fixed number."""
     same_as_published: bool = False
     """The evidence measures the paper's own quantity: its interval is compared with the published effect."""
     threshold: float | None = None
@@ -86,7 +81,7 @@ class Published:
         return (values[0] - values[1] if len(values) == 2 else values[0]) * self.scale
 
     def text(self) -> str:
-        """Where the published effect comes from, in words ("Table 6, VG-Relation: NegCLIP minus CLIP-FT")."""
+        """Where the effect comes from ("Table 6, VG-Relation: NegCLIP minus CLIP-FT")."""
         cells = [dict(p.strip().replace("\\|", "|").split("=", 1) for p in ref.split("\u00a6")[1:] if "=" in p)
                  for ref in self.refs]
         words = ""
@@ -131,7 +126,7 @@ class Claim:
         return direction_words(self.direction, self.threshold, self.margin, self.unit)
 
     def tested_here(self, kind: str) -> str:
-        """The test of evidence ``kind`` in words where it is not the paper's ("" where it is, or none measures)."""
+        """The test of evidence ``kind`` in words where it is not the paper's, else ""."""
         tested = direction_words(self.direction, *self.test(kind), self.unit)
         return tested if kind in self.evidence and tested != self.direction_text else ""
 
@@ -160,7 +155,7 @@ class Finding:
 
     @property
     def number(self) -> str:
-        """The estimate and its interval as one table cell (an open bound: the stage wrote one side only)."""
+        """The estimate and its interval as one table cell (``…``: a bound the stage did not write)."""
         if self.estimate is None:
             return ""
 
@@ -174,8 +169,7 @@ class Finding:
 
 
 def _fmt(c: Claim, value: float, size: float) -> str:
-    """A number of the claim: signed when it is a difference (threshold 0), with the claim's decimals (default: 1,
-    or 2 when ``size`` is below 1 in size)."""
+    """A number of the claim: signed when it is a difference (threshold 0), with the claim's decimals."""
     digits = c.digits if c.digits is not None else 2 if abs(size) < 1 else 1
     return f"{value:{'+' if c.threshold == 0 and c.direction != '=' else ''},.{digits}f}"
 
@@ -193,8 +187,7 @@ def _number(ref: str, where: str, results: Path) -> float:
 
 def judge(direction: str, threshold: float, estimate: float, low: float | None, high: float | None,
           margin: float | None = None) -> tuple[str, str]:
-    """The verdict and its detail for one estimate (and interval, when either bound is known), against the paper's
-    direction alone (``size`` compares it with the published effect)."""
+    """The verdict and its detail for one estimate (and interval) against the paper's direction alone."""
     t = f"{threshold:g}"
     if direction == "=":
         if margin is None:
@@ -224,8 +217,7 @@ def judge(direction: str, threshold: float, estimate: float, low: float | None, 
 
 def size(verdict: str, detail: str, published: float | None, low: float | None, high: float | None,
          tolerance: float = 0.0) -> tuple[str, str]:
-    """A reproduced direction against the published effect: still reproduced when the interval (widened by the
-    published number's printed precision) holds it, else in direction only."""
+    """A reproduced direction stays reproduced when the (widened) interval holds the published effect."""
     if verdict != REPRODUCED or published is None or low is None or high is None:
         return verdict, detail
     shown = f"{published:+g}" if published else "0"
@@ -471,8 +463,7 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
 
 def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path = RESULTS,
           write: bool = False) -> list[str]:
-    """The papers whose README block disagrees with ``results`` (rewritten when ``write``), and ``README.md`` when the
-    front door's summary block does (all papers only)."""
+    """The papers (and ``README.md``, all papers only) whose block disagrees with ``results`` (``write``: rewritten)."""
     wrong = []
     names = list(papers if papers is not None else plugins.paper_names())
     for paper in names:

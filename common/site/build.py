@@ -1,9 +1,6 @@
-"""Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``: an index,
-a page per paper, ``cross_paper.html``, ``correlations.html`` and ``cards.html``, Jinja-autoescaped (a CSV cell is
-text, never markup). What it reads is found by convention, so a new paper appears without an edit here.
-
-It shows what git tracks under ``results/``: a folder that DVC caches instead is left out, so the site is the same
-before and after ``make repro`` fetched or rebuilt those folders.
+"""Build the static site (``python -m common site [--out DIR]``) from ``results/`` and ``<build>/cards/``,
+Jinja-autoescaped (a CSV cell is text, never markup); found by convention, so a new paper appears without an edit
+here. Folders DVC caches are left out, so the site is the same before and after ``make repro`` fills them.
 """
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ from common.site.about import about
 from common.site.text import clean_quote, decimals, rounded, to_float, tone
 
 DATA_FILES = ("common/site/templates/", "common/site/static/")
-"""What the stage names besides code. Not ``results/`` (the stage always runs): its DVC-cached folders, which
-``make repro`` fills, would change ``dvc.lock`` with no change to the site."""
+"""What the stage names besides code; not ``results/``, whose DVC-cached folders would change ``dvc.lock`` alone."""
 HERE = Path(__file__).resolve().parent
 STATIC = ("site.css", "filter.js")
 DEFAULT_OUT = "site"
@@ -61,11 +57,10 @@ class SiteError(WorkspaceError):
 
 @dataclass(frozen=True)
 class Cell:
-    """A table cell with more than text: a verdict's colour, the exact value as a tooltip, provenance folded away."""
+    """A table cell with more than text: a verdict's colour (a badge), a tooltip, provenance folded away."""
 
     text: str
     tone: str = ""
-    """A verdict's colour (``common.site.text.tone``): the text is shown as a coloured badge."""
     title: str = ""
     more: tuple[tuple[str, str], ...] = ()
     note: str = ""
@@ -103,7 +98,7 @@ class Grid:
         return bool(self.filters) or self.searchable
 
     def options(self, key: str) -> list[str]:
-        """The values of ``key`` in the rows: audit verdicts in the audit's order, the rest sorted."""
+        """The values of ``key`` in the rows, audit verdicts in the audit's order."""
         values = {r.keys[key] for r in self.rows}
         return sorted(values, key=lambda v: (ORDER.index(v) if v in ORDER else len(ORDER), v))
 
@@ -143,10 +138,10 @@ class _Writer:
     env: jinja2.Environment
     _figures: dict[tuple[Path, Path, str], Figure] = field(default_factory=dict)
     _grids: dict[tuple[Path, bool], Grid] = field(default_factory=dict)
-    """What is already copied or read: a folder's figures and correlation tables appear on two pages."""
+    """Copied or read once: a folder's figures and correlation tables appear on two pages."""
 
     def image(self, path: Path, under: Path, prefix: str) -> Figure:
-        """Copy ``path`` into ``img/<prefix>/`` (its path below ``under`` kept), once; how a page shows it."""
+        """Copy ``path`` into ``img/<prefix>/`` once (its path below ``under`` kept)."""
         key = (path, under, prefix)
         if key not in self._figures:
             rel = Path("img", prefix, path.relative_to(under))
@@ -244,7 +239,7 @@ AUDIT_HEADER = ("verdict", "published", "recomputed here", "difference", "table"
 
 
 def audit_grid(w: _Writer, paper: str) -> Grid | None:
-    """The paper's audit, one row per published cell, filterable by table and verdict, provenance folded away."""
+    """The paper's audit, one row per published cell, filterable by table and verdict."""
     path = w.results / "audit" / f"{paper}.csv"
     if not path.is_file():
         return None
@@ -298,7 +293,7 @@ def verdict_counts(results: Path, papers: Sequence[str]) -> dict[str, dict[str, 
 
 
 def correlation_sections(w: _Writer, papers: Sequence[str]) -> list[Section]:
-    """Every CSV under ``results/<paper>/`` with a correlation column, grouped by folder, with the folder's PNGs."""
+    """Every results CSV with a correlation column, by folder, with the folder's PNGs."""
     folders: dict[Path, list[Path]] = {}
     for paper in papers:
         for path in sorted((w.results / paper).rglob("*.csv")):
@@ -333,7 +328,7 @@ def _side(r: Mapping[str, str], side: str) -> Cell:
 
 
 def cross_paper_grid(w: _Writer, path: Path) -> Grid:
-    """The cross-paper CSV, filterable by verdict, kind and benchmark, the mapping and the evidence folded away."""
+    """The cross-paper CSV, filterable by verdict, kind and benchmark."""
     rows = []
     for r in read_table(path, CROSS_PAPER_FILTERS):
         summary, _, rest = r["evidence"].partition(" | ")
@@ -346,8 +341,7 @@ def cross_paper_grid(w: _Writer, path: Path) -> Grid:
 
 
 def headline(findings: Sequence[scorecard.Finding]) -> scorecard.Finding:
-    """The finding the index shows for a claim: the evidence closest to the paper's own quantity that ran (full, then
-    offline, then mini)."""
+    """The finding the index shows: the evidence closest to the paper's own quantity that ran."""
     shown = [f for f in findings if f.verdict not in (scorecard.NOT_RUN, scorecard.NOT_MEASURED)]
     order = ("full", "offline", "mini")
     return min(shown or findings, key=lambda f: order.index(f.kind) if f.kind in order else len(order))
@@ -362,7 +356,7 @@ def coverage(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
 
 
 def write_site(root: Path, results: Path = RESULTS, cards_dir: Path | None = None) -> list[str]:
-    """Write every page, the static files and the images into ``root`` (an empty folder); the pages' names."""
+    """Write every page, static file and image into the empty folder ``root``; the pages' names."""
     papers = plugins.paper_names()
     w = _Writer(root, Path(results), _environment(papers))
     root.mkdir(parents=True, exist_ok=True)

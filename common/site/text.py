@@ -1,9 +1,7 @@
-"""Text as the site shows it: quotes without the PDF extraction's duplicates, numbers rounded, verdicts toned.
-
-The papers' text, extracted from LaTeX-rendered HTML, prints each formula three times (as rendered, its accessible
-reading, its TeX source: "63%percent6363\\%", "23,9372393723,937"); the committed CSVs keep it verbatim (``python -m
-common citations check`` finds it), the site shows it once. A number reading as shown, without separators, as shown
-("484848") is taken as triplicated, so the cleaner is for quotes only, never for a results table's cells.
+"""Text as the site shows it: quotes without the extraction's duplicates, numbers rounded, verdicts toned. The papers'
+text, extracted from LaTeX-rendered HTML, prints each formula three times (rendered, read, TeX: "63%percent6363\\%");
+the committed CSVs keep it verbatim, the site shows it once. "484848" is taken as triplicated too, so the cleaner is
+for quotes only, never for a results table's cells.
 """
 from __future__ import annotations
 
@@ -66,8 +64,7 @@ def decimals(printed: str) -> int | None:
 
 
 def rounded(text: str, digits: int | None = None) -> str:
-    """A number cell rounded for reading: ``digits`` decimals or, unknown, at most 3 (3 significant figures below
-    0.001), without thousands separators; integers and text unchanged."""
+    """A number cell rounded for reading (``digits`` decimals, else at most 3); integers and text unchanged."""
     value = to_float(text)
     if value is None:
         return text
@@ -84,8 +81,7 @@ DIFFERS, AUDIT_REPRODUCED = AUDIT_VERDICTS[:2]
 TONES = {"good": (scorecard.REPRODUCED, AUDIT_REPRODUCED, CONSISTENT, EXPLAINED),
          "partial": (scorecard.DIRECTION_ONLY, scorecard.NO_INTERVAL),
          "bad": (scorecard.NOT_REPRODUCED, DIFFERS, UNEXPLAINED)}
-"""A verdict's colour (scorecard, audit and cross-paper verdicts): any other verdict (not run, not recomputed yet,
-not comparable) is grey."""
+"""A verdict's colour (scorecard, audit and cross-paper verdicts); any other is grey."""
 
 
 def tone(verdict: str) -> str:
