@@ -1,8 +1,5 @@
 """``data.dvc``: the fetched inputs the default (mini) profile reads, tracked by DVC, and the team remote
-(docs/data.md).
-
-Commands: ``python -m common data fetch|status|add|track|pull|check``, which the Makefile's ``fetch``, ``status`` and
-``repro`` call.
+(docs/data.md): ``python -m common data fetch|status|add|track|pull|check``, which the Makefile calls.
 """
 from __future__ import annotations
 
