@@ -151,16 +151,13 @@ def run_entry_point(main: Callable[..., int | None], argv: Sequence[str] | None 
             raise
         print(f"error: {message}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
-    except Terminated:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as ``Terminated``
         if debug:
             raise
-        print("error: terminated (SIGTERM); the outputs being written were discarded", file=sys.stderr)
-        return TERMINATED_EXIT
-    except KeyboardInterrupt:
-        if debug:
-            raise
-        print("error: interrupted", file=sys.stderr)
-        return 130
+        terminated = isinstance(exc, Terminated)
+        print("error: terminated (SIGTERM); the outputs being written were discarded" if terminated
+              else "error: interrupted", file=sys.stderr)
+        return TERMINATED_EXIT if terminated else 130
     return int(result or 0)
 
 

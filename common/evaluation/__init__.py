@@ -1,4 +1,2 @@
-"""Evaluation: the encode-once engine and its cache (``engine``, ``cache``), one scorer per task shape
-(``scoring``), the loop every table script shares (``evaluate``), results files (``results``) and seeded confidence
-intervals (``stats``).
-"""
+"""Evaluation: the encode-once engine, one scorer per task shape, results files and seeded intervals (docs/layout.md
+lists the modules)."""

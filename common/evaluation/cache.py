@@ -1,10 +1,7 @@
-"""On-disk embedding cache, keyed by model fingerprint and content hash.
-
-Layout: ``<cache root>/embeddings/<model fingerprint>/<modality>/shard-*.npz``, each shard the content keys and their
-float32 embeddings, written atomically as soon as a chunk is encoded, so an interrupted run keeps what it finished.
-Embeddings are stored exactly as computed: cached and fresh results are bit-identical. An unreadable shard is named in
-one warning and renamed to ``<name>.corrupt``, its entries recomputed; an unwritable cache is a warning too, and the
-run goes on uncached: a cache is never worth a failed run.
+"""On-disk embedding cache, ``<cache root>/embeddings/<model fingerprint>/<modality>/shard-*.npz`` (content keys and
+their float32 embeddings, stored exactly as computed), each shard written atomically as soon as a chunk is encoded, so
+an interrupted run keeps what it finished. A corrupt shard or an unwritable cache is a warning, never a failed run
+(docs/eval.md, "Bad input, the embedding cache and image modes").
 """
 from __future__ import annotations
 

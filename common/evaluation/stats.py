@@ -1,8 +1,6 @@
-"""Confidence intervals shared by the papers' tables and figures, seeded so that a rerun prints the same interval.
-
-Accuracies are means of 0/1 correctness, so ``bootstrap_mean_ci`` gives their uncertainty; correlations between
-benchmarks (e.g. ImageNet top-1 vs a compositionality score) get ``bootstrap_pearson_ci`` or the closed-form
-``fisher_pearson_ci``. Degenerate inputs (one value, constant sides, n <= 3) give a defined answer, never a warning.
+"""Confidence intervals shared by the papers' tables and figures (of accuracies, means of 0/1 correctness, and of
+correlations between benchmarks), seeded so that a rerun prints the same interval. Degenerate inputs (one value,
+constant sides, n <= 3) give a defined answer, never a warning.
 """
 from __future__ import annotations
 

@@ -47,14 +47,11 @@ WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 @contextlib.contextmanager
 def output_group(dest_dir: str | os.PathLike) -> Iterator[Path]:
-    """Yield an empty staging folder beside ``dest_dir``'s contents; write a stage's outputs there.
-
-    When the block succeeds, every entry of the staging folder (file or folder, a folder as a whole) replaces its
-    namesake in ``dest_dir``; when it raises (Ctrl-C and SIGTERM included), or a move fails half-way, ``dest_dir``
-    keeps its previous entries; entries the block did not write are never touched. A write that fails for lack of
-    space or permission raises ``OutputError`` naming ``dest_dir``. The staging folder's name holds this process's
-    id and host, so that ``clean_leftovers`` removes a killed run's and never that of a writer still at work.
-    """
+    """Yield an empty staging folder beside ``dest_dir``'s contents, whose entries (a folder as a whole) replace their
+    namesakes there together when the block succeeds, none when it raises or a move fails, others never
+    (docs/robustness.md, "Writers: all or nothing"). A write failing for lack of space or permission is an
+    ``OutputError`` naming ``dest_dir``. The staging folder's name holds this process's id and host, so that
+    ``clean_leftovers`` never removes a live writer's."""
     dest_dir = Path(dest_dir)
     with sigterm_as_interrupt():
         try:

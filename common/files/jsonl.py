@@ -94,9 +94,8 @@ def _check_field(name: str, kind: Any, value: Any) -> None:
 
 def read_rows(path: Path, row_type: type[Row], what: str, remedy: str = "run the stage that writes it",
               check: Callable[[Row], None] | None = None) -> list[Row]:
-    """Every line of ``path`` as a ``row_type`` (a dataclass), each field present (unless it has a default) and of
-    its annotated type or equal to its default, then ``check(row)`` (which raises ``DatasetError`` or ``ValueError`` on a bad row); at least
-    one row. Errors name the file, the line and the field."""
+    """Every line of ``path`` as a ``row_type`` (a dataclass), each field of its annotated type or its default, then
+    ``check(row)`` (raising ``DatasetError`` or ``ValueError``); at least one row. Errors name file, line and field."""
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; {remedy}")

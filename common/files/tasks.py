@@ -1,14 +1,7 @@
 """Task shapes: every benchmark of the five papers reduces to a few records, each scored by one module of
-``common.evaluation.scoring``.
-
-``ImageToTextItem`` (one image, K candidate captions: SugarCrepe, ARO, hard positives, CC-Neg, BiVLC's I2T) and
-``TextToImageItem`` (one caption, K images): by convention candidate 0 is the positive; which candidates must win,
-and how ties count, is the scorer's ``DecisionRule``. ``GroupItem``, ``RetrievalSet`` and ``ClassificationSet`` say
-what they hold.
-
-An image is a file, optionally with a deterministic tensor transform applied after preprocessing (``ImageRef``: ARO's
-shuffles need no shuffled files on disk). Records carry where they came from (``origin``), so any error downstream
-can name the input that caused it.
+``common.evaluation.scoring``. In an item of K candidates, candidate 0 is the positive by convention (the scorer's
+``DecisionRule`` says which must win). An image may carry a tensor transform (``ImageRef``: ARO's shuffles need no
+shuffled files on disk); records carry their ``origin``, so an error downstream names the input that caused it.
 """
 from __future__ import annotations
 

@@ -79,21 +79,19 @@ class Claim:
         return realize(self)
 
 
+def assignment(scene: Scene, claim: Claim) -> tuple[int, ...] | None:
+    """The first mapping of the claim's phrases to distinct scene objects under which every stated fact holds."""
+    candidates = [[i for i, o in enumerate(scene.objects) if p.matches(o)] for p in claim.phrases]
+    for chosen in itertools.product(*candidates):
+        if len(set(chosen)) == len(chosen) and all(
+                scene.relation(chosen[r.subject], chosen[r.object]) == r.predicate for r in claim.relations):
+            return tuple(chosen)
+    return None
+
+
 def satisfies(scene: Scene, claim: Claim) -> bool:
-    """True when the claim's phrases map to distinct scene objects with all stated facts holding."""
-    objects = scene.objects
-    candidates = [[i for i, o in enumerate(objects) if p.matches(o)] for p in claim.phrases]
-    if any(not c for c in candidates):
-        return False
-    for assignment in itertools.product(*candidates):
-        if len(set(assignment)) != len(assignment):
-            continue
-        if all(
-            scene.relation(assignment[r.subject], assignment[r.object]) == r.predicate
-            for r in claim.relations
-        ):
-            return True
-    return False
+    """True when the claim holds of the scene (``assignment`` finds a mapping)."""
+    return assignment(scene, claim) is not None
 
 
 def surface_form(concept: str, lexical_seed: int) -> str:
@@ -145,11 +143,8 @@ def sample_claim(
         raise ValueError(f"pattern {pattern!r} needs {shape.n_phrases} objects, scene has {n}")
     chosen = rng.sample(range(n), shape.n_phrases)
     phrases = tuple(describe_object(rng, scene.objects[i]) for i in chosen)
-    relations = tuple(
-        RelationClaim(s, scene.relation(chosen[s], chosen[o]), o) for s, o in shape.relation_slots
-    )
     claim = Claim(
-        phrases=phrases, relations=relations, template=rng.choice(shape.templates),
+        phrases=phrases, relations=_relations(scene, shape, chosen), template=rng.choice(shape.templates),
         lexical_seed=rng.randrange(2**31) if lexical_seed is None else lexical_seed,
     )
     if not satisfies(scene, claim):  # pragma: no cover - a bug in the world, never data
@@ -170,7 +165,9 @@ def claim_from_objects(
             size=scene.objects[i].size if "size" in mention else None,
         ) for i in indices
     )
-    relations = tuple(
-        RelationClaim(s, scene.relation(indices[s], indices[o]), o) for s, o in shape.relation_slots
-    )
-    return Claim(phrases, relations, shape.templates[template_index], lexical_seed)
+    return Claim(phrases, _relations(scene, shape, indices), shape.templates[template_index], lexical_seed)
+
+
+def _relations(scene: Scene, shape: Pattern, indices: Sequence[int]) -> tuple[RelationClaim, ...]:
+    """The relations the pattern states between the chosen objects, as the scene has them."""
+    return tuple(RelationClaim(s, scene.relation(indices[s], indices[o]), o) for s, o in shape.relation_slots)

@@ -3,31 +3,19 @@
 """
 from __future__ import annotations
 
-import itertools
 import random
 from collections import Counter
 from dataclasses import replace
 from typing import Sequence
 
 from common.miniworld import lexicon
-from common.miniworld.claims import Claim, satisfies
+from common.miniworld.claims import Claim, assignment, satisfies
 from common.miniworld.scene import (
     GRID, RADIUS_IN_CELLS, Scene, SceneObject, layout_is_clear, place_objects, weighted_choice)
 
 ADD_EDITS: frozenset[str] = frozenset({"add_obj", "add_att"})
 """Edits whose negative scene still shows the positive caption: the negative only adds to it."""
 MAX_LAYOUT_TRIES = 40
-
-
-def assignment(scene: Scene, claim: Claim) -> tuple[int, ...] | None:
-    """The first mapping of the claim's phrases to distinct scene objects under which it holds (``satisfies``)."""
-    objects = scene.objects
-    candidates = [[i for i, o in enumerate(objects) if p.matches(o)] for p in claim.phrases]
-    for chosen in itertools.product(*candidates):
-        if len(set(chosen)) == len(chosen) and all(
-                scene.relation(chosen[r.subject], chosen[r.object]) == r.predicate for r in claim.relations):
-            return tuple(chosen)
-    return None
 
 
 def _permutation(positive: Claim, negative: Claim) -> tuple[int, ...] | None:

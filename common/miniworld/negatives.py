@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterable
 
 from common.miniworld import lexicon
 from common.miniworld.claims import Claim, NounPhrase, RelationClaim, satisfies
@@ -16,10 +16,10 @@ NegativeGenerator = Callable[[Scene, Claim, random.Random], "Claim | None"]
 MAX_TRIES = 8
 
 
-def _accept(scene: Scene, positive: Claim, negative: Claim) -> Claim | None:
-    if satisfies(scene, negative) or negative.text() == positive.text():
-        return None
-    return negative
+def _first_false(scene: Scene, positive: Claim, edits: Iterable[Claim]) -> Claim | None:
+    """The first of ``edits`` (drawn one at a time: the rest never touch the rng) false of the scene and worded
+    otherwise than ``positive``."""
+    return next((e for e in edits if not satisfies(scene, e) and e.text() != positive.text()), None)
 
 
 def _with_phrase(claim: Claim, index: int, phrase: NounPhrase) -> Claim:
@@ -30,55 +30,49 @@ def _with_phrase(claim: Claim, index: int, phrase: NounPhrase) -> Claim:
 
 def replace_obj(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Replace one phrase's object (shape) with another that makes the caption false."""
-    for _ in range(MAX_TRIES):
+    def edit() -> Claim:
         i = rng.randrange(len(claim.phrases))
         phrase = claim.phrases[i]
         shape = rng.choice([s for s in lexicon.SHAPES if s != phrase.shape])
-        found = _accept(scene, claim, _with_phrase(claim, i, replace(phrase, shape=shape)))
-        if found:
-            return found
-    return None
+        return _with_phrase(claim, i, replace(phrase, shape=shape))
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES)))
 
 
 def replace_att(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Replace one stated attribute (colour or size) with a plausible value that is false."""
     slots = [(i, k) for i, p in enumerate(claim.phrases) for k in lexicon.ATTRIBUTE_KINDS if p.attribute(k)]
-    for _ in range(MAX_TRIES if slots else 0):
+
+    def edit() -> Claim:
         i, kind = rng.choice(slots)
         phrase = claim.phrases[i]
         value = weighted_choice(rng, lexicon.attribute_prior(kind, phrase.shape), exclude=[phrase.attribute(kind)])
-        found = _accept(scene, claim, _with_phrase(claim, i, phrase.with_attribute(kind, value)))
-        if found:
-            return found
-    return None
+        return _with_phrase(claim, i, phrase.with_attribute(kind, value))
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES if slots else 0)))
 
 
 def replace_rel(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Replace one stated relation with another one that does not hold."""
-    for _ in range(MAX_TRIES if claim.relations else 0):
+    def edit() -> Claim:
         k = rng.randrange(len(claim.relations))
         old = claim.relations[k]
         relations = list(claim.relations)
         relations[k] = replace(old, predicate=rng.choice([r for r in lexicon.RELATIONS if r != old.predicate]))
-        found = _accept(scene, claim, replace(claim, relations=tuple(relations)))
-        if found:
-            return found
-    return None
+        return replace(claim, relations=tuple(relations))
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES if claim.relations else 0)))
 
 
 def swap_obj(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Swap two related noun phrases in the sentence ("A above B" -> "B above A")."""
-    if not claim.relations:
-        return None
-    for _ in range(MAX_TRIES):
+    def edit() -> Claim:
         r = rng.choice(claim.relations)
-        i, j = r.subject, r.object
         phrases = list(claim.phrases)
-        phrases[i], phrases[j] = phrases[j], phrases[i]
-        found = _accept(scene, claim, replace(claim, phrases=tuple(phrases)))
-        if found:
-            return found
-    return None
+        phrases[r.subject], phrases[r.object] = phrases[r.object], phrases[r.subject]
+        return replace(claim, phrases=tuple(phrases))
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES if claim.relations else 0)))
 
 
 def swap_att(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
@@ -90,15 +84,14 @@ def swap_att(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
         if claim.phrases[i].attribute(kind) and claim.phrases[j].attribute(kind)
         and claim.phrases[i].attribute(kind) != claim.phrases[j].attribute(kind)
     ]
-    rng.shuffle(pairs)
-    for i, j, kind in pairs:
+
+    def swapped(i: int, j: int, kind: str) -> Claim:
         a, b = claim.phrases[i], claim.phrases[j]
         edited = _with_phrase(claim, i, a.with_attribute(kind, b.attribute(kind)))
-        edited = _with_phrase(edited, j, b.with_attribute(kind, a.attribute(kind)))
-        found = _accept(scene, claim, edited)
-        if found:
-            return found
-    return None
+        return _with_phrase(edited, j, b.with_attribute(kind, a.attribute(kind)))
+
+    rng.shuffle(pairs)
+    return _first_false(scene, claim, (swapped(i, j, kind) for i, j, kind in pairs))
 
 
 def _conjoin(template: str, anchor: int, new: int) -> str:
@@ -111,31 +104,27 @@ def _conjoin(template: str, anchor: int, new: int) -> str:
 
 def add_obj(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Add a new, absent object next to one phrase ("A above B" -> "A and C above B")."""
-    for _ in range(MAX_TRIES):
+    def edit() -> Claim:
         shape = rng.choice(lexicon.SHAPES)
         color = weighted_choice(rng, lexicon.color_prior(shape))
         new = NounPhrase(shape=shape, color=color if rng.random() < 0.85 else None)
-        anchor = rng.randrange(len(claim.phrases))
-        k = len(claim.phrases)
-        template = _conjoin(claim.template, anchor, k)
-        edited = replace(claim, phrases=claim.phrases + (new,), template=template)
-        found = _accept(scene, claim, edited)
-        if found:
-            return found
-    return None
+        template = _conjoin(claim.template, rng.randrange(len(claim.phrases)), len(claim.phrases))
+        return replace(claim, phrases=claim.phrases + (new,), template=template)
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES)))
 
 
 def add_att(scene: Scene, claim: Claim, rng: random.Random) -> Claim | None:
     """Give one phrase an attribute it did not state, with a plausible value that is false."""
     slots = [(i, k) for i, p in enumerate(claim.phrases) for k in lexicon.ATTRIBUTE_KINDS if p.attribute(k) is None]
-    for _ in range(MAX_TRIES if slots else 0):
+
+    def edit() -> Claim:
         i, kind = rng.choice(slots)
         phrase = claim.phrases[i]
         value = weighted_choice(rng, lexicon.attribute_prior(kind, phrase.shape))
-        found = _accept(scene, claim, _with_phrase(claim, i, phrase.with_attribute(kind, value)))
-        if found:
-            return found
-    return None
+        return _with_phrase(claim, i, phrase.with_attribute(kind, value))
+
+    return _first_false(scene, claim, (edit() for _ in range(MAX_TRIES if slots else 0)))
 
 
 EDIT_TYPES: dict[str, NegativeGenerator] = {

@@ -1,8 +1,5 @@
-"""What an oracle run reports: the authors' numbers beside this workspace's, decisions compared example by example.
-
-Agreement is exact for decisions (the same examples right and wrong) and, for numbers, at the precision the paper
-prints (``Number.decimals``); a difference is acceptable only with a stated reason (a deviation the recipe or the
-audit lists), else it is a failure of this workspace or of the stand-in.
+"""What an oracle run reports: the authors' numbers beside this workspace's, decisions compared example by example,
+and what agreeing means (docs/audit.md, "The authors' code as the oracle").
 """
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Model construction for the authors' code: the weights this workspace scored, in the form their loader reads.
-
-Where released code would download a checkpoint, it gets the local file of the same row instead, through its own
-loader where it has one: ``clip.load`` (which ARO's and hard positives' ``model_zoo`` call) reads a TorchScript
-archive, so a row's weights are written as one (``as_clip_archive``) and ``clip_load_from`` hands it over.
+"""Model construction for the authors' code: the weights this workspace scored, in the form their loader reads
+(``clip.load``, which ARO's and hard positives' ``model_zoo`` call, gets a TorchScript archive of them:
+``as_clip_archive``, ``clip_load_from``; docs/audit.md, "What may be replaced").
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""What one of the authors' functions returns, or holds in its locals, recorded while their code runs unmodified.
-
-Their scripts print aggregates; the per-example decisions live in a function's return value (SugarCrepe's
-``text_retrieval`` returns 1 or 0 per example, ARO's ``get_retrieval_scores_batched`` the score array) or in its
-locals: ``returns_of`` (a profile hook) records each return of a function, with its caller's and its own locals;
-``locals_at_line`` (a trace hook) a function's locals each time it reaches one line. Neither changes anything.
+"""What one of the authors' functions returns (``returns_of``, a profile hook), or holds in its locals at one line
+(``locals_at_line``, a trace hook), recorded while their code runs unmodified: their scripts print aggregates, the
+per-example decisions live in a return value (SugarCrepe's ``text_retrieval``: 1 or 0 per example; ARO's
+``get_retrieval_scores_batched``: the score array) or in locals.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``python -m common oracle [PAPER...]`` (``make oracle``): each paper's authors' evaluation beside this workspace's.
-
-Reads what the full profile wrote in the workspace it runs in (docs/audit.md). Each paper runs in its own process
-(``--one``) and writes ``build/oracle/<paper>.json``; the parent prints every paper's table and exits 0 only when
-every benchmark of every paper asked for agrees (or differs for a stated reason).
+"""``python -m common oracle [PAPER...]`` (``make oracle``; docs/audit.md): each paper's authors' evaluation, in its
+own process (``--one``), beside what the full profile wrote; exit 0 only when every benchmark asked for agrees.
 """
 from __future__ import annotations
 

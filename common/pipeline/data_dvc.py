@@ -1,8 +1,5 @@
 """``data.dvc``: the fetched inputs the default (mini) profile reads, tracked by DVC, and the team remote
-(docs/data.md).
-
-Commands: ``python -m common data fetch|status|add|track|pull|check``, which the Makefile's ``fetch``, ``status`` and
-``repro`` call.
+(docs/data.md): ``python -m common data fetch|status|add|track|pull|check``, which the Makefile calls.
 """
 from __future__ import annotations
 
@@ -166,7 +163,9 @@ def _commit_to_cache() -> None:
     if done.returncode == 0:
         return
     if any(mark in done.stderr + done.stdout for mark in NO_ROOM):
-        cache = _cache_dir()
+        listed = dvc("cache", "dir")
+        shown = listed.stdout.strip().splitlines()
+        cache = Path(shown[-1]) if listed.returncode == 0 and shown else paths.ROOT / ".dvc" / "cache"
         raise DataDvcError(
             f"DVC's cache {cache}: no room left on its disk ({free_bytes(cache) / 1e6:,.1f} MB free): data/ is "
             f"fetched and verified, but not added to the cache (what `dvc push` sends). Free some space there, or move "
@@ -176,12 +175,6 @@ def _commit_to_cache() -> None:
 
 NO_ROOM = ("[Errno 28]", "No space left on device", "[Errno 122]", "Disk quota exceeded")
 """How DVC reports a full disk (or quota) under its cache: the errno in its ERROR lines."""
-
-
-def _cache_dir() -> Path:
-    done = dvc("cache", "dir")
-    shown = done.stdout.strip().splitlines()
-    return Path(shown[-1]) if done.returncode == 0 and shown else paths.ROOT / ".dvc" / "cache"
 
 
 def add_sources(keys: Sequence[str]) -> list[TrackedInput]:
@@ -275,18 +268,6 @@ def track_full(targets: Sequence[str]) -> list[str]:
 # ----------------------------------------------------------------------------------------------------------------
 # The team remote
 # ----------------------------------------------------------------------------------------------------------------
-def default_remote() -> str | None:
-    """The name of the default DVC remote, or None when none is configured."""
-    done = dvc("remote", "default")
-    name = done.stdout.strip()
-    return name if done.returncode == 0 and name else None
-
-
-def _profile() -> str | None:
-    params = yaml.safe_load((paths.ROOT / "params.yaml").read_text(encoding="utf-8"))
-    return params.get("profile") if isinstance(params, dict) else None
-
-
 def _probe(remote: str) -> tuple[bool, str]:
     """Whether the remote's root exists (DVC itself reports an unreachable remote as "missing" objects, silently)."""
     # deferred: loads dvc only when called
@@ -307,15 +288,18 @@ def _probe(remote: str) -> tuple[bool, str]:
 def pull(papers: Sequence[str]) -> str:
     """Pull data.dvc and the papers' stage outputs from the default remote; one line saying what happened (never a
     failure: an unreachable remote or missing objects leave the stages to ``dvc repro``)."""
-    remote = default_remote()
-    if remote is None:
+    done = dvc("remote", "default")
+    remote = done.stdout.strip() if done.returncode == 0 else ""
+    if not remote:  # none configured
         return "no DVC remote configured: every stage not in the local cache is built here (README: a team remote)"
     reachable, where = _probe(remote)
     if not reachable:
         return f"DVC remote {remote!r} ({where}) unreachable or empty: building locally instead"
     targets = [str(DATA_DVC.relative_to(paths.ROOT)), *(f"papers/{p}" for p in papers)]
-    if FULL_DVC.exists() and _profile() == "full":
-        targets.append(FULL_DVC.relative_to(paths.ROOT).as_posix())
+    if FULL_DVC.exists():
+        params = yaml.safe_load((paths.ROOT / "params.yaml").read_text(encoding="utf-8"))
+        if isinstance(params, dict) and params.get("profile") == "full":
+            targets.append(FULL_DVC.relative_to(paths.ROOT).as_posix())
     status = dvc("status", "--cloud", "--json", "--with-deps", *targets)
     if status.returncode != 0:
         return f"DVC remote {remote!r} unreachable ({_last_error(status)}): building locally instead"

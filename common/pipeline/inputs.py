@@ -1,10 +1,8 @@
-"""``params.yaml full_inputs``: how much of the full profile's inputs a stage reads; a fine-tune's step budget.
-
-What the inputs must be is not a mode here: their checksums are the registry's and their counts each paper's full
-section, so the stand-ins of ``make rehearse`` state theirs in its copy and pass the same checks. What is left is how
-much of them is read: ``cap`` (at most this many examples per benchmark group, or null for all). The audit compares a
-number with the paper's only from all of them (``FullInputs.comparable``); the rehearsal always caps. A stage that
-reads the cap declares it among its DVC params; undeclared, it reads as uncapped.
+"""``params.yaml full_inputs``: how much of the full profile's inputs a stage reads (``cap``); a fine-tune's step
+budget. What the inputs must be is no mode here (checksums are the registry's, counts each paper's full section), so
+the stand-ins of ``make rehearse`` pass the same checks. The audit compares only uncapped numbers with the paper's
+(``FullInputs.comparable``); the rehearsal always caps. A stage that reads the cap declares it among its DVC params;
+undeclared, it reads as uncapped.
 """
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The workspace's DVC parameters (``params.yaml`` at the root): one file, read by every stage, validated once when
-read (``read_params``).
-
-What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``: ``seed``, ``*_images``,
-``lr``), so every paper's section, a new paper's included, is checked without a schema per paper here. A bad value
-is one ``ParamsError`` line naming the file, the key, what the value must be and its line, raised before any stage
-does work.
+"""The workspace's DVC parameters (``params.yaml`` at the root), read by every stage and validated when read
+(``read_params``). What a value must be follows from its key's name, wherever the key sits (``PARAM_RULES``:
+``seed``, ``*_images``, ``lr``), so every paper's section, a new paper's included, is checked without a schema here.
 """
 from __future__ import annotations
 
@@ -331,14 +327,10 @@ def _one_line(exc: BaseException) -> str:
 
 
 def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The parameters a DVC stage declares, and only those (what ``dvc.api.params_show(stages=[stage])`` returns), so
-    a stage cannot read one its ``params:`` does not list and DVC re-runs it whenever one it reads changes. ``stage``:
-    a DVC address (``mini/train@xs-2k``, ``papers/sugarcrepe/dvc.yaml:table6``).
-
-    ``params.yaml`` is validated first (``read_params``; ``checked``: as a caller already validated it), as DVC's own
-    errors for a bad file name neither the line nor the key. Only the stage's own dvc.yaml is parsed, not every
-    pipeline as ``params_show`` does: about 1 s instead of 4 s, paid by every stage.
-    """
+    """The parameters the DVC stage ``stage`` (an address: ``mini/train@xs-2k``) declares, and only those (what
+    ``dvc.api.params_show(stages=[stage])`` returns), so a stage cannot read one its ``params:`` does not list. Only
+    its own dvc.yaml is parsed, not every pipeline as ``params_show`` does: about 1 s instead of 4 s, paid by every
+    stage. ``params.yaml`` is validated first (``checked``: already), as DVC's errors name neither line nor key."""
     # deferred: loads dvc only when called
     from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
@@ -364,14 +356,14 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
         values = files[path]
         for key in dep.params or list(values):
             node, target, parts = values, params, key.split(".")
-            for part in parts[:-1]:
+            for part in parts:
                 if not isinstance(node, dict) or part not in node:
                     raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); "
                                       "add it")
-                node, target = node[part], target.setdefault(part, {})
-            if not isinstance(node, dict) or parts[-1] not in node:
-                raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); add it")
-            target[parts[-1]] = node[parts[-1]]
+                node = node[part]
+            for part in parts[:-1]:
+                target = target.setdefault(part, {})
+            target[parts[-1]] = node
     return params
 
 

@@ -1,13 +1,10 @@
-"""What each DVC stage's code really depends on, derived from its imports, to check ``dvc.yaml`` against (and write:
-``python -m common deps [--write]``, the fence between ``FENCE_BEGIN`` and ``FENCE_END``: docs/layout.md, "Exact
-dependencies").
+"""What each DVC stage's code really depends on (``common.pipeline.import_closure``; of a declared data folder a
+stage may list only the files it uses), checked against ``dvc.yaml`` and written between ``FENCE_BEGIN`` and
+``FENCE_END`` (``python -m common deps [--write]``; docs/layout.md, "Exact dependencies").
 
-A stage's code dependencies are its entry module's import closure and the data files those modules declare
-(``common.pipeline.import_closure``; of a declared folder a stage may list only the files it uses). ``python -m
-common <command>`` resolves to the module of its handler; the dispatcher files (``common/__main__.py``,
-``common/cli.py``) count themselves but not their imports. The resolution is the command line's own parser, handed
-in by ``common.cli`` (``CommandResolver``), so that this module never imports the command line that registers it.
-``--write`` rewrites only the lines of the wrong stages' lists: every other byte of the file stays as it is.
+``python -m common <command>`` resolves to its handler's module through the command line's own parser, handed in by
+``common.cli`` (``CommandResolver``) so that this module never imports the command line; the dispatcher files count
+themselves but not their imports.
 """
 from __future__ import annotations
 

@@ -52,14 +52,12 @@ def http_download(url: str, out: Path, *, total_hint: int | None, progress: bool
 
 @contextlib.contextmanager
 def _progress_bar(total: int | None, label: str, enabled: bool) -> Iterator[Any]:
-    """Yield an ``update(n)`` callable backed by tqdm when available and wanted."""
+    """Yield an ``update(n)`` callable backed by tqdm when wanted."""
     if not enabled:
         yield lambda n: None
         return
-    try:  # deferred: tqdm.auto takes about 50 ms to import, paid only when a bar is drawn (`fetch --help` stays fast)
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        yield lambda n: None
-        return
+    # deferred: tqdm.auto takes about 50 ms to import, paid only when a bar is drawn (`fetch --help` stays fast)
+    from tqdm.auto import tqdm
+
     with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=label, leave=False) as bar:
         yield bar.update

@@ -1,10 +1,6 @@
-"""Selection: one image and K captions, or one caption and K images; which candidates must win is a rule.
-
-A ``DecisionRule`` is data: which candidates are positives, which they must beat, whether all / any / exactly one
-positive must win, and whether a tie wins. The default is the official strict rule of SugarCrepe's and BiVLC's
-code (candidate 0 strictly above every other; a tie is wrong and counted). ``ARGMAX`` is the rule of ARO's and
-CLIP_benchmark's code with the positive listed first (``argmax`` returns the first maximal index, so a tie counts
-as correct): a paper's table is scored the way its own code scored it, with the rule named in the result.
+"""Selection: one image and K captions, or one caption and K images; which candidates must win is a rule
+(``DecisionRule``, data: ``STRICT`` by default, ``ARGMAX``), so that a paper's table is scored the way its own code
+scored it, with the rule named in the result.
 """
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from typing import Callable, Literal, Sequence, TypeVar
 
 import numpy as np
 
-from common.evaluation.engine import Engine
+from common.evaluation.engine import Embeddings, Engine
 from common.files.tasks import DatasetError, ImageToTextItem, TextToImageItem
 
 
@@ -70,8 +66,8 @@ STRICT = DecisionRule("strict")
 """Candidate 0 strictly above every other; ties wrong (SugarCrepe's ``RAIVNLab/sugar-crepe@0047054b main_eval.py:54``
 "return 1 if pos_score.item() > neg_score.item() else 0", BiVLC, hard positives)."""
 ARGMAX = DecisionRule("argmax", ties="correct")
-"""Candidate 0 at least as high as every other (``argmax == 0`` with the positive first: ARO's Order tasks,
-CLIP_benchmark's image-caption selection)."""
+"""Candidate 0 at least as high as every other (``argmax == 0`` with the positive first, ``argmax`` returning the
+first maximal index: ARO's Order tasks, CLIP_benchmark's image-caption selection)."""
 
 
 @dataclass(frozen=True)
@@ -156,37 +152,34 @@ def candidate_scores(candidates: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def rescore(result: SelectionResult, rule: DecisionRule) -> SelectionResult:
     """The same scores decided by another rule (nothing is encoded again)."""
-    out = SelectionResult(result.model, result.fingerprint, result.task, rule.name)
-    out.outcomes = _decided(result.outcomes, lambda o: o.scores,
-                            lambda outcomes, k: np.array([o.scores for o in outcomes], dtype=np.float64).reshape(-1, k),
-                            rule)
-    return out
+    return SelectionResult(result.model, result.fingerprint, result.task, rule.name, _decided(
+        result.outcomes, lambda o: o.scores,
+        lambda outcomes, k: np.array([o.scores for o in outcomes], dtype=np.float64).reshape(-1, k), rule))
+
+
+def _selected(engine: Engine, emb: Embeddings, task: str, items: Sequence[Item], rule: DecisionRule,
+              candidates: Callable[[Item], Sequence], embed_candidates: Callable[[list], np.ndarray],
+              embed_queries: Callable[[list[Item]], np.ndarray]) -> SelectionResult:
+    """Each item's query scored against its K candidates (``emb``: the task's embeddings) and decided by ``rule``."""
+    def scores_of(chunk: list[Item], k: int) -> np.ndarray:
+        stacked = embed_candidates([c for it in chunk for c in candidates(it)]).reshape(len(chunk), k, -1)
+        return emb.round_scores(candidate_scores(stacked, embed_queries(chunk)))
+
+    return SelectionResult(*engine.identity, task, rule.name, _decided(items, candidates, scores_of, rule))
 
 
 def image_to_text(engine: Engine, items: Sequence[ImageToTextItem], rule: DecisionRule = STRICT) -> SelectionResult:
     """Choose among K captions for each image."""
     emb = engine.embed(((it.image, it.origin or it.item_id) for it in items), (c for it in items for c in it.captions))
-    result = SelectionResult(*engine.identity, "image_to_text", rule.name)
-
-    def scores_of(chunk: list[ImageToTextItem], k: int) -> np.ndarray:
-        captions = emb.texts([c for it in chunk for c in it.captions]).reshape(len(chunk), k, -1)
-        return emb.round_scores(candidate_scores(captions, emb.images([it.image for it in chunk])))
-
-    result.outcomes = _decided(items, lambda it: it.captions, scores_of, rule)
-    return result
+    return _selected(engine, emb, "image_to_text", items, rule, lambda it: it.captions, emb.texts,
+                     lambda chunk: emb.images([it.image for it in chunk]))
 
 
 def text_to_image(engine: Engine, items: Sequence[TextToImageItem], rule: DecisionRule = STRICT) -> SelectionResult:
     """Choose among K images for each caption."""
     emb = engine.embed(((p, it.origin or it.item_id) for it in items for p in it.images), (it.caption for it in items))
-    result = SelectionResult(*engine.identity, "text_to_image", rule.name)
-
-    def scores_of(chunk: list[TextToImageItem], k: int) -> np.ndarray:
-        images = emb.images([p for it in chunk for p in it.images]).reshape(len(chunk), k, -1)
-        return emb.round_scores(candidate_scores(images, emb.texts([it.caption for it in chunk])))
-
-    result.outcomes = _decided(items, lambda it: it.images, scores_of, rule)
-    return result
+    return _selected(engine, emb, "text_to_image", items, rule, lambda it: it.images, emb.images,
+                     lambda chunk: emb.texts([it.caption for it in chunk]))
 
 
 def evaluate(engine: Engine, items: Sequence[ImageToTextItem] | Sequence[TextToImageItem],
