@@ -8,8 +8,9 @@ and shuffled retrieval (Tables 3 and 4): one draw per seed of ``aro.seeds``. Ful
 every registered variant (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as ARO's code builds it:
 ``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
 "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path"). BLIP and FLAVA choose among captions by
-``ARO_PAIR_SCORES``. The std over seeds is the sample std (ddof=1); the paper does not say which it used. Outputs:
-README.md's Outputs. Stage ``tables``: ``python -m papers.aro.tables``.
+``ARO_PAIR_SCORES``; retrieval and zero-shot classification use their contrastive embeddings. The std over seeds is
+the sample std (ddof=1); the paper does not say which it used. Outputs: README.md's Outputs. Stage ``tables``:
+``python -m papers.aro.tables``.
 """
 from __future__ import annotations
 
