@@ -157,13 +157,11 @@ def recompute(profile: str, results: Path = RESULTS) -> list[Recomputed]:
         if value is None:
             continue
         seen.add((key, way))
-        if profile == "mini":
-            recs.append(Recomputed(PAPER, table, row, column, math.nan, "fraction", source, "mini", "default",
-                                   note="; ".join(n for n in (MINI_NOTE, notes.get(way, "")) if n)))
-        else:
-            exact = column == "# Samples"
-            recs.append(Recomputed(PAPER, table, row, column, value, "count" if exact else "fraction", source,
-                                   "full", "exact" if exact else "default", note=notes.get(way, "")))
+        mini = profile == "mini"
+        exact = column == "# Samples" and not mini
+        recs.append(Recomputed(PAPER, table, row, column, math.nan if mini else value, "count" if exact else "fraction",
+                               source, "mini" if mini else "full", "exact" if exact else "default",
+                               note="; ".join(n for n in (MINI_NOTE if mini else "", notes.get(way, "")) if n)))
     return recs
 
 

@@ -18,11 +18,9 @@ from papers.aro.images import ImageStore
 
 @dataclass(frozen=True)
 class PairTable:
-    """Rows (a caption, its hard negatives, its image) grouped in units, the things an epoch permutes.
-
-    Rows of unit u are ``unit_offsets[u]:unit_offsets[u+1]``; ``hard_units[u]`` are the units whose images are the
-    nearest to u's (the hard negative images). Every row has at least one negative (captions without are dropped).
-    """
+    """Rows (a caption, its hard negatives, its image) grouped in units, the things an epoch permutes: unit u's rows
+    are ``unit_offsets[u]:unit_offsets[u+1]``, ``hard_units[u]`` the units whose images are the nearest to u's. Every
+    row has at least one negative (captions without are dropped)."""
 
     row_image: np.ndarray
     captions: tuple[str, ...]
@@ -56,16 +54,6 @@ class TokenCache:
         return torch.stack([self._cache[t] for t in texts])
 
 
-@dataclass(frozen=True)
-class Draws:
-    """The random choices of one step's global batch (indices into the table)."""
-
-    rows: np.ndarray
-    negatives: np.ndarray
-    hard_rows: np.ndarray
-    hard_negatives: np.ndarray
-
-
 class FinetuneBatches:
     """NegCLIP's (``hard=True``) or CLIP-FT's batches over one ``PairTable``: the batch of step s is a pure
     function of (seed, s). An epoch is a permutation of the units (``default_rng([seed, 0, epoch])``, the tail that
@@ -83,7 +71,8 @@ class FinetuneBatches:
             raise ValueError(f"batch of {size} is larger than the {self.table.n_units} training units")
         return steps
 
-    def draws(self, seed: int, step: int, size: int) -> Draws:
+    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
+        """(4, size): the global batch's rows, their negatives, hard rows and theirs (indices into the table)."""
         t = self.table
         epoch, j = divmod(step, self.steps_per_epoch(size))
         if self._perm is None or self._perm[0] != (seed, epoch):
@@ -99,19 +88,18 @@ class FinetuneBatches:
         rows = t.unit_offsets[units] + pick(counts[units], u[0])
         hard_units = t.hard_units[units, pick(np.full(size, t.hard_units.shape[1]), u[1])]
         hard_rows = t.unit_offsets[hard_units] + pick(counts[hard_units], u[2])
-        return Draws(rows, pick(n_neg[rows], u[3]), hard_rows, pick(n_neg[hard_rows], u[4]))
+        return np.stack([rows, pick(n_neg[rows], u[3]), hard_rows, pick(n_neg[hard_rows], u[4])])
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        d = self.draws(seed, step, size)
+        r, neg, hr, hard_neg = self.draws(seed, step, size)[:, rows]
         t = self.table
-        r, hr = d.rows[rows], d.hard_rows[rows]
         captions = [t.captions[i] for i in r]
         if not self.hard:
             return {"images": self.images.get(t.row_image[r], (seed, step, 0)).unsqueeze(1),
                     "texts": self.tokens(captions).unsqueeze(1)}
-        negs = [t.negatives[i][k] for i, k in zip(r, d.negatives[rows])]
+        negs = [t.negatives[i][k] for i, k in zip(r, neg)]
         hard_caps = [t.captions[i] for i in hr]
-        hard_negs = [t.negatives[i][k] for i, k in zip(hr, d.hard_negatives[rows])]
+        hard_negs = [t.negatives[i][k] for i, k in zip(hr, hard_neg)]
         images = torch.stack([self.images.get(t.row_image[r], (seed, step, 0)),
                               self.images.get(t.row_image[hr], (seed, step, 1))], dim=1)
         texts = torch.stack([self.tokens(x) for x in (captions, hard_caps, negs, hard_negs)], dim=1)

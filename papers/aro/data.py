@@ -1,20 +1,15 @@
-"""ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.files.tasks`` records.
+"""ARO's benchmarks (Yuksekgonul et al., ICLR 2023) read from the upstream file formats, as ``common.files.tasks``
+records; the mini world writes the same files (``papers.aro.sets_mini``), so one loader reads both profiles
+(``AroSet``).
 
-* VG-Relation / VG-Attribution: a JSON list of ``{image_path, bbox_x, bbox_y, bbox_w, bbox_h, true_caption,
-  false_caption, relation_name | attributes}``, the fields ARO's loader reads. The upstream crops each image to its
-  box before preprocessing (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:57-60``
+* VG-Relation / VG-Attribution (``common.files.visual_genome.read_vg``): the upstream crops each image to its box
+  before preprocessing (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:57-60``
   "image = image.crop((test_case["); the engine only transforms the preprocessed tensor, so the full profile
-  materialises each crop once as a PNG named by image and box (``crop_relpath``) and the loader points at it. The
-  candidates are ``(false, true)`` as upstream
+  materialises each crop once as a PNG (``crop_relpath``). The candidates are ``(false, true)`` as upstream
   (``mertyg/vision-language-models-are-bows@81fdd20d dataset_zoo/aro_datasets.py:65`` "[false_caption, true_caption]"),
-  scored by ``ARO_VG_RULE`` (``argmax == 1``: a tie is wrong).
-* Karpathy test splits in BLIP's JSON (``coco_karpathy_test.json``, ``flickr30k_test.json``: a list of
-  ``{"image": relative path, "caption": [captions]}``): ``KarpathySet``, the retrieval gallery and, image-major,
-  the caption list that COCO-Order / Flickr30k-Order perturb.
-* Zero-shot classification (Table 6's downstream): a small JSON of class names, prompt templates and labelled
-  images (``read_classification``); no upstream format exists for these, so mini and full write this one.
-
-The mini world writes the same files (``papers.aro.sets_mini``), so one loader reads both profiles (``AroSet``).
+  scored by ``ARO_VG_RULE``.
+* Karpathy test splits in BLIP's JSON (``[{"image", "caption": [captions]}]``): ``KarpathySet``.
+* Zero-shot classification: a small JSON (``read_classification``); no upstream format exists for these.
 """
 from __future__ import annotations
 
@@ -26,11 +21,8 @@ from common.evaluation.scoring.selection import DecisionRule
 from common.files.jsonl import read_json
 from common.files.tasks import (
     ClassificationSet, DatasetError, ImageToTextItem, RetrievalSet, raise_problems, resolve_under)
-# The VG-Relation / VG-Attribution reader and cropper live in common/ (the hard-positives SWAP set uses them too);
-# imported under their names here, so ARO's code reads as before.
 from common.files.visual_genome import (
-    VG_ATTRIBUTION, VG_KINDS, VG_RELATION, check_vg_image as _check_vg_image, crop_relpath, is_text as _is_text,
-    read_vg)
+    VG_ATTRIBUTION, VG_KINDS, VG_RELATION, check_vg_image, crop_relpath, is_text, read_vg)
 
 ARO_VG_RULE = DecisionRule("aro-vg", positives=(1,), negatives=(0,))
 """VG-Relation / VG-Attribution as the authors' code scores them: ``argmax([false, true]) == 1``
@@ -56,9 +48,8 @@ def _image_or_problem(image_root: Path, relative: str, origin: str, problems: li
 
 
 def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = None) -> list[ImageToTextItem]:
-    """The test cases of a VG file as items with captions ``(false, true)``; with ``crop_root`` each item's image is
-    the prepared crop (``crop_relpath``), without it the whole image, right only when the box covers it (checked from
-    the image header)."""
+    """A VG file's cases, captions ``(false, true)``, on the prepared crops (``crop_root``) or on whole images (right
+    only when the box covers the image: checked)."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for r in read_vg(path, kind):
@@ -68,7 +59,7 @@ def vg_items(path: Path, kind: str, image_root: Path, crop_root: Path | None = N
         except DatasetError as exc:
             problems.append(str(exc))
             continue
-        problem = _check_vg_image(r, image, crop_root is not None)
+        problem = check_vg_image(r, image, crop_root is not None)
         if problem:
             problems.append(problem)
             continue
@@ -103,7 +94,7 @@ class KarpathySet:
             caps = record.get("caption")
             if isinstance(caps, str):  # BLIP's train files hold one caption per record; test files a list
                 caps = [caps]
-            if not _is_text(record.get("image")) or not (isinstance(caps, list) and caps and all(map(_is_text, caps))):
+            if not is_text(record.get("image")) or not (isinstance(caps, list) and caps and all(map(is_text, caps))):
                 problems.append(f"{origin}: 'image' must be a non-empty string and 'caption' a non-empty list of "
                                 "non-empty strings")
                 continue
@@ -115,7 +106,7 @@ class KarpathySet:
         return cls(name, tuple(images), tuple(captions), str(annotations))
 
     def flat_captions(self) -> list[str]:
-        """Every caption, image-major (image 0's captions, then image 1's, ...): the order of upstream's Order cases."""
+        """Every caption, image-major: the order of upstream's Order cases."""
         return [c for caps in self.captions for c in caps]
 
     def caption_image(self) -> tuple[int, ...]:
@@ -123,8 +114,7 @@ class KarpathySet:
         return tuple(i for i, caps in enumerate(self.captions) for _ in caps)
 
     def retrieval_set(self, name: str | None = None, captions: Sequence[str] | None = None) -> RetrievalSet:
-        """The gallery for retrieval; ``captions`` (image-major, as ``flat_captions``) replaces the texts, e.g. with
-        shuffled ones."""
+        """The retrieval gallery; ``captions`` (image-major) replaces the texts, e.g. with shuffled ones."""
         flat = self.flat_captions()
         if captions is not None and len(captions) != len(flat):
             raise DatasetError(f"{self.origin or self.name}: {len(captions)} replacement captions for {len(flat)}")
@@ -137,14 +127,13 @@ class KarpathySet:
 
 
 def read_classification(name: str, path: Path, image_root: Path) -> ClassificationSet:
-    """``{"classes": [names], "templates": ["a photo of a {}.", ...], "images": [{"image", "label"}]}``; an optional
-    ``"prompts"`` (per class, its prompts) overrides the templates where a plain ``format`` cannot write them (the
-    article of "an orange star")."""
+    """``{"classes", "templates", "images": [{"image", "label"}]}``; an optional ``"prompts"`` (per class) overrides
+    the templates where a plain ``format`` cannot write them (the article of "an orange star")."""
     data = read_json(path, expect=dict, remedy=REMEDY)
     classes, templates, records = data.get("classes"), data.get("templates"), data.get("images")
-    if not (isinstance(classes, list) and classes and all(map(_is_text, classes))):
+    if not (isinstance(classes, list) and classes and all(map(is_text, classes))):
         raise DatasetError(f"{path}: 'classes' must be a non-empty list of class names")
-    if not (isinstance(templates, list) and templates and all(_is_text(t) and "{}" in t for t in templates)):
+    if not (isinstance(templates, list) and templates and all(is_text(t) and "{}" in t for t in templates)):
         raise DatasetError(f"{path}: 'templates' must be a non-empty list of strings with a '{{}}' slot")
     if not (isinstance(records, list) and records):
         raise DatasetError(f"{path}: 'images' must be a non-empty list of {{'image', 'label'}} records")
@@ -154,7 +143,7 @@ def read_classification(name: str, path: Path, image_root: Path) -> Classificati
     for index, record in enumerate(records):
         origin = f"{path}:images[{index}]"
         label = record.get("label") if isinstance(record, dict) else None
-        if not (isinstance(record, dict) and _is_text(record.get("image")) and isinstance(label, int)
+        if not (isinstance(record, dict) and is_text(record.get("image")) and isinstance(label, int)
                 and not isinstance(label, bool) and 0 <= label < len(classes)):
             problems.append(f"{origin}: needs 'image' (a string) and 'label' (an int in 0..{len(classes) - 1})")
             continue
@@ -167,7 +156,7 @@ def read_classification(name: str, path: Path, image_root: Path) -> Classificati
     if prompts is None:
         return ClassificationSet.from_templates(name, images, labels, classes, templates)
     if not (isinstance(prompts, list) and len(prompts) == len(classes)
-            and all(isinstance(p, list) and p and all(map(_is_text, p)) for p in prompts)):
+            and all(isinstance(p, list) and p and all(map(is_text, p)) for p in prompts)):
         raise DatasetError(f"{path}: 'prompts' must hold, for each of the {len(classes)} classes, a non-empty list "
                            "of prompts")
     return ClassificationSet(name, tuple(images), tuple(labels), tuple(classes), tuple(map(tuple, prompts)))
@@ -175,11 +164,10 @@ def read_classification(name: str, path: Path, image_root: Path) -> Classificati
 
 @dataclass(frozen=True)
 class AroSet:
-    """A prepared ARO set (mini or full): the files of each benchmark, from ``manifest.json``: ``vg_relation`` and
-    ``vg_attribution`` as ``{annotations, image_root, crop_root | null}``, ``retrieval`` (``coco``, ``flickr30k``) as
-    ``{annotations, image_root}``, ``classification`` (per set) as ``{file, image_root}``; paths relative to the
-    manifest's folder, or absolute. Every benchmark key is optional (asking for a missing one raises); the others
-    (profile, counts, config) are context."""
+    """A prepared ARO set (mini or full) from ``manifest.json``: ``vg_relation`` and ``vg_attribution`` as
+    ``{annotations, image_root, crop_root | null}``, ``retrieval`` (per split) as ``{annotations, image_root}``,
+    ``classification`` (per set) as ``{file, image_root}``; paths relative to the manifest's folder, or absolute. Each
+    benchmark is optional (asking for a missing one raises); other keys are context."""
 
     path: Path
     info: dict
@@ -211,7 +199,7 @@ class AroSet:
         return aro
 
     def _path(self, value: object, where: str) -> Path:
-        if not _is_text(value):
+        if not is_text(value):
             raise DatasetError(f"{self.path}: {where} must be a path (a non-empty string)")
         p = Path(value)  # type: ignore[arg-type]
         return p if p.is_absolute() else self.path.parent / p
@@ -235,11 +223,11 @@ class AroSet:
                         None if crop is None else self._path(crop, f"{kind}.crop_root"))
 
     def vg_relation_items(self) -> list[ImageToTextItem]:
-        """VG-Relation: captions (false, true), group = relation name; score with ``ARO_VG_RULE``."""
+        """VG-Relation: group = relation name."""
         return self._vg_items(VG_RELATION)
 
     def vg_attribution_items(self) -> list[ImageToTextItem]:
-        """VG-Attribution: captions (false, true), group = ``"attr1_attr2"``; score with ``ARO_VG_RULE``."""
+        """VG-Attribution: group = ``"attr1_attr2"``."""
         return self._vg_items(VG_ATTRIBUTION)
 
     def retrieval_sets(self) -> dict[str, KarpathySet]:

@@ -1,9 +1,8 @@
 """The mini profile's COCO-train analog for NegCLIP / CLIP-FT: rendered scenes, 5 captions each, hard negatives.
 
-Both splits are rendered from the mini world, each from its own random stream (``common.miniworld.build.stream``:
-"aro-finetune-train", "aro-finetune-val"), so they share no scene with each other, with the mini family's pretraining
-set or with any test set; no scene holds a held-out (colour, shape) pair. A caption without negatives is dropped from
-fine-tuning (the paper, Appendix C.1): ``negatives.json`` keeps an empty list for it.
+Each split is rendered from its own random stream, so they share no scene with each other, with the mini family's
+pretraining set or with any test set; no scene holds a held-out (colour, shape) pair. A caption without negatives is
+dropped from fine-tuning (the paper, Appendix C.1): ``negatives.json`` keeps an empty list for it.
 
 Layout (the mini world's training layout, ``common/miniworld/build.py``)::
 
@@ -13,8 +12,7 @@ Layout (the mini world's training layout, ``common/miniworld/build.py``)::
     <out>/val/images.npy, <out>/val/captions.json
     <out>/manifest.json
 
-Stage ``mini-finetune-set``: ``python -m papers.aro.finetune_sets_mini --out build/mini/aro/finetune``. Read back by
-``papers.aro.finetune_rows_mini``.
+Stage ``mini-finetune-set``; read back by ``papers.aro.finetune_rows_mini``.
 """
 from __future__ import annotations
 
@@ -85,8 +83,7 @@ def negatives_for(captions: list[list[str]], seed: int, generate: NegativesFn) -
 
 
 def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: NegativesFn | None = None) -> dict:
-    """Render both splits and the training negatives into ``out_dir``; returns the manifest. The folder is one
-    output group (``common.files.io.output_group``): it replaces the previous set whole, or, interrupted, leaves it."""
+    """Render both splits and the training negatives into ``out_dir`` (one output group); returns the manifest."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
         target = staging / out_dir.name

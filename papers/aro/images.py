@@ -41,8 +41,7 @@ class ArrayImages:
 
 @torch.no_grad()
 def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCODE_BATCH) -> torch.Tensor:
-    """L2-normalised image embeddings (N, D) on the CPU, in batches, normalised by the model's own mean/std
-    (open_clip's preprocess config), so encoding here matches its evaluation."""
+    """L2-normalised image embeddings (N, D) on the CPU, the pixels normalised as open_clip's evaluation does."""
     # deferred: loads open_clip only when called
     import open_clip
 

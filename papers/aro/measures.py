@@ -1,11 +1,7 @@
 """ARO's numbers as per-example outcomes (``common.card.core.Measure``), as ``tables.py`` computes them: what the
-report card scores and what ``tables.py``'s paired comparisons resample.
-
-* VG: the captions (false, true), ``argmax == 1`` (a tie is wrong: ``data.ARO_VG_RULE``); the relations and attribute
-  pairs each rule keeps are ``vg_rules``' (VG-Relation: ``TABLE2_RULE``, the rule Table 2 and Table 6 apply), the
-  macro number resampled within each kept group.
-* Order: the caption against its four word-order perturbations, ``argmax == 0`` (a tie is correct), one draw per seed
-  of ``aro.seeds``; the number is the mean over seeds (each seed's cases pooled, as every seed has the same count).
+report card scores and what ``tables.py``'s paired comparisons resample. VG: the macro number over the groups
+``vg_rules`` keeps (VG-Relation: ``TABLE2_RULE``), resampled within each kept group; Order: one draw per seed of
+``aro.seeds``, the number the mean over seeds (each seed's cases pooled, as every seed has the same count).
 """
 from __future__ import annotations
 

@@ -93,10 +93,8 @@ def tsv_table(path: Path, images_dir: Path, image_size: int, crop_scale: tuple[f
 
 def val_from_tsv(path: Path, images_dir: Path, image_size: int, tokens: TokenCache, cap: int | None = None
                  ) -> RetrievalValidator:
-    """Validation retrieval on NegCLIP's ``valid_neg_clip.tsv`` (COCO val captions grouped by image).
-
-    ``cap`` (``params.yaml full_inputs.cap``): every row is still read and every image must be there,
-    but only the first ``cap`` images (with all their captions) are validated on."""
+    """Validation retrieval on NegCLIP's ``valid_neg_clip.tsv`` (captions grouped by image); ``cap``
+    (``full_inputs.cap``): every image must be there, but only the first ``cap`` are validated on."""
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of images or None, got {cap}")
     _, rows = read_negclip_tsv(path)

@@ -1,23 +1,15 @@
 """NegCLIP's generator against its released negatives, and the Order perturbations, on real COCO captions.
 
 Input: NegCLIP's released validation file (``aro/negclip/valid_neg_clip.tsv``, the release's
-``mertyg/vision-language-models-are-bows@81fdd20d temp_data/valid_neg_clip.tsv``: unnamed index, ``title``,
-``filepath``, ``neg_caption`` (a Python list literal), ``neg_image``; 4,839 COCO val2014 captions with 1-5 negatives).
-The generator that made it is not in the release (see ``papers.aro.negatives``): what it did is read off this file.
-
-1. ``papers.aro.negatives`` runs on every title. Each released negative gets a kind inferred from the words alone
-   (``infer_kind``: which words moved and what en_core_web_sm says they are), and counts as
-   - *generated* when the generator's own draw for that caption (seed ``NEGATIVES_SEED``) contains it;
-   - *reachable* when some swap the generator may draw (any pair, any kind) gives it: the released generator drew
-     one random pair per kind, so a draw matches only by chance where a kind has several pairs; reachability says
-     whether the two generators can produce the same negative at all.
-   Strings are compared as lowercase alphanumeric words (``words``): the released phrase swaps keep the caption's
-   spacing and case-fold it, its token swaps are space-joined tokens; punctuation is not what is compared.
-2. The 4 Order perturbations (``papers.aro.order.order_cases``) for every seed of ``aro.seeds``: the perturbed set
-   that SugarCrepe's blind-attack issue reads as real-text ARO negatives (options normalised as COCO-Order's are).
-
-Outputs: README.md's Outputs. Stage ``real-text`` of ``papers/aro/dvc.yaml`` (profile-independent):
-``python -m papers.aro.real_text``.
+``mertyg/vision-language-models-are-bows@81fdd20d temp_data/valid_neg_clip.tsv``: 4,839 COCO val2014 captions with 1-5
+negatives); the generator that made it is not in the release (``papers.aro.negatives``). Each released negative gets a
+kind inferred from the words that moved (``infer_kind``) and counts as *generated* when the generator's own draw for
+that caption (seed ``NEGATIVES_SEED``) contains it, *reachable* when some swap the generator may draw (any pair, any
+kind) gives it: the released generator drew one random pair per kind, so a draw matches only by chance where a kind
+has several pairs. Strings are compared as lowercase alphanumeric words (``words``): the released phrase swaps keep
+the caption's spacing, its token swaps are space-joined tokens. The 4 Order perturbations of every caption for every
+seed of ``aro.seeds`` (``papers.aro.order.order_cases``) are the real-text ARO negatives SugarCrepe's blind attacks
+read. Outputs: README.md's Outputs. Stage ``real-text``: ``python -m papers.aro.real_text``.
 """
 from __future__ import annotations
 
@@ -70,8 +62,7 @@ class WordView:
 
     @classmethod
     def of(cls, caption: str, parsed: ParsedCaption) -> "WordView":
-        """``words(caption)``, each labelled by the spaCy token its first character falls in (spaCy may split a
-        word the regex keeps whole, e.g. "thats")."""
+        """``words(caption)``, each labelled by the spaCy token its first character falls in."""
         ws, tags, pos = [], [], []
         token = 0
         for match in _WORD.finditer(caption.lower()):
@@ -98,13 +89,8 @@ def _two_span_swap(a: Sequence[str], b: Sequence[str]) -> tuple[range, range] | 
 
 
 def infer_kind(original: WordView, negative: str) -> str:
-    """The swap kind that turns ``original`` into ``negative``, judged from which words moved.
-
-    Two single words swapped: their shared Penn tag (NN, NNS) or POS (ADJ, ADV), ``verb_phrase`` for two verbs, else
-    ``token_other``. Two longer spans (only phrase swaps move several words; the shared words at their ends are
-    trimmed, so a span may have lost its noun): ``verb_phrase`` when both hold a verb and no noun, else
-    ``noun_chunk``. ``unchanged``: the same words (upstream compared case- and spacing-sensitively).
-    """
+    """The swap kind that turns ``original`` into ``negative``, judged from which words moved: only phrase swaps move
+    several words (trimmed of the words they share at their ends, so a span may have lost its noun)."""
     a, b = original.words, words(negative)
     if a == b:
         return "unchanged"
@@ -198,7 +184,7 @@ def order_rows(rows: Sequence[ReleasedRow], seeds: Sequence[int]) -> tuple[list[
 
 
 def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
-    """Compare, perturb, write the group; the summary (also ``summary.json``)."""
+    """Compare, perturb, write the group; returns the summary."""
     released = read_released(tsv)
     matches, drawn = compare(released)
     table = comparison_rows(matches)

@@ -1,20 +1,14 @@
 """The full profile's ARO: the released files fetched (or verified) and prepared into one ``manifest.json``.
 
-* VG-Relation / VG-Attribution: the two JSON files and the GQA image subset (``papers/aro/sources.toml``, manual:
-  Google Drive). Each (image, box) is cropped once, as upstream crops before preprocessing, to a PNG under
-  ``<out>/crops`` (``common.files.visual_genome.crop_relpath``); crops already there are kept.
-* COCO Karpathy test (BLIP's ``coco_karpathy_test.json`` + COCO val2014) and Flickr30k Karpathy test
-  (``flickr30k_test.json`` + the Flickr30k images, manual: see ``python -m common sources --group flickr30k``).
-* CIFAR-10 / CIFAR-100 test sets (zero-shot classification, Table 6) from the authors' *binary* tarballs (the python
-  tarballs are pickles, which this workspace never loads), checked against the md5 their registry entries state and
-  written as PNG files with CLIP's CIFAR prompt templates: the images, labels and class order of the python release
-  that torchvision (and so ARO's code) reads.
+VG-Relation / VG-Attribution with the GQA image subset (``papers/aro/sources.toml``), each (image, box) cropped once,
+as upstream crops before preprocessing, to a PNG under ``<out>/crops``; the COCO and Flickr30k Karpathy test splits
+(BLIP's JSON); the CIFAR-10/100 test sets (Table 6's zero-shot) from the *binary* tarballs (the python ones are
+pickles, which this workspace never loads), as PNG files with CLIP's CIFAR prompt templates: the images, labels and
+class order of the python release that torchvision (and so ARO's code) reads.
 
 Interrupted, a rerun leaves the previous set or the new one, never a mix: ``manifest.json``, written last, is the
-commit; the files it names are never overwritten (each CIFAR index is named by its content's sha256) and the indexes
-no manifest names any more are removed after it.
-
-Stage ``full-set`` of ``papers/aro/dvc.yaml``; ``--parts`` leaves some out (Flickr30k while its images are not at hand).
+commit; the files it names are never overwritten (each CIFAR index is named by its content's sha256). Stage
+``full-set``; ``--parts`` leaves some out (Flickr30k while its images are not at hand).
 """
 from __future__ import annotations
 
@@ -103,8 +97,7 @@ def read_cifar_binary(tarball: Path, release: CifarRelease) -> tuple[list[str], 
 
 
 def prepare_cifar(name: str, out_dir: Path) -> dict:
-    """The CIFAR test set as PNG files plus the classification JSON that ``read_classification`` reads; the tarball
-    checked against the md5 its registry entry states."""
+    """The CIFAR test set as PNG files plus the JSON that ``read_classification`` reads; the tarball's md5 checked."""
     release = CIFAR[name]
     tarball = fetch(release.key, progress=False)
     check_md5(release.key, tarball)

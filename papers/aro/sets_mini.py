@@ -1,21 +1,19 @@
 """The mini profile's ARO: the four benchmarks' analogs rendered from the mini world, in the upstream file formats.
 
-* VG-Relation analog: a scene with two or more objects, "X is R Y" (``claim_from_objects``, template
-  ``"{n0} is {r0} {n1}"``) against the same sentence with the two noun phrases swapped, which the scene makes
-  false (``satisfies``); ``relation_name`` is the relation's canonical surface ("to the left of"), balanced over
-  the world's four relations. The image is the whole scene, so its box is the full image.
-* VG-Attribution analog: two objects of different colours and shapes, "a A1 X and a A2 Y" against
-  "a A2 X and a A1 Y" (pattern ``pair``, colour only), false by ``satisfies``; ``attributes = [A1, A2]``, the
-  object order chosen so the colour pair reads alphabetically: 28 unordered colour pairs, balanced, so each keeps
+* VG-Relation analog: "X is R Y" (``claim_from_objects``, template ``"{n0} is {r0} {n1}"``) on a scene of two or more
+  objects, against the same sentence with the two noun phrases swapped, which the scene makes false (``satisfies``);
+  ``relation_name`` is the relation's canonical surface ("to the left of"), balanced over the world's four relations;
+  the box is the whole image.
+* VG-Attribution analog: "a A1 X and a A2 Y" against "a A2 X and a A1 Y" (two objects of different colours and
+  shapes), false by ``satisfies``; ``attributes = [A1, A2]`` in alphabetical order: 28 colour pairs, balanced, each
   well over the 25 cases ARO's filter needs.
 * COCO Karpathy test analog (retrieval and Order): ``test_images`` scenes with ``captions_per_image`` distinct true
-  captions (``sample_claim``), in BLIP's JSON.
-* Zero-shot classification: the world's shared builder (``common.miniworld.classification``): one-object scenes,
-  balanced over colour x shape; two label sets over the same images, ``shapes`` (7 classes: the CIFAR-10 analog)
-  and ``colored-shapes`` (56: the CIFAR-100 analog).
+  captions, in BLIP's JSON.
+* Zero-shot classification (``common.miniworld.classification``): one-object scenes, balanced over colour x shape,
+  labelled ``shapes`` (7 classes: the CIFAR-10 analog) and ``colored-shapes`` (56: the CIFAR-100 analog).
 
-Each part draws from its own stream (``stream(seed, "test-aro-<part>")``), independent of the training scenes and
-of SugarCrepe's test set. Stage ``mini-set`` of ``papers/aro/dvc.yaml``.
+Each part draws from its own stream, independent of the training scenes and of SugarCrepe's test set. Stage
+``mini-set`` of ``papers/aro/dvc.yaml``.
 """
 from __future__ import annotations
 
@@ -55,12 +53,6 @@ class MiniAroConfig:
     seed: int = 0
 
 
-def _quota(total: int, keys: Sequence[str]) -> dict[str, int]:
-    """``total`` split over ``keys`` as evenly as possible (the first ones get the remainder)."""
-    base, extra = divmod(total, len(keys))
-    return {k: base + (i < extra) for i, k in enumerate(keys)}
-
-
 def build_vg(config: MiniAroConfig, writer: PngSceneWriter, kind: str) -> list[dict]:
     """VG-Relation's cases (``kind`` "relation": quotas over the world's relations) or VG-Attribution's
     ("attribution": over the colour pairs), each kind from its own stream."""
@@ -68,7 +60,9 @@ def build_vg(config: MiniAroConfig, writer: PngSceneWriter, kind: str) -> list[d
     rng = stream(config.seed, f"test-aro-vg-{kind}")
     colors = sorted(lexicon.COLORS)
     n_cases = config.vg_relation_cases if relation else config.vg_attribution_cases
-    left = _quota(n_cases, lexicon.RELATIONS if relation else [f"{a}_{b}" for a in colors for b in colors if a < b])
+    groups = lexicon.RELATIONS if relation else [f"{a}_{b}" for a in colors for b in colors if a < b]
+    base, extra = divmod(n_cases, len(groups))
+    left = {g: base + (i < extra) for i, g in enumerate(groups)}  # even quotas, the first groups get the remainder
     records: list[dict] = []
     while len(records) < n_cases:
         scene = sample_scene(rng, n_objects=rng.choice((2, 2, 3)))

@@ -1,12 +1,10 @@
-"""ARO's fine-tunes (Section 5 and Appendix C) as an lr sweep: one ``FinetuneJob`` per (method, learning rate), every
-job trained by ``run_job``, the best by validation retrieval kept, as the paper picks its learning rate; and the
-``run`` command that launches it. NegCLIP's loss is ``HardNegativeClipLoss``, CLIP-FT's ``ClipLoss`` over the same
-captions in the same order (one batch source, ``papers.aro.batches``).
+"""ARO's fine-tunes (Section 5 and Appendix C) as an lr sweep: one ``FinetuneJob`` per (method, learning rate), the
+best by validation retrieval kept, as the paper picks its learning rate. NegCLIP's loss is ``HardNegativeClipLoss``,
+CLIP-FT's ``ClipLoss`` over the same captions in the same order (one batch source, ``papers.aro.batches``).
 
-A sweep is several runs in one process, so it has its own launcher (``launch_sweep``; ``common.training.launch``
-trains one job). Each finished run waits under ``<cache root>/training/<sweep name>/<digest>/`` (outside the stage's
-outputs, which DVC deletes before a rerun) until the chosen one is copied out, so a killed sweep resumes at the lr it
-was training.
+A sweep is several runs in one process, so it has its own launcher (``launch_sweep``). Each finished run waits under
+``<cache root>/training/<sweep name>/<digest>/`` (outside the stage's outputs, which DVC deletes before a rerun) until
+the chosen one is copied out, so a killed sweep resumes at the lr it was training.
 """
 from __future__ import annotations
 
@@ -78,9 +76,8 @@ def sweep_dir(sweep: Sweep, world_size: int = 1) -> Path:
 
 def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None = None,
               progress: bool = True) -> dict:
-    """Train every job of ``sweep`` (reusing those finished earlier); keep the best by validation retrieval in
-    ``out_path``, its sidecar extended by the sweep. Returns that record plus ``seconds_per_lr`` (wall time, left out
-    of the sidecar: DVC hashes it)."""
+    """Train every job of ``sweep`` (reusing those finished earlier), keep the best in ``out_path``; returns its sidecar
+    plus ``seconds_per_lr`` (wall time, left out of the sidecar: DVC hashes it)."""
     world = world or DistributedContext.local("cpu")
     method = sweep.method
     folder = sweep_dir(sweep, world.world_size)

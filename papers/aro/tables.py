@@ -1,22 +1,16 @@
 """ARO's experiments, scored: Fig. 1 and Tables 2-6 of the paper for every model of ``aro.models.<profile>``.
 
-* VG-Relation (Table 2) and VG-Attribution: scored as the authors' code scores them (``data.ARO_VG_RULE``: a tie is
-  wrong), macro-averaged by every rule of ``vg_rules``; Table 6's VG-Relation is Table 2's (``vg_rules.TABLE2_RULE``:
-  the paper's stated 25-case threshold does not reproduce Table 2);
-* COCO-Order / Flickr30k-Order (Table 5, ``argmax == 0``: a tie is correct) and shuffled retrieval (Tables 3 and 4),
-  one draw per seed of ``aro.seeds``;
-* precision and activation as the authors' evaluator ran each model (full profile): a model of
-  ``aro.full.authors_precision`` (OpenAI's CLIP, loaded by ``clip.load`` on CUDA: fp16 weights and scores) is scored
-  at that precision, the column the audit compares, and at ``engine.precision`` beside it (label ``<label> [fp32]``);
-  every registered variant of a listed model (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as
-  ARO's code builds it: ``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
-  "open_clip.create_model_and_transforms('ViT-B-32', pretrained=path") is scored after it;
-* BLIP and FLAVA choose among captions by the scores ARO's wrappers rank with (``ARO_PAIR_SCORES``); retrieval and
-  zero-shot classification use their contrastive embeddings;
-* ``comparisons.json``: NegCLIP minus CLIP-FT (``COMPARED``) per task, in points, with a 95% paired-bootstrap interval.
-
-Fractions as the paper prints them (0.59, not 59). The std over seeds is the sample std (ddof=1); the paper does not
-say which it used. What each file holds: README.md's Outputs. Stage ``tables``: ``python -m papers.aro.tables``.
+VG-Relation (Table 2) and VG-Attribution are scored as the authors' code scores them (``data.ARO_VG_RULE``: a tie is
+wrong), macro-averaged by every rule of ``vg_rules``; Table 6's VG-Relation is Table 2's (``vg_rules.TABLE2_RULE``:
+the paper's stated 25-case threshold does not reproduce Table 2). Order (Table 5, ``argmax == 0``: a tie is correct)
+and shuffled retrieval (Tables 3 and 4): one draw per seed of ``aro.seeds``. Full profile: a model of
+``aro.full.authors_precision`` is scored at that precision and at ``engine.precision`` beside it (``Scoring``), then
+every registered variant (``common.zoo.with_variants``: NegCLIP built as 'ViT-B-32', GELU, as ARO's code builds it:
+``mertyg/vision-language-models-are-bows@81fdd20d model_zoo/__init__.py:71``
+"open_clip.create_model_and_transforms('ViT-B-32', pretrained=path"). BLIP and FLAVA choose among captions by
+``ARO_PAIR_SCORES``; retrieval and zero-shot classification use their contrastive embeddings. The std over seeds is
+the sample std (ddof=1); the paper does not say which it used. Outputs: README.md's Outputs. Stage ``tables``:
+``python -m papers.aro.tables``.
 """
 from __future__ import annotations
 
@@ -99,8 +93,7 @@ class ModelScores:
 
 @dataclass(frozen=True)
 class Scoring:
-    """One way a model is scored: at the authors' precision (the column the audit compares) or, ``reference``, at
-    the engine's precision beside it."""
+    """A model at the authors' precision (the column the audit compares) or, ``reference``, at the engine's."""
 
     name: str
     precision: str
@@ -115,8 +108,7 @@ class Scoring:
 
 
 def scorings(models: Sequence[str], authors_precision: dict[str, str], engine_precision: str) -> list[Scoring]:
-    """Each model (and, right after it, its registered variants) at the authors' precision, then at the engine's
-    precision where the two differ."""
+    """Each model and its variants at the authors' precision, then at the engine's where the two differ."""
     out = []
     for name in with_variants(list(models)):
         precision = authors_precision.get(name, engine_precision)
@@ -134,8 +126,7 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class TextVariants:
-    """A retrieval set's Order cases and shuffled caption lists for every seed: computed once (spaCy tags each
-    distinct caption once), shared by every model."""
+    """A retrieval set's Order cases and shuffled captions per seed: tagged once, shared by every model."""
 
     order: dict[int, list[ImageToTextItem]]
     shuffled: dict[int, dict[str, list[str]]]
@@ -255,7 +246,7 @@ def vg_summaries(result: SelectionResult, kind: str) -> dict[str, vg_rules.Macro
     groups = result.by_group()
     if kind == "relation":
         return vg_rules.relation_rules(groups)
-    return {vg_rules.ATTRIBUTION_RULE.name: vg_rules.attribution_macro(groups)}
+    return {vg_rules.ATTRIBUTION_RULE.name: vg_rules.macro(groups, vg_rules.ATTRIBUTION_RULE)}
 
 
 def vg_table(scores: Sequence[ModelScores], kind: str) -> tuple[list[dict], list[str]]:
@@ -274,12 +265,11 @@ def vg_table(scores: Sequence[ModelScores], kind: str) -> tuple[list[dict], list
         row.update({label: fraction(r.by_group()[group].accuracy) for label, r in results.items()})
         rows.append(row)
     for rule in rule_names:
-        parts = {"all": lambda m: m.accuracy, **{k: (lambda m, k=k: m.by_kind[k])
-                                                 for k in first_summary[rule].by_kind}}
-        for part, value in parts.items():
+        for part in ("all", *first_summary[rule].by_kind):
             row = {"group": f"Accuracy ({rule} rule{'' if part == 'all' else ', ' + part})",
                    "n": first_summary[rule].n_cases if part == "all" else "", "kind": "macro"}
-            row.update({label: fraction(value(s[rule])) for label, s in summaries.items()})
+            row.update({label: fraction(s[rule].accuracy if part == "all" else s[rule].by_kind[part])
+                        for label, s in summaries.items()})
             rows.append(row)
     return rows, ["group", "n", "kind", *(f"kept_{rule}" for rule in rule_names), *results]
 
@@ -318,8 +308,8 @@ def table6(scores: Sequence[ModelScores]) -> tuple[list[dict], dict[str, dict[st
     """Table 6's rows (task, then one column per model) and each model's metrics."""
     per_model: dict[str, dict[str, float]] = {}
     for s in scores:
-        m = {"VG-Relation": vg_rules.relation_macro(s.vg_relation.by_group(), vg_rules.TABLE2_RULE).accuracy,
-             "VG-Attribution": vg_rules.attribution_macro(s.vg_attribution.by_group()).accuracy}
+        m = {"VG-Relation": vg_rules.macro(s.vg_relation.by_group(), vg_rules.TABLE2_RULE).accuracy,
+             "VG-Attribution": vg_rules.macro(s.vg_attribution.by_group(), vg_rules.ATTRIBUTION_RULE).accuracy}
         for set_name, accs in s.order.items():
             m[ORDER_LABELS.get(set_name, set_name).replace("-Order", "-PRC")] = mean_std(accs)[0]
         for set_name, acc in s.classification.items():
@@ -422,17 +412,14 @@ def retrieval_figure(text_rows: list[dict], image_rows: list[dict], out_png: Pat
 def write_tables(scores: Sequence[ModelScores], seeds: Sequence[int], profile: str, out: Path) -> dict[str, Path]:
     """Tables 2-6 (CSV), the per-model metrics (DVC metrics) and the two figures, into ``out``."""
     labels = {s.key: s.label for s in scores}
-    paths: dict[str, Path] = {}
-    for kind, stem in (("relation", "table2_vg_relation"), ("attribution", "vg_attribution")):
-        rows, fields = vg_table(scores, kind)
-        paths[stem] = write_csv_atomic(out / f"{stem}.csv", rows, fields)
-    seed_fields = ["dataset", "model", "accuracy", "std", *(f"seed{k}" for k in seeds)]
-    paths["table5_order"] = write_csv_atomic(out / "table5_order.csv", order_table(scores, seeds), seed_fields)
     text_rows, image_rows = shuffle_table(scores, "text_shuffle"), shuffle_table(scores, "image_shuffle")
-    paths["table3_text_shuffle"] = write_csv_atomic(out / "table3_text_shuffle.csv", text_rows, SHUFFLE_FIELDS)
-    paths["table4_image_shuffle"] = write_csv_atomic(out / "table4_image_shuffle.csv", image_rows, SHUFFLE_FIELDS)
     rows6, per_model = table6(scores)
-    paths["table6"] = write_csv_atomic(out / "table6.csv", rows6, ["task", *labels.values()])
+    tables = {"table2_vg_relation": vg_table(scores, "relation"), "vg_attribution": vg_table(scores, "attribution"),
+              "table5_order": (order_table(scores, seeds), ["dataset", "model", "accuracy", "std",
+                                                            *(f"seed{k}" for k in seeds)]),
+              "table3_text_shuffle": (text_rows, SHUFFLE_FIELDS), "table4_image_shuffle": (image_rows, SHUFFLE_FIELDS),
+              "table6": (rows6, ["task", *labels.values()])}
+    paths = {stem: write_csv_atomic(out / f"{stem}.csv", rows, fields) for stem, (rows, fields) in tables.items()}
     for name, m in per_model.items():
         write_json_atomic(out / "metrics" / metrics_filename(name), {k: round(v, 4) for k, v in m.items()})
     paths["metrics"] = out / "metrics"
@@ -455,8 +442,7 @@ AUTHORS_PRECISION_WHY = {
 
 
 def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> dict[str, dict]:
-    """Per column label, how it was scored and its exact ties per task: what the audit reads to name each
-    recomputation."""
+    """Per column label, how it was scored and its exact ties: what the audit names each recomputation by."""
     by_key = {s.key: s for s in plan}
     out = {}
     for s in scores:
@@ -469,11 +455,10 @@ def scoring_context(scores: Sequence[ModelScores], plan: Sequence[Scoring]) -> d
 
 
 def training_context(models: Sequence[str]) -> dict[str, dict]:
-    """Per fine-tune trained here (a ``build:`` checkpoint fine-tuned from another model), what its sidecar says of
-    the run and its recipe, for the audit's notes (keyed by zoo name)."""
+    """Per fine-tune trained here (a ``build:`` checkpoint), its sidecar's run and recipe, for the audit's notes."""
     specs = {name: get_spec(name) for name in with_variants(list(models))}
     return records.training_context({name: spec.checkpoint_path() for name, spec in specs.items()
-                              if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})
+                                     if spec.finetuned_from and (spec.checkpoint or "").startswith("build:")})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,8 @@
 """NegCLIP and CLIP-FT, as jobs, in either profile: one job per lr of ``aro.<profile>.finetune.lrs``, the best picked
 on validation retrieval (``papers.aro.sweep``). The profiles differ only in where the pairs come from (``INPUTS``):
-the rendered set and its neighbours in the mini profile (one unit of an epoch is an image), NegCLIP's released TSVs
-over COCO 2014 in the full one (``papers.aro.negclip_tsv_full``), with the paper's recipe (``papers/aro/recipes.toml``;
-``params.yaml full_inputs.cap`` validates on the first ``cap`` images, ``aro.full.finetune.max_steps`` stops each run
-early: ``common.pipeline.inputs``).
+the rendered set and its neighbours (mini: one unit of an epoch is an image), or NegCLIP's released TSVs over COCO
+2014 (full: ``papers.aro.negclip_tsv_full``, with the paper's recipe, ``papers/aro/recipes.toml``; capped by
+``full_inputs.cap`` and ``aro.full.finetune.max_steps``: ``common.pipeline.inputs``).
 
 ``aro.full.finetune.batch_size`` counts samples (TSV rows) per step. A NegCLIP sample brings two images (its own and a
 hard-negative neighbour) and four texts (their captions and a negative caption of each; ``papers.aro.batches``), so
@@ -55,14 +54,13 @@ keep the mini family's."""
 
 
 def recipe() -> Recipe:
-    """``[negclip]`` of ``papers/aro/recipes.toml``."""
+    """``[negclip]`` of ``papers/aro/recipes.toml`` (tests replace it)."""
     return load_recipe(ROOT / RECIPES, RECIPE)
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the profiles differ in: the training pairs and their images, the validation, and what the sidecar records
-    of the input files (before the CPU profile: ``sources``; after it: ``notes``)."""
+    """What the profiles differ in; the sidecar records ``sources`` before the CPU profile, ``notes`` after it."""
 
     table: PairTable
     images: ImageStore

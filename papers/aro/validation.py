@@ -18,12 +18,9 @@ def recall_at_1(image_features: torch.Tensor, text_features: torch.Tensor, text_
     scores = (image_features @ text_features.T).double().numpy()
     owner = torch.as_tensor(text_image).numpy()
     positive = owner[None, :] == np.arange(len(image_features))[:, None]
-    best_pos = np.where(positive, scores, -np.inf).max(axis=1)
-    best_neg = np.where(positive, -np.inf, scores).max(axis=1)
-    i2t = float(np.mean(best_pos > best_neg))
-    t_pos = scores[owner, np.arange(len(owner))]
-    t_neg = np.where(positive, -np.inf, scores).max(axis=0)
-    t2i = float(np.mean(t_pos > t_neg))
+    negatives = np.where(positive, -np.inf, scores)
+    i2t = float(np.mean(np.where(positive, scores, -np.inf).max(axis=1) > negatives.max(axis=1)))
+    t2i = float(np.mean(scores[owner, np.arange(len(owner))] > negatives.max(axis=0)))
     return {"i2t_recall_at_1": i2t, "t2i_recall_at_1": t2i, "mean_recall_at_1": (i2t + t2i) / 2}
 
 

@@ -137,7 +137,8 @@ def _macro(groups: Mapping[str, GroupScore], names: list[str]) -> float:
 
 
 def macro(groups: Mapping[str, GroupScore], rule: GroupRule, kinds: bool = False) -> MacroResult:
-    """The macro average of per-group accuracies over the groups ``rule`` keeps (sorted by name)."""
+    """The macro average of per-group accuracies over the groups ``rule`` keeps (sorted by name); ``kinds``: also
+    the spatial and verb macro averages (Table 2's blocks)."""
     kept: list[str] = []
     dropped: dict[str, str] = {}
     for name in sorted(groups):
@@ -148,24 +149,11 @@ def macro(groups: Mapping[str, GroupScore], rule: GroupRule, kinds: bool = False
             dropped[name] = f"{TOO_FEW} ({n} < {rule.min_cases})"
         else:
             kept.append(name)
-    by_kind: dict[str, float] = {}
-    if kinds:
-        for kind in (SPATIAL, VERB):
-            by_kind[kind] = _macro(groups, [g for g in kept if relation_kind(g) == kind])
+    by_kind = {kind: _macro(groups, [g for g in kept if relation_kind(g) == kind]) for kind in (SPATIAL, VERB) if kinds}
     return MacroResult(rule.name, _macro(groups, kept), tuple(kept), dropped,
                        sum(groups[g].n for g in kept), sum(groups[g].correct for g in kept), by_kind)
 
 
-def relation_macro(groups: Mapping[str, GroupScore], rule: GroupRule = PAPER_RULE) -> MacroResult:
-    """VG-Relation under ``rule``, with the spatial and verb macro averages (Table 2's blocks)."""
-    return macro(groups, rule, kinds=True)
-
-
 def relation_rules(groups: Mapping[str, GroupScore]) -> dict[str, MacroResult]:
     """VG-Relation under every rule (paper, table2, notebook), so a report can show them side by side."""
-    return {rule.name: relation_macro(groups, rule) for rule in RELATION_RULES}
-
-
-def attribution_macro(groups: Mapping[str, GroupScore], rule: GroupRule = ATTRIBUTION_RULE) -> MacroResult:
-    """VG-Attribution: attribute pairs with at least 25 cases."""
-    return macro(groups, rule)
+    return {rule.name: macro(groups, rule, kinds=True) for rule in RELATION_RULES}

@@ -4,9 +4,8 @@ from __future__ import annotations
 import pytest
 
 from common.evaluation.scoring.selection import GroupScore
-from papers.aro.vg_rules import (NOTEBOOK_EXTRA, NOTEBOOK_RULE, NOTEBOOK_SYMMETRIC, PAPER_RULE, TABLE2_RULE,
-                                 TABLE2_SPATIAL, TABLE2_VERBS, attribution_macro, relation_kind, relation_macro,
-                                 relation_rules)
+from papers.aro.vg_rules import (ATTRIBUTION_RULE, NOTEBOOK_EXTRA, NOTEBOOK_RULE, NOTEBOOK_SYMMETRIC, PAPER_RULE,
+                                 TABLE2_RULE, TABLE2_SPATIAL, TABLE2_VERBS, macro, relation_kind, relation_rules)
 
 TABLE2_RELATIONS = frozenset(TABLE2_SPATIAL) | frozenset(TABLE2_VERBS)
 
@@ -44,7 +43,7 @@ def test_table2_lists_45_relations_13_spatial():
 
 
 def test_table2_rule_reproduces_table2_accuracy_rows():
-    result = relation_macro(table2_groups(), TABLE2_RULE)
+    result = macro(table2_groups(), TABLE2_RULE, kinds=True)
     assert set(result.kept) == TABLE2_RELATIONS
     assert result.accuracy == pytest.approx(0.59, abs=0.005)  # Table 2, CLIP, "Accuracy"
     assert result.by_kind["spatial"] == pytest.approx(0.56, abs=0.005)
@@ -54,7 +53,7 @@ def test_table2_rule_reproduces_table2_accuracy_rows():
 
 
 def test_paper_rule_drops_under_25_and_differs_from_table2():
-    result = relation_macro(table2_groups(), PAPER_RULE)
+    result = macro(table2_groups(), PAPER_RULE, kinds=True)
     assert all(TABLE2_RELATIONS.__contains__(r) and (TABLE2_SPATIAL.get(r) or TABLE2_VERBS.get(r)) >= 25
                for r in result.kept)
     assert len(result.kept) == 23 and "beneath" in result.dropped and "wearing" in result.kept
@@ -63,10 +62,10 @@ def test_paper_rule_drops_under_25_and_differs_from_table2():
 
 def test_notebook_rule_keeps_the_three_extras():
     groups = table2_groups()
-    notebook = relation_macro(groups, NOTEBOOK_RULE)
+    notebook = macro(groups, NOTEBOOK_RULE, kinds=True)
     assert set(notebook.kept) == TABLE2_RELATIONS | NOTEBOOK_EXTRA
     assert "with" in notebook.dropped and "near" in notebook.dropped
-    table2 = relation_macro(groups, TABLE2_RULE)
+    table2 = macro(groups, TABLE2_RULE, kinds=True)
     assert set(notebook.kept) - set(table2.kept) == NOTEBOOK_EXTRA and set(table2.kept) <= set(notebook.kept)
     assert notebook.accuracy > table2.accuracy  # the three extras are all correct here
     assert set(relation_rules(groups)) == {"paper", "table2", "notebook"}
@@ -75,7 +74,7 @@ def test_notebook_rule_keeps_the_three_extras():
 
 def test_attribution_keeps_pairs_with_25_or_more():
     groups = {"white_red": score(25, 0.8), "red_white": score(24, 0.0), "blue_green": score(100, 0.6)}
-    result = attribution_macro(groups)
+    result = macro(groups, ATTRIBUTION_RULE)
     assert result.kept == ("blue_green", "white_red") and list(result.dropped) == ["red_white"]
     assert result.accuracy == pytest.approx(0.7) and result.by_kind == {}
     assert len(result.kept) == 2 and result.n_cases == 125
