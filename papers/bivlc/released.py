@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -67,7 +66,7 @@ import numpy as np
 from common.audit.core import CLAIM_TABLE, Recomputed
 from common.errors import WorkspaceError
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.published import parse_number, read_csv_rows
 from papers.bivlc.detection import FINER, is_synthetic, score_detectors
 
@@ -503,7 +502,7 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """Every published BiVLC number recomputable from the released files (profile ``released``). ``fetcher`` maps a
     registry key to a verified local path (default: ``common.registry.fetch.fetch``); a file that cannot be fetched
     yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note."""
-    fetch_path = fetcher or partial(fetch, progress=False)
+    fetch_path = fetcher or quiet_fetch
     scored: dict[str, dict[str, Any] | str] = {}
 
     def score(key: str) -> dict[str, Any] | str:

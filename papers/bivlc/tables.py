@@ -46,7 +46,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -68,7 +67,7 @@ from common.pipeline.inputs import full_inputs as read_full_inputs
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.training.records import training_context
 from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
@@ -400,13 +399,10 @@ def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch
             **compare_with_released(probs.image, probs.text, image, text)}
 
 
-_default_fetch = partial(fetch, progress=False)
-
-
 def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[GroupItem],
                          sugarcrepe: Sequence[ImageToTextItem] | None = None, device: str = "cpu",
                          create: ModelFactory = zoo_create, skip_unavailable: bool = False,
-                         fetch: Callable[[str], Path] = _default_fetch
+                         fetch: Callable[[str], Path] = quiet_fetch
                          ) -> tuple[list[ScoredDetector], dict[str, str]]:
     """Every detector row: its heads on its encoder's raw tower outputs, the released heads' saved towers checked
     against the encoder, and the released per-instance outputs compared where the row names them. A missing head
@@ -672,7 +668,7 @@ def full_inputs(models: Mapping[str, str], data: BivlcSet, sugarcrepe: Sequence[
 
 
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
-                    fetch: Callable[[str], Path] = _default_fetch) -> dict[str, Path]:
+                    fetch: Callable[[str], Path] = quiet_fetch) -> dict[str, Path]:
     """Score every model (and detector) and write the tables; nothing is written when a model fails or none could
     be scored."""
     scored, skipped = score_models(inputs.entries, inputs.items, inputs.sugarcrepe, engine_config, device,
