@@ -42,7 +42,6 @@ and named in ``context.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -58,7 +57,7 @@ from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.scoring import group, selection
 from common.evaluation.scoring.group import GroupResult
 from common.evaluation.scoring.selection import STRICT, SelectionResult
-from common.files.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError, GroupItem, ImageToTextItem
 from common.paths import RESULTS, build_dir, build_root, data_root
@@ -76,7 +75,7 @@ from papers.bivlc import findings
 from papers.bivlc.detection import FINER, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
-from papers.bivlc.parquet_shards import image_bytes, parquet_records, split_files
+from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 
@@ -181,18 +180,6 @@ class BivlcSet:
             if seen[it.group] <= cap:
                 kept.append(it)
         return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
-
-
-def cache_image(data: bytes, image_dir: Path) -> Path:
-    """The image's file in the content-addressed cache, written (atomically) when it is not there yet."""
-    ext = (".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8")
-           else ".webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else ".img")
-    path = Path(image_dir) / f"{hashlib.sha256(data).hexdigest()}{ext}"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            Path(tmp).write_bytes(data)
-    return path
 
 
 def _text(where: str, column: str, value) -> str:
