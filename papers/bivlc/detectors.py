@@ -112,15 +112,13 @@ def mini_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatc
     each kept pair's negative image, or each kept pair's caption and negative caption."""
     pairs = [(i, j) for i, j in data.kept if i < data.n_train]
     if tower == "image":
-        scenes = sorted({i for i, _ in pairs})
-        natural = pixels(data.images[scenes])
+        natural = pixels(data.images[sorted({i for i, _ in pairs})])
         synthetic = pixels(data.negative_images[[i for i, _ in pairs], [j for _, j in pairs]])
         inputs = torch.cat([natural, synthetic])
-        labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
     else:
-        texts = [data.captions[i][j] for i, j in pairs] + [data.negatives[i][j] for i, j in pairs]
-        inputs = tokenize(texts)
-        labels = torch.cat([torch.zeros(len(pairs)), torch.ones(len(pairs))])
+        natural, synthetic = [data.captions[i][j] for i, j in pairs], [data.negatives[i][j] for i, j in pairs]
+        inputs = tokenize(natural + synthetic)
+    labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
     return LabelledBatches(inputs, labels, "images" if tower == "image" else "texts", f"bivlc-mini-{tower}-detector")
 
 

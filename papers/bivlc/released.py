@@ -77,7 +77,6 @@ DATA_FILES = ("papers/bivlc/sources.toml",)
 TYPES = ("replace", "swap", "add")
 CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att")
 """SugarCrepe's 7 subcategories (BiVLC keeps them); there is no swap-rel nor add-rel."""
-_TYPE_ALIASES = {t: t for t in TYPES}
 _SUBTYPE_ALIASES = {"obj": "obj", "object": "obj", "att": "att", "attribute": "att", "rel": "rel", "relation": "rel"}
 
 MAIN = ("I2T", "T2I", "Group")
@@ -190,7 +189,7 @@ def _number(path: Path, row: _Row, column: str) -> float:
 
 def _category(path: Path, row: _Row) -> str:
     raw_type, raw_sub = row.values["type"].strip(), row.values["subtype"].strip()
-    t = _TYPE_ALIASES.get(raw_type.lower())
+    t = raw_type.lower() if raw_type.lower() in TYPES else None
     s = _SUBTYPE_ALIASES.get(raw_sub.lower())
     cat = f"{t}-{s}"
     if t is None or s is None or cat not in CATEGORIES:
