@@ -114,9 +114,8 @@ def tower_agreement(head: Head, net: torch.nn.Module) -> dict | None:
 @torch.no_grad()
 def tower_outputs(model, images: Sequence[Image], texts: Sequence[str], batch: int = BATCH
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The towers' raw outputs (rows in order of ``images`` and ``texts``; each distinct file or text encoded once),
-    fp32 without autocast, full-length tokens (as the authors' evaluation): ``model`` is a zoo model whose ``model``
-    is open_clip's CLIP."""
+    """The towers' raw outputs, fp32 without autocast, full-length tokens (as the authors' evaluation), of a zoo
+    model wrapping open_clip's CLIP; each distinct file or text encoded once."""
     net = getattr(model, "model", None)
     if not (isinstance(net, torch.nn.Module) and hasattr(net, "encode_image") and hasattr(net, "encode_text")):
         raise DetectorHeadError(f"{getattr(model, 'name', model)}: not an open_clip model; the detectors read the "

@@ -219,10 +219,8 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
 # -- Scoring ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DetectorSpec:
-    """One row of Table 5: a frozen encoder (zoo model) and the two heads applied to its towers' raw outputs (the
-    heads trained here, or the authors' released ones: ``papers.bivlc.detector_heads``). ``released_outputs``: the
-    registry key of the authors' per-instance outputs of these heads on BiVLC, compared with what is recomputed here
-    (empty: none)."""
+    """One row of Table 5: a frozen encoder (zoo model), its two heads and ``released_outputs``, the registry key of
+    the authors' per-instance outputs of these heads (empty: none), compared with what is recomputed here."""
 
     encoder: str
     image_head: Path
@@ -265,9 +263,7 @@ class DetectorProbabilities:
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A table row: its id (the audit's key), zoo name, label, kind (``pretrained``, ``negclip``, ``finetune``; in the
-    full profile ``pretrained`` for a zoo entry with no ``finetuned_from``) and the weights trained here, if any
-    (their training record goes in the context)."""
+    """A table row (``row``: the audit's key); ``checkpoint``: the weights trained here, if any."""
 
     row: str
     name: str
@@ -391,9 +387,8 @@ def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[
                          create: ModelFactory = zoo_create, skip_unavailable: bool = False,
                          fetch: Callable[[str], Path] = quiet_fetch
                          ) -> tuple[list[ScoredDetector], dict[str, str]]:
-    """Every detector row: its heads on its encoder's raw tower outputs, the released heads' saved towers checked
-    against the encoder, and the released per-instance outputs compared where the row names them. A missing head
-    file is an error; an encoder that cannot be loaded follows ``skip_unavailable``."""
+    """Every detector row's heads on its encoder's raw tower outputs, checked against the released towers and
+    outputs where there are some; a missing head file is an error."""
     out, skipped = [], {}
     encoders = {row: spec.encoder for row, spec in detectors.items()}
     for row, _name, model in each_model(encoders, skipped, create=create, device=device,
@@ -593,9 +588,7 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
 # -- Inputs: what each profile scores -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Inputs:
-    """One stage's inputs: the rows and how their models are built (the zoo; in the mini profile, ``trained_here``),
-    the benchmark's items (and the mini world's ambiguous ones), SugarCrepe's, the detector rows, the rows whose
-    scores ``comparisons.json`` lists (None: every row but CLIP) and the context known before scoring."""
+    """One stage's inputs; ``compared``: the rows whose scores ``comparisons.json`` lists (None: all but CLIP)."""
 
     profile: str
     entries: tuple[ModelEntry, ...]
@@ -681,9 +674,8 @@ def default_image_dir() -> Path:
 
 
 def training_records(entries: Sequence[ModelEntry], detectors: Mapping[str, DetectorSpec]) -> dict[str, dict]:
-    """The context's ``training``: each row's weights trained here (the mini runs, the full re-trainings
-    ``ft-<run>``) and each detector head's (``detection.head_run``) sidecar record and recipe, for the audit's notes;
-    released weights and heads have no sidecar and no entry."""
+    """The context's ``training``: the sidecar record and recipe of each row's weights and detector head trained
+    here (``detection.head_run``), for the audit's notes."""
     weights = {e.row: e.checkpoint for e in entries if e.checkpoint is not None}
     weights.update({head_run(row, tower): head for row, spec in detectors.items()
                     for tower, head in (("image", spec.image_head), ("text", spec.text_head))})
