@@ -22,12 +22,10 @@ whose swap_obj has 246 examples; SugarCrepe's release (``RAIVNLab/sugar-crepe@00
 (the COCO image 000000310622.jpg's "A West 32nd sign under a Korea Way road sign." is not in it), so the full column
 is over 7,511 examples (``context.json``'s ``sugarcrepe_examples``).
 
-Detectors (Sec. 5.3, ``papers.bivlc.detection``): per detector row (``DetectorSpec``), the image and text heads
-on the frozen encoder's raw tower outputs (``papers.bivlc.detector_heads``: ``visual(x)`` and ``encode_text(x)``
-unnormalised, as the authors' probes) give P(synthetic) of every image and caption; retrieval by the authors'
-procedure (no image-caption similarity at all), detection accuracy at 0.5. In the full profile the heads are the
-authors' released ones (rows ``clipdet``, ``trohn-img-det``: imirandam/CLIP_Detector and
-imirandam/CLIP_TROHN-Img_Detector, compared instance by instance with their released outputs
+Detectors (Sec. 5.3, ``papers.bivlc.detection``, ``papers.bivlc.detector_heads``): per ``DetectorSpec``, heads on
+the frozen encoder's raw tower outputs. In the full profile the heads are the authors' released ones (rows
+``clipdet``, ``trohn-img-det``: imirandam/CLIP_Detector and imirandam/CLIP_TROHN-Img_Detector, compared instance by
+instance with their released outputs
 ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv``
 and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_TROHN-Img.csv``) or trained here
 (``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors``); in the mini
@@ -72,7 +70,7 @@ from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
-from papers.bivlc.detection import FINER, head_run, score_detectors
+from papers.bivlc.detection import FINER, METRICS, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
 from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
@@ -104,9 +102,8 @@ row names none or it could not be fetched)."""
 PREDICTION_FIELDS = ("item_id", "type", "subtype", "sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1",
                      "text_score_i0", "text_score_i1", "image_score_c0", "image_score_c1", "text_score",
                      "image_score", "group_score")
-"""The released ``results/BiVLC_<model>.csv`` columns (their ``sim_*`` names), so ``released.py`` rescores them."""
-_PREDICTION_METRICS = {"text_score_i0": "Ipos2T", "text_score_i1": "Ineg2T", "image_score_c0": "Tpos2I",
-                       "image_score_c1": "Tneg2I", "text_score": "I2T", "image_score": "T2I", "group_score": "group"}
+"""The released ``results/BiVLC_<model>.csv`` columns (their ``sim_*`` names), so ``released.py`` rescores them;
+the scores are ``detection.METRICS``' decisions, in that order."""
 MINI_TABLE2_FIELDS = ("row", "model", "label", "kind", "sugarcrepe", *MAIN, *FINER, "n")
 MINI_TABLE4_FIELDS = ("row", "model", "label", *(f"{t}_{m}" for t in TYPES for m in MAIN))
 MINI_TABLE5_FIELDS = ("row", "model", "label", "text_detection", "image_detection", *MAIN, "sugarcrepe")
@@ -118,10 +115,8 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "clip_i2t", "clip_t2i", "clip_group", "clip_i2t_minus_t2i_ci_low", "trohn_img_t2i", "trohn_img_group",
     "trohn_img_gap_closed", "trohn_text_sugarcrepe", "clip_coco_group", "clipdet_image_detection",
     "clipdet_i2t", "clipdet_group")
-"""The mini profile's DVC metrics (flat numbers, in points except the share of the gap closed): CLIP's three scores
-and the lower end of its I2T - T2I gap, TROHN-Img's T2I and group and the share of CLIP's I2T - T2I gap it closes,
-TROHN-Text's SugarCrepe, CLIP_COCO's group, and CLIPDet's image detection, I2T and group. The full profile's are
-``summary``'s (every row's group first)."""
+"""The mini profile's DVC metrics (in points but for the share of CLIP's I2T - T2I gap closed); the full profile's
+are ``summary``'s (every row's group first)."""
 GAIN_ROWS = ("trohn-img", "ft-trohn-img")
 """The TROHN-Img rows ``comparisons.json`` pairs with CLIP (``<row>_minus_clip_t2i``, ``..._group``): the released
 fine-tune and this workspace's re-training."""
@@ -573,13 +568,10 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
         if files.predictions:
             predictions = staging / "predictions"
             for s in scored:
-                rows = []
-                for o in s.bivlc.outcomes:
-                    kind, sub = o.group.split("-")
-                    (c0i0, c0i1), (c1i0, c1i1) = o.similarities
-                    rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
-                                 "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
-                                 **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
+                rows = [dict(zip(PREDICTION_FIELDS, (o.item_id, *o.group.split("-"),
+                                                     *(repr(v) for pair in o.similarities for v in pair),
+                                                     *(o.decisions[m] for m in METRICS)), strict=True))
+                        for o in s.bivlc.outcomes]
                 write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", rows, PREDICTION_FIELDS)
             paths["predictions"] = predictions
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
