@@ -462,8 +462,7 @@ def summary(rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict[str
     """DVC metrics, at most ``SUMMARY_MAX``: each model row's group, each detector row's group, then the model rows'
     T2I (the paper's finding: T2I lags I2T) while room is left."""
     out: dict[str, float] = {}
-    candidates = [(f"{r['row']}_group", r["group"]) for r in rows2]
-    candidates += [(f"{r['row']}_group", r["group"]) for r in rows5]
+    candidates = [(f"{r['row']}_group", r["group"]) for r in (*rows2, *rows5)]
     candidates += [(f"{r['row']}_t2i", r["T2I"]) for r in rows2]
     for key, value in candidates:
         key = key.replace("-", "_")
