@@ -61,9 +61,8 @@ def recipe_notes(context: Path, profile: str):
 
 
 def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed]:
-    """Every mapped cell of this profile's runs (nothing where a table has not been produced yet). The mini run
-    writes every row the tables map (its CLIP, NegCLIP, the three fine-tunes and the two detectors): one missing
-    is a damaged table, not a smaller audit. A full run may leave out a model it could not load."""
+    """Every mapped cell of this profile's runs: a mini row missing is a damaged table, not a smaller audit (the
+    mini run writes every row); a full run may leave out a model it could not load."""
     out = results / released.PAPER / profile
     recipes = recipe_notes(out / "context.json", profile)
     recs: list[Recomputed] = []

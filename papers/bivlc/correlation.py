@@ -139,11 +139,8 @@ def _kendall_numerators(x: np.ndarray, y_perm: np.ndarray, chunk: int = 65_536) 
 
 def permutation_p(x: Sequence[float], y: Sequence[float], n_resamples: int = N_RESAMPLES,
                   seed: int = SEED) -> tuple[float, float, str]:
-    """Two-sided permutation p-values of Spearman's rho and Kendall's tau under no association: (p_rho, p_tau, how).
-
-    n <= 9: all n! orderings of y (the observed one included), p = share with |stat| >= |observed|. Beyond: the
-    observed statistic plus ``n_resamples`` random orderings drawn with ``seed``, p = (1 + hits) / (1 + n_resamples).
-    """
+    """Two-sided permutation p-values of Spearman's rho and Kendall's tau: (p_rho, p_tau, how); exact up to 9
+    models, else Monte Carlo with the observed ordering counted, ``(1 + hits) / (1 + n_resamples)``."""
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = xs.size
     if n <= EXACT_MAX_N:

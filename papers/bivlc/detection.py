@@ -46,10 +46,7 @@ def _pairs(name: str, p) -> np.ndarray:
 
 
 def detector_decisions(image, text) -> dict[str, np.ndarray]:
-    """Per instance, every metric of ``METRICS`` (bool arrays of length n).
-
-    ``image[k] = (p(I0), p(I1))`` and ``text[k] = (p(C0), p(C1))``: P(synthetic) of instance k's natural and
-    synthetic image / caption."""
+    """Per instance, every metric of ``METRICS``; ``image[k] = (p(I0), p(I1))``, ``text[k] = (p(C0), p(C1))``."""
     img, txt = _pairs("image", image), _pairs("text", text)
     if len(img) != len(txt):
         raise ValueError(f"detector probabilities: {len(img)} image pairs but {len(txt)} text pairs")

@@ -55,7 +55,10 @@ class Head:
     tower_state: dict = field(default_factory=dict, repr=False)
 
 
-def _linear(path: Path, weight: torch.Tensor, bias: torch.Tensor) -> torch.nn.Linear:
+def _linear(path: Path, state: dict, prefix: str) -> torch.nn.Linear:
+    if f"{prefix}.weight" not in state or f"{prefix}.bias" not in state:
+        raise DetectorHeadError(f"{path}: no '{prefix}.weight'/'{prefix}.bias' (found {sorted(state)[:6]})")
+    weight, bias = state[f"{prefix}.weight"], state[f"{prefix}.bias"]
     if weight.ndim != 2 or weight.shape[0] != 1 or bias.shape != (1,):
         raise DetectorHeadError(f"{path}: head weight {tuple(weight.shape)} / bias {tuple(bias.shape)}, expected "
                                 "(1, d) / (1,)")
@@ -76,21 +79,17 @@ def load_head(path: Path, tower: str) -> Head:
         # deferred: loads safetensors only when called
         from safetensors.torch import load_file
 
-        state = load_file(str(path))
-        if "head.weight" not in state or "head.bias" not in state:
-            raise DetectorHeadError(f"{path}: no 'head.weight'/'head.bias' (found {sorted(state)[:6]})")
-        return Head(_linear(path, state["head.weight"], state["head.bias"]), tower)
+        return Head(_linear(path, load_file(str(path)), "head"), tower)
     try:
         state = unwrap_training_dict(torch.load(path, map_location="cpu", weights_only=True))
     except Exception as exc:
         raise DetectorHeadError(f"{path}: not a released detector checkpoint ({exc})") from exc
-    if "classifier.weight" not in state or "classifier.bias" not in state:
-        raise DetectorHeadError(f"{path}: no 'classifier.weight'/'classifier.bias' (found {sorted(state)[:6]})")
+    head = _linear(path, state, "classifier")
     ours, theirs = RELEASED_TOWER_PREFIX[tower]
     tower_state = {theirs + k[len(ours):]: v for k, v in state.items() if k.startswith(ours)}
     if not tower_state:
         raise DetectorHeadError(f"{path}: no '{ours}*' tensors: not the {tower} detector's checkpoint")
-    return Head(_linear(path, state["classifier.weight"], state["classifier.bias"]), tower, tower_state)
+    return Head(head, tower, tower_state)
 
 
 def tower_agreement(head: Head, net: torch.nn.Module) -> dict | None:
@@ -115,9 +114,8 @@ def tower_agreement(head: Head, net: torch.nn.Module) -> dict | None:
 @torch.no_grad()
 def tower_outputs(model, images: Sequence[Image], texts: Sequence[str], batch: int = BATCH
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The towers' raw outputs (rows in order of ``images`` and ``texts``; each distinct file or text encoded once),
-    fp32 without autocast, full-length tokens (as the authors' evaluation): ``model`` is a zoo model whose ``model``
-    is open_clip's CLIP."""
+    """The towers' raw outputs, fp32 without autocast, full-length tokens (as the authors' evaluation), of a zoo
+    model wrapping open_clip's CLIP; each distinct file or text encoded once."""
     net = getattr(model, "model", None)
     if not (isinstance(net, torch.nn.Module) and hasattr(net, "encode_image") and hasattr(net, "encode_text")):
         raise DetectorHeadError(f"{getattr(model, 'name', model)}: not an open_clip model; the detectors read the "

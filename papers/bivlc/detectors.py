@@ -112,24 +112,20 @@ def mini_batches(data: TrainSet, tower: str, tokenize: Tokenize) -> LabelledBatc
     each kept pair's negative image, or each kept pair's caption and negative caption."""
     pairs = [(i, j) for i, j in data.kept if i < data.n_train]
     if tower == "image":
-        scenes = sorted({i for i, _ in pairs})
-        natural = pixels(data.images[scenes])
+        natural = pixels(data.images[sorted({i for i, _ in pairs})])
         synthetic = pixels(data.negative_images[[i for i, _ in pairs], [j for _, j in pairs]])
         inputs = torch.cat([natural, synthetic])
-        labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
     else:
-        texts = [data.captions[i][j] for i, j in pairs] + [data.negatives[i][j] for i, j in pairs]
-        inputs = tokenize(texts)
-        labels = torch.cat([torch.zeros(len(pairs)), torch.ones(len(pairs))])
+        natural, synthetic = [data.captions[i][j] for i, j in pairs], [data.negatives[i][j] for i, j in pairs]
+        inputs = tokenize(natural + synthetic)
+    labels = torch.cat([torch.zeros(len(natural)), torch.ones(len(synthetic))])
     return LabelledBatches(inputs, labels, "images" if tower == "image" else "texts", f"bivlc-mini-{tower}-detector")
 
 
 def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapping[str, Any], *,
              tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
-    """``DETECTOR_EPOCHS[tower]`` epochs of the mini's batch (``section``: ``params.yaml bivlc.mini.detector``, its
-    ``batch_size`` inputs per step; recorded as its deviation from the recipe), no validation: the final head is
-    kept. The tower's raw output, as ``tables`` scores the heads (no switch, so training and scoring cannot
-    disagree)."""
+    """``DETECTOR_EPOCHS[tower]`` epochs of ``params.yaml bivlc.mini.detector``'s batch, no validation (the final
+    head is kept), on the tower's raw output with no switch, so that training and ``tables``' scoring agree."""
     arch = init.describe()["arch"]
     tokenize = tokenize or tokenizer_for(arch)
     batches = mini_batches(data, tower, tokenize)
@@ -280,10 +276,8 @@ class DetectorAccuracy:
 def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mapping[str, Any], init: Init,
              coco_images: Path, set_dir: Path, *, steps: int | None = None,
              provenance: Mapping | None = None) -> FinetuneJob:
-    """``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train split (``section``: ``params.yaml
-    bivlc.full.detectors``; its ``batch_size`` rows, twice as many inputs, per step), validated at the end of every
-    epoch by the authors' score; the best head is ``<stem>.best.loss.safetensors`` (the module docstring has the
-    authors' lines). ``steps`` overrides the epochs and validates once, at the end."""
+    """``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train split (``params.yaml bivlc.full.detectors``), validated
+    after every epoch by the authors' score (``steps`` overrides the epochs and validates once, at the end)."""
     recipe = detector_recipe()
     if recipe.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
         raise BivlcFinetuneFullError(f"{recipe.file}: [{recipe.name}].augmentation: the detectors' batches take the "

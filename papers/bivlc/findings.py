@@ -65,10 +65,8 @@ def _number(value: Any) -> float | None:
 def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
             detectors: Mapping[str, Mapping] | None = None, *, runs: Sequence[str], pretrained: Sequence[str],
             gains: Sequence[str] = ("trohn-img",), base: str = BASE) -> dict[str, Any]:
-    """The findings (module docstring) from the tables' rows (row id -> a row with ``I2T``, ``T2I``, ``group``,
-    ``sugarcrepe``, in points), each row's per-instance ``GroupResult`` and the detector rows (row id -> Table 5's
-    row). ``runs``: the rows that get their own scores; ``pretrained``: the rows Finding 1's "every pretrained"
-    ranges over; ``gains``: the TROHN-Img rows compared with ``base``. Rows not in ``rows`` are skipped."""
+    """The findings (module docstring) from the tables' rows, their ``GroupResult`` and the detector rows, by row id;
+    ``pretrained``: the rows Finding 1's "every pretrained" ranges over. Rows not in ``rows`` are skipped."""
     out: dict[str, Any] = {}
     b = key_of(base)
     have_base = base in rows and base in results

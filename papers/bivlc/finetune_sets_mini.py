@@ -1,12 +1,7 @@
 """BiVLC (Miranda et al.) in the mini profile: the training sets of the fine-tunes and detectors (stage
-``mini-train-set``): the COCO, TROHN-Text and TROHN-Img analogs, and their reader (``TrainSet.load``).
-
-``train-set``: ``train_images`` training scenes (no held-out pairs), ``captions_per_image`` true captions each, each
-caption with one negative (category drawn uniformly among those that apply) and its rendered negative image. The
-TROHN-Text analog is every (image, caption, negative caption); the TROHN-Img analog keeps the pairs that the selection
-pipeline (``papers.bivlc.selection``: plausibility and grammar quantile filters, form filter, dedup, adversarial
-refinement, with the world's analogs of Vera and the CoLA model) keeps, with their negative images; the COCO analog is
-the images with their captions. The last ``val_fraction`` of the scenes is the validation split.
+``mini-train-set``): the COCO, TROHN-Text and TROHN-Img analogs (the README's stage table), and their reader
+(``TrainSet.load``). Training scenes have no held-out pairs; each caption's negative is of a category drawn uniformly
+among those that apply; the last ``val_fraction`` of the scenes is the validation split.
 """
 from __future__ import annotations
 

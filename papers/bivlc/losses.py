@@ -14,21 +14,15 @@ from common.training.losses import Batch, ClipLoss, ExtraTextNegativesLoss
 
 
 class TrohnImgLoss(ClipLoss):
-    """Images [I; I_neg] against texts [c; c_neg]: the symmetric InfoNCE over 2B x 2B, labels arange(2B).
-
-    Each negative image is the positive of its negative caption, so both halves are ordinary pairs
-    and each is the other's hard negative inside one batch.
-    """
+    """Images [I; I_neg] against texts [c; c_neg], the symmetric InfoNCE over 2B x 2B: each negative image is the
+    positive of its negative caption, so each half is the other's hard negative."""
 
     image_segments = 2
     text_segments = 2
 
 
 class TrohnTextLoss(ExtraTextNegativesLoss):
-    """B images against 2B texts [c; c_neg].
-
-    loss = 1/2 [CE(B x 2B image->text, arange B) + CE(texts[:B] -> images, B x B, arange B)].
-    """
+    """B images against 2B texts [c; c_neg]: 1/2 [CE(B x 2B image->text) + CE(texts[:B] -> images, B x B)]."""
 
     image_segments = 1
     text_segments = 2

@@ -2,9 +2,11 @@
 training sets (``sets_full``) both do: a module of its own, so that neither stage's code is the other's dependency."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from common.files.io import atomic_path
 from common.files.tasks import DatasetError
 
 
@@ -38,3 +40,16 @@ def image_bytes(where: str, column: str, value) -> bytes:
     if not isinstance(data, (bytes, bytearray)) or not data:
         raise DatasetError(f"{where}: column {column!r} holds no image bytes")
     return bytes(data)
+
+
+def cache_image(data: bytes, image_dir: Path, webp: bool = True) -> Path:
+    """The image's file in a content-addressed cache, written (atomically) when it is not there yet; ``webp``
+    False names a WebP image ``.img``, as the TROHN sets' rows always have."""
+    ext = (".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8")
+           else ".webp" if webp and data[:4] == b"RIFF" and data[8:12] == b"WEBP" else ".img")
+    path = Path(image_dir) / f"{hashlib.sha256(data).hexdigest()}{ext}"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_bytes(data)
+    return path

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -67,7 +66,7 @@ import numpy as np
 from common.audit.core import CLAIM_TABLE, Recomputed
 from common.errors import WorkspaceError
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.reporting.published import parse_number, read_csv_rows
 from papers.bivlc.detection import FINER, is_synthetic, score_detectors
 
@@ -78,7 +77,6 @@ DATA_FILES = ("papers/bivlc/sources.toml",)
 TYPES = ("replace", "swap", "add")
 CATEGORIES = ("replace-obj", "replace-att", "replace-rel", "swap-obj", "swap-att", "add-obj", "add-att")
 """SugarCrepe's 7 subcategories (BiVLC keeps them); there is no swap-rel nor add-rel."""
-_TYPE_ALIASES = {t: t for t in TYPES}
 _SUBTYPE_ALIASES = {"obj": "obj", "object": "obj", "att": "att", "attribute": "att", "rel": "rel", "relation": "rel"}
 
 MAIN = ("I2T", "T2I", "Group")
@@ -137,9 +135,7 @@ class _Row:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[_Row]]:
-    """The header and rows of a released file, read strictly (``common.reporting.published.read_csv_rows``: UTF-8 with the
-    line and column of a bad byte, a byte-order mark dropped, no merge-conflict marker, every row with the header's
-    fields)."""
+    """The header and rows of a released file, read strictly (``common.reporting.published.read_csv_rows``)."""
     path = Path(path)
     try:
         header, records = read_csv_rows(path, ReleasedFileError, bom="strip")
@@ -152,9 +148,8 @@ def _read_csv(path: Path) -> tuple[list[str], list[_Row]]:
 
 
 def _no_row_twice(path: Path, header: list[str], rows: list[_Row]) -> None:
-    """A file of examples (instances, SugarCrepe examples) holds each once: a row equal to an earlier one in every
-    field is a copy, which would count that example twice. (A detector's file is only probabilities and labels:
-    equal rows are expected there.)"""
+    """A row of a file of examples equal to an earlier one in every field is a copy, which would count that example
+    twice (a detector's file is only probabilities and labels: equal rows are expected there)."""
     first: dict[tuple[str, ...], int] = {}
     for row in rows:
         key = tuple(row.values[h] for h in header)
@@ -191,7 +186,7 @@ def _number(path: Path, row: _Row, column: str) -> float:
 
 def _category(path: Path, row: _Row) -> str:
     raw_type, raw_sub = row.values["type"].strip(), row.values["subtype"].strip()
-    t = _TYPE_ALIASES.get(raw_type.lower())
+    t = raw_type.lower() if raw_type.lower() in TYPES else None
     s = _SUBTYPE_ALIASES.get(raw_sub.lower())
     cat = f"{t}-{s}"
     if t is None or s is None or cat not in CATEGORIES:
@@ -429,10 +424,8 @@ _SCORERS = {
 
 
 def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
-    """Scores of one file in a released BiVLC format (``FORMATS``; ``auto``: ``detect_format`` of the header), as a
-    JSON-able dict (percentages unrounded). Malformed input (a byte that is not UTF-8, a merge-conflict marker, a
-    ragged row, a number that is not plain, in a file of examples an example twice) raises ``ReleasedFileError``
-    naming the file and the line (and the column where there is one)."""
+    """Scores of one file in a released BiVLC format (``FORMATS``; ``auto``: ``detect_format``), as a JSON-able dict
+    (percentages unrounded); malformed input raises ``ReleasedFileError`` naming the file and the line."""
     path = Path(path)
     header, rows = _read_csv(path)
     if fmt == "auto":
@@ -500,10 +493,9 @@ def _table1_cells(row: str) -> list[_Cell]:
 
 
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
-    """Every published BiVLC number recomputable from the released files (profile ``released``). ``fetcher`` maps a
-    registry key to a verified local path (default: ``common.registry.fetch.fetch``); a file that cannot be fetched
-    yields NaN recomputations, i.e. "not recomputed yet" with the reason in the note."""
-    fetch_path = fetcher or partial(fetch, progress=False)
+    """Every published BiVLC number recomputable from the released files (profile ``released``); a file that cannot
+    be fetched yields NaN recomputations ("not recomputed yet", the reason in the note)."""
+    fetch_path = fetcher or quiet_fetch
     scored: dict[str, dict[str, Any] | str] = {}
 
     def score(key: str) -> dict[str, Any] | str:

@@ -118,12 +118,8 @@ class PairScores:
 
 @dataclass(frozen=True)
 class Selection:
-    """What ``select_negatives`` kept and why.
-
-    ``kept_ids``: ids of the kept pairs, in input order. ``counts``: per category (first-appearance order) the pairs
-    left after each step. ``thresholds``: per category the (plausibility, grammar) quantiles of step 1.
-    ``scores``: every input pair's scores. ``refined``: input indices that reached refinement (its input).
-    """
+    """What ``select_negatives`` kept (ids in input order) and why: the pairs left after each step per category, step
+    1's thresholds, every pair's scores and the input indices that reached refinement."""
 
     kept_ids: tuple[str, ...]
     counts: Mapping[str, StepCounts]
@@ -291,12 +287,9 @@ _ARTICLES = frozenset({"a", "an", "the"})
 
 
 def stated_combinations(text: str) -> tuple[tuple[str, str, str], ...]:
-    """The (kind, value, shape) combinations a caption states, e.g. ("color", "red", "circle") for "a red circle".
-
-    Words are matched to lexicon surface forms (longest first: "plus sign"); colour and size adjectives attach to
-    the shape that follows them with only articles or other adjectives in between, as the world's grammar writes a
-    noun phrase. An adjective that no shape follows so (a shuffled "a circle red") states nothing.
-    """
+    """The (kind, value, shape) combinations a caption states (("color", "red", "circle") for "a red circle"): an
+    adjective attaches to the next shape across articles and adjectives only, as the world's grammar writes a noun
+    phrase, so a shuffled "a circle red" states nothing."""
     words = _WORD.findall(text.lower())
     found: list[tuple[str, str, str]] = []
     pending: list[tuple[str, str]] = []
@@ -322,15 +315,9 @@ def stated_combinations(text: str) -> tuple[tuple[str, str, str], ...]:
 
 @dataclass(frozen=True)
 class WorldPriorPlausibility:
-    """The mini world's Vera: how typical the colour-shape and size-shape combinations a caption states are.
-
-    Each stated combination scores its prior relative to the shape's most typical value of that kind,
-    ``P(value | shape) / max_v P(v | shape)`` (``lexicon.color_prior``, ``size_prior``): 1 for a typical colour or
-    size, 0.22 for an atypical colour, 0.43 for an atypical size; relative, so that colour (8 values) and size (2)
-    weigh alike. A caption's score is the mean over its combinations (``stated_combinations``), in (0, 1]; a
-    caption that states none gets 1 (the prior doubts nothing it says). Relations and counts are not judged, as
-    the world has no prior on them. Deterministic: no fitting, no randomness.
-    """
+    """The mini world's Vera: the mean over a caption's stated combinations of ``P(value | shape) / max_v P(v |
+    shape)`` (relative, so that colour's 8 values and size's 2 weigh alike), 1 when it states none; relations and
+    counts are not judged, as the world has no prior on them."""
 
     name: str = "world-prior"
 
@@ -349,14 +336,9 @@ CENTER_SAMPLE = 2000
 
 @dataclass(frozen=True)
 class NgramGrammar:
-    """The mini world's CoLA model: a trigram model of well-formed captions (``common.blind.ngram.NgramFluency``).
-
-    Score = ``1 / (1 + exp(-(m - center) / scale_bits))`` with ``m`` a caption's mean log2-probability per token.
-    ``scale_bits`` is fixed (1 bit per token by default), not fitted, so that a score gap means the same
-    log-probability gap on any corpus (refinement bins gaps); ``center`` is the median ``m`` of up to
-    ``CENTER_SAMPLE`` fitting captions (a seeded sample), so a typical well-formed caption scores about 0.5 (a bit
-    above: the sample was fitted on). Monotone in ``m``: the quantile filter keeps what ``m`` would keep.
-    """
+    """The mini world's CoLA model: the logistic of a trigram model's mean log2-probability per token ``m``, centred
+    on the fitting captions' median ``m``; ``scale_bits`` is fixed, not fitted, so that a score gap means the same
+    log-probability gap on any corpus (refinement bins gaps)."""
 
     fluency: NgramFluency = field(repr=False, compare=False)
     center: float

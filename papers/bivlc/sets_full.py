@@ -12,7 +12,6 @@ papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from typing import Sequence
 import numpy as np
 
 from common.errors import WorkspaceError
-from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import read_json, read_rows, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
-from papers.bivlc.parquet_shards import image_bytes, parquet_records, split_files
+from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
 
 SET_KIND = "bivlc-finetune-full-set"
 COCO_CAPTIONS = Path("coco/annotations_trainval2017/annotations/captions_train2017.json")
@@ -84,17 +83,6 @@ def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
             for k, (image, caption) in enumerate(rows)]
 
 
-def _store_image(raw: bytes, image_dir: Path) -> str:
-    ext = ".png" if raw.startswith(b"\x89PNG") else ".jpg" if raw.startswith(b"\xff\xd8") else ".img"
-    name = hashlib.sha256(raw).hexdigest() + ext
-    path = Path(image_dir) / name
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            Path(tmp).write_bytes(raw)
-    return f"images/{name}"
-
-
 def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tuple[list[TrainRow], dict[str, str]]:
     """TROHN-Text's or TROHN-Img's rows, train then validation, in file order; TROHN-Img's generated images written
     under ``image_dir``. Returns the rows and each shard's sha256."""
@@ -109,8 +97,8 @@ def hf_rows(dataset: str, snapshot: Path, image_dir: Path | None = None) -> tupl
                         raise DatasetError(f"{where}: column {c!r} is {record[c]!r:.40}")
                 negative_image = ""
                 if "negative_image" in columns:
-                    negative_image = _store_image(image_bytes(where, "negative_image", record["negative_image"]),
-                                                  image_dir)
+                    raw = image_bytes(where, "negative_image", record["negative_image"])
+                    negative_image = f"images/{cache_image(raw, image_dir, webp=False).name}"
                 rows.append(TrainRow(split, record["image_id"], record["caption"], record["negative_caption"],
                                      negative_image))
     return rows, hashes

@@ -22,12 +22,10 @@ whose swap_obj has 246 examples; SugarCrepe's release (``RAIVNLab/sugar-crepe@00
 (the COCO image 000000310622.jpg's "A West 32nd sign under a Korea Way road sign." is not in it), so the full column
 is over 7,511 examples (``context.json``'s ``sugarcrepe_examples``).
 
-Detectors (Sec. 5.3, ``papers.bivlc.detection``): per detector row (``DetectorSpec``), the image and text heads
-on the frozen encoder's raw tower outputs (``papers.bivlc.detector_heads``: ``visual(x)`` and ``encode_text(x)``
-unnormalised, as the authors' probes) give P(synthetic) of every image and caption; retrieval by the authors'
-procedure (no image-caption similarity at all), detection accuracy at 0.5. In the full profile the heads are the
-authors' released ones (rows ``clipdet``, ``trohn-img-det``: imirandam/CLIP_Detector and
-imirandam/CLIP_TROHN-Img_Detector, compared instance by instance with their released outputs
+Detectors (Sec. 5.3, ``papers.bivlc.detection``, ``papers.bivlc.detector_heads``): per ``DetectorSpec``, heads on
+the frozen encoder's raw tower outputs. In the full profile the heads are the authors' released ones (rows
+``clipdet``, ``trohn-img-det``: imirandam/CLIP_Detector and imirandam/CLIP_TROHN-Img_Detector, compared instance by
+instance with their released outputs
 ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_baseline.csv``
 and ``IMirandaM/BiVLC@84f0d175 src/Detectors/results/BiVLC_Classifier_CORRECT_CLIP_TROHN-Img.csv``) or trained here
 (``ft-clipdet``, ``ft-trohn-img-det``: ``DetectorLoss.head`` saved by ``papers.bivlc.detectors``); in the mini
@@ -42,11 +40,9 @@ and named in ``context.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -59,7 +55,7 @@ from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.scoring import group, selection
 from common.evaluation.scoring.group import GroupResult
 from common.evaluation.scoring.selection import STRICT, SelectionResult
-from common.files.io import atomic_path, output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError, GroupItem, ImageToTextItem
 from common.paths import RESULTS, build_dir, build_root, data_root
@@ -68,16 +64,16 @@ from common.pipeline.inputs import full_inputs as read_full_inputs
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.training.records import training_context
 from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
-from papers.bivlc.detection import FINER, head_run, score_detectors
+from papers.bivlc.detection import FINER, METRICS, head_run, score_detectors
 from papers.bivlc.detector_heads import (
     compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
-from papers.bivlc.parquet_shards import image_bytes, parquet_records, split_files
+from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 
@@ -106,9 +102,8 @@ row names none or it could not be fetched)."""
 PREDICTION_FIELDS = ("item_id", "type", "subtype", "sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1",
                      "text_score_i0", "text_score_i1", "image_score_c0", "image_score_c1", "text_score",
                      "image_score", "group_score")
-"""The released ``results/BiVLC_<model>.csv`` columns (their ``sim_*`` names), so ``released.py`` rescores them."""
-_PREDICTION_METRICS = {"text_score_i0": "Ipos2T", "text_score_i1": "Ineg2T", "image_score_c0": "Tpos2I",
-                       "image_score_c1": "Tneg2I", "text_score": "I2T", "image_score": "T2I", "group_score": "group"}
+"""The released ``results/BiVLC_<model>.csv`` columns (their ``sim_*`` names), so ``released.py`` rescores them;
+the scores are ``detection.METRICS``' decisions, in that order."""
 MINI_TABLE2_FIELDS = ("row", "model", "label", "kind", "sugarcrepe", *MAIN, *FINER, "n")
 MINI_TABLE4_FIELDS = ("row", "model", "label", *(f"{t}_{m}" for t in TYPES for m in MAIN))
 MINI_TABLE5_FIELDS = ("row", "model", "label", "text_detection", "image_detection", *MAIN, "sugarcrepe")
@@ -120,10 +115,8 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "clip_i2t", "clip_t2i", "clip_group", "clip_i2t_minus_t2i_ci_low", "trohn_img_t2i", "trohn_img_group",
     "trohn_img_gap_closed", "trohn_text_sugarcrepe", "clip_coco_group", "clipdet_image_detection",
     "clipdet_i2t", "clipdet_group")
-"""The mini profile's DVC metrics (flat numbers, in points except the share of the gap closed): CLIP's three scores
-and the lower end of its I2T - T2I gap, TROHN-Img's T2I and group and the share of CLIP's I2T - T2I gap it closes,
-TROHN-Text's SugarCrepe, CLIP_COCO's group, and CLIPDet's image detection, I2T and group. The full profile's are
-``summary``'s (every row's group first)."""
+"""The mini profile's DVC metrics (in points but for the share of CLIP's I2T - T2I gap closed); the full profile's
+are ``summary``'s (every row's group first)."""
 GAIN_ROWS = ("trohn-img", "ft-trohn-img")
 """The TROHN-Img rows ``comparisons.json`` pairs with CLIP (``<row>_minus_clip_t2i``, ``..._group``): the released
 fine-tune and this workspace's re-training."""
@@ -184,18 +177,6 @@ class BivlcSet:
         return BivlcSet(tuple(kept), self.files, self.sha256, self.image_dir)
 
 
-def cache_image(data: bytes, image_dir: Path) -> Path:
-    """The image's file in the content-addressed cache, written (atomically) when it is not there yet."""
-    ext = (".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8")
-           else ".webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else ".img")
-    path = Path(image_dir) / f"{hashlib.sha256(data).hexdigest()}{ext}"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            Path(tmp).write_bytes(data)
-    return path
-
-
 def _text(where: str, column: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DatasetError(f"{where}: column {column!r} is {value!r:.40}, not a caption")
@@ -233,10 +214,8 @@ def load_bivlc(snapshot: Path, image_dir: Path, expected: int | None = None) -> 
 # -- Scoring ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DetectorSpec:
-    """One row of Table 5: a frozen encoder (zoo model) and the two heads applied to its towers' raw outputs (the
-    heads trained here, or the authors' released ones: ``papers.bivlc.detector_heads``). ``released_outputs``: the
-    registry key of the authors' per-instance outputs of these heads on BiVLC, compared with what is recomputed here
-    (empty: none)."""
+    """One row of Table 5: a frozen encoder (zoo model), its two heads and ``released_outputs``, the registry key of
+    the authors' per-instance outputs of these heads (empty: none), compared with what is recomputed here."""
 
     encoder: str
     image_head: Path
@@ -279,9 +258,7 @@ class DetectorProbabilities:
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A table row: its id (the audit's key), zoo name, label, kind (``pretrained``, ``negclip``, ``finetune``; in the
-    full profile ``pretrained`` for a zoo entry with no ``finetuned_from``) and the weights trained here, if any
-    (their training record goes in the context)."""
+    """A table row (``row``: the audit's key); ``checkpoint``: the weights trained here, if any."""
 
     row: str
     name: str
@@ -400,17 +377,13 @@ def _released_comparison(spec: DetectorSpec, probs: DetectorProbabilities, fetch
             **compare_with_released(probs.image, probs.text, image, text)}
 
 
-_default_fetch = partial(fetch, progress=False)
-
-
 def score_detectors_rows(detectors: Mapping[str, DetectorSpec], items: Sequence[GroupItem],
                          sugarcrepe: Sequence[ImageToTextItem] | None = None, device: str = "cpu",
                          create: ModelFactory = zoo_create, skip_unavailable: bool = False,
-                         fetch: Callable[[str], Path] = _default_fetch
+                         fetch: Callable[[str], Path] = quiet_fetch
                          ) -> tuple[list[ScoredDetector], dict[str, str]]:
-    """Every detector row: its heads on its encoder's raw tower outputs, the released heads' saved towers checked
-    against the encoder, and the released per-instance outputs compared where the row names them. A missing head
-    file is an error; an encoder that cannot be loaded follows ``skip_unavailable``."""
+    """Every detector row's heads on its encoder's raw tower outputs, checked against the released towers and
+    outputs where there are some; a missing head file is an error."""
     out, skipped = [], {}
     encoders = {row: spec.encoder for row, spec in detectors.items()}
     for row, _name, model in each_model(encoders, skipped, create=create, device=device,
@@ -489,8 +462,7 @@ def summary(rows2: Sequence[Mapping], rows5: Sequence[Mapping] = ()) -> dict[str
     """DVC metrics, at most ``SUMMARY_MAX``: each model row's group, each detector row's group, then the model rows'
     T2I (the paper's finding: T2I lags I2T) while room is left."""
     out: dict[str, float] = {}
-    candidates = [(f"{r['row']}_group", r["group"]) for r in rows2]
-    candidates += [(f"{r['row']}_group", r["group"]) for r in rows5]
+    candidates = [(f"{r['row']}_group", r["group"]) for r in (*rows2, *rows5)]
     candidates += [(f"{r['row']}_t2i", r["T2I"]) for r in rows2]
     for key, value in candidates:
         key = key.replace("-", "_")
@@ -595,13 +567,10 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
         if files.predictions:
             predictions = staging / "predictions"
             for s in scored:
-                rows = []
-                for o in s.bivlc.outcomes:
-                    kind, sub = o.group.split("-")
-                    (c0i0, c0i1), (c1i0, c1i1) = o.similarities
-                    rows.append({"item_id": o.item_id, "type": kind, "subtype": sub, "sim_C0_I0": repr(c0i0),
-                                 "sim_C0_I1": repr(c0i1), "sim_C1_I0": repr(c1i0), "sim_C1_I1": repr(c1i1),
-                                 **{col: o.decisions[m] for col, m in _PREDICTION_METRICS.items()}})
+                rows = [dict(zip(PREDICTION_FIELDS, (o.item_id, *o.group.split("-"),
+                                                     *(repr(v) for pair in o.similarities for v in pair),
+                                                     *(o.decisions[m] for m in METRICS)), strict=True))
+                        for o in s.bivlc.outcomes]
                 write_csv_atomic(predictions / f"{s.model.replace('/', '__')}.csv", rows, PREDICTION_FIELDS)
             paths["predictions"] = predictions
     return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
@@ -610,9 +579,7 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], detecto
 # -- Inputs: what each profile scores -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Inputs:
-    """One stage's inputs: the rows and how their models are built (the zoo; in the mini profile, ``trained_here``),
-    the benchmark's items (and the mini world's ambiguous ones), SugarCrepe's, the detector rows, the rows whose
-    scores ``comparisons.json`` lists (None: every row but CLIP) and the context known before scoring."""
+    """One stage's inputs; ``compared``: the rows whose scores ``comparisons.json`` lists (None: all but CLIP)."""
 
     profile: str
     entries: tuple[ModelEntry, ...]
@@ -672,7 +639,7 @@ def full_inputs(models: Mapping[str, str], data: BivlcSet, sugarcrepe: Sequence[
 
 
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
-                    fetch: Callable[[str], Path] = _default_fetch) -> dict[str, Path]:
+                    fetch: Callable[[str], Path] = quiet_fetch) -> dict[str, Path]:
     """Score every model (and detector) and write the tables; nothing is written when a model fails or none could
     be scored."""
     scored, skipped = score_models(inputs.entries, inputs.items, inputs.sugarcrepe, engine_config, device,
@@ -698,9 +665,8 @@ def default_image_dir() -> Path:
 
 
 def training_records(entries: Sequence[ModelEntry], detectors: Mapping[str, DetectorSpec]) -> dict[str, dict]:
-    """The context's ``training``: each row's weights trained here (the mini runs, the full re-trainings
-    ``ft-<run>``) and each detector head's (``detection.head_run``) sidecar record and recipe, for the audit's notes;
-    released weights and heads have no sidecar and no entry."""
+    """The context's ``training``: the sidecar record and recipe of each row's weights and detector head trained
+    here (``detection.head_run``), for the audit's notes."""
     weights = {e.row: e.checkpoint for e in entries if e.checkpoint is not None}
     weights.update({head_run(row, tower): head for row, spec in detectors.items()
                     for tower, head in (("image", spec.image_head), ("text", spec.text_head))})

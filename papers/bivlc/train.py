@@ -61,9 +61,7 @@ PROFILES = ("mini", "full")
 
 def finetune_job(profile: str, run: str, init: Init, train: CaptionBatches | FileCaptionBatches,
                  val: CaptionBatches | FileCaptionBatches, config: TrainConfig, provenance: Mapping) -> FinetuneJob:
-    """Both profiles' job: fine-tune ``init`` as ``run`` on ``train`` with ``config``, scored on ``val`` by the
-    authors' in-batch accuracy at ``config.batch_size`` samples per batch (the best weights go beside the last,
-    ``<stem>.best.safetensors``)."""
+    """Both profiles' job, validated by the authors' in-batch accuracy at ``config.batch_size`` samples per batch."""
     mean, std = normalizer(init.build().transform)
     chunk = mini_chunk(val) if isinstance(val, CaptionBatches) else full_chunk(val)
     return FinetuneJob(f"bivlc-{profile}-{run}", init, train, run_spec(run).loss, config, MODULE,
@@ -111,9 +109,8 @@ def mini_chunk(batches: CaptionBatches) -> Chunk:
 
 def mini_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init | None = None,
              tokenize: Tokenize | None = None, provenance: Mapping | None = None) -> FinetuneJob:
-    """``run`` on the set's training split with ``section``'s settings (``params.yaml bivlc.mini``: its
-    ``batch_size`` counts texts, a step holds that many divided by the run's texts per sample), from ``init``
-    (default: the zoo's ``section["base"]``), validating ``section["validations"]`` times."""
+    """``run`` on the set's training split (``params.yaml bivlc.mini``: its ``batch_size`` counts texts, not
+    samples), validating ``section["validations"]`` times."""
     init = init or FromZoo(section["base"])
     tokenize = tokenizer_for(init.describe()["arch"]) if tokenize is None else tokenize
     samples = int(section["batch_size"]) // len(run_spec(run).texts)  # every step sees batch_size texts (paper: 400)
@@ -195,10 +192,8 @@ def full_chunk(batches: FileCaptionBatches) -> Chunk:
 def full_job(run: str, rows: Sequence[TrainRow], section: Mapping[str, Any], coco_images: Path, set_dir: Path,
              *, recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
              provenance: Mapping | None = None) -> FinetuneJob:
-    """``run`` on the set's train split with ``section``'s settings (``params.yaml bivlc.full.finetune``) and
-    ``recipe``'s rules (None: the mini recipe; the stage's: the run's table of ``papers/bivlc/recipes.toml``), from
-    ``init`` (default: the zoo's ``section["base"]``), validating at the end of every epoch (``steps`` overrides the
-    schedule's epochs and validates once, at the end)."""
+    """``run`` on the set's train split (``params.yaml bivlc.full.finetune``; ``recipe`` None: the mini recipe),
+    validating after every epoch (``steps`` overrides the epochs and validates once, at the end)."""
     init = init or FromZoo(section["base"])
     tokenize = tokenizer_for(init.describe()["arch"])
     size, samples = int(section["image_size"]), run_batch_size(section, run)
