@@ -1,9 +1,5 @@
-"""The audit of this paper: every published number against what was recomputed here.
-
-Recomputed from the paper's own tables (claims, ``common.audit``) and from this profile's runs (``TABLES``,
-``BY_WORD_K``; ``FULL_ONLY`` in the full profile only: the mini world has no analog of the eight datasets). A mini run
-is never compared (tiny CLIPs on the rendered world). The full profile's released CoN-CLIP is row ``conclip``, its
-re-trainings ``ft-<run>`` (``RETRAINED_TABLES``).
+"""The audit of this paper: every published number against what was recomputed here (which tables, and how the rows
+join: docs/audit.md; ``FULL_ONLY``: the mini world has no analog of the eight datasets).
 
 Where a recomputed cell depends on a rule that no file of the authors' release (jaisidhsingh/CoN-CLIP@503388ac)
 holds, taken here from the paper's words, its note starts with "rule unverified" and says which (``rule_note``:
@@ -35,11 +31,11 @@ SUGARCREPE_COLUMNS: dict[str, str] = {
 BACKBONES: dict[str, str] = {"clip": "CLIP | ViT-B/32", "conclip": "CoN-CLIP | ViT-B/32", "clip-l14": "CLIP | ViT-L/14",
                              "conclip-b16": "CoN-CLIP | ViT-B/16", "conclip-l14": "CoN-CLIP | ViT-L/14"}
 """Rows of Tables 4, 5, 13 and 15 (those beyond ViT-B/32 in the full profile only; CLIP ViT-B/16 is not in the zoo)."""
+TABLE2_ROWS: dict[str, str] = {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA", "blip": "BLIP"}
+"""Rows of Table 2; Tables 3 and 7-9 add CoN-CLIP (Table 7 spells NegCLIP without the hyphen)."""
 TABLES: dict[str, tuple[str, Mapping[str, str], Mapping[str, str]]] = {
-    "Table 2": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA",
-                                                              "blip": "BLIP"}),
-    "Table 3": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {"clip": "CLIP", "negclip": "Neg-CLIP", "flava": "FLAVA",
-                                                              "blip": "BLIP", "conclip": "CoN-CLIP"}),
+    "Table 2": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, TABLE2_ROWS),
+    "Table 3": ("table3.csv", {"ccneg": "CC-Neg Accuracy"}, {**TABLE2_ROWS, "conclip": "CoN-CLIP"}),
     "Table 6": ("table6.csv", {"sugarcrepe_replace": "SugarCREPE R@1 | Replace", "sugarcrepe_add": "SugarCREPE R@1 | Add",
                                "sugarcrepe_swap": "SugarCREPE R@1 | Swap", "ccneg": "CC-Neg | Accuracy",
                                "classification_top1": "Image classification | Top-1 accuracy"},
@@ -57,8 +53,8 @@ UNITS: dict[str, str] = {"delta": "points"}
 """Our results columns whose unit is not "percent": Table 16's mean Delta is a difference of top-1s in points, as
 published (compared as percent, a full run's audit raised "cannot compare a percent with a points")."""
 BY_WORD_K: dict[str, tuple[str, Mapping[str, str]]] = {
-    "Table 7": ("no", {"clip": "CLIP", "negclip": "NegCLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"}),
-    **{table: (word, {"clip": "CLIP", "negclip": "Neg-CLIP", "blip": "BLIP", "flava": "FLAVA", "conclip": "CoN-CLIP"})
+    "Table 7": ("no", {**TABLE2_ROWS, "negclip": "NegCLIP", "conclip": "CoN-CLIP"}),
+    **{table: (word, {**TABLE2_ROWS, "conclip": "CoN-CLIP"})
        for table, word in (("Table 8", "not"), ("Table 9", "without"))},
     **{table: (word, {"conclip": "CoN-CLIP | ViT-B/32 | L_conclip", "l1": "CoNCLIP | ViT-B/32 | L_1",
                       "l1-l2": "CoNCLIP | ViT-B/32 | L_12", "l2": "CoNCLIP | ViT-B/32 | L_2"})

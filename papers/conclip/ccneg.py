@@ -28,9 +28,8 @@ snippet), reproduced here, and what this reader adds where the release says noth
   the paper's rule is Table 7's caption, "Model Accuracies over CC-Neg evaluation subset samples that use", then the
   word (the audit's rows of Tables 7-12 say "rule unverified").
 
-The file is a pickle, read only with ``torch.load(path, weights_only=True)`` (``load_pickle``). ``image_paths`` are
-absolute paths on the authors' machine; each is resolved by its file name under the extracted image folder. With a
-cap (``params.yaml full_inputs.cap``) the evaluation split is the file's last ``cap`` entries (``eval_size_for``).
+The file is a pickle, read only with ``torch.load(path, weights_only=True)`` (``load_pickle``); ``image_paths`` (on
+the authors' machine) are resolved by file name under the image folder; a cap shortens the split (``eval_size_for``).
 """
 from __future__ import annotations
 

@@ -4,13 +4,12 @@
 The authors released only eq. 4's result, k pool indices per training entry of which CoN-CLIP trains on the first
 (``papers.conclip.coco_pool`` cites both). The mining code is not in the release: the paper's Supplementary 0.B is
 all there is ("we take the subject s and the negated object o_n from the relation parsing output of PaLM-2", then
-eq. 4 with "the CLIP similarity function"). This stage encodes the pool with ``conclip.full.distractors.model``
-through the shared engine, mines each sampled entry's top-k by ``papers.conclip.distractors.mine_distractors`` and
-asks how the release compares: is its top-1 ours, within our top 5 or 10, at what rank of our scores, with how much
-less eq. 4 score. Which texts stand for s and o_n (the parse's bare subject mined beside them, the ``paper_*``
-columns) and the chunked rule of the ``code_rule_*`` columns are this workspace's readings, not in the release
-(rules unverified, ``PAPER_VS_CODE``): the data say which the release follows. The mini profile's columns
-(``eq4_precision``, ``eq4_chance``) need scene graphs, which COCO lacks: agreement with the release takes their place.
+eq. 4 with "the CLIP similarity function"). This stage mines each sampled entry's top-k with
+``conclip.full.distractors.model`` and compares the release's row with it (``DISTRACTOR_FIELDS``). Which texts stand
+for s and o_n (the parse's bare subject mined beside them, the ``paper_*`` columns) and the chunked rule of the
+``code_rule_*`` columns are this workspace's readings, not in the release (rules unverified, ``PAPER_VS_CODE``): the
+data say which the release follows. The mini profile's columns (``eq4_precision``, ``eq4_chance``) need scene graphs,
+which COCO lacks: agreement with the release takes their place.
 """
 from __future__ import annotations
 
@@ -39,8 +38,6 @@ SUBJECT_FIELD = "exclusion-prompt"
 """``sop_data`` field encoded as s: the "concept present" (a reading of the file's fields: ``PAPER_VS_CODE``)."""
 OBJECT_FIELD = "sop_chosen_object"
 """``sop_data`` field encoded as o_n: the "concept absent" (not in the release, as ``SUBJECT_FIELD``)."""
-PAPER_SUBJECT_PATH = ("sop_data", "sop_decomposition", "subject")
-"""The parse's bare subject: the paper's s (Supplementary 0.B)."""
 CODE_CHUNK = 5000
 """Images per chunk of the hypothetical chunked rule (``code_rule_rows``), each chunk contributing its best image."""
 WITHIN_KS: tuple[int, ...] = (1, 5, 10)
@@ -103,7 +100,6 @@ class MiningTexts:
 
 @dataclass(frozen=True)
 class TrainingTexts:
-
     path: Path
     sha256: str
     n_entries: int
@@ -125,8 +121,9 @@ def sample_entries(n_training: int, n: int, seed: int) -> np.ndarray:
 
 
 def _paper_subject(annotation: Any) -> str | None:
+    """The parse's bare subject: the paper's s (Supplementary 0.B)."""
     node = annotation
-    for part in PAPER_SUBJECT_PATH:
+    for part in ("sop_data", "sop_decomposition", "subject"):
         node = node.get(part) if isinstance(node, Mapping) else None
     if not isinstance(node, str) or not node.strip() or node.strip() == "None":
         return None  # a missing subject, or the text "None" standing for one: left out
@@ -171,11 +168,9 @@ def rank_of(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def code_rule_rows(scores: np.ndarray, k: int, chunk_size: int = CODE_CHUNK) -> np.ndarray:
-    """(M, k) pool indices by the hypothetical chunked rule: each chunk of ``chunk_size`` images (pool order)
-    contributes its best image (the lower index among equals), and the winners are sorted by score ascending (a
-    stable sort: equal scores keep chunk order); the first ``k`` are kept, so that a row's first index is the chunk
-    winner with the LOWEST score. Not in the release: an earlier reading of the authors' code described it, but the
-    code read is not in any commit of the repository."""
+    """(M, k) pool indices by the hypothetical chunked rule: each chunk's best image (the lower index among equals),
+    the winners sorted by score ascending (stable), the first ``k`` kept. Not in the release: an earlier reading of
+    the authors' code described it, but the code read is not in any commit of the repository."""
     n_images = scores.shape[1]
     starts = np.arange(0, n_images, chunk_size)
     if not 1 <= k <= len(starts):

@@ -1,8 +1,5 @@
 """CoN-CLIP's fine-tuning loss (negated captions and distractor images), with the paper's ablations.
 
-It follows ``common.training.losses``' conventions and plugs into the shared trainer as
-``functools.partial(ConClipLoss, terms=...)``.
-
 How the paper's notation (Sec. 4.2, eqs. 1-3) is read against the released code (jaisidhsingh/CoN-CLIP's
 ``CustomLossWithNegatives``): the paper builds P, Q, R as M x 2M matrices and applies "a column-wise softmax
 operation" with the target where i = j; the code takes a cross-entropy over each *row* of the three M x 2M logit

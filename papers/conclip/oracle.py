@@ -1,9 +1,8 @@
 """CoN-CLIP's own CC-Neg evaluation as the oracle (``python -m common oracle conclip``; ``common.oracle``).
 
 What runs: the released CC-Neg evaluation, which is a README snippet, jaisidhsingh/CoN-CLIP@503388ac README.md:94
-"def evaluate_clip_on_ccneg():" (lines 75-141, the second ``python`` block, written byte-exact to a scratch file
-whose line numbers are the README's, then ``evaluate_clip_on_ccneg()`` called: the snippet defines it and never calls
-it), with its dataset from the release's ``src.data.evaluation_datasets``, jaisidhsingh/CoN-CLIP@503388ac
+"def evaluate_clip_on_ccneg():" (lines 75-141, run at its README line numbers: the snippet never calls it), with its
+dataset from the release's ``src.data.evaluation_datasets``, jaisidhsingh/CoN-CLIP@503388ac
 src/data/evaluation_datasets.py:8 "class CCNegEvalDataset(Dataset):" (registered, unmodified), once per row of
 ``results/conclip/full/context.json`` that OpenAI's ``clip.load`` can build (``authors_construction`` says why
 another cannot). It reads the ``.pt`` file and the image folder the full profile read (``context.json`` ``data``),
@@ -21,8 +20,7 @@ Not registered, so replaced (each listed in the output): the release's ``src/dat
 ``__init__`` files (``released_imports``, ``configs_module``). Model construction: README.md:95 "model, preprocess
 = clip.load(model_name, device=device)" gets the row's weights (``common.oracle.models``); CoN-CLIP and the
 fine-tunes are then loaded by the README's own ``load_checkpoint`` (README.md:32-36), i.e. what the snippet's
-commented-out lines 98-99 do. On a machine without a GPU the snippet's ``device = "cuda"`` (README.md:83) becomes
-the oracle's device (``run_snippet``).
+commented-out lines 98-99 do.
 """
 from __future__ import annotations
 

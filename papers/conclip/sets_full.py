@@ -16,9 +16,8 @@ this workspace's (the CREPE-Negate run of Table 6's last row, whose data the aut
 caption gets none, or one that reads like the caption, has ``crepe_negated: null`` and only that run skips it
 (``papers.conclip.train.run_rows``; counted); the four CC-Neg runs train on all rows, the authors' 188,246.
 
-``set``: ``rows.jsonl`` (``papers.conclip.finetune_rows.FullRow``; the CREPE-Negate negation is
-``common.text.crepe_style``'s NEGATE called as the mini profile calls it, not imported from there, so that this stage
-does not depend on the mini world's code) and ``manifest.json``, one output group under ``build/full/conclip/finetune``.
+The CREPE-Negate negation is ``common.text.crepe_style``'s NEGATE called as the mini profile calls it, not imported
+from there, so that this stage does not depend on the mini world's code.
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """CoN-CLIP (Singh et al.) in the mini profile: CC-Neg's analog and the fine-tuning set, rendered from the world.
 
-The world makes c, c' and the distractor image I' true or false by construction (``common.miniworld.negation``; the
-README's "Mini profile"). ``set`` (stage ``mini-test-set``) renders the benchmark and the world's classification set
-(read back by ``papers.conclip.benchmark_mini``); ``finetune-set`` (stage ``mini-finetune-set``) the fine-tuning set,
-K and the negation word drawn with CC-Neg's evaluation-split frequencies (the only ones published: Tables 7-9's split
-sizes), with the CREPE-Negate analog of c' (``common.text.crepe_style``'s NEGATE; Table 6's last row trains on these;
-read back by ``papers.conclip.finetune_rows``). The runs and the tables are modules of their own, so that an edit here
-reruns neither.
+Stages ``mini-test-set`` (``set``) and ``mini-finetune-set`` (``finetune-set``): the README's stage table and "Mini
+profile". K and the negation word are drawn with CC-Neg's evaluation-split frequencies, the only ones published. The
+sets are read back by ``benchmark_mini`` and ``finetune_rows``, so that an edit here reruns neither runs nor tables.
 """
 from __future__ import annotations
 

@@ -77,8 +77,7 @@ def rows_to_score(models: Mapping[str, str], rows: Sequence[str]) -> dict[str, s
 def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path, engine_config=None,
                         device: str = "cpu", create: ModelFactory = zoo_create, skip_unavailable: bool = False,
                         context: Mapping | None = None) -> dict[str, Path]:
-    """Score every row on SugarCrepe and write its files as one output group (all or nothing); a model that cannot
-    be loaded raises ``ModelUnavailable``, or with ``skip_unavailable`` is left out with the reason."""
+    """Every row on SugarCrepe as one output group; with ``skip_unavailable`` a model that cannot load is left out."""
     if not models:
         raise SugarcrepeFullError("no SugarCrepe row to score")
     # SugarCrepe's own loader (every example or a DatasetError); Table 6's folds average all seven categories

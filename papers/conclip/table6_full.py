@@ -1,15 +1,11 @@
 """CoN-CLIP (Singh et al.), the ablation table (Table 6) in the full profile (stage ``table6-full``, ``python -m
 papers.conclip.table6_full``).
 
-Table 6's rows, the five fine-tunes ``ft-<run>`` of ``papers.conclip.runs.RUNS``, assembled from the three tables of
-``TABLE6_INPUTS``. A module of its own: it reads CSV files only, so that an edit here does not rescore SugarCrepe on a
-GPU, nor an edit there rebuild this table.
-
-``comparisons.json``: the released CoN-CLIP ViT-B/32 minus OpenAI's ViT-B/32 with paired 95% bootstrap intervals, as
-the mini profile computes them, from the two scoring stages' per-example predictions, each checked against its table:
-SugarCrepe (the mean over the seven categories: the paper's "average improvement of 4.4%" is over all of them, not
-REPLACE alone) and CC-Neg; zero-shot classification's is copied from ``zeroshot_comparisons.json``. A comparison, or
-(with ``conclip.full.skip_unavailable``) a Table 6 row, that an input lacks is left out and named in the context.
+Table 6's rows, the five fine-tunes ``ft-<run>``, assembled from the three tables of ``TABLE6_INPUTS``: CSV files
+only, so that an edit here does not rescore SugarCrepe on a GPU. ``comparisons.json`` (the README's "Outputs"): from
+the scoring stages' per-example predictions, each checked against its table; SugarCrepe's is the mean over the seven
+categories (the paper's "average improvement of 4.4%" is over all of them, not REPLACE alone). A comparison, or (with
+``conclip.full.skip_unavailable``) a Table 6 row, that an input lacks is left out and named in the context.
 """
 from __future__ import annotations
 

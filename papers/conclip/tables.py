@@ -2,8 +2,7 @@
 --profile mini|full``; stages ``tables-mini`` and ``tables-full``). What each profile scores and writes, and why one
 module: the README's "What is reproduced, and how" and "Outputs and notebooks" (``Inputs``, ``FILES``).
 
-Each item is one image and two captions, c (candidate 0) and the negated c' (candidate 1). The authors' released
-evaluation (their README's snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first,
+The authors' released evaluation (their README's snippet) decides by ``argmax`` over [s(I, c), s(I, c')] with c first,
 jaisidhsingh/CoN-CLIP@503388ac README.md:131 "preds = sim.argmax(dim=-1)" against
 jaisidhsingh/CoN-CLIP@503388ac README.md:133 "labels = torch.zeros(batch_size)", so a tie counts as correct
 (``selection.ARGMAX``); the paper's text (Sec. 3.2.1) calls s(I, c) <= s(I, c') wrong ("signifies an incorrect
@@ -12,12 +11,8 @@ image and text embeddings, as the snippet scores CLIP
 (jaisidhsingh/CoN-CLIP@503388ac README.md:120-124 "image_features = F.normalize(image_features, dim=-1)"), or, for
 BLIP, by its image-text matching head's match probability (``PAIR_SCORES``): how the authors scored BLIP and FLAVA is
 not in the release (the paper's Sec. 3.2.1 says only "a VLM computes a similarity-based match score"), so the audit's
-BLIP and FLAVA rows say "rule unverified".
-The mini profile also scores, with the same engine (``MiniBenchmarks``), what the full profile scores in stages of
-its own (``zeroshot_full``, ``sugarcrepe_full``, ``distractors_full``): zero-shot classification with standard and
-negated prompts, eq. 4's distractor mining (the world knows whether a pick shows the subject and not the negated
-object, so the rule's precision is measured) and SugarCrepe's mini set. A model that cannot be loaded stops the
-stage; with ``conclip.full.skip_unavailable`` it is left out and named in ``context.json``.
+BLIP and FLAVA rows say "rule unverified". With ``conclip.full.skip_unavailable`` a model that cannot be loaded is
+left out and named in ``context.json``; otherwise it stops the stage.
 """
 from __future__ import annotations
 
@@ -137,9 +132,8 @@ PAPER_VS_CODE: dict[str, str] = {
 # --- The benchmark and the models: what differs between the profiles ---
 @dataclass(frozen=True)
 class NegationSet:
-    """CC-Neg or its mini analog: the items (c first, c' second) and Tables 7-12's cells, in the tables' order, each
-    a (negation word, K, mask over the items); an item may be in several words' cells (full), and empty cells are
-    left out."""
+    """CC-Neg or its mini analog: the items (c first, c' second) and Tables 7-12's non-empty cells in the tables'
+    order, each (negation word, K, mask over the items); a full item may be in several words' cells."""
 
     items: tuple[ImageToTextItem, ...]
     cells: tuple[tuple[str, int, np.ndarray], ...]

@@ -1,9 +1,6 @@
 """CoN-CLIP (Singh et al.): the base model's text tower fine-tuned with CoN-CLIP's loss, one run per row of Table 6, in
-either profile (``python -m papers.conclip.train <profile> run <name>``).
-
-Both profiles build a run the same way (``build_job``: ``papers.conclip.losses.ConClipLoss`` with the run's terms of
-``papers.conclip.runs.RUNS``, image tower frozen, images [I, I'] and texts [c, c'] per sample, resumable after a
-kill); what differs is where the samples come from and the recipe (``PROFILES``; the README's stage table).
+either profile (``python -m papers.conclip.train <profile> run <name>``; one ``build_job``, the samples and recipe
+by ``PROFILES``: the README's "What is reproduced, and how").
 
 The full profile's recipe is the authors' (Sec. 4.2 and jaisidhsingh/CoN-CLIP's fine-tuning script, its argument
 defaults and its ``FineTuningDatasetWithNegatives``; every setting is cited in ``papers/conclip/recipes.toml``):
@@ -175,8 +172,7 @@ Samples = RenderedSamples | FileSamples
 
 def build_job(run: str, samples: Samples, section: Mapping, *, recipe: Recipe | None = None,
               init: Init | None = None, steps: int | None = None, provenance: Mapping | None = None) -> FinetuneJob:
-    """The run ``run``: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``samples`` with ``section``'s
-    settings and ``recipe``'s rules (None: the mini recipe); ``steps`` overrides the section's (smoke runs, tests)."""
+    """``init`` default: the zoo's ``section["base"]``; ``recipe`` None: the mini one; ``steps`` None: the section's."""
     spec = run_spec(run)
     init = init or FromZoo(section["base"])
     batches = samples.batches(run, section, tokenizer_for(init.describe()["arch"]),

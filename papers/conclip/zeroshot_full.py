@@ -7,14 +7,10 @@ of a {c}" (negated), as the authors' README shows them, jaisidhsingh/CoN-CLIP@50
 not in the release, the paper's Sec. 5.2.1 says only "top-1 zero-shot classification accuracy"), and
 Delta = top-1(standard) - top-1(negated) (Table 16 averages Delta over the eight datasets).
 
-The datasets are read through ``torchvision.datasets`` from ``<data root>/zeroshot/<dataset>/`` (registry group
-"conclip-zeroshot", ``papers/conclip/sources.toml``). An archive is fetched when its folder is missing and checked
-against the md5 its registry entry states before it is extracted; torchvision's own copies of those pins are lifted
-(``unpinned``), so the registry's are the ones that hold. ImageNet and Stanford Cars are manual: a missing one stops
-the run with the registry entry's steps, unless it is left out of ``conclip.full.zeroshot_datasets``. The paper names
-no split; each dataset uses CLIP_benchmark's default (``DATASETS``). CIFAR's arrays are written once as PNG files
-under ``build/full/conclip/zeroshot/``, because the encoding engine keys images by file content. Stage
-``zeroshot-full``'s files: the README's "Outputs and notebooks".
+The datasets (registry group "conclip-zeroshot") are read by ``torchvision.datasets`` under
+``<data root>/zeroshot/<dataset>/``, checked against the registry's md5s (torchvision's own pins lifted: ``unpinned``).
+The paper names no split; each dataset uses CLIP_benchmark's default (``DATASETS``). CIFAR's arrays are written once
+as PNG files (``export_pngs``), because the encoding engine keys images by file content.
 """
 from __future__ import annotations
 
@@ -39,7 +35,7 @@ from common.evaluation.engine import Engine
 from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.scoring import classification
 from common.evaluation.scoring.classification import ClassificationResult
-from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
+from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
 from common.files.tasks import ClassificationSet
 from common.paths import RESULTS, build_root, data_root as default_root
@@ -106,8 +102,6 @@ class Download:
 
 @dataclass(frozen=True)
 class LoadedSet:
-    """A dataset's split as files."""
-
     name: str
     images: tuple[Path, ...]
     labels: tuple[int, ...]
@@ -141,10 +135,13 @@ def _path_only(path) -> Path:
     return Path(path)
 
 
-def _read(name: str, root: Path, make: Callable[[], Any], errors: tuple[type[Exception], ...] = (RuntimeError,)):
-    """``make()``, a torchvision dataset under ``root``; its error (a file missing) names the folder and the fix."""
+def _read(name: str, root: Path, make: Callable[[Any], Any], errors: tuple[type[Exception], ...] = (RuntimeError,)):
+    """``make(torchvision.datasets)``, a dataset under ``root``; its error (a file missing) names the folder and fix."""
+    # deferred: loads torchvision only when called
+    from torchvision import datasets
+
     try:
-        return make()
+        return make(datasets)
     except errors as exc:
         raise ZeroshotDataError(f"{name}: torchvision cannot read the dataset under {root}: {exc}. Remove the folder "
                                 f"and run again to fetch it (python -m common fetch conclip-zeroshot), or see its "
@@ -189,12 +186,8 @@ def unpinned(cls: type) -> type:
 
 def _cifar(class_name: str) -> Loader:
     def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
-        # deferred: loads torchvision only when called
-        from torchvision import datasets
-
-        cls = unpinned(getattr(datasets, class_name))
-        ds = _read(name, root, lambda: cls(str(root), train=False, download=False))
-        batch = root / cls.base_folder / cls.test_list[0][0]
+        ds = _read(name, root, lambda d: unpinned(getattr(d, class_name))(str(root), train=False, download=False))
+        batch = root / ds.base_folder / ds.test_list[0][0]
         images = export_pngs(ds.data, image_dir / f"{name}-test", sha256_file(batch))
         return LoadedSet(name, images, tuple(int(y) for y in ds.targets), tuple(_words(c) for c in ds.classes))
 
@@ -202,10 +195,7 @@ def _cifar(class_name: str) -> Loader:
 
 
 def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import Caltech101
-
-    ds = _read(name, root, lambda: Caltech101(str(root), target_type="category", download=False))
+    ds = _read(name, root, lambda d: d.Caltech101(str(root), target_type="category", download=False))
     # The file of item k, as Caltech101.__getitem__ builds it (categories, index and y are public attributes).
     images = tuple(Path(ds.root) / "101_ObjectCategories" / ds.categories[y] / f"image_{i:04d}.jpg"
                    for i, y in zip(ds.index, ds.y))
@@ -213,10 +203,7 @@ def _caltech101(name: str, root: Path, image_dir: Path) -> LoadedSet:
 
 
 def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import OxfordIIITPet
-
-    ds = _read(name, root, lambda: OxfordIIITPet(str(root), split="test", target_types="category", download=False))
+    ds = _read(name, root, lambda d: d.OxfordIIITPet(str(root), split="test", target_types="category", download=False))
     # OxfordIIITPet takes no loader and decodes in __getitem__; its file list is kept as _images/_labels.
     files, labels = getattr(ds, "_images", None), getattr(ds, "_labels", None)
     if files is None or labels is None or len(files) != len(ds):
@@ -225,15 +212,12 @@ def _oxford_pets(name: str, root: Path, image_dir: Path) -> LoadedSet:
     return LoadedSet(name, tuple(Path(p) for p in files), tuple(int(y) for y in labels), tuple(ds.classes))
 
 
-def _test_split(class_name: str, class_name_of: Callable[[str], str], pinned: bool = True) -> Loader:
-    """A torchvision dataset whose ``loader`` lists its test split's files (Flowers-102 with its md5 pins lifted)."""
+def _test_split(class_name: str, class_name_of: Callable[[str], str], lift: Callable[[type], type] = lambda c: c
+                ) -> Loader:
+    """A torchvision dataset whose ``loader`` lists its test split's files (``lift``: Flowers-102's ``unpinned``)."""
     def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
-        # deferred: loads torchvision only when called
-        from torchvision import datasets
-
-        cls = getattr(datasets, class_name)
-        ds = _read(name, root, lambda: (cls if pinned else unpinned(cls))(str(root), split="test", download=False,
-                                                                          loader=_path_only))
+        ds = _read(name, root, lambda d: lift(getattr(d, class_name))(str(root), split="test", download=False,
+                                                                      loader=_path_only))
         pairs = [ds[i] for i in range(len(ds))]
         return LoadedSet(name, tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs),
                          tuple(class_name_of(c) for c in ds.classes))
@@ -249,11 +233,9 @@ def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     of open_clip's IMAGENET_CLASSNAMES, the first names for fewer folders (a rehearsal's stand-in)."""
     # deferred: loads open_clip only when called
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
-    # deferred: loads torchvision only when called
-    from torchvision.datasets import ImageFolder
 
     val = root / "val"
-    ds = _read(name, val, lambda: ImageFolder(str(val), loader=_path_only), (FileNotFoundError, RuntimeError))
+    ds = _read(name, val, lambda d: d.ImageFolder(str(val), loader=_path_only), (FileNotFoundError, RuntimeError))
     bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
     if not 0 < len(ds.classes) <= len(IMAGENET_CLASSNAMES) or bad:
         raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "
@@ -286,7 +268,7 @@ DATASETS: dict[str, ZeroshotDataset] = {d.name: d for d in (
         "flowers102", "Flowers-102", "test", TEST_SPLIT, "torchvision's Flowers102.classes (CLIP's names)", 6_149,
         (Download(_key("flowers102/flowers-102/102flowers.tgz"), "jpg"),
          Download(_key("flowers102/flowers-102/imagelabels.mat")),
-         Download(_key("flowers102/flowers-102/setid.mat"))), _test_split("Flowers102", str, pinned=False)),
+         Download(_key("flowers102/flowers-102/setid.mat"))), _test_split("Flowers102", str, unpinned)),
     ZeroshotDataset(
         "cifar100", "CIFAR-100", "test", TEST_SPLIT, "torchvision's fine label names with '_' -> ' '", 10_000,
         (Download(_key("cifar100/cifar-100-python.tar.gz"), "cifar-100-python"),),
@@ -543,17 +525,13 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
     # one row per model (Tables 4, 15: <d>_top1; Table 16: delta), the cells of the mini profile's classification.csv
     wide = [{"row": s.row, "model": s.model, "label": s.label, **classification_cells(s.results, names)}
             for s in scored]
-    out_dir = Path(out_dir)
-    with output_group(out_dir) as staging:
-        paths = {
-            "classification": write_csv_atomic(staging / "classification.csv", wide, classification_fields(names)),
-            "by_dataset": write_csv_atomic(staging / "by_dataset.csv", by_dataset_rows(scored, names),
-                                           BY_DATASET_FIELDS),
-            "summary": write_json_atomic(staging / "zeroshot_summary.json", summary(wide, len(names))),
-            "context": write_json_atomic(staging / "zeroshot_context.json", full_context),
-            "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
-        }
-    return {k: staged_to_final(p, staging, out_dir) for k, p in paths.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "classification": write_csv_atomic(staging / "classification.csv", wide, classification_fields(names)),
+        "by_dataset": write_csv_atomic(staging / "by_dataset.csv", by_dataset_rows(scored, names), BY_DATASET_FIELDS),
+        "summary": write_json_atomic(staging / "zeroshot_summary.json", summary(wide, len(names))),
+        "context": write_json_atomic(staging / "zeroshot_context.json", full_context),
+        "comparisons": write_json_atomic(staging / COMPARISONS_FILE, compared),
+    })
 
 
 def main(argv: Sequence[str] | None = None) -> int:
