@@ -1,29 +1,7 @@
 """The hard-positives benchmark (Kamath et al., ECCV 2024, Sec. 2.4) read from the released files as (c, c_p, c_n)
 items for ``papers.hard_positives.evaluation``. Stage ``full-data`` (``prepare_full``) fetches everything before it
-crops anything, so that a missing manual download fails at once; ``FullSet`` reads the prepared set back.
-
-Each part is released as two files with the same rows in the same order:
-
-* REPLACE (VL-CheckList on Visual Genome): ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json``
-  and ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json`` (c, c_n), the same names under
-  ``swapped_data/`` (c_p). Visual Genome's images, whole (the authors' crop commented out:
-  ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:137`` "#image = image.crop((" for relations,
-  ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:297`` "#image = image.crop((" for attributes).
-* SWAP (VG-Attribution, ARO's format): ``data/visual_genome_attribution.json`` (c, c_n) and
-  ``swapped_data/visual_genome_attribution.json`` (c_p), as the authors' README lays them out
-  (``amitakamath/hard_positives@33addaae README.md:25-29`` "`swapped_data/` contains the hard positive, hard
-  negative, and VG image paths for evaluation"; the two files are in the release's tree, too large for the mirror).
-  Images under the ``images/`` folder of ARO's zip (``amitakamath/hard_positives@33addaae
-  dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,"), each cropped to its box as ARO does
-  (``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:467`` "image = image.crop((test_case[").
-
-The authors' code pairs the two files by position alone, with no check (``amitakamath/hard_positives@33addaae
-run_eval.py:72`` "data_loader = DataLoader(dataset, batch_size=16, shuffle=False)" and
-``amitakamath/hard_positives@33addaae run_eval.py:85`` "data_loader = DataLoader(swapped_dataset, batch_size=16,
-shuffle=False)"): s(c) from ``data/``, s(c_n) and s(c_p) from ``swapped_data/``. Here they are paired the same way and
-checked: same length, and at every index the same image (and box) and c_n. Every row is scored as released, as the
-authors do (the README's "What is reproduced, and how"): a repeat is an item of its own, and a row with two equal
-captions is kept (``_triple``, ``equal_caption_ids``), so the denominators are the paper's.
+crops anything, so that a missing manual download fails at once; ``FullSet`` reads the prepared set back. The files,
+their images, how the authors' code pairs them and what is checked here: the README's "The released files".
 """
 from __future__ import annotations
 
