@@ -1,15 +1,10 @@
-"""The audit of this paper: every published number against what was recomputed here.
+"""The audit of this paper: every published number against what was recomputed here (docs/audit.md).
 
-Recomputed from the paper's own tables (claims, ``common.audit``), the REPLACE counts from the released benchmark
-(``released``), and this profile's Tables 1-3 (``results/hard_positives/<profile>/``). A mini run covers the cells of
-the rows it has an analog of and is never compared (tiny CLIPs on the rendered world); a full run is compared within
-``common.audit.core``'s run tolerance. A row scored beside the authors' configuration (``<row>@fp32``,
-``<row>@quickgelu``: ``context.json``'s ``stands_for``) is compared with its row's published cells too, its note
-naming how it was scored and its ties, so the audit shows which way reproduces each cell.
-
-The authors released no training code (``amitakamath/hard_positives@33addaae`` holds evaluation, data and the
-hard-positive generator only), so every cell of a run trained here with ``HardPositiveLoss`` carries
-``UNVERIFIED_METHOD`` in its verdict text (a caveat), whatever the verdict.
+Recomputed: the paper's own tables (claims), the REPLACE counts from the released benchmark (``released``) and this
+profile's Tables 1-3; a row scored beside the authors' configuration (``<row>@fp32``, ``<row>@quickgelu``) is
+compared with its row's published cells too, its note naming how it was scored. The authors released no training code
+(``amitakamath/hard_positives@33addaae`` holds evaluation, data and the hard-positive generator only), so every cell
+of a run trained here carries ``UNVERIFIED_METHOD`` in its verdict text, whatever the verdict.
 """
 from __future__ import annotations
 
@@ -67,8 +62,8 @@ def scoring_notes(context: Path) -> tuple[dict[str, str], dict[str, str]]:
     every row scored in more than one way) from a full run's ``context.json``; empty where it wrote no reference."""
     if not context.is_file():
         return {}, {}
-    models = read_json(context, expect=dict, remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`")
-    models = models.get("models", {})
+    models = read_json(context, expect=dict,
+                       remedy="run `dvc repro papers/hard_positives/dvc.yaml:table1-full`").get("models", {})
     if not any(isinstance(m, dict) and m.get("stands_for") for m in models.values()):
         return {}, {}
     direct = {row: m["stands_for"] for row, m in models.items() if m.get("stands_for")}
@@ -95,8 +90,8 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
     # by run in the full one); a reference row scored beside another (``<row>@fp32``) is the same run
     recipes = context_recipe_notes(out / "context.json",
                                    f"run `dvc repro papers/hard_positives/dvc.yaml:table1-{profile}`")
-    recipe = lambda row: recipe_of_row(recipes, "model", "row")(  # noqa: E731
-        {**row, "row": stands_for.get(row.get("row", ""), row.get("row", ""))})
+    published_row = lambda row: stands_for.get(row.get("row", ""), row.get("row", ""))  # noqa: E731
+    recipe = lambda row: recipe_of_row(recipes, "model", "row")({**row, "row": published_row(row)})  # noqa: E731
     recs = []
     for table, (name, columns) in TABLE_FILES.items():
         path = out / name
@@ -104,7 +99,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
         expected = {label for row, label in rows.items() if row in MINI_ROWS} if profile == "mini" else ()
         recs += run_rows_recomputations(
             released.PAPER, table, path, profile, columns,
-            lambda row, rows=rows: rows.get(stands_for.get(row.get("row", ""), row.get("row", ""))),
+            lambda row, rows=rows: rows.get(published_row(row)),
             f"run {path.relative_to(results.parent)}", units=UNITS, expected=expected,
             note=joined_notes(lambda row: notes.get(row.get("row", ""), ""), recipe),
             caveat=lambda row: UNVERIFIED_METHOD if row.get("row", "") in TRAINED_ROWS else "")

@@ -1,8 +1,5 @@
-"""Hard positives on the report card: REPLACE and SWAP, each with the original accuracy, the augmented accuracy and
-brittleness, scored once per example as ``evaluation.py`` scores Tables 1-3 (strict comparisons).
-
-REPLACE is the unweighted mean of its attribute and relation parts (Table 1's caption), so its numbers are macro
-averages over the two parts; SWAP has one part.
+"""Hard positives on the report card: REPLACE and SWAP's original accuracy, augmented accuracy and brittleness,
+scored as ``evaluation.py`` scores Tables 1-3; REPLACE the unweighted mean of its two parts (Table 1's caption).
 """
 from __future__ import annotations
 
@@ -52,7 +49,6 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
     mini = profile == "mini"
     where = build_root() / "mini" / "hard_positives" / "test" if mini else build_root() / "full" / "hard_positives"
     how = f"dvc repro papers/hard_positives/dvc.yaml:{'mini-test-set' if mini else 'full-data'}"
-    # the authors' evaluator loads OpenAI's CLIP with clip.load on CUDA: fp16, scored at fp32 beside it
     return [CardBenchmark("hard_positives", "Hard positives (REPLACE, SWAP)", "hard_positives", (where,), how,
                           lambda: load_test_items(where) if mini else FullSet.load(where).items(),
                           lambda engine, items: measures(evaluation.evaluate(engine, items)),

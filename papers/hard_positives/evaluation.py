@@ -1,19 +1,15 @@
 """Hard-positive triples scored as the paper scores them: the cells of Tables 1-3 from one scoring pass.
 
-An example is one image and three captions in a fixed order: the original c (candidate 0), the hard positive c_p
-(candidate 1) and the hard negative c_n (candidate 2). A model scores all three once (``evaluate``); every metric is
-a rule over those scores, as in the authors' evaluator (strict comparisons, ties reported;
+An example is one image and three captions in a fixed order, c, c_p and c_n (``ORIGINAL``, ``POSITIVE``,
+``NEGATIVE``), scored once (``evaluate``); every metric, as the README's "What is reproduced, and how" defines it, is a
+rule over those scores, as in the authors' evaluator (strict comparisons, ties reported;
 ``amitakamath/hard_positives@33addaae run_eval.py:79`` "orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])"
-for Orig., the counts below for the rest): Orig. Test Acc., Aug. Test Acc. and Brittleness as the README's "What is
-reproduced, and how" defines them (a tie of c_n with c or c_p is neither), Table 2 the mean score of c, c_p and c_n.
+for Orig., the counts below for the rest).
 
 The five counts the authors' evaluator prints (``amitakamath/hard_positives@33addaae run_eval.py:99-116`` "print(len([1
 for i in range(len(orig_scores)) if mod_scores[i][0][0] < mod_scores[i][0][1] and mod_scores[i][0][0] <
 orig_scores[i][0][1]]))", c_n below both, then c > c_n > c_p, c_p > c_n > c, c_n above both and ties) are
-``common.evaluation.scoring.selection.negative_position``'s: ``0,1`` (c_n below both: Aug. correct), ``0`` (c > c_n > c_p), ``1``
-(c_p > c_n > c), the empty code (c_n above both) and ``tie``; Brittleness is ``0`` + ``1``.
-
-Groups are the benchmark's parts: REPLACE's attributes and relations (VL-CheckList), and SWAP (VG-Attribution).
+``negative_position``'s codes (``POSITIONS``); Brittleness is ``0`` + ``1``.
 """
 from __future__ import annotations
 
@@ -36,7 +32,8 @@ ORIG = DecisionRule("orig", positives=(ORIGINAL,), negatives=(NEGATIVE,))
 AUG = DecisionRule("aug", positives=(ORIGINAL, POSITIVE), negatives=(NEGATIVE,))
 POSITIONS = {"0,1": "negative_below_both", "0": "original_only", "1": "positive_only", "": "negative_above_both",
              TIE: "ties"}
-"""``negative_position`` codes and the names the result files give them."""
+"""``common.evaluation.scoring.selection.negative_position`` codes and the names the result files give them: c_n below
+both (Aug. correct), c > c_n > c_p, c_p > c_n > c, c_n above both, a tie."""
 
 
 def triple_item(item_id: str, group: str, image: Image, original: str, positive: str, negative: str,

@@ -1,11 +1,9 @@
 """Figure 3's analog in the mini profile: examples of c, c_p and c_n scored by CLIP, the HN model and the HP+HN model.
 
-The paper's Figure 3 shows real examples of two kinds, scored by CLIP, a hard-negative-finetuned model (DAC-LLM) and
-theirs: (top) the HN model ranks c above c_n, as the older benchmarks ask, but puts c_p below c_n, while the HP+HN
-model ranks all three correctly; (bottom) CLIP ranked the three correctly and HN fine-tuning broke it. Here the
-examples are chosen by rule, not by hand: per group, the first benchmark item (in file order) of each kind, with how
-many items of each kind there are beside them, so the examples are not the whole story. ``table1-mini`` writes them
-(``figure3.csv``: three rows per example, c, c_p, c_n with each model's score; ``figure3_counts.csv``).
+The paper's examples are hand-picked (DAC-LLM as its HN model); here, per group, the first benchmark item of each of
+``KINDS``, with how many items of each kind there are beside them, so the examples are not the whole story.
+``table1-mini`` writes them (``figure3.csv``: three rows per example, c, c_p, c_n with each model's score;
+``figure3_counts.csv``).
 """
 from __future__ import annotations
 

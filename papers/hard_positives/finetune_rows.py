@@ -1,9 +1,5 @@
-"""The fine-tuning sets' formats, what the runs (``papers.hard_positives.train``) read: per caption one hard positive
-and one hard negative of its type.
-
-mini, ``FinetuneSet`` (``finetune_sets_mini``); full, ``FullRow`` (``finetune_sets_full``). A module of its own so
-that the runs depend on the formats, not on the code that makes the sets: editing that reruns the fine-tunes only
-when the sets change.
+"""The fine-tuning sets' formats, what the runs (``train``) read: mini ``FinetuneSet``, full ``FullRow``. A module of
+its own so that the runs depend on the formats, not on the code that makes the sets.
 """
 from __future__ import annotations
 

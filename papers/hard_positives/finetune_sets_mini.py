@@ -1,10 +1,7 @@
-"""Kamath et al. (hard positives), the mini profile's fine-tuning set: rendered scenes, captions each with one hard
-positive and one hard negative of one type.
-
-Stage ``mini-finetune-set``: rendered training scenes (no held-out colour-shape pairs) and per caption one type
-(drawn among those that give both) with one hard positive and one hard negative of it, drawn independently as in the
-paper (LLM rewrites and CREPE-style negatives are made apart); what was set aside is counted in the manifest. The
-format is ``papers.hard_positives.finetune_rows``, which the runs read.
+"""Kamath et al. (hard positives), the mini profile's fine-tuning set (stage ``mini-finetune-set``): rendered
+training scenes (no held-out colour-shape pairs), each caption with one type (drawn among those that give both) and
+one hard positive and one hard negative of it, drawn independently as in the paper (LLM rewrites and CREPE-style
+negatives are made apart); what was set aside is counted in the manifest. Format: ``finetune_rows``.
 """
 from __future__ import annotations
 

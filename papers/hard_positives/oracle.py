@@ -1,34 +1,7 @@
-"""Hard positives' own evaluation as the oracle (``python -m common oracle hard_positives``; ``common.oracle``).
-
-The release's ``run_eval`` script (``amitakamath/hard_positives@33addaae run_eval.py:14`` "def main():", with its fork
-of ARO's ``dataset_zoo``/``model_zoo`` and OpenAI's ``clip``, ``openai/CLIP@d05afc43``) runs as released, once per
-row this workspace scored and per part (``PARTS``), in a scratch folder laid out as the release (``released_layout``,
-SWAP's images at ``<root>/images``:
-``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,").
-
-What is compared (``compare_row``): per part Orig. Test Acc. (``amitakamath/hard_positives@33addaae run_eval.py:79``
-"orig_acc = sum([1 for v in orig_scores if v[0][0]<v[0][1]])/len(orig_scores)", a local of ``main`` it never prints,
-read at ``main``'s return), Aug. Test Acc. and Brittleness from the five counts it prints (``printed_counts``), beside
-``groups.csv``; Table 1's columns as the mean of their parts (its caption: "REPLACE averages performance on Attributes
-and Relations") beside ``table1.csv``/``table3.csv``; Table 2's mean scores, which the script does not compute, over
-its own score lists (``PartResult.cells``: ``amitakamath/hard_positives@33addaae run_eval.py:82``
-"orig_scores_list = [v[0][1] for v in orig_scores]", ``amitakamath/hard_positives@33addaae run_eval.py:93``
-"mod_scores_list = [v[0][1] for v in mod_scores]") beside ``table2.csv``; and each example's Aug. decision and
-scores from the two arrays ``get_retrieval_scores_batched`` returns (``common.oracle.observe``) beside ``predictions/``.
-
-Models (``authors_model``, ``place_weights``): OpenAI's CLIP as ``openai-clip:ViT-B/32``,
-``amitakamath/hard_positives@33addaae model_zoo/__init__.py:16`` "model, image_preprocess = clip.load(variant,
-device=device, download_root=root_dir)" would download OpenAI's file; it gets the row's weights as the TorchScript
-archive ``clip.load(path)`` reads (a listed replacement). ``clip.load`` rounds the convolution, linear and attention
-weights to fp16 on every device (``openai/CLIP@d05afc43 clip/model.py:434`` "convert_weights(model)", then
-``model.float()`` on the CPU): exact on OpenAI's release, whose values are fp16, so a stand-in of those weights must
-hold fp16 values too, or the two sides' scores part by about 1e-4. NegCLIP, the CREPE models (``GELU_BUILDS``) and
-the fine-tunes run here (``RUN_NAMES``) go through the authors' loader, their files where it looks; it builds every
-fine-tune GELU (``amitakamath/hard_positives@33addaae model_zoo/__init__.py:101`` "model, _, image_preprocess =
-open_clip.create_model_and_transforms('ViT-B-32', pretrained=path, device=device)"), where this workspace scores its
-runs as trained (QuickGELU, ``RUNS_ACTIVATION``). Not run (``plan``): the ``<row>@quickgelu`` references and a row at
-a precision the authors' code cannot produce on this device. Replaced: the ``"cuda"`` the script hard-codes
-(``get_model_on``). Not covered: the standard benchmarks of Sec. 4.2 (no released code).
+"""Hard positives' own evaluation as the oracle (``python -m common oracle hard_positives``; ``common.oracle``): the
+release's ``run_eval`` script run as released, once per row this workspace scored and per part (``PARTS``), beside
+this workspace's numbers and decisions. What it runs, compares, replaces and leaves out, with the authors' lines: the
+README's "The authors' code as the oracle".
 """
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """Hard positives (Kamath et al., ECCV 2024): REPLACE benchmark counts recomputed from the released files.
 
-The REPLACE benchmark is released as two aligned lists per type:
+The REPLACE benchmark is released as two aligned lists per type: ``amitakamath/hard_positives@33addaae
+data/vl_checklist_attributes.json`` and ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``
+(``{image_id, image_path, true_caption (c), false_caption (c_n)}``), and ``amitakamath/hard_positives@33addaae
+swapped_data/vl_checklist_attributes.json`` and ``amitakamath/hard_positives@33addaae
+swapped_data/vl_checklist_relations.json``, the same lists with ``true_caption`` replaced by c_p.
 
-* ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json`` and
-  ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``: the VL-CheckList examples kept, each
-  ``{image_id, image_path, true_caption (c), false_caption (c_n)}``;
-* ``amitakamath/hard_positives@33addaae swapped_data/vl_checklist_attributes.json`` and
-  ``amitakamath/hard_positives@33addaae swapped_data/vl_checklist_relations.json``: the same list, same order, with
-  ``true_caption`` replaced by the hard positive c_p (same image, same c_n).
-
-One benchmark example is one list entry, i.e. one (image, c, c_n, c_p) instance scored by the augmented test
-accuracy; that is how §2.4 counts "16,868 hard positives targeting relations, and 10,575 hard positives targeting
-attributes, for a total of 27,443". Entries are counted as released, exact repeats included (the notes give the
-distinct images and (image, c, c_n) triples).
-
-The number of replaced words ("we replace 14 relations and 24 attributes") is recomputed as the distinct original
-phrases the c -> c_p edits replace (``replacement_rules``): a span that another one explains as a substring or
-whole-word substitution ("covered" -> "covecrimson" from red -> crimson) is folded into it, and inflections of one
-word ("wears"/"wearing") count once.
+An example is one list entry, counted as released, exact repeats included, as §2.4 counts "16,868 hard positives
+targeting relations, and 10,575 hard positives targeting attributes, for a total of 27,443" (the notes give the
+distinct images and (image, c, c_n) triples). The replaced words ("we replace 14 relations and 24 attributes") are
+the distinct original phrases the c -> c_p edits replace (``replacement_rules``), inflections of one word
+("wears"/"wearing") counted once.
 """
 from __future__ import annotations
 
@@ -106,7 +99,8 @@ def _explains(rule: tuple[str, str], span: tuple[str, str]) -> bool:
 
 
 def replacement_rules(pairs: list[tuple[dict, dict]]) -> Counter:
-    """(original phrase, replacement) -> number of c -> c_p edits (token spans) it explains."""
+    """(original phrase, replacement) -> number of c -> c_p edits (token spans) it explains; a span that another one
+    explains as a substring or whole-word substitution ("covered" -> "covecrimson" from red -> crimson) is folded in."""
     spans = Counter(span for a, b in pairs for span in _spans(a["true_caption"], b["true_caption"]))
     rules: Counter = Counter()
     for span, n in spans.items():

@@ -1,17 +1,12 @@
 """The released REPLACE text, offline: WordNet rules against the authors' hard positives, and a blind look at it.
 
-Kamath et al. (§2.4) hand-wrote one fixed replacement per frequent VL-CheckList word ("red" -> "crimson", "next to"
--> "near") to turn a caption c into its hard positive c_p. Two analyses of the released files, per type and over both:
-
-a) Rule vs released: ``rules.replace_positives``' c_p against the released one, row by row and per rule of the
-   authors (``released.replacement_rules``), each row it does not reproduce put in the first of
-   ``FAILURE_CATEGORIES`` that applies.
-b) Blind (text only), cross-fitted by image (``common.blind.crossfit``): a word trigram LM fitted on c and c_p, and
-   a pairwise TF-IDF classifier trained to rank c above c_n. A benchmark whose hard positives are less fluent than
-   their originals rewards a model for fluency, not for composition: a blind model then ranks c_p below c_n more
-   often than c.
-
-Results and outputs (stage ``real-text``): the README's "The released REPLACE text, offline", "Outputs and notebooks".
+Two analyses of the released files, per type and over both (stage ``real-text``; results and outputs: the README's
+"The released REPLACE text, offline" and "Outputs and notebooks"). a) Rule vs released: ``rules.replace_positives``'
+c_p against the released one, row by row and per rule of the authors (``released.replacement_rules``), each row it
+does not reproduce put in the first of ``FAILURE_CATEGORIES`` that applies. b) Blind (text only), cross-fitted by image
+(``common.blind.crossfit``): a word trigram LM fitted on c and c_p, and a pairwise TF-IDF classifier trained to rank c
+above c_n. A benchmark whose hard positives are less fluent than their originals rewards a model for fluency, not for
+composition: a blind model then ranks c_p below c_n more often than c.
 """
 from __future__ import annotations
 
@@ -384,13 +379,12 @@ def blind_table(examples: Sequence[Example], scores: Mapping[str, TripleScores],
     for scorer, triple in scores.items():
         outcomes = triple.outcomes()
         for kind, mask in masks.items():
-            for metric in (*RANK_METRICS, "c_ties_cp"):
-                rows.append(_interval_row(kind, scorer, metric, outcomes[metric][mask], config, percent=True))
-            if scorer == "ngram-lm":
-                values = {"mean_log2prob_c": triple.c, "mean_log2prob_cp": triple.cp, "mean_log2prob_cn": triple.cn,
-                          "log2prob_cp_minus_c": triple.cp - triple.c}
-                for metric in FLUENCY_METRICS:
-                    rows.append(_interval_row(kind, scorer, metric, values[metric][mask], config, percent=False))
+            rows += [_interval_row(kind, scorer, metric, outcomes[metric][mask], config, percent=True)
+                     for metric in (*RANK_METRICS, "c_ties_cp")]
+            if scorer == "ngram-lm":  # FLUENCY_METRICS' values, in its order
+                values = (triple.c, triple.cp, triple.cn, triple.cp - triple.c)
+                rows += [_interval_row(kind, scorer, metric, v[mask], config, percent=False)
+                         for metric, v in zip(FLUENCY_METRICS, values)]
     return rows
 
 

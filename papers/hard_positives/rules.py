@@ -2,18 +2,10 @@
 
 Kamath et al. hand-wrote one replacement per frequent VL-CheckList word ("red" -> "crimson", "next to" -> "near",
 §2.4) and prompted LLaMA-2 70B for the COCO fine-tuning captions (§4.1). Neither can be rerun offline, so two
-deterministic rules stand in, both on spaCy Penn tags (``common.text.crepe_style.parse_captions``):
-
-* REPLACE (``replace_positives``): in the one span of c that c_n replaced, the word (the span's one token, else its
-  first verb, else its first adjective: the nouns and prepositions of "in front of" are a fixed phrase) becomes
-  WordNet's most frequent synonym of it (``choose_synonym``), inflected to its tag and cased like it; the rest of the
-  caption is kept byte for byte.
-* SWAP (``swap_positives``): two noun phrases joined by "and" exchange places ("the crouched cat and the open door"
-  -> "the open door and the crouched cat"), or two around a spatial relation swap with its converse ("a lamp to the
-  left of a table" -> "a table to the right of a lamp").
-
-Both return None where no rule applies (and never the caption itself, up to case); ``Replacement.reason`` says
-why a REPLACE gave none. ``describe()`` is the provenance record of the rules.
+deterministic rules on spaCy Penn tags stand in (the README's "The released REPLACE text, offline" and "Full profile";
+``describe()`` records them): REPLACE (``replace_positives``) puts WordNet's most frequent synonym in place of the word
+c_n replaced, the rest of c kept byte for byte; SWAP (``swap_positives``) exchanges two noun phrases around "and", or
+around a spatial relation, which becomes its converse. Both return None where no rule applies (never c itself).
 """
 from __future__ import annotations
 
@@ -144,8 +136,7 @@ def replaced_span(caption: Sequence[str], negative: Sequence[str]) -> tuple[int,
 
 
 def _head(p: Parsed, positions: Sequence[int]) -> int | None:
-    """The word of the span (its token ``positions``) to replace: the one token, or the first verb, else the first
-    adjective."""
+    """The span's word to replace: its one token, or its first verb, else its first adjective."""
     if len(positions) == 1:
         return positions[0] if wordnet_pos(p.tags[positions[0]]) else None
     for wanted in (lambda i: p.pos[i] == "VERB", lambda i: p.tags[i].startswith("JJ")):
@@ -191,8 +182,7 @@ def replace_one(p: Parsed, n: Parsed, caption: str, negative: str) -> Replacemen
 
 def replace_positives(captions: Sequence[str], negatives: Sequence[str], *,
                       parsed: Mapping[str, Parsed] | None = None) -> list[Replacement]:
-    """REPLACE for each (caption c, its hard negative c_n): one spaCy pass over the distinct texts (``parsed``:
-    ``parse_captions`` of captions and negatives, when the caller has it already)."""
+    """REPLACE for each (c, c_n); ``parsed``: ``parse_captions`` of both, when the caller has it already."""
     if len(captions) != len(negatives):
         raise RuleError(f"replace_positives: {len(captions)} captions but {len(negatives)} negatives")
     if parsed is None:
@@ -214,34 +204,22 @@ def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
         starts.append(len(text))
         text += f"<{tag}>"
     ends = {s + len(f"<{t}>"): i + 1 for i, (s, t) in enumerate(zip(starts, p.tags))}
-    return [(i, ends[match.end()]) for i, s in enumerate(starts) for match in _matches_at(text, s)]
+    # every match starting at a token (each possible length), found by trying every end
+    return [(i, ends[end]) for i, s in enumerate(starts) for end in range(len(text), s, -1)
+            if text[end - 1] == ">" and NP_PATTERN.fullmatch(text, s, end)]
 
 
-def _matches_at(text: str, start: int):
-    """All matches of NP_PATTERN starting at ``start`` (each possible length), found by trying every end."""
-    for end in range(len(text), start, -1):
-        if text[end - 1] == ">":
-            match = NP_PATTERN.fullmatch(text, start, end)
-            if match:
-                yield match
-
-
-def _ending_at(p: Parsed, spans: list[tuple[int, int]], end: int) -> tuple[int, int] | None:
-    """The longest noun phrase ending at token ``end``, when it is whole (nothing before it would belong to it)."""
-    found = [s for s in spans if s[1] == end]
+def _whole(p: Parsed, spans: list[tuple[int, int]], at: int, ending: bool) -> tuple[int, int] | None:
+    """The longest noun phrase ending (else starting) at token ``at``, when it is whole (nothing next to it would
+    belong to it)."""
+    found = [s for s in spans if s[1 if ending else 0] == at]
     if not found:
         return None
-    start = min(found)[0]
-    return (start, end) if start == 0 or p.tags[start - 1] not in ATTACHES_BEFORE else None
-
-
-def _starting_at(p: Parsed, spans: list[tuple[int, int]], start: int) -> tuple[int, int] | None:
-    """The longest noun phrase starting at token ``start``, when it is whole."""
-    found = [s for s in spans if s[0] == start]
-    if not found:
-        return None
+    if ending:
+        start = min(found)[0]
+        return (start, at) if start == 0 or p.tags[start - 1] not in ATTACHES_BEFORE else None
     end = max(found)[1]
-    return (start, end) if end == len(p.tags) or p.tags[end] not in ATTACHES_AFTER else None
+    return (at, end) if end == len(p.tags) or p.tags[end] not in ATTACHES_AFTER else None
 
 
 def _swap(p: Parsed, left: tuple[int, int], middle: Sequence[str], right: tuple[int, int]) -> str | None:
@@ -266,28 +244,21 @@ def swap_one(p: Parsed) -> str | None:
     """SWAP on one parsed caption: "NP1 and NP2" -> "NP2 and NP1", else "NP1 REL NP2" -> "NP2 CONVERSE NP1"."""
     spans = noun_phrases(p)
     lower = [t.lower() for t in p.tokens]
-    for i, token in enumerate(lower):
-        if token == "and" and p.tags[i] == "CC":
-            left, right = _ending_at(p, spans, i), _starting_at(p, spans, i + 1)
-            if left and right:
-                swapped = _swap(p, left, [p.tokens[i]], right)
-                if swapped is not None:
-                    return swapped
+    joints = [(i, 1, [p.tokens[i]]) for i, token in enumerate(lower) if token == "and" and p.tags[i] == "CC"]
     for relation, converse in CONVERSE_RELATIONS + tuple((b, a) for a, b in CONVERSE_RELATIONS):
         words = relation.split()
-        for i in range(len(lower) - len(words) + 1):
-            if lower[i:i + len(words)] == words:
-                left, right = _ending_at(p, spans, i), _starting_at(p, spans, i + len(words))
-                if left and right:
-                    swapped = _swap(p, left, converse.split(), right)
-                    if swapped is not None:
-                        return swapped
+        joints += [(i, len(words), converse.split()) for i in range(len(lower) - len(words) + 1)
+                   if lower[i:i + len(words)] == words]
+    for i, length, middle in joints:
+        left, right = _whole(p, spans, i, ending=True), _whole(p, spans, i + length, ending=False)
+        swapped = _swap(p, left, middle, right) if left and right else None
+        if swapped is not None:
+            return swapped
     return None
 
 
 def swap_positives(captions: Sequence[str], *, parsed: Mapping[str, Parsed] | None = None) -> list[str | None]:
-    """SWAP for each caption (None where no rule applies); one spaCy pass over the distinct captions (``parsed``: as
-    ``replace_positives``)."""
+    """SWAP for each caption (None where no rule applies); ``parsed`` as ``replace_positives``."""
     if parsed is None:
         parsed = parse_captions(captions)
     out = []

@@ -1,40 +1,7 @@
 """The hard-positives benchmark (Kamath et al., ECCV 2024, Sec. 2.4) read from the released files as (c, c_p, c_n)
-items for ``papers.hard_positives.evaluation``.
-
-Each part is released as two files with the same rows in the same order:
-
-* REPLACE (VL-CheckList on Visual Genome): ``amitakamath/hard_positives@33addaae data/vl_checklist_attributes.json``
-  and ``amitakamath/hard_positives@33addaae data/vl_checklist_relations.json``, rows ``{image_id, image_path,
-  true_caption (c), false_caption (c_n)}``, and the same names under ``swapped_data/`` with ``true_caption`` = c_p.
-  ``image_path`` is ``data/VG_100K[_2]/<id>.jpg``: Visual Genome's own images, whole (the authors' ``VL_Checklist_*``
-  datasets crop nothing, their crop commented out: ``amitakamath/hard_positives@33addaae
-  dataset_zoo/aro_datasets.py:137`` "#image = image.crop((" for relations, ``amitakamath/hard_positives@33addaae
-  dataset_zoo/aro_datasets.py:297`` "#image = image.crop((" for attributes). Read with ``released.load_aligned``.
-* SWAP (VG-Attribution, ARO's format): ``data/visual_genome_attribution.json`` (ARO's file: c, c_n with a box and
-  the two attributes) and ``swapped_data/visual_genome_attribution.json`` (c_p), as the authors' README lays them out
-  (``amitakamath/hard_positives@33addaae README.md:25-29`` "`swapped_data/` contains the hard positive, hard
-  negative, and VG image paths for evaluation"; the two files are in the release's tree, too large for the mirror). ``image_path`` is relative to the ``images/`` folder of ARO's
-  image zip (the authors' ``VG_Attribution`` joins it with ``<root>/images``,
-  ``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:438`` "image_dir = os.path.join(root_dir,",
-  downloading ARO's zip there) and each image is cropped to its box, as ARO does
-  (``amitakamath/hard_positives@33addaae dataset_zoo/aro_datasets.py:467`` "image = image.crop((test_case[";
-  ``common.files.visual_genome``).
-
-How the authors' code pairs the files: each file is loaded as its own dataset and scored by a ``DataLoader`` with
-``shuffle=False`` (``amitakamath/hard_positives@33addaae run_eval.py:72`` "data_loader = DataLoader(dataset,
-batch_size=16, shuffle=False)" and ``amitakamath/hard_positives@33addaae run_eval.py:85`` "data_loader =
-DataLoader(swapped_dataset, batch_size=16, shuffle=False)"); the i-th score of one is compared with the i-th score of
-the other, so rows are paired by position alone, with no check. s(c) is the true caption's score in ``data/``;
-s(c_n) and s(c_p) are the false and true captions' scores in ``swapped_data/``. Here the files are paired the same way and checked: same
-length, and at every index the same image (and box) and the same c_n; an error names the files and the indices.
-
-Every row is scored as released, as the authors do: an exact repeat is an item of its own (``<group>/<index>``), and a
-row with two equal captions (16 in REPLACE, e.g. c == c_n "man holding beer") is kept, a tie, wrong for Orig. and
-Aug. and in neither brittleness pattern, so the denominators are the paper's; ``evaluation.triple_item`` refuses
-such a triple, so ``_triple`` builds it directly and ``equal_caption_ids`` lists them.
-
-Stage ``full-data`` (``prepare_full``) fetches everything before it crops anything, so that a missing manual download
-fails at once; ``FullSet`` reads the prepared set back, re-checking each file's sha256.
+items for ``papers.hard_positives.evaluation``. Stage ``full-data`` (``prepare_full``) fetches everything before it
+crops anything, so that a missing manual download fails at once; ``FullSet`` reads the prepared set back. The files,
+their images, how the authors' code pairs them and what is checked here: the README's "The released files".
 """
 from __future__ import annotations
 
@@ -79,16 +46,16 @@ class HardPositivesDataError(WorkspaceError):
 
 def _triple(item_id: str, group: str, image: Path, original: str, positive: str, negative: str,
             origin: str) -> ImageToTextItem:
-    """``evaluation.triple_item``, except that a row with two equal captions is kept as released (module docstring)."""
+    """``evaluation.triple_item``, except that a row with two equal captions is kept as released: a tie, wrong for
+    Orig. and Aug. and in neither brittleness pattern (``triple_item`` refuses it)."""
     if len({original, positive, negative}) < 3:
         return ImageToTextItem(item_id, group, image, (original, positive, negative), origin)
     return evaluation.triple_item(item_id, group, image, original, positive, negative, origin)
 
 
 def replace_items(fetch: Fetch, image_root: Path | Mapping[str, Path]) -> list[ImageToTextItem]:
-    """REPLACE's rows as (c, c_p, c_n) items (groups replace-attributes, replace-relations), every missing image
-    reported. ``image_root``: the authors' ``data/`` (holding ``VG_100K/`` and ``VG_100K_2/``), or those folders by
-    name (``common.files.visual_genome.vg_image_folders``: they come from two zips)."""
+    """REPLACE's rows as items, every missing image reported. ``image_root``: the authors' ``data/``, or its
+    ``VG_100K/`` and ``VG_100K_2/`` by name (``vg_image_folders``: they come from two zips)."""
     folders = dict(image_root) if isinstance(image_root, Mapping) else {
         name: Path(image_root) / name for name in ("VG_100K", "VG_100K_2")}
     items: list[ImageToTextItem] = []
@@ -131,9 +98,8 @@ def swap_pairs(fetch: Fetch) -> list[tuple[VgRecord, VgRecord]]:
 
 
 def swap_items(fetch: Fetch, image_root: Path, crop_root: Path) -> list[ImageToTextItem]:
-    """SWAP's rows as (c, c_p, c_n) items (group swap), each image the crop of its box under ``crop_root``
-    (``crop_vg`` writes them). ``image_root``: the ``images/`` folder of ARO's zip (each row's image must resolve
-    under it)."""
+    """SWAP's rows as items, each image the crop of its box under ``crop_root``; ``image_root``: the ``images/``
+    folder of ARO's zip."""
     items: list[ImageToTextItem] = []
     problems: list[str] = []
     for row, hard in swap_pairs(fetch):
@@ -239,8 +205,7 @@ class FullSet:
         return kept
 
     def items(self, capped: bool = True) -> list[ImageToTextItem]:
-        """REPLACE (attributes, relations), then SWAP, as (c, c_p, c_n) items, every row read and checked (with
-        ``capped``, a capped set keeps the first ``cap`` of each group)."""
+        """REPLACE (attributes, relations), then SWAP, every row read and checked."""
         folders = {name: self._path(p) for name, p in self.info["vg_image_folders"].items()}
         items = [*replace_items(self.fetch, folders),
                  *swap_items(self.fetch, self._path(self.info["swap_image_root"]), self._path(self.info["crop_root"]))]

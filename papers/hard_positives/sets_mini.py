@@ -1,9 +1,8 @@
 """Kamath et al. (hard positives), the mini profile's benchmark: (image; c, c_p, c_n) rendered from the mini world.
 
-Stage ``mini-test-set``: three groups of ``examples_per_group`` (held-out colour-shape pairs may appear, as unseen
-combinations): replace-attributes, replace-relations and swap (VG-Attribution: "A1 X and A2 Y", c_n "A2 X and A1 Y",
-c_p "A2 Y and A1 X"), hard positives true by construction (``common.miniworld.positives``; the README's mini profile
-section). ``load_test_items`` reads them back for the tables. A module per stage, so that editing one reruns only it.
+Stage ``mini-test-set`` (the README's mini profile section): ``examples_per_group`` of replace-attributes,
+replace-relations and swap (VG-Attribution: "A1 X and A2 Y", c_n "A2 X and A1 Y", c_p "A2 Y and A1 X"), held-out
+colour-shape pairs allowed (unseen combinations), hard positives true by construction (``common.miniworld.positives``).
 """
 from __future__ import annotations
 
@@ -71,8 +70,7 @@ def _scene_examples(scene: Scene, rng: random.Random) -> dict[str, TestExample]:
 
 
 def build_test_set(config: TestSetConfig, out_dir: Path) -> dict:
-    """Render ``examples_per_group`` examples of each group into ``out_dir`` (one output group): ``images/*.png``
-    (shared across groups, one example per group each), ``manifest.json`` and ``scenes.jsonl``."""
+    """``images/*.png`` (an image serves one example per group), ``manifest.json`` and ``scenes.jsonl``."""
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
         target = staging / out_dir.name

@@ -1,12 +1,8 @@
 """Kamath et al. (hard positives), Tables 1-3: one stage module for both profiles (``python -m
-papers.hard_positives.tables --profile mini|full``; stages ``table1-mini`` and ``table1-full``).
-
-The profiles differ only in what they score and on what (``Inputs``: ``mini_inputs``, ``full_inputs``); scoring,
-rows, comparisons and files are one path (``evaluate_tables``), and a row's ``row`` names the model alike in both,
-the audit's key. What each profile scores and writes: the README's stage table and "Outputs and notebooks". A module
-of its own, so that the runs are not retrained when the tables change. A model that cannot be loaded stops the
-stage, or with ``skip_unavailable`` is left out and named in ``context.json`` (never the base: the comparisons are
-against it).
+papers.hard_positives.tables --profile mini|full``; stages ``table1-mini`` and ``table1-full``), which differ only in
+their ``Inputs``; what each scores and writes: the README's stage table and "Outputs and notebooks". A model that
+cannot be loaded stops the stage, or with ``skip_unavailable`` is left out and named in ``context.json`` (never the
+base: the comparisons are against it).
 
 Precision: a model of ``hard_positives.full.authors_precision`` (OpenAI's CLIP, which the authors' evaluator loads
 with ``clip.load`` on CUDA: ``amitakamath/hard_positives@33addaae run_eval.py:46`` "get_model(model_name=model_name,
@@ -253,8 +249,7 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
 
 def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Mapping], summary_metrics: Mapping,
                  context: Mapping, table1_rows: Sequence[str]) -> dict[str, Path]:
-    """The tables (Table 1: ``table1_rows`` in order; Table 2: every row; Table 3: ``TABLE3_ROWS``), groups,
-    comparisons, summary (``SUMMARY_KEYS``) and context, in ``out_dir`` (the caller's output group)."""
+    """Tables 1-3, groups, comparisons, summary and context, in ``out_dir`` (the caller's output group)."""
     by_row = {r["row"]: r for r in rows}
 
     def table(path: Path, picked: Sequence[str], columns: Sequence[str]) -> Path:
@@ -445,8 +440,7 @@ def models_by_name(scored: Sequence[Scored], runs: Sequence[ModelEntry]) -> dict
 
 
 def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped: Mapping[str, str]) -> dict:
-    """The full profile's ``context.json`` record of its models, keyed by row (a model may be scored more than one
-    way), the runs' checkpoints and the rows left out and why."""
+    """The full profile's ``context.json`` record of its models, keyed by row (a model may be scored two ways)."""
     cells = {s.row: evaluation.group_cells(s.result) for s in scored}
     return {
         "models": {s.row: {"model": s.model, "label": s.label, "fingerprint": s.result.fingerprint,
@@ -462,8 +456,7 @@ def models_by_row(scored: Sequence[Scored], runs: Sequence[ModelEntry], skipped:
 
 def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: str = "cpu",
                     create: ModelFactory = create_model) -> dict[str, Path]:
-    """Score every zoo model and every run of ``inputs`` on its items and write the tables (``write_outputs``;
-    nothing is written when a model fails)."""
+    """Score every model of ``inputs`` and write the tables (nothing is written when a model fails)."""
     scored, skipped = score_models(inputs.models, inputs.items, engine_config, device, create,
                                    inputs.skip_unavailable, inputs.authors_precision, inputs.labels)
     if "base" in skipped:
@@ -480,9 +473,8 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 
 def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping,
                   items: Sequence[ImageToTextItem] = ()) -> dict[str, Path]:
-    """Tables 1-3 (Table 1: ``zoo_rows``, then the runs), groups, comparisons (``at_one_precision``), summary,
-    context and the profile's own files, as one output group: the mini profile's Figure 3 (from ``items``), the full
-    profile's ``predictions/`` (the oracle compares them with the authors' code's)."""
+    """Every output as one group: the tables and, per profile, Figure 3 (mini) or ``predictions/`` (full: the oracle
+    compares them with the authors' code's)."""
     mini = profile == "mini"
     compared = at_one_precision(scored)
     results = {s.row: s.result for s in compared}

@@ -1,13 +1,9 @@
 """Kamath et al. (hard positives), the fine-tunes of both profiles: the base model trained as each run of
 ``papers.hard_positives.runs.RUNS``, one ``FinetuneJob`` per run.
 
-Stages ``mini-finetune@<run>`` and ``finetune-full@<run>`` (the README's stage table): the shared trainer with
-``HardPositiveLoss`` from the zoo's ``base``, the same captions, order, seed and schedule for every run (``clip-ft``
-is the paper's "COCO alone" control; a one-type run keeps only that type's rows, Table 1(d)). The profiles differ
-only in their data: mini, the rendered set with its images in memory; full, COCO train captions with images decoded
-per batch, under NegCLIP's recipe at its public lr (ours: the paper defers to SVLC's supplementary). The sets are
-read through their formats (``papers.hard_positives.finetune_rows``), not through the modules that make them, and
-the tables are a module of their own, so neither reruns the runs.
+Stages ``mini-finetune@<run>`` and ``finetune-full@<run>`` (the README's stage table and "Recipe"): the profiles differ
+only in their data (mini: the rendered set in memory; full: COCO train captions, images decoded per batch), read
+through their formats (``finetune_rows``) so that neither the sets' code nor the tables rerun the runs.
 """
 from __future__ import annotations
 
@@ -99,8 +95,7 @@ def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Ten
 def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: Init | None = None,
              tokenize: Callable[[Sequence[str]], torch.Tensor] | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` in the mini profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``data`` (the
-    whole set; the run keeps its types' rows)."""
+    """``run`` in the mini profile on ``data``, the whole set (the run keeps its types' rows)."""
     data = run_data(run, data)
     config = TrainConfig.from_params(section)
     if len(data.images) < config.batch_size:
@@ -114,9 +109,8 @@ def mini_job(run: str, data: FinetuneSet, section: Mapping[str, Any], *, init: I
 def full_job(run: str, rows: Sequence[FullRow], section: Mapping[str, Any], images_dir: Path, *,
              recipe: Recipe | None = None, init: Init | None = None, steps: int | None = None,
              provenance: Mapping[str, Any] | None = None) -> FinetuneJob:
-    """``run`` in the full profile: ``init`` (default: the zoo's ``section["base"]``) fine-tuned on ``rows`` (the
-    whole set: the run keeps its types' rows) with ``recipe``'s rules for the schedule's epochs (``steps`` overrides
-    them: smoke runs, tests)."""
+    """``run`` in the full profile on ``rows``, the whole set, for the schedule's epochs (``steps`` overrides them:
+    smoke runs, tests)."""
     rows = run_rows(run, rows)
     init = init or FromZoo(section["base"])
     files = list(dict.fromkeys(r.image for r in rows))
