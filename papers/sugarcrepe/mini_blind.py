@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict, dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -92,7 +91,7 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
     """Algorithm 1 per (benchmark, category), the language model as M1 and the classifier as M2; then a classifier
     cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a new one's)."""
     lm, classifier = scores["ngram-lm"], scores["text-classifier"]
-    cells = blind_real.by_benchmark(pairs, attrgetter("benchmark", "category"))
+    cells = blind_real.indices_by(pairs, "benchmark", "category")
     kept_mask = np.zeros(len(pairs), dtype=bool)
     rows = []
     for (benchmark, category), ix in cells.items():
@@ -106,7 +105,7 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
                      "classifier_after": blind_real.percent(classifier.correct[kept])})
     retrained = np.zeros(len(pairs), dtype=bool)
     fitted = np.zeros(len(pairs), dtype=bool)
-    for ix in blind_real.by_benchmark(pairs).values():
+    for ix in blind_real.indices_by(pairs, "benchmark").values():
         kept = ix[kept_mask[ix]]
         if len({fold_of(pairs[i].group, config.folds, config.seed) for i in kept}) >= 2:  # else no fold to fit on
             retrained[kept] = crossfit([pairs[i] for i in kept], blind_real.fit_classifier, config.folds,
@@ -177,7 +176,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     metrics = summary_metrics(accuracy, fluency, refinement)
     context = {
         "config": asdict(config),
-        "pairs_per_benchmark": {b: int(ix.size) for b, ix in blind_real.by_benchmark(pairs).items()},
+        "pairs_per_benchmark": {b: int(ix.size) for b, ix in blind_real.indices_by(pairs, "benchmark").items()},
         "n_images": len({p.group for p in pairs}),
         "scorers": {"ngram-lm": f"word trigram, Witten-Bell (nltk.lm), fitted on the captions of the first "
                                 f"{config.lm_train_images} mini-world training images; score = logistic of the "
