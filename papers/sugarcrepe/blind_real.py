@@ -199,12 +199,6 @@ def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScor
     return {name: text_scores(name, load_text_scorer(name, device=device).scores, pairs) for name in RELEASED}
 
 
-def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores]:
-    """The language model over every pair at once; the classifier per benchmark."""
-    return {"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),
-            "text-classifier": classifier_scores(pairs, config)}
-
-
 def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
                   published: dict) -> dict:
     ci = bootstrap_mean_ci(correct.astype(np.float64), n_resamples=config.bootstrap, seed=config.seed)
@@ -342,7 +336,9 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
     if fetch is None:
         fetch = lambda key: download(key, progress=False)  # noqa: E731
     pairs = load_pairs(fetch, order_csv, config.seed, cap)
-    scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
+    scores = ({"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),  # over every pair at once
+               "text-classifier": classifier_scores(pairs, config)}
+              if scorers == "offline" else score_released(pairs, device))
     published = published_blind()
     accuracy = accuracy_table(pairs, scores, config, published)
     refinement, kept_mask = refinement_table(pairs, scores, config)

@@ -81,12 +81,6 @@ def read_train_captions(path: Path, n_images: int) -> list[str]:
     return captions
 
 
-def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
-    """The language model on every caption; the classifier cross-fitted within each benchmark."""
-    return {"ngram-lm": blind_real.text_scores("ngram-lm", lm.scores, pairs),
-            "text-classifier": blind_real.classifier_scores(pairs, config)}
-
-
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
     """Algorithm 1 per (benchmark, category), the language model as M1 and the classifier as M2; then a classifier
     cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a new one's)."""
@@ -167,7 +161,8 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     train_captions = train_captions or mini / "world" / "train" / "captions.json"
     pairs = load_pairs(mini_dir, templates_dir)
     lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
-    scores = score(pairs, lm, config)
+    scores = {"ngram-lm": blind_real.text_scores("ngram-lm", lm.scores, pairs),  # on every caption
+              "text-classifier": blind_real.classifier_scores(pairs, config)}
     accuracy = blind_real.accuracy_table(pairs, scores, config, published={})
     # Table 4 with the language model, template negatives against mini SugarCrepe's of the same image's positive: the
     # positives are shared, so the paper's paired ratio needs no stand-in
