@@ -399,15 +399,13 @@ def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[C
 
 
 def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], view: ProfileView = MINI_VIEW) -> str:
-    if view.second_set is not None:
-        head = "ImageNet-analog top-1 (56 colour-shape classes; 7 shapes): " + ", ".join(
-            f"{p.model} {p.top1(view.label_set):.1f} ({p.top1(view.second_set):.1f})" for p in points)
-    else:
-        head = "ImageNet-1k top-1 (open_clip's results): " + ", ".join(
-            f"{p.model} {p.top1(view.label_set):.1f}" for p in points)
-    lines = [head]
+    two = view.second_set is not None
+    shown = [f"{p.model} {p.top1(view.label_set):.1f}" + (f" ({p.top1(view.second_set):.1f})" if two else "")
+             for p in points]
+    lines = [("ImageNet-analog top-1 (56 colour-shape classes; 7 shapes): " if two else
+              "ImageNet-1k top-1 (open_clip's results): ") + ", ".join(shown)]
     for c in rows:
-        second = f"  r_shapes = {c.r_shapes:+.2f}" if view.second_set is not None else ""
+        second = f"  r_shapes = {c.r_shapes:+.2f}" if two else ""
         lines.append(f"  {SHORT[c.category]:<12} r = {c.r:+.2f}  bootstrap [{c.bootstrap.low:+.2f}, "
                      f"{c.bootstrap.high:+.2f}]  Fisher [{c.fisher.low:+.2f}, {c.fisher.high:+.2f}]{second}  "
                      f"paper ({c.published_n_models} CLIPs) {c.published_r:.2f}")
