@@ -295,11 +295,12 @@ def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 
 def figure5_points(
-    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
+    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float], columns: Mapping[str, str] = COLUMNS
 ) -> dict[str, tuple[list[str], list[float], list[float]]]:
-    """category -> (rows, ImageNet top-1 in %, Table 6 accuracy) over matched models with a published value."""
+    """category -> (rows, ImageNet top-1 in %, Table 6 accuracy of its column) over matched models with a published
+    value."""
     out = {}
-    for category, column in COLUMNS.items():
+    for category, column in columns.items():
         rows, xs, ys = [], [], []
         for m in matches:
             if m.imagenet is None or (m.model.row, column) not in table6:
