@@ -32,7 +32,7 @@ from common.files.tasks import DatasetError
 from common.paths import RESULTS
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
-from common.registry.fetch import fetch as download
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells
 from common.text.crepe_style import CREPE_KINDS, crepe_negatives, describe as crepe_describe
@@ -333,9 +333,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
         order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu", cap: int | None = None) -> dict:
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
     and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: ``full_inputs.cap`` (``load_pairs``)."""
-    if fetch is None:
-        fetch = lambda key: download(key, progress=False)  # noqa: E731
-    pairs = load_pairs(fetch, order_csv, config.seed, cap)
+    pairs = load_pairs(fetch or quiet_fetch, order_csv, config.seed, cap)
     scores = ({"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),  # over every pair at once
                "text-classifier": classifier_scores(pairs, config)}
               if scorers == "offline" else score_released(pairs, device))
