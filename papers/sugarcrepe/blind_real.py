@@ -417,9 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in result["accuracy"]:
         print(f"{row['benchmark']:22s} {row['category']:30s} {row['scorer']:16s} {row['accuracy']:6.2f} "
               f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")
-    for row in result["refinement"]:
-        print(row)
-    for row in result["table4"]:
+    for row in (*result["refinement"], *result["table4"]):
         print(row)
     return 0
 
