@@ -74,21 +74,15 @@ def table5_row(run: Mapping[str, str]) -> str | None:
     """Table 5's row of a run of table5.csv: the fine-tuned ViT-B/32 rows, the released NegCLIP, the RN50 runs
     trained from scratch. Runs on refined negatives belong to Table 10 (None)."""
     training, kind = run.get("training", ""), run.get("hard_negative", "N/A")
+    baselines = {"pretrained": "ViT-B/32 | Pretrained", "clip-ft": "ViT-B/32 | CLIP finetuned",
+                 "scratch-clip": "RN50 | CLIP from scratch"}
+    head, spelled = {"negclip": ("ViT-B/32 | NEGCLIP finetuned", {**FINETUNED_KIND, "released": "Released in [49]"}),
+                     "scratch-negclip": ("RN50 | NEGCLIP from scratch", SCRATCH_KIND)}.get(training, ("", {}))
     if run.get("negatives") == "refined":
         return None
-    if training == "pretrained":
-        return "ViT-B/32 | Pretrained | N/A"
-    if training == "clip-ft":
-        return "ViT-B/32 | CLIP finetuned | N/A"
-    if training == "negclip" and kind == "released":
-        return "ViT-B/32 | NEGCLIP finetuned | Released in [49]"
-    if training == "negclip" and kind in FINETUNED_KIND:
-        return f"ViT-B/32 | NEGCLIP finetuned | {FINETUNED_KIND[kind]}"
-    if training == "scratch-clip":
-        return "RN50 | CLIP from scratch | N/A"
-    if training == "scratch-negclip" and kind in SCRATCH_KIND:
-        return f"RN50 | NEGCLIP from scratch | {SCRATCH_KIND[kind]}"
-    return None
+    if training in baselines:
+        return f"{baselines[training]} | N/A"
+    return f"{head} | {spelled[kind]}" if kind in spelled else None
 
 
 def table10_row(run: Mapping[str, str]) -> str | None:

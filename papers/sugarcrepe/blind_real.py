@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -32,7 +32,7 @@ from common.files.tasks import DatasetError
 from common.paths import RESULTS
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
-from common.registry.fetch import fetch as download
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells
 from common.text.crepe_style import CREPE_KINDS, crepe_negatives, describe as crepe_describe
@@ -154,13 +154,7 @@ def capped(pairs: Sequence[TextPair], cap: int | None) -> list[TextPair]:
     """The first ``cap`` pairs of every (benchmark, category), in order; all of them when ``cap`` is None."""
     if cap is None:
         return list(pairs)
-    kept: Counter = Counter()
-    out = []
-    for pair in pairs:
-        kept[pair.benchmark, pair.category] += 1
-        if kept[pair.benchmark, pair.category] <= cap:
-            out.append(pair)
-    return out
+    return [pairs[i] for i in sorted(i for ix in indices_by(pairs, "benchmark", "category").values() for i in ix[:cap])]
 
 
 def fit_lm(seed: int) -> Callable[[Sequence[TextPair]], NgramFluency]:
@@ -172,10 +166,10 @@ def fit_classifier(train: Sequence[TextPair]) -> PairwiseTextClassifier:
     return PairwiseTextClassifier().fit([p.positive for p in train], [p.negative for p in train])
 
 
-def by_benchmark(pairs: Sequence[TextPair], key: Callable[[TextPair], Hashable] = attrgetter("benchmark")
-                 ) -> dict[Hashable, np.ndarray]:
-    """``key`` (default: the benchmark) -> the indices of its pairs, in order of first appearance."""
-    index: dict[Hashable, list[int]] = defaultdict(list)
+def indices_by(pairs: Sequence[TextPair], *fields: str) -> dict[Hashable, np.ndarray]:
+    """The indices of the pairs per value of ``fields`` (one field: its value; several: their tuple), in order of
+    first appearance."""
+    key, index = attrgetter(*fields), defaultdict(list)
     for i, p in enumerate(pairs):
         index[key(p)].append(i)
     return {b: np.asarray(ix) for b, ix in index.items()}
@@ -191,7 +185,7 @@ def text_scores(name: str, score: Callable[[list[str]], Sequence[float]], pairs:
 def classifier_scores(pairs: Sequence[TextPair], config: Config) -> PairScores:
     """The classifier cross-fitted within each benchmark (its own artifacts)."""
     positive, negative = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
-    for ix in by_benchmark(pairs).values():
+    for ix in indices_by(pairs, "benchmark").values():
         part = crossfit([pairs[i] for i in ix], fit_classifier, config.folds, config.seed)
         positive[ix], negative[ix] = part.positive, part.negative
     return PairScores("text-classifier", positive, negative)
@@ -203,12 +197,6 @@ def score_released(pairs: Sequence[TextPair], device: str) -> dict[str, PairScor
     from common.blind.pretrained import load_text_scorer
 
     return {name: text_scores(name, load_text_scorer(name, device=device).scores, pairs) for name in RELEASED}
-
-
-def score_all(pairs: Sequence[TextPair], config: Config) -> dict[str, PairScores]:
-    """The language model over every pair at once; the classifier per benchmark."""
-    return {"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),
-            "text-classifier": classifier_scores(pairs, config)}
 
 
 def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarray, config: Config,
@@ -225,10 +213,10 @@ def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarra
 def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config,
                    published: dict) -> list[dict]:
     rows = []
-    for (benchmark, category), ix in by_benchmark(pairs, attrgetter("benchmark", "category")).items():
+    for (benchmark, category), ix in indices_by(pairs, "benchmark", "category").items():
         for scorer in scores:
             rows.append(_accuracy_row(benchmark, category, scorer, scores[scorer].correct[ix], config, published))
-    for benchmark, ix in by_benchmark(pairs).items():
+    for benchmark, ix in indices_by(pairs, "benchmark").items():
         for scorer in scores:
             correct = scores[scorer].correct[ix]
             if benchmark == "aro-order":  # COCO-Order's task: the original above all 4 perturbations
@@ -243,31 +231,24 @@ def percent(correct: np.ndarray) -> float | str:
     return round(100 * float(correct.mean()), 2) if correct.size else ""
 
 
-def _pair_identity(p: TextPair) -> tuple[str, str, str]:
-    return (p.group, p.positive, p.negative)
-
-
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config
                      ) -> tuple[list[dict], np.ndarray]:
     """Algorithm 1 on the unrefined release, per category, with the set's first two scorers as M1 and M2; then a
     text classifier trained (cross-fitted) on the kept examples only, which the refinement never saw."""
-    released = defaultdict(set)
-    for p in pairs:
-        if p.benchmark == "sugarcrepe":
-            released[p.category].add(_pair_identity(p))
+    cells = indices_by(pairs, "benchmark", "category")
+    identity = attrgetter("group", "positive", "negative")
     m1, m2 = list(scores.values())[:2]
     kept_mask = np.zeros(len(pairs), dtype=bool)
     rows = []
     for category in CATEGORIES:
-        ix = np.asarray([i for i, p in enumerate(pairs) if p.benchmark == "sugarcrepe-unrefined"
-                         and p.category == category])
+        ix = cells[("sugarcrepe-unrefined", category)]
         kept = ix[refine(m1.gap[ix], m2.gap[ix], bins=config.refine_bins, seed=config.seed)]
         kept_mask[kept] = True
-        kept_ids = {_pair_identity(pairs[i]) for i in kept}
+        released = {identity(pairs[i]) for i in cells.get(("sugarcrepe", category), ())}
         rows.append({
             "category": category, "n_unrefined": int(ix.size), "n_kept": int(kept.size),
-            "n_released_refined": len(released[category]),
-            "kept_also_in_released": len(kept_ids & released[category]),
+            "n_released_refined": len(released),
+            "kept_also_in_released": len({identity(pairs[i]) for i in kept} & released),
             "m1": m1.scorer, "m1_before": percent(m1.correct[ix]), "m1_after": percent(m1.correct[kept]),
             "m2": m2.scorer, "m2_before": percent(m2.correct[ix]), "m2_after": percent(m2.correct[kept]),
         })
@@ -352,10 +333,10 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
         order_csv: Path = ORDER_CSV, scorers: str = "offline", device: str = "cpu", cap: int | None = None) -> dict:
     """``scorers="offline"``: the n-gram LM and the classifier fitted here; ``"released"``: the paper's grammar model
     and Vera (full profile: downloads about 45 GB, wants a GPU). ``cap``: ``full_inputs.cap`` (``load_pairs``)."""
-    if fetch is None:
-        fetch = lambda key: download(key, progress=False)  # noqa: E731
-    pairs = load_pairs(fetch, order_csv, config.seed, cap)
-    scores = score_all(pairs, config) if scorers == "offline" else score_released(pairs, device)
+    pairs = load_pairs(fetch or quiet_fetch, order_csv, config.seed, cap)
+    scores = ({"ngram-lm": crossfit(pairs, fit_lm(config.seed), config.folds, config.seed),  # over every pair at once
+               "text-classifier": classifier_scores(pairs, config)}
+              if scorers == "offline" else score_released(pairs, device))
     published = published_blind()
     accuracy = accuracy_table(pairs, scores, config, published)
     refinement, kept_mask = refinement_table(pairs, scores, config)
@@ -366,7 +347,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
                "refine_axis_bins": DEFAULT_AXIS_BINS,
                "bootstrap_resamples": config.bootstrap, "n_pairs": len(pairs),
                **({"cap_per_group": cap} if cap is not None else {}),
-               "pairs_per_benchmark": {b: int(ix.size) for b, ix in by_benchmark(pairs).items()},
+               "pairs_per_benchmark": {b: int(ix.size) for b, ix in indices_by(pairs, "benchmark").items()},
                "aro_crepe": {**crepe_describe(), "seed": config.seed,
                              "rules": "CREPE-style, reconstructed from the paper's Table 3 (CREPE's generator is not "
                                       "public)"},
@@ -436,9 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in result["accuracy"]:
         print(f"{row['benchmark']:22s} {row['category']:30s} {row['scorer']:16s} {row['accuracy']:6.2f} "
               f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}] n={row['n']}")
-    for row in result["refinement"]:
-        print(row)
-    for row in result["table4"]:
+    for row in (*result["refinement"], *result["table4"]):
         print(row)
     return 0
 

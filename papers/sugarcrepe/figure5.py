@@ -326,11 +326,8 @@ def published_correlations(model_names: Sequence[str] | None = None, fetcher: Ca
                            ) -> tuple[dict[str, tuple[float, int]], str]:
     """group -> (r, models) from the audit's recomputation of Figure 5 over ``model_names``, and its source."""
     matches, table6, source = released.figure5_inputs(fetcher, model_names=model_names)
-    points = released.figure5_points(matches, table6)
-    out = {c: (r, len(points[c][1])) for c, r in released.figure5_correlations(matches, table6).items()}
-    pairs = [(100.0 * m.imagenet, table6[(m.model.row, "Average")]) for m in matches
-             if m.imagenet is not None and (m.model.row, "Average") in table6]
-    out[AVERAGE] = (released.pearson_r([a for a, _ in pairs], [b for _, b in pairs]), len(pairs))
+    points = released.figure5_points(matches, table6, {**released.COLUMNS, AVERAGE: "Average"})
+    out = {g: (released.pearson_r(xs, ys), len(xs)) for g, (_, xs, ys) in points.items()}
     return out, f"{source} + published Table 6"
 
 
@@ -375,7 +372,7 @@ def draw(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], out
 
 def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation],
                   context: dict, view: ProfileView = MINI_VIEW) -> dict[str, Path]:
-    """Every output into a staging folder, then into ``out_dir`` as a group."""
+    """Every output into a staging folder, then into ``out_dir`` as a group; the summary printed."""
     figure5 = [{"category": c.category, "label": SHORT[c.category], "n_models": c.n_models, "r": _num(c.r),
                 "fisher_low": _num(c.fisher.low), "fisher_high": _num(c.fisher.high),
                 "bootstrap_low": _num(c.bootstrap.low), "bootstrap_high": _num(c.bootstrap.high),
@@ -386,7 +383,7 @@ def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[C
         columns[view.second_column] = view.second_set
     points_rows = [{"model": p.model, "label": p.label, **{k: f"{p.top1(s):.2f}" for k, s in columns.items()},
                     **{g: f"{p.table6[g]:.2f}" for g in GROUPS}} for p in points]
-    return write_output_group(out_dir, lambda staging: {
+    written = write_output_group(out_dir, lambda staging: {
         "figure5": write_csv_atomic(staging / "figure5.csv", figure5,
                                     [f for f in FIGURE5_FIELDS if f != "r_shapes" or view.second_set is not None]),
         "points": write_csv_atomic(staging / "figure5_points.csv", points_rows, ["model", "label", *columns, *GROUPS]),
@@ -396,18 +393,18 @@ def write_outputs(out_dir: Path, points: Sequence[ModelPoints], rows: Sequence[C
         "context": write_json_atomic(staging / "figure5_context.json", context),
         "figure": draw(points, rows, staging / "figure5.png", view),
     })
+    print(summary(points, rows, view))
+    return written
 
 
 def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], view: ProfileView = MINI_VIEW) -> str:
-    if view.second_set is not None:
-        head = "ImageNet-analog top-1 (56 colour-shape classes; 7 shapes): " + ", ".join(
-            f"{p.model} {p.top1(view.label_set):.1f} ({p.top1(view.second_set):.1f})" for p in points)
-    else:
-        head = "ImageNet-1k top-1 (open_clip's results): " + ", ".join(
-            f"{p.model} {p.top1(view.label_set):.1f}" for p in points)
-    lines = [head]
+    two = view.second_set is not None
+    shown = [f"{p.model} {p.top1(view.label_set):.1f}" + (f" ({p.top1(view.second_set):.1f})" if two else "")
+             for p in points]
+    lines = [("ImageNet-analog top-1 (56 colour-shape classes; 7 shapes): " if two else
+              "ImageNet-1k top-1 (open_clip's results): ") + ", ".join(shown)]
     for c in rows:
-        second = f"  r_shapes = {c.r_shapes:+.2f}" if view.second_set is not None else ""
+        second = f"  r_shapes = {c.r_shapes:+.2f}" if two else ""
         lines.append(f"  {SHORT[c.category]:<12} r = {c.r:+.2f}  bootstrap [{c.bootstrap.low:+.2f}, "
                      f"{c.bootstrap.high:+.2f}]  Fisher [{c.fisher.low:+.2f}, {c.fisher.high:+.2f}]{second}  "
                      f"paper ({c.published_n_models} CLIPs) {c.published_r:.2f}")
@@ -417,8 +414,7 @@ def summary(points: Sequence[ModelPoints], rows: Sequence[CategoryCorrelation], 
 def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig, set_dir: Path, out_dir: Path,
              table6_path: Path = RESULTS / "sugarcrepe" / "mini" / "table6.csv",
              predictions: Path = RESULTS / "sugarcrepe" / "mini" / "predictions",
-             device: str = "cpu", published: tuple[dict[str, tuple[float, int]], str] | None = None
-             ) -> dict[str, Path]:
+             device: str = "cpu", *, published: tuple[dict[str, tuple[float, int]], str]) -> dict[str, Path]:
     """Build or reuse the classification set, score the models, correlate, write; returns the written files."""
     set_config = ClassificationSetConfig(config.classification_images, config.image_size, config.world_seed)
     sets, reused = ensure_classification_set(set_config, set_dir)
@@ -433,29 +429,26 @@ def run_mini(models: Sequence[str], config: Figure5Config, engine: EngineConfig,
             raise Figure5InputError(f"{table6_path}: {model} was scored with weights {row.fingerprint}, these are "
                                     f"{fingerprint}: rerun the table6 stage")
         points.append(ModelPoints(model, row.label, correct, outcomes[model], row.accuracy))
-    published_r, published_source = published if published is not None else published_correlations()
-    rows = correlations(points, published_r, config.n_resamples, config.confidence, config.bootstrap_seed)
+    rows = correlations(points, published[0], config.n_resamples, config.confidence, config.bootstrap_seed)
     context = {
         "profile": "mini", "config": asdict(config), "classification_set": asdict(set_config),
         "imagenet_analog": f"{IMAGENET_ANALOG} ({len(sets[COLORED_SHAPES].class_names)} classes); r_shapes uses "
                            f"{SHAPES} ({len(sets[SHAPES].class_names)} classes)",
         "models": {p.model: table6[p.model].fingerprint for p in points},
-        "published_source": published_source,
+        "published_source": published[1],
         "intervals": {"fisher": f"Fisher z over the models ({fisher_width(len(points), config.confidence)})",
                       "bootstrap": "percentile bootstrap over test examples (classification images and each "
                                    "category's examples resampled, the same draw for every model)"},
         "note": f"{len(points)} tiny CLIPs on the rendered mini world: r has {len(points) - 2} degrees of freedom; "
                 "not comparable to the paper's 17 CLIPs",
     }
-    written = write_outputs(out_dir, points, rows, context)
-    print(summary(points, rows))
-    return written
+    return write_outputs(out_dir, points, rows, context)
 
 
 def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagenet_csv: Path, imagenet_source: dict,
              table6_path: Path = RESULTS / "sugarcrepe" / "full" / "table6.csv",
              predictions: Path = RESULTS / "sugarcrepe" / "full" / "predictions",
-             published: tuple[dict[str, tuple[float, int]], str] | None = None) -> dict[str, Path]:
+             *, published: tuple[dict[str, tuple[float, int]], str]) -> dict[str, Path]:
     """Match the models to open_clip's ImageNet-1k results, read this run's Table 6 and predictions, correlate,
     write; ``imagenet_source`` (where the CSV came from: key, url, sha256) goes to the context as given."""
     matches, left_out = pick_imagenet(models, read_imagenet(imagenet_csv))
@@ -469,8 +462,7 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
     points = [ModelPoints(model, table6[model].label, {}, outcomes[model], table6[model].accuracy,
                           {IMAGENET_1K: 100.0 * match.imagenet}, match.model.row.split(" | ", 1)[0])
               for model, match in matches.items()]
-    published_r, published_source = published if published is not None else published_correlations(models)
-    rows = correlations(points, published_r, config.n_resamples, config.confidence, config.bootstrap_seed,
+    rows = correlations(points, published[0], config.n_resamples, config.confidence, config.bootstrap_seed,
                         FULL_VIEW)
     n = len(points)
     context = {
@@ -485,16 +477,14 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
                              "match": matches[p.model].how,
                              "imagenet_top1": round(p.top1(IMAGENET_1K), 2)} for p in points},
         "left_out": left_out,
-        "published_source": published_source,
+        "published_source": published[1],
         "intervals": {"fisher": f"Fisher z over the models ({fisher_width(n, config.confidence)})",
                       "bootstrap": "percentile bootstrap over SugarCrepe examples (each category's examples "
                                    "resampled, the same draw for every model); ImageNet top-1 held fixed: open_clip "
                                    "publishes no per-image outcomes"},
         "note": "x is the same as the published r's; the two r differ by this run's Table 6 against the published one",
     }
-    written = write_outputs(out_dir, points, rows, context, FULL_VIEW)
-    print(summary(points, rows, FULL_VIEW))
-    return written
+    return write_outputs(out_dir, points, rows, context, FULL_VIEW)
 
 
 def fisher_width(n: int, confidence: float) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict, dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -82,17 +81,11 @@ def read_train_captions(path: Path, n_images: int) -> list[str]:
     return captions
 
 
-def score(pairs: Sequence[TextPair], lm: NgramFluency, config: Config) -> dict[str, PairScores]:
-    """The language model on every caption; the classifier cross-fitted within each benchmark."""
-    return {"ngram-lm": blind_real.text_scores("ngram-lm", lm.scores, pairs),
-            "text-classifier": blind_real.classifier_scores(pairs, config)}
-
-
 def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config) -> list[dict]:
     """Algorithm 1 per (benchmark, category), the language model as M1 and the classifier as M2; then a classifier
     cross-fitted on each benchmark's kept examples only (refinement balanced the old one's gaps, not a new one's)."""
     lm, classifier = scores["ngram-lm"], scores["text-classifier"]
-    cells = blind_real.by_benchmark(pairs, attrgetter("benchmark", "category"))
+    cells = blind_real.indices_by(pairs, "benchmark", "category")
     kept_mask = np.zeros(len(pairs), dtype=bool)
     rows = []
     for (benchmark, category), ix in cells.items():
@@ -106,7 +99,7 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
                      "classifier_after": blind_real.percent(classifier.correct[kept])})
     retrained = np.zeros(len(pairs), dtype=bool)
     fitted = np.zeros(len(pairs), dtype=bool)
-    for ix in blind_real.by_benchmark(pairs).values():
+    for ix in blind_real.indices_by(pairs, "benchmark").values():
         kept = ix[kept_mask[ix]]
         if len({fold_of(pairs[i].group, config.folds, config.seed) for i in kept}) >= 2:  # else no fold to fit on
             retrained[kept] = crossfit([pairs[i] for i in kept], blind_real.fit_classifier, config.folds,
@@ -168,7 +161,8 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     train_captions = train_captions or mini / "world" / "train" / "captions.json"
     pairs = load_pairs(mini_dir, templates_dir)
     lm = NgramFluency(seed=config.seed).fit(read_train_captions(train_captions, config.lm_train_images))
-    scores = score(pairs, lm, config)
+    scores = {"ngram-lm": blind_real.text_scores("ngram-lm", lm.scores, pairs),  # on every caption
+              "text-classifier": blind_real.classifier_scores(pairs, config)}
     accuracy = blind_real.accuracy_table(pairs, scores, config, published={})
     # Table 4 with the language model, template negatives against mini SugarCrepe's of the same image's positive: the
     # positives are shared, so the paper's paired ratio needs no stand-in
@@ -177,7 +171,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, mini_dir: Path | None = None, t
     metrics = summary_metrics(accuracy, fluency, refinement)
     context = {
         "config": asdict(config),
-        "pairs_per_benchmark": {b: int(ix.size) for b, ix in blind_real.by_benchmark(pairs).items()},
+        "pairs_per_benchmark": {b: int(ix.size) for b, ix in blind_real.indices_by(pairs, "benchmark").items()},
         "n_images": len({p.group for p in pairs}),
         "scorers": {"ngram-lm": f"word trigram, Witten-Bell (nltk.lm), fitted on the captions of the first "
                                 f"{config.lm_train_images} mini-world training images; score = logistic of the "

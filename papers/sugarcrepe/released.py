@@ -26,7 +26,7 @@ from common.files.jsonl import parse_json
 from common.files.tasks import DatasetError
 from common.pipeline.params import load_params, section
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.registry.sources import get_source
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells, load_claims, parse_number, read_csv_rows
@@ -61,10 +61,6 @@ CLAIM_TOTAL = "sec4.2_total_examples"
 def gpt4v_key(setting: str, category: str) -> str:
     """Download-registry key of GPT-4V's released answers for one setting and category."""
     return f"sugarcrepe/gpt-4v-results/{setting}/gpt4v-{category}.json"
-
-
-def _fetch(key: str) -> Path:
-    return fetch(key, progress=False)
 
 
 def _source_of(key: str) -> str:
@@ -146,7 +142,7 @@ def gpt4v_scores(
 ) -> dict[tuple[str, str], GPT4VScore]:
     """(setting, category) -> score; ``paths`` defaults to all 14 released files through ``fetcher``."""
     if paths is None:
-        fetch_path = fetcher or _fetch
+        fetch_path = fetcher or quiet_fetch
         paths = {(s, c): fetch_path(gpt4v_key(s, c)) for s in SETTINGS for c in CATEGORIES}
     return {(s, c): score_gpt4v_file(p, s, c) for (s, c), p in paths.items()}
 
@@ -295,11 +291,12 @@ def pearson_r(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 
 def figure5_points(
-    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float]
+    matches: Sequence[ModelMatch], table6: Mapping[tuple[str, str], float], columns: Mapping[str, str] = COLUMNS
 ) -> dict[str, tuple[list[str], list[float], list[float]]]:
-    """category -> (rows, ImageNet top-1 in %, Table 6 accuracy) over matched models with a published value."""
+    """category -> (rows, ImageNet top-1 in %, Table 6 accuracy of its column) over matched models with a published
+    value."""
     out = {}
-    for category, column in COLUMNS.items():
+    for category, column in columns.items():
         rows, xs, ys = [], [], []
         for m in matches:
             if m.imagenet is None or (m.model.row, column) not in table6:
@@ -354,7 +351,7 @@ def figure5_recomputed(
 
 
 def figure5_inputs(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None):
-    csv_path = (fetcher or _fetch)(OPENCLIP_RESULTS_KEY)
+    csv_path = (fetcher or quiet_fetch)(OPENCLIP_RESULTS_KEY)
     matches = match_models(imagenet_top1(csv_path), figure5_models(model_names))
     table6 = {(c.row, c.column): c.value for c in load_cells(PAPER) if c.table == TABLE6 and c.value is not None}
     return matches, table6, _source_of(OPENCLIP_RESULTS_KEY)
@@ -436,7 +433,7 @@ def _unavailable(keys: Iterable[tuple[str, str, str, str]], source: str, exc: Ex
 
 def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequence[str] | None = None) -> list[Recomputed]:
     """Every SugarCrepe number recomputed here from released files; ``fetcher``: registry key -> verified path."""
-    fetch_path = fetcher or _fetch
+    fetch_path = fetcher or quiet_fetch
     unavailable = (FetchError, RegistryError, OSError)
     recs: list[Recomputed] = []
 
@@ -468,9 +465,7 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
         scores = None
     if scores is not None:
         # Where GPT-4V answered examples that the released benchmark does not hold (or vice versa), say so.
-        for category in CATEGORIES:
-            if counts is None:
-                break
+        for category in CATEGORIES if counts is not None else ():
             answered = set().union(*(scores[(s, category)].ids for s in SETTINGS))
             extra, absent = sorted(answered - released_ids[category]), sorted(released_ids[category] - answered)
             if extra or absent:

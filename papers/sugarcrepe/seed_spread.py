@@ -2,11 +2,7 @@
 
 Across CPU vendors MKL takes other code paths and the mini family's weights differ in their last bits, which training
 amplifies (``common.pipeline.reproducible``); whether such a run still reproduces the committed table is then a
-statistical question. ``python -m papers.sugarcrepe.seed_spread [--seeds 1 2 3 4]`` retrains every model of
-params.yaml ``train`` once per seed (about 4.5 minutes per seed on 2 cores) and writes
-``results/sugarcrepe/mini/table6_seeds.csv`` (per model and category: each seed's accuracy, seed 0 being the
-pipeline's own checkpoints, their mean, sample sd, min and max) with ``table6_seeds.json``: a reference measurement,
-committed like the published numbers, not a stage.
+statistical question. What it writes: the README's "How much of this is the seed".
 """
 from __future__ import annotations
 

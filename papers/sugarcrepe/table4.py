@@ -5,6 +5,7 @@ negative scores higher than ARO+CREPE's negative of the same positive. Shared by
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -20,14 +21,10 @@ FIELDS = ["type", "scorer", "aro_crepe_kind", "sugarcrepe_categories", "n_aro_cr
           "sugarcrepe_more_fluent_share", "comparison"]
 
 
-def by_image(pair: TextPair) -> Hashable:
-    """The mini world's positive: one per image."""
-    return pair.group
-
-
-def by_caption(pair: TextPair) -> Hashable:
-    """A real benchmark's positive: an image can have several captions."""
-    return (pair.group, pair.positive)
+by_image = attrgetter("group")
+"""The mini world's positive: one per image."""
+by_caption = attrgetter("group", "positive")
+"""A real benchmark's positive: an image can have several captions."""
 
 
 def paired_table4(pairs: Sequence[TextPair], scores: PairScores, aro_crepe: str, sugarcrepe: str,
