@@ -24,8 +24,8 @@ from common.paths import RESULTS
 from common.registry.errors import FetchError
 from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
-from common.reporting.markdown_table import md_cell
 from common.reporting.published import PublishedCell, load_cells, parse_number, read_csv_rows
+from common.text.markdown import md_cell
 
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
 WITNESS_DECIMALS = 6

@@ -11,11 +11,6 @@ def md_escape(value: Any) -> str:
     return " ".join(str(value).replace("|", "\\|").splitlines())
 
 
-def md_cell(value: object) -> str:
-    """``str(value)`` with ``|`` escaped and each ``\\n`` a space (``md_escape`` also drops a trailing line break)."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def md_table(rows: Iterable[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:
     """A Markdown table of ``columns``, a mapping row's cells by name (missing: empty), a sequence's in order."""
     lines = ["| " + " | ".join(md_escape(c) for c in columns) + " |", "|" + "|".join(" --- " for _ in columns) + "|"]

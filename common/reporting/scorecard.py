@@ -16,9 +16,9 @@ from common import plugins
 from common.errors import WorkspaceError, unknown_name
 from common.files.io import write_text_atomic
 from common.paths import RESULTS, ROOT
-from common.reporting.markdown_table import md_cell
 from common.reporting.report import is_number
 from common.reporting.results_ref import DocNumberError, lookup
+from common.text.markdown import md_cell
 
 SPEC = "scorecard.toml"
 """Under ``papers/<paper>/``: the paper's headline claims."""

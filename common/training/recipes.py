@@ -16,6 +16,7 @@ import torch
 
 from common.errors import WorkspaceError
 from common.paths import ROOT
+from common.text.markdown import md_cell
 from common.training.optim import exclude_from_wd
 
 DATA_FILES = ("common/training/recipes.toml",)
@@ -367,7 +368,7 @@ def markdown(path: Path) -> str:
                 authors = f"{authors} (code); **the paper: {_shown(recipe.conflicts[key].value)}**"
                 source += f"; **the paper differs**: {recipe.conflicts[key].source} {quoted(recipe.conflicts[key].quote)}"
             here = _shown(value) if key in RULE_FIELDS else "params.yaml (full): the authors' by default"
-            lines.append(f"| {key} | {authors} | {_cell(source)} | {here} | {mine} |")
+            lines.append(f"| {key} | {authors} | {md_cell(source)} | {here} | {mine} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -376,10 +377,6 @@ def quoted(text: str) -> str:
     """A quote as prose shows it (``common.docs.citations`` reads it back): in double quotes, or in backticks when it holds
     a double quote itself."""
     return f"`{text}`" if '"' in text else f'"{text}"'
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _cmd_recipes(args) -> int:
