@@ -3,7 +3,6 @@ mapping an example id to ``{"filename", "caption", "negative_caption"}``, plus a
 the same format, so one loader serves both profiles."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,29 +49,13 @@ def read_category(path: Path) -> dict[str, dict]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot read SugarCrepe file: {exc}") from exc
-    duplicates: list[str] = []
-
-    def no_duplicate_ids(pairs: list[tuple[str, object]]) -> dict:
-        seen: dict = {}
-        for key, value in pairs:
-            if key in seen:
-                duplicates.append(key)
-            seen[key] = value
-        return seen
-
-    try:
-        data = json.loads(text, object_pairs_hook=no_duplicate_ids)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-    except RecursionError:
-        raise DatasetError(f"{path}: nested too deeply to parse (a damaged file?)") from None
+    data = parse_json(text, path, unique_keys=True)
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: expected an object mapping example ids to examples, got {type(data).__name__}")
     if not data:
         raise DatasetError(f"{path}: no examples in this SugarCrepe file (an empty object); every category scored "
                            "needs at least one example (drop the category from the manifest instead)")
-    problems = [f"{path}: duplicate key {key!r} (JSON keeps only the last; an example id must appear once)"
-                for key in duplicates]
+    problems: list[str] = []
     for example_id, record in data.items():
         if not isinstance(record, dict):
             problems.append(f"{path}: example {example_id!r}: expected an object, got {type(record).__name__}")
