@@ -273,16 +273,12 @@ def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScale
         scaler.update()
 
 
-def recipe_of(config: TrainConfig) -> Recipe:
-    return config.recipe or mini_recipe()
-
-
 def recipe_record(config: TrainConfig) -> dict:
     """The record's ``recipe`` entry: name, file, digest, settings, and the run's numbers that differ from the
     authors' (the batch in samples per step, the epochs left to the caller's record)."""
     run = {"lr": config.lr, "weight_decay": config.weight_decay, "warmup_steps": config.warmup_steps,
            "batch_size": config.batch_size, "precision": config.precision}
-    return recipe_of(config).describe(run)
+    return (config.recipe or mini_recipe()).describe(run)
 
 
 def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -328,7 +324,7 @@ def train(
     device = torch.device(world.device)
     if config.precision in ("bf16", "fp16") and device.type != "cuda":
         raise ValueError(f"precision {config.precision!r} needs CUDA; use 'fp32' on CPU")
-    recipe = recipe_of(config)
+    recipe = config.recipe or mini_recipe()
     if recipe.schedule == "constant" and config.warmup_steps > 0:
         raise ValueError(f"recipe {recipe.name!r} has a constant schedule, which has no warmup; the config asks for "
                          f"{config.warmup_steps} warmup steps (set warmup_steps to 0)")
