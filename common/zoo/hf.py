@@ -15,7 +15,7 @@ import torch
 from PIL import Image
 
 from common.files.image_transforms import to_rgb
-from common.zoo.hub import hub_cache_dir, hub_offline, hub_offline_mode
+from common.zoo.hub import hub_offline, hub_offline_mode, offline_message
 from common.zoo.interface import ModelUnavailable, digest_weights, import_transformers
 from common.zoo.specs import ModelSpec
 
@@ -167,7 +167,7 @@ class HFModel:
         ids, mask = ids.to(self.device), mask.to(self.device)
         if self.itm_start_id is not None:
             ids[:, 0] = self.itm_start_id
-        distinct, inverse = _distinct_runs(pixels)
+        distinct, inverse = torch.unique_consecutive(pixels, dim=0, return_inverse=True)
         pixels, inverse = distinct.to(self.device, non_blocking=True), inverse.to(self.device)
         if self.arch == "blip":
             image = self.model.vision_model(pixel_values=pixels)[0][inverse]
@@ -198,21 +198,10 @@ class HFModel:
         if kind == "itm":
             return self.match_scores(pixels, texts)
         if kind == "itm_logit+itc":
-            distinct, inverse = _distinct_runs(pixels)
+            distinct, inverse = torch.unique_consecutive(pixels, dim=0, return_inverse=True)
             cosine = (self.encode_images(distinct)[inverse] * self.encode_texts(texts)).sum(dim=-1)
             return self.itm_logits(pixels, texts)[:, 1] + cosine
         raise ValueError(f"unknown pair score {kind!r} (one of {', '.join(SCORES)})")
-
-
-def _distinct_runs(pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(distinct images, index of each row's image): runs of identical consecutive rows collapse to one."""
-    keep: list[int] = []
-    inverse: list[int] = []
-    for i in range(len(pixels)):
-        if not keep or not torch.equal(pixels[i], pixels[keep[-1]]):
-            keep.append(i)
-        inverse.append(len(keep) - 1)
-    return pixels[keep], torch.tensor(inverse, dtype=torch.long)
 
 
 def _weights_source(spec: ModelSpec) -> tuple[str, bool]:
@@ -235,16 +224,6 @@ def how_to_get(spec: ModelSpec) -> str:
     return (f"transformers downloads {source!r} from the Hugging Face hub (huggingface.co/{source}); run "
             f"`python -m common zoo check {spec.name}` once on a machine with internet (weights are cached under "
             "HF_HOME, default ~/.cache/huggingface), or copy that cache here")
-
-
-def _offline_message(spec: ModelSpec, repo: str, reason: str, cache_dir: str | None,
-                     exc: BaseException | None = None) -> str:
-    detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None and str(exc) else ""
-    return (
-        f"model {spec.name!r}: offline ({reason}) and its Hugging Face repository {repo!r} is not in the local cache "
-        f"{hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` once on a machine with "
-        "internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface) here; with the weights in "
-        "place, HF_HUB_OFFLINE=1 skips the connectivity check")
 
 
 CONFIG_LIMIT = 1 << 20
@@ -291,6 +270,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
     processor_class = getattr(transformers, arch.processor_class)
     source, local = _weights_source(spec)
     offline = None if local else hub_offline()
+    repo = f"its Hugging Face repository {source!r} is"
     if local and not Path(source).is_dir():
         raise ModelUnavailable(f"model {spec.name!r}: directory {source} not found; {how_to_get(spec)}")
     if offline:  # fail before anything is built or retried
@@ -298,7 +278,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
         from huggingface_hub import try_to_load_from_cache
 
         if not isinstance(try_to_load_from_cache(source, "config.json", cache_dir=cache_dir), str):
-            raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir))
+            raise ModelUnavailable(offline_message(spec, offline, cache_dir, None, repo))
     if local:
         refuse_custom_code(Path(source), f"model {spec.name!r}")
     # trust_remote_code=False: a model's folder or hub repository never runs code here, asked or not
@@ -309,7 +289,7 @@ def create_hf_model(spec: ModelSpec, device: str = "cpu", cache_dir: str | None 
             processor = processor_class.from_pretrained(source, **options)
     except Exception as exc:  # network, hub or file errors all mean: weights not obtainable here
         if offline:
-            raise ModelUnavailable(_offline_message(spec, source, offline, cache_dir, exc)) from exc
+            raise ModelUnavailable(offline_message(spec, offline, cache_dir, exc, repo)) from exc
         raise ModelUnavailable(
             f"model {spec.name!r}: {source} could not be loaded ({type(exc).__name__}: {exc}); {how_to_get(spec)}"
         ) from exc

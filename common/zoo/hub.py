@@ -97,15 +97,17 @@ def weights_origin(spec: ModelSpec) -> str:
     return cfg.get("hf_hub") or cfg.get("url") or "open_clip's pretrained registry"
 
 
-def offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None) -> str:
-    detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None else ""
+def offline_message(spec: ModelSpec, reason: str, cache_dir: str | None, exc: BaseException | None,
+                    weights: str | None = None) -> str:
+    """``weights``: what is not cached, "its ... is" (default: the open_clip tag's weights and their origin)."""
+    detail = f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})" if exc is not None and str(exc) else ""
+    url_cache = "" if weights else "; open_clip URL downloads: ~/.cache/clip"
+    weights = weights or f"its weights ({spec.arch!r}, {spec.pretrained!r}, from {weights_origin(spec)}) are"
     return (
-        f"model {spec.name!r}: offline ({reason}) and its weights ({spec.arch!r}, {spec.pretrained!r}, from "
-        f"{weights_origin(spec)}) "
-        f"are not in the local cache {hub_cache_dir(cache_dir)}{detail}. Run `python -m common zoo check {spec.name}` "
-        "once on a machine with internet, then copy its Hugging Face cache (HF_HOME, default ~/.cache/huggingface; "
-        "open_clip URL downloads: ~/.cache/clip) here; with the weights in place, HF_HUB_OFFLINE=1 skips the "
-        "connectivity check"
+        f"model {spec.name!r}: offline ({reason}) and {weights} not in the local cache {hub_cache_dir(cache_dir)}"
+        f"{detail}. Run `python -m common zoo check {spec.name}` once on a machine with internet, then copy its "
+        f"Hugging Face cache (HF_HOME, default ~/.cache/huggingface{url_cache}) here; with the weights in place, "
+        "HF_HUB_OFFLINE=1 skips the connectivity check"
     )
 
 
