@@ -113,10 +113,7 @@ class CostJob:
 
 def arch_config(arch: str) -> dict | None:
     """open_clip's config of ``arch`` (the zoo's local configs registered first); None when it has none."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     return open_clip.get_model_config(arch)
 
 

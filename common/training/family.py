@@ -34,10 +34,7 @@ def train_clip(arch: str, n_images: int, config: TrainConfig, train_dir: Path, o
     """Train ``arch`` from scratch on the first ``n_images`` of the mini training set with ``config``; save to
     ``out_path``. Returns the sidecar record plus ``train_seconds`` (wall time, which the sidecar leaves out: DVC hashes
     it). ``provenance``: more deterministic facts for the sidecar (e.g. the CPU reproducibility profile)."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     train_dir, out_path = Path(train_dir), Path(out_path)
     batches = MiniWorldBatches.load(train_dir, n_images, open_clip.get_tokenizer(arch))
     if world is None or world.is_main:

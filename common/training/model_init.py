@@ -41,10 +41,7 @@ class FromScratch:
     arch: str
 
     def build(self) -> Initialized:
-        # deferred: loads open_clip only when called
-        import open_clip
-
-        register_local_configs()
+        open_clip = register_local_configs()
         with quiet_random_init_warning():  # random weights are the point here
             model, _, transform = open_clip.create_model_and_transforms(self.arch, pretrained=None)
         return Initialized(model, transform, self.arch)

@@ -60,12 +60,9 @@ class OpenClipModel:
         """This model rebuilt by open_clip at ``precision`` 'fp16' (``FP16_WHY``: as OpenAI's ``clip.load`` casts on
         CUDA) with its weights loaded (a copy); the fingerprint stays this model's, as the engine keys the cache by
         precision too."""
-        # deferred: loads open_clip only when called
-        import open_clip
-
         if precision != "fp16":
             raise ValueError(f"model {self.name!r}: at_precision knows 'fp16' only, not {precision!r}")
-        register_local_configs()
+        open_clip = register_local_configs()
         with quiet_random_init_warning():  # the weights are loaded (strictly) right below
             net = open_clip.create_model(self.spec.arch, pretrained=None, precision="fp16", device=self.device,
                                          force_quick_gelu=self.spec.force_quick_gelu)
@@ -251,10 +248,7 @@ def weights_mismatch(expected: Mapping[str, torch.Tensor], found: Mapping[str, t
 def random_model(arch: str, seed: int = 0, device: str = "cpu") -> OpenClipModel:
     """An open_clip architecture with random weights behind the ``EmbeddingModel`` interface: for timing and tests
     only (its name says so, and it is never registered in the zoo)."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     torch.manual_seed(seed)
     with quiet_random_init_warning():
         net, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None)

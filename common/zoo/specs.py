@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 from common import plugins
 from common.errors import SettingError, unknown_name
@@ -139,9 +140,9 @@ APPLIED_OVERRIDES: list[Path] = []
 """The override folders handed to open_clip in this process (once each)."""
 
 
-def register_local_configs() -> None:
+def register_local_configs() -> ModuleType:
     """Make the tiny architectures in ``model_configs/`` known to open_clip (idempotent), and the architectures of
-    ``VLC_ARCH_OVERRIDES`` when it is set (a rehearsal's processes)."""
+    ``VLC_ARCH_OVERRIDES`` when it is set (a rehearsal's processes); returns open_clip, which callers import so."""
     # deferred: loads open_clip only when called
     import open_clip
 
@@ -155,15 +156,13 @@ def register_local_configs() -> None:
             raise SettingError(f"{ARCH_OVERRIDES_ENV}={folder}: not a folder (unset it: only a rehearsal sets it)")
         open_clip.add_model_config(Path(folder))  # later paths win: these replace open_clip's configs of the name
         APPLIED_OVERRIDES.append(Path(folder))
+    return open_clip
 
 
 # ---- activations: every entry loads with the activation its weights were trained with --------------------------
 def uses_quick_gelu(arch: str) -> bool:
     """Whether open_clip builds ``arch`` with QuickGELU (the OpenAI CLIPs' activation) rather than GELU."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     config = open_clip.get_model_config(arch)
     if config is None:
         raise KeyError(f"open_clip has no architecture {arch!r}")

@@ -16,20 +16,14 @@ Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
 def tokenizer_for(arch: str) -> Tokenize:
     """open_clip's tokenizer of ``arch`` (the zoo's local configs registered first)."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     return open_clip.get_tokenizer(arch)
 
 
 def build_from_checkpoint(arch: str, path: Path) -> tuple[torch.nn.Module, Callable]:
     """``arch`` (open_clip, the workspace's tiny configs included) with the weights of ``path`` loaded strictly, and
     its evaluation transform."""
-    # deferred: loads open_clip only when called
-    import open_clip
-
-    register_local_configs()
+    open_clip = register_local_configs()
     with quiet_random_init_warning():  # the weights are loaded (strictly) right below
         model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=None, load_weights=False)
     load_state_dict(model, Path(path), f"{arch} from {Path(path).name}")
