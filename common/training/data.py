@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -13,6 +13,7 @@ from common.files.arrays import load_array
 from common.files.jsonl import read_json
 
 Batch = dict[str, torch.Tensor]
+Tokenize = Callable[[Sequence[str]], torch.Tensor]
 
 
 class BatchSource(Protocol):

@@ -6,7 +6,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -14,9 +14,7 @@ from PIL import Image
 
 from common.errors import WorkspaceError
 from common.files.image_transforms import to_rgb
-from common.training.data import EpochShuffled
-
-Tokenize = Callable[[Sequence[str]], torch.Tensor]
+from common.training.data import EpochShuffled, Tokenize
 
 
 class ImageFileError(WorkspaceError):

@@ -2,15 +2,13 @@
 a pure function of (seed, step) as the trainer needs."""
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from common.files.tasks import DatasetError
-from common.training.data import EpochShuffled
-
-Tokenize = Callable[[Sequence[str]], torch.Tensor]
+from common.training.data import EpochShuffled, Tokenize
 
 
 class CaptionBatches(EpochShuffled):
