@@ -1,15 +1,5 @@
 """One trainer for CLIP-style models, with three plug points: where the weights start (``Init``), the data
-(``BatchSource``) and the loss (a module returning named ``*_loss`` terms); docs/training.md describes them. A paper
-plugs in without touching this package, e.g. hard-negative fine-tuning (its batches hold ``images`` (B, 2, 3, H, W)
-and ``texts`` (B, 4, L), a pure function of (seed, step))::
-
-    world = init_from_env()
-    config = TrainConfig(steps=5000, batch_size=256, lr=1e-6, warmup_steps=50, checkpoint_every=500)
-    result = train(config, FromPretrained("ViT-B-32", "openai"), MyBatches(...), HardNegativeClipLoss,
-                   out / "model.safetensors", world=world, validate=my_validation_accuracy)
-    shutdown(world)
-
-run as ``python`` on that file, or ``torchrun --standalone --nproc_per_node N`` on it."""
+(``BatchSource``) and the loss; docs/training.md, "Three plug points", shows a paper plugging in."""
 from common.training.data import BatchSource, MiniWorldBatches, SyntheticBatches
 from common.training.distributed import (
     DistributedContext, gather_plain, gather_segments, gather_with_grad_slot, init_from_env, shutdown)
