@@ -41,14 +41,11 @@ def _exclude_open_clip_names(name: str, p: torch.Tensor) -> bool:
     return p.ndim < 2 or "bn" in name or "ln" in name or "bias" in name or "logit_scale" in name
 
 
-def _exclude_nothing(name: str, p: torch.Tensor) -> bool:
-    """``AdamW(filter(requires_grad, model.parameters()), weight_decay=wd)``: every trainable tensor decayed."""
-    return False
-
-
-DECAY_RULES = {"clip": exclude_from_wd, "open_clip_names": _exclude_open_clip_names, "all": _exclude_nothing}
+DECAY_RULES: dict[str, Callable[[str, torch.Tensor], bool]] = {
+    "clip": exclude_from_wd, "open_clip_names": _exclude_open_clip_names, "all": lambda name, p: False}
 """Named weight-decay rules: name -> ``exclude(name, tensor)`` (True: not decayed); "clip" is this workspace's
-(``exclude_from_wd``: <= 1-D, embeddings, the logit scale)."""
+(``exclude_from_wd``: <= 1-D, embeddings, the logit scale), "all" decays every trainable tensor
+(``AdamW(filter(requires_grad, model.parameters()), weight_decay=wd)``)."""
 
 _RULES: dict[str, tuple[type | tuple[type, ...], tuple | None]] = {
     # setting -> (accepted TOML types, allowed values or None)
