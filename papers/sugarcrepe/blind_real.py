@@ -303,21 +303,28 @@ def draw_gaps(rows: Sequence[dict], out_png: Path) -> None:
     save_figure(fig, out_png)
 
 
-def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
-    plt = pyplot()
+def accuracy_bars(rows: Sequence[dict], width: float, figsize: tuple[float, float] | None = None):
+    """Fig. 2's bars, for this stage's figure and ``mini_blind``'s: each scorer's blind accuracy per (benchmark,
+    category) with its interval; returns (figure, axes, cells) for the caller to label."""
     shown = [r for r in rows if r["category"] != "all (micro)"]
-    labels = list(dict.fromkeys(f"{r['benchmark']}\n{r['category']}" for r in shown))
-    fig, ax = plt.subplots(figsize=(max(8, 0.42 * len(labels)), 4))
-    for k, scorer in enumerate(dict.fromkeys(r["scorer"] for r in shown)):
-        cells = {f"{r['benchmark']}\n{r['category']}": r for r in shown if r["scorer"] == scorer}
-        x = np.arange(len(labels)) + (k - 0.5) * 0.38
-        acc = np.array([cells[l]["accuracy"] for l in labels])
-        err = np.array([[cells[l]["accuracy"] - cells[l]["ci_low"], cells[l]["ci_high"] - cells[l]["accuracy"]]
-                        for l in labels]).T
-        ax.bar(x, acc, width=0.38, yerr=err, capsize=1.5, label=scorer)
-    ax.axhline(50, color="black", lw=0.7, ls="--")
-    ax.set_xticks(np.arange(len(labels)), labels, rotation=90, fontsize=6)
+    cells = list(dict.fromkeys((r["benchmark"], r["category"]) for r in shown))
+    scorers = list(dict.fromkeys(r["scorer"] for r in shown))
+    fig, ax = pyplot().subplots(figsize=figsize or (max(8, 0.42 * len(cells)), 4))
+    for k, scorer in enumerate(scorers):
+        by_cell = {(r["benchmark"], r["category"]): r for r in shown if r["scorer"] == scorer}
+        acc = np.array([by_cell[c]["accuracy"] for c in cells])
+        err = np.array([[by_cell[c]["accuracy"] - by_cell[c]["ci_low"], by_cell[c]["ci_high"] - by_cell[c]["accuracy"]]
+                        for c in cells]).T
+        ax.bar(np.arange(len(cells)) + (k - (len(scorers) - 1) / 2) * width, acc, width=width, yerr=err, capsize=1.5,
+               label=scorer)
     ax.set_ylabel("blind accuracy (%), 95% bootstrap CI")
+    return fig, ax, cells
+
+
+def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
+    fig, ax, cells = accuracy_bars(rows, 0.38)
+    ax.axhline(50, color="black", lw=0.7, ls="--")
+    ax.set_xticks(np.arange(len(cells)), [f"{b}\n{c}" for b, c in cells], rotation=90, fontsize=6)
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -18,7 +18,6 @@ so its "published" r is the same recomputation on Table 6's Average column. Outp
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from common.pipeline.params import own_params
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
 from common.reporting.figures import pyplot, save_figure
+from common.reporting.published import read_csv_rows
 from common.zoo import create_model
 from papers.sugarcrepe import released
 
@@ -158,18 +158,13 @@ def read_table6(path: Path, groups: Sequence[str] = GROUPS) -> dict[str, Table6R
     """model -> its row of a Table 6 CSV (``common.evaluation.results.write_accuracy_table``'s wide table)."""
     if not Path(path).is_file():
         raise Figure5InputError(f"{path}: not found: run the table6 stage of this profile first")
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = {"model", "label", "fingerprint", *groups} - set(reader.fieldnames or ())
-        if missing:
-            raise Figure5InputError(f"{path}: missing column(s) {sorted(missing)}")
-        rows: dict[str, Table6Row] = {}
-        for line, row in enumerate(reader, start=2):
-            try:
-                accuracy = {g: float(row[g]) for g in groups}
-            except (TypeError, ValueError) as exc:  # a short line gives None, a bad cell a ValueError
-                raise Figure5InputError(f"{path}: line {line} ({row['model']}): not a number ({exc})") from exc
-            rows[row["model"]] = Table6Row(row["model"], row["label"], row["fingerprint"], accuracy)
+    rows: dict[str, Table6Row] = {}
+    for line, row in read_csv_rows(path, Figure5InputError, required=("model", "label", "fingerprint", *groups))[1]:
+        try:
+            accuracy = {g: float(row[g]) for g in groups}
+        except ValueError as exc:
+            raise Figure5InputError(f"{path}: line {line} ({row['model']}): not a number ({exc})") from exc
+        rows[row["model"]] = Table6Row(row["model"], row["label"], row["fingerprint"], accuracy)
     return rows
 
 
@@ -179,16 +174,12 @@ def read_correctness(path: Path, categories: Sequence[str] = CATEGORIES
     (``common.evaluation.results.write_predictions``)."""
     ids: dict[str, list[str]] = {}
     by_group: dict[str, list[bool]] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if not {"item_id", "group", "correct"} <= set(reader.fieldnames or ()):
-            raise Figure5InputError(f"{path}: needs columns item_id, group, correct")
-        for line, row in enumerate(reader, start=2):
-            if row["correct"] not in ("0", "1"):
-                raise Figure5InputError(f"{path}: line {line} ({row['item_id']}): correct is {row['correct']!r}, "
-                                        "not 0 or 1")
-            ids.setdefault(row["group"], []).append(row["item_id"])
-            by_group.setdefault(row["group"], []).append(row["correct"] == "1")
+    for line, row in read_csv_rows(path, Figure5InputError, required=("item_id", "group", "correct"))[1]:
+        if row["correct"] not in ("0", "1"):
+            raise Figure5InputError(f"{path}: line {line} ({row['item_id']}): correct is {row['correct']!r}, "
+                                    "not 0 or 1")
+        ids.setdefault(row["group"], []).append(row["item_id"])
+        by_group.setdefault(row["group"], []).append(row["correct"] == "1")
     missing = [c for c in categories if not by_group.get(c)]
     if missing:
         raise Figure5InputError(f"{path}: no predictions for categor(ies) {missing}")

@@ -26,7 +26,7 @@ from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
 from common.pipeline.params import add_stage_option, own_params
-from common.reporting.figures import pyplot, save_figure
+from common.reporting.figures import save_figure
 from papers.sugarcrepe import blind_real
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.table4 import FIELDS as TABLE4_COLUMNS, by_image, paired_table4
@@ -114,25 +114,13 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
 def draw_accuracy(rows: Sequence[dict], out_png: Path) -> None:
     """Fig. 2's analog: each scorer's blind accuracy per category, the two benchmarks side by side, chance dashed.
     (``blind_real.draw_accuracy`` cuts off two-line tick labels at this size; this one lays the figure out tight.)"""
-    plt = pyplot()
-    shown = [r for r in rows if r["category"] != "all (micro)"]
-    cells = list(dict.fromkeys((r["benchmark"], r["category"]) for r in shown))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.8 / len(SCORERS)
-    for k, scorer in enumerate(SCORERS):
-        by_cell = {(r["benchmark"], r["category"]): r for r in shown if r["scorer"] == scorer}
-        acc = np.array([by_cell[c]["accuracy"] for c in cells])
-        err = np.array([[by_cell[c]["accuracy"] - by_cell[c]["ci_low"], by_cell[c]["ci_high"] - by_cell[c]["accuracy"]]
-                        for c in cells]).T
-        ax.bar(np.arange(len(cells)) + (k - (len(SCORERS) - 1) / 2) * width, acc, width=width, yerr=err, capsize=1.5,
-               label=scorer)
+    fig, ax, cells = blind_real.accuracy_bars(rows, 0.8 / len(SCORERS), (8, 4))
     boundary = sum(b == TEMPLATES for b, _ in cells) - 0.5
     ax.axvline(boundary, color="grey", lw=0.8)
     ax.text(boundary - 0.1, 105, TEMPLATES, ha="right", va="center", fontsize=8)
     ax.text(boundary + 0.1, 105, SUGARCREPE, ha="left", va="center", fontsize=8)
     ax.axhline(50, color="black", lw=0.7, ls="--")
     ax.set_xticks(np.arange(len(cells)), [c for _, c in cells], rotation=45, ha="right", fontsize=7)
-    ax.set_ylabel("blind accuracy (%), 95% bootstrap CI")
     ax.set_ylim(0, 110)
     ax.set_yticks(range(0, 101, 20))
     ax.legend(fontsize=7, loc="lower left")

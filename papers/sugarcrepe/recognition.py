@@ -9,7 +9,6 @@ naming the file, the row and the column, and nothing is written.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from common.files.io import write_csv_atomic, write_json_atomic, write_output_gr
 from common.paths import RESULTS
 from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
-from common.reporting.published import load_cells, load_claims
+from common.reporting.published import load_cells, load_claims, read_csv_rows
 from common.zoo import get_spec
 
 TABLE_KEY = "vl_compo/results.csv"
@@ -96,27 +95,21 @@ class Checkpoint:
 
 def _read(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str], dict[str, float]]]:
     """Every row as (line, its key columns, {column: value}); errors name the file, the line and the column."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in (*KEY_COLUMNS, *columns) if c not in header]
-        if missing:
-            raise RecognitionInputError(f"{path}: missing column(s) {missing}")
-        out = []
-        for row in reader:
-            key = {k: row[k] or "" for k in KEY_COLUMNS}
-            where = f"{path}:{reader.line_num} ({key['arch']}/{key['pretrained']})"
-            if not key["arch"] or not key["pretrained"]:
-                raise RecognitionInputError(f"{where}: empty arch or pretrained")
-            values = {}
-            for c in columns:
-                try:
-                    values[c] = float(row[c])
-                except (TypeError, ValueError):
-                    raise RecognitionInputError(f"{where}: column {c!r} = {row[c]!r} is not a number") from None
-                if not math.isfinite(values[c]):
-                    raise RecognitionInputError(f"{where}: column {c!r} = {row[c]!r} is not finite")
-            out.append((reader.line_num, key, values))
+    out = []
+    for line, row in read_csv_rows(path, RecognitionInputError, required=(*KEY_COLUMNS, *columns))[1]:
+        key = {k: row[k] for k in KEY_COLUMNS}
+        where = f"{path}:{line} ({key['arch']}/{key['pretrained']})"
+        if not key["arch"] or not key["pretrained"]:
+            raise RecognitionInputError(f"{where}: empty arch or pretrained")
+        values = {}
+        for c in columns:
+            try:
+                values[c] = float(row[c])
+            except ValueError:
+                raise RecognitionInputError(f"{where}: column {c!r} = {row[c]!r} is not a number") from None
+            if not math.isfinite(values[c]):
+                raise RecognitionInputError(f"{where}: column {c!r} = {row[c]!r} is not finite")
+        out.append((line, key, values))
     if not out:
         raise RecognitionInputError(f"{path}: no rows (an empty selection)")
     return out

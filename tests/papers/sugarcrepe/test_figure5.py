@@ -217,8 +217,10 @@ def test_readers_round_trip_and_name_bad_input(tmp_path):
     with pytest.raises(F.Figure5InputError, match=r"line 2 \(replace_obj/0\): correct is 'yes'"):
         F.read_correctness(path)
     (tmp_path / "bad.csv").write_text("model,label\nm0,x\n")
-    with pytest.raises(F.Figure5InputError, match=r"bad\.csv: missing column"):
+    with pytest.raises(F.Figure5InputError, match=r"bad\.csv:1: missing column\(s\) \['fingerprint', 'replace_obj'"):
         F.read_table6(tmp_path / "bad.csv")
+    with pytest.raises(F.Figure5InputError, match=r"bad\.csv:1: missing column\(s\) \['item_id', 'group', 'correct'\]"):
+        F.read_correctness(tmp_path / "bad.csv")
 
 
 def test_outputs_have_their_shapes_and_same_bytes_twice(tmp_path):

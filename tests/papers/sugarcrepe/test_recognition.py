@@ -91,7 +91,7 @@ def test_correlations_match_scipy_and_intervals_hold_the_estimate(tmp_path):
 
 
 @pytest.mark.parametrize("case, message", [
-    ("missing", r"results.csv: missing column\(s\) \['imagenet'\]"),
+    ("missing", r"results.csv:1: missing column\(s\) \['imagenet'\] \(header \[''"),
     ("text", r"individual_results.csv:3 \(RN50/openai\): column 'sugarcrepe::swap_obj' = 'n/a' is not a number"),
     ("misaligned", r"results.csv:4 is ViT-B-16/laion400m_e32 but .*individual_results.csv:4 is X/y"),
 ])
