@@ -225,12 +225,10 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
                  base[f"{column}_aug"] - base[f"{column}_orig"])
         hp_ci = paired_difference(results["hp-hn"], results["hn"], column, "brittleness")
         interval(f"hp_hn_minus_hn_{column}_brittleness", hp_ci)
-        out[f"hn_orig_higher_{column}"] = bool(effect["orig"].low > 0)
-        out[f"hn_aug_lower_or_flat_{column}"] = bool(effect["aug"].low <= 0)
-        out[f"hn_brittleness_higher_{column}"] = bool(effect["brittleness"].low > 0)
-        out[f"hn_shows_paper_effect_{column}"] = bool(
-            out[f"hn_orig_higher_{column}"] and out[f"hn_aug_lower_or_flat_{column}"]
-            and out[f"hn_brittleness_higher_{column}"])
+        shows = {"hn_orig_higher": bool(effect["orig"].low > 0), "hn_aug_lower_or_flat": bool(effect["aug"].low <= 0),
+                 "hn_brittleness_higher": bool(effect["brittleness"].low > 0)}
+        out |= {f"{k}_{column}": v for k, v in shows.items()}
+        out[f"hn_shows_paper_effect_{column}"] = all(shows.values())
         out[f"hp_hn_reduces_brittleness_{column}"] = bool(hp_ci.high < 0)
         weights = [RUNS[r].hard_negative_weight for r in RATIO_RUNS]
         for metric in METRICS:
@@ -310,27 +308,21 @@ class Way:
     activation: str | None = None
 
 
-def ways(models: Mapping[str, str]) -> dict[str, Way]:
-    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as its GELU build under its own row and
-    as itself (QuickGELU) under ``<row>@quickgelu`` right after; any other model as itself."""
-    out: dict[str, Way] = {}
-    for row, name in models.items():
-        if name in AUTHORS_BUILD:
-            out[row] = Way(AUTHORS_BUILD[name], activation="GELU")
-            out[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
-        else:
-            out[row] = Way(name)
-    return out
-
-
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                  device: str = "cpu", create: ModelFactory = create_model, skip_unavailable: bool = False,
                  authors_precision: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
                  ) -> tuple[list[Scored], dict[str, str]]:
-    """Every (row -> zoo model) on the items, in order, as ``ways`` plans, with the rows skipped (``skip_unavailable``)
-    and why; a model of ``authors_precision`` at that precision and, right after, at the engine's (``<row>@<p>``)."""
+    """Every (row -> zoo model) on the items, in order, with the rows skipped (``skip_unavailable``) and why; a model
+    of ``AUTHORS_BUILD`` as its GELU build under its own row and as itself (QuickGELU) under ``<row>@quickgelu`` right
+    after; a model of ``authors_precision`` at that precision and, right after, at the engine's (``<row>@<p>``)."""
     config = engine_config or EngineConfig()
-    plan = ways(models)
+    plan: dict[str, Way] = {}
+    for row, name in models.items():
+        if name in AUTHORS_BUILD:
+            plan[row] = Way(AUTHORS_BUILD[name], activation="GELU")
+            plan[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
+        else:
+            plan[row] = Way(name)
     scored, skipped = [], {}
     for row, name, model in each_model({row: way.name for row, way in plan.items()}, skipped, create=create,
                                        device=device, skip_unavailable=skip_unavailable, what="Table 1 row"):
