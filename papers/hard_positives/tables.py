@@ -245,26 +245,6 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     return out
 
 
-def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Mapping], summary_metrics: Mapping,
-                 context: Mapping, table1_rows: Sequence[str]) -> dict[str, Path]:
-    """Tables 1-3, groups, comparisons, summary and context, in ``out_dir`` (the caller's output group)."""
-    by_row = {r["row"]: r for r in rows}
-
-    def table(path: Path, picked: Sequence[str], columns: Sequence[str]) -> Path:
-        return write_csv_atomic(path, [{k: cell(k, by_row[r][k]) for k in columns} for r in picked], columns)
-
-    return {
-        "table1": table(out_dir / "table1.csv", table1_rows, TABLE1_FIELDS),
-        "table2": table(out_dir / "table2.csv", [r["row"] for r in rows], TABLE2_FIELDS),
-        "table3": table(out_dir / "table3.csv", TABLE3_ROWS, TABLE3_FIELDS),
-        "groups": write_csv_atomic(out_dir / "groups.csv",
-                                   [{k: cell(k, v) for k, v in r.items()} for r in group_rows], list(group_rows[0])),
-        "comparisons": write_json_atomic(out_dir / "comparisons.json", dict(summary_metrics)),
-        "summary": write_json_atomic(out_dir / "summary.json", {k: summary_metrics[k] for k in SUMMARY_KEYS}),
-        "context": write_json_atomic(out_dir / "context.json", dict(context)),
-    }
-
-
 DATA_FILES = ("papers/hard_positives/models.toml",)
 """Read at run time (``common.pipeline.stage_deps``): this paper's zoo entries (ARO's NegCLIP is in the shared one)."""
 AUTHORS_BUILD: dict[str, str] = {
@@ -465,8 +445,8 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 
 def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping,
                   items: Sequence[ImageToTextItem] = ()) -> dict[str, Path]:
-    """Every output as one group: the tables and, per profile, Figure 3 (mini) or ``predictions/`` (full: the oracle
-    compares them with the authors' code's)."""
+    """Every output as one group: Tables 1-3, groups, comparisons, summary and context and, per profile, Figure 3
+    (mini) or ``predictions/`` (full: the oracle compares them with the authors' code's)."""
     mini = profile == "mini"
     compared = at_one_precision(scored)
     results = {s.row: s.result for s in compared}
@@ -476,10 +456,24 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
     # the full profile scores a model more than one way, so its groups.csv leads with the row (the mini one has none)
     groups = [({} if mini else {"row": s.row}) | g for s in scored
               for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
+    rows, metrics = model_rows(scored), summary(model_rows(compared), results)
+    by_row = {r["row"]: r for r in rows}
+
+    def table(name: str, picked: Sequence[str], columns: Sequence[str]) -> Path:
+        return write_csv_atomic(staging / name, [{k: cell(k, by_row[r][k]) for k in columns} for r in picked], columns)
+
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        paths = write_tables(staging, model_rows(scored), groups, summary(model_rows(compared), results), context,
-                             (*zoo_rows, *TABLE1_RUNS))
+        paths = {
+            "table1": table("table1.csv", (*zoo_rows, *TABLE1_RUNS), TABLE1_FIELDS),
+            "table2": table("table2.csv", [r["row"] for r in rows], TABLE2_FIELDS),
+            "table3": table("table3.csv", TABLE3_ROWS, TABLE3_FIELDS),
+            "groups": write_csv_atomic(staging / "groups.csv", [{k: cell(k, v) for k, v in r.items()} for r in groups],
+                                       list(groups[0])),
+            "comparisons": write_json_atomic(staging / "comparisons.json", dict(metrics)),
+            "summary": write_json_atomic(staging / "summary.json", {k: metrics[k] for k in SUMMARY_KEYS}),
+            "context": write_json_atomic(staging / "context.json", dict(context)),
+        }
         if mini:
             examples, counts = figure3.select({m: results[row] for m, row in figure3.MODELS.items()}, items)
             paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
