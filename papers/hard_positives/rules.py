@@ -78,11 +78,8 @@ def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
 def choose_synonym(lemma: str, pos: str) -> str | None:
     """The first sense that has another lemma; in it the lemma with the highest SemCor count (ties: WordNet's order)."""
     candidates = wordnet_synonyms(lemma, pos)
-    if not candidates:
-        return None
-    first_rank = candidates[0][1]
-    in_sense = [c for c in candidates if c[1] == first_rank]
-    return max(in_sense, key=lambda c: c[2])[0]  # max keeps the first of equal counts
+    in_sense = [c for c in candidates if c[1] == candidates[0][1]]
+    return max(in_sense, key=lambda c: c[2])[0] if in_sense else None  # max keeps the first of equal counts
 
 
 def inflect(lemma: str, tag: str) -> str:
