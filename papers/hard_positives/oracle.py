@@ -159,18 +159,12 @@ def plan(context: Mapping, device: str) -> tuple[list[AuthorsRow], list[NotCover
         wanted = authors_precision(name, device)
         previous = chosen.get(name)
         if previous is None or (precision == wanted and previous.precision != wanted):
-            if previous is not None:
-                skipped.append(_other_precision(previous, wanted, device))
-            chosen[name] = entry
-        else:
-            skipped.append(_other_precision(entry, wanted, device))
+            chosen[name], entry = entry, previous  # the row it displaces, if any, is the one left out
+        if entry is not None:
+            skipped.append(NotCovered(f"REPLACE, SWAP ({entry.row}: {entry.model})",
+                                      f"scored here at {entry.precision}; {SCRIPT} scores {entry.authors_name} at "
+                                      f"{wanted} on {device} (OpenAI's clip.load: fp16 on CUDA, fp32 on the CPU)"))
     return list(chosen.values()), skipped
-
-
-def _other_precision(entry: AuthorsRow, wanted: str, device: str) -> NotCovered:
-    return NotCovered(f"REPLACE, SWAP ({entry.row}: {entry.model})",
-                      f"scored here at {entry.precision}; {SCRIPT} scores {entry.authors_name} at {wanted} on "
-                      f"{device} (OpenAI's clip.load: fp16 on CUDA, fp32 on the CPU)")
 
 
 def released_layout(scratch: Path, manifest: Path) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -76,12 +77,8 @@ def _spans(orig: str, new: str) -> list[tuple[str, str]]:
     ta, tb = orig.split(), new.split()
     ops = [op for op in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) > 1 and any(op[0] in ("insert", "delete") for op in ops):
-        p = 0
-        while p < min(len(ta), len(tb)) and ta[p] == tb[p]:
-            p += 1
-        s = 0
-        while s < min(len(ta), len(tb)) - p and ta[-1 - s] == tb[-1 - s]:
-            s += 1
+        p = len(os.path.commonprefix([ta, tb]))  # of any two sequences, lists of tokens here
+        s = len(os.path.commonprefix([ta[p:][::-1], tb[p:][::-1]]))
         ops = [("replace", p, len(ta) - s, p, len(tb) - s)]
     spans = []
     for tag, i1, i2, j1, j2 in ops:
@@ -139,31 +136,26 @@ def count_replace(kind: str, pairs: list[tuple[dict, dict]]) -> ReplaceCount:
     )
 
 
+def _count(claim_id: str, value: float, source: str, note: str) -> Recomputed:
+    return Recomputed(PAPER, CLAIM_TABLE, claim_id, "value", float(value), "count", source, PROFILE, "exact", note=note)
+
+
 def replace_recomputed(counts: Mapping[str, ReplaceCount], sources: Mapping[str, str]) -> list[Recomputed]:
     recs = []
     for kind, c in counts.items():
         rules = ", ".join(f"{w or '∅'}->{r or '∅'} ({n})" for (w, r), n in c.rules.most_common())
-        recs.append(Recomputed(
-            PAPER, CLAIM_TABLE, CLAIM_EXAMPLES[kind], "value", float(c.examples), "count", sources[kind], PROFILE,
-            "exact", note=(f"entries of data/vl_checklist_{kind}.json, aligned 1:1 with swapped_data/ (same image and "
-                           f"c_n, c_p != c); {c.images} distinct images, {c.distinct_triples} distinct (image, c, c_n) "
-                           f"triples (the rest repeat an entry)"),
-        ))
+        recs.append(_count(CLAIM_EXAMPLES[kind], c.examples, sources[kind], (
+            f"entries of data/vl_checklist_{kind}.json, aligned 1:1 with swapped_data/ (same image and c_n, c_p != c); "
+            f"{c.images} distinct images, {c.distinct_triples} distinct (image, c, c_n) triples (the rest repeat an "
+            "entry)")))
         stems = c.word_stems
-        recs.append(Recomputed(
-            PAPER, CLAIM_TABLE, CLAIM_WORDS[kind], "value", float(len(stems)), "count", sources[kind], PROFILE,
-            "exact", note=(f"distinct original phrases replaced in c -> c_p ({len(c.words)} surface forms: "
-                           f"{c.words}; {len(stems)} after merging inflections); replacement rules with example "
-                           f"counts: {rules}"),
-        ))
+        recs.append(_count(CLAIM_WORDS[kind], len(stems), sources[kind], (
+            f"distinct original phrases replaced in c -> c_p ({len(c.words)} surface forms: {c.words}; {len(stems)} "
+            f"after merging inflections); replacement rules with example counts: {rules}")))
     if set(counts) == set(TYPES):
-        total = sum(c.examples for c in counts.values())
-        for claim_id in CLAIM_TOTALS:
-            recs.append(Recomputed(
-                PAPER, CLAIM_TABLE, claim_id, "value", float(total), "count", " + ".join(sources[k] for k in TYPES),
-                PROFILE, "exact",
-                note=" + ".join(f"{counts[k].examples} {k}" for k in TYPES) + " released REPLACE examples",
-            ))
+        note = " + ".join(f"{counts[k].examples} {k}" for k in TYPES) + " released REPLACE examples"
+        recs += [_count(claim_id, sum(c.examples for c in counts.values()), " + ".join(sources[k] for k in TYPES), note)
+                 for claim_id in CLAIM_TOTALS]
     return recs
 
 
@@ -190,13 +182,11 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
             first = (str(exc).splitlines() or [""])[0][:300]
             note = f"not recomputed yet: a released file could not be fetched ({type(exc).__name__}: {first})"
             ids = [CLAIM_EXAMPLES[kind], CLAIM_WORDS[kind]] + (list(CLAIM_TOTALS) if kind == TYPES[-1] else [])
-            recs += [Recomputed(PAPER, CLAIM_TABLE, cid, "value", math.nan, "count", file_keys(kind)[0], PROFILE,
-                                "exact", note=note) for cid in ids]
+            recs += [_count(cid, math.nan, file_keys(kind)[0], note) for cid in ids]
             continue
         counts[kind] = count_replace(kind, load_aligned(original, swapped))
     recs += replace_recomputed(counts, {k: _source(k) for k in counts})
     if len(counts) < len(TYPES) and not any(r.row in CLAIM_TOTALS for r in recs):
-        recs += [Recomputed(PAPER, CLAIM_TABLE, cid, "value", math.nan, "count", "REPLACE files", PROFILE, "exact",
-                            note="not recomputed yet: a released REPLACE file could not be fetched")
-                 for cid in CLAIM_TOTALS]
+        recs += [_count(cid, math.nan, "REPLACE files",
+                        "not recomputed yet: a released REPLACE file could not be fetched") for cid in CLAIM_TOTALS]
     return recs

@@ -217,8 +217,7 @@ def compare(examples: Sequence[Example], authors: Mapping[str, Counter],
     out = []
     for example, rule in zip(examples, made):
         edit = authors_rule(example.caption, example.positive, ordered[example.kind])
-        out.append(Comparison(example, rule, edit[0] if edit else "", edit[1] if edit else "",
-                              CATEGORIES[_category_key(example, rule, edit)]))
+        out.append(Comparison(example, rule, *(edit or ("", "")), CATEGORIES[_category_key(example, rule, edit)]))
     return out
 
 

@@ -78,11 +78,8 @@ def wordnet_synonyms(lemma: str, pos: str) -> tuple[tuple[str, int, int], ...]:
 def choose_synonym(lemma: str, pos: str) -> str | None:
     """The first sense that has another lemma; in it the lemma with the highest SemCor count (ties: WordNet's order)."""
     candidates = wordnet_synonyms(lemma, pos)
-    if not candidates:
-        return None
-    first_rank = candidates[0][1]
-    in_sense = [c for c in candidates if c[1] == first_rank]
-    return max(in_sense, key=lambda c: c[2])[0]  # max keeps the first of equal counts
+    in_sense = [c for c in candidates if c[1] == candidates[0][1]]
+    return max(in_sense, key=lambda c: c[2])[0] if in_sense else None  # max keeps the first of equal counts
 
 
 def inflect(lemma: str, tag: str) -> str:
@@ -187,14 +184,8 @@ def replace_positives(captions: Sequence[str], negatives: Sequence[str], *,
         raise RuleError(f"replace_positives: {len(captions)} captions but {len(negatives)} negatives")
     if parsed is None:
         parsed = parse_captions(list(captions) + list(negatives))
-    memo: dict[tuple[str, str], Replacement] = {}
-    out = []
-    for caption, negative in zip(captions, negatives):
-        key = (caption, negative)
-        if key not in memo:
-            memo[key] = replace_one(parsed[caption], parsed[negative], caption, negative)
-        out.append(memo[key])
-    return out
+    made = {(c, n): replace_one(parsed[c], parsed[n], c, n) for c, n in dict.fromkeys(zip(captions, negatives))}
+    return [made[key] for key in zip(captions, negatives)]
 
 
 def noun_phrases(p: Parsed) -> list[tuple[int, int]]:
@@ -225,8 +216,7 @@ def _whole(p: Parsed, spans: list[tuple[int, int]], at: int, ending: bool) -> tu
 def _swap(p: Parsed, left: tuple[int, int], middle: Sequence[str], right: tuple[int, int]) -> str | None:
     """``p`` with noun phrases ``left`` and ``right`` exchanged and ``middle`` between them; the first position keeps
     its capital (a word moved away from it is lower-cased unless all capitals)."""
-    a = [[t, s] for t, s in zip(p.tokens[left[0]:left[1]], p.spaces[left[0]:left[1]])]
-    b = [[t, s] for t, s in zip(p.tokens[right[0]:right[1]], p.spaces[right[0]:right[1]])]
+    a, b = ([[t, s] for t, s in zip(p.tokens[i:j], p.spaces[i:j])] for i, j in (left, right))
     if [t.lower() for t, _ in a] == [t.lower() for t, _ in b]:
         return None
     if left[0] == 0 and p.tokens[0][:1].isupper():
@@ -261,11 +251,8 @@ def swap_positives(captions: Sequence[str], *, parsed: Mapping[str, Parsed] | No
     """SWAP for each caption (None where no rule applies); ``parsed`` as ``replace_positives``."""
     if parsed is None:
         parsed = parse_captions(captions)
-    out = []
-    for caption in captions:
-        swapped = swap_one(parsed[caption])
-        out.append(None if swapped is None or swapped.lower() == caption.lower() else swapped)
-    return out
+    swapped = [swap_one(parsed[caption]) for caption in captions]
+    return [None if s is None or s.lower() == c.lower() else s for c, s in zip(captions, swapped)]
 
 
 def describe() -> dict:

@@ -54,18 +54,16 @@ def _scene_examples(scene: Scene, rng: random.Random) -> dict[str, TestExample]:
     """One candidate example per group for a scene (a group is missing when its edit does not apply). Every group is
     drawn for every scene, whatever is still needed, so a smaller set is a prefix of a larger one."""
     out: dict[str, TestExample] = {}
-    for group, edit in (("replace-attributes", replace_att), ("replace-relations", replace_rel)):
-        claim = sample_claim(rng, scene)
+    for group, edit in (("replace-attributes", replace_att), ("replace-relations", replace_rel), ("swap", swap_att)):
+        swap = group == "swap"
+        if swap and len(scene.objects) < 2:  # VG-Attribution: "the A1 X and the A2 Y"
+            continue
+        claim = sample_claim(rng, scene, pattern="pair" if swap else None)
         negative = edit(scene, claim, rng)
-        positive = positive_for_negative(scene, claim, negative, rng) if negative is not None else None
-        if positive is not None:
-            out[group] = TestExample(group, claim, positive, negative, edit.__name__)
-    if len(scene.objects) >= 2:  # VG-Attribution: "the A1 X and the A2 Y"
-        claim = sample_claim(rng, scene, pattern="pair")
-        negative = swap_att(scene, claim, rng)
-        positive = swap_positive(scene, claim, rng) if negative is not None else None
-        if positive is not None:
-            out["swap"] = TestExample("swap", claim, positive, negative, "swap_att")
+        if negative is not None:
+            positive = swap_positive(scene, claim, rng) if swap else positive_for_negative(scene, claim, negative, rng)
+            if positive is not None:
+                out[group] = TestExample(group, claim, positive, negative, edit.__name__)
     return out
 
 

@@ -225,12 +225,10 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
                  base[f"{column}_aug"] - base[f"{column}_orig"])
         hp_ci = paired_difference(results["hp-hn"], results["hn"], column, "brittleness")
         interval(f"hp_hn_minus_hn_{column}_brittleness", hp_ci)
-        out[f"hn_orig_higher_{column}"] = bool(effect["orig"].low > 0)
-        out[f"hn_aug_lower_or_flat_{column}"] = bool(effect["aug"].low <= 0)
-        out[f"hn_brittleness_higher_{column}"] = bool(effect["brittleness"].low > 0)
-        out[f"hn_shows_paper_effect_{column}"] = bool(
-            out[f"hn_orig_higher_{column}"] and out[f"hn_aug_lower_or_flat_{column}"]
-            and out[f"hn_brittleness_higher_{column}"])
+        shows = {"hn_orig_higher": bool(effect["orig"].low > 0), "hn_aug_lower_or_flat": bool(effect["aug"].low <= 0),
+                 "hn_brittleness_higher": bool(effect["brittleness"].low > 0)}
+        out |= {f"{k}_{column}": v for k, v in shows.items()}
+        out[f"hn_shows_paper_effect_{column}"] = all(shows.values())
         out[f"hp_hn_reduces_brittleness_{column}"] = bool(hp_ci.high < 0)
         weights = [RUNS[r].hard_negative_weight for r in RATIO_RUNS]
         for metric in METRICS:
@@ -245,26 +243,6 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     interval("clip_drop_mean", mean_drop(results["base"]),
              float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS])))
     return out
-
-
-def write_tables(out_dir: Path, rows: Sequence[Mapping], group_rows: Sequence[Mapping], summary_metrics: Mapping,
-                 context: Mapping, table1_rows: Sequence[str]) -> dict[str, Path]:
-    """Tables 1-3, groups, comparisons, summary and context, in ``out_dir`` (the caller's output group)."""
-    by_row = {r["row"]: r for r in rows}
-
-    def table(path: Path, picked: Sequence[str], columns: Sequence[str]) -> Path:
-        return write_csv_atomic(path, [{k: cell(k, by_row[r][k]) for k in columns} for r in picked], columns)
-
-    return {
-        "table1": table(out_dir / "table1.csv", table1_rows, TABLE1_FIELDS),
-        "table2": table(out_dir / "table2.csv", [r["row"] for r in rows], TABLE2_FIELDS),
-        "table3": table(out_dir / "table3.csv", TABLE3_ROWS, TABLE3_FIELDS),
-        "groups": write_csv_atomic(out_dir / "groups.csv",
-                                   [{k: cell(k, v) for k, v in r.items()} for r in group_rows], list(group_rows[0])),
-        "comparisons": write_json_atomic(out_dir / "comparisons.json", dict(summary_metrics)),
-        "summary": write_json_atomic(out_dir / "summary.json", {k: summary_metrics[k] for k in SUMMARY_KEYS}),
-        "context": write_json_atomic(out_dir / "context.json", dict(context)),
-    }
 
 
 DATA_FILES = ("papers/hard_positives/models.toml",)
@@ -310,27 +288,21 @@ class Way:
     activation: str | None = None
 
 
-def ways(models: Mapping[str, str]) -> dict[str, Way]:
-    """Row -> how it is scored, in table order: a model of ``AUTHORS_BUILD`` as its GELU build under its own row and
-    as itself (QuickGELU) under ``<row>@quickgelu`` right after; any other model as itself."""
-    out: dict[str, Way] = {}
-    for row, name in models.items():
-        if name in AUTHORS_BUILD:
-            out[row] = Way(AUTHORS_BUILD[name], activation="GELU")
-            out[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
-        else:
-            out[row] = Way(name)
-    return out
-
-
 def score_models(models: Mapping[str, str], items: Sequence[ImageToTextItem], engine_config=None,
                  device: str = "cpu", create: ModelFactory = create_model, skip_unavailable: bool = False,
                  authors_precision: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
                  ) -> tuple[list[Scored], dict[str, str]]:
-    """Every (row -> zoo model) on the items, in order, as ``ways`` plans, with the rows skipped (``skip_unavailable``)
-    and why; a model of ``authors_precision`` at that precision and, right after, at the engine's (``<row>@<p>``)."""
+    """Every (row -> zoo model) on the items, in order, with the rows skipped (``skip_unavailable``) and why; a model
+    of ``AUTHORS_BUILD`` as its GELU build under its own row and as itself (QuickGELU) under ``<row>@quickgelu`` right
+    after; a model of ``authors_precision`` at that precision and, right after, at the engine's (``<row>@<p>``)."""
     config = engine_config or EngineConfig()
-    plan = ways(models)
+    plan: dict[str, Way] = {}
+    for row, name in models.items():
+        if name in AUTHORS_BUILD:
+            plan[row] = Way(AUTHORS_BUILD[name], activation="GELU")
+            plan[f"{row}@quickgelu"] = Way(name, stands_for=row, activation="QuickGELU")
+        else:
+            plan[row] = Way(name)
     scored, skipped = [], {}
     for row, name, model in each_model({row: way.name for row, way in plan.items()}, skipped, create=create,
                                        device=device, skip_unavailable=skip_unavailable, what="Table 1 row"):
@@ -473,8 +445,8 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
 
 def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_rows: Sequence[str], context: Mapping,
                   items: Sequence[ImageToTextItem] = ()) -> dict[str, Path]:
-    """Every output as one group: the tables and, per profile, Figure 3 (mini) or ``predictions/`` (full: the oracle
-    compares them with the authors' code's)."""
+    """Every output as one group: Tables 1-3, groups, comparisons, summary and context and, per profile, Figure 3
+    (mini) or ``predictions/`` (full: the oracle compares them with the authors' code's)."""
     mini = profile == "mini"
     compared = at_one_precision(scored)
     results = {s.row: s.result for s in compared}
@@ -484,10 +456,24 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
     # the full profile scores a model more than one way, so its groups.csv leads with the row (the mini one has none)
     groups = [({} if mini else {"row": s.row}) | g for s in scored
               for g in evaluation.group_rows(s.model, evaluation.group_cells(s.result))]
+    rows, metrics = model_rows(scored), summary(model_rows(compared), results)
+    by_row = {r["row"]: r for r in rows}
+
+    def table(name: str, picked: Sequence[str], columns: Sequence[str]) -> Path:
+        return write_csv_atomic(staging / name, [{k: cell(k, by_row[r][k]) for k in columns} for r in picked], columns)
+
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
-        paths = write_tables(staging, model_rows(scored), groups, summary(model_rows(compared), results), context,
-                             (*zoo_rows, *TABLE1_RUNS))
+        paths = {
+            "table1": table("table1.csv", (*zoo_rows, *TABLE1_RUNS), TABLE1_FIELDS),
+            "table2": table("table2.csv", [r["row"] for r in rows], TABLE2_FIELDS),
+            "table3": table("table3.csv", TABLE3_ROWS, TABLE3_FIELDS),
+            "groups": write_csv_atomic(staging / "groups.csv", [{k: cell(k, v) for k, v in r.items()} for r in groups],
+                                       list(groups[0])),
+            "comparisons": write_json_atomic(staging / "comparisons.json", dict(metrics)),
+            "summary": write_json_atomic(staging / "summary.json", {k: metrics[k] for k in SUMMARY_KEYS}),
+            "context": write_json_atomic(staging / "context.json", dict(context)),
+        }
         if mini:
             examples, counts = figure3.select({m: results[row] for m, row in figure3.MODELS.items()}, items)
             paths["figure3"] = write_csv_atomic(staging / "figure3.csv", examples, figure3.FIELDS)
