@@ -76,7 +76,7 @@ from common.zoo.trained import tokenizer_for
 from papers.bivlc.detection import is_synthetic
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of, recipe
 from papers.bivlc.sets_full import COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.sets_mini import BivlcMiniError
 
@@ -131,7 +131,7 @@ def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapp
     tokenize = tokenize or tokenizer_for(arch)
     batches = mini_batches(data, tower, tokenize)
     steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(int(section["batch_size"]))
-    config = TrainConfig.from_params(section, steps=steps, recipe=detector_recipe())
+    config = TrainConfig.from_params(section, steps=steps, recipe=recipe("detectors"))
     loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower, raw_features=True)
     return detector_job("mini", encoder, tower, init, batches, loss, config,
                         {"encoder": encoder, **(provenance or {})})
@@ -271,10 +271,10 @@ def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mappin
              provenance: Mapping | None = None) -> FinetuneJob:
     """``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train split (``params.yaml bivlc.full.detectors``), validated
     after every epoch by the authors' score (``steps`` overrides the epochs and validates once, at the end)."""
-    recipe = detector_recipe()
-    if recipe.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
-        raise BivlcFinetuneFullError(f"{recipe.file}: [{recipe.name}].augmentation: the detectors' batches take the "
-                                     f"centre crop only, not {recipe.augmentation!r}; set it to center_crop")
+    detectors = recipe("detectors")
+    if detectors.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
+        raise BivlcFinetuneFullError(f"{detectors.file}: [{detectors.name}].augmentation: the detectors' batches take "
+                                     f"the centre crop only, not {detectors.augmentation!r}; set it to center_crop")
     arch = init.describe()["arch"]
     tokenize = tokenizer_for(arch) if tower == "text" else None
     size, rows_per_step = int(section["image_size"]), int(section["batch_size"])
@@ -286,7 +286,7 @@ def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mappin
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
     config = TrainConfig.from_params(section, steps=total, batch_size=inputs, validate_every=0 if steps else per_epoch,
-                                     recipe=recipe)
+                                     recipe=detectors)
     return detector_job("full", encoder, tower, init, train, loss, config,
                         {"steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})},
                         validate=DetectorAccuracy(val, loss, rows_per_step, mean, std))
