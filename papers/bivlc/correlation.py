@@ -271,15 +271,17 @@ def published_scores(published_root: Path = PUBLISHED) -> dict[str, dict[str, di
 def finding3_rows(sources: Mapping[str, Mapping[str, Mapping[str, float]]], confidence: float = CONFIDENCE,
                   n_resamples: int = N_RESAMPLES, seed: int = SEED) -> list[dict[str, object]]:
     """One row per (source, BiVLC score): SugarCrepe against that score over the source's models."""
-    rows = []
-    for source, models in sources.items():
-        names = list(models)
-        for score in SCORES:
-            result = rank_correlation([models[m]["sugarcrepe"] for m in names], [models[m][score] for m in names],
-                                      confidence, n_resamples, seed)
-            rows.append({"source": source, "score": score, "n": result.n, **stat_cells(result),
-                         "models": "; ".join(names)})
-    return rows
+    return [_stat_row({"source": source, "score": score}, "n", list(models),
+                      {m: v["sugarcrepe"] for m, v in models.items()}, {m: v[score] for m, v in models.items()},
+                      confidence, n_resamples, seed)
+            for source, models in sources.items() for score in SCORES]
+
+
+def _stat_row(head: dict[str, object], n_key: str, models: Sequence[str], x: Mapping[str, float],
+              y: Mapping[str, float], confidence: float, n_resamples: int, seed: int) -> dict[str, object]:
+    """``head``, then the rank correlation of ``x`` and ``y`` over ``models`` (their count under ``n_key``)."""
+    result = rank_correlation([x[m] for m in models], [y[m] for m in models], confidence, n_resamples, seed)
+    return {**head, n_key: result.n, **stat_cells(result), "models": "; ".join(models)}
 
 
 def read_run_table2(path: Path) -> dict[str, dict[str, float]]:
@@ -460,14 +462,10 @@ def cross_table_rows(view: CrossBenchmark) -> tuple[list[dict[str, object]], lis
 def benchmark_correlation_rows(view: CrossBenchmark, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
                                seed: int = SEED) -> list[dict[str, object]]:
     """Every pair of benchmark columns over the models both scored."""
-    rows = []
-    for a, b in itertools.combinations(view.scores, 2):
-        shared = [m for m in view.scores[a] if m in view.scores[b]]
-        result = rank_correlation([view.scores[a][m] for m in shared], [view.scores[b][m] for m in shared],
-                                  confidence, n_resamples, seed)
-        rows.append({"benchmark_a": a, "benchmark_b": b, "n_models": result.n, **stat_cells(result),
-                     "models": "; ".join(shared)})
-    return rows
+    scores = view.scores
+    return [_stat_row({"benchmark_a": a, "benchmark_b": b}, "n_models", [m for m in scores[a] if m in scores[b]],
+                      scores[a], scores[b], confidence, n_resamples, seed)
+            for a, b in itertools.combinations(scores, 2)]
 
 
 # ---- outputs ------------------------------------------------------------------------------------------------------

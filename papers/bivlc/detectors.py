@@ -63,6 +63,7 @@ from common.files.io import sha256_file
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
+from common.training.data import EpochShuffled
 from common.training.distributed import DistributedContext
 from common.training.files import FileImages
 from common.training.job import FinetuneJob
@@ -70,12 +71,12 @@ from common.training.launch import add_run_command, launch
 from common.training.model_init import FromCheckpoint, FromZoo, Init, normalizer
 from common.training.rendered import LabelledBatches, Tokenize, pixels
 from common.training.trainer import LossFactory, TrainConfig
-from common.zoo import encode_text_unpadded, get_spec, padding_is_inert
+from common.zoo import encode_text, get_spec, padding_is_inert
 from common.zoo.trained import tokenizer_for
 from papers.bivlc.detection import is_synthetic
 from papers.bivlc.finetune_sets_mini import TrainSet
 from papers.bivlc.losses import DetectorLoss
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, detector_recipe, embed_dim_of
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_EPOCHS, DETECTOR_TOWERS, embed_dim_of, recipe
 from papers.bivlc.sets_full import COCO_IMAGES, BivlcFinetuneFullError, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.sets_mini import BivlcMiniError
 
@@ -130,7 +131,7 @@ def mini_job(encoder: str, tower: str, init: Init, data: TrainSet, section: Mapp
     tokenize = tokenize or tokenizer_for(arch)
     batches = mini_batches(data, tower, tokenize)
     steps = DETECTOR_EPOCHS[tower] * batches.steps_per_epoch(int(section["batch_size"]))
-    config = TrainConfig.from_params(section, steps=steps, recipe=detector_recipe())
+    config = TrainConfig.from_params(section, steps=steps, recipe=recipe("detectors"))
     loss = functools.partial(DetectorLoss, embed_dim=embed_dim_of(arch), tower=tower, raw_features=True)
     return detector_job("mini", encoder, tower, init, batches, loss, config,
                         {"encoder": encoder, **(provenance or {})})
@@ -169,24 +170,24 @@ def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
     raise BivlcFinetuneFullError(f"unknown detector run {name!r}; known: {', '.join(known)}")
 
 
-class FileLabelledBatches:
+class FileLabelledBatches(EpochShuffled):
     """Detector data: each TROHN-Img row gives a natural input (label 0: the COCO image or the caption) and a
-    synthetic one (label 1: the generated image or the negative caption). A step draws ``size // 2`` rows of a
-    per-epoch permutation (``default_rng([seed, 0, epoch])``) and holds both inputs of each, naturals first, as
-    the authors' collate does; ``key`` is "images" or "texts"."""
+    synthetic one (label 1: the generated image or the negative caption). A step of ``size`` inputs draws
+    ``half(size)`` rows of the epoch's permutation and holds both inputs of each, naturals first, as the authors'
+    collate does; ``key`` is "images" or "texts"."""
 
     def __init__(self, key: str, natural: Sequence, synthetic: Sequence, name: str, *,
                  images: FileImages | None = None, tokenize: Tokenize | None = None):
         self.key, self.natural, self.synthetic, self.name = key, natural, synthetic, name
-        self.images, self.tokenize = images, tokenize
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
+        self.images, self.tokenize, self.n_rows = images, tokenize, len(natural)
 
-    def steps_per_epoch(self, size: int) -> int:
+    def half(self, size: int) -> int:
+        """The rows of a step of ``size`` inputs."""
         if size % 2:
             raise ValueError(f"detector batch {size} is odd: it holds the natural and synthetic input of each row")
-        if size // 2 > len(self.natural):
-            raise ValueError(f"batch of {size} inputs needs {size // 2} rows; there are {len(self.natural)}")
-        return len(self.natural) // (size // 2)
+        if size // 2 > self.n_rows:
+            raise ValueError(f"batch of {size} inputs needs {size // 2} rows; there are {self.n_rows}")
+        return size // 2
 
     def _inputs(self, idx: np.ndarray) -> torch.Tensor:
         if self.key == "images":
@@ -195,23 +196,16 @@ class FileLabelledBatches:
         return torch.cat([self.tokenize([self.natural[i] for i in idx]),
                           self.tokenize([self.synthetic[i] for i in idx])])
 
-    def draws(self, seed: int, step: int, size: int) -> np.ndarray:
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(len(self.natural)))
-        half = size // 2
-        return self._perm[1][j * half: (j + 1) * half]
-
     def labels_for(self, m: int) -> torch.Tensor:
         return torch.cat([torch.zeros(m), torch.ones(m)])
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        idx = self.draws(seed, step, size)
+        idx = self.draws(seed, step, self.half(size))
         inputs, labels = self._inputs(idx), self.labels_for(len(idx))
         return {self.key: inputs[rows].unsqueeze(1), "labels": labels[rows]}
 
     def describe(self) -> dict:
-        return {"name": self.name, "key": self.key, "rows": len(self.natural)}
+        return {"name": self.name, "key": self.key, "rows": self.n_rows}
 
 
 def full_batches(tower: str, rows: Sequence[TrainRow], image_size: int, coco_images: Path, set_dir: Path,
@@ -265,8 +259,7 @@ class DetectorAccuracy:
                 feats = model.encode_image(pixels, normalize=normalize)
             else:
                 x = x.to(device)
-                feats = (encode_text_unpadded(model, x, normalize=normalize) if padding_is_inert(model)
-                         else model.encode_text(x, normalize=normalize))
+                feats = encode_text(model, x, padding_is_inert(model), normalize=normalize)
             p = torch.sigmoid(loss.head(feats.float()).squeeze(-1)).double().cpu().numpy()
             labels = b.labels_for(len(idx)).numpy().astype(bool)
             accuracies.append(float((is_synthetic(p) == labels).mean()))
@@ -278,22 +271,22 @@ def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mappin
              provenance: Mapping | None = None) -> FinetuneJob:
     """``DETECTOR_EPOCHS[tower]`` epochs on TROHN-Img's train split (``params.yaml bivlc.full.detectors``), validated
     after every epoch by the authors' score (``steps`` overrides the epochs and validates once, at the end)."""
-    recipe = detector_recipe()
-    if recipe.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
-        raise BivlcFinetuneFullError(f"{recipe.file}: [{recipe.name}].augmentation: the detectors' batches take the "
-                                     f"centre crop only, not {recipe.augmentation!r}; set it to center_crop")
+    detectors = recipe("detectors")
+    if detectors.augmentation != "center_crop":  # FileLabelledBatches decodes every input with the centre crop
+        raise BivlcFinetuneFullError(f"{detectors.file}: [{detectors.name}].augmentation: the detectors' batches take "
+                                     f"the centre crop only, not {detectors.augmentation!r}; set it to center_crop")
     arch = init.describe()["arch"]
     tokenize = tokenizer_for(arch) if tower == "text" else None
     size, rows_per_step = int(section["image_size"]), int(section["batch_size"])
     train = full_batches(tower, split_rows(rows, "train"), size, coco_images, set_dir, tokenize)
     val = full_batches(tower, split_rows(rows, "validation"), size, coco_images, set_dir, tokenize)
     inputs = 2 * rows_per_step
-    per_epoch = train.steps_per_epoch(inputs)
+    per_epoch = train.steps_per_epoch(train.half(inputs))
     total = steps or DETECTOR_EPOCHS[tower] * per_epoch
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)
     config = TrainConfig.from_params(section, steps=total, batch_size=inputs, validate_every=0 if steps else per_epoch,
-                                     recipe=recipe)
+                                     recipe=detectors)
     return detector_job("full", encoder, tower, init, train, loss, config,
                         {"steps_per_epoch": per_epoch, "epochs": total / per_epoch, **(provenance or {})},
                         validate=DetectorAccuracy(val, loss, rows_per_step, mean, std))

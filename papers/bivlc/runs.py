@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from common.errors import WorkspaceError, unknown_name
 from common.paths import ROOT
 from common.training.losses import ClipLoss
-from common.training.recipes import load_recipe
+from common.training.recipes import Recipe, load_recipe
 from common.zoo import register_local_configs
 from papers.bivlc.losses import TrohnImgLoss, TrohnTextLoss
 
@@ -72,7 +72,7 @@ def embed_dim_of(arch: str) -> int:
     return int(config["embed_dim"])
 
 
-def detector_recipe():
-    """Table 5's detectors' recipe (the ``[detectors]`` table of ``papers/bivlc/recipes.toml``: the authors' Adam at a
-    constant rate on the frozen towers' raw outputs), in both profiles."""
-    return load_recipe(ROOT / RECIPES, "detectors")
+def recipe(name: str) -> Recipe:
+    """A table of ``papers/bivlc/recipes.toml``: each fine-tune's (the authors' AdamW, embeddings decayed, no clamp)
+    and ``detectors`` (the authors' Adam at a constant rate on the frozen towers' raw outputs), in both profiles."""
+    return load_recipe(ROOT / RECIPES, name)

@@ -67,10 +67,9 @@ class Instance:
         return self.negative_claim.text()
 
 
-def draw_instance(rng: random.Random, category: str, *, scene: Scene | None = None,
-                  allow_heldout: bool = True) -> Instance | None:
+def draw_instance(rng: random.Random, category: str, *, scene: Scene | None = None) -> Instance | None:
     """One instance of ``category`` (a new scene unless ``scene``), or None when this draw offers no such edit."""
-    scene = scene or sample_scene(rng, allow_heldout=allow_heldout)
+    scene = scene or sample_scene(rng)
     claim = sample_claim(rng, scene)
     negative = EDIT_TYPES[category](scene, claim, rng)
     if negative is None:

@@ -38,19 +38,19 @@ import torch
 
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError
-from common.paths import ROOT, build_dir, data_root
+from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
 from common.training.model_init import FromZoo, Init, normalizer
-from common.training.recipes import Recipe, load_recipe
+from common.training.recipes import Recipe
 from common.training.rendered import CaptionBatches, PairedImageBatches, Tokenize, caption_tokens, pixels
 from common.training.trainer import TrainConfig
 from common.zoo.trained import tokenizer_for
 from papers.bivlc.finetune_sets_mini import TrainSet
-from papers.bivlc.runs import RECIPES, RUNS, run_spec
+from papers.bivlc.runs import RUNS, recipe, run_spec
 from papers.bivlc.sets_full import COCO_IMAGES, TrainRow, image_files, load_rows, split_rows
 from papers.bivlc.sets_mini import BivlcMiniError
 from papers.bivlc.validation import Chunk, InBatchAccuracy
@@ -125,11 +125,6 @@ def mini_job(run: str, data: TrainSet, section: Mapping[str, Any], *, init: Init
 
 
 # --- the full profile's inputs: the upstream sets' rows and image files
-
-
-def recipe(name: str) -> Recipe:
-    """The run's table of ``papers/bivlc/recipes.toml`` (one per run: the authors' AdamW, embeddings decayed, no clamp)."""
-    return load_recipe(ROOT / RECIPES, name)
 
 
 def run_batch_size(section: Mapping[str, Any], run: str) -> int:

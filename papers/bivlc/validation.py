@@ -46,7 +46,7 @@ class InBatchAccuracy:
 
     def __call__(self, model) -> float:
         # deferred: loads PIL only when called
-        from common.zoo import encode_text_unpadded, padding_is_inert
+        from common.zoo import encode_text, padding_is_inert
 
         if self.rows == 0:
             raise DatasetError("in-batch accuracy: the validation split is empty")
@@ -56,9 +56,7 @@ class InBatchAccuracy:
             pixels, tokens = self.chunk(np.arange(start, min(self.rows, start + self.samples)))
             images = ((pixels.to(device).float() / 255.0) - self.mean.to(device)) / self.std.to(device)
             img = model.encode_image(images, normalize=True)
-            tokens = tokens.to(device)
-            txt = (encode_text_unpadded(model, tokens) if padding_is_inert(model)
-                   else model.encode_text(tokens, normalize=True))
+            txt = encode_text(model, tokens.to(device), padding_is_inert(model))
             logits = img @ txt.T
             m = len(img)  # TROHN-Text: texts [c; c_neg] but only the m positive captions retrieve an image
             truth = torch.arange(m, device=device)

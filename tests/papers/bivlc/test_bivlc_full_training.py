@@ -30,7 +30,7 @@ from common.training.job import run_job
 from papers.bivlc import detectors as df
 from papers.bivlc import sets_full as sf
 from papers.bivlc import train as tf
-from papers.bivlc.runs import RUNS, detector_recipe, embed_dim_of, run_spec
+from papers.bivlc.runs import RUNS, embed_dim_of, recipe, run_spec
 
 ARCH = "mini-vit-xs"
 SIZE = 48
@@ -172,7 +172,7 @@ def test_batches_lay_out_segments_as_the_losses_expect(sets, data_root):
     d = df.full_batches("image", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], None)
     batch = d.batch(42, 0, 4)
     assert batch["images"].shape == (4, 1, 3, SIZE, SIZE) and batch["labels"].tolist() == [0, 0, 1, 1]
-    assert d.steps_per_epoch(4) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
+    assert d.steps_per_epoch(d.half(4)) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
 
 
 def brute_force_in_batch(model, rows, run, data_root, set_dir, chunk, mean, std) -> float:
@@ -417,7 +417,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
     per_epoch = 5 // 4  # 4 rows (8 inputs) a step, as the authors' DataLoader(batch_size=400) of rows
     assert job.config == TrainConfig(steps=epochs * per_epoch, batch_size=8, lr=1e-2, warmup_steps=0,
                                      weight_decay=0.0, seed=42, validate_every=per_epoch,
-                                     recipe=detector_recipe())
+                                     recipe=recipe("detectors"))
     assert list(job.provenance.items()) == [("tower", tower), ("steps_per_epoch", per_epoch), ("epochs", float(epochs)),
                                             ("profile", "full"), ("encoder", "unused"), ("set_manifest_sha256", "abc")]
     assert job.batches.describe() == {"name": f"bivlc-full-{tower}-detector", "key": f"{tower}s", "rows": 5}
@@ -472,8 +472,8 @@ def test_a_detector_refuses_a_recipe_that_crops(sets, data_root, monkeypatch):
     augmentation is one line, not a record that says what the images did not get."""
     from dataclasses import replace
 
-    monkeypatch.setattr(df, "detector_recipe", lambda: replace(detector_recipe(), augmentation="random_resized_crop",
-                                                                crop_scale=(0.9, 1.0)))
+    monkeypatch.setattr(df, "recipe", lambda name: replace(recipe(name), augmentation="random_resized_crop",
+                                                         crop_scale=(0.9, 1.0)))
     p = detector_section()
     with pytest.raises(sf.BivlcFinetuneFullError, match="random_resized_crop") as info:
         df.full_job("clip", "image", sf.load_rows(sets["trohn-img"]), p, FromScratch(ARCH),

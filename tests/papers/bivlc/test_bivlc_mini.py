@@ -22,7 +22,7 @@ from papers.bivlc import detectors as dm
 from papers.bivlc import finetune_sets_mini as fsm
 from papers.bivlc import sets_mini as m
 from papers.bivlc import train as tm
-from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, detector_recipe
+from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, recipe
 from sugarcrepe_support import write_sugarcrepe_set
 from training_support import mini_section
 
@@ -279,7 +279,7 @@ def test_each_detector_is_the_job_the_former_train_detector_built(train_set, tow
     n = len({i for i, _ in pairs}) + len(pairs) if tower == "image" else 2 * len(pairs)
     steps = {"image": 1, "text": 10}[tower] * (n // 8)
     assert job.config == TrainConfig(steps=steps, batch_size=8, lr=0.1, warmup_steps=0, weight_decay=0.0, seed=3,
-                                     recipe=detector_recipe())
+                                     recipe=recipe("detectors"))
     assert list(job.provenance.items()) == [("tower", tower), ("encoder", "trohn-img"), ("set_manifest_sha256", "abc")]
     assert job.batches.describe() == {"name": f"bivlc-mini-{tower}-detector", "key": f"{tower}s", "n": n,
                                       "positives": len(pairs)}
