@@ -1,9 +1,5 @@
-"""NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), the same source for both profiles.
-
-NegCLIP (``hard=True``) gets, per sample, a caption, one of its hard negative captions (swaps,
-``papers.aro.negatives``), one of its image's nearest training images with that image's caption and one of its
-negatives; CLIP-FT the image and caption alone, from the very same draws. The table comes from the rendered set
-(``papers.aro.train.mini_table``) or NegCLIP's released TSV (``papers.aro.negclip_tsv_full``).
+"""NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), one source for both methods and both profiles: the
+table comes from the rendered set (``papers.aro.train.mini_table``) or NegCLIP's TSV (``papers.aro.negclip_tsv_full``).
 """
 from __future__ import annotations
 
