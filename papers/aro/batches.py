@@ -1,9 +1,5 @@
-"""NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), the same source for both profiles.
-
-NegCLIP (``hard=True``) gets, per sample, a caption, one of its hard negative captions (swaps,
-``papers.aro.negatives``), one of its image's nearest training images with that image's caption and one of its
-negatives; CLIP-FT the image and caption alone, from the very same draws. The table comes from the rendered set
-(``papers.aro.train.mini_table``) or NegCLIP's released TSV (``papers.aro.negclip_tsv_full``).
+"""NegCLIP's and CLIP-FT's batches (ARO, Section 5 and Appendix C), one source for both methods and both profiles: the
+table comes from the rendered set (``papers.aro.train.mini_table``) or NegCLIP's TSV (``papers.aro.negclip_tsv_full``).
 """
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from common.training.data import EpochShuffled
 from papers.aro.images import ImageStore
 
 
@@ -54,30 +51,22 @@ class TokenCache:
         return torch.stack([self._cache[t] for t in texts])
 
 
-class FinetuneBatches:
-    """NegCLIP's (``hard=True``) or CLIP-FT's batches over one ``PairTable``: the batch of step s is a pure
-    function of (seed, s). An epoch is a permutation of the units (``default_rng([seed, 0, epoch])``, the tail that
-    does not fill a batch dropped); per step, ``default_rng([seed, 1, step])`` draws every sample's row, negative,
-    neighbour unit, its row and negative. Both modes draw the same numbers: CLIP-FT trains on NegCLIP's captions."""
+class FinetuneBatches(EpochShuffled):
+    """NegCLIP's (``hard=True``) or CLIP-FT's batches over one ``PairTable``: an epoch permutes its units
+    (``EpochShuffled``); per step, ``default_rng([seed, 1, step])`` draws every sample's row, negative, neighbour unit,
+    its row and negative. Both modes draw the same numbers: CLIP-FT trains on NegCLIP's captions."""
+
+    unit = "training units"
 
     def __init__(self, table: PairTable, images: ImageStore, tokens: Callable[[Sequence[str]], torch.Tensor],
                  hard: bool):
         self.table, self.images, self.tokens, self.hard = table, images, tokens, hard
-        self._perm: tuple[tuple[int, int], np.ndarray] | None = None
-
-    def steps_per_epoch(self, size: int) -> int:
-        steps = self.table.n_units // size
-        if steps < 1:
-            raise ValueError(f"batch of {size} is larger than the {self.table.n_units} training units")
-        return steps
+        self.n_rows = table.n_units
 
     def draws(self, seed: int, step: int, size: int) -> np.ndarray:
         """(4, size): the global batch's rows, their negatives, hard rows and theirs (indices into the table)."""
         t = self.table
-        epoch, j = divmod(step, self.steps_per_epoch(size))
-        if self._perm is None or self._perm[0] != (seed, epoch):
-            self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(t.n_units))
-        units = self._perm[1][j * size: (j + 1) * size]
+        units = super().draws(seed, step, size)
         u = np.random.default_rng([seed, 1, step]).random((5, size))
 
         def pick(n: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -58,13 +58,8 @@ def encode_images(model: torch.nn.Module, images: ImageStore, batch: int = ENCOD
 @torch.no_grad()
 def encode_texts(model: torch.nn.Module, tokens: torch.Tensor, batch: int = ENCODE_BATCH) -> torch.Tensor:
     # deferred: loads PIL only when called
-    from common.zoo import encode_text_unpadded, padding_is_inert
+    from common.zoo import encode_text, padding_is_inert
 
     device = next(model.parameters()).device
     unpadded = padding_is_inert(model)
-    out = []
-    for chunk in tokens.split(batch):
-        chunk = chunk.to(device)
-        f = encode_text_unpadded(model, chunk) if unpadded else model.encode_text(chunk, normalize=True)
-        out.append(f.float().cpu())
-    return torch.cat(out)
+    return torch.cat([encode_text(model, chunk.to(device), unpadded).float().cpu() for chunk in tokens.split(batch)])

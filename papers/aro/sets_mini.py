@@ -1,19 +1,13 @@
 """The mini profile's ARO: the four benchmarks' analogs rendered from the mini world, in the upstream file formats.
 
-* VG-Relation analog: "X is R Y" (``claim_from_objects``, template ``"{n0} is {r0} {n1}"``) on a scene of two or more
-  objects, against the same sentence with the two noun phrases swapped, which the scene makes false (``satisfies``);
-  ``relation_name`` is the relation's canonical surface ("to the left of"), balanced over the world's four relations;
-  the box is the whole image.
-* VG-Attribution analog: "a A1 X and a A2 Y" against "a A2 X and a A1 Y" (two objects of different colours and
-  shapes), false by ``satisfies``; ``attributes = [A1, A2]`` in alphabetical order: 28 colour pairs, balanced, each
-  well over the 25 cases ARO's filter needs.
-* COCO Karpathy test analog (retrieval and Order): ``test_images`` scenes with ``captions_per_image`` distinct true
-  captions, in BLIP's JSON.
-* Zero-shot classification (``common.miniworld.classification``): one-object scenes, balanced over colour x shape,
-  labelled ``shapes`` (7 classes: the CIFAR-10 analog) and ``colored-shapes`` (56: the CIFAR-100 analog).
+* VG-Relation analog: "X is R Y" against the same sentence with the two noun phrases swapped, which the scene makes
+  false; balanced over the world's four relations, named by their canonical surface ("to the left of").
+* VG-Attribution analog: "a A1 X and a A2 Y" against "a A2 X and a A1 Y": 28 colour pairs, balanced, each well over
+  the 25 cases ARO's filter needs.
+* COCO Karpathy test analog (retrieval and Order), in BLIP's JSON; zero-shot classification: ``shapes`` (7 classes:
+  the CIFAR-10 analog) and ``colored-shapes`` (56: the CIFAR-100 analog).
 
-Each part draws from its own stream, independent of the training scenes and of SugarCrepe's test set. Stage
-``mini-set`` of ``papers/aro/dvc.yaml``.
+Each part draws from its own stream, independent of the training scenes and of SugarCrepe's test set.
 """
 from __future__ import annotations
 
@@ -169,11 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     params = own_params()
     mini, world = params["aro"]["mini"], params["mini"]["world"]
-    described = build_mini_set(MiniAroConfig(
-        vg_relation_cases=mini["vg_relation_cases"], vg_attribution_cases=mini["vg_attribution_cases"],
-        test_images=mini["test_images"], captions_per_image=mini["captions_per_image"],
-        classification_images=mini["classification_images"], image_size=world["image_size"], seed=world["seed"],
-    ), args.out)
+    sizes = ("vg_relation_cases", "vg_attribution_cases", "test_images", "captions_per_image", "classification_images")
+    described = build_mini_set(MiniAroConfig(**{k: mini[k] for k in sizes}, image_size=world["image_size"],
+                                             seed=world["seed"]), args.out)
     print(json.dumps({k: described[k] for k in ("manifest", "counts", "seconds")}, indent=2))
     return 0
 

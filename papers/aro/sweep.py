@@ -83,18 +83,16 @@ def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None 
     folder = sweep_dir(sweep, world.world_size)
     swept: list[dict] = []
     seconds: dict[str, float] = {}
+    say = print if world.is_main else (lambda *args, **kwargs: None)  # rank 0 speaks for the sweep
     for job in sweep.jobs:
         lr = job.config.lr
         run_out = folder / f"{method}-{lr_tag(lr)}.safetensors"
         done = run_out.with_suffix(".json")
         if done.is_file():
             record = read_json(done, expect=dict, remedy="delete the folder to rerun the sweep")
-            if world.is_main:
-                print(f"{method} lr={lr:g}: finished earlier, reusing {run_out}", flush=True)
+            say(f"{method} lr={lr:g}: finished earlier, reusing {run_out}", flush=True)
         else:
-            if world.is_main:
-                print(f"{method} lr={lr:g}: {job.config.steps} steps of {job.config.batch_size} ({job.name})",
-                      flush=True)
+            say(f"{method} lr={lr:g}: {job.config.steps} steps of {job.config.batch_size} ({job.name})", flush=True)
             started = time.perf_counter()
             record = run_job(job, run_out, world=world, progress=progress).record
             record["validation_detail"] = dict(getattr(job.validate, "last", {})) if world.is_main else None
@@ -104,9 +102,7 @@ def run_sweep(sweep: Sweep, out_path: Path, *, world: DistributedContext | None 
         score = record["validation"]["best_score"]
         swept.append({"lr": lr, "validation_mean_recall_at_1": score, "final_loss": record["final_loss"],
                      **{k: v for k, v in (record.get("validation_detail") or {}).items() if k != "mean_recall_at_1"}})
-        if world.is_main:
-            print(f"{method} lr={lr:g}: validation mean R@1 {score:.4f}, final loss {record['final_loss']:.4f}",
-                  flush=True)
+        say(f"{method} lr={lr:g}: validation mean R@1 {score:.4f}, final loss {record['final_loss']:.4f}", flush=True)
     best = max(range(len(swept)), key=lambda i: (swept[i]["validation_mean_recall_at_1"], -i))  # first of equals
     chosen = sweep.jobs[best].config.lr
     chosen_out = folder / f"{method}-{lr_tag(chosen)}.safetensors"
@@ -129,9 +125,9 @@ def launch_sweep(build: Callable[[DistributedContext, Mapping[str, Any]], Sweep]
     with training_process(device) as (world, cpu_profile):
         record = run_sweep(build(world, cpu_profile), out_path, world=world, progress=progress)
     if world.is_main:
-        write_json_atomic(log_path, {"chosen_lr": record["chosen_lr"], "lr_sweep": record["lr_sweep"],
-                                     "seconds_per_lr": record["seconds_per_lr"], "machine": reproducible.machine()})
-        print(json.dumps({k: record[k] for k in ("chosen_lr", "lr_sweep", "seconds_per_lr")}, indent=2))
+        summary = {k: record[k] for k in ("chosen_lr", "lr_sweep", "seconds_per_lr")}
+        write_json_atomic(log_path, {**summary, "machine": reproducible.machine()})
+        print(json.dumps(summary, indent=2))
         print(f"weights: {out_path}; log (wall times, not a DVC output): {log_path}")
     return record
 
