@@ -83,26 +83,21 @@ def _data(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
     return {"data_describe": describe_sub}
 
 
-def _world(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
-    # deferred: loads PIL, numpy, tqdm only when called
-    from common.miniworld import build
+@dataclass(frozen=True)
+class GroupCli:
+    """A shared group (``dest``, ``metavar``) whose commands ``module``'s ``register_cli(group)`` adds, imported only
+    when it runs (None: only papers add to it); papers add theirs to the ``CommandGroups`` field ``field``."""
 
-    sets = _group(sub, command, "world_set", "SET")
-    build.register_cli(sets)
-    return {"world": sets}
+    module: str | None
+    dest: str
+    metavar: str
+    field: str
 
-
-def _prepare(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
-    return {"prepare": _group(sub, command, "dataset", "DATASET")}
-
-
-def _bench(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
-    # deferred: loads PIL, numpy, pydantic, torch, yaml only when called
-    from common.training import bench
-
-    what = _group(sub, command, "bench", "WHAT")
-    bench.register_cli(what)
-    return {"bench": what}
+    def __call__(self, sub: Subparsers, command: Command) -> dict[str, Subparsers]:
+        group = _group(sub, command, self.dest, self.metavar)
+        if self.module is not None:
+            importlib.import_module(self.module).register_cli(group)
+        return {self.field: group}
 
 
 def _audit_command(audit: PlugIn[AuditPlugIn]) -> PlugInCommand:
@@ -136,9 +131,12 @@ def _deps(sub: Subparsers, command: Command) -> dict[str, Subparsers]:
 
 COMMANDS: tuple[Command, ...] = (
     Command("data", "the fetched inputs (data.dvc, make fetch), a DVC remote, benchmark data", _data),
-    Command("world", "build mini-world data sets (pipeline stages)", _world),
-    Command("prepare", "full profile: fetch and verify a benchmark's data", _prepare),
-    Command("bench", "benchmarks: ratios measured side by side in one run (eval, train)", _bench),
+    Command("world", "build mini-world data sets (pipeline stages)",
+            GroupCli("common.miniworld.build", "world_set", "SET", "world")),
+    Command("prepare", "full profile: fetch and verify a benchmark's data",
+            GroupCli(None, "dataset", "DATASET", "prepare")),
+    Command("bench", "benchmarks: ratios measured side by side in one run (eval, train)",
+            GroupCli("common.training.bench", "bench", "WHAT", "bench")),
     Command("train", "train one tiny CLIP of the mini family (params.yaml train.<name>)",
             RegisterCli("common.training.family")),
     Command("recipes", "print a paper's training recipes as the README's markdown table",

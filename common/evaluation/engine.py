@@ -266,11 +266,6 @@ class Engine:
         self.phase_seconds: dict[str, float] = {}
         """Wall seconds of each phase of ``embed``, summed over calls (what the bench prints)."""
 
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.config.precision == "bf16":
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
     # -- images ---------------------------------------------------------------------------------
     def image_keys(self, refs: Sequence[ImageRef], owners: dict[ImageRef, list[str]]) -> list[str]:
         """Cache keys: the file's sha256, combined with its decoding's identity for a file neither RGB nor grey, and
@@ -294,12 +289,6 @@ class Engine:
                 key = hashlib.sha256(f"{key}|{ref.transform.identity}".encode()).hexdigest()
             keys.append(key)
         return keys
-
-    def _missing_images(self, refs: Sequence[ImageRef], keys: Sequence[str]) -> tuple[list[ImageRef], list[str]]:
-        """The distinct images the cache lacks, in order of first use, with their keys."""
-        missing = set(self.image_cache.missing(keys))
-        todo = list(dict.fromkeys((r, k) for r, k in zip(refs, keys) if k in missing))
-        return [r for r, _ in todo], [k for _, k in todo]
 
     def _token_chunks(self, texts: list[str], decoding: bool) -> list[list[str]]:
         """The texts cut into chunks for the worker processes to tokenise, or none (tokenised here): with workers, when
@@ -334,7 +323,8 @@ class Engine:
         pending: list[np.ndarray] = []
         try:  # closed on an error too, so that an error line starts on a line of its own
             for keys, inputs in batches:
-                with self._autocast():
+                with (torch.autocast("cuda", dtype=torch.bfloat16) if self.config.precision == "bf16"
+                      else contextlib.nullcontext()):
                     pending.append(_finite(encode(_padded(inputs))[: len(keys)].float().numpy(), self.model.name,
                                            what))
                 pending_keys.extend(keys)
@@ -411,7 +401,9 @@ class Engine:
             owners.setdefault(as_ref(image), []).append(owner)
         refs = list(owners)
         keys = self.image_keys(refs, owners)
-        todo_refs, todo_keys = self._missing_images(refs, keys)
+        missing = set(self.image_cache.missing(keys))  # the distinct images the cache lacks, in order of first use
+        todo = list(dict.fromkeys((r, k) for r, k in zip(refs, keys) if k in missing))
+        todo_refs, todo_keys = [r for r, _ in todo], [k for _, k in todo]
         unique_texts = list(dict.fromkeys(texts))
         chunks = self._token_chunks(unique_texts, decoding=bool(todo_refs))
         clock.lap("hash and look up")

@@ -32,6 +32,13 @@ class Interval:
     dropped: int = 0
 
 
+def interval_fields(name: str, interval, value: float | None = None, *, point: bool = True) -> dict[str, float]:
+    """A difference as the papers' comparison JSONs write it: ``name`` (``value``, else ``interval.estimate``; left
+    out when not ``point``), ``name_ci_low`` and ``name_ci_high``, rounded to 2 places."""
+    head = {name: round(interval.estimate if value is None else value, 2)} if point else {}
+    return {**head, f"{name}_ci_low": round(interval.low, 2), f"{name}_ci_high": round(interval.high, 2)}
+
+
 def _sample(name: str, values: ArrayLike, min_size: int = 1) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1 or array.size < min_size:

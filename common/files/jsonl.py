@@ -47,6 +47,18 @@ def read_json(path: Path, expect: type = dict, remedy: str = "run the stage that
     return value
 
 
+def coco_captions(path: Path) -> dict:
+    """A COCO captions file (``captions_train2017.json``), its ``annotations`` (in file order) checked to have an
+    integer ``image_id`` and a string ``caption``: the one reader of the papers' COCO training captions."""
+    record = read_json(path, dict, remedy="fetch it: python -m common fetch coco-train2017")
+    if not isinstance(record.get("annotations"), list):
+        raise DatasetError(f"{path}: not a COCO captions file (no 'annotations' list)")
+    for k, a in enumerate(record["annotations"]):
+        if not isinstance(a, dict) or not isinstance(a.get("image_id"), int) or not isinstance(a.get("caption"), str):
+            raise DatasetError(f"{path}: annotations[{k}]: needs an integer 'image_id' and a string 'caption'")
+    return record
+
+
 def parse_json(text: str, path: Path, *, unique_keys: bool = False) -> Any:
     """``json.loads(text)``, every failure (a ``RecursionError`` too) a one-line ``DatasetError`` naming ``path``.
     ``unique_keys``: a key twice in one object is an error (where ids are keys, a repeated id would drop a record)."""

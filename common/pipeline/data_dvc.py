@@ -20,7 +20,7 @@ from common.errors import WorkspaceError
 from common.files.io import write_text_atomic
 from common.pipeline.disk import free_bytes
 from common.pipeline.dvc_run import run_dvc
-from common.pipeline.params import MAX_ALIASES, _Duplicate, _Loader, _TooManyAliases
+from common.pipeline.params import read_yaml
 from common.registry.fetch import fetch, md5_file  # DVC 3's hash of a file (``hash: md5``)
 from common.registry.sources import default_registry, get_source, groups, sources_in_group
 
@@ -55,23 +55,7 @@ class TrackedInput:
 def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
     """The outputs of ``path`` (default: data.dvc), checked: each a file under data/ with an md5 and a size."""
     path = DATA_DVC if path is None else path
-    try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # safe, and at most MAX_ALIASES aliases
-    except _TooManyAliases as exc:
-        raise DataDvcError(f"{path}: line {exc.line}: more than {MAX_ALIASES} YAML aliases (*name), refused before "
-                           f"anything expands them; restore it: `git checkout -- {path.name}`") from None
-    except _Duplicate as exc:
-        raise DataDvcError(f"{path}: line {exc.line}: key {exc.key!r:.60} appears twice in one mapping (first on line "
-                           f"{exc.first})") from None
-    except FileNotFoundError as exc:
-        raise DataDvcError(f"{path}: missing (it is in git: `git checkout -- {path.name}`)") from exc
-    except UnicodeDecodeError as exc:
-        raise DataDvcError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-                           f"restore it: `git checkout -- {path.name}`") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise DataDvcError(f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or 'unparsable'})") from exc
+    doc = read_yaml(path, DataDvcError, f"it is in git: `git checkout -- {path.name}`")[1]
     outs = doc.get("outs") if isinstance(doc, dict) else None
     if not isinstance(outs, list) or not outs:
         raise DataDvcError(f"{path}: expected a top-level 'outs:' list of files under data/")

@@ -237,38 +237,43 @@ def _problems(params: dict[str, Any]) -> list[tuple[list[str], Rule, Any]]:
     return found
 
 
-def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
-    """The parameters in ``path``, checked: valid UTF-8 and YAML, a mapping with a ``profile`` of ``PROFILES``, no key
-    twice in a mapping, and every value its key's ``PARAM_RULES`` entry accepts. Otherwise a one-line ``ParamsError``
-    naming the file, the key (and its line) and what the value must be. Values are returned as written."""
+def read_yaml(path: Path, error: type[Exception], missing: str) -> tuple[str, Any]:
+    """The text and the document of a YAML file the workspace keeps in git (``_Loader``: safe, no key twice, at most
+    ``MAX_ALIASES`` aliases); any failure is one ``error`` line naming the file, the key or line, and what is wrong
+    (``missing``: what to say of a missing file)."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ParamsError(f"{path}: missing; every stage reads its parameters there (restore it: "
-                          "`git checkout params.yaml`)") from None
+        raise error(f"{path}: missing; {missing}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ParamsError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") \
-            from None
+        raise error(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") from None
     try:
-        params = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return text, yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except _Duplicate as dup:
         where = _path_of(text, dup.node)
         key = ".".join([*where, str(dup.key)]) if where is not None else str(dup.key)
-        raise ParamsError(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first}); keep one") \
-            from None
+        raise error(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first}); keep one") from None
     except _TooManyAliases as exc:
-        raise ParamsError(f"{path}: line {exc.line}: {exc}") from None
+        raise error(f"{path}: line {exc.line}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
         reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise ParamsError(f"{path}: {where}not valid YAML ({reason})") from None
+        raise error(f"{path}: {where}not valid YAML ({reason})") from None
     except RecursionError:
-        raise ParamsError(f"{path}: nested too deeply to be parameters (a damaged file?)") from None
+        raise error(f"{path}: nested too deeply to parse (a damaged file?)") from None
+
+
+def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
+    """The parameters in ``path``, checked: valid UTF-8 and YAML, a mapping with a ``profile`` of ``PROFILES``, no key
+    twice in a mapping, and every value its key's ``PARAM_RULES`` entry accepts. Otherwise a one-line ``ParamsError``
+    naming the file, the key (and its line) and what the value must be. Values are returned as written."""
+    text, params = read_yaml(path, ParamsError, "every stage reads its parameters there (restore it: "
+                                                "`git checkout params.yaml`)")
     if params is None:
         raise ParamsError(f"{path}: empty; it needs at least `profile: mini` (or full)")
     if not isinstance(params, dict):
@@ -307,9 +312,7 @@ def _path_of(text: str, target: yaml.Node) -> list[str] | None:
     return find(root, []) if root is not None else None
 
 
-def load_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
-    """The whole file, validated (``read_params``)."""
-    return read_params(path)
+load_params = read_params
 
 
 def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> Any:

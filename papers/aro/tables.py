@@ -30,6 +30,7 @@ from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.results import metrics_filename, write_predictions
 from common.evaluation.scoring import classification, matching, retrieval
 from common.evaluation.scoring.selection import ARGMAX, DecisionRule, SelectionResult, image_to_text
+from common.evaluation.stats import interval_fields
 from common.files.image_transforms import GridShuffle
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.files.tasks import ImageRef, ImageToTextItem, RetrievalSet
@@ -356,8 +357,7 @@ def comparisons(scores: Sequence[ModelScores], profile: str, seeds: Sequence[int
             out[f"n_{task}"] = 0
             continue
         d = paired_difference(a[task], b[task])
-        out.update({f"{prefix}_{task}": round(d.value, 2), f"{prefix}_{task}_ci_low": round(d.low, 2),
-                    f"{prefix}_{task}_ci_high": round(d.high, 2), f"n_{task}": a[task].n})
+        out.update({**interval_fields(f"{prefix}_{task}", d, d.value), f"n_{task}": a[task].n})
     out["method"] = "paired percentile bootstrap over examples (common.card.core); macro averages resampled within " \
                     "each kept group"
     return out

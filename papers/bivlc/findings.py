@@ -52,11 +52,6 @@ def decisions(result: GroupResult, metric: str) -> np.ndarray:
     return np.array([o.decisions[metric] for o in result.outcomes], float)
 
 
-def _with_interval(name: str, difference) -> dict[str, float]:
-    return {name: round(difference.estimate, 2), f"{name}_ci_low": round(difference.low, 2),
-            f"{name}_ci_high": round(difference.high, 2)}
-
-
 def _number(value: Any) -> float | None:
     """A table cell as a number; an empty cell (a column the stage did not compute) is None."""
     return None if value is None or value == "" else value
@@ -67,6 +62,9 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
             gains: Sequence[str] = ("trohn-img",), base: str = BASE) -> dict[str, Any]:
     """The findings (module docstring) from the tables' rows, their ``GroupResult`` and the detector rows, by row id;
     ``pretrained``: the rows Finding 1's "every pretrained" ranges over. Rows not in ``rows`` are skipped."""
+    # deferred: loads scipy only when called
+    from common.evaluation.stats import interval_fields
+
     out: dict[str, Any] = {}
     b = key_of(base)
     have_base = base in rows and base in results
@@ -74,11 +72,11 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
         clip = results[base]
         ranged = [rows[r] for r in pretrained if r in rows]
         out.update({f"{b}_i2t": rows[base]["I2T"], f"{b}_t2i": rows[base]["T2I"], f"{b}_group": rows[base]["group"],
-                    **_with_interval(f"{b}_i2t_minus_t2i", paired(decisions(clip, "I2T"), decisions(clip, "T2I"))),
+                    **interval_fields(f"{b}_i2t_minus_t2i", paired(decisions(clip, "I2T"), decisions(clip, "T2I"))),
                     "t2i_below_i2t_for_every_pretrained": all(r["T2I"] < r["I2T"] for r in ranged) if ranged
                     else None})
         # Finding 2: the group score is harder
-        out.update(_with_interval(f"{b}_i2t_minus_group", paired(decisions(clip, "I2T"), decisions(clip, "group"))))
+        out.update(interval_fields(f"{b}_i2t_minus_group", paired(decisions(clip, "I2T"), decisions(clip, "group"))))
     for run in runs:
         if run not in rows:
             continue
@@ -90,7 +88,7 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
         if [o.item_id for o in results[run].outcomes] != [o.item_id for o in results[base].outcomes]:
             raise ValueError("paired comparison of two rows scored on different instances")
         for metric in GAIN_METRICS:
-            out.update(_with_interval(f"{key_of(run)}_minus_{b}_{metric.lower()}",
+            out.update(interval_fields(f"{key_of(run)}_minus_{b}_{metric.lower()}",
                                       paired(decisions(results[run], metric), decisions(results[base], metric))))
     for run in scored_gains:
         base_gap = rows[base]["I2T"] - rows[base]["T2I"]

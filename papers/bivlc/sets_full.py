@@ -22,7 +22,7 @@ import numpy as np
 
 from common.errors import WorkspaceError
 from common.files.io import output_group, sha256_file, write_json_atomic
-from common.files.jsonl import read_json, read_rows, write_jsonl
+from common.files.jsonl import coco_captions, read_rows, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
@@ -67,17 +67,10 @@ def coco_split(n: int, seed: int, test_fraction: float = VALIDATION_FRACTION) ->
 
 def coco_rows(captions_file: Path, seed: int) -> list[TrainRow]:
     """COCO 2017 train captions in file order, each in the split ``coco_split`` puts it."""
-    data = read_json(captions_file, dict, remedy="fetch it with `python -m common fetch --group coco-train2017`")
-    annotations = data.get("annotations")
-    if not isinstance(annotations, list):
-        raise DatasetError(f"{captions_file}: not a COCO captions file (no 'annotations' list)")
-    rows = []
-    for k, a in enumerate(annotations):
-        if not isinstance(a, dict) or not isinstance(a.get("image_id"), int) or not isinstance(a.get("caption"), str):
-            raise DatasetError(f"{captions_file}: annotation {k}: no integer 'image_id' or string 'caption'")
-        # the caption as the authors' COCO loader cleans it: stripped, newlines replaced by spaces
-        # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50 "captions['caption'].str.strip()")
-        rows.append(("%012d.jpg" % a["image_id"], a["caption"].strip().replace("\n", " ")))
+    # the caption as the authors' COCO loader cleans it: stripped, newlines replaced by spaces
+    # (IMirandaM/BiVLC@84f0d175 src/CLIP_fine_tuning/CLIP_utils.py:49-50 "captions['caption'].str.strip()")
+    rows = [("%012d.jpg" % a["image_id"], a["caption"].strip().replace("\n", " "))
+            for a in coco_captions(captions_file)["annotations"]]
     validation = set(coco_split(len(rows), seed)[1].tolist())
     return [TrainRow("validation" if k in validation else "train", image, caption)
             for k, (image, caption) in enumerate(rows)]

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from common.files.io import output_group, sha256_file, write_json_atomic
-from common.files.jsonl import read_json, write_jsonl
+from common.files.jsonl import coco_captions, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import add_stage_option, own_params
@@ -39,9 +39,9 @@ TYPE_DRAW = 3
 def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
     """(image file name, caption) per annotation of a COCO captions file, in file order, whitespace collapsed."""
     path, images_dir = Path(path), Path(images_dir)
-    record = read_json(path, dict, remedy="fetch it: python -m common fetch coco-train2017")
-    if not isinstance(record.get("images"), list) or not isinstance(record.get("annotations"), list):
-        raise DatasetError(f"{path}: not a COCO captions file (needs 'images' and 'annotations' lists)")
+    record = coco_captions(path)
+    if not isinstance(record.get("images"), list):
+        raise DatasetError(f"{path}: not a COCO captions file (no 'images' list)")
     files: dict[int, str] = {}
     for k, image in enumerate(record["images"]):
         if not isinstance(image, dict) or not isinstance(image.get("id"), int) \
@@ -50,8 +50,6 @@ def read_coco_captions(path: Path, images_dir: Path) -> list[tuple[str, str]]:
         files[image["id"]] = image["file_name"]
     out = []
     for k, ann in enumerate(record["annotations"]):
-        if not isinstance(ann, dict) or not isinstance(ann.get("caption"), str):
-            raise DatasetError(f"{path}: annotations[{k}]: needs an 'image_id' and a 'caption'")
         caption = " ".join(ann["caption"].split())
         if ann.get("image_id") not in files:
             raise DatasetError(f"{path}: annotations[{k}] (id {ann.get('id')}): image_id {ann.get('image_id')!r} is "

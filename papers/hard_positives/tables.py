@@ -203,28 +203,25 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
     # deferred: loads scipy only when called
     import scipy.stats
 
+    from common.evaluation.stats import interval_fields  # deferred: it loads scipy too
+
     by_run = {r["run"]: r for r in rows}
     base = by_run["base"]
     out: dict[str, float | bool | None] = {}
-
-    def interval(key: str, ci, value: float | None = None) -> None:
-        if value is not None:
-            out[key] = round(value, 2)
-        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = round(ci.low, 2), round(ci.high, 2)
 
     for column in evaluation.COLUMNS:
         effect = {}
         for metric in METRICS:
             key = f"{column}_{metric}"
             effect[metric] = paired_difference(results["hn"], results["base"], column, metric)
-            interval(f"hn_minus_clip_{key}", effect[metric], by_run["hn"][key] - base[key])
+            out.update(interval_fields(f"hn_minus_clip_{key}", effect[metric], by_run["hn"][key] - base[key]))
             out[f"hn_minus_clip_ft_{key}"] = round(by_run["hn"][key] - by_run["clip-ft"][key], 2)
             out[f"hp_hn_minus_hn_{key}"] = round(by_run["hp-hn"][key] - by_run["hn"][key], 2)
-        interval(f"clip_aug_minus_orig_{column}",
-                 paired_difference(results["base"], results["base"], column, "aug", b_metric="orig"),
-                 base[f"{column}_aug"] - base[f"{column}_orig"])
+        out.update(interval_fields(f"clip_aug_minus_orig_{column}",
+                                   paired_difference(results["base"], results["base"], column, "aug", b_metric="orig"),
+                                   base[f"{column}_aug"] - base[f"{column}_orig"]))
         hp_ci = paired_difference(results["hp-hn"], results["hn"], column, "brittleness")
-        interval(f"hp_hn_minus_hn_{column}_brittleness", hp_ci)
+        out.update(interval_fields(f"hp_hn_minus_hn_{column}_brittleness", hp_ci, point=False))
         shows = {"hn_orig_higher": bool(effect["orig"].low > 0), "hn_aug_lower_or_flat": bool(effect["aug"].low <= 0),
                  "hn_brittleness_higher": bool(effect["brittleness"].low > 0)}
         out |= {f"{k}_{column}": v for k, v in shows.items()}
@@ -237,11 +234,12 @@ def summary(rows: Sequence[Mapping], results: Mapping[str, SelectionResult]) -> 
             out[f"ratio_spearman_{column}_{metric}"] = None if rho is None else round(float(rho), 3)
     for column in evaluation.COLUMNS:
         # Sec. 3.2: the hard-negative fine-tunes' drops (Aug. minus Orig.) are larger than the base CLIP's
-        interval(f"hn_minus_clip_drop_{column}", paired_difference(results["hn"], results["base"], column, "drop"),
-                 by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"])
+        out.update(interval_fields(f"hn_minus_clip_drop_{column}",
+                                   paired_difference(results["hn"], results["base"], column, "drop"),
+                                   by_run["hn"][f"{column}_drop"] - base[f"{column}_drop"]))
     # the Abstract's CLIP drop: the mean of Table 1's REPLACE and SWAP drops
-    interval("clip_drop_mean", mean_drop(results["base"]),
-             float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS])))
+    out.update(interval_fields("clip_drop_mean", mean_drop(results["base"]),
+                               float(np.mean([base[f"{column}_drop"] for column in evaluation.COLUMNS]))))
     return out
 
 

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from common.files.jsonl import read_jsonl
+from common.errors import WorkspaceError
+from common.files.jsonl import coco_captions, read_jsonl
 from common.files.tasks import DatasetError
 
 
@@ -153,3 +154,22 @@ def test_parse_json_names_a_duplicate_key_when_asked(tmp_path):
         parse_json(text, path, unique_keys=True)
     with pytest.raises(DatasetError, match=r"m\.json: line 1 column 9: not valid JSON"):
         parse_json('{"a": 1,}', path)
+
+
+def test_coco_captions_names_the_file_and_the_annotation(tmp_path):
+    path = tmp_path / "captions_train2017.json"
+    with pytest.raises(WorkspaceError, match=r"captions_train2017\.json: missing; fetch it: python -m common fetch "
+                                             r"coco-train2017"):
+        coco_captions(path)
+    path.write_text(json.dumps({"images": []}))
+    with pytest.raises(DatasetError, match=r"captions_train2017\.json: not a COCO captions file \(no 'annotations' "
+                                           r"list\)"):
+        coco_captions(path)
+    record = {"annotations": [{"image_id": 1, "caption": "A cat."}, {"image_id": "2", "caption": "A dog."}]}
+    path.write_text(json.dumps(record))
+    with pytest.raises(DatasetError, match=r"captions_train2017\.json: annotations\[1\]: needs an integer 'image_id' "
+                                           r"and a string 'caption'"):
+        coco_captions(path)
+    record["annotations"].pop()
+    path.write_text(json.dumps(record))
+    assert coco_captions(path) == record
