@@ -9,6 +9,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from common.card.core import N_RESAMPLES, SEED, Measure, selection_measures
+from common.errors import WorkspaceError
+from common.zoo import get_spec
 from papers.conclip.runs import RUNS
 
 SUGARCREPE_CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "add_obj", "add_att",
@@ -30,6 +32,14 @@ NOT_A_RUN = "N/A"
 def pct(x: float) -> float:
     """A share as points, to the two decimals the paper prints."""
     return round(100.0 * x, 2)
+
+
+def model_label(name: str, model: object = None) -> str:
+    """The zoo entry's label; a stand-in outside the zoo (tests) gives its own ``spec.label``, else its name."""
+    try:
+        return get_spec(name).label
+    except (KeyError, OSError, WorkspaceError):
+        return getattr(getattr(model, "spec", None), "label", name)
 
 
 def model_cells(row: str, model: str, label: str, run: str | None) -> dict:

@@ -27,9 +27,10 @@ from common.files.tasks import DatasetError, raise_problems
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from common.registry.fetch import fetch
-from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create
 from common.zoo.available import why_unavailable
 from papers.conclip import ccneg, coco_pool
+from papers.conclip.columns import model_label
 from papers.conclip.distractors import distractor_scores, mine_distractors
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
@@ -291,13 +292,9 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
         raise ModelUnavailable(f"conclip.full.distractors.model: {why_unavailable(model, exc)}") from exc
     engine = Engine(embedder, engine_config)
     rows, released_ties_ours = compare_with_release(texts.texts, pool, mapping, engine, top_k, chunk_size)
-    try:
-        label = get_spec(model).label
-    except KeyError:
-        label = model
     full_context = {
         **dict(context or {}), "profile": "full",
-        "model": {"name": model, "label": label, "fingerprint": embedder.fingerprint},
+        "model": {"name": model, "label": model_label(model), "fingerprint": embedder.fingerprint},
         "pool": {"name": "COCO train 2017", "size": len(pool), "order": "torchvision CocoCaptions: ascending image "
                  "id (papers.conclip.coco_pool)", "images_dir": str(pool[0].parent), "first": pool[0].name,
                  "last": pool[-1].name},

@@ -25,9 +25,10 @@ from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS, build_dir
 from common.pipeline.params import own_section
-from common.zoo import ModelFactory, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
-from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
+from papers.conclip.columns import (
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, sugarcrepe_cells)
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries and their download entries' notes."""
@@ -93,11 +94,7 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
         result = selection.evaluate(Engine(model, engine_config), items, STRICT)
         if [o.item_id for o in result.outcomes] != [it.item_id for it in items]:
             raise SugarcrepeFullError(f"SugarCrepe row {row!r}: the outcomes of {name!r} are not in the items' order")
-        try:
-            label = get_spec(name).label
-        except KeyError:  # a model the zoo does not register (a stand-in in tests) is labelled by its name
-            label = name
-        scored.append(ScoredRow(row, name, label, result))
+        scored.append(ScoredRow(row, name, model_label(name), result))
         del model
     if not scored:
         raise SugarcrepeFullError(f"no row of conclip.full.sugarcrepe_rows could be loaded: {skipped}")

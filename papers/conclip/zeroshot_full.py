@@ -43,9 +43,10 @@ from common.pipeline.params import own_section
 from common.registry.errors import ChecksumError, FetchError
 from common.registry.fetch import check_md5, fetch
 from common.registry.sources import get_source
-from common.zoo import ModelFactory, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
-from papers.conclip.columns import classification_cells, classification_fields, classification_measure, pct, top1
+from papers.conclip.columns import (
+    classification_cells, classification_fields, classification_measure, model_label, pct, top1)
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
@@ -388,14 +389,6 @@ def prompt_sets(loaded: LoadedSet) -> dict[str, ClassificationSet]:
 
 
 # --- Scoring ---
-def _label(name: str, model: object) -> str:
-    """The zoo entry's label; a stand-in model outside the zoo (tests) gives its own."""
-    try:
-        return get_spec(name).label
-    except (KeyError, OSError, WorkspaceError):
-        return getattr(getattr(model, "spec", None), "label", name)
-
-
 @dataclass(frozen=True)
 class ScoredModel:
     row: str
@@ -415,7 +408,7 @@ def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, Clas
         engine = Engine(model, engine_config)
         results = {dataset: {kind: classification.evaluate(engine, s) for kind, s in kinds.items()}
                    for dataset, kinds in sets.items()}
-        scored.append(ScoredModel(row, name, _label(name, model), engine.identity[1], results))
+        scored.append(ScoredModel(row, name, model_label(name, model), engine.identity[1], results))
         del engine, model
     return scored, skipped
 
