@@ -10,7 +10,6 @@ CLIP as baseline for zero-shot image-text matching"). Its files: the README's "O
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -28,7 +27,8 @@ from common.pipeline.params import own_section
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (
-    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, sugarcrepe_cells)
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, print_written, stage_parser,
+    sugarcrepe_cells)
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries and their download entries' notes."""
@@ -125,12 +125,10 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.sugarcrepe_full",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="the results folder (default: results/conclip/full)")
+    parser = stage_parser("papers.conclip.sugarcrepe_full", __doc__,
+                          "the results folder (default: results/conclip/full)")
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's prepared set (default: build/full/sugarcrepe/manifest.json)")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     args = parser.parse_args(argv)
     params, section = own_section("conclip.full")
     device = args.device or best_device()
@@ -140,10 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = evaluate_sugarcrepe(models, manifest, Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
                                 device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
                                 context=context)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["sugarcrepe"].read_text(encoding="utf-8"))
-    return 0
+    return print_written(paths, "sugarcrepe")
 
 
 if __name__ == "__main__":

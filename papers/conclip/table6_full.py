@@ -9,7 +9,6 @@ categories (the paper's "average improvement of 4.4%" is over all of them, not R
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, wr
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from papers.conclip.columns import (
-    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, sugarcrepe_measure,
-    table6_row)
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, print_written, stage_parser,
+    sugarcrepe_measure, table6_row)
 from papers.conclip.runs import RUNS
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
@@ -281,17 +280,12 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.table6_full", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None,
-                        help="the results folder, read and written (default: results/conclip/full)")
-    args = parser.parse_args(argv)
+    args = stage_parser("papers.conclip.table6_full", __doc__,
+                        "the results folder, read and written (default: results/conclip/full)",
+                        device=False).parse_args(argv)
     _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table6"].read_text(encoding="utf-8"))
-    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
-    return 0
+    return print_written(paths, "table6", "summary")
 
 
 if __name__ == "__main__":

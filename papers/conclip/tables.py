@@ -17,7 +17,6 @@ left out and named in ``context.json``; otherwise it stops the stage.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -52,7 +51,7 @@ from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMP
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
     MODEL_FIELDS, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells, classification_fields,
-    classification_measure, model_cells, pct, sugarcrepe_cells, sugarcrepe_measure, table6_row)
+    classification_measure, model_cells, pct, print_written, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
@@ -616,13 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs, device = (_mini_stage if args.profile == "mini" else _full_stage)(args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "conclip" / args.profile), engine_config(params),
                             device, create=zoo_create)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table3"].read_text())
-    if "table6" in paths:
-        print(paths["table6"].read_text())
-    print(json.dumps(json.loads(paths["summary"].read_text()), indent=2))
-    return 0
+    return print_written(paths, *(name for name in ("table3", "table6", "summary") if name in paths))
 
 
 if __name__ == "__main__":

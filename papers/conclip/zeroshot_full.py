@@ -14,7 +14,6 @@ as PNG files (``export_pngs``), because the encoding engine keys images by file 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -46,7 +45,8 @@ from common.registry.sources import get_source
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (
-    classification_cells, classification_fields, classification_measure, model_label, pct, top1)
+    classification_cells, classification_fields, classification_measure, model_label, pct, print_written, stage_parser,
+    top1)
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
@@ -528,12 +528,9 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.zeroshot_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser("papers.conclip.zeroshot_full", __doc__)
     parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
                         help="default: conclip.full.zeroshot_datasets")
-    parser.add_argument("--out", default=None, help="default: results/conclip/full")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")
     parser.add_argument("--images", default=None,
                         help="where CIFAR's images are written as PNG (default: build/full/conclip/zeroshot)")
@@ -549,10 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               data_root=Path(args.data_root) if args.data_root else None,
                               image_dir=Path(args.images) if args.images else None, context=context,
                               classes=dict(section["zeroshot_classes"]))
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["classification"].read_text(encoding="utf-8"))
-    return 0
+    return print_written(paths, "classification")
 
 
 if __name__ == "__main__":
