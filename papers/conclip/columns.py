@@ -63,8 +63,7 @@ def sugarcrepe_cells(accuracy_by_category: Mapping[str, float]) -> dict:
 def table6_row(model: Mapping, sugarcrepe: Mapping, ccneg: float, classification_top1: float) -> dict:
     """Table 6's row of one run, in points."""
     folds = {f"sugarcrepe_{fold}": sugarcrepe[f"sugarcrepe_{fold}"] for fold in SUGARCREPE_FOLDS}
-    row = {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
-    return {k: row[k] for k in TABLE6_FIELDS}
+    return {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
 
 
 def top1(result: Any) -> float:

@@ -488,20 +488,17 @@ def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
 
 
 # --- Files: what each profile writes beside table3.csv, by_word_k.csv and context.json ---
-def _csv(path: Path, fields: Sequence[str], rows: Sequence[Mapping]) -> Path:
-    return write_csv_atomic(path, [{k: r[k] for k in fields} for r in rows], fields)
-
-
 def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
     rows = {s.row: model_row(s) for s in scored}
     ordered = list(rows.values())
     metrics = comparisons(rows, {s.row: s for s in scored}, negation)
     return {
-        "classification": _csv(staging / "classification.csv", CLASSIFICATION_FIELDS, ordered),
-        "sugarcrepe": _csv(staging / "sugarcrepe.csv", SUGARCREPE_FIELDS, ordered),
-        "table6": _csv(staging / "table6.csv", TABLE6_FIELDS,
-                       [table6_row(rows[r], rows[r], rows[r]["ccneg"], rows[r]["classification_top1"]) for r in RUNS]),
-        "distractors": _csv(staging / "distractors.csv", DISTRACTOR_FIELDS, ordered),
+        "classification": write_csv_atomic(staging / "classification.csv", ordered, CLASSIFICATION_FIELDS),
+        "sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", ordered, SUGARCREPE_FIELDS),
+        "table6": write_csv_atomic(staging / "table6.csv", [table6_row(rows[r], rows[r], rows[r]["ccneg"],
+                                                                       rows[r]["classification_top1"]) for r in RUNS],
+                                   TABLE6_FIELDS),
+        "distractors": write_csv_atomic(staging / "distractors.csv", ordered, DISTRACTOR_FIELDS),
         "comparisons": write_json_atomic(staging / "comparisons.json", metrics),
         "summary": write_json_atomic(staging / "summary.json", {k: metrics[k] for k in MINI_SUMMARY_KEYS}),
     }
@@ -554,7 +551,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     context = {**inputs.context, **files.record(scored, skipped)}
 
     def write(staging: Path) -> dict[str, Path]:
-        return {"table3": _csv(staging / "table3.csv", files.table3_fields, [ccneg_row(s) for s in scored]),
+        return {"table3": write_csv_atomic(staging / "table3.csv", [ccneg_row(s) for s in scored], files.table3_fields),
                 "by_word_k": write_csv_atomic(staging / "by_word_k.csv",
                                               [c for s in scored for c in word_k_rows(s, inputs.negation)],
                                               BY_WORD_K_FIELDS),

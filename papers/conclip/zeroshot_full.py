@@ -445,8 +445,7 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
     lacking = [row for row in COMPARED_ROWS if row not in by_row]
     if lacking:
         return {}, f"row(s) {lacking} not scored"
-    d = paired_difference(*(classification_measure(by_row[row].results, datasets) for row in COMPARED_ROWS),
-                          n_resamples=N_RESAMPLES, seed=SEED)
+    d = paired_difference(*(classification_measure(by_row[row].results, datasets) for row in COMPARED_ROWS))
     return {"conclip_minus_clip_classification": round(d.value, 2),
             "conclip_minus_clip_classification_ci_low": round(d.low, 2),
             "conclip_minus_clip_classification_ci_high": round(d.high, 2)}, None
