@@ -10,7 +10,6 @@ categories (the paper's "average improvement of 4.4%" is over all of them, not R
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
+from common.files.jsonl import read_json
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from papers.conclip.columns import (
@@ -222,15 +222,11 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
         out.update({key: round(estimate, 2), f"{key}_ci_low": round(d.low, 2), f"{key}_ci_high": round(d.high, 2)})
     path = results_dir / ZEROSHOT_COMPARISONS
     try:
-        zeroshot = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Table6InputError(f"{path}: not found; zeroshot-full writes it with classification.csv (run that stage "
-                               f"again)") from None
-    except json.JSONDecodeError as exc:
-        raise Table6InputError(f"{path}: not JSON ({exc}); run zeroshot-full again") from None
-    if not isinstance(zeroshot, dict) or set(zeroshot) - set(CLASSIFICATION_KEYS) or \
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-                    for v in zeroshot.values()):
+        zeroshot = read_json(path, dict, "zeroshot-full writes it with classification.csv (run that stage again)")
+    except WorkspaceError as exc:  # missing, not JSON or not a JSON object
+        raise Table6InputError(str(exc)) from None
+    if set(zeroshot) - set(CLASSIFICATION_KEYS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in zeroshot.values()):
         raise Table6InputError(f"{path}: expected {{}} or numbers under {list(CLASSIFICATION_KEYS)}, found "
                                f"{zeroshot!r:.200}; run zeroshot-full again")
     if set(zeroshot) == set(CLASSIFICATION_KEYS):
