@@ -10,6 +10,7 @@ categories (the paper's "average improvement of 4.4%" is over all of them, not R
 from __future__ import annotations
 
 import csv
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -173,16 +174,6 @@ def read_predictions(path: Path) -> Outcomes:
     return Outcomes(path, tuple(outcomes))
 
 
-def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group: bool) -> None:
-    """The accuracy the predictions give (per group, or over all) must be the table's, to its two decimals."""
-    for group, value in expected.items():
-        picked = [o.correct for o in out.outcomes if not by_group or o.group == group]
-        recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
-        if not abs(recount - value) <= 0.006:
-            raise Table6InputError(f"{out.path}: {group or 'all'}: {recount:.4f} correct, but its table says {value} "
-                                   f"(a stale file: re-run the stage that writes both)")
-
-
 def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
     """The predictions of ``COMPARED_ROWS`` for ``what``, checked against the table, or why they cannot be compared."""
     table_name, folder = COMPARISON_INPUTS[what]
@@ -198,8 +189,13 @@ def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
     if ids["conclip"] != ids["clip"]:
         raise Table6InputError(f"{outcomes['conclip'].path} and {outcomes['clip'].path} hold different examples (or "
                                f"in another order): a paired comparison needs the same ones; re-run the stage")
-    for row in COMPARED_ROWS:
-        _check_against_table(outcomes[row], {c if by_group else "": table[row][c] for c in columns}, by_group)
+    for row, column in itertools.product(COMPARED_ROWS, columns):  # the accuracy (per group or over all): the table's
+        picked = [o.correct for o in outcomes[row].outcomes if not by_group or o.group == column]
+        recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
+        if not abs(recount - table[row][column]) <= 0.006:
+            raise Table6InputError(f"{outcomes[row].path}: {column if by_group else 'all'}: {recount:.4f} correct, but "
+                                   f"its table says {table[row][column]} (a stale file: re-run the stage that writes "
+                                   "both)")
     return outcomes
 
 
