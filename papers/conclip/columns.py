@@ -4,11 +4,16 @@ own (no scoring, no mini world) so that the full profile's stages do not depend 
 """
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from common.card.core import N_RESAMPLES, SEED, Measure, selection_measures
+from common.errors import WorkspaceError
+from common.zoo import get_spec
 from papers.conclip.runs import RUNS
 
 SUGARCREPE_CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "add_obj", "add_att",
@@ -32,6 +37,14 @@ def pct(x: float) -> float:
     return round(100.0 * x, 2)
 
 
+def model_label(name: str, model: object = None) -> str:
+    """The zoo entry's label; a stand-in outside the zoo (tests) gives its own ``spec.label``, else its name."""
+    try:
+        return get_spec(name).label
+    except (KeyError, OSError, WorkspaceError):
+        return getattr(getattr(model, "spec", None), "label", name)
+
+
 def model_cells(row: str, model: str, label: str, run: str | None) -> dict:
     """A row's identity: its id (the audit's key), zoo name, label and, for a fine-tune, its terms and negatives."""
     spec = RUNS[run] if run else None
@@ -50,8 +63,7 @@ def sugarcrepe_cells(accuracy_by_category: Mapping[str, float]) -> dict:
 def table6_row(model: Mapping, sugarcrepe: Mapping, ccneg: float, classification_top1: float) -> dict:
     """Table 6's row of one run, in points."""
     folds = {f"sugarcrepe_{fold}": sugarcrepe[f"sugarcrepe_{fold}"] for fold in SUGARCREPE_FOLDS}
-    row = {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
-    return {k: row[k] for k in TABLE6_FIELDS}
+    return {**{k: model[k] for k in MODEL_FIELDS}, **folds, "ccneg": ccneg, "classification_top1": classification_top1}
 
 
 def top1(result: Any) -> float:
@@ -100,3 +112,23 @@ def ccneg_difference(conclip: Sequence[Any], clip: Sequence[Any], n_resamples: i
         raise ValueError("CoN-CLIP minus CLIP: the two hold different items (or in another order)")
     diff = 100.0 * (np.array([o.correct for o in conclip], float) - np.array([o.correct for o in clip], float))
     return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)
+
+
+def stage_parser(module: str, doc: str, out: str = "default: results/conclip/full",
+                 device: bool = True) -> argparse.ArgumentParser:
+    """A stage's command line: ``--out`` (help ``out``) and ``--device``, then the options the stage adds."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
+    parser.add_argument("--out", default=None, help=out)
+    if device:
+        parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    return parser
+
+
+def print_written(paths: Mapping[str, Path], *shown: str) -> int:
+    """A stage's exit: the path of each file it wrote, then the files ``shown`` (a JSON summary indented)."""
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    for name in shown:
+        text = paths[name].read_text(encoding="utf-8")
+        print(json.dumps(json.loads(text), indent=2) if paths[name].suffix == ".json" else text)
+    return 0

@@ -13,8 +13,6 @@ which COCO lacks: agreement with the release takes their place.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -27,9 +25,10 @@ from common.files.tasks import DatasetError, raise_problems
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from common.registry.fetch import fetch
-from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create
 from common.zoo.available import why_unavailable
 from papers.conclip import ccneg, coco_pool
+from papers.conclip.columns import model_label, print_written, stage_parser
 from papers.conclip.distractors import distractor_scores, mine_distractors
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
@@ -291,13 +290,9 @@ def evaluate_distractors(ccneg_path: Path, mapping_path: Path, pool: Sequence[Pa
         raise ModelUnavailable(f"conclip.full.distractors.model: {why_unavailable(model, exc)}") from exc
     engine = Engine(embedder, engine_config)
     rows, released_ties_ours = compare_with_release(texts.texts, pool, mapping, engine, top_k, chunk_size)
-    try:
-        label = get_spec(model).label
-    except KeyError:
-        label = model
     full_context = {
         **dict(context or {}), "profile": "full",
-        "model": {"name": model, "label": label, "fingerprint": embedder.fingerprint},
+        "model": {"name": model, "label": model_label(model), "fingerprint": embedder.fingerprint},
         "pool": {"name": "COCO train 2017", "size": len(pool), "order": "torchvision CocoCaptions: ascending image "
                  "id (papers.conclip.coco_pool)", "images_dir": str(pool[0].parent), "first": pool[0].name,
                  "last": pool[-1].name},
@@ -336,8 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads tqdm only when called
     from common.evaluation.evaluate import best_device, engine_config
 
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.distractors_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser("papers.conclip.distractors_full", __doc__)
     parser.add_argument("--data", default=None,
                         help="ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
     parser.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the download "
@@ -348,8 +342,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the evaluation split, the file's last N entries, never sampled (default: "
                              f"{ccneg.EVAL_SIZE}, the authors' configs.num_ccneg_eval_samples; with a cap, "
                              "params.yaml full_inputs.cap)")
-    parser.add_argument("--out", default=None, help="default: results/conclip/full")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     args = parser.parse_args(argv)
     params, section = own_section("conclip.full.distractors")
     device = args.device or best_device()
@@ -362,10 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         device=device, create=zoo_create, chunk_size=CODE_CHUNK,
         eval_size=args.eval_size or ccneg.eval_size_for(params),
         context={"device": device, "engine": params.get("engine", {})})
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
-    return 0
+    return print_written(paths, "summary")
 
 
 if __name__ == "__main__":

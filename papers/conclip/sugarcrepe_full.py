@@ -10,7 +10,6 @@ CLIP as baseline for zero-shot image-text matching"). Its files: the README's "O
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -25,9 +24,11 @@ from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS, build_dir
 from common.pipeline.params import own_section
-from common.zoo import ModelFactory, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
-from papers.conclip.columns import SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, sugarcrepe_cells
+from papers.conclip.columns import (
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, print_written, stage_parser,
+    sugarcrepe_cells)
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries and their download entries' notes."""
@@ -93,11 +94,7 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
         result = selection.evaluate(Engine(model, engine_config), items, STRICT)
         if [o.item_id for o in result.outcomes] != [it.item_id for it in items]:
             raise SugarcrepeFullError(f"SugarCrepe row {row!r}: the outcomes of {name!r} are not in the items' order")
-        try:
-            label = get_spec(name).label
-        except KeyError:  # a model the zoo does not register (a stand-in in tests) is labelled by its name
-            label = name
-        scored.append(ScoredRow(row, name, label, result))
+        scored.append(ScoredRow(row, name, model_label(name), result))
         del model
     if not scored:
         raise SugarcrepeFullError(f"no row of conclip.full.sugarcrepe_rows could be loaded: {skipped}")
@@ -128,12 +125,10 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.sugarcrepe_full",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="the results folder (default: results/conclip/full)")
+    parser = stage_parser("papers.conclip.sugarcrepe_full", __doc__,
+                          "the results folder (default: results/conclip/full)")
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's prepared set (default: build/full/sugarcrepe/manifest.json)")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     args = parser.parse_args(argv)
     params, section = own_section("conclip.full")
     device = args.device or best_device()
@@ -143,10 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = evaluate_sugarcrepe(models, manifest, Path(args.out or RESULTS / "conclip" / "full"), engine_config(params),
                                 device, create=zoo_create, skip_unavailable=bool(section["skip_unavailable"]),
                                 context=context)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["sugarcrepe"].read_text(encoding="utf-8"))
-    return 0
+    return print_written(paths, "sugarcrepe")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ categories (the paper's "average improvement of 4.4%" is over all of them, not R
 """
 from __future__ import annotations
 
-import argparse
 import csv
-import json
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -21,11 +20,12 @@ import numpy as np
 from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
+from common.files.jsonl import read_json
 from common.paths import RESULTS
 from common.pipeline.params import own_section
 from papers.conclip.columns import (
-    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, sugarcrepe_measure,
-    table6_row)
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, print_written, stage_parser,
+    sugarcrepe_measure, table6_row)
 from papers.conclip.runs import RUNS
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
@@ -174,16 +174,6 @@ def read_predictions(path: Path) -> Outcomes:
     return Outcomes(path, tuple(outcomes))
 
 
-def _check_against_table(out: Outcomes, expected: Mapping[str, float], by_group: bool) -> None:
-    """The accuracy the predictions give (per group, or over all) must be the table's, to its two decimals."""
-    for group, value in expected.items():
-        picked = [o.correct for o in out.outcomes if not by_group or o.group == group]
-        recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
-        if not abs(recount - value) <= 0.006:
-            raise Table6InputError(f"{out.path}: {group or 'all'}: {recount:.4f} correct, but its table says {value} "
-                                   f"(a stale file: re-run the stage that writes both)")
-
-
 def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
     """The predictions of ``COMPARED_ROWS`` for ``what``, checked against the table, or why they cannot be compared."""
     table_name, folder = COMPARISON_INPUTS[what]
@@ -199,8 +189,13 @@ def _pair(results_dir: Path, what: str) -> dict[str, Outcomes] | str:
     if ids["conclip"] != ids["clip"]:
         raise Table6InputError(f"{outcomes['conclip'].path} and {outcomes['clip'].path} hold different examples (or "
                                f"in another order): a paired comparison needs the same ones; re-run the stage")
-    for row in COMPARED_ROWS:
-        _check_against_table(outcomes[row], {c if by_group else "": table[row][c] for c in columns}, by_group)
+    for row, column in itertools.product(COMPARED_ROWS, columns):  # the accuracy (per group or over all): the table's
+        picked = [o.correct for o in outcomes[row].outcomes if not by_group or o.group == column]
+        recount = 100.0 * float(np.mean(picked)) if picked else float("nan")
+        if not abs(recount - table[row][column]) <= 0.006:
+            raise Table6InputError(f"{outcomes[row].path}: {column if by_group else 'all'}: {recount:.4f} correct, but "
+                                   f"its table says {table[row][column]} (a stale file: re-run the stage that writes "
+                                   "both)")
     return outcomes
 
 
@@ -223,15 +218,11 @@ def comparisons(results_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
         out.update({key: round(estimate, 2), f"{key}_ci_low": round(d.low, 2), f"{key}_ci_high": round(d.high, 2)})
     path = results_dir / ZEROSHOT_COMPARISONS
     try:
-        zeroshot = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise Table6InputError(f"{path}: not found; zeroshot-full writes it with classification.csv (run that stage "
-                               f"again)") from None
-    except json.JSONDecodeError as exc:
-        raise Table6InputError(f"{path}: not JSON ({exc}); run zeroshot-full again") from None
-    if not isinstance(zeroshot, dict) or set(zeroshot) - set(CLASSIFICATION_KEYS) or \
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-                    for v in zeroshot.values()):
+        zeroshot = read_json(path, dict, "zeroshot-full writes it with classification.csv (run that stage again)")
+    except WorkspaceError as exc:  # missing, not JSON or not a JSON object
+        raise Table6InputError(str(exc)) from None
+    if set(zeroshot) - set(CLASSIFICATION_KEYS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in zeroshot.values()):
         raise Table6InputError(f"{path}: expected {{}} or numbers under {list(CLASSIFICATION_KEYS)}, found "
                                f"{zeroshot!r:.200}; run zeroshot-full again")
     if set(zeroshot) == set(CLASSIFICATION_KEYS):
@@ -281,17 +272,12 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.table6_full", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None,
-                        help="the results folder, read and written (default: results/conclip/full)")
-    args = parser.parse_args(argv)
+    args = stage_parser("papers.conclip.table6_full", __doc__,
+                        "the results folder, read and written (default: results/conclip/full)",
+                        device=False).parse_args(argv)
     _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table6"].read_text(encoding="utf-8"))
-    print(json.dumps(json.loads(paths["summary"].read_text(encoding="utf-8")), indent=2))
-    return 0
+    return print_written(paths, "table6", "summary")
 
 
 if __name__ == "__main__":

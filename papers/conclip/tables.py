@@ -17,7 +17,6 @@ left out and named in ``context.json``; otherwise it stops the stage.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -52,7 +51,7 @@ from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMP
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
     MODEL_FIELDS, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells, classification_fields,
-    classification_measure, model_cells, pct, sugarcrepe_cells, sugarcrepe_measure, table6_row)
+    classification_measure, model_cells, pct, print_written, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
@@ -489,20 +488,17 @@ def trained_here(scored: Sequence[Scored]) -> dict[str, dict]:
 
 
 # --- Files: what each profile writes beside table3.csv, by_word_k.csv and context.json ---
-def _csv(path: Path, fields: Sequence[str], rows: Sequence[Mapping]) -> Path:
-    return write_csv_atomic(path, [{k: r[k] for k in fields} for r in rows], fields)
-
-
 def mini_files(staging: Path, scored: Sequence[Scored], negation: NegationSet) -> dict[str, Path]:
     rows = {s.row: model_row(s) for s in scored}
     ordered = list(rows.values())
     metrics = comparisons(rows, {s.row: s for s in scored}, negation)
     return {
-        "classification": _csv(staging / "classification.csv", CLASSIFICATION_FIELDS, ordered),
-        "sugarcrepe": _csv(staging / "sugarcrepe.csv", SUGARCREPE_FIELDS, ordered),
-        "table6": _csv(staging / "table6.csv", TABLE6_FIELDS,
-                       [table6_row(rows[r], rows[r], rows[r]["ccneg"], rows[r]["classification_top1"]) for r in RUNS]),
-        "distractors": _csv(staging / "distractors.csv", DISTRACTOR_FIELDS, ordered),
+        "classification": write_csv_atomic(staging / "classification.csv", ordered, CLASSIFICATION_FIELDS),
+        "sugarcrepe": write_csv_atomic(staging / "sugarcrepe.csv", ordered, SUGARCREPE_FIELDS),
+        "table6": write_csv_atomic(staging / "table6.csv", [table6_row(rows[r], rows[r], rows[r]["ccneg"],
+                                                                       rows[r]["classification_top1"]) for r in RUNS],
+                                   TABLE6_FIELDS),
+        "distractors": write_csv_atomic(staging / "distractors.csv", ordered, DISTRACTOR_FIELDS),
         "comparisons": write_json_atomic(staging / "comparisons.json", metrics),
         "summary": write_json_atomic(staging / "summary.json", {k: metrics[k] for k in MINI_SUMMARY_KEYS}),
     }
@@ -555,7 +551,7 @@ def evaluate_tables(inputs: Inputs, out_dir: Path, engine_config=None, device: s
     context = {**inputs.context, **files.record(scored, skipped)}
 
     def write(staging: Path) -> dict[str, Path]:
-        return {"table3": _csv(staging / "table3.csv", files.table3_fields, [ccneg_row(s) for s in scored]),
+        return {"table3": write_csv_atomic(staging / "table3.csv", [ccneg_row(s) for s in scored], files.table3_fields),
                 "by_word_k": write_csv_atomic(staging / "by_word_k.csv",
                                               [c for s in scored for c in word_k_rows(s, inputs.negation)],
                                               BY_WORD_K_FIELDS),
@@ -616,13 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs, device = (_mini_stage if args.profile == "mini" else _full_stage)(args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "conclip" / args.profile), engine_config(params),
                             device, create=zoo_create)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table3"].read_text())
-    if "table6" in paths:
-        print(paths["table6"].read_text())
-    print(json.dumps(json.loads(paths["summary"].read_text()), indent=2))
-    return 0
+    return print_written(paths, *(name for name in ("table3", "table6", "summary") if name in paths))
 
 
 if __name__ == "__main__":

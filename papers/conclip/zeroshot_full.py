@@ -14,7 +14,6 @@ as PNG files (``export_pngs``), because the encoding engine keys images by file 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -43,9 +42,11 @@ from common.pipeline.params import own_section
 from common.registry.errors import ChecksumError, FetchError
 from common.registry.fetch import check_md5, fetch
 from common.registry.sources import get_source
-from common.zoo import ModelFactory, create_model as zoo_create, get_spec
+from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
-from papers.conclip.columns import classification_cells, classification_fields, classification_measure, pct, top1
+from papers.conclip.columns import (
+    classification_cells, classification_fields, classification_measure, model_label, pct, print_written, stage_parser,
+    top1)
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
@@ -388,14 +389,6 @@ def prompt_sets(loaded: LoadedSet) -> dict[str, ClassificationSet]:
 
 
 # --- Scoring ---
-def _label(name: str, model: object) -> str:
-    """The zoo entry's label; a stand-in model outside the zoo (tests) gives its own."""
-    try:
-        return get_spec(name).label
-    except (KeyError, OSError, WorkspaceError):
-        return getattr(getattr(model, "spec", None), "label", name)
-
-
 @dataclass(frozen=True)
 class ScoredModel:
     row: str
@@ -415,7 +408,7 @@ def score_models(models: Mapping[str, str], sets: Mapping[str, Mapping[str, Clas
         engine = Engine(model, engine_config)
         results = {dataset: {kind: classification.evaluate(engine, s) for kind, s in kinds.items()}
                    for dataset, kinds in sets.items()}
-        scored.append(ScoredModel(row, name, _label(name, model), engine.identity[1], results))
+        scored.append(ScoredModel(row, name, model_label(name, model), engine.identity[1], results))
         del engine, model
     return scored, skipped
 
@@ -452,8 +445,7 @@ def comparisons(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> tuple
     lacking = [row for row in COMPARED_ROWS if row not in by_row]
     if lacking:
         return {}, f"row(s) {lacking} not scored"
-    d = paired_difference(*(classification_measure(by_row[row].results, datasets) for row in COMPARED_ROWS),
-                          n_resamples=N_RESAMPLES, seed=SEED)
+    d = paired_difference(*(classification_measure(by_row[row].results, datasets) for row in COMPARED_ROWS))
     return {"conclip_minus_clip_classification": round(d.value, 2),
             "conclip_minus_clip_classification_ci_low": round(d.low, 2),
             "conclip_minus_clip_classification_ci_high": round(d.high, 2)}, None
@@ -535,12 +527,9 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.zeroshot_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser("papers.conclip.zeroshot_full", __doc__)
     parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
                         help="default: conclip.full.zeroshot_datasets")
-    parser.add_argument("--out", default=None, help="default: results/conclip/full")
-    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")
     parser.add_argument("--images", default=None,
                         help="where CIFAR's images are written as PNG (default: build/full/conclip/zeroshot)")
@@ -556,10 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               data_root=Path(args.data_root) if args.data_root else None,
                               image_dir=Path(args.images) if args.images else None, context=context,
                               classes=dict(section["zeroshot_classes"]))
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["classification"].read_text(encoding="utf-8"))
-    return 0
+    return print_written(paths, "classification")
 
 
 if __name__ == "__main__":
