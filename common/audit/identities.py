@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StringConstraint
 from common.audit.consistency import AVERAGINGS, PER_CATEGORY, Printed
 from common.errors import WorkspaceError, unknown_name
 from common.paths import PUBLISHED
-from common.reporting.published import PublishedCell, read_utf8
+from common.reporting.published import PublishedCell, read_toml
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"
@@ -279,11 +278,7 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
     """The identity table, checked: UTF-8, TOML, the schema above, every ``paper`` in ``papers`` (default: those
     transcribed) and its own consistency; each violation one line naming the entry's line and key."""
     path = Path(path)
-    text = read_utf8(path, IdentityError)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise IdentityError(f"{path}: not valid TOML: {exc}") from None
+    text, data = read_toml(path, IdentityError)
     where = _Where(path, text, data)
     try:
         spec = _IdentityFile.model_validate(data)

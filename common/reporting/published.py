@@ -13,6 +13,7 @@ import math
 import operator
 import re
 import statistics
+import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,15 @@ def read_utf8(path: str | Path, error: type[WorkspaceError] = WorkspaceError, *,
               csv_file: bool = False) -> str:
     """The text of ``path`` through ``decode_utf8`` (a missing file stays a ``FileNotFoundError`` naming it)."""
     return decode_utf8(Path(path).read_bytes(), path, error, bom=bom, csv_file=csv_file)
+
+
+def read_toml(path: str | Path, error: type[WorkspaceError] = WorkspaceError) -> tuple[str, dict[str, Any]]:
+    """The text of a TOML file (``read_utf8``) and its table; bad TOML is an ``error`` naming the file and the line."""
+    text = read_utf8(path, error)
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
 
 
 def csv_records(text: str, path: str | Path, error: type[WorkspaceError] = WorkspaceError
