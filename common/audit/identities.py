@@ -70,16 +70,10 @@ class Identities:
     witnesses: tuple[WitnessSpec, ...] = ()
 
     def measure(self, measure_id: str) -> Measure:
-        for m in self.measures:
-            if m.id == measure_id:
-                return m
-        raise KeyError(measure_id)
+        return {m.id: m for m in self.measures}[measure_id]
 
     def model(self, model_id: str) -> Model:
-        for m in self.models:
-            if m.id == model_id:
-                return m
-        raise KeyError(model_id)
+        return {m.id: m for m in self.models}[model_id]
 
     @property
     def papers(self) -> list[str]:
@@ -423,9 +417,8 @@ def breakdown_cells(spec: BreakdownSpec, model_label: str, cells: Iterable[Publi
             rows[c.row][c.column] = c
     parts = []
     for row, by_column in rows.items():
-        if not any(fnmatch.fnmatchcase(row, p) for p in spec.rows):
-            continue
-        if any(fnmatch.fnmatchcase(row, p) for p in spec.exclude_rows):
+        if not any(fnmatch.fnmatchcase(row, p) for p in spec.rows) or any(
+                fnmatch.fnmatchcase(row, p) for p in spec.exclude_rows):
             continue
         value, count = by_column.get(model_label), by_column.get(spec.count_column)
         if value is None or count is None or value.value is None or count.value is None:
