@@ -205,11 +205,17 @@ def _parse_number(text: str, where: str, column: str = "value") -> float:
         raise PublishedDataError(f"{where}: column {column!r}: {exc}") from None
 
 
-def _read_rows(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+def _read_rows(path: Path, fields: tuple[str, ...], paper: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a transcription whose header is ``fields``, each of ``paper`` in one of ``UNITS``."""
     header, rows = read_csv_rows(path, PublishedDataError, required=fields)
     if header != list(fields):
         raise PublishedDataError(f"{path}:1: header {header} != expected {list(fields)} (unexpected column(s) "
                                  f"{[h for h in header if h not in fields]}, or columns in another order)")
+    for line, row in rows:
+        if row["paper"] != paper:
+            raise PublishedDataError(f"{path}:{line}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
+        if row["unit"] not in UNITS:
+            raise PublishedDataError(f"{path}:{line}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
     return rows
 
 
@@ -217,14 +223,10 @@ def load_cells(paper: str, root: Path = PUBLISHED) -> list[PublishedCell]:
     path = root / f"{paper}.csv"
     cells: list[PublishedCell] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for line, row in _read_rows(path, CELL_FIELDS):
+    for line, row in _read_rows(path, CELL_FIELDS, paper):
         where = f"{path}:{line}"
-        if row["paper"] != paper:
-            raise PublishedDataError(f"{where}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
         if row["status"] not in STATUSES:
             raise PublishedDataError(f"{where}: column 'status': {row['status']!r} not in {sorted(STATUSES)}")
-        if row["unit"] not in UNITS:
-            raise PublishedDataError(f"{where}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
         empty = [k for k in ("table", "row", "column") if not row[k]]
         if empty:
             raise PublishedDataError(f"{where}: column(s) {empty} empty: table, row and column must be non-empty")
@@ -251,14 +253,10 @@ def load_claims(paper: str, root: Path = PUBLISHED) -> list[PublishedClaim]:
     path = root / f"{paper}_claims.csv"
     claims: list[PublishedClaim] = []
     seen: dict[str, int] = {}
-    for line, row in _read_rows(path, CLAIM_FIELDS):
+    for line, row in _read_rows(path, CLAIM_FIELDS, paper):
         where = f"{path}:{line}"
-        if row["paper"] != paper:
-            raise PublishedDataError(f"{where}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
         if not row["claim_id"]:
             raise PublishedDataError(f"{where}: column 'claim_id' is empty; give the claim an id")
-        if row["unit"] not in UNITS:
-            raise PublishedDataError(f"{where}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
         comparison = row["comparison"].strip() or "="
         if comparison not in COMPARISONS:
             raise PublishedDataError(f"{where}: column 'comparison': {row['comparison']!r} not in "
