@@ -212,7 +212,7 @@ def _in_results(*parts: str) -> Callable[[Path], str]:
 
 
 def _line(*parts: str, line: int) -> Callable[[Path], str]:
-    return lambda root: f"{root.joinpath('results', *parts)}: line {line}"
+    return lambda root: f"{root.joinpath('results', *parts)}:{line}: "
 
 
 REPORT_CASES: list[Case] = [
@@ -232,7 +232,7 @@ REPORT_CASES: list[Case] = [
     Case("report", "table-merge-conflict", _report("sugarcrepe", "sugarcrepe/mini/table6.csv", _conflict),
          _line("sugarcrepe", "mini", "table6.csv", line=2), runner="report"),
     Case("report", "table-cut-in-half", _report("aro", "aro/mini/table6.csv", _cut_half),
-         lambda r: f"{r / 'results' / 'aro' / 'mini' / 'table6.csv'}: line", runner="report"),
+         lambda r: f"{r / 'results' / 'aro' / 'mini' / 'table6.csv'}:", runner="report"),
     Case("report", "table-nul-byte", _report("bivlc", "bivlc/mini/table2.csv", _edit(",", ",\0")),
          _line("bivlc", "mini", "table2.csv", line=1), runner="report"),
     Case("report", "table-missing-column",
@@ -242,14 +242,14 @@ REPORT_CASES: list[Case] = [
     Case("report", "table-header-only",
          _report("bivlc", "bivlc/mini/table2.csv", lambda p: p.write_text(
              p.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")),
-         lambda r: f"{r / 'results' / 'bivlc' / 'mini' / 'table2.csv'}: no rows", runner="report"),
+         lambda r: f"{r / 'results' / 'bivlc' / 'mini' / 'table2.csv'}:2: no rows", runner="report"),
     Case("report", "table-not-utf8",
          _report("hard_positives", "hard_positives/mini/table1.csv",
                  lambda p: p.write_bytes(p.read_bytes().replace(b"CLIP", b"CL\xcfP", 1))),
          _line("hard_positives", "mini", "table1.csv", line=2), runner="report"),
     Case("report", "table-not-a-number",
          _report("sugarcrepe", "sugarcrepe/real_text/blind_accuracy.csv", _edit(",63.8,", ",n/a,")),
-         lambda r: f"{r / 'results' / 'sugarcrepe' / 'real_text' / 'blind_accuracy.csv'}: line 2: column 'accuracy'",
+         lambda r: f"{r / 'results' / 'sugarcrepe' / 'real_text' / 'blind_accuracy.csv'}:2: column 'accuracy'",
          runner="report"),
     Case("report", "table-missing-verdict-column",
          _report("sugarcrepe", "sugarcrepe/mini/table6_reproduction.csv", _edit("within", "inside")),

@@ -235,7 +235,7 @@ CASES: list[Case] = [
     Case("published-loader", "nul-byte", _cells(lambda d: _line(d, 5, lambda ln: ln.replace(b"placed", b"pla\0ced"))),
          _where(*PUB, line=5, then="column 'note'"), runner="published"),
     Case("published-loader", "header-column-missing", _cells(lambda d: d.replace(b",raw,note\n", b",note\n", 1)),
-         _where(*PUB, line=1, then="header"), runner="published"),
+         _where(*PUB, line=1, then="missing column(s) ['raw']"), runner="published"),
     # the claims of the text (results/published/<paper>_claims.csv): a recompute expression is data, never code
     Case("claims", "lambda-hiding-code", _claims(f"(lambda: {SUBCLASSES})()"),
          _where(*CLM, line=INJECTED, then="column 'recompute' (claim 'injected')"), runner="claims"),

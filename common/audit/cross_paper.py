@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
@@ -30,9 +30,6 @@ from common.text.markdown import md_cell
 PAPERS_KIND, RELEASED_KIND, WITNESS_KIND, NOT_JOINED_KIND = "papers", "released", "witness", "not joined"
 WITNESS_DECIMALS = 6
 """A third party's full-precision floats are read to 6 decimals: a count k/n still fits exactly, float noise not."""
-FIELDS = ("verdict", "kind", "benchmark", "measure", "category", "model", "source_a", "location_a", "value_a",
-          "averaging_a", "source_b", "location_b", "value_b", "averaging_b", "difference", "cause", "mapping",
-          "evidence")
 NAME = "cross_paper"
 DATA_FILES = ("results/published/",)
 """The stage's data dependency: every paper's transcriptions and the identity table."""
@@ -68,6 +65,9 @@ class Row:
     cause: str
     mapping: str
     evidence: str
+
+
+FIELDS = tuple(f.name for f in fields(Row))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StringConstraint
 from common.audit.consistency import AVERAGINGS, PER_CATEGORY, Printed
 from common.errors import WorkspaceError, unknown_name
 from common.paths import PUBLISHED
-from common.reporting.published import PublishedCell, read_utf8
+from common.reporting.published import PublishedCell, read_toml
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"
@@ -71,16 +70,10 @@ class Identities:
     witnesses: tuple[WitnessSpec, ...] = ()
 
     def measure(self, measure_id: str) -> Measure:
-        for m in self.measures:
-            if m.id == measure_id:
-                return m
-        raise KeyError(measure_id)
+        return {m.id: m for m in self.measures}[measure_id]
 
     def model(self, model_id: str) -> Model:
-        for m in self.models:
-            if m.id == model_id:
-                return m
-        raise KeyError(model_id)
+        return {m.id: m for m in self.models}[model_id]
 
     @property
     def papers(self) -> list[str]:
@@ -279,11 +272,7 @@ def load_identities(path: Path = IDENTITIES, papers: Collection[str] | None = No
     """The identity table, checked: UTF-8, TOML, the schema above, every ``paper`` in ``papers`` (default: those
     transcribed) and its own consistency; each violation one line naming the entry's line and key."""
     path = Path(path)
-    text = read_utf8(path, IdentityError)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise IdentityError(f"{path}: not valid TOML: {exc}") from None
+    text, data = read_toml(path, IdentityError)
     where = _Where(path, text, data)
     try:
         spec = _IdentityFile.model_validate(data)
@@ -428,9 +417,8 @@ def breakdown_cells(spec: BreakdownSpec, model_label: str, cells: Iterable[Publi
             rows[c.row][c.column] = c
     parts = []
     for row, by_column in rows.items():
-        if not any(fnmatch.fnmatchcase(row, p) for p in spec.rows):
-            continue
-        if any(fnmatch.fnmatchcase(row, p) for p in spec.exclude_rows):
+        if not any(fnmatch.fnmatchcase(row, p) for p in spec.rows) or any(
+                fnmatch.fnmatchcase(row, p) for p in spec.exclude_rows):
             continue
         value, count = by_column.get(model_label), by_column.get(spec.count_column)
         if value is None or count is None or value.value is None or count.value is None:

@@ -9,7 +9,7 @@ from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from common.audit.core import AuditError, Recomputed
 from common.files.jsonl import read_json
-from common.reporting.published import csv_records, decode_utf8, parse_number
+from common.reporting.published import parse_number, read_csv_rows
 
 MINI_NOTE = "the mini run scores tiny CLIPs on the rendered mini world"
 Note = Callable[[Mapping[str, str]], str]
@@ -33,41 +33,19 @@ def read_run_table(path: Path, columns: Iterable[str] = (), key: Sequence[str] |
     """Every row of a run's results table, read strictly: whole, ``columns`` present, no row twice by ``key``
     (default ``row`` if present)."""
     path = Path(path)
-    text = decode_utf8(path.read_bytes(), path, RunTableError, csv_file=True)
-    if not text.strip():
-        raise RunTableError(f"{path}: empty file; {REMEDY}")
-    if not text.endswith("\n"):
-        raise RunTableError(f"{path}:{text.count(chr(10)) + 1}: the last line does not end: the file was cut short; "
-                            f"{REMEDY}")
-    records = csv_records(text, path, RunTableError)
-    _, header = next(records)
-    twice = sorted({h for h in header if header.count(h) > 1})
-    if twice:
-        raise RunTableError(f"{path}:1: column(s) {twice} twice in the header; {REMEDY}")
-    missing = [c for c in dict.fromkeys(columns) if c not in header]
-    if missing:
-        raise RunTableError(f"{path}:1: no column(s) {missing} (header {header}); {REMEDY}")
+    try:
+        header, records = read_csv_rows(path, RunTableError, required=(*columns, *(key or ())), whole=True)
+    except RunTableError as exc:
+        raise RunTableError(f"{exc}; {REMEDY}") from None
     key = tuple(key) if key is not None else (("row",) if "row" in header else ())
-    absent = [c for c in key if c not in header]
-    if absent:
-        raise RunTableError(f"{path}:1: no key column(s) {absent} (header {header}); {REMEDY}")
-    rows: list[RunRow] = []
     seen: dict[tuple[str, ...], int] = {}
-    for line, record in records:
-        if len(record) != len(header):
-            raise RunTableError(f"{path}:{line}: {len(record)} field(s), the header has {len(header)}: the row is cut "
-                                f"or damaged; {REMEDY}")
-        row = RunRow(dict(zip(header, record)), line)
-        if key:
-            ident = tuple(row[c] for c in key)
-            if ident in seen:
-                raise RunTableError(f"{path}:{line}: row {'/'.join(ident)!r} ({'/'.join(key)}) again (first on line "
-                                    f"{seen[ident]}); {REMEDY}")
-            seen[ident] = line
-        rows.append(row)
-    if not rows:
-        raise RunTableError(f"{path}:2: no rows under the header; {REMEDY}")
-    return rows
+    for line, row in records:
+        ident = tuple(row[c] for c in key)
+        if key and ident in seen:
+            raise RunTableError(f"{path}:{line}: row {'/'.join(ident)!r} ({'/'.join(key)}) again (first on line "
+                                f"{seen[ident]}); {REMEDY}")
+        seen[ident] = line
+    return [RunRow(row, line) for line, row in records]
 
 
 def run_value(row: Mapping[str, str], column: str, path: Path, optional: bool = False) -> float | None:

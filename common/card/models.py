@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 from common import plugins
 from common.card.core import CardError
 from common.files.io import sha256_file
+from common.reporting.published import read_toml
 from common.zoo import ModelSpec, get_spec, register_local_configs
 from common.zoo.specs import ARCH_OVERRIDES_ENV, MODEL_CONFIG_DIR, REGISTRY_FILE
 
@@ -63,11 +63,8 @@ def is_mini_world(model: CardModel) -> bool:
 
 def zoo_names() -> set[str]:
     """The zoo's names, read from its ``models.toml`` files alone (the registry's checks run at look-up)."""
-    names: set[str] = set()
-    for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE):
-        with open(file, "rb") as fh:
-            names.update(entry["name"] for entry in tomllib.load(fh).get("model", []) if "name" in entry)
-    return names
+    return {entry["name"] for file in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)
+            for entry in read_toml(file)[1].get("model", []) if "name" in entry}
 
 
 def open_clip_archs() -> set[str]:

@@ -1,13 +1,13 @@
 """Figures drawn from result tables (PNG, for DVC image plots and the notebooks), and the one way to save one."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from common.files.io import atomic_path
+from common.reporting.published import read_csv_rows
 
 
 def pyplot() -> Any:
@@ -36,9 +36,7 @@ def save_figure(fig: Any, out_png: str | Path, dpi: int = 110) -> Path:
 def grouped_bars(table_csv: Path, groups: Sequence[str], out_png: Path, title: str, label_column: str = "label") -> Path:
     """One bar group per category, one bar per model (a results table drawn as the paper's figure)."""
     plt = pyplot()
-
-    with open(table_csv, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = [row for _, row in read_csv_rows(table_csv, whole=True)[1]]
     width = 0.8 / max(1, len(rows))
     fig, ax = plt.subplots(figsize=(1.3 * len(groups) + 2, 3.6))
     x = np.arange(len(groups))

@@ -4,7 +4,7 @@ in ``figures``, since a module boundary is a rerun boundary (docs/layout.md).
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -64,12 +64,8 @@ def table_rows(path: Path, columns: Sequence[str], key: str = "row") -> dict[str
     path = Path(path)
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing; run the stage that writes it (dvc repro)")
-    rows = read_table(path)
-    missing = [c for c in (key, *columns) if c not in rows[0]]
-    if missing:
-        raise WorkspaceError(f"{path}: no column(s) {missing}; rerun the stage that writes it")
     out: dict[str, dict[str, str]] = {}
-    for row in rows:
+    for row in read_table(path, (key, *columns)):
         if row[key] in out:
             raise WorkspaceError(f"{path}: {key} {row[key]!r} twice")
         out[row[key]] = row
@@ -115,9 +111,7 @@ def published_bars(cells: CellIndex, table: str, panel: str, groups: Mapping[str
 def write_bar_figure(bars: Sequence[PlotBar], lines: Sequence[PlotLine], out_png: Path, out_csv: Path, title: str,
                      ylabel: str) -> dict[str, Path]:
     """The figure (panels of grouped bars, published ones hatched) and its plot CSV (every bar's source)."""
-    plot_rows = [{"panel": b.panel, "group": b.group, "series": b.series, "value": b.value, "source": b.source}
-                 for b in bars]
-    plot = write_csv_atomic(out_csv, plot_rows, PLOT_FIELDS)
+    plot = write_csv_atomic(out_csv, [asdict(b) for b in bars], PLOT_FIELDS)
     plt = pyplot()
     panels = list(dict.fromkeys(b.panel for b in bars))
     groups_of = {p: list(dict.fromkeys(b.group for b in bars if b.panel == p)) for p in panels}

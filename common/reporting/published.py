@@ -13,6 +13,7 @@ import math
 import operator
 import re
 import statistics
+import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,15 @@ def read_utf8(path: str | Path, error: type[WorkspaceError] = WorkspaceError, *,
     return decode_utf8(Path(path).read_bytes(), path, error, bom=bom, csv_file=csv_file)
 
 
+def read_toml(path: str | Path, error: type[WorkspaceError] = WorkspaceError) -> tuple[str, dict[str, Any]]:
+    """The text of a TOML file (``read_utf8``) and its table; bad TOML is an ``error`` naming the file and the line."""
+    text = read_utf8(path, error)
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+
+
 def csv_records(text: str, path: str | Path, error: type[WorkspaceError] = WorkspaceError
                 ) -> Iterator[tuple[int, list[str]]]:
     """(line where it ends, fields) of every non-blank record; a merge-conflict marker or bad CSV is an ``error``."""
@@ -145,16 +155,21 @@ def csv_records(text: str, path: str | Path, error: type[WorkspaceError] = Works
 
 
 def read_csv_rows(path: str | Path, error: type[WorkspaceError] = WorkspaceError, *, bom: str = "refuse",
-                  required: Iterable[str] = (), identical_rows: bool = True
+                  required: Iterable[str] = (), identical_rows: bool = True, whole: bool = False
                   ) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """(header, [(line, row)]) of a CSV file someone else wrote, read strictly (``required`` columns, none twice,
-    whole records, ``identical_rows=False``: no row twice); each violation an ``error`` naming file and line."""
+    """(header, [(line, row)]) of a CSV file, read strictly (no NUL byte, ``required`` columns, none twice, whole
+    records; ``identical_rows=False``: no row twice; ``whole``: a file the workspace wrote, so its last line ends, no
+    header repeated, a row); each violation an ``error`` naming file and line."""
     text = read_utf8(path, error, bom=bom, csv_file=True)
+    if whole and text and not text.endswith("\n"):
+        raise error(f"{path}:{text.count(chr(10)) + 1}: the last line does not end: the file was cut short")
     records = csv_records(text, path, error)
     first = next(records, None)
     if first is None:
         raise error(f"{path}:1: empty file (no header)")
     header = [h.strip() for h in first[1]]
+    if any("\x00" in h for h in header):
+        raise error(f"{path}:1: a NUL byte in the header; remove it")
     twice = sorted({h for h in header if header.count(h) > 1})
     if twice:
         raise error(f"{path}:1: column(s) {twice} twice in the header")
@@ -164,15 +179,22 @@ def read_csv_rows(path: str | Path, error: type[WorkspaceError] = WorkspaceError
     rows: list[tuple[int, dict[str, str]]] = []
     seen: dict[tuple[str, ...], int] = {}
     for line, record in records:
-        if all(not f.strip() for f in record):
-            continue  # a blank line
+        if bom == "strip" and all(not f.strip() for f in record):
+            continue  # a spreadsheet's blank line
         if len(record) != len(header):
             raise error(f"{path}:{line}: expected {len(header)} fields (header {header}), got {len(record)}")
+        if whole and record == header:
+            raise error(f"{path}:{line}: repeats the header (two tables run together?)")
+        bad = next((c for c, v in zip(header, record) if "\x00" in v), None)
+        if bad is not None:
+            raise error(f"{path}:{line}: column {bad!r}: a NUL byte; remove it")
         if not identical_rows:
             if tuple(record) in seen:
                 raise error(f"{path}:{line}: the same row as line {seen[tuple(record)]} (a row twice); remove one")
             seen[tuple(record)] = line
         rows.append((line, dict(zip(header, record))))
+    if whole and not rows:
+        raise error(f"{path}:2: no rows under the header")
     return header, rows
 
 
@@ -183,42 +205,28 @@ def _parse_number(text: str, where: str, column: str = "value") -> float:
         raise PublishedDataError(f"{where}: column {column!r}: {exc}") from None
 
 
-def _read_rows(path: Path, fields: tuple[str, ...]) -> Iterable[tuple[int, dict[str, str]]]:
-    text = read_utf8(path, PublishedDataError, csv_file=True)
-    records = csv_records(text, path, PublishedDataError)
-    first = next(records, None)
-    if first is None:
-        raise PublishedDataError(f"{path}: empty file; expected the header {','.join(fields)}")
-    _, header = first
-    if tuple(header) != fields:
-        missing = [f for f in fields if f not in header]
-        extra = [h for h in header if h not in fields]
-        why = (f"missing column(s) {missing}" if missing else "") + ("; " if missing and extra else "") + (
-            f"unexpected column(s) {extra}" if extra else "") or "columns in another order"
-        raise PublishedDataError(f"{path}:1: header {header} != expected {list(fields)} ({why})")
-    for line, record in records:
-        if len(record) != len(fields):
-            raise PublishedDataError(f"{path}:{line}: wrong number of fields: {len(record)}, expected {len(fields)} "
-                                     f"({','.join(fields)})")
-        row = dict(zip(fields, record))
-        bad = next((f for f, v in row.items() if "\x00" in v), None)
-        if bad is not None:
-            raise PublishedDataError(f"{path}:{line}: column {bad!r}: a NUL byte; remove it")
-        yield line, row
+def _read_rows(path: Path, fields: tuple[str, ...], paper: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a transcription whose header is ``fields``, each of ``paper`` in one of ``UNITS``."""
+    header, rows = read_csv_rows(path, PublishedDataError, required=fields)
+    if header != list(fields):
+        raise PublishedDataError(f"{path}:1: header {header} != expected {list(fields)} (unexpected column(s) "
+                                 f"{[h for h in header if h not in fields]}, or columns in another order)")
+    for line, row in rows:
+        if row["paper"] != paper:
+            raise PublishedDataError(f"{path}:{line}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
+        if row["unit"] not in UNITS:
+            raise PublishedDataError(f"{path}:{line}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
+    return rows
 
 
 def load_cells(paper: str, root: Path = PUBLISHED) -> list[PublishedCell]:
     path = root / f"{paper}.csv"
     cells: list[PublishedCell] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for line, row in _read_rows(path, CELL_FIELDS):
+    for line, row in _read_rows(path, CELL_FIELDS, paper):
         where = f"{path}:{line}"
-        if row["paper"] != paper:
-            raise PublishedDataError(f"{where}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
         if row["status"] not in STATUSES:
             raise PublishedDataError(f"{where}: column 'status': {row['status']!r} not in {sorted(STATUSES)}")
-        if row["unit"] not in UNITS:
-            raise PublishedDataError(f"{where}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
         empty = [k for k in ("table", "row", "column") if not row[k]]
         if empty:
             raise PublishedDataError(f"{where}: column(s) {empty} empty: table, row and column must be non-empty")
@@ -245,14 +253,10 @@ def load_claims(paper: str, root: Path = PUBLISHED) -> list[PublishedClaim]:
     path = root / f"{paper}_claims.csv"
     claims: list[PublishedClaim] = []
     seen: dict[str, int] = {}
-    for line, row in _read_rows(path, CLAIM_FIELDS):
+    for line, row in _read_rows(path, CLAIM_FIELDS, paper):
         where = f"{path}:{line}"
-        if row["paper"] != paper:
-            raise PublishedDataError(f"{where}: column 'paper': {row['paper']!r} != {paper!r} (the file's name)")
         if not row["claim_id"]:
             raise PublishedDataError(f"{where}: column 'claim_id' is empty; give the claim an id")
-        if row["unit"] not in UNITS:
-            raise PublishedDataError(f"{where}: column 'unit': {row['unit']!r} not in {sorted(UNITS)}")
         comparison = row["comparison"].strip() or "="
         if comparison not in COMPARISONS:
             raise PublishedDataError(f"{where}: column 'comparison': {row['comparison']!r} not in "

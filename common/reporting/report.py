@@ -5,8 +5,7 @@ tables (its plug-in's ``REPORT``), its files and its audit; ``python -m common m
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from common.paths import RESULTS, ROOT
 from common.pipeline.dvc_run import run_dvc
 from common.pipeline.params import stage_params
 from common.pipeline.stage_map import stage_running
+from common.reporting.published import read_csv_rows
 
 REMEDY = "rerun the stage that writes it (`dvc repro`) or restore it (`git checkout -- <file>`)"
 
@@ -58,57 +58,20 @@ def read_table(path: Path, columns: Sequence[str] = (), *, numbers: Sequence[str
     """The rows of a results CSV as dicts, checked (UTF-8, whole, ``columns`` and one of ``any_of`` present, rows
     whole, ``numbers`` finite): the one reader of results tables (report, site, docs)."""
     path = Path(path)
-    data = path.read_bytes()
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ReportInputError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); "
-                               f"{_remedy(path)}") from None
-    if "\0" in text:
-        line = text[: text.index("\0")].count("\n") + 1
-        raise ReportInputError(f"{path}: line {line}: a NUL byte (a damaged file); {_remedy(path)}")
-    if text and not text.endswith("\n"):  # every writer ends its last line: this one was cut short
-        raise ReportInputError(f"{path}: line {text.count(chr(10)) + 1}: ends mid-line (a table cut short?); "
-                               f"{_remedy(path)}")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    rows: list[dict[str, str]] = []
-    try:
-        header = next(reader, None)
-        if not header:
-            raise ReportInputError(f"{path}: empty (no header); {_remedy(path)}")
-        missing = [repr(c) for c in columns if c not in header]
+        header, rows = read_csv_rows(path, ReportInputError, required=columns, whole=True)
         if any_of and not any(c in header for c in any_of):
-            missing.append(" or ".join(map(repr, any_of)))
-        if missing:
-            shown = ", ".join(header).encode("unicode_escape").decode("ascii")  # one line, whatever the header holds
-            raise ReportInputError(f"{path}: line 1: no column {missing[0]} (the header: {shown:.200}); "
-                                   f"{_remedy(path)}")
-        for fields in reader:
-            if not fields:
-                continue  # a blank line, as csv.DictReader skips it
-            if fields == header:
-                raise ReportInputError(f"{path}: line {reader.line_num}: repeats the header (two tables run "
-                                       f"together?); {_remedy(path)}")
-            if len(fields) != len(header):
-                raise ReportInputError(f"{path}: line {reader.line_num}: {len(fields)} field(s) where the header has "
-                                       f"{len(header)} (a merge-conflict marker, or a row cut short?); "
-                                       f"{_remedy(path)}")
-            row = dict(zip(header, fields))
-            for column in numbers:
-                try:
-                    ok = math.isfinite(float(row[column]))
-                except ValueError:
-                    ok = False
-                if not ok:
-                    raise ReportInputError(f"{path}: line {reader.line_num}: column {column!r}: {row[column]!r:.40} is "
-                                           f"not a number; {_remedy(path)}")
-            rows.append(row)
-    except csv.Error as exc:
-        raise ReportInputError(f"{path}: line {reader.line_num}: not CSV ({exc}); {_remedy(path)}") from None
-    if not rows:
-        raise ReportInputError(f"{path}: no rows (only a header); {_remedy(path)}")
-    return rows
+            raise ReportInputError(f"{path}:1: missing column {' or '.join(map(repr, any_of))} (header {header})")
+        for (line, row), column in itertools.product(rows, numbers):
+            try:
+                ok = math.isfinite(float(row[column]))
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ReportInputError(f"{path}:{line}: column {column!r}: {row[column]!r:.40} is not a number")
+    except ReportInputError as exc:
+        raise ReportInputError(f"{exc}; {_remedy(path)}") from None
+    return [row for _, row in rows]
 
 
 def audit_line(paper: str) -> str:

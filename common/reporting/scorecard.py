@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from common import plugins
 from common.errors import WorkspaceError, unknown_name
 from common.files.io import write_text_atomic
 from common.paths import RESULTS, ROOT
+from common.reporting.published import read_toml
 from common.reporting.report import is_number
 from common.reporting.results_ref import DocNumberError, lookup
 from common.text.markdown import md_cell
@@ -300,10 +300,7 @@ def _published(where: str, c: dict) -> Published:
 
 def read_spec(path: Path) -> dict:
     """A paper's ``scorecard.toml`` as a table (its claims, and the ``[paper]`` table ``common.site.about`` reads)."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScorecardError(f"{path}: not valid TOML: {exc}") from None
+    return read_toml(path, ScorecardError)[1]
 
 
 def load(paper: str, root: Path = ROOT) -> list[Claim]:

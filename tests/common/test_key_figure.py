@@ -36,11 +36,11 @@ def test_result_bars_read_each_row_and_column(tmp_path):
     assert {b.source for b in bars} == {"table.csv"} and not any(b.published for b in bars)
 
 
-@pytest.mark.parametrize("groups, series, says", [({"z": "Z"}, {"a": "A"}, "no column(s) ['z']"),
-                                                  ({"x": "X"}, {"c": "C"}, "no row(s) ['c']")])
+@pytest.mark.parametrize("groups, series, says", [({"z": "Z"}, {"a": "A"}, ":1: missing column(s) ['z']"),
+                                                  ({"x": "X"}, {"c": "C"}, ": no row(s) ['c']")])
 def test_result_bars_refuse_what_the_table_lacks(tmp_path, groups, series, says):
     table = write_table(tmp_path / "table.csv", [{"row": "a", "x": "1"}])
-    with pytest.raises(WorkspaceError, match=re.escape(f"table.csv: {says}")):
+    with pytest.raises(WorkspaceError, match=re.escape(f"table.csv{says}")):
         result_bars(table, "panel", groups, series)
     with pytest.raises(WorkspaceError, match="missing; run the stage"):
         result_bars(tmp_path / "absent.csv", "panel", groups, series)
