@@ -28,24 +28,31 @@ class BatchSource(Protocol):
 
 class EpochShuffled:
     """A batch source whose epoch is ``default_rng([seed, 0, epoch])``'s permutation of its ``n`` rows (the tail that
-    does not fill a batch dropped), kept for the epoch."""
+    does not fill a batch dropped), kept for the epoch. ``size`` is always what ``batch`` takes; a source whose row
+    holds several samples says how many rows that is (``rows_per_step``), so no caller converts."""
 
     n_rows: int
     unit = "training rows"
     """What an error calls the rows."""
     _perm: tuple[tuple[int, int], np.ndarray] | None = None
 
+    def rows_per_step(self, size: int) -> int:
+        """The rows a step of ``size`` draws: one per sample here."""
+        return size
+
     def steps_per_epoch(self, size: int) -> int:
-        if size > self.n_rows:
+        rows = self.rows_per_step(size)
+        if rows > self.n_rows:
             raise ValueError(f"batch of {size} is larger than the {self.n_rows} {self.unit}")
-        return self.n_rows // size
+        return self.n_rows // rows
 
     def draws(self, seed: int, step: int, size: int) -> np.ndarray:
         """The rows of one step's global batch."""
         epoch, j = divmod(step, self.steps_per_epoch(size))
+        rows = self.rows_per_step(size)
         if self._perm is None or self._perm[0] != (seed, epoch):
             self._perm = ((seed, epoch), np.random.default_rng([seed, 0, epoch]).permutation(self.n_rows))
-        return self._perm[1][j * size: (j + 1) * size]
+        return self._perm[1][j * rows: (j + 1) * rows]
 
 
 class MiniWorldBatches:

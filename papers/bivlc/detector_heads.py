@@ -25,7 +25,6 @@ Head files:
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -43,7 +42,7 @@ BATCH = 256
 
 
 class DetectorHeadError(WorkspaceError):
-    """A head file that is not one, an encoder that has no raw outputs, or a released output file that does not parse."""
+    """A head file that is not one, or an encoder that has no raw outputs."""
 
 
 @dataclass(frozen=True)
@@ -150,30 +149,6 @@ def probabilities(head: Head | torch.nn.Linear, features: np.ndarray) -> np.ndar
                                 f"{x.shape[-1]}")
     with torch.no_grad():
         return torch.sigmoid(linear(torch.from_numpy(x)).squeeze(-1)).double().numpy()
-
-
-def read_released_outputs(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """A released ``BiVLC_Classifier_CORRECT_<run>.csv`` (``text_pred``, ``img_pred``, ``label``) as per-instance
-    (n, 2) P(synthetic) of the (natural, synthetic) image and caption: the label-0 rows in file order are the
-    instances' naturals, the label-1 rows their synthetics, paired k-th with k-th as the authors pair them
-    (``IMirandaM/BiVLC@84f0d175 src/Detectors/Detector_evaluation_BiVLC.py:153-164`` "positives = df[df['label'] ==
-    0]"); returns (image, text)."""
-    path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-        split = {0.0: [], 1.0: []}
-        for k, r in enumerate(rows, start=2):
-            label = float(r["label"])
-            if label not in split:
-                raise ValueError(f"line {k}: label {r['label']!r} is not 0 or 1")
-            split[label].append((float(r["img_pred"]), float(r["text_pred"])))
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise DetectorHeadError(f"{path}: not a released detector output ({exc})") from exc
-    natural, synthetic = np.array(split[0.0]).reshape(-1, 2), np.array(split[1.0]).reshape(-1, 2)
-    if len(natural) != len(synthetic):
-        raise DetectorHeadError(f"{path}: {len(natural)} natural rows but {len(synthetic)} synthetic ones")
-    return (np.stack([natural[:, 0], synthetic[:, 0]], axis=1), np.stack([natural[:, 1], synthetic[:, 1]], axis=1))
 
 
 def compare_with_released(image: np.ndarray, text: np.ndarray, released_image: np.ndarray,

@@ -173,16 +173,16 @@ def parse_detector(name: str, encoders: Mapping[str, str]) -> tuple[str, str]:
 class FileLabelledBatches(EpochShuffled):
     """Detector data: each TROHN-Img row gives a natural input (label 0: the COCO image or the caption) and a
     synthetic one (label 1: the generated image or the negative caption). A step of ``size`` inputs draws
-    ``half(size)`` rows of the epoch's permutation and holds both inputs of each, naturals first, as the authors'
-    collate does; ``key`` is "images" or "texts"."""
+    ``rows_per_step(size)`` rows of the epoch's permutation and holds both inputs of each, naturals first, as the
+    authors' collate does; ``key`` is "images" or "texts"."""
 
     def __init__(self, key: str, natural: Sequence, synthetic: Sequence, name: str, *,
                  images: FileImages | None = None, tokenize: Tokenize | None = None):
         self.key, self.natural, self.synthetic, self.name = key, natural, synthetic, name
         self.images, self.tokenize, self.n_rows = images, tokenize, len(natural)
 
-    def half(self, size: int) -> int:
-        """The rows of a step of ``size`` inputs."""
+    def rows_per_step(self, size: int) -> int:
+        """Half of ``size`` inputs: each row holds two."""
         if size % 2:
             raise ValueError(f"detector batch {size} is odd: it holds the natural and synthetic input of each row")
         if size // 2 > self.n_rows:
@@ -200,7 +200,7 @@ class FileLabelledBatches(EpochShuffled):
         return torch.cat([torch.zeros(m), torch.ones(m)])
 
     def batch(self, seed: int, step: int, size: int, rows: slice = slice(None)) -> dict[str, torch.Tensor]:
-        idx = self.draws(seed, step, self.half(size))
+        idx = self.draws(seed, step, size)
         inputs, labels = self._inputs(idx), self.labels_for(len(idx))
         return {self.key: inputs[rows].unsqueeze(1), "labels": labels[rows]}
 
@@ -281,7 +281,7 @@ def full_job(encoder: str, tower: str, rows: Sequence[TrainRow], section: Mappin
     train = full_batches(tower, split_rows(rows, "train"), size, coco_images, set_dir, tokenize)
     val = full_batches(tower, split_rows(rows, "validation"), size, coco_images, set_dir, tokenize)
     inputs = 2 * rows_per_step
-    per_epoch = train.steps_per_epoch(train.half(inputs))
+    per_epoch = train.steps_per_epoch(inputs)
     total = steps or DETECTOR_EPOCHS[tower] * per_epoch
     loss = _HeldLoss(embed_dim_of(arch), tower)
     mean, std = normalizer(init.build().transform)

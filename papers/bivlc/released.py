@@ -57,18 +57,14 @@ image, s the similarity):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from common.audit.core import CLAIM_TABLE, Recomputed
-from common.errors import WorkspaceError
 from common.registry.errors import FetchError, RegistryError
 from common.registry.fetch import quiet_fetch
-from common.reporting.published import parse_number, read_csv_rows
 from papers.bivlc.detection import FINER, is_synthetic, score_detectors
+from papers.bivlc.released_csv import ReleasedFileError, Row, number, paired, read_csv, require, split_pairs
 
 PAPER = "bivlc"
 DATA_FILES = ("papers/bivlc/sources.toml",)
@@ -123,31 +119,8 @@ TABLE5_COLUMNS = {"text_detection_acc": "Text detection acc", "img_detection_acc
                   "I2T": "I2T", "T2I": "T2I", "Group": "Group"}
 
 
-class ReleasedFileError(WorkspaceError, ValueError):
-    """A released-format file is malformed; the message names the file and the line."""
-
-
 # -- reading ------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Row:
-    line: int
-    values: dict[str, str]
-
-
-def _read_csv(path: Path) -> tuple[list[str], list[_Row]]:
-    """The header and rows of a released file, read strictly (``common.reporting.published.read_csv_rows``)."""
-    path = Path(path)
-    try:
-        header, records = read_csv_rows(path, ReleasedFileError, bom="strip")
-    except OSError as exc:
-        raise ReleasedFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    rows = [_Row(line, values) for line, values in records]
-    if not rows:
-        raise ReleasedFileError(f"{path}:2: no data rows")
-    return header, rows
-
-
-def _no_row_twice(path: Path, header: list[str], rows: list[_Row]) -> None:
+def _no_row_twice(path: Path, header: list[str], rows: list[Row]) -> None:
     """A row of a file of examples equal to an earlier one in every field is a copy, which would count that example
     twice (a detector's file is only probabilities and labels: equal rows are expected there)."""
     first: dict[tuple[str, ...], int] = {}
@@ -159,13 +132,7 @@ def _no_row_twice(path: Path, header: list[str], rows: list[_Row]) -> None:
         first[key] = row.line
 
 
-def _require(path: Path, header: list[str], needed: tuple[str, ...] | list[str], fmt: str) -> None:
-    missing = [c for c in needed if c not in header]
-    if missing:
-        raise ReleasedFileError(f"{path}:1: missing column(s) {missing} for the {fmt} format (header: {header})")
-
-
-def _bool(path: Path, row: _Row, column: str) -> bool:
+def _bool(path: Path, row: Row, column: str) -> bool:
     text = row.values[column].strip()
     low = text.lower()
     if low in ("true", "1", "1.0"):
@@ -176,15 +143,7 @@ def _bool(path: Path, row: _Row, column: str) -> bool:
                             "(expected True/False or 1/0)")
 
 
-def _number(path: Path, row: _Row, column: str) -> float:
-    text = row.values[column].strip()
-    try:
-        return parse_number(text)
-    except ValueError as exc:
-        raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {exc}") from None
-
-
-def _category(path: Path, row: _Row) -> str:
+def _category(path: Path, row: Row) -> str:
     raw_type, raw_sub = row.values["type"].strip(), row.values["subtype"].strip()
     t = raw_type.lower() if raw_type.lower() in TYPES else None
     s = _SUBTYPE_ALIASES.get(raw_sub.lower())
@@ -228,21 +187,21 @@ def _by_category(items: list[tuple[str, Any]], scorer: Callable[[list[Any]], dic
     return ({t: scorer(v) for t, v in by_type.items() if v}, {c: scorer(v) for c, v in by_sub.items() if v})
 
 
-def _score_bivlc_instances(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
-    _require(path, header, ("type", "subtype"), "bivlc-instances")
+def _score_bivlc_instances(path: Path, header: list[str], rows: list[Row]) -> dict[str, Any]:
+    require(path, header, ("type", "subtype"), "bivlc-instances")
     has_sims = any(c in header for c in SIM_COLUMNS)
     has_bools = any(c in header for c in BOOL_COLUMNS.values())
     if has_sims:
-        _require(path, header, SIM_COLUMNS, "bivlc-instances (similarities)")
+        require(path, header, SIM_COLUMNS, "bivlc-instances (similarities)")
     if has_bools or not has_sims:
-        _require(path, header, tuple(BOOL_COLUMNS.values()), "bivlc-instances")
+        require(path, header, tuple(BOOL_COLUMNS.values()), "bivlc-instances")
     ties = {m: 0 for m in FINER}
     items: list[tuple[str, dict[str, bool]]] = []
     for row in rows:
         cat = _category(path, row)
         d: dict[str, bool] = {}
         if has_sims:
-            s = {c: _number(path, row, c) for c in SIM_COLUMNS}
+            s = {c: number(path, row, c) for c in SIM_COLUMNS}
             pairs = {"Ipos2T": (s["sim_C0_I0"], s["sim_C1_I0"]), "Ineg2T": (s["sim_C1_I1"], s["sim_C0_I1"]),
                      "Tpos2I": (s["sim_C0_I0"], s["sim_C0_I1"]), "Tneg2I": (s["sim_C1_I1"], s["sim_C1_I0"])}
             for m, (right, wrong) in pairs.items():
@@ -290,8 +249,8 @@ def _accuracy(values: list[bool]) -> dict[str, Any]:
     return {"n": len(values), "accuracy": _pct(sum(values), len(values)), "correct": sum(values)}
 
 
-def _score_sugarcrepe_examples(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
-    _require(path, header, ("type", "subtype", "correct"), "sugarcrepe-examples")
+def _score_sugarcrepe_examples(path: Path, header: list[str], rows: list[Row]) -> dict[str, Any]:
+    require(path, header, ("type", "subtype", "correct"), "sugarcrepe-examples")
     items = [(_category(path, row), _bool(path, row, "correct")) for row in rows]
     by_type, by_sub = _by_category(items, _accuracy)
     values = [x for _, x in items]
@@ -315,33 +274,13 @@ def _score_sugarcrepe_examples(path: Path, header: list[str], rows: list[_Row]) 
     }
 
 
-def _score_sugarcrepe_benchmark(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
-    _require(path, header, ("type", "subtype"), "sugarcrepe-benchmark")
+def _score_sugarcrepe_benchmark(path: Path, header: list[str], rows: list[Row]) -> dict[str, Any]:
+    require(path, header, ("type", "subtype"), "sugarcrepe-benchmark")
     cats = [_category(path, row) for row in rows]
     counts = {c: cats.count(c) for c in CATEGORIES if c in cats}
     return {"format": "sugarcrepe-benchmark", "file": str(path), "n_examples": len(cats),
             "retrieval_examples": {**counts, "total": len(cats)},
             "note": "no scores in this file: SugarCrepe examples counted per subcategory (1 retrieval example each)"}
-
-
-def _split_pairs(path: Path, rows: list[_Row], columns: tuple[str, ...]) -> tuple[list, list]:
-    natural, synthetic = [], []
-    for row in rows:
-        label = _number(path, row, "label")
-        if label not in (0.0, 1.0):
-            raise ReleasedFileError(f"{path}:{row.line}: column 'label': {row.values['label']!r} is not 0 (natural) "
-                                    "or 1 (synthetic)")
-        probs = []
-        for column in columns:
-            probs.append(_number(path, row, column))
-            if not 0.0 <= probs[-1] <= 1.0:
-                raise ReleasedFileError(f"{path}:{row.line}: column {column!r}: {probs[-1]!r} is not a probability in "
-                                        "[0, 1]")
-        (synthetic if label else natural).append((row.line, tuple(probs)))
-    if len(natural) != len(synthetic):
-        raise ReleasedFileError(f"{path}:{rows[-1].line}: {len(natural)} natural (label 0) rows but {len(synthetic)} "
-                                "synthetic (label 1) rows; the k-th natural row is paired with the k-th synthetic one")
-    return natural, synthetic
 
 
 def _detection(rows_by_label: tuple[list, list], index: int) -> dict[str, Any]:
@@ -360,14 +299,11 @@ def _detection(rows_by_label: tuple[list, list], index: int) -> dict[str, Any]:
             "misclassified": wrong if len(wrong) <= 20 else f"{len(wrong)} rows"}
 
 
-def _score_bivlc_detector(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
-    _require(path, header, ("text_pred", "img_pred", "label"), "bivlc-detector")
-    natural, synthetic = _split_pairs(path, rows, ("text_pred", "img_pred"))
+def _score_bivlc_detector(path: Path, header: list[str], rows: list[Row]) -> dict[str, Any]:
+    natural, synthetic = split_pairs(path, header, rows, ("text_pred", "img_pred"), "bivlc-detector")
     # the k-th natural row (C0, I0) with the k-th synthetic row (C1, I1); the decision rule is shared
-    text_p = [(c0, c1) for (_, (c0, _i0)), (_, (c1, _i1)) in zip(natural, synthetic)]
-    image_p = [(i0, i1) for (_, (_c0, i0)), (_, (_c1, i1)) in zip(natural, synthetic)]
-    outcome = score_detectors(np.array(image_p, dtype=np.float64).reshape(-1, 2),
-                              np.array(text_p, dtype=np.float64).reshape(-1, 2))
+    text_p, image_p = paired(natural, synthetic, 0), paired(natural, synthetic, 1)
+    outcome = score_detectors(image_p, text_p)
     decisions = [{**{m: bool(outcome.decisions[m][k]) for m in (*FINER, "I2T", "T2I")},
                   "Group": bool(outcome.decisions["group"][k])} for k in range(len(text_p))]
     ties = {"text": outcome.text_ties, "image": outcome.image_ties}
@@ -393,9 +329,8 @@ def _score_bivlc_detector(path: Path, header: list[str], rows: list[_Row]) -> di
     }
 
 
-def _score_sugarcrepe_detector(path: Path, header: list[str], rows: list[_Row]) -> dict[str, Any]:
-    _require(path, header, ("text_pred", "label"), "sugarcrepe-detector")
-    natural, synthetic = _split_pairs(path, rows, ("text_pred",))
+def _score_sugarcrepe_detector(path: Path, header: list[str], rows: list[Row]) -> dict[str, Any]:
+    natural, synthetic = split_pairs(path, header, rows, ("text_pred",), "sugarcrepe-detector")
     wins = [c0 < c1 for (_, (c0,)), (_, (c1,)) in zip(natural, synthetic)]
     text = _detection((natural, synthetic), 0)
     return {
@@ -427,7 +362,7 @@ def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
     """Scores of one file in a released BiVLC format (``FORMATS``; ``auto``: ``detect_format``), as a JSON-able dict
     (percentages unrounded); malformed input raises ``ReleasedFileError`` naming the file and the line."""
     path = Path(path)
-    header, rows = _read_csv(path)
+    header, rows = read_csv(path)
     if fmt == "auto":
         detected = detect_format(header)
         if detected is None:

@@ -71,9 +71,9 @@ from common.zoo.available import each_model
 from common.zoo.trained import served
 from papers.bivlc import findings
 from papers.bivlc.detection import FINER, METRICS, head_run, score_detectors
-from papers.bivlc.detector_heads import (
-    compare_with_released, load_head, probabilities, read_released_outputs, tower_agreement, tower_outputs)
+from papers.bivlc.detector_heads import compare_with_released, load_head, probabilities, tower_agreement, tower_outputs
 from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
+from papers.bivlc.released_csv import read_released_outputs
 from papers.bivlc.runs import DETECTOR_ENCODERS, RUNS
 from papers.bivlc.sets_mini import CATEGORIES as MINI_CATEGORIES, load_test_items
 

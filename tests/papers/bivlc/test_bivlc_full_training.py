@@ -172,7 +172,8 @@ def test_batches_lay_out_segments_as_the_losses_expect(sets, data_root):
     d = df.full_batches("image", rows, SIZE, data_root / sf.COCO_IMAGES, sets["trohn-img"], None)
     batch = d.batch(42, 0, 4)
     assert batch["images"].shape == (4, 1, 3, SIZE, SIZE) and batch["labels"].tolist() == [0, 0, 1, 1]
-    assert d.steps_per_epoch(d.half(4)) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
+    assert d.steps_per_epoch(4) == 2 and d.batch(42, 0, 4, slice(1, 3))["labels"].tolist() == [0, 1]
+    assert len(d.draws(42, 0, 4)) == 2  # a step of 4 inputs is 2 rows, each holding its natural and synthetic input
 
 
 def brute_force_in_batch(model, rows, run, data_root, set_dir, chunk, mean, std) -> float:

@@ -504,14 +504,14 @@ def test_released_heads_score_on_raw_outputs_beside_their_released_outputs(data,
 
 
 def test_released_outputs_pair_naturals_and_synthetics_across_batches(tmp_path):
-    from papers.bivlc.detector_heads import DetectorHeadError, read_released_outputs
+    from papers.bivlc.released_csv import ReleasedFileError, read_released_outputs
 
     image = np.array([[0.1, 0.9], [0.2, 0.8], [0.3, 0.7]])
     text = np.array([[0.4, 0.6], [0.45, 0.55], [0.35, 0.65]])
     got = read_released_outputs(write_released_outputs(tmp_path / "r.csv", image, text, batch=2))
     assert np.array_equal(got[0], image) and np.array_equal(got[1], text)
     (tmp_path / "bad.csv").write_text('"text_pred","img_pred","label"\n"0.1","0.2","2.0"\n')
-    with pytest.raises(DetectorHeadError, match="bad.csv"):
+    with pytest.raises(ReleasedFileError, match=r"bad\.csv:2: column 'label': '2\.0' is not 0 \(natural\)"):
         read_released_outputs(tmp_path / "bad.csv")
 
 
