@@ -28,9 +28,8 @@ from common.errors import SETTINGS, SettingError
 from common.evaluation.evaluate import eval_outputs, write_eval_outputs
 from common.paths import ROOT
 from test_bad_input_matrix import (  # noqa: F401 - fixtures: outputs_before, tiny_models
-    MODEL, Case, _run_in_process, assert_one_error_line, good_set, one_bad_example, outputs_before,
-    tiny_models, tracked_outputs,
-)
+    MODEL, Case, _run_in_process, assert_one_error_line, good_set, one_bad_example, outputs_before, tiny_models,
+    tracked_outputs)
 
 
 # ----------------------------------------------------------------------------------------------------------------

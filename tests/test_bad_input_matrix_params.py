@@ -19,8 +19,9 @@ from typing import Callable
 
 import pytest
 
-from test_bad_input_matrix import (REPO, Case, _eval, _file, _run_in_process, _spoil_category, _spoil_manifest,
-                                   assert_one_error_line, good_set, tracked_outputs, write_category, write_manifest)
+from test_bad_input_matrix import (
+    REPO, Case, _eval, _file, _run_in_process, _spoil_category, _spoil_manifest, assert_one_error_line, good_set,
+    tracked_outputs, write_category, write_manifest)
 from workspace_copy import copy_workspace
 
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -385,9 +385,8 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
 
 def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini_build, tmp_path):
     pytest.importorskip("transformers")
-    from hf_support import save_blip
-
     from common.pipeline.params import load_params
+    from hf_support import save_blip
 
     folder = save_blip(tmp_path)
     model = resolve(f"hf:{folder}")

@@ -23,11 +23,11 @@ def standins(tmp_path_factory):
     format the full preparer writes), the shrunk architectures, and two random checkpoints: a real architecture's
     and a mini one's."""
     from common.card.blind import MINI_LM_IMAGES
-    from tests.rehearsal.archs import arch_overrides, write_shrunk
-    from tests.rehearsal.models import _save, random_openclip
     from common.training.checkpoint import portable_state, save_weights
     from common.zoo import random_model
     from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
+    from tests.rehearsal.archs import arch_overrides, write_shrunk
+    from tests.rehearsal.models import _save, random_openclip
 
     root = tmp_path_factory.mktemp("card_benchmarks")
     for profile in ("full", "mini"):

@@ -489,8 +489,8 @@ def test_a_damaged_npy_is_one_line_naming_the_file(damage, mmap, tmp_path):
 def test_a_missing_npy_stays_the_callers_to_word(tmp_path):
     """A missing set keeps each reader's own remedy ("no fine-tuning set here; run the mini-finetune-set stage"):
     ``load_array`` leaves ``FileNotFoundError`` to its caller, and an entry point prints it as one line."""
-    from common.files.arrays import load_array
     from common.errors import run_entry_point
+    from common.files.arrays import load_array
 
     with pytest.raises(FileNotFoundError):
         load_array(tmp_path / "images.npy")

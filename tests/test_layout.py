@@ -19,8 +19,8 @@ import pytest
 from importlinter import api as importlinter_api
 
 from common.paths import ROOT
-from common.plugins import paper_names
 from common.pipeline.stage_deps import module_file
+from common.plugins import paper_names
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -100,12 +100,12 @@ def _unexplained_deferred_imports(path: Path) -> list[int]:
 
 
 def test_imports_are_sorted_and_at_the_top_unless_a_comment_says_why():
-    """common/ and papers/: imports sorted (isort, ``[tool.isort]`` in pyproject.toml) and at the top of the module; one
-    deferred into a function (it would load torch, open_clip, ... for every importer) carries a comment saying why.
-    The scan is checked on a toy module too."""
-    done = subprocess.run([sys.executable, "-m", "isort", "--check-only", "--diff", "common", "papers"], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, "imports out of order (run `isort common papers`):\n" + done.stdout[-3000:]
+    """common/, papers/ and tests/: imports sorted (isort, ``[tool.isort]`` in pyproject.toml). In common/ and papers/
+    they are at the top of the module; one deferred into a function (it would load torch, open_clip, ... for every
+    importer) carries a comment saying why. The scan is checked on a toy module too."""
+    done = subprocess.run([sys.executable, "-m", "isort", "--check-only", "--diff", "common", "papers", "tests"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, "imports out of order (run `isort common papers tests`):\n" + done.stdout[-3000:]
     bad = {path.relative_to(ROOT).as_posix(): lines for path in sorted([*(ROOT / "common").rglob("*.py"),
                                                                           *(ROOT / "papers").rglob("*.py")])
            if (lines := _unexplained_deferred_imports(path))}

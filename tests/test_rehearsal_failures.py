@@ -77,8 +77,7 @@ class Copy:
 def ws(tmp_path_factory) -> Copy:
     """One rehearsal copy for hard positives (stand-ins, the REPLACE files real from the mirror, COCO fetched); the
     model writers left out (no case loads the stand-in models)."""
-    from tests.rehearsal import models as standin_models
-    from tests.rehearsal import run, space
+    from tests.rehearsal import models as standin_models, run, space
 
     if not (MIRROR / "MANIFEST.tsv").is_file():
         pytest.skip(f"no mirror of the authors' released files at {MIRROR}")
@@ -253,8 +252,8 @@ def test_a_checkpoint_of_another_architecture_stops_the_tables(ws):
     (every case above restored what it broke)."""
     import torch
 
-    from tests.rehearsal.models import random_openclip
     from common.zoo import get_spec
+    from tests.rehearsal.models import random_openclip
 
     done = ws.dvc("repro", "-s", FULL_DATA)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -6,21 +6,21 @@ Screenshots of every page at 1400 px are left in the site's ``screenshots/`` fol
 from __future__ import annotations
 
 import shutil
-from markupsafe import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from markupsafe import escape
 
-from common.reporting import scorecard
 from common.cli import main
 from common.errors import WorkspaceError
 from common.paths import RESULTS
 from common.plugins import paper_names
+from common.reporting import scorecard
 from common.reporting.report import read_table
-from common.site import build
 from common.reporting.scorecard import ScorecardError
+from common.site import build
 from common.site.about import About, about
 from common.site.build import NO_CARDS, build_site
 from common.site.text import clean_quote, tone

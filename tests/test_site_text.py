@@ -7,8 +7,8 @@ import csv
 
 import pytest
 
-from common.reporting import scorecard
 from common.paths import RESULTS
+from common.reporting import scorecard
 from common.site.build import headline
 from common.site.text import clean_quote, decimals, rounded, tone
 

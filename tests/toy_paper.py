@@ -1,6 +1,6 @@
 """The toy paper: the smallest complete paper package (a dvc.yaml, a sources file, a set stage, a job builder and a
 table), added to a throwaway copy of the workspace by the tests that run DVC end to end on a paper of their own
-(``test_new_paper``: a new paper edits no file of common/; ``test_dvc_remote``: a team shares its outputs)."""
+(``test_new_paper``: a new paper edits no file of common/, and a team shares its outputs through a DVC remote)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from common.paths import ROOT
 from shared_files import MIRROR  # VLC_MIRROR when set, else ../shared/mirror
+
 PARAMS = "\ntoy:\n  mini:\n    images: 24\n    seed: 0\n    steps: 3\n    batch_size: 8\n"
 
 INIT = '''"""A toy paper: the smallest complete paper package (no audit, report, card, rehearsal or oracle)."""

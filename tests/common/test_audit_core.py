@@ -14,11 +14,10 @@ import math
 import pytest
 
 from common.audit.core import (
-    CLAIM_TABLE, DEFAULT_RUN_TOLERANCE, VERDICTS, AuditError, Recomputed, VerdictCounts, audit_rows,
-    convert, printed_half_unit,
-)
-from common.reporting.published import (CLAIM_FIELDS, COMPARISONS, PublishedCell, PublishedClaim, PublishedDataError,
-                                        load_claims)
+    CLAIM_TABLE, DEFAULT_RUN_TOLERANCE, VERDICTS, AuditError, Recomputed, VerdictCounts, audit_rows, convert,
+    printed_half_unit)
+from common.reporting.published import (
+    CLAIM_FIELDS, COMPARISONS, PublishedCell, PublishedClaim, PublishedDataError, load_claims)
 
 PAPER = "toy"
 
@@ -482,9 +481,9 @@ def test_a_full_run_leaves_empty_only_what_its_writer_documents(tmp_path):
 def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
     """The checks refuse no table the mini pipeline wrote: each audit covers exactly the cells its committed
     results/audit/<paper>_summary.json counts as not comparable."""
-    from common.pipeline.params import load_params
-    from common.paths import RESULTS
     from common.paper import load_paper
+    from common.paths import RESULTS
+    from common.pipeline.params import load_params
 
     module = load_paper(paper).audit.load()
     if paper == "sugarcrepe":  # its runs and its Table 6 run (not the released files: no fetching here)

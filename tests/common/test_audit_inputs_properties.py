@@ -26,11 +26,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from common.audit import claims as audit_claims
-from common.audit import run_audit
+from common.audit import claims as audit_claims, run_audit
 from common.audit.cross_paper import read_released
 from common.audit.identities import load_identities
 from common.cli import main as cli_main

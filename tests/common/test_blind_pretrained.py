@@ -17,8 +17,7 @@ transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 from common.blind import pretrained  # noqa: E402
-from common.blind.pretrained import (  # noqa: E402
-    GrammarScorer, ScorerUnavailable, VeraScorer, load_text_scorer)
+from common.blind.pretrained import GrammarScorer, ScorerUnavailable, VeraScorer, load_text_scorer  # noqa: E402
 from common.errors import UnknownName  # noqa: E402
 
 WORDS = "a the red blue green cat dog sits on is left of right mat big small and".split()

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from common.audit.consistency import (CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, UNEXPLAINED, UNSTATED,
-                                      Breakdown, Part, Printed, Side, compare, reproduces)
+from common.audit.consistency import (
+    CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, UNEXPLAINED, UNSTATED, Breakdown, Part, Printed, Side, compare,
+    reproduces)
 from common.audit.cross_paper import CrossPaperIncomplete, read_released, run
 from common.audit.identities import IdentityError, load_identities, resolve
 from common.paths import PUBLISHED
-from common.reporting.published import load_cells
 from common.registry.errors import FetchError
+from common.reporting.published import load_cells
 
 
 def side(source: str, text: str, averaging: str = PER_CATEGORY, scale: int = 1) -> Side:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from common.paths import ROOT
 from common.pipeline import data_dvc
 from common.pipeline.data_dvc import DataDvcError, TrackedInput, read_data_dvc, write_data_dvc
-from common.paths import ROOT
 from common.registry.mirror import mirror_path
 from common.registry.sources import default_registry
 from shared_files import MIRROR

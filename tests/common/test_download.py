@@ -21,11 +21,9 @@ from typing import Iterator
 import pytest
 
 from common.errors import SettingError, UnknownName
-from common.registry import cli as registry_cli
-from common.registry import fetch as fetching
-from common.registry import sources as registry_sources
-from common.registry.errors import (ChecksumError, DownloadError, IncompleteExtractionError, ManualDownloadRequired,
-                                    RegistryError, UnsafeArchiveError)
+from common.registry import cli as registry_cli, fetch as fetching, sources as registry_sources
+from common.registry.errors import (
+    ChecksumError, DownloadError, IncompleteExtractionError, ManualDownloadRequired, RegistryError, UnsafeArchiveError)
 from common.registry.fetch import fetch, fetch_group
 from common.registry.markers import EXTRACT_MARKER, LOCK_NAME
 from common.registry.mirror import mirror_path
@@ -33,6 +31,7 @@ from common.registry.sources import Source, default_registry, get_source, load_r
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
+
 MANIFEST = SHARED_MIRROR / "MANIFEST.tsv"
 
 

@@ -14,13 +14,13 @@ import torch
 from PIL import Image
 
 from common.evaluation.engine import ENCODING, MIN_BATCH_ROWS, Engine, EngineConfig
+from common.evaluation.scoring.selection import STRICT, image_to_text, text_to_image
 from common.files.image_transforms import GridShuffle
+from common.files.tasks import DatasetError, ImageRef, ImageToTextItem, TextToImageItem
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
-from common.evaluation.scoring.selection import STRICT, image_to_text, text_to_image
-from common.files.tasks import DatasetError, ImageRef, ImageToTextItem, TextToImageItem
 
 
 @dataclass(frozen=True)

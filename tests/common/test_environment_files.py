@@ -6,8 +6,8 @@ import tomllib
 
 import yaml
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from common.paths import ROOT

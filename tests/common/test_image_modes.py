@@ -17,14 +17,14 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from PIL import Image
-from test_bad_input_matrix import MODEL, good_set, tiny_models  # noqa: F401 - tiny_models: a fixture
 
 from common.cli import main as cli_main
-from common.evaluation.engine import Engine, EngineConfig
 from common.errors import WorkspaceError
+from common.evaluation.engine import Engine, EngineConfig
 from common.files.image_transforms import SIXTEEN_BIT_MODES, ImageModeError, open_rgb, to_rgb
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError, ImageToTextItem, as_ref
+from test_bad_input_matrix import MODEL, good_set, tiny_models  # noqa: F401 - tiny_models: a fixture
 
 RAMP16 = np.array([[0, 1, 128, 257, 32767, 32768, 65278, 65535]], dtype=np.uint16)
 """16-bit samples whose 8-bit values are known: round(v * 255 / 65535)."""

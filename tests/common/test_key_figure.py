@@ -9,9 +9,9 @@ import re
 import pytest
 
 from common.errors import WorkspaceError
-from common.reporting.key_figure import (PLOT_FIELDS, PlotBar, PlotLine, parse_args, published_bars, result_bars,
-                               write_bar_figure)
 from common.paths import RESULTS
+from common.reporting.key_figure import (
+    PLOT_FIELDS, PlotBar, PlotLine, parse_args, published_bars, result_bars, write_bar_figure)
 from common.reporting.published import CellIndex, PublishedCell
 
 

@@ -150,8 +150,7 @@ def test_resume_states_are_keyed_by_the_run(train_set, tmp_path, monkeypatch):
 
     import open_clip
 
-    from common.training import ClipLoss, FromScratch, MiniWorldBatches, TrainConfig
-    from common.training import job as job_module
+    from common.training import ClipLoss, FromScratch, MiniWorldBatches, TrainConfig, job as job_module
 
     batches = MiniWorldBatches.load(train_set, 96, open_clip.get_tokenizer("mini-vit-xs"))
     job = job_module.FinetuneJob("mini-m", FromScratch("mini-vit-xs"), batches, ClipLoss,

@@ -16,37 +16,13 @@ import pytest
 
 from common.miniworld import VERSION, build, lexicon
 from common.miniworld.claims import (
-    PATTERNS,
-    Claim,
-    NounPhrase,
-    RelationClaim,
-    claim_from_objects,
-    realize_phrase,
-    sample_claim,
-    satisfies,
-    surface_form,
-)
+    PATTERNS, Claim, NounPhrase, RelationClaim, claim_from_objects, realize_phrase, sample_claim, satisfies,
+    surface_form)
 from common.miniworld.negatives import (
-    EDIT_TYPES,
-    _conjoin,
-    add_att,
-    add_obj,
-    replace_att,
-    replace_rel,
-    swap_att,
-    swap_obj,
-)
+    EDIT_TYPES, _conjoin, add_att, add_obj, replace_att, replace_rel, swap_att, swap_obj)
 from common.miniworld.render import NATURAL, SYNTHETIC, render
 from common.miniworld.scene import (
-    GRID,
-    Scene,
-    SceneObject,
-    contains_heldout,
-    layout_is_clear,
-    pair_is_clear,
-    sample_scene,
-    spatial_relation,
-)
+    GRID, Scene, SceneObject, contains_heldout, layout_is_clear, pair_is_clear, sample_scene, spatial_relation)
 
 N_SAMPLES = 300
 EPS = 1e-9

@@ -8,11 +8,10 @@ import random
 
 import pytest
 
-from common.miniworld.claims import claim_from_objects, satisfies
+from common.miniworld.claims import claim_from_objects, sample_claim, satisfies
 from common.miniworld.edits import ADD_EDITS, assignment, negative_scene
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.scene import GRID, RADIUS_IN_CELLS, Scene, SceneObject, layout_is_clear, sample_scene
-from common.miniworld.claims import sample_claim
 
 
 def _obj(shape, color, size, cx, cy):

@@ -18,8 +18,8 @@ from common.miniworld.build import stream
 from common.miniworld.claims import Claim, claim_from_objects, sample_claim, satisfies
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.scene import Scene, SceneObject, sample_scene, spatial_relation
-from common.miniworld.templates import (TEMPLATE_KINDS, Atom, negated_atom_holds, render, sentence_units,
-                                        template_edit, template_negative)
+from common.miniworld.templates import (
+    TEMPLATE_KINDS, Atom, negated_atom_holds, render, sentence_units, template_edit, template_negative)
 
 WORD = re.compile(r"[^\s,.]+")
 

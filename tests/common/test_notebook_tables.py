@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 from markdown_it import MarkdownIt  # noqa: E402
-from test_notebooks import _execute  # noqa: E402  (the notebooks' runner: python3 kernel, cwd = the root)
 
 from common.paths import ROOT  # noqa: E402
+from test_notebooks import _execute  # noqa: E402  (the notebooks' runner: python3 kernel, cwd = the root)
 
 _escaped_split = importlib.import_module("markdown_it.rules_block.table").escapedSplit
 """markdown-it's own split of a table row into cells (an escaped ``\\|`` stays in its cell)."""

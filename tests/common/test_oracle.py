@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from common.oracle.core import (Decisions, NotCovered, Number, PaperOracle, compare_decisions, read_oracles,
-                                table_lines)
+from common.oracle.core import Decisions, NotCovered, Number, PaperOracle, compare_decisions, read_oracles, table_lines
 from common.oracle.observe import locals_at_line, returns_of
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from common.files import io as cio
 from common.errors import OutputError, WorkspaceError
+from common.files import io as cio
 from common.files.io import output_group, staged_to_final, write_json_atomic, write_text_atomic
 
 

@@ -12,9 +12,9 @@ import typing
 import pytest
 
 from common.cli import handler_module
-from common.pipeline.import_closure import closure
 from common.paper import Paper, PlugIn, load_paper, load_papers
 from common.paths import ROOT
+from common.pipeline.import_closure import closure
 from common.plugins import paper_dir, paper_names
 
 

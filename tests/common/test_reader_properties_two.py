@@ -21,11 +21,10 @@ import re
 import tempfile
 from pathlib import Path
 
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
+from test_audit_inputs_properties import PROPERTY, _run, assert_one_error_line, damaged
 
 from common.paths import RESULTS, ROOT
-from test_audit_inputs_properties import PROPERTY, _run, assert_one_error_line, damaged
 
 TABLE_EXAMPLES = 120
 JSON_EXAMPLES = 80

@@ -14,9 +14,9 @@ import pytest
 
 from common.errors import SettingError
 from common.paths import ROOT
+from common.zoo.specs import ARCH_OVERRIDES_ENV, register_local_configs
 from tests.rehearsal.archs import arch_overrides, shrinkable, write_shrunk
 from tests.rehearsal.space import model_bytes
-from common.zoo.specs import ARCH_OVERRIDES_ENV, register_local_configs
 
 open_clip = pytest.importorskip("open_clip")
 

@@ -20,8 +20,8 @@ from common.audit import claims as audit_claims
 from common.errors import WorkspaceError, run_entry_point
 from common.paths import PUBLISHED, ROOT
 from common.plugins import paper_names
-from common.reporting.published import (CLAIM_FIELDS, CellIndex, PublishedCell, PublishedDataError, evaluate_expression,
-                              load_cells, load_claims)
+from common.reporting.published import (
+    CLAIM_FIELDS, CellIndex, PublishedCell, PublishedDataError, evaluate_expression, load_cells, load_claims)
 
 
 def _cell(table: str, row: str, column: str, value: float | None) -> PublishedCell:

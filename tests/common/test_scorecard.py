@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from common.reporting import scorecard as sc
 from common.plugins import paper_names
+from common.reporting import scorecard as sc
 
 
 def test_every_paper_lists_claims_and_its_readme_block_is_the_results():

@@ -20,9 +20,9 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from common.reporting import scorecard
 from common.card.core import Measure, estimate, paired_difference
 from common.paths import RESULTS, ROOT
+from common.reporting import scorecard
 from common.reporting.results_ref import SEPARATOR
 
 N = 3000

@@ -15,13 +15,14 @@ import pytest
 import torch
 
 from common.evaluation.engine import Engine, EngineConfig
+from common.evaluation.scoring import classification, group, retrieval, selection
+from common.evaluation.scoring.selection import (
+    ARGMAX, STRICT, DecisionRule, negative_position, negative_position_counts)
+from common.files.tasks import (
+    ClassificationSet, DatasetError, GroupItem, ImageToTextItem, RetrievalSet, TextToImageItem)
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
-from common.evaluation.scoring import classification, group, retrieval, selection
-from common.evaluation.scoring.selection import (ARGMAX, STRICT, DecisionRule, negative_position,
-                                                 negative_position_counts)
-from common.files.tasks import ClassificationSet, DatasetError, GroupItem, ImageToTextItem, RetrievalSet, TextToImageItem
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,12 @@ import pytest
 import yaml
 
 from common.cli import handler_module
-from common.pipeline.params import stage_params
 from common.paths import ROOT
+from common.pipeline.params import stage_params
+from common.pipeline.stage_deps import (
+    FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure, dvc_files, entry_modules, plan_file,
+    write_deps)
 from common.pipeline.stage_map import address, all_stages
-from common.pipeline.stage_deps import (FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure,
-                                        dvc_files, entry_modules, plan_file, write_deps)
 from workspace_copy import copy_workspace, dvc
 
 

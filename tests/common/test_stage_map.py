@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from common.pipeline.params import own_params, own_section, stage_params
 from common.paths import ROOT
+from common.pipeline.params import own_params, own_section, stage_params
 from common.pipeline.stage_map import DVC_STAGE, StageNotFound, current_stage, from_dvc_stage, stage_running
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from common.errors import WorkspaceError
-from common.evaluation.stats import (Interval, StatsInputError, bootstrap_mean_ci, bootstrap_pearson_ci,
-                                     fisher_pearson_ci, pearson_r)
+from common.evaluation.stats import (
+    Interval, StatsInputError, bootstrap_mean_ci, bootstrap_pearson_ci, fisher_pearson_ci, pearson_r)
 
 
 def test_pearson_r_known_values():

@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from common.training.cost import CostJob, FixedBatches, coco_sized_jpegs, time_decode, time_job
 from common.training.__main__ import main as training_main
+from common.training.cost import CostJob, FixedBatches, coco_sized_jpegs, time_decode, time_job
 
 
 def test_fixed_batches_shape_rows_and_caption_lengths():

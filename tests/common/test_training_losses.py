@@ -18,9 +18,7 @@ from common.training.distributed import DistributedContext
 from common.training.losses import ClipLoss, ExtraTextNegativesLoss, HardNegativeClipLoss
 from papers.bivlc.losses import DetectorLoss, TrohnImgLoss, TrohnTextLoss
 from papers.conclip.losses import ConClipLoss
-from training_support import A, B_, E1, E2, S, ce, dot, mean, t  # noqa: F401
-
-
+from training_support import B_, E1, E2, A, S, ce, dot, mean, t  # noqa: F401
 
 
 def test_clip_loss_by_hand():

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from common.training import SyntheticBatches, TrainConfig, Towers, train
+from common.training import SyntheticBatches, Towers, TrainConfig, train
 from common.training.checkpoint import load_weights, seed_everything
 from common.training.model_init import FromScratch, normalizer
 from common.training.optim import lr_at, make_optimizer, param_groups

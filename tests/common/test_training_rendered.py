@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
+from common.files.tasks import DatasetError
 from common.training import rendered as ft
 from common.training.trainer import TrainConfig, trainer_fields
 from common.zoo import ModelUnavailable
 from common.zoo.trained import served
-from common.files.tasks import DatasetError
 
 
 def _tensors(n: int = 10, per_image: int = 3, length: int = 6, seed: int = 0):

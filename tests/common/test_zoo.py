@@ -20,19 +20,9 @@ from safetensors.torch import save_file
 
 from common import plugins, zoo
 from common.paths import ROOT
-from common.zoo import specs as zoo_specs
 from common.zoo import (
-    MODEL_CONFIG_DIR,
-    ModelSpec,
-    ModelUnavailable,
-    OpenClipModel,
-    padding_is_inert,
-    create_model,
-    fingerprint_model,
-    get_spec,
-    register_local_configs,
-    registry,
-)
+    MODEL_CONFIG_DIR, ModelSpec, ModelUnavailable, OpenClipModel, create_model, fingerprint_model, get_spec,
+    padding_is_inert, register_local_configs, registry, specs as zoo_specs)
 
 # SugarCrepe Table 6: the 17 (arch, pretrained) pairs of ../shared/SOURCES.md, in the paper's order.
 TABLE6 = [

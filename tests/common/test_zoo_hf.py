@@ -23,10 +23,8 @@ from common.evaluation.engine import Engine, EngineConfig  # noqa: E402
 from common.evaluation.scoring import matching, selection  # noqa: E402
 from common.evaluation.scoring.selection import ARGMAX, STRICT  # noqa: E402
 from common.files.tasks import DatasetError, ImageRef, ImageToTextItem  # noqa: E402
-from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec  # noqa: E402
-from common.zoo import specs as zoo_specs  # noqa: E402
+from common.zoo import ModelSpec, ModelUnavailable, create_model, get_spec, specs as zoo_specs  # noqa: E402
 from common.zoo.hf import HFModel, create_hf_model  # noqa: E402
-
 from hf_support import TEXTS, VOCAB, save_blip as _save_blip, save_flava as _save_flava  # noqa: E402
 
 
@@ -340,8 +338,9 @@ def test_missing_transformers_names_the_extra(monkeypatch, saved):
 def test_missing_directory_or_weights_is_unavailable(saved, tmp_path):
     with pytest.raises(ModelUnavailable, match="not found"):
         create_hf_model(_spec("blip", tmp_path / "nowhere"))
-    from safetensors.torch import load_file, save_file
     import shutil
+
+    from safetensors.torch import load_file, save_file
 
     partial = tmp_path / "partial"
     shutil.copytree(saved["blip"], partial)

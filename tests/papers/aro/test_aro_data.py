@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from common.files.tasks import DatasetError
-from papers.aro.data import (ARO_VG_RULE, VG_ATTRIBUTION, VG_RELATION, AroSet, KarpathySet, crop_relpath,
-                             read_classification, read_vg, vg_items)
+from papers.aro.data import (
+    ARO_VG_RULE, VG_ATTRIBUTION, VG_RELATION, AroSet, KarpathySet, crop_relpath, read_classification, read_vg, vg_items)
 
 
 def png(path: Path, size: tuple[int, int] = (20, 10), value: int = 0) -> Path:

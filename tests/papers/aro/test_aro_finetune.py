@@ -11,8 +11,8 @@ from PIL import Image
 
 from common.files.tasks import DatasetError
 from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
-from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set, negatives_for
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
+from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set, negatives_for
 from papers.aro.images import ArrayImages
 from papers.aro.negclip_tsv_full import read_negclip_tsv, tsv_table
 from papers.aro.neighbours_mini import nearest_images

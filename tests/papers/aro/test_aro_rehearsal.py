@@ -11,10 +11,10 @@ import pytest
 from common.errors import WorkspaceError
 from common.registry.fetch import fetch, md5_file
 from common.registry.sources import get_source
-from tests.rehearsal import standins
 from papers.aro import sets_full
-from tests.rehearsal.papers import aro as rehearsal
 from registry_support import state_md5
+from tests.rehearsal import standins
+from tests.rehearsal.papers import aro as rehearsal
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +84,10 @@ def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
 
 
 def test_the_rehearsal_keeps_the_base_negclip_and_the_two_runs():
-    from common.pipeline.params import read_params
     from common.paths import ROOT
-    from tests.rehearsal.params import rehearsal_params
+    from common.pipeline.params import read_params
     from common.zoo import get_spec, with_variants
+    from tests.rehearsal.params import rehearsal_params
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["aro"])
     assert params["aro"]["models"]["full"] == ["openai/ViT-B-32", "aro/clip-ft", "aro/negclip", "aro/negclip-rerun"]
@@ -103,8 +103,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     ``full_inputs`` (uncapped in the workspace), the set reads no parameter (the registry states its md5s)."""
     import yaml
 
-    from common.pipeline.params import stage_params
     from common.paths import ROOT
+    from common.pipeline.params import stage_params
 
     stages = yaml.safe_load((ROOT / "papers/aro/dvc.yaml").read_text())["stages"]
     assert " ".join(stages["finetune-full"]["do"]["cmd"].split()).endswith("--device ${aro.full.device}")

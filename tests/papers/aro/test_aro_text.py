@@ -6,9 +6,9 @@ from collections import Counter
 import pytest
 
 from common.text import caption_text as text
-from common.text.caption_text import (ADJ_TAGS, NOUN_TAGS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS,
-                                 SpacyModelMissing, UnknownPerturbation, perturb_captions, pre_caption, tag_captions,
-                                 trigrams, word_tokens)
+from common.text.caption_text import (
+    ADJ_TAGS, NOUN_TAGS, ORDER_PERTURBATIONS, RETRIEVAL_PERTURBATIONS, SpacyModelMissing, UnknownPerturbation,
+    perturb_captions, pre_caption, tag_captions, trigrams, word_tokens)
 from papers.aro.order import OPTION_NAMES, order_cases, shuffled_retrieval_texts
 
 CAPTIONS = [

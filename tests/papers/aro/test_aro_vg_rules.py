@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from common.evaluation.scoring.selection import GroupScore
-from papers.aro.vg_rules import (ATTRIBUTION_RULE, NOTEBOOK_EXTRA, NOTEBOOK_RULE, NOTEBOOK_SYMMETRIC, PAPER_RULE,
-                                 TABLE2_RULE, TABLE2_SPATIAL, TABLE2_VERBS, macro, relation_kind, relation_rules)
+from papers.aro.vg_rules import (
+    ATTRIBUTION_RULE, NOTEBOOK_EXTRA, NOTEBOOK_RULE, NOTEBOOK_SYMMETRIC, PAPER_RULE, TABLE2_RULE, TABLE2_SPATIAL,
+    TABLE2_VERBS, macro, relation_kind, relation_rules)
 
 TABLE2_RELATIONS = frozenset(TABLE2_SPATIAL) | frozenset(TABLE2_VERBS)
 

@@ -14,8 +14,9 @@ import pytest
 import scipy.stats
 
 from papers.bivlc import correlation as corr
-from papers.bivlc.correlation import (BENCHMARKS, Benchmark, CorrelationInputError, collect, kendall_interval,
-                                      permutation_p, published_scores, rank_correlation, spearman_interval)
+from papers.bivlc.correlation import (
+    BENCHMARKS, Benchmark, CorrelationInputError, collect, kendall_interval, permutation_p, published_scores,
+    rank_correlation, spearman_interval)
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "results" / "published"
 

@@ -18,18 +18,16 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file
 
-from common.paths import ROOT
-from common.training.recipes import load_recipe
-from common.zoo.trained import tokenizer_for
 from common.files.tasks import DatasetError
+from common.paths import ROOT
 from common.training import FromScratch
 from common.training.checkpoint import seed_everything
-from common.training.model_init import normalizer
 from common.training.files import FileImages
 from common.training.job import run_job
-from papers.bivlc import detectors as df
-from papers.bivlc import sets_full as sf
-from papers.bivlc import train as tf
+from common.training.model_init import normalizer
+from common.training.recipes import load_recipe
+from common.zoo.trained import tokenizer_for
+from papers.bivlc import detectors as df, sets_full as sf, train as tf
 from papers.bivlc.runs import RUNS, embed_dim_of, recipe, run_spec
 
 ARCH = "mini-vit-xs"
@@ -407,7 +405,6 @@ def test_each_detector_is_the_job_the_former_train_detector_built(tower, epochs,
     train rows (two inputs per row), no warmup, no weight decay, validated after every epoch with the head the
     trainer optimises, provenance (tower, steps per epoch, epochs, then the caller's keys), no resume."""
     from common.training import TrainConfig
-
     from papers.bivlc.losses import DetectorLoss
 
     set_dir = sets["trohn-img"]

@@ -14,9 +14,7 @@ import pytest
 import torch
 
 from papers.bivlc.losses import DetectorLoss, TrohnImgLoss, TrohnTextLoss
-from training_support import A, B_, E1, E2, S, ce, dot, mean, t  # noqa: F401
-
-
+from training_support import B_, E1, E2, A, S, ce, dot, mean, t  # noqa: F401
 
 
 def test_trohn_img_loss_by_hand():

@@ -12,16 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from common.miniworld.claims import satisfies
 from common.files.tasks import DatasetError
+from common.miniworld.claims import satisfies
 from common.training import FromCheckpoint, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from common.zoo.trained import tokenizer_for
-from papers.bivlc import detectors as dm
-from papers.bivlc import finetune_sets_mini as fsm
-from papers.bivlc import sets_mini as m
-from papers.bivlc import train as tm
+from papers.bivlc import detectors as dm, finetune_sets_mini as fsm, sets_mini as m, train as tm
 from papers.bivlc.runs import DETECTOR_ENCODERS, DETECTOR_TOWERS, RUNS, recipe
 from sugarcrepe_support import write_sugarcrepe_set
 from training_support import mini_section

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from papers.bivlc import released as rb
 from common.audit.core import audit_rows
 from common.cli import main as cli_main
-from papers.bivlc.released import ReleasedFileError, score_released_file
 from common.reporting.published import load_cells, load_claims
-
+from papers.bivlc import released as rb
+from papers.bivlc.released import ReleasedFileError, score_released_file
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
 
 BIVLC_HEADER = ["image", "caption", "negative_caption", "negative_image", "type", "subtype", "text_score_i0",

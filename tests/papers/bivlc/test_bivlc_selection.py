@@ -12,8 +12,9 @@ from common.miniworld import lexicon
 from common.miniworld.claims import sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.scene import sample_scene
-from papers.bivlc.selection import (CaptionPair, NgramGrammar, SelectionError, WorldPriorPlausibility, deduplicate,
-                                    form_filter, quantile_filter, select_negatives, stated_combinations)
+from papers.bivlc.selection import (
+    CaptionPair, NgramGrammar, SelectionError, WorldPriorPlausibility, deduplicate, form_filter, quantile_filter,
+    select_negatives, stated_combinations)
 
 
 class TableScorer:

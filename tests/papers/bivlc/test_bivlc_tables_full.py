@@ -21,7 +21,6 @@ from common.evaluation.engine import EngineConfig
 from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
 from papers.bivlc import tables as full
-
 from sugarcrepe_support import write_sugarcrepe_set  # noqa: E402
 
 CONFIG = EngineConfig(progress=False, num_workers=0)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from common.files.tasks import DatasetError
 from common.registry.fetch import fetch
 from common.registry.markers import SNAPSHOT_MARKER
 from common.registry.sources import get_source
-from tests.rehearsal import standins
-from tests.rehearsal.standins import StandInError
-from common.files.tasks import DatasetError
 from papers.bivlc import sets_full, tables
+from tests.rehearsal import standins
 from tests.rehearsal.papers import bivlc as rehearsal
+from tests.rehearsal.standins import StandInError
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +117,8 @@ def test_the_released_heads_standin_is_read_as_released_with_its_tower(tmp_path)
     the head and a tower equal to the encoder it was written from."""
     import torch
 
-    from tests.rehearsal.models import random_openclip
     from papers.bivlc.detector_heads import load_head, tower_agreement
+    from tests.rehearsal.models import random_openclip
 
     net = random_openclip("mini-vit-xs", seed=3)
     state = net.state_dict()
@@ -133,10 +133,10 @@ def test_the_released_heads_standin_is_read_as_released_with_its_tower(tmp_path)
 
 
 def test_the_rehearsal_keeps_one_row_per_loader_path():
-    from common.pipeline.params import read_params
     from common.paths import ROOT
-    from tests.rehearsal.params import rehearsal_params
+    from common.pipeline.params import read_params
     from common.zoo import get_spec
+    from tests.rehearsal.params import rehearsal_params
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["bivlc"])
     full = params["bivlc"]["full"]
@@ -154,8 +154,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     audit read the rehearsal section, off in the workspace; finetune-full-set depends on the COCO images it checks."""
     import yaml
 
-    from common.pipeline.params import stage_params
     from common.paths import ROOT
+    from common.pipeline.params import stage_params
 
     stages = yaml.safe_load((ROOT / "papers/bivlc/dvc.yaml").read_text())["stages"]
     for stage in ("finetune-full", "detectors-full-clip", "detectors-full-trohn-img"):

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from common.registry.fetch import fetch
 from common.files.tasks import DatasetError
-from papers.conclip import ccneg, sets_full
-from tests.rehearsal.papers import conclip as rehearsal
-from papers.conclip import zeroshot_full as zf
+from common.registry.fetch import fetch
+from papers.conclip import ccneg, sets_full, zeroshot_full as zf
 from registry_support import state_md5
+from tests.rehearsal.papers import conclip as rehearsal
 
 REAL_RUN = {"full_inputs": {"cap": None}}
 REHEARSAL = {"full_inputs": {"cap": 4}}
@@ -79,8 +78,8 @@ def _classes(params: dict) -> dict[str, int]:
 
 
 def _workspace_params() -> dict:
-    from common.pipeline.params import read_params
     from common.paths import ROOT
+    from common.pipeline.params import read_params
 
     return read_params(ROOT / "params.yaml")
 
@@ -137,10 +136,10 @@ def test_torchvisions_own_md5_pins_are_lifted_for_the_registrys(prepared, stated
 
 
 def test_the_rehearsal_keeps_clip_conclip_and_the_finetunes():
-    from common.pipeline.params import read_params
     from common.paths import ROOT
-    from tests.rehearsal.params import rehearsal_params
+    from common.pipeline.params import read_params
     from common.zoo import get_spec
+    from tests.rehearsal.params import rehearsal_params
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["conclip"])
     full = params["conclip"]["full"]
@@ -158,8 +157,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     audit, declare ``full_inputs`` (uncapped in the workspace); the zero-shot stage the class counts."""
     import yaml
 
-    from common.pipeline.params import stage_params
     from common.paths import ROOT
+    from common.pipeline.params import stage_params
 
     stages = yaml.safe_load((ROOT / "papers/conclip/dvc.yaml").read_text())["stages"]
     assert "--device ${conclip.full.finetune.device}" in " ".join(stages["finetune-full"]["do"]["cmd"].split())

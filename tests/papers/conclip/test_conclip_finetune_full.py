@@ -19,17 +19,15 @@ from PIL import Image
 from safetensors.torch import load_file
 
 from common.errors import WorkspaceError
-from common.paths import ROOT
 from common.files.tasks import DatasetError
+from common.paths import ROOT
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import seed_everything
 from common.training.files import FileImages
 from common.training.job import code_files, describe_loss, run_job
 from common.training.recipes import load_recipe
 from common.zoo.trained import tokenizer_for
-from papers.conclip import ccneg, coco_pool
-from papers.conclip import sets_full as sf
-from papers.conclip import train
+from papers.conclip import ccneg, coco_pool, sets_full as sf, train
 from papers.conclip.finetune_rows import load_rows
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS

@@ -15,14 +15,12 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+# The tiny release of test_ccneg.py (one module per test file: its builder is imported, not copied).
+from test_ccneg import ANNOTATIONS, EVAL_SIZE, EXPECTED_K, EXPECTED_WORDS, image_name, write_ccneg  # noqa: E402
 
 from common.evaluation.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
-from papers.conclip import ccneg
-from papers.conclip import tables as full
-
-# The tiny release of test_ccneg.py (one module per test file: its builder is imported, not copied).
-from test_ccneg import ANNOTATIONS, EVAL_SIZE, EXPECTED_K, EXPECTED_WORDS, image_name, write_ccneg  # noqa: E402
+from papers.conclip import ccneg, tables as full
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 TABLE3_FIELDS = full.FILES["full"].table3_fields

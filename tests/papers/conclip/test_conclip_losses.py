@@ -7,13 +7,10 @@ bit) and ``tests/common/test_training_ddp.py`` (two processes).
 """
 from __future__ import annotations
 
-
 import pytest
 
 from papers.conclip.losses import ConClipLoss
-from training_support import A, B_, E1, S, ce, dot, t
-
-
+from training_support import B_, E1, A, S, ce, dot, t
 
 
 def test_conclip_loss_by_hand():

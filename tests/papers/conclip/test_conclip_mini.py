@@ -15,19 +15,16 @@ import numpy as np
 import pytest
 import torch
 
+from common.files.tasks import DatasetError
 from common.miniworld.negation import (
     NEGATION_WORDS, NegationClaim, PredicateObject, distractor_scene, name_object, sample_negation)
 from common.miniworld.scene import Scene, SceneObject, sample_scene
-from common.files.tasks import DatasetError
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import code_files, describe_loss, run_job
 from common.training.rendered import pixels
 from common.zoo.trained import tokenizer_for
-from papers.conclip import benchmark_mini as b
-from papers.conclip import sets_mini as m
-from papers.conclip import tables as t
-from papers.conclip import train
+from papers.conclip import benchmark_mini as b, sets_mini as m, tables as t, train
 from papers.conclip.finetune_rows import FinetuneSet
 from papers.conclip.losses import ConClipLoss
 from papers.conclip.runs import RUNS

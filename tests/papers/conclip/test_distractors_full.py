@@ -17,8 +17,7 @@ from PIL import Image
 import common.pipeline.params as common_params
 from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable
-from papers.conclip import coco_pool
-from papers.conclip import distractors_full as df
+from papers.conclip import coco_pool, distractors_full as df
 
 POOL = 12
 CHUNK = 4

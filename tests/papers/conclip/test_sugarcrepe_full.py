@@ -16,15 +16,12 @@ import torch
 from PIL import Image
 
 import common.pipeline.params as common_params
+from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
 from common.evaluation.engine import EngineConfig
 from common.files.tasks import DatasetError
 from common.zoo import ModelUnavailable, random_model
-from papers.conclip import sugarcrepe_full as sf
-from papers.conclip import table6_full as t6
-from papers.conclip import columns
-from papers.conclip import tables as ccneg_tables
+from papers.conclip import columns, sugarcrepe_full as sf, table6_full as t6, tables as ccneg_tables
 from papers.conclip.runs import RUNS
-from common.benchmarks.caption_negatives import CATEGORIES, write_manifest
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 MODELS = {"clip": "openai/ViT-B-32", "conclip": "conclip/conclip-vit-b32",

@@ -2,8 +2,7 @@
 import numpy as np
 
 from common.evaluation.scoring.selection import Outcome, SelectionResult
-from papers.hard_positives import evaluation as ev
-from papers.hard_positives import figure3
+from papers.hard_positives import evaluation as ev, figure3
 
 
 def _result(scores_by_item):

@@ -7,7 +7,7 @@ import pytest
 
 from common.training import ClipLoss
 from papers.hard_positives.losses import HardPositiveLoss
-from training_support import A, B_, E1, E2, S, ce, dot, mean, t
+from training_support import B_, E1, E2, A, S, ce, dot, mean, t
 
 # Two samples: images, captions T, hard positives T_p, hard negatives T_n (unit vectors).
 IMAGES = [E1, E2]

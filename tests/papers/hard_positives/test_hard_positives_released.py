@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from papers.hard_positives import released as rh
 from common.audit.core import CLAIM_TABLE, AuditError, audit_rows
-
+from papers.hard_positives import released as rh
 
 
 def _entry(image: str, c: str, c_n: str) -> dict:

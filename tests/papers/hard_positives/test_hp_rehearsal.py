@@ -57,8 +57,8 @@ def test_the_coco_standins_make_the_finetuning_set_with_both_types(prepared, tmp
 def test_the_rehearsal_keeps_the_base_and_one_released_checkpoint():
     from common.paths import ROOT
     from common.pipeline.params import read_params
-    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
+    from tests.rehearsal.params import rehearsal_params
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["hard_positives"])
     names = rehearsal.models(params)
@@ -72,8 +72,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     the rehearsal section, off in the workspace."""
     import yaml
 
-    from common.pipeline.params import stage_params
     from common.paths import ROOT
+    from common.pipeline.params import stage_params
 
     stages = yaml.safe_load((ROOT / "papers/hard_positives/dvc.yaml").read_text())["stages"]
     assert "--device ${hard_positives.full.finetune.device}" in " ".join(stages["finetune-full"]["do"]["cmd"].split())

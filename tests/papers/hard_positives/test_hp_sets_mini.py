@@ -8,12 +8,9 @@ import json
 import pytest
 
 from common.errors import WorkspaceError
-from common.miniworld import scene as scene_module
 from common.files.tasks import DatasetError
-from papers.hard_positives import evaluation as ev
-from papers.hard_positives import finetune_rows as fr
-from papers.hard_positives import finetune_sets_mini as fs
-from papers.hard_positives import sets_mini as sm
+from common.miniworld import scene as scene_module
+from papers.hard_positives import evaluation as ev, finetune_rows as fr, finetune_sets_mini as fs, sets_mini as sm
 from papers.hard_positives.runs import TYPES
 
 

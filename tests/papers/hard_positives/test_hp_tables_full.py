@@ -9,15 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+# The tiny release of test_hp_sets_full.py (one module per test file: its builder is imported, not copied).
+from test_hp_sets_full import write_release  # noqa: E402
 
-from common.evaluation.engine import EngineConfig
 from common.errors import WorkspaceError
+from common.evaluation.engine import EngineConfig
 from common.zoo import ModelUnavailable, random_model
 from papers.hard_positives import audit, evaluation, sets_full, tables as tb
 from papers.hard_positives.runs import RUNS
-
-# The tiny release of test_hp_sets_full.py (one module per test file: its builder is imported, not copied).
-from test_hp_sets_full import write_release  # noqa: E402
 
 CONFIG = EngineConfig(progress=False, num_workers=0)
 MODELS = {"base": "openai/ViT-B-32", "negclip": "aro/negclip"}

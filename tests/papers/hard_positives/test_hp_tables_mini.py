@@ -14,9 +14,7 @@ from common.training import FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from common.zoo.trained import served
-from papers.hard_positives import evaluation as ev
-from papers.hard_positives import tables as tb
-from papers.hard_positives import train as tm
+from papers.hard_positives import evaluation as ev, tables as tb, train as tm
 from papers.hard_positives.finetune_rows import FinetuneSet
 from papers.hard_positives.runs import RUNS
 from training_support import mini_section

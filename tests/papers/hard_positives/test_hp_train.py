@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from common.files.io import sha256_file
-from common.paths import ROOT
 from common.files.tasks import DatasetError
+from common.paths import ROOT
 from common.training import FromScratch, FromZoo, TrainConfig
 from common.training.distributed import DistributedContext
 from common.training.job import code_files, describe_loss, run_job

@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from common.miniworld import lexicon
-from common.miniworld import positives as hp
+from common.miniworld import lexicon, positives as hp
 from common.miniworld.claims import Claim, NounPhrase, RelationClaim, claim_from_objects, sample_claim, satisfies
 from common.miniworld.negatives import add_att, replace_att, replace_obj, replace_rel, swap_att, swap_obj
 from common.miniworld.scene import Scene, SceneObject, sample_scene

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.benchmarks.caption_negatives import CATEGORIES
 from common.files.tasks import DatasetError
 from papers.sugarcrepe import blind_real
-from common.benchmarks.caption_negatives import CATEGORIES
 
 SHAPES = ["dog", "cat", "horse", "bench", "table", "clock", "kite", "boat"]
 COLOURS = ["red", "blue", "green", "white", "black", "brown"]

@@ -17,16 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.benchmarks.caption_negatives import CATEGORIES
 from common.evaluation import stats
 from common.evaluation.engine import EngineConfig
 from common.files.io import write_bytes_atomic
-from common.miniworld import lexicon
-from common.miniworld.classification import (COLORED_SHAPES, SHAPES, ClassificationSetConfig,
-                                             ensure_classification_set, load_classification_sets,
-                                             write_classification_set)
 from common.files.tasks import DatasetError
+from common.miniworld import lexicon
+from common.miniworld.classification import (
+    COLORED_SHAPES, SHAPES, ClassificationSetConfig, ensure_classification_set, load_classification_sets,
+    write_classification_set)
 from papers.sugarcrepe import figure5 as F
-from common.benchmarks.caption_negatives import CATEGORIES
 
 N_CLASSES = len(lexicon.COLORS) * len(lexicon.SHAPES)
 SET_CONFIG = ClassificationSetConfig(n_images=2 * N_CLASSES, image_size=48, seed=0)

@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
 from common.blind.crossfit import PairScores, TextPair
+from common.files.tasks import DatasetError
 from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
 from common.miniworld.scene import sample_scene
 from common.miniworld.templates import TEMPLATE_KINDS
-from common.files.tasks import DatasetError
 from papers.sugarcrepe import mini_blind
-from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet, read_category
-from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.mini_templates import build_template_set
+from papers.sugarcrepe.sets_mini import MiniSetConfig, build_mini_set
 
 CONFIG = MiniSetConfig(examples_per_category=40, image_size=24, seed=0)
 BLIND = mini_blind.Config(folds=3, bootstrap=200, lm_train_images=1200)

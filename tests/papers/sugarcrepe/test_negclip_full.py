@@ -15,17 +15,14 @@ import pytest
 from PIL import Image
 
 from common.benchmarks.caption_negatives import CATEGORIES
-from common.text.crepe_style import CREPE_KINDS
 from common.files.tasks import DatasetError
+from common.text.crepe_style import CREPE_KINDS
 from common.training import ClipLoss, FromScratch
 from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
-from papers.sugarcrepe import aro_crepe_sets_full as acs
-from papers.sugarcrepe import negclip_refine_full as rf
-from papers.sugarcrepe import negclip_rows as rows_full
-from papers.sugarcrepe import negclip_sets_full as sf
-from papers.sugarcrepe import negclip_tables as nt
-from papers.sugarcrepe import negclip_train as tf
+from papers.sugarcrepe import (
+    aro_crepe_sets_full as acs, negclip_refine_full as rf, negclip_rows as rows_full, negclip_sets_full as sf,
+    negclip_tables as nt, negclip_train as tf)
 from papers.sugarcrepe.aro_crepe import load_template_set
 from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.runs import ALL, FULL_RUNS, KINDS

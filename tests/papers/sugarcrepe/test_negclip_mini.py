@@ -16,22 +16,19 @@ import numpy as np
 import pytest
 import torch
 
+from common.files.tasks import DatasetError
 from common.miniworld.claims import Claim
 from common.miniworld.negatives import replace_obj
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
-from common.files.tasks import DatasetError
 from common.training import ClipLoss, FromScratch
-from common.training.checkpoint import save_weights, portable_state
+from common.training.checkpoint import portable_state, save_weights
 from common.training.job import run_job
 from common.zoo.trained import tokenizer_for
-from papers.sugarcrepe import negclip_rows as rm
-from papers.sugarcrepe import negclip_sets_mini as sm
-from papers.sugarcrepe import negclip_tables as nt
-from papers.sugarcrepe import negclip_train as tm
+from papers.sugarcrepe import negclip_rows as rm, negclip_sets_mini as sm, negclip_tables as nt, negclip_train as tm
 from papers.sugarcrepe.losses import TextNegativeClipLoss
 from papers.sugarcrepe.runs import KINDS, RUNS
-from training_support import A, B_, E1, E2, S, ce, dot, mean, mini_section, t
+from training_support import B_, E1, E2, A, S, ce, dot, mean, mini_section, t
 
 ARCH = "mini-vit-xs"
 

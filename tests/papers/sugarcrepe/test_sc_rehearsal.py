@@ -9,8 +9,8 @@ import pytest
 
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
-from tests.rehearsal import standins
 from papers.sugarcrepe import sets_full
+from tests.rehearsal import standins
 from tests.rehearsal.papers import sugarcrepe as rehearsal
 
 pytest.importorskip("transformers")
@@ -88,9 +88,9 @@ def test_algorithm_1_with_the_standin_scorers_keeps_a_batch_of_every_kind(prepar
     model, as ``negclip-full-refine`` runs them): every kind keeps at least the rehearsal's global batch."""
     from common.blind.pretrained import load_text_scorer
     from common.pipeline.params import read_params
-    from tests.rehearsal.params import BATCH
     from papers.sugarcrepe.negclip_refine_full import SCORERS, build_refined
     from papers.sugarcrepe.negclip_sets_full import build_train_set
+    from tests.rehearsal.params import BATCH
 
     root, keys = prepared
     for key in keys:
@@ -123,8 +123,8 @@ def test_the_blind_scorer_standins_load_as_the_released_ones(prepared):
 def test_the_rehearsal_keeps_one_model_per_loader_path():
     from common.paths import ROOT
     from common.pipeline.params import read_params
-    from tests.rehearsal.params import rehearsal_params
     from common.zoo import get_spec
+    from tests.rehearsal.params import rehearsal_params
 
     params = rehearsal_params(read_params(ROOT / "params.yaml"), ["sugarcrepe"])
     assert params["sugarcrepe"]["models"]["full"] == list(rehearsal.KEPT_MODELS)
@@ -142,8 +142,8 @@ def test_the_full_stages_hooks_default_to_a_real_run():
     and the fine-tunes ``max_steps``, null here (the recipe's epochs)."""
     import yaml
 
-    from common.pipeline.params import stage_params
     from common.paths import ROOT
+    from common.pipeline.params import stage_params
 
     stages = yaml.safe_load((ROOT / "papers/sugarcrepe/dvc.yaml").read_text())["stages"]
     cmds = {name: " ".join((stage.get("do", stage))["cmd"].split()) for name, stage in stages.items()}

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from common.evaluation.engine import Engine, EngineConfig
-from common.paths import ROOT
 from common.evaluation.scoring.selection import image_to_text
+from common.paths import ROOT
 from papers.sugarcrepe.bench import make_data, reference_loop
 
 

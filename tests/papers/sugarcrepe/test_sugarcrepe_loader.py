@@ -17,17 +17,12 @@ from PIL import Image
 
 from common.benchmarks import caption_negatives as sugarcrepe
 from common.benchmarks.caption_negatives import (
-    CATEGORIES,
-    PreparedSet,
-    category_counts,
-    load_sugarcrepe,
-    read_category,
-    write_manifest,
-)
+    CATEGORIES, PreparedSet, category_counts, load_sugarcrepe, read_category, write_manifest)
 from common.files.tasks import MAX_LISTED_PROBLEMS, DatasetError, ImageToTextItem
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 from shared_files import MIRROR as SHARED_MIRROR  # noqa: E402
+
 RELEASED_COUNTS = {
     "add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652,
     "replace_rel": 1406, "swap_att": 666, "swap_obj": 245,

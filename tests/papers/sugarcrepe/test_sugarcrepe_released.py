@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from papers.sugarcrepe import released as rs
 from common.audit.core import CLAIM_TABLE, AuditError, audit_rows
+from common.benchmarks.caption_negatives import CATEGORIES
+from papers.sugarcrepe import released as rs
 from papers.sugarcrepe.released import (
     GPT4VScore, ModelRef, draw_figure5, figure5_correlations, figure5_recomputed, gpt4v_recomputed, gpt4v_scores,
-    imagenet_top1, match_models, parse_choice, pearson_r, score_gpt4v_file, table2_recomputed,
-)
-from common.benchmarks.caption_negatives import CATEGORIES
-
+    imagenet_top1, match_models, parse_choice, pearson_r, score_gpt4v_file, table2_recomputed)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -299,8 +297,8 @@ def test_released_recomputations_join_the_published_numbers(released):
 
 
 def test_unfetchable_files_give_not_recomputed_rows():
-    from common.reporting.published import load_cells, load_claims
     from common.registry.errors import DownloadError
+    from common.reporting.published import load_cells, load_claims
 
     def no_files(key: str) -> Path:
         raise DownloadError(f"{key}: no mirror and no network here")
