@@ -307,6 +307,9 @@ CASES: list[Case] = [
          _where("valid_neg_clip.tsv", then="line 3: byte 0xe9 is not UTF-8"), runner="negclip-tsv"),
     Case("negclip-tsv", "index-twice", _negclip_tsv(lambda d: d.replace(b"\n1\t", b"\n0\t")),
          _where("valid_neg_clip.tsv", then="row 2: index 0 again"), runner="negclip-tsv"),
+    Case("negclip-tsv", "no-neighbour", _negclip_tsv(lambda d: d.replace(b"\t[2]\n", b"\t[]\n")),
+         _where("valid_neg_clip.tsv", then="row 2 (index 1): neg_image is not a non-empty list of row indices"),
+         runner="negclip-tsv"),
     # run tables as the audit reads them (results/<paper>/mini/*.csv)
     Case("audit-runs-bivlc", "table-cut-in-half", _runs("bivlc", "table2.csv", half_bytes),
          _runs_file("bivlc", "table2.csv"), runner="runs"),

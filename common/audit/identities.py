@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StringConstraint
 
 from common.audit.consistency import AVERAGINGS, PER_CATEGORY, Printed
 from common.errors import WorkspaceError, unknown_name
+from common.files.utf8 import read_toml
 from common.paths import PUBLISHED
-from common.reporting.published import PublishedCell, read_toml
+from common.reporting.published import PublishedCell
 
 IDENTITIES = PUBLISHED / "cross_paper.toml"
 CERTAIN, UNCERTAIN = "certain", "uncertain"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from common import plugins
 from common.card.core import CardError
 from common.files.io import sha256_file
-from common.reporting.published import read_toml
+from common.files.utf8 import read_toml
 from common.zoo import ModelSpec, get_spec, register_local_configs
 from common.zoo.specs import ARCH_OVERRIDES_ENV, MODEL_CONFIG_DIR, REGISTRY_FILE
 

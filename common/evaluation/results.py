@@ -6,11 +6,11 @@ prints a row per file); what describes the run (data set, counts, ties, fingerpr
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from common.evaluation.outcomes import percent
 from common.evaluation.scoring.selection import SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic
 
@@ -24,10 +24,6 @@ class ModelRow:
     label: str
     data_size: str
     params_m: str
-
-
-def percent(x: float) -> float:
-    return round(100.0 * x, 2) if not math.isnan(x) else float("nan")
 
 
 def write_predictions(path: Path, result: SelectionResult) -> Path:

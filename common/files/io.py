@@ -22,9 +22,24 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from common.errors import OutputError, sigterm_as_interrupt
 
 
+class DiskFull(OutputError, OSError):
+    """A file that could not be written for lack of space or quota: one line naming it (an ``OutputError``), and
+    still the ``OSError`` it was (errno, filename), so that an output group and a caller handling write errors see
+    what they saw before."""
+
+    def __init__(self, dest: Path, exc: OSError) -> None:
+        super().__init__(exc.errno, exc.strerror, exc.filename)
+        self.message = (f"cannot write {dest}: disk full ({exc.strerror}). Nothing was replaced: the previous "
+                        f"{dest.name}, if any, is unchanged. Free some space, then rerun.")
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``dest``; move it onto ``dest`` only if the block succeeds."""
+    """Yield a temporary path next to ``dest``; move it onto ``dest`` only if the block succeeds. A full disk (or
+    quota) is a ``DiskFull`` naming ``dest``; the temporary file never stays behind."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
@@ -36,6 +51,10 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, dest)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, DiskFull):
+            raise DiskFull(dest, exc) from exc
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

@@ -9,7 +9,6 @@ import difflib
 import functools
 import os
 import re
-import tomllib
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, fields
@@ -17,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping
 
 from common import paths, plugins
+from common.files.utf8 import read_toml
 from common.registry.errors import RegistryError
 from common.registry.markers import LOCK_NAME
 
@@ -167,12 +167,9 @@ def _read_registry_file(reg_path: Path) -> list[Source]:
     """The validated entries of one registry file, in file order."""
     origin = str(reg_path)
     try:
-        with open(reg_path, "rb") as fh:
-            doc = tomllib.load(fh)
+        doc = read_toml(reg_path, RegistryError)[1]
     except FileNotFoundError as exc:
         raise RegistryError(f"{origin}: registry file not found") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RegistryError(f"{origin}: not valid TOML: {exc}") from exc
     extra = sorted(set(doc) - {"version", "source"})
     if extra:
         raise RegistryError(f"{origin}: unknown top-level key(s) {extra} (expected 'version' and [[source]] tables)")

@@ -14,8 +14,8 @@ from typing import Sequence
 from common import plugins
 from common.errors import WorkspaceError, unknown_name
 from common.files.io import write_text_atomic
+from common.files.utf8 import read_toml
 from common.paths import RESULTS, ROOT
-from common.reporting.published import read_toml
 from common.reporting.report import is_number
 from common.reporting.results_ref import DocNumberError, lookup
 from common.text.markdown import md_cell

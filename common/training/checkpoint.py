@@ -35,8 +35,10 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def save_resume(path: Path, state: Mapping[str, Any]) -> Path:
-    with atomic_path(path) as tmp:
-        torch.save(dict(state), tmp)
+    # through a Python file: a full disk is the OSError atomic_path reports (torch's own file writer raises a
+    # RuntimeError), and the archive's inner folder is "archive", not the random temporary file's name
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(dict(state), fh)
     return Path(path)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from common.errors import WorkspaceError
+from common.files.utf8 import decode_utf8, parse_toml
 from common.paths import ROOT
 from common.text.markdown import md_cell
 from common.training.optim import exclude_from_wd
@@ -244,10 +244,7 @@ def _value(where: str, key: str, value: Any) -> Any:
 
 def parse_recipes(text: str, path: str) -> dict[str, Recipe]:
     """Every table of a recipes file, checked (``RecipeError`` on the first problem)."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"{path}: not TOML ({exc})") from None
+    doc = parse_toml(text, path, RecipeError)
     recipes = {}
     for table, entries in doc.items():
         if not isinstance(entries, dict):
@@ -293,14 +290,7 @@ def _load(path: Path, mtime_ns: int) -> dict[str, Recipe]:
         shown = path.resolve().relative_to(ROOT.resolve()).as_posix()
     except ValueError:
         shown = str(path)
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise RecipeError(f"{shown}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") \
-            from None
-    return parse_recipes(text, shown)
+    return parse_recipes(decode_utf8(path.read_bytes(), shown, RecipeError), shown)
 
 
 def load_recipes(path: Path) -> dict[str, Recipe]:

@@ -7,7 +7,6 @@ so a stage that uses another paper's released model never reads that paper's fil
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +15,9 @@ from types import ModuleType
 from common import plugins
 from common.errors import SettingError, unknown_name
 from common.files.jsonl import read_json
+from common.files.utf8 import read_toml
 from common.paths import build_root, data_root
+from common.registry.errors import RegistryError
 
 DATA_FILES = ("common/zoo/models.toml", "common/zoo/model_configs/")
 """Read at run time (``common.pipeline.stage_deps``): the shared models and the architectures registered with open_clip (a
@@ -59,8 +60,7 @@ class ModelSpec:
 @lru_cache(maxsize=None)
 def read_models_file(path: Path) -> dict[str, ModelSpec]:
     """The models of one ``models.toml``, validated; a paper's file holds only that paper's names."""
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
+    raw = read_toml(path, RegistryError)[1]  # a ValueError too, as the file's other faults are
     specs: dict[str, ModelSpec] = {}
     # a registry file of this workspace (not a test's own file)
     placed = Path(path).resolve() in {p.resolve() for p in plugins.registry_files(REGISTRY_FILE.name, REGISTRY_FILE)}

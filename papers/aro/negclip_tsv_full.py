@@ -8,57 +8,28 @@ files per batch (``common.training.files.FileImages``). Its own module, so the m
 """
 from __future__ import annotations
 
-import ast
-import csv
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from common.files.tasks import DatasetError
+from common.text.released_text import NegClipRow, read_negclip_tsv
 from common.training.files import FileImages
 from papers.aro.batches import PairTable, TokenCache
 from papers.aro.images import ArrayImages
 from papers.aro.validation import RetrievalValidator
 
 
-@dataclass(frozen=True)
-class TsvRow:
-    caption: str
-    filepath: str
-    negatives: tuple[str, ...]
-    neighbours: tuple[int, ...]
-
-
-def read_negclip_tsv(path: Path) -> tuple[list[int], list[TsvRow]]:
-    """The released NegCLIP TSV: (index column, rows); ``neg_caption``/``neg_image`` are Python list literals."""
-    path = Path(path)
-    indices, rows = [], []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh, delimiter="\t")
-        need = {"title", "filepath", "neg_caption", "neg_image"}
-        if reader.fieldnames is None or not need <= set(reader.fieldnames):
-            raise DatasetError(f"{path}: expected columns {sorted(need)}, found {reader.fieldnames}")
-        index_column = reader.fieldnames[0]
-        for n, rec in enumerate(reader):
-            where = f"{path}: record {n}"
-            try:
-                negs = ast.literal_eval(rec["neg_caption"])
-                nbrs = ast.literal_eval(rec["neg_image"])
-                index = int(rec[index_column]) if index_column not in need else n
-            except (ValueError, SyntaxError) as exc:
-                raise DatasetError(f"{where}: unreadable neg_caption/neg_image/index ({exc})") from None
-            if not isinstance(negs, list) or not all(isinstance(x, str) for x in negs):
-                raise DatasetError(f"{where}: neg_caption is not a list of strings")
-            if not isinstance(nbrs, list) or not nbrs or not all(isinstance(x, int) for x in nbrs):
-                raise DatasetError(f"{where}: neg_image is not a non-empty list of row indices")
-            if not negs:
-                raise DatasetError(f"{where}: no negative caption (NegCLIP's file holds only captions with one)")
-            indices.append(index)
-            rows.append(TsvRow(rec["title"], rec["filepath"], tuple(negs), tuple(nbrs)))
+def released_rows(path: Path) -> list[NegClipRow]:
+    """The rows of a NegCLIP TSV (``common.text.released_text``'s reader), each with a negative caption."""
+    rows = read_negclip_tsv(path)
     if not rows:
         raise DatasetError(f"{path}: no records")
-    return indices, rows
+    for number, row in enumerate(rows, start=1):
+        if not row.negatives:
+            raise DatasetError(f"{path}: row {number}: no negative caption (NegCLIP's file holds only captions with "
+                               "one)")
+    return rows
 
 
 def resolve_image(images_dir: Path, filepath: str) -> Path:
@@ -70,21 +41,19 @@ def tsv_table(path: Path, images_dir: Path, image_size: int, crop_scale: tuple[f
               ) -> tuple[PairTable, FileImages]:
     """Units = TSV rows; ``neg_image`` gives each row's neighbour rows (by the index column). ``crop_scale``: the
     recipe's training crop (``FileImages``)."""
-    indices, rows = read_negclip_tsv(path)
-    position = {index: n for n, index in enumerate(indices)}
-    if len(position) != len(indices):
-        raise DatasetError(f"{path}: the index column repeats a value")
+    rows = released_rows(path)
+    position = {r.index: n for n, r in enumerate(rows)}  # the reader refuses an index twice
     files: dict[str, int] = {}
     row_image, hard = [], []
     width = max(len(r.neighbours) for r in rows)
-    for n, r in enumerate(rows):
+    for n, r in enumerate(rows, start=1):
         row_image.append(files.setdefault(r.filepath, len(files)))
         try:
             nbrs = [position[i] for i in r.neighbours]
         except KeyError as exc:
-            raise DatasetError(f"{path}: record {n}: neg_image names row {exc.args[0]}, which the file lacks") from None
+            raise DatasetError(f"{path}: row {n}: neg_image names row {exc.args[0]}, which the file lacks") from None
         hard.append((nbrs * width)[:width])  # pad a short list by repeating it: each stays equally likely-ish
-    table = PairTable(np.asarray(row_image, dtype=np.int64), tuple(r.caption for r in rows),
+    table = PairTable(np.asarray(row_image, dtype=np.int64), tuple(r.title for r in rows),
                       tuple(r.negatives for r in rows), np.arange(len(rows) + 1, dtype=np.int64),
                       np.asarray(hard, dtype=np.int64))
     images = FileImages(tuple(resolve_image(images_dir, f) for f in files), image_size, crop_scale=crop_scale)
@@ -97,10 +66,9 @@ def val_from_tsv(path: Path, images_dir: Path, image_size: int, tokens: TokenCac
     (``full_inputs.cap``): every image must be there, but only the first ``cap`` are validated on."""
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be a positive number of images or None, got {cap}")
-    _, rows = read_negclip_tsv(path)
     grouped: dict[str, list[str]] = {}
-    for r in rows:
-        grouped.setdefault(r.filepath, []).append(r.caption)
+    for r in released_rows(path):
+        grouped.setdefault(r.filepath, []).append(r.title)
     files = list(grouped)
     if cap is not None:
         missing = [f for f in files if not resolve_image(images_dir, f).is_file()]

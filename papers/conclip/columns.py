@@ -13,6 +13,7 @@ import numpy as np
 
 from common.card.core import N_RESAMPLES, SEED, Measure, selection_measures
 from common.errors import WorkspaceError
+from common.evaluation.outcomes import percent
 from common.zoo import get_spec
 from papers.conclip.runs import RUNS
 
@@ -32,11 +33,6 @@ NOT_A_RUN = "N/A"
 """The run, terms and negatives of a model that is not one of ``RUNS`` (a pretrained or released model)."""
 
 
-def pct(x: float) -> float:
-    """A share as points, to the two decimals the paper prints."""
-    return round(100.0 * x, 2)
-
-
 def model_label(name: str, model: object = None) -> str:
     """The zoo entry's label; a stand-in outside the zoo (tests) gives its own ``spec.label``, else its name."""
     try:
@@ -54,7 +50,7 @@ def model_cells(row: str, model: str, label: str, run: str | None) -> dict:
 
 def sugarcrepe_cells(accuracy_by_category: Mapping[str, float]) -> dict:
     """Each category's accuracy (a share) in points, then Table 6's folds: plain means of their categories' points."""
-    cells = {c: pct(accuracy_by_category[c]) for c in SUGARCREPE_CATEGORIES}
+    cells = {c: percent(accuracy_by_category[c]) for c in SUGARCREPE_CATEGORIES}
     cells.update({f"sugarcrepe_{fold}": round(float(np.mean([cells[c] for c in cats])), 2)
                   for fold, cats in SUGARCREPE_FOLDS.items()})
     return cells
@@ -83,9 +79,9 @@ def classification_cells(results: Mapping[str, Mapping[str, Any]], sets: Sequenc
     negated = [top1(results[n]["negated"]) for n in sets]
     cells: dict = {}
     for n, a, b in zip(sets, standard, negated):
-        cells.update({f"{n}_top1": pct(a), f"{n}_negated_top1": pct(b), f"{n}_delta": pct(a - b)})
-    cells["classification_top1"] = pct(float(np.mean(standard)))
-    cells["delta"] = pct(float(np.mean(standard)) - float(np.mean(negated)))
+        cells.update({f"{n}_top1": percent(a), f"{n}_negated_top1": percent(b), f"{n}_delta": percent(a - b)})
+    cells["classification_top1"] = percent(float(np.mean(standard)))
+    cells["delta"] = percent(float(np.mean(standard)) - float(np.mean(negated)))
     return cells
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
+from common.evaluation.outcomes import Outcome
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
 from common.paths import RESULTS
@@ -140,16 +141,6 @@ def table6_summary(rows: Sequence[Mapping]) -> dict[str, float]:
 
 # --- comparisons.json: CoN-CLIP minus CLIP with paired intervals, from the per-example predictions ---
 @dataclass(frozen=True)
-class Outcome:
-    """One example of a predictions file (``group``: SugarCrepe's category)."""
-
-    item_id: str
-    group: str
-    correct: bool
-    tie: bool
-
-
-@dataclass(frozen=True)
 class Outcomes:
     """A predictions file read back: what ``common.card.core.selection_measures`` reads of a result."""
 
@@ -167,7 +158,12 @@ def read_predictions(path: Path) -> Outcomes:
         for flag in ("correct", "tie"):
             if record[flag] not in ("0", "1"):
                 raise Table6InputError(f"{path}:{line}: {flag} is {record[flag]!r}, not 0 or 1")
-        outcomes.append(Outcome(record["item_id"], record["group"] or "", record["correct"] == "1",
+        cells = [v for k, v in record.items() if str(k).startswith("score_") and v]  # "": fewer candidates
+        try:
+            scores = tuple(map(float, cells))
+        except ValueError:
+            raise Table6InputError(f"{path}:{line}: the scores {cells} are not all numbers") from None
+        outcomes.append(Outcome(record["item_id"], record["group"] or "", scores, record["correct"] == "1",
                                 record["tie"] == "1"))
     if not outcomes:
         raise Table6InputError(f"{path}: no examples")

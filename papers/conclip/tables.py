@@ -28,6 +28,7 @@ from common.card.core import paired_difference
 from common.errors import WorkspaceError
 from common.evaluation.engine import Engine, EngineConfig
 from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.outcomes import percent
 from common.evaluation.results import write_predictions
 from common.evaluation.scoring import classification, matching, selection
 from common.evaluation.scoring.classification import ClassificationResult
@@ -51,7 +52,7 @@ from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMP
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
     MODEL_FIELDS, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells, classification_fields,
-    classification_measure, model_cells, pct, print_written, sugarcrepe_cells, sugarcrepe_measure, table6_row)
+    classification_measure, model_cells, print_written, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 
@@ -401,15 +402,15 @@ def _correct(result: SelectionResult) -> np.ndarray:
 
 def ccneg_row(s: Scored) -> dict:
     argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
-    return {**model_cells(s.row, s.model, s.entry.label, s.entry.run), "ccneg": pct(float(argmax.mean())),
-            "ccneg_strict": pct(float(strict.mean())), "ccneg_ties": s.result.ties, "n": len(argmax)}
+    return {**model_cells(s.row, s.model, s.entry.label, s.entry.run), "ccneg": percent(float(argmax.mean())),
+            "ccneg_strict": percent(float(strict.mean())), "ccneg_ties": s.result.ties, "n": len(argmax)}
 
 
 def word_k_rows(s: Scored, negation: NegationSet) -> list[dict]:
     argmax, strict = _correct(s.result), _correct(rescore(s.result, STRICT))
     return [{"row": s.row, "model": s.model, "word": word, "k": k, "n": int(cell.sum()),
-             "accuracy": pct(float(argmax[cell].mean())),
-             "strict_accuracy": pct(float(strict[cell].mean()))}
+             "accuracy": percent(float(argmax[cell].mean())),
+             "strict_accuracy": percent(float(strict[cell].mean()))}
             for word, k, cell in negation.cells]
 
 
@@ -425,7 +426,8 @@ DISTRACTOR_FIELDS = ("row", "model", "label", "eq4_precision", "eq4_chance")
 
 def model_row(s: Scored) -> dict:
     row = {**ccneg_row(s), **classification_cells(s.more.classification, CLASSIFICATION_SETS)}
-    row.update({"eq4_precision": pct(s.more.distractors.precision), "eq4_chance": pct(s.more.distractors.chance)})
+    distractors = s.more.distractors
+    row.update({"eq4_precision": percent(distractors.precision), "eq4_chance": percent(distractors.chance)})
     row.update(sugarcrepe_cells({g: v.accuracy for g, v in s.more.sugarcrepe.by_group().items()}))
     return row
 

@@ -32,6 +32,7 @@ from common.card.core import N_RESAMPLES, SEED, paired_difference
 from common.errors import WorkspaceError
 from common.evaluation.engine import Engine
 from common.evaluation.evaluate import best_device, engine_config
+from common.evaluation.outcomes import percent
 from common.evaluation.scoring import classification
 from common.evaluation.scoring.classification import ClassificationResult
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
@@ -45,8 +46,7 @@ from common.registry.sources import get_source
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (
-    classification_cells, classification_fields, classification_measure, model_label, pct, print_written, stage_parser,
-    top1)
+    classification_cells, classification_fields, classification_measure, model_label, print_written, stage_parser, top1)
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
@@ -427,8 +427,8 @@ def by_dataset_rows(scored: Sequence[ScoredModel], datasets: Sequence[str]) -> l
             rows.append({"row": s.row, "model": s.model, "label": s.label, "dataset": name,
                          "split": DATASETS[name].split, "n": len(standard.labels),
                          "n_classes": len(standard.class_names),
-                         "standard": pct(top1(standard)), "negated": pct(top1(negated)),
-                         "delta": pct(top1(standard) - top1(negated)), "standard_ties": standard.ties,
+                         "standard": percent(top1(standard)), "negated": percent(top1(negated)),
+                         "delta": percent(top1(standard) - top1(negated)), "standard_ties": standard.ties,
                          "negated_ties": negated.ties})
     return rows
 

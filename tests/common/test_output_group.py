@@ -8,6 +8,7 @@ SIGTERM handled as Ctrl-C, and the leftovers of a killed writer removed by the n
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import time
@@ -110,6 +111,54 @@ def test_disk_full_while_writing(previous: Path, monkeypatch: pytest.MonkeyPatch
     assert f"cannot write the outputs into {previous}: disk full" in str(info.value)
     assert snapshot(previous) == before
     no_leftovers(previous)
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EDQUOT])
+@pytest.mark.parametrize("fails", ["write", "replace"])
+def test_a_full_disk_outside_a_group_names_the_file_and_keeps_the_old_one(previous: Path, monkeypatch, err: int,
+                                                                          fails: str) -> None:
+    """An atomic write alone (no output group): one line naming the file, saying the disk is full and that the
+    previous file is unchanged; the old file intact and no temporary file left, whether the write or the move fails."""
+    real_write, real_replace = Path.write_bytes, os.replace
+
+    def write(self, data):
+        real_write(self, data[:3])  # part written, then the disk is full
+        raise OSError(err, os.strerror(err))
+
+    def replace(src, dst, *args, **kwargs):
+        raise OSError(err, os.strerror(err), str(src), None, str(dst))
+
+    monkeypatch.setattr(*((Path, "write_bytes", write) if fails == "write" else (cio.os, "replace", replace)))
+    with pytest.raises(OutputError) as info:
+        write_text_atomic(previous / "table.csv", "new table\n")
+    assert str(info.value) == (f"cannot write {previous / 'table.csv'}: disk full ({os.strerror(err)}). Nothing was "
+                               "replaced: the previous table.csv, if any, is unchanged. Free some space, then rerun.")
+    assert isinstance(info.value, OSError) and info.value.errno == err  # still the OSError a caller may handle
+    monkeypatch.undo()
+    assert (previous / "table.csv").read_text() == "old table\n"
+    assert not [p.name for p in previous.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_full_disk_during_torch_save_is_the_same_one_line_error(tmp_path: Path, monkeypatch) -> None:
+    """``save_resume``: torch writes through a Python file, so the disk's OSError reaches ``atomic_path``."""
+    # deferred: only this test needs torch
+    import torch
+
+    from common.training import checkpoint
+
+    resume = checkpoint.save_resume(tmp_path / "resume.pt", {"step": 1})
+
+    class Full(io.BytesIO):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint, "open", lambda *args, **kwargs: Full(), raising=False)
+    with pytest.raises(OutputError) as info:
+        checkpoint.save_resume(resume, {"step": 2, "weights": torch.zeros(1000)})
+    assert str(info.value).startswith(f"cannot write {resume}: disk full (No space left on device). Nothing was "
+                                      "replaced: the previous resume.pt, if any, is unchanged.")
+    assert checkpoint.load_resume(resume) == {"step": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["resume.pt"]
 
 
 def test_unrelated_oserror_is_not_disguised(previous: Path) -> None:

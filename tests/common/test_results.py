@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from common.evaluation.outcomes import Outcome
 from common.evaluation.results import ModelRow, write_accuracy_table, write_predictions
-from common.evaluation.scoring.selection import Outcome, SelectionResult
+from common.evaluation.scoring.selection import SelectionResult
 
 
 def _result(name: str, outcomes: dict[str, list[tuple[bool, bool]]]) -> SelectionResult:

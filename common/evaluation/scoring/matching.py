@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from common.evaluation.scoring.selection import STRICT, DecisionRule, Outcome, SelectionResult
+from common.evaluation.outcomes import Outcome
+from common.evaluation.scoring.selection import STRICT, DecisionRule, SelectionResult
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError, ImageRef, ImageToTextItem, as_ref
 

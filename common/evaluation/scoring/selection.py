@@ -11,6 +11,7 @@ from typing import Callable, Literal, Sequence, TypeVar
 import numpy as np
 
 from common.evaluation.engine import Embeddings, Engine
+from common.evaluation.outcomes import Outcome
 from common.files.tasks import DatasetError, ImageToTextItem, TextToImageItem
 
 
@@ -68,15 +69,6 @@ STRICT = DecisionRule("strict")
 ARGMAX = DecisionRule("argmax", ties="correct")
 """Candidate 0 at least as high as every other (``argmax == 0`` with the positive first, ``argmax`` returning the
 first maximal index: ARO's Order tasks, CLIP_benchmark's image-caption selection)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    item_id: str
-    group: str
-    scores: tuple[float, ...]
-    correct: bool
-    tie: bool
 
 
 @dataclass(frozen=True)

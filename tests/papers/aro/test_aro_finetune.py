@@ -14,7 +14,7 @@ from papers.aro.batches import FinetuneBatches, PairTable, TokenCache
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.finetune_sets_mini import FinetuneSetConfig, build_finetune_set, negatives_for
 from papers.aro.images import ArrayImages
-from papers.aro.negclip_tsv_full import read_negclip_tsv, tsv_table
+from papers.aro.negclip_tsv_full import released_rows, tsv_table
 from papers.aro.neighbours_mini import nearest_images
 from papers.aro.train import mini_table
 from papers.aro.validation import recall_at_1
@@ -136,11 +136,12 @@ def test_tsv_table_reads_released_layout(tmp_path):
     assert pixels.shape == (2, 3, 16, 16) and pixels.dtype == torch.uint8
     assert pixels[0, 1].float().mean() > 100 and pixels[1, 0].float().mean() > 200  # green, then red
     bad = write_tsv(tmp_path / "bad.tsv", [("x", "f.jpg", ["y"], [5])])
-    with pytest.raises(DatasetError, match="record 0"):
+    with pytest.raises(DatasetError, match="bad.tsv: row 1: neg_image names row 5, which the file lacks"):
         tsv_table(bad, tmp_path, 16)
     empty = write_tsv(tmp_path / "empty.tsv", [("x", "f.jpg", [], [0])])
-    with pytest.raises(DatasetError, match="bad.tsv|empty.tsv: record 0: no negative"):
-        read_negclip_tsv(empty)
+    with pytest.raises(DatasetError, match="empty.tsv: row 1: no negative"):
+        released_rows(empty)
+    assert released_rows(tsv)[2].neighbours == (0, 1)  # neg_image, read by common's reader
 
 
 def test_recall_at_1_matches_brute_force_with_ties_wrong():

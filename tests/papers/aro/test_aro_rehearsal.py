@@ -63,7 +63,7 @@ def test_a_standin_cifar_tarball_is_refused_by_the_published_md5(data_env, tmp_p
 
 
 def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
-    from papers.aro.negclip_tsv_full import read_negclip_tsv, tsv_table, val_from_tsv
+    from papers.aro.negclip_tsv_full import released_rows, tsv_table, val_from_tsv
 
     root, keys = prepared
     assert keys == [standins.NEGCLIP_VALID, "coco/val2014.zip", standins.NEGCLIP_TRAIN, "coco/train2014.zip"]
@@ -75,8 +75,8 @@ def test_the_negclip_tsvs_train_and_validate_on_their_standin_images(prepared):
     assert len(names) == 4839 and all((root / "coco/val2014/val2014" / Path(n).name).is_file() for n in names)
     table, images = tsv_table(root / "negclip" / "train_neg_clip.tsv", root / "coco/train2014/train2014", 32)
     assert len(table.captions) == standins.NEGCLIP_TRAIN_ROWS + 1 and all(path.is_file() for path in images.paths)
-    _, released = read_negclip_tsv(valid)
-    assert table.captions[0] == released[0].caption and table.negatives[0] == released[0].negatives
+    released = released_rows(valid)
+    assert table.captions[0] == released[0].title and table.negatives[0] == released[0].negatives
     validator = val_from_tsv(valid, root / "coco/val2014/val2014", 32, lambda texts: list(texts), cap=3)
     assert len(validator.captions) == 3  # a rehearsal's cap: the first images only, every image checked
     with pytest.raises(ValueError, match="cap must be a positive"):

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from common.evaluation.scoring.selection import Outcome, SelectionResult
+from common.evaluation.outcomes import Outcome
+from common.evaluation.scoring.selection import SelectionResult
 from common.files.tasks import DatasetError
 from papers.hard_positives import evaluation as ev
 
