@@ -20,10 +20,13 @@ def portable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def save_weights(path: Path, state: Mapping[str, torch.Tensor]) -> Path:
     # deferred: loads safetensors only when called
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
-    with atomic_path(path) as tmp:
-        save_file(dict(state), str(tmp))
+    # save_file's bytes, written through a Python file: a full disk is the OSError atomic_path reports (safetensors'
+    # own file writer raises a SafetensorError)
+    data = save(dict(state))
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
     return Path(path)
 
 

@@ -139,14 +139,19 @@ def test_a_full_disk_outside_a_group_names_the_file_and_keeps_the_old_one(previo
     assert not [p.name for p in previous.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_a_full_disk_during_torch_save_is_the_same_one_line_error(tmp_path: Path, monkeypatch) -> None:
-    """``save_resume``: torch writes through a Python file, so the disk's OSError reaches ``atomic_path``."""
+@pytest.mark.parametrize("what", ["resume", "weights"])
+def test_a_full_disk_during_torch_save_is_the_same_one_line_error(tmp_path: Path, monkeypatch, what: str) -> None:
+    """``save_resume`` and ``save_weights``: torch's and safetensors' bytes go through a Python file, so the disk's
+    OSError reaches ``atomic_path`` (on a full tmpfs, safetensors' own ``save_file`` raised a ``SafetensorError``)."""
     # deferred: only this test needs torch
     import torch
 
     from common.training import checkpoint
 
-    resume = checkpoint.save_resume(tmp_path / "resume.pt", {"step": 1})
+    save, load = {"resume": (checkpoint.save_resume, checkpoint.load_resume),
+                  "weights": (checkpoint.save_weights, checkpoint.load_weights)}[what]
+    first = {"step": torch.ones(1)}
+    path = save(tmp_path / f"{what}.bin", first)
 
     class Full(io.BytesIO):
         def write(self, data):
@@ -154,11 +159,26 @@ def test_a_full_disk_during_torch_save_is_the_same_one_line_error(tmp_path: Path
 
     monkeypatch.setattr(checkpoint, "open", lambda *args, **kwargs: Full(), raising=False)
     with pytest.raises(OutputError) as info:
-        checkpoint.save_resume(resume, {"step": 2, "weights": torch.zeros(1000)})
-    assert str(info.value).startswith(f"cannot write {resume}: disk full (No space left on device). Nothing was "
-                                      "replaced: the previous resume.pt, if any, is unchanged.")
-    assert checkpoint.load_resume(resume) == {"step": 1}
-    assert [p.name for p in tmp_path.iterdir()] == ["resume.pt"]
+        save(path, {"step": torch.full((1,), 2.0), "weights": torch.zeros(1000)})
+    assert str(info.value).startswith(f"cannot write {path}: disk full (No space left on device). Nothing was "
+                                      f"replaced: the previous {what}.bin, if any, is unchanged.")
+    monkeypatch.undo()
+    assert torch.equal(load(path)["step"], first["step"])
+    assert [p.name for p in tmp_path.iterdir()] == [f"{what}.bin"]
+
+
+def test_weights_are_the_bytes_safetensors_writes(tmp_path: Path) -> None:
+    """``save_weights`` writes ``safetensors.torch.save_file``'s bytes (the mini CLIPs' committed hashes hold)."""
+    # deferred: only this test needs torch
+    import torch
+    from safetensors.torch import save_file
+
+    from common.training import checkpoint
+
+    state = {"b": torch.arange(6.0).reshape(2, 3), "a": torch.ones(4, dtype=torch.float16)}
+    save_file(state, str(tmp_path / "reference.safetensors"))
+    ours = checkpoint.save_weights(tmp_path / "ours.safetensors", state)
+    assert ours.read_bytes() == (tmp_path / "reference.safetensors").read_bytes()
 
 
 def test_unrelated_oserror_is_not_disguised(previous: Path) -> None:
