@@ -119,7 +119,7 @@ def test_a_full_disk_outside_a_group_names_the_file_and_keeps_the_old_one(previo
                                                                           fails: str) -> None:
     """An atomic write alone (no output group): one line naming the file, saying the disk is full and that the
     previous file is unchanged; the old file intact and no temporary file left, whether the write or the move fails."""
-    real_write, real_replace = Path.write_bytes, os.replace
+    real_write = Path.write_bytes
 
     def write(self, data):
         real_write(self, data[:3])  # part written, then the disk is full
