@@ -312,9 +312,6 @@ def _path_of(text: str, target: yaml.Node) -> list[str] | None:
     return find(root, []) if root is not None else None
 
 
-load_params = read_params
-
-
 def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> Any:
     """``params['a']['b']`` for ``'a.b'``, with an error naming the file and the missing key."""
     node: Any = params

@@ -21,7 +21,7 @@ from common.evaluation.scoring.selection import image_to_text
 from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.paths import ROOT, build_root
 from common.pipeline import reproducible
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 from common.training.family import family_config, train_clip
 from common.zoo import ModelSpec, OpenClipModel, create_model
 from common.zoo.trained import build_from_checkpoint, tokenizer_for
@@ -38,7 +38,7 @@ def _score(model, items, config) -> dict[str, float]:
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
-    params = load_params()
+    params = read_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()
     config = engine_config(params)
     train_set = build_root() / "mini" / "world" / "train"

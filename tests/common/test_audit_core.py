@@ -482,7 +482,7 @@ def test_a_full_run_leaves_empty_only_what_its_writer_documents(tmp_path):
 def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
     """The checks refuse no table the mini pipeline wrote: each audit covers exactly the cells its committed
     results/audit/<paper>_summary.json counts as not comparable."""
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from common.paths import RESULTS
     from common.paper import load_paper
 
@@ -491,7 +491,7 @@ def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
         table6 = RESULTS / paper / "mini" / "table6.csv"
         recs = module.run_recomputations("mini") + module.table_recomputations(
             paper, "Table 6", table6, "mini", module.TABLE6_COLUMNS, module.table6_row,
-            load_params()["sugarcrepe"]["models"]["full"], "run")
+            read_params()["sugarcrepe"]["models"]["full"], "run")
     elif paper == "aro":
         recs = module.recompute("mini")
     else:

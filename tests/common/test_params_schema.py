@@ -19,9 +19,9 @@ REAL = yaml.safe_load(PARAMS.read_text(encoding="utf-8"))
 
 
 def _load(path: Path):
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
-    return load_params(path)
+    return read_params(path)
 
 
 def _with(tmp_path: Path, dotted: str | None, value=None, *, drop: bool = False) -> Path:
