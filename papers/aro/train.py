@@ -28,6 +28,7 @@ from common.paths import ROOT, build_dir, data_root
 from common.pipeline import inputs
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
+from common.pipeline.profile_stage import stage_parser
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
 from common.training.launch import add_run_command
@@ -160,7 +161,7 @@ def weights_path(args: argparse.Namespace) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for name, options in OPTIONS.items():
         def configure(p: argparse.ArgumentParser, options: tuple[tuple[str, str], ...] = options) -> None:

@@ -40,6 +40,7 @@ from common.files.io import sha256_file
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
 from common.pipeline.params import own_section
+from common.pipeline.profile_stage import stage_parser
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
@@ -223,7 +224,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for profile in PROFILES:
         def options(p: argparse.ArgumentParser, profile: str = profile) -> None:

@@ -46,6 +46,7 @@ from common.errors import WorkspaceError
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
 from common.pipeline.params import own_section
+from common.pipeline.profile_stage import stage_parser
 from common.training import FromZoo, Init
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
@@ -219,7 +220,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     by_profile = parser.add_subparsers(dest="profile", required=True)
     for name in PROFILES:
         commands = by_profile.add_parser(name, help=f"the {name} profile's runs")

@@ -5,7 +5,6 @@ their images, how the authors' code pairs them and what is checked here: the REA
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from common.files.visual_genome import (
 from common.paths import build_dir
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
+from common.pipeline.profile_stage import stage_parser
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
@@ -225,11 +225,9 @@ class FullSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m papers.hard_positives.sets_full",
-        description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
-                    "every row, write manifest.json")
-    parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
+    parser = stage_parser(
+        __spec__.name, "Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, "
+                       "check every row, write manifest.json", out="default: build/full/hard_positives")
     add_stage_option(parser)
     args = parser.parse_args(argv)
 

@@ -26,6 +26,7 @@ from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
+from common.pipeline.profile_stage import stage_parser
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command
@@ -153,7 +154,7 @@ PROFILES = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    parser = stage_parser(MODULE, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for name, profile in PROFILES.items():
         sub = profiles.add_parser(name, help=f"the {name} runs").add_subparsers(dest="command", required=True)

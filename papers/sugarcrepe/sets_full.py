@@ -6,7 +6,6 @@ holds the first ``cap`` of each category, written in the released format beside 
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,6 +16,7 @@ from common.benchmarks.caption_negatives import (
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import own_params
+from common.pipeline.profile_stage import stage_parser
 from common.registry.fetch import fetch
 
 COCO_VAL2017 = "coco/val2017.zip"
@@ -54,7 +54,7 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_full", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--stage", default=None, help="the DVC stage whose parameters (full_inputs.cap) to read "
                                                       "(default: the one running this module)")
