@@ -32,8 +32,8 @@ from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import stage_parser
 
 SPLITS = ("train", "val")
 NegativesFn = Callable[[list[str], int], list[list]]

@@ -15,8 +15,8 @@ import torch
 
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, encode_images
 

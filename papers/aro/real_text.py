@@ -22,8 +22,8 @@ from typing import Sequence
 
 from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import print_written, stage_parser
 from common.registry.fetch import fetch
 from common.text.caption_text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
 from common.text.released_text import NegClipRow as ReleasedRow, read_negclip_tsv as read_released

@@ -24,7 +24,7 @@ from PIL import Image
 from common.files.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
 from common.files.tasks import DatasetError
 from common.files.visual_genome import crop_vg, vg_image_root
-from common.pipeline.profile_stage import stage_parser
+from common.pipeline.cli import stage_parser
 from common.registry.fetch import check_md5, fetch
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
 

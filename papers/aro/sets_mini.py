@@ -24,8 +24,8 @@ from common.miniworld.build import stream
 from common.miniworld.claims import claim_from_objects, sample_claim, satisfies
 from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
 from common.miniworld.scene import sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import stage_parser
 from papers.aro.data import MANIFEST_NAME, AroSet
 
 RELATION_TEMPLATE = 1

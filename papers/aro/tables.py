@@ -35,8 +35,8 @@ from common.files.io import output_group, staged_to_final, write_csv_atomic, wri
 from common.files.tasks import ImageRef, ImageToTextItem, RetrievalSet
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import print_written, stage_parser
 from common.reporting.figures import pyplot, save_figure
 from common.text.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
 from common.training import records

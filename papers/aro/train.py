@@ -26,9 +26,9 @@ from common.files.arrays import load_array
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
 from common.pipeline import inputs
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.training import FromZoo
 from common.training.distributed import DistributedContext
 from common.training.launch import add_run_command

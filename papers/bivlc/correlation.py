@@ -43,8 +43,8 @@ from common.errors import WorkspaceError
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.paths import PUBLISHED, RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import PROFILES, own_params
-from common.pipeline.profile_stage import print_written, stage_parser
 from common.reporting.published import CellIndex, load_cells
 
 CONFIDENCE = 0.95

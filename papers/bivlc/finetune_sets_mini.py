@@ -23,8 +23,8 @@ from common.miniworld.build import stream
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.training.rendered import caption_tokens, refuse_same_tokens
 from common.zoo import get_spec
 from common.zoo.trained import tokenizer_for

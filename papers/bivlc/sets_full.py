@@ -24,8 +24,8 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import coco_captions, read_rows, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
 
 SET_KIND = "bivlc-finetune-full-set"

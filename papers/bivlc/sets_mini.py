@@ -34,8 +34,8 @@ from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 
 TEST_STREAM = "test-bivlc"
 CATEGORIES: tuple[str, ...] = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj",

@@ -58,9 +58,10 @@ from common.files.io import output_group, sha256_file, staged_to_final, write_cs
 from common.files.tasks import DatasetError, GroupItem, ImageToTextItem
 from common.paths import RESULTS, build_dir, build_root, data_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.inputs import full_inputs as read_full_inputs
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import pinned_cpu, print_written, profile_stage_parser
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.registry.errors import FetchError, RegistryError
 from common.registry.fetch import quiet_fetch
 from common.training.records import training_context

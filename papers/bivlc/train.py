@@ -39,8 +39,8 @@ import torch
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob

@@ -23,8 +23,8 @@ from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import DatasetError, raise_problems
 from common.paths import RESULTS
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import DEVICE_HELP, print_written, stage_parser
 from common.registry.fetch import fetch
 from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create
 from common.zoo.available import why_unavailable

@@ -29,8 +29,8 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root as default_data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
-from common.pipeline.profile_stage import stage_parser
 from common.registry.fetch import fetch
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
 from papers.conclip.ccneg import EVAL_SIZE, default_paths, eval_size_for, load_ccneg_training

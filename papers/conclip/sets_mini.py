@@ -24,8 +24,8 @@ from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS, distractor_scen
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
 from common.zoo import get_spec
 from common.zoo.trained import tokenizer_for

@@ -23,8 +23,8 @@ from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS, build_dir
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import DEVICE_HELP, print_written, stage_parser
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (

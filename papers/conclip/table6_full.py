@@ -22,8 +22,8 @@ from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
 from common.paths import RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import print_written, stage_parser
 from papers.conclip.columns import (
     SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, sugarcrepe_measure,
     table6_row)

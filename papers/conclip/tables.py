@@ -40,8 +40,9 @@ from common.miniworld.lexicon import indefinite_article
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import pinned_cpu, print_written, profile_stage_parser
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
 from common.zoo import ModelFactory, create_model as zoo_create, get_spec
 from common.zoo.available import each_model

@@ -38,8 +38,8 @@ from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, wr
 from common.files.jsonl import read_json
 from common.files.tasks import ClassificationSet
 from common.paths import RESULTS, build_root, data_root as default_root
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import DEVICE_HELP, print_written, stage_parser
 from common.registry.errors import ChecksumError, FetchError
 from common.registry.fetch import check_md5, fetch
 from common.registry.sources import get_source

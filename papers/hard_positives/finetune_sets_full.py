@@ -22,8 +22,8 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import coco_captions, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
-from common.pipeline.profile_stage import stage_parser
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_negatives, parse_captions
 from papers.hard_positives.finetune_rows import IMAGES, FullRow
 from papers.hard_positives.rules import describe as describe_positives, replace_positives, swap_positives

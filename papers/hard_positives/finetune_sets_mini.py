@@ -23,8 +23,8 @@ from common.miniworld.positives import hard_positive
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from papers.hard_positives.finetune_rows import FinetuneSet, TrainingRow
 from papers.hard_positives.runs import TYPES
 

@@ -19,9 +19,9 @@ from common.files.visual_genome import (
     VG_ATTRIBUTION, VgRecord, check_vg_image, crop_relpath, crop_vg, raise_problems, read_vg, resolve_vg_image,
     vg_image_folders, vg_image_root)
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
-from common.pipeline.profile_stage import stage_parser
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]

@@ -24,8 +24,8 @@ from common.miniworld.positives import HardPositive, positive_for_negative, swap
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from papers.hard_positives import evaluation
 
 TEST_STREAM = "test-hard-positives"

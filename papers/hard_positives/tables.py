@@ -44,8 +44,9 @@ from common.files.jsonl import read_json
 from common.files.tasks import ImageToTextItem
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import pinned_cpu, print_written, profile_stage_parser
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
 from common.zoo import ModelFactory, create_model, get_spec
 from common.zoo.available import each_model

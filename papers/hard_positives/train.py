@@ -17,8 +17,8 @@ import torch
 
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.training import FromZoo, Init
 from common.training.data import BatchSource
 from common.training.distributed import DistributedContext

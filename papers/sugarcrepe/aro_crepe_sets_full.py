@@ -15,8 +15,8 @@ from typing import Sequence
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.tasks import DatasetError
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
-from common.pipeline.profile_stage import stage_parser
 from common.text.crepe_style import (
     CREPE_KINDS, Vocabulary, crepe_negatives, describe as describe_generator, parse_captions)
 from papers.sugarcrepe.aro_crepe import KIND as TEMPLATES_KIND

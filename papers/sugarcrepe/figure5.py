@@ -38,8 +38,8 @@ from common.miniworld.classification import (
     COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig, ensure_classification_set)
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import print_written, stage_parser
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
 from common.reporting.figures import pyplot, save_figure

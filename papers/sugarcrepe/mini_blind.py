@@ -24,8 +24,8 @@ from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
-from common.pipeline.profile_stage import stage_parser
 from common.reporting.figures import save_figure
 from papers.sugarcrepe import blind_real
 from papers.sugarcrepe.aro_crepe import load_template_set

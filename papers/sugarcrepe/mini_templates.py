@@ -21,8 +21,8 @@ from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
-from common.pipeline.profile_stage import stage_parser
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, config_from_params, iter_examples
 

@@ -15,8 +15,8 @@ import numpy as np
 from common.blind.refine import DEFAULT_AXIS_BINS, refine, refine_report
 from common.files.io import sha256_file, write_json_atomic
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
-from common.pipeline.profile_stage import stage_parser
 from papers.sugarcrepe.negclip_rows import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
 

@@ -15,8 +15,8 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
-from common.pipeline.profile_stage import stage_parser
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_generator, parse_captions
 from common.text.released_text import read_negclip_tsv
 from papers.sugarcrepe.positives import sugarcrepe_positives

@@ -29,8 +29,8 @@ from common.miniworld.scene import Scene, sample_scene
 from common.miniworld.templates import template_negative
 from common.paths import build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import stage_parser
 from papers.sugarcrepe.negclip_rows import FinetuneSet
 from papers.sugarcrepe.runs import KINDS
 

@@ -25,8 +25,8 @@ from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import print_written, stage_parser
 from common.reporting.figures import grouped_bars
 from common.training.records import training_context
 from common.zoo import get_spec

@@ -24,9 +24,9 @@ import torch
 
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
-from common.pipeline.profile_stage import stage_parser
 from common.training.files import FileCaptionBatches, FileImages
 from common.training.job import FinetuneJob
 from common.training.launch import add_run_command

@@ -22,7 +22,7 @@ from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
-from common.pipeline.profile_stage import print_written, stage_parser
+from common.pipeline.cli import print_written, stage_parser
 from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells, load_claims, read_csv_rows

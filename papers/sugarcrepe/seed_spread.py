@@ -20,8 +20,8 @@ from common.evaluation.scoring.selection import image_to_text
 from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.paths import ROOT, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import read_params
-from common.pipeline.profile_stage import stage_parser
 from common.training.family import family_config, train_clip
 from common.zoo import ModelSpec, OpenClipModel, create_model
 from common.zoo.trained import build_from_checkpoint, tokenizer_for

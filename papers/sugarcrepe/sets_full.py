@@ -14,9 +14,9 @@ from typing import Sequence
 from common.benchmarks.caption_negatives import (
     CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, read_category, write_manifest)
 from common.files.io import output_group, sha256_file, write_json_atomic
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import stage_parser
 from common.registry.fetch import fetch
 
 COCO_VAL2017 = "coco/val2017.zip"

@@ -22,8 +22,8 @@ from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import stage_parser
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from common.evaluation.results import write_accuracy_table
 from common.files.io import output_group, staged_to_final, write_csv_atomic
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_params
-from common.pipeline.profile_stage import print_written
 from common.reporting.figures import grouped_bars
 from common.zoo import with_variants
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows

@@ -1,5 +1,5 @@
-"""``common.pipeline.profile_stage``: the options and the pinned-CPU check every ``papers/<paper>/tables.py`` opens with,
-and the parser and the exit every stage command shares."""
+"""``common.pipeline.profile_stage``: the options and the pinned-CPU check every ``papers/<paper>/tables.py`` opens with;
+``common.pipeline.cli``: the parser and the exit every stage command shares."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,8 @@ import json
 import pytest
 
 from common.errors import WorkspaceError
-from common.pipeline.profile_stage import DEVICE_HELP, pinned_cpu, print_written, profile_stage_parser, stage_parser
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
+from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 
 
 class ToyTablesError(WorkspaceError):
