@@ -126,7 +126,7 @@ def mini_build(tmp_path_factory):
     """A build root with every paper's mini set, tiny, and the world's training captions for the blind scorer."""
     from common.card.blind import MINI_LM_IMAGES
     from common.miniworld.classification import ClassificationSetConfig, ensure_classification_set
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from papers.aro.sets_mini import MiniAroConfig, build_mini_set as build_aro
     from papers.bivlc import sets_mini as bivlc_sets
     from papers.conclip import sets_mini as conclip_sets
@@ -142,7 +142,7 @@ def mini_build(tmp_path_factory):
     conclip_sets.build_test_set(conclip_sets.TestSetConfig(examples_per_cell=2, classification_images=56),
                                 mini / "conclip" / "test")
     bivlc_sets.build_test_set(bivlc_sets.TestSetConfig(instances_per_category=3, seed=0), mini / "bivlc" / "test")
-    params = load_params()  # Figure 5's set, as the card builds it when absent (here: once, for every test)
+    params = read_params()  # Figure 5's set, as the card builds it when absent (here: once, for every test)
     ensure_classification_set(ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
                                                       int(params["mini"]["world"]["image_size"]),
                                                       int(params["mini"]["world"]["seed"])), mini / "classification")
@@ -156,11 +156,11 @@ def mini_build(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def carded(mini_build, checkpoint):
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(mini_build))
-        params = {**load_params(), "profile": "mini"}
+        params = {**read_params(), "profile": "mini"}
         card = make_cards([f"{ARCH}:{checkpoint}"], params=params, log=lambda line: None)[0]
         yield card, {m.key: card.estimates[m.key].value for m in card.measures}
 
@@ -197,12 +197,12 @@ def test_sugarcrepe_numbers_are_table6s(carded, engine, mini_build, tmp_path):
 
 
 def test_aro_numbers_are_the_tables(carded, engine, mini_build, tmp_path):
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from papers.aro import tables
     from papers.aro.data import AroSet
 
     _, values = carded
-    seeds = [int(s) for s in load_params()["aro"]["seeds"]]
+    seeds = [int(s) for s in read_params()["aro"]["seeds"]]
     aro = AroSet.load(mini_build / "mini" / "aro" / "benchmarks")
     variants = {name: tables.text_variants(d, seeds) for name, d in aro.retrieval_sets().items()}
     scores = tables.score_model("mini/xs-32k", aro, variants, engine, tmp_path / "predictions")  # a label only
@@ -274,7 +274,7 @@ def test_the_blind_baseline_is_the_text_only_scorer_under_the_same_rule(carded):
 def test_a_benchmark_without_data_is_listed_with_how_to_get_it(mini_build, checkpoint, tmp_path):
     import shutil
 
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     partial = tmp_path / "build"
     shutil.copytree(mini_build, partial)
@@ -282,7 +282,7 @@ def test_a_benchmark_without_data_is_listed_with_how_to_get_it(mini_build, check
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(partial))
         card = make_cards([f"{ARCH}:{checkpoint}"], only=["bivlc", "ccneg"],
-                          params={**load_params(), "profile": "mini"}, log=lambda line: None)[0]
+                          params={**read_params(), "profile": "mini"}, log=lambda line: None)[0]
     assert [m["benchmark"] for m in card.missing] == ["bivlc"]
     assert "mini-test-set" in card.missing[0]["how"]
     assert {m.key.split("/")[0] for m in card.measures} == {"conclip"}
@@ -333,14 +333,14 @@ def test_the_notebook_draws_the_cards_side_by_side(mini_build, checkpoint, tmp_p
     pytest.importorskip("nbclient")
     from common.card.report import write_cards
     from common.card.run import comparisons
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from test_notebooks import _execute, _text
 
     notebook = Path(__file__).resolve().parents[1] / "notebooks" / "cards.ipynb"
     committed = nbformat.read(notebook, as_version=4)
     assert all(c.outputs == [] and c.execution_count is None for c in committed.cells if c.cell_type == "code")
     monkeypatch.setenv("VLC_BUILD", str(mini_build))
-    cards = make_cards([f"{ARCH}:{checkpoint}"], only=["ccneg"], params={**load_params(), "profile": "mini"},
+    cards = make_cards([f"{ARCH}:{checkpoint}"], only=["ccneg"], params={**read_params(), "profile": "mini"},
                        log=lambda line: None)
     write_cards(cards, comparisons(cards), tmp_path / "cards")
     nb = _execute(notebook, {"VLC_CARDS_DIR": str(tmp_path / "cards")}, monkeypatch)
@@ -355,14 +355,14 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
     the full preparers do) with a real, tiny open_clip architecture."""
     import shutil
 
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     full = tmp_path / "build" / "full"
     shutil.copytree(mini_build / "mini" / "sugarcrepe", full / "sugarcrepe")
     shutil.copytree(mini_build / "mini" / "aro" / "benchmarks", full / "aro" / "benchmarks")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(tmp_path / "build"))
-        card = make_cards([f"{ARCH}:{checkpoint}"], params={**load_params(), "profile": "full"},
+        card = make_cards([f"{ARCH}:{checkpoint}"], params={**read_params(), "profile": "full"},
                           log=lambda line: None)[0]
     assert card.profile == "full"
     assert {m.key.split("/")[0] for m in card.measures} == {"aro", "sugarcrepe"}
@@ -378,14 +378,14 @@ def test_the_full_profile_scores_the_wired_benchmarks_and_lists_the_rest(mini_bu
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(tmp_path / "build"))
         rehearsed = make_cards([f"{ARCH}:{checkpoint}"], only=["sugarcrepe"], log=lambda line: None,
-                               params={**load_params(), "profile": "full",
+                               params={**read_params(), "profile": "full",
                                        "full_inputs": {"cap": 4}})[0]
     assert as_json(rehearsed)["note"].startswith("a rehearsal: ") and "never the papers' numbers" in markdown(rehearsed)
 
 
 def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini_build, tmp_path):
     pytest.importorskip("transformers")
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from hf_support import save_blip
 
     folder = save_blip(tmp_path)
@@ -393,7 +393,7 @@ def test_a_transformers_blip_folder_is_carded_by_its_contrastive_embeddings(mini
     assert (model.kind, model.spec.arch, model.spec.backend) == ("transformers", "blip", "transformers")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(mini_build))
-        card = make_cards([f"hf:{folder}"], only=["ccneg"], params={**load_params(), "profile": "mini"},
+        card = make_cards([f"hf:{folder}"], only=["ccneg"], params={**read_params(), "profile": "mini"},
                           log=lambda line: None)[0]
     assert card.measures[0].key == "conclip/ccneg" and card.measures[0].n > 0
 
@@ -443,13 +443,13 @@ def test_figure5s_classification_set_is_built_when_absent(mini_build, checkpoint
     builds it as Figure 5 does, and scores recognition."""
     import shutil
 
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     partial = tmp_path / "build"
     shutil.copytree(mini_build / "mini" / "world", partial / "mini" / "world")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLC_BUILD", str(partial))
-        card = make_cards([f"{ARCH}:{checkpoint}"], only=["recognition"], params={**load_params(), "profile": "mini"},
+        card = make_cards([f"{ARCH}:{checkpoint}"], only=["recognition"], params={**read_params(), "profile": "mini"},
                           log=lambda line: None)[0]
     assert card.missing == [] and (partial / "mini" / "classification" / "manifest.json").is_file()
     assert [m.key for m in card.measures] == ["sugarcrepe/recognition/imagenet-analog",
@@ -483,7 +483,7 @@ def test_the_card_scores_at_the_authors_precision_with_the_engine_s_beside(mini_
 
     from common.card import run
     from common.card.report import as_json, markdown, rows
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     full = tmp_path / "build" / "full"
     shutil.copytree(mini_build / "mini" / "aro" / "benchmarks", full / "aro" / "benchmarks")
@@ -496,7 +496,7 @@ def test_the_card_scores_at_the_authors_precision_with_the_engine_s_beside(mini_
                 for b in benchmarks], trends
 
     monkeypatch.setattr(run, "discover", discover)
-    cards = make_cards([f"{ARCH}:{checkpoint}"], only=["aro"], params={**load_params(), "profile": "full"},
+    cards = make_cards([f"{ARCH}:{checkpoint}"], only=["aro"], params={**read_params(), "profile": "full"},
                        log=lambda line: None)
     card = cards[0]
     keys = [m.key for m in card.measures]

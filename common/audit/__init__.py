@@ -62,9 +62,9 @@ def run_audit(paper: str, recompute: Recompute | None = None, figures: DrawFigur
     """Join ``paper``'s published and recomputed numbers and write the report (``strict``: ``AuditIncomplete`` when
     incomplete, else ``partial_dir``); ``comparable`` false: a capped run's."""
     # deferred: loads pydantic, yaml only when called
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
-    profile = profile or load_params()["profile"]
+    profile = profile or read_params()["profile"]
     out_dir = out_dir or RESULTS / "audit"
     recomputed = list(claims.recompute(paper)) + (recompute(profile) if recompute is not None else [])
     rows = audit_rows(paper, load_cells(paper), load_claims(paper), recomputed,
@@ -165,11 +165,11 @@ def stage_main(paper: str, argv: Sequence[str] | None = None, recompute: Recompu
     """``main`` with the profile and input comparability (``full_inputs``) the paper's ``audit`` stage declares."""
     # deferred: loads pydantic, yaml only when called
     from common.pipeline.inputs import SECTION, full_inputs
-    from common.pipeline.params import load_params, stage_params
+    from common.pipeline.params import read_params, stage_params
 
     stage = audit_stage(paper)
     params = stage_params(stage)
-    if SECTION not in params and not full_inputs(load_params()).comparable:
+    if SECTION not in params and not full_inputs(read_params()).comparable:
         raise WorkspaceError(f"params.yaml: {SECTION} says the full profile's inputs are not comparable with the "
                              f"paper's (a capped run) but stage {stage} does not "
                              f"declare {SECTION} among its params: it would audit their numbers as the paper's; add it")

@@ -26,7 +26,7 @@ from common.paper import load_papers
 from common.paths import ROOT, build_root, refuse_workspace_outputs
 from common.pipeline import machine, reproducible
 from common.pipeline.inputs import full_inputs
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 
 DEFAULT_OUT = "cards"
 """Under the build root: ``<build>/cards/<profile>/``."""
@@ -119,7 +119,7 @@ def iter_cards(specs: Sequence[str], only: Sequence[str] | None = None, device: 
     models = [resolve(s) for s in specs]
     if len({m.file_stem for m in models}) != len(models):
         raise CardError("two --model values name the same card file; give each model once")
-    params = params if params is not None else load_params()
+    params = params if params is not None else read_params()
     profile = params["profile"]
     benchmarks, trends = discover(profile, only)
     # one record per benchmark left out: why, and how to get its data
@@ -255,7 +255,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
     if device == "cpu":  # the pipeline's CPU profile: the tables' stages' bits (common.pipeline.reproducible)
         reproducible.pin()
-    params = load_params()
+    params = read_params()
     if args.profile:  # the card's own: params.yaml, and so every stage, keep theirs
         params = {**params, "profile": args.profile}
     out_dir = Path(args.out).expanduser() if args.out else build_root() / DEFAULT_OUT / params["profile"]

@@ -55,7 +55,8 @@ class TrackedInput:
 def read_data_dvc(path: Path | None = None) -> list[TrackedInput]:
     """The outputs of ``path`` (default: data.dvc), checked: each a file under data/ with an md5 and a size."""
     path = DATA_DVC if path is None else path
-    doc = read_yaml(path, DataDvcError, f"it is in git: `git checkout -- {path.name}`")[1]
+    doc = read_yaml(path, DataDvcError, f"it is in git: `git checkout -- {path.name}`",
+                    restore=f"restore it: `git checkout -- {path.name}`")[1]
     outs = doc.get("outs") if isinstance(doc, dict) else None
     if not isinstance(outs, list) or not outs:
         raise DataDvcError(f"{path}: expected a top-level 'outs:' list of files under data/")

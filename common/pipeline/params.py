@@ -237,11 +237,16 @@ def _problems(params: dict[str, Any]) -> list[tuple[list[str], Rule, Any]]:
     return found
 
 
-def read_yaml(path: Path, error: type[Exception], missing: str) -> tuple[str, Any]:
+def read_yaml(path: Path, error: type[Exception], missing: str, *, restore: str | None = None) -> tuple[str, Any]:
     """The text and the document of a YAML file the workspace keeps in git (``_Loader``: safe, no key twice, at most
     ``MAX_ALIASES`` aliases); any failure is one ``error`` line naming the file, the key or line, and what is wrong
-    (``missing``: what to say of a missing file)."""
+    (``missing``: what to say of a missing file). ``restore``: the remedy every other fault ends with, for a file
+    nobody edits (``data.dvc``: restore it from git), instead of the hints to edit it (``params.yaml``'s)."""
     path = Path(path)
+
+    def fault(message: str, edit: str = "") -> Exception:
+        return error(f"{message}; {restore}" if restore is not None else message + edit)
+
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -250,22 +255,24 @@ def read_yaml(path: Path, error: type[Exception], missing: str) -> tuple[str, An
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise error(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8") from None
+        raise fault(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x})",
+                    "; save it as UTF-8") from None
     try:
         return text, yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except _Duplicate as dup:
         where = _path_of(text, dup.node)
         key = ".".join([*where, str(dup.key)]) if where is not None else str(dup.key)
-        raise error(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first}); keep one") from None
+        raise fault(f"{path}: {key}: duplicate key (line {dup.line}; first on line {dup.first})",
+                    "; keep one") from None
     except _TooManyAliases as exc:
-        raise error(f"{path}: line {exc.line}: {exc}") from None
+        raise fault(f"{path}: line {exc.line}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
         reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise error(f"{path}: {where}not valid YAML ({reason})") from None
+        raise fault(f"{path}: {where}not valid YAML ({reason})") from None
     except RecursionError:
-        raise error(f"{path}: nested too deeply to parse (a damaged file?)") from None
+        raise fault(f"{path}: nested too deeply to parse (a damaged file?)") from None
 
 
 def read_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
@@ -310,9 +317,6 @@ def _path_of(text: str, target: yaml.Node) -> list[str] | None:
         return None
 
     return find(root, []) if root is not None else None
-
-
-load_params = read_params
 
 
 def section(params: dict[str, Any], dotted: str, path: Path = PARAMS_FILE) -> Any:

@@ -7,6 +7,7 @@ import argparse
 
 from common.errors import WorkspaceError
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import PROFILES
 
 
@@ -14,7 +15,7 @@ def profile_stage_parser(paper: str, description: str, *, data: str, models: str
     """``python -m papers.<paper>.tables``'s parser with the options every profile stage has: ``--profile``,
     ``--stage``, ``--data`` and ``--models`` (``data`` and ``models``: their help, which says the paper's defaults),
     ``--out`` and ``--device``."""
-    parser = argparse.ArgumentParser(prog=f"python -m papers.{paper}.tables", description=description)
+    parser = stage_parser(f"papers.{paper}.tables", description)
     parser.add_argument("--profile", choices=PROFILES, required=True)
     parser.add_argument("--stage", default=None, help="the DVC stage whose parameters to read (default: the stage "
                                                       "running this module with this --profile)")

@@ -14,7 +14,7 @@ from common.files.io import sha256_file, write_json_atomic
 from common.miniworld import VERSION
 from common.paths import build_root
 from common.pipeline import reproducible
-from common.pipeline.params import PARAMS_FILE, ParamsError, load_params, own_params
+from common.pipeline.params import PARAMS_FILE, ParamsError, own_params, read_params
 from common.training.data import MiniWorldBatches
 from common.training.distributed import DistributedContext
 from common.training.job import FinetuneJob, checkpoint_every, run_job
@@ -79,7 +79,7 @@ def family_config(name: str, section: dict) -> tuple[str, int, TrainConfig]:
 def _cmd_train(args) -> int:
     """``train <name>``: one model of the mini family, its settings from params.yaml ``train.<name>``; under
     ``torchrun`` rank 0 alone prints and writes the weights, the sidecar and the log."""
-    known = load_params().get("train")  # a typo is one line, before DVC reads a stage it lacks
+    known = read_params().get("train")  # a typo is one line, before DVC reads a stage it lacks
     known = known if isinstance(known, dict) else {}
     if args.name not in known:
         raise unknown_name("mini-family model (params.yaml train.<name>)", args.name, known)

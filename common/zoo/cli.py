@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from common.files.io import write_json_atomic
-from common.pipeline.params import load_params, section, stage_params
+from common.pipeline.params import read_params, section, stage_params
 from common.zoo import factory
 from common.zoo.interface import ModelUnavailable
 from common.zoo.specs import registry
@@ -20,7 +20,7 @@ def _cmd_zoo(args) -> int:
         return 0
     names = list(args.models)
     if args.from_params:
-        params = stage_params(args.stage) if args.stage else load_params()
+        params = stage_params(args.stage) if args.stage else read_params()
         names += list(section(params, args.from_params))
     status, manifest = 0, {}
     for name in names:

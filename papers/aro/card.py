@@ -15,7 +15,7 @@ from common.card.published import MODEL, PublishedCells
 from common.card.trend import no_trends
 from common.evaluation.scoring.selection import ARGMAX, image_to_text
 from common.paths import build_root
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 from papers.aro.audit import TABLE6_ROWS
 from papers.aro.data import ARO_VG_RULE, AroSet
 from papers.aro.measures import order_measure, seeded, vg_measures
@@ -27,7 +27,7 @@ trends = no_trends
 def benchmarks(profile: str) -> list[CardBenchmark]:
     root = build_root() / profile / "aro" / "benchmarks"
     how = f"dvc repro papers/aro/dvc.yaml:{'mini' if profile == 'mini' else 'full'}-set"
-    seeds = [int(s) for s in load_params()["aro"]["seeds"]]
+    seeds = [int(s) for s in read_params()["aro"]["seeds"]]
 
     def load():
         aro = AroSet.load(root)

@@ -16,7 +16,6 @@ Stage ``mini-finetune-set``; read back by ``papers.aro.finetune_rows_mini``.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from collections import Counter
@@ -33,6 +32,7 @@ from common.miniworld.build import stream
 from common.miniworld.claims import sample_claim
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
 
 SPLITS = ("train", "val")
@@ -119,8 +119,7 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: Negat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.finetune_sets_mini",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     params = own_params()

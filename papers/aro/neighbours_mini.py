@@ -6,7 +6,6 @@ image is never its own neighbour. Stage ``mini-finetune-neighbours`` of ``papers
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +15,7 @@ import torch
 
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from papers.aro.finetune_rows_mini import AroFinetuneError, FinetuneSplit
 from papers.aro.images import ArrayImages, encode_images
@@ -65,7 +65,7 @@ def compute_neighbours(set_dir: Path, base: str, k: int, out_dir: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.neighbours_mini", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--set", type=Path, required=True, help="the fine-tuning set (papers.aro.finetune_sets_mini)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -13,7 +13,6 @@ read. Outputs: README.md's Outputs. Stage ``real-text``: ``python -m papers.aro.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import time
 from collections import Counter
@@ -23,6 +22,7 @@ from typing import Sequence
 
 from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
 from common.registry.fetch import fetch
 from common.text.caption_text import ORDER_PERTURBATIONS, caption_rng, spacy_info, tag_captions
@@ -235,7 +235,7 @@ def run(tsv: Path, out_dir: Path, seeds: Sequence[int]) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.real_text", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--tsv", type=Path, help=f"the released TSV (default: fetch {SOURCE_KEY})")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     parser.add_argument("--seeds", type=int, nargs="+", help="Order seeds (default: params aro.seeds)")
@@ -257,8 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if shown[m["released_kind"]] < 2:
             shown[m["released_kind"]] += 1
             print(f"  missed {m['released_kind']}: {m['original']!r} -> {m['released_negative']!r}")
-    for name, path in summary["paths"].items():
-        print(f"{name}: {path}")
+    print_written(summary["paths"])
     print(f"wall time: {time.perf_counter() - start:.1f} s")
     return 0
 

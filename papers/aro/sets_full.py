@@ -12,7 +12,6 @@ commit; the files it names are never overwritten (each CIFAR index is named by i
 """
 from __future__ import annotations
 
-import argparse
 import json
 import tarfile
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from PIL import Image
 from common.files.io import atomic_path, sha256_bytes, sha256_file, write_bytes_atomic, write_json_atomic
 from common.files.tasks import DatasetError
 from common.files.visual_genome import crop_vg, vg_image_root
+from common.pipeline.cli import stage_parser
 from common.registry.fetch import check_md5, fetch
 from papers.aro.data import MANIFEST_NAME, VG_ATTRIBUTION, VG_KINDS, VG_RELATION, AroSet, read_classification
 
@@ -169,7 +169,7 @@ def prepare_full(out_dir: Path, parts: Sequence[str] = PARTS) -> AroSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_full", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {','.join(PARTS)} (default: all)")

@@ -11,7 +11,6 @@ Each part draws from its own stream, independent of the training scenes and of S
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import Counter
@@ -25,6 +24,7 @@ from common.miniworld.build import stream
 from common.miniworld.claims import claim_from_objects, sample_claim, satisfies
 from common.miniworld.classification import ClassificationSetConfig, PngSceneWriter, build_classification
 from common.miniworld.scene import sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
 from papers.aro.data import MANIFEST_NAME, AroSet
 
@@ -158,7 +158,7 @@ def build_mini_set(config: MiniAroConfig, out_dir: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.sets_mini", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     params = own_params()

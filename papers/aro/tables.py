@@ -14,7 +14,6 @@ the sample std (ddof=1); the paper does not say which it used. Outputs: README.m
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import math
@@ -36,6 +35,7 @@ from common.files.io import output_group, staged_to_final, write_csv_atomic, wri
 from common.files.tasks import ImageRef, ImageToTextItem, RetrievalSet
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
 from common.reporting.figures import pyplot, save_figure
 from common.text.caption_text import RETRIEVAL_PERTURBATIONS, spacy_info, tag_captions
@@ -462,7 +462,7 @@ def training_context(models: Sequence[str]) -> dict[str, dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.tables", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.parse_args(argv)
     device = best_device()
     if device == "cpu":  # same bits on any x86-64 CPU of one vendor (common.pipeline.reproducible), as SugarCrepe's table
@@ -502,9 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "training": training_context(models),
         })
         paths["predictions"] = staging / "predictions"
-    for name, path in paths.items():
-        print(f"{name}: {staged_to_final(path, staging, out_dir)}")
-    return 0
+    return print_written({name: staged_to_final(path, staging, out_dir) for name, path in paths.items()})
 
 
 if __name__ == "__main__":

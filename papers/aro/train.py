@@ -26,6 +26,7 @@ from common.files.arrays import load_array
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
 from common.pipeline import inputs
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
 from common.training import FromZoo
@@ -160,7 +161,7 @@ def weights_path(args: argparse.Namespace) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.aro.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for name, options in OPTIONS.items():
         def configure(p: argparse.ArgumentParser, options: tuple[tuple[str, str], ...] = options) -> None:

@@ -18,7 +18,7 @@ from common.card.core import CardBenchmark, Measure
 from common.card.published import PublishedColumns
 from common.card.trend import no_trends
 from common.paths import build_root, data_root
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 
 RULE = "strict '>' in every comparison, a tie is wrong (BiVLC's evaluate_BiVLC; papers/bivlc/tables.py)"
 METRICS = ("I2T", "T2I", "group")
@@ -60,7 +60,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
             # deferred: loads PIL, torch, tqdm only when called
             from papers.bivlc.tables import default_image_dir, load_bivlc
 
-            expected = load_params()["bivlc"]["full"]["n_instances"]
+            expected = read_params()["bivlc"]["full"]["n_instances"]
             return list(load_bivlc(snapshot, default_image_dir(), expected).items)
 
     return [CardBenchmark("bivlc", "BiVLC (bidirectional)", "bivlc", inputs, how, load, _score,

@@ -28,7 +28,6 @@ Outputs (stage ``correlation``): the README's "Outputs and notebooks".
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import itertools
 import math
@@ -44,6 +43,7 @@ from common.errors import WorkspaceError
 from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.paths import PUBLISHED, RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import PROFILES, own_params
 from common.reporting.published import CellIndex, load_cells
 
@@ -560,7 +560,7 @@ def describe(finding3: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.correlation", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--seed", type=int, default=SEED,
                         help=f"Monte Carlo permutation test's seed, used only beyond {EXACT_MAX_N} models (default "
                              f"{SEED})")
@@ -573,9 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n-resamples must be at least 1")
     written = run(args.profile or own_params()["profile"], n_resamples=args.n_resamples, seed=args.seed)
     print(describe(written["finding3"]))
-    for name, path in written.items():
-        print(f"{name}: {path}")
-    return 0
+    return print_written(written)
 
 
 if __name__ == "__main__":

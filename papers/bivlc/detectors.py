@@ -62,6 +62,7 @@ import torch
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.training.data import EpochShuffled
 from common.training.distributed import DistributedContext
@@ -326,7 +327,7 @@ def _cmd_all(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.detectors", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     mini = profiles.add_parser("mini", help="the mini profile").add_subparsers(dest="command", required=True)
     full = profiles.add_parser("full", help="the full profile").add_subparsers(dest="command", required=True)

@@ -5,7 +5,6 @@ among those that apply; the last ``val_fraction`` of the scenes is the validatio
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from common.miniworld.build import stream
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.training.rendered import caption_tokens, refuse_same_tokens
 from common.zoo import get_spec
@@ -178,8 +178,7 @@ def _cmd_train_set(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.finetune_sets_mini",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train-set", help="render the COCO / TROHN-Text / TROHN-Img analogs and run the selection")
     p.add_argument("--out", default=None, help="default: build/mini/bivlc/train")

@@ -11,7 +11,6 @@ papers.bivlc.sets_full set <dataset>``), and their reader, which the fine-tunes 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import coco_captions, read_rows, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from papers.bivlc.parquet_shards import cache_image, image_bytes, parquet_records, split_files
 
@@ -176,7 +176,7 @@ def _cmd_set(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.sets_full", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("set", help="one training set's rows (COCO captions, TROHN-Text, TROHN-Img)")
     p.add_argument("dataset", choices=DATASETS)

@@ -15,7 +15,6 @@ and left out of the main scores.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections import Counter
@@ -35,6 +34,7 @@ from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, STYLES, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 
 TEST_STREAM = "test-bivlc"
@@ -173,7 +173,7 @@ def _cmd_set(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.sets_mini", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("set", help="render the bidirectional benchmark (two images, two captions per instance)")
     p.add_argument("--out", default=None, help="default: build/mini/bivlc/test")

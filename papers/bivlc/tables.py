@@ -40,7 +40,6 @@ and named in ``context.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,10 +55,10 @@ from common.evaluation.scoring import group, selection
 from common.evaluation.scoring.group import GroupResult
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import output_group, sha256_file, staged_to_final, write_csv_atomic, write_json_atomic
-from common.files.jsonl import read_json
 from common.files.tasks import DatasetError, GroupItem, ImageToTextItem
 from common.paths import RESULTS, build_dir, build_root, data_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.inputs import full_inputs as read_full_inputs
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
@@ -729,11 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     params, section = own_section(f"bivlc.{args.profile}", args.stage)
     inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "bivlc" / args.profile), engine_config(params), device)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table2"].read_text(encoding="utf-8"))
-    print(json.dumps(read_json(paths["summary"]), indent=2))
-    return 0
+    return print_written(paths, "table2", "summary")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import torch
 from common.files.io import sha256_file
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
@@ -223,7 +224,7 @@ def build(args: argparse.Namespace, world: DistributedContext, cpu_profile: Mapp
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.bivlc.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for profile in PROFILES:
         def options(p: argparse.ArgumentParser, profile: str = profile) -> None:

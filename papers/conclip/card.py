@@ -15,7 +15,7 @@ from common.card.published import PublishedColumns
 from common.card.trend import no_trends
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import build_root, data_root
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 from common.registry.errors import ManualDownloadRequired
 from papers.conclip import ccneg
 from papers.conclip.benchmark_mini import load_test_items
@@ -75,7 +75,7 @@ def benchmarks(profile: str) -> list[CardBenchmark]:
                 pt_path, images = ccneg.default_paths()
             except ManualDownloadRequired as exc:
                 raise MissingInput(str(exc).splitlines()[0]) from exc
-            data = ccneg.load_ccneg(pt_path, images, ccneg.eval_size_for(load_params()))
+            data = ccneg.load_ccneg(pt_path, images, ccneg.eval_size_for(read_params()))
             return data.items, [e.k for e in data.entries], [e.words for e in data.entries]
 
     return [CardBenchmark("ccneg", "CC-Neg (negated captions)", "conclip", inputs, how, load, _score,

@@ -4,9 +4,6 @@ own (no scoring, no mini world) so that the full profile's stages do not depend 
 """
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -108,23 +105,3 @@ def ccneg_difference(conclip: Sequence[Any], clip: Sequence[Any], n_resamples: i
         raise ValueError("CoN-CLIP minus CLIP: the two hold different items (or in another order)")
     diff = 100.0 * (np.array([o.correct for o in conclip], float) - np.array([o.correct for o in clip], float))
     return bootstrap_mean_ci(diff, n_resamples=n_resamples, seed=seed)
-
-
-def stage_parser(module: str, doc: str, out: str = "default: results/conclip/full",
-                 device: bool = True) -> argparse.ArgumentParser:
-    """A stage's command line: ``--out`` (help ``out``) and ``--device``, then the options the stage adds."""
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
-    parser.add_argument("--out", default=None, help=out)
-    if device:
-        parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    return parser
-
-
-def print_written(paths: Mapping[str, Path], *shown: str) -> int:
-    """A stage's exit: the path of each file it wrote, then the files ``shown`` (a JSON summary indented)."""
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    for name in shown:
-        text = paths[name].read_text(encoding="utf-8")
-        print(json.dumps(json.loads(text), indent=2) if paths[name].suffix == ".json" else text)
-    return 0

@@ -23,12 +23,13 @@ from common.errors import WorkspaceError
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.tasks import DatasetError, raise_problems
 from common.paths import RESULTS
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
 from common.registry.fetch import fetch
 from common.zoo import ModelFactory, ModelUnavailable, create_model as zoo_create
 from common.zoo.available import why_unavailable
 from papers.conclip import ccneg, coco_pool
-from papers.conclip.columns import model_label, print_written, stage_parser
+from papers.conclip.columns import model_label
 from papers.conclip.distractors import distractor_scores, mine_distractors
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
@@ -331,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads tqdm only when called
     from common.evaluation.evaluate import best_device, engine_config
 
-    parser = stage_parser("papers.conclip.distractors_full", __doc__)
+    parser = stage_parser(__spec__.name, __doc__, out="default: results/conclip/full", device=DEVICE_HELP)
     parser.add_argument("--data", default=None,
                         help="ccneg_preprocessed.pt (default: the download registry's, <data root>/ccneg/)")
     parser.add_argument("--mapping", default=None, help="distractor_image_mapping.pt (default: the download "

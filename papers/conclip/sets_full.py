@@ -21,7 +21,6 @@ from there, so that this stage does not depend on the mini world's code.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +29,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root as default_data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
 from common.registry.fetch import fetch
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
@@ -120,7 +120,7 @@ def build_set(ccneg_path: Path, ccneg_images: Path, mapping_path: Path, data_roo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_full", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("set", help="CC-Neg's training entries with their distractor images and CREPE-Negate "
                                    "negations")

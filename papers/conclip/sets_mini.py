@@ -6,7 +6,6 @@ sets are read back by ``benchmark_mini`` and ``finetune_rows``, so that an edit 
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from common.miniworld.negation import MAX_PAIRS, NEGATION_WORDS, distractor_scen
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.text.crepe_style import crepe_negatives, describe as describe_crepe
 from common.zoo import get_spec
@@ -185,7 +185,7 @@ def _cmd_finetune_set(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.sets_mini", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("set", help="render the negation benchmark (K x negation word) and the classification set")
     p.add_argument("--out", default=None, help="default: build/mini/conclip/test")

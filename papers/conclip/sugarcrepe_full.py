@@ -23,12 +23,12 @@ from common.evaluation.scoring import selection
 from common.evaluation.scoring.selection import STRICT, SelectionResult
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS, build_dir
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (
-    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, print_written, stage_parser,
-    sugarcrepe_cells)
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FIELDS, SUGARCREPE_FOLDS, model_label, sugarcrepe_cells)
 
 DATA_FILES = ("papers/conclip/models.toml", "papers/conclip/sources.toml")
 """Read at run time (``common.pipeline.stage_deps``): the zoo entries and their download entries' notes."""
@@ -125,8 +125,8 @@ def evaluate_sugarcrepe(models: Mapping[str, str], manifest: Path, out_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = stage_parser("papers.conclip.sugarcrepe_full", __doc__,
-                          "the results folder (default: results/conclip/full)")
+    parser = stage_parser(__spec__.name, __doc__, out="the results folder (default: results/conclip/full)",
+                          device=DEVICE_HELP)
     parser.add_argument("--sugarcrepe", default=None,
                         help="SugarCrepe's prepared set (default: build/full/sugarcrepe/manifest.json)")
     args = parser.parse_args(argv)

@@ -23,10 +23,11 @@ from common.evaluation.outcomes import Outcome
 from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
 from common.paths import RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_section
 from papers.conclip.columns import (
-    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, print_written, stage_parser,
-    sugarcrepe_measure, table6_row)
+    SUGARCREPE_CATEGORIES, SUGARCREPE_FOLDS, TABLE6_FIELDS, ccneg_difference, model_cells, sugarcrepe_measure,
+    table6_row)
 from papers.conclip.runs import RUNS
 
 TABLE6_ROWS: dict[str, str] = {f"ft-{run}": run for run in RUNS}
@@ -268,9 +269,8 @@ def write_table6(results_dir: Path, skip_unavailable: bool = False, context: Map
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = stage_parser("papers.conclip.table6_full", __doc__,
-                        "the results folder, read and written (default: results/conclip/full)",
-                        device=False).parse_args(argv)
+    args = stage_parser(__spec__.name, __doc__,
+                        out="the results folder, read and written (default: results/conclip/full)").parse_args(argv)
     _, section = own_section("conclip.full")
     paths = write_table6(Path(args.out or RESULTS / "conclip" / "full"), bool(section["skip_unavailable"]))
     return print_written(paths, "table6", "summary")

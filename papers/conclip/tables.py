@@ -41,6 +41,7 @@ from common.miniworld.lexicon import indefinite_article
 from common.miniworld.negation import NEGATION_WORDS
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
@@ -52,7 +53,7 @@ from papers.conclip.benchmark_mini import NEGATED_PROMPT, REMEDY, STANDARD_PROMP
 from papers.conclip.ccneg import EVAL_SIZE, CCNegSet, load_ccneg
 from papers.conclip.columns import (
     MODEL_FIELDS, SUGARCREPE_FIELDS, TABLE6_FIELDS, ccneg_difference, classification_cells, classification_fields,
-    classification_measure, model_cells, print_written, sugarcrepe_cells, sugarcrepe_measure, table6_row)
+    classification_measure, model_cells, sugarcrepe_cells, sugarcrepe_measure, table6_row)
 from papers.conclip.distractors import mine_distractors
 from papers.conclip.runs import RUNS
 

@@ -45,6 +45,7 @@ import torch
 from common.errors import WorkspaceError
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.training import FromZoo, Init
 from common.training.distributed import DistributedContext
@@ -219,7 +220,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.conclip.train", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     by_profile = parser.add_subparsers(dest="profile", required=True)
     for name in PROFILES:
         commands = by_profile.add_parser(name, help=f"the {name} profile's runs")

@@ -39,6 +39,7 @@ from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, wr
 from common.files.jsonl import read_json
 from common.files.tasks import ClassificationSet
 from common.paths import RESULTS, build_root, data_root as default_root
+from common.pipeline.cli import DEVICE_HELP, print_written, stage_parser
 from common.pipeline.params import own_section
 from common.registry.errors import ChecksumError, FetchError
 from common.registry.fetch import check_md5, fetch
@@ -46,7 +47,7 @@ from common.registry.sources import get_source
 from common.zoo import ModelFactory, create_model as zoo_create
 from common.zoo.available import each_model
 from papers.conclip.columns import (
-    classification_cells, classification_fields, classification_measure, model_label, print_written, stage_parser, top1)
+    classification_cells, classification_fields, classification_measure, model_label, top1)
 
 DATA_FILES = ("papers/conclip/sources.toml", "papers/conclip/models.toml")
 """Read at run time (``common.pipeline.stage_deps``): the datasets' download entries and the models' zoo entries."""
@@ -527,7 +528,7 @@ def evaluate_zeroshot(models: Mapping[str, str], datasets: Sequence[str], out_di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = stage_parser("papers.conclip.zeroshot_full", __doc__)
+    parser = stage_parser(__spec__.name, __doc__, out="default: results/conclip/full", device=DEVICE_HELP)
     parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS),
                         help="default: conclip.full.zeroshot_datasets")
     parser.add_argument("--data-root", default=None, help="default: the data root (VLC_DATA, else data/)")

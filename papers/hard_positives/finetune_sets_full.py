@@ -11,7 +11,6 @@ negative that differ; captions with none are dropped and counted in ``manifest.j
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -23,6 +22,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import coco_captions, write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_negatives, parse_captions
 from papers.hard_positives.finetune_rows import IMAGES, FullRow
@@ -136,9 +136,8 @@ def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_full",
-                                     description="COCO train captions, each with a rule-made hard positive and a "
-                                                 "CREPE-style hard negative of one type")
+    parser = stage_parser(__spec__.name, "COCO train captions, each with a rule-made hard positive and a "
+                                                  "CREPE-style hard negative of one type")
     parser.add_argument("--captions", type=Path, default=None, help=f"default: <data>/{CAPTIONS.as_posix()}")
     parser.add_argument("--images", type=Path, default=None, help=f"default: <data>/{IMAGES.as_posix()}")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/hard_positives_ft/set")

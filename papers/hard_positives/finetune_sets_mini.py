@@ -5,7 +5,6 @@ negatives are made apart); what was set aside is counted in the manifest. Format
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections import Counter
@@ -24,6 +23,7 @@ from common.miniworld.positives import hard_positive
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from papers.hard_positives.finetune_rows import FinetuneSet, TrainingRow
 from papers.hard_positives.runs import TYPES
@@ -149,9 +149,8 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.finetune_sets_mini",
-                                     description="Render the mini fine-tuning set: captions with a hard positive and "
-                                                 "a hard negative")
+    parser = stage_parser(__spec__.name, "Render the mini fine-tuning set: captions with a hard positive and "
+                                                  "a hard negative")
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/hard_positives/finetune")
     args = parser.parse_args(argv)
     params, section = own_section("hard_positives.mini")

@@ -5,7 +5,6 @@ their images, how the authors' code pairs them and what is checked here: the REA
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from common.files.visual_genome import (
     VG_ATTRIBUTION, VgRecord, check_vg_image, crop_relpath, crop_vg, raise_problems, read_vg, resolve_vg_image,
     vg_image_folders, vg_image_root)
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
 from papers.hard_positives import evaluation, released
@@ -225,11 +225,9 @@ class FullSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m papers.hard_positives.sets_full",
-        description="Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, check "
-                    "every row, write manifest.json")
-    parser.add_argument("--out", default=None, help="default: build/full/hard_positives")
+    parser = stage_parser(
+        __spec__.name, "Fetch or verify the released REPLACE and SWAP files and their images, crop SWAP's boxes, "
+                       "check every row, write manifest.json", out="default: build/full/hard_positives")
     add_stage_option(parser)
     args = parser.parse_args(argv)
 

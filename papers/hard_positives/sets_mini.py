@@ -6,7 +6,6 @@ colour-shape pairs allowed (unseen combinations), hard positives true by constru
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections import Counter
@@ -25,6 +24,7 @@ from common.miniworld.positives import HardPositive, positive_for_negative, swap
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from papers.hard_positives import evaluation
 
@@ -140,9 +140,8 @@ def load_test_items(root: Path) -> list[ImageToTextItem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.hard_positives.sets_mini",
-                                     description="Render the hard-positive benchmark (replace-attributes, "
-                                                 "replace-relations, swap) from the mini world")
+    parser = stage_parser(__spec__.name, "Render the hard-positive benchmark (replace-attributes, "
+                                                  "replace-relations, swap) from the mini world")
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/hard_positives/test")
     args = parser.parse_args(argv)
     params, section = own_section("hard_positives.mini")

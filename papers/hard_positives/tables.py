@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from common.files.jsonl import read_json
 from common.files.tasks import ImageToTextItem
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_section
 from common.pipeline.profile_stage import pinned_cpu, profile_stage_parser
 from common.training.records import training_context
@@ -530,11 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs, device = {"mini": _mini_stage, "full": _full_stage}[args.profile](args, params, section)
     paths = evaluate_tables(inputs, Path(args.out or RESULTS / "hard_positives" / args.profile),
                             engine_config(params), device, create=create_model)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    print(paths["table1"].read_text(), paths["table3"].read_text(), sep="\n")
-    print(json.dumps(json.loads(paths["summary"].read_text()), indent=2))
-    return 0
+    return print_written(paths, "table1", "table3", "summary")
 
 
 if __name__ == "__main__":

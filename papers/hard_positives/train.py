@@ -17,6 +17,7 @@ import torch
 
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_section
 from common.training import FromZoo, Init
 from common.training.data import BatchSource
@@ -151,7 +152,7 @@ def _build_dir(args: argparse.Namespace) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    parser = stage_parser(MODULE, __doc__)
     parser.add_argument("profile", choices=list(PROFILES))
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_command(sub, RUNS, build, configure=_options,

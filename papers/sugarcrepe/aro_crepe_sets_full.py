@@ -7,7 +7,6 @@ positives that got no negative.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Sequence
 from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.tasks import DatasetError
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
 from common.text.crepe_style import (
     CREPE_KINDS, Vocabulary, crepe_negatives, describe as describe_generator, parse_captions)
@@ -57,8 +57,7 @@ def build_aro_crepe_set(sugarcrepe_manifest: Path, out_dir: Path, seed: int = 0,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.aro_crepe_sets_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--sugarcrepe", type=Path, default=None, help="default: build/full/sugarcrepe/manifest.json")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_aro_crepe")
     add_stage_option(parser)

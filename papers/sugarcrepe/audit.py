@@ -15,7 +15,7 @@ from common.audit.runs import (
     MINI_NOTE, context_recipe_notes, read_run_table, recipe_of_row, require_rows, run_rows_recomputations, run_value,
     table_recomputations)
 from common.paths import RESULTS
-from common.pipeline.params import load_params, section, stage_params
+from common.pipeline.params import read_params, section, stage_params
 from common.zoo import get_spec, registry
 from papers.sugarcrepe import released
 
@@ -166,7 +166,7 @@ def run_recomputations(profile: str, results: Path = RESULTS) -> list[Recomputed
 def recompute(profile: str, model_names: Sequence[str] | None = None, results: Path = RESULTS) -> list[Recomputed]:
     """Released-artifact recomputations and this profile's Table 6 run (default models: ``sugarcrepe.models.full``)."""
     if model_names is None:
-        model_names = section(load_params(), "sugarcrepe.models.full")
+        model_names = section(read_params(), "sugarcrepe.models.full")
     table = results / PAPER / profile / "table6.csv"
     run = table_recomputations(PAPER, "Table 6", table, profile, TABLE6_COLUMNS, table6_row, model_names,
                                f"run {table.relative_to(results.parent)}", note=table6_note)

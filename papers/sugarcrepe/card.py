@@ -12,7 +12,7 @@ from common.card.core import CardBenchmark, Measure, selection_measures
 from common.card.published import PublishedColumns
 from common.card.trend import Trend
 from common.paths import RESULTS, build_root
-from common.pipeline.params import load_params
+from common.pipeline.params import read_params
 from common.registry.errors import FetchError
 from common.registry.fetch import quiet_fetch
 from papers.sugarcrepe.audit import TABLE6_COLUMNS
@@ -57,7 +57,7 @@ def _recognition(profile: str) -> CardBenchmark:
     def load():
         """Figure 5's set, built or reused as ``figure5.run_mini`` does (it is a cache, not a stage's output: a fresh
         clone whose figure5 stage DVC skipped has none), from the same parameters."""
-        params = load_params()
+        params = read_params()
         world = params["mini"]["world"]
         config = ClassificationSetConfig(int(params["sugarcrepe"]["figure5"]["classification_images"]),
                                          int(world["image_size"]), int(world["seed"]))

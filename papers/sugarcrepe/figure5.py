@@ -17,7 +17,6 @@ so its "published" r is the same recomputation on Table 6's Average column. Outp
 """
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from common.miniworld.classification import (
     COLORED_SHAPES, IMAGENET_ANALOG, SHAPES, ClassificationSetConfig, ensure_classification_set)
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
 from common.registry.fetch import fetch
 from common.registry.sources import get_source
@@ -495,7 +495,7 @@ def imagenet_results() -> tuple[Path, dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Settings: a command-line value, else the stage's ``sugarcrepe.figure5`` parameters, else this module's
     constants; the profile, the models and the mini world's seed and image size: the stage's parameters."""
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.figure5", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--set-dir", type=Path, default=None,
                         help="mini profile: the classification set's folder, reused when built with the same config, "
                              "else built there (default: <build>/mini/classification)")
@@ -531,9 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = Figure5Config(n_resamples=n_resamples, bootstrap_seed=seed)
         written = run_full(full_models, config, out_dir, imagenet_csv, imagenet_source,
                            published=published_correlations(full_models, lambda key: imagenet_csv))
-    for name, path in written.items():
-        print(f"{name}: {path}")
-    return 0
+    return print_written(written)
 
 
 if __name__ == "__main__":

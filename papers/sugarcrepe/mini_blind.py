@@ -9,7 +9,6 @@ attacks in the mini world".
 """
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
 from common.reporting.figures import save_figure
 from papers.sugarcrepe import blind_real
@@ -190,7 +190,7 @@ def config_from_params(params: dict) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_blind", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     add_stage_option(parser)
     args = parser.parse_args(argv)

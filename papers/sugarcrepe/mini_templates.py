@@ -9,7 +9,6 @@ make it a set for ``aro_crepe.load_template_set``, not ``PreparedSet``. The same
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -22,6 +21,7 @@ from common.miniworld import VERSION
 from common.miniworld.build import stream
 from common.miniworld.templates import TEMPLATE_KINDS, template_edit
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_params
 from papers.sugarcrepe.aro_crepe import KIND
 from papers.sugarcrepe.sets_mini import MiniSetConfig, config_from_params, iter_examples
@@ -84,8 +84,7 @@ def build_template_set(config: MiniSetConfig, mini_dir: Path, out_dir: Path) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.mini_templates",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--mini-set", type=Path, default=build_dir("mini", "sugarcrepe"),
                         help="the built mini SugarCrepe set whose positives and images are used")

@@ -6,7 +6,6 @@ read it (``negclip_rows``, ``negclip_tables``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -16,6 +15,7 @@ import numpy as np
 from common.blind.refine import DEFAULT_AXIS_BINS, refine, refine_report
 from common.files.io import sha256_file, write_json_atomic
 from common.paths import build_dir
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
 from papers.sugarcrepe.negclip_rows import TrainRow, load_rows
 from papers.sugarcrepe.runs import KINDS
@@ -65,8 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # deferred: loads PIL, torch, tqdm only when called
     from common.evaluation.evaluate import best_device
 
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_refine_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--set", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/set")
     parser.add_argument("--out", type=Path, default=None, help="default: build/full/sugarcrepe_negclip/refined.json")
     parser.add_argument("--device", default=None, help="default: cuda when available")

@@ -6,7 +6,6 @@ run trains on the same captions; both are counted.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +15,7 @@ from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import write_jsonl
 from common.files.tasks import DatasetError
 from common.paths import build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import add_stage_option, own_section
 from common.text.crepe_style import Vocabulary, crepe_negatives, describe as describe_generator, parse_captions
 from common.text.released_text import read_negclip_tsv
@@ -78,8 +78,7 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_full",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--tsv", type=Path, default=None, help="default: <data>/negclip/train_neg_clip.tsv")
     parser.add_argument("--images", type=Path, default=None, help="default: <data>/coco/train2014/train2014")
     parser.add_argument("--sugarcrepe", type=Path, default=None,

@@ -8,7 +8,6 @@ that the runs train on the same captions; the manifest counts what was set aside
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from common.miniworld.scene import Scene, sample_scene
 from common.miniworld.templates import template_negative
 from common.paths import build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
 from papers.sugarcrepe.negclip_rows import FinetuneSet
 from papers.sugarcrepe.runs import KINDS
@@ -172,8 +172,7 @@ def build_set(config: SetConfig, out_dir: Path, negative: NegativeFn | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_sets_mini",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, default=None, help="default: build/mini/sugarcrepe_negclip/set")
     args = parser.parse_args(argv)
     reproducible.pin()  # the blind scorers' gaps decide refinement: the same floats on every machine

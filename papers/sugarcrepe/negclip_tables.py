@@ -9,8 +9,6 @@ training stage imports this module.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -27,6 +25,7 @@ from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS, build_dir
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_section
 from common.reporting.figures import grouped_bars
 from common.training.records import training_context
@@ -324,8 +323,7 @@ def evaluate_tables(profile: Profile, entries: Sequence[ModelEntry], sugarcrepe_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.negclip_tables",
-                                     description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--profile", required=True, choices=sorted(PROFILES))
     parser.add_argument("--models", default=None, help="default: build/<profile>/sugarcrepe_negclip/models")
     parser.add_argument("--refined", default=None, help="default: build/mini/sugarcrepe_negclip/set/refined.json, "
@@ -356,11 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.aro_crepe or build_dir(profile.name, profile.aro_crepe)),
         Path(args.out or RESULTS / "sugarcrepe" / profile.name), engine_config(params),
         args.device or ("cpu" if profile.pinned else best_device()), context, refined)
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    for name in ("metrics5", "metrics10"):
-        print(json.dumps(json.loads(paths[name].read_text()), indent=2))
-    return 0
+    return print_written(paths, "metrics5", "metrics10")
 
 
 if __name__ == "__main__":

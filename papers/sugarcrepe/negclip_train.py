@@ -24,6 +24,7 @@ import torch
 
 from common.files.io import sha256_file
 from common.paths import ROOT, build_dir, data_root
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import step_budget
 from common.pipeline.params import own_section
 from common.training.files import FileCaptionBatches, FileImages
@@ -153,7 +154,7 @@ PROFILES = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    parser = stage_parser(MODULE, __doc__)
     profiles = parser.add_subparsers(dest="profile", required=True)
     for name, profile in PROFILES.items():
         sub = profiles.add_parser(name, help=f"the {name} runs").add_subparsers(dest="command", required=True)

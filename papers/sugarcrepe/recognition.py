@@ -8,7 +8,6 @@ naming the file, the row and the column, and nothing is written.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
 from common.paths import RESULTS
+from common.pipeline.cli import print_written, stage_parser
 from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import load_cells, load_claims, read_csv_rows
@@ -318,13 +318,11 @@ def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.recognition", description=__doc__.split("\n")[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
     paths = run(args.out)
-    for kind, path in paths.items():
-        print(f"{kind}: {path}")
-    return 0
+    return print_written(paths)
 
 
 if __name__ == "__main__":

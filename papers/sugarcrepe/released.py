@@ -24,7 +24,7 @@ from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
 from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS, category_counts, released_file_key
 from common.files.jsonl import parse_json
 from common.files.tasks import DatasetError
-from common.pipeline.params import load_params, section
+from common.pipeline.params import read_params, section
 from common.registry.errors import FetchError, RegistryError
 from common.registry.fetch import quiet_fetch
 from common.registry.sources import get_source
@@ -248,7 +248,7 @@ def figure5_models(model_names: Sequence[str] | None = None) -> list[ModelRef]:
     """The paper's 17 pretrained CLIPs (Table 6 order): ``model_names`` (default ``sugarcrepe.models.full``) with an
     open_clip pretrained tag (not NegCLIP, which has a checkpoint instead)."""
     if model_names is None:
-        model_names = section(load_params(), "sugarcrepe.models.full")
+        model_names = section(read_params(), "sugarcrepe.models.full")
     specs = [get_spec(name) for name in model_names]
     return [ModelRef(f"{s.family} | {s.label}", s.arch, s.pretrained) for s in specs
             if s.family in FIGURE5_FAMILIES and s.pretrained]

@@ -6,7 +6,6 @@ statistical question. What it writes: the README's "How much of this is the seed
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import tempfile
@@ -21,7 +20,8 @@ from common.evaluation.scoring.selection import image_to_text
 from common.files.io import output_group, write_csv_atomic, write_json_atomic
 from common.paths import ROOT, build_root
 from common.pipeline import reproducible
-from common.pipeline.params import load_params
+from common.pipeline.cli import stage_parser
+from common.pipeline.params import read_params
 from common.training.family import family_config, train_clip
 from common.zoo import ModelSpec, OpenClipModel, create_model
 from common.zoo.trained import build_from_checkpoint, tokenizer_for
@@ -38,7 +38,7 @@ def _score(model, items, config) -> dict[str, float]:
 
 
 def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
-    params = load_params()
+    params = read_params()
     items = PreparedSet.load(build_root() / "mini" / "sugarcrepe" / "manifest.json").items()
     config = engine_config(params)
     train_set = build_root() / "mini" / "world" / "train"
@@ -76,7 +76,7 @@ def measure(seeds: Sequence[int], out_csv: Path = SEEDS_CSV) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.seed_spread", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS),
                         help="training seeds besides the pipeline's own seed 0")
     args = parser.parse_args(argv)

@@ -6,7 +6,6 @@ holds the first ``cap`` of each category, written in the released format beside 
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Sequence
 from common.benchmarks.caption_negatives import (
     CATEGORIES, PreparedSet, fetch_released, load_sugarcrepe, read_category, write_manifest)
 from common.files.io import output_group, sha256_file, write_json_atomic
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import own_params
 from common.registry.fetch import fetch
@@ -54,7 +54,7 @@ def prepare_full(out_dir: Path, cap: int | None = None) -> PreparedSet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_full", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--stage", default=None, help="the DVC stage whose parameters (full_inputs.cap) to read "
                                                       "(default: the one running this module)")

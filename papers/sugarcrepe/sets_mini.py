@@ -6,7 +6,6 @@ random stream for this set, independent of the training scenes; held-out (colour
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from dataclasses import asdict, dataclass
@@ -23,6 +22,7 @@ from common.miniworld.claims import Claim, sample_claim
 from common.miniworld.negatives import EDIT_TYPES
 from common.miniworld.render import NATURAL, render
 from common.miniworld.scene import Scene, contains_heldout, sample_scene
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import own_params
 
 
@@ -90,7 +90,7 @@ def config_from_params(params: dict) -> MiniSetConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m papers.sugarcrepe.sets_mini", description=__doc__.splitlines()[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     config = config_from_params(own_params())

@@ -15,6 +15,7 @@ from common.evaluation.results import write_accuracy_table
 from common.files.io import output_group, staged_to_final, write_csv_atomic
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
+from common.pipeline.cli import print_written
 from common.pipeline.params import own_params
 from common.reporting.figures import grouped_bars
 from common.zoo import with_variants
@@ -55,8 +56,7 @@ def main() -> None:
         else:
             rows = [{"model": "", "group": "", "within": "full profile: the audit compares each cell with the paper"}]
         paths["reproduction"] = write_csv_atomic(staging / "table6_reproduction.csv", rows, REPRODUCTION_FIELDS)
-    for name, path in paths.items():
-        print(f"{name}: {staged_to_final(path, staging, out_dir)}")
+    print_written({name: staged_to_final(path, staging, out_dir) for name, path in paths.items()})
 
 if __name__ == "__main__":
     from common.errors import run_entry_point

@@ -483,14 +483,14 @@ def test_every_committed_mini_run_reads_and_covers_what_the_audit_says(paper):
     results/audit/<paper>_summary.json counts as not comparable."""
     from common.paper import load_paper
     from common.paths import RESULTS
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     module = load_paper(paper).audit.load()
     if paper == "sugarcrepe":  # its runs and its Table 6 run (not the released files: no fetching here)
         table6 = RESULTS / paper / "mini" / "table6.csv"
         recs = module.run_recomputations("mini") + module.table_recomputations(
             paper, "Table 6", table6, "mini", module.TABLE6_COLUMNS, module.table6_row,
-            load_params()["sugarcrepe"]["models"]["full"], "run")
+            read_params()["sugarcrepe"]["models"]["full"], "run")
     elif paper == "aro":
         recs = module.recompute("mini")
     else:

@@ -88,6 +88,27 @@ def test_a_malformed_data_dvc_names_the_file_and_the_record(tmp_path, text, mess
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("data", [
+    b"outs: [",  # not YAML
+    b"outs:\n- path: data/caf\xe9\n",  # not UTF-8
+    b"outs: []\nouts: []\n",  # a key twice
+    b"a: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",  # nested too deeply
+])
+def test_a_damaged_data_dvc_says_to_restore_it_from_git(tmp_path, data):
+    """Nobody edits data.dvc (``make fetch`` writes it): every fault's remedy is git's copy, not params.yaml's edits."""
+    path = tmp_path / "data.dvc"
+    path.write_bytes(data)
+    with pytest.raises(DataDvcError) as info:
+        read_data_dvc(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and message.endswith("; restore it: `git checkout -- data.dvc`"), message
+
+
+def test_a_missing_data_dvc_says_it_is_in_git(tmp_path):
+    with pytest.raises(DataDvcError, match=r"data\.dvc: missing; it is in git: `git checkout -- data\.dvc`$"):
+        read_data_dvc(tmp_path / "data.dvc")
+
+
 def test_status_is_one_line_naming_what_is_missing_or_changed_and_the_command(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

@@ -19,9 +19,9 @@ REAL = yaml.safe_load(PARAMS.read_text(encoding="utf-8"))
 
 
 def _load(path: Path):
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
-    return load_params(path)
+    return read_params(path)
 
 
 def _with(tmp_path: Path, dotted: str | None, value=None, *, drop: bool = False) -> Path:
@@ -128,11 +128,11 @@ def test_text_read_as_a_number_gets_a_hint(tmp_path):
      r"line \d+ column \d+: not valid YAML"),
     ("tab", "profile: mini\nmini:\n\tworld: 1\n", r"line \d+ column \d+: not valid YAML"),
     ("duplicate-key", "profile: mini\nmini:\n  world:\n    seed: 0\n    seed: 1\n",
-     r"mini\.world\.seed: duplicate key \(line 5; first on line 4\)"),
+     r"mini\.world\.seed: duplicate key \(line 5; first on line 4\); keep one$"),
     ("empty", "", r"empty"),
     ("comments-only", "# nothing\n", r"empty"),
     ("top-level-list", "- profile\n- mini\n", r"a YAML mapping at the top level"),
-    ("not-utf8", "profile: mini\n# caf\xe9\n", r"line 2: not UTF-8"),
+    ("not-utf8", "profile: mini\n# caf\xe9\n", r"line 2: not UTF-8 text \(byte 0xe9\); save it as UTF-8$"),
     ("nested-100000", "a: " + "[" * 100_000 + "]" * 100_000 + "\nprofile: mini\n", r"nested too deeply"),
 ])
 def test_an_unreadable_file_is_one_line(tmp_path, name, text, expected):

@@ -4,7 +4,7 @@ traceback), and no tracked file changes.
 
 * SugarCrepe-format manifests and category files, through ``python -m common eval`` (in-process, a random tiny
   CLIP): a valid set scores every example;
-* ``params.yaml``, through ``common.pipeline.params.load_params`` and, in a copy of the workspace, through
+* ``params.yaml``, through ``common.pipeline.params.read_params`` and, in a copy of the workspace, through
   ``stage_params`` (DVC reads the file too): a count key is accepted exactly when its value is a positive integer.
 """
 from __future__ import annotations
@@ -265,7 +265,7 @@ def _positive_int(value) -> bool:
 @settings(max_examples=PARAMS_EXAMPLES, **PROPERTY)
 @given(case=params_files())
 def test_any_params_file_is_read_or_refused_in_one_line(case, outputs_before, monkeypatch):
-    from common.pipeline.params import PROFILES, load_params
+    from common.pipeline.params import PROFILES, read_params
 
     monkeypatch.delenv("VLC_DEBUG", raising=False)
     text, key, value = case
@@ -275,7 +275,7 @@ def test_any_params_file_is_read_or_refused_in_one_line(case, outputs_before, mo
         loaded = {}
 
         def read() -> int:
-            loaded["params"] = load_params(path)
+            loaded["params"] = read_params(path)
             return 0
 
         code, _, err = _run(lambda: run_entry_point(read))

@@ -198,6 +198,7 @@ def test_a_yaml_alias_bomb_in_data_dvc_is_refused_at_once(tmp_path):
     code, err = _run(lambda: read_data_dvc(path) and 0)
     assert_one_error_line(code, err, str(path))
     assert f"more than {MAX_ALIASES} aliases (*name): refused before anything expands them" in err, err
+    assert "; restore it: `git checkout -- data.dvc`" in err, err
 
 
 @settings(max_examples=CONFIG_EXAMPLES, **PROPERTY)

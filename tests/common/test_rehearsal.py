@@ -306,7 +306,7 @@ def test_an_audit_stage_that_does_not_declare_the_inputs_refuses_to_run_on_stand
 
     standins = {"profile": "full", "full_inputs": {"cap": 4}}  # a capped run: a rehearsal's on stand-ins
     monkeypatch.setattr(params, "stage_params", lambda stage, **_: {"profile": "full"})
-    monkeypatch.setattr(params, "load_params", lambda: standins)
+    monkeypatch.setattr(params, "read_params", lambda: standins)
     with pytest.raises(WorkspaceError, match="does not declare full_inputs"):
         audit.stage_main("hard_positives", [])
     seen = {}

@@ -225,9 +225,9 @@ def test_stage_entry_point_scores_the_params_models(data, tiny, tmp_path, monkey
     """``python -m papers.conclip.tables --profile full``: params.yaml's conclip.full (tiny stand-ins for its models),
     the file and the image folder given."""
     import common.pipeline.params
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
-    params = load_params()
+    params = read_params()
     asked = []
 
     def stage_params(stage, **_):

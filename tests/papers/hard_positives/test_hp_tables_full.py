@@ -174,7 +174,7 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
     and the runs' weights given."""
     from types import SimpleNamespace
 
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
 
     monkeypatch.setattr(tb, "create_model", tiny)
     monkeypatch.setattr(tb, "get_spec", lambda name: SimpleNamespace(arch=ARCH, label=f"stand-in {name}"))
@@ -183,7 +183,7 @@ def test_stage_entry_point_scores_the_params_models(prepared, tiny, runs, tmp_pa
     assert tb.main(["--profile", "full", "--data", str(prepared.path.parent), "--models",
                     str(runs[0].checkpoint.parent), "--out", str(out), "--device", "cpu"]) == 0
     rows = _rows(out / "table1.csv")
-    full = load_params()["hard_positives"]["full"]
+    full = read_params()["hard_positives"]["full"]
     zoo_rows = [r for row, name in full["models"].items()  # a model of authors_precision: its fp32 reference after it;
                 for r in (row, *([f"{row}@fp32"] if name in full["authors_precision"] else []),  # one the authors
                           *([f"{row}@quickgelu"] if name in tb.AUTHORS_BUILD else []))]  # build GELU: QuickGELU
@@ -253,7 +253,7 @@ def test_the_authors_gelu_builds_are_registered_variants_of_the_models_as_traine
     and amitakamath/hard_positives@33addaae model_zoo/__init__.py:101 "open_clip.create_model_and_transforms('ViT-B-32',");
     each GELU build is a declared zoo variant of the model as trained (QuickGELU), reading the same weights, and the
     full profile lists all three."""
-    from common.pipeline.params import load_params
+    from common.pipeline.params import read_params
     from common.zoo import get_spec, runs_quick_gelu
 
     assert set(tb.AUTHORS_BUILD) == {"aro/negclip", "hard_positives/crepe-swap", "hard_positives/crepe-replace"}
@@ -263,7 +263,7 @@ def test_the_authors_gelu_builds_are_registered_variants_of_the_models_as_traine
         assert runs_quick_gelu(spec) and not runs_quick_gelu(variant)
     for name in ("hard_positives/crepe-swap-gelu", "hard_positives/crepe-replace-gelu"):
         assert "model_zoo/__init__.py:101" in get_spec(name).variant_note
-    assert set(tb.AUTHORS_BUILD) <= set(load_params()["hard_positives"]["full"]["models"].values())
+    assert set(tb.AUTHORS_BUILD) <= set(read_params()["hard_positives"]["full"]["models"].values())
 
 
 def test_negclip_and_crepe_rows_are_scored_both_ways_and_the_audit_names_gelu_the_authors(prepared, runs, tmp_path):
