@@ -71,8 +71,8 @@ def test_the_split_must_hold_the_instances_params_state(prepared, tmp_path, monk
         return {"table2": tmp_path / "t2", "summary": tmp_path / "s"}
 
     monkeypatch.setattr(tables, "evaluate_tables", evaluate)
-    monkeypatch.setattr(tables, "read_json", lambda path: {})
     (tmp_path / "t2").write_text("")
+    (tmp_path / "s").write_text("{}")  # the summary the stage prints (common.pipeline.cli.print_written)
     args = ["--profile", "full", "--data", str(root / "bivlc" / "BiVLC"), "--images", str(tmp_path / "img"),
             "--no-sugarcrepe", "--out", str(tmp_path / "out"), "--device", "cpu"]
 
