@@ -6,10 +6,16 @@ covered as soon as it is registered.
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
+import re
+import sys
+from pathlib import Path
 
 import pytest
 
 from common.cli import build_parser, main
+from common.paths import ROOT
 
 
 def _subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -43,3 +49,31 @@ def test_help_prints_the_subcommands_own_usage(path, capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: {prog} ") or out.startswith(f"usage: {prog}\n"), out[:300]
+
+
+def _stage_modules() -> list[str]:
+    """Every module a paper's dvc.yaml runs as ``python -m <module>`` (``python -m common`` is the tree above)."""
+    commands = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "papers").glob("*/dvc.yaml")))
+    return sorted(set(re.findall(r"python -m (papers\.[\w.]+)", commands)))
+
+
+STAGE_MODULES = _stage_modules()
+
+
+@pytest.mark.parametrize("module", STAGE_MODULES)
+def test_every_stage_names_its_command_and_words_an_error_in_one_line(module, capsys, monkeypatch):
+    """``--help`` shows the command the stage's dvc.yaml runs, and its ``__main__`` block is ``run_entry_point``
+    (bad input is one ``error:`` line, Ctrl-C and SIGTERM clean up; ``common.errors``)."""
+    imported = importlib.import_module(module)
+    monkeypatch.setattr(sys, "argv", [module, "--help"])  # as DVC runs it: not every main takes argv
+    with pytest.raises(SystemExit) as exc:
+        imported.main()
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m {module} "), module
+    tree = ast.parse(Path(imported.__file__).read_text(encoding="utf-8"))
+    main_blocks = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+    assert len(main_blocks) == 1 and "run_entry_point(main)" in ast.unparse(main_blocks[0]), module
+
+
+def test_the_stage_modules_are_found():
+    assert len(STAGE_MODULES) >= 40 and "papers.sugarcrepe.blind_real" in STAGE_MODULES

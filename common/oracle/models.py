@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ContextManager
 from unittest import mock
 
+from common.files.io import atomic_path
 from common.oracle.authors import AuthorsCode, importable
 from common.zoo import get_spec
 
@@ -97,12 +98,13 @@ def link(target: Path, at: Path) -> None:
 
 
 def save(obj, target: Path) -> Path:
-    """``torch.save(obj, target)``, its folder made first: weights written in the layout a released loader reads."""
+    """``torch.save(obj, target)`` through ``atomic_path``: weights written in the layout a released loader reads,
+    whole or not at all (an interrupted write leaves no part-file for their loader; a full disk is ``DiskFull``)."""
     # deferred: loads torch only when called
     import torch
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(obj, target)
+    with atomic_path(target) as tmp, open(tmp, "wb") as fh:
+        torch.save(obj, fh)
     return target
 
 

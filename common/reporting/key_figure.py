@@ -13,6 +13,7 @@ import numpy as np
 from common.errors import WorkspaceError
 from common.files.io import write_csv_atomic
 from common.paths import RESULTS, ROOT
+from common.pipeline.cli import stage_parser
 from common.pipeline.params import PROFILES, own_params
 from common.reporting.figures import pyplot, save_figure
 from common.reporting.published import CellIndex, parse_number
@@ -157,9 +158,10 @@ def results_dir(paper: str, profile: str) -> Path:
     return RESULTS / paper / profile
 
 
-def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argparse.Namespace:
-    """A key figure module's command line: ``--profile`` (default: the stage's), ``--results`` and ``--out``."""
-    parser = argparse.ArgumentParser(description=description)
+def parse_args(argv: Sequence[str] | None, module: str, doc: str, paper: str) -> argparse.Namespace:
+    """A key figure module's command line (``python -m module``, described by ``doc``'s first line): ``--profile``
+    (default: the stage's), ``--results`` and ``--out``."""
+    parser = stage_parser(module, doc)
     parser.add_argument("--profile", choices=PROFILES, default=None,
                         help="default: the stage's `profile` parameter (params.yaml)")
     parser.add_argument("--results", type=Path, default=None,
@@ -174,11 +176,11 @@ def parse_args(argv: Sequence[str] | None, description: str, paper: str) -> argp
     return args
 
 
-def run(argv: Sequence[str] | None, description: str, paper: str, name: str,
+def run(argv: Sequence[str] | None, module: str, doc: str, paper: str, name: str,
         bars_of: Callable[..., tuple[list[PlotBar], list[PlotLine]]], views: Mapping[str, ProfileView],
         ylabel: str) -> int:
     """A key figure module's ``main``: ``bars_of(results, profile=...)`` drawn (``write_bar_figure``)."""
-    args = parse_args(argv, description, paper)
+    args = parse_args(argv, module, doc, paper)
     bars, lines = bars_of(args.results, profile=args.profile)
     paths = write_bar_figure(bars, lines, args.out / "key_figure.png", args.out / "key_figure_plot.csv",
                              views[args.profile].title, ylabel)

@@ -51,7 +51,7 @@ def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(argv, __doc__.splitlines()[0], PAPER, "BiVLC", key_figure_bars, VIEWS, "score (%)")
+    return run(argv, __spec__.name, __doc__, PAPER, "BiVLC", key_figure_bars, VIEWS, "score (%)")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(argv, __doc__.splitlines()[0], PAPER, "CoN-CLIP", key_figure_bars, VIEWS, "accuracy (%)")
+    return run(argv, __spec__.name, __doc__, PAPER, "CoN-CLIP", key_figure_bars, VIEWS, "accuracy (%)")
 
 
 if __name__ == "__main__":

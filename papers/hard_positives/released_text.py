@@ -10,7 +10,6 @@ composition: a blind model then ranks c_p below c_n more often than c.
 """
 from __future__ import annotations
 
-import argparse
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from common.blind.ngram import NgramFluency
 from common.evaluation.stats import bootstrap_mean_ci
 from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
+from common.pipeline.cli import stage_parser
 from common.reporting.figures import pyplot, save_figure
 from common.text.crepe_style import Parsed, parse_captions
 from papers.hard_positives import rules
@@ -466,7 +466,7 @@ def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = stage_parser(__spec__.name, __doc__)
     defaults = Config()
     parser.add_argument("--folds", type=int, default=defaults.folds, help="cross-fitting folds (by image)")
     parser.add_argument("--seed", type=int, default=defaults.seed, help="fold assignment, LM calibration, bootstrap")

@@ -6,16 +6,16 @@ analyses.json``, which the aggregate stage depends on, and ``dvc repro papers/su
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Sequence
 
 from common.files.io import write_json_atomic
 from common.files.jsonl import read_json
+from common.pipeline.cli import stage_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("metrics", nargs="+", type=Path, help="the analyses' metrics files")
     args = parser.parse_args(argv)

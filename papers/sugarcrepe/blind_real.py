@@ -10,7 +10,6 @@ generator is not public). The scorers, the sets and the outputs: the README's "B
 """
 from __future__ import annotations
 
-import argparse
 import csv
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from common.files.io import output_group, sha256_file, write_csv_atomic, write_j
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.paths import RESULTS
+from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
 from common.registry.fetch import quiet_fetch
@@ -410,7 +410,7 @@ def config_from_params(params: dict) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     parser.add_argument("--scorers", choices=("offline", "released"), default="offline",
                         help="offline: fitted here (default); released: the paper's Vera and grammar model (full)")
@@ -430,4 +430,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from common.errors import run_entry_point
+
+    raise SystemExit(run_entry_point(main))

@@ -9,7 +9,6 @@ naming the file, the row and the column, and nothing is written.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from common.benchmarks.caption_negatives import CATEGORIES, COLUMNS
 from common.errors import WorkspaceError
 from common.evaluation.stats import bootstrap_pearson_ci, pearson_r
 from common.files.io import write_csv_atomic, write_json_atomic, write_output_group
+from common.files.utf8 import read_toml
 from common.paths import RESULTS
 from common.pipeline.cli import print_written, stage_parser
 from common.registry.fetch import quiet_fetch
@@ -117,7 +117,7 @@ def _read(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str],
 
 def load_zoo_table(path: Path = ZOO_TABLE) -> tuple[dict[tuple[str, str], str], dict[str, bool], dict[str, str]]:
     """((arch, pretrained) -> zoo name, zoo name -> plotted in Figure 5, absent zoo name -> reason)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    _, data = read_toml(path, RecognitionInputError)
     rows: dict[tuple[str, str], str] = {}
     figure5: dict[str, bool] = {}
     for i, z in enumerate(data.get("zoo", [])):

@@ -9,20 +9,23 @@ cell is checked against the committed seed spread (``reproduction``).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from common.benchmarks.caption_negatives import CATEGORIES, PreparedSet
 from common.evaluation.evaluate import best_device, engine_config, evaluate_selection
 from common.evaluation.results import write_accuracy_table
 from common.files.io import output_group, staged_to_final, write_csv_atomic
 from common.paths import RESULTS, build_root
 from common.pipeline import reproducible
-from common.pipeline.cli import print_written
+from common.pipeline.cli import print_written, stage_parser
 from common.pipeline.params import own_params
 from common.reporting.figures import grouped_bars
 from common.zoo import with_variants
 from papers.sugarcrepe.reproduction import ONE_EXAMPLE, REPRODUCTION_FIELDS, SEEDS_CSV, read_spread, reproduction_rows
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    stage_parser(__spec__.name, __doc__).parse_args(argv)  # no options: --help, and an unknown one refused
     device = best_device()
     if device == "cpu":  # the mini table, bit-identical on any x86-64 CPU of this vendor (common.pipeline.reproducible)
         reproducible.pin()

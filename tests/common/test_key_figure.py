@@ -79,7 +79,7 @@ def test_absent_rows_are_left_out_when_allowed(tmp_path):
 
 
 def test_the_profile_picks_the_results_folder(tmp_path):
-    args = parse_args(["--profile", "full"], "toy", "bivlc")
+    args = parse_args(["--profile", "full"], "papers.bivlc.key_figure", "toy", "bivlc")
     assert args.results == args.out == RESULTS / "bivlc" / "full"
-    args = parse_args(["--profile", "mini", "--results", str(tmp_path)], "toy", "bivlc")
+    args = parse_args(["--profile", "mini", "--results", str(tmp_path)], "papers.bivlc.key_figure", "toy", "bivlc")
     assert (args.results, args.out) == (tmp_path, RESULTS / "bivlc" / "mini")

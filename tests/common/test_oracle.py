@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+import torch
+
+from common.oracle import models
 from common.oracle.core import Decisions, NotCovered, Number, PaperOracle, compare_decisions, read_oracles, table_lines
 from common.oracle.observe import locals_at_line, returns_of
 
@@ -134,8 +138,6 @@ def _authors_decisions(tmp_path: Path, data: Path, images: Path, weights: Path) 
 
 
 def test_main_eval_agrees_with_the_engine_and_catches_a_changed_tie_rule(mirror, tmp_path, monkeypatch):
-    import torch
-
     from common.benchmarks.caption_negatives import load_sugarcrepe
     from common.evaluation.engine import Engine, EngineConfig
     from common.evaluation.scoring import selection
@@ -223,8 +225,6 @@ def test_each_committed_record_names_its_code_and_every_benchmark_agrees():
 def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fetched(tmp_path, monkeypatch):
     """Offline with a mirror that lacks one of a release's files: the others are fetched, that one is named in
     ``unfetched`` (the plug-in then says what it did not run); nothing fetched at all is an error."""
-    import pytest
-
     from common.oracle import authors
     from common.oracle.authors import OracleError, fetch_code
     from common.registry.errors import DownloadError
@@ -249,3 +249,19 @@ def test_a_registered_file_that_cannot_be_fetched_is_listed_and_the_rest_are_fet
     monkeypatch.setattr(authors, "fetch", lambda key, **kw: (_ for _ in ()).throw(DownloadError("offline")))
     with pytest.raises(OracleError, match="none of its registered files could be fetched"):
         fetch_code("o/r")
+
+
+def test_weights_for_the_authors_loader_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    target = tmp_path / "weights" / "model.pt"
+    assert models.save({"model": {"w": torch.arange(3.0)}}, target) == target
+    assert torch.equal(torch.load(target)["model"]["w"], torch.arange(3.0))
+
+    def cut_short(obj, fh):
+        fh.write(b"PK\x03\x04 part of an archive")
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(torch, "save", cut_short)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        models.save({"model": {}}, target)
+    assert torch.equal(torch.load(target)["model"]["w"], torch.arange(3.0))  # the previous file, untouched
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model.pt"]  # no part-file left behind

@@ -99,7 +99,7 @@ def test_table6_scores_datacomp_small_and_medium_with_quickgelu_beside_gelu(tmp_
     monkeypatch.setattr(table6, "RESULTS", tmp_path)
     monkeypatch.setattr(table6, "evaluate_selection", capture)
     with pytest.raises(Stop):
-        table6.main()
+        table6.main([])
     assert seen["models"] == ["openai/ViT-B-32", "datacomp/small-ViT-B-32", "datacomp/small-ViT-B-32-quickgelu",
                               "datacomp/medium-ViT-B-32", "datacomp/medium-ViT-B-32-quickgelu"]
 

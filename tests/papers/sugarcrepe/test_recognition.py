@@ -160,3 +160,10 @@ def test_mirrored_table_shape_and_a_known_cell(released_env):
     assert clip.value(rec.TABLE_KEY, "imagenet") == 63.336
     # SugarCrepe's SWAP-OBJ as 150 of the released 245 examples
     assert clip.value(rec.SUBSETS_KEY, "sugarcrepe::swap_obj") == pytest.approx(100 * 150 / 245, abs=1e-9)
+
+
+def test_a_damaged_zoo_table_is_one_error_naming_the_file_and_line(tmp_path):
+    table = tmp_path / "zoo_table.toml"
+    table.write_text('[[zoo]]\nname = "openai/ViT-B-32"\narch = \n', encoding="utf-8")
+    with pytest.raises(rec.RecognitionInputError, match=r"zoo_table\.toml: not valid TOML: .*line 3"):
+        rec.load_zoo_table(table)
