@@ -4,7 +4,9 @@
 #   make install                the venv alone (PyPI once: about 7 GB installed, torch's wheels most of it)
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml): about 22 minutes from a fresh clone
 #   make repro PAPER=bivlc      one of them
-#   make test                   the test suite, about 12 minutes (first `make browser`)
+#   make test                   the test suite, about 11 minutes (first `make browser`), but the pipeline builds:
+#   make test-pipelines         the tests that build a pipeline from scratch through DVC (SugarCrepe's mini one, a toy
+#                               paper's with a DVC remote): about 5 minutes
 #   make browser                Chromium for the site's browser test: apt-get as root, announced; else a note
 #   make rehearse [PAPER=...]   the full profile end to end on stand-ins, in a copy under build/rehearsal/ (CPU,
 #                               about 16 minutes for the five papers; never the papers' numbers): stages ran and wall
@@ -44,7 +46,7 @@ ifneq ($(and $(filter repro rehearse status metrics oracle,$(MAKECMDGOALS)),$(UN
 $(error make: no $(patsubst %,papers/%/dvc.yaml,$(UNKNOWN_PAPERS)) (PAPER=$(PAPER); papers: $(PAPERS)))
 endif
 
-.PHONY: repro rehearse fetch test bench install status metrics notebooks clean-cache card site oracle browser \
+.PHONY: repro rehearse fetch test test-pipelines pytest bench install status metrics notebooks clean-cache card site oracle browser \
   constraints
 
 $(STAMP): pyproject.toml constraints.txt
@@ -89,9 +91,21 @@ rehearse: $(STAMP)
 	@. $(BIN)/activate && VLC_MIRROR=$${VLC_MIRROR:-$$(test -d ../shared/mirror && cd ../shared/mirror && pwd)} \
 	  python -m tests.rehearsal $(REHEARSE_FLAGS) $(REHEARSE_PAPERS)
 
+# test: the suite but the pipeline builds (-m 'not pipeline'); test-pipelines: those alone (DVC from scratch on a copy of
+# the workspace, minutes each). CI runs both. Exit 5 (nothing collected) fails either. Bytecode is written even where
+# the shell sets PYTHONDONTWRITEBYTECODE (into the git- and DVC-ignored __pycache__/): the suite starts hundreds of
+# Python processes, each of which would compile the workspace's modules afresh (0.6 s), and each pytest worker would
+# rewrite every test module's asserts (12 s).
 test: $(STAMP) browser
-	@. $(BIN)/activate && python -m pytest -q -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
-	  if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
+	@$(MAKE) --no-print-directory pytest PYTEST_MARK='not pipeline'
+
+test-pipelines: $(STAMP)
+	@$(MAKE) --no-print-directory pytest PYTEST_MARK='pipeline'
+
+pytest: $(STAMP)
+	@. $(BIN)/activate && PYTHONDONTWRITEBYTECODE= python -m pytest -q -n $(TEST_WORKERS) --dist worksteal \
+	  -m "$(PYTEST_MARK)" || { status=$$?; \
+	  if [ $$status -eq 5 ]; then echo "make: pytest collected no tests (exit 5): failing" >&2; fi; exit $$status; }
 
 card: $(STAMP)
 	@. $(BIN)/activate && python -m common card $(addprefix --model ,$(MODEL))

@@ -20,18 +20,6 @@ lucky draw. ``pytest --hypothesis-profile explore tests/...`` draws fresh ones t
 one is pinned with ``@example``). Neither writes an example database into the workspace."""
 
 
-def pytest_collection_modifyitems(config, items):
-    """The end-to-end ``dvc repro`` test (``@pytest.mark.slow(first=True)``: minutes) first, every other test in
-    collection order. Under pytest-xdist (``make test``: ``--dist worksteal``) one worker starts on it at once while
-    the others take the rest of the suite and, when idle, steal from its queue: the slowest test no longer starts
-    last."""
-    def first(item) -> bool:
-        marker = item.get_closest_marker("slow")
-        return bool(marker and marker.kwargs.get("first"))
-
-    items.sort(key=lambda item: not first(item))
-
-
 @pytest.fixture(autouse=True)
 def _isolated_roots(tmp_path_factory, monkeypatch):
     """No test writes into the workspace's real data, build or cache folders."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workspace_copy import copy_workspace, dvc
+from workspace_copy import copy_env, copy_workspace, dvc
 
 
 def _tiny_params(workspace: Path) -> None:
@@ -36,11 +35,11 @@ RELEASED_TEXT_STAGES = ("papers/aro/dvc.yaml:real-text", "papers/sugarcrepe/dvc.
                         "papers/sugarcrepe/dvc.yaml:blind-real-text")
 
 
-@pytest.mark.slow(first=True)
+@pytest.mark.pipeline
 def test_dvc_repro_sugarcrepe_mini_end_to_end(tmp_path, mirror):
     workspace = copy_workspace(tmp_path / "ws", keep_results=True)  # as a clone has them: committed, then rewritten
     _tiny_params(workspace)
-    env = {k: v for k, v in os.environ.items() if k not in ("VLC_BUILD", "VLC_DATA")}
+    env = copy_env()  # the CPU profile's pins set: each training and scoring stage starts once, not twice
     env["VLC_CACHE"] = str(tmp_path / "cache")
     env["VLC_MIRROR"] = str(mirror)
 

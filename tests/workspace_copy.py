@@ -2,6 +2,6 @@
 rehearsal's copy (``tests.rehearsal.workspace``)."""
 from __future__ import annotations
 
-from tests.rehearsal.workspace import IGNORED, copy_workspace, dvc
+from tests.rehearsal.workspace import IGNORED, copy_env, copy_workspace, dvc
 
-__all__ = ["IGNORED", "copy_workspace", "dvc"]
+__all__ = ["IGNORED", "copy_env", "copy_workspace", "dvc"]

@@ -17,7 +17,7 @@ from pydantic import Field, StrictBool, TypeAdapter, ValidationError
 
 from common.errors import LookupFailed
 from common.paths import ROOT
-from common.pipeline.stage_map import current_stage
+from common.pipeline.stage_map import current_stage, stages_in
 
 PARAMS_FILE = ROOT / "params.yaml"
 PROFILES = ("mini", "full")
@@ -336,12 +336,9 @@ def _one_line(exc: BaseException) -> str:
 def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | None = None) -> dict[str, Any]:
     """The parameters the DVC stage ``stage`` (an address: ``mini/train@xs-2k``) declares, and only those (what
     ``dvc.api.params_show(stages=[stage])`` returns), so a stage cannot read one its ``params:`` does not list. Only
-    its own dvc.yaml is parsed, not every pipeline as ``params_show`` does: about 1 s instead of 4 s, paid by every
-    stage. ``params.yaml`` is validated first (``checked``: already), as DVC's errors name neither line nor key."""
-    # deferred: loads dvc only when called
-    from dvc.dependency.param import ParamsDependency
-    from dvc.repo import Repo
-
+    its own dvc.yaml is resolved (``stage_map.stages_in``), not every pipeline and lock file as ``params_show``
+    does: paid by every stage. ``params.yaml`` is validated first (``checked``: already), as DVC's errors name
+    neither line nor key."""
     files: dict[str, dict[str, Any]] = {}
     default = Path(repo) / "params.yaml"
     if checked is not None:
@@ -349,29 +346,47 @@ def stage_params(stage: str, repo: Path = ROOT, *, checked: dict[str, Any] | Non
     elif default.is_file():
         files[str(default.resolve())] = read_params(default)
     dvcfile, _, name = stage.rpartition(":")
+    dvcfile = dvcfile or "dvc.yaml"
     try:
-        with Repo(str(repo)) as dvc_repo:  # the path given: DVC would read a bare target relative to the cwd
-            stages = [dvc_repo.stage.load_one(path=str(Path(repo) / (dvcfile or "dvc.yaml")), name=name)]
-    except Exception as exc:  # dvc raises its own exception types for unknown stages and unreadable files
+        found = [s for s in stages_in(dvcfile, Path(repo)) if s.name == name]
+    except Exception as exc:  # dvc raises its own exception types for unreadable files and bad interpolations
         raise ParamsError(f"{repo}: cannot read the parameters of DVC stage {stage!r}: {_one_line(exc)} (the stages: "
                           "`dvc stage list`)") from exc
+    if not found:
+        raise ParamsError(f"{repo}: cannot read the parameters of DVC stage {stage!r}: {dvcfile} defines no such "
+                          "stage (the stages: `dvc stage list`)")
+    wdir = (Path(repo) / dvcfile).parent / found[0].wdir
     params: dict[str, Any] = {}
-    for dep in (d for s in stages for d in s.deps if isinstance(d, ParamsDependency)):
-        path = str(Path(dep.fs_path).resolve())
+    for file, keys in _declared(found[0].params, stage):
+        path = str((wdir / file).resolve())
         if path not in files:
             files[path] = read_params(Path(path))
         values = files[path]
-        for key in dep.params or list(values):
+        for key in keys or list(values):
             node, target, parts = values, params, key.split(".")
             for part in parts:
                 if not isinstance(node, dict) or part not in node:
-                    raise ParamsError(f"{dep.fs_path}: missing parameter {key!r} (declared by DVC stage {stage!r}); "
+                    raise ParamsError(f"{wdir / file}: missing parameter {key!r} (declared by DVC stage {stage!r}); "
                                       "add it")
                 node = node[part]
             for part in parts[:-1]:
                 target = target.setdefault(part, {})
             target[parts[-1]] = node
     return params
+
+
+def _declared(entries: tuple[Any, ...], stage: str) -> list[tuple[str, list[str]]]:
+    """A stage's ``params:`` as (file, keys) pairs, as DVC reads them: a bare key is one of ``params.yaml``; a file
+    with no keys is the whole file."""
+    pairs: list[tuple[str, list[str]]] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            pairs.append(("params.yaml", [entry]))
+            continue
+        if not isinstance(entry, dict) or not all(k is None or isinstance(k, list) for k in entry.values()):
+            raise ParamsError(f"DVC stage {stage!r}: params entry {entry!r} is neither a key nor {{file: [keys]}}")
+        pairs.extend((str(file), [str(k) for k in keys or []]) for file, keys in entry.items())
+    return [(file, [] if any(f == file and not k for f, k in pairs) else keys) for file, keys in pairs]
 
 
 def add_stage_option(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import math
 import os
 import platform
 import sys
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -21,8 +21,9 @@ CPU_THREADS = 2
 OPT_OUT = "VLC_CPU_PROFILE"
 
 
-def enabled() -> bool:
-    return os.environ.get(OPT_OUT, "on").lower() not in ("off", "0", "false", "no")
+def enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the profile is on in ``environ`` (default: this process's environment)."""
+    return environ.get(OPT_OUT, "on").lower() not in ("off", "0", "false", "no")
 
 
 def pinned() -> bool:

@@ -22,7 +22,8 @@ from common.errors import WorkspaceError
 from common.files.io import write_bytes_atomic
 from common.paths import ROOT
 from common.pipeline.import_closure import PACKAGES, Closure, closure, module_file
-from common.pipeline.stage_map import CommandResolver, ResolvedStage, all_stages, dvc_files, entry_modules, stages_in
+from common.pipeline.stage_map import (
+    CommandResolver, ResolvedStage, all_stages, dvc_files, entry_modules, forget_stages)
 
 __all__ = ["FENCE_BEGIN", "FENCE_END", "DepsRewrite", "DepsWriteError", "StageCheck", "check_all", "check_stage",
            "closure", "dvc_files", "entry_modules", "module_file", "plan_file", "register_cli", "write_deps"]
@@ -355,19 +356,13 @@ def write_deps(resolve_common: CommandResolver, files: Iterable[str | Path] | No
     """Rewrite the wrong stages' deps in ``files`` (paths; default every stage file), atomically; the files that
     changed."""
     chosen = dvc_files(root) if files is None else [_relative_dvc_file(f, root) for f in files]
-    _forget_stages()  # a write reads the files as they are now
+    forget_stages()  # a write reads the files as they are now
     changed = [plan for plan in [plan_file(f, resolve_common, root) for f in chosen] if plan.stages]
     for plan in changed:  # every file planned before any is written
         write_bytes_atomic(root / plan.dvc_file, plan.text.encode("utf-8"))
     if changed:
-        _forget_stages()
+        forget_stages()
     return changed
-
-
-def _forget_stages() -> None:
-    """Drop the stage map's cached resolutions (the files changed, or may have)."""
-    all_stages.cache_clear()
-    stages_in.cache_clear()
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import yaml
 
@@ -79,6 +79,10 @@ class ResolvedStage:
     cmd: str
     deps: tuple[str, ...]
     """Its non-parameter deps, interpolated, in the order of the file's list."""
+    params: tuple[Any, ...] = ()
+    """Its ``params:`` entries, interpolated: a key of ``params.yaml``, or ``{file: [keys]}`` (no keys: all)."""
+    wdir: str = "."
+    """Its ``wdir:``, relative to the folder of its stage file (where its params files and deps are)."""
 
     @property
     def definition(self) -> str:
@@ -91,33 +95,43 @@ def address(dvc_file: str, name: str) -> str:
     return name if dvc_file == "dvc.yaml" else f"{dvc_file}:{name}"
 
 
-def _resolved(stage) -> ResolvedStage:
-    # deferred: loads dvc only when called
-    from dvc.dependency.param import ParamsDependency
-
-    deps = tuple(str(d.def_path) for d in stage.deps if not isinstance(d, ParamsDependency))
-    cmd = stage.cmd if isinstance(stage.cmd, str) else " && ".join(stage.cmd)
-    return ResolvedStage(address(stage.path_in_repo, stage.name), stage.path_in_repo, stage.name, cmd, deps)
+def _stage_file(dvc_file: str, root: Path) -> dict[str, Any]:
+    """A stage file's YAML, read with libyaml (DVC's own reader, pure Python, takes about a second on one of these)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load((root / dvc_file).read_text(encoding="utf-8"), Loader=loader)
+    return data if isinstance(data, dict) else {}
 
 
-@lru_cache(maxsize=4)
-def all_stages(root: Path = ROOT) -> tuple[ResolvedStage, ...]:
-    """Every stage with a command, as DVC resolves them (parameters interpolated, ``foreach`` expanded)."""
-    # deferred: loads dvc only when called
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo:
-        return tuple(_resolved(stage) for stage in repo.index.stages if stage.cmd)
+def _resolved(dvc_file: str, name: str, definition: dict[str, Any]) -> ResolvedStage:
+    cmd = definition.get("cmd") or ""
+    return ResolvedStage(address(dvc_file, name), dvc_file, name, cmd if isinstance(cmd, str) else " && ".join(cmd),
+                         tuple(str(d) for d in definition.get("deps") or ()), tuple(definition.get("params") or ()),
+                         str(definition.get("wdir") or "."))
 
 
 @lru_cache(maxsize=16)
 def stages_in(dvc_file: str, root: Path = ROOT) -> tuple[ResolvedStage, ...]:
-    """The stages with a command of one stage file (repository-relative), resolved by DVC: one file parsed."""
+    """The stages with a command of one stage file (repository-relative): DVC's resolver (``foreach`` expanded,
+    ``${...}`` interpolated) on that file alone. Not DVC's stage loader, which also parses the lock file: every stage
+    paid seconds for it at start-up, finding its own parameters."""
     # deferred: loads dvc only when called
+    from dvc.parsing import DataResolver
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:  # the path given: DVC would read a bare target relative to the cwd
-        return tuple(_resolved(stage) for stage in repo.stage.load_all(path=str(Path(root) / dvc_file)) if stage.cmd)
+        resolver = DataResolver(repo, str((Path(root) / dvc_file).parent), _stage_file(dvc_file, Path(root)))
+        resolved = [(name, resolver.resolve_one(name)[name]) for name in resolver.get_keys()]
+    return tuple(_resolved(dvc_file, name, definition) for name, definition in resolved if definition.get("cmd"))
+
+
+def all_stages(root: Path = ROOT) -> tuple[ResolvedStage, ...]:
+    """Every stage with a command of every stage file (``dvc_files``), as ``stages_in`` resolves them."""
+    return tuple(stage for dvc_file in dvc_files(root) for stage in stages_in(dvc_file, root))
+
+
+def forget_stages() -> None:
+    """Drop the cached resolutions (a stage file changed, or may have): the next look-up reads the files afresh."""
+    stages_in.cache_clear()
 
 
 def dvc_files(root: Path = ROOT) -> list[str]:

@@ -16,7 +16,7 @@ from common.pipeline.params import stage_params
 from common.pipeline.stage_deps import (
     FENCE_BEGIN, FENCE_END, DepsWriteError, check_all, check_stage, closure, dvc_files, entry_modules, plan_file,
     write_deps)
-from common.pipeline.stage_map import address, all_stages
+from common.pipeline.stage_map import address, all_stages, forget_stages
 from workspace_copy import copy_workspace, dvc
 
 
@@ -163,7 +163,7 @@ def test_the_generated_deps_are_fenced_and_the_hand_written_ones_kept_outside(tm
 
     inside = fenced.replace(_entries(cross[:1]), _entries(cross[:1] + ["build/hand/written"]))
     (root / "dvc.yaml").write_text(inside)
-    all_stages.cache_clear()  # the stage map is cached per workspace; a check after an edit by hand reads it afresh
+    forget_stages()  # the stage map is cached per workspace; a check after an edit by hand reads it afresh
     [check] = check_all(handler_module, root)
     assert check.misplaced == ("build/hand/written",)
     write_deps(handler_module, root=root)

@@ -11,7 +11,38 @@ import pytest
 
 from common.paths import ROOT
 from common.pipeline.params import own_params, own_section, stage_params
-from common.pipeline.stage_map import DVC_STAGE, StageNotFound, current_stage, from_dvc_stage, stage_running
+from common.pipeline.stage_map import DVC_STAGE, StageNotFound, all_stages, current_stage, from_dvc_stage, stage_running
+
+
+def test_the_stage_map_resolves_every_stage_as_dvc_does():
+    """The map resolves the stage files itself (libyaml and DVC's resolver, no lock file): every stage's command,
+    deps and declared parameters are those of DVC's own index, and ``stage_params`` reads exactly those keys."""
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+
+    mapped = {s.address: s for s in all_stages()}
+    with Repo(str(ROOT)) as repo:
+        indexed = [s for s in repo.index.stages if s.cmd]
+        assert len(indexed) == len(mapped) > 100
+        for stage in indexed:
+            ours = mapped[stage.name if stage.path_in_repo == "dvc.yaml" else f"{stage.path_in_repo}:{stage.name}"]
+            assert ours.cmd == (stage.cmd if isinstance(stage.cmd, str) else " && ".join(stage.cmd))
+            assert ours.deps == tuple(str(d.def_path) for d in stage.deps if not isinstance(d, ParamsDependency))
+            files = {Path(d.fs_path).resolve() for d in stage.deps if isinstance(d, ParamsDependency)}
+            declared = {key for d in stage.deps if isinstance(d, ParamsDependency) for key in d.params}
+            params = stage_params(ours.address)
+            assert files <= {ROOT / "params.yaml"} and declared <= _dotted(params), ours.address
+            assert set(params) == {key.split(".")[0] for key in declared}, ours.address
+
+
+def _dotted(params: dict, prefix: str = "") -> set[str]:
+    """Every dotted key of nested parameters and of each of their parents (``a``, ``a.b``, ``a.b.c``)."""
+    keys = set()
+    for key, value in params.items():
+        keys.add(prefix + key)
+        if isinstance(value, dict):
+            keys |= _dotted(value, f"{prefix}{key}.")
+    return keys
 
 
 @pytest.mark.parametrize("written, address", [

@@ -13,6 +13,7 @@ from typing import Mapping
 import yaml
 
 from common.paths import ROOT
+from common.pipeline import reproducible
 from common.pipeline.dvc_run import run_dvc
 from common.pipeline.params import PROFILES
 
@@ -91,9 +92,13 @@ def committed_inputs(root: Path = ROOT) -> list[str]:
 
 def copy_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) without the data/build/cache roots, this interpreter's folder
-    first on PATH."""
+    first on PATH, and the CPU profile's pins set (``reproducible.CPU_PINS``, unless ``VLC_CPU_PROFILE`` is off): the
+    environment a CPU stage would re-execute itself into, so that it starts once, not twice (torch's and open_clip's
+    imports take seconds)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in ENV_ROOTS}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if reproducible.enabled(env):
+        env.update(reproducible.CPU_PINS)
     return env
 
 
