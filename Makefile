@@ -4,7 +4,7 @@
 #   make install                the venv alone (PyPI once: about 7 GB installed, torch's wheels most of it)
 #   make repro                  every paper with a pipeline (papers/*/dvc.yaml): about 22 minutes from a fresh clone
 #   make repro PAPER=bivlc      one of them
-#   make test                   the test suite, about 11 minutes (first `make browser`), but the pipeline builds:
+#   make test                   the test suite, about 12 minutes (first `make browser`), but the pipeline builds:
 #   make test-pipelines         the tests that build a pipeline from scratch through DVC (SugarCrepe's mini one, a toy
 #                               paper's with a DVC remote): about 5 minutes
 #   make browser                Chromium for the site's browser test: apt-get as root, announced; else a note
