@@ -41,9 +41,7 @@ class AuditIncomplete(WorkspaceError):
 
 def standin(rec: Recomputed) -> bool:
     """Whether ``rec`` comes from a rehearsal's capped inputs: a run's, or a released file's with no pinned sha256."""
-    if rec.profile == "full":
-        return True
-    return rec.profile == "released" and not _pinned(rec.source)
+    return rec.profile == "full" or (rec.profile == "released" and not _pinned(rec.source))
 
 
 def _pinned(source: str) -> bool:

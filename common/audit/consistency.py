@@ -5,7 +5,7 @@ verdict never hinges on binary floating point.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Sequence
@@ -243,14 +243,10 @@ def compare(a: Side, b: Side, n: int | None = None, breakdowns: Sequence[Breakdo
         return Verdict(CONSISTENT, "within printed precision",
                        f"|{a.printed.text} - {b.printed.text}| = {_fmt(abs(difference))} <= "
                        f"{_fmt(a.printed.half + b.printed.half)} (half a unit of each last digit)", implied)
-    if n and single:
-        found = _rounding_rule(a, b, n) or _data_version(a, b, n, other_sizes)
-        if found:
-            return Verdict(found.verdict, found.cause, found.evidence, implied)
-    if not single:
-        found = _averaging(a, b, breakdowns)
-        if found:
-            return Verdict(found.verdict, found.cause, found.evidence, implied)
+    found = ((_rounding_rule(a, b, n) or _data_version(a, b, n, other_sizes)) if n and single
+             else None if single else _averaging(a, b, breakdowns))
+    if found:
+        return replace(found, implied=implied)
     evidence = f"difference {_fmt(difference)} points"
     if breakdowns and not single:
         evidence += "; recomputed: " + "; ".join(
@@ -265,13 +261,3 @@ def compare(a: Side, b: Side, n: int | None = None, breakdowns: Sequence[Breakdo
                                   ("averaging", bool(breakdowns) and not single)) if ok]
     evidence += f"; tried: {', '.join(tried)}" if tried else "; no breakdown or count to test a cause"
     return Verdict(UNEXPLAINED, "", evidence, implied)
-
-
-def reproduces(printed: Printed, correct: int, n: int) -> tuple[bool, str]:
-    """Whether ``correct / n`` prints as ``printed`` (and under which rule)."""
-    x = Fraction(100 * correct, n)
-    for rule in RULES:
-        if printed.fits(x, rule):
-            return True, rule
-    return False, ""
-

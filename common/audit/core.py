@@ -199,23 +199,18 @@ def audit_rows(
             rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, None, None, None, "", "not recomputed yet", "", "", pub.note))
             continue
         for rec in recs:
+            value = difference = tol = None
             if rehearsal is not None and rehearsal(rec):
-                rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit,
-                                     None if math.isnan(rec.value) else convert(rec.value, rec.unit, pub.unit),
-                                     None, None, rec.tolerance_rule, REHEARSAL, rec.profile, rec.source, rec.note,
-                                     rec.caveat))
-                continue
-            if rec.profile == "mini" or pub.value is None or math.isnan(rec.value):
+                value = None if math.isnan(rec.value) else convert(rec.value, rec.unit, pub.unit)
+                verdict = REHEARSAL
+            elif rec.profile == "mini" or pub.value is None or math.isnan(rec.value):
                 verdict = "mini profile: not comparable" if rec.profile == "mini" else "not recomputed yet"
-                rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, None, None, None,
-                                     rec.tolerance_rule, verdict, rec.profile, rec.source, rec.note, rec.caveat))
-                continue
-            value = convert(rec.value, rec.unit, pub.unit)
-            tol = tolerance_for(rec, pub)
-            rows.append(AuditRow(
-                paper, *key, pub.value, pub.text, pub.unit, value, value - pub.value, tol, rec.tolerance_rule,
-                _verdict(pub, value, tol), rec.profile, rec.source, rec.note, rec.caveat,
-            ))
+            else:
+                value = convert(rec.value, rec.unit, pub.unit)
+                tol = tolerance_for(rec, pub)
+                difference, verdict = value - pub.value, _verdict(pub, value, tol)
+            rows.append(AuditRow(paper, *key, pub.value, pub.text, pub.unit, value, difference, tol,
+                                 rec.tolerance_rule, verdict, rec.profile, rec.source, rec.note, rec.caveat))
     order = {v: i for i, v in enumerate(ORDER)}
     rows.sort(key=lambda r: (order[r.verdict], r.table != CLAIM_TABLE, r.table, -abs(r.difference or 0.0)))
     return rows

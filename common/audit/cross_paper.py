@@ -19,7 +19,7 @@ from common.audit.identities import (
     CERTAIN, SCALES, UNCERTAIN, Identities, Member, ReleasedSpec, WitnessSpec, breakdown_cells, load_identities,
     resolve, transcribed_papers)
 from common.errors import WorkspaceError
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group, write_text_atomic
 from common.paths import RESULTS
 from common.registry.errors import FetchError
 from common.registry.fetch import quiet_fetch
@@ -129,9 +129,7 @@ def breakdowns_for(ids: Identities, model_id: str, measure_id: str,
             if len(parts) == len(measure.parts):
                 found.append(Breakdown(f"{paper} {'/'.join(sorted(tables[paper]))} per category", tuple(parts)))
     model = ids.model(model_id)
-    for spec in ids.breakdowns:
-        if spec.measure != measure_id:
-            continue
+    for spec in (s for s in ids.breakdowns if s.measure == measure_id):
         label = next((lab.label for lab in model.labels if (lab.paper, lab.table) == (spec.paper, spec.table)), None)
         if label is None:
             continue
@@ -223,8 +221,7 @@ def _released_row(spec: ReleasedSpec, entry: Entry, ids: Identities, counts: Map
             if m.printed.fits(x, rule)]
     if fits:
         avg, x, how, rule = fits[0]
-        verdict = CONSISTENT if rule == ROUND else EXPLAINED
-        cause = "within printed precision" if rule == ROUND else "rounding rule"
+        verdict, cause = (CONSISTENT, "within printed precision") if rule == ROUND else (EXPLAINED, "rounding rule")
         evidence = f"{how} = {float(x):.4f}% ({avg}) {rule} to {m.printed.text}"
     else:
         avg, x, how = candidates[0]
@@ -316,10 +313,8 @@ def not_joined_rows(ids: Identities, cells: Mapping[str, Sequence[PublishedCell]
     by_key = {p: {c.key: c for c in cs} for p, cs in cells.items()}
     rows = []
     for nj in ids.not_joined:
-        values = []
-        for ref in nj.cells:
-            cell = by_key[ref.paper][(ref.table, ref.row, ref.column)]
-            values.append(f"{ref} = {cell.text or cell.status}")
+        found = [by_key[ref.paper][(ref.table, ref.row, ref.column)] for ref in nj.cells]
+        values = [f"{ref} = {cell.text or cell.status}" for ref, cell in zip(nj.cells, found)]
         papers = ", ".join(dict.fromkeys(ref.paper for ref in nj.cells))
         rows.append(Row("not joined", NOT_JOINED_KIND, "", "", "", "", papers, "; ".join(values), "", "", "", "",
                         "", "", None, "", "", nj.reason))
@@ -370,8 +365,7 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
         "",
     ]
     if unreadable:
-        lines += ["**Sources not read** (their rows are missing):", ""]
-        lines += [f"- {u}" for u in unreadable] + [""]
+        lines += ["**Sources not read** (their rows are missing):", "", *(f"- {u}" for u in unreadable), ""]
     header = "| verdict | model | measure | a | value a | b | value b | difference | cause | evidence |"
     rule = "| --- | --- | --- | --- | ---: | --- | ---: | ---: | --- | --- |"
     for kind, title in ((PAPERS_KIND, "Paper against paper"), (RELEASED_KIND, "Released predictions against papers"),
@@ -388,15 +382,11 @@ def markdown(rows: Sequence[Row], ids: Identities, unreadable: Sequence[str]) ->
                 f"{md_cell(r.cause)} | {md_cell(r.evidence)} |")
         lines.append("")
     lines += ["## Looked at, not joined", ""]
-    for r in rows:
-        if r.kind == NOT_JOINED_KIND:
-            lines.append(f"- {md_cell(r.location_a)}: {md_cell(r.evidence)}")
+    lines += [f"- {md_cell(r.location_a)}: {md_cell(r.evidence)}" for r in rows if r.kind == NOT_JOINED_KIND]
     lines += ["", "## Identities", "", "| model | paper | table | label | certainty | evidence |",
               "| --- | --- | --- | --- | --- | --- |"]
-    for model in ids.models:
-        for lab in model.labels:
-            lines.append(f"| {model.id} | {lab.paper} | {lab.table} | {md_cell(lab.label)} | {lab.certainty} | "
-                         f"{md_cell(lab.evidence)} |")
+    lines += [f"| {model.id} | {lab.paper} | {lab.table} | {md_cell(lab.label)} | {lab.certainty} | "
+              f"{md_cell(lab.evidence)} |" for model in ids.models for lab in model.labels]
     return "\n".join(lines) + "\n"
 
 
@@ -417,7 +407,7 @@ def figure(members: Sequence[Member], ids: Identities, rows: Sequence[Row], out_
     for ax, benchmark in zip(axes[:, 0], benchmarks):
         keys = sorted((k for k in joined if ids.measure(k[1]).benchmark == benchmark), key=lambda k: (k[0], k[1]))
         for x, key in enumerate(keys):
-            for j, m in enumerate(mm for mm in members if (mm.model, mm.measure) == key):
+            for m in (mm for mm in members if (mm.model, mm.measure) == key):
                 ax.scatter(x + 0.06 * (papers.index(m.paper) - len(papers) / 2), m.printed.value,
                            marker=markers[m.paper], s=28, label=m.paper, alpha=0.8,
                            facecolors="none" if m.certainty == UNCERTAIN else None,
@@ -461,17 +451,13 @@ def run(identities: Path | None = None, out_dir: Path | None = None, fetcher: Fe
                                    "nothing was written:\n  " + "\n  ".join(unreadable))
     rows = sort_rows(rows + released_rows + witness_rows + not_joined_rows(ids, cells))
     out_dir = partial_dir(out_dir or RESULTS / "audit", bool(unreadable))
-    with output_group(out_dir) as staging:
-        written = {
-            "markdown": write_text_atomic(staging / f"{NAME}.md", markdown(rows, ids, unreadable)),
-            "csv": write_csv_atomic(staging / f"{NAME}.csv",
-                                    ({k: ("" if v is None else v) for k, v in asdict(r).items()} for r in rows),
-                                    FIELDS),
-            "metrics": write_json_atomic(staging / f"{NAME}_summary.json", summary(rows)),
-            "figure": figure(members, ids, rows, staging / f"{NAME}.png"),
-        }
-        paths = {k: staged_to_final(v, staging, out_dir) for k, v in written.items()}
-    return rows, paths
+    return rows, write_output_group(out_dir, lambda staging: {
+        "markdown": write_text_atomic(staging / f"{NAME}.md", markdown(rows, ids, unreadable)),
+        "csv": write_csv_atomic(staging / f"{NAME}.csv",
+                                ({k: ("" if v is None else v) for k, v in asdict(r).items()} for r in rows), FIELDS),
+        "metrics": write_json_atomic(staging / f"{NAME}_summary.json", summary(rows)),
+        "figure": figure(members, ids, rows, staging / f"{NAME}.png"),
+    })
 
 
 def main(argv: Sequence[str] | None = None) -> int:

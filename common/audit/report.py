@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple
 
 from common.audit.core import CLAIM_TABLE, REHEARSAL, VERDICTS, AuditRow, VerdictCounts
-from common.files.io import output_group, staged_to_final, write_csv_atomic, write_json_atomic, write_text_atomic
+from common.files.io import write_csv_atomic, write_json_atomic, write_output_group, write_text_atomic
 from common.oracle.core import read_record
 from common.paths import RESULTS
 from common.reporting.figures import pyplot, save_figure
@@ -62,9 +62,7 @@ def _comparison(r: AuditRow, info: Mapping[str, ClaimInfo]) -> str:
 
 def published_label(r: AuditRow, comparison: str = "=") -> str:
     """The published number as printed, prefixed by the claim's comparison unless it is "=" ("> 0.8")."""
-    text = r.published_text or _fmt(r.published)
-    if not text:
-        text = "(no number)"
+    text = r.published_text or _fmt(r.published) or "(no number)"
     return text if comparison == "=" else f"{comparison} {text}"
 
 
@@ -114,9 +112,8 @@ def oracle_lines(record: Mapping | None) -> list[str]:
                      f"| {reasons} |")
     lines.append("")
     if record["not_covered"]:
-        lines += ["Not run:", ""]
-        lines += [f"- {md_escape(n['benchmark'])}: {md_escape(n['why'])}" for n in record["not_covered"]]
-        lines.append("")
+        lines += ["Not run:", "", *(f"- {md_escape(n['benchmark'])}: {md_escape(n['why'])}"
+                                    for n in record["not_covered"]), ""]
     return lines
 
 
@@ -220,18 +217,14 @@ def write_audit(paper: str, rows: list[AuditRow], out_dir: Path, profile: str,
                 figures: Callable[[Path], Mapping[str, Path]] | None = None) -> dict[str, Path]:
     """Write ``<paper>.md``, ``.csv``, ``_summary.json`` (DVC metrics: the count of each verdict), ``.png`` and
     whatever ``figures(folder)`` draws into ``out_dir``, as one output group; ``claims``: as ``claim_info``."""
-    out_dir = Path(out_dir)
     info = claim_info(paper, claims)
     counts = VerdictCounts.of(rows).counts
-    with output_group(out_dir) as staging:
-        paths = {
-            "markdown": write_text_atomic(staging / f"{paper}.md", markdown(
-                paper, rows, profile, info=info, oracle=read_record(paper, RESULTS))),
-            "csv": write_csv_atomic(staging / f"{paper}.csv", csv_rows(rows, info), FIELDS),
-            "metrics": write_json_atomic(staging / f"{paper}_summary.json", counts),
-            "figure": scatter(rows, staging / f"{paper}.png", f"{paper}: published vs recomputed",
-                              {k: v.comparison for k, v in info.items()}),
-        }
-        if figures is not None:
-            paths.update(figures(staging))
-    return {kind: staged_to_final(path, staging, out_dir) for kind, path in paths.items()}
+    return write_output_group(out_dir, lambda staging: {
+        "markdown": write_text_atomic(staging / f"{paper}.md", markdown(
+            paper, rows, profile, info=info, oracle=read_record(paper, RESULTS))),
+        "csv": write_csv_atomic(staging / f"{paper}.csv", csv_rows(rows, info), FIELDS),
+        "metrics": write_json_atomic(staging / f"{paper}_summary.json", counts),
+        "figure": scatter(rows, staging / f"{paper}.png", f"{paper}: published vs recomputed",
+                          {k: v.comparison for k, v in info.items()}),
+        **(figures(staging) if figures is not None else {}),
+    })

@@ -60,10 +60,8 @@ def read_category(path: Path) -> dict[str, dict]:
         if not isinstance(record, dict):
             problems.append(f"{path}: example {example_id!r}: expected an object, got {type(record).__name__}")
             continue
-        for name in REQUIRED_FIELDS:
-            value = record.get(name)
-            if not isinstance(value, str) or not value.strip():
-                problems.append(f"{path}: example {example_id!r}: field {name!r} missing or not a non-empty string")
+        problems += [f"{path}: example {example_id!r}: field {name!r} missing or not a non-empty string"
+                     for name in REQUIRED_FIELDS if not isinstance(record.get(name), str) or not record[name].strip()]
     raise_problems(problems, "SugarCrepe example(s)", one_line=True)
     return data
 

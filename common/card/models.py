@@ -190,8 +190,7 @@ def _build_open_clip(spec: ModelSpec, device: str) -> EmbeddingModel:
     import open_clip
 
     # deferred: loads PIL, torch only when called
-    from common.zoo import (
-        ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning, register_local_configs)
+    from common.zoo import ModelUnavailable, OpenClipModel, load_state_dict, quiet_random_init_warning
     from common.zoo.hub import fail_if_weights_absent, hub_offline, hub_offline_mode, offline_message
 
     register_local_configs()

@@ -452,10 +452,7 @@ def check_mirror_quotes(found: Found, mirror: Path | None) -> tuple[int, list[st
 def shape(root: Path = ROOT, paper_dirs: Sequence[Path] = (), mirror: Path | None = None) -> Found:
     """The offline check: shapes, plus the quotes that the papers' texts and the mirror can confirm."""
     found = scan(root)
-    _, problems = check_paper_quotes(found, paper_dirs)
-    found.problems += problems
-    _, problems = check_mirror_quotes(found, mirror)
-    found.problems += problems
+    found.problems += check_paper_quotes(found, paper_dirs)[1] + check_mirror_quotes(found, mirror)[1]
     return found
 
 
@@ -510,10 +507,7 @@ def quotes(found: Found, repos: Path) -> tuple[dict[str, int], list[str]]:
 
 def _paper_dirs() -> list[Path]:
     mirror = mirror_root()
-    dirs = [ROOT.parent / "shared" / "papers"]
-    if mirror is not None:
-        dirs.append(mirror.parent / "papers")
-    return dirs
+    return [ROOT.parent / "shared" / "papers", *([mirror.parent / "papers"] if mirror is not None else [])]
 
 
 def _cmd(args: argparse.Namespace) -> int:

@@ -87,9 +87,8 @@ class EmbeddingCache:
         index.update(zip(keys, embeddings))  # in memory first: the run goes on whether the shard is written or not
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:20]
         try:
-            with atomic_path(self.directory / f"shard-{name}.npz") as tmp:
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, keys=np.array(keys), embeddings=embeddings)
+            with atomic_path(self.directory / f"shard-{name}.npz") as tmp, open(tmp, "wb") as fh:
+                np.savez(fh, keys=np.array(keys), embeddings=embeddings)
         except OSError as exc:  # VLC_CACHE a file or read-only, the disk full: a warning, never a failed run
             if self.root not in _UNWRITABLE:
                 _UNWRITABLE.add(self.root)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from common.errors import WorkspaceError
 from common.evaluation.cache import EmbeddingCache
 from common.files.image_transforms import decoding_identity
 from common.files.tasks import DatasetError, Image, ImageRef, as_ref
+from common.pipeline.machine import usable_cores
 from common.zoo import EmbeddingModel
 
 
@@ -50,14 +50,7 @@ class EngineConfig:
     def workers_for(self, device: str) -> int:
         if self.num_workers is not None:
             return self.num_workers
-        return max(1, min(15, _cpu_count() - 1)) if device.startswith("cuda") else 0
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        return max(1, min(15, usable_cores() - 1)) if device.startswith("cuda") else 0
 
 
 class _ImageFiles(torch.utils.data.Dataset):
@@ -272,7 +265,7 @@ class Engine:
         with the transform's identity when there is one."""
         new = list(dict.fromkeys(r.path for r in refs if r.path not in self._file_keys))
         if new:  # hashlib releases the GIL: threads read and hash files in parallel
-            with ThreadPoolExecutor(max_workers=min(16, _cpu_count())) as pool:
+            with ThreadPoolExecutor(max_workers=min(16, usable_cores())) as pool:
                 hashed = list(pool.map(_hash_file, new))
             for path, (digest, decoding, error) in zip(new, hashed):
                 if error is not None:

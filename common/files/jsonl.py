@@ -118,9 +118,7 @@ def read_rows(path: Path, row_type: type[Row], what: str, remedy: str = "run the
         if not isinstance(record, dict):
             raise DatasetError(f"not a JSON object but {type(record).__name__}")
         for name, kind, default in specs:
-            if name not in record and default is not MISSING:
-                continue
-            if default is not MISSING and record[name] == default:
+            if default is not MISSING and (name not in record or record[name] == default):
                 continue  # a field's declared default is always valid (an empty "negative" where there is none)
             _check_field(name, kind, record.get(name))
         row = row_type(**{name: record[name] for name, _, _ in specs if name in record})

@@ -167,11 +167,8 @@ def crop_vg(annotations: dict[str, Path], image_root: Path, crop_root: Path) -> 
 # ----------------------------------------------------------------------------------------------------------------
 def vg_image_folders(fetch: Callable[[str], Path]) -> dict[str, Path]:
     """Each Visual Genome image folder, from its zip's extracted folder (``fetch``: registry key -> local path)."""
-    folders = {}
-    for name, key in VG_IMAGE_SOURCES.items():
-        extracted = Path(fetch(key))
-        folders[name] = extracted / name if (extracted / name).is_dir() else extracted
-    return folders
+    extracted = {name: Path(fetch(key)) for name, key in VG_IMAGE_SOURCES.items()}
+    return {name: root / name if (root / name).is_dir() else root for name, root in extracted.items()}
 
 
 def resolve_vg_image(folders: Mapping[str, Path], image_path: str, origin: str) -> Path:

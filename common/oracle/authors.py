@@ -79,9 +79,8 @@ def fetch_code(repo: str, data_root: Path | None = None) -> AuthorsCode:
             failures.append(str(error))
     if not fetched:
         raise OracleError(f"{repo}: none of its registered files could be fetched ({failures[0]})")
-    source, root = fetched[0]
-    for _ in source.key.removeprefix(prefix).split("/"):
-        root = root.parent
+    source, file = fetched[0]
+    root = file.parents[source.key.removeprefix(prefix).count("/")]
     return AuthorsCode(repo, commits.pop(), root, tuple(unfetched))
 
 

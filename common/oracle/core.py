@@ -171,8 +171,7 @@ class PaperOracle:
                    not_covered=[NotCovered(**n) for n in data["not_covered"]])
 
     def write(self, path: Path) -> Path:
-        write_json_atomic(path, self.to_json())
-        return path
+        return write_json_atomic(path, self.to_json())
 
     def record(self, inputs: str) -> dict:
         """What the committed record keeps of a run on ``inputs``: per benchmark the counts and the verdict, never
@@ -213,19 +212,15 @@ def table_lines(oracles: Iterable[PaperOracle]) -> list[str]:
     lines: list[str] = []
     for oracle in oracles:
         lines.append(f"== {oracle.headline()}")
-        for ran in oracle.ran:
-            lines.append(f"   ran: {ran}")
-        for r in oracle.replacements:
-            lines.append(f"   replaced: {r.what} -> {r.by} ({r.why})")
+        lines += [f"   ran: {ran}" for ran in oracle.ran]
+        lines += [f"   replaced: {r.what} -> {r.by} ({r.why})" for r in oracle.replacements]
         rows = [("benchmark", "model", "key", "authors", "here", "verdict")]
         rows += [(n.benchmark, n.model, n.key, _fmt(n.authors, n.decimals), _fmt(n.ours, n.decimals), n.verdict)
                  for n in oracle.numbers]
         rows += [(d.benchmark, d.model, "decisions", "", "", d.verdict) for d in oracle.decisions]
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        for row in rows:
-            lines.append("   " + "  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
-        for n in oracle.not_covered:
-            lines.append(f"   not run: {n.benchmark}: {n.why}")
+        lines += ["   " + "  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+        lines += [f"   not run: {n.benchmark}: {n.why}" for n in oracle.not_covered]
     return lines
 
 

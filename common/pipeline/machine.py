@@ -56,6 +56,12 @@ def hardware(device: str) -> dict:
     return out
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, which a container or ``taskset`` narrows; all the
+    machine's where there is none), for sizing worker pools."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def cpu_vendor() -> str:
     """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; Linux ``/proc/cpuinfo``), or "unknown"."""
     return cpuinfo_field("vendor_id") or "unknown"

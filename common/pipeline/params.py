@@ -386,7 +386,8 @@ def _declared(entries: tuple[Any, ...], stage: str) -> list[tuple[str, list[str]
         if not isinstance(entry, dict) or not all(k is None or isinstance(k, list) for k in entry.values()):
             raise ParamsError(f"DVC stage {stage!r}: params entry {entry!r} is neither a key nor {{file: [keys]}}")
         pairs.extend((str(file), [str(k) for k in keys or []]) for file, keys in entry.items())
-    return [(file, [] if any(f == file and not k for f, k in pairs) else keys) for file, keys in pairs]
+    whole = {file for file, keys in pairs if not keys}
+    return [(file, [] if file in whole else keys) for file, keys in pairs]
 
 
 def add_stage_option(parser: argparse.ArgumentParser) -> None:

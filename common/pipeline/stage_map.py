@@ -142,11 +142,8 @@ def dvc_files(root: Path = ROOT) -> list[str]:
 
 def _definitions(dvc_file: str, root: Path) -> set[str]:
     """The keys under ``stages:`` of a stage file (YAML only: no interpolation needed to know the names)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    node = yaml.compose((root / dvc_file).read_text(encoding="utf-8"), Loader=loader)
-    top = {k.value: v for k, v in node.value} if isinstance(node, yaml.MappingNode) else {}
-    stages = top.get("stages")
-    return {k.value for k, _ in stages.value} if isinstance(stages, yaml.MappingNode) else set()
+    stages = _stage_file(dvc_file, root).get("stages")
+    return set(stages) if isinstance(stages, dict) else set()
 
 
 def from_dvc_stage(value: str, root: Path = ROOT, module: str | None = None) -> str:

@@ -59,14 +59,11 @@ def fetch(
     source = key_or_source if isinstance(key_or_source, Source) else get_source(key_or_source, registry)
     source.validate()
     root = Path(data_root) if data_root is not None else paths.data_root()
-    mirror_root: Mirror | None
-    if mirror is False:
-        mirror_root = None
-    elif mirror is None:
+    if mirror is None:
         from_env = paths.mirror_root()
         mirror_root = Mirror(from_env, "VLC_MIRROR") if from_env is not None else None
     else:
-        mirror_root = Mirror(Path(mirror), "mirror")
+        mirror_root = None if mirror is False else Mirror(Path(mirror), "mirror")
     if source.method in ("hf_dataset", "hf_model"):
         return fetch_snapshot(source, root, force=force)
     if source.method == "manual" and source.archive is None and source.dest_path(root).is_dir():

@@ -3,15 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fcntl  # POSIX, as common.files.io's atomic writers are: concurrent fetches serialize their writes of the lock
 import json
 import logging
 from pathlib import Path
 from typing import Any, Iterator
-
-try:  # POSIX: concurrent fetches serialize their writes of the lock
-    import fcntl
-except ImportError:  # pragma: no cover - non-POSIX: best effort, unserialized
-    fcntl = None  # type: ignore[assignment]
 
 from common.files.io import write_json_atomic
 from common.registry.errors import DownloadError
@@ -76,11 +72,8 @@ class ChecksumLock:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """Serialize read-modify-write between concurrent fetches (best effort where fcntl exists)."""
+        """Serialize read-modify-write between concurrent fetches (an exclusive fcntl lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if fcntl is None:  # pragma: no cover - non-POSIX
-            yield
-            return
         with open(self.path.with_name(f".{LOCK_NAME}.flock"), "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:

@@ -188,12 +188,9 @@ def load_cells(paper: str, root: Path = PUBLISHED) -> list[PublishedCell]:
         empty = [k for k in ("table", "row", "column") if not row[k]]
         if empty:
             raise PublishedDataError(f"{where}: column(s) {empty} empty: table, row and column must be non-empty")
-        if row["status"] == "ok":
-            value = _parse_number(row["value"], where)
-        else:
-            if row["value"]:
-                raise PublishedDataError(f"{where}: column 'value': status {row['status']} must leave value empty")
-            value = None
+        if row["status"] != "ok" and row["value"]:
+            raise PublishedDataError(f"{where}: column 'value': status {row['status']} must leave value empty")
+        value = _parse_number(row["value"], where) if row["status"] == "ok" else None
         cell = PublishedCell(
             paper=paper, table=row["table"], row=row["row"], column=row["column"], value=value,
             unit=row["unit"], status=row["status"], raw=row["raw"], note=row["note"], line=line,

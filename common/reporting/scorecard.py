@@ -175,7 +175,10 @@ def _fmt(c: Claim, value: float, size: float) -> str:
 
 
 def _number(ref: str, where: str, results: Path) -> float:
-    text = lookup(ref, where, results)
+    try:
+        text = lookup(ref, where, results)
+    except DocNumberError as exc:
+        raise ScorecardError(str(exc)) from None
     try:
         value = float(text)
     except ValueError:
@@ -352,15 +355,12 @@ def evaluate(claim: Claim, kind: str, results: Path = RESULTS) -> Finding:
     if not (results / e.file).is_file():
         return Finding(claim, kind, NOT_RUN, f"no results/{e.file}")
     where = f"papers/{claim.paper}/{SPEC}: claim {claim.id!r} [{kind}]"
-    try:
-        values = [_number(r, where, results) for r in e.estimate]
-        estimate = (values[0] - values[1] if len(values) == 2 else values[0]) * e.scale
-        shift = values[1] if e.interval_of_first else 0.0
-        low = (_number(e.low, where, results) - shift) * e.scale if e.low else None
-        high = (_number(e.high, where, results) - shift) * e.scale if e.high else None
-        published = claim.published.value(f"{where} (published)", results) if e.same_as_published else None
-    except DocNumberError as exc:
-        raise ScorecardError(str(exc)) from None
+    values = [_number(r, where, results) for r in e.estimate]
+    estimate = (values[0] - values[1] if len(values) == 2 else values[0]) * e.scale
+    shift = values[1] if e.interval_of_first else 0.0
+    low = (_number(e.low, where, results) - shift) * e.scale if e.low else None
+    high = (_number(e.high, where, results) - shift) * e.scale if e.high else None
+    published = claim.published.value(f"{where} (published)", results) if e.same_as_published else None
     threshold, margin = claim.test(kind)
     verdict, detail = judge(claim.direction, threshold, estimate, low, high, margin)
     verdict, detail = size(verdict, detail, published, low, high, claim.published.tolerance)
@@ -421,10 +421,7 @@ def summary_markdown(papers: Sequence[str], results: Path = RESULTS, root: Path 
 
 def published_words(c: Claim, results: Path = RESULTS) -> str:
     """The published effect as the README states it: the number and where it is read."""
-    try:
-        value = c.published.value(f"papers/{c.paper}/{SPEC}: claim {c.id!r} (published)", results)
-    except DocNumberError as exc:
-        raise ScorecardError(str(exc)) from None
+    value = c.published.value(f"papers/{c.paper}/{SPEC}: claim {c.id!r} (published)", results)
     unit = f" {c.unit}" if c.unit else ""
     where = c.published.text()
     return f"{_fmt(c, value, value)}{unit}" + (f" ({where})" if where else "")
@@ -461,14 +458,9 @@ def markdown(paper: str, results: Path = RESULTS, root: Path = ROOT) -> str:
 def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path = RESULTS,
           write: bool = False) -> list[str]:
     """The papers (and ``README.md``, all papers only) whose block disagrees with ``results`` (``write``: rewritten)."""
-    wrong = []
     names = list(papers if papers is not None else plugins.paper_names())
-    for paper in names:
-        if not load(paper, root):
-            continue
-        path = root / "papers" / paper / README
-        if check_block(path, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}"):
-            wrong.append(paper)
+    wrong = [paper for paper in names if load(paper, root) and check_block(
+        root / "papers" / paper / README, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}")]
     front = root / README
     if papers is None and check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
                                        "the papers' claims"):

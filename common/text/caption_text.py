@@ -109,10 +109,7 @@ def pre_caption(caption: str, max_words: int = MAX_WORDS) -> str:
     caption = _PUNCT.sub(" ", caption.lower())
     caption = _SPACES.sub(" ", caption)
     caption = caption.rstrip("\n").strip(" ")
-    words = caption.split(" ")
-    if len(words) > max_words:
-        caption = " ".join(words[:max_words])
-    return caption
+    return " ".join(caption.split(" ")[:max_words])
 
 
 def caption_rng(seed: int, purpose: str, text: str) -> np.random.Generator:
@@ -236,12 +233,8 @@ def perturb_captions(captions: Sequence[str], kinds: Sequence[str], seed: int,
     unknown = [k for k in kinds if k not in PERTURBATIONS]
     if unknown:
         raise UnknownPerturbation(f"unknown perturbation(s) {unknown}; known: {sorted(PERTURBATIONS)}")
-    needs_tags = any(PERTURBATIONS[k].needs_tags for k in kinds)
     if tagged is None:
-        tagged = tag_captions(captions) if needs_tags else {}
-    out: dict[str, list[str]] = {}
-    for kind in kinds:
-        perturbation = PERTURBATIONS[kind]
-        out[kind] = [perturbation.apply(tagged[c] if perturbation.needs_tags else c, caption_rng(seed, kind, c))
-                     for c in captions]
-    return out
+        tagged = tag_captions(captions) if any(PERTURBATIONS[k].needs_tags for k in kinds) else {}
+    return {kind: [PERTURBATIONS[kind].apply(tagged[c] if PERTURBATIONS[kind].needs_tags else c,
+                                             caption_rng(seed, kind, c)) for c in captions]
+            for kind in kinds}

@@ -202,17 +202,12 @@ def crepe_negatives(captions: Sequence[str], kinds: Sequence[str] = CREPE_KINDS,
         parsed = parse_captions(captions)
     if vocabulary is None and "replace" in kinds:
         vocabulary = Vocabulary.from_parsed(parsed.values())
+    make = {"replace": lambda p, rng: replace_negative(p, vocabulary, rng), "swap": swap_negative,
+            "negate": negate_negative, "shuffle": shuffle_negative}
     out: dict[str, list[str | None]] = {}
     for kind in kinds:
-        negatives: list[str | None] = []
-        for caption in captions:
-            p, rng = parsed[caption], caption_rng(seed, f"crepe-{kind}", caption)
-            if kind == "replace":
-                negative = replace_negative(p, vocabulary, rng)
-            else:
-                negative = {"swap": swap_negative, "negate": negate_negative, "shuffle": shuffle_negative}[kind](p, rng)
-            negatives.append(None if negative is None or negative.lower() == caption.lower() else negative)
-        out[kind] = negatives
+        negatives = [make[kind](parsed[c], caption_rng(seed, f"crepe-{kind}", c)) for c in captions]
+        out[kind] = [None if n is None or n.lower() == c.lower() else n for n, c in zip(negatives, captions)]
     return out
 
 

@@ -10,7 +10,6 @@ of waiting (a GPU's step uses no CPU core; ``auto``: as long as the measured dec
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -21,6 +20,7 @@ import torch
 from torch import nn
 
 from common.files.io import write_json_atomic
+from common.pipeline.machine import usable_cores
 from common.training.cost import arch_config, coco_sized_jpegs, per_step
 from common.training.distributed import DistributedContext
 from common.training.files import FileCaptionBatches, FileImages
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if threads:
         torch.set_num_threads(threads)
     if args.workers is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+        cores = usable_cores()
         args.workers = max(1, cores - threads) if args.device == "cpu" else max(1, cores - 1)
     arch = args.arch or ("ViT-B-32" if args.device == "cuda" else "mini-vit-xs")
     step_seconds = None if args.step_seconds == "auto" else float(args.step_seconds)

@@ -13,6 +13,7 @@ from typing import Iterator
 import torch
 
 from common.errors import WorkspaceError
+from common.pipeline.machine import usable_cores
 from common.training.data import Batch, BatchSource
 
 WORKERS_ENV = "VLC_LOADER_WORKERS"
@@ -50,8 +51,7 @@ class LoaderConfig:
         images = getattr(source, "images", None)
         if not (getattr(source, "reads_files", False) or getattr(images, "reads_files", False)):
             return cls()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        return cls(workers=max(1, min(8, cores // max(1, processes_per_node) - 1)))
+        return cls(workers=max(1, min(8, usable_cores() // max(1, processes_per_node) - 1)))
 
 
 @dataclass(frozen=True)

@@ -276,8 +276,7 @@ def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScale
 def recipe_record(config: TrainConfig) -> dict:
     """The record's ``recipe`` entry: name, file, digest, settings, and the run's numbers that differ from the
     authors' (the batch in samples per step, the epochs left to the caller's record)."""
-    run = {"lr": config.lr, "weight_decay": config.weight_decay, "warmup_steps": config.warmup_steps,
-           "batch_size": config.batch_size, "precision": config.precision}
+    run = {key: getattr(config, key) for key in ("lr", "weight_decay", "warmup_steps", "batch_size", "precision")}
     return (config.recipe or mini_recipe()).describe(run)
 
 
@@ -482,10 +481,9 @@ def train(
             ckpt.save_weights(staged("weights"), ckpt.portable_state(model))
             if len(loss_fn.state_dict()):
                 ckpt.save_weights(staged("loss_weights"), ckpt.portable_state(loss_fn))
-            if "model" in best_states:
-                ckpt.save_weights(staged("best"), best_states["model"])
-            if "loss" in best_states:
-                ckpt.save_weights(staged("best_loss"), best_states["loss"])
+            for part, key in (("model", "best"), ("loss", "best_loss")):
+                if part in best_states:
+                    ckpt.save_weights(staged(key), best_states[part])
             write_json_atomic(staged("sidecar"), dict(record))
         paths["resume"].unlink(missing_ok=True)
     barrier(world)

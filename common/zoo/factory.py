@@ -84,15 +84,14 @@ def create_model(name: str, device: str = "cpu", cache_dir: str | None = None) -
                 raise ModelUnavailable(offline_message(spec, offline, cache_dir, exc)) from exc
             raise ModelUnavailable(f"model {name!r}: weights could not be loaded ({exc}); {_how_to_get(spec)}") from exc
         return OpenClipModel(spec, model, transform, tokenizer, device)
-    else:
-        path = spec.checkpoint_path()
-        assert path is not None
-        why = not_a_checkpoint(path)
-        if why is not None:
-            raise ModelUnavailable(f"model {name!r}: checkpoint {path} {why}; {_how_to_get(spec)}")
-        with quiet_random_init_warning():  # the weights are loaded (strictly) right below
-            model, _, transform = open_clip.create_model_and_transforms(
-                spec.arch, pretrained=None, load_weights=False, device=device, force_quick_gelu=spec.force_quick_gelu)
-        load_state_dict(model, path, name, arch=spec.arch, remedy=_replace_remedy(spec))
+    path = spec.checkpoint_path()
+    assert path is not None
+    why = not_a_checkpoint(path)
+    if why is not None:
+        raise ModelUnavailable(f"model {name!r}: checkpoint {path} {why}; {_how_to_get(spec)}")
+    with quiet_random_init_warning():  # the weights are loaded (strictly) right below
+        model, _, transform = open_clip.create_model_and_transforms(
+            spec.arch, pretrained=None, load_weights=False, device=device, force_quick_gelu=spec.force_quick_gelu)
+    load_state_dict(model, path, name, arch=spec.arch, remedy=_replace_remedy(spec))
     tokenizer = open_clip.get_tokenizer(spec.arch)
     return OpenClipModel(spec, model, transform, tokenizer, device)

@@ -93,9 +93,8 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path, generate: Negat
         counts: dict[str, dict] = {}
         for split in SPLITS:
             images, captions = render_split(config, split)
-            with atomic_path(target / split / "images.npy") as tmp:
-                with open(tmp, "wb") as fh:
-                    np.save(fh, images)
+            with atomic_path(target / split / "images.npy") as tmp, open(tmp, "wb") as fh:
+                np.save(fh, images)
             write_json_atomic(target / split / "captions.json", captions, indent=None)
             counts[split] = {"images": len(images), "captions": sum(map(len, captions))}
             if split == "train":

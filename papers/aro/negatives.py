@@ -30,6 +30,7 @@ Where this differs from the released generator (judged against its file in ``pap
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -116,15 +117,13 @@ def _key(tokens: Sequence[str]) -> tuple[str, ...]:
 
 def candidates(parsed: ParsedCaption, kind: str) -> list[str]:
     """Every negative of ``kind`` (one per pair of elements whose swap changes the caption), in pair order."""
-    spans = parsed.spans[kind]
     original = _key(parsed.tokens)
     out = []
-    for i in range(len(spans)):
-        for j in range(i + 1, len(spans)):
-            swapped = swap(parsed.tokens, spans[i], spans[j])
-            if _key(swapped) != original:
-                text = " ".join(swapped)
-                out.append(text.lower() if kind in PHRASE_KINDS else text)
+    for a, b in itertools.combinations(parsed.spans[kind], 2):
+        swapped = swap(parsed.tokens, a, b)
+        if _key(swapped) != original:
+            text = " ".join(swapped)
+            out.append(text.lower() if kind in PHRASE_KINDS else text)
     return out
 
 

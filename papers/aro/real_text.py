@@ -13,6 +13,7 @@ read. Outputs: README.md's Outputs. Stage ``real-text``: ``python -m papers.aro.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections import Counter
@@ -63,15 +64,11 @@ class WordView:
     @classmethod
     def of(cls, caption: str, parsed: ParsedCaption) -> "WordView":
         """``words(caption)``, each labelled by the spaCy token its first character falls in."""
-        ws, tags, pos = [], [], []
-        token = 0
-        for match in _WORD.finditer(caption.lower()):
-            while token + 1 < len(parsed.starts) and parsed.starts[token + 1] <= match.start():
-                token += 1
-            ws.append(match.group())
-            tags.append(parsed.tags[token])
-            pos.append(parsed.pos[token])
-        return cls(tuple(ws), tuple(tags), tuple(pos))
+        # each word with the last token starting at or before it (the first token for a word before every token)
+        found = [(m.group(), max(bisect.bisect_right(parsed.starts, m.start()) - 1, 0))
+                 for m in _WORD.finditer(caption.lower())]
+        return cls(tuple(w for w, _ in found), tuple(parsed.tags[t] for _, t in found),
+                   tuple(parsed.pos[t] for _, t in found))
 
 
 def _two_span_swap(a: Sequence[str], b: Sequence[str]) -> tuple[range, range] | None:

@@ -136,8 +136,7 @@ class TextVariants:
 
 def text_variants(dataset: KarpathySet, seeds: Sequence[int]) -> TextVariants:
     raw = dataset.flat_captions()
-    normalised = normalised_captions(raw)
-    raw_tags, normalised_tags = tag_captions(raw), tag_captions(normalised)
+    raw_tags, normalised_tags = tag_captions(raw), tag_captions(normalised_captions(raw))
     images = [dataset.images[i] for i in dataset.caption_image()]
     order = {seed: [ImageToTextItem(f"{dataset.name}-order-{case.index}", dataset.name, images[case.index],
                                     case.options, origin=f"{dataset.origin}: caption {case.index} (seed {seed})")
@@ -225,9 +224,8 @@ def score_model(name: str, aro: AroSet, variants: dict[str, TextVariants], engin
                 ties[f"{RETRIEVAL_NAMES.get(set_name, set_name)} retrieval image to text"] = unshuffled.i2t_ties
                 ties[f"{RETRIEVAL_NAMES.get(set_name, set_name)} retrieval text to image"] = unshuffled.t2i_ties
             for kind in RETRIEVAL_PERTURBATIONS:
-                gallery = dataset.retrieval_set(captions=texts[kind])
-                text_shuffle[set_name].setdefault(TABLE3_STRATEGIES[kind], []).append(
-                    retrieval.evaluate(engine, gallery).recall((1, 5)))
+                recalls = retrieval.evaluate(engine, dataset.retrieval_set(captions=texts[kind])).recall((1, 5))
+                text_shuffle[set_name].setdefault(TABLE3_STRATEGIES[kind], []).append(recalls)
             for label, (rows, cols) in IMAGE_SHUFFLES.items():
                 gallery = shuffled_images(plain, rows, cols, seed)
                 image_shuffle[set_name][label].append(retrieval.evaluate(engine, gallery).recall((1, 5)))
@@ -329,11 +327,10 @@ def task_measures(s: ModelScores, seeds: Sequence[int]) -> dict[str, Measure]:
     """A model's numbers as per-example outcomes, as the report card builds them (``measures``); a VG task whose
     rule keeps no group has none."""
     out = {}
-    for task, result, kind in (("vg_relation", s.vg_relation, "relation"),
-                               ("vg_attribution", s.vg_attribution, "attribution")):
-        macro = vg_measures(result, kind)
+    for kind in ("relation", "attribution"):
+        macro = vg_measures(getattr(s, f"vg_{kind}"), kind)
         if macro:
-            out[task] = macro[0]
+            out[f"vg_{kind}"] = macro[0]
     for set_name, results in s.order_results.items():
         task = ORDER_LABELS.get(set_name, set_name).lower().replace("-", "_")
         out[task] = order_measure(set_name, [o for seed, r in zip(seeds, results) for o in seeded(r.outcomes, seed)],
@@ -347,8 +344,8 @@ def comparisons(scores: Sequence[ModelScores], profile: str, seeds: Sequence[int
     a_name, b_name = COMPARED[profile]
     by_name = {s.key: s for s in scores}
     out: dict = {"compared": [a_name, b_name]}
-    if a_name not in by_name or b_name not in by_name:
-        missing = [n for n in (a_name, b_name) if n not in by_name]
+    missing = [n for n in (a_name, b_name) if n not in by_name]
+    if missing:
         return {**out, "skipped": f"{', '.join(missing)} not scored (aro.models.{profile})"}
     a, b = task_measures(by_name[a_name], seeds), task_measures(by_name[b_name], seeds)
     prefix = "negclip_minus_clip_ft"

@@ -84,10 +84,9 @@ def mini_table(split: FinetuneSplit, neighbours: np.ndarray) -> PairTable:
         if not kept:
             continue
         unit_of_image[i] = len(offsets) - 1
-        for c, ns in kept:
-            row_image.append(i)
-            captions.append(c)
-            negatives.append(ns)
+        row_image += [i] * len(kept)
+        captions += [c for c, _ in kept]
+        negatives += [ns for _, ns in kept]
         offsets.append(len(captions))
     units = np.flatnonzero(unit_of_image >= 0)
     hard = unit_of_image[neighbours[units]]

@@ -156,8 +156,7 @@ def permutation_p(x: Sequence[float], y: Sequence[float], n_resamples: int = N_R
     rho_hits = int(np.count_nonzero(np.abs(_spearman_many(rx, ry[orders])) >= abs(rho_obs) - eps))
     k_hits = int(np.count_nonzero(np.abs(_kendall_numerators(xs, ys[orders])) >= abs(k_obs) - eps))
     if n <= EXACT_MAX_N:
-        total = orders.shape[0]
-        return rho_hits / total, k_hits / total, method
+        return rho_hits / len(orders), k_hits / len(orders), method
     return (1 + rho_hits) / (1 + n_resamples), (1 + k_hits) / (1 + n_resamples), method
 
 
@@ -193,10 +192,6 @@ def _snap(value: float) -> float:
     return math.copysign(1.0, value) if abs(value) >= 1.0 - UNIT_TOLERANCE else value
 
 
-def _fmt(value: float) -> float | str:
-    return "" if isinstance(value, float) and math.isnan(value) else round(value, DIGITS)
-
-
 def stat_cells(result: RankCorrelation) -> dict[str, object]:
     """A correlation as CSV cells: statistics to 4 decimals, p-values to 4 significant digits (an exact p can be
     2 / 8! = 5e-5), NaN written empty with the reason in ``note``."""
@@ -205,10 +200,10 @@ def stat_cells(result: RankCorrelation) -> dict[str, object]:
         value = getattr(result, name)
         if name in ("p_method", "note"):
             cells[name] = value
-        elif name.startswith("p_"):
-            cells[name] = "" if math.isnan(value) else float(f"{value:.4g}")
+        elif math.isnan(value):
+            cells[name] = ""
         else:
-            cells[name] = _fmt(value)
+            cells[name] = float(f"{value:.4g}") if name.startswith("p_") else round(value, DIGITS)
     return cells
 
 
@@ -400,10 +395,6 @@ READERS: dict[str, Callable[[Benchmark, Path], dict[str, float]]] = {
 }
 
 
-def benchmark_path(benchmark: Benchmark, profile: str, results_root: Path = RESULTS) -> Path:
-    return results_root / benchmark.path.format(profile=profile)
-
-
 def _shown(path: Path, results_root: Path) -> str:
     """``results/...`` for a file under the results folder (the context must not name this machine's paths)."""
     return str(path.relative_to(results_root.parent)) if path.is_relative_to(results_root.parent) else str(path)
@@ -423,20 +414,17 @@ class CrossBenchmark:
 def collect(benchmarks: Sequence[Benchmark], profile: str, results_root: Path = RESULTS) -> CrossBenchmark:
     """Read every benchmark's files that exist; two files feeding one column must agree on shared models."""
     scores: dict[str, dict[str, float]] = {}
-    read: list[str] = []
-    missing: list[str] = []
+    read: dict[str, None] = {}
+    missing: dict[str, None] = {}
     unmeasured: list[str] = []
     for b in benchmarks:
         if b.layout not in READERS:
             raise CorrelationInputError(f"benchmark {b.column}: unknown layout {b.layout!r} (known: {sorted(READERS)})")
-        path = benchmark_path(b, profile, results_root)
+        path = results_root / b.path.format(profile=profile)
         rel = _shown(path, results_root)
+        (read if path.exists() else missing)[rel] = None
         if not path.exists():
-            if rel not in missing:
-                missing.append(rel)
             continue
-        if rel not in read:
-            read.append(rel)
         column = scores.setdefault(b.column, {})
         for model, value in READERS[b.layout](b, path).items():
             if math.isnan(value):
@@ -527,7 +515,8 @@ def run(profile: str, results_root: Path | None = None, published_root: Path | N
                if f"runs-{p}" in sources},
         },
         "benchmarks": [{**asdict(b), "column": b.column,
-                        "file": _shown(benchmark_path(b, profile, results_root), results_root)} for b in benchmarks],
+                        "file": _shown(results_root / b.path.format(profile=profile), results_root)}
+                       for b in benchmarks],
         "read": list(view.read),
         "missing": list(view.missing),
         "unmeasured": list(view.unmeasured),

@@ -158,9 +158,7 @@ def compare_with_released(image: np.ndarray, text: np.ndarray, released_image: n
     if np.shape(image) != np.shape(released_image) or np.shape(text) != np.shape(released_text):
         return {"comparable": False, "why": f"{len(image)} instances here, {len(released_image)} released"}
     ours, theirs = detector_decisions(image, text), detector_decisions(released_image, released_text)
-    differ = np.zeros(len(image), bool)
-    for m in ours:
-        differ |= ours[m] != theirs[m]
+    differ = np.any([ours[m] != theirs[m] for m in ours], axis=0)
     return {"comparable": True, "instances": int(len(image)),
             "image_max_abs_diff": float(np.abs(np.asarray(image) - released_image).max(initial=0.0)),
             "text_max_abs_diff": float(np.abs(np.asarray(text) - released_text).max(initial=0.0)),

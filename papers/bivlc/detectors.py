@@ -259,8 +259,7 @@ class DetectorAccuracy:
                 pixels = ((x.to(device).float() / 255.0) - self.mean.to(device)) / self.std.to(device)
                 feats = model.encode_image(pixels, normalize=normalize)
             else:
-                x = x.to(device)
-                feats = encode_text(model, x, padding_is_inert(model), normalize=normalize)
+                feats = encode_text(model, x.to(device), padding_is_inert(model), normalize=normalize)
             p = torch.sigmoid(loss.head(feats.float()).squeeze(-1)).double().cpu().numpy()
             labels = b.labels_for(len(idx)).numpy().astype(bool)
             accuracies.append(float((is_synthetic(p) == labels).mean()))

@@ -77,9 +77,7 @@ def compare(rows: Mapping[str, Mapping], results: Mapping[str, GroupResult],
                     else None})
         # Finding 2: the group score is harder
         out.update(interval_fields(f"{b}_i2t_minus_group", paired(decisions(clip, "I2T"), decisions(clip, "group"))))
-    for run in runs:
-        if run not in rows:
-            continue
+    for run in [r for r in runs if r in rows]:
         key = key_of(run)
         out.update({f"{key}_i2t": rows[run]["I2T"], f"{key}_t2i": rows[run]["T2I"], f"{key}_group": rows[run]["group"],
                     f"{key}_sugarcrepe": _number(rows[run]["sugarcrepe"])})

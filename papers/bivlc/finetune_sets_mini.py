@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from common.files.arrays import load_array
-from common.files.io import atomic_path, output_group, sha256_file, write_json_atomic
+from common.files.io import output_group, sha256_file, write_json_atomic
 from common.files.jsonl import read_json
 from common.files.tasks import DatasetError
 from common.miniworld import VERSION
@@ -143,9 +143,7 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequen
             "kept": [list(k) for k in kept], "n_train": data.n_train}
     with output_group(Path(out_dir)) as staging:
         for name, array in (("images.npy", data.images), ("negative_images.npy", data.negative_images)):
-            with atomic_path(staging / name) as tmp:
-                with open(tmp, "wb") as fh:
-                    np.save(fh, array)
+            np.save(staging / name, array)  # the staging folder is already all or nothing
         write_json_atomic(staging / "rows.json", rows, indent=None)
         counts = {"scenes": len(data.captions), "train_scenes": data.n_train,
                   "trohn_text_pairs": sum(len(c) for c in data.captions),
@@ -162,7 +160,13 @@ def build_train_set(config: TrainSetConfig, out_dir: Path, grammar_texts: Sequen
     return manifest
 
 
-def _cmd_train_set(args) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = stage_parser(__spec__.name, __doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("train-set", help="render the COCO / TROHN-Text / TROHN-Img analogs and run the selection")
+    p.add_argument("--out", default=None, help="default: build/mini/bivlc/train")
+    p.add_argument("--world", default=None, help="the world's training set (default: build/mini/world/train)")
+    args = parser.parse_args(argv)
     params, section = own_section("bivlc.mini")
     config = TrainSetConfig(section["train_images"], section["captions_per_image"],
                             params["mini"]["world"]["image_size"], section["negative_style"], section["val_fraction"],
@@ -175,17 +179,6 @@ def _cmd_train_set(args) -> int:
                                section["selection"], tokenizer_for(get_spec(section["base"]).arch))
     print(json.dumps({"counts": manifest["counts"], "selection": manifest["selection"]["steps"]}, indent=2))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = stage_parser(__spec__.name, __doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("train-set", help="render the COCO / TROHN-Text / TROHN-Img analogs and run the selection")
-    p.add_argument("--out", default=None, help="default: build/mini/bivlc/train")
-    p.add_argument("--world", default=None, help="the world's training set (default: build/mini/world/train)")
-    p.set_defaults(func=_cmd_train_set)
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 if __name__ == "__main__":

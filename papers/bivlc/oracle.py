@@ -162,18 +162,16 @@ def write_sugarcrepe_csv(path: Path, items: Sequence, image_root: Path) -> Path:
     """SugarCrepe's examples (``ImageToTextItem``: captions[0] positive, [1] negative; group ``<type>_<subtype>``)
     as the authors' copy (``SUGARCREPE_COLUMNS``, every field quoted), the image relative to ``image_root`` where it
     lies below."""
-    rows = []
-    for item in items:
-        image = Path(as_ref(item.image).path)
-        kind, _, sub = item.group.partition("_")
-        rows.append({"filename": image.relative_to(image_root).as_posix() if image.is_relative_to(image_root)
-                     else str(image), "caption": item.captions[0], "negative_caption": item.captions[1],
-                     "type": kind, "subtype": sub})
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(SUGARCREPE_COLUMNS), quoting=csv.QUOTE_ALL)
         writer.writeheader()
-        writer.writerows(rows)
+        for item in items:
+            image = Path(as_ref(item.image).path)
+            kind, _, sub = item.group.partition("_")
+            writer.writerow({"filename": image.relative_to(image_root).as_posix() if image.is_relative_to(image_root)
+                             else str(image), "caption": item.captions[0], "negative_caption": item.captions[1],
+                             "type": kind, "subtype": sub})
     return path
 
 
@@ -196,11 +194,13 @@ def hub_dataset_from(ctx, snapshot: Path, where: str) -> ContextManager[None]:
                          "through the same call")
 
 
-def run_released(code, script: str, argv: Sequence[str], cwd: Path, log: Path) -> tuple[dict, str]:
+def run_released(code, oracle: PaperOracle, script: str, argv: Sequence[str], cwd: Path, log: Path,
+                 tag: str) -> tuple[dict, str]:
     """``python <script> ARGV`` of the release in ``cwd`` (its own folder first on ``sys.path``, as ``python`` puts it
-    there): the script's globals and what it printed."""
+    there), listed in ``oracle.ran`` with ``[tag]``: the script's globals and what it printed."""
     with importable(code.module_file(script).parent), printed(log) as out:
         scope = run_script(code, script, argv, cwd=cwd)
+    oracle.ran.append(command_line(code, script, argv) + f"  [{tag}]")
     return scope, out.getvalue()
 
 
@@ -353,8 +353,7 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
         argv = [*common, "--image-checkpoint", str(heads["image"]), "--text-checkpoint", str(heads["text"])]
         with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", QUICK_GELU_WHY), \
                 hub_dataset_from(ctx, inputs.snapshot, f"{DETECTOR_UTILS} dataset('classifiers_eval'): {LOAD_DATA}"):
-            scope, text = run_released(code, DETECTOR_BIVLC, argv, ctx.scratch, out / "bivlc.log")
-        oracle.ran.append(command_line(code, DETECTOR_BIVLC, argv) + f"  [{row}]")
+            scope, text = run_released(code, oracle, DETECTOR_BIVLC, argv, ctx.scratch, out / "bivlc.log", row)
         for column, value in printed_detector_scores(text).items():
             oracle.numbers.append(number(DET_BIVLC, spec.encoder, f"{row} {column}", value, table5[row][column],
                                          DECIMALS))
@@ -379,8 +378,8 @@ def run_detectors(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Path)
 
         argv = [*common, "--text-checkpoint", str(heads["text"]), "--data-path", str(sc_csv)]
         with open_clip_as_of_their_time(ctx, f"{DETECTOR_UTILS} load_model", QUICK_GELU_WHY):
-            scope, text = run_released(code, DETECTOR_SUGARCREPE, argv, ctx.scratch, out / "sugarcrepe.log")
-        oracle.ran.append(command_line(code, DETECTOR_SUGARCREPE, argv) + f"  [{row}]")
+            scope, text = run_released(code, oracle, DETECTOR_SUGARCREPE, argv, ctx.scratch, out / "sugarcrepe.log",
+                                       row)
         oracle.numbers.append(number(DET_SUGARCREPE, spec.encoder, f"{row} sugarcrepe",
                                      printed_sugarcrepe_detector(text), table5[row]["sugarcrepe"], DECIMALS))
         frame = scope["df"]
@@ -427,8 +426,7 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
         with open_clip_as_of_their_time(ctx, load_model, QUICK_GELU_WHY), \
                 hub_dataset_from(ctx, inputs.snapshot, f"{CLIP_UTILS} dataset('evaluation'): {LOAD_DATA}"), \
                 returns_of(code.module_file(CLIP_UTILS), "evaluate_BiVLC", own_locals=SIMILARITIES) as seen:
-            scope, text = run_released(code, MAIN_SCRIPT, common, ctx.scratch, out / "bivlc.log")
-        oracle.ran.append(command_line(code, MAIN_SCRIPT, common) + f"  [{name}]")
+            scope, text = run_released(code, oracle, MAIN_SCRIPT, common, ctx.scratch, out / "bivlc.log", name)
         scores = printed_main_scores(text)
         for column, value in scores["overall"].items():
             oracle.numbers.append(number(BIVLC, name, column, value, ours[column], DECIMALS, reason))
@@ -453,8 +451,8 @@ def run_contrastive(ctx, code, oracle: PaperOracle, inputs: Inputs, results: Pat
 
         argv = [*common, "--data-path", str(sc_csv), "--img-path", str(inputs.sugarcrepe_root)]
         with open_clip_as_of_their_time(ctx, load_model, QUICK_GELU_WHY):
-            scope, text = run_released(code, SUGARCREPE_SCRIPT, argv, ctx.scratch, out / "sugarcrepe.log")
-        oracle.ran.append(command_line(code, SUGARCREPE_SCRIPT, argv) + f"  [{name}]")
+            scope, text = run_released(code, oracle, SUGARCREPE_SCRIPT, argv, ctx.scratch, out / "sugarcrepe.log",
+                                       name)
         correct, total = printed_sugarcrepe_count(text)
         oracle.numbers.append(number(SUGARCREPE, name, "micro average", 100.0 * correct / total, ours["sugarcrepe"],
                                      DECIMALS, reason))

@@ -85,8 +85,6 @@ so the released files came from an earlier version of it."""
 DERIVED_COLUMNS = {"I2T": "text_score", "T2I": "image_score", "Group": "group_score"}
 SIM_COLUMNS = ("sim_C0_I0", "sim_C0_I1", "sim_C1_I0", "sim_C1_I1")
 
-FORMATS = ("bivlc-instances", "sugarcrepe-examples", "bivlc-detector", "sugarcrepe-detector",
-           "sugarcrepe-benchmark")
 STRICT_RULE = ("strict '>' (Eqs. 1-3 of the paper and the released evaluate_BiVLC): a tie counts as wrong")
 
 # -- the released files and the published cells they fill -------------------------------------------------------
@@ -145,10 +143,8 @@ def _bool(path: Path, row: Row, column: str) -> bool:
 
 def _category(path: Path, row: Row) -> str:
     raw_type, raw_sub = row.values["type"].strip(), row.values["subtype"].strip()
-    t = raw_type.lower() if raw_type.lower() in TYPES else None
-    s = _SUBTYPE_ALIASES.get(raw_sub.lower())
-    cat = f"{t}-{s}"
-    if t is None or s is None or cat not in CATEGORIES:
+    cat = f"{raw_type.lower()}-{_SUBTYPE_ALIASES.get(raw_sub.lower())}"
+    if cat not in CATEGORIES:  # every category's type is one of TYPES
         raise ReleasedFileError(f"{path}:{row.line}: unknown category type={raw_type!r} subtype={raw_sub!r} "
                                 f"(known: {', '.join(CATEGORIES)})")
     return cat
@@ -356,6 +352,7 @@ _SCORERS = {
     "sugarcrepe-detector": _score_sugarcrepe_detector,
     "sugarcrepe-benchmark": _score_sugarcrepe_benchmark,
 }
+FORMATS = tuple(_SCORERS)
 
 
 def score_released_file(path: Path, fmt: str = "auto") -> dict[str, Any]:
@@ -469,9 +466,7 @@ def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
                 recs.append(Recomputed(PAPER, table, row, column, math.nan, unit, key, "released", "exact",
                                        note=f"not recomputed yet: released file {key} could not be fetched ({result})"))
                 continue
-            note = note_of(result)
-            if unit == "count":
-                note = f"retrieval examples counted in {Path(key).name}" + extra
+            note = f"retrieval examples counted in {Path(key).name}" + extra if unit == "count" else note_of(result)
             recs.append(Recomputed(PAPER, table, row, column, float(value_of(result)), unit, key, "released",
                                    "exact", note=note))
     return recs

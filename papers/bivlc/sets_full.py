@@ -166,15 +166,6 @@ def image_files(rows: Sequence[TrainRow], coco_images: Path, set_dir: Path
     return tuple(distinct), image, negative
 
 
-def _cmd_set(args) -> int:
-    _, section = own_section("bivlc.full.finetune")
-    manifest = build_set(args.dataset, Path(args.data or data_root()),
-                         Path(args.out or build_dir("full", "bivlc") / "sets" / args.dataset), int(section["seed"]),
-                         Path(args.snapshot) if args.snapshot else None)
-    print(json.dumps({k: manifest[k] for k in ("dataset", "rows", "distinct_images")}, indent=2))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -183,9 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", default=None, help="the data root holding COCO 2017 train and the snapshots")
     p.add_argument("--snapshot", default=None, help="the TROHN snapshot (default: <data>/bivlc/TROHN-Text|Img)")
     p.add_argument("--out", default=None, help="default: build/full/bivlc/sets/<dataset>")
-    p.set_defaults(func=_cmd_set)
     args = parser.parse_args(argv)
-    return args.func(args)
+    _, section = own_section("bivlc.full.finetune")
+    manifest = build_set(args.dataset, Path(args.data or data_root()),
+                         Path(args.out or build_dir("full", "bivlc") / "sets" / args.dataset), int(section["seed"]),
+                         Path(args.snapshot) if args.snapshot else None)
+    print(json.dumps({k: manifest[k] for k in ("dataset", "rows", "distinct_images")}, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

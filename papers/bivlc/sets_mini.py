@@ -164,22 +164,17 @@ def load_test_items(root: Path) -> tuple[list[GroupItem], list[GroupItem]]:
     return main, ambiguous
 
 
-def _cmd_set(args) -> int:
-    params, section = own_section("bivlc.mini")
-    config = TestSetConfig(section["test_instances_per_category"], params["mini"]["world"]["image_size"],
-                           section["negative_style"], section["seed"])
-    print(json.dumps(build_test_set(config, Path(args.out or build_dir("mini", "bivlc") / "test")), indent=2))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = stage_parser(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("set", help="render the bidirectional benchmark (two images, two captions per instance)")
     p.add_argument("--out", default=None, help="default: build/mini/bivlc/test")
-    p.set_defaults(func=_cmd_set)
     args = parser.parse_args(argv)
-    return args.func(args)
+    params, section = own_section("bivlc.mini")
+    config = TestSetConfig(section["test_instances_per_category"], params["mini"]["world"]["image_size"],
+                           section["negative_style"], section["seed"])
+    print(json.dumps(build_test_set(config, Path(args.out or build_dir("mini", "bivlc") / "test")), indent=2))
+    return 0
 
 
 if __name__ == "__main__":

@@ -237,6 +237,15 @@ def _entry_lists(data: Mapping[str, Any], pt_path: Path) -> tuple[Sequence, Sequ
     return image_paths, annotations, n
 
 
+def training_lists(pt_path: Path, eval_size: int) -> tuple[Sequence, Sequence, int]:
+    """``_entry_lists`` of ``pt_path``, whose entries must leave a training entry before the evaluation split."""
+    image_paths, annotations, n = _entry_lists(load_pt(pt_path), pt_path)
+    if n <= eval_size:
+        raise DatasetError(f"{pt_path}: {n} entries leave no training entries before the evaluation split's "
+                           f"{eval_size} (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
+    return image_paths, annotations, n
+
+
 def _entries(image_paths: Sequence, annotations: Sequence, indices: range, images_dir: Path, pt_path: Path,
              make: Callable[[int, Path, str, str, str], Any]) -> tuple:
     """``make(index, image, caption, negated caption as released, origin)`` of each entry of ``indices``, its image
@@ -311,11 +320,7 @@ def load_ccneg_training(pt_path: Path, images_dir: Path, eval_size: int = EVAL_S
     pt_path, images_dir = Path(pt_path), Path(images_dir)
     if eval_size < 0:
         raise ValueError(f"eval_size must be >= 0, got {eval_size}")
-    data = load_pt(pt_path)
-    image_paths, annotations, n = _entry_lists(data, pt_path)
-    if n <= eval_size:
-        raise DatasetError(f"{pt_path}: {n} entries leave no training entries before the evaluation split's "
-                           f"{eval_size} (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
+    image_paths, annotations, n = training_lists(pt_path, eval_size)
     return CCNegTrainingSplit(n, _entries(image_paths, annotations, range(n - eval_size), images_dir, pt_path,
                                           lambda index, image, caption, negative, origin:
                                           CCNegTrainingEntry(index, image, caption, negative.replace(",", ""))))

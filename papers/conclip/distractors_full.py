@@ -133,17 +133,10 @@ def _paper_subject(annotation: Any) -> str | None:
 def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg.EVAL_SIZE) -> TrainingTexts:
     """The eq. 4 texts of ``n`` seeded training entries; every sampled entry without the two texts is reported."""
     pt_path = Path(pt_path)
-    data = ccneg.load_pt(pt_path)
-    annotations = data["annotations"]
-    if not isinstance(annotations, (list, tuple)):
-        raise DatasetError(f"{pt_path}: annotations is a {type(annotations).__name__}, not a list")
-    n_training = len(annotations) - eval_size
-    if n_training < 1:
-        raise DatasetError(f"{pt_path}: {len(annotations)} entries leave no training entry before the evaluation "
-                           f"split (the file's last {eval_size}); is this the full ccneg_preprocessed.pt?")
+    _, annotations, n_entries = ccneg.training_lists(pt_path, eval_size)
     texts: list[MiningTexts] = []
     problems: list[str] = []
-    for entry in sample_entries(n_training, n, seed).tolist():
+    for entry in sample_entries(n_entries - eval_size, n, seed).tolist():
         origin = f"{pt_path}: entry {entry}"
         annotation = annotations[entry]
         try:
@@ -154,7 +147,7 @@ def read_training_texts(pt_path: Path, n: int, seed: int, eval_size: int = ccneg
             continue
         texts.append(MiningTexts(entry, subject, negated, _paper_subject(annotation)))
     raise_problems(problems, "entries", where=str(pt_path))
-    return TrainingTexts(pt_path, sha256_file(pt_path), len(annotations), eval_size, tuple(texts))
+    return TrainingTexts(pt_path, sha256_file(pt_path), n_entries, eval_size, tuple(texts))
 
 
 # --- Rules on a score matrix ---
@@ -211,9 +204,8 @@ def compare_with_release(texts: Sequence[MiningTexts], pool: Sequence[Path], map
             paper_subjects = emb.texts([part[i].paper_subject for i in with_paper])
             paper_scores = distractor_scores(images, paper_subjects, objects[with_paper])
             picks = mine_distractors(images, paper_subjects, objects[with_paper], top_k=1)[:, 0]
-            paper_ranks = rank_of(paper_scores, released[with_paper, 0])
             paper_top1 = dict(zip(with_paper, picks.tolist()))
-            paper_rank = dict(zip(with_paper, paper_ranks.tolist()))
+            paper_rank = dict(zip(with_paper, rank_of(paper_scores, released[with_paper, 0]).tolist()))
         for i, m in enumerate(part):
             rel, top = int(released[i, 0]), int(ours[i, 0])
             ours_score, rel_score = float(scores[i, top]), float(scores[i, rel])

@@ -152,9 +152,7 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path,
     out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         for name, array in (("images.npy", data.images), ("distractors.npy", data.distractors)):
-            with atomic_path(staging / name) as tmp:
-                with open(tmp, "wb") as fh:
-                    np.save(fh, array)
+            np.save(staging / name, array)  # the staging folder is already all or nothing
         write_json_atomic(staging / "rows.json", data.rows, indent=None)
         manifest = {"kind": "conclip-finetune", "profile": "mini", "world_version": VERSION,
                     "stream": FINETUNE_STREAM, "config": asdict(config), "counts": counts,

@@ -35,7 +35,7 @@ from common.evaluation.evaluate import best_device, engine_config
 from common.evaluation.outcomes import percent
 from common.evaluation.scoring import classification
 from common.evaluation.scoring.classification import ClassificationResult
-from common.files.io import sha256_file, write_csv_atomic, write_json_atomic, write_output_group
+from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic, write_output_group
 from common.files.jsonl import read_json
 from common.files.tasks import ClassificationSet
 from common.paths import RESULTS, build_root, data_root as default_root
@@ -132,11 +132,6 @@ def _words(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _path_only(path) -> Path:
-    """A torchvision ``loader`` that returns the file instead of decoding it: the public way to list a split."""
-    return Path(path)
-
-
 def _read(name: str, root: Path, make: Callable[[Any], Any], errors: tuple[type[Exception], ...] = (RuntimeError,)):
     """``make(torchvision.datasets)``, a dataset under ``root``; its error (a file missing) names the folder and fix."""
     # deferred: loads torchvision only when called
@@ -158,17 +153,11 @@ def export_pngs(arrays: np.ndarray, folder: Path, source_sha256: str) -> tuple[P
     manifest = folder / "manifest.json"
     if manifest.is_file() and read_json(manifest) == wanted:
         return paths
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
+    with output_group(folder.parent) as staging:  # the folder is replaced as a whole
+        (staging / folder.name).mkdir()
         for i, pixels in enumerate(arrays):
-            Image.fromarray(np.ascontiguousarray(pixels)).save(staging / paths[i].name, format="PNG")
-        write_json_atomic(staging / "manifest.json", wanted)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            Image.fromarray(np.ascontiguousarray(pixels)).save(staging / folder.name / paths[i].name, format="PNG")
+        write_json_atomic(staging / folder.name / "manifest.json", wanted)
     return paths
 
 
@@ -218,8 +207,9 @@ def _test_split(class_name: str, class_name_of: Callable[[str], str], lift: Call
                 ) -> Loader:
     """A torchvision dataset whose ``loader`` lists its test split's files (``lift``: Flowers-102's ``unpinned``)."""
     def load(name: str, root: Path, image_dir: Path) -> LoadedSet:
+        # ``loader=Path``: the file instead of its decoded image, the public way to list a split
         ds = _read(name, root, lambda d: lift(getattr(d, class_name))(str(root), split="test", download=False,
-                                                                      loader=_path_only))
+                                                                      loader=Path))
         pairs = [ds[i] for i in range(len(ds))]
         return LoadedSet(name, tuple(Path(p) for p, _ in pairs), tuple(int(y) for _, y in pairs),
                          tuple(class_name_of(c) for c in ds.classes))
@@ -237,7 +227,7 @@ def _imagenet(name: str, root: Path, image_dir: Path) -> LoadedSet:
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
 
     val = root / "val"
-    ds = _read(name, val, lambda d: d.ImageFolder(str(val), loader=_path_only), (FileNotFoundError, RuntimeError))
+    ds = _read(name, val, lambda d: d.ImageFolder(str(val), loader=Path), (FileNotFoundError, RuntimeError))
     bad = [w for w in ds.classes if not IMAGENET_WNID.fullmatch(w)]
     if not 0 < len(ds.classes) <= len(IMAGENET_CLASSNAMES) or bad:
         raise ZeroshotDataError(f"{name}: {val} holds {len(ds.classes)} class folders ({bad[:3]} not WordNet ids); "

@@ -99,13 +99,10 @@ def table_row(cells: Mapping[str, GroupCells]) -> dict[str, float]:
     for column, groups in COLUMNS.items():
         if not all(g in cells for g in groups):
             continue
-        for field in ("orig", "aug", "brittleness"):
+        means = ("mean_original", "mean_positive", "mean_negative") if column == "replace" else ()  # Table 2's
+        for field in ("orig", "aug", "brittleness", *means):
             row[f"{column}_{field}"] = float(np.mean([getattr(cells[g], field) for g in groups]))
         row[f"{column}_drop"] = row[f"{column}_aug"] - row[f"{column}_orig"]
-    replace = COLUMNS["replace"]
-    if all(g in cells for g in replace):
-        for field in ("mean_original", "mean_positive", "mean_negative"):
-            row[f"replace_{field}"] = float(np.mean([getattr(cells[g], field) for g in replace]))
     return row
 
 

@@ -30,12 +30,9 @@ def _kind_of(scores: Mapping[str, tuple[float, ...]]) -> list[str]:
     """Which of ``KINDS`` one item is, from each model's (c, c_p, c_n) scores."""
     position = {m: negative_position(s, (evaluation.ORIGINAL, evaluation.POSITIVE), evaluation.NEGATIVE)
                 for m, s in scores.items()}
-    kinds = []
-    if position["hn"] == "0" and position["hp_hn"] == "0,1":
-        kinds.append("hn_brittle_hp_hn_correct")
-    if position["clip"] == "0,1" and position["hn"] != "0,1":
-        kinds.append("clip_correct_hn_wrong")
-    return kinds
+    holds = {"hn_brittle_hp_hn_correct": position["hn"] == "0" and position["hp_hn"] == "0,1",
+             "clip_correct_hn_wrong": position["clip"] == "0,1" and position["hn"] != "0,1"}
+    return [kind for kind, held in holds.items() if held]
 
 
 def select(results: Mapping[str, SelectionResult], items) -> tuple[list[dict], list[dict]]:

@@ -17,6 +17,7 @@ from papers.hard_positives.runs import TYPES
 
 IMAGES = Path("coco") / "train2017" / "train2017"
 """Under the data root: COCO 2017 train images (group ``coco-train2017``); a ``FullRow``'s ``image`` is a file here."""
+MINI_REMEDY = "run the mini-finetune-set stage (`python -m papers.hard_positives.finetune_sets_mini`)"
 
 
 class HardPositivesRowsError(WorkspaceError):
@@ -69,11 +70,9 @@ class FinetuneSet:
         try:
             images = load_array(root / "images.npy")
         except FileNotFoundError:
-            raise HardPositivesRowsError(f"{root / 'images.npy'}: no fine-tuning set here; run the mini-finetune-set "
-                                         "stage (`python -m papers.hard_positives.finetune_sets_mini`)") from None
+            raise HardPositivesRowsError(f"{root / 'images.npy'}: no fine-tuning set here; {MINI_REMEDY}") from None
         path = root / "rows.json"
-        records = read_json(path, list, remedy="run the mini-finetune-set stage "
-                                               "(`python -m papers.hard_positives.finetune_sets_mini`)")
+        records = read_json(path, list, remedy=MINI_REMEDY)
         if len(records) != len(images):
             raise DatasetError(f"{path}: expected {len(images)} lists of rows (one per image)")
         names = [f.name for f in fields(TrainingRow)]

@@ -128,7 +128,6 @@ def build_set(captions_path: Path, images_dir: Path, out_dir: Path, seed: int = 
                 "captions": "every annotation of the file, in file order, whitespace collapsed",
                 "negatives": describe_negatives(), "positives": describe_positives(),
                 "captions_sha256": sha256_file(captions_path)}
-    out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         write_jsonl(staging / "rows.jsonl", rows)
         write_json_atomic(staging / "manifest.json", manifest)

@@ -137,9 +137,8 @@ def build_finetune_set(config: FinetuneSetConfig, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     with output_group(out_dir.parent) as staging:
         target = staging / out_dir.name
-        with atomic_path(target / "images.npy") as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, data.images)
+        with atomic_path(target / "images.npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, data.images)
         write_json_atomic(target / "rows.json", [[asdict(r) for r in rows] for rows in data.rows], indent=None)
         manifest = {"kind": "hard-positives-finetune", "profile": "mini", "world_version": VERSION,
                     "stream": FINETUNE_STREAM, "config": asdict(config), "counts": counts,

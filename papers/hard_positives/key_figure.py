@@ -38,19 +38,16 @@ def key_figure_bars(results: Path = MINI, published: Path = PUBLISHED, profile: 
     view = VIEWS[profile]
     cells = CellIndex(load_cells(PAPER, published))
     bars: list[PlotBar] = []
-    lines: list[PlotLine] = []
-    for source in ("results", "published"):
-        for split in SPLITS:
-            panel = f"{split}, {view.label if source == 'results' else 'published'}"
-            if source == "results":
-                key = split.lower()
-                bars += result_bars(results / "table1.csv", panel, {f"{key}_orig": ORIGINAL, f"{key}_aug": AUGMENTED},
-                                    view.models, absent_rows=view.absent_rows)
-            else:
-                columns = {f"{split} | Orig. Test Acc.": ORIGINAL, f"{split} | Aug. Test Acc.": AUGMENTED}
-                bars += published_bars(cells, "Table 1", panel, columns, PUBLISHED_MODELS)
-            lines += [PlotLine(panel, test, cells.cell("Table 1", "Random Chance", f"{split} | {column}"))
-                      for test, column in ((ORIGINAL, "Orig. Test Acc."), (AUGMENTED, "Aug. Test Acc."))]
+    for split in SPLITS:
+        columns = {f"{split.lower()}_orig": ORIGINAL, f"{split.lower()}_aug": AUGMENTED}
+        bars += result_bars(results / "table1.csv", f"{split}, {view.label}", columns, view.models,
+                            absent_rows=view.absent_rows)
+    for split in SPLITS:
+        columns = {f"{split} | Orig. Test Acc.": ORIGINAL, f"{split} | Aug. Test Acc.": AUGMENTED}
+        bars += published_bars(cells, "Table 1", f"{split}, published", columns, PUBLISHED_MODELS)
+    lines = [PlotLine(f"{split}, {source}", test, cells.cell("Table 1", "Random Chance", f"{split} | {column}"))
+             for source in (view.label, "published") for split in SPLITS
+             for test, column in ((ORIGINAL, "Orig. Test Acc."), (AUGMENTED, "Aug. Test Acc."))]
     return bars, lines
 
 

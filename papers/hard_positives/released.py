@@ -26,7 +26,7 @@ from typing import Callable, Mapping
 from common.audit.core import CLAIM_TABLE, AuditError, Recomputed
 from common.files.jsonl import read_json
 from common.registry.errors import FetchError, RegistryError
-from common.registry.fetch import fetch
+from common.registry.fetch import quiet_fetch
 from common.registry.sources import get_source
 
 PAPER = "hard_positives"
@@ -37,11 +37,6 @@ TYPES = ("relations", "attributes")
 CLAIM_EXAMPLES = {"relations": "replace_rel_hp", "attributes": "replace_attr_hp"}
 CLAIM_TOTALS = ("replace_total", "intro_replace_hp")
 CLAIM_WORDS = {"relations": "replaced_relations", "attributes": "replaced_attributes"}
-
-
-def registry_fetch(key: str) -> Path:
-    """The stages' fetcher: a registry key -> its verified local file, without a progress bar."""
-    return fetch(key, progress=False)
 
 
 def file_keys(kind: str) -> tuple[str, str]:
@@ -173,7 +168,7 @@ def _source(kind: str) -> str:
 def recompute(fetcher: Callable[[str], Path] | None = None) -> list[Recomputed]:
     """REPLACE example counts (relations, attributes, total) and replaced-word counts from the released files; NaN
     ("not recomputed yet", the error in the note) where a file cannot be fetched."""
-    fetch_path = fetcher or registry_fetch
+    fetch_path = fetcher or quiet_fetch
     counts, recs = {}, []
     for kind in TYPES:
         try:

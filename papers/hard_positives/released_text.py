@@ -25,10 +25,11 @@ from common.evaluation.stats import bootstrap_mean_ci
 from common.files.io import output_group, sha256_file, write_csv_atomic, write_json_atomic
 from common.paths import RESULTS
 from common.pipeline.cli import stage_parser
+from common.registry.fetch import quiet_fetch
 from common.reporting.figures import pyplot, save_figure
 from common.text.crepe_style import Parsed, parse_captions
 from papers.hard_positives import rules
-from papers.hard_positives.released import file_keys, load_aligned, registry_fetch, replacement_rules
+from papers.hard_positives.released import file_keys, load_aligned, replacement_rules
 
 OUT_DIR = RESULTS / "hard_positives" / "real_text"
 ALL = "all"
@@ -59,7 +60,6 @@ CATEGORIES = {
     "string-replace": "released c_p also changes other text (string replacement)",
     "other": "other",
 }
-EXACT = CATEGORIES["exact"]
 FAILURE_CATEGORIES = tuple(CATEGORIES.values())
 """Why the rule's c_p is not the released one; a row gets the first category that applies, in this order."""
 
@@ -111,10 +111,8 @@ def load_examples(fetch: Callable[[str], Path]) -> tuple[list[Example], dict[str
     """Every example of both types (attributes first), the authors' rules per type, and the files read."""
     examples, authors, files = [], {}, {}
     for kind in ("attributes", "relations"):
-        original_key, swapped_key = file_keys(kind)
-        original, swapped = fetch(original_key), fetch(swapped_key)
-        files[original_key], files[swapped_key] = original, swapped
-        pairs = load_aligned(original, swapped)
+        files |= {key: fetch(key) for key in file_keys(kind)}
+        pairs = load_aligned(*(files[key] for key in file_keys(kind)))
         authors[kind] = replacement_rules(pairs)
         examples += [Example(kind, i, a["image_id"], a["true_caption"], a["false_caption"], b["true_caption"])
                      for i, (a, b) in enumerate(pairs)]
@@ -267,7 +265,7 @@ def rule_by_word(comparisons: Sequence[Comparison], authors: Mapping[str, Counte
             standing, rank, n_synonyms = wordnet_standing(word, replacement, tag.split("+")[0] if tag else "")
             same_word = [c for c in group if c.same_word]
             made = Counter(c.rule.replacement for c in same_word)
-            categories = Counter(c.category for c in group if c.category != EXACT)
+            categories = Counter(c.category for c in group if c.category != CATEGORIES["exact"])
             rows.append({
                 "type": kind, "word": word, "authors_replacement": replacement, "n_edits": n_edits,
                 "n_examples": len(group), "spacy_tag": tag, "wordnet_pos": pos or "",
@@ -426,7 +424,7 @@ def draw_blind(rows: Sequence[dict], out_png: Path) -> None:
 
 
 def run(config: Config, out_dir: Path = OUT_DIR, fetch: Callable[[str], Path] | None = None) -> dict:
-    examples, authors, files = load_examples(fetch or registry_fetch)
+    examples, authors, files = load_examples(fetch or quiet_fetch)
     parsed = parse_captions([e.caption for e in examples] + [e.negative for e in examples])
     comparisons = compare(examples, authors, parsed)
     versus = rule_vs_released(comparisons)

@@ -22,6 +22,7 @@ from common.paths import build_dir
 from common.pipeline.cli import stage_parser
 from common.pipeline.inputs import full_inputs
 from common.pipeline.params import add_stage_option, own_params
+from common.registry.fetch import quiet_fetch
 from papers.hard_positives import evaluation, released
 
 Fetch = Callable[[str], Path]
@@ -122,7 +123,7 @@ def equal_caption_ids(items: Sequence[ImageToTextItem]) -> list[str]:
     return [it.item_id for it in items if len(set(it.captions)) < len(it.captions)]
 
 
-def prepare_full(out_dir: Path, fetch: Fetch = released.registry_fetch, cap: int | None = None) -> "FullSet":
+def prepare_full(out_dir: Path, fetch: Fetch = quiet_fetch, cap: int | None = None) -> "FullSet":
     """Fetch (or verify) every file and image set, crop SWAP's boxes, check every row, write ``manifest.json``
     (with ``cap``, every row is still read and checked but the set scores the first ``cap`` of each group)."""
     out_dir = Path(out_dir)

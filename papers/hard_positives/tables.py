@@ -115,16 +115,11 @@ def cell(key: str, value) -> str:
 
 
 def model_rows(scored: Sequence[Scored]) -> list[dict]:
-    """One row per model: what it is, a run's weights and types (else N/A) and ``evaluation.table_row``'s numbers."""
-    rows = []
-    for s in scored:
-        spec = RUNS.get(s.row)
-        rows.append({"row": s.row, "model": s.model, "label": s.label, "run": s.row,
-                     "hard_positive_weight": spec.hard_positive_weight if spec else "N/A",
-                     "hard_negative_weight": spec.hard_negative_weight if spec else "N/A",
-                     "types": "+".join(spec.types) if spec else "N/A",
-                     **evaluation.table_row(evaluation.group_cells(s.result))})
-    return rows
+    """One row per model: what it is, a run's hard-negative weight (else N/A; Table 3's column) and
+    ``evaluation.table_row``'s numbers."""
+    return [{"row": s.row, "model": s.model, "label": s.label, "run": s.row,
+             "hard_negative_weight": RUNS[s.row].hard_negative_weight if s.row in RUNS else "N/A",
+             **evaluation.table_row(evaluation.group_cells(s.result))} for s in scored]
 
 
 def _indicators(result: SelectionResult) -> dict[str, dict[str, np.ndarray]]:
@@ -176,8 +171,7 @@ def mean_drop(result: SelectionResult, n_resamples: int = 2000, seed: int = 0):
     # deferred: loads scipy only when called
     import scipy.stats
 
-    # deferred: loads scipy only when called
-    from common.evaluation.stats import Interval
+    from common.evaluation.stats import Interval  # deferred: it loads scipy too
 
     samples = [_item_values(result, result, column, "aug", "orig") for column in evaluation.COLUMNS]
     estimate = float(np.mean([s.mean() for s in samples]))
@@ -460,7 +454,6 @@ def write_outputs(out_dir: Path, profile: str, scored: Sequence[Scored], zoo_row
     def table(name: str, picked: Sequence[str], columns: Sequence[str]) -> Path:
         return write_csv_atomic(staging / name, [{k: cell(k, by_row[r][k]) for k in columns} for r in picked], columns)
 
-    out_dir = Path(out_dir)
     with output_group(out_dir) as staging:
         paths = {
             "table1": table("table1.csv", (*zoo_rows, *TABLE1_RUNS), TABLE1_FIELDS),

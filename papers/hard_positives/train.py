@@ -83,13 +83,12 @@ def run_rows(run: str, rows: Sequence[FullRow]) -> list[FullRow]:
     return picked
 
 
-def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor], name: str,
-                where: str = "the fine-tuning set") -> CaptionBatches:
+def batches_for(data: FinetuneSet, tokenize: Callable[[Sequence[str]], torch.Tensor], name: str) -> CaptionBatches:
     """The mini set's batches, refusing a hard positive or negative that tokenizes like its caption."""
     captions = caption_tokens(tokenize, data.texts("caption"))
     extras = {k: caption_tokens(tokenize, data.texts(k)) for k in ("positive", "negative")}
     for k, tokens in extras.items():
-        refuse_same_tokens(captions, tokens, data.texts("caption"), f"hard {k}", where)
+        refuse_same_tokens(captions, tokens, data.texts("caption"), f"hard {k}", "the fine-tuning set")
     return CaptionBatches(pixels(data.images), captions, [extras["positive"], extras["negative"]], name, fields=TEXTS)
 
 

@@ -103,13 +103,9 @@ def negclip_and_order_pairs(fetch: Callable[[str], Path], order_csv: Path) -> li
     """NegCLIP's released swaps of its validation captions, and ARO's Order perturbations of the same captions."""
     tsv = fetch(NEGCLIP_KEY)
     rows = read_negclip_tsv(tsv)
-    group_of = {}
-    pairs = []
-    for row in rows:
-        group = coco_group(row.filepath)
-        group_of[row.index] = group
-        for k, negative in enumerate(row.negatives):
-            pairs.append(TextPair("negclip-swap", "swap", group, row.title, negative, f"{row.index}/{k}"))
+    group_of = {row.index: coco_group(row.filepath) for row in rows}
+    pairs = [TextPair("negclip-swap", "swap", coco_group(row.filepath), row.title, negative, f"{row.index}/{k}")
+             for row in rows for k, negative in enumerate(row.negatives)]
     try:
         fh = open(order_csv, newline="", encoding="utf-8")
     except OSError as exc:
@@ -124,9 +120,8 @@ def negclip_and_order_pairs(fetch: Callable[[str], Path], order_csv: Path) -> li
             except (KeyError, ValueError) as exc:
                 raise DatasetError(f"{order_csv}: line {number}: index {row.get('index')!r} is not a row of "
                                    f"{tsv.name}") from exc
-            for column in ORDER_COLUMNS:
-                pairs.append(TextPair("aro-order", column, group, row["original_normalised"], row[column],
-                                      row["index"]))
+            pairs += [TextPair("aro-order", column, group, row["original_normalised"], row[column], row["index"])
+                      for column in ORDER_COLUMNS]
     return pairs
 
 
@@ -212,10 +207,8 @@ def _accuracy_row(benchmark: str, category: str, scorer: str, correct: np.ndarra
 
 def accuracy_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], config: Config,
                    published: dict) -> list[dict]:
-    rows = []
-    for (benchmark, category), ix in indices_by(pairs, "benchmark", "category").items():
-        for scorer in scores:
-            rows.append(_accuracy_row(benchmark, category, scorer, scores[scorer].correct[ix], config, published))
+    rows = [_accuracy_row(benchmark, category, scorer, scores[scorer].correct[ix], config, published)
+            for (benchmark, category), ix in indices_by(pairs, "benchmark", "category").items() for scorer in scores]
     for benchmark, ix in indices_by(pairs, "benchmark").items():
         for scorer in scores:
             correct = scores[scorer].correct[ix]
@@ -386,10 +379,6 @@ def summary_metrics(accuracy: Sequence[dict], refinement: Sequence[dict], scorer
     cell = {(r["benchmark"], r["category"], r["scorer"]): r["accuracy"] for r in accuracy}
     kept = sum(r["n_kept"] for r in refinement)
     n = sum(r["n_unrefined"] for r in refinement)
-
-    def weighted(column: str) -> float:
-        return round(sum(r[column] * r["n_kept"] for r in refinement if r["n_kept"]) / max(kept, 1), 2)
-
     short = {"ngram-lm": "lm", "text-classifier": "classifier", "grammar": "grammar", "vera": "vera"}
     metrics = {}
     for benchmark, category in (("vl-checklist", "all (micro)"), ("negclip-swap", "all (micro)"),
@@ -397,9 +386,9 @@ def summary_metrics(accuracy: Sequence[dict], refinement: Sequence[dict], scorer
         for scorer in scorers[:2]:
             metrics[f"{benchmark.replace('-', '_')}_{short.get(scorer, scorer)}"] = cell[(benchmark, category, scorer)]
     metrics["refined_here_kept_share"] = round(100 * kept / max(n, 1), 2)
-    metrics["refined_here_m1"] = weighted("m1_after")
-    metrics["refined_here_m2"] = weighted("m2_after")
-    metrics["refined_here_retrained_classifier"] = weighted("retrained_classifier_after")
+    for name in ("m1", "m2", "retrained_classifier"):  # each mean weighted by the examples kept
+        metrics[f"refined_here_{name}"] = round(sum(r[f"{name}_after"] * r["n_kept"] for r in refinement
+                                                    if r["n_kept"]) / max(kept, 1), 2)
     return metrics
 
 

@@ -15,8 +15,7 @@ from papers.sugarcrepe import sets_full
 
 def _describe(args: argparse.Namespace) -> int:
     if args.source == "released":
-        files = fetch_released()
-        origin = "released JSON (sugarcrepe group of the download registry)"
+        files, origin = fetch_released(), "released JSON (sugarcrepe group of the download registry)"
     else:
         manifest = PreparedSet.load(build_root() / args.source / "sugarcrepe" / "manifest.json")
         files, origin = manifest.files(), f"prepared {args.source} set {manifest.path}"

@@ -168,8 +168,7 @@ def read_table6(path: Path, groups: Sequence[str] = GROUPS) -> dict[str, Table6R
     return rows
 
 
-def read_correctness(path: Path, categories: Sequence[str] = CATEGORIES
-                     ) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
+def read_correctness(path: Path) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
     """(category -> item ids, category -> per-example correctness), in file order, from a predictions CSV
     (``common.evaluation.results.write_predictions``)."""
     ids: dict[str, list[str]] = {}
@@ -180,10 +179,10 @@ def read_correctness(path: Path, categories: Sequence[str] = CATEGORIES
                                     "not 0 or 1")
         ids.setdefault(row["group"], []).append(row["item_id"])
         by_group.setdefault(row["group"], []).append(row["correct"] == "1")
-    missing = [c for c in categories if not by_group.get(c)]
+    missing = [c for c in CATEGORIES if not by_group.get(c)]
     if missing:
         raise Figure5InputError(f"{path}: no predictions for categor(ies) {missing}")
-    return {c: tuple(ids[c]) for c in categories}, {c: np.asarray(by_group[c], dtype=bool) for c in categories}
+    return {c: tuple(ids[c]) for c in CATEGORIES}, {c: np.asarray(by_group[c], dtype=bool) for c in CATEGORIES}
 
 
 def predictions_path(predictions_dir: Path, model: str) -> Path:
@@ -455,7 +454,6 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
               for model, match in matches.items()]
     rows = correlations(points, published[0], config.n_resamples, config.confidence, config.bootstrap_seed,
                         FULL_VIEW)
-    n = len(points)
     context = {
         "profile": "full",
         "config": {"n_resamples": config.n_resamples, "confidence": config.confidence,
@@ -469,7 +467,7 @@ def run_full(models: Sequence[str], config: Figure5Config, out_dir: Path, imagen
                              "imagenet_top1": round(p.top1(IMAGENET_1K), 2)} for p in points},
         "left_out": left_out,
         "published_source": published[1],
-        "intervals": {"fisher": f"Fisher z over the models ({fisher_width(n, config.confidence)})",
+        "intervals": {"fisher": f"Fisher z over the models ({fisher_width(len(points), config.confidence)})",
                       "bootstrap": "percentile bootstrap over SugarCrepe examples (each category's examples "
                                    "resampled, the same draw for every model); ImageNet top-1 held fixed: open_clip "
                                    "publishes no per-image outcomes"},

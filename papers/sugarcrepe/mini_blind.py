@@ -93,10 +93,9 @@ def refinement_table(pairs: Sequence[TextPair], scores: dict[str, PairScores], c
         kept_mask[kept] = True
         rows.append({"benchmark": benchmark, "category": category, "n": int(ix.size), "n_kept": int(kept.size),
                      "kept_share": round(100 * kept.size / ix.size, 2),
-                     "lm_before": blind_real.percent(lm.correct[ix]),
-                     "lm_after": blind_real.percent(lm.correct[kept]),
-                     "classifier_before": blind_real.percent(classifier.correct[ix]),
-                     "classifier_after": blind_real.percent(classifier.correct[kept])})
+                     **{f"{name}_{when}": blind_real.percent(s.correct[at])
+                        for name, s in (("lm", lm), ("classifier", classifier))
+                        for when, at in (("before", ix), ("after", kept))}})
     retrained = np.zeros(len(pairs), dtype=bool)
     fitted = np.zeros(len(pairs), dtype=bool)
     for ix in blind_real.indices_by(pairs, "benchmark").values():

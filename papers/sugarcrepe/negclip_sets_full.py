@@ -53,13 +53,9 @@ def build_train_set(tsv: Path, images_dir: Path, sugarcrepe_manifest: Path, out_
     parsed = parse_captions(captions)
     vocabulary = Vocabulary.from_parsed(parsed.values(), vocabulary_min_count)
     negatives = crepe_negatives(captions, KINDS, seed, vocabulary, parsed=parsed)
-    records, without = [], {k: 0 for k in KINDS}
-    for i, (name, caption) in enumerate(kept):
-        per_kind = {k: negatives[k][i] for k in KINDS}
-        for k, v in per_kind.items():
-            without[k] += v is None
-        if all(v is not None for v in per_kind.values()):
-            records.append({"image": name, "caption": caption, "negatives": per_kind})
+    without = {k: sum(n is None for n in negatives[k]) for k in KINDS}
+    records = [{"image": name, "caption": caption, "negatives": dict(zip(KINDS, negs))}
+               for (name, caption), negs in zip(kept, zip(*(negatives[k] for k in KINDS))) if None not in negs]
     if not records:
         raise DatasetError(f"{tsv}: no caption outside the SugarCrepe test images gets a negative of every kind")
     out_dir = Path(out_dir)

@@ -175,14 +175,10 @@ def table_rows(entries: Sequence[ModelEntry], scores: Mapping[str, ModelScores],
         accuracy[e.name] = acc
     if reference not in accuracy:
         raise ValueError(f"reference model {reference!r} is not among the rows")
-    rows = []
-    for e in entries:
-        acc = accuracy[e.name]
-        rows.append({"model": e.name, "label": e.label, "training": e.training, "hard_negative": e.hard_negative,
-                     "negatives": e.negatives, "arch": e.arch, **{c: round(acc[c], 2) for c in COLUMNS},
-                     **{f"gain_{c}": round(acc[c] - accuracy[reference][c], 2) for c in COLUMNS},
-                     "ties": scores[e.name].templates.ties + scores[e.name].sugarcrepe.ties})
-    return rows
+    return [{"model": e.name, "label": e.label, "training": e.training, "hard_negative": e.hard_negative,
+             "negatives": e.negatives, "arch": e.arch, **{c: round(accuracy[e.name][c], 2) for c in COLUMNS},
+             **{f"gain_{c}": round(accuracy[e.name][c] - accuracy[reference][c], 2) for c in COLUMNS},
+             "ties": scores[e.name].templates.ties + scores[e.name].sugarcrepe.ties} for e in entries]
 
 
 def mean2(values) -> float:

@@ -320,9 +320,7 @@ def run(out_dir: Path = OUT_DIR, fetcher: Callable[[str], Path] | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = stage_parser(__spec__.name, __doc__)
     parser.add_argument("--out", type=Path, default=OUT_DIR)
-    args = parser.parse_args(argv)
-    paths = run(args.out)
-    return print_written(paths)
+    return print_written(run(parser.parse_args(argv).out))
 
 
 if __name__ == "__main__":

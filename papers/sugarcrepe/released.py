@@ -75,12 +75,7 @@ def _source_of(key: str) -> str:
 
 def parse_choice(answer: str) -> int | None:
     """GPT-4V's option: 1 or 2 when exactly one of "(1)" / "(2)" occurs in the answer, else None (unparseable)."""
-    has1, has2 = "(1)" in answer, "(2)" in answer
-    if has1 and not has2:
-        return 1
-    if has2 and not has1:
-        return 2
-    return None
+    return {(True, False): 1, (False, True): 2}.get(("(1)" in answer, "(2)" in answer))
 
 
 @dataclass(frozen=True)
@@ -108,9 +103,7 @@ def score_gpt4v_file(path: Path, setting: str, category: str) -> GPT4VScore:
     """Score one ``gpt4v-<category>.json``; unparseable answers are wrong (and counted), nothing is dropped."""
     if setting not in POSITIVE_OPTION:
         raise AuditError(f"{path}: unknown GPT-4V setting {setting!r} (expected one of {SETTINGS})")
-    data = _read_released_json(Path(path), "GPT-4V answers")
-    if not isinstance(data, dict):
-        raise AuditError(f"{path}: expected an object mapping example ids to answers, got {type(data).__name__}")
+    data = _read_released_json(Path(path), "GPT-4V answers", "answers")
     total = correct = unparseable = disagreements = checked = 0
     ids: set[str] = set()
     skipped: list[str] = []
@@ -172,13 +165,10 @@ def gpt4v_recomputed(
         skipped = f"; skipped non-example entries {list(sc.skipped)}" if sc.skipped else ""
         note = f"{_score_text(sc)}; {parse_rule}{agree}{skipped}{extra.get(category, '')}"
         src = source(setting, category)
-        for column, value, unit in (
-            (category, float(sc.accuracy), "fraction"),
-            (f"{category} | correct", float(sc.correct), "count"),
-            (f"{category} | total", float(sc.total), "count"),
-        ):
-            recs.append(Recomputed(PAPER, README_TABLE, setting, column, value, unit, src, PROFILE, "exact",
-                                   note=note))
+        recs += [Recomputed(PAPER, README_TABLE, setting, column, value, unit, src, PROFILE, "exact", note=note)
+                 for column, value, unit in ((category, float(sc.accuracy), "fraction"),
+                                             (f"{category} | correct", float(sc.correct), "count"),
+                                             (f"{category} | total", float(sc.total), "count"))]
     averaged: dict[str, Fraction] = {}
     for category in CATEGORIES:
         pair = [scores.get((s, category)) for s in SETTINGS]
@@ -249,8 +239,7 @@ def figure5_models(model_names: Sequence[str] | None = None) -> list[ModelRef]:
     open_clip pretrained tag (not NegCLIP, which has a checkpoint instead)."""
     if model_names is None:
         model_names = section(read_params(), "sugarcrepe.models.full")
-    specs = [get_spec(name) for name in model_names]
-    return [ModelRef(f"{s.family} | {s.label}", s.arch, s.pretrained) for s in specs
+    return [ModelRef(f"{s.family} | {s.label}", s.arch, s.pretrained) for s in map(get_spec, model_names)
             if s.family in FIGURE5_FAMILIES and s.pretrained]
 
 
@@ -297,14 +286,9 @@ def figure5_points(
     value."""
     out = {}
     for category, column in columns.items():
-        rows, xs, ys = [], [], []
-        for m in matches:
-            if m.imagenet is None or (m.model.row, column) not in table6:
-                continue
-            rows.append(m.model.row)
-            xs.append(100.0 * m.imagenet)
-            ys.append(table6[(m.model.row, column)])
-        out[category] = (rows, xs, ys)
+        kept = [m for m in matches if m.imagenet is not None and (m.model.row, column) in table6]
+        out[category] = ([m.model.row for m in kept], [100.0 * m.imagenet for m in kept],
+                         [table6[(m.model.row, column)] for m in kept])
     return out
 
 
@@ -336,10 +320,8 @@ def figure5_recomputed(
     base = (f"Pearson r over {n} pretrained CLIPs (ImageNet-1k zero-shot top-1 from open_clip vs published "
             f"Table 6 accuracy)" + (f"; not in open_clip's CSV: {missing}" if missing else ""))
     all_r = ", ".join(f"{SHORT[c]} {r:.4f}" for c, r in rs.items())
-    recs = []
-    for category, claim_id in CLAIM_R.items():
-        recs.append(Recomputed(PAPER, CLAIM_TABLE, claim_id, "value", rs[category], "other", source, PROFILE,
-                               "claim", note=f"{base}; all r: {all_r}"))
+    recs = [Recomputed(PAPER, CLAIM_TABLE, claim_id, "value", rs[category], "other", source, PROFILE, "claim",
+                       note=f"{base}; all r: {all_r}") for category, claim_id in CLAIM_R.items()]
     others = {c: r for c, r in rs.items() if c not in CLAIM_R}
     worst = min(others, key=lambda c: others[c])
     recs.append(Recomputed(
@@ -403,14 +385,18 @@ def table2_recomputed(counts: Mapping[str, int], source: str, notes: Mapping[str
     return recs
 
 
-def _read_released_json(path: Path, what: str) -> Any:
-    """A released JSON file: unreadable, malformed, too deep or an id twice is one ``AuditError`` naming it."""
+def _read_released_json(path: Path, what: str, values: str) -> dict[str, Any]:
+    """A released JSON file, an object mapping example ids to ``values``: unreadable, malformed, too deep, an id twice
+    or not an object is one ``AuditError`` naming it."""
     try:
-        return parse_json(path.read_text(encoding="utf-8"), path, unique_keys=True)
+        data = parse_json(path.read_text(encoding="utf-8"), path, unique_keys=True)
     except (OSError, UnicodeDecodeError) as exc:
         raise AuditError(f"{path}: cannot read {what}: {exc}") from exc
     except DatasetError as exc:
         raise AuditError(f"{exc} (in the {what})") from None
+    if not isinstance(data, dict):
+        raise AuditError(f"{path}: expected an object mapping example ids to {values}, got {type(data).__name__}")
+    return data
 
 
 def _keep_published(recs: list[Recomputed]) -> list[Recomputed]:
@@ -444,11 +430,7 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
         released = {c: fetch_path(released_file_key(c)) for c in CATEGORIES}
         counts = category_counts(released)
         for category, path in released.items():  # each file an object keyed by example id
-            data = _read_released_json(Path(path), "released SugarCrepe file")
-            if not isinstance(data, dict):
-                raise AuditError(f"{path}: expected an object mapping example ids to examples, got "
-                                 f"{type(data).__name__}")
-            released_ids[category] = set(data)
+            released_ids[category] = set(_read_released_json(Path(path), "released SugarCrepe file", "examples"))
     except unavailable as exc:
         recs += _unavailable([(TABLE2, TABLE2_ROW, col, "count") for col in COLUMNS.values()]
                              + [(CLAIM_TABLE, CLAIM_TOTAL, "value", "count")], "sugarcrepe/data/*.json", exc)
@@ -462,8 +444,7 @@ def recompute(fetcher: Callable[[str], Path] | None = None, model_names: Sequenc
         keys += [(README_TABLE, s, column, unit) for s in SETTINGS for c in CATEGORIES
                  for column, unit in ((c, "fraction"), (f"{c} | correct", "count"), (f"{c} | total", "count"))]
         recs += _unavailable(keys, "sugarcrepe/gpt-4v-results/*", exc)
-        scores = None
-    if scores is not None:
+    else:
         # Where GPT-4V answered examples that the released benchmark does not hold (or vice versa), say so.
         for category in CATEGORIES if counts is not None else ():
             answered = set().union(*(scores[(s, category)].ids for s in SETTINGS))

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.audit.consistency import (
-    CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, UNEXPLAINED, UNSTATED, Breakdown, Part, Printed, Side, compare,
-    reproduces)
+    CONSISTENT, EXPLAINED, MACRO, MICRO, PER_CATEGORY, UNEXPLAINED, UNSTATED, Breakdown, Part, Printed, Side, compare)
 from common.audit.cross_paper import CrossPaperIncomplete, read_released, run
 from common.audit.identities import IdentityError, load_identities, resolve
 from common.paths import PUBLISHED
@@ -152,12 +151,6 @@ def test_a_real_difference_is_unexplained_with_the_counts_it_implies():
     assert "1502/1652" in verdict.evidence and "1500/1652 (truncates)" in verdict.evidence
     assert "2 examples" in verdict.evidence
     assert compare(side("a", "0.46", scale=100), side("b", "37.14")).verdict == UNEXPLAINED
-
-
-def test_reproduces_names_the_rule():
-    assert reproduces(Printed("80.08"), 631, 788) == (True, "rounds")
-    assert reproduces(Printed("80.07"), 631, 788) == (True, "truncates")
-    assert reproduces(Printed("80.00"), 631, 788) == (False, "")
 
 
 # ---- released per-example files -------------------------------------------------------------------------------

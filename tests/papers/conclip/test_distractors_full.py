@@ -316,7 +316,7 @@ def test_refusals_name_the_file_and_the_entry_and_write_nothing(release, tmp_pat
     with pytest.raises(df.DistractorsFullError, match="keeps 3 images per entry.* 1 chunks of 5000"):
         _evaluate(release, out, chunk_size=5000)
     few = write_ccneg(tmp_path / "few" / "ccneg_preprocessed.pt", [annotation(0)] * EVAL)
-    with pytest.raises(DatasetError, match="leave no training entry"):
+    with pytest.raises(DatasetError, match="leave no training entries"):
         _evaluate(release, out, data=few)
     pickled = tmp_path / "pickled.pt"
     torch.save({"image_paths": [], "annotations": [], "num_ops": {}, "x": Path("a")}, pickled)

@@ -11,6 +11,7 @@ from PIL import Image
 from common.errors import WorkspaceError
 from common.files.tasks import DatasetError
 from common.files.visual_genome import VG_ATTRIBUTION, crop_relpath, crop_vg, read_vg
+from common.registry import fetch as registry
 from papers.hard_positives import evaluation, released, sets_full
 
 
@@ -220,7 +221,7 @@ def test_prepare_full_fetches_everything_before_cropping(release, tmp_path):
 def test_entry_point_prepares_through_the_registry(release, tmp_path, monkeypatch):
     """``python -m papers.hard_positives.sets_full``: keys fetched through ``common.registry.fetch.fetch`` (a stand-in
     here)."""
-    monkeypatch.setattr(released, "fetch", lambda key, progress=True: release[key])
+    monkeypatch.setattr(registry, "fetch", lambda key, progress=True: release[key])
     monkeypatch.setenv("DVC_STAGE", "papers/hard_positives/dvc.yaml:full-data")  # as `dvc repro` sets it
     assert sets_full.main(["--out", str(tmp_path / "prepared")]) == 0
     assert sets_full.FullSet.load(tmp_path / "prepared").info["counts"]["swap"]["items"] == 3

@@ -13,7 +13,9 @@ import pytest
 
 from common.blind.crossfit import TextPair
 from common.errors import run_entry_point
-from papers.hard_positives import released, released_text as rt
+from common.registry import fetch as registry
+from common.registry.fetch import quiet_fetch
+from papers.hard_positives import released_text as rt
 from papers.hard_positives.released import file_keys
 
 needs_lexicon = pytest.mark.skipif(
@@ -177,7 +179,7 @@ def test_outputs_are_byte_deterministic(tmp_path):
 @needs_lexicon
 def test_command_line_flags_and_a_misaligned_release(tmp_path, monkeypatch, capsys):
     files = write_release(tmp_path / "data", n=24)
-    monkeypatch.setattr(released, "fetch", lambda key, progress=True: files[key])
+    monkeypatch.setattr(registry, "fetch", lambda key, progress=True: files[key])
     out = tmp_path / "out"
     assert rt.main(["--folds", "2", "--seed", "0", "--n-resamples", "20", "--out", str(out)]) == 0
     context = json.loads((out / "context.json").read_text())
@@ -200,7 +202,7 @@ def test_real_release_rules_per_authors_word(released_env):
     """Five examples of each of the authors' rules, through the WordNet rule: where WordNet agrees with them."""
     from common.text.crepe_style import parse_captions
 
-    examples, authors, files = rt.load_examples(released.registry_fetch)
+    examples, authors, files = rt.load_examples(quiet_fetch)
     assert [sum(e.kind == k for e in examples) for k in ("attributes", "relations")] == [10575, 16868]
     assert sum(len(c) for c in authors.values()) == 39  # 38 words, "riding" with two replacements
     ordered = {k: [r for r, _ in c.most_common()] for k, c in authors.items()}
