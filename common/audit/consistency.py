@@ -243,8 +243,11 @@ def compare(a: Side, b: Side, n: int | None = None, breakdowns: Sequence[Breakdo
         return Verdict(CONSISTENT, "within printed precision",
                        f"|{a.printed.text} - {b.printed.text}| = {_fmt(abs(difference))} <= "
                        f"{_fmt(a.printed.half + b.printed.half)} (half a unit of each last digit)", implied)
-    found = ((_rounding_rule(a, b, n) or _data_version(a, b, n, other_sizes)) if n and single
-             else None if single else _averaging(a, b, breakdowns))
+    found = None
+    if n and single:
+        found = _rounding_rule(a, b, n) or _data_version(a, b, n, other_sizes)
+    elif not single:
+        found = _averaging(a, b, breakdowns)
     if found:
         return replace(found, implied=implied)
     evidence = f"difference {_fmt(difference)} points"

@@ -459,8 +459,11 @@ def check(papers: Sequence[str] | None = None, root: Path = ROOT, results: Path 
           write: bool = False) -> list[str]:
     """The papers (and ``README.md``, all papers only) whose block disagrees with ``results`` (``write``: rewritten)."""
     names = list(papers if papers is not None else plugins.paper_names())
-    wrong = [paper for paper in names if load(paper, root) and check_block(
-        root / "papers" / paper / README, BLOCK, markdown(paper, results, root), write, f"papers/{paper}/{SPEC}")]
+    wrong = []
+    for paper in names:  # a loop, not a comprehension: check_block rewrites the block when ``write``
+        if load(paper, root) and check_block(root / "papers" / paper / README, BLOCK, markdown(paper, results, root),
+                                             write, f"papers/{paper}/{SPEC}"):
+            wrong.append(paper)
     front = root / README
     if papers is None and check_block(front, SUMMARY_BLOCK, summary_markdown(names, results, root), write,
                                        "the papers' claims"):

@@ -184,9 +184,10 @@ class AroSet:
         # a malformed manifest fails here, before any benchmark is read
         for kind in (k for k in VG_KINDS if k in aro.info):
             section = aro._section(kind)
-            for f in ("annotations", "image_root", "crop_root"):
-                if f != "crop_root" or section.get(f) is not None:  # no crop root: the cases are whole images
-                    aro._path(section.get(f), f"{kind}.{f}")
+            aro._path(section.get("annotations"), f"{kind}.annotations")
+            aro._path(section.get("image_root"), f"{kind}.image_root")
+            if section.get("crop_root") is not None:  # no crop root: the cases are whole images
+                aro._path(section["crop_root"], f"{kind}.crop_root")
         for key, fields in (("retrieval", ("annotations", "image_root")), ("classification", ("file", "image_root"))):
             if key in aro.info:
                 for name, entry in aro._section(key).items():
