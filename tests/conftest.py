@@ -1,7 +1,15 @@
 """Shared fixtures: small random-weight models, temporary caches, the shared mirror, published numbers."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# `make test` runs one pytest worker per core, each with torch's default of one OpenMP thread per core; OpenMP's idle
+# threads spin at every barrier, so two busy workers each ran at about half speed (2026-12-02, 2 cores: a 200-step
+# training took 43-47 s beside a second one, 20-22 s with passive waiting, 14 s alone). Passive waiting changes how
+# an idle thread waits, not the thread count nor the bits a test checks. Set before torch is loaded; inherited by
+# the workers and by every subprocess a test starts.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 from hypothesis import settings

@@ -4,10 +4,12 @@ notebooks/audit.ipynb reads the audit outputs: they are generated first into a t
 ``run_audit``; a paper whose released artifacts cannot be fetched here, e.g. offline, is audited from the
 paper's own tables and this workspace's runs only) and the notebook is pointed at it with VLC_AUDIT_DIR.
 The notebook is executed with nbclient on the ``python3`` kernel of the active environment, cwd = the
-repository root.
+repository root. Each notebook's run on the results also checks every Markdown table it prints
+(``assert_tables_parse``; the check's own tests: tests/common/test_notebook_tables.py).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -21,6 +23,8 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT_NOTEBOOK = ROOT / "notebooks" / "audit.ipynb"
 TIMEOUT = 300
+from markdown_it import MarkdownIt  # noqa: E402
+
 from common.paper import load_paper  # noqa: E402
 from common.plugins import paper_names  # noqa: E402
 from shared_files import MIRROR  # noqa: E402
@@ -79,6 +83,74 @@ def _execute(path: Path, env: dict[str, str], monkeypatch) -> nbformat.NotebookN
     return nb
 
 
+_escaped_split = importlib.import_module("markdown_it.rules_block.table").escapedSplit
+"""markdown-it's own split of a table row into cells (an escaped ``\\|`` stays in its cell)."""
+
+PARSER = MarkdownIt("commonmark").enable("table")
+
+
+def _cells(line: str) -> list[str]:
+    """A table row's cells as markdown-it splits them (outer pipes dropped)."""
+    cells = _escaped_split(line.strip())
+    if cells and cells[0] == "":
+        cells.pop(0)
+    if cells and cells[-1] == "":
+        cells.pop()
+    return cells
+
+
+def table_problems(markdown: str) -> tuple[int, list[str]]:
+    """(tables parsed, problems): a ``|`` line outside every parsed table and outside code; a row (header or body)
+    whose cell count differs from the header's."""
+    lines = markdown.split("\n")
+    tables, problems, covered = 0, [], set()
+    tokens = PARSER.parse(markdown)
+    for i, token in enumerate(tokens):
+        if token.type in ("fence", "code_block") and token.map:
+            covered.update(range(*token.map))
+        if token.type != "table_open":
+            continue
+        tables += 1
+        start, end = token.map
+        covered.update(range(start, end))
+        header = 0
+        for t in tokens[i + 1:]:
+            if t.type == "thead_close":
+                break
+            header += t.type == "th_open"
+        for n in (start, *range(start + 2, end)):
+            found = len(_cells(lines[n]))
+            if found != header:
+                problems.append(f"line {n + 1}: {found} cells where the header has {header}: {lines[n][:160]}")
+    for n, line in enumerate(lines):
+        if line.lstrip().startswith("|") and n not in covered:
+            problems.append(f"line {n + 1}: a table row outside any table (the table did not parse): {line[:160]}")
+    return tables, problems
+
+
+def _markdown_outputs(nb) -> list[str]:
+    return [o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if o.get("output_type") in ("display_data", "execute_result") and "text/markdown" in o.get("data", {})]
+
+
+TABLES_CHECKED = {"aro", "audit", "bivlc", "conclip", "hard_positives", "sugarcrepe"}
+"""The notebooks whose run below also checks every Markdown table it prints (``assert_tables_parse``);
+tests/common/test_notebook_tables.py holds the check's own tests and that no notebook is left out."""
+
+
+def assert_tables_parse(nb, name: str) -> None:
+    """Every Markdown table ``nb`` printed parses, with each row the header's number of cells, and it printed one."""
+    assert name in TABLES_CHECKED, name
+    tables, problems = 0, []
+    for k, markdown in enumerate(_markdown_outputs(nb)):
+        found, wrong = table_problems(markdown)
+        tables += found
+        problems += [f"output {k}, {p}" for p in wrong]
+    assert not problems, (f"notebooks/{name}.ipynb prints {len(problems)} table line(s) that do not parse:\n"
+                          + "\n".join(problems[:12]))
+    assert tables, f"notebooks/{name}.ipynb printed no table from the results"
+
+
 def _text(nb) -> str:
     parts = []
     for c in nb.cells:
@@ -102,6 +174,7 @@ def test_committed_notebook_has_no_outputs():
 
 def test_audit_notebook_runs(audit_dir, monkeypatch):
     nb = _execute(AUDIT_NOTEBOOK, {"VLC_AUDIT_DIR": str(audit_dir)}, monkeypatch)
+    assert_tables_parse(nb, "audit")
     text = _text(nb)
     assert "loaded: aro, bivlc, conclip, hard_positives, sugarcrepe" in text
     assert "| paper | differs | reproduced |" in text  # the verdict table
@@ -136,6 +209,7 @@ def test_aro_notebook_redraws_the_committed_results(monkeypatch):
     results = ROOT / "results" / "aro" / "mini"
     assert (results / "table6.csv").is_file(), "results/aro/mini is committed with the code"
     nb = _execute(ARO_NOTEBOOK, {"VLC_ARO_RESULTS": str(results)}, monkeypatch)
+    assert_tables_parse(nb, "aro")
     text = _text(nb)
     assert "| task |" in text and "VG-Relation" in text and "Shuffle all words" in text
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
@@ -161,6 +235,7 @@ def test_sugarcrepe_notebook_redraws_the_committed_results(monkeypatch):
     results = ROOT / "results" / "sugarcrepe"
     assert (results / "real_text" / "blind_accuracy.csv").is_file(), "results/sugarcrepe/real_text is committed"
     nb = _execute(SUGARCREPE_NOTEBOOK, {"VLC_SUGARCREPE_RESULTS": str(results)}, monkeypatch)
+    assert_tables_parse(nb, "sugarcrepe")
     text = _text(nb)
     assert "does not exist yet" not in text
     assert "| model |" in text and "vl-checklist" in text and "retrained_classifier_after" in text
@@ -190,6 +265,7 @@ def test_hard_positives_notebook_redraws_the_committed_results(monkeypatch):
     results = ROOT / "results" / "hard_positives"
     assert (results / "real_text" / "blind.csv").is_file(), "results/hard_positives/real_text is committed"
     nb = _execute(HARD_POSITIVES_NOTEBOOK, {"VLC_HARD_POSITIVES_RESULTS": str(results)}, monkeypatch)
+    assert_tables_parse(nb, "hard_positives")
     text = _text(nb)
     assert "does not exist yet" not in text
     assert "| label | replace_orig |" in text and "Our HP+HN" in text
@@ -219,6 +295,7 @@ def test_conclip_notebook_redraws_the_committed_results(monkeypatch):
     results = ROOT / "results" / "conclip"
     assert (results / "mini" / "table3.csv").is_file(), "results/conclip/mini is committed"
     nb = _execute(CONCLIP_NOTEBOOK, {"VLC_CONCLIP_RESULTS": str(results)}, monkeypatch)
+    assert_tables_parse(nb, "conclip")
     text = _text(nb)
     assert "does not exist yet" not in text
     assert "| label | ccneg | ccneg_strict | ccneg_ties |" in text and "CC-Neg - L_conclip" in text
@@ -247,6 +324,7 @@ def test_bivlc_notebook_redraws_the_committed_results(monkeypatch):
     for name in ("mini/table2.csv", "mini/benchmark_correlations.csv", "finding3.csv"):
         assert (results / name).is_file(), f"results/bivlc/{name} is committed"
     nb = _execute(BIVLC_NOTEBOOK, {"VLC_BIVLC_RESULTS": str(results), "VLC_PROFILE": "mini"}, monkeypatch)
+    assert_tables_parse(nb, "bivlc")
     text = _text(nb)
     assert "does not exist yet" not in text
     assert "| label | kind | sugarcrepe | I2T | T2I | group |" in text and "CLIP_TROHN-Img" in text
